@@ -1,0 +1,3 @@
+from vramscope.cli import main
+
+raise SystemExit(main())

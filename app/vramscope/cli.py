@@ -1,0 +1,61 @@
+"""`vramscope` command line.
+
+    vramscope [--demo] [FILE]        the window (a session FILE reopens a recording)
+    vramscope status [--json]        one sampling pass, printed; no Qt
+    vramscope record ...             headless recorder
+    vramscope export FILE ...        CSV / Perfetto trace
+    vramscope plan ...               will it fit?
+    vramscope run -- python train.py start a script with the PyTorch agent on
+
+Each subcommand lives in ``vramscope.commands.<name>`` with ``add_arguments``
+and ``run``; modules are imported only when their command runs (except for
+their argument definitions), so `status` never imports Qt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from vramscope import __version__
+
+COMMANDS = {
+    "status": "print one sampling pass (no window); --json for scripts",
+    "record": "record a session headless (SSH, servers)",
+    "export": "export a recorded session to CSV or a Perfetto trace",
+    "plan": "will it fit? the memory arithmetic before a run",
+    "run": "run a Python script with the vramscope PyTorch agent on",
+}
+
+
+def _command_module(name: str):
+    return importlib.import_module(f"vramscope.commands.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vramscope", description="What fills your GPU: a live VRAM monitor.")
+    parser.add_argument("--version", action="version", version=f"vramscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        module = _command_module(name)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+    _command_module("gui").add_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] == "run":  # everything after `run` belongs to the child
+        args = argparse.Namespace(command="run", child=argv[1:])
+    else:
+        args = parser.parse_args(argv)
+    name = args.command or "gui"
+    return int(_command_module(name).run(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,14 @@
+"""`vramscope run` -- not built yet (see the open issues)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(p) -> None:
+    pass
+
+
+def run(args) -> int:
+    print("vramscope run: not available in this version", file=sys.stderr)
+    return 2

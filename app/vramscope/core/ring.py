@@ -1,0 +1,138 @@
+"""Bounded numpy ring buffers with a coarser tier.
+
+A ``TieredRing`` keeps the newest ``fine_points`` samples as they came, and
+folds every sample into fixed buckets of ``coarse_step`` seconds that keep the
+*peak* of the bucket (for memory the peak is the figure that matters: it is
+what hits the capacity line). A 24-hour session therefore costs a fixed,
+known amount of memory, while the last minutes stay at full resolution.
+
+Values are float64; ``NaN`` stands for "not available" inside the arrays
+(the frozen samples use ``None``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class Ring:
+    """A fixed-capacity ring of (time, value) pairs."""
+
+    __slots__ = ("_t", "_v", "_start", "_len")
+
+    def __init__(self, capacity: int):
+        if capacity < 1:
+            raise ValueError("capacity must be >= 1")
+        self._t = np.empty(capacity, dtype=np.float64)
+        self._v = np.empty(capacity, dtype=np.float64)
+        self._start = 0
+        self._len = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._t.shape[0]
+
+    def __len__(self) -> int:
+        return self._len
+
+    def append(self, t: float, v: float) -> None:
+        cap = self._t.shape[0]
+        if self._len < cap:
+            i = (self._start + self._len) % cap
+            self._len += 1
+        else:
+            i = self._start
+            self._start = (self._start + 1) % cap
+        self._t[i] = t
+        self._v[i] = v
+
+    def replace_last(self, t: float, v: float) -> None:
+        i = (self._start + self._len - 1) % self._t.shape[0]
+        self._t[i] = t
+        self._v[i] = v
+
+    def last(self) -> tuple[float, float] | None:
+        if not self._len:
+            return None
+        i = (self._start + self._len - 1) % self._t.shape[0]
+        return float(self._t[i]), float(self._v[i])
+
+    def first_time(self) -> float | None:
+        return float(self._t[self._start]) if self._len else None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies in time order."""
+        cap = self._t.shape[0]
+        end = self._start + self._len
+        if end <= cap:
+            return self._t[self._start:end].copy(), self._v[self._start:end].copy()
+        k = end - cap
+        return (np.concatenate((self._t[self._start:], self._t[:k])),
+                np.concatenate((self._v[self._start:], self._v[:k])))
+
+    @property
+    def nbytes(self) -> int:
+        return self._t.nbytes + self._v.nbytes
+
+
+class TieredRing:
+    """Fine ring of raw samples + coarse ring of per-bucket peaks."""
+
+    __slots__ = ("fine", "coarse", "coarse_step", "_bucket", "_bucket_peak", "_bucket_t")
+
+    def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0,
+                 coarse_points: int = 17280):
+        self.fine = Ring(fine_points)
+        self.coarse = Ring(coarse_points)
+        self.coarse_step = float(coarse_step)
+        self._bucket: float | None = None  # index of the open coarse bucket
+        self._bucket_peak = math.nan
+        self._bucket_t = math.nan
+
+    def __len__(self) -> int:
+        return len(self.fine)
+
+    def append(self, t: float, v: float | None) -> None:
+        value = math.nan if v is None else float(v)
+        self.fine.append(t, value)
+        bucket = math.floor(t / self.coarse_step)
+        if bucket != self._bucket:
+            self._bucket = bucket
+            self._bucket_peak = value
+            self._bucket_t = t
+            self.coarse.append(t, value)
+        else:
+            if math.isnan(self._bucket_peak) or (not math.isnan(value) and value > self._bucket_peak):
+                self._bucket_peak = value
+            self.coarse.replace_last(self._bucket_t, self._bucket_peak)
+
+    def last(self) -> tuple[float, float] | None:
+        return self.fine.last()
+
+    def last_time(self) -> float | None:
+        last = self.fine.last()
+        return None if last is None else last[0]
+
+    def arrays(self, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Coarse peaks for the span the fine ring no longer holds, then raw samples."""
+        ft, fv = self.fine.arrays()
+        if len(self.coarse) and len(ft) and (since is None or since < ft[0]):
+            ct, cv = self.coarse.arrays()
+            keep = ct < ft[0] - self.coarse_step
+            if since is not None:
+                keep &= ct >= since - self.coarse_step
+            t = np.concatenate((ct[keep], ft))
+            v = np.concatenate((cv[keep], fv))
+        else:
+            t, v = ft, fv
+        if since is not None and len(t) and t[0] < since:
+            i = int(np.searchsorted(t, since, side="left"))
+            i = max(0, i - 1)  # keep one point before the window so the line enters it
+            t, v = t[i:], v[i:]
+        return t, v
+
+    @property
+    def nbytes(self) -> int:
+        return self.fine.nbytes + self.coarse.nbytes

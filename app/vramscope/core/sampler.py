@@ -1,0 +1,117 @@
+"""The one sampling thread: source -> frozen frame -> store.
+
+Drift-free: tick k is due at ``start + k * interval`` on the monotonic
+clock, so a slow pass delays one tick instead of shifting every later one;
+ticks missed entirely are skipped, never bunched up. Nothing here touches
+Qt; the GUI reads the store from its own timer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from vramscope.core.samples import Frame
+from vramscope.core.store import Store
+from vramscope.sources.base import Source
+
+log = logging.getLogger(__name__)
+
+MIN_INTERVAL = 0.1
+MAX_INTERVAL = 60.0
+DEFAULT_INTERVAL = 1.0
+
+Enricher = Callable[[Frame], Frame]
+
+
+def clamp_interval(seconds: float) -> float:
+    return min(MAX_INTERVAL, max(MIN_INTERVAL, float(seconds)))
+
+
+class Sampler:
+    def __init__(self, source: Source, store: Store, interval: float = DEFAULT_INTERVAL,
+                 enrichers: list[Enricher] | None = None, wall_clock=time.time,
+                 monotonic=time.monotonic):
+        self.source = source
+        self.store = store
+        self._interval = clamp_interval(interval)
+        self.enrichers: list[Enricher] = list(enrichers or [])
+        self._wall = wall_clock
+        self._mono = monotonic
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.passes = 0
+        self.last_pass_seconds: float | None = None
+        self.errors = 0
+
+    @property
+    def interval(self) -> float:
+        return self._interval
+
+    @interval.setter
+    def interval(self, seconds: float) -> None:
+        self._interval = clamp_interval(seconds)
+        self._wake.set()  # re-plan the schedule from now
+
+    def sample_once(self) -> Frame:
+        """One pass on the calling thread (used by `status` and tests)."""
+        t0 = self._mono()
+        now = self._wall()
+        try:
+            frame = self.source.sample(now)
+        except Exception as exc:  # a source must not kill the sampler
+            self.errors += 1
+            log.exception("source %s failed", getattr(self.source, "name", "?"))
+            frame = Frame(time=now, source=getattr(self.source, "name", "?"),
+                          simulated=getattr(self.source, "simulated", False),
+                          error=f"sampling failed: {exc}")
+        for enrich in self.enrichers:
+            try:
+                frame = enrich(frame)
+            except Exception:
+                self.errors += 1
+                log.exception("enricher %r failed", enrich)
+        self.store.append(frame)
+        self.passes += 1
+        self.last_pass_seconds = self._mono() - t0
+        return frame
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="vramscope-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        start = self._mono()
+        k = 0
+        interval = self._interval
+        while not self._stop.is_set():
+            self.sample_once()
+            k += 1
+            due = start + k * interval
+            now = self._mono()
+            if now > due:  # missed ticks: skip them, stay on the grid
+                k += int((now - due) // interval) + 1
+                due = start + k * interval
+            self._wake.wait(max(0.0, due - now))
+            if self._wake.is_set():
+                self._wake.clear()
+                if interval != self._interval:  # interval changed: new grid from now
+                    interval = self._interval
+                    start, k = self._mono(), 0

@@ -1,0 +1,177 @@
+"""Frozen sample values: what one sampling pass saw.
+
+Every field is fully populated when the value is built. "Not available" is
+``None`` -- never 0, never a lazy attribute that would call NVML later.
+Memory is in bytes (int), times are seconds since the epoch (float).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# How a process looks from here (psutil's view of it).
+VISIBLE = "ok"
+ACCESS_DENIED = "access-denied"  # exists, but /proc details are not readable
+EXITED = "exited"  # NVML lists it, but it has exited (or is a zombie)
+NOT_VISIBLE = "not-visible"  # PID not in our namespace (container / other ns)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessIdentity:
+    """A process is (pid, start time): a reused PID is a different process."""
+
+    pid: int
+    start_time: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """What psutil could tell about a PID. Fields it could not read are None."""
+
+    pid: int
+    start_time: float | None = None
+    user: str | None = None
+    name: str | None = None
+    cmdline: tuple[str, ...] | None = None
+    ppid: int | None = None
+    status: str | None = None  # psutil status string ("running", "sleeping", "zombie", ...)
+    visibility: str = VISIBLE  # VISIBLE / ACCESS_DENIED / EXITED / NOT_VISIBLE
+    parent_alive: bool | None = None  # False: parent gone (re-parented to init / a subreaper)
+
+    @property
+    def identity(self) -> ProcessIdentity:
+        return ProcessIdentity(self.pid, self.start_time)
+
+    @property
+    def command(self) -> str | None:
+        if self.cmdline:
+            return " ".join(self.cmdline)
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """One process on one GPU in one pass."""
+
+    pid: int
+    used: int | None  # device memory in bytes; None = n/a (Windows/WSL, MIG, ...)
+    kinds: tuple[str, ...] = ("compute",)  # subset of ("compute", "graphics")
+    sm: int | None = None  # SM utilisation %, None when NVML gave no figure
+    info: ProcessInfo | None = None
+    has_agent: bool = False
+
+    @property
+    def identity(self) -> ProcessIdentity:
+        start = self.info.start_time if self.info is not None else None
+        return ProcessIdentity(self.pid, start)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    total: int | None = None
+    used: int | None = None
+    free: int | None = None
+    reserved: int | None = None  # driver/system reserved (nvmlMemory_v2), None where v1 only
+    util_gpu: int | None = None  # %
+    util_memory: int | None = None  # %
+    temperature: int | None = None  # degrees C
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    error: str | None = None  # None, or a short text ("GPU is lost", ...)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """Everything one sampling pass produced."""
+
+    time: float
+    gpus: tuple[GpuSample, ...] = ()
+    source: str = "nvml"  # "nvml", "demo", "session"
+    simulated: bool = False
+    error: str | None = None  # source-level failure: "NVIDIA driver not found ..."
+    driver_version: str | None = None
+    nvml_version: str | None = None
+    cuda_driver_version: str | None = None
+    agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def all_processes(self):
+        for gpu in self.gpus:
+            for proc in gpu.processes:
+                yield gpu, proc
+
+
+# --- PyTorch agent data, as the monitor holds it (see sources/agents.py) -------
+# The agent's wire format lives in vramscope/agent/; the client turns what it
+# pulls into these frozen values. Producers may add fields (with defaults);
+# consumers (detectors, UI, recorder, status) read them.
+
+BUCKET_NAMES = ("weights", "gradients", "optimizer_state", "other_allocated", "cached_free")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentBuckets:
+    """Bytes per bucket on one device; None = no data (never 0 for unknown)."""
+
+    weights: int | None = None
+    gradients: int | None = None
+    optimizer_state: int | None = None
+    other_allocated: int | None = None  # activations + temporaries
+    cached_free: int | None = None  # reserved - allocated
+    outside_pytorch: int | None = None  # NVML process memory - reserved (added by the monitor)
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {name: getattr(self, name) for name in BUCKET_NAMES}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDevice:
+    device: str  # "cuda:0", "cpu"
+    gpu_uuid: str | None = None  # to match the NVML GPU
+    allocated: int | None = None
+    reserved: int | None = None
+    active: int | None = None
+    inactive_split: int | None = None  # non-releasable
+    requested: int | None = None
+    peak_allocated: int | None = None  # peak since the previous sample
+    num_alloc_retries: int | None = None
+    num_ooms: int | None = None
+    alloc_count: int | None = None
+    free_count: int | None = None
+    buckets: AgentBuckets | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    kind: str  # "step", "oom", "eval_autograd", "checkpointing_use_cache", ...
+    time: float
+    data: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReport:
+    """The latest state of one agent process, as the monitor has it."""
+
+    pid: int
+    start_time: float | None
+    hostname: str | None = None
+    time: float | None = None  # agent's timestamp of the newest sample
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    step: int | None = None
+    devices: tuple[AgentDevice, ...] = ()
+    allocator_settings: dict = field(default_factory=dict, compare=False, hash=False)
+    events: tuple[AgentEvent, ...] = ()  # new since the previous frame
+    connected: bool = True
+    error: str | None = None
+
+    @property
+    def identity(self) -> ProcessIdentity:
+        return ProcessIdentity(self.pid, self.start_time)

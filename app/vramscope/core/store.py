@@ -1,0 +1,148 @@
+"""The store: the latest frame plus bounded history per series.
+
+The sampler thread appends frames; the UI timer, the detectors and the
+recorder read. Reads return copies, so a reader never sees a half-written
+array. Series keys are tuples:
+
+- ``("gpu", index, metric)`` with metric in GPU_METRICS
+- ``("proc", gpu_index, pid, start_time, "used")`` -- one series per process
+  identity per GPU, so a reused PID starts a new series
+- other producers (the agent client) may add their own keys with ``record``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable
+
+import numpy as np
+
+from vramscope.core.ring import TieredRing
+from vramscope.core.samples import Frame
+
+GPU_METRICS = ("used", "total", "reserved", "util_gpu", "temperature", "power_w")
+
+Listener = Callable[[Frame], None]
+
+
+def gpu_key(index: int, metric: str) -> tuple:
+    return ("gpu", index, metric)
+
+
+def proc_key(gpu_index: int, pid: int, start_time: float | None) -> tuple:
+    return ("proc", gpu_index, pid, start_time, "used")
+
+
+class Store:
+    def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0,
+                 coarse_points: int = 17280, max_series: int = 4096):
+        self._fine_points = fine_points
+        self._coarse_step = coarse_step
+        self._coarse_points = coarse_points
+        self._max_series = max_series
+        self._series: dict[Hashable, TieredRing] = {}
+        self._lock = threading.Lock()
+        self._latest: Frame | None = None
+        self._first_time: float | None = None
+        self._version = 0
+        self._listeners: list[Listener] = []
+
+    # -- writing (sampler thread) -------------------------------------------------
+    def append(self, frame: Frame) -> None:
+        with self._lock:
+            t = frame.time
+            for gpu in frame.gpus:
+                self._record(gpu_key(gpu.index, "used"), t, gpu.used)
+                self._record(gpu_key(gpu.index, "total"), t, gpu.total)
+                self._record(gpu_key(gpu.index, "reserved"), t, gpu.reserved)
+                self._record(gpu_key(gpu.index, "util_gpu"), t, gpu.util_gpu)
+                self._record(gpu_key(gpu.index, "temperature"), t, gpu.temperature)
+                self._record(gpu_key(gpu.index, "power_w"), t, gpu.power_w)
+                for proc in gpu.processes:
+                    ident = proc.identity
+                    self._record(proc_key(gpu.index, ident.pid, ident.start_time), t, proc.used)
+            self._latest = frame
+            if self._first_time is None:
+                self._first_time = t
+            self._version += 1
+            if len(self._series) > self._max_series:
+                self._evict_stale()
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(frame)
+
+    def record(self, key: Hashable, t: float, value: float | None) -> None:
+        """Append one value to any series (used by producers other than frames)."""
+        with self._lock:
+            self._record(key, t, value)
+
+    def _record(self, key: Hashable, t: float, value) -> None:
+        ring = self._series.get(key)
+        if ring is None:
+            ring = self._series[key] = TieredRing(
+                self._fine_points, self._coarse_step, self._coarse_points)
+        ring.append(t, value)
+
+    def _evict_stale(self) -> None:
+        """Drop the series that ended longest ago until under the cap."""
+        by_age = sorted(self._series.items(), key=lambda kv: kv[1].last_time() or 0.0)
+        for key, _ in by_age[: len(self._series) - self._max_series]:
+            del self._series[key]
+
+    def subscribe(self, listener: Listener) -> None:
+        """Called on the sampler thread after every append (detectors, recorder)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    # -- reading (any thread) -----------------------------------------------------
+    @property
+    def latest(self) -> Frame | None:
+        return self._latest
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def first_time(self) -> float | None:
+        return self._first_time
+
+    def series(self, key: Hashable, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            ring = self._series.get(key)
+            if ring is None:
+                return np.empty(0), np.empty(0)
+            return ring.arrays(since)
+
+    def keys(self, prefix: tuple = ()) -> list:
+        n = len(prefix)
+        with self._lock:
+            return [k for k in self._series if isinstance(k, tuple) and k[:n] == prefix]
+
+    def process_keys(self, gpu_index: int) -> list[tuple]:
+        return self.keys(("proc", gpu_index))
+
+    def last_value(self, key: Hashable) -> float | None:
+        with self._lock:
+            ring = self._series.get(key)
+            last = ring.last() if ring is not None else None
+        if last is None or np.isnan(last[1]):
+            return None
+        return last[1]
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(r.nbytes for r in self._series.values())
+
+    def series_count(self) -> int:
+        return len(self._series)
+
+    def extend(self, frames: Iterable[Frame]) -> None:
+        for frame in frames:
+            self.append(frame)

@@ -1,0 +1,57 @@
+"""Honest units: GiB (2**30) vs GB (10**9), and 'n/a' for None."""
+
+from __future__ import annotations
+
+GiB = 1 << 30
+MiB = 1 << 20
+KiB = 1 << 10
+GB = 10**9
+MB = 10**6
+
+NA = "n/a"
+
+
+def fmt_bytes(value: int | float | None, digits: int = 1) -> str:
+    """Binary units (KiB/MiB/GiB/TiB); None -> 'n/a'."""
+    if value is None:
+        return NA
+    v = float(value)
+    sign = "-" if v < 0 else ""
+    v = abs(v)
+    for unit, size in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if v >= size:
+            return f"{sign}{v / size:.{digits}f} {unit}"
+    return f"{sign}{int(v)} B"
+
+
+def fmt_gib(value: int | float | None, digits: int = 1) -> str:
+    if value is None:
+        return NA
+    return f"{value / GiB:.{digits}f} GiB"
+
+
+def fmt_gb(value: int | float | None, digits: int = 1) -> str:
+    """Decimal gigabytes, as the seeds' tables use."""
+    if value is None:
+        return NA
+    return f"{value / GB:.{digits}f} GB"
+
+
+def fmt_percent(value: int | float | None) -> str:
+    if value is None:
+        return NA
+    return f"{value:.0f} %"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """'45 s', '12 min', '3 h 05 min', '2 d 4 h'."""
+    if seconds is None:
+        return NA
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"

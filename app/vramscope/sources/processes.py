@@ -1,0 +1,128 @@
+"""Process details from psutil, cached per identity (pid + start time).
+
+NVML gives PIDs; this adds user, command line, name, start time, parent and
+status. What does not change for a process (user, command, name, start time)
+is read once per identity; status and parent are re-read each pass from the
+one /proc/<pid>/stat read that the identity check needs anyway.
+
+A PID that psutil cannot see is never a crash or an empty cell:
+- ``access-denied``: it exists, but its details are not readable from here;
+- ``exited``: we saw it before and it is gone (or is a zombie);
+- ``not-visible``: never visible here -- another PID namespace (a container)
+  or hidden by /proc mount options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import psutil
+
+from vramscope.core.samples import (
+    ACCESS_DENIED, EXITED, NOT_VISIBLE, VISIBLE, ProcessInfo,
+)
+
+_STATIC_ATTRS = ("username", "cmdline", "name")
+
+
+class ProcessCache:
+    def __init__(self):
+        self._known: dict[int, ProcessInfo] = {}  # pid -> last info for its identity
+        self.reads = 0  # full (static) reads done, for tests and benches
+
+    def lookup(self, pid: int) -> ProcessInfo:
+        cached = self._known.get(pid)
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                start = proc.create_time()
+                status = _safe(proc.status)
+                ppid = _safe(proc.ppid)
+        except psutil.NoSuchProcess:
+            if cached is not None and cached.visibility != NOT_VISIBLE:
+                info = dataclasses.replace(cached, visibility=EXITED, status="exited")
+            else:
+                info = ProcessInfo(pid=pid, visibility=NOT_VISIBLE)
+            self._known[pid] = info
+            return info
+        except psutil.AccessDenied:
+            info = ProcessInfo(pid=pid, visibility=ACCESS_DENIED)
+            self._known[pid] = info
+            return info
+
+        same = (cached is not None and cached.start_time == start
+                and cached.visibility in (VISIBLE, ACCESS_DENIED))
+        # An orphan is re-parented by the kernel, so the parent check is redone
+        # only when ppid changes.
+        if same and cached.ppid == ppid:
+            parent_alive = cached.parent_alive
+        else:
+            parent_alive = None if ppid is None else _parent_alive(ppid)
+        if same:
+            if cached.status == status and cached.ppid == ppid:
+                return cached
+            info = dataclasses.replace(cached, status=status, ppid=ppid, parent_alive=parent_alive)
+        else:  # new identity (first sight, or the PID was reused): full read
+            info = self._full_read(proc, pid, start, status, ppid, parent_alive)
+        if status == psutil.STATUS_ZOMBIE:
+            info = dataclasses.replace(info, visibility=EXITED)
+        self._known[pid] = info
+        return info
+
+    def _full_read(self, proc, pid, start, status, ppid, parent_alive) -> ProcessInfo:
+        self.reads += 1
+        denied = False
+        values = {}
+        for attr in _STATIC_ATTRS:
+            try:
+                values[attr] = getattr(proc, attr)()
+            except psutil.AccessDenied:
+                denied = True
+                values[attr] = None
+            except (psutil.ZombieProcess, psutil.NoSuchProcess):
+                values[attr] = None
+        cmdline = values["cmdline"]
+        return ProcessInfo(
+            pid=pid, start_time=start, user=values["username"],
+            name=values["name"], cmdline=tuple(cmdline) if cmdline else None,
+            ppid=ppid, status=status,
+            visibility=ACCESS_DENIED if denied else VISIBLE,
+            parent_alive=parent_alive,
+        )
+
+    def lookup_many(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
+        """One lookup per distinct PID in a pass."""
+        return {pid: self.lookup(pid) for pid in set(pids)}
+
+    def prune(self, live_pids: Iterable[int]) -> None:
+        """Forget PIDs no longer listed by any GPU."""
+        keep = set(live_pids)
+        for pid in list(self._known):
+            if pid not in keep:
+                del self._known[pid]
+
+
+def _safe(fn):
+    try:
+        return fn()
+    except (psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+
+
+def _parent_alive(ppid: int) -> bool:
+    """False when the process was re-parented to init (pid 1) or its parent is gone.
+
+    A subreaper (systemd --user, tini) also takes orphans; a parent whose name
+    says it is one counts as "parent gone" for the squatter rule.
+    """
+    if ppid <= 1:
+        return False
+    try:
+        parent = psutil.Process(ppid)
+        name = parent.name()
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+    return name not in ("systemd", "tini", "dumb-init", "init")
