@@ -17,3 +17,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 def artifacts_dir() -> pathlib.Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+# The fake libnvidia-ml.so.1 (tests/fakenvml.py): fake_nvml, fake_nvml_files, sleepers
+from fakenvml import fake_nvml, fake_nvml_build, fake_nvml_files, sleepers  # noqa: E402,F401

@@ -15,6 +15,7 @@ A PID that psutil cannot see is never a crash or an empty cell:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 
 import psutil
@@ -25,14 +26,44 @@ from vramscope.core.samples import (
 
 _STATIC_ATTRS = ("username", "cmdline", "name")
 
+# /proc/<pid>/stat state letters, as psutil names them.
+_STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped",
+           "t": "tracing-stop", "Z": "zombie", "X": "dead", "x": "dead",
+           "K": "wake-kill", "W": "waking", "I": "idle", "P": "parked"}
+
+
+def read_proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """(status, ppid, start ticks) from ONE read of /proc/<pid>/stat, or None.
+
+    The fast path for identities already known: start ticks never change for
+    a process, so equal ticks mean the same process (a reused PID differs).
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # comm may contain spaces and parentheses: split after the LAST ')'
+    fields = data[data.rfind(b")") + 2:].split()
+    try:
+        return _STATES.get(fields[0].decode(), fields[0].decode()), int(fields[1]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
 
 class ProcessCache:
     def __init__(self):
         self._known: dict[int, ProcessInfo] = {}  # pid -> last info for its identity
+        self._ticks: dict[int, int] = {}  # pid -> start ticks of the cached identity
         self.reads = 0  # full (static) reads done, for tests and benches
+        self._fast = os.path.exists(f"/proc/{os.getpid()}/stat")
 
     def lookup(self, pid: int) -> ProcessInfo:
         cached = self._known.get(pid)
+        if self._fast and cached is not None and pid in self._ticks:
+            stat = read_proc_stat(pid)
+            if stat is not None and stat[2] == self._ticks[pid]:
+                return self._refresh(cached, *stat[:2])
         try:
             proc = psutil.Process(pid)
             with proc.oneshot():
@@ -45,6 +76,7 @@ class ProcessCache:
             else:
                 info = ProcessInfo(pid=pid, visibility=NOT_VISIBLE)
             self._known[pid] = info
+            self._ticks.pop(pid, None)
             return info
         except psutil.AccessDenied:
             info = ProcessInfo(pid=pid, visibility=ACCESS_DENIED)
@@ -68,6 +100,21 @@ class ProcessCache:
         if status == psutil.STATUS_ZOMBIE:
             info = dataclasses.replace(info, visibility=EXITED)
         self._known[pid] = info
+        if self._fast and info.visibility in (VISIBLE, ACCESS_DENIED):
+            stat = read_proc_stat(pid)
+            if stat is not None:
+                self._ticks[pid] = stat[2]
+        return info
+
+    def _refresh(self, cached: ProcessInfo, status: str, ppid: int) -> ProcessInfo:
+        """Same identity: only status and parent can have changed."""
+        if cached.status == status and cached.ppid == ppid:
+            return cached
+        parent_alive = cached.parent_alive if cached.ppid == ppid else _parent_alive(ppid)
+        info = dataclasses.replace(cached, status=status, ppid=ppid, parent_alive=parent_alive)
+        if status == psutil.STATUS_ZOMBIE:
+            info = dataclasses.replace(info, visibility=EXITED)
+        self._known[cached.pid] = info
         return info
 
     def _full_read(self, proc, pid, start, status, ppid, parent_alive) -> ProcessInfo:
@@ -101,6 +148,7 @@ class ProcessCache:
         for pid in list(self._known):
             if pid not in keep:
                 del self._known[pid]
+                self._ticks.pop(pid, None)
 
 
 def _safe(fn):

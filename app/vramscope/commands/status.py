@@ -1,0 +1,88 @@
+"""`vramscope status [--json] [--demo]`: one sampling pass, printed. No Qt.
+
+Like ``nvitop -1`` or ``gpustat --json``. Where NVML cannot be loaded (no
+library, no driver) it exits with status 2 and says so in one line on
+stderr. The frame goes through the same Sampler (and its enrichers) as the
+window and the recorder.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from vramscope.commands.common import add_source_arguments, open_source
+from vramscope.core.detectors.options import add_diagnostic_arguments
+
+EXIT_NO_NVML = 2
+
+
+def add_arguments(p) -> None:
+    add_source_arguments(p)
+    p.add_argument("--json", action="store_true",
+                   help="print JSON (bytes as integers, null where not available)")
+    add_diagnostic_arguments(p)  # --watch SECONDS, --interval, thresholds
+
+
+def enrichers(args) -> list:
+    """Frame -> Frame steps applied after sampling (agents, ...). Empty for now;
+    the agent client plugs in here."""
+    return []
+
+
+def alerts_for(frame, args) -> list:
+    """Alerts to print beside the frame: the diagnostics engine's, as JSON-ready
+    dicts. Without --watch only the rules that need no history can fire."""
+    from vramscope.core.detectors import alerts_to_json
+    engine = getattr(args, "diagnostics", None)
+    if engine is None:
+        engine = diagnostics_for(args)
+        engine.feed(frame)
+    return alerts_to_json(engine.alerts())
+
+
+def diagnostics_for(args):
+    from vramscope.core.detectors import Diagnostics
+    from vramscope.core.detectors.options import settings_from_args
+    return Diagnostics(settings_from_args(args))
+
+
+def take_frame(source, args):
+    from vramscope.core.sampler import Sampler
+    from vramscope.core.store import Store
+    sampler = Sampler(source, Store(fine_points=4, coarse_points=4), enrichers=enrichers(args))
+    engine = args.diagnostics = diagnostics_for(args)
+    if getattr(args, "watch", 0):
+        from vramscope.core.detectors.options import watch
+        return watch(sampler, engine, args.watch, getattr(args, "interval", 1.0))
+    frame = sampler.sample_once()
+    engine.feed(frame)
+    return frame
+
+
+def emit(frame, args, out=None) -> None:
+    from vramscope.core.status_report import frame_to_dict, render_table
+    out = out or sys.stdout
+    alerts = alerts_for(frame, args)
+    if args.json:
+        out.write(json.dumps(frame_to_dict(frame, alerts), indent=2, default=str) + "\n")
+    else:
+        out.write(render_table(frame, alerts))
+    out.flush()
+
+
+def nvml_unavailable(frame) -> bool:
+    return frame.error is not None and not frame.gpus and not frame.simulated
+
+
+def run(args) -> int:
+    source = open_source(args)
+    try:
+        frame = take_frame(source, args)
+        if nvml_unavailable(frame):
+            print(f"vramscope status: {frame.error}", file=sys.stderr)
+            return EXIT_NO_NVML
+        emit(frame, args)
+        return 0
+    finally:
+        source.close()

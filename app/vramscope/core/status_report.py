@@ -1,0 +1,222 @@
+"""One frame as `vramscope status` shows it: a JSON-ready dict, or a table.
+
+Qt-free. Bytes are integers, "not available" is null (None), never 0.
+
+    {"time", "source", "simulated", "driver_version", "cuda_driver_version", "error",
+     "gpus": [{"index", "name", "uuid", "pci_bus_id",
+               "memory": {"total", "used", "free", "reserved"},
+               "utilization": {"gpu", "memory"}, "temperature", "power": {"usage_w", "limit_w"},
+               "error",
+               "processes": [{"pid", "used", "sm", "user", "command", "start_time",
+                              "kinds", "visibility", "agent"}]}],
+     "agents": [{"pid", "start_time", "rank", "step", "devices": [{"device", "allocated",
+                 "reserved", "inactive_split", "peak_allocated", "num_alloc_retries",
+                 "num_ooms", "buckets": {...}}], "events": [{"kind", "time", "data"}]}],
+     "alerts": [...]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time as _time
+from collections.abc import Iterable
+from typing import Any
+
+from vramscope.core.samples import (
+    BUCKET_NAMES, VISIBLE, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
+)
+from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
+
+
+# -- JSON -------------------------------------------------------------------------------
+
+def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
+    return {
+        "time": frame.time,
+        "source": frame.source,
+        "simulated": frame.simulated,
+        "driver_version": frame.driver_version,
+        "cuda_driver_version": frame.cuda_driver_version,
+        "error": frame.error,
+        "gpus": [gpu_to_dict(g) for g in frame.gpus],
+        "agents": [agent_to_dict(a) for a in frame.agents],
+        "alerts": [_plain(a) for a in alerts],
+    }
+
+
+def gpu_to_dict(gpu: GpuSample) -> dict:
+    return {
+        "index": gpu.index,
+        "name": gpu.name,
+        "uuid": gpu.uuid,
+        "pci_bus_id": gpu.pci_bus_id,
+        "memory": {"total": _int(gpu.total), "used": _int(gpu.used),
+                   "free": _int(gpu.free), "reserved": _int(gpu.reserved)},
+        "utilization": {"gpu": gpu.util_gpu, "memory": gpu.util_memory},
+        "temperature": gpu.temperature,
+        "power": {"usage_w": gpu.power_w, "limit_w": gpu.power_limit_w},
+        "error": gpu.error,
+        "processes": [process_to_dict(p) for p in gpu.processes],
+    }
+
+
+def process_to_dict(proc: GpuProcess) -> dict:
+    info = proc.info
+    return {
+        "pid": proc.pid,
+        "used": _int(proc.used),
+        "sm": proc.sm,
+        "user": info.user if info else None,
+        "command": info.command if info else None,
+        "start_time": info.start_time if info else None,
+        "kinds": list(proc.kinds),
+        "visibility": info.visibility if info else None,
+        "agent": bool(proc.has_agent),
+    }
+
+
+def agent_to_dict(report: AgentReport) -> dict:
+    return {
+        "pid": report.pid,
+        "start_time": report.start_time,
+        "rank": report.rank,
+        "step": report.step,
+        "devices": [agent_device_to_dict(d) for d in report.devices],
+        "events": [event_to_dict(e) for e in report.events],
+    }
+
+
+def agent_device_to_dict(dev: AgentDevice) -> dict:
+    buckets = dev.buckets.as_dict() if dev.buckets is not None else dict.fromkeys(BUCKET_NAMES)
+    return {
+        "device": dev.device,
+        "allocated": _int(dev.allocated),
+        "reserved": _int(dev.reserved),
+        "inactive_split": _int(dev.inactive_split),
+        "peak_allocated": _int(dev.peak_allocated),
+        "num_alloc_retries": dev.num_alloc_retries,
+        "num_ooms": dev.num_ooms,
+        "buckets": {k: _int(v) for k, v in buckets.items()},
+    }
+
+
+def event_to_dict(event: AgentEvent) -> dict:
+    return {"kind": event.kind, "time": event.time, "data": _plain(event.data)}
+
+
+def _int(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def _plain(value):
+    """Something json.dumps can write: dataclasses and as_dict() objects become dicts."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    as_dict = getattr(value, "as_dict", None) or getattr(value, "to_dict", None)
+    if callable(as_dict):
+        return _plain(as_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return str(value)
+
+
+# -- table ------------------------------------------------------------------------------
+
+def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
+    """The same content as the JSON, for a terminal."""
+    lines = []
+    when = _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(frame.time))
+    head = [f"vramscope status  {when}"]
+    if frame.driver_version:
+        head.append(f"driver {frame.driver_version}")
+    if frame.cuda_driver_version:
+        head.append(f"CUDA {frame.cuda_driver_version}")
+    if frame.simulated:
+        head.append("SIMULATED DATA (demo)")
+    lines.append("  ".join(head))
+    if frame.error:
+        lines.append(f"error: {frame.error}")
+    if not frame.gpus and not frame.error:
+        lines.append("no GPUs found")
+    agents = {a.pid for a in frame.agents}
+    for gpu in frame.gpus:
+        lines.append("")
+        lines.append(_gpu_line(gpu))
+        if gpu.error:
+            continue
+        if not gpu.processes:
+            lines.append("    no processes")
+            continue
+        rows = [("PID", "USER", "MEMORY", "SM", "AGE", "COMMAND")]
+        for p in sorted(gpu.processes, key=lambda p: -(p.used or 0)):
+            info = p.info
+            age = None
+            if info is not None and info.start_time is not None:
+                age = max(0.0, frame.time - info.start_time)
+            command = (info.command if info else None) or NA
+            if info is not None and info.visibility != VISIBLE:
+                command = f"[{info.visibility}] {command if command != NA else ''}".rstrip()
+            marks = []
+            if p.has_agent or p.pid in agents:
+                marks.append("agent")
+            if "graphics" in p.kinds:
+                marks.append("+".join(p.kinds))
+            if marks:
+                command = f"{command}  ({', '.join(marks)})"
+            rows.append((str(p.pid), (info.user if info else None) or NA, fmt_bytes(p.used),
+                         fmt_percent(p.sm), fmt_duration(age), command))
+        lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
+    alerts = list(alerts)
+    if alerts:
+        lines.append("")
+        lines.append("alerts:")
+        for a in alerts:
+            plain = _plain(a)
+            if isinstance(plain, dict):
+                text = plain.get("title") or plain.get("message") or plain.get("kind") or str(plain)
+            else:
+                text = str(plain)
+            lines.append(f"  - {text}")
+    return "\n".join(lines) + "\n"
+
+
+def _gpu_line(gpu: GpuSample) -> str:
+    name = gpu.name or "unknown GPU"
+    if gpu.error:
+        return f"GPU {gpu.index}  {name}  ERROR: {gpu.error}"
+    parts = [f"GPU {gpu.index}  {name}"]
+    if gpu.total:
+        pct = f" ({100.0 * gpu.used / gpu.total:.0f} %)" if gpu.used is not None else ""
+        parts.append(f"memory {fmt_bytes(gpu.used)} / {fmt_bytes(gpu.total)}{pct}")
+    else:
+        parts.append(f"memory {fmt_bytes(gpu.used)} / {NA}")
+    if gpu.reserved is not None:
+        parts.append(f"reserved {fmt_bytes(gpu.reserved)}")
+    parts.append(f"util {fmt_percent(gpu.util_gpu)}")
+    if gpu.temperature is not None:
+        parts.append(f"{gpu.temperature} °C")
+    if gpu.power_w is not None:
+        limit = f" / {gpu.power_limit_w:.0f} W" if gpu.power_limit_w is not None else " W"
+        parts.append(f"{gpu.power_w:.0f}{limit}")
+    return "  ".join(parts)
+
+
+def _columns(rows, right=(), indent="") -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = []
+        for i, cell in enumerate(r):
+            last = i == len(r) - 1
+            if last:
+                cells.append(cell)
+            elif i in right:
+                cells.append(cell.rjust(widths[i]))
+            else:
+                cells.append(cell.ljust(widths[i]))
+        out.append(indent + "  ".join(cells).rstrip())
+    return out

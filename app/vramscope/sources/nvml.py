@@ -1,0 +1,411 @@
+"""NVML source: one frozen Frame per pass, through nvidia-ml-py (``pynvml``).
+
+Every NVML call goes through ``NvmlSource._call``, which turns an NVMLError
+into ``None`` ("not available") and remembers the error per GPU, so no
+failure escapes into the sampler:
+
+- memory through ``nvmlDeviceGetMemoryInfo(handle, version=nvmlMemory_v2)``
+  (driver-reserved memory reported separately); where the driver lacks it,
+  v1, with ``reserved`` None;
+- compute AND graphics process lists, the newest versioned call the driver
+  offers (_v3, else _v2); a process in both lists is counted once with the
+  larger figure; ``usedGpuMemory`` not available stays None, never 0;
+- per-process SM % from ``nvmlDeviceGetProcessUtilization`` (last seen
+  timestamp kept per GPU). NVML returns a sample only for processes with
+  non-zero SM use, so a listed process without one is at 0 %; where the call
+  is not supported, SM is None;
+- a lost GPU is reported as such ("GPU is lost") while the others keep
+  updating, and is read again on every pass, so it is picked up when it
+  comes back;
+- no library / no driver: ``Frame.error`` with a plain message; nvmlInit is
+  retried at most every ``retry_interval`` seconds, so a driver that appears
+  later is picked up without a restart.
+
+Static facts (name, UUID, PCI bus id, versions) are read once per GPU, and
+calls a GPU does not support are not repeated on later passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+
+from vramscope.core.samples import Frame, GpuProcess, GpuSample
+from vramscope.sources.processes import ProcessCache
+
+log = logging.getLogger(__name__)
+
+NO_LIBRARY = "NVIDIA driver not found: libnvidia-ml.so.1 could not be loaded"
+NO_DRIVER = "NVIDIA driver not loaded: NVML could not initialise ({})"
+NO_PYNVML = "nvidia-ml-py (pynvml) is not installed"
+
+# A sample older than this is not "current" SM use any more (seconds).
+SM_SAMPLE_WINDOW = 2.0
+
+# NVML error codes (nvml.h) used for decisions; the same values as pynvml's.
+_NOT_SUPPORTED = 3
+_NOT_FOUND = 6
+_DRIVER_NOT_LOADED = 9
+_LIBRARY_NOT_FOUND = 12
+_FUNCTION_NOT_FOUND = 13
+_GPU_IS_LOST = 15
+_UNINITIALIZED = 1
+_ARGUMENT_VERSION_MISMATCH = 25
+# A call that fails like this will fail the same way next pass: skip it.
+_PERMANENT = (_NOT_SUPPORTED, _FUNCTION_NOT_FOUND, _ARGUMENT_VERSION_MISMATCH)
+# Errors that make the whole GPU unreadable this pass.
+_GPU_FATAL = (_GPU_IS_LOST, 16, 999)  # lost, reset required, unknown
+_SESSION_LOST = (_UNINITIALIZED, _DRIVER_NOT_LOADED)
+
+
+class _GpuFailed(Exception):
+    """Raised inside one GPU's pass when that GPU cannot be read."""
+
+    def __init__(self, code: int):
+        self.code = code
+
+
+@dataclass
+class _Gpu:
+    index: int
+    handle: object = None
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    skip: set = field(default_factory=set)  # calls this GPU does not support
+    util_last_seen: int = 0  # µs timestamp of the newest process sample
+    sm: dict = field(default_factory=dict)  # pid -> (sm %, timestamp µs)
+    errors: dict = field(default_factory=dict)  # call name -> NVML error code
+    failed: bool = False  # lost (or fatal) on the previous pass
+    last_procs: dict = field(default_factory=dict)  # pid -> GpuProcess of the previous pass
+
+
+class NvmlSource:
+    name = "nvml"
+    simulated = False
+
+    def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0):
+        self.processes = processes if processes is not None else ProcessCache()
+        self.retry_interval = float(retry_interval)
+        self._nvml = None
+        self._ready = False
+        self._error: str | None = None
+        self._last_attempt: float | None = None
+        self._gpus: dict[int, _Gpu] = {}
+        self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
+        self._proc_calls: dict[str, str | None] = {}  # kind -> pynvml function name
+        self.init_attempts = 0
+
+    # -- public ------------------------------------------------------------------------
+    @property
+    def error(self) -> str | None:
+        """Why NVML is not available (None while it is)."""
+        return None if self._ready else self._error
+
+    def gpu_errors(self, index: int) -> dict[str, str]:
+        """The last NVML error per call for one GPU, as text (for diagnostics)."""
+        gpu = self._gpus.get(index)
+        if gpu is None:
+            return {}
+        return {call: self._error_text(code) for call, code in gpu.errors.items()}
+
+    def sample(self, now: float) -> Frame:
+        if not self._ready and not self._try_init(now):
+            return Frame(time=now, source=self.name, error=self._error)
+        nvml = self._nvml
+        count = self._call(None, "count", nvml.nvmlDeviceGetCount)
+        if count is None:
+            if self._last_code in _SESSION_LOST:
+                self._lose_session(now)
+                return Frame(time=now, source=self.name, error=self._error)
+            return Frame(time=now, source=self.name,
+                         error=f"NVML could not count the GPUs: {self._error_text(self._last_code)}")
+        for index in list(self._gpus):
+            if index >= count:
+                del self._gpus[index]
+        partial = []
+        for index in range(count):
+            gpu = self._gpus.get(index)
+            if gpu is None:
+                gpu = self._gpus[index] = _Gpu(index)
+            partial.append((gpu, *self._sample_gpu(gpu, now)))
+
+        # psutil enrichment: one lookup per distinct PID in this pass
+        pids = {pid for _g, _s, procs in partial for pid in procs}
+        infos = self.processes.lookup_many(pids)
+        self.processes.prune(pids)
+        samples = []
+        for gpu, sample, procs in partial:
+            if procs:
+                sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos))
+            samples.append(sample)
+        driver, nvml_version, cuda = self._versions
+        return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
+                     nvml_version=nvml_version, cuda_driver_version=cuda)
+
+    @staticmethod
+    def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict) -> tuple[GpuProcess, ...]:
+        """Frozen GpuProcess values; one that did not change since the previous
+        pass is the same object again (cheaper than building it anew)."""
+        previous = gpu.last_procs
+        current = {}
+        for pid, (used, kinds, sm) in procs.items():
+            info = infos.get(pid)
+            old = previous.get(pid)
+            if (old is not None and old.used == used and old.sm == sm and old.kinds == kinds
+                    and old.info is info):
+                current[pid] = old
+            else:
+                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info)
+        gpu.last_procs = current
+        return tuple(current.values())
+
+    def close(self) -> None:
+        if self._ready:
+            self._call(None, "shutdown", self._nvml.nvmlShutdown)
+            self._ready = False
+            self._error = "closed"
+
+    # -- init ---------------------------------------------------------------------------
+    def _try_init(self, now: float) -> bool:
+        last = self._last_attempt
+        if last is not None and last <= now < last + self.retry_interval:
+            return False
+        self._last_attempt = now
+        self.init_attempts += 1
+        if self._nvml is None:
+            try:
+                import pynvml
+            except ImportError:
+                self._error = NO_PYNVML
+                return False
+            self._nvml = pynvml
+        nvml = self._nvml
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            code = exc.value
+            if code == _LIBRARY_NOT_FOUND:
+                self._error = NO_LIBRARY
+            elif code == _DRIVER_NOT_LOADED:
+                self._error = NO_DRIVER.format("Driver Not Loaded")
+            else:
+                self._error = f"NVML could not initialise: {self._error_text(code)}"
+            return False
+        except OSError as exc:  # pragma: no cover - a broken library file
+            self._error = f"{NO_LIBRARY} ({exc})"
+            return False
+        self._ready = True
+        self._error = None
+        self._gpus.clear()
+        self._proc_calls.clear()
+        driver = self._call(None, "driver_version", nvml.nvmlSystemGetDriverVersion)
+        nvml_version = self._call(None, "nvml_version", nvml.nvmlSystemGetNVMLVersion)
+        cuda = self._call(None, "cuda_version", nvml.nvmlSystemGetCudaDriverVersion)
+        cuda_text = None if cuda is None else f"{cuda // 1000}.{cuda % 1000 // 10}"
+        self._versions = (driver, nvml_version, cuda_text)
+        return True
+
+    def _lose_session(self, now: float) -> None:
+        """NVML says it is not initialised any more (driver unloaded)."""
+        self._ready = False
+        self._error = NO_DRIVER.format(self._error_text(self._last_code))
+        self._last_attempt = now
+        self._gpus.clear()
+
+    # -- the one wrapper ---------------------------------------------------------------
+    _last_code: int | None = None
+
+    def _call(self, gpu: _Gpu | None, what: str, fn, *args, **kwargs):
+        """Call NVML; an NVMLError becomes None and is remembered (per GPU)."""
+        try:
+            value = fn(*args, **kwargs)
+        except self._nvml.NVMLError as exc:
+            code = exc.value
+            self._last_code = code
+            if gpu is not None:
+                gpu.errors[what] = code
+                if code in _PERMANENT:
+                    gpu.skip.add(what)
+            return None
+        self._last_code = None
+        return value
+
+    def _error_text(self, code: int | None) -> str:
+        if code is None:
+            return "unknown error"
+        try:
+            return str(self._nvml.NVMLError(code))
+        except Exception:  # noqa: BLE001 - a message must not fail
+            return f"NVML error {code}"
+
+    def _gpu_call(self, gpu: _Gpu, what: str, fn, *args, **kwargs):
+        """One optional per-GPU figure: None where unsupported; a fatal error
+        (lost GPU) aborts this GPU's pass."""
+        if what in gpu.skip:
+            return None
+        value = self._call(gpu, what, fn, *args, **kwargs)
+        if value is None and self._last_code in _GPU_FATAL:
+            raise _GpuFailed(self._last_code)
+        return value
+
+    # -- one GPU --------------------------------------------------------------------
+    def _sample_gpu(self, gpu: _Gpu, now: float):
+        """-> (GpuSample without processes, {pid: (used, kinds, sm)})."""
+        try:
+            return self._read_gpu(gpu, now)
+        except _GpuFailed as failed:
+            if not gpu.failed:
+                log.warning("GPU %d: %s", gpu.index, self._error_text(failed.code))
+            gpu.failed = True
+            return GpuSample(index=gpu.index, name=gpu.name, uuid=gpu.uuid,
+                             pci_bus_id=gpu.pci_bus_id,
+                             error=self._error_text(failed.code)), {}
+
+    def _read_gpu(self, gpu: _Gpu, now: float):
+        nvml = self._nvml
+        if gpu.failed or gpu.handle is None:
+            if gpu.failed:  # it answered again: read everything afresh
+                gpu.skip.clear()
+                gpu.sm.clear()
+            handle = self._call(gpu, "handle", nvml.nvmlDeviceGetHandleByIndex, gpu.index)
+            if handle is None:
+                raise _GpuFailed(self._last_code or 999)
+            gpu.handle = handle
+            gpu.name = self._gpu_call(gpu, "name", nvml.nvmlDeviceGetName, handle)
+            gpu.uuid = self._gpu_call(gpu, "uuid", nvml.nvmlDeviceGetUUID, handle)
+            pci = self._gpu_call(gpu, "pci", nvml.nvmlDeviceGetPciInfo, handle)
+            gpu.pci_bus_id = _text(pci.busId) if pci is not None else None
+        handle = gpu.handle
+
+        total = used = free = reserved = None
+        mem = None
+        # v2 unless the driver said it lacks it (then "memory_v2" is in gpu.skip)
+        mem = self._gpu_call(gpu, "memory_v2", nvml.nvmlDeviceGetMemoryInfo, handle,
+                             version=nvml.nvmlMemory_v2)
+        if mem is not None:
+            reserved = mem.reserved
+        else:
+            mem = self._gpu_call(gpu, "memory", nvml.nvmlDeviceGetMemoryInfo, handle)
+        if mem is not None:
+            total, used, free = mem.total, mem.used, mem.free
+
+        util = self._gpu_call(gpu, "utilization", nvml.nvmlDeviceGetUtilizationRates, handle)
+        temperature = self._temperature(gpu, handle)
+        power = self._gpu_call(gpu, "power", nvml.nvmlDeviceGetPowerUsage, handle)
+        limit = self._gpu_call(gpu, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+
+        procs = self._processes(gpu, handle)
+        self._add_sm(gpu, handle, now, procs)
+        gpu.failed = False
+        sample = GpuSample(
+            index=gpu.index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=gpu.pci_bus_id,
+            total=total, used=used, free=free, reserved=reserved,
+            util_gpu=None if util is None else util.gpu,
+            util_memory=None if util is None else util.memory,
+            temperature=temperature,
+            power_w=None if power is None else power / 1000.0,
+            power_limit_w=None if limit is None else limit / 1000.0,
+        )
+        return sample, procs
+
+    def _temperature(self, gpu: _Gpu, handle):
+        nvml = self._nvml
+        get_v = getattr(nvml, "nvmlDeviceGetTemperatureV", None)
+        if get_v is not None and "temperature_v" not in gpu.skip:
+            value = self._gpu_call(gpu, "temperature_v", get_v, handle, nvml.NVML_TEMPERATURE_GPU)
+            if value is not None or "temperature_v" not in gpu.skip:
+                return value
+        return self._gpu_call(gpu, "temperature", nvml.nvmlDeviceGetTemperature,
+                              handle, nvml.NVML_TEMPERATURE_GPU)
+
+    def _processes(self, gpu: _Gpu, handle) -> dict:
+        """{pid: [used, kinds, sm]} from the compute and graphics lists."""
+        merged: dict[int, list] = {}
+        for kind in ("compute", "graphics"):
+            entries = self._process_list(gpu, handle, kind)
+            for entry in entries or ():
+                pid = entry.pid
+                used = entry.usedGpuMemory  # pynvml: None where not available
+                have = merged.get(pid)
+                if have is None:
+                    merged[pid] = [used, (kind,), None]
+                    continue
+                if used is not None and (have[0] is None or used > have[0]):
+                    have[0] = used
+                if kind not in have[1]:
+                    have[1] = have[1] + (kind,)
+        return merged
+
+    def _process_list(self, gpu: _Gpu, handle, kind: str):
+        """The newest versioned list call the driver offers (_v3, else _v2)."""
+        nvml = self._nvml
+        chosen = self._proc_calls.get(kind)
+        names = [chosen] if chosen else [
+            f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v3",
+            f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v2"]
+        for name in names:
+            fn = getattr(nvml, name, None)
+            if fn is None:
+                continue
+            what = f"{kind}_processes"
+            result = self._call(gpu, what, fn, handle)
+            code = self._last_code
+            if result is not None:
+                self._proc_calls[kind] = name
+                return result
+            if code in _GPU_FATAL:
+                raise _GpuFailed(code)
+            if code == _FUNCTION_NOT_FOUND and not chosen:
+                gpu.skip.discard(what)
+                continue  # try the older version
+            return None
+        return None
+
+    def _add_sm(self, gpu: _Gpu, handle, now: float, procs: dict) -> None:
+        if not procs:
+            gpu.sm.clear()
+            return
+        if "process_utilization" in gpu.skip:
+            return  # SM stays None: not supported here
+        nvml = self._nvml
+        samples = self._call(gpu, "process_utilization", nvml.nvmlDeviceGetProcessUtilization,
+                             handle, gpu.util_last_seen)
+        code = self._last_code
+        if samples is None and code != _NOT_FOUND:  # NOT_FOUND: no new samples
+            if code in _GPU_FATAL:
+                raise _GpuFailed(code)
+            if code in _PERMANENT:
+                gpu.skip.add("process_utilization")
+            return
+        last_seen = gpu.util_last_seen
+        known = gpu.sm
+        for s in samples or ():
+            ts = s.timeStamp
+            prev = known.get(s.pid)
+            if prev is None or ts >= prev[1]:
+                known[s.pid] = (s.smUtil, ts)
+            if ts > last_seen:
+                last_seen = ts
+        gpu.util_last_seen = last_seen
+        # NVML stamps samples with the CPU wall clock, whatever `now` the caller uses
+        oldest = int((time.time() - SM_SAMPLE_WINDOW) * 1e6)
+        for pid, entry in procs.items():
+            got = known.get(pid)
+            entry[2] = got[0] if got is not None and got[1] >= oldest else 0
+        for pid in [p for p in known if p not in procs]:
+            del known[pid]
+
+
+def _with_processes(sample: GpuSample, procs: tuple[GpuProcess, ...]) -> GpuSample:
+    return dataclasses.replace(sample, processes=procs)
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return str(value)

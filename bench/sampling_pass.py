@@ -1,0 +1,145 @@
+"""Budget: one NVML sampling pass over 8 GPUs x 100 processes <= 5 ms (median).
+
+Real pynvml against the fake libnvidia-ml.so.1 the test suite builds
+(tests/fake_nvml/fake_nvml.c), with psutil enrichment of REAL processes
+(`sleep`, started here), the process cache warm. Prints median / p95 in ms
+for the whole pass and for its two halves (NVML only, psutil only).
+
+If nvitop is importable, one refresh of nvitop's Python API on the same
+state is timed too -- Device.all(), each device's snapshot and processes(),
+and GpuProcess.take_snapshots() (what `nvitop -1` does) -- and the ratio
+printed. nvitop is optional: `pip install nvitop` to compare.
+
+    .venv/bin/python bench/sampling_pass.py [--passes 200] [--distinct]
+
+--distinct: 800 different processes (100 per GPU) instead of the same 100
+processes listed on every GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, build_library, preload, write_state  # noqa: E402
+
+GPUS = 8
+PER_GPU = 100
+
+
+def timed(fn, passes: int, warmup: int = 5) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(passes):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def summary(ms: list[float]) -> str:
+    ms = sorted(ms)
+    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
+    return f"median {statistics.median(ms):6.2f} ms   p95 {p95:6.2f} ms"
+
+
+def make_state(pids_per_gpu: list[list[int]]) -> FakeState:
+    gpus = []
+    for g, pids in enumerate(pids_per_gpu):
+        procs = [FakeProcess(pid, (i + 1) * 64 * MiB, "compute", sm=(i * 7) % 100 if i % 3 else None)
+                 for i, pid in enumerate(pids)]
+        for pid in pids[:5]:  # a few also in the graphics list
+            procs.append(FakeProcess(pid, 32 * MiB, "graphics"))
+        gpus.append(FakeGpu(name="NVIDIA H100 80GB HBM3", total=80 * GiB, used=(g + 1) * 8 * GiB,
+                            utilization=(50 + g, 20), temperature=60 + g, power_mw=400_000,
+                            power_limit_mw=700_000, processes=procs))
+    return FakeState(gpus=gpus)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--passes", type=int, default=200)
+    ap.add_argument("--distinct", action="store_true",
+                    help="800 distinct processes instead of 100 shared by all GPUs")
+    args = ap.parse_args()
+
+    work = pathlib.Path(tempfile.mkdtemp(prefix="vramscope-bench-"))
+    lib = build_library(work / "lib")
+    n_real = GPUS * PER_GPU if args.distinct else PER_GPU
+    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(n_real)]
+    try:
+        pids = [p.pid for p in sleepers]
+        per_gpu = ([pids[g * PER_GPU:(g + 1) * PER_GPU] for g in range(GPUS)] if args.distinct
+                   else [pids] * GPUS)
+        state_path = work / "state.txt"
+        write_state(state_path, make_state(per_gpu))
+        os.environ["FAKE_NVML_STATE"] = str(state_path)
+        preload(lib)
+
+        from vramscope.sources.nvml import NvmlSource
+        from vramscope.sources.processes import ProcessCache
+
+        distinct = len(set(pids))
+        print(f"state: {GPUS} GPUs x {PER_GPU} processes ({distinct} distinct real PIDs, "
+              f"5 per GPU also in the graphics list); {args.passes} passes, warm")
+
+        source = NvmlSource()
+        frame = source.sample(time.time())
+        assert frame.error is None and len(frame.gpus) == GPUS
+        assert all(len(g.processes) == PER_GPU for g in frame.gpus)
+        full = timed(lambda: source.sample(time.time()), args.passes)
+        print(f"vramscope pass (NVML + psutil):   {summary(full)}")
+
+        class NoPsutil(ProcessCache):
+            def lookup_many(self, many):
+                return {}
+
+        nvml_only = NvmlSource(processes=NoPsutil())
+        nvml_only.sample(time.time())
+        print(f"  NVML part only:                 {summary(timed(lambda: nvml_only.sample(time.time()), args.passes))}")
+        cache = ProcessCache()
+        cache.lookup_many(pids)
+        print(f"  psutil part only ({distinct} PIDs):  {summary(timed(lambda: cache.lookup_many(pids), args.passes))}")
+        nvml_only.close()
+
+        try:
+            import logging
+            logging.getLogger("nvitop").setLevel(logging.CRITICAL)
+            from nvitop import Device, GpuProcess
+        except ImportError:
+            print("nvitop: not installed (pip install nvitop to compare)")
+            return 0
+
+        def nvitop_refresh():
+            devices = Device.all()
+            for device in devices:
+                device.as_snapshot()
+                procs = device.processes()
+                GpuProcess.take_snapshots(procs.values(), failsafe=True)
+
+        theirs = timed(nvitop_refresh, max(20, args.passes // 4), warmup=3)
+        import nvitop
+        ours = statistics.median(full)
+        print(f"nvitop {nvitop.__version__} refresh (same state): {summary(theirs)}")
+        print(f"ratio nvitop / vramscope (medians): {statistics.median(theirs) / ours:.1f}x")
+        source.close()
+        return 0
+    finally:
+        for p in sleepers:
+            p.kill()
+        for p in sleepers:
+            p.wait()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
