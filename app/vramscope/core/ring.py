@@ -120,7 +120,10 @@ class TieredRing:
         ft, fv = self.fine.arrays()
         if len(self.coarse) and len(ft) and (since is None or since < ft[0]):
             ct, cv = self.coarse.arrays()
-            keep = ct < ft[0] - self.coarse_step
+            # Every bucket that began before the oldest raw sample: its peak may
+            # come from a sample already evicted from the fine ring, so a bucket
+            # that straddles ft[0] is kept too (a peak is never dropped).
+            keep = ct < ft[0]
             if since is not None:
                 keep &= ct >= since - self.coarse_step
             t = np.concatenate((ct[keep], ft))

@@ -109,9 +109,13 @@ class Sampler:
             if now > due:  # missed ticks: skip them, stay on the grid
                 k += int((now - due) // interval) + 1
                 due = start + k * interval
-            self._wake.wait(max(0.0, due - now))
-            if self._wake.is_set():
-                self._wake.clear()
-                if interval != self._interval:  # interval changed: new grid from now
-                    interval = self._interval
-                    start, k = self._mono(), 0
+            # Wait for the tick; a wake-up (stop, new interval) ends the wait early,
+            # but one that changes nothing must not add an off-grid pass.
+            while not self._stop.is_set() and now < due:
+                if self._wake.wait(due - now):
+                    self._wake.clear()
+                    if interval != self._interval:  # interval changed: new grid from now
+                        interval = self._interval
+                        start, k = self._mono(), 0
+                        break
+                now = self._mono()

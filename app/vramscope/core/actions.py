@@ -1,0 +1,314 @@
+"""Ending a process, safely (no Qt).
+
+Rules (DESIGN.md, "Safety"): only the user's own processes; the identity
+(pid + start time) re-checked with psutil right before the signal -- on
+Linux through a pidfd, so the signal cannot reach a process that took the
+PID in between; SIGTERM first, SIGKILL only on request once a grace period
+has passed; refused, with a clear message, for another user's process and
+in read-only mode; every action and refusal appended to a local audit log
+(JSON lines, 0600). For a Jupyter kernel the connection file comes back so
+the UI can offer shutting it down from Jupyter instead.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import pathlib
+import signal
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from vramscope.core.detectors.jupyter import connection_file, is_jupyter_kernel
+
+START_TIME_TOLERANCE = 0.05  # seconds; psutil derives start times from clock ticks
+DEFAULT_GRACE_SECONDS = 5.0
+SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
+def default_audit_path() -> pathlib.Path:
+    import platformdirs
+    return pathlib.Path(platformdirs.user_log_dir("vramscope", appauthor=False)) / "actions.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSummary:
+    """What the confirmation dialog shows; ``refusal`` says why it cannot be ended."""
+
+    pid: int
+    start_time: float | None
+    user: str | None
+    command: str | None
+    age_seconds: float | None
+    memory: int | None  # bytes on the GPU(s), as the caller saw them
+    own: bool
+    refusal: str | None
+    connection_file: str | None  # set for a Jupyter kernel
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    action: str  # "SIGTERM", "SIGKILL"
+    ok: bool  # the signal was sent
+    pid: int
+    start_time: float | None
+    message: str
+    connection_file: str | None = None
+
+
+class ProcessActions:
+    def __init__(self, read_only: bool = False, audit_path: str | os.PathLike | None = None,
+                 grace_seconds: float = DEFAULT_GRACE_SECONDS, monotonic=time.monotonic):
+        self.read_only = read_only
+        self.audit_path = pathlib.Path(audit_path) if audit_path else default_audit_path()
+        self.grace_seconds = grace_seconds
+        self._mono = monotonic
+        self._terminated: dict[tuple[int, float | None], float] = {}
+
+    # -- looking ----------------------------------------------------------------------
+    def describe(self, pid: int, start_time: float | None, memory: int | None = None) -> ProcessSummary:
+        proc, refusal = self._verify(pid, start_time)
+        user = command = conn = None
+        age = None
+        own = False
+        if proc is not None:
+            try:
+                with proc.oneshot():
+                    user = _safe(proc.username)
+                    cmdline = _safe(proc.cmdline)
+                    name = _safe(proc.name)
+                    age = time.time() - proc.create_time()
+            except psutil.Error:
+                cmdline = name = None
+            command = " ".join(cmdline) if cmdline else name
+            if cmdline and is_jupyter_kernel(cmdline, name):
+                conn = connection_file(cmdline)
+            own = self._is_own(proc)
+        return ProcessSummary(pid=pid, start_time=start_time, user=user, command=command,
+                              age_seconds=age, memory=memory, own=own, refusal=refusal,
+                              connection_file=conn)
+
+    def is_alive(self, pid: int, start_time: float | None) -> bool:
+        """The same process (pid + start time) still exists and is not a zombie."""
+        try:
+            proc = psutil.Process(pid)
+            if not _same_start(proc.create_time(), start_time):
+                return False
+            return proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+        except psutil.AccessDenied:
+            return True
+
+    def wait_gone(self, pid: int, start_time: float | None, timeout: float) -> bool:
+        deadline = self._mono() + timeout
+        while True:
+            if not self.is_alive(pid, start_time):
+                return True
+            if self._mono() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def kill_allowed_in(self, pid: int, start_time: float | None) -> float | None:
+        """Seconds until SIGKILL may be sent (0 = now); None before any SIGTERM."""
+        sent = self._terminated.get((pid, start_time))
+        if sent is None:
+            return None
+        return max(0.0, self.grace_seconds - (self._mono() - sent))
+
+    # -- acting -----------------------------------------------------------------------
+    def terminate(self, pid: int, start_time: float | None, memory: int | None = None) -> ActionResult:
+        result = self._signal("SIGTERM", signal.SIGTERM, pid, start_time, memory)
+        if result.ok:
+            self._terminated[(pid, start_time)] = self._mono()
+        return result
+
+    def kill(self, pid: int, start_time: float | None, memory: int | None = None) -> ActionResult:
+        wait = self.kill_allowed_in(pid, start_time)
+        if wait is None or wait > 0:
+            msg = (f"SIGKILL is offered only after SIGTERM: send SIGTERM to pid {pid} first "
+                   f"and give it {self.grace_seconds:g} s to exit"
+                   + (f" ({wait:.1f} s left)" if wait else ""))
+            return self._refuse("SIGKILL", pid, start_time, msg, memory)
+        return self._signal("SIGKILL", SIGKILL, pid, start_time, memory)
+
+    def _signal(self, action, signum, pid, start_time, memory) -> ActionResult:
+        if self.read_only:
+            return self._refuse(action, pid, start_time,
+                                "vramscope runs read-only (--read-only): ending processes is disabled",
+                                memory)
+        pidfd = None
+        if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
+            try:
+                pidfd = os.pidfd_open(pid)  # pins this very process before the checks
+            except ProcessLookupError:
+                return self._refuse(action, pid, start_time, f"pid {pid} has already exited", memory)
+            except OSError:
+                pidfd = None
+        try:
+            proc, refusal = self._verify(pid, start_time)
+            if refusal is None and not self._is_own(proc):
+                refusal = self._not_own_message(proc)
+            if refusal is not None:
+                return self._refuse(action, pid, start_time, refusal, memory, proc)
+            info = _proc_info(proc)
+            try:
+                if pidfd is not None:
+                    signal.pidfd_send_signal(pidfd, signum)
+                else:
+                    proc.send_signal(signum)  # psutil re-checks the start time itself
+            except (ProcessLookupError, psutil.NoSuchProcess):
+                return self._refuse(action, pid, start_time, f"pid {pid} has already exited",
+                                    memory, proc)
+            except (PermissionError, psutil.AccessDenied) as exc:
+                return self._refuse(action, pid, start_time,
+                                    f"the system refused to signal pid {pid}: {exc}", memory, proc)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        message = f"sent {action} to pid {pid} ({info.get('command') or '?'})"
+        if action == "SIGTERM":
+            message += (f"; if it is still running after {self.grace_seconds:g} s, "
+                        "SIGKILL can be sent")
+        note = self._audit(action, "sent", pid, start_time, memory, info, message)
+        return ActionResult(action=action, ok=True, pid=pid, start_time=start_time,
+                            message=message + note, connection_file=info.get("connection_file"))
+
+    def _refuse(self, action, pid, start_time, message, memory, proc=None) -> ActionResult:
+        info = _proc_info(proc) if proc is not None else {}
+        note = self._audit(action, "refused", pid, start_time, memory, info, message)
+        return ActionResult(action=action, ok=False, pid=pid, start_time=start_time,
+                            message=message + note, connection_file=info.get("connection_file"))
+
+    # -- checks -----------------------------------------------------------------------
+    def _verify(self, pid: int, start_time: float | None):
+        """(process, None) when pid + start time still name the same process,
+        else (process or None, why not)."""
+        if self.read_only:
+            return _try_process(pid), ("vramscope runs read-only (--read-only): "
+                                       "ending processes is disabled")
+        if pid <= 1:
+            return None, f"pid {pid} is the system's init process; refusing"
+        if pid == os.getpid():
+            return None, "that is vramscope itself; refusing"
+        try:
+            proc = psutil.Process(pid)
+            created = proc.create_time()
+            status = _safe(proc.status)
+        except psutil.NoSuchProcess:
+            return None, f"pid {pid} has already exited"
+        except psutil.AccessDenied:
+            return None, f"pid {pid} cannot be inspected from here (access denied); refusing"
+        if start_time is None:
+            return proc, (f"the start time of pid {pid} is unknown, so it cannot be verified "
+                          "to be the process you saw; refusing")
+        if not _same_start(created, start_time):
+            return proc, (f"pid {pid} is no longer the process you saw (it started at "
+                          f"{_clock(created)}, the one shown started at {_clock(start_time)}): "
+                          "the PID was reused; refusing")
+        if status == psutil.STATUS_ZOMBIE:
+            parent = _safe(proc.ppid)
+            return proc, (f"pid {pid} is a zombie: it has already exited and only its parent "
+                          f"(pid {parent}) can reap it; end the parent instead")
+        if not self._is_own(proc):
+            return proc, self._not_own_message(proc)
+        return proc, None
+
+    @staticmethod
+    def _is_own(proc) -> bool:
+        if proc is None:
+            return False
+        try:
+            if hasattr(os, "getuid"):
+                return proc.uids().real == os.getuid()
+            return proc.username() == psutil.Process(os.getpid()).username()
+        except psutil.Error:
+            return False
+
+    @staticmethod
+    def _not_own_message(proc) -> str:
+        owner = _safe(proc.username) if proc is not None else None
+        me = getpass.getuser()
+        return (f"pid {proc.pid} belongs to user {owner or 'another user'}; vramscope only ends "
+                f"your own processes (you are {me})")
+
+    # -- audit log --------------------------------------------------------------------
+    def _audit(self, action, outcome, pid, start_time, memory, info, message) -> str:
+        entry = {
+            "time": time.time(), "action": action, "outcome": outcome, "pid": pid,
+            "start_time": start_time, "user": info.get("user"), "command": info.get("command"),
+            "memory_bytes": memory, "read_only": self.read_only, "by": getpass.getuser(),
+            "message": message,
+        }
+        try:
+            append_json_line(self.audit_path, entry)
+        except OSError as exc:
+            return f" (audit log not written: {exc})"
+        return ""
+
+
+def append_json_line(path: pathlib.Path, entry: dict) -> None:
+    """One JSON line, appended; the file is created 0600 in a 0700 directory."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)
+        os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def read_audit_log(path: pathlib.Path | None = None) -> list[dict]:
+    path = path or default_audit_path()
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a torn line is skipped, the rest kept
+    return out
+
+
+def _try_process(pid):
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def _proc_info(proc) -> dict:
+    if proc is None:
+        return {}
+    cmdline = _safe(proc.cmdline)
+    name = _safe(proc.name)
+    info = {"user": _safe(proc.username), "command": " ".join(cmdline) if cmdline else name}
+    if cmdline and is_jupyter_kernel(cmdline, name):
+        info["connection_file"] = connection_file(cmdline)
+    return info
+
+
+def _same_start(created: float, expected: float | None) -> bool:
+    return expected is not None and abs(created - expected) <= START_TIME_TOLERANCE
+
+
+def _safe(fn):
+    try:
+        return fn()
+    except psutil.Error:
+        return None
+
+
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
+__all__ = ["ProcessActions", "ProcessSummary", "ActionResult", "default_audit_path",
+           "read_audit_log", "append_json_line"]

@@ -1,0 +1,101 @@
+"""One diagnostic finding: what, how bad, since when, the numbers, the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vramscope.core.samples import ProcessIdentity
+
+INFO = "info"
+WARNING = "warning"
+CRITICAL = "critical"
+SEVERITIES = (INFO, WARNING, CRITICAL)
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+# kind -> short title used by lists and notifications
+KIND_TITLES = {
+    "squatter": "Squatter",
+    "unattributed_memory": "Memory without a visible owner",
+    "fragmentation": "Fragmentation",
+    "leak": "Leak",
+    "eval_autograd": "Eval with autograd on",
+    "checkpointing_use_cache": "Checkpointing that does nothing",
+    "near_oom": "Near out of memory",
+    "oom": "Out of memory",
+}
+
+
+def severity_rank(severity: str) -> int:
+    return _RANK.get(severity, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    kind: str  # a key of KIND_TITLES
+    severity: str  # INFO / WARNING / CRITICAL
+    gpu: int | None  # NVML index; None when not tied to one GPU
+    pid: int | None
+    start_time: float | None  # the process's start time (identity), None if unknown
+    since: float | None  # when the condition began (epoch seconds)
+    message: str  # one line: what and how much
+    evidence: tuple[str, ...] = ()  # human lines with the numbers that prove it
+    fix: str = ""  # what to do, traceable to the seed documents
+    device: str | None = None  # agent device ("cuda:0") for PyTorch rules
+    frees: int | None = None  # bytes that acting on it would free, None = unknown
+    connection_file: str | None = None  # Jupyter kernel connection file
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def identity(self) -> ProcessIdentity | None:
+        if self.pid is None:
+            return None
+        return ProcessIdentity(self.pid, self.start_time)
+
+    @property
+    def key(self) -> tuple:
+        """Stable across frames while the same condition lasts (acknowledge, since)."""
+        return (self.kind, self.gpu, self.pid, self.start_time, self.device)
+
+    @property
+    def title(self) -> str:
+        return KIND_TITLES.get(self.kind, self.kind)
+
+
+def alerts_to_json(alerts) -> list[dict[str, Any]]:
+    """The ``"alerts"`` list of ``vramscope status --json``."""
+    out = []
+    for a in alerts:
+        out.append({
+            "kind": a.kind,
+            "severity": a.severity,
+            "gpu": a.gpu,
+            "pid": a.pid,
+            "since": a.since,
+            "message": a.message,
+            "evidence": list(a.evidence),
+            "fix": a.fix,
+            "start_time": a.start_time,
+            "device": a.device,
+            "frees_bytes": a.frees,
+            "connection_file": a.connection_file,
+            "data": _jsonable(a.data),
+        })
+    return out
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def sort_alerts(alerts):
+    """Most severe first, then the oldest condition first."""
+    return sorted(alerts, key=lambda a: (-severity_rank(a.severity),
+                                         a.since if a.since is not None else float("inf"),
+                                         a.kind, a.pid or 0))

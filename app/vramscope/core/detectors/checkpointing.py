@@ -1,0 +1,57 @@
+"""Checkpointing that does nothing: gradient checkpointing on with use_cache true.
+
+From the seeds: after model.gradient_checkpointing_enable(), a Hugging Face
+model also needs model.config.use_cache = False -- "without this it warns
+and does nothing"; you discover it as "I turned it on and memory didn't
+drop". The agent reports it as a "checkpointing_use_cache" event.
+"""
+
+from __future__ import annotations
+
+from vramscope.core.detectors.agentmap import device_named, gpu_for_device
+from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.samples import Frame
+
+CHECKPOINTING_FIX = (
+    "Set model.config.use_cache = False after model.gradient_checkpointing_enable(). "
+    "use_cache=True (the generation KV cache) is incompatible with checkpointing: it warns, "
+    "carries on, and memory does not drop.")
+
+
+class CheckpointingRule:
+    def __init__(self):
+        self._seen: dict = {}  # identity -> (first time, data, last seen)
+
+    def update(self, frame: Frame, settings: DiagnosticSettings) -> list[Alert]:
+        now = frame.time
+        alerts = []
+        for report in frame.agents:
+            for ev in report.events:
+                if ev.kind == "checkpointing_use_cache":
+                    first = self._seen.get(report.identity, (ev.time, None, now))[0]
+                    self._seen[report.identity] = (first, dict(ev.data), now)
+            entry = self._seen.get(report.identity)
+            if entry is None:
+                continue
+            self._seen[report.identity] = (entry[0], entry[1], now)
+            if not report.connected:
+                continue
+            data = entry[1] or {}
+            model = data.get("model") or "a registered Hugging Face model"
+            dev = device_named(report, data.get("device"))
+            gpu = gpu_for_device(frame, report, dev)
+            alerts.append(Alert(
+                kind="checkpointing_use_cache", severity=WARNING,
+                gpu=gpu.index if gpu is not None else None, pid=report.pid,
+                start_time=report.start_time, since=entry[0],
+                message=f"pid {report.pid}: gradient checkpointing is on but use_cache is true "
+                        f"({model}) -- it saves nothing",
+                evidence=(f"{model}: gradient checkpointing enabled and config.use_cache = True",),
+                fix=CHECKPOINTING_FIX, device=dev.device if dev is not None else None,
+                data={"model": data.get("model")},
+            ))
+        stale = now - settings.forget_after_minutes * 60
+        for key in [k for k, v in self._seen.items() if v[2] < stale]:
+            del self._seen[key]
+        return alerts

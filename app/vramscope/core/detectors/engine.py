@@ -1,0 +1,141 @@
+"""The diagnostics engine: frames in, current alerts out.
+
+Keeps the per-identity state the rules need across frames (idle since,
+step history, allocator counters). Feed it from the sampler thread with
+``engine.attach(store)`` (a Store listener) or call ``feed(frame)``
+directly (``status --watch``, tests). Readers on other threads call
+``alerts()``, which returns a copy.
+
+Acknowledge hides one alert until its condition clears or gets worse;
+mute hides every alert of one process identity (pid + start time), so a
+reused PID is not muted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from vramscope.core.detectors.alert import Alert, severity_rank, sort_alerts
+from vramscope.core.detectors.checkpointing import CheckpointingRule
+from vramscope.core.detectors.eval_autograd import EvalAutogradRule
+from vramscope.core.detectors.fragmentation import FragmentationRule
+from vramscope.core.detectors.leak import LeakRule
+from vramscope.core.detectors.near_oom import NearOomRule
+from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.detectors.squatter import NotebookFinder, SquatterRule
+from vramscope.core.detectors.unattributed import UnattributedRule
+from vramscope.core.samples import Frame, ProcessIdentity
+
+
+class Diagnostics:
+    def __init__(self, settings: DiagnosticSettings | None = None,
+                 notebook_finder: NotebookFinder | None = None):
+        self._lock = threading.RLock()
+        self._settings = settings or DiagnosticSettings()
+        self._squatters = SquatterRule(notebook_finder)
+        self._rules = [UnattributedRule(), FragmentationRule(), LeakRule(),
+                       EvalAutogradRule(), CheckpointingRule(), NearOomRule()]
+        self._first_seen: dict[tuple, float] = {}
+        self._current: list[Alert] = []
+        self._acked: dict[tuple, int] = {}  # key -> severity rank when acknowledged
+        self._muted: set[ProcessIdentity] = set()
+        self.version = 0  # bumped on every feed
+        self.last_time: float | None = None
+
+    # -- configuration --------------------------------------------------------------
+    @property
+    def settings(self) -> DiagnosticSettings:
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: DiagnosticSettings) -> None:
+        with self._lock:
+            self._settings = value
+
+    def attach(self, store) -> None:
+        """Run on every frame the store receives (on the sampler thread)."""
+        store.subscribe(self.feed)
+
+    def detach(self, store) -> None:
+        store.unsubscribe(self.feed)
+
+    # -- feeding --------------------------------------------------------------------
+    def feed(self, frame: Frame) -> list[Alert]:
+        """Update with one frame; returns the visible alerts."""
+        with self._lock:
+            settings = self._settings
+            active = frozenset(r.pid for r in frame.agents
+                               if any(e.kind == "step" for e in r.events))
+            found = self._squatters.update(frame, settings, active)
+            for rule in self._rules:
+                found.extend(rule.update(frame, settings))
+            keys = set()
+            out = []
+            for alert in found:
+                key = alert.key
+                keys.add(key)
+                first = self._first_seen.setdefault(key, frame.time)
+                if alert.since is None:
+                    alert = _with_since(alert, first)
+                out.append(alert)
+            for key in [k for k in self._first_seen if k not in keys]:
+                del self._first_seen[key]
+            for key in [k for k in self._acked if k not in keys]:
+                del self._acked[key]  # cleared: it may alert again next time
+            self._current = sort_alerts(out)
+            self.version += 1
+            self.last_time = frame.time
+            return self._visible(self._current)
+
+    __call__ = feed
+
+    # -- reading --------------------------------------------------------------------
+    def alerts(self, include_hidden: bool = False) -> list[Alert]:
+        with self._lock:
+            if include_hidden:
+                return list(self._current)
+            return self._visible(self._current)
+
+    def is_hidden(self, alert: Alert) -> bool:
+        with self._lock:
+            return self._hidden(alert)
+
+    def _visible(self, alerts):
+        return [a for a in alerts if not self._hidden(a)]
+
+    def _hidden(self, alert: Alert) -> bool:
+        if alert.identity is not None and alert.identity in self._muted:
+            return True
+        acked = self._acked.get(alert.key)
+        return acked is not None and severity_rank(alert.severity) <= acked
+
+    # -- user choices -----------------------------------------------------------------
+    def acknowledge(self, alert: Alert) -> None:
+        with self._lock:
+            self._acked[alert.key] = severity_rank(alert.severity)
+
+    def is_acknowledged(self, alert: Alert) -> bool:
+        with self._lock:
+            return alert.key in self._acked
+
+    def mute(self, identity: ProcessIdentity) -> None:
+        with self._lock:
+            self._muted.add(identity)
+
+    def unmute(self, identity: ProcessIdentity) -> None:
+        with self._lock:
+            self._muted.discard(identity)
+
+    def is_muted(self, identity: ProcessIdentity | None) -> bool:
+        with self._lock:
+            return identity is not None and identity in self._muted
+
+    @property
+    def muted(self) -> frozenset[ProcessIdentity]:
+        with self._lock:
+            return frozenset(self._muted)
+
+
+def _with_since(alert: Alert, since: float) -> Alert:
+    return dataclasses.replace(alert, since=since)

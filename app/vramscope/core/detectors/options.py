@@ -1,0 +1,81 @@
+"""Command-line options for the diagnostics (``status --watch`` and thresholds).
+
+Light on imports: command modules add these at parser-build time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.units import MiB
+
+# option -> (settings field, type, scale, help)
+THRESHOLD_OPTIONS = {
+    "--squatter-min-mib": ("squatter_min_bytes", float, MiB,
+                           "a process idle and holding at least this much is a squatter (default 256)"),
+    "--idle-minutes": ("idle_minutes", float, 1, "minutes at 0 %% SM before it is flagged (default 5)"),
+    "--kernel-idle-minutes": ("kernel_idle_minutes", float, 1,
+                              "minutes idle before a Jupyter kernel holding VRAM is listed (default 1)"),
+    "--orphan-idle-minutes": ("orphan_idle_minutes", float, 1,
+                              "minutes idle before a process whose parent is gone is flagged (default 1)"),
+    "--unattributed-min-mib": ("unattributed_min_bytes", float, MiB,
+                               "GPU memory without a visible owner flagged above this (default 1024)"),
+    "--leak-steps": ("leak_steps", int, 1, "optimizer steps in the leak window (default 20)"),
+    "--leak-min-mib-per-step": ("leak_min_slope_bytes", float, MiB,
+                                "smallest growth per step that counts as a leak (default 1)"),
+    "--near-oom-free-mib": ("near_oom_free_bytes", float, MiB,
+                            "free memory below this is near-OOM (default 1024)"),
+    "--near-oom-horizon-minutes": ("near_oom_horizon_minutes", float, 1,
+                                   "flag when the trend fills the GPU within this (default 10)"),
+}
+
+
+def _non_negative(kind):
+    def parse(text):
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+        return value
+    return parse
+
+
+def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("diagnostics")
+    g.add_argument("--watch", type=_non_negative(float), default=0.0, metavar="SECONDS",
+                   help="sample for this long before reporting, so that time-based rules "
+                        "(idle squatters, leaks, trends) can fire")
+    g.add_argument("--interval", type=_non_negative(float), default=1.0, metavar="SECONDS",
+                   help="seconds between samples with --watch (default 1)")
+    for flag, (_, kind, _, help_text) in THRESHOLD_OPTIONS.items():
+        g.add_argument(flag, type=_non_negative(kind), default=None, help=help_text)
+
+
+def settings_from_args(args, base: DiagnosticSettings | None = None) -> DiagnosticSettings:
+    changes = {}
+    for flag, (field, kind, scale, _) in THRESHOLD_OPTIONS.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
+        if value is not None:
+            value = value * scale
+            changes[field] = int(value) if field.endswith("_bytes") or kind is int else float(value)
+    return (base or DiagnosticSettings()).with_overrides(**changes)
+
+
+def watch(sampler, engine, seconds: float, interval: float = 1.0,
+          monotonic=time.monotonic, sleep=time.sleep):
+    """Sample every ``interval`` seconds for ``seconds`` (at least once), feeding
+    the engine; returns the last frame."""
+    interval = max(0.1, interval)
+    start = monotonic()
+    k = 0
+    while True:
+        frame = sampler.sample_once()
+        engine.feed(frame)
+        k += 1
+        due = start + k * interval
+        if due - start > seconds + 1e-9:
+            return frame
+        now = monotonic()
+        if due > now:
+            sleep(due - now)

@@ -1,0 +1,69 @@
+"""Every threshold the diagnostics use, in one frozen object the user can change.
+
+Defaults follow the seed documents where they give a number (the OOM example
+in "Surviving GPU OOM" fails with about 1 GiB free; a CUDA context alone takes
+"a few hundred MB"), and otherwise are conservative so that a normal training
+run raises nothing. ``with_overrides`` builds a changed copy (command line,
+settings dialog); unknown names are refused with a clear message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from vramscope.core.units import GiB, MiB
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosticSettings:
+    # --- squatters ---------------------------------------------------------------
+    squatter_min_bytes: int = 256 * MiB  # (a) holds at least this much ...
+    idle_minutes: float = 5.0  # ... with 0 % SM for at least this long
+    idle_sm_percent: int = 0  # SM % at or below this counts as idle
+    kernel_idle_minutes: float = 1.0  # (b) a Jupyter kernel holding VRAM, idle this long
+    orphan_idle_minutes: float = 1.0  # (c) parent gone and idle this long (a zombie: at once)
+    unattributed_min_bytes: int = 1 * GiB  # (d) NVML used minus the listed processes
+    unattributed_minutes: float = 0.5  # (d) ... for at least this long (startup blips)
+    lookup_notebooks: bool = True  # ask a running Jupyter server which notebook owns a kernel
+
+    # --- fragmentation (agent processes) ----------------------------------------
+    frag_gap_share: float = 0.30  # (reserved - allocated) / reserved at least this ...
+    frag_min_gap_bytes: int = 512 * MiB  # ... and at least this many bytes ...
+    frag_inactive_split_share: float = 0.25  # ... and inactive_split >= this share of the gap
+    frag_inactive_split_min_bytes: int = 256 * MiB  # ... and at least this many bytes
+    frag_retry_window_minutes: float = 10.0  # or num_alloc_retries rose within this window
+    frag_persist_seconds: float = 10.0  # the gap condition must hold this long
+
+    # --- leak ----------------------------------------------------------------------
+    leak_steps: int = 20  # K: optimizer steps in the fitted window
+    leak_min_slope_bytes: int = 1 * MiB  # robust slope at least this many bytes per step
+    leak_min_agreement: float = 0.7  # share of step pairs that rise (one spike is not a trend)
+
+    # --- eval with autograd --------------------------------------------------------
+    eval_min_growth_bytes: int = 256 * MiB  # allocated growth that counts as "coinciding"
+    eval_window_seconds: float = 60.0  # growth looked for this long after the event
+
+    # --- near-OOM --------------------------------------------------------------------
+    near_oom_free_bytes: int = 1 * GiB  # free below this is near-OOM
+    near_oom_horizon_minutes: float = 10.0  # trend reaching capacity within this is near-OOM
+    near_oom_trend_minutes: float = 5.0  # how much history the trend is fitted on
+    near_oom_min_points: int = 10  # fewest samples for a trend
+
+    # --- bookkeeping -----------------------------------------------------------------
+    event_keep_minutes: float = 30.0  # OOM / eval / checkpointing alerts stay this long
+    forget_after_minutes: float = 10.0  # state of a process not seen this long is dropped
+
+    def with_overrides(self, **changes) -> DiagnosticSettings:
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ValueError(f"unknown diagnostic setting(s): {', '.join(unknown)}")
+        cleaned = {k: v for k, v in changes.items() if v is not None}
+        for key, value in cleaned.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+                raise ValueError(f"{key} must not be negative (got {value})")
+        return dataclasses.replace(self, **cleaned)
+
+
+DEFAULT_SETTINGS = DiagnosticSettings()

@@ -1,0 +1,497 @@
+"""The alerts list: severity, what, since when, evidence, fix -- and the safe
+"End process..." action, acknowledge and mute.
+
+Standalone: the main window creates ``AlertsPanel(engine, actions)``, calls
+``refresh()`` from its UI timer (the engine is fed on the sampler thread and
+``alerts()`` returns a copy), and connects the signals:
+
+- ``alertSelected(object)``: an Alert was selected (highlight it on the timeline);
+- ``alertActivated(object)``: double-click / Enter (jump to it);
+- ``processEnded(int, float)``: a process ended from here (pid, start time);
+- ``countsChanged(int, int)``: visible alerts, of which critical (tab badge);
+- ``newAlerts(list)``: alerts not seen before (``TrayNotifier.notify``).
+
+``EndProcessDialog`` is opened with ``open()`` (window-modal, not blocking),
+so tests can inspect it and press its buttons. ``TrayNotifier`` shows a
+desktop notification through the system tray when the window is hidden or
+minimised, and does nothing (says why) where no tray exists.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView, QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
+    QHeaderView, QLabel, QPushButton, QSplitter, QSystemTrayIcon, QTextBrowser, QTreeWidget,
+    QTreeWidgetItem, QVBoxLayout, QWidget,
+)
+
+from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
+from vramscope.core.units import fmt_bytes, fmt_duration
+from vramscope.ui import theme
+
+SEVERITY_COLOURS = {CRITICAL: theme.ERROR, WARNING: theme.WARNING, INFO: "#6cb4ff"}
+COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
+_ALERT_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def severity_icon(severity: str, size: int = 12) -> QIcon:
+    pix = QPixmap(size, size)
+    pix.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pix)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setBrush(QColor(SEVERITY_COLOURS.get(severity, theme.MUTED)))
+    p.setPen(Qt.PenStyle.NoPen)
+    p.drawEllipse(1, 1, size - 2, size - 2)
+    p.end()
+    return QIcon(pix)
+
+
+def since_text(since: float | None, now: float) -> str:
+    if since is None:
+        return "n/a"
+    clock = time.strftime("%H:%M:%S", time.localtime(since))
+    return f"{clock} ({fmt_duration(now - since)} ago)"
+
+
+def alert_html(alert: Alert, now: float, hidden_note: str | None = None) -> str:
+    e = html.escape
+    colour = SEVERITY_COLOURS.get(alert.severity, theme.MUTED)
+    parts = [f"<p><b style='color:{colour}'>{e(alert.severity.upper())}</b> "
+             f"<b>{e(alert.title)}</b> &mdash; {e(alert.message)}</p>",
+             f"<p style='color:{theme.MUTED}'>since {e(since_text(alert.since, now))}"
+             + (f"; GPU {alert.gpu}" if alert.gpu is not None else "")
+             + (f"; pid {alert.pid}" if alert.pid is not None else "")
+             + (f"; would free {e(fmt_bytes(alert.frees))}" if alert.frees else "")
+             + (f"; {e(hidden_note)}" if hidden_note else "") + "</p>"]
+    if alert.evidence:
+        parts.append("<p><b>Evidence</b></p><ul>"
+                     + "".join(f"<li>{e(line)}</li>" for line in alert.evidence) + "</ul>")
+    if alert.fix:
+        parts.append(f"<p><b>Fix</b><br>{e(alert.fix)}</p>")
+    if alert.connection_file:
+        parts.append(f"<p><b>Jupyter</b>: shut it down from Jupyter instead; connection file "
+                     f"<code>{e(alert.connection_file)}</code></p>")
+    return "".join(parts)
+
+
+class EndProcessDialog(QDialog):
+    """Confirmation before a signal: command, user, age and memory, checked anew.
+
+    ``mode`` is "term" (SIGTERM) or "kill" (SIGKILL after the grace period).
+    A summary with a ``refusal`` shows why, with no button that acts.
+    """
+
+    def __init__(self, summary, mode: str = "term", parent=None):
+        super().__init__(parent)
+        self.summary = summary
+        self.mode = mode
+        self.setWindowTitle("Force kill process" if mode == "kill" else "End process")
+        self.setWindowModality(Qt.WindowModality.WindowModal)
+        layout = QVBoxLayout(self)
+        if mode == "kill":
+            head = (f"pid {summary.pid} is still running after SIGTERM. Send SIGKILL? "
+                    "It cannot clean up; unsaved work is lost.")
+        else:
+            head = f"End pid {summary.pid}? It gets SIGTERM and can exit cleanly."
+        self.headline = QLabel(head)
+        self.headline.setWordWrap(True)
+        layout.addWidget(self.headline)
+        form = QFormLayout()
+        self.fields: dict[str, QLabel] = {}
+        for name, value in (
+            ("Command", summary.command or "n/a"),
+            ("User", summary.user or "n/a"),
+            ("Age", fmt_duration(summary.age_seconds)),
+            ("Memory", fmt_bytes(summary.memory)),
+            ("PID", str(summary.pid)),
+        ):
+            label = QLabel(value)
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.fields[name] = label
+            form.addRow(name, label)
+        layout.addLayout(form)
+        self.jupyter = None
+        if summary.connection_file:
+            self.jupyter = QLabel(
+                "This is a Jupyter kernel. Shutting it down from Jupyter (Kernel > Shut Down in "
+                f"its notebook) lets the notebook know. Connection file:\n{summary.connection_file}")
+            self.jupyter.setWordWrap(True)
+            self.jupyter.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            layout.addWidget(self.jupyter)
+        self.refusal = None
+        buttons = QDialogButtonBox()
+        if summary.refusal:
+            self.refusal = QLabel(f"Cannot end it: {summary.refusal}")
+            self.refusal.setWordWrap(True)
+            self.refusal.setStyleSheet(f"color: {theme.ERROR};")
+            layout.addWidget(self.refusal)
+            self.confirm_button = None
+            buttons.addButton(QDialogButtonBox.StandardButton.Close)
+            buttons.rejected.connect(self.reject)
+        else:
+            text = "Force kill (SIGKILL)" if mode == "kill" else "End process (SIGTERM)"
+            self.confirm_button = buttons.addButton(text, QDialogButtonBox.ButtonRole.AcceptRole)
+            buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+            buttons.accepted.connect(self.accept)
+            buttons.rejected.connect(self.reject)
+        self.copy_button = None
+        if summary.connection_file:
+            self.copy_button = buttons.addButton("Copy connection file",
+                                                 QDialogButtonBox.ButtonRole.ActionRole)
+            self.copy_button.clicked.connect(
+                lambda: QGuiApplication.clipboard().setText(summary.connection_file))
+        layout.addWidget(buttons)
+        self.buttons = buttons
+        self.setMinimumWidth(460)
+
+
+class AlertsPanel(QWidget):
+    alertSelected = Signal(object)
+    alertActivated = Signal(object)
+    processEnded = Signal(int, float)
+    countsChanged = Signal(int, int)
+    newAlerts = Signal(list)
+    actionMessage = Signal(str)
+
+    def __init__(self, engine=None, actions=None, read_only: bool = False, parent=None,
+                 clock=time.time, grace_seconds: float | None = None):
+        super().__init__(parent)
+        self.engine = engine
+        self.actions = actions
+        self.read_only = read_only or (actions is not None and actions.read_only)
+        self.simulated = False
+        self._clock = clock
+        self._grace_ms = int(1000 * (grace_seconds if grace_seconds is not None else
+                                     (actions.grace_seconds if actions is not None else 5.0)))
+        self._alerts: list[Alert] = []
+        self._hidden: set[tuple] = set()
+        self._seen_keys: set[tuple] = set()
+        self.active_dialog: EndProcessDialog | None = None
+
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(list(COLUMNS))
+        self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        header = self.tree.header()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        self.tree.setColumnWidth(1, 380)
+        self.tree.setColumnWidth(3, 300)
+        self.tree.currentItemChanged.connect(self._on_current)
+        self.tree.itemActivated.connect(lambda item, _col: self._emit_item(item, self.alertActivated))
+
+        self.details = QTextBrowser()
+        self.details.setOpenExternalLinks(False)
+        self.empty = QLabel("No alerts. Squatters, leaks, fragmentation and near-OOM show up here.")
+        self.empty.setStyleSheet(f"color: {theme.MUTED};")
+
+        self.ack_button = QPushButton("Acknowledge")
+        self.mute_button = QPushButton("Mute process")
+        self.end_button = QPushButton("End process\u2026")
+        self.show_hidden = QCheckBox("Show acknowledged / muted")
+        self.status = QLabel("")
+        self.status.setStyleSheet(f"color: {theme.MUTED};")
+        self.status.setWordWrap(True)
+        self.ack_button.clicked.connect(self.acknowledge_selected)
+        self.mute_button.clicked.connect(self.toggle_mute_selected)
+        self.end_button.clicked.connect(self.end_selected)
+        self.show_hidden.toggled.connect(lambda _on: self.refresh())
+
+        buttons = QHBoxLayout()
+        for w in (self.ack_button, self.mute_button, self.end_button):
+            buttons.addWidget(w)
+        buttons.addStretch(1)
+        buttons.addWidget(self.show_hidden)
+
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.empty)
+        top_layout.addWidget(self.tree, 1)
+        top_layout.addLayout(buttons)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(top)
+        split.addWidget(self.details)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(split, 1)
+        layout.addWidget(self.status)
+        self._update_buttons()
+
+    # -- data -------------------------------------------------------------------------
+    def set_simulated(self, simulated: bool) -> None:
+        """Demo data names invented PIDs: no action may be offered on them."""
+        self.simulated = simulated
+        self._update_buttons()
+
+    def refresh(self) -> None:
+        """Pull the engine's alerts (call from the UI timer)."""
+        if self.engine is None:
+            return
+        everything = self.engine.alerts(include_hidden=True)
+        hidden = {a.key for a in everything if self.engine.is_hidden(a)}
+        self.set_alerts(everything, hidden)
+
+    def set_alerts(self, alerts, hidden_keys=()) -> None:
+        alerts = list(alerts)
+        hidden = set(hidden_keys)
+        new = [a for a in alerts if a.key not in self._seen_keys and a.key not in hidden]
+        self._seen_keys = {a.key for a in alerts}
+        self._alerts = alerts
+        self._hidden = hidden
+        shown = [a for a in alerts if self.show_hidden.isChecked() or a.key not in hidden]
+        current = self.selected_alert()
+        keep = current.key if current is not None else None
+        now = self._clock()
+        self.tree.blockSignals(True)
+        self.tree.clear()
+        select = None
+        for alert in shown:
+            item = QTreeWidgetItem([
+                alert.severity, f"{alert.title}: {alert.message}", since_text(alert.since, now),
+                alert.evidence[0] if alert.evidence else "", _first_sentence(alert.fix)])
+            item.setIcon(0, severity_icon(alert.severity))
+            item.setData(0, _ALERT_ROLE, alert)
+            item.setToolTip(1, alert.message)
+            item.setToolTip(3, "\n".join(alert.evidence))
+            item.setToolTip(4, alert.fix)
+            if alert.key in hidden:
+                for col in range(len(COLUMNS)):
+                    item.setForeground(col, QColor(theme.MUTED))
+            self.tree.addTopLevelItem(item)
+            if alert.key == keep:
+                select = item
+        if select is None and self.tree.topLevelItemCount():
+            select = self.tree.topLevelItem(0)
+        if select is not None:
+            self.tree.setCurrentItem(select)
+        self.tree.blockSignals(False)
+        self.empty.setVisible(not shown)
+        self._show_details(self.selected_alert())
+        self._update_buttons()
+        visible = [a for a in alerts if a.key not in hidden]
+        self.countsChanged.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
+        if new:
+            self.newAlerts.emit(new)
+        selected = self.selected_alert()
+        if selected is not None and (current is None or selected.key != current.key):
+            self.alertSelected.emit(selected)
+
+    def alerts(self) -> list[Alert]:
+        """The alerts as listed (rows in order)."""
+        return [self.tree.topLevelItem(i).data(0, _ALERT_ROLE)
+                for i in range(self.tree.topLevelItemCount())]
+
+    def selected_alert(self) -> Alert | None:
+        item = self.tree.currentItem()
+        return item.data(0, _ALERT_ROLE) if item is not None else None
+
+    def select_alert(self, key: tuple) -> bool:
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            if item.data(0, _ALERT_ROLE).key == key:
+                self.tree.setCurrentItem(item)
+                return True
+        return False
+
+    # -- user choices -------------------------------------------------------------------
+    def acknowledge_selected(self) -> None:
+        alert = self.selected_alert()
+        if alert is None or self.engine is None:
+            return
+        self.engine.acknowledge(alert)
+        self._say(f"Acknowledged: {alert.title} -- hidden until it clears or gets worse.")
+        self.refresh()
+
+    def toggle_mute_selected(self) -> None:
+        alert = self.selected_alert()
+        if alert is None or alert.identity is None or self.engine is None:
+            return
+        if self.engine.is_muted(alert.identity):
+            self.engine.unmute(alert.identity)
+            self._say(f"Unmuted pid {alert.pid}.")
+        else:
+            self.engine.mute(alert.identity)
+            self._say(f"Muted pid {alert.pid}: no alerts for this process until it exits.")
+        self.refresh()
+
+    def end_selected(self) -> EndProcessDialog | None:
+        alert = self.selected_alert()
+        if alert is None:
+            return None
+        return self.request_end(alert)
+
+    def request_end(self, alert: Alert) -> EndProcessDialog | None:
+        """Open the confirmation for the alert's process (non-blocking)."""
+        why = self._cannot_act(alert)
+        if why:
+            self._say(why)
+            return None
+        summary = self.actions.describe(alert.pid, alert.start_time, memory=alert.frees)
+        dialog = EndProcessDialog(summary, "term", self)
+        dialog.accepted.connect(lambda: self._terminate(alert))
+        self.active_dialog = dialog
+        dialog.open()
+        return dialog
+
+    # -- acting -------------------------------------------------------------------------
+    def _terminate(self, alert: Alert) -> None:
+        result = self.actions.terminate(alert.pid, alert.start_time, memory=alert.frees)
+        self._say(result.message)
+        if not result.ok:
+            return
+        # a little past the grace period: Qt's coarse timers may fire a few % early
+        QTimer.singleShot(self._grace_ms + 100, lambda: self._after_grace(alert))
+
+    def _after_grace(self, alert: Alert) -> None:
+        if not self.actions.is_alive(alert.pid, alert.start_time):
+            self._ended(alert)
+            return
+        summary = self.actions.describe(alert.pid, alert.start_time, memory=alert.frees)
+        dialog = EndProcessDialog(summary, "kill", self)
+        dialog.accepted.connect(lambda: self._kill(alert))
+        self.active_dialog = dialog
+        dialog.open()
+
+    def _kill(self, alert: Alert) -> None:
+        result = self.actions.kill(alert.pid, alert.start_time, memory=alert.frees)
+        self._say(result.message)
+        if result.ok:
+            QTimer.singleShot(500, lambda: self._ended(alert)
+                              if not self.actions.is_alive(alert.pid, alert.start_time) else None)
+
+    def _ended(self, alert: Alert) -> None:
+        self._say(f"pid {alert.pid} has exited; its memory goes back to the GPU.")
+        self.processEnded.emit(alert.pid, alert.start_time or 0.0)
+
+    def _cannot_act(self, alert: Alert) -> str | None:
+        if alert.pid is None:
+            return "This alert is not about one process."
+        if self.simulated:
+            return "Demo data: these PIDs are invented, so no process can be ended."
+        if self.actions is None:
+            return "Ending processes is not available here."
+        if self.read_only:
+            return "vramscope runs read-only (--read-only): ending processes is disabled."
+        return None
+
+    # -- display ----------------------------------------------------------------------
+    def _on_current(self, current, _previous) -> None:
+        alert = current.data(0, _ALERT_ROLE) if current is not None else None
+        self._show_details(alert)
+        self._update_buttons()
+        if alert is not None:
+            self.alertSelected.emit(alert)
+
+    def _emit_item(self, item, signal) -> None:
+        if item is not None:
+            signal.emit(item.data(0, _ALERT_ROLE))
+
+    def _show_details(self, alert: Alert | None) -> None:
+        if alert is None:
+            self.details.setHtml("")
+            return
+        note = None
+        if alert.key in self._hidden:
+            muted = self.engine is not None and self.engine.is_muted(alert.identity)
+            note = "muted" if muted else "acknowledged"
+        self.details.setHtml(alert_html(alert, self._clock(), note))
+
+    def _update_buttons(self) -> None:
+        alert = self.selected_alert()
+        has = alert is not None
+        per_process = has and alert.pid is not None
+        self.ack_button.setEnabled(has and self.engine is not None)
+        self.mute_button.setEnabled(per_process and self.engine is not None)
+        if per_process and self.engine is not None and self.engine.is_muted(alert.identity):
+            self.mute_button.setText("Unmute process")
+        else:
+            self.mute_button.setText("Mute process")
+        why = self._cannot_act(alert) if per_process else "Select an alert about a process."
+        self.end_button.setEnabled(per_process and why is None)
+        self.end_button.setToolTip(why or "Confirm, then SIGTERM; SIGKILL is offered if it "
+                                          "survives the grace period.")
+
+    def _say(self, text: str) -> None:
+        self.status.setText(text)
+        self.actionMessage.emit(text)
+
+
+def _first_sentence(text: str) -> str:
+    if not text:
+        return ""
+    for stop in (". ", ": "):
+        i = text.find(stop)
+        if 0 < i < 140:
+            return text[: i + 1]
+    return text[:140] + ("\u2026" if len(text) > 140 else "")
+
+
+class TrayNotifier(QObject):
+    """Desktop notifications for new alerts while the window is hidden or minimised.
+
+    Degrades quietly: with no system tray, ``available`` is False, ``reason``
+    says why, and ``notify`` only records what it would have shown.
+    """
+
+    def __init__(self, window=None, icon: QIcon | None = None, min_severity: str = WARNING,
+                 parent=None, tray: QSystemTrayIcon | None = None, available: bool | None = None):
+        super().__init__(parent)
+        self.window = window
+        self.min_severity = min_severity
+        self.available = (QSystemTrayIcon.isSystemTrayAvailable()
+                          if available is None else available)
+        self.reason = None if self.available else "no system tray on this desktop"
+        self.tray = tray
+        if self.available and self.tray is None:
+            self.tray = QSystemTrayIcon(icon or severity_icon(WARNING, 32), self)
+            self.tray.setToolTip("vramscope")
+            self.tray.show()
+        if self.available and self.tray is not None and not self.tray.supportsMessages():
+            self.available = False
+            self.reason = "the system tray cannot show messages"
+        self.shown: list[tuple[str, str]] = []  # (title, text) actually shown
+        self.suppressed: list[tuple[str, str]] = []  # would have been shown (no tray / visible)
+        self._notified: set[tuple] = set()
+
+    def window_away(self) -> bool:
+        w = self.window
+        return w is None or not w.isVisible() or w.isMinimized()
+
+    def notify(self, alerts) -> list[tuple[str, str]]:
+        """Show what is new and severe enough; returns the (title, text) shown."""
+        from vramscope.core.detectors.alert import severity_rank
+        out = []
+        for alert in alerts:
+            if alert.key in self._notified or severity_rank(alert.severity) < severity_rank(self.min_severity):
+                continue
+            self._notified.add(alert.key)
+            title = f"vramscope: {alert.title}"
+            text = alert.message
+            if not self.available or not self.window_away():
+                self.suppressed.append((title, text))
+                continue
+            icon = (QSystemTrayIcon.MessageIcon.Critical if alert.severity == CRITICAL
+                    else QSystemTrayIcon.MessageIcon.Warning)
+            self.tray.showMessage(title, text, icon, 10_000)
+            self.shown.append((title, text))
+            out.append((title, text))
+        return out
+
+    def forget(self, current_keys) -> None:
+        """Let alerts that cleared notify again when they come back."""
+        self._notified &= set(current_keys)

@@ -1,0 +1,216 @@
+"""The alerts panel: list, details, acknowledge/mute, End process with its
+confirmation (on real processes), tray notifications; screenshot of the demo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+pytest.importorskip("PySide6")
+
+from vramscope.core.actions import ProcessActions, read_audit_log  # noqa: E402
+from vramscope.core.detectors import Diagnostics, DiagnosticSettings  # noqa: E402
+from vramscope.core.detectors.jupyter import NotebookHint  # noqa: E402
+from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
+from vramscope.core.units import GiB  # noqa: E402
+from vramscope.ui.alerts_panel import AlertsPanel, EndProcessDialog, TrayNotifier  # noqa: E402
+
+T0 = 1_700_000_000.0
+
+
+def no_finder(pid, conn):
+    return NotebookHint(None, "no running Jupyter server found here")
+
+
+@pytest.fixture
+def themed(qapp):
+    from vramscope.ui import theme
+    theme.apply(qapp)
+    return qapp
+
+
+def demo_engine(seconds=400):
+    from vramscope.sources.simulated import SimulatedSource
+    src = SimulatedSource(seed=1, start_time=T0)
+    engine = Diagnostics(notebook_finder=no_finder)
+    for t in range(seconds + 1):
+        engine.feed(src.sample(T0 + t))
+    return engine
+
+
+def test_demo_alerts_listed_with_evidence_and_fix_screenshot(themed, qtbot, artifacts_dir):
+    engine = demo_engine()
+    panel = AlertsPanel(engine, actions=None, clock=lambda: T0 + 400)
+    panel.set_simulated(True)
+    qtbot.addWidget(panel)
+    panel.resize(1200, 640)
+    counts = []
+    panel.countsChanged.connect(lambda n, c: counts.append((n, c)))
+    panel.refresh()
+    panel.show()
+    kinds = [a.kind for a in panel.alerts()]
+    assert {"squatter", "leak", "fragmentation"} <= set(kinds)
+    assert counts[-1][0] == len(kinds)
+    row = panel.tree.topLevelItem(kinds.index("squatter"))
+    assert row.text(0) == "warning" and "Jupyter kernel" in row.text(1)
+    assert "ago)" in row.text(2) and "holds 3.0 GiB" in row.text(3)
+    panel.select_alert(panel.alerts()[kinds.index("squatter")].key)
+    text = panel.details.toPlainText()
+    assert "Evidence" in text and "Fix" in text and "connection file" in text
+    assert not panel.end_button.isEnabled() and "Demo data" in panel.end_button.toolTip()
+    qtbot.wait(20)
+    assert panel.grab().save(str(artifacts_dir / "alerts_panel_demo.png"))
+
+
+def test_acknowledge_and_mute_from_the_panel(themed, qtbot):
+    engine = demo_engine(330)
+    panel = AlertsPanel(engine, clock=lambda: T0 + 330)
+    qtbot.addWidget(panel)
+    panel.refresh()
+    before = len(panel.alerts())
+    leak = next(a for a in panel.alerts() if a.kind == "leak")
+    panel.select_alert(leak.key)
+    panel.acknowledge_selected()
+    assert leak.key not in [a.key for a in panel.alerts()]
+    panel.show_hidden.setChecked(True)
+    assert len(panel.alerts()) == before  # shown again, dimmed
+    panel.show_hidden.setChecked(False)
+    kernel = next(a for a in panel.alerts() if a.kind == "squatter")
+    panel.select_alert(kernel.key)
+    panel.toggle_mute_selected()
+    assert engine.is_muted(kernel.identity)
+    assert [a.kind for a in panel.alerts()] == ["fragmentation"]
+
+
+# -- End process on real processes ---------------------------------------------------------
+
+def frame_with(pid, start, t):
+    info = ProcessInfo(pid=pid, start_time=start, user="me", name="python",
+                       cmdline=("python", "-c", "sleep"), ppid=1, status="sleeping",
+                       parent_alive=True)
+    proc = GpuProcess(pid=pid, used=2 * GiB, sm=0, info=info)
+    return Frame(time=t, gpus=(GpuSample(index=0, total=24 * GiB, used=3 * GiB, free=21 * GiB,
+                                          util_gpu=0, processes=(proc,)),))
+
+
+@pytest.fixture
+def child():
+    procs = []
+
+    def start(code="import time; print('ready', flush=True); time.sleep(120)"):
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "ready"
+        procs.append(p)
+        return p, psutil.Process(p.pid).create_time()
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=10)
+
+
+def panel_for(qtbot, pid, start, tmp_path, **kw):
+    engine = Diagnostics(DiagnosticSettings().with_overrides(idle_minutes=0.0),
+                         notebook_finder=no_finder)
+    engine.feed(frame_with(pid, start, start + 10))
+    actions = ProcessActions(audit_path=tmp_path / "audit.jsonl", grace_seconds=0.3, **kw)
+    panel = AlertsPanel(engine, actions)
+    qtbot.addWidget(panel)
+    panel.refresh()
+    return panel, actions
+
+
+def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, child, tmp_path, artifacts_dir):
+    p, start = child()
+    panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
+    assert panel.end_button.isEnabled()
+    dialog = panel.end_selected()
+    assert isinstance(dialog, EndProcessDialog) and dialog.isVisible()
+    assert "time.sleep(120)" in dialog.fields["Command"].text()
+    assert dialog.fields["Memory"].text() == "2.0 GiB"
+    assert dialog.fields["User"].text() == psutil.Process(p.pid).username()
+    assert dialog.fields["Age"].text().endswith("s")
+    dialog.resize(560, 260)
+    assert dialog.grab().save(str(artifacts_dir / "alerts_end_dialog.png"))
+    with qtbot.waitSignal(panel.processEnded, timeout=5000) as ended:
+        dialog.confirm_button.click()
+    assert ended.args[0] == p.pid
+    assert p.wait(timeout=5) == -15
+    assert read_audit_log(tmp_path / "audit.jsonl")[0]["action"] == "SIGTERM"
+
+
+def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, child, tmp_path):
+    p, start = child("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                     "print('ready', flush=True); time.sleep(120)")
+    panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
+    first = panel.end_selected()
+    first.confirm_button.click()
+    qtbot.waitUntil(lambda: panel.active_dialog is not first and panel.active_dialog.isVisible(),
+                    timeout=5000)
+    kill = panel.active_dialog
+    assert kill.mode == "kill" and "SIGKILL" in kill.confirm_button.text()
+    with qtbot.waitSignal(panel.processEnded, timeout=5000):
+        kill.confirm_button.click()
+    assert p.wait(timeout=5) == -9
+
+
+def test_cancel_sends_nothing_and_mismatched_identity_is_refused(themed, qtbot, child, tmp_path):
+    p, start = child()
+    panel, _ = panel_for(qtbot, p.pid, start, tmp_path)
+    panel.end_selected().reject()
+    qtbot.wait(400)
+    assert p.poll() is None
+    stale, _ = panel_for(qtbot, p.pid, start - 50.0, tmp_path)  # the alert names an older process
+    dialog = stale.end_selected()
+    assert dialog.confirm_button is None and "PID was reused" in dialog.refusal.text()
+    assert p.poll() is None
+
+
+def test_read_only_disables_end_process(themed, qtbot, child, tmp_path):
+    p, start = child()
+    panel, _ = panel_for(qtbot, p.pid, start, tmp_path, read_only=True)
+    assert not panel.end_button.isEnabled()
+    assert "read-only" in panel.end_button.toolTip()
+    assert panel.request_end(panel.selected_alert()) is None
+
+
+# -- tray -----------------------------------------------------------------------------------
+
+class RecordingTray:
+    """Stands in for QSystemTrayIcon where the test desktop has none."""
+
+    def __init__(self):
+        self.messages = []
+
+    def supportsMessages(self):
+        return True
+
+    def showMessage(self, title, text, icon, ms):
+        self.messages.append((title, text))
+
+
+def test_tray_notifies_only_when_window_is_away_and_once_per_alert(themed, qtbot):
+    from PySide6.QtWidgets import QWidget
+    engine = demo_engine(330)
+    alerts = engine.alerts()
+    window = QWidget()
+    qtbot.addWidget(window)
+    tray = RecordingTray()
+    notifier = TrayNotifier(window, tray=tray, available=True)
+    window.show()
+    assert notifier.notify(alerts) == []  # visible window: no desktop notification
+    assert len(notifier.suppressed) == len([a for a in alerts if a.severity != "info"])
+    window.hide()
+    notifier.forget([])
+    shown = notifier.notify(alerts)
+    assert shown and tray.messages == shown
+    assert notifier.notify(alerts) == []  # not repeated
+
+
+def test_tray_unavailable_degrades_quietly(themed):
+    notifier = TrayNotifier(None, available=False)
+    assert notifier.reason and notifier.notify(demo_engine(330).alerts()) == []
+    assert notifier.suppressed
