@@ -1,14 +1,293 @@
-"""`vramscope plan` -- not built yet (see the open issues)."""
+"""`vramscope plan` -- will it fit? The seeds' memory arithmetic before a run.
+
+    vramscope plan --params 7B --mode train --gpu-memory 80GiB
+    vramscope plan --config config.json --mode infer --context 4096 --concurrency 40
+    vramscope plan --params 7B --zero-stage 3 --gpus 8 --batch 4 --seq 2048 --json
+
+No Qt; NVML only to list the GPUs when --gpu-memory is not given.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 
+from vramscope.core.units import GB, GiB
 
-def add_arguments(p) -> None:
-    pass
+PRECISIONS = ("fp32", "bf16", "fp16", "mixed", "int8", "int4")
+OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd-momentum", "sgd")
+KV_DTYPES = ("bf16", "fp16", "fp8", "fp32")
+
+
+def _arg(parser):
+    def convert(text):
+        try:
+            return parser(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parser.__name__
+    return convert
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _tokens(text: str) -> int:
+    """A token count as a whole number: 4096. '8k' is refused (8000 or 8192?)."""
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give tokens as a whole number, e.g. 4096 "
+            "(8k is ambiguous: 8000 or 8192?)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1 token")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from vramscope.core.planner.sizes import parse_count, parse_gpu_memory
+
+    model = p.add_argument_group("model (one of)")
+    src = model.add_mutually_exclusive_group()
+    src.add_argument("--params", type=_arg(parse_count), metavar="N",
+                     help="parameter count: 7e9, 7B, 13B, 70B, 500M, 6738415616")
+    src.add_argument("--config", metavar="PATH",
+                     help="a Hugging Face config.json (llama, mistral, qwen2, qwen3, gemma, gpt2)")
+    model.add_argument("--layers", type=_positive, help="with --params: number of layers")
+    model.add_argument("--hidden", type=_positive, help="with --params: hidden size")
+    model.add_argument("--heads", type=_positive, help="with --params: attention heads")
+    model.add_argument("--kv-heads", type=_positive, help="with --params: KV heads (GQA)")
+    model.add_argument("--head-dim", type=_positive, help="with --params: head dimension")
+    model.add_argument("--intermediate", type=_positive,
+                       help="with --params: MLP intermediate size (for LoRA adapter sizes)")
+
+    p.add_argument("--mode", choices=("train", "infer"), default="train",
+                   help="training (default) or inference")
+    p.add_argument("--precision", choices=PRECISIONS,
+                   help="train: fp32 or mixed (default; bf16/fp16 = mixed with that dtype; "
+                        "int8/int4 only with --lora-rank). infer: fp32, bf16 (default), fp16, "
+                        "int8, int4")
+    tr = p.add_argument_group("training")
+    tr.add_argument("--optimizer", choices=OPTIMIZERS, default="adam",
+                    help="adam/adamw 8 B, adam8bit 2 B, sgd-momentum 4 B, sgd 0 B of state "
+                         "per trained parameter (default adam)")
+    tr.add_argument("--grad-layout", type=int, choices=(16, 18), default=16,
+                    help="mixed precision: 16 = bf16 gradients, 2+2+4+8 (ZeRO accounting, "
+                         "default); 18 = fp32 gradients, 2+4+4+8 (Hugging Face layout)")
+    tr.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3), default=0,
+                    help="ZeRO stage over --gpus: 1 shards optimizer states, 2 also gradients, "
+                         "3 also weights; 0 = plain DDP (divides nothing)")
+    tr.add_argument("--gpus", type=_positive, default=1, help="GPUs the job runs on")
+    tr.add_argument("--fsdp", action="store_true", help="FSDP full shard (= ZeRO stage 3)")
+    tr.add_argument("--offload-optimizer", action="store_true",
+                    help="optimizer state in CPU RAM (ZeRO-Offload)")
+    tr.add_argument("--lora-rank", type=_positive, metavar="R",
+                    help="train LoRA adapters of rank R; the base weights are frozen")
+    tr.add_argument("--lora-modules", metavar="NAMES",
+                    help="comma-separated module names (default: PEFT's, e.g. q_proj,v_proj), "
+                         "or all-linear")
+    tr.add_argument("--batch", type=_positive, help="micro-batch per GPU (for activations)")
+    tr.add_argument("--seq", type=_tokens, help="sequence length in tokens (for activations)")
+    tr.add_argument("--accumulation", type=_positive, default=1,
+                    help="gradient accumulation steps (shown in the effective batch)")
+    tr.add_argument("--checkpointing", action="store_true",
+                    help="activation (gradient) checkpointing, sqrt(n) segments")
+    tr.add_argument("--flash-attention", action="store_true",
+                    help="flash attention: no quadratic attention-score term")
+    inf = p.add_argument_group("inference")
+    inf.add_argument("--kv-dtype", choices=KV_DTYPES,
+                     help="KV cache dtype (default: the 16-bit dtype of the weights)")
+    inf.add_argument("--context", type=_tokens, metavar="T",
+                     help="tokens per conversation (default: the config's maximum)")
+    inf.add_argument("--concurrency", type=_positive, default=1,
+                     help="concurrent conversations (default 1)")
+    p.add_argument("--gpu-memory", type=_arg(parse_gpu_memory), action="append",
+                   metavar="SIZE",
+                   help="GPU size to judge against, e.g. 24GiB or 80GB or 'A100=80GiB'; "
+                        "repeat for several (default: the GPUs NVML finds)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
+    """[(name, total bytes)] from NVML, or ([], why not)."""
+    try:
+        import pynvml
+    except ImportError:
+        return [], "nvidia-ml-py is not installed"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return [], f"no NVIDIA driver ({exc})"
+    gpus = []
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(handle)
+            if isinstance(name, bytes):
+                name = name.decode(errors="replace")
+            total = pynvml.nvmlDeviceGetMemoryInfo(handle).total
+            gpus.append((f"GPU {i}: {name}", int(total)))
+    except Exception as exc:
+        return gpus, f"NVML error ({exc})"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return gpus, None if gpus else "NVML found no GPU"
+
+
+def request_from_args(args):
+    """PlanRequest from parsed arguments; ValueError with a clear message."""
+    from vramscope.core.planner import (PlanRequest, shape_from_config, shape_from_params)
+
+    if args.config:
+        shape_flags = [f for f in ("layers", "hidden", "heads", "kv_heads", "head_dim",
+                                   "intermediate") if getattr(args, f, None) is not None]
+        if shape_flags:
+            raise ValueError(f"--{shape_flags[0].replace('_', '-')} goes with --params; "
+                             "with --config the shape comes from config.json")
+        try:
+            with open(args.config, encoding="utf-8") as fh:
+                config = json.load(fh)
+        except OSError as exc:
+            raise ValueError(f"cannot read {args.config}: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{args.config} is not valid JSON: {exc}") from None
+        shape = shape_from_config(config)
+    elif args.params:
+        shape = shape_from_params(args.params, layers=args.layers, hidden=args.hidden,
+                                  heads=args.heads, kv_heads=args.kv_heads,
+                                  head_dim=args.head_dim, intermediate=args.intermediate)
+    else:
+        raise ValueError("give the model: --params 7B (a parameter count) or --config "
+                         "config.json")
+    modules = ()
+    if args.lora_modules:
+        modules = tuple(m.strip() for m in args.lora_modules.split(",") if m.strip())
+    return PlanRequest(
+        shape=shape, mode=args.mode, precision=args.precision, optimizer=args.optimizer,
+        grad_layout=args.grad_layout, zero_stage=args.zero_stage, gpus=args.gpus,
+        fsdp=args.fsdp, offload_optimizer=args.offload_optimizer, lora_rank=args.lora_rank,
+        lora_modules=modules, batch=args.batch, seq=args.seq, accumulation=args.accumulation,
+        checkpointing=args.checkpointing, flash_attention=args.flash_attention,
+        kv_dtype=args.kv_dtype, context=args.context, concurrency=args.concurrency,
+        gpus_memory=tuple(args.gpu_memory or ()))
+
+
+def _gb(n: int) -> str:
+    return f"{n / GB:,.2f} GB"
+
+
+def _gib(n: int) -> str:
+    return f"{n / GiB:,.2f} GiB"
+
+
+def render_text(plan, gpu_note: str | None = None) -> str:
+    shape = plan.request.shape
+    lines = []
+    mode = "training" if plan.mode == "train" else "inference"
+    what = f"{shape.model_type} config" if shape.model_type else "parameter count"
+    lines.append(f"vramscope plan: {mode}, {shape.params:,} parameters ({what})")
+    if shape.fields_used:
+        lines.append("  fields used: " + ", ".join(shape.fields_used))
+    for note in shape.notes:
+        lines.append(f"  assumed: {note}")
+    lines.append(f"  {plan.layout}")
+    lines.append("")
+    head = f"{'bucket (per GPU)':<24}{'bytes':>18}{'GB (10^9)':>14}{'GiB (2^30)':>14}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for name, value in plan.buckets:
+        lines.append(f"{name:<24}{value:>18,}{_gb(value):>14}{_gib(value):>14}")
+    lines.append("-" * len(head))
+    lines.append(f"{'total per GPU':<24}{plan.per_gpu_total:>18,}{_gb(plan.per_gpu_total):>14}"
+                 f"{_gib(plan.per_gpu_total):>14}")
+    if plan.total != plan.per_gpu_total:
+        lines.append(f"{'total, all GPUs':<24}{plan.total:>18,}{_gb(plan.total):>14}"
+                     f"{_gib(plan.total):>14}")
+    for name, value in plan.host_buckets:
+        lines.append(f"{'host RAM: ' + name:<24}{value:>18,}{_gb(value):>14}{_gib(value):>14}")
+    if plan.kv_bytes_per_token:
+        lines.append("")
+        lines.append(f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
+                     + (f"; {_gb(plan.kv_bytes_per_conversation)} = "
+                        f"{_gib(plan.kv_bytes_per_conversation)} per {plan.context:,}-token "
+                        "conversation" if plan.kv_bytes_per_conversation else ""))
+    lines.append("")
+    if plan.gpus:
+        for g in plan.gpus:
+            cap = f"{_gib(g.total)} ({_gb(g.total)})"
+            if g.fits:
+                verdict = f"fits, {_gb(g.margin)} ({_gib(g.margin)}) to spare"
+            else:
+                verdict = f"does NOT fit: short by {_gb(-g.margin)} ({_gib(-g.margin)})"
+            lines.append(f"{g.name}, {cap}: {verdict}")
+            if g.conversations is not None:
+                lines.append(f"  {g.conversations} conversations of {plan.context:,} tokens fit "
+                             f"in the headroom beside the weights; request "
+                             f"{g.conversations + 1} waits")
+    else:
+        lines.append("no GPU to judge against" + (f": {gpu_note}" if gpu_note else "")
+                     + " -- give --gpu-memory SIZE (e.g. 24GiB or 80GB)")
+    if plan.suggestions:
+        lines.append("")
+        how = ("each adds to the ones above" if plan.suggestions_cumulative
+               else "each on its own")
+        target = next(g for g in plan.gpus if g.name == plan.suggestions_target)
+        lines.append(f"What would make it fit on {target.name} ({_gib(target.total)}), "
+                     f"least damaging first ({how}):")
+        for i, s in enumerate(plan.suggestions, 1):
+            verdict = "fits" if s.fits else "still does not fit"
+            total = f"{_gb(s.per_gpu_total)} ({_gib(s.per_gpu_total)}) per GPU"
+            lines.append(f"  {i}. {s.change}\n     -> {total}, {verdict}")
+    lines.append("")
+    lines.append("Why each bucket:")
+    for name, text in plan.explanations:
+        lines.append(f"  {name}: {text}")
+    if plan.notes:
+        lines.append("")
+        for note in plan.notes:
+            lines.append(f"note: {note}")
+    return "\n".join(lines)
 
 
 def run(args) -> int:
-    print("vramscope plan: not available in this version", file=sys.stderr)
-    return 2
+    from vramscope.core.planner import build_plan
+
+    try:
+        req = request_from_args(args)
+    except ValueError as exc:
+        print(f"vramscope plan: {exc}", file=sys.stderr)
+        return 2
+    gpu_note = None
+    if not req.gpus_memory:
+        from dataclasses import replace
+        gpus, gpu_note = detect_gpus()
+        if gpus:
+            req = replace(req, gpus_memory=tuple(gpus))
+    try:
+        plan = build_plan(req)
+    except ValueError as exc:
+        print(f"vramscope plan: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        out = plan.to_json()
+        if gpu_note and not plan.gpus:
+            out["gpu_note"] = f"{gpu_note}: give --gpu-memory SIZE to judge the fit"
+        print(json.dumps(out, indent=2))
+        if not plan.gpus:
+            print(f"vramscope plan: no GPU to judge against ({gpu_note}); "
+                  "give --gpu-memory SIZE", file=sys.stderr)
+    else:
+        print(render_text(plan, gpu_note))
+    return 0

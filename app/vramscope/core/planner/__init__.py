@@ -1,0 +1,17 @@
+"""The fit planner (no Qt): will it fit, and what to change.
+
+model_shape  parameter count or a Hugging Face config.json -> ModelShape
+training     bytes per parameter per bucket, ZeRO/FSDP, offload, LoRA, activations
+inference    weights by precision + quantization metadata, KV cache
+plan         PlanRequest -> frozen Plan (buckets, verdicts, suggestions, texts)
+sizes        "7B" / "24GiB" parsers
+"""
+
+from vramscope.core.planner.model_shape import (ConfigNotUnderstood, ModelShape,
+                                                shape_from_config, shape_from_params)
+from vramscope.core.planner.plan import GpuVerdict, Plan, PlanRequest, Suggestion, build_plan
+from vramscope.core.planner.sizes import parse_count, parse_gpu_memory, parse_size
+
+__all__ = ["ConfigNotUnderstood", "ModelShape", "shape_from_config", "shape_from_params",
+           "GpuVerdict", "Plan", "PlanRequest", "Suggestion", "build_plan",
+           "parse_count", "parse_gpu_memory", "parse_size"]

@@ -1,0 +1,130 @@
+"""`vramscope plan`: flags, text and --json output, clear refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from planner_configs import CONFIGS
+
+from vramscope.cli import main
+from vramscope.core.units import GB, GiB
+
+
+def plan_json(capsys, *args):
+    rc = main(["plan", *args, "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    return json.loads(out.out)
+
+
+def test_json_has_the_documented_keys(capsys):
+    data = plan_json(capsys, "--params", "7B", "--mode", "train", "--grad-layout", "18",
+                     "--gpu-memory", "80GiB")
+    assert {"mode", "buckets", "total", "per_gpu_total", "gpus", "suggestions"} <= set(data)
+    assert data["mode"] == "train"
+    assert data["buckets"] == {"weights": 14 * GB, "gradients": 28 * GB,
+                               "master_weights": 28 * GB, "optimizer_state": 56 * GB}
+    assert data["total"] == data["per_gpu_total"] == 126 * GB
+    gpu = data["gpus"][0]
+    assert set(gpu) >= {"name", "total", "fits", "margin"}
+    assert gpu["total"] == 80 * GiB and gpu["fits"] is False
+    assert gpu["margin"] == 80 * GiB - 126 * GB
+    assert all(set(s) >= {"change", "total"} for s in data["suggestions"])
+    assert data["suggestions"][-1]["fits"] is True
+
+
+def test_seeds_serving_question_from_the_command_line(capsys):
+    data = plan_json(capsys, "--params", "7e9", "--layers", "32", "--kv-heads", "32",
+                     "--head-dim", "128", "--mode", "infer", "--precision", "bf16",
+                     "--context", "4096", "--gpu-memory", "A100=80GiB")
+    assert data["buckets"] == {"weights": 14 * GB, "kv_cache": 2 * GiB}
+    assert data["kv_bytes_per_token"] == 524_288
+    assert data["gpus"][0]["conversations"] == 33 and data["gpus"][0]["name"] == "A100"
+
+
+def test_config_flag_and_several_gpus(capsys):
+    data = plan_json(capsys, "--config", str(CONFIGS / "mistral-7b-v0.1.json"), "--mode",
+                     "infer", "--context", "8192", "--concurrency", "64", "--kv-dtype", "fp8",
+                     "--gpu-memory", "24GiB", "--gpu-memory", "80GB")
+    assert data["model"]["params"] == 7_241_732_096
+    assert data["buckets"]["kv_cache"] == 2 * 32 * 8 * 128 * 1 * 8192 * 64
+    assert [g["name"] for g in data["gpus"]] == ["24GiB GPU", "80GB GPU"]
+    assert data["gpus"][0]["fits"] is False and data["gpus"][1]["fits"] is True
+
+
+def test_training_flags_zero_lora_activations(capsys):
+    data = plan_json(capsys, "--config", str(CONFIGS / "llama-2-7b.json"), "--zero-stage", "2",
+                     "--gpus", "4", "--lora-rank", "16",
+                     "--lora-modules", "q_proj,k_proj,v_proj,o_proj",
+                     "--batch", "2", "--seq", "2048", "--checkpointing", "--flash-attention",
+                     "--optimizer", "adamw", "--gpu-memory", "24GiB")
+    adapters = 32 * 16 * 4 * (4096 + 4096)
+    assert data["buckets"]["gradients"] == 2 * adapters // 4
+    assert data["buckets"]["weights"] == 2 * 6_738_415_616 + 2 * adapters
+    assert data["buckets"]["activations"] > 0
+    assert data["total"] == 4 * data["per_gpu_total"]
+
+
+def test_text_output_labels_gb_and_gib_and_verdict(capsys):
+    assert main(["plan", "--params", "7B", "--gpu-memory", "80GiB"]) == 0
+    out = capsys.readouterr().out
+    assert "GB (10^9)" in out and "GiB (2^30)" in out
+    assert "112,000,000,000" in out and "does NOT fit" in out
+    assert "1. 8-bit Adam" in out and "fits" in out
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--params", "seven"], "not a parameter count"),
+    (["--params", "7B", "--gpu-memory", "24"], "no unit"),
+    (["--params", "7B", "--mode", "infer", "--precision", "mixed"], "training layout"),
+    (["--params", "7B", "--precision", "fp32", "--grad-layout", "18"], "mixed-precision"),
+    (["--params", "7B", "--batch", "4", "--seq", "512"], "--layers, --hidden and --heads"),
+    (["--gpu-memory", "24GiB"], "give the model"),
+    (["--params", "7B", "--mode", "infer", "--context", "8k"], "ambiguous"),
+])
+def test_bad_input_is_refused_with_a_clear_message(capsys, args, words):
+    try:
+        rc = main(["plan", *args])
+    except SystemExit as exc:  # argparse refusals
+        rc = exc.code
+    assert rc == 2
+    assert words in capsys.readouterr().err
+
+
+def test_config_not_understood_and_unreadable(tmp_path, capsys):
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"model_type": "t5", "d_model": 512}))
+    assert main(["plan", "--config", str(bad), "--gpu-memory", "24GiB"]) == 2
+    assert "model_type 't5'" in capsys.readouterr().err
+    bad.write_text("{not json")
+    assert main(["plan", "--config", str(bad), "--gpu-memory", "24GiB"]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    assert main(["plan", "--config", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_no_driver_still_plans_and_asks_for_gpu_memory(monkeypatch, capsys):
+    pynvml = pytest.importorskip("pynvml")
+
+    def no_library():
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", no_library)
+    assert main(["plan", "--params", "7B"]) == 0
+    out = capsys.readouterr().out
+    assert "112,000,000,000" in out
+    assert "give --gpu-memory" in out and "no NVIDIA driver" in out
+    data = plan_json(capsys, "--params", "7B")
+    assert data["gpus"] == [] and "--gpu-memory" in data["gpu_note"]
+
+
+def test_plan_command_does_not_import_qt():
+    code = ("import sys; from vramscope.cli import main; "
+            "main(['plan', '--params', '7B', '--gpu-memory', '24GiB', '--json']); "
+            "assert not any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules), "
+            "'Qt imported'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
