@@ -116,7 +116,7 @@ def test_no_driver_still_plans_and_asks_for_gpu_memory(monkeypatch, capsys):
     assert main(["plan", "--params", "7B"]) == 0
     out = capsys.readouterr().out
     assert "112,000,000,000" in out
-    assert "give --gpu-memory" in out and "no NVIDIA driver" in out
+    assert "give --gpu-memory" in out and "NVIDIA driver not found" in out
     data = plan_json(capsys, "--params", "7B")
     assert data["gpus"] == [] and "--gpu-memory" in data["gpu_note"]
 

@@ -118,31 +118,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
-    """[(name, total bytes)] from NVML, or ([], why not)."""
+    """[(name, total bytes)] from one NVML pass, or ([], why not)."""
+    import time
+
+    from vramscope.sources.nvml import NvmlSource
+
+    source = NvmlSource()
     try:
-        import pynvml
-    except ImportError:
-        return [], "nvidia-ml-py is not installed"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return [], f"no NVIDIA driver ({exc})"
-    gpus = []
-    try:
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(handle)
-            if isinstance(name, bytes):
-                name = name.decode(errors="replace")
-            total = pynvml.nvmlDeviceGetMemoryInfo(handle).total
-            gpus.append((f"GPU {i}: {name}", int(total)))
-    except Exception as exc:
-        return gpus, f"NVML error ({exc})"
+        frame = source.sample(time.time())
     finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+        source.close()
+    if frame.error:
+        return [], frame.error
+    gpus = [(f"GPU {g.index}: {g.name}", g.total) for g in frame.gpus if g.total is not None]
     return gpus, None if gpus else "NVML found no GPU"
 
 
