@@ -17,27 +17,47 @@ import math
 import numpy as np
 
 
-class Ring:
-    """A fixed-capacity ring of (time, value) pairs."""
+_INITIAL = 64
 
-    __slots__ = ("_t", "_v", "_start", "_len")
+
+class Ring:
+    """A bounded ring of (time, value) pairs.
+
+    Storage starts small and doubles up to ``capacity``, so a short-lived
+    process series does not cost a full day of preallocated arrays.
+    """
+
+    __slots__ = ("_t", "_v", "_start", "_len", "_capacity")
 
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError("capacity must be >= 1")
-        self._t = np.empty(capacity, dtype=np.float64)
-        self._v = np.empty(capacity, dtype=np.float64)
+        self._capacity = capacity
+        size = min(capacity, _INITIAL)
+        self._t = np.empty(size, dtype=np.float64)
+        self._v = np.empty(size, dtype=np.float64)
         self._start = 0
         self._len = 0
 
     @property
     def capacity(self) -> int:
-        return self._t.shape[0]
+        return self._capacity
 
     def __len__(self) -> int:
         return self._len
 
+    def _grow(self) -> None:
+        # Only called before the ring first fills, so the data starts at 0.
+        size = min(self._capacity, 2 * self._t.shape[0])
+        t = np.empty(size, dtype=np.float64)
+        v = np.empty(size, dtype=np.float64)
+        t[: self._len] = self._t[: self._len]
+        v[: self._len] = self._v[: self._len]
+        self._t, self._v = t, v
+
     def append(self, t: float, v: float) -> None:
+        if self._len == self._t.shape[0] < self._capacity:
+            self._grow()
         cap = self._t.shape[0]
         if self._len < cap:
             i = (self._start + self._len) % cap

@@ -145,6 +145,7 @@ class AgentDevice:
     alloc_count: int | None = None
     free_count: int | None = None
     buckets: AgentBuckets | None = None
+    total: int | None = None  # device capacity as torch sees it
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +172,8 @@ class AgentReport:
     events: tuple[AgentEvent, ...] = ()  # new since the previous frame
     connected: bool = True
     error: str | None = None
+    recent_events: tuple[AgentEvent, ...] = ()  # the last notable (non-step) events, kept across frames
+    dropped: bool = False  # the agent's ring evicted items before the monitor pulled them
 
     @property
     def identity(self) -> ProcessIdentity:
