@@ -1,14 +1,94 @@
-"""`vramscope run` -- not built yet (see the open issues)."""
+"""`vramscope run -- python train.py ARGS`: run a script with the PyTorch agent on.
+
+The child gets VRAMSCOPE_AGENT=1 and, first on its PYTHONPATH, a directory
+holding a ``sitecustomize`` that starts the agent once the script imports
+torch (and chains to any other sitecustomize). No code change in the
+script; torchrun ranks each get their own agent. The child's exit code is
+returned; Ctrl-C goes to the child (same process group) and we wait for it.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+
+USAGE = "usage: vramscope run [--interval SECONDS] -- COMMAND [ARGS...]"
 
 
 def add_arguments(p) -> None:
-    pass
+    p.add_argument("--interval", type=float, default=0.5,
+                   help="agent sampling interval in seconds (default 0.5)")
+    p.add_argument("child", nargs="*", metavar="COMMAND", help="the command to run, after --")
+
+
+def site_dir() -> str:
+    import vramscope.agent
+    return os.path.join(os.path.dirname(vramscope.agent.__file__), "_site")
+
+
+def child_env(base: dict | None = None, interval: float = 0.5) -> dict:
+    env = dict(os.environ if base is None else base)
+    import vramscope
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(vramscope.__file__)))
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = site_dir() + (os.pathsep + old if old else "")
+    env["VRAMSCOPE_AGENT"] = "1"
+    env["VRAMSCOPE_AGENT_PATH"] = package_parent
+    env["VRAMSCOPE_AGENT_INTERVAL"] = str(interval)
+    return env
+
+
+def _parse(argv: list[str]) -> tuple[float, list[str]] | str:
+    interval = 0.5
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return interval, argv[i + 1:]
+        if a == "--interval" and i + 1 < len(argv):
+            try:
+                interval = float(argv[i + 1])
+            except ValueError:
+                return f"--interval needs a number of seconds, not {argv[i + 1]!r}"
+            i += 2
+            continue
+        if a.startswith("--interval="):
+            try:
+                interval = float(a.split("=", 1)[1])
+            except ValueError:
+                return f"--interval needs a number of seconds, not {a.split('=', 1)[1]!r}"
+            i += 1
+            continue
+        if a in ("-h", "--help"):
+            return USAGE
+        return interval, argv[i:]
+    return interval, []
 
 
 def run(args) -> int:
-    print("vramscope run: not available in this version", file=sys.stderr)
-    return 2
+    parsed = _parse(list(getattr(args, "child", None) or []))
+    if isinstance(parsed, str):
+        print(parsed if parsed == USAGE else f"vramscope run: {parsed}\n{USAGE}", file=sys.stderr)
+        return 0 if parsed == USAGE else 2
+    interval, command = parsed
+    if not command:
+        print(f"vramscope run: no command given\n{USAGE}", file=sys.stderr)
+        return 2
+    try:
+        child = subprocess.Popen(command, env=child_env(interval=interval))
+    except FileNotFoundError:
+        print(f"vramscope run: command not found: {command[0]}", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"vramscope run: permission denied: {command[0]}", file=sys.stderr)
+        return 126
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets Ctrl-C itself
+    try:
+        code = child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if code < 0:  # killed by a signal: shell convention
+        return 128 - code
+    return code

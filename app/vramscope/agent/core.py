@@ -1,0 +1,423 @@
+"""The agent: one daemon thread that samples and serves; cheap hooks on the training thread.
+
+The training thread only ever runs the hooks (step post-hook, model forward
+pre-hooks, the OOM observer): they append to bounded queues and, at most
+once per walk budget, redo the parameter/gradient/state walk. The agent
+thread drains those queues into the ring, reads the allocator statistics a
+few times per second, and answers the monitor. Every error in the agent is
+caught and counted; the training never sees one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import threading
+import time
+import weakref
+
+from vramscope.agent import oom, paths, protocol
+from vramscope.agent.buckets import TENSOR_BUCKETS, full_buckets, tensor_buckets
+from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
+from vramscope.agent.ring import ItemRing
+from vramscope.agent.server import AgentServer
+from vramscope.agent.stats import StatsReader
+from vramscope.agent.steps import StepTracker
+
+AGENT_VERSION = 1
+DEFAULT_INTERVAL = 0.5
+MIN_INTERVAL = 0.05
+WALK_BUDGET = 0.01  # the walk may take at most 1 % of wall time
+IDLE_WALK_EVERY = 5.0  # without steps, redo the walk this often (inference, before step 1)
+PULL_MAX_BYTES = 1024 * 1024
+
+
+class Agent:
+    def __init__(self, interval: float = DEFAULT_INTERVAL, provider=None, runtime_dir: str | None = None,
+                 ring_caps: dict | None = None, discover: bool = True, final_dump: bool = True):
+        self.interval = max(MIN_INTERVAL, float(interval))
+        self.identity = paths.identity()
+        self._provider = provider
+        self._runtime_dir = runtime_dir
+        self.ring = ItemRing(ring_caps)
+        self._models: list = []  # weakrefs
+        self._optimizers: list = []
+        self._model_ids: set[int] = set()
+        self._optimizer_ids: set[int] = set()
+        self.reader: StatsReader | None = None
+        if provider is not None:
+            self.reader = StatsReader(provider, min_gap=min(0.25, self.interval / 2))
+        self.steps = StepTracker(on_boundary=self._on_step_boundary, read_stats=self._read_for_step)
+        self.model_hooks = ModelHooks(self._emit)
+        self.discovery = ModelDiscovery(self.watch_models) if discover else None
+        self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
+        self._tensors: dict[str, dict[str, int]] | None = None  # the cached walk
+        self._walk_lock = threading.Lock()
+        self._walk_due = True
+        self._next_walk = 0.0  # step-boundary walks (training thread)
+        self._next_idle_walk = 0.0  # walks before the first step (agent thread)
+        self.last_walk_seconds: float | None = None
+        self.walks = 0
+        self._last_num_ooms: dict[str, int] = {}
+        self._oom_observed_at = 0.0
+        self.errors = 0
+        self.last_error: str | None = None
+        self.samples = 0
+        self.server: AgentServer | None = None
+        self.socket_path: str | None = None
+        self.server_error: str | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self._final_dump = final_dump
+        self.oom_observer_attached = False
+
+    # -- registration (any thread) -------------------------------------------------------
+    def watch(self, model=None, optimizer=None) -> None:
+        if model is not None:
+            self.watch_models([model])
+        if optimizer is not None:
+            self._add_optimizer(optimizer)
+            self.steps.set_primary(optimizer)
+        self._walk_due = True
+        self._next_walk = self._next_idle_walk = 0.0
+
+    def watch_models(self, models) -> None:
+        for m in models:
+            if id(m) in self._model_ids:
+                continue
+            self._model_ids.add(id(m))
+            self._models.append(weakref.ref(m))
+            try:
+                self.model_hooks.attach(m)
+            except Exception as exc:
+                self._error(exc)
+        if self.discovery is not None and self._models:
+            self.discovery.finish()
+        self._walk_due = True
+        self._next_walk = self._next_idle_walk = 0.0
+
+    def _add_optimizer(self, optimizer) -> None:
+        if id(optimizer) not in self._optimizer_ids:
+            self._optimizer_ids.add(id(optimizer))
+            self._optimizers.append(weakref.ref(optimizer))
+
+    def models(self) -> list:
+        return [m for m in (r() for r in self._models) if m is not None]
+
+    def optimizers(self) -> list:
+        return [o for o in (r() for r in self._optimizers) if o is not None]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        if self.reader is None:
+            provider = self._provider
+            if provider is None:
+                from vramscope.agent.stats import TorchCudaProvider
+                provider = TorchCudaProvider()
+            self.reader = StatsReader(provider, min_gap=min(0.25, self.interval / 2))
+        self.steps.install()
+        if self.discovery is not None and not self._models:
+            self.discovery.install()
+        self.oom_observer_attached = oom.attach_observer(self._on_oom)
+        self._thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
+        self._thread.start()
+        if self._final_dump:
+            atexit.register(self._atexit)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Remove the hooks, write the final dump, close the socket."""
+        self._stop.set()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout)
+        self.steps.uninstall()
+        self.model_hooks.detach_all()
+        if self.discovery is not None:
+            self.discovery.finish()
+        if self._final_dump:
+            atexit.unregister(self._atexit)
+            self._atexit()
+        elif self.server is not None:
+            self.server.close()
+            self.server = None
+
+    def wait_started(self, timeout: float = 5.0) -> bool:
+        return self._started.wait(timeout)
+
+    def _atexit(self) -> None:
+        try:
+            self._stop.set()
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join(1.0)
+            if self._started.is_set():
+                self.sample_once()
+                self.write_final()
+        except Exception:
+            pass
+        finally:
+            if self.server is not None:
+                self.server.close()
+                self.server = None
+
+    def disable_in_child(self) -> None:
+        """After fork: the thread did not survive; drop the hooks, serve nothing."""
+        self._thread = None
+        self.server = None
+        try:
+            self.steps.uninstall()
+            self.model_hooks.detach_all()
+            if self.discovery is not None:
+                self.discovery.finish()
+        except Exception:
+            pass
+
+    # -- the agent thread ------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            directory = self._runtime_dir or paths.agent_dir()
+            paths.secure_dir(directory)
+            paths.remove_stale(directory)
+            ticks = self.identity.get("start_ticks") or 0
+            self.socket_path = os.path.join(directory, paths.socket_name(os.getpid(), ticks))
+            self.server = AgentServer(self.socket_path, self.handle_request)
+        except Exception as exc:  # no socket: keep sampling (a final dump may still be read)
+            self.server_error = str(exc)
+            self._error(exc)
+        self._started.set()
+        next_due = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_due:
+                self.sample_once()
+                next_due += self.interval
+                if next_due < now:
+                    next_due = now + self.interval
+            wait = max(0.0, min(next_due - time.monotonic(), 0.25))
+            if self.server is not None:
+                self.server.poll(wait)
+            else:
+                self._stop.wait(wait)
+
+    def sample_once(self) -> dict | None:
+        """One sample: drain the hooks' queues, read the allocator, push to the ring."""
+        try:
+            self._drain()
+            now = time.time()
+            devices = self.reader.read("sample") if self.reader is not None else {}
+            self._check_num_ooms(devices, now)
+            if self._walk_due and not self.steps.count and time.monotonic() >= self._next_idle_walk:
+                self._walk(idle=True)
+            item = self._sample_item(now, devices)
+            self.ring.push("sample", item)
+            self.samples += 1
+            return item
+        except Exception as exc:
+            self._error(exc)
+            return None
+
+    def _sample_item(self, now: float, devices: dict) -> dict:
+        tensors = self._tensors
+        registered = bool(self._models or self._optimizers)
+        out = []
+        names = list(devices)
+        if tensors:
+            names += [d for d in tensors if d not in devices]
+        for name in names:
+            fields = devices.get(name)
+            per = None
+            if registered:
+                per = (tensors or {}).get(name) if tensors is not None else None
+                if per is None and tensors is not None:
+                    per = {b: 0 for b in TENSOR_BUCKETS}
+            allocated = fields.get("allocated") if fields else None
+            reserved = fields.get("reserved") if fields else None
+            entry = {"device": name}
+            if fields:
+                entry.update(fields)
+            entry["buckets"] = full_buckets(per, allocated, reserved)
+            out.append(entry)
+        return {"t": now, "step": self.steps.count, "devices": out,
+                "settings": self.reader.settings() if self.reader is not None else {},
+                "agent": {"errors": self.errors + self.steps.errors, "walks": self.walks,
+                          "walk_seconds": self.last_walk_seconds,
+                          "models": len(self._models), "optimizers": len(self._optimizers),
+                          "oom_observer": self.oom_observer_attached}}
+
+    def _drain(self) -> None:
+        records = self.steps.records
+        while records:
+            count, t, duration, source, devices = records.popleft()
+            self.ring.push("step", {"t": t, "step": count, "duration": duration, "source": source,
+                                    "devices": _step_devices(devices)})
+        events = self._events
+        while events:
+            kind, t, data = events.popleft()
+            self.ring.push("event", {"t": t, "event": kind, "data": data})
+
+    def _emit(self, kind: str, data: dict) -> None:
+        self._events.append((kind, time.time(), data))
+
+    def _error(self, exc: BaseException) -> None:
+        self.errors += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+
+    # -- buckets --------------------------------------------------------------------------------
+    def _on_step_boundary(self, optimizer) -> None:
+        if optimizer is not None:
+            self._add_optimizer(optimizer)
+        if self.discovery is not None and self.discovery.active:
+            self.discovery.finish()
+        self._walk_due = True
+        if time.monotonic() >= self._next_walk:
+            self._walk(idle=False)
+
+    def _walk(self, idle: bool) -> None:
+        if not self._walk_lock.acquire(blocking=False):
+            return
+        try:
+            t0 = time.perf_counter()
+            self._tensors = tensor_buckets(self.models(), self.optimizers())
+            cost = time.perf_counter() - t0
+            self.last_walk_seconds = cost
+            self.walks += 1
+            self._walk_due = idle  # without steps, keep refreshing now and then
+            now = time.monotonic()
+            gap = max(self.interval, cost / WALK_BUDGET)
+            if idle:
+                self._next_idle_walk = now + max(gap, IDLE_WALK_EVERY)
+            else:
+                self._next_walk = now + gap
+        except Exception as exc:  # e.g. state changed size while we walked: next time
+            self._error(exc)
+        finally:
+            self._walk_lock.release()
+
+    def _read_for_step(self):
+        try:
+            return self.reader.try_read("step") if self.reader is not None else None
+        except Exception as exc:
+            self._error(exc)
+            return None
+
+    def buckets_now(self, devices: dict) -> dict:
+        tensors = self._tensors or {}
+        registered = bool(self._models or self._optimizers)
+        out = {}
+        for name in set(devices) | set(tensors):
+            fields = devices.get(name) or {}
+            per = tensors.get(name, {b: 0 for b in TENSOR_BUCKETS}) if registered else None
+            out[name] = full_buckets(per, fields.get("allocated"), fields.get("reserved"))
+        return out
+
+    # -- OOM ------------------------------------------------------------------------------------------
+    def _on_oom(self, device, alloc, device_allocated, device_free) -> None:
+        """The allocator's OOM observer (training thread, GIL held, allocator unlocked)."""
+        try:
+            self.record_oom(int(device), int(alloc), int(device_free), source="observer")
+        except Exception as exc:
+            self._error(exc)
+
+    def record_oom(self, device: int | None, requested: int | None, device_free: int | None,
+                   source: str) -> None:
+        self._oom_observed_at = time.monotonic()
+        provider = self.reader.provider if self.reader is not None else None
+        devices = self.reader.read("oom") if self.reader is not None else {}
+        if source == "observer":
+            # num_ooms already counts this one: the sampler must not report it twice
+            for name, fields in devices.items():
+                if fields.get("num_ooms") is not None:
+                    self._last_num_ooms[name] = max(fields["num_ooms"], self._last_num_ooms.get(name, 0))
+        try:  # the instant matters: a fresh walk (it allocates nothing on the device)
+            self._tensors = tensor_buckets(self.models(), self.optimizers())
+        except Exception as exc:
+            self._error(exc)
+        snapshot = path = None
+        total = None
+        if provider is not None:
+            try:
+                total = provider.device_info(device).get("total") if device is not None else None
+                snapshot = provider.snapshot(device)
+                if provider.history_enabled():
+                    path = oom.dump_snapshot(snapshot, os.getpid())
+            except Exception as exc:
+                self._error(exc)
+        data = oom.build_oom_event(device, requested, device_free, total, devices,
+                                   self.buckets_now(devices), snapshot, path, source)
+        self._emit("oom", data)
+
+    def _check_num_ooms(self, devices: dict, now: float) -> None:
+        for name, fields in devices.items():
+            n = fields.get("num_ooms")
+            if n is None:
+                continue
+            prev = self._last_num_ooms.get(name)
+            self._last_num_ooms[name] = max(n, prev or 0)
+            if prev is not None and n > prev:
+                index = int(name.split(":")[1]) if ":" in name else None
+                free = None
+                total = fields.get("total")
+                self._emit("oom", oom.build_oom_event(
+                    index, None, free, total, devices, self.buckets_now(devices), None, None,
+                    "num_ooms"))
+
+    # -- requests (agent thread) --------------------------------------------------------------------
+    def handle_request(self, request: dict) -> bytes:
+        op = request.get("op")
+        if op == "hello":
+            reply = {"ok": True, "op": "hello", "protocol": protocol.PROTOCOL_VERSION,
+                     "agent_version": AGENT_VERSION, "interval": self.interval,
+                     "oldest": self.ring.oldest(), "latest": self.ring.seq}
+            reply.update(self.identity)
+            return protocol.encode_payload(reply)
+        if op == "pull":
+            cursor = request.get("cursor", 0)
+            max_bytes = request.get("max_bytes", PULL_MAX_BYTES)
+            if not isinstance(cursor, int) or isinstance(cursor, bool) or cursor < 0:
+                return protocol.encode_payload({"ok": False, "error": "cursor must be an integer >= 0"})
+            if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
+                max_bytes = PULL_MAX_BYTES
+            max_bytes = max(1024, min(max_bytes, protocol.MAX_FRAME - 4096))
+            items, new_cursor, dropped, more = self.ring.pull(cursor, max_bytes)
+            head = protocol.encode_payload({"ok": True, "op": "pull", "cursor": new_cursor,
+                                            "dropped": dropped, "more": more})
+            return head[:-1] + b',"items":[' + b",".join(items) + b"]}"
+        if op == "status":
+            counters = dict(self.server.counters) if self.server is not None else {}
+            return protocol.encode_payload({
+                "ok": True, "op": "status", "samples": self.samples, "errors": self.errors,
+                "last_error": self.last_error, "ring_items": len(self.ring),
+                "ring_bytes": self.ring.nbytes, "seq": self.ring.seq, "server": counters,
+                "steps": self.steps.count, "walks": self.walks})
+        return protocol.encode_payload({"ok": False, "error": f"unknown request {op!r} "
+                                                              "(read-only: hello, pull, status)"})
+
+    # -- the last words ---------------------------------------------------------------------------------
+    def write_final(self) -> str | None:
+        """At exit: the whole ring to <runtime dir>/agent-<pid>-<ticks>.final.json (0600)."""
+        if self.socket_path is None:
+            return None
+        directory = os.path.dirname(self.socket_path)
+        ticks = self.identity.get("start_ticks") or 0
+        path = os.path.join(directory, paths.final_name(os.getpid(), ticks))
+        tmp = path + ".tmp"
+        hello = dict(self.identity, protocol=protocol.PROTOCOL_VERSION, agent_version=AGENT_VERSION,
+                     interval=self.interval)
+        body = (b'{"hello":' + json.dumps(hello).encode() + b',"items":['
+                + b",".join(self.ring.all_items()) + b"]}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+        os.replace(tmp, path)
+        return path
+
+
+def _step_devices(devices: dict | None) -> dict | None:
+    if not devices:
+        return None
+    return {name: {"allocated_after": f.get("allocated"), "peak_allocated": f.get("peak_allocated")}
+            for name, f in devices.items()}

@@ -1,0 +1,140 @@
+"""Forward hooks on registered models: eval-with-autograd and the HF
+checkpointing + use_cache trap; and finding the models of an unmodified
+script (``vramscope run``).
+
+Per-model forward pre-hooks fire once per forward of the registered
+(top-level) model, so they cost a few attribute reads per step.
+
+Discovery: until the first optimizer step (or a few top-level forwards), a
+global module forward pre/post hook pair notes which modules are called at
+depth 0 -- the models the script runs. Then the global hooks are removed,
+those with parameters are registered, and only per-model hooks remain.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+import torch
+
+EVAL_AUTOGRAD_EVERY = 30.0  # seconds between two eval_autograd events for one model
+USE_CACHE_EVERY = 600.0
+DISCOVERY_ROOT_CALLS = 64  # give up discovery after this many top-level forwards
+
+
+class ModelHooks:
+    def __init__(self, emit, clock=time.monotonic):
+        self._emit = emit  # emit(kind, data) -> None (non-blocking)
+        self._clock = clock
+        self._handles: dict[int, object] = {}
+        self._last_eval: dict[int, float] = {}
+        self._eval_count: dict[int, int] = {}
+        self._last_cache: dict[int, float] = {}
+
+    def attach(self, model) -> None:
+        key = id(model)
+        if key in self._handles:
+            return
+        self._handles[key] = model.register_forward_pre_hook(self._pre_hook)
+
+    def detach_all(self) -> None:
+        for h in self._handles.values():
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self._handles.clear()
+
+    def _pre_hook(self, module, args) -> None:
+        try:
+            if not module.training:
+                if torch.is_grad_enabled():
+                    self._eval_autograd(module)
+            elif getattr(module, "is_gradient_checkpointing", False):
+                config = getattr(module, "config", None)
+                if getattr(config, "use_cache", False):
+                    self._use_cache(module)
+        except Exception:
+            pass
+
+    def _eval_autograd(self, module) -> None:
+        key = id(module)
+        self._eval_count[key] = self._eval_count.get(key, 0) + 1
+        now = self._clock()
+        last = self._last_eval.get(key)
+        if last is not None and now - last < EVAL_AUTOGRAD_EVERY:
+            return
+        self._last_eval[key] = now
+        count, self._eval_count[key] = self._eval_count[key], 0
+        self._emit("eval_autograd", {"model": type(module).__name__, "forwards": count,
+                                     "text": "forward in eval mode with autograd on; "
+                                             "wrap evaluation in torch.no_grad() or torch.inference_mode()"})
+
+    def _use_cache(self, module) -> None:
+        key = id(module)
+        now = self._clock()
+        last = self._last_cache.get(key)
+        if last is not None and now - last < USE_CACHE_EVERY:
+            return
+        self._last_cache[key] = now
+        self._emit("checkpointing_use_cache", {
+            "model": type(module).__name__,
+            "text": "gradient checkpointing is on while config.use_cache is True; set use_cache=False for training"})
+
+
+class ModelDiscovery:
+    """Global hooks that find the top-level modules an unmodified script runs."""
+
+    def __init__(self, on_found):
+        self._on_found = on_found  # callable(list of modules)
+        self._depth = 0
+        self._roots: list = []  # weakrefs
+        self._root_ids: set[int] = set()
+        self._root_calls = 0
+        self._handles = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self._handles)
+
+    def install(self) -> None:
+        if self._handles:
+            return
+        from torch.nn.modules.module import (
+            register_module_forward_hook, register_module_forward_pre_hook,
+        )
+        self._handles = [register_module_forward_pre_hook(self._pre),
+                         register_module_forward_hook(self._post)]
+
+    def _pre(self, module, args) -> None:
+        if self._depth == 0:
+            self._root_calls += 1
+            if id(module) not in self._root_ids:
+                self._root_ids.add(id(module))
+                self._roots.append(weakref.ref(module))
+        self._depth += 1
+
+    def _post(self, module, args, output) -> None:
+        self._depth = max(0, self._depth - 1)
+        if self._depth == 0 and self._root_calls >= DISCOVERY_ROOT_CALLS:
+            self.finish()
+
+    def finish(self) -> None:
+        """Stop watching every module call; hand over the top-level ones with parameters."""
+        if not self._handles:
+            return
+        for h in self._handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self._handles = []
+        found = []
+        for ref in self._roots:
+            m = ref()
+            if m is not None and next(m.parameters(), None) is not None:
+                found.append(m)
+        self._roots.clear()
+        if found:
+            self._on_found(found)

@@ -1,0 +1,98 @@
+"""Out-of-memory capture.
+
+Where the build has it, ``torch._C._cuda_attach_out_of_memory_observer``
+calls us on the thread whose allocation failed, after the allocator has
+released its lock, with (device, requested bytes, device allocated/limit,
+device free). We record the requested size, the device total and free, the
+bucket breakdown at that instant and the largest live blocks (from a
+snapshot; stack frames are dropped). When memory history recording is on
+(``torch.cuda.memory._record_memory_history``) the full snapshot is also
+written as a memory_viz-compatible pickle (protocol 4).
+
+Builds without the observer still get an OOM event: the agent sees
+``num_ooms`` rise between two samples (requested size unknown there).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+
+LARGEST_BLOCKS = 10
+
+
+def attach_observer(callback) -> bool:
+    """Attach ``callback(device, alloc, device_allocated, device_free)``; False if unsupported."""
+    try:
+        import torch
+        attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+        if attach is None or not torch.cuda.is_available():
+            return False
+        attach(callback)
+        return True
+    except Exception:
+        return False
+
+
+def largest_blocks(snapshot: dict, device: int | None = None, n: int = LARGEST_BLOCKS) -> list[dict]:
+    """The n largest allocated blocks in a memory snapshot (no stack frames)."""
+    blocks = []
+    for seg in snapshot.get("segments", ()) or ():
+        if device is not None and seg.get("device", device) != device:
+            continue
+        for b in seg.get("blocks", ()) or ():
+            if b.get("state") != "active_allocated":
+                continue
+            blocks.append({
+                "size": int(b.get("size", 0)),
+                "requested_size": int(b.get("requested_size", b.get("size", 0))),
+                "address": int(b.get("address", 0)),
+                "segment_type": seg.get("segment_type"),
+                "stream": seg.get("stream"),
+            })
+    blocks.sort(key=lambda b: b["size"], reverse=True)
+    return blocks[:n]
+
+
+def snapshot_dir() -> str:
+    env = os.environ.get("VRAMSCOPE_SNAPSHOT_DIR")
+    if env:
+        return env
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "vramscope", "snapshots")
+
+
+def dump_snapshot(snapshot: dict, pid: int, when: float | None = None,
+                  directory: str | None = None) -> str:
+    """Write a memory_viz-compatible pickle (protocol 4), 0600; return its path."""
+    directory = directory or snapshot_dir()
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when or time.time()))
+    path = os.path.join(directory, f"oom-{pid}-{stamp}.pickle")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(snapshot, f, protocol=4)
+    return path
+
+
+def build_oom_event(device: int | None, requested: int | None, device_free: int | None,
+                    device_total: int | None, devices: dict, buckets: dict,
+                    snapshot: dict | None, snapshot_path: str | None, source: str) -> dict:
+    """The event payload: what was asked, what was there, what filled it."""
+    name = f"cuda:{device}" if device is not None else None
+    stats = devices.get(name) if name else None
+    return {
+        "device": name,
+        "requested": requested,
+        "device_free": device_free,
+        "device_total": device_total,
+        "allocated": stats.get("allocated") if stats else None,
+        "reserved": stats.get("reserved") if stats else None,
+        "stats": stats,
+        "buckets": buckets.get(name) if name else None,  # the failing device's five buckets
+        "buckets_by_device": buckets,
+        "largest_blocks": largest_blocks(snapshot, device) if snapshot else [],
+        "snapshot_path": snapshot_path,
+        "source": source,  # "observer" or "num_ooms"
+    }

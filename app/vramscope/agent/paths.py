@@ -1,0 +1,212 @@
+"""Where agents listen, and who a process is (standard library only).
+
+Sockets live in a per-user directory (0700):
+
+- ``$VRAMSCOPE_RUNTIME_DIR`` when set (tests, unusual setups);
+- else ``$XDG_RUNTIME_DIR/vramscope`` when the user has a runtime dir;
+- else ``/tmp/vramscope-<uid>``.
+
+The monitor scans every candidate (a training started from SSH may not see
+the desktop's ``XDG_RUNTIME_DIR``). A directory that is not ours, is a
+symlink, or is open to others is refused, never used.
+
+Identity = pid + process start time (from /proc/<pid>/stat, the same
+formula psutil uses for ``create_time``) + hostname + PID namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import stat
+import time
+
+SOCKET_SUFFIX = ".sock"
+FINAL_SUFFIX = ".final.json"
+_NAME = re.compile(r"^agent-(\d+)-(\d+)(\.sock|\.final\.json)$")
+FINAL_KEEP_SECONDS = 24 * 3600
+
+
+class RuntimeDirError(OSError):
+    pass
+
+
+def candidate_dirs() -> list[str]:
+    env = os.environ.get("VRAMSCOPE_RUNTIME_DIR")
+    if env:
+        return [env]
+    out = []
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isdir(xdg):
+        out.append(os.path.join(xdg, "vramscope"))
+    out.append(os.path.join("/tmp", f"vramscope-{os.getuid()}"))
+    return out
+
+
+def secure_dir(path: str, create: bool = True) -> str:
+    """Make sure ``path`` is a 0700 directory owned by us; raise RuntimeDirError if not."""
+    if create:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise RuntimeDirError(f"cannot create {path}: {exc}") from None
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise RuntimeDirError(f"{path} does not exist") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise RuntimeDirError(f"{path} is not a directory (or is a symlink); refusing it")
+    if st.st_uid != os.getuid():
+        raise RuntimeDirError(f"{path} belongs to uid {st.st_uid}, not to us; refusing it")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def agent_dir(create: bool = True) -> str:
+    """The directory this process's agent listens in (the first usable candidate)."""
+    errors = []
+    for path in candidate_dirs():
+        try:
+            return secure_dir(path, create=create)
+        except RuntimeDirError as exc:
+            errors.append(str(exc))
+    raise RuntimeDirError("; ".join(errors))
+
+
+def socket_name(pid: int, start_ticks: int) -> str:
+    return f"agent-{pid}-{start_ticks}{SOCKET_SUFFIX}"
+
+
+def final_name(pid: int, start_ticks: int) -> str:
+    return f"agent-{pid}-{start_ticks}{FINAL_SUFFIX}"
+
+
+def parse_name(name: str) -> tuple[int, int, str] | None:
+    """``agent-<pid>-<ticks>.sock`` -> (pid, ticks, suffix); None for other files."""
+    m = _NAME.match(name)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), m.group(3)
+
+
+# --- identity -----------------------------------------------------------------
+
+def _clock_ticks() -> int:
+    try:
+        return os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError, AttributeError):
+        return 100
+
+
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"btime"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def start_ticks(pid: int | str = "self") -> int | None:
+    """Field 22 of /proc/<pid>/stat: start time in clock ticks since boot."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        rest = data[data.rindex(b")") + 2:].split()
+        return int(rest[19])  # fields after "(comm)" start at field 3
+    except (ValueError, IndexError):
+        return None
+
+
+def start_time_from_ticks(ticks: int | None) -> float | None:
+    boot = _boot_time()
+    if ticks is None or boot is None:
+        return None
+    return boot + ticks / _clock_ticks()
+
+
+def pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def _int_env(name: str) -> int | None:
+    value = os.environ.get(name)
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def identity() -> dict:
+    """What the agent says about itself in the handshake."""
+    ticks = start_ticks("self")
+    return {
+        "pid": os.getpid(),
+        "start_ticks": ticks,
+        "start_time": start_time_from_ticks(ticks),
+        "hostname": socket.gethostname(),
+        "pid_namespace": pid_namespace(),
+        "rank": _int_env("RANK"),
+        "local_rank": _int_env("LOCAL_RANK"),
+        "world_size": _int_env("WORLD_SIZE"),
+    }
+
+
+# --- stale files ---------------------------------------------------------------
+
+def pid_alive_with_ticks(pid: int, ticks: int) -> bool:
+    current = start_ticks(pid)
+    return current is not None and current == ticks
+
+
+def socket_listening(path: str, timeout: float = 0.2) -> bool:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        return True
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError:
+        return True  # busy / timed out: somebody is there
+    finally:
+        s.close()
+
+
+def remove_stale(directory: str, now: float | None = None) -> list[str]:
+    """Remove sockets nobody listens on any more (dead pid), and old final dumps."""
+    removed = []
+    now = time.time() if now is None else now
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        parsed = parse_name(entry.name)
+        if parsed is None:
+            continue
+        pid, ticks, suffix = parsed
+        try:
+            if suffix == SOCKET_SUFFIX:
+                if pid_alive_with_ticks(pid, ticks):
+                    continue
+                if socket_listening(entry.path):  # another PID namespace, still alive
+                    continue
+                os.unlink(entry.path)
+                removed.append(entry.path)
+            elif now - entry.stat(follow_symlinks=False).st_mtime > FINAL_KEEP_SECONDS:
+                os.unlink(entry.path)
+                removed.append(entry.path)
+        except OSError:
+            continue
+    return removed

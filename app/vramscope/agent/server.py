@@ -1,0 +1,229 @@
+"""The agent's socket: read-only requests over a per-user Unix domain socket.
+
+One non-blocking selector loop, driven by the agent thread (never the
+training thread). A slow, silent or hostile peer cannot stall anything: no
+call here blocks, a half-sent frame just waits in its own buffer, idle and
+stuck connections are closed, and a peer whose uid is not ours (SO_PEERCRED)
+is closed at once. Malformed input gets an error reply, then the connection
+is closed. Every failure is counted, none is raised to the caller.
+
+Requests (JSON objects with "op"):
+- ``hello``  -> identity (pid, start time, hostname, pid namespace, ranks),
+  protocol version, agent settings;
+- ``pull`` {"cursor": n, "max_bytes": m} -> items after the cursor, the new
+  cursor, ``dropped`` (something newer than the cursor was evicted) and
+  ``more`` (pull again at once);
+- ``status`` -> the agent's own counters.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+import struct
+import time
+
+from vramscope.agent import protocol
+
+MAX_CONNECTIONS = 16
+IDLE_TIMEOUT = 120.0  # seconds without a request
+PARTIAL_TIMEOUT = 10.0  # seconds a half-received frame may sit
+MAX_OUTBUF = 2 * protocol.MAX_FRAME
+MAX_UNIX_PATH = 107
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end (Linux SO_PEERCRED); None if unknown."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", creds)
+        return uid
+    except OSError:
+        return None
+
+
+class _Conn:
+    __slots__ = ("sock", "reader", "out", "last", "partial_since", "closing")
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.reader = protocol.FrameReader()
+        self.out = bytearray()
+        self.last = time.monotonic()
+        self.partial_since: float | None = None
+        self.closing = False
+
+
+class AgentServer:
+    def __init__(self, path: str, handler, clock=time.monotonic):
+        if len(path.encode()) > MAX_UNIX_PATH:
+            raise OSError(f"socket path too long for AF_UNIX: {path}")
+        self.path = path
+        self.handler = handler  # request dict -> reply bytes (an encoded JSON payload)
+        self.peer_uid = peer_uid  # replaceable in tests (simulate another user's peer)
+        self._clock = clock
+        self._sel = selectors.DefaultSelector()
+        self._conns: dict[int, _Conn] = {}
+        self.counters = {"accepted": 0, "rejected_uid": 0, "rejected_full": 0, "bad_frames": 0,
+                         "requests": 0, "errors": 0, "closed_idle": 0}
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            if os.path.lexists(path):
+                os.unlink(path)  # our own name (pid + start time): a leftover of ours
+            self._listener.bind(path)
+            os.chmod(path, 0o600)
+            self._listener.listen(8)
+            self._listener.setblocking(False)
+        except OSError:
+            self._listener.close()
+            raise
+        self._sel.register(self._listener, selectors.EVENT_READ, None)
+
+    @property
+    def connections(self) -> int:
+        return len(self._conns)
+
+    def poll(self, timeout: float) -> None:
+        """Serve whatever is ready, waiting at most ``timeout`` seconds."""
+        try:
+            events = self._sel.select(max(0.0, timeout))
+        except (OSError, ValueError):
+            self.counters["errors"] += 1
+            time.sleep(min(timeout, 0.05))
+            return
+        for key, mask in events:
+            try:
+                if key.data is None:
+                    self._accept()
+                else:
+                    self._service(key.data, mask)
+            except Exception:
+                self.counters["errors"] += 1
+                if key.data is not None:
+                    self._close(key.data)
+        self._reap()
+
+    def _accept(self) -> None:
+        for _ in range(8):
+            try:
+                sock, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            uid = self.peer_uid(sock)
+            if uid is None or uid != os.getuid():
+                self.counters["rejected_uid"] += 1
+                sock.close()
+                continue
+            if len(self._conns) >= MAX_CONNECTIONS:
+                self.counters["rejected_full"] += 1
+                sock.close()
+                continue
+            sock.setblocking(False)
+            conn = _Conn(sock)
+            self._conns[id(conn)] = conn
+            self._sel.register(sock, selectors.EVENT_READ, conn)
+            self.counters["accepted"] += 1
+
+    def _service(self, conn: _Conn, mask: int) -> None:
+        if mask & selectors.EVENT_READ and not conn.closing:
+            try:
+                data = conn.sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                data = None
+            except OSError:
+                self._close(conn)
+                return
+            if data == b"":
+                self._close(conn)
+                return
+            if data:
+                conn.last = self._clock()
+                try:
+                    requests = conn.reader.feed(data)
+                except protocol.ProtocolError as exc:
+                    self.counters["bad_frames"] += 1
+                    self._queue(conn, protocol.encode_payload({"ok": False, "error": str(exc)}))
+                    conn.closing = True
+                    requests = []
+                for request in requests:
+                    self.counters["requests"] += 1
+                    try:
+                        reply = self.handler(request)
+                    except Exception as exc:  # a handler bug must not kill the agent
+                        self.counters["errors"] += 1
+                        reply = protocol.encode_payload({"ok": False, "error": f"agent error: {exc}"})
+                    self._queue(conn, reply)
+                conn.partial_since = self._clock() if conn.reader.pending else None
+        if conn.out:
+            self._flush(conn)
+        elif conn.closing:
+            self._close(conn)
+
+    def _queue(self, conn: _Conn, payload: bytes) -> None:
+        try:
+            conn.out += protocol.frame_bytes(payload)
+        except protocol.ProtocolError as exc:
+            conn.out += protocol.encode({"ok": False, "error": str(exc)})
+        if len(conn.out) > MAX_OUTBUF:  # the peer does not read its replies
+            self._close(conn)
+            return
+        try:
+            self._sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def _flush(self, conn: _Conn) -> None:
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._close(conn)
+            return
+        del conn.out[:sent]
+        if not conn.out:
+            if conn.closing:
+                self._close(conn)
+                return
+            try:
+                self._sel.modify(conn.sock, selectors.EVENT_READ, conn)
+            except (KeyError, ValueError, OSError):
+                pass
+
+    def _reap(self) -> None:
+        now = self._clock()
+        for conn in list(self._conns.values()):
+            if now - conn.last > IDLE_TIMEOUT or (
+                    conn.partial_since is not None and now - conn.partial_since > PARTIAL_TIMEOUT):
+                self.counters["closed_idle"] += 1
+                self._close(conn)
+
+    def _close(self, conn: _Conn) -> None:
+        try:
+            self._sel.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            pass
+        self._conns.pop(id(conn), None)
+        try:
+            conn.sock.close()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for conn in list(self._conns.values()):
+            self._close(conn)
+        try:
+            self._sel.unregister(self._listener)
+        except (KeyError, ValueError, OSError):
+            pass
+        self._listener.close()
+        self._sel.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+

@@ -1,0 +1,251 @@
+"""Allocator statistics per CUDA device, through an injectable provider.
+
+``TorchCudaProvider`` reads ``torch.cuda.memory_stats`` -- no CUDA
+synchronisation, and never on a device the process has not touched (the
+agent must not create a CUDA context). Tests and benches pass a
+``ReplayProvider`` (agent/replay.py) that replays a recorded-looking
+sequence instead.
+
+The peak since the previous sample comes from peak windows the agent owns:
+the allocator's own peak counter is read, never reset
+(``torch.cuda.reset_peak_memory_stats`` belongs to the user). When that
+counter rose since a window's previous look, the new peak happened inside
+the window, so it is exact; otherwise the window's peak is the highest
+allocated value the agent itself observed in it.
+
+A statistic the backend does not provide is ``None``, never 0: with
+``backend:cudaMallocAsync`` only allocated/active/reserved (and their peaks)
+are meaningful, the rest read as zeros there and are reported as None.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+# our field -> key of torch.cuda.memory_stats()
+STAT_KEYS = {
+    "allocated": "allocated_bytes.all.current",
+    "reserved": "reserved_bytes.all.current",
+    "active": "active_bytes.all.current",
+    "inactive_split": "inactive_split_bytes.all.current",
+    "requested": "requested_bytes.all.current",
+    "num_alloc_retries": "num_alloc_retries",
+    "num_ooms": "num_ooms",
+    "alloc_count": "num_device_alloc",  # cudaMalloc calls (device allocations)
+    "free_count": "num_device_free",  # cudaFree calls
+}
+PEAK_KEY = "allocated_bytes.all.peak"
+ASYNC_MEANINGFUL = {"allocated", "reserved", "active"}
+STAT_FIELDS = tuple(STAT_KEYS) + ("peak_allocated",)
+
+
+class TorchCudaProvider:
+    """The real thing: torch.cuda, read without synchronising."""
+
+    def __init__(self):
+        import torch
+        self._torch = torch
+        self._info: dict[int, dict] = {}
+
+    def devices(self) -> list[int]:
+        """Indices of CUDA devices this process has allocated on (never initialises CUDA)."""
+        cuda = self._torch.cuda
+        try:
+            if not cuda.is_available() or not cuda.is_initialized():
+                return []
+            return list(range(cuda.device_count()))
+        except Exception:
+            return []
+
+    def memory_stats(self, index: int) -> dict:
+        return self._torch.cuda.memory_stats(index)
+
+    def device_info(self, index: int) -> dict:
+        info = self._info.get(index)
+        if info is None:
+            info = {"uuid": None, "total": None, "name": None}
+            try:
+                props = self._torch.cuda.get_device_properties(index)
+                info["total"] = int(props.total_memory)
+                info["name"] = str(props.name)
+                uuid = getattr(props, "uuid", None)
+                info["uuid"] = str(uuid) if uuid is not None else None
+            except Exception:
+                pass
+            self._info[index] = info
+        return info
+
+    def allocator_settings(self) -> dict:
+        return read_allocator_settings(self._torch)
+
+    def snapshot(self, index: int | None = None) -> dict:
+        return self._torch.cuda.memory._snapshot(index)
+
+    def history_enabled(self) -> bool:
+        fn = getattr(self._torch._C, "_cuda_isHistoryEnabled", None)
+        try:
+            return bool(fn()) if fn is not None else False
+        except Exception:
+            return False
+
+
+def parse_alloc_conf(text: str | None) -> dict[str, str]:
+    """'expandable_segments:True,max_split_size_mb:128' -> {'expandable_segments': 'True', ...}."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        key, sep, value = part.partition(":")
+        if sep and key.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _truthy(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.strip().lower() in ("true", "1", "yes")
+
+
+def read_allocator_settings(torch=None) -> dict:
+    """expandable_segments, max_split_size (bytes, None = unlimited), backend, raw conf."""
+    raw = None
+    if torch is not None:
+        getter = getattr(torch._C, "_accelerator_getAllocatorSettings", None)
+        if getter is not None:
+            try:
+                raw = getter()
+            except Exception:
+                raw = None
+    if not raw:
+        raw = os.environ.get("PYTORCH_ALLOC_CONF") or os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or ""
+    conf = parse_alloc_conf(raw)
+    backend = conf.get("backend")
+    if torch is not None:
+        try:
+            backend = torch.cuda.get_allocator_backend()
+        except Exception:
+            pass
+    split_mb = conf.get("max_split_size_mb")
+    try:
+        max_split = int(float(split_mb) * 1024 * 1024) if split_mb else None
+    except ValueError:
+        max_split = None
+    return {
+        "backend": backend or "native",
+        "expandable_segments": _truthy(conf.get("expandable_segments")) or False,
+        "max_split_size": max_split,  # None: unlimited (the default)
+        "conf": raw,
+    }
+
+
+class PeakWindow:
+    """Peak allocated since this window was last taken (see module doc)."""
+
+    __slots__ = ("_prev_global", "_max")
+
+    def __init__(self):
+        self._prev_global: int | None = None
+        self._max: int | None = None
+
+    def observe(self, current: int | None, global_peak: int | None) -> None:
+        m = self._max
+        if current is not None and (m is None or current > m):
+            m = current
+        if global_peak is not None:
+            if global_peak != self._prev_global:  # rose (or was reset by the user) since our last look
+                if m is None or global_peak > m:
+                    m = global_peak
+            self._prev_global = global_peak
+        self._max = m
+
+    def take(self) -> int | None:
+        m, self._max = self._max, None
+        return m
+
+
+def extract(stats: dict, backend: str | None) -> dict:
+    """Our fields from one memory_stats() dict; None where not provided."""
+    out = {}
+    async_backend = backend == "cudaMallocAsync"
+    for field, key in STAT_KEYS.items():
+        value = stats.get(key)
+        if value is None or (async_backend and field not in ASYNC_MEANINGFUL):
+            out[field] = None
+        else:
+            out[field] = int(value)
+    return out
+
+
+class StatsReader:
+    """Reads every touched device, feeding each consumer's peak window.
+
+    ``read(consumer)`` returns {device_name: fields} with ``peak_allocated``
+    since that consumer's previous read. ``try_read`` never waits: the
+    training thread calls it and gets None when the agent thread is mid-read
+    or when the rate limit says not yet.
+    """
+
+    def __init__(self, provider, consumers=("sample", "step", "oom"), min_gap: float = 0.2,
+                 clock=None):
+        import time
+        self.provider = provider
+        self._consumers = tuple(consumers)
+        self._windows: dict[str, dict[str, PeakWindow]] = {c: {} for c in self._consumers}
+        self._lock = threading.Lock()
+        self._clock = clock or time.monotonic
+        self.min_gap = min_gap
+        self._last_read: float | None = None
+        self._settings: dict | None = None
+        self._settings_at = -1e9
+        self.reads = 0
+
+    def settings(self) -> dict:
+        now = self._clock()
+        if self._settings is None or now - self._settings_at > 5.0:
+            try:
+                self._settings = self.provider.allocator_settings()
+            except Exception:
+                self._settings = {"backend": None, "expandable_segments": None,
+                                  "max_split_size": None, "conf": None}
+            self._settings_at = now
+        return self._settings
+
+    def read(self, consumer: str) -> dict[str, dict]:
+        with self._lock:
+            return self._read_locked(consumer)
+
+    def try_read(self, consumer: str, force: bool = False) -> dict[str, dict] | None:
+        now = self._clock()
+        if not force and self._last_read is not None and now - self._last_read < self.min_gap:
+            return None
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._read_locked(consumer)
+        finally:
+            self._lock.release()
+
+    def _read_locked(self, consumer: str) -> dict[str, dict]:
+        self._last_read = self._clock()
+        self.reads += 1
+        backend = self.settings().get("backend")
+        out: dict[str, dict] = {}
+        for index in self.provider.devices():
+            stats = self.provider.memory_stats(index)
+            if not stats or not any(stats.values()):
+                continue  # an untouched device: nothing allocated ever
+            name = f"cuda:{index}"
+            fields = extract(stats, backend)
+            current = fields["allocated"]
+            peak = stats.get(PEAK_KEY)
+            for c in self._consumers:
+                window = self._windows[c].get(name)
+                if window is None:
+                    window = self._windows[c][name] = PeakWindow()
+                window.observe(current, peak)
+            fields["peak_allocated"] = self._windows[consumer][name].take()
+            info = self.provider.device_info(index)
+            fields["uuid"] = info.get("uuid")
+            fields["total"] = info.get("total")
+            out[name] = fields
+        return out

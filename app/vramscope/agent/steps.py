@@ -1,0 +1,78 @@
+"""Training steps: counted from optimizer hooks, or from ``agent.step()``.
+
+A global optimizer step post-hook (``torch.optim.optimizer.
+register_optimizer_step_post_hook``) sees every ``optimizer.step()``. The
+first optimizer that steps (or the first one registered) is the *primary*
+one: its steps are the training steps, so a GAN's two optimizers do not
+count each iteration twice. Once the user calls ``agent.step()`` the manual
+calls define the steps and the hooks only mark step boundaries.
+
+The hook runs on the training thread, so it does almost nothing: a clock
+read, counters, a rate-limited allocator read (non-blocking) and an append
+to a queue that the agent thread drains.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+import weakref
+
+MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
+
+
+class StepTracker:
+    def __init__(self, on_boundary=None, read_stats=None, clock=time.monotonic, wall=time.time):
+        self.count = 0
+        self.manual = False
+        self._primary = None  # weakref to the primary optimizer
+        self._last = None  # monotonic time of the previous step end
+        self._clock = clock
+        self._wall = wall
+        self._on_boundary = on_boundary  # callable(optimizers_seen) on the training thread
+        self._read_stats = read_stats  # callable() -> {device: fields} | None (rate-limited)
+        self.records: collections.deque = collections.deque(maxlen=MAX_PENDING)  # drained by the agent
+        self.errors = 0
+        self._hook_handle = None
+
+    # -- hooks ----------------------------------------------------------------------
+    def install(self) -> None:
+        if self._hook_handle is not None:
+            return
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+        self._hook_handle = register_optimizer_step_post_hook(self._optimizer_hook)
+
+    def uninstall(self) -> None:
+        if self._hook_handle is not None:
+            self._hook_handle.remove()
+            self._hook_handle = None
+
+    def set_primary(self, optimizer) -> None:
+        if self._primary is None or self._primary() is None:
+            self._primary = weakref.ref(optimizer)
+
+    def _optimizer_hook(self, optimizer, args, kwargs) -> None:
+        try:
+            self.set_primary(optimizer)
+            is_primary = self._primary() is optimizer
+            if self._on_boundary is not None:
+                self._on_boundary(optimizer)
+            if is_primary and not self.manual:
+                self._mark("optimizer")
+        except Exception:  # never break the user's step
+            self.errors += 1
+
+    def manual_step(self) -> None:
+        self.manual = True
+        if self._on_boundary is not None:
+            self._on_boundary(None)
+        self._mark("manual")
+
+    # -- records --------------------------------------------------------------------
+    def _mark(self, source: str) -> None:
+        now = self._clock()
+        duration = None if self._last is None else now - self._last
+        self._last = now
+        self.count += 1
+        devices = self._read_stats() if self._read_stats is not None else None
+        self.records.append((self.count, self._wall(), duration, source, devices))

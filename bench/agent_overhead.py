@@ -1,0 +1,164 @@
+"""Agent overhead: step time with and without the agent, one sample's cost, memory.
+
+    .venv/bin/python bench/agent_overhead.py [--blocks 16] [--steps 300] [--no-client]
+
+1. A small MLP trained on the CPU. Blocks of steps alternate without / with
+   the agent (a fresh agent per "with" block, default interval 0.5 s, model
+   and optimizer registered, a monitor client in another process pulling
+   every second), so drift on a shared machine hits both sides alike.
+   Figure: median step time with / without (budget <= 1.01).
+2. One sample -- allocator statistics through the replay provider, buckets,
+   JSON serialisation, ring push -- timed many times (budget <= 200 us).
+3. Memory: the ring after 10x its capacity of samples and steps (bounded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import torch
+
+from vramscope.agent.core import DEFAULT_INTERVAL, Agent
+from vramscope.agent.replay import ReplayProvider, memory_stats_dict, scenario_ramp
+
+CLIENT = r"""
+import sys, time
+from vramscope.sources.agents import AgentClient
+from vramscope.core.samples import Frame
+c = AgentClient()
+while True:
+    c(Frame(time=time.time())); time.sleep(1.0)
+"""
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                               torch.nn.ReLU(), torch.nn.Linear(512, 10))
+
+
+def run_block(model, opt, x, y, steps):
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def overhead(blocks: int, steps: int, client: bool) -> None:
+    torch.set_num_threads(1)
+    rundir = tempfile.mkdtemp(prefix="vs-bench-")
+    os.environ["VRAMSCOPE_RUNTIME_DIR"] = rundir
+    proc = None
+    if client:
+        proc = subprocess.Popen([sys.executable, "-c", CLIENT], env=dict(os.environ))
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+    run_block(model, opt, x, y, 50)  # warm up
+    off, on = [], []
+    samples = 0
+    try:
+        for b in range(blocks):
+            if b % 2 == 0:
+                off += run_block(model, opt, x, y, steps)
+            else:
+                agent = Agent(interval=DEFAULT_INTERVAL, runtime_dir=rundir, discover=False, final_dump=False)
+                agent.watch(model=model, optimizer=opt)
+                agent.start()
+                agent.wait_started(5)
+                run_block(model, opt, x, y, 5)
+                on += run_block(model, opt, x, y, steps)
+                samples += agent.samples
+                agent.stop()
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(rundir, ignore_errors=True)
+    m_off, m_on = statistics.median(off), statistics.median(on)
+    print(f"[step time] {len(off)} steps without, {len(on)} with the agent "
+          f"(interval {DEFAULT_INTERVAL} s, client pulling at 1 Hz: {client}, agent samples taken: {samples})")
+    print(f"  median without {m_off * 1e6:.0f} us, with {m_on * 1e6:.0f} us, ratio {m_on / m_off:.4f}"
+          f"  (budget <= 1.01)")
+    print(f"  mean   without {statistics.fmean(off) * 1e6:.0f} us, with {statistics.fmean(on) * 1e6:.0f} us, "
+          f"ratio {statistics.fmean(on) / statistics.fmean(off):.4f}")
+
+
+def sample_cost(n: int, devices: int) -> None:
+    frames = scenario_ramp(steps=50)
+    if devices > 1:
+        frames = [{d: f[0] for d in range(devices)} for f in frames]
+    agent = Agent(provider=ReplayProvider(frames, loop=True), runtime_dir=tempfile.gettempdir(),
+                  discover=False, final_dump=False)
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    opt.zero_grad()
+    model(torch.randn(4, 256)).sum().backward()
+    opt.step()
+    agent.watch(model=model, optimizer=opt)
+    agent._walk(idle=False)
+    for _ in range(200):
+        agent.sample_once()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        agent.sample_once()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    print(f"[one sample] {devices} device(s) + cpu, replay provider, stats + buckets + JSON + ring: "
+          f"median {statistics.median(times) * 1e6:.0f} us, p95 {times[int(0.95 * n)] * 1e6:.0f} us "
+          f"(budget <= 200 us); item {len(agent.ring.all_items()[-1])} bytes; walk of the MLP "
+          f"{agent.last_walk_seconds * 1e6:.0f} us")
+
+
+def memory() -> None:
+    frames = [{0: memory_stats_dict(1 << 30, 2 << 30)}]
+    agent = Agent(provider=ReplayProvider(frames, loop=True), runtime_dir=tempfile.gettempdir(),
+                  discover=False, final_dump=False)
+    caps = agent.ring.caps
+    tracemalloc.start()
+    sizes = []
+    for rounds in (1, 10):
+        for _ in range(caps["sample"] * (rounds if rounds == 1 else 9)):
+            agent.sample_once()
+        for i in range(caps["step"] * (rounds if rounds == 1 else 9)):
+            agent.steps.records.append((i, time.time(), 0.01, "optimizer", None))
+        agent._drain()
+        cur, _peak = tracemalloc.get_traced_memory()
+        sizes.append((len(agent.ring), agent.ring.nbytes, cur))
+    tracemalloc.stop()
+    for (items, nbytes, traced), label in zip(sizes, ("1x capacity", "10x capacity")):
+        print(f"[memory] after {label}: {items} items held, {nbytes / 1e6:.2f} MB encoded, "
+              f"{traced / 1e6:.2f} MB traced by tracemalloc")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--blocks", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--no-client", action="store_true")
+    ap.add_argument("--samples", type=int, default=3000)
+    args = ap.parse_args()
+    print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    sample_cost(args.samples, 1)
+    sample_cost(args.samples // 3, 8)
+    memory()
+    overhead(args.blocks, args.steps, not args.no_client)
+
+
+if __name__ == "__main__":
+    main()
