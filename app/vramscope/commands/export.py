@@ -1,14 +1,65 @@
-"""`vramscope export` -- not built yet (see the open issues)."""
+"""`vramscope export FILE --format csv|perfetto --out PATH [--redact]` (no Qt)."""
 
 from __future__ import annotations
 
+import argparse
+import pathlib
 import sys
+import time
 
 
-def add_arguments(p) -> None:
-    pass
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session_file", metavar="FILE", help="a recorded session (vramscope record)")
+    p.add_argument("--format", choices=("csv", "perfetto"), default="csv",
+                   help="csv: long form time,gpu,pid,metric,value; perfetto: a Chrome/Perfetto "
+                        "trace JSON for ui.perfetto.dev")
+    p.add_argument("--out", metavar="PATH", required=True, help="file to write")
+    p.add_argument("--redact", action="store_true",
+                   help="replace command lines and user names (to share the export)")
+    p.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+
+
+def _err(text: str) -> None:
+    print(f"vramscope export: {text}", file=sys.stderr, flush=True)
 
 
 def run(args) -> int:
-    print("vramscope export: not available in this version", file=sys.stderr)
-    return 2
+    from vramscope.core.export import FORMATS, copy_snapshots
+    from vramscope.core.session import SessionError, open_session
+
+    out = pathlib.Path(args.out).expanduser()
+    if out.exists() and not args.force:
+        _err(f"{out} already exists (use --force to overwrite)")
+        return 2
+    try:
+        reader = open_session(args.session_file)
+    except SessionError as exc:
+        _err(str(exc))
+        return 2
+    started = time.monotonic()
+    with reader:
+        try:
+            summary = FORMATS[args.format](reader, out, redact=args.redact)
+        except OSError as exc:
+            _err(f"cannot write {out}: {exc}")
+            return 2
+        snap_dir = out.with_name(out.name + ".oom-snapshots")
+        if args.redact:
+            from vramscope.core.export.snapshots import snapshot_paths
+            if snapshot_paths(reader):
+                _err("OOM snapshots are not copied with --redact (they can hold file paths "
+                     "and names); export without --redact to get them")
+            copied, problems = [], []
+        else:
+            copied, problems = copy_snapshots(reader, snap_dir)
+        problems = list(summary.problems) + problems
+    took = time.monotonic() - started
+    print(f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
+          f"to {out} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)", flush=True)
+    for path in copied:
+        print(f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}", flush=True)
+    if problems:
+        _err("the session file is damaged; exported what could be read:")
+        for p in problems:
+            print(f"  - {p}", file=sys.stderr)
+    return 0

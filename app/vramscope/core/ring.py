@@ -68,6 +68,17 @@ class Ring:
         self._t[i] = t
         self._v[i] = v
 
+    def load(self, t: np.ndarray, v: np.ndarray) -> None:
+        """Replace the contents with the newest ``capacity`` points of (t, v)."""
+        n = min(len(t), self._capacity)
+        size = max(min(self._capacity, _INITIAL), n)
+        self._t = np.empty(size, dtype=np.float64)
+        self._v = np.empty(size, dtype=np.float64)
+        self._t[:n] = t[len(t) - n:]
+        self._v[:n] = v[len(v) - n:]
+        self._start = 0
+        self._len = n
+
     def replace_last(self, t: float, v: float) -> None:
         i = (self._start + self._len - 1) % self._t.shape[0]
         self._t[i] = t
@@ -130,6 +141,15 @@ class TieredRing:
 
     def last(self) -> tuple[float, float] | None:
         return self.fine.last()
+
+    def load(self, fine_t, fine_v, coarse_t, coarse_v) -> None:
+        """Fill from stored history (a reopened session): raw points and bucket peaks."""
+        self.fine.load(fine_t, fine_v)
+        self.coarse.load(coarse_t, coarse_v)
+        if len(coarse_t):
+            self._bucket = math.floor(float(coarse_t[-1]) / self.coarse_step)
+            self._bucket_t = float(coarse_t[-1])
+            self._bucket_peak = float(coarse_v[-1])
 
     def last_time(self) -> float | None:
         last = self.fine.last()

@@ -83,6 +83,31 @@ class Store:
                 self._fine_points, self._coarse_step, self._coarse_points)
         ring.append(t, value)
 
+    def new_ring(self) -> TieredRing:
+        """An empty ring with this store's tiers (to fill with ``TieredRing.load``)."""
+        return TieredRing(self._fine_points, self._coarse_step, self._coarse_points)
+
+    @property
+    def fine_points(self) -> int:
+        return self._fine_points
+
+    @property
+    def coarse_step(self) -> float:
+        return self._coarse_step
+
+    def install(self, rings: dict, latest: Frame | None, first_time: float | None) -> None:
+        """Add filled rings (a reopened session) and its latest frame in one step.
+
+        Listeners are not called: the frames are history, not new samples.
+        """
+        with self._lock:
+            self._series.update(rings)
+            if latest is not None:
+                self._latest = latest
+            if first_time is not None and (self._first_time is None or first_time < self._first_time):
+                self._first_time = first_time
+            self._version += 1
+
     def _evict_stale(self) -> None:
         """Drop the series that ended longest ago until under the cap."""
         by_age = sorted(self._series.items(), key=lambda kv: kv[1].last_time() or 0.0)

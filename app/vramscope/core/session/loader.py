@@ -1,0 +1,206 @@
+"""Load a recorded session into a Store, so the window shows it like live data.
+
+What the window needs first is the newest frame and the visible history, so
+loading reads only:
+
+- the newest ``fine_points`` passes at full resolution (the Store's fine tier,
+  2 h at 1 s by default) -- a few hundred thousand values;
+- for everything older, the 10 s peaks the writer stored as it went
+  (``gpu_rollup``/``proc_rollup``), which is exactly the Store's coarse tier;
+  only the buckets the rollup lacks (a crash's tail, a damaged file) are
+  computed from raw samples.
+
+Rings are filled from arrays in one go instead of replaying frames through
+``Store.append`` (which would take minutes for a day of 8 GPUs x 50
+processes): through ``TieredRing.load``, installed with ``Store.install``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vramscope.core.ring import TieredRing
+from vramscope.core.session.reader import GpuColumns, ProcColumns, SessionReader
+from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
+from vramscope.core.store import GPU_METRICS, Store, gpu_key, proc_key
+
+RAW_CHUNK = 3600.0  # seconds read at a time when peaks must be computed from raw samples
+
+
+def agent_key(pid: int, start_time: float | None, device: str, metric: str) -> tuple:
+    return ("agent", pid, start_time, device, metric)
+
+
+def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
+    store = store if store is not None else Store()
+    times = reader.frame_times()
+    if not len(times):
+        return store
+    fine_points = store.fine_points
+    step = store.coarse_step
+    t_fine0 = float(times[max(0, len(times) - fine_points)])
+    end = float(times[-1]) + 1.0
+    procs = reader.processes()
+
+    gfine = reader.gpu_columns(t_fine0, end)
+    pfine = reader.proc_columns(t_fine0, end)
+
+    # coarse tier: stored peaks, then the buckets they lack from raw samples
+    use_rollup = math.isclose(step, ROLLUP_STEP)
+    groll = reader.gpu_rollup() if use_rollup else None
+    proll = reader.proc_rollup() if use_rollup else None
+    roll_end = -math.inf
+    if groll is not None and len(groll):
+        roll_end = (math.floor(float(groll.t[-1]) / step) + 1) * step
+        if proll is not None and len(proll):
+            roll_end = min(roll_end, (math.floor(float(proll.t[-1]) / step) + 1) * step)
+    g_parts: list[tuple] = []
+    p_parts: list[tuple] = []
+    if groll is not None and len(groll):
+        keep = groll.t < roll_end
+        g_parts.append(_gpu_series(groll, keep, GPU_METRICS))
+        if proll is not None and len(proll):
+            p_parts.append(_proc_series(proll, proll.t < roll_end))
+    raw_from = max(roll_end, float(times[0]))
+    if raw_from < t_fine0:  # old span without stored peaks: read it in chunks
+        t = raw_from
+        while t < t_fine0:
+            t1 = min(t + RAW_CHUNK, t_fine0)
+            g_parts.append(_peaks(_gpu_series(reader.gpu_columns(t, t1), None, GPU_METRICS), step))
+            p_parts.append(_peaks(_proc_series(reader.proc_columns(t, t1), None), step))
+            t = t1
+    g_fine_series = _gpu_series(gfine, None, GPU_METRICS)
+    p_fine_series = _proc_series(pfine, None)
+    tail_g = _select(g_fine_series, g_fine_series[1] >= raw_from)
+    tail_p = _select(p_fine_series, p_fine_series[1] >= raw_from)
+    g_parts.append(_peaks(tail_g, step))
+    p_parts.append(_peaks(tail_p, step))
+
+    rings: dict[tuple, TieredRing] = {}
+
+    def gkey(sid):
+        gpu, m = divmod(int(sid), 16)
+        return gpu_key(gpu, GPU_METRICS[m])
+
+    def pkey(sid):
+        gpu, pid_id = divmod(int(sid), 1 << 32)
+        rec = procs.get(pid_id)
+        return None if rec is None else proc_key(gpu, rec.pid, rec.start_time)
+
+    for fine, parts, keyf in ((g_fine_series, g_parts, gkey), (p_fine_series, p_parts, pkey)):
+        coarse = _concat(parts)
+        fine_groups = _groups(fine)
+        for sid, (ct, cv) in _groups(coarse).items():
+            key = keyf(sid)
+            if key is None:
+                continue
+            ft, fv = fine_groups.pop(sid, (None, None))
+            if ft is None:  # not in the newest window: its peaks stand in for raw samples
+                ft, fv = ct, cv
+            elif ct[0] < ft[0] and math.floor(ct[0] / step) == math.floor(ft[0] / step):
+                ct = ct.copy()  # stored peaks carry the bucket's first pass time; the
+                ct[0] = ft[0]  # series itself began later in that bucket
+            rings[key] = _filled_ring(store, ft, fv, ct, cv)
+        for sid, (ft, fv) in fine_groups.items():
+            key = keyf(sid)
+            if key is not None:
+                ct, cv = _peaks((np.zeros(len(ft)), ft, fv), step)[1:]
+                rings[key] = _filled_ring(store, ft, fv, ct, cv)
+
+    # agents: the newest window at full resolution
+    for key, (t, v) in _agent_series(reader, t_fine0, end, procs).items():
+        ct, cv = _peaks((np.zeros(len(t)), t, v), step)[1:]
+        rings[key] = _filled_ring(store, t, v, ct, cv)
+
+    _install(store, rings, reader.latest_frame(), float(times[0]))
+    return store
+
+
+# -- series as (sid, t, v) arrays, time-ordered within each sid -------------------------
+def _gpu_series(cols: GpuColumns, keep, metrics) -> tuple:
+    sids, ts, vs = [], [], []
+    sel = slice(None) if keep is None else keep
+    for m, name in enumerate(metrics):
+        if name not in cols.values:
+            continue
+        sids.append(cols.gpu[sel].astype(np.int64) * 16 + m)
+        ts.append(cols.t[sel])
+        vs.append(cols.values[name][sel])
+    return _concat([(s, t, v) for s, t, v in zip(sids, ts, vs)])
+
+
+def _proc_series(cols: ProcColumns, keep) -> tuple:
+    sel = slice(None) if keep is None else keep
+    sid = cols.gpu[sel].astype(np.int64) * (1 << 32) + cols.proc[sel].astype(np.int64)
+    v = cols.used[sel].astype(np.float64)
+    v[v < 0] = np.nan
+    return sid, cols.t[sel], v
+
+
+def _select(series: tuple, mask) -> tuple:
+    return tuple(a[mask] for a in series)
+
+
+def _concat(parts: list[tuple]) -> tuple:
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0), np.empty(0)
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+def _groups(series: tuple) -> dict:
+    """sid -> (t, v); each series' samples must already be in time order (they are:
+    every part is read in time order and parts are concatenated oldest first)."""
+    sid, t, v = series
+    if not len(sid):
+        return {}
+    uniq, dense = np.unique(sid, return_inverse=True)
+    small = np.int16 if len(uniq) < 32768 else np.int32
+    order = np.argsort(dense.astype(small), kind="stable")  # radix sort: O(n)
+    t, v = t[order], v[order]
+    counts = np.bincount(dense, minlength=len(uniq))
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    return {int(u): (t[a:b], v[a:b]) for u, a, b in zip(uniq, starts, ends)}
+
+
+def _peaks(series: tuple, step: float) -> tuple:
+    """Per (sid, bucket of ``step`` s): the first time and the peak (NaN-aware)."""
+    sid, t, v = series
+    if not len(sid):
+        return sid, t, v
+    bucket = np.floor(t / step).astype(np.int64)
+    order = np.lexsort((t, sid))
+    sid, t, v, bucket = sid[order], t[order], v[order], bucket[order]
+    starts = np.flatnonzero(np.concatenate(([True], (np.diff(sid) != 0) | (np.diff(bucket) != 0))))
+    with np.errstate(invalid="ignore"):
+        peak = np.fmax.reduceat(v, starts)
+    return sid[starts], t[starts], peak
+
+
+def _agent_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
+    rows = reader.agent_rows(t0, t1)
+    out: dict[tuple, tuple[list, list]] = {}
+    for r in rows:
+        rec = procs.get(r["proc"])
+        if rec is None:
+            continue
+        for c in AGENT_COLUMNS + BUCKET_COLUMNS:
+            key = agent_key(rec.pid, rec.start_time, r["device"], c)
+            ts, vs = out.setdefault(key, ([], []))
+            ts.append(r["t"])
+            vs.append(math.nan if r[c] is None else float(r[c]))
+    return {k: (np.asarray(ts, np.float64), np.asarray(vs, np.float64))
+            for k, (ts, vs) in out.items() if not all(math.isnan(x) for x in vs)}
+
+
+def _filled_ring(store: Store, ft, fv, ct, cv) -> TieredRing:
+    ring = store.new_ring()
+    ring.load(ft, fv, ct, cv)
+    return ring
+
+
+def _install(store: Store, rings: dict, latest, first_time: float) -> None:
+    store.install(rings, latest, first_time)

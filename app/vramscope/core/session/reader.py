@@ -1,0 +1,502 @@
+"""Read a session file: its span, GPUs, processes, frames and columns.
+
+``SessionReader(path)`` opens the file read-only. A file that is not a
+session raises ``NotASessionError``; one whose header or schema cannot be
+read raises ``SessionCorruptError``. A file that is damaged further in
+(truncated by a copy, a bad sector) still opens: every read that hits a
+damaged page is narrowed down to the time spans that can be read, the rest
+is skipped, and ``problems`` says what was lost. ``strict=True`` turns any
+damage into ``SessionCorruptError`` instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import sqlite3
+import struct
+import urllib.parse
+from collections.abc import Iterator
+
+import numpy as np
+
+from vramscope.core.samples import (
+    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
+    ProcessInfo)
+from vramscope.core.session.errors import (
+    NotASessionError, SessionCorruptError, SessionError, SessionVersionError)
+from vramscope.core.session.schema import (
+    AGENT_COLUMNS, BUCKET_COLUMNS, FLAG_AGENT, FLAG_COMPUTE, FLAG_GRAPHICS, GPU_COLUMNS,
+    ROLLUP_GPU_COLUMNS, SCHEMA_VERSION)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    name: str | None
+    uuid: str | None
+    pci_bus_id: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessRecord:
+    id: int
+    pid: int
+    start_time: float | None
+    user: str | None
+    name: str | None
+    command: str | None
+    ppid: int | None = None
+    first_seen: float | None = None
+
+    def info(self) -> ProcessInfo:
+        return ProcessInfo(pid=self.pid, start_time=self.start_time, user=self.user,
+                           name=self.name,
+                           cmdline=(self.command,) if self.command else None,
+                           ppid=self.ppid)
+
+
+@dataclasses.dataclass
+class GpuColumns:
+    """GPU samples as columns (NaN = not available)."""
+
+    t: np.ndarray
+    gpu: np.ndarray
+    values: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+@dataclasses.dataclass
+class ProcColumns:
+    """Process samples as columns, one entry per (pass, GPU, process)."""
+
+    t: np.ndarray  # float64
+    gpu: np.ndarray  # int32
+    proc: np.ndarray  # int32, processes.id
+    used: np.ndarray  # int64, -1 = not available
+    sm: np.ndarray | None = None  # int16, -1 = not available
+    flags: np.ndarray | None = None  # uint8
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+def _empty_proc(with_sm: bool = True) -> ProcColumns:
+    return ProcColumns(np.empty(0), np.empty(0, np.int32), np.empty(0, np.int32),
+                       np.empty(0, np.int64), np.empty(0, np.int16) if with_sm else None,
+                       np.empty(0, np.uint8) if with_sm else None)
+
+
+def _header_problem(path: pathlib.Path) -> str | None:
+    """Cheap truncation check from the database header (no page is read)."""
+    with open(path, "rb") as f:
+        head = f.read(100)
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        return None
+    page_size = struct.unpack(">H", head[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    change, pages, valid_for = struct.unpack(">I", head[24:28])[0], \
+        struct.unpack(">I", head[28:32])[0], struct.unpack(">I", head[92:96])[0]
+    size = path.stat().st_size
+    if change == valid_for and pages and size < pages * page_size:
+        return (f"the file is truncated: {size} bytes on disk, its header says "
+                f"{pages * page_size}; the samples stored past the cut are lost")
+    return None
+
+
+class SessionReader:
+    def __init__(self, path: str | os.PathLike, *, strict: bool = False):
+        self.path = pathlib.Path(path)
+        self.strict = strict
+        self.problems: list[str] = []
+        if not self.path.exists():
+            raise SessionError(f"{self.path}: no such session file")
+        if self.path.is_dir():
+            raise NotASessionError(f"{self.path} is a directory, not a session file")
+        with open(self.path, "rb") as f:
+            magic = f.read(len(SQLITE_MAGIC))
+        if magic != SQLITE_MAGIC:
+            raise NotASessionError(
+                f"{self.path} is not a vramscope session (not an SQLite database"
+                f"{', the file is empty' if not magic else ''})")
+        problem = _header_problem(self.path)
+        if problem:
+            self._damage(problem)
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
+        try:
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            if problem:
+                # SQLite refuses a file shorter than its header says unless the schema
+                # is "writable"; on this read-only connection that only makes it read
+                # the pages that exist.
+                self._db.execute("PRAGMA writable_schema=ON")
+            tables = {r[0] for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        except sqlite3.DatabaseError as exc:
+            raise SessionCorruptError(
+                f"{self.path}: the session file is damaged beyond reading its table list "
+                f"({exc}); nothing can be recovered from it") from exc
+        if "schema_version" not in tables or "frames" not in tables:
+            raise NotASessionError(
+                f"{self.path} is an SQLite database but not a vramscope session "
+                "(no schema_version/frames tables)")
+        self.tables = tables
+        try:
+            row = self._db.execute("SELECT max(version) FROM schema_version").fetchone()
+            self.version = int(row[0]) if row and row[0] is not None else SCHEMA_VERSION
+        except sqlite3.DatabaseError as exc:
+            self._damage(f"the schema version cannot be read ({exc})")
+            self.version = SCHEMA_VERSION
+        if self.version > SCHEMA_VERSION:
+            raise SessionVersionError(
+                f"{self.path} was written in session format {self.version}; this vramscope "
+                f"reads up to format {SCHEMA_VERSION} -- update vramscope to open it")
+        self.meta = {}
+        for key, value in self._rows("SELECT key, value FROM meta", (), "the session header"):
+            try:
+                self.meta[key] = json.loads(value) if value is not None else None
+            except ValueError:
+                self.meta[key] = value
+        self._procs: dict[int, ProcessRecord] | None = None
+        self._times: np.ndarray | None = None
+
+    # -- damage handling ------------------------------------------------------------
+    @property
+    def damaged(self) -> bool:
+        return bool(self.problems)
+
+    def _damage(self, text: str) -> None:
+        if self.strict:
+            raise SessionCorruptError(f"{self.path}: {text}")
+        if text not in self.problems:
+            self.problems.append(text)
+
+    def _rows(self, sql: str, params: tuple, what: str) -> list:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._damage(f"{what} could not be read ({exc})")
+            return []
+
+    def _ranged(self, sql: str, t0: float, t1: float, what: str) -> list:
+        """Rows of ``sql`` (first column t; two ? for t >= t0 AND t < t1), in t order.
+
+        Rows are read in batches, so a damaged page loses only what lies on it:
+        the rows before it are kept, and the read resumes after it (skipping
+        ahead 1 s, 2 s, 4 s, ... until a read succeeds).
+        """
+        out: list = []
+        lo, skip, lost_from = t0, 1.0, None
+        while True:
+            try:
+                if lost_from is None and not out:
+                    try:  # the fast path: nothing damaged
+                        return self._db.execute(sql, (lo, t1)).fetchall()
+                    except sqlite3.DatabaseError:
+                        if self.strict:
+                            raise
+                for row in self._db.execute(sql, (lo, t1)):  # row by row: keep what precedes
+                    if lost_from is not None:                # a damaged page
+                        self._damage(f"{what} between t={lost_from:.0f} and t={row[0]:.0f} "
+                                     "could not be read; that span is skipped")
+                        lost_from = None
+                    out.append(row)
+                break
+            except sqlite3.DatabaseError as exc:
+                if self.strict:
+                    raise SessionCorruptError(
+                        f"{self.path}: {what} could not be read ({exc})") from exc
+                last = out[-1][0] if out else None
+                if lost_from is None:
+                    lost_from = last if last is not None else lo
+                base = max(lo, last) if last is not None else lo
+                if not math.isfinite(base):  # start from when the file was created
+                    created = getattr(self, "meta", {}).get("created")
+                    base = float(created) - 1.0 if isinstance(created, (int, float)) else base
+                if not math.isfinite(base):
+                    self._damage(f"{what} could not be read ({exc})")
+                    return out
+                lo, skip = base + skip, skip * 2
+                if lo >= t1 or skip > 1e8:
+                    break
+        if lost_from is not None:
+            self._damage(f"{what} after t={lost_from:.0f} could not be read "
+                         "(the end of the file is damaged or missing)")
+        return out
+
+    # -- overview -------------------------------------------------------------------
+    def frame_times(self) -> np.ndarray:
+        if self._times is None:
+            rows = self._ranged("SELECT t FROM frames WHERE t >= ? AND t < ? ORDER BY t",
+                                -math.inf, math.inf, "the list of sampling passes")
+            times = np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows))
+            if not len(times):  # frames table lost: fall back to the GPU samples
+                rows = self._ranged("SELECT DISTINCT t FROM gpu_samples WHERE t >= ? AND t < ? "
+                                    "ORDER BY t", -math.inf, math.inf, "GPU samples")
+                times = np.array([r[0] for r in rows], dtype=np.float64)
+            self._times = times
+        return self._times
+
+    def span(self) -> tuple[float, float] | None:
+        times = self.frame_times()
+        if not len(times):
+            return None
+        return float(times[0]), float(times[-1])
+
+    def __len__(self) -> int:
+        return len(self.frame_times())
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.meta.get("simulated", False))
+
+    def gpus(self) -> list[GpuInfo]:
+        return [GpuInfo(*r) for r in self._rows(
+            "SELECT gpu, name, uuid, pci_bus_id FROM gpus ORDER BY gpu", (), "the GPU list")]
+
+    def processes(self) -> dict[int, ProcessRecord]:
+        if self._procs is None:
+            self._procs = {r[0]: ProcessRecord(*r) for r in self._rows(
+                "SELECT id, pid, start_time, user, name, command, ppid, first_seen "
+                "FROM processes ORDER BY id", (), "the process list")}
+        return self._procs
+
+    def time_chunks(self, seconds: float = 600.0) -> Iterator[tuple[float, float]]:
+        """Consecutive [t0, t1) spans covering the session."""
+        span = self.span()
+        if span is None:
+            return
+        t = span[0]
+        while t <= span[1]:
+            yield t, min(t + seconds, span[1] + 1.0)
+            t += seconds
+
+    # -- columns --------------------------------------------------------------------
+    def gpu_columns(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
+        cols = ", ".join(GPU_COLUMNS)
+        rows = self._ranged(f"SELECT t, gpu, {cols} FROM gpu_samples WHERE t >= ? AND t < ? "
+                            "ORDER BY t, gpu", t0, t1, "GPU samples")
+        return _gpu_columns(rows, GPU_COLUMNS)
+
+    def gpu_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
+        if "gpu_rollup" not in self.tables:
+            return _gpu_columns([], ROLLUP_GPU_COLUMNS)
+        cols = ", ".join(ROLLUP_GPU_COLUMNS)
+        rows = self._ranged(f"SELECT t, gpu, {cols} FROM gpu_rollup WHERE t >= ? AND t < ? "
+                            "ORDER BY t, gpu", t0, t1, "GPU 10 s peaks")
+        return _gpu_columns(rows, ROLLUP_GPU_COLUMNS)
+
+    def proc_columns(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
+        rows = self._ranged("SELECT t, gpu, n, ids, used, sm, flags FROM proc_samples "
+                            "WHERE t >= ? AND t < ? ORDER BY t, gpu", t0, t1, "process samples")
+        return _proc_columns(rows, with_sm=True)
+
+    def proc_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
+        if "proc_rollup" not in self.tables:
+            return _empty_proc(False)
+        rows = self._ranged("SELECT t, gpu, n, ids, used FROM proc_rollup "
+                            "WHERE t >= ? AND t < ? ORDER BY t, gpu", t0, t1,
+                            "process 10 s peaks")
+        return _proc_columns(rows, with_sm=False)
+
+    def agent_rows(self, t0: float = -math.inf, t1: float = math.inf) -> list[dict]:
+        cols = ("t", "proc", "device", "gpu_uuid", "step") + AGENT_COLUMNS + BUCKET_COLUMNS
+        rows = self._ranged(f"SELECT {', '.join(cols)} FROM agent_samples WHERE t >= ? AND t < ? "
+                            "ORDER BY t, proc, device", t0, t1, "agent samples")
+        return [dict(zip(cols, r)) for r in rows]
+
+    def agent_info(self) -> dict[int, dict]:
+        out = {}
+        for proc, host, rank, local_rank, world, settings in self._rows(
+                "SELECT proc, hostname, rank, local_rank, world_size, allocator_settings "
+                "FROM agent_info", (), "agent details"):
+            out[proc] = {"hostname": host, "rank": rank, "local_rank": local_rank,
+                         "world_size": world,
+                         "allocator_settings": _loads(settings) or {}}
+        return out
+
+    def events(self, t0: float = -math.inf, t1: float = math.inf) -> list[dict]:
+        rows = self._ranged("SELECT t, proc, kind, data FROM events WHERE t >= ? AND t < ? "
+                            "ORDER BY t, id", t0, t1, "agent events")
+        return [{"t": t, "proc": p, "kind": k, "data": _loads(d) or {}} for t, p, k, d in rows]
+
+    def alerts(self) -> list[dict]:
+        rows = self._rows("SELECT t, kind, severity, gpu, proc, title, detail FROM alerts "
+                          "ORDER BY t, id", (), "alerts")
+        return [{"t": t, "kind": k, "severity": s, "gpu": g, "proc": p, "title": ti,
+                 "detail": _loads(d) or {}} for t, k, s, g, p, ti, d in rows]
+
+    def actions(self) -> list[dict]:
+        rows = self._rows("SELECT t, action, proc, pid, start_time, result, detail FROM actions "
+                          "ORDER BY t, id", (), "actions")
+        return [{"t": t, "action": a, "proc": p, "pid": pid, "start_time": st, "result": r,
+                 "detail": _loads(d) or {}} for t, a, p, pid, st, r, d in rows]
+
+    # -- frames ---------------------------------------------------------------------
+    def latest_frame(self) -> Frame | None:
+        span = self.span()
+        return None if span is None else self.frame_at(span[1])
+
+    def frame_at(self, t: float) -> Frame | None:
+        """The frame sampled at ``t`` or the last one before it, rebuilt."""
+        times = self.frame_times()
+        if not len(times):
+            return None
+        i = int(np.searchsorted(times, t, side="right")) - 1
+        i = max(0, i)
+        tk = float(times[i])
+        prev = float(times[i - 1]) if i > 0 else -math.inf
+        eps = 1e-4  # passes are >= 0.1 s apart; 1e-9 is below a float's resolution at 1.7e9
+        frow = self._rows("SELECT source, simulated, error, driver_version, nvml_version, "
+                          "cuda_driver_version FROM frames WHERE t = ?", (tk,), "a pass")
+        source, simulated, error, driver, nvml, cuda = (frow[0] if frow else
+                                                          ("session", self.simulated, None,
+                                                           None, None, None))
+        statics = {g.index: g for g in self.gpus()}
+        procs = self.processes()
+        gcols = self.gpu_columns(tk - eps, tk + eps)
+        pcols = self.proc_columns(tk - eps, tk + eps)
+        gpus = []
+        for j in range(len(gcols)):
+            index = int(gcols.gpu[j])
+            st = statics.get(index)
+            kw = {c: _opt(gcols.values[c][j], c) for c in GPU_COLUMNS}
+            sel = pcols.gpu == index
+            plist = []
+            for pid_id, used, sm, flags in zip(pcols.proc[sel], pcols.used[sel], pcols.sm[sel],
+                                               pcols.flags[sel]):
+                rec = procs.get(int(pid_id))
+                if rec is None:
+                    continue
+                kinds = tuple(k for k, bit in (("compute", FLAG_COMPUTE), ("graphics", FLAG_GRAPHICS))
+                              if flags & bit) or ("compute",)
+                plist.append(GpuProcess(pid=rec.pid, used=None if used < 0 else int(used),
+                                        kinds=kinds, sm=None if sm < 0 else int(sm),
+                                        info=rec.info(), has_agent=bool(flags & FLAG_AGENT)))
+            gpus.append(GpuSample(index=index, name=st.name if st else None,
+                                  uuid=st.uuid if st else None,
+                                  pci_bus_id=st.pci_bus_id if st else None,
+                                  processes=tuple(plist), **kw))
+        agents = self._agents_at(tk, prev)
+        return Frame(time=tk, gpus=tuple(gpus), source="session",
+                     simulated=bool(simulated), error=error, driver_version=driver,
+                     nvml_version=nvml, cuda_driver_version=cuda, agents=agents,
+                     extra={"recorded_source": source, "session": str(self.path)})
+
+    def _agents_at(self, tk: float, prev: float) -> tuple:
+        rows = self.agent_rows(tk - 1e-4, tk + 1e-4)
+        if not rows:
+            return ()
+        procs = self.processes()
+        infos = self.agent_info()
+        events = self.events(math.nextafter(prev, math.inf), math.nextafter(tk, math.inf))
+        by_proc: dict[int, list[dict]] = {}
+        for r in rows:
+            by_proc.setdefault(r["proc"], []).append(r)
+        reports = []
+        for proc_id, devs in by_proc.items():
+            rec = procs.get(proc_id)
+            if rec is None:
+                continue
+            info = infos.get(proc_id, {})
+            devices = tuple(
+                AgentDevice(device=d["device"], gpu_uuid=d["gpu_uuid"],
+                            buckets=(AgentBuckets(**{c: d[c] for c in BUCKET_COLUMNS})
+                                     if any(d[c] is not None for c in BUCKET_COLUMNS) else None),
+                            **{c: d[c] for c in AGENT_COLUMNS})
+                for d in devs)
+            evs = tuple(AgentEvent(kind=e["kind"], time=e["t"], data=e["data"])
+                        for e in events if e["proc"] == proc_id)
+            reports.append(AgentReport(pid=rec.pid, start_time=rec.start_time,
+                                       hostname=info.get("hostname"), time=tk,
+                                       rank=info.get("rank"), local_rank=info.get("local_rank"),
+                                       world_size=info.get("world_size"), step=devs[0]["step"],
+                                       devices=devices,
+                                       allocator_settings=info.get("allocator_settings") or {},
+                                       events=evs))
+        return tuple(reports)
+
+    def fork(self) -> "SessionReader":
+        """Another reader of the same file with its own SQLite connection (one per
+        thread); damage it finds is reported in this reader's ``problems``."""
+        other = SessionReader(self.path, strict=self.strict)
+        other.problems = self.problems
+        other._procs = self._procs
+        other._times = self._times
+        return other
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_INT_COLUMNS = {"used", "total", "free", "reserved", "util_gpu", "util_memory", "temperature"}
+
+
+def _opt(value: float, column: str):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return int(value) if column in _INT_COLUMNS else float(value)
+
+
+def _loads(text):
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"raw": text}
+
+
+def _gpu_columns(rows: list, names: tuple) -> GpuColumns:
+    if not rows:
+        return GpuColumns(np.empty(0), np.empty(0, np.int32),
+                          {c: np.empty(0) for c in names})
+    # None -> NaN via float conversion of an object array
+    arr = np.array(rows, dtype=object)
+    t = arr[:, 0].astype(np.float64)
+    gpu = arr[:, 1].astype(np.int32)
+    values = {}
+    for k, c in enumerate(names, 2):
+        col = arr[:, k]
+        none = np.equal(col, None)
+        if none.any():
+            col = col.copy()
+            col[none] = np.nan
+        values[c] = col.astype(np.float64)
+    return GpuColumns(t, gpu, values)
+
+
+def _proc_columns(rows: list, with_sm: bool) -> ProcColumns:
+    if not rows:
+        return _empty_proc(with_sm)
+    t = np.fromiter((r[0] for r in rows), np.float64, len(rows))
+    gpu = np.fromiter((r[1] for r in rows), np.int32, len(rows))
+    n = np.fromiter((r[2] for r in rows), np.int64, len(rows))
+    ids = np.frombuffer(b"".join(r[3] or b"" for r in rows), dtype="<i4")
+    used = np.frombuffer(b"".join(r[4] or b"" for r in rows), dtype="<i8")
+    total = int(n.sum())
+    if len(ids) != total or len(used) != total:
+        raise SessionCorruptError("process sample arrays have inconsistent lengths")
+    out = ProcColumns(np.repeat(t, n), np.repeat(gpu, n), ids, used)  # read-only views
+    if with_sm:
+        out.sm = np.frombuffer(b"".join(r[5] or b"" for r in rows), dtype="<i2")
+        out.flags = np.frombuffer(b"".join(r[6] or b"" for r in rows), dtype=np.uint8)
+    return out
+
+
+def open_session(path: str | os.PathLike, *, strict: bool = False) -> SessionReader:
+    """Open a session for reading (see SessionReader)."""
+    return SessionReader(path, strict=strict)

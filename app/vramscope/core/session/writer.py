@@ -1,0 +1,343 @@
+"""Append frames to a session file while the sampler runs.
+
+``SessionWriter`` is a Store listener: ``store.subscribe(writer)``. It is
+called on the sampler thread with each frame and writes it inside an open
+transaction that is committed at most ``commit_every`` seconds apart (one
+commit per tick at the default 1 s interval). In WAL mode a committed
+transaction survives a SIGKILL of this process, so a kill loses at most the
+uncommitted last second. Alerts and actions (from the detectors and the
+UI, on any thread) go through the same lock and are committed at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import pathlib
+import socket
+import sqlite3
+import sys
+import threading
+import time
+from array import array
+
+from vramscope import __version__
+from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.session.errors import SessionError, SessionExistsError
+from vramscope.core.session.library import RetentionPolicy, enforce_retention
+from vramscope.core.session.schema import (
+    AGENT_COLUMNS, APPLICATION_ID, BUCKET_COLUMNS, DDL, FLAG_AGENT, FLAG_COMPUTE,
+    FLAG_GRAPHICS, GPU_COLUMNS, ROLLUP_GPU_COLUMNS, ROLLUP_STEP, SCHEMA_VERSION)
+
+log = logging.getLogger(__name__)
+
+_LITTLE = sys.byteorder == "little"
+
+
+def _blob(typecode: str, values) -> bytes:
+    a = array(typecode, values)
+    if not _LITTLE:
+        a.byteswap()
+    return a.tobytes()
+
+
+def _json(value) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def create_private_file(path: pathlib.Path) -> None:
+    """Create an empty file readable by the user only; refuse to overwrite."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise SessionExistsError(
+            f"{path} already exists; vramscope does not overwrite a recording -- "
+            "choose another --out name or remove the file") from None
+    os.close(fd)
+
+
+class SessionWriter:
+    def __init__(self, path: str | os.PathLike, *, meta: dict | None = None,
+                 commit_every: float = 1.0, retention: RetentionPolicy | None = None,
+                 retention_directory: pathlib.Path | None = None,
+                 retention_every: float = 600.0, monotonic=time.monotonic):
+        self.path = pathlib.Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        create_private_file(self.path)
+        self._mono = monotonic
+        self.commit_every = float(commit_every)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(str(self.path), isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._db.executescript(DDL)
+            now = time.time()
+            self._db.execute("BEGIN")
+            self._db.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
+                             (SCHEMA_VERSION, __version__, now))
+            base = {"host": socket.gethostname(), "created": now, "app_version": __version__}
+            base.update(meta or {})
+            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                 [(k, _json(v)) for k, v in base.items()])
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise SessionError(f"cannot create session file {self.path}: {exc}") from exc
+        for suffix in ("-wal", "-shm"):  # SQLite copies the mode; make sure
+            companion = self.path.with_name(self.path.name + suffix)
+            if companion.exists():
+                os.chmod(companion, 0o600)
+        self._in_tx = False
+        self._last_commit = self._mono()
+        self._closed = False
+        self._proc_ids: dict[tuple, int] = {}
+        self._proc_known: dict[int, tuple] = {}
+        self._gpu_static: dict[int, tuple] = {}
+        self._agent_info: dict[int, tuple] = {}
+        self._bucket: int | None = None
+        self._roll_gpu: dict[int, list] = {}
+        self._roll_proc: dict[int, list] = {}  # gpu -> [t_first, {proc_id: peak}]
+        self.frames_written = 0
+        self.errors = 0
+        self.last_error: str | None = None
+        self._retention = retention
+        self._retention_dir = retention_directory
+        self._retention_every = retention_every
+        self._last_retention = self._mono()
+        if retention is not None:
+            self._enforce_retention()
+
+    # -- the listener -------------------------------------------------------------
+    def __call__(self, frame: Frame) -> None:
+        self.on_frame(frame)
+
+    def on_frame(self, frame: Frame) -> None:
+        """Store listener (sampler thread). Never raises: a full disk must not stop sampling."""
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                self._begin()
+                self._write_frame(frame)
+                self.frames_written += 1
+                if self._mono() - self._last_commit >= self.commit_every:
+                    self._commit()
+        except Exception as exc:  # noqa: BLE001 - reported, sampling goes on
+            self.errors += 1
+            if self.last_error != str(exc):
+                log.error("session %s: cannot write a frame: %s", self.path, exc)
+            self.last_error = str(exc)
+            self._rollback()
+        if (self._retention is not None
+                and self._mono() - self._last_retention >= self._retention_every):
+            self._enforce_retention()
+
+    # -- alerts and actions (any thread) --------------------------------------------
+    def add_alert(self, t: float, kind: str, title: str, *, severity: str = "warning",
+                  gpu: int | None = None, pid: int | None = None,
+                  start_time: float | None = None, detail: dict | None = None) -> None:
+        with self._lock:
+            self._begin()
+            proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
+            self._db.execute(
+                "INSERT INTO alerts (t, kind, severity, gpu, proc, title, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (t, kind, severity, gpu, proc, title, _json(detail)))
+            self._commit()
+
+    def add_action(self, t: float, action: str, *, pid: int | None = None,
+                   start_time: float | None = None, result: str | None = None,
+                   detail: dict | None = None) -> None:
+        with self._lock:
+            self._begin()
+            proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
+            self._db.execute(
+                "INSERT INTO actions (t, action, proc, pid, start_time, result, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (t, action, proc, pid, start_time, result, _json(detail)))
+            self._commit()
+
+    def set_meta(self, key: str, value) -> None:
+        with self._lock:
+            self._begin()
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _json(value)))
+            self._commit()
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._commit()
+
+    def close(self) -> None:
+        """Final commit (with the open rollup bucket) and a checkpoint into one file."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._begin()
+                self._flush_rollup()
+                self._commit()
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                self._closed = True
+                self._db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- internals (lock held) ------------------------------------------------------
+    def _begin(self) -> None:
+        if not self._in_tx:
+            self._db.execute("BEGIN")
+            self._in_tx = True
+
+    def _commit(self) -> None:
+        if self._in_tx:
+            self._db.execute("COMMIT")
+            self._in_tx = False
+        self._last_commit = self._mono()
+
+    def _rollback(self) -> None:
+        with self._lock:
+            if self._in_tx:
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                self._in_tx = False
+
+    def _enforce_retention(self) -> None:
+        self._last_retention = self._mono()
+        try:
+            removed = enforce_retention(self._retention, self._retention_dir, keep=self.path)
+            for p in removed:
+                log.info("session cap: removed old session %s", p)
+        except OSError as exc:
+            log.warning("session cap: %s", exc)
+
+    def _proc_id(self, pid: int, start_time, info, t: float) -> int:
+        key = (pid, start_time)
+        pid_id = self._proc_ids.get(key)
+        facts = None
+        if info is not None:
+            facts = (info.user, info.name, info.command, info.ppid)
+        if pid_id is None:
+            f = facts or (None, None, None, None)
+            cur = self._db.execute(
+                "INSERT INTO processes (pid, start_time, user, name, command, ppid, first_seen) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (pid, start_time, *f, t))
+            pid_id = self._proc_ids[key] = cur.lastrowid
+            self._proc_known[pid_id] = f
+        elif facts is not None and self._proc_known.get(pid_id) != facts:
+            old = self._proc_known.get(pid_id) or (None,) * 4
+            merged = tuple(n if n is not None else o for n, o in zip(facts, old))
+            if merged != old:
+                self._db.execute(
+                    "UPDATE processes SET user=?, name=?, command=?, ppid=? WHERE id=?",
+                    (*merged, pid_id))
+            self._proc_known[pid_id] = merged
+        return pid_id
+
+    def _write_frame(self, frame: Frame) -> None:
+        t = frame.time
+        db = self._db
+        db.execute("INSERT OR REPLACE INTO frames VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (t, frame.source, int(bool(frame.simulated)), frame.error,
+                    frame.driver_version, frame.nvml_version, frame.cuda_driver_version))
+        bucket = math.floor(t / ROLLUP_STEP)
+        if bucket != self._bucket:
+            self._flush_rollup()
+            self._bucket = bucket
+        gpu_rows, proc_rows = [], []
+        for gpu in frame.gpus:
+            static = (gpu.name, gpu.uuid, gpu.pci_bus_id)
+            if self._gpu_static.get(gpu.index) != static:
+                db.execute("INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?)", (gpu.index, *static))
+                self._gpu_static[gpu.index] = static
+            values = [getattr(gpu, c) for c in GPU_COLUMNS]
+            gpu_rows.append((t, gpu.index, *values, gpu.error))
+            roll = self._roll_gpu.get(gpu.index)
+            rvals = [getattr(gpu, c) for c in ROLLUP_GPU_COLUMNS]
+            if roll is None:
+                self._roll_gpu[gpu.index] = [t, *rvals]
+            else:
+                for i, v in enumerate(rvals, 1):
+                    if v is not None and (roll[i] is None or v > roll[i]):
+                        roll[i] = v
+            ids, used, sm, flags = [], [], [], []
+            rp = self._roll_proc.get(gpu.index)
+            if rp is None:
+                rp = self._roll_proc[gpu.index] = [t, {}]
+            peaks = rp[1]
+            for proc in gpu.processes:
+                ident = proc.identity
+                pid_id = self._proc_id(ident.pid, ident.start_time, proc.info, t)
+                ids.append(pid_id)
+                u = -1 if proc.used is None else int(proc.used)
+                used.append(u)
+                sm.append(-1 if proc.sm is None else int(proc.sm))
+                flags.append((FLAG_COMPUTE if "compute" in proc.kinds else 0)
+                             | (FLAG_GRAPHICS if "graphics" in proc.kinds else 0)
+                             | (FLAG_AGENT if proc.has_agent else 0))
+                old = peaks.get(pid_id)
+                if old is None or u > old:
+                    peaks[pid_id] = u
+            proc_rows.append((t, gpu.index, len(ids), _blob("i", ids), _blob("q", used),
+                              _blob("h", sm), bytes(flags)))
+        if gpu_rows:
+            marks = ", ".join("?" * (len(GPU_COLUMNS) + 3))
+            db.executemany(f"INSERT OR REPLACE INTO gpu_samples VALUES ({marks})", gpu_rows)
+            db.executemany("INSERT OR REPLACE INTO proc_samples VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           proc_rows)
+        for report in frame.agents:
+            if isinstance(report, AgentReport):
+                self._write_agent(t, report)
+
+    def _write_agent(self, t: float, report: AgentReport) -> None:
+        db = self._db
+        pid_id = self._proc_id(report.pid, report.start_time, None, t)
+        info = (report.hostname, report.rank, report.local_rank, report.world_size,
+                _json(dict(report.allocator_settings)) if report.allocator_settings else None)
+        if self._agent_info.get(pid_id) != info:
+            db.execute("INSERT OR REPLACE INTO agent_info VALUES (?, ?, ?, ?, ?, ?)",
+                       (pid_id, *info))
+            self._agent_info[pid_id] = info
+        rows = []
+        for dev in report.devices:
+            b = dev.buckets
+            buckets = [getattr(b, c) if b is not None else None for c in BUCKET_COLUMNS]
+            rows.append((t, pid_id, dev.device, dev.gpu_uuid, report.step,
+                         *[getattr(dev, c) for c in AGENT_COLUMNS], *buckets))
+        if rows:
+            marks = ", ".join("?" * len(rows[0]))
+            db.executemany(f"INSERT OR REPLACE INTO agent_samples VALUES ({marks})", rows)
+        for ev in report.events:
+            db.execute("INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
+                       (ev.time, pid_id, ev.kind, _json(dict(ev.data)) if ev.data else None))
+
+    def _flush_rollup(self) -> None:
+        db = self._db
+        for gpu, roll in self._roll_gpu.items():
+            db.execute(f"INSERT OR REPLACE INTO gpu_rollup VALUES "
+                       f"({', '.join('?' * (len(ROLLUP_GPU_COLUMNS) + 2))})",
+                       (roll[0], gpu, *roll[1:]))
+        for gpu, (t0, peaks) in self._roll_proc.items():
+            ids = list(peaks)
+            db.execute("INSERT OR REPLACE INTO proc_rollup VALUES (?, ?, ?, ?, ?)",
+                       (t0, gpu, len(ids), _blob("i", ids), _blob("q", [peaks[i] for i in ids])))
+        self._roll_gpu.clear()
+        self._roll_proc.clear()

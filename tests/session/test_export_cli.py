@@ -1,0 +1,74 @@
+"""`vramscope export` and the OOM snapshots it copies for memory_viz."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import stat
+
+from vramscope.cli import main
+from vramscope.core.samples import AgentEvent, AgentReport, Frame
+from vramscope.core.session import SessionWriter
+from vramscope.core.store import Store
+
+from tests.session.helpers import T0, frame
+
+
+def _session_with_oom_snapshot(tmp_path):
+    snap = tmp_path / "oom-4242.pickle"
+    snapshot = {"segments": [{"device": 0, "address": 0, "total_size": 2 << 20, "blocks": []}],
+                "device_traces": [[]]}
+    snap.write_bytes(pickle.dumps(snapshot, protocol=4))
+    path = tmp_path / "oom.vramscope"
+    store = Store()
+    w = SessionWriter(path)
+    store.subscribe(w)
+    for k in range(5):
+        store.append(frame(k))
+    oom = AgentReport(pid=4242, start_time=T0 - 100, events=(AgentEvent(
+        "oom", T0 + 5.5, {"device": "cuda:0", "snapshot_path": str(snap)}),))
+    store.append(Frame(time=T0 + 6, gpus=frame(6).gpus, agents=(oom,)))
+    w.close()
+    return path, snapshot
+
+
+def test_export_copies_oom_snapshots_as_memory_viz_pickles(tmp_path, capsys):
+    path, snapshot = _session_with_oom_snapshot(tmp_path)
+    out = tmp_path / "trace.json"
+    assert main(["export", str(path), "--format", "perfetto", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "memory_viz" in said
+    (copied,) = (tmp_path / "trace.json.oom-snapshots").iterdir()
+    assert stat.S_IMODE(copied.stat().st_mode) == 0o600
+    raw = copied.read_bytes()
+    assert raw[:2] == b"\x80\x04"  # pickle protocol 4, as memory_viz reads
+    assert pickle.loads(raw) == snapshot
+    ooms = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "oom"]
+    assert ooms and ooms[0]["pid"] == 4242 and ooms[0]["name"] == "OOM"
+
+
+def test_export_redact_leaves_snapshots_out(tmp_path, capsys):
+    path, _ = _session_with_oom_snapshot(tmp_path)
+    out = tmp_path / "r.csv"
+    assert main(["export", str(path), "--out", str(out), "--redact"]) == 0
+    assert "not copied with --redact" in capsys.readouterr().err
+    assert not (tmp_path / "r.csv.oom-snapshots").exists()
+    assert "oom-4242.pickle" in out.read_text()  # the file name, not the path
+    assert str(tmp_path) not in out.read_text()
+
+
+def test_export_does_not_overwrite(tmp_path, capsys):
+    path, _ = _session_with_oom_snapshot(tmp_path)
+    out = tmp_path / "x.csv"
+    out.write_text("keep me")
+    assert main(["export", str(path), "--out", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err and out.read_text() == "keep me"
+    assert main(["export", str(path), "--out", str(out), "--force"]) == 0
+    assert out.read_text().startswith("time,gpu,pid,metric,value\n")
+
+
+def test_record_refuses_an_existing_out_file(tmp_path, capsys):
+    out = tmp_path / "exists.vramscope"
+    out.write_text("precious")
+    assert main(["record", "--demo", "--out", str(out), "--duration", "1"]) == 2
+    assert "already exists" in capsys.readouterr().err and out.read_text() == "precious"
