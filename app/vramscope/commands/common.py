@@ -18,3 +18,18 @@ def open_source(args):
         return SimulatedSource(seed=getattr(args, "seed", 1))
     from vramscope.sources.nvml import NvmlSource
     return NvmlSource()
+
+
+def enrichers_for(source, store) -> list:
+    """Frame -> Frame steps every front end applies after sampling.
+
+    A real source gets the PyTorch agent client (discovers agents, pulls their
+    samples, matches each to its process by pid + start time); a source whose
+    frames already carry agent reports (the demo, a replayed session) gets
+    their series recorded into the store instead, so every view reads one layout.
+    """
+    from vramscope.sources.agents import AgentClient, record_reports
+
+    if getattr(source, "simulated", False):
+        return [lambda frame: record_reports(store, frame)]
+    return [AgentClient(store=store)]

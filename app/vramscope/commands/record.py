@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from vramscope.commands.common import add_source_arguments, open_source
+from vramscope.commands.common import add_source_arguments, enrichers_for, open_source
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -111,15 +111,6 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
     return 0
 
 
-def _agent_enrichers(store) -> list:
-    """The PyTorch agent client, as in the window: agents' figures go into the session."""
-    try:
-        from vramscope.sources.agents import AgentClient
-    except ImportError:
-        return []
-    return [AgentClient(store=store)]
-
-
 def run(args) -> int:
     from vramscope.core.session.library import (
         DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, RetentionPolicy, default_directory,
@@ -160,8 +151,7 @@ def run(args) -> int:
         return record_session(source, path, interval=args.interval, duration=args.duration,
                               prometheus=args.prometheus, retention=retention,
                               retention_directory=directory, stop=stop,
-                              enrichers=None if getattr(source, "simulated", False)
-                              else _agent_enrichers)
+                              enrichers=lambda store: enrichers_for(source, store))
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from vramscope.commands.common import add_source_arguments, open_source
+from vramscope.commands.common import add_source_arguments, enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
 
 EXIT_NO_NVML = 2
@@ -22,12 +22,6 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true",
                    help="print JSON (bytes as integers, null where not available)")
     add_diagnostic_arguments(p)  # --watch SECONDS, --interval, thresholds
-
-
-def enrichers(args) -> list:
-    """Frame -> Frame steps applied after sampling (agents, ...). Empty for now;
-    the agent client plugs in here."""
-    return []
 
 
 def alerts_for(frame, args) -> list:
@@ -50,7 +44,8 @@ def diagnostics_for(args):
 def take_frame(source, args):
     from vramscope.core.sampler import Sampler
     from vramscope.core.store import Store
-    sampler = Sampler(source, Store(fine_points=4, coarse_points=4), enrichers=enrichers(args))
+    store = Store(fine_points=4, coarse_points=4)
+    sampler = Sampler(source, store, enrichers=enrichers_for(source, store))
     engine = args.diagnostics = diagnostics_for(args)
     if getattr(args, "watch", 0):
         from vramscope.core.detectors.options import watch

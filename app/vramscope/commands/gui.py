@@ -1,0 +1,56 @@
+"""`vramscope [--demo] [FILE]`: the window. Qt is imported only in ``run``."""
+
+from __future__ import annotations
+
+import argparse
+
+from vramscope.commands.common import add_source_arguments
+
+WINDOW_CHOICES = ("1m", "10m", "1h", "all")
+
+
+def interval_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0.1 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"{text} s is outside 0.1 .. 60 s")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_arguments(p)
+    p.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
+                   help="sampling interval, 0.1 to 60 s (default 1)")
+    p.add_argument("--window", choices=WINDOW_CHOICES, default="10m",
+                   help="time window shown in the plots (default 10m)")
+    p.add_argument("--quit-after", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help=argparse.SUPPRESS)  # smoke tests and the bundle check
+    p.add_argument("file", nargs="?", default=None, metavar="FILE",
+                   help="a recorded session to reopen")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The window's options alone: used for `vramscope [options] FILE`, where a
+    positional after the subcommands would be taken for a subcommand name."""
+    p = argparse.ArgumentParser(prog="vramscope",
+                                description="What fills your GPU: a live VRAM monitor.")
+    add_arguments(p)
+    p.set_defaults(command=None)
+    return p
+
+
+def run(args) -> int:
+    from vramscope.ui.app import run as run_window
+    return run_window(args)
