@@ -46,11 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _words(argv: list[str]) -> list[str]:
+    return [a for a in argv if not a.startswith("-")]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if argv and argv[0] == "run":  # everything after `run` belongs to the child
         args = argparse.Namespace(command="run", child=argv[1:])
+    elif _words(argv) and not any(w in COMMANDS for w in _words(argv)):
+        # `vramscope [options] FILE`: the window's own parser, because argparse
+        # would take a positional FILE for a subcommand name.
+        args = _command_module("gui").build_parser().parse_args(argv)
     else:
         args = parser.parse_args(argv)
     name = args.command or "gui"

@@ -1,0 +1,308 @@
+"""The main window: GPU cards + timelines, the process table, a time window
+choice and pause/resume; other panels join through ``add_panel``.
+
+A QTimer on the GUI thread pulls ``store.latest`` / ``store.version`` and
+updates the views; nothing here calls NVML or psutil. Signals for panels
+built elsewhere: ``new_frame(Frame)`` on every new frame (paused or not),
+``paused_changed(bool)``, ``window_changed(seconds or None)``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget, QLabel, QMainWindow, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
+    QToolBar, QVBoxLayout, QWidget,
+)
+
+from vramscope.core.samples import Frame
+from vramscope.ui import theme
+from vramscope.ui.banners import DemoBanner, NoDriverPage
+from vramscope.ui.bridge import Bridge
+from vramscope.ui.feed import LiveFeed
+from vramscope.ui.gpu_panel import GpuPanel
+from vramscope.ui.process_model import rows_from_frame
+from vramscope.ui.process_table import ProcessTable
+
+# key -> (button text, seconds; None = the whole session)
+TIME_WINDOWS = {"1m": ("1 min", 60.0), "10m": ("10 min", 600.0), "1h": ("1 h", 3600.0),
+                "all": ("All", None)}
+DEFAULT_WINDOW = "10m"
+TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
+PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
+
+
+def default_demo_source():
+    from vramscope.sources.simulated import SimulatedSource
+    return SimulatedSource(seed=1)
+
+
+class MainWindow(QMainWindow):
+    new_frame = Signal(object)
+    paused_changed = Signal(bool)
+    window_changed = Signal(object)
+
+    def __init__(self, feed: LiveFeed, bridge: Bridge | None = None, window: str = DEFAULT_WINDOW,
+                 demo_factory: Callable[[], object] | None = None, session_file: str | None = None,
+                 poll_ms: int | None = None, parent=None):
+        super().__init__(parent)
+        self.feed = feed
+        self.bridge = bridge or Bridge(self)
+        self.demo_factory = demo_factory or default_demo_source
+        self.session_file = session_file
+        self.colours = theme.ColourBook()
+        self.paused = False
+        self.window_key = window if window in TIME_WINDOWS else DEFAULT_WINDOW
+        self._seen_version = -1
+        self._shown_frame: Frame | None = None
+        self._frames_while_paused = 0
+        self._table_time = float("-inf")
+        self._plot_time = float("-inf")
+
+        self.setWindowTitle("vramscope")
+        self.resize(1400, 900)
+        self._build_menus_and_toolbar()
+        self._build_central()
+        self._build_status_bar()
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(poll_ms or _poll_interval_ms(feed.interval))
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start()
+
+    # -- public API -----------------------------------------------------------------
+    @property
+    def store(self):
+        return self.feed.store
+
+    @property
+    def window_seconds(self) -> float | None:
+        return TIME_WINDOWS[self.window_key][1]
+
+    def add_panel(self, title: str, widget: QWidget,
+                  dock: Qt.DockWidgetArea | None = None) -> QWidget:
+        """A tab beside "Monitor" (default) or, with ``dock``, a dock widget."""
+        if dock is None:
+            self.tabs.addTab(widget, title)
+            return widget
+        d = QDockWidget(title, self)
+        d.setObjectName(f"dock-{title}")
+        d.setWidget(widget)
+        self.addDockWidget(dock, d)
+        self.view_menu.addAction(d.toggleViewAction())
+        return d
+
+    def set_window(self, key: str) -> None:
+        if key not in TIME_WINDOWS:
+            raise ValueError(f"unknown time window {key!r}; choose from {', '.join(TIME_WINDOWS)}")
+        self.window_key = key
+        self._window_actions[key].setChecked(True)
+        self.window_changed.emit(self.window_seconds)
+        self.refresh(force=True)
+
+    def set_paused(self, paused: bool) -> None:
+        if paused == self.paused:
+            return
+        self.paused = paused
+        self._frames_while_paused = 0
+        self.pause_action.setChecked(paused)
+        self.pause_action.setText("Resume" if paused else "Pause")
+        self.paused_changed.emit(paused)
+        if not paused:
+            self.refresh(force=True)
+        self._update_status()
+
+    def refresh(self, force: bool = False) -> None:
+        """Pull the latest frame; redraw unless paused. Cheap when nothing changed."""
+        store = self.feed.store
+        version = store.version
+        frame = store.latest
+        if frame is None or (version == self._seen_version and not force):
+            return
+        fresh = version != self._seen_version
+        self._seen_version = version
+        if fresh:
+            self.new_frame.emit(frame)
+        if self.paused:
+            if fresh:
+                self._frames_while_paused += 1
+            self._update_status()
+            return
+        self._show(frame, force)
+
+    def show_demo(self) -> None:
+        """Switch the feed to the simulated source, without a restart."""
+        self.no_driver.demo_button.setEnabled(False)
+        self.statusBar().showMessage("Starting the demo…")
+        factory, feed = self.demo_factory, self.feed
+        self.bridge.run_in_thread(lambda: feed.switch_source(factory()), self._demo_started,
+                                  name="vramscope-switch-source")
+
+    # -- building ---------------------------------------------------------------------
+    def _build_menus_and_toolbar(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.file_menu = file_menu
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(quit_action)
+        self.quit_action = quit_action
+
+        self.view_menu = self.menuBar().addMenu("&View")
+        bar = QToolBar("Time window", self)
+        bar.setObjectName("mainToolbar")
+        bar.setMovable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        bar.setStyleSheet("QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
+                          "QToolButton { padding: 4px 12px; border-radius: 4px; }"
+                          f"QToolButton:checked {{ background: {theme.HIGHLIGHT}; color: white; }}")
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        bar.addWidget(_muted("Time window "))
+        group = QActionGroup(self)
+        group.setExclusive(True)
+        self._window_actions: dict[str, QAction] = {}
+        for key, (text, _secs) in TIME_WINDOWS.items():
+            act = QAction(text, self, checkable=True)
+            act.setChecked(key == self.window_key)
+            act.triggered.connect(lambda _=False, k=key: self.set_window(k))
+            group.addAction(act)
+            bar.addAction(act)
+            self.view_menu.addAction(act)
+            self._window_actions[key] = act
+        bar.addSeparator()
+        self.pause_action = QAction("Pause", self, checkable=True)
+        self.pause_action.setShortcut(QKeySequence("P"))
+        self.pause_action.setToolTip("Freeze the view (P); sampling continues in the background")
+        self.pause_action.toggled.connect(self.set_paused)
+        bar.addAction(self.pause_action)
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(self.pause_action)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        bar.addWidget(spacer)
+        self.source_label = _muted("")
+        bar.addWidget(self.source_label)
+        self.toolbar = bar
+
+    def _build_central(self) -> None:
+        central = QWidget()
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(8, 4, 8, 4)
+        lay.setSpacing(6)
+        self.banner = DemoBanner()
+        self.banner.hide()
+        lay.addWidget(self.banner)
+
+        self.gpu_panel = GpuPanel(self.colours)
+        self.table = ProcessTable(self.colours)
+        self.table.selection_changed.connect(self.gpu_panel.highlight)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(self.gpu_panel)
+        self.splitter.addWidget(self.table)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setSizes([640, 190])
+        self.table.setMinimumHeight(120)
+
+        self.no_driver = NoDriverPage()
+        self.no_driver.demo_requested.connect(self.show_demo)
+        self.waiting = QLabel("Waiting for the first sample…")
+        self.waiting.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.pages = QStackedWidget()
+        for page in (self.waiting, self.splitter, self.no_driver):
+            self.pages.addWidget(page)
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.pages, "Monitor")
+        lay.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+
+    def _build_status_bar(self) -> None:
+        self.status_text = QLabel()
+        self.statusBar().addPermanentWidget(self.status_text, 1)
+
+    # -- updating ---------------------------------------------------------------------
+    def _show(self, frame: Frame, force: bool = False) -> None:
+        self._shown_frame = frame
+        self.banner.setVisible(frame.simulated)
+        self.setWindowTitle("vramscope — demo (simulated data)" if frame.simulated else "vramscope")
+        if not frame.gpus:
+            if frame.error:
+                self.no_driver.show_error(frame.error, can_demo=not frame.simulated)
+            else:
+                self.no_driver.show_error("The NVIDIA driver reports no GPUs on this machine.",
+                                          can_demo=not frame.simulated, title="No NVIDIA GPU found")
+            self.pages.setCurrentWidget(self.no_driver)
+            self._update_status()
+            return
+        self.pages.setCurrentWidget(self.splitter)
+        self.gpu_panel.update_cards(frame)
+        # Fast sampling (10 Hz) redraws no finer than the eye can use: the table at
+        # most twice a second, the plots at most once per pixel of their time axis.
+        t = frame.time
+        if force or t - self._table_time >= TABLE_MIN_INTERVAL or t < self._table_time:
+            self._table_time = t
+            self.table.set_rows(rows_from_frame(frame))
+        seconds = self.window_seconds
+        since = None if seconds is None else t - seconds
+        if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
+            self._plot_time = t
+            labels = self.feed.labels()
+            for ident in labels:  # colours in order of first sight, stable from then on
+                self.colours.style(ident)
+            self.gpu_panel.update_timelines(self.feed.store, since, t, labels)
+        self.gpu_panel.highlight(self.table.selected_key)
+        self._update_status()
+
+    def _plot_interval(self, since: float | None, t: float) -> float:
+        """Seconds of data per pixel of the time axis (at most PLOT_MAX_INTERVAL)."""
+        start = since if since is not None else (self.feed.store.first_time or t)
+        px = max((tl.plot.vb.width() for tl in self.gpu_panel.timelines.values()), default=0)
+        if px < 50:
+            return 0.0
+        return min(PLOT_MAX_INTERVAL, (t - start) / px)
+
+    def _update_status(self) -> None:
+        frame = self.feed.store.latest
+        source = getattr(self.feed.source, "name", "?")
+        if frame is not None and frame.simulated:
+            src = "Source: demo (simulated)"
+        else:
+            src = f"Source: {source}"
+            if frame is not None and frame.driver_version:
+                src += f" · driver {frame.driver_version}"
+        self.source_label.setText(src + "  ")
+        parts = [f"sampling every {self.feed.interval:g} s"]
+        if frame is not None:
+            parts.append("last sample " + time.strftime("%H:%M:%S", time.localtime(frame.time)))
+            if frame.error and frame.gpus:
+                parts.append(frame.error)
+        if self.paused:
+            parts.insert(0, f"PAUSED — view frozen, sampling continues "
+                            f"({self._frames_while_paused} new samples)")
+        self.status_text.setText("  ·  ".join(parts))
+
+    def _demo_started(self, _result, error) -> None:
+        self.no_driver.demo_button.setEnabled(True)
+        if error is not None:
+            self.statusBar().showMessage(f"Could not start the demo: {error}", 10000)
+            return
+        self.statusBar().showMessage("Showing the demo (simulated data)", 5000)
+        self.refresh(force=True)
+
+
+def _muted(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setStyleSheet(f"color: {theme.MUTED};")
+    return label
+
+
+def _poll_interval_ms(sampling_interval: float) -> int:
+    """Poll the store at twice the sampling rate, between 50 and 250 ms."""
+    return int(min(250, max(50, sampling_interval * 500)))

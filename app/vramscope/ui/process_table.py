@@ -1,0 +1,114 @@
+"""The process table view: sortable, one selected process at a time.
+
+The selection is kept as the process's store key, so it survives the
+model being rebuilt every tick and the rows moving when they re-sort.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+from vramscope.ui import theme
+from vramscope.ui.process_model import (
+    COL, KEY_ROLE, ProcessRow, ProcessSortProxy, ProcessTableModel,
+)
+
+
+class ProcessTable(QWidget):
+    selection_changed = Signal(object)  # the selected row's store key, or None
+
+    def __init__(self, colours: theme.ColourBook, parent=None):
+        super().__init__(parent)
+        self.model = ProcessTableModel(colours, self)
+        self.proxy = ProcessSortProxy(self)
+        self.proxy.setSourceModel(self.model)
+        self.view = QTableView(self)
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.sortByColumn(COL["Memory"], Qt.SortOrder.DescendingOrder)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setAlternatingRowColors(True)
+        self.view.setShowGrid(False)
+        self.view.setWordWrap(False)
+        self.view.verticalHeader().hide()
+        self.view.verticalHeader().setDefaultSectionSize(26)
+        header = self.view.horizontalHeader()
+        header.setHighlightSections(False)
+        header.setStretchLastSection(True)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for name, width in (("GPU", 48), ("PID", 92), ("Agent", 72), ("User", 130),
+                            ("Memory", 96), ("SM %", 60), ("Age", 96)):
+            self.view.setColumnWidth(COL[name], width)
+        self.view.setStyleSheet(
+            "QTableView { border: none; gridline-color: transparent; }"
+            "QHeaderView::section { padding: 4px 6px; border: none;"
+            f" border-bottom: 1px solid {theme.CARD_BORDER}; background: {theme.CARD_BACKGROUND}; }}")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.view)
+        self._selected: tuple | None = None
+        self._rebuilding = False
+        self.view.selectionModel().selectionChanged.connect(self._on_selection)
+
+    @property
+    def selected_key(self) -> tuple | None:
+        return self._selected
+
+    def set_rows(self, rows: list[ProcessRow]) -> None:
+        self._rebuilding = True
+        try:
+            self.model.set_rows(rows)
+            if self._selected is not None and self._row_of(self._selected) is None:
+                self._selected = None
+                gone = True
+            else:
+                gone = False
+                if self._selected is not None:
+                    self._reselect(self._selected)
+        finally:
+            self._rebuilding = False
+        if gone:
+            self.selection_changed.emit(None)
+
+    def select_key(self, key: tuple | None) -> None:
+        if key is None:
+            self.view.clearSelection()
+        else:
+            self._reselect(key)
+
+    def visible_rows(self) -> list[int]:
+        """PIDs in the order the table shows them (after sorting)."""
+        col = COL["PID"]
+        return [int(self.proxy.index(r, col).data()) for r in range(self.proxy.rowCount())]
+
+    def proxy_row_of(self, key: tuple) -> int | None:
+        return self._row_of(key)
+
+    def _row_of(self, key: tuple) -> int | None:
+        for r in range(self.proxy.rowCount()):
+            if self.proxy.index(r, 0).data(KEY_ROLE) == key:
+                return r
+        return None
+
+    def _reselect(self, key: tuple) -> None:
+        r = self._row_of(key)
+        if r is None:
+            return
+        sel = self.view.selectionModel()
+        current = sel.selectedRows()
+        if len(current) == 1 and current[0].row() == r:
+            return
+        sel.select(self.proxy.index(r, 0),
+                   QItemSelectionModel.SelectionFlag.ClearAndSelect
+                   | QItemSelectionModel.SelectionFlag.Rows)
+
+    def _on_selection(self, *_):
+        if self._rebuilding:
+            return
+        rows = self.view.selectionModel().selectedRows()
+        key = rows[0].data(KEY_ROLE) if rows else None
+        if key != self._selected:
+            self._selected = key
+            self.selection_changed.emit(key)
