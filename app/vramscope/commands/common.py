@@ -21,15 +21,33 @@ def open_source(args):
 
 
 def enrichers_for(source, store) -> list:
-    """Frame -> Frame steps every front end applies after sampling.
+    """Frame -> Frame steps every front end (window, record, status) applies."""
+    return [AgentEnricher(store)]
 
-    A real source gets the PyTorch agent client (discovers agents, pulls their
-    samples, matches each to its process by pid + start time); a source whose
-    frames already carry agent reports (the demo, a replayed session) gets
-    their series recorded into the store instead, so every view reads one layout.
+
+class AgentEnricher:
+    """Agent data for every frame, whatever the source (it may be swapped live).
+
+    A real frame gets the PyTorch agent client: it discovers agents, pulls
+    their samples and matches each to its process by pid + start time. A
+    frame that already carries agent reports (the demo, a replayed session)
+    gets their series recorded into the store instead, so every view reads
+    one layout.
     """
-    from vramscope.sources.agents import AgentClient, record_reports
 
-    if getattr(source, "simulated", False):
-        return [lambda frame: record_reports(store, frame)]
-    return [AgentClient(store=store)]
+    def __init__(self, store):
+        self.store = store
+        self._client = None
+
+    def __call__(self, frame):
+        from vramscope.sources.agents import AgentClient, record_reports
+
+        if frame.simulated:
+            return record_reports(self.store, frame)
+        if self._client is None:
+            self._client = AgentClient(store=self.store)
+        return self._client(frame)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()

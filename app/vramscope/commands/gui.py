@@ -35,6 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sampling interval, 0.1 to 60 s (default 1)")
     p.add_argument("--window", choices=WINDOW_CHOICES, default="10m",
                    help="time window shown in the plots (default 10m)")
+    p.add_argument("--no-record", dest="record", action="store_false",
+                   help="do not record this session (recording is on by default for real GPUs; "
+                        "sessions go to the user's data directory, oldest removed past 2 GiB)")
+    p.add_argument("--read-only", action="store_true",
+                   help="disable every action (ending processes)")
+    p.add_argument("--prometheus", metavar="HOST:PORT", default=None,
+                   help="also serve the current metrics for Prometheus (loopback unless told otherwise)")
     p.add_argument("--quit-after", type=_positive_seconds, default=None, metavar="SECONDS",
                    help=argparse.SUPPRESS)  # smoke tests and the bundle check
     p.add_argument("file", nargs="?", default=None, metavar="FILE",

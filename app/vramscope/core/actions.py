@@ -67,6 +67,7 @@ class ProcessActions:
         self.grace_seconds = grace_seconds
         self._mono = monotonic
         self._terminated: dict[tuple[int, float | None], float] = {}
+        self.observers: list = []  # called with each audit entry (e.g. the session recorder)
 
     # -- looking ----------------------------------------------------------------------
     def describe(self, pid: int, start_time: float | None, memory: int | None = None) -> ProcessSummary:
@@ -243,6 +244,11 @@ class ProcessActions:
             "memory_bytes": memory, "read_only": self.read_only, "by": getpass.getuser(),
             "message": message,
         }
+        for observer in self.observers:
+            try:
+                observer(entry)
+            except Exception:  # noqa: BLE001 - an observer must not block the action
+                pass
         try:
             append_json_line(self.audit_path, entry)
         except OSError as exc:

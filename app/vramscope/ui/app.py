@@ -48,34 +48,219 @@ def create_app(argv: list[str] | None = None):
     return app
 
 
-def build_window(args, source=None):
-    """The feed (started) and the main window for ``args``; the app must exist."""
-    from vramscope.commands.common import open_source
+def build_window(args, source=None, start: bool = True, poll_ms: int | None = None):
+    """The feed (started unless told), the main window and its panels; the app must exist."""
+    from vramscope.commands.common import enrichers_for, open_source
+    from vramscope.core.store import Store
     from vramscope.ui.bridge import Bridge
     from vramscope.ui.feed import LiveFeed
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
     if source is None:
         source = _open_source_or_error(args, open_source)
-    feed = LiveFeed(source, interval=getattr(args, "interval", 1.0))
-    feed.start()
+    store = Store()
+    feed = LiveFeed(source, store, interval=getattr(args, "interval", 1.0),
+                    enrichers=enrichers_for(source, store))
+    services = Services.start(feed, args)
+    if start:
+        feed.start()
     bridge = Bridge()
     window = MainWindow(feed, bridge, window=getattr(args, "window", None) or DEFAULT_WINDOW,
-                        session_file=getattr(args, "file", None))
+                        session_file=getattr(args, "file", None), poll_ms=poll_ms)
     bridge.setParent(window)
+    services.attach(window)
     return feed, window
+
+
+class Services:
+    """What runs beside the sampler for a live window: diagnostics, the session
+    recorder (on by default for real GPUs), end-process actions, Prometheus."""
+
+    def __init__(self, feed, engine, actions, writer=None, metrics=None, read_only=False):
+        self.feed, self.engine, self.actions = feed, engine, actions
+        self.writer, self.metrics, self.read_only = writer, metrics, read_only
+        self.panels = None
+
+    @classmethod
+    def start(cls, feed, args) -> "Services":
+        from vramscope.core.actions import ProcessActions
+        from vramscope.core.detectors import Diagnostics
+
+        read_only = bool(getattr(args, "read_only", False))
+        engine = Diagnostics()
+        engine.attach(feed.store)
+        actions = ProcessActions(read_only=read_only)
+        services = cls(feed, engine, actions, read_only=read_only)
+        if getattr(args, "record", True) and not feed.simulated:
+            services.writer = _start_recording(feed, engine, actions)
+        address = getattr(args, "prometheus", None)
+        if address:
+            from vramscope.core.metrics import serve_metrics
+            services.metrics = serve_metrics(feed.store, address,
+                                             warn=lambda m: log.warning("prometheus: %s", m))
+        return services
+
+    def attach(self, window) -> None:
+        from vramscope.ui.panels import attach_panels
+
+        self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
+        window.services = self
+        _add_session_actions(window, self)
+        if self.writer is not None:
+            window.statusBar().showMessage(f"Recording this session to {self.writer.path}", 8000)
+
+    def close(self) -> None:
+        self.feed.close()
+        if self.writer is not None:
+            self.feed.store.unsubscribe(self.writer)
+            self.writer.close()
+        if self.metrics is not None:
+            self.metrics.close()
+
+
+def _start_recording(feed, engine, actions):
+    from vramscope.core.session import RetentionPolicy, SessionError, SessionWriter
+    from vramscope.core.session.journal import AlertJournal
+    from vramscope.core.session.library import default_directory, new_session_path
+
+    directory = default_directory()
+    try:
+        writer = SessionWriter(new_session_path(directory),
+                               meta={"source": feed.source.name, "started_by": "vramscope"},
+                               retention=RetentionPolicy(), retention_directory=directory)
+    except (SessionError, OSError) as exc:
+        log.warning("not recording this session: %s", exc)
+        return None
+    journal = AlertJournal(engine, writer)
+    feed.store.subscribe(writer)
+    feed.store.subscribe(journal)
+    actions.observers.append(journal.on_action)
+    return writer
+
+
+def open_session_window(path: str, args=None):
+    """A window over a recorded session (no sampling); raises SessionError."""
+    from vramscope.core.session import load_into_store, open_session
+    from vramscope.core.store import Store
+    from vramscope.ui.bridge import Bridge
+    from vramscope.ui.feed import LiveFeed
+    from vramscope.ui.main_window import MainWindow
+    from vramscope.ui.panels import attach_panels
+    from vramscope.ui.session_view import attach_session
+
+    reader = open_session(path)
+    store = load_into_store(reader, Store())
+    feed = LiveFeed(ErrorSource("recorded session", name="session"), store)
+    bridge = Bridge()
+    window = MainWindow(feed, bridge, window="all", session_file=str(path))
+    bridge.setParent(window)
+    attach_panels(window, read_only=True)
+    window.refresh(force=True)
+    window.reader = reader
+    window.scrubber = attach_session(window, reader, str(path))
+    _add_session_actions(window, None, reader)
+    return feed, window
+
+
+def _add_session_actions(window, services, reader=None) -> None:
+    """File → Open session…, Export session…"""
+    from PySide6.QtGui import QAction, QKeySequence
+
+    menu = window.file_menu
+    first = menu.actions()[0] if menu.actions() else None
+    open_action = QAction("&Open session…", window)
+    open_action.setShortcut(QKeySequence.StandardKey.Open)
+    open_action.triggered.connect(lambda: _ask_open(window))
+    export_action = QAction("&Export session…", window)
+    export_action.setShortcut(QKeySequence("Ctrl+E"))
+
+    def current_path():
+        if reader is not None:
+            return reader.path
+        writer = services.writer if services is not None else None
+        return writer.path if writer is not None else None
+
+    export_action.triggered.connect(lambda: _ask_export(window, current_path()))
+    menu.insertAction(first, open_action)
+    menu.insertAction(first, export_action)
+    menu.insertSeparator(first)
+
+
+def _ask_open(window) -> None:
+    from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+    from vramscope.core.session import SessionError, default_directory
+
+    path, _ = QFileDialog.getOpenFileName(window, "Open a recorded session", str(default_directory()),
+                                          "vramscope sessions (*.vramscope *.sqlite *.db);;All files (*)")
+    if not path:
+        return
+    try:
+        _feed, other = open_session_window(path)
+    except SessionError as exc:
+        QMessageBox.warning(window, "Cannot open the session", str(exc))
+        return
+    _keep(other)
+    other.show()
+
+
+def _ask_export(window, session_path) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    from vramscope.core.export import FORMATS
+    from vramscope.core.session import open_session
+
+    if session_path is None:
+        window.statusBar().showMessage(
+            "Nothing to export: this window is not recording (demo data, or recording is off). "
+            "Use `vramscope record` or open a recorded session.", 10000)
+        return
+    filters = {"Perfetto / Chrome trace (*.json)": "perfetto", "CSV, long form (*.csv)": "csv"}
+    out, chosen = QFileDialog.getSaveFileName(window, "Export session", "", ";;".join(filters))
+    if not out:
+        return
+    fmt = filters.get(chosen, "perfetto")
+    window.statusBar().showMessage(f"Exporting to {out}…")
+
+    def work():
+        reader = open_session(session_path)
+        try:
+            return FORMATS[fmt](reader, out)
+        finally:
+            reader.close()
+
+    def done(_result, error):
+        window.statusBar().showMessage(
+            f"Export failed: {error}" if error is not None else f"Exported to {out}", 15000)
+
+    window.bridge.run_in_thread(work, done, name="vramscope-export")
+
+
+_windows: list = []
+
+
+def _keep(window) -> None:
+    """Extra windows (reopened sessions) live until closed."""
+    _windows.append(window)
+    window.destroyed.connect(lambda *_: _windows.remove(window) if window in _windows else None)
 
 
 def run(args) -> int:
     from PySide6.QtCore import QTimer
 
+    from vramscope.core.session import SessionError
+
     app = create_app()
-    feed, window = build_window(args)
-    app.aboutToQuit.connect(feed.close)
     if getattr(args, "file", None):
-        window.statusBar().showMessage(
-            f"Reopening recorded sessions is not available in this build ({args.file}); "
-            "showing live data.", 15000)
+        try:
+            feed, window = open_session_window(args.file, args)
+        except SessionError as exc:
+            print(f"vramscope: {exc}", file=sys.stderr)
+            return 2
+        app.aboutToQuit.connect(feed.close)
+    else:
+        feed, window = build_window(args)
+        app.aboutToQuit.connect(window.services.close)
     window.show()
     quit_after = getattr(args, "quit_after", None)
     if quit_after is not None:

@@ -125,14 +125,20 @@ class MainWindow(QMainWindow):
             return
         fresh = version != self._seen_version
         self._seen_version = version
-        if fresh:
-            self.new_frame.emit(frame)
         if self.paused:
             if fresh:
                 self._frames_while_paused += 1
+                self.new_frame.emit(frame)
             self._update_status()
             return
         self._show(frame, force)
+        if fresh:  # after the views exist, so panels can draw on them
+            self.new_frame.emit(frame)
+
+    def show_moment(self, frame: Frame) -> None:
+        """Cards and table at one moment (a recorded session's scrubber); timelines stay."""
+        self.gpu_panel.update_cards(frame)
+        self.table.set_rows(rows_from_frame(frame))
 
     def show_demo(self) -> None:
         """Switch the feed to the simulated source, without a restart."""

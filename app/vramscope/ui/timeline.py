@@ -75,6 +75,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._highlighted: object = None
         self._y_max: float | None = None
         self._x_range: tuple[float, float] | None = None
+        self._markers: dict[tuple, pg.InfiniteLine] = {}
 
     def sizeHint(self):
         return QSize(600, 220)
@@ -134,6 +135,24 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if self._x_range != (t0, t1):
             self._x_range = (t0, t1)
             self.plot.setXRange(t0, t1, padding=0)
+
+    def set_markers(self, markers: dict[tuple, tuple[float, str, str]]) -> None:
+        """Vertical markers: key -> (time, colour, label); alerts and OOMs on this GPU."""
+        for key in [k for k in self._markers if k not in markers]:
+            self.plot.removeItem(self._markers.pop(key))
+        for key, (t, colour, label) in markers.items():
+            line = self._markers.get(key)
+            if line is None:
+                line = pg.InfiniteLine(angle=90, movable=False,
+                                       pen=theme.pen(colour, 1.2, dashed=True),
+                                       label=label, labelOpts={"position": 0.97, "color": colour,
+                                                               "anchors": [(0, 0), (0, 0)]})
+                self._markers[key] = line
+                self.plot.addItem(line, ignoreBounds=True)
+            line.setValue(t)
+
+    def marker_times(self) -> list[float]:
+        return sorted(line.value() for line in self._markers.values())
 
     def x_range(self) -> tuple[float, float]:
         return tuple(self.plot.viewRange()[0])

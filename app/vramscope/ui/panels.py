@@ -1,0 +1,86 @@
+"""The panels beside the monitor view, wired to the main window.
+
+``attach_panels(window, engine, actions)`` adds the alerts list (with its
+markers on the GPU timelines and desktop notifications), the PyTorch agent
+panel and the planner tab. Each panel is a standalone widget; this module is
+the one place that knows how they meet the window's signals.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from vramscope.core.detectors.alert import CRITICAL, KIND_TITLES
+from vramscope.ui import theme
+from vramscope.ui.agent_panel import AgentPanel
+from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
+from vramscope.ui.planner_tab import PlannerTab
+
+PLANNER_MEASURE_EVERY = 2.0  # seconds between planned-vs-measured refreshes
+
+
+@dataclass
+class Panels:
+    alerts: AlertsPanel
+    agents: AgentPanel
+    planner: PlannerTab
+    tray: TrayNotifier
+
+
+def attach_panels(window, engine=None, actions=None, read_only: bool = False) -> Panels:
+    def now() -> float:  # "since ... ago" in the data's time: right for replays and tests too
+        frame = window.store.latest
+        return frame.time if frame is not None else time.time()
+
+    alerts = AlertsPanel(engine=engine, actions=actions, read_only=read_only, clock=now)
+    agents = AgentPanel(window.store)
+    planner = PlannerTab()
+    tray = TrayNotifier(window)
+    panels = Panels(alerts, agents, planner, tray)
+
+    alerts_index = window.tabs.addTab(alerts, "Alerts")
+    window.tabs.addTab(agents, "PyTorch agents")
+    window.tabs.addTab(planner, "Planner")
+
+    def on_counts(shown: int, _hidden: int) -> None:
+        window.tabs.setTabText(alerts_index, f"Alerts ({shown})" if shown else "Alerts")
+
+    alerts.countsChanged.connect(on_counts)
+    alerts.newAlerts.connect(tray.notify)
+    alerts.actionMessage.connect(lambda text: window.statusBar().showMessage(text, 10000))
+    alerts.processEnded.connect(lambda _pid, _start: window.refresh(force=True))
+    alerts.alertActivated.connect(lambda _a: window.tabs.setCurrentIndex(0))
+
+    last_measured = [float("-inf")]
+    gpus_seen = [None]
+
+    def on_frame(frame) -> None:
+        alerts.set_simulated(frame.simulated)
+        alerts.refresh()
+        _set_markers(window, alerts.alerts())
+        agents.update_from(frame)
+        gpus = tuple((f"GPU {g.index}: {g.name}", g.total) for g in frame.gpus if g.total)
+        if gpus != gpus_seen[0]:
+            gpus_seen[0] = gpus
+            planner.set_gpus(list(gpus))
+        now = time.monotonic()
+        if frame.agents and now - last_measured[0] >= PLANNER_MEASURE_EVERY:
+            last_measured[0] = now
+            planner.show_measured(frame.agents[0])
+
+    window.new_frame.connect(on_frame)
+    window.window_changed.connect(lambda seconds: setattr(agents, "window", seconds or 24 * 3600.0))
+    return panels
+
+
+def _set_markers(window, alerts) -> None:
+    """One dashed line per alert on its GPU's timeline, at the moment it began."""
+    by_gpu: dict[int, dict] = {}
+    for a in alerts:
+        if a.gpu is None or a.since is None:
+            continue
+        colour = theme.ERROR if a.severity == CRITICAL else theme.WARNING
+        by_gpu.setdefault(a.gpu, {})[a.key] = (a.since, colour, KIND_TITLES.get(a.kind, a.kind))
+    for index, timeline in window.gpu_panel.timelines.items():
+        timeline.set_markers(by_gpu.get(index, {}))
