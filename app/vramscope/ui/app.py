@@ -140,6 +140,7 @@ def _start_recording(feed, engine, actions):
 
 def open_session_window(path: str, args=None):
     """A window over a recorded session (no sampling); raises SessionError."""
+    from vramscope.core.samples import GpuProcess
     from vramscope.core.session import load_into_store, open_session
     from vramscope.core.store import Store
     from vramscope.ui.bridge import Bridge
@@ -151,6 +152,8 @@ def open_session_window(path: str, args=None):
     reader = open_session(path)
     store = load_into_store(reader, Store())
     feed = LiveFeed(ErrorSource("recorded session", name="session"), store)
+    feed.learn_labels(GpuProcess(pid=r.pid, used=None, info=r.info())
+                      for r in reader.processes().values())
     bridge = Bridge()
     window = MainWindow(feed, bridge, window="all", session_file=str(path))
     bridge.setParent(window)

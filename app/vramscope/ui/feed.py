@@ -32,6 +32,12 @@ class LiveFeed:
         with self._labels_lock:
             return dict(self._labels)
 
+    def learn_labels(self, processes) -> None:
+        """Labels for processes known without a frame (a reopened session's)."""
+        with self._labels_lock:
+            for proc in processes:
+                self._labels.setdefault(proc.identity, process_label(proc))
+
     def _learn_labels(self, frame: Frame) -> None:
         # Store listener: runs on the sampler thread, so every frame is seen even
         # when the window polls less often than the sampler samples.

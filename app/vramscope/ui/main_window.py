@@ -284,7 +284,8 @@ class MainWindow(QMainWindow):
             if frame is not None and frame.driver_version:
                 src += f" · driver {frame.driver_version}"
         self.source_label.setText(src + "  ")
-        parts = [f"sampling every {self.feed.interval:g} s"]
+        parts = ([f"sampling every {self.feed.interval:g} s"] if self.session_file is None
+                 else ["recorded session: move the scrubber below, zoom the plots with the mouse wheel"])
         if frame is not None:
             parts.append("last sample " + time.strftime("%H:%M:%S", time.localtime(frame.time)))
             if frame.error and frame.gpus:

@@ -57,7 +57,7 @@ class ProcessRecord:
     def info(self) -> ProcessInfo:
         return ProcessInfo(pid=self.pid, start_time=self.start_time, user=self.user,
                            name=self.name,
-                           cmdline=(self.command,) if self.command else None,
+                           cmdline=tuple(self.command.split()) if self.command else None,
                            ppid=self.ppid)
 
 

@@ -1,0 +1,55 @@
+"""Reopening a recorded session: the same panels, a scrubber over its length."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vramscope.cli import main
+from vramscope.core.store import gpu_key
+from vramscope.core.units import GiB
+from vramscope.ui.app import open_session_window
+
+from session.helpers import T0, record
+from .helpers import save, table_column
+
+
+@pytest.fixture
+def session_window(themed_app, qtbot, tmp_path):
+    path = tmp_path / "run.vramscope"
+    live = record(path, n=40)
+    feed, window = open_session_window(str(path))
+    qtbot.addWidget(window)
+    window.resize(1400, 900)
+    window.show()
+    qtbot.wait(10)
+    yield live, window
+    feed.close()
+
+
+def test_reopened_session_shows_what_was_recorded(session_window, artifacts_dir):
+    live, window = session_window
+    assert [c.name_text for c in window.gpu_panel.cards.values()] == ["Test GPU A", "Test GPU B"]
+    t, v = window.store.series(gpu_key(0, "used"))
+    lt, lv = live.series(gpu_key(0, "used"))
+    assert np.array_equal(t, lt) and np.array_equal(v, lv)
+    curve_t, curve_v = window.gpu_panel.timelines[0].used_curve.getData()
+    assert np.allclose(curve_v, lv / GiB)
+    assert window.window_key == "all"
+    save(window, artifacts_dir, "session-reopened.png")
+
+
+def test_scrubbing_shows_that_moment_in_the_table(session_window):
+    _live, window = session_window
+    window.scrubber.set_time(T0 + 10)  # the first job (pid 5555) still runs
+    assert "5555" in table_column(window, "PID")
+    window.scrubber.set_time(T0 + 22)  # it exited at pass 20; its successor starts at 25
+    assert "5555" not in table_column(window, "PID")
+    assert "4242" in table_column(window, "PID")
+
+
+def test_a_file_that_is_not_a_session_is_refused_clearly(tmp_path, capsys):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a database")
+    assert main([str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err
