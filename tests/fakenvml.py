@@ -73,6 +73,7 @@ class FakeGpu:
 class FakeState:
     gpus: list[FakeGpu] = field(default_factory=list)
     driver_loaded: bool = True
+    drop_exited: bool = False  # True: like a real driver, exited processes leave the lists
     driver_version: str = "550.54.14"
     nvml_version: str = "12.550.54.14"
     cuda_driver_version: int = 12040
@@ -88,6 +89,7 @@ class FakeState:
     def to_text(self) -> str:
         out = ["# vramscope fake NVML state",
                f"driver {'loaded' if self.driver_loaded else 'not_loaded'}",
+               f"drop_exited {int(self.drop_exited)}",
                f"driver_version {self.driver_version}",
                f"nvml_version {self.nvml_version}",
                f"cuda_driver_version {self.cuda_driver_version}"]
@@ -126,6 +128,8 @@ class FakeState:
             try:
                 if key == "driver":
                     st.driver_loaded = {"loaded": True, "not_loaded": False}[rest]
+                elif key == "drop_exited":
+                    st.drop_exited = {"1": True, "0": False}[rest]
                 elif key == "driver_version":
                     st.driver_version = rest
                 elif key == "nvml_version":

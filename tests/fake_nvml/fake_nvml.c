@@ -52,6 +52,9 @@
 
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/types.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +160,7 @@ typedef struct fake_gpu {
 
 typedef struct {
     int driver_loaded;
+    int drop_exited;          /* 1: like a real driver, list no process that has exited */
     char driver_version[STR_LEN], nvml_version[STR_LEN];
     int cuda_driver_version;
     int ngpus;
@@ -231,6 +235,10 @@ static int parse_line(fake_state *st, char *line, int lineno) {
         if (!strcmp(rest, "loaded")) st->driver_loaded = 1;
         else if (!strcmp(rest, "not_loaded")) st->driver_loaded = 0;
         else goto bad;
+    } else if (!strcmp(key, "drop_exited")) {
+        if (!strcmp(rest, "1")) st->drop_exited = 1;
+        else if (!strcmp(rest, "0")) st->drop_exited = 0;
+        else return -1;
     } else if (!strcmp(key, "driver_version")) {
         snprintf(st->driver_version, sizeof st->driver_version, "%s", rest);
     } else if (!strcmp(key, "nvml_version")) {
@@ -568,9 +576,22 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(fake_gpu *dev, unsigned in
 
 /* ---- process lists ------------------------------------------------------- */
 
+/* With drop_exited, the processes still alive (a real driver frees an exited
+ * process's memory and stops listing it). Called under the lock. */
+static fake_proc live_buf[MAX_PROCS];
+static const fake_proc *live_procs(const fake_proc *src, int *n) {
+    if (!state.drop_exited) return src;
+    int k = 0;
+    for (int i = 0; i < *n; i++)
+        if (!(kill((pid_t)src[i].pid, 0) == -1 && errno == ESRCH)) live_buf[k++] = src[i];
+    *n = k;
+    return live_buf;
+}
+
 /* The buffer-too-small protocol: *count in = capacity, out = entries (or needed). */
 static nvmlReturn_t list_v2(const fake_proc *src, int n, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    src = live_procs(src, &n);
     if (*count < (unsigned int)n || (!infos && n > 0)) {
         *count = (unsigned int)n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -588,6 +609,7 @@ static nvmlReturn_t list_v2(const fake_proc *src, int n, unsigned int *count, nv
 
 static nvmlReturn_t list_v1(const fake_proc *src, int n, unsigned int *count, nvmlProcessInfo_v1_t *infos) {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    src = live_procs(src, &n);
     if (*count < (unsigned int)n || (!infos && n > 0)) {
         *count = (unsigned int)n;
         return NVML_ERROR_INSUFFICIENT_SIZE;

@@ -355,7 +355,7 @@ class AlertsPanel(QWidget):
         if not result.ok:
             return
         # a little past the grace period: Qt's coarse timers may fire a few % early
-        QTimer.singleShot(self._grace_ms + 100, lambda: self._after_grace(alert))
+        QTimer.singleShot(self._grace_ms + 100, self, lambda: self._after_grace(alert))
 
     def _after_grace(self, alert: Alert) -> None:
         if not self.actions.is_alive(alert.pid, alert.start_time):
@@ -371,7 +371,7 @@ class AlertsPanel(QWidget):
         result = self.actions.kill(alert.pid, alert.start_time, memory=alert.frees)
         self._say(result.message)
         if result.ok:
-            QTimer.singleShot(500, lambda: self._ended(alert)
+            QTimer.singleShot(500, self, lambda: self._ended(alert)
                               if not self.actions.is_alive(alert.pid, alert.start_time) else None)
 
     def _ended(self, alert: Alert) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from vramscope.core.detectors.alert import CRITICAL, KIND_TITLES
+from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
 from vramscope.ui import theme
 from vramscope.ui.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
@@ -51,6 +51,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     alerts.actionMessage.connect(lambda text: window.statusBar().showMessage(text, 10000))
     alerts.processEnded.connect(lambda _pid, _start: window.refresh(force=True))
     alerts.alertActivated.connect(lambda _a: window.tabs.setCurrentIndex(0))
+    window.table.end_requested.connect(lambda row: alerts.request_end(_end_request(row)))
 
     last_measured = [float("-inf")]
     gpus_seen = [None]
@@ -72,6 +73,22 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     window.new_frame.connect(on_frame)
     window.window_changed.connect(lambda seconds: setattr(agents, "window", seconds or 24 * 3600.0))
     return panels
+
+
+def end_selected_process(window, panels: Panels):
+    """End the process selected in the table, after the confirmation (Delete key)."""
+    row = window.table.selected_row()
+    if row is None:
+        window.statusBar().showMessage("Select a process in the table first.", 5000)
+        return None
+    return panels.alerts.request_end(_end_request(row))
+
+
+def _end_request(row) -> Alert:
+    """The user's own request to end a process, in the shape the End flow takes."""
+    return Alert(kind="user_request", severity=INFO, gpu=row.gpu, pid=row.pid,
+                 start_time=row.identity.start_time, since=None,
+                 message=f"End {row.label} on GPU {row.gpu}", frees=row.used)
 
 
 def _set_markers(window, alerts) -> None:

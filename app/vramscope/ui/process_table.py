@@ -17,6 +17,7 @@ from vramscope.ui.process_model import (
 
 class ProcessTable(QWidget):
     selection_changed = Signal(object)  # the selected row's store key, or None
+    end_requested = Signal(object)  # a ProcessRow the user asked to end (context menu)
 
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
@@ -51,10 +52,33 @@ class ProcessTable(QWidget):
         self._selected: tuple | None = None
         self._rebuilding = False
         self.view.selectionModel().selectionChanged.connect(self._on_selection)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context_menu)
 
     @property
     def selected_key(self) -> tuple | None:
         return self._selected
+
+    def selected_row(self) -> ProcessRow | None:
+        for row in self.model.rows:
+            if row.key == self._selected:
+                return row
+        return None
+
+    def _context_menu(self, pos) -> None:
+        from PySide6.QtWidgets import QMenu
+
+        index = self.view.indexAt(pos)
+        if not index.isValid():
+            return
+        self.select_key(index.data(KEY_ROLE))
+        row = self.selected_row()
+        if row is None:
+            return
+        menu = QMenu(self)
+        menu.addAction(f"End process {row.pid}\u2026", lambda: self.end_requested.emit(row))
+        menu.popup(self.view.viewport().mapToGlobal(pos))
+        self.context_menu = menu
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
         self._rebuilding = True
