@@ -1,0 +1,221 @@
+"""Light and dark schemes: readable text and plots, colour-blind-safe process
+colours, the desktop's choice followed, a live switch that re-colours what is
+open -- and screenshots of the main window in both, as the app starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from PySide6.QtCore import Qt
+
+from vramscope.ui import theme
+
+from .helpers import save
+
+
+def _luminance(hex_colour: str) -> float:
+    h = hex_colour.lstrip("#")
+    def lin(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (lin(int(h[i:i + 2], 16) / 255) for i in (0, 2, 4))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)))
+    return (lb + 0.05) / (la + 0.05)
+
+
+@pytest.fixture
+def dark_again(themed_app):
+    """Whatever a test switches to, the rest of the session is dark again."""
+    yield themed_app
+    theme.apply(themed_app, "dark")
+
+
+@pytest.mark.parametrize("scheme", [theme.DARK, theme.LIGHT], ids=lambda s: s.name)
+def test_text_and_plot_lines_are_readable(scheme):
+    for bg in (scheme.WINDOW, scheme.BASE, scheme.CARD_BACKGROUND):
+        assert contrast(scheme.TEXT, bg) >= 7
+        for fg in (scheme.MUTED, scheme.WARNING, scheme.ERROR, scheme.OK, scheme.LINK):
+            assert contrast(fg, bg) >= 4.5, (fg, bg)  # WCAG AA for text
+    plot = scheme.PLOT_BACKGROUND
+    assert contrast(scheme.PLOT_FOREGROUND, plot) >= 4.5  # axis labels and ticks
+    assert contrast(scheme.TOTAL_USED, plot) >= 7
+    assert contrast(scheme.CAPACITY, plot) >= 3
+    # the best-contrast process colours come first; none disappears into the plot
+    firsts = scheme.PROCESS_COLOURS[:4]
+    assert all(contrast(c, plot) >= 3 for c in firsts), [round(contrast(c, plot), 2) for c in firsts]
+    assert all(contrast(c, plot) >= 2 for c in scheme.PROCESS_COLOURS)
+
+
+@pytest.mark.parametrize("scheme", [theme.DARK, theme.LIGHT], ids=lambda s: s.name)
+def test_process_colours_are_okabe_ito_distinct_and_unlike_the_total(scheme):
+    colours = scheme.PROCESS_COLOURS
+    assert set(colours) <= set(theme.OKABE_ITO.values())
+    assert len(set(colours)) == len(colours) >= 6
+    # the total-used curve is never mistaken for a process
+    assert all(contrast(c, scheme.TOTAL_USED) >= 1.5 for c in colours)
+
+
+def test_the_two_schemes_map_role_by_role_both_ways():
+    """A colour shared by two roles in one scheme is shared in the other, so a
+    live switch (which maps colour values) can always find the counterpart."""
+    for a, b in ((theme.DARK, theme.LIGHT), (theme.LIGHT, theme.DARK)):
+        seen: dict[str, str] = {}
+        for role, colour in a.colours().items():
+            target = getattr(b, role)
+            assert seen.setdefault(colour.lower(), target) == target, role
+    assert theme.recolour_style_sheet(
+        f"QFrame {{ background: {theme.DARK.CARD_BACKGROUND.upper()}; color: #123456; }}",
+        theme.colour_map(theme.DARK, theme.LIGHT)) == \
+        f"QFrame {{ background: {theme.LIGHT.CARD_BACKGROUND}; color: #123456; }}"
+
+
+class _Hints:
+    def __init__(self, value):
+        self.value = value
+
+    def colorScheme(self):
+        return self.value
+
+
+class _App:
+    def __init__(self, value):
+        self.hints = _Hints(value)
+
+    def styleHints(self):
+        return self.hints
+
+
+@pytest.mark.parametrize("desktop, expected", [
+    (Qt.ColorScheme.Dark, "dark"), (Qt.ColorScheme.Light, "light"), (Qt.ColorScheme.Unknown, "dark"),
+])
+def test_system_mode_follows_the_desktop(desktop, expected):
+    assert theme.resolve("system", _App(desktop)).name == expected
+    assert theme.resolve("light", _App(Qt.ColorScheme.Dark)).name == "light"
+    with pytest.raises(ValueError, match="choose from system, light, dark"):
+        theme.resolve("sepia")
+
+
+def test_apply_sets_palette_plot_colours_and_module_constants(dark_again):
+    import pyqtgraph as pg
+    from PySide6.QtGui import QPalette
+
+    app = dark_again
+    assert theme.apply(app, "light") is theme.LIGHT
+    assert app.palette().color(QPalette.ColorRole.Window).name() == theme.LIGHT.WINDOW
+    assert app.palette().color(QPalette.ColorRole.Text).name() == theme.LIGHT.TEXT
+    assert pg.getConfigOption("background") == theme.LIGHT.PLOT_BACKGROUND
+    assert theme.MUTED == theme.LIGHT.MUTED and theme.PROCESS_COLOURS == theme.LIGHT.PROCESS_COLOURS
+    assert theme.mode() == "light"
+    theme.apply(app, "dark")
+    assert theme.MUTED == theme.DARK.MUTED
+    assert app.palette().color(QPalette.ColorRole.Window).name() == theme.DARK.WINDOW
+
+
+def test_colour_book_keeps_each_process_in_its_place_across_a_switch(dark_again):
+    book = theme.ColourBook()
+    first = [book.colour(("p", n)) for n in range(3)]
+    assert first == list(theme.DARK.PROCESS_COLOURS[:3])
+    theme.apply(dark_again, "light")
+    assert [book.colour(("p", n)) for n in range(3)] == list(theme.LIGHT.PROCESS_COLOURS[:3])
+
+
+def test_live_switch_recolours_the_open_window(make_window, scripted_frames, dark_again,
+                                               artifacts_dir, qtbot):
+    import pyqtgraph as pg
+
+    w = make_window(scripted_frames)
+    tl = w.gpu_panel.timelines[0]
+    card = w.gpu_panel.cards[0]
+    assert tl.backgroundBrush().color().name() == theme.DARK.PLOT_BACKGROUND
+
+    theme.switch(dark_again, "light")
+    w.refresh(force=True)
+    qtbot.wait(10)
+    L = theme.LIGHT
+    assert tl.backgroundBrush().color().name() == L.PLOT_BACKGROUND
+    assert tl.used_curve.opts["pen"].color().name() == L.TOTAL_USED
+    assert tl.capacity_curve.opts["pen"].color().name() == L.CAPACITY
+    assert tl.plot.getAxis("left").textPen().color().name() == L.PLOT_FOREGROUND
+    assert pg.mkColor(tl.legend.opts["labelTextColor"]).name() == L.TEXT
+    assert L.CARD_BACKGROUND in card.styleSheet() and theme.DARK.CARD_BACKGROUND not in card.styleSheet()
+    proc_pens = {c.opts["pen"].color().name().upper() for c in tl.proc_curves.values()}
+    assert proc_pens and proc_pens <= set(L.PROCESS_COLOURS)
+    save(w, artifacts_dir, "theme-live-switch-light.png")
+
+    theme.switch(dark_again, "dark")
+    assert tl.backgroundBrush().color().name() == theme.DARK.PLOT_BACKGROUND
+    assert theme.DARK.CARD_BACKGROUND in card.styleSheet()
+    assert tl.used_curve.opts["pen"].color().name() == theme.DARK.TOTAL_USED
+
+
+# -- as the app starts: the scheme applied before the window's modules are imported -----
+_START = textwrap.dedent("""
+    import json, sys, time
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QApplication
+    from vramscope.ui import theme
+    app = QApplication([sys.argv[0]])
+    scheme = theme.apply(app, sys.argv[1])
+    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.ui.feed import LiveFeed
+    from vramscope.ui.main_window import MainWindow
+    from vramscope.ui.about import AboutDialog
+    from vramscope.ui.settings import Settings
+    from vramscope.ui.settings_dialog import SettingsDialog
+    from PySide6.QtCore import QSettings
+    src = SimulatedSource(seed=1)
+    now = time.time()
+    feed = LiveFeed(SimulatedSource(seed=1))
+    for k in range(600):
+        feed.store.append(src.sample(now - 600 + k))
+    w = MainWindow(feed, window="10m", poll_ms=60_000)
+    w.resize(1400, 900)
+    w.show()
+    w.refresh(force=True)
+    for _ in range(5):
+        app.processEvents()
+    out = sys.argv[2]
+    image = w.grab().toImage()
+    image.save(out + "/main-window-" + scheme.name + ".png")
+    tl = w.gpu_panel.timelines[0]
+    vb = tl.plot.vb
+    corner = vb.mapToScene(vb.boundingRect().topLeft())
+    pos = tl.mapTo(w, tl.mapFromScene(corner))
+    plot_pixel = image.pixelColor(pos.x() + 3, pos.y() + 3).name()
+    window_pixel = image.pixelColor(w.width() - 5, w.height() - 40).name()
+    settings = Settings(QSettings(out + "/settings-" + scheme.name + ".ini", QSettings.Format.IniFormat))
+    d = SettingsDialog(settings)
+    d.show(); app.processEvents()
+    d.grab().save(out + "/settings-dialog-" + scheme.name + ".png")
+    a = AboutDialog(feed.store.latest)
+    a.show(); app.processEvents()
+    a.grab().save(out + "/about-dialog-" + scheme.name + ".png")
+    print(json.dumps({"scheme": scheme.name, "plot_pixel": plot_pixel,
+                      "card_style": w.gpu_panel.cards[0].styleSheet(),
+                      "legend_text": pg.mkColor(tl.legend.opts["labelTextColor"]).name()}))
+    w.close(); feed.close()
+""")
+
+
+@pytest.mark.parametrize("mode", ["dark", "light"])
+def test_main_window_as_it_starts_in_each_scheme(mode, artifacts_dir):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    done = subprocess.run([sys.executable, "-c", _START, mode, str(artifacts_dir)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    scheme = theme.SCHEMES[mode]
+    assert facts["scheme"] == mode
+    assert facts["plot_pixel"] == scheme.PLOT_BACKGROUND
+    assert scheme.CARD_BACKGROUND in facts["card_style"]
+    assert facts["legend_text"] == scheme.TEXT
+    for name in ("main-window", "settings-dialog", "about-dialog"):
+        assert (artifacts_dir / f"{name}-{mode}.png").stat().st_size > 5000
