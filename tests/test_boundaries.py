@@ -38,6 +38,17 @@ def test_core_sources_commands_import_without_qt():
     assert r.stdout.strip().endswith("ok")
 
 
+def test_the_monitor_runs_without_torch():
+    """torch is not a dependency of the app: the monitor side (agent client
+    and protocol included) must import without it."""
+    code = BLOCKER.format(blocked={"torch"}, packages=["vramscope.core", "vramscope.sources",
+                                                         "vramscope.commands"])
+    code += "import vramscope.agent.protocol, vramscope.agent.paths\nprint('ok')\n"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("ok")
+
+
 def test_agent_imports_with_only_stdlib_and_torch():
     pytest.importorskip("torch")
     # torch itself imports numpy, so torch is imported before the block goes up;

@@ -18,12 +18,26 @@ from __future__ import annotations
 import os
 import threading
 
-from vramscope.agent.core import DEFAULT_INTERVAL, Agent
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vramscope.agent.core import Agent
 
 __all__ = ["start", "watch", "step", "stop", "get", "Agent", "DEFAULT_INTERVAL"]
 
+# The monitor imports vramscope.agent.protocol and .paths (stdlib only) without
+# torch; only starting an agent imports torch (through agent.core).
+DEFAULT_INTERVAL = 0.5  # seconds between allocator samples
+
 _lock = threading.Lock()
 _agent: Agent | None = None
+
+
+def __getattr__(name):
+    if name == "Agent":
+        from vramscope.agent.core import Agent
+        return Agent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def start(model=None, optimizer=None, interval: float = DEFAULT_INTERVAL, **options) -> Agent:
@@ -31,6 +45,7 @@ def start(model=None, optimizer=None, interval: float = DEFAULT_INTERVAL, **opti
     global _agent
     with _lock:
         if _agent is None:
+            from vramscope.agent.core import Agent
             _agent = Agent(interval=interval, **options)
             if model is not None or optimizer is not None:
                 _agent.watch(model=model, optimizer=optimizer)

@@ -27,7 +27,7 @@ from vramscope.agent.stats import StatsReader
 from vramscope.agent.steps import StepTracker
 
 AGENT_VERSION = 1
-DEFAULT_INTERVAL = 0.5
+from vramscope.agent import DEFAULT_INTERVAL  # one definition, in the package (no torch there)
 MIN_INTERVAL = 0.05
 WALK_BUDGET = 0.01  # the walk may take at most 1 % of wall time
 IDLE_WALK_EVERY = 5.0  # without steps, redo the walk this often (inference, before step 1)
