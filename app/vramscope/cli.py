@@ -26,6 +26,7 @@ COMMANDS = {
     "export": "export a recorded session to CSV or a Perfetto trace",
     "plan": "will it fit? the memory arithmetic before a run",
     "run": "run a Python script with the vramscope PyTorch agent on",
+    "desktop": "add vramscope to your desktop menu (install / uninstall / show)",
 }
 
 

@@ -27,7 +27,7 @@ def ini(tmp_path):
 def test_defaults_on_first_start(ini):
     s = ini()
     assert s.interval == 1.0 and s.window == "10m" and s.theme == "system"
-    assert s.read_only is False and s.recording is False
+    assert s.read_only is False and s.recording is True  # recording is on by default (issue 5)
     assert s.session_cap_bytes == 2 * GiB
     assert s.geometry is None and s.splitter_state is None
     assert s.diagnostics == DiagnosticSettings()

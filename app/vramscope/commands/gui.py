@@ -31,10 +31,13 @@ def _positive_seconds(text: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
-    p.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
-                   help="sampling interval, 0.1 to 60 s (default 1)")
-    p.add_argument("--window", choices=WINDOW_CHOICES, default="10m",
-                   help="time window shown in the plots (default 10m)")
+    # None = "not given": the saved setting applies (a given value overrides it for this run)
+    p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
+                   help="sampling interval, 0.1 to 60 s (default: the saved setting, 1 s)")
+    p.add_argument("--window", choices=WINDOW_CHOICES, default=None,
+                   help="time window shown in the plots (default: the saved setting, 10m)")
+    p.add_argument("--theme", choices=("system", "light", "dark"), default=None,
+                   help="colours (default: the saved setting, following the desktop)")
     p.add_argument("--no-record", dest="record", action="store_false",
                    help="do not record this session (recording is on by default for real GPUs; "
                         "sessions go to the user's data directory, oldest removed past 2 GiB)")

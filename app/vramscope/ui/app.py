@@ -27,7 +27,7 @@ def icon_files() -> list[pathlib.Path]:
     return []
 
 
-def create_app(argv: list[str] | None = None):
+def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
@@ -37,19 +37,27 @@ def create_app(argv: list[str] | None = None):
     app.setApplicationName(APP_NAME)
     app.setApplicationDisplayName(APP_NAME)
     app.setApplicationVersion(__version__)
-    app.setDesktopFileName(APP_NAME)
+    # On Wayland the app id must be the .desktop file's name for the menu entry and
+    # icon to attach to the window; on X11 the class stays "vramscope" (StartupWMClass).
+    app.setDesktopFileName("io.github.vramscope.Vramscope")
     files = icon_files()
     if files:
         icon = QIcon()
         for f in files:
             icon.addFile(str(f))
         app.setWindowIcon(icon)
-    theme.apply(app)
+    theme.apply(app, theme_mode)  # before any module that formats style sheets is imported
     return app
 
 
-def build_window(args, source=None, start: bool = True, poll_ms: int | None = None):
-    """The feed (started unless told), the main window and its panels; the app must exist."""
+def build_window(args, source=None, start: bool = True, poll_ms: int | None = None,
+                 settings=None):
+    """The feed (started unless told), the main window and its panels; the app must exist.
+
+    ``settings`` (ui/settings.Settings, command line already merged) gives the
+    interval, time window, read-only mode, recording and thresholds; without it
+    (tests) they come from ``args`` alone.
+    """
     from vramscope.commands.common import enrichers_for, open_source
     from vramscope.core.store import Store
     from vramscope.ui.bridge import Bridge
@@ -59,16 +67,22 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
     if source is None:
         source = _open_source_or_error(args, open_source)
     store = Store()
-    feed = LiveFeed(source, store, interval=getattr(args, "interval", 1.0),
-                    enrichers=enrichers_for(source, store))
-    services = Services.start(feed, args)
+    interval = settings.interval if settings is not None else (getattr(args, "interval", None) or 1.0)
+    feed = LiveFeed(source, store, interval=interval, enrichers=enrichers_for(source, store))
+    services = Services.start(feed, args, settings)
     if start:
         feed.start()
     bridge = Bridge()
-    window = MainWindow(feed, bridge, window=getattr(args, "window", None) or DEFAULT_WINDOW,
+    window_key = settings.window if settings is not None else (getattr(args, "window", None) or DEFAULT_WINDOW)
+    window = MainWindow(feed, bridge, window=window_key,
                         session_file=getattr(args, "file", None), poll_ms=poll_ms)
     bridge.setParent(window)
     services.attach(window)
+    if settings is not None:
+        from vramscope.ui.window_setup import restore_layout, setup_desktop
+
+        restore_layout(window, settings)
+        setup_desktop(window, settings)
     return feed, window
 
 
@@ -82,17 +96,23 @@ class Services:
         self.panels = None
 
     @classmethod
-    def start(cls, feed, args) -> "Services":
+    def start(cls, feed, args, settings=None) -> "Services":
         from vramscope.core.actions import ProcessActions
         from vramscope.core.detectors import Diagnostics
 
-        read_only = bool(getattr(args, "read_only", False))
-        engine = Diagnostics()
+        if settings is not None:
+            read_only, record = settings.read_only, settings.recording
+            engine = Diagnostics(settings.diagnostics)
+        else:
+            read_only = bool(getattr(args, "read_only", False))
+            record = getattr(args, "record", True)
+            engine = Diagnostics()
         engine.attach(feed.store)
         actions = ProcessActions(read_only=read_only)
         services = cls(feed, engine, actions, read_only=read_only)
-        if getattr(args, "record", True) and not feed.simulated:
-            services.writer = _start_recording(feed, engine, actions)
+        cap = settings.session_cap_bytes if settings is not None else None
+        if record and not feed.simulated:
+            services.writer = _start_recording(feed, engine, actions, cap)
         address = getattr(args, "prometheus", None)
         if address:
             from vramscope.core.metrics import serve_metrics
@@ -118,7 +138,7 @@ class Services:
             self.metrics.close()
 
 
-def _start_recording(feed, engine, actions):
+def _start_recording(feed, engine, actions, cap_bytes=None):
     from vramscope.core.session import RetentionPolicy, SessionError, SessionWriter
     from vramscope.core.session.journal import AlertJournal
     from vramscope.core.session.library import default_directory, new_session_path
@@ -127,7 +147,9 @@ def _start_recording(feed, engine, actions):
     try:
         writer = SessionWriter(new_session_path(directory),
                                meta={"source": feed.source.name, "started_by": "vramscope"},
-                               retention=RetentionPolicy(), retention_directory=directory)
+                               retention=RetentionPolicy() if cap_bytes is None
+                               else RetentionPolicy(max_bytes=cap_bytes),
+                               retention_directory=directory)
     except (SessionError, OSError) as exc:
         log.warning("not recording this session: %s", exc)
         return None
@@ -252,8 +274,11 @@ def run(args) -> int:
     from PySide6.QtCore import QTimer
 
     from vramscope.core.session import SessionError
+    from vramscope.ui.settings import Settings
 
-    app = create_app()
+    settings = Settings()
+    settings.merge_args(args)
+    app = create_app(theme_mode=settings.theme)
     if getattr(args, "file", None):
         try:
             feed, window = open_session_window(args.file, args)
@@ -262,7 +287,7 @@ def run(args) -> int:
             return 2
         app.aboutToQuit.connect(feed.close)
     else:
-        feed, window = build_window(args)
+        feed, window = build_window(args, settings=settings)
         app.aboutToQuit.connect(window.services.close)
     window.show()
     quit_after = getattr(args, "quit_after", None)

@@ -22,7 +22,7 @@ QLabel#used {{ font-size: 17pt; font-weight: 600; }}
 QLabel#error {{ color: #ffffff; background: {theme.ERROR}; border-radius: 4px;
                padding: 3px 6px; font-weight: 600; }}
 QLabel[class="key"] {{ color: {theme.MUTED}; }}
-QProgressBar {{ border: none; background: #2c313a; border-radius: 4px; height: 8px; }}
+QProgressBar {{ border: none; background: {theme.TRACK}; border-radius: 4px; height: 8px; }}
 QProgressBar::chunk {{ border-radius: 4px; background: {theme.OK}; }}
 QProgressBar[level="high"]::chunk {{ background: {theme.WARNING}; }}
 QProgressBar[level="full"]::chunk {{ background: {theme.ERROR}; }}

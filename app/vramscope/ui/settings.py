@@ -101,7 +101,7 @@ _KEYS = {
     "window": ("view/window", DEFAULT_WINDOW, _choice(WINDOWS)),
     "read_only": ("actions/read_only", False, _as_bool),
     "theme": ("view/theme", DEFAULT_THEME, _choice(THEMES)),
-    "recording": ("recording/enabled", False, _as_bool),
+    "recording": ("recording/enabled", True, _as_bool),  # on by default (real GPUs)
     "session_cap_bytes": ("recording/session_cap_bytes", DEFAULT_SESSION_CAP, _as_cap),
     "geometry": ("window/geometry", None, _as_bytes),
     "window_state": ("window/state", None, _as_bytes),
