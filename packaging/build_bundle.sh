@@ -9,7 +9,7 @@
 # the checkout has a .venv, else the one on PATH. The smoke run starts the window
 # offscreen on the demo for 3 s and runs `status --demo --json`; either failing
 # (or printing a traceback) fails the script. Then add it to your desktop menu:
-#   dist/vramscope/vramscope install-desktop     (or packaging/install_desktop.sh)
+#   dist/vramscope/vramscope desktop install     (or packaging/install_desktop.sh)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
