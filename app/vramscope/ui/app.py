@@ -90,9 +90,9 @@ class Services:
     """What runs beside the sampler for a live window: diagnostics, the session
     recorder (on by default for real GPUs), end-process actions, Prometheus."""
 
-    def __init__(self, feed, engine, actions, writer=None, metrics=None, read_only=False):
+    def __init__(self, feed, engine, actions, recorder=None, metrics=None, read_only=False):
         self.feed, self.engine, self.actions = feed, engine, actions
-        self.writer, self.metrics, self.read_only = writer, metrics, read_only
+        self.recorder, self.metrics, self.read_only = recorder, metrics, read_only
         self.panels = None
 
     @classmethod
@@ -111,8 +111,8 @@ class Services:
         actions = ProcessActions(read_only=read_only)
         services = cls(feed, engine, actions, read_only=read_only)
         cap = settings.session_cap_bytes if settings is not None else None
-        if record and not feed.simulated:
-            services.writer = _start_recording(feed, engine, actions, cap)
+        if record:  # only real GPUs are written (see SessionRecorder)
+            services.recorder = _start_recording(feed, engine, actions, cap)
         address = getattr(args, "prometheus", None)
         if address:
             from vramscope.core.metrics import serve_metrics
@@ -126,38 +126,29 @@ class Services:
         self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
         window.services = self
         _add_session_actions(window, self)
-        if self.writer is not None:
-            window.statusBar().showMessage(f"Recording this session to {self.writer.path}", 8000)
+        if self.recorder is not None and not self.feed.simulated:
+            window.statusBar().showMessage("Recording this session (File → Export to share it)", 8000)
 
     def close(self) -> None:
         self.feed.close()
-        if self.writer is not None:
-            self.feed.store.unsubscribe(self.writer)
-            self.writer.close()
+        if self.recorder is not None:
+            self.feed.store.unsubscribe(self.recorder)
+            self.recorder.close()
         if self.metrics is not None:
             self.metrics.close()
 
 
 def _start_recording(feed, engine, actions, cap_bytes=None):
-    from vramscope.core.session import RetentionPolicy, SessionError, SessionWriter
-    from vramscope.core.session.journal import AlertJournal
-    from vramscope.core.session.library import default_directory, new_session_path
+    """Record the real GPUs this window sees (the file appears with the first one)."""
+    from vramscope.core.session import RetentionPolicy
+    from vramscope.core.session.recorder import SessionRecorder
 
-    directory = default_directory()
-    try:
-        writer = SessionWriter(new_session_path(directory),
+    recorder = SessionRecorder(engine, actions,
                                meta={"source": feed.source.name, "started_by": "vramscope"},
                                retention=RetentionPolicy() if cap_bytes is None
-                               else RetentionPolicy(max_bytes=cap_bytes),
-                               retention_directory=directory)
-    except (SessionError, OSError) as exc:
-        log.warning("not recording this session: %s", exc)
-        return None
-    journal = AlertJournal(engine, writer)
-    feed.store.subscribe(writer)
-    feed.store.subscribe(journal)
-    actions.observers.append(journal.on_action)
-    return writer
+                               else RetentionPolicy(max_bytes=cap_bytes))
+    feed.store.subscribe(recorder)
+    return recorder
 
 
 def open_session_window(path: str, args=None):
@@ -202,8 +193,8 @@ def _add_session_actions(window, services, reader=None) -> None:
     def current_path():
         if reader is not None:
             return reader.path
-        writer = services.writer if services is not None else None
-        return writer.path if writer is not None else None
+        recorder = services.recorder if services is not None else None
+        return recorder.path if recorder is not None else None
 
     export_action.triggered.connect(lambda: _ask_export(window, current_path()))
     menu.insertAction(first, open_action)

@@ -1,0 +1,53 @@
+"""The window's recording: only real GPUs, the file appears with the first one,
+alerts and actions beside the samples."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from vramscope.core.detectors import Diagnostics
+from vramscope.core.session import open_session
+from vramscope.core.session.recorder import SessionRecorder
+from vramscope.core.samples import Frame
+
+from .helpers import frame
+
+
+def _real(k):
+    return dataclasses.replace(frame(k), simulated=False)
+
+
+def test_no_file_until_a_real_gpu_and_never_simulated_frames(tmp_path):
+    rec = SessionRecorder(directory=tmp_path)
+    rec(Frame(time=1.0, error="NVIDIA driver not found"))  # no driver: nothing to record
+    rec(frame(0))  # the demo: simulated
+    assert rec.path is None and list(tmp_path.iterdir()) == []
+    for k in range(1, 6):
+        rec(_real(k))
+    rec(frame(6))  # switched to the demo: not mixed into the real recording
+    rec.close()
+    reader = open_session(rec.path)
+    assert list(reader.frame_times()) == [frame(k).time for k in range(1, 6)]
+
+
+def test_alerts_and_actions_are_journaled(tmp_path):
+    class OneAlert(Diagnostics):
+        def alerts(self, include_hidden=False):
+            from vramscope.core.detectors.alert import WARNING, Alert
+            return [Alert(kind="leak", severity=WARNING, gpu=0, pid=4242, start_time=None,
+                          since=frame(2).time, message="leak: 4 MiB per step")]
+
+    class Actions:
+        observers: list = []
+
+    actions = Actions()
+    rec = SessionRecorder(engine=OneAlert(), actions=actions, directory=tmp_path)
+    for k in range(4):
+        rec(_real(k))
+    for observer in actions.observers:
+        observer({"time": frame(3).time, "action": "SIGTERM", "outcome": "sent", "pid": 4242,
+                  "start_time": None, "message": "sent SIGTERM to pid 4242"})
+    rec.close()
+    reader = open_session(rec.path)
+    assert [a["kind"] for a in reader.alerts()] == ["leak"]  # once, not once per frame
+    assert [a["action"] for a in reader.actions()] == ["SIGTERM"]
