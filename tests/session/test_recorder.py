@@ -51,3 +51,35 @@ def test_alerts_and_actions_are_journaled(tmp_path):
     reader = open_session(rec.path)
     assert [a["kind"] for a in reader.alerts()] == ["leak"]  # once, not once per frame
     assert [a["action"] for a in reader.actions()] == ["SIGTERM"]
+
+
+def test_headless_record_keeps_the_alerts_it_raised(tmp_path):
+    """`vramscope record` runs the window's diagnostics: an OOM the agent reports
+    becomes a critical alert, kept in the session beside the samples."""
+    import threading
+
+    from vramscope.commands.record import record_session
+
+    class OomOnThirdPass:
+        name, simulated = "test", False
+
+        def __init__(self):
+            self.k = 0
+
+        def sample(self, now):
+            self.k += 1
+            f = frame(self.k, oom=self.k == 3)
+            shift = now - f.time  # the helper's frames are from 2023: move them to now
+            agents = tuple(dataclasses.replace(r, time=r.time + shift, events=tuple(
+                dataclasses.replace(e, time=e.time + shift) for e in r.events)) for r in f.agents)
+            return dataclasses.replace(f, time=now, simulated=False, agents=agents)
+
+        def close(self):
+            pass
+
+    path = tmp_path / "run.vramscope"
+    stop = threading.Event()
+    threading.Timer(2.0, stop.set).start()
+    assert record_session(OomOnThirdPass(), path, interval=0.2, stop=stop) == 0
+    alerts = open_session(path).alerts()
+    assert ("oom", "critical") in [(a["kind"], a["severity"]) for a in alerts]

@@ -74,6 +74,13 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
             writer.close()
             return 2
     store.subscribe(writer)
+    # the same diagnostics as the window, their alerts kept beside the samples
+    from vramscope.core.detectors import Diagnostics
+    from vramscope.core.session.journal import AlertJournal
+    engine = Diagnostics()
+    engine.attach(store)
+    journal = AlertJournal(engine, writer)
+    store.subscribe(journal)
     extra = list(enrichers(store)) if callable(enrichers) else list(enrichers or [])
     sampler = Sampler(source, store, interval, extra)
     what = f"every {interval:g} s" + (f" for {duration:g} s" if duration else "")
@@ -92,6 +99,7 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
             stop.wait(0.25 if left is None else min(0.25, left))
     finally:
         sampler.stop()
+        store.unsubscribe(journal)
         store.unsubscribe(writer)
         if server is not None:
             server.close()
