@@ -221,3 +221,7 @@ def test_report_carries_agents_and_marks_their_processes():
     assert agent["events"] == [{"kind": "step", "time": 1700000100.0, "data": {"step": 17}}]
     table = render_table(frame)
     assert "(agent)" in table and "python train.py" in table
+    # the table says what the JSON says about the agent: allocated vs reserved, the buckets
+    assert "cuda:0: allocated 6.0 GiB, reserved 8.0 GiB, peak 7.0 GiB, alloc retries 2" in table
+    assert "weights 2.0 GiB · gradients 2.0 GiB · activations+temp 1.0 GiB · cached free 2.0 GiB" in table
+    assert "optimizer" not in table  # no data is not shown as 0

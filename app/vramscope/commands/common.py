@@ -11,11 +11,17 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
 
 
-def open_source(args):
-    """The source the options ask for: the simulated workstation or NVML."""
+def open_source(args, demo_elapsed: float = 0.0):
+    """The source the options ask for: the simulated workstation or NVML.
+
+    ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
+    `status --demo` shows the workstation busy, not at its first second).
+    """
     if getattr(args, "demo", False):
+        import time
+
         from vramscope.sources.simulated import SimulatedSource
-        return SimulatedSource(seed=getattr(args, "seed", 1))
+        return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
     from vramscope.sources.nvml import NvmlSource
     return NvmlSource()
 

@@ -71,7 +71,8 @@ def nvml_unavailable(frame) -> bool:
 
 
 def run(args) -> int:
-    source = open_source(args)
+    # one look at the demo: ten minutes into its script, when everything runs
+    source = open_source(args, demo_elapsed=0.0 if getattr(args, "watch", 0) else 600.0)
     try:
         frame = take_frame(source, args)
         if nvml_unavailable(frame):

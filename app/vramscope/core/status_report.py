@@ -170,6 +170,10 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             rows.append((str(p.pid), (info.user if info else None) or NA, fmt_bytes(p.used),
                          fmt_percent(p.sm), fmt_duration(age), command))
         lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
+    if frame.agents:
+        lines.append("")
+        lines.append("PyTorch agents:")
+        lines.extend(_agent_lines(frame))
     alerts = list(alerts)
     if alerts:
         lines.append("")
@@ -182,6 +186,40 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
                 text = str(plain)
             lines.append(f"  - {text}")
     return "\n".join(lines) + "\n"
+
+
+_BUCKET_WORDS = (("weights", "weights"), ("gradients", "gradients"),
+                 ("optimizer_state", "optimizer"), ("other_allocated", "activations+temp"),
+                 ("cached_free", "cached free"), ("outside_pytorch", "outside PyTorch"))
+
+
+def _agent_lines(frame: Frame) -> list[str]:
+    """Per agent process and device: allocated vs reserved and the buckets."""
+    out = []
+    for a in sorted(frame.agents, key=lambda r: r.pid):
+        who = f"  pid {a.pid}"
+        if a.rank is not None:
+            who += f" rank {a.rank}/{a.world_size}"
+        who += f"  step {a.step if a.step is not None else NA}"
+        if not a.connected:
+            who += "  (ended)"
+        out.append(who)
+        for d in a.devices:
+            if d.allocated is None and d.buckets is None:
+                continue
+            line = (f"    {d.device}: allocated {fmt_bytes(d.allocated)}, reserved {fmt_bytes(d.reserved)}"
+                    f", peak {fmt_bytes(d.peak_allocated)}")
+            if d.num_alloc_retries:
+                line += f", alloc retries {d.num_alloc_retries}"
+            if d.num_ooms:
+                line += f", OOMs {d.num_ooms}"
+            out.append(line)
+            if d.buckets is not None:
+                parts = [f"{word} {fmt_bytes(getattr(d.buckets, name))}" for name, word in _BUCKET_WORDS
+                         if getattr(d.buckets, name) is not None]
+                if parts:
+                    out.append("      " + " · ".join(parts))
+    return out
 
 
 def _gpu_line(gpu: GpuSample) -> str:
