@@ -10,6 +10,9 @@
 2. One sample -- allocator statistics through the replay provider, buckets,
    JSON serialisation, ring push -- timed many times (budget <= 200 us).
 3. Memory: the ring after 10x its capacity of samples and steps (bounded).
+4. Phases: the training-thread work per step of the phase hooks (end of
+   forward + output hook, end of backward, optimizer pre/post, the step's
+   take), with the replay provider (1 device) and on a CPU-only run.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import tracemalloc
 import torch
 
 from vramscope.agent.core import DEFAULT_INTERVAL, Agent
-from vramscope.agent.replay import ReplayProvider, memory_stats_dict, scenario_ramp
+from vramscope.agent.replay import ReplayProvider, memory_stats_dict, scenario_phases, scenario_ramp
+from vramscope.agent.stats import TorchCudaProvider
 
 CLIENT = r"""
 import sys, time
@@ -135,7 +139,7 @@ def memory() -> None:
         for _ in range(caps["sample"] * (rounds if rounds == 1 else 9)):
             agent.sample_once()
         for i in range(caps["step"] * (rounds if rounds == 1 else 9)):
-            agent.steps.records.append((i, time.time(), 0.01, "optimizer", None))
+            agent.steps.records.append((i, time.time(), 0.01, "optimizer", None, None))
         agent._drain()
         cur, _peak = tracemalloc.get_traced_memory()
         sizes.append((len(agent.ring), agent.ring.nbytes, cur))
@@ -143,6 +147,35 @@ def memory() -> None:
     for (items, nbytes, traced), label in zip(sizes, ("1x capacity", "10x capacity")):
         print(f"[memory] after {label}: {items} items held, {nbytes / 1e6:.2f} MB encoded, "
               f"{traced / 1e6:.2f} MB traced by tracemalloc")
+
+
+def phase_cost(n: int) -> None:
+    """Per step: forward end (reading + output hook), backward end, optimizer pre/post, take."""
+    w = torch.zeros(4, requires_grad=True)
+    for label, provider in (("1 CUDA device (replayed)", "replay"), ("CPU only (no CUDA device)", "cpu")):
+        if provider == "replay":
+            frames, phases = scenario_phases(steps=1)
+            provider = ReplayProvider(frames, phase_frames=phases * 10, loop=True)
+        else:
+            provider = TorchCudaProvider()
+        agent = Agent(provider=provider, runtime_dir=tempfile.gettempdir(), discover=False,
+                      final_dump=False)
+        ph = agent.phases
+        ph.budget = 1.0  # measure every step: the cost of a measured step
+        ph.mark_loaded(0)
+        outs = [w * 2 for _ in range(n)]  # the model outputs, made outside the timing
+        times = []
+        for out in outs:
+            t0 = time.perf_counter()
+            ph.forward_end(out)
+            ph._backward_end()
+            ph.optimizer_pre()
+            ph.optimizer_post()
+            ph.take()
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        print(f"[phases] {label}: training-thread work per step median {statistics.median(times) * 1e6:.1f} us, "
+              f"p95 {times[int(0.95 * n)] * 1e6:.1f} us ({ph.reads} readings)")
 
 
 def main() -> None:
@@ -157,6 +190,7 @@ def main() -> None:
     sample_cost(args.samples, 1)
     sample_cost(args.samples // 3, 8)
     memory()
+    phase_cost(2000)
     overhead(args.blocks, args.steps, not args.no_client)
 
 

@@ -1,7 +1,7 @@
 """The agent: one daemon thread that samples and serves; cheap hooks on the training thread.
 
-The training thread only ever runs the hooks (step post-hook, model forward
-pre-hooks, the OOM observer): they append to bounded queues and, at most
+The training thread only ever runs the hooks (optimizer step pre/post-hooks,
+model forward pre/post-hooks, the end-of-backward callback, the OOM observer): they append to bounded queues and, at most
 once per walk budget, redo the parameter/gradient/state walk. The agent
 thread drains those queues into the ring, reads the allocator statistics a
 few times per second, and answers the monitor. Every error in the agent is
@@ -21,6 +21,8 @@ import weakref
 from vramscope.agent import oom, paths, protocol
 from vramscope.agent.buckets import TENSOR_BUCKETS, full_buckets, tensor_buckets
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
+from vramscope.agent.model_info import describe_models
+from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
 from vramscope.agent.stats import StatsReader
@@ -49,11 +51,15 @@ class Agent:
         self.reader: StatsReader | None = None
         if provider is not None:
             self.reader = StatsReader(provider, min_gap=min(0.25, self.interval / 2))
-        self.steps = StepTracker(on_boundary=self._on_step_boundary, read_stats=self._read_for_step)
-        self.model_hooks = ModelHooks(self._emit)
-        self.discovery = ModelDiscovery(self.watch_models) if discover else None
+        self.phases = PhaseTracker(self._read_allocated, self._emit)
+        self.steps = StepTracker(on_boundary=self._on_step_boundary, read_stats=self._read_for_step,
+                                 phases=self.phases)
+        self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count)
+        self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
+            if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
         self._tensors: dict[str, dict[str, int]] | None = None  # the cached walk
+        self._model_info: list[dict] = []  # per registered model: sizes, dtype, optimizer (the walk)
         self._walk_lock = threading.Lock()
         self._walk_due = True
         self._next_walk = 0.0  # step-boundary walks (training thread)
@@ -243,7 +249,9 @@ class Agent:
             out.append(entry)
         return {"t": now, "step": self.steps.count, "devices": out,
                 "settings": self.reader.settings() if self.reader is not None else {},
-                "agent": {"errors": self.errors + self.steps.errors, "walks": self.walks,
+                "models": self._model_info,
+                "agent": {"errors": self.errors + self.steps.errors + self.phases.errors,
+                          "walks": self.walks, "phases_every": self.phases.every,
                           "walk_seconds": self.last_walk_seconds,
                           "models": len(self._models), "optimizers": len(self._optimizers),
                           "oom_observer": self.oom_observer_attached}}
@@ -251,9 +259,15 @@ class Agent:
     def _drain(self) -> None:
         records = self.steps.records
         while records:
-            count, t, duration, source, devices = records.popleft()
-            self.ring.push("step", {"t": t, "step": count, "duration": duration, "source": source,
-                                    "devices": _step_devices(devices)})
+            count, t, duration, source, devices, *more = records.popleft()
+            item = {"t": t, "step": count, "duration": duration, "source": source,
+                    "devices": _step_devices(devices)}
+            if more and more[0] is not None:
+                phases, order, times = more[0]
+                item["phases"] = phases  # device -> {forward, backward, optimizer}; None: not measured
+                item["phase_order"] = order
+                item["phase_times"] = times
+            self.ring.push("step", item)
         events = self._events
         while events:
             kind, t, data = events.popleft()
@@ -281,7 +295,9 @@ class Agent:
             return
         try:
             t0 = time.perf_counter()
-            self._tensors = tensor_buckets(self.models(), self.optimizers())
+            models, optimizers = self.models(), self.optimizers()
+            self._tensors = tensor_buckets(models, optimizers)
+            self._model_info = describe_models(models, optimizers)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
             self.walks += 1
@@ -296,6 +312,12 @@ class Agent:
             self._error(exc)
         finally:
             self._walk_lock.release()
+
+    def _read_allocated(self) -> dict:
+        return self.reader.allocated_now() if self.reader is not None else {}
+
+    def _first_forward(self) -> None:
+        self.phases.mark_loaded(self.steps.count)
 
     def _read_for_step(self):
         try:

@@ -2,8 +2,9 @@
 checkpointing + use_cache trap; and finding the models of an unmodified
 script (``vramscope run``).
 
-Per-model forward pre-hooks fire once per forward of the registered
-(top-level) model, so they cost a few attribute reads per step.
+Per-model forward pre/post hooks fire once per forward of the registered
+(top-level) model, so they cost a few attribute reads per step; the post
+hook hands the output to the phase tracker (agent/phases.py).
 
 Discovery: until the first optimizer step (or a few top-level forwards), a
 global module forward pre/post hook pair notes which modules are called at
@@ -24,10 +25,12 @@ DISCOVERY_ROOT_CALLS = 64  # give up discovery after this many top-level forward
 
 
 class ModelHooks:
-    def __init__(self, emit, clock=time.monotonic):
+    def __init__(self, emit, clock=time.monotonic, phases=None, steps_done=lambda: 0):
         self._emit = emit  # emit(kind, data) -> None (non-blocking)
         self._clock = clock
-        self._handles: dict[int, object] = {}
+        self._phases = phases  # PhaseTracker or None
+        self._steps_done = steps_done
+        self._handles: dict[int, tuple] = {}
         self._last_eval: dict[int, float] = {}
         self._eval_count: dict[int, int] = {}
         self._last_cache: dict[int, float] = {}
@@ -36,17 +39,27 @@ class ModelHooks:
         key = id(model)
         if key in self._handles:
             return
-        self._handles[key] = model.register_forward_pre_hook(self._pre_hook)
+        handles = (model.register_forward_pre_hook(self._pre_hook),)
+        if self._phases is not None:
+            handles += (model.register_forward_hook(self._post_hook),)
+        self._handles[key] = handles
 
     def detach_all(self) -> None:
-        for h in self._handles.values():
-            try:
-                h.remove()
-            except Exception:
-                pass
+        for handles in self._handles.values():
+            for h in handles:
+                try:
+                    h.remove()
+                except Exception:
+                    pass
         self._handles.clear()
 
+    def _post_hook(self, module, args, output) -> None:
+        self._phases.forward_end(output)
+
     def _pre_hook(self, module, args) -> None:
+        phases = self._phases
+        if phases is not None and not phases.loaded_done:
+            phases.mark_loaded(self._steps_done())
         try:
             if not module.training:
                 if torch.is_grad_enabled():
@@ -86,8 +99,9 @@ class ModelHooks:
 class ModelDiscovery:
     """Global hooks that find the top-level modules an unmodified script runs."""
 
-    def __init__(self, on_found):
+    def __init__(self, on_found, on_first_call=None):
         self._on_found = on_found  # callable(list of modules)
+        self._on_first_call = on_first_call  # callable(): the run's first top-level forward
         self._depth = 0
         self._roots: list = []  # weakrefs
         self._root_ids: set[int] = set()
@@ -109,6 +123,11 @@ class ModelDiscovery:
 
     def _pre(self, module, args) -> None:
         if self._depth == 0:
+            if self._root_calls == 0 and self._on_first_call is not None:
+                try:
+                    self._on_first_call()
+                except Exception:
+                    pass
             self._root_calls += 1
             if id(module) not in self._root_ids:
                 self._root_ids.add(id(module))

@@ -66,7 +66,8 @@ class ReplayProvider:
 
     def __init__(self, frames: list[dict[int, dict]], settings: dict | None = None,
                  totals: dict[int, int] | None = None, loop: bool = False,
-                 snapshot: dict | None = None, history: bool = False):
+                 snapshot: dict | None = None, history: bool = False,
+                 phase_frames: list[dict[int, int]] | None = None):
         if not frames:
             raise ValueError("a replay needs at least one frame")
         self.frames = frames
@@ -78,6 +79,17 @@ class ReplayProvider:
         self._snapshot = snapshot
         self._history = history
         self.snapshots_taken = 0
+        self.phase_frames = phase_frames  # allocated per device, one per phase reading
+        self.phase_index = -1
+
+    def allocated_now(self) -> dict[int, int]:
+        """The phase hooks' reading: the next of ``phase_frames`` (then the last one
+        again), or the current frame's allocated when no phase frames were given."""
+        if self.phase_frames:
+            if self.phase_index + 1 < len(self.phase_frames):
+                self.phase_index += 1
+            return dict(self.phase_frames[self.phase_index])
+        return {i: int(s.get("allocated_bytes.all.current", 0)) for i, s in self.current.items()}
 
     @property
     def current(self) -> dict[int, dict]:
@@ -156,3 +168,25 @@ def scenario_oom(device: int = 0, total: int = 24 * GiB) -> list[dict[int, dict]
                                              num_ooms=1, num_alloc_retries=1,
                                              num_device_alloc=15, allocations=500)})
     return frames
+
+
+def scenario_phases(device: int = 0, weights: int = 2 * GiB, activations: int = 8 * GiB,
+                    steps: int = 5) -> tuple[list[dict[int, dict]], list[dict[int, int]]]:
+    """A step where activations dominate: (frames for the sampler, phase readings).
+
+    Phase readings in hook order: after loading (weights), then per step the
+    end of forward (weights [+ grads + Adam state] + activations), after
+    backward (activations freed, gradients there) and after the optimizer
+    step (+ Adam's two moments, from the first step on).
+    """
+    state = 2 * weights
+    phases = [{device: weights}]
+    frames = []
+    for s in range(steps):
+        held = weights + (weights + state if s else 0)  # grads and state exist after step 1
+        forward = held + activations
+        backward = weights + weights + (state if s else 0) + 64 * MiB
+        optimizer = weights + weights + state
+        phases += [{device: forward}, {device: backward}, {device: optimizer}]
+        frames.append({device: memory_stats_dict(optimizer, forward + 512 * MiB, peak=forward + 256 * MiB)})
+    return frames, phases

@@ -22,7 +22,8 @@ MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
 
 
 class StepTracker:
-    def __init__(self, on_boundary=None, read_stats=None, clock=time.monotonic, wall=time.time):
+    def __init__(self, on_boundary=None, read_stats=None, clock=time.monotonic, wall=time.time,
+                 phases=None):
         self.count = 0
         self.manual = False
         self._primary = None  # weakref to the primary optimizer
@@ -33,19 +34,31 @@ class StepTracker:
         self._read_stats = read_stats  # callable() -> {device: fields} | None (rate-limited)
         self.records: collections.deque = collections.deque(maxlen=MAX_PENDING)  # drained by the agent
         self.errors = 0
+        self._phases = phases  # PhaseTracker or None: its readings go with each step record
         self._hook_handle = None
+        self._pre_handle = None
 
     # -- hooks ----------------------------------------------------------------------
     def install(self) -> None:
         if self._hook_handle is not None:
             return
-        from torch.optim.optimizer import register_optimizer_step_post_hook
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook, register_optimizer_step_pre_hook,
+        )
         self._hook_handle = register_optimizer_step_post_hook(self._optimizer_hook)
+        if self._phases is not None:
+            self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
 
     def uninstall(self) -> None:
         if self._hook_handle is not None:
             self._hook_handle.remove()
             self._hook_handle = None
+        if self._pre_handle is not None:
+            self._pre_handle.remove()
+            self._pre_handle = None
+
+    def _optimizer_pre_hook(self, optimizer, args, kwargs) -> None:
+        self._phases.optimizer_pre()
 
     def set_primary(self, optimizer) -> None:
         if self._primary is None or self._primary() is None:
@@ -53,6 +66,8 @@ class StepTracker:
 
     def _optimizer_hook(self, optimizer, args, kwargs) -> None:
         try:
+            if self._phases is not None:
+                self._phases.optimizer_post()
             self.set_primary(optimizer)
             is_primary = self._primary() is optimizer
             if self._on_boundary is not None:
@@ -75,4 +90,5 @@ class StepTracker:
         self._last = now
         self.count += 1
         devices = self._read_stats() if self._read_stats is not None else None
-        self.records.append((self.count, self._wall(), duration, source, devices))
+        phases = self._phases.take() if self._phases is not None else None
+        self.records.append((self.count, self._wall(), duration, source, devices, phases))

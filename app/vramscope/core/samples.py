@@ -174,6 +174,9 @@ class AgentReport:
     error: str | None = None
     recent_events: tuple[AgentEvent, ...] = ()  # the last notable (non-step) events, kept across frames
     dropped: bool = False  # the agent's ring evicted items before the monitor pulled them
+    # per registered model (agent/model_info.py): name, params, tensors, trainable,
+    # trainable_tensors, param_bytes, trainable_bytes, bytes_per_param, dtypes, optimizer
+    models: tuple[dict, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def identity(self) -> ProcessIdentity:

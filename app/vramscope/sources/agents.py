@@ -16,7 +16,11 @@ Pulled samples become AgentReport values on the frame and series in the
 store: ``("agent", pid, start_time, device, metric)`` for allocated,
 reserved, peak_allocated and every bucket; per step ``("agent", pid,
 start_time, "steps", "duration")`` and per device ``step_peak_allocated`` /
-``step_allocated_after``; an OOM adds a point to ``oom_requested``.
+``step_allocated_after``, and the step's phases ``phase_forward`` /
+``phase_backward`` / ``phase_optimizer`` (allocated at the end of forward,
+after backward, after the optimizer step, each at the time it was read);
+``phase_loaded`` once, after loading; an OOM adds a point to
+``oom_requested``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from vramscope.core.samples import (
 log = logging.getLogger(__name__)
 
 SERIES_METRICS = ("allocated", "reserved", "peak_allocated")
+PHASES = ("forward", "backward", "optimizer")  # the step phases the agent reads (agent/phases.py)
 RECENT_EVENTS = 50
 MAX_PULLS_PER_POLL = 16
 START_TIME_TOLERANCE = 0.05  # seconds; both sides compute btime + ticks / CLK_TCK
@@ -265,6 +270,9 @@ class AgentClient:
                     if ev.kind == "oom":
                         self._record(state, ev.data.get("device") or "cuda", "oom_requested", ev.time,
                                      ev.data.get("requested"))
+                    elif ev.kind == "loaded":
+                        for name, value in (ev.data.get("devices") or {}).items():
+                            self._record(state, str(name), "phase_loaded", ev.time, value)
             except (KeyError, TypeError, ValueError, AttributeError):
                 state.bad_items += 1
 
@@ -288,16 +296,28 @@ class AgentClient:
         state.step = max(state.step or 0, step)
         devices = item.get("devices") or {}
         first = devices[sorted(devices)[0]] if devices else {}
+        phases = item.get("phases") if isinstance(item.get("phases"), dict) else None
+        times = item.get("phase_times") if isinstance(item.get("phase_times"), dict) else {}
         ev = AgentEvent(kind="step", time=t, data={
             "step": step, "duration": item.get("duration"), "devices": devices or None,
             # the first device's figures, flat (None where the step was not measured)
-            "peak_allocated": first.get("peak_allocated"), "allocated_after": first.get("allocated_after")})
+            "peak_allocated": first.get("peak_allocated"), "allocated_after": first.get("allocated_after"),
+            # device -> {"forward", "backward", "optimizer"}: allocated bytes at each phase's end
+            "phases": phases, "phase_order": list(item.get("phase_order") or ()),
+            "phase_times": dict(times)})
         state.new_events.append(ev)
         self._record(state, "steps", "duration", t, item.get("duration"))
         self._record(state, "steps", "step", t, step)
         for name, f in (item.get("devices") or {}).items():
             self._record(state, name, "step_peak_allocated", t, f.get("peak_allocated"))
             self._record(state, name, "step_allocated_after", t, f.get("allocated_after"))
+        for name, per in (phases or {}).items():
+            if not isinstance(per, dict):
+                continue
+            for phase in PHASES:
+                when = times.get(phase)
+                self._record(state, str(name), "phase_" + phase,
+                             float(when) if isinstance(when, (int, float)) else t, per.get(phase))
 
     def _record(self, state: _Agent, device: str, metric: str, t: float, value) -> None:
         if self.store is None:
@@ -394,7 +414,8 @@ def _report(state: _Agent) -> AgentReport:
         world_size=hello.get("world_size"), step=state.step, devices=tuple(devices),
         allocator_settings=dict(sample.get("settings") or {}), events=tuple(state.new_events),
         connected=state.ended_at is None and state.conn is not None, error=error,
-        recent_events=tuple(state.recent), dropped=state.dropped)
+        recent_events=tuple(state.recent), dropped=state.dropped,
+        models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)))
 
 
 def _int(v) -> int | None:
@@ -450,6 +471,19 @@ def record_reports(store, frame: Frame) -> Frame:
                 store.record(agent_key(r.pid, r.start_time, "steps", "step"), ev.time, ev.data.get("step"))
                 store.record(agent_key(r.pid, r.start_time, "steps", "duration"), ev.time,
                              ev.data.get("duration"))
+                times = ev.data.get("phase_times") or {}
+                for name, per in (ev.data.get("phases") or {}).items():
+                    for phase in PHASES:
+                        value = per.get(phase) if isinstance(per, dict) else None
+                        if isinstance(value, (int, float)):
+                            when = times.get(phase)
+                            store.record(agent_key(r.pid, r.start_time, name, "phase_" + phase),
+                                         float(when) if isinstance(when, (int, float)) else ev.time,
+                                         value)
+            elif ev.kind == "loaded":
+                for name, value in (ev.data.get("devices") or {}).items():
+                    if isinstance(value, (int, float)):
+                        store.record(agent_key(r.pid, r.start_time, name, "phase_loaded"), ev.time, value)
             elif ev.kind == "oom":
                 store.record(agent_key(r.pid, r.start_time, ev.data.get("device") or "cuda", "oom_requested"),
                              ev.time, ev.data.get("requested"))

@@ -6,7 +6,10 @@ settings in force, and per device
 - a timeline of PyTorch *allocated* and *reserved* with the gap between
   them shaded (memory PyTorch holds in its cache: free for PyTorch, not for
   other processes), the peak since the previous sample dotted, a tick per
-  training step along the bottom and a red line at every OOM;
+  training step along the bottom and a red line at every OOM; the phases of
+  each step as markers (allocated at the end of forward, after backward,
+  after the optimizer step) and a dashed line for "after loading", with a
+  line of text that says which phase peaks;
 - a stacked bar of the buckets now -- weights, gradients, optimizer state,
   activations + temporaries, cached free, outside PyTorch -- and, after an
   OOM, a second bar with the breakdown at that instant, plus the OOM in
@@ -45,6 +48,39 @@ GAP_FILL = (86, 180, 233, 60)
 OOM_RED = theme.CAPACITY
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 MAX_STEP_TICKS = 2000
+PHASES = (  # (phase, words, symbol, colour): the step phases the agent reads (agent/phases.py)
+    ("forward", "end of forward (activations held)", "t1", "#E69F00"),
+    ("backward", "after backward", "d", "#56B4E9"),
+    ("optimizer", "after optimizer step", "s", "#009E73"),
+)
+LOADED_COLOUR = "#0072B2"
+
+
+def _last(values) -> float | None:
+    finite = values[np.isfinite(values)] if len(values) else values
+    return float(finite[-1]) if len(finite) else None
+
+
+def phase_text(latest: dict[str, float | None], loaded: float | None) -> str:
+    """The last measured step's phases in words, and which one peaks."""
+    known = {p: v for p, v in latest.items() if v is not None}
+    if not known:
+        return ""
+    words = {p: w for p, w, _, _ in PHASES}
+    parts = []
+    if loaded is not None:
+        parts.append(f"after loading {fmt_bytes(loaded)}")
+    parts += [f"{words[p]} {fmt_bytes(known[p])}" for p, *_ in PHASES if p in known]
+    top = max(known, key=lambda p: known[p])
+    rest = [v for p, v in known.items() if p != top]
+    peak = f"Largest phase: {words[top]}"
+    if rest:
+        peak += f", {fmt_bytes(known[top] - max(rest))} above the next"
+    if top == "forward":
+        peak += " -- activations dominate (checkpointing or a smaller micro-batch lowers it)"
+    elif top == "optimizer":
+        peak += " -- optimizer state dominates (8-bit optimizer or ZeRO sharding lowers it)"
+    return "Phases of the last measured step: " + " · ".join(parts) + ". " + peak + "."
 
 
 def _key(report: AgentReport, device: str, metric: str) -> tuple:
@@ -167,6 +203,17 @@ class DeviceView(QWidget):
         self.gap.setZValue(-5)
         self.steps = pg.ScatterPlotItem(symbol="|", size=8, pen=pg.mkPen(theme.MUTED), brush=None)
         p.addItem(self.steps)
+        self.phase_marks = {}
+        for phase, words, symbol, colour in PHASES:
+            mark = pg.ScatterPlotItem(symbol=symbol, size=7, pen=pg.mkPen(colour), brush=pg.mkBrush(colour),
+                                      name=words)
+            p.addItem(mark)
+            self.phase_marks[phase] = mark
+        self.loaded_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(LOADED_COLOUR, width=1, style=Qt.PenStyle.DashLine),
+                                           label="after loading", labelOpts={"color": LOADED_COLOUR,
+                                                                            "position": 0.12})
+        self.loaded_line.setVisible(False)
+        p.addItem(self.loaded_line)
         self.capacity = pg.InfiniteLine(angle=0, pen=pg.mkPen(theme.CAPACITY, width=1, style=Qt.PenStyle.DashLine))
         self.capacity.setVisible(False)
         p.addItem(self.capacity)
@@ -185,6 +232,10 @@ class DeviceView(QWidget):
         self.oom_label.setStyleSheet(f"color: {OOM_RED};")
         self.oom_label.setVisible(False)
         layout.addWidget(self.oom_label, 2, 0, 1, 3)
+        self.phase_label = QLabel()
+        self.phase_label.setWordWrap(True)
+        self.phase_label.setVisible(False)
+        layout.addWidget(self.phase_label, 3, 0, 1, 3)
         layout.setColumnStretch(0, 1)
 
     def update_view(self, store, report: AgentReport, dev, now: float, window: float) -> None:
@@ -215,6 +266,22 @@ class DeviceView(QWidget):
             ts, _ = store.series(_key(report, "steps", "step"), since)
             ts = ts[-MAX_STEP_TICKS:]
             self.steps.setData(ts, np.zeros(len(ts)))
+            latest = {}
+            for phase, mark in self.phase_marks.items():
+                tph, vph = store.series(_key(report, dev.device, "phase_" + phase), since)
+                tph, vph = tph[-MAX_STEP_TICKS:], vph[-MAX_STEP_TICKS:]
+                mark.setData(tph, vph / GiB)
+                latest[phase] = _last(vph)
+                if len(vph) and np.isfinite(vph).any():
+                    top = max(top, float(np.nanmax(vph)) / GiB)
+            _, vl = store.series(_key(report, dev.device, "phase_loaded"), 0.0)
+            loaded = _last(vl)
+            self.loaded_line.setVisible(loaded is not None)
+            if loaded is not None:
+                self.loaded_line.setValue(loaded / GiB)
+            text = phase_text(latest, loaded)
+            self.phase_label.setText(text)
+            self.phase_label.setVisible(bool(text))
             to, _ = store.series(_key(report, dev.device, "oom_requested"), since)
             for line in self._oom_lines:
                 p.removeItem(line)

@@ -68,7 +68,8 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         now = time.monotonic()
         if frame.agents and now - last_measured[0] >= PLANNER_MEASURE_EVERY:
             last_measured[0] = now
-            planner.show_measured(frame.agents[0])
+            # the first process whose agent reports a model (the planner's live input), else the first
+            planner.show_measured(next((r for r in frame.agents if r.models), frame.agents[0]))
 
     window.new_frame.connect(on_frame)
     window.window_changed.connect(lambda seconds: setattr(agents, "window", seconds or 24 * 3600.0))

@@ -4,7 +4,10 @@ A standalone QWidget. The form covers every input of `vramscope plan`; the
 plan is recomputed (pure arithmetic, vramscope.core.planner) on every change.
 ``set_gpus([(name, bytes)])`` gives the detected GPUs (used when the GPU
 field is empty); ``show_measured(agent_report)`` puts the plan's buckets beside
-the buckets the PyTorch agent measured.
+the buckets the PyTorch agent measured. With the model source "attached
+process (agent)" the plan is made from that same report's live model
+(parameters, frozen part, bytes per parameter, optimizer), so planned and
+measured compare like with like.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
 from vramscope.core.planner import (PlanRequest, build_plan, parse_count, parse_gpu_memory,
                                     shape_from_config, shape_from_params)
 from vramscope.core.planner.compare import compare, measured_devices
+from vramscope.core.planner.live import live_model, live_request
 from vramscope.core.units import GB, GiB, NA
 from vramscope.ui import theme
 
@@ -103,6 +107,7 @@ class PlannerTab(QWidget):
         self._detected: tuple[tuple[str, int], ...] = tuple(gpus or ())
         self._config: dict | None = None
         self._report = None
+        self._live_models: tuple = ()  # the models of the report last shown (live source)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
@@ -128,7 +133,7 @@ class PlannerTab(QWidget):
         model = QGroupBox("Model")
         f = QFormLayout(model)
         self.source = QComboBox()
-        self.source.addItems(["Parameter count", "config.json"])
+        self.source.addItems(["Parameter count", "config.json", "Attached process (agent)"])
         self.params = QLineEdit("7B")
         self.params.setPlaceholderText("7B, 13B, 7e9, 6738415616")
         self.config_path = QLineEdit()
@@ -147,6 +152,11 @@ class PlannerTab(QWidget):
         f.addRow("Source", self.source)
         f.addRow("Parameters", self.params)
         f.addRow("Config", cfg_row)
+        self.live_label = QLabel()
+        self.live_label.setWordWrap(True)
+        self.live_label.setProperty("class", "muted")
+        self.live_label.hide()
+        f.addRow(self.live_label)
         self.shape_hint = QLabel("With a count: layers, hidden, heads for activations; "
                                  "KV heads, head dim for the KV cache (- = unknown).")
         self.shape_hint.setWordWrap(True)
@@ -300,17 +310,60 @@ class PlannerTab(QWidget):
     def _schedule(self, *_):
         self._timer.start()
 
+    LIVE = 2  # index of "Attached process (agent)" in the source combo
+
     def _source_changed(self, *_):
         by_config = self.source.currentIndex() == 1
-        self.params.setEnabled(not by_config)
+        live = self.source.currentIndex() == self.LIVE
+        self.params.setEnabled(not by_config and not live)
         self.config_path.setEnabled(by_config)
         self.browse.setEnabled(by_config)
         for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
                   self.intermediate, self.shape_hint):
             w.setEnabled(not by_config)
+        # taken from the live model: how it is held and which parameters are trained
+        for w in (self.precision, self.grad_layout, self.lora_rank, self.lora_modules):
+            w.setEnabled(not live)
+        self.live_label.setVisible(live)
+        self._mode_changed()
         if by_config:
             self._load_config()
+        if live:
+            self._fill_live()
+        else:
+            self.optimizer.setEnabled(True)
         self._schedule()
+
+    def use_agent(self) -> None:
+        """Select the attached process (agent) as the model source."""
+        self.source.setCurrentIndex(self.LIVE)
+
+    def _live(self):
+        """The live model of the report shown; ValueError when there is none."""
+        if self._report is None:
+            raise ValueError("no process with the vramscope agent is attached: start one with "
+                             "vramscope run -- python train.py")
+        return live_model(getattr(self._report, "models", ()))
+
+    def _fill_live(self) -> None:
+        """Show what the agent says about the model; take its count and optimizer."""
+        try:
+            live = self._live()
+        except ValueError as exc:
+            self.live_label.setText(str(exc))
+            self.optimizer.setEnabled(True)
+            return
+        pid = f"pid {self._report.pid}: " if self._report is not None else ""
+        self.live_label.setText(pid + live.describe()
+                                + "".join(f"\n- {n}" for n in live.notes))
+        self.params.blockSignals(True)
+        self.params.setText(f"{live.params:,}")
+        self.params.blockSignals(False)
+        if live.optimizer is not None:
+            self.optimizer.blockSignals(True)
+            self.optimizer.setCurrentIndex(max(0, self.optimizer.findData(live.optimizer)))
+            self.optimizer.blockSignals(False)
+        self.optimizer.setEnabled(live.optimizer is None)
 
     def _mode_changed(self, *_):
         train = self.mode.currentData() == "train"
@@ -322,6 +375,8 @@ class PlannerTab(QWidget):
                    ("int4", "int4 base (LoRA)")) if train else (
             ("bf16", "bf16"), ("fp16", "fp16"), ("fp32", "fp32"), ("int8", "int8"),
             ("int4", "int4"))
+        if self.source.currentIndex() == self.LIVE:
+            choices = (("live", "as the model holds it"),)
         for key, text in choices:
             self.precision.addItem(text, key)
         idx = self.precision.findData(current)
@@ -363,7 +418,11 @@ class PlannerTab(QWidget):
         def opt(spin):
             return spin.value() or None
 
-        if self.source.currentIndex() == 1:
+        live = None
+        if self.source.currentIndex() == self.LIVE:
+            live = self._live()
+            shape = shape_from_params(live.params)  # replaced below, with the layer figures
+        elif self.source.currentIndex() == 1:
             if getattr(self, "_config_error", None):
                 raise ValueError(self._config_error)
             if self._config is None:
@@ -378,7 +437,7 @@ class PlannerTab(QWidget):
                      if part.strip()) or self._detected
         modules = tuple(m.strip() for m in self.lora_modules.text().split(",") if m.strip())
         kv = self.kv_dtype.currentData()
-        return PlanRequest(
+        req = PlanRequest(
             shape=shape, mode=self.mode.currentData(), precision=self.precision.currentData(),
             optimizer=self.optimizer.currentData(), grad_layout=self.grad_layout.currentData(),
             zero_stage=self.zero_stage.currentData(), gpus=self.gpus.value(),
@@ -387,6 +446,12 @@ class PlannerTab(QWidget):
             seq=opt(self.seq), checkpointing=self.checkpointing.isChecked(),
             flash_attention=self.flash.isChecked(), kv_dtype=None if kv == "auto" else kv,
             context=opt(self.context), concurrency=self.concurrency.value(), gpus_memory=gpus)
+        if live is not None:
+            req = live_request(live, replace(req, precision=None), layers=opt(self.layers),
+                               hidden=opt(self.hidden), heads=opt(self.heads),
+                               kv_heads=opt(self.kv_heads), head_dim=opt(self.head_dim),
+                               intermediate=opt(self.intermediate))
+        return req
 
     # --- results ----------------------------------------------------------------
 
@@ -425,7 +490,8 @@ class PlannerTab(QWidget):
 
     def _fill(self, plan) -> None:
         shape = plan.request.shape
-        what = f"{shape.model_type} config" if shape.model_type else "parameter count"
+        what = (f"{shape.model_type} config" if shape.model_type else
+                shape.source if plan.request.dtype_bytes is not None else "parameter count")
         self.layout_label.setText(f"{shape.params:,} parameters ({what}). {plan.layout}")
         self.layout_label.setToolTip("Fields used: " + ", ".join(shape.fields_used)
                                      if shape.fields_used else "")
@@ -516,6 +582,11 @@ class PlannerTab(QWidget):
     def show_measured(self, agent_report) -> None:
         """Put the plan's buckets beside the agent's measured buckets (AgentReport)."""
         self._report = agent_report
+        models = tuple(getattr(agent_report, "models", ()) or ())
+        if self.source.currentIndex() == self.LIVE and models != self._live_models:
+            self._live_models = models
+            self._fill_live()
+            self._schedule()
         devices = measured_devices(agent_report) if agent_report is not None else ()
         self.measured_device.blockSignals(True)
         current = self.measured_device.currentText()
@@ -537,7 +608,9 @@ class PlannerTab(QWidget):
             self.measured.setRowCount(0)
             return
         step = f", step {report.step}" if report.step is not None else ""
-        self.measured_label.setText(f"Planned vs measured: pid {report.pid} on {device}{step}")
+        same = (" -- planned from this process's own model, like with like"
+                if self.plan is not None and self.plan.request.dtype_bytes is not None else "")
+        self.measured_label.setText(f"Planned vs measured: pid {report.pid} on {device}{step}{same}")
         if self.plan is None:
             self.measured.setRowCount(0)
             return

@@ -47,6 +47,15 @@ class PlanRequest:
     context: int | None = None  # None: the config's max positions
     concurrency: int = 1
     gpus_memory: tuple[tuple[str, int], ...] = ()  # (name, capacity bytes) to judge against
+    # A frozen base, as a live model reports it: of shape.params only these are trained
+    # (gradients, optimizer state); None = all of them (or the LoRA adapters with lora_rank).
+    trainable_params: int | None = None
+    trainable_tensors: int | None = None  # trained parameter tensors (Adam's step counters)
+    # A live model's bytes per parameter in its own dtype(s) (the weighted mean when
+    # mixed): training is planned as plain PyTorch -- gradients and optimizer moments in
+    # that dtype, no fp32 master copy. None: the precision's layout (seeds / ZeRO).
+    dtype_bytes: Fraction | None = None  # of the trained parameters
+    frozen_dtype_bytes: Fraction | None = None  # of the frozen ones (None: dtype_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,13 +184,18 @@ def _training_figures(req: PlanRequest) -> _Figures:
     shape = req.shape
     notes: list[str] = []
     precision = req.precision or "mixed"
-    if precision in ("bf16", "fp16"):
-        notes.append(f"{precision} training is planned as mixed precision: {precision} working "
-                     "weights and gradients with an fp32 master copy for the update")
-    if precision in ("int8", "int4") and not req.lora_rank:
-        raise ValueError(f"{precision} weights cannot be trained directly: add --lora-rank R "
-                         "to train adapters on a quantized frozen base, or use --precision mixed")
-    layout = training.state_layout(precision, req.optimizer, req.grad_layout)
+    native = req.dtype_bytes is not None
+    if native:
+        layout = training.native_layout(Fraction(req.dtype_bytes), req.optimizer)
+    else:
+        if precision in ("bf16", "fp16"):
+            notes.append(f"{precision} training is planned as mixed precision: {precision} "
+                         "working weights and gradients with an fp32 master copy for the update")
+        if precision in ("int8", "int4") and not req.lora_rank:
+            raise ValueError(f"{precision} weights cannot be trained directly: add --lora-rank R "
+                             "to train adapters on a quantized frozen base, or use --precision "
+                             "mixed")
+        layout = training.state_layout(precision, req.optimizer, req.grad_layout)
     stage = 3 if req.fsdp else req.zero_stage
     if req.fsdp and req.zero_stage not in (0, 3):
         raise ValueError("--fsdp shards like ZeRO stage 3; do not combine it with another stage")
@@ -191,7 +205,20 @@ def _training_figures(req: PlanRequest) -> _Figures:
     # Which parameters are trained: all, or LoRA adapters on a frozen base.
     frozen_weight_bytes = layout.weights
     metadata = None
-    if req.lora_rank:
+    if req.trainable_params is not None:
+        if req.lora_rank:
+            raise ValueError("the model already says which parameters are trained (a frozen "
+                             "base): LoRA rank applies to a model given by count or config")
+        if not 0 <= req.trainable_params <= shape.params:
+            raise ValueError(f"trainable parameters ({req.trainable_params:,}) must be between 0 "
+                             f"and the model's {shape.params:,}")
+        trained, trained_tensors = req.trainable_params, req.trainable_tensors
+        frozen = shape.params - trained
+        if req.frozen_dtype_bytes is not None:
+            frozen_weight_bytes = Fraction(req.frozen_dtype_bytes)
+        who = (f"{trained:,} of {shape.params:,} parameters trained, {frozen:,} frozen"
+               if frozen else f"full training of {trained:,} parameters")
+    elif req.lora_rank:
         modules = req.lora_modules or shape.lora_default_modules
         trained, trained_tensors = shape.lora_params(req.lora_rank, tuple(modules))
         frozen = shape.params
@@ -235,12 +262,17 @@ def _training_figures(req: PlanRequest) -> _Figures:
     buckets: list[tuple[str, int]] = []
     texts: list[tuple[str, str]] = []
     bpp: list[tuple[str, float]] = []
-    if req.lora_rank:
+    if req.trainable_params is not None and frozen:
+        w_text = (f"frozen: {frozen:,} × {_frac(frozen_weight_bytes):g} B + trained: "
+                  f"{trained:,} × {_frac(layout.weights):g} B{div(3)}. Present from first step "
+                  "to last; frozen weights need no gradients and no optimizer state.")
+    elif req.lora_rank:
         w_text = (f"frozen base: {frozen:,} × {_frac(frozen_weight_bytes):g} B + adapters: "
                   f"{trained:,} × {_frac(layout.weights):g} B{div(3)}. Present from first step "
                   "to last; frozen weights need no gradients and no optimizer state.")
     else:
-        w_dtype = "fp32" if precision == "fp32" else ("fp16" if precision == "fp16" else "bf16")
+        w_dtype = ("the parameters' own dtype" if native else "fp32" if precision == "fp32"
+                   else ("fp16" if precision == "fp16" else "bf16"))
         w_text = (f"Ψ × {_frac(layout.weights):g} B = {trained:,} × {_frac(layout.weights):g} B "
                   f"({w_dtype} working weights){div(3)}. "
                   "Present from first step to last; a smaller batch frees none of it.")
@@ -251,11 +283,12 @@ def _training_figures(req: PlanRequest) -> _Figures:
         buckets.append(("quantization_metadata",
                         _div_ceil(metadata.metadata, n if stage >= 3 else 1)))
         texts.append(("quantization_metadata", metadata.metadata_text))
-    g_dtype = "fp32" if layout.gradients == 4 else ("fp16" if precision == "fp16" else "bf16")
+    g_dtype = ("the parameters' dtype" if native else "fp32" if layout.gradients == 4
+               else ("fp16" if precision == "fp16" else "bf16"))
     buckets.append(("gradients", states.gradients))
     texts.append(("gradients", f"an array shaped like the trained weights, filled during "
                   f"backward: {trained:,} × {_frac(layout.gradients):g} B ({g_dtype}){div(2)}"
-                  + ("; frozen weights have none" if req.lora_rank else "")))
+                  + ("; frozen weights have none" if (req.lora_rank or frozen) else "")))
     bpp.append(("gradients", _frac(layout.gradients)))
     offl = " -- offloaded to host RAM" if req.offload_optimizer else ""
     if layout.master:
@@ -265,7 +298,13 @@ def _training_figures(req: PlanRequest) -> _Figures:
                       f"states){offl}"))
         bpp.append(("master_weights", _frac(layout.master)))
     buckets.append(("optimizer_state", states.optimizer))
-    texts.append(("optimizer_state", f"{training.OPTIMIZER_TEXT[req.optimizer]} per trained "
+    opt_text = training.OPTIMIZER_TEXT[req.optimizer]
+    if native and req.optimizer != "adam8bit":
+        moments = training.NATIVE_MOMENTS[req.optimizer]
+        opt_text = (f"{req.optimizer}: {moments} running statistic{'s' if moments != 1 else ''} in "
+                    f"the parameters' dtype, {moments} × {_frac(layout.weights):g} B = "
+                    f"{_frac(layout.optimizer):g} B")
+    texts.append(("optimizer_state", f"{opt_text} per trained "
                   f"parameter: {trained:,} × {_frac(layout.optimizer):g} B{div(1)}{offl}"))
     bpp.append(("optimizer_state", _frac(layout.optimizer)))
     fixed = sum(b for _, b in buckets)
@@ -307,14 +346,18 @@ def _training_figures(req: PlanRequest) -> _Figures:
         notes.append("activations not planned: give --batch and --seq (they are the only "
                      "bucket that moves; the rest is fixed the moment you pick the model and "
                      "the optimizer)")
-    if precision in ("mixed", "bf16", "fp16"):
+    if native:
+        notes.append("planned as the live model holds it (plain PyTorch): weights, gradients "
+                     "and optimizer moments in the parameters' own dtype, no fp32 master copy")
+    elif precision in ("mixed", "bf16", "fp16"):
         notes.append("this is the ZeRO/DeepSpeed layout (16-bit model + fp32 master copy); "
                      "with torch.autocast the model stays fp32 -- plan that as --precision fp32 "
                      "(autocast shrinks activations, not the fixed cost)")
     notes.append(NOT_COUNTED)
-    if req.lora_rank:
+    if req.lora_rank or frozen:
+        what = "adapters" if req.lora_rank else "trained"
         layout_text = (f"{who}; frozen weights {_frac(frozen_weight_bytes):g} B/param; "
-                       f"adapters {layout.formula()} ({layout.name})")
+                       f"{what} {layout.formula()} ({layout.name})")
     else:
         layout_text = f"{who}: {layout.formula()} ({layout.name})"
     return _Figures(tuple(buckets), tuple(texts), tuple(bpp), tuple(host), fixed, layout_text,

@@ -94,6 +94,26 @@ def state_layout(precision: str, optimizer: str, grad_layout: int = 16) -> State
     raise ValueError(f"unknown precision {precision!r}: choose from {', '.join(TRAIN_PRECISIONS)}")
 
 
+# PyTorch's own optimizers keep their moments in the parameter's dtype
+# (torch.zeros_like(param) in torch/optim/adam.py and sgd.py's momentum_buffer).
+NATIVE_MOMENTS = {"adam": 2, "adamw": 2, "sgd-momentum": 1, "sgd": 0}
+
+
+def native_layout(dtype_bytes: Fraction, optimizer: str) -> StateLayout:
+    """Plain PyTorch training of a model as it is held (a live model): weights,
+    gradients and the optimizer's moments all in the parameters' own dtype(s),
+    no fp32 master copy. For fp32 parameters this is the seeds' 4 + 4 + 8."""
+    if optimizer not in OPTIMIZER_BYTES:
+        raise ValueError(f"unknown optimizer {optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
+    b = Fraction(dtype_bytes)
+    if b <= 0:
+        raise ValueError("bytes per parameter must be positive")
+    opt = OPTIMIZER_BYTES["adam8bit"] if optimizer == "adam8bit" else NATIVE_MOMENTS[optimizer] * b
+    return StateLayout(b, b, Fraction(0), opt,
+                       f"as the model holds them: {_num(b)} B/param in the parameters' own dtype, "
+                       f"gradients and {optimizer} state alike, no fp32 master copy")
+
+
 @dataclass(frozen=True, slots=True)
 class ModelStates:
     """Per-GPU bytes of the fixed cost, and what lives in host RAM instead."""

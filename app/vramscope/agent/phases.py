@@ -1,0 +1,198 @@
+"""Phases of a training step: allocated at the end of forward, after backward,
+after the optimizer step -- and once, after loading.
+
+The seeds say where to measure: after loading, during the busiest forward
+pass, after backward and after the optimizer step. The hooks that see those
+moments are cheap and already on the training thread:
+
+- forward pre-hook of a registered model (top module): the first one, before
+  any step, is "after loading";
+- forward post-hook: "forward" = allocated with the activations held; it also
+  hooks the output tensor, whose gradient arrives first in backward, and
+  that hook queues a callback the autograd engine runs when the whole
+  backward pass is done (the way DDP finds the end of backward): "backward";
+- optimizer step pre-hook: "backward" again when no backward end was seen
+  (an output that is not a tensor); post-hook: "optimizer".
+
+Each reading is ``provider.allocated_now()``: the allocator's current
+counter per touched CUDA device -- no synchronisation, no peak reset. Within
+one step the highest reading of each phase is kept (several micro-batches),
+so the step record says which phase peaks. A CPU-only run has no CUDA
+device: the phases are None and the hooks skip the work.
+
+Cost: the readings are timed; when they would exceed PHASE_BUDGET of the
+step time, only every k-th step is measured (the others report None).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+PHASES = ("forward", "backward", "optimizer")
+PHASE_BUDGET = 0.005  # the phase readings may take at most 0.5 % of step time
+RECHECK_EVERY = 2.0  # seconds: a run with no CUDA device looks again this often
+
+
+def _first_grad_tensor(output, depth: int = 0):
+    """The first tensor in a model's output that autograd will reach in backward."""
+    if depth > 3:
+        return None
+    requires = getattr(output, "requires_grad", None)
+    if requires is not None:
+        return output if requires and getattr(output, "grad_fn", None) is not None else None
+    if isinstance(output, dict):  # also Hugging Face ModelOutput (an OrderedDict)
+        output = list(output.values())
+    if isinstance(output, (list, tuple)):
+        for item in output[:8]:
+            t = _first_grad_tensor(item, depth + 1)
+            if t is not None:
+                return t
+    return None
+
+
+class PhaseTracker:
+    def __init__(self, read_allocated, emit, clock=time.perf_counter, wall=time.time,
+                 budget: float = PHASE_BUDGET):
+        self.budget = budget  # share of step time the readings may take
+        self._read = read_allocated  # () -> {device: bytes} (empty: no CUDA device touched)
+        self._emit = emit  # emit(kind, data): the "loaded" event
+        self._clock = clock
+        self._wall = wall
+        self.loaded_done = False
+        self.enabled = True  # False: a CPU-only run (no device to read) or a skipped step
+        self._every = 1
+        self._skip = 0
+        self._cost = 0.0
+        self._step_start: float | None = None
+        self._cur: dict[str, dict[str, int]] = {}
+        self._order: list[str] = []
+        self._times: dict[str, float] = {}
+        self._backward_queued = False
+        self._backward_seen = False
+        self._queue_callback = None
+        self._nothing_at: float | None = None  # when a read last found no CUDA device
+        self.errors = 0
+        self.reads = 0
+
+    # -- readings --------------------------------------------------------------------
+    def _note(self, phase: str) -> None:
+        t0 = self._clock()
+        values = self._read()
+        self._cost += self._clock() - t0
+        self.reads += 1
+        if not values:
+            self.enabled = False  # nothing to read (no CUDA device yet): look again later
+            self._nothing_at = t0
+            return
+        for device, value in values.items():
+            if value is None:
+                continue
+            per = self._cur.get(device)
+            if per is None:
+                per = self._cur[device] = {}
+            if value >= per.get(phase, -1):
+                per[phase] = value
+        if phase not in self._order:
+            self._order.append(phase)
+        self._times[phase] = self._wall()
+
+    def mark_loaded(self, steps_done: int) -> None:
+        """Before the first forward of the run: what loading left allocated."""
+        if self.loaded_done:
+            return
+        self.loaded_done = True
+        if steps_done:
+            return  # registered mid-run: the moment after loading has passed
+        try:
+            values = self._read()
+        except Exception:
+            self.errors += 1
+            return
+        self._emit("loaded", {"devices": {d: v for d, v in (values or {}).items()},
+                              "text": "allocated after loading, before the first forward"})
+        if not values:
+            self.enabled = False
+            self._nothing_at = self._clock()
+
+    # -- hooks (training thread) -----------------------------------------------------
+    def forward_end(self, output) -> None:
+        if not self.enabled:
+            return
+        try:
+            self._note("forward")
+            t = _first_grad_tensor(output)
+            if t is not None:
+                t.register_hook(self._output_grad)
+        except Exception:
+            self.errors += 1
+
+    def _output_grad(self, grad):
+        try:
+            if not self._backward_queued:
+                queue = self._queue_callback
+                if queue is None:
+                    from torch.autograd import Variable
+                    queue = self._queue_callback = Variable._execution_engine.queue_callback
+                self._backward_queued = True
+                queue(self._backward_end)
+        except Exception:
+            self.errors += 1
+        return None
+
+    def _backward_end(self) -> None:
+        self._backward_queued = False
+        try:
+            self._backward_seen = True
+            self._note("backward")
+        except Exception:
+            self.errors += 1
+
+    def optimizer_pre(self) -> None:
+        if not self.enabled or self._backward_seen:
+            return
+        try:
+            self._note("backward")  # no backward end was seen: just before the update
+        except Exception:
+            self.errors += 1
+
+    def optimizer_post(self) -> None:
+        if not self.enabled:
+            return
+        try:
+            self._note("optimizer")
+        except Exception:
+            self.errors += 1
+
+    # -- step boundary -----------------------------------------------------------------
+    def take(self) -> tuple[dict | None, list[str], dict[str, float]]:
+        """At a step's end: (device -> phase -> bytes or None, order seen, phase times)."""
+        now = self._clock()
+        measured = bool(self._cur)
+        phases = None
+        if measured:
+            phases = {d: {p: per.get(p) for p in PHASES} for d, per in self._cur.items()}
+        order, times = self._order, self._times
+        if self._step_start is not None and self._cost > 0:
+            duration = now - self._step_start
+            if duration > 0:
+                self._every = max(1, math.ceil(self._cost / (self.budget * duration)))
+        self._cur, self._order, self._times = {}, [], {}
+        self._cost = 0.0
+        self._backward_seen = False
+        self._step_start = now
+        # the next step: measured, or skipped to keep within the budget
+        if self._nothing_at is not None:
+            self.enabled = now - self._nothing_at >= RECHECK_EVERY
+            if self.enabled:
+                self._nothing_at = None
+        elif self._every > 1:
+            self._skip = (self._skip + 1) % self._every
+            self.enabled = self._skip == 0
+        else:
+            self.enabled = True
+        return phases, order, times
+
+    @property
+    def every(self) -> int:
+        return self._every
