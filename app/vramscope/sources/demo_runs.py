@@ -332,11 +332,22 @@ class ScriptedRun:
         lo = self.clock.count(prev_r) if prev_r >= self.clock.end(1) else 0
         out = []
         for k in range(max(lo + 1, hi - limit + 1), hi + 1):
-            end = self.clock.end(k)
+            end, begin = self.clock.end(k), self.clock.end(k - 1)
+            before = self._after(k - 1) if k > 1 else self.s.weights + self.s.gradients
+            # the phases the agent reads: activations held at the end of forward,
+            # freed by the end of backward (a few temporaries left), the step's result
+            phases = {"forward": self._step_peak(k),
+                      "backward": before + self._activations(k) // 8,
+                      "optimizer": self._after(k)}
+            span = end - begin
+            times = {"forward": start_time + begin + 0.4 * span,
+                     "backward": start_time + begin + 0.9 * span, "optimizer": start_time + end}
             out.append(AgentEvent("step", start_time + end, {
                 "step": k, "peak_allocated": self._step_peak(k),
                 "allocated_after": self._after(k),
-                "duration": end - self.clock.end(k - 1)}))
+                "duration": end - begin,
+                "phases": {self.s.device: phases}, "phase_order": ["forward", "backward", "optimizer"],
+                "phase_times": times}))
         return out
 
     def _oom_event(self, start_time: float, device_total: int, free: int, allocated: int,

@@ -192,8 +192,10 @@ class DeviceView(QWidget):
         p.setLabel("left", "PyTorch memory (GiB)")
         p.getAxis("left").enableAutoSIPrefix(False)
         p.getAxis("left").setWidth(52)
-        self.legend = p.addLegend(offset=(8, 4), labelTextColor=theme.TEXT, labelTextSize="8pt",
-                                  brush=pg.mkBrush(21, 24, 29, 210))
+        # bottom left, in columns: below allocated memory there is only the fixed
+        # cost (weights, gradients, optimizer state), so the legend hides no curve
+        self.legend = p.addLegend(offset=(8, -4), labelTextColor=theme.TEXT, labelTextSize="8pt",
+                                  brush=pg.mkBrush(21, 24, 29, 210), colCount=3)
         self.reserved = p.plot(pen=pg.mkPen(RESERVED, width=2), name="reserved", connect="finite")
         self.allocated = p.plot(pen=pg.mkPen(ALLOCATED, width=2), name="allocated", connect="finite")
         self.peak = p.plot(pen=pg.mkPen(ALLOCATED, width=1, style=Qt.PenStyle.DotLine),

@@ -1,0 +1,56 @@
+"""Regenerate the README's screenshots of the demo window (offscreen).
+
+    .venv/bin/python packaging/screenshots.py      -> resources/screenshots/*.png
+
+The simulated workstation is fed 15 minutes of frames without waiting, then
+the monitor, alerts and PyTorch agents tabs are grabbed at 1400 x 900.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import tempfile
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+OUT = pathlib.Path(__file__).resolve().parents[1] / "resources" / "screenshots"
+
+
+def main() -> None:
+    from PySide6.QtCore import QSettings
+
+    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.ui.app import build_window, create_app
+    from vramscope.ui.settings import Settings
+
+    app = create_app(theme_mode="dark")
+    settings = Settings(QSettings(tempfile.mktemp(suffix=".ini"), QSettings.Format.IniFormat))
+    args = argparse.Namespace(demo=True, interval=None, window=None, theme=None, record=None,
+                              read_only=False, prometheus=None, file=None)
+    settings.merge_args(args)
+    seconds = 900
+    start = time.time() - seconds
+    source = SimulatedSource(seed=1, start_time=start)
+    feed, window = build_window(args, source=source, start=False, poll_ms=60_000, settings=settings)
+    window.resize(1400, 900)
+    window.show()
+    for k in range(seconds):
+        frame = source.sample(start + k)
+        for enrich in feed.sampler.enrichers:
+            frame = enrich(frame)
+        feed.store.append(frame)
+    window.refresh(force=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    for index, name in ((0, "demo"), (1, "alerts"), (2, "agents")):
+        window.tabs.setCurrentIndex(index)
+        app.processEvents()
+        window.grab().save(str(OUT / f"{name}.png"))
+        print(OUT / f"{name}.png")
+    window.services.close()
+
+
+if __name__ == "__main__":
+    main()
