@@ -16,25 +16,8 @@ import pytest
 
 from vramscope.core.actions import ProcessActions, read_audit_log
 
-SLEEPER = "import time; print('ready', flush=True); time.sleep(120)"
-STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            "print('ready', flush=True); time.sleep(120)")
+from .conftest import STUBBORN
 
-
-@pytest.fixture
-def start_child():
-    children = []
-
-    def start(code=SLEEPER, **kw):
-        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, **kw)
-        assert p.stdout.readline().strip() == "ready"
-        children.append(p)
-        return p, psutil.Process(p.pid).create_time()
-    yield start
-    for p in children:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=10)
 
 
 @pytest.fixture

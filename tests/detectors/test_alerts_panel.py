@@ -3,9 +3,6 @@ confirmation (on real processes), tray notifications; screenshot of the demo."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import psutil
 import pytest
 
@@ -17,6 +14,8 @@ from vramscope.core.detectors.jupyter import NotebookHint  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.units import GiB  # noqa: E402
 from vramscope.ui.alerts_panel import AlertsPanel, EndProcessDialog, TrayNotifier  # noqa: E402
+
+from .conftest import STUBBORN
 
 T0 = 1_700_000_000.0
 
@@ -96,22 +95,6 @@ def frame_with(pid, start, t):
                                           util_gpu=0, processes=(proc,)),))
 
 
-@pytest.fixture
-def child():
-    procs = []
-
-    def start(code="import time; print('ready', flush=True); time.sleep(120)"):
-        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-        assert p.stdout.readline().strip() == "ready"
-        procs.append(p)
-        return p, psutil.Process(p.pid).create_time()
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=10)
-
-
 def panel_for(qtbot, pid, start, tmp_path, **kw):
     engine = Diagnostics(DiagnosticSettings().with_overrides(idle_minutes=0.0),
                          notebook_finder=no_finder)
@@ -123,8 +106,8 @@ def panel_for(qtbot, pid, start, tmp_path, **kw):
     return panel, actions
 
 
-def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, child, tmp_path, artifacts_dir):
-    p, start = child()
+def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, start_child, tmp_path, artifacts_dir):
+    p, start = start_child()
     panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
     assert panel.end_button.isEnabled()
     dialog = panel.end_selected()
@@ -142,9 +125,8 @@ def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, child, tmp_path
     assert read_audit_log(tmp_path / "audit.jsonl")[0]["action"] == "SIGTERM"
 
 
-def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, child, tmp_path):
-    p, start = child("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                     "print('ready', flush=True); time.sleep(120)")
+def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, start_child, tmp_path):
+    p, start = start_child(STUBBORN)
     panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
     first = panel.end_selected()
     first.confirm_button.click()
@@ -157,8 +139,8 @@ def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, child
     assert p.wait(timeout=5) == -9
 
 
-def test_cancel_sends_nothing_and_mismatched_identity_is_refused(themed, qtbot, child, tmp_path):
-    p, start = child()
+def test_cancel_sends_nothing_and_mismatched_identity_is_refused(themed, qtbot, start_child, tmp_path):
+    p, start = start_child()
     panel, _ = panel_for(qtbot, p.pid, start, tmp_path)
     panel.end_selected().reject()
     qtbot.wait(400)
@@ -169,8 +151,8 @@ def test_cancel_sends_nothing_and_mismatched_identity_is_refused(themed, qtbot, 
     assert p.poll() is None
 
 
-def test_read_only_disables_end_process(themed, qtbot, child, tmp_path):
-    p, start = child()
+def test_read_only_disables_end_process(themed, qtbot, start_child, tmp_path):
+    p, start = start_child()
     panel, _ = panel_for(qtbot, p.pid, start, tmp_path, read_only=True)
     assert not panel.end_button.isEnabled()
     assert "read-only" in panel.end_button.toolTip()

@@ -5,28 +5,27 @@ from __future__ import annotations
 import argparse
 
 from vramscope.commands.common import add_source_arguments
+from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL
 
 WINDOW_CHOICES = ("1m", "10m", "1h", "all")
 
 
-def interval_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0.1 <= value <= 60:
-        raise argparse.ArgumentTypeError(f"{text} s is outside 0.1 .. 60 s")
-    return value
+def _seconds(low: float | None = None, high: float | None = None):
+    """An argparse type: a number of seconds, > 0 and within [low, high] where given."""
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        if value <= 0 or (low is not None and value < low) or (high is not None and value > high):
+            where = f"outside {low:g} .. {high:g} s" if low is not None else "not > 0"
+            raise argparse.ArgumentTypeError(f"{text} s is {where}")
+        return value
+    return convert
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return value
+interval_seconds = _seconds(MIN_INTERVAL, MAX_INTERVAL)
+_positive_seconds = _seconds()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -30,6 +30,7 @@ import logging
 from PySide6.QtCore import QByteArray, QSettings
 
 from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL
 from vramscope.core.session.library import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 ORGANISATION = "vramscope"
 APPLICATION = "vramscope"
 
-INTERVAL_RANGE = (0.1, 60.0)  # seconds, as `vramscope --interval`
+INTERVAL_RANGE = (MIN_INTERVAL, MAX_INTERVAL)  # seconds, as `vramscope --interval`
 WINDOWS = ("1m", "10m", "1h", "all")  # as `vramscope --window` and the toolbar
 THEMES = ("system", "light", "dark")
 DEFAULT_INTERVAL = 1.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert
-from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
 
 CHECKPOINTING_FIX = (
@@ -51,7 +51,5 @@ class CheckpointingRule:
                 fix=CHECKPOINTING_FIX, device=dev.device if dev is not None else None,
                 data={"model": data.get("model")},
             ))
-        stale = now - settings.forget_after_minutes * 60
-        for key in [k for k, v in self._seen.items() if v[2] < stale]:
-            del self._seen[key]
+        forget_stale(self._seen, now, settings, last_seen=lambda v: v[2])
         return alerts

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert
-from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
 from vramscope.core.units import fmt_bytes
 
@@ -93,9 +93,7 @@ class EvalAutogradRule:
                 data={"growth": growth, "baseline": baseline, "peak": peak, "events": count,
                       "model": model, "step_peak": st.step_peak},
             ))
-        stale = now - settings.forget_after_minutes * 60
-        for key in [k for k, s in self._state.items() if s.last_seen < stale]:
-            del self._state[key]
+        forget_stale(self._state, now, settings)
         return alerts
 
     @staticmethod

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from vramscope.core.detectors.agentmap import cuda_devices, expandable_segments, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert
-from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
 from vramscope.core.units import fmt_bytes, fmt_duration
 
@@ -52,9 +52,7 @@ class FragmentationRule:
                 alert = self._judge(frame, report, dev, st, now, settings)
                 if alert is not None:
                     alerts.append(alert)
-        horizon = now - settings.forget_after_minutes * 60
-        for key in [k for k, s in self._state.items() if s.last_seen < horizon]:
-            del self._state[key]
+        forget_stale(self._state, now, settings)
         return alerts
 
     def _judge(self, frame, report, dev, st: _DevState, now: float,

@@ -16,7 +16,7 @@ from statistics import median
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device, headroom
 from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
-from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.trend import theil_sen
 from vramscope.core.samples import Frame
 from vramscope.core.units import MiB, fmt_bytes, fmt_duration
@@ -78,9 +78,7 @@ class LeakRule:
                 alert = self._judge(frame, report, key[1], st, now, settings, k)
                 if alert is not None:
                     alerts.append(alert)
-        horizon = now - settings.forget_after_minutes * 60
-        for key in [k_ for k_, s in self._state.items() if s.last_seen < horizon]:
-            del self._state[key]
+        forget_stale(self._state, now, settings)
         return alerts
 
     def _judge(self, frame, report, device_name, st: _LeakState, now, settings, k) -> Alert | None:

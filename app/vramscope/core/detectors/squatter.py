@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.alert import INFO, WARNING, Alert
-from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import (
     ACCESS_DENIED, EXITED, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
 )
@@ -92,9 +92,7 @@ class SquatterRule:
             alert = self._judge(gpu, proc, st, now, settings)
             if alert is not None:
                 alerts.append(alert)
-        horizon = now - settings.forget_after_minutes * 60
-        for key in [k for k, s in self._state.items() if s.last_seen < horizon]:
-            del self._state[key]
+        forget_stale(self._state, now, settings)
         return alerts
 
     def _judge(self, gpu: GpuSample, proc: GpuProcess, st: _ProcState, now: float,
