@@ -1,10 +1,12 @@
-"""Words for processes: legend labels and what to say when psutil can't see one."""
+"""Words for processes, one place for the window and `status`: legend labels,
+command and user columns, and what to say when psutil cannot see a process."""
 
 from __future__ import annotations
 
 import os
 
 from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess, ProcessInfo
+from vramscope.core.units import NA
 
 VISIBILITY_TEXT = {
     ACCESS_DENIED: "access denied",
@@ -52,19 +54,19 @@ def process_label(proc: GpuProcess) -> str:
 def command_text(proc: GpuProcess) -> str:
     info = proc.info
     if info is None:
-        return "n/a"
+        return NA
     if info.visibility == EXITED:
         cmd = info.command
         return f"(exited) {cmd}" if cmd else VISIBILITY_COMMAND[EXITED]
     if info.visibility in VISIBILITY_COMMAND and not info.command:
         return VISIBILITY_COMMAND[info.visibility]
-    return info.command or "n/a"
+    return info.command or NA
 
 
 def user_text(proc: GpuProcess) -> str:
     info = proc.info
     if info is None:
-        return "n/a"
+        return NA
     if info.user:
         return info.user
-    return VISIBILITY_TEXT.get(info.visibility, "n/a")
+    return VISIBILITY_TEXT.get(info.visibility, NA)
