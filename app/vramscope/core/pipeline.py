@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from vramscope.core.process_text import process_label
+from vramscope.core.process_names import process_label
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher, Sampler
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.source import Source, close_quietly

@@ -1,11 +1,10 @@
-"""Words for processes, one place for the window and `status`: legend labels,
-command and user columns, and what to say when psutil cannot see a process."""
+"""Words for processes, one place for the window and `status`: the command and
+user columns, and what to say when psutil cannot see a process. (What a
+process is called -- "train.py (4242)" -- is core/process_names.py.)"""
 
 from __future__ import annotations
 
-import os
-
-from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess, ProcessInfo
+from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess
 from vramscope.core.units import NA
 
 VISIBILITY_TEXT = {
@@ -19,36 +18,6 @@ VISIBILITY_COMMAND = {
     EXITED: "(process has exited)",
     NOT_VISIBLE: "(not visible from here: another PID namespace or a container)",
 }
-
-_PYTHONS = ("python", "python3", "pythonw")
-
-
-def short_name(info: ProcessInfo | None) -> str | None:
-    """What an ML engineer calls it: 'Jupyter kernel', 'train.py', 'vllm'."""
-    if info is None:
-        return None
-    cmd = info.cmdline or ()
-    if any("ipykernel_launcher" in part or "ipykernel" == part for part in cmd):
-        return "Jupyter kernel"
-    if cmd:
-        exe = os.path.basename(cmd[0])
-        if exe.startswith(_PYTHONS):
-            for i, part in enumerate(cmd[1:], start=1):
-                if part == "-m" and i + 1 < len(cmd):
-                    return cmd[i + 1]
-                if part.startswith("-"):
-                    continue
-                return os.path.basename(part)
-        if exe in ("torchrun", "accelerate", "deepspeed") and len(cmd) > 1:
-            rest = [p for p in cmd[1:] if not p.startswith("-")]
-            return f"{exe} {os.path.basename(rest[-1])}" if rest else exe
-    return info.name or (os.path.basename(cmd[0]) if cmd else None)
-
-
-def process_label(proc: GpuProcess) -> str:
-    """'train.py (4242)'; 'pid 4242' when nothing else is known."""
-    name = short_name(proc.info)
-    return f"{name} ({proc.pid})" if name else f"pid {proc.pid}"
 
 
 def command_text(proc: GpuProcess) -> str:
