@@ -256,6 +256,39 @@ class ProcessActions:
         return ""
 
 
+class EndProcess:
+    """One request to end a process, step by step: SIGTERM; after the grace
+    period, if the same process (pid + start time) still runs, SIGKILL on
+    request. A view only schedules the steps (a timer) and asks the user."""
+
+    def __init__(self, actions: ProcessActions, pid: int, start_time: float | None,
+                 memory: int | None = None, grace_seconds: float | None = None):
+        self.actions, self.pid, self.start_time, self.memory = actions, pid, start_time, memory
+        self.grace_seconds = actions.grace_seconds if grace_seconds is None else grace_seconds
+
+    @property
+    def check_after_ms(self) -> int:
+        """When to look again after SIGTERM: a little past the grace period (coarse
+        GUI timers may fire a few % early)."""
+        return int(1000 * self.grace_seconds) + 100
+
+    def describe(self) -> ProcessSummary:
+        return self.actions.describe(self.pid, self.start_time, memory=self.memory)
+
+    def terminate(self) -> ActionResult:
+        return self.actions.terminate(self.pid, self.start_time, memory=self.memory)
+
+    def running(self) -> bool:
+        return self.actions.is_alive(self.pid, self.start_time)
+
+    def kill(self) -> ActionResult:
+        return self.actions.kill(self.pid, self.start_time, memory=self.memory)
+
+    @property
+    def ended_text(self) -> str:
+        return f"pid {self.pid} has exited; its memory goes back to the GPU."
+
+
 def append_json_line(path: pathlib.Path, entry: dict) -> None:
     """One JSON line, appended; the file is created 0600 in a 0700 directory."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
+from vramscope.core.actions import EndProcess
 from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
@@ -167,8 +168,7 @@ class AlertsPanel(QWidget):
         self.read_only = read_only or (actions is not None and actions.read_only)
         self.simulated = False
         self._clock = clock
-        self._grace_ms = int(1000 * (grace_seconds if grace_seconds is not None else
-                                     (actions.grace_seconds if actions is not None else 5.0)))
+        self._grace_seconds = grace_seconds  # None: the actions' own
         self._alerts: list[Alert] = []
         self._hidden: set[tuple] = set()
         self._seen_keys: set[tuple] = set()
@@ -341,41 +341,39 @@ class AlertsPanel(QWidget):
         if why:
             self._say(why)
             return None
-        summary = self.actions.describe(alert.pid, alert.start_time, memory=alert.frees)
-        dialog = EndProcessDialog(summary, "term", self)
-        dialog.accepted.connect(lambda: self._terminate(alert))
+        request = EndProcess(self.actions, alert.pid, alert.start_time, memory=alert.frees,
+                             grace_seconds=self._grace_seconds)
+        dialog = EndProcessDialog(request.describe(), "term", self)
+        dialog.accepted.connect(lambda: self._terminate(alert, request))
         self.active_dialog = dialog
         dialog.open()
         return dialog
 
     # -- acting -------------------------------------------------------------------------
-    def _terminate(self, alert: Alert) -> None:
-        result = self.actions.terminate(alert.pid, alert.start_time, memory=alert.frees)
+    def _terminate(self, alert: Alert, request: EndProcess) -> None:
+        result = request.terminate()
         self._say(result.message)
-        if not result.ok:
-            return
-        # a little past the grace period: Qt's coarse timers may fire a few % early
-        QTimer.singleShot(self._grace_ms + 100, self, lambda: self._after_grace(alert))
+        if result.ok:
+            QTimer.singleShot(request.check_after_ms, self, lambda: self._after_grace(alert, request))
 
-    def _after_grace(self, alert: Alert) -> None:
-        if not self.actions.is_alive(alert.pid, alert.start_time):
-            self._ended(alert)
+    def _after_grace(self, alert: Alert, request: EndProcess) -> None:
+        if not request.running():
+            self._ended(alert, request)
             return
-        summary = self.actions.describe(alert.pid, alert.start_time, memory=alert.frees)
-        dialog = EndProcessDialog(summary, "kill", self)
-        dialog.accepted.connect(lambda: self._kill(alert))
+        dialog = EndProcessDialog(request.describe(), "kill", self)
+        dialog.accepted.connect(lambda: self._kill(alert, request))
         self.active_dialog = dialog
         dialog.open()
 
-    def _kill(self, alert: Alert) -> None:
-        result = self.actions.kill(alert.pid, alert.start_time, memory=alert.frees)
+    def _kill(self, alert: Alert, request: EndProcess) -> None:
+        result = request.kill()
         self._say(result.message)
         if result.ok:
-            QTimer.singleShot(500, self, lambda: self._ended(alert)
-                              if not self.actions.is_alive(alert.pid, alert.start_time) else None)
+            QTimer.singleShot(500, self, lambda: self._ended(alert, request)
+                              if not request.running() else None)
 
-    def _ended(self, alert: Alert) -> None:
-        self._say(f"pid {alert.pid} has exited; its memory goes back to the GPU.")
+    def _ended(self, alert: Alert, request: EndProcess) -> None:
+        self._say(request.ended_text)
         self.processEnded.emit(alert.pid, alert.start_time or 0.0)
 
     def _cannot_act(self, alert: Alert) -> str | None:

@@ -66,9 +66,6 @@ class SquatterRule:
         self._finder = notebook_finder or jupyter.default_notebook_finder
         self._state: dict[tuple, _ProcState] = {}
 
-    def state_for(self, gpu_index: int, proc: GpuProcess) -> _ProcState | None:
-        return self._state.get((gpu_index, proc.identity))
-
     def update(self, frame: Frame, settings: DiagnosticSettings,
                active_pids: frozenset[int] = frozenset()) -> list[Alert]:
         now = frame.time

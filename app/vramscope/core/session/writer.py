@@ -164,12 +164,6 @@ class SessionWriter:
                 (t, action, proc, pid, start_time, result, _json(detail)))
             self._commit()
 
-    def set_meta(self, key: str, value) -> None:
-        with self._lock:
-            self._begin()
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _json(value)))
-            self._commit()
-
     def flush(self) -> None:
         with self._lock:
             if not self._closed:
