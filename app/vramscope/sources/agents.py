@@ -206,6 +206,15 @@ class AgentClient:
                 self._finals_seen.add(path)
 
     def _service(self, key: tuple, path: str, state: _Agent | None) -> None:
+        if state is not None and state.conn is not None:
+            try:
+                self._pull(state)
+                return
+            except (ConnectionError, OSError):
+                # the agent drops connections idle for a few seconds (agent/server.py):
+                # at a long sampling interval, pull again on a fresh one
+                state.conn.close()
+                state.conn = None
         if state is None or state.conn is None:
             conn = AgentConnection(path, self.timeout)
             try:
@@ -220,6 +229,9 @@ class AgentClient:
                 state = self._agents[key] = _Agent(path=path, hello=hello)
             state.conn = conn
             state.error = None
+        self._pull(state)
+
+    def _pull(self, state: _Agent) -> None:
         for _ in range(MAX_PULLS_PER_POLL):
             reply = state.conn.request({"op": "pull", "cursor": state.cursor})
             if not reply.get("ok"):
