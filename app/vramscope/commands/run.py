@@ -67,6 +67,21 @@ def _parse(argv: list[str]) -> tuple[float, list[str]] | str:
     return interval, []
 
 
+def _say_where_the_agent_listens() -> None:
+    """A refused socket directory is said here, where the user looks, not only
+    inside the child's log."""
+    from vramscope.agent import paths
+    try:
+        directory, refused = paths.choose_agent_dir()
+    except paths.RuntimeDirError as exc:
+        print(f"vramscope run: warning: the agent has nowhere to listen ({exc}); the script "
+              "runs, but no vramscope window or `status` will see it", file=sys.stderr)
+        return
+    if refused:
+        print(f"vramscope run: warning: {'; '.join(refused)}; the agent listens in {directory} "
+              "instead (vramscope's window and `status` look there too)", file=sys.stderr)
+
+
 def run(args) -> int:
     parsed = _parse(list(getattr(args, "child", None) or []))
     if isinstance(parsed, str):
@@ -76,6 +91,7 @@ def run(args) -> int:
     if not command:
         print(f"vramscope run: no command given\n{USAGE}", file=sys.stderr)
         return 2
+    _say_where_the_agent_listens()
     try:
         child = subprocess.Popen(command, env=child_env(interval=interval))
     except FileNotFoundError:
