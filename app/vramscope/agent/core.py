@@ -32,8 +32,7 @@ from vramscope.agent.steps import StepTracker
 log = logging.getLogger(__name__)
 
 AGENT_VERSION = 1
-from vramscope.agent import DEFAULT_INTERVAL  # one definition, in the package (no torch there)
-MIN_INTERVAL = 0.05
+from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
 WALK_BUDGET = 0.01  # the walk may take at most 1 % of wall time
 IDLE_WALK_EVERY = 5.0  # without steps, redo the walk this often (inference, before step 1)
 PULL_MAX_BYTES = 1024 * 1024

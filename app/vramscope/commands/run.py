@@ -9,6 +9,7 @@ returned; Ctrl-C goes to the child (same process group) and we wait for it.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -17,8 +18,14 @@ import sys
 USAGE = "usage: vramscope run [--interval SECONDS] -- COMMAND [ARGS...]"
 
 
+def _agent_interval(text: str) -> float:
+    from vramscope.agent import MIN_INTERVAL
+    from vramscope.core.option_types import MAX_INTERVAL, seconds
+    return seconds(MIN_INTERVAL, MAX_INTERVAL)(text)
+
+
 def add_arguments(p) -> None:
-    p.add_argument("--interval", type=float, default=0.5,
+    p.add_argument("--interval", type=_agent_interval, default=0.5,
                    help="agent sampling interval in seconds (default 0.5)")
     p.add_argument("child", nargs="*", metavar="COMMAND", help="the command to run, after --")
 
@@ -47,19 +54,13 @@ def _parse(argv: list[str]) -> tuple[float, list[str]] | str:
         a = argv[i]
         if a == "--":
             return interval, argv[i + 1:]
-        if a == "--interval" and i + 1 < len(argv):
+        if a == "--interval" and i + 1 < len(argv) or a.startswith("--interval="):
+            text = argv[i + 1] if a == "--interval" else a.split("=", 1)[1]
             try:
-                interval = float(argv[i + 1])
-            except ValueError:
-                return f"--interval needs a number of seconds, not {argv[i + 1]!r}"
-            i += 2
-            continue
-        if a.startswith("--interval="):
-            try:
-                interval = float(a.split("=", 1)[1])
-            except ValueError:
-                return f"--interval needs a number of seconds, not {a.split('=', 1)[1]!r}"
-            i += 1
+                interval = _agent_interval(text)
+            except argparse.ArgumentTypeError as exc:
+                return f"--interval: {exc}"
+            i += 2 if a == "--interval" else 1
             continue
         if a in ("-h", "--help"):
             return USAGE
