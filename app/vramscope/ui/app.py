@@ -162,8 +162,16 @@ def open_session_window(path: str, args=None):
     from vramscope.ui.panels import attach_panels
     from vramscope.ui.session_view import attach_session
 
+    import sqlite3
+
+    from vramscope.core.session.errors import UNREADABLE, unreadable
+
     reader = open_session(path)
-    store = load_into_store(reader, Store())
+    try:
+        store = load_into_store(reader, Store())
+    except (sqlite3.Error, *UNREADABLE) as exc:  # the reader skips damage it foresees
+        reader.close()
+        raise unreadable(path, exc) from exc
     feed = Pipeline(ErrorSource("recorded session", name="session"), store)
     feed.learn_labels(GpuProcess(pid=r.pid, used=None, info=r.info())
                       for r in reader.processes().values())

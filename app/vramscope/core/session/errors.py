@@ -21,3 +21,15 @@ class SessionVersionError(SessionError):
 
 class SessionExistsError(SessionError):
     """Recording would overwrite an existing file."""
+
+
+# What reading a damaged file can raise past the reader's own checks (a value
+# of a type nothing expected, an SQLite page that fails late): said as damage.
+UNREADABLE = (ArithmeticError, LookupError, TypeError, ValueError, UnicodeError)
+
+
+def unreadable(path, exc: BaseException) -> SessionCorruptError:
+    """One line for a file that broke a reader in a way it did not foresee."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return SessionCorruptError(f"{path}: the session file is damaged where vramscope cannot read "
+                               f"around it ({type(exc).__name__}: {first[:200]})")
