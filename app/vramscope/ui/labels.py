@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import os
 
-from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess, ProcessInfo
+from vramscope.core.samples import (
+    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, GpuProcess, ProcessInfo,
+)
 
 VISIBILITY_TEXT = {
     ACCESS_DENIED: "access denied",
     EXITED: "exited",
     NOT_VISIBLE: "not visible",
+    GHOST: "no such process",
 }
 
 VISIBILITY_COMMAND = {
     ACCESS_DENIED: "(details not readable from this user: access denied)",
     EXITED: "(process has exited)",
     NOT_VISIBLE: "(not visible from here: another PID namespace or a container)",
+    GHOST: "(no such process: the driver still holds its memory; see the alert)",
 }
 
 _PYTHONS = ("python", "python3", "pythonw")
