@@ -13,12 +13,13 @@ import psutil
 import pytest
 
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
-from vramscope.core.samples import GHOST, NOT_VISIBLE
-from vramscope.sources.containers import host_pid_view, proc_hides_pids, read_container
+from vramscope.core.process_text import VISIBILITY_COMMAND
 from vramscope.core.samples import (
-    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample, ProcessInfo,
+    GHOST, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
+    ProcessInfo,
 )
 from vramscope.core.status_report import frame_to_dict, render_table
+from vramscope.sources.containers import host_pid_view, proc_hides_pids, read_container
 
 
 def status(env, *args, timeout=60):
@@ -142,7 +143,8 @@ def test_status_table_is_readable(fake_nvml_files, sleepers):
     assert "10.0 GiB" in row_a and "85 %" in row_a and "sleep 300" in row_a
     row_b = next(line for line in out.splitlines() if line.split()[:1] == [str(pids[1])])
     assert " n/a " in row_b  # n/a memory, not 0
-    assert f"[{missing_pid_visibility()}]" in out
+    # the window's words for a process psutil cannot see, from the same place
+    assert VISIBILITY_COMMAND[missing_pid_visibility()] in out and "[not-visible]" not in out
 
 
 def _real_nvml_installed() -> bool:

@@ -148,7 +148,9 @@ class Frame:
     # (a container without --pid=host); None: not known (demo, session, other OS)
     host_pids: bool | None = None
     device_holders: tuple[DeviceHolder, ...] = ()
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    # trouble after the previous frame that the window must show: a store
+    # listener (recorder, diagnostics) that failed, a sampling pass that raised
+    notices: tuple[str, ...] = ()
 
     def all_processes(self):
         for gpu in self.gpus:

@@ -29,8 +29,9 @@ from typing import Any
 
 from vramscope.core.containers import container_text
 from vramscope.core.samples import (
-    BUCKET_NAMES, VISIBLE, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
+    BUCKET_NAMES, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
 )
+from vramscope.core.process_text import command_text, user_text
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
 from vramscope.core.user_totals import user_totals
 
@@ -179,9 +180,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             age = None
             if info is not None and info.start_time is not None:
                 age = max(0.0, frame.time - info.start_time)
-            command = (info.command if info else None) or NA
-            if info is not None and info.visibility != VISIBLE:
-                command = f"[{info.visibility}] {command if command != NA else ''}".rstrip()
+            command = command_text(p)  # the window's words (core/process_text.py)
             marks = []
             if p.has_agent or p.pid in agents:
                 marks.append("agent")
@@ -189,8 +188,8 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
                 marks.append("+".join(p.kinds))
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
-            rows.append((str(p.pid), (info.user if info else None) or NA, fmt_bytes(p.used),
-                         fmt_percent(p.sm), fmt_duration(age))
+            rows.append((str(p.pid), user_text(p), fmt_bytes(p.used), fmt_percent(p.sm),
+                         fmt_duration(age))
                         + ((container_text(info),) if contained else ()) + (command,))
         lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
     totals = user_totals(frame)
