@@ -11,12 +11,34 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
 
 
+def ssh_target(text: str) -> str:
+    """argparse type for --host: ``[user@]HOST`` as ssh takes it."""
+    from vramscope.sources.remote import check_target
+    try:
+        return check_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_host_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", metavar="[USER@]HOST", action="append", type=ssh_target,
+                   default=None,
+                   help="watch another machine over ssh (repeatable): runs `vramscope stream` "
+                        "there through your own ssh (keys, config, ProxyJump); nothing listens "
+                        "on the network")
+
+
 def open_source(args, demo_elapsed: float = 0.0):
-    """The source the options ask for: the simulated workstation or NVML.
+    """The source the options ask for: other machines over ssh (--host), the
+    simulated workstation or NVML.
 
     ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
     `status --demo` shows the workstation busy, not at its first second).
     """
+    if getattr(args, "host", None):
+        from vramscope.sources.hosts import HostsSource
+        return HostsSource(args.host, interval=getattr(args, "interval", None) or 1.0,
+                           demo=getattr(args, "demo", False))
     if getattr(args, "demo", False):
         import time
 
@@ -46,9 +68,10 @@ class AgentEnricher:
         self._client = None
 
     def __call__(self, frame):
+        from vramscope.core.samples import REMOTE_SOURCES
         from vramscope.sources.agents import AgentClient, record_reports
 
-        if frame.simulated:
+        if frame.simulated or frame.source in REMOTE_SOURCES:
             return record_reports(self.store, frame)
         if self._client is None:
             self._client = AgentClient(store=self.store)

@@ -14,11 +14,12 @@ import sys
 import threading
 import time
 
-from vramscope.commands.common import add_source_arguments, enrichers_for, open_source
+from vramscope.commands.common import add_host_arguments, add_source_arguments, enrichers_for, open_source
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)
     p.add_argument("--out", metavar="FILE",
                    help="session file to write (default: a new file in the user's data "
                         "directory, where the oldest sessions are removed past the cap)")
@@ -55,6 +56,8 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
     meta = {"source": getattr(source, "name", "?"),
             "simulated": bool(getattr(source, "simulated", False)),
             "interval": interval, "started_by": "vramscope record"}
+    from vramscope.sources.hosts import session_host_meta
+    meta.update(session_host_meta(source))
     try:
         writer = SessionWriter(path, meta=meta, retention=retention,
                                retention_directory=retention_directory)

@@ -97,7 +97,6 @@ class Services:
 
     @classmethod
     def start(cls, feed, args, settings=None) -> "Services":
-        from vramscope.core.actions import ProcessActions
         from vramscope.core.detectors import Diagnostics
 
         if settings is not None:
@@ -108,7 +107,7 @@ class Services:
             record = getattr(args, "record", True)
             engine = Diagnostics()
         engine.attach(feed.store)
-        actions = ProcessActions(read_only=read_only)
+        actions = _actions_for(feed.source, read_only)
         services = cls(feed, engine, actions, read_only=read_only)
         cap = settings.session_cap_bytes if settings is not None else None
         if record:  # only real GPUs are written (see SessionRecorder)
@@ -124,6 +123,10 @@ class Services:
         from vramscope.ui.panels import attach_panels
 
         self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
+        from vramscope.sources.hosts import HostsSource
+        if isinstance(self.feed.source, HostsSource):
+            from vramscope.ui.hosts_bar import attach_hosts_bar
+            attach_hosts_bar(window)
         window.services = self
         _add_session_actions(window, self)
         if self.recorder is not None and not self.feed.simulated:
@@ -138,13 +141,25 @@ class Services:
             self.metrics.close()
 
 
+def _actions_for(source, read_only: bool):
+    """End-process actions: local, or over each host's ssh channel (--host)."""
+    from vramscope.core.actions import ProcessActions
+    from vramscope.sources.hosts import HostActions, HostsSource
+
+    if isinstance(source, HostsSource):
+        return HostActions(source, read_only=read_only)
+    return ProcessActions(read_only=read_only)
+
+
 def _start_recording(feed, engine, actions, cap_bytes=None):
     """Record the real GPUs this window sees (the file appears with the first one)."""
     from vramscope.core.session import RetentionPolicy
     from vramscope.core.session.recorder import SessionRecorder
+    from vramscope.sources.hosts import session_host_meta
 
     recorder = SessionRecorder(engine, actions,
-                               meta={"source": feed.source.name, "started_by": "vramscope"},
+                               meta={"source": feed.source.name, "started_by": "vramscope",
+                                     **session_host_meta(feed.source)},
                                retention=RetentionPolicy() if cap_bytes is None
                                else RetentionPolicy(max_bytes=cap_bytes))
     feed.store.subscribe(recorder)
