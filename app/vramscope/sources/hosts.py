@@ -63,7 +63,7 @@ class HostsSource:
                 else:  # the last GPUs seen, kept with the reason instead of figures
                     marked = GpuSample(index=gpu.index, name=gpu.name, uuid=gpu.uuid,
                                        pci_bus_id=gpu.pci_bus_id, total=gpu.total,
-                                       error=view.describe())
+                                       error=view.error or view.state)
                 gpus.append(dataclasses.replace(marked, index=self.global_index(view.host, mine),
                                                 host=view.host, host_index=mine))
                 for proc in marked.processes:
@@ -81,8 +81,13 @@ class HostsSource:
                      simulated=simulated, agents=tuple(agents), extra={HOSTS_KEY: states})
 
     def host_of(self, pid: int, start_time: float | None) -> RemoteHost | None:
-        """The host whose frame last showed this process (pid + start time)."""
-        return self._owner.get((pid, start_time))
+        """The host whose frame last showed this process (pid + start time), else
+        the one host showing that pid (its own checks then refuse a stale start time)."""
+        host = self._owner.get((pid, start_time))
+        if host is None:
+            hosts = {h for (p, _), h in self._owner.items() if p == pid}
+            host = hosts.pop() if len(hosts) == 1 else None
+        return host
 
     def close(self) -> None:
         for host in self.hosts:

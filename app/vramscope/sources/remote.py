@@ -18,6 +18,7 @@ import os
 import select
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -260,7 +261,6 @@ class RemoteHost:
             self._kill(proc)
             err_thread.join(2)
             proc.stdout.close()
-            proc.stderr.close()
             self._fail_waiting()
         rc = proc.returncode
         tail = [line for line in stderr_tail if line.strip()]
@@ -325,13 +325,20 @@ class RemoteHost:
             proc.stdin.close()  # the remote stream ends when its stdin closes
         except OSError:
             pass
-        if proc.poll() is None:
-            proc.terminate()
+        if proc.poll() is None:  # ssh and whatever it started (its own session)
+            _signal_group(proc, signal.SIGTERM)
             try:
                 proc.wait(2)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _signal_group(proc, signal.SIGKILL)
                 proc.wait()
+
+
+def _signal_group(proc: subprocess.Popen, signum) -> None:
+    try:
+        os.killpg(proc.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _drain(stream, tail) -> None:
@@ -340,6 +347,8 @@ def _drain(stream, tail) -> None:
             tail.append(raw.decode("utf-8", "replace").rstrip())
     except (OSError, ValueError):
         pass
+    finally:
+        stream.close()
 
 
 def _with_events(frame: Frame, events: dict) -> Frame:
