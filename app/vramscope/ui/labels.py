@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import os
+from vramscope.core.process_names import process_label, short_name
+from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess
 
-from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess, ProcessInfo
+__all__ = ["VISIBILITY_TEXT", "VISIBILITY_COMMAND", "short_name", "process_label",
+           "command_text", "user_text"]
 
 VISIBILITY_TEXT = {
     ACCESS_DENIED: "access denied",
@@ -17,36 +19,6 @@ VISIBILITY_COMMAND = {
     EXITED: "(process has exited)",
     NOT_VISIBLE: "(not visible from here: another PID namespace or a container)",
 }
-
-_PYTHONS = ("python", "python3", "pythonw")
-
-
-def short_name(info: ProcessInfo | None) -> str | None:
-    """What an ML engineer calls it: 'Jupyter kernel', 'train.py', 'vllm'."""
-    if info is None:
-        return None
-    cmd = info.cmdline or ()
-    if any("ipykernel_launcher" in part or "ipykernel" == part for part in cmd):
-        return "Jupyter kernel"
-    if cmd:
-        exe = os.path.basename(cmd[0])
-        if exe.startswith(_PYTHONS):
-            for i, part in enumerate(cmd[1:], start=1):
-                if part == "-m" and i + 1 < len(cmd):
-                    return cmd[i + 1]
-                if part.startswith("-"):
-                    continue
-                return os.path.basename(part)
-        if exe in ("torchrun", "accelerate", "deepspeed") and len(cmd) > 1:
-            rest = [p for p in cmd[1:] if not p.startswith("-")]
-            return f"{exe} {os.path.basename(rest[-1])}" if rest else exe
-    return info.name or (os.path.basename(cmd[0]) if cmd else None)
-
-
-def process_label(proc: GpuProcess) -> str:
-    """'train.py (4242)'; 'pid 4242' when nothing else is known."""
-    name = short_name(proc.info)
-    return f"{name} ({proc.pid})" if name else f"pid {proc.pid}"
 
 
 def command_text(proc: GpuProcess) -> str:
