@@ -93,8 +93,8 @@ def test_two_hosts_side_by_side_and_a_dropped_one_comes_back(hosts):
         os.killpg(a._proc.pid, signal.SIGKILL)
         frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus[0].error and f,
                          what="a marked down")
-        states = {s["host"]: s for s in frame.extra["hosts"]}
-        assert states["a"]["state"] == DOWN and states["b"]["state"] == CONNECTED
+        states = {s.host: s.state for s in frame.hosts}
+        assert states == {"a": DOWN, "b": CONNECTED}
         assert "connection lost" in frame.gpus[0].error and frame.gpus[0].used is None
         assert frame.gpus[2].error is None and frame.gpus[2].used == 7 * GiB  # b goes on
         connections = a.connections

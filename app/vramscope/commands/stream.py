@@ -18,8 +18,9 @@ import socket
 import sys
 import threading
 
-from vramscope.commands.common import add_source_arguments, enrichers_for, open_source
+from vramscope.commands.common import add_source_arguments
 from vramscope.core.stream import protocol
+from vramscope.sources.choose import enrichers_for, open_source
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -102,42 +103,34 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
 
 
 def run_stream(source, *, interval: float = 1.0, count: int | None = None,
-               inp=None, out=None, enrichers=None, actions=None,
+               inp=None, out=None, enrichers=enrichers_for, actions=None,
                stop: threading.Event | None = None) -> int:
+    """The window's pipeline (core/monitor.py) with the stream as its last stage."""
     from vramscope import __version__
     from vramscope.core.actions import ProcessActions
-    from vramscope.core.detectors import Diagnostics
-    from vramscope.core.sampler import Sampler, clamp_interval
-    from vramscope.core.store import Store
+    from vramscope.core.monitor import Monitor
+    from vramscope.core.sampler import clamp_interval
+    from vramscope.core.store import STAGE_RECORDER, Store
 
     stop = stop or threading.Event()
     out = out if out is not None else sys.stdout.buffer
     inp = inp if inp is not None else sys.stdin.buffer
     interval = clamp_interval(interval)
-    store = Store(fine_points=8, coarse_points=8)
-    engine = Diagnostics()
-    engine.attach(store)
-    writer = StreamWriter(out, engine, stop, count)
+    monitor = Monitor.build(source, enrichers=enrichers, interval=interval, actions=False,
+                            store=Store(fine_points=8, coarse_points=8))
+    writer = StreamWriter(out, monitor.engine, stop, count)
     writer.send(protocol.hello(socket.gethostname(), __version__, interval))
-    store.subscribe(writer)
+    monitor.pipeline.subscribe(writer, STAGE_RECORDER)
     actions = actions or ProcessActions()
     reader = threading.Thread(target=serve_requests, args=(inp, writer, actions, stop),
                               name="vramscope-stream-requests", daemon=True)
     reader.start()
-    extra = list(enrichers(store)) if callable(enrichers) else list(enrichers or [])
-    sampler = Sampler(source, store, interval, extra)
-    sampler.start()
+    monitor.pipeline.start()
     try:
         while not stop.wait(0.5):
             pass
     finally:
-        sampler.stop()
-        for thing in [source] + extra:
-            try:
-                if hasattr(thing, "close"):
-                    thing.close()
-            except Exception:  # noqa: BLE001
-                pass
+        monitor.close()
     return 0
 
 
@@ -148,8 +141,7 @@ def run(args) -> int:
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, lambda *_: stop.set())
     source = open_source(args)
-    code = run_stream(source, interval=args.interval, count=args.count, stop=stop,
-                      enrichers=lambda store: enrichers_for(source, store))
+    code = run_stream(source, interval=args.interval, count=args.count, stop=stop)
     try:
         sys.stdout.flush()
     except OSError:

@@ -95,6 +95,19 @@ class GpuSample:
         return f"{self.host} GPU {self.index if self.host_index is None else self.host_index}"
 
 
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """One machine a frame was put together from (--host, a fleet) and how it stands."""
+
+    host: str
+    state: str  # "connected", "connecting", "down", "not installed" (sources/remote.py)
+    error: str | None = None
+    retry_in: float | None = None  # seconds until the next attempt, while down
+    version: str | None = None  # the vramscope version there
+    gpus: int = 0
+    alerts: tuple = field(default=(), compare=False, hash=False)  # its diagnostics' (JSON dicts)
+
+
 # Sources whose frames come from other machines, agent reports included (the
 # local agent client must not attach this machine's agents to their PIDs).
 SSH_SOURCE = "ssh"  # `vramscope --host`: frames read from `vramscope stream` over ssh
@@ -115,7 +128,10 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    # trouble after the previous frame that the window must show: a store
+    # listener (recorder, diagnostics) that failed, a sampling pass that raised
+    notices: tuple[str, ...] = ()
+    hosts: tuple[HostState, ...] = ()  # the machines of a multi-host frame (else empty)
 
     def all_processes(self):
         for gpu in self.gpus:

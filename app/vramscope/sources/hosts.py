@@ -14,12 +14,10 @@ import dataclasses
 import time
 
 from vramscope.core.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActions, ProcessSummary
-from vramscope.core.samples import SSH_SOURCE, Frame, GpuSample
+from vramscope.core.samples import SSH_SOURCE, Frame, GpuSample, HostState
 from vramscope.sources.remote import CONNECTED, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
-HOSTS_KEY = "hosts"
-READ_ONLY_REFUSAL = "vramscope runs read-only (--read-only): ending processes is disabled"  # Frame.extra[HOSTS_KEY]: one dict per host (host, state, error, ...)
 
 
 class HostsSource:
@@ -48,10 +46,13 @@ class HostsSource:
         simulated = False
         for host in self.hosts:
             view = host.snapshot()
-            states.append({"host": view.host, "state": view.state, "error": view.error,
-                           "retry_in": view.retry_in, "version": view.remote_version,
-                           "alerts": list(view.alerts), "gpus": 0})
             frame = view.frame
+            error = view.error
+            if frame is not None and frame.error and view.state == CONNECTED:
+                error = frame.error  # e.g. no driver there
+            states.append(HostState(view.host, view.state, error, view.retry_in,
+                                    view.remote_version, len(frame.gpus) if frame else 0,
+                                    view.alerts))
             if frame is None:
                 continue
             live = view.state == CONNECTED
@@ -68,17 +69,14 @@ class HostsSource:
                                                 host=view.host, host_index=mine))
                 for proc in marked.processes:
                     owner[proc.identity.pid, proc.identity.start_time] = host
-            states[-1]["gpus"] = len(frame.gpus)
             if live:
                 agents.extend(frame.agents)
-            if frame.error and live:
-                states[-1]["error"] = frame.error
         self._owner = owner
         error = None
         if not gpus:
             error = "; ".join(host.snapshot(take=False).describe() for host in self.hosts)
         return Frame(time=now, gpus=tuple(gpus), source=self.name, error=error,
-                     simulated=simulated, agents=tuple(agents), extra={HOSTS_KEY: states})
+                     simulated=simulated, agents=tuple(agents), hosts=tuple(states))
 
     def host_of(self, pid: int, start_time: float | None) -> RemoteHost | None:
         """The host whose frame last showed this process (pid + start time), else

@@ -6,21 +6,19 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from vramscope.sources.hosts import HOSTS_KEY
 from vramscope.sources.remote import CONNECTED, CONNECTING
 from vramscope.ui import theme
 
 
-def chip_text(state: dict) -> str:
-    host, what = state["host"], state["state"]
-    if what == CONNECTED:
-        gpus = state.get("gpus") or 0
-        return f"● {host}  {gpus} GPU{'s' if gpus != 1 else ''}"
-    if what == CONNECTING:
-        return f"○ {host}  connecting…"
-    text = f"✕ {host}  {state.get('error') or what}"
-    if state.get("retry_in") is not None:
-        text += f" — retrying in {state['retry_in']:.0f} s"
+def chip_text(state) -> str:
+    """One host's chip: connected with its GPUs, connecting, or why not."""
+    if state.state == CONNECTED:
+        return f"● {state.host}  {state.gpus} GPU{'s' if state.gpus != 1 else ''}"
+    if state.state == CONNECTING:
+        return f"○ {state.host}  connecting…"
+    text = f"✕ {state.host}  {state.error or state.state}"
+    if state.retry_in is not None:
+        text += f" — retrying in {state.retry_in:.0f} s"
     return text
 
 
@@ -36,16 +34,16 @@ class HostsBar(QWidget):
         self._layout.addStretch(1)
 
     def update_from(self, frame) -> None:
-        for state in (frame.extra or {}).get(HOSTS_KEY, ()):
-            chip = self.chips.get(state["host"])
+        for state in frame.hosts:
+            chip = self.chips.get(state.host)
             if chip is None:
-                chip = self.chips[state["host"]] = QLabel()
+                chip = self.chips[state.host] = QLabel()
                 chip.setObjectName("hostChip")
                 self._layout.insertWidget(self._layout.count() - 1, chip)
             chip.setText(chip_text(state))
-            chip.setToolTip(state.get("error") or (f"vramscope {state['version']} on {state['host']}"
-                                                   if state.get("version") else state["host"]))
-            colour = {CONNECTED: theme.OK, CONNECTING: theme.MUTED}.get(state["state"], theme.ERROR)
+            chip.setToolTip(state.error or (f"vramscope {state.version} on {state.host}"
+                                            if state.version else state.host))
+            colour = {CONNECTED: theme.OK, CONNECTING: theme.MUTED}.get(state.state, theme.ERROR)
             chip.setStyleSheet(f"QLabel#hostChip {{ border: 1px solid {colour}; border-radius: 9px;"
                                f" padding: 2px 8px; color: {colour}; }}")
 
