@@ -47,6 +47,8 @@ def gb_and_gib(n: int | None) -> str:
 
 
 def signed_gib(n: int) -> str:
+    if n and abs(n) < GiB // 100:
+        return f"{'+' if n > 0 else '-'} under 0.01 GiB"
     return ("+" if n > 0 else "") + gib(n)
 
 
