@@ -247,18 +247,17 @@ class PlannerForm(QWidget):
 
     def load_config(self, path: str) -> None:
         """Select config.json input from ``path``."""
-        self.source.blockSignals(True)
-        self.select_source(CONFIG)
-        self.source.blockSignals(False)
-        self.config_path.setText(path)
-        self._source_changed()
+        self._select_with(CONFIG, lambda: self.config_path.setText(path))
 
     def load_model(self, name: str) -> None:
         """Select a model by name (the cache, or the Hub when online)."""
+        self._select_with(MODEL, lambda: self.model_name.setEditText(name))
+
+    def _select_with(self, key: str, fill) -> None:
         self.source.blockSignals(True)
-        self.select_source(MODEL)
+        self.select_source(key)
         self.source.blockSignals(False)
-        self.model_name.setEditText(name)
+        fill()
         self._source_changed()
 
     def _load_config(self) -> None:

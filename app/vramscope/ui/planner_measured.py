@@ -64,6 +64,10 @@ class MeasuredView(QWidget):
         self.fill()
 
     def fill(self, *_):
+        self._fill()
+        self.table.setVisible(self.table.rowCount() > 0)
+
+    def _fill(self) -> None:
         report, device = self.report, self.device.currentText() or None
         if report is None or device is None:
             self.label.setText("Planned vs measured: no agent attached" if report is None else
