@@ -14,13 +14,14 @@ import sys
 import threading
 import time
 
-from vramscope.commands.common import add_source_arguments, driver_unavailable
+from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
 from vramscope.core.option_types import address, interval_seconds, positive, seconds
 from vramscope.sources.choose import enrichers_for, open_source
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)
     p.add_argument("--out", metavar="FILE",
                    help="session file to write (default: a new file in the user's data "
                         "directory, where the oldest sessions are removed past the cap)")
@@ -64,6 +65,8 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
     meta = {"source": getattr(source, "name", "?"),
             "simulated": bool(getattr(source, "simulated", False)),
             "interval": interval, "started_by": "vramscope record"}
+    from vramscope.sources.hosts import session_host_meta
+    meta.update(session_host_meta(source))
     recorder = SessionRecorder(monitor.engine, meta=meta, retention=retention,
                                directory=retention_directory, path=path, include_simulated=True)
     try:
@@ -130,7 +133,12 @@ def run(args) -> int:
         retention = RetentionPolicy(
             max_bytes=int(args.keep_gb * GiB) if args.keep_gb is not None else DEFAULT_MAX_BYTES,
             max_age_days=args.keep_days if args.keep_days is not None else DEFAULT_MAX_AGE_DAYS)
-        path = new_session_path(directory)
+        try:
+            path = new_session_path(directory)
+        except OSError as exc:
+            _say(f"vramscope record: cannot use the session directory {directory}: "
+                 f"{exc.strerror or exc}", sys.stderr)
+            return 2
     stop = threading.Event()
 
     def on_signal(signum, _frame):
@@ -141,8 +149,8 @@ def run(args) -> int:
         previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_signal)  # not under nohup
     try:
         source = open_source(args)
-        probe = source.sample(time.time())
-        if driver_unavailable(probe):  # nothing to record: say so, write nothing
+        probe = None if getattr(args, "host", None) else source.sample(time.time())
+        if probe is not None and driver_unavailable(probe):  # say so, write nothing
             source.close()
             _say(f"vramscope record: {probe.error}; nothing recorded (--demo records the "
                  "simulated workstation)", sys.stderr)

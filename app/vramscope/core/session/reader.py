@@ -23,9 +23,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vramscope.core.containers import container_from_dict
 from vramscope.core.samples import (
-    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
-    ProcessInfo)
+    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Container, Frame, GpuProcess,
+    GpuSample, ProcessInfo)
 from vramscope.core.session.columns import (
     GpuColumns, ProcColumns, empty_proc, finite, gpu_columns, index, known_processes, loads,
     moment, number_or_none, opt, proc_columns, text_or_none)
@@ -56,12 +57,14 @@ class ProcessRecord:
     command: str | None
     ppid: int | None = None
     first_seen: float | None = None
+    container: Container | None = None
+    ns_pid: int | None = None
 
     def info(self) -> ProcessInfo:
         return ProcessInfo(pid=self.pid, start_time=self.start_time, user=self.user,
                            name=self.name,
                            cmdline=tuple(self.command.split()) if self.command else None,
-                           ppid=self.ppid)
+                           ppid=self.ppid, container=self.container, ns_pid=self.ns_pid)
 
 
 def _header_problem(path: pathlib.Path) -> str | None:
@@ -262,14 +265,19 @@ class SessionReader:
 
     def processes(self) -> dict[int, ProcessRecord]:
         if self._procs is None:
+            have = {r[1] for r in self._rows("PRAGMA table_info(processes)", (),
+                                             "the process list")}
+            extra = ", ".join(c if c in have else "NULL" for c in ("container", "ns_pid"))
             rows = self._valid(self._rows(
-                "SELECT id, pid, start_time, user, name, command, ppid, first_seen "
+                f"SELECT id, pid, start_time, user, name, command, ppid, first_seen, {extra} "
                 "FROM processes ORDER BY id", (), "the process list"),
                 lambda r: index(r[0]) and index(r[1]), "process entries")
             self._procs = {
                 r[0]: ProcessRecord(r[0], r[1], number_or_none(r[2]), text_or_none(r[3]),
                                     text_or_none(r[4]), text_or_none(r[5]),
-                                    r[6] if index(r[6]) else None, number_or_none(r[7]))
+                                    r[6] if index(r[6]) else None, number_or_none(r[7]),
+                                    container_from_dict(loads(r[8])),
+                                    r[9] if index(r[9]) else None)
                 for r in rows}
         return self._procs
 
@@ -474,3 +482,4 @@ def _dict(value) -> dict:
 def open_session(path: str | os.PathLike, *, strict: bool = False) -> SessionReader:
     """Open a session for reading (see SessionReader)."""
     return SessionReader(path, strict=strict)
+
