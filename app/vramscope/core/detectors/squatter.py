@@ -1,7 +1,9 @@
 """Squatters: memory held by something that is not using it.
 
-The seeds' trap list ends with "check for squatters on the card: a crashed
-Jupyter kernel or a previous run may still be holding VRAM". Four signs:
+A crashed Jupyter kernel or a finished run's leftover process may still hold
+VRAM: NVML lists it (nvmlDeviceGetComputeRunningProcesses, NVML API
+reference) with its memory and, through process utilization samples, 0 % SM.
+Four signs:
 
 (a) a process holding >= ``squatter_min_bytes`` with 0 % SM for ``idle_minutes``;
 (b) a Jupyter/IPython kernel holding VRAM (idle ``kernel_idle_minutes``);
