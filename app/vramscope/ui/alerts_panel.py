@@ -5,11 +5,11 @@ Standalone: the main window creates ``AlertsPanel(engine, actions)``, calls
 ``refresh()`` from its UI timer (the engine is fed on the sampler thread and
 ``alerts()`` returns a copy), and connects the signals:
 
-- ``alertSelected(object)``: an Alert was selected (highlight it on the timeline);
-- ``alertActivated(object)``: double-click / Enter (jump to it);
-- ``processEnded(int, float)``: a process ended from here (pid, start time);
-- ``countsChanged(int, int)``: visible alerts, of which critical (tab badge);
-- ``newAlerts(list)``: alerts not seen before (``TrayNotifier.notify``).
+- ``alert_selected(object)``: an Alert was selected (highlight it on the timeline);
+- ``alert_activated(object)``: double-click / Enter (jump to it);
+- ``process_ended(int, float)``: a process ended from here (pid, start time);
+- ``counts_changed(int, int)``: visible alerts, of which critical (tab badge);
+- ``new_alerts(list)``: alerts not seen before (``TrayNotifier.notify``).
 
 ``EndProcessDialog`` is opened with ``open()`` (window-modal, not blocking),
 so tests can inspect it and press its buttons. ``TrayNotifier`` shows a
@@ -153,12 +153,12 @@ class EndProcessDialog(QDialog):
 
 
 class AlertsPanel(QWidget):
-    alertSelected = Signal(object)
-    alertActivated = Signal(object)
-    processEnded = Signal(int, float)
-    countsChanged = Signal(int, int)
-    newAlerts = Signal(list)
-    actionMessage = Signal(str)
+    alert_selected = Signal(object)
+    alert_activated = Signal(object)
+    process_ended = Signal(int, float)
+    counts_changed = Signal(int, int)
+    new_alerts = Signal(list)
+    action_message = Signal(str)
 
     def __init__(self, engine=None, actions=None, read_only: bool = False, parent=None,
                  clock=time.time, grace_seconds: float | None = None):
@@ -190,7 +190,7 @@ class AlertsPanel(QWidget):
         self.tree.setColumnWidth(1, 380)
         self.tree.setColumnWidth(3, 300)
         self.tree.currentItemChanged.connect(self._on_current)
-        self.tree.itemActivated.connect(lambda item, _col: self._emit_item(item, self.alertActivated))
+        self.tree.itemActivated.connect(lambda item, _col: self._emit_item(item, self.alert_activated))
 
         self.details = QTextBrowser()
         self.details.setOpenExternalLinks(False)
@@ -284,12 +284,12 @@ class AlertsPanel(QWidget):
         self._show_details(self.selected_alert())
         self._update_buttons()
         visible = [a for a in alerts if a.key not in hidden]
-        self.countsChanged.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
+        self.counts_changed.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
         if new:
-            self.newAlerts.emit(new)
+            self.new_alerts.emit(new)
         selected = self.selected_alert()
         if selected is not None and (current is None or selected.key != current.key):
-            self.alertSelected.emit(selected)
+            self.alert_selected.emit(selected)
 
     def alerts(self) -> list[Alert]:
         """The alerts as listed (rows in order)."""
@@ -374,7 +374,7 @@ class AlertsPanel(QWidget):
 
     def _ended(self, alert: Alert, request: EndProcess) -> None:
         self._say(request.ended_text)
-        self.processEnded.emit(alert.pid, alert.start_time or 0.0)
+        self.process_ended.emit(alert.pid, alert.start_time or 0.0)
 
     def _cannot_act(self, alert: Alert) -> str | None:
         if alert.pid is None:
@@ -393,7 +393,7 @@ class AlertsPanel(QWidget):
         self._show_details(alert)
         self._update_buttons()
         if alert is not None:
-            self.alertSelected.emit(alert)
+            self.alert_selected.emit(alert)
 
     def _emit_item(self, item, signal) -> None:
         if item is not None:
@@ -426,7 +426,7 @@ class AlertsPanel(QWidget):
 
     def _say(self, text: str) -> None:
         self.status.setText(text)
-        self.actionMessage.emit(text)
+        self.action_message.emit(text)
 
 
 def _first_sentence(text: str) -> str:
