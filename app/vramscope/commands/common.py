@@ -8,6 +8,8 @@ import argparse
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true",
                    help="use the simulated workstation instead of NVML (no GPU needed)")
+    p.add_argument("--busy", action="store_true",
+                   help="with --demo: a shared workstation, sixteen processes on two GPUs")
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
 
 
@@ -21,6 +23,9 @@ def open_source(args, demo_elapsed: float = 0.0):
         import time
 
         from vramscope.sources.simulated import SimulatedSource
+        if getattr(args, "busy", False):
+            from vramscope.sources.busy_demo import BusyWorkstation
+            return BusyWorkstation(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
         return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
     from vramscope.sources.nvml import NvmlSource
     return NvmlSource()

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
+from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.processes import ProcessCache
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class NvmlSource:
 
     def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0):
         self.processes = processes if processes is not None else ProcessCache()
+        self.host_usage = HostUsage()
         self.retry_interval = float(retry_interval)
         self._nvml = None
         self._ready = False
@@ -136,29 +138,32 @@ class NvmlSource:
         pids = {pid for _g, _s, procs in partial for pid in procs}
         infos = self.processes.lookup_many(pids)
         self.processes.prune(pids)
+        usage = self.host_usage.read(pids)
         samples = []
         for gpu, sample, procs in partial:
             if procs:
-                sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos))
+                sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos, usage))
             samples.append(sample)
         driver, nvml_version, cuda = self._versions
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
                      nvml_version=nvml_version, cuda_driver_version=cuda)
 
     @staticmethod
-    def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict) -> tuple[GpuProcess, ...]:
+    def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict, usage: dict) -> tuple[GpuProcess, ...]:
         """Frozen GpuProcess values; one that did not change since the previous
         pass is the same object again (cheaper than building it anew)."""
         previous = gpu.last_procs
         current = {}
         for pid, (used, kinds, sm) in procs.items():
             info = infos.get(pid)
+            cpu, rss = usage.get(pid, (None, None))
             old = previous.get(pid)
             if (old is not None and old.used == used and old.sm == sm and old.kinds == kinds
-                    and old.info is info):
+                    and old.info is info and old.cpu_percent == cpu and old.host_memory == rss):
                 current[pid] = old
             else:
-                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info)
+                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info,
+                                          cpu_percent=cpu, host_memory=rss)
         gpu.last_procs = current
         return tuple(current.values())
 
