@@ -21,7 +21,8 @@ from vramscope.core.samples import VISIBLE, Frame, ProcessIdentity
 from vramscope.core.store import proc_key
 from vramscope.core.units import NA, fmt_duration, fmt_gib
 from vramscope.ui import theme
-from vramscope.ui.labels import command_text, process_label, user_text
+from vramscope.core.process_names import process_label
+from vramscope.core.process_text import command_text, user_text
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
