@@ -49,6 +49,8 @@ class ProcessRow:
     host_memory: int | None = None  # bytes
     growth: float | None = None  # MiB per minute over the last minutes
     spark: tuple[float, ...] = ()  # device memory over the same minutes (bytes)
+    host: str | None = None  # the machine, when not this one
+    host_gpu: int | None = None  # the GPU's index on that machine
 
 
 def rows_from_frame(frame: Frame | None, store=None) -> list[ProcessRow]:
@@ -75,7 +77,7 @@ def rows_from_frame(frame: Frame | None, store=None) -> list[ProcessRow]:
             visibility=info.visibility if info is not None else "unknown",
             has_agent=proc.has_agent or ident in agent_ids,
             kinds=proc.kinds, cpu=proc.cpu_percent, host_memory=proc.host_memory,
-            growth=growth, spark=spark,
+            growth=growth, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
         ))
     return rows
 
@@ -108,10 +110,14 @@ class Column:
     tip: str | None = None
     numeric: bool = False  # right-aligned
     shown: bool = True  # shown until the user says otherwise
+    when_used: bool = False  # shown only while some row has a value (not in the column menu)
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("GPU", lambda r: str(r.gpu), lambda r: float(r.gpu), 40, numeric=True),
+    # "Host" (another machine's rows: --host, a fleet) is shown first and only when used
+    Column("Host", lambda r: r.host or "", None, 110, when_used=True),
+    Column("GPU", lambda r: str(r.gpu if r.host_gpu is None else r.host_gpu),
+           lambda r: float(r.gpu), 40, numeric=True),
     Column("PID", lambda r: str(r.pid), lambda r: float(r.pid), 92, numeric=True,
            tip="The swatch is the process's colour and line style in the plots."),
     Column("Agent", lambda r: AGENT_MARK if r.has_agent else "",

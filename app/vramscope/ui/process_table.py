@@ -118,6 +118,9 @@ class ProcessTable(QWidget):
             "QHeaderView::section { padding: 2px 6px; border: none;"
             f" border-bottom: 1px solid {s.CARD_BORDER}; background: {s.CARD_BACKGROUND}; }}"))
         self.set_hidden_columns(tuple(c.name for c in COLUMNS if not c.shown))
+        for i, column in enumerate(COLUMNS):
+            if column.when_used:
+                self.view.setColumnHidden(i, True)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
@@ -135,19 +138,22 @@ class ProcessTable(QWidget):
 
     # -- columns ------------------------------------------------------------------------
     def hidden_columns(self) -> tuple[str, ...]:
-        return tuple(c.name for i, c in enumerate(COLUMNS) if self.view.isColumnHidden(i))
+        return tuple(c.name for i, c in enumerate(COLUMNS)
+                     if not c.when_used and self.view.isColumnHidden(i))
 
     def set_hidden_columns(self, names) -> None:
         """Hide the named columns, show the others (unknown names are ignored)."""
         names = set(names)
         for i, column in enumerate(COLUMNS):
+            if column.when_used:
+                continue  # its rows decide (set_rows)
             hide = column.name in names and column.name != "PID"  # the PID column always stays
             self.view.setColumnHidden(i, hide)
 
     def _column_menu(self, pos) -> None:
         menu = QMenu(self)
         for i, column in enumerate(COLUMNS):
-            if column.name == "PID":
+            if column.name == "PID" or column.when_used:
                 continue
             act = menu.addAction(column.name)
             act.setCheckable(True)
@@ -186,6 +192,11 @@ class ProcessTable(QWidget):
         self.context_menu = menu
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
+        for i, column in enumerate(COLUMNS):
+            if column.when_used:
+                used = any(column.text(r) for r in rows)
+                if self.view.isColumnHidden(i) == used:
+                    self.view.setColumnHidden(i, not used)
         self._rebuilding = True
         try:
             self.model.set_rows(rows)
