@@ -49,7 +49,7 @@ class BusyWorkstation(SimulatedSource):
         for i in range(WORKERS):
             pid = self.ray_pid0 + 3 * i
             info = ProcessInfo(pid=pid, start_time=self.start_time - 1800 + i, user=USER,
-                               name=f"ray::RolloutWorker", cmdline=("ray::RolloutWorker",),
+                               name="ray::RolloutWorker", cmdline=("ray::RolloutWorker",),
                                ppid=self.ray_pid0 - 5, status="running", parent_alive=True)
             base = (2400 + (i * 331) % 800) * MiB
             wobble = int(self.noise.jitter(_CH_WORKERS + i, int(t // 5), 48.0)) * MiB

@@ -24,6 +24,8 @@ def card_style(s: theme.Scheme) -> str:
 QFrame#gpuCard {{ background: {s.CARD_BACKGROUND}; border: 1px solid {s.CARD_BORDER};
                  border-radius: 8px; }}
 QFrame#gpuCard[state="error"] {{ border: 2px solid {s.ERROR}; }}
+QFrame#gpuCard[state="asleep"] {{ border: 1px dashed {s.MUTED}; }}
+QLabel#asleep {{ color: {s.MUTED}; font-weight: 600; }}
 QLabel {{ background: transparent; }}
 QLabel#title {{ font-weight: 600; font-size: 10pt; }}
 QLabel#used {{ font-size: 14pt; font-weight: 600; }}
@@ -64,6 +66,12 @@ class GpuCard(QFrame):
         self.error = QLabel()
         self.error.setObjectName("error")
         self.error.hide()
+        self.asleep = QLabel("Asleep (runtime-suspended): not queried until it wakes")
+        self.asleep.setObjectName("asleep")
+        self.asleep.setWordWrap(True)
+        self.asleep.setToolTip("The PCI device is runtime-suspended to save power; querying it "
+                               "would wake it, so vramscope leaves it alone until it wakes.")
+        self.asleep.hide()
         self.used = QLabel(NA)
         self.used.setObjectName("used")
         self.bar = QProgressBar()
@@ -101,6 +109,7 @@ class GpuCard(QFrame):
         lay.addLayout(top)
         lay.addWidget(self.title)
         lay.addWidget(self.error)
+        lay.addWidget(self.asleep)
         lay.addWidget(self.used)
         lay.addWidget(self.bar)
         lay.addWidget(self.percent)
@@ -131,7 +140,7 @@ class GpuCard(QFrame):
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
         self.heading.setText(gpu.label + (f"  ·  {gpu.pci_bus_id}" if gpu.pci_bus_id else ""))
         self.title.setToolTip("\n".join(x for x in (name, gpu.uuid, gpu.pci_bus_id) if x))
-        self._set_error(gpu.error)
+        self._set_error(gpu.error, gpu.asleep)
         self.used.setText(used_total_text(gpu))
         frac = None
         if gpu.used is not None and gpu.total:
@@ -153,11 +162,13 @@ class GpuCard(QFrame):
         v["util"].setText(fmt_percent(gpu.util_gpu))
         v["temperature"].setText(NA if gpu.temperature is None else f"{gpu.temperature} °C")
         v["power"].setText(power_text(gpu))
-        v["processes"].setText(str(len(gpu.processes)) if gpu.error is None else NA)
+        v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep
+                               else NA)
         self.summary.setText(summary_text(gpu))
 
-    def _set_error(self, error: str | None) -> None:
-        state = "error" if error else "ok"
+    def _set_error(self, error: str | None, asleep: bool = False) -> None:
+        state = "error" if error else ("asleep" if asleep else "ok")
+        self.asleep.setVisible(asleep and not error)
         self.error.setVisible(bool(error))
         self.error.setText(error or "")
         if self.property("state") != state:
@@ -165,8 +176,10 @@ class GpuCard(QFrame):
             self.style().unpolish(self)
             self.style().polish(self)
         for label in (self.used, self.percent, self.summary, *self.values.values()):
-            label.setEnabled(not error)
-        self.bar.setEnabled(not error)
+            label.setEnabled(not error and not asleep)
+        self.bar.setEnabled(not error and not asleep)
+        for widget in (self.used, self.bar, self.percent, self.summary):  # nothing to say asleep
+            widget.setVisible(not asleep or bool(error))
 
 
 def summary_text(gpu: GpuSample) -> str:
@@ -174,7 +187,7 @@ def summary_text(gpu: GpuSample) -> str:
     parts = [f"util {fmt_percent(gpu.util_gpu)}"]
     if gpu.temperature is not None:
         parts.append(f"{gpu.temperature} °C")
-    if gpu.error is None:
+    if gpu.error is None and not gpu.asleep:
         n = len(gpu.processes)
         parts.append(f"{n} process" + ("" if n == 1 else "es"))
     return "  ·  ".join(parts)

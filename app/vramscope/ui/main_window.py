@@ -25,7 +25,6 @@ from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.ui.bridge import Bridge
 from vramscope.ui.gpu_panel import GpuPanel
-from vramscope.ui.process_model import rows_from_frame
 from vramscope.ui.process_table import ProcessTable
 
 # key -> (button text, seconds; None = the whole session)
@@ -139,7 +138,7 @@ class MainWindow(QMainWindow):
     def show_moment(self, frame: Frame) -> None:
         """Cards and table at one moment (a recorded session's scrubber); timelines stay."""
         self.gpu_panel.update_cards(frame)
-        self.table.set_rows(rows_from_frame(frame, self.feed.store))
+        self.table.show_frame(frame, self.feed.store)
 
     def show_demo(self) -> None:
         """Switch the feed to the simulated source, without a restart."""
@@ -275,7 +274,7 @@ class MainWindow(QMainWindow):
         self.colours.set_live(p.identity for _g, p in frame.all_processes())
         if force or t - self._table_time >= TABLE_MIN_INTERVAL or t < self._table_time:
             self._table_time = t
-            self.table.set_rows(rows_from_frame(frame, self.feed.store))
+            self.table.show_frame(frame, self.feed.store)
             self.fit_split()
         seconds = self.window_seconds
         since = None if seconds is None else t - seconds

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor, QFont
 
+from vramscope.core.containers import container_text
 from vramscope.core.growth import growth_per_minute, sparkline
 from vramscope.core.samples import VISIBLE, Frame, ProcessIdentity
 from vramscope.core.store import proc_key
@@ -49,6 +50,7 @@ class ProcessRow:
     host_memory: int | None = None  # bytes
     growth: float | None = None  # MiB per minute over the last minutes
     spark: tuple[float, ...] = ()  # device memory over the same minutes (bytes)
+    container: str = ""  # 'docker trainer (pid 1 inside)'; '' outside containers
     host: str | None = None  # the machine, when not this one
     host_gpu: int | None = None  # the GPU's index on that machine
 
@@ -78,6 +80,7 @@ def rows_from_frame(frame: Frame | None, store=None) -> list[ProcessRow]:
             has_agent=proc.has_agent or ident in agent_ids,
             kinds=proc.kinds, cpu=proc.cpu_percent, host_memory=proc.host_memory,
             growth=growth, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
+            container=container_text(info),
         ))
     return rows
 
@@ -138,6 +141,8 @@ COLUMNS: tuple[Column, ...] = (
            numeric=True, tip="Resident host memory (RSS) of the process, in GiB."),
     Column("Age", lambda r: fmt_duration(r.age), lambda r: _number(r.age), 84, numeric=True,
            tip="Time since the process started."),
+    Column("Container", lambda r: r.container, None, 210,
+           tip="The container the process runs in (from its cgroup) and its PID inside it."),
     Column("Command", lambda r: r.command, None, 200),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
@@ -226,7 +231,26 @@ GROWTH_WARN = 10.0  # MiB/min from which the growth figure is drawn in the warni
 
 
 class ProcessSortProxy(QSortFilterProxyModel):
+    """Sorts on raw values; with ``group_by_user`` each user's rows stay together
+    (users in name order, the chosen column's order within a user)."""
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setSortRole(SORT_ROLE)
         self.setDynamicSortFilter(True)
+        self.group_by_user = False
+
+    def set_group_by_user(self, on: bool) -> None:
+        self.group_by_user = bool(on)
+        self.invalidate()
+
+    def lessThan(self, left: QModelIndex, right: QModelIndex) -> bool:
+        if self.group_by_user:
+            model = self.sourceModel()
+            a = model.index(left.row(), COL["User"]).data(SORT_ROLE)
+            b = model.index(right.row(), COL["User"]).data(SORT_ROLE)
+            if a != b:
+                # the group order stays A..Z whichever way the column sorts
+                ascending = self.sortOrder() == Qt.SortOrder.AscendingOrder
+                return (a < b) if ascending else (a > b)
+        return super().lessThan(left, right)

@@ -13,13 +13,16 @@ from __future__ import annotations
 from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHeaderView, QMenu, QStyledItemDelegate, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QStyledItemDelegate,
+    QTableView, QVBoxLayout, QWidget,
 )
 
+from vramscope.core.units import fmt_gib
+from vramscope.core.user_totals import UserTotal, user_totals
 from vramscope.ui import theme
 from vramscope.ui.process_model import (
     COL, COLUMNS, KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessRow, ProcessSortProxy,
-    ProcessTableModel,
+    ProcessTableModel, rows_from_frame,
 )
 
 ROW_HEIGHT = 20
@@ -121,8 +124,21 @@ class ProcessTable(QWidget):
         for i, column in enumerate(COLUMNS):
             if column.when_used:
                 self.view.setColumnHidden(i, True)
+        self.group_by_user = QCheckBox("Group by user")
+        self.group_by_user.setToolTip("Keep each user's processes together; totals per user beside it.")
+        self.group_by_user.toggled.connect(self.proxy.set_group_by_user)
+        self.users = QLabel()
+        self.users.setObjectName("userTotals")
+        theme.styled(self.users, lambda s: f"color: {s.MUTED};")
+        self.users.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 0, 4, 0)
+        bar.addWidget(self.group_by_user)
+        bar.addWidget(self.users, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addLayout(bar)
         lay.addWidget(self.view)
         self._selected: tuple | None = None
         self._rebuilding = False
@@ -134,7 +150,8 @@ class ProcessTable(QWidget):
         """The widget height that shows ``rows`` rows without scrolling."""
         header = self.view.horizontalHeader().sizeHint().height()
         scroll = self.view.horizontalScrollBar().sizeHint().height()
-        return header + rows * ROW_HEIGHT + scroll + 2 * self.view.frameWidth() + 2
+        bar = self.group_by_user.sizeHint().height() + self.layout().spacing()
+        return bar + header + rows * ROW_HEIGHT + scroll + 2 * self.view.frameWidth() + 2
 
     # -- columns ------------------------------------------------------------------------
     def hidden_columns(self) -> tuple[str, ...]:
@@ -190,6 +207,15 @@ class ProcessTable(QWidget):
         menu.addAction(f"End process {row.pid}\u2026", lambda: self.end_requested.emit(row))
         menu.popup(self.view.viewport().mapToGlobal(pos))
         self.context_menu = menu
+
+    def show_frame(self, frame, store=None) -> None:
+        """The frame's processes (with ``store``: their growth), and memory per user."""
+        self.set_rows(rows_from_frame(frame, store))
+        self.set_user_totals(user_totals(frame))
+
+    def set_user_totals(self, totals: list[UserTotal]) -> None:
+        text = "   ·   ".join(_user_text(t) for t in totals)
+        self.users.setText(f"Memory by user:  {text}" if text else "")
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
         for i, column in enumerate(COLUMNS):
@@ -252,3 +278,13 @@ class ProcessTable(QWidget):
         if key != self._selected:
             self._selected = key
             self.selection_changed.emit(key)
+
+
+def _user_text(total: UserTotal) -> str:
+    """'alice 14.20 GiB (GPU 0: 12.00, GPU 1: 2.20)'."""
+    text = f"{total.label} {fmt_gib(total.used, 2)}"
+    if len(total.per_gpu) > 1:
+        text += " (" + ", ".join(f"GPU {g}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
+    elif total.per_gpu:
+        text += f" on GPU {total.per_gpu[0][0]}"
+    return text
