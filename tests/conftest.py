@@ -41,10 +41,12 @@ def private_user_dirs(monkeypatch):
     monkeypatch.delenv("SUDO_UID", raising=False)  # whoever runs the suite, it acts as itself
     if os.geteuid() == 0:
         # CI containers run the suite as root, so the processes the tests start and
-        # end are root's: let root count as a regular user here. The system-account
-        # rule itself is tested with an explicit first_user_uid (tests/detectors).
-        from vramscope.core import actions
-        monkeypatch.setattr(actions, "uid_min", lambda *a, **k: 0)
+        # end are root's: let root count as a regular user here (as in such a
+        # container). The system-account rule itself is tested with an explicit
+        # first_user_uid (tests/detectors/test_end_process_safety.py).
+        monkeypatch.setenv("VRAMSCOPE_UID_MIN", "0")
+    else:
+        monkeypatch.delenv("VRAMSCOPE_UID_MIN", raising=False)
     yield dirs
     shutil.rmtree(base, ignore_errors=True)
 

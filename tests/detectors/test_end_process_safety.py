@@ -49,11 +49,14 @@ def test_system_accounts_are_refused_even_for_their_owner(start_child, tmp_path)
     assert child.poll() is None  # untouched
 
 
-def test_uid_min_comes_from_login_defs(tmp_path):
+def test_uid_min_comes_from_login_defs(tmp_path, monkeypatch):
+    monkeypatch.delenv("VRAMSCOPE_UID_MIN", raising=False)
     defs = tmp_path / "login.defs"
     defs.write_text("# comment\nSYS_UID_MIN 100\nUID_MIN\t\t 500\nUID_MAX 60000\n")
     assert uid_min(str(defs)) == 500
     assert uid_min(str(tmp_path / "missing")) == 1000
+    monkeypatch.setenv("VRAMSCOPE_UID_MIN", "0")  # a container where everything is root's
+    assert uid_min(str(defs)) == 0
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (sudo) to start a process of another uid")

@@ -44,8 +44,18 @@ def acting_uid() -> int:
     return uid
 
 
+UID_MIN_VARIABLE = "VRAMSCOPE_UID_MIN"
+
+
 def uid_min(path: str = "/etc/login.defs") -> int:
-    """The first uid of a regular user (UID_MIN, login.defs(5)); below it: system accounts."""
+    """The first uid of a regular user (UID_MIN, login.defs(5)); below it: system accounts.
+
+    ``VRAMSCOPE_UID_MIN`` overrides it -- e.g. 0 in a container where every process,
+    the user's own included, runs as root. Kernel threads stay refused whatever it says.
+    """
+    env = os.environ.get(UID_MIN_VARIABLE, "")
+    if env.isdigit():
+        return int(env)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:

@@ -268,7 +268,7 @@ class AlertsPanel(QWidget):
         if not self.isVisible() and signature == self._signature:
             # a hidden tab does no work: same alerts, only their "ago" texts would change
             visible = [a for a in alerts if a.key not in hidden]
-            self.countsChanged.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
+            self.counts_changed.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
             return
         self._signature = signature
         current = self.selected_alert()

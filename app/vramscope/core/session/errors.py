@@ -28,8 +28,13 @@ class SessionExistsError(SessionError):
 UNREADABLE = (ArithmeticError, LookupError, TypeError, ValueError, UnicodeError)
 
 
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception's text on one line (SQLite quotes whole schema statements)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def unreadable(path, exc: BaseException) -> SessionCorruptError:
     """One line for a file that broke a reader in a way it did not foresee."""
-    first = str(exc).splitlines()[0] if str(exc) else ""
     return SessionCorruptError(f"{path}: the session file is damaged where vramscope cannot read "
-                               f"around it ({type(exc).__name__}: {first[:200]})")
+                               f"around it ({type(exc).__name__}: {one_line(exc)})")

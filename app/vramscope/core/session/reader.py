@@ -31,7 +31,7 @@ from vramscope.core.session.columns import (
     GpuColumns, ProcColumns, empty_proc, finite, gpu_columns, index, known_processes, loads,
     moment, number_or_none, opt, proc_columns, text_or_none)
 from vramscope.core.session.errors import (
-    NotASessionError, SessionCorruptError, SessionError, SessionVersionError)
+    NotASessionError, SessionCorruptError, SessionError, SessionVersionError, one_line)
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, BUCKET_COLUMNS, FLAG_AGENT, FLAG_COMPUTE, FLAG_GRAPHICS, GPU_COLUMNS,
     ROLLUP_GPU_COLUMNS, SCHEMA_VERSION)
@@ -113,7 +113,7 @@ class SessionReader:
         except (sqlite3.DatabaseError, UnicodeError) as exc:
             raise SessionCorruptError(
                 f"{self.path}: the session file is damaged beyond reading its table list "
-                f"({exc}); nothing can be recovered from it") from exc
+                f"({one_line(exc)}); nothing can be recovered from it") from exc
         if "schema_version" not in tables or "frames" not in tables:
             raise NotASessionError(
                 f"{self.path} is an SQLite database but not a vramscope session "
@@ -123,7 +123,7 @@ class SessionReader:
             row = self._db.execute("SELECT max(version) FROM schema_version").fetchone()
             self.version = int(row[0]) if row and row[0] is not None else SCHEMA_VERSION
         except sqlite3.DatabaseError as exc:
-            self._damage(f"the schema version cannot be read ({exc})")
+            self._damage(f"the schema version cannot be read ({one_line(exc)})")
             self.version = SCHEMA_VERSION
         if self.version > SCHEMA_VERSION:
             raise SessionVersionError(
@@ -170,7 +170,7 @@ class SessionReader:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
-            self._damage(f"{what} could not be read ({exc})")
+            self._damage(f"{what} could not be read ({one_line(exc)})")
             return []
 
     def _ranged(self, sql: str, t0: float, t1: float, what: str) -> list:
@@ -200,7 +200,7 @@ class SessionReader:
             except sqlite3.DatabaseError as exc:
                 if self.strict:
                     raise SessionCorruptError(
-                        f"{self.path}: {what} could not be read ({exc})") from exc
+                        f"{self.path}: {what} could not be read ({one_line(exc)})") from exc
                 last = out[-1][0] if out else None
                 if lost_from is None:
                     lost_from = last if last is not None else lo
@@ -209,7 +209,7 @@ class SessionReader:
                     created = getattr(self, "meta", {}).get("created")
                     base = float(created) - 1.0 if isinstance(created, (int, float)) else base
                 if not math.isfinite(base):
-                    self._damage(f"{what} could not be read ({exc})")
+                    self._damage(f"{what} could not be read ({one_line(exc)})")
                     return out
                 lo, skip = base + skip, skip * 2
                 if lo >= t1 or skip > 1e8:
