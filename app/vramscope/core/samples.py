@@ -60,11 +60,33 @@ class GpuProcess:
     sm: int | None = None  # SM utilisation %, None when NVML gave no figure
     info: ProcessInfo | None = None
     has_agent: bool = False
+    mig_uuid: str | None = None  # the MIG slice it runs on ("MIG-..."), None off MIG
 
     @property
     def identity(self) -> ProcessIdentity:
         start = self.info.start_time if self.info is not None else None
         return ProcessIdentity(self.pid, start)
+
+
+@dataclass(frozen=True, slots=True)
+class MigSlice:
+    """One MIG device (slice) of a MIG-enabled GPU, as NVML reports it.
+
+    Its processes are also in the parent GpuSample's list (each tagged with
+    ``mig_uuid``), so everything that walks GPUs sees them once.
+    """
+
+    index: int  # MIG device index under the parent (nvmlDeviceGetMigDeviceHandleByIndex)
+    uuid: str | None = None  # "MIG-..."; what CUDA_VISIBLE_DEVICES names
+    name: str | None = None
+    profile: str | None = None  # "3g.40gb": compute slices g . memory
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    total: int | None = None
+    used: int | None = None
+    free: int | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +106,14 @@ class GpuSample:
     power_limit_w: float | None = None
     processes: tuple[GpuProcess, ...] = ()
     error: str | None = None  # None, or a short text ("GPU is lost", ...)
+    mig_mode: bool | None = None  # None: the GPU cannot do MIG (or does not say)
+    slices: tuple[MigSlice, ...] = ()  # MIG devices, when mig_mode is on
+
+    def slice_of(self, proc: GpuProcess) -> MigSlice | None:
+        """The MIG slice a process of this GPU runs on (None off MIG)."""
+        if proc.mig_uuid is None:
+            return None
+        return next((s for s in self.slices if s.uuid == proc.mig_uuid), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,11 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                "utilization": {"gpu", "memory"}, "temperature", "power": {"usage_w", "limit_w"},
                "error",
                "processes": [{"pid", "used", "sm", "user", "command", "start_time",
-                              "kinds", "visibility", "agent"}]}],
+                              "kinds", "visibility", "agent", "mig_uuid"}],
+               "mig_mode",
+               "mig_slices": [{"index", "uuid", "name", "profile", "gpu_instance_id",
+                               "compute_instance_id", "memory": {"total", "used", "free"},
+                               "processes": [...]}]}],
      "agents": [{"pid", "start_time", "rank", "step", "devices": [{"device", "allocated",
                  "reserved", "inactive_split", "peak_allocated", "num_alloc_retries",
                  "num_ooms", "buckets": {...}}], "events": [{"kind", "time", "data"}]}],
@@ -24,6 +28,7 @@ from typing import Any
 
 from vramscope.core.samples import (
     BUCKET_NAMES, VISIBLE, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
+    MigSlice,
 )
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
@@ -57,6 +62,22 @@ def gpu_to_dict(gpu: GpuSample) -> dict:
         "power": {"usage_w": gpu.power_w, "limit_w": gpu.power_limit_w},
         "error": gpu.error,
         "processes": [process_to_dict(p) for p in gpu.processes],
+        "mig_mode": gpu.mig_mode,
+        "mig_slices": [slice_to_dict(s) for s in gpu.slices],
+    }
+
+
+def slice_to_dict(mig: MigSlice) -> dict:
+    return {
+        "index": mig.index,
+        "uuid": mig.uuid,
+        "name": mig.name,
+        "profile": mig.profile,
+        "gpu_instance_id": mig.gpu_instance_id,
+        "compute_instance_id": mig.compute_instance_id,
+        "memory": {"total": _int(mig.total), "used": _int(mig.used), "free": _int(mig.free)},
+        "error": mig.error,
+        "processes": [process_to_dict(p) for p in mig.processes],
     }
 
 
@@ -72,6 +93,7 @@ def process_to_dict(proc: GpuProcess) -> dict:
         "kinds": list(proc.kinds),
         "visibility": info.visibility if info else None,
         "agent": bool(proc.has_agent),
+        "mig_uuid": proc.mig_uuid,
     }
 
 
@@ -148,6 +170,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
         lines.append(_gpu_line(gpu))
         if gpu.error:
             continue
+        lines.extend(_slice_lines(gpu))
         if not gpu.processes:
             lines.append("    no processes")
             continue
@@ -165,6 +188,9 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
                 marks.append("agent")
             if "graphics" in p.kinds:
                 marks.append("+".join(p.kinds))
+            mig = gpu.slice_of(p)
+            if mig is not None:
+                marks.append(f"MIG {mig.profile or mig.uuid}")
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
             rows.append((str(p.pid), (info.user if info else None) or NA, fmt_bytes(p.used),
@@ -219,6 +245,19 @@ def _agent_lines(frame: Frame) -> list[str]:
                          if getattr(d.buckets, name) is not None]
                 if parts:
                     out.append("      " + " · ".join(parts))
+    return out
+
+
+def _slice_lines(gpu: GpuSample) -> list[str]:
+    if not gpu.mig_mode:
+        return []
+    out = [f"    MIG mode: {len(gpu.slices)} slice{'s' if len(gpu.slices) != 1 else ''}"
+           " (per-process SM % is not available on MIG: NVML does not report it)"]
+    for mig in gpu.slices:
+        used = fmt_bytes(mig.used)
+        total = fmt_bytes(mig.total)
+        out.append(f"      {mig.profile or 'slice'}  GI {mig.gpu_instance_id} CI {mig.compute_instance_id}"
+                   f"  memory {used} / {total}  {mig.uuid or NA}")
     return out
 
 

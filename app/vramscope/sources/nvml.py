@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
+from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.processes import ProcessCache
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,8 @@ class _Gpu:
     errors: dict = field(default_factory=dict)  # call name -> NVML error code
     failed: bool = False  # lost (or fatal) on the previous pass
     last_procs: dict = field(default_factory=dict)  # pid -> GpuProcess of the previous pass
+    mig_static: dict = field(default_factory=dict)  # MIG uuid -> (name, gi id, ci id)
+    slice_reads: list = field(default_factory=list)  # this pass's MIG slices (nvml_mig.SliceRead)
 
 
 class NvmlSource:
@@ -140,6 +143,9 @@ class NvmlSource:
         for gpu, sample, procs in partial:
             if procs:
                 sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos))
+            if gpu.slice_reads:
+                sample = dataclasses.replace(
+                    sample, slices=build_slices(gpu.slice_reads, sample.processes))
             samples.append(sample)
         driver, nvml_version, cuda = self._versions
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
@@ -151,14 +157,15 @@ class NvmlSource:
         pass is the same object again (cheaper than building it anew)."""
         previous = gpu.last_procs
         current = {}
-        for pid, (used, kinds, sm) in procs.items():
+        for pid, (used, kinds, sm, mig_uuid) in procs.items():
             info = infos.get(pid)
             old = previous.get(pid)
             if (old is not None and old.used == used and old.sm == sm and old.kinds == kinds
-                    and old.info is info):
+                    and old.info is info and old.mig_uuid == mig_uuid):
                 current[pid] = old
             else:
-                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info)
+                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info,
+                                          mig_uuid=mig_uuid)
         gpu.last_procs = current
         return tuple(current.values())
 
@@ -247,9 +254,14 @@ class NvmlSource:
         if what in gpu.skip:
             return None
         value = self._call(gpu, what, fn, *args, **kwargs)
-        if value is None and self._last_code in _GPU_FATAL:
-            raise _GpuFailed(self._last_code)
+        if value is None:
+            self._check_fatal(gpu)
         return value
+
+    def _check_fatal(self, gpu: _Gpu) -> None:
+        """After a failed call: a lost GPU aborts this GPU's pass."""
+        if self._last_code in _GPU_FATAL:
+            raise _GpuFailed(self._last_code)
 
     # -- one GPU --------------------------------------------------------------------
     def _sample_gpu(self, gpu: _Gpu, now: float):
@@ -257,6 +269,7 @@ class NvmlSource:
         try:
             return self._read_gpu(gpu, now)
         except _GpuFailed as failed:
+            gpu.slice_reads = []
             if not gpu.failed:
                 log.warning("GPU %d: %s", gpu.index, self._error_text(failed.code))
             gpu.failed = True
@@ -298,6 +311,7 @@ class NvmlSource:
         limit = self._gpu_call(gpu, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
 
         procs = self._processes(gpu, handle)
+        mig_mode, gpu.slice_reads = read_mig(self, gpu, handle, procs)
         self._add_sm(gpu, handle, now, procs)
         gpu.failed = False
         sample = GpuSample(
@@ -308,6 +322,7 @@ class NvmlSource:
             temperature=temperature,
             power_w=None if power is None else power / 1000.0,
             power_limit_w=None if limit is None else limit / 1000.0,
+            mig_mode=mig_mode,
         )
         return sample, procs
 
@@ -322,7 +337,7 @@ class NvmlSource:
                               handle, nvml.NVML_TEMPERATURE_GPU)
 
     def _processes(self, gpu: _Gpu, handle) -> dict:
-        """{pid: [used, kinds, sm]} from the compute and graphics lists."""
+        """{pid: [used, kinds, sm, mig uuid]} from the compute and graphics lists."""
         merged: dict[int, list] = {}
         for kind in ("compute", "graphics"):
             entries = self._process_list(gpu, handle, kind)
@@ -331,7 +346,7 @@ class NvmlSource:
                 used = entry.usedGpuMemory  # pynvml: None where not available
                 have = merged.get(pid)
                 if have is None:
-                    merged[pid] = [used, (kind,), None]
+                    merged[pid] = [used, (kind,), None, None]
                     continue
                 if used is not None and (have[0] is None or used > have[0]):
                     have[0] = used
