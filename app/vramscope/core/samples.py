@@ -129,6 +129,7 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
+    wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def all_processes(self):

@@ -31,6 +31,7 @@ from vramscope.core.samples import (
     MigSlice,
 )
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
+from vramscope.core.wsl import WSL_NOTICE
 
 
 # -- JSON -------------------------------------------------------------------------------
@@ -43,10 +44,17 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
         "driver_version": frame.driver_version,
         "cuda_driver_version": frame.cuda_driver_version,
         "error": frame.error,
+        "wsl": frame.wsl,
+        "notices": notices(frame),
         "gpus": [gpu_to_dict(g) for g in frame.gpus],
         "agents": [agent_to_dict(a) for a in frame.agents],
         "alerts": [_plain(a) for a in alerts],
     }
+
+
+def notices(frame: Frame) -> list[str]:
+    """What the user must know to read the figures right, said once per report."""
+    return [WSL_NOTICE] if frame.wsl else []
 
 
 def gpu_to_dict(gpu: GpuSample) -> dict:
@@ -162,6 +170,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
     lines.append("  ".join(head))
     if frame.error:
         lines.append(f"error: {frame.error}")
+    lines.extend(f"note: {text}" for text in notices(frame))
     if not frame.gpus and not frame.error:
         lines.append("no GPUs found")
     agents = {a.pid for a in frame.agents}

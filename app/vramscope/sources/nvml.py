@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.processes import ProcessCache
+from vramscope.sources.wsl import running_under_wsl
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,8 @@ class NvmlSource:
     name = "nvml"
     simulated = False
 
-    def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0):
+    def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0,
+                 wsl: bool | None = None):
         self.processes = processes if processes is not None else ProcessCache()
         self.retry_interval = float(retry_interval)
         self._nvml = None
@@ -100,6 +102,8 @@ class NvmlSource:
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
         self._proc_calls: dict[str, str | None] = {}  # kind -> pynvml function name
         self.init_attempts = 0
+        # read once (it does not change while we run); tests pass it
+        self.wsl = running_under_wsl() if wsl is None else wsl
 
     # -- public ------------------------------------------------------------------------
     @property
@@ -149,7 +153,7 @@ class NvmlSource:
             samples.append(sample)
         driver, nvml_version, cuda = self._versions
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
-                     nvml_version=nvml_version, cuda_driver_version=cuda)
+                     nvml_version=nvml_version, cuda_driver_version=cuda, wsl=self.wsl)
 
     @staticmethod
     def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict) -> tuple[GpuProcess, ...]:
