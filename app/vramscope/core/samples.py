@@ -68,6 +68,14 @@ class GpuProcess:
         return ProcessIdentity(self.pid, start)
 
 
+def bare_uuid(uuid: str | None) -> str | None:
+    """NVML's "GPU-<uuid>" / "MIG-<uuid>" and torch's bare uuid, compared alike."""
+    if not uuid:
+        return None
+    u = str(uuid).strip().lower()
+    return u[4:] if u.startswith(("gpu-", "mig-")) else u
+
+
 @dataclass(frozen=True, slots=True)
 class MigSlice:
     """One MIG device (slice) of a MIG-enabled GPU, as NVML reports it.
