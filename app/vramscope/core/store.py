@@ -7,6 +7,7 @@ array. Series keys are tuples:
 - ``("gpu", index, metric)`` with metric in GPU_METRICS
 - ``("proc", gpu_index, pid, start_time, "used")`` -- one series per process
   identity per GPU, so a reused PID starts a new series
+- ``("mig", gpu_index, mig_uuid, metric)`` -- a MIG slice's "used" and "total"
 - other producers (the agent client) may add their own keys with ``record``.
 """
 
@@ -31,6 +32,11 @@ def gpu_key(index: int, metric: str) -> tuple:
 
 def proc_key(gpu_index: int, pid: int, start_time: float | None) -> tuple:
     return ("proc", gpu_index, pid, start_time, "used")
+
+
+def mig_key(gpu_index: int, mig_uuid: str, metric: str) -> tuple:
+    """One MIG slice's series ("used" / "total") under its GPU."""
+    return ("mig", gpu_index, mig_uuid, metric)
 
 
 class Store:
@@ -61,6 +67,10 @@ class Store:
                 for proc in gpu.processes:
                     ident = proc.identity
                     self._record(proc_key(gpu.index, ident.pid, ident.start_time), t, proc.used)
+                for mig in gpu.slices:
+                    if mig.uuid is not None:
+                        self._record(mig_key(gpu.index, mig.uuid, "used"), t, mig.used)
+                        self._record(mig_key(gpu.index, mig.uuid, "total"), t, mig.total)
             self._latest = frame
             if self._first_time is None:
                 self._first_time = t
