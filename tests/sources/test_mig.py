@@ -160,3 +160,24 @@ def test_status_table_names_the_slices(fake_nvml, source, sleepers):
 ])
 def test_profile_is_read_from_the_mig_device_name(name, profile):
     assert profile_from_name(name) == profile
+
+
+def test_the_planner_judges_fit_against_each_slice(fake_nvml, source, sleepers):
+    from vramscope.core.planner.targets import fit_targets
+    fake_nvml.write(lab_server(sleepers(3)))
+    targets = dict(fit_targets(source.sample(time.time())))
+    assert targets == {"GPU 0 MIG 3g.40gb": 40 * GiB, "GPU 0 MIG 2g.20gb": 20 * GiB,
+                       "GPU 0 MIG 1g.10gb": 10 * GiB,
+                       "GPU 1: NVIDIA GeForce RTX 4090": 24 * GiB}  # never the whole 80 GiB card
+
+
+def test_plan_command_on_a_mig_server_says_which_slices_fit(fake_nvml_files, sleepers):
+    fake_nvml_files.write(lab_server(sleepers(3)))
+    r = subprocess.run([sys.executable, "-m", "vramscope", "plan", "--params", "7B", "--mode", "infer",
+                        "--json"], env=fake_nvml_files.env(), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    fits = {g["name"]: g["fits"] for g in doc["gpus"]}
+    assert fits["GPU 0 MIG 3g.40gb"] is True  # 7B in bf16 is ~14 GB
+    assert fits["GPU 0 MIG 1g.10gb"] is False

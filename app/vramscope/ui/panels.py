@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
+from vramscope.core.planner.targets import fit_targets
 from vramscope.ui import theme
 from vramscope.ui.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
@@ -61,7 +62,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         alerts.refresh()
         _set_markers(window, alerts.alerts())
         agents.update_from(frame)
-        gpus = tuple((f"GPU {g.index}: {g.name}", g.total) for g in frame.gpus if g.total)
+        gpus = tuple(fit_targets(frame))
         if gpus != gpus_seen[0]:
             gpus_seen[0] = gpus
             planner.set_gpus(list(gpus))
