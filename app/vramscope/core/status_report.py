@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from vramscope.core.samples import (
-    BUCKET_NAMES, VISIBLE, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
-    MigSlice,
+    BUCKET_NAMES, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample, MigSlice,
 )
+from vramscope.core.process_text import command_text, user_text
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
 from vramscope.core.wsl import WSL_NOTICE
 
@@ -189,9 +189,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             age = None
             if info is not None and info.start_time is not None:
                 age = max(0.0, frame.time - info.start_time)
-            command = (info.command if info else None) or NA
-            if info is not None and info.visibility != VISIBLE:
-                command = f"[{info.visibility}] {command if command != NA else ''}".rstrip()
+            command = command_text(p)  # the window's words (core/process_text.py)
             marks = []
             if p.has_agent or p.pid in agents:
                 marks.append("agent")
@@ -202,7 +200,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
                 marks.append(f"MIG {mig.profile or mig.uuid}")
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
-            rows.append((str(p.pid), (info.user if info else None) or NA, fmt_bytes(p.used),
+            rows.append((str(p.pid), user_text(p), fmt_bytes(p.used),
                          fmt_percent(p.sm), fmt_duration(age), command))
         lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
     if frame.agents:

@@ -16,7 +16,8 @@ from vramscope.core.samples import VISIBLE, Frame, ProcessIdentity
 from vramscope.core.store import proc_key
 from vramscope.core.units import NA, fmt_duration, fmt_gib
 from vramscope.ui import theme
-from vramscope.ui.labels import command_text, process_label, user_text
+from vramscope.core.process_names import process_label
+from vramscope.core.process_text import command_text, user_text
 
 COLUMNS = ("GPU", "PID", "Agent", "User", "Memory", "SM %", "Age", "Command")
 COL = {name: i for i, name in enumerate(COLUMNS)}
