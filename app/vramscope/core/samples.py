@@ -137,14 +137,10 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
-<<<<<<< HEAD
     wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
-=======
     # trouble after the previous frame that the window must show: a store
     # listener (recorder, diagnostics) that failed, a sampling pass that raised
     notices: tuple[str, ...] = ()
->>>>>>> main
 
     def all_processes(self):
         for gpu in self.gpus:

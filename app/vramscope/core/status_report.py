@@ -53,8 +53,9 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
 
 
 def notices(frame: Frame) -> list[str]:
-    """What the user must know to read the figures right, said once per report."""
-    return [WSL_NOTICE] if frame.wsl else []
+    """What the user must know to read this report right: trouble in the pipeline
+    (Frame.notices) and the platform's limits (WSL), each said once."""
+    return [*frame.notices, *([WSL_NOTICE] if frame.wsl else [])]
 
 
 def gpu_to_dict(gpu: GpuSample) -> dict:
