@@ -181,3 +181,13 @@ def test_plan_command_on_a_mig_server_says_which_slices_fit(fake_nvml_files, sle
     fits = {g["name"]: g["fits"] for g in doc["gpus"]}
     assert fits["GPU 0 MIG 3g.40gb"] is True  # 7B in bf16 is ~14 GB
     assert fits["GPU 0 MIG 1g.10gb"] is False
+
+
+def test_slices_travel_over_the_stream(fake_nvml, source, sleepers):
+    """`vramscope --host` reads a MIG server's slices as a local one would."""
+    from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
+    fake_nvml.write(lab_server(sleepers(3)))
+    frame = source.sample(time.time())
+    back = frame_from_wire(json.loads(json.dumps(frame_to_wire(frame))))
+    assert back.gpus[0].slices == frame.gpus[0].slices
+    assert [p.mig_uuid for p in back.gpus[0].processes] == [p.mig_uuid for p in frame.gpus[0].processes]

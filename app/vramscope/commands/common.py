@@ -9,3 +9,20 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true",
                    help="use the simulated workstation instead of NVML (no GPU needed)")
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
+
+
+def ssh_target(text: str) -> str:
+    """argparse type for --host: ``[user@]HOST`` as ssh takes it."""
+    from vramscope.sources.remote import check_target
+    try:
+        return check_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_host_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", metavar="[USER@]HOST", action="append", type=ssh_target,
+                   default=None,
+                   help="watch another machine over ssh (repeatable): runs `vramscope stream` "
+                        "there through your own ssh (keys, config, ProxyJump); nothing listens "
+                        "on the network")

@@ -14,12 +14,13 @@ import sys
 import threading
 import time
 
-from vramscope.commands.common import add_source_arguments
+from vramscope.commands.common import add_host_arguments, add_source_arguments
 from vramscope.sources.choose import enrichers_for, open_source
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)
     p.add_argument("--out", metavar="FILE",
                    help="session file to write (default: a new file in the user's data "
                         "directory, where the oldest sessions are removed past the cap)")
@@ -62,6 +63,8 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
     meta = {"source": getattr(source, "name", "?"),
             "simulated": bool(getattr(source, "simulated", False)),
             "interval": interval, "started_by": "vramscope record"}
+    from vramscope.sources.hosts import session_host_meta
+    meta.update(session_host_meta(source))
     recorder = SessionRecorder(monitor.engine, meta=meta, retention=retention,
                                directory=retention_directory, path=path, include_simulated=True)
     try:

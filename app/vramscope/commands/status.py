@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from vramscope.commands.common import add_source_arguments
+from vramscope.commands.common import add_host_arguments, add_source_arguments
 from vramscope.core.source import close_quietly
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
@@ -21,6 +21,7 @@ EXIT_NO_NVML = 2
 
 def add_arguments(p) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print JSON (bytes as integers, null where not available)")
     add_diagnostic_arguments(p)  # --watch SECONDS, --interval, thresholds
@@ -77,7 +78,35 @@ def nvml_unavailable(frame) -> bool:
     return frame.error is not None and not frame.gpus and not frame.simulated
 
 
+HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame
+
+
+def run_hosts(args, out=None) -> int:
+    """`status --host a --host b`: each host with its GPUs, or its error.
+    Exit 0 when every host answered, 1 when some did not, 2 when none did."""
+    from vramscope.core.status_report import hosts_to_dict, render_hosts
+    from vramscope.sources.remote import RemoteHost
+
+    out = out or sys.stdout
+    hosts = [RemoteHost(t, interval=1.0, demo=getattr(args, "demo", False))
+             for t in dict.fromkeys(args.host)]
+    for host in hosts:
+        host.start()
+    try:
+        views = [host.wait_first(HOST_TIMEOUT) for host in hosts]
+    finally:
+        for host in hosts:
+            host.close()
+    out.write(json.dumps(hosts_to_dict(views), indent=2, default=str) + "\n" if args.json
+              else render_hosts(views))
+    out.flush()
+    answered = sum(v.frame is not None for v in views)
+    return 0 if answered == len(views) else (1 if answered else 2)
+
+
 def run(args) -> int:
+    if getattr(args, "host", None):
+        return run_hosts(args)
     # one look at the demo: ten minutes into its script, when everything runs
     source = open_source(args, demo_elapsed=0.0 if getattr(args, "watch", 0) else 600.0)
     try:

@@ -58,8 +58,34 @@ def notices(frame: Frame) -> list[str]:
     return [*frame.notices, *([WSL_NOTICE] if frame.wsl else [])]
 
 
+def hosts_to_dict(views) -> dict:
+    """`status --host ...`: one entry per host (sources/remote.HostView): its frame
+    as frame_to_dict has it, or its error and no GPUs."""
+    hosts = []
+    for view in views:
+        body = frame_to_dict(view.frame, view.alerts) if view.frame is not None else \
+            {"gpus": [], "agents": [], "alerts": []}
+        error = view.error if view.frame is None else body.get("error")
+        hosts.append({"host": view.host, "state": view.state,
+                      "vramscope_version": view.remote_version, **body, "error": error})
+    return {"hosts": hosts}
+
+
+def render_hosts(views) -> str:
+    parts = []
+    for view in views:
+        parts.append(f"== {view.host} ==\n")
+        if view.frame is None:
+            parts.append(f"{view.error or view.state}\n")
+        else:
+            parts.append(render_table(view.frame, view.alerts))
+    return "".join(parts)
+
+
 def gpu_to_dict(gpu: GpuSample) -> dict:
+    where = {} if gpu.host is None else {"host": gpu.host, "host_index": gpu.host_index}
     return {
+        **where,
         "index": gpu.index,
         "name": gpu.name,
         "uuid": gpu.uuid,
@@ -272,8 +298,8 @@ def _slice_lines(gpu: GpuSample) -> list[str]:
 def _gpu_line(gpu: GpuSample) -> str:
     name = gpu.name or "unknown GPU"
     if gpu.error:
-        return f"GPU {gpu.index}  {name}  ERROR: {gpu.error}"
-    parts = [f"GPU {gpu.index}  {name}"]
+        return f"{gpu.label}  {name}  ERROR: {gpu.error}"
+    parts = [f"{gpu.label}  {name}"]
     if gpu.total:
         pct = f" ({100.0 * gpu.used / gpu.total:.0f} %)" if gpu.used is not None else ""
         parts.append(f"memory {fmt_bytes(gpu.used)} / {fmt_bytes(gpu.total)}{pct}")

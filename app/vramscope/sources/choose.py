@@ -7,11 +7,16 @@ from __future__ import annotations
 
 
 def open_source(args, demo_elapsed: float = 0.0):
-    """The source the options ask for: the simulated workstation or NVML.
+    """The source the options ask for: other machines over ssh (--host), the
+    simulated workstation or NVML.
 
     ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
     `status --demo` shows the workstation busy, not at its first second).
     """
+    if getattr(args, "host", None):
+        from vramscope.sources.hosts import HostsSource
+        return HostsSource(args.host, interval=getattr(args, "interval", None) or 1.0,
+                           demo=getattr(args, "demo", False))
     if getattr(args, "demo", False):
         import time
 
@@ -31,7 +36,8 @@ class AgentEnricher:
 
     A real frame gets the PyTorch agent client: it discovers agents, pulls
     their samples and matches each to its process by pid + start time. A
-    frame that already carries agent reports (the demo, a replayed session)
+    frame that already carries agent reports (the demo, a replayed session,
+    other machines' frames: their own vramscope was the agents' client there)
     gets their series recorded into the store instead, so every view reads
     one layout.
     """
@@ -41,9 +47,10 @@ class AgentEnricher:
         self._client = None
 
     def __call__(self, frame):
+        from vramscope.core.samples import REMOTE_SOURCES
         from vramscope.sources.agents import AgentClient, record_reports
 
-        if frame.simulated:
+        if frame.simulated or frame.source in REMOTE_SOURCES:
             return record_reports(self.store, frame)
         if self._client is None:
             self._client = AgentClient(store=self.store)

@@ -88,6 +88,7 @@ def start_monitor(source, args, settings=None):
     from vramscope.core.session import RetentionPolicy
     from vramscope.core.session.recorder import SessionRecorder
     from vramscope.sources.choose import enrichers_for
+    from vramscope.sources.hosts import HostActions, HostsSource, session_host_meta
 
     if settings is not None:
         read_only, record, interval = settings.read_only, settings.recording, settings.interval
@@ -99,10 +100,12 @@ def start_monitor(source, args, settings=None):
         diagnostics = cap = None
     monitor = Monitor.build(source, enrichers=enrichers_for, interval=interval,
                             diagnostics=diagnostics, read_only=read_only)
+    if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
+        monitor.actions = HostActions(source, read_only=read_only)
     if record:
         monitor.record(SessionRecorder(
             monitor.engine, monitor.actions,
-            meta={"source": source.name, "started_by": "vramscope"},
+            meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)},
             retention=RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)))
     address = getattr(args, "prometheus", None)
     if address:
@@ -141,6 +144,10 @@ class Services:
         from vramscope.ui.panels import attach_panels
 
         self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
+        from vramscope.sources.hosts import HostsSource
+        if isinstance(self.monitor.pipeline.source, HostsSource):
+            from vramscope.ui.hosts_bar import attach_hosts_bar
+            attach_hosts_bar(window)
         window.services = self
         _add_session_actions(window, self)
         if self.recorder is not None and not self.monitor.pipeline.simulated:
