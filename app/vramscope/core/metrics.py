@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from vramscope.core.samples import BUCKET_NAMES, AgentReport, Frame
 from vramscope.core.store import Store
+from vramscope.core.user_totals import user_totals
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,10 @@ class StoreCollector(Collector):
         fams = {attr: GaugeMetricFamily(name, doc, labels=gpu_labels)
                 for attr, name, doc in _GPU_GAUGES}
         # "mig": the MIG slice's UUID a process runs on, "" off MIG
+        asleep = GaugeMetricFamily("vramscope_gpu_asleep",
+                                   "1 while the GPU is runtime-suspended (not queried)",
+                                   labels=gpu_labels)
+        fams["asleep"] = asleep
         proc = GaugeMetricFamily("vramscope_process_memory_used_bytes",
                                  "Device memory used by a process on a GPU (NVML)",
                                  labels=["gpu", "pid", "process", "mig"])
@@ -87,6 +92,7 @@ class StoreCollector(Collector):
                     if value is not None:
                         mig_fams[attr].add_metric(mlabels, float(value))
             labels = [str(gpu.index), gpu.uuid or "", gpu.name or ""]
+            asleep.add_metric(labels, 1.0 if gpu.asleep else 0.0)
             for attr, _, _ in _GPU_GAUGES:
                 value = getattr(gpu, attr)
                 if value is not None:
@@ -102,6 +108,7 @@ class StoreCollector(Collector):
         yield proc
         yield proc_sm
         yield from mig_fams.values()
+        yield from _user_families(frame)
         agent_labels = ["pid", "device", "rank"]
         afams = {attr: GaugeMetricFamily(name, doc, labels=agent_labels)
                  for attr, name, doc in _AGENT_GAUGES}
@@ -129,6 +136,22 @@ class StoreCollector(Collector):
 
 def _label(value) -> str:
     return "" if value is None else str(value)
+
+
+def _user_families(frame: Frame):
+    """Device memory per user, per GPU and over the machine (processes with a figure)."""
+    per_gpu = GaugeMetricFamily("vramscope_user_memory_used_bytes",
+                                "Device memory used by one user's processes on a GPU (NVML)",
+                                labels=["gpu", "user"])
+    machine = GaugeMetricFamily("vramscope_machine_user_memory_used_bytes",
+                                "Device memory used by one user's processes on all GPUs (NVML)",
+                                labels=["user"])
+    for total in user_totals(frame):
+        machine.add_metric([total.label], float(total.used))
+        for gpu, used in total.per_gpu:
+            per_gpu.add_metric([str(gpu), total.label], float(used))
+    yield per_gpu
+    yield machine
 
 
 def parse_address(text: str) -> tuple[str, int]:
