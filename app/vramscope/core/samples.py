@@ -97,6 +97,8 @@ class GpuProcess:
     info: ProcessInfo | None = None
     has_agent: bool = False
     mig_uuid: str | None = None  # the MIG slice it runs on ("MIG-..."), None off MIG
+    cpu_percent: float | None = None  # host CPU over the last pass, 100 = one core (as top shows it)
+    host_memory: int | None = None  # resident set size in host RAM, bytes
 
     @property
     def identity(self) -> ProcessIdentity:
