@@ -60,7 +60,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     gpus_seen = [None]
 
     def update_planner(frame) -> None:
-        gpus = tuple((f"GPU {g.index}: {g.name}", g.total) for g in frame.gpus if g.total)
+        gpus = tuple((f"{g.label}: {g.name}", g.total) for g in frame.gpus if g.total)
         if gpus != gpus_seen[0]:
             gpus_seen[0] = gpus
             planner.set_gpus(list(gpus))
