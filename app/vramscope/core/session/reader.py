@@ -424,7 +424,7 @@ class SessionReader:
             gpus.append(GpuSample(index=gi, name=st.name if st else None,
                                   uuid=st.uuid if st else None,
                                   pci_bus_id=st.pci_bus_id if st else None,
-                                  processes=tuple(plist), **kw, **gpu_host(self.meta, index)))
+                                  processes=tuple(plist), **kw, **gpu_host(self.meta, gi)))
         slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus})
         if slices:
             gpus = [dataclasses.replace(g, mig_mode=True, slices=slices[g.index])
