@@ -10,7 +10,9 @@ Identity is the handshake's pid + start time, checked against the process
 NVML reports (psutil's start time, or /proc when there is none); a process
 is marked as an agent process only on that match -- never "the first
 socket found". Agents in another PID namespace are reported but matched to
-no process (their pids mean something else here).
+no process (their pids mean something else here) -- unless they were found
+inside a GPU process's container (sources/container_agents.py): then NSpid
+and the handshake's PID namespace give the host PID they are reported as.
 
 Pulled samples become AgentReport values on the frame and series in the
 store: ``("agent", pid, start_time, device, metric)`` for allocated,
@@ -34,6 +36,7 @@ import socket
 import time
 
 from vramscope.agent import paths, protocol
+from vramscope.sources import container_agents
 from vramscope.core.samples import (
     BUCKET_NAMES, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame,
 )
@@ -109,9 +112,13 @@ class _Agent:
     ended_at: float | None = None
     error: str | None = None
     bad_items: int = 0
+    contained: bool = False  # found inside a container's runtime directory
+    host_pid: int | None = None  # its PID here, when it lives in another PID namespace
 
     @property
     def pid(self) -> int:
+        if self.host_pid is not None:
+            return self.host_pid
         return int(self.hello.get("pid", -1))
 
     @property
@@ -135,10 +142,12 @@ class AgentClient:
         self._last_sweep = 0.0
         self._pidns = paths.pid_namespace()
         self.errors = 0
+        self._contained_paths: set[str] = set()
+        self._in_containers: dict[tuple, int] = {}  # (pid inside, its namespace) -> host pid
 
     # -- the enricher ---------------------------------------------------------------------
     def __call__(self, frame: Frame) -> Frame:
-        self.poll()
+        self.poll(frame)
         return self.enrich(frame)
 
     def close(self) -> None:
@@ -151,13 +160,23 @@ class AgentClient:
         return list(self._dirs) if self._dirs is not None else paths.candidate_dirs()
 
     # -- polling -----------------------------------------------------------------------------
-    def poll(self) -> None:
+    def poll(self, frame: Frame | None = None) -> None:
+        """``frame``: the pass being enriched; its processes in containers are looked
+        inside for agents too."""
         now = self._clock()
         sockets: dict[tuple, str] = {}
         finals: dict[tuple, str] = {}
-        for directory in self.dirs():
+        contained = container_agents.contained_processes(frame)
+        self._in_containers = {(ns_pid, container_agents.namespace_of(hp)): hp
+                               for hp, ns_pid in contained.items()}
+        here = [(d, None) for d in self.dirs()]
+        inside = [d for hp in contained for d in container_agents.agent_dirs(hp)]
+        for directory, owner in here + inside:
             try:
-                paths.secure_dir(directory, create=False)
+                if owner is None:
+                    paths.secure_dir(directory, create=False)
+                elif not container_agents.dir_is_private(directory, owner):
+                    continue
                 entries = list(os.scandir(directory))
             except OSError:
                 continue  # missing, or not ours: never read from it
@@ -166,8 +185,10 @@ class AgentClient:
                 if parsed is None:
                     continue
                 pid, ticks, suffix = parsed
+                if owner is not None and suffix == paths.SOCKET_SUFFIX:
+                    self._contained_paths.add(entry.path)
                 (sockets if suffix == paths.SOCKET_SUFFIX else finals)[(pid, ticks)] = entry.path
-            if now - self._last_sweep > STALE_SWEEP_EVERY:
+            if owner is None and now - self._last_sweep > STALE_SWEEP_EVERY:
                 paths.remove_stale(directory)
         if now - self._last_sweep > STALE_SWEEP_EVERY:
             self._last_sweep = now
@@ -217,9 +238,12 @@ class AgentClient:
                 conn.close()
                 raise ConnectionError(hello.get("error", "handshake refused"))
             if state is None or state.hello.get("start_ticks") != hello.get("start_ticks"):
-                state = self._agents[key] = _Agent(path=path, hello=hello)
+                state = self._agents[key] = _Agent(path=path, hello=hello,
+                                                   contained=path in self._contained_paths)
             state.conn = conn
             state.error = None
+        if state.contained and state.host_pid is None:
+            state.host_pid = self._in_containers.get((hello_pid(state), state.hello.get("pid_namespace")))
         for _ in range(MAX_PULLS_PER_POLL):
             reply = state.conn.request({"op": "pull", "cursor": state.cursor})
             if not reply.get("ok"):
@@ -370,6 +394,8 @@ class AgentClient:
 
     def _same_namespace(self, report: AgentReport) -> bool:
         state = self._find(report)
+        if state is not None and state.host_pid is not None:
+            return True  # mapped to its host PID already
         ns = state.hello.get("pid_namespace") if state else None
         return ns is None or self._pidns is None or ns == self._pidns
 
@@ -388,6 +414,11 @@ class AgentClient:
         state = self._find(report)  # no psutil start time: ask /proc directly
         ticks = state.hello.get("start_ticks") if state else None
         return ticks is not None and paths.start_ticks(proc.pid) == ticks
+
+
+def hello_pid(state: _Agent) -> int:
+    """The PID the agent gave (inside its own namespace)."""
+    return int(state.hello.get("pid", -1))
 
 
 def _report(state: _Agent) -> AgentReport:
