@@ -4,8 +4,10 @@ is found from the host through /proc/<pid>/root and reported under its host PID.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,28 +27,37 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @needs_unshare
-def test_agent_in_a_container_is_found_and_matched_to_its_host_pid():
+@pytest.mark.parametrize("route", ["through /proc/PID/root", "shared directory"])
+def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
     env = {k: v for k, v in os.environ.items()
            if k not in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
-    inner = (f"mount -t tmpfs tmpfs /tmp && exec {sys.executable} {SCRIPT} "
-             "/tmp/run.json 3000 0.02 --agent")
+    shared = None
+    if route == "shared directory":  # e.g. docker run -v DIR:DIR -e VRAMSCOPE_RUNTIME_DIR=DIR
+        shared = tempfile.mkdtemp(prefix="vs-")  # AF_UNIX paths are short: not under tmp_path
+        env["VRAMSCOPE_RUNTIME_DIR"] = shared
+        inner = f"exec {sys.executable} {SCRIPT} {shared}/run.json 3000 0.02 --agent"
+        socket_dir = shared
+    else:
+        inner = (f"mount -t tmpfs tmpfs /tmp && exec {sys.executable} {SCRIPT} "
+                 "/tmp/run.json 3000 0.02 --agent")
     holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount",
                                "--mount-proc", "sh", "-c", inner], env=env)
     try:
         host_pid = _child_in_namespace(holder)
-        socket_dir = f"/proc/{host_pid}/root/tmp/vramscope-{os.getuid()}"
+        if shared is None:
+            socket_dir = f"/proc/{host_pid}/root/tmp/vramscope-{os.getuid()}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (
                 os.path.isdir(socket_dir) and any(n.endswith(".sock") for n in os.listdir(socket_dir))):
             time.sleep(0.1)
         info = ProcessCache().lookup(host_pid)
         assert info.ns_pid == 1  # the container's first process
-        assert (socket_dir, os.getuid()) in agent_dirs(host_pid)
-        assert dir_is_private(socket_dir, os.getuid())
+        if shared is None:
+            assert (socket_dir, os.getuid()) in agent_dirs(host_pid)
 
         gpu = GpuSample(index=0, uuid="GPU-ctr", total=24 * GiB, used=GiB,
                         processes=(GpuProcess(pid=host_pid, used=GiB, info=info),))
-        client = AgentClient(dirs=[])  # nothing at home: only what is inside the container
+        client = AgentClient(dirs=[shared] if shared else [])
         frame = None
         while time.monotonic() < deadline:
             frame = client(Frame(time=time.time(), gpus=(gpu,)))
@@ -61,6 +72,8 @@ def test_agent_in_a_container_is_found_and_matched_to_its_host_pid():
     finally:
         holder.kill()
         holder.wait()
+        if shared:
+            shutil.rmtree(shared, ignore_errors=True)
 
 
 def test_no_container_processes_means_no_extra_directories():

@@ -10,9 +10,11 @@ Identity is the handshake's pid + start time, checked against the process
 NVML reports (psutil's start time, or /proc when there is none); a process
 is marked as an agent process only on that match -- never "the first
 socket found". Agents in another PID namespace are reported but matched to
-no process (their pids mean something else here) -- unless they were found
-inside a GPU process's container (sources/container_agents.py): then NSpid
-and the handshake's PID namespace give the host PID they are reported as.
+no process (their pids mean something else here) -- unless a GPU process
+here has that PID inside that namespace (NSpid and the handshake's PID
+namespace): then they are reported under its host PID. Agents inside a GPU
+process's container are looked for through /proc/<pid>/root
+(sources/container_agents.py), or their directory is shared with the host.
 
 Pulled samples become AgentReport values on the frame and series in the
 store: ``("agent", pid, start_time, device, metric)`` for allocated,
@@ -112,7 +114,6 @@ class _Agent:
     ended_at: float | None = None
     error: str | None = None
     bad_items: int = 0
-    contained: bool = False  # found inside a container's runtime directory
     host_pid: int | None = None  # its PID here, when it lives in another PID namespace
 
     @property
@@ -142,7 +143,6 @@ class AgentClient:
         self._last_sweep = 0.0
         self._pidns = paths.pid_namespace()
         self.errors = 0
-        self._contained_paths: set[str] = set()
         self._in_containers: dict[tuple, int] = {}  # (pid inside, its namespace) -> host pid
 
     # -- the enricher ---------------------------------------------------------------------
@@ -185,8 +185,6 @@ class AgentClient:
                 if parsed is None:
                     continue
                 pid, ticks, suffix = parsed
-                if owner is not None and suffix == paths.SOCKET_SUFFIX:
-                    self._contained_paths.add(entry.path)
                 (sockets if suffix == paths.SOCKET_SUFFIX else finals)[(pid, ticks)] = entry.path
             if owner is None and now - self._last_sweep > STALE_SWEEP_EVERY:
                 paths.remove_stale(directory)
@@ -238,12 +236,12 @@ class AgentClient:
                 conn.close()
                 raise ConnectionError(hello.get("error", "handshake refused"))
             if state is None or state.hello.get("start_ticks") != hello.get("start_ticks"):
-                state = self._agents[key] = _Agent(path=path, hello=hello,
-                                                   contained=path in self._contained_paths)
+                state = self._agents[key] = _Agent(path=path, hello=hello)
             state.conn = conn
             state.error = None
-        if state.contained and state.host_pid is None:
-            state.host_pid = self._in_containers.get((hello_pid(state), state.hello.get("pid_namespace")))
+        if state.host_pid is None:  # in another PID namespace: its PID here, once it is on a GPU
+            where = (hello_pid(state), state.hello.get("pid_namespace"))
+            state.host_pid = self._in_containers.get(where)
         for _ in range(MAX_PULLS_PER_POLL):
             reply = state.conn.request({"op": "pull", "cursor": state.cursor})
             if not reply.get("ok"):
