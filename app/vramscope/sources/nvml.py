@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from vramscope.core.samples import DeviceHolder, Frame, GpuProcess, GpuSample
 from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.processes import ProcessCache
-from vramscope.sources.sysfs import SYS, gpu_asleep, nvidia_bus_ids
+from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ class NvmlSource:
         self.retry_interval = float(retry_interval)
         self.sysfs_root = sysfs_root
         self.holders = holders if holders is not None else DeviceHolderScanner()
+        self._nvidia_bus: dict[str, bool] = {}  # bus id -> an NVIDIA device in sysfs
         self._nvml = None
         self._ready = False
         self._error: str | None = None
@@ -152,7 +153,7 @@ class NvmlSource:
                 if guessed is None:
                     guessed = nvidia_bus_ids(self.sysfs_root)
                 bus = guessed[index] if len(guessed) == count else None
-            if bus is not None and gpu_asleep(bus, self.sysfs_root):
+            if bus is not None and self._asleep(bus):
                 partial.append((gpu, GpuSample(index=index, name=gpu.name, uuid=gpu.uuid,
                                                pci_bus_id=bus, asleep=True), {}))
                 continue
@@ -174,6 +175,12 @@ class NvmlSource:
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
                      nvml_version=nvml_version, cuda_driver_version=cuda,
                      host_pids=self.processes.host_pids, device_holders=holders)
+
+    def _asleep(self, bus: str) -> bool:
+        nvidia = self._nvidia_bus.get(bus)
+        if nvidia is None:
+            nvidia = self._nvidia_bus[bus] = is_nvidia(bus, self.sysfs_root)
+        return nvidia and runtime_suspended(bus, self.sysfs_root)
 
     @staticmethod
     def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict) -> tuple[GpuProcess, ...]:
