@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 
-_GPU_GAUGES = (
+# (GpuSample attribute, metric name, help): read back by sources/prometheus.py
+GPU_GAUGES = (
     ("used", "vramscope_gpu_memory_used_bytes", "Device memory in use (NVML)"),
     ("total", "vramscope_gpu_memory_total_bytes", "Device memory capacity (NVML)"),
     ("free", "vramscope_gpu_memory_free_bytes", "Device memory free (NVML)"),
@@ -34,6 +35,8 @@ _GPU_GAUGES = (
     ("temperature", "vramscope_gpu_temperature_celsius", "GPU temperature"),
     ("power_w", "vramscope_gpu_power_watts", "Power draw"),
 )
+PROCESS_MEMORY_METRIC = "vramscope_process_memory_used_bytes"  # labels gpu, pid, process
+PROCESS_SM_METRIC = "vramscope_process_sm_utilization_percent"
 _AGENT_GAUGES = (
     ("allocated", "vramscope_agent_allocated_bytes", "PyTorch allocated bytes"),
     ("reserved", "vramscope_agent_reserved_bytes", "PyTorch reserved (cached) bytes"),
@@ -63,21 +66,21 @@ class StoreCollector(Collector):
         yield info
         gpu_labels = ["gpu", "uuid", "name"]
         fams = {attr: GaugeMetricFamily(name, doc, labels=gpu_labels)
-                for attr, name, doc in _GPU_GAUGES}
+                for attr, name, doc in GPU_GAUGES}
         asleep = GaugeMetricFamily("vramscope_gpu_asleep",
                                    "1 while the GPU is runtime-suspended (not queried)",
                                    labels=gpu_labels)
         fams["asleep"] = asleep
-        proc = GaugeMetricFamily("vramscope_process_memory_used_bytes",
+        proc = GaugeMetricFamily(PROCESS_MEMORY_METRIC,
                                  "Device memory used by a process on a GPU (NVML)",
                                  labels=["gpu", "pid", "process"])
-        proc_sm = GaugeMetricFamily("vramscope_process_sm_utilization_percent",
+        proc_sm = GaugeMetricFamily(PROCESS_SM_METRIC,
                                     "SM utilisation of a process on a GPU",
                                     labels=["gpu", "pid", "process"])
         for gpu in frame.gpus:
             labels = [str(gpu.index), gpu.uuid or "", gpu.name or ""]
             asleep.add_metric(labels, 1.0 if gpu.asleep else 0.0)
-            for attr, _, _ in _GPU_GAUGES:
+            for attr, _, _ in GPU_GAUGES:
                 value = getattr(gpu, attr)
                 if value is not None:
                     fams[attr].add_metric(labels, float(value))
