@@ -45,11 +45,6 @@ def runtime_suspended(nvml_bus_id: str, sysfs_root: str = SYS) -> bool:
             _read(f"{sysfs_root}/bus/pci/devices/{bus}/power/runtime_status") == "suspended")
 
 
-def gpu_asleep(nvml_bus_id: str, sysfs_root: str = SYS) -> bool:
-    """True when the NVIDIA PCI device is runtime-suspended."""
-    return is_nvidia(nvml_bus_id, sysfs_root) and runtime_suspended(nvml_bus_id, sysfs_root)
-
-
 def nvidia_bus_ids(sysfs_root: str = SYS) -> list[str]:
     """NVIDIA display devices' bus ids (NVML form), in bus order."""
     base = f"{sysfs_root}/bus/pci/devices"
