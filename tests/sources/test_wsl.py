@@ -55,3 +55,51 @@ def test_off_wsl_nothing_is_said(fake_nvml):
     finally:
         src.close()
     assert doc["wsl"] is False and doc["notices"] == []
+
+
+def _wsl_frame(pids, used_gpu=20 * GiB):
+    """What NVML gives under WSL: the GPU's memory, every process's n/a."""
+    import dataclasses
+
+    from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
+    procs = tuple(GpuProcess(pid=p, used=None, sm=0,
+                             info=ProcessInfo(pid=p, start_time=1.0, user="me", name="python",
+                                              cmdline=("python", "idle.py")))
+                  for p in pids)
+    gpu = GpuSample(index=0, name="NVIDIA GeForce RTX 4090", total=24 * GiB, used=used_gpu,
+                    free=24 * GiB - used_gpu, processes=procs)
+    return lambda t: dataclasses.replace(Frame(time=t, gpus=(gpu,)), wsl=True)
+
+
+def test_under_wsl_the_alerts_that_need_process_memory_say_they_are_off():
+    from vramscope.core.detectors import Diagnostics
+    make = _wsl_frame([101, 102])
+    engine = Diagnostics()
+    for k in range(0, 3600, 30):  # an hour of idle processes at 0 % SM
+        engine.feed(make(1000.0 + k))
+    alerts = engine.alerts()
+    assert [a.kind for a in alerts] == ["wsl"]  # no squatter, no "memory without an owner"
+    (wsl,) = alerts
+    assert wsl.severity == "info"
+    assert "2 process(es) read n/a" in wsl.message
+    off = wsl.evidence[0]
+    assert "squatter" in off and "per-process memory" in off
+    assert "near out of memory" in wsl.evidence[1]
+
+
+def test_under_wsl_near_oom_still_works():
+    from vramscope.core.detectors import Diagnostics
+    make = _wsl_frame([101], used_gpu=int(23.8 * GiB))
+    engine = Diagnostics()
+    for k in range(0, 300, 5):
+        engine.feed(make(1000.0 + k))
+    kinds = {a.kind for a in engine.alerts()}
+    assert "wsl" in kinds and "near_oom" in kinds
+
+
+def test_off_wsl_no_wsl_alert():
+    import dataclasses
+
+    from vramscope.core.detectors import Diagnostics
+    frame = dataclasses.replace(_wsl_frame([101])(1000.0), wsl=False)
+    assert [a.kind for a in Diagnostics().feed(frame)] == []

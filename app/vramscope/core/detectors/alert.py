@@ -25,6 +25,7 @@ KIND_TITLES = {
     "oom": "Out of memory",
     "ghost": "Memory held for a process that no longer exists",
     "in_container": "Running inside a container",
+    "wsl": "Running under WSL",
 }
 
 

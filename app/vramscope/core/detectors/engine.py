@@ -26,6 +26,7 @@ from vramscope.core.detectors.near_oom import NearOomRule
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.detectors.squatter import NotebookFinder, SquatterRule
 from vramscope.core.detectors.unattributed import UnattributedRule
+from vramscope.core.detectors.wsl_limits import WslRule
 from vramscope.core.samples import Frame, ProcessIdentity
 
 
@@ -37,7 +38,7 @@ class Diagnostics:
         self._squatters = SquatterRule(notebook_finder)
         self._rules = [UnattributedRule(), FragmentationRule(), LeakRule(),
                        EvalAutogradRule(), CheckpointingRule(), NearOomRule(),
-                       GhostRule(), InContainerRule()]
+                       GhostRule(), InContainerRule(), WslRule()]
         self._first_seen: dict[tuple, float] = {}
         self._current: list[Alert] = []
         self._acked: dict[tuple, int] = {}  # key -> severity rank when acknowledged
