@@ -99,6 +99,7 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
+    servers: tuple[Any, ...] = ()  # ServerState values (core/servers.py, sources/servers.py)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def all_processes(self):
