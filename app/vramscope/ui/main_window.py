@@ -19,13 +19,12 @@ from PySide6.QtWidgets import (
     QToolBar, QVBoxLayout, QWidget,
 )
 
+from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import Frame
 from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.ui.bridge import Bridge
-from vramscope.ui.feed import LiveFeed
 from vramscope.ui.gpu_panel import GpuPanel
-from vramscope.ui.process_model import rows_from_frame
 from vramscope.ui.process_table import ProcessTable
 
 # key -> (button text, seconds; None = the whole session)
@@ -46,7 +45,7 @@ class MainWindow(QMainWindow):
     paused_changed = Signal(bool)
     window_changed = Signal(object)
 
-    def __init__(self, feed: LiveFeed, bridge: Bridge | None = None, window: str = DEFAULT_WINDOW,
+    def __init__(self, feed: Pipeline, bridge: Bridge | None = None, window: str = DEFAULT_WINDOW,
                  demo_factory: Callable[[], object] | None = None, session_file: str | None = None,
                  poll_ms: int | None = None, parent=None):
         super().__init__(parent)
@@ -138,7 +137,7 @@ class MainWindow(QMainWindow):
     def show_moment(self, frame: Frame) -> None:
         """Cards and table at one moment (a recorded session's scrubber); timelines stay."""
         self.gpu_panel.update_cards(frame)
-        self.table.set_rows(rows_from_frame(frame))
+        self.table.show_frame(frame)
 
     def show_demo(self) -> None:
         """Switch the feed to the simulated source, without a restart."""
@@ -254,7 +253,7 @@ class MainWindow(QMainWindow):
         t = frame.time
         if force or t - self._table_time >= TABLE_MIN_INTERVAL or t < self._table_time:
             self._table_time = t
-            self.table.set_rows(rows_from_frame(frame))
+            self.table.show_frame(frame)
         seconds = self.window_seconds
         since = None if seconds is None else t - seconds
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
@@ -290,6 +289,9 @@ class MainWindow(QMainWindow):
             parts.append("last sample " + time.strftime("%H:%M:%S", time.localtime(frame.time)))
             if frame.error and frame.gpus:
                 parts.append(frame.error)
+        trouble = self.feed.trouble()
+        if trouble:
+            parts.append(f"⚠ {trouble}")
         if self.paused:
             parts.insert(0, f"PAUSED — view frozen, sampling continues "
                             f"({self._frames_while_paused} new samples)")

@@ -1,7 +1,7 @@
 """Training memory: bytes per parameter per bucket, ZeRO/FSDP sharding,
 offload, LoRA, and activations.
 
-Sources (see /work/shared/seeds and the papers they cite):
+Sources:
 - fp32 + Adam: 4 weights + 4 gradients + 8 Adam moments = 16 B/param.
 - mixed precision + Adam: 2 bf16 weights + 2 bf16 gradients + 4 fp32 master
   + 8 Adam = 16 B/param -- the ZeRO paper's accounting (Rajbhandari et al.
@@ -23,9 +23,10 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.sizes import ceil_bytes
 
-TRAIN_PRECISIONS = ("fp32", "mixed", "bf16", "fp16", "int8", "int4")
+TRAIN_PRECISIONS = ("fp32", "mixed", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd-momentum", "sgd")
 GRAD_LAYOUTS = (16, 18)
 
@@ -69,20 +70,22 @@ def _num(x: Fraction) -> str:
 
 
 def state_layout(precision: str, optimizer: str, grad_layout: int = 16) -> StateLayout:
-    """The seeds' per-parameter accounting for the trained parameters."""
+    """The ZeRO paper's per-parameter accounting for the trained parameters."""
     if optimizer not in OPTIMIZER_BYTES:
-        raise ValueError(f"unknown optimizer {optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
+        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from "
+                                     f"{', '.join(OPTIMIZERS)}")
     if grad_layout not in GRAD_LAYOUTS:
-        raise ValueError("--grad-layout is 16 (bf16 gradients, ZeRO accounting) or "
-                         "18 (fp32 gradients, the Hugging Face layout)")
+        raise PlanError("grad_layout", "is 16 (bf16 gradients, ZeRO accounting) or "
+                                       "18 (fp32 gradients, the Hugging Face layout)")
     opt = OPTIMIZER_BYTES[optimizer]
     if precision == "fp32":
         if grad_layout == 18:
-            raise ValueError("the 18 B/param layout is a mixed-precision layout "
-                             "(bf16 weights, fp32 master and gradients): use --precision mixed")
+            raise PlanError("grad_layout", "the 18 B/param layout is a mixed-precision layout "
+                                           "(bf16 weights, fp32 master and gradients): choose "
+                                           "mixed precision")
         return StateLayout(Fraction(4), Fraction(4), Fraction(0), opt,
                            f"fp32 weights and gradients, {optimizer}")
-    if precision in ("mixed", "bf16", "fp16", "int8", "int4"):
+    if precision in ("mixed", "bf16", "fp16", "fp8", "int8", "int4"):
         half = "fp16" if precision == "fp16" else "bf16"
         if grad_layout == 18:
             return StateLayout(Fraction(2), Fraction(4), Fraction(4), opt,
@@ -91,7 +94,8 @@ def state_layout(precision: str, optimizer: str, grad_layout: int = 16) -> State
         return StateLayout(Fraction(2), Fraction(2), Fraction(4), opt,
                            f"mixed precision, {half} weights and gradients + fp32 master "
                            f"(ZeRO accounting), {optimizer}")
-    raise ValueError(f"unknown precision {precision!r}: choose from {', '.join(TRAIN_PRECISIONS)}")
+    raise PlanError("precision", f"unknown precision {precision!r}: choose from "
+                                 f"{', '.join(TRAIN_PRECISIONS)}")
 
 
 # PyTorch's own optimizers keep their moments in the parameter's dtype
@@ -102,12 +106,13 @@ NATIVE_MOMENTS = {"adam": 2, "adamw": 2, "sgd-momentum": 1, "sgd": 0}
 def native_layout(dtype_bytes: Fraction, optimizer: str) -> StateLayout:
     """Plain PyTorch training of a model as it is held (a live model): weights,
     gradients and the optimizer's moments all in the parameters' own dtype(s),
-    no fp32 master copy. For fp32 parameters this is the seeds' 4 + 4 + 8."""
+    no fp32 master copy. For fp32 parameters this is the familiar 4 + 4 + 8."""
     if optimizer not in OPTIMIZER_BYTES:
-        raise ValueError(f"unknown optimizer {optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
+        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from "
+                                     f"{', '.join(OPTIMIZERS)}")
     b = Fraction(dtype_bytes)
     if b <= 0:
-        raise ValueError("bytes per parameter must be positive")
+        raise PlanError("agent", "bytes per parameter must be positive")
     opt = OPTIMIZER_BYTES["adam8bit"] if optimizer == "adam8bit" else NATIVE_MOMENTS[optimizer] * b
     return StateLayout(b, b, Fraction(0), opt,
                        f"as the model holds them: {_num(b)} B/param in the parameters' own dtype, "
@@ -136,9 +141,9 @@ def model_states(*, trained: int, frozen: int, layout: StateLayout, frozen_weigh
     the optimizer states (master + moments, the paper's K), s >= 2 the
     gradients, s = 3 the weights. Stage 0 (plain DDP) divides nothing."""
     if zero_stage not in (0, 1, 2, 3):
-        raise ValueError("the ZeRO stage is 0, 1, 2 or 3")
+        raise PlanError("zero_stage", "the ZeRO stage is 0, 1, 2 or 3")
     if gpus < 1:
-        raise ValueError("--gpus must be at least 1")
+        raise PlanError("gpus", "must be at least 1")
     n_opt = gpus if zero_stage >= 1 else 1
     n_grad = gpus if zero_stage >= 2 else 1
     n_weight = gpus if zero_stage >= 3 else 1
@@ -172,7 +177,7 @@ class Activations:
 
 def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: int,
                      checkpointing: bool = False, flash_attention: bool = False,
-                     fp32: bool = False) -> Activations:
+                     fp32: bool = False, active_mlp: int | None = None) -> Activations:
     """Activations saved for backward, per GPU (its micro-batch).
 
     Per layer: s·b·h·(34 + 5·a·s/h) bytes (Korthikanti et al. 2022, a GPT-style
@@ -180,13 +185,26 @@ def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: i
     so the quadratic 5·a·s²·b term goes and 34·s·b·h remains. Checkpointing
     with √n segments (Chen et al. 2016, Training Deep Nets with Sublinear
     Memory Cost): keep the 2·s·b·h input of each of k = ⌈√L⌉ segments and
-    rebuild one segment (⌈L/k⌉ layers) at a time during backward."""
+    rebuild one segment (⌈L/k⌉ layers) at a time during backward.
+
+    Mixture of experts (``active_mlp``: the MLP width a token passes through,
+    k experts × their intermediate size plus any shared expert): of the 34,
+    the MLP's 19 = 3·s·b·h around it + 4·s·b·(4h) for its two 16-bit
+    intermediate tensors, so the MLP term becomes 3·s·b·h + 4·s·b·I_active --
+    activations follow the active parameters, not the experts held."""
     for name, value in (("batch", batch), ("seq", seq), ("hidden", hidden),
                         ("layers", layers), ("heads", heads)):
         if not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer")
+            raise PlanError(name if name in ("batch", "seq") else "shape",
+                            f"{name} must be a positive integer")
     s, b, h, a, L = seq, batch, hidden, heads, layers
     linear = 34 * s * b * h
+    moe = ""
+    if active_mlp:
+        linear = 18 * s * b * h + 4 * s * b * active_mlp
+        moe = (f"; mixture of experts: the MLP term is 3·s·b·h + 4·s·b·I_active with "
+               f"I_active = {active_mlp:,} (the experts a token passes through), so per layer "
+               f"18·s·b·h + 4·s·b·{active_mlp:,}")
     quadratic = 0 if flash_attention else 5 * a * s * s * b
     per_layer = linear + quadratic
     if flash_attention:
@@ -194,6 +212,7 @@ def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: i
                    f"34·s·b·h = 34×{s}×{b}×{h} B per layer")
     else:
         formula = (f"{ACTIVATION_FORMULA}: {s}×{b}×{h}×(34 + 5×{a}×{s}/{h}) B per layer")
+    formula += moe
     if checkpointing:
         k = math.isqrt(L - 1) + 1 if L > 1 else 1  # ceil(sqrt(L))
         segment = -(-L // k)
