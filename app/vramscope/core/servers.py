@@ -227,6 +227,7 @@ class ServerState:
 
 
 SERVER_SERIES = ("kv_cache_usage", "running", "waiting")
+SERVER_EVENT = "server"  # the session event that records one server's state per pass
 
 
 def server_key(pid: int, start_time: float | None, metric: str) -> tuple:

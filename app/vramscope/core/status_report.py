@@ -53,6 +53,7 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
                             "devices": list(h.devices), **_container_fields(h.info)}
                            for h in frame.device_holders],
         "agents": [agent_to_dict(a) for a in frame.agents],
+        "servers": [dataclasses.asdict(s) for s in frame.servers],
         "alerts": [_plain(a) for a in alerts],
     }
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 from statistics import median
 
 import numpy as np
@@ -34,6 +35,7 @@ from vramscope.core.units import MiB, fmt_bytes, fmt_duration
 
 HISTORY_POINTS = 4096  # after-step readings kept per process and device
 CLIMB_START_POINTS = 5  # readings whose median is the level a climb began at
+RESET_VIEW_POINTS = 200  # the newest readings a reset is judged against
 WINDOW_MIN_STEPS = 60  # the slope is fitted over at least this many recent steps of the climb
 
 LEAK_FIX = (
@@ -55,6 +57,7 @@ class _LeakState:
     climb_start: int = 0  # index into points where the current climb began
     longest_period: float | None = None  # steps of the longest climb that ended in a reset
     resets: int = 0
+    climb_base: tuple | None = None  # (climb_start, the level the climb began at)
 
 
 def _noise(values: np.ndarray) -> float:
@@ -113,16 +116,20 @@ class LeakRule:
     def _track_resets(st: _LeakState, settings: DiagnosticSettings) -> None:
         """A reading back at the level where the current climb began, after the climb
         rose clearly above it, ends the climb: remember how long it lasted."""
-        climb = [p[1] for p in list(st.points)[st.climb_start:]]
-        if len(climb) <= 2 * CLIMB_START_POINTS:
+        n = len(st.points) - st.climb_start
+        if n <= 2 * CLIMB_START_POINTS:
             return
-        values = np.asarray(climb, dtype=float)
-        recent = np.fromiter((p[1] for p in list(st.points)[-200:]), float)
+        if st.climb_base is None or st.climb_base[0] != st.climb_start:
+            first = [st.points[st.climb_start + i][1] for i in range(CLIMB_START_POINTS)]
+            st.climb_base = (st.climb_start, float(np.median(first)))
+        base = st.climb_base[1]
+        recent = np.fromiter((p[1] for p in islice(reversed(st.points), RESET_VIEW_POINTS)),
+                             float)[::-1]
+        values = recent[-min(n, RESET_VIEW_POINTS):]
         # the robust scatter of the history, and the plain one of this climb (a small
         # sample's MAD can be near 0 by chance; a reset must stand out of both)
         inside = float(np.std(np.diff(values[:-1]))) / np.sqrt(2.0)
         tol = max(settings.leak_reset_min_bytes, 3.0 * _noise(recent), 3.0 * inside)
-        base = float(np.median(values[:CLIMB_START_POINTS]))
         top = float(np.percentile(values[:-1], 90))
         if top - base >= 2 * tol and values[-1] <= base + tol:
             start_step = st.points[st.climb_start][0]

@@ -21,8 +21,8 @@ AGENT = "agent"  # PyTorch run under the vramscope agent
 TRAINING = "training"  # any other compute process (a script without the agent)
 SERVER = "server"  # an inference server (core/servers.py)
 KERNEL = "jupyter"  # a Jupyter/IPython kernel
-OTHER_USER = "other_user"  # someone else's process: only its owner can end it
-PROCESS_KINDS = (AGENT, TRAINING, SERVER, KERNEL, OTHER_USER)
+PROCESS_KINDS = (AGENT, TRAINING, SERVER, KERNEL)
+OTHER_USER = "other_user"  # the fix for someone else's process, whatever its kind
 
 
 def _me() -> str | None:
@@ -58,16 +58,23 @@ def agent_pids(frame: Frame) -> frozenset[int]:
     return frozenset(r.pid for r in frame.agents)
 
 
-def process_kind(frame: Frame, proc: GpuProcess, me: str | None = None) -> str:
-    """AGENT, SERVER, KERNEL, OTHER_USER or TRAINING (see the module doc)."""
+def is_other_users(frame: Frame, proc: GpuProcess, me: str | None = None) -> bool:
+    """Someone else's process: only its owner (or an administrator) can end it --
+    vramscope ends only your own, even as root."""
     info = proc.info
-    if info is not None:
-        if info.visibility == ACCESS_DENIED:
-            return OTHER_USER
-        # a simulated workstation's processes stand for the viewer's own
-        owner = me if me is not None else (None if frame.simulated else _me())
-        if info.user and owner and info.user != owner:  # even as root: only your own
-            return OTHER_USER
+    if info is None:
+        return False
+    if info.visibility == ACCESS_DENIED:
+        return True
+    # a simulated workstation's processes stand for the viewer's own
+    owner = me if me is not None else (None if frame.simulated else _me())
+    return bool(info.user and owner and info.user != owner)
+
+
+def process_kind(frame: Frame, proc: GpuProcess) -> str:
+    """What the process is: KERNEL, SERVER, AGENT or TRAINING (see the module doc).
+    Whose it is (``is_other_users``) is a separate question."""
+    info = proc.info
     if info is not None and jupyter.is_jupyter_kernel(info.cmdline, info.name):
         return KERNEL  # a notebook is judged as a notebook, agent or not
     if server_of(frame, proc) is not None:
@@ -98,5 +105,7 @@ SQUATTER_FIXES: dict[str, SquatterFix] = {
 }
 
 
-def squatter_fix(kind: str, proc: GpuProcess) -> str:
+def squatter_fix(kind: str, proc: GpuProcess, frame: Frame | None = None) -> str:
+    if frame is not None and is_other_users(frame, proc):
+        kind = OTHER_USER
     return SQUATTER_FIXES.get(kind, SQUATTER_FIXES[TRAINING])(proc)

@@ -105,6 +105,9 @@ class ServerRule:
         evidence = [f"{kind.title} server: {who}",
                     f"holds {fmt_bytes(used)}{share}: {kind.pool}",
                     f"sized by {pool}"]
+        if state is not None and state.pid not in [p.pid for p in procs]:
+            evidence.append(f"its server process (launcher): pid {state.pid}"
+                            + (f", serving on port {state.port}" if state.port else ""))
         if len(procs) > 1:
             evidence.append("its processes on this GPU: " + ", ".join(
                 f"{p.pid} {fmt_bytes(p.used)}" for p in procs))

@@ -219,15 +219,15 @@ class SquatterRule:
                    "a previous run may still be holding VRAM.")
         elif "jupyter_kernel" in reasons:
             message = f"{who} holds {mem}, idle {fmt_duration(idle_for)}"
-            fix = squatter_fix(kind, proc)
+            fix = squatter_fix(kind, proc, frame)
         elif "orphan" in reasons:
             message = (f"{who} holds {mem}; its parent is gone "
                        f"and it has been idle {fmt_duration(idle_for)}")
             fix = ("Its launcher is gone -- likely a crashed or abandoned previous run that still "
-                   "holds VRAM. " + squatter_fix(kind, proc))
+                   "holds VRAM. " + squatter_fix(kind, proc, frame))
         else:
             message = f"{who} holds {mem} with 0 % SM for {fmt_duration(idle_for)}"
-            fix = squatter_fix(kind, proc)
+            fix = squatter_fix(kind, proc, frame)
 
         if info is not None and info.container is not None:
             evidence.append(f"runs in {info.container.label}"

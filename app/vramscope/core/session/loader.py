@@ -24,6 +24,7 @@ import numpy as np
 from vramscope.core.ring import TieredRing
 from vramscope.core.session.reader import GpuColumns, ProcColumns, SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
+from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES, server_key
 from vramscope.core.store import GPU_METRICS, Store, gpu_key, proc_key
 
 RAW_CHUNK = 3600.0  # seconds read at a time when peaks must be computed from raw samples
@@ -109,8 +110,10 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
                 ct, cv = _peaks((np.zeros(len(ft)), ft, fv), step)[1:]
                 rings[key] = _filled_ring(store, ft, fv, ct, cv)
 
-    # agents: the newest window at full resolution
-    for key, (t, v) in _agent_series(reader, t_fine0, end, procs).items():
+    # agents and inference servers: the newest window at full resolution
+    series = _agent_series(reader, t_fine0, end, procs)
+    series.update(_server_series(reader, t_fine0, end, procs))
+    for key, (t, v) in series.items():
         ct, cv = _peaks((np.zeros(len(t)), t, v), step)[1:]
         rings[key] = _filled_ring(store, t, v, ct, cv)
 
@@ -192,6 +195,22 @@ def _agent_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
             ts, vs = out.setdefault(key, ([], []))
             ts.append(r["t"])
             vs.append(math.nan if r[c] is None else float(r[c]))
+    return {k: (np.asarray(ts, np.float64), np.asarray(vs, np.float64))
+            for k, (ts, vs) in out.items() if not all(math.isnan(x) for x in vs)}
+
+
+def _server_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
+    """KV-cache use and running/waiting requests from the "server" events."""
+    out: dict[tuple, tuple[list, list]] = {}
+    for e in reader.events(t0, t1):
+        rec = procs.get(e["proc"]) if e["kind"] == SERVER_EVENT else None
+        if rec is None:
+            continue
+        for metric in SERVER_SERIES:
+            value = e["data"].get(metric)
+            ts, vs = out.setdefault(server_key(rec.pid, rec.start_time, metric), ([], []))
+            ts.append(e["t"])
+            vs.append(float(value) if isinstance(value, (int, float)) else math.nan)
     return {k: (np.asarray(ts, np.float64), np.asarray(vs, np.float64))
             for k, (ts, vs) in out.items() if not all(math.isnan(x) for x in vs)}
 

@@ -25,6 +25,7 @@ from array import array
 
 from vramscope import __version__
 from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.errors import SessionError, SessionExistsError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention
 from vramscope.core.session.schema import (
@@ -309,6 +310,17 @@ class SessionWriter:
         for report in frame.agents:
             if isinstance(report, AgentReport):
                 self._write_agent(t, report)
+        for server in frame.servers:
+            self._write_server(t, server)
+
+    def _write_server(self, t: float, server) -> None:
+        """An inference server's pool and metrics, as a "server" event of its process."""
+        pid_id = self._proc_id(server.pid, server.start_time, None, t)
+        data = {"kind": server.kind, "port": server.port, "pool": server.pool,
+                "pids": list(server.pids), "metrics_error": server.metrics_error}
+        data.update({m: getattr(server, m) for m in SERVER_SERIES})
+        self._db.execute("INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
+                         (t, pid_id, SERVER_EVENT, _json(data)))
 
     def _write_agent(self, t: float, report: AgentReport) -> None:
         db = self._db
