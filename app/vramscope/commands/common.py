@@ -8,6 +8,8 @@ import argparse
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true",
                    help="use the simulated workstation instead of NVML (no GPU needed)")
+    p.add_argument("--busy", action="store_true",
+                   help="with --demo: a shared workstation, sixteen processes on two GPUs")
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
 
 
@@ -26,3 +28,7 @@ def add_host_arguments(p: argparse.ArgumentParser) -> None:
                    help="watch another machine over ssh (repeatable): runs `vramscope stream` "
                         "there through your own ssh (keys, config, ProxyJump); nothing listens "
                         "on the network")
+    p.add_argument("--from-prometheus", metavar="URL", default=None,
+                   help="watch a fleet: every machine a Prometheus server (http://HOST:9090) "
+                        "scrapes from `vramscope record --prometheus` or dcgm-exporter, one "
+                        "host per instance label")
