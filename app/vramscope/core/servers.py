@@ -26,6 +26,7 @@ Sources for the options and metric names:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -121,7 +122,12 @@ _TITLES = {  # process titles the engines set on their workers
 
 def recognise(cmdline: Sequence[str] | None, name: str | None = None) -> ServerKind | None:
     """The serving engine a command line (or process title) belongs to, if any."""
-    args = list(cmdline or ())
+    return _recognise(tuple(cmdline or ()), name)
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every process on every pass
+def _recognise(cmdline: tuple[str, ...], name: str | None) -> ServerKind | None:
+    args = list(cmdline)
     if args:
         first = args[0]
         for prefix, kind in _TITLES.items():

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from vramscope.core.detectors.alert import INFO, WARNING, Alert
 from vramscope.core.detectors.naming import AGENT, SERVER, proc_name, process_kind
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
@@ -27,6 +25,28 @@ class _Series:
     last_seen: float
     points: deque = field(default_factory=deque)  # (time, used bytes)
     trend: Trend | None = None
+    # sliding-window extremes (monotonic queues), so a flat process costs O(1) a pass
+    lows: deque = field(default_factory=deque)
+    highs: deque = field(default_factory=deque)
+
+    def add(self, t: float, used: int) -> None:
+        self.points.append((t, used))
+        while self.lows and self.lows[-1][1] >= used:
+            self.lows.pop()
+        self.lows.append((t, used))
+        while self.highs and self.highs[-1][1] <= used:
+            self.highs.pop()
+        self.highs.append((t, used))
+
+    def trim(self, since: float) -> None:
+        while self.points and self.points[0][0] < since:
+            self.points.popleft()
+        for q in (self.lows, self.highs):
+            while q and q[0][0] < since:
+                q.popleft()
+
+    def spread(self) -> float:
+        return float(self.highs[0][1] - self.lows[0][1]) if self.lows else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +93,14 @@ class GrowthRule:
                 s = self._series[key] = _Series(last_seen=now)
             s.last_seen = now
             if proc.used is not None:
-                s.points.append((now, proc.used))
-            while s.points and s.points[0][0] < now - window:
-                s.points.popleft()
+                s.add(now, proc.used)
+            s.trim(now - window)
             s.trend = None
             if len(s.points) < settings.near_oom_min_points:
                 continue
-            used = np.fromiter((u for _, u in s.points), float, len(s.points))
-            if float(used.max() - used.min()) < settings.growth_min_rise_bytes:
+            if s.spread() < settings.growth_min_rise_bytes:
                 continue  # flat within the window: nothing to fit
-            s.trend = current_trend([t for t, _ in s.points], used)
+            s.trend = current_trend([t for t, _ in s.points], [u for _, u in s.points])
             found = self._judge(frame, gpu, proc, s.trend, settings)
             if found is not None:
                 growing, alert = found

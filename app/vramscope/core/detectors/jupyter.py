@@ -11,6 +11,7 @@ user's own Jupyter runtime directory) and gives up quickly.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import pathlib
@@ -28,7 +29,12 @@ _KERNEL_ID = re.compile(r"kernel-([0-9A-Za-z_-]+)\.json$")
 
 
 def is_jupyter_kernel(cmdline: Sequence[str] | None, name: str | None = None) -> bool:
-    args = list(cmdline or ())
+    return _is_kernel(tuple(cmdline or ()), name)
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every process on every pass
+def _is_kernel(cmdline: tuple[str, ...], name: str | None) -> bool:
+    args = list(cmdline)
     for i, arg in enumerate(args):
         base = os.path.basename(arg)
         if any(m in base for m in _KERNEL_MARKERS):
