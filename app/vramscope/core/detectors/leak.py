@@ -181,7 +181,7 @@ class LeakRule:
              else f"it has climbed for {span:.0f} steps without ever falling back"),
         ]
         if room is not None:
-            evidence.append(f"headroom {fmt_bytes(room)} (free on GPU {gpu.index} + this process's "
+            evidence.append(f"headroom {fmt_bytes(room)} (free on {gpu.label} + this process's "
                             f"cache) -> out of memory in about {steps_to_oom} steps"
                             + (f" (~{fmt_duration(eta)} at {step_s:.2f} s/step)" if eta is not None else ""))
         else:

@@ -41,17 +41,20 @@ def find_process(frame: Frame, pid: int, gpu_index: int | None = None) -> GpuPro
 
 def process_name(frame: Frame, pid: int, gpu: GpuSample | int | None,
                  device: str | None = None) -> str:
-    """'train.py (4242) on GPU 1'; the agent's device only when no GPU matched."""
+    """'train.py (4242) on GPU 1' ('on lab2 GPU 0' for another machine's); the
+    agent's device only when no GPU matched."""
     index = gpu.index if isinstance(gpu, GpuSample) else gpu
     proc = find_process(frame, pid, index) or find_process(frame, pid)
     label = process_label(proc) if proc is not None else label_for(pid, None)
+    if isinstance(gpu, GpuSample):
+        return f"{label} on {gpu.label}"
     if index is not None:
         return f"{label} on GPU {index}"
     return f"{label} ({device}, GPU not matched)" if device else label
 
 
 def proc_name(proc: GpuProcess, gpu: GpuSample) -> str:
-    return f"{process_label(proc)} on GPU {gpu.index}"
+    return f"{process_label(proc)} on {gpu.label}"
 
 
 def agent_pids(frame: Frame) -> frozenset[int]:

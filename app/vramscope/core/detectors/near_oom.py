@@ -161,7 +161,7 @@ class NearOomRule:
             eta = None
         if not low and eta is None:
             return None
-        evidence = [f"GPU {gpu.index}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
+        evidence = [f"{gpu.label}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
                     f"{fmt_bytes(free)} free"]
         if pools:
             evidence.append(f"inference servers' preallocated pools: {fmt_bytes(pools)} "
@@ -198,7 +198,7 @@ class NearOomRule:
             what += f"; largest: {process_label(culprit)} ({fmt_bytes(culprit.used)})"
         return Alert(
             kind="near_oom", severity=WARNING, gpu=gpu.index, pid=None, start_time=None,
-            since=None, message=f"GPU {gpu.index} near out of memory: {what}",
+            since=None, message=f"{gpu.label} near out of memory: {what}",
             evidence=tuple(evidence), fix=fix_for(kind, buckets, frame, gpu, culprit),
             data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope,
                   "growing_pids": [g.proc.pid for g in growers],

@@ -111,7 +111,7 @@ class SquatterRule:
                 st.idle_since = None
                 if idle is False:
                     st.last_active = now
-            if kind == KERNEL:
+            if kind == KERNEL and gpu.host is None:  # never this machine's servers for another's
                 self._kernel_clock(proc, st, now, settings)
             alert = self._judge(frame, gpu, proc, kind, st, now, settings)
             if alert is not None:
@@ -180,7 +180,7 @@ class SquatterRule:
         who = proc_name(proc, gpu)
         mem = fmt_bytes(used) if used is not None else "an unknown amount (NVML gave n/a)"
         conn = jupyter.connection_file(cmdline) if is_kernel else None
-        evidence = [f"holds {mem} on GPU {gpu.index}" + (f" ({gpu.name})" if gpu.name else "")]
+        evidence = [f"holds {mem} on {gpu.label}" + (f" ({gpu.name})" if gpu.name else "")]
         if st.idle_since is not None:
             evidence.append(f"0 % SM since {_clock(st.idle_since)} (idle {fmt_duration(idle_for)})")
         if st.last_active is not None:
@@ -191,7 +191,7 @@ class SquatterRule:
                             f"{fmt_duration(now - st.first_seen)} ago")
         if is_kernel:
             evidence.append(f"Jupyter/IPython kernel; connection file: {conn or 'not on its command line'}")
-            if settings.lookup_notebooks:
+            if settings.lookup_notebooks and gpu.host is None:  # not for another machine's kernel
                 if st.notebook is None:
                     try:
                         st.notebook = self._finder(proc.pid, conn)
@@ -219,15 +219,15 @@ class SquatterRule:
                    "a previous run may still be holding VRAM.")
         elif "jupyter_kernel" in reasons:
             message = f"{who} holds {mem}, idle {fmt_duration(idle_for)}"
-            fix = squatter_fix(kind, proc, frame)
+            fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
         elif "orphan" in reasons:
             message = (f"{who} holds {mem}; its parent is gone "
                        f"and it has been idle {fmt_duration(idle_for)}")
             fix = ("Its launcher is gone -- likely a crashed or abandoned previous run that still "
-                   "holds VRAM. " + squatter_fix(kind, proc, frame))
+                   "holds VRAM. " + squatter_fix(kind, proc, frame if gpu.host is None else None))
         else:
             message = f"{who} holds {mem} with 0 % SM for {fmt_duration(idle_for)}"
-            fix = squatter_fix(kind, proc, frame)
+            fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
 
         if info is not None and info.container is not None:
             evidence.append(f"runs in {info.container.label}"
