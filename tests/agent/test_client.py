@@ -16,7 +16,8 @@ import pytest
 from vramscope.agent.replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store
-from vramscope.sources.agents import AgentClient, agent_key
+from vramscope.agent.protocol import series_key as agent_key
+from vramscope.sources.agents import AgentClient
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "cpu_train.py"

@@ -119,7 +119,8 @@ def test_an_unmodified_script_gets_its_model_found_and_the_global_hooks_removed(
         opt.step()
     assert agent.models() == [model]
     assert not nn_module._global_forward_pre_hooks and not nn_module._global_forward_hooks
-    b = agent._tensors["cpu"]
+    item = agent.sample_once()
+    b = {d["device"]: d["buckets"] for d in item["devices"]}["cpu"]
     params = sum(p.numel() * 4 for p in model.parameters())
     assert b["weights"] == params and b["gradients"] == params
 

@@ -1,9 +1,9 @@
 """Phases of a training step: allocated at the end of forward, after backward,
 after the optimizer step -- and once, after loading.
 
-The seeds say where to measure: after loading, during the busiest forward
-pass, after backward and after the optimizer step. The hooks that see those
-moments are cheap and already on the training thread:
+Where to measure: after loading, during the busiest forward pass, after
+backward and after the optimizer step. The hooks that see those moments are
+cheap and already on the training thread:
 
 - forward pre-hook of a registered model (top module): the first one, before
   any step, is "after loading";
@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 import time
 
-PHASES = ("forward", "backward", "optimizer")
+from vramscope.agent.protocol import PHASES, EventKind, Phase
+
 PHASE_BUDGET = 0.005  # the phase readings may take at most 0.5 % of step time
 RECHECK_EVERY = 2.0  # seconds: a run with no CUDA device looks again this often
 
@@ -72,6 +73,7 @@ class PhaseTracker:
         self._backward_seen = False
         self._queue_callback = None
         self._nothing_at: float | None = None  # when a read last found no CUDA device
+        self.after_step: dict[str, int] | None = None  # this step's reading after the update
         self.errors = 0
         self.reads = 0
 
@@ -96,6 +98,8 @@ class PhaseTracker:
         if phase not in self._order:
             self._order.append(phase)
         self._times[phase] = self._wall()
+        if phase == Phase.OPTIMIZER:
+            self.after_step = values
 
     def mark_loaded(self, steps_done: int) -> None:
         """Before the first forward of the run: what loading left allocated."""
@@ -109,7 +113,7 @@ class PhaseTracker:
         except Exception:
             self.errors += 1
             return
-        self._emit("loaded", {"devices": {d: v for d, v in (values or {}).items()},
+        self._emit(EventKind.LOADED, {"devices": {d: v for d, v in (values or {}).items()},
                               "text": "allocated after loading, before the first forward"})
         if not values:
             self.enabled = False
@@ -120,7 +124,7 @@ class PhaseTracker:
         if not self.enabled:
             return
         try:
-            self._note("forward")
+            self._note(Phase.FORWARD)
             t = _first_grad_tensor(output)
             if t is not None:
                 t.register_hook(self._output_grad)
@@ -144,7 +148,7 @@ class PhaseTracker:
         self._backward_queued = False
         try:
             self._backward_seen = True
-            self._note("backward")
+            self._note(Phase.BACKWARD)
         except Exception:
             self.errors += 1
 
@@ -152,7 +156,7 @@ class PhaseTracker:
         if not self.enabled or self._backward_seen:
             return
         try:
-            self._note("backward")  # no backward end was seen: just before the update
+            self._note(Phase.BACKWARD)  # no backward end was seen: just before the update
         except Exception:
             self.errors += 1
 
@@ -160,7 +164,7 @@ class PhaseTracker:
         if not self.enabled:
             return
         try:
-            self._note("optimizer")
+            self._note(Phase.OPTIMIZER)
         except Exception:
             self.errors += 1
 
@@ -178,6 +182,7 @@ class PhaseTracker:
             if duration > 0:
                 self._every = max(1, math.ceil(self._cost / (self.budget * duration)))
         self._cur, self._order, self._times = {}, [], {}
+        self.after_step = None
         self._cost = 0.0
         self._backward_seen = False
         self._step_start = now
