@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from tests.agent.live_bytes import LiveBytes, LiveBytesProvider
+from .live_bytes import LiveBytes, LiveBytesProvider
 
 
 def _steps(agent):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.agent.live_bytes import LiveBytes, LiveBytesProvider
+from .live_bytes import LiveBytes, LiveBytesProvider
 
 INSTANTS = ("forward", "backward", "step")
 
@@ -254,3 +254,32 @@ def test_a_second_model_registered_mid_run(make_agent):
             check("backward")
             opt_d.step()
             check("step")
+
+
+def test_a_sample_while_backward_runs_never_reads_gradients_mid_write(make_agent):
+    """The autograd engine assigns .grad without the GIL: a sample taken during
+    backward keeps the gradients read before it, and reads them again after."""
+    during = []
+
+    class Probe(torch.nn.Module):  # a model that samples the agent halfway through its backward
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = mlp_bn()[:3], torch.nn.Linear(256, 8)
+            self.agent = None
+
+        def forward(self, x):
+            h = self.a(x)
+            h.register_hook(lambda g: during.append(self.agent.sample_once()))
+            return self.b(h)
+
+    live = LiveBytes()
+    with live:
+        model = Probe()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        check = Check(make_agent, live, [model], [opt])
+        model.agent = check.agent
+        loop(check, model, opt, steps=2)
+    assert len(during) == 2
+    for item in during:
+        cpu = {d["device"]: d for d in item["devices"]}["cpu"]["buckets"]
+        assert cpu["gradients"] == 0  # as read at the end of forward (set_to_none), not half-written

@@ -133,18 +133,24 @@ class _Counter:
             per[bucket] += nbytes
 
 
-def measure(owners: Owners) -> dict[str, dict[str, int]]:
-    """device -> {"weights", "gradients", "optimizer_state"} in bytes, now.
+def measure(owners: Owners, grads_readable=None) -> tuple[dict[str, dict[str, int]], bool]:
+    """(device -> {"weights", "gradients", "optimizer_state"} in bytes now, gradients read).
 
-    A device that appears has all three keys. Safe to call from another
-    thread than the training one: what changes meanwhile is read as it is.
+    A device that appears has all three keys. Called from the agent thread:
+    ``grads_readable()`` says whether ``.grad`` may be read now -- not while the
+    autograd engine, which runs without the GIL, may be assigning it. When it
+    says no, the gradients are left out (0) and the second value is False.
     """
     c = _Counter()
+    grads = True
     for p in owners.params:
         c.add(WEIGHTS, p)
-        g = p.grad
-        if g is not None:
-            c.add(GRADIENTS, g)
+        if grads and grads_readable is not None and not grads_readable():
+            grads = False
+        if grads:
+            g = p.grad
+            if g is not None:
+                c.add(GRADIENTS, g)
     for b in owners.buffers:
         c.add(WEIGHTS, b)
     for o in owners.optimizers:
@@ -152,12 +158,12 @@ def measure(owners: Owners) -> dict[str, dict[str, int]]:
         for state in list(getattr(o, "state", {}).values()):
             for t in _state_tensors(state):
                 c.add(OPTIMIZER_STATE, t)
-    return c.out
+    return c.out, grads
 
 
 def tensor_buckets(models: Iterable = (), optimizers: Iterable = ()) -> dict[str, dict[str, int]]:
-    """``measure(collect(models, optimizers))``: the three tensor buckets now."""
-    return measure(collect(models, optimizers))
+    """The three tensor buckets now (on the training thread: gradients always readable)."""
+    return measure(collect(models, optimizers))[0]
 
 
 def full_buckets(tensor: dict[str, int] | None, allocated: int | None,

@@ -22,7 +22,7 @@ import time
 import weakref
 
 from vramscope.agent import oom, paths, protocol
-from vramscope.agent.buckets import Owners, collect, full_buckets, measure
+from vramscope.agent.buckets import GRADIENTS, Owners, collect, full_buckets, measure
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
 from vramscope.agent.protocol import TENSOR_BUCKETS, EventKind, ItemKind, Op
@@ -63,6 +63,7 @@ class Agent:
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
         self._owners: Owners | None = None  # the cached walk: whose tensors count
         self._tensors: dict[str, dict[str, int]] | None = None  # the tensor buckets, last measured
+        self._grads: dict[str, int] = {}  # gradients per device, last read outside backward
         self._model_info: list[dict] = []  # per registered model: sizes, dtype, optimizer (the walk)
         self._walk_lock = threading.Lock()
         self._walk_due = True  # something was registered: walk at the next sample
@@ -341,8 +342,16 @@ class Agent:
             self._tensors = {} if (self._models or self._optimizers) else None
             return
         t0 = time.perf_counter()
+        phases = self.phases
         try:
-            self._tensors = measure(owners)
+            runs = phases.backward_runs
+            tensors, grads_read = measure(owners, lambda: not phases.in_backward)
+            if grads_read and phases.backward_runs == runs:
+                self._grads = {d: per[GRADIENTS] for d, per in tensors.items()}
+            else:  # backward is running: its gradients as last read between passes
+                for d, per in tensors.items():
+                    per[GRADIENTS] = self._grads.get(d, 0)
+            self._tensors = tensors
         except Exception as exc:  # a state dict changed size under us: the next sample
             self._tensors = None
             self._error(exc)
@@ -406,9 +415,9 @@ class Agent:
                     self._last_num_ooms[name] = max(fields["num_ooms"], self._last_num_ooms.get(name, 0))
         try:  # the instant matters: a fresh walk (it allocates nothing on the device)
             self._owners = collect(self.models(), self.optimizers())
+            self._tensors = measure(self._owners)[0]  # the training thread: gradients readable
         except Exception as exc:
             self._error(exc)
-        self._measure()
         snapshot = path = None
         total = None
         if provider is not None:

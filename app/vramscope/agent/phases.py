@@ -74,6 +74,8 @@ class PhaseTracker:
         self._queue_callback = None
         self._nothing_at: float | None = None  # when a read last found no CUDA device
         self.after_step: dict[str, int] | None = None  # this step's reading after the update
+        self.in_backward = False  # between a registered model's output gradient and the end of backward
+        self.backward_runs = 0  # backward passes begun (the agent thread compares before/after a read)
         self.errors = 0
         self.reads = 0
 
@@ -121,10 +123,13 @@ class PhaseTracker:
 
     # -- hooks (training thread) -----------------------------------------------------
     def forward_end(self, output) -> None:
-        if not self.enabled:
-            return
+        """End of a registered model's forward. The output's gradient hook marks the
+        start of backward (``in_backward``) even on steps whose readings are skipped:
+        the agent thread must not read ``.grad`` while the autograd engine writes it."""
+        self.in_backward = False  # a new forward: any earlier backward is over (or abandoned)
         try:
-            self._note(Phase.FORWARD)
+            if self.enabled:
+                self._note(Phase.FORWARD)
             t = _first_grad_tensor(output)
             if t is not None:
                 t.register_hook(self._output_grad)
@@ -132,6 +137,9 @@ class PhaseTracker:
             self.errors += 1
 
     def _output_grad(self, grad):
+        # the engine calls this (GIL held) before it reaches any of the model's parameters
+        self.in_backward = True
+        self.backward_runs += 1
         try:
             if not self._backward_queued:
                 queue = self._queue_callback
@@ -146,13 +154,16 @@ class PhaseTracker:
 
     def _backward_end(self) -> None:
         self._backward_queued = False
+        self.in_backward = False
         try:
             self._backward_seen = True
-            self._note(Phase.BACKWARD)
+            if self.enabled:
+                self._note(Phase.BACKWARD)
         except Exception:
             self.errors += 1
 
     def optimizer_pre(self) -> None:
+        self.in_backward = False
         if not self.enabled or self._backward_seen:
             return
         try:
