@@ -106,7 +106,7 @@ def filled_store(gpus: int, procs: int, end: float) -> Store:
 def update_cost(gpus: int, procs: int, ticks: int, window: str, step: float,
                 force: bool) -> dict:
     from vramscope.ui.app import create_app
-    from vramscope.ui.feed import LiveFeed
+    from vramscope.core.pipeline import Pipeline
     from vramscope.ui.main_window import MainWindow
 
     app = create_app()
@@ -124,7 +124,7 @@ def update_cost(gpus: int, procs: int, ticks: int, window: str, step: float,
         def close(self):
             pass
 
-    feed = LiveFeed(NoSource(), store=store)
+    feed = Pipeline(NoSource(), store=store)
     window = MainWindow(feed, window=window, poll_ms=3_600_000)
     window.resize(1400, 900)
     window.show()

@@ -1,9 +1,17 @@
-"""Shared fixtures. Qt tests run offscreen; screenshots go to test-artifacts/."""
+"""Shared fixtures. Qt tests run offscreen; screenshots go to test-artifacts/.
+
+Every test runs as a user of its own (``private_user_dirs``, autouse): home,
+settings, data (sessions), state (the end-process log), cache and runtime
+(agent sockets) are fresh temporary directories, so the suite never reads or
+writes the real user's -- it passes while that user trains with the agent.
+"""
 
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
+import tempfile
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -11,6 +19,27 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+# Where the real user's things live, each redirected per test.
+USER_DIR_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+                      "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "VRAMSCOPE_RUNTIME_DIR")
+
+
+@pytest.fixture(autouse=True)
+def private_user_dirs(monkeypatch):
+    """Fresh HOME, XDG_* and agent runtime dirs for one test (see the module text)."""
+    # short: AF_UNIX socket paths are limited to 107 bytes
+    base = pathlib.Path(tempfile.mkdtemp(prefix="vs-u-"))
+    dirs = {"HOME": base / "home", "XDG_CONFIG_HOME": base / "config",
+            "XDG_DATA_HOME": base / "data", "XDG_STATE_HOME": base / "state",
+            "XDG_CACHE_HOME": base / "cache", "XDG_RUNTIME_DIR": base / "run",
+            "VRAMSCOPE_RUNTIME_DIR": base / "run" / "vramscope"}
+    for name in USER_DIR_VARIABLES:
+        dirs[name].mkdir(mode=0o700, parents=True, exist_ok=True)
+        monkeypatch.setenv(name, str(dirs[name]))
+    yield dirs
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

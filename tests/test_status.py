@@ -13,8 +13,10 @@ import psutil
 import pytest
 
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
+from vramscope.core.process_text import VISIBILITY_COMMAND
 from vramscope.core.samples import (
-    AgentBuckets, BUCKET_LABELS, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample, ProcessInfo,
+    BUCKET_LABELS, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
+    GpuSample, ProcessInfo,
 )
 from vramscope.core.status_report import frame_to_dict, render_table
 
@@ -129,7 +131,8 @@ def test_status_table_is_readable(fake_nvml_files, sleepers):
     assert "10.0 GiB" in row_a and "85 %" in row_a and "sleep 300" in row_a
     row_b = next(line for line in out.splitlines() if line.split()[:1] == [str(pids[1])])
     assert " n/a " in row_b  # n/a memory, not 0
-    assert "[not-visible]" in out
+    # the window's words for a process psutil cannot see, from the same place
+    assert VISIBILITY_COMMAND[NOT_VISIBLE] in out and "[not-visible]" not in out
 
 
 def _real_nvml_installed() -> bool:

@@ -6,6 +6,7 @@
     vramscope export FILE ...        CSV / Perfetto trace
     vramscope plan ...               will it fit?
     vramscope run -- python train.py start a script with the PyTorch agent on
+    vramscope stream                 frames on stdout, for `vramscope --host` over ssh
 
 Each subcommand lives in ``vramscope.commands.<name>`` with ``add_arguments``
 and ``run``; modules are imported only when their command runs (except for
@@ -27,6 +28,7 @@ COMMANDS = {
     "plan": "will it fit? the memory arithmetic before a run",
     "run": "run a Python script with the vramscope PyTorch agent on",
     "desktop": "add vramscope to your desktop menu (install / uninstall / show)",
+    "stream": "write this machine's frames to stdout (what `vramscope --host` runs over ssh)",
 }
 
 

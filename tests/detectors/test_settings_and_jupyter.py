@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from vramscope.core.detectors import Diagnostics, DiagnosticSettings
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.options import add_diagnostic_arguments, settings_from_args, watch
+from vramscope.core.monitor import Monitor
 from vramscope.core.store import Store
 from vramscope.core.units import MiB
 
@@ -46,19 +47,25 @@ def test_command_line_thresholds_reach_the_settings():
 def test_watch_samples_for_the_requested_time_and_feeds_the_engine():
     clock = [0.0]
 
-    class FakeSampler:
+    class IdleHolder:
+        name, simulated = "test", False
         calls = 0
 
-        def sample_once(self):
-            FakeSampler.calls += 1
+        def sample(self, now):
+            IdleHolder.calls += 1
             return frame(clock[0], [gpu([proc(1, 2 * GiB, sm=0)], util=0)])
 
-    engine = Diagnostics(DiagnosticSettings().with_overrides(idle_minutes=0.05))
-    last = watch(FakeSampler(), engine, seconds=4.0, interval=1.0,
+        def close(self):
+            pass
+
+    monitor = Monitor.build(IdleHolder(), actions=False,
+                            diagnostics=DiagnosticSettings().with_overrides(idle_minutes=0.05))
+    last = watch(monitor.pipeline, seconds=4.0, interval=1.0,
                  monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
-    assert FakeSampler.calls == 5  # t = 0, 1, 2, 3, 4
+    assert IdleHolder.calls == 5  # t = 0, 1, 2, 3, 4
     assert last.time == frame(4.0).time
-    assert [a.kind for a in engine.alerts()] == ["squatter"]  # idle 4 s >= 3 s
+    # the pipeline's diagnostics stage saw every pass: idle 4 s >= 3 s
+    assert [a.kind for a in monitor.engine.alerts()] == ["squatter"]
 
 
 def test_engine_as_a_store_listener():

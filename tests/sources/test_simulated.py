@@ -45,7 +45,6 @@ def test_start_time_defaults_to_the_first_sample():
     src = SimulatedSource(seed=1)
     first = src.sample(T0 + 50.0)
     assert src.start_time == T0 + 50.0
-    assert first.extra["elapsed"] == 0.0
     same = SimulatedSource(seed=1, start_time=T0 + 50.0).sample(T0 + 50.0)
     assert first == same
 

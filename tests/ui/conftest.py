@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vramscope.ui.feed import LiveFeed
+from vramscope.core.pipeline import Pipeline
 from vramscope.ui.main_window import MainWindow
 
 from .frames import ScriptedSource, frame_at
@@ -29,7 +29,7 @@ def make_window(themed_app, qtbot):
     feeds = []
 
     def make(frames=(), window="1m", source=None, **kw):
-        feed = LiveFeed(source or ScriptedSource())
+        feed = Pipeline(source or ScriptedSource())
         feeds.append(feed)
         for f in frames:
             feed.store.append(f)

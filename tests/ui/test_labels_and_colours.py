@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vramscope.core.samples import GpuProcess, ProcessIdentity, ProcessInfo
-from vramscope.ui.labels import process_label
+from vramscope.core.process_names import process_label
 from vramscope.ui.theme import PROCESS_COLOURS, ColourBook
 
 

@@ -165,7 +165,7 @@ _START = textwrap.dedent("""
     app = QApplication([sys.argv[0]])
     scheme = theme.apply(app, sys.argv[1])
     from vramscope.sources.simulated import SimulatedSource
-    from vramscope.ui.feed import LiveFeed
+    from vramscope.core.pipeline import Pipeline
     from vramscope.ui.main_window import MainWindow
     from vramscope.ui.about import AboutDialog
     from vramscope.ui.settings import Settings
@@ -173,7 +173,7 @@ _START = textwrap.dedent("""
     from PySide6.QtCore import QSettings
     src = SimulatedSource(seed=1)
     now = time.time()
-    feed = LiveFeed(SimulatedSource(seed=1))
+    feed = Pipeline(SimulatedSource(seed=1))
     for k in range(600):
         feed.store.append(src.sample(now - 600 + k))
     w = MainWindow(feed, window="10m", poll_ms=60_000)

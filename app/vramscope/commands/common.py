@@ -11,49 +11,18 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
 
 
-def open_source(args, demo_elapsed: float = 0.0):
-    """The source the options ask for: the simulated workstation or NVML.
-
-    ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
-    `status --demo` shows the workstation busy, not at its first second).
-    """
-    if getattr(args, "demo", False):
-        import time
-
-        from vramscope.sources.simulated import SimulatedSource
-        return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
-    from vramscope.sources.nvml import NvmlSource
-    return NvmlSource()
+def ssh_target(text: str) -> str:
+    """argparse type for --host: ``[user@]HOST`` as ssh takes it."""
+    from vramscope.sources.remote import check_target
+    try:
+        return check_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def enrichers_for(source, store) -> list:
-    """Frame -> Frame steps every front end (window, record, status) applies."""
-    return [AgentEnricher(store)]
-
-
-class AgentEnricher:
-    """Agent data for every frame, whatever the source (it may be swapped live).
-
-    A real frame gets the PyTorch agent client: it discovers agents, pulls
-    their samples and matches each to its process by pid + start time. A
-    frame that already carries agent reports (the demo, a replayed session)
-    gets their series recorded into the store instead, so every view reads
-    one layout.
-    """
-
-    def __init__(self, store):
-        self.store = store
-        self._client = None
-
-    def __call__(self, frame):
-        from vramscope.sources.agents import AgentClient, record_reports
-
-        if frame.simulated:
-            return record_reports(self.store, frame)
-        if self._client is None:
-            self._client = AgentClient(store=self.store)
-        return self._client(frame)
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+def add_host_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", metavar="[USER@]HOST", action="append", type=ssh_target,
+                   default=None,
+                   help="watch another machine over ssh (repeatable): runs `vramscope stream` "
+                        "there through your own ssh (keys, config, ProxyJump); nothing listens "
+                        "on the network")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vramscope.commands.common import add_source_arguments
+from vramscope.commands.common import add_host_arguments, add_source_arguments
 from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL
 
 WINDOW_CHOICES = ("1m", "10m", "1h", "all")
@@ -30,6 +30,7 @@ _positive_seconds = _seconds()
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)
     # None = "not given": the saved setting applies (a given value overrides it for this run)
     p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
                    help="sampling interval, 0.1 to 60 s (default: the saved setting, 1 s)")

@@ -1,7 +1,7 @@
 """`vramscope record` -- record a session headless (SSH sessions, servers).
 
-The same Sampler and Store as the window, with the session writer
-subscribed; no Qt. Ctrl-C or SIGTERM stop it cleanly (final commit and a
+The same pipeline as the window (core/monitor.py), with a recorder of one
+file as its recorder stage; no Qt. Ctrl-C or SIGTERM stop it cleanly (final commit and a
 checkpoint into a single file); a SIGKILL loses at most the last second.
 """
 
@@ -14,11 +14,13 @@ import sys
 import threading
 import time
 
-from vramscope.commands.common import add_source_arguments, enrichers_for, open_source
+from vramscope.commands.common import add_host_arguments, add_source_arguments
+from vramscope.sources.choose import enrichers_for, open_source
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)
     p.add_argument("--out", metavar="FILE",
                    help="session file to write (default: a new file in the user's data "
                         "directory, where the oldest sessions are removed past the cap)")
@@ -43,54 +45,53 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
                    duration: float | None = None, prometheus: str | None = None,
                    retention=None, retention_directory=None, enrichers=None,
                    stop: threading.Event | None = None, out=None, err=None) -> int:
-    """Sample ``source`` into the session file ``path`` until ``duration`` or ``stop``."""
-    from vramscope.core.sampler import Sampler, clamp_interval
-    from vramscope.core.session import SessionError, SessionWriter
+    """Sample ``source`` into the session file ``path`` until ``duration`` or ``stop``.
+
+    The window's pipeline (core/monitor.py): the same enrichers and
+    diagnostics, with a recorder of this one file as its recorder stage.
+    """
+    from vramscope.core.monitor import Monitor
+    from vramscope.core.sampler import clamp_interval
+    from vramscope.core.session import SessionError
     from vramscope.core.session.library import session_size
-    from vramscope.core.store import Store
+    from vramscope.core.session.recorder import SessionRecorder
 
     stop = stop or threading.Event()
+    err = err or sys.stderr
     interval = clamp_interval(interval)
-    store = Store()
+    monitor = Monitor.build(source, enrichers=enrichers, interval=interval, actions=False)
     meta = {"source": getattr(source, "name", "?"),
             "simulated": bool(getattr(source, "simulated", False)),
             "interval": interval, "started_by": "vramscope record"}
+    from vramscope.sources.hosts import session_host_meta
+    meta.update(session_host_meta(source))
+    recorder = SessionRecorder(monitor.engine, meta=meta, retention=retention,
+                               directory=retention_directory, path=path, include_simulated=True)
     try:
-        writer = SessionWriter(path, meta=meta, retention=retention,
-                               retention_directory=retention_directory)
+        recorder.open()
     except SessionError as exc:
-        _say(f"vramscope record: {exc}", err or sys.stderr)
+        _say(f"vramscope record: {exc}", err)
+        monitor.close()
         return 2
-    server = None
     if prometheus:
-        from vramscope.core.metrics import serve_metrics
         try:
-            server = serve_metrics(store, prometheus,
-                                   warn=lambda m: _say(f"vramscope record: warning: {m}",
-                                                       err or sys.stderr))
+            monitor.serve_metrics(prometheus,
+                                  warn=lambda m: _say(f"vramscope record: warning: {m}", err))
         except (OSError, ValueError) as exc:
-            _say(f"vramscope record: cannot serve metrics on {prometheus}: {exc}",
-                 err or sys.stderr)
-            writer.close()
+            _say(f"vramscope record: cannot serve metrics on {prometheus}: {exc}", err)
+            recorder.close()
+            monitor.close()
             return 2
-    store.subscribe(writer)
-    # the same diagnostics as the window, their alerts kept beside the samples
-    from vramscope.core.detectors import Diagnostics
-    from vramscope.core.session.journal import AlertJournal
-    engine = Diagnostics()
-    engine.attach(store)
-    journal = AlertJournal(engine, writer)
-    store.subscribe(journal)
-    extra = list(enrichers(store)) if callable(enrichers) else list(enrichers or [])
-    sampler = Sampler(source, store, interval, extra)
+    monitor.record(recorder)
+    writer = recorder.writer
     what = f"every {interval:g} s" + (f" for {duration:g} s" if duration else "")
     _say(f"vramscope: recording to {path} ({what}; Ctrl-C to stop)", out)
     if getattr(source, "simulated", False):
         _say("vramscope: the source is the simulated demo workstation, not real GPUs", out)
-    if server is not None:
-        _say(f"vramscope: Prometheus metrics at {server.url}", out)
+    if monitor.metrics is not None:
+        _say(f"vramscope: Prometheus metrics at {monitor.metrics.url}", out)
     started = time.monotonic()
-    sampler.start()
+    monitor.pipeline.start()
     try:
         while not stop.is_set():
             left = None if duration is None else duration - (time.monotonic() - started)
@@ -98,25 +99,19 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
                 break
             stop.wait(0.25 if left is None else min(0.25, left))
     finally:
-        sampler.stop()
-        store.unsubscribe(journal)
-        store.unsubscribe(writer)
-        if server is not None:
-            server.close()
-        writer.close()
-        for thing in [source] + extra:
-            try:
-                if hasattr(thing, "close"):
-                    thing.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the summary
-                pass
+        monitor.close()
     size = session_size(path) / 1e6
     _say(f"vramscope: recorded {writer.frames_written} samples to {path} ({size:.1f} MB)", out)
+    status = 0
     if writer.errors:
         _say(f"vramscope record: {writer.errors} samples could not be written "
-             f"(last error: {writer.last_error})", err or sys.stderr)
-        return 1
-    return 0
+             f"(last error: {writer.last_error})", err)
+        status = 1
+    failures = monitor.store.listener_failures
+    if failures:
+        _say(f"vramscope record: {failures} pipeline stage failures (see the log)", err)
+        status = 1
+    return status
 
 
 def run(args) -> int:
@@ -159,7 +154,7 @@ def run(args) -> int:
         return record_session(source, path, interval=args.interval, duration=args.duration,
                               prometheus=args.prometheus, retention=retention,
                               retention_directory=directory, stop=stop,
-                              enrichers=lambda store: enrichers_for(source, store))
+                              enrichers=enrichers_for)
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

@@ -2,8 +2,8 @@
 
 Like ``nvitop -1`` or ``gpustat --json``. Where NVML cannot be loaded (no
 library, no driver) it exits with status 2 and says so in one line on
-stderr. The frame goes through the same Sampler (and its enrichers) as the
-window and the recorder.
+stderr. The frame goes through the same pipeline (core/monitor.py: enrichers,
+diagnostics) as the window and the recorder.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import sys
 
-from vramscope.commands.common import add_source_arguments, enrichers_for, open_source
+from vramscope.commands.common import add_host_arguments, add_source_arguments
+from vramscope.core.source import close_quietly
+from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
 
 EXIT_NO_NVML = 2
@@ -19,9 +21,33 @@ EXIT_NO_NVML = 2
 
 def add_arguments(p) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print JSON (bytes as integers, null where not available)")
     add_diagnostic_arguments(p)  # --watch SECONDS, --interval, thresholds
+
+
+def monitor_for(source, args):
+    """The window's pipeline around ``source``: enrichers, then diagnostics."""
+    from vramscope.core.detectors.options import settings_from_args
+    from vramscope.core.monitor import Monitor
+    from vramscope.core.store import Store
+    return Monitor.build(source, enrichers=enrichers_for, diagnostics=settings_from_args(args),
+                         store=Store(fine_points=4, coarse_points=4), actions=False)
+
+
+def take_frame(source, args):
+    """One pass (or ``--watch`` seconds of passes); keeps the engine in ``args.diagnostics``."""
+    monitor = monitor_for(source, args)
+    args.diagnostics = monitor.engine
+    try:
+        if getattr(args, "watch", 0):
+            from vramscope.core.detectors.options import watch
+            return watch(monitor.pipeline, args.watch, getattr(args, "interval", 1.0))
+        return monitor.pipeline.sample_once()
+    finally:
+        for enrich in monitor.pipeline.sampler.enrichers:
+            close_quietly(enrich)
 
 
 def alerts_for(frame, args) -> list:
@@ -30,29 +56,11 @@ def alerts_for(frame, args) -> list:
     from vramscope.core.detectors import alerts_to_json
     engine = getattr(args, "diagnostics", None)
     if engine is None:
-        engine = diagnostics_for(args)
+        from vramscope.core.detectors import Diagnostics
+        from vramscope.core.detectors.options import settings_from_args
+        engine = Diagnostics(settings_from_args(args))
         engine.feed(frame)
     return alerts_to_json(engine.alerts())
-
-
-def diagnostics_for(args):
-    from vramscope.core.detectors import Diagnostics
-    from vramscope.core.detectors.options import settings_from_args
-    return Diagnostics(settings_from_args(args))
-
-
-def take_frame(source, args):
-    from vramscope.core.sampler import Sampler
-    from vramscope.core.store import Store
-    store = Store(fine_points=4, coarse_points=4)
-    sampler = Sampler(source, store, enrichers=enrichers_for(source, store))
-    engine = args.diagnostics = diagnostics_for(args)
-    if getattr(args, "watch", 0):
-        from vramscope.core.detectors.options import watch
-        return watch(sampler, engine, args.watch, getattr(args, "interval", 1.0))
-    frame = sampler.sample_once()
-    engine.feed(frame)
-    return frame
 
 
 def emit(frame, args, out=None) -> None:
@@ -70,7 +78,35 @@ def nvml_unavailable(frame) -> bool:
     return frame.error is not None and not frame.gpus and not frame.simulated
 
 
+HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame
+
+
+def run_hosts(args, out=None) -> int:
+    """`status --host a --host b`: each host with its GPUs, or its error.
+    Exit 0 when every host answered, 1 when some did not, 2 when none did."""
+    from vramscope.core.status_report import hosts_to_dict, render_hosts
+    from vramscope.sources.remote import RemoteHost
+
+    out = out or sys.stdout
+    hosts = [RemoteHost(t, interval=1.0, demo=getattr(args, "demo", False))
+             for t in dict.fromkeys(args.host)]
+    for host in hosts:
+        host.start()
+    try:
+        views = [host.wait_first(HOST_TIMEOUT) for host in hosts]
+    finally:
+        for host in hosts:
+            host.close()
+    out.write(json.dumps(hosts_to_dict(views), indent=2, default=str) + "\n" if args.json
+              else render_hosts(views))
+    out.flush()
+    answered = sum(v.frame is not None for v in views)
+    return 0 if answered == len(views) else (1 if answered else 2)
+
+
 def run(args) -> int:
+    if getattr(args, "host", None):
+        return run_hosts(args)
     # one look at the demo: ten minutes into its script, when everything runs
     source = open_source(args, demo_elapsed=0.0 if getattr(args, "watch", 0) else 600.0)
     try:

@@ -26,6 +26,7 @@ from vramscope.core.detectors.jupyter import connection_file, is_jupyter_kernel
 
 START_TIME_TOLERANCE = 0.05  # seconds; psutil derives start times from clock ticks
 DEFAULT_GRACE_SECONDS = 5.0
+READ_ONLY_REFUSAL = "vramscope runs read-only (--read-only): ending processes is disabled"
 SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 
@@ -138,9 +139,7 @@ class ProcessActions:
 
     def _signal(self, action, signum, pid, start_time, memory) -> ActionResult:
         if self.read_only:
-            return self._refuse(action, pid, start_time,
-                                "vramscope runs read-only (--read-only): ending processes is disabled",
-                                memory)
+            return self._refuse(action, pid, start_time, READ_ONLY_REFUSAL, memory)
         pidfd = None
         if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
             try:
@@ -189,8 +188,7 @@ class ProcessActions:
         """(process, None) when pid + start time still name the same process,
         else (process or None, why not)."""
         if self.read_only:
-            return _try_process(pid), ("vramscope runs read-only (--read-only): "
-                                       "ending processes is disabled")
+            return _try_process(pid), READ_ONLY_REFUSAL
         if pid <= 1:
             return None, f"pid {pid} is the system's init process; refusing"
         if pid == os.getpid():

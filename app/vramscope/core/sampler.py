@@ -4,18 +4,23 @@ Drift-free: tick k is due at ``start + k * interval`` on the monotonic
 clock, so a slow pass delays one tick instead of shifting every later one;
 ticks missed entirely are skipped, never bunched up. Nothing here touches
 Qt; the GUI reads the store from its own timer.
+
+The thread never dies silently: a source, an enricher or a store listener
+that raises is counted and logged, and what went wrong rides on the next
+frame (``Frame.notices``) so that every view shows it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable
 
 from vramscope.core.samples import Frame
+from vramscope.core.source import Source
 from vramscope.core.store import Store
-from vramscope.sources.base import Source
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,10 @@ class Sampler:
         self.passes = 0
         self.last_pass_seconds: float | None = None
         self.errors = 0
+        self.failure: str | None = None  # why the thread stopped, if it ever does on its own
+        self._pending: list[str] = []  # notices for the next frame
+        self.last_notices: tuple[str, ...] = ()  # the newest notices a frame carried
+        self.notice_count = 0  # notices ever attached to a frame
 
     @property
     def interval(self) -> float:
@@ -57,24 +66,37 @@ class Sampler:
         self._wake.set()  # re-plan the schedule from now
 
     def sample_once(self) -> Frame:
-        """One pass on the calling thread (used by `status` and tests)."""
+        """One pass on the calling thread (used by `status` and tests). Never raises."""
         t0 = self._mono()
         now = self._wall()
+        name = getattr(self.source, "name", "?")
         try:
             frame = self.source.sample(now)
         except Exception as exc:  # a source must not kill the sampler
             self.errors += 1
-            log.exception("source %s failed", getattr(self.source, "name", "?"))
-            frame = Frame(time=now, source=getattr(self.source, "name", "?"),
+            log.exception("source %s failed", name)
+            frame = Frame(time=now, source=name,
                           simulated=getattr(self.source, "simulated", False),
                           error=f"sampling failed: {exc}")
         for enrich in self.enrichers:
             try:
                 frame = enrich(frame)
-            except Exception:
+            except Exception as exc:
                 self.errors += 1
                 log.exception("enricher %r failed", enrich)
-        self.store.append(frame)
+                self._pending.append(f"{type(enrich).__name__} failed: {type(exc).__name__}: {exc}")
+        notices = self._pending + [f.text() for f in self.store.take_failures()]
+        self._pending = []
+        if notices:
+            frame = dataclasses.replace(frame, notices=frame.notices + tuple(notices))
+            self.last_notices = tuple(notices)
+            self.notice_count += len(notices)
+        try:
+            self.store.append(frame)
+        except Exception as exc:  # the store itself: keep sampling, say so next time
+            self.errors += 1
+            log.exception("storing a frame failed")
+            self._pending.append(f"storing a frame failed: {type(exc).__name__}: {exc}")
         self.passes += 1
         self.last_pass_seconds = self._mono() - t0
         return frame
@@ -98,6 +120,14 @@ class Sampler:
         return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 - record why, then let it end
+            self.failure = f"sampling stopped: {type(exc).__name__}: {exc}"
+            log.exception("the sampler thread stopped")
+            raise
+
+    def _loop(self) -> None:
         start = self._mono()
         k = 0
         interval = self._interval

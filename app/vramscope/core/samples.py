@@ -86,6 +86,35 @@ class GpuSample:
     power_limit_w: float | None = None
     processes: tuple[GpuProcess, ...] = ()
     error: str | None = None  # None, or a short text ("GPU is lost", ...)
+    host: str | None = None  # the machine it is in, when not this one (--host, a fleet)
+    host_index: int | None = None  # its index on that machine (``index`` is unique here)
+
+    @property
+    def label(self) -> str:
+        """"GPU 0", or "HOST GPU 0" for a GPU of another machine."""
+        if self.host is None:
+            return f"GPU {self.index}"
+        return f"{self.host} GPU {self.index if self.host_index is None else self.host_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """One machine a frame was put together from (--host, a fleet) and how it stands."""
+
+    host: str
+    state: str  # "connected", "connecting", "down", "not installed" (sources/remote.py)
+    error: str | None = None
+    retry_in: float | None = None  # seconds until the next attempt, while down
+    version: str | None = None  # the vramscope version there
+    gpus: int = 0
+    alerts: tuple = field(default=(), compare=False, hash=False)  # its diagnostics' (JSON dicts)
+
+
+# Sources whose frames come from other machines, agent reports included (the
+# local agent client must not attach this machine's agents to their PIDs).
+SSH_SOURCE = "ssh"  # `vramscope --host`: frames read from `vramscope stream` over ssh
+PROMETHEUS_SOURCE = "prometheus"  # `--from-prometheus`: a fleet read from a Prometheus server
+REMOTE_SOURCES = (SSH_SOURCE, PROMETHEUS_SOURCE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +123,17 @@ class Frame:
 
     time: float
     gpus: tuple[GpuSample, ...] = ()
-    source: str = "nvml"  # "nvml", "demo", "session"
+    source: str = "nvml"  # "nvml", "demo", "session", or one of REMOTE_SOURCES
     simulated: bool = False
     error: str | None = None  # source-level failure: "NVIDIA driver not found ..."
     driver_version: str | None = None
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    # trouble after the previous frame that the window must show: a store
+    # listener (recorder, diagnostics) that failed, a sampling pass that raised
+    notices: tuple[str, ...] = ()
+    hosts: tuple[HostState, ...] = ()  # the machines of a multi-host frame (else empty)
 
     def all_processes(self):
         for gpu in self.gpus:

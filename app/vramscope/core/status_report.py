@@ -25,8 +25,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from vramscope.core.samples import (
-    AGENT_ENDED, ALL_BUCKETS, BUCKET_LABELS, VISIBLE, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
+    AGENT_ENDED, ALL_BUCKETS, BUCKET_LABELS, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
+    GpuSample,
 )
+from vramscope.core.process_text import command_text, user_text
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
 
@@ -46,8 +48,34 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
     }
 
 
+def hosts_to_dict(views) -> dict:
+    """`status --host ...`: one entry per host (sources/remote.HostView): its frame
+    as frame_to_dict has it, or its error and no GPUs."""
+    hosts = []
+    for view in views:
+        body = frame_to_dict(view.frame, view.alerts) if view.frame is not None else \
+            {"gpus": [], "agents": [], "alerts": []}
+        error = view.error if view.frame is None else body.get("error")
+        hosts.append({"host": view.host, "state": view.state,
+                      "vramscope_version": view.remote_version, **body, "error": error})
+    return {"hosts": hosts}
+
+
+def render_hosts(views) -> str:
+    parts = []
+    for view in views:
+        parts.append(f"== {view.host} ==\n")
+        if view.frame is None:
+            parts.append(f"{view.error or view.state}\n")
+        else:
+            parts.append(render_table(view.frame, view.alerts))
+    return "".join(parts)
+
+
 def gpu_to_dict(gpu: GpuSample) -> dict:
+    where = {} if gpu.host is None else {"host": gpu.host, "host_index": gpu.host_index}
     return {
+        **where,
         "index": gpu.index,
         "name": gpu.name,
         "uuid": gpu.uuid,
@@ -162,9 +190,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             age = None
             if info is not None and info.start_time is not None:
                 age = max(0.0, frame.time - info.start_time)
-            command = (info.command if info else None) or NA
-            if info is not None and info.visibility != VISIBLE:
-                command = f"[{info.visibility}] {command if command != NA else ''}".rstrip()
+            command = command_text(p)  # the window's words (core/process_text.py)
             marks = []
             if p.has_agent or p.pid in agents:
                 marks.append("agent")
@@ -172,7 +198,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
                 marks.append("+".join(p.kinds))
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
-            rows.append((str(p.pid), (info.user if info else None) or NA, fmt_bytes(p.used),
+            rows.append((str(p.pid), user_text(p), fmt_bytes(p.used),
                          fmt_percent(p.sm), fmt_duration(age), command))
         lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
     if frame.agents:
@@ -232,8 +258,8 @@ def _agent_lines(frame: Frame) -> list[str]:
 def _gpu_line(gpu: GpuSample) -> str:
     name = gpu.name or "unknown GPU"
     if gpu.error:
-        return f"GPU {gpu.index}  {name}  ERROR: {gpu.error}"
-    parts = [f"GPU {gpu.index}  {name}"]
+        return f"{gpu.label}  {name}  ERROR: {gpu.error}"
+    parts = [f"{gpu.label}  {name}"]
     if gpu.total:
         pct = f" ({100.0 * gpu.used / gpu.total:.0f} %)" if gpu.used is not None else ""
         parts.append(f"memory {fmt_bytes(gpu.used)} / {fmt_bytes(gpu.total)}{pct}")

@@ -8,12 +8,22 @@ array. Series keys are tuples:
 - ``("proc", gpu_index, pid, start_time, "used")`` -- one series per process
   identity per GPU, so a reused PID starts a new series
 - other producers (the agent client) may add their own keys with ``record``.
+
+Listeners run on the sampler thread after every append, in the order of
+their stage (``STAGES``: labels, then diagnostics, then the recorder that
+journals the diagnostics' alerts, then anything else), whatever the order
+they subscribed in. A listener that raises is isolated: the others still
+run, the failure is counted and kept until the pipeline attaches it to the
+next frame (``take_failures``), so the window shows it instead of freezing
+on the last frame.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,7 +32,36 @@ from vramscope.core.samples import Frame
 
 GPU_METRICS = ("used", "total", "reserved", "util_gpu", "temperature", "power_w")
 
+log = logging.getLogger(__name__)
+
 Listener = Callable[[Frame], None]
+
+# The stage order of the listeners (see the module text).
+STAGE_LABELS = "labels"
+STAGE_DIAGNOSTICS = "diagnostics"
+STAGE_RECORDER = "recorder"
+STAGE_OTHER = "other"
+STAGES = (STAGE_LABELS, STAGE_DIAGNOSTICS, STAGE_RECORDER, STAGE_OTHER)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerFailure:
+    """One listener call that raised."""
+
+    stage: str
+    listener: str
+    message: str
+    time: float
+
+    def text(self) -> str:
+        return f"{self.listener} ({self.stage}) failed: {self.message}"
+
+
+def listener_name(listener) -> str:
+    owner = getattr(listener, "__self__", None)
+    if owner is not None:
+        return type(owner).__name__
+    return getattr(listener, "__qualname__", None) or type(listener).__name__
 
 
 def gpu_key(index: int, metric: str) -> tuple:
@@ -45,7 +84,9 @@ class Store:
         self._latest: Frame | None = None
         self._first_time: float | None = None
         self._version = 0
-        self._listeners: list[Listener] = []
+        self._listeners: list[tuple[int, str, Listener]] = []  # sorted by stage
+        self._failures: list[ListenerFailure] = []  # not yet taken
+        self.listener_failures = 0  # ever
 
     # -- writing (sampler thread) -------------------------------------------------
     def append(self, frame: Frame) -> None:
@@ -68,8 +109,23 @@ class Store:
             if len(self._series) > self._max_series:
                 self._evict_stale()
             listeners = list(self._listeners)
-        for listener in listeners:
-            listener(frame)
+        for _rank, stage, listener in listeners:
+            try:
+                listener(frame)
+            except Exception as exc:  # one broken listener must not stop the others
+                log.exception("store listener %r failed", listener)
+                failure = ListenerFailure(stage, listener_name(listener),
+                                          f"{type(exc).__name__}: {exc}", t)
+                with self._lock:
+                    self.listener_failures += 1
+                    del self._failures[:-15]  # keep the newest few
+                    self._failures.append(failure)
+
+    def take_failures(self) -> list[ListenerFailure]:
+        """The listener failures since the previous call (oldest first)."""
+        with self._lock:
+            out, self._failures = self._failures, []
+        return out
 
     def record(self, key: Hashable, t: float, value: float | None) -> None:
         """Append one value to any series (used by producers other than frames)."""
@@ -114,15 +170,17 @@ class Store:
         for key, _ in by_age[: len(self._series) - self._max_series]:
             del self._series[key]
 
-    def subscribe(self, listener: Listener) -> None:
-        """Called on the sampler thread after every append (detectors, recorder)."""
+    def subscribe(self, listener: Listener, stage: str = STAGE_OTHER) -> None:
+        """Called on the sampler thread after every append, in stage order (``STAGES``)."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown listener stage {stage!r}; one of {STAGES}")
         with self._lock:
-            self._listeners.append(listener)
+            self._listeners.append((STAGES.index(stage), stage, listener))
+            self._listeners.sort(key=lambda entry: entry[0])  # stable: same stage keeps order
 
     def unsubscribe(self, listener: Listener) -> None:
         with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            self._listeners = [e for e in self._listeners if e[2] != listener]
 
     # -- reading (any thread) -----------------------------------------------------
     @property

@@ -74,7 +74,7 @@ class _Gpu:
 
 
 class SimulatedSource:
-    """The demo workstation as a Source (see sources/base.py)."""
+    """The demo workstation as a Source (see core/source.py)."""
 
     name = "demo"
     simulated = True
@@ -153,8 +153,7 @@ class SimulatedSource:
         gpus, agents = self._gpus(t, prev)
         return Frame(time=now, gpus=gpus, source=self.name, simulated=True,
                      driver_version=DRIVER_VERSION, nvml_version="12." + DRIVER_VERSION,
-                     cuda_driver_version="12.4", agents=agents,
-                     extra={"scenario": "workstation", "seed": self.seed, "elapsed": t})
+                     cuda_driver_version="12.4", agents=agents)
 
     def close(self) -> None:
         pass

@@ -52,29 +52,24 @@ def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
 
 def build_window(args, source=None, start: bool = True, poll_ms: int | None = None,
                  settings=None):
-    """The feed (started unless told), the main window and its panels; the app must exist.
+    """The pipeline (started unless told), the main window and its panels; the app must exist.
 
     ``settings`` (ui/settings.Settings, command line already merged) gives the
     interval, time window, read-only mode, recording and thresholds; without it
     (tests) they come from ``args`` alone.
     """
-    from vramscope.commands.common import enrichers_for, open_source
-    from vramscope.core.store import Store
     from vramscope.ui.bridge import Bridge
-    from vramscope.ui.feed import LiveFeed
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
     if source is None:
-        source = _open_source_or_error(args, open_source)
-    store = Store()
-    interval = settings.interval if settings is not None else (getattr(args, "interval", None) or 1.0)
-    feed = LiveFeed(source, store, interval=interval, enrichers=enrichers_for(source, store))
-    services = Services.start(feed, args, settings)
+        source = _open_source_or_error(args)
+    monitor = start_monitor(source, args, settings)
+    services = Services(monitor)
     if start:
-        feed.start()
+        monitor.pipeline.start()
     bridge = Bridge()
     window_key = settings.window if settings is not None else (getattr(args, "window", None) or DEFAULT_WINDOW)
-    window = MainWindow(feed, bridge, window=window_key,
+    window = MainWindow(monitor.pipeline, bridge, window=window_key,
                         session_file=getattr(args, "file", None), poll_ms=poll_ms)
     bridge.setParent(window)
     services.attach(window)
@@ -83,88 +78,100 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
 
         restore_layout(window, settings)
         setup_desktop(window, settings)
-    return feed, window
+    return monitor.pipeline, window
+
+
+def start_monitor(source, args, settings=None):
+    """The window's monitor (core/monitor.py): diagnostics, end-process actions,
+    the session recorder (on by default; only real GPUs are written), Prometheus."""
+    from vramscope.core.monitor import Monitor
+    from vramscope.core.session import RetentionPolicy
+    from vramscope.core.session.recorder import SessionRecorder
+    from vramscope.sources.choose import enrichers_for
+    from vramscope.sources.hosts import HostActions, HostsSource, session_host_meta
+
+    if settings is not None:
+        read_only, record, interval = settings.read_only, settings.recording, settings.interval
+        diagnostics, cap = settings.diagnostics, settings.session_cap_bytes
+    else:
+        read_only = bool(getattr(args, "read_only", False))
+        record = getattr(args, "record", True)
+        interval = getattr(args, "interval", None) or 1.0
+        diagnostics = cap = None
+    monitor = Monitor.build(source, enrichers=enrichers_for, interval=interval,
+                            diagnostics=diagnostics, read_only=read_only)
+    if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
+        monitor.actions = HostActions(source, read_only=read_only)
+    if record:
+        monitor.record(SessionRecorder(
+            monitor.engine, monitor.actions,
+            meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)},
+            retention=RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)))
+    address = getattr(args, "prometheus", None)
+    if address:
+        monitor.serve_metrics(address)
+    return monitor
 
 
 class Services:
-    """What runs beside the sampler for a live window: diagnostics, the session
-    recorder (on by default for real GPUs), end-process actions, Prometheus."""
+    """The window's side of its monitor (core/monitor.py): the panels attached to it."""
 
-    def __init__(self, feed, engine, actions, recorder=None, metrics=None, read_only=False):
-        self.feed, self.engine, self.actions = feed, engine, actions
-        self.recorder, self.metrics, self.read_only = recorder, metrics, read_only
+    def __init__(self, monitor):
+        self.monitor = monitor
         self.panels = None
 
-    @classmethod
-    def start(cls, feed, args, settings=None) -> "Services":
-        from vramscope.core.actions import ProcessActions
-        from vramscope.core.detectors import Diagnostics
+    @property
+    def engine(self):
+        return self.monitor.engine
 
-        if settings is not None:
-            read_only, record = settings.read_only, settings.recording
-            engine = Diagnostics(settings.diagnostics)
-        else:
-            read_only = bool(getattr(args, "read_only", False))
-            record = getattr(args, "record", True)
-            engine = Diagnostics()
-        engine.attach(feed.store)
-        actions = ProcessActions(read_only=read_only)
-        services = cls(feed, engine, actions, read_only=read_only)
-        cap = settings.session_cap_bytes if settings is not None else None
-        if record:  # only real GPUs are written (see SessionRecorder)
-            services.recorder = _start_recording(feed, engine, actions, cap)
-        address = getattr(args, "prometheus", None)
-        if address:
-            from vramscope.core.metrics import serve_metrics
-            services.metrics = serve_metrics(feed.store, address,
-                                             warn=lambda m: log.warning("prometheus: %s", m))
-        return services
+    @property
+    def actions(self):
+        return self.monitor.actions
+
+    @property
+    def recorder(self):
+        return self.monitor.recorder
+
+    @property
+    def read_only(self) -> bool:
+        return self.monitor.read_only
+
+    @read_only.setter
+    def read_only(self, value: bool) -> None:
+        self.monitor.read_only = value
 
     def attach(self, window) -> None:
         from vramscope.ui.panels import attach_panels
 
         self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
+        from vramscope.sources.hosts import HostsSource
+        if isinstance(self.monitor.pipeline.source, HostsSource):
+            from vramscope.ui.hosts_bar import attach_hosts_bar
+            attach_hosts_bar(window)
         window.services = self
         _add_session_actions(window, self)
-        if self.recorder is not None and not self.feed.simulated:
+        if self.recorder is not None and not self.monitor.pipeline.simulated:
             window.statusBar().showMessage("Recording this session (File → Export to share it)", 8000)
 
     def close(self) -> None:
-        self.feed.close()
-        if self.recorder is not None:
-            self.feed.store.unsubscribe(self.recorder)
-            self.recorder.close()
-        if self.metrics is not None:
-            self.metrics.close()
-
-
-def _start_recording(feed, engine, actions, cap_bytes=None):
-    """Record the real GPUs this window sees (the file appears with the first one)."""
-    from vramscope.core.session import RetentionPolicy
-    from vramscope.core.session.recorder import SessionRecorder
-
-    recorder = SessionRecorder(engine, actions,
-                               meta={"source": feed.source.name, "started_by": "vramscope"},
-                               retention=RetentionPolicy() if cap_bytes is None
-                               else RetentionPolicy(max_bytes=cap_bytes))
-    feed.store.subscribe(recorder)
-    return recorder
+        self.monitor.close()
 
 
 def open_session_window(path: str, args=None):
     """A window over a recorded session (no sampling); raises SessionError."""
+    from vramscope.core.pipeline import Pipeline
     from vramscope.core.samples import GpuProcess
     from vramscope.core.session import load_into_store, open_session
+    from vramscope.core.source import ErrorSource
     from vramscope.core.store import Store
     from vramscope.ui.bridge import Bridge
-    from vramscope.ui.feed import LiveFeed
     from vramscope.ui.main_window import MainWindow
     from vramscope.ui.panels import attach_panels
     from vramscope.ui.session_view import attach_session
 
     reader = open_session(path)
     store = load_into_store(reader, Store())
-    feed = LiveFeed(ErrorSource("recorded session", name="session"), store)
+    feed = Pipeline(ErrorSource("recorded session", name="session"), store)
     feed.learn_labels(GpuProcess(pid=r.pid, used=None, info=r.info())
                       for r in reader.processes().values())
     bridge = Bridge()
@@ -287,28 +294,14 @@ def run(args) -> int:
     return int(app.exec())
 
 
-def _open_source_or_error(args, open_source):
+def _open_source_or_error(args):
     """A source that cannot even be built (no pynvml, no driver) becomes an error
     source, so the window opens and offers the demo instead of a traceback."""
+    from vramscope.core.source import ErrorSource
+    from vramscope.sources.choose import open_source
+
     try:
         return open_source(args)
     except Exception as exc:  # pynvml missing, library not loadable, ...
         log.warning("cannot open the source: %s", exc)
         return ErrorSource(f"NVIDIA driver not available: {exc}")
-
-
-class ErrorSource:
-    """Reports the same frame-level error every pass."""
-
-    simulated = False
-
-    def __init__(self, message: str, name: str = "nvml"):
-        self.name = name
-        self.message = message
-
-    def sample(self, now: float):
-        from vramscope.core.samples import Frame
-        return Frame(time=now, source=self.name, error=self.message)
-
-    def close(self) -> None:
-        pass

@@ -84,7 +84,7 @@ class GpuCard(QFrame):
         name = self.name_text = gpu.name or "name n/a"
         room = CARD_WIDTH - 30
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
-        self.heading.setText(f"GPU {gpu.index}" + (f"  ·  {gpu.pci_bus_id}" if gpu.pci_bus_id else ""))
+        self.heading.setText(gpu.label + (f"  ·  {gpu.pci_bus_id}" if gpu.pci_bus_id else ""))
         self.title.setToolTip("\n".join(x for x in (name, gpu.uuid, gpu.pci_bus_id) if x))
         self._set_error(gpu.error)
         self.used.setText(used_total_text(gpu))

@@ -19,11 +19,11 @@ from PySide6.QtWidgets import (
     QToolBar, QVBoxLayout, QWidget,
 )
 
+from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import Frame
 from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.ui.bridge import Bridge
-from vramscope.ui.feed import LiveFeed
 from vramscope.ui.gpu_panel import GpuPanel
 from vramscope.ui.process_model import rows_from_frame
 from vramscope.ui.process_table import ProcessTable
@@ -46,7 +46,7 @@ class MainWindow(QMainWindow):
     paused_changed = Signal(bool)
     window_changed = Signal(object)
 
-    def __init__(self, feed: LiveFeed, bridge: Bridge | None = None, window: str = DEFAULT_WINDOW,
+    def __init__(self, feed: Pipeline, bridge: Bridge | None = None, window: str = DEFAULT_WINDOW,
                  demo_factory: Callable[[], object] | None = None, session_file: str | None = None,
                  poll_ms: int | None = None, parent=None):
         super().__init__(parent)
@@ -290,6 +290,9 @@ class MainWindow(QMainWindow):
             parts.append("last sample " + time.strftime("%H:%M:%S", time.localtime(frame.time)))
             if frame.error and frame.gpus:
                 parts.append(frame.error)
+        trouble = self.feed.trouble()
+        if trouble:
+            parts.append(f"⚠ {trouble}")
         if self.paused:
             parts.insert(0, f"PAUSED — view frozen, sampling continues "
                             f"({self._frames_while_paused} new samples)")

@@ -89,7 +89,9 @@ def _end_request(row) -> Alert:
     """The user's own request to end a process, in the shape the End flow takes."""
     return Alert(kind="user_request", severity=INFO, gpu=row.gpu, pid=row.pid,
                  start_time=row.identity.start_time, since=None,
-                 message=f"End {row.label} on GPU {row.gpu}", frees=row.used)
+                 message=f"End {row.label} on "
+                 + (f"{row.host} GPU {row.host_gpu}" if row.host else f"GPU {row.gpu}"),
+                 frees=row.used)
 
 
 def _set_markers(window, alerts) -> None:

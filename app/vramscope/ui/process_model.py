@@ -16,9 +16,11 @@ from vramscope.core.samples import VISIBLE, Frame, ProcessIdentity
 from vramscope.core.store import proc_key
 from vramscope.core.units import NA, fmt_duration, fmt_gib
 from vramscope.ui import theme
-from vramscope.ui.labels import command_text, process_label, user_text
+from vramscope.core.process_names import process_label
+from vramscope.core.process_text import command_text, user_text
 
-COLUMNS = ("GPU", "PID", "Agent", "User", "Memory", "SM %", "Age", "Command")
+# "Host" (another machine's rows: --host, a fleet) is shown first and only when used
+COLUMNS = ("GPU", "PID", "Agent", "User", "Memory", "SM %", "Age", "Command", "Host")
 COL = {name: i for i, name in enumerate(COLUMNS)}
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -39,6 +41,8 @@ class ProcessRow:
     visibility: str
     has_agent: bool
     kinds: tuple[str, ...]
+    host: str | None = None  # the machine, when not this one
+    host_gpu: int | None = None  # the GPU's index on that machine
 
 
 def rows_from_frame(frame: Frame | None) -> list[ProcessRow]:
@@ -58,7 +62,7 @@ def rows_from_frame(frame: Frame | None) -> list[ProcessRow]:
             command=command_text(proc),
             visibility=info.visibility if info is not None else "unknown",
             has_agent=proc.has_agent or ident in agent_ids,
-            kinds=proc.kinds,
+            kinds=proc.kinds, host=gpu.host, host_gpu=gpu.host_index,
         ))
     return rows
 
@@ -137,7 +141,9 @@ class ProcessTableModel(QAbstractTableModel):
 
 def _display(row: ProcessRow, col: str) -> str:
     if col == "GPU":
-        return str(row.gpu)
+        return str(row.gpu if row.host_gpu is None else row.host_gpu)
+    if col == "Host":
+        return row.host or ""
     if col == "PID":
         return str(row.pid)
     if col == "Agent":

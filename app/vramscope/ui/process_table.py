@@ -42,6 +42,8 @@ class ProcessTable(QWidget):
         for name, width in (("GPU", 48), ("PID", 92), ("Agent", 72), ("User", 130),
                             ("Memory", 96), ("SM %", 60), ("Age", 96)):
             self.view.setColumnWidth(COL[name], width)
+        header.moveSection(header.visualIndex(COL["Host"]), 0)  # shown first, when shown
+        self.view.setColumnHidden(COL["Host"], True)
         self.view.setStyleSheet(
             "QTableView { border: none; gridline-color: transparent; }"
             "QHeaderView::section { padding: 4px 6px; border: none;"
@@ -81,6 +83,9 @@ class ProcessTable(QWidget):
         self.context_menu = menu
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
+        remote = any(r.host is not None for r in rows)
+        if self.view.isColumnHidden(COL["Host"]) == remote:
+            self.view.setColumnHidden(COL["Host"], not remote)
         self._rebuilding = True
         try:
             self.model.set_rows(rows)

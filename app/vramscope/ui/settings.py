@@ -2,7 +2,7 @@
 
     settings = Settings()                      # ~/.config/vramscope/vramscope.conf
     settings.merge_args(args)                  # command-line values win, for this run only
-    feed = LiveFeed(source, interval=settings.interval)
+    feed = Pipeline(source, interval=settings.interval)
     ...
     settings.geometry = bytes(window.saveGeometry())   # on close
     settings.sync()

@@ -62,16 +62,15 @@ def settings_from_args(args, base: DiagnosticSettings | None = None) -> Diagnost
     return (base or DiagnosticSettings()).with_overrides(**changes)
 
 
-def watch(sampler, engine, seconds: float, interval: float = 1.0,
+def watch(pipeline, seconds: float, interval: float = 1.0,
           monotonic=time.monotonic, sleep=time.sleep):
-    """Sample every ``interval`` seconds for ``seconds`` (at least once), feeding
-    the engine; returns the last frame."""
+    """Sample every ``interval`` seconds for ``seconds`` (at least once) through
+    ``pipeline`` (whose diagnostics stage sees every frame); returns the last frame."""
     interval = max(0.1, interval)
     start = monotonic()
     k = 0
     while True:
-        frame = sampler.sample_once()
-        engine.feed(frame)
+        frame = pipeline.sample_once()
         k += 1
         due = start + k * interval
         if due - start > seconds + 1e-9:

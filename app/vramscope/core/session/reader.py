@@ -356,7 +356,7 @@ class SessionReader:
         eps = 1e-4  # passes are >= 0.1 s apart; 1e-9 is below a float's resolution at 1.7e9
         frow = self._rows("SELECT source, simulated, error, driver_version, nvml_version, "
                           "cuda_driver_version FROM frames WHERE t = ?", (tk,), "a pass")
-        source, simulated, error, driver, nvml, cuda = (frow[0] if frow else
+        _source, simulated, error, driver, nvml, cuda = (frow[0] if frow else
                                                           ("session", self.simulated, None,
                                                            None, None, None))
         statics = {g.index: g for g in self.gpus()}
@@ -387,8 +387,7 @@ class SessionReader:
         agents = self._agents_at(tk, prev)
         return Frame(time=tk, gpus=tuple(gpus), source="session",
                      simulated=bool(simulated), error=error, driver_version=driver,
-                     nvml_version=nvml, cuda_driver_version=cuda, agents=agents,
-                     extra={"recorded_source": source, "session": str(self.path)})
+                     nvml_version=nvml, cuda_driver_version=cuda, agents=agents)
 
     def _agents_at(self, tk: float, prev: float) -> tuple:
         rows = self.agent_rows(tk - 1e-4, tk + 1e-4)

@@ -1,10 +1,16 @@
-"""The window's own recording: on by default, but only of real GPUs.
+"""A recording as one stage of the pipeline (core/monitor.py): samples, alerts
+and end-process actions into one session file.
 
-A Store listener that creates the session file on the first frame that has
-real (not simulated) GPUs -- a machine without a driver gets no empty
-session files -- and never writes simulated frames into it, so switching
-the window to the demo does not mix invented data into a real recording.
-Alerts and end-process actions go in beside the samples (AlertJournal).
+The window's recording (on by default) creates the file on the first frame
+that has real (not simulated) GPUs -- a machine without a driver gets no
+empty session files -- and never writes simulated frames into it, so
+switching the window to the demo does not mix invented data into a real
+recording. `vramscope record` names its file up front (``path``, created by
+``open()`` so that a refusal is said before sampling starts) and writes
+whatever its source gives, the demo included.
+
+It runs after the diagnostics stage, so the alerts it journals are those of
+the frame it just wrote.
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ log = logging.getLogger(__name__)
 class SessionRecorder:
     def __init__(self, engine=None, actions=None, meta: dict | None = None,
                  retention: RetentionPolicy | None = None,
-                 directory: pathlib.Path | None = None):
+                 directory: pathlib.Path | None = None, path: pathlib.Path | None = None,
+                 include_simulated: bool = False):
         self.engine = engine
         self.meta = dict(meta or {})
         self.retention = retention or RetentionPolicy()
         self.directory = directory
+        self.fixed_path = pathlib.Path(path) if path is not None else None
+        self.include_simulated = include_simulated
         self.writer: SessionWriter | None = None
         self.journal: AlertJournal | None = None
         self.error: str | None = None
@@ -43,31 +52,40 @@ class SessionRecorder:
         return self.writer.path if self.writer is not None else None
 
     def __call__(self, frame: Frame) -> None:
-        if frame.simulated or self._closed:
+        if (frame.simulated and not self.include_simulated) or self._closed:
             return
         if self.writer is None:
             if not frame.gpus or self.error is not None:
                 return
-            self._open()
-            if self.writer is None:
+            try:
+                self.open()
+            except SessionError:
                 return
         self.writer(frame)
         if self.journal is not None:
             self.journal(frame)
 
-    def _open(self) -> None:
+    def open(self) -> None:
+        """Create the session file now; raises SessionError (also kept in ``error``)."""
         with self._lock:
             if self.writer is not None or self._closed:
                 return
-            directory = self.directory or default_directory()
+            if self.fixed_path is not None:
+                path, directory, retention = self.fixed_path, self.directory, None
+                if directory is not None:
+                    retention = self.retention
+            else:
+                directory = self.directory or default_directory()
+                path, retention = new_session_path(directory), self.retention
             try:
-                self.writer = SessionWriter(new_session_path(directory), meta=self.meta,
-                                            retention=self.retention,
+                self.writer = SessionWriter(path, meta=self.meta, retention=retention,
                                             retention_directory=directory)
             except (SessionError, OSError) as exc:
                 self.error = str(exc)
                 log.warning("not recording this session: %s", exc)
-                return
+                if isinstance(exc, SessionError):
+                    raise
+                raise SessionError(str(exc)) from exc
             if self.engine is not None:
                 self.journal = AlertJournal(self.engine, self.writer)
 

@@ -1,23 +1,30 @@
-"""The live feed behind a window: one source, one sampler thread, one store.
+"""The one monitoring pipeline, Qt-free:
 
-Qt-free on purpose (it only lives here because the window owns it). The
-source can be swapped while the app runs -- "Show the demo" after a
+    source -> enrichers -> store -> listeners by stage -> views
+
+Stage order is explicit (core/store.py ``STAGES``): the process labels
+first, then the diagnostics engine, then the recorder (which journals the
+alerts the engine just produced), then anything else. The window, `record`
+and `status` all sample through this class (core/monitor.py adds the
+diagnostics, recorder and metrics around it).
+
+The source can be swapped while the app runs -- "Show the demo" after a
 missing driver -- without a restart; the store, and whatever subscribed to
-it (detectors, recorder), stay the same.
+it, stay the same.
 """
 
 from __future__ import annotations
 
 import threading
 
+from vramscope.core.process_names import process_label
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher, Sampler
-from vramscope.core.store import Store
 from vramscope.core.samples import Frame, ProcessIdentity
-from vramscope.sources.base import Source
-from vramscope.ui.labels import process_label
+from vramscope.core.source import Source, close_quietly
+from vramscope.core.store import STAGE_LABELS, Store
 
 
-class LiveFeed:
+class Pipeline:
     def __init__(self, source: Source, store: Store | None = None,
                  interval: float = DEFAULT_INTERVAL, enrichers: list[Enricher] | None = None):
         self.store = store if store is not None else Store()
@@ -25,7 +32,11 @@ class LiveFeed:
         self._lock = threading.Lock()
         self._labels_lock = threading.Lock()
         self._labels: dict[ProcessIdentity, str] = {}  # in order of first sight
-        self.store.subscribe(self._learn_labels)
+        self.store.subscribe(self._learn_labels, stage=STAGE_LABELS)
+
+    def subscribe(self, listener, stage: str) -> None:
+        """Add a listener at its stage (see core/store.py ``STAGES``)."""
+        self.store.subscribe(listener, stage=stage)
 
     def labels(self) -> dict[ProcessIdentity, str]:
         """'train.py (4242)' per process identity ever seen, in order of first sight."""
@@ -60,6 +71,19 @@ class LiveFeed:
     def simulated(self) -> bool:
         return bool(getattr(self.source, "simulated", False))
 
+    def trouble(self) -> str | None:
+        """What went wrong in the pipeline lately, for a status line; None when all is well."""
+        if self.sampler.failure is not None:
+            return self.sampler.failure
+        last = self.sampler.last_notices
+        if not last:
+            return None
+        count = self.sampler.notice_count
+        return f"{last[-1]} ({count} failure{'s' if count != 1 else ''} so far)"
+
+    def sample_once(self) -> Frame:
+        return self.sampler.sample_once()
+
     def start(self) -> None:
         self.sampler.start()
 
@@ -67,9 +91,12 @@ class LiveFeed:
         self.sampler.stop()
 
     def close(self) -> None:
+        """Stop sampling; close the source and the enrichers (agent connections)."""
         with self._lock:
             self.sampler.stop()
-            _close(self.sampler.source)
+            close_quietly(self.sampler.source)
+            for enrich in self.sampler.enrichers:
+                close_quietly(enrich)
 
     def switch_source(self, source: Source) -> None:
         """Stop sampling, swap the source, resume (the first pass runs at once).
@@ -81,17 +108,8 @@ class LiveFeed:
             was_running = self.sampler.running
             self.sampler.stop()
             old, self.sampler.source = self.sampler.source, source
-            _close(old)
+            close_quietly(old)
             if was_running:
                 self.sampler.start()  # its first pass runs immediately
             else:
                 self.sampler.sample_once()
-
-
-def _close(source) -> None:
-    close = getattr(source, "close", None)
-    if close is not None:
-        try:
-            close()
-        except Exception:  # closing a broken source must not stop the swap
-            pass

@@ -1,0 +1,149 @@
+"""`vramscope stream`: the frames of this machine on stdout, for a monitor
+elsewhere that runs it over ssh (`vramscope --host THIS-MACHINE`).
+
+The same source, sampler, enrichers (the PyTorch agent client included) and
+diagnostics as `record`; each pass is written as one line of the stream
+protocol (core/stream/protocol.py). Nothing listens on the network: stdin
+and stdout are the ssh channel. Requests on stdin (process actions) are
+answered by this machine's own checks (core/actions.py). The stream ends
+when stdin closes or stdout breaks (the monitor went away).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+
+from vramscope.commands.common import add_source_arguments
+from vramscope.core.stream import protocol
+from vramscope.sources.choose import enrichers_for, open_source
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_arguments(p)
+    p.add_argument("--interval", metavar="S", type=float, default=1.0,
+                   help="seconds between frames (default 1, 0.1 to 60)")
+    p.add_argument("--count", metavar="N", type=int, default=None,
+                   help="stop after N frames (default: until stdin closes)")
+
+
+class StreamWriter:
+    """Store listener: each frame (with the diagnostics' alerts) as one line."""
+
+    def __init__(self, out, engine, stop: threading.Event, count: int | None = None):
+        self.out = out
+        self.engine = engine
+        self.stop = stop
+        self.count = count
+        self.written = 0
+        self.lock = threading.Lock()
+
+    def send(self, message: dict) -> None:
+        data = protocol.encode(message)
+        with self.lock:
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except (BrokenPipeError, OSError, ValueError):  # the monitor went away
+                self.stop.set()
+
+    def __call__(self, frame) -> None:
+        from vramscope.core.detectors import alerts_to_json
+        from vramscope.core.stream.codec import frame_to_wire
+        self.send({protocol.TYPE: protocol.FRAME, "frame": frame_to_wire(frame),
+                   "alerts": alerts_to_json(self.engine.alerts())})
+        self.written += 1
+        if self.count is not None and self.written >= self.count:
+            self.stop.set()
+
+
+def answer(actions, message: dict) -> dict:
+    """The result of one request (never raises: bad requests get an error result)."""
+    import dataclasses
+    reply = {protocol.TYPE: protocol.RESULT, "id": message.get("id")}
+    op = message.get("op")
+    if message.get(protocol.TYPE) != protocol.ACT or op not in protocol.ACT_OPS:
+        return {**reply, "ok": False, "error": f"unknown request {message.get(protocol.TYPE)!r} {op!r}"}
+    pid, start = message.get("pid"), message.get("start_time")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 \
+            or not (start is None or isinstance(start, (int, float))):
+        return {**reply, "ok": False, "error": "a request needs an integer pid and a start time"}
+    args = [pid, None if start is None else float(start)]
+    if op in ("describe", "terminate", "kill"):
+        memory = message.get("memory")
+        args.append(memory if isinstance(memory, int) else None)
+    try:
+        value = getattr(actions, op)(*args)
+    except Exception as exc:  # noqa: BLE001 - answered, not crashed
+        return {**reply, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    if dataclasses.is_dataclass(value):
+        value = dataclasses.asdict(value)
+    return {**reply, "ok": True, "value": value}
+
+
+def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) -> None:
+    """Read requests from stdin until it closes; then stop the stream."""
+    try:
+        for raw in inp:
+            if stop.is_set():
+                break
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                writer.send(answer(actions, message))
+    except (OSError, ValueError):
+        pass
+    stop.set()
+
+
+def run_stream(source, *, interval: float = 1.0, count: int | None = None,
+               inp=None, out=None, enrichers=enrichers_for, actions=None,
+               stop: threading.Event | None = None) -> int:
+    """The window's pipeline (core/monitor.py) with the stream as its last stage."""
+    from vramscope import __version__
+    from vramscope.core.actions import ProcessActions
+    from vramscope.core.monitor import Monitor
+    from vramscope.core.sampler import clamp_interval
+    from vramscope.core.store import STAGE_RECORDER, Store
+
+    stop = stop or threading.Event()
+    out = out if out is not None else sys.stdout.buffer
+    inp = inp if inp is not None else sys.stdin.buffer
+    interval = clamp_interval(interval)
+    monitor = Monitor.build(source, enrichers=enrichers, interval=interval, actions=False,
+                            store=Store(fine_points=8, coarse_points=8))
+    writer = StreamWriter(out, monitor.engine, stop, count)
+    writer.send(protocol.hello(socket.gethostname(), __version__, interval))
+    monitor.pipeline.subscribe(writer, STAGE_RECORDER)
+    actions = actions or ProcessActions()
+    reader = threading.Thread(target=serve_requests, args=(inp, writer, actions, stop),
+                              name="vramscope-stream-requests", daemon=True)
+    reader.start()
+    monitor.pipeline.start()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        monitor.close()
+    return 0
+
+
+def run(args) -> int:
+    import signal
+
+    stop = threading.Event()
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, lambda *_: stop.set())
+    source = open_source(args)
+    code = run_stream(source, interval=args.interval, count=args.count, stop=stop)
+    try:
+        sys.stdout.flush()
+    except OSError:
+        pass
+    os._exit(code)  # the stdin reader may still block in read(): leave without joining it

@@ -1,0 +1,47 @@
+"""What a process is called everywhere: the table, the legends and the alerts.
+
+One naming, Qt-free, so the diagnostics name a process exactly as the window's
+table does ("train.py (4242)").
+"""
+
+from __future__ import annotations
+
+import os
+
+from vramscope.core.samples import GpuProcess, ProcessInfo
+
+_PYTHONS = ("python", "python3", "pythonw")
+_LAUNCHERS = ("torchrun", "accelerate", "deepspeed")
+
+
+def short_name(info: ProcessInfo | None) -> str | None:
+    """What an ML engineer calls it: 'Jupyter kernel', 'train.py', 'vllm'."""
+    if info is None:
+        return None
+    cmd = info.cmdline or ()
+    if any("ipykernel_launcher" in part or "ipykernel" == part for part in cmd):
+        return "Jupyter kernel"
+    if cmd:
+        exe = os.path.basename(cmd[0])
+        if exe.startswith(_PYTHONS):
+            for i, part in enumerate(cmd[1:], start=1):
+                if part == "-m" and i + 1 < len(cmd):
+                    return cmd[i + 1]
+                if part.startswith("-"):
+                    continue
+                return os.path.basename(part)
+        if exe in _LAUNCHERS and len(cmd) > 1:
+            rest = [p for p in cmd[1:] if not p.startswith("-")]
+            return f"{exe} {os.path.basename(rest[-1])}" if rest else exe
+    return info.name or (os.path.basename(cmd[0]) if cmd else None)
+
+
+def label_for(pid: int, info: ProcessInfo | None) -> str:
+    """'train.py (4242)'; 'pid 4242' when nothing else is known."""
+    name = short_name(info)
+    return f"{name} ({pid})" if name else f"pid {pid}"
+
+
+def process_label(proc: GpuProcess) -> str:
+    """The table's name for a GPU process: 'train.py (4242)'."""
+    return label_for(proc.pid, proc.info)

@@ -1,0 +1,41 @@
+"""Words for processes, one place for the window and `status`: the command and
+user columns, and what to say when psutil cannot see a process. (What a
+process is called -- "train.py (4242)" -- is core/process_names.py.)"""
+
+from __future__ import annotations
+
+from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess
+from vramscope.core.units import NA
+
+VISIBILITY_TEXT = {
+    ACCESS_DENIED: "access denied",
+    EXITED: "exited",
+    NOT_VISIBLE: "not visible",
+}
+
+VISIBILITY_COMMAND = {
+    ACCESS_DENIED: "(details not readable from this user: access denied)",
+    EXITED: "(process has exited)",
+    NOT_VISIBLE: "(not visible from here: another PID namespace or a container)",
+}
+
+
+def command_text(proc: GpuProcess) -> str:
+    info = proc.info
+    if info is None:
+        return NA
+    if info.visibility == EXITED:
+        cmd = info.command
+        return f"(exited) {cmd}" if cmd else VISIBILITY_COMMAND[EXITED]
+    if info.visibility in VISIBILITY_COMMAND and not info.command:
+        return VISIBILITY_COMMAND[info.visibility]
+    return info.command or NA
+
+
+def user_text(proc: GpuProcess) -> str:
+    info = proc.info
+    if info is None:
+        return NA
+    if info.user:
+        return info.user
+    return VISIBILITY_TEXT.get(info.visibility, NA)

@@ -1,0 +1,61 @@
+"""Which source a front end samples, and the enrichers every front end applies.
+
+Used by the window, `record` and `status` alike (core/monitor.py takes both).
+"""
+
+from __future__ import annotations
+
+
+def open_source(args, demo_elapsed: float = 0.0):
+    """The source the options ask for: other machines over ssh (--host), the
+    simulated workstation or NVML.
+
+    ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
+    `status --demo` shows the workstation busy, not at its first second).
+    """
+    if getattr(args, "host", None):
+        from vramscope.sources.hosts import HostsSource
+        return HostsSource(args.host, interval=getattr(args, "interval", None) or 1.0,
+                           demo=getattr(args, "demo", False))
+    if getattr(args, "demo", False):
+        import time
+
+        from vramscope.sources.simulated import SimulatedSource
+        return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
+    from vramscope.sources.nvml import NvmlSource
+    return NvmlSource()
+
+
+def enrichers_for(store) -> list:
+    """Frame -> Frame steps every front end (window, record, status) applies."""
+    return [AgentEnricher(store)]
+
+
+class AgentEnricher:
+    """Agent data for every frame, whatever the source (it may be swapped live).
+
+    A real frame gets the PyTorch agent client: it discovers agents, pulls
+    their samples and matches each to its process by pid + start time. A
+    frame that already carries agent reports (the demo, a replayed session,
+    other machines' frames: their own vramscope was the agents' client there)
+    gets their series recorded into the store instead, so every view reads
+    one layout.
+    """
+
+    def __init__(self, store):
+        self.store = store
+        self._client = None
+
+    def __call__(self, frame):
+        from vramscope.core.samples import REMOTE_SOURCES
+        from vramscope.sources.agents import AgentClient, record_reports
+
+        if frame.simulated or frame.source in REMOTE_SOURCES:
+            return record_reports(self.store, frame)
+        if self._client is None:
+            self._client = AgentClient(store=self.store)
+        return self._client(frame)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()

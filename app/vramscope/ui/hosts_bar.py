@@ -1,0 +1,57 @@
+"""The hosts a window watches over ssh (--host): one chip per host saying
+whether it is connected, or why not and when it is tried again, so a host
+that drops is marked while the others go on."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+
+from vramscope.sources.remote import CONNECTED, CONNECTING
+from vramscope.ui import theme
+
+
+def chip_text(state) -> str:
+    """One host's chip: connected with its GPUs, connecting, or why not."""
+    if state.state == CONNECTED:
+        return f"● {state.host}  {state.gpus} GPU{'s' if state.gpus != 1 else ''}"
+    if state.state == CONNECTING:
+        return f"○ {state.host}  connecting…"
+    text = f"✕ {state.host}  {state.error or state.state}"
+    if state.retry_in is not None:
+        text += f" — retrying in {state.retry_in:.0f} s"
+    return text
+
+
+class HostsBar(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("hostsBar")
+        self._layout = QHBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(8)
+        self._layout.addWidget(QLabel("Hosts:"))
+        self.chips: dict[str, QLabel] = {}
+        self._layout.addStretch(1)
+
+    def update_from(self, frame) -> None:
+        for state in frame.hosts:
+            chip = self.chips.get(state.host)
+            if chip is None:
+                chip = self.chips[state.host] = QLabel()
+                chip.setObjectName("hostChip")
+                self._layout.insertWidget(self._layout.count() - 1, chip)
+            chip.setText(chip_text(state))
+            chip.setToolTip(state.error or (f"vramscope {state.version} on {state.host}"
+                                            if state.version else state.host))
+            colour = {CONNECTED: theme.OK, CONNECTING: theme.MUTED}.get(state.state, theme.ERROR)
+            chip.setStyleSheet(f"QLabel#hostChip {{ border: 1px solid {colour}; border-radius: 9px;"
+                               f" padding: 2px 8px; color: {colour}; }}")
+
+
+def attach_hosts_bar(window) -> HostsBar:
+    """Above the monitor, following every frame."""
+    bar = HostsBar(window)
+    window.centralWidget().layout().insertWidget(1, bar)
+    window.new_frame.connect(bar.update_from)
+    window.hosts_bar = bar
+    return bar

@@ -1,0 +1,175 @@
+"""`--host` end to end: a stand-in ssh on PATH runs `vramscope stream` on this
+machine against a fake NVML state per "host", as a user's ssh would remotely."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
+from vramscope.sources.hosts import HOST_BLOCK, HostActions, HostsSource
+from vramscope.sources.remote import CONNECTED, DOWN, NOT_INSTALLED, RemoteHost
+
+
+def box(*gpus_used_gib, pids=()) -> FakeState:
+    gpus = [FakeGpu(name=f"NVIDIA RTX A6000", total=48 * GiB, used=int(u * GiB)) for u in gpus_used_gib]
+    for pid in pids:
+        gpus[0].processes.append(FakeProcess(pid, 3 * GiB, sm=0))
+    return FakeState(gpus=gpus)
+
+
+def vramscope(*args, timeout=90, env=None):
+    return subprocess.run([sys.executable, "-m", "vramscope", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def test_status_json_lists_each_host_with_its_gpus_or_its_error(hosts, sleepers):
+    pid = sleepers(1)[0]
+    hosts.add("lab", box(10, 20, pids=[pid]))
+    hosts.add("cloud", box(40))
+    r = vramscope("status", "--json", "--host", "lab", "--host", "alice@cloud", "--host", "nowhere")
+    assert r.returncode == 1, r.stderr  # one host did not answer
+    doc = json.loads(r.stdout)
+    by_host = {h["host"]: h for h in doc["hosts"]}
+    assert list(by_host) == ["lab", "alice@cloud", "nowhere"]
+    lab = by_host["lab"]
+    assert lab["state"] == "connected" and lab["error"] is None
+    assert [g["memory"]["used"] for g in lab["gpus"]] == [10 * GiB, 20 * GiB]
+    assert [p["pid"] for p in lab["gpus"][0]["processes"]] == [pid]
+    assert lab["gpus"][0]["processes"][0]["start_time"] is not None
+    assert [g["memory"]["used"] for g in by_host["alice@cloud"]["gpus"]] == [40 * GiB]
+    assert by_host["nowhere"]["gpus"] == []
+    assert "Could not resolve hostname nowhere" in by_host["nowhere"]["error"]
+    # the user's own ssh, in batch mode (no password prompt can hang a window)
+    assert ["lab", "vramscope stream --interval 1"] in hosts.calls()
+
+
+def test_a_host_without_vramscope_gets_the_install_command(hosts):
+    hosts.add("bare", path="/usr/bin:/bin")  # neither the command nor the module there
+    r = vramscope("status", "--host", "bare")
+    assert r.returncode == 2
+    lines = [line for line in r.stdout.splitlines() if "bare" in line and "install" in line]
+    assert lines == ["vramscope is not installed on bare; install it with: "
+                     "ssh bare python3 -m pip install --user vramscope"]
+    tried = [c[1].split(" --")[0] for c in hosts.calls() if c[0] == "bare"]
+    assert tried[:2] == ["vramscope stream", "python3 -m vramscope stream"]
+
+
+def test_the_module_is_used_where_the_command_is_not_on_the_path(hosts):
+    hosts.add_module_only("modonly", box(5))
+    r = vramscope("status", "--json", "--host", "modonly")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (host,) = json.loads(r.stdout)["hosts"]
+    assert [g["memory"]["used"] for g in host["gpus"]] == [5 * GiB]
+
+
+def wait_for(predicate, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_two_hosts_side_by_side_and_a_dropped_one_comes_back(hosts):
+    hosts.add("a", box(1, 2))
+    hosts.add("b", box(7))
+    source = HostsSource(["a", "b"], interval=0.2, backoff=(0.2, 1.0))
+    try:
+        frame = wait_for(lambda: (f := source.sample(time.time())) and len(f.gpus) == 3 and f,
+                         what="both hosts")
+        assert [(g.index, g.host, g.host_index, g.label) for g in frame.gpus] == [
+            (0, "a", 0, "a GPU 0"), (1, "a", 1, "a GPU 1"), (HOST_BLOCK, "b", 0, "b GPU 0")]
+        assert frame.source == "ssh" and frame.error is None
+        # host a drops: killed mid-stream, and unreachable for a while
+        a = source.hosts[0]
+        hosts.remove("a")
+        os.killpg(a._proc.pid, signal.SIGKILL)
+        frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus[0].error and f,
+                         what="a marked down")
+        states = {s.host: s.state for s in frame.hosts}
+        assert states == {"a": DOWN, "b": CONNECTED}
+        assert "connection lost" in frame.gpus[0].error and frame.gpus[0].used is None
+        assert frame.gpus[2].error is None and frame.gpus[2].used == 7 * GiB  # b goes on
+        connections = a.connections
+        wait_for(lambda: a.connections >= connections + 2, what="retries")  # backoff, not given up
+        hosts.add("a", box(3, 4))
+        frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus[0].used == 3 * GiB and f,
+                         what="a back")
+        assert [g.index for g in frame.gpus] == [0, 1, HOST_BLOCK]  # same numbers as before
+    finally:
+        source.close()
+
+
+def test_ending_a_remote_process_goes_over_the_channel_with_the_same_checks(hosts):
+    victim = subprocess.Popen(["sleep", "300"])
+    try:
+        hosts.add("gpubox", box(12, pids=[victim.pid]))
+        source = HostsSource(["gpubox"], interval=0.2)
+        try:
+            frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus and f,
+                             what="the host")
+            proc = frame.gpus[0].processes[0]
+            start = proc.identity.start_time
+            read_only = HostActions(source, read_only=True, audit_path=hosts.dir / "ro.jsonl")
+            refused = read_only.terminate(victim.pid, start)
+            assert not refused.ok and "read-only" in refused.message
+            assert victim.poll() is None
+            actions = HostActions(source, audit_path=hosts.dir / "audit.jsonl")
+            summary = actions.describe(victim.pid, start, memory=proc.used)
+            assert summary.own and summary.refusal is None and "sleep 300" in summary.command
+            wrong = actions.terminate(victim.pid, start + 100.0)  # not the process shown
+            assert not wrong.ok and "PID was reused" in wrong.message and victim.poll() is None
+            early = actions.kill(victim.pid, start)
+            assert not early.ok and "only after SIGTERM" in early.message
+            done = actions.terminate(victim.pid, start)
+            assert done.ok and done.message.startswith("gpubox: sent SIGTERM")
+            assert victim.wait(10) == -signal.SIGTERM
+            logged = [json.loads(x) for x in (hosts.dir / "audit.jsonl").read_text().splitlines()]
+            assert [e["outcome"] for e in logged][-1] == "sent"
+        finally:
+            source.close()
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_record_keeps_the_host_in_the_session(hosts, tmp_path):
+    hosts.add("trainbox", box(9))
+    out = tmp_path / "remote.vramscope"
+    r = vramscope("record", "--host", "trainbox", "--interval", "0.2", "--duration", "4",
+                  "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    from vramscope.core.session import open_session
+    reader = open_session(out)
+    try:
+        assert reader.meta["host"] == "trainbox" and reader.meta["source"] == "ssh"
+        assert len(reader) >= 5
+        assert reader.latest_frame().gpus[0].used == 9 * GiB
+    finally:
+        reader.close()
+
+
+def test_a_peer_that_goes_silent_is_dropped_and_retried(hosts, tmp_path):
+    """A remote that stops writing (a hung machine, a stalled network) is
+    noticed by the silence, not waited for forever."""
+    slow = tmp_path / "slowbin"
+    slow.mkdir()
+    script = slow / "vramscope"
+    hello = '{"type":"hello","stream":"vramscope","version":1,"vramscope":"x","host":"h","interval":1}'
+    script.write_text(f"#!/bin/sh\necho '{hello}'\nexec sleep 300\n")
+    script.chmod(0o755)
+    hosts.add("hung", path=f"{slow}:/usr/bin:/bin")
+    host = RemoteHost("hung", interval=0.1, stale_after=1.0, backoff=(0.2, 0.5)).start()
+    try:
+        wait_for(lambda: host.snapshot().state == CONNECTED, what="hello")
+        view = wait_for(lambda: (v := host.snapshot()).state == DOWN and v, what="silence noticed")
+        assert "no data for 1 s" in view.error
+    finally:
+        host.close()
