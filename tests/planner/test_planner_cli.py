@@ -50,7 +50,8 @@ def test_config_flag_and_several_gpus(capsys):
                      "infer", "--context", "8192", "--concurrency", "64", "--kv-dtype", "fp8",
                      "--gpu-memory", "24GiB", "--gpu-memory", "80GB")
     assert data["model"]["params"] == 7_241_732_096
-    assert data["buckets"]["kv_cache"] == 2 * 32 * 8 * 128 * 1 * 8192 * 64
+    # Mistral-7B-v0.1 slides a 4,096-token window on every layer: 4,096 of the 8,192 kept
+    assert data["buckets"]["kv_cache"] == 2 * 32 * 8 * 128 * 1 * 4096 * 64
     assert [g["name"] for g in data["gpus"]] == ["24GiB GPU", "80GB GPU"]
     assert data["gpus"][0]["fits"] is False and data["gpus"][1]["fits"] is True
 
@@ -81,7 +82,7 @@ def test_text_output_labels_gb_and_gib_and_verdict(capsys):
     (["--params", "7B", "--gpu-memory", "24"], "no unit"),
     (["--params", "7B", "--mode", "infer", "--precision", "mixed"], "training layout"),
     (["--params", "7B", "--precision", "fp32", "--grad-layout", "18"], "mixed-precision"),
-    (["--params", "7B", "--batch", "4", "--seq", "512"], "--layers, --hidden and --heads"),
+    (["--params", "7B", "--batch", "4", "--seq", "512"], "--layers/--hidden/--heads: activations need layers, hidden size and heads"),
     (["--gpu-memory", "24GiB"], "give the model"),
     (["--params", "7B", "--mode", "infer", "--context", "8k"], "ambiguous"),
 ])
@@ -96,9 +97,9 @@ def test_bad_input_is_refused_with_a_clear_message(capsys, args, words):
 
 def test_config_not_understood_and_unreadable(tmp_path, capsys):
     bad = tmp_path / "config.json"
-    bad.write_text(json.dumps({"model_type": "t5", "d_model": 512}))
+    bad.write_text(json.dumps({"model_type": "no_such_family", "d_model": 512}))
     assert main(["plan", "--config", str(bad), "--gpu-memory", "24GiB"]) == 2
-    assert "model_type 't5'" in capsys.readouterr().err
+    assert "--config: config.json has model_type 'no_such_family'" in capsys.readouterr().err
     bad.write_text("{not json")
     assert main(["plan", "--config", str(bad), "--gpu-memory", "24GiB"]) == 2
     assert "not valid JSON" in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from planner_configs import config
 
-from vramscope.core.planner import (ConfigNotUnderstood, PlanRequest, build_plan,
+from vramscope.core.planner import (ConfigNotUnderstood, PlanError, PlanRequest, build_plan,
                                     shape_from_config, shape_from_params)
 from vramscope.core.planner.inference import kv_bytes_per_token
 
@@ -31,7 +31,8 @@ def test_mistral_7b_gqa_parameter_count_and_kv():
     assert (s.kv_heads, s.head_dim) == (8, 128)
     # 2 * 32 layers * 8 KV heads * 128 * 2 bytes: a quarter of Llama-2-7B's 524,288
     assert kv_bytes_per_token(s, "bf16") == 131_072
-    assert any("sliding_window=4096" in n for n in s.notes)
+    assert "sliding_window=4096" in s.fields_used
+    assert [(k.kind, k.window, k.count) for k in s.kv_layers] == [("sliding window", 4096, 32)]
 
 
 def test_gpt2_small_tied_parameter_count():
@@ -78,22 +79,21 @@ def test_plan_from_config_uses_the_exact_count():
 
 
 @pytest.mark.parametrize("cfg, words", [
-    ({"model_type": "bert", "hidden_size": 768}, "model_type 'bert'"),
-    ({"model_type": "mixtral", "hidden_size": 4096}, "model_type 'mixtral'"),
-    ({**config("mistral-7b-v0.1"), "num_local_experts": 8}, "mixture-of-experts"),
+    ({"model_type": "llama", "num_hidden_layers": 2}, "no 'hidden_size'"),
+    ({"model_type": "no_such_family", "hidden_size": 4096}, "does not know"),
     ({"hidden_size": 4096, "num_hidden_layers": 32}, "no model_type"),
     ({k: v for k, v in config("llama-2-7b").items() if k != "intermediate_size"},
      "no 'intermediate_size'"),
     ({**config("llama-2-7b"), "num_hidden_layers": "32"}, "should be an integer"),
     ({**config("llama-2-7b"), "num_key_value_heads": 5}, "not a multiple"),
-    ({"model_type": "llava", "text_config": {}}, "multimodal"),
     ([1, 2], "JSON object"),
 ])
 def test_configs_not_understood_are_refused_clearly(cfg, words):
     with pytest.raises(ConfigNotUnderstood) as exc:
         shape_from_config(cfg)
     assert words in str(exc.value)
-    assert "--params" in str(exc.value) or "config.json" in str(exc.value)
+    assert "config.json" in str(exc.value)
+    assert exc.value.field == "config"
 
 
 def test_architectures_entry_stands_in_for_a_missing_model_type():
@@ -138,8 +138,9 @@ def test_lora_unknown_module_is_refused_with_the_choices():
 
 
 def test_lora_without_shapes_asks_for_a_config():
-    with pytest.raises(ValueError, match="--config"):
+    with pytest.raises(PlanError, match="config.json or a model name") as exc:
         build_plan(PlanRequest(shape=shape_from_params(7 * 10**9), mode="train", lora_rank=8))
+    assert exc.value.field == "lora_modules"
 
 
 def test_qlora_style_int4_base_with_adapters():
@@ -150,5 +151,6 @@ def test_qlora_style_int4_base_with_adapters():
     assert b["gradients"] == 2 * 4_194_304
     # embeddings + lm_head stay 16-bit: metadata includes that, stated
     assert "16-bit" in plan.explanation("quantization_metadata")
-    with pytest.raises(ValueError, match="--lora-rank"):
+    with pytest.raises(PlanError, match="give a LoRA rank") as exc:
         build_plan(PlanRequest(shape=s, mode="train", precision="int4"))
+    assert exc.value.field == "precision" and "--" not in exc.value.message

@@ -177,6 +177,7 @@ def test_the_planner_tab_takes_the_attached_process_as_its_model(attached, qapp,
              for r in range(tab.measured.rowCount())}
     assert table["weights"] == table["gradients"] == table["optimizer state"] == "exact"
     assert "like with like" in tab.measured_label.text()
+    qtbot.wait(300)
     tab.grab().save(str(artifacts_dir / "planner_tab_live_agent.png"))
     # back to a count: the form's own choices again
     tab.source.setCurrentIndex(0)

@@ -46,6 +46,7 @@ def test_seeds_7b_training_does_not_fit_and_suggests_8bit_first(tab, qtbot, arti
     assert "does NOT fit" in cells(tab.gpu_table, 2)[0]
     assert cells(tab.suggestions, 3)[0].startswith("8-bit Adam")
     assert "Does not fit" in tab.verdict.text()
+    qtbot.wait(300)
     tab.grab().save(str(artifacts_dir / "planner_tab_train_7b.png"))
 
 
@@ -59,6 +60,7 @@ def test_inference_config_and_conversations(tab, qtbot, artifacts_dir):
     assert tab.plan.kv_bytes_per_token == 524_288
     assert "33 conversations of 4,096 tokens" in cells(tab.gpu_table, 2)[0]
     assert cells(tab.suggestions, 3)[0].startswith("serve at most 33")
+    qtbot.wait(300)
     tab.grab().save(str(artifacts_dir / "planner_tab_infer_llama2.png"))
 
 
@@ -108,6 +110,7 @@ def test_planned_beside_measured_from_a_real_cpu_model(tab, qtbot, artifacts_dir
     assert diffs["optimizer state"] == "exact"
     assert dict(zip(labels, cells(tab.measured, 2)))["cache / fragmentation"] == "no data"
     assert "pid 4242 on cpu" in tab.measured_label.text()
+    qtbot.wait(300)
     tab.grab().save(str(artifacts_dir / "planner_tab_planned_vs_measured.png"))
 
 

@@ -1,7 +1,8 @@
-"""`vramscope plan` -- will it fit? The seeds' memory arithmetic before a run.
+"""`vramscope plan` -- will it fit? The memory arithmetic before a run.
 
     vramscope plan --params 7B --mode train --gpu-memory 80GiB
     vramscope plan --config config.json --mode infer --context 4096 --concurrency 40
+    vramscope plan --model Qwen/Qwen2.5-7B --mode infer --context 32768
     vramscope plan --params 7B --zero-stage 3 --gpus 8 --batch 4 --seq 2048 --json
 
 No Qt; NVML only to list the GPUs when --gpu-memory is not given.
@@ -13,9 +14,7 @@ import argparse
 import json
 import sys
 
-from vramscope.core.units import GB, GiB
-
-PRECISIONS = ("fp32", "bf16", "fp16", "mixed", "int8", "int4")
+PRECISIONS = ("fp32", "bf16", "fp16", "mixed", "fp8", "int8", "int4")
 OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd-momentum", "sgd")
 KV_DTYPES = ("bf16", "fp16", "fp8", "fp32")
 
@@ -61,7 +60,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--params", type=_arg(parse_count), metavar="N",
                      help="parameter count: 7e9, 7B, 13B, 70B, 500M, 6738415616")
     src.add_argument("--config", metavar="PATH",
-                     help="a Hugging Face config.json (llama, mistral, qwen2, qwen3, gemma, gpt2)")
+                     help="a Hugging Face config.json (or a model directory): llama, mistral, "
+                          "qwen2/3 and gemma, gpt2 by hand formulas; any family transformers "
+                          "knows with vramscope[planner]")
+    src.add_argument("--model", metavar="ORG/NAME",
+                     help="a Hugging Face model name: config.json from the local cache, or "
+                          "fetched from the Hub when online (your saved token for gated models)")
     model.add_argument("--layers", type=_positive, help="with --params: number of layers")
     model.add_argument("--hidden", type=_positive, help="with --params: hidden size")
     model.add_argument("--heads", type=_positive, help="with --params: attention heads")
@@ -93,7 +97,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     tr.add_argument("--lora-rank", type=_positive, metavar="R",
                     help="train LoRA adapters of rank R; the base weights are frozen")
     tr.add_argument("--lora-modules", metavar="NAMES",
-                    help="comma-separated module names (default: PEFT's, e.g. q_proj,v_proj), "
+                    help="comma-separated module names (default: PEFT's for the model type, e.g. "
+                         "q_proj,v_proj; query_key_value for Falcon), "
                          "or all-linear")
     tr.add_argument("--batch", type=_positive, help="micro-batch per GPU (for activations)")
     tr.add_argument("--seq", type=_tokens, help="sequence length in tokens (for activations)")
@@ -107,7 +112,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     inf.add_argument("--kv-dtype", choices=KV_DTYPES,
                      help="KV cache dtype (default: the 16-bit dtype of the weights)")
     inf.add_argument("--context", type=_tokens, metavar="T",
-                     help="tokens per conversation (default: the config's maximum)")
+                     help="tokens per conversation (default: the config's maximum; a longer "
+                          "one is warned about)")
     inf.add_argument("--concurrency", type=_positive, default=1,
                      help="concurrent conversations (default 1)")
     p.add_argument("--gpu-memory", type=_arg(parse_gpu_memory), action="append",
@@ -135,30 +141,30 @@ def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
 
 
 def request_from_args(args):
-    """PlanRequest from parsed arguments; ValueError with a clear message."""
-    from vramscope.core.planner import (PlanRequest, shape_from_config, shape_from_params)
+    """PlanRequest from parsed arguments; PlanError (field, message) otherwise."""
+    from vramscope.core.planner import PlanError, PlanRequest, shape_from_config, shape_from_params
+    from vramscope.core.planner.config_source import config_for_model, read_config
 
-    if args.config:
+    model = getattr(args, "model", None)
+    if args.config or model:
         shape_flags = [f for f in ("layers", "hidden", "heads", "kv_heads", "head_dim",
                                    "intermediate") if getattr(args, f, None) is not None]
+        field = "config" if args.config else "model"
         if shape_flags:
-            raise ValueError(f"--{shape_flags[0].replace('_', '-')} goes with --params; "
-                             "with --config the shape comes from config.json")
+            raise PlanError(shape_flags[0], "goes with a parameter count; with a config.json or "
+                                            "a model name the shape comes from the config")
+        config = read_config(args.config) if args.config else config_for_model(model).config
         try:
-            with open(args.config, encoding="utf-8") as fh:
-                config = json.load(fh)
-        except OSError as exc:
-            raise ValueError(f"cannot read {args.config}: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{args.config} is not valid JSON: {exc}") from None
-        shape = shape_from_config(config)
+            shape = shape_from_config(config)
+        except PlanError as exc:
+            raise PlanError(field, exc.message) from None
     elif args.params:
         shape = shape_from_params(args.params, layers=args.layers, hidden=args.hidden,
                                   heads=args.heads, kv_heads=args.kv_heads,
                                   head_dim=args.head_dim, intermediate=args.intermediate)
     else:
-        raise ValueError("give the model: --params 7B (a parameter count) or --config "
-                         "config.json")
+        raise PlanError("params", "give the model: a parameter count (--params 7B), a "
+                                  "config.json (--config) or a model name (--model org/name)")
     modules = ()
     if args.lora_modules:
         modules = tuple(m.strip() for m in args.lora_modules.split(",") if m.strip())
@@ -172,90 +178,14 @@ def request_from_args(args):
         gpus_memory=tuple(args.gpu_memory or ()))
 
 
-def _gb(n: int) -> str:
-    return f"{n / GB:,.2f} GB"
-
-
-def _gib(n: int) -> str:
-    return f"{n / GiB:,.2f} GiB"
-
-
-def render_text(plan, gpu_note: str | None = None) -> str:
-    shape = plan.request.shape
-    lines = []
-    mode = "training" if plan.mode == "train" else "inference"
-    what = f"{shape.model_type} config" if shape.model_type else "parameter count"
-    lines.append(f"vramscope plan: {mode}, {shape.params:,} parameters ({what})")
-    if shape.fields_used:
-        lines.append("  fields used: " + ", ".join(shape.fields_used))
-    for note in shape.notes:
-        lines.append(f"  assumed: {note}")
-    lines.append(f"  {plan.layout}")
-    lines.append("")
-    head = f"{'bucket (per GPU)':<24}{'bytes':>18}{'GB (10^9)':>14}{'GiB (2^30)':>14}"
-    lines.append(head)
-    lines.append("-" * len(head))
-    for name, value in plan.buckets:
-        lines.append(f"{name:<24}{value:>18,}{_gb(value):>14}{_gib(value):>14}")
-    lines.append("-" * len(head))
-    lines.append(f"{'total per GPU':<24}{plan.per_gpu_total:>18,}{_gb(plan.per_gpu_total):>14}"
-                 f"{_gib(plan.per_gpu_total):>14}")
-    if plan.total != plan.per_gpu_total:
-        lines.append(f"{'total, all GPUs':<24}{plan.total:>18,}{_gb(plan.total):>14}"
-                     f"{_gib(plan.total):>14}")
-    for name, value in plan.host_buckets:
-        lines.append(f"{'host RAM: ' + name:<24}{value:>18,}{_gb(value):>14}{_gib(value):>14}")
-    if plan.kv_bytes_per_token:
-        lines.append("")
-        lines.append(f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
-                     + (f"; {_gb(plan.kv_bytes_per_conversation)} = "
-                        f"{_gib(plan.kv_bytes_per_conversation)} per {plan.context:,}-token "
-                        "conversation" if plan.kv_bytes_per_conversation else ""))
-    lines.append("")
-    if plan.gpus:
-        for g in plan.gpus:
-            cap = f"{_gib(g.total)} ({_gb(g.total)})"
-            if g.fits:
-                verdict = f"fits, {_gb(g.margin)} ({_gib(g.margin)}) to spare"
-            else:
-                verdict = f"does NOT fit: short by {_gb(-g.margin)} ({_gib(-g.margin)})"
-            lines.append(f"{g.name}, {cap}: {verdict}")
-            if g.conversations is not None:
-                lines.append(f"  {g.conversations} conversations of {plan.context:,} tokens fit "
-                             f"in the headroom beside the weights; request "
-                             f"{g.conversations + 1} waits")
-    else:
-        lines.append("no GPU to judge against" + (f": {gpu_note}" if gpu_note else "")
-                     + " -- give --gpu-memory SIZE (e.g. 24GiB or 80GB)")
-    if plan.suggestions:
-        lines.append("")
-        how = ("each adds to the ones above" if plan.suggestions_cumulative
-               else "each on its own")
-        target = next(g for g in plan.gpus if g.name == plan.suggestions_target)
-        lines.append(f"What would make it fit on {target.name} ({_gib(target.total)}), "
-                     f"least damaging first ({how}):")
-        for i, s in enumerate(plan.suggestions, 1):
-            verdict = "fits" if s.fits else "still does not fit"
-            total = f"{_gb(s.per_gpu_total)} ({_gib(s.per_gpu_total)}) per GPU"
-            lines.append(f"  {i}. {s.change}\n     -> {total}, {verdict}")
-    lines.append("")
-    lines.append("Why each bucket:")
-    for name, text in plan.explanations:
-        lines.append(f"  {name}: {text}")
-    if plan.notes:
-        lines.append("")
-        for note in plan.notes:
-            lines.append(f"note: {note}")
-    return "\n".join(lines)
-
-
 def run(args) -> int:
-    from vramscope.core.planner import build_plan
+    from vramscope.core.planner import PlanError, build_plan
+    from vramscope.core.planner.report import render_text
 
     try:
         req = request_from_args(args)
-    except ValueError as exc:
-        print(f"vramscope plan: {exc}", file=sys.stderr)
+    except PlanError as exc:
+        print(f"vramscope plan: {exc.for_cli()}", file=sys.stderr)
         return 2
     gpu_note = None
     if not req.gpus_memory:
@@ -265,8 +195,8 @@ def run(args) -> int:
             req = replace(req, gpus_memory=tuple(gpus))
     try:
         plan = build_plan(req)
-    except ValueError as exc:
-        print(f"vramscope plan: {exc}", file=sys.stderr)
+    except PlanError as exc:
+        print(f"vramscope plan: {exc.for_cli()}", file=sys.stderr)
         return 2
     if args.json:
         out = plan.to_json()
@@ -278,4 +208,6 @@ def run(args) -> int:
                   "give --gpu-memory SIZE", file=sys.stderr)
     else:
         print(render_text(plan, gpu_note))
+    for warning in plan.warnings:
+        print(f"vramscope plan: warning: {warning}", file=sys.stderr)
     return 0

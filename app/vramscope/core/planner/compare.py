@@ -20,6 +20,7 @@ class CompareRow:
     label: str
     planned: int | None
     measured: int | None
+    why: str = ""  # what makes the two differ, in words
 
     @property
     def difference(self) -> int | None:
@@ -35,8 +36,43 @@ def measured_devices(report) -> tuple[str, ...]:
     return gpus or tuple(d.device for d in devices)
 
 
-def compare(plan: Plan, report, device: str | None = None) -> tuple[CompareRow, ...]:
-    """Rows of (label, planned bytes, measured bytes) for one device of the report."""
+def _why(name: str, planned: int | None, measured: int | None) -> str:
+    if planned is None:
+        return WHY_UNPLANNED.get(name, "not planned")
+    if measured is None:
+        return "the agent has not measured it yet"
+    if planned == measured:
+        return "the arithmetic and the allocator agree to the byte"
+    return WHY.get(name, "")
+
+
+# Why a measured bucket differs from its plan, bucket by bucket.
+WHY = {
+    "weights": "tensors the plan does not know (buffers, a second copy) or a different dtype "
+               "than planned",
+    "gradients": "gradients exist only between backward and zero_grad(set_to_none=True); a "
+                 "sample outside that window sees fewer",
+    "optimizer": "optimizer state is created at the first step; before it there is none",
+    "activations": "what is alive at the sampled instant: the plan is the peak of a "
+                   "micro-batch's saved activations (Korthikanti et al.), the sample may fall "
+                   "between steps or inside one",
+    "allocated": "the sum of the rows above at the sampled instant",
+    "peak": "the most the allocator held at once since attach: temporaries (matmul "
+            "workspaces, the loss, communication buffers) come on top of the plan",
+}
+WHY_UNPLANNED = {
+    "activations": "not planned: give the micro-batch and sequence length (training) or the "
+                   "context (serving) to plan it",
+    "cache": "not planned: blocks PyTorch's caching allocator keeps reserved but free "
+             "(PyTorch CUDA semantics, memory management)",
+    "outside": "not planned: the CUDA context and memory outside PyTorch's allocator",
+}
+
+
+def compare(plan: Plan, report, device: str | None = None,
+            peak: int | None = None) -> tuple[CompareRow, ...]:
+    """Rows of (label, planned bytes, measured bytes, why) for one device of the report;
+    ``peak`` is the most allocated the monitor has seen on that device."""
     devices = {d.device: d for d in getattr(report, "devices", ())}
     if device is None:
         names = measured_devices(report)
@@ -55,18 +91,19 @@ def compare(plan: Plan, report, device: str | None = None) -> tuple[CompareRow, 
 
     opt_label = "optimizer state" + (" (incl. fp32 master)" if "master_weights" in planned else "")
     moving = "kv_cache" if plan.mode == "infer" else "activations"
+    planned_total = plan.per_gpu_total + sum(host.values())
     rows = [
-        CompareRow("weights", plan_sum("weights", "quantization_metadata"), got("weights")),
+        ("weights", "weights", plan_sum("weights", "quantization_metadata"), got("weights")),
         # serving plans no gradients and no optimizer state: 0, not unknown
-        CompareRow("gradients", plan_sum("gradients") if plan.mode == "train" else 0,
-                   got("gradients")),
-        CompareRow(opt_label, plan_sum("master_weights", "optimizer_state")
-                   if plan.mode == "train" else 0, got("optimizer_state")),
-        CompareRow("activations + temporaries" if moving == "activations"
-                   else "KV cache + temporaries", plan_sum(moving), got("other_allocated")),
-        CompareRow("cache / fragmentation", None, got("cached_free")),
-        CompareRow("outside PyTorch (CUDA context...)", None, got("outside_pytorch")),
-        CompareRow("allocated", plan.per_gpu_total + sum(host.values()),
-                   dev.allocated if dev is not None else None),
+        ("gradients", "gradients", plan_sum("gradients") if plan.mode == "train" else 0,
+         got("gradients")),
+        ("optimizer", opt_label, plan_sum("master_weights", "optimizer_state")
+         if plan.mode == "train" else 0, got("optimizer_state")),
+        ("activations", "activations + temporaries" if moving == "activations"
+         else "KV cache + temporaries", plan_sum(moving), got("other_allocated")),
+        ("cache", "cache / fragmentation", None, got("cached_free")),
+        ("outside", "outside PyTorch (CUDA context...)", None, got("outside_pytorch")),
+        ("allocated", "allocated", planned_total, dev.allocated if dev is not None else None),
+        ("peak", "peak allocated (since attached)", planned_total, peak),
     ]
-    return tuple(rows)
+    return tuple(CompareRow(label, p, m, _why(key, p, m)) for key, label, p, m in rows)

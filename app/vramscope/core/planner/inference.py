@@ -1,14 +1,15 @@
-"""Inference memory: weights by precision, quantization metadata, KV cache.
+"""Inference memory: weights by precision, quantisation metadata, KV cache.
 
-Weights = Ψ × bytes per parameter (fp32 4, fp16/bf16 2, int8 1, int4 0.5):
-the seeds' idealized storage, decimal GB. Quantized formats also need
-metadata (scales) and keep some tensors at higher precision; that is a
-separate, stated allowance (``quantization_metadata``), never hidden in the
-weights figure.
+Weights = Ψ × bytes per parameter (fp32 4, fp16/bf16 2, fp8/int8 1, int4
+0.5): the idealised storage. Quantised formats also store scales (zeros,
+indices) and keep embeddings, the output head, norms and biases at 16 bits;
+that is a separate, stated bucket (``quantization_metadata``), never hidden
+in the weights figure. quantization.py says what each format stores.
 
-KV cache = 2 · L · H_kv · d_head · b · T: K and V for every layer and KV
-head, b bytes per element, T tokens alive on the server (context length ×
-concurrent conversations).
+KV cache = Σ over layers of the elements each caches per token × b bytes ×
+the tokens it keeps (kv_layout.py: full, sliding window, MLA latent, shared),
+for T tokens per conversation × concurrent conversations. For uniform full
+attention this is the familiar 2 · L · H_kv · d_head · b · T.
 """
 
 from __future__ import annotations
@@ -16,77 +17,124 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from vramscope.core.planner import kv_layout
+from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.model_shape import ModelShape
+from vramscope.core.planner.quantization import QuantScheme, scheme_for_precision
 from vramscope.core.planner.sizes import ceil_bytes
 
 WEIGHT_BYTES = {"fp32": Fraction(4), "bf16": Fraction(2), "fp16": Fraction(2),
-                "int8": Fraction(1), "int4": Fraction(1, 2)}
+                "fp8": Fraction(1), "int8": Fraction(1), "int4": Fraction(1, 2)}
 INFER_PRECISIONS = tuple(WEIGHT_BYTES)
+QUANTIZED = ("fp8", "int8", "int4")
 KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 KV_DTYPES = tuple(KV_BYTES)
 
-# Stated allowance for quantization metadata: one fp32 scale (absmax) per
-# block of 64 weights -- bitsandbytes' block-wise 4-bit default, and generous
-# for 8-bit's per-row scales: 4/64 = 0.0625 B per quantized parameter.
+# A count has no layout: a stated allowance of one fp32 scale per 64 weights
+# (bitsandbytes' block-wise 4-bit default, generous for 8-bit's per-row scales).
 QUANT_BLOCK = 64
 QUANT_SCALE_BYTES = 4
-HIGH_PRECISION_BYTES = Fraction(2)  # tensors left unquantized stay 16-bit
+HIGH_PRECISION_BYTES = Fraction(2)  # tensors left unquantised stay 16-bit
 
 
 @dataclass(frozen=True, slots=True)
 class Weights:
     weights: int  # Ψ × bytes per parameter
-    metadata: int | None  # None when unquantized
+    metadata: int | None  # None when unquantised
     metadata_text: str | None
+    bytes_per_param: Fraction = Fraction(2)
+    label: str = ""
 
 
-def weight_bytes(shape: ModelShape, precision: str, params: int | None = None) -> Weights:
-    """Weights of ``params`` parameters (default: the whole model) at ``precision``."""
-    if precision not in WEIGHT_BYTES:
-        raise ValueError(f"unknown weight precision {precision!r}: "
-                         f"choose from {', '.join(INFER_PRECISIONS)}")
-    n = shape.params if params is None else params
-    b = WEIGHT_BYTES[precision]
+def bytes_of(scheme: QuantScheme) -> Fraction:
+    return Fraction(scheme.bits, 8)
+
+
+def weight_bytes(shape: ModelShape, precision: str | None = None,
+                 scheme: QuantScheme | None = None) -> Weights:
+    """Weights of the model at ``precision`` (or in a quantisation ``scheme``)."""
+    if scheme is None:
+        if precision not in WEIGHT_BYTES:
+            raise PlanError("precision", f"unknown weight precision {precision!r}: choose from "
+                                         f"{', '.join(INFER_PRECISIONS)}")
+        scheme = scheme_for_precision(precision)
+        if scheme is None:
+            b = WEIGHT_BYTES[precision]
+            return Weights(ceil_bytes(shape.params * b), None, None, b, precision)
+    b = bytes_of(scheme)
+    n = shape.params
     weights = ceil_bytes(n * b)
-    if precision not in ("int8", "int4"):
-        return Weights(weights, None, None)
-    quantized = shape.quantizable_params if params is None else None
-    if quantized is None:
+    quantized = shape.quantizable_params
+    if quantized is None or not shape.layer_linears:
         scales = ceil_bytes(Fraction(n, QUANT_BLOCK)) * QUANT_SCALE_BYTES
         text = (f"allowance: one {QUANT_SCALE_BYTES}-byte scale per {QUANT_BLOCK} weights "
                 "(bitsandbytes block-wise default) = "
                 f"{float(Fraction(QUANT_SCALE_BYTES, QUANT_BLOCK))} "
                 "B/param; which tensors stay at higher precision is not known from a count")
-        return Weights(weights, scales, text)
-    kept = n - quantized
-    scales = ceil_bytes(Fraction(quantized, QUANT_BLOCK)) * QUANT_SCALE_BYTES
-    extra = ceil_bytes(kept * (HIGH_PRECISION_BYTES - b))
-    text = (f"allowance: one {QUANT_SCALE_BYTES}-byte scale per {QUANT_BLOCK} quantized weights "
-            f"(bitsandbytes block-wise default) = {scales:,} B, plus the {kept:,} parameters "
-            f"left at 16-bit (embeddings, output head, norms, biases) = {extra:,} B more "
-            f"than the {precision} figure")
-    return Weights(weights, scales + extra, text)
+        return Weights(weights, scales, text, b, scheme.label)
+    packed = meta = skipped = 0
+    for lin in shape.layer_linears:
+        if any(s and (lin.name == s or lin.name.endswith("." + s) or lin.short == s)
+               for s in scheme.skip):
+            skipped += lin.count * lin.in_features * lin.out_features
+            continue
+        p, m = scheme.matrix_bytes(lin.in_features, lin.out_features)
+        packed += lin.count * p
+        meta += lin.count * m
+    kept = n - quantized + skipped
+    extra = ceil_bytes(kept * HIGH_PRECISION_BYTES) + packed - weights
+    text = (f"{scheme.label}: scales, zeros and indices of the packed matrices = {meta:,} B, plus "
+            f"the {kept:,} parameters left at 16-bit (embeddings, output head, norms, biases"
+            f"{', skipped modules' if skipped else ''}) = {extra:,} B more than Ψ × {float(b):g} B")
+    return Weights(weights, meta + extra, text, b, scheme.label)
 
 
 def kv_bytes_per_token(shape: ModelShape, kv_dtype: str) -> int:
-    """2 · L · H_kv · d_head · b for one token."""
+    """Bytes per token while every layer caches it (all layers, before windows fill)."""
     if kv_dtype not in KV_BYTES:
-        raise ValueError(f"unknown KV cache dtype {kv_dtype!r}: choose from {', '.join(KV_DTYPES)}")
+        raise PlanError("kv_dtype", f"unknown KV cache dtype {kv_dtype!r}: choose from "
+                                    f"{', '.join(KV_DTYPES)}")
     elements = shape.kv_bytes_per_token_element
     if elements is None:
-        raise ValueError("the KV cache needs layers, KV heads and head dim: give --config "
-                         "config.json, or --layers, --kv-heads and --head-dim "
-                         "(or --hidden and --heads)")
+        raise PlanError("shape", "the KV cache needs layers, KV heads and head dim: give a "
+                                 "config.json or a model name, or the layers, KV heads and head "
+                                 "dim (or hidden size and heads) with the parameter count")
     return elements * KV_BYTES[kv_dtype]
 
 
-def kv_cache_bytes(shape: ModelShape, kv_dtype: str, context: int, concurrency: int = 1) -> int:
-    """2 · L · H_kv · d_head · b · T with T = context × concurrency."""
+def kv_conversation_bytes(shape: ModelShape, kv_dtype: str, context: int) -> int:
+    """KV bytes of one conversation of ``context`` tokens, layer type by layer type."""
     if not isinstance(context, int) or context <= 0:
-        raise ValueError("--context must be a positive number of tokens")
+        raise PlanError("context", "must be a positive number of tokens")
+    kv_bytes_per_token(shape, kv_dtype)  # validates dtype and shape
+    return shape.kv_elements(context) * KV_BYTES[kv_dtype]
+
+
+def kv_cache_bytes(shape: ModelShape, kv_dtype: str, context: int, concurrency: int = 1) -> int:
     if not isinstance(concurrency, int) or concurrency <= 0:
-        raise ValueError("--concurrency must be at least 1")
-    return kv_bytes_per_token(shape, kv_dtype) * context * concurrency
+        raise PlanError("concurrency", "must be at least 1")
+    return kv_conversation_bytes(shape, kv_dtype, context) * concurrency
+
+
+def kv_text(shape: ModelShape, kv_dtype: str, context: int, concurrency: int) -> str:
+    b = KV_BYTES[kv_dtype]
+    layers = shape.kv_layers
+    per_conv = kv_conversation_bytes(shape, kv_dtype, context)
+    tail = (f" = {per_conv:,} B per conversation of {context:,} tokens × {concurrency} "
+            f"concurrent = {context * concurrency:,} tokens alive")
+    if len(layers) == 1 and layers[0].kind == kv_layout.FULL:
+        return (f"2·L·H_kv·d_head·b·T = 2 × {shape.layers} × {shape.kv_heads} × "
+                f"{shape.head_dim} × {b} B ({kv_dtype}) = {kv_bytes_per_token(shape, kv_dtype):,}"
+                f" B per token" + tail)
+    parts = []
+    for k in layers:
+        if not k.elements:
+            parts.append(f"{k.count} layers {k.kind}: 0 B")
+            continue
+        kept = k.tokens(context)
+        parts.append(f"{k.count} layers {k.kind}: {k.elements:,} elements × {b} B ({kv_dtype}) × "
+                     f"{kept:,} tokens" + (f" (window {k.window:,})" if k.window else ""))
+    return "; ".join(parts) + tail
 
 
 def conversations_that_fit(headroom: int, per_conversation: int) -> int:
@@ -96,5 +144,19 @@ def conversations_that_fit(headroom: int, per_conversation: int) -> int:
     return max(0, headroom) // per_conversation
 
 
-def longest_context_that_fits(headroom: int, per_token: int) -> int:
-    return max(0, headroom) // per_token if per_token > 0 else 0
+def longest_context_that_fits(shape: ModelShape, kv_dtype: str, headroom: int) -> int:
+    """The longest single conversation whose cache fits in ``headroom`` (0 if none)."""
+    if headroom <= 0 or kv_bytes_per_token(shape, kv_dtype) <= 0:
+        return 0
+    lo, hi = 0, 1
+    while kv_conversation_bytes(shape, kv_dtype, hi) <= headroom:
+        lo, hi = hi, hi * 2
+        if hi > 1 << 40:  # every layer windowed: any length fits
+            return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if kv_conversation_bytes(shape, kv_dtype, mid) <= headroom:
+            lo = mid
+        else:
+            hi = mid
+    return lo

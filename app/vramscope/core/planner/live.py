@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from vramscope.core.planner.model_shape import ModelShape, shape_from_params
-from vramscope.core.planner.plan import PlanRequest
+from vramscope.core.planner.request import PlanRequest
 
 SOURCE = "attached process (agent)"
 _PRECISION_OF_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16",

@@ -1,7 +1,7 @@
 """Training memory: bytes per parameter per bucket, ZeRO/FSDP sharding,
 offload, LoRA, and activations.
 
-Sources (see /work/shared/seeds and the papers they cite):
+Sources:
 - fp32 + Adam: 4 weights + 4 gradients + 8 Adam moments = 16 B/param.
 - mixed precision + Adam: 2 bf16 weights + 2 bf16 gradients + 4 fp32 master
   + 8 Adam = 16 B/param -- the ZeRO paper's accounting (Rajbhandari et al.
@@ -23,9 +23,10 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.sizes import ceil_bytes
 
-TRAIN_PRECISIONS = ("fp32", "mixed", "bf16", "fp16", "int8", "int4")
+TRAIN_PRECISIONS = ("fp32", "mixed", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd-momentum", "sgd")
 GRAD_LAYOUTS = (16, 18)
 
@@ -69,20 +70,22 @@ def _num(x: Fraction) -> str:
 
 
 def state_layout(precision: str, optimizer: str, grad_layout: int = 16) -> StateLayout:
-    """The seeds' per-parameter accounting for the trained parameters."""
+    """The ZeRO paper's per-parameter accounting for the trained parameters."""
     if optimizer not in OPTIMIZER_BYTES:
-        raise ValueError(f"unknown optimizer {optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
+        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from "
+                                     f"{', '.join(OPTIMIZERS)}")
     if grad_layout not in GRAD_LAYOUTS:
-        raise ValueError("--grad-layout is 16 (bf16 gradients, ZeRO accounting) or "
-                         "18 (fp32 gradients, the Hugging Face layout)")
+        raise PlanError("grad_layout", "is 16 (bf16 gradients, ZeRO accounting) or "
+                                       "18 (fp32 gradients, the Hugging Face layout)")
     opt = OPTIMIZER_BYTES[optimizer]
     if precision == "fp32":
         if grad_layout == 18:
-            raise ValueError("the 18 B/param layout is a mixed-precision layout "
-                             "(bf16 weights, fp32 master and gradients): use --precision mixed")
+            raise PlanError("grad_layout", "the 18 B/param layout is a mixed-precision layout "
+                                           "(bf16 weights, fp32 master and gradients): choose "
+                                           "mixed precision")
         return StateLayout(Fraction(4), Fraction(4), Fraction(0), opt,
                            f"fp32 weights and gradients, {optimizer}")
-    if precision in ("mixed", "bf16", "fp16", "int8", "int4"):
+    if precision in ("mixed", "bf16", "fp16", "fp8", "int8", "int4"):
         half = "fp16" if precision == "fp16" else "bf16"
         if grad_layout == 18:
             return StateLayout(Fraction(2), Fraction(4), Fraction(4), opt,
@@ -91,7 +94,8 @@ def state_layout(precision: str, optimizer: str, grad_layout: int = 16) -> State
         return StateLayout(Fraction(2), Fraction(2), Fraction(4), opt,
                            f"mixed precision, {half} weights and gradients + fp32 master "
                            f"(ZeRO accounting), {optimizer}")
-    raise ValueError(f"unknown precision {precision!r}: choose from {', '.join(TRAIN_PRECISIONS)}")
+    raise PlanError("precision", f"unknown precision {precision!r}: choose from "
+                                 f"{', '.join(TRAIN_PRECISIONS)}")
 
 
 # PyTorch's own optimizers keep their moments in the parameter's dtype
@@ -102,12 +106,13 @@ NATIVE_MOMENTS = {"adam": 2, "adamw": 2, "sgd-momentum": 1, "sgd": 0}
 def native_layout(dtype_bytes: Fraction, optimizer: str) -> StateLayout:
     """Plain PyTorch training of a model as it is held (a live model): weights,
     gradients and the optimizer's moments all in the parameters' own dtype(s),
-    no fp32 master copy. For fp32 parameters this is the seeds' 4 + 4 + 8."""
+    no fp32 master copy. For fp32 parameters this is the familiar 4 + 4 + 8."""
     if optimizer not in OPTIMIZER_BYTES:
-        raise ValueError(f"unknown optimizer {optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
+        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from "
+                                     f"{', '.join(OPTIMIZERS)}")
     b = Fraction(dtype_bytes)
     if b <= 0:
-        raise ValueError("bytes per parameter must be positive")
+        raise PlanError("agent", "bytes per parameter must be positive")
     opt = OPTIMIZER_BYTES["adam8bit"] if optimizer == "adam8bit" else NATIVE_MOMENTS[optimizer] * b
     return StateLayout(b, b, Fraction(0), opt,
                        f"as the model holds them: {_num(b)} B/param in the parameters' own dtype, "
@@ -136,9 +141,9 @@ def model_states(*, trained: int, frozen: int, layout: StateLayout, frozen_weigh
     the optimizer states (master + moments, the paper's K), s >= 2 the
     gradients, s = 3 the weights. Stage 0 (plain DDP) divides nothing."""
     if zero_stage not in (0, 1, 2, 3):
-        raise ValueError("the ZeRO stage is 0, 1, 2 or 3")
+        raise PlanError("zero_stage", "the ZeRO stage is 0, 1, 2 or 3")
     if gpus < 1:
-        raise ValueError("--gpus must be at least 1")
+        raise PlanError("gpus", "must be at least 1")
     n_opt = gpus if zero_stage >= 1 else 1
     n_grad = gpus if zero_stage >= 2 else 1
     n_weight = gpus if zero_stage >= 3 else 1
@@ -184,7 +189,8 @@ def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: i
     for name, value in (("batch", batch), ("seq", seq), ("hidden", hidden),
                         ("layers", layers), ("heads", heads)):
         if not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer")
+            raise PlanError(name if name in ("batch", "seq") else "shape",
+                            f"{name} must be a positive integer")
     s, b, h, a, L = seq, batch, hidden, heads, layers
     linear = 34 * s * b * h
     quadratic = 0 if flash_attention else 5 * a * s * s * b

@@ -4,7 +4,7 @@ builds starts the window on the demo and quits cleanly, answers `status
 
 Slow (a full PyInstaller build, ~20-60 s), so it runs only when asked:
 
-    VRAMSCOPE_BUNDLE_TEST=1 .venv/bin/python -m pytest -q tests/packaging/test_bundle.py
+    VRAMSCOPE_BUNDLE_TEST=1 .venv/bin/python -m pytest -q tests/desktop_bundle/test_bundle.py
 """
 
 from __future__ import annotations

@@ -1,0 +1,152 @@
+"""config.json -> ModelShape: exact parameter counts, KV layout per layer,
+MoE, quantisation, LoRA defaults and the context limit.
+
+The hand formulas (hand_counts) count the families they cover; any other
+model type is built by transformers on the meta device (meta_count). The
+shape says which path counted it (``counted_by``). A wrong count is worse
+than none: a config neither path can count exactly is refused with the
+reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from vramscope.core.planner import kv_layout
+from vramscope.core.planner.config_source import EXTRA
+from vramscope.core.planner.hand_counts import HAND_FAMILIES, hand_shape
+from vramscope.core.planner.meta_count import meta_shape, transformers_version
+from vramscope.core.planner.model_shape import ConfigNotUnderstood, ModelShape
+from vramscope.core.planner.quantization import scheme_from_config
+
+# Architecture class -> model_type, for configs that lack model_type. Exact
+# names only: Gemma2ForCausalLM is not Gemma.
+_ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
+                  "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+                  "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2",
+                  "Gemma3ForCausalLM": "gemma3_text", "GPT2LMHeadModel": "gpt2",
+                  "MixtralForCausalLM": "mixtral", "Phi3ForCausalLM": "phi3",
+                  "FalconForCausalLM": "falcon", "OPTForCausalLM": "opt",
+                  "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
+                  "Qwen2MoeForCausalLM": "qwen2_moe"}
+
+# Modules PEFT's LoRA targets by default, per model type
+# (peft.utils.constants.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING);
+# peft's own table is used when peft is installed.
+PEFT_LORA_DEFAULTS = {
+    "llama": ("q_proj", "v_proj"), "mistral": ("q_proj", "v_proj"),
+    "mixtral": ("q_proj", "v_proj"), "qwen2": ("q_proj", "v_proj"),
+    "qwen2_moe": ("q_proj", "v_proj"), "qwen3": ("q_proj", "v_proj"),
+    "gemma": ("q_proj", "v_proj"), "gemma2": ("q_proj", "v_proj"),
+    "gemma3_text": ("q_proj", "v_proj"), "opt": ("q_proj", "v_proj"),
+    "gpt2": ("c_attn",), "falcon": ("query_key_value",), "phi3": ("qkv_proj",),
+    "phi": ("q_proj", "v_proj", "fc1", "fc2"), "gpt_neox": ("query_key_value",),
+    "bloom": ("query_key_value",), "gpt_bigcode": ("c_attn",), "gptj": ("q_proj", "v_proj"),
+    "stablelm": ("q_proj", "v_proj"), "starcoder2": ("q_proj", "v_proj"),
+}
+_POSITION_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length",
+                    "seq_length", "n_ctx")
+
+
+def model_type_of(config: dict) -> str:
+    model_type = config.get("model_type")
+    if isinstance(model_type, str) and model_type:
+        return model_type
+    archs = config.get("architectures")
+    if isinstance(archs, list) and archs and archs[0] in _ARCHITECTURES:
+        return _ARCHITECTURES[archs[0]]
+    raise ConfigNotUnderstood(
+        "config.json has no model_type (and its architectures entry is not one the planner "
+        "can name): add model_type, or give the parameter count instead")
+
+
+def lora_defaults(model_type: str, shape: ModelShape) -> tuple[tuple[str, ...], str | None]:
+    """(PEFT's default LoRA target modules for the model type, a note or None)."""
+    table = PEFT_LORA_DEFAULTS
+    try:
+        from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+        table = {**table, **{k: tuple(v) for k, v in
+                             TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING.items()}}
+    except Exception:  # peft absent or reorganised: the table above
+        pass
+    names = set(shape.short_linear_names())
+    wanted = table.get(model_type)
+    if wanted and all(w in names for w in wanted):
+        return tuple(wanted), None
+    if {"q_proj", "v_proj"} <= names:
+        return ("q_proj", "v_proj"), (f"PEFT names no LoRA default for {model_type}: "
+                                      "q_proj, v_proj assumed")
+    attention = tuple(dict.fromkeys(lin.short for lin in shape.layer_linears
+                                    if not lin.expert and "att" in lin.name))
+    if attention:
+        return attention, (f"PEFT names no LoRA default for {model_type}: planned on the "
+                           f"attention projections ({', '.join(attention)}); choose the "
+                           "LoRA modules to override")
+    return ("all-linear",), f"PEFT names no LoRA default for {model_type}: all linear layers"
+
+
+def _max_positions(cfg: dict, shape: ModelShape) -> tuple[int | None, str | None, list[str]]:
+    notes = []
+    for f in _POSITION_FIELDS:
+        v = cfg.get(f)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            scaling = cfg.get("rope_scaling")
+            if isinstance(scaling, dict) and scaling:
+                kind = scaling.get("rope_type") or scaling.get("type") or "rope"
+                original = scaling.get("original_max_position_embeddings")
+                notes.append(f"rope_scaling {kind}" + (f" (trained at {original:,} tokens)"
+                                                       if isinstance(original, int) else "")
+                             + f": the limit is {f} = {v:,}")
+            return v, f, notes
+    return shape.max_positions, shape.max_positions_field, notes
+
+
+def shape_from_config(config: dict) -> ModelShape:
+    """Parameters, layers, heads, KV layout... from a config.json dict."""
+    if not isinstance(config, dict):
+        raise ConfigNotUnderstood("config.json must hold a JSON object")
+    model_type = model_type_of(config)
+    normalised = config
+    if model_type in HAND_FAMILIES and not ("text_config" in config
+                                            or "vision_config" in config):
+        shape = hand_shape(config, model_type)
+    else:
+        if transformers_version() is None:
+            raise ConfigNotUnderstood(
+                f"config.json has model_type {model_type!r}: the hand formulas cover "
+                f"{', '.join(HAND_FAMILIES)}; any other family needs transformers to be counted "
+                f"exactly ({EXTRA}), or give the parameter count instead")
+        shape, normalised = meta_shape(config, model_type)
+    return finish(shape, {**normalised, **{k: v for k, v in config.items()
+                                          if k not in normalised}})
+
+
+def finish(shape: ModelShape, cfg: dict) -> ModelShape:
+    """KV layout, context limit, quantisation, dtype and LoRA defaults of a counted shape."""
+    notes = list(shape.notes)
+    used = list(shape.fields_used)
+    kv, decompressed = (), None
+    if None not in (shape.layers, shape.heads, shape.kv_heads, shape.head_dim):
+        kv, decompressed, kv_notes = kv_layout.kv_layers(
+            cfg, model_type=shape.model_type or "", layers=shape.layers, heads=shape.heads,
+            kv_heads=shape.kv_heads, head_dim=shape.head_dim)
+        notes += kv_notes
+        if any(k.kind == kv_layout.SLIDING for k in kv):
+            used.append(f"sliding_window={cfg.get('sliding_window')}")
+    max_positions, field, pos_notes = _max_positions(cfg, shape)
+    notes += pos_notes
+    if field and not any(u.startswith(f"{field}=") for u in used):
+        used.append(f"{field}={max_positions}")
+    quant = None
+    if cfg.get("quantization_config") is not None:
+        quant = scheme_from_config(cfg["quantization_config"])
+        used.append(f"quantization_config={quant.label}")
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    shape = replace(shape, kv=kv, kv_decompressed=decompressed, max_positions=max_positions,
+                    max_positions_field=field, quantization=quant,
+                    dtype=dtype if isinstance(dtype, str) else None)
+    modules, lora_note = lora_defaults(shape.model_type or "", shape)
+    if lora_note:
+        notes.append(lora_note)
+    return replace(shape, lora_default_modules=modules, fields_used=tuple(used),
+                   notes=tuple(dict.fromkeys(notes)))

@@ -1,0 +1,160 @@
+"""How a plan is said: the one formatting of sizes, the fit verdict and the
+text report, shared by `vramscope plan` and the Planner tab.
+
+Sizes: GiB (2**30) in the window; the command line prints decimal GB beside
+GiB because published figures (model cards, the ZeRO paper's tables) are
+decimal. Values under 0.01 of the unit are said as "< 0.01 GiB", never in
+exponent notation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramscope.core.units import GB, GiB, NA
+
+# Common cards by the memory their makers publish (GiB as the driver reports
+# it, rounded): what a plan is judged against when this machine has no GPU.
+REFERENCE_CARDS = (("a 12 GiB card (RTX 3060 12GB, RTX 4070)", 12 * GiB),
+                   ("a 16 GiB card (RTX 4060 Ti 16GB, RTX 5080)", 16 * GiB),
+                   ("a 24 GiB card (RTX 3090, RTX 4090)", 24 * GiB),
+                   ("a 32 GiB card (RTX 5090)", 32 * GiB),
+                   ("a 48 GiB card (RTX A6000, L40S)", 48 * GiB),
+                   ("an 80 GiB card (A100 80GB, H100)", 80 * GiB),
+                   ("a 141 GB card (H200)", 141 * GB),
+                   ("a 192 GB card (B200)", 192 * GB))
+FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
+
+
+def _fmt(n: int | None, unit: int, name: str) -> str:
+    if n is None:
+        return NA
+    if n != 0 and abs(n) < unit // 100:
+        return f"{'-' if n < 0 else ''}< 0.01 {name}"
+    return f"{n / unit:,.2f} {name}"
+
+
+def gib(n: int | None) -> str:
+    return _fmt(n, GiB, "GiB")
+
+
+def gb(n: int | None) -> str:
+    return _fmt(n, GB, "GB")
+
+
+def gb_and_gib(n: int | None) -> str:
+    return NA if n is None else f"{gb(n)} ({gib(n)})"
+
+
+def signed_gib(n: int) -> str:
+    if n and abs(n) < GiB // 100:
+        return f"{'+' if n > 0 else '-'} under 0.01 GiB"
+    return ("+" if n > 0 else "") + gib(n)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    state: str  # FITS, SHORT or UNKNOWN (no GPU to compare against)
+    text: str
+
+
+def smallest_card(per_gpu: int) -> str | None:
+    return next((name for name, size in REFERENCE_CARDS if per_gpu <= size), None)
+
+
+def verdict(plan, gpu_note: str | None = None, ask: str = "give the GPU memory size") -> Verdict:
+    """The one-line answer: fits or not, on which GPU, by how much."""
+    need = plan.per_gpu_total
+    if not plan.gpus:
+        card = smallest_card(need)
+        where = f"fits {card}" if card else "larger than any single card: shard it over GPUs"
+        why = f" ({gpu_note})" if gpu_note else ""
+        return Verdict(UNKNOWN, f"Needs {gib(need)} per GPU: {where}. No GPU to compare "
+                                f"against{why}: {ask}")
+    short = [g for g in plan.gpus if not g.fits]
+    if not short:
+        tight = min(plan.gpus, key=lambda g: g.margin)
+        return Verdict(FITS, f"Fits: {gib(need)} per GPU, {gib(tight.margin)} to spare on "
+                             f"{tight.name} ({gib(tight.total)})")
+    worst = min(short, key=lambda g: g.margin)
+    names = ", ".join(g.name for g in short)
+    return Verdict(SHORT, f"Does not fit on {names}: needs {gib(need)} per GPU, short by "
+                          f"{gib(-worst.margin)} on {worst.name} ({gib(worst.total)})")
+
+
+def gpu_line(plan, g) -> str:
+    text = (f"fits, {gb_and_gib(g.margin)} to spare" if g.fits
+            else f"does NOT fit: short by {gb_and_gib(-g.margin)}")
+    if g.conversations is not None:
+        text += (f"; {g.conversations} conversations of {plan.context:,} tokens fit beside the "
+                 f"weights, request {g.conversations + 1} waits")
+    return text
+
+
+def model_line(plan) -> str:
+    shape = plan.request.shape
+    what = (f"{shape.model_type} config, counted by {shape.counted_by}" if shape.model_type
+            else shape.source)
+    active = (f", {shape.active_params:,} active per token" if shape.active_params is not None
+              else "")
+    return f"{shape.params:,} parameters{active} ({what})"
+
+
+def render_text(plan, gpu_note: str | None = None,
+                ask: str = "give --gpu-memory SIZE (e.g. 24GiB or 80GB)") -> str:
+    """The command line's report (decimal GB beside GiB, for published figures)."""
+    shape = plan.request.shape
+    lines = []
+    mode = "training" if plan.mode == "train" else "inference"
+    lines.append(f"vramscope plan: {mode}, {model_line(plan)}")
+    for w in plan.warnings:
+        lines.append(f"WARNING: {w}")
+    if shape.fields_used:
+        lines.append("  fields used: " + ", ".join(shape.fields_used))
+    for note in shape.notes:
+        lines.append(f"  assumed: {note}")
+    lines.append(f"  {plan.layout}")
+    lines.append("")
+    head = f"{'bucket (per GPU)':<24}{'bytes':>18}{'GB (10^9)':>14}{'GiB (2^30)':>14}"
+    lines.append(head)
+    lines.append("-" * len(head))
+
+    def row(name, value):
+        lines.append(f"{name:<24}{value:>18,}{gb(value):>14}{gib(value):>14}")
+    for name, value in plan.buckets:
+        row(name, value)
+    lines.append("-" * len(head))
+    row("total per GPU", plan.per_gpu_total)
+    if plan.total != plan.per_gpu_total:
+        row("total, all GPUs", plan.total)
+    for name, value in plan.host_buckets:
+        row("host RAM: " + name, value)
+    if plan.kv_bytes_per_token:
+        lines.append("")
+        lines.append(f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
+                     + (f"; {gb_and_gib(plan.kv_bytes_per_conversation)} per "
+                        f"{plan.context:,}-token conversation"
+                        if plan.kv_bytes_per_conversation else ""))
+    lines.append("")
+    lines.append(verdict(plan, gpu_note, ask).text)
+    for g in plan.gpus:
+        lines.append(f"  {g.name}, {gib(g.total)} ({gb(g.total)}): {gpu_line(plan, g)}")
+    if plan.suggestions:
+        lines.append("")
+        how = "each adds to the ones above" if plan.suggestions_cumulative else "each on its own"
+        target = next(g for g in plan.gpus if g.name == plan.suggestions_target)
+        lines.append(f"What would make it fit on {target.name} ({gib(target.total)}), "
+                     f"least damaging first ({how}):")
+        for i, s in enumerate(plan.suggestions, 1):
+            verdict_text = "fits" if s.fits else "still does not fit"
+            lines.append(f"  {i}. {s.change}\n     -> {gb_and_gib(s.per_gpu_total)} per GPU, "
+                         f"{verdict_text}")
+    lines.append("")
+    lines.append("Why each bucket:")
+    for name, text in plan.explanations:
+        lines.append(f"  {name}: {text}")
+    if plan.notes:
+        lines.append("")
+        for note in plan.notes:
+            lines.append(f"note: {note}")
+    return "\n".join(lines)

@@ -1,0 +1,458 @@
+"""The planner's form: every input of `vramscope plan`, and where the model
+comes from -- a parameter count, a config.json, a model name (the local
+Hugging Face cache, or the Hub when online), or the attached process.
+
+Configs are read and counted by the core (config_source, configs); counting
+a family that needs transformers, or fetching from the Hub, runs on a worker
+thread so the window never waits on it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import replace
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
+
+from vramscope.core.planner import (PlanError, PlanRequest, parse_count, parse_gpu_memory,
+                                    shape_from_config, shape_from_params)
+from vramscope.core.planner.config_source import (cached_models, config_for_model, offline,
+                                                  read_config)
+from vramscope.core.planner.configs import model_type_of
+from vramscope.core.planner.hand_counts import HAND_FAMILIES
+from vramscope.core.planner.live import live_model, live_request
+from vramscope.ui.planner_widgets import spin
+
+COUNT, CONFIG, MODEL, AGENT = "params", "config", "model", "agent"
+SOURCES = ((COUNT, "Parameter count"), (CONFIG, "config.json"),
+           (MODEL, "Model name (Hugging Face)"), (AGENT, "Attached process (agent)"))
+_SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate")
+
+
+def _muted(text: str = "") -> QLabel:
+    w = QLabel(text)
+    w.setWordWrap(True)
+    w.setProperty("class", "muted")
+    return w
+
+
+class PlannerForm(QWidget):
+    """The inputs; ``request()`` gives the PlanRequest or raises PlanError."""
+
+    changed = Signal()
+    _loaded = Signal(object, object)  # (key, ModelShape or PlanError), from the worker thread
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.report = None  # the agent report the live source reads
+        self._shape = None  # ModelShape of the config/model source, or PlanError
+        self._loading_key = None
+        self._where = ""
+        self._loaded.connect(self._on_loaded)
+        col = QVBoxLayout(self)
+        col.addWidget(self._model_box())
+        col.addWidget(self._run_box())
+        col.addWidget(self._train_box())
+        col.addWidget(self._infer_box())
+        col.addStretch(1)
+        self._connect()
+        self._source_changed()
+
+    # --- building ----------------------------------------------------------------
+
+    def _model_box(self) -> QGroupBox:
+        box = QGroupBox("Model")
+        col = QVBoxLayout(box)
+        f = QFormLayout()
+        col.addLayout(f)
+        self.source = QComboBox()
+        for key, text in SOURCES:
+            self.source.addItem(text, key)
+        self.params = QLineEdit("7B")
+        self.params.setPlaceholderText("7B, 13B, 7e9, 6738415616")
+        self.config_path = QLineEdit()
+        self.config_path.setPlaceholderText("path to a Hugging Face config.json")
+        self.browse = QPushButton("Browse...")
+        self.browse.clicked.connect(self._browse)
+        cfg_row = QHBoxLayout()
+        cfg_row.addWidget(self.config_path)
+        cfg_row.addWidget(self.browse)
+        self.model_name = QComboBox()
+        self.model_name.setEditable(True)
+        self.model_name.lineEdit().setPlaceholderText("org/name, e.g. Qwen/Qwen2.5-7B")
+        self.model_name.setToolTip("Models in the local Hugging Face cache; any other name is "
+                                   "fetched from the Hub when online (your saved token for "
+                                   "gated models)")
+        self.load_button = QPushButton("Load")
+        self.load_button.clicked.connect(self._load_model)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_name, 1)
+        model_row.addWidget(self.load_button)
+        f.addRow("Source", self.source)
+        f.addRow("Parameters", self.params)
+        f.addRow("Config", cfg_row)
+        f.addRow("Model", model_row)
+        self.model_status = _muted()
+        self.live_label = _muted()
+        self.live_label.hide()
+        self.shape_hint = _muted("With a count: layers, hidden, heads for activations; "
+                                 "KV heads, head dim for the KV cache (- = unknown).")
+        for w in (self.model_status, self.live_label, self.shape_hint):
+            col.addWidget(w)
+        f = QFormLayout()
+        col.addLayout(f)
+        self.layers = spin(0, 1000, 0, "-")
+        self.hidden = spin(0, 1 << 20, 0, "-")
+        self.heads = spin(0, 4096, 0, "-")
+        self.kv_heads = spin(0, 4096, 0, "-")
+        self.head_dim = spin(0, 4096, 0, "-")
+        self.intermediate = spin(0, 1 << 22, 0, "-")
+        for label, w in (("Layers", self.layers), ("Hidden size", self.hidden),
+                         ("Heads", self.heads), ("KV heads", self.kv_heads),
+                         ("Head dim", self.head_dim), ("Intermediate", self.intermediate)):
+            f.addRow(label, w)
+        return box
+
+    def _run_box(self) -> QGroupBox:
+        box = QGroupBox("Run")
+        f = QFormLayout(box)
+        self.mode = QComboBox()
+        self.mode.addItem("Training", "train")
+        self.mode.addItem("Inference", "infer")
+        self.precision = QComboBox()
+        self.gpu_memory = QLineEdit()
+        self.gpu_memory.setPlaceholderText("detected GPUs, or e.g. 24GiB, A100=80GiB")
+        f.addRow("Mode", self.mode)
+        f.addRow("Precision", self.precision)
+        f.addRow("GPU memory", self.gpu_memory)
+        return box
+
+    def _train_box(self) -> QGroupBox:
+        self.train_box = QGroupBox("Training")
+        f = QFormLayout(self.train_box)
+        self.optimizer = QComboBox()
+        for key, text in (("adam", "Adam (8 B)"), ("adamw", "AdamW (8 B)"),
+                          ("adam8bit", "8-bit Adam (2 B)"), ("sgd-momentum", "SGD momentum (4 B)"),
+                          ("sgd", "SGD (0 B)")):
+            self.optimizer.addItem(text, key)
+        self.grad_layout = QComboBox()
+        self.grad_layout.addItem("16 B: bf16 gradients (ZeRO)", 16)
+        self.grad_layout.addItem("18 B: fp32 gradients (HF)", 18)
+        self.zero_stage = QComboBox()
+        for s, text in ((0, "0 - plain DDP"), (1, "1 - optimizer"), (2, "2 - + gradients"),
+                        (3, "3 - + weights")):
+            self.zero_stage.addItem(text, s)
+        self.gpus = spin(1, 4096, 1)
+        self.fsdp = QCheckBox("FSDP full shard (= stage 3)")
+        self.offload = QCheckBox("Offload optimizer to CPU")
+        self.lora_rank = spin(0, 4096, 0, "off")
+        self.lora_modules = QLineEdit()
+        self.lora_modules.setPlaceholderText("PEFT's defaults for the model, or all-linear")
+        self.batch = spin(0, 1 << 16, 0, "not planned")
+        self.seq = spin(0, 1 << 24, 0, "not planned")
+        self.checkpointing = QCheckBox("Activation checkpointing (sqrt n)")
+        self.flash = QCheckBox("Flash attention")
+        for label, w in (("Optimizer", self.optimizer), ("Mixed layout", self.grad_layout),
+                         ("ZeRO stage", self.zero_stage), ("GPUs in the job", self.gpus),
+                         (None, self.fsdp), (None, self.offload), ("LoRA rank", self.lora_rank),
+                         ("LoRA modules", self.lora_modules), ("Micro-batch", self.batch),
+                         ("Sequence", self.seq), (None, self.checkpointing), (None, self.flash)):
+            f.addRow(label, w) if label else f.addRow(w)
+        return self.train_box
+
+    def _infer_box(self) -> QGroupBox:
+        self.infer_box = QGroupBox("Inference")
+        f = QFormLayout(self.infer_box)
+        self.kv_dtype = QComboBox()
+        for key in ("auto", "bf16", "fp16", "fp8", "fp32"):
+            self.kv_dtype.addItem(key if key != "auto" else "weights' dtype", key)
+        self.context = spin(0, 1 << 24, 4096, "model maximum")
+        self.concurrency = spin(1, 1 << 16, 1)
+        f.addRow("KV cache dtype", self.kv_dtype)
+        f.addRow("Context (tokens)", self.context)
+        f.addRow("Concurrent", self.concurrency)
+        return self.infer_box
+
+    def _connect(self) -> None:
+        for w in (self.params, self.gpu_memory, self.lora_modules):
+            w.textChanged.connect(self.changed)
+        self.config_path.editingFinished.connect(self._load_config)
+        self.model_name.lineEdit().returnPressed.connect(self._load_model)
+        self.model_name.activated.connect(lambda _i: self._load_model())
+        for w in (self.precision, self.optimizer, self.grad_layout, self.zero_stage,
+                  self.kv_dtype):
+            w.currentIndexChanged.connect(self.changed)
+        self.mode.currentIndexChanged.connect(self._mode_changed)
+        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
+                  self.intermediate, self.gpus, self.lora_rank, self.batch, self.seq,
+                  self.context, self.concurrency):
+            w.valueChanged.connect(self.changed)
+        for w in (self.fsdp, self.offload, self.checkpointing, self.flash):
+            w.toggled.connect(self.changed)
+        self.source.currentIndexChanged.connect(self._source_changed)
+
+    # --- the model source -----------------------------------------------------------
+
+    @property
+    def source_key(self) -> str:
+        return self.source.currentData()
+
+    def select_source(self, key: str) -> None:
+        self.source.setCurrentIndex(self.source.findData(key))
+
+    def _source_changed(self, *_):
+        key = self.source_key
+        self.params.setEnabled(key == COUNT)
+        self.config_path.setEnabled(key == CONFIG)
+        self.browse.setEnabled(key == CONFIG)
+        self.model_name.setEnabled(key == MODEL)
+        self.load_button.setEnabled(key == MODEL)
+        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
+                  self.intermediate, self.shape_hint):
+            w.setEnabled(key in (COUNT, AGENT))
+        for w in (self.precision, self.grad_layout, self.lora_rank, self.lora_modules):
+            w.setEnabled(key != AGENT)  # taken from the live model
+        self.live_label.setVisible(key == AGENT)
+        self._shape = None
+        self.model_status.clear()
+        self._mode_changed()
+        if key == CONFIG:
+            self._load_config()
+        elif key == MODEL:
+            self._list_cached()
+            self._load_model()
+        elif key == AGENT:
+            self.fill_live()
+        if key != AGENT:
+            self.optimizer.setEnabled(True)
+        self.changed.emit()
+
+    def _list_cached(self) -> None:
+        current = self.model_name.currentText()
+        self.model_name.blockSignals(True)
+        self.model_name.clear()
+        self.model_name.addItems(list(cached_models()))
+        self.model_name.setEditText(current or self.model_name.itemText(0))
+        self.model_name.blockSignals(False)
+
+    def _browse(self):
+        path, _ = QFileDialog.getOpenFileName(self, "Hugging Face config.json", "",
+                                              "JSON (*.json);;All files (*)")
+        if path:
+            self.config_path.setText(path)
+            self._load_config()
+
+    def load_config(self, path: str) -> None:
+        """Select config.json input from ``path``."""
+        self._select_with(CONFIG, lambda: self.config_path.setText(path))
+
+    def load_model(self, name: str) -> None:
+        """Select a model by name (the cache, or the Hub when online)."""
+        self._select_with(MODEL, lambda: self.model_name.setEditText(name))
+
+    def _select_with(self, key: str, fill) -> None:
+        self.source.blockSignals(True)
+        self.select_source(key)
+        self.source.blockSignals(False)
+        fill()
+        self._source_changed()
+
+    def _load_config(self) -> None:
+        path = self.config_path.text().strip()
+        if self.source_key != CONFIG:
+            return
+        if not path:
+            self._set_shape(CONFIG, PlanError("config", "choose a config.json (Browse...)"))
+            return
+        try:
+            config = read_config(path)
+        except PlanError as exc:
+            self._set_shape(CONFIG, exc)
+            return
+        self._count(("config", path), config, "config", path)
+
+    def _load_model(self) -> None:
+        name = self.model_name.currentText().strip()
+        if self.source_key != MODEL:
+            return
+        if not name:
+            self._set_shape(MODEL, PlanError("model", "type a model name, or pick one from "
+                                                      "the local cache"))
+            return
+        key = ("model", name)
+        try:
+            loaded = config_for_model(name, allow_fetch=False)
+        except PlanError as exc:
+            if offline() or "no config.json" not in exc.message:
+                self._set_shape(MODEL, exc)
+                return
+            self.model_status.setText(f"fetching config.json of {name} from the Hub...")
+            self._where = f"the Hub: {name}"
+            self._start(key, lambda: self._shape_of(config_for_model(name).config, "model"))
+            return
+        self._count(key, loaded.config, "model", loaded.where)
+
+    def _count(self, key, config: dict, field: str, where: str) -> None:
+        """Count now when it is quick (hand formulas, transformers loaded), else on a thread."""
+        self._where = where
+        try:
+            quick = model_type_of(config) in HAND_FAMILIES or "transformers" in sys.modules
+        except PlanError:
+            quick = True
+        if quick:
+            self._loading_key = key
+            self._on_loaded(key, self._shape_or_error(config, field))
+        else:
+            self.model_status.setText(f"counting on the meta device ({where})...")
+            self._start(key, lambda: self._shape_of(config, field))
+
+    @staticmethod
+    def _shape_of(config: dict, field: str):
+        try:
+            return shape_from_config(config)
+        except PlanError as exc:
+            raise PlanError(field, exc.message) from None
+
+    def _shape_or_error(self, config: dict, field: str):
+        try:
+            return self._shape_of(config, field)
+        except PlanError as exc:
+            return exc
+
+    def _start(self, key, job) -> None:
+        self._loading_key = key
+        self._shape = None
+
+        def work():
+            try:
+                result = job()
+            except PlanError as exc:
+                result = exc
+            except Exception as exc:  # never a traceback in the window
+                result = PlanError(key[0], f"{type(exc).__name__}: {exc}")
+            self._loaded.emit(key, result)
+        threading.Thread(target=work, name="planner-config", daemon=True).start()
+
+    def _on_loaded(self, key, result) -> None:
+        if key != self._loading_key:
+            return  # an older request finished after a newer one was made
+        if not isinstance(result, PlanError):
+            self.model_status.setText(f"{result.params:,} parameters, counted by "
+                                      f"{result.counted_by}, from {getattr(self, '_where', '')}")
+        else:
+            self.model_status.clear()
+        self._set_shape(key[0], result)
+
+    def _set_shape(self, source: str, shape) -> None:
+        if self.source_key == source:
+            self._shape = shape
+            self.changed.emit()
+
+    @property
+    def loading(self) -> bool:
+        return self.source_key in (CONFIG, MODEL) and self._shape is None
+
+    # --- the attached process ---------------------------------------------------------
+
+    def live(self):
+        if self.report is None:
+            raise PlanError("agent", "no process with the vramscope agent is attached: start "
+                                     "one with vramscope run -- python train.py")
+        try:
+            return live_model(getattr(self.report, "models", ()))
+        except ValueError as exc:
+            raise PlanError("agent", str(exc)) from None
+
+    def fill_live(self) -> None:
+        """Show what the agent says about the model; take its count and optimizer."""
+        try:
+            live = self.live()
+        except PlanError as exc:
+            self.live_label.setText(exc.message)
+            self.optimizer.setEnabled(True)
+            return
+        self.live_label.setText(f"pid {self.report.pid}: " + live.describe()
+                                + "".join(f"\n- {n}" for n in live.notes))
+        self.params.blockSignals(True)
+        self.params.setText(f"{live.params:,}")
+        self.params.blockSignals(False)
+        if live.optimizer is not None:
+            self.optimizer.blockSignals(True)
+            self.optimizer.setCurrentIndex(max(0, self.optimizer.findData(live.optimizer)))
+            self.optimizer.blockSignals(False)
+        self.optimizer.setEnabled(live.optimizer is None)
+
+    def _mode_changed(self, *_):
+        train = self.mode.currentData() == "train"
+        current = self.precision.currentData()
+        self.precision.blockSignals(True)
+        self.precision.clear()
+        if self.source_key == AGENT:
+            choices = (("live", "as the model holds it"),)
+        elif train:
+            choices = (("mixed", "mixed (bf16 + fp32 master)"), ("fp32", "fp32"),
+                       ("fp16", "fp16 mixed"), ("int8", "int8 base (LoRA)"),
+                       ("int4", "int4 base (LoRA)"))
+        else:
+            choices = (("auto", "bf16, or as the config is quantized"), ("bf16", "bf16"),
+                       ("fp16", "fp16"), ("fp32", "fp32"), ("fp8", "fp8"),
+                       ("int8", "int8 (bitsandbytes)"), ("int4", "int4 (bitsandbytes NF4)"))
+        for key, text in choices:
+            self.precision.addItem(text, key)
+        self.precision.setCurrentIndex(max(self.precision.findData(current), 0))
+        self.precision.blockSignals(False)
+        self.train_box.setVisible(train)
+        self.infer_box.setVisible(not train)
+        self.changed.emit()
+
+    # --- the request ------------------------------------------------------------------
+
+    def request(self, gpus_detected=()) -> PlanRequest:
+        """The PlanRequest of the form; PlanError (field, message) otherwise."""
+        def opt(w):
+            return w.value() or None
+
+        layers = {f: opt(getattr(self, f)) for f in _SHAPE_FIELDS}
+        key = self.source_key
+        live = None
+        if key == AGENT:
+            live = self.live()
+            shape = shape_from_params(live.params)  # replaced below, with the layer figures
+        elif key in (CONFIG, MODEL):
+            if isinstance(self._shape, PlanError):
+                raise self._shape
+            if self._shape is None:
+                raise PlanError(key, "reading the config...")
+            shape = self._shape
+        else:
+            try:
+                count = parse_count(self.params.text())
+            except ValueError as exc:
+                raise PlanError("params", str(exc)) from None
+            shape = shape_from_params(count, **layers)
+        try:
+            gpus = tuple(parse_gpu_memory(part) for part in self.gpu_memory.text().split(",")
+                         if part.strip()) or tuple(gpus_detected)
+        except ValueError as exc:
+            raise PlanError("gpu_memory", str(exc)) from None
+        modules = tuple(m.strip() for m in self.lora_modules.text().split(",") if m.strip())
+        kv = self.kv_dtype.currentData()
+        precision = self.precision.currentData()
+        req = PlanRequest(
+            shape=shape, mode=self.mode.currentData(),
+            precision=None if precision in ("auto", "live") else precision,
+            optimizer=self.optimizer.currentData(), grad_layout=self.grad_layout.currentData(),
+            zero_stage=self.zero_stage.currentData(), gpus=self.gpus.value(),
+            fsdp=self.fsdp.isChecked(), offload_optimizer=self.offload.isChecked(),
+            lora_rank=opt(self.lora_rank), lora_modules=modules, batch=opt(self.batch),
+            seq=opt(self.seq), checkpointing=self.checkpointing.isChecked(),
+            flash_attention=self.flash.isChecked(), kv_dtype=None if kv == "auto" else kv,
+            context=opt(self.context), concurrency=self.concurrency.value(), gpus_memory=gpus)
+        if live is not None:
+            req = live_request(live, req, **layers)
+        if req.mode == "train" and (req.batch is None) != (req.seq is None):
+            req = replace(req, batch=None, seq=None)  # half-filled: the plan's note says so
+        return req

@@ -1,0 +1,150 @@
+"""The planner's answer: the verdict first (always one), any warning, then
+every bucket (total included), the GPUs, what would make it fit and the
+notes. GiB throughout (core/planner/report.py formats them)."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from vramscope.core.planner.report import FITS, SHORT, gib, model_line, verdict
+from vramscope.ui import theme
+from vramscope.ui.planner_widgets import FullTable, item
+
+ASK = "enter a GPU memory size"
+
+
+def _label(name: str = "", wrap: bool = True, muted: bool = False) -> QLabel:
+    w = QLabel()
+    w.setWordWrap(wrap)
+    if name:
+        w.setObjectName(name)
+    if muted:
+        w.setProperty("class", "muted")
+    w.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+    return w
+
+
+class ResultsView(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        col = QVBoxLayout(self)
+        self.verdict = _label("verdict")
+        self.warning = _label("warning")
+        self.warning.hide()
+        self.error_label = _label("error")
+        self.error_label.hide()
+        self.layout_label = _label(muted=True)
+        self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "GiB", "B/param", "Why"])
+        self.gpu_table = FullTable(["GPU", "Capacity", "Verdict"])
+        self.suggestions_label = QLabel("What would make it fit")
+        self.suggestions = FullTable(["#", "Per GPU after", "Fits",
+                                      "Change (least damaging first)"])
+        self.notes = _label(muted=True)
+        for w in (self.verdict, self.warning, self.error_label, self.layout_label, self.buckets,
+                  self.gpu_table, self.suggestions_label, self.suggestions):
+            col.addWidget(w)
+        self.tail = QVBoxLayout()  # the planned-vs-measured view goes here
+        col.addLayout(self.tail)
+        col.addWidget(self.notes)
+        col.addStretch(1)
+
+    @staticmethod
+    def _restyle(w) -> None:
+        w.style().unpolish(w)
+        w.style().polish(w)
+
+    def show_error(self, text: str) -> None:
+        """Keep the inputs; say what is wrong; clear results that would be stale."""
+        self.error_label.setText(text)
+        self.error_label.show()
+        self.warning.hide()
+        self.verdict.setText("No plan")
+        self.verdict.setProperty("state", "")
+        self._restyle(self.verdict)
+        for t in (self.buckets, self.gpu_table, self.suggestions):
+            t.setRowCount(0)
+            t.fit()
+        self.layout_label.clear()
+        self.notes.clear()
+
+    def show_plan(self, plan, gpu_note: str | None = None) -> None:
+        self.error_label.hide()
+        shape = plan.request.shape
+        v = verdict(plan, gpu_note, ASK)
+        self.verdict.setText(v.text)
+        self.verdict.setProperty("state", v.state if v.state in (FITS, SHORT) else "")
+        self._restyle(self.verdict)
+        self.warning.setText("\n".join(f"Warning: {w}" for w in plan.warnings))
+        self.warning.setVisible(bool(plan.warnings))
+        self.layout_label.setText(f"{model_line(plan)}. {plan.layout}")
+        self.layout_label.setToolTip("Fields used: " + ", ".join(shape.fields_used)
+                                     if shape.fields_used else "")
+        self._fill_buckets(plan)
+        self._fill_gpus(plan)
+        self._fill_suggestions(plan)
+        extra = tuple(f"assumed: {n}" for n in shape.notes)
+        if shape.fields_used:
+            extra += ("config fields used: " + ", ".join(shape.fields_used),)
+        self.notes.setText("\n".join(f"- {n}" for n in plan.notes + extra))
+
+    def _fill_buckets(self, plan) -> None:
+        bpp = dict(plan.bytes_per_param)
+        t = self.buckets
+        t.setRowCount(len(plan.buckets) + 1 + len(plan.host_buckets))
+        for r, (name, value) in enumerate(plan.buckets):
+            text = plan.explanation(name)
+            for c, it in enumerate((item(name), item(f"{value:,}", True), item(gib(value), True),
+                                    item(f"{bpp[name]:g}" if name in bpp else "", True),
+                                    item(text, tip=text))):
+                t.setItem(r, c, it)
+        r = len(plan.buckets)
+        all_gpus = (f"all {plan.request.gpus} GPUs: {gib(plan.total)}"
+                    if plan.total != plan.per_gpu_total else "")
+        for c, it in enumerate((item("total per GPU", bold=True),
+                                item(f"{plan.per_gpu_total:,}", True, bold=True),
+                                item(gib(plan.per_gpu_total), True, bold=True), item(""),
+                                item(all_gpus, bold=True))):
+            t.setItem(r, c, it)
+        for i, (name, value) in enumerate(plan.host_buckets, start=r + 1):
+            for c, it in enumerate((item(f"host RAM: {name}"), item(f"{value:,}", True),
+                                    item(gib(value), True), item(""), item("not on the GPU"))):
+                t.setItem(i, c, it)
+        t.fit()
+
+    def _fill_gpus(self, plan) -> None:
+        scheme = theme.current()
+        t = self.gpu_table
+        t.setRowCount(len(plan.gpus))
+        for r, g in enumerate(plan.gpus):
+            text = f"fits, {gib(g.margin)} to spare" if g.fits else \
+                f"does NOT fit: short by {gib(-g.margin)}"
+            if g.conversations is not None:
+                text += (f"; {g.conversations} conversations of {plan.context:,} tokens fit "
+                         "beside the weights")
+            it = item(text)
+            it.setForeground(QColor(scheme.OK if g.fits else scheme.ERROR))
+            t.setItem(r, 0, item(g.name))
+            t.setItem(r, 1, item(gib(g.total), True))
+            t.setItem(r, 2, it)
+        t.setVisible(bool(plan.gpus))
+        t.fit()
+
+    def _fill_suggestions(self, plan) -> None:
+        scheme = theme.current()
+        how = "each adds to the ones above" if plan.suggestions_cumulative else "each on its own"
+        self.suggestions_label.setText(
+            f"What would make it fit on {plan.suggestions_target} ({how})"
+            if plan.suggestions else "")
+        self.suggestions_label.setVisible(bool(plan.suggestions))
+        t = self.suggestions
+        t.setRowCount(len(plan.suggestions))
+        for r, s in enumerate(plan.suggestions):
+            fits = item("fits" if s.fits else "no")
+            fits.setForeground(QColor(scheme.OK if s.fits else scheme.MUTED))
+            t.setItem(r, 0, item(str(r + 1), True))
+            t.setItem(r, 1, item(gib(s.per_gpu_total), True))
+            t.setItem(r, 2, fits)
+            t.setItem(r, 3, item(s.change, tip=s.change))
+        t.setVisible(bool(plan.suggestions))
+        t.fit()
