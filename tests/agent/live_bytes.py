@@ -13,7 +13,6 @@ tensors are, so the agent's buckets and this allocator describe one device.
 
 from __future__ import annotations
 
-import threading
 import weakref
 
 import torch
@@ -24,10 +23,15 @@ from vramscope.agent.replay import memory_stats_dict
 
 
 class LiveBytes(TorchDispatchMode):
+    """No Python code runs when a storage dies (the weak reference's callback is a
+    builtin ``dict.pop``): a finaliser written in Python could hand the GIL to
+    another thread in the middle of PyTorch freeing a tensor, which no real
+    allocator does."""
+
     def __init__(self):
         super().__init__()
-        self._live: dict[int, int] = {}  # storage data_ptr -> nbytes
-        self._lock = threading.Lock()
+        self._live: dict = {}  # weakref to a storage -> nbytes (the ref's callback removes it)
+        self._ptrs: dict[int, weakref.ref] = {}  # data_ptr -> its weakref, to count a storage once
         self.peak = 0
 
     def track(self, t) -> None:
@@ -37,21 +41,18 @@ class LiveBytes(TorchDispatchMode):
         ptr, nbytes = storage.data_ptr(), storage.nbytes()
         if not nbytes:
             return
-        with self._lock:
-            if ptr in self._live:
-                return
-            self._live[ptr] = nbytes
-            self.peak = max(self.peak, sum(self._live.values()))
-        weakref.finalize(storage, self._free, ptr)
-
-    def _free(self, ptr: int) -> None:
-        with self._lock:
-            self._live.pop(ptr, None)
+        known = self._ptrs.get(ptr)
+        if known is not None and known() is not None:
+            return
+        ref = weakref.ref(storage, self._live.pop)
+        hash(ref)  # hashed while alive, so the callback can find it
+        self._live[ref] = nbytes
+        self._ptrs[ptr] = ref
+        self.peak = max(self.peak, self.allocated)
 
     @property
     def allocated(self) -> int:
-        with self._lock:
-            return sum(self._live.values())
+        return sum(list(self._live.values()))
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))

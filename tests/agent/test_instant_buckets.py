@@ -219,18 +219,28 @@ def test_fp32_master_weights_with_a_bf16_model(make_agent):
     assert after["optimizer_state"] >= 2 * 4 * params
 
 
+class Growing(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = mlp_bn()
+        self.extra = None
+
+    def forward(self, x):
+        h = self.body(x)
+        return h if self.extra is None else self.extra(h)
+
+
 def test_parameters_added_late_are_counted_at_the_next_sample(make_agent):
     live = LiveBytes()
     with live:
-        model = torch.nn.ModuleDict({"body": mlp_bn()})
+        model = Growing()
         opt = torch.optim.Adam(model.parameters())
         check = Check(make_agent, live, [model], [opt])
-        loop(check, model, opt, steps=1, forward=lambda x: model["body"](x).square().mean())
-        model["extra"] = torch.nn.Linear(8, 512)
-        opt.add_param_group({"params": list(model["extra"].parameters())})
+        loop(check, model, opt, steps=1)
+        model.extra = torch.nn.Linear(8, 512)
+        opt.add_param_group({"params": list(model.extra.parameters())})
         check("idle")  # at once: no waiting for a walk schedule
-        loop(check, model, opt, steps=1,
-             forward=lambda x: model["extra"](model["body"](x)).square().mean())
+        loop(check, model, opt, steps=1)
 
 
 def test_a_second_model_registered_mid_run(make_agent):
@@ -283,3 +293,20 @@ def test_a_sample_while_backward_runs_never_reads_gradients_mid_write(make_agent
     for item in during:
         cpu = {d["device"]: d for d in item["devices"]}["cpu"]["buckets"]
         assert cpu["gradients"] == 0  # as read at the end of forward (set_to_none), not half-written
+
+
+def test_without_a_registered_model_gradients_are_read_on_the_training_thread_after_each_step(make_agent):
+    """Only the optimizer is registered: backward cannot be seen, so the agent thread
+    never reads .grad; the step hook reads them after each update instead."""
+    live = LiveBytes()
+    with live:
+        model = mlp_bn()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        agent = make_agent(LiveBytesProvider(live), interval=60.0)
+        agent.watch(optimizer=opt)
+        agent.start()
+        assert agent.wait_started(5)
+        loop(lambda instant: None, model, opt, steps=2, set_to_none=False)
+        item = agent.sample_once()
+    cpu = {d["device"]: d for d in item["devices"]}["cpu"]["buckets"]
+    assert cpu["gradients"] == sum(p.numel() * 4 for p in model.parameters())

@@ -296,6 +296,12 @@ class Agent:
             self._add_optimizer(optimizer)
         if self.discovery is not None and self.discovery.active:
             self.discovery.finish()
+        owners = self._owners
+        if owners is not None and not self.phases.forwards_seen:
+            try:
+                self._grads = {d: per[GRADIENTS] for d, per in measure(owners)[0].items()}
+            except Exception as exc:
+                self._error(exc)
 
     def _layout_now(self) -> tuple:
         """A cheap fingerprint of what a walk would find: the optimizers' groups and
@@ -345,10 +351,12 @@ class Agent:
         phases = self.phases
         try:
             runs = phases.backward_runs
-            tensors, grads_read = measure(owners, lambda: not phases.in_backward)
+            # without a registered model's forward, backward cannot be seen: the gradients
+            # are then read on the training thread after each step (_on_step_boundary)
+            tensors, grads_read = measure(owners, lambda: phases.forwards_seen and not phases.in_backward)
             if grads_read and phases.backward_runs == runs:
                 self._grads = {d: per[GRADIENTS] for d, per in tensors.items()}
-            else:  # backward is running: its gradients as last read between passes
+            else:  # backward may be running: the gradients as last read where that is safe
                 for d, per in tensors.items():
                     per[GRADIENTS] = self._grads.get(d, 0)
             self._tensors = tensors

@@ -76,6 +76,7 @@ class PhaseTracker:
         self.after_step: dict[str, int] | None = None  # this step's reading after the update
         self.in_backward = False  # between a registered model's output gradient and the end of backward
         self.backward_runs = 0  # backward passes begun (the agent thread compares before/after a read)
+        self.forwards_seen = False  # a registered model's forward ran: backward is tracked
         self.errors = 0
         self.reads = 0
 
@@ -127,6 +128,7 @@ class PhaseTracker:
         start of backward (``in_backward``) even on steps whose readings are skipped:
         the agent thread must not read ``.grad`` while the autograd engine writes it."""
         self.in_backward = False  # a new forward: any earlier backward is over (or abandoned)
+        self.forwards_seen = True
         try:
             if self.enabled:
                 self._note(Phase.FORWARD)
