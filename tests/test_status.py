@@ -15,15 +15,22 @@ import pytest
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
 from vramscope.core.process_text import VISIBILITY_COMMAND
 from vramscope.core.samples import (
-    BUCKET_LABELS, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
-    GpuSample, ProcessInfo,
+    BUCKET_LABELS, GHOST, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame,
+    GpuProcess, GpuSample, ProcessInfo,
 )
 from vramscope.core.status_report import frame_to_dict, render_table
+from vramscope.sources.containers import host_pid_view, proc_hides_pids, read_container
 
 
 def status(env, *args, timeout=60):
     return subprocess.run([sys.executable, "-m", "vramscope", "status", *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def missing_pid_visibility() -> str:
+    """How a PID without a /proc entry is shown here: a ghost where this test
+    sees the host's PIDs, 'not visible' inside a container's PID namespace."""
+    return GHOST if host_pid_view() and not proc_hides_pids() else NOT_VISIBLE
 
 
 def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]:
@@ -36,7 +43,7 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                         "memory": dict.fromkeys(("total", "used", "free", "reserved")),
                         "utilization": {"gpu": None, "memory": None}, "temperature": None,
                         "power": {"usage_w": None, "limit_w": None},
-                        "error": "GPU is lost", "processes": []})
+                        "error": "GPU is lost", "asleep": False, "processes": []})
             continue
         v2 = memory_v2_symbol and g.memory_v2 == "yes"
         merged: dict[int, dict] = {}
@@ -56,11 +63,14 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                 visibility = "ok"
             except psutil.NoSuchProcess:
                 user = command = start = None
-                visibility = "not-visible"
+                visibility = missing_pid_visibility()
+            container, ns_pid = read_container(pid)
             procs.append({"pid": pid, "used": e["used"],
                           "sm": (e["sm"] or 0) if g.process_utilization else None,
                           "user": user, "command": command, "start_time": start,
-                          "kinds": e["kinds"], "visibility": visibility, "agent": False})
+                          "kinds": e["kinds"], "visibility": visibility, "agent": False,
+                          "container": container.as_dict() if container else None,
+                          "ns_pid": ns_pid})
         out.append({
             "index": i, "name": g.name, "uuid": state.gpu_uuid(i), "pci_bus_id": state.gpu_pci(i),
             "memory": {"total": g.total, "used": g.used if v2 else g.used + g.reserved,
@@ -70,7 +80,7 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
             "temperature": g.temperature,
             "power": {"usage_w": None if g.power_mw is None else g.power_mw / 1000,
                       "limit_w": None if g.power_limit_mw is None else g.power_limit_mw / 1000},
-            "error": None, "processes": procs})
+            "error": None, "asleep": False, "processes": procs})
     return out
 
 
@@ -99,7 +109,9 @@ def test_status_json_matches_the_state_file(fake_nvml_files, sleepers):
     assert doc["source"] == "nvml" and doc["simulated"] is False and doc["error"] is None
     assert doc["driver_version"] == "550.54.14" and doc["cuda_driver_version"] == "12.4"
     assert doc["gpus"] == expected_gpus(state)
-    assert doc["agents"] == [] and doc["alerts"] == []
+    assert doc["agents"] == []
+    ghost = missing_pid_visibility() == GHOST
+    assert [a["kind"] for a in doc["alerts"]] == (["ghost"] if ghost else [])
     # n/a stays null, the lost GPU says so, the others still report
     assert doc["gpus"][0]["processes"][1]["used"] is None
     assert doc["gpus"][1]["error"] == "GPU is lost"
@@ -132,7 +144,7 @@ def test_status_table_is_readable(fake_nvml_files, sleepers):
     row_b = next(line for line in out.splitlines() if line.split()[:1] == [str(pids[1])])
     assert " n/a " in row_b  # n/a memory, not 0
     # the window's words for a process psutil cannot see, from the same place
-    assert VISIBILITY_COMMAND[NOT_VISIBLE] in out and "[not-visible]" not in out
+    assert VISIBILITY_COMMAND[missing_pid_visibility()] in out and "[not-visible]" not in out
 
 
 def _real_nvml_installed() -> bool:

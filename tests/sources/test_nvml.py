@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
-from vramscope.core.samples import NOT_VISIBLE, VISIBLE
+from vramscope.core.samples import GHOST, NOT_VISIBLE, VISIBLE
 from vramscope.sources.nvml import NO_LIBRARY, NvmlSource
+from vramscope.sources.processes import ProcessCache
 
 
 @pytest.fixture
@@ -150,7 +151,12 @@ def test_sm_utilization_per_process(fake_nvml, source, sleepers):
 
 # -- psutil enrichment -------------------------------------------------------------------
 
-def test_real_processes_are_enriched_and_unknown_pids_are_not_visible(fake_nvml, source, sleepers):
+@pytest.mark.parametrize("host_pids, missing", [(False, NOT_VISIBLE), (True, GHOST)])
+def test_real_processes_are_enriched_and_unknown_pids_are_not_visible(fake_nvml, sleepers,
+                                                                       host_pids, missing):
+    """A PID with no /proc entry is 'not visible' from a container's PID namespace,
+    and 'no such process' (a ghost) where the monitor sees the host's PIDs."""
+    source = NvmlSource(processes=ProcessCache(host_pids=host_pids), retry_interval=5.0)
     (a,) = sleepers(1)
     gone = gone_pid()
     fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[FakeProcess(a, GiB), FakeProcess(gone, MiB)]),
@@ -164,8 +170,10 @@ def test_real_processes_are_enriched_and_unknown_pids_are_not_visible(fake_nvml,
     assert proc.info.start_time == real.create_time()
     assert procs_by_pid(one(frame, 1))[a].info == proc.info  # one lookup, shared
     ghost = procs_by_pid(one(frame, 0))[gone]
-    assert ghost.info.visibility == NOT_VISIBLE and ghost.info.command is None
+    assert ghost.info.visibility == missing and ghost.info.command is None
     assert ghost.used == MiB  # still shown with its memory
+    assert frame.host_pids is host_pids
+    source.close()
 
 
 def test_each_distinct_pid_is_looked_up_once_per_pass(fake_nvml, sleepers):
@@ -174,19 +182,11 @@ def test_each_distinct_pid_is_looked_up_once_per_pass(fake_nvml, sleepers):
                                     for _ in range(4)]))
     seen = []
 
-    class Counting:
-        from vramscope.sources.processes import ProcessCache as _Cache
-
-        def __init__(self):
-            self.inner = self._Cache()
-
+    class Counting(ProcessCache):
         def lookup_many(self, many):
             many = list(many)
             seen.append(many)
-            return self.inner.lookup_many(many)
-
-        def prune(self, live):
-            self.inner.prune(live)
+            return super().lookup_many(many)
 
     src = NvmlSource(processes=Counting())
     try:
@@ -300,7 +300,7 @@ def test_eight_gpus_by_a_hundred_processes(fake_nvml, source, sleepers):
         assert len(gpu.processes) == 100
         assert sum(p.used for p in gpu.processes) == sum((g * 100 + i + 1) * MiB for i in range(100))
         assert gpu.processes[0].info.command == "sleep 300"
-        assert gpu.processes[50].info.visibility == NOT_VISIBLE
+        assert gpu.processes[50].info.visibility in (NOT_VISIBLE, GHOST)
 
 
 def test_state_file_round_trips_through_the_c_fake(fake_nvml):

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from vramscope.core.samples import ALL_BUCKETS, AgentReport, Frame
 from vramscope.core.store import Store
+from vramscope.core.user_totals import user_totals
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,10 @@ class StoreCollector(Collector):
         gpu_labels = ["gpu", "uuid", "name"]
         fams = {attr: GaugeMetricFamily(name, doc, labels=gpu_labels)
                 for attr, name, doc in _GPU_GAUGES}
+        asleep = GaugeMetricFamily("vramscope_gpu_asleep",
+                                   "1 while the GPU is runtime-suspended (not queried)",
+                                   labels=gpu_labels)
+        fams["asleep"] = asleep
         proc = GaugeMetricFamily("vramscope_process_memory_used_bytes",
                                  "Device memory used by a process on a GPU (NVML)",
                                  labels=["gpu", "pid", "process"])
@@ -71,6 +76,7 @@ class StoreCollector(Collector):
                                     labels=["gpu", "pid", "process"])
         for gpu in frame.gpus:
             labels = [str(gpu.index), gpu.uuid or "", gpu.name or ""]
+            asleep.add_metric(labels, 1.0 if gpu.asleep else 0.0)
             for attr, _, _ in _GPU_GAUGES:
                 value = getattr(gpu, attr)
                 if value is not None:
@@ -85,6 +91,7 @@ class StoreCollector(Collector):
         yield from fams.values()
         yield proc
         yield proc_sm
+        yield from _user_families(frame)
         agent_labels = ["pid", "device", "rank"]
         afams = {attr: GaugeMetricFamily(name, doc, labels=agent_labels)
                  for attr, name, doc in _AGENT_GAUGES}
@@ -108,6 +115,22 @@ class StoreCollector(Collector):
                             buckets.add_metric(labels + [bucket], float(value))
         yield from afams.values()
         yield buckets
+
+
+def _user_families(frame: Frame):
+    """Device memory per user, per GPU and over the machine (processes with a figure)."""
+    per_gpu = GaugeMetricFamily("vramscope_user_memory_used_bytes",
+                                "Device memory used by one user's processes on a GPU (NVML)",
+                                labels=["gpu", "user"])
+    machine = GaugeMetricFamily("vramscope_machine_user_memory_used_bytes",
+                                "Device memory used by one user's processes on all GPUs (NVML)",
+                                labels=["user"])
+    for total in user_totals(frame):
+        machine.add_metric([total.label], float(total.used))
+        for gpu, used in total.per_gpu:
+            per_gpu.add_metric([str(gpu), total.label], float(used))
+    yield per_gpu
+    yield machine
 
 
 def parse_address(text: str) -> tuple[str, int]:

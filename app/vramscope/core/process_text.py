@@ -4,19 +4,21 @@ process is called -- "train.py (4242)" -- is core/process_names.py.)"""
 
 from __future__ import annotations
 
-from vramscope.core.samples import ACCESS_DENIED, EXITED, NOT_VISIBLE, GpuProcess
+from vramscope.core.samples import ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, GpuProcess
 from vramscope.core.units import NA
 
 VISIBILITY_TEXT = {
     ACCESS_DENIED: "access denied",
     EXITED: "exited",
     NOT_VISIBLE: "not visible",
+    GHOST: "no such process",
 }
 
 VISIBILITY_COMMAND = {
     ACCESS_DENIED: "(details not readable from this user: access denied)",
     EXITED: "(process has exited)",
     NOT_VISIBLE: "(not visible from here: another PID namespace or a container)",
+    GHOST: "(no such process: the driver still holds its memory; see the alert)",
 }
 
 

@@ -17,6 +17,40 @@ VISIBLE = "ok"
 ACCESS_DENIED = "access-denied"  # exists, but /proc details are not readable
 EXITED = "exited"  # NVML lists it, but it has exited (or is a zombie)
 NOT_VISIBLE = "not-visible"  # PID not in our namespace (container / other ns)
+# The driver lists it, no /proc entry exists, and this monitor sees the host's PIDs:
+# no such process exists on this machine (a "ghost" the driver still holds memory for).
+GHOST = "no-such-process"
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """The container a process lives in (see core/containers.py for the layouts)."""
+
+    runtime: str  # "docker", "podman", "containerd", "cri-o", "cri" (a pod), "lxc"
+    id: str | None  # the full container id from the cgroup path; None where it has none (lxc)
+    name: str | None = None  # from the runtime's API, where this user can read it
+    pod_uid: str | None = None  # Kubernetes pod UID, where the path says so
+    pod: str | None = None  # Kubernetes pod name / namespace, where the runtime says so
+    namespace: str | None = None
+
+    @property
+    def short_id(self) -> str | None:
+        return self.id[:12] if self.id else None
+
+    @property
+    def label(self) -> str:
+        """'docker trainer', 'podman 3f2a9c1d0b7e', 'pod default/web'."""
+        ref = self.name or self.short_id or "?"
+        if self.pod is not None:
+            where = f"{self.namespace}/{self.pod}" if self.namespace else self.pod
+            return f"pod {where} ({ref})"
+        if self.pod_uid is not None:
+            return f"pod {self.pod_uid[:8]} {self.runtime} {ref}"
+        return f"{self.runtime} {ref}"
+
+    def as_dict(self) -> dict:
+        return {"runtime": self.runtime, "id": self.id, "name": self.name,
+                "pod_uid": self.pod_uid, "pod": self.pod, "namespace": self.namespace}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +72,10 @@ class ProcessInfo:
     cmdline: tuple[str, ...] | None = None
     ppid: int | None = None
     status: str | None = None  # psutil status string ("running", "sleeping", "zombie", ...)
-    visibility: str = VISIBLE  # VISIBLE / ACCESS_DENIED / EXITED / NOT_VISIBLE
+    visibility: str = VISIBLE  # VISIBLE / ACCESS_DENIED / EXITED / NOT_VISIBLE / GHOST
     parent_alive: bool | None = None  # False: parent gone (re-parented to init / a subreaper)
+    container: Container | None = None  # None: not in a container (or not readable)
+    ns_pid: int | None = None  # its PID inside its own PID namespace, when that is not ours
 
     @property
     def identity(self) -> ProcessIdentity:
@@ -86,6 +122,7 @@ class GpuSample:
     power_limit_w: float | None = None
     processes: tuple[GpuProcess, ...] = ()
     error: str | None = None  # None, or a short text ("GPU is lost", ...)
+    asleep: bool = False  # runtime-suspended PCI device: not queried, so not woken
     host: str | None = None  # the machine it is in, when not this one (--host, a fleet)
     host_index: int | None = None  # its index on that machine (``index`` is unique here)
 
@@ -95,6 +132,14 @@ class GpuSample:
         if self.host is None:
             return f"GPU {self.index}"
         return f"{self.host} GPU {self.index if self.host_index is None else self.host_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceHolder:
+    """A process holding /dev/nvidia* open that no GPU's NVML list names."""
+
+    info: ProcessInfo
+    devices: tuple[str, ...]  # "/dev/nvidia0", "/dev/nvidiactl", ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +175,10 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
+    # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
+    # (a container without --pid=host); None: not known (demo, session, other OS)
+    host_pids: bool | None = None
+    device_holders: tuple[DeviceHolder, ...] = ()
     # trouble after the previous frame that the window must show: a store
     # listener (recorder, diagnostics) that failed, a sampling pass that raised
     notices: tuple[str, ...] = ()

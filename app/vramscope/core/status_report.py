@@ -3,17 +3,29 @@
 Qt-free. Bytes are integers, "not available" is null (None), never 0.
 
     {"time", "source", "simulated", "driver_version", "cuda_driver_version", "error",
+     "host_pids",
      "gpus": [{"index", "name", "uuid", "pci_bus_id",
                "memory": {"total", "used", "free", "reserved"},
                "utilization": {"gpu", "memory"}, "temperature", "power": {"usage_w", "limit_w"},
-               "error",
+               "error", "asleep",
                "processes": [{"pid", "used", "sm", "user", "command", "start_time",
+<<<<<<< HEAD
                               "kinds", "visibility", "agent"}]}],
      "agents": [{"pid", "start_time", "rank", "step", "connected", "error",
                  "devices": [{"device", "allocated", "reserved", "inactive_split",
                  "peak_allocated", "num_alloc_retries", "num_ooms",
                  "buckets": {every bucket the window shows, by the same names},
                  "buckets_note"}], "events": [{"kind", "time", "data"}]}],
+=======
+                              "kinds", "visibility", "agent", "ns_pid",
+                              "container": {"runtime", "id", "name", "pod_uid", "pod",
+                                            "namespace"} | null}]}],
+     "users": [{"user", "used", "gpus": [{"gpu", "used"}], "processes", "unreported"}],
+     "device_holders": [{"pid", "user", "command", "devices", "container", "ns_pid"}],
+     "agents": [{"pid", "start_time", "rank", "step", "devices": [{"device", "allocated",
+                 "reserved", "inactive_split", "peak_allocated", "num_alloc_retries",
+                 "num_ooms", "buckets": {...}}], "events": [{"kind", "time", "data"}]}],
+>>>>>>> main
      "alerts": [...]}
 """
 
@@ -24,12 +36,14 @@ import time as _time
 from collections.abc import Iterable
 from typing import Any
 
+from vramscope.core.containers import container_text
 from vramscope.core.samples import (
     AGENT_ENDED, ALL_BUCKETS, BUCKET_LABELS, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
     GpuSample,
 )
 from vramscope.core.process_text import command_text, user_text
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
+from vramscope.core.user_totals import user_totals
 
 
 # -- JSON -------------------------------------------------------------------------------
@@ -42,7 +56,12 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
         "driver_version": frame.driver_version,
         "cuda_driver_version": frame.cuda_driver_version,
         "error": frame.error,
+        "host_pids": frame.host_pids,
         "gpus": [gpu_to_dict(g) for g in frame.gpus],
+        "users": [t.as_dict() for t in user_totals(frame)],
+        "device_holders": [{"pid": h.info.pid, "user": h.info.user, "command": h.info.command,
+                            "devices": list(h.devices), **_container_fields(h.info)}
+                           for h in frame.device_holders],
         "agents": [agent_to_dict(a) for a in frame.agents],
         "alerts": [_plain(a) for a in alerts],
     }
@@ -86,6 +105,7 @@ def gpu_to_dict(gpu: GpuSample) -> dict:
         "temperature": gpu.temperature,
         "power": {"usage_w": gpu.power_w, "limit_w": gpu.power_limit_w},
         "error": gpu.error,
+        "asleep": gpu.asleep,
         "processes": [process_to_dict(p) for p in gpu.processes],
     }
 
@@ -102,7 +122,14 @@ def process_to_dict(proc: GpuProcess) -> dict:
         "kinds": list(proc.kinds),
         "visibility": info.visibility if info else None,
         "agent": bool(proc.has_agent),
+        **_container_fields(info),
     }
+
+
+def _container_fields(info) -> dict:
+    container = info.container if info is not None else None
+    return {"container": container.as_dict() if container is not None else None,
+            "ns_pid": info.ns_pid if info is not None else None}
 
 
 def agent_to_dict(report: AgentReport) -> dict:
@@ -179,12 +206,14 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
     for gpu in frame.gpus:
         lines.append("")
         lines.append(_gpu_line(gpu))
-        if gpu.error:
+        if gpu.error or gpu.asleep:
             continue
         if not gpu.processes:
             lines.append("    no processes")
             continue
-        rows = [("PID", "USER", "MEMORY", "SM", "AGE", "COMMAND")]
+        contained = any(p.info is not None and p.info.container is not None for p in gpu.processes)
+        rows = [("PID", "USER", "MEMORY", "SM", "AGE") + (("CONTAINER",) if contained else ())
+                + ("COMMAND",)]
         for p in sorted(gpu.processes, key=lambda p: -(p.used or 0)):
             info = p.info
             age = None
@@ -198,9 +227,22 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
                 marks.append("+".join(p.kinds))
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
-            rows.append((str(p.pid), user_text(p), fmt_bytes(p.used),
-                         fmt_percent(p.sm), fmt_duration(age), command))
+            rows.append((str(p.pid), user_text(p), fmt_bytes(p.used), fmt_percent(p.sm),
+                         fmt_duration(age))
+                        + ((container_text(info),) if contained else ()) + (command,))
         lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
+    totals = user_totals(frame)
+    if totals:
+        lines.append("")
+        lines.append("memory by user:")
+        lines.extend(_columns([(t.label, fmt_bytes(t.used), _per_gpu_text(t)) for t in totals],
+                              right={1}, indent="  "))
+    if frame.device_holders:
+        lines.append("")
+        lines.append("holding /dev/nvidia* without being listed by the driver:")
+        for h in frame.device_holders:
+            lines.append(f"  pid {h.info.pid}  {h.info.user or NA}  "
+                         f"{h.info.command or NA}  ({', '.join(h.devices)})")
     if frame.agents:
         lines.append("")
         lines.append("PyTorch agents:")
@@ -255,10 +297,19 @@ def _agent_lines(frame: Frame) -> list[str]:
     return out
 
 
+def _per_gpu_text(total) -> str:
+    parts = [f"GPU {g}: {fmt_bytes(b)}" for g, b in total.per_gpu]
+    if total.unreported:
+        parts.append(f"{total.unreported} process(es) n/a")
+    return ", ".join(parts)
+
+
 def _gpu_line(gpu: GpuSample) -> str:
     name = gpu.name or "unknown GPU"
     if gpu.error:
         return f"{gpu.label}  {name}  ERROR: {gpu.error}"
+    if gpu.asleep:
+        return f"{gpu.label}  {name}  asleep (runtime-suspended; not queried until it wakes)"
     parts = [f"{gpu.label}  {name}"]
     if gpu.total:
         pct = f" ({100.0 * gpu.used / gpu.total:.0f} %)" if gpu.used is not None else ""

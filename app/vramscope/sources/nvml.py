@@ -23,6 +23,17 @@ failure escapes into the sampler:
 
 Static facts (name, UUID, PCI bus id, versions) are read once per GPU, and
 calls a GPU does not support are not repeated on later passes.
+
+A GPU whose PCI device is runtime-suspended (``power/runtime_status`` =
+``suspended`` in sysfs, the kernel's runtime PM; NVIDIA's "PCI-Express
+Runtime D3 Power Management" driver chapter) is reported asleep and gets no
+per-GPU NVML call until it wakes: a query would wake it and cost battery.
+Its bus id is the one NVML gave before, or, for a GPU asleep since start,
+the NVIDIA display devices in sysfs in bus order (NVML's own enumeration
+order).
+
+Processes that hold /dev/nvidia* open without being on any list are added
+to the frame (sources/device_holders.py), scanned every few seconds.
 """
 
 from __future__ import annotations
@@ -32,8 +43,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from vramscope.core.samples import Frame, GpuProcess, GpuSample
+from vramscope.core.samples import DeviceHolder, Frame, GpuProcess, GpuSample
+from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.processes import ProcessCache
+from vramscope.sources.sysfs import SYS, gpu_asleep, nvidia_bus_ids
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +99,12 @@ class NvmlSource:
     name = "nvml"
     simulated = False
 
-    def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0):
+    def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0,
+                 sysfs_root: str = SYS, holders: DeviceHolderScanner | None = None):
         self.processes = processes if processes is not None else ProcessCache()
         self.retry_interval = float(retry_interval)
+        self.sysfs_root = sysfs_root
+        self.holders = holders if holders is not None else DeviceHolderScanner()
         self._nvml = None
         self._ready = False
         self._error: str | None = None
@@ -126,16 +142,29 @@ class NvmlSource:
             if index >= count:
                 del self._gpus[index]
         partial = []
+        guessed = None
         for index in range(count):
             gpu = self._gpus.get(index)
             if gpu is None:
                 gpu = self._gpus[index] = _Gpu(index)
+            bus = gpu.pci_bus_id
+            if bus is None:
+                if guessed is None:
+                    guessed = nvidia_bus_ids(self.sysfs_root)
+                bus = guessed[index] if len(guessed) == count else None
+            if bus is not None and gpu_asleep(bus, self.sysfs_root):
+                partial.append((gpu, GpuSample(index=index, name=gpu.name, uuid=gpu.uuid,
+                                               pci_bus_id=bus, asleep=True), {}))
+                continue
             partial.append((gpu, *self._sample_gpu(gpu, now)))
 
         # psutil enrichment: one lookup per distinct PID in this pass
         pids = {pid for _g, _s, procs in partial for pid in procs}
         infos = self.processes.lookup_many(pids)
-        self.processes.prune(pids)
+        held = {pid: devs for pid, devs in self.holders.holders().items() if pid not in pids}
+        holders = tuple(DeviceHolder(info=self.processes.lookup(pid), devices=devs)
+                        for pid, devs in sorted(held.items()))
+        self.processes.prune(pids | set(held))
         samples = []
         for gpu, sample, procs in partial:
             if procs:
@@ -143,7 +172,8 @@ class NvmlSource:
             samples.append(sample)
         driver, nvml_version, cuda = self._versions
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
-                     nvml_version=nvml_version, cuda_driver_version=cuda)
+                     nvml_version=nvml_version, cuda_driver_version=cuda,
+                     host_pids=self.processes.host_pids, device_holders=holders)
 
     @staticmethod
     def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict) -> tuple[GpuProcess, ...]:

@@ -9,7 +9,13 @@ A PID that psutil cannot see is never a crash or an empty cell:
 - ``access-denied``: it exists, but its details are not readable from here;
 - ``exited``: we saw it before and it is gone (or is a zombie);
 - ``not-visible``: never visible here -- another PID namespace (a container)
-  or hidden by /proc mount options.
+  or hidden by /proc mount options;
+- ``no-such-process``: no /proc entry while this monitor sees every host PID
+  (its own PID namespace is the host's and /proc hides nothing): the driver
+  lists a process that does not exist (a ghost).
+
+Each identity also carries its container (cgroup path) and its PID inside
+its own namespace (NSpid), read once (sources/containers.py).
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ from collections.abc import Iterable
 import psutil
 
 from vramscope.core.samples import (
-    ACCESS_DENIED, EXITED, NOT_VISIBLE, VISIBLE, ProcessInfo,
+    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, VISIBLE, ProcessInfo,
+)
+from vramscope.sources.containers import (
+    PROC, ContainerNames, host_pid_view, proc_hides_pids, read_container,
 )
 
 _STATIC_ATTRS = ("username", "cmdline", "name")
@@ -52,11 +61,20 @@ def read_proc_stat(pid: int) -> tuple[str, int, int] | None:
 
 
 class ProcessCache:
-    def __init__(self):
+    """``host_pids``: whether this monitor sees the host's PIDs (None: read it
+    from /proc/self/ns/pid); ``names``: container names from the runtimes' APIs."""
+
+    def __init__(self, host_pids: bool | None = None, names: ContainerNames | None = None,
+                 proc_root: str = PROC):
         self._known: dict[int, ProcessInfo] = {}  # pid -> last info for its identity
         self._ticks: dict[int, int] = {}  # pid -> start ticks of the cached identity
         self.reads = 0  # full (static) reads done, for tests and benches
         self._fast = os.path.exists(f"/proc/{os.getpid()}/stat")
+        self.proc_root = proc_root
+        self.host_pids = host_pid_view(proc_root) if host_pids is None else host_pids
+        # a missing PID means "no such process" only when every PID would be visible
+        self.sees_all = bool(self.host_pids) and not proc_hides_pids(proc_root)
+        self.names = names if names is not None else ContainerNames()
 
     def lookup(self, pid: int) -> ProcessInfo:
         cached = self._known.get(pid)
@@ -71,7 +89,12 @@ class ProcessCache:
                 status = _safe(proc.status)
                 ppid = _safe(proc.ppid)
         except psutil.NoSuchProcess:
-            if cached is not None and cached.visibility != NOT_VISIBLE:
+            if cached is not None and cached.visibility in (GHOST, NOT_VISIBLE):
+                return cached
+            if self.sees_all:
+                info = (dataclasses.replace(cached, visibility=GHOST, status="exited")
+                        if cached is not None else ProcessInfo(pid=pid, visibility=GHOST))
+            elif cached is not None:
                 info = dataclasses.replace(cached, visibility=EXITED, status="exited")
             else:
                 info = ProcessInfo(pid=pid, visibility=NOT_VISIBLE)
@@ -79,7 +102,9 @@ class ProcessCache:
             self._ticks.pop(pid, None)
             return info
         except psutil.AccessDenied:
-            info = ProcessInfo(pid=pid, visibility=ACCESS_DENIED)
+            if cached is not None and cached.visibility == ACCESS_DENIED:
+                return cached
+            info = ProcessInfo(pid=pid, visibility=ACCESS_DENIED, **self._container(pid))
             self._known[pid] = info
             return info
 
@@ -135,8 +160,15 @@ class ProcessCache:
             name=values["name"], cmdline=tuple(cmdline) if cmdline else None,
             ppid=ppid, status=status,
             visibility=ACCESS_DENIED if denied else VISIBLE,
-            parent_alive=parent_alive,
+            parent_alive=parent_alive, **self._container(pid),
         )
+
+    def _container(self, pid: int) -> dict:
+        """container and ns_pid of a PID (once per identity: they never change)."""
+        container, ns_pid = read_container(pid, self.proc_root)
+        if container is not None:
+            container = self.names.name(container)
+        return {"container": container, "ns_pid": ns_pid}
 
     def lookup_many(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """One lookup per distinct PID in a pass."""

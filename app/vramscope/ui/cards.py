@@ -16,6 +16,8 @@ _CARD_STYLE = f"""
 QFrame#gpuCard {{ background: {theme.CARD_BACKGROUND}; border: 1px solid {theme.CARD_BORDER};
                  border-radius: 8px; }}
 QFrame#gpuCard[state="error"] {{ border: 2px solid {theme.ERROR}; }}
+QFrame#gpuCard[state="asleep"] {{ border: 1px dashed {theme.MUTED}; }}
+QLabel#asleep {{ color: {theme.MUTED}; font-weight: 600; }}
 QLabel {{ background: transparent; }}
 QLabel#title {{ font-weight: 600; font-size: 10.5pt; }}
 QLabel#used {{ font-size: 17pt; font-weight: 600; }}
@@ -47,6 +49,12 @@ class GpuCard(QFrame):
         self.error = QLabel()
         self.error.setObjectName("error")
         self.error.hide()
+        self.asleep = QLabel("Asleep (runtime-suspended): not queried until it wakes")
+        self.asleep.setObjectName("asleep")
+        self.asleep.setWordWrap(True)
+        self.asleep.setToolTip("The PCI device is runtime-suspended to save power; querying it "
+                               "would wake it, so vramscope leaves it alone until it wakes.")
+        self.asleep.hide()
         self.used = QLabel(NA)
         self.used.setObjectName("used")
         self.bar = QProgressBar()
@@ -74,6 +82,7 @@ class GpuCard(QFrame):
         lay.addWidget(self.heading)
         lay.addWidget(self.title)
         lay.addWidget(self.error)
+        lay.addWidget(self.asleep)
         lay.addWidget(self.used)
         lay.addWidget(self.bar)
         lay.addWidget(self.percent)
@@ -86,7 +95,7 @@ class GpuCard(QFrame):
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
         self.heading.setText(gpu.label + (f"  ·  {gpu.pci_bus_id}" if gpu.pci_bus_id else ""))
         self.title.setToolTip("\n".join(x for x in (name, gpu.uuid, gpu.pci_bus_id) if x))
-        self._set_error(gpu.error)
+        self._set_error(gpu.error, gpu.asleep)
         self.used.setText(used_total_text(gpu))
         frac = None
         if gpu.used is not None and gpu.total:
@@ -107,10 +116,12 @@ class GpuCard(QFrame):
         v["util"].setText(fmt_percent(gpu.util_gpu))
         v["temperature"].setText(NA if gpu.temperature is None else f"{gpu.temperature} °C")
         v["power"].setText(power_text(gpu))
-        v["processes"].setText(str(len(gpu.processes)) if gpu.error is None else NA)
+        v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep
+                               else NA)
 
-    def _set_error(self, error: str | None) -> None:
-        state = "error" if error else "ok"
+    def _set_error(self, error: str | None, asleep: bool = False) -> None:
+        state = "error" if error else ("asleep" if asleep else "ok")
+        self.asleep.setVisible(asleep and not error)
         self.error.setVisible(bool(error))
         self.error.setText(error or "")
         if self.property("state") != state:
@@ -118,8 +129,10 @@ class GpuCard(QFrame):
             self.style().unpolish(self)
             self.style().polish(self)
         for label in (self.used, self.percent, *self.values.values()):
-            label.setEnabled(not error)
-        self.bar.setEnabled(not error)
+            label.setEnabled(not error and not asleep)
+        self.bar.setEnabled(not error and not asleep)
+        for widget in (self.used, self.bar, self.percent):  # nothing to say while it sleeps
+            widget.setVisible(not asleep or bool(error))
 
 
 def used_total_text(gpu: GpuSample) -> str:

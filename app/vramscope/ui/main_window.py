@@ -25,7 +25,6 @@ from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.ui.bridge import Bridge
 from vramscope.ui.gpu_panel import GpuPanel
-from vramscope.ui.process_model import rows_from_frame
 from vramscope.ui.process_table import ProcessTable
 
 # key -> (button text, seconds; None = the whole session)
@@ -138,7 +137,7 @@ class MainWindow(QMainWindow):
     def show_moment(self, frame: Frame) -> None:
         """Cards and table at one moment (a recorded session's scrubber); timelines stay."""
         self.gpu_panel.update_cards(frame)
-        self.table.set_rows(rows_from_frame(frame))
+        self.table.show_frame(frame)
 
     def show_demo(self) -> None:
         """Switch the feed to the simulated source, without a restart."""
@@ -254,7 +253,7 @@ class MainWindow(QMainWindow):
         t = frame.time
         if force or t - self._table_time >= TABLE_MIN_INTERVAL or t < self._table_time:
             self._table_time = t
-            self.table.set_rows(rows_from_frame(frame))
+            self.table.show_frame(frame)
         seconds = self.window_seconds
         since = None if seconds is None else t - seconds
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:

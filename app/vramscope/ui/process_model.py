@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor, QFont
 
+from vramscope.core.containers import container_text
 from vramscope.core.samples import VISIBLE, Frame, ProcessIdentity
 from vramscope.core.store import proc_key
 from vramscope.core.units import NA, fmt_duration, fmt_gib
@@ -20,7 +21,7 @@ from vramscope.core.process_names import process_label
 from vramscope.core.process_text import command_text, user_text
 
 # "Host" (another machine's rows: --host, a fleet) is shown first and only when used
-COLUMNS = ("GPU", "PID", "Agent", "User", "Memory", "SM %", "Age", "Command", "Host")
+COLUMNS = ("GPU", "PID", "Agent", "User", "Memory", "SM %", "Age", "Container", "Command", "Host")
 COL = {name: i for i, name in enumerate(COLUMNS)}
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -41,6 +42,7 @@ class ProcessRow:
     visibility: str
     has_agent: bool
     kinds: tuple[str, ...]
+    container: str = ""  # 'docker trainer (pid 1 inside)'; '' outside containers
     host: str | None = None  # the machine, when not this one
     host_gpu: int | None = None  # the GPU's index on that machine
 
@@ -63,6 +65,7 @@ def rows_from_frame(frame: Frame | None) -> list[ProcessRow]:
             visibility=info.visibility if info is not None else "unknown",
             has_agent=proc.has_agent or ident in agent_ids,
             kinds=proc.kinds, host=gpu.host, host_gpu=gpu.host_index,
+            container=container_text(info),
         ))
     return rows
 
@@ -158,6 +161,8 @@ def _display(row: ProcessRow, col: str) -> str:
         return fmt_duration(row.age)
     if col == "Command":
         return row.command
+    if col == "Container":
+        return row.container
     return ""
 
 
@@ -182,11 +187,31 @@ _HEADER_TIPS = {
     "SM %": "Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation).",
     "Agent": "Processes running the vramscope PyTorch agent.",
     "Age": "Time since the process started.",
+    "Container": "The container the process runs in (from its cgroup) and its PID inside it.",
 }
 
 
 class ProcessSortProxy(QSortFilterProxyModel):
+    """Sorts on raw values; with ``group_by_user`` each user's rows stay together
+    (users in name order, the chosen column's order within a user)."""
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setSortRole(SORT_ROLE)
         self.setDynamicSortFilter(True)
+        self.group_by_user = False
+
+    def set_group_by_user(self, on: bool) -> None:
+        self.group_by_user = bool(on)
+        self.invalidate()
+
+    def lessThan(self, left: QModelIndex, right: QModelIndex) -> bool:
+        if self.group_by_user:
+            model = self.sourceModel()
+            a = model.index(left.row(), COL["User"]).data(SORT_ROLE)
+            b = model.index(right.row(), COL["User"]).data(SORT_ROLE)
+            if a != b:
+                # the group order stays A..Z whichever way the column sorts
+                ascending = self.sortOrder() == Qt.SortOrder.AscendingOrder
+                return (a < b) if ascending else (a > b)
+        return super().lessThan(left, right)

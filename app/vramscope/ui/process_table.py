@@ -7,11 +7,16 @@ model being rebuilt every tick and the rows moving when they re-sort.
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Qt, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout,
+    QWidget,
+)
 
+from vramscope.core.units import fmt_gib
+from vramscope.core.user_totals import UserTotal, user_totals
 from vramscope.ui import theme
 from vramscope.ui.process_model import (
-    COL, KEY_ROLE, ProcessRow, ProcessSortProxy, ProcessTableModel,
+    COL, KEY_ROLE, ProcessRow, ProcessSortProxy, ProcessTableModel, rows_from_frame,
 )
 
 
@@ -40,7 +45,7 @@ class ProcessTable(QWidget):
         header.setStretchLastSection(True)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for name, width in (("GPU", 48), ("PID", 92), ("Agent", 72), ("User", 130),
-                            ("Memory", 96), ("SM %", 60), ("Age", 96)):
+                            ("Memory", 96), ("SM %", 60), ("Age", 96), ("Container", 210)):
             self.view.setColumnWidth(COL[name], width)
         header.moveSection(header.visualIndex(COL["Host"]), 0)  # shown first, when shown
         self.view.setColumnHidden(COL["Host"], True)
@@ -48,8 +53,21 @@ class ProcessTable(QWidget):
             "QTableView { border: none; gridline-color: transparent; }"
             "QHeaderView::section { padding: 4px 6px; border: none;"
             f" border-bottom: 1px solid {theme.CARD_BORDER}; background: {theme.CARD_BACKGROUND}; }}")
+        self.group_by_user = QCheckBox("Group by user")
+        self.group_by_user.setToolTip("Keep each user's processes together; totals per user beside it.")
+        self.group_by_user.toggled.connect(self.proxy.set_group_by_user)
+        self.users = QLabel()
+        self.users.setObjectName("userTotals")
+        self.users.setStyleSheet(f"color: {theme.MUTED};")
+        self.users.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 0, 4, 0)
+        bar.addWidget(self.group_by_user)
+        bar.addWidget(self.users, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addLayout(bar)
         lay.addWidget(self.view)
         self._selected: tuple | None = None
         self._rebuilding = False
@@ -81,6 +99,15 @@ class ProcessTable(QWidget):
         menu.addAction(f"End process {row.pid}\u2026", lambda: self.end_requested.emit(row))
         menu.popup(self.view.viewport().mapToGlobal(pos))
         self.context_menu = menu
+
+    def show_frame(self, frame) -> None:
+        """The frame's processes, and memory per user over the machine."""
+        self.set_rows(rows_from_frame(frame))
+        self.set_user_totals(user_totals(frame))
+
+    def set_user_totals(self, totals: list[UserTotal]) -> None:
+        text = "   ·   ".join(_user_text(t) for t in totals)
+        self.users.setText(f"Memory by user:  {text}" if text else "")
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
         remote = any(r.host is not None for r in rows)
@@ -141,3 +168,13 @@ class ProcessTable(QWidget):
         if key != self._selected:
             self._selected = key
             self.selection_changed.emit(key)
+
+
+def _user_text(total: UserTotal) -> str:
+    """'alice 14.20 GiB (GPU 0: 12.00, GPU 1: 2.20)'."""
+    text = f"{total.label} {fmt_gib(total.used, 2)}"
+    if len(total.per_gpu) > 1:
+        text += " (" + ", ".join(f"GPU {g}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
+    elif total.per_gpu:
+        text += f" on GPU {total.per_gpu[0][0]}"
+    return text

@@ -23,6 +23,8 @@ KIND_TITLES = {
     "checkpointing_use_cache": "Checkpointing that does nothing",
     "near_oom": "Near out of memory",
     "oom": "Out of memory",
+    "ghost": "Memory held for a process that no longer exists",
+    "in_container": "Running inside a container",
 }
 
 

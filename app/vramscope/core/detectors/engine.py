@@ -20,6 +20,7 @@ from vramscope.core.detectors.alert import Alert, severity_rank, sort_alerts
 from vramscope.core.detectors.checkpointing import CheckpointingRule
 from vramscope.core.detectors.eval_autograd import EvalAutogradRule
 from vramscope.core.detectors.fragmentation import FragmentationRule
+from vramscope.core.detectors.ghost import GhostRule, InContainerRule
 from vramscope.core.detectors.leak import LeakRule
 from vramscope.core.detectors.near_oom import NearOomRule
 from vramscope.core.detectors.settings import DiagnosticSettings
@@ -35,7 +36,8 @@ class Diagnostics:
         self._settings = settings or DiagnosticSettings()
         self._squatters = SquatterRule(notebook_finder)
         self._rules = [UnattributedRule(), FragmentationRule(), LeakRule(),
-                       EvalAutogradRule(), CheckpointingRule(), NearOomRule()]
+                       EvalAutogradRule(), CheckpointingRule(), NearOomRule(),
+                       GhostRule(), InContainerRule()]
         self._first_seen: dict[tuple, float] = {}
         self._current: list[Alert] = []
         self._acked: dict[tuple, int] = {}  # key -> severity rank when acknowledged

@@ -18,11 +18,12 @@ import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vramscope.core.containers import stop_advice
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.alert import INFO, WARNING, Alert
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import (
-    ACCESS_DENIED, EXITED, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
+    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
 )
 from vramscope.core.units import fmt_bytes, fmt_duration
 
@@ -74,8 +75,8 @@ class SquatterRule:
         now = frame.time
         alerts = []
         for gpu, proc in frame.all_processes():
-            if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED):
-                continue  # nothing is known of it here: the unattributed rule (d) reports it
+            if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
+                continue  # nothing is known of it here: the unattributed / ghost rules report it
             key = (gpu.index, proc.identity)
             st = self._state.get(key)
             if st is None:
@@ -178,6 +179,11 @@ class SquatterRule:
             fix = ("A finished or crashed previous run may still be holding VRAM. If it has "
                    "nothing left to do, End process; if it waits on purpose, free its tensors "
                    "(del, then torch.cuda.empty_cache() inside it) or mute this alert.")
+
+        if info is not None and info.container is not None:
+            evidence.append(f"runs in {info.container.label}"
+                            + (f" as pid {info.ns_pid} there" if info.ns_pid is not None else ""))
+            fix = f"{fix} {stop_advice(info.container)}"
 
         severity = WARNING
         if reasons == ["jupyter_kernel"] and idle_for < settings.idle_minutes * 60:

@@ -29,8 +29,10 @@ class UnattributedRule:
             unlisted = None
             if all(u is not None for u in listed):
                 unlisted = gpu.used - sum(listed)
+            # from inside a container every PID is hidden: the in-container notice says so once
             hidden = [p for p in gpu.processes
-                      if p.info is not None and p.info.visibility == NOT_VISIBLE and p.used]
+                      if p.info is not None and p.info.visibility == NOT_VISIBLE and p.used
+                      and frame.host_pids is not False]
             other_user = [p for p in gpu.processes
                           if p.info is not None and p.info.visibility == ACCESS_DENIED and p.used]
             hidden_bytes = sum(p.used for p in hidden)

@@ -23,9 +23,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vramscope.core.containers import container_from_dict
 from vramscope.core.samples import (
-    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
-    ProcessInfo)
+    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Container, Frame, GpuProcess,
+    GpuSample, ProcessInfo)
 from vramscope.core.session.errors import (
     NotASessionError, SessionCorruptError, SessionError, SessionVersionError)
 from vramscope.core.session.schema import (
@@ -53,12 +54,14 @@ class ProcessRecord:
     command: str | None
     ppid: int | None = None
     first_seen: float | None = None
+    container: Container | None = None
+    ns_pid: int | None = None
 
     def info(self) -> ProcessInfo:
         return ProcessInfo(pid=self.pid, start_time=self.start_time, user=self.user,
                            name=self.name,
                            cmdline=tuple(self.command.split()) if self.command else None,
-                           ppid=self.ppid)
+                           ppid=self.ppid, container=self.container, ns_pid=self.ns_pid)
 
 
 @dataclasses.dataclass
@@ -263,8 +266,11 @@ class SessionReader:
 
     def processes(self) -> dict[int, ProcessRecord]:
         if self._procs is None:
-            self._procs = {r[0]: ProcessRecord(*r) for r in self._rows(
-                "SELECT id, pid, start_time, user, name, command, ppid, first_seen "
+            have = {r[1] for r in self._rows("PRAGMA table_info(processes)", (),
+                                             "the process list")}
+            extra = ", ".join(c if c in have else "NULL" for c in ("container", "ns_pid"))
+            self._procs = {r[0]: ProcessRecord(*r[:8], container_from_dict(_loads(r[8])), r[9]) for r in self._rows(
+                f"SELECT id, pid, start_time, user, name, command, ppid, first_seen, {extra} "
                 "FROM processes ORDER BY id", (), "the process list")}
         return self._procs
 
@@ -499,3 +505,4 @@ def _proc_columns(rows: list, with_sm: bool) -> ProcColumns:
 def open_session(path: str | os.PathLike, *, strict: bool = False) -> SessionReader:
     """Open a session for reading (see SessionReader)."""
     return SessionReader(path, strict=strict)
+

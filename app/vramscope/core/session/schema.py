@@ -11,7 +11,10 @@ Layout (times are Unix seconds, memory is bytes, None is "not available"):
 - ``gpus``            static facts per GPU index (name, uuid, PCI bus id).
 - ``frames``          one row per sampling pass (its time, source, error).
 - ``gpu_samples``     one row per pass and GPU.
-- ``processes``       process identities, deduplicated by (pid, start time).
+- ``processes``       process identities, deduplicated by (pid, start time),
+                      with the container (JSON: runtime, id, name, pod_uid, pod,
+                      namespace) and the PID inside its namespace; files
+                      written before those two columns existed read as None.
 - ``proc_samples``    one row per pass and GPU with the processes on it as
                       little-endian arrays of equal length ``n``:
                       ``ids`` int32 (processes.id), ``used`` int64 bytes,
@@ -45,6 +48,8 @@ BUCKET_COLUMNS = ("weights", "gradients", "optimizer_state", "other_allocated",
                   "cached_free", "outside_pytorch")
 
 FLAG_COMPUTE, FLAG_GRAPHICS, FLAG_AGENT = 1, 2, 4
+# processes columns added after format 1 was first written (older files lack them)
+PROCESS_FACTS = ("user", "name", "command", "ppid", "container", "ns_pid")
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, app_version TEXT,
@@ -58,7 +63,8 @@ CREATE TABLE IF NOT EXISTS frames (t REAL PRIMARY KEY, source TEXT, simulated IN
 CREATE TABLE IF NOT EXISTS gpu_samples (t REAL NOT NULL, gpu INTEGER NOT NULL,
     {", ".join(GPU_COLUMNS)}, error TEXT, PRIMARY KEY (t, gpu)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS processes (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL,
-    start_time REAL, user TEXT, name TEXT, command TEXT, ppid INTEGER, first_seen REAL);
+    start_time REAL, user TEXT, name TEXT, command TEXT, ppid INTEGER, first_seen REAL,
+    container TEXT, ns_pid INTEGER);
 CREATE TABLE IF NOT EXISTS proc_samples (t REAL NOT NULL, gpu INTEGER NOT NULL,
     n INTEGER NOT NULL, ids BLOB, used BLOB, sm BLOB, flags BLOB,
     PRIMARY KEY (t, gpu)) WITHOUT ROWID;

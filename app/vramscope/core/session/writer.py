@@ -29,7 +29,7 @@ from vramscope.core.session.errors import SessionError, SessionExistsError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, APPLICATION_ID, BUCKET_COLUMNS, DDL, FLAG_AGENT, FLAG_COMPUTE,
-    FLAG_GRAPHICS, GPU_COLUMNS, ROLLUP_GPU_COLUMNS, ROLLUP_STEP, SCHEMA_VERSION)
+    FLAG_GRAPHICS, GPU_COLUMNS, PROCESS_FACTS, ROLLUP_GPU_COLUMNS, ROLLUP_STEP, SCHEMA_VERSION)
 
 log = logging.getLogger(__name__)
 
@@ -234,20 +234,23 @@ class SessionWriter:
         pid_id = self._proc_ids.get(key)
         facts = None
         if info is not None:
-            facts = (info.user, info.name, info.command, info.ppid)
+            container = info.container.as_dict() if info.container is not None else None
+            facts = (info.user, info.name, info.command, info.ppid, _json(container),
+                     info.ns_pid)
+        empty = (None,) * len(PROCESS_FACTS)
         if pid_id is None:
-            f = facts or (None, None, None, None)
+            f = facts or empty
             cur = self._db.execute(
-                "INSERT INTO processes (pid, start_time, user, name, command, ppid, first_seen) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (pid, start_time, *f, t))
+                f"INSERT INTO processes (pid, start_time, {', '.join(PROCESS_FACTS)}, first_seen) "
+                f"VALUES (?, ?, {', '.join('?' * len(PROCESS_FACTS))}, ?)", (pid, start_time, *f, t))
             pid_id = self._proc_ids[key] = cur.lastrowid
             self._proc_known[pid_id] = f
         elif facts is not None and self._proc_known.get(pid_id) != facts:
-            old = self._proc_known.get(pid_id) or (None,) * 4
+            old = self._proc_known.get(pid_id) or empty
             merged = tuple(n if n is not None else o for n, o in zip(facts, old))
             if merged != old:
                 self._db.execute(
-                    "UPDATE processes SET user=?, name=?, command=?, ppid=? WHERE id=?",
+                    f"UPDATE processes SET {', '.join(c + '=?' for c in PROCESS_FACTS)} WHERE id=?",
                     (*merged, pid_id))
             self._proc_known[pid_id] = merged
         return pid_id

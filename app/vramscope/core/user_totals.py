@@ -1,0 +1,55 @@
+"""Who uses the shared box: device memory per user, per GPU and per machine.
+
+A process whose user is not known here (another PID namespace, a ghost) is
+counted under ``None`` ("unknown"), never dropped; a process whose memory
+NVML does not report adds to ``unreported`` instead of adding 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vramscope.core.samples import Frame
+
+UNKNOWN_USER = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class UserTotal:
+    user: str | None  # None: not known from here
+    used: int  # bytes over every GPU (the processes with a figure)
+    per_gpu: tuple[tuple[int, int], ...]  # (gpu index, bytes), by index
+    processes: int  # distinct (gpu, pid) entries
+    unreported: int = 0  # entries with no per-process figure (n/a)
+
+    @property
+    def label(self) -> str:
+        return self.user or UNKNOWN_USER
+
+    def as_dict(self) -> dict:
+        return {"user": self.user, "used": self.used,
+                "gpus": [{"gpu": g, "used": b} for g, b in self.per_gpu],
+                "processes": self.processes, "unreported": self.unreported}
+
+
+def user_of(proc) -> str | None:
+    return proc.info.user if proc.info is not None else None
+
+
+def user_totals(frame: Frame | None) -> list[UserTotal]:
+    """One entry per user, the biggest first."""
+    if frame is None:
+        return []
+    acc: dict[str | None, list] = {}
+    for gpu, proc in frame.all_processes():
+        entry = acc.setdefault(user_of(proc), [0, {}, 0, 0])
+        entry[2] += 1
+        if proc.used is None:
+            entry[3] += 1
+            continue
+        entry[0] += proc.used
+        entry[1][gpu.index] = entry[1].get(gpu.index, 0) + proc.used
+    out = [UserTotal(user=u, used=e[0], per_gpu=tuple(sorted(e[1].items())), processes=e[2],
+                     unreported=e[3]) for u, e in acc.items()]
+    out.sort(key=lambda t: (-t.used, t.user is None, t.user or ""))
+    return out

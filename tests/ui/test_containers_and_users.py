@@ -1,0 +1,73 @@
+"""The window on a shared box: a Container column, memory per user, grouping by
+user, and a GPU that sleeps."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from vramscope.core.samples import Container, GpuProcess, GpuSample, ProcessInfo
+from vramscope.core.units import GiB
+
+from .frames import T0, frame_at
+from .helpers import save, table_cell, table_column
+
+CAROL = ProcessInfo(pid=6060, start_time=T0 - 600, user="carol", name="python",
+                    cmdline=("python", "serve.py"), container=Container(
+                        "docker", "3f" * 32, name="llm-server"), ns_pid=7)
+
+
+def shared_frames(asleep: bool = False):
+    out = []
+    for k in range(60):
+        f = frame_at(k)
+        g0 = f.gpus[0]
+        g0 = dataclasses.replace(g0, processes=g0.processes + (
+            GpuProcess(pid=6060, used=4 * GiB, sm=12, info=CAROL),))
+        g1 = f.gpus[1]
+        if asleep:
+            g1 = GpuSample(index=1, name=g1.name, uuid=g1.uuid, pci_bus_id="00000000:02:00.0",
+                           asleep=True)
+        out.append(dataclasses.replace(f, gpus=(g0, g1)))
+    return out
+
+
+def test_container_column_names_the_container_and_the_pid_inside(make_window, artifacts_dir):
+    w = make_window(shared_frames())
+    assert table_cell(w, 6060, "Container") == "docker llm-server (pid 7 inside)"
+    assert table_cell(w, 4242, "Container") == ""
+    save(w, artifacts_dir, "containers-users-1400x900.png")
+
+
+def test_memory_by_user_and_grouping(make_window, artifacts_dir):
+    w = make_window(shared_frames())
+    totals = w.table.users.text()
+    # alice at k=59: trainer 14 GiB + kernel 3 GiB on GPU 0 (bob's job has ended)
+    assert totals.startswith("Memory by user:  alice 17.00 GiB on GPU 0")
+    assert "carol 4.00 GiB on GPU 0" in totals
+    assert "unknown 1.00 GiB on GPU 1" in totals  # the access-denied process
+    assert not _grouped(table_column(w, "User"))  # by memory: alice, carol, alice, ...
+    w.table.group_by_user.setChecked(True)
+    users = table_column(w, "User")
+    # sorted by memory, alice's two rows would straddle carol's; grouped they are together
+    assert _grouped(users) and users.count("alice") == 2
+    w.resize(1024, 700)
+    save(w, artifacts_dir, "containers-users-grouped-1024x700.png")
+
+
+def _grouped(values):
+    seen, last = set(), None
+    for v in values:
+        if v != last and v in seen:
+            return False
+        seen.add(v)
+        last = v
+    return True
+
+
+def test_an_asleep_gpu_is_shown_asleep_not_as_an_error(make_window, artifacts_dir):
+    w = make_window(shared_frames(asleep=True))
+    card = w.gpu_panel.cards[1]
+    assert card.asleep.isVisible() and not card.error.isVisible()
+    assert "not queried until it wakes" in card.asleep.text()
+    assert card.values["processes"].text() == "n/a"
+    save(w, artifacts_dir, "gpu-asleep-1400x900.png")
