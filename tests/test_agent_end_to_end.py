@@ -85,6 +85,8 @@ def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nv
                               read_only=True, prometheus=None, file=None)
     feed, window = build_window(args, poll_ms=100)
     qtbot.addWidget(window)
+    tabs = window.tabs
+    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.tabText(i) == "PyTorch agents"))
     try:
         def shows_the_agent():
             frame = window.store.latest

@@ -104,3 +104,17 @@ def test_training_and_zero3_plans_use_the_exact_count():
     per_gpu = plan.bucket_dict()
     assert per_gpu["weights"] == -(-2 * 70_553_706_496 // 8)
     assert per_gpu["optimizer_state"] == 8 * 70_553_706_496 // 8
+
+
+def test_moe_activations_follow_the_experts_a_token_passes_through():
+    shape = shape_from_config(config("mixtral-8x7b-v0.1"))
+    assert shape.active_mlp == 2 * 14336
+    plan = build_plan(PlanRequest(shape=shape, mode="train", batch=1, seq=1024,
+                                  flash_attention=True))
+    s, b, h = 1024, 1, 4096
+    assert plan.bucket_dict()["activations"] == 32 * (18 * s * b * h + 4 * s * b * 2 * 14336)
+    assert "mixture of experts" in plan.explanation("activations")
+    deepseek = shape_from_config(config("deepseek-v2-lite"))
+    assert deepseek.active_mlp == 6 * 1408 + 2 * 1408  # 6 routed + 2 shared experts
+    qwen = shape_from_config(config("qwen1.5-moe-a2.7b"))
+    assert qwen.active_mlp == 4 * 1408 + 5632  # 4 routed + the shared expert

@@ -70,8 +70,9 @@ def test_agent_panel_and_planner_follow_the_demo(demo_window, artifacts_dir):
     window, run_until = demo_window
     run_until(120)
     panels = window.services.panels
-    assert len(panels.agents.views) == 2  # train.py and finetune.py run the agent
+    assert not panels.agents.views  # a hidden tab does no work
     window.tabs.setCurrentIndex(_tab(window, "PyTorch agents"))
+    assert len(panels.agents.views) == 2  # train.py and finetune.py run the agent
     save(window, artifacts_dir, "app-agents-tab.png")
     window.tabs.setCurrentIndex(_tab(window, "Planner"))
     save(window, artifacts_dir, "app-planner-tab.png")

@@ -7,6 +7,7 @@ import time
 
 from vramscope.core.store import gpu_key
 from vramscope.core.units import GiB
+from vramscope.ui.process_model import AGENT_MARK
 from vramscope.sources.simulated import SimulatedSource
 from vramscope.ui.cards import used_total_text
 
@@ -20,6 +21,7 @@ def test_demo_window_shows_the_simulated_workstation(make_window, artifacts_dir)
     now = time.time()
     frames = [src.sample(now - MINUTES * 60 + k) for k in range(MINUTES * 60)]
     w = make_window(frames, window="10m", source=SimulatedSource(seed=1))
+    w.gpu_panel.set_plot_style("lines")  # this test reads the per-process lines
     latest = frames[-1]
 
     assert w.banner.isVisible() and "Simulated data — demo mode" in w.banner.text()
@@ -34,7 +36,7 @@ def test_demo_window_shows_the_simulated_workstation(make_window, artifacts_dir)
     for p in procs:
         shown = table_cell(w, p.pid, "Memory")
         assert shown == ("n/a" if p.used is None else f"{p.used / GiB:.2f} GiB")
-        assert (table_cell(w, p.pid, "Agent") == "● agent") == p.has_agent
+        assert (table_cell(w, p.pid, "Agent") == AGENT_MARK) == p.has_agent
     assert any(p.used is None for p in procs), "the demo should include an n/a process"
     shown = [None if m == "n/a" else float(m.split()[0]) for m in table_column(w, "Memory")]
     figures = [m for m in shown if m is not None]

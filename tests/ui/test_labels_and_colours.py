@@ -31,4 +31,4 @@ def test_colours_are_stable_and_distinct_per_identity():
     assert [book.style(i) for i in reversed(ids)] == first[::-1]
     # a reused PID is a new process: it gets its own style
     reused = book.style(ProcessIdentity(0, 200.0))
-    assert reused != first[0] and reused[1] is True  # colours repeat dashed past the palette
+    assert reused != first[0] and reused[1] == 1  # colours repeat dashed past the palette

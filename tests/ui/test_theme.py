@@ -132,6 +132,7 @@ def test_live_switch_recolours_the_open_window(make_window, scripted_frames, dar
     import pyqtgraph as pg
 
     w = make_window(scripted_frames)
+    w.gpu_panel.set_plot_style("lines")  # this test reads the per-process lines
     tl = w.gpu_panel.timelines[0]
     card = w.gpu_panel.cards[0]
     assert tl.backgroundBrush().color().name() == theme.DARK.PLOT_BACKGROUND

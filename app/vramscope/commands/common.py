@@ -8,6 +8,8 @@ import argparse
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true",
                    help="use the simulated workstation instead of NVML (no GPU needed)")
+    p.add_argument("--busy", action="store_true",
+                   help="with --demo: a shared workstation, sixteen processes on two GPUs")
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
 
 

@@ -98,6 +98,8 @@ class GpuProcess:
     sm: int | None = None  # SM utilisation %, None when NVML gave no figure
     info: ProcessInfo | None = None
     has_agent: bool = False
+    cpu_percent: float | None = None  # host CPU over the last pass, 100 = one core (as top shows it)
+    host_memory: int | None = None  # resident set size in host RAM, bytes
 
     @property
     def identity(self) -> ProcessIdentity:

@@ -21,6 +21,9 @@ def open_source(args, demo_elapsed: float = 0.0):
         import time
 
         from vramscope.sources.simulated import SimulatedSource
+        if getattr(args, "busy", False):
+            from vramscope.sources.busy_demo import BusyWorkstation
+            return BusyWorkstation(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
         return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
     from vramscope.sources.nvml import NvmlSource
     return NvmlSource()

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from vramscope.core.samples import DeviceHolder, Frame, GpuProcess, GpuSample
 from vramscope.sources.device_holders import DeviceHolderScanner
+from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, gpu_asleep, nvidia_bus_ids
 
@@ -102,6 +103,7 @@ class NvmlSource:
     def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0,
                  sysfs_root: str = SYS, holders: DeviceHolderScanner | None = None):
         self.processes = processes if processes is not None else ProcessCache()
+        self.host_usage = HostUsage()
         self.retry_interval = float(retry_interval)
         self.sysfs_root = sysfs_root
         self.holders = holders if holders is not None else DeviceHolderScanner()
@@ -165,10 +167,11 @@ class NvmlSource:
         holders = tuple(DeviceHolder(info=self.processes.lookup(pid), devices=devs)
                         for pid, devs in sorted(held.items()))
         self.processes.prune(pids | set(held))
+        usage = self.host_usage.read(pids)
         samples = []
         for gpu, sample, procs in partial:
             if procs:
-                sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos))
+                sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos, usage))
             samples.append(sample)
         driver, nvml_version, cuda = self._versions
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
@@ -176,19 +179,21 @@ class NvmlSource:
                      host_pids=self.processes.host_pids, device_holders=holders)
 
     @staticmethod
-    def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict) -> tuple[GpuProcess, ...]:
+    def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict, usage: dict) -> tuple[GpuProcess, ...]:
         """Frozen GpuProcess values; one that did not change since the previous
         pass is the same object again (cheaper than building it anew)."""
         previous = gpu.last_procs
         current = {}
         for pid, (used, kinds, sm) in procs.items():
             info = infos.get(pid)
+            cpu, rss = usage.get(pid, (None, None))
             old = previous.get(pid)
             if (old is not None and old.used == used and old.sm == sm and old.kinds == kinds
-                    and old.info is info):
+                    and old.info is info and old.cpu_percent == cpu and old.host_memory == rss):
                 current[pid] = old
             else:
-                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info)
+                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info,
+                                          cpu_percent=cpu, host_memory=rss)
         gpu.last_procs = current
         return tuple(current.values())
 

@@ -26,6 +26,7 @@ is True on every frame; the UI must not offer actions on them).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ FINETUNE_STARTED_BEFORE = 300.0  # the leaking run was already going
 # noise channels (any distinct integers)
 _CH_GPU = 1000
 _CH_SHORT = 2000
+_CH_HOST = 3000
 
 _ALLOCATOR_DEFAULTS = {"expandable_segments": False, "max_split_size": None,
                        "backend": "native"}
@@ -189,7 +191,16 @@ class SimulatedSource:
             total=gpu.total, used=used, free=gpu.usable - used, reserved=gpu.reserved,
             util_gpu=util, util_memory=round(util * gpu.mem_util_share), temperature=temp,
             power_w=round(power, 1), power_limit_w=gpu.limit_w,
-            processes=tuple(sorted(procs, key=lambda p: p.pid)))
+            processes=tuple(sorted((self._with_host(p, t) for p in procs), key=lambda p: p.pid)))
+
+    def _with_host(self, proc: GpuProcess, t: float) -> GpuProcess:
+        """Host CPU % and resident memory: a busy step loop keeps about one core busy
+        feeding the GPU; an idle holder sleeps. Resident memory is steady per process."""
+        busy = (proc.sm or 0) >= 20
+        cpu = (98.0 + self.noise.jitter(_CH_HOST + proc.pid % 97, int(t), 6.0) if busy
+               else 0.3 + abs(self.noise.jitter(_CH_HOST + 1, int(t), 0.3)))
+        host = (1536 + (proc.pid * 7919) % 6144) * MiB
+        return dataclasses.replace(proc, cpu_percent=round(max(0.0, cpu), 1), host_memory=host)
 
     def _xorg(self, t: float) -> GpuProcess:
         info = ProcessInfo(

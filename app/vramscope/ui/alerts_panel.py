@@ -137,7 +137,12 @@ class EndProcessDialog(QDialog):
         else:
             text = "Force kill (SIGKILL)" if mode == "kill" else "End process (SIGTERM)"
             self.confirm_button = buttons.addButton(text, QDialogButtonBox.ButtonRole.AcceptRole)
-            buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+            self.cancel_button = buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+            # Enter must not end a process: Cancel is the default and has the focus
+            self.confirm_button.setAutoDefault(False)
+            self.confirm_button.setDefault(False)
+            self.cancel_button.setDefault(True)
+            self.cancel_button.setFocus()
             buttons.accepted.connect(self.accept)
             buttons.rejected.connect(self.reject)
         self.copy_button = None
@@ -172,6 +177,7 @@ class AlertsPanel(QWidget):
         self._alerts: list[Alert] = []
         self._hidden: set[tuple] = set()
         self._seen_keys: set[tuple] = set()
+        self._signature: list | None = None  # what the list shows, to skip a rebuild while hidden
         self.active_dialog: EndProcessDialog | None = None
 
         self.tree = QTreeWidget()
@@ -232,6 +238,10 @@ class AlertsPanel(QWidget):
         layout.addWidget(self.status)
         self._update_buttons()
 
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.refresh()  # the "ago" texts, stale while the tab was hidden
+
     # -- data -------------------------------------------------------------------------
     def set_simulated(self, simulated: bool) -> None:
         """Demo data names invented PIDs: no action may be offered on them."""
@@ -254,6 +264,13 @@ class AlertsPanel(QWidget):
         self._alerts = alerts
         self._hidden = hidden
         shown = [a for a in alerts if self.show_hidden.isChecked() or a.key not in hidden]
+        signature = [(a.key, a.severity, a.message, a.key in hidden) for a in shown]
+        if not self.isVisible() and signature == self._signature:
+            # a hidden tab does no work: same alerts, only their "ago" texts would change
+            visible = [a for a in alerts if a.key not in hidden]
+            self.countsChanged.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
+            return
+        self._signature = signature
         current = self.selected_alert()
         keep = current.key if current is not None else None
         now = self._clock()

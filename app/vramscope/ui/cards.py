@@ -1,49 +1,66 @@
 """One card per GPU: name, used/total with a bar, driver-reserved, utilisation,
-temperature and power where known, and an error state that is hard to miss."""
+temperature and power where known, and an error state that is hard to miss.
+
+Compact by default (one summary line under the bar), so a GPU row stays
+short and the process table keeps its rows; "details" opens the full list.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QProgressBar, QVBoxLayout
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QToolButton, QVBoxLayout, QWidget,
+)
 
 from vramscope.core.samples import GpuSample
 from vramscope.core.units import NA, fmt_gib, fmt_percent
 from vramscope.ui import theme
 
-CARD_WIDTH = 290
+CARD_WIDTH = 250
 
-_CARD_STYLE = f"""
-QFrame#gpuCard {{ background: {theme.CARD_BACKGROUND}; border: 1px solid {theme.CARD_BORDER};
+
+def card_style(s: theme.Scheme) -> str:
+    return f"""
+QFrame#gpuCard {{ background: {s.CARD_BACKGROUND}; border: 1px solid {s.CARD_BORDER};
                  border-radius: 8px; }}
-QFrame#gpuCard[state="error"] {{ border: 2px solid {theme.ERROR}; }}
-QFrame#gpuCard[state="asleep"] {{ border: 1px dashed {theme.MUTED}; }}
-QLabel#asleep {{ color: {theme.MUTED}; font-weight: 600; }}
+QFrame#gpuCard[state="error"] {{ border: 2px solid {s.ERROR}; }}
+QFrame#gpuCard[state="asleep"] {{ border: 1px dashed {s.MUTED}; }}
+QLabel#asleep {{ color: {s.MUTED}; font-weight: 600; }}
 QLabel {{ background: transparent; }}
-QLabel#title {{ font-weight: 600; font-size: 10.5pt; }}
-QLabel#used {{ font-size: 17pt; font-weight: 600; }}
-QLabel#error {{ color: #ffffff; background: {theme.ERROR}; border-radius: 4px;
+QLabel#title {{ font-weight: 600; font-size: 10pt; }}
+QLabel#used {{ font-size: 14pt; font-weight: 600; }}
+QLabel#error {{ color: #ffffff; background: {s.ERROR}; border-radius: 4px;
                padding: 3px 6px; font-weight: 600; }}
-QLabel[class="key"] {{ color: {theme.MUTED}; }}
-QProgressBar {{ border: none; background: {theme.TRACK}; border-radius: 4px; height: 8px; }}
-QProgressBar::chunk {{ border-radius: 4px; background: {theme.OK}; }}
-QProgressBar[level="high"]::chunk {{ background: {theme.WARNING}; }}
-QProgressBar[level="full"]::chunk {{ background: {theme.ERROR}; }}
+QLabel[class="key"] {{ color: {s.MUTED}; }}
+QToolButton {{ border: none; color: {s.LINK}; padding: 0px 2px; }}
+QProgressBar {{ border: none; background: {s.TRACK}; border-radius: 4px; height: 8px; }}
+QProgressBar::chunk {{ border-radius: 4px; background: {s.OK}; }}
+QProgressBar[level="high"]::chunk {{ background: {s.WARNING}; }}
+QProgressBar[level="full"]::chunk {{ background: {s.ERROR}; }}
 """
 
 
 class GpuCard(QFrame):
+    details_toggled = Signal(bool)
+
     def __init__(self, index: int, parent=None):
         super().__init__(parent)
         self.index = index
         self.setObjectName("gpuCard")
-        self.setStyleSheet(_CARD_STYLE)
+        theme.styled(self, card_style)
         self.setFixedWidth(CARD_WIDTH)
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(14, 12, 14, 12)
-        lay.setSpacing(6)
+        lay.setContentsMargins(12, 8, 12, 8)
+        lay.setSpacing(4)
 
         self.heading = QLabel(f"GPU {index}")
         self.heading.setProperty("class", "key")
+        self.details_button = QToolButton()
+        self.details_button.setCheckable(True)
+        self.details_button.setText("details ▸")
+        self.details_button.setToolTip("Show or hide free, driver-reserved, utilisation, "
+                                       "temperature and power")
+        self.details_button.toggled.connect(self._details_clicked)
         self.title = QLabel("name n/a")
         self.title.setObjectName("title")
         self.error = QLabel()
@@ -64,9 +81,15 @@ class GpuCard(QFrame):
         self.percent = QLabel()
         self.percent.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
-        grid = QGridLayout()
+        self.summary = QLabel()
+        self.summary.setProperty("class", "key")
+        self.percent.setProperty("class", "key")
+        self.percent.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.details = QWidget()
+        grid = QGridLayout(self.details)
+        grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(10)
-        grid.setVerticalSpacing(3)
+        grid.setVerticalSpacing(2)
         self.values: dict[str, QLabel] = {}
         rows = (("free", "Free"), ("reserved", "Driver-reserved"), ("util", "Utilisation"),
                 ("temperature", "Temperature"), ("power", "Power"), ("processes", "Processes"))
@@ -79,15 +102,37 @@ class GpuCard(QFrame):
             grid.addWidget(v, row, 1)
             self.values[key] = v
 
-        lay.addWidget(self.heading)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(self.heading, 1)
+        top.addWidget(self.details_button)
+        lay.addLayout(top)
         lay.addWidget(self.title)
         lay.addWidget(self.error)
         lay.addWidget(self.asleep)
         lay.addWidget(self.used)
         lay.addWidget(self.bar)
         lay.addWidget(self.percent)
-        lay.addLayout(grid)
+        lay.addWidget(self.summary)
+        lay.addWidget(self.details)
         lay.addStretch(1)
+        self.details.setVisible(False)
+
+    def set_details(self, shown: bool) -> None:
+        """Show the full list (free, reserved, utilisation, ...) or the one-line summary."""
+        self.details_button.blockSignals(True)
+        self.details_button.setChecked(shown)
+        self.details_button.blockSignals(False)
+        self._show_details(shown)
+
+    def _details_clicked(self, shown: bool) -> None:
+        self._show_details(shown)
+        self.details_toggled.emit(shown)
+
+    def _show_details(self, shown: bool) -> None:
+        self.details.setVisible(shown)
+        self.summary.setVisible(not shown)
+        self.details_button.setText("details ▾" if shown else "details ▸")
 
     def update_from(self, gpu: GpuSample) -> None:
         name = self.name_text = gpu.name or "name n/a"
@@ -106,7 +151,8 @@ class GpuCard(QFrame):
             self.bar.setProperty("level", level)
             self.bar.style().unpolish(self.bar)
             self.bar.style().polish(self.bar)
-        self.percent.setText(NA if frac is None else f"{frac * 100:.0f} % used")
+        self.percent.setText((NA if frac is None else f"{frac * 100:.0f} % used")
+                             + f"  ·  free {fmt_gib(gpu.free)}")
         v = self.values
         v["free"].setText(fmt_gib(gpu.free))
         v["reserved"].setText(fmt_gib(gpu.reserved, 2))
@@ -118,6 +164,7 @@ class GpuCard(QFrame):
         v["power"].setText(power_text(gpu))
         v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep
                                else NA)
+        self.summary.setText(summary_text(gpu))
 
     def _set_error(self, error: str | None, asleep: bool = False) -> None:
         state = "error" if error else ("asleep" if asleep else "ok")
@@ -128,11 +175,22 @@ class GpuCard(QFrame):
             self.setProperty("state", state)
             self.style().unpolish(self)
             self.style().polish(self)
-        for label in (self.used, self.percent, *self.values.values()):
+        for label in (self.used, self.percent, self.summary, *self.values.values()):
             label.setEnabled(not error and not asleep)
         self.bar.setEnabled(not error and not asleep)
-        for widget in (self.used, self.bar, self.percent):  # nothing to say while it sleeps
+        for widget in (self.used, self.bar, self.percent, self.summary):  # nothing to say asleep
             widget.setVisible(not asleep or bool(error))
+
+
+def summary_text(gpu: GpuSample) -> str:
+    """The compact card's line: utilisation, temperature (when known), processes."""
+    parts = [f"util {fmt_percent(gpu.util_gpu)}"]
+    if gpu.temperature is not None:
+        parts.append(f"{gpu.temperature} °C")
+    if gpu.error is None and not gpu.asleep:
+        n = len(gpu.processes)
+        parts.append(f"{n} process" + ("" if n == 1 else "es"))
+    return "  ·  ".join(parts)
 
 
 def used_total_text(gpu: GpuSample) -> str:

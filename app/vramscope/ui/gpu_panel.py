@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint
+from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from vramscope.core.samples import Frame, ProcessIdentity
@@ -11,7 +11,7 @@ from vramscope.ui import theme
 from vramscope.ui.cards import GpuCard
 from vramscope.ui.timeline import GpuTimeline
 
-ROW_MIN_HEIGHT = 230
+ROW_MIN_HEIGHT = 150
 
 
 class GpuRow(QWidget):
@@ -28,9 +28,17 @@ class GpuRow(QWidget):
 
 
 class GpuPanel(QScrollArea):
+    """The GPU rows in a scroll area: rows scrolled out of view are not redrawn."""
+
+    plot_style_changed = Signal(str)  # "stacked" or "lines"
+    card_details_changed = Signal(bool)
+
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
         self.colours = colours
+        self.plot_style = "stacked"
+        self.card_details = False
+        self.alerted: frozenset = frozenset()  # process identities with an active alert
         self.rows: dict[int, GpuRow] = {}
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -42,6 +50,39 @@ class GpuPanel(QScrollArea):
         self._pending = None
         self._stale: set[int] = set()
         self.verticalScrollBar().valueChanged.connect(self._update_visible)
+
+    def set_plot_style(self, style: str) -> None:
+        """"stacked" (processes stacked, largest at the bottom) or "lines"."""
+        if style not in ("stacked", "lines"):
+            raise ValueError(f"unknown plot style {style!r}; choose stacked or lines")
+        changed = style != self.plot_style
+        self.plot_style = style
+        for row in self.rows.values():
+            row.timeline.set_style(style)
+        if changed:
+            self.plot_style_changed.emit(style)
+            self._stale = set(self.rows)
+            self._update_visible()
+
+    def set_card_details(self, shown: bool) -> None:
+        self.card_details = bool(shown)
+        for row in self.rows.values():
+            row.card.set_details(self.card_details)
+
+    def _card_toggled(self, shown: bool) -> None:
+        self.set_card_details(shown)
+        self.card_details_changed.emit(shown)
+
+    def set_alerted(self, identities) -> None:
+        """Processes with an active alert: always named in the legend, never grouped."""
+        self.alerted = frozenset(identities)
+        for row in self.rows.values():
+            row.timeline.alerted = self.alerted
+
+    def minimum_rows_height(self) -> int:
+        """Height for every GPU row at its minimum (at most two rows: more scroll)."""
+        n = min(2, max(1, len(self.rows)))
+        return n * ROW_MIN_HEIGHT + (n - 1) * self._layout.spacing() + 2 * self.frameWidth() + 4
 
     @property
     def cards(self) -> dict[int, GpuCard]:
@@ -93,7 +134,11 @@ class GpuPanel(QScrollArea):
             row.deleteLater()
         for i in sorted(indices):
             if i not in self.rows:
-                self.rows[i] = GpuRow(i, self.colours)
+                row = self.rows[i] = GpuRow(i, self.colours)
+                row.timeline.set_style(self.plot_style)
+                row.timeline.alerted = self.alerted
+                row.card.set_details(self.card_details)
+                row.card.details_toggled.connect(self._card_toggled)
         for i in sorted(self.rows):  # keep index order
             self._layout.removeWidget(self.rows[i])
             self._layout.addWidget(self.rows[i], 1)

@@ -32,7 +32,8 @@ TIME_WINDOWS = {"1m": ("1 min", 60.0), "10m": ("10 min", 600.0), "1h": ("1 h", 3
                 "all": ("All", None)}
 DEFAULT_WINDOW = "10m"
 TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
-PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
+PLOT_MAX_INTERVAL = 2.0
+TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow  # the longest a plot waits for a redraw, whatever the window
 
 
 def default_demo_source():
@@ -137,7 +138,7 @@ class MainWindow(QMainWindow):
     def show_moment(self, frame: Frame) -> None:
         """Cards and table at one moment (a recorded session's scrubber); timelines stay."""
         self.gpu_panel.update_cards(frame)
-        self.table.show_frame(frame)
+        self.table.show_frame(frame, self.feed.store)
 
     def show_demo(self) -> None:
         """Switch the feed to the simulated source, without a restart."""
@@ -179,9 +180,23 @@ class MainWindow(QMainWindow):
             self.view_menu.addAction(act)
             self._window_actions[key] = act
         bar.addSeparator()
+        styles = QActionGroup(self)
+        styles.setExclusive(True)
+        self.style_actions: dict[str, QAction] = {}
+        self.view_menu.addSeparator()
+        for key, text, tip in (("stacked", "Stacked", "Processes stacked: what fills each GPU"),
+                               ("lines", "Lines", "One line per process")):
+            act = QAction(text, self, checkable=True)
+            act.setToolTip(tip)
+            act.setChecked(key == "stacked")
+            act.triggered.connect(lambda _=False, k=key: self.gpu_panel.set_plot_style(k))
+            styles.addAction(act)
+            bar.addAction(act)
+            self.view_menu.addAction(act)
+            self.style_actions[key] = act
+        bar.addSeparator()
         self.pause_action = QAction("Pause", self, checkable=True)
-        self.pause_action.setShortcut(QKeySequence("P"))
-        self.pause_action.setToolTip("Freeze the view (P); sampling continues in the background")
+        self.pause_action.setToolTip("Freeze the view (Space); sampling continues in the background")
         self.pause_action.toggled.connect(self.set_paused)
         bar.addAction(self.pause_action)
         self.view_menu.addSeparator()
@@ -203,6 +218,8 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.banner)
 
         self.gpu_panel = GpuPanel(self.colours)
+        self.gpu_panel.plot_style_changed.connect(
+            lambda style: self.style_actions[style].setChecked(True))
         self.table = ProcessTable(self.colours)
         self.table.selection_changed.connect(self.gpu_panel.highlight)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
@@ -212,7 +229,10 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 2)
         self.splitter.setChildrenCollapsible(False)
         self.splitter.setSizes([640, 190])
-        self.table.setMinimumHeight(120)
+        self.splitter.splitterMoved.connect(self._split_moved)
+        self.split_by_user = False  # True once dragged (or restored): fit_split leaves it alone
+        self._fitted_rows = -1
+        self.table.setMinimumHeight(90)
 
         self.no_driver = NoDriverPage()
         self.no_driver.demo_requested.connect(self.show_demo)
@@ -251,9 +271,11 @@ class MainWindow(QMainWindow):
         # Fast sampling (10 Hz) redraws no finer than the eye can use: the table at
         # most twice a second, the plots at most once per pixel of their time axis.
         t = frame.time
+        self.colours.set_live(p.identity for _g, p in frame.all_processes())
         if force or t - self._table_time >= TABLE_MIN_INTERVAL or t < self._table_time:
             self._table_time = t
-            self.table.show_frame(frame)
+            self.table.show_frame(frame, self.feed.store)
+            self.fit_split()
         seconds = self.window_seconds
         since = None if seconds is None else t - seconds
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
@@ -264,6 +286,29 @@ class MainWindow(QMainWindow):
             self.gpu_panel.update_timelines(self.feed.store, since, t, labels)
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
+
+    def _split_moved(self, *_args) -> None:
+        self.split_by_user = True
+
+    def fit_split(self, force: bool = False) -> None:
+        """Give the table room for its rows (up to TABLE_FIT_ROWS), the GPUs the rest,
+        each GPU row keeping its minimum; left alone once the user moved the split."""
+        rows = self.table.model.rowCount()
+        if self.split_by_user or (rows == self._fitted_rows and not force):
+            return
+        self._fitted_rows = rows
+        total = sum(self.splitter.sizes())
+        if total <= 0:
+            return
+        gpus_min = self.gpu_panel.minimum_rows_height()
+        want = self.table.height_for_rows(min(rows, TABLE_FIT_ROWS))
+        table = max(self.table.minimumHeight(), min(want, total - gpus_min))
+        self.splitter.setSizes([total - table, table])
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fitted_rows = -1
+        self.fit_split()
 
     def _plot_interval(self, since: float | None, t: float) -> float:
         """Seconds of data per pixel of the time axis (at most PLOT_MAX_INTERVAL)."""

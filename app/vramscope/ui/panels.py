@@ -11,7 +11,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from PySide6.QtWidgets import QFrame, QScrollArea
+
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
+from vramscope.core.samples import ProcessIdentity
 from vramscope.ui import theme
 from vramscope.ui.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
@@ -40,8 +43,8 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     panels = Panels(alerts, agents, planner, tray)
 
     alerts_index = window.tabs.addTab(alerts, "Alerts")
-    window.tabs.addTab(agents, "PyTorch agents")
-    window.tabs.addTab(planner, "Planner")
+    agents_index = window.tabs.addTab(agents, "PyTorch agents")
+    planner_index = window.tabs.addTab(scrolled(planner), "Planner")
 
     def on_counts(shown: int, _hidden: int) -> None:
         window.tabs.setTabText(alerts_index, f"Alerts ({shown})" if shown else "Alerts")
@@ -56,11 +59,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     last_measured = [float("-inf")]
     gpus_seen = [None]
 
-    def on_frame(frame) -> None:
-        alerts.set_simulated(frame.simulated)
-        alerts.refresh()
-        _set_markers(window, alerts.alerts())
-        agents.update_from(frame)
+    def update_planner(frame) -> None:
         gpus = tuple((f"GPU {g.index}: {g.name}", g.total) for g in frame.gpus if g.total)
         if gpus != gpus_seen[0]:
             gpus_seen[0] = gpus
@@ -71,9 +70,44 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
             # the first process whose agent reports a model (the planner's live input), else the first
             planner.show_measured(next((r for r in frame.agents if r.models), frame.agents[0]))
 
+    def on_frame(frame) -> None:
+        # hidden tabs do no work: the agents and planner tabs catch up when shown
+        alerts.set_simulated(frame.simulated)
+        alerts.refresh()
+        active = alerts.alerts()
+        _set_markers(window, active)
+        window.gpu_panel.set_alerted(ProcessIdentity(a.pid, a.start_time)
+                                     for a in active if a.pid is not None)
+        current = window.tabs.currentIndex()
+        if current == agents_index:
+            agents.update_from(frame)
+        elif current == planner_index:
+            update_planner(frame)
+
+    def on_tab(index: int) -> None:
+        frame = window.store.latest
+        if frame is None:
+            return
+        if index == agents_index:
+            agents.update_from(frame)
+        elif index == planner_index:
+            last_measured[0] = float("-inf")
+            update_planner(frame)
+
+    window.tabs.currentChanged.connect(on_tab)
     window.new_frame.connect(on_frame)
     window.window_changed.connect(lambda seconds: setattr(agents, "window", seconds or 24 * 3600.0))
     return panels
+
+
+def scrolled(widget) -> QScrollArea:
+    """``widget`` in a scroll area: at a small window size it scrolls instead of
+    holding the whole window at its own minimum height."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(widget)
+    return area
 
 
 def end_selected_process(window, panels: Panels):

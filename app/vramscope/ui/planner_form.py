@@ -361,10 +361,7 @@ class PlannerForm(QWidget):
         if self.report is None:
             raise PlanError("agent", "no process with the vramscope agent is attached: start "
                                      "one with vramscope run -- python train.py")
-        try:
-            return live_model(getattr(self.report, "models", ()))
-        except ValueError as exc:
-            raise PlanError("agent", str(exc)) from None
+        return live_model(getattr(self.report, "models", ()))
 
     def fill_live(self) -> None:
         """Show what the agent says about the model; take its count and optimizer."""

@@ -35,14 +35,15 @@ class ResultsView(QWidget):
         self.error_label = _label("error")
         self.error_label.hide()
         self.layout_label = _label(muted=True)
-        self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "GiB", "B/param", "Why"])
+        self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "GiB", "B/param"])
         self.gpu_table = FullTable(["GPU", "Capacity", "Verdict"])
         self.suggestions_label = QLabel("What would make it fit")
         self.suggestions = FullTable(["#", "Per GPU after", "Fits",
                                       "Change (least damaging first)"])
+        self.why = _label()
         self.notes = _label(muted=True)
         for w in (self.verdict, self.warning, self.error_label, self.layout_label, self.buckets,
-                  self.gpu_table, self.suggestions_label, self.suggestions):
+                  self.gpu_table, self.suggestions_label, self.suggestions, self.why):
             col.addWidget(w)
         self.tail = QVBoxLayout()  # the planned-vs-measured view goes here
         col.addLayout(self.tail)
@@ -66,6 +67,7 @@ class ResultsView(QWidget):
             t.setRowCount(0)
             t.fit()
         self.layout_label.clear()
+        self.why.clear()
         self.notes.clear()
 
     def show_plan(self, plan, gpu_note: str | None = None) -> None:
@@ -94,23 +96,25 @@ class ResultsView(QWidget):
         t.setRowCount(len(plan.buckets) + 1 + len(plan.host_buckets))
         for r, (name, value) in enumerate(plan.buckets):
             text = plan.explanation(name)
-            for c, it in enumerate((item(name), item(f"{value:,}", True), item(gib(value), True),
-                                    item(f"{bpp[name]:g}" if name in bpp else "", True),
-                                    item(text, tip=text))):
+            for c, it in enumerate((item(name, tip=text), item(f"{value:,}", True),
+                                    item(gib(value), True),
+                                    item(f"{bpp[name]:g}" if name in bpp else "", True))):
                 t.setItem(r, c, it)
         r = len(plan.buckets)
-        all_gpus = (f"all {plan.request.gpus} GPUs: {gib(plan.total)}"
-                    if plan.total != plan.per_gpu_total else "")
         for c, it in enumerate((item("total per GPU", bold=True),
                                 item(f"{plan.per_gpu_total:,}", True, bold=True),
-                                item(gib(plan.per_gpu_total), True, bold=True), item(""),
-                                item(all_gpus, bold=True))):
+                                item(gib(plan.per_gpu_total), True, bold=True), item(""))):
             t.setItem(r, c, it)
         for i, (name, value) in enumerate(plan.host_buckets, start=r + 1):
-            for c, it in enumerate((item(f"host RAM: {name}"), item(f"{value:,}", True),
-                                    item(gib(value), True), item(""), item("not on the GPU"))):
+            for c, it in enumerate((item(f"host RAM: {name}", tip="not on the GPU"),
+                                    item(f"{value:,}", True), item(gib(value), True),
+                                    item(""))):
                 t.setItem(i, c, it)
         t.fit()
+        lines = [f"{name}: {text}" for name, text in plan.explanations]
+        if plan.total != plan.per_gpu_total:
+            lines.append(f"all {plan.request.gpus} GPUs together: {gib(plan.total)}")
+        self.why.setText("Why each bucket:\n" + "\n".join(f"- {line}" for line in lines))
 
     def _fill_gpus(self, plan) -> None:
         scheme = theme.current()

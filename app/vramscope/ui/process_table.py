@@ -2,27 +2,87 @@
 
 The selection is kept as the process's store key, so it survives the
 model being rebuilt every tick and the rows moving when they re-sort.
+Compact rows (a busy machine's sixteen processes fit at 1400 x 900); the PID
+cell carries the process's swatch -- its colour and line style in the plots --
+and the Growth cell a sparkline of the last minutes. Right-click the header to
+choose the columns (``columns_changed`` tells the window, which remembers them).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout,
-    QWidget,
+    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QStyledItemDelegate,
+    QTableView, QVBoxLayout, QWidget,
 )
 
 from vramscope.core.units import fmt_gib
 from vramscope.core.user_totals import UserTotal, user_totals
 from vramscope.ui import theme
 from vramscope.ui.process_model import (
-    COL, KEY_ROLE, ProcessRow, ProcessSortProxy, ProcessTableModel, rows_from_frame,
+    COL, COLUMNS, KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessRow, ProcessSortProxy,
+    ProcessTableModel, rows_from_frame,
 )
+
+ROW_HEIGHT = 20
+SWATCH_WIDTH = 22
+SPARK_WIDTH = 54
+
+
+class SwatchDelegate(QStyledItemDelegate):
+    """The PID cell: a short line and fill in the process's plot style, then the PID."""
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        style = index.data(STYLE_ROLE)
+        super().paint(painter, option, index)
+        if not style:
+            return
+        colour, dash = style
+        r = option.rect
+        box = QRectF(r.left() + 4, r.top() + 4, SWATCH_WIDTH - 6, r.height() - 8)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.fillRect(box, theme.brush(colour, dash, alpha=150))
+        pen = QPen(QColor(colour), 2.0)
+        pen.setStyle(theme.DASHES[dash % len(theme.DASHES)])
+        painter.setPen(pen)
+        painter.drawLine(QPointF(box.left(), box.top()), QPointF(box.right(), box.top()))
+        painter.restore()
+
+
+class SparkDelegate(QStyledItemDelegate):
+    """The Growth cell: the text on the right, the last minutes' curve on the left."""
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        super().paint(painter, option, index)
+        values = index.data(SPARK_ROLE) or ()
+        if len(values) < 2:
+            return
+        r = option.rect
+        lo, hi = min(values), max(values)
+        span = hi - lo
+        w, h = min(SPARK_WIDTH, r.width() // 2), r.height() - 6
+        x0, y0 = r.left() + 4, r.top() + 3
+        path = QPainterPath()
+        for i, v in enumerate(values):
+            y = y0 + h / 2 if span <= 0 else y0 + h - (v - lo) / span * h
+            x = x0 + i * w / (len(values) - 1)
+            if i == 0:
+                path.moveTo(x, y)
+            else:
+                path.lineTo(x, y)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor(theme.PLOT_FOREGROUND), 1.2))
+        painter.drawPath(path)
+        painter.restore()
 
 
 class ProcessTable(QWidget):
     selection_changed = Signal(object)  # the selected row's store key, or None
     end_requested = Signal(object)  # a ProcessRow the user asked to end (context menu)
+    columns_changed = Signal(object)  # the names of the hidden columns (a tuple)
 
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
@@ -38,27 +98,38 @@ class ProcessTable(QWidget):
         self.view.setAlternatingRowColors(True)
         self.view.setShowGrid(False)
         self.view.setWordWrap(False)
-        self.view.verticalHeader().hide()
-        self.view.verticalHeader().setDefaultSectionSize(26)
+        vertical = self.view.verticalHeader()
+        vertical.hide()
+        vertical.setMinimumSectionSize(ROW_HEIGHT)
+        vertical.setDefaultSectionSize(ROW_HEIGHT)
+        vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         header = self.view.horizontalHeader()
         header.setHighlightSections(False)
         header.setStretchLastSection(True)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for name, width in (("GPU", 48), ("PID", 92), ("Agent", 72), ("User", 130),
-                            ("Memory", 96), ("SM %", 60), ("Age", 96), ("Container", 210)):
-            self.view.setColumnWidth(COL[name], width)
-        header.moveSection(header.visualIndex(COL["Host"]), 0)  # shown first, when shown
-        self.view.setColumnHidden(COL["Host"], True)
-        self.view.setStyleSheet(
+        for i, column in enumerate(COLUMNS):
+            self.view.setColumnWidth(i, column.width)
+        self._swatch = SwatchDelegate(self.view)
+        self._spark = SparkDelegate(self.view)
+        self.view.setItemDelegateForColumn(COL["PID"], self._swatch)
+        self.view.setItemDelegateForColumn(COL["Growth"], self._spark)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(self._column_menu)
+        theme.styled(self.view, lambda s: (
             "QTableView { border: none; gridline-color: transparent; }"
-            "QHeaderView::section { padding: 4px 6px; border: none;"
-            f" border-bottom: 1px solid {theme.CARD_BORDER}; background: {theme.CARD_BACKGROUND}; }}")
+            "QTableView::item { padding: 0px 4px; }"
+            "QHeaderView::section { padding: 2px 6px; border: none;"
+            f" border-bottom: 1px solid {s.CARD_BORDER}; background: {s.CARD_BACKGROUND}; }}"))
+        self.set_hidden_columns(tuple(c.name for c in COLUMNS if not c.shown))
+        for i, column in enumerate(COLUMNS):
+            if column.when_used:
+                self.view.setColumnHidden(i, True)
         self.group_by_user = QCheckBox("Group by user")
         self.group_by_user.setToolTip("Keep each user's processes together; totals per user beside it.")
         self.group_by_user.toggled.connect(self.proxy.set_group_by_user)
         self.users = QLabel()
         self.users.setObjectName("userTotals")
-        self.users.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(self.users, lambda s: f"color: {s.MUTED};")
         self.users.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
@@ -74,6 +145,43 @@ class ProcessTable(QWidget):
         self.view.selectionModel().selectionChanged.connect(self._on_selection)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
+
+    def height_for_rows(self, rows: int) -> int:
+        """The widget height that shows ``rows`` rows without scrolling."""
+        header = self.view.horizontalHeader().sizeHint().height()
+        scroll = self.view.horizontalScrollBar().sizeHint().height()
+        bar = self.group_by_user.sizeHint().height() + self.layout().spacing()
+        return bar + header + rows * ROW_HEIGHT + scroll + 2 * self.view.frameWidth() + 2
+
+    # -- columns ------------------------------------------------------------------------
+    def hidden_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for i, c in enumerate(COLUMNS)
+                     if not c.when_used and self.view.isColumnHidden(i))
+
+    def set_hidden_columns(self, names) -> None:
+        """Hide the named columns, show the others (unknown names are ignored)."""
+        names = set(names)
+        for i, column in enumerate(COLUMNS):
+            if column.when_used:
+                continue  # its rows decide (set_rows)
+            hide = column.name in names and column.name != "PID"  # the PID column always stays
+            self.view.setColumnHidden(i, hide)
+
+    def _column_menu(self, pos) -> None:
+        menu = QMenu(self)
+        for i, column in enumerate(COLUMNS):
+            if column.name == "PID" or column.when_used:
+                continue
+            act = menu.addAction(column.name)
+            act.setCheckable(True)
+            act.setChecked(not self.view.isColumnHidden(i))
+            act.toggled.connect(lambda on, i=i: self._toggle_column(i, on))
+        menu.popup(self.view.horizontalHeader().mapToGlobal(pos))
+        self.column_menu = menu
+
+    def _toggle_column(self, i: int, shown: bool) -> None:
+        self.view.setColumnHidden(i, not shown)
+        self.columns_changed.emit(self.hidden_columns())
 
     @property
     def selected_key(self) -> tuple | None:
@@ -100,9 +208,9 @@ class ProcessTable(QWidget):
         menu.popup(self.view.viewport().mapToGlobal(pos))
         self.context_menu = menu
 
-    def show_frame(self, frame) -> None:
-        """The frame's processes, and memory per user over the machine."""
-        self.set_rows(rows_from_frame(frame))
+    def show_frame(self, frame, store=None) -> None:
+        """The frame's processes (with ``store``: their growth), and memory per user."""
+        self.set_rows(rows_from_frame(frame, store))
         self.set_user_totals(user_totals(frame))
 
     def set_user_totals(self, totals: list[UserTotal]) -> None:
@@ -110,9 +218,11 @@ class ProcessTable(QWidget):
         self.users.setText(f"Memory by user:  {text}" if text else "")
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
-        remote = any(r.host is not None for r in rows)
-        if self.view.isColumnHidden(COL["Host"]) == remote:
-            self.view.setColumnHidden(COL["Host"], not remote)
+        for i, column in enumerate(COLUMNS):
+            if column.when_used:
+                used = any(column.text(r) for r in rows)
+                if self.view.isColumnHidden(i) == used:
+                    self.view.setColumnHidden(i, not used)
         self._rebuilding = True
         try:
             self.model.set_rows(rows)

@@ -10,7 +10,9 @@
 Typed properties: ``interval`` (s), ``window`` ("1m"/"10m"/"1h"/"all"),
 ``diagnostics`` (a DiagnosticSettings), ``read_only``, ``theme``
 ("system"/"light"/"dark"), ``geometry`` / ``window_state`` / ``splitter_state``
-(bytes or None), ``recording`` and ``session_cap_bytes``.
+(bytes or None), ``recording`` and ``session_cap_bytes``; what the window remembers of
+its view: ``hidden_columns`` (process table), ``plot_style`` ("stacked"/"lines"),
+``card_details`` (GPU cards expanded).
 
 A value given on the command line is an *override*: reading the property
 gives it, but it is never written, so the next start without the option
@@ -97,6 +99,16 @@ def _as_bytes(value) -> bytes | None:
     raise ValueError(f"not binary data: {type(value).__name__}")
 
 
+def _as_names(value) -> tuple[str, ...]:
+    """A list of names: QSettings gives a list, or one string for a single name."""
+    if value is None or value == "":
+        return ()
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(str(x).strip() for x in items if str(x).strip())
+
+
+PLOT_STYLES = ("stacked", "lines")  # the GPU timelines: processes stacked, or one line each
+
 _KEYS = {
     "interval": ("sampling/interval", DEFAULT_INTERVAL, _as_interval),
     "window": ("view/window", DEFAULT_WINDOW, _choice(WINDOWS)),
@@ -107,6 +119,9 @@ _KEYS = {
     "geometry": ("window/geometry", None, _as_bytes),
     "window_state": ("window/state", None, _as_bytes),
     "splitter_state": ("window/splitter", None, _as_bytes),
+    "hidden_columns": ("view/hidden_columns", (), _as_names),
+    "plot_style": ("view/plot_style", "stacked", _choice(PLOT_STYLES)),
+    "card_details": ("view/card_details", False, _as_bool),
 }
 
 
@@ -122,6 +137,8 @@ def _stored(value):
     """What goes into QSettings: bytes as QByteArray (INI keeps it as @ByteArray)."""
     if isinstance(value, (bytes, bytearray)):
         return QByteArray(bytes(value))
+    if isinstance(value, tuple):  # a list of names: one comma-separated string
+        return ",".join(value)
     return value
 
 
@@ -150,6 +167,9 @@ class Settings:
     geometry: bytes | None = _Setting("geometry")
     window_state: bytes | None = _Setting("window_state")
     splitter_state: bytes | None = _Setting("splitter_state")
+    hidden_columns: tuple[str, ...] = _Setting("hidden_columns")
+    plot_style: str = _Setting("plot_style")
+    card_details: bool = _Setting("card_details")
 
     def __init__(self, qsettings: QSettings | None = None):
         self.qsettings = qsettings if qsettings is not None else QSettings(ORGANISATION, APPLICATION)

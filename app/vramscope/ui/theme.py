@@ -10,22 +10,16 @@ the dark scheme's white total-used curve. The six left are ordered so the best
 contrast comes first. Past six processes the colours repeat with a dashed line,
 so two curves never look the same.
 
-Integration (the app):
-
-    theme.apply(app, mode)          # mode: "system", "light" or "dark"
-
-**before** importing the window and its panels: several of them format their
-style sheets from this module's constants when they are imported (cards.py,
-planner_tab.py, alerts_panel.py), so the scheme active at that moment is the
-one they keep. With ``mode="system"`` the scheme follows the desktop's
-light/dark setting (``QStyleHints.colorScheme()``, Qt >= 6.5; "unknown" means
-dark) and, when the desktop switches, every open window is re-coloured.
-
-Switching later (the settings dialog): ``theme.switch(app, mode)`` applies the
-new scheme and re-colours what is open -- plot backgrounds, axes, curves,
-legends and every style sheet that uses a scheme colour. Widgets created
-afterwards by modules that cached a colour at import keep the start-up scheme
-until the next start; a restart gives the whole app the new scheme.
+Integration (the app): ``theme.apply(app, mode)`` (mode: "system", "light"
+or "dark") before the window is built. Colours are read when they are used,
+never copied at import: ``theme.MUTED`` is the active scheme's colour at the
+moment it is read (a module ``__getattr__``), ``theme.styled(widget, build)``
+builds a style sheet from the scheme now and again after a switch, and views
+that draw with scheme colours (plots, the agent panel) have an
+``apply_theme(scheme)`` method. ``theme.switch(app, mode)`` (the settings
+dialog, or the desktop changing with mode "system") applies the new scheme
+and re-colours every open window live; a style sheet formatted elsewhere is
+mapped role by role (``recolour``).
 """
 
 from __future__ import annotations
@@ -85,11 +79,16 @@ class Scheme:
     SHADOW: str
     TRACK: str  # the empty part of a progress bar
     PROCESS_COLOURS: tuple[str, ...]
+    # the agent panel's buckets, in BUCKET order (weights, gradients, optimizer state,
+    # activations + temporaries, cached free, outside PyTorch): Paul Tol's "muted"
+    # colour-blind-safe scheme (Tol 2021, SRON/EPS/TN/09-002), so no bucket looks
+    # like a process of the Okabe-Ito palette
+    BUCKET_COLOURS: tuple[str, ...] = ()
 
     def colours(self) -> dict[str, str]:
         """Role -> colour, for every single-colour role."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in ("name", "PROCESS_COLOURS")}
+                if f.name != "name" and isinstance(getattr(self, f.name), str)}
 
 
 DARK = Scheme(
@@ -101,6 +100,7 @@ DARK = Scheme(
     BUTTON="#262a31", LINK="#6cb4ff", MID="#2a2f37", DARK="#101215", LIGHT="#3a404b",
     MIDLIGHT="#30353e", SHADOW="#08090b", TRACK="#2c313a",
     PROCESS_COLOURS=tuple(OKABE_ITO[n] for n in _DARK_PROCESS),
+    BUCKET_COLOURS=("#88CCEE", "#44AA99", "#DDCC77", "#CC6677", "#6F7785", "#AA4499"),
 )
 
 # Text colours reach at least 4.5:1 on their backgrounds (WCAG AA) -- the
@@ -114,39 +114,46 @@ LIGHT = Scheme(
     BUTTON="#e3e6ea", LINK="#0b5cad", MID="#b9bec6", DARK="#8e949d", LIGHT="#fbfbfc",
     MIDLIGHT="#f6f7f9", SHADOW="#5a5f66", TRACK="#dde1e6",
     PROCESS_COLOURS=tuple(OKABE_ITO[n] for n in _LIGHT_PROCESS),
+    BUCKET_COLOURS=("#332288", "#117733", "#999933", "#CC6677", "#A0A6B0", "#882255"),
 )
 
 SCHEMES = {"dark": DARK, "light": LIGHT}
-
-# The module constants other modules read (theme.MUTED, ...): the active scheme's.
-PLOT_BACKGROUND = PLOT_FOREGROUND = TOTAL_USED = CAPACITY = WARNING = ERROR = OK = MUTED = ""
-CARD_BACKGROUND = CARD_BORDER = DEMO_BANNER = WINDOW = BASE = ALT_BASE = TEXT = HIGHLIGHT = ""
-BUTTON = LINK = MID = MIDLIGHT = SHADOW = TRACK = ""  # (the Dark/Light roles stay in the schemes)
-PROCESS_COLOURS: tuple[str, ...] = ()
+ROLES = frozenset(f.name for f in dataclasses.fields(Scheme)) - {"name"}
 _current: Scheme = DARK
 
 
+def __getattr__(name: str):
+    """``theme.MUTED`` and the other roles: the active scheme's, read when asked
+    (not copied at import), so whatever formats a colour gets today's scheme."""
+    if name in ROLES:
+        return getattr(_current, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _install(scheme: Scheme) -> None:
-    global _current, PROCESS_COLOURS
+    global _current
     _current = scheme
-    g = globals()
-    for role, colour in scheme.colours().items():
-        if role not in ("DARK", "LIGHT"):  # not to shadow the two schemes
-            g[role] = colour
-    PROCESS_COLOURS = scheme.PROCESS_COLOURS
-
-
-_install(DARK)
 
 
 def current() -> Scheme:
     return _current
 
 
-class ColourBook:
-    """A stable (colour, dashed) per process identity.
+# Line styles that tell two processes of one colour apart: colour x dash.
+DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine,
+          Qt.PenStyle.DashDotLine)
+# The same in a stacked area: solid, then hatched fills.
+FILLS = (Qt.BrushStyle.SolidPattern, Qt.BrushStyle.BDiagPattern, Qt.BrushStyle.FDiagPattern,
+         Qt.BrushStyle.DiagCrossPattern)
 
-    Without explicit ``colours`` the active scheme's palette is used at each
+
+class ColourBook:
+    """A stable (colour, dash) per process identity -- colour x dash, so up to
+    len(palette) x len(DASHES) processes alive at once all look different.
+
+    A new process takes the first style no *live* process holds
+    (``set_live``); a process keeps its style for as long as it is known.
+    Without explicit ``colours`` the active scheme's palette is read at each
     call, so after a theme switch the next redraw uses the new palette while
     every process keeps its place in it.
     """
@@ -154,15 +161,26 @@ class ColourBook:
     def __init__(self, colours: tuple[str, ...] | None = None):
         self._colours = colours
         self._assigned: dict = {}
+        self._live: set | None = None
 
-    def style(self, identity) -> tuple[str, bool]:
+    def set_live(self, identities) -> None:
+        """The processes listed now: styles of the others may be given again."""
+        self._live = set(identities)
+
+    def style(self, identity) -> tuple[str, int]:
+        """(colour, dash index into DASHES / FILLS)."""
         n = self._assigned.get(identity)
         if n is None:
-            n = self._assigned[identity] = len(self._assigned)
+            if self._live is None:
+                taken = set(self._assigned.values())
+            else:
+                taken = {self._assigned[i] for i in self._live if i in self._assigned}
+            n = 0
+            while n in taken:
+                n += 1
+            self._assigned[identity] = n
         colours = self._colours or _current.PROCESS_COLOURS
-        colour = colours[n % len(colours)]
-        dashed = (n // len(colours)) % 2 == 1
-        return colour, dashed
+        return colours[n % len(colours)], (n // len(colours)) % len(DASHES)
 
     def colour(self, identity) -> str:
         return self.style(identity)[0]
@@ -253,8 +271,19 @@ def apply(app, mode: str = "dark") -> Scheme:
     return scheme
 
 
+def styled(widget, build) -> None:
+    """``widget``'s style sheet from ``build(scheme)``, now and after every switch."""
+    widget._theme_style = build
+    widget.setStyleSheet(build(_current))
+
+
 def switch(app, mode: str) -> Scheme:
-    """Apply ``mode`` now and re-colour every open top-level window."""
+    """Apply ``mode`` now and re-colour every open window.
+
+    Widgets styled with ``styled`` get their sheet built again; widgets with an
+    ``apply_theme(scheme)`` method (plots, the agent panel) re-colour themselves;
+    whatever else carries a scheme colour is mapped role by role (``recolour``).
+    """
     old = _current
     new = apply(app, mode)
     if new is not old:
@@ -286,9 +315,7 @@ def colour_map(old: Scheme, new: Scheme) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for role, colour in old.colours().items():
         mapping.setdefault(colour.lower(), getattr(new, role))
-    for i, colour in enumerate(old.PROCESS_COLOURS):
-        mapping.setdefault(colour.lower(), new.PROCESS_COLOURS[i % len(new.PROCESS_COLOURS)])
-    return mapping
+    return mapping  # process and bucket colours: their views re-colour them (apply_theme)
 
 
 def recolour_style_sheet(text: str, mapping: dict[str, str]) -> str:
@@ -305,6 +332,12 @@ def recolour(root, old: Scheme, new: Scheme) -> int:
     changed = 0
     widgets = [root] + root.findChildren(QWidget)
     for w in widgets:
+        build = getattr(w, "_theme_style", None)
+        if build is not None:
+            w.setStyleSheet("")
+            w.setStyleSheet(build(new))
+            changed += 1
+            continue
         sheet = w.styleSheet()
         if sheet:
             new_sheet = recolour_style_sheet(sheet, mapping)
@@ -320,6 +353,11 @@ def recolour(root, old: Scheme, new: Scheme) -> int:
     for w in widgets:
         if isinstance(w, pg.GraphicsView):
             changed += _recolour_view(w, mapping, new, pg)
+    for w in widgets:
+        hook = getattr(w, "apply_theme", None)
+        if hook is not None:
+            hook(new)
+            changed += 1
     return changed
 
 
@@ -397,13 +435,24 @@ def _recolour_view(view, mapping, new: Scheme, pg) -> int:
     return changed
 
 
-def pen(colour: str, width: float = 1.5, dashed: bool = False, alpha: int = 255):
+def pen(colour: str, width: float = 1.5, dashed: bool | int = False, alpha: int = 255):
+    """A cosmetic pen; ``dashed``: True for a dashed line, or an index into DASHES."""
     import pyqtgraph as pg
 
     q = QColor(colour)
     q.setAlpha(alpha)
     p = pg.mkPen(q, width=width)
-    if dashed:
-        p.setStyle(Qt.PenStyle.DashLine)
+    dash = int(dashed)
+    if dash:
+        p.setStyle(DASHES[dash % len(DASHES)])
     p.setCosmetic(True)
     return p
+
+
+def brush(colour: str, dash: int = 0, alpha: int = 255):
+    """A fill in a process's style: solid, or hatched for the dashed ones."""
+    from PySide6.QtGui import QBrush
+
+    q = QColor(colour)
+    q.setAlpha(alpha)
+    return QBrush(q, FILLS[dash % len(FILLS)])

@@ -1,10 +1,18 @@
-"""A memory timeline per GPU (pyqtgraph).
+"""A memory timeline per GPU (pyqtgraph), in one of two styles.
 
-Curves: the GPU's total used, its capacity (dashed) and one curve per process
-identity, coloured from the ColourBook. Axis in GiB (2**30 bytes), labelled
-so. Following pyqtgraph's practice for long series, every curve uses peak
-downsampling and clipToView, and the x range is set by the app from the time
-window -- never auto-ranged -- so 24 hours of history stay cheap to draw.
+- "stacked" (the default): what fills the card, process by process, the
+  largest at the bottom and the small ones as "others (n)", which opens on a
+  click (ui/timeline_stack.py);
+- "lines": one curve per process identity.
+
+Both draw the GPU's total used and its capacity (dashed). Every process has
+one style -- colour x dash, from the ColourBook -- in its line, its band and
+its table swatch. The legend names the processes by memory, largest first,
+always including those with an active alert. Axis in GiB (2**30 bytes).
+Following pyqtgraph's practice for long series, curves use peak downsampling
+and clipToView, and the x range is set from the time window -- never
+auto-ranged -- so 24 hours of history stay cheap to draw. Items are created
+once and updated; nothing is re-created per frame.
 """
 
 from __future__ import annotations
@@ -14,16 +22,23 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QSizePolicy
+from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.store import Store, gpu_key
-from vramscope.core.units import GiB, MiB
+from vramscope.core.units import GiB
 from vramscope.ui import theme
+from vramscope.ui.timeline_stack import OTHERS, StackedBands
 
 DIMMED_ALPHA = 60
-LEGEND_WIDTH = 250
-LEGEND_PROCESSES = 8  # the largest N by current memory; the table lists all
+LEGEND_WIDTH = 240
+LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
+MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
+MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
+LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
+LEGEND_MARGIN = 26  # px the legend box adds around its rows
+HEADROOM = 1.12
+TOTAL, CAPACITY = ("total",), ("capacity",)  # the legend's first two rows  # y range above the peak: room for the alert markers' labels
 
 
 def _curve(pen) -> pg.PlotDataItem:
@@ -41,7 +56,9 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.index = index
         self.colours = colours
         self.selected: tuple | None = None
-        self.ci.layout.setContentsMargins(2, 6, 6, 2)
+        self.style = "stacked"
+        self.alerted: frozenset = frozenset()  # identities with an active alert
+        self.ci.layout.setContentsMargins(2, 4, 4, 2)
         plot = self.plot = self.addPlot(
             row=0, col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
         plot.setMenuEnabled(False)
@@ -49,10 +66,10 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         plot.setMouseEnabled(x=False, y=False)
         plot.disableAutoRange()
         plot.showGrid(x=True, y=True, alpha=theme.GRID_ALPHA)
-        plot.setLabel("left", "device memory (GiB)")
-        plot.getAxis("left").setWidth(58)
-        self.legend = pg.LegendItem(verSpacing=-4, labelTextColor=theme.TEXT,
-                                    labelTextSize="9pt")
+        plot.setLabel("left", "GiB")
+        plot.getAxis("left").setWidth(44)
+        s = theme.current()
+        self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT, labelTextSize="8.5pt")
         self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)
         self.legend.setMinimumWidth(LEGEND_WIDTH)
         self.legend.setMaximumWidth(LEGEND_WIDTH)
@@ -60,74 +77,163 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.ci.layout.setColumnFixedWidth(1, LEGEND_WIDTH)
         self.ci.layout.setColumnStretchFactor(0, 1)
-        self.more = pg.LabelItem("", color=theme.MUTED, size="8.5pt", justify="left")
+        self.more = pg.LabelItem("", color=s.MUTED, size="8pt", justify="left")
 
-        self.capacity_curve = _curve(theme.pen(theme.CAPACITY, 1.5, dashed=True))
-        self.used_curve = _curve(theme.pen(theme.TOTAL_USED, 2.2))
+        self.capacity_curve = _curve(theme.pen(s.CAPACITY, 1.5, dashed=True))
+        self.used_curve = _curve(theme.pen(s.TOTAL_USED, 2.0))
         plot.addItem(self.capacity_curve)
         plot.addItem(self.used_curve)
-        self.legend.addItem(self.used_curve, "GPU total used")
-        self.legend.addItem(self.capacity_curve, "capacity")
-        self.proc_curves: dict[tuple, pg.PlotDataItem] = {}
-        self._legend_keys: list[tuple] = []
+        self.proc_curves: dict[tuple, pg.PlotDataItem] = {}  # lines style
+        self.stack = StackedBands(plot, colours)  # stacked style
+        self._legend: list[tuple] = []  # (key, name) shown, in order
         self._legend_note = ""
-        self._legend_total = 0
         self._highlighted: object = None
         self._y_max: float | None = None
         self._x_range: tuple[float, float] | None = None
         self._markers: dict[tuple, pg.InfiniteLine] = {}
+        self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour, label, active)
+        self._last = None  # the last update_from arguments (a click on "others" redraws)
+        self._rows_fitted = 0
+        plot.scene().sigMouseClicked.connect(self._clicked)
 
     def sizeHint(self):
-        return QSize(600, 220)
+        return QSize(600, 180)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        rows = self.legend_rows()
+        if getattr(self, "_last", None) is not None and rows != self._rows_fitted:
+            self.update_from(*self._last)  # the legend's room changed: fewer or more names
+
+
+    # -- style --------------------------------------------------------------------
+    def set_style(self, style: str) -> None:
+        if style == self.style:
+            return
+        self.style = style
+        stacked = style == "stacked"
+        self.stack.set_visible(stacked)
+        for curve in self.proc_curves.values():
+            curve.setVisible(not stacked)
+        if self._last is not None:
+            self.update_from(*self._last)
+
+    def apply_theme(self, s: theme.Scheme) -> None:
+        """Re-colour from scheme ``s`` (a live theme switch)."""
+        self.capacity_curve.setPen(theme.pen(s.CAPACITY, 1.5, dashed=True))
+        self.used_curve.setPen(theme.pen(s.TOTAL_USED, 2.0))
+        self.legend.setLabelTextColor(s.TEXT)
+        for key, curve in self.proc_curves.items():
+            curve.setPen(self._pen(key))
+        self.stack.restyle(_identity_of)
+        self._legend_note = None  # the note's colour: written again on the next update
+        if self._last is not None:
+            self.update_from(*self._last)
 
     # -- data ---------------------------------------------------------------------
     def update_from(self, store: Store, since: float | None, t_end: float,
                     labels: dict[ProcessIdentity, str]) -> None:
         """Pull this GPU's series from the store (GUI thread; no NVML here)."""
-        tu, vu = store.series(gpu_key(self.index, "used"), since)
-        tt, vt = store.series(gpu_key(self.index, "total"), since)
+        self._last = (store, since, t_end, labels)
+
+        def series(key):  # up to t_end: a redraw while paused shows the same moment
+            t, v = store.series(key, since)
+            if len(t) and t[-1] > t_end:
+                n = int(np.searchsorted(t, t_end, side="right"))
+                t, v = t[:n], v[:n]
+            return t, v
+
+        tu, vu = series(gpu_key(self.index, "used"))
+        tt, vt = series(gpu_key(self.index, "total"))
         self.used_curve.setData(tu, vu / GiB)
         self.capacity_curve.setData(tt, vt / GiB)
         peak = _nanmax(vt, _nanmax(vu, 0.0))
 
         keys = store.process_keys(self.index)  # in order of first sight
-        key_set = set(keys)
-        for key in list(self.proc_curves):
-            if key not in key_set:
-                self._drop(key)
-        alive: dict[tuple, float] = {}  # drawn and still reported: key -> latest bytes
-        ended: dict[tuple, float] = {}  # drawn, no longer reported: key -> last time
+        alive: dict[tuple, float] = {}  # reported now, with a figure: key -> latest bytes
+        ended: dict[tuple, float] = {}  # in the window, no longer reported: key -> last time
         not_plotted: list[tuple] = []  # reported, but memory n/a all along: not drawn as 0
+        finite_any: dict[tuple, bool] = {}
         for key in keys:
-            t, v = store.series(key, since)
-            inside = v if since is None else v[t >= since]
+            t, v = series(key)
+            inside = v if since is None else v[t >= since]  # (the series may start just before)
             finite = inside[np.isfinite(inside)]
+            finite_any[key] = bool(len(finite))
             now_listed = bool(len(t)) and t[-1] >= t_end - 1e-6
-            curve = self.proc_curves.get(key)
-            if curve is None and len(finite):
-                curve = self._add(key)
-            elif curve is not None and not len(finite) and not now_listed:
-                self._drop(key)  # ended before the window: no item left behind all day
-                curve = None
-            if curve is not None:
-                curve.setData(t, v / GiB)
-                curve.setVisible(bool(len(finite)))
             if len(finite):
-                peak = max(peak, float(finite.max()))
+                if self.style == "lines":
+                    peak = max(peak, float(finite.max()))
                 if now_listed:
-                    alive[key] = float(v[-1]) if np.isfinite(v[-1]) else -1.0
+                    alive[key] = float(v[-1]) if np.isfinite(v[-1]) else 0.0
                 else:
                     ended[key] = float(t[-1])
             elif now_listed:
                 not_plotted.append(key)
-        self._update_legend(self._legend_members(alive, ended), set(ended),
-                            sorted(not_plotted, key=lambda k: k[2]), labels)
+        self._rows_fitted = self.legend_rows()
+        room = self._rows_fitted - 2 - (2 if not_plotted else 0)  # total + capacity, n/a note
+        must = {k for k in alive if _identity_of(k) in self.alerted}
+        if self.selected is not None and self.selected in alive:
+            must.add(self.selected)
+        if self.style == "lines":
+            self._update_lines(series, keys, finite_any, alive)
+            shown = self._legend_lines(alive, ended, must, max(1, room - 1))
+            hidden = len(alive) + len(ended) - len(shown)
+            entries = [(k, self.proc_curves[k], _label(k, labels), alive.get(k), k in ended)
+                       for k in shown]
+        else:
+            self._drop_lines(keys)
+            px = int(self.plot.vb.width()) or 600
+            top = self.stack.update(series, tu, alive, list(ended), keys, must, max(px, 100),
+                                    _identity_of, shown=max(1, room - 1))
+            peak = max(peak, top)
+            hidden = 0
+            entries = []
+            for k in reversed(self.stack.order):  # top of the stack first
+                band = self.stack.bands[k]
+                if k == OTHERS:
+                    n = len([g for g in self.stack.grouped if g in alive])
+                    gone = len(self.stack.grouped) - n
+                    name = f"others ({n}{f', {gone} ended' if gone else ''}) ▸"
+                    value = sum(alive.get(g, 0.0) for g in self.stack.grouped)
+                    entries.append((k, band.sample, name, value, False))
+                else:
+                    entries.append((k, band.sample, _label(k, labels), alive.get(k), False))
+            entries.sort(key=lambda e: -(e[3] or 0.0) if e[0] != OTHERS else 1.0)
+            if self.stack.expanded and len(alive) > 1:
+                entries.append((None, None, "click a band to group the small ones", None, False))
+        entries = [(TOTAL, self.used_curve, "GPU total used", None, False),
+                   (CAPACITY, self.capacity_curve, "capacity", None, False)] + entries
+        self._update_legend(entries, hidden, sorted(not_plotted, key=lambda k: k[2]), labels)
 
-        self.set_window(since if since is not None else (store.first_time or t_end - 60), t_end)
-        y_max = max(1.0, peak / GiB * 1.06)
+        t0 = since if since is not None else (store.first_time or t_end - MIN_SPAN)
+        if store.first_time is not None:
+            t0 = max(t0, store.first_time)  # a fresh session fills the plot, then scrolls
+        self.set_window(min(t0, t_end - MIN_SPAN), t_end)
+        y_max = max(1.0, peak / GiB * HEADROOM)
         if self._y_max is None or not math.isclose(y_max, self._y_max, rel_tol=1e-3):
             self._y_max = y_max
             self.plot.setYRange(0, y_max, padding=0)
+        self._place_marker_labels()
+
+    def _update_lines(self, series, keys, finite_any, alive) -> None:
+        key_set = set(keys)
+        for key in list(self.proc_curves):
+            if key not in key_set or (not finite_any.get(key) and key not in alive):
+                self._drop(key)  # ended before the window: no item left behind all day
+        for key in keys:
+            if not finite_any.get(key):
+                continue
+            curve = self.proc_curves.get(key)
+            if curve is None:
+                curve = self._add(key)
+            t, v = series(key)
+            curve.setData(t, v / GiB)
+            curve.setVisible(True)
+
+    def _drop_lines(self, keys) -> None:
+        key_set = set(keys)
+        for key in [k for k in self.proc_curves if k not in key_set]:
+            self._drop(key)
 
     def set_window(self, t0: float, t1: float) -> None:
         if t1 <= t0:
@@ -136,49 +242,90 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self._x_range = (t0, t1)
             self.plot.setXRange(t0, t1, padding=0)
 
+    # -- alert markers ----------------------------------------------------------------
     def set_markers(self, markers: dict[tuple, tuple[float, str, str]]) -> None:
-        """Vertical markers: key -> (time, colour, label); alerts and OOMs on this GPU."""
-        for key in [k for k in self._markers if k not in markers]:
-            self.plot.removeItem(self._markers.pop(key))
+        """Vertical markers: key -> (time, colour, label); alerts and OOMs on this GPU.
+
+        A marker whose alert has cleared stays in the history, muted and labelled
+        "(cleared)", so the moment is still there when scrolling back."""
+        muted = theme.current().MUTED
+        for key, (t, colour, label, active) in list(self._marker_info.items()):
+            if key not in markers and active:
+                self._marker_info[key] = (t, muted, label + " (cleared)", False)
+                self._style_marker(key)
         for key, (t, colour, label) in markers.items():
-            line = self._markers.get(key)
-            if line is None:
-                line = pg.InfiniteLine(angle=90, movable=False,
-                                       pen=theme.pen(colour, 1.2, dashed=True),
-                                       label=label, labelOpts={"position": 0.97, "color": colour,
-                                                               "anchors": [(0, 0), (0, 0)]})
-                self._markers[key] = line
-                self.plot.addItem(line, ignoreBounds=True)
-            line.setValue(t)
+            info = (t, colour, label, True)
+            if self._marker_info.get(key) != info:
+                self._marker_info[key] = info
+                self._style_marker(key)
+        while len(self._marker_info) > MARKERS_KEPT:
+            oldest = min((k for k, v in self._marker_info.items() if not v[3]),
+                         key=lambda k: self._marker_info[k][0], default=None)
+            if oldest is None:
+                break
+            self._marker_info.pop(oldest)
+            self.plot.removeItem(self._markers.pop(oldest))
+        self._place_marker_labels()
+
+    def _style_marker(self, key) -> None:
+        t, colour, label, _active = self._marker_info[key]
+        line = self._markers.get(key)
+        if line is None:
+            line = pg.InfiniteLine(angle=90, movable=False, label=label,
+                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)],
+                                              "fill": theme.current().PLOT_BACKGROUND + "c8"})
+            self._markers[key] = line
+            self.plot.addItem(line, ignoreBounds=True)
+        line.setPen(theme.pen(colour, 1.2, dashed=True))
+        line.label.setFormat(label)
+        line.label.setColor(colour)
+        line.setValue(t)
+
+    def _place_marker_labels(self) -> None:
+        """Labels to the right of their line, or to the left near the right edge (never clipped)."""
+        if not self._markers or self._x_range is None:
+            return
+        t0, t1 = self._x_range
+        for line in self._markers.values():
+            right = (line.value() - t0) > 0.7 * (t1 - t0)
+            anchor = (1, 0) if right else (0, 0)
+            if line.label.anchors[0] != anchor:
+                line.label.anchors = [anchor, anchor]
+                line.label.updatePosition()
 
     def marker_times(self) -> list[float]:
-        return sorted(line.value() for line in self._markers.values())
+        """Times of the active alerts' markers."""
+        return sorted(v[0] for v in self._marker_info.values() if v[3])
 
     def x_range(self) -> tuple[float, float]:
         return tuple(self.plot.viewRange()[0])
 
     # -- selection ----------------------------------------------------------------
     def highlight(self, key: tuple | None) -> None:
-        """Thicker curve for ``key`` (a store proc key), the others dimmed."""
+        """Thicker curve (or band) for ``key`` (a store proc key), the others dimmed."""
         if key == self._highlighted:
             return  # unchanged; curves added since were given the right pen in _add
         self._highlighted = key
-        self.selected = key if key in self.proc_curves else None
+        known = key in self.proc_curves or key in self.stack.bands or key in self.stack.grouped
+        self.selected = key if known else None
         if key is not None and self.selected is None:
             self.selected = ("none",)  # selection is on another GPU: dim everything here
         for k, curve in self.proc_curves.items():
             curve.setPen(self._pen(k))
+        self.stack.selected = self.selected
+        if self.style == "stacked" and self._last is not None:
+            self.update_from(*self._last)  # the selected process gets its own band
 
     def curve_width(self, key: tuple) -> float:
         return self.proc_curves[key].opts["pen"].widthF()
 
     def _pen(self, key: tuple):
-        colour, dashed = self.colours.style(_identity(key))
+        colour, dash = self.colours.style(_identity_of(key))
         if self.selected is None:
-            return theme.pen(colour, 1.6, dashed)
+            return theme.pen(colour, 1.6, dash)
         if key == self.selected:
-            return theme.pen(colour, 3.5, dashed)
-        return theme.pen(colour, 1.2, dashed, alpha=DIMMED_ALPHA)
+            return theme.pen(colour, 3.5, dash)
+        return theme.pen(colour, 1.2, dash, alpha=DIMMED_ALPHA)
 
     def _add(self, key: tuple) -> pg.PlotDataItem:
         curve = _curve(self._pen(key))
@@ -191,74 +338,114 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     def _drop(self, key: tuple) -> None:
         curve = self.proc_curves.pop(key)
-        if any(k == key for k, _ in self._legend_keys):
-            self.legend.removeItem(curve)
-            self._legend_keys = [e for e in self._legend_keys if e[0] != key]
+        if any(k == key for k, _ in self._legend):
+            self._clear_legend()
         self.plot.removeItem(curve)
 
-    def _legend_members(self, alive: dict[tuple, float], ended: dict[tuple, float]) -> list[tuple]:
-        """Which processes the legend names, in a stable order.
+    # -- "others (n)" -----------------------------------------------------------------
+    def toggle_others(self) -> None:
+        self.stack.expanded = not self.stack.expanded
+        if self._last is not None:
+            self.update_from(*self._last)
 
-        All of them when they fit. Otherwise the largest by current memory, with
-        some hysteresis so two processes of about the same size do not swap
-        places every tick; ended processes, newest first, only in spare room.
-        The order is the order of first sight, so entries do not jump around.
-        """
-        n = LEGEND_PROCESSES
-        self._legend_total = len(alive) + len(ended)
-        if self._legend_total <= n:
-            members = set(alive) | set(ended)
-        else:
-            keep = [k for k, _ in self._legend_keys if k in alive]
-            rest = sorted((k for k in alive if k not in keep), key=lambda k: -alive[k])
-            keep.sort(key=lambda k: alive[k])  # smallest first
-            while rest and keep and alive[rest[0]] > 1.25 * max(alive[keep[0]], 0.0) + MiB:
-                keep.pop(0)
-                keep.append(rest.pop(0))
-                keep.sort(key=lambda k: alive[k])
-            members = set(keep)
-            members |= set(rest[: max(0, n - len(members))])
-            if len(members) < n:
-                members |= set(sorted(ended, key=lambda k: -ended[k])[: n - len(members)])
-        order = [k for k in self.proc_curves if k in members and k in alive]
-        return order + sorted((k for k in members if k in ended), key=lambda k: -ended[k])
+    def _clicked(self, event) -> None:
+        if self.style != "stacked":
+            return
+        pos = event.scenePos()
+        for (key, _name), (_sample, label) in zip(self._legend, self.legend.items):
+            if key == OTHERS and label.sceneBoundingRect().contains(pos):
+                self.toggle_others()
+                return
+        if not self.plot.vb.sceneBoundingRect().contains(pos):
+            return
+        p = self.plot.vb.mapSceneToView(pos)
+        key = self.stack.layer_at(p.x(), p.y() * GiB)
+        if key == OTHERS or (self.stack.expanded and key is not None):
+            self.toggle_others()
 
-    def _update_legend(self, shown: list[tuple], ended: set, not_plotted: list[tuple],
-                       labels: dict) -> None:
-        entries = [(k, _label(k, labels) + (" · ended" if k in ended else "")) for k in shown]
+    # -- legend -----------------------------------------------------------------------
+    def legend_rows(self) -> int:
+        """How many legend rows fit beside the plot at its current height."""
+        return max(4, int((self.height() - LEGEND_MARGIN) / LEGEND_ROW))
+
+    def _legend_lines(self, alive: dict, ended: dict, must: set, fit: int) -> list[tuple]:
+        """Lines style: the largest by memory now (+ alerted), ended ones in spare room."""
+        n = min(LEGEND_PROCESSES, fit)
+        order = sorted(alive, key=lambda k: -alive[k])
+        musts = [k for k in order if k in must]
+        fill = [k for k in order if k not in must][:max(0, n - len(musts))]
+        shown = [k for k in order if k in musts or k in fill]
+        room = n - len(shown)
+        if room > 0:
+            shown += sorted(ended, key=lambda k: -ended[k])[:room]
+        return shown
+
+    def _update_legend(self, entries, hidden: int, not_plotted: list, labels: dict) -> None:
+        """entries: (key, sample item, name, bytes now or None, ended)."""
+        rows = [(k, name + (" · ended" if ended else "")) for k, _s, name, _v, ended in entries]
+        texts = [_legend_text(name, v, ended) for _k, _s, name, v, ended in entries]
         notes = []
-        if self._legend_total > len(shown):
-            notes.append(f"+ {self._legend_total - len(shown)} more (see the table)")
+        if hidden > 0:
+            notes.append(f"+ {hidden} more (see the table)")
         if not_plotted:
             names = ", ".join(_label(k, labels) for k in not_plotted[:3])
             more = f" +{len(not_plotted) - 3}" if len(not_plotted) > 3 else ""
             notes.append(f"memory n/a, not plotted:<br>{names}{more}")
         note = "<br>".join(notes)
-        if entries == self._legend_keys and note == self._legend_note:
-            return
-        for k, _text in self._legend_keys:
-            if k in self.proc_curves:
-                self.legend.removeItem(self.proc_curves[k])
+        if rows != self._legend:
+            self._clear_legend()
+            for (k, sample, *_rest), text in zip(entries, texts):
+                self.legend.addItem(sample if sample is not None else _blank(), text)
+            self._legend = rows
+            self.legend.updateSize()
+        else:
+            for (_sample, label), text in zip(self.legend.items, texts):
+                if label.text != text:
+                    label.setText(text)
+        if note != self._legend_note:
+            if self._legend_note:
+                self.legend.layout.removeItem(self.more)
+            if note:
+                self.more.setText(note, color=theme.current().MUTED)
+                self.legend.layout.addItem(self.more, self.legend.layout.rowCount(), 0, 1, 2)
+            self._legend_note = note
+            self.legend.updateSize()
+
+    def _clear_legend(self) -> None:
+        self.legend.clear()
         if self._legend_note:
             self.legend.layout.removeItem(self.more)
-        for k, text in entries:
-            self.legend.addItem(self.proc_curves[k], text)
-        if note:
-            self.more.setText(note)
-            self.legend.layout.addItem(self.more, self.legend.layout.rowCount(), 0, 1, 2)
-        self.legend.updateSize()
-        self._legend_keys = entries
-        self._legend_note = note
+        # a fresh grid: pyqtgraph appends after the old (now empty) rows, which keep height
+        old = self.legend.layout
+        grid = QGraphicsGridLayout()
+        grid.setVerticalSpacing(old.verticalSpacing())
+        grid.setHorizontalSpacing(old.horizontalSpacing())
+        grid.setContentsMargins(*old.getContentsMargins())
+        self.legend.layout = grid
+        self.legend.setLayout(grid)
+        self._legend = []
+        self._legend_note = ""
 
     def legend_labels(self) -> list[str]:
-        return [label.text for _sample, label in self.legend.items]
+        """The names the legend shows, in order (memory figures left out)."""
+        return [name for k, name in self._legend if k not in (TOTAL, CAPACITY)]
+
+
+def _legend_text(name: str, value: float | None, ended: bool) -> str:
+    if value is None or ended:
+        return name
+    return f"{name} · {value / GiB:.1f} GiB"
+
+
+def _blank() -> pg.PlotDataItem:
+    return pg.PlotDataItem(pen=None)
 
 
 def _label(key: tuple, labels: dict) -> str:
-    return labels.get(_identity(key)) or f"pid {key[2]}"
+    return labels.get(_identity_of(key)) or f"pid {key[2]}"
 
 
-def _identity(key: tuple) -> ProcessIdentity:
+def _identity_of(key: tuple) -> ProcessIdentity:
     _, _gpu, pid, start, _metric = key
     return ProcessIdentity(pid, start)
 

@@ -19,13 +19,22 @@ def restore_layout(window, settings) -> None:
         window.restoreGeometry(settings.geometry)
     if settings.window_state:
         window.restoreState(settings.window_state)
-    if settings.splitter_state:
+    if settings.splitter_state:  # saved only when the user moved the split
         window.splitter.restoreState(settings.splitter_state)
+        window.split_by_user = True
+    # the view choices are saved as soon as they are made (a crash keeps them too)
+    window.table.set_hidden_columns(settings.hidden_columns)
+    window.table.columns_changed.connect(lambda hidden: setattr(settings, "hidden_columns", hidden))
+    window.gpu_panel.set_plot_style(settings.plot_style)
+    window.gpu_panel.plot_style_changed.connect(lambda style: setattr(settings, "plot_style", style))
+    window.gpu_panel.set_card_details(settings.card_details)
+    window.gpu_panel.card_details_changed.connect(lambda on: setattr(settings, "card_details", on))
 
     def save() -> None:
         settings.geometry = bytes(window.saveGeometry())
         settings.window_state = bytes(window.saveState())
-        settings.splitter_state = bytes(window.splitter.saveState())
+        settings.splitter_state = (bytes(window.splitter.saveState()) if window.split_by_user
+                                   else None)
         settings.sync()
 
     QApplication.instance().aboutToQuit.connect(save)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.model_shape import ModelShape, shape_from_params
 from vramscope.core.planner.request import PlanRequest
 
@@ -102,15 +103,16 @@ def live_model(models) -> LiveModel:
     """One LiveModel from the agent's per-model dicts (several models add up)."""
     good = [m for m in (models or ()) if isinstance(m, dict) and _count(m.get("params"))]
     if not good:
-        raise ValueError("the attached process has reported no model yet: register one with "
-                         "agent.start(model=..., optimizer=...) or run it under vramscope run")
+        raise PlanError("agent", "the attached process has reported no model yet: register one "
+                                 "with agent.start(model=..., optimizer=...) or run it under "
+                                 "vramscope run")
     params = sum(_count(m["params"]) for m in good)
     trainable = sum(_count(m.get("trainable")) or 0 for m in good)
     param_bytes = sum(_count(m.get("param_bytes")) or 0 for m in good)
     trainable_bytes = sum(_count(m.get("trainable_bytes")) or 0 for m in good)
     if not param_bytes or trainable > params or trainable_bytes > param_bytes:
-        raise ValueError("the agent's model report is inconsistent (parameter bytes missing "
-                         "or more trainable than total): cannot plan from it")
+        raise PlanError("agent", "the agent's model report is inconsistent (parameter bytes "
+                                 "missing or more trainable than total): cannot plan from it")
     tensors = _sum_or_none(m.get("tensors") for m in good)
     trainable_tensors = _sum_or_none(m.get("trainable_tensors") for m in good)
     dtypes: dict[str, int] = {}

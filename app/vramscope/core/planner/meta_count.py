@@ -158,7 +158,7 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
                                "(built with AutoModel): weights and training are planned, the "
                                "KV cache is not"]
     experts = None
-    active = None
+    active = active_mlp = None
     n_experts, f_e = _attr(text, *_EXPERTS)
     top_k, f_k = _attr(text, *_TOP_K)
     expert_params = sum(lin.count * lin.in_features * lin.out_features
@@ -169,6 +169,11 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
             experts = (n_experts, top_k)
             used += [f"{f_e}={n_experts}", f"{f_k}={top_k}"]
             active = params - expert_params * (n_experts - top_k) // n_experts
+            per_expert, _ = _attr(text, "moe_intermediate_size", "intermediate_size")
+            if per_expert:
+                shared, _ = _attr(text, "shared_expert_intermediate_size")
+                n_shared, _ = _attr(text, "n_shared_experts")
+                active_mlp = top_k * per_expert + (shared or (n_shared or 0) * per_expert)
             notes.append(f"mixture of experts: all {n_experts} routed experts are held in "
                          f"memory ({params:,} parameters); {top_k} per token are used, "
                          f"{active:,} active parameters")
@@ -179,6 +184,7 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
         params=params, tensors=len(named), layers=layers, hidden=hidden, heads=heads,
         kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, vocab=vocab,
         tied_embeddings=tied, model_type=model_type, layer_linears=linears,
-        active_params=active, experts=experts, quantizable=quantizable, source=CONFIG,
+        active_params=active, experts=experts, active_mlp=active_mlp,
+        quantizable=quantizable, source=CONFIG,
         counted_by=f"transformers {transformers.__version__} on the meta device",
         fields_used=tuple(used), notes=tuple(notes)), text.to_dict()

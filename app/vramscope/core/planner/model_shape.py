@@ -65,6 +65,7 @@ class ModelShape:
     kv_decompressed: int | None = None  # MLA: K/V elements per token if decompressed
     active_params: int | None = None  # MoE: parameters used per token (None: dense)
     experts: tuple[int, int] | None = None  # MoE: (routed experts, used per token)
+    active_mlp: int | None = None  # MoE: MLP width a token passes through (k experts + shared)
     quantizable: int | None = None  # weights of the linear matrices (what quantisers pack)
     quantization: QuantScheme | None = None  # the config's quantization_config
     dtype: str | None = None  # torch_dtype of the checkpoint

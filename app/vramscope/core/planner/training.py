@@ -177,7 +177,7 @@ class Activations:
 
 def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: int,
                      checkpointing: bool = False, flash_attention: bool = False,
-                     fp32: bool = False) -> Activations:
+                     fp32: bool = False, active_mlp: int | None = None) -> Activations:
     """Activations saved for backward, per GPU (its micro-batch).
 
     Per layer: s·b·h·(34 + 5·a·s/h) bytes (Korthikanti et al. 2022, a GPT-style
@@ -185,7 +185,13 @@ def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: i
     so the quadratic 5·a·s²·b term goes and 34·s·b·h remains. Checkpointing
     with √n segments (Chen et al. 2016, Training Deep Nets with Sublinear
     Memory Cost): keep the 2·s·b·h input of each of k = ⌈√L⌉ segments and
-    rebuild one segment (⌈L/k⌉ layers) at a time during backward."""
+    rebuild one segment (⌈L/k⌉ layers) at a time during backward.
+
+    Mixture of experts (``active_mlp``: the MLP width a token passes through,
+    k experts × their intermediate size plus any shared expert): of the 34,
+    the MLP's 19 = 3·s·b·h around it + 4·s·b·(4h) for its two 16-bit
+    intermediate tensors, so the MLP term becomes 3·s·b·h + 4·s·b·I_active --
+    activations follow the active parameters, not the experts held."""
     for name, value in (("batch", batch), ("seq", seq), ("hidden", hidden),
                         ("layers", layers), ("heads", heads)):
         if not isinstance(value, int) or value <= 0:
@@ -193,6 +199,12 @@ def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: i
                             f"{name} must be a positive integer")
     s, b, h, a, L = seq, batch, hidden, heads, layers
     linear = 34 * s * b * h
+    moe = ""
+    if active_mlp:
+        linear = 18 * s * b * h + 4 * s * b * active_mlp
+        moe = (f"; mixture of experts: the MLP term is 3·s·b·h + 4·s·b·I_active with "
+               f"I_active = {active_mlp:,} (the experts a token passes through), so per layer "
+               f"18·s·b·h + 4·s·b·{active_mlp:,}")
     quadratic = 0 if flash_attention else 5 * a * s * s * b
     per_layer = linear + quadratic
     if flash_attention:
@@ -200,6 +212,7 @@ def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: i
                    f"34·s·b·h = 34×{s}×{b}×{h} B per layer")
     else:
         formula = (f"{ACTIVATION_FORMULA}: {s}×{b}×{h}×(34 + 5×{a}×{s}/{h}) B per layer")
+    formula += moe
     if checkpointing:
         k = math.isqrt(L - 1) + 1 if L > 1 else 1  # ceil(sqrt(L))
         segment = -(-L // k)

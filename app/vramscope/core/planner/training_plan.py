@@ -176,7 +176,8 @@ def training_figures(req: PlanRequest) -> Figures:
         act = training.activation_bytes(
             batch=req.batch, seq=req.seq, hidden=shape.hidden, layers=shape.layers,
             heads=shape.heads, checkpointing=req.checkpointing,
-            flash_attention=req.flash_attention, fp32=(precision == "fp32"))
+            flash_attention=req.flash_attention, fp32=(precision == "fp32"),
+            active_mlp=shape.active_mlp)
         buckets.append(("activations", act.bytes))
         texts.append(("activations", f"intermediate results held for backward, for a "
                       f"micro-batch of {req.batch} × {req.seq} tokens per GPU. {act.formula}. "

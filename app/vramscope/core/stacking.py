@@ -1,0 +1,68 @@
+"""Which processes a GPU's stacked view draws on their own, and the stack itself.
+
+Qt-free arithmetic for ui/timeline_stack.py: per-process series put on the
+GPU's time base, the largest processes at the bottom, the small ones summed
+into one "others" layer, and the stack thinned to about one column of points
+per pixel (the peak of each column, so a short spike stays visible).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vramscope.core.units import MiB
+
+STACK_SHOWN = 6  # processes drawn on their own; the rest are "others (n)" until expanded
+ORDER_STEP = 256 * MiB  # memory differences below this do not reorder the layers
+
+
+def align(base_t: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``v`` at the times of ``base_t``; 0 where the process was not listed or n/a."""
+    out = np.zeros(len(base_t))
+    if not len(t) or not len(base_t):
+        return out
+    idx = np.searchsorted(base_t, t)
+    ok = idx < len(base_t)
+    ok[ok] &= base_t[idx[ok]] == t[ok]
+    out[idx[ok]] = np.nan_to_num(v[ok], nan=0.0)
+    return out
+
+
+def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
+                  shown: int = STACK_SHOWN) -> tuple[list, list]:
+    """(drawn on their own, largest first; grouped into "others").
+
+    ``current``: key -> bytes now (alive processes); ``must``: keys always drawn
+    on their own (an active alert, the selection); ``first_seen`` breaks ties so
+    two processes of about the same size keep their order.
+    """
+    rank = {k: i for i, k in enumerate(first_seen)}
+    order = sorted(current, key=lambda k: (-(current[k] // ORDER_STEP), rank.get(k, 1 << 30)))
+    if expanded:
+        return order, []
+    musts = [k for k in order if k in must]
+    fill = [k for k in order if k not in must][:max(0, shown - len(musts))]
+    own = musts + fill
+    rest = [k for k in order if k not in own]
+    if len(rest) == 1:  # a group of one is just that process
+        own, rest = own + rest, []
+    own.sort(key=lambda k: order.index(k))
+    return own, rest
+
+
+def cumulative(layers: list[np.ndarray]) -> np.ndarray:
+    """Row i: the top of layer i (the sum of layers 0..i)."""
+    if not layers:
+        return np.zeros((0, 0))
+    return np.cumsum(np.vstack(layers), axis=0)
+
+
+def thin(t: np.ndarray, tops: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``columns`` points: the peak of each run of samples (tops stay ordered,
+    since a pointwise larger row has a larger peak)."""
+    n = len(t)
+    if n <= columns or columns < 2:
+        return t, tops
+    starts = np.linspace(0, n, columns, endpoint=False).astype(int)
+    starts = np.unique(starts)
+    return t[starts], np.maximum.reduceat(tops, starts, axis=1)

@@ -1,0 +1,58 @@
+"""The table's growth figure and the stacked view's layers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vramscope.core.growth import growth_per_minute, sparkline
+from vramscope.core.stacking import align, choose_layers, cumulative, thin
+from vramscope.core.units import GiB, MiB
+
+
+def test_growth_is_mib_per_minute_and_one_spike_makes_no_trend():
+    t = np.arange(0.0, 300.0)
+    rising = 2 * GiB + 40 * MiB * t / 60.0
+    assert abs(growth_per_minute(t, rising, 299.0) - 40.0) < 0.01
+    flat = np.full(300, 3.0 * GiB)
+    flat[150] = 9 * GiB  # one spike
+    assert growth_per_minute(t, flat, 299.0) == 0.0
+    assert growth_per_minute(t[:30], rising[:30], 29.0) is None  # under a minute: no figure yet
+    with_gap = rising.copy()
+    with_gap[100:200] = np.nan  # n/a samples are left out, not read as 0
+    assert abs(growth_per_minute(t, with_gap, 299.0) - 40.0) < 0.01
+
+
+def test_the_sparkline_keeps_a_spike():
+    t = np.arange(0.0, 300.0)
+    v = np.full(300, 1.0 * GiB)
+    v[77] = 5 * GiB
+    line = sparkline(t, v, 299.0, points=24)
+    assert 0 < len(line) <= 24 and max(line) == 5 * GiB
+
+
+def test_layers_largest_first_small_ones_grouped_alerted_kept_apart():
+    current = {("p", i): (i + 1) * GiB for i in range(10)}
+    order = list(current)
+    own, rest = choose_layers(current, order, must=set(), expanded=False, shown=4)
+    assert own == [("p", 9), ("p", 8), ("p", 7), ("p", 6)]
+    assert sorted(rest) == [("p", i) for i in range(6)]
+    own, rest = choose_layers(current, order, must={("p", 0)}, expanded=False, shown=4)
+    assert ("p", 0) in own and len(own) == 4 and ("p", 6) in rest  # the alerted one takes a place
+    own, rest = choose_layers(current, order, must=set(), expanded=True, shown=4)
+    assert rest == [] and len(own) == 10
+    # a group of one is just that process
+    own, rest = choose_layers({k: current[k] for k in order[:5]}, order, set(), False, shown=4)
+    assert rest == [] and len(own) == 5
+
+
+def test_alignment_thinning_and_the_stack_adds_up():
+    base = np.arange(0.0, 100.0)
+    t = np.arange(10.0, 20.0)
+    a = align(base, t, np.full(10, 2.0))
+    assert a[10:20].tolist() == [2.0] * 10 and a[:10].sum() == 0 and a[20:].sum() == 0
+    assert align(base, t, np.full(10, np.nan)).sum() == 0  # n/a is not stacked
+    tops = cumulative([np.ones(100), np.full(100, 2.0)])
+    assert tops[-1].tolist() == [3.0] * 100
+    tops[1, 42] = 50.0  # a spike
+    tt, thinned = thin(base, tops, 10)
+    assert len(tt) == 10 and thinned[1].max() == 50.0 and (thinned[1] >= thinned[0]).all()

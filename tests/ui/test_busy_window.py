@@ -1,0 +1,200 @@
+"""A busy shared machine (sixteen processes on two GPUs): what fills each GPU
+at a glance, every process in the table, and the small screen sizes."""
+
+from __future__ import annotations
+
+import argparse
+import types
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from vramscope.core.samples import ProcessIdentity
+from vramscope.core.stacking import ORDER_STEP
+from vramscope.core.units import GiB
+from vramscope.sources.busy_demo import BusyWorkstation
+from vramscope.ui import theme
+from vramscope.ui.app import build_window
+from vramscope.ui.process_model import COL, STYLE_ROLE
+from vramscope.ui.settings import Settings
+from vramscope.ui.timeline_stack import OTHERS
+
+from .helpers import save, table_column
+
+T0 = 1_800_000_000.0
+SECONDS = 600
+
+
+@pytest.fixture
+def busy(themed_app, qtbot, tmp_path):
+    """busy(width, height) -> the window after ten minutes of the busy machine."""
+    made = []
+
+    def make(width=1400, height=900, settings=None):
+        args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
+                                  read_only=False, prometheus=None, file=None, theme=None)
+        if settings is None:
+            settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+        settings.merge_args(args)
+        source = BusyWorkstation(seed=1, start_time=T0)
+        feed, window = build_window(args, source=source, start=False, poll_ms=60_000,
+                                    settings=settings)
+        qtbot.addWidget(window)
+        made.append(window)
+        window.resize(width, height)
+        window.show()
+        for k in range(SECONDS):
+            frame = source.sample(T0 + k)
+            for enrich in feed.sampler.enrichers:
+                frame = enrich(frame)
+            feed.store.append(frame)
+        window.refresh(force=True)
+        qtbot.wait(20)
+        window.refresh(force=True)
+        qtbot.wait(20)  # layouts settle
+        return window
+
+    yield make
+    for w in made:
+        w.services.close()
+
+
+def _bands(window, index):
+    tl = window.gpu_panel.timelines[index]
+    return tl, tl.stack
+
+
+def test_each_gpu_shows_what_fills_it_stacked_largest_at_the_bottom(busy, artifacts_dir):
+    w = busy()
+    latest = w.store.latest
+    assert sum(len(g.processes) for g in latest.gpus) >= 14
+    tl, stack = _bands(w, 1)
+    assert tl.style == "stacked"
+    used = {p.pid: p.used for p in latest.gpus[1].processes}
+    own = [k for k in stack.order if k != OTHERS]
+    # bottom to top: the largest first, the small ones grouped on top
+    sizes = [used[k[2]] for k in own]
+    assert all(b <= a + ORDER_STEP for a, b in zip(sizes, sizes[1:]))  # ties within ORDER_STEP keep their order
+    assert own[0][2] == 38211  # the 9 GiB embedding server fills the bottom
+    assert stack.order[-1] == OTHERS and stack.grouped
+    grouped_alive = [k for k in stack.grouped if k[2] in used]
+    alerted = {a.pid for a in w.services.panels.alerts.alerts()}  # always drawn on their own
+    assert max(used[k[2]] for k in grouped_alive) <= ORDER_STEP + min(used[k[2]] for k in own
+                                                         if k[2] not in alerted)
+    names = tl.legend_labels()
+    assert any(n.startswith("others (") for n in names)
+    # the stack adds up to what the processes hold now
+    top = stack._tops[-1, -1]
+    assert top == pytest.approx(sum(v for v in used.values() if v), rel=0.02)
+    save(w, artifacts_dir, "busy-stacked-1400x900.png")
+
+    tl.toggle_others()  # a click on "others" opens the group (ended ones stay together)
+    assert all(k[2] not in used for k in stack.grouped)
+    assert len([k for k in stack.order if k != OTHERS]) == len([v for v in used.values() if v])
+    save(w, artifacts_dir, "busy-stacked-expanded-1400x900.png")
+    tl.toggle_others()
+    assert stack.grouped
+
+
+def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
+    w = busy()
+    w.gpu_panel.set_plot_style("lines")
+    tl = w.gpu_panel.timelines[1]
+    latest = w.store.latest
+    label_of = w.feed.labels()
+    procs = sorted((p for p in latest.gpus[1].processes if p.used), key=lambda p: -p.used)
+    named = tl.legend_labels()
+    shown = [label_of[p.identity] for p in procs if label_of[p.identity] in named]
+    assert shown == [n for n in named if n in shown]  # the legend's order is by memory
+    assert named[0] == label_of[procs[0].identity]
+    alerted = {a.pid for a in w.services.panels.alerts.alerts()}
+    smallest = [p for p in procs if p.pid not in alerted][-1]
+    assert label_of[smallest.identity] not in named  # too small for the room ...
+    w.gpu_panel.set_alerted([smallest.identity])
+    w.refresh(force=True)
+    assert label_of[smallest.identity] in tl.legend_labels()  # ... until it has an alert
+    w.gpu_panel.set_plot_style("stacked")
+    assert any(k[2] == smallest.pid for k in tl.stack.order)  # its own band, not in "others"
+
+
+def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy):
+    w = busy()
+    latest = w.store.latest
+    idents = [p.identity for _g, p in latest.all_processes()]
+    styles = [w.colours.style(i) for i in idents]
+    assert len(set(styles)) == len(styles)  # colour x dash: no two alike
+    proxy = w.table.proxy
+    for r in range(proxy.rowCount()):
+        key = proxy.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
+        swatch = proxy.index(r, COL["PID"]).data(STYLE_ROLE)
+        assert swatch == w.colours.style(ProcessIdentity(key[2], key[3]))
+    tl, stack = _bands(w, 1)
+    for key in (k for k in stack.order if k != OTHERS):
+        colour, dash = w.colours.style(ProcessIdentity(key[2], key[3]))
+        band = stack.bands[key]
+        assert band.edge.pen().style() == theme.DASHES[dash]
+        assert band.edge.pen().color().name().upper() == colour.upper()
+
+
+def test_the_table_fits_sixteen_rows_with_growth_cpu_and_host_memory(busy, artifacts_dir):
+    w = busy()
+    view = w.table.view
+    rows = w.table.proxy.rowCount()
+    assert rows >= 16
+    shown = view.viewport().height() // view.rowHeight(0)
+    assert shown >= 16, f"only {shown} rows visible at 1400x900"
+    growth = dict(zip(table_column(w, "PID"), table_column(w, "Growth")))
+    assert growth["38211"].startswith("+") and "MiB/min" in growth["38211"]  # the leak
+    assert float(growth["38211"].split()[0]) == pytest.approx(40, abs=4)
+    assert growth["35120"] == "0"  # an idle holder does not grow
+    cpu = dict(zip(table_column(w, "PID"), table_column(w, "CPU %")))
+    assert float(cpu["41017"]) > 50 and float(cpu["35120"]) < 5
+    assert all(m.endswith("GiB") for m in table_column(w, "Host mem"))
+    save(w, artifacts_dir, "busy-table-1400x900.png")
+
+
+def test_the_column_choice_and_plot_style_are_remembered(busy, tmp_path):
+    path = str(tmp_path / "remember.ini")
+    settings = Settings(QSettings(path, QSettings.Format.IniFormat))
+    w = busy(settings=settings)
+    w.table._toggle_column(COL["Host mem"], False)  # the header menu's check box
+    w.style_actions["lines"].trigger()
+    assert w.table.view.isColumnHidden(COL["Host mem"])
+    again = Settings(QSettings(path, QSettings.Format.IniFormat))
+    assert again.hidden_columns == ("Host mem",) and again.plot_style == "lines"
+    w2 = busy(settings=again)
+    assert w2.table.view.isColumnHidden(COL["Host mem"])
+    assert not w2.table.view.isColumnHidden(COL["Growth"])
+    assert w2.gpu_panel.plot_style == "lines"
+    assert w2.gpu_panel.timelines[0].style == "lines"
+
+
+@pytest.mark.parametrize("size", [(1024, 700), (1366, 768)])
+def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
+    w = busy(*size)
+    assert (w.width(), w.height()) == size
+    assert w.minimumSizeHint().height() <= 640 and w.minimumSizeHint().width() <= 1000
+    for tl in w.gpu_panel.timelines.values():
+        # the legend fits beside its plot: nothing cut at the bottom
+        _sample, last = tl.legend.items[-1]
+        bottom = tl.mapFromScene(last.mapRectToScene(last.boundingRect()).bottomLeft()).y()
+        assert bottom <= tl.height(), (len(tl.legend.items), " | ".join(label.text[-22:] for _s, label in tl.legend.items))
+    for i in range(w.tabs.count()):
+        w.tabs.setCurrentIndex(i)
+        save(w, artifacts_dir, f"busy-tab{i}-{size[0]}x{size[1]}.png")
+        assert (w.width(), w.height()) == size
+
+
+def test_enter_in_the_end_process_dialog_cancels(themed_app, qtbot):
+    from vramscope.ui.alerts_panel import EndProcessDialog
+
+    summary = types.SimpleNamespace(pid=4242, command="python train.py", user="alice",
+                                    age_seconds=600.0, memory=3 * GiB, connection_file=None,
+                                    refusal=None)
+    dialog = EndProcessDialog(summary)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    assert dialog.cancel_button.isDefault() and not dialog.confirm_button.isDefault()
+    qtbot.keyClick(dialog, Qt.Key.Key_Return)
+    assert dialog.result() == dialog.DialogCode.Rejected
