@@ -31,6 +31,7 @@ import time
 
 from vramscope.agent import paths, protocol
 from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, Bucket, EventKind, ItemKind, Op
+from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series
 from vramscope.core.samples import (
     AGENT_ENDED, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, bare_uuid,

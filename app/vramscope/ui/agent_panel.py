@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QFrame, QGridLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget,
 )
 
-from vramscope.agent.protocol import Phase, series_key
+from vramscope.agent.protocol import Phase, phase_metric, series_key
 from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame
 from vramscope.core.units import GiB, MiB, fmt_bytes, fmt_duration
 from vramscope.ui import theme
@@ -266,7 +266,7 @@ class DeviceView(QWidget):
             self.steps.setData(ts, np.zeros(len(ts)))
             latest = {}
             for phase, mark in self.phase_marks.items():
-                tph, vph = store.series(_key(report, dev.device, "phase_" + phase), since)
+                tph, vph = store.series(_key(report, dev.device, phase_metric(phase)), since)
                 tph, vph = tph[-MAX_STEP_TICKS:], vph[-MAX_STEP_TICKS:]
                 mark.setData(tph, vph / GiB)
                 latest[phase] = _last(vph)
