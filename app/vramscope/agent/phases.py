@@ -1,9 +1,11 @@
 """Phases of a training step: allocated at the end of forward, after backward,
 after the optimizer step -- and once, after loading.
 
-Where to measure: after loading, during the busiest forward pass, after
-backward and after the optimizer step. The hooks that see those moments are
-cheap and already on the training thread:
+Where to measure follows the shape of a step in PyTorch's memory snapshots
+("Understanding CUDA Memory Usage", pytorch.org/docs/stable/torch_cuda_memory.html):
+after loading, during the busiest forward pass, after backward and after the
+optimizer step. The hooks that see those
+moments are cheap and already on the training thread:
 
 - forward pre-hook of a registered model (top module): the first one, before
   any step, is "after loading";
