@@ -2,18 +2,20 @@
 
 After an optimizer step only the fixed cost (weights, gradients, optimizer
 state) should be live, so "allocated after step" is flat in a healthy run.
-The seeds name the usual cause: ``losses.append(loss)`` retains the whole
-graph; use ``.item()`` or ``.detach()``; "it grows slowly and kills you
-hundreds of steps later".
+The PyTorch FAQ names the usual cause ("Don't accumulate history across your
+training loop", pytorch.org/docs/stable/notes/faq.html): ``losses.append(loss)``
+keeps each step's graph alive; use ``.item()`` or ``.detach()``. It grows
+slowly and ends in an OOM hundreds of steps later.
 
 A rise alone is not a leak: caches that fill and are flushed (a bounded
 sawtooth: +2 MiB/step for 20 steps, then back) rise just as steadily for a
 while. So the rule remembers each climb that ended in a reset (the reading
 fell back to where the climb began) and calls a climb a leak only when it has
 lasted longer than ``leak_steps`` *and* longer than the longest reset period
-seen, with a robust (Theil-Sen) slope over the recent window -- one spike or
-jitter does not make a trend. Steps count by the step numbers the agent
-reports, so the rule works from whatever after-step readings exist.
+seen, with a robust (Theil-Sen) slope over the recent window and Kendall's
+tau as its significance -- one spike or jitter does not make a trend. Steps
+count by the step numbers the agent reports, so the rule works from whatever
+after-step readings exist.
 """
 
 from __future__ import annotations

@@ -66,7 +66,9 @@ UNDER_AGENT_ORDER = (
 
 
 def decision_order(buckets: dict | None, under_agent: bool = False) -> str:
-    """The seeds' routine, pointed at the bucket that dominates."""
+    """The usual remedies in order of least damage (smaller batch, activation
+    checkpointing, mixed precision, sharded optimizer state -- ZeRO, Rajbhandari
+    et al. 2020), pointed at the bucket that dominates."""
     if not buckets or all(buckets.get(n) is None for n in BUCKET_NAMES):
         return UNDER_AGENT_ORDER if under_agent else GENERIC_ORDER
     w = buckets.get("weights") or 0
