@@ -15,8 +15,8 @@ import pytest
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
 from vramscope.core.process_text import VISIBILITY_COMMAND
 from vramscope.core.samples import (
-    GHOST, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
-    ProcessInfo,
+    BUCKET_LABELS, GHOST, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame,
+    GpuProcess, GpuSample, ProcessInfo,
 )
 from vramscope.core.status_report import frame_to_dict, render_table
 from vramscope.sources.containers import host_pid_view, proc_hides_pids, read_container
@@ -43,7 +43,8 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                         "memory": dict.fromkeys(("total", "used", "free", "reserved")),
                         "utilization": {"gpu": None, "memory": None}, "temperature": None,
                         "power": {"usage_w": None, "limit_w": None},
-                        "error": "GPU is lost", "asleep": False, "processes": []})
+                        "error": "GPU is lost", "asleep": False, "processes": [],
+                        "mig_mode": None, "mig_slices": []})
             continue
         v2 = memory_v2_symbol and g.memory_v2 == "yes"
         merged: dict[int, dict] = {}
@@ -70,7 +71,7 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                           "user": user, "command": command, "start_time": start,
                           "kinds": e["kinds"], "visibility": visibility, "agent": False,
                           "container": container.as_dict() if container else None,
-                          "ns_pid": ns_pid})
+                          "ns_pid": ns_pid, "mig_uuid": None})
         out.append({
             "index": i, "name": g.name, "uuid": state.gpu_uuid(i), "pci_bus_id": state.gpu_pci(i),
             "memory": {"total": g.total, "used": g.used if v2 else g.used + g.reserved,
@@ -80,7 +81,7 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
             "temperature": g.temperature,
             "power": {"usage_w": None if g.power_mw is None else g.power_mw / 1000,
                       "limit_w": None if g.power_limit_mw is None else g.power_limit_mw / 1000},
-            "error": None, "asleep": False, "processes": procs})
+            "error": None, "asleep": False, "processes": procs, "mig_mode": g.mig, "mig_slices": []})
     return out
 
 
@@ -231,12 +232,15 @@ def test_report_carries_agents_and_marks_their_processes():
                     "inactive_split": 300 * MiB, "peak_allocated": 7 * GiB, "num_alloc_retries": 2,
                     "num_ooms": 0, "buckets": {"weights": 2 * GiB, "gradients": 2 * GiB,
                                                "optimizer_state": None, "other_allocated": GiB,
-                                               "cached_free": 2 * GiB}}
+                                               "cached_free": 2 * GiB, "outside_pytorch": None},
+                    "buckets_note": None}
+    assert list(cuda["buckets"]) == list(BUCKET_LABELS)  # every bucket the window shows
     assert cpu["allocated"] is None and set(cpu["buckets"].values()) == {None}
     assert agent["events"] == [{"kind": "step", "time": 1700000100.0, "data": {"step": 17}}]
     table = render_table(frame)
     assert "(agent)" in table and "python train.py" in table
     # the table says what the JSON says about the agent: allocated vs reserved, the buckets
     assert "cuda:0: allocated 6.0 GiB, reserved 8.0 GiB, peak 7.0 GiB, alloc retries 2" in table
-    assert "weights 2.0 GiB · gradients 2.0 GiB · activations+temp 1.0 GiB · cached free 2.0 GiB" in table
+    assert ("weights 2.0 GiB · gradients 2.0 GiB · activations + temporaries 1.0 GiB · "
+            "cached, free (reserved − allocated) 2.0 GiB") in table
     assert "optimizer" not in table  # no data is not shown as 0

@@ -136,3 +136,16 @@ def test_a_family_counted_on_the_meta_device_loads_without_blocking(qtbot):
     qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.shape.params
                     == 46_702_792_704, timeout=60_000)
     assert "active per token" in tab.layout_label.text()
+
+
+def test_a_context_past_the_limit_is_warned_beside_the_verdict(qtbot):
+    tab = make(qtbot)
+    tab.load_config(str(CONFIGS / "gpt2.json"))
+    tab.mode.setCurrentIndex(tab.mode.findData("infer"))
+    tab.context.setValue(8192)
+    shown(tab, qtbot)
+    assert tab.warning.isVisible()
+    assert "n_positions = 1,024" in tab.warning.text()
+    tab.context.setValue(1024)
+    shown(tab, qtbot)
+    assert not tab.warning.isVisible()

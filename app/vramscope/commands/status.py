@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from vramscope.commands.common import add_host_arguments, add_source_arguments
+from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
 from vramscope.core.source import close_quietly
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
@@ -74,10 +74,6 @@ def emit(frame, args, out=None) -> None:
     out.flush()
 
 
-def nvml_unavailable(frame) -> bool:
-    return frame.error is not None and not frame.gpus and not frame.simulated
-
-
 HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame
 
 
@@ -104,14 +100,39 @@ def run_hosts(args, out=None) -> int:
     return 0 if answered == len(views) else (1 if answered else 2)
 
 
+def run_fleet(args, out=None) -> int:
+    """`status --from-prometheus URL`: every host the server scrapes, like --host."""
+    from vramscope.core.status_report import hosts_to_dict, render_hosts
+    from vramscope.sources.hosts import split_by_host
+    from vramscope.sources.prometheus import PrometheusSource
+
+    out = out or sys.stdout
+    try:
+        source = PrometheusSource(args.from_prometheus)
+    except ValueError as exc:
+        print(f"vramscope status: --from-prometheus: {exc}", file=sys.stderr)
+        return 2
+    frame = take_frame(source, args)
+    if frame.error and not frame.gpus:
+        print(f"vramscope status: {frame.error}", file=sys.stderr)
+        return 2
+    views = split_by_host(frame, alerts_for(frame, args))
+    out.write(json.dumps(hosts_to_dict(views), indent=2, default=str) + "\n" if args.json
+              else render_hosts(views))
+    out.flush()
+    return 0 if all(v.state == "connected" for v in views) else 1
+
+
 def run(args) -> int:
+    if getattr(args, "from_prometheus", None):
+        return run_fleet(args)
     if getattr(args, "host", None):
         return run_hosts(args)
     # one look at the demo: ten minutes into its script, when everything runs
     source = open_source(args, demo_elapsed=0.0 if getattr(args, "watch", 0) else 600.0)
     try:
         frame = take_frame(source, args)
-        if nvml_unavailable(frame):
+        if driver_unavailable(frame):
             print(f"vramscope status: {frame.error}", file=sys.stderr)
             return EXIT_NO_NVML
         emit(frame, args)

@@ -7,8 +7,11 @@ Memory is in bytes (int), times are seconds since the epoch (float).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS
 
 # How a process looks from here (psutil's view of it).
 VISIBLE = "ok"
@@ -96,6 +99,7 @@ class GpuProcess:
     sm: int | None = None  # SM utilisation %, None when NVML gave no figure
     info: ProcessInfo | None = None
     has_agent: bool = False
+    mig_uuid: str | None = None  # the MIG slice it runs on ("MIG-..."), None off MIG
     cpu_percent: float | None = None  # host CPU over the last pass, 100 = one core (as top shows it)
     host_memory: int | None = None  # resident set size in host RAM, bytes
 
@@ -103,6 +107,35 @@ class GpuProcess:
     def identity(self) -> ProcessIdentity:
         start = self.info.start_time if self.info is not None else None
         return ProcessIdentity(self.pid, start)
+
+
+def bare_uuid(uuid: str | None) -> str | None:
+    """NVML's "GPU-<uuid>" / "MIG-<uuid>" and torch's bare uuid, compared alike."""
+    if not uuid:
+        return None
+    u = str(uuid).strip().lower()
+    return u[4:] if u.startswith(("gpu-", "mig-")) else u
+
+
+@dataclass(frozen=True, slots=True)
+class MigSlice:
+    """One MIG device (slice) of a MIG-enabled GPU, as NVML reports it.
+
+    Its processes are also in the parent GpuSample's list (each tagged with
+    ``mig_uuid``), so everything that walks GPUs sees them once.
+    """
+
+    index: int  # MIG device index under the parent (nvmlDeviceGetMigDeviceHandleByIndex)
+    uuid: str | None = None  # "MIG-..."; what CUDA_VISIBLE_DEVICES names
+    name: str | None = None
+    profile: str | None = None  # "3g.40gb": compute slices g . memory
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    total: int | None = None
+    used: int | None = None
+    free: int | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +155,25 @@ class GpuSample:
     power_limit_w: float | None = None
     processes: tuple[GpuProcess, ...] = ()
     error: str | None = None  # None, or a short text ("GPU is lost", ...)
+    mig_mode: bool | None = None  # None: the GPU cannot do MIG (or does not say)
+    slices: tuple[MigSlice, ...] = ()  # MIG devices, when mig_mode is on
     asleep: bool = False  # runtime-suspended PCI device: not queried, so not woken
     host: str | None = None  # the machine it is in, when not this one (--host, a fleet)
     host_index: int | None = None  # its index on that machine (``index`` is unique here)
+
+    def slice_of(self, proc: GpuProcess) -> MigSlice | None:
+        """The MIG slice a process of this GPU runs on (None off MIG)."""
+        if proc.mig_uuid is None:
+            return None
+        return next((s for s in self.slices if s.uuid == proc.mig_uuid), None)
+
+    def slice_view(self, mig: MigSlice) -> GpuSample:
+        """A MIG slice seen as the GPU its processes get: the slice's memory and
+        processes under this GPU's index (so it is named as the card is)."""
+        return dataclasses.replace(self, name=mig.name or self.name, uuid=mig.uuid,
+                                   total=mig.total, used=mig.used, free=mig.free, reserved=None,
+                                   util_gpu=None, util_memory=None, processes=mig.processes,
+                                   slices=(), mig_mode=None, error=mig.error or self.error)
 
     @property
     def label(self) -> str:
@@ -175,6 +224,7 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
+    wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
     # (a container without --pid=host); None: not known (demo, session, other OS)
     host_pids: bool | None = None
@@ -195,7 +245,19 @@ class Frame:
 # pulls into these frozen values. Producers may add fields (with defaults);
 # consumers (detectors, UI, recorder, status) read them.
 
-BUCKET_NAMES = ("weights", "gradients", "optimizer_state", "other_allocated", "cached_free")
+# the agent's buckets; ALL_BUCKETS adds outside_pytorch (the monitor's): one vocabulary,
+# defined with the wire protocol
+BUCKET_NAMES: tuple[str, ...] = tuple(str(b) for b in AGENT_BUCKETS)
+ALL_BUCKETS: tuple[str, ...] = tuple(str(b) for b in BUCKETS)
+AGENT_ENDED = "process ended"  # AgentReport.error once the agent's process is gone
+BUCKET_LABELS = {  # the words the window and `vramscope status` use for each bucket
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer_state": "optimizer state",
+    "other_allocated": "activations + temporaries",
+    "cached_free": "cached, free (reserved − allocated)",
+    "outside_pytorch": "outside PyTorch (context, NCCL, cuBLAS)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +270,11 @@ class AgentBuckets:
     other_allocated: int | None = None  # activations + temporaries
     cached_free: int | None = None  # reserved - allocated
     outside_pytorch: int | None = None  # NVML process memory - reserved (added by the monitor)
+    note: str | None = None  # why a bucket is None although its inputs were known
 
     def as_dict(self) -> dict[str, int | None]:
-        return {name: getattr(self, name) for name in BUCKET_NAMES}
+        """Every bucket the window shows, outside_pytorch included."""
+        return {name: getattr(self, name) for name in ALL_BUCKETS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
+from vramscope.agent.protocol import PHASE_LOADED, phase_metric
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, thin
 from vramscope.core.units import GiB, MiB, fmt_bytes
 from vramscope.ui import theme
+from vramscope.agent.protocol import Phase
 from vramscope.ui.agent_texts import (
     BUCKETS, PHASES, PHASE_SHORT, agent_key, last_value, oom_text, phase_text,
 )
@@ -250,7 +252,7 @@ class DeviceView(QWidget):
             ts, ys = peak_per_column(ts, np.zeros(len(ts)), px // MARK_PX)
             self.steps.setData(ts, ys)
             for phase, mark in self.phase_marks.items():
-                tph, vph = series("phase_" + phase)
+                tph, vph = series(phase_metric(phase))
                 latest[phase] = last_value(vph)
                 if latest[phase] is not None:
                     when[phase] = float(tph[np.isfinite(vph)][-1])
@@ -258,7 +260,7 @@ class DeviceView(QWidget):
                 self._mark(mark, phase, tph, vph / GiB, px)
                 if len(vph) and np.isfinite(vph).any():
                     top = max(top, float(np.nanmax(vph)) / GiB)
-            _, vl = series("phase_loaded", start=0.0)
+            _, vl = series(PHASE_LOADED, start=0.0)
             loaded = last_value(vl)
             self.loaded_line.setVisible(loaded is not None)
             if loaded is not None:
@@ -325,8 +327,6 @@ class DeviceView(QWidget):
         """The buckets at the peak phase of the last measured step; the latest sample
         when no phase was measured (a CPU run, no registered model)."""
         now_b = dev.buckets.as_dict() if dev.buckets is not None else {}
-        if dev.buckets is not None:
-            now_b["outside_pytorch"] = dev.buckets.outside_pytorch
         known = {p: v for p, v in latest.items() if v is not None}
         if not known:
             return ("latest", now_b)
@@ -356,7 +356,7 @@ def phase_colours(s: theme.Scheme) -> dict[str, str]:
     """Each phase in the colour of the bucket it adds: forward the activations,
     backward the gradients, the optimizer step its state, loading the weights."""
     w, g, o, a = s.BUCKET_COLOURS[:4]
-    return {"forward": a, "backward": g, "optimizer": o, "loaded": w}
+    return {Phase.FORWARD: a, Phase.BACKWARD: g, Phase.OPTIMIZER: o, "loaded": w}
 
 
 def legend_html(columns, s: theme.Scheme) -> str:

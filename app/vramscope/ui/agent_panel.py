@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QFrame, QLabel, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget,
 )
 
-from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
 from vramscope.ui import theme
 from vramscope.ui.agent_device import DeviceView
 from vramscope.ui.agent_texts import (  # noqa: F401  (phase_text, oom_text: the panel's words)
@@ -91,6 +91,11 @@ class AgentProcessView(QFrame):
             return  # folded: nothing drawn
         self.settings.setText(settings_text(report.allocator_settings))
         notes = []
+        if report.error and not report.connected and report.error != AGENT_ENDED:
+            notes.append(report.error)  # e.g. a protocol version mismatch
+        for dev in report.devices:
+            if dev.buckets is not None and dev.buckets.note:
+                notes.append(f"{dev.device}: {dev.buckets.note}")
         if report.dropped:
             notes.append("some history was lost before the monitor read it (the agent's ring was full)")
         for e in report.recent_events:

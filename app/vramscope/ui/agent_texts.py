@@ -7,26 +7,20 @@ import time
 
 import numpy as np
 
+from vramscope.agent.protocol import Phase, series_key
 from vramscope.core.process_names import short_name
-from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame
 from vramscope.core.units import fmt_bytes, fmt_duration
-from vramscope.sources.agents import agent_key as series_key
 
-BUCKETS = (  # (field, label), in stacking order; colours: theme.Scheme.BUCKET_COLOURS
-    ("weights", "weights"),
-    ("gradients", "gradients"),
-    ("optimizer_state", "optimizer state"),
-    ("other_allocated", "activations + temporaries"),
-    ("cached_free", "cached, free (reserved − allocated)"),
-    ("outside_pytorch", "outside PyTorch (context, NCCL, cuBLAS)"),
-)
+# (field, label), in stacking order; colours: theme.Scheme.BUCKET_COLOURS
+BUCKETS = tuple(BUCKET_LABELS.items())
 PHASES = (  # (phase, words, symbol): the step phases the agent reads (agent/phases.py)
-    ("forward", "end of forward (activations held)", "t1"),
-    ("backward", "after backward", "d"),
-    ("optimizer", "after optimizer step", "s"),
+    (Phase.FORWARD, "end of forward (activations held)", "t1"),
+    (Phase.BACKWARD, "after backward", "d"),
+    (Phase.OPTIMIZER, "after optimizer step", "s"),
 )
-PHASE_SHORT = {"forward": "peak: fwd end", "backward": "peak: after bwd",
-               "optimizer": "peak: after opt"}
+PHASE_SHORT = {Phase.FORWARD: "peak: fwd end", Phase.BACKWARD: "peak: after bwd",
+               Phase.OPTIMIZER: "peak: after opt"}
 
 
 def agent_key(report: AgentReport, device: str, metric: str) -> tuple:
@@ -134,5 +128,5 @@ def header_text(report: AgentReport, frame: Frame | None, now: float) -> str:
         return " · ".join(bits)
     ran = f"ran {fmt_duration(last - report.start_time)}, " if report.start_time else ""
     seen = time.strftime("%H:%M", time.localtime(last))
-    why = f" ({report.error})" if report.error else ""
+    why = f" ({report.error})" if report.error and report.error != AGENT_ENDED else ""
     return " · ".join(bits) + f" — ended: {ran}last seen {seen}{why}"

@@ -88,6 +88,8 @@ def start_monitor(source, args, settings=None):
     from vramscope.core.session import RetentionPolicy
     from vramscope.core.session.recorder import SessionRecorder
     from vramscope.sources.choose import enrichers_for
+    from vramscope.core.actions import ProcessActions
+    from vramscope.core.samples import PROMETHEUS_SOURCE
     from vramscope.sources.hosts import HostActions, HostsSource, session_host_meta
 
     if settings is not None:
@@ -102,6 +104,8 @@ def start_monitor(source, args, settings=None):
                             diagnostics=diagnostics, read_only=read_only)
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
+    elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
+        monitor.actions = ProcessActions(read_only=True)
     if record:
         monitor.record(SessionRecorder(
             monitor.engine, monitor.actions,
@@ -109,7 +113,11 @@ def start_monitor(source, args, settings=None):
             retention=RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)))
     address = getattr(args, "prometheus", None)
     if address:
-        monitor.serve_metrics(address)
+        try:
+            monitor.serve_metrics(address)
+        except (OSError, ValueError) as exc:  # the port is taken: the window runs without it
+            monitor.metrics_error = f"Prometheus: cannot serve on {address}: {exc}"
+            log.warning("%s", monitor.metrics_error)
     return monitor
 
 
@@ -144,13 +152,19 @@ class Services:
         from vramscope.ui.panels import attach_panels
 
         self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
-        from vramscope.sources.hosts import HostsSource
-        if isinstance(self.monitor.pipeline.source, HostsSource):
+        from vramscope.core.samples import PROMETHEUS_SOURCE, REMOTE_SOURCES
+        source = self.monitor.pipeline.source
+        if source.name in REMOTE_SOURCES:  # --host, --from-prometheus
             from vramscope.ui.hosts_bar import attach_hosts_bar
             attach_hosts_bar(window)
+        if source.name == PROMETHEUS_SOURCE:
+            from vramscope.ui.fleet_view import attach_fleet_view
+            attach_fleet_view(window, source, self.engine)
         window.services = self
         _add_session_actions(window, self)
-        if self.recorder is not None and not self.monitor.pipeline.simulated:
+        if self.monitor.metrics_error:
+            window.statusBar().showMessage(self.monitor.metrics_error, 30000)
+        elif self.recorder is not None and not self.monitor.pipeline.simulated:
             window.statusBar().showMessage("Recording this session (File → Export to share it)", 8000)
 
     def close(self) -> None:
@@ -169,8 +183,16 @@ def open_session_window(path: str, args=None):
     from vramscope.ui.panels import attach_panels
     from vramscope.ui.session_view import attach_session
 
+    import sqlite3
+
+    from vramscope.core.session.errors import UNREADABLE, unreadable
+
     reader = open_session(path)
-    store = load_into_store(reader, Store())
+    try:
+        store = load_into_store(reader, Store())
+    except (sqlite3.Error, *UNREADABLE) as exc:  # the reader skips damage it foresees
+        reader.close()
+        raise unreadable(path, exc) from exc
     feed = Pipeline(ErrorSource("recorded session", name="session"), store)
     feed.learn_labels(GpuProcess(pid=r.pid, used=None, info=r.info())
                       for r in reader.processes().values())
@@ -291,7 +313,24 @@ def run(args) -> int:
     quit_after = getattr(args, "quit_after", None)
     if quit_after is not None:
         QTimer.singleShot(int(quit_after * 1000), app.quit)
+    _quit_on_termination(app)
     return int(app.exec())
+
+
+def _quit_on_termination(app) -> None:
+    """SIGTERM / SIGHUP (logout, `kill`, systemd) end the window like closing it:
+    the recorder's final commit and checkpoint run, so no -wal/-shm files stay."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if signum is not None:
+            signal.signal(signum, lambda *_: app.quit())
+    # Python runs signal handlers only between bytecodes: wake it while Qt's loop waits
+    tick = QTimer(app)
+    tick.timeout.connect(lambda: None)
+    tick.start(250)
 
 
 def _open_source_or_error(args):

@@ -2,9 +2,10 @@
 
 After an optimizer step only the fixed cost (weights, gradients, optimizer
 state) should be live, so "allocated after step" is flat in a healthy run.
-The seeds name the usual cause: ``losses.append(loss)`` retains the whole
-graph; use ``.item()`` or ``.detach()``; "it grows slowly and kills you
-hundreds of steps later". The slope is Theil-Sen over the last K steps, so
+The PyTorch FAQ names the usual cause ("Don't accumulate history across your
+training loop", pytorch.org/docs/stable/notes/faq.html): ``losses.append(loss)``
+keeps each step's graph alive; use ``.item()`` or ``.detach()``. It grows
+slowly and ends in an OOM hundreds of steps later. The slope is Theil-Sen over the last K steps, so
 one spike (a long batch, an eval) is not a leak.
 """
 
@@ -110,7 +111,7 @@ class LeakRule:
             f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise",
         ]
         if room is not None:
-            evidence.append(f"headroom {fmt_bytes(room)} (free on GPU {gpu.index} + this process's "
+            evidence.append(f"headroom {fmt_bytes(room)} (free on {gpu.label} + this process's "
                             f"cache) -> out of memory in about {steps_to_oom} steps"
                             + (f" (~{fmt_duration(eta)} at {step_s:.2f} s/step)" if eta is not None else ""))
         else:

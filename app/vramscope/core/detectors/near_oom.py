@@ -46,7 +46,9 @@ def breakdown_lines(buckets: dict | None) -> list[str]:
 
 
 def decision_order(buckets: dict | None) -> str:
-    """The seeds' routine, pointed at the bucket that dominates."""
+    """The usual remedies in order of least damage (smaller batch, activation
+    checkpointing, mixed precision, sharded optimizer state -- ZeRO, Rajbhandari
+    et al. 2020), pointed at the bucket that dominates."""
     if not buckets or all(buckets.get(n) is None for n in BUCKET_NAMES):
         return GENERIC_ORDER
     w = buckets.get("weights") or 0
@@ -125,7 +127,7 @@ class NearOomRule:
                     eta = None
         if not low and eta is None:
             return None
-        evidence = [f"GPU {gpu.index}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
+        evidence = [f"{gpu.label}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
                     f"{fmt_bytes(free)} free"]
         if eta is not None:
             evidence.append(f"used grows {fmt_bytes(slope * 60)}/min (robust trend over "
@@ -150,7 +152,7 @@ class NearOomRule:
                 f"full in about {fmt_duration(eta)} at the current trend")
         return Alert(
             kind="near_oom", severity=WARNING, gpu=gpu.index, pid=None, start_time=None,
-            since=None, message=f"GPU {gpu.index} near out of memory: {what}",
+            since=None, message=f"{gpu.label} near out of memory: {what}",
             evidence=tuple(evidence), fix=decision_order(buckets),
             data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope},
         )
