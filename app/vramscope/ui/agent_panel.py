@@ -24,9 +24,7 @@ from PySide6.QtWidgets import (
 from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
 from vramscope.ui import theme
 from vramscope.ui.agent_device import DeviceView
-from vramscope.ui.agent_texts import (  # noqa: F401  (phase_text, oom_text: the panel's words)
-    header_text, oom_text, phase_text, settings_text,
-)
+from vramscope.ui.agent_texts import header_text, settings_text
 
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 
