@@ -47,6 +47,19 @@ class FakeProcess:
 
 
 @dataclass
+class FakeMigDevice:
+    """A MIG slice (nvml.h: a MIG device handle under its parent GPU)."""
+
+    profile: str = "3g.40gb"  # the name reads "<parent name> MIG <profile>"
+    gi: int = 1  # GPU instance id
+    ci: int = 0  # compute instance id
+    total: int = 40 * GiB
+    used: int = 0
+    uuid: str | None = None  # default derived by the fake ("MIG-...")
+    processes: list[FakeProcess] = field(default_factory=list)
+
+
+@dataclass
 class FakeGpu:
     name: str = "NVIDIA GeForce RTX 4090"
     uuid: str | None = None  # default derived from the index by the writer
@@ -64,6 +77,8 @@ class FakeGpu:
     process_api: int = 3
     lost: bool = False
     processes: list[FakeProcess] = field(default_factory=list)
+    mig: bool | None = None  # MIG mode; None: the GPU cannot do MIG
+    mig_devices: list[FakeMigDevice] = field(default_factory=list)
 
     def free_bytes(self) -> int:
         return self.total - self.reserved - self.used if self.free is None else self.free
@@ -108,9 +123,13 @@ class FakeState:
                     f"process_utilization {'yes' if g.process_utilization else 'no'}",
                     f"process_api {g.process_api}",
                     f"lost {int(g.lost)}"]
-            for p in g.processes:
-                sm = "-" if p.sm is None else str(p.sm)
-                out.append(f"proc {p.kind} {p.pid} {_na(p.used)} {sm}")
+            out += [_proc_line(p) for p in g.processes]
+            out.append(f"mig {'na' if g.mig is None else int(g.mig)}")
+            for m in g.mig_devices:
+                out.append(f"mig_device {m.gi} {m.ci} {m.profile} {m.total} {m.used}")
+                if m.uuid:
+                    out.append(f"uuid {m.uuid}")
+                out += [_proc_line(p) for p in m.processes]
         return "\n".join(out) + "\n"
 
     @classmethod
@@ -125,6 +144,8 @@ class FakeState:
             rest = rest.strip()
             tok = rest.split()
             g = st.gpus[-1] if st.gpus else None
+            # after a mig_device line, uuid/proc lines describe that slice
+            target = g.mig_devices[-1] if g is not None and g.mig_devices else g
             try:
                 if key == "driver":
                     st.driver_loaded = {"loaded": True, "not_loaded": False}[rest]
@@ -143,7 +164,7 @@ class FakeState:
                 elif key == "name":
                     g.name = rest
                 elif key == "uuid":
-                    g.uuid = rest
+                    target.uuid = rest
                 elif key == "pci_bus_id":
                     g.pci_bus_id = rest
                 elif key == "memory":
@@ -170,14 +191,25 @@ class FakeState:
                     kind, pid, used, sm = tok
                     if kind not in ("compute", "graphics"):
                         raise ValueError(kind)
-                    g.processes.append(FakeProcess(
+                    target.processes.append(FakeProcess(
                         pid=int(pid), used=_opt(used), kind=kind,
                         sm=None if sm == "-" else int(sm)))
+                elif key == "mig":
+                    g.mig = {"na": None, "0": False, "1": True}[rest]
+                elif key == "mig_device":
+                    gi, ci, profile, total, used = tok
+                    g.mig_devices.append(FakeMigDevice(
+                        profile=profile, gi=int(gi), ci=int(ci), total=int(total), used=int(used)))
                 else:
                     raise ValueError(f"unknown key {key!r}")
             except (ValueError, KeyError, IndexError) as exc:
                 raise ValueError(f"state line {lineno}: {raw!r}: {exc}") from None
         return st
+
+
+def _proc_line(p: FakeProcess) -> str:
+    sm = "-" if p.sm is None else str(p.sm)
+    return f"proc {p.kind} {p.pid} {_na(p.used)} {sm}"
 
 
 def _na(value) -> str:
@@ -258,7 +290,8 @@ def subprocess_env(lib_dir: os.PathLike | str | None, state_path: os.PathLike | 
 def replace(state: FakeState, **changes) -> FakeState:
     """A copy of the state with top-level changes (GPUs deep-copied)."""
     copy = dataclasses.replace(state, gpus=[dataclasses.replace(
-        g, processes=list(g.processes)) for g in state.gpus])
+        g, processes=list(g.processes), mig_devices=[dataclasses.replace(
+            m, processes=list(m.processes)) for m in g.mig_devices]) for g in state.gpus])
     return dataclasses.replace(copy, **changes)
 
 

@@ -43,7 +43,8 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                         "memory": dict.fromkeys(("total", "used", "free", "reserved")),
                         "utilization": {"gpu": None, "memory": None}, "temperature": None,
                         "power": {"usage_w": None, "limit_w": None},
-                        "error": "GPU is lost", "asleep": False, "processes": []})
+                        "error": "GPU is lost", "asleep": False, "processes": [],
+                        "mig_mode": None, "mig_slices": []})
             continue
         v2 = memory_v2_symbol and g.memory_v2 == "yes"
         merged: dict[int, dict] = {}
@@ -70,7 +71,7 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                           "user": user, "command": command, "start_time": start,
                           "kinds": e["kinds"], "visibility": visibility, "agent": False,
                           "container": container.as_dict() if container else None,
-                          "ns_pid": ns_pid})
+                          "ns_pid": ns_pid, "mig_uuid": None})
         out.append({
             "index": i, "name": g.name, "uuid": state.gpu_uuid(i), "pci_bus_id": state.gpu_pci(i),
             "memory": {"total": g.total, "used": g.used if v2 else g.used + g.reserved,
@@ -80,7 +81,7 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
             "temperature": g.temperature,
             "power": {"usage_w": None if g.power_mw is None else g.power_mw / 1000,
                       "limit_w": None if g.power_limit_mw is None else g.power_limit_mw / 1000},
-            "error": None, "asleep": False, "processes": procs})
+            "error": None, "asleep": False, "processes": procs, "mig_mode": g.mig, "mig_slices": []})
     return out
 
 

@@ -44,6 +44,18 @@
  *   process_api 3 | 2                     2: the _v3 list calls are FUNCTION_NOT_FOUND
  *   lost 0 | 1
  *   proc compute|graphics PID USED|na SM|-    SM "-": no utilization sample
+ *   mig na | 0 | 1                        MIG mode (na: the GPU cannot do MIG, the default)
+ *   mig_device GI CI PROFILE TOTAL USED   a MIG device (slice) under the current GPU;
+ *                                         the "uuid" and "proc" lines after it are the slice's
+ *
+ * MIG, as nvml.h specifies it: nvmlDeviceGetMaxMigDeviceCount /
+ * nvmlDeviceGetMigDeviceHandleByIndex (NOT_FOUND for an empty index) give the
+ * slices of a parent, nvmlDeviceGetDeviceHandleFromMigDeviceHandle the parent
+ * of a slice, nvmlDeviceGetGpuInstanceId / ComputeInstanceId the instance ids
+ * (NOT_SUPPORTED on a parent).  A slice's name is "<parent> MIG <profile>",
+ * its UUID "MIG-...", its memory and process lists its own; the parent lists
+ * every slice's processes with their instance ids.  GPU and per-process
+ * utilisation are NOT_SUPPORTED on slices and on a parent in MIG mode.
  *
  * Build: gcc -shared -fPIC -O2 -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c
  * -DFAKE_NVML_NO_MEMORY_V2 leaves out the nvmlDeviceGetMemoryInfo_v2 symbol
@@ -98,6 +110,7 @@ enum {
 
 #define MAX_GPUS 16
 #define MAX_PROCS 512   /* per list per GPU */
+#define MAX_MIG 7       /* MIG devices per GPU (A100/H100: at most 7) */
 #define STR_LEN 96
 
 /* ---- NVML structs (layouts as in pynvml.py) ------------------------------ */
@@ -156,6 +169,11 @@ typedef struct fake_gpu {
     int ncompute, ngraphics;
     fake_proc compute[MAX_PROCS];
     fake_proc graphics[MAX_PROCS];
+    int mig_mode;             /* -1 not supported, 0 disabled, 1 enabled */
+    int parent;               /* a MIG device: its parent's index; -1 for a physical GPU */
+    unsigned int gi, ci;      /* a MIG device's GPU / compute instance ids */
+    int nmig;                 /* a physical GPU: how many MIG devices follow in state.migs */
+    int first_mig;            /* ... starting here */
 } fake_gpu;
 
 typedef struct {
@@ -165,6 +183,8 @@ typedef struct {
     int cuda_driver_version;
     int ngpus;
     fake_gpu gpus[MAX_GPUS];
+    int nmigs;
+    fake_gpu migs[MAX_GPUS * MAX_MIG];
 } fake_state;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -184,6 +204,8 @@ static void gpu_defaults(fake_gpu *g, int index) {
     g->memory_v2 = 1;
     g->proc_util = 1;
     g->proc_api = 3;
+    g->mig_mode = -1;
+    g->parent = -1;
 }
 
 static char *trim(char *s) {
@@ -230,6 +252,9 @@ static int parse_line(fake_state *st, char *line, int lineno) {
          t = strtok_r(NULL, " \t", &save))
         tok[nt++] = t;
     fake_gpu *g = st->ngpus ? &st->gpus[st->ngpus - 1] : NULL;
+    /* after a mig_device line, uuid/proc lines describe that slice */
+    fake_gpu *slice = (g && g->nmig) ? &st->migs[g->first_mig + g->nmig - 1] : NULL;
+    if (slice && (!strcmp(key, "uuid") || !strcmp(key, "proc"))) g = slice;
 
     if (!strcmp(key, "driver")) {
         if (!strcmp(rest, "loaded")) st->driver_loaded = 1;
@@ -286,6 +311,34 @@ static int parse_line(fake_state *st, char *line, int lineno) {
         if (!strcmp(rest, "3")) g->proc_api = 3;
         else if (!strcmp(rest, "2")) g->proc_api = 2;
         else goto bad;
+    } else if (!strcmp(key, "mig")) {
+        if (!strcmp(rest, "na")) g->mig_mode = -1;
+        else if (!strcmp(rest, "0")) g->mig_mode = 0;
+        else if (!strcmp(rest, "1")) g->mig_mode = 1;
+        else goto bad;
+    } else if (!strcmp(key, "mig_device")) {
+        fake_gpu *parent = &st->gpus[st->ngpus - 1];
+        if (nt != 5 || parent->nmig >= MAX_MIG || st->nmigs >= MAX_GPUS * MAX_MIG) goto bad;
+        if (!parent->nmig) parent->first_mig = st->nmigs;
+        fake_gpu *m = &st->migs[st->nmigs];
+        gpu_defaults(m, st->ngpus - 1);
+        m->parent = st->ngpus - 1;
+        if (parse_uint(tok[0], &m->gi) || parse_uint(tok[1], &m->ci)
+            || parse_ull(tok[3], &m->total) || parse_ull(tok[4], &m->used)) goto bad;
+        char parent_name[STR_LEN], parent_bus[32];
+        memcpy(parent_name, parent->name, sizeof parent_name);
+        memcpy(parent_bus, parent->pci_bus_id, sizeof parent_bus);
+        snprintf(m->name, sizeof m->name, "%.60s MIG %.30s", parent_name, tok[2]);
+        snprintf(m->uuid, sizeof m->uuid, "MIG-%08x-fake-4e56-%04x-%012x",
+                 (unsigned)(st->ngpus - 1), m->gi, m->ci);
+        snprintf(m->pci_bus_id, sizeof m->pci_bus_id, "%s", parent_bus);
+        m->free = m->total > m->used ? m->total - m->used : 0;
+        m->reserved = 0;
+        m->has_util = 0;
+        m->proc_util = 0;
+        m->proc_api = parent->proc_api;
+        st->nmigs++;
+        parent->nmig++;
     } else if (!strcmp(key, "lost")) {
         if (!strcmp(rest, "1")) g->lost = 1;
         else if (!strcmp(rest, "0")) g->lost = 0;
@@ -357,13 +410,24 @@ static void refresh_state(void) {
 #define ENTER() pthread_mutex_lock(&lock); refresh_state()
 #define LEAVE(rc) do { nvmlReturn_t _rc = (rc); pthread_mutex_unlock(&lock); return _rc; } while (0)
 
+static int is_mig(const fake_gpu *dev) {
+    return dev >= state.migs && dev < state.migs + state.nmigs;
+}
+
 static nvmlReturn_t check_device(fake_gpu *dev) {
     if (init_count <= 0) return NVML_ERROR_UNINITIALIZED;
-    if (!dev || dev < state.gpus || dev >= state.gpus + state.ngpus
-        || ((char *)dev - (char *)state.gpus) % sizeof(fake_gpu))
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (dev->lost) return NVML_ERROR_GPU_IS_LOST;
+    int physical = dev && dev >= state.gpus && dev < state.gpus + state.ngpus
+        && ((char *)dev - (char *)state.gpus) % sizeof(fake_gpu) == 0;
+    int mig = dev && is_mig(dev) && ((char *)dev - (char *)state.migs) % sizeof(fake_gpu) == 0;
+    if (!physical && !mig) return NVML_ERROR_INVALID_ARGUMENT;
+    if (mig && state.gpus[dev->parent].mig_mode != 1) return NVML_ERROR_INVALID_ARGUMENT;
+    if (dev->lost || (mig && state.gpus[dev->parent].lost)) return NVML_ERROR_GPU_IS_LOST;
     return NVML_SUCCESS;
+}
+
+/* A parent in MIG mode answers for its slices, not for itself. */
+static int in_mig_mode(const fake_gpu *dev) {
+    return is_mig(dev) || dev->mig_mode == 1;
 }
 
 #define DEVICE_CALL(dev) ENTER(); { nvmlReturn_t _c = check_device(dev); if (_c) LEAVE(_c); }
@@ -531,7 +595,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(fake_gpu *dev, nvmlMemory_v2_t *m
 EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(fake_gpu *dev, nvmlUtilization_t *u) {
     DEVICE_CALL(dev);
     if (!u) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
-    if (!dev->has_util) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (!dev->has_util || in_mig_mode(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     u->gpu = dev->util_gpu;
     u->memory = dev->util_mem;
     LEAVE(NVML_SUCCESS);
@@ -540,7 +604,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(fake_gpu *dev, nvmlUtilization
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(fake_gpu *dev, int sensor, unsigned int *temp) {
     DEVICE_CALL(dev);
     if (!temp || sensor != 0) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
-    if (!dev->has_temp) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (!dev->has_temp || is_mig(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     *temp = dev->temp;
     LEAVE(NVML_SUCCESS);
 }
@@ -550,7 +614,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(fake_gpu *dev, nvmlTemperature_v1_
     if (!t) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
     if (t->version != NVML_TEMPERATURE_V1_VERSION) LEAVE(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     if (t->sensorType != 0) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
-    if (!dev->has_temp) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (!dev->has_temp || is_mig(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     t->temperature = (int)dev->temp;
     LEAVE(NVML_SUCCESS);
 }
@@ -558,7 +622,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(fake_gpu *dev, nvmlTemperature_v1_
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(fake_gpu *dev, unsigned int *mw) {
     DEVICE_CALL(dev);
     if (!mw) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
-    if (!dev->has_power) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (!dev->has_power || is_mig(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     *mw = dev->power_mw;
     LEAVE(NVML_SUCCESS);
 }
@@ -566,7 +630,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(fake_gpu *dev, unsigned int *mw) {
 EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(fake_gpu *dev, unsigned int *mw) {
     DEVICE_CALL(dev);
     if (!mw) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
-    if (!dev->has_limit) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (!dev->has_limit || is_mig(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     *mw = dev->limit_mw;
     LEAVE(NVML_SUCCESS);
 }
@@ -589,9 +653,37 @@ static const fake_proc *live_procs(const fake_proc *src, int *n) {
 }
 
 /* The buffer-too-small protocol: *count in = capacity, out = entries (or needed). */
-static nvmlReturn_t list_v2(const fake_proc *src, int n, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
+/* The processes a device lists, with their instance ids: its own, or for a
+ * parent in MIG mode those of every slice.  Called under the lock. */
+static fake_proc all_buf[MAX_PROCS * (MAX_MIG + 1)];
+static unsigned int all_gi[MAX_PROCS * (MAX_MIG + 1)], all_ci[MAX_PROCS * (MAX_MIG + 1)];
+static int gather(const fake_gpu *dev, int graphics) {
+    int n = 0;
+    const fake_gpu *from[MAX_MIG + 1];
+    int nfrom = 0;
+    if (!is_mig(dev) && dev->mig_mode == 1) {
+        for (int i = 0; i < dev->nmig; i++) from[nfrom++] = &state.migs[dev->first_mig + i];
+    } else {
+        from[nfrom++] = dev;
+    }
+    for (int f = 0; f < nfrom; f++) {
+        const fake_gpu *d = from[f];
+        int k = graphics ? d->ngraphics : d->ncompute;
+        const fake_proc *src = live_procs(graphics ? d->graphics : d->compute, &k);
+        for (int i = 0; i < k && n < MAX_PROCS * (MAX_MIG + 1); i++) {
+            all_buf[n] = src[i];
+            all_gi[n] = is_mig(d) ? d->gi : 0xFFFFFFFFu;   /* 0xFFFFFFFF: not in MIG mode */
+            all_ci[n] = is_mig(d) ? d->ci : 0xFFFFFFFFu;
+            n++;
+        }
+    }
+    return n;
+}
+
+static nvmlReturn_t list_v2(const fake_gpu *dev, int graphics, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    src = live_procs(src, &n);
+    int n = gather(dev, graphics);
+    const fake_proc *src = all_buf;
     if (*count < (unsigned int)n || (!infos && n > 0)) {
         *count = (unsigned int)n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -600,16 +692,17 @@ static nvmlReturn_t list_v2(const fake_proc *src, int n, unsigned int *count, nv
     for (int i = 0; i < n; i++) {
         infos[i].pid = src[i].pid;
         infos[i].usedGpuMemory = src[i].used;
-        infos[i].gpuInstanceId = 0xFFFFFFFFu;      /* not in MIG mode */
-        infos[i].computeInstanceId = 0xFFFFFFFFu;
+        infos[i].gpuInstanceId = all_gi[i];
+        infos[i].computeInstanceId = all_ci[i];
     }
     *count = (unsigned int)n;
     return NVML_SUCCESS;
 }
 
-static nvmlReturn_t list_v1(const fake_proc *src, int n, unsigned int *count, nvmlProcessInfo_v1_t *infos) {
+static nvmlReturn_t list_v1(const fake_gpu *dev, int graphics, unsigned int *count, nvmlProcessInfo_v1_t *infos) {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    src = live_procs(src, &n);
+    int n = gather(dev, graphics);
+    const fake_proc *src = all_buf;
     if (*count < (unsigned int)n || (!infos && n > 0)) {
         *count = (unsigned int)n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -627,30 +720,30 @@ static nvmlReturn_t list_v1(const fake_proc *src, int n, unsigned int *count, nv
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(fake_gpu *dev, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
     DEVICE_CALL(dev);
     if (dev->proc_api < 3) LEAVE(NVML_ERROR_FUNCTION_NOT_FOUND);
-    LEAVE(list_v2(dev->compute, dev->ncompute, count, infos));
+    LEAVE(list_v2(dev, 0, count, infos));
 }
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(fake_gpu *dev, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
     DEVICE_CALL(dev);
     if (dev->proc_api < 3) LEAVE(NVML_ERROR_FUNCTION_NOT_FOUND);
-    LEAVE(list_v2(dev->graphics, dev->ngraphics, count, infos));
+    LEAVE(list_v2(dev, 1, count, infos));
 }
 #endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(fake_gpu *dev, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
     DEVICE_CALL(dev);
-    LEAVE(list_v2(dev->compute, dev->ncompute, count, infos));
+    LEAVE(list_v2(dev, 0, count, infos));
 }
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(fake_gpu *dev, unsigned int *count, nvmlProcessInfo_v2_t *infos) {
     DEVICE_CALL(dev);
-    LEAVE(list_v2(dev->graphics, dev->ngraphics, count, infos));
+    LEAVE(list_v2(dev, 1, count, infos));
 }
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(fake_gpu *dev, unsigned int *count, nvmlProcessInfo_v1_t *infos) {
     DEVICE_CALL(dev);
-    LEAVE(list_v1(dev->compute, dev->ncompute, count, infos));
+    LEAVE(list_v1(dev, 0, count, infos));
 }
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(fake_gpu *dev, unsigned int *count, nvmlProcessInfo_v1_t *infos) {
     DEVICE_CALL(dev);
-    LEAVE(list_v1(dev->graphics, dev->ngraphics, count, infos));
+    LEAVE(list_v1(dev, 1, count, infos));
 }
 
 /* ---- per-process utilization ----------------------------------------------- */
@@ -661,7 +754,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(fake_gpu *dev, nvmlProcessUt
                                                     unsigned int *count, unsigned long long lastSeenTimeStamp) {
     DEVICE_CALL(dev);
     if (!count) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
-    if (!dev->proc_util) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (!dev->proc_util || in_mig_mode(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     struct timeval tv;
     gettimeofday(&tv, NULL);
     unsigned long long now = (unsigned long long)tv.tv_sec * 1000000ull + (unsigned long long)tv.tv_usec;
@@ -717,13 +810,74 @@ NOT_SUPPORTED_STUB(nvmlDeviceGetPcieThroughput)
 NOT_SUPPORTED_STUB(nvmlDeviceGetPerformanceState)
 NOT_SUPPORTED_STUB(nvmlDeviceGetPersistenceMode)
 NOT_SUPPORTED_STUB(nvmlDeviceGetTotalEccErrors)
-NOT_SUPPORTED_STUB(nvmlDeviceGetMigMode)
 
 EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(fake_gpu *dev, int *major, int *minor) {
     DEVICE_CALL(dev);
     if (!major || !minor) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
     *major = 9;
     *minor = 0;
+    LEAVE(NVML_SUCCESS);
+}
+
+/* ---- MIG ------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(fake_gpu *dev, unsigned int *current, unsigned int *pending) {
+    DEVICE_CALL(dev);
+    if (!current || !pending) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    if (is_mig(dev) || dev->mig_mode < 0) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    *current = *pending = (unsigned int)dev->mig_mode;
+    LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(fake_gpu *dev, unsigned int *isMig) {
+    DEVICE_CALL(dev);
+    if (!isMig) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    *isMig = (unsigned int)is_mig(dev);
+    LEAVE(NVML_SUCCESS);
+}
+
+/* nvml.h: "Returns zero if MIG is not supported or enabled." */
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(fake_gpu *dev, unsigned int *count) {
+    DEVICE_CALL(dev);
+    if (!count) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    if (is_mig(dev)) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    *count = dev->mig_mode == 1 ? MAX_MIG : 0;
+    LEAVE(NVML_SUCCESS);
+}
+
+/* Slices are laid out at odd indices, so a caller must not stop at the first
+ * empty one (nvml.h: NOT_FOUND "if no valid MIG device was found at index"). */
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(fake_gpu *dev, unsigned int index, fake_gpu **mig) {
+    DEVICE_CALL(dev);
+    if (!mig || is_mig(dev)) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    if (dev->mig_mode != 1) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (index >= MAX_MIG) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int slot = MAX_MIG - 1 - index;   /* reversed: the first indices may be empty */
+    if (slot >= (unsigned int)dev->nmig) LEAVE(NVML_ERROR_NOT_FOUND);
+    *mig = &state.migs[dev->first_mig + (int)slot];
+    LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(fake_gpu *mig, fake_gpu **dev) {
+    DEVICE_CALL(mig);
+    if (!dev || !is_mig(mig)) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    *dev = &state.gpus[mig->parent];
+    LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(fake_gpu *dev, unsigned int *id) {
+    DEVICE_CALL(dev);
+    if (!id) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    if (!is_mig(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    *id = dev->gi;
+    LEAVE(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(fake_gpu *dev, unsigned int *id) {
+    DEVICE_CALL(dev);
+    if (!id) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
+    if (!is_mig(dev)) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    *id = dev->ci;
     LEAVE(NVML_SUCCESS);
 }
 

@@ -22,13 +22,15 @@ class Hosts:
         self.hosts: dict[str, dict] = {}
         self.config = fakessh.install(self.bin, {})
 
-    def add(self, name: str, state: FakeState | None = None, path: str | None = None) -> pathlib.Path:
+    def add(self, name: str, state: FakeState | None = None, path: str | None = None,
+            **env_extra: str) -> pathlib.Path:
         """A host whose `vramscope stream` sees ``state``; returns its state file."""
         state_path = self.dir / f"{name}-nvml.txt"
         write_state(state_path, state or FakeState())
         env = {k: v for k, v in subprocess_env(self.lib_dir, state_path, {}).items()}
         env["PATH"] = path or fakessh.venv_path()
         env.update(private_dirs(self.dir / name))  # the "remote" user's own directories
+        env.update(env_extra)
         self.hosts[name] = env
         fakessh.set_hosts(self.config, self.hosts)
         return state_path

@@ -36,7 +36,8 @@ def test_serves_the_latest_frame_on_loopback():
                (("gpu", "0"), ("name", "Test GPU A"), ("uuid", "GPU-aaaa")))
         assert got[key] == f.gpus[0].used
         assert got[("vramscope_process_memory_used_bytes",
-                    (("gpu", "0"), ("pid", "4242"), ("process", "python3")))] == f.gpus[0].processes[0].used
+                    (("gpu", "0"), ("mig", ""), ("pid", "4242"), ("process", "python3")))] \
+            == f.gpus[0].processes[0].used
         # Xorg's memory is not available: no sample at all, never a 0
         assert not [k for k in got if k[0] == "vramscope_process_memory_used_bytes"
                     and ("pid", "900") in k[1]]
@@ -75,3 +76,29 @@ def test_port_round_trip(port):
 def test_bad_addresses_are_refused_with_a_message(bad):
     with pytest.raises(ValueError, match="port|PORT|range"):
         parse_address(bad)
+
+
+def test_mig_slices_and_their_processes_are_labelled_with_the_slice():
+    import dataclasses
+
+    from vramscope.core.samples import GpuProcess, GpuSample, MigSlice
+    uuid = "MIG-1f2e3d4c-0000-5555-aaaa-000000000001"
+    proc = GpuProcess(pid=77, used=18 << 30, mig_uuid=uuid)
+    gpu = GpuSample(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-h100", total=80 << 30,
+                    used=20 << 30, mig_mode=True, processes=(proc,),
+                    slices=(MigSlice(index=6, uuid=uuid, profile="3g.40gb", gpu_instance_id=1,
+                                     compute_instance_id=0, total=40 << 30, used=20 << 30,
+                                     free=20 << 30, processes=(proc,)),))
+    store = Store()
+    store.append(dataclasses.replace(frame(1), gpus=(gpu,), agents=()))
+    server = serve_metrics(store, "127.0.0.1:0")
+    try:
+        got = _scrape(server.url)
+    finally:
+        server.close()
+    slice_labels = (("compute_instance", "0"), ("gpu", "0"), ("gpu_instance", "1"),
+                    ("mig", uuid), ("profile", "3g.40gb"))
+    assert got[("vramscope_mig_memory_total_bytes", slice_labels)] == 40 << 30
+    assert got[("vramscope_mig_memory_used_bytes", slice_labels)] == 20 << 30
+    assert got[("vramscope_process_memory_used_bytes",
+                (("gpu", "0"), ("mig", uuid), ("pid", "77"), ("process", "")))] == 18 << 30

@@ -28,3 +28,7 @@ def add_host_arguments(p: argparse.ArgumentParser) -> None:
                    help="watch another machine over ssh (repeatable): runs `vramscope stream` "
                         "there through your own ssh (keys, config, ProxyJump); nothing listens "
                         "on the network")
+    p.add_argument("--from-prometheus", metavar="URL", default=None,
+                   help="watch a fleet: every machine a Prometheus server (http://HOST:9090) "
+                        "scrapes from `vramscope record --prometheus` or dcgm-exporter, one "
+                        "host per instance label")

@@ -136,7 +136,8 @@ def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
         source.close()
     if frame.error:
         return [], frame.error
-    gpus = [(f"GPU {g.index}: {g.name}", g.total) for g in frame.gpus if g.total is not None]
+    from vramscope.core.planner.targets import fit_targets
+    gpus = fit_targets(frame)
     return gpus, None if gpus else "NVML found no GPU"
 
 

@@ -104,7 +104,32 @@ def run_hosts(args, out=None) -> int:
     return 0 if answered == len(views) else (1 if answered else 2)
 
 
+def run_fleet(args, out=None) -> int:
+    """`status --from-prometheus URL`: every host the server scrapes, like --host."""
+    from vramscope.core.status_report import hosts_to_dict, render_hosts
+    from vramscope.sources.hosts import split_by_host
+    from vramscope.sources.prometheus import PrometheusSource
+
+    out = out or sys.stdout
+    try:
+        source = PrometheusSource(args.from_prometheus)
+    except ValueError as exc:
+        print(f"vramscope status: --from-prometheus: {exc}", file=sys.stderr)
+        return 2
+    frame = take_frame(source, args)
+    if frame.error and not frame.gpus:
+        print(f"vramscope status: {frame.error}", file=sys.stderr)
+        return 2
+    views = split_by_host(frame, alerts_for(frame, args))
+    out.write(json.dumps(hosts_to_dict(views), indent=2, default=str) + "\n" if args.json
+              else render_hosts(views))
+    out.flush()
+    return 0 if all(v.state == "connected" for v in views) else 1
+
+
 def run(args) -> int:
+    if getattr(args, "from_prometheus", None):
+        return run_fleet(args)
     if getattr(args, "host", None):
         return run_hosts(args)
     # one look at the demo: ten minutes into its script, when everything runs

@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 
-_GPU_GAUGES = (
+# (GpuSample attribute, metric name, help): read back by sources/prometheus.py
+GPU_GAUGES = (
     ("used", "vramscope_gpu_memory_used_bytes", "Device memory in use (NVML)"),
     ("total", "vramscope_gpu_memory_total_bytes", "Device memory capacity (NVML)"),
     ("free", "vramscope_gpu_memory_free_bytes", "Device memory free (NVML)"),
@@ -33,6 +34,13 @@ _GPU_GAUGES = (
     ("util_memory", "vramscope_gpu_memory_utilization_percent", "Memory controller utilisation"),
     ("temperature", "vramscope_gpu_temperature_celsius", "GPU temperature"),
     ("power_w", "vramscope_gpu_power_watts", "Power draw"),
+)
+PROCESS_MEMORY_METRIC = "vramscope_process_memory_used_bytes"  # labels gpu, pid, process, mig
+PROCESS_SM_METRIC = "vramscope_process_sm_utilization_percent"
+_MIG_GAUGES = (
+    ("used", "vramscope_mig_memory_used_bytes", "Device memory in use on a MIG slice (NVML)"),
+    ("total", "vramscope_mig_memory_total_bytes", "Device memory of a MIG slice (NVML)"),
+    ("free", "vramscope_mig_memory_free_bytes", "Device memory free on a MIG slice (NVML)"),
 )
 _AGENT_GAUGES = (
     ("allocated", "vramscope_agent_allocated_bytes", "PyTorch allocated bytes"),
@@ -63,27 +71,38 @@ class StoreCollector(Collector):
         yield info
         gpu_labels = ["gpu", "uuid", "name"]
         fams = {attr: GaugeMetricFamily(name, doc, labels=gpu_labels)
-                for attr, name, doc in _GPU_GAUGES}
+                for attr, name, doc in GPU_GAUGES}
+        # "mig": the MIG slice's UUID a process runs on, "" off MIG
         asleep = GaugeMetricFamily("vramscope_gpu_asleep",
                                    "1 while the GPU is runtime-suspended (not queried)",
                                    labels=gpu_labels)
         fams["asleep"] = asleep
-        proc = GaugeMetricFamily("vramscope_process_memory_used_bytes",
+        proc = GaugeMetricFamily(PROCESS_MEMORY_METRIC,
                                  "Device memory used by a process on a GPU (NVML)",
-                                 labels=["gpu", "pid", "process"])
-        proc_sm = GaugeMetricFamily("vramscope_process_sm_utilization_percent",
+                                 labels=["gpu", "pid", "process", "mig"])
+        proc_sm = GaugeMetricFamily(PROCESS_SM_METRIC,
                                     "SM utilisation of a process on a GPU",
-                                    labels=["gpu", "pid", "process"])
+                                    labels=["gpu", "pid", "process", "mig"])
+        mig_labels = ["gpu", "mig", "profile", "gpu_instance", "compute_instance"]
+        mig_fams = {attr: GaugeMetricFamily(name, doc, labels=mig_labels)
+                    for attr, name, doc in _MIG_GAUGES}
         for gpu in frame.gpus:
+            for mig in gpu.slices:
+                mlabels = [str(gpu.index), mig.uuid or "", mig.profile or "",
+                           _label(mig.gpu_instance_id), _label(mig.compute_instance_id)]
+                for attr, _, _ in _MIG_GAUGES:
+                    value = getattr(mig, attr)
+                    if value is not None:
+                        mig_fams[attr].add_metric(mlabels, float(value))
             labels = [str(gpu.index), gpu.uuid or "", gpu.name or ""]
             asleep.add_metric(labels, 1.0 if gpu.asleep else 0.0)
-            for attr, _, _ in _GPU_GAUGES:
+            for attr, _, _ in GPU_GAUGES:
                 value = getattr(gpu, attr)
                 if value is not None:
                     fams[attr].add_metric(labels, float(value))
             for p in gpu.processes:
                 name = (p.info.name if p.info is not None else None) or ""
-                plabels = [str(gpu.index), str(p.pid), name]
+                plabels = [str(gpu.index), str(p.pid), name, p.mig_uuid or ""]
                 if p.used is not None:
                     proc.add_metric(plabels, float(p.used))
                 if p.sm is not None:
@@ -91,6 +110,7 @@ class StoreCollector(Collector):
         yield from fams.values()
         yield proc
         yield proc_sm
+        yield from mig_fams.values()
         yield from _user_families(frame)
         agent_labels = ["pid", "device", "rank"]
         afams = {attr: GaugeMetricFamily(name, doc, labels=agent_labels)
@@ -115,6 +135,10 @@ class StoreCollector(Collector):
                             buckets.add_metric(labels + [bucket], float(value))
         yield from afams.values()
         yield buckets
+
+
+def _label(value) -> str:
+    return "" if value is None else str(value)
 
 
 def _user_families(frame: Frame):

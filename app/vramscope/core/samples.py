@@ -96,6 +96,7 @@ class GpuProcess:
     sm: int | None = None  # SM utilisation %, None when NVML gave no figure
     info: ProcessInfo | None = None
     has_agent: bool = False
+    mig_uuid: str | None = None  # the MIG slice it runs on ("MIG-..."), None off MIG
     cpu_percent: float | None = None  # host CPU over the last pass, 100 = one core (as top shows it)
     host_memory: int | None = None  # resident set size in host RAM, bytes
 
@@ -103,6 +104,35 @@ class GpuProcess:
     def identity(self) -> ProcessIdentity:
         start = self.info.start_time if self.info is not None else None
         return ProcessIdentity(self.pid, start)
+
+
+def bare_uuid(uuid: str | None) -> str | None:
+    """NVML's "GPU-<uuid>" / "MIG-<uuid>" and torch's bare uuid, compared alike."""
+    if not uuid:
+        return None
+    u = str(uuid).strip().lower()
+    return u[4:] if u.startswith(("gpu-", "mig-")) else u
+
+
+@dataclass(frozen=True, slots=True)
+class MigSlice:
+    """One MIG device (slice) of a MIG-enabled GPU, as NVML reports it.
+
+    Its processes are also in the parent GpuSample's list (each tagged with
+    ``mig_uuid``), so everything that walks GPUs sees them once.
+    """
+
+    index: int  # MIG device index under the parent (nvmlDeviceGetMigDeviceHandleByIndex)
+    uuid: str | None = None  # "MIG-..."; what CUDA_VISIBLE_DEVICES names
+    name: str | None = None
+    profile: str | None = None  # "3g.40gb": compute slices g . memory
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    total: int | None = None
+    used: int | None = None
+    free: int | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +152,17 @@ class GpuSample:
     power_limit_w: float | None = None
     processes: tuple[GpuProcess, ...] = ()
     error: str | None = None  # None, or a short text ("GPU is lost", ...)
+    mig_mode: bool | None = None  # None: the GPU cannot do MIG (or does not say)
+    slices: tuple[MigSlice, ...] = ()  # MIG devices, when mig_mode is on
     asleep: bool = False  # runtime-suspended PCI device: not queried, so not woken
     host: str | None = None  # the machine it is in, when not this one (--host, a fleet)
     host_index: int | None = None  # its index on that machine (``index`` is unique here)
+
+    def slice_of(self, proc: GpuProcess) -> MigSlice | None:
+        """The MIG slice a process of this GPU runs on (None off MIG)."""
+        if proc.mig_uuid is None:
+            return None
+        return next((s for s in self.slices if s.uuid == proc.mig_uuid), None)
 
     @property
     def label(self) -> str:
@@ -175,6 +213,7 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
+    wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
     # (a container without --pid=host); None: not known (demo, session, other OS)
     host_pids: bool | None = None

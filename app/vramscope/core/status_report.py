@@ -9,11 +9,16 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                "utilization": {"gpu", "memory"}, "temperature", "power": {"usage_w", "limit_w"},
                "error", "asleep",
                "processes": [{"pid", "used", "sm", "user", "command", "start_time",
-                              "kinds", "visibility", "agent", "ns_pid",
+                              "kinds", "visibility", "agent", "ns_pid", "mig_uuid",
                               "container": {"runtime", "id", "name", "pod_uid", "pod",
-                                            "namespace"} | null}]}],
+                                            "namespace"} | null}],
+               "mig_mode",
+               "mig_slices": [{"index", "uuid", "name", "profile", "gpu_instance_id",
+                               "compute_instance_id", "memory": {"total", "used", "free"},
+                               "processes": [...]}]}],
      "users": [{"user", "used", "gpus": [{"gpu", "used"}], "processes", "unreported"}],
      "device_holders": [{"pid", "user", "command", "devices", "container", "ns_pid"}],
+     "wsl", "notices",
      "agents": [{"pid", "start_time", "rank", "step", "devices": [{"device", "allocated",
                  "reserved", "inactive_split", "peak_allocated", "num_alloc_retries",
                  "num_ooms", "buckets": {...}}], "events": [{"kind", "time", "data"}]}],
@@ -29,10 +34,11 @@ from typing import Any
 
 from vramscope.core.containers import container_text
 from vramscope.core.samples import (
-    BUCKET_NAMES, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
+    BUCKET_NAMES, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample, MigSlice,
 )
 from vramscope.core.process_text import command_text, user_text
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
+from vramscope.core.wsl import WSL_NOTICE
 from vramscope.core.user_totals import user_totals
 
 
@@ -46,6 +52,8 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
         "driver_version": frame.driver_version,
         "cuda_driver_version": frame.cuda_driver_version,
         "error": frame.error,
+        "wsl": frame.wsl,
+        "notices": notices(frame),
         "host_pids": frame.host_pids,
         "gpus": [gpu_to_dict(g) for g in frame.gpus],
         "users": [t.as_dict() for t in user_totals(frame)],
@@ -55,6 +63,12 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
         "agents": [agent_to_dict(a) for a in frame.agents],
         "alerts": [_plain(a) for a in alerts],
     }
+
+
+def notices(frame: Frame) -> list[str]:
+    """What the user must know to read this report right: trouble in the pipeline
+    (Frame.notices) and the platform's limits (WSL), each said once."""
+    return [*frame.notices, *([WSL_NOTICE] if frame.wsl else [])]
 
 
 def hosts_to_dict(views) -> dict:
@@ -97,6 +111,22 @@ def gpu_to_dict(gpu: GpuSample) -> dict:
         "error": gpu.error,
         "asleep": gpu.asleep,
         "processes": [process_to_dict(p) for p in gpu.processes],
+        "mig_mode": gpu.mig_mode,
+        "mig_slices": [slice_to_dict(s) for s in gpu.slices],
+    }
+
+
+def slice_to_dict(mig: MigSlice) -> dict:
+    return {
+        "index": mig.index,
+        "uuid": mig.uuid,
+        "name": mig.name,
+        "profile": mig.profile,
+        "gpu_instance_id": mig.gpu_instance_id,
+        "compute_instance_id": mig.compute_instance_id,
+        "memory": {"total": _int(mig.total), "used": _int(mig.used), "free": _int(mig.free)},
+        "error": mig.error,
+        "processes": [process_to_dict(p) for p in mig.processes],
     }
 
 
@@ -112,6 +142,7 @@ def process_to_dict(proc: GpuProcess) -> dict:
         "kinds": list(proc.kinds),
         "visibility": info.visibility if info else None,
         "agent": bool(proc.has_agent),
+        "mig_uuid": proc.mig_uuid,
         **_container_fields(info),
     }
 
@@ -187,6 +218,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
     lines.append("  ".join(head))
     if frame.error:
         lines.append(f"error: {frame.error}")
+    lines.extend(f"note: {text}" for text in notices(frame))
     if not frame.gpus and not frame.error:
         lines.append("no GPUs found")
     agents = {a.pid for a in frame.agents}
@@ -195,6 +227,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
         lines.append(_gpu_line(gpu))
         if gpu.error or gpu.asleep:
             continue
+        lines.extend(_slice_lines(gpu))
         if not gpu.processes:
             lines.append("    no processes")
             continue
@@ -212,6 +245,9 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
                 marks.append("agent")
             if "graphics" in p.kinds:
                 marks.append("+".join(p.kinds))
+            mig = gpu.slice_of(p)
+            if mig is not None:
+                marks.append(f"MIG {mig.profile or mig.uuid}")
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
             rows.append((str(p.pid), user_text(p), fmt_bytes(p.used), fmt_percent(p.sm),
@@ -279,6 +315,19 @@ def _agent_lines(frame: Frame) -> list[str]:
                          if getattr(d.buckets, name) is not None]
                 if parts:
                     out.append("      " + " · ".join(parts))
+    return out
+
+
+def _slice_lines(gpu: GpuSample) -> list[str]:
+    if not gpu.mig_mode:
+        return []
+    out = [f"    MIG mode: {len(gpu.slices)} slice{'s' if len(gpu.slices) != 1 else ''}"
+           " (per-process SM % is not available on MIG: NVML does not report it)"]
+    for mig in gpu.slices:
+        used = fmt_bytes(mig.used)
+        total = fmt_bytes(mig.total)
+        out.append(f"      {mig.profile or 'slice'}  GI {mig.gpu_instance_id} CI {mig.compute_instance_id}"
+                   f"  memory {used} / {total}  {mig.uuid or NA}")
     return out
 
 

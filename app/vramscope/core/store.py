@@ -7,6 +7,7 @@ array. Series keys are tuples:
 - ``("gpu", index, metric)`` with metric in GPU_METRICS
 - ``("proc", gpu_index, pid, start_time, "used")`` -- one series per process
   identity per GPU, so a reused PID starts a new series
+- ``("mig", gpu_index, mig_uuid, metric)`` -- a MIG slice's "used" and "total"
 - other producers (the agent client) may add their own keys with ``record``.
 
 Listeners run on the sampler thread after every append, in the order of
@@ -72,6 +73,11 @@ def proc_key(gpu_index: int, pid: int, start_time: float | None) -> tuple:
     return ("proc", gpu_index, pid, start_time, "used")
 
 
+def mig_key(gpu_index: int, mig_uuid: str, metric: str) -> tuple:
+    """One MIG slice's series ("used" / "total") under its GPU."""
+    return ("mig", gpu_index, mig_uuid, metric)
+
+
 class Store:
     def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0,
                  coarse_points: int = 17280, max_series: int = 4096):
@@ -102,6 +108,10 @@ class Store:
                 for proc in gpu.processes:
                     ident = proc.identity
                     self._record(proc_key(gpu.index, ident.pid, ident.start_time), t, proc.used)
+                for mig in gpu.slices:
+                    if mig.uuid is not None:
+                        self._record(mig_key(gpu.index, mig.uuid, "used"), t, mig.used)
+                        self._record(mig_key(gpu.index, mig.uuid, "total"), t, mig.total)
             self._latest = frame
             if self._first_time is None:
                 self._first_time = t

@@ -36,6 +36,7 @@ import time
 from vramscope.agent import paths, protocol
 from vramscope.core.samples import (
     BUCKET_NAMES, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame,
+    bare_uuid,
 )
 
 log = logging.getLogger(__name__)
@@ -53,10 +54,7 @@ def agent_key(pid: int, start_time: float | None, device: str, metric: str) -> t
 
 
 def _norm_uuid(uuid: str | None) -> str | None:
-    if not uuid:
-        return None
-    u = str(uuid).strip().lower()
-    return u[4:] if u.startswith("gpu-") else u
+    return bare_uuid(uuid)
 
 
 class AgentConnection:
@@ -431,12 +429,13 @@ def _with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:
     """outside PyTorch = NVML process memory - reserved, on the device that is this GPU."""
     cuda = [d for d in report.devices if d.device.startswith("cuda")]
     target = None
-    gpu_uuid = _norm_uuid(gpu.uuid)
+    # the device is this GPU, or the MIG slice of it the process runs on
+    here = {_norm_uuid(gpu.uuid), _norm_uuid(proc.mig_uuid)} - {None}
     for d in cuda:
-        if gpu_uuid is not None and _norm_uuid(d.gpu_uuid) == gpu_uuid:
+        if _norm_uuid(d.gpu_uuid) in here:
             target = d
     if target is None and len(cuda) == 1:
-        known = {_norm_uuid(g.uuid) for g in all_gpus if g.uuid}
+        known = {_norm_uuid(u) for g in all_gpus for u in (g.uuid, *(s.uuid for s in g.slices)) if u}
         if _norm_uuid(cuda[0].gpu_uuid) not in known:  # torch gave no usable uuid: one device, one GPU
             on = [g for g in all_gpus if any(p.pid == proc.pid for p in g.processes)]
             if len(on) == 1:

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 
 def open_source(args, demo_elapsed: float = 0.0):
-    """The source the options ask for: other machines over ssh (--host), the
-    simulated workstation or NVML.
+    """The source the options ask for: a fleet through Prometheus
+    (--from-prometheus), other machines over ssh (--host), the simulated
+    workstation or NVML. ValueError for a URL that is not one.
 
     ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
     `status --demo` shows the workstation busy, not at its first second).
     """
+    if getattr(args, "from_prometheus", None):
+        from vramscope.sources.prometheus import PrometheusSource
+        return PrometheusSource(args.from_prometheus)
     if getattr(args, "host", None):
         from vramscope.sources.hosts import HostsSource
         return HostsSource(args.host, interval=getattr(args, "interval", None) or 1.0,

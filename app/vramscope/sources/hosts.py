@@ -14,8 +14,8 @@ import dataclasses
 import time
 
 from vramscope.core.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActions, ProcessSummary
-from vramscope.core.samples import SSH_SOURCE, Frame, GpuSample, HostState
-from vramscope.sources.remote import CONNECTED, RemoteHost
+from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame, GpuSample, HostState
+from vramscope.sources.remote import CONNECTED, HostView, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
 
@@ -94,8 +94,30 @@ class HostsSource:
             host.close()
 
 
+def split_by_host(frame: Frame, alerts=()) -> list[HostView]:
+    """A multi-host frame as one view per host, each GPU back at its own index
+    (what `status` prints per host); ``alerts`` (JSON dicts) go to the host of
+    their GPU."""
+    host_of_gpu = {g.index: g.host for g in frame.gpus}
+    views = []
+    for state in frame.hosts:
+        gpus = tuple(dataclasses.replace(g, index=g.host_index, host=None, host_index=None)
+                     for g in frame.gpus if g.host == state.host)
+        live = state.state == CONNECTED
+        mine = tuple(a for a in alerts if host_of_gpu.get(a.get("gpu")) == state.host)
+        sub = dataclasses.replace(frame, gpus=gpus, hosts=(), agents=(),
+                                  error=None if live else state.error)
+        views.append(HostView(state.host, state.state, sub if gpus or live else None,
+                              tuple(state.alerts) + mine, state.error, state.retry_in,
+                              state.version))
+    return views
+
+
 def session_host_meta(source) -> dict:
     """Session meta for a recording of other machines: the hosts are part of it."""
+    url = getattr(getattr(source, "client", None), "url", None)
+    if getattr(source, "name", None) == PROMETHEUS_SOURCE and url:
+        return {"host": f"fleet via {url}", "prometheus": url, "host_gpu_block": HOST_BLOCK}
     if not isinstance(source, HostsSource):
         return {}
     names = [h.host for h in source.hosts]

@@ -45,9 +45,11 @@ from dataclasses import dataclass, field
 
 from vramscope.core.samples import DeviceHolder, Frame, GpuProcess, GpuSample
 from vramscope.sources.device_holders import DeviceHolderScanner
+from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, gpu_asleep, nvidia_bus_ids
+from vramscope.sources.wsl import running_under_wsl
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +96,8 @@ class _Gpu:
     errors: dict = field(default_factory=dict)  # call name -> NVML error code
     failed: bool = False  # lost (or fatal) on the previous pass
     last_procs: dict = field(default_factory=dict)  # pid -> GpuProcess of the previous pass
+    mig_static: dict = field(default_factory=dict)  # MIG uuid -> (name, gi id, ci id)
+    slice_reads: list = field(default_factory=list)  # this pass's MIG slices (nvml_mig.SliceRead)
 
 
 class NvmlSource:
@@ -101,7 +105,8 @@ class NvmlSource:
     simulated = False
 
     def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0,
-                 sysfs_root: str = SYS, holders: DeviceHolderScanner | None = None):
+                 sysfs_root: str = SYS, holders: DeviceHolderScanner | None = None,
+                 wsl: bool | None = None):
         self.processes = processes if processes is not None else ProcessCache()
         self.host_usage = HostUsage()
         self.retry_interval = float(retry_interval)
@@ -115,6 +120,8 @@ class NvmlSource:
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
         self._proc_calls: dict[str, str | None] = {}  # kind -> pynvml function name
         self.init_attempts = 0
+        # read once (it does not change while we run); tests pass it
+        self.wsl = running_under_wsl() if wsl is None else wsl
 
     # -- public ------------------------------------------------------------------------
     @property
@@ -155,6 +162,7 @@ class NvmlSource:
                     guessed = nvidia_bus_ids(self.sysfs_root)
                 bus = guessed[index] if len(guessed) == count else None
             if bus is not None and gpu_asleep(bus, self.sysfs_root):
+                gpu.slice_reads = []
                 partial.append((gpu, GpuSample(index=index, name=gpu.name, uuid=gpu.uuid,
                                                pci_bus_id=bus, asleep=True), {}))
                 continue
@@ -172,11 +180,14 @@ class NvmlSource:
         for gpu, sample, procs in partial:
             if procs:
                 sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos, usage))
+            if gpu.slice_reads:
+                sample = dataclasses.replace(
+                    sample, slices=build_slices(gpu.slice_reads, sample.processes))
             samples.append(sample)
         driver, nvml_version, cuda = self._versions
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
                      nvml_version=nvml_version, cuda_driver_version=cuda,
-                     host_pids=self.processes.host_pids, device_holders=holders)
+                     host_pids=self.processes.host_pids, device_holders=holders, wsl=self.wsl)
 
     @staticmethod
     def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict, usage: dict) -> tuple[GpuProcess, ...]:
@@ -184,16 +195,17 @@ class NvmlSource:
         pass is the same object again (cheaper than building it anew)."""
         previous = gpu.last_procs
         current = {}
-        for pid, (used, kinds, sm) in procs.items():
+        for pid, (used, kinds, sm, mig_uuid) in procs.items():
             info = infos.get(pid)
             cpu, rss = usage.get(pid, (None, None))
             old = previous.get(pid)
             if (old is not None and old.used == used and old.sm == sm and old.kinds == kinds
-                    and old.info is info and old.cpu_percent == cpu and old.host_memory == rss):
+                    and old.info is info and old.mig_uuid == mig_uuid
+                    and old.cpu_percent == cpu and old.host_memory == rss):
                 current[pid] = old
             else:
                 current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info,
-                                          cpu_percent=cpu, host_memory=rss)
+                                          mig_uuid=mig_uuid, cpu_percent=cpu, host_memory=rss)
         gpu.last_procs = current
         return tuple(current.values())
 
@@ -282,9 +294,14 @@ class NvmlSource:
         if what in gpu.skip:
             return None
         value = self._call(gpu, what, fn, *args, **kwargs)
-        if value is None and self._last_code in _GPU_FATAL:
-            raise _GpuFailed(self._last_code)
+        if value is None:
+            self._check_fatal(gpu)
         return value
+
+    def _check_fatal(self, gpu: _Gpu) -> None:
+        """After a failed call: a lost GPU aborts this GPU's pass."""
+        if self._last_code in _GPU_FATAL:
+            raise _GpuFailed(self._last_code)
 
     # -- one GPU --------------------------------------------------------------------
     def _sample_gpu(self, gpu: _Gpu, now: float):
@@ -292,6 +309,7 @@ class NvmlSource:
         try:
             return self._read_gpu(gpu, now)
         except _GpuFailed as failed:
+            gpu.slice_reads = []
             if not gpu.failed:
                 log.warning("GPU %d: %s", gpu.index, self._error_text(failed.code))
             gpu.failed = True
@@ -333,6 +351,7 @@ class NvmlSource:
         limit = self._gpu_call(gpu, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
 
         procs = self._processes(gpu, handle)
+        mig_mode, gpu.slice_reads = read_mig(self, gpu, handle, procs)
         self._add_sm(gpu, handle, now, procs)
         gpu.failed = False
         sample = GpuSample(
@@ -343,6 +362,7 @@ class NvmlSource:
             temperature=temperature,
             power_w=None if power is None else power / 1000.0,
             power_limit_w=None if limit is None else limit / 1000.0,
+            mig_mode=mig_mode,
         )
         return sample, procs
 
@@ -357,7 +377,7 @@ class NvmlSource:
                               handle, nvml.NVML_TEMPERATURE_GPU)
 
     def _processes(self, gpu: _Gpu, handle) -> dict:
-        """{pid: [used, kinds, sm]} from the compute and graphics lists."""
+        """{pid: [used, kinds, sm, mig uuid]} from the compute and graphics lists."""
         merged: dict[int, list] = {}
         for kind in ("compute", "graphics"):
             entries = self._process_list(gpu, handle, kind)
@@ -366,7 +386,7 @@ class NvmlSource:
                 used = entry.usedGpuMemory  # pynvml: None where not available
                 have = merged.get(pid)
                 if have is None:
-                    merged[pid] = [used, (kind,), None]
+                    merged[pid] = [used, (kind,), None, None]
                     continue
                 if used is not None and (have[0] is None or used > have[0]):
                     have[0] = used

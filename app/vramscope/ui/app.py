@@ -88,6 +88,8 @@ def start_monitor(source, args, settings=None):
     from vramscope.core.session import RetentionPolicy
     from vramscope.core.session.recorder import SessionRecorder
     from vramscope.sources.choose import enrichers_for
+    from vramscope.core.actions import ProcessActions
+    from vramscope.core.samples import PROMETHEUS_SOURCE
     from vramscope.sources.hosts import HostActions, HostsSource, session_host_meta
 
     if settings is not None:
@@ -102,6 +104,8 @@ def start_monitor(source, args, settings=None):
                             diagnostics=diagnostics, read_only=read_only)
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
+    elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
+        monitor.actions = ProcessActions(read_only=True)
     if record:
         monitor.record(SessionRecorder(
             monitor.engine, monitor.actions,
@@ -144,10 +148,14 @@ class Services:
         from vramscope.ui.panels import attach_panels
 
         self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
-        from vramscope.sources.hosts import HostsSource
-        if isinstance(self.monitor.pipeline.source, HostsSource):
+        from vramscope.core.samples import PROMETHEUS_SOURCE, REMOTE_SOURCES
+        source = self.monitor.pipeline.source
+        if source.name in REMOTE_SOURCES:  # --host, --from-prometheus
             from vramscope.ui.hosts_bar import attach_hosts_bar
             attach_hosts_bar(window)
+        if source.name == PROMETHEUS_SOURCE:
+            from vramscope.ui.fleet_view import attach_fleet_view
+            attach_fleet_view(window, source, self.engine)
         window.services = self
         _add_session_actions(window, self)
         if self.recorder is not None and not self.monitor.pipeline.simulated:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from PySide6.QtWidgets import QFrame, QScrollArea
 
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
+from vramscope.core.planner.targets import fit_targets
 from vramscope.core.samples import ProcessIdentity
 from vramscope.ui import theme
 from vramscope.ui.agent_panel import AgentPanel
@@ -60,7 +61,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     gpus_seen = [None]
 
     def update_planner(frame) -> None:
-        gpus = tuple((f"GPU {g.index}: {g.name}", g.total) for g in frame.gpus if g.total)
+        gpus = tuple(fit_targets(frame))
         if gpus != gpus_seen[0]:
             gpus_seen[0] = gpus
             planner.set_gpus(list(gpus))

@@ -2,19 +2,47 @@
 
 from __future__ import annotations
 
-from vramscope.core.samples import AgentDevice, AgentReport, Frame, GpuSample
+import dataclasses
+
+from vramscope.core.samples import (
+    AgentDevice, AgentReport, Frame, GpuSample, MigSlice, bare_uuid,
+)
+
+
+def slice_for_device(frame: Frame, device: AgentDevice | None) -> tuple[GpuSample, MigSlice] | None:
+    """The MIG slice an agent device is (CUDA_VISIBLE_DEVICES=MIG-...), with its GPU."""
+    uuid = bare_uuid(device.gpu_uuid) if isinstance(device, AgentDevice) else None
+    if uuid is None:
+        return None
+    for gpu in frame.gpus:
+        for mig in gpu.slices:
+            if bare_uuid(mig.uuid) == uuid:
+                return gpu, mig
+    return None
+
+
+def slice_view(gpu: GpuSample, mig: MigSlice) -> GpuSample:
+    """A MIG slice seen as the GPU its processes get: the slice's memory and
+    processes under the parent's index, so headroom and trends are the slice's."""
+    return dataclasses.replace(gpu, name=mig.name or gpu.name, uuid=mig.uuid, total=mig.total,
+                               used=mig.used, free=mig.free, reserved=None,
+                               processes=mig.processes, slices=())
 
 
 def gpu_for_device(frame: Frame, report: AgentReport, device: AgentDevice | str | None) -> GpuSample | None:
-    """The NVML GPU an agent device is on: by UUID, else the only GPU listing the PID.
+    """The NVML GPU an agent device is on: by UUID (the GPU's, or one of its MIG
+    slices'), else the only GPU listing the PID.
 
     "cuda:N" is never trusted as an NVML index (CUDA_VISIBLE_DEVICES renumbers).
     """
-    uuid = device.gpu_uuid if isinstance(device, AgentDevice) else None
+    uuid = bare_uuid(device.gpu_uuid) if isinstance(device, AgentDevice) else None
     if uuid:
         for gpu in frame.gpus:
-            if gpu.uuid == uuid:
+            if bare_uuid(gpu.uuid) == uuid:
                 return gpu
+        on_slice = slice_for_device(frame, device)
+        if on_slice is not None:
+            return slice_view(*on_slice)
     name = device.device if isinstance(device, AgentDevice) else device
     if name is not None and not str(name).startswith("cuda"):
         return None

@@ -24,7 +24,7 @@ import numpy as np
 from vramscope.core.ring import TieredRing
 from vramscope.core.session.reader import GpuColumns, ProcColumns, SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
-from vramscope.core.store import GPU_METRICS, Store, gpu_key, proc_key
+from vramscope.core.store import GPU_METRICS, Store, gpu_key, mig_key, proc_key
 
 RAW_CHUNK = 3600.0  # seconds read at a time when peaks must be computed from raw samples
 
@@ -108,6 +108,11 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
             if key is not None:
                 ct, cv = _peaks((np.zeros(len(ft)), ft, fv), step)[1:]
                 rings[key] = _filled_ring(store, ft, fv, ct, cv)
+
+    # MIG slices: their used/total at full resolution over the newest window
+    for (gpu, uuid, metric), (t, v) in reader.mig_series(t_fine0, end).items():
+        ct, cv = _peaks((np.zeros(len(t)), t, v), step)[1:]
+        rings[mig_key(gpu, uuid, metric)] = _filled_ring(store, t, v, ct, cv)
 
     # agents: the newest window at full resolution
     for key, (t, v) in _agent_series(reader, t_fine0, end, procs).items():

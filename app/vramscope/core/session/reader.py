@@ -27,6 +27,7 @@ from vramscope.core.containers import container_from_dict
 from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, Container, Frame, GpuProcess,
     GpuSample, ProcessInfo)
+from vramscope.core.session import mig_rows
 from vramscope.core.session.errors import (
     NotASessionError, SessionCorruptError, SessionError, SessionVersionError)
 from vramscope.core.session.schema import (
@@ -345,6 +346,10 @@ class SessionReader:
         return [{"t": t, "action": a, "proc": p, "pid": pid, "start_time": st, "result": r,
                  "detail": _loads(d) or {}} for t, a, p, pid, st, r, d in rows]
 
+    def mig_series(self, t0: float, t1: float) -> dict[tuple, tuple]:
+        """MIG slices' used/total series (none in files without MIG)."""
+        return mig_rows.slice_series(self._db, t0, t1)
+
     # -- frames ---------------------------------------------------------------------
     def latest_frame(self) -> Frame | None:
         span = self.span()
@@ -369,6 +374,7 @@ class SessionReader:
         procs = self.processes()
         gcols = self.gpu_columns(tk - eps, tk + eps)
         pcols = self.proc_columns(tk - eps, tk + eps)
+        on_slice = mig_rows.proc_slices(self._db)
         gpus = []
         for j in range(len(gcols)):
             index = int(gcols.gpu[j])
@@ -383,13 +389,19 @@ class SessionReader:
                     continue
                 kinds = tuple(k for k, bit in (("compute", FLAG_COMPUTE), ("graphics", FLAG_GRAPHICS))
                               if flags & bit) or ("compute",)
-                plist.append(GpuProcess(pid=rec.pid, used=None if used < 0 else int(used),
-                                        kinds=kinds, sm=None if sm < 0 else int(sm),
-                                        info=rec.info(), has_agent=bool(flags & FLAG_AGENT)))
+                plist.append(mig_rows.tag(
+                    GpuProcess(pid=rec.pid, used=None if used < 0 else int(used),
+                               kinds=kinds, sm=None if sm < 0 else int(sm),
+                               info=rec.info(), has_agent=bool(flags & FLAG_AGENT)),
+                    on_slice, int(pid_id)))
             gpus.append(GpuSample(index=index, name=st.name if st else None,
                                   uuid=st.uuid if st else None,
                                   pci_bus_id=st.pci_bus_id if st else None,
                                   processes=tuple(plist), **kw))
+        slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus})
+        if slices:
+            gpus = [dataclasses.replace(g, mig_mode=True, slices=slices[g.index])
+                    if g.index in slices else g for g in gpus]
         agents = self._agents_at(tk, prev)
         return Frame(time=tk, gpus=tuple(gpus), source="session",
                      simulated=bool(simulated), error=error, driver_version=driver,

@@ -30,6 +30,7 @@ Layout (times are Unix seconds, memory is bytes, None is "not available"):
 - ``agent_info``      per agent process: host, ranks, allocator settings.
 - ``events``          agent events (steps, OOMs, ...), data as JSON.
 - ``alerts``, ``actions``  diagnostics raised and actions taken, detail as JSON.
+- ``mig_slices``, ``mig_samples``, ``mig_procs``  MIG slices (core/session/mig_rows.py).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from vramscope import __version__
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.session.errors import SessionError, SessionExistsError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention
+from vramscope.core.session.mig_rows import MIG_DDL, MigRows
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, APPLICATION_ID, BUCKET_COLUMNS, DDL, FLAG_AGENT, FLAG_COMPUTE,
     FLAG_GRAPHICS, GPU_COLUMNS, PROCESS_FACTS, ROLLUP_GPU_COLUMNS, ROLLUP_STEP, SCHEMA_VERSION)
@@ -78,7 +79,7 @@ class SessionWriter:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            self._db.executescript(DDL)
+            self._db.executescript(DDL + MIG_DDL)
             now = time.time()
             self._db.execute("BEGIN")
             self._db.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
@@ -100,6 +101,7 @@ class SessionWriter:
         self._proc_ids: dict[tuple, int] = {}
         self._proc_known: dict[int, tuple] = {}
         self._gpu_static: dict[int, tuple] = {}
+        self._mig = MigRows()
         self._agent_info: dict[int, tuple] = {}
         self._bucket: int | None = None
         self._roll_gpu: dict[int, list] = {}
@@ -219,6 +221,7 @@ class SessionWriter:
                 except sqlite3.Error:
                     pass
                 self._in_tx = False
+                self._mig.forget()
 
     def _enforce_retention(self) -> None:
         self._last_retention = self._mono()
@@ -301,6 +304,8 @@ class SessionWriter:
                     peaks[pid_id] = u
             proc_rows.append((t, gpu.index, len(ids), _blob("i", ids), _blob("q", used),
                               _blob("h", sm), bytes(flags)))
+            if gpu.slices:
+                self._mig.write(db, t, gpu, {p.pid: i for p, i in zip(gpu.processes, ids)})
         if gpu_rows:
             marks = ", ".join("?" * (len(GPU_COLUMNS) + 3))
             db.executemany(f"INSERT OR REPLACE INTO gpu_samples VALUES ({marks})", gpu_rows)

@@ -1,0 +1,224 @@
+"""A fleet read back from a Prometheus server: `vramscope --from-prometheus URL`.
+
+Each machine runs `vramscope record --prometheus` (core/metrics.py) or
+NVIDIA's dcgm-exporter; Prometheus scrapes them; this source asks the
+Prometheus HTTP API (https://prometheus.io/docs/prometheus/latest/querying/api/)
+for the newest values of those metrics, one instant query per pass, and lays
+the machines side by side like `--host` does: one host per ``instance``
+label, GPU i of the n-th host at index n * HOST_BLOCK + i. A host whose
+scrape fails (``up == 0``) keeps its last GPUs, marked. ``history`` reads
+one host's memory over a time range (range queries) for the fleet overview.
+
+dcgm-exporter's framebuffer fields are in MiB (DCGM field reference:
+DCGM_FI_DEV_FB_USED / _FREE / _RESERVED); total is their sum.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC
+from vramscope.core.samples import (
+    PROMETHEUS_SOURCE, Frame, GpuProcess, GpuSample, HostState, ProcessInfo,
+)
+from vramscope.sources.hosts import HOST_BLOCK
+from vramscope.sources.remote import CONNECTED, DOWN
+
+MiB = 1 << 20
+DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
+DCGM_FB_FREE = "DCGM_FI_DEV_FB_FREE"
+DCGM_FB_RESERVED = "DCGM_FI_DEV_FB_RESERVED"
+# dcgm-exporter field -> (GpuSample attribute, factor to vramscope's unit)
+DCGM_FIELDS = {DCGM_FB_USED: ("used", MiB), DCGM_FB_FREE: ("free", MiB),
+               DCGM_FB_RESERVED: ("reserved", MiB), "DCGM_FI_DEV_GPU_UTIL": ("util_gpu", 1),
+               "DCGM_FI_DEV_GPU_TEMP": ("temperature", 1), "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1)}
+VRAMSCOPE_FIELDS = {name: (attr, 1) for attr, name, _ in GPU_GAUGES}
+UP = "up"
+INT_ATTRS = {"used", "total", "free", "reserved", "util_gpu", "util_memory", "temperature"}
+FLEET_QUERY = '{__name__=~"%s"}' % "|".join(
+    [*VRAMSCOPE_FIELDS, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC, *DCGM_FIELDS, UP])
+
+
+class PrometheusError(Exception):
+    """The server could not be asked, or it refused the query (one line)."""
+
+
+class PrometheusClient:
+    def __init__(self, url: str, timeout: float = 5.0):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not a Prometheus URL (http://HOST:9090): {url!r}")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def query(self, promql: str) -> list[dict]:
+        return self._get("/api/v1/query", {"query": promql})
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict]:
+        return self._get("/api/v1/query_range",
+                         {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}",
+                          "step": f"{max(step, 0.001):g}"})
+
+    def _get(self, path: str, params: dict) -> list[dict]:
+        address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(address, timeout=self.timeout) as reply:
+                body = json.loads(reply.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            try:
+                body = json.loads(exc.read().decode("utf-8"))
+            except ValueError:
+                raise PrometheusError(f"Prometheus at {self.url} answered HTTP {exc.code}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise PrometheusError(f"cannot reach Prometheus at {self.url}: {reason}") from None
+        except ValueError:
+            raise PrometheusError(f"{self.url} did not answer like a Prometheus server") from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            error = body.get("error") if isinstance(body, dict) else None
+            raise PrometheusError(f"Prometheus at {self.url} refused the query: {error or body!r}")
+        result = (body.get("data") or {}).get("result")
+        return result if isinstance(result, list) else []
+
+
+def _number(text) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) or math.isinf(value) else value
+
+
+def _typed(attr: str, value: float | None):
+    if value is None:
+        return None
+    return int(round(value)) if attr in INT_ATTRS else value
+
+
+class PrometheusSource:
+    name = PROMETHEUS_SOURCE
+    simulated = False
+
+    def __init__(self, url: str, timeout: float = 5.0):
+        self.client = PrometheusClient(url, timeout)
+        self._position: dict[str, int] = {}  # instance -> its place, stable for the session
+        self._last: dict[str, tuple[GpuSample, ...]] = {}
+
+    def position(self, instance: str) -> int:
+        if instance not in self._position:
+            self._position[instance] = len(self._position)
+        return self._position[instance]
+
+    def sample(self, now: float) -> Frame:
+        try:
+            vector = self.client.query(FLEET_QUERY)
+        except PrometheusError as exc:
+            return Frame(time=now, source=self.name, error=str(exc))
+        return self.fleet_frame(vector, now)
+
+    def fleet_frame(self, vector: list[dict], now: float) -> Frame:
+        gpus: dict[str, dict[int, dict]] = {}
+        procs: dict[tuple[str, int], dict[int, dict]] = {}
+        up: dict[str, bool] = {}
+        for item in vector:
+            labels = item.get("metric") or {}
+            name, instance = labels.get("__name__"), labels.get("instance")
+            value = _number((item.get("value") or [None, None])[1])
+            if not name or not instance:
+                continue
+            if name == UP:
+                up[instance] = value == 1.0
+                continue
+            try:
+                gpu = int(labels.get("gpu", ""))
+            except ValueError:
+                continue
+            if name in (PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC):
+                try:
+                    pid = int(labels.get("pid", ""))
+                except ValueError:
+                    continue
+                entry = procs.setdefault((instance, gpu), {}).setdefault(
+                    pid, {"name": labels.get("process") or None})
+                entry["used" if name == PROCESS_MEMORY_METRIC else "sm"] = value
+                continue
+            field = VRAMSCOPE_FIELDS.get(name) or DCGM_FIELDS.get(name)
+            if field is None:
+                continue
+            attr, factor = field
+            g = gpus.setdefault(instance, {}).setdefault(gpu, {})
+            g[attr] = _typed(attr, None if value is None else value * factor)
+            g.setdefault("name", labels.get("name") or labels.get("modelName") or None)
+            g.setdefault("uuid", labels.get("uuid") or labels.get("UUID") or None)
+            if name in DCGM_FIELDS:
+                g["_dcgm"] = True
+        out: list[GpuSample] = []
+        states: list[HostState] = []
+        for instance in sorted(set(gpus) | set(self._last)):
+            self.position(instance)
+        for instance in sorted(self._position, key=self._position.get):
+            alive = up.get(instance, instance in gpus)
+            if instance in gpus and alive:
+                host_gpus = tuple(self._gpu(instance, i, values, procs.get((instance, i), {}))
+                                  for i, values in sorted(gpus[instance].items()))
+                self._last[instance] = host_gpus
+                states.append(HostState(instance, CONNECTED, gpus=len(host_gpus)))
+            else:
+                host_gpus = tuple(GpuSample(index=g.index, name=g.name, uuid=g.uuid, total=g.total,
+                                            host=g.host, host_index=g.host_index,
+                                            error="Prometheus cannot scrape this host")
+                                  for g in self._last.get(instance, ()))
+                states.append(HostState(instance, DOWN, error="Prometheus cannot scrape this host "
+                                        "(up == 0)" if not alive else "no GPU metrics from it",
+                                        gpus=len(host_gpus)))
+            out.extend(host_gpus)
+        error = None if out else (f"Prometheus at {self.client.url} has no vramscope or "
+                                  "dcgm-exporter GPU metrics")
+        return Frame(time=now, gpus=tuple(out), source=self.name, error=error, hosts=tuple(states))
+
+    def _gpu(self, instance: str, index: int, values: dict, procs: dict) -> GpuSample:
+        values = dict(values)
+        if values.pop("_dcgm", False) and values.get("total") is None:
+            parts = [values.get(k) for k in ("used", "free", "reserved")]
+            values["total"] = sum(parts) if None not in parts else None
+        processes = tuple(
+            GpuProcess(pid=pid, used=_typed("used", p.get("used")), sm=_typed("util_gpu", p.get("sm")),
+                       info=ProcessInfo(pid=pid, name=p.get("name")))
+            for pid, p in sorted(procs.items()))
+        return GpuSample(index=self.position(instance) * HOST_BLOCK + index, host=instance,
+                         host_index=index, processes=processes, **values)
+
+    def history(self, instance: str, start: float, end: float, points: int = 300) -> dict:
+        """{gpu: {"t": [...], "used": [...], "total": [...]}} for one host (bytes)."""
+        step = max(1.0, (end - start) / max(1, points))
+        sel = '{instance="%s"}' % instance.replace("\\", "\\\\").replace('"', '\\"')
+        used_name = next(n for a, n, _ in GPU_GAUGES if a == "used")
+        total_name = next(n for a, n, _ in GPU_GAUGES if a == "total")
+        queries = {"used": (used_name + sel, 1), "total": (total_name + sel, 1)}
+        out: dict[int, dict] = {}
+        for key, (promql, factor) in queries.items():
+            series = self.client.query_range(promql, start, end, step)
+            if not series and key == "used":
+                series, factor = self.client.query_range(DCGM_FB_USED + sel, start, end, step), MiB
+            if not series and key == "total":
+                series = self.client.query_range(
+                    f"({DCGM_FB_USED}{sel} + {DCGM_FB_FREE}{sel} + {DCGM_FB_RESERVED}{sel})",
+                    start, end, step)
+                factor = MiB
+            for s in series:
+                try:
+                    gpu = int((s.get("metric") or {}).get("gpu", ""))
+                except ValueError:
+                    continue
+                entry = out.setdefault(gpu, {})
+                pts = [(float(t), _number(v)) for t, v in s.get("values") or []]
+                entry.setdefault("t", [t for t, _ in pts])
+                entry[key] = [None if v is None else v * factor for _, v in pts]
+        return out
+
+    def close(self) -> None:
+        pass
