@@ -151,7 +151,9 @@ def test_record_keeps_the_host_in_the_session(hosts, tmp_path):
     try:
         assert reader.meta["host"] == "trainbox" and reader.meta["source"] == "ssh"
         assert len(reader) >= 5
-        assert reader.latest_frame().gpus[0].used == 9 * GiB
+        latest = reader.latest_frame()
+        assert latest.gpus[0].used == 9 * GiB
+        assert latest.gpus[0].label == "trainbox GPU 0"  # reopened, it still says where
     finally:
         reader.close()
 

@@ -7,6 +7,7 @@ Memory is in bytes (int), times are seconds since the epoch (float).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,6 +164,14 @@ class GpuSample:
         if proc.mig_uuid is None:
             return None
         return next((s for s in self.slices if s.uuid == proc.mig_uuid), None)
+
+    def slice_view(self, mig: MigSlice) -> GpuSample:
+        """A MIG slice seen as the GPU its processes get: the slice's memory and
+        processes under this GPU's index (so it is named as the card is)."""
+        return dataclasses.replace(self, name=mig.name or self.name, uuid=mig.uuid,
+                                   total=mig.total, used=mig.used, free=mig.free, reserved=None,
+                                   util_gpu=None, util_memory=None, processes=mig.processes,
+                                   slices=(), mig_mode=None, error=mig.error or self.error)
 
     @property
     def label(self) -> str:

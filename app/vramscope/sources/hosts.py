@@ -15,6 +15,7 @@ import time
 
 from vramscope.core.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActions, ProcessSummary
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame, GpuSample, HostState
+from vramscope.core.session.schema import META_HOST_GPU_BLOCK, META_HOSTS
 from vramscope.sources.remote import CONNECTED, HostView, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
@@ -117,12 +118,11 @@ def session_host_meta(source) -> dict:
     """Session meta for a recording of other machines: the hosts are part of it."""
     url = getattr(getattr(source, "client", None), "url", None)
     if getattr(source, "name", None) == PROMETHEUS_SOURCE and url:
-        return {"host": f"fleet via {url}", "prometheus": url, "host_gpu_block": HOST_BLOCK}
+        return {"host": f"fleet via {url}", "prometheus": url}
     if not isinstance(source, HostsSource):
         return {}
     names = [h.host for h in source.hosts]
-    return {"host": ", ".join(names), "hosts": names,
-            "host_gpu_block": HOST_BLOCK}
+    return {"host": ", ".join(names), META_HOSTS: names, META_HOST_GPU_BLOCK: HOST_BLOCK}
 
 
 class HostActions(ProcessActions):

@@ -59,14 +59,18 @@ class HostView:
     remote_version: str | None = None
 
     def describe(self) -> str:
-        if self.state == CONNECTED:
-            return f"{self.host}: connected"
-        if self.state == CONNECTING:
-            return f"{self.host}: connecting"
-        text = f"{self.host}: {self.error or self.state}"
-        if self.retry_in is not None:
-            text += f"; retrying in {self.retry_in:.0f} s"
-        return text
+        return describe_state(self.host, self.state, self.error, self.retry_in)
+
+
+def describe_state(host: str, state: str, error: str | None = None,
+                   retry_in: float | None = None) -> str:
+    """One line: "lab2: connected", or why not and when it is tried again."""
+    if state in (CONNECTED, CONNECTING):
+        return f"{host}: {state}"
+    text = f"{host}: {error or state}"
+    if retry_in is not None:
+        text += f"; retrying in {retry_in:.0f} s"
+    return text
 
 
 class RemoteHost:

@@ -72,6 +72,10 @@ class GpuCard(QFrame):
         self.asleep.setToolTip("The PCI device is runtime-suspended to save power; querying it "
                                "would wake it, so vramscope leaves it alone until it wakes.")
         self.asleep.hide()
+        self.mig = QLabel()  # MIG mode: the slices, each in its own row below
+        self.mig.setProperty("class", "key")
+        self.mig.setWordWrap(True)
+        self.mig.hide()
         self.used = QLabel(NA)
         self.used.setObjectName("used")
         self.bar = QProgressBar()
@@ -110,6 +114,7 @@ class GpuCard(QFrame):
         lay.addWidget(self.title)
         lay.addWidget(self.error)
         lay.addWidget(self.asleep)
+        lay.addWidget(self.mig)
         lay.addWidget(self.used)
         lay.addWidget(self.bar)
         lay.addWidget(self.percent)
@@ -165,6 +170,22 @@ class GpuCard(QFrame):
         v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep
                                else NA)
         self.summary.setText(summary_text(gpu))
+        self.mig.setVisible(bool(gpu.mig_mode))
+        if gpu.mig_mode:
+            n = len(gpu.slices)
+            self.mig.setText(f"MIG mode · {n} slice{'' if n == 1 else 's'}"
+                             + (": " + ", ".join(s.profile or "?" for s in gpu.slices) if n else ""))
+            self.mig.setToolTip("Multi-Instance GPU: each slice has its own memory, timeline and "
+                                "processes (rows below). NVML gives no per-process SM % on MIG.")
+
+    def show_slice(self, gpu: GpuSample, mig) -> None:
+        """This card as one MIG slice of ``gpu``."""
+        self.update_from(gpu.slice_view(mig))
+        ids = f"GI {mig.gpu_instance_id} · CI {mig.compute_instance_id}"
+        self.heading.setText(f"{gpu.label}  ·  MIG slice")
+        self.title.setText(f"{mig.profile or 'slice'}  ·  {ids}")
+        self.title.setToolTip("\n".join(x for x in (mig.name, mig.uuid, ids) if x))
+        self.summary.setText(slice_summary_text(mig))
 
     def _set_error(self, error: str | None, asleep: bool = False) -> None:
         state = "error" if error else ("asleep" if asleep else "ok")
@@ -191,6 +212,11 @@ def summary_text(gpu: GpuSample) -> str:
         n = len(gpu.processes)
         parts.append(f"{n} process" + ("" if n == 1 else "es"))
     return "  ·  ".join(parts)
+
+
+def slice_summary_text(mig) -> str:
+    n = len(mig.processes)
+    return f"{n} process{'' if n == 1 else 'es'}  ·  SM % n/a on MIG"
 
 
 def used_total_text(gpu: GpuSample) -> str:

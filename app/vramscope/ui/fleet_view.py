@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 
 from vramscope.core.units import fmt_gib
 from vramscope.ui import theme
-from vramscope.ui.hosts_bar import chip_text
+from vramscope.sources.remote import CONNECTED
 
 COLUMNS = ("Host", "State", "GPUs", "Used / total", "Per GPU (used / total GiB)", "Alerts")
 RANGES = (("Last hour", 3600.0), ("Last 6 hours", 6 * 3600.0), ("Last day", 86400.0),
@@ -40,8 +40,8 @@ def host_rows(frame, alerts=()) -> list[tuple]:
         per_gpu = "   ".join(
             f"{g.host_index}: {'n/a' if g.used is None else f'{g.used / GiB:.1f}'}"
             f" / {'n/a' if g.total is None else f'{g.total / GiB:.0f}'}" for g in gpus)
-        rows.append((state.host, chip_text(state).split("  ", 1)[-1] if state.state != "connected"
-                     else "up", len(gpus), summary, per_gpu, counts.get(state.host, 0)))
+        rows.append((state.host, "up" if state.state == CONNECTED else (state.error or state.state),
+                     len(gpus), summary, per_gpu, counts.get(state.host, 0)))
     return rows
 
 

@@ -12,15 +12,20 @@ from vramscope.ui.cards import GpuCard
 from vramscope.ui.timeline import GpuTimeline
 
 ROW_MIN_HEIGHT = 150
+SLICE_INDENT = 18  # px: a MIG slice's row under its GPU's
 
 
 class GpuRow(QWidget):
-    def __init__(self, index: int, colours: theme.ColourBook, parent=None):
+    """A GPU (or, with ``mig_uuid``, one MIG slice of it): card and timeline."""
+
+    def __init__(self, index: int, colours: theme.ColourBook, parent=None,
+                 mig_uuid: str | None = None):
         super().__init__(parent)
         self.card = GpuCard(index)
-        self.timeline = GpuTimeline(index, colours)
+        self.timeline = GpuTimeline(index, colours, mig_uuid=mig_uuid)
         lay = QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
+        # a slice sits under its GPU, indented
+        lay.setContentsMargins(SLICE_INDENT if mig_uuid else 0, 0, 0, 0)
         lay.setSpacing(8)
         lay.addWidget(self.card)
         lay.addWidget(self.timeline, 1)
@@ -40,6 +45,7 @@ class GpuPanel(QScrollArea):
         self.card_details = False
         self.alerted: frozenset = frozenset()  # process identities with an active alert
         self.rows: dict[int, GpuRow] = {}
+        self.slice_rows: dict[tuple[int, str], GpuRow] = {}  # (GPU index, MIG uuid)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._inner = QWidget()
@@ -57,16 +63,16 @@ class GpuPanel(QScrollArea):
             raise ValueError(f"unknown plot style {style!r}; choose stacked or lines")
         changed = style != self.plot_style
         self.plot_style = style
-        for row in self.rows.values():
+        for row in self._all_rows().values():
             row.timeline.set_style(style)
         if changed:
             self.plot_style_changed.emit(style)
-            self._stale = set(self.rows)
+            self._stale = set(self._all_rows())
             self._update_visible()
 
     def set_card_details(self, shown: bool) -> None:
         self.card_details = bool(shown)
-        for row in self.rows.values():
+        for row in self._all_rows().values():
             row.card.set_details(self.card_details)
 
     def _card_toggled(self, shown: bool) -> None:
@@ -76,7 +82,7 @@ class GpuPanel(QScrollArea):
     def set_alerted(self, identities) -> None:
         """Processes with an active alert: always named in the legend, never grouped."""
         self.alerted = frozenset(identities)
-        for row in self.rows.values():
+        for row in self._all_rows().values():
             row.timeline.alerted = self.alerted
 
     def minimum_rows_height(self) -> int:
@@ -94,23 +100,30 @@ class GpuPanel(QScrollArea):
 
     def update_cards(self, frame: Frame) -> None:
         indices = [g.index for g in frame.gpus]
-        if sorted(indices) != sorted(self.rows):
-            self._rebuild(indices)
+        slices = [(g.index, s.uuid) for g in frame.gpus for s in g.slices if s.uuid]
+        if sorted(indices) != sorted(self.rows) or set(slices) != set(self.slice_rows):
+            self._rebuild(indices, slices)
         for gpu in frame.gpus:
             self.rows[gpu.index].card.update_from(gpu)
+            for mig in gpu.slices:
+                row = self.slice_rows.get((gpu.index, mig.uuid))
+                if row is not None:
+                    row.card.show_slice(gpu, mig)
+                    row.timeline.members = frozenset(p.identity for p in mig.processes)
 
     def update_timelines(self, store: Store, since: float | None, t_end: float,
                          labels: dict[ProcessIdentity, str]) -> None:
         """Redraw the timelines in view; the others when they scroll into view."""
         self._pending = (store, since, t_end, labels)
-        self._stale = set(self.rows)
+        self._stale = set(self._all_rows())
         self._update_visible()
 
     def _update_visible(self) -> None:
         if self._pending is None:
             return
+        rows = self._all_rows()
         for i in list(self._stale):
-            row = self.rows.get(i)
+            row = rows.get(i)
             if row is None:
                 self._stale.discard(i)
             elif row.isVisible() and not self._in_view(row):
@@ -120,25 +133,40 @@ class GpuPanel(QScrollArea):
                 self._stale.discard(i)
 
     def highlight(self, key: tuple | None) -> None:
-        for row in self.rows.values():
+        for row in self._all_rows().values():
             row.timeline.highlight(key)
+
+    def _all_rows(self) -> dict:
+        """GPU rows by index and MIG slice rows by (index, uuid)."""
+        return {**self.rows, **self.slice_rows}
 
     def _in_view(self, row: QWidget) -> bool:
         top = row.mapTo(self.viewport(), QPoint(0, 0)).y()
         return top + row.height() > 0 and top < self.viewport().height()
 
-    def _rebuild(self, indices: list[int]) -> None:
-        for i in [i for i in self.rows if i not in indices]:
-            row = self.rows.pop(i)
-            self._layout.removeWidget(row)
-            row.deleteLater()
+    def _rebuild(self, indices: list[int], slices: list[tuple[int, str]] = ()) -> None:
+        for rows, keep in ((self.rows, indices), (self.slice_rows, slices)):
+            for key in [k for k in rows if k not in keep]:
+                row = rows.pop(key)
+                self._layout.removeWidget(row)
+                row.deleteLater()
         for i in sorted(indices):
             if i not in self.rows:
-                row = self.rows[i] = GpuRow(i, self.colours)
-                row.timeline.set_style(self.plot_style)
-                row.timeline.alerted = self.alerted
-                row.card.set_details(self.card_details)
-                row.card.details_toggled.connect(self._card_toggled)
-        for i in sorted(self.rows):  # keep index order
+                self.rows[i] = self._new_row(i)
+        for key in slices:  # in the frame's order (by instance id)
+            if key not in self.slice_rows:
+                self.slice_rows[key] = self._new_row(key[0], key[1])
+        for i in sorted(self.rows):  # keep index order, each GPU's slices below it
             self._layout.removeWidget(self.rows[i])
             self._layout.addWidget(self.rows[i], 1)
+            for key in [k for k in slices if k[0] == i]:
+                self._layout.removeWidget(self.slice_rows[key])
+                self._layout.addWidget(self.slice_rows[key], 1)
+
+    def _new_row(self, index: int, mig_uuid: str | None = None) -> GpuRow:
+        row = GpuRow(index, self.colours, mig_uuid=mig_uuid)
+        row.timeline.set_style(self.plot_style)
+        row.timeline.alerted = self.alerted
+        row.card.set_details(self.card_details)
+        row.card.details_toggled.connect(self._card_toggled)
+        return row

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from vramscope.sources.remote import CONNECTED, CONNECTING
+from vramscope.sources.remote import CONNECTED, CONNECTING, describe_state
 from vramscope.ui import theme
 
 
@@ -14,12 +14,8 @@ def chip_text(state) -> str:
     """One host's chip: connected with its GPUs, connecting, or why not."""
     if state.state == CONNECTED:
         return f"● {state.host}  {state.gpus} GPU{'s' if state.gpus != 1 else ''}"
-    if state.state == CONNECTING:
-        return f"○ {state.host}  connecting…"
-    text = f"✕ {state.host}  {state.error or state.state}"
-    if state.retry_in is not None:
-        text += f" — retrying in {state.retry_in:.0f} s"
-    return text
+    mark = "○" if state.state == CONNECTING else "✕"
+    return f"{mark} {describe_state(state.host, state.state, state.error, state.retry_in)}"
 
 
 class HostsBar(QWidget):

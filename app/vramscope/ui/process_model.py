@@ -53,6 +53,7 @@ class ProcessRow:
     container: str = ""  # 'docker trainer (pid 1 inside)'; '' outside containers
     host: str | None = None  # the machine, when not this one
     host_gpu: int | None = None  # the GPU's index on that machine
+    mig: str = ""  # the MIG slice's profile ("3g.40gb"); '' off MIG
 
 
 def rows_from_frame(frame: Frame | None, store=None) -> list[ProcessRow]:
@@ -81,8 +82,14 @@ def rows_from_frame(frame: Frame | None, store=None) -> list[ProcessRow]:
             kinds=proc.kinds, cpu=proc.cpu_percent, host_memory=proc.host_memory,
             growth=growth, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
             container=container_text(info),
+            mig=_slice_text(gpu, proc),
         ))
     return rows
+
+
+def _slice_text(gpu, proc) -> str:
+    mig = gpu.slice_of(proc)
+    return "" if mig is None else (mig.profile or "MIG")
 
 
 AGENT_MARK = "●"
@@ -121,6 +128,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("Host", lambda r: r.host or "", None, 110, when_used=True),
     Column("GPU", lambda r: str(r.gpu if r.host_gpu is None else r.host_gpu),
            lambda r: float(r.gpu), 40, numeric=True),
+    # "MIG" (the slice a process runs on) is shown only when some GPU is in MIG mode
+    Column("MIG", lambda r: r.mig, None, 72, when_used=True,
+           tip="The MIG slice (profile) the process runs on: its memory is the slice's."),
     Column("PID", lambda r: str(r.pid), lambda r: float(r.pid), 92, numeric=True,
            tip="The swatch is the process's colour and line style in the plots."),
     Column("Agent", lambda r: AGENT_MARK if r.has_agent else "",
@@ -221,6 +231,8 @@ class ProcessTableModel(QAbstractTableModel):
                 return row.command
             if col == "Memory" and row.used is None:
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
+            if col == "SM %" and row.mig and row.sm is None:
+                return "NVML gives no per-process SM % on a MIG slice: n/a, not 0."
             if col == "Agent" and row.has_agent:
                 return "Runs the vramscope PyTorch agent: allocator breakdown available."
             return column.tip

@@ -25,7 +25,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
-from vramscope.core.store import Store, gpu_key
+from vramscope.core.store import Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
@@ -51,9 +51,13 @@ def _curve(pen) -> pg.PlotDataItem:
 class GpuTimeline(pg.GraphicsLayoutWidget):
     """The plot on the left, its legend in a column on the right (never over a curve)."""
 
-    def __init__(self, index: int, colours: theme.ColourBook, parent=None):
+    def __init__(self, index: int, colours: theme.ColourBook, parent=None,
+                 mig_uuid: str | None = None):
         super().__init__(parent)
         self.index = index
+        # a MIG slice's timeline: the slice's used/capacity and only its processes
+        self.mig_uuid = mig_uuid
+        self.members: frozenset | None = None  # identities on the slice (None: every process)
         self.colours = colours
         self.selected: tuple | None = None
         self.style = "stacked"
@@ -143,13 +147,19 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 t, v = t[:n], v[:n]
             return t, v
 
-        tu, vu = series(gpu_key(self.index, "used"))
-        tt, vt = series(gpu_key(self.index, "total"))
+        if self.mig_uuid is None:
+            tu, vu = series(gpu_key(self.index, "used"))
+            tt, vt = series(gpu_key(self.index, "total"))
+        else:
+            tu, vu = series(mig_key(self.index, self.mig_uuid, "used"))
+            tt, vt = series(mig_key(self.index, self.mig_uuid, "total"))
         self.used_curve.setData(tu, vu / GiB)
         self.capacity_curve.setData(tt, vt / GiB)
         peak = _nanmax(vt, _nanmax(vu, 0.0))
 
         keys = store.process_keys(self.index)  # in order of first sight
+        if self.members is not None:
+            keys = [k for k in keys if _identity_of(k) in self.members]
         alive: dict[tuple, float] = {}  # reported now, with a figure: key -> latest bytes
         ended: dict[tuple, float] = {}  # in the window, no longer reported: key -> last time
         not_plotted: list[tuple] = []  # reported, but memory n/a all along: not drawn as 0
@@ -201,7 +211,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             entries.sort(key=lambda e: -(e[3] or 0.0) if e[0] != OTHERS else 1.0)
             if self.stack.expanded and len(alive) > 1:
                 entries.append((None, None, "click a band to group the small ones", None, False))
-        entries = [(TOTAL, self.used_curve, "GPU total used", None, False),
+        entries = [(TOTAL, self.used_curve,
+                    "GPU total used" if self.mig_uuid is None else "slice used", None, False),
                    (CAPACITY, self.capacity_curve, "capacity", None, False)] + entries
         self._update_legend(entries, hidden, sorted(not_plotted, key=lambda k: k[2]), labels)
 

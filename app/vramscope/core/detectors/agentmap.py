@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from vramscope.core.samples import (
     AgentDevice, AgentReport, Frame, GpuSample, MigSlice, bare_uuid,
 )
@@ -21,14 +19,6 @@ def slice_for_device(frame: Frame, device: AgentDevice | None) -> tuple[GpuSampl
     return None
 
 
-def slice_view(gpu: GpuSample, mig: MigSlice) -> GpuSample:
-    """A MIG slice seen as the GPU its processes get: the slice's memory and
-    processes under the parent's index, so headroom and trends are the slice's."""
-    return dataclasses.replace(gpu, name=mig.name or gpu.name, uuid=mig.uuid, total=mig.total,
-                               used=mig.used, free=mig.free, reserved=None,
-                               processes=mig.processes, slices=())
-
-
 def gpu_for_device(frame: Frame, report: AgentReport, device: AgentDevice | str | None) -> GpuSample | None:
     """The NVML GPU an agent device is on: by UUID (the GPU's, or one of its MIG
     slices'), else the only GPU listing the PID.
@@ -42,7 +32,8 @@ def gpu_for_device(frame: Frame, report: AgentReport, device: AgentDevice | str 
                 return gpu
         on_slice = slice_for_device(frame, device)
         if on_slice is not None:
-            return slice_view(*on_slice)
+            gpu, mig = on_slice
+            return gpu.slice_view(mig)  # headroom and trends are the slice's
     name = device.device if isinstance(device, AgentDevice) else device
     if name is not None and not str(name).startswith("cuda"):
         return None

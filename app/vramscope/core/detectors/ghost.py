@@ -43,7 +43,7 @@ class GhostRule:
             if info is None or info.visibility != GHOST:
                 continue
             mem = fmt_bytes(proc.used) if proc.used is not None else "an unknown amount of memory"
-            evidence = [f"NVML lists pid {proc.pid} on GPU {gpu.index} with {mem}",
+            evidence = [f"NVML lists pid {proc.pid} on {gpu.label} with {mem}",
                         f"/proc/{proc.pid} does not exist, and this monitor sees the host's PIDs"]
             if info.command:
                 evidence.append(f"it was: {info.command} (user {info.user or 'n/a'})")
@@ -53,7 +53,7 @@ class GhostRule:
             alerts.append(Alert(
                 kind="ghost", severity=WARNING, gpu=gpu.index, pid=proc.pid,
                 start_time=proc.identity.start_time, since=None,
-                message=(f"The driver still holds {mem} on GPU {gpu.index} for a process "
+                message=(f"The driver still holds {mem} on {gpu.label} for a process "
                          f"that no longer exists (pid {proc.pid})"),
                 evidence=tuple(evidence), fix=GHOST_FIX.format(gpu=gpu.index), frees=proc.used,
                 data={"used": proc.used, "holders": [h.info.pid for h in frame.device_holders]},

@@ -110,7 +110,7 @@ class LeakRule:
             f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise",
         ]
         if room is not None:
-            evidence.append(f"headroom {fmt_bytes(room)} (free on GPU {gpu.index} + this process's "
+            evidence.append(f"headroom {fmt_bytes(room)} (free on {gpu.label} + this process's "
                             f"cache) -> out of memory in about {steps_to_oom} steps"
                             + (f" (~{fmt_duration(eta)} at {step_s:.2f} s/step)" if eta is not None else ""))
         else:

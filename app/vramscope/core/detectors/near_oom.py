@@ -125,7 +125,7 @@ class NearOomRule:
                     eta = None
         if not low and eta is None:
             return None
-        evidence = [f"GPU {gpu.index}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
+        evidence = [f"{gpu.label}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
                     f"{fmt_bytes(free)} free"]
         if eta is not None:
             evidence.append(f"used grows {fmt_bytes(slope * 60)}/min (robust trend over "
@@ -150,7 +150,7 @@ class NearOomRule:
                 f"full in about {fmt_duration(eta)} at the current trend")
         return Alert(
             kind="near_oom", severity=WARNING, gpu=gpu.index, pid=None, start_time=None,
-            since=None, message=f"GPU {gpu.index} near out of memory: {what}",
+            since=None, message=f"{gpu.label} near out of memory: {what}",
             evidence=tuple(evidence), fix=decision_order(buckets),
             data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope},
         )

@@ -125,7 +125,7 @@ class SquatterRule:
         who = _describe(proc, is_kernel)
         mem = fmt_bytes(used) if used is not None else "an unknown amount (NVML gave n/a)"
         conn = jupyter.connection_file(cmdline) if is_kernel else None
-        evidence = [f"holds {mem} on GPU {gpu.index}" + (f" ({gpu.name})" if gpu.name else "")]
+        evidence = [f"holds {mem} on {gpu.label}" + (f" ({gpu.name})" if gpu.name else "")]
         if st.idle_since is not None:
             evidence.append(f"0 % SM since {_clock(st.idle_since)} (idle {fmt_duration(idle_for)})")
         if st.last_active is not None:
@@ -136,7 +136,7 @@ class SquatterRule:
                             f"{fmt_duration(now - st.first_seen)} ago")
         if is_kernel:
             evidence.append(f"Jupyter/IPython kernel; connection file: {conn or 'not on its command line'}")
-            if settings.lookup_notebooks:
+            if settings.lookup_notebooks and gpu.host is None:  # not for another machine's kernel
                 if st.notebook is None:
                     try:
                         st.notebook = self._finder(proc.pid, conn)
@@ -157,25 +157,25 @@ class SquatterRule:
                             f"command: {info.command or 'n/a'}")
 
         if "zombie" in reasons:
-            message = f"{who} has exited but still holds {mem} on GPU {gpu.index}"
+            message = f"{who} has exited but still holds {mem} on {gpu.label}"
             fix = ("A zombie cannot use the GPU: its parent (pid "
                    f"{info.ppid if info and info.ppid is not None else '?'}) has not reaped it. "
                    "End the parent, or wait for the driver to release the memory; "
                    "a previous run may still be holding VRAM.")
         elif "jupyter_kernel" in reasons:
-            message = f"{who} holds {mem} on GPU {gpu.index}, idle {fmt_duration(idle_for)}"
+            message = f"{who} holds {mem} on {gpu.label}, idle {fmt_duration(idle_for)}"
             fix = ("A leftover Jupyter kernel keeps every CUDA tensor it created until it exits. "
                    "Shut it down from Jupyter (Kernel > Shut Down in its notebook) so the "
                    "notebook knows, or End process here. If you still need it, `del` the big "
                    "tensors and call torch.cuda.empty_cache() in the notebook to hand the "
                    "cached blocks back.")
         elif "orphan" in reasons:
-            message = (f"{who} holds {mem} on GPU {gpu.index}; its parent is gone "
+            message = (f"{who} holds {mem} on {gpu.label}; its parent is gone "
                        f"and it has been idle {fmt_duration(idle_for)}")
             fix = ("Its launcher is gone -- likely a crashed or abandoned previous run that still "
                    "holds VRAM. If its work is done, End process.")
         else:
-            message = f"{who} holds {mem} on GPU {gpu.index} with 0 % SM for {fmt_duration(idle_for)}"
+            message = f"{who} holds {mem} on {gpu.label} with 0 % SM for {fmt_duration(idle_for)}"
             fix = ("A finished or crashed previous run may still be holding VRAM. If it has "
                    "nothing left to do, End process; if it waits on purpose, free its tensors "
                    "(del, then torch.cuda.empty_cache() inside it) or mute this alert.")

@@ -44,7 +44,7 @@ class UnattributedRule:
             since = self._since.setdefault(gpu.index, now)
             if now - since < settings.unattributed_minutes * 60:
                 continue
-            evidence = [f"NVML: {fmt_bytes(gpu.used)} used on GPU {gpu.index}"
+            evidence = [f"NVML: {fmt_bytes(gpu.used)} used on {gpu.label}"
                         + (f" of {fmt_bytes(gpu.total)}" if gpu.total else "")]
             if unlisted is not None:
                 evidence.append(f"the {len(listed)} listed process(es) account for "
@@ -60,7 +60,7 @@ class UnattributedRule:
             alerts.append(Alert(
                 kind="unattributed_memory", severity=INFO, gpu=gpu.index, pid=None,
                 start_time=None, since=since,
-                message=(f"{fmt_bytes(total)} on GPU {gpu.index} is held by processes in another "
+                message=(f"{fmt_bytes(total)} on {gpu.label} is held by processes in another "
                          "container or of another user"),
                 evidence=tuple(evidence),
                 fix=("This memory cannot be freed from here. Look on the host (or as the other "

@@ -14,8 +14,8 @@ def fit_targets(frame: Frame | None) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for gpu in frame.gpus if frame is not None else ():
         if gpu.mig_mode and gpu.slices:
-            out.extend((f"GPU {gpu.index} MIG {s.profile or s.uuid}", s.total)
+            out.extend((f"{gpu.label} MIG {s.profile or s.uuid}", s.total)
                        for s in gpu.slices if s.total)
         elif gpu.total:
-            out.append((f"GPU {gpu.index}: {gpu.name}", gpu.total))
+            out.append((f"{gpu.label}: {gpu.name}", gpu.total))
     return out

@@ -32,7 +32,7 @@ from vramscope.core.session.errors import (
     NotASessionError, SessionCorruptError, SessionError, SessionVersionError)
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, BUCKET_COLUMNS, FLAG_AGENT, FLAG_COMPUTE, FLAG_GRAPHICS, GPU_COLUMNS,
-    ROLLUP_GPU_COLUMNS, SCHEMA_VERSION)
+    ROLLUP_GPU_COLUMNS, SCHEMA_VERSION, gpu_host)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -397,7 +397,7 @@ class SessionReader:
             gpus.append(GpuSample(index=index, name=st.name if st else None,
                                   uuid=st.uuid if st else None,
                                   pci_bus_id=st.pci_bus_id if st else None,
-                                  processes=tuple(plist), **kw))
+                                  processes=tuple(plist), **kw, **gpu_host(self.meta, index)))
         slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus})
         if slices:
             gpus = [dataclasses.replace(g, mig_mode=True, slices=slices[g.index])

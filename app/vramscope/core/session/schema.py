@@ -90,3 +90,17 @@ CREATE TABLE IF NOT EXISTS actions (id INTEGER PRIMARY KEY, t REAL NOT NULL,
 """
 
 SUFFIX = ".vramscope"
+
+# meta of a recording of other machines (`--host`): the hosts in order, and
+# how many GPU indices each has (GPU i of the n-th host is n * block + i)
+META_HOSTS = "hosts"
+META_HOST_GPU_BLOCK = "host_gpu_block"
+
+
+def gpu_host(meta: dict, index: int) -> dict:
+    """{"host", "host_index"} of GPU ``index`` in a recording of other machines, else {}."""
+    hosts, block = meta.get(META_HOSTS), meta.get(META_HOST_GPU_BLOCK)
+    if not isinstance(hosts, list) or not isinstance(block, int) or block <= 0:
+        return {}
+    n = index // block
+    return {"host": str(hosts[n]), "host_index": index % block} if 0 <= n < len(hosts) else {}

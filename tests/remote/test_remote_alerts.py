@@ -1,0 +1,44 @@
+"""Diagnostics over another machine's GPUs (--host, a fleet): the alerts name
+the host, and nothing of this machine is looked up for that machine's processes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from detectors.scenarios import GiB, frame, gpu, proc
+from vramscope.core.detectors import Diagnostics
+from vramscope.sources.hosts import HOST_BLOCK
+
+KERNEL = ("/usr/bin/python3", "-m", "ipykernel_launcher", "-f",
+          "/home/alice/.local/share/jupyter/runtime/kernel-1a2b-3c.json")
+
+
+def remote(g, host="lab2", position=1, index=0):
+    return dataclasses.replace(g, index=position * HOST_BLOCK + index, host=host, host_index=index)
+
+
+def test_a_remote_kernel_s_squatter_alert_names_its_host_and_looks_nothing_up_here():
+    looked_up = []
+    engine = Diagnostics(notebook_finder=lambda pid, conn: looked_up.append(pid))
+    alerts = []
+    for t in range(0, 1201, 60):
+        alerts = engine.feed(frame(t, [remote(gpu([proc(31337, 6 * GiB, sm=0, cmd=KERNEL)], util=0))]))
+    [alert] = [a for a in alerts if a.kind == "squatter"]
+    assert "on lab2 GPU 0" in alert.message and "GPU 64" not in alert.message
+    assert looked_up == []  # the local Jupyter servers and /proc know nothing of lab2's pid
+
+
+def test_a_local_kernel_is_still_looked_up_and_named_as_before():
+    looked_up = []
+
+    def finder(pid, conn):
+        looked_up.append(pid)
+        from vramscope.core.detectors.jupyter import NotebookHint
+        return NotebookHint(None, "test")
+
+    engine = Diagnostics(notebook_finder=finder)
+    alerts = []
+    for t in range(0, 1201, 60):
+        alerts = engine.feed(frame(t, [gpu([proc(4242, 6 * GiB, sm=0, cmd=KERNEL)], util=0)]))
+    [alert] = [a for a in alerts if a.kind == "squatter"]
+    assert "on GPU 0" in alert.message and looked_up == [4242]
