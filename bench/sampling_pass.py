@@ -3,7 +3,8 @@
 Real pynvml against the fake libnvidia-ml.so.1 the test suite builds
 (tests/fake_nvml/fake_nvml.c), with psutil enrichment of REAL processes
 (`sleep`, started here), the process cache warm. Prints median / p95 in ms
-for the whole pass and for its two halves (NVML only, psutil only).
+for the whole pass and for its two halves (NVML only, psutil only), and the
+/proc/*/fd scan for /dev/nvidia* holders that runs every 10 s.
 
 If nvitop is importable, one refresh of nvitop's Python API on the same
 state is timed too -- Device.all(), each device's snapshot and processes(),
@@ -111,6 +112,12 @@ def main() -> int:
         cache.lookup_many(pids)
         print(f"  psutil part only ({distinct} PIDs):  {summary(timed(lambda: cache.lookup_many(pids), args.passes))}")
         nvml_only.close()
+        from vramscope.sources.device_holders import DeviceHolderScanner, scan
+        procs = sum(1 for n in os.listdir("/proc") if n.isdigit())
+        holder_scan = timed(scan, max(10, args.passes // 10))
+        every = DeviceHolderScanner().interval
+        print(f"  /dev/nvidia* holder scan ({procs} processes, once every {every:.0f} s): "
+              f"{summary(holder_scan)}  = {statistics.median(holder_scan) / every:.3f} ms per second")
 
         try:
             import logging

@@ -120,6 +120,10 @@ def test_a_peer_of_another_uid_is_closed_without_a_word(served):
     served.server.peer_uid = lambda sock: os.getuid()
     with connect(served.socket_path) as s:
         assert ask(s, {"op": "hello"})["ok"]
+    served.server.peer_uid = lambda sock: 0  # root (a monitor reaching into containers)
+    with connect(served.socket_path) as s:
+        assert ask(s, {"op": "hello"})["ok"]
+    assert served.server.counters["rejected_uid"] == 1
 
 
 def test_a_half_sent_frame_stalls_nobody(served):

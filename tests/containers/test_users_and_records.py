@@ -116,3 +116,16 @@ def test_session_written_before_the_container_columns_still_opens(tmp_path):
         procs = {q.pid: q for g in r.frame_at(T0).gpus for q in g.processes}
     assert procs[11].info.user == "alice" and procs[11].info.container is None
     assert procs[11].used == 20 * GiB
+
+
+def test_containers_users_and_holders_travel_over_the_stream():
+    """`vramscope --host` reads frames from `vramscope stream`: nothing of this is lost."""
+    from vramscope.core.samples import DeviceHolder
+    from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
+    holder = DeviceHolder(ProcessInfo(pid=3, user="dave"), ("/dev/nvidia0",))
+    sent = Frame(time=T0, gpus=shared_box().gpus, host_pids=False, device_holders=(holder,))
+    got = frame_from_wire(frame_to_wire(sent))
+    assert got.gpus[0].processes[0].info.container == TRAINER
+    assert got.gpus[0].processes[0].info.ns_pid == 1
+    assert got.host_pids is False and got.device_holders == (holder,)
+    assert user_totals(got) == user_totals(sent)

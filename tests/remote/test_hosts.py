@@ -156,6 +156,12 @@ def test_record_keeps_the_host_in_the_session(hosts, tmp_path):
         assert latest.gpus[0].label == "trainbox GPU 0"  # reopened, it still says where
     finally:
         reader.close()
+    trace = tmp_path / "remote.json"
+    r = vramscope("export", str(out), "--format", "perfetto", "--out", str(trace))
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = {e["args"]["name"] for e in json.loads(trace.read_text())["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert any(n.startswith("trainbox GPU 0") for n in names), names
 
 
 def test_a_peer_that_goes_silent_is_dropped_and_retried(hosts, tmp_path):

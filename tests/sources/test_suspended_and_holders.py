@@ -13,7 +13,7 @@ from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.sources.device_holders import DeviceHolderScanner, scan
 from vramscope.sources.nvml import NvmlSource
 from vramscope.sources.processes import ProcessCache
-from vramscope.sources.sysfs import gpu_asleep, nvidia_bus_ids, sysfs_bus_id
+from vramscope.sources.sysfs import is_nvidia, nvidia_bus_ids, runtime_suspended, sysfs_bus_id
 
 
 def pci_device(sysfs: pathlib.Path, bus: str, status: str, vendor="0x10de", cls="0x030200"):
@@ -85,8 +85,10 @@ def test_sysfs_helpers():
 
 def test_other_vendors_and_missing_files_are_never_asleep(tmp_path):
     pci_device(tmp_path, "0000:03:00.0", "suspended", vendor="0x1002")
-    assert not gpu_asleep("00000000:03:00.0", str(tmp_path))
-    assert not gpu_asleep("00000000:04:00.0", str(tmp_path))
+    assert not is_nvidia("00000000:03:00.0", str(tmp_path))
+    assert runtime_suspended("00000000:03:00.0", str(tmp_path))  # suspended, but not ours
+    assert not is_nvidia("00000000:04:00.0", str(tmp_path))
+    assert not runtime_suspended("00000000:04:00.0", str(tmp_path))
     assert nvidia_bus_ids(str(tmp_path / "none")) == []
 
 

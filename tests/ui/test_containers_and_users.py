@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from vramscope.core.samples import Container, GpuProcess, GpuSample, ProcessInfo
+from vramscope.core.samples import Container, DeviceHolder, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB
 
 from .frames import T0, frame_at
@@ -16,7 +16,7 @@ CAROL = ProcessInfo(pid=6060, start_time=T0 - 600, user="carol", name="python",
                         "docker", "3f" * 32, name="llm-server"), ns_pid=7)
 
 
-def shared_frames(asleep: bool = False):
+def shared_frames(asleep: bool = False, holders=()):
     out = []
     for k in range(60):
         f = frame_at(k)
@@ -27,7 +27,7 @@ def shared_frames(asleep: bool = False):
         if asleep:
             g1 = GpuSample(index=1, name=g1.name, uuid=g1.uuid, pci_bus_id="00000000:02:00.0",
                            asleep=True)
-        out.append(dataclasses.replace(f, gpus=(g0, g1)))
+        out.append(dataclasses.replace(f, gpus=(g0, g1), device_holders=tuple(holders)))
     return out
 
 
@@ -71,3 +71,14 @@ def test_an_asleep_gpu_is_shown_asleep_not_as_an_error(make_window, artifacts_di
     assert "not queried until it wakes" in card.asleep.text()
     assert card.values["processes"].text() == "n/a"
     save(w, artifacts_dir, "gpu-asleep-1400x900.png")
+
+
+def test_processes_holding_the_device_unlisted_are_named(make_window, artifacts_dir):
+    holder = DeviceHolder(ProcessInfo(pid=9191, user="dave", cmdline=("python", "old_run.py")),
+                          ("/dev/nvidia0", "/dev/nvidiactl"))
+    w = make_window(shared_frames())
+    assert not w.table.holders.isVisible()
+    w = make_window(shared_frames(holders=[holder]))
+    assert w.table.holders.isVisible()
+    assert "pid 9191 dave (python old_run.py)" in w.table.holders.text()
+    save(w, artifacts_dir, "device-holders-1400x900.png")

@@ -10,7 +10,11 @@ Identity is the handshake's pid + start time, checked against the process
 NVML reports (psutil's start time, or /proc when there is none); a process
 is marked as an agent process only on that match -- never "the first
 socket found". Agents in another PID namespace are reported but matched to
-no process (their pids mean something else here).
+no process (their pids mean something else here) -- unless a GPU process
+here has that PID inside that namespace (NSpid and the handshake's PID
+namespace): then they are reported under its host PID. Agents inside a GPU
+process's container are looked for through /proc/<pid>/root
+(sources/container_agents.py), or their directory is shared with the host.
 
 Pulled samples become AgentReport values on the frame and series in the
 store: ``("agent", pid, start_time, device, metric)`` for allocated,
@@ -34,6 +38,7 @@ import socket
 import time
 
 from vramscope.agent import paths, protocol
+from vramscope.sources import container_agents
 from vramscope.core.samples import (
     BUCKET_NAMES, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame,
     bare_uuid,
@@ -107,9 +112,12 @@ class _Agent:
     ended_at: float | None = None
     error: str | None = None
     bad_items: int = 0
+    host_pid: int | None = None  # its PID here, when it lives in another PID namespace
 
     @property
     def pid(self) -> int:
+        if self.host_pid is not None:
+            return self.host_pid
         return int(self.hello.get("pid", -1))
 
     @property
@@ -133,10 +141,11 @@ class AgentClient:
         self._last_sweep = 0.0
         self._pidns = paths.pid_namespace()
         self.errors = 0
+        self._in_containers: dict[tuple, int] = {}  # (pid inside, its namespace) -> host pid
 
     # -- the enricher ---------------------------------------------------------------------
     def __call__(self, frame: Frame) -> Frame:
-        self.poll()
+        self.poll(frame)
         return self.enrich(frame)
 
     def close(self) -> None:
@@ -149,13 +158,23 @@ class AgentClient:
         return list(self._dirs) if self._dirs is not None else paths.candidate_dirs()
 
     # -- polling -----------------------------------------------------------------------------
-    def poll(self) -> None:
+    def poll(self, frame: Frame | None = None) -> None:
+        """``frame``: the pass being enriched; its processes in containers are looked
+        inside for agents too."""
         now = self._clock()
         sockets: dict[tuple, str] = {}
         finals: dict[tuple, str] = {}
-        for directory in self.dirs():
+        contained = container_agents.contained_processes(frame)
+        self._in_containers = {(ns_pid, container_agents.namespace_of(hp)): hp
+                               for hp, ns_pid in contained.items()}
+        here = [(d, None) for d in self.dirs()]
+        inside = [d for hp in contained for d in container_agents.agent_dirs(hp)]
+        for directory, owner in here + inside:
             try:
-                paths.secure_dir(directory, create=False)
+                if owner is None:
+                    paths.secure_dir(directory, create=False)
+                elif not container_agents.dir_is_private(directory, owner):
+                    continue
                 entries = list(os.scandir(directory))
             except OSError:
                 continue  # missing, or not ours: never read from it
@@ -165,7 +184,7 @@ class AgentClient:
                     continue
                 pid, ticks, suffix = parsed
                 (sockets if suffix == paths.SOCKET_SUFFIX else finals)[(pid, ticks)] = entry.path
-            if now - self._last_sweep > STALE_SWEEP_EVERY:
+            if owner is None and now - self._last_sweep > STALE_SWEEP_EVERY:
                 paths.remove_stale(directory)
         if now - self._last_sweep > STALE_SWEEP_EVERY:
             self._last_sweep = now
@@ -218,6 +237,9 @@ class AgentClient:
                 state = self._agents[key] = _Agent(path=path, hello=hello)
             state.conn = conn
             state.error = None
+        if state.host_pid is None:  # in another PID namespace: its PID here, once it is on a GPU
+            where = (hello_pid(state), state.hello.get("pid_namespace"))
+            state.host_pid = self._in_containers.get(where)
         for _ in range(MAX_PULLS_PER_POLL):
             reply = state.conn.request({"op": "pull", "cursor": state.cursor})
             if not reply.get("ok"):
@@ -368,6 +390,8 @@ class AgentClient:
 
     def _same_namespace(self, report: AgentReport) -> bool:
         state = self._find(report)
+        if state is not None and state.host_pid is not None:
+            return True  # mapped to its host PID already
         ns = state.hello.get("pid_namespace") if state else None
         return ns is None or self._pidns is None or ns == self._pidns
 
@@ -386,6 +410,11 @@ class AgentClient:
         state = self._find(report)  # no psutil start time: ask /proc directly
         ticks = state.hello.get("start_ticks") if state else None
         return ticks is not None and paths.start_ticks(proc.pid) == ticks
+
+
+def hello_pid(state: _Agent) -> int:
+    """The PID the agent gave (inside its own namespace)."""
+    return int(state.hello.get("pid", -1))
 
 
 def _report(state: _Agent) -> AgentReport:

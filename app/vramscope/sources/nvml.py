@@ -48,7 +48,7 @@ from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.processes import ProcessCache
-from vramscope.sources.sysfs import SYS, gpu_asleep, nvidia_bus_ids
+from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
 from vramscope.sources.wsl import running_under_wsl
 
 log = logging.getLogger(__name__)
@@ -112,6 +112,7 @@ class NvmlSource:
         self.retry_interval = float(retry_interval)
         self.sysfs_root = sysfs_root
         self.holders = holders if holders is not None else DeviceHolderScanner()
+        self._nvidia_bus: dict[str, bool] = {}  # bus id -> an NVIDIA device in sysfs
         self._nvml = None
         self._ready = False
         self._error: str | None = None
@@ -161,7 +162,7 @@ class NvmlSource:
                 if guessed is None:
                     guessed = nvidia_bus_ids(self.sysfs_root)
                 bus = guessed[index] if len(guessed) == count else None
-            if bus is not None and gpu_asleep(bus, self.sysfs_root):
+            if bus is not None and self._asleep(bus):
                 gpu.slice_reads = []
                 partial.append((gpu, GpuSample(index=index, name=gpu.name, uuid=gpu.uuid,
                                                pci_bus_id=bus, asleep=True), {}))
@@ -188,6 +189,12 @@ class NvmlSource:
         return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
                      nvml_version=nvml_version, cuda_driver_version=cuda,
                      host_pids=self.processes.host_pids, device_holders=holders, wsl=self.wsl)
+
+    def _asleep(self, bus: str) -> bool:
+        nvidia = self._nvidia_bus.get(bus)
+        if nvidia is None:
+            nvidia = self._nvidia_bus[bus] = is_nvidia(bus, self.sysfs_root)
+        return nvidia and runtime_suspended(bus, self.sysfs_root)
 
     @staticmethod
     def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict, usage: dict) -> tuple[GpuProcess, ...]:

@@ -32,15 +32,17 @@ def _read(path: str) -> str | None:
         return None
 
 
-def gpu_asleep(nvml_bus_id: str, sysfs_root: str = SYS) -> bool:
-    """True when the NVIDIA PCI device is runtime-suspended."""
+def is_nvidia(nvml_bus_id: str, sysfs_root: str = SYS) -> bool:
+    """True when sysfs has this bus id as an NVIDIA PCI device (checked once per GPU)."""
     bus = sysfs_bus_id(nvml_bus_id)
-    if bus is None:
-        return False
-    base = f"{sysfs_root}/bus/pci/devices/{bus}"
-    if _read(f"{base}/vendor") != NVIDIA_VENDOR:
-        return False
-    return _read(f"{base}/power/runtime_status") == "suspended"
+    return bus is not None and _read(f"{sysfs_root}/bus/pci/devices/{bus}/vendor") == NVIDIA_VENDOR
+
+
+def runtime_suspended(nvml_bus_id: str, sysfs_root: str = SYS) -> bool:
+    """True when the PCI device is runtime-suspended (one small sysfs read)."""
+    bus = sysfs_bus_id(nvml_bus_id)
+    return (bus is not None and
+            _read(f"{sysfs_root}/bus/pci/devices/{bus}/power/runtime_status") == "suspended")
 
 
 def nvidia_bus_ids(sysfs_root: str = SYS) -> list[str]:

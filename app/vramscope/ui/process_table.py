@@ -135,11 +135,17 @@ class ProcessTable(QWidget):
         bar.setContentsMargins(4, 0, 4, 0)
         bar.addWidget(self.group_by_user)
         bar.addWidget(self.users, 1)
+        self.holders = QLabel()  # /dev/nvidia* open without being on NVML's lists
+        self.holders.setObjectName("deviceHolders")
+        self.holders.setStyleSheet(f"color: {theme.WARNING}; padding: 0 4px;")
+        self.holders.setWordWrap(True)
+        self.holders.hide()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(2)
         lay.addLayout(bar)
         lay.addWidget(self.view)
+        lay.addWidget(self.holders)
         self._selected: tuple | None = None
         self._rebuilding = False
         self.view.selectionModel().selectionChanged.connect(self._on_selection)
@@ -212,6 +218,13 @@ class ProcessTable(QWidget):
         """The frame's processes (with ``store``: their growth), and memory per user."""
         self.set_rows(rows_from_frame(frame, store))
         self.set_user_totals(user_totals(frame))
+        holders = frame.device_holders if frame is not None else ()
+        self.holders.setVisible(bool(holders))
+        if holders:
+            self.holders.setText(
+                "Holding /dev/nvidia* without being listed by the driver: " + "; ".join(
+                    f"pid {h.info.pid} {h.info.user or ''} ({h.info.command or 'command n/a'})"
+                    for h in holders))
 
     def set_user_totals(self, totals: list[UserTotal]) -> None:
         text = "   ·   ".join(_user_text(t) for t in totals)

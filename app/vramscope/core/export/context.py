@@ -6,6 +6,7 @@ import numpy as np
 
 from vramscope.core.export.redact import Redactor
 from vramscope.core.session.reader import SessionReader
+from vramscope.core.session.schema import gpu_host
 
 GPU_TRACE_PID = 5_000_000  # trace "process" ids for GPUs: above any Linux pid (max 2^22)
 REUSED_PID_BASE = 6_000_000  # trace ids for a second process that reused a PID
@@ -39,4 +40,6 @@ class ExportContext:
 
     def gpu_label(self, index: int) -> str:
         g = self.gpus.get(index)
-        return f"GPU {index}" + (f": {g.name}" if g is not None and g.name else "")
+        where = gpu_host(self.reader.meta, index)  # a recording of other machines (--host)
+        name = f"{where['host']} GPU {where['host_index']}" if where else f"GPU {index}"
+        return name + (f": {g.name}" if g is not None and g.name else "")

@@ -1,0 +1,95 @@
+"""An agent inside a container (its own PID and mount namespaces, a private /tmp)
+is found from the host through /proc/<pid>/root and reported under its host PID."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from vramscope.core.samples import Frame, GpuProcess, GpuSample
+from vramscope.core.units import GiB
+from vramscope.sources.agents import AgentClient
+from vramscope.sources.container_agents import agent_dirs, contained_processes, dir_is_private
+from vramscope.sources.processes import ProcessCache
+
+from .test_proc_reading import _child_in_namespace, needs_unshare
+
+SCRIPT = Path(__file__).resolve().parents[1] / "agent" / "cpu_train.py"
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@needs_unshare
+@pytest.mark.parametrize("route", ["through /proc/PID/root", "shared directory"])
+def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
+    shared = None
+    if route == "shared directory":  # e.g. docker run -v DIR:DIR -e VRAMSCOPE_RUNTIME_DIR=DIR
+        shared = tempfile.mkdtemp(prefix="vs-")  # AF_UNIX paths are short: not under tmp_path
+        env["VRAMSCOPE_RUNTIME_DIR"] = shared
+        inner = f"exec {sys.executable} {SCRIPT} {shared}/run.json 3000 0.02 --agent"
+        socket_dir = shared
+    else:
+        inner = (f"mount -t tmpfs tmpfs /tmp && exec {sys.executable} {SCRIPT} "
+                 "/tmp/run.json 3000 0.02 --agent")
+    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount",
+                               "--mount-proc", "sh", "-c", inner], env=env)
+    try:
+        host_pid = _child_in_namespace(holder)
+        if shared is None:
+            socket_dir = f"/proc/{host_pid}/root/tmp/vramscope-{os.getuid()}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                os.path.isdir(socket_dir) and any(n.endswith(".sock") for n in os.listdir(socket_dir))):
+            time.sleep(0.1)
+        info = ProcessCache().lookup(host_pid)
+        assert info.ns_pid == 1  # the container's first process
+        if shared is None:
+            assert (socket_dir, os.getuid()) in agent_dirs(host_pid)
+
+        gpu = GpuSample(index=0, uuid="GPU-ctr", total=24 * GiB, used=GiB,
+                        processes=(GpuProcess(pid=host_pid, used=GiB, info=info),))
+        client = AgentClient(dirs=[shared] if shared else [])
+        frame = None
+        while time.monotonic() < deadline:
+            frame = client(Frame(time=time.time(), gpus=(gpu,)))
+            if frame.agents and frame.agents[0].step:
+                break
+            time.sleep(0.2)
+        [report] = frame.agents
+        assert report.pid == host_pid  # not 1, its PID inside the container
+        assert report.step > 0
+        assert frame.gpus[0].processes[0].has_agent
+        client.close()
+    finally:
+        holder.kill()
+        holder.wait()
+        if shared:
+            shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_no_container_processes_means_no_extra_directories():
+    gpu = GpuSample(index=0, processes=(GpuProcess(pid=os.getpid(), used=GiB,
+                                                   info=ProcessCache().lookup(os.getpid())),))
+    assert contained_processes(Frame(time=0.0, gpus=(gpu,))) == {}
+
+
+def test_a_directory_open_to_others_or_of_another_user_is_refused(tmp_path):
+    d = tmp_path / "vramscope-x"
+    d.mkdir(mode=0o700)
+    assert dir_is_private(str(d), os.getuid())
+    assert not dir_is_private(str(d), os.getuid() + 1)
+    os.chmod(d, 0o755)
+    assert not dir_is_private(str(d), os.getuid())
+    link = tmp_path / "link"
+    link.symlink_to(d)
+    os.chmod(d, 0o700)
+    assert not dir_is_private(str(link), os.getuid())
