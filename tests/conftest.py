@@ -38,6 +38,15 @@ def private_user_dirs(monkeypatch):
     for name in USER_DIR_VARIABLES:
         dirs[name].mkdir(mode=0o700, parents=True, exist_ok=True)
         monkeypatch.setenv(name, str(dirs[name]))
+    monkeypatch.delenv("SUDO_UID", raising=False)  # whoever runs the suite, it acts as itself
+    if os.geteuid() == 0:
+        # CI containers run the suite as root, so the processes the tests start and
+        # end are root's: let root count as a regular user here (as in such a
+        # container). The system-account rule itself is tested with an explicit
+        # first_user_uid (tests/detectors/test_end_process_safety.py).
+        monkeypatch.setenv("VRAMSCOPE_UID_MIN", "0")
+    else:
+        monkeypatch.delenv("VRAMSCOPE_UID_MIN", raising=False)
     yield dirs
     shutil.rmtree(base, ignore_errors=True)
 

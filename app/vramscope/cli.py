@@ -20,6 +20,7 @@ import importlib
 import sys
 
 from vramscope import __version__
+from vramscope.commands.common import Parser
 
 COMMANDS = {
     "status": "print one sampling pass (no window); --json for scripts",
@@ -37,8 +38,7 @@ def _command_module(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="vramscope", description="What fills your GPU: a live VRAM monitor.")
+    parser = Parser(prog="vramscope", description="What fills your GPU: a live VRAM monitor.")
     parser.add_argument("--version", action="version", version=f"vramscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():

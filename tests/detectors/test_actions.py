@@ -14,7 +14,7 @@ import time
 import psutil
 import pytest
 
-from vramscope.core.actions import ProcessActions, read_audit_log
+from vramscope.core.actions import EndProcess, ProcessActions, read_audit_log
 
 from .conftest import STUBBORN
 
@@ -64,6 +64,21 @@ def test_sigkill_only_after_sigterm_and_the_grace_period(start_child, audit):
     assert child.wait(timeout=10) == -9
     assert [e["action"] for e in read_audit_log(audit)] == ["SIGKILL", "SIGTERM", "SIGKILL"]
     assert [e["outcome"] for e in read_audit_log(audit)] == ["refused", "sent", "sent"]
+
+
+def test_end_process_sequence_term_grace_then_kill_without_qt(start_child, audit):
+    """The steps the window's confirmation dialogs walk through, Qt-free."""
+    child, start = start_child(STUBBORN)
+    request = EndProcess(ProcessActions(audit_path=audit, grace_seconds=0.3), child.pid, start,
+                         memory=1 << 30)
+    assert request.describe().own and request.check_after_ms == 400
+    assert request.terminate().ok
+    time.sleep(request.check_after_ms / 1000)
+    assert request.running()  # it ignores SIGTERM: the window offers SIGKILL now
+    assert request.kill().ok
+    assert child.wait(timeout=10) == -9
+    assert not request.running()
+    assert request.ended_text.startswith(f"pid {child.pid} has exited")
 
 
 def test_read_only_mode_refuses(start_child, audit):

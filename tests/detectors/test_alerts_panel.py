@@ -47,7 +47,7 @@ def test_demo_alerts_listed_with_evidence_and_fix_screenshot(themed, qtbot, arti
     qtbot.addWidget(panel)
     panel.resize(1200, 640)
     counts = []
-    panel.countsChanged.connect(lambda n, c: counts.append((n, c)))
+    panel.counts_changed.connect(lambda n, c: counts.append((n, c)))
     panel.refresh()
     panel.show()
     kinds = [a.kind for a in panel.alerts()]
@@ -118,7 +118,7 @@ def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, start_child, tm
     assert dialog.fields["Age"].text().endswith("s")
     dialog.resize(560, 260)
     assert dialog.grab().save(str(artifacts_dir / "alerts_end_dialog.png"))
-    with qtbot.waitSignal(panel.processEnded, timeout=5000) as ended:
+    with qtbot.waitSignal(panel.process_ended, timeout=5000) as ended:
         dialog.confirm_button.click()
     assert ended.args[0] == p.pid
     assert p.wait(timeout=5) == -15
@@ -134,7 +134,7 @@ def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, start
                     timeout=5000)
     kill = panel.active_dialog
     assert kill.mode == "kill" and "SIGKILL" in kill.confirm_button.text()
-    with qtbot.waitSignal(panel.processEnded, timeout=5000):
+    with qtbot.waitSignal(panel.process_ended, timeout=5000):
         kill.confirm_button.click()
     assert p.wait(timeout=5) == -9
 

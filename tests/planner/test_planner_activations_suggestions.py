@@ -1,4 +1,4 @@
-"""Activations (named formula), and the seeds' order of least damaging changes."""
+"""Activations (named formula), and the order of least damaging changes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The seeds' numbers, exactly (see /work/shared/seeds)."""
+"""Textbook figures, exactly: weights per precision (Ψ × bytes per parameter),
+mixed-precision Adam's 16 bytes per parameter and the ZeRO stages (Rajbhandari
+et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
+2020), and the KV cache formula 2 × layers × KV heads × head dim × bytes per
+token (as in vLLM's PagedAttention paper, Kwon et al. 2023)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from vramscope.core.planner.inference import conversations_that_fit, kv_bytes_pe
 from vramscope.core.units import GB, GiB
 
 B7 = 7_000_000_000
-# The seeds' 7B serving example: 32 layers, 32 KV heads, head dim 128.
+# A Llama-2-7B-shaped serving example: 32 layers, 32 KV heads, head dim 128.
 SEVEN_B = shape_from_params(B7, layers=32, hidden=4096, heads=32, kv_heads=32, head_dim=128)
 
 
@@ -33,7 +37,7 @@ def test_precision_table_weights_in_decimal_gb(params, gb):
 def test_quantized_weights_state_their_metadata_separately():
     plan = infer(shape_from_params(70 * 10**9), precision="int4")
     buckets = plan.bucket_dict()
-    assert buckets["weights"] == 35 * GB  # the seeds' idealized figure stays as is
+    assert buckets["weights"] == 35 * GB  # the idealized Ψ × 0.5 B stays as is
     # the stated allowance: one 4-byte scale per 64 weights
     assert buckets["quantization_metadata"] == 70 * 10**9 // 64 * 4
     assert "scale per 64" in plan.explanation("quantization_metadata")
@@ -110,7 +114,7 @@ def test_kv_cache_per_token_conversation_and_33_conversations():
     assert kv_bytes_per_token(SEVEN_B, "bf16") == 524_288  # 2*32*32*128*2, about 512 KB
     plan = infer(context=4096, gpus_memory=(("A100 80GB", 80 * GiB),))
     assert plan.kv_bytes_per_conversation == 2 * GiB  # "a 4096-token conversation costs 2 GB"
-    # The seed's "66 GB of headroom is 33 conversations": 66 (binary) GB / 2 GiB.
+    # The worked example "66 GB of headroom is 33 conversations": 66 (binary) GB / 2 GiB.
     assert conversations_that_fit(66 * GiB, 2 * GiB) == 33
     # ... and on a real 80 GiB card beside 14 GB of bf16 weights: 33 fit, request 34 waits.
     assert plan.gpus[0].conversations == 33

@@ -28,6 +28,7 @@ __all__ = ["start", "watch", "step", "stop", "get", "Agent", "DEFAULT_INTERVAL"]
 # The monitor imports vramscope.agent.protocol and .paths (stdlib only) without
 # torch; only starting an agent imports torch (through agent.core).
 DEFAULT_INTERVAL = 0.5  # seconds between allocator samples
+MIN_INTERVAL = 0.05  # the agent samples no faster than this
 
 _lock = threading.Lock()
 _agent: Agent | None = None

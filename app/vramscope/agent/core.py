@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import collections
 import json
+import logging
 import os
 import threading
 import time
@@ -28,9 +29,10 @@ from vramscope.agent.server import AgentServer
 from vramscope.agent.stats import StatsReader
 from vramscope.agent.steps import StepTracker
 
+log = logging.getLogger(__name__)
+
 AGENT_VERSION = 1
-from vramscope.agent import DEFAULT_INTERVAL  # one definition, in the package (no torch there)
-MIN_INTERVAL = 0.05
+from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
 WALK_BUDGET = 0.01  # the walk may take at most 1 % of wall time
 IDLE_WALK_EVERY = 5.0  # without steps, redo the walk this often (inference, before step 1)
 PULL_MAX_BYTES = 1024 * 1024
@@ -185,7 +187,11 @@ class Agent:
     # -- the agent thread ------------------------------------------------------------------------
     def _run(self) -> None:
         try:
-            directory = self._runtime_dir or paths.agent_dir()
+            directory, refused = ((self._runtime_dir, []) if self._runtime_dir
+                                  else paths.choose_agent_dir())
+            if refused:
+                log.warning("vramscope agent: %s; listening in %s instead (the monitor looks "
+                            "there too)", "; ".join(refused), directory)
             paths.secure_dir(directory)
             paths.remove_stale(directory)
             ticks = self.identity.get("start_ticks") or 0

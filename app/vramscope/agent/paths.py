@@ -4,7 +4,10 @@ Sockets live in a per-user directory (0700):
 
 - ``$VRAMSCOPE_RUNTIME_DIR`` when set (tests, unusual setups);
 - else ``$XDG_RUNTIME_DIR/vramscope`` when the user has a runtime dir;
-- else ``/tmp/vramscope-<uid>``.
+- else ``/tmp/vramscope-<uid>``;
+- else, when that name is taken by someone else (another user's directory,
+  a symlink, a file), a private fallback in the user's own cache directory,
+  ``~/.cache/vramscope/run-<hostname>``, with a warning saying why.
 
 The monitor scans every candidate (a training started from SSH may not see
 the desktop's ``XDG_RUNTIME_DIR``). A directory that is not ours, is a
@@ -28,8 +31,17 @@ _NAME = re.compile(r"^agent-(\d+)-(\d+)(\.sock|\.final\.json)$")
 FINAL_KEEP_SECONDS = 24 * 3600
 
 
+SHARED_TMP = "/tmp"  # where the per-uid name lives when there is no XDG runtime dir
+
+
 class RuntimeDirError(OSError):
     pass
+
+
+def private_fallback_dir() -> str:
+    """In the user's own home (per host: a home may be shared by several machines)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "vramscope", f"run-{socket.gethostname()}")
 
 
 def candidate_dirs() -> list[str]:
@@ -40,7 +52,8 @@ def candidate_dirs() -> list[str]:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isdir(xdg):
         out.append(os.path.join(xdg, "vramscope"))
-    out.append(os.path.join("/tmp", f"vramscope-{os.getuid()}"))
+    out.append(os.path.join(SHARED_TMP, f"vramscope-{os.getuid()}"))
+    out.append(private_fallback_dir())
     return out
 
 
@@ -64,15 +77,20 @@ def secure_dir(path: str, create: bool = True) -> str:
     return path
 
 
-def agent_dir(create: bool = True) -> str:
-    """The directory this process's agent listens in (the first usable candidate)."""
+def choose_agent_dir(create: bool = True) -> tuple[str, list[str]]:
+    """(the first usable candidate, why each one before it was refused)."""
     errors = []
     for path in candidate_dirs():
         try:
-            return secure_dir(path, create=create)
+            return secure_dir(path, create=create), errors
         except RuntimeDirError as exc:
             errors.append(str(exc))
     raise RuntimeDirError("; ".join(errors))
+
+
+def agent_dir(create: bool = True) -> str:
+    """The directory this process's agent listens in (the first usable candidate)."""
+    return choose_agent_dir(create)[0]
 
 
 def socket_name(pid: int, start_ticks: int) -> str:

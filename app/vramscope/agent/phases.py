@@ -1,8 +1,10 @@
 """Phases of a training step: allocated at the end of forward, after backward,
 after the optimizer step -- and once, after loading.
 
-The seeds say where to measure: after loading, during the busiest forward
-pass, after backward and after the optimizer step. The hooks that see those
+Where to measure follows the shape of a step in PyTorch's memory snapshots
+("Understanding CUDA Memory Usage", pytorch.org/docs/stable/torch_cuda_memory.html):
+after loading, during the busiest forward pass, after backward and after the
+optimizer step. The hooks that see those
 moments are cheap and already on the training thread:
 
 - forward pre-hook of a registered model (top module): the first one, before

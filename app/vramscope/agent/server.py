@@ -8,6 +8,18 @@ stuck connections are closed, and a peer whose uid is neither ours nor root's
 root reaches agents inside containers) is closed at once. Malformed input gets an error reply, then the connection
 is closed. Every failure is counted, none is raised to the caller.
 
+What one connection can cost the training process is bounded:
+
+- one read takes at most READ_BYTES and at most MAX_REQUESTS_PER_READ
+  pipelined requests (more is an error reply and a close);
+- no request is handled once the connection is closing (a peer that never
+  reads its replies is closed at MAX_OUTBUF, not served further);
+- each connection has a token bucket (RATE_PER_SECOND, RATE_BURST): past
+  it, an error reply and a close;
+- a connection silent for IDLE_TIMEOUT seconds is dropped, and when all
+  MAX_CONNECTIONS are taken the one idle longest makes room for a new one,
+  so idle peers cannot lock the monitor out.
+
 Requests (JSON objects with "op"):
 - ``hello``  -> identity (pid, start time, hostname, pid namespace, ranks),
   protocol version, agent settings;
@@ -28,9 +40,14 @@ import time
 from vramscope.agent import protocol
 
 MAX_CONNECTIONS = 16
-IDLE_TIMEOUT = 120.0  # seconds without a request
-PARTIAL_TIMEOUT = 10.0  # seconds a half-received frame may sit
+IDLE_TIMEOUT = 5.0  # seconds without a request (the monitor reconnects when it pulls again)
+EVICT_IDLE_AFTER = 1.0  # when full, a connection idle this long makes room for a new one
+PARTIAL_TIMEOUT = 5.0  # seconds a half-received frame may sit
 MAX_OUTBUF = 2 * protocol.MAX_FRAME
+READ_BYTES = 65536  # per read
+MAX_REQUESTS_PER_READ = 8  # pipelined requests in one read
+RATE_PER_SECOND = 20.0  # requests per second per connection, sustained
+RATE_BURST = 40.0  # requests allowed at once (a monitor catching up pulls several times)
 MAX_UNIX_PATH = 107
 
 
@@ -48,15 +65,27 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 
 class _Conn:
-    __slots__ = ("sock", "reader", "out", "last", "partial_since", "closing")
+    __slots__ = ("sock", "reader", "out", "last", "partial_since", "closing", "closed",
+                 "tokens", "refilled")
 
-    def __init__(self, sock):
+    def __init__(self, sock, now: float):
         self.sock = sock
         self.reader = protocol.FrameReader()
         self.out = bytearray()
-        self.last = time.monotonic()
+        self.last = now
         self.partial_since: float | None = None
-        self.closing = False
+        self.closing = False  # the last reply is queued; nothing more is handled
+        self.closed = False
+        self.tokens = RATE_BURST
+        self.refilled = now
+
+    def take_token(self, now: float) -> bool:
+        self.tokens = min(RATE_BURST, self.tokens + (now - self.refilled) * RATE_PER_SECOND)
+        self.refilled = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 class AgentServer:
@@ -70,14 +99,15 @@ class AgentServer:
         self._sel = selectors.DefaultSelector()
         self._conns: dict[int, _Conn] = {}
         self.counters = {"accepted": 0, "rejected_uid": 0, "rejected_full": 0, "bad_frames": 0,
-                         "requests": 0, "errors": 0, "closed_idle": 0}
+                         "requests": 0, "errors": 0, "closed_idle": 0, "evicted_idle": 0,
+                         "rate_limited": 0, "too_many_pipelined": 0, "unread_replies": 0}
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             if os.path.lexists(path):
                 os.unlink(path)  # our own name (pid + start time): a leftover of ours
             self._listener.bind(path)
             os.chmod(path, 0o600)
-            self._listener.listen(8)
+            self._listener.listen(MAX_CONNECTIONS + 8)
             self._listener.setblocking(False)
         except OSError:
             self._listener.close()
@@ -119,20 +149,36 @@ class AgentServer:
                 self.counters["rejected_uid"] += 1
                 sock.close()
                 continue
-            if len(self._conns) >= MAX_CONNECTIONS:
+            if len(self._conns) >= MAX_CONNECTIONS and not self._evict_idlest():
                 self.counters["rejected_full"] += 1
                 sock.close()
                 continue
             sock.setblocking(False)
-            conn = _Conn(sock)
+            conn = _Conn(sock, self._clock())
             self._conns[id(conn)] = conn
             self._sel.register(sock, selectors.EVENT_READ, conn)
             self.counters["accepted"] += 1
 
+    def _evict_idlest(self) -> bool:
+        """Close the connection idle the longest, if idle long enough; True if one went."""
+        now = self._clock()
+        idlest = min(self._conns.values(), key=lambda c: c.last, default=None)
+        if idlest is None or now - idlest.last < EVICT_IDLE_AFTER:
+            return False
+        self.counters["evicted_idle"] += 1
+        self._close(idlest)
+        return True
+
+    def _refuse(self, conn: _Conn, counter: str, message: str) -> None:
+        """An error reply, then close: nothing more is handled on this connection."""
+        self.counters[counter] += 1
+        self._queue(conn, protocol.encode_payload({"ok": False, "error": message}))
+        conn.closing = True
+
     def _service(self, conn: _Conn, mask: int) -> None:
         if mask & selectors.EVENT_READ and not conn.closing:
             try:
-                data = conn.sock.recv(65536)
+                data = conn.sock.recv(READ_BYTES)
             except (BlockingIOError, InterruptedError):
                 data = None
             except OSError:
@@ -146,11 +192,20 @@ class AgentServer:
                 try:
                     requests = conn.reader.feed(data)
                 except protocol.ProtocolError as exc:
-                    self.counters["bad_frames"] += 1
-                    self._queue(conn, protocol.encode_payload({"ok": False, "error": str(exc)}))
-                    conn.closing = True
+                    self._refuse(conn, "bad_frames", str(exc))
+                    requests = []
+                if len(requests) > MAX_REQUESTS_PER_READ:
+                    self._refuse(conn, "too_many_pipelined",
+                                 f"{len(requests)} requests in one read; at most "
+                                 f"{MAX_REQUESTS_PER_READ} (send one, read its reply)")
                     requests = []
                 for request in requests:
+                    if conn.closing or conn.closed:  # decided to close: no more work
+                        break
+                    if not conn.take_token(self._clock()):
+                        self._refuse(conn, "rate_limited",
+                                     f"more than {RATE_PER_SECOND:g} requests per second")
+                        break
                     self.counters["requests"] += 1
                     try:
                         reply = self.handler(request)
@@ -159,6 +214,8 @@ class AgentServer:
                         reply = protocol.encode_payload({"ok": False, "error": f"agent error: {exc}"})
                     self._queue(conn, reply)
                 conn.partial_since = self._clock() if conn.reader.pending else None
+        if conn.closed:
+            return
         if conn.out:
             self._flush(conn)
         elif conn.closing:
@@ -170,6 +227,7 @@ class AgentServer:
         except protocol.ProtocolError as exc:
             conn.out += protocol.encode({"ok": False, "error": str(exc)})
         if len(conn.out) > MAX_OUTBUF:  # the peer does not read its replies
+            self.counters["unread_replies"] += 1
             self._close(conn)
             return
         try:
@@ -204,6 +262,8 @@ class AgentServer:
                 self._close(conn)
 
     def _close(self, conn: _Conn) -> None:
+        conn.closed = conn.closing = True
+        conn.out = bytearray()  # its replies are no longer anyone's
         try:
             self._sel.unregister(conn.sock)
         except (KeyError, ValueError, OSError):

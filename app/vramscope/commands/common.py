@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from vramscope.core.samples import Frame
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a refused option said in one line (status 2), not usage + error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (--help lists the options)\n")
+
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true",
@@ -11,6 +20,11 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--busy", action="store_true",
                    help="with --demo: a shared workstation, sixteen processes on two GPUs")
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
+
+
+def driver_unavailable(frame: Frame) -> bool:
+    """The frame of a source that has no GPU to read (no library, no driver)."""
+    return frame.error is not None and not frame.gpus and not frame.simulated
 
 
 def ssh_target(text: str) -> str:

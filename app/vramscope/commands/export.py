@@ -25,7 +25,10 @@ def _err(text: str) -> None:
 
 def run(args) -> int:
     from vramscope.core.export import FORMATS, copy_snapshots
+    import sqlite3
+
     from vramscope.core.session import SessionError, open_session
+    from vramscope.core.session.errors import UNREADABLE, unreadable
 
     out = pathlib.Path(args.out).expanduser()
     if out.exists() and not args.force:
@@ -42,6 +45,12 @@ def run(args) -> int:
             summary = FORMATS[args.format](reader, out, redact=args.redact)
         except OSError as exc:
             _err(f"cannot write {out}: {exc}")
+            return 2
+        except SessionError as exc:
+            _err(str(exc))
+            return 2
+        except (sqlite3.Error, *UNREADABLE) as exc:
+            _err(str(unreadable(args.session_file, exc)))
             return 2
         snap_dir = out.with_name(out.name + ".oom-snapshots")
         if args.redact:

@@ -4,28 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from vramscope.commands.common import add_host_arguments, add_source_arguments
-from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL
+from vramscope.commands.common import Parser, add_host_arguments, add_source_arguments
+from vramscope.core.option_types import address, interval_seconds, seconds
 
 WINDOW_CHOICES = ("1m", "10m", "1h", "all")
-
-
-def _seconds(low: float | None = None, high: float | None = None):
-    """An argparse type: a number of seconds, > 0 and within [low, high] where given."""
-    def convert(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-        if value <= 0 or (low is not None and value < low) or (high is not None and value > high):
-            where = f"outside {low:g} .. {high:g} s" if low is not None else "not > 0"
-            raise argparse.ArgumentTypeError(f"{text} s is {where}")
-        return value
-    return convert
-
-
-interval_seconds = _seconds(MIN_INTERVAL, MAX_INTERVAL)
-_positive_seconds = _seconds()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,9 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "sessions go to the user's data directory, oldest removed past 2 GiB)")
     p.add_argument("--read-only", action="store_true",
                    help="disable every action (ending processes)")
-    p.add_argument("--prometheus", metavar="HOST:PORT", default=None,
+    p.add_argument("--prometheus", metavar="HOST:PORT", default=None, type=address,
                    help="also serve the current metrics for Prometheus (loopback unless told otherwise)")
-    p.add_argument("--quit-after", type=_positive_seconds, default=None, metavar="SECONDS",
+    p.add_argument("--quit-after", type=seconds(), default=None, metavar="SECONDS",
                    help=argparse.SUPPRESS)  # smoke tests and the bundle check
     p.add_argument("file", nargs="?", default=None, metavar="FILE",
                    help="a recorded session to reopen")
@@ -54,8 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The window's options alone: used for `vramscope [options] FILE`, where a
     positional after the subcommands would be taken for a subcommand name."""
-    p = argparse.ArgumentParser(prog="vramscope",
-                                description="What fills your GPU: a live VRAM monitor.")
+    p = Parser(prog="vramscope", description="What fills your GPU: a live VRAM monitor.")
     add_arguments(p)
     p.set_defaults(command=None)
     return p

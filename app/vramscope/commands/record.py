@@ -14,7 +14,8 @@ import sys
 import threading
 import time
 
-from vramscope.commands.common import add_host_arguments, add_source_arguments
+from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
+from vramscope.core.option_types import address, interval_seconds, positive, seconds
 from vramscope.sources.choose import enrichers_for, open_source
 
 
@@ -24,16 +25,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="FILE",
                    help="session file to write (default: a new file in the user's data "
                         "directory, where the oldest sessions are removed past the cap)")
-    p.add_argument("--interval", metavar="S", type=float, default=1.0,
+    p.add_argument("--interval", metavar="S", type=interval_seconds, default=1.0,
                    help="seconds between samples (default 1, 0.1 to 60)")
-    p.add_argument("--duration", metavar="S", type=float, default=None,
+    p.add_argument("--duration", metavar="S", type=seconds(), default=None,
                    help="stop after S seconds (default: until Ctrl-C / SIGTERM)")
-    p.add_argument("--prometheus", metavar="HOST:PORT", default=None,
+    p.add_argument("--prometheus", metavar="HOST:PORT", default=None, type=address,
                    help="also serve the current metrics for Prometheus at HOST:PORT "
                         "(loopback unless you name another address)")
-    p.add_argument("--keep-gb", metavar="GB", type=float, default=None,
-                   help="cap for the default session directory in GB (default 2 GiB)")
-    p.add_argument("--keep-days", metavar="DAYS", type=float, default=None,
+    p.add_argument("--keep-gb", metavar="GIB", type=positive(float), default=None,
+                   help="cap for the default session directory in GiB, as in the window's "
+                        "settings (default 2)")
+    p.add_argument("--keep-days", metavar="DAYS", type=positive(float), default=None,
                    help="remove default-directory sessions older than DAYS (default 30)")
 
 
@@ -118,16 +120,7 @@ def run(args) -> int:
     from vramscope.core.session.library import (
         DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, RetentionPolicy, default_directory,
         new_session_path)
-    if args.prometheus:
-        from vramscope.core.metrics import parse_address
-        try:
-            parse_address(args.prometheus)
-        except ValueError as exc:
-            _say(f"vramscope record: --prometheus: {exc}", sys.stderr)
-            return 2
-    if args.duration is not None and args.duration <= 0:
-        _say("vramscope record: --duration must be more than 0 seconds", sys.stderr)
-        return 2
+    from vramscope.core.units import GiB
     retention = directory = None
     if args.out:
         path = pathlib.Path(args.out).expanduser()
@@ -138,9 +131,14 @@ def run(args) -> int:
     else:
         directory = default_directory()
         retention = RetentionPolicy(
-            max_bytes=int(args.keep_gb * 1e9) if args.keep_gb is not None else DEFAULT_MAX_BYTES,
+            max_bytes=int(args.keep_gb * GiB) if args.keep_gb is not None else DEFAULT_MAX_BYTES,
             max_age_days=args.keep_days if args.keep_days is not None else DEFAULT_MAX_AGE_DAYS)
-        path = new_session_path(directory)
+        try:
+            path = new_session_path(directory)
+        except OSError as exc:
+            _say(f"vramscope record: cannot use the session directory {directory}: "
+                 f"{exc.strerror or exc}", sys.stderr)
+            return 2
     stop = threading.Event()
 
     def on_signal(signum, _frame):
@@ -151,6 +149,12 @@ def run(args) -> int:
         previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_signal)  # not under nohup
     try:
         source = open_source(args)
+        probe = None if getattr(args, "host", None) else source.sample(time.time())
+        if probe is not None and driver_unavailable(probe):  # say so, write nothing
+            source.close()
+            _say(f"vramscope record: {probe.error}; nothing recorded (--demo records the "
+                 "simulated workstation)", sys.stderr)
+            return 2
         return record_session(source, path, interval=args.interval, duration=args.duration,
                               prometheus=args.prometheus, retention=retention,
                               retention_directory=directory, stop=stop,

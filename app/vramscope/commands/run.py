@@ -9,6 +9,7 @@ returned; Ctrl-C goes to the child (same process group) and we wait for it.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -17,8 +18,14 @@ import sys
 USAGE = "usage: vramscope run [--interval SECONDS] -- COMMAND [ARGS...]"
 
 
+def _agent_interval(text: str) -> float:
+    from vramscope.agent import MIN_INTERVAL
+    from vramscope.core.option_types import MAX_INTERVAL, seconds
+    return seconds(MIN_INTERVAL, MAX_INTERVAL)(text)
+
+
 def add_arguments(p) -> None:
-    p.add_argument("--interval", type=float, default=0.5,
+    p.add_argument("--interval", type=_agent_interval, default=0.5,
                    help="agent sampling interval in seconds (default 0.5)")
     p.add_argument("child", nargs="*", metavar="COMMAND", help="the command to run, after --")
 
@@ -47,24 +54,33 @@ def _parse(argv: list[str]) -> tuple[float, list[str]] | str:
         a = argv[i]
         if a == "--":
             return interval, argv[i + 1:]
-        if a == "--interval" and i + 1 < len(argv):
+        if a == "--interval" and i + 1 < len(argv) or a.startswith("--interval="):
+            text = argv[i + 1] if a == "--interval" else a.split("=", 1)[1]
             try:
-                interval = float(argv[i + 1])
-            except ValueError:
-                return f"--interval needs a number of seconds, not {argv[i + 1]!r}"
-            i += 2
-            continue
-        if a.startswith("--interval="):
-            try:
-                interval = float(a.split("=", 1)[1])
-            except ValueError:
-                return f"--interval needs a number of seconds, not {a.split('=', 1)[1]!r}"
-            i += 1
+                interval = _agent_interval(text)
+            except argparse.ArgumentTypeError as exc:
+                return f"--interval: {exc}"
+            i += 2 if a == "--interval" else 1
             continue
         if a in ("-h", "--help"):
             return USAGE
         return interval, argv[i:]
     return interval, []
+
+
+def _say_where_the_agent_listens() -> None:
+    """A refused socket directory is said here, where the user looks, not only
+    inside the child's log."""
+    from vramscope.agent import paths
+    try:
+        directory, refused = paths.choose_agent_dir()
+    except paths.RuntimeDirError as exc:
+        print(f"vramscope run: warning: the agent has nowhere to listen ({exc}); the script "
+              "runs, but no vramscope window or `status` will see it", file=sys.stderr)
+        return
+    if refused:
+        print(f"vramscope run: warning: {'; '.join(refused)}; the agent listens in {directory} "
+              "instead (vramscope's window and `status` look there too)", file=sys.stderr)
 
 
 def run(args) -> int:
@@ -76,6 +92,7 @@ def run(args) -> int:
     if not command:
         print(f"vramscope run: no command given\n{USAGE}", file=sys.stderr)
         return 2
+    _say_where_the_agent_listens()
     try:
         child = subprocess.Popen(command, env=child_env(interval=interval))
     except FileNotFoundError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from vramscope.commands.common import add_host_arguments, add_source_arguments
+from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
 from vramscope.core.source import close_quietly
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
@@ -74,10 +74,6 @@ def emit(frame, args, out=None) -> None:
     out.flush()
 
 
-def nvml_unavailable(frame) -> bool:
-    return frame.error is not None and not frame.gpus and not frame.simulated
-
-
 HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame
 
 
@@ -136,7 +132,7 @@ def run(args) -> int:
     source = open_source(args, demo_elapsed=0.0 if getattr(args, "watch", 0) else 600.0)
     try:
         frame = take_frame(source, args)
-        if nvml_unavailable(frame):
+        if driver_unavailable(frame):
             print(f"vramscope status: {frame.error}", file=sys.stderr)
             return EXIT_NO_NVML
         emit(frame, args)

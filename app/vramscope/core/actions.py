@@ -1,6 +1,9 @@
 """Ending a process, safely (no Qt).
 
-Rules (DESIGN.md, "Safety"): only the user's own processes; the identity
+Rules (DESIGN.md, "Safety"): only the user's own processes -- never a
+kernel thread, never a system account's (uid below UID_MIN of
+/etc/login.defs), even when vramscope runs as root; under sudo "own" means
+the user who ran sudo (SUDO_UID), not root; the identity
 (pid + start time) re-checked with psutil right before the signal -- on
 Linux through a pidfd, so the signal cannot reach a process that took the
 PID in between; SIGTERM first, SIGKILL only on request once a grace period
@@ -24,10 +27,57 @@ import psutil
 
 from vramscope.core.detectors.jupyter import connection_file, is_jupyter_kernel
 
+PF_KTHREAD = 0x00200000  # the "flags" field of /proc/PID/stat (linux/sched.h)
+DEFAULT_UID_MIN = 1000  # login.defs(5)
 START_TIME_TOLERANCE = 0.05  # seconds; psutil derives start times from clock ticks
 DEFAULT_GRACE_SECONDS = 5.0
 READ_ONLY_REFUSAL = "vramscope runs read-only (--read-only): ending processes is disabled"
 SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
+def acting_uid() -> int:
+    """Whose processes vramscope may end: under sudo the user who ran it, else ours."""
+    uid = os.getuid()
+    sudo = os.environ.get("SUDO_UID", "")
+    if uid == 0 and sudo.isdigit():
+        return int(sudo)
+    return uid
+
+
+UID_MIN_VARIABLE = "VRAMSCOPE_UID_MIN"
+
+
+def uid_min(path: str = "/etc/login.defs") -> int:
+    """The first uid of a regular user (UID_MIN, login.defs(5)); below it: system accounts.
+
+    ``VRAMSCOPE_UID_MIN`` overrides it -- e.g. 0 in a container where every process,
+    the user's own included, runs as root. Kernel threads stay refused whatever it says.
+    """
+    env = os.environ.get(UID_MIN_VARIABLE, "")
+    if env.isdigit():
+        return int(env)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 2 and parts[0] == "UID_MIN" and parts[1].isdigit():
+                    return int(parts[1])
+    except OSError:
+        pass
+    return DEFAULT_UID_MIN
+
+
+def is_kernel_thread(pid: int) -> bool:
+    """PF_KTHREAD in /proc/PID/stat (kthreadd, kworkers, ...): never a user's process."""
+    if pid == 2:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        flags = int(data[data.rindex(b")") + 2:].split()[6])  # field 9
+    except (OSError, ValueError, IndexError):
+        return False
+    return bool(flags & PF_KTHREAD)
 
 
 def default_audit_path() -> pathlib.Path:
@@ -62,8 +112,12 @@ class ActionResult:
 
 class ProcessActions:
     def __init__(self, read_only: bool = False, audit_path: str | os.PathLike | None = None,
-                 grace_seconds: float = DEFAULT_GRACE_SECONDS, monotonic=time.monotonic):
+                 grace_seconds: float = DEFAULT_GRACE_SECONDS, monotonic=time.monotonic,
+                 owner_uid: int | None = None, first_user_uid: int | None = None):
         self.read_only = read_only
+        # whose processes may be ended, and where system accounts end (see the module text)
+        self.owner_uid = acting_uid() if owner_uid is None else owner_uid
+        self.first_user_uid = uid_min() if first_user_uid is None else first_user_uid
         self.audit_path = pathlib.Path(audit_path) if audit_path else default_audit_path()
         self.grace_seconds = grace_seconds
         self._mono = monotonic
@@ -212,27 +266,33 @@ class ProcessActions:
             parent = _safe(proc.ppid)
             return proc, (f"pid {pid} is a zombie: it has already exited and only its parent "
                           f"(pid {parent}) can reap it; end the parent instead")
+        if is_kernel_thread(pid):
+            return proc, f"pid {pid} is a kernel thread; vramscope never signals the kernel"
+        uid = _real_uid(proc)
+        if uid is not None and uid < self.first_user_uid:
+            owner = _safe(proc.username) or f"uid {uid}"
+            return proc, (f"pid {pid} belongs to the system account {owner}; vramscope never "
+                          "ends system processes, even when it runs as root")
         if not self._is_own(proc):
             return proc, self._not_own_message(proc)
         return proc, None
 
-    @staticmethod
-    def _is_own(proc) -> bool:
+    def _is_own(self, proc) -> bool:
         if proc is None:
             return False
-        try:
-            if hasattr(os, "getuid"):
-                return proc.uids().real == os.getuid()
-            return proc.username() == psutil.Process(os.getpid()).username()
-        except psutil.Error:
-            return False
+        uid = _real_uid(proc)
+        return uid is not None and uid == self.owner_uid and uid >= self.first_user_uid
 
-    @staticmethod
-    def _not_own_message(proc) -> str:
+    def _not_own_message(self, proc) -> str:
         owner = _safe(proc.username) if proc is not None else None
-        me = getpass.getuser()
+        me = self.owner_uid
+        try:
+            import pwd
+            me_name = pwd.getpwuid(me).pw_name
+        except (ImportError, KeyError):
+            me_name = f"uid {me}"
         return (f"pid {proc.pid} belongs to user {owner or 'another user'}; vramscope only ends "
-                f"your own processes (you are {me})")
+                f"your own processes (you are {me_name})")
 
     # -- audit log --------------------------------------------------------------------
     def _audit(self, action, outcome, pid, start_time, memory, info, message) -> str:
@@ -252,6 +312,39 @@ class ProcessActions:
         except OSError as exc:
             return f" (audit log not written: {exc})"
         return ""
+
+
+class EndProcess:
+    """One request to end a process, step by step: SIGTERM; after the grace
+    period, if the same process (pid + start time) still runs, SIGKILL on
+    request. A view only schedules the steps (a timer) and asks the user."""
+
+    def __init__(self, actions: ProcessActions, pid: int, start_time: float | None,
+                 memory: int | None = None, grace_seconds: float | None = None):
+        self.actions, self.pid, self.start_time, self.memory = actions, pid, start_time, memory
+        self.grace_seconds = actions.grace_seconds if grace_seconds is None else grace_seconds
+
+    @property
+    def check_after_ms(self) -> int:
+        """When to look again after SIGTERM: a little past the grace period (coarse
+        GUI timers may fire a few % early)."""
+        return int(1000 * self.grace_seconds) + 100
+
+    def describe(self) -> ProcessSummary:
+        return self.actions.describe(self.pid, self.start_time, memory=self.memory)
+
+    def terminate(self) -> ActionResult:
+        return self.actions.terminate(self.pid, self.start_time, memory=self.memory)
+
+    def running(self) -> bool:
+        return self.actions.is_alive(self.pid, self.start_time)
+
+    def kill(self) -> ActionResult:
+        return self.actions.kill(self.pid, self.start_time, memory=self.memory)
+
+    @property
+    def ended_text(self) -> str:
+        return f"pid {self.pid} has exited; its memory goes back to the GPU."
 
 
 def append_json_line(path: pathlib.Path, entry: dict) -> None:
@@ -279,6 +372,13 @@ def read_audit_log(path: pathlib.Path | None = None) -> list[dict]:
         except ValueError:
             continue  # a torn line is skipped, the rest kept
     return out
+
+
+def _real_uid(proc) -> int | None:
+    try:
+        return proc.uids().real
+    except (psutil.Error, AttributeError):
+        return None
 
 
 def _try_process(pid):

@@ -32,6 +32,7 @@ class Monitor:
         self.read_only = read_only
         self.recorder = None
         self.metrics = None
+        self.metrics_error: str | None = None  # why metrics could not be served, if asked
 
     @classmethod
     def build(cls, source: Source, *, enrichers: EnricherFactory | None = None,

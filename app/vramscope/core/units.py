@@ -31,7 +31,7 @@ def fmt_gib(value: int | float | None, digits: int = 1) -> str:
 
 
 def fmt_gb(value: int | float | None, digits: int = 1) -> str:
-    """Decimal gigabytes, as the seeds' tables use."""
+    """Decimal gigabytes, as model cards and published memory tables use."""
     if value is None:
         return NA
     return f"{value / GB:.{digits}f} GB"

@@ -223,6 +223,15 @@ class AgentClient:
                 self._finals_seen.add(path)
 
     def _service(self, key: tuple, path: str, state: _Agent | None) -> None:
+        if state is not None and state.conn is not None:
+            try:
+                self._pull(state)
+                return
+            except (ConnectionError, OSError):
+                # the agent drops connections idle for a few seconds (agent/server.py):
+                # at a long sampling interval, pull again on a fresh one
+                state.conn.close()
+                state.conn = None
         if state is None or state.conn is None:
             conn = AgentConnection(path, self.timeout)
             try:
@@ -237,6 +246,9 @@ class AgentClient:
                 state = self._agents[key] = _Agent(path=path, hello=hello)
             state.conn = conn
             state.error = None
+        self._pull(state)
+
+    def _pull(self, state: _Agent) -> None:
         if state.host_pid is None:  # in another PID namespace: its PID here, once it is on a GPU
             where = (hello_pid(state), state.hello.get("pid_namespace"))
             state.host_pid = self._in_containers.get(where)

@@ -5,11 +5,11 @@ Standalone: the main window creates ``AlertsPanel(engine, actions)``, calls
 ``refresh()`` from its UI timer (the engine is fed on the sampler thread and
 ``alerts()`` returns a copy), and connects the signals:
 
-- ``alertSelected(object)``: an Alert was selected (highlight it on the timeline);
-- ``alertActivated(object)``: double-click / Enter (jump to it);
-- ``processEnded(int, float)``: a process ended from here (pid, start time);
-- ``countsChanged(int, int)``: visible alerts, of which critical (tab badge);
-- ``newAlerts(list)``: alerts not seen before (``TrayNotifier.notify``).
+- ``alert_selected(object)``: an Alert was selected (highlight it on the timeline);
+- ``alert_activated(object)``: double-click / Enter (jump to it);
+- ``process_ended(int, float)``: a process ended from here (pid, start time);
+- ``counts_changed(int, int)``: visible alerts, of which critical (tab badge);
+- ``new_alerts(list)``: alerts not seen before (``TrayNotifier.notify``).
 
 ``EndProcessDialog`` is opened with ``open()`` (window-modal, not blocking),
 so tests can inspect it and press its buttons. ``TrayNotifier`` shows a
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
+from vramscope.core.actions import EndProcess
 from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
@@ -157,12 +158,12 @@ class EndProcessDialog(QDialog):
 
 
 class AlertsPanel(QWidget):
-    alertSelected = Signal(object)
-    alertActivated = Signal(object)
-    processEnded = Signal(int, float)
-    countsChanged = Signal(int, int)
-    newAlerts = Signal(list)
-    actionMessage = Signal(str)
+    alert_selected = Signal(object)
+    alert_activated = Signal(object)
+    process_ended = Signal(int, float)
+    counts_changed = Signal(int, int)
+    new_alerts = Signal(list)
+    action_message = Signal(str)
 
     def __init__(self, engine=None, actions=None, read_only: bool = False, parent=None,
                  clock=time.time, grace_seconds: float | None = None):
@@ -172,8 +173,7 @@ class AlertsPanel(QWidget):
         self.read_only = read_only or (actions is not None and actions.read_only)
         self.simulated = False
         self._clock = clock
-        self._grace_ms = int(1000 * (grace_seconds if grace_seconds is not None else
-                                     (actions.grace_seconds if actions is not None else 5.0)))
+        self._grace_seconds = grace_seconds  # None: the actions' own
         self._alerts: list[Alert] = []
         self._hidden: set[tuple] = set()
         self._seen_keys: set[tuple] = set()
@@ -196,7 +196,7 @@ class AlertsPanel(QWidget):
         self.tree.setColumnWidth(1, 380)
         self.tree.setColumnWidth(3, 300)
         self.tree.currentItemChanged.connect(self._on_current)
-        self.tree.itemActivated.connect(lambda item, _col: self._emit_item(item, self.alertActivated))
+        self.tree.itemActivated.connect(lambda item, _col: self._emit_item(item, self.alert_activated))
 
         self.details = QTextBrowser()
         self.details.setOpenExternalLinks(False)
@@ -268,7 +268,7 @@ class AlertsPanel(QWidget):
         if not self.isVisible() and signature == self._signature:
             # a hidden tab does no work: same alerts, only their "ago" texts would change
             visible = [a for a in alerts if a.key not in hidden]
-            self.countsChanged.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
+            self.counts_changed.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
             return
         self._signature = signature
         current = self.selected_alert()
@@ -301,12 +301,12 @@ class AlertsPanel(QWidget):
         self._show_details(self.selected_alert())
         self._update_buttons()
         visible = [a for a in alerts if a.key not in hidden]
-        self.countsChanged.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
+        self.counts_changed.emit(len(visible), sum(a.severity == CRITICAL for a in visible))
         if new:
-            self.newAlerts.emit(new)
+            self.new_alerts.emit(new)
         selected = self.selected_alert()
         if selected is not None and (current is None or selected.key != current.key):
-            self.alertSelected.emit(selected)
+            self.alert_selected.emit(selected)
 
     def alerts(self) -> list[Alert]:
         """The alerts as listed (rows in order)."""
@@ -358,42 +358,40 @@ class AlertsPanel(QWidget):
         if why:
             self._say(why)
             return None
-        summary = self.actions.describe(alert.pid, alert.start_time, memory=alert.frees)
-        dialog = EndProcessDialog(summary, "term", self)
-        dialog.accepted.connect(lambda: self._terminate(alert))
+        request = EndProcess(self.actions, alert.pid, alert.start_time, memory=alert.frees,
+                             grace_seconds=self._grace_seconds)
+        dialog = EndProcessDialog(request.describe(), "term", self)
+        dialog.accepted.connect(lambda: self._terminate(alert, request))
         self.active_dialog = dialog
         dialog.open()
         return dialog
 
     # -- acting -------------------------------------------------------------------------
-    def _terminate(self, alert: Alert) -> None:
-        result = self.actions.terminate(alert.pid, alert.start_time, memory=alert.frees)
+    def _terminate(self, alert: Alert, request: EndProcess) -> None:
+        result = request.terminate()
         self._say(result.message)
-        if not result.ok:
-            return
-        # a little past the grace period: Qt's coarse timers may fire a few % early
-        QTimer.singleShot(self._grace_ms + 100, self, lambda: self._after_grace(alert))
+        if result.ok:
+            QTimer.singleShot(request.check_after_ms, self, lambda: self._after_grace(alert, request))
 
-    def _after_grace(self, alert: Alert) -> None:
-        if not self.actions.is_alive(alert.pid, alert.start_time):
-            self._ended(alert)
+    def _after_grace(self, alert: Alert, request: EndProcess) -> None:
+        if not request.running():
+            self._ended(alert, request)
             return
-        summary = self.actions.describe(alert.pid, alert.start_time, memory=alert.frees)
-        dialog = EndProcessDialog(summary, "kill", self)
-        dialog.accepted.connect(lambda: self._kill(alert))
+        dialog = EndProcessDialog(request.describe(), "kill", self)
+        dialog.accepted.connect(lambda: self._kill(alert, request))
         self.active_dialog = dialog
         dialog.open()
 
-    def _kill(self, alert: Alert) -> None:
-        result = self.actions.kill(alert.pid, alert.start_time, memory=alert.frees)
+    def _kill(self, alert: Alert, request: EndProcess) -> None:
+        result = request.kill()
         self._say(result.message)
         if result.ok:
-            QTimer.singleShot(500, self, lambda: self._ended(alert)
-                              if not self.actions.is_alive(alert.pid, alert.start_time) else None)
+            QTimer.singleShot(500, self, lambda: self._ended(alert, request)
+                              if not request.running() else None)
 
-    def _ended(self, alert: Alert) -> None:
-        self._say(f"pid {alert.pid} has exited; its memory goes back to the GPU.")
-        self.processEnded.emit(alert.pid, alert.start_time or 0.0)
+    def _ended(self, alert: Alert, request: EndProcess) -> None:
+        self._say(request.ended_text)
+        self.process_ended.emit(alert.pid, alert.start_time or 0.0)
 
     def _cannot_act(self, alert: Alert) -> str | None:
         if alert.pid is None:
@@ -412,7 +410,7 @@ class AlertsPanel(QWidget):
         self._show_details(alert)
         self._update_buttons()
         if alert is not None:
-            self.alertSelected.emit(alert)
+            self.alert_selected.emit(alert)
 
     def _emit_item(self, item, signal) -> None:
         if item is not None:
@@ -445,7 +443,7 @@ class AlertsPanel(QWidget):
 
     def _say(self, text: str) -> None:
         self.status.setText(text)
-        self.actionMessage.emit(text)
+        self.action_message.emit(text)
 
 
 def _first_sentence(text: str) -> str:

@@ -113,7 +113,11 @@ def start_monitor(source, args, settings=None):
             retention=RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)))
     address = getattr(args, "prometheus", None)
     if address:
-        monitor.serve_metrics(address)
+        try:
+            monitor.serve_metrics(address)
+        except (OSError, ValueError) as exc:  # the port is taken: the window runs without it
+            monitor.metrics_error = f"Prometheus: cannot serve on {address}: {exc}"
+            log.warning("%s", monitor.metrics_error)
     return monitor
 
 
@@ -158,7 +162,9 @@ class Services:
             attach_fleet_view(window, source, self.engine)
         window.services = self
         _add_session_actions(window, self)
-        if self.recorder is not None and not self.monitor.pipeline.simulated:
+        if self.monitor.metrics_error:
+            window.statusBar().showMessage(self.monitor.metrics_error, 30000)
+        elif self.recorder is not None and not self.monitor.pipeline.simulated:
             window.statusBar().showMessage("Recording this session (File → Export to share it)", 8000)
 
     def close(self) -> None:
@@ -177,8 +183,16 @@ def open_session_window(path: str, args=None):
     from vramscope.ui.panels import attach_panels
     from vramscope.ui.session_view import attach_session
 
+    import sqlite3
+
+    from vramscope.core.session.errors import UNREADABLE, unreadable
+
     reader = open_session(path)
-    store = load_into_store(reader, Store())
+    try:
+        store = load_into_store(reader, Store())
+    except (sqlite3.Error, *UNREADABLE) as exc:  # the reader skips damage it foresees
+        reader.close()
+        raise unreadable(path, exc) from exc
     feed = Pipeline(ErrorSource("recorded session", name="session"), store)
     feed.learn_labels(GpuProcess(pid=r.pid, used=None, info=r.info())
                       for r in reader.processes().values())
@@ -299,7 +313,24 @@ def run(args) -> int:
     quit_after = getattr(args, "quit_after", None)
     if quit_after is not None:
         QTimer.singleShot(int(quit_after * 1000), app.quit)
+    _quit_on_termination(app)
     return int(app.exec())
+
+
+def _quit_on_termination(app) -> None:
+    """SIGTERM / SIGHUP (logout, `kill`, systemd) end the window like closing it:
+    the recorder's final commit and checkpoint run, so no -wal/-shm files stay."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if signum is not None:
+            signal.signal(signum, lambda *_: app.quit())
+    # Python runs signal handlers only between bytecodes: wake it while Qt's loop waits
+    tick = QTimer(app)
+    tick.timeout.connect(lambda: None)
+    tick.start(250)
 
 
 def _open_source_or_error(args):

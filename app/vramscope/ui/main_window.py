@@ -4,7 +4,7 @@ choice and pause/resume; other panels join through ``add_panel``.
 A QTimer on the GUI thread pulls ``store.latest`` / ``store.version`` and
 updates the views; nothing here calls NVML or psutil. Signals for panels
 built elsewhere: ``new_frame(Frame)`` on every new frame (paused or not),
-``paused_changed(bool)``, ``window_changed(seconds or None)``.
+``paused_changed(bool)``, ``time_window_changed(seconds or None)``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def default_demo_source():
 class MainWindow(QMainWindow):
     new_frame = Signal(object)
     paused_changed = Signal(bool)
-    window_changed = Signal(object)
+    time_window_changed = Signal(object)
 
     def __init__(self, feed: Pipeline, bridge: Bridge | None = None, window: str = DEFAULT_WINDOW,
                  demo_factory: Callable[[], object] | None = None, session_file: str | None = None,
@@ -101,7 +101,7 @@ class MainWindow(QMainWindow):
             raise ValueError(f"unknown time window {key!r}; choose from {', '.join(TIME_WINDOWS)}")
         self.window_key = key
         self._window_actions[key].setChecked(True)
-        self.window_changed.emit(self.window_seconds)
+        self.time_window_changed.emit(self.window_seconds)
         self.refresh(force=True)
 
     def set_paused(self, paused: bool) -> None:

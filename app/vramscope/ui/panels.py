@@ -50,11 +50,11 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     def on_counts(shown: int, _hidden: int) -> None:
         window.tabs.setTabText(alerts_index, f"Alerts ({shown})" if shown else "Alerts")
 
-    alerts.countsChanged.connect(on_counts)
-    alerts.newAlerts.connect(tray.notify)
-    alerts.actionMessage.connect(lambda text: window.statusBar().showMessage(text, 10000))
-    alerts.processEnded.connect(lambda _pid, _start: window.refresh(force=True))
-    alerts.alertActivated.connect(lambda _a: window.tabs.setCurrentIndex(0))
+    alerts.counts_changed.connect(on_counts)
+    alerts.new_alerts.connect(tray.notify)
+    alerts.action_message.connect(lambda text: window.statusBar().showMessage(text, 10000))
+    alerts.process_ended.connect(lambda _pid, _start: window.refresh(force=True))
+    alerts.alert_activated.connect(lambda _a: window.tabs.setCurrentIndex(0))
     window.table.end_requested.connect(lambda row: alerts.request_end(_end_request(row)))
 
     last_measured = [float("-inf")]
@@ -97,7 +97,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
 
     window.tabs.currentChanged.connect(on_tab)
     window.new_frame.connect(on_frame)
-    window.window_changed.connect(lambda seconds: setattr(agents, "window", seconds or 24 * 3600.0))
+    window.time_window_changed.connect(lambda seconds: setattr(agents, "window", seconds or 24 * 3600.0))
     return panels
 
 

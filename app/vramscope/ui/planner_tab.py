@@ -57,7 +57,7 @@ def _page(widget: QWidget, minimum_width: int = 0) -> QScrollArea:
 class PlannerTab(QWidget):
     """Form -> Plan -> tables; ``plan`` is the current Plan or None (with ``error``)."""
 
-    planChanged = Signal(object)
+    plan_changed = Signal(object)
 
     def __init__(self, parent=None, gpus: list[tuple[str, int]] | None = None):
         super().__init__(parent)
@@ -152,7 +152,7 @@ class PlannerTab(QWidget):
         self.results.show_plan(plan, None if self._detected or plan.request.gpus_memory
                                else "no GPU detected")
         self.measured_view.set_plan(plan, self.form.source_key != COUNT)
-        self.planChanged.emit(plan)
+        self.plan_changed.emit(plan)
 
     def _show_error(self, exc: PlanError) -> None:
         self.plan, self.error, self.error_field = None, exc.for_form(), exc.field

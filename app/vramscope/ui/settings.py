@@ -299,10 +299,6 @@ class Settings:
         """Names whose value this run comes from the command line."""
         return set(self._overrides) | ({"diagnostics"} if self._diag_overrides else set())
 
-    def clear_overrides(self) -> None:
-        self._overrides.clear()
-        self._diag_overrides.clear()
-
     # -- storage --------------------------------------------------------------------------
     def sync(self) -> None:
         """Write to disk now (QSettings also writes on its own, and at exit)."""
@@ -311,10 +307,6 @@ class Settings:
         if status != QSettings.Status.NoError:
             log.warning("could not save the settings to %s (%s)", self.qsettings.fileName(),
                         status.name)
-
-    @property
-    def file_name(self) -> str:
-        return self.qsettings.fileName()
 
     def reset(self) -> None:
         """Forget every saved setting (the defaults come back); overrides stay."""

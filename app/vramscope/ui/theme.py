@@ -234,14 +234,6 @@ def palette(scheme: Scheme | None = None) -> QPalette:
     return p
 
 
-def dark_palette() -> QPalette:
-    return palette(DARK)
-
-
-def light_palette() -> QPalette:
-    return palette(LIGHT)
-
-
 _mode = "dark"
 _follow_connected = False
 

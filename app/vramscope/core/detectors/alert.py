@@ -42,7 +42,7 @@ class Alert:
     since: float | None  # when the condition began (epoch seconds)
     message: str  # one line: what and how much
     evidence: tuple[str, ...] = ()  # human lines with the numbers that prove it
-    fix: str = ""  # what to do, traceable to the seed documents
+    fix: str = ""  # what to do, traceable to a public source (PyTorch/NVML docs, papers)
     device: str | None = None  # agent device ("cuda:0") for PyTorch rules
     frees: int | None = None  # bytes that acting on it would free, None = unknown
     connection_file: str | None = None  # Jupyter kernel connection file

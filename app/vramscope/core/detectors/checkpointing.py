@@ -1,9 +1,10 @@
 """Checkpointing that does nothing: gradient checkpointing on with use_cache true.
 
-From the seeds: after model.gradient_checkpointing_enable(), a Hugging Face
-model also needs model.config.use_cache = False -- "without this it warns
-and does nothing"; you discover it as "I turned it on and memory didn't
-drop". The agent reports it as a "checkpointing_use_cache" event.
+Hugging Face transformers: gradient checkpointing and the KV cache do not go
+together ("`use_cache=True` is incompatible with gradient checkpointing", the
+warning its models print; huggingface.co/docs/transformers/perf_train_gpu_one),
+so after model.gradient_checkpointing_enable() set model.config.use_cache =
+False -- otherwise memory may not drop as expected. The agent reports it as a "checkpointing_use_cache" event.
 """
 
 from __future__ import annotations

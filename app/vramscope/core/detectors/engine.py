@@ -117,10 +117,6 @@ class Diagnostics:
         with self._lock:
             self._acked[alert.key] = severity_rank(alert.severity)
 
-    def is_acknowledged(self, alert: Alert) -> bool:
-        with self._lock:
-            return alert.key in self._acked
-
     def mute(self, identity: ProcessIdentity) -> None:
         with self._lock:
             self._muted.add(identity)

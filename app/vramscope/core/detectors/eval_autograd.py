@@ -1,8 +1,10 @@
 """Eval with autograd on: forward passes in eval mode while grad is enabled.
 
-From the seeds' traps: forgetting torch.no_grad() in the eval loop keeps all
-activations alive, so validation eats more than training; model.eval() only
-switches Dropout and BatchNorm and does not stop graph retention. The agent
+PyTorch's autograd notes ("Locally disabling gradient computation",
+pytorch.org/docs/stable/notes/autograd.html): model.eval() only switches
+modules such as Dropout and BatchNorm and does not stop graph building; without
+torch.no_grad() / torch.inference_mode() an eval loop keeps activations alive,
+so validation can take more than training. The agent
 reports such forward passes ("eval_autograd" events); this rule flags them
 when they coincide with memory growth.
 """

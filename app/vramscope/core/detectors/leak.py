@@ -2,9 +2,10 @@
 
 After an optimizer step only the fixed cost (weights, gradients, optimizer
 state) should be live, so "allocated after step" is flat in a healthy run.
-The seeds name the usual cause: ``losses.append(loss)`` retains the whole
-graph; use ``.item()`` or ``.detach()``; "it grows slowly and kills you
-hundreds of steps later". The slope is Theil-Sen over the last K steps, so
+The PyTorch FAQ names the usual cause ("Don't accumulate history across your
+training loop", pytorch.org/docs/stable/notes/faq.html): ``losses.append(loss)``
+keeps each step's graph alive; use ``.item()`` or ``.detach()``. It grows
+slowly and ends in an OOM hundreds of steps later. The slope is Theil-Sen over the last K steps, so
 one spike (a long batch, an eval) is not a leak.
 """
 

@@ -46,7 +46,9 @@ def breakdown_lines(buckets: dict | None) -> list[str]:
 
 
 def decision_order(buckets: dict | None) -> str:
-    """The seeds' routine, pointed at the bucket that dominates."""
+    """The usual remedies in order of least damage (smaller batch, activation
+    checkpointing, mixed precision, sharded optimizer state -- ZeRO, Rajbhandari
+    et al. 2020), pointed at the bucket that dominates."""
     if not buckets or all(buckets.get(n) is None for n in BUCKET_NAMES):
         return GENERIC_ORDER
     w = buckets.get("weights") or 0

@@ -9,6 +9,7 @@ import argparse
 import time
 
 from vramscope.core.detectors.settings import DiagnosticSettings
+from vramscope.core.option_types import interval_seconds, non_negative
 from vramscope.core.units import MiB
 
 # option -> (settings field, type, scale, help)
@@ -32,24 +33,15 @@ THRESHOLD_OPTIONS = {
 }
 
 
-def _non_negative(kind):
-    def parse(text):
-        value = kind(text)
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-        return value
-    return parse
-
-
 def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("diagnostics")
-    g.add_argument("--watch", type=_non_negative(float), default=0.0, metavar="SECONDS",
+    g.add_argument("--watch", type=non_negative(float), default=0.0, metavar="SECONDS",
                    help="sample for this long before reporting, so that time-based rules "
                         "(idle squatters, leaks, trends) can fire")
-    g.add_argument("--interval", type=_non_negative(float), default=1.0, metavar="SECONDS",
-                   help="seconds between samples with --watch (default 1)")
+    g.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
+                   help="seconds between samples with --watch (default 1, 0.1 to 60)")
     for flag, (_, kind, _, help_text) in THRESHOLD_OPTIONS.items():
-        g.add_argument(flag, type=_non_negative(kind), default=None, help=help_text)
+        g.add_argument(flag, type=non_negative(kind), default=None, help=help_text)
 
 
 def settings_from_args(args, base: DiagnosticSettings | None = None) -> DiagnosticSettings:

@@ -1,8 +1,9 @@
 """Every threshold the diagnostics use, in one frozen object the user can change.
 
-Defaults follow the seed documents where they give a number (the OOM example
-in "Surviving GPU OOM" fails with about 1 GiB free; a CUDA context alone takes
-"a few hundred MB"), and otherwise are conservative so that a normal training
+Defaults follow public figures where there are any (PyTorch's CUDA notes,
+pytorch.org/docs/stable/notes/cuda.html: the CUDA context alone takes a few
+hundred MB, and an allocation fails well before "free" reaches 0, so about
+1 GiB free is near-OOM), and otherwise are conservative so that a normal training
 run raises nothing. ``with_overrides`` builds a changed copy (command line,
 settings dialog); unknown names are refused with a clear message.
 """

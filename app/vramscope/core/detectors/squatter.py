@@ -1,7 +1,9 @@
 """Squatters: memory held by something that is not using it.
 
-The seeds' trap list ends with "check for squatters on the card: a crashed
-Jupyter kernel or a previous run may still be holding VRAM". Four signs:
+A crashed Jupyter kernel or a finished run's leftover process may still hold
+VRAM: NVML lists it (nvmlDeviceGetComputeRunningProcesses, NVML API
+reference) with its memory and, through process utilization samples, 0 % SM.
+Four signs:
 
 (a) a process holding >= ``squatter_min_bytes`` with 0 % SM for ``idle_minutes``;
 (b) a Jupyter/IPython kernel holding VRAM (idle ``kernel_idle_minutes``);
@@ -66,9 +68,6 @@ class SquatterRule:
     def __init__(self, notebook_finder: NotebookFinder | None = None):
         self._finder = notebook_finder or jupyter.default_notebook_finder
         self._state: dict[tuple, _ProcState] = {}
-
-    def state_for(self, gpu_index: int, proc: GpuProcess) -> _ProcState | None:
-        return self._state.get((gpu_index, proc.identity))
 
     def update(self, frame: Frame, settings: DiagnosticSettings,
                active_pids: frozenset[int] = frozenset()) -> list[Alert]:

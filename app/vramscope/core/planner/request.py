@@ -42,7 +42,7 @@ class PlanRequest:
     trainable_tensors: int | None = None  # trained parameter tensors (Adam's step counters)
     # A live model's bytes per parameter in its own dtype(s) (the weighted mean when
     # mixed): training is planned as plain PyTorch -- gradients and optimizer moments in
-    # that dtype, no fp32 master copy. None: the precision's layout (seeds / ZeRO).
+    # that dtype, no fp32 master copy. None: the precision's layout (ZeRO paper, §3).
     dtype_bytes: Fraction | None = None  # of the trained parameters
     frozen_dtype_bytes: Fraction | None = None  # of the frozen ones (None: dtype_bytes)
 

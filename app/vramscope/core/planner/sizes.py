@@ -20,7 +20,8 @@ from vramscope.core.units import GB, GiB, KiB, MB, MiB
 # Parameter-count suffixes are decimal, as model names use them (7B = 7e9).
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
-# Memory units: decimal (GB = 10**9, the seeds' tables) and binary (GiB = 2**30).
+# Memory units: decimal (GB = 10**9, as model cards and the ZeRO paper's tables) and
+# binary (GiB = 2**30).
 _SIZE_UNIT = {
     "b": 1, "byte": 1, "bytes": 1,
     "kb": 10**3, "mb": MB, "gb": GB, "tb": 10**12,

@@ -21,3 +21,20 @@ class SessionVersionError(SessionError):
 
 class SessionExistsError(SessionError):
     """Recording would overwrite an existing file."""
+
+
+# What reading a damaged file can raise past the reader's own checks (a value
+# of a type nothing expected, an SQLite page that fails late): said as damage.
+UNREADABLE = (ArithmeticError, LookupError, TypeError, ValueError, UnicodeError)
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception's text on one line (SQLite quotes whole schema statements)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def unreadable(path, exc: BaseException) -> SessionCorruptError:
+    """One line for a file that broke a reader in a way it did not foresee."""
+    return SessionCorruptError(f"{path}: the session file is damaged where vramscope cannot read "
+                               f"around it ({type(exc).__name__}: {one_line(exc)})")

@@ -22,7 +22,8 @@ import math
 import numpy as np
 
 from vramscope.core.ring import TieredRing
-from vramscope.core.session.reader import GpuColumns, ProcColumns, SessionReader
+from vramscope.core.session.columns import GpuColumns, ProcColumns
+from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
 from vramscope.core.store import GPU_METRICS, Store, gpu_key, mig_key, proc_key
 

@@ -28,8 +28,11 @@ from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, Container, Frame, GpuProcess,
     GpuSample, ProcessInfo)
 from vramscope.core.session import mig_rows
+from vramscope.core.session.columns import (
+    GpuColumns, ProcColumns, empty_proc, finite, gpu_columns, index, known_processes, loads,
+    moment, number_or_none, opt, proc_columns, text_or_none)
 from vramscope.core.session.errors import (
-    NotASessionError, SessionCorruptError, SessionError, SessionVersionError)
+    NotASessionError, SessionCorruptError, SessionError, SessionVersionError, one_line)
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, BUCKET_COLUMNS, FLAG_AGENT, FLAG_COMPUTE, FLAG_GRAPHICS, GPU_COLUMNS,
     ROLLUP_GPU_COLUMNS, SCHEMA_VERSION, gpu_host)
@@ -63,39 +66,6 @@ class ProcessRecord:
                            name=self.name,
                            cmdline=tuple(self.command.split()) if self.command else None,
                            ppid=self.ppid, container=self.container, ns_pid=self.ns_pid)
-
-
-@dataclasses.dataclass
-class GpuColumns:
-    """GPU samples as columns (NaN = not available)."""
-
-    t: np.ndarray
-    gpu: np.ndarray
-    values: dict[str, np.ndarray]
-
-    def __len__(self) -> int:
-        return len(self.t)
-
-
-@dataclasses.dataclass
-class ProcColumns:
-    """Process samples as columns, one entry per (pass, GPU, process)."""
-
-    t: np.ndarray  # float64
-    gpu: np.ndarray  # int32
-    proc: np.ndarray  # int32, processes.id
-    used: np.ndarray  # int64, -1 = not available
-    sm: np.ndarray | None = None  # int16, -1 = not available
-    flags: np.ndarray | None = None  # uint8
-
-    def __len__(self) -> int:
-        return len(self.t)
-
-
-def _empty_proc(with_sm: bool = True) -> ProcColumns:
-    return ProcColumns(np.empty(0), np.empty(0, np.int32), np.empty(0, np.int32),
-                       np.empty(0, np.int64), np.empty(0, np.int16) if with_sm else None,
-                       np.empty(0, np.uint8) if with_sm else None)
 
 
 def _header_problem(path: pathlib.Path) -> str | None:
@@ -135,18 +105,16 @@ class SessionReader:
             self._damage(problem)
         uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
         try:
-            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-            if problem:
-                # SQLite refuses a file shorter than its header says unless the schema
-                # is "writable"; on this read-only connection that only makes it read
-                # the pages that exist.
-                self._db.execute("PRAGMA writable_schema=ON")
-            tables = {r[0] for r in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        except sqlite3.DatabaseError as exc:
+            try:
+                tables = self._connect(uri, problem)
+            except sqlite3.OperationalError:
+                # a name SQLite cannot add "-shm"/"-wal" to (255 bytes), a read-only
+                # directory: read the file itself, as it is
+                tables = self._connect(uri + "&immutable=1", problem)
+        except (sqlite3.DatabaseError, UnicodeError) as exc:
             raise SessionCorruptError(
                 f"{self.path}: the session file is damaged beyond reading its table list "
-                f"({exc}); nothing can be recovered from it") from exc
+                f"({one_line(exc)}); nothing can be recovered from it") from exc
         if "schema_version" not in tables or "frames" not in tables:
             raise NotASessionError(
                 f"{self.path} is an SQLite database but not a vramscope session "
@@ -156,7 +124,7 @@ class SessionReader:
             row = self._db.execute("SELECT max(version) FROM schema_version").fetchone()
             self.version = int(row[0]) if row and row[0] is not None else SCHEMA_VERSION
         except sqlite3.DatabaseError as exc:
-            self._damage(f"the schema version cannot be read ({exc})")
+            self._damage(f"the schema version cannot be read ({one_line(exc)})")
             self.version = SCHEMA_VERSION
         if self.version > SCHEMA_VERSION:
             raise SessionVersionError(
@@ -170,6 +138,23 @@ class SessionReader:
                 self.meta[key] = value
         self._procs: dict[int, ProcessRecord] | None = None
         self._times: np.ndarray | None = None
+
+    def _connect(self, uri: str, problem: str | None) -> set[str]:
+        """Open the connection; the names of the file's tables."""
+        self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        # text that is not UTF-8 (a flipped bit) reads as text with U+FFFD, not an error
+        self._db.text_factory = lambda b: b.decode("utf-8", "replace")
+        if problem:
+            # SQLite refuses a file shorter than its header says unless the schema
+            # is "writable"; on this read-only connection that only makes it read
+            # the pages that exist.
+            self._db.execute("PRAGMA writable_schema=ON")
+        try:
+            return {r[0] for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        except sqlite3.Error:
+            self._db.close()
+            raise
 
     # -- damage handling ------------------------------------------------------------
     @property
@@ -186,7 +171,7 @@ class SessionReader:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
-            self._damage(f"{what} could not be read ({exc})")
+            self._damage(f"{what} could not be read ({one_line(exc)})")
             return []
 
     def _ranged(self, sql: str, t0: float, t1: float, what: str) -> list:
@@ -216,7 +201,7 @@ class SessionReader:
             except sqlite3.DatabaseError as exc:
                 if self.strict:
                     raise SessionCorruptError(
-                        f"{self.path}: {what} could not be read ({exc})") from exc
+                        f"{self.path}: {what} could not be read ({one_line(exc)})") from exc
                 last = out[-1][0] if out else None
                 if lost_from is None:
                     lost_from = last if last is not None else lo
@@ -225,7 +210,7 @@ class SessionReader:
                     created = getattr(self, "meta", {}).get("created")
                     base = float(created) - 1.0 if isinstance(created, (int, float)) else base
                 if not math.isfinite(base):
-                    self._damage(f"{what} could not be read ({exc})")
+                    self._damage(f"{what} could not be read ({one_line(exc)})")
                     return out
                 lo, skip = base + skip, skip * 2
                 if lo >= t1 or skip > 1e8:
@@ -240,13 +225,26 @@ class SessionReader:
         if self._times is None:
             rows = self._ranged("SELECT t FROM frames WHERE t >= ? AND t < ? ORDER BY t",
                                 -math.inf, math.inf, "the list of sampling passes")
-            times = np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows))
+            times = self._times_of(rows, "sampling passes")
             if not len(times):  # frames table lost: fall back to the GPU samples
                 rows = self._ranged("SELECT DISTINCT t FROM gpu_samples WHERE t >= ? AND t < ? "
                                     "ORDER BY t", -math.inf, math.inf, "GPU samples")
-                times = np.array([r[0] for r in rows], dtype=np.float64)
+                times = self._times_of(rows, "GPU samples")
             self._times = times
         return self._times
+
+    def _times_of(self, rows: list, what: str) -> np.ndarray:
+        good = [r[0] for r in rows if moment(r[0])]
+        if len(good) != len(rows):
+            self._damage(f"{len(rows) - len(good)} {what} have no readable time; skipped")
+        return np.unique(np.asarray(good, dtype=np.float64))
+
+    def _valid(self, rows: list, ok, what: str) -> list:
+        """The rows ``ok`` accepts; the others are skipped and said once."""
+        good = [r for r in rows if len(r) and ok(r)]
+        if len(good) != len(rows):
+            self._damage(f"{len(rows) - len(good)} {what} were unreadable (wrong types); skipped")
+        return good
 
     def span(self) -> tuple[float, float] | None:
         times = self.frame_times()
@@ -262,89 +260,118 @@ class SessionReader:
         return bool(self.meta.get("simulated", False))
 
     def gpus(self) -> list[GpuInfo]:
-        return [GpuInfo(*r) for r in self._rows(
-            "SELECT gpu, name, uuid, pci_bus_id FROM gpus ORDER BY gpu", (), "the GPU list")]
+        rows = self._valid(self._rows("SELECT gpu, name, uuid, pci_bus_id FROM gpus ORDER BY gpu",
+                                      (), "the GPU list"), lambda r: index(r[0]), "GPU entries")
+        return [GpuInfo(r[0], *(text_or_none(v) for v in r[1:])) for r in rows]
 
     def processes(self) -> dict[int, ProcessRecord]:
         if self._procs is None:
             have = {r[1] for r in self._rows("PRAGMA table_info(processes)", (),
                                              "the process list")}
             extra = ", ".join(c if c in have else "NULL" for c in ("container", "ns_pid"))
-            self._procs = {r[0]: ProcessRecord(*r[:8], container_from_dict(_loads(r[8])), r[9]) for r in self._rows(
+            rows = self._valid(self._rows(
                 f"SELECT id, pid, start_time, user, name, command, ppid, first_seen, {extra} "
-                "FROM processes ORDER BY id", (), "the process list")}
+                "FROM processes ORDER BY id", (), "the process list"),
+                lambda r: index(r[0]) and index(r[1]), "process entries")
+            self._procs = {
+                r[0]: ProcessRecord(r[0], r[1], number_or_none(r[2]), text_or_none(r[3]),
+                                    text_or_none(r[4]), text_or_none(r[5]),
+                                    r[6] if index(r[6]) else None, number_or_none(r[7]),
+                                    container_from_dict(loads(r[8])),
+                                    r[9] if index(r[9]) else None)
+                for r in rows}
         return self._procs
 
     def time_chunks(self, seconds: float = 600.0) -> Iterator[tuple[float, float]]:
-        """Consecutive [t0, t1) spans covering the session."""
-        span = self.span()
-        if span is None:
+        """Consecutive [t0, t1) spans covering the session's passes; a gap (or a
+        damaged time far off) costs one span, not one per ``seconds`` in between."""
+        times = self.frame_times()
+        if not len(times):
             return
-        t = span[0]
-        while t <= span[1]:
-            yield t, min(t + seconds, span[1] + 1.0)
-            t += seconds
+        last = float(times[-1])
+        t = float(times[0])
+        while True:
+            end = t + seconds
+            yield t, min(end, last + 1.0)
+            i = int(np.searchsorted(times, end, side="left"))
+            if i >= len(times) or end > last:
+                return
+            t = float(times[i])
 
     # -- columns --------------------------------------------------------------------
     def gpu_columns(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
         cols = ", ".join(GPU_COLUMNS)
         rows = self._ranged(f"SELECT t, gpu, {cols} FROM gpu_samples WHERE t >= ? AND t < ? "
                             "ORDER BY t, gpu", t0, t1, "GPU samples")
-        return _gpu_columns(rows, GPU_COLUMNS)
+        return gpu_columns(rows, GPU_COLUMNS, self._damage)
 
     def gpu_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
         if "gpu_rollup" not in self.tables:
-            return _gpu_columns([], ROLLUP_GPU_COLUMNS)
+            return gpu_columns([], ROLLUP_GPU_COLUMNS, self._damage)
         cols = ", ".join(ROLLUP_GPU_COLUMNS)
         rows = self._ranged(f"SELECT t, gpu, {cols} FROM gpu_rollup WHERE t >= ? AND t < ? "
                             "ORDER BY t, gpu", t0, t1, "GPU 10 s peaks")
-        return _gpu_columns(rows, ROLLUP_GPU_COLUMNS)
+        return gpu_columns(rows, ROLLUP_GPU_COLUMNS, self._damage)
 
     def proc_columns(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
         rows = self._ranged("SELECT t, gpu, n, ids, used, sm, flags FROM proc_samples "
                             "WHERE t >= ? AND t < ? ORDER BY t, gpu", t0, t1, "process samples")
-        return _proc_columns(rows, with_sm=True)
+        return self._known(proc_columns(rows, True, self._damage))
 
     def proc_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
         if "proc_rollup" not in self.tables:
-            return _empty_proc(False)
+            return empty_proc(False)
         rows = self._ranged("SELECT t, gpu, n, ids, used FROM proc_rollup "
                             "WHERE t >= ? AND t < ? ORDER BY t, gpu", t0, t1,
                             "process 10 s peaks")
-        return _proc_columns(rows, with_sm=False)
+        return self._known(proc_columns(rows, False, self._damage))
+
+    def _known(self, cols: ProcColumns) -> ProcColumns:
+        return known_processes(cols, np.fromiter(self.processes(), np.int64), self._damage)
 
     def agent_rows(self, t0: float = -math.inf, t1: float = math.inf) -> list[dict]:
         cols = ("t", "proc", "device", "gpu_uuid", "step") + AGENT_COLUMNS + BUCKET_COLUMNS
         rows = self._ranged(f"SELECT {', '.join(cols)} FROM agent_samples WHERE t >= ? AND t < ? "
                             "ORDER BY t, proc, device", t0, t1, "agent samples")
-        return [dict(zip(cols, r)) for r in rows]
+        rows = self._valid(rows, lambda r: moment(r[0]) and index(r[1]) and isinstance(r[2], str),
+                           "agent samples")
+        numbers = AGENT_COLUMNS + BUCKET_COLUMNS
+        return [{"t": r[0], "proc": r[1], "device": r[2], "gpu_uuid": text_or_none(r[3]),
+                 "step": r[4] if index(r[4]) else None,
+                 **{c: (int(v) if finite(v) else None) for c, v in zip(numbers, r[5:])}}
+                for r in rows]
 
     def agent_info(self) -> dict[int, dict]:
         out = {}
         for proc, host, rank, local_rank, world, settings in self._rows(
                 "SELECT proc, hostname, rank, local_rank, world_size, allocator_settings "
                 "FROM agent_info", (), "agent details"):
-            out[proc] = {"hostname": host, "rank": rank, "local_rank": local_rank,
-                         "world_size": world,
-                         "allocator_settings": _loads(settings) or {}}
+            settings = loads(settings)
+            out[proc] = {"hostname": text_or_none(host), "rank": rank if index(rank) else None,
+                         "local_rank": local_rank if index(local_rank) else None,
+                         "world_size": world if index(world) else None,
+                         "allocator_settings": settings if isinstance(settings, dict) else {}}
         return out
 
     def events(self, t0: float = -math.inf, t1: float = math.inf) -> list[dict]:
         rows = self._ranged("SELECT t, proc, kind, data FROM events WHERE t >= ? AND t < ? "
                             "ORDER BY t, id", t0, t1, "agent events")
-        return [{"t": t, "proc": p, "kind": k, "data": _loads(d) or {}} for t, p, k, d in rows]
+        rows = self._valid(rows, lambda r: moment(r[0]) and isinstance(r[2], str), "agent events")
+        return [{"t": t, "proc": p, "kind": k, "data": _dict(loads(d))} for t, p, k, d in rows]
 
     def alerts(self) -> list[dict]:
-        rows = self._rows("SELECT t, kind, severity, gpu, proc, title, detail FROM alerts "
-                          "ORDER BY t, id", (), "alerts")
+        rows = self._valid(self._rows("SELECT t, kind, severity, gpu, proc, title, detail "
+                                      "FROM alerts ORDER BY t, id", (), "alerts"),
+                           lambda r: moment(r[0]) and isinstance(r[1], str), "alerts")
         return [{"t": t, "kind": k, "severity": s, "gpu": g, "proc": p, "title": ti,
-                 "detail": _loads(d) or {}} for t, k, s, g, p, ti, d in rows]
+                 "detail": _dict(loads(d))} for t, k, s, g, p, ti, d in rows]
 
     def actions(self) -> list[dict]:
-        rows = self._rows("SELECT t, action, proc, pid, start_time, result, detail FROM actions "
-                          "ORDER BY t, id", (), "actions")
+        rows = self._valid(self._rows("SELECT t, action, proc, pid, start_time, result, detail "
+                                      "FROM actions ORDER BY t, id", (), "actions"),
+                           lambda r: moment(r[0]) and isinstance(r[1], str), "actions")
         return [{"t": t, "action": a, "proc": p, "pid": pid, "start_time": st, "result": r,
-                 "detail": _loads(d) or {}} for t, a, p, pid, st, r, d in rows]
+                 "detail": _dict(loads(d))} for t, a, p, pid, st, r, d in rows]
 
     def mig_series(self, t0: float, t1: float) -> dict[tuple, tuple]:
         """MIG slices' used/total series (none in files without MIG)."""
@@ -377,10 +404,10 @@ class SessionReader:
         on_slice = mig_rows.proc_slices(self._db)
         gpus = []
         for j in range(len(gcols)):
-            index = int(gcols.gpu[j])
-            st = statics.get(index)
-            kw = {c: _opt(gcols.values[c][j], c) for c in GPU_COLUMNS}
-            sel = pcols.gpu == index
+            gi = int(gcols.gpu[j])
+            st = statics.get(gi)
+            kw = {c: opt(gcols.values[c][j], c) for c in GPU_COLUMNS}
+            sel = pcols.gpu == gi
             plist = []
             for pid_id, used, sm, flags in zip(pcols.proc[sel], pcols.used[sel], pcols.sm[sel],
                                                pcols.flags[sel]):
@@ -394,18 +421,19 @@ class SessionReader:
                                kinds=kinds, sm=None if sm < 0 else int(sm),
                                info=rec.info(), has_agent=bool(flags & FLAG_AGENT)),
                     on_slice, int(pid_id)))
-            gpus.append(GpuSample(index=index, name=st.name if st else None,
+            gpus.append(GpuSample(index=gi, name=st.name if st else None,
                                   uuid=st.uuid if st else None,
                                   pci_bus_id=st.pci_bus_id if st else None,
-                                  processes=tuple(plist), **kw, **gpu_host(self.meta, index)))
+                                  processes=tuple(plist), **kw, **gpu_host(self.meta, gi)))
         slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus})
         if slices:
             gpus = [dataclasses.replace(g, mig_mode=True, slices=slices[g.index])
                     if g.index in slices else g for g in gpus]
         agents = self._agents_at(tk, prev)
         return Frame(time=tk, gpus=tuple(gpus), source="session",
-                     simulated=bool(simulated), error=error, driver_version=driver,
-                     nvml_version=nvml, cuda_driver_version=cuda, agents=agents)
+                     simulated=bool(simulated), error=text_or_none(error),
+                     driver_version=text_or_none(driver), nvml_version=text_or_none(nvml),
+                     cuda_driver_version=text_or_none(cuda), agents=agents)
 
     def _agents_at(self, tk: float, prev: float) -> tuple:
         rows = self.agent_rows(tk - 1e-4, tk + 1e-4)
@@ -459,59 +487,8 @@ class SessionReader:
         self.close()
 
 
-_INT_COLUMNS = {"used", "total", "free", "reserved", "util_gpu", "util_memory", "temperature"}
-
-
-def _opt(value: float, column: str):
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return int(value) if column in _INT_COLUMNS else float(value)
-
-
-def _loads(text):
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return {"raw": text}
-
-
-def _gpu_columns(rows: list, names: tuple) -> GpuColumns:
-    if not rows:
-        return GpuColumns(np.empty(0), np.empty(0, np.int32),
-                          {c: np.empty(0) for c in names})
-    # None -> NaN via float conversion of an object array
-    arr = np.array(rows, dtype=object)
-    t = arr[:, 0].astype(np.float64)
-    gpu = arr[:, 1].astype(np.int32)
-    values = {}
-    for k, c in enumerate(names, 2):
-        col = arr[:, k]
-        none = np.equal(col, None)
-        if none.any():
-            col = col.copy()
-            col[none] = np.nan
-        values[c] = col.astype(np.float64)
-    return GpuColumns(t, gpu, values)
-
-
-def _proc_columns(rows: list, with_sm: bool) -> ProcColumns:
-    if not rows:
-        return _empty_proc(with_sm)
-    t = np.fromiter((r[0] for r in rows), np.float64, len(rows))
-    gpu = np.fromiter((r[1] for r in rows), np.int32, len(rows))
-    n = np.fromiter((r[2] for r in rows), np.int64, len(rows))
-    ids = np.frombuffer(b"".join(r[3] or b"" for r in rows), dtype="<i4")
-    used = np.frombuffer(b"".join(r[4] or b"" for r in rows), dtype="<i8")
-    total = int(n.sum())
-    if len(ids) != total or len(used) != total:
-        raise SessionCorruptError("process sample arrays have inconsistent lengths")
-    out = ProcColumns(np.repeat(t, n), np.repeat(gpu, n), ids, used)  # read-only views
-    if with_sm:
-        out.sm = np.frombuffer(b"".join(r[5] or b"" for r in rows), dtype="<i2")
-        out.flags = np.frombuffer(b"".join(r[6] or b"" for r in rows), dtype=np.uint8)
-    return out
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def open_session(path: str | os.PathLike, *, strict: bool = False) -> SessionReader:

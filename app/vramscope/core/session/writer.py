@@ -7,6 +7,14 @@ commit per tick at the default 1 s interval). In WAL mode a committed
 transaction survives a SIGKILL of this process, so a kill loses at most the
 uncommitted last second. Alerts and actions (from the detectors and the
 UI, on any thread) go through the same lock and are committed at once.
+
+Nothing here raises once the file exists: a full disk, a vanished
+directory or an I/O error rolls the open transaction back, forgets what
+that transaction had added (the process and GPU ids it inserted), counts
+the frames it lost in ``errors`` and carries on, so that the file stays
+exportable and ``frames_written`` counts only frames that are in it. A file
+that cannot be created at all raises SessionError with one line and leaves
+nothing behind.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from array import array
 from vramscope import __version__
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.session.errors import SessionError, SessionExistsError
-from vramscope.core.session.library import RetentionPolicy, enforce_retention
+from vramscope.core.session.library import RetentionPolicy, enforce_retention, session_files
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, APPLICATION_ID, BUCKET_COLUMNS, DDL, FLAG_AGENT, FLAG_COMPUTE,
@@ -50,15 +58,48 @@ def _json(value) -> str | None:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-def create_private_file(path: pathlib.Path) -> None:
-    """Create an empty file readable by the user only; refuse to overwrite."""
+COMPANION_SUFFIX = "-journal"  # the longest name SQLite adds beside the file
+
+
+def _name_max(directory: pathlib.Path) -> int:
     try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def create_private_file(path: pathlib.Path) -> None:
+    """Create an empty file readable by the user only; refuse to overwrite.
+
+    Raises SessionError with one line for anything in the way: the name too
+    long (SQLite must be able to add "-wal" to it), the directory not
+    writable, read-only or not creatable.
+    """
+    limit = _name_max(path.parent if path.parent.exists() else pathlib.Path("."))
+    if len(path.name.encode()) + len(COMPANION_SUFFIX) > limit:
+        raise SessionError(
+            f"cannot create session file {path.name[:40]}...: the name is "
+            f"{len(path.name.encode())} bytes; at most {limit - len(COMPANION_SUFFIX)} "
+            f"(SQLite adds '{COMPANION_SUFFIX}' beside it) -- choose a shorter --out name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         raise SessionExistsError(
             f"{path} already exists; vramscope does not overwrite a recording -- "
             "choose another --out name or remove the file") from None
+    except OSError as exc:
+        raise SessionError(f"cannot create session file {path}: "
+                           f"{exc.strerror or exc}") from None
     os.close(fd)
+
+
+def _remove_quietly(path: pathlib.Path) -> None:
+    for p in session_files(path):
+        try:
+            p.unlink()
+        except OSError:
+            pass
 
 
 class SessionWriter:
@@ -67,11 +108,11 @@ class SessionWriter:
                  retention_directory: pathlib.Path | None = None,
                  retention_every: float = 600.0, monotonic=time.monotonic):
         self.path = pathlib.Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         create_private_file(self.path)
         self._mono = monotonic
         self.commit_every = float(commit_every)
         self._lock = threading.Lock()
+        self._db = None
         try:
             self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                        check_same_thread=False)
@@ -89,12 +130,14 @@ class SessionWriter:
             self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                  [(k, _json(v)) for k, v in base.items()])
             self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise SessionError(f"cannot create session file {self.path}: {exc}") from exc
-        for suffix in ("-wal", "-shm"):  # SQLite copies the mode; make sure
-            companion = self.path.with_name(self.path.name + suffix)
-            if companion.exists():
-                os.chmod(companion, 0o600)
+            for companion in session_files(self.path)[1:]:  # SQLite copies the mode; make sure
+                if companion.exists():
+                    os.chmod(companion, 0o600)
+        except (sqlite3.Error, OSError) as exc:
+            if self._db is not None:
+                self._db.close()
+            _remove_quietly(self.path)  # no stub: a retry must not find "already exists"
+            raise SessionError(f"cannot create session file {self.path}: {exc}") from None
         self._in_tx = False
         self._last_commit = self._mono()
         self._closed = False
@@ -106,8 +149,9 @@ class SessionWriter:
         self._bucket: int | None = None
         self._roll_gpu: dict[int, list] = {}
         self._roll_proc: dict[int, list] = {}  # gpu -> [t_first, {proc_id: peak}]
-        self.frames_written = 0
-        self.errors = 0
+        self.frames_written = 0  # committed: in the file
+        self._pending = 0  # written into the open transaction
+        self.errors = 0  # frames lost and other failed writes
         self.last_error: str | None = None
         self._retention = retention
         self._retention_dir = retention_directory
@@ -122,21 +166,17 @@ class SessionWriter:
 
     def on_frame(self, frame: Frame) -> None:
         """Store listener (sampler thread). Never raises: a full disk must not stop sampling."""
-        try:
-            with self._lock:
-                if self._closed:
-                    return
+        with self._lock:
+            if self._closed:
+                return
+            try:
                 self._begin()
                 self._write_frame(frame)
-                self.frames_written += 1
+                self._pending += 1
                 if self._mono() - self._last_commit >= self.commit_every:
                     self._commit()
-        except Exception as exc:  # noqa: BLE001 - reported, sampling goes on
-            self.errors += 1
-            if self.last_error != str(exc):
-                log.error("session %s: cannot write a frame: %s", self.path, exc)
-            self.last_error = str(exc)
-            self._rollback()
+            except Exception as exc:  # noqa: BLE001 - reported, sampling goes on
+                self._failed("cannot write a frame", exc, frames=1)
         if (self._retention is not None
                 and self._mono() - self._last_retention >= self._retention_every):
             self._enforce_retention()
@@ -146,39 +186,47 @@ class SessionWriter:
                   gpu: int | None = None, pid: int | None = None,
                   start_time: float | None = None, detail: dict | None = None) -> None:
         with self._lock:
-            self._begin()
-            proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
-            self._db.execute(
-                "INSERT INTO alerts (t, kind, severity, gpu, proc, title, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (t, kind, severity, gpu, proc, title, _json(detail)))
-            self._commit()
+            if self._closed:
+                return
+            try:
+                self._begin()
+                proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
+                self._db.execute(
+                    "INSERT INTO alerts (t, kind, severity, gpu, proc, title, detail) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (t, kind, severity, gpu, proc, title, _json(detail)))
+                self._commit()
+            except Exception as exc:  # noqa: BLE001
+                self._failed("cannot write an alert", exc)
 
     def add_action(self, t: float, action: str, *, pid: int | None = None,
                    start_time: float | None = None, result: str | None = None,
                    detail: dict | None = None) -> None:
         with self._lock:
-            self._begin()
-            proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
-            self._db.execute(
-                "INSERT INTO actions (t, action, proc, pid, start_time, result, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (t, action, proc, pid, start_time, result, _json(detail)))
-            self._commit()
-
-    def set_meta(self, key: str, value) -> None:
-        with self._lock:
-            self._begin()
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _json(value)))
-            self._commit()
+            if self._closed:
+                return
+            try:
+                self._begin()
+                proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
+                self._db.execute(
+                    "INSERT INTO actions (t, action, proc, pid, start_time, result, detail) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (t, action, proc, pid, start_time, result, _json(detail)))
+                self._commit()
+            except Exception as exc:  # noqa: BLE001
+                self._failed("cannot write an action", exc)
 
     def flush(self) -> None:
         with self._lock:
             if not self._closed:
-                self._commit()
+                try:
+                    self._commit()
+                except Exception as exc:  # noqa: BLE001
+                    self._failed("cannot commit", exc)
 
     def close(self) -> None:
-        """Final commit (with the open rollup bucket) and a checkpoint into one file."""
+        """Final commit (with the open rollup bucket) and a checkpoint into one file.
+        Never raises: what could not be written is counted in ``errors``."""
         with self._lock:
             if self._closed:
                 return
@@ -186,10 +234,18 @@ class SessionWriter:
                 self._begin()
                 self._flush_rollup()
                 self._commit()
+            except Exception as exc:  # noqa: BLE001 - a full disk at the very end
+                self._failed("cannot write the last samples", exc)
+            try:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:  # the -wal file stays; SQLite reads it next time
+                log.warning("session %s: checkpoint failed: %s", self.path, exc)
             finally:
                 self._closed = True
-                self._db.close()
+                try:
+                    self._db.close()
+                except sqlite3.Error:
+                    pass
 
     def __enter__(self):
         return self
@@ -211,17 +267,44 @@ class SessionWriter:
         if self._in_tx:
             self._db.execute("COMMIT")
             self._in_tx = False
+        self.frames_written += self._pending
+        self._pending = 0
         self._last_commit = self._mono()
 
-    def _rollback(self) -> None:
-        with self._lock:
-            if self._in_tx:
-                try:
-                    self._db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                self._in_tx = False
-                self._mig.forget()
+    def _failed(self, what: str, exc: BaseException, frames: int = 0) -> None:
+        """Roll back the open transaction and count what it lost."""
+        lost = self._pending + frames
+        self.errors += max(1, lost)
+        if self.last_error != str(exc):
+            log.error("session %s: %s: %s (%d samples lost)", self.path, what, exc, lost)
+        self.last_error = str(exc)
+        self._pending = 0
+        if self._in_tx:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            self._in_tx = False
+        self._mig.forget()
+        self._forget_uncommitted()
+
+    def _forget_uncommitted(self) -> None:
+        """The ids cached for rows of the rolled-back transaction no longer exist:
+        reload them from what the file holds, and restart the rollup bucket."""
+        self._proc_ids.clear()
+        self._proc_known.clear()
+        self._gpu_static.clear()
+        self._agent_info.clear()
+        self._bucket = None
+        self._roll_gpu.clear()
+        self._roll_proc.clear()
+        try:
+            for pid_id, pid, start, *facts in self._db.execute(
+                    f"SELECT id, pid, start_time, {', '.join(PROCESS_FACTS)} FROM processes"):
+                self._proc_ids[(pid, start)] = pid_id
+                self._proc_known[pid_id] = tuple(facts)
+        except sqlite3.Error:
+            pass  # nothing cached: the next frame inserts fresh rows (ids stay consistent)
 
     def _enforce_retention(self) -> None:
         self._last_retention = self._mono()

@@ -1,0 +1,82 @@
+"""No XDG runtime dir and /tmp/vramscope-UID taken by someone else: the agent
+listens in a private fallback, says why, and the monitor still finds it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+import pytest
+
+from vramscope.agent import paths
+from vramscope.agent.core import Agent
+from vramscope.agent.replay import ReplayProvider, scenario_ramp
+from vramscope.commands import run as run_command
+from vramscope.core.samples import Frame
+from vramscope.sources.agents import AgentClient
+
+
+@pytest.fixture
+def shared_tmp(tmp_path, monkeypatch):
+    """A stand-in for /tmp (the real one is not the test's to spoil)."""
+    monkeypatch.delenv("VRAMSCOPE_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(paths, "SHARED_TMP", str(tmp_path))
+    return tmp_path / f"vramscope-{os.getuid()}"
+
+
+def _squat(name, how):
+    if how == "symlink":
+        (name.parent / "elsewhere").mkdir()
+        name.symlink_to(name.parent / "elsewhere")
+    else:
+        name.write_text("not a directory")
+
+
+@pytest.mark.parametrize("how", ["symlink", "file"])
+def test_the_agent_falls_back_to_a_private_dir_and_the_monitor_finds_it(shared_tmp, how, caplog):
+    _squat(shared_tmp, how)
+    directory, refused = paths.choose_agent_dir()
+    assert directory == paths.private_fallback_dir()
+    assert directory.startswith(os.environ["XDG_CACHE_HOME"])  # the user's own
+    assert len(refused) == 1 and str(shared_tmp) in refused[0]
+    agent = Agent(interval=0.05, provider=ReplayProvider(scenario_ramp(), loop=True),
+                  discover=False, final_dump=False)
+    caplog.set_level(logging.WARNING, logger="vramscope.agent")
+    agent.start()
+    client = AgentClient()
+    try:
+        assert agent.wait_started(5) and agent.server is not None, agent.server_error
+        assert os.path.dirname(agent.socket_path) == directory
+        assert os.stat(directory).st_mode & 0o777 == 0o700
+        assert any("listening in" in r.getMessage() and str(shared_tmp) in r.getMessage()
+                   for r in caplog.records)
+        deadline = time.monotonic() + 10
+        frame = client(Frame(time=time.time()))
+        while not frame.agents and time.monotonic() < deadline:
+            time.sleep(0.1)
+            frame = client(Frame(time=time.time()))
+        assert [r.pid for r in frame.agents] == [os.getpid()]
+    finally:
+        client.close()
+        agent.stop()
+    assert os.path.islink(shared_tmp) or os.path.isfile(shared_tmp)  # left as it was
+
+
+def test_vramscope_run_says_why_the_shared_dir_was_refused(shared_tmp, capsys):
+    _squat(shared_tmp, "symlink")
+    code = run_command.run(argparse.Namespace(child=["--", sys.executable, "-c", "pass"]))
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err.startswith("vramscope run: warning: ")
+    assert str(shared_tmp) in err and "symlink" in err
+    assert paths.private_fallback_dir() in err
+
+
+def test_vramscope_run_is_quiet_when_the_usual_dir_is_fine(shared_tmp, capsys):
+    code = run_command.run(argparse.Namespace(child=["--", sys.executable, "-c", "pass"]))
+    assert code == 0
+    assert capsys.readouterr().err == ""
