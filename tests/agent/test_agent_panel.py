@@ -52,7 +52,7 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
         time.sleep(0.02)
         frame = client(Frame(time=time.time(), gpus=(gpu,)))
         if frame.agents and any(e.kind == "oom" for e in frame.agents[0].recent_events) \
-                and agent.reader.provider.index >= n - 1:
+                and agent.reader.provider.index >= n - 1 and agent.steps.count > 8:
             break
     report = frame.agents[0]
     assert any(e.kind == "oom" for e in report.recent_events)

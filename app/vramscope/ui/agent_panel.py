@@ -30,18 +30,14 @@ from PySide6.QtWidgets import (
     QFrame, QGridLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget,
 )
 
-from vramscope.core.samples import AgentReport, Frame
+from vramscope.agent.protocol import Phase, phase_metric, series_key
+from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame
 from vramscope.core.units import GiB, MiB, fmt_bytes, fmt_duration
 from vramscope.ui import theme
 
-BUCKETS = (  # (field, label, colour)
-    ("weights", "weights", "#0072B2"),
-    ("gradients", "gradients", "#56B4E9"),
-    ("optimizer_state", "optimizer state", "#009E73"),
-    ("other_allocated", "activations + temporaries", "#E69F00"),
-    ("cached_free", "cached, free (reserved − allocated)", "#6f7785"),
-    ("outside_pytorch", "outside PyTorch (context, NCCL, cuBLAS)", "#CC79A7"),
-)
+BUCKET_COLOURS = {"weights": "#0072B2", "gradients": "#56B4E9", "optimizer_state": "#009E73",
+                  "other_allocated": "#E69F00", "cached_free": "#6f7785", "outside_pytorch": "#CC79A7"}
+BUCKETS = tuple((field, label, BUCKET_COLOURS[field]) for field, label in BUCKET_LABELS.items())
 ALLOCATED = "#f2f2f2"
 RESERVED = "#56B4E9"
 GAP_FILL = (86, 180, 233, 60)
@@ -49,9 +45,9 @@ OOM_RED = theme.CAPACITY
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 MAX_STEP_TICKS = 2000
 PHASES = (  # (phase, words, symbol, colour): the step phases the agent reads (agent/phases.py)
-    ("forward", "end of forward (activations held)", "t1", "#E69F00"),
-    ("backward", "after backward", "d", "#56B4E9"),
-    ("optimizer", "after optimizer step", "s", "#009E73"),
+    (Phase.FORWARD, "end of forward (activations held)", "t1", "#E69F00"),
+    (Phase.BACKWARD, "after backward", "d", "#56B4E9"),
+    (Phase.OPTIMIZER, "after optimizer step", "s", "#009E73"),
 )
 LOADED_COLOUR = "#0072B2"
 
@@ -84,7 +80,7 @@ def phase_text(latest: dict[str, float | None], loaded: float | None) -> str:
 
 
 def _key(report: AgentReport, device: str, metric: str) -> tuple:
-    return ("agent", report.pid, report.start_time, device, metric)
+    return series_key(report.pid, report.start_time, device, metric)
 
 
 def settings_text(settings: dict) -> str:
@@ -270,7 +266,7 @@ class DeviceView(QWidget):
             self.steps.setData(ts, np.zeros(len(ts)))
             latest = {}
             for phase, mark in self.phase_marks.items():
-                tph, vph = store.series(_key(report, dev.device, "phase_" + phase), since)
+                tph, vph = store.series(_key(report, dev.device, phase_metric(phase)), since)
                 tph, vph = tph[-MAX_STEP_TICKS:], vph[-MAX_STEP_TICKS:]
                 mark.setData(tph, vph / GiB)
                 latest[phase] = _last(vph)
@@ -302,8 +298,6 @@ class DeviceView(QWidget):
             p.setYRange(0, max(top * 1.1, 0.5), padding=0)
         # the bars and their legend
         now_b = dev.buckets.as_dict() if dev.buckets is not None else {}
-        if dev.buckets is not None:
-            now_b["outside_pytorch"] = dev.buckets.outside_pytorch
         columns = [("now", now_b)]
         oom = self._last_oom(report, dev.device)
         if oom is not None and oom.data.get("buckets"):
@@ -383,6 +377,11 @@ class AgentProcessView(QFrame):
         self.header.setText(" · ".join(bits) + f"  [{state}]")
         self.settings.setText(settings_text(report.allocator_settings))
         notes = []
+        if report.error and not report.connected and report.error != AGENT_ENDED:
+            notes.append(report.error)  # e.g. a protocol version mismatch
+        for dev in report.devices:
+            if dev.buckets is not None and dev.buckets.note:
+                notes.append(f"{dev.device}: {dev.buckets.note}")
         if report.dropped:
             notes.append("some history was lost before the monitor read it (the agent's ring was full)")
         for e in report.recent_events:
