@@ -22,6 +22,20 @@ from torch.utils._pytree import tree_flatten
 from vramscope.agent.replay import memory_stats_dict
 
 
+def unique_bytes(tensors, device_type: str | None = None) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (None and other devices skipped):
+    the tests' own count of what a bucket should hold."""
+    seen, total = set(), 0
+    for t in tensors:
+        if t is None or (device_type is not None and t.device.type != device_type):
+            continue
+        s = t.untyped_storage()
+        if s.data_ptr() not in seen:
+            seen.add(s.data_ptr())
+            total += s.nbytes()
+    return total
+
+
 class LiveBytes(TorchDispatchMode):
     """No Python code runs when a storage dies (the weak reference's callback is a
     builtin ``dict.pop``): a finaliser written in Python could hand the GIL to

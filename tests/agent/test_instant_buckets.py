@@ -18,21 +18,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .live_bytes import LiveBytes, LiveBytesProvider
+from .live_bytes import LiveBytes, LiveBytesProvider, unique_bytes
+from .test_buckets import TiedLM
 
 INSTANTS = ("forward", "backward", "step")
-
-
-def _unique_bytes(tensors) -> int:
-    seen, total = set(), 0
-    for t in tensors:
-        if t is None:
-            continue
-        s = t.untyped_storage()
-        if s.data_ptr() not in seen:
-            seen.add(s.data_ptr())
-            total += s.nbytes()
-    return total
 
 
 def truth(live: LiveBytes, models, optimizers) -> dict[str, int]:
@@ -40,9 +29,9 @@ def truth(live: LiveBytes, models, optimizers) -> dict[str, int]:
     params += [p for o in optimizers for g in o.param_groups for p in g["params"]]
     buffers = [b for m in models for b in m.buffers()]
     state = [v for o in optimizers for s in o.state.values() for v in s.values() if torch.is_tensor(v)]
-    out = {"weights": _unique_bytes(params + buffers),
-           "gradients": _unique_bytes([p.grad for p in params]),
-           "optimizer_state": _unique_bytes(state)}
+    out = {"weights": unique_bytes(params + buffers),
+           "gradients": unique_bytes([p.grad for p in params]),
+           "optimizer_state": unique_bytes(state)}
     out["other_allocated"] = live.allocated - sum(out.values())
     return out
 
@@ -152,22 +141,10 @@ def test_frozen_backbone(make_agent):
     assert after["gradients"] == sum(p.numel() * 4 for p in head)
 
 
-class TiedLM(torch.nn.Module):
-    def __init__(self, vocab=500, dim=64):
-        super().__init__()
-        self.embed = torch.nn.Embedding(vocab, dim)
-        self.body = torch.nn.Linear(dim, dim)
-        self.head = torch.nn.Linear(dim, vocab, bias=False)
-        self.head.weight = self.embed.weight
-
-    def forward(self, idx):
-        return self.head(torch.relu(self.body(self.embed(idx))))
-
-
 def test_tied_weights(make_agent):
     live = LiveBytes()
     with live:
-        model = TiedLM()
+        model = TiedLM(vocab=500)
         opt = torch.optim.Adam(model.parameters())
         check = Check(make_agent, live, [model], [opt])
         idx = torch.randint(0, 500, (4, 16))

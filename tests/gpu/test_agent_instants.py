@@ -24,15 +24,8 @@ pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CU
 
 
 def _unique_bytes(tensors) -> int:
-    seen, total = set(), 0
-    for t in tensors:
-        if t is None or t.device.type != "cuda":
-            continue
-        s = t.untyped_storage()
-        if s.data_ptr() not in seen:
-            seen.add(s.data_ptr())
-            total += s.nbytes()
-    return total
+    from agent.live_bytes import unique_bytes  # tests/ is on sys.path (its conftest.py)
+    return unique_bytes(tensors, "cuda")
 
 
 @pytest.fixture
