@@ -2,11 +2,14 @@
 
     .venv/bin/python bench/agent_overhead.py [--blocks 16] [--steps 300] [--no-client]
 
-1. A small MLP trained on the CPU. Blocks of steps alternate without / with
-   the agent (a fresh agent per "with" block, default interval 0.5 s, model
-   and optimizer registered, a monitor client in another process pulling
-   every second), so drift on a shared machine hits both sides alike.
-   Figure: median step time with / without (budget <= 1.01).
+1. A small MLP trained on CUDA where there is one, else on the CPU with
+   the allocator replayed (so every reading path runs). Blocks of steps
+   alternate without / with the agent (a fresh agent per "with" block,
+   default interval 0.5 s, model and optimizer registered, a monitor client
+   in another process pulling every second), so drift on a shared machine
+   hits both sides alike. Figures: median step time with / without (budget
+   <= 1.01) and the share of steps that carry their after-step allocated
+   reading (target 100 %: the leak rule reads every step).
 2. One sample -- allocator statistics through the replay provider, buckets,
    JSON serialisation, ring push -- timed many times (budget <= 200 us).
 3. Memory: the ring after 10x its capacity of samples and steps (bounded).
@@ -18,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -43,10 +47,26 @@ while True:
 """
 
 
-def mlp():
+def mlp(width: int = 512):
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                               torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    return torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
+                               torch.nn.ReLU(), torch.nn.Linear(width, 10))
+
+
+def _device_and_provider():
+    if torch.cuda.is_available():
+        return torch.device("cuda:0"), None, "CUDA (torch.cuda.memory_stats, no sync)"
+    return (torch.device("cpu"), "replay",
+            "CPU with the allocator replayed (scenario_ramp): every reading path runs")
+
+
+def _measured_steps(agent) -> tuple[int, int]:
+    """(steps with an after-step allocated reading on some device, steps)."""
+    agent._drain()
+    steps = [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
+    measured = sum(1 for s in steps
+                   if any(f.get("allocated_after") is not None for f in (s.get("devices") or {}).values()))
+    return measured, len(steps)
 
 
 def run_block(model, opt, x, y, steps):
@@ -57,6 +77,8 @@ def run_block(model, opt, x, y, steps):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if x.is_cuda:
+            torch.cuda.synchronize()  # the bench's own timing; the agent never synchronises
         times.append(time.perf_counter() - t0)
     return times
 
@@ -68,18 +90,22 @@ def overhead(blocks: int, steps: int, client: bool) -> None:
     proc = None
     if client:
         proc = subprocess.Popen([sys.executable, "-c", CLIENT], env=dict(os.environ))
-    model = mlp()
+    device, provider_kind, where = _device_and_provider()
+    width, batch = (8192, 4096) if device.type == "cuda" else (512, 64)  # steps of ~ms on a GPU
+    model = mlp(width).to(device)
     opt = torch.optim.Adam(model.parameters())
-    x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+    x, y = torch.randn(batch, 256, device=device), torch.randint(0, 10, (batch,), device=device)
     run_block(model, opt, x, y, 50)  # warm up
     off, on = [], []
-    samples = 0
+    samples = measured = counted = 0
     try:
         for b in range(blocks):
             if b % 2 == 0:
                 off += run_block(model, opt, x, y, steps)
             else:
-                agent = Agent(interval=DEFAULT_INTERVAL, runtime_dir=rundir, discover=False, final_dump=False)
+                provider = ReplayProvider(scenario_ramp(steps=50), loop=True) if provider_kind else None
+                agent = Agent(interval=DEFAULT_INTERVAL, provider=provider, runtime_dir=rundir,
+                              discover=False, final_dump=False)
                 agent.watch(model=model, optimizer=opt)
                 agent.start()
                 agent.wait_started(5)
@@ -87,14 +113,18 @@ def overhead(blocks: int, steps: int, client: bool) -> None:
                 on += run_block(model, opt, x, y, steps)
                 samples += agent.samples
                 agent.stop()
+                m, n = _measured_steps(agent)
+                measured, counted = measured + m, counted + n
     finally:
         if proc is not None:
             proc.kill()
             proc.wait()
         shutil.rmtree(rundir, ignore_errors=True)
     m_off, m_on = statistics.median(off), statistics.median(on)
-    print(f"[step time] {len(off)} steps without, {len(on)} with the agent "
+    print(f"[step time] {where}; {len(off)} steps without, {len(on)} with the agent "
           f"(interval {DEFAULT_INTERVAL} s, client pulling at 1 Hz: {client}, agent samples taken: {samples})")
+    print(f"  steps measured: {measured} of {counted} carry their after-step allocated reading "
+          f"({100.0 * measured / max(1, counted):.1f} %, target 100 %)")
     print(f"  median without {m_off * 1e6:.0f} us, with {m_on * 1e6:.0f} us, ratio {m_on / m_off:.4f}"
           f"  (budget <= 1.01)")
     print(f"  mean   without {statistics.fmean(off) * 1e6:.0f} us, with {statistics.fmean(on) * 1e6:.0f} us, "
@@ -113,7 +143,7 @@ def sample_cost(n: int, devices: int) -> None:
     model(torch.randn(4, 256)).sum().backward()
     opt.step()
     agent.watch(model=model, optimizer=opt)
-    agent._walk(idle=False)
+    agent._walk()
     for _ in range(200):
         agent.sample_once()
     times = []
@@ -125,7 +155,7 @@ def sample_cost(n: int, devices: int) -> None:
     print(f"[one sample] {devices} device(s) + cpu, replay provider, stats + buckets + JSON + ring: "
           f"median {statistics.median(times) * 1e6:.0f} us, p95 {times[int(0.95 * n)] * 1e6:.0f} us "
           f"(budget <= 200 us); item {len(agent.ring.all_items()[-1])} bytes; walk of the MLP "
-          f"{agent.last_walk_seconds * 1e6:.0f} us")
+          f"{agent.last_walk_seconds * 1e6:.0f} us, bytes summed per sample {agent.last_measure_seconds * 1e6:.0f} us")
 
 
 def memory() -> None:

@@ -97,3 +97,11 @@ def test_record_without_the_library_says_so(tmp_path):
         pytest.skip("a real libnvidia-ml is installed on this machine")
     assert r.returncode == 2 and "nothing recorded" in r.stderr
     assert not default_directory().exists() or not list(default_directory().iterdir())
+
+
+def test_a_300_character_name_is_one_line_and_leaves_nothing(tmp_path, capsys):
+    long = tmp_path / ("x" * 300 + ".vramscope")
+    assert main(["record", "--demo", "--duration", "0.2", "--out", str(long)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "choose a shorter" in err
+    assert list(tmp_path.iterdir()) == []

@@ -15,8 +15,8 @@ import pytest
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
 from vramscope.core.process_text import VISIBILITY_COMMAND
 from vramscope.core.samples import (
-    GHOST, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample,
-    ProcessInfo,
+    BUCKET_LABELS, GHOST, NOT_VISIBLE, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame,
+    GpuProcess, GpuSample, ProcessInfo,
 )
 from vramscope.core.status_report import frame_to_dict, render_table
 from vramscope.sources.containers import host_pid_view, proc_hides_pids, read_container
@@ -232,12 +232,15 @@ def test_report_carries_agents_and_marks_their_processes():
                     "inactive_split": 300 * MiB, "peak_allocated": 7 * GiB, "num_alloc_retries": 2,
                     "num_ooms": 0, "buckets": {"weights": 2 * GiB, "gradients": 2 * GiB,
                                                "optimizer_state": None, "other_allocated": GiB,
-                                               "cached_free": 2 * GiB}}
+                                               "cached_free": 2 * GiB, "outside_pytorch": None},
+                    "buckets_note": None}
+    assert list(cuda["buckets"]) == list(BUCKET_LABELS)  # every bucket the window shows
     assert cpu["allocated"] is None and set(cpu["buckets"].values()) == {None}
     assert agent["events"] == [{"kind": "step", "time": 1700000100.0, "data": {"step": 17}}]
     table = render_table(frame)
     assert "(agent)" in table and "python train.py" in table
     # the table says what the JSON says about the agent: allocated vs reserved, the buckets
     assert "cuda:0: allocated 6.0 GiB, reserved 8.0 GiB, peak 7.0 GiB, alloc retries 2" in table
-    assert "weights 2.0 GiB · gradients 2.0 GiB · activations+temp 1.0 GiB · cached free 2.0 GiB" in table
+    assert ("weights 2.0 GiB · gradients 2.0 GiB · activations + temporaries 1.0 GiB · "
+            "cached, free (reserved − allocated) 2.0 GiB") in table
     assert "optimizer" not in table  # no data is not shown as 0

@@ -52,7 +52,7 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
         time.sleep(0.02)
         frame = client(Frame(time=time.time(), gpus=(gpu,)))
         if frame.agents and any(e.kind == "oom" for e in frame.agents[0].recent_events) \
-                and agent.reader.provider.index >= n - 1:
+                and agent.reader.provider.index >= n - 1 and agent.steps.count > 8:
             break
     report = frame.agents[0]
     assert any(e.kind == "oom" for e in report.recent_events)
@@ -65,7 +65,7 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
     view = panel.views[report.identity]
     dev = view.devices["cuda:0"]
     assert "OOM" in dev.oom_label.text() and dev.oom_label.isVisible()
-    assert [t for t, _ in dev.bars.columns] == ["now", "at OOM"]
+    assert [t for t, _ in dev.bars.columns][1:] == ["at OOM"]  # beside the peak phase (or latest)
     assert len(dev._oom_lines) == 1
     assert len(dev.steps.data) > 5  # step ticks
     xs, ys = dev.allocated.getData()

@@ -16,7 +16,8 @@ import pytest
 from vramscope.agent.replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store
-from vramscope.sources.agents import AgentClient, agent_key
+from vramscope.agent.protocol import series_key as agent_key
+from vramscope.sources.agents import AgentClient
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "cpu_train.py"
@@ -230,3 +231,49 @@ def test_outside_pytorch_is_the_process_memory_nvml_sees_minus_reserved(make_age
     assert next(p for _, p in enriched.all_processes()).has_agent
     t, v = store.series(agent_key(os.getpid(), report.start_time, "cuda:0", "outside_pytorch"))
     assert v[-1] == GiB
+
+
+def test_an_agent_of_another_protocol_version_is_shown_with_the_mismatch(runtime_dir):
+    """A newer agent answers in a version this monitor does not speak: the process is
+    still reported, with the mismatch as its error, in the window's data and in status."""
+    import socket
+    import struct
+    import threading
+
+    from vramscope.agent import paths, protocol
+    from vramscope.core.status_report import frame_to_dict, render_table
+
+    ticks = paths.start_ticks() or 0
+    path = os.path.join(runtime_dir, paths.socket_name(os.getpid(), ticks))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+    stop_serving = threading.Event()
+
+    def serve():  # a future agent: reads any frame, answers in its version 2
+        listener.settimeout(0.2)
+        while not stop_serving.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(65536)
+                body = b'{"ok":true,"op":"hello","protocol":2}'
+                conn.sendall(struct.pack(">2sBBI", b"VS", 2, 0, len(body)) + body)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        client = AgentClient(dirs=[runtime_dir])
+        frame = client(Frame(time=time.time()))
+        [report] = frame.agents
+        assert report.pid == os.getpid() and not report.connected
+        assert "protocol version mismatch" in report.error and "speaks 2" in report.error
+        doc = frame_to_dict(frame)
+        assert "protocol version mismatch" in doc["agents"][0]["error"]
+        assert "protocol version mismatch" in render_table(frame)
+    finally:
+        stop_serving.set()
+        server.join(2)
+        listener.close()

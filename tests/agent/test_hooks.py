@@ -76,33 +76,50 @@ def test_eval_with_autograd_is_reported_throttled_and_no_grad_is_fine(make_agent
 
 
 class FakeHFModel(torch.nn.Module):
-    """What transformers' PreTrainedModel exposes for this check."""
+    """What a Hugging Face causal LM shows this check: checkpointed blocks carry a plain
+    ``gradient_checkpointing`` attribute, the output is a dict that holds a cache when
+    one is returned -- and the config flag that newer versions ignore in training."""
 
-    def __init__(self):
+    def __init__(self, returns_cache=True, checkpointing=True):
         super().__init__()
         self.lin = torch.nn.Linear(16, 16)
+        self.lin.gradient_checkpointing = checkpointing
         self.config = type("Cfg", (), {"use_cache": True})()
-        self.is_gradient_checkpointing = True
+        self.returns_cache = returns_cache
 
     def forward(self, x):
-        return self.lin(x)
+        out = {"logits": self.lin(x)}
+        if self.returns_cache:
+            out["past_key_values"] = [(torch.zeros(1), torch.zeros(1))]
+        return out
 
 
-def test_gradient_checkpointing_with_use_cache_is_reported(make_agent):
+def _events(agent):
+    return [i["event"] for i in items(agent) if i["kind"] == "event" and i["event"] != "loaded"]
+
+
+def test_a_training_forward_with_checkpointing_that_returns_a_cache_is_reported_once(make_agent):
     agent = make_agent()
     m = FakeHFModel()
     agent.watch(model=m)
     m(torch.randn(2, 16))
     m(torch.randn(2, 16))
-    events = [i["event"] for i in items(agent) if i["kind"] == "event" and i["event"] != "loaded"]
-    assert events == ["checkpointing_use_cache"]
-    m.config.use_cache = False
-    agent2 = make_agent()
-    m2 = FakeHFModel()
-    m2.config.use_cache = False
-    agent2.watch(model=m2)
-    m2(torch.randn(2, 16))
-    assert not [i for i in items(agent2) if i["kind"] == "event" and i["event"] != "loaded"]
+    assert _events(agent) == ["checkpointing_use_cache"]
+
+
+def test_no_report_when_no_cache_comes_back_without_checkpointing_or_outside_training(make_agent):
+    for model in (FakeHFModel(returns_cache=False),  # config says use_cache, forward returns none
+                  FakeHFModel(checkpointing=False)):  # a cache without checkpointing: inference-like
+        agent = make_agent()
+        agent.watch(model=model)
+        model(torch.randn(2, 16))
+        assert _events(agent) == []
+    agent = make_agent()
+    m = FakeHFModel()
+    agent.watch(model=m)
+    with torch.no_grad():  # generation while training mode is left on
+        m(torch.randn(2, 16))
+    assert _events(agent) == []
 
 
 def test_an_unmodified_script_gets_its_model_found_and_the_global_hooks_removed(make_agent):
@@ -119,7 +136,8 @@ def test_an_unmodified_script_gets_its_model_found_and_the_global_hooks_removed(
         opt.step()
     assert agent.models() == [model]
     assert not nn_module._global_forward_pre_hooks and not nn_module._global_forward_hooks
-    b = agent._tensors["cpu"]
+    item = agent.sample_once()
+    b = {d["device"]: d["buckets"] for d in item["devices"]}["cpu"]
     params = sum(p.numel() * 4 for p in model.parameters())
     assert b["weights"] == params and b["gradients"] == params
 

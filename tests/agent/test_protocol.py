@@ -41,6 +41,9 @@ def test_arbitrary_bytes_give_messages_or_a_protocol_error_never_anything_else(b
     reader = FrameReader()
     try:
         out = reader.feed(blob)
+    except protocol.VersionMismatch as exc:  # a whole frame of another version: answerable
+        assert exc.version not in protocol.SUPPORTED_VERSIONS and reader.version == exc.version
+        return
     except ProtocolError:
         with pytest.raises(ProtocolError):  # the stream stays failed: the caller must close
             reader.feed(b"")
@@ -81,3 +84,23 @@ def test_encoder_refuses_what_json_cannot_say():
         protocol.encode({"x": float("nan")})
     with pytest.raises(ProtocolError):
         protocol.frame_bytes(b"x" * (protocol.MAX_FRAME + 1))
+
+
+def test_a_frame_of_another_version_is_read_whole_then_named_and_the_stream_goes_on():
+    future = struct.pack(">2sBBI", b"VS", 9, 0, 13) + b'{"op":"hello"}'[:13]
+    reader = FrameReader()
+    with pytest.raises(protocol.VersionMismatch, match="version 9 not supported") as info:
+        reader.feed(future[:5])  # the header alone says nothing yet
+        reader.feed(future[5:])
+    assert info.value.version == 9 and reader.pending == 0
+    assert reader.feed(protocol.encode({"op": "pull"})) == [{"op": "pull"}]
+    assert reader.version == protocol.PROTOCOL_VERSION
+
+
+def test_the_vocabulary_is_plain_strings_on_the_wire():
+    from vramscope.agent.protocol import BUCKETS, PHASES, Bucket, ItemKind, Op, series_key
+    assert protocol.decode(protocol.encode({"op": Op.PULL, "kind": ItemKind.STEP,
+                                            "phases": {p: 1 for p in PHASES}})) == {
+        "op": "pull", "kind": "step", "phases": {"forward": 1, "backward": 1, "optimizer": 1}}
+    assert list(BUCKETS)[-1] == Bucket.OUTSIDE_PYTORCH == "outside_pytorch"
+    assert series_key(7, 1.5, "cuda:0", Bucket.WEIGHTS) == ("agent", 7, 1.5, "cuda:0", "weights")

@@ -198,3 +198,21 @@ def test_a_runtime_dir_owned_by_another_user_is_refused(tmp_path):
     os.chown(theirs, 65534, 65534)
     with pytest.raises(paths.RuntimeDirError, match="belongs to uid 65534"):
         paths.secure_dir(str(theirs))
+
+
+def test_a_request_in_another_protocol_version_is_answered_in_that_version(served):
+    payload = b'{"op":"hello","protocol":9}'
+    with connect(served.socket_path) as s:
+        s.sendall(struct.pack(">2sBBI", b"VS", 9, 0, len(payload)) + payload)
+        data = b""
+        while len(data) < protocol.HEADER_SIZE:
+            data += s.recv(65536)
+        magic, version, _flags, length = protocol.HEADER.unpack(data[:protocol.HEADER_SIZE])
+        while len(data) < protocol.HEADER_SIZE + length:
+            data += s.recv(65536)
+    assert (magic, version) == (b"VS", 9)  # the client can read the header of its own version
+    reply = protocol.decode_payload(data[protocol.HEADER_SIZE:])
+    assert reply["ok"] is False and reply["supported"] == [protocol.PROTOCOL_VERSION]
+    assert "version 9 not supported" in reply["error"]
+    with connect(served.socket_path) as s:  # and the agent goes on serving
+        assert ask(s, {"op": "hello"})["ok"]

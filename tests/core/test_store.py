@@ -78,6 +78,23 @@ def test_eviction_keeps_the_series_count_bounded_and_drops_the_stalest():
     assert proc_key(0, 1000, 0.0) not in keys
 
 
+def test_a_box_with_more_live_processes_than_the_cap_keeps_them_all():
+    """Live series are never evicted (that would recreate them every frame);
+    the ended ones go first once there are any."""
+    store = Store(fine_points=16, coarse_points=16, max_series=20)
+    live = [_proc(2000 + i, GiB, start=1.0) for i in range(30)]
+    for t in range(3):
+        store.append(_frame(float(t), live))
+    assert len(store.process_keys(0)) == 30
+    _, v = store.series(proc_key(0, 2000, 1.0))
+    assert len(v) == 3  # not recreated: the whole history is there
+    store.append(_frame(3.0, live[:10]))  # twenty of them exit
+    store.append(_frame(4.0, live[:10]))
+    pids = {k[2] for k in store.process_keys(0)}
+    assert set(range(2000, 2010)) <= pids  # the live ones stay
+    assert store.series_count() <= 20  # ended ones went until under the cap
+
+
 def test_record_adds_any_series():
     store = Store()
     store.record(("agent", 55, 1.0, "cuda:0", "allocated"), 3.0, 123)

@@ -13,6 +13,20 @@ STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);
             "print('ready', flush=True); time.sleep(120)")
 
 
+@pytest.fixture(autouse=True)
+def no_real_jupyter_servers(monkeypatch, tmp_path):
+    """The rules never ask the user's own Jupyter servers during tests."""
+    from vramscope.core.detectors import jupyter
+    monkeypatch.setattr(jupyter, "runtime_dirs", lambda: [tmp_path / "jupyter-runtime"])
+
+
+@pytest.fixture(autouse=True)
+def monitor_runs_as_alice(monkeypatch):
+    """The hand-built frames' processes belong to "alice": the monitor is her."""
+    from vramscope.core.detectors import naming
+    monkeypatch.setattr(naming, "_me", lambda: "alice")
+
+
 @pytest.fixture
 def start_child():
     """start_child(code=SLEEPER) -> (Popen, start time): a real process, ready, ended after the test."""

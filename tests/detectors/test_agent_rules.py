@@ -114,7 +114,7 @@ def test_too_few_steps_is_not_a_leak_yet():
 
 
 def test_leak_near_capacity_is_critical():
-    afters = [10 * GiB + i * 200 * MiB for i in range(25)]
+    afters = [10 * GiB + i * 200 * MiB for i in range(35)]
     [alert] = of(feed_steps(Diagnostics(), afters, used=22 * GiB), "leak")
     assert alert.severity == "critical"
 

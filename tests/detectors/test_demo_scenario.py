@@ -34,20 +34,20 @@ def first_six_minutes():
     return first_seen(360)
 
 
-def test_leftover_kernel_flagged_then_escalated(first_six_minutes):
-    seen, alerts, frame, src = first_six_minutes
+def test_leftover_kernel_flagged_then_escalated():
+    seen, alerts, frame, src = first_seen(1810, step=5.0)
     t_info, info, _ = seen[("squatter", "info", 0)]
-    assert 60 <= t_info <= 65  # kernel_idle_minutes = 1
+    assert 600 <= t_info <= 605  # kernel_idle_minutes = 10
     assert info.pid == src.kernel_pid and info.connection_file == src.kernel_file
     t_warn, warn, _ = seen[("squatter", "warning", 0)]
-    assert 300 <= t_warn <= 305  # idle_minutes = 5
+    assert 1800 <= t_warn <= 1805  # kernel_warn_minutes = 30
     assert warn.frees == 3 << 30
 
 
 def test_leak_flagged_within_the_first_steps(first_six_minutes):
     seen, *_ = first_six_minutes
     t, leak, _ = seen[("leak", "warning", 1)]
-    assert t <= 60  # 20 steps of ~1.5 s
+    assert t <= 60  # 30 steps of ~1.5 s
     assert 3.0 < leak.data["slope_bytes_per_step"] / (1 << 20) < 5.0  # 4 MiB/step scripted
 
 
@@ -67,7 +67,9 @@ def test_busy_runs_and_short_jobs_are_not_flagged(first_six_minutes):
     short_jobs = {p.pid for g in frame.gpus for p in g.processes
                   if p.info and p.info.cmdline and "eval_ckpt.py" in " ".join(p.info.cmdline)}
     assert not (short_jobs & flagged)
-    assert {k for k, _, _ in seen} <= {"squatter", "leak", "fragmentation"}
+    assert {k for k, _, _ in seen} <= {"squatter", "leak", "fragmentation", "growth"}
+    growing = {a.pid for (k, _, _), (_, a, _) in seen.items() if k == "growth"}
+    assert growing <= {a.pid for (k, _, _), (_, a, _) in seen.items() if k == "leak"}
 
 
 def test_the_leaking_run_ends_in_an_oom_shown_as_critical():

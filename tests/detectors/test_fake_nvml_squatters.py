@@ -82,3 +82,38 @@ def test_end_action_on_the_real_kernel_offers_connection_file_then_ends_it(real_
     assert actions.wait_gone(kernel.pid, start, 15)  # exited (a zombie until reaped counts as gone)
     assert kernel.wait(timeout=15) is not None
     assert (tmp_path / "audit.jsonl").read_text().count("\n") == 1
+
+
+def test_status_watch_explains_a_real_idle_vllm_server_and_reads_its_metrics(fake_nvml_files, tmp_path):
+    """A vLLM launcher (a real `python -m vllm.entrypoints.openai.api_server` serving
+    Prometheus text on 127.0.0.1) whose worker holds 95 % of a 24 GiB card at 0 % SM:
+    at the end of the watch it is explained at INFO with its KV cache, never a
+    squatter, never near-OOM."""
+    from fakeservers import VLLM_METRICS, start_fake_server
+    launcher, port, worker = start_fake_server(tmp_path, "vllm.entrypoints.openai.api_server",
+                                               VLLM_METRICS.replace("3.0", "0.0").replace(
+                                                   "waiting{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} 1.0",
+                                                   "waiting{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} 0.0"))
+    try:
+        used = int(0.95 * 24 * GiB)
+        fake_nvml_files.write(FakeState(gpus=[FakeGpu(
+            total=24 * GiB, used=used + 300 * (1 << 20), utilization=(0, 0),
+            processes=[FakeProcess(worker, used)])]))
+        r = subprocess.run([sys.executable, "-m", "vramscope", "status", "--json", "--watch", "3",
+                            "--interval", "0.5", "--idle-minutes", "0.02"],
+                           env=fake_nvml_files.env(), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        report = json.loads(r.stdout)
+    finally:
+        launcher.terminate()
+        launcher.wait(timeout=10)
+    kinds = {a["kind"] for a in report["alerts"]}
+    assert "squatter" not in kinds and "near_oom" not in kinds
+    [info] = [a for a in report["alerts"] if a["kind"] == "inference_server"]
+    assert info["severity"] == "info" and info["pid"] == worker  # named as the table names it
+    assert any(f"launcher): pid {launcher.pid}, serving on port {port}" in e for e in info["evidence"])
+    assert any("KV cache 42% used" in e for e in info["evidence"])
+    assert any("--gpu-memory-utilization 0.9 (the default)" in e for e in info["evidence"])
+    [server] = report["servers"]
+    assert server["kind"] == "vllm" and server["port"] == port and server["pids"] == [worker]
+    assert server["kv_cache_usage"] == 0.42 and server["running"] == 0.0

@@ -143,3 +143,51 @@ def test_find_notebook_with_no_server_says_how_to_look(tmp_path):
 def test_find_notebook_ignores_remote_urls(tmp_path):
     (tmp_path / "jpserver-1.json").write_text(json.dumps({"url": "http://example.com:8888/"}))
     assert jupyter.find_notebook("1a2b", [tmp_path]).notebook is None
+
+
+def test_kernel_idle_counts_from_its_last_execution_on_the_local_jupyter_server(tmp_path):
+    """A fake Jupyter server on 127.0.0.1 says the kernel last ran 12 min ago while SM
+    says nothing: the kernel is listed; when it says busy, it is not."""
+    import datetime
+    import http.server
+    import json
+    import threading
+
+    from vramscope.core.detectors import Diagnostics, jupyter
+
+    from .scenarios import T0, GiB, frame, gpu, proc
+
+    state = {"busy": False}
+    last = datetime.datetime.fromtimestamp(T0 - 12 * 60, datetime.timezone.utc)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            assert self.headers.get("Authorization") == "token secret"
+            body = json.dumps({"id": "5d2a", "last_activity": last.isoformat().replace("+00:00", "Z"),
+                               "execution_state": "busy" if state["busy"] else "idle"}).encode()
+            self.send_response(200 if self.path == "/api/kernels/5d2a" else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rt = tmp_path / "rt"
+        rt.mkdir()
+        (rt / "jpserver-1.json").write_text(json.dumps(
+            {"url": f"http://127.0.0.1:{server.server_port}/", "token": "secret"}))
+        cmd = ("python", "-m", "ipykernel_launcher", "-f", "/x/kernel-5d2a.json")
+        eng = Diagnostics(notebook_finder=lambda pid, conn: jupyter.NotebookHint(None, "t"),
+                          kernel_activity=lambda conn: jupyter.kernel_activity(conn, dirs=[rt]))
+        # a busy GPU hides the kernel's own SM: only the server can tell
+        [sq] = [a for a in eng.feed(frame(0, [gpu([proc(3131, 6 * GiB, sm=None, cmd=cmd)], util=80)]))
+                if a.kind == "squatter"]
+        assert sq.severity == "info" and "idle 12 min" in sq.message
+        state["busy"] = True
+        alerts = eng.feed(frame(20, [gpu([proc(3131, 6 * GiB, sm=None, cmd=cmd)], util=80)]))
+        assert [a for a in alerts if a.kind == "squatter"] == []
+    finally:
+        server.shutdown()

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample, ProcessInfo,
 )
+from vramscope.core.servers import ServerState
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
 
@@ -150,9 +151,15 @@ reports = st.builds(AgentReport, pid=st.integers(1, 2**22), start_time=opt_float
                     | st.integers(0, 7), devices=st.lists(devices, max_size=2).map(tuple),
                     events=st.lists(events, max_size=2).map(tuple), connected=st.booleans(),
                     allocator_settings=st.fixed_dictionaries({"expandable_segments": st.booleans()}))
+servers = st.builds(ServerState, pid=st.integers(1, 2**22), start_time=opt_float,
+                    kind=st.sampled_from(["vllm", "sglang", "ollama"]),
+                    pids=st.lists(st.integers(1, 2**22), max_size=3).map(tuple), port=opt_int,
+                    kv_cache_usage=st.none() | st.floats(0, 1), running=opt_float,
+                    metrics_error=opt_text)
 frames = st.builds(Frame, time=st.floats(0, 2e9), gpus=st.lists(gpus, max_size=3).map(tuple),
                    source=st.sampled_from(["nvml", "demo"]), simulated=st.booleans(), error=opt_text,
-                   driver_version=opt_text, agents=st.lists(reports, max_size=2).map(tuple))
+                   driver_version=opt_text, agents=st.lists(reports, max_size=2).map(tuple),
+                   servers=st.lists(servers, max_size=2).map(tuple))
 
 
 @settings(max_examples=150)

@@ -1,11 +1,14 @@
 """The agent: one daemon thread that samples and serves; cheap hooks on the training thread.
 
 The training thread only ever runs the hooks (optimizer step pre/post-hooks,
-model forward pre/post-hooks, the end-of-backward callback, the OOM observer): they append to bounded queues and, at most
-once per walk budget, redo the parameter/gradient/state walk. The agent
-thread drains those queues into the ring, reads the allocator statistics a
-few times per second, and answers the monitor. Every error in the agent is
-caught and counted; the training never sees one.
+model forward pre/post-hooks, the end-of-backward callback, the OOM
+observer): they read one allocator counter and append to bounded queues.
+The agent thread drains those queues into the ring, reads the allocator
+statistics a few times per second together with the tensor buckets at that
+same instant (agent/buckets.py: the owners' list is cached and refreshed
+within a walk budget, the bytes are summed at each sample), and answers the
+monitor. Every error in the agent is caught and counted; the training never
+sees one (nor a warning).
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import time
 import weakref
 
 from vramscope.agent import oom, paths, protocol
-from vramscope.agent.buckets import TENSOR_BUCKETS, full_buckets, tensor_buckets
+from vramscope.agent.buckets import GRADIENTS, Owners, collect, full_buckets, measure
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
+from vramscope.agent.protocol import TENSOR_BUCKETS, EventKind, ItemKind, Op
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
@@ -33,8 +37,7 @@ log = logging.getLogger(__name__)
 
 AGENT_VERSION = 1
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
-WALK_BUDGET = 0.01  # the walk may take at most 1 % of wall time
-IDLE_WALK_EVERY = 5.0  # without steps, redo the walk this often (inference, before step 1)
+WALK_BUDGET = 0.01  # finding the owners (the module walk) may take at most 1 % of wall time
 PULL_MAX_BYTES = 1024 * 1024
 
 
@@ -60,13 +63,16 @@ class Agent:
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
-        self._tensors: dict[str, dict[str, int]] | None = None  # the cached walk
+        self._owners: Owners | None = None  # the cached walk: whose tensors count
+        self._tensors: dict[str, dict[str, int]] | None = None  # the tensor buckets, last measured
+        self._grads: dict[str, int] = {}  # gradients per device, last read outside backward
         self._model_info: list[dict] = []  # per registered model: sizes, dtype, optimizer (the walk)
         self._walk_lock = threading.Lock()
-        self._walk_due = True
-        self._next_walk = 0.0  # step-boundary walks (training thread)
-        self._next_idle_walk = 0.0  # walks before the first step (agent thread)
+        self._walk_due = True  # something was registered: walk at the next sample
+        self._layout: tuple | None = None  # what the last walk saw (see _layout_now)
+        self._next_walk = 0.0  # monotonic time of the next routine walk
         self.last_walk_seconds: float | None = None
+        self.last_measure_seconds: float | None = None
         self.walks = 0
         self._last_num_ooms: dict[str, int] = {}
         self._oom_observed_at = 0.0
@@ -90,7 +96,6 @@ class Agent:
             self._add_optimizer(optimizer)
             self.steps.set_primary(optimizer)
         self._walk_due = True
-        self._next_walk = self._next_idle_walk = 0.0
 
     def watch_models(self, models) -> None:
         for m in models:
@@ -105,12 +110,12 @@ class Agent:
         if self.discovery is not None and self._models:
             self.discovery.finish()
         self._walk_due = True
-        self._next_walk = self._next_idle_walk = 0.0
 
     def _add_optimizer(self, optimizer) -> None:
         if id(optimizer) not in self._optimizer_ids:
             self._optimizer_ids.add(id(optimizer))
             self._optimizers.append(weakref.ref(optimizer))
+            self._walk_due = True
 
     def models(self) -> list:
         return [m for m in (r() for r in self._models) if m is not None]
@@ -220,12 +225,13 @@ class Agent:
         try:
             self._drain()
             now = time.time()
-            devices = self.reader.read("sample") if self.reader is not None else {}
+            if self._walk_due or time.monotonic() >= self._next_walk or self._layout_now() != self._layout:
+                self._walk()
+            devices = self.reader.read(ItemKind.SAMPLE) if self.reader is not None else {}
+            self._measure()  # the tensors at the instant of the allocator's reading
             self._check_num_ooms(devices, now)
-            if self._walk_due and not self.steps.count and time.monotonic() >= self._next_idle_walk:
-                self._walk(idle=True)
             item = self._sample_item(now, devices)
-            self.ring.push("sample", item)
+            self.ring.push(ItemKind.SAMPLE, item)
             self.samples += 1
             return item
         except Exception as exc:
@@ -245,13 +251,15 @@ class Agent:
             if registered:
                 per = (tensors or {}).get(name) if tensors is not None else None
                 if per is None and tensors is not None:
-                    per = {b: 0 for b in TENSOR_BUCKETS}
+                    per = dict.fromkeys(TENSOR_BUCKETS, 0)
             allocated = fields.get("allocated") if fields else None
             reserved = fields.get("reserved") if fields else None
             entry = {"device": name}
             if fields:
                 entry.update(fields)
-            entry["buckets"] = full_buckets(per, allocated, reserved)
+            entry["buckets"], note = full_buckets(per, allocated, reserved)
+            if note is not None:
+                entry["buckets_note"] = note
             out.append(entry)
         return {"t": now, "step": self.steps.count, "devices": out,
                 "settings": self.reader.settings() if self.reader is not None else {},
@@ -259,6 +267,7 @@ class Agent:
                 "agent": {"errors": self.errors + self.steps.errors + self.phases.errors,
                           "walks": self.walks, "phases_every": self.phases.every,
                           "walk_seconds": self.last_walk_seconds,
+                          "measure_seconds": self.last_measure_seconds,
                           "models": len(self._models), "optimizers": len(self._optimizers),
                           "oom_observer": self.oom_observer_attached}}
 
@@ -273,11 +282,11 @@ class Agent:
                 item["phases"] = phases  # device -> {forward, backward, optimizer}; None: not measured
                 item["phase_order"] = order
                 item["phase_times"] = times
-            self.ring.push("step", item)
+            self.ring.push(ItemKind.STEP, item)
         events = self._events
         while events:
             kind, t, data = events.popleft()
-            self.ring.push("event", {"t": t, "event": kind, "data": data})
+            self.ring.push(ItemKind.EVENT, {"t": t, "event": kind, "data": data})
 
     def _emit(self, kind: str, data: dict) -> None:
         self._events.append((kind, time.time(), data))
@@ -288,36 +297,79 @@ class Agent:
 
     # -- buckets --------------------------------------------------------------------------------
     def _on_step_boundary(self, optimizer) -> None:
+        """Training thread, after each optimizer step: nothing heavier than bookkeeping."""
         if optimizer is not None:
             self._add_optimizer(optimizer)
         if self.discovery is not None and self.discovery.active:
             self.discovery.finish()
-        self._walk_due = True
-        if time.monotonic() >= self._next_walk:
-            self._walk(idle=False)
+        owners = self._owners
+        if owners is not None and not self.phases.forwards_seen:
+            try:
+                self._grads = {d: per[GRADIENTS] for d, per in measure(owners)[0].items()}
+            except Exception as exc:
+                self._error(exc)
 
-    def _walk(self, idle: bool) -> None:
+    def _layout_now(self) -> tuple:
+        """A cheap fingerprint of what a walk would find: the optimizers' groups and
+        parameter counts, the models' top-level children, parameters and buffers.
+        A change (``add_param_group``, a module added) makes the next sample walk."""
+        out = []
+        for o in self.optimizers():
+            groups = getattr(o, "param_groups", ())
+            out.append((id(o), len(groups), sum(len(g.get("params", ())) for g in groups)))
+        for m in self.models():
+            out.append((id(m), len(m._modules), len(m._parameters), len(m._buffers)))
+        return tuple(out)
+
+    def _walk(self) -> None:
+        """Find the owners (module tree, optimizer groups) and describe the models.
+
+        Agent thread: at the first sample after a registration or a change of
+        ``_layout_now``, and otherwise as often as WALK_BUDGET allows (every
+        sample for a model whose walk takes under 1 % of the interval).
+        """
         if not self._walk_lock.acquire(blocking=False):
             return
         try:
             t0 = time.perf_counter()
             models, optimizers = self.models(), self.optimizers()
-            self._tensors = tensor_buckets(models, optimizers)
+            self._walk_due = False
+            self._layout = self._layout_now()
+            self._owners = collect(models, optimizers)
             self._model_info = describe_models(models, optimizers)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
             self.walks += 1
-            self._walk_due = idle  # without steps, keep refreshing now and then
-            now = time.monotonic()
-            gap = max(self.interval, cost / WALK_BUDGET)
-            if idle:
-                self._next_idle_walk = now + max(gap, IDLE_WALK_EVERY)
-            else:
-                self._next_walk = now + gap
-        except Exception as exc:  # e.g. state changed size while we walked: next time
+            self._next_walk = time.monotonic() + cost / WALK_BUDGET
+        except Exception as exc:  # e.g. a module dict changed while we walked: next sample
+            self._walk_due = True
             self._error(exc)
         finally:
             self._walk_lock.release()
+
+    def _measure(self) -> None:
+        """The tensor buckets now, from the cached owners (None before any registration)."""
+        owners = self._owners
+        if owners is None:
+            self._tensors = {} if (self._models or self._optimizers) else None
+            return
+        t0 = time.perf_counter()
+        phases = self.phases
+        try:
+            runs = phases.backward_runs
+            # without a registered model's forward, backward cannot be seen: the gradients
+            # are then read on the training thread after each step (_on_step_boundary)
+            tensors, grads_read = measure(owners, lambda: phases.forwards_seen and not phases.in_backward)
+            if grads_read and phases.backward_runs == runs:
+                self._grads = {d: per[GRADIENTS] for d, per in tensors.items()}
+            else:  # backward may be running: the gradients as last read where that is safe
+                for d, per in tensors.items():
+                    per[GRADIENTS] = self._grads.get(d, 0)
+            self._tensors = tensors
+        except Exception as exc:  # a state dict changed size under us: the next sample
+            self._tensors = None
+            self._error(exc)
+        self.last_measure_seconds = time.perf_counter() - t0
 
     def _read_allocated(self) -> dict:
         return self.reader.allocated_now() if self.reader is not None else {}
@@ -325,9 +377,24 @@ class Agent:
     def _first_forward(self) -> None:
         self.phases.mark_loaded(self.steps.count)
 
-    def _read_for_step(self):
+    def _read_for_step(self) -> dict | None:
+        """Every step: allocated right after it (the phase hook's reading of this
+        very update, or one allocator counter read now -- microseconds, never
+        rate-limited); the peak since the previous step where the rate-limited
+        full read is due (None otherwise)."""
+        if self.reader is None:
+            return None
         try:
-            return self.reader.try_read("step") if self.reader is not None else None
+            after = self.phases.after_step
+            if after is None:
+                after = self.reader.allocated_now()
+            full = self.reader.try_read(ItemKind.STEP) or {}
+            out = {name: {"allocated": value, "peak_allocated": (full.get(name) or {}).get("peak_allocated")}
+                   for name, value in after.items()}
+            for name, fields in full.items():
+                out.setdefault(name, {"allocated": fields.get("allocated"),
+                                      "peak_allocated": fields.get("peak_allocated")})
+            return out or None
         except Exception as exc:
             self._error(exc)
             return None
@@ -338,8 +405,8 @@ class Agent:
         out = {}
         for name in set(devices) | set(tensors):
             fields = devices.get(name) or {}
-            per = tensors.get(name, {b: 0 for b in TENSOR_BUCKETS}) if registered else None
-            out[name] = full_buckets(per, fields.get("allocated"), fields.get("reserved"))
+            per = tensors.get(name, dict.fromkeys(TENSOR_BUCKETS, 0)) if registered else None
+            out[name] = full_buckets(per, fields.get("allocated"), fields.get("reserved"))[0]
         return out
 
     # -- OOM ------------------------------------------------------------------------------------------
@@ -354,14 +421,15 @@ class Agent:
                    source: str) -> None:
         self._oom_observed_at = time.monotonic()
         provider = self.reader.provider if self.reader is not None else None
-        devices = self.reader.read("oom") if self.reader is not None else {}
+        devices = self.reader.read(EventKind.OOM) if self.reader is not None else {}
         if source == "observer":
             # num_ooms already counts this one: the sampler must not report it twice
             for name, fields in devices.items():
                 if fields.get("num_ooms") is not None:
                     self._last_num_ooms[name] = max(fields["num_ooms"], self._last_num_ooms.get(name, 0))
         try:  # the instant matters: a fresh walk (it allocates nothing on the device)
-            self._tensors = tensor_buckets(self.models(), self.optimizers())
+            self._owners = collect(self.models(), self.optimizers())
+            self._tensors = measure(self._owners)[0]  # the training thread: gradients readable
         except Exception as exc:
             self._error(exc)
         snapshot = path = None
@@ -376,7 +444,7 @@ class Agent:
                 self._error(exc)
         data = oom.build_oom_event(device, requested, device_free, total, devices,
                                    self.buckets_now(devices), snapshot, path, source)
-        self._emit("oom", data)
+        self._emit(EventKind.OOM, data)
 
     def _check_num_ooms(self, devices: dict, now: float) -> None:
         for name, fields in devices.items():
@@ -389,20 +457,21 @@ class Agent:
                 index = int(name.split(":")[1]) if ":" in name else None
                 free = None
                 total = fields.get("total")
-                self._emit("oom", oom.build_oom_event(
+                self._emit(EventKind.OOM, oom.build_oom_event(
                     index, None, free, total, devices, self.buckets_now(devices), None, None,
                     "num_ooms"))
 
     # -- requests (agent thread) --------------------------------------------------------------------
     def handle_request(self, request: dict) -> bytes:
         op = request.get("op")
-        if op == "hello":
-            reply = {"ok": True, "op": "hello", "protocol": protocol.PROTOCOL_VERSION,
+        if op == Op.HELLO:
+            reply = {"ok": True, "op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
+                     "supported": sorted(protocol.SUPPORTED_VERSIONS),
                      "agent_version": AGENT_VERSION, "interval": self.interval,
                      "oldest": self.ring.oldest(), "latest": self.ring.seq}
             reply.update(self.identity)
             return protocol.encode_payload(reply)
-        if op == "pull":
+        if op == Op.PULL:
             cursor = request.get("cursor", 0)
             max_bytes = request.get("max_bytes", PULL_MAX_BYTES)
             if not isinstance(cursor, int) or isinstance(cursor, bool) or cursor < 0:
@@ -411,18 +480,18 @@ class Agent:
                 max_bytes = PULL_MAX_BYTES
             max_bytes = max(1024, min(max_bytes, protocol.MAX_FRAME - 4096))
             items, new_cursor, dropped, more = self.ring.pull(cursor, max_bytes)
-            head = protocol.encode_payload({"ok": True, "op": "pull", "cursor": new_cursor,
+            head = protocol.encode_payload({"ok": True, "op": Op.PULL, "cursor": new_cursor,
                                             "dropped": dropped, "more": more})
             return head[:-1] + b',"items":[' + b",".join(items) + b"]}"
-        if op == "status":
+        if op == Op.STATUS:
             counters = dict(self.server.counters) if self.server is not None else {}
             return protocol.encode_payload({
-                "ok": True, "op": "status", "samples": self.samples, "errors": self.errors,
+                "ok": True, "op": Op.STATUS, "samples": self.samples, "errors": self.errors,
                 "last_error": self.last_error, "ring_items": len(self.ring),
                 "ring_bytes": self.ring.nbytes, "seq": self.ring.seq, "server": counters,
                 "steps": self.steps.count, "walks": self.walks})
         return protocol.encode_payload({"ok": False, "error": f"unknown request {op!r} "
-                                                              "(read-only: hello, pull, status)"})
+                                                              f"(read-only: {', '.join(Op)})"})
 
     # -- the last words ---------------------------------------------------------------------------------
     def write_final(self) -> str | None:

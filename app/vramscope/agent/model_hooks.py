@@ -1,10 +1,20 @@
-"""Forward hooks on registered models: eval-with-autograd and the HF
-checkpointing + use_cache trap; and finding the models of an unmodified
-script (``vramscope run``).
+"""Forward hooks on registered models: eval-with-autograd and the
+checkpointing + cache trap; and finding the models of an unmodified script
+(``vramscope run``).
 
 Per-model forward pre/post hooks fire once per forward of the registered
 (top-level) model, so they cost a few attribute reads per step; the post
 hook hands the output to the phase tracker (agent/phases.py).
+
+Checkpointing + cache: gradient checkpointing recomputes activations in
+backward to save memory, and a key/value cache returned by a training
+forward keeps them anyway. Current Hugging Face transformers switch
+``use_cache`` off by themselves while checkpointing in training, so the
+config flag says nothing; the rule looks at what the forward really
+returned: a training forward (grad on) whose output carries a cache, from a
+model with a checkpointed submodule. It reads only the output's keys and the
+submodules' plain ``gradient_checkpointing`` attribute -- never a deprecated
+property, so nothing is printed in the user's process.
 
 Discovery: until the first optimizer step (or a few top-level forwards), a
 global module forward pre/post hook pair notes which modules are called at
@@ -19,8 +29,11 @@ import weakref
 
 import torch
 
+from vramscope.agent.protocol import EventKind
+
 EVAL_AUTOGRAD_EVERY = 30.0  # seconds between two eval_autograd events for one model
 USE_CACHE_EVERY = 600.0
+CACHE_KEYS = ("past_key_values", "cache", "cache_params")  # Hugging Face output fields holding a cache
 DISCOVERY_ROOT_CALLS = 64  # give up discovery after this many top-level forwards
 
 
@@ -39,9 +52,8 @@ class ModelHooks:
         key = id(model)
         if key in self._handles:
             return
-        handles = (model.register_forward_pre_hook(self._pre_hook),)
-        if self._phases is not None:
-            handles += (model.register_forward_hook(self._post_hook),)
+        handles = (model.register_forward_pre_hook(self._pre_hook),
+                   model.register_forward_hook(self._post_hook))
         self._handles[key] = handles
 
     def detach_all(self) -> None:
@@ -54,20 +66,22 @@ class ModelHooks:
         self._handles.clear()
 
     def _post_hook(self, module, args, output) -> None:
-        self._phases.forward_end(output)
+        if self._phases is not None:
+            self._phases.forward_end(output)
+        try:
+            if module.training and isinstance(output, dict) and torch.is_grad_enabled() \
+                    and _returned_cache(output) and _checkpointing(module):
+                self._use_cache(module)
+        except Exception:
+            pass
 
     def _pre_hook(self, module, args) -> None:
         phases = self._phases
         if phases is not None and not phases.loaded_done:
             phases.mark_loaded(self._steps_done())
         try:
-            if not module.training:
-                if torch.is_grad_enabled():
-                    self._eval_autograd(module)
-            elif getattr(module, "is_gradient_checkpointing", False):
-                config = getattr(module, "config", None)
-                if getattr(config, "use_cache", False):
-                    self._use_cache(module)
+            if not module.training and torch.is_grad_enabled():
+                self._eval_autograd(module)
         except Exception:
             pass
 
@@ -80,7 +94,7 @@ class ModelHooks:
             return
         self._last_eval[key] = now
         count, self._eval_count[key] = self._eval_count[key], 0
-        self._emit("eval_autograd", {"model": type(module).__name__, "forwards": count,
+        self._emit(EventKind.EVAL_AUTOGRAD, {"model": type(module).__name__, "forwards": count,
                                      "text": "forward in eval mode with autograd on; "
                                              "wrap evaluation in torch.no_grad() or torch.inference_mode()"})
 
@@ -91,9 +105,28 @@ class ModelHooks:
         if last is not None and now - last < USE_CACHE_EVERY:
             return
         self._last_cache[key] = now
-        self._emit("checkpointing_use_cache", {
+        self._emit(EventKind.CHECKPOINTING_USE_CACHE, {
             "model": type(module).__name__,
-            "text": "gradient checkpointing is on while config.use_cache is True; set use_cache=False for training"})
+            "text": "a training forward with gradient checkpointing returned a key/value cache, which "
+                    "holds what checkpointing was meant to free; pass use_cache=False in training"})
+
+
+def _returned_cache(output: dict) -> bool:
+    """Whether a model output (a dict, e.g. a Hugging Face ModelOutput) holds a cache.
+    Only its keys and dict.get: the fields' deprecated attribute getters stay untouched."""
+    for key in CACHE_KEYS:
+        if key in output and dict.get(output, key) is not None:
+            return True
+    return False
+
+
+def _checkpointing(model) -> bool:
+    """A submodule with gradient checkpointing on (the plain instance attribute that
+    Hugging Face's models set on their checkpointed blocks)."""
+    for m in model.modules():
+        if m.__dict__.get("gradient_checkpointing") is True:
+            return True
+    return False
 
 
 class ModelDiscovery:

@@ -31,7 +31,8 @@ from __future__ import annotations
 import math
 import time
 
-PHASES = ("forward", "backward", "optimizer")
+from vramscope.agent.protocol import PHASES, EventKind, Phase
+
 PHASE_BUDGET = 0.005  # the phase readings may take at most 0.5 % of step time
 RECHECK_EVERY = 2.0  # seconds: a run with no CUDA device looks again this often
 
@@ -74,6 +75,10 @@ class PhaseTracker:
         self._backward_seen = False
         self._queue_callback = None
         self._nothing_at: float | None = None  # when a read last found no CUDA device
+        self.after_step: dict[str, int] | None = None  # this step's reading after the update
+        self.in_backward = False  # between a registered model's output gradient and the end of backward
+        self.backward_runs = 0  # backward passes begun (the agent thread compares before/after a read)
+        self.forwards_seen = False  # a registered model's forward ran: backward is tracked
         self.errors = 0
         self.reads = 0
 
@@ -98,6 +103,8 @@ class PhaseTracker:
         if phase not in self._order:
             self._order.append(phase)
         self._times[phase] = self._wall()
+        if phase == Phase.OPTIMIZER:
+            self.after_step = values
 
     def mark_loaded(self, steps_done: int) -> None:
         """Before the first forward of the run: what loading left allocated."""
@@ -111,7 +118,7 @@ class PhaseTracker:
         except Exception:
             self.errors += 1
             return
-        self._emit("loaded", {"devices": {d: v for d, v in (values or {}).items()},
+        self._emit(EventKind.LOADED, {"devices": {d: v for d, v in (values or {}).items()},
                               "text": "allocated after loading, before the first forward"})
         if not values:
             self.enabled = False
@@ -119,10 +126,14 @@ class PhaseTracker:
 
     # -- hooks (training thread) -----------------------------------------------------
     def forward_end(self, output) -> None:
-        if not self.enabled:
-            return
+        """End of a registered model's forward. The output's gradient hook marks the
+        start of backward (``in_backward``) even on steps whose readings are skipped:
+        the agent thread must not read ``.grad`` while the autograd engine writes it."""
+        self.in_backward = False  # a new forward: any earlier backward is over (or abandoned)
+        self.forwards_seen = True
         try:
-            self._note("forward")
+            if self.enabled:
+                self._note(Phase.FORWARD)
             t = _first_grad_tensor(output)
             if t is not None:
                 t.register_hook(self._output_grad)
@@ -130,6 +141,9 @@ class PhaseTracker:
             self.errors += 1
 
     def _output_grad(self, grad):
+        # the engine calls this (GIL held) before it reaches any of the model's parameters
+        self.in_backward = True
+        self.backward_runs += 1
         try:
             if not self._backward_queued:
                 queue = self._queue_callback
@@ -144,17 +158,20 @@ class PhaseTracker:
 
     def _backward_end(self) -> None:
         self._backward_queued = False
+        self.in_backward = False
         try:
             self._backward_seen = True
-            self._note("backward")
+            if self.enabled:
+                self._note(Phase.BACKWARD)
         except Exception:
             self.errors += 1
 
     def optimizer_pre(self) -> None:
+        self.in_backward = False
         if not self.enabled or self._backward_seen:
             return
         try:
-            self._note("backward")  # no backward end was seen: just before the update
+            self._note(Phase.BACKWARD)  # no backward end was seen: just before the update
         except Exception:
             self.errors += 1
 
@@ -162,7 +179,7 @@ class PhaseTracker:
         if not self.enabled:
             return
         try:
-            self._note("optimizer")
+            self._note(Phase.OPTIMIZER)
         except Exception:
             self.errors += 1
 
@@ -180,6 +197,7 @@ class PhaseTracker:
             if duration > 0:
                 self._every = max(1, math.ceil(self._cost / (self.budget * duration)))
         self._cur, self._order, self._times = {}, [], {}
+        self.after_step = None
         self._cost = 0.0
         self._backward_seen = False
         self._step_start = now

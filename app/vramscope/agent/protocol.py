@@ -11,16 +11,99 @@ One frame = an 8-byte header + a JSON object (UTF-8):
 Anything else -- wrong magic, an unknown version, non-zero flags, a length
 over the limit, a payload that is not a JSON object -- is a ProtocolError.
 The reader checks the header before it buffers the payload, so a huge
-length prefix costs nothing. Standard library only (runs inside training).
+length prefix costs nothing. A frame of a version this side does not speak
+is read whole (the header layout never changes) and reported as a
+``VersionMismatch``: the agent answers it with an error in the version the
+client used, the client shows the mismatch instead of silently seeing no
+agent.
+
+The vocabulary both sides use -- request ops, item kinds, event kinds, step
+phases, bucket names, the store's series key -- is defined here once.
+Standard library only (runs inside training).
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import struct
 
 MAGIC = b"VS"
 PROTOCOL_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})  # versions this side reads and answers in
+
+
+class Op(enum.StrEnum):
+    """Requests the agent answers (read-only)."""
+
+    HELLO = "hello"
+    PULL = "pull"
+    STATUS = "status"
+
+
+class ItemKind(enum.StrEnum):
+    """What the agent's ring holds: periodic samples, one item per step, events."""
+
+    SAMPLE = "sample"
+    STEP = "step"
+    EVENT = "event"
+
+
+class EventKind(enum.StrEnum):
+    LOADED = "loaded"  # allocated after loading, before the first forward
+    OOM = "oom"
+    EVAL_AUTOGRAD = "eval_autograd"
+    CHECKPOINTING_USE_CACHE = "checkpointing_use_cache"
+    STEP = "step"  # the monitor's view of a step item (AgentEvent)
+
+
+class Phase(enum.StrEnum):
+    """Where in a training step allocated is read (agent/phases.py)."""
+
+    FORWARD = "forward"  # end of the forward pass: activations held
+    BACKWARD = "backward"  # end of backward: gradients there, activations freed
+    OPTIMIZER = "optimizer"  # after the optimizer step
+
+
+PHASES = tuple(Phase)
+
+
+class Bucket(enum.StrEnum):
+    """Where a device's memory goes. The first three come from the tensors the
+    agent sums at the instant of a sample, the next two from the allocator at
+    the same instant; outside_pytorch is added by the monitor (NVML's figure for
+    the process minus what PyTorch reserved)."""
+
+    WEIGHTS = "weights"  # parameters and buffers
+    GRADIENTS = "gradients"
+    OPTIMIZER_STATE = "optimizer_state"
+    OTHER_ALLOCATED = "other_allocated"  # activations + temporaries = allocated - the three
+    CACHED_FREE = "cached_free"  # reserved - allocated
+    OUTSIDE_PYTORCH = "outside_pytorch"
+
+
+TENSOR_BUCKETS = (Bucket.WEIGHTS, Bucket.GRADIENTS, Bucket.OPTIMIZER_STATE)
+AGENT_BUCKETS = TENSOR_BUCKETS + (Bucket.OTHER_ALLOCATED, Bucket.CACHED_FREE)  # what the agent sends
+BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
+
+# -- the monitor's store: one series per (agent process, device, metric) --------------
+STORE_KEY = "agent"
+STEPS_DEVICE = "steps"  # pseudo-device of the per-step series ("duration", "step")
+DEVICE_METRICS = ("allocated", "reserved", "peak_allocated")  # per sample and device
+STEP_ALLOCATED_AFTER = "step_allocated_after"
+STEP_PEAK_ALLOCATED = "step_peak_allocated"
+PHASE_LOADED = "phase_loaded"
+OOM_REQUESTED = "oom_requested"
+
+
+def phase_metric(phase: str) -> str:
+    """The series name of a step phase: "phase_forward", ... (and "phase_loaded")."""
+    return f"phase_{phase}"
+
+
+def series_key(pid: int, start_time: float | None, device: str, metric: str) -> tuple:
+    """The store key of one agent series."""
+    return (STORE_KEY, pid, start_time, device, metric)
 HEADER = struct.Struct(">2sBBI")
 HEADER_SIZE = HEADER.size  # 8
 MAX_FRAME = 4 * 1024 * 1024  # payload bytes; pull replies are cut to fit
@@ -30,6 +113,32 @@ _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 
 class ProtocolError(ValueError):
     """The peer sent something that is not a valid frame; close the connection."""
+
+
+class VersionMismatch(ProtocolError):
+    """A well-formed frame in a protocol version this side does not speak."""
+
+    def __init__(self, version: int):
+        self.version = version
+        super().__init__(f"protocol version {version} not supported "
+                         f"(this side speaks {describe_versions()})")
+
+
+def describe_versions() -> str:
+    return ", ".join(str(v) for v in sorted(SUPPORTED_VERSIONS))
+
+
+def version_error(client_version: int) -> dict:
+    """The agent's answer to a request in a version it does not speak."""
+    return {"ok": False, "error": f"protocol version {client_version} not supported by this agent "
+                                  f"(it speaks {describe_versions()})",
+            "protocol": PROTOCOL_VERSION, "supported": sorted(SUPPORTED_VERSIONS)}
+
+
+def mismatch_text(agent_versions, monitor_version: int = PROTOCOL_VERSION) -> str:
+    """What the monitor shows when it and an agent share no protocol version."""
+    return (f"protocol version mismatch: the agent speaks {agent_versions}, this monitor "
+            f"{monitor_version}; run the same vramscope version on both sides")
 
 
 def encode_payload(obj: dict) -> bytes:
@@ -60,17 +169,24 @@ def decode_payload(payload: bytes) -> dict:
     return obj
 
 
-def check_header(header: bytes) -> int:
-    """Validate an 8-byte header; return the payload length."""
+def read_header(header: bytes) -> tuple[int, int]:
+    """Validate an 8-byte header's layout; return (version, payload length).
+    The version is checked by the caller (see ``check_header``)."""
     magic, version, flags, length = HEADER.unpack(header)
     if magic != MAGIC:
         raise ProtocolError(f"bad magic {magic!r} (not a vramscope agent frame)")
-    if version != PROTOCOL_VERSION:
-        raise ProtocolError(f"protocol version {version} not supported (this side speaks {PROTOCOL_VERSION})")
     if flags != 0:
         raise ProtocolError(f"unknown flags {flags:#x}")
     if length > MAX_FRAME:
         raise ProtocolError(f"frame length {length} exceeds the {MAX_FRAME}-byte limit")
+    return version, length
+
+
+def check_header(header: bytes) -> int:
+    """Validate an 8-byte header, version included; return the payload length."""
+    version, length = read_header(header)
+    if version not in SUPPORTED_VERSIONS:
+        raise VersionMismatch(version)
     return length
 
 
@@ -87,16 +203,23 @@ def decode(data: bytes) -> dict:
 class FrameReader:
     """Incremental decoder: feed() whatever bytes arrived, get whole messages.
 
-    After a ProtocolError the reader is poisoned (the stream has lost its
-    framing); the connection must be closed.
+    After any other ProtocolError the reader is poisoned (the stream has
+    lost its framing); the connection must be closed.
+
+    A frame in a version this side does not speak is read whole first, so
+    the stream stays in step, then raises ``VersionMismatch`` (the reader is
+    not poisoned by it: ``version`` says what the peer speaks and an answer in
+    that version can follow).
     """
 
-    __slots__ = ("_buf", "_need", "_broken")
+    __slots__ = ("_buf", "_need", "_broken", "_version", "version")
 
     def __init__(self):
         self._buf = bytearray()
         self._need: int | None = None  # payload length once the header is read
+        self._version = PROTOCOL_VERSION  # of the frame being read
         self._broken = False
+        self.version = PROTOCOL_VERSION  # of the last complete frame the peer sent
 
     @property
     def pending(self) -> int:
@@ -116,14 +239,19 @@ class FrameReader:
                         if self._buf and not MAGIC.startswith(bytes(self._buf[:2])):
                             raise ProtocolError("bad magic (not a vramscope agent frame)")
                         break
-                    self._need = check_header(bytes(self._buf[:HEADER_SIZE]))
+                    self._version, self._need = read_header(bytes(self._buf[:HEADER_SIZE]))
                     del self._buf[:HEADER_SIZE]
                 if len(self._buf) < self._need:
                     break
                 payload = bytes(self._buf[: self._need])
                 del self._buf[: self._need]
                 self._need = None
+                self.version = self._version
+                if self._version not in SUPPORTED_VERSIONS:
+                    raise VersionMismatch(self._version)
                 out.append(decode_payload(payload))
+        except VersionMismatch:
+            raise
         except ProtocolError:
             self._broken = True
             self._buf.clear()

@@ -13,9 +13,10 @@ import collections
 import heapq
 import threading
 
-from vramscope.agent.protocol import encode_payload
+from vramscope.agent.protocol import ItemKind, encode_payload
 
-DEFAULT_CAPS = {"sample": 3600, "step": 8192, "event": 512}  # 30 min of samples at 0.5 s
+# 30 min of samples at 0.5 s
+DEFAULT_CAPS = {ItemKind.SAMPLE: 3600, ItemKind.STEP: 8192, ItemKind.EVENT: 512}
 MAX_ITEM_BYTES = 256 * 1024
 
 

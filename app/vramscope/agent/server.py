@@ -191,6 +191,12 @@ class AgentServer:
                 conn.last = self._clock()
                 try:
                     requests = conn.reader.feed(data)
+                except protocol.VersionMismatch as exc:  # answered in the client's version
+                    self.counters["bad_frames"] += 1
+                    self._queue(conn, protocol.encode_payload(protocol.version_error(exc.version)),
+                                exc.version)
+                    conn.closing = True
+                    requests = []
                 except protocol.ProtocolError as exc:
                     self._refuse(conn, "bad_frames", str(exc))
                     requests = []
@@ -212,7 +218,7 @@ class AgentServer:
                     except Exception as exc:  # a handler bug must not kill the agent
                         self.counters["errors"] += 1
                         reply = protocol.encode_payload({"ok": False, "error": f"agent error: {exc}"})
-                    self._queue(conn, reply)
+                    self._queue(conn, reply, conn.reader.version)
                 conn.partial_since = self._clock() if conn.reader.pending else None
         if conn.closed:
             return
@@ -221,9 +227,9 @@ class AgentServer:
         elif conn.closing:
             self._close(conn)
 
-    def _queue(self, conn: _Conn, payload: bytes) -> None:
+    def _queue(self, conn: _Conn, payload: bytes, version: int = protocol.PROTOCOL_VERSION) -> None:
         try:
-            conn.out += protocol.frame_bytes(payload)
+            conn.out += protocol.frame_bytes(payload, version)
         except protocol.ProtocolError as exc:
             conn.out += protocol.encode({"ok": False, "error": str(exc)})
         if len(conn.out) > MAX_OUTBUF:  # the peer does not read its replies

@@ -40,6 +40,14 @@ ASYNC_MEANINGFUL = {"allocated", "reserved", "active"}
 STAT_FIELDS = tuple(STAT_KEYS) + ("peak_allocated",)
 
 
+def device_name(provider, index: int) -> str:
+    """The agent's name for a provider's device: "cuda:<index>", unless the provider
+    names its devices itself (a test provider that replays CUDA semantics with
+    CPU tensors calls its device "cpu", where those tensors are)."""
+    fn = getattr(provider, "device_name", None)
+    return fn(index) if fn is not None else f"cuda:{index}"
+
+
 class TorchCudaProvider:
     """The real thing: torch.cuda, read without synchronising."""
 
@@ -232,7 +240,7 @@ class StatsReader:
         fn = getattr(self.provider, "allocated_now", None)
         if fn is None:
             return {}
-        return {f"cuda:{index}": value for index, value in fn().items()}
+        return {device_name(self.provider, index): value for index, value in fn().items()}
 
     def try_read(self, consumer: str, force: bool = False) -> dict[str, dict] | None:
         now = self._clock()
@@ -254,7 +262,7 @@ class StatsReader:
             stats = self.provider.memory_stats(index)
             if not stats or not any(stats.values()):
                 continue  # an untouched device: nothing allocated ever
-            name = f"cuda:{index}"
+            name = device_name(self.provider, index)
             fields = extract(stats, backend)
             current = fields["allocated"]
             peak = stats.get(PEAK_KEY)

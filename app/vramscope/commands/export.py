@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 import time
@@ -31,7 +32,7 @@ def run(args) -> int:
     from vramscope.core.session.errors import UNREADABLE, unreadable
 
     out = pathlib.Path(args.out).expanduser()
-    if out.exists() and not args.force:
+    if os.path.lexists(out) and not args.force:
         _err(f"{out} already exists (use --force to overwrite)")
         return 2
     try:

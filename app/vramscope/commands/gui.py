@@ -42,6 +42,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+NO_DISPLAY = ("vramscope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are "
+              "unset); in a terminal, `vramscope status` shows the same figures")
+
+
+def display_missing(env=None, platform: str | None = None) -> bool:
+    """On Linux, a window needs X11 or Wayland (or a Qt platform chosen by hand,
+    e.g. QT_QPA_PLATFORM=offscreen); Qt would otherwise abort the process."""
+    import os
+    import sys
+
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith("linux"):
+        return False
+    return not any(env.get(k) for k in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+
+
 def run(args) -> int:
+    import sys
+
+    if display_missing():
+        print(NO_DISPLAY, file=sys.stderr)
+        return 2
     from vramscope.ui.app import run as run_window
     return run_window(args)

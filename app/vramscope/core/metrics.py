@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from vramscope.core.samples import BUCKET_NAMES, AgentReport, Frame
+from vramscope.core.samples import ALL_BUCKETS, AgentReport, Frame
 from vramscope.core.store import Store
 from vramscope.core.user_totals import user_totals
 
@@ -129,7 +129,7 @@ class StoreCollector(Collector):
                     if value is not None:
                         afams[attr].add_metric(labels, float(value))
                 if dev.buckets is not None:
-                    for bucket in BUCKET_NAMES + ("outside_pytorch",):
+                    for bucket in ALL_BUCKETS:
                         value = getattr(dev.buckets, bucket)
                         if value is not None:
                             buckets.add_metric(labels + [bucket], float(value))

@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS
+
 # How a process looks from here (psutil's view of it).
 VISIBLE = "ok"
 ACCESS_DENIED = "access-denied"  # exists, but /proc details are not readable
@@ -222,6 +224,7 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
+    servers: tuple[Any, ...] = ()  # ServerState values (core/servers.py, sources/servers.py)
     wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
     # (a container without --pid=host); None: not known (demo, session, other OS)
@@ -243,7 +246,19 @@ class Frame:
 # pulls into these frozen values. Producers may add fields (with defaults);
 # consumers (detectors, UI, recorder, status) read them.
 
-BUCKET_NAMES = ("weights", "gradients", "optimizer_state", "other_allocated", "cached_free")
+# the agent's buckets; ALL_BUCKETS adds outside_pytorch (the monitor's): one vocabulary,
+# defined with the wire protocol
+BUCKET_NAMES: tuple[str, ...] = tuple(str(b) for b in AGENT_BUCKETS)
+ALL_BUCKETS: tuple[str, ...] = tuple(str(b) for b in BUCKETS)
+AGENT_ENDED = "process ended"  # AgentReport.error once the agent's process is gone
+BUCKET_LABELS = {  # the words the window and `vramscope status` use for each bucket
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer_state": "optimizer state",
+    "other_allocated": "activations + temporaries",
+    "cached_free": "cached, free (reserved − allocated)",
+    "outside_pytorch": "outside PyTorch (context, NCCL, cuBLAS)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,9 +271,11 @@ class AgentBuckets:
     other_allocated: int | None = None  # activations + temporaries
     cached_free: int | None = None  # reserved - allocated
     outside_pytorch: int | None = None  # NVML process memory - reserved (added by the monitor)
+    note: str | None = None  # why a bucket is None although its inputs were known
 
     def as_dict(self) -> dict[str, int | None]:
-        return {name: getattr(self, name) for name in BUCKET_NAMES}
+        """Every bucket the window shows, outside_pytorch included."""
+        return {name: getattr(self, name) for name in ALL_BUCKETS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,11 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
      "users": [{"user", "used", "gpus": [{"gpu", "used"}], "processes", "unreported"}],
      "device_holders": [{"pid", "user", "command", "devices", "container", "ns_pid"}],
      "wsl", "notices",
-     "agents": [{"pid", "start_time", "rank", "step", "devices": [{"device", "allocated",
-                 "reserved", "inactive_split", "peak_allocated", "num_alloc_retries",
-                 "num_ooms", "buckets": {...}}], "events": [{"kind", "time", "data"}]}],
+     "agents": [{"pid", "start_time", "rank", "step", "connected", "error",
+                 "devices": [{"device", "allocated", "reserved", "inactive_split",
+                 "peak_allocated", "num_alloc_retries", "num_ooms",
+                 "buckets": {every bucket the window shows, by the same names},
+                 "buckets_note"}], "events": [{"kind", "time", "data"}]}],
      "alerts": [...]}
 """
 
@@ -34,7 +36,8 @@ from typing import Any
 
 from vramscope.core.containers import container_text
 from vramscope.core.samples import (
-    BUCKET_NAMES, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample, MigSlice,
+    AGENT_ENDED, ALL_BUCKETS, BUCKET_LABELS, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
+    GpuSample, MigSlice,
 )
 from vramscope.core.process_text import command_text, user_text
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
@@ -61,6 +64,7 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
                             "devices": list(h.devices), **_container_fields(h.info)}
                            for h in frame.device_holders],
         "agents": [agent_to_dict(a) for a in frame.agents],
+        "servers": [dataclasses.asdict(s) for s in frame.servers],
         "alerts": [_plain(a) for a in alerts],
     }
 
@@ -159,13 +163,15 @@ def agent_to_dict(report: AgentReport) -> dict:
         "start_time": report.start_time,
         "rank": report.rank,
         "step": report.step,
+        "connected": report.connected,
+        "error": report.error,  # e.g. a protocol version mismatch: why there are no figures
         "devices": [agent_device_to_dict(d) for d in report.devices],
         "events": [event_to_dict(e) for e in report.events],
     }
 
 
 def agent_device_to_dict(dev: AgentDevice) -> dict:
-    buckets = dev.buckets.as_dict() if dev.buckets is not None else dict.fromkeys(BUCKET_NAMES)
+    buckets = dev.buckets.as_dict() if dev.buckets is not None else dict.fromkeys(ALL_BUCKETS)
     return {
         "device": dev.device,
         "allocated": _int(dev.allocated),
@@ -175,6 +181,7 @@ def agent_device_to_dict(dev: AgentDevice) -> dict:
         "num_alloc_retries": dev.num_alloc_retries,
         "num_ooms": dev.num_ooms,
         "buckets": {k: _int(v) for k, v in buckets.items()},
+        "buckets_note": dev.buckets.note if dev.buckets is not None else None,
     }
 
 
@@ -284,9 +291,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-_BUCKET_WORDS = (("weights", "weights"), ("gradients", "gradients"),
-                 ("optimizer_state", "optimizer"), ("other_allocated", "activations+temp"),
-                 ("cached_free", "cached free"), ("outside_pytorch", "outside PyTorch"))
+_BUCKET_WORDS = tuple(BUCKET_LABELS.items())  # the window's words
 
 
 def _agent_lines(frame: Frame) -> list[str]:
@@ -297,7 +302,9 @@ def _agent_lines(frame: Frame) -> list[str]:
         if a.rank is not None:
             who += f" rank {a.rank}/{a.world_size}"
         who += f"  step {a.step if a.step is not None else NA}"
-        if not a.connected:
+        if a.error and a.error != AGENT_ENDED:
+            who += f"  ({a.error})"
+        elif not a.connected:
             who += "  (ended)"
         out.append(who)
         for d in a.devices:
@@ -315,6 +322,8 @@ def _agent_lines(frame: Frame) -> list[str]:
                          if getattr(d.buckets, name) is not None]
                 if parts:
                     out.append("      " + " · ".join(parts))
+                if d.buckets.note:
+                    out.append("      " + d.buckets.note)
     return out
 
 

@@ -117,7 +117,7 @@ class Store:
                 self._first_time = t
             self._version += 1
             if len(self._series) > self._max_series:
-                self._evict_stale()
+                self._evict_stale(t)
             listeners = list(self._listeners)
         for _rank, stage, listener in listeners:
             try:
@@ -174,10 +174,18 @@ class Store:
                 self._first_time = first_time
             self._version += 1
 
-    def _evict_stale(self) -> None:
-        """Drop the series that ended longest ago until under the cap."""
-        by_age = sorted(self._series.items(), key=lambda kv: kv[1].last_time() or 0.0)
-        for key, _ in by_age[: len(self._series) - self._max_series]:
+    def _evict_stale(self, now: float) -> None:
+        """Drop the series that ended longest ago until under the cap. Series this
+        frame just wrote are never dropped: on a box with more live processes than
+        the cap, evicting them would only recreate them on the next frame (and
+        hold the lock the window reads under for every frame)."""
+        ended = [(ring.last_time() or 0.0, key) for key, ring in self._series.items()
+                 if (ring.last_time() or 0.0) < now]
+        excess = len(self._series) - self._max_series
+        if not ended or excess <= 0:
+            return
+        ended.sort(key=lambda e: e[0])
+        for _, key in ended[:excess]:
             del self._series[key]
 
     def subscribe(self, listener: Listener, stage: str = STAGE_OTHER) -> None:

@@ -17,14 +17,10 @@ process's container are looked for through /proc/<pid>/root
 (sources/container_agents.py), or their directory is shared with the host.
 
 Pulled samples become AgentReport values on the frame and series in the
-store: ``("agent", pid, start_time, device, metric)`` for allocated,
-reserved, peak_allocated and every bucket; per step ``("agent", pid,
-start_time, "steps", "duration")`` and per device ``step_peak_allocated`` /
-``step_allocated_after``, and the step's phases ``phase_forward`` /
-``phase_backward`` / ``phase_optimizer`` (allocated at the end of forward,
-after backward, after the optimizer step, each at the time it was read);
-``phase_loaded`` once, after loading; an OOM adds a point to
-``oom_requested``.
+store (the layout is core/agent_series.py's, shared with the demo and with
+reopened sessions). An agent that speaks another protocol version is not
+dropped: it is reported with the mismatch as its error, so the window and
+``vramscope status`` say why its figures are missing.
 """
 
 from __future__ import annotations
@@ -38,28 +34,28 @@ import socket
 import time
 
 from vramscope.agent import paths, protocol
+from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, Bucket, EventKind, ItemKind, Op
+from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
+from vramscope.core import agent_series
 from vramscope.sources import container_agents
 from vramscope.core.samples import (
-    BUCKET_NAMES, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame,
-    bare_uuid,
+    AGENT_ENDED, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, bare_uuid,
 )
 
 log = logging.getLogger(__name__)
 
-SERIES_METRICS = ("allocated", "reserved", "peak_allocated")
-PHASES = ("forward", "backward", "optimizer")  # the step phases the agent reads (agent/phases.py)
 RECENT_EVENTS = 50
 MAX_PULLS_PER_POLL = 16
 START_TIME_TOLERANCE = 0.05  # seconds; both sides compute btime + ticks / CLK_TCK
 STALE_SWEEP_EVERY = 30.0
 
 
-def agent_key(pid: int, start_time: float | None, device: str, metric: str) -> tuple:
-    return ("agent", pid, start_time, device, metric)
-
-
 def _norm_uuid(uuid: str | None) -> str | None:
     return bare_uuid(uuid)
+
+
+class VersionRefused(ConnectionError):
+    """The agent and this monitor share no protocol version."""
 
 
 class AgentConnection:
@@ -86,7 +82,10 @@ class AgentConnection:
             data = self.sock.recv(1 << 20)
             if not data:
                 raise ConnectionError("agent closed the connection")
-            messages = self.reader.feed(data)
+            try:
+                messages = self.reader.feed(data)
+            except protocol.VersionMismatch as exc:
+                raise VersionRefused(protocol.mismatch_text(exc.version)) from None
             if messages:
                 return messages[0]
 
@@ -198,8 +197,13 @@ class AgentClient:
                 self.errors += 1
                 log.debug("agent %s: %s", path, exc)
                 state = self._agents.get(key)
+                if state is None and isinstance(exc, VersionRefused):
+                    # shown, not dropped: the window and `status` say why there are no figures
+                    state = self._agents[key] = _Agent(path=path, hello={
+                        "pid": key[0], "start_ticks": key[1],
+                        "start_time": paths.start_time_from_ticks(key[1])})
                 if state is not None:
-                    state.error = f"{type(exc).__name__}: {exc}"
+                    state.error = str(exc) if isinstance(exc, VersionRefused) else f"{type(exc).__name__}: {exc}"
                     if state.conn is not None:
                         state.conn.close()
                         state.conn = None
@@ -235,12 +239,16 @@ class AgentClient:
         if state is None or state.conn is None:
             conn = AgentConnection(path, self.timeout)
             try:
-                hello = conn.request({"op": "hello", "protocol": protocol.PROTOCOL_VERSION})
+                hello = conn.request({"op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
+                                      "supported": sorted(protocol.SUPPORTED_VERSIONS)})
             except Exception:
                 conn.close()
                 raise
             if not hello.get("ok"):
                 conn.close()
+                if "supported" in hello and protocol.PROTOCOL_VERSION not in (hello.get("supported") or ()):
+                    raise VersionRefused(protocol.mismatch_text(
+                        ", ".join(str(v) for v in hello["supported"])))
                 raise ConnectionError(hello.get("error", "handshake refused"))
             if state is None or state.hello.get("start_ticks") != hello.get("start_ticks"):
                 state = self._agents[key] = _Agent(path=path, hello=hello)
@@ -253,7 +261,7 @@ class AgentClient:
             where = (hello_pid(state), state.hello.get("pid_namespace"))
             state.host_pid = self._in_containers.get(where)
         for _ in range(MAX_PULLS_PER_POLL):
-            reply = state.conn.request({"op": "pull", "cursor": state.cursor})
+            reply = state.conn.request({"op": Op.PULL, "cursor": state.cursor})
             if not reply.get("ok"):
                 raise ConnectionError(reply.get("error", "pull refused"))
             if reply.get("dropped"):
@@ -290,21 +298,17 @@ class AgentClient:
         for item in items:
             try:
                 kind = item.get("kind")
-                if kind == "sample":
+                if kind == ItemKind.SAMPLE:
                     self._ingest_sample(state, item)
-                elif kind == "step":
+                elif kind == ItemKind.STEP:
                     self._ingest_step(state, item)
-                elif kind == "event":
+                elif kind == ItemKind.EVENT:
                     ev = AgentEvent(kind=str(item["event"]), time=float(item["t"]),
                                     data=dict(item.get("data") or {}))
                     state.new_events.append(ev)
                     state.recent.append(ev)
-                    if ev.kind == "oom":
-                        self._record(state, ev.data.get("device") or "cuda", "oom_requested", ev.time,
-                                     ev.data.get("requested"))
-                    elif ev.kind == "loaded":
-                        for name, value in (ev.data.get("devices") or {}).items():
-                            self._record(state, str(name), "phase_loaded", ev.time, value)
+                    self._record(agent_series.event_points(state.pid, state.start_time, ev.kind, ev.time,
+                                                           ev.data))
             except (KeyError, TypeError, ValueError, AttributeError):
                 state.bad_items += 1
 
@@ -314,13 +318,7 @@ class AgentClient:
             state.latest = item
         if isinstance(item.get("step"), int):
             state.step = max(state.step or 0, item["step"])
-        for dev in item.get("devices") or ():
-            name = str(dev["device"])
-            for metric in SERIES_METRICS:
-                if metric in dev:
-                    self._record(state, name, metric, t, dev.get(metric))
-            for bucket, value in (dev.get("buckets") or {}).items():
-                self._record(state, name, bucket, t, value)
+        self._record(agent_series.sample_points(state.pid, state.start_time, t, item.get("devices") or ()))
 
     def _ingest_step(self, state: _Agent, item: dict) -> None:
         t = float(item["t"])
@@ -330,7 +328,7 @@ class AgentClient:
         first = devices[sorted(devices)[0]] if devices else {}
         phases = item.get("phases") if isinstance(item.get("phases"), dict) else None
         times = item.get("phase_times") if isinstance(item.get("phase_times"), dict) else {}
-        ev = AgentEvent(kind="step", time=t, data={
+        ev = AgentEvent(kind=EventKind.STEP, time=t, data={
             "step": step, "duration": item.get("duration"), "devices": devices or None,
             # the first device's figures, flat (None where the step was not measured)
             "peak_allocated": first.get("peak_allocated"), "allocated_after": first.get("allocated_after"),
@@ -338,25 +336,11 @@ class AgentClient:
             "phases": phases, "phase_order": list(item.get("phase_order") or ()),
             "phase_times": dict(times)})
         state.new_events.append(ev)
-        self._record(state, "steps", "duration", t, item.get("duration"))
-        self._record(state, "steps", "step", t, step)
-        for name, f in (item.get("devices") or {}).items():
-            self._record(state, name, "step_peak_allocated", t, f.get("peak_allocated"))
-            self._record(state, name, "step_allocated_after", t, f.get("allocated_after"))
-        for name, per in (phases or {}).items():
-            if not isinstance(per, dict):
-                continue
-            for phase in PHASES:
-                when = times.get(phase)
-                self._record(state, str(name), "phase_" + phase,
-                             float(when) if isinstance(when, (int, float)) else t, per.get(phase))
+        self._record(agent_series.step_points(state.pid, state.start_time, t, ev.data))
 
-    def _record(self, state: _Agent, device: str, metric: str, t: float, value) -> None:
-        if self.store is None:
-            return
-        if value is not None and not isinstance(value, (int, float)):
-            return
-        self.store.record(agent_key(state.pid, state.start_time, device, metric), t, value)
+    def _record(self, points) -> None:
+        if self.store is not None:
+            agent_series.record(self.store, points)
 
     # -- reports and matching -----------------------------------------------------------------------
     def reports(self) -> list[AgentReport]:
@@ -392,12 +376,10 @@ class AgentClient:
                 procs.append(proc)
             gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
         reports = [final_reports[id(r)] for r in reports]
-        for r in reports:
-            for d in r.devices:
-                if d.buckets is not None and d.buckets.outside_pytorch is not None:
-                    if self.store is not None:
-                        self.store.record(agent_key(r.pid, r.start_time, d.device, "outside_pytorch"),
-                                          frame.time, d.buckets.outside_pytorch)
+        for r in reports:  # outside PyTorch is the monitor's bucket: at the frame's time
+            self._record(agent_series.sample_points(r.pid, r.start_time, frame.time, [
+                {"device": d.device, "buckets": {Bucket.OUTSIDE_PYTORCH: d.buckets.outside_pytorch}}
+                for d in r.devices if d.buckets is not None and d.buckets.outside_pytorch is not None]))
         return dataclasses.replace(frame, gpus=tuple(gpus), agents=tuple(reports))
 
     def _same_namespace(self, report: AgentReport) -> bool:
@@ -435,7 +417,9 @@ def _report(state: _Agent) -> AgentReport:
     devices = []
     for dev in sample.get("devices") or ():
         b = dev.get("buckets")
-        buckets = AgentBuckets(**{k: _int(b.get(k)) for k in BUCKET_NAMES}) if isinstance(b, dict) else None
+        note = dev.get("buckets_note")
+        buckets = AgentBuckets(**{k: _int(b.get(k)) for k in AGENT_BUCKETS},
+                               note=note if isinstance(note, str) else None) if isinstance(b, dict) else None
         devices.append(AgentDevice(
             device=str(dev.get("device")), gpu_uuid=dev.get("uuid"),
             allocated=_int(dev.get("allocated")), reserved=_int(dev.get("reserved")),
@@ -446,7 +430,7 @@ def _report(state: _Agent) -> AgentReport:
             buckets=buckets, total=_int(dev.get("total"))))
     error = state.error
     if error is None and state.ended_at is not None:
-        error = "process ended"
+        error = AGENT_ENDED
     return AgentReport(
         pid=state.pid, start_time=state.start_time, hostname=hello.get("hostname"),
         time=sample.get("t"), rank=hello.get("rank"), local_rank=hello.get("local_rank"),
@@ -488,43 +472,32 @@ def _with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:
     return dataclasses.replace(report, devices=tuple(new_dev if d is target else d for d in report.devices))
 
 
+def _device_fields(d: AgentDevice) -> dict:
+    """An AgentDevice in the wire format of a sample's device (a CPU device's unknown
+    allocator figures are left out: they are not gaps, the CPU has no allocator)."""
+    out: dict = {"device": d.device}
+    for metric in DEVICE_METRICS:
+        value = getattr(d, metric)
+        if value is not None or d.device.startswith("cuda"):
+            out[metric] = value
+    if d.buckets is not None:
+        out["buckets"] = d.buckets.as_dict()
+    return out
+
+
 def record_reports(store, frame: Frame) -> Frame:
     """Series for sources whose frames already carry AgentReports (demo, replayed sessions).
 
     The live client records every pulled sample at its own time; a source
     that only has the latest report per frame records it at the frame's time
-    here (steps and OOMs from the report's new events), under the same keys,
-    so the agent panel reads one layout whatever the source.
+    here (steps and OOMs from the report's new events), through the same
+    module (core/agent_series.py), so the agent panel reads one layout
+    whatever the source.
     """
     for r in frame.agents:
-        for d in r.devices:
-            for metric in SERIES_METRICS:
-                value = getattr(d, metric)
-                if value is not None or d.device.startswith("cuda"):
-                    store.record(agent_key(r.pid, r.start_time, d.device, metric), frame.time, value)
-            if d.buckets is not None:
-                for name in BUCKET_NAMES + ("outside_pytorch",):
-                    store.record(agent_key(r.pid, r.start_time, d.device, name), frame.time,
-                                 getattr(d.buckets, name))
+        agent_series.record(store, agent_series.sample_points(
+            r.pid, r.start_time, frame.time, [_device_fields(d) for d in r.devices]))
         for ev in r.events:
-            if ev.kind == "step":
-                store.record(agent_key(r.pid, r.start_time, "steps", "step"), ev.time, ev.data.get("step"))
-                store.record(agent_key(r.pid, r.start_time, "steps", "duration"), ev.time,
-                             ev.data.get("duration"))
-                times = ev.data.get("phase_times") or {}
-                for name, per in (ev.data.get("phases") or {}).items():
-                    for phase in PHASES:
-                        value = per.get(phase) if isinstance(per, dict) else None
-                        if isinstance(value, (int, float)):
-                            when = times.get(phase)
-                            store.record(agent_key(r.pid, r.start_time, name, "phase_" + phase),
-                                         float(when) if isinstance(when, (int, float)) else ev.time,
-                                         value)
-            elif ev.kind == "loaded":
-                for name, value in (ev.data.get("devices") or {}).items():
-                    if isinstance(value, (int, float)):
-                        store.record(agent_key(r.pid, r.start_time, name, "phase_loaded"), ev.time, value)
-            elif ev.kind == "oom":
-                store.record(agent_key(r.pid, r.start_time, ev.data.get("device") or "cuda", "oom_requested"),
-                             ev.time, ev.data.get("requested"))
+            agent_series.record(store, agent_series.event_points(r.pid, r.start_time, ev.kind, ev.time,
+                                                                 ev.data))
     return frame

@@ -35,7 +35,8 @@ def open_source(args, demo_elapsed: float = 0.0):
 
 def enrichers_for(store) -> list:
     """Frame -> Frame steps every front end (window, record, status) applies."""
-    return [AgentEnricher(store)]
+    from vramscope.sources.servers import ServerEnricher
+    return [AgentEnricher(store), ServerEnricher(store)]
 
 
 class AgentEnricher:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from vramscope.agent.protocol import PHASES, EventKind, Phase
 from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, GpuProcess, ProcessInfo,
 )
@@ -336,17 +337,19 @@ class ScriptedRun:
             before = self._after(k - 1) if k > 1 else self.s.weights + self.s.gradients
             # the phases the agent reads: activations held at the end of forward,
             # freed by the end of backward (a few temporaries left), the step's result
-            phases = {"forward": self._step_peak(k),
-                      "backward": before + self._activations(k) // 8,
-                      "optimizer": self._after(k)}
+            phases = {Phase.FORWARD: self._step_peak(k),
+                      Phase.BACKWARD: before + self._activations(k) // 8,
+                      Phase.OPTIMIZER: self._after(k)}
             span = end - begin
-            times = {"forward": start_time + begin + 0.4 * span,
-                     "backward": start_time + begin + 0.9 * span, "optimizer": start_time + end}
-            out.append(AgentEvent("step", start_time + end, {
+            times = {Phase.FORWARD: start_time + begin + 0.4 * span,
+                     Phase.BACKWARD: start_time + begin + 0.9 * span, Phase.OPTIMIZER: start_time + end}
+            out.append(AgentEvent(EventKind.STEP, start_time + end, {
                 "step": k, "peak_allocated": self._step_peak(k),
                 "allocated_after": self._after(k),
+                "devices": {self.s.device: {"peak_allocated": self._step_peak(k),
+                                            "allocated_after": self._after(k)}},
                 "duration": end - begin,
-                "phases": {self.s.device: phases}, "phase_order": ["forward", "backward", "optimizer"],
+                "phases": {self.s.device: phases}, "phase_order": list(PHASES),
                 "phase_times": times}))
         return out
 
@@ -361,7 +364,7 @@ class ScriptedRun:
                    f"Of the allocated memory {allocated / GiB:.2f} GiB is allocated by PyTorch, "
                    f"and {(reserved - allocated) / GiB:.2f} GiB is reserved by PyTorch but "
                    f"unallocated.")
-        return AgentEvent("oom", start_time + self.oom_r, {
+        return AgentEvent(EventKind.OOM, start_time + self.oom_r, {
             "device": s.device, "requested": requested, "device_total": device_total,
             "device_free": free, "allocated": allocated, "reserved": reserved,
             "buckets": buckets.as_dict(), "message": message})

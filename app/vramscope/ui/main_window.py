@@ -32,8 +32,9 @@ TIME_WINDOWS = {"1m": ("1 min", 60.0), "10m": ("10 min", 600.0), "1h": ("1 h", 3
                 "all": ("All", None)}
 DEFAULT_WINDOW = "10m"
 TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
-PLOT_MAX_INTERVAL = 2.0
-TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow  # the longest a plot waits for a redraw, whatever the window
+PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
+PLOT_STEP_PX = 3  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
+TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow
 
 
 def default_demo_source():
@@ -311,12 +312,12 @@ class MainWindow(QMainWindow):
         self.fit_split()
 
     def _plot_interval(self, since: float | None, t: float) -> float:
-        """Seconds of data per pixel of the time axis (at most PLOT_MAX_INTERVAL)."""
+        """Seconds of data per PLOT_STEP_PX pixels of the time axis (at most PLOT_MAX_INTERVAL)."""
         start = since if since is not None else (self.feed.store.first_time or t)
         px = max((tl.plot.vb.width() for tl in self.gpu_panel.timelines.values()), default=0)
         if px < 50:
             return 0.0
-        return min(PLOT_MAX_INTERVAL, (t - start) / px)
+        return min(PLOT_MAX_INTERVAL, PLOT_STEP_PX * (t - start) / px)
 
     def _update_status(self) -> None:
         frame = self.feed.store.latest

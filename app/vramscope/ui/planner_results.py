@@ -55,6 +55,11 @@ class ResultsView(QWidget):
         w.style().unpolish(w)
         w.style().polish(w)
 
+    def show_waiting(self, text: str) -> None:
+        self.show_error("")
+        self.error_label.hide()
+        self.verdict.setText(text)
+
     def show_error(self, text: str) -> None:
         """Keep the inputs; say what is wrong; clear results that would be stale."""
         self.error_label.setText(text)

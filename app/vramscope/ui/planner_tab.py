@@ -138,6 +138,11 @@ class PlannerTab(QWidget):
     # --- results ----------------------------------------------------------------
 
     def recompute(self) -> None:
+        if self.form.loading:  # a config being read or counted on the worker thread
+            self.plan, self.error, self.error_field = None, None, None
+            self.results.show_waiting(self.form.model_status.text() or "Reading the config...")
+            self.measured_view.set_plan(None, False)
+            return
         try:
             plan = build_plan(self.form.request(self._detected))
         except PlanError as exc:

@@ -72,6 +72,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         plot.showGrid(x=True, y=True, alpha=theme.GRID_ALPHA)
         plot.setLabel("left", "GiB")
         plot.getAxis("left").setWidth(44)
+        plot.getAxis("left").enableAutoSIPrefix(False)  # GiB as labelled (and no relabel per frame)
         s = theme.current()
         self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT, labelTextSize="8.5pt")
         self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)

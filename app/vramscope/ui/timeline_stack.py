@@ -32,12 +32,16 @@ class Band:
         self.fill = QGraphicsPathItem()
         self.edge = QGraphicsPathItem()
         self.sample = pg.PlotDataItem(fillLevel=0)  # what the legend draws for it (never plotted)
+        self._style = None
         for z, item in enumerate((self.under, self.fill, self.edge)):
             plot.addItem(item, ignoreBounds=True)
             item.setZValue(-21 + z)
             item.setPen(pg.mkPen(None))
 
     def set_style(self, colour: str, dash: int, width: float, alpha: int) -> None:
+        if self._style == (colour, dash, width, alpha):
+            return  # unchanged: no new pens and brushes every frame
+        self._style = (colour, dash, width, alpha)
         self.fill.setBrush(theme.brush(colour, dash, alpha=alpha if not dash else min(255, alpha + 80)))
         self.under.setBrush(theme.brush(colour, 0, alpha=alpha // 3))
         self.under.setVisible(bool(dash) and self.fill.isVisible())

@@ -16,6 +16,9 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 # kind -> short title used by lists and notifications
 KIND_TITLES = {
     "squatter": "Squatter",
+    "stalled": "Stalled run",
+    "inference_server": "Inference server",
+    "growth": "Growing memory",
     "unattributed_memory": "Memory without a visible owner",
     "fragmentation": "Fragmentation",
     "leak": "Leak",

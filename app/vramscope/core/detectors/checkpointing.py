@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
 
@@ -46,7 +47,7 @@ class CheckpointingRule:
                 kind="checkpointing_use_cache", severity=WARNING,
                 gpu=gpu.index if gpu is not None else None, pid=report.pid,
                 start_time=report.start_time, since=entry[0],
-                message=f"pid {report.pid}: gradient checkpointing is on but use_cache is true "
+                message=f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: gradient checkpointing is on but use_cache is true "
                         f"({model}) -- it saves nothing",
                 evidence=(f"{model}: gradient checkpointing enabled and config.use_cache = True",),
                 fix=CHECKPOINTING_FIX, device=dev.device if dev is not None else None,

@@ -21,10 +21,12 @@ from vramscope.core.detectors.checkpointing import CheckpointingRule
 from vramscope.core.detectors.eval_autograd import EvalAutogradRule
 from vramscope.core.detectors.fragmentation import FragmentationRule
 from vramscope.core.detectors.ghost import GhostRule, InContainerRule
+from vramscope.core.detectors.growth import GrowthRule
 from vramscope.core.detectors.leak import LeakRule
 from vramscope.core.detectors.near_oom import NearOomRule
 from vramscope.core.detectors.settings import DiagnosticSettings
-from vramscope.core.detectors.squatter import NotebookFinder, SquatterRule
+from vramscope.core.detectors.serving import ServerRule
+from vramscope.core.detectors.squatter import KernelActivityLookup, NotebookFinder, SquatterRule
 from vramscope.core.detectors.unattributed import UnattributedRule
 from vramscope.core.detectors.wsl_limits import WslRule
 from vramscope.core.samples import Frame, ProcessIdentity
@@ -32,12 +34,15 @@ from vramscope.core.samples import Frame, ProcessIdentity
 
 class Diagnostics:
     def __init__(self, settings: DiagnosticSettings | None = None,
-                 notebook_finder: NotebookFinder | None = None):
+                 notebook_finder: NotebookFinder | None = None,
+                 kernel_activity: KernelActivityLookup | None = None):
         self._lock = threading.RLock()
         self._settings = settings or DiagnosticSettings()
-        self._squatters = SquatterRule(notebook_finder)
+        self._squatters = SquatterRule(notebook_finder, kernel_activity)
+        self._servers = ServerRule()
+        growth = GrowthRule()  # before near-OOM, which names the processes it finds growing
         self._rules = [UnattributedRule(), FragmentationRule(), LeakRule(),
-                       EvalAutogradRule(), CheckpointingRule(), NearOomRule(),
+                       EvalAutogradRule(), CheckpointingRule(), growth, NearOomRule(growth),
                        GhostRule(), InContainerRule(), WslRule()]
         self._first_seen: dict[tuple, float] = {}
         self._current: list[Alert] = []
@@ -71,6 +76,7 @@ class Diagnostics:
             active = frozenset(r.pid for r in frame.agents
                                if any(e.kind == "step" for e in r.events))
             found = self._squatters.update(frame, settings, active)
+            found.extend(self._servers.update(frame, settings, active))
             for rule in self._rules:
                 found.extend(rule.update(frame, settings))
             keys = set()

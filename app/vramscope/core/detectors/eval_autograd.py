@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
 from vramscope.core.units import fmt_bytes
@@ -88,7 +89,7 @@ class EvalAutogradRule:
                 kind="eval_autograd", severity=WARNING,
                 gpu=gpu.index if gpu is not None else None, pid=report.pid,
                 start_time=report.start_time, since=since,
-                message=(f"pid {report.pid}: eval forward passes keep their graphs "
+                message=(f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: eval forward passes keep their graphs "
                          f"(+{fmt_bytes(growth)} while evaluating)"),
                 evidence=tuple(evidence), fix=EVAL_FIX,
                 device=dev.device if dev is not None else None,

@@ -6,7 +6,9 @@ enough but no contiguous block is. The diagnosis is the gap between reserved
 and allocated -- but a large gap alone can be a healthy cache, so this rule
 also wants the allocator's own evidence: much of the gap non-releasable
 (inactive_split: free pieces of split blocks), or num_alloc_retries rising
-(cudaMalloc failed, the cache was flushed and the allocation retried).
+(cudaMalloc failed, the cache was flushed and the allocation retried) -- rising
+over a window, at ``frag_min_retry_rises`` separate samples: one retry (a
+single large allocation at a peak) is not a trend and raises nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 from vramscope.core.detectors.agentmap import cuda_devices, expandable_segments, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
 from vramscope.core.units import fmt_bytes, fmt_duration
@@ -63,9 +66,11 @@ class FragmentationRule:
             st.retries.append((now, dev.num_alloc_retries))
         while st.retries and st.retries[0][0] < now - window:
             st.retries.popleft()
-        retry_rise = 0
+        retry_rise = rises = 0
         if len(st.retries) >= 2:
             retry_rise = st.retries[-1][1] - min(r for _, r in st.retries)
+            rises = sum(1 for (_, a), (_, b) in zip(st.retries, list(st.retries)[1:]) if b > a)
+        retrying = rises >= max(1, settings.frag_min_retry_rises)
 
         gap_ok = False
         gap = share = None
@@ -83,7 +88,7 @@ class FragmentationRule:
         else:
             st.gap_since = None
         gap_held = gap_ok and now - st.gap_since >= settings.frag_persist_seconds
-        if not gap_held and retry_rise < 1:
+        if not gap_held and not retrying:
             return None
 
         gpu = gpu_for_device(frame, report, dev)
@@ -96,11 +101,11 @@ class FragmentationRule:
             evidence.append(f"non-releasable (inactive_split) {fmt_bytes(dev.inactive_split)}{part}")
         if gap_held:
             evidence.append(f"for {fmt_duration(now - st.gap_since)}")
-        if retry_rise >= 1:
+        if retrying:
             first = min(r for _, r in st.retries)
-            evidence.append(f"num_alloc_retries {first} -> {st.retries[-1][1]} in the last "
-                            f"{fmt_duration(now - st.retries[0][0])} (cudaMalloc failed; the cache "
-                            "was flushed and the allocation retried)")
+            evidence.append(f"num_alloc_retries {first} -> {st.retries[-1][1]}, rising at {rises} "
+                            f"samples in the last {fmt_duration(now - st.retries[0][0])} "
+                            "(cudaMalloc failed; the cache was flushed and the allocation retried)")
         on = expandable_segments(report.allocator_settings)
         if on:
             evidence.append("PYTORCH_CUDA_ALLOC_CONF: expandable_segments is already on")
@@ -127,8 +132,8 @@ class FragmentationRule:
             kind="fragmentation", severity=WARNING,
             gpu=gpu.index if gpu is not None else None, pid=report.pid,
             start_time=report.start_time, since=since,
-            message=f"pid {report.pid} {dev.device}: {what}",
+            message=f"{process_name(frame, report.pid, gpu, dev.device)}: {what}",
             evidence=tuple(evidence), fix=fix, device=dev.device, frees=None,
             data={"gap": gap, "gap_share": share, "inactive_split": dev.inactive_split,
-                  "retry_rise": retry_rise, "expandable_segments": on},
+                  "retry_rise": retry_rise, "retry_rises": rises, "expandable_segments": on},
         )

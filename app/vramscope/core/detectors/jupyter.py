@@ -10,6 +10,8 @@ user's own Jupyter runtime directory) and gives up quickly.
 
 from __future__ import annotations
 
+import datetime
+import functools
 import json
 import os
 import pathlib
@@ -27,7 +29,12 @@ _KERNEL_ID = re.compile(r"kernel-([0-9A-Za-z_-]+)\.json$")
 
 
 def is_jupyter_kernel(cmdline: Sequence[str] | None, name: str | None = None) -> bool:
-    args = list(cmdline or ())
+    return _is_kernel(tuple(cmdline or ()), name)
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every process on every pass
+def _is_kernel(cmdline: tuple[str, ...], name: str | None) -> bool:
+    args = list(cmdline)
     for i, arg in enumerate(args):
         base = os.path.basename(arg)
         if any(m in base for m in _KERNEL_MARKERS):
@@ -86,15 +93,8 @@ def _local(url: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1")
 
 
-def find_notebook(kid: str | None, dirs: Sequence[pathlib.Path] | None = None,
-                  timeout: float = 0.5) -> NotebookHint:
-    """Ask each running local Jupyter server (jpserver-*.json / nbserver-*.json)
-    which session uses kernel ``kid``."""
-    howto = ("open the Jupyter server's running-kernels list, or `jupyter server list` "
-             f"and its /api/sessions, and look for kernel {kid or '?'}")
-    if not kid:
-        return NotebookHint(None, "kernel id unknown (no kernel-<id>.json connection file); " + howto)
-    asked = 0
+def _local_servers(dirs: Sequence[pathlib.Path] | None = None):
+    """(url, token) of each Jupyter server on this machine (jpserver-*.json / nbserver-*.json)."""
     for d in dirs if dirs is not None else runtime_dirs():
         try:
             files = sorted(d.glob("jpserver-*.json")) + sorted(d.glob("nbserver-*.json"))
@@ -106,33 +106,82 @@ def find_notebook(kid: str | None, dirs: Sequence[pathlib.Path] | None = None,
                 url = str(info["url"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            if not _local(url):
+            if _local(url):
+                yield url, str(info.get("token") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelActivity:
+    """What a Jupyter server says of one kernel: when it last did anything
+    (``last_activity``, epoch seconds) and whether it is executing now."""
+
+    last_activity: float | None
+    busy: bool
+
+
+def kernel_activity(conn_file: str | None, dirs: Sequence[pathlib.Path] | None = None,
+                    timeout: float = 0.5) -> KernelActivity | None:
+    """The kernel's last execution from the local Jupyter server that runs it
+    (``GET /api/kernels/<id>``: last_activity, execution_state), or None."""
+    kid = kernel_id(conn_file)
+    if not kid:
+        return None
+    for url, token in _local_servers(dirs):
+        data = _get_json(url, f"/api/kernels/{urllib.parse.quote(kid)}", token, timeout)
+        if isinstance(data, dict) and data.get("id") == kid:
+            return KernelActivity(_iso_time(data.get("last_activity")),
+                                  data.get("execution_state") in ("busy", "starting"))
+    return None
+
+
+def _iso_time(text) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
+
+
+def find_notebook(kid: str | None, dirs: Sequence[pathlib.Path] | None = None,
+                  timeout: float = 0.5) -> NotebookHint:
+    """Ask each running local Jupyter server (jpserver-*.json / nbserver-*.json)
+    which session uses kernel ``kid``."""
+    howto = ("open the Jupyter server's running-kernels list, or `jupyter server list` "
+             f"and its /api/sessions, and look for kernel {kid or '?'}")
+    if not kid:
+        return NotebookHint(None, "kernel id unknown (no kernel-<id>.json connection file); " + howto)
+    asked = 0
+    for url, token in _local_servers(dirs):
+        asked += 1
+        sessions = _get_json(url, "/api/sessions", token, timeout)
+        if not isinstance(sessions, list):
+            continue
+        for s in sessions:
+            try:
+                if s["kernel"]["id"] == kid:
+                    path = s.get("path") or (s.get("notebook") or {}).get("path")
+                    return NotebookHint(path, f"from the Jupyter server at {url}")
+            except (KeyError, TypeError, AttributeError):
                 continue
-            asked += 1
-            sessions = _get_sessions(url, str(info.get("token") or ""), timeout)
-            for s in sessions or ():
-                try:
-                    if s["kernel"]["id"] == kid:
-                        path = s.get("path") or (s.get("notebook") or {}).get("path")
-                        return NotebookHint(path, f"from the Jupyter server at {url}")
-                except (KeyError, TypeError, AttributeError):
-                    continue
     if asked:
         return NotebookHint(None, f"no running local Jupyter server lists kernel {kid} "
                                   "(started from a console, or its server is gone)")
     return NotebookHint(None, "no running Jupyter server found here; " + howto)
 
 
-def _get_sessions(url: str, token: str, timeout: float):
-    req = urllib.request.Request(url.rstrip("/") + "/api/sessions")
+def _get_json(url: str, path: str, token: str, timeout: float):
+    req = urllib.request.Request(url.rstrip("/") + path)
     if token:
         req.add_header("Authorization", f"token {token}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (localhost only)
-            data = json.loads(resp.read(1 << 20))
+            return json.loads(resp.read(1 << 20))
     except Exception:
         return None
-    return data if isinstance(data, list) else None
 
 
 def default_notebook_finder(pid: int, conn_file: str | None) -> NotebookHint:

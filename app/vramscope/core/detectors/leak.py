@@ -1,26 +1,44 @@
-"""Leak: allocated memory after each optimizer step creeping up.
+"""Leak: allocated memory after each optimizer step creeping up, for good.
 
 After an optimizer step only the fixed cost (weights, gradients, optimizer
 state) should be live, so "allocated after step" is flat in a healthy run.
 The PyTorch FAQ names the usual cause ("Don't accumulate history across your
 training loop", pytorch.org/docs/stable/notes/faq.html): ``losses.append(loss)``
 keeps each step's graph alive; use ``.item()`` or ``.detach()``. It grows
-slowly and ends in an OOM hundreds of steps later. The slope is Theil-Sen over the last K steps, so
-one spike (a long batch, an eval) is not a leak.
+slowly and ends in an OOM hundreds of steps later.
+
+A rise alone is not a leak: caches that fill and are flushed (a bounded
+sawtooth: +2 MiB/step for 20 steps, then back) rise just as steadily for a
+while. So the rule remembers each climb that ended in a reset (the reading
+fell back to where the climb began) and calls a climb a leak only when it has
+lasted longer than ``leak_steps`` *and* longer than the longest reset period
+seen, with a robust (Theil-Sen) slope over the recent window and Kendall's
+tau as its significance -- one spike or jitter does not make a trend. Steps
+count by the step numbers the agent reports, so the rule works from whatever
+after-step readings exist.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 from statistics import median
+
+import numpy as np
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device, headroom
 from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
+from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
-from vramscope.core.detectors.trend import theil_sen
+from vramscope.core.detectors.trend import MAX_POINTS, kendall_z, theil_sen
 from vramscope.core.samples import Frame
 from vramscope.core.units import MiB, fmt_bytes, fmt_duration
+
+HISTORY_POINTS = 4096  # after-step readings kept per process and device
+CLIMB_START_POINTS = 5  # readings whose median is the level a climb began at
+RESET_VIEW_POINTS = 200  # the newest readings a reset is judged against
+WINDOW_MIN_STEPS = 60  # the slope is fitted over at least this many recent steps of the climb
 
 LEAK_FIX = (
     "Allocated memory after an optimizer step should come back to the same level; a steady "
@@ -33,10 +51,23 @@ LEAK_FIX = (
 @dataclass
 class _LeakState:
     last_seen: float
-    points: deque = field(default_factory=deque)  # (step, allocated_after, time, duration)
+    points: deque = field(default_factory=lambda: deque(maxlen=HISTORY_POINTS))
+    # (step, allocated_after, time, duration)
     last_step: float | None = None
     flagged_since: float | None = None
     counter: int = 0
+    climb_start: int = 0  # index into points where the current climb began
+    longest_period: float | None = None  # steps of the longest climb that ended in a reset
+    resets: int = 0
+    climb_base: tuple | None = None  # (climb_start, the level the climb began at)
+
+
+def _noise(values: np.ndarray) -> float:
+    """Reading-to-reading scatter (MAD of differences), 0 for a clean series."""
+    if len(values) < 4:
+        return 0.0
+    d = np.diff(values)
+    return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2.0)
 
 
 class LeakRule:
@@ -45,7 +76,6 @@ class LeakRule:
 
     def update(self, frame: Frame, settings: DiagnosticSettings) -> list[Alert]:
         now = frame.time
-        k = max(3, settings.leak_steps)
         alerts = []
         for report in frame.agents:
             for ev in report.events:
@@ -64,41 +94,79 @@ class LeakRule:
                 if st.last_step is not None and step <= st.last_step:
                     if step < st.last_step - 1:  # step counter went back: a new run/epoch count
                         st.points.clear()
+                        st.climb_start, st.longest_period, st.resets = 0, None, 0
                     else:
                         continue  # duplicate delivery
                 st.last_step = step
+                if len(st.points) == st.points.maxlen:
+                    st.climb_start = max(0, st.climb_start - 1)
                 st.points.append((step, after, ev.time, ev.data.get("duration")))
-                while len(st.points) > k:
-                    st.points.popleft()
+                self._track_resets(st, settings)
             for key, st in self._state.items():
                 if key[0] != report.identity:
                     continue
                 st.last_seen = now
                 if not report.connected:
                     continue
-                alert = self._judge(frame, report, key[1], st, now, settings, k)
+                alert = self._judge(frame, report, key[1], st, settings)
                 if alert is not None:
                     alerts.append(alert)
         forget_stale(self._state, now, settings)
         return alerts
 
-    def _judge(self, frame, report, device_name, st: _LeakState, now, settings, k) -> Alert | None:
-        if len(st.points) < k:
+    @staticmethod
+    def _track_resets(st: _LeakState, settings: DiagnosticSettings) -> None:
+        """A reading back at the level where the current climb began, after the climb
+        rose clearly above it, ends the climb: remember how long it lasted."""
+        n = len(st.points) - st.climb_start
+        if n <= 2 * CLIMB_START_POINTS:
+            return
+        if st.climb_base is None or st.climb_base[0] != st.climb_start:
+            first = [st.points[st.climb_start + i][1] for i in range(CLIMB_START_POINTS)]
+            st.climb_base = (st.climb_start, float(np.median(first)))
+        base = st.climb_base[1]
+        recent = np.fromiter((p[1] for p in islice(reversed(st.points), RESET_VIEW_POINTS)),
+                             float)[::-1]
+        values = recent[-min(n, RESET_VIEW_POINTS):]
+        # the robust scatter of the history, and the plain one of this climb (a small
+        # sample's MAD can be near 0 by chance; a reset must stand out of both)
+        inside = float(np.std(np.diff(values[:-1]))) / np.sqrt(2.0)
+        tol = max(settings.leak_reset_min_bytes, 3.0 * _noise(recent), 3.0 * inside)
+        top = float(np.percentile(values[:-1], 90))
+        if top - base >= 2 * tol and values[-1] <= base + tol:
+            start_step = st.points[st.climb_start][0]
+            period = st.points[-1][0] - start_step
+            st.longest_period = max(st.longest_period or 0, period)
+            st.resets += 1
+            st.climb_start = len(st.points) - 1
+
+    def _judge(self, frame, report, device_name, st: _LeakState, settings) -> Alert | None:
+        points = list(st.points)[st.climb_start:]
+        if len(points) < CLIMB_START_POINTS:
             st.flagged_since = None
             return None
-        steps = [p[0] for p in st.points]
-        values = [p[1] for p in st.points]
+        span = points[-1][0] - points[0][0]
+        need = max(settings.leak_steps, (st.longest_period or 0) + 1)
+        if span < need:
+            st.flagged_since = None
+            return None
+        # the recent window: two of the longest reset periods, at least WINDOW_MIN_STEPS
+        window = max(settings.leak_steps, WINDOW_MIN_STEPS, 2 * (st.longest_period or 0))
+        recent = [p for p in points if p[0] >= points[-1][0] - window]
+        steps = [p[0] for p in recent]
+        values = [p[1] for p in recent]
         slope, agreement = theil_sen(steps, values)
-        if slope is None or slope < settings.leak_min_slope_bytes or agreement < settings.leak_min_agreement:
+        z = kendall_z(agreement, min(len(steps), MAX_POINTS))
+        if slope is None or slope < settings.leak_min_slope_bytes or z < settings.leak_min_z:
             st.flagged_since = None
             return None
         if st.flagged_since is None:
-            st.flagged_since = st.points[0][2]
+            st.flagged_since = recent[0][2]
         dev = device_named(report, device_name)
         gpu = gpu_for_device(frame, report, dev)
         room = headroom(gpu, dev)
         steps_to_oom = int(room / slope) if room is not None else None
-        durations = [p[3] for p in st.points if p[3]]
+        durations = [p[3] for p in recent if p[3]]
         step_s = median(durations) if durations else None
         eta = steps_to_oom * step_s if (steps_to_oom is not None and step_s) else None
         severity = WARNING
@@ -107,8 +175,12 @@ class LeakRule:
         evidence = [
             f"allocated after step {steps[0]}: {fmt_bytes(values[0])}; "
             f"after step {steps[-1]}: {fmt_bytes(values[-1])}",
-            f"robust (Theil-Sen) slope over the last {len(steps)} steps: "
-            f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise",
+            f"robust (Theil-Sen) slope over the last {steps[-1] - steps[0]:.0f} steps: "
+            f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise "
+            f"({z:.1f} standard deviations above chance)",
+            (f"it has climbed for {span:.0f} steps without falling back; the longest climb "
+             f"that did fall back lasted {st.longest_period:.0f} steps" if st.longest_period
+             else f"it has climbed for {span:.0f} steps without ever falling back"),
         ]
         if room is not None:
             evidence.append(f"headroom {fmt_bytes(room)} (free on {gpu.label} + this process's "
@@ -120,11 +192,12 @@ class LeakRule:
             kind="leak", severity=severity,
             gpu=gpu.index if gpu is not None else None, pid=report.pid,
             start_time=report.start_time, since=st.flagged_since,
-            message=(f"pid {report.pid} {device_name or ''}: allocated after each step grows "
+            message=(f"{process_name(frame, report.pid, gpu, device_name)}: allocated after each step grows "
                      f"{slope / MiB:.1f} MiB/step"
                      + (f"; out of memory in ~{steps_to_oom} steps" if steps_to_oom is not None else "")),
             evidence=tuple(evidence), fix=LEAK_FIX, device=device_name,
-            data={"slope_bytes_per_step": slope, "agreement": agreement,
+            data={"slope_bytes_per_step": slope, "agreement": agreement, "z": z,
                   "steps_to_oom": steps_to_oom, "seconds_to_oom": eta,
-                  "window": [int(steps[0]), int(steps[-1])]},
+                  "window": [int(steps[0]), int(steps[-1])],
+                  "longest_reset_period": st.longest_period},
         )

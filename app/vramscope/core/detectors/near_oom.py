@@ -6,18 +6,30 @@ breakdown of what uses how much, and the fix follows from it, in order of
 least damage. Near-OOM: free memory under a threshold, or the trend of used
 memory reaching capacity within a horizon. OOM: the agent's observer fired;
 shown as critical with the breakdown at that instant.
+
+The trend is the sum of the growing processes' trends (growth.py: each the
+robust slope of its current regime), so an ended warm-up ramp stops projecting
+within a minute of flattening and a job starting is a step, not a trend. Inference
+servers' preallocated pools are left out (a server at
+--gpu-memory-utilization 0.95 leaves little free by design). The alert names
+the growing process(es), else the largest, and its fix fits that process:
+under the agent, an inference server, a notebook, or a plain script.
 """
 
 from __future__ import annotations
 
-from collections import deque
-
 from vramscope.core.detectors.agentmap import cuda_devices, gpu_for_device
 from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
+from vramscope.core.detectors.growth import GrowthRule, rate_text
+from vramscope.core.detectors.naming import (
+    AGENT, KERNEL, SERVER, TRAINING, process_kind, process_name,
+)
 from vramscope.core.detectors.settings import DiagnosticSettings
-from vramscope.core.detectors.trend import robust_level, theil_sen
-from vramscope.core.samples import BUCKET_NAMES, Frame
+from vramscope.core.process_names import process_label
+from vramscope.core.samples import BUCKET_NAMES, Frame, GpuSample
+from vramscope.core.servers import server_of
 from vramscope.core.units import fmt_bytes, fmt_duration
+
 
 BUCKET_LABELS = {
     "weights": "weights",
@@ -45,12 +57,20 @@ def breakdown_lines(buckets: dict | None) -> list[str]:
     return [", ".join(parts)] if parts else []
 
 
-def decision_order(buckets: dict | None) -> str:
+UNDER_AGENT_ORDER = (
+    "Look at its buckets in the agent panel, then, in order of least damage: if activations "
+    "dominate, gradient checkpointing, then a smaller micro-batch with gradient accumulation; "
+    "if the fixed cost (weights, gradients, optimizer state) does, an 8-bit optimizer, then "
+    "ZeRO/FSDP sharding, then LoRA; if reserved and allocated have drifted apart, "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
+
+
+def decision_order(buckets: dict | None, under_agent: bool = False) -> str:
     """The usual remedies in order of least damage (smaller batch, activation
     checkpointing, mixed precision, sharded optimizer state -- ZeRO, Rajbhandari
     et al. 2020), pointed at the bucket that dominates."""
     if not buckets or all(buckets.get(n) is None for n in BUCKET_NAMES):
-        return GENERIC_ORDER
+        return UNDER_AGENT_ORDER if under_agent else GENERIC_ORDER
     w = buckets.get("weights") or 0
     g = buckets.get("gradients") or 0
     o = buckets.get("optimizer_state") or 0
@@ -81,21 +101,37 @@ def decision_order(buckets: dict | None) -> str:
     return " ".join(tips)
 
 
+def server_bytes(frame: Frame, gpu: GpuSample) -> int:
+    """What inference servers' preallocated pools hold on this GPU."""
+    return sum(p.used or 0 for p in gpu.processes if server_of(frame, p) is not None)
+
+
+def fix_for(kind: str, buckets: dict | None, frame: Frame, gpu: GpuSample, proc) -> str:
+    """The near-OOM fix for the process that fills the card."""
+    if kind == SERVER:
+        found = server_of(frame, proc)
+        hint = found[0].shrink_hint if found else "give its pool a smaller fraction of the card"
+        return (f"{process_label(proc)} is an inference server: its pool is sized at start-up, "
+                f"so to make room {hint}. Also check the card for squatters.")
+    if kind == KERNEL:
+        return ("It is a Jupyter kernel: `del` the tensors you no longer need and call "
+                "torch.cuda.empty_cache() in the notebook, or restart the kernel. "
+                + decision_order(buckets))
+    return decision_order(buckets, under_agent=(kind == AGENT))
+
+
 class NearOomRule:
-    def __init__(self):
-        self._used: dict[int, deque] = {}
+    def __init__(self, growth: GrowthRule | None = None):
+        self._growth = growth
         self._ooms: dict = {}  # (identity, device) -> Alert
 
     def update(self, frame: Frame, settings: DiagnosticSettings) -> list[Alert]:
         now = frame.time
         alerts = []
         for gpu in frame.gpus:
-            hist = self._used.setdefault(gpu.index, deque())
-            if gpu.used is not None and not gpu.error:
-                hist.append((now, gpu.used))
-            while hist and hist[0][0] < now - settings.near_oom_trend_minutes * 60:
-                hist.popleft()
-            alert = self._near(frame, gpu, hist, now, settings)
+            if gpu.error:
+                continue
+            alert = self._near(frame, gpu, settings)
             if alert is not None:
                 alerts.append(alert)
         for report in frame.agents:
@@ -109,34 +145,41 @@ class NearOomRule:
         alerts.extend(self._ooms.values())
         return alerts
 
-    def _near(self, frame, gpu, hist, now, settings) -> Alert | None:
+    def _near(self, frame, gpu, settings) -> Alert | None:
         if gpu.total is None or gpu.used is None:
             return None
         free = gpu.free if gpu.free is not None else gpu.total - gpu.used
-        low = free < settings.near_oom_free_bytes
-        eta = slope = None
-        window = settings.near_oom_trend_minutes * 60
-        if len(hist) >= settings.near_oom_min_points and hist[-1][0] - hist[0][0] >= 0.8 * window:
-            ts = [t for t, _ in hist]
-            us = [u for _, u in hist]
-            slope, agreement = theil_sen(ts, us)
-            if slope and slope > 0 and agreement >= 0.6:
-                level = robust_level(ts, us, slope)
-                eta = max(0.0, (gpu.total - level) / slope)
-                if eta > settings.near_oom_horizon_minutes * 60:
-                    eta = None
+        pools = server_bytes(frame, gpu)
+        # a server's pool leaves little free on purpose: low free alone is no alarm then
+        low = free < settings.near_oom_free_bytes and free + pools < settings.near_oom_free_bytes
+        # the trend is the sum of the growing processes' (growth.py): a job starting or
+        # ending is a step, not a trend, and a server's pool is by design
+        growers = sorted((g for g in (self._growth.growing if self._growth else ())
+                          if g.gpu == gpu.index and g.kind != SERVER),
+                         key=lambda g: -g.trend.slope)
+        slope = sum(g.trend.slope for g in growers) or None
+        eta = max(0.0, free / slope) if slope else None
+        if eta is not None and eta > settings.near_oom_horizon_minutes * 60:
+            eta = None
         if not low and eta is None:
             return None
         evidence = [f"{gpu.label}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
                     f"{fmt_bytes(free)} free"]
+        if pools:
+            evidence.append(f"inference servers' preallocated pools: {fmt_bytes(pools)} "
+                            "(by design; left out of the trend)")
         if eta is not None:
-            evidence.append(f"used grows {fmt_bytes(slope * 60)}/min (robust trend over "
-                            f"{fmt_duration(hist[-1][0] - hist[0][0])}): full in about "
-                            f"{fmt_duration(eta)}")
+            evidence.append(f"its growing processes add {rate_text(slope)} together: "
+                            f"full in about {fmt_duration(eta)}")
+        for g in growers:
+            evidence.append(f"growing: {process_label(g.proc)} {rate_text(g.trend.slope)} "
+                            f"for {fmt_duration(g.trend.span)} (robust trend of its current regime)")
         top = sorted((p for p in gpu.processes if p.used), key=lambda p: -p.used)[:3]
         if top:
             evidence.append("largest: " + ", ".join(
-                f"pid {p.pid} {fmt_bytes(p.used)}" for p in top))
+                f"{process_label(p)} {fmt_bytes(p.used)}" for p in top))
+        culprit = growers[0].proc if growers else (top[0] if top else None)
+        kind = process_kind(frame, culprit) if culprit is not None else TRAINING
         buckets = None
         for report in frame.agents:
             for dev in cuda_devices(report):
@@ -144,17 +187,25 @@ class NearOomRule:
                 if g is not None and g.index == gpu.index and dev.buckets is not None:
                     b = dev.buckets.as_dict()
                     b["outside_pytorch"] = dev.buckets.outside_pytorch
-                    if buckets is None or sum(v or 0 for v in b.values()) > sum(v or 0 for v in buckets.values()):
+                    if culprit is None or report.pid == culprit.pid:
                         buckets = b
-                    evidence.extend(f"pid {report.pid} {dev.device}: {line}"
+                    evidence.extend(f"{process_name(frame, report.pid, g)}: {line}"
                                     for line in breakdown_lines(b))
         what = (f"only {fmt_bytes(free)} free" if low else
                 f"full in about {fmt_duration(eta)} at the current trend")
+        if growers:
+            what += "; growing: " + ", ".join(
+                f"{process_label(g.proc)} ({rate_text(g.trend.slope)})" for g in growers[:3])
+        elif culprit is not None:
+            what += f"; largest: {process_label(culprit)} ({fmt_bytes(culprit.used)})"
         return Alert(
             kind="near_oom", severity=WARNING, gpu=gpu.index, pid=None, start_time=None,
             since=None, message=f"{gpu.label} near out of memory: {what}",
-            evidence=tuple(evidence), fix=decision_order(buckets),
-            data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope},
+            evidence=tuple(evidence), fix=fix_for(kind, buckets, frame, gpu, culprit),
+            data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope,
+                  "growing_pids": [g.proc.pid for g in growers],
+                  "culprit_pid": culprit.pid if culprit is not None else None,
+                  "culprit_kind": kind if culprit is not None else None},
         )
 
     def _oom_alert(self, frame, report, ev) -> Alert:
@@ -186,8 +237,9 @@ class NearOomRule:
             kind="oom", severity=CRITICAL,
             gpu=gpu.index if gpu is not None else None, pid=report.pid,
             start_time=report.start_time, since=ev.time,
-            message=(f"pid {report.pid} {device or ''}: CUDA out of memory (a {fmt_bytes(requested)} "
-                     "allocation failed; the culprit is what was already there)"),
+            message=(f"{process_name(frame, report.pid, gpu, device)}: CUDA out of memory (a "
+                     f"{fmt_bytes(requested)} allocation failed; the culprit is what was already "
+                     "there)"),
             evidence=tuple(evidence), fix=fix, device=device,
             data={"requested": requested, "total": total, "free": free, "buckets": buckets,
                   "message": d.get("message")},

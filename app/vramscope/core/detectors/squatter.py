@@ -11,7 +11,12 @@ Four signs:
     idle, or a zombie;
 (d) memory with no visible owner (see unattributed.py).
 
-One alert per process per GPU, naming every sign that applies.
+One alert per process per GPU, naming every sign that applies. What is never a
+squatter: an inference server's preallocated pool (serverinfo.py says what it
+is, at most INFO), a Jupyter kernel before the kernel-idle threshold (counted
+from its last execution where its Jupyter server answers), and a run under the
+agent whose steps stopped -- that is "stalled since step N", to look into, not
+to end.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from dataclasses import dataclass, field
 from vramscope.core.containers import stop_advice
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.alert import INFO, WARNING, Alert
+from vramscope.core.detectors.naming import (
+    AGENT, KERNEL, SERVER, proc_name, process_kind, squatter_fix,
+)
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import (
     ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
@@ -30,6 +38,8 @@ from vramscope.core.samples import (
 from vramscope.core.units import fmt_bytes, fmt_duration
 
 NotebookFinder = Callable[[int, str | None], jupyter.NotebookHint]
+KernelActivityLookup = Callable[[str | None], jupyter.KernelActivity | None]
+KERNEL_POLL_SECONDS = 15.0  # ask a Jupyter server about one kernel at most this often
 
 
 @dataclass
@@ -39,6 +49,10 @@ class _ProcState:
     idle_since: float | None = None
     last_active: float | None = None
     notebook: jupyter.NotebookHint | None = None
+    activity: jupyter.KernelActivity | None = None
+    activity_asked: float | None = None
+    last_step: int | None = None  # the agent's step counter, for a run under the agent
+    last_step_time: float | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -65,14 +79,17 @@ def process_is_idle(proc: GpuProcess, gpu: GpuSample, settings: DiagnosticSettin
 
 
 class SquatterRule:
-    def __init__(self, notebook_finder: NotebookFinder | None = None):
+    def __init__(self, notebook_finder: NotebookFinder | None = None,
+                 kernel_activity: KernelActivityLookup | None = None):
         self._finder = notebook_finder or jupyter.default_notebook_finder
+        self._activity = kernel_activity or jupyter.kernel_activity
         self._state: dict[tuple, _ProcState] = {}
 
     def update(self, frame: Frame, settings: DiagnosticSettings,
                active_pids: frozenset[int] = frozenset()) -> list[Alert]:
         now = frame.time
         alerts = []
+        steps = {r.pid: r.step for r in frame.agents if r.connected and r.step is not None}
         for gpu, proc in frame.all_processes():
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
                 continue  # nothing is known of it here: the unattributed / ghost rules report it
@@ -81,6 +98,10 @@ class SquatterRule:
             if st is None:
                 st = self._state[key] = _ProcState(first_seen=now, last_seen=now)
             st.last_seen = now
+            kind = process_kind(frame, proc)
+            step = steps.get(proc.pid)
+            if step is not None and step != st.last_step:
+                st.last_step, st.last_step_time = step, now
             idle = process_is_idle(proc, gpu, settings, active_pids)
             if idle:
                 if st.idle_since is None:
@@ -89,14 +110,39 @@ class SquatterRule:
                 st.idle_since = None
                 if idle is False:
                     st.last_active = now
-            alert = self._judge(gpu, proc, st, now, settings)
+            if kind == KERNEL and gpu.host is None:  # never this machine's servers for another's
+                self._kernel_clock(proc, st, now, settings)
+            alert = self._judge(frame, gpu, proc, kind, st, now, settings)
             if alert is not None:
                 alerts.append(alert)
         forget_stale(self._state, now, settings)
         return alerts
 
-    def _judge(self, gpu: GpuSample, proc: GpuProcess, st: _ProcState, now: float,
-               settings: DiagnosticSettings) -> Alert | None:
+    def _kernel_clock(self, proc: GpuProcess, st: _ProcState, now: float,
+                      settings: DiagnosticSettings) -> None:
+        """A kernel is idle from its last execution, as its Jupyter server says
+        (reading a notebook is not using it less); SM is the fallback."""
+        if not settings.lookup_notebooks:
+            return
+        if st.activity_asked is None or now - st.activity_asked >= KERNEL_POLL_SECONDS:
+            st.activity_asked = now
+            try:
+                st.activity = self._activity(jupyter.connection_file(
+                    proc.info.cmdline if proc.info else None))
+            except Exception:  # a lookup must never break the rule
+                st.activity = None
+        act = st.activity
+        if act is None:
+            return
+        if act.busy:
+            st.idle_since = None
+            st.last_active = now
+        elif act.last_activity is not None:
+            st.idle_since = min(act.last_activity, now)
+            st.last_active = st.idle_since
+
+    def _judge(self, frame: Frame, gpu: GpuSample, proc: GpuProcess, kind: str,
+               st: _ProcState, now: float, settings: DiagnosticSettings) -> Alert | None:
         info = proc.info
         used = proc.used
         idle_for = (now - st.idle_since) if st.idle_since is not None else None
@@ -104,24 +150,33 @@ class SquatterRule:
         cmdline = info.cmdline if info is not None else None
         name = info.name if info is not None else None
 
-        is_kernel = holds_some and jupyter.is_jupyter_kernel(cmdline, name)
+        is_kernel = holds_some and kind == KERNEL
         zombie = info is not None and (info.status == "zombie" or info.visibility == EXITED)
-        orphan = info is not None and info.parent_alive is False and not zombie
+        # servers and kernels are started by daemons/subreapers: a gone parent says nothing
+        orphan = (info is not None and info.parent_alive is False and not zombie
+                  and kind not in (SERVER, KERNEL))
         big = used is not None and used >= settings.squatter_min_bytes
+        idle_long = idle_for is not None and idle_for >= settings.idle_minutes * 60
 
         reasons = []
         if zombie and holds_some:
             reasons.append("zombie")
         if is_kernel and idle_for is not None and idle_for >= settings.kernel_idle_minutes * 60:
             reasons.append("jupyter_kernel")
+        if kind == AGENT and st.last_step is not None and not zombie:
+            if big and idle_long and now - st.last_step_time >= settings.idle_minutes * 60:
+                return _stalled(frame, gpu, proc, st, now, idle_for)
+            return None  # a run under the agent is judged by its steps, not by its SM
+        if kind in (SERVER, KERNEL) and not zombie:
+            idle_long = False  # a server's pool is by design; a kernel has its own threshold
         if orphan and big and idle_for is not None and idle_for >= settings.orphan_idle_minutes * 60:
             reasons.append("orphan")
-        if big and idle_for is not None and idle_for >= settings.idle_minutes * 60:
+        if big and idle_long:
             reasons.append("idle")
         if not reasons:
             return None
 
-        who = _describe(proc, is_kernel)
+        who = proc_name(proc, gpu)
         mem = fmt_bytes(used) if used is not None else "an unknown amount (NVML gave n/a)"
         conn = jupyter.connection_file(cmdline) if is_kernel else None
         evidence = [f"holds {mem} on {gpu.label}" + (f" ({gpu.name})" if gpu.name else "")]
@@ -156,28 +211,22 @@ class SquatterRule:
                             f"command: {info.command or 'n/a'}")
 
         if "zombie" in reasons:
-            message = f"{who} has exited but still holds {mem} on {gpu.label}"
+            message = f"{who} has exited but still holds {mem}"
             fix = ("A zombie cannot use the GPU: its parent (pid "
                    f"{info.ppid if info and info.ppid is not None else '?'}) has not reaped it. "
                    "End the parent, or wait for the driver to release the memory; "
                    "a previous run may still be holding VRAM.")
         elif "jupyter_kernel" in reasons:
-            message = f"{who} holds {mem} on {gpu.label}, idle {fmt_duration(idle_for)}"
-            fix = ("A leftover Jupyter kernel keeps every CUDA tensor it created until it exits. "
-                   "Shut it down from Jupyter (Kernel > Shut Down in its notebook) so the "
-                   "notebook knows, or End process here. If you still need it, `del` the big "
-                   "tensors and call torch.cuda.empty_cache() in the notebook to hand the "
-                   "cached blocks back.")
+            message = f"{who} holds {mem}, idle {fmt_duration(idle_for)}"
+            fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
         elif "orphan" in reasons:
-            message = (f"{who} holds {mem} on {gpu.label}; its parent is gone "
+            message = (f"{who} holds {mem}; its parent is gone "
                        f"and it has been idle {fmt_duration(idle_for)}")
             fix = ("Its launcher is gone -- likely a crashed or abandoned previous run that still "
-                   "holds VRAM. If its work is done, End process.")
+                   "holds VRAM. " + squatter_fix(kind, proc, frame if gpu.host is None else None))
         else:
-            message = f"{who} holds {mem} on {gpu.label} with 0 % SM for {fmt_duration(idle_for)}"
-            fix = ("A finished or crashed previous run may still be holding VRAM. If it has "
-                   "nothing left to do, End process; if it waits on purpose, free its tensors "
-                   "(del, then torch.cuda.empty_cache() inside it) or mute this alert.")
+            message = f"{who} holds {mem} with 0 % SM for {fmt_duration(idle_for)}"
+            fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
 
         if info is not None and info.container is not None:
             evidence.append(f"runs in {info.container.label}"
@@ -185,27 +234,38 @@ class SquatterRule:
             fix = f"{fix} {stop_advice(info.container)}"
 
         severity = WARNING
-        if reasons == ["jupyter_kernel"] and idle_for < settings.idle_minutes * 60:
-            severity = INFO  # a kernel between cells; becomes a warning at idle_minutes
+        if reasons == ["jupyter_kernel"] and idle_for < settings.kernel_warn_minutes * 60:
+            severity = INFO  # listed from kernel_idle_minutes, a warning from kernel_warn_minutes
         return Alert(
             kind="squatter", severity=severity, gpu=gpu.index, pid=proc.pid,
             start_time=proc.identity.start_time,
             since=st.idle_since if st.idle_since is not None else st.first_seen,
             message=message, evidence=tuple(evidence), fix=fix, frees=used,
             connection_file=conn,
-            data={"reasons": reasons, "used": used, "idle_seconds": idle_for,
+            data={"reasons": reasons, "used": used, "idle_seconds": idle_for, "process_kind": kind,
                   "last_active": st.last_active,
                   "notebook": st.notebook.notebook if st.notebook else None},
         )
 
 
-def _describe(proc: GpuProcess, is_kernel: bool) -> str:
-    info = proc.info
-    if is_kernel:
-        return f"Jupyter kernel (pid {proc.pid})"
-    if info is not None and info.command:
-        cmd = info.command
-        if len(cmd) > 60:
-            cmd = cmd[:57] + "..."
-        return f"{cmd} (pid {proc.pid})"
-    return f"pid {proc.pid}"
+def _stalled(frame: Frame, gpu: GpuSample, proc: GpuProcess, st: _ProcState, now: float,
+             idle_for: float) -> Alert:
+    who = proc_name(proc, gpu)
+    quiet = now - st.last_step_time
+    evidence = [f"last step {st.last_step} seen at {_clock(st.last_step_time)} "
+                f"({fmt_duration(quiet)} ago)",
+                f"0 % SM since {_clock(st.idle_since)} (idle {fmt_duration(idle_for)})",
+                f"holds {fmt_bytes(proc.used)} on GPU {gpu.index}"]
+    return Alert(
+        kind="stalled", severity=WARNING, gpu=gpu.index, pid=proc.pid,
+        start_time=proc.identity.start_time, since=st.last_step_time,
+        message=f"{who} stalled since step {st.last_step}: no step for {fmt_duration(quiet)}, 0 % SM",
+        evidence=tuple(evidence),
+        fix=("The run is alive but has stopped stepping: find what it waits on before ending "
+             f"anything. `py-spy dump --pid {proc.pid}` prints its stack: a data loader "
+             "(workers, a slow disk or network share), a collective waiting for another rank "
+             "(NCCL), a checkpoint write, or a breakpoint/input(). Ending it loses what it did "
+             "since its last checkpoint."),
+        frees=None,
+        data={"step": st.last_step, "since_step_seconds": quiet, "idle_seconds": idle_for},
+    )

@@ -21,17 +21,16 @@ import math
 
 import numpy as np
 
+from vramscope.agent.protocol import series_key as agent_key
+from vramscope.core import agent_series
 from vramscope.core.ring import TieredRing
 from vramscope.core.session.columns import GpuColumns, ProcColumns
 from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
+from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES, server_key
 from vramscope.core.store import GPU_METRICS, Store, gpu_key, mig_key, proc_key
 
 RAW_CHUNK = 3600.0  # seconds read at a time when peaks must be computed from raw samples
-
-
-def agent_key(pid: int, start_time: float | None, device: str, metric: str) -> tuple:
-    return ("agent", pid, start_time, device, metric)
 
 
 def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
@@ -115,8 +114,10 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
         ct, cv = _peaks((np.zeros(len(t)), t, v), step)[1:]
         rings[mig_key(gpu, uuid, metric)] = _filled_ring(store, t, v, ct, cv)
 
-    # agents: the newest window at full resolution
-    for key, (t, v) in _agent_series(reader, t_fine0, end, procs).items():
+    # agents and inference servers: the newest window at full resolution
+    series = _agent_series(reader, t_fine0, end, procs)
+    series.update(_server_series(reader, t_fine0, end, procs))
+    for key, (t, v) in series.items():
         ct, cv = _peaks((np.zeros(len(t)), t, v), step)[1:]
         rings[key] = _filled_ring(store, t, v, ct, cv)
 
@@ -187,17 +188,51 @@ def _peaks(series: tuple, step: float) -> tuple:
 
 
 def _agent_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
-    rows = reader.agent_rows(t0, t1)
+    """The agent series the live monitor would have written (core/agent_series.py):
+    from the stored agent samples and the stored steps and events."""
     out: dict[tuple, tuple[list, list]] = {}
-    for r in rows:
+
+    def add(points):
+        for key, t, value in points:
+            if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+                ts, vs = out.setdefault(key, ([], []))
+                ts.append(t)
+                vs.append(math.nan if value is None else float(value))
+
+    for r in reader.agent_rows(t0, t1):
         rec = procs.get(r["proc"])
         if rec is None:
             continue
-        for c in AGENT_COLUMNS + BUCKET_COLUMNS:
-            key = agent_key(rec.pid, rec.start_time, r["device"], c)
-            ts, vs = out.setdefault(key, ([], []))
-            ts.append(r["t"])
-            vs.append(math.nan if r[c] is None else float(r[c]))
+        dev = {c: r[c] for c in AGENT_COLUMNS}
+        dev["device"] = r["device"]
+        dev["buckets"] = {c: r[c] for c in BUCKET_COLUMNS}
+        add(agent_series.sample_points(rec.pid, rec.start_time, r["t"], [dev]))
+    for ev in reader.events(t0, t1):
+        rec = procs.get(ev["proc"])
+        if rec is not None:
+            add(agent_series.event_points(rec.pid, rec.start_time, ev["kind"], ev["t"], ev["data"]))
+    series = {}
+    for k, (ts, vs) in out.items():
+        if all(math.isnan(x) for x in vs):
+            continue
+        t, v = np.asarray(ts, np.float64), np.asarray(vs, np.float64)
+        order = np.argsort(t, kind="stable")  # phase readings carry their own times
+        series[k] = (t[order], v[order])
+    return series
+
+
+def _server_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
+    """KV-cache use and running/waiting requests from the "server" events."""
+    out: dict[tuple, tuple[list, list]] = {}
+    for e in reader.events(t0, t1):
+        rec = procs.get(e["proc"]) if e["kind"] == SERVER_EVENT else None
+        if rec is None:
+            continue
+        for metric in SERVER_SERIES:
+            value = e["data"].get(metric)
+            ts, vs = out.setdefault(server_key(rec.pid, rec.start_time, metric), ([], []))
+            ts.append(e["t"])
+            vs.append(float(value) if isinstance(value, (int, float)) else math.nan)
     return {k: (np.asarray(ts, np.float64), np.asarray(vs, np.float64))
             for k, (ts, vs) in out.items() if not all(math.isnan(x) for x in vs)}
 

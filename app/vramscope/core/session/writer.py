@@ -33,6 +33,7 @@ from array import array
 
 from vramscope import __version__
 from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.errors import SessionError, SessionExistsError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention, session_files
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows
@@ -185,36 +186,29 @@ class SessionWriter:
     def add_alert(self, t: float, kind: str, title: str, *, severity: str = "warning",
                   gpu: int | None = None, pid: int | None = None,
                   start_time: float | None = None, detail: dict | None = None) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            try:
-                self._begin()
-                proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
-                self._db.execute(
-                    "INSERT INTO alerts (t, kind, severity, gpu, proc, title, detail) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (t, kind, severity, gpu, proc, title, _json(detail)))
-                self._commit()
-            except Exception as exc:  # noqa: BLE001
-                self._failed("cannot write an alert", exc)
+        self._add_event("an alert", "INSERT INTO alerts (t, kind, severity, gpu, proc, title, "
+                        "detail) VALUES (?, ?, ?, ?, ?, ?, ?)", t, pid, start_time,
+                        lambda proc: (t, kind, severity, gpu, proc, title, _json(detail)))
 
     def add_action(self, t: float, action: str, *, pid: int | None = None,
                    start_time: float | None = None, result: str | None = None,
                    detail: dict | None = None) -> None:
+        self._add_event("an action", "INSERT INTO actions (t, action, proc, pid, start_time, "
+                        "result, detail) VALUES (?, ?, ?, ?, ?, ?, ?)", t, pid, start_time,
+                        lambda proc: (t, action, proc, pid, start_time, result, _json(detail)))
+
+    def _add_event(self, what: str, sql: str, t: float, pid, start_time, row) -> None:
+        """One row naming a process, committed at once; a failure is counted, not raised."""
         with self._lock:
             if self._closed:
                 return
             try:
                 self._begin()
                 proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
-                self._db.execute(
-                    "INSERT INTO actions (t, action, proc, pid, start_time, result, detail) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (t, action, proc, pid, start_time, result, _json(detail)))
+                self._db.execute(sql, row(proc))
                 self._commit()
             except Exception as exc:  # noqa: BLE001
-                self._failed("cannot write an action", exc)
+                self._failed(f"cannot write {what}", exc)
 
     def flush(self) -> None:
         with self._lock:
@@ -397,6 +391,17 @@ class SessionWriter:
         for report in frame.agents:
             if isinstance(report, AgentReport):
                 self._write_agent(t, report)
+        for server in frame.servers:
+            self._write_server(t, server)
+
+    def _write_server(self, t: float, server) -> None:
+        """An inference server's pool and metrics, as a "server" event of its process."""
+        pid_id = self._proc_id(server.pid, server.start_time, None, t)
+        data = {"kind": server.kind, "port": server.port, "pool": server.pool,
+                "pids": list(server.pids), "metrics_error": server.metrics_error}
+        data.update({m: getattr(server, m) for m in SERVER_SERIES})
+        self._db.execute("INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
+                         (t, pid_id, SERVER_EVENT, _json(data)))
 
     def _write_agent(self, t: float, report: AgentReport) -> None:
         db = self._db

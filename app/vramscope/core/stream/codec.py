@@ -19,8 +19,10 @@ import types
 import typing
 
 from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.servers import ServerState
 
-_ANY_AS = {(Frame, "agents"): AgentReport}  # tuple[Any, ...] fields and what they hold
+# tuple[Any, ...] fields and what they hold
+_ANY_AS = {(Frame, "agents"): AgentReport, (Frame, "servers"): ServerState}
 _PLAIN = (bool, int, float, str, type(None))
 
 

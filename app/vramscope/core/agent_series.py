@@ -1,0 +1,100 @@
+"""Agent samples, steps and events -> the store's series: the one place that says which.
+
+Every writer of agent series goes through here, so the agent panel, the
+detectors and the exports read one layout whatever the source:
+
+- the live client (sources/agents.py): items pulled from an agent's socket
+  or read from its final dump;
+- sources whose frames already carry AgentReports -- the demo, a session
+  replayed frame by frame (``sources.agents.record_reports``);
+- a reopened session (core/session/loader.py): its agent rows and events.
+
+Keys are ``protocol.series_key(pid, start_time, device, metric)``:
+
+- per sample and device, at the sample's time: ``allocated``, ``reserved``,
+  ``peak_allocated`` (peak since the previous sample) and every bucket
+  (``protocol.BUCKETS``); a bucket the sample says nothing of is not written,
+  a bucket it says is unknown is a gap (None);
+- per step, at the step's time: (``steps``, ``step``), (``steps``,
+  ``duration``) and per device ``step_allocated_after`` /
+  ``step_peak_allocated``; ``phase_forward`` / ``phase_backward`` /
+  ``phase_optimizer`` at the time each phase was read;
+- events: ``loaded`` -> ``phase_loaded`` per device; ``oom`` ->
+  ``oom_requested`` on the failing device.
+
+Qt-free and torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+from vramscope.agent.protocol import (
+    BUCKETS, DEVICE_METRICS, OOM_REQUESTED, PHASE_LOADED, PHASES, STEP_ALLOCATED_AFTER,
+    STEP_PEAK_ALLOCATED, STEPS_DEVICE, EventKind, phase_metric, series_key,
+)
+
+Point = tuple[tuple, float, "int | float | None"]
+
+
+def _number(value) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def sample_points(pid: int, start_time: float | None, t: float,
+                  devices: Iterable[Mapping]) -> Iterator[Point]:
+    """One sample: ``devices`` are mappings with "device", the allocator figures and
+    "buckets" (the wire format of a sample's devices)."""
+    for dev in devices:
+        name = str(dev["device"])
+        for metric in DEVICE_METRICS:
+            if metric in dev:
+                yield series_key(pid, start_time, name, metric), t, dev[metric]
+        buckets = dev.get("buckets")
+        if isinstance(buckets, Mapping):
+            for bucket in BUCKETS:
+                if bucket in buckets:
+                    yield series_key(pid, start_time, name, bucket), t, buckets[bucket]
+
+
+def step_points(pid: int, start_time: float | None, t: float, step: Mapping) -> Iterator[Point]:
+    """One step: a step item from the agent, or the data of a "step" event (same fields:
+    step, duration, devices {name: {allocated_after, peak_allocated}}, phases, phase_times)."""
+    yield series_key(pid, start_time, STEPS_DEVICE, "duration"), t, step.get("duration")
+    yield series_key(pid, start_time, STEPS_DEVICE, "step"), t, step.get("step")
+    devices = step.get("devices")
+    for name, f in (devices.items() if isinstance(devices, Mapping) else ()):
+        if isinstance(f, Mapping):
+            yield series_key(pid, start_time, str(name), STEP_PEAK_ALLOCATED), t, f.get("peak_allocated")
+            yield series_key(pid, start_time, str(name), STEP_ALLOCATED_AFTER), t, f.get("allocated_after")
+    phases = step.get("phases")
+    times = step.get("phase_times")
+    times = times if isinstance(times, Mapping) else {}
+    for name, per in (phases.items() if isinstance(phases, Mapping) else ()):
+        if not isinstance(per, Mapping):
+            continue
+        for phase in PHASES:
+            value = per.get(phase)
+            if value is None:
+                continue  # a step whose phases were not measured: no point, not a gap
+            when = times.get(phase)
+            yield (series_key(pid, start_time, str(name), phase_metric(phase)),
+                   float(when) if isinstance(when, (int, float)) else t, value)
+
+
+def event_points(pid: int, start_time: float | None, kind: str, t: float,
+                 data: Mapping) -> Iterator[Point]:
+    if kind == EventKind.STEP:
+        yield from step_points(pid, start_time, t, data)
+    elif kind == EventKind.LOADED:
+        for name, value in (data.get("devices") or {}).items():
+            yield series_key(pid, start_time, str(name), PHASE_LOADED), t, value
+    elif kind == EventKind.OOM:
+        yield series_key(pid, start_time, data.get("device") or "cuda", OOM_REQUESTED), t, data.get("requested")
+
+
+def record(store, points: Iterable[Point]) -> None:
+    """Write points into a Store; values that are not numbers are skipped."""
+    for key, t, value in points:
+        if _number(value):
+            store.record(key, t, value)

@@ -1,0 +1,144 @@
+"""Growth: a process's NVML memory rising steadily -- no agent needed.
+
+Per process and GPU, the robust trend of the current regime (trend.py: a
+warm-up ramp that ended, or a one-off step when a model loads, is not
+extrapolated) gives the rate in MiB/min and the time until the card is full at
+that rate. The near-OOM rule reads these trends to name the growing processes.
+Inference servers are left out: they fill their pool at start-up by design.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from vramscope.core.detectors.alert import INFO, WARNING, Alert
+from vramscope.core.detectors.naming import AGENT, SERVER, proc_name, process_kind
+from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
+from vramscope.core.detectors.trend import Trend, current_trend
+from vramscope.core.samples import Frame, GpuProcess, GpuSample
+from vramscope.core.units import MiB, fmt_bytes, fmt_duration
+
+
+@dataclass
+class _Series:
+    last_seen: float
+    points: deque = field(default_factory=deque)  # (time, used bytes)
+    trend: Trend | None = None
+    # sliding-window extremes (monotonic queues), so a flat process costs O(1) a pass
+    lows: deque = field(default_factory=deque)
+    highs: deque = field(default_factory=deque)
+
+    def add(self, t: float, used: int) -> None:
+        self.points.append((t, used))
+        while self.lows and self.lows[-1][1] >= used:
+            self.lows.pop()
+        self.lows.append((t, used))
+        while self.highs and self.highs[-1][1] <= used:
+            self.highs.pop()
+        self.highs.append((t, used))
+
+    def trim(self, since: float) -> None:
+        while self.points and self.points[0][0] < since:
+            self.points.popleft()
+        for q in (self.lows, self.highs):
+            while q and q[0][0] < since:
+                q.popleft()
+
+    def spread(self) -> float:
+        return float(self.highs[0][1] - self.lows[0][1]) if self.lows else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Growing:
+    """One process found growing on one GPU (read by the near-OOM rule)."""
+
+    gpu: int
+    proc: GpuProcess
+    kind: str
+    trend: Trend
+    seconds_to_full: float | None
+
+
+def rate_text(bytes_per_s: float) -> str:
+    return f"{bytes_per_s * 60 / MiB:,.0f} MiB/min"
+
+
+def growing_fix(kind: str) -> str:
+    if kind == AGENT:
+        return ("It runs under the agent: its panel shows which bucket grows. Allocated rising "
+                "after every step is a leak (a loss or output kept with its graph: .item() / "
+                ".detach()); reserved rising with allocated flat is the caching allocator "
+                "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True).")
+    return ("Run it under the agent (`vramscope run -- python train.py`) to see which PyTorch "
+            "bucket grows: allocated rising step after step is a leak (a loss or output kept "
+            "with its graph: .item() / .detach()), reserved rising with allocated flat is the "
+            "caching allocator. If it is meant to grow (a cache filling up), cap it.")
+
+
+class GrowthRule:
+    def __init__(self):
+        self._series: dict[tuple, _Series] = {}
+        self.growing: list[Growing] = []  # as of the last update
+
+    def update(self, frame: Frame, settings: DiagnosticSettings) -> list[Alert]:
+        now = frame.time
+        window = settings.near_oom_trend_minutes * 60
+        self.growing = []
+        alerts = []
+        for gpu, proc in frame.all_processes():
+            key = (gpu.index, proc.identity)
+            s = self._series.get(key)
+            if s is None:
+                s = self._series[key] = _Series(last_seen=now)
+            s.last_seen = now
+            if proc.used is not None:
+                s.add(now, proc.used)
+            s.trim(now - window)
+            s.trend = None
+            if len(s.points) < settings.near_oom_min_points:
+                continue
+            if s.spread() < settings.growth_min_rise_bytes:
+                continue  # flat within the window: nothing to fit
+            s.trend = current_trend([t for t, _ in s.points], [u for _, u in s.points])
+            found = self._judge(frame, gpu, proc, s.trend, settings)
+            if found is not None:
+                growing, alert = found
+                self.growing.append(growing)
+                if alert is not None:
+                    alerts.append(alert)
+        forget_stale(self._series, now, settings)
+        return alerts
+
+    def _judge(self, frame, gpu: GpuSample, proc: GpuProcess, trend: Trend | None,
+               settings: DiagnosticSettings):
+        if (trend is None or trend.span < settings.growth_min_seconds
+                or trend.slope * 60 < settings.growth_min_bytes_per_minute
+                or trend.rise() < settings.growth_min_rise_bytes or trend.agreement < 0.6):
+            return None
+        kind = process_kind(frame, proc)
+        free = gpu.free if gpu.free is not None else (
+            gpu.total - gpu.used if gpu.total is not None and gpu.used is not None else None)
+        eta = max(0.0, free / trend.slope) if free is not None else None
+        growing = Growing(gpu.index, proc, kind, trend, eta)
+        if kind == SERVER:
+            return growing, None  # filling its pool: the server rule explains it
+        who = proc_name(proc, gpu)
+        full = f"; the card is full in about {fmt_duration(eta)} at this rate" if eta is not None else ""
+        severity = (WARNING if eta is not None and eta <= settings.near_oom_horizon_minutes * 60
+                    else INFO)
+        evidence = (
+            f"{fmt_bytes(proc.used)} now; +{fmt_bytes(trend.rise())} over the last "
+            f"{fmt_duration(trend.span)} (robust Theil-Sen trend of its current regime; "
+            f"{trend.agreement:.0%} of reading pairs rise)",
+            f"GPU {gpu.index}: {fmt_bytes(free)} free of {fmt_bytes(gpu.total)}",
+        )
+        alert = Alert(
+            kind="growth", severity=severity, gpu=gpu.index, pid=proc.pid,
+            start_time=proc.identity.start_time, since=trend.start,
+            message=f"{who} grows {rate_text(trend.slope)}{full}",
+            evidence=evidence, fix=growing_fix(kind),
+            data={"bytes_per_second": trend.slope, "seconds_to_full": eta,
+                  "regime_start": trend.start, "process_kind": kind},
+        )
+        return growing, alert

@@ -1,0 +1,383 @@
+"""One device of one agent process: where PyTorch's memory goes, over time.
+
+- a stacked area of the buckets -- weights, gradients, optimizer state,
+  activations + temporaries, cached free (reserved - allocated), outside
+  PyTorch (context, NCCL, cuBLAS) -- with PyTorch's allocated and reserved
+  as lines on it, the peak since the previous sample dotted, a tick per step
+  along the bottom and a red line at every OOM;
+- the phases of each step as markers (allocated at the end of forward, after
+  backward, after the optimizer step; thinned to the peak per few pixels, so
+  they stay legible over an hour) and a dashed line "after loading";
+- stacked bars: the breakdown at the peak phase of the last measured step
+  (not whatever moment the last sample caught) and, after an OOM, at the OOM.
+
+Every plot item is created once and updated with new data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
+
+from vramscope.agent.protocol import PHASE_LOADED, phase_metric
+from vramscope.core.samples import AgentReport
+from vramscope.core.stacking import cumulative, thin
+from vramscope.core.units import GiB, MiB, fmt_bytes
+from vramscope.ui import theme
+from vramscope.agent.protocol import Phase
+from vramscope.ui.agent_texts import (
+    BUCKETS, PHASES, PHASE_SHORT, agent_key, last_value, oom_text, phase_text,
+)
+from vramscope.ui.timeline_stack import Band
+
+MARK_PX = 3  # at most one phase marker (the peak) per this many pixels
+DENSE_PX = 8  # fewer pixels per step than this: the phase is drawn as a line, not symbols
+
+
+def value_at(t: np.ndarray, v: np.ndarray, when: float) -> float | None:
+    """The last finite value at or before ``when``."""
+    i = int(np.searchsorted(t, when, side="right"))
+    while i > 0:
+        i -= 1
+        if np.isfinite(v[i]):
+            return float(v[i])
+    return None
+
+
+def hold(base: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``v`` on the times ``base``: the last value at or before each (0 before any, n/a as 0)."""
+    if not len(t):
+        return np.zeros(len(base))
+    idx = np.searchsorted(t, base, side="right") - 1
+    out = np.where(idx >= 0, v[np.clip(idx, 0, None)], 0.0)
+    return np.nan_to_num(out, nan=0.0)
+
+
+def peak_per_column(t: np.ndarray, v: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """The highest point of each run of samples (the times of those points)."""
+    if len(t) <= columns or columns < 2:
+        return t, v
+    starts = np.unique(np.linspace(0, len(t), columns, endpoint=False).astype(int))
+    ends = np.append(starts[1:], len(t))
+    keep = [s + int(np.nanargmax(v[s:e])) if np.isfinite(v[s:e]).any() else s
+            for s, e in zip(starts, ends)]
+    return t[keep], v[keep]
+
+
+class BucketBars(pg.PlotWidget):
+    """Stacked bars, one per column (the peak phase, at OOM). Bars are made once."""
+
+    SLOTS = 2
+
+    def __init__(self, parent=None):
+        super().__init__(parent, background=theme.current().PLOT_BACKGROUND)
+        self.setMinimumWidth(150)
+        self.setMaximumWidth(220)
+        item = self.getPlotItem()
+        item.setMenuEnabled(False)
+        item.hideButtons()
+        item.setMouseEnabled(x=False, y=False)
+        item.showGrid(y=True, alpha=theme.GRID_ALPHA)
+        item.getAxis("left").enableAutoSIPrefix(False)
+        item.getAxis("left").setWidth(36)
+        self.unit = "GiB"
+        self.columns: list[tuple[str, dict]] = []
+        self._bars = [[pg.BarGraphItem(x=[x], y0=[0], height=[0], width=0.6)
+                       for _ in BUCKETS] for x in range(self.SLOTS)]
+        for row in self._bars:
+            for bar in row:
+                item.addItem(bar)
+        self.apply_theme(theme.current())
+
+    def apply_theme(self, s: theme.Scheme) -> None:
+        self.setBackground(s.PLOT_BACKGROUND)
+        for row in self._bars:
+            for bar, colour in zip(row, s.BUCKET_COLOURS):
+                bar.setOpts(brush=pg.mkBrush(colour), pen=pg.mkPen(s.PLOT_BACKGROUND))
+
+    def set_columns(self, columns: list[tuple[str, dict]]) -> None:
+        """columns: [(title, buckets dict)] drawn left to right (at most SLOTS)."""
+        columns = columns[:self.SLOTS]
+        self.columns = columns
+        item = self.getPlotItem()
+        largest = max((sum(v for v in b.values() if v) for _, b in columns), default=0)
+        unit, name = (GiB, "GiB") if largest >= GiB else (MiB, "MiB")
+        if name != self.unit:
+            self.unit = name
+        item.setLabel("left", name)
+        top = 0.0
+        for x, row in enumerate(self._bars):
+            buckets = columns[x][1] if x < len(columns) else {}
+            base = 0.0
+            for (field, _label), bar in zip(BUCKETS, row):
+                value = buckets.get(field)
+                h = value / unit if value else 0.0
+                bar.setOpts(x=[x], y0=[base], height=[h])
+                bar.setVisible(h > 0)
+                base += h
+            top = max(top, base)
+        item.getAxis("bottom").setTicks([[(i, t) for i, (t, _) in enumerate(columns)]])
+        item.setXRange(-0.6, max(1, len(columns)) - 0.4, padding=0)
+        item.setYRange(0, max(top * 1.08, 0.5), padding=0)
+
+
+class DeviceView(QWidget):
+    """One device of one agent process: the timeline, the bars, the legend, the OOM text."""
+
+    def __init__(self, device: str, parent=None):
+        super().__init__(parent)
+        self.device = device
+        layout = QGridLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.title = QLabel(device)
+        self.title.setStyleSheet("font-weight: 600;")
+        layout.addWidget(self.title, 0, 0, 1, 3)
+        s = theme.current()
+        self.plot = pg.PlotWidget(background=s.PLOT_BACKGROUND,
+                                  axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot.setMinimumHeight(170)
+        p = self.plot.getPlotItem()
+        p.setMenuEnabled(False)
+        p.hideButtons()
+        p.setMouseEnabled(x=False, y=False)
+        p.disableAutoRange()
+        p.showGrid(x=True, y=True, alpha=theme.GRID_ALPHA)
+        p.setLabel("left", "GiB")
+        p.getAxis("left").enableAutoSIPrefix(False)
+        p.getAxis("left").setWidth(40)
+        self.bands = [Band(p) for _ in BUCKETS]
+        self.reserved = p.plot(connect="finite")
+        self.allocated = p.plot(connect="finite")
+        self.peak = p.plot(connect="finite")
+        for curve in (self.reserved, self.allocated, self.peak):
+            curve.setDownsampling(auto=True, method="peak")
+            curve.setClipToView(True)
+        self.steps = pg.ScatterPlotItem(symbol="|", size=8, brush=None)
+        p.addItem(self.steps)
+        self.phase_marks = {}
+        for phase, _words, _symbol in PHASES:
+            mark = pg.PlotDataItem(connect="finite")
+            p.addItem(mark)
+            self.phase_marks[phase] = mark
+        self.loaded_line = pg.InfiniteLine(angle=0, label="after loading",
+                                           labelOpts={"position": 0.12})
+        self.loaded_line.setVisible(False)
+        p.addItem(self.loaded_line)
+        self.capacity = pg.InfiniteLine(angle=0)
+        self.capacity.setVisible(False)
+        p.addItem(self.capacity)
+        self._oom_lines: dict[float, pg.InfiniteLine] = {}
+        self._oom = None
+        layout.addWidget(self.plot, 1, 0)
+        self.bars = BucketBars()
+        layout.addWidget(self.bars, 1, 1)
+        self.bucket_legend = QLabel()
+        self.bucket_legend.setTextFormat(Qt.TextFormat.RichText)
+        self.bucket_legend.setMinimumWidth(230)
+        self.bucket_legend.setAlignment(Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(self.bucket_legend, 1, 2)
+        self.oom_label = QLabel()
+        self.oom_label.setWordWrap(True)
+        self.oom_label.setVisible(False)
+        layout.addWidget(self.oom_label, 2, 0, 1, 3)
+        self.phase_label = QLabel()
+        self.phase_label.setWordWrap(True)
+        self.phase_label.setVisible(False)
+        layout.addWidget(self.phase_label, 3, 0, 1, 3)
+        layout.setColumnStretch(0, 1)
+        self._columns: list = []
+        self.apply_theme(s)
+
+    def apply_theme(self, s: theme.Scheme) -> None:
+        self.plot.setBackground(s.PLOT_BACKGROUND)
+        for band, colour in zip(self.bands, s.BUCKET_COLOURS):
+            band.set_style(colour, 0, 1.0, 170)
+        faint = pg.mkColor(s.TOTAL_USED)
+        faint.setAlpha(110)  # the stack's top already draws allocated; the line is its detail
+        self.allocated.setPen(pg.mkPen(faint, width=1))
+        self.reserved.setPen(pg.mkPen(s.LINK, width=1.2))
+        self.peak.setPen(pg.mkPen(s.TOTAL_USED, width=1, style=Qt.PenStyle.DotLine))
+        self.steps.setPen(pg.mkPen(s.MUTED))
+        colours = phase_colours(s)
+        for phase, mark in self.phase_marks.items():
+            mark.setSymbolPen(pg.mkPen(s.PLOT_BACKGROUND, width=0.8))
+            mark.setSymbolBrush(pg.mkBrush(colours[phase]))
+        self._phase_colours = colours
+        self.loaded_line.setPen(pg.mkPen(colours["loaded"], width=1, style=Qt.PenStyle.DashLine))
+        self.loaded_line.label.setColor(colours["loaded"])
+        self.capacity.setPen(pg.mkPen(s.CAPACITY, width=1, style=Qt.PenStyle.DashLine))
+        for line in self._oom_lines.values():
+            line.setPen(pg.mkPen(s.CAPACITY, width=2))
+            line.label.setColor(s.CAPACITY)
+        self.oom_label.setStyleSheet(f"color: {s.ERROR};")
+        if self._columns:
+            self.bucket_legend.setText(legend_html(self._columns, s))
+
+    def update_view(self, store, report: AgentReport, dev, now: float, window: float) -> None:
+        since = now - window
+        p = self.plot.getPlotItem()
+        s = theme.current()
+        has_timeline = dev.allocated is not None or dev.reserved is not None
+        self.plot.setVisible(has_timeline)
+        grid = self.layout()
+        grid.setColumnStretch(0, 1 if has_timeline else 0)
+        grid.setColumnStretch(2, 0 if has_timeline else 1)
+        self.bars.setMinimumHeight(170 if has_timeline else 120)
+
+        def series(metric, device=dev.device, start=since):
+            return store.series(agent_key(report, device, metric), start)
+
+        top = 0.0
+        latest: dict[str, float | None] = {}
+        when: dict[str, float] = {}
+        loaded = None
+        if has_timeline:
+            px = max(100, int(self.plot.getPlotItem().vb.width()) or 600)
+            ta, va = series("allocated")
+            tr, vr = series("reserved")
+            tp, vp = series("peak_allocated")
+            self.allocated.setData(ta, va / GiB)
+            # dense samples land anywhere in a step: the zigzag hides the picture, and the
+            # stack's top already draws allocated's envelope
+            self.allocated.setVisible(len(ta) <= px // DENSE_PX)
+            self.reserved.setData(tr, vr / GiB)
+            self.peak.setData(tp, vp / GiB)
+            for arr in (vr, vp, va):
+                if len(arr) and np.isfinite(arr).any():
+                    top = max(top, float(np.nanmax(arr)) / GiB)
+            top = max(top, self._stack(series, ta, px) / GiB)
+            ts, _ = series("step", device="steps")
+            ts, ys = peak_per_column(ts, np.zeros(len(ts)), px // MARK_PX)
+            self.steps.setData(ts, ys)
+            for phase, mark in self.phase_marks.items():
+                tph, vph = series(phase_metric(phase))
+                latest[phase] = last_value(vph)
+                if latest[phase] is not None:
+                    when[phase] = float(tph[np.isfinite(vph)][-1])
+                tph, vph = peak_per_column(tph, vph, px // MARK_PX)
+                self._mark(mark, phase, tph, vph / GiB, px)
+                if len(vph) and np.isfinite(vph).any():
+                    top = max(top, float(np.nanmax(vph)) / GiB)
+            _, vl = series(PHASE_LOADED, start=0.0)
+            loaded = last_value(vl)
+            self.loaded_line.setVisible(loaded is not None)
+            if loaded is not None:
+                self.loaded_line.setValue(loaded / GiB)
+            text = phase_text(latest, loaded)
+            self.phase_label.setText(text)
+            self.phase_label.setVisible(bool(text))
+            to, _ = series("oom_requested")
+            for t in to:
+                if float(t) not in self._oom_lines:
+                    line = pg.InfiniteLine(pos=float(t), angle=90, pen=pg.mkPen(s.CAPACITY, width=2),
+                                           label="OOM", labelOpts={"color": s.CAPACITY,
+                                                                   "position": 0.92})
+                    p.addItem(line)
+                    self._oom_lines[float(t)] = line
+            if dev.total:
+                self.capacity.setValue(dev.total / GiB)
+                self.capacity.setVisible(top > 0.6 * dev.total / GiB)
+                if self.capacity.isVisible():
+                    top = max(top, dev.total / GiB)
+            p.setXRange(since, now, padding=0)
+            p.setYRange(0, max(top * 1.1, 0.5), padding=0)
+        columns = [self._peak_column(series, dev, latest, when)]
+        oom = self._last_oom(report, dev.device)
+        if oom is not None and oom.data.get("buckets"):
+            columns.append(("at OOM", dict(oom.data["buckets"])))
+        self._columns = columns
+        self.bars.set_columns(columns)
+        self.bucket_legend.setText(legend_html(columns, s))
+        self.oom_label.setVisible(oom is not None)
+        if oom is not None:
+            self.oom_label.setText(oom_text(oom))
+        self.title.setText(device_title(dev))
+
+    def _mark(self, mark, phase: str, t, v, px: int) -> None:
+        """Symbols while there is room for them; a line (the peak per few pixels) once
+        steps are too many to tell apart -- legible over ten minutes or an hour."""
+        symbol = dict((p, sym) for p, _w, sym in PHASES)[phase]
+        colour = self._phase_colours[phase]
+        if len(t) > px // DENSE_PX:
+            mark.setData(t, v, symbol=None, pen=pg.mkPen(colour, width=2))
+        else:
+            mark.setData(t, v, symbol=symbol, symbolSize=7, pen=None)
+
+    def _stack(self, series, base: np.ndarray, px: int) -> float:
+        """The bucket areas on the allocated series' times; returns the top (bytes)."""
+        layers = []
+        for field, _label in BUCKETS:
+            t, v = series(field)
+            layers.append(hold(base, t, v))
+        tops = cumulative(layers)
+        if not tops.size:
+            for band in self.bands:
+                band.set_visible(False)
+            return 0.0
+        t, tops = thin(base, tops, px)
+        zero = np.zeros(len(t))
+        for i, band in enumerate(self.bands):
+            band.set_shape(t, (tops[i - 1] if i else zero) / GiB, tops[i] / GiB)
+            band.set_visible(True)
+        return float(tops[-1].max()) if tops.shape[1] else 0.0
+
+    def _peak_column(self, series, dev, latest: dict, when: dict) -> tuple[str, dict]:
+        """The buckets at the peak phase of the last measured step; the latest sample
+        when no phase was measured (a CPU run, no registered model)."""
+        now_b = dev.buckets.as_dict() if dev.buckets is not None else {}
+        known = {p: v for p, v in latest.items() if v is not None}
+        if not known:
+            return ("latest", now_b)
+        top = max(known, key=lambda p: known[p])
+        t = when[top]
+        at = {}
+        for field in ("weights", "gradients", "optimizer_state", "outside_pytorch"):
+            tt, vv = series(field, start=t - 3600.0)
+            at[field] = value_at(tt, vv, t) if len(tt) else now_b.get(field)
+        fixed = sum(v for k, v in at.items() if k != "outside_pytorch" and v)
+        at["other_allocated"] = max(0.0, known[top] - fixed)  # activations + temporaries then
+        tr, vr = series("reserved", start=t - 3600.0)
+        reserved = value_at(tr, vr, t) if len(tr) else None
+        at["cached_free"] = None if reserved is None else max(0.0, reserved - known[top])
+        return (PHASE_SHORT[top], at)
+
+    def _last_oom(self, report: AgentReport, device: str):
+        # recent_events survive frames the GUI timer skipped; events are remembered here too
+        for e in tuple(report.recent_events) + tuple(report.events):
+            if e.kind == "oom" and e.data.get("device") in (device, None):
+                if self._oom is None or e.time >= self._oom.time:
+                    self._oom = e
+        return self._oom
+
+
+def phase_colours(s: theme.Scheme) -> dict[str, str]:
+    """Each phase in the colour of the bucket it adds: forward the activations,
+    backward the gradients, the optimizer step its state, loading the weights."""
+    w, g, o, a = s.BUCKET_COLOURS[:4]
+    return {Phase.FORWARD: a, Phase.BACKWARD: g, Phase.OPTIMIZER: o, "loaded": w}
+
+
+def legend_html(columns, s: theme.Scheme) -> str:
+    rows = []
+    for (field, label), colour in zip(BUCKETS, s.BUCKET_COLOURS):
+        cells = "".join(f"<td align='right'>{fmt_bytes(b.get(field))}</td>" for _t, b in columns)
+        rows.append(f"<tr><td><span style='color:{colour}'>■</span> {label}</td>{cells}</tr>")
+    head = "".join(f"<th align='right'>{t}</th>" for t, _ in columns)
+    return (f"<table cellspacing='2'><tr><th></th>{head}</tr>{''.join(rows)}</table>"
+            f"<div style='color:{s.MUTED}'>n/a = no data (no model registered, or not measured)</div>")
+
+
+def device_title(dev) -> str:
+    stats = []
+    for label, value in (("inactive split", dev.inactive_split),
+                         ("alloc retries", dev.num_alloc_retries), ("OOMs", dev.num_ooms)):
+        if value is not None:
+            stats.append(f"{label} {fmt_bytes(value) if label == 'inactive split' else value}")
+    head = dev.device
+    if dev.allocated is not None:
+        head += f" — allocated {fmt_bytes(dev.allocated)}, reserved {fmt_bytes(dev.reserved)}"
+    if stats:
+        head += " · " + " · ".join(stats)
+    return head

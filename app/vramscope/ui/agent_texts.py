@@ -1,0 +1,132 @@
+"""Words of the agent panel: buckets, phases, the OOM, the allocator settings,
+and the header of a process (script, GPU, host, how long it ran). Qt-free."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from vramscope.agent.protocol import Phase, series_key
+from vramscope.core.process_names import short_name
+from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame
+from vramscope.core.units import fmt_bytes, fmt_duration
+
+# (field, label), in stacking order; colours: theme.Scheme.BUCKET_COLOURS
+BUCKETS = tuple(BUCKET_LABELS.items())
+PHASES = (  # (phase, words, symbol): the step phases the agent reads (agent/phases.py)
+    (Phase.FORWARD, "end of forward (activations held)", "t1"),
+    (Phase.BACKWARD, "after backward", "d"),
+    (Phase.OPTIMIZER, "after optimizer step", "s"),
+)
+PHASE_SHORT = {Phase.FORWARD: "peak: fwd end", Phase.BACKWARD: "peak: after bwd",
+               Phase.OPTIMIZER: "peak: after opt"}
+
+
+def agent_key(report: AgentReport, device: str, metric: str) -> tuple:
+    """The store key of one of this report's series (sources/agents.py writes them)."""
+    return series_key(report.pid, report.start_time, device, metric)
+
+
+def last_value(values) -> float | None:
+    finite = values[np.isfinite(values)] if len(values) else values
+    return float(finite[-1]) if len(finite) else None
+
+
+def phase_text(latest: dict[str, float | None], loaded: float | None) -> str:
+    """The last measured step's phases in words, and which one peaks."""
+    known = {p: v for p, v in latest.items() if v is not None}
+    if not known:
+        return ""
+    words = {p: w for p, w, _ in PHASES}
+    parts = []
+    if loaded is not None:
+        parts.append(f"after loading {fmt_bytes(loaded)}")
+    parts += [f"{words[p]} {fmt_bytes(known[p])}" for p, *_ in PHASES if p in known]
+    top = max(known, key=lambda p: known[p])
+    rest = [v for p, v in known.items() if p != top]
+    peak = f"Largest phase: {words[top]}"
+    if rest:
+        peak += f", {fmt_bytes(known[top] - max(rest))} above the next"
+    if top == "forward":
+        peak += " -- activations dominate (checkpointing or a smaller micro-batch lowers it)"
+    elif top == "optimizer":
+        peak += " -- optimizer state dominates (8-bit optimizer or ZeRO sharding lowers it)"
+    return "Phases of the last measured step: " + " · ".join(parts) + ". " + peak + "."
+
+
+def settings_text(settings: dict) -> str:
+    if not settings:
+        return "allocator settings: not reported"
+    backend = settings.get("backend") or "n/a"
+    exp = settings.get("expandable_segments")
+    exp_txt = "n/a" if exp is None else ("on" if exp else "off")
+    split = settings.get("max_split_size")
+    split_txt = "unlimited" if split is None else fmt_bytes(split)
+    return f"allocator: {backend} · expandable_segments: {exp_txt} · max_split_size: {split_txt}"
+
+
+def oom_text(event) -> str:
+    d = event.data
+    when = time.strftime("%H:%M:%S", time.localtime(event.time))
+    parts = [f"OOM at {when} on {d.get('device') or 'a CUDA device'}:"]
+    asked = d.get("requested")
+    parts.append(f"asked {fmt_bytes(asked)}" if asked is not None else "request size not reported")
+    if d.get("device_free") is not None:
+        parts.append(f"free {fmt_bytes(d.get('device_free'))} of {fmt_bytes(d.get('device_total'))}")
+    b = d.get("buckets") or {}
+    if b:
+        held = ", ".join(f"{label} {fmt_bytes(b.get(field))}" for field, label in BUCKETS
+                         if b.get(field) is not None)
+        parts.append("held then: " + held)
+    blocks = d.get("largest_blocks") or []
+    if blocks:
+        parts.append("largest live blocks: " + ", ".join(fmt_bytes(x.get("size")) for x in blocks[:5]))
+    if d.get("snapshot_path"):
+        parts.append(f"memory_viz snapshot: {d['snapshot_path']}")
+    return " · ".join(parts[:1]) + " " + "; ".join(parts[1:])
+
+
+def script_of(report: AgentReport, frame: Frame | None) -> str | None:
+    """What the process runs ('train.py'), from the frame's process list."""
+    if frame is None:
+        return None
+    for _gpu, proc in frame.all_processes():
+        if proc.identity == report.identity:
+            return short_name(proc.info)
+    return None
+
+
+def gpus_of(report: AgentReport, frame: Frame | None) -> list[int]:
+    """The GPU indices the process uses: by its devices' UUIDs, else where NVML lists it."""
+    if frame is None:
+        return []
+    by_uuid = {g.uuid: g.index for g in frame.gpus if g.uuid}
+    found = sorted({by_uuid[d.gpu_uuid] for d in report.devices if d.gpu_uuid in by_uuid})
+    if found:
+        return found
+    return sorted({g.index for g, p in frame.all_processes() if p.identity == report.identity})
+
+
+def header_text(report: AgentReport, frame: Frame | None, now: float) -> str:
+    """'train.py · PID 4242 · GPU 0 · workstation · step 310 · running 8 min'; an
+    ended run says how long it ran and when it was last seen."""
+    bits = [script_of(report, frame) or "process", f"PID {report.pid}"]
+    gpus = gpus_of(report, frame)
+    if gpus:
+        bits.append("GPU " + ", ".join(str(i) for i in gpus))
+    if report.rank is not None:
+        bits.append(f"rank {report.rank}/{report.world_size}" if report.world_size
+                    else f"rank {report.rank}")
+    if report.hostname:
+        bits.append(report.hostname)
+    bits.append(f"step {report.step}" if report.step is not None else "no steps yet")
+    last = report.time if report.time is not None else now
+    if report.connected:
+        if report.start_time:
+            bits.append(f"running {fmt_duration(now - report.start_time)}")
+        return " · ".join(bits)
+    ran = f"ran {fmt_duration(last - report.start_time)}, " if report.start_time else ""
+    seen = time.strftime("%H:%M", time.localtime(last))
+    why = f" ({report.error})" if report.error and report.error != AGENT_ENDED else ""
+    return " · ".join(bits) + f" — ended: {ran}last seen {seen}{why}"

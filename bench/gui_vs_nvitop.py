@@ -1,0 +1,157 @@
+"""The window against nvitop's TUI, side by side, on the same fake machine.
+
+    .venv/bin/pip install nvitop           # the peer (only for this bench)
+    .venv/bin/python bench/gui_vs_nvitop.py [--seconds 60] [--warmup 10]
+
+One fake libnvidia-ml.so.1 (tests/fake_nvml/fake_nvml.c) and one state file:
+2 GPUs x 5 processes, all real PIDs (sleepers) -- one of them a small CPU
+training loop running the vramscope PyTorch agent, so the window has an agent
+attached. Both programs run at the same time, as child processes, at 1 s
+refresh:
+
+- ``vramscope --interval 1 --no-record`` (offscreen Qt: it still lays out and
+  paints every frame into its backing store), the Monitor tab in front;
+- ``nvitop --interval 1`` in a pseudo-terminal of 160 x 48 (its output read
+  and dropped, as a terminal would draw it).
+
+After ``--warmup`` seconds, the CPU time of each (user + system, children
+included) over ``--seconds`` of wall time is printed as % of one core, with
+the ratio. Same machine state, same moment, same load on the box.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pathlib
+import pty
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+
+import psutil
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, build_library, subprocess_env, write_state  # noqa: E402
+
+AGENT_RUN = """
+import time, torch
+from vramscope import agent
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+opt = torch.optim.AdamW(model.parameters())
+agent.start(model=model, optimizer=opt)
+while True:
+    opt.zero_grad()
+    model(torch.randn(32, 256)).sum().backward()
+    opt.step()
+    time.sleep(0.5)
+"""
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    total = 0.0
+    for p in [proc] + proc.children(recursive=True):
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def state(pids: list[int]) -> FakeState:
+    gpus = []
+    for g in range(2):
+        procs = [FakeProcess(pid, (2 + i) * GiB + g * 512 * MiB, "compute", sm=(15 * i) % 100)
+                 for i, pid in enumerate(pids[g * 5:(g + 1) * 5])]
+        used = sum(p.used for p in procs) + 300 * MiB
+        gpus.append(FakeGpu(name=("NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000")[g],
+                            total=(24, 48)[g] * GiB, used=used, utilization=(60, 30),
+                            temperature=60, power_mw=250_000, power_limit_mw=450_000,
+                            processes=procs))
+    return FakeState(gpus=gpus)
+
+
+def drain(fd: int) -> None:
+    while True:
+        try:
+            if not os.read(fd, 65536):
+                return
+        except OSError:
+            return
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--warmup", type=float, default=10.0)
+    a = ap.parse_args()
+    nvitop = shutil.which("nvitop") or str(pathlib.Path(sys.executable).with_name("nvitop"))
+    if not pathlib.Path(nvitop).exists():
+        print("nvitop is not installed: pip install nvitop (the peer of this bench)")
+        return 2
+    work = pathlib.Path(tempfile.mkdtemp(prefix="vramscope-gui-vs-nvitop-"))
+    lib = build_library(work / "lib")
+    home = work / "home"
+    runtime = work / "run"
+    for d in (home, runtime):
+        d.mkdir(mode=0o700)
+    base = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(runtime),
+                XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
+                XDG_STATE_HOME=str(home / ".local/state"), QT_QPA_PLATFORM="offscreen",
+                TERM="xterm-256color")
+    env = subprocess_env(lib.parent, work / "state.txt", base)
+    children = [subprocess.Popen([sys.executable, "-c", AGENT_RUN], env=base)]
+    children += [subprocess.Popen(["sleep", "3600"]) for _ in range(9)]
+    try:
+        write_state(work / "state.txt", state([c.pid for c in children]))
+        vramscope = pathlib.Path(sys.executable).with_name("vramscope")
+        window = subprocess.Popen([str(vramscope), "--interval", "1", "--no-record", "--window", "10m"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
+        tui = subprocess.Popen([nvitop, "--interval", "1"], env=env, stdin=slave, stdout=slave,
+                               stderr=slave, start_new_session=True)
+        os.close(slave)
+        threading.Thread(target=drain, args=(master,), daemon=True).start()
+        children += [window, tui]
+        time.sleep(a.warmup)
+        for p in (window, tui):
+            if p.poll() is not None:
+                print(f"{p.args[0]} exited early ({p.returncode})")
+                return 1
+        ours, theirs = psutil.Process(window.pid), psutil.Process(tui.pid)
+        c0 = (cpu_seconds(ours), cpu_seconds(theirs))
+        t0 = time.monotonic()
+        time.sleep(a.seconds)
+        wall = time.monotonic() - t0
+        w_pct = 100 * (cpu_seconds(ours) - c0[0]) / wall
+        n_pct = 100 * (cpu_seconds(theirs) - c0[1]) / wall
+        import nvitop as nv
+        print(f"same fake machine: 2 GPUs x 5 processes (one with the PyTorch agent), 1 s refresh, "
+              f"{wall:.0f} s side by side, {psutil.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+        print(f"vramscope window (offscreen Qt):  {w_pct:5.2f} % of one core")
+        print(f"nvitop {nv.__version__} TUI (160x48 pty):   {n_pct:5.2f} % of one core")
+        print(f"ratio window / nvitop: {w_pct / n_pct:.2f}" if n_pct > 0 else "nvitop used no CPU")
+        return 0
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.terminate()
+        for c in children:
+            try:
+                c.wait(5)
+            except subprocess.TimeoutExpired:
+                c.kill()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""Every optimizer step carries "allocated after the step", whatever the
+sampler's rate: the leak rule needs it for every step, not for the 10-50 %
+that happened to fall outside the sampler's rate limit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from .live_bytes import LiveBytes, LiveBytesProvider
+
+
+def _steps(agent):
+    agent._drain()
+    return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
+
+
+@pytest.mark.parametrize("phase_budget", [1.0, 1e-9])  # phases read every step / almost never
+def test_each_step_has_its_after_step_reading_equal_to_the_live_bytes(make_agent, phase_budget):
+    live = LiveBytes()
+    with live:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(32, 128), torch.nn.ReLU(), torch.nn.Linear(128, 4))
+        opt = torch.optim.Adam(model.parameters())
+        agent = make_agent(LiveBytesProvider(live), interval=0.05)  # a busy sampler
+        agent.phases.budget = phase_budget
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        assert agent.wait_started(5)
+        after = []
+        for _ in range(40):  # fast steps: many fall inside the sampler's rate limit
+            opt.zero_grad()
+            model(torch.randn(16, 32)).square().mean().backward()
+            opt.step()
+            after.append(live.allocated)
+    steps = _steps(agent)
+    assert [s["step"] for s in steps] == list(range(1, 41))
+    got = [s["devices"]["cpu"]["allocated_after"] for s in steps]
+    assert got == after
+
+
+def test_a_manual_step_also_carries_its_reading(make_agent):
+    from vramscope.agent.replay import GiB, ReplayProvider, memory_stats_dict
+    agent = make_agent(ReplayProvider([{0: memory_stats_dict(3 * GiB, 4 * GiB)}]), interval=0.05)
+    agent.start()
+    assert agent.wait_started(5)
+    for _ in range(20):
+        agent.steps.manual_step()
+    steps = _steps(agent)
+    assert len(steps) == 20
+    assert all(s["devices"]["cuda:0"]["allocated_after"] == 3 * GiB for s in steps)

@@ -1,0 +1,302 @@
+"""The alert-trust scenario suite: what each rule must flag (and how fast) and
+what it must never flag, as frame sequences fed to the real engine.
+
+Used by tests/detectors/test_trust_cases.py (pass/fail) and bench/alerts.py
+(per rule: false warnings, missed cases, time to detection).
+
+A case is either "flag" (its rule must raise an alert of at least
+``severity`` within ``within`` seconds of ``start``) or "quiet" (its rule --
+or, with rule=None, any rule -- raises nothing at ``severity`` or above from
+``quiet_after`` on).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from vramscope.core.detectors import Diagnostics, naming
+from vramscope.core.detectors.alert import severity_rank
+from vramscope.core.detectors.jupyter import NotebookHint
+from vramscope.core.samples import AgentEvent
+
+from .scenarios import GiB, MiB, T0, UUID, agent, device, frame, gpu, proc
+
+CARD = 24 * GiB
+GPU1_UUID = "GPU-11111111-1111-1111-1111-111111111111"
+
+
+@dataclass
+class Case:
+    name: str
+    rule: str | None  # alert kind under test; None = every rule (quiet cases)
+    flag: bool
+    frames: Callable[[], Iterator]  # yields Frame values
+    within: float | None = None  # flag cases: seconds from ``start`` to detection
+    start: float = 0.0  # when the condition begins (seconds from the first frame)
+    severity: str = "warning"  # lowest severity that counts
+    quiet_after: float = 0.0  # quiet cases: only alerts from this time on count
+    check: Callable | None = None  # extra assertions on the first flagging alert
+    notes: str = ""
+    tags: tuple = field(default=())
+
+
+def engine() -> Diagnostics:
+    return Diagnostics(notebook_finder=lambda pid, conn: NotebookHint(None, "suite"),
+                       kernel_activity=lambda conn: None)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    detected_at: float | None  # seconds after case.start (flag cases)
+    false_alerts: list  # (time, alert) that should not have been raised
+    first: object | None  # the first flagging alert
+
+
+def run_case(case: Case, make_engine: Callable[[], Diagnostics] = engine) -> Outcome:
+    me = naming._me
+    naming._me = lambda: "alice"  # the monitor runs as the suite's user, whoever runs it
+    try:
+        return _run(case, make_engine())
+    finally:
+        naming._me = me
+
+
+def _run(case: Case, eng: Diagnostics) -> Outcome:
+    floor = severity_rank(case.severity)
+    detected = first = None
+    false = []
+    for fr in case.frames():
+        t = fr.time - T0
+        for a in eng.feed(fr):
+            if severity_rank(a.severity) < floor:
+                continue
+            if case.rule is not None and a.kind != case.rule:
+                continue
+            if case.flag:
+                if detected is None and t >= case.start:
+                    detected, first = t - case.start, a
+            elif t >= case.quiet_after:
+                false.append((t, a))
+    return Outcome(case, detected, false, first)
+
+
+# -- building blocks ---------------------------------------------------------------------
+
+def _jitter(rng: random.Random, amplitude: int) -> int:
+    return int(rng.uniform(-amplitude, amplitude))
+
+
+VLLM_CMD = ("/usr/bin/python3", "/opt/venv/bin/vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+            "--gpu-memory-utilization", "0.9")
+SERVER_CMDS = {
+    "vllm": ("vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--gpu-memory-utilization", "0.9"),
+    "sglang": ("python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B",
+               "--mem-fraction-static", "0.88"),
+    "tgi": ("text-generation-launcher", "--model-id", "mistralai/Mistral-7B-v0.1",
+            "--cuda-memory-fraction", "0.9"),
+    "llama.cpp": ("/opt/llama.cpp/build/bin/llama-server", "-m", "model.gguf", "-ngl", "99",
+                  "--ctx-size", "32768"),
+    "ollama": ("/usr/local/bin/ollama", "runner", "--model", "/root/.ollama/models/blobs/sha256-x",
+               "--port", "41235"),
+    "triton": ("/opt/tritonserver/bin/tritonserver", "--model-repository=/models"),
+}
+
+
+def idle_server(cmd, fraction: float, seconds: float = 3600, step: float = 5.0,
+                sm: Callable[[float], int] = lambda t: 0):
+    """A server that loads for 40 s up to ``fraction`` of the card, then sits there."""
+    pool = int(fraction * CARD) - 300 * MiB
+
+    def frames():
+        t = 0.0
+        while t <= seconds:
+            used = int(pool * min(1.0, t / 40.0)) + 500 * MiB
+            s = sm(t)
+            yield frame(t, [gpu([proc(9001, used, sm=s, cmd=cmd, ppid=1, parent_alive=False)],
+                               total=CARD, util=s)])
+            t += step
+    return frames
+
+
+def growing_plain(seconds=240.0, rate=24 * MiB):
+    """train.py (no agent) grows 24 MiB/s from 2 GiB; big.py holds 8 GiB, flat."""
+    def frames():
+        for t in range(int(seconds) + 1):
+            yield frame(t, [gpu([proc(4242, 2 * GiB + rate * t, sm=90),
+                                 proc(5151, 8 * GiB, sm=60, cmd=("python", "big.py"))],
+                                total=CARD, util=95)])
+    return frames
+
+
+def ramp_then_flat(ramp_s=120.0, flat_s=600.0, rate=100 * MiB):
+    """A warm-up ramp (100 MiB/s for 2 min from 4 GiB) that then stays flat."""
+    def frames():
+        rng = random.Random(5)
+        for t in range(int(ramp_s + flat_s) + 1):
+            used = 4 * GiB + rate * min(t, ramp_s) + _jitter(rng, 4 * MiB)
+            yield frame(t, [gpu([proc(4242, used, sm=90)], total=CARD, util=95)])
+    return frames
+
+
+def agent_run(after: Callable[[int], int], steps: int, steps_per_frame: int = 1,
+              step_s: float = 1.0, gpu_index: int = 0, uuid: str = UUID,
+              sm: Callable[[float], int] = lambda t: 95, stall_from: float | None = None,
+              retries: Callable[[float], int] = lambda t: 0, seconds: float | None = None,
+              used=14 * GiB, nvml_jitter: int = 0):
+    """A run under the agent: ``after(k)`` is allocated after step k. Frames every
+    ``steps_per_frame * step_s`` seconds; no steps from ``stall_from`` on."""
+    frame_s = steps_per_frame * step_s
+    total = seconds if seconds is not None else steps * step_s
+
+    def frames():
+        rng = random.Random(11)
+        k = 0
+        t = 0.0
+        while t <= total:
+            events = []
+            while k < steps and (k + 1) * step_s <= t + 1e-9 and (
+                    stall_from is None or (k + 1) * step_s < stall_from):
+                k += 1
+                events.append(AgentEvent("step", T0 + k * step_s,
+                                         {"step": k, "allocated_after": after(k),
+                                          "duration": step_s}))
+            last = after(k) if k else after(1)
+            dev = device(last, last + GiB, retries=retries(t), uuid=uuid)
+            rep = dataclasses.replace(agent(4242, [dev], events, t=t), step=k or None)
+            s = sm(t)
+            u = used + (_jitter(rng, nvml_jitter) if nvml_jitter else 0)
+            yield frame(t, [gpu([proc(4242, u, sm=s, has_agent=True)], total=CARD, util=s,
+                                index=gpu_index, uuid=uuid)], [rep])
+            t += frame_s
+    return frames
+
+
+KERNEL_CMD = ("/usr/bin/python3", "-m", "ipykernel_launcher", "-f",
+              "/run/user/1000/jupyter/runtime/kernel-5d2a.json")
+
+
+def notebook(pattern: Callable[[float], int], seconds=3600.0, step=5.0):
+    def frames():
+        t = 0.0
+        while t <= seconds:
+            s = pattern(t)
+            yield frame(t, [gpu([proc(3131, 6 * GiB, sm=s, cmd=KERNEL_CMD)], total=CARD, util=s)])
+            t += step
+    return frames
+
+
+def active_use(t: float) -> int:
+    """20 s cells, then 90 s of reading, for as long as the notebook is used."""
+    return 85 if t % 110 < 20 else 0
+
+
+# -- checks on the first alert -----------------------------------------------------------
+
+def names_train_py(alert):
+    assert alert.message.startswith("train.py (4242) on GPU 0"), alert.message
+    assert "MiB/min" in alert.message or "growing: train.py (4242)" in alert.message
+
+
+def near_oom_names_grower(alert):
+    assert "growing: train.py (4242)" in alert.message, alert.message
+    assert "vramscope run" in alert.fix  # not under the agent: the agent is the advice
+
+
+def leak_named_on_gpu1(alert):
+    assert alert.message.startswith("train.py (4242) on GPU 1"), alert.message
+    assert "cuda:0" not in alert.message
+    assert alert.data["steps_to_oom"] is not None  # the OOM projection
+    assert "out of memory in" in alert.message
+
+
+def stalled_not_to_end(alert):
+    assert "stalled since step" in alert.message, alert.message
+    assert "End process" not in alert.fix and "py-spy dump" in alert.fix
+
+
+def leak_with_projection(alert):
+    assert alert.data["steps_to_oom"] is not None and "out of memory in" in alert.message
+
+
+# -- the suite ---------------------------------------------------------------------------
+
+def _sawtooth(k: int) -> int:
+    return 10 * GiB + 2 * MiB * (k % 20)
+
+
+def _jitter_leak(seed: int):
+    rng = random.Random(seed)
+    table = [10 * GiB + 2 * MiB * k + _jitter(rng, 32 * MiB) for k in range(200)]
+    return lambda k: table[min(k, len(table) - 1)]
+
+
+def _flat_jitter(seed: int):
+    rng = random.Random(seed)
+    table = [10 * GiB + _jitter(rng, 32 * MiB) for _ in range(4000)]
+    return lambda k: table[k % len(table)]
+
+
+def cases() -> list[Case]:
+    out = [
+        # inference servers: never a squatter or near-OOM because of the pool
+        *[Case(f"idle {name} server, 1 h", None, False, idle_server(cmd, 0.9),
+               notes="pool preallocated at start-up, 0 % SM") for name, cmd in SERVER_CMDS.items()],
+        Case("idle vLLM at --gpu-memory-utilization 0.95", None, False,
+             idle_server(SERVER_CMDS["vllm"][:-1] + ("0.95",), 0.95)),
+        Case("busy vLLM server, 1 h", None, False,
+             idle_server(VLLM_CMD, 0.9, sm=lambda t: 40 + int(t) % 50)),
+        # growth without the agent
+        Case("growth 24 MiB/s, no agent", "growth", True, growing_plain(), within=90.0,
+             check=names_train_py),
+        Case("near-OOM names the growing process", "near_oom", True, growing_plain(),
+             within=90.0, check=near_oom_names_grower),
+        Case("ramp during warm-up", "near_oom", True, ramp_then_flat(), within=90.0),
+        Case("ramp ended: near-OOM clears within 1 min", "near_oom", False, ramp_then_flat(),
+             quiet_after=120.0 + 60.0),
+        Case("ramp ended: growth clears within 1 min", "growth", False, ramp_then_flat(),
+             quiet_after=120.0 + 60.0, severity="info"),
+        # leak
+        Case("bounded sawtooth (+2 MiB/step for 20 steps), 1 h", "leak", False,
+             agent_run(_sawtooth, 3600, steps_per_frame=5)),
+        Case("leak 2 MiB/step, +-32 MiB jitter, 1 s steps", "leak", True,
+             agent_run(_jitter_leak(1), 200), within=40.0, check=leak_with_projection),
+        Case("leak 2 MiB/step, +-32 MiB jitter, 0.1 s steps", "leak", True,
+             agent_run(_jitter_leak(2), 200, steps_per_frame=10, step_s=0.1), within=4.0,
+             check=leak_with_projection),
+        Case("leak named on the GPU the cards show", "leak", True,
+             agent_run(_jitter_leak(3), 200, gpu_index=1, uuid=GPU1_UUID), within=40.0,
+             check=leak_named_on_gpu1),
+        # fragmentation
+        Case("one allocation retry", "fragmentation", False,
+             agent_run(_flat_jitter(4), 1200, steps_per_frame=5,
+                       retries=lambda t: 1 if t >= 100 else 0)),
+        Case("allocation retries rising", "fragmentation", True,
+             agent_run(_flat_jitter(5), 1200, steps_per_frame=5,
+                       retries=lambda t: int(max(0.0, t - 100) // 30)),
+             start=100.0, within=90.0),
+        # notebooks
+        Case("Jupyter kernel in active use (20 s cells, 90 s reading), 1 h", "squatter", False,
+             notebook(active_use), severity="info"),
+        Case("Jupyter kernel left idle", "squatter", True,
+             notebook(lambda t: 85 if t < 300 else 0), start=300.0, within=11 * 60.0,
+             severity="info"),
+        # a run under the agent whose steps stopped
+        Case("data-loader stall under the agent: not a squatter", "squatter", False,
+             agent_run(_flat_jitter(6), 600, seconds=1200, sm=lambda t: 95 if t < 600 else 0,
+                       stall_from=600.0, steps_per_frame=5)),
+        Case("data-loader stall under the agent: stalled", "stalled", True,
+             agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 95 if t < 600 else 0,
+                       stall_from=600.0, steps_per_frame=5),
+             start=600.0, within=5.5 * 60, check=stalled_not_to_end),
+        # healthy hours
+        Case("healthy training under the agent, 1 h", None, False,
+             agent_run(_flat_jitter(8), 3600, steps_per_frame=5, nvml_jitter=64 * MiB)),
+        Case("healthy training at 0.1 s steps, 10 min", None, False,
+             agent_run(_flat_jitter(9), 6000, steps_per_frame=10, step_s=0.1,
+                       nvml_jitter=64 * MiB)),
+    ]
+    return out

@@ -1,0 +1,87 @@
+"""The agent's buckets at each instant of a real CUDA training loop (run where a GPU is lent).
+
+The same check as tests/agent/test_instant_buckets.py, with the real
+allocator instead of the replayed one: at the end of forward, after backward
+and after the optimizer step, a sample taken at that instant gives weights,
+gradients and optimizer state within 1 % of the tensors alive on cuda:0, and
+activations + temporaries equal to torch.cuda.memory_allocated() minus them.
+Skipped without CUDA.
+
+    PYTHONPATH=app python3 -m pytest -q -p no:cacheprovider tests/gpu
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA torch and a GPU"),
+              pytest.mark.timeout(300)]
+
+
+def _unique_bytes(tensors) -> int:
+    from agent.live_bytes import unique_bytes  # tests/ is on sys.path (its conftest.py)
+    return unique_bytes(tensors, "cuda")
+
+
+@pytest.fixture
+def agent():
+    from vramscope.agent.core import Agent
+    d = tempfile.mkdtemp(prefix="vs-")
+    a = Agent(interval=60.0, runtime_dir=d, discover=False, final_dump=False)
+    yield a
+    a.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _check(agent, model, opt, instant, seen):
+    params = list(model.parameters())
+    want = {"weights": _unique_bytes(params + list(model.buffers())),
+            "gradients": _unique_bytes([p.grad for p in params]),
+            "optimizer_state": _unique_bytes(
+                [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)])}
+    item = agent.sample_once()
+    allocated = torch.cuda.memory_allocated(0)
+    want["other_allocated"] = allocated - sum(want.values())
+    got = {d["device"]: d for d in item["devices"]}["cuda:0"]["buckets"]
+    for bucket in ("weights", "gradients", "optimizer_state"):
+        assert abs(got[bucket] - want[bucket]) <= 0.01 * want[bucket], (instant, bucket, got, want)
+    assert got["other_allocated"] is not None, (instant, got)
+    assert abs(got["other_allocated"] - want["other_allocated"]) <= max(0.01 * allocated, 1 << 20), \
+        (instant, got, want)
+    seen.append((instant, want))
+
+
+@pytest.mark.parametrize("set_to_none,micro,amp", [(True, 1, False), (False, 1, False), (True, 3, False),
+                                                    (True, 1, True)])
+def test_buckets_at_forward_backward_and_step_on_cuda(agent, set_to_none, micro, amp):
+    dev = torch.device("cuda:0")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.BatchNorm1d(4096), torch.nn.ReLU(),
+                                torch.nn.Linear(4096, 1024)).to(dev)
+    opt = torch.optim.AdamW(model.parameters())
+    agent.watch(model=model, optimizer=opt)
+    agent.start()
+    assert agent.wait_started(10)
+    seen = []
+    for _ in range(3):
+        opt.zero_grad(set_to_none=set_to_none)
+        for _ in range(micro):
+            x = torch.randn(512, 1024, device=dev)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+                loss = model(x).float().square().mean()
+            _check(agent, model, opt, "forward", seen)
+            loss.backward()
+            del loss, x
+            _check(agent, model, opt, "backward", seen)
+        opt.step()
+        _check(agent, model, opt, "step", seen)
+    forwards = [w for i, w in seen if i == "forward"]
+    assert forwards[-1]["other_allocated"] > 512 * 4096 * 4  # activations held at the end of forward
+    agent._drain()
+    steps = [i for i in agent.ring.all_items() if b'"kind":"step"' in i]
+    assert len(steps) == 3 and all(b'"allocated_after":null' not in s for s in steps)
