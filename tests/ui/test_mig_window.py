@@ -95,3 +95,16 @@ def test_without_mig_no_slice_rows_and_no_mig_column(make_window, scripted_frame
     w = make_window(scripted_frames)
     assert w.gpu_panel.slice_rows == {}
     assert w.table.view.isColumnHidden(COL["MIG"])
+
+
+def test_an_agent_on_a_slice_is_shown_on_that_slice():
+    from vramscope.core.samples import AgentDevice, AgentReport
+    from vramscope.ui.agent_texts import header_text
+    frame = lab_frame(10)
+    # torch reports the slice's uuid without NVML's "MIG-" prefix
+    report = AgentReport(pid=4242, start_time=T0 - 600, step=12, devices=(
+        AgentDevice(device="cuda:0", gpu_uuid=BIG[4:], allocated=20 * GiB, reserved=22 * GiB),))
+    text = header_text(report, frame, T0 + 10)
+    assert "GPU 0 MIG 3g.40gb" in text and "PID 4242" in text
+    plain = AgentReport(pid=6161, start_time=T0 - 600, devices=(AgentDevice(device="cuda:0"),))
+    assert " GPU 1 " in f" {header_text(plain, frame, T0 + 10)} "

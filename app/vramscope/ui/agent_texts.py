@@ -9,7 +9,8 @@ import numpy as np
 
 from vramscope.agent.protocol import Phase, series_key
 from vramscope.core.process_names import short_name
-from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame
+from vramscope.core.detectors.agentmap import slice_for_device
+from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame, bare_uuid
 from vramscope.core.units import fmt_bytes, fmt_duration
 
 # (field, label), in stacking order; colours: theme.Scheme.BUCKET_COLOURS
@@ -97,15 +98,27 @@ def script_of(report: AgentReport, frame: Frame | None) -> str | None:
     return None
 
 
-def gpus_of(report: AgentReport, frame: Frame | None) -> list[int]:
-    """The GPU indices the process uses: by its devices' UUIDs, else where NVML lists it."""
+def gpus_of(report: AgentReport, frame: Frame | None) -> list[str]:
+    """Where the process runs, by its devices' UUIDs, else where NVML lists it:
+    "GPU 0", or "GPU 0 MIG 3g.40gb" on a MIG slice."""
     if frame is None:
         return []
-    by_uuid = {g.uuid: g.index for g in frame.gpus if g.uuid}
-    found = sorted({by_uuid[d.gpu_uuid] for d in report.devices if d.gpu_uuid in by_uuid})
-    if found:
-        return found
-    return sorted({g.index for g, p in frame.all_processes() if p.identity == report.identity})
+    found: set[tuple[int, str]] = set()
+    for dev in report.devices:
+        on_slice = slice_for_device(frame, dev)
+        if on_slice is not None:
+            gpu, mig = on_slice
+            found.add((gpu.index, f"GPU {gpu.index} MIG {mig.profile or mig.uuid}"))
+            continue
+        uuid = bare_uuid(dev.gpu_uuid)
+        found |= {(g.index, f"GPU {g.index}") for g in frame.gpus
+                  if uuid is not None and bare_uuid(g.uuid) == uuid}
+    if not found:
+        for gpu, proc in frame.all_processes():
+            if proc.identity == report.identity:
+                mig = gpu.slice_of(proc)
+                found.add((gpu.index, f"GPU {gpu.index}" + (f" MIG {mig.profile}" if mig else "")))
+    return [text for _i, text in sorted(found)]
 
 
 def header_text(report: AgentReport, frame: Frame | None, now: float) -> str:
@@ -114,7 +127,7 @@ def header_text(report: AgentReport, frame: Frame | None, now: float) -> str:
     bits = [script_of(report, frame) or "process", f"PID {report.pid}"]
     gpus = gpus_of(report, frame)
     if gpus:
-        bits.append("GPU " + ", ".join(str(i) for i in gpus))
+        bits.append(", ".join(gpus))
     if report.rank is not None:
         bits.append(f"rank {report.rank}/{report.world_size}" if report.world_size
                     else f"rank {report.rank}")
