@@ -184,14 +184,20 @@ needs_unshare = pytest.mark.skipif(UNSHARE_SKIP is not None, reason=UNSHARE_SKIP
 
 
 def _child_in_namespace(holder: subprocess.Popen) -> int:
-    """The host PID of the process unshare forked into the new namespace."""
-    for _ in range(100):
+    """The host PID of the process unshare forked into the new namespace, once
+    that child has exec'd its command (before that it is still "unshare")."""
+    for _ in range(200):
         kids = pathlib.Path(f"/proc/{holder.pid}/task/{holder.pid}/children")
         text = kids.read_text().split() if kids.exists() else []
         if text:
-            return int(text[0])
+            try:
+                comm = pathlib.Path(f"/proc/{text[0]}/comm").read_text().strip()
+            except OSError:
+                comm = "unshare"
+            if comm != "unshare":
+                return int(text[0])
         time.sleep(0.05)
-    raise AssertionError("unshare did not fork its child")
+    raise AssertionError("unshare did not fork and exec its child")
 
 
 @needs_unshare
