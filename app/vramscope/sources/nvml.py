@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from vramscope.core.samples import DeviceHolder, Frame, GpuProcess, GpuSample
 from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.nvml_mig import build_slices, read_mig
+from vramscope.sources.nvml_mig import text as _text
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
@@ -464,10 +465,3 @@ class NvmlSource:
 def _with_processes(sample: GpuSample, procs: tuple[GpuProcess, ...]) -> GpuSample:
     return dataclasses.replace(sample, processes=procs)
 
-
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
-    return str(value)

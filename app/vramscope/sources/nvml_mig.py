@@ -75,10 +75,10 @@ def read_mig(source, gpu, handle, procs: dict) -> tuple[bool | None, list[SliceR
 def _read_slice(source, gpu, index: int, mig, procs: dict) -> SliceRead:
     nvml = source._nvml
     call = source._call
-    uuid = _text(call(None, "mig_uuid", nvml.nvmlDeviceGetUUID, mig))
+    uuid = text(call(None, "mig_uuid", nvml.nvmlDeviceGetUUID, mig))
     static = gpu.mig_static.get(uuid)
     if static is None:
-        name = _text(call(None, "mig_name", nvml.nvmlDeviceGetName, mig))
+        name = text(call(None, "mig_name", nvml.nvmlDeviceGetName, mig))
         gi = call(None, "mig_gi", nvml.nvmlDeviceGetGpuInstanceId, mig)
         ci = call(None, "mig_ci", nvml.nvmlDeviceGetComputeInstanceId, mig)
         static = gpu.mig_static[uuid] = (name, gi, ci)
@@ -110,7 +110,8 @@ def build_slices(reads: list[SliceRead], processes: tuple[GpuProcess, ...]) -> t
         for r in reads)
 
 
-def _text(value) -> str | None:
+def text(value) -> str | None:
+    """An NVML string (bytes in older pynvml) as str; None stays None."""
     if value is None:
         return None
     if isinstance(value, bytes):
