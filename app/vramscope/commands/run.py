@@ -15,7 +15,18 @@ import signal
 import subprocess
 import sys
 
-USAGE = "usage: vramscope run [--interval SECONDS] -- COMMAND [ARGS...]"
+USAGE = """usage: vramscope run [--interval SECONDS] -- COMMAND [ARGS...]
+
+Run a Python script with the vramscope PyTorch agent on, with no code change:
+the window and `vramscope status` then show its allocated vs reserved memory
+and the breakdown into weights, gradients, optimizer state and activations.
+
+  vramscope run -- python train.py --lr 3e-4
+  vramscope run --interval 1 -- torchrun --nproc-per-node 2 train.py
+
+options:
+  --interval SECONDS  agent sampling interval in seconds (default 0.5)
+  -h, --help          show this help and exit"""
 
 
 def _agent_interval(text: str) -> float:

@@ -133,7 +133,11 @@ def run(args) -> int:
     try:
         frame = take_frame(source, args)
         if driver_unavailable(frame):
-            print(f"vramscope status: {frame.error}", file=sys.stderr)
+            print(f"vramscope status: {frame.error} (`vramscope status --demo` shows a "
+                  "simulated workstation)", file=sys.stderr)
+            if args.json:  # scripts get a document to parse, with the error in it
+                from vramscope.core.status_report import frame_to_dict
+                print(json.dumps(frame_to_dict(frame), indent=2, default=str))
             return EXIT_NO_NVML
         emit(frame, args)
         return 0
