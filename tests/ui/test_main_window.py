@@ -184,6 +184,10 @@ def test_no_driver_message_then_the_demo_without_restart(make_window, qtbot, art
     assert NoDriverSource.MESSAGE in w.no_driver.detail.text()
     assert w.no_driver.demo_button.isVisible()
     assert not w.banner.isVisible()
+    # nothing to sample: the status line does not pretend, the plot controls are off
+    assert "sampling every" not in w.status_text.text()
+    assert "no GPU to sample" in w.status_text.text()
+    assert not w.pause_action.isEnabled() and not w.style_actions["stacked"].isEnabled()
     save(w, artifacts_dir, "main-window-no-driver.png")
 
     from PySide6.QtCore import Qt
@@ -193,6 +197,7 @@ def test_no_driver_message_then_the_demo_without_restart(make_window, qtbot, art
     assert w.banner.isVisible() and "Simulated data — demo mode" in w.banner.text()
     assert [c.name_text for c in w.gpu_panel.cards.values()] == \
         [g.name for g in w.store.latest.gpus]
+    assert w.pause_action.isEnabled() and "sampling every" in w.status_text.text()
 
 
 def test_a_lost_gpu_is_shown_while_the_other_updates(make_window, artifacts_dir):

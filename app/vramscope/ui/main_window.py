@@ -166,7 +166,8 @@ class MainWindow(QMainWindow):
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         bar.setStyleSheet("QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
                           "QToolButton { padding: 4px 12px; border-radius: 4px; }"
-                          f"QToolButton:checked {{ background: {theme.HIGHLIGHT}; color: white; }}")
+                          f"QToolButton:checked {{ background: {theme.HIGHLIGHT}; color: white; }}"
+                          f"QToolButton:disabled {{ background: transparent; color: {theme.MUTED}; }}")
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
         bar.addWidget(_muted("Time window "))
         group = QActionGroup(self)
@@ -265,9 +266,11 @@ class MainWindow(QMainWindow):
                 self.no_driver.show_error("The NVIDIA driver reports no GPUs on this machine.",
                                           can_demo=not frame.simulated, title="No NVIDIA GPU found")
             self.pages.setCurrentWidget(self.no_driver)
+            self._set_view_controls(False)
             self._update_status()
             return
         self.pages.setCurrentWidget(self.splitter)
+        self._set_view_controls(True)
         self.gpu_panel.update_cards(frame)
         # Fast sampling (10 Hz) redraws no finer than the eye can use: the table at
         # most twice a second, the plots at most once per pixel of their time axis.
@@ -331,7 +334,10 @@ class MainWindow(QMainWindow):
         self.source_label.setText(src + "  ")
         parts = ([f"sampling every {self.feed.interval:g} s"] if self.session_file is None
                  else ["recorded session: move the scrubber below, zoom the plots with the mouse wheel"])
-        if frame is not None:
+        if frame is not None and not frame.gpus and self.session_file is None:
+            # nothing is being sampled: say what really happens
+            parts = ["no GPU to sample: checking every few seconds whether a driver has appeared"]
+        elif frame is not None:
             parts.append("last sample " + time.strftime("%H:%M:%S", time.localtime(frame.time)))
             if frame.error and frame.gpus:
                 parts.append(frame.error)
@@ -342,6 +348,12 @@ class MainWindow(QMainWindow):
             parts.insert(0, f"PAUSED — view frozen, sampling continues "
                             f"({self._frames_while_paused} new samples)")
         self.status_text.setText("  ·  ".join(parts))
+
+    def _set_view_controls(self, on: bool) -> None:
+        """Time window, plot style and pause act on plots: off while there are none."""
+        for act in (*self._window_actions.values(), *self.style_actions.values(), self.pause_action):
+            if act.isEnabled() != on:
+                act.setEnabled(on)
 
     def _demo_started(self, _result, error) -> None:
         self.no_driver.demo_button.setEnabled(True)
