@@ -151,7 +151,8 @@ COLUMNS: tuple[Column, ...] = (
            numeric=True, tip="Resident host memory (RSS) of the process, in GiB."),
     Column("Age", lambda r: fmt_duration(r.age), lambda r: _number(r.age), 84, numeric=True,
            tip="Time since the process started."),
-    Column("Container", lambda r: r.container, None, 210,
+    # shown while some process runs in a container
+    Column("Container", lambda r: r.container, None, 210, when_used=True,
            tip="The container the process runs in (from its cgroup) and its PID inside it."),
     Column("Command", lambda r: r.command, None, 200),
 )
