@@ -30,7 +30,6 @@ import dataclasses
 import json
 import logging
 import os
-import socket
 import time
 
 from vramscope.agent import paths, protocol
@@ -38,6 +37,7 @@ from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, Bucket, Even
 from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series
 from vramscope.sources import container_agents
+from vramscope.sources.agent_connection import AgentConnection, VersionRefused  # noqa: F401
 from vramscope.core.samples import (
     AGENT_ENDED, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, bare_uuid,
 )
@@ -52,48 +52,6 @@ STALE_SWEEP_EVERY = 30.0
 
 def _norm_uuid(uuid: str | None) -> str | None:
     return bare_uuid(uuid)
-
-
-class VersionRefused(ConnectionError):
-    """The agent and this monitor share no protocol version."""
-
-
-class AgentConnection:
-    """One blocking-with-timeout connection to one agent socket."""
-
-    def __init__(self, path: str, timeout: float = 0.5):
-        self.path = path
-        self.timeout = timeout
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        try:
-            self.sock.connect(path)
-        except OSError:
-            self.sock.close()
-            raise
-        self.reader = protocol.FrameReader()
-
-    def request(self, obj: dict) -> dict:
-        self.sock.sendall(protocol.encode(obj))
-        deadline = time.monotonic() + max(self.timeout * 4, 1.0)
-        while True:
-            if time.monotonic() > deadline:
-                raise TimeoutError("agent reply too slow")
-            data = self.sock.recv(1 << 20)
-            if not data:
-                raise ConnectionError("agent closed the connection")
-            try:
-                messages = self.reader.feed(data)
-            except protocol.VersionMismatch as exc:
-                raise VersionRefused(protocol.mismatch_text(exc.version)) from None
-            if messages:
-                return messages[0]
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
 
 
 @dataclasses.dataclass
