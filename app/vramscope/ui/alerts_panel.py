@@ -23,9 +23,9 @@ import html
 import time
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPixmap
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
+    QAbstractItemView, QCheckBox, QHBoxLayout,
     QHeaderView, QLabel, QPushButton, QSplitter, QSystemTrayIcon, QTextBrowser, QTreeWidget,
     QTreeWidgetItem, QVBoxLayout, QWidget,
 )
@@ -34,6 +34,7 @@ from vramscope.core.actions import EndProcess
 from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
+from vramscope.ui.end_process_dialog import EndProcessDialog
 
 SEVERITY_COLOURS = {CRITICAL: theme.ERROR, WARNING: theme.WARNING, INFO: "#6cb4ff"}
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
@@ -78,83 +79,6 @@ def alert_html(alert: Alert, now: float, hidden_note: str | None = None) -> str:
         parts.append(f"<p><b>Jupyter</b>: shut it down from Jupyter instead; connection file "
                      f"<code>{e(alert.connection_file)}</code></p>")
     return "".join(parts)
-
-
-class EndProcessDialog(QDialog):
-    """Confirmation before a signal: command, user, age and memory, checked anew.
-
-    ``mode`` is "term" (SIGTERM) or "kill" (SIGKILL after the grace period).
-    A summary with a ``refusal`` shows why, with no button that acts.
-    """
-
-    def __init__(self, summary, mode: str = "term", parent=None):
-        super().__init__(parent)
-        self.summary = summary
-        self.mode = mode
-        self.setWindowTitle("Force kill process" if mode == "kill" else "End process")
-        self.setWindowModality(Qt.WindowModality.WindowModal)
-        layout = QVBoxLayout(self)
-        if mode == "kill":
-            head = (f"pid {summary.pid} is still running after SIGTERM. Send SIGKILL? "
-                    "It cannot clean up; unsaved work is lost.")
-        else:
-            head = f"End pid {summary.pid}? It gets SIGTERM and can exit cleanly."
-        self.headline = QLabel(head)
-        self.headline.setWordWrap(True)
-        layout.addWidget(self.headline)
-        form = QFormLayout()
-        self.fields: dict[str, QLabel] = {}
-        for name, value in (
-            ("Command", summary.command or "n/a"),
-            ("User", summary.user or "n/a"),
-            ("Age", fmt_duration(summary.age_seconds)),
-            ("Memory", fmt_bytes(summary.memory)),
-            ("PID", str(summary.pid)),
-        ):
-            label = QLabel(value)
-            label.setWordWrap(True)
-            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            self.fields[name] = label
-            form.addRow(name, label)
-        layout.addLayout(form)
-        self.jupyter = None
-        if summary.connection_file:
-            self.jupyter = QLabel(
-                "This is a Jupyter kernel. Shutting it down from Jupyter (Kernel > Shut Down in "
-                f"its notebook) lets the notebook know. Connection file:\n{summary.connection_file}")
-            self.jupyter.setWordWrap(True)
-            self.jupyter.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            layout.addWidget(self.jupyter)
-        self.refusal = None
-        buttons = QDialogButtonBox()
-        if summary.refusal:
-            self.refusal = QLabel(f"Cannot end it: {summary.refusal}")
-            self.refusal.setWordWrap(True)
-            self.refusal.setStyleSheet(f"color: {theme.ERROR};")
-            layout.addWidget(self.refusal)
-            self.confirm_button = None
-            buttons.addButton(QDialogButtonBox.StandardButton.Close)
-            buttons.rejected.connect(self.reject)
-        else:
-            text = "Force kill (SIGKILL)" if mode == "kill" else "End process (SIGTERM)"
-            self.confirm_button = buttons.addButton(text, QDialogButtonBox.ButtonRole.AcceptRole)
-            self.cancel_button = buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
-            # Enter must not end a process: Cancel is the default and has the focus
-            self.confirm_button.setAutoDefault(False)
-            self.confirm_button.setDefault(False)
-            self.cancel_button.setDefault(True)
-            self.cancel_button.setFocus()
-            buttons.accepted.connect(self.accept)
-            buttons.rejected.connect(self.reject)
-        self.copy_button = None
-        if summary.connection_file:
-            self.copy_button = buttons.addButton("Copy connection file",
-                                                 QDialogButtonBox.ButtonRole.ActionRole)
-            self.copy_button.clicked.connect(
-                lambda: QGuiApplication.clipboard().setText(summary.connection_file))
-        layout.addWidget(buttons)
-        self.buttons = buttons
-        self.setMinimumWidth(460)
 
 
 class AlertsPanel(QWidget):
