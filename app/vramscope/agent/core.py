@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import atexit
 import collections
-import json
 import logging
 import os
 import threading
 import time
 import weakref
 
-from vramscope.agent import oom, paths, protocol
+from vramscope.agent import oom, paths, requests
 from vramscope.agent.buckets import GRADIENTS, Owners, collect, full_buckets, measure
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
-from vramscope.agent.protocol import TENSOR_BUCKETS, EventKind, ItemKind, Op
+from vramscope.agent.protocol import TENSOR_BUCKETS, EventKind, ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
@@ -35,10 +34,8 @@ from vramscope.agent.steps import StepTracker
 
 log = logging.getLogger(__name__)
 
-AGENT_VERSION = 1
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
 WALK_BUDGET = 0.01  # finding the owners (the module walk) may take at most 1 % of wall time
-PULL_MAX_BYTES = 1024 * 1024
 
 
 class Agent:
@@ -463,54 +460,12 @@ class Agent:
 
     # -- requests (agent thread) --------------------------------------------------------------------
     def handle_request(self, request: dict) -> bytes:
-        op = request.get("op")
-        if op == Op.HELLO:
-            reply = {"ok": True, "op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
-                     "supported": sorted(protocol.SUPPORTED_VERSIONS),
-                     "agent_version": AGENT_VERSION, "interval": self.interval,
-                     "oldest": self.ring.oldest(), "latest": self.ring.seq}
-            reply.update(self.identity)
-            return protocol.encode_payload(reply)
-        if op == Op.PULL:
-            cursor = request.get("cursor", 0)
-            max_bytes = request.get("max_bytes", PULL_MAX_BYTES)
-            if not isinstance(cursor, int) or isinstance(cursor, bool) or cursor < 0:
-                return protocol.encode_payload({"ok": False, "error": "cursor must be an integer >= 0"})
-            if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
-                max_bytes = PULL_MAX_BYTES
-            max_bytes = max(1024, min(max_bytes, protocol.MAX_FRAME - 4096))
-            items, new_cursor, dropped, more = self.ring.pull(cursor, max_bytes)
-            head = protocol.encode_payload({"ok": True, "op": Op.PULL, "cursor": new_cursor,
-                                            "dropped": dropped, "more": more})
-            return head[:-1] + b',"items":[' + b",".join(items) + b"]}"
-        if op == Op.STATUS:
-            counters = dict(self.server.counters) if self.server is not None else {}
-            return protocol.encode_payload({
-                "ok": True, "op": Op.STATUS, "samples": self.samples, "errors": self.errors,
-                "last_error": self.last_error, "ring_items": len(self.ring),
-                "ring_bytes": self.ring.nbytes, "seq": self.ring.seq, "server": counters,
-                "steps": self.steps.count, "walks": self.walks})
-        return protocol.encode_payload({"ok": False, "error": f"unknown request {op!r} "
-                                                              f"(read-only: {', '.join(Op)})"})
+        return requests.answer(self, request)
 
     # -- the last words ---------------------------------------------------------------------------------
     def write_final(self) -> str | None:
         """At exit: the whole ring to <runtime dir>/agent-<pid>-<ticks>.final.json (0600)."""
-        if self.socket_path is None:
-            return None
-        directory = os.path.dirname(self.socket_path)
-        ticks = self.identity.get("start_ticks") or 0
-        path = os.path.join(directory, paths.final_name(os.getpid(), ticks))
-        tmp = path + ".tmp"
-        hello = dict(self.identity, protocol=protocol.PROTOCOL_VERSION, agent_version=AGENT_VERSION,
-                     interval=self.interval)
-        body = (b'{"hello":' + json.dumps(hello).encode() + b',"items":['
-                + b",".join(self.ring.all_items()) + b"]}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(body)
-        os.replace(tmp, path)
-        return path
+        return requests.write_final(self)
 
 
 def _step_devices(devices: dict | None) -> dict | None:
