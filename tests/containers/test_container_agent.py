@@ -38,8 +38,11 @@ def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
         inner = f"exec {sys.executable} {SCRIPT} {shared}/run.json 3000 0.02 --agent"
         socket_dir = shared
     else:
-        inner = (f"mount -t tmpfs tmpfs /tmp && exec {sys.executable} {SCRIPT} "
-                 "/tmp/run.json 3000 0.02 --agent")
+        # the container's own socket directory: a private tmpfs over /tmp/vramscope-UID only
+        # (not over all of /tmp, where this checkout and its Python may live)
+        own = f"/tmp/vramscope-{os.getuid()}"
+        inner = (f"mkdir -p {own} && mount -t tmpfs -o mode=0700 tmpfs {own} && "
+                 f"exec {sys.executable} {SCRIPT} {own}/run.json 3000 0.02 --agent")
     holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount",
                                "--mount-proc", "sh", "-c", inner], env=env)
     try:
