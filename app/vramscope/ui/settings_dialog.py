@@ -61,11 +61,14 @@ class SettingsDialog(QDialog):
         self.settings = settings
         self.setWindowTitle("vramscope settings")
         self.setObjectName("settingsDialog")
-        # Fusion outlines an empty check box with the window colour darkened, which
-        # vanishes on the dark scheme; the checked state keeps Fusion's own tick.
+        # Fusion outlines a check box with the window colour darkened, which vanishes on
+        # the dark scheme (a checked one was a bare tick): both states get a visible box,
+        # filled with the highlight colour when checked.
         self.setStyleSheet(
-            f"QCheckBox::indicator:unchecked {{ border: 1px solid {theme.MUTED}; "
-            f"background: {theme.BASE}; border-radius: 2px; width: 12px; height: 12px; }}")
+            f"QCheckBox::indicator {{ border: 1px solid {theme.MUTED}; "
+            f"background: {theme.BASE}; border-radius: 2px; width: 12px; height: 12px; }}"
+            f"QCheckBox::indicator:checked {{ border: 1px solid {theme.HIGHLIGHT}; "
+            f"background: {theme.HIGHLIGHT}; }}")
         overridden = settings.overridden()
         layout = QVBoxLayout(self)
 
