@@ -129,3 +129,19 @@ def test_containers_users_and_holders_travel_over_the_stream():
     assert got.gpus[0].processes[0].info.ns_pid == 1
     assert got.host_pids is False and got.device_holders == (holder,)
     assert user_totals(got) == user_totals(sent)
+
+
+def test_a_user_whose_processes_all_read_na_has_no_total_not_zero():
+    xorg = GpuProcess(pid=2514, used=None, kinds=("graphics",),
+                      info=ProcessInfo(pid=2514, user="root", name="Xorg"))
+    train = GpuProcess(pid=4242, used=3 * GiB, info=ProcessInfo(pid=4242, user="alice"))
+    frame = Frame(time=1.0, gpus=(GpuSample(index=0, total=24 * GiB, used=4 * GiB,
+                                            processes=(train, xorg)),))
+    totals = {t.label: t for t in user_totals(frame)}
+    assert totals["alice"].used == 3 * GiB
+    assert totals["root"].used is None and totals["root"].unreported == 1
+    (root_line,) = [line for line in render_table(frame).splitlines()
+                    if line.strip().startswith("root ")]
+    assert root_line.split()[1] == "n/a" and "0 B" not in root_line
+    assert {"user": "root", "used": None, "gpus": [], "processes": 1, "unreported": 1} \
+        in frame_to_dict(frame)["users"]

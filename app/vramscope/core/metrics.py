@@ -150,7 +150,8 @@ def _user_families(frame: Frame):
                                 "Device memory used by one user's processes on all GPUs (NVML)",
                                 labels=["user"])
     for total in user_totals(frame):
-        machine.add_metric([total.label], float(total.used))
+        if total.used is not None:
+            machine.add_metric([total.label], float(total.used))
         for gpu, used in total.per_gpu:
             per_gpu.add_metric([str(gpu), total.label], float(used))
     yield per_gpu

@@ -17,7 +17,7 @@ UNKNOWN_USER = "unknown"
 @dataclass(frozen=True, slots=True)
 class UserTotal:
     user: str | None  # None: not known from here
-    used: int  # bytes over every GPU (the processes with a figure)
+    used: int | None  # bytes over every GPU (the processes with a figure); None: none had one
     per_gpu: tuple[tuple[int, int], ...]  # (gpu index, bytes), by index
     processes: int  # distinct (gpu, pid) entries
     unreported: int = 0  # entries with no per-process figure (n/a)
@@ -49,7 +49,8 @@ def user_totals(frame: Frame | None) -> list[UserTotal]:
             continue
         entry[0] += proc.used
         entry[1][gpu.index] = entry[1].get(gpu.index, 0) + proc.used
-    out = [UserTotal(user=u, used=e[0], per_gpu=tuple(sorted(e[1].items())), processes=e[2],
-                     unreported=e[3]) for u, e in acc.items()]
-    out.sort(key=lambda t: (-t.used, t.user is None, t.user or ""))
+    out = [UserTotal(user=u, used=e[0] if e[3] < e[2] else None,  # all n/a: n/a, never 0
+                     per_gpu=tuple(sorted(e[1].items())), processes=e[2], unreported=e[3])
+           for u, e in acc.items()]
+    out.sort(key=lambda t: (-(t.used or 0), t.user is None, t.user or ""))
     return out
