@@ -113,9 +113,10 @@ class ModelHooks:
 
 def _returned_cache(output: dict) -> bool:
     """Whether a model output (a dict, e.g. a Hugging Face ModelOutput) holds a cache.
-    Only its keys and dict.get: the fields' deprecated attribute getters stay untouched."""
+    Only dict's own methods: ModelOutput's ``in``, ``get`` and attribute getters map the
+    old names to the new one with a deprecation message, printed in the user's process."""
     for key in CACHE_KEYS:
-        if key in output and dict.get(output, key) is not None:
+        if dict.__contains__(output, key) and dict.get(output, key) is not None:
             return True
     return False
 
