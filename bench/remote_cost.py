@@ -32,20 +32,10 @@ sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
 
 import psutil  # noqa: E402
 
+from gui_vs_nvitop import cpu_seconds as _cpu  # noqa: E402 (a process tree's CPU)
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, build_library, subprocess_env, write_state  # noqa: E402
 
 GPUS, PROCS = 8, 8
-
-
-def _cpu(proc: psutil.Process) -> float:
-    total = 0.0
-    for p in [proc] + proc.children(recursive=True):
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
 
 
 def _state(pids) -> FakeState:
