@@ -40,10 +40,7 @@ def main() -> None:
     window.resize(1400, 900)
     window.show()
     for k in range(seconds):
-        frame = source.sample(start + k)
-        for enrich in feed.sampler.enrichers:
-            frame = enrich(frame)
-        feed.store.append(frame)
+        feed.sampler.sample_once(start + k)
     window.refresh(force=True)
     OUT.mkdir(parents=True, exist_ok=True)
     for index, name in ((0, "demo"), (1, "alerts"), (2, "agents")):

@@ -44,10 +44,7 @@ def busy(themed_app, qtbot, tmp_path):
         window.resize(width, height)
         window.show()
         for k in range(SECONDS):
-            frame = source.sample(T0 + k)
-            for enrich in feed.sampler.enrichers:
-                frame = enrich(frame)
-            feed.store.append(frame)
+            feed.sampler.sample_once(T0 + k)
         window.refresh(force=True)
         qtbot.wait(20)
         window.refresh(force=True)

@@ -36,10 +36,7 @@ def start_app(themed_app, qtbot, tmp_path):
         qtbot.addWidget(window)
         window.show()
         for k in range(0, 121):
-            frame = source.sample(T0 + k)
-            for enrich in feed.sampler.enrichers:
-                frame = enrich(frame)
-            feed.store.append(frame)
+            feed.sampler.sample_once(T0 + k)
         window.refresh(force=True)
         windows.append(window)
         return window, settings

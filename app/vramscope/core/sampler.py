@@ -65,10 +65,11 @@ class Sampler:
         self._interval = clamp_interval(seconds)
         self._wake.set()  # re-plan the schedule from now
 
-    def sample_once(self) -> Frame:
-        """One pass on the calling thread (used by `status` and tests). Never raises."""
+    def sample_once(self, now: float | None = None) -> Frame:
+        """One pass on the calling thread (used by `status` and tests); ``now``: the
+        time to sample at (a simulated source fed ahead, e.g. for screenshots). Never raises."""
         t0 = self._mono()
-        now = self._wall()
+        now = self._wall() if now is None else now
         name = getattr(self.source, "name", "?")
         try:
             frame = self.source.sample(now)

@@ -75,13 +75,18 @@ def proc_slices(db: sqlite3.Connection) -> dict[int, str]:
     return dict(_query(db, "SELECT proc, uuid FROM mig_procs"))
 
 
-def slices_at(db: sqlite3.Connection, t0: float, t1: float,
-              gpus: dict[int, GpuSample]) -> dict[int, tuple[MigSlice, ...]]:
-    """The slices recorded in one pass (t0 <= t < t1), per GPU index, with the
-    processes of ``gpus`` (already tagged with ``mig_uuid``) that ran on each."""
-    statics = {row[0]: row[1:] for row in _query(
+def slice_statics(db: sqlite3.Connection) -> dict[str, tuple]:
+    """uuid -> (gpu, slice index, profile, name, GI id, CI id)."""
+    return {row[0]: row[1:] for row in _query(
         db, "SELECT uuid, gpu, slice_index, profile, name, gpu_instance_id, compute_instance_id "
             "FROM mig_slices")}
+
+
+def slices_at(db: sqlite3.Connection, t0: float, t1: float, gpus: dict[int, GpuSample],
+              statics: dict[str, tuple]) -> dict[int, tuple[MigSlice, ...]]:
+    """The slices recorded in one pass (t0 <= t < t1), per GPU index, with the
+    processes of ``gpus`` (already tagged with ``mig_uuid``) that ran on each;
+    ``statics`` from slice_statics."""
     out: dict[int, list[MigSlice]] = {}
     for uuid, total, used, free in _query(
             db, "SELECT uuid, total, used, free FROM mig_samples WHERE t >= ? AND t < ?", (t0, t1)):

@@ -137,6 +137,7 @@ class SessionReader:
             except ValueError:
                 self.meta[key] = value
         self._procs: dict[int, ProcessRecord] | None = None
+        self._mig: tuple[dict, dict] | None = None  # (slice statics, process id -> slice)
         self._times: np.ndarray | None = None
 
     def _connect(self, uri: str, problem: str | None) -> set[str]:
@@ -373,6 +374,12 @@ class SessionReader:
         return [{"t": t, "action": a, "proc": p, "pid": pid, "start_time": st, "result": r,
                  "detail": _dict(loads(d))} for t, a, p, pid, st, r, d in rows]
 
+    def _mig_tables(self) -> tuple[dict, dict]:
+        """MIG slice statics and each process's slice, read once (like processes())."""
+        if self._mig is None:
+            self._mig = (mig_rows.slice_statics(self._db), mig_rows.proc_slices(self._db))
+        return self._mig
+
     def mig_series(self, t0: float, t1: float) -> dict[tuple, tuple]:
         """MIG slices' used/total series (none in files without MIG)."""
         return mig_rows.slice_series(self._db, t0, t1)
@@ -401,7 +408,7 @@ class SessionReader:
         procs = self.processes()
         gcols = self.gpu_columns(tk - eps, tk + eps)
         pcols = self.proc_columns(tk - eps, tk + eps)
-        on_slice = mig_rows.proc_slices(self._db)
+        mig_statics, on_slice = self._mig_tables()
         gpus = []
         for j in range(len(gcols)):
             gi = int(gcols.gpu[j])
@@ -425,7 +432,8 @@ class SessionReader:
                                   uuid=st.uuid if st else None,
                                   pci_bus_id=st.pci_bus_id if st else None,
                                   processes=tuple(plist), **kw, **gpu_host(self.meta, gi)))
-        slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus})
+        slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus},
+                                    mig_statics)
         if slices:
             gpus = [dataclasses.replace(g, mig_mode=True, slices=slices[g.index])
                     if g.index in slices else g for g in gpus]
