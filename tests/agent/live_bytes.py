@@ -13,6 +13,8 @@ tensors are, so the agent's buckets and this allocator describe one device.
 
 from __future__ import annotations
 
+import json
+import time
 import weakref
 
 import torch
@@ -105,3 +107,17 @@ class LiveBytesProvider:
 
     def history_enabled(self) -> bool:
         return False
+
+
+def agent_thread_sample(agent, timeout: float = 5.0) -> dict:
+    """The first sample the agent thread takes on its own from now on (an agent with a
+    short interval): what the monitor sees between training hooks."""
+    t0 = time.time()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for raw in reversed(agent.ring.all_items()):
+            item = json.loads(raw)
+            if item["kind"] == "sample" and item["t"] > t0 and item["agent"]["taken_by"] == "agent thread":
+                return item
+        time.sleep(0.01)
+    raise AssertionError("the agent thread took no sample of its own")

@@ -4,7 +4,10 @@ The allocator is replayed with CUDA semantics (tests/agent/live_bytes.py:
 "allocated" is exactly the bytes alive now) over real CPU torch loops. At
 the end of forward, after backward and after the optimizer step, a sample
 taken at that instant must give each bucket within 1 % of the true tensor
-sizes, computed here from the live objects:
+sizes, computed here from the live objects -- and so must a sample taken in
+the middle of backward, from an autograd hook on an intermediate layer, when
+about half of the gradients are there (the autograd engine runs that hook on
+the training thread, where ``.grad`` may be read):
 
 - weights: the models' parameters and buffers (and the optimizer's own
   parameters, e.g. fp32 masters), each storage once;
@@ -18,10 +21,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .live_bytes import LiveBytes, LiveBytesProvider, unique_bytes
+from .live_bytes import LiveBytes, LiveBytesProvider, agent_thread_sample, unique_bytes
 from .test_buckets import TiedLM
 
-INSTANTS = ("forward", "backward", "step")
+INSTANTS = ("forward", "mid-backward", "backward", "step")
 
 
 def truth(live: LiveBytes, models, optimizers) -> dict[str, int]:
@@ -50,6 +53,21 @@ class Check:
         assert self.agent.wait_started(5)
         self.seen: list[tuple] = []
 
+    def mid_backward(self, module) -> None:
+        """Sample in every backward when the gradient of ``module``'s output arrives:
+        the gradients of the layers after it are there, those before it are not."""
+        def arm(m, args, out):
+            if out.requires_grad:
+                out.register_hook(lambda grad: None if self("mid-backward") else None)
+
+        module.register_forward_hook(arm)
+
+    def by_instant(self) -> dict[str, list[dict]]:
+        by: dict[str, list[dict]] = {}
+        for instant, want in self.seen:
+            by.setdefault(instant, []).append(want)
+        return by
+
     def __call__(self, instant: str) -> dict:
         item = self.agent.sample_once()
         got = {d["device"]: d for d in item["devices"]}["cpu"]["buckets"]
@@ -67,8 +85,10 @@ def mlp_bn(width=256):
                                torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 8))
 
 
-def loop(check, model, opt, steps=3, micro=1, set_to_none=True, forward=None):
+def loop(check, model, opt, steps=3, micro=1, set_to_none=True, forward=None, mid=None):
     forward = forward or (lambda x: model(x).square().mean())
+    if mid is not None:
+        check.mid_backward(mid)
     for _ in range(steps):
         opt.zero_grad(set_to_none=set_to_none)
         for _ in range(micro):
@@ -88,10 +108,8 @@ def test_every_bucket_is_true_at_forward_backward_and_step(make_agent, set_to_no
         model = mlp_bn()
         opt = torch.optim.Adam(model.parameters())
         check = Check(make_agent, live, [model], [opt])
-        loop(check, model, opt, steps=3, set_to_none=set_to_none)
-    by = {}
-    for instant, want in check.seen:
-        by.setdefault(instant, []).append(want)
+        loop(check, model, opt, steps=3, set_to_none=set_to_none, mid=model[2])
+    by = check.by_instant()
     params = sum(p.numel() * 4 for p in model.parameters())
     # what a user must see: at the end of forward of step 2 on, activations held and
     # (set_to_none) no gradients; after backward, gradients and (nearly) no activations
@@ -101,6 +119,10 @@ def test_every_bucket_is_true_at_forward_backward_and_step(make_agent, set_to_no
     assert by["backward"][1]["gradients"] == params
     assert by["backward"][1]["other_allocated"] < later_forward["other_allocated"]
     assert by["step"][-1]["optimizer_state"] >= 2 * params
+    # mid-backward: the last two Linear layers' gradients are there, the first layers' not yet
+    later = sum(p.numel() * 4 for m in (model[3], model[5]) for p in m.parameters())
+    # (set_to_none=False: from the second step on the gradients stay, zeroed, and are all there)
+    assert [w["gradients"] for w in by["mid-backward"]] == [later] + [later if set_to_none else params] * 2
 
 
 def test_buffers_are_weights(make_agent):
@@ -122,9 +144,13 @@ def test_gradient_accumulation(make_agent):
         model = mlp_bn()
         opt = torch.optim.AdamW(model.parameters())
         check = Check(make_agent, live, [model], [opt])
-        loop(check, model, opt, steps=2, micro=3)
-    forwards = [w for i, w in check.seen if i == "forward"]
-    assert forwards[0]["gradients"] == 0 and forwards[1]["gradients"] > 0  # accumulating
+        loop(check, model, opt, steps=2, micro=3, mid=model[2])
+    by = check.by_instant()
+    assert by["forward"][0]["gradients"] == 0 and by["forward"][1]["gradients"] > 0  # accumulating
+    params = sum(p.numel() * 4 for p in model.parameters())
+    # the first micro-batch's backward makes the gradients, the next ones add into them
+    assert 0 < by["mid-backward"][0]["gradients"] < params
+    assert [w["gradients"] for w in by["mid-backward"][1:3]] == [params, params]
 
 
 def test_frozen_backbone(make_agent):
@@ -136,9 +162,11 @@ def test_frozen_backbone(make_agent):
         head = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.Adam(head)
         check = Check(make_agent, live, [model], [opt])
-        loop(check, model, opt, steps=2)
+        loop(check, model, opt, steps=2, mid=model[4])
     after = [w for i, w in check.seen if i == "step"][-1]
     assert after["gradients"] == sum(p.numel() * 4 for p in head)
+    mid = check.by_instant()["mid-backward"]
+    assert [w["gradients"] for w in mid] == [sum(p.numel() * 4 for p in model[5].parameters())] * 2
 
 
 def test_tied_weights(make_agent):
@@ -148,8 +176,11 @@ def test_tied_weights(make_agent):
         opt = torch.optim.Adam(model.parameters())
         check = Check(make_agent, live, [model], [opt])
         idx = torch.randint(0, 500, (4, 16))
-        loop(check, model, opt, steps=2, forward=lambda x: model(idx).logsumexp(-1).mean())
+        loop(check, model, opt, steps=2, forward=lambda x: model(idx).logsumexp(-1).mean(), mid=model.embed)
     assert check.seen[-1][1]["weights"] == (500 * 64 + 64 * 64 + 64) * 4  # the tied matrix once
+    # the body's gradients are there; the tied matrix's comes once both of its uses are summed
+    mid = check.by_instant()["mid-backward"]
+    assert [w["gradients"] for w in mid] == [(64 * 64 + 64) * 4] * 2
 
 
 def test_mixed_precision_autocast_bf16_copies_are_temporaries(make_agent):
@@ -163,7 +194,8 @@ def test_mixed_precision_autocast_bf16_copies_are_temporaries(make_agent):
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 return model(x).float().square().mean()
 
-        loop(check, model, opt, steps=2, forward=forward)
+        loop(check, model, opt, steps=2, forward=forward, mid=model[2])
+    assert check.by_instant()["mid-backward"][0]["gradients"] > 0
     assert check.seen[-1][1]["weights"] == sum(p.numel() * 4 for p in model.parameters()) + \
         sum(b.untyped_storage().nbytes() for b in model.buffers())
 
@@ -175,6 +207,7 @@ def test_fp32_master_weights_with_a_bf16_model(make_agent):
         masters = [p.detach().float().requires_grad_() for p in model.parameters()]
         opt = torch.optim.Adam(masters)
         check = Check(make_agent, live, [model], [opt])
+        check.mid_backward(model[2])
         for _ in range(2):
             opt.zero_grad()
             model.zero_grad()
@@ -193,6 +226,9 @@ def test_fp32_master_weights_with_a_bf16_model(make_agent):
     params = sum(p.numel() for p in model.parameters())
     after = check.seen[-1][1]
     assert after["gradients"] == params * (2 + 4)  # bf16 gradients and fp32 master gradients
+    mid = check.by_instant()["mid-backward"]
+    assert [w["gradients"] for w in mid] == [sum(p.numel() * 2 for m in (model[3], model[5])
+                                                 for p in m.parameters())] * 2
     assert after["optimizer_state"] >= 2 * 4 * params
 
 
@@ -213,11 +249,14 @@ def test_parameters_added_late_are_counted_at_the_next_sample(make_agent):
         model = Growing()
         opt = torch.optim.Adam(model.parameters())
         check = Check(make_agent, live, [model], [opt])
-        loop(check, model, opt, steps=1)
+        loop(check, model, opt, steps=1, mid=model.body[2])
         model.extra = torch.nn.Linear(8, 512)
         opt.add_param_group({"params": list(model.extra.parameters())})
         check("idle")  # at once: no waiting for a walk schedule
         loop(check, model, opt, steps=1)
+    extra = sum(p.numel() * 4 for p in model.extra.parameters())
+    first, second = check.by_instant()["mid-backward"]
+    assert second["gradients"] - first["gradients"] == extra  # the late layer's gradients count mid-backward
 
 
 def test_a_second_model_registered_mid_run(make_agent):
@@ -227,11 +266,12 @@ def test_a_second_model_registered_mid_run(make_agent):
                                                   torch.nn.Linear(128, 1))
         opt_g = torch.optim.Adam(gen.parameters())
         check = Check(make_agent, live, [gen], [opt_g])
-        loop(check, gen, opt_g, steps=1)
+        loop(check, gen, opt_g, steps=1, mid=gen[2])
         opt_d = torch.optim.SGD(disc.parameters(), lr=0.1, momentum=0.9)
         check.agent.watch(model=disc, optimizer=opt_d)
         check.models.append(disc)
         check.optimizers.append(opt_d)
+        check.mid_backward(disc[1])
         for _ in range(2):
             opt_d.zero_grad()
             loss = disc(gen(torch.randn(16, 64)).detach()).mean()
@@ -243,47 +283,18 @@ def test_a_second_model_registered_mid_run(make_agent):
             check("step")
 
 
-def test_a_sample_while_backward_runs_never_reads_gradients_mid_write(make_agent):
-    """The autograd engine assigns .grad without the GIL: a sample taken during
-    backward keeps the gradients read before it, and reads them again after."""
-    during = []
-
-    class Probe(torch.nn.Module):  # a model that samples the agent halfway through its backward
-        def __init__(self):
-            super().__init__()
-            self.a, self.b = mlp_bn()[:3], torch.nn.Linear(256, 8)
-            self.agent = None
-
-        def forward(self, x):
-            h = self.a(x)
-            h.register_hook(lambda g: during.append(self.agent.sample_once()))
-            return self.b(h)
-
-    live = LiveBytes()
-    with live:
-        model = Probe()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        check = Check(make_agent, live, [model], [opt])
-        model.agent = check.agent
-        loop(check, model, opt, steps=2)
-    assert len(during) == 2
-    for item in during:
-        cpu = {d["device"]: d for d in item["devices"]}["cpu"]["buckets"]
-        assert cpu["gradients"] == 0  # as read at the end of forward (set_to_none), not half-written
-
-
-def test_without_a_registered_model_gradients_are_read_on_the_training_thread_after_each_step(make_agent):
-    """Only the optimizer is registered: backward cannot be seen, so the agent thread
-    never reads .grad; the step hook reads them after each update instead."""
+def test_without_a_registered_model_the_gradients_are_noted_after_each_step(make_agent):
+    """Only the optimizer is registered: the step hook notes the gradients after each
+    update, and the agent thread's own sample (the ledger's figures) shows them."""
     live = LiveBytes()
     with live:
         model = mlp_bn()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        agent = make_agent(LiveBytesProvider(live), interval=60.0)
+        agent = make_agent(LiveBytesProvider(live), interval=0.05)
         agent.watch(optimizer=opt)
         agent.start()
         assert agent.wait_started(5)
         loop(lambda instant: None, model, opt, steps=2, set_to_none=False)
-        item = agent.sample_once()
+        item = agent_thread_sample(agent)
     cpu = {d["device"]: d for d in item["devices"]}["cpu"]["buckets"]
     assert cpu["gradients"] == sum(p.numel() * 4 for p in model.parameters())

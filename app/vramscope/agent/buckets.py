@@ -12,7 +12,10 @@ optimizer state appears in the first step, parameters may be added late):
 - ``measure`` sums, at the moment it is called, the storages those owners
   hold *now*: each parameter's and buffer's storage (weights), each
   parameter's current ``.grad`` (gradients), every tensor in each
-  optimizer's current ``state`` (optimizer state).
+  optimizer's current ``state`` (optimizer state). ``.grad`` is read only
+  where that is safe -- the training thread, or the autograd engine inside
+  one of its hooks; the agent thread passes the gradient figures of the
+  ledger instead (agent/grads.py explains why).
 
 Every tensor is counted by its storage, once: tied embeddings, shared
 parameters, views into a flat buffer (FSDP, DDP gradient buckets) and a
@@ -36,11 +39,15 @@ import torch
 from vramscope.agent.protocol import TENSOR_BUCKETS, Bucket
 
 WEIGHTS, GRADIENTS, OPTIMIZER_STATE = Bucket.WEIGHTS.value, Bucket.GRADIENTS.value, Bucket.OPTIMIZER_STATE.value
+GRADIENTS_UNKNOWN = ("gradients and activations + temporaries n/a: a backward may have made gradients "
+                     "since the training thread last showed them, and it has run no hook since")
 _MAX_DEPTH = 4
 
 
 def _storages(t, depth: int = 0):
-    """Yield (device, storage key, nbytes) for the memory a tensor holds."""
+    """Yield (device, storage key, nbytes, owner) for the memory a tensor holds; the
+    owner (the storage, or the tensor where it has no single storage) lives as
+    long as that memory."""
     if depth > _MAX_DEPTH or not isinstance(t, torch.Tensor):
         return
     flatten = getattr(type(t), "__tensor_flatten__", None)
@@ -57,9 +64,9 @@ def _storages(t, depth: int = 0):
         return
     try:
         storage = t.untyped_storage()
-        yield str(device), storage.data_ptr(), storage.nbytes()
+        yield str(device), storage.data_ptr(), storage.nbytes(), storage
     except Exception:  # sparse and other layouts without one storage
-        yield str(device), ("id", id(t)), t.numel() * t.element_size()
+        yield str(device), ("id", id(t)), t.numel() * t.element_size(), t
 
 
 def _state_tensors(value, depth: int = 0):
@@ -120,9 +127,11 @@ class _Counter:
         self.out: dict[str, dict[str, int]] = {}
         self.seen: dict[str, set] = {b: set() for b in (WEIGHTS, GRADIENTS, OPTIMIZER_STATE)}
 
-    def add(self, bucket: str, tensor) -> None:
+    def add(self, bucket: str, tensor, ledger=None) -> None:
         seen = self.seen[bucket]
-        for device, key, nbytes in _storages(tensor):
+        for device, key, nbytes, owner in _storages(tensor):
+            if ledger is not None:
+                ledger.note(device, key, owner, nbytes)
             k = (device, key)
             if k in seen:
                 continue
@@ -133,24 +142,24 @@ class _Counter:
             per[bucket] += nbytes
 
 
-def measure(owners: Owners, grads_readable=None) -> tuple[dict[str, dict[str, int]], bool]:
-    """(device -> {"weights", "gradients", "optimizer_state"} in bytes now, gradients read).
+def measure(owners: Owners, grads: dict[str, int] | None = None, grads_known: bool = True,
+            ledger=None) -> dict[str, dict[str, int | None]]:
+    """device -> {"weights", "gradients", "optimizer_state"} in bytes now.
 
-    A device that appears has all three keys. Called from the agent thread:
-    ``grads_readable()`` says whether ``.grad`` may be read now -- not while the
-    autograd engine, which runs without the GIL, may be assigning it. When it
-    says no, the gradients are left out (0) and the second value is False.
+    A device that appears has all three keys. Without ``grads`` the gradients are
+    read from ``.grad`` -- only on the training thread or inside an autograd hook
+    -- and, with a ``ledger``, each gradient storage is noted there. The agent
+    thread passes ``grads`` (the ledger's bytes per device) instead, or
+    ``grads_known=False``: then the gradients are None (not known), never 0.
     """
     c = _Counter()
-    grads = True
+    read = grads is None and grads_known
     for p in owners.params:
         c.add(WEIGHTS, p)
-        if grads and grads_readable is not None and not grads_readable():
-            grads = False
-        if grads:
+        if read:
             g = p.grad
             if g is not None:
-                c.add(GRADIENTS, g)
+                c.add(GRADIENTS, g, ledger)
     for b in owners.buffers:
         c.add(WEIGHTS, b)
     for o in owners.optimizers:
@@ -158,12 +167,33 @@ def measure(owners: Owners, grads_readable=None) -> tuple[dict[str, dict[str, in
         for state in list(getattr(o, "state", {}).values()):
             for t in _state_tensors(state):
                 c.add(OPTIMIZER_STATE, t)
-    return c.out, grads
+    out: dict[str, dict[str, int | None]] = c.out
+    if read:
+        if ledger is not None:
+            ledger.noted(settled=False)
+        return out
+    for device, nbytes in (grads or {}).items():
+        out.setdefault(device, {WEIGHTS: 0, GRADIENTS: 0, OPTIMIZER_STATE: 0})[GRADIENTS] = nbytes
+    if not grads_known:
+        for per in out.values():
+            per[GRADIENTS] = None
+    return out
+
+
+def note_gradients(owners: Owners, ledger, settled: bool = True) -> None:
+    """The training thread notes every gradient storage in the ledger (weights and
+    optimizer state are not read)."""
+    for p in owners.params:
+        g = p.grad
+        if g is not None:
+            for device, key, nbytes, owner in _storages(g):
+                ledger.note(device, key, owner, nbytes)
+    ledger.noted(settled)
 
 
 def tensor_buckets(models: Iterable = (), optimizers: Iterable = ()) -> dict[str, dict[str, int]]:
     """The three tensor buckets now (on the training thread: gradients always readable)."""
-    return measure(collect(models, optimizers))[0]
+    return measure(collect(models, optimizers))
 
 
 def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
@@ -186,6 +216,8 @@ def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
                     f"{-other} bytes more than PyTorch's allocator holds (tensors from outside its "
                     f"allocator, e.g. DLPack, or tensors that changed between the two readings)")
             other = None
+    elif tensor is not None and g is None and w is not None:
+        note = GRADIENTS_UNKNOWN
     cached = reserved - allocated if (allocated is not None and reserved is not None) else None
     return {WEIGHTS: w, GRADIENTS: g, OPTIMIZER_STATE: s,
             Bucket.OTHER_ALLOCATED.value: other, Bucket.CACHED_FREE.value: cached}, note

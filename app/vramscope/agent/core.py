@@ -1,14 +1,20 @@
 """The agent: one daemon thread that samples and serves; cheap hooks on the training thread.
 
 The training thread only ever runs the hooks (optimizer step pre/post-hooks,
-model forward pre/post-hooks, the end-of-backward callback, the OOM
-observer): they read one allocator counter and append to bounded queues.
-The agent thread drains those queues into the ring, reads the allocator
-statistics a few times per second together with the tensor buckets at that
-same instant (agent/buckets.py: the owners' list is cached and refreshed
-within a walk budget, the bytes are summed at each sample), and answers the
-monitor. Every error in the agent is caught and counted; the training never
-sees one (nor a warning).
+model forward pre/post-hooks, the OOM observer): they read one allocator
+counter and append raw figures to bounded queues. The agent thread drains
+those queues into the ring, samples the allocator statistics a few times per
+second together with the tensor buckets at that same instant
+(agent/buckets.py: the owners' list is cached and refreshed within a walk
+budget, the bytes are summed at each sample), and answers the monitor.
+
+The agent thread never reads ``.grad`` (agent/grads.py: in PyTorch that read
+races with ``zero_grad`` and can crash the process). Its gradient figure is
+the ledger of gradient storages the training thread has noted; while that
+ledger may lack the gradients of a running backward, the sample is taken by
+the training thread at its next hook instead (agent/handoff.py). Every error
+in the agent is caught and counted; the training never sees one (nor a
+warning).
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ import threading
 import time
 import weakref
 
-from vramscope.agent import oom, paths, requests
-from vramscope.agent.buckets import GRADIENTS, Owners, collect, full_buckets, measure
+from vramscope.agent import oom, paths, requests, sampling
+from vramscope.agent.buckets import Owners, collect, measure, note_gradients
+from vramscope.agent.grads import GradLedger
+from vramscope.agent.handoff import Handoff
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
-from vramscope.agent.protocol import TENSOR_BUCKETS, EventKind, ItemKind
+from vramscope.agent.protocol import EventKind, ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
@@ -35,7 +43,10 @@ from vramscope.agent.steps import StepTracker
 log = logging.getLogger(__name__)
 
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
-WALK_BUDGET = 0.01  # finding the owners (the module walk) may take at most 1 % of wall time
+WALK_BUDGET = 0.002  # finding the owners (the module walk) may take at most 0.2 % of wall time
+HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
+HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
+MIN_HANDOFF_WAIT = 0.05
 
 
 class Agent:
@@ -53,16 +64,20 @@ class Agent:
         self.reader: StatsReader | None = None
         if provider is not None:
             self.reader = StatsReader(provider, min_gap=min(0.25, self.interval / 2))
+        self.ledger = GradLedger()  # the gradient storages alive, for the agent thread
+        self.handoff = Handoff(self._sample_for_agent)
         self.phases = PhaseTracker(self._read_allocated, self._emit)
         self.steps = StepTracker(on_boundary=self._on_step_boundary, read_stats=self._read_for_step,
-                                 phases=self.phases)
-        self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count)
+                                 phases=self.phases, handoff=self.handoff, ledger=self.ledger)
+        self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
+                                      ledger=self.ledger, handoff=self.handoff)
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
         self._owners: Owners | None = None  # the cached walk: whose tensors count
-        self._tensors: dict[str, dict[str, int]] | None = None  # the tensor buckets, last measured
-        self._grads: dict[str, int] = {}  # gradients per device, last read outside backward
+        self._tensors: dict[str, dict[str, int | None]] | None = None  # the tensor buckets, last measured
+        self.last_taken_by: str | None = None  # which thread took the last sample
+        self.handoff_wait: float | None = None  # seconds; None: HANDOFF_STEPS step times
         self._model_info: list[dict] = []  # per registered model: sizes, dtype, optimizer (the walk)
         self._walk_lock = threading.Lock()
         self._walk_due = True  # something was registered: walk at the next sample
@@ -87,12 +102,22 @@ class Agent:
 
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
+        """Register (the caller's thread: the training thread, where ``.grad`` may be read)."""
         if model is not None:
             self.watch_models([model])
         if optimizer is not None:
             self._add_optimizer(optimizer)
             self.steps.set_primary(optimizer)
         self._walk_due = True
+        self._note_here()
+
+    def _note_here(self) -> None:
+        """On the training thread: find the owners and note their gradients now."""
+        try:
+            owners = self._owners = collect(self.models(), self.optimizers())
+            note_gradients(owners, self.ledger)
+        except Exception as exc:
+            self._error(exc)
 
     def watch_models(self, models) -> None:
         for m in models:
@@ -204,30 +229,73 @@ class Agent:
             self._error(exc)
         self._started.set()
         next_due = time.monotonic()
+        handoff = self.handoff
         while not self._stop.is_set():
             now = time.monotonic()
-            if now >= next_due:
-                self.sample_once()
+            if handoff.wanted:
+                if now >= handoff.deadline and handoff.withdraw():
+                    self._sample_here(drain=True)  # no training hook came: the gradients are not known
+            elif now >= next_due:
+                self._agent_turn(now)
                 next_due += self.interval
                 if next_due < now:
                     next_due = now + self.interval
-            wait = max(0.0, min(next_due - time.monotonic(), 0.25))
+            else:
+                self._drain()
+            until = handoff.deadline if handoff.wanted else next_due
+            wait = max(0.0, min(until - time.monotonic(), 0.25))
             if self.server is not None:
                 self.server.poll(wait)
             else:
                 self._stop.wait(wait)
 
-    def sample_once(self) -> dict | None:
-        """One sample: drain the hooks' queues, read the allocator, push to the ring."""
+    def _agent_turn(self, now: float) -> None:
+        """A sample is due: take it here, or ask the training thread while the gradient
+        ledger may lack gradients (agent/handoff.py)."""
         try:
             self._drain()
+            if self._walk_due or now >= self._next_walk or self._layout_now() != self._layout:
+                self._walk()
+            owners = self._owners
+            if owners is not None and owners.params and self.ledger.stale:
+                wait = self.handoff_wait
+                if wait is None:
+                    step = self.steps.last_duration
+                    wait = max(MIN_HANDOFF_WAIT, HANDOFF_STEPS * step) if step else HANDOFF_WAIT
+                self.handoff.ask(now + wait)
+                return
+        except Exception as exc:
+            self._error(exc)
+        self._sample_here(drain=False)
+
+    def sample_once(self) -> dict | None:
+        """One sample now, taken on the calling thread. Any thread but the agent's reads
+        ``.grad`` -- call it from the training thread (or an autograd hook); on the
+        agent thread the gradients come from the ledger."""
+        return self._sample_here(drain=True)
+
+    def _sample_here(self, drain: bool) -> dict | None:
+        return self._sample(read_grads=threading.current_thread() is not self._thread, drain=drain)
+
+    def _sample_for_agent(self) -> None:
+        """The training thread, at a hook: the sample the agent thread asked for."""
+        self._sample(read_grads=True, drain=False)
+
+    def _sample(self, read_grads: bool, drain: bool) -> dict | None:
+        """Drain the hooks' queues (``drain``), read the allocator and the tensors at one
+        instant, push the sample to the ring."""
+        try:
+            if drain:
+                self._drain()
             now = time.time()
-            if self._walk_due or time.monotonic() >= self._next_walk or self._layout_now() != self._layout:
+            if self._walk_due or (not read_grads and time.monotonic() >= self._next_walk) \
+                    or self._layout_now() != self._layout:
                 self._walk()
             devices = self.reader.read(ItemKind.SAMPLE) if self.reader is not None else {}
-            self._measure()  # the tensors at the instant of the allocator's reading
+            self._measure(read_grads)  # the tensors at the instant of the allocator's reading
             self._check_num_ooms(devices, now)
-            item = self._sample_item(now, devices)
+            self.last_taken_by = "training thread" if read_grads else "agent thread"
+            item = sampling.sample_item(self, now, devices)
             self.ring.push(ItemKind.SAMPLE, item)
             self.samples += 1
             return item
@@ -235,51 +303,10 @@ class Agent:
             self._error(exc)
             return None
 
-    def _sample_item(self, now: float, devices: dict) -> dict:
-        tensors = self._tensors
-        registered = bool(self._models or self._optimizers)
-        out = []
-        names = list(devices)
-        if tensors:
-            names += [d for d in tensors if d not in devices]
-        for name in names:
-            fields = devices.get(name)
-            per = None
-            if registered:
-                per = (tensors or {}).get(name) if tensors is not None else None
-                if per is None and tensors is not None:
-                    per = dict.fromkeys(TENSOR_BUCKETS, 0)
-            allocated = fields.get("allocated") if fields else None
-            reserved = fields.get("reserved") if fields else None
-            entry = {"device": name}
-            if fields:
-                entry.update(fields)
-            entry["buckets"], note = full_buckets(per, allocated, reserved)
-            if note is not None:
-                entry["buckets_note"] = note
-            out.append(entry)
-        return {"t": now, "step": self.steps.count, "devices": out,
-                "settings": self.reader.settings() if self.reader is not None else {},
-                "models": self._model_info,
-                "agent": {"errors": self.errors + self.steps.errors + self.phases.errors,
-                          "walks": self.walks, "phases_every": self.phases.every,
-                          "walk_seconds": self.last_walk_seconds,
-                          "measure_seconds": self.last_measure_seconds,
-                          "models": len(self._models), "optimizers": len(self._optimizers),
-                          "oom_observer": self.oom_observer_attached}}
-
     def _drain(self) -> None:
         records = self.steps.records
         while records:
-            count, t, duration, source, devices, *more = records.popleft()
-            item = {"t": t, "step": count, "duration": duration, "source": source,
-                    "devices": _step_devices(devices)}
-            if more and more[0] is not None:
-                phases, order, times = more[0]
-                item["phases"] = phases  # device -> {forward, backward, optimizer}; None: not measured
-                item["phase_order"] = order
-                item["phase_times"] = times
-            self.ring.push(ItemKind.STEP, item)
+            self.ring.push(ItemKind.STEP, sampling.step_item(records.popleft()))
         events = self._events
         while events:
             kind, t, data = events.popleft()
@@ -294,17 +321,20 @@ class Agent:
 
     # -- buckets --------------------------------------------------------------------------------
     def _on_step_boundary(self, optimizer) -> None:
-        """Training thread, after each optimizer step: nothing heavier than bookkeeping."""
+        """Training thread, after each optimizer step: bookkeeping, and the gradients noted
+        in the ledger while it is stale (within RESYNC_BUDGET; always when a sample waits)."""
         if optimizer is not None:
             self._add_optimizer(optimizer)
         if self.discovery is not None and self.discovery.active:
             self.discovery.finish()
-        owners = self._owners
-        if owners is not None and not self.phases.forwards_seen:
+        if self.ledger.stale and self._owners is not None:
             try:
-                self._grads = {d: per[GRADIENTS] for d, per in measure(owners)[0].items()}
+                self.ledger.after_step(self._resync, self.steps.last_duration, force=self.handoff.wanted)
             except Exception as exc:
                 self._error(exc)
+
+    def _resync(self) -> None:
+        note_gradients(self._owners, self.ledger)
 
     def _layout_now(self) -> tuple:
         """A cheap fingerprint of what a walk would find: the optimizers' groups and
@@ -332,7 +362,11 @@ class Agent:
             models, optimizers = self.models(), self.optimizers()
             self._walk_due = False
             self._layout = self._layout_now()
-            self._owners = collect(models, optimizers)
+            owners = collect(models, optimizers)
+            before = self._owners
+            if before is None or [id(p) for p in before.params] != [id(p) for p in owners.params]:
+                self.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
+            self._owners = owners
             self._model_info = describe_models(models, optimizers)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
@@ -344,25 +378,23 @@ class Agent:
         finally:
             self._walk_lock.release()
 
-    def _measure(self) -> None:
-        """The tensor buckets now, from the cached owners (None before any registration)."""
+    def _measure(self, read_grads: bool) -> None:
+        """The tensor buckets now, from the cached owners (None before any registration).
+        ``read_grads``: the training thread, which reads ``.grad`` and notes it in the
+        ledger; the agent thread takes the ledger's figures, or none while it is stale."""
         owners = self._owners
         if owners is None:
             self._tensors = {} if (self._models or self._optimizers) else None
             return
         t0 = time.perf_counter()
-        phases = self.phases
+        ledger = self.ledger
         try:
-            runs = phases.backward_runs
-            # without a registered model's forward, backward cannot be seen: the gradients
-            # are then read on the training thread after each step (_on_step_boundary)
-            tensors, grads_read = measure(owners, lambda: phases.forwards_seen and not phases.in_backward)
-            if grads_read and phases.backward_runs == runs:
-                self._grads = {d: per[GRADIENTS] for d, per in tensors.items()}
-            else:  # backward may be running: the gradients as last read where that is safe
-                for d, per in tensors.items():
-                    per[GRADIENTS] = self._grads.get(d, 0)
-            self._tensors = tensors
+            if read_grads:
+                self._tensors = measure(owners, ledger=ledger)
+            elif ledger.stale and owners.params:
+                self._tensors = measure(owners, grads_known=False)
+            else:
+                self._tensors = measure(owners, grads=ledger.per_device())
         except Exception as exc:  # a state dict changed size under us: the next sample
             self._tensors = None
             self._error(exc)
@@ -374,37 +406,25 @@ class Agent:
     def _first_forward(self) -> None:
         self.phases.mark_loaded(self.steps.count)
 
-    def _read_for_step(self) -> dict | None:
-        """Every step: allocated right after it (the phase hook's reading of this
-        very update, or one allocator counter read now -- microseconds, never
-        rate-limited); the peak since the previous step where the rate-limited
-        full read is due (None otherwise)."""
-        if self.reader is None:
+    def _read_for_step(self) -> tuple | None:
+        """Every step: allocated right after it (the phase hook's reading of this very
+        update, or one allocator counter read now -- microseconds, never rate-limited),
+        and the rate-limited full read where it is due (its peak since the previous
+        step); raw, the agent thread builds the step item (agent/sampling.py)."""
+        reader = self.reader
+        if reader is None:
             return None
         try:
             after = self.phases.after_step
             if after is None:
-                after = self.reader.allocated_now()
-            full = self.reader.try_read(ItemKind.STEP) or {}
-            out = {name: {"allocated": value, "peak_allocated": (full.get(name) or {}).get("peak_allocated")}
-                   for name, value in after.items()}
-            for name, fields in full.items():
-                out.setdefault(name, {"allocated": fields.get("allocated"),
-                                      "peak_allocated": fields.get("peak_allocated")})
-            return out or None
+                after = reader.allocated_now()
+            return after, reader.try_read(ItemKind.STEP)
         except Exception as exc:
             self._error(exc)
             return None
 
     def buckets_now(self, devices: dict) -> dict:
-        tensors = self._tensors or {}
-        registered = bool(self._models or self._optimizers)
-        out = {}
-        for name in set(devices) | set(tensors):
-            fields = devices.get(name) or {}
-            per = tensors.get(name, dict.fromkeys(TENSOR_BUCKETS, 0)) if registered else None
-            out[name] = full_buckets(per, fields.get("allocated"), fields.get("reserved"))[0]
-        return out
+        return sampling.buckets_now(self, devices)
 
     # -- OOM ------------------------------------------------------------------------------------------
     def _on_oom(self, device, alloc, device_allocated, device_free) -> None:
@@ -426,7 +446,8 @@ class Agent:
                     self._last_num_ooms[name] = max(fields["num_ooms"], self._last_num_ooms.get(name, 0))
         try:  # the instant matters: a fresh walk (it allocates nothing on the device)
             self._owners = collect(self.models(), self.optimizers())
-            self._tensors = measure(self._owners)[0]  # the training thread: gradients readable
+            # the allocating thread (training or autograd's): gradients readable here
+            self._tensors = measure(self._owners, ledger=self.ledger)
         except Exception as exc:
             self._error(exc)
         snapshot = path = None
@@ -467,9 +488,3 @@ class Agent:
         """At exit: the whole ring to <runtime dir>/agent-<pid>-<ticks>.final.json (0600)."""
         return requests.write_final(self)
 
-
-def _step_devices(devices: dict | None) -> dict | None:
-    if not devices:
-        return None
-    return {name: {"allocated_after": f.get("allocated"), "peak_allocated": f.get("peak_allocated")}
-            for name, f in devices.items()}

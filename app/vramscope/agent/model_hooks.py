@@ -4,7 +4,10 @@ checkpointing + cache trap; and finding the models of an unmodified script
 
 Per-model forward pre/post hooks fire once per forward of the registered
 (top-level) model, so they cost a few attribute reads per step; the post
-hook hands the output to the phase tracker (agent/phases.py).
+hook hands the output to the phase tracker (agent/phases.py) and, when
+autograd recorded the forward, marks the gradient ledger stale (its backward
+will make gradients, agent/grads.py). Both are also where the training thread
+takes a sample the agent thread asked for (agent/handoff.py).
 
 Checkpointing + cache: gradient checkpointing recomputes activations in
 backward to save memory, and a key/value cache returned by a training
@@ -38,10 +41,13 @@ DISCOVERY_ROOT_CALLS = 64  # give up discovery after this many top-level forward
 
 
 class ModelHooks:
-    def __init__(self, emit, clock=time.monotonic, phases=None, steps_done=lambda: 0):
+    def __init__(self, emit, clock=time.monotonic, phases=None, steps_done=lambda: 0, ledger=None,
+                 handoff=None):
         self._emit = emit  # emit(kind, data) -> None (non-blocking)
         self._clock = clock
         self._phases = phases  # PhaseTracker or None
+        self._ledger = ledger  # GradLedger or None
+        self._handoff = handoff  # Handoff or None
         self._steps_done = steps_done
         self._handles: dict[int, tuple] = {}
         self._last_eval: dict[int, float] = {}
@@ -69,9 +75,15 @@ class ModelHooks:
         if self._phases is not None:
             self._phases.forward_end(output)
         try:
-            if module.training and isinstance(output, dict) and torch.is_grad_enabled() \
+            grad = torch.is_grad_enabled()
+            if grad and self._ledger is not None:
+                self._ledger.stale = True
+            if grad and module.training and isinstance(output, dict) \
                     and _returned_cache(output) and _checkpointing(module):
                 self._use_cache(module)
+            handoff = self._handoff
+            if handoff is not None and handoff.wanted:
+                handoff.serve()
         except Exception:
             pass
 
@@ -82,6 +94,9 @@ class ModelHooks:
         try:
             if not module.training and torch.is_grad_enabled():
                 self._eval_autograd(module)
+            handoff = self._handoff
+            if handoff is not None and handoff.wanted:
+                handoff.serve()
         except Exception:
             pass
 

@@ -9,18 +9,25 @@ moments are cheap and already on the training thread:
 
 - forward pre-hook of a registered model (top module): the first one, before
   any step, is "after loading";
-- forward post-hook: "forward" = allocated with the activations held; it also
-  hooks the output tensor, whose gradient arrives first in backward, and
-  that hook queues a callback the autograd engine runs when the whole
-  backward pass is done (the way DDP finds the end of backward): "backward";
-- optimizer step pre-hook: "backward" again when no backward end was seen
-  (an output that is not a tensor); post-hook: "optimizer".
+- forward post-hook: "forward" = allocated with the activations held;
+- optimizer step pre-hook: "backward" = allocated after the backward pass (and
+  whatever ran between it and the update, e.g. gradient clipping); post-hook:
+  "optimizer";
+- until a loop has shown an optimizer (and in loops without one, which call
+  ``agent.step()``), the forward post-hook also hooks the output tensor, whose
+  gradient arrives first in backward, and that hook queues a callback the
+  autograd engine runs when the whole backward pass is done (the way DDP finds
+  the end of backward): "backward" there. Once the optimizer pre-hook reads
+  it, that per-step hook (some 10 us of the training thread's time) is left
+  out.
 
 Each reading is ``provider.allocated_now()``: the allocator's current
-counter per touched CUDA device -- no synchronisation, no peak reset. Within
-one step the highest reading of each phase is kept (several micro-batches),
-so the step record says which phase peaks. A CPU-only run has no CUDA
-device: the phases are None and the hooks skip the work.
+counter per touched CUDA device -- no synchronisation, no peak reset. The
+hooks only append the raw readings; the agent thread folds them into the
+step record (agent/sampling.py): within one step the highest reading of
+each phase is kept (several micro-batches), so the step record says which
+phase peaks. A CPU-only run has no CUDA device: the phases are None and the
+hooks skip the work.
 
 Cost: the readings are timed; when they would exceed PHASE_BUDGET of the
 step time, only every k-th step is measured (the others report None).
@@ -31,7 +38,7 @@ from __future__ import annotations
 import math
 import time
 
-from vramscope.agent.protocol import PHASES, EventKind, Phase
+from vramscope.agent.protocol import EventKind, Phase
 
 PHASE_BUDGET = 0.005  # the phase readings may take at most 0.5 % of step time
 RECHECK_EVERY = 2.0  # seconds: a run with no CUDA device looks again this often
@@ -68,17 +75,13 @@ class PhaseTracker:
         self._skip = 0
         self._cost = 0.0
         self._step_start: float | None = None
-        self._cur: dict[str, dict[str, int]] = {}
-        self._order: list[str] = []
-        self._times: dict[str, float] = {}
+        self._seen: list = []  # this step's readings: (phase, wall time, {device: bytes}), in order
         self._backward_queued = False
         self._backward_seen = False
         self._queue_callback = None
         self._nothing_at: float | None = None  # when a read last found no CUDA device
         self.after_step: dict[str, int] | None = None  # this step's reading after the update
-        self.in_backward = False  # between a registered model's output gradient and the end of backward
-        self.backward_runs = 0  # backward passes begun (the agent thread compares before/after a read)
-        self.forwards_seen = False  # a registered model's forward ran: backward is tracked
+        self.optimizer_seen = False  # an optimizer pre-hook ran: "backward" is read there
         self.errors = 0
         self.reads = 0
 
@@ -86,25 +89,15 @@ class PhaseTracker:
     def _note(self, phase: str) -> None:
         t0 = self._clock()
         values = self._read()
-        self._cost += self._clock() - t0
         self.reads += 1
-        if not values:
+        if values:
+            self._seen.append((phase, self._wall(), values))
+            if phase == Phase.OPTIMIZER:
+                self.after_step = values
+        else:
             self.enabled = False  # nothing to read (no CUDA device yet): look again later
             self._nothing_at = t0
-            return
-        for device, value in values.items():
-            if value is None:
-                continue
-            per = self._cur.get(device)
-            if per is None:
-                per = self._cur[device] = {}
-            if value >= per.get(phase, -1):
-                per[phase] = value
-        if phase not in self._order:
-            self._order.append(phase)
-        self._times[phase] = self._wall()
-        if phase == Phase.OPTIMIZER:
-            self.after_step = values
+        self._cost += self._clock() - t0
 
     def mark_loaded(self, steps_done: int) -> None:
         """Before the first forward of the run: what loading left allocated."""
@@ -126,24 +119,20 @@ class PhaseTracker:
 
     # -- hooks (training thread) -----------------------------------------------------
     def forward_end(self, output) -> None:
-        """End of a registered model's forward. The output's gradient hook marks the
-        start of backward (``in_backward``) even on steps whose readings are skipped:
-        the agent thread must not read ``.grad`` while the autograd engine writes it."""
-        self.in_backward = False  # a new forward: any earlier backward is over (or abandoned)
-        self.forwards_seen = True
+        """End of a registered model's forward."""
+        if not self.enabled:
+            return
         try:
-            if self.enabled:
-                self._note(Phase.FORWARD)
-            t = _first_grad_tensor(output)
-            if t is not None:
-                t.register_hook(self._output_grad)
+            self._note(Phase.FORWARD)
+            if not self.optimizer_seen:  # no optimizer pre-hook to read "backward": autograd's end
+                t = _first_grad_tensor(output)
+                if t is not None:
+                    t.register_hook(self._output_grad)
         except Exception:
             self.errors += 1
 
     def _output_grad(self, grad):
         # the engine calls this (GIL held) before it reaches any of the model's parameters
-        self.in_backward = True
-        self.backward_runs += 1
         try:
             if not self._backward_queued:
                 queue = self._queue_callback
@@ -158,7 +147,6 @@ class PhaseTracker:
 
     def _backward_end(self) -> None:
         self._backward_queued = False
-        self.in_backward = False
         try:
             self._backward_seen = True
             if self.enabled:
@@ -167,11 +155,11 @@ class PhaseTracker:
             self.errors += 1
 
     def optimizer_pre(self) -> None:
-        self.in_backward = False
+        self.optimizer_seen = True
         if not self.enabled or self._backward_seen:
             return
         try:
-            self._note(Phase.BACKWARD)  # no backward end was seen: just before the update
+            self._note(Phase.BACKWARD)  # after backward, just before the update
         except Exception:
             self.errors += 1
 
@@ -184,19 +172,16 @@ class PhaseTracker:
             self.errors += 1
 
     # -- step boundary -----------------------------------------------------------------
-    def take(self) -> tuple[dict | None, list[str], dict[str, float]]:
-        """At a step's end: (device -> phase -> bytes or None, order seen, phase times)."""
+    def take(self) -> list:
+        """At a step's end: its readings [(phase, wall time, {device: bytes})] in hook
+        order (empty: not measured); the agent thread folds them (agent/sampling.py)."""
         now = self._clock()
-        measured = bool(self._cur)
-        phases = None
-        if measured:
-            phases = {d: {p: per.get(p) for p in PHASES} for d, per in self._cur.items()}
-        order, times = self._order, self._times
+        seen = self._seen
         if self._step_start is not None and self._cost > 0:
             duration = now - self._step_start
             if duration > 0:
                 self._every = max(1, math.ceil(self._cost / (self.budget * duration)))
-        self._cur, self._order, self._times = {}, [], {}
+        self._seen = []
         self.after_step = None
         self._cost = 0.0
         self._backward_seen = False
@@ -211,7 +196,7 @@ class PhaseTracker:
             self.enabled = self._skip == 0
         else:
             self.enabled = True
-        return phases, order, times
+        return seen
 
     @property
     def every(self) -> int:

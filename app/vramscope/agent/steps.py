@@ -8,8 +8,11 @@ count each iteration twice. Once the user calls ``agent.step()`` the manual
 calls define the steps and the hooks only mark step boundaries.
 
 The hook runs on the training thread, so it does almost nothing: a clock
-read, counters, a rate-limited allocator read (non-blocking) and an append
-to a queue that the agent thread drains.
+read, counters, one allocator counter read, a rate-limited full read
+(non-blocking) and an append of the raw figures to a queue that the agent
+thread drains and turns into step items. Both optimizer hooks and
+``agent.step()`` are also where the training thread takes a sample the agent
+thread asked for (agent/handoff.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
 
 class StepTracker:
     def __init__(self, on_boundary=None, read_stats=None, clock=time.monotonic, wall=time.time,
-                 phases=None):
+                 phases=None, handoff=None, ledger=None):
         self.count = 0
         self.manual = False
         self._primary = None  # weakref to the primary optimizer
@@ -35,6 +38,9 @@ class StepTracker:
         self.records: collections.deque = collections.deque(maxlen=MAX_PENDING)  # drained by the agent
         self.errors = 0
         self._phases = phases  # PhaseTracker or None: its readings go with each step record
+        self._handoff = handoff  # Handoff or None: a sample the agent thread asked for
+        self._ledger = ledger  # GradLedger or None: stale from a step's pre-hook (backward ran)
+        self.last_duration: float | None = None  # seconds between the last two step ends
         self._hook_handle = None
         self._pre_handle = None
 
@@ -46,7 +52,7 @@ class StepTracker:
             register_optimizer_step_post_hook, register_optimizer_step_pre_hook,
         )
         self._hook_handle = register_optimizer_step_post_hook(self._optimizer_hook)
-        if self._phases is not None:
+        if self._phases is not None or self._handoff is not None or self._ledger is not None:
             self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
 
     def uninstall(self) -> None:
@@ -58,7 +64,16 @@ class StepTracker:
             self._pre_handle = None
 
     def _optimizer_pre_hook(self, optimizer, args, kwargs) -> None:
-        self._phases.optimizer_pre()
+        try:
+            if self._ledger is not None:
+                self._ledger.stale = True  # the backward before this step made gradients
+            if self._phases is not None:
+                self._phases.optimizer_pre()
+            handoff = self._handoff
+            if handoff is not None and handoff.wanted:
+                handoff.serve()
+        except Exception:  # never break the user's step
+            self.errors += 1
 
     def set_primary(self, optimizer) -> None:
         if self._primary is None or self._primary() is None:
@@ -74,6 +89,9 @@ class StepTracker:
                 self._on_boundary(optimizer)
             if is_primary and not self.manual:
                 self._mark("optimizer")
+            handoff = self._handoff
+            if handoff is not None and handoff.wanted:
+                handoff.serve()
         except Exception:  # never break the user's step
             self.errors += 1
 
@@ -82,12 +100,16 @@ class StepTracker:
         if self._on_boundary is not None:
             self._on_boundary(None)
         self._mark("manual")
+        handoff = self._handoff
+        if handoff is not None and handoff.wanted:
+            handoff.serve()
 
     # -- records --------------------------------------------------------------------
     def _mark(self, source: str) -> None:
         now = self._clock()
         duration = None if self._last is None else now - self._last
         self._last = now
+        self.last_duration = duration
         self.count += 1
         devices = self._read_stats() if self._read_stats is not None else None
         phases = self._phases.take() if self._phases is not None else None

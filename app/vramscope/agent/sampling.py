@@ -1,0 +1,110 @@
+"""What the agent's ring holds, built from raw figures (no tensors are read here).
+
+The hooks on the training thread only append raw readings (agent/steps.py,
+agent/phases.py); the agent thread turns them into step items here. A sample
+item joins the allocator's figures and the tensor buckets measured at the
+same instant (agent/core.py) into the five buckets per device.
+"""
+
+from __future__ import annotations
+
+from vramscope.agent.buckets import full_buckets
+from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS
+
+
+def fold_phases(seen: list) -> tuple[dict | None, list[str], dict[str, float]]:
+    """A step's raw phase readings [(phase, wall time, {device: bytes})] ->
+    (device -> phase -> the highest reading of the step, or None where not
+    measured; the phases in the order first seen; phase -> time of its last
+    reading). Nothing read: (None, [], {})."""
+    per: dict[str, dict[str, int]] = {}
+    order: list[str] = []
+    times: dict[str, float] = {}
+    for phase, t, values in seen:
+        for device, value in values.items():
+            if value is None:
+                continue
+            d = per.get(device)
+            if d is None:
+                d = per[device] = {}
+            if value >= d.get(phase, -1):
+                d[phase] = value
+        if phase not in order:
+            order.append(phase)
+        times[phase] = t
+    if not per:
+        return None, [], {}
+    return {d: {p: v.get(p) for p in PHASES} for d, v in per.items()}, order, times
+
+
+def step_devices(stats) -> dict | None:
+    """(allocated right after the step per device, the rate-limited full read or None)
+    -> device -> {allocated_after, peak_allocated}."""
+    if not stats:
+        return None
+    after, full = stats
+    full = full or {}
+    out = {name: {"allocated_after": value, "peak_allocated": (full.get(name) or {}).get("peak_allocated")}
+           for name, value in (after or {}).items()}
+    for name, fields in full.items():
+        out.setdefault(name, {"allocated_after": fields.get("allocated"),
+                              "peak_allocated": fields.get("peak_allocated")})
+    return out or None
+
+
+def step_item(record: tuple) -> dict:
+    """A StepTracker record -> the ring's step item."""
+    count, t, duration, source, stats, seen = record
+    item = {"t": t, "step": count, "duration": duration, "source": source, "devices": step_devices(stats)}
+    if seen is not None:
+        phases, order, times = fold_phases(seen)
+        item["phases"] = phases  # device -> {forward, backward, optimizer}; None: not measured
+        item["phase_order"] = order
+        item["phase_times"] = times
+    return item
+
+
+def device_buckets(tensors: dict | None, registered: bool, devices: dict) -> list[tuple[str, dict, dict, str | None]]:
+    """(device, allocator fields, five buckets, note) for every device the allocator or
+    the tensors name; buckets None where nothing is registered."""
+    out = []
+    names = list(devices)
+    if tensors:
+        names += [d for d in tensors if d not in devices]
+    for name in names:
+        fields = devices.get(name) or {}
+        per = None
+        if registered and tensors is not None:
+            per = tensors.get(name) or dict.fromkeys(TENSOR_BUCKETS, 0)
+        buckets, note = full_buckets(per, fields.get("allocated"), fields.get("reserved"))
+        out.append((name, fields, buckets, note))
+    return out
+
+
+def sample_item(agent, now: float, devices: dict) -> dict:
+    tensors = agent._tensors
+    registered = bool(agent._models or agent._optimizers)
+    out = []
+    for name, fields, buckets, note in device_buckets(tensors, registered, devices):
+        entry = {"device": name}
+        entry.update(fields)
+        entry["buckets"] = buckets
+        if note is not None:
+            entry["buckets_note"] = note
+        out.append(entry)
+    return {"t": now, "step": agent.steps.count, "devices": out,
+            "settings": agent.reader.settings() if agent.reader is not None else {},
+            "models": agent._model_info,
+            "agent": {"errors": agent.errors + agent.steps.errors + agent.phases.errors,
+                      "walks": agent.walks, "phases_every": agent.phases.every,
+                      "walk_seconds": agent.last_walk_seconds,
+                      "measure_seconds": agent.last_measure_seconds,
+                      "models": len(agent._models), "optimizers": len(agent._optimizers),
+                      "oom_observer": agent.oom_observer_attached,
+                      "taken_by": agent.last_taken_by}}
+
+
+def buckets_now(agent, devices: dict) -> dict:
+    registered = bool(agent._models or agent._optimizers)
+    return {name: buckets for name, _f, buckets, _n in
+            device_buckets(agent._tensors or {}, registered, devices)}

@@ -1,0 +1,190 @@
+"""The agent thread never reads ``.grad``, and its samples are still true.
+
+Reading ``p.grad`` from a second thread can crash PyTorch while the training
+thread runs ``zero_grad`` (tests/agent/grad_race.py), so the agent thread
+shows the gradient storages the training thread noted in a ledger, asks the
+training thread to take the sample at its next hook while a backward may be
+making gradients, and says "not known" when no hook comes. The allocator is
+replayed with CUDA semantics (tests/agent/live_bytes.py) over real CPU loops.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+import vramscope
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN
+
+from .live_bytes import LiveBytes, LiveBytesProvider, agent_thread_sample
+from .test_instant_buckets import mlp_bn, truth
+
+AGENT_THREAD = "vramscope-agent"
+APP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(vramscope.__file__)))
+
+
+@pytest.fixture
+def grad_reads(monkeypatch):
+    """Counts ``.grad`` reads per thread name (autograd's own writes are C++ and not counted)."""
+    base = torch._C.TensorBase.grad
+    reads: collections.Counter = collections.Counter()
+
+    def get(self):
+        reads[threading.current_thread().name] += 1
+        return base.__get__(self)
+
+    monkeypatch.setattr(torch.Tensor, "grad", property(get, base.__set__, base.__delete__), raising=False)
+    return reads
+
+
+def cpu_buckets(item: dict) -> dict:
+    return {d["device"]: d for d in item["devices"]}["cpu"]
+
+
+def samples(agent) -> list[dict]:
+    agent._drain()
+    return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "sample"]
+
+
+def within(got: dict, want: dict) -> bool:
+    return all(got[b] is not None and abs(got[b] - v) <= 0.01 * v for b, v in want.items())
+
+
+def test_the_agent_thread_never_reads_grad_and_every_sample_is_true(make_agent, grad_reads):
+    live = LiveBytes()
+    pause = 0.02
+    with live:
+        model = mlp_bn()
+        opt = torch.optim.Adam(model.parameters())
+        agent = make_agent(LiveBytesProvider(live), interval=0.05)
+        agent.watch(model=model, optimizer=opt)
+        # (wall time, truth) beside each of the agent's hooks -- right after it, or for the
+        # step's post-hook (an optimizer's own post-hooks run first) right before: nothing changes between
+        at_hooks = []
+
+        def record(*_args):
+            at_hooks.append((time.time(), truth(live, [model], [opt])))
+
+        model.register_forward_pre_hook(record)
+        model.register_forward_hook(record)
+        opt.register_step_pre_hook(record)
+        opt.register_step_post_hook(record)
+        marks = []  # (wall time, gradients from then until the next mark)
+        agent.start()
+        for _ in range(6):
+            opt.zero_grad(set_to_none=True)
+            marks.append((time.time(), 0))
+            time.sleep(pause)
+            loss = model(torch.randn(32, 64)).square().mean()
+            time.sleep(pause)
+            loss.backward()
+            del loss
+            time.sleep(pause)
+            opt.step()
+            marks.append((time.time(), truth(live, [model], [opt])["gradients"]))
+            time.sleep(pause)
+        taken = samples(agent)
+        agent.stop()
+    assert grad_reads[AGENT_THREAD] == 0
+    assert grad_reads[threading.main_thread().name] > 0
+    by_agent = [s for s in taken if s["agent"]["taken_by"] == "agent thread"]
+    by_training = [s for s in taken if s["agent"]["taken_by"] == "training thread"]
+    assert by_agent and by_training  # the agent thread sampled, and handed samples to the hooks
+    for s in by_training:  # taken inside a hook: the truth recorded beside that hook
+        t, want = min(at_hooks, key=lambda tw: abs(tw[0] - s["t"]))
+        assert within(cpu_buckets(s)["buckets"], want), (s["t"], t, cpu_buckets(s), want)
+    for s in by_agent[1:]:  # between hooks, gradients change only in zero_grad (and backward)
+        before = [g for t, g in marks if t <= s["t"]]
+        after = [g for t, g in marks if t > s["t"]]
+        allowed = {before[-1] if before else 0} | ({after[0]} if after else set())
+        assert cpu_buckets(s)["buckets"]["gradients"] in allowed, (s["t"], cpu_buckets(s), allowed)
+
+
+def test_a_sample_handed_to_the_training_thread_is_true_at_that_hook(make_agent):
+    live = LiveBytes()
+    with live:
+        model = mlp_bn()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        agent = make_agent(LiveBytesProvider(live), interval=60.0)
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        assert agent.wait_started(5)
+        seen = []
+        opt.register_step_pre_hook(lambda *a: seen.append(truth(live, [model], [opt])))
+        for _ in range(3):
+            opt.zero_grad()
+            loss = model(torch.randn(32, 64)).square().mean()
+            agent.handoff.ask(time.monotonic() + 60)  # as the agent thread does while a backward may run
+            loss.backward()
+            del loss
+            opt.step()  # the step's pre-hook takes it: after backward, before the update
+        handed = [s for s in samples(agent) if s["agent"]["taken_by"] == "training thread"]
+    assert len(handed) == 3 and agent.handoff.served == 3
+    for s, want in zip(handed, seen):
+        assert within(cpu_buckets(s)["buckets"], want), (cpu_buckets(s), want)
+        assert want["gradients"] == sum(p.numel() * 4 for p in model.parameters())
+
+
+def test_when_no_hook_comes_the_gradients_are_not_known_rather_than_stale(make_agent):
+    live = LiveBytes()
+    with live:
+        model = mlp_bn()
+        opt = torch.optim.Adam(model.parameters())
+        agent = make_agent(LiveBytesProvider(live), interval=0.05)
+        agent.handoff_wait = 0.1
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(32, 64)).square().mean().backward()
+            opt.step()
+        loss = model(torch.randn(32, 64)).square().mean()  # its backward would make gradients...
+        item = agent_thread_sample(agent)  # ...and the training thread runs no hook for a while
+        want = truth(live, [model], [opt])
+        loss.backward()
+    cpu = cpu_buckets(item)
+    assert cpu["buckets"]["gradients"] is None and cpu["buckets"]["other_allocated"] is None
+    assert cpu["buckets_note"] == GRADIENTS_UNKNOWN
+    assert cpu["buckets"]["weights"] == want["weights"]
+    assert cpu["buckets"]["optimizer_state"] == want["optimizer_state"]
+
+
+@pytest.mark.parametrize("zero_grad_at_the_end", [True, False])
+def test_after_the_last_step_the_agent_thread_shows_the_gradients_alive(make_agent, zero_grad_at_the_end):
+    live = LiveBytes()
+    with live:
+        model = mlp_bn()
+        opt = torch.optim.AdamW(model.parameters())
+        agent = make_agent(LiveBytesProvider(live), interval=0.05)
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(32, 64)).square().mean().backward()
+            opt.step()
+        if zero_grad_at_the_end:
+            opt.zero_grad(set_to_none=True)  # frees the gradients past the last step
+        item = agent_thread_sample(agent)
+        want = truth(live, [model], [opt])
+    params = sum(p.numel() * 4 for p in model.parameters())
+    assert want["gradients"] == (0 if zero_grad_at_the_end else params)
+    assert within(cpu_buckets(item)["buckets"], want), (cpu_buckets(item), want)
+
+
+def test_zero_grad_under_the_agent_at_its_fastest_interval_never_crashes_the_training():
+    """grad_race.py: a bare thread reading p.grad dies within seconds on this loop (and so
+    did the agent while it read .grad between backward passes); the agent must not."""
+    script = os.path.join(os.path.dirname(__file__), "grad_race.py")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (APP_DIR, os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, script, "agent", "4"], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 0, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+    assert "errors 0" in done.stdout
