@@ -44,7 +44,7 @@ GRADIENTS_UNKNOWN = ("gradients and activations + temporaries n/a: a backward ma
 _MAX_DEPTH = 4
 
 
-def _storages(t, depth: int = 0):
+def storages(t, depth: int = 0):
     """Yield (device, storage key, nbytes, owner) for the memory a tensor holds; the
     owner (the storage, or the tensor where it has no single storage) lives as
     long as that memory."""
@@ -57,7 +57,7 @@ def _storages(t, depth: int = 0):
         except Exception:
             names = ()
         for name in names:
-            yield from _storages(getattr(t, name, None), depth + 1)
+            yield from storages(getattr(t, name, None), depth + 1)
         return
     device = t.device
     if device.type == "meta":
@@ -90,12 +90,14 @@ def _optimizer_params(optimizer):
 class Owners:
     """What ``collect`` found: the tensors' owners, reused by every ``measure``."""
 
-    __slots__ = ("params", "buffers", "optimizers")
+    __slots__ = ("params", "buffers", "optimizers", "devices")
+
 
     def __init__(self, params: list, buffers: list, optimizers: list):
         self.params = params  # unique parameters (models', then optimizers' own)
         self.buffers = buffers  # the models' buffers
         self.optimizers = optimizers
+        self.devices = [str(p.device) for p in params]  # where each parameter's gradient lives
 
 
 def collect(models: Iterable = (), optimizers: Iterable = ()) -> Owners:
@@ -127,11 +129,9 @@ class _Counter:
         self.out: dict[str, dict[str, int]] = {}
         self.seen: dict[str, set] = {b: set() for b in (WEIGHTS, GRADIENTS, OPTIMIZER_STATE)}
 
-    def add(self, bucket: str, tensor, ledger=None) -> None:
+    def add(self, bucket: str, tensor) -> None:
         seen = self.seen[bucket]
-        for device, key, nbytes, owner in _storages(tensor):
-            if ledger is not None:
-                ledger.note(device, key, owner, nbytes)
+        for device, key, nbytes, _owner in storages(tensor):
             k = (device, key)
             if k in seen:
                 continue
@@ -142,15 +142,15 @@ class _Counter:
             per[bucket] += nbytes
 
 
-def measure(owners: Owners, grads: dict[str, int] | None = None, grads_known: bool = True,
-            ledger=None) -> dict[str, dict[str, int | None]]:
+def measure(owners: Owners, grads: dict[str, int] | None = None,
+            grads_known: bool = True) -> dict[str, dict[str, int | None]]:
     """device -> {"weights", "gradients", "optimizer_state"} in bytes now.
 
     A device that appears has all three keys. Without ``grads`` the gradients are
-    read from ``.grad`` -- only on the training thread or inside an autograd hook
-    -- and, with a ``ledger``, each gradient storage is noted there. The agent
-    thread passes ``grads`` (the ledger's bytes per device) instead, or
-    ``grads_known=False``: then the gradients are None (not known), never 0.
+    read from ``.grad`` -- only on the training thread or inside an autograd hook.
+    The agent thread passes ``grads`` (the ledger's bytes per device, agent/grads.py)
+    instead, or ``grads_known=False``: then the gradients are None (not known),
+    never 0.
     """
     c = _Counter()
     read = grads is None and grads_known
@@ -159,7 +159,7 @@ def measure(owners: Owners, grads: dict[str, int] | None = None, grads_known: bo
         if read:
             g = p.grad
             if g is not None:
-                c.add(GRADIENTS, g, ledger)
+                c.add(GRADIENTS, g)
     for b in owners.buffers:
         c.add(WEIGHTS, b)
     for o in owners.optimizers:
@@ -169,8 +169,6 @@ def measure(owners: Owners, grads: dict[str, int] | None = None, grads_known: bo
                 c.add(OPTIMIZER_STATE, t)
     out: dict[str, dict[str, int | None]] = c.out
     if read:
-        if ledger is not None:
-            ledger.noted(settled=False)
         return out
     for device, nbytes in (grads or {}).items():
         out.setdefault(device, {WEIGHTS: 0, GRADIENTS: 0, OPTIMIZER_STATE: 0})[GRADIENTS] = nbytes
@@ -178,17 +176,6 @@ def measure(owners: Owners, grads: dict[str, int] | None = None, grads_known: bo
         for per in out.values():
             per[GRADIENTS] = None
     return out
-
-
-def note_gradients(owners: Owners, ledger, settled: bool = True) -> None:
-    """The training thread notes every gradient storage in the ledger (weights and
-    optimizer state are not read)."""
-    for p in owners.params:
-        g = p.grad
-        if g is not None:
-            for device, key, nbytes, owner in _storages(g):
-                ledger.note(device, key, owner, nbytes)
-    ledger.noted(settled)
 
 
 def tensor_buckets(models: Iterable = (), optimizers: Iterable = ()) -> dict[str, dict[str, int]]:

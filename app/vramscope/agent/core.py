@@ -28,7 +28,7 @@ import time
 import weakref
 
 from vramscope.agent import oom, paths, requests, sampling
-from vramscope.agent.buckets import Owners, collect, measure, note_gradients
+from vramscope.agent.buckets import Owners, collect, measure
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
@@ -62,13 +62,13 @@ class Agent:
         self._model_ids: set[int] = set()
         self._optimizer_ids: set[int] = set()
         self.reader: StatsReader | None = None
-        if provider is not None:
-            self.reader = StatsReader(provider, min_gap=min(0.25, self.interval / 2))
-        self.ledger = GradLedger()  # the gradient storages alive, for the agent thread
+        self.ledger = GradLedger()  # the gradients alive, as integers for the agent thread
         self.handoff = Handoff(self._sample_for_agent)
-        self.phases = PhaseTracker(self._read_allocated, self._emit)
-        self.steps = StepTracker(on_boundary=self._on_step_boundary, read_stats=self._read_for_step,
-                                 phases=self.phases, handoff=self.handoff, ledger=self.ledger)
+        self.phases = PhaseTracker(dict, self._emit, name=self._device_name)
+        self.steps = StepTracker(on_boundary=self._on_step_boundary, phases=self.phases,
+                                 handoff=self.handoff, ledger=self.ledger, resync=self._resync)
+        if provider is not None:
+            self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
                                       ledger=self.ledger, handoff=self.handoff)
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
@@ -115,7 +115,7 @@ class Agent:
         """On the training thread: find the owners and note their gradients now."""
         try:
             owners = self._owners = collect(self.models(), self.optimizers())
-            note_gradients(owners, self.ledger)
+            self.ledger.note_all(owners.params, owners.devices)
         except Exception as exc:
             self._error(exc)
 
@@ -131,6 +131,8 @@ class Agent:
                 self._error(exc)
         if self.discovery is not None and self._models:
             self.discovery.finish()
+        self.steps.pre_every_step = not self._models  # a model's forward hook marks the ledger stale
+        self.steps.place_pre_hook()
         self._walk_due = True
 
     def _add_optimizer(self, optimizer) -> None:
@@ -154,10 +156,11 @@ class Agent:
             if provider is None:
                 from vramscope.agent.stats import TorchCudaProvider
                 provider = TorchCudaProvider()
-            self.reader = StatsReader(provider, min_gap=min(0.25, self.interval / 2))
+            self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.steps.install()
         if self.discovery is not None and not self._models:
             self.discovery.install()
+            self.steps.discovering = True  # every step checks whether discovery is done
         self.oom_observer_attached = oom.attach_observer(self._on_oom)
         self._thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self._thread.start()
@@ -306,7 +309,7 @@ class Agent:
     def _drain(self) -> None:
         records = self.steps.records
         while records:
-            self.ring.push(ItemKind.STEP, sampling.step_item(records.popleft()))
+            self.ring.push(ItemKind.STEP, sampling.step_item(records.popleft(), self._device_name))
         events = self._events
         while events:
             kind, t, data = events.popleft()
@@ -321,20 +324,23 @@ class Agent:
 
     # -- buckets --------------------------------------------------------------------------------
     def _on_step_boundary(self, optimizer) -> None:
-        """Training thread, after each optimizer step: bookkeeping, and the gradients noted
-        in the ledger while it is stale (within RESYNC_BUDGET; always when a sample waits)."""
-        if optimizer is not None:
+        """Training thread, at a step of another optimizer than the previous step's (and at
+        every step while discovery runs): register it, end discovery."""
+        if optimizer is not None and id(optimizer) not in self._optimizer_ids:
             self._add_optimizer(optimizer)
         if self.discovery is not None and self.discovery.active:
             self.discovery.finish()
-        if self.ledger.stale and self._owners is not None:
-            try:
-                self.ledger.after_step(self._resync, self.steps.last_duration, force=self.handoff.wanted)
-            except Exception as exc:
-                self._error(exc)
+        self.steps.discovering = self.discovery is not None and self.discovery.active
 
     def _resync(self) -> None:
-        note_gradients(self._owners, self.ledger)
+        """Training thread, at a step boundary: note every gradient in the ledger (settled)."""
+        owners = self._owners
+        if owners is None:
+            return
+        try:
+            self.ledger.resync(owners.params, owners.devices, self.steps.last_duration)
+        except Exception as exc:
+            self._error(exc)
 
     def _layout_now(self) -> tuple:
         """A cheap fingerprint of what a walk would find: the optimizers' groups and
@@ -390,7 +396,8 @@ class Agent:
         ledger = self.ledger
         try:
             if read_grads:
-                self._tensors = measure(owners, ledger=ledger)
+                self._tensors = measure(owners)
+                ledger.note_all(owners.params, owners.devices, settled=False)
             elif ledger.stale and owners.params:
                 self._tensors = measure(owners, grads_known=False)
             else:
@@ -400,28 +407,16 @@ class Agent:
             self._error(exc)
         self.last_measure_seconds = time.perf_counter() - t0
 
-    def _read_allocated(self) -> dict:
-        return self.reader.allocated_now() if self.reader is not None else {}
+    def _set_reader(self, reader: StatsReader) -> None:
+        self.reader = reader
+        self.steps.reader = reader
+        self.phases.read = reader.raw_allocated  # the hooks call the provider directly
+
+    def _device_name(self, index: int) -> str:
+        return self.reader.name(index) if self.reader is not None else str(index)
 
     def _first_forward(self) -> None:
         self.phases.mark_loaded(self.steps.count)
-
-    def _read_for_step(self) -> tuple | None:
-        """Every step: allocated right after it (the phase hook's reading of this very
-        update, or one allocator counter read now -- microseconds, never rate-limited),
-        and the rate-limited full read where it is due (its peak since the previous
-        step); raw, the agent thread builds the step item (agent/sampling.py)."""
-        reader = self.reader
-        if reader is None:
-            return None
-        try:
-            after = self.phases.after_step
-            if after is None:
-                after = reader.allocated_now()
-            return after, reader.try_read(ItemKind.STEP)
-        except Exception as exc:
-            self._error(exc)
-            return None
 
     def buckets_now(self, devices: dict) -> dict:
         return sampling.buckets_now(self, devices)
@@ -447,7 +442,8 @@ class Agent:
         try:  # the instant matters: a fresh walk (it allocates nothing on the device)
             self._owners = collect(self.models(), self.optimizers())
             # the allocating thread (training or autograd's): gradients readable here
-            self._tensors = measure(self._owners, ledger=self.ledger)
+            self._tensors = measure(self._owners)
+            self.ledger.note_all(self._owners.params, self._owners.devices, settled=False)
         except Exception as exc:
             self._error(exc)
         snapshot = path = None

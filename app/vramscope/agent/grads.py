@@ -1,24 +1,25 @@
-"""The gradient storages alive now, readable from the agent thread as integers.
+"""The gradients alive now, readable from the agent thread as integers.
 
 Why not read ``p.grad`` on the agent thread: in PyTorch a ``.grad`` read from a
 second thread is unsafe at any time, not only while backward runs.
 ``p.grad = None`` -- what ``zero_grad(set_to_none=True)``, the default, does to
 every parameter -- frees the old gradient while the parameter still points at
-it, and freeing a tensor's Python object releases the GIL (so that freeing a
-large tensor does not stall other threads). A ``p.grad`` on another thread in
-that window gets a tensor being freed: heap corruption or a segfault
-(tests/agent/grad_race.py reproduces it within seconds). So only the
+it, and freeing the gradient's Python object releases the GIL part way (seen
+with gdb in torch 2.13). A ``p.grad`` on another thread in that window gets a
+tensor being freed: heap corruption or a segfault (tests/agent/grad_race.py
+reproduces it within seconds). So only the
 training thread -- the one that runs ``zero_grad`` and ``backward`` -- and the
 autograd engine's threads inside its hooks ever read ``.grad``; the agent
 thread reads this ledger.
 
-The ledger holds a weak reference to each gradient storage the training thread
-has seen, with its device and size. The reference's callback is the builtin
-``dict.pop`` (no Python code runs, nothing can switch threads there): the
-entry leaves the ledger the moment the storage is freed, whichever thread
-frees it. So a gradient freed by ``zero_grad`` -- during training, or past the
-last step -- leaves the ledger at once, and the sum is right without reading a
-tensor. Every storage is counted once (tied weights, views into one buffer).
+The ledger holds a weak reference to each gradient the training thread has
+seen (the tensor, or its storage where it is not a plain dense tensor), with
+its device and size. The reference's callback is the builtin ``dict.pop`` (no
+Python code runs, nothing can switch threads there): the entry leaves the
+ledger the moment the gradient is freed, whichever thread frees it. So a
+gradient freed by ``zero_grad`` -- during training, or past the last step --
+leaves the ledger at once, and the sum is right without reading a tensor.
+Every gradient is counted once (tied weights share one).
 
 What the ledger cannot see by itself is a new gradient: backward makes them,
 user code may assign them. It is *stale* from the end of a training forward
@@ -40,61 +41,87 @@ import math
 import time
 import weakref
 
-RESYNC_BUDGET = 0.002  # noting the gradients after a step may take at most 0.2 % of the step time
+import torch
+
+from vramscope.agent.buckets import storages
+
+_PLAIN = torch.Tensor
+
+RESYNC_BUDGET = 0.0005  # noting the gradients after a step may take at most 0.05 % of the step time
+# (timed in the hook; freeing what was noted and the cache misses cost about as much again)
 
 
 class GradLedger:
     def __init__(self, clock=time.perf_counter, budget: float = RESYNC_BUDGET):
-        self._live: dict = {}  # weak reference to a gradient storage -> (device, nbytes)
-        self._refs: dict = {}  # (device, storage key) -> its weak reference: each storage noted once
+        self._live: dict = {}  # weak reference to a gradient (or its storage) -> (device, nbytes)
+        self._refs: dict = {}  # id(gradient or storage) -> its weak reference: each noted once
         self.stale = True  # nothing noted yet
         self.budget = budget
         self._clock = clock
-        self._every = 1  # note after every k-th step only (cost budget)
-        self._skip = 0
+        self.every = 1  # note after every k-th step only (cost budget)
+        self.countdown = 0  # steps until the next noting (the step hook counts down)
         self.resyncs = 0
         self.last_resync_seconds: float | None = None
 
     # -- the training thread ---------------------------------------------------------------
-    def note(self, device: str, key, owner, nbytes: int) -> None:
-        """One gradient storage (``owner``: the storage object, or the tensor where it
-        has no single storage) seen now on the training thread."""
-        k = (device, key)
-        ref = self._refs.get(k)
+    def note(self, device: str, owner, nbytes: int) -> None:
+        """One gradient's memory (``owner``: the tensor, its storage, or an inner tensor
+        of a wrapper subclass) seen now on the training thread. PyTorch keeps one
+        Python object per tensor and per storage while it lives, so its id is stable."""
+        ref = self._refs.get(id(owner))
         if ref is not None and ref() is owner:
             return
         ref = weakref.ref(owner, self._live.pop)
         self._live[ref] = (device, nbytes)  # hashed while alive, so the callback finds it
-        self._refs[k] = ref
+        self._refs[id(owner)] = ref
+
+    def note_all(self, params, devices, settled: bool = True) -> None:
+        """Note every parameter's gradient (``devices``: each parameter's device name;
+        PyTorch keeps a gradient on its parameter's device). After each step, so a plain
+        dense gradient takes the short way: the gradient tensor itself, with its own
+        bytes (PyTorch keeps one Python object per tensor while it lives, and the
+        optimizer has made it already). Gradients that are views into one buffer they
+        fill (DDP's gradient buckets, a flat buffer) add up to that buffer's size."""
+        live, refs, pop = self._live, self._refs, self._live.pop
+        for p, device in zip(params, devices):
+            g = p.grad
+            if g is None:
+                continue
+            if type(g) is _PLAIN and device != "meta" and not g.is_sparse:
+                ref = refs.get(id(g))
+                if ref is None or ref() is not g:
+                    ref = weakref.ref(g, pop)
+                    live[ref] = (device, g.nbytes)
+                    refs[id(g)] = ref
+                continue
+            for d, _key, nbytes, owner in storages(g):
+                self.note(d, owner, nbytes)
+        self.noted(settled)
 
     def noted(self, settled: bool) -> None:
         """Every owner's gradient was just noted; ``settled``: at a step boundary, with no
         backward pending, so the ledger stays current until the next training forward."""
         if settled:
             self.stale = False
-        if len(self._refs) > 2 * len(self._live) + 256:  # forget the keys of freed storages
+        if len(self._refs) > 2 * len(self._live) + 256:  # forget the keys of freed gradients
             self._refs = {k: r for k, r in self._refs.items() if r() is not None}
 
-    def after_step(self, resync, step_seconds: float | None, force: bool = False) -> None:
-        """At a step boundary: ``resync()`` (note every gradient, settled) when the ledger
-        is stale, on as many steps as RESYNC_BUDGET allows (on this one if ``force``)."""
-        if not self.stale:
-            return
-        if self._every > 1 and not force:
-            self._skip = (self._skip + 1) % self._every
-            if self._skip:
-                return
+    def resync(self, params, devices, step_seconds: float | None) -> None:
+        """At a step boundary (the step hook calls it when ``countdown`` reaches 0 with
+        the ledger stale): note every gradient (settled), timed against the budget, which
+        sets how many steps pass until the next one."""
         t0 = self._clock()
-        resync()
+        self.note_all(params, devices)
         cost = self._clock() - t0
         self.resyncs += 1
         self.last_resync_seconds = cost
         if step_seconds:
-            self._every = max(1, math.ceil(cost / (self.budget * step_seconds)))
+            self.every = max(1, math.ceil(cost / (self.budget * step_seconds)))
+        self.countdown = self.every
 
     # -- any thread ---------------------------------------------------------------------------
     def per_device(self) -> dict[str, int]:
-        """Bytes of the gradient storages alive now, per device (integers only)."""
+        """Bytes of the gradients alive now, per device (integers only)."""
         out: dict[str, int] = {}
         for device, nbytes in list(self._live.values()):
             out[device] = out.get(device, 0) + nbytes

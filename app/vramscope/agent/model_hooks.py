@@ -2,12 +2,13 @@
 checkpointing + cache trap; and finding the models of an unmodified script
 (``vramscope run``).
 
-Per-model forward pre/post hooks fire once per forward of the registered
-(top-level) model, so they cost a few attribute reads per step; the post
-hook hands the output to the phase tracker (agent/phases.py) and, when
-autograd recorded the forward, marks the gradient ledger stale (its backward
-will make gradients, agent/grads.py). Both are also where the training thread
-takes a sample the agent thread asked for (agent/handoff.py).
+A per-model forward post-hook fires once per forward of the registered
+(top-level) model, so it costs a few attribute reads per step: it hands the
+output to the phase tracker (agent/phases.py), marks the gradient ledger
+stale when autograd recorded the forward (its backward will make gradients,
+agent/grads.py), notes a forward in eval mode with autograd on, and takes a
+sample the agent thread asked for (agent/handoff.py). A pre-hook sees the
+first forward only ("after loading") and is removed after it.
 
 Checkpointing + cache: gradient checkpointing recomputes activations in
 backward to save memory, and a key/value cache returned by a training
@@ -53,14 +54,16 @@ class ModelHooks:
         self._last_eval: dict[int, float] = {}
         self._eval_count: dict[int, int] = {}
         self._last_cache: dict[int, float] = {}
+        self._pre_hooks = False  # a first-forward pre-hook is still registered
 
     def attach(self, model) -> None:
         key = id(model)
         if key in self._handles:
             return
-        handles = (model.register_forward_pre_hook(self._pre_hook),
-                   model.register_forward_hook(self._post_hook))
+        handles = [model.register_forward_hook(self._post_hook),
+                   model.register_forward_pre_hook(self._pre_hook)]
         self._handles[key] = handles
+        self._pre_hooks = True
 
     def detach_all(self) -> None:
         for handles in self._handles.values():
@@ -72,15 +75,19 @@ class ModelHooks:
         self._handles.clear()
 
     def _post_hook(self, module, args, output) -> None:
-        if self._phases is not None:
-            self._phases.forward_end(output)
+        phases = self._phases
+        if phases is not None and phases.enabled:
+            phases.forward_end(output)
         try:
-            grad = torch.is_grad_enabled()
-            if grad and self._ledger is not None:
-                self._ledger.stale = True
-            if grad and module.training and isinstance(output, dict) \
-                    and _returned_cache(output) and _checkpointing(module):
-                self._use_cache(module)
+            if self._pre_hooks:
+                self._drop_pre_hooks()
+            if torch.is_grad_enabled():
+                if self._ledger is not None:
+                    self._ledger.stale = True
+                if not module.training:
+                    self._eval_autograd(module)
+                elif isinstance(output, dict) and _returned_cache(output) and _checkpointing(module):
+                    self._use_cache(module)
             handoff = self._handoff
             if handoff is not None and handoff.wanted:
                 handoff.serve()
@@ -88,17 +95,21 @@ class ModelHooks:
             pass
 
     def _pre_hook(self, module, args) -> None:
+        """Before the first forward of a registered model (removed after it)."""
         phases = self._phases
         if phases is not None and not phases.loaded_done:
             phases.mark_loaded(self._steps_done())
-        try:
-            if not module.training and torch.is_grad_enabled():
-                self._eval_autograd(module)
-            handoff = self._handoff
-            if handoff is not None and handoff.wanted:
-                handoff.serve()
-        except Exception:
-            pass
+
+    def _drop_pre_hooks(self) -> None:
+        """After a forward (never inside the pre-hooks' own loop): the first-forward
+        pre-hooks have done their work."""
+        self._pre_hooks = False
+        for handles in self._handles.values():
+            while len(handles) > 1:
+                try:
+                    handles.pop().remove()
+                except Exception:
+                    pass
 
     def _eval_autograd(self, module) -> None:
         key = id(module)

@@ -40,7 +40,9 @@ import time
 
 from vramscope.agent.protocol import EventKind, Phase
 
-PHASE_BUDGET = 0.005  # the phase readings may take at most 0.5 % of step time
+PHASE_BUDGET = 0.001  # the phase readings may take at most 0.1 % of step time (timed in the hook;
+# what they evict from the caches costs about as much again)
+FORWARD, BACKWARD, OPTIMIZER = Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER
 RECHECK_EVERY = 2.0  # seconds: a run with no CUDA device looks again this often
 
 
@@ -62,10 +64,11 @@ def _first_grad_tensor(output, depth: int = 0):
 
 
 class PhaseTracker:
-    def __init__(self, read_allocated, emit, clock=time.perf_counter, wall=time.time,
-                 budget: float = PHASE_BUDGET):
+    def __init__(self, read_allocated, emit, clock=time.monotonic, wall=time.time,
+                 budget: float = PHASE_BUDGET, name=str):
         self.budget = budget  # share of step time the readings may take
-        self._read = read_allocated  # () -> {device: bytes} (empty: no CUDA device touched)
+        self.read = read_allocated  # () -> {device index: bytes} (empty: no CUDA device touched)
+        self._name = name  # device index -> the agent's device name
         self._emit = emit  # emit(kind, data): the "loaded" event
         self._clock = clock
         self._wall = wall
@@ -80,7 +83,7 @@ class PhaseTracker:
         self._backward_seen = False
         self._queue_callback = None
         self._nothing_at: float | None = None  # when a read last found no CUDA device
-        self.after_step: dict[str, int] | None = None  # this step's reading after the update
+        self.after_step: dict[int, int] | None = None  # this step's reading after the update
         self.optimizer_seen = False  # an optimizer pre-hook ran: "backward" is read there
         self.errors = 0
         self.reads = 0
@@ -88,11 +91,11 @@ class PhaseTracker:
     # -- readings --------------------------------------------------------------------
     def _note(self, phase: str) -> None:
         t0 = self._clock()
-        values = self._read()
+        values = self.read()
         self.reads += 1
         if values:
-            self._seen.append((phase, self._wall(), values))
-            if phase == Phase.OPTIMIZER:
+            self._seen.append((phase, t0, values))  # (t0 on the step tracker's clock)
+            if phase is OPTIMIZER:
                 self.after_step = values
         else:
             self.enabled = False  # nothing to read (no CUDA device yet): look again later
@@ -107,11 +110,11 @@ class PhaseTracker:
         if steps_done:
             return  # registered mid-run: the moment after loading has passed
         try:
-            values = self._read()
+            values = self.read()
         except Exception:
             self.errors += 1
             return
-        self._emit(EventKind.LOADED, {"devices": {d: v for d, v in (values or {}).items()},
+        self._emit(EventKind.LOADED, {"devices": {self._name(d): v for d, v in (values or {}).items()},
                               "text": "allocated after loading, before the first forward"})
         if not values:
             self.enabled = False
@@ -123,7 +126,7 @@ class PhaseTracker:
         if not self.enabled:
             return
         try:
-            self._note(Phase.FORWARD)
+            self._note(FORWARD)
             if not self.optimizer_seen:  # no optimizer pre-hook to read "backward": autograd's end
                 t = _first_grad_tensor(output)
                 if t is not None:
@@ -150,7 +153,7 @@ class PhaseTracker:
         try:
             self._backward_seen = True
             if self.enabled:
-                self._note(Phase.BACKWARD)
+                self._note(BACKWARD)
         except Exception:
             self.errors += 1
 
@@ -159,7 +162,7 @@ class PhaseTracker:
         if not self.enabled or self._backward_seen:
             return
         try:
-            self._note(Phase.BACKWARD)  # after backward, just before the update
+            self._note(BACKWARD)  # after backward, just before the update
         except Exception:
             self.errors += 1
 
@@ -167,23 +170,24 @@ class PhaseTracker:
         if not self.enabled:
             return
         try:
-            self._note(Phase.OPTIMIZER)
+            self._note(OPTIMIZER)
         except Exception:
             self.errors += 1
 
     # -- step boundary -----------------------------------------------------------------
-    def take(self) -> list:
-        """At a step's end: its readings [(phase, wall time, {device: bytes})] in hook
-        order (empty: not measured); the agent thread folds them (agent/sampling.py)."""
-        now = self._clock()
+    def take(self, now: float) -> list | tuple:
+        """At a step's end (``now``: the step tracker's clock): its readings [(phase, time
+        on that clock, {device index: bytes})] in hook order (empty: not measured); the
+        agent thread folds them (agent/sampling.py)."""
         seen = self._seen
-        if self._step_start is not None and self._cost > 0:
-            duration = now - self._step_start
-            if duration > 0:
-                self._every = max(1, math.ceil(self._cost / (self.budget * duration)))
-        self._seen = []
+        if self._cost > 0:  # something was read this step
+            if self._step_start is not None and now > self._step_start:
+                self._every = max(1, math.ceil(self._cost / (self.budget * (now - self._step_start))))
+            self._seen = []
+            self._cost = 0.0
+        else:
+            seen = ()  # (the list stays this tracker's, empty)
         self.after_step = None
-        self._cost = 0.0
         self._backward_seen = False
         self._step_start = now
         # the next step: measured, or skipped to keep within the budget

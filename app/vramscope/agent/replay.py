@@ -81,6 +81,7 @@ class ReplayProvider:
         self.snapshots_taken = 0
         self.phase_frames = phase_frames  # allocated per device, one per phase reading
         self.phase_index = -1
+        self._allocated: tuple | None = None  # (frame index, its allocated per device), never changed
 
     def allocated_now(self) -> dict[int, int]:
         """The phase hooks' reading: the next of ``phase_frames`` (then the last one
@@ -89,7 +90,12 @@ class ReplayProvider:
             if self.phase_index + 1 < len(self.phase_frames):
                 self.phase_index += 1
             return dict(self.phase_frames[self.phase_index])
-        return {i: int(s.get("allocated_bytes.all.current", 0)) for i, s in self.current.items()}
+        index = self.index
+        cached = self._allocated
+        if cached is None or cached[0] != index:  # (read once per frame: the hooks call this every step)
+            cached = self._allocated = (index, {i: int(s.get("allocated_bytes.all.current", 0))
+                                                for i, s in self.frames[max(0, index)].items()})
+        return cached[1]
 
     @property
     def current(self) -> dict[int, dict]:

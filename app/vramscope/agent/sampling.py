@@ -12,8 +12,9 @@ from vramscope.agent.buckets import full_buckets
 from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS
 
 
-def fold_phases(seen: list) -> tuple[dict | None, list[str], dict[str, float]]:
-    """A step's raw phase readings [(phase, wall time, {device: bytes})] ->
+def fold_phases(seen: list, name=str, wall_offset: float = 0.0) -> tuple[dict | None, list[str], dict[str, float]]:
+    """A step's raw phase readings [(phase, time, {device index: bytes})] (``wall_offset``
+    turns their clock into wall time) ->
     (device -> phase -> the highest reading of the step, or None where not
     measured; the phases in the order first seen; phase -> time of its last
     reading). Nothing read: (None, [], {})."""
@@ -21,43 +22,46 @@ def fold_phases(seen: list) -> tuple[dict | None, list[str], dict[str, float]]:
     order: list[str] = []
     times: dict[str, float] = {}
     for phase, t, values in seen:
-        for device, value in values.items():
+        for index, value in values.items():
             if value is None:
                 continue
-            d = per.get(device)
+            d = per.get(index)
             if d is None:
-                d = per[device] = {}
+                d = per[index] = {}
             if value >= d.get(phase, -1):
                 d[phase] = value
         if phase not in order:
             order.append(phase)
-        times[phase] = t
+        times[phase] = t + wall_offset
     if not per:
         return None, [], {}
-    return {d: {p: v.get(p) for p in PHASES} for d, v in per.items()}, order, times
+    return {name(i): {p: v.get(p) for p in PHASES} for i, v in per.items()}, order, times
 
 
-def step_devices(stats) -> dict | None:
-    """(allocated right after the step per device, the rate-limited full read or None)
-    -> device -> {allocated_after, peak_allocated}."""
+def step_devices(stats, name=str) -> dict | None:
+    """(allocated right after the step per device index, the rate-limited full read or
+    None) -> device name -> {allocated_after, peak_allocated}."""
     if not stats:
         return None
     after, full = stats
     full = full or {}
-    out = {name: {"allocated_after": value, "peak_allocated": (full.get(name) or {}).get("peak_allocated")}
-           for name, value in (after or {}).items()}
+    out = {}
+    for index, value in (after or {}).items():
+        device = name(index)
+        out[device] = {"allocated_after": value, "peak_allocated": (full.get(device) or {}).get("peak_allocated")}
     for name, fields in full.items():
         out.setdefault(name, {"allocated_after": fields.get("allocated"),
                               "peak_allocated": fields.get("peak_allocated")})
     return out or None
 
 
-def step_item(record: tuple) -> dict:
-    """A StepTracker record -> the ring's step item."""
-    count, t, duration, source, stats, seen = record
-    item = {"t": t, "step": count, "duration": duration, "source": source, "devices": step_devices(stats)}
+def step_item(record: tuple, name=str) -> dict:
+    """A StepTracker record -> the ring's step item (``name``: device index -> name)."""
+    count, t, duration, source, stats, seen, clock = record
+    item = {"t": t, "step": count, "duration": duration, "source": source,
+            "devices": step_devices(stats, name)}
     if seen is not None:
-        phases, order, times = fold_phases(seen)
+        phases, order, times = fold_phases(seen, name, t - clock)
         item["phases"] = phases  # device -> {forward, backward, optimizer}; None: not measured
         item["phase_order"] = order
         item["phase_times"] = times

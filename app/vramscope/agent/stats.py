@@ -216,9 +216,14 @@ class StatsReader:
         self._clock = clock or time.monotonic
         self.min_gap = min_gap
         self._last_read: float | None = None
+        self.due_at = float("-inf")  # the reader's clock: when try_read reads again (rate limit)
         self._settings: dict | None = None
         self._settings_at = -1e9
         self.reads = 0
+        # {device index: allocated bytes}: what the hooks read on the training thread every
+        # step, unnamed (the agent thread names the devices when it builds the step item)
+        self.raw_allocated = getattr(provider, "allocated_now", None) or dict
+        self._names: dict[int, str] = {}  # device index -> name
 
     def settings(self) -> dict:
         now = self._clock()
@@ -236,15 +241,18 @@ class StatsReader:
             return self._read_locked(consumer)
 
     def allocated_now(self) -> dict[str, int]:
-        """{device: allocated bytes} -- the one cheap counter the phase hooks read."""
-        fn = getattr(self.provider, "allocated_now", None)
-        if fn is None:
-            return {}
-        return {device_name(self.provider, index): value for index, value in fn().items()}
+        """{device: allocated bytes} -- the one cheap counter the hooks read."""
+        return {self.name(index): value for index, value in self.raw_allocated().items()}
+
+    def name(self, index: int) -> str:
+        name = self._names.get(index)
+        if name is None:
+            name = self._names[index] = device_name(self.provider, index)
+        return name
 
     def try_read(self, consumer: str, force: bool = False) -> dict[str, dict] | None:
         now = self._clock()
-        if not force and self._last_read is not None and now - self._last_read < self.min_gap:
+        if not force and now < self.due_at:
             return None
         if not self._lock.acquire(blocking=False):
             return None
@@ -255,6 +263,7 @@ class StatsReader:
 
     def _read_locked(self, consumer: str) -> dict[str, dict]:
         self._last_read = self._clock()
+        self.due_at = self._last_read + self.min_gap
         self.reads += 1
         backend = self.settings().get("backend")
         out: dict[str, dict] = {}

@@ -21,20 +21,29 @@ import collections
 import time
 import weakref
 
+from vramscope.agent.protocol import ItemKind
+
 MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
+STEP_READ = ItemKind.STEP  # (looked up once: the step hook reads the allocator for this consumer)
 
 
 class StepTracker:
-    def __init__(self, on_boundary=None, read_stats=None, clock=time.monotonic, wall=time.time,
-                 phases=None, handoff=None, ledger=None):
+    def __init__(self, on_boundary=None, reader=None, clock=time.monotonic, wall=time.time,
+                 phases=None, handoff=None, ledger=None, resync=None):
         self.count = 0
         self.manual = False
         self._primary = None  # weakref to the primary optimizer
+        self._primary_id = 0
         self._last = None  # monotonic time of the previous step end
         self._clock = clock
         self._wall = wall
-        self._on_boundary = on_boundary  # callable(optimizers_seen) on the training thread
-        self._read_stats = read_stats  # callable() -> {device: fields} | None (rate-limited)
+        # callable(optimizer or None) on the training thread: at a step of an optimizer other
+        # than the previous step's, at a manual step, and at every step while ``discovering``
+        self._on_boundary = on_boundary
+        self.discovering = False
+        self._last_optimizer = 0  # id of the previous step's optimizer
+        self.reader = reader  # StatsReader or None: allocated after each step
+        self._resync = resync  # callable(): note the gradients in the ledger (``ledger.countdown``)
         self.records: collections.deque = collections.deque(maxlen=MAX_PENDING)  # drained by the agent
         self.errors = 0
         self._phases = phases  # PhaseTracker or None: its readings go with each step record
@@ -43,17 +52,31 @@ class StepTracker:
         self.last_duration: float | None = None  # seconds between the last two step ends
         self._hook_handle = None
         self._pre_handle = None
+        # the pre-hook on every step (True: no registered model's forward marks the ledger
+        # stale, so the step's pre-hook does); otherwise only before a step whose phases
+        # are read -- a hook PyTorch calls costs the training thread even when it does nothing
+        self.pre_every_step = True
 
     # -- hooks ----------------------------------------------------------------------
     def install(self) -> None:
         if self._hook_handle is not None:
             return
-        from torch.optim.optimizer import (
-            register_optimizer_step_post_hook, register_optimizer_step_pre_hook,
-        )
+        from torch.optim.optimizer import register_optimizer_step_post_hook
         self._hook_handle = register_optimizer_step_post_hook(self._optimizer_hook)
-        if self._phases is not None or self._handoff is not None or self._ledger is not None:
+        self.place_pre_hook()
+
+    def place_pre_hook(self) -> None:
+        """Training thread, between steps (never inside the optimizer's pre-hook loop):
+        the pre-hook where the next step needs it, removed where it does not."""
+        phases = self._phases
+        want = self._hook_handle is not None and (
+            self.pre_every_step or (phases is not None and phases.enabled))
+        if want and self._pre_handle is None:
+            from torch.optim.optimizer import register_optimizer_step_pre_hook
             self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
+        elif not want and self._pre_handle is not None:
+            self._pre_handle.remove()
+            self._pre_handle = None
 
     def uninstall(self) -> None:
         if self._hook_handle is not None:
@@ -78,16 +101,22 @@ class StepTracker:
     def set_primary(self, optimizer) -> None:
         if self._primary is None or self._primary() is None:
             self._primary = weakref.ref(optimizer)
+            self._primary_id = id(optimizer)
 
     def _optimizer_hook(self, optimizer, args, kwargs) -> None:
         try:
-            if self._phases is not None:
-                self._phases.optimizer_post()
-            self.set_primary(optimizer)
-            is_primary = self._primary() is optimizer
-            if self._on_boundary is not None:
+            phases = self._phases
+            if phases is not None and phases.enabled:
+                phases.optimizer_post()
+            key = id(optimizer)
+            if key != self._primary_id:
+                self.set_primary(optimizer)  # the first optimizer, or the primary one is gone
+            if (key != self._last_optimizer or self.discovering) and self._on_boundary is not None:
+                self._last_optimizer = key
                 self._on_boundary(optimizer)
-            if is_primary and not self.manual:
+            if self._ledger is not None and self._ledger.stale:
+                self._after_backward()
+            if key == self._primary_id and not self.manual:
                 self._mark("optimizer")
             handoff = self._handoff
             if handoff is not None and handoff.wanted:
@@ -99,18 +128,46 @@ class StepTracker:
         self.manual = True
         if self._on_boundary is not None:
             self._on_boundary(None)
+        self._after_backward()
         self._mark("manual")
         handoff = self._handoff
         if handoff is not None and handoff.wanted:
             handoff.serve()
 
+    def _after_backward(self) -> None:
+        """A step boundary: note the gradients in a stale ledger on every k-th step
+        (agent/grads.py), and on this one when a sample waits for a hook."""
+        ledger = self._ledger
+        if ledger is not None and ledger.stale:
+            ledger.countdown -= 1
+            handoff = self._handoff
+            if ledger.countdown <= 0 or (handoff is not None and handoff.wanted):
+                self._resync()
+
     # -- records --------------------------------------------------------------------
     def _mark(self, source: str) -> None:
         now = self._clock()
-        duration = None if self._last is None else now - self._last
-        self._last = now
-        self.last_duration = duration
+        last, self._last = self._last, now
+        duration = self.last_duration = None if last is None else now - last
         self.count += 1
-        devices = self._read_stats() if self._read_stats is not None else None
-        phases = self._phases.take() if self._phases is not None else None
-        self.records.append((self.count, self._wall(), duration, source, devices, phases))
+        phases = self._phases
+        devices = None
+        reader = self.reader
+        if reader is not None:
+            # allocated right after this step: the phase hook's reading of this very update,
+            # or one allocator counter read now (never rate-limited); and the rate-limited
+            # full read where it is due (its peak since the previous one); the agent thread
+            # builds the step item from these (agent/sampling.py)
+            try:
+                after = phases.after_step if phases is not None else None
+                if after is None:
+                    after = reader.raw_allocated()
+                devices = (after, reader.try_read(STEP_READ) if now >= reader.due_at else None)
+            except Exception:  # the step is still recorded, without its reading
+                self.errors += 1
+        seen = None
+        if phases is not None:
+            seen = phases.take(now)
+            if (self._pre_handle is not None) != (self.pre_every_step or phases.enabled):
+                self.place_pre_hook()
+        self.records.append((self.count, self._wall(), duration, source, devices, seen, now))
