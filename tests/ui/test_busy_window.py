@@ -3,7 +3,6 @@ at a glance, every process in the table, and the small screen sizes."""
 
 from __future__ import annotations
 
-import argparse
 import types
 
 import pytest
@@ -12,48 +11,12 @@ from PySide6.QtCore import QSettings, Qt
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.stacking import ORDER_STEP
 from vramscope.core.units import GiB
-from vramscope.sources.busy_demo import BusyWorkstation
 from vramscope.ui import theme
-from vramscope.ui.app import build_window
 from vramscope.ui.process_model import COL, STYLE_ROLE
 from vramscope.ui.settings import Settings
 from vramscope.ui.timeline_stack import OTHERS
 
 from .helpers import save, table_column
-
-T0 = 1_800_000_000.0
-SECONDS = 600
-
-
-@pytest.fixture
-def busy(themed_app, qtbot, tmp_path):
-    """busy(width, height) -> the window after ten minutes of the busy machine."""
-    made = []
-
-    def make(width=1400, height=900, settings=None):
-        args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
-                                  read_only=False, prometheus=None, file=None, theme=None)
-        if settings is None:
-            settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-        settings.merge_args(args)
-        source = BusyWorkstation(seed=1, start_time=T0)
-        feed, window = build_window(args, source=source, start=False, poll_ms=60_000,
-                                    settings=settings)
-        qtbot.addWidget(window)
-        made.append(window)
-        window.resize(width, height)
-        window.show()
-        for k in range(SECONDS):
-            feed.sampler.sample_once(T0 + k)
-        window.refresh(force=True)
-        qtbot.wait(20)
-        window.refresh(force=True)
-        qtbot.wait(20)  # layouts settle
-        return window
-
-    yield make
-    for w in made:
-        w.services.close()
 
 
 def _bands(window, index):

@@ -90,9 +90,10 @@ class BucketBars(pg.PlotWidget):
             for bar in row:
                 item.addItem(bar)
         self.apply_theme(theme.current())
+        theme.follow(self, self.apply_theme)
 
     def apply_theme(self, s: theme.Scheme) -> None:
-        self.setBackground(s.PLOT_BACKGROUND)
+        theme.colour_plot(self, s)
         for row in self._bars:
             for bar, colour in zip(row, s.BUCKET_COLOURS):
                 bar.setOpts(brush=pg.mkBrush(colour), pen=pg.mkPen(s.PLOT_BACKGROUND))
@@ -179,6 +180,7 @@ class DeviceView(QWidget):
         self.bucket_legend.setAlignment(Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.bucket_legend, 1, 2)
         self.oom_label = QLabel()
+        theme.styled(self.oom_label, lambda s: f"color: {s.ERROR};")
         self.oom_label.setWordWrap(True)
         self.oom_label.setVisible(False)
         layout.addWidget(self.oom_label, 2, 0, 1, 3)
@@ -189,9 +191,10 @@ class DeviceView(QWidget):
         layout.setColumnStretch(0, 1)
         self._columns: list = []
         self.apply_theme(s)
+        theme.follow(self, self.apply_theme)
 
     def apply_theme(self, s: theme.Scheme) -> None:
-        self.plot.setBackground(s.PLOT_BACKGROUND)
+        theme.colour_plot(self.plot, s)
         for band, colour in zip(self.bands, s.BUCKET_COLOURS):
             band.set_style(colour, 0, 1.0, 170)
         faint = pg.mkColor(s.TOTAL_USED)
@@ -204,6 +207,8 @@ class DeviceView(QWidget):
         for phase, mark in self.phase_marks.items():
             mark.setSymbolPen(pg.mkPen(s.PLOT_BACKGROUND, width=0.8))
             mark.setSymbolBrush(pg.mkBrush(colours[phase]))
+            if mark.opts["symbol"] is None:  # drawn as a line (dense steps)
+                mark.setPen(pg.mkPen(colours[phase], width=2))
         self._phase_colours = colours
         self.loaded_line.setPen(pg.mkPen(colours["loaded"], width=1, style=Qt.PenStyle.DashLine))
         self.loaded_line.label.setColor(colours["loaded"])
@@ -211,7 +216,6 @@ class DeviceView(QWidget):
         for line in self._oom_lines.values():
             line.setPen(pg.mkPen(s.CAPACITY, width=2))
             line.label.setColor(s.CAPACITY)
-        self.oom_label.setStyleSheet(f"color: {s.ERROR};")
         if self._columns:
             self.bucket_legend.setText(legend_html(self._columns, s))
 

@@ -65,7 +65,7 @@ class EndProcessDialog(QDialog):
         if summary.refusal:
             self.refusal = QLabel(f"Cannot end it: {summary.refusal}")
             self.refusal.setWordWrap(True)
-            self.refusal.setStyleSheet(f"color: {theme.ERROR};")
+            theme.styled(self.refusal, lambda s: f"color: {s.ERROR};")
             layout.addWidget(self.refusal)
             self.confirm_button = None
             buttons.addButton(QDialogButtonBox.StandardButton.Close)

@@ -164,10 +164,11 @@ class MainWindow(QMainWindow):
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        bar.setStyleSheet("QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
-                          "QToolButton { padding: 4px 12px; border-radius: 4px; }"
-                          f"QToolButton:checked {{ background: {theme.HIGHLIGHT}; color: white; }}"
-                          f"QToolButton:disabled {{ background: transparent; color: {theme.MUTED}; }}")
+        theme.styled(bar, lambda s: (
+            "QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
+            "QToolButton { padding: 4px 12px; border-radius: 4px; }"
+            f"QToolButton:checked {{ background: {s.HIGHLIGHT}; color: white; }}"
+            f"QToolButton:disabled {{ background: transparent; color: {s.MUTED}; }}"))
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
         bar.addWidget(_muted("Time window "))
         group = QActionGroup(self)
@@ -366,7 +367,7 @@ class MainWindow(QMainWindow):
 
 def _muted(text: str) -> QLabel:
     label = QLabel(text)
-    label.setStyleSheet(f"color: {theme.MUTED};")
+    theme.styled(label, lambda s: f"color: {s.MUTED};")
     return label
 
 

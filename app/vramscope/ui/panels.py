@@ -16,7 +16,6 @@ from PySide6.QtWidgets import QFrame, QScrollArea
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
 from vramscope.core.planner.targets import fit_targets
 from vramscope.core.samples import ProcessIdentity
-from vramscope.ui import theme
 from vramscope.ui.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
 from vramscope.ui.planner_tab import PlannerTab
@@ -135,7 +134,7 @@ def _set_markers(window, alerts) -> None:
     for a in alerts:
         if a.gpu is None or a.since is None:
             continue
-        colour = theme.ERROR if a.severity == CRITICAL else theme.WARNING
-        by_gpu.setdefault(a.gpu, {})[a.key] = (a.since, colour, KIND_TITLES.get(a.kind, a.kind))
+        role = "ERROR" if a.severity == CRITICAL else "WARNING"  # a theme colour, by name
+        by_gpu.setdefault(a.gpu, {})[a.key] = (a.since, role, KIND_TITLES.get(a.kind, a.kind))
     for index, timeline in window.gpu_panel.timelines.items():
         timeline.set_markers(by_gpu.get(index, {}))

@@ -137,7 +137,7 @@ class ProcessTable(QWidget):
         bar.addWidget(self.users, 1)
         self.holders = QLabel()  # /dev/nvidia* open without being on NVML's lists
         self.holders.setObjectName("deviceHolders")
-        self.holders.setStyleSheet(f"color: {theme.WARNING}; padding: 0 4px;")
+        theme.styled(self.holders, lambda s: f"color: {s.WARNING}; padding: 0 4px;")
         self.holders.setWordWrap(True)
         self.holders.hide()
         lay = QVBoxLayout(self)
@@ -151,6 +151,8 @@ class ProcessTable(QWidget):
         self.view.selectionModel().selectionChanged.connect(self._on_selection)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
+        # swatches, sparklines and text colours are read when painted: a switch repaints
+        theme.follow(self, lambda _s: self.view.viewport().update())
 
     def height_for_rows(self, rows: int) -> int:
         """The widget height that shows ``rows`` rows without scrolling."""

@@ -31,7 +31,7 @@ class SessionScrubber(QWidget):
         self.slider.setValue(STEPS)
         self.slider.setToolTip("Scrub through the session: the cards and the table show that moment")
         self.at = QLabel()
-        self.at.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(self.at, lambda s: f"color: {s.MUTED};")
         lay = QHBoxLayout(self)
         lay.setContentsMargins(4, 2, 4, 2)
         lay.addWidget(self.title)
@@ -81,6 +81,8 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
             line.setValue(t)
 
     scrubber.moved.connect(show_moment)
+    theme.follow(scrubber, lambda s: [line.setPen(theme.pen(s.HIGHLIGHT, 2.0))
+                                      for line in cursors.values()])
     if reader.problems:
         window.statusBar().showMessage("Opened what could be read: " + "; ".join(reader.problems), 30000)
     return scrubber

@@ -96,10 +96,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._y_max: float | None = None
         self._x_range: tuple[float, float] | None = None
         self._markers: dict[tuple, pg.InfiniteLine] = {}
-        self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour, label, active)
+        self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour role, label, active)
         self._last = None  # the last update_from arguments (a click on "others" redraws)
         self._rows_fitted = 0
         plot.scene().sigMouseClicked.connect(self._clicked)
+        theme.follow(self, self.apply_theme)
 
     def sizeHint(self):
         return QSize(600, 180)
@@ -125,13 +126,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     def apply_theme(self, s: theme.Scheme) -> None:
         """Re-colour from scheme ``s`` (a live theme switch)."""
+        theme.colour_plot(self, s)
         self.capacity_curve.setPen(theme.pen(s.CAPACITY, 1.5, dashed=True))
         self.used_curve.setPen(theme.pen(s.TOTAL_USED, 2.0))
-        self.legend.setLabelTextColor(s.TEXT)
+        theme.colour_legend(self.legend, s.TEXT)
+        self.more.setText(self.more.text, color=s.MUTED)
         for key, curve in self.proc_curves.items():
             curve.setPen(self._pen(key))
         self.stack.restyle(_identity_of)
-        self._legend_note = None  # the note's colour: written again on the next update
+        for key in self._marker_info:
+            self._style_marker(key)
         if self._last is not None:
             self.update_from(*self._last)
 
@@ -256,14 +260,14 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     # -- alert markers ----------------------------------------------------------------
     def set_markers(self, markers: dict[tuple, tuple[float, str, str]]) -> None:
-        """Vertical markers: key -> (time, colour, label); alerts and OOMs on this GPU.
+        """Vertical markers: key -> (time, colour role, label); alerts and OOMs on this GPU.
+        The role names a theme colour ("ERROR", "WARNING"), so a theme switch re-colours it.
 
         A marker whose alert has cleared stays in the history, muted and labelled
         "(cleared)", so the moment is still there when scrolling back."""
-        muted = theme.current().MUTED
         for key, (t, colour, label, active) in list(self._marker_info.items()):
             if key not in markers and active:
-                self._marker_info[key] = (t, muted, label + " (cleared)", False)
+                self._marker_info[key] = (t, "MUTED", label + " (cleared)", False)
                 self._style_marker(key)
         for key, (t, colour, label) in markers.items():
             info = (t, colour, label, True)
@@ -280,14 +284,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._place_marker_labels()
 
     def _style_marker(self, key) -> None:
-        t, colour, label, _active = self._marker_info[key]
+        t, role, label, _active = self._marker_info[key]
+        s = theme.current()
+        colour = getattr(s, role)
         line = self._markers.get(key)
         if line is None:
             line = pg.InfiniteLine(angle=90, movable=False, label=label,
-                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)],
-                                              "fill": theme.current().PLOT_BACKGROUND + "c8"})
+                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)]})
             self._markers[key] = line
             self.plot.addItem(line, ignoreBounds=True)
+        line.label.fill = pg.mkBrush(s.PLOT_BACKGROUND + "c8")
         line.setPen(theme.pen(colour, 1.2, dashed=True))
         line.label.setFormat(label)
         line.label.setColor(colour)
