@@ -98,15 +98,15 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
         assert line.label.fill.color().name() == new.PLOT_BACKGROUND
     card = window.gpu_panel.cards[0]
     assert _pixel(window, card, card.width() // 2, card.height() - 4) == new.CARD_BACKGROUND
-    proxy = window.table.proxy
-    for r in range(proxy.rowCount()):
-        colour, dash = proxy.index(r, COL["PID"]).data(STYLE_ROLE)
-        key = proxy.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
+    model = window.table.model
+    for r in range(model.rowCount()):
+        colour, dash = model.index(r, COL["PID"]).data(STYLE_ROLE)
+        key = model.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
         assert (colour, dash) == window.colours.style(ProcessIdentity(key[2], key[3]))
         assert colour == new.PROCESS_COLOURS[new.PROCESS_COLOURS.index(colour)]
     view = window.table.view
-    swatch = view.visualRect(proxy.index(0, COL["PID"])).adjusted(0, 0, -view.columnWidth(1) // 2, 0)
-    first = proxy.index(0, COL["PID"]).data(STYLE_ROLE)[0]
+    swatch = view.visualRect(model.index(0, COL["PID"])).adjusted(0, 0, -view.columnWidth(1) // 2, 0)
+    first = model.index(0, COL["PID"]).data(STYLE_ROLE)[0]
     assert QColor(first).name() in _pixels(view.viewport(), swatch)  # the swatch's line, drawn
     assert window.banner.palette().color(QPalette.ColorRole.Window).name() == new.DEMO_BANNER
     assert _pixel(window, window.banner, 3, window.banner.height() // 2) == new.DEMO_BANNER
