@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QTableView, QVBoxLayout, QWidget,
 )
 
+from vramscope.core.samples import gpu_label
 from vramscope.core.units import fmt_gib
 from vramscope.core.user_totals import UserTotal, user_totals
 from vramscope.ui import theme
@@ -217,7 +218,8 @@ class ProcessTable(QWidget):
     def show_frame(self, frame, store=None) -> None:
         """The frame's processes (with ``store``: their growth), and memory per user."""
         self.set_rows(rows_from_frame(frame, store))
-        self.set_user_totals(user_totals(frame))
+        self.set_user_totals(user_totals(frame),
+                             {g.index: g.label for g in frame.gpus} if frame is not None else None)
         holders = frame.device_holders if frame is not None else ()
         self.holders.setVisible(bool(holders))
         if holders:
@@ -226,8 +228,9 @@ class ProcessTable(QWidget):
                     f"pid {h.info.pid} {h.info.user or ''} ({h.info.command or 'command n/a'})"
                     for h in holders))
 
-    def set_user_totals(self, totals: list[UserTotal]) -> None:
-        text = "   ·   ".join(_user_text(t) for t in totals)
+    def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
+        """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""
+        text = "   ·   ".join(_user_text(t, gpu_labels or {}) for t in totals)
         self.users.setText(f"Memory by user:  {text}" if text else "")
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
@@ -293,11 +296,12 @@ class ProcessTable(QWidget):
             self.selection_changed.emit(key)
 
 
-def _user_text(total: UserTotal) -> str:
+def _user_text(total: UserTotal, gpu_labels: dict) -> str:
     """'alice 14.20 GiB (GPU 0: 12.00, GPU 1: 2.20)'."""
     text = f"{total.label} {fmt_gib(total.used, 2)}"
+    name = {g: gpu_labels.get(g) or gpu_label(g) for g, _b in total.per_gpu}
     if len(total.per_gpu) > 1:
-        text += " (" + ", ".join(f"GPU {g}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
+        text += " (" + ", ".join(f"{name[g]}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
     elif total.per_gpu:
-        text += f" on GPU {total.per_gpu[0][0]}"
+        text += f" on {name[total.per_gpu[0][0]]}"
     return text
