@@ -119,10 +119,10 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
     idents = [p.identity for _g, p in latest.all_processes()]
     styles = [w.colours.style(i) for i in idents]
     assert len(set(styles)) == len(styles)  # colour x dash: no two alike
-    proxy = w.table.proxy
-    for r in range(proxy.rowCount()):
-        key = proxy.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
-        swatch = proxy.index(r, COL["PID"]).data(STYLE_ROLE)
+    model = w.table.model
+    for r in range(model.rowCount()):
+        key = model.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
+        swatch = model.index(r, COL["PID"]).data(STYLE_ROLE)
         assert swatch == w.colours.style(ProcessIdentity(key[2], key[3]))
     tl, stack = _bands(w, 1)
     for key in (k for k in stack.order if k != OTHERS):
@@ -135,7 +135,7 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
 def test_the_table_fits_sixteen_rows_with_growth_cpu_and_host_memory(busy, artifacts_dir):
     w = busy()
     view = w.table.view
-    rows = w.table.proxy.rowCount()
+    rows = w.table.model.rowCount()
     assert rows >= 16
     shown = view.viewport().height() // view.rowHeight(0)
     assert shown >= 16, f"only {shown} rows visible at 1400x900"

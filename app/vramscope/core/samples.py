@@ -102,11 +102,16 @@ class GpuProcess:
     mig_uuid: str | None = None  # the MIG slice it runs on ("MIG-..."), None off MIG
     cpu_percent: float | None = None  # host CPU over the last pass, 100 = one core (as top shows it)
     host_memory: int | None = None  # resident set size in host RAM, bytes
+    # pid + start time, made once (every detector asks for it, every pass)
+    _identity: ProcessIdentity | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        start = self.info.start_time if self.info is not None else None
+        object.__setattr__(self, "_identity", ProcessIdentity(self.pid, start))
 
     @property
     def identity(self) -> ProcessIdentity:
-        start = self.info.start_time if self.info is not None else None
-        return ProcessIdentity(self.pid, start)
+        return self._identity
 
 
 def bare_uuid(uuid: str | None) -> str | None:

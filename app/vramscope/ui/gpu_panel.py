@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Signal
+from PySide6.QtCore import QPoint, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import Store
 from vramscope.ui import theme
+from vramscope.ui.bridge import BUSY_PROCESSES
 from vramscope.ui.cards import GpuCard
 from vramscope.ui.timeline import GpuTimeline
 
@@ -55,6 +56,11 @@ class GpuPanel(QScrollArea):
         self.setWidget(self._inner)
         self._pending = None
         self._stale: set[int] = set()
+        self._in_pieces = False
+        self._next_piece = QTimer(self)  # the next timeline of a busy machine's frame
+        self._next_piece.setSingleShot(True)
+        self._next_piece.setInterval(0)
+        self._next_piece.timeout.connect(self._update_visible)
         self.verticalScrollBar().valueChanged.connect(self._update_visible)
 
     def set_plot_style(self, style: str) -> None:
@@ -112,17 +118,20 @@ class GpuPanel(QScrollArea):
                     row.timeline.members = frozenset(p.identity for p in mig.processes)
 
     def update_timelines(self, store: Store, since: float | None, t_end: float,
-                         labels: dict[ProcessIdentity, str]) -> None:
-        """Redraw the timelines in view; the others when they scroll into view."""
+                         labels: dict[ProcessIdentity, str], processes: int = 0) -> None:
+        """Redraw the timelines in view; the others when they scroll into view.
+        With ``processes`` (in the frame) at BUSY_PROCESSES or more, one timeline
+        per event-loop turn, so clicks and repaints go on between them."""
         self._pending = (store, since, t_end, labels)
         self._stale = set(self._all_rows())
+        self._in_pieces = processes >= BUSY_PROCESSES
         self._update_visible()
 
     def _update_visible(self) -> None:
         if self._pending is None:
             return
         rows = self._all_rows()
-        for i in list(self._stale):
+        for i in [k for k in rows if k in self._stale] + [k for k in self._stale if k not in rows]:
             row = rows.get(i)
             if row is None:
                 self._stale.discard(i)
@@ -131,6 +140,10 @@ class GpuPanel(QScrollArea):
             else:
                 row.timeline.update_from(*self._pending)
                 self._stale.discard(i)
+                if self._in_pieces:
+                    if not self._next_piece.isActive():
+                        self._next_piece.start()
+                    return
 
     def highlight(self, key: tuple | None) -> None:
         for row in self._all_rows().values():

@@ -9,6 +9,7 @@ built elsewhere: ``new_frame(Frame)`` on every new frame (paused or not),
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         self._frames_while_paused = 0
         self._table_time = float("-inf")
         self._plot_time = float("-inf")
+        self._styled = 0  # labels given a colour so far (in order of first sight)
 
         self.setWindowTitle("vramscope")
         self.resize(1400, 900)
@@ -302,9 +304,11 @@ class MainWindow(QMainWindow):
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
             self._plot_time = t
             labels = self.feed.labels()
-            for ident in labels:  # colours in order of first sight, stable from then on
-                self.colours.style(ident)
-            self.gpu_panel.update_timelines(self.feed.store, since, t, labels)
+            for ident in itertools.islice(labels, self._styled, None):
+                self.colours.style(ident)  # colours in order of first sight, stable from then on
+            self._styled = len(labels)
+            self.gpu_panel.update_timelines(self.feed.store, since, t, labels,
+                                            sum(len(g.processes) for g in frame.gpus))
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
 

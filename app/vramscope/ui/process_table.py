@@ -17,14 +17,17 @@ from PySide6.QtWidgets import (
     QTableView, QVBoxLayout, QWidget,
 )
 
+from dataclasses import replace
+
+from vramscope.core.process_rows import (
+    COL, COLUMNS, ProcessRow, TableBuilder, TableOrder, TableRows,
+)
 from vramscope.core.samples import gpu_label
 from vramscope.core.units import fmt_gib
-from vramscope.core.user_totals import UserTotal, user_totals
+from vramscope.core.user_totals import UserTotal
 from vramscope.ui import theme
-from vramscope.ui.process_model import (
-    COL, COLUMNS, KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessRow, ProcessSortProxy,
-    ProcessTableModel, rows_from_frame,
-)
+from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
+from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
 
 ROW_HEIGHT = 20
 SWATCH_WIDTH = 22
@@ -88,10 +91,11 @@ class ProcessTable(QWidget):
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
         self.model = ProcessTableModel(colours, self)
-        self.proxy = ProcessSortProxy(self)
-        self.proxy.setSourceModel(self.model)
+        self.builder = TableBuilder()
+        self._bridge = Bridge(self)
+        self.worker = LatestOnly(self._bridge, "vramscope-table")
         self.view = QTableView(self)
-        self.view.setModel(self.proxy)
+        self.view.setModel(self.model)
         self.view.setSortingEnabled(True)
         self.view.sortByColumn(COL["Memory"], Qt.SortOrder.DescendingOrder)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -127,7 +131,8 @@ class ProcessTable(QWidget):
                 self.view.setColumnHidden(i, True)
         self.group_by_user = QCheckBox("Group by user")
         self.group_by_user.setToolTip("Keep each user's processes together; totals per user beside it.")
-        self.group_by_user.toggled.connect(self.proxy.set_group_by_user)
+        self.group_by_user.toggled.connect(
+            lambda on: self.model.set_order(replace(self.model.order, group_by_user=on)))
         self.users = QLabel()
         self.users.setObjectName("userTotals")
         theme.styled(self.users, lambda s: f"color: {s.MUTED};")
@@ -216,9 +221,22 @@ class ProcessTable(QWidget):
         self.context_menu = menu
 
     def show_frame(self, frame, store=None) -> None:
-        """The frame's processes (with ``store``: their growth), and memory per user."""
-        self.set_rows(rows_from_frame(frame, store))
-        self.set_user_totals(user_totals(frame),
+        """The frame's processes (with ``store``: their growth), and memory per user.
+        A busy machine's table is built on a worker thread and shown when ready."""
+        order = self.model.order
+        count = 0 if frame is None else sum(len(g.processes) for g in frame.gpus)
+        if count < BUSY_PROCESSES:
+            self.show_table(self.builder.build(frame, store, order), frame)
+        else:
+            self.worker.submit(lambda: (self.builder.build(frame, store, order), frame),
+                               lambda built: self.show_table(*built))
+
+    def set_filter(self, text: str) -> None:
+        """Rows whose any column contains ``text`` (any case); empty shows all."""
+        self.model.set_order(replace(self.model.order, filter=text))
+
+    def show_table(self, table: TableRows, frame=None) -> None:
+        self.set_user_totals(list(table.user_totals),
                              {g.index: g.label for g in frame.gpus} if frame is not None else None)
         holders = frame.device_holders if frame is not None else ()
         self.holders.setVisible(bool(holders))
@@ -227,21 +245,14 @@ class ProcessTable(QWidget):
                 "Holding /dev/nvidia* without being listed by the driver: " + "; ".join(
                     f"pid {h.info.pid} {h.info.user or ''} ({h.info.command or 'command n/a'})"
                     for h in holders))
-
-    def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
-        """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""
-        text = "   ·   ".join(_user_text(t, gpu_labels or {}) for t in totals)
-        self.users.setText(f"Memory by user:  {text}" if text else "")
-
-    def set_rows(self, rows: list[ProcessRow]) -> None:
         for i, column in enumerate(COLUMNS):
             if column.when_used:
-                used = any(column.text(r) for r in rows)
+                used = column.name in table.used_columns
                 if self.view.isColumnHidden(i) == used:
                     self.view.setColumnHidden(i, not used)
         self._rebuilding = True
         try:
-            self.model.set_rows(rows)
+            self.model.show(table)
             if self._selected is not None and self._row_of(self._selected) is None:
                 self._selected = None
                 gone = True
@@ -254,6 +265,15 @@ class ProcessTable(QWidget):
         if gone:
             self.selection_changed.emit(None)
 
+    def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
+        """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""
+        text = "   ·   ".join(_user_text(t, gpu_labels or {}) for t in totals)
+        self.users.setText(f"Memory by user:  {text}" if text else "")
+
+    def set_rows(self, rows: list[ProcessRow], totals=()) -> None:
+        """Show ``rows`` (any order) as the table's rows."""
+        self.show_table(TableBuilder.rearrange(rows, self.model.order, totals))
+
     def select_key(self, key: tuple | None) -> None:
         if key is None:
             self.view.clearSelection()
@@ -262,17 +282,13 @@ class ProcessTable(QWidget):
 
     def visible_rows(self) -> list[int]:
         """PIDs in the order the table shows them (after sorting)."""
-        col = COL["PID"]
-        return [int(self.proxy.index(r, col).data()) for r in range(self.proxy.rowCount())]
+        return [r.pid for r in self.model.rows]
 
-    def proxy_row_of(self, key: tuple) -> int | None:
+    def display_row_of(self, key: tuple) -> int | None:
         return self._row_of(key)
 
     def _row_of(self, key: tuple) -> int | None:
-        for r in range(self.proxy.rowCount()):
-            if self.proxy.index(r, 0).data(KEY_ROLE) == key:
-                return r
-        return None
+        return self.model.table.row_of.get(key)
 
     def _reselect(self, key: tuple) -> None:
         r = self._row_of(key)
@@ -282,7 +298,7 @@ class ProcessTable(QWidget):
         current = sel.selectedRows()
         if len(current) == 1 and current[0].row() == r:
             return
-        sel.select(self.proxy.index(r, 0),
+        sel.select(self.model.index(r, 0),
                    QItemSelectionModel.SelectionFlag.ClearAndSelect
                    | QItemSelectionModel.SelectionFlag.Rows)
 

@@ -161,23 +161,24 @@ class ColourBook:
     def __init__(self, colours: tuple[str, ...] | None = None):
         self._colours = colours
         self._assigned: dict = {}
-        self._live: set | None = None
+        self._taken: set[int] = set()  # styles held by live (or, before set_live, all) processes
+        self._low = 0  # no style below this is free (taken only grows until set_live)
 
     def set_live(self, identities) -> None:
         """The processes listed now: styles of the others may be given again."""
-        self._live = set(identities)
+        assigned = self._assigned
+        self._taken = {assigned[i] for i in identities if i in assigned}
+        self._low = 0
 
     def style(self, identity) -> tuple[str, int]:
         """(colour, dash index into DASHES / FILLS)."""
         n = self._assigned.get(identity)
         if n is None:
-            if self._live is None:
-                taken = set(self._assigned.values())
-            else:
-                taken = {self._assigned[i] for i in self._live if i in self._assigned}
-            n = 0
+            n, taken = self._low, self._taken
             while n in taken:
                 n += 1
+            self._low = n + 1
+            taken.add(n)
             self._assigned[identity] = n
         colours = self._colours or _current.PROCESS_COLOURS
         return colours[n % len(colours)], (n // len(colours)) % len(DASHES)

@@ -25,7 +25,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
-from vramscope.core.store import Store, gpu_key, mig_key
+from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
@@ -33,6 +33,8 @@ from vramscope.ui.timeline_stack import OTHERS, StackedBands
 DIMMED_ALPHA = 60
 LEGEND_WIDTH = 240
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
+LINE_CURVES = 24  # lines style: curves drawn per GPU, the largest by memory (+ alerted, selected)
+ENDED_CURVES = 8  # lines style: processes that ended within the window, the latest first
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
 MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
@@ -158,35 +160,40 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.capacity_curve.setData(tt, vt / GiB)
         peak = _nanmax(vt, _nanmax(vu, 0.0))
 
-        keys = store.process_keys(self.index)  # in order of first sight
+        # Each process's latest point (one read), so choosing what to draw costs
+        # O(processes) dictionary work and only the drawn series are read in full.
+        points = store.process_points(self.index)  # in order of first sight
         if self.members is not None:
-            keys = [k for k in keys if _identity_of(k) in self.members]
+            points = {k: p for k, p in points.items() if _identity_of(k) in self.members}
+        keys = list(points)
         alive: dict[tuple, float] = {}  # reported now, with a figure: key -> latest bytes
         ended: dict[tuple, float] = {}  # in the window, no longer reported: key -> last time
         not_plotted: list[tuple] = []  # reported, but memory n/a all along: not drawn as 0
-        finite_any: dict[tuple, bool] = {}
-        for key in keys:
-            t, v = series(key)
-            inside = v if since is None else v[t >= since]  # (the series may start just before)
-            finite = inside[np.isfinite(inside)]
-            finite_any[key] = bool(len(finite))
-            now_listed = bool(len(t)) and t[-1] >= t_end - 1e-6
-            if len(finite):
-                if self.style == "lines":
-                    peak = max(peak, float(finite.max()))
+        for key, (last_t, last_v) in points.items():
+            if last_t > t_end + 1e-6:  # paused: the series as it was at t_end
+                t, v = series(key)
+                if not len(t):
+                    continue
+                last_t, last_v = float(t[-1]), float(v[-1])
+            if since is not None and last_t < since:
+                continue  # ended before the window
+            now_listed = last_t >= t_end - 1e-6
+            finite = math.isfinite(last_v) or _any_finite(*series(key), since)
+            if not finite:
                 if now_listed:
-                    alive[key] = float(v[-1]) if np.isfinite(v[-1]) else 0.0
-                else:
-                    ended[key] = float(t[-1])
+                    not_plotted.append(key)
             elif now_listed:
-                not_plotted.append(key)
+                alive[key] = last_v if math.isfinite(last_v) else 0.0
+            else:
+                ended[key] = last_t
         self._rows_fitted = self.legend_rows()
         room = self._rows_fitted - 2 - (2 if not_plotted else 0)  # total + capacity, n/a note
         must = {k for k in alive if _identity_of(k) in self.alerted}
         if self.selected is not None and self.selected in alive:
             must.add(self.selected)
         if self.style == "lines":
-            self._update_lines(series, keys, finite_any, alive)
+            drawn = _lines_drawn(alive, ended, must)
+            peak = max(peak, self._update_lines(series, drawn, since))
             shown = self._legend_lines(alive, ended, must, max(1, room - 1))
             hidden = len(alive) + len(ended) - len(shown)
             entries = [(k, self.proc_curves[k], _label(k, labels), alive.get(k), k in ended)
@@ -194,8 +201,13 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         else:
             self._drop_lines(keys)
             px = int(self.plot.vb.width()) or 600
+            everyone = None  # all processes' sum: "others" without reading each of them
+            if self.mig_uuid is None:
+                everyone = series(gpu_key(self.index, PROCESSES_USED))
+                if len(everyone[0]) != len(tu):
+                    everyone = None  # (a reopened session has no such series)
             top = self.stack.update(series, tu, alive, list(ended), keys, must, max(px, 100),
-                                    _identity_of, shown=max(1, room - 1))
+                                    _identity_of, shown=max(1, room - 1), everyone=everyone)
             peak = max(peak, top)
             hidden = 0
             entries = []
@@ -227,20 +239,21 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self.plot.setYRange(0, y_max, padding=0)
         self._place_marker_labels()
 
-    def _update_lines(self, series, keys, finite_any, alive) -> None:
-        key_set = set(keys)
-        for key in list(self.proc_curves):
-            if key not in key_set or (not finite_any.get(key) and key not in alive):
-                self._drop(key)  # ended before the window: no item left behind all day
-        for key in keys:
-            if not finite_any.get(key):
-                continue
+    def _update_lines(self, series, drawn: list, since: float | None) -> float:
+        """Curves for ``drawn`` (others dropped); returns their peak in the window."""
+        wanted = set(drawn)
+        for key in [k for k in self.proc_curves if k not in wanted]:
+            self._drop(key)  # ended, or no longer among the drawn: no item left behind
+        peak = 0.0
+        for key in drawn:
             curve = self.proc_curves.get(key)
             if curve is None:
                 curve = self._add(key)
             t, v = series(key)
             curve.setData(t, v / GiB)
             curve.setVisible(True)
+            peak = _nanmax(v if since is None else v[t >= since], peak)
+        return peak
 
     def _drop_lines(self, keys) -> None:
         key_set = set(keys)
@@ -460,6 +473,19 @@ def _label(key: tuple, labels: dict) -> str:
 def _identity_of(key: tuple) -> ProcessIdentity:
     _, _gpu, pid, start, _metric = key
     return ProcessIdentity(pid, start)
+
+
+def _lines_drawn(alive: dict, ended: dict, must: set) -> list:
+    """The lines style's curves: the LINE_CURVES largest now, those that must be
+    seen (an alert, the selection), and the processes that ended most recently."""
+    order = sorted(alive, key=lambda k: -alive[k])
+    drawn = order[:LINE_CURVES] + [k for k in order[LINE_CURVES:] if k in must]
+    return drawn + sorted(ended, key=lambda k: -ended[k])[:ENDED_CURVES]
+
+
+def _any_finite(times: np.ndarray, values: np.ndarray, since: float | None) -> bool:
+    inside = values if since is None else values[times >= since]
+    return bool(np.isfinite(inside).any())
 
 
 def _nanmax(values: np.ndarray, default: float) -> float:
