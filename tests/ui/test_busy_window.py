@@ -3,8 +3,6 @@ at a glance, every process in the table, and the small screen sizes."""
 
 from __future__ import annotations
 
-import types
-
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
@@ -146,11 +144,12 @@ def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
 
 
 def test_enter_in_the_end_process_dialog_cancels(themed_app, qtbot):
+    from vramscope.core.actions import ProcessSummary
     from vramscope.ui.alerts_panel import EndProcessDialog
 
-    summary = types.SimpleNamespace(pid=4242, command="python train.py", user="alice",
-                                    age_seconds=600.0, memory=3 * GiB, connection_file=None,
-                                    refusal=None)
+    summary = ProcessSummary(pid=4242, start_time=None, command="python train.py", user="alice",
+                             age_seconds=600.0, memory=3 * GiB, own=True, connection_file=None,
+                             refusal=None)
     dialog = EndProcessDialog(summary)
     qtbot.addWidget(dialog)
     dialog.show()

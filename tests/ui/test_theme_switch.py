@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QColor, QPalette
 
+from vramscope.core.actions import ProcessSummary
 from vramscope.core.samples import ProcessIdentity
 from vramscope.ui import theme
 from vramscope.ui.about import AboutDialog
@@ -161,9 +162,9 @@ def test_a_live_switch_recolours_every_widget_of_the_busy_window(
     window.tabs.setCurrentIndex(0)
     about = AboutDialog(window.store.latest, window)
     about.show()
-    refusal = types.SimpleNamespace(pid=35120, command="python3 notebooks/export_onnx.py",
-                                    user="alice", age_seconds=7800.0, memory=820 << 20,
-                                    connection_file=None, refusal="demo data: invented PID")
+    refusal = ProcessSummary(pid=35120, start_time=None, command="python3 notebooks/export_onnx.py",
+                             user="alice", age_seconds=7800.0, memory=820 << 20, own=True,
+                             connection_file=None, refusal="demo data: invented PID")
     end = EndProcessDialog(refusal, "term", window)
     end.show()
     dialogs = (about, end)

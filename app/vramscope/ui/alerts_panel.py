@@ -73,7 +73,7 @@ def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
              f"{e(alert.severity.upper())}</b> "
              f"<b>{e(alert.title)}</b> &mdash; {e(alert.message)}</p>",
              f"<p style='color:{s.MUTED}'>since {e(since_text(alert.since, now))}"
-             + (f"; GPU {alert.gpu}" if alert.gpu is not None else "")
+             + (f"; {e(alert.gpu_label)}" if alert.gpu is not None else "")
              + (f"; pid {alert.pid}" if alert.pid is not None else "")
              + (f"; would free {e(fmt_bytes(alert.frees))}" if alert.frees else "")
              + (f"; {e(hidden_note)}" if hidden_note else "") + "</p>"]
@@ -436,7 +436,7 @@ class TrayNotifier(QObject):
             if alert.key in self._notified or severity_rank(alert.severity) < severity_rank(self.min_severity):
                 continue
             self._notified.add(alert.key)
-            title = f"vramscope: {alert.title}"
+            title = f"vramscope: {alert.title}" + (f" on {alert.host}" if alert.host else "")
             text = alert.message
             if not self.available or not self.window_away():
                 self.suppressed.append((title, text))

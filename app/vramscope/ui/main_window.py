@@ -36,6 +36,21 @@ TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
 PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
 PLOT_STEP_PX = 3  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
 TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow
+TITLE_HOST_NAMES = 2  # a title names up to this many hosts; more are counted ("3 hosts")
+
+
+def window_title(frame: Frame | None, session_file: str | None = None) -> str:
+    """"vramscope", "vramscope — gpu-box-1", "vramscope — 3 hosts", then the
+    recorded session's file, then "demo (simulated data)" for the demo."""
+    parts = ["vramscope"]
+    hosts = frame.host_names if frame is not None else ()
+    if hosts:
+        parts.append(", ".join(hosts) if len(hosts) <= TITLE_HOST_NAMES else f"{len(hosts)} hosts")
+    if session_file:
+        parts.append(session_file)
+    if frame is not None and frame.simulated:
+        parts.append("demo (simulated data)")
+    return " — ".join(parts)
 
 
 def default_demo_source():
@@ -261,7 +276,9 @@ class MainWindow(QMainWindow):
     def _show(self, frame: Frame, force: bool = False) -> None:
         self._shown_frame = frame
         self.banner.setVisible(frame.simulated)
-        self.setWindowTitle("vramscope — demo (simulated data)" if frame.simulated else "vramscope")
+        title = window_title(frame, self.session_file)
+        if title != self.windowTitle():
+            self.setWindowTitle(title)
         if not frame.gpus:
             if frame.error:
                 self.no_driver.show_error(frame.error, can_demo=not frame.simulated)

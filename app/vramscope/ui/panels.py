@@ -47,7 +47,9 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     planner_index = window.tabs.addTab(scrolled(planner), "Planner")
 
     def on_counts(shown: int, _hidden: int) -> None:
-        window.tabs.setTabText(alerts_index, f"Alerts ({shown})" if shown else "Alerts")
+        text = f"Alerts ({shown})" if shown else "Alerts"
+        if window.tabs.tabText(alerts_index) != text:  # (setting it re-lays out the tab bar)
+            window.tabs.setTabText(alerts_index, text)
 
     alerts.counts_changed.connect(on_counts)
     alerts.new_alerts.connect(tray.notify)

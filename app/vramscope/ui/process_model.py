@@ -20,6 +20,7 @@ from vramscope.core.process_rows import (
 )
 from vramscope.core.samples import VISIBLE
 from vramscope.ui import theme
+from vramscope.ui.bridge import BUSY_PROCESSES
 
 __all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE",
            "ProcessTableModel"]
@@ -29,6 +30,12 @@ SPARK_ROLE = Qt.ItemDataRole.UserRole + 3  # the Growth cell's sparkline values 
 STYLE_ROLE = Qt.ItemDataRole.UserRole + 4  # the process's (colour, dash) in the plots
 
 _EMPTY = TableRows(rows=(), order=TableOrder(), used_columns=frozenset(), user_totals=())
+
+
+def _looks(row: ProcessRow) -> tuple:
+    """What a row's cells show: its texts, sparkline and colours' causes."""
+    return (tuple(c.text(row) for c in COLUMNS), row.spark, row.growth is not None
+            and row.growth >= GROWTH_WARN, row.visibility)
 
 
 class ProcessTableModel(QAbstractTableModel):
@@ -61,6 +68,11 @@ class ProcessTableModel(QAbstractTableModel):
             return
         if all(a.key == b.key for a, b in zip(rows, old)):
             self._rows = rows
+            if len(rows) < BUSY_PROCESSES:  # repaint only the rows whose cells read differently
+                last = len(COLUMNS) - 1
+                for i in (i for i, (a, b) in enumerate(zip(rows, old)) if _looks(a) != _looks(b)):
+                    self.dataChanged.emit(self.index(i, 0), self.index(i, last))
+                return
         else:  # the same number of rows, some moved: keep selection and scroll
             self.layoutAboutToBeChanged.emit()
             keep = self.persistentIndexList()

@@ -22,6 +22,7 @@ from dataclasses import replace
 from vramscope.core.process_rows import (
     COL, COLUMNS, ProcessRow, TableBuilder, TableOrder, TableRows,
 )
+from vramscope.core.samples import gpu_label
 from vramscope.core.units import fmt_gib
 from vramscope.core.user_totals import UserTotal
 from vramscope.ui import theme
@@ -237,7 +238,8 @@ class ProcessTable(QWidget):
         self.model.set_order(replace(self.model.order, filter=text))
 
     def show_table(self, table: TableRows, frame=None) -> None:
-        self.set_user_totals(list(table.user_totals))
+        self.set_user_totals(list(table.user_totals),
+                             {g.index: g.label for g in frame.gpus} if frame is not None else None)
         holders = frame.device_holders if frame is not None else ()
         self.holders.setVisible(bool(holders))
         if holders:
@@ -265,8 +267,9 @@ class ProcessTable(QWidget):
         if gone:
             self.selection_changed.emit(None)
 
-    def set_user_totals(self, totals: list[UserTotal]) -> None:
-        text = "   ·   ".join(_user_text(t) for t in totals)
+    def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
+        """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""
+        text = "   ·   ".join(_user_text(t, gpu_labels or {}) for t in totals)
         self.users.setText(f"Memory by user:  {text}" if text else "")
 
     def set_rows(self, rows: list[ProcessRow], totals=()) -> None:
@@ -311,11 +314,12 @@ class ProcessTable(QWidget):
             self.selection_changed.emit(key)
 
 
-def _user_text(total: UserTotal) -> str:
+def _user_text(total: UserTotal, gpu_labels: dict) -> str:
     """'alice 14.20 GiB (GPU 0: 12.00, GPU 1: 2.20)'."""
     text = f"{total.label} {fmt_gib(total.used, 2)}"
+    name = {g: gpu_labels.get(g) or gpu_label(g) for g, _b in total.per_gpu}
     if len(total.per_gpu) > 1:
-        text += " (" + ", ".join(f"GPU {g}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
+        text += " (" + ", ".join(f"{name[g]}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
     elif total.per_gpu:
-        text += f" on GPU {total.per_gpu[0][0]}"
+        text += f" on {name[total.per_gpu[0][0]]}"
     return text

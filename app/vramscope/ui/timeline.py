@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
+from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
@@ -75,12 +75,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         plot.setLabel("left", "GiB")
         plot.getAxis("left").setWidth(44)
         plot.getAxis("left").enableAutoSIPrefix(False)  # GiB as labelled (and no relabel per frame)
+        # The GiB axis changes when the y range does, not when time scrolls: paint it
+        # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
+        plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         s = theme.current()
         self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT, labelTextSize="8.5pt")
         self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)
         self.legend.setMinimumWidth(LEGEND_WIDTH)
         self.legend.setMaximumWidth(LEGEND_WIDTH)
         self.addItem(self.legend, row=0, col=1)
+        self.legend.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)  # (as the axis)
         self.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.ci.layout.setColumnFixedWidth(1, LEGEND_WIDTH)
         self.ci.layout.setColumnStretchFactor(0, 1)
@@ -208,8 +212,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             everyone = None  # all processes' sum: "others" without reading each of them
             if self.mig_uuid is None:
                 everyone = series(gpu_key(self.index, PROCESSES_USED))
-                if len(everyone[0]) != len(tu):
-                    everyone = None  # (a reopened session has no such series)
+                if not len(everyone[0]):
+                    everyone = None  # (a store filled without it: sum the processes)
             top = self.stack.update(series, tu, alive, list(ended), keys, must, max(px, 100),
                                     _identity_of, shown=max(1, room - 1), everyone=everyone)
             peak = max(peak, top)

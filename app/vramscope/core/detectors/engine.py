@@ -81,12 +81,16 @@ class Diagnostics:
                 found.extend(rule.update(frame, settings))
             keys = set()
             out = []
+            places = {g.index: g for g in frame.gpus if g.host is not None}
             for alert in found:
                 key = alert.key
                 keys.add(key)
                 first = self._first_seen.setdefault(key, frame.time)
                 if alert.since is None:
                     alert = _with_since(alert, first)
+                where = places.get(alert.gpu)
+                if where is not None:  # another machine's GPU: the alert names its host
+                    alert = dataclasses.replace(alert, host=where.host, host_index=where.host_index)
                 out.append(alert)
             for key in [k for k in self._first_seen if k not in keys]:
                 del self._first_seen[key]
