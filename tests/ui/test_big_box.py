@@ -24,7 +24,7 @@ def _frame(k: int) -> Frame:
         procs = tuple(
             GpuProcess(pid=10_000 + g * 1000 + p, used=(64 + p) * MiB, sm=p % 100,
                        info=ProcessInfo(pid=10_000 + g * 1000 + p, start_time=T0 - 600,
-                                        user=f"user{p % 7}", name="python",
+                                        user=f"user{p % 40}", name="python",
                                         cmdline=("python", f"worker_{g}_{p}.py")))
             for p in range(PER_GPU))
         used = sum(p.used for p in procs)
@@ -87,3 +87,12 @@ def test_the_plots_draw_the_largest_and_sum_the_rest(make_window, qtbot):
     assert len(tl.proc_curves) == LINE_CURVES  # the largest; the table lists all
     largest = max(tl.proc_curves, key=lambda k: k[2])
     assert largest[2] == 10_000 + PER_GPU - 1
+
+
+def test_forty_users_do_not_widen_the_window(make_window, qtbot):
+    w = make_window([_frame(k) for k in range(3)], window="10m")
+    _settled(w, qtbot)
+    assert w.width() == 1400 and w.gpu_panel.timelines[0].width() < 1400
+    text = w.table.users.text()
+    assert text.count(" GiB") == 6 and "+ 34 more users" in text
+    assert w.table.users.toolTip().count("\n") == 39  # every user, one per line

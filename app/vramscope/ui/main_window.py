@@ -33,6 +33,7 @@ TIME_WINDOWS = {"1m": ("1 min", 60.0), "10m": ("10 min", 600.0), "1h": ("1 h", 3
                 "all": ("All", None)}
 DEFAULT_WINDOW = "10m"
 TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
+TABLE_ROWS_PER_SECOND = 8000  # a bigger table is rebuilt less often (16,384 processes: every 2 s)
 PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
 PLOT_STEP_PX = 3  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
 TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow
@@ -296,7 +297,9 @@ class MainWindow(QMainWindow):
         # most twice a second, the plots at most once per pixel of their time axis.
         t = frame.time
         self.colours.set_live(p.identity for _g, p in frame.all_processes())
-        if force or t - self._table_time >= TABLE_MIN_INTERVAL or t < self._table_time:
+        processes = sum(len(g.processes) for g in frame.gpus)
+        every = max(TABLE_MIN_INTERVAL, processes / TABLE_ROWS_PER_SECOND)
+        if force or t - self._table_time >= every or t < self._table_time:
             self._table_time = t
             self.table.show_frame(frame, self.feed.store)
             self.fit_split()
@@ -308,8 +311,7 @@ class MainWindow(QMainWindow):
             for ident in itertools.islice(labels, self._styled, None):
                 self.colours.style(ident)  # colours in order of first sight, stable from then on
             self._styled = len(labels)
-            self.gpu_panel.update_timelines(self.feed.store, since, t, labels,
-                                            sum(len(g.processes) for g in frame.gpus))
+            self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes)
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QStyledItemDelegate,
+    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QSizePolicy,
+    QStyledItemDelegate,
     QTableView, QVBoxLayout, QWidget,
 )
 
@@ -30,6 +31,7 @@ from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
 from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
 
 ROW_HEIGHT = 20
+USERS_SHOWN = 6  # "Memory by user": the biggest users named, the rest in the tooltip
 SWATCH_WIDTH = 22
 SPARK_WIDTH = 54
 
@@ -137,6 +139,8 @@ class ProcessTable(QWidget):
         self.users.setObjectName("userTotals")
         theme.styled(self.users, lambda s: f"color: {s.MUTED};")
         self.users.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # a shared box's long list is cut at the table's edge, never widening the window
+        self.users.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
         bar.addWidget(self.group_by_user)
@@ -269,8 +273,12 @@ class ProcessTable(QWidget):
 
     def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
         """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""
-        text = "   ·   ".join(_user_text(t, gpu_labels or {}) for t in totals)
-        self.users.setText(f"Memory by user:  {text}" if text else "")
+        parts = [_user_text(t, gpu_labels or {}) for t in totals]  # the biggest first
+        shown = "   ·   ".join(parts[:USERS_SHOWN])
+        if len(parts) > USERS_SHOWN:
+            shown += f"   ·   + {len(parts) - USERS_SHOWN} more users (hover for all)"
+        self.users.setText(f"Memory by user:  {shown}" if parts else "")
+        self.users.setToolTip("\n".join(parts) if len(parts) > USERS_SHOWN else "")
 
     def set_rows(self, rows: list[ProcessRow], totals=()) -> None:
         """Show ``rows`` (any order) as the table's rows."""
