@@ -96,3 +96,23 @@ def test_forty_users_do_not_widen_the_window(make_window, qtbot):
     text = w.table.users.text()
     assert text.count(" GiB") == 6 and "+ 34 more users" in text
     assert w.table.users.toolTip().count("\n") == 39  # every user, one per line
+
+
+def test_sixteen_gpus_are_built_a_few_per_turn_and_all_shown(make_window, qtbot):
+    from dataclasses import replace
+
+    from vramscope.ui.gpu_panel import ROWS_PER_TURN
+
+    def sixteen(k):
+        f = _frame(k)
+        gpus = tuple(replace(f.gpus[g % 2], index=g, uuid=f"GPU-{g}", processes=f.gpus[g % 2].processes[:4])
+                     for g in range(16))
+        return replace(f, gpus=gpus)
+
+    w = make_window([], window="10m")
+    for k in range(5):
+        w.feed.store.append(sixteen(k))
+    w.refresh(force=True)
+    assert len(w.gpu_panel.rows) == ROWS_PER_TURN  # the rest on the next turns of the event loop
+    qtbot.waitUntil(lambda: len(w.gpu_panel.rows) == 16, timeout=5000)
+    assert w.gpu_panel.cards[15].used.text() == w.gpu_panel.cards[1].used.text()  # filled in

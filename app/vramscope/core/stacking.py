@@ -58,11 +58,13 @@ def cumulative(layers: list[np.ndarray]) -> np.ndarray:
 
 
 def thin(t: np.ndarray, tops: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``columns`` points: the peak of each run of samples (tops stay ordered,
-    since a pointwise larger row has a larger peak)."""
+    """At most ``columns`` points, one per equal stretch of time: the peak of the
+    samples in it (tops stay ordered, since a pointwise larger row has a larger peak)."""
     n = len(t)
     if n <= columns or columns < 2:
         return t, tops
-    starts = np.linspace(0, n, columns, endpoint=False).astype(int)
-    starts = np.unique(starts)
+    # columns of equal time, not of equal count: the store's older history has one
+    # point per 10 s, the newest one per sample, and both get the same pixels per second
+    edges = np.linspace(float(t[0]), float(t[-1]), columns, endpoint=False)
+    starts = np.unique(np.searchsorted(t, edges, side="left"))
     return t[starts], np.maximum.reduceat(tops, starts, axis=1)

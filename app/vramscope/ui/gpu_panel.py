@@ -13,6 +13,8 @@ from vramscope.ui.cards import GpuCard
 from vramscope.ui.timeline import GpuTimeline
 
 ROW_MIN_HEIGHT = 150
+ROWS_AT_ONCE = 8  # GPU rows built in one go; more are built ROWS_PER_TURN per event-loop turn
+ROWS_PER_TURN = 2
 SLICE_INDENT = 18  # px: a MIG slice's row under its GPU's
 
 
@@ -61,6 +63,11 @@ class GpuPanel(QScrollArea):
         self._next_piece.setSingleShot(True)
         self._next_piece.setInterval(0)
         self._next_piece.timeout.connect(self._update_visible)
+        self._frame: Frame | None = None  # the latest frame, for rows still to be built
+        self._more_rows = QTimer(self)  # a big box's rows are built a few per event-loop turn
+        self._more_rows.setSingleShot(True)
+        self._more_rows.setInterval(0)
+        self._more_rows.timeout.connect(self._build_more_rows)
         self.verticalScrollBar().valueChanged.connect(self._update_visible)
 
     def set_plot_style(self, style: str) -> None:
@@ -105,17 +112,26 @@ class GpuPanel(QScrollArea):
         return {i: r.timeline for i, r in self.rows.items()}
 
     def update_cards(self, frame: Frame) -> None:
+        self._frame = frame
         indices = [g.index for g in frame.gpus]
         slices = [(g.index, s.uuid) for g in frame.gpus for s in g.slices if s.uuid]
         if sorted(indices) != sorted(self.rows) or set(slices) != set(self.slice_rows):
             self._rebuild(indices, slices)
         for gpu in frame.gpus:
-            self.rows[gpu.index].card.update_from(gpu)
+            row = self.rows.get(gpu.index)
+            if row is None:
+                continue  # built on a later turn
+            row.card.update_from(gpu)
             for mig in gpu.slices:
                 row = self.slice_rows.get((gpu.index, mig.uuid))
                 if row is not None:
                     row.card.show_slice(gpu, mig)
                     row.timeline.members = frozenset(p.identity for p in mig.processes)
+
+    def _build_more_rows(self) -> None:
+        if self._frame is not None:
+            self.update_cards(self._frame)
+            self._update_visible()
 
     def update_timelines(self, store: Store, since: float | None, t_end: float,
                          labels: dict[ProcessIdentity, str], processes: int = 0) -> None:
@@ -163,9 +179,13 @@ class GpuPanel(QScrollArea):
                 row = rows.pop(key)
                 self._layout.removeWidget(row)
                 row.deleteLater()
-        for i in sorted(indices):
-            if i not in self.rows:
-                self.rows[i] = self._new_row(i)
+        missing = [i for i in sorted(indices) if i not in self.rows]
+        if len(missing) > ROWS_AT_ONCE:  # ~60 ms each: a 16-GPU box's rows over a few turns
+            missing = missing[:ROWS_PER_TURN]
+            self._more_rows.start()
+        for i in missing:
+            self.rows[i] = self._new_row(i)
+        self._stale.update(missing)  # drawn with the next timelines, or by _build_more_rows
         for key in slices:  # in the frame's order (by instance id)
             if key not in self.slice_rows:
                 self.slice_rows[key] = self._new_row(key[0], key[1])
