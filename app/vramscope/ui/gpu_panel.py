@@ -14,7 +14,7 @@ from vramscope.ui.timeline import GpuTimeline
 
 ROW_MIN_HEIGHT = 150
 ROWS_AT_ONCE = 8  # GPU rows built in one go; more are built ROWS_PER_TURN per event-loop turn
-ROWS_PER_TURN = 2
+ROWS_PER_TURN = 1
 SLICE_INDENT = 18  # px: a MIG slice's row under its GPU's
 
 

@@ -33,7 +33,8 @@ TIME_WINDOWS = {"1m": ("1 min", 60.0), "10m": ("10 min", 600.0), "1h": ("1 h", 3
                 "all": ("All", None)}
 DEFAULT_WINDOW = "10m"
 TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
-TABLE_ROWS_PER_SECOND = 8000  # a bigger table is rebuilt less often (16,384 processes: every 2 s)
+LIVE_STYLES_EVERY = 10.0  # seconds between passes that free ended processes' styles
+TABLE_ROWS_PER_SECOND = 4000  # a bigger table is rebuilt less often (16,384 processes: every 4 s)
 PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
 PLOT_STEP_PX = 3  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
 TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow
@@ -81,6 +82,7 @@ class MainWindow(QMainWindow):
         self._table_time = float("-inf")
         self._plot_time = float("-inf")
         self._styled = 0  # labels given a colour so far (in order of first sight)
+        self._live_count, self._live_time = -1, float("-inf")
 
         self.setWindowTitle("vramscope")
         self.resize(1400, 900)
@@ -296,8 +298,12 @@ class MainWindow(QMainWindow):
         # Fast sampling (10 Hz) redraws no finer than the eye can use: the table at
         # most twice a second, the plots at most once per pixel of their time axis.
         t = frame.time
-        self.colours.set_live(p.identity for _g, p in frame.all_processes())
         processes = sum(len(g.processes) for g in frame.gpus)
+        if processes != self._live_count or abs(t - self._live_time) >= LIVE_STYLES_EVERY:
+            # styles of ended processes are given again: worth a pass over every
+            # process when the count changes, else now and then (16k processes: 25 ms)
+            self._live_count, self._live_time = processes, t
+            self.colours.set_live(p.identity for _g, p in frame.all_processes())
         every = max(TABLE_MIN_INTERVAL, processes / TABLE_ROWS_PER_SECOND)
         if force or t - self._table_time >= every or t < self._table_time:
             self._table_time = t
