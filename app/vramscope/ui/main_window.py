@@ -35,8 +35,8 @@ DEFAULT_WINDOW = "10m"
 TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
 LIVE_STYLES_EVERY = 10.0  # seconds between passes that free ended processes' styles
 TABLE_ROWS_PER_SECOND = 4000  # a bigger table is rebuilt less often (16,384 processes: every 4 s)
-PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
-PLOT_STEP_PX = 3  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
+PLOT_MAX_INTERVAL = 3.0  # the longest a plot waits for a redraw, whatever the window
+PLOT_STEP_PX = 5  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
 TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow
 TITLE_HOST_NAMES = 2  # a title names up to this many hosts; more are counted ("3 hosts")
 

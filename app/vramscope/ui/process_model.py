@@ -47,6 +47,7 @@ class ProcessTableModel(QAbstractTableModel):
         self.order = TableOrder()
         self.table = _EMPTY
         self._rows: tuple[ProcessRow, ...] = ()
+        self._texts: dict[int, tuple] = {}  # display row -> (its ProcessRow, its cells' texts)
         self._bold = QFont()
         self._bold.setBold(True)
 
@@ -116,11 +117,15 @@ class ProcessTableModel(QAbstractTableModel):
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
-        row = self._rows[index.row()]
+        r = index.row()
+        row = self._rows[r]
         column = COLUMNS[index.column()]
         col = column.name
         if role == Qt.ItemDataRole.DisplayRole:
-            return column.text(row)
+            texts = self._texts.get(r)
+            if texts is None or texts[0] is not row:  # each row's texts made once per frame
+                texts = self._texts[r] = (row, tuple(c.text(row) for c in COLUMNS))
+            return texts[1][index.column()]
         if role == KEY_ROLE:
             return row.key
         if role == STYLE_ROLE and col == "PID":
