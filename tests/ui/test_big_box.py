@@ -10,7 +10,7 @@ from vramscope.core.process_rows import COL
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB, MiB
 from vramscope.ui.bridge import BUSY_PROCESSES
-from vramscope.ui.timeline import LINE_CURVES
+from vramscope.core.stacking import LINE_CURVES
 from vramscope.ui.timeline_stack import OTHERS
 
 from .frames import T0

@@ -13,6 +13,8 @@ import numpy as np
 from vramscope.core.units import MiB
 
 STACK_SHOWN = 6  # processes drawn on their own; the rest are "others (n)" until expanded
+LINE_CURVES = 24  # lines style: curves drawn per GPU, the largest by memory (+ alerted, selected)
+ENDED_CURVES = 8  # lines style: processes that ended within the window, the latest first
 ORDER_STEP = 256 * MiB  # memory differences below this do not reorder the layers
 
 
@@ -68,3 +70,23 @@ def thin(t: np.ndarray, tops: np.ndarray, columns: int) -> tuple[np.ndarray, np.
     edges = np.linspace(float(t[0]), float(t[-1]), columns, endpoint=False)
     starts = np.unique(np.searchsorted(t, edges, side="left"))
     return t[starts], np.maximum.reduceat(tops, starts, axis=1)
+
+
+def lines_drawn(alive: dict, ended: dict, must: set) -> list:
+    """The lines style's curves: the LINE_CURVES largest now, those that must be
+    seen (an alert, the selection), and the processes that ended most recently."""
+    order = sorted(alive, key=lambda k: -alive[k])
+    drawn = order[:LINE_CURVES] + [k for k in order[LINE_CURVES:] if k in must]
+    return drawn + sorted(ended, key=lambda k: -ended[k])[:ENDED_CURVES]
+
+
+def any_finite(times: np.ndarray, values: np.ndarray, since: float | None) -> bool:
+    inside = values if since is None else values[times >= since]
+    return bool(np.isfinite(inside).any())
+
+
+def nanmax(values: np.ndarray, default: float) -> float:
+    if not len(values):
+        return default
+    finite = values[np.isfinite(values)]
+    return max(default, float(finite.max())) if len(finite) else default

@@ -25,6 +25,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
+from vramscope.core.stacking import any_finite, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
@@ -33,8 +34,6 @@ from vramscope.ui.timeline_stack import OTHERS, StackedBands
 DIMMED_ALPHA = 60
 LEGEND_WIDTH = 240
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
-LINE_CURVES = 24  # lines style: curves drawn per GPU, the largest by memory (+ alerted, selected)
-ENDED_CURVES = 8  # lines style: processes that ended within the window, the latest first
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
 MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
@@ -166,7 +165,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             tt, vt = series(mig_key(self.index, self.mig_uuid, "total"))
         self.used_curve.setData(tu, vu / GiB)
         self.capacity_curve.setData(tt, vt / GiB)
-        peak = _nanmax(vt, _nanmax(vu, 0.0))
+        peak = nanmax(vt, nanmax(vu, 0.0))
 
         # Each process's latest point (one read), so choosing what to draw costs
         # O(processes) dictionary work and only the drawn series are read in full.
@@ -186,7 +185,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             if since is not None and last_t < since:
                 continue  # ended before the window
             now_listed = last_t >= t_end - 1e-6
-            finite = math.isfinite(last_v) or _any_finite(*series(key), since)
+            finite = math.isfinite(last_v) or any_finite(*series(key), since)
             if not finite:
                 if now_listed:
                     not_plotted.append(key)
@@ -200,7 +199,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if self.selected is not None and self.selected in alive:
             must.add(self.selected)
         if self.style == "lines":
-            drawn = _lines_drawn(alive, ended, must)
+            drawn = lines_drawn(alive, ended, must)
             peak = max(peak, self._update_lines(series, drawn, since))
             shown = self._legend_lines(alive, ended, must, max(1, room - 1))
             hidden = len(alive) + len(ended) - len(shown)
@@ -260,7 +259,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             t, v = series(key)
             curve.setData(t, v / GiB)
             curve.setVisible(True)
-            peak = _nanmax(v if since is None else v[t >= since], peak)
+            peak = nanmax(v if since is None else v[t >= since], peak)
         return peak
 
     def _drop_lines(self, keys) -> None:
@@ -483,23 +482,3 @@ def _label(key: tuple, labels: dict) -> str:
 def _identity_of(key: tuple) -> ProcessIdentity:
     _, _gpu, pid, start, _metric = key
     return ProcessIdentity(pid, start)
-
-
-def _lines_drawn(alive: dict, ended: dict, must: set) -> list:
-    """The lines style's curves: the LINE_CURVES largest now, those that must be
-    seen (an alert, the selection), and the processes that ended most recently."""
-    order = sorted(alive, key=lambda k: -alive[k])
-    drawn = order[:LINE_CURVES] + [k for k in order[LINE_CURVES:] if k in must]
-    return drawn + sorted(ended, key=lambda k: -ended[k])[:ENDED_CURVES]
-
-
-def _any_finite(times: np.ndarray, values: np.ndarray, since: float | None) -> bool:
-    inside = values if since is None else values[times >= since]
-    return bool(np.isfinite(inside).any())
-
-
-def _nanmax(values: np.ndarray, default: float) -> float:
-    if not len(values):
-        return default
-    finite = values[np.isfinite(values)]
-    return max(default, float(finite.max())) if len(finite) else default
