@@ -27,6 +27,8 @@ def growth_per_minute(t: np.ndarray, v: np.ndarray, now: float,
     t, v = recent(t, v, now, window)
     if len(t) < 2 or t[-1] - t[0] < MIN_SPAN:
         return None
+    if v.min() == v.max():
+        return 0.0  # flat (most processes under a caching allocator): every slope is 0
     if len(t) > FIT_POINTS:
         idx = np.linspace(0, len(t) - 1, FIT_POINTS).round().astype(int)
         t, v = t[idx], v[idx]
