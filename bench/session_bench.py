@@ -90,8 +90,9 @@ def synthesise(path: pathlib.Path, hours: float, gpus: int, procs: int) -> None:
                 ident[(g, s, gen)] = pid_id
                 rows.append((pid_id, 20000 + len(ident), t0 + gen * gen_every - 3600.0, "bench",
                              "python3", f"python3 job{s}.py --gen {gen}", 1, t0 + gen * gen_every))
-    db.executemany("INSERT INTO processes VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    db.executemany("INSERT INTO gpus VALUES (?, ?, ?, ?)",
+    db.executemany("INSERT INTO processes (id, pid, start_time, user, name, command, ppid, "
+                   "first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO gpus (gpu, name, uuid, pci_bus_id) VALUES (?, ?, ?, ?)",
                    [(g, "Synthetic GPU", f"GPU-{g:04d}", f"0000:{g:02x}:00.0") for g in range(gpus)])
     step = 3600
     for c0 in range(0, n, step):

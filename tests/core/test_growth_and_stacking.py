@@ -56,3 +56,13 @@ def test_alignment_thinning_and_the_stack_adds_up():
     tops[1, 42] = 50.0  # a spike
     tt, thinned = thin(base, tops, 10)
     assert len(tt) == 10 and thinned[1].max() == 50.0 and (thinned[1] >= thinned[0]).all()
+
+
+def test_thinning_gives_each_stretch_of_time_the_same_columns():
+    """22 h of 10 s peaks then 2 h of 1 s samples: a 24 h plot gives the last 2 h
+    its share of the width (1/12), not half of it."""
+    t = np.concatenate([np.arange(0.0, 22 * 3600, 10.0), np.arange(22 * 3600.0, 24 * 3600.0)])
+    tops = np.ones((1, len(t)))
+    tt, _ = thin(t, tops, 240)
+    recent = (tt >= 22 * 3600).sum()
+    assert len(tt) <= 240 and 15 <= recent <= 25

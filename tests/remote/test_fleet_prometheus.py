@@ -195,6 +195,7 @@ def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, q
         heads = sorted(c.heading.text().split("  ·  ")[0] for c in window.gpu_panel.cards.values())
         a = fleet.instances["a"]
         assert f"{a} GPU 1" in heads
+        assert window.windowTitle() == "vramscope — 3 hosts"
         view = window.fleet_view
         window.tabs.setCurrentIndex(window.tabs.indexOf(view))
         window.refresh(force=True)
@@ -233,6 +234,34 @@ def test_a_bad_url_and_an_unreachable_server_say_so_in_one_line():
         PrometheusSource("localhost:9090")
     frame = PrometheusSource(f"http://127.0.0.1:{free_port()}", timeout=2).sample(time.time())
     assert frame.gpus == () and frame.error.startswith("cannot reach Prometheus at")
+
+
+def test_a_recorded_fleet_reopens_and_exports_with_each_host(fleet, tmp_path):
+    """The hosts of a fleet come and go with Prometheus's targets (no fixed list
+    in the session's meta): each GPU and process is stored with its host."""
+    import csv
+
+    from vramscope.core.session import open_session
+
+    out = tmp_path / "fleet.vramscope"
+    r = subprocess.run([sys.executable, "-m", "vramscope", "record", "--from-prometheus", fleet.url,
+                        "--interval", "0.5", "--duration", "2", "--out", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a, b, dcgm = (fleet.instances[k] for k in ("a", "b", "dcgm"))
+    with open_session(out) as reader:
+        labels = sorted(g.label for g in reader.latest_frame().gpus)
+        assert labels == sorted([f"{a} GPU 0", f"{a} GPU 1", f"{b} GPU 0", f"{dcgm} GPU 0"])
+        hosts_of = {p.pid: p.host for p in reader.processes().values()}
+        assert hosts_of == {fleet.sleepers[0].pid: a, fleet.sleepers[1].pid: b}
+    csv_out = tmp_path / "fleet.csv"
+    r = subprocess.run([sys.executable, "-m", "vramscope", "export", str(out), "--out", str(csv_out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = list(csv.DictReader(open(csv_out)))
+    used = {(x["host"], x["gpu"], x["pid"]): int(x["value"]) for x in rows if x["metric"] == "used"}
+    assert used[(b, "0", "")] == 20 * GiB and used[(b, "0", str(fleet.sleepers[1].pid))] == 19 * GiB
+    assert {x["host"] for x in rows} == {a, b, dcgm}
 
 
 def test_a_host_prometheus_cannot_scrape_is_marked_while_the_others_go_on(fleet):

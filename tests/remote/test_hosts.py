@@ -48,6 +48,21 @@ def test_status_json_lists_each_host_with_its_gpus_or_its_error(hosts, sleepers)
     assert ["lab", "vramscope stream --interval 1"] in hosts.calls()
 
 
+def test_status_text_names_each_host_above_its_gpus(hosts, sleepers):
+    pid = sleepers(1)[0]
+    hosts.add("lab", box(10, 20, pids=[pid]))
+    hosts.add("cloud", box(40))
+    r = vramscope("status", "--host", "lab", "--host", "cloud", "--host", "nowhere")
+    assert r.returncode == 1, r.stderr
+    out = r.stdout
+    heads = [line for line in out.splitlines() if line.startswith("== ")]
+    assert heads == ["== lab ==", "== cloud ==", "== nowhere =="]
+    lab, cloud, nowhere = out.split("== cloud ==")[0], *out.split("== cloud ==")[1].split("== nowhere ==")
+    assert str(pid) in lab and str(pid) not in cloud  # each host's processes under it
+    assert "RTX A6000" in lab and "RTX A6000" in cloud
+    assert "Could not resolve hostname nowhere" in nowhere
+
+
 def test_a_host_without_vramscope_gets_the_install_command(hosts):
     hosts.add("bare", path="/usr/bin:/bin")  # neither the command nor the module there
     r = vramscope("status", "--host", "bare")

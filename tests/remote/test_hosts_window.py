@@ -1,6 +1,8 @@
 """The window over several hosts (--host a --host b) through the stand-in ssh:
 cards grouped by host with the host in their titles, a Host column, a chip
-per host, and a dropped host marked while the other goes on."""
+per host, the hosts in the window title and the end-process confirmation, a
+dropped host marked while the other goes on; a recording of them reopened
+names its hosts as the live window did."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ def refresh_until(window, qtbot, predicate, timeout=30.0, what="condition"):
 def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, hosts, sleepers,
                                                               artifacts_dir):
     from vramscope.ui.app import build_window
+    from vramscope.ui.panels import end_selected_process
     from vramscope.ui.process_model import COL
 
     pid_a, pid_b = sleepers(2)
@@ -68,6 +71,16 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
         assert rows == {pid_a: ("lab-a", 0), pid_b: ("lab-b", 0)}
         chips = window.hosts_bar.chips
         assert chips["lab-a"].text() == "● lab-a  2 GPUs" and chips["lab-b"].text() == "● lab-b  1 GPU"
+        assert window.windowTitle() == "vramscope — lab-a, lab-b"
+
+        # ending lab-b's process: the confirmation says which machine it is on
+        key = next(r.key for r in table.model.rows if r.pid == pid_b)
+        window.table.select_key(key)
+        dialog = end_selected_process(window, window.services.panels)
+        assert dialog.windowTitle() == "End process on lab-b"
+        assert f"End pid {pid_b} on lab-b?" in dialog.headline.text()
+        assert dialog.fields["Host"].text() == "lab-b" and dialog.summary.refusal is None
+        dialog.reject()
         qtbot.wait(200)
         window.refresh(force=True)
         window.grab().save(str(artifacts_dir / "hosts-window-1400x900.png"))
@@ -89,3 +102,70 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
         window.grab().save(str(artifacts_dir / "hosts-window-dropped-1400x900.png"))
     finally:
         window.services.close()
+
+
+def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
+        themed, qtbot, hosts, sleepers, tmp_path, artifacts_dir):
+    from remote.test_hosts_session import record_two_hosts
+    from vramscope.ui.app import open_session_window
+    from vramscope.ui.process_model import COL
+
+    session = tmp_path / "two-hosts.vramscope"
+    pids = record_two_hosts(hosts, sleepers, session)
+    _feed, window = open_session_window(str(session))
+    qtbot.addWidget(window)
+    window.resize(1400, 900)
+    window.show()
+    assert window.windowTitle() == f"vramscope — lab-a, lab-b — {session}"
+    cards = window.gpu_panel.cards
+    heads = [cards[i].heading.text().split("  ·  ")[0] for i in sorted(cards)]
+    assert heads == ["lab-a GPU 0", "lab-a GPU 1", "lab-b GPU 0"]
+    table = window.table
+    assert not table.view.isColumnHidden(COL["Host"])
+    rows = sorted((r.host, r.host_gpu, r.pid) for r in table.model.rows)
+    assert rows == sorted([("lab-a", 0, pids["a"]), ("lab-a", 0, pids["both"]),
+                           ("lab-b", 0, pids["b"]), ("lab-b", 0, pids["both"])])
+    assert "Recorded session of lab-a, lab-b:" in window.scrubber.title.text()
+    scrubber = window.scrubber  # scrubbing back keeps the hosts too
+    scrubber.set_time(scrubber.t0 + 0.75 * (scrubber.t1 - scrubber.t0))
+    assert {r.host for r in table.model.rows} == {"lab-a", "lab-b"}
+    qtbot.wait(200)
+    window.grab().save(str(artifacts_dir / "hosts-session-1400x900.png"))
+    window.resize(1024, 700)
+    qtbot.wait(200)
+    window.grab().save(str(artifacts_dir / "hosts-session-1024x700.png"))
+    window.close()
+
+
+def _hosts_frame(*names, simulated=False):
+    from vramscope.core.samples import Frame, HostState
+    return Frame(time=0.0, simulated=simulated, hosts=tuple(HostState(n, "connected") for n in names))
+
+
+def test_the_window_title_names_the_hosts_watched():
+    from vramscope.core.samples import Frame, GpuSample
+    from vramscope.ui.main_window import window_title
+
+    assert window_title(Frame(time=0.0, gpus=(GpuSample(index=0),))) == "vramscope"  # as before
+    assert window_title(Frame(time=0.0, simulated=True)) == "vramscope — demo (simulated data)"
+    assert window_title(_hosts_frame("gpu-box-1")) == "vramscope — gpu-box-1"
+    assert window_title(_hosts_frame("a", "alice@b")) == "vramscope — a, alice@b"
+    assert window_title(_hosts_frame("a", "b", "c")) == "vramscope — 3 hosts"
+    assert window_title(_hosts_frame("a", "b", simulated=True)) == "vramscope — a, b — demo (simulated data)"
+    # a reopened recording has no host states, only its GPUs' hosts
+    recorded = Frame(time=0.0, gpus=(GpuSample(index=0, host="a", host_index=0),
+                                     GpuSample(index=HOST_BLOCK, host="b", host_index=0)))
+    assert window_title(recorded, "/s/x.vramscope") == "vramscope — a, b — /s/x.vramscope"
+
+
+def test_an_alert_on_another_machine_names_it_in_details_and_notification(qapp):
+    from vramscope.core.detectors.alert import WARNING, Alert
+    from vramscope.ui.alerts_panel import TrayNotifier, alert_html
+
+    alert = Alert(kind="near_oom", severity=WARNING, gpu=HOST_BLOCK, pid=None, start_time=None,
+                  since=0.0, message="lab-b GPU 0 near out of memory", host="lab-b", host_index=0)
+    html = alert_html(alert, now=10.0)
+    assert "; lab-b GPU 0" in html and "GPU 64" not in html
+    tray = TrayNotifier(available=False)
+    tray.notify([alert])
+    assert tray.suppressed == [("vramscope: Near out of memory on lab-b", alert.message)]

@@ -42,3 +42,33 @@ def test_a_local_kernel_is_still_looked_up_and_named_as_before():
         alerts = engine.feed(frame(t, [gpu([proc(4242, 6 * GiB, sm=0, cmd=KERNEL)], util=0)]))
     [alert] = [a for a in alerts if a.kind == "squatter"]
     assert "on GPU 0" in alert.message and looked_up == [4242]
+
+
+def test_an_alert_on_another_machine_names_it_in_message_evidence_and_json():
+    from detectors.cases import engine, growing_plain
+    from vramscope.core.detectors.alert import alerts_to_json
+
+    eng = engine()
+    alerts = []
+    for f in growing_plain()():
+        alerts = eng.feed(dataclasses.replace(f, gpus=tuple(remote(g) for g in f.gpus)))
+    [alert] = [a for a in alerts if a.kind == "growth"]
+    assert (alert.host, alert.host_index, alert.gpu_label) == ("lab2", 0, "lab2 GPU 0")
+    said = " ".join((alert.message, *alert.evidence))
+    assert "on lab2 GPU 0" in said and "lab2 GPU 0: " in said and "GPU 64" not in said
+    [doc] = alerts_to_json([alert])
+    assert (doc["host"], doc["host_index"], doc["gpu"]) == ("lab2", 0, HOST_BLOCK)
+
+
+def test_an_alert_on_this_machine_keeps_its_json_as_before():
+    from detectors.cases import engine, growing_plain
+    from vramscope.core.detectors.alert import alerts_to_json
+
+    eng = engine()
+    alerts = []
+    for f in growing_plain()():
+        alerts = eng.feed(f)
+    [alert] = [a for a in alerts if a.kind == "growth"]
+    assert alert.host is None and alert.gpu_label == "GPU 0"
+    [doc] = alerts_to_json([alert])
+    assert "host" not in doc and doc["gpu"] == 0

@@ -64,7 +64,7 @@ def test_export_does_not_overwrite(tmp_path, capsys):
     assert main(["export", str(path), "--out", str(out)]) == 2
     assert "already exists" in capsys.readouterr().err and out.read_text() == "keep me"
     assert main(["export", str(path), "--out", str(out), "--force"]) == 0
-    assert out.read_text().startswith("time,gpu,pid,metric,value\n")
+    assert out.read_text().startswith("time,host,gpu,pid,metric,value\n")
 
 
 def test_record_refuses_an_existing_out_file(tmp_path, capsys):

@@ -93,7 +93,8 @@ def test_csv_values_equal_recorded(session, tmp_path):
     with open_session(path) as r:
         export_csv(r, out)
     rows = list(csv.DictReader(open(out)))
-    assert list(rows[0]) == ["time", "gpu", "pid", "metric", "value"]
+    assert list(rows[0]) == ["time", "host", "gpu", "pid", "metric", "value"]
+    assert {x["host"] for x in rows} == {""}  # this machine's recording: host left empty
     got = {(round(float(x["time"]), 6), x["gpu"], x["pid"], x["metric"]): x["value"] for x in rows}
     for k in range(40):
         f = frame(k, oom=(k == 30))
@@ -195,5 +196,5 @@ def test_empty_session_opens(tmp_path):
         assert load_into_store(r).latest is None
         export_csv(r, tmp_path / "e.csv")
         export_trace(r, tmp_path / "e.json")
-    assert (tmp_path / "e.csv").read_text() == "time,gpu,pid,metric,value\n"
+    assert (tmp_path / "e.csv").read_text() == "time,host,gpu,pid,metric,value\n"
     assert json.load(open(tmp_path / "e.json"))["traceEvents"][-1]["name"] == "session end"

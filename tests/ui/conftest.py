@@ -1,15 +1,24 @@
-"""Window fixtures: a themed QApplication and windows over hand-built frames."""
+"""Window fixtures: a themed QApplication, windows over hand-built frames and
+the busy simulated machine."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
+from PySide6.QtCore import QSettings
 
 from vramscope.core.pipeline import Pipeline
+from vramscope.sources.busy_demo import BusyWorkstation
+from vramscope.ui.app import build_window
 from vramscope.ui.main_window import MainWindow
+from vramscope.ui.settings import Settings
 
 from .frames import ScriptedSource, frame_at
 
 SIZE = (1400, 900)
+BUSY_T0 = 1_800_000_000.0
+BUSY_SECONDS = 600
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +58,35 @@ def make_window(themed_app, qtbot):
 @pytest.fixture
 def scripted_frames():
     return [frame_at(k) for k in range(120)]
+
+
+@pytest.fixture
+def busy(themed_app, qtbot, tmp_path):
+    """busy(width, height, settings=None) -> the window after ten minutes of the busy
+    machine (``vramscope --demo --busy``: 16 processes on two GPUs, an agent, alerts)."""
+    made = []
+
+    def make(width=1400, height=900, settings=None):
+        args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
+                                  read_only=False, prometheus=None, file=None, theme=None)
+        if settings is None:
+            settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+        settings.merge_args(args)
+        source = BusyWorkstation(seed=1, start_time=BUSY_T0)
+        feed, window = build_window(args, source=source, start=False, poll_ms=60_000,
+                                    settings=settings)
+        qtbot.addWidget(window)
+        made.append(window)
+        window.resize(width, height)
+        window.show()
+        for k in range(BUSY_SECONDS):
+            feed.sampler.sample_once(BUSY_T0 + k)
+        window.refresh(force=True)
+        qtbot.wait(20)
+        window.refresh(force=True)
+        qtbot.wait(20)  # layouts settle
+        return window
+
+    yield make
+    for w in made:
+        w.services.close()

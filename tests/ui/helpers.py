@@ -9,15 +9,15 @@ from vramscope.ui.process_model import COL
 
 
 def table_column(window, name: str) -> list[str]:
-    proxy = window.table.proxy
-    return [proxy.index(r, COL[name]).data(Qt.ItemDataRole.DisplayRole)
-            for r in range(proxy.rowCount())]
+    model = window.table.model
+    return [model.index(r, COL[name]).data(Qt.ItemDataRole.DisplayRole)
+            for r in range(model.rowCount())]
 
 
 def table_cell(window, pid: int, name: str) -> str:
     for r, p in enumerate(table_column(window, "PID")):
         if int(p) == pid:
-            return window.table.proxy.index(r, COL[name]).data()
+            return window.table.model.index(r, COL[name]).data()
     raise AssertionError(f"pid {pid} not in the table")
 
 

@@ -3,57 +3,18 @@ at a glance, every process in the table, and the small screen sizes."""
 
 from __future__ import annotations
 
-import argparse
-import types
-
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.stacking import ORDER_STEP
 from vramscope.core.units import GiB
-from vramscope.sources.busy_demo import BusyWorkstation
 from vramscope.ui import theme
-from vramscope.ui.app import build_window
 from vramscope.ui.process_model import COL, STYLE_ROLE
 from vramscope.ui.settings import Settings
 from vramscope.ui.timeline_stack import OTHERS
 
 from .helpers import save, table_column
-
-T0 = 1_800_000_000.0
-SECONDS = 600
-
-
-@pytest.fixture
-def busy(themed_app, qtbot, tmp_path):
-    """busy(width, height) -> the window after ten minutes of the busy machine."""
-    made = []
-
-    def make(width=1400, height=900, settings=None):
-        args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
-                                  read_only=False, prometheus=None, file=None, theme=None)
-        if settings is None:
-            settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-        settings.merge_args(args)
-        source = BusyWorkstation(seed=1, start_time=T0)
-        feed, window = build_window(args, source=source, start=False, poll_ms=60_000,
-                                    settings=settings)
-        qtbot.addWidget(window)
-        made.append(window)
-        window.resize(width, height)
-        window.show()
-        for k in range(SECONDS):
-            feed.sampler.sample_once(T0 + k)
-        window.refresh(force=True)
-        qtbot.wait(20)
-        window.refresh(force=True)
-        qtbot.wait(20)  # layouts settle
-        return window
-
-    yield make
-    for w in made:
-        w.services.close()
 
 
 def _bands(window, index):
@@ -120,10 +81,10 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
     idents = [p.identity for _g, p in latest.all_processes()]
     styles = [w.colours.style(i) for i in idents]
     assert len(set(styles)) == len(styles)  # colour x dash: no two alike
-    proxy = w.table.proxy
-    for r in range(proxy.rowCount()):
-        key = proxy.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
-        swatch = proxy.index(r, COL["PID"]).data(STYLE_ROLE)
+    model = w.table.model
+    for r in range(model.rowCount()):
+        key = model.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
+        swatch = model.index(r, COL["PID"]).data(STYLE_ROLE)
         assert swatch == w.colours.style(ProcessIdentity(key[2], key[3]))
     tl, stack = _bands(w, 1)
     for key in (k for k in stack.order if k != OTHERS):
@@ -136,7 +97,7 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
 def test_the_table_fits_sixteen_rows_with_growth_cpu_and_host_memory(busy, artifacts_dir):
     w = busy()
     view = w.table.view
-    rows = w.table.proxy.rowCount()
+    rows = w.table.model.rowCount()
     assert rows >= 16
     shown = view.viewport().height() // view.rowHeight(0)
     assert shown >= 16, f"only {shown} rows visible at 1400x900"
@@ -183,11 +144,12 @@ def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
 
 
 def test_enter_in_the_end_process_dialog_cancels(themed_app, qtbot):
+    from vramscope.core.actions import ProcessSummary
     from vramscope.ui.alerts_panel import EndProcessDialog
 
-    summary = types.SimpleNamespace(pid=4242, command="python train.py", user="alice",
-                                    age_seconds=600.0, memory=3 * GiB, connection_file=None,
-                                    refusal=None)
+    summary = ProcessSummary(pid=4242, start_time=None, command="python train.py", user="alice",
+                             age_seconds=600.0, memory=3 * GiB, own=True, connection_file=None,
+                             refusal=None)
     dialog = EndProcessDialog(summary)
     qtbot.addWidget(dialog)
     dialog.show()

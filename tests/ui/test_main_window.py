@@ -111,7 +111,7 @@ def test_selecting_a_row_highlights_its_curve(make_window, scripted_frames, qtbo
     w.gpu_panel.set_plot_style("lines")  # this test reads the per-process lines
     kernel = proc_key(0, 3131, T0 - 6 * 3600)
     train = proc_key(0, 4242, T0 - 3600)
-    row = w.table.proxy_row_of(kernel)
+    row = w.table.display_row_of(kernel)
     w.table.view.selectRow(row)
     tl = w.gpu_panel.timelines[0]
     assert w.table.selected_key == kernel

@@ -87,7 +87,7 @@ def test_the_table_names_the_slice_and_explains_sm_na(make_window):
     assert table_cell(w, 6161, "MIG") == ""
     assert table_cell(w, 4242, "SM %") == "n/a"
     row = table_column(w, "PID").index("4242")
-    tip = w.table.proxy.index(row, COL["SM %"]).data(Qt.ItemDataRole.ToolTipRole)
+    tip = w.table.model.index(row, COL["SM %"]).data(Qt.ItemDataRole.ToolTipRole)
     assert "no per-process SM % on a MIG slice" in tip
 
 

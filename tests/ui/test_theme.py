@@ -63,20 +63,6 @@ def test_process_colours_are_okabe_ito_distinct_and_unlike_the_total(scheme):
     assert all(contrast(c, scheme.TOTAL_USED) >= 1.5 for c in colours)
 
 
-def test_the_two_schemes_map_role_by_role_both_ways():
-    """A colour shared by two roles in one scheme is shared in the other, so a
-    live switch (which maps colour values) can always find the counterpart."""
-    for a, b in ((theme.DARK, theme.LIGHT), (theme.LIGHT, theme.DARK)):
-        seen: dict[str, str] = {}
-        for role, colour in a.colours().items():
-            target = getattr(b, role)
-            assert seen.setdefault(colour.lower(), target) == target, role
-    assert theme.recolour_style_sheet(
-        f"QFrame {{ background: {theme.DARK.CARD_BACKGROUND.upper()}; color: #123456; }}",
-        theme.colour_map(theme.DARK, theme.LIGHT)) == \
-        f"QFrame {{ background: {theme.LIGHT.CARD_BACKGROUND}; color: #123456; }}"
-
-
 class _Hints:
     def __init__(self, value):
         self.value = value

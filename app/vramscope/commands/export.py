@@ -12,7 +12,7 @@ import time
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_file", metavar="FILE", help="a recorded session (vramscope record)")
     p.add_argument("--format", choices=("csv", "perfetto"), default="csv",
-                   help="csv: long form time,gpu,pid,metric,value; perfetto: a Chrome/Perfetto "
+                   help="csv: long form time,host,gpu,pid,metric,value; perfetto: a Chrome/Perfetto "
                         "trace JSON for ui.perfetto.dev")
     p.add_argument("--out", metavar="PATH", required=True, help="file to write")
     p.add_argument("--redact", action="store_true",

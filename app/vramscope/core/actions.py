@@ -98,6 +98,7 @@ class ProcessSummary:
     own: bool
     refusal: str | None
     connection_file: str | None  # set for a Jupyter kernel
+    host: str | None = None  # the machine it runs on, when not this one (--host)
 
 
 @dataclass(frozen=True, slots=True)

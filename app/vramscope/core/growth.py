@@ -27,6 +27,8 @@ def growth_per_minute(t: np.ndarray, v: np.ndarray, now: float,
     t, v = recent(t, v, now, window)
     if len(t) < 2 or t[-1] - t[0] < MIN_SPAN:
         return None
+    if v.min() == v.max():
+        return 0.0  # flat (most processes under a caching allocator): every slope is 0
     if len(t) > FIT_POINTS:
         idx = np.linspace(0, len(t) - 1, FIT_POINTS).round().astype(int)
         t, v = t[idx], v[idx]
@@ -46,3 +48,38 @@ def sparkline(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_W
     out = np.full(points, np.nan)
     np.fmax.at(out, which, v)
     return tuple(float(x) for x in out[np.isfinite(out)])
+
+
+GROWTH_REFRESH = 5.0  # seconds a row's figures are reused before they are worked out again
+ROW_BUDGET = 512  # rows worked out per frame at least; a bigger box refreshes over several frames
+
+
+class GrowthCache:
+    """Growth and sparkline per process key, worked out again at most every
+    GROWTH_REFRESH seconds. On a busy box (thousands of processes) at most
+    max(ROW_BUDGET, n / 16) rows are worked out per frame, new processes first,
+    then the longest-unrefreshed: the figures describe minutes, so a few
+    seconds' delay changes nothing a reader can see, and a frame never costs
+    O(processes x history). A moment before the one worked out (a recorded
+    session scrubbed back) is worked out again."""
+
+    def __init__(self):
+        self._figures: dict = {}  # key -> (time worked out, growth, sparkline)
+
+    def update(self, store, keys: list, now: float) -> dict:
+        """key -> (MiB/min or None, sparkline) for ``keys`` at ``now``."""
+        figures = self._figures
+        budget = max(ROW_BUDGET, len(keys) // 16)
+        due = [k for k in keys if k not in figures]
+        if len(due) < budget:
+            stale = [(figures[k][0], k) for k in keys
+                     if k in figures and not 0 <= now - figures[k][0] < GROWTH_REFRESH]
+            stale.sort(key=lambda e: e[0])
+            due += [k for _t, k in stale[:budget - len(due)]]
+        for key in due[:budget]:
+            t, v = store.series(key, now - GROWTH_WINDOW - 10.0)
+            figures[key] = (now, growth_per_minute(t, v, now), sparkline(t, v, now))
+        if len(figures) > 2 * len(keys) + 64:  # processes that ended: forget them
+            live = set(keys)
+            self._figures = figures = {k: f for k, f in figures.items() if k in live}
+        return {k: (f[1], f[2]) for k in keys if (f := figures.get(k)) is not None}

@@ -102,11 +102,16 @@ class GpuProcess:
     mig_uuid: str | None = None  # the MIG slice it runs on ("MIG-..."), None off MIG
     cpu_percent: float | None = None  # host CPU over the last pass, 100 = one core (as top shows it)
     host_memory: int | None = None  # resident set size in host RAM, bytes
+    # pid + start time, made once (every detector asks for it, every pass)
+    _identity: ProcessIdentity | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        start = self.info.start_time if self.info is not None else None
+        object.__setattr__(self, "_identity", ProcessIdentity(self.pid, start))
 
     @property
     def identity(self) -> ProcessIdentity:
-        start = self.info.start_time if self.info is not None else None
-        return ProcessIdentity(self.pid, start)
+        return self._identity
 
 
 def bare_uuid(uuid: str | None) -> str | None:
@@ -178,9 +183,15 @@ class GpuSample:
     @property
     def label(self) -> str:
         """"GPU 0", or "HOST GPU 0" for a GPU of another machine."""
-        if self.host is None:
-            return f"GPU {self.index}"
-        return f"{self.host} GPU {self.index if self.host_index is None else self.host_index}"
+        return gpu_label(self.index, self.host, self.host_index)
+
+
+def gpu_label(index: int, host: str | None = None, host_index: int | None = None) -> str:
+    """How a GPU is named everywhere (cards, alerts, exports): "GPU 0" on this
+    machine, "HOST GPU 0" (its own index there) on another one."""
+    if host is None:
+        return f"GPU {index}"
+    return f"{host} GPU {index if host_index is None else host_index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +250,14 @@ class Frame:
         for gpu in self.gpus:
             for proc in gpu.processes:
                 yield gpu, proc
+
+    @property
+    def host_names(self) -> tuple[str, ...]:
+        """The other machines this frame shows (--host, a fleet, a recording of
+        them), in order; empty for this machine's own GPUs."""
+        if self.hosts:
+            return tuple(h.host for h in self.hosts)
+        return tuple(dict.fromkeys(g.host for g in self.gpus if g.host is not None))
 
 
 # --- PyTorch agent data, as the monitor holds it (see sources/agents.py) -------

@@ -125,7 +125,7 @@ def recognise(cmdline: Sequence[str] | None, name: str | None = None) -> ServerK
     return _recognise(tuple(cmdline or ()), name)
 
 
-@functools.lru_cache(maxsize=4096)  # asked for every process on every pass
+@functools.lru_cache(maxsize=1 << 16)  # asked for every process on every pass (16 GPUs x 1,024 processes fit)
 def _recognise(cmdline: tuple[str, ...], name: str | None) -> ServerKind | None:
     args = list(cmdline)
     if args:

@@ -13,6 +13,8 @@ import numpy as np
 from vramscope.core.units import MiB
 
 STACK_SHOWN = 6  # processes drawn on their own; the rest are "others (n)" until expanded
+LINE_CURVES = 24  # lines style: curves drawn per GPU, the largest by memory (+ alerted, selected)
+ENDED_CURVES = 8  # lines style: processes that ended within the window, the latest first
 ORDER_STEP = 256 * MiB  # memory differences below this do not reorder the layers
 
 
@@ -58,11 +60,33 @@ def cumulative(layers: list[np.ndarray]) -> np.ndarray:
 
 
 def thin(t: np.ndarray, tops: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``columns`` points: the peak of each run of samples (tops stay ordered,
-    since a pointwise larger row has a larger peak)."""
+    """At most ``columns`` points, one per equal stretch of time: the peak of the
+    samples in it (tops stay ordered, since a pointwise larger row has a larger peak)."""
     n = len(t)
     if n <= columns or columns < 2:
         return t, tops
-    starts = np.linspace(0, n, columns, endpoint=False).astype(int)
-    starts = np.unique(starts)
+    # columns of equal time, not of equal count: the store's older history has one
+    # point per 10 s, the newest one per sample, and both get the same pixels per second
+    edges = np.linspace(float(t[0]), float(t[-1]), columns, endpoint=False)
+    starts = np.unique(np.searchsorted(t, edges, side="left"))
     return t[starts], np.maximum.reduceat(tops, starts, axis=1)
+
+
+def lines_drawn(alive: dict, ended: dict, must: set) -> list:
+    """The lines style's curves: the LINE_CURVES largest now, those that must be
+    seen (an alert, the selection), and the processes that ended most recently."""
+    order = sorted(alive, key=lambda k: -alive[k])
+    drawn = order[:LINE_CURVES] + [k for k in order[LINE_CURVES:] if k in must]
+    return drawn + sorted(ended, key=lambda k: -ended[k])[:ENDED_CURVES]
+
+
+def any_finite(times: np.ndarray, values: np.ndarray, since: float | None) -> bool:
+    inside = values if since is None else values[times >= since]
+    return bool(np.isfinite(inside).any())
+
+
+def nanmax(values: np.ndarray, default: float) -> float:
+    if not len(values):
+        return default
+    finite = values[np.isfinite(values)]
+    return max(default, float(finite.max())) if len(finite) else default

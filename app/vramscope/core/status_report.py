@@ -91,7 +91,7 @@ def hosts_to_dict(views) -> dict:
 def render_hosts(views) -> str:
     parts = []
     for view in views:
-        parts.append(f"== {view.host} ==\n")
+        parts.append(("\n" if parts else "") + f"== {view.host} ==\n")  # a blank line between hosts
         if view.frame is None:
             parts.append(f"{view.error or view.state}\n")
         else:

@@ -32,6 +32,10 @@ from vramscope.core.ring import TieredRing
 from vramscope.core.samples import Frame
 
 GPU_METRICS = ("used", "total", "reserved", "util_gpu", "temperature", "power_w")
+# The sum of a GPU's per-process figures at each sample (n/a counts 0): the
+# stacked view's "others" is this minus the processes drawn on their own, so a
+# GPU with a thousand processes costs the window the few it draws, not all.
+PROCESSES_USED = "processes_used"
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +77,10 @@ def proc_key(gpu_index: int, pid: int, start_time: float | None) -> tuple:
     return ("proc", gpu_index, pid, start_time, "used")
 
 
+def _is_proc(key) -> bool:
+    return isinstance(key, tuple) and len(key) == 5 and key[0] == "proc"
+
+
 def mig_key(gpu_index: int, mig_uuid: str, metric: str) -> tuple:
     """One MIG slice's series ("used" / "total") under its GPU."""
     return ("mig", gpu_index, mig_uuid, metric)
@@ -86,6 +94,7 @@ class Store:
         self._coarse_points = coarse_points
         self._max_series = max_series
         self._series: dict[Hashable, TieredRing] = {}
+        self._by_gpu: dict[int, dict[tuple, None]] = {}  # GPU -> its process keys, first seen first
         self._lock = threading.Lock()
         self._latest: Frame | None = None
         self._first_time: float | None = None
@@ -105,9 +114,13 @@ class Store:
                 self._record(gpu_key(gpu.index, "util_gpu"), t, gpu.util_gpu)
                 self._record(gpu_key(gpu.index, "temperature"), t, gpu.temperature)
                 self._record(gpu_key(gpu.index, "power_w"), t, gpu.power_w)
+                in_use = 0
                 for proc in gpu.processes:
                     ident = proc.identity
                     self._record(proc_key(gpu.index, ident.pid, ident.start_time), t, proc.used)
+                    if proc.used is not None:
+                        in_use += proc.used
+                self._record(gpu_key(gpu.index, PROCESSES_USED), t, in_use)
                 for mig in gpu.slices:
                     if mig.uuid is not None:
                         self._record(mig_key(gpu.index, mig.uuid, "used"), t, mig.used)
@@ -147,6 +160,7 @@ class Store:
         if ring is None:
             ring = self._series[key] = TieredRing(
                 self._fine_points, self._coarse_step, self._coarse_points)
+            self._index(key)
         ring.append(t, value)
 
     def new_ring(self) -> TieredRing:
@@ -168,6 +182,8 @@ class Store:
         """
         with self._lock:
             self._series.update(rings)
+            for key in rings:
+                self._index(key)
             if latest is not None:
                 self._latest = latest
             if first_time is not None and (self._first_time is None or first_time < self._first_time):
@@ -187,6 +203,8 @@ class Store:
         ended.sort(key=lambda e: e[0])
         for _, key in ended[:excess]:
             del self._series[key]
+            if _is_proc(key):
+                self._by_gpu.get(key[1], {}).pop(key, None)
 
     def subscribe(self, listener: Listener, stage: str = STAGE_OTHER) -> None:
         """Called on the sampler thread after every append, in stage order (``STAGES``)."""
@@ -226,7 +244,22 @@ class Store:
             return [k for k in self._series if isinstance(k, tuple) and k[:n] == prefix]
 
     def process_keys(self, gpu_index: int) -> list[tuple]:
-        return self.keys(("proc", gpu_index))
+        """The GPU's process series keys, in order of first sight."""
+        with self._lock:
+            return list(self._by_gpu.get(gpu_index, ()))
+
+    def _index(self, key) -> None:
+        if _is_proc(key):
+            self._by_gpu.setdefault(key[1], {})[key] = None
+
+    def process_points(self, gpu_index: int) -> dict:
+        """key -> (time, value) of the latest point of each of the GPU's process
+        series (NaN: n/a), in order of first sight, read in one go: what a view
+        needs to choose the few series it draws."""
+        with self._lock:
+            series = self._series
+            return {k: last for k in self._by_gpu.get(gpu_index, ())
+                    if (last := series[k].last()) is not None}
 
     def last_value(self, key: Hashable) -> float | None:
         with self._lock:

@@ -145,9 +145,11 @@ class HostActions(ProcessActions):
 
     def describe(self, pid, start_time, memory=None) -> ProcessSummary:
         try:
-            value = self._host(pid, start_time).request("describe", pid, start_time, memory)
+            host = self._host(pid, start_time)
+            value = host.request("describe", pid, start_time, memory)
             summary = ProcessSummary(**{f.name: value.get(f.name)
                                         for f in dataclasses.fields(ProcessSummary)})
+            summary = dataclasses.replace(summary, host=host.host)  # as this window names it
         except (RuntimeError, AttributeError, TypeError) as exc:
             summary = ProcessSummary(pid=pid, start_time=start_time, user=None, command=None,
                                      age_seconds=None, memory=memory, own=False,

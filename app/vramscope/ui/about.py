@@ -74,7 +74,7 @@ class AboutDialog(QDialog):
         layout.addWidget(title)
         summary = QLabel(SUMMARY)
         summary.setWordWrap(True)
-        summary.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(summary, lambda s: f"color: {s.MUTED};")
         layout.addWidget(summary)
         form = QFormLayout()
         self.values: dict[str, QLabel] = {}

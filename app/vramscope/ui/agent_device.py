@@ -6,8 +6,13 @@
   as lines on it, the peak since the previous sample dotted, a tick per step
   along the bottom and a red line at every OOM;
 - the phases of each step as markers (allocated at the end of forward, after
-  backward, after the optimizer step; thinned to the peak per few pixels, so
-  they stay legible over an hour) and a dashed line "after loading";
+  backward, after the optimizer step) and a dashed line "after loading";
+- once steps are too many to draw one by one (ten minutes of one-second
+  steps, an hour of anything), each phase is a line through its peak per
+  few pixels, the step ticks and the per-sample peak go, and the areas show
+  the breakdown at each step's peak (the end of forward) rather than
+  wherever in a step each sample fell -- samples landing anywhere in a step
+  draw a comb of spikes, or a flat line when the two rhythms lock;
 - stacked bars: the breakdown at the peak phase of the last measured step
   (not whatever moment the last sample caught) and, after an OOM, at the OOM.
 
@@ -33,7 +38,8 @@ from vramscope.ui.agent_texts import (
 from vramscope.ui.timeline_stack import Band
 
 MARK_PX = 3  # at most one phase marker (the peak) per this many pixels
-DENSE_PX = 8  # fewer pixels per step than this: the phase is drawn as a line, not symbols
+DENSE_PX = 8  # fewer pixels per step than this: phases as lines, areas at each step's peak
+ENVELOPE_NOTE = "areas: the breakdown at each step's peak (end of forward)"
 
 
 def value_at(t: np.ndarray, v: np.ndarray, when: float) -> float | None:
@@ -55,11 +61,31 @@ def hold(base: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.nan_to_num(out, nan=0.0)
 
 
+def steps_between(steps: np.ndarray) -> int:
+    """How many steps a window of the step-number series spans (0 when none)."""
+    finite = steps[np.isfinite(steps)] if len(steps) else steps
+    return int(finite.max() - finite.min()) + 1 if len(finite) else 0
+
+
+def at_step_peaks(layers: dict[str, np.ndarray], forward: np.ndarray) -> dict[str, np.ndarray]:
+    """The bucket layers as at each step's peak: activations (other allocated) up to
+    what the end of forward held, the cached free blocks it took out of reserved
+    (the total stays reserved + outside PyTorch). ``forward``: the last end-of-forward
+    reading at each time (0 before the first)."""
+    fixed = layers["weights"] + layers["gradients"] + layers["optimizer_state"]
+    acts = np.maximum(layers["other_allocated"], forward - fixed)
+    cached = np.maximum(0.0, layers["other_allocated"] + layers["cached_free"] - acts)
+    return {**layers, "other_allocated": acts, "cached_free": cached}
+
+
 def peak_per_column(t: np.ndarray, v: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """The highest point of each run of samples (the times of those points)."""
+    """The highest point in each of ``columns`` equal spans of time (the times of those
+    points): at most one per column, however unevenly the points lie -- a store's
+    older history is one peak per few seconds, its recent one every reading."""
     if len(t) <= columns or columns < 2:
         return t, v
-    starts = np.unique(np.linspace(0, len(t), columns, endpoint=False).astype(int))
+    edges = np.linspace(t[0], t[-1], columns, endpoint=False)
+    starts = np.unique(np.searchsorted(t, edges, side="left"))
     ends = np.append(starts[1:], len(t))
     keep = [s + int(np.nanargmax(v[s:e])) if np.isfinite(v[s:e]).any() else s
             for s, e in zip(starts, ends)]
@@ -90,9 +116,10 @@ class BucketBars(pg.PlotWidget):
             for bar in row:
                 item.addItem(bar)
         self.apply_theme(theme.current())
+        theme.follow(self, self.apply_theme)
 
     def apply_theme(self, s: theme.Scheme) -> None:
-        self.setBackground(s.PLOT_BACKGROUND)
+        theme.colour_plot(self, s)
         for row in self._bars:
             for bar, colour in zip(row, s.BUCKET_COLOURS):
                 bar.setOpts(brush=pg.mkBrush(colour), pen=pg.mkPen(s.PLOT_BACKGROUND))
@@ -179,6 +206,7 @@ class DeviceView(QWidget):
         self.bucket_legend.setAlignment(Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.bucket_legend, 1, 2)
         self.oom_label = QLabel()
+        theme.styled(self.oom_label, lambda s: f"color: {s.ERROR};")
         self.oom_label.setWordWrap(True)
         self.oom_label.setVisible(False)
         layout.addWidget(self.oom_label, 2, 0, 1, 3)
@@ -188,10 +216,13 @@ class DeviceView(QWidget):
         layout.addWidget(self.phase_label, 3, 0, 1, 3)
         layout.setColumnStretch(0, 1)
         self._columns: list = []
+        self._note: str | None = None  # under the legend: what the areas show, when not obvious
+        self.area = (np.empty(0), np.zeros((len(BUCKETS), 0)))
         self.apply_theme(s)
+        theme.follow(self, self.apply_theme)
 
     def apply_theme(self, s: theme.Scheme) -> None:
-        self.plot.setBackground(s.PLOT_BACKGROUND)
+        theme.colour_plot(self.plot, s)
         for band, colour in zip(self.bands, s.BUCKET_COLOURS):
             band.set_style(colour, 0, 1.0, 170)
         faint = pg.mkColor(s.TOTAL_USED)
@@ -204,6 +235,8 @@ class DeviceView(QWidget):
         for phase, mark in self.phase_marks.items():
             mark.setSymbolPen(pg.mkPen(s.PLOT_BACKGROUND, width=0.8))
             mark.setSymbolBrush(pg.mkBrush(colours[phase]))
+            if mark.opts["symbol"] is None:  # drawn as a line (dense steps)
+                mark.setPen(pg.mkPen(colours[phase], width=2))
         self._phase_colours = colours
         self.loaded_line.setPen(pg.mkPen(colours["loaded"], width=1, style=Qt.PenStyle.DashLine))
         self.loaded_line.label.setColor(colours["loaded"])
@@ -211,9 +244,8 @@ class DeviceView(QWidget):
         for line in self._oom_lines.values():
             line.setPen(pg.mkPen(s.CAPACITY, width=2))
             line.label.setColor(s.CAPACITY)
-        self.oom_label.setStyleSheet(f"color: {s.ERROR};")
         if self._columns:
-            self.bucket_legend.setText(legend_html(self._columns, s))
+            self.bucket_legend.setText(legend_html(self._columns, s, self._note))
 
     def update_view(self, store, report: AgentReport, dev, now: float, window: float) -> None:
         since = now - window
@@ -233,22 +265,33 @@ class DeviceView(QWidget):
         latest: dict[str, float | None] = {}
         when: dict[str, float] = {}
         loaded = None
+        self._note = None
         if has_timeline:
             px = max(100, int(self.plot.getPlotItem().vb.width()) or 600)
             ta, va = series("allocated")
             tr, vr = series("reserved")
             tp, vp = series("peak_allocated")
+            ts, vs = series("step", device="steps")
+            dense = steps_between(vs) > px // DENSE_PX
+            tf, vf = series(phase_metric(Phase.FORWARD))
+            envelope = dense and bool(np.isfinite(vf).any())
             self.allocated.setData(ta, va / GiB)
             # dense samples land anywhere in a step: the zigzag hides the picture, and the
             # stack's top already draws allocated's envelope
             self.allocated.setVisible(len(ta) <= px // DENSE_PX)
             self.reserved.setData(tr, vr / GiB)
+            if dense:  # the peak per few pixels; with phases, the end of forward says it
+                tp, vp = peak_per_column(tp, vp, px // MARK_PX)
             self.peak.setData(tp, vp / GiB)
+            self.peak.setVisible(not envelope)
             for arr in (vr, vp, va):
                 if len(arr) and np.isfinite(arr).any():
                     top = max(top, float(np.nanmax(arr)) / GiB)
-            top = max(top, self._stack(series, ta, px) / GiB)
-            ts, _ = series("step", device="steps")
+            top = max(top, self._stack(series, ta, px // MARK_PX if dense else px,
+                                       (tf, vf) if envelope else None) / GiB)
+            self._note = ENVELOPE_NOTE if envelope else None
+            if dense:  # a tick per few pixels is a grey bar: the header counts the steps
+                ts = np.empty(0)
             ts, ys = peak_per_column(ts, np.zeros(len(ts)), px // MARK_PX)
             self.steps.setData(ts, ys)
             for phase, mark in self.phase_marks.items():
@@ -257,7 +300,7 @@ class DeviceView(QWidget):
                 if latest[phase] is not None:
                     when[phase] = float(tph[np.isfinite(vph)][-1])
                 tph, vph = peak_per_column(tph, vph, px // MARK_PX)
-                self._mark(mark, phase, tph, vph / GiB, px)
+                self._mark(mark, phase, tph, vph / GiB, dense)
                 if len(vph) and np.isfinite(vph).any():
                     top = max(top, float(np.nanmax(vph)) / GiB)
             _, vl = series(PHASE_LOADED, start=0.0)
@@ -289,34 +332,36 @@ class DeviceView(QWidget):
             columns.append(("at OOM", dict(oom.data["buckets"])))
         self._columns = columns
         self.bars.set_columns(columns)
-        self.bucket_legend.setText(legend_html(columns, s))
+        self.bucket_legend.setText(legend_html(columns, s, self._note))
         self.oom_label.setVisible(oom is not None)
         if oom is not None:
             self.oom_label.setText(oom_text(oom))
         self.title.setText(device_title(dev))
 
-    def _mark(self, mark, phase: str, t, v, px: int) -> None:
+    def _mark(self, mark, phase: str, t, v, dense: bool) -> None:
         """Symbols while there is room for them; a line (the peak per few pixels) once
         steps are too many to tell apart -- legible over ten minutes or an hour."""
         symbol = dict((p, sym) for p, _w, sym in PHASES)[phase]
         colour = self._phase_colours[phase]
-        if len(t) > px // DENSE_PX:
+        if dense:
             mark.setData(t, v, symbol=None, pen=pg.mkPen(colour, width=2))
         else:
             mark.setData(t, v, symbol=symbol, symbolSize=7, pen=None)
 
-    def _stack(self, series, base: np.ndarray, px: int) -> float:
-        """The bucket areas on the allocated series' times; returns the top (bytes)."""
-        layers = []
-        for field, _label in BUCKETS:
-            t, v = series(field)
-            layers.append(hold(base, t, v))
-        tops = cumulative(layers)
+    def _stack(self, series, base: np.ndarray, columns: int, forward=None) -> float:
+        """The bucket areas on the allocated series' times, at most ``columns`` points
+        (the peak of each); with ``forward`` (the end-of-forward readings: t, v) as at
+        each step's peak. Returns the top (bytes)."""
+        layers = {field: hold(base, *series(field)) for field, _label in BUCKETS}
+        if forward is not None:
+            layers = at_step_peaks(layers, hold(base, *forward))
+        tops = cumulative([layers[field] for field, _label in BUCKETS])
         if not tops.size:
             for band in self.bands:
                 band.set_visible(False)
             return 0.0
-        t, tops = thin(base, tops, px)
+        t, tops = thin(base, tops, columns)
+        self.area = (t, tops)  # what the areas draw: times, cumulative tops (bytes) per bucket
         zero = np.zeros(len(t))
         for i, band in enumerate(self.bands):
             band.set_shape(t, (tops[i - 1] if i else zero) / GiB, tops[i] / GiB)
@@ -359,14 +404,15 @@ def phase_colours(s: theme.Scheme) -> dict[str, str]:
     return {Phase.FORWARD: a, Phase.BACKWARD: g, Phase.OPTIMIZER: o, "loaded": w}
 
 
-def legend_html(columns, s: theme.Scheme) -> str:
+def legend_html(columns, s: theme.Scheme, note: str | None = None) -> str:
     rows = []
     for (field, label), colour in zip(BUCKETS, s.BUCKET_COLOURS):
         cells = "".join(f"<td align='right'>{fmt_bytes(b.get(field))}</td>" for _t, b in columns)
         rows.append(f"<tr><td><span style='color:{colour}'>■</span> {label}</td>{cells}</tr>")
     head = "".join(f"<th align='right'>{t}</th>" for t, _ in columns)
     return (f"<table cellspacing='2'><tr><th></th>{head}</tr>{''.join(rows)}</table>"
-            f"<div style='color:{s.MUTED}'>n/a = no data (no model registered, or not measured)</div>")
+            f"<div style='color:{s.MUTED}'>n/a = no data (no model registered, or not measured)"
+            + (f"<br>{note}" if note else "") + "</div>")
 
 
 def device_title(dev) -> str:

@@ -100,7 +100,7 @@ def script_of(report: AgentReport, frame: Frame | None) -> str | None:
 
 def gpus_of(report: AgentReport, frame: Frame | None) -> list[str]:
     """Where the process runs, by its devices' UUIDs, else where NVML lists it:
-    "GPU 0", or "GPU 0 MIG 3g.40gb" on a MIG slice."""
+    "GPU 0", or "GPU 0 MIG 3g.40gb" on a MIG slice ("lab2 GPU 0" on another machine)."""
     if frame is None:
         return []
     found: set[tuple[int, str]] = set()
@@ -108,16 +108,16 @@ def gpus_of(report: AgentReport, frame: Frame | None) -> list[str]:
         on_slice = slice_for_device(frame, dev)
         if on_slice is not None:
             gpu, mig = on_slice
-            found.add((gpu.index, f"GPU {gpu.index} MIG {mig.profile or mig.uuid}"))
+            found.add((gpu.index, f"{gpu.label} MIG {mig.profile or mig.uuid}"))
             continue
         uuid = bare_uuid(dev.gpu_uuid)
-        found |= {(g.index, f"GPU {g.index}") for g in frame.gpus
+        found |= {(g.index, g.label) for g in frame.gpus
                   if uuid is not None and bare_uuid(g.uuid) == uuid}
     if not found:
         for gpu, proc in frame.all_processes():
             if proc.identity == report.identity:
                 mig = gpu.slice_of(proc)
-                found.add((gpu.index, f"GPU {gpu.index}" + (f" MIG {mig.profile}" if mig else "")))
+                found.add((gpu.index, gpu.label + (f" MIG {mig.profile}" if mig else "")))
     return [text for _i, text in sorted(found)]
 
 

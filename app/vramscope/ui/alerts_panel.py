@@ -36,17 +36,22 @@ from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
 from vramscope.ui.end_process_dialog import EndProcessDialog
 
-SEVERITY_COLOURS = {CRITICAL: theme.ERROR, WARNING: theme.WARNING, INFO: "#6cb4ff"}
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
 _ALERT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-def severity_icon(severity: str, size: int = 12) -> QIcon:
+def severity_colour(severity: str, s: theme.Scheme | None = None) -> str:
+    """A severity's colour in scheme ``s`` (today's by default)."""
+    s = s or theme.current()
+    return {CRITICAL: s.ERROR, WARNING: s.WARNING, INFO: s.LINK}.get(severity, s.MUTED)
+
+
+def severity_icon(severity: str, size: int = 12, s: theme.Scheme | None = None) -> QIcon:
     pix = QPixmap(size, size)
     pix.fill(Qt.GlobalColor.transparent)
     p = QPainter(pix)
     p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.setBrush(QColor(SEVERITY_COLOURS.get(severity, theme.MUTED)))
+    p.setBrush(QColor(severity_colour(severity, s)))
     p.setPen(Qt.PenStyle.NoPen)
     p.drawEllipse(1, 1, size - 2, size - 2)
     p.end()
@@ -60,13 +65,15 @@ def since_text(since: float | None, now: float) -> str:
     return f"{clock} ({fmt_duration(now - since)} ago)"
 
 
-def alert_html(alert: Alert, now: float, hidden_note: str | None = None) -> str:
+def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
+               s: theme.Scheme | None = None) -> str:
     e = html.escape
-    colour = SEVERITY_COLOURS.get(alert.severity, theme.MUTED)
-    parts = [f"<p><b style='color:{colour}'>{e(alert.severity.upper())}</b> "
+    s = s or theme.current()
+    parts = [f"<p><b style='color:{severity_colour(alert.severity, s)}'>"
+             f"{e(alert.severity.upper())}</b> "
              f"<b>{e(alert.title)}</b> &mdash; {e(alert.message)}</p>",
-             f"<p style='color:{theme.MUTED}'>since {e(since_text(alert.since, now))}"
-             + (f"; GPU {alert.gpu}" if alert.gpu is not None else "")
+             f"<p style='color:{s.MUTED}'>since {e(since_text(alert.since, now))}"
+             + (f"; {e(alert.gpu_label)}" if alert.gpu is not None else "")
              + (f"; pid {alert.pid}" if alert.pid is not None else "")
              + (f"; would free {e(fmt_bytes(alert.frees))}" if alert.frees else "")
              + (f"; {e(hidden_note)}" if hidden_note else "") + "</p>"]
@@ -125,14 +132,14 @@ class AlertsPanel(QWidget):
         self.details = QTextBrowser()
         self.details.setOpenExternalLinks(False)
         self.empty = QLabel("No alerts. Squatters, leaks, fragmentation and near-OOM show up here.")
-        self.empty.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(self.empty, lambda s: f"color: {s.MUTED};")
 
         self.ack_button = QPushButton("Acknowledge")
         self.mute_button = QPushButton("Mute process")
         self.end_button = QPushButton("End process\u2026")
         self.show_hidden = QCheckBox("Show acknowledged / muted")
         self.status = QLabel("")
-        self.status.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(self.status, lambda s: f"color: {s.MUTED};")
         self.status.setWordWrap(True)
         self.ack_button.clicked.connect(self.acknowledge_selected)
         self.mute_button.clicked.connect(self.toggle_mute_selected)
@@ -161,6 +168,7 @@ class AlertsPanel(QWidget):
         layout.addWidget(split, 1)
         layout.addWidget(self.status)
         self._update_buttons()
+        theme.follow(self, self.apply_theme)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -205,14 +213,11 @@ class AlertsPanel(QWidget):
             item = QTreeWidgetItem([
                 alert.severity, f"{alert.title}: {alert.message}", since_text(alert.since, now),
                 alert.evidence[0] if alert.evidence else "", _first_sentence(alert.fix)])
-            item.setIcon(0, severity_icon(alert.severity))
             item.setData(0, _ALERT_ROLE, alert)
             item.setToolTip(1, alert.message)
             item.setToolTip(3, "\n".join(alert.evidence))
             item.setToolTip(4, alert.fix)
-            if alert.key in hidden:
-                for col in range(len(COLUMNS)):
-                    item.setForeground(col, QColor(theme.MUTED))
+            self._colour_row(item, theme.current())
             self.tree.addTopLevelItem(item)
             if alert.key == keep:
                 select = item
@@ -329,6 +334,18 @@ class AlertsPanel(QWidget):
         return None
 
     # -- display ----------------------------------------------------------------------
+    def apply_theme(self, s: theme.Scheme) -> None:
+        """Re-colour the rows' severity dots and muted rows, and the details (a live switch)."""
+        for i in range(self.tree.topLevelItemCount()):
+            self._colour_row(self.tree.topLevelItem(i), s)
+        self._show_details(self.selected_alert())
+
+    def _colour_row(self, item: QTreeWidgetItem, s: theme.Scheme) -> None:
+        alert = item.data(0, _ALERT_ROLE)
+        item.setIcon(0, severity_icon(alert.severity, s=s))
+        if alert.key in self._hidden:  # acknowledged or muted: greyed out
+            for col in range(len(COLUMNS)):
+                item.setForeground(col, QColor(s.MUTED))
     def _on_current(self, current, _previous) -> None:
         alert = current.data(0, _ALERT_ROLE) if current is not None else None
         self._show_details(alert)
@@ -419,7 +436,7 @@ class TrayNotifier(QObject):
             if alert.key in self._notified or severity_rank(alert.severity) < severity_rank(self.min_severity):
                 continue
             self._notified.add(alert.key)
-            title = f"vramscope: {alert.title}"
+            title = f"vramscope: {alert.title}" + (f" on {alert.host}" if alert.host else "")
             text = alert.message
             if not self.available or not self.window_away():
                 self.suppressed.append((title, text))

@@ -15,9 +15,9 @@ class DemoBanner(QLabel):
         super().__init__(DEMO_TEXT, parent)
         self.setObjectName("demoBanner")
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setStyleSheet(
-            f"QLabel#demoBanner {{ background: {theme.DEMO_BANNER}; color: #fff3cc;"
-            " font-weight: 600; padding: 5px; border-radius: 4px; }")
+        theme.styled(self, lambda s: (
+            f"QLabel#demoBanner {{ background: {s.DEMO_BANNER}; color: #fff3cc;"
+            " font-weight: 600; padding: 5px; border-radius: 4px; }"))
 
 
 class NoDriverPage(QWidget):
@@ -34,7 +34,7 @@ class NoDriverPage(QWidget):
         self.detail.setWordWrap(True)
         self.detail.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.detail.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(self.detail, lambda s: f"color: {s.MUTED};")
         self.hint = QLabel(
             "vramscope reads GPU memory through the NVIDIA driver's NVML library\n"
             "(libnvidia-ml.so.1). Once a driver is available it is picked up without a restart.\n"

@@ -143,7 +143,7 @@ class GpuCard(QFrame):
         name = self.name_text = gpu.name or "name n/a"
         room = CARD_WIDTH - 30
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
-        self.heading.setText(gpu.label + (f"  ·  {gpu.pci_bus_id}" if gpu.pci_bus_id else ""))
+        self._set_heading(gpu.label + (f"  ·  {gpu.pci_bus_id}" if gpu.pci_bus_id else ""))
         self.title.setToolTip("\n".join(x for x in (name, gpu.uuid, gpu.pci_bus_id) if x))
         self._set_error(gpu.error, gpu.asleep)
         self.used.setText(used_total_text(gpu))
@@ -182,10 +182,18 @@ class GpuCard(QFrame):
         """This card as one MIG slice of ``gpu``."""
         self.update_from(gpu.slice_view(mig))
         ids = f"GI {mig.gpu_instance_id} · CI {mig.compute_instance_id}"
-        self.heading.setText(f"{gpu.label}  ·  MIG slice")
+        self._set_heading(f"{gpu.label}  ·  MIG slice")
         self.title.setText(f"{mig.profile or 'slice'}  ·  {ids}")
         self.title.setToolTip("\n".join(x for x in (mig.name, mig.uuid, ids) if x))
         self.summary.setText(slice_summary_text(mig))
+
+    def _set_heading(self, text: str) -> None:
+        """"lab2 GPU 0  ·  00000000:01:00.0": what does not fit beside the details
+        button ends in "…" (another machine's name makes it long); all of it in the tooltip."""
+        room = CARD_WIDTH - 30 - self.details_button.sizeHint().width()
+        self.heading.setText(self.heading.fontMetrics().elidedText(
+            text, Qt.TextElideMode.ElideRight, room))
+        self.heading.setToolTip(text)
 
     def _set_error(self, error: str | None, asleep: bool = False) -> None:
         state = "error" if error else ("asleep" if asleep else "ok")

@@ -26,14 +26,15 @@ class EndProcessDialog(QDialog):
         super().__init__(parent)
         self.summary = summary
         self.mode = mode
-        self.setWindowTitle("Force kill process" if mode == "kill" else "End process")
+        on = f" on {summary.host}" if summary.host else ""  # another machine's (--host)
+        self.setWindowTitle(("Force kill process" if mode == "kill" else "End process") + on)
         self.setWindowModality(Qt.WindowModality.WindowModal)
         layout = QVBoxLayout(self)
         if mode == "kill":
-            head = (f"pid {summary.pid} is still running after SIGTERM. Send SIGKILL? "
+            head = (f"pid {summary.pid}{on} is still running after SIGTERM. Send SIGKILL? "
                     "It cannot clean up; unsaved work is lost.")
         else:
-            head = f"End pid {summary.pid}? It gets SIGTERM and can exit cleanly."
+            head = f"End pid {summary.pid}{on}? It gets SIGTERM and can exit cleanly."
         self.headline = QLabel(head)
         self.headline.setWordWrap(True)
         layout.addWidget(self.headline)
@@ -45,6 +46,7 @@ class EndProcessDialog(QDialog):
             ("Age", fmt_duration(summary.age_seconds)),
             ("Memory", fmt_bytes(summary.memory)),
             ("PID", str(summary.pid)),
+            *((("Host", summary.host),) if summary.host else ()),
         ):
             label = QLabel(value)
             label.setWordWrap(True)
@@ -65,7 +67,7 @@ class EndProcessDialog(QDialog):
         if summary.refusal:
             self.refusal = QLabel(f"Cannot end it: {summary.refusal}")
             self.refusal.setWordWrap(True)
-            self.refusal.setStyleSheet(f"color: {theme.ERROR};")
+            theme.styled(self.refusal, lambda s: f"color: {s.ERROR};")
             layout.addWidget(self.refusal)
             self.confirm_button = None
             buttons.addButton(QDialogButtonBox.StandardButton.Close)

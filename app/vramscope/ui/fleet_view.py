@@ -90,6 +90,18 @@ class FleetOverview(QWidget):
         self.chosen: str | None = None
         self.history: dict | None = None
         self._span = (time.time() - RANGES[0][1], time.time())
+        theme.follow(self, self.apply_theme)
+
+    def apply_theme(self, s: theme.Scheme) -> None:
+        """The plot's background, axes and legend, and the hosts' states (a live switch)."""
+        theme.colour_plot(self.plot, s)
+        legend = self.plot.getPlotItem().legend
+        if legend is not None:
+            theme.colour_legend(legend, s.PLOT_FOREGROUND)
+        for r in range(self.table.rowCount()):
+            item = self.table.item(r, 1)
+            if item is not None:
+                item.setForeground(pg.mkColor(_state_colour(item.text(), s)))
 
     def update_from(self, frame) -> None:
         if not self.isVisible() and self.table.rowCount():
@@ -105,7 +117,7 @@ class FleetOverview(QWidget):
                     self.table.setItem(r, c, item)
                 item.setText(str(value))
                 if c == 1:
-                    item.setForeground(pg.mkColor(theme.OK if value == "up" else theme.ERROR))
+                    item.setForeground(pg.mkColor(_state_colour(value, theme.current())))
 
     def choose(self, host: str) -> None:
         """Show ``host``'s history over the chosen range (range queries, off the GUI thread)."""
@@ -154,6 +166,10 @@ class FleetOverview(QWidget):
                                symbol="o" if few else None, symbolSize=6,
                                symbolBrush=colour if few else None)
         self.plot.setXRange(*self._span, padding=0.01)
+
+
+def _state_colour(state: str, s: theme.Scheme) -> str:
+    return s.OK if state == "up" else s.ERROR
 
 
 def attach_fleet_view(window, source, engine=None) -> FleetOverview:

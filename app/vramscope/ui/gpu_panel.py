@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Signal
+from PySide6.QtCore import QPoint, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import Store
 from vramscope.ui import theme
+from vramscope.ui.bridge import BUSY_PROCESSES
 from vramscope.ui.cards import GpuCard
 from vramscope.ui.timeline import GpuTimeline
 
 ROW_MIN_HEIGHT = 150
+ROWS_AT_ONCE = 8  # GPU rows built in one go; more are built ROWS_PER_TURN per event-loop turn
+ROWS_PER_TURN = 1
 SLICE_INDENT = 18  # px: a MIG slice's row under its GPU's
 
 
@@ -55,6 +58,16 @@ class GpuPanel(QScrollArea):
         self.setWidget(self._inner)
         self._pending = None
         self._stale: set[int] = set()
+        self._in_pieces = False
+        self._next_piece = QTimer(self)  # the next timeline of a busy machine's frame
+        self._next_piece.setSingleShot(True)
+        self._next_piece.setInterval(0)
+        self._next_piece.timeout.connect(self._update_visible)
+        self._frame: Frame | None = None  # the latest frame, for rows still to be built
+        self._more_rows = QTimer(self)  # a big box's rows are built a few per event-loop turn
+        self._more_rows.setSingleShot(True)
+        self._more_rows.setInterval(0)
+        self._more_rows.timeout.connect(self._build_more_rows)
         self.verticalScrollBar().valueChanged.connect(self._update_visible)
 
     def set_plot_style(self, style: str) -> None:
@@ -99,30 +112,42 @@ class GpuPanel(QScrollArea):
         return {i: r.timeline for i, r in self.rows.items()}
 
     def update_cards(self, frame: Frame) -> None:
+        self._frame = frame
         indices = [g.index for g in frame.gpus]
         slices = [(g.index, s.uuid) for g in frame.gpus for s in g.slices if s.uuid]
         if sorted(indices) != sorted(self.rows) or set(slices) != set(self.slice_rows):
             self._rebuild(indices, slices)
         for gpu in frame.gpus:
-            self.rows[gpu.index].card.update_from(gpu)
+            row = self.rows.get(gpu.index)
+            if row is None:
+                continue  # built on a later turn
+            row.card.update_from(gpu)
             for mig in gpu.slices:
                 row = self.slice_rows.get((gpu.index, mig.uuid))
                 if row is not None:
                     row.card.show_slice(gpu, mig)
                     row.timeline.members = frozenset(p.identity for p in mig.processes)
 
+    def _build_more_rows(self) -> None:
+        if self._frame is not None:
+            self.update_cards(self._frame)
+            self._update_visible()
+
     def update_timelines(self, store: Store, since: float | None, t_end: float,
-                         labels: dict[ProcessIdentity, str]) -> None:
-        """Redraw the timelines in view; the others when they scroll into view."""
+                         labels: dict[ProcessIdentity, str], processes: int = 0) -> None:
+        """Redraw the timelines in view; the others when they scroll into view.
+        With ``processes`` (in the frame) at BUSY_PROCESSES or more, one timeline
+        per event-loop turn, so clicks and repaints go on between them."""
         self._pending = (store, since, t_end, labels)
         self._stale = set(self._all_rows())
+        self._in_pieces = processes >= BUSY_PROCESSES
         self._update_visible()
 
     def _update_visible(self) -> None:
         if self._pending is None:
             return
         rows = self._all_rows()
-        for i in list(self._stale):
+        for i in [k for k in rows if k in self._stale] + [k for k in self._stale if k not in rows]:
             row = rows.get(i)
             if row is None:
                 self._stale.discard(i)
@@ -131,6 +156,10 @@ class GpuPanel(QScrollArea):
             else:
                 row.timeline.update_from(*self._pending)
                 self._stale.discard(i)
+                if self._in_pieces:
+                    if not self._next_piece.isActive():
+                        self._next_piece.start()
+                    return
 
     def highlight(self, key: tuple | None) -> None:
         for row in self._all_rows().values():
@@ -150,9 +179,13 @@ class GpuPanel(QScrollArea):
                 row = rows.pop(key)
                 self._layout.removeWidget(row)
                 row.deleteLater()
-        for i in sorted(indices):
-            if i not in self.rows:
-                self.rows[i] = self._new_row(i)
+        missing = [i for i in sorted(indices) if i not in self.rows]
+        if len(missing) > ROWS_AT_ONCE:  # ~60 ms each: a 16-GPU box's rows over a few turns
+            missing = missing[:ROWS_PER_TURN]
+            self._more_rows.start()
+        for i in missing:
+            self.rows[i] = self._new_row(i)
+        self._stale.update(missing)  # drawn with the next timelines, or by _build_more_rows
         for key in slices:  # in the frame's order (by instance id)
             if key not in self.slice_rows:
                 self.slice_rows[key] = self._new_row(key[0], key[1])

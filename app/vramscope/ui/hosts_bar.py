@@ -4,6 +4,8 @@ that drops is marked while the others go on."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from vramscope.sources.remote import CONNECTED, CONNECTING, describe_state
@@ -39,9 +41,16 @@ class HostsBar(QWidget):
             chip.setText(chip_text(state))
             chip.setToolTip(state.error or (f"vramscope {state.version} on {state.host}"
                                             if state.version else state.host))
-            colour = {CONNECTED: theme.OK, CONNECTING: theme.MUTED}.get(state.state, theme.ERROR)
-            chip.setStyleSheet(f"QLabel#hostChip {{ border: 1px solid {colour}; border-radius: 9px;"
-                               f" padding: 2px 8px; color: {colour}; }}")
+            if chip.property("state") != state.state:
+                chip.setProperty("state", state.state)
+                theme.styled(chip, partial(chip_style, state.state))
+
+
+def chip_style(state: str, s: theme.Scheme) -> str:
+    """A chip in its state's colour: connected, connecting, or down."""
+    colour = {CONNECTED: s.OK, CONNECTING: s.MUTED}.get(state, s.ERROR)
+    return (f"QLabel#hostChip {{ border: 1px solid {colour}; border-radius: 9px;"
+            f" padding: 2px 8px; color: {colour}; }}")
 
 
 def attach_hosts_bar(window) -> HostsBar:

@@ -9,6 +9,7 @@ built elsewhere: ``new_frame(Frame)`` on every new frame (paused or not),
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 
@@ -32,9 +33,26 @@ TIME_WINDOWS = {"1m": ("1 min", 60.0), "10m": ("10 min", 600.0), "1h": ("1 h", 3
                 "all": ("All", None)}
 DEFAULT_WINDOW = "10m"
 TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
-PLOT_MAX_INTERVAL = 2.0  # the longest a plot waits for a redraw, whatever the window
-PLOT_STEP_PX = 3  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
+LIVE_STYLES_EVERY = 10.0  # seconds between passes that free ended processes' styles
+TABLE_ROWS_PER_SECOND = 4000  # a bigger table is rebuilt less often (16,384 processes: every 4 s)
+PLOT_MAX_INTERVAL = 3.0  # the longest a plot waits for a redraw, whatever the window
+PLOT_STEP_PX = 5  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
 TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow
+TITLE_HOST_NAMES = 2  # a title names up to this many hosts; more are counted ("3 hosts")
+
+
+def window_title(frame: Frame | None, session_file: str | None = None) -> str:
+    """"vramscope", "vramscope — gpu-box-1", "vramscope — 3 hosts", then the
+    recorded session's file, then "demo (simulated data)" for the demo."""
+    parts = ["vramscope"]
+    hosts = frame.host_names if frame is not None else ()
+    if hosts:
+        parts.append(", ".join(hosts) if len(hosts) <= TITLE_HOST_NAMES else f"{len(hosts)} hosts")
+    if session_file:
+        parts.append(session_file)
+    if frame is not None and frame.simulated:
+        parts.append("demo (simulated data)")
+    return " — ".join(parts)
 
 
 def default_demo_source():
@@ -63,6 +81,8 @@ class MainWindow(QMainWindow):
         self._frames_while_paused = 0
         self._table_time = float("-inf")
         self._plot_time = float("-inf")
+        self._styled = 0  # labels given a colour so far (in order of first sight)
+        self._live_count, self._live_time = -1, float("-inf")
 
         self.setWindowTitle("vramscope")
         self.resize(1400, 900)
@@ -164,10 +184,11 @@ class MainWindow(QMainWindow):
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        bar.setStyleSheet("QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
-                          "QToolButton { padding: 4px 12px; border-radius: 4px; }"
-                          f"QToolButton:checked {{ background: {theme.HIGHLIGHT}; color: white; }}"
-                          f"QToolButton:disabled {{ background: transparent; color: {theme.MUTED}; }}")
+        theme.styled(bar, lambda s: (
+            "QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
+            "QToolButton { padding: 4px 12px; border-radius: 4px; }"
+            f"QToolButton:checked {{ background: {s.HIGHLIGHT}; color: white; }}"
+            f"QToolButton:disabled {{ background: transparent; color: {s.MUTED}; }}"))
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
         bar.addWidget(_muted("Time window "))
         group = QActionGroup(self)
@@ -258,7 +279,9 @@ class MainWindow(QMainWindow):
     def _show(self, frame: Frame, force: bool = False) -> None:
         self._shown_frame = frame
         self.banner.setVisible(frame.simulated)
-        self.setWindowTitle("vramscope — demo (simulated data)" if frame.simulated else "vramscope")
+        title = window_title(frame, self.session_file)
+        if title != self.windowTitle():
+            self.setWindowTitle(title)
         if not frame.gpus:
             if frame.error:
                 self.no_driver.show_error(frame.error, can_demo=not frame.simulated)
@@ -275,8 +298,14 @@ class MainWindow(QMainWindow):
         # Fast sampling (10 Hz) redraws no finer than the eye can use: the table at
         # most twice a second, the plots at most once per pixel of their time axis.
         t = frame.time
-        self.colours.set_live(p.identity for _g, p in frame.all_processes())
-        if force or t - self._table_time >= TABLE_MIN_INTERVAL or t < self._table_time:
+        processes = sum(len(g.processes) for g in frame.gpus)
+        if processes != self._live_count or abs(t - self._live_time) >= LIVE_STYLES_EVERY:
+            # styles of ended processes are given again: worth a pass over every
+            # process when the count changes, else now and then (16k processes: 25 ms)
+            self._live_count, self._live_time = processes, t
+            self.colours.set_live(p.identity for _g, p in frame.all_processes())
+        every = max(TABLE_MIN_INTERVAL, processes / TABLE_ROWS_PER_SECOND)
+        if force or t - self._table_time >= every or t < self._table_time:
             self._table_time = t
             self.table.show_frame(frame, self.feed.store)
             self.fit_split()
@@ -285,9 +314,10 @@ class MainWindow(QMainWindow):
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
             self._plot_time = t
             labels = self.feed.labels()
-            for ident in labels:  # colours in order of first sight, stable from then on
-                self.colours.style(ident)
-            self.gpu_panel.update_timelines(self.feed.store, since, t, labels)
+            for ident in itertools.islice(labels, self._styled, None):
+                self.colours.style(ident)  # colours in order of first sight, stable from then on
+            self._styled = len(labels)
+            self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes)
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
 
@@ -366,7 +396,7 @@ class MainWindow(QMainWindow):
 
 def _muted(text: str) -> QLabel:
     label = QLabel(text)
-    label.setStyleSheet(f"color: {theme.MUTED};")
+    theme.styled(label, lambda s: f"color: {s.MUTED};")
     return label
 
 

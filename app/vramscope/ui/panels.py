@@ -16,7 +16,6 @@ from PySide6.QtWidgets import QFrame, QScrollArea
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
 from vramscope.core.planner.targets import fit_targets
 from vramscope.core.samples import ProcessIdentity
-from vramscope.ui import theme
 from vramscope.ui.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
 from vramscope.ui.planner_tab import PlannerTab
@@ -48,7 +47,9 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     planner_index = window.tabs.addTab(scrolled(planner), "Planner")
 
     def on_counts(shown: int, _hidden: int) -> None:
-        window.tabs.setTabText(alerts_index, f"Alerts ({shown})" if shown else "Alerts")
+        text = f"Alerts ({shown})" if shown else "Alerts"
+        if window.tabs.tabText(alerts_index) != text:  # (setting it re-lays out the tab bar)
+            window.tabs.setTabText(alerts_index, text)
 
     alerts.counts_changed.connect(on_counts)
     alerts.new_alerts.connect(tray.notify)
@@ -135,7 +136,7 @@ def _set_markers(window, alerts) -> None:
     for a in alerts:
         if a.gpu is None or a.since is None:
             continue
-        colour = theme.ERROR if a.severity == CRITICAL else theme.WARNING
-        by_gpu.setdefault(a.gpu, {})[a.key] = (a.since, colour, KIND_TITLES.get(a.kind, a.kind))
+        role = "ERROR" if a.severity == CRITICAL else "WARNING"  # a theme colour, by name
+        by_gpu.setdefault(a.gpu, {})[a.key] = (a.since, role, KIND_TITLES.get(a.kind, a.kind))
     for index, timeline in window.gpu_panel.timelines.items():
         timeline.set_markers(by_gpu.get(index, {}))

@@ -40,6 +40,7 @@ class MeasuredView(QWidget):
         self.table = FullTable(["Bucket", "Planned", "Measured", "Measured - planned",
                                 "Why they differ"])
         col.addWidget(self.table)
+        theme.follow(self, self.fill)  # the differences' colours
 
     def set_report(self, report) -> None:
         self.report = report

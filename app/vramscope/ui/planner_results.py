@@ -49,6 +49,14 @@ class ResultsView(QWidget):
         col.addLayout(self.tail)
         col.addWidget(self.notes)
         col.addStretch(1)
+        self._plan = None  # the plan shown, re-coloured on a theme switch
+        theme.follow(self, self.apply_theme)
+
+    def apply_theme(self, s: theme.Scheme) -> None:
+        """The verdict colours of the GPU and suggestion rows, from scheme ``s``."""
+        if self._plan is not None:
+            self._fill_gpus(self._plan)
+            self._fill_suggestions(self._plan)
 
     @staticmethod
     def _restyle(w) -> None:
@@ -65,6 +73,7 @@ class ResultsView(QWidget):
         self.error_label.setText(text)
         self.error_label.show()
         self.warning.hide()
+        self._plan = None
         self.verdict.setText("No plan")
         self.verdict.setProperty("state", "")
         self._restyle(self.verdict)
@@ -76,6 +85,7 @@ class ResultsView(QWidget):
         self.notes.clear()
 
     def show_plan(self, plan, gpu_note: str | None = None) -> None:
+        self._plan = plan
         self.error_label.hide()
         shape = plan.request.shape
         v = verdict(plan, gpu_note, ASK)

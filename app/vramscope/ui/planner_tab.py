@@ -32,8 +32,7 @@ _RESULTS = ("verdict", "warning", "error_label", "layout_label", "buckets", "gpu
             "suggestions", "suggestions_label", "notes")
 
 
-def _style() -> str:
-    s = theme.current()
+def _style(s: theme.Scheme) -> str:
     return f"""
 QLabel#verdict {{ font-size: 12pt; font-weight: 600; padding: 4px 0; }}
 QLabel#verdict[state="fits"] {{ color: {s.OK}; }}
@@ -61,7 +60,7 @@ class PlannerTab(QWidget):
 
     def __init__(self, parent=None, gpus: list[tuple[str, int]] | None = None):
         super().__init__(parent)
-        self.setStyleSheet(_style())
+        theme.styled(self, _style)
         self.plan = None
         self.error: str | None = None
         self.error_field: str | None = None

@@ -13,19 +13,25 @@ from __future__ import annotations
 from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QStyledItemDelegate,
+    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QSizePolicy,
+    QStyledItemDelegate,
     QTableView, QVBoxLayout, QWidget,
 )
 
-from vramscope.core.units import fmt_gib
-from vramscope.core.user_totals import UserTotal, user_totals
-from vramscope.ui import theme
-from vramscope.ui.process_model import (
-    COL, COLUMNS, KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessRow, ProcessSortProxy,
-    ProcessTableModel, rows_from_frame,
+from dataclasses import replace
+
+from vramscope.core.process_rows import (
+    COL, COLUMNS, ProcessRow, TableBuilder, TableOrder, TableRows,
 )
+from vramscope.core.samples import gpu_label
+from vramscope.core.units import fmt_gib
+from vramscope.core.user_totals import UserTotal
+from vramscope.ui import theme
+from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
+from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
 
 ROW_HEIGHT = 20
+USERS_SHOWN = 6  # "Memory by user": the biggest users named, the rest in the tooltip
 SWATCH_WIDTH = 22
 SPARK_WIDTH = 54
 
@@ -87,10 +93,11 @@ class ProcessTable(QWidget):
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
         self.model = ProcessTableModel(colours, self)
-        self.proxy = ProcessSortProxy(self)
-        self.proxy.setSourceModel(self.model)
+        self.builder = TableBuilder()
+        self._bridge = Bridge(self)
+        self.worker = LatestOnly(self._bridge, "vramscope-table")
         self.view = QTableView(self)
-        self.view.setModel(self.proxy)
+        self.view.setModel(self.model)
         self.view.setSortingEnabled(True)
         self.view.sortByColumn(COL["Memory"], Qt.SortOrder.DescendingOrder)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -126,18 +133,21 @@ class ProcessTable(QWidget):
                 self.view.setColumnHidden(i, True)
         self.group_by_user = QCheckBox("Group by user")
         self.group_by_user.setToolTip("Keep each user's processes together; totals per user beside it.")
-        self.group_by_user.toggled.connect(self.proxy.set_group_by_user)
+        self.group_by_user.toggled.connect(
+            lambda on: self.model.set_order(replace(self.model.order, group_by_user=on)))
         self.users = QLabel()
         self.users.setObjectName("userTotals")
         theme.styled(self.users, lambda s: f"color: {s.MUTED};")
         self.users.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # a shared box's long list is cut at the table's edge, never widening the window
+        self.users.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
         bar.addWidget(self.group_by_user)
         bar.addWidget(self.users, 1)
         self.holders = QLabel()  # /dev/nvidia* open without being on NVML's lists
         self.holders.setObjectName("deviceHolders")
-        self.holders.setStyleSheet(f"color: {theme.WARNING}; padding: 0 4px;")
+        theme.styled(self.holders, lambda s: f"color: {s.WARNING}; padding: 0 4px;")
         self.holders.setWordWrap(True)
         self.holders.hide()
         lay = QVBoxLayout(self)
@@ -151,6 +161,8 @@ class ProcessTable(QWidget):
         self.view.selectionModel().selectionChanged.connect(self._on_selection)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
+        # swatches, sparklines and text colours are read when painted: a switch repaints
+        theme.follow(self, lambda _s: self.view.viewport().update())
 
     def height_for_rows(self, rows: int) -> int:
         """The widget height that shows ``rows`` rows without scrolling."""
@@ -215,9 +227,23 @@ class ProcessTable(QWidget):
         self.context_menu = menu
 
     def show_frame(self, frame, store=None) -> None:
-        """The frame's processes (with ``store``: their growth), and memory per user."""
-        self.set_rows(rows_from_frame(frame, store))
-        self.set_user_totals(user_totals(frame))
+        """The frame's processes (with ``store``: their growth), and memory per user.
+        A busy machine's table is built on a worker thread and shown when ready."""
+        order = self.model.order
+        count = 0 if frame is None else sum(len(g.processes) for g in frame.gpus)
+        if count < BUSY_PROCESSES:
+            self.show_table(self.builder.build(frame, store, order), frame)
+        else:
+            self.worker.submit(lambda: (self.builder.build(frame, store, order), frame),
+                               lambda built: self.show_table(*built))
+
+    def set_filter(self, text: str) -> None:
+        """Rows whose any column contains ``text`` (any case); empty shows all."""
+        self.model.set_order(replace(self.model.order, filter=text))
+
+    def show_table(self, table: TableRows, frame=None) -> None:
+        self.set_user_totals(list(table.user_totals),
+                             {g.index: g.label for g in frame.gpus} if frame is not None else None)
         holders = frame.device_holders if frame is not None else ()
         self.holders.setVisible(bool(holders))
         if holders:
@@ -225,20 +251,14 @@ class ProcessTable(QWidget):
                 "Holding /dev/nvidia* without being listed by the driver: " + "; ".join(
                     f"pid {h.info.pid} {h.info.user or ''} ({h.info.command or 'command n/a'})"
                     for h in holders))
-
-    def set_user_totals(self, totals: list[UserTotal]) -> None:
-        text = "   ·   ".join(_user_text(t) for t in totals)
-        self.users.setText(f"Memory by user:  {text}" if text else "")
-
-    def set_rows(self, rows: list[ProcessRow]) -> None:
         for i, column in enumerate(COLUMNS):
             if column.when_used:
-                used = any(column.text(r) for r in rows)
+                used = column.name in table.used_columns
                 if self.view.isColumnHidden(i) == used:
                     self.view.setColumnHidden(i, not used)
         self._rebuilding = True
         try:
-            self.model.set_rows(rows)
+            self.model.show(table)
             if self._selected is not None and self._row_of(self._selected) is None:
                 self._selected = None
                 gone = True
@@ -251,6 +271,19 @@ class ProcessTable(QWidget):
         if gone:
             self.selection_changed.emit(None)
 
+    def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
+        """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""
+        parts = [_user_text(t, gpu_labels or {}) for t in totals]  # the biggest first
+        shown = "   ·   ".join(parts[:USERS_SHOWN])
+        if len(parts) > USERS_SHOWN:
+            shown += f"   ·   + {len(parts) - USERS_SHOWN} more users (hover for all)"
+        self.users.setText(f"Memory by user:  {shown}" if parts else "")
+        self.users.setToolTip("\n".join(parts) if len(parts) > USERS_SHOWN else "")
+
+    def set_rows(self, rows: list[ProcessRow], totals=()) -> None:
+        """Show ``rows`` (any order) as the table's rows."""
+        self.show_table(TableBuilder.rearrange(rows, self.model.order, totals))
+
     def select_key(self, key: tuple | None) -> None:
         if key is None:
             self.view.clearSelection()
@@ -259,17 +292,13 @@ class ProcessTable(QWidget):
 
     def visible_rows(self) -> list[int]:
         """PIDs in the order the table shows them (after sorting)."""
-        col = COL["PID"]
-        return [int(self.proxy.index(r, col).data()) for r in range(self.proxy.rowCount())]
+        return [r.pid for r in self.model.rows]
 
-    def proxy_row_of(self, key: tuple) -> int | None:
+    def display_row_of(self, key: tuple) -> int | None:
         return self._row_of(key)
 
     def _row_of(self, key: tuple) -> int | None:
-        for r in range(self.proxy.rowCount()):
-            if self.proxy.index(r, 0).data(KEY_ROLE) == key:
-                return r
-        return None
+        return self.model.table.row_of.get(key)
 
     def _reselect(self, key: tuple) -> None:
         r = self._row_of(key)
@@ -279,7 +308,7 @@ class ProcessTable(QWidget):
         current = sel.selectedRows()
         if len(current) == 1 and current[0].row() == r:
             return
-        sel.select(self.proxy.index(r, 0),
+        sel.select(self.model.index(r, 0),
                    QItemSelectionModel.SelectionFlag.ClearAndSelect
                    | QItemSelectionModel.SelectionFlag.Rows)
 
@@ -293,11 +322,12 @@ class ProcessTable(QWidget):
             self.selection_changed.emit(key)
 
 
-def _user_text(total: UserTotal) -> str:
+def _user_text(total: UserTotal, gpu_labels: dict) -> str:
     """'alice 14.20 GiB (GPU 0: 12.00, GPU 1: 2.20)'."""
     text = f"{total.label} {fmt_gib(total.used, 2)}"
+    name = {g: gpu_labels.get(g) or gpu_label(g) for g, _b in total.per_gpu}
     if len(total.per_gpu) > 1:
-        text += " (" + ", ".join(f"GPU {g}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
+        text += " (" + ", ".join(f"{name[g]}: {b / (1 << 30):.2f}" for g, b in total.per_gpu) + ")"
     elif total.per_gpu:
-        text += f" on GPU {total.per_gpu[0][0]}"
+        text += f" on {name[total.per_gpu[0][0]]}"
     return text

@@ -8,6 +8,8 @@ be zoomed and panned with the mouse.
 
 from __future__ import annotations
 
+import html
+import pathlib
 import time
 
 from PySide6.QtCore import Qt, Signal
@@ -22,16 +24,20 @@ STEPS = 2000
 class SessionScrubber(QWidget):
     moved = Signal(float)  # epoch seconds
 
-    def __init__(self, path: str, span: tuple[float, float], parent=None):
+    def __init__(self, path: str, span: tuple[float, float], parent=None, hosts=()):
         super().__init__(parent)
         self.t0, self.t1 = span
-        self.title = QLabel(f"Recorded session: <b>{path}</b> · {fmt_duration(self.t1 - self.t0)}")
+        of = f" of {html.escape(', '.join(hosts))}" if hosts else ""  # other machines (--host)
+        # the file's name (its folder in the tooltip): a long path must not squeeze the slider
+        self.title = QLabel(f"Recorded session{of}: <b>{html.escape(pathlib.Path(path).name)}</b>"
+                            f" · {fmt_duration(self.t1 - self.t0)}")
+        self.title.setToolTip(path)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, STEPS)
         self.slider.setValue(STEPS)
         self.slider.setToolTip("Scrub through the session: the cards and the table show that moment")
         self.at = QLabel()
-        self.at.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(self.at, lambda s: f"color: {s.MUTED};")
         lay = QHBoxLayout(self)
         lay.setContentsMargins(4, 2, 4, 2)
         lay.addWidget(self.title)
@@ -61,9 +67,9 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
     import pyqtgraph as pg
 
     span = reader.span() or (time.time() - 1, time.time())
-    scrubber = SessionScrubber(path, span)
+    hosts = tuple(dict.fromkeys(g.host for g in reader.gpus() if g.host is not None))
+    scrubber = SessionScrubber(path, span, hosts=hosts)
     window.centralWidget().layout().addWidget(scrubber)
-    window.setWindowTitle(f"vramscope — {path}")
     window.set_window("all")
     cursors: dict[int, pg.InfiniteLine] = {}
 
@@ -81,6 +87,8 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
             line.setValue(t)
 
     scrubber.moved.connect(show_moment)
+    theme.follow(scrubber, lambda s: [line.setPen(theme.pen(s.HIGHLIGHT, 2.0))
+                                      for line in cursors.values()])
     if reader.problems:
         window.statusBar().showMessage("Opened what could be read: " + "; ".join(reader.problems), 30000)
     return scrubber

@@ -64,11 +64,11 @@ class SettingsDialog(QDialog):
         # Fusion outlines a check box with the window colour darkened, which vanishes on
         # the dark scheme (a checked one was a bare tick): both states get a visible box,
         # filled with the highlight colour when checked.
-        self.setStyleSheet(
-            f"QCheckBox::indicator {{ border: 1px solid {theme.MUTED}; "
-            f"background: {theme.BASE}; border-radius: 2px; width: 12px; height: 12px; }}"
-            f"QCheckBox::indicator:checked {{ border: 1px solid {theme.HIGHLIGHT}; "
-            f"background: {theme.HIGHLIGHT}; }}")
+        theme.styled(self, lambda s: (
+            f"QCheckBox::indicator {{ border: 1px solid {s.MUTED}; "
+            f"background: {s.BASE}; border-radius: 2px; width: 12px; height: 12px; }}"
+            f"QCheckBox::indicator:checked {{ border: 1px solid {s.HIGHLIGHT}; "
+            f"background: {s.HIGHLIGHT}; }}"))
         overridden = settings.overridden()
         layout = QVBoxLayout(self)
 
@@ -126,7 +126,7 @@ class SettingsDialog(QDialog):
         note = QLabel("A value given on the command line applies to that run only; "
                       "what you set here is saved.")
         note.setWordWrap(True)
-        note.setStyleSheet(f"color: {theme.MUTED};")
+        theme.styled(note, lambda s: f"color: {s.MUTED};")
         layout.addWidget(note)
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok

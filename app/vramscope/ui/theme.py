@@ -13,23 +13,23 @@ so two curves never look the same.
 Integration (the app): ``theme.apply(app, mode)`` (mode: "system", "light"
 or "dark") before the window is built. Colours are read when they are used,
 never copied at import: ``theme.MUTED`` is the active scheme's colour at the
-moment it is read (a module ``__getattr__``), ``theme.styled(widget, build)``
-builds a style sheet from the scheme now and again after a switch, and views
-that draw with scheme colours (plots, the agent panel) have an
-``apply_theme(scheme)`` method. ``theme.switch(app, mode)`` (the settings
-dialog, or the desktop changing with mode "system") applies the new scheme
-and re-colours every open window live; a style sheet formatted elsewhere is
-mapped role by role (``recolour``).
+moment it is read (a module ``__getattr__``). ``theme.switch(app, mode)``
+(the settings dialog, or the desktop changing with mode "system") applies a
+new scheme to every open window live: a widget styled with
+``theme.styled(widget, build)`` gets its style sheet built again from the new
+scheme, and whatever a style sheet cannot say -- plot pens and brushes, item
+colours, rich text -- is re-coloured by a hook its view registered with
+``theme.follow(owner, hook)``: the ``changed`` signal of ``theme.changes()``
+calls it with the new scheme for as long as the owner lives.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QPalette
 
 log = logging.getLogger(__name__)
@@ -161,23 +161,24 @@ class ColourBook:
     def __init__(self, colours: tuple[str, ...] | None = None):
         self._colours = colours
         self._assigned: dict = {}
-        self._live: set | None = None
+        self._taken: set[int] = set()  # styles held by live (or, before set_live, all) processes
+        self._low = 0  # no style below this is free (taken only grows until set_live)
 
     def set_live(self, identities) -> None:
         """The processes listed now: styles of the others may be given again."""
-        self._live = set(identities)
+        assigned = self._assigned
+        self._taken = {assigned[i] for i in identities if i in assigned}
+        self._low = 0
 
     def style(self, identity) -> tuple[str, int]:
         """(colour, dash index into DASHES / FILLS)."""
         n = self._assigned.get(identity)
         if n is None:
-            if self._live is None:
-                taken = set(self._assigned.values())
-            else:
-                taken = {self._assigned[i] for i in self._live if i in self._assigned}
-            n = 0
+            n, taken = self._low, self._taken
             while n in taken:
                 n += 1
+            self._low = n + 1
+            taken.add(n)
             self._assigned[identity] = n
         colours = self._colours or _current.PROCESS_COLOURS
         return colours[n % len(colours)], (n // len(colours)) % len(DASHES)
@@ -269,18 +270,62 @@ def styled(widget, build) -> None:
     widget.setStyleSheet(build(_current))
 
 
+class _Changes(QObject):
+    changed = Signal(object)  # the new Scheme, after it is applied
+
+
+_changes: _Changes | None = None
+
+
+def changes() -> _Changes:
+    """The object whose ``changed(scheme)`` signal follows every live switch."""
+    global _changes
+    if _changes is None:
+        _changes = _Changes()
+    return _changes
+
+
+class _Follower(QObject):
+    """Runs ``hook(scheme)`` after each switch for as long as its owner (its Qt parent)
+    lives: destroying the owner destroys the follower and its connection."""
+
+    def __init__(self, owner, hook):
+        super().__init__(owner)
+        self._hook = hook
+        changes().changed.connect(self._run)
+
+    @Slot(object)
+    def _run(self, scheme) -> None:
+        self._hook(scheme)
+
+
+def follow(owner, hook) -> None:
+    """Call ``hook(scheme)`` after every live switch, while the QObject ``owner`` lives.
+
+    For what a style sheet cannot say: plot pens and brushes, item colours,
+    rich text with colours in it. Not called now (the view builds in today's scheme).
+    """
+    _Follower(owner, hook)
+
+
 def switch(app, mode: str) -> Scheme:
     """Apply ``mode`` now and re-colour every open window.
 
-    Widgets styled with ``styled`` get their sheet built again; widgets with an
-    ``apply_theme(scheme)`` method (plots, the agent panel) re-colour themselves;
-    whatever else carries a scheme colour is mapped role by role (``recolour``).
+    Every style sheet is set again -- built anew by ``styled``, or as it is: a
+    widget with a style sheet keeps the palette it was polished against, so its
+    unstyled parts (text, frames) would keep the old colours -- then views that
+    ``follow`` the theme re-colour themselves.
     """
     old = _current
     new = apply(app, mode)
     if new is not old:
-        for widget in app.topLevelWidgets():
-            recolour(widget, old, new)
+        for widget in app.allWidgets():
+            build = getattr(widget, "_theme_style", None)
+            sheet = build(new) if build is not None else widget.styleSheet()
+            if sheet:
+                widget.setStyleSheet("")
+                widget.setStyleSheet(sheet)
+        changes().changed.emit(new)
     return new
 
 
@@ -298,133 +343,25 @@ def _follow_desktop(app) -> None:
     hints.colorSchemeChanged.connect(changed)
 
 
-# -- re-colouring what is open ------------------------------------------------------
-_HEX = re.compile(r"#[0-9a-fA-F]{6}\b")
+# -- pyqtgraph views --------------------------------------------------------------------
+def colour_plot(view, s: Scheme | None = None) -> None:
+    """A pyqtgraph view's background and axes (lines, ticks, tick labels, axis label)."""
+    import pyqtgraph as pg
 
-
-def colour_map(old: Scheme, new: Scheme) -> dict[str, str]:
-    """Lower-case '#rrggbb' of ``old`` -> the same role's colour in ``new``."""
-    mapping: dict[str, str] = {}
-    for role, colour in old.colours().items():
-        mapping.setdefault(colour.lower(), getattr(new, role))
-    return mapping  # process and bucket colours: their views re-colour them (apply_theme)
-
-
-def recolour_style_sheet(text: str, mapping: dict[str, str]) -> str:
-    return _HEX.sub(lambda m: mapping.get(m.group(0).lower(), m.group(0)), text)
-
-
-def recolour(root, old: Scheme, new: Scheme) -> int:
-    """Re-colour ``root`` and its children from ``old`` to ``new``; returns how many
-    things changed. Style sheets, pyqtgraph views (background, axes, curves,
-    lines, legends, labels) -- whatever carries one of ``old``'s colours."""
-    from PySide6.QtWidgets import QWidget
-
-    mapping = colour_map(old, new)
-    changed = 0
-    widgets = [root] + root.findChildren(QWidget)
-    for w in widgets:
-        build = getattr(w, "_theme_style", None)
-        if build is not None:
-            w.setStyleSheet("")
-            w.setStyleSheet(build(new))
-            changed += 1
-            continue
-        sheet = w.styleSheet()
-        if sheet:
-            new_sheet = recolour_style_sheet(sheet, mapping)
-            # set again even when unchanged: a styled widget keeps the palette it
-            # resolved against, so its unstyled parts (text) would keep old colours
-            w.setStyleSheet("")
-            w.setStyleSheet(new_sheet)
-            changed += new_sheet != sheet
-    try:
-        import pyqtgraph as pg
-    except ImportError:  # pragma: no cover - pyqtgraph is a dependency
-        return changed
-    for w in widgets:
-        if isinstance(w, pg.GraphicsView):
-            changed += _recolour_view(w, mapping, new, pg)
-    for w in widgets:
-        hook = getattr(w, "apply_theme", None)
-        if hook is not None:
-            hook(new)
-            changed += 1
-    return changed
-
-
-def _mapped(colour: QColor, mapping: dict[str, str]) -> QColor | None:
-    target = mapping.get(colour.name().lower())
-    if target is None:
-        return None
-    q = QColor(target)
-    q.setAlpha(colour.alpha())
-    return q
-
-
-def _recolour_pen(pen, mapping):
-    if pen is None:
-        return None
-    colour = _mapped(pen.color(), mapping)
-    if colour is None:
-        return None
-    new = type(pen)(pen)
-    new.setColor(colour)
-    return new
-
-
-def _recolour_view(view, mapping, new: Scheme, pg) -> int:
-    changed = 0
-    bg = view.backgroundBrush().color()
-    target = _mapped(bg, mapping)
-    if target is not None:
-        view.setBackground(target)
-        changed += 1
-    scene = view.scene()
-    if scene is None:
-        return changed
-    for item in scene.items():
+    s = s or _current
+    view.setBackground(s.PLOT_BACKGROUND)
+    for item in view.scene().items():
         if isinstance(item, pg.AxisItem):
-            pen = _recolour_pen(item.pen(), mapping)
-            if pen is not None:
-                item.setPen(pen)
-                item.setTextPen(_recolour_pen(item.textPen(), mapping) or pen)
-                changed += 1
-        elif isinstance(item, pg.PlotDataItem):
-            pen = _recolour_pen(pg.mkPen(item.opts["pen"]), mapping)
-            if pen is not None:
-                item.setPen(pen)
-                changed += 1
-        elif isinstance(item, pg.PlotCurveItem) and not isinstance(item.parentItem(), pg.PlotDataItem):
-            pen = _recolour_pen(pg.mkPen(item.opts["pen"]), mapping)
-            if pen is not None:
-                item.setPen(pen)
-                changed += 1
-        elif isinstance(item, pg.InfiniteLine):
-            pen = _recolour_pen(item.pen, mapping)
-            if pen is not None:
-                item.setPen(pen)
-                changed += 1
-        elif isinstance(item, pg.LegendItem):
-            colour = item.opts.get("labelTextColor")
-            if colour is not None:
-                target = _mapped(pg.mkColor(colour), mapping)
-                if target is not None:
-                    item.setLabelTextColor(target)
-                    changed += 1
-        elif isinstance(item, pg.LabelItem):
-            colour = item.opts.get("color")
-            if colour is not None:
-                target = _mapped(pg.mkColor(colour), mapping)
-                if target is not None:
-                    item.setText(item.text, color=target.name())
-                    changed += 1
-        elif isinstance(item, pg.TextItem):
-            target = _mapped(item.color, mapping)
-            if target is not None:
-                item.setColor(target)
-                changed += 1
-    return changed
+            item.setPen(s.PLOT_FOREGROUND)
+            item.setTextPen(s.PLOT_FOREGROUND)
+
+
+def colour_legend(legend, colour: str) -> None:
+    """A pyqtgraph legend's text, the rows it shows included (pyqtgraph only
+    stores a new label colour, for labels added later)."""
+    legend.setLabelTextColor(colour)
+    for _sample, label in legend.items:
+        label.setText(label.text, color=colour)
 
 
 def pen(colour: str, width: float = 1.5, dashed: bool | int = False, alpha: int = 255):

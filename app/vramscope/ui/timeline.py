@@ -22,10 +22,11 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
+from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
-from vramscope.core.store import Store, gpu_key, mig_key
+from vramscope.core.stacking import any_finite, lines_drawn, nanmax
+from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
@@ -73,12 +74,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         plot.setLabel("left", "GiB")
         plot.getAxis("left").setWidth(44)
         plot.getAxis("left").enableAutoSIPrefix(False)  # GiB as labelled (and no relabel per frame)
+        # The GiB axis changes when the y range does, not when time scrolls: paint it
+        # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
+        plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         s = theme.current()
         self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT, labelTextSize="8.5pt")
         self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)
         self.legend.setMinimumWidth(LEGEND_WIDTH)
         self.legend.setMaximumWidth(LEGEND_WIDTH)
         self.addItem(self.legend, row=0, col=1)
+        self.legend.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)  # (as the axis)
         self.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.ci.layout.setColumnFixedWidth(1, LEGEND_WIDTH)
         self.ci.layout.setColumnStretchFactor(0, 1)
@@ -96,10 +101,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._y_max: float | None = None
         self._x_range: tuple[float, float] | None = None
         self._markers: dict[tuple, pg.InfiniteLine] = {}
-        self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour, label, active)
+        self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour role, label, active)
         self._last = None  # the last update_from arguments (a click on "others" redraws)
         self._rows_fitted = 0
         plot.scene().sigMouseClicked.connect(self._clicked)
+        theme.follow(self, self.apply_theme)
 
     def sizeHint(self):
         return QSize(600, 180)
@@ -125,13 +131,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     def apply_theme(self, s: theme.Scheme) -> None:
         """Re-colour from scheme ``s`` (a live theme switch)."""
+        theme.colour_plot(self, s)
         self.capacity_curve.setPen(theme.pen(s.CAPACITY, 1.5, dashed=True))
         self.used_curve.setPen(theme.pen(s.TOTAL_USED, 2.0))
-        self.legend.setLabelTextColor(s.TEXT)
+        theme.colour_legend(self.legend, s.TEXT)
+        self.more.setText(self.more.text, color=s.MUTED)
         for key, curve in self.proc_curves.items():
             curve.setPen(self._pen(key))
         self.stack.restyle(_identity_of)
-        self._legend_note = None  # the note's colour: written again on the next update
+        for key in self._marker_info:
+            self._style_marker(key)
         if self._last is not None:
             self.update_from(*self._last)
 
@@ -156,37 +165,42 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             tt, vt = series(mig_key(self.index, self.mig_uuid, "total"))
         self.used_curve.setData(tu, vu / GiB)
         self.capacity_curve.setData(tt, vt / GiB)
-        peak = _nanmax(vt, _nanmax(vu, 0.0))
+        peak = nanmax(vt, nanmax(vu, 0.0))
 
-        keys = store.process_keys(self.index)  # in order of first sight
+        # Each process's latest point (one read), so choosing what to draw costs
+        # O(processes) dictionary work and only the drawn series are read in full.
+        points = store.process_points(self.index)  # in order of first sight
         if self.members is not None:
-            keys = [k for k in keys if _identity_of(k) in self.members]
+            points = {k: p for k, p in points.items() if _identity_of(k) in self.members}
+        keys = list(points)
         alive: dict[tuple, float] = {}  # reported now, with a figure: key -> latest bytes
         ended: dict[tuple, float] = {}  # in the window, no longer reported: key -> last time
         not_plotted: list[tuple] = []  # reported, but memory n/a all along: not drawn as 0
-        finite_any: dict[tuple, bool] = {}
-        for key in keys:
-            t, v = series(key)
-            inside = v if since is None else v[t >= since]  # (the series may start just before)
-            finite = inside[np.isfinite(inside)]
-            finite_any[key] = bool(len(finite))
-            now_listed = bool(len(t)) and t[-1] >= t_end - 1e-6
-            if len(finite):
-                if self.style == "lines":
-                    peak = max(peak, float(finite.max()))
+        for key, (last_t, last_v) in points.items():
+            if last_t > t_end + 1e-6:  # paused: the series as it was at t_end
+                t, v = series(key)
+                if not len(t):
+                    continue
+                last_t, last_v = float(t[-1]), float(v[-1])
+            if since is not None and last_t < since:
+                continue  # ended before the window
+            now_listed = last_t >= t_end - 1e-6
+            finite = math.isfinite(last_v) or any_finite(*series(key), since)
+            if not finite:
                 if now_listed:
-                    alive[key] = float(v[-1]) if np.isfinite(v[-1]) else 0.0
-                else:
-                    ended[key] = float(t[-1])
+                    not_plotted.append(key)
             elif now_listed:
-                not_plotted.append(key)
+                alive[key] = last_v if math.isfinite(last_v) else 0.0
+            else:
+                ended[key] = last_t
         self._rows_fitted = self.legend_rows()
         room = self._rows_fitted - 2 - (2 if not_plotted else 0)  # total + capacity, n/a note
         must = {k for k in alive if _identity_of(k) in self.alerted}
         if self.selected is not None and self.selected in alive:
             must.add(self.selected)
         if self.style == "lines":
-            self._update_lines(series, keys, finite_any, alive)
+            drawn = lines_drawn(alive, ended, must)
+            peak = max(peak, self._update_lines(series, drawn, since))
             shown = self._legend_lines(alive, ended, must, max(1, room - 1))
             hidden = len(alive) + len(ended) - len(shown)
             entries = [(k, self.proc_curves[k], _label(k, labels), alive.get(k), k in ended)
@@ -194,8 +208,13 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         else:
             self._drop_lines(keys)
             px = int(self.plot.vb.width()) or 600
+            everyone = None  # all processes' sum: "others" without reading each of them
+            if self.mig_uuid is None:
+                everyone = series(gpu_key(self.index, PROCESSES_USED))
+                if not len(everyone[0]):
+                    everyone = None  # (a store filled without it: sum the processes)
             top = self.stack.update(series, tu, alive, list(ended), keys, must, max(px, 100),
-                                    _identity_of, shown=max(1, room - 1))
+                                    _identity_of, shown=max(1, room - 1), everyone=everyone)
             peak = max(peak, top)
             hidden = 0
             entries = []
@@ -227,20 +246,21 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self.plot.setYRange(0, y_max, padding=0)
         self._place_marker_labels()
 
-    def _update_lines(self, series, keys, finite_any, alive) -> None:
-        key_set = set(keys)
-        for key in list(self.proc_curves):
-            if key not in key_set or (not finite_any.get(key) and key not in alive):
-                self._drop(key)  # ended before the window: no item left behind all day
-        for key in keys:
-            if not finite_any.get(key):
-                continue
+    def _update_lines(self, series, drawn: list, since: float | None) -> float:
+        """Curves for ``drawn`` (others dropped); returns their peak in the window."""
+        wanted = set(drawn)
+        for key in [k for k in self.proc_curves if k not in wanted]:
+            self._drop(key)  # ended, or no longer among the drawn: no item left behind
+        peak = 0.0
+        for key in drawn:
             curve = self.proc_curves.get(key)
             if curve is None:
                 curve = self._add(key)
             t, v = series(key)
             curve.setData(t, v / GiB)
             curve.setVisible(True)
+            peak = nanmax(v if since is None else v[t >= since], peak)
+        return peak
 
     def _drop_lines(self, keys) -> None:
         key_set = set(keys)
@@ -256,14 +276,14 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     # -- alert markers ----------------------------------------------------------------
     def set_markers(self, markers: dict[tuple, tuple[float, str, str]]) -> None:
-        """Vertical markers: key -> (time, colour, label); alerts and OOMs on this GPU.
+        """Vertical markers: key -> (time, colour role, label); alerts and OOMs on this GPU.
+        The role names a theme colour ("ERROR", "WARNING"), so a theme switch re-colours it.
 
         A marker whose alert has cleared stays in the history, muted and labelled
         "(cleared)", so the moment is still there when scrolling back."""
-        muted = theme.current().MUTED
         for key, (t, colour, label, active) in list(self._marker_info.items()):
             if key not in markers and active:
-                self._marker_info[key] = (t, muted, label + " (cleared)", False)
+                self._marker_info[key] = (t, "MUTED", label + " (cleared)", False)
                 self._style_marker(key)
         for key, (t, colour, label) in markers.items():
             info = (t, colour, label, True)
@@ -280,14 +300,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._place_marker_labels()
 
     def _style_marker(self, key) -> None:
-        t, colour, label, _active = self._marker_info[key]
+        t, role, label, _active = self._marker_info[key]
+        s = theme.current()
+        colour = getattr(s, role)
         line = self._markers.get(key)
         if line is None:
             line = pg.InfiniteLine(angle=90, movable=False, label=label,
-                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)],
-                                              "fill": theme.current().PLOT_BACKGROUND + "c8"})
+                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)]})
             self._markers[key] = line
             self.plot.addItem(line, ignoreBounds=True)
+        line.label.fill = pg.mkBrush(s.PLOT_BACKGROUND + "c8")
         line.setPen(theme.pen(colour, 1.2, dashed=True))
         line.label.setFormat(label)
         line.label.setColor(colour)
@@ -460,10 +482,3 @@ def _label(key: tuple, labels: dict) -> str:
 def _identity_of(key: tuple) -> ProcessIdentity:
     _, _gpu, pid, start, _metric = key
     return ProcessIdentity(pid, start)
-
-
-def _nanmax(values: np.ndarray, default: float) -> float:
-    if not len(values):
-        return default
-    finite = values[np.isfinite(values)]
-    return max(default, float(finite.max())) if len(finite) else default

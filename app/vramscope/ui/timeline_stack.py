@@ -84,10 +84,14 @@ class StackedBands:
         self.visible = True
 
     def update(self, series, base_t: np.ndarray, alive: dict, ended: list,
-               first_seen: list, must: set, columns: int, identity, shown: int = STACK_SHOWN) -> float:
+               first_seen: list, must: set, columns: int, identity, shown: int = STACK_SHOWN,
+               everyone: tuple | None = None) -> float:
         """Lay out the bands; returns the top of the stack (bytes) for the y range.
         ``series(key)`` -> (t, v): a process's history in the window.
-        ``shown``: processes on their own before the rest are grouped (what the legend fits)."""
+        ``shown``: processes on their own before the rest are grouped (what the legend fits).
+        ``everyone``: (t, v), the sum of all the processes' figures on ``base_t``'s times;
+        with it "others" is that minus the processes drawn on their own, and the
+        grouped processes' series are never read (a GPU with 1,000 processes)."""
         own, rest = choose_layers(alive, first_seen, must, self.expanded, min(shown, STACK_SHOWN))
         grouped = rest + list(ended)
         layers, keys = [], []
@@ -96,10 +100,13 @@ class StackedBands:
             layers.append(align(base_t, t, v))
             keys.append(key)
         if grouped:
-            total = np.zeros(len(base_t))
-            for key in grouped:
-                t, v = series(key)
-                total += align(base_t, t, v)
+            if everyone is not None:
+                total = np.maximum(align(base_t, *everyone) - sum(layers, np.zeros(len(base_t))), 0.0)
+            else:
+                total = np.zeros(len(base_t))
+                for key in grouped:
+                    t, v = series(key)
+                    total += align(base_t, t, v)
             layers.append(total)
             keys.append(OTHERS)
         self.order, self.grouped = keys, grouped

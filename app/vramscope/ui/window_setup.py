@@ -4,7 +4,7 @@ the monitor view stays a view."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRegularExpression, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox
 
@@ -76,10 +76,7 @@ def setup_desktop(window, settings) -> None:
 
 def filter_processes(window, text: str) -> None:
     """Rows whose any column contains ``text`` (case-insensitive); empty shows all."""
-    proxy = window.table.proxy
-    proxy.setFilterKeyColumn(-1)
-    proxy.setFilterRegularExpression(QRegularExpression(
-        QRegularExpression.escape(text), QRegularExpression.PatternOption.CaseInsensitiveOption))
+    window.table.set_filter(text)
 
 
 def open_settings(window, settings):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vramscope.core.samples import ProcessIdentity
+from vramscope.core.samples import ProcessIdentity, gpu_label
 
 INFO = "info"
 WARNING = "warning"
@@ -51,6 +51,10 @@ class Alert:
     frees: int | None = None  # bytes that acting on it would free, None = unknown
     connection_file: str | None = None  # Jupyter kernel connection file
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # the GPU's machine and its index there, when not this one (--host, a fleet;
+    # ``gpu`` is then the window's unique index): set by the engine
+    host: str | None = None
+    host_index: int | None = None
 
     @property
     def identity(self) -> ProcessIdentity | None:
@@ -67,6 +71,11 @@ class Alert:
     def title(self) -> str:
         return KIND_TITLES.get(self.kind, self.kind)
 
+    @property
+    def gpu_label(self) -> str | None:
+        """"GPU 0" / "lab2 GPU 0" (as the card is named); None when not tied to a GPU."""
+        return None if self.gpu is None else gpu_label(self.gpu, self.host, self.host_index)
+
 
 def alerts_to_json(alerts) -> list[dict[str, Any]]:
     """The ``"alerts"`` list of ``vramscope status --json``."""
@@ -75,6 +84,7 @@ def alerts_to_json(alerts) -> list[dict[str, Any]]:
         out.append({
             "kind": a.kind,
             "severity": a.severity,
+            **({} if a.host is None else {"host": a.host, "host_index": a.host_index}),
             "gpu": a.gpu,
             "pid": a.pid,
             "since": a.since,

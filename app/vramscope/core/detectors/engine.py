@@ -71,22 +71,30 @@ class Diagnostics:
     # -- feeding --------------------------------------------------------------------
     def feed(self, frame: Frame) -> list[Alert]:
         """Update with one frame; returns the visible alerts."""
+        # The rules run outside the lock: only this (sampler) thread feeds them, and
+        # a busy machine's pass takes long enough that the window, reading the
+        # alerts under the lock, would wait for it.
         with self._lock:
             settings = self._settings
-            active = frozenset(r.pid for r in frame.agents
-                               if any(e.kind == "step" for e in r.events))
-            found = self._squatters.update(frame, settings, active)
-            found.extend(self._servers.update(frame, settings, active))
-            for rule in self._rules:
-                found.extend(rule.update(frame, settings))
+        active = frozenset(r.pid for r in frame.agents
+                           if any(e.kind == "step" for e in r.events))
+        found = self._squatters.update(frame, settings, active)
+        found.extend(self._servers.update(frame, settings, active))
+        for rule in self._rules:
+            found.extend(rule.update(frame, settings))
+        with self._lock:
             keys = set()
             out = []
+            places = {g.index: g for g in frame.gpus if g.host is not None}
             for alert in found:
                 key = alert.key
                 keys.add(key)
                 first = self._first_seen.setdefault(key, frame.time)
                 if alert.since is None:
                     alert = _with_since(alert, first)
+                where = places.get(alert.gpu)
+                if where is not None:  # another machine's GPU: the alert names its host
+                    alert = dataclasses.replace(alert, host=where.host, host_index=where.host_index)
                 out.append(alert)
             for key in [k for k in self._first_seen if k not in keys]:
                 del self._first_seen[key]

@@ -131,7 +131,7 @@ class GrowthRule:
             f"{fmt_bytes(proc.used)} now; +{fmt_bytes(trend.rise())} over the last "
             f"{fmt_duration(trend.span)} (robust Theil-Sen trend of its current regime; "
             f"{trend.agreement:.0%} of reading pairs rise)",
-            f"GPU {gpu.index}: {fmt_bytes(free)} free of {fmt_bytes(gpu.total)}",
+            f"{gpu.label}: {fmt_bytes(free)} free of {fmt_bytes(gpu.total)}",
         )
         alert = Alert(
             kind="growth", severity=severity, gpu=gpu.index, pid=proc.pid,

@@ -46,6 +46,8 @@ def process_name(frame: Frame, pid: int, gpu: GpuSample | int | None,
     index = gpu.index if isinstance(gpu, GpuSample) else gpu
     proc = find_process(frame, pid, index) or find_process(frame, pid)
     label = process_label(proc) if proc is not None else label_for(pid, None)
+    if index is not None and not isinstance(gpu, GpuSample):
+        gpu = next((g for g in frame.gpus if g.index == index), None)  # named as its card is
     if isinstance(gpu, GpuSample):
         return f"{label} on {gpu.label}"
     if index is not None:

@@ -255,7 +255,7 @@ def _stalled(frame: Frame, gpu: GpuSample, proc: GpuProcess, st: _ProcState, now
     evidence = [f"last step {st.last_step} seen at {_clock(st.last_step_time)} "
                 f"({fmt_duration(quiet)} ago)",
                 f"0 % SM since {_clock(st.idle_since)} (idle {fmt_duration(idle_for)})",
-                f"holds {fmt_bytes(proc.used)} on GPU {gpu.index}"]
+                f"holds {fmt_bytes(proc.used)} on {gpu.label}"]
     return Alert(
         kind="stalled", severity=WARNING, gpu=gpu.index, pid=proc.pid,
         start_time=proc.identity.start_time, since=st.last_step_time,

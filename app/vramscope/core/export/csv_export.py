@@ -1,5 +1,9 @@
-"""CSV in long form: ``time,gpu,pid,metric,value`` -- one value per line.
+"""CSV in long form: ``time,host,gpu,pid,metric,value`` -- one value per line.
 
+- ``host``: the machine of a recording of other machines (`--host`, a fleet;
+  with ``--redact`` host1, host2, ...); empty for this machine, so a local
+  recording has the same columns with ``host`` empty. ``gpu`` is the GPU's
+  NVML index on that machine; ``pid`` a process id there.
 - GPU metrics: ``gpu`` set, ``pid`` empty, metric = used/total/free/reserved/
   util_gpu/util_memory/temperature/power_w/power_limit_w.
 - process metrics: ``gpu`` and ``pid`` set, metric = used (bytes) / sm (%).
@@ -8,7 +12,8 @@
   like ``cpu``, goes into the name: agent.cpu.allocated).
 - text rows: process identity at first sight (metric name/user/command),
   agent events (event.step, event.oom: value = the event's data as JSON),
-  alerts (alert.<kind>: the title) and actions (action.<action>: the result).
+  alerts (alert.<kind>: the title) and actions (action.<action>: the result);
+  ``host`` is that of the process (or of the alert's GPU).
 
 "Not available" values are left out, never written as 0. Times are Unix
 seconds with microseconds. Rows are written chunk by chunk in time order;
@@ -31,7 +36,7 @@ from vramscope.core.export.context import ExportContext
 from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, GPU_COLUMNS
 
-HEADER = b"time,gpu,pid,metric,value\n"
+HEADER = b"time,host,gpu,pid,metric,value\n"
 FLOAT_METRICS = {"power_w", "power_limit_w"}
 METRICS = list(GPU_COLUMNS) + ["sm"]  # process "used" shares GPU_COLUMNS[0]
 _USED, _SM = 0, len(GPU_COLUMNS)
@@ -57,44 +62,52 @@ def _reader(ctx: ExportContext) -> SessionReader:
 def _text_rows(ctx: ExportContext, a: float, b: float) -> list[tuple[float, bytes]]:
     """The few rows that are not plain numbers, formatted with the csv module."""
     reader, red = _reader(ctx), ctx.redactor
-    rows: list[tuple[float, int | str, int | str, str, object]] = []
+    rows: list[tuple[float, str, int | str, int | str, str, object]] = []
     for rec in ctx.procs.values():
         if rec.first_seen is not None and a <= rec.first_seen < b:
             for metric, value in (("name", rec.name), ("user", red.user(rec.user)),
                                   ("command", red.command(rec.command))):
                 if value is not None:
-                    rows.append((rec.first_seen, "", rec.pid, metric, value))
+                    rows.append((rec.first_seen, ctx.process_host(rec.id), "", rec.pid,
+                                 metric, value))
     for r in reader.agent_rows(a, b):
         rec = ctx.procs.get(r["proc"])
         if rec is None:
             continue
         gpu = ctx.gpu_by_uuid.get(r["gpu_uuid"])
         prefix = "agent." if gpu is not None else f"agent.{r['device']}."
+        host, there = ctx.place(gpu)
+        where = (host or ctx.process_host(rec.id), there)
         for c in AGENT_COLUMNS:
             if r[c] is not None:
-                rows.append((r["t"], "" if gpu is None else gpu, rec.pid, prefix + c, r[c]))
+                rows.append((r["t"], *where, rec.pid, prefix + c, r[c]))
         for c in BUCKET_COLUMNS:
             if r[c] is not None:
-                rows.append((r["t"], "" if gpu is None else gpu, rec.pid, f"{prefix}bucket.{c}", r[c]))
+                rows.append((r["t"], *where, rec.pid, f"{prefix}bucket.{c}", r[c]))
     for e in reader.events(a, b):
         rec = ctx.procs.get(e["proc"])
-        rows.append((e["t"], "", rec.pid if rec else "", f"event.{e['kind']}",
+        rows.append((e["t"], ctx.process_host(e["proc"]), "", rec.pid if rec else "",
+                     f"event.{e['kind']}",
                      json.dumps(red.data(e["data"]), sort_keys=True, default=str)))
     for al in ctx.alerts:
         if a <= al["t"] < b:
             rec = ctx.procs.get(al["proc"])
-            rows.append((al["t"], "" if al["gpu"] is None else al["gpu"],
+            host, there = ctx.place(al["gpu"])
+            rows.append((al["t"], host or ctx.process_host(al["proc"]), there,
                          rec.pid if rec else "", f"alert.{al['kind']}", red.text(al["title"]) or ""))
     for ac in ctx.actions:
         if a <= ac["t"] < b:
-            rows.append((ac["t"], "", "" if ac["pid"] is None else ac["pid"],
+            host = ctx.process_host(ac["proc"]) or red.host(ac["detail"].get("host")) or ""
+            rows.append((ac["t"], host, "", "" if ac["pid"] is None else ac["pid"],
                          f"action.{ac['action']}", red.text(ac["result"]) or ""))
-    out = []
-    for row in sorted(rows, key=lambda r: r[0]):
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow((f"{row[0]:.6f}",) + row[1:])
-        out.append((row[0], buf.getvalue().encode()))
-    return out
+    return [(row[0], _csv_line((f"{row[0]:.6f}",) + row[1:]))
+            for row in sorted(rows, key=lambda r: r[0])]
+
+
+def _csv_line(fields) -> bytes:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(fields)
+    return buf.getvalue().encode()
 
 
 def _numeric_block(ctx: ExportContext, a: float, b: float) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -139,11 +152,13 @@ def _numeric_block(ctx: ExportContext, a: float, b: float) -> tuple[bytes, np.nd
     ok = ~np.isnan(val)
     grp, kind, val = grp[ok], kind[ok], val[ok]
     n = len(grp)
-    # "time,gpu," per group; "pid,metric," per kind; then the value
+    # "time,host,gpu," per group; "pid,metric," per kind; then the value
     gtimes = (groups // 4096).astype(np.int64)
     ggpu = groups % 4096
-    head = tb.join([tb.fixed(gtimes, 6), tb.lit(b",", len(groups)), tb.integer(ggpu),
-                    tb.lit(b",", len(groups))])
+    here = np.unique(ggpu)
+    places = [_csv_line(ctx.place(int(i))).rstrip(b"\n") for i in here]
+    head = tb.join([tb.fixed(gtimes, 6), tb.lit(b",", len(groups)),
+                    tb.table(np.searchsorted(here, ggpu), places), tb.lit(b",", len(groups))])
     decimals = np.where(np.isin(kind, [GPU_COLUMNS.index(c) for c in FLOAT_METRICS]), 3, 0)
     text, ends = tb.render([tb.take(head, grp), tb.take(ctx.csv_kinds, kind),
                             tb.number(val, decimals), tb.lit(b"\n", n)])

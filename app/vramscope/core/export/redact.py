@@ -1,22 +1,34 @@
-"""`--redact`: command lines and user names replaced before anything is written."""
+"""`--redact`: command lines, user names and host names replaced before
+anything is written."""
 
 from __future__ import annotations
 
 import os
+import re
 
 REDACTED_COMMAND = "[command line redacted]"
 
 
 class Redactor:
-    """Maps user names to user1, user2, ... and command lines to a placeholder.
+    """Maps user names to user1, user2, ..., the hosts of a recording of other
+    machines (``alice@gpu-box``) to host1, host2, ... and command lines to a
+    placeholder.
 
     Process names (``python3``) are kept: they say what ran without saying
     with which arguments. Free text (event data, alert titles) has every known
-    user name and command line replaced, and path values cut to their file name.
+    user name, host name and command line replaced, and path values cut to
+    their file name.
     """
 
-    def __init__(self, processes, enabled: bool = True):
+    def __init__(self, processes, enabled: bool = True, hosts=()):
         self.enabled = enabled
+        self.hosts: dict[str, str] = {}
+        for host in hosts:
+            if host and host not in self.hosts:
+                self.hosts[host] = f"host{len(self.hosts) + 1}"
+        # a host name as a whole word only ("a" must not eat the a's of a message)
+        self._host_words = [(re.compile(r"(?<![\w.@-])" + re.escape(h) + r"(?![\w.-])"), alias)
+                            for h, alias in sorted(self.hosts.items(), key=lambda x: -len(x[0]))]
         self.users: dict[str, str] = {}
         self._commands: list[str] = []
         for rec in processes:
@@ -31,6 +43,11 @@ class Redactor:
             return name
         return self.users.get(name, "user")
 
+    def host(self, name: str | None) -> str | None:
+        if not self.enabled or name is None:
+            return name
+        return self.hosts.get(name, "host")
+
     def command(self, text: str | None) -> str | None:
         if not self.enabled or text is None:
             return text
@@ -42,6 +59,8 @@ class Redactor:
         for cmd in self._commands:
             if cmd in value:
                 value = value.replace(cmd, REDACTED_COMMAND)
+        for word, alias in self._host_words:
+            value = word.sub(alias, value)
         for user, alias in self.users.items():
             value = value.replace(user, alias)
         return value

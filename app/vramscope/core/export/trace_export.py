@@ -2,8 +2,12 @@
 
 - one trace "process" per GPU (pid 5000000 + index) with counter tracks
   memory used/total/reserved, utilization, temperature, power;
-- one trace process per OS process (its pid; a reused pid gets a separate
-  id) with a counter track per GPU it used (``GPU0 memory used``, ``GPU0 SM``);
+- one trace process per OS process (its pid; a reused pid, or the same pid
+  on another host, gets a separate id) with a counter track per GPU it used
+  (``GPU0 memory used``, ``GPU0 SM``);
+- a recording of other machines (--host, a fleet) names the host in every
+  trace process name: ``lab-a GPU 0: NVIDIA A100``, ``train.py (pid 4242 on
+  lab-a, alice)``; a process's GPU tracks use the GPU's index on its host;
 - for processes with the agent: ``cuda:0 allocator`` (allocated, reserved,
   inactive_split, peak_allocated) and ``cuda:0 buckets`` (one track per bucket);
 - instant events: agent steps and OOMs (on the process), alerts and
@@ -119,7 +123,7 @@ def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: 
         for g, w in set(zip(gpu.tolist(), sm.tolist())):
             if (g, w) not in proc_name:
                 proc_name[(g, w)] = len(names)
-                names.append(json.dumps(f"GPU{g} {'SM' if w else 'memory'}").encode())
+                names.append(json.dumps(f"GPU{ctx.place(g)[1]} {'SM' if w else 'memory'}").encode())
             out[(gpu == g) & (sm == w)] = proc_name[(g, w)]
         return out
 
@@ -208,7 +212,8 @@ def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: 
                         "ts": end_ts}).encode())
         other = {"start_time": t0, "source": reader.meta.get("source"),
                  "simulated": reader.simulated, "exporter": "vramscope",
-                 "redacted": bool(redact)}
+                 "redacted": bool(redact),
+                 "hosts": list(dict.fromkeys(h for h, _ in map(ctx.place, sorted(ctx.gpus)) if h))}
         if not redact:
             other["host"] = reader.meta.get("host")
         f.write(b'\n],"displayTimeUnit":"ms","otherData":' + _dumps(other).encode() + b"}\n")

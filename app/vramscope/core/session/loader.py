@@ -28,7 +28,8 @@ from vramscope.core.session.columns import GpuColumns, ProcColumns
 from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
 from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES, server_key
-from vramscope.core.store import GPU_METRICS, Store, gpu_key, mig_key, proc_key
+from vramscope.core.stacking import align
+from vramscope.core.store import GPU_METRICS, PROCESSES_USED, Store, gpu_key, mig_key, proc_key
 
 RAW_CHUNK = 3600.0  # seconds read at a time when peaks must be computed from raw samples
 
@@ -79,6 +80,7 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
     p_parts.append(_peaks(tail_p, step))
 
     rings: dict[tuple, TieredRing] = {}
+    tiers: dict[tuple, tuple] = {}  # key -> (fine t, fine v, coarse t, coarse v)
 
     def gkey(sid):
         gpu, m = divmod(int(sid), 16)
@@ -102,12 +104,15 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
             elif ct[0] < ft[0] and math.floor(ct[0] / step) == math.floor(ft[0] / step):
                 ct = ct.copy()  # stored peaks carry the bucket's first pass time; the
                 ct[0] = ft[0]  # series itself began later in that bucket
-            rings[key] = _filled_ring(store, ft, fv, ct, cv)
+            tiers[key] = (ft, fv, ct, cv)
         for sid, (ft, fv) in fine_groups.items():
             key = keyf(sid)
             if key is not None:
                 ct, cv = _peaks((np.zeros(len(ft)), ft, fv), step)[1:]
-                rings[key] = _filled_ring(store, ft, fv, ct, cv)
+                tiers[key] = (ft, fv, ct, cv)
+    tiers.update(_processes_used(tiers, step))
+    for key, (ft, fv, ct, cv) in tiers.items():
+        rings[key] = _filled_ring(store, ft, fv, ct, cv)
 
     # MIG slices: their used/total at full resolution over the newest window
     for (gpu, uuid, metric), (t, v) in reader.mig_series(t_fine0, end).items():
@@ -235,6 +240,31 @@ def _server_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
             vs.append(float(value) if isinstance(value, (int, float)) else math.nan)
     return {k: (np.asarray(ts, np.float64), np.asarray(vs, np.float64))
             for k, (ts, vs) in out.items() if not all(math.isnan(x) for x in vs)}
+
+
+def _processes_used(tiers: dict, step: float) -> dict:
+    """Each GPU's PROCESSES_USED series (the sum of its processes' figures, n/a as
+    0) on the GPU's own sample times, as the live store keeps it: exact over the
+    raw samples; in the coarse tier the sum of the processes' bucket peaks (an
+    upper bound of the live store's peak of the sum, as the stacked view summed
+    the processes' peaks before it had this series)."""
+    out = {}
+    for gkey_, (gft, _gfv, gct, _gcv) in tiers.items():
+        if gkey_[0] != "gpu" or gkey_[2] != "used":
+            continue
+        gpu = gkey_[1]
+        fine, coarse = np.zeros(len(gft)), np.zeros(len(gct))
+        gbucket = np.floor(gct / step)
+        for key, (ft, fv, ct, cv) in tiers.items():
+            if key[0] != "proc" or key[1] != gpu:
+                continue
+            fine += align(gft, ft, fv)
+            idx = np.searchsorted(gbucket, np.floor(ct / step))
+            ok = idx < len(gbucket)
+            ok[ok] &= gbucket[idx[ok]] == np.floor(ct[ok] / step)
+            np.add.at(coarse, idx[ok], np.nan_to_num(cv[ok], nan=0.0))
+        out[gpu_key(gpu, PROCESSES_USED)] = (gft, fine, gct, coarse)
+    return out
 
 
 def _filled_ring(store: Store, ft, fv, ct, cv) -> TieredRing:

@@ -23,49 +23,21 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from vramscope.core.containers import container_from_dict
 from vramscope.core.samples import (
-    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Container, Frame, GpuProcess,
-    GpuSample, ProcessInfo)
+    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample)
 from vramscope.core.session import mig_rows
 from vramscope.core.session.columns import (
     GpuColumns, ProcColumns, empty_proc, finite, gpu_columns, index, known_processes, loads,
-    moment, number_or_none, opt, proc_columns, text_or_none)
+    moment, opt, proc_columns, text_or_none)
 from vramscope.core.session.errors import (
     NotASessionError, SessionCorruptError, SessionError, SessionVersionError, one_line)
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, BUCKET_COLUMNS, FLAG_AGENT, FLAG_COMPUTE, FLAG_GRAPHICS, GPU_COLUMNS,
-    ROLLUP_GPU_COLUMNS, SCHEMA_VERSION, gpu_host)
+    ROLLUP_GPU_COLUMNS, SCHEMA_VERSION)
+from vramscope.core.session.records import (
+    GPU_SELECT, PROCESS_SELECT, GpuInfo, ProcessRecord, gpu_info, present, process_record)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-@dataclasses.dataclass(frozen=True)
-class GpuInfo:
-    index: int
-    name: str | None
-    uuid: str | None
-    pci_bus_id: str | None
-
-
-@dataclasses.dataclass(frozen=True)
-class ProcessRecord:
-    id: int
-    pid: int
-    start_time: float | None
-    user: str | None
-    name: str | None
-    command: str | None
-    ppid: int | None = None
-    first_seen: float | None = None
-    container: Container | None = None
-    ns_pid: int | None = None
-
-    def info(self) -> ProcessInfo:
-        return ProcessInfo(pid=self.pid, start_time=self.start_time, user=self.user,
-                           name=self.name,
-                           cmdline=tuple(self.command.split()) if self.command else None,
-                           ppid=self.ppid, container=self.container, ns_pid=self.ns_pid)
 
 
 def _header_problem(path: pathlib.Path) -> str | None:
@@ -260,27 +232,23 @@ class SessionReader:
     def simulated(self) -> bool:
         return bool(self.meta.get("simulated", False))
 
+    def _columns(self, table: str, what: str) -> set[str]:
+        return {r[1] for r in self._rows(f"PRAGMA table_info({table})", (), what)}
+
     def gpus(self) -> list[GpuInfo]:
-        rows = self._valid(self._rows("SELECT gpu, name, uuid, pci_bus_id FROM gpus ORDER BY gpu",
+        """Each GPU's static facts and, for another machine's, its host (as it was live)."""
+        select = present(self._columns("gpus", "the GPU list"), GPU_SELECT)
+        rows = self._valid(self._rows(f"SELECT {select} FROM gpus ORDER BY gpu",
                                       (), "the GPU list"), lambda r: index(r[0]), "GPU entries")
-        return [GpuInfo(r[0], *(text_or_none(v) for v in r[1:])) for r in rows]
+        return [gpu_info(r, self.meta) for r in rows]
 
     def processes(self) -> dict[int, ProcessRecord]:
         if self._procs is None:
-            have = {r[1] for r in self._rows("PRAGMA table_info(processes)", (),
-                                             "the process list")}
-            extra = ", ".join(c if c in have else "NULL" for c in ("container", "ns_pid"))
-            rows = self._valid(self._rows(
-                f"SELECT id, pid, start_time, user, name, command, ppid, first_seen, {extra} "
-                "FROM processes ORDER BY id", (), "the process list"),
-                lambda r: index(r[0]) and index(r[1]), "process entries")
-            self._procs = {
-                r[0]: ProcessRecord(r[0], r[1], number_or_none(r[2]), text_or_none(r[3]),
-                                    text_or_none(r[4]), text_or_none(r[5]),
-                                    r[6] if index(r[6]) else None, number_or_none(r[7]),
-                                    container_from_dict(loads(r[8])),
-                                    r[9] if index(r[9]) else None)
-                for r in rows}
+            select = present(self._columns("processes", "the process list"), PROCESS_SELECT)
+            rows = self._valid(self._rows(f"SELECT {select} FROM processes ORDER BY id", (),
+                                          "the process list"),
+                               lambda r: index(r[0]) and index(r[1]), "process entries")
+            self._procs = {r[0]: process_record(r) for r in rows}
         return self._procs
 
     def time_chunks(self, seconds: float = 600.0) -> Iterator[tuple[float, float]]:
@@ -431,7 +399,9 @@ class SessionReader:
             gpus.append(GpuSample(index=gi, name=st.name if st else None,
                                   uuid=st.uuid if st else None,
                                   pci_bus_id=st.pci_bus_id if st else None,
-                                  processes=tuple(plist), **kw, **gpu_host(self.meta, gi)))
+                                  host=st.host if st else None,
+                                  host_index=st.host_index if st else None,
+                                  processes=tuple(plist), **kw))
         slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus},
                                     mig_statics)
         if slices:

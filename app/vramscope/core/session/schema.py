@@ -8,13 +8,18 @@ Layout (times are Unix seconds, memory is bytes, None is "not available"):
 
 - ``schema_version``  one row: the format version of this file.
 - ``meta``            key/value (JSON values): host, source, simulated, interval, ...
-- ``gpus``            static facts per GPU index (name, uuid, PCI bus id).
+- ``gpus``            static facts per GPU index (name, uuid, PCI bus id) and,
+                      for a GPU of another machine (--host, a fleet), its host
+                      and its index there; files written before those two
+                      columns existed read as this machine's GPUs (or from the
+                      ``hosts`` meta, see ``gpu_host``).
 - ``frames``          one row per sampling pass (its time, source, error).
 - ``gpu_samples``     one row per pass and GPU.
-- ``processes``       process identities, deduplicated by (pid, start time),
-                      with the container (JSON: runtime, id, name, pod_uid, pod,
-                      namespace) and the PID inside its namespace; files
-                      written before those two columns existed read as None.
+- ``processes``       process identities, deduplicated by (host, pid, start
+                      time), with the container (JSON: runtime, id, name,
+                      pod_uid, pod, namespace), the PID inside its namespace
+                      and the host it runs on (None: this machine); files
+                      written before those columns existed read as None.
 - ``proc_samples``    one row per pass and GPU with the processes on it as
                       little-endian arrays of equal length ``n``:
                       ``ids`` int32 (processes.id), ``used`` int64 bytes,
@@ -51,13 +56,15 @@ BUCKET_COLUMNS = ("weights", "gradients", "optimizer_state", "other_allocated",
 FLAG_COMPUTE, FLAG_GRAPHICS, FLAG_AGENT = 1, 2, 4
 # processes columns added after format 1 was first written (older files lack them)
 PROCESS_FACTS = ("user", "name", "command", "ppid", "container", "ns_pid")
+# where a GPU is (gpus) and a process runs (processes, "host" only): added later too
+GPU_PLACE = ("host", "host_index")
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, app_version TEXT,
     created REAL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS gpus (gpu INTEGER PRIMARY KEY, name TEXT, uuid TEXT,
-    pci_bus_id TEXT);
+    pci_bus_id TEXT, host TEXT, host_index INTEGER);
 CREATE TABLE IF NOT EXISTS frames (t REAL PRIMARY KEY, source TEXT, simulated INTEGER,
     error TEXT, driver_version TEXT, nvml_version TEXT, cuda_driver_version TEXT)
     WITHOUT ROWID;
@@ -65,7 +72,7 @@ CREATE TABLE IF NOT EXISTS gpu_samples (t REAL NOT NULL, gpu INTEGER NOT NULL,
     {", ".join(GPU_COLUMNS)}, error TEXT, PRIMARY KEY (t, gpu)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS processes (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL,
     start_time REAL, user TEXT, name TEXT, command TEXT, ppid INTEGER, first_seen REAL,
-    container TEXT, ns_pid INTEGER);
+    container TEXT, ns_pid INTEGER, host TEXT);
 CREATE TABLE IF NOT EXISTS proc_samples (t REAL NOT NULL, gpu INTEGER NOT NULL,
     n INTEGER NOT NULL, ids BLOB, used BLOB, sm BLOB, flags BLOB,
     PRIMARY KEY (t, gpu)) WITHOUT ROWID;
@@ -92,7 +99,8 @@ CREATE TABLE IF NOT EXISTS actions (id INTEGER PRIMARY KEY, t REAL NOT NULL,
 SUFFIX = ".vramscope"
 
 # meta of a recording of other machines (`--host`): the hosts in order, and
-# how many GPU indices each has (GPU i of the n-th host is n * block + i)
+# how many GPU indices each has (GPU i of the n-th host is n * block + i);
+# what the reader falls back on for files whose gpus table has no host column
 META_HOSTS = "hosts"
 META_HOST_GPU_BLOCK = "host_gpu_block"
 

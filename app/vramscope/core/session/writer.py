@@ -44,6 +44,7 @@ from vramscope.core.session.schema import (
 log = logging.getLogger(__name__)
 
 _LITTLE = sys.byteorder == "little"
+_WHERE_SEEN = object()  # _proc_id without a host: the host whose GPU last showed it
 
 
 def _blob(typecode: str, values) -> bytes:
@@ -142,7 +143,8 @@ class SessionWriter:
         self._in_tx = False
         self._last_commit = self._mono()
         self._closed = False
-        self._proc_ids: dict[tuple, int] = {}
+        self._proc_ids: dict[tuple, int] = {}  # (host, pid, start time) -> processes.id
+        self._proc_host: dict[tuple, str | None] = {}  # (pid, start time) -> host last seen on
         self._proc_known: dict[int, tuple] = {}
         self._gpu_static: dict[int, tuple] = {}
         self._mig = MigRows()
@@ -286,6 +288,7 @@ class SessionWriter:
         """The ids cached for rows of the rolled-back transaction no longer exist:
         reload them from what the file holds, and restart the rollup bucket."""
         self._proc_ids.clear()
+        self._proc_host.clear()
         self._proc_known.clear()
         self._gpu_static.clear()
         self._agent_info.clear()
@@ -293,9 +296,10 @@ class SessionWriter:
         self._roll_gpu.clear()
         self._roll_proc.clear()
         try:
-            for pid_id, pid, start, *facts in self._db.execute(
-                    f"SELECT id, pid, start_time, {', '.join(PROCESS_FACTS)} FROM processes"):
-                self._proc_ids[(pid, start)] = pid_id
+            for pid_id, host, pid, start, *facts in self._db.execute(
+                    f"SELECT id, host, pid, start_time, {', '.join(PROCESS_FACTS)} FROM processes"):
+                self._proc_ids[(host, pid, start)] = pid_id
+                self._proc_host[(pid, start)] = host
                 self._proc_known[pid_id] = tuple(facts)
         except sqlite3.Error:
             pass  # nothing cached: the next frame inserts fresh rows (ids stay consistent)
@@ -309,8 +313,14 @@ class SessionWriter:
         except OSError as exc:
             log.warning("session cap: %s", exc)
 
-    def _proc_id(self, pid: int, start_time, info, t: float) -> int:
-        key = (pid, start_time)
+    def _proc_id(self, pid: int, start_time, info, t: float, host=_WHERE_SEEN) -> int:
+        """The processes.id of (host, pid, start time); ``host`` left out (an agent,
+        an alert, an action) is the host whose GPU last showed the process."""
+        if host is _WHERE_SEEN:
+            host = self._proc_host.get((pid, start_time))
+        else:
+            self._proc_host[(pid, start_time)] = host
+        key = (host, pid, start_time)
         pid_id = self._proc_ids.get(key)
         facts = None
         if info is not None:
@@ -321,8 +331,9 @@ class SessionWriter:
         if pid_id is None:
             f = facts or empty
             cur = self._db.execute(
-                f"INSERT INTO processes (pid, start_time, {', '.join(PROCESS_FACTS)}, first_seen) "
-                f"VALUES (?, ?, {', '.join('?' * len(PROCESS_FACTS))}, ?)", (pid, start_time, *f, t))
+                f"INSERT INTO processes (pid, start_time, {', '.join(PROCESS_FACTS)}, first_seen, "
+                f"host) VALUES (?, ?, {', '.join('?' * len(PROCESS_FACTS))}, ?, ?)",
+                (pid, start_time, *f, t, host))
             pid_id = self._proc_ids[key] = cur.lastrowid
             self._proc_known[pid_id] = f
         elif facts is not None and self._proc_known.get(pid_id) != facts:
@@ -347,9 +358,10 @@ class SessionWriter:
             self._bucket = bucket
         gpu_rows, proc_rows = [], []
         for gpu in frame.gpus:
-            static = (gpu.name, gpu.uuid, gpu.pci_bus_id)
+            static = (gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.host, gpu.host_index)
             if self._gpu_static.get(gpu.index) != static:
-                db.execute("INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?)", (gpu.index, *static))
+                db.execute("INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?, ?, ?)",
+                           (gpu.index, *static))
                 self._gpu_static[gpu.index] = static
             values = [getattr(gpu, c) for c in GPU_COLUMNS]
             gpu_rows.append((t, gpu.index, *values, gpu.error))
@@ -368,7 +380,7 @@ class SessionWriter:
             peaks = rp[1]
             for proc in gpu.processes:
                 ident = proc.identity
-                pid_id = self._proc_id(ident.pid, ident.start_time, proc.info, t)
+                pid_id = self._proc_id(ident.pid, ident.start_time, proc.info, t, gpu.host)
                 ids.append(pid_id)
                 u = -1 if proc.used is None else int(proc.used)
                 used.append(u)

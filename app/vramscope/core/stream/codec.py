@@ -62,6 +62,8 @@ def _fields(cls):
     default_factory's value counts as the default."""
     out = []
     for f in dataclasses.fields(cls):
+        if not f.init:
+            continue  # worked out by the class itself (a cache), not data
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:

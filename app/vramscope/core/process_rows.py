@@ -1,0 +1,219 @@
+"""The process table's rows, Qt-free: one row per (GPU, process) of a frame,
+the columns that read them, and the table as shown (filtered and sorted).
+
+Everything here is plain Python so the window can build a busy machine's
+table (16 GPUs x 1,024 processes) on a worker thread and hand the GUI thread
+a finished ``TableRows`` to show: the GUI thread then does O(rows in view)
+work, never O(processes).
+
+The columns are the one list ``COLUMNS``: adding a column is one ``Column``
+entry there (its header, how a row reads, how it sorts, its width and tip).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from vramscope.core.containers import container_text
+from vramscope.core.growth import GrowthCache
+from vramscope.core.process_names import process_label
+from vramscope.core.process_text import command_text, user_text
+from vramscope.core.samples import Frame, ProcessIdentity
+from vramscope.core.store import proc_key
+from vramscope.core.units import NA, fmt_duration, fmt_gib
+from vramscope.core.user_totals import UserTotal, user_totals
+
+AGENT_MARK = "●"
+GROWTH_WARN = 10.0  # MiB/min from which the growth figure is drawn in the warning colour
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRow:
+    key: tuple  # the store's proc key: ("proc", gpu, pid, start_time, "used")
+    gpu: int
+    pid: int
+    identity: ProcessIdentity
+    label: str
+    user: str
+    used: int | None
+    sm: int | None
+    age: float | None
+    command: str
+    visibility: str
+    has_agent: bool
+    kinds: tuple[str, ...]
+    cpu: float | None = None  # host CPU %, 100 = one core
+    host_memory: int | None = None  # bytes
+    growth: float | None = None  # MiB per minute over the last minutes
+    spark: tuple[float, ...] = ()  # device memory over the same minutes (bytes)
+    container: str = ""  # 'docker trainer (pid 1 inside)'; '' outside containers
+    host: str | None = None  # the machine, when not this one
+    host_gpu: int | None = None  # the GPU's index on that machine
+    mig: str = ""  # the MIG slice's profile ("3g.40gb"); '' off MIG
+
+
+def rows_from_frame(frame: Frame | None, store=None,
+                    growth: GrowthCache | None = None) -> list[ProcessRow]:
+    """The table's rows in the frame's order; with ``store``, growth and its
+    sparkline from the history (through ``growth``, which spreads the work of a
+    busy machine over frames; a fresh cache computes every row)."""
+    if frame is None:
+        return []
+    if store is not None and growth is None:
+        growth = GrowthCache()
+    agent_ids = {getattr(a, "identity", None) for a in frame.agents}
+    pairs = list(frame.all_processes())
+    keys = [proc_key(gpu.index, p.identity.pid, p.identity.start_time) for gpu, p in pairs]
+    figures = growth.update(store, keys, frame.time) if store is not None else {}
+    rows = []
+    for (gpu, proc), key in zip(pairs, keys):
+        info = proc.info
+        ident = proc.identity
+        start = info.start_time if info is not None else None
+        rate, spark = figures.get(key, (None, ()))
+        rows.append(ProcessRow(
+            key=key,
+            gpu=gpu.index, pid=proc.pid, identity=ident, label=process_label(proc),
+            user=user_text(proc), used=proc.used, sm=proc.sm,
+            age=None if start is None else max(0.0, frame.time - start),
+            command=command_text(proc),
+            visibility=info.visibility if info is not None else "unknown",
+            has_agent=proc.has_agent or ident in agent_ids,
+            kinds=proc.kinds, cpu=proc.cpu_percent, host_memory=proc.host_memory,
+            growth=rate, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
+            container=container_text(info),
+            mig=_slice_text(gpu, proc),
+        ))
+    return rows
+
+
+def _slice_text(gpu, proc) -> str:
+    mig = gpu.slice_of(proc)
+    return "" if mig is None else (mig.profile or "MIG")
+
+
+def _number(value) -> float:
+    """A float for every number; -1e30 for n/a, so it sorts below every figure
+    (growth can be negative)."""
+    return -1e30 if value is None else float(value)
+
+
+def growth_text(mib_per_min: float | None) -> str:
+    if mib_per_min is None:
+        return NA
+    if abs(mib_per_min) < 0.05:
+        return "0"
+    digits = 0 if abs(mib_per_min) >= 10 else 1
+    return f"{mib_per_min:+.{digits}f} MiB/min"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # the header, and the key for COL / remembered column choices
+    text: Callable[[ProcessRow], str]
+    sort: Callable[[ProcessRow], float | str] | None = None  # None: the text, lower case
+    width: int = 80
+    tip: str | None = None
+    numeric: bool = False  # right-aligned
+    shown: bool = True  # shown until the user says otherwise
+    when_used: bool = False  # shown only while some row has a value (not in the column menu)
+
+    def sort_key(self, row: ProcessRow):
+        return self.sort(row) if self.sort is not None else self.text(row).lower()
+
+
+COLUMNS: tuple[Column, ...] = (
+    # "Host" (another machine's rows: --host, a fleet) is shown first and only when used
+    Column("Host", lambda r: r.host or "", None, 110, when_used=True),
+    Column("GPU", lambda r: str(r.gpu if r.host_gpu is None else r.host_gpu),
+           lambda r: float(r.gpu), 40, numeric=True),
+    # "MIG" (the slice a process runs on) is shown only when some GPU is in MIG mode
+    Column("MIG", lambda r: r.mig, None, 72, when_used=True,
+           tip="The MIG slice (profile) the process runs on: its memory is the slice's."),
+    Column("PID", lambda r: str(r.pid), lambda r: float(r.pid), 92, numeric=True,
+           tip="The swatch is the process's colour and line style in the plots."),
+    Column("Agent", lambda r: AGENT_MARK if r.has_agent else "",
+           lambda r: 1.0 if r.has_agent else 0.0, 50,
+           tip="Processes running the vramscope PyTorch agent."),
+    Column("User", lambda r: r.user, None, 96),
+    Column("Memory", lambda r: fmt_gib(r.used, 2), lambda r: _number(r.used), 84, numeric=True,
+           tip="Device memory NVML reports for the process, in GiB (2^30 bytes). n/a: not reported."),
+    Column("Growth", lambda r: growth_text(r.growth), lambda r: _number(r.growth), 150, numeric=True,
+           tip="How fast its device memory grew over the last 5 minutes (MiB per minute, "
+               "median of pairwise slopes), with the curve of those minutes."),
+    Column("SM %", lambda r: NA if r.sm is None else f"{r.sm}", lambda r: _number(r.sm), 52,
+           numeric=True,
+           tip="Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation)."),
+    Column("CPU %", lambda r: NA if r.cpu is None else f"{r.cpu:.0f}", lambda r: _number(r.cpu), 56,
+           numeric=True, tip="Host CPU use since the previous sample; 100 = one core."),
+    Column("Host mem", lambda r: fmt_gib(r.host_memory, 1), lambda r: _number(r.host_memory), 76,
+           numeric=True, tip="Resident host memory (RSS) of the process, in GiB."),
+    Column("Age", lambda r: fmt_duration(r.age), lambda r: _number(r.age), 84, numeric=True,
+           tip="Time since the process started."),
+    # shown while some process runs in a container
+    Column("Container", lambda r: r.container, None, 210, when_used=True,
+           tip="The container the process runs in (from its cgroup) and its PID inside it."),
+    Column("Command", lambda r: r.command, None, 200),
+)
+COLUMN_NAMES = tuple(c.name for c in COLUMNS)
+COL = {c.name: i for i, c in enumerate(COLUMNS)}
+
+
+@dataclass(frozen=True)
+class TableOrder:
+    """How the table shows its rows: the sort column and direction, users kept
+    together, and a filter (rows whose any column contains it, any case)."""
+    column: str = "Memory"
+    descending: bool = True
+    group_by_user: bool = False
+    filter: str = ""
+
+
+def arrange(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
+    """``rows`` filtered and sorted as ``order`` says (a stable sort: equal rows
+    keep the frame's order; with ``group_by_user`` users stay A..Z whichever
+    way the column sorts)."""
+    if order.filter:
+        needle = order.filter.lower()
+        rows = [r for r in rows if any(needle in c.text(r).lower() for c in COLUMNS)]
+    column = COLUMNS[COL.get(order.column, COL["Memory"])]
+    out = sorted(rows, key=column.sort_key, reverse=order.descending)
+    if order.group_by_user:
+        user = COLUMNS[COL["User"]]
+        out.sort(key=user.sort_key)
+    return out
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """A frame's table, ready to show: rows in display order and what goes around them."""
+    rows: tuple[ProcessRow, ...]
+    order: TableOrder
+    used_columns: frozenset[str]  # the when_used columns some row has a value in
+    user_totals: tuple[UserTotal, ...]
+    source: tuple[ProcessRow, ...] = ()  # every row, in the frame's order (before the filter)
+    row_of: dict = field(default_factory=dict)  # store key -> display row
+
+
+class TableBuilder:
+    """Builds ``TableRows`` from frames; safe to call from one worker thread at
+    a time (the growth cache lives here, one per table)."""
+
+    def __init__(self):
+        self.growth = GrowthCache()
+        self._lock = threading.Lock()
+
+    def build(self, frame: Frame | None, store, order: TableOrder) -> TableRows:
+        with self._lock:
+            rows = rows_from_frame(frame, store, self.growth)
+        return self.rearrange(rows, order, user_totals(frame) if frame is not None else [])
+
+    @staticmethod
+    def rearrange(rows, order: TableOrder, totals) -> TableRows:
+        shown = arrange(list(rows), order)
+        used = frozenset(c.name for c in COLUMNS if c.when_used and any(c.text(r) for r in rows))
+        return TableRows(rows=tuple(shown), order=order, used_columns=used,
+                         user_totals=tuple(totals), source=tuple(rows),
+                         row_of={r.key: i for i, r in enumerate(shown)})

@@ -1,0 +1,126 @@
+"""The process table's rows, Qt-free: order, filter, users together, and the
+growth figures a busy machine gets over several frames."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vramscope.core.growth import GROWTH_REFRESH, ROW_BUDGET, GrowthCache
+from vramscope.core.process_rows import (
+    COLUMNS, ProcessRow, TableBuilder, TableOrder, arrange, rows_from_frame,
+)
+from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo, ProcessIdentity
+from vramscope.core.store import Store, proc_key
+from vramscope.core.units import GiB, MiB
+
+
+def _row(pid: int, used: int | None, user: str, command: str = "python train.py") -> ProcessRow:
+    return ProcessRow(key=proc_key(0, pid, 1.0), gpu=0, pid=pid, identity=ProcessIdentity(pid, 1.0),
+                      label=f"p{pid}", user=user, used=used, sm=None, age=None, command=command,
+                      visibility="visible", has_agent=False, kinds=("compute",))
+
+
+ROWS = [_row(1, 2 * GiB, "bob"), _row(2, None, "alice"), _row(3, 8 * GiB, "alice"),
+        _row(4, 2 * GiB, "carol", "python serve.py"), _row(5, 5 * GiB, "bob")]
+
+
+def test_memory_sorts_largest_first_with_n_a_below_every_figure_and_ties_in_frame_order():
+    shown = [r.pid for r in arrange(ROWS, TableOrder())]
+    assert shown == [3, 5, 1, 4, 2]
+    assert [r.pid for r in arrange(ROWS, TableOrder(descending=False))] == [2, 1, 4, 5, 3]
+
+
+def test_grouped_by_user_users_stay_a_to_z_whichever_way_the_column_sorts():
+    down = arrange(ROWS, TableOrder(group_by_user=True))
+    assert [(r.user, r.pid) for r in down] == [("alice", 3), ("alice", 2), ("bob", 5), ("bob", 1),
+                                               ("carol", 4)]
+    up = arrange(ROWS, TableOrder(group_by_user=True, descending=False))
+    assert [r.user for r in up] == ["alice", "alice", "bob", "bob", "carol"]
+    assert [r.pid for r in up][:2] == [2, 3]
+
+
+def test_the_filter_matches_any_column_in_any_case():
+    assert [r.pid for r in arrange(ROWS, TableOrder(filter="SERVE"))] == [4]
+    assert [r.pid for r in arrange(ROWS, TableOrder(filter="alice"))] == [3, 2]
+    assert arrange(ROWS, TableOrder(filter="nobody")) == []
+
+
+def test_a_built_table_knows_each_row_and_keeps_every_row_before_the_filter():
+    table = TableBuilder.rearrange(ROWS, TableOrder(filter="bob"), ())
+    assert [r.pid for r in table.rows] == [5, 1]
+    assert table.row_of[proc_key(0, 1, 1.0)] == 1 and proc_key(0, 3, 1.0) not in table.row_of
+    assert len(table.source) == 5
+    assert "Container" not in table.used_columns  # no row runs in a container
+    assert {c.name for c in COLUMNS if c.when_used} >= {"Host", "MIG", "Container"}
+
+
+def _busy_store(n: int, seconds: int = 120):
+    """n processes on one GPU, process 0 growing 60 MiB/min, the others flat."""
+    store = Store(max_series=n + 64)
+    infos = [ProcessInfo(pid=1000 + i, start_time=1.0, user="u", name="python",
+                         cmdline=("python", f"job{i}.py")) for i in range(n)]
+    for s in range(seconds):
+        procs = tuple(GpuProcess(pid=info.pid, used=GiB + (s * MiB if i == 0 else 0), info=info)
+                      for i, info in enumerate(infos))
+        store.append(Frame(time=float(s), gpus=(GpuSample(index=0, total=80 * GiB, used=n * GiB,
+                                                          processes=procs),)))
+    return store
+
+
+def test_a_small_table_gets_every_growth_figure_at_once():
+    store = _busy_store(20)
+    rows = rows_from_frame(store.latest, store)
+    growth = {r.pid: r.growth for r in rows}
+    assert abs(growth[1000] - 60.0) < 0.5 and growth[1001] == 0.0
+    assert all(len(r.spark) >= 2 for r in rows)
+
+
+def test_a_busy_machine_gets_its_growth_figures_over_a_few_frames_never_all_at_once():
+    n = 3 * ROW_BUDGET
+    store = _busy_store(n, seconds=90)
+    keys = [proc_key(0, 1000 + i, 1.0) for i in range(n)]
+    cache = GrowthCache()
+    worked = []
+    original = store.series
+
+    def counting(key, since=None):
+        worked.append(key)
+        return original(key, since)
+
+    store.series = counting
+    first = cache.update(store, keys, 89.0)
+    assert len(worked) == ROW_BUDGET  # the budget, not every row
+    assert len(first) == ROW_BUDGET
+    for frame in range(1, 3):
+        cache.update(store, keys, 89.0 + frame)
+    figures = cache.update(store, keys, 92.0)
+    assert len(figures) == n  # every row has its figure within a few frames
+    worked.clear()
+    cache.update(store, keys, 92.5)
+    assert worked == []  # nothing is due again before GROWTH_REFRESH
+    cache.update(store, keys, 92.0 + GROWTH_REFRESH + 3)
+    assert 0 < len(worked) <= ROW_BUDGET  # the oldest first, within the budget
+    worked.clear()
+    cache.update(store, keys, 50.0)  # a recorded session scrubbed back: worked out again
+    assert len(worked) == ROW_BUDGET
+
+
+def test_stacked_others_from_the_gpu_sum_equals_the_sum_of_the_grouped_processes():
+    from vramscope.core.stacking import align
+    from vramscope.core.store import PROCESSES_USED, gpu_key
+
+    store = Store()
+    infos = [ProcessInfo(pid=10 + i, start_time=1.0) for i in range(12)]
+    for s in range(60):
+        procs = tuple(GpuProcess(pid=info.pid, used=None if i == 3 else (i + 1) * GiB + s * MiB,
+                                 info=info)
+                      for i, info in enumerate(infos) if not (i == 5 and s >= 30))  # one ends
+        store.append(Frame(time=float(s), gpus=(GpuSample(index=0, total=80 * GiB, used=GiB,
+                                                          processes=procs),)))
+    base, _ = store.series(gpu_key(0, "used"))
+    everyone = align(base, *store.series(gpu_key(0, PROCESSES_USED)))
+    by_hand = sum(align(base, *store.series(k)) for k in store.process_keys(0))
+    assert np.array_equal(everyone, by_hand)
+    points = store.process_points(0)
+    assert len(points) == 12 and np.isnan(points[proc_key(0, 13, 1.0)][1])
+    assert points[proc_key(0, 15, 1.0)][0] == 29.0  # ended: its last time
