@@ -365,7 +365,7 @@ def phase_cost(n: int) -> None:
             ph.forward_end(out)
             ph.optimizer_pre()
             ph.optimizer_post()
-            ph.take(time.monotonic())
+            ph.take(time.monotonic(), 0.01)
             times.append(time.perf_counter() - t0)
         times.sort()
         print(f"[phases] {label}: training-thread work per step median {statistics.median(times) * 1e6:.1f} us, "

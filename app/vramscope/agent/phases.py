@@ -77,7 +77,6 @@ class PhaseTracker:
         self._every = 1
         self._skip = 0
         self._cost = 0.0
-        self._step_start: float | None = None
         self._seen: list = []  # this step's readings: (phase, wall time, {device: bytes}), in order
         self._backward_queued = False
         self._backward_seen = False
@@ -175,29 +174,34 @@ class PhaseTracker:
             self.errors += 1
 
     # -- step boundary -----------------------------------------------------------------
-    def take(self, now: float) -> list | tuple:
-        """At a step's end (``now``: the step tracker's clock): its readings [(phase, time
-        on that clock, {device index: bytes})] in hook order (empty: not measured); the
-        agent thread folds them (agent/sampling.py)."""
-        seen = self._seen
-        if self._cost > 0:  # something was read this step
-            if self._step_start is not None and now > self._step_start:
-                self._every = max(1, math.ceil(self._cost / (self.budget * (now - self._step_start))))
-            self._seen = []
-            self._cost = 0.0
-        else:
-            seen = ()  # (the list stays this tracker's, empty)
+    def take(self, now: float, duration: float | None) -> list | tuple:
+        """At a step's end (``now``: the step tracker's clock, ``duration``: the step's):
+        its readings [(phase, time on that clock, {device index: bytes})] in hook order
+        (empty: not measured); the agent thread folds them (agent/sampling.py). Decides
+        whether the next step is measured; a skipped step only counts down."""
+        if not self._cost:  # nothing was read: a skipped step
+            if self._backward_seen:
+                self._backward_seen = False
+            if self._nothing_at is not None:  # no CUDA device: look again now and then
+                if now - self._nothing_at >= RECHECK_EVERY:
+                    self._nothing_at = None
+                    self.enabled = True
+            else:
+                self._skip -= 1
+                if self._skip <= 0:
+                    self.enabled = True
+            return ()
+        seen, self._seen = self._seen, []
+        if duration:
+            self._every = max(1, math.ceil(self._cost / (self.budget * duration)))
+        self._cost = 0.0
         self.after_step = None
         self._backward_seen = False
-        self._step_start = now
-        # the next step: measured, or skipped to keep within the budget
         if self._nothing_at is not None:
-            self.enabled = now - self._nothing_at >= RECHECK_EVERY
-            if self.enabled:
-                self._nothing_at = None
+            self.enabled = False
         elif self._every > 1:
-            self._skip = (self._skip + 1) % self._every
-            self.enabled = self._skip == 0
+            self.enabled = False
+            self._skip = self._every - 1
         else:
             self.enabled = True
         return seen

@@ -167,7 +167,7 @@ class StepTracker:
                 self.errors += 1
         seen = None
         if phases is not None:
-            seen = phases.take(now)
+            seen = phases.take(now, duration)
             if (self._pre_handle is not None) != (self.pre_every_step or phases.enabled):
                 self.place_pre_hook()
         self.records.append((self.count, self._wall(), duration, source, devices, seen, now))
