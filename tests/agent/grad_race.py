@@ -67,7 +67,7 @@ if mode != "raw":
     agent.stop()
     shutil.rmtree(rundir, ignore_errors=True)
     print(f"{mode}: {steps} steps, {agent.samples} samples "
-          f"({agent.handoff.served} taken by the training thread), errors {agent.errors}")
+          f"({agent.handoff.served} taken by the training thread), errors {agent.errors} {agent.last_error or ''}")
 else:
     print(f"{mode}: {steps} steps, no crash")
 sys.stdout.flush()

@@ -63,7 +63,7 @@ class Agent:
         self._optimizer_ids: set[int] = set()
         self.reader: StatsReader | None = None
         self.ledger = GradLedger()  # the gradients alive, as integers for the agent thread
-        self.handoff = Handoff(self._sample_for_agent)
+        self.handoff = Handoff(self._sample_for_agent, self._note_between_statements)
         self.phases = PhaseTracker(dict, self._emit, name=self._device_name)
         self.steps = StepTracker(on_boundary=self._on_step_boundary, phases=self.phases,
                                  handoff=self.handoff, ledger=self.ledger, resync=self._resync)
@@ -236,8 +236,10 @@ class Agent:
         while not self._stop.is_set():
             now = time.monotonic()
             if handoff.wanted:
-                if now >= handoff.deadline and handoff.withdraw():
-                    self._sample_here(drain=True)  # no training hook came: the gradients are not known
+                # the ledger became current (noted between statements), or no hook came in time
+                # (then the gradients are not known): the agent thread samples itself
+                if (not self.ledger.stale or now >= handoff.deadline) and handoff.withdraw():
+                    self._sample_here(drain=True)
             elif now >= next_due:
                 self._agent_turn(now)
                 next_due += self.interval
@@ -245,7 +247,7 @@ class Agent:
                     next_due = now + self.interval
             else:
                 self._drain()
-            until = handoff.deadline if handoff.wanted else next_due
+            until = min(handoff.deadline, now + 0.02) if handoff.wanted else next_due
             wait = max(0.0, min(until - time.monotonic(), 0.25))
             if self.server is not None:
                 self.server.poll(wait)
@@ -283,6 +285,13 @@ class Agent:
     def _sample_for_agent(self) -> None:
         """The training thread, at a hook: the sample the agent thread asked for."""
         self._sample(read_grads=True, drain=False)
+
+    def _note_between_statements(self) -> None:
+        """The main thread, between two statements, while a sample waits (agent/handoff.py):
+        note the gradients (current when no forward's backward is pending)."""
+        owners, ledger = self._owners, self.ledger
+        if owners is not None:
+            ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
 
     def _sample(self, read_grads: bool, drain: bool) -> dict | None:
         """Drain the hooks' queues (``drain``), read the allocator and the tensors at one
@@ -395,9 +404,9 @@ class Agent:
         t0 = time.perf_counter()
         ledger = self.ledger
         try:
-            if read_grads:
+            if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
                 self._tensors = measure(owners)
-                ledger.note_all(owners.params, owners.devices, settled=False)
+                ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
             elif ledger.stale and owners.params:
                 self._tensors = measure(owners, grads_known=False)
             else:

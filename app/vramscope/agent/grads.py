@@ -29,10 +29,11 @@ training thread notes every gradient at a step boundary -- after the
 optimizer step or ``agent.step()``, when backward is over -- as often as
 RESYNC_BUDGET of the step time allows, and always when the agent thread is
 waiting for a sample. The training thread also notes the gradients at every
-sample it takes, which keeps the entries current but leaves a pending
-backward pending. The agent thread hands its samples to the training thread
-while the ledger is stale (agent/handoff.py), and says "n/a" rather than a
-stale figure when no training hook comes.
+sample it takes, and -- when it is the main thread -- between two statements
+when the agent thread asks (agent/handoff.py); those settle the ledger only
+when no training forward's backward is pending. The agent thread hands its
+samples to the training thread while the ledger is stale, and says "n/a"
+rather than a stale figure when nothing comes.
 """
 
 from __future__ import annotations
@@ -56,10 +57,14 @@ class GradLedger:
         self._live: dict = {}  # weak reference to a gradient (or its storage) -> (device, nbytes)
         self._refs: dict = {}  # id(gradient or storage) -> its weak reference: each noted once
         self.stale = True  # nothing noted yet
+        # a training forward ended and its step has not (its backward may still make
+        # gradients): a noting now leaves the ledger stale
+        self.forward_pending = False
         self.budget = budget
         self._clock = clock
         self.every = 1  # note after every k-th step only (cost budget)
         self.countdown = 0  # steps until the next noting (the step hook counts down)
+        self._noting = False  # inside note_all (on the training thread)
         self.resyncs = 0
         self.last_resync_seconds: float | None = None
 
@@ -82,6 +87,16 @@ class GradLedger:
         bytes (PyTorch keeps one Python object per tensor while it lives, and the
         optimizer has made it already). Gradients that are views into one buffer they
         fill (DDP's gradient buckets, a flat buffer) add up to that buffer's size."""
+        if self._noting:  # called again from within (the main thread's pending call): the
+            return  # outer noting covers it; two weak references to one tensor must never meet
+        self._noting = True
+        try:
+            self._note_all(params, devices)
+            self.noted(settled)
+        finally:
+            self._noting = False
+
+    def _note_all(self, params, devices) -> None:
         live, refs, pop = self._live, self._refs, self._live.pop
         for p, device in zip(params, devices):
             g = p.grad
@@ -96,7 +111,6 @@ class GradLedger:
                 continue
             for d, _key, nbytes, owner in storages(g):
                 self.note(d, owner, nbytes)
-        self.noted(settled)
 
     def noted(self, settled: bool) -> None:
         """Every owner's gradient was just noted; ``settled``: at a step boundary, with no

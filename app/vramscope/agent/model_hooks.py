@@ -28,6 +28,7 @@ those with parameters are registered, and only per-model hooks remain.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 
@@ -81,9 +82,12 @@ class ModelHooks:
         try:
             if self._pre_hooks:
                 self._drop_pre_hooks()
+                if self._handoff is not None:  # the main thread trains: it can be called on
+                    self._handoff.main_thread_trains = threading.current_thread() is threading.main_thread()
             if torch.is_grad_enabled():
-                if self._ledger is not None:
-                    self._ledger.stale = True
+                ledger = self._ledger
+                if ledger is not None:
+                    ledger.stale = ledger.forward_pending = True
                 if not module.training:
                     self._eval_autograd(module)
                 elif isinstance(output, dict) and _returned_cache(output) and _checkpointing(module):

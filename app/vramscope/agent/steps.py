@@ -18,6 +18,7 @@ thread asked for (agent/handoff.py).
 from __future__ import annotations
 
 import collections
+import threading
 import time
 import weakref
 
@@ -114,8 +115,11 @@ class StepTracker:
             if (key != self._last_optimizer or self.discovering) and self._on_boundary is not None:
                 self._last_optimizer = key
                 self._on_boundary(optimizer)
-            if self._ledger is not None and self._ledger.stale:
-                self._after_backward()
+            ledger = self._ledger
+            if ledger is not None:
+                ledger.forward_pending = False  # a step: the backward before it is over
+                if ledger.stale:
+                    self._after_backward()
             if key == self._primary_id and not self.manual:
                 self._mark("optimizer")
             handoff = self._handoff
@@ -128,6 +132,8 @@ class StepTracker:
         self.manual = True
         if self._on_boundary is not None:
             self._on_boundary(None)
+        if self._ledger is not None:
+            self._ledger.forward_pending = False
         self._after_backward()
         self._mark("manual")
         handoff = self._handoff
@@ -150,6 +156,8 @@ class StepTracker:
         last, self._last = self._last, now
         duration = self.last_duration = None if last is None else now - last
         self.count += 1
+        if last is None and self._handoff is not None:  # the first step: which thread trains
+            self._handoff.main_thread_trains = threading.current_thread() is threading.main_thread()
         phases = self._phases
         devices = None
         reader = self.reader
