@@ -33,9 +33,8 @@ _EMPTY = TableRows(rows=(), order=TableOrder(), used_columns=frozenset(), user_t
 
 
 def _looks(row: ProcessRow) -> tuple:
-    """What a row's cells show: its texts, sparkline and colours' causes."""
-    return (tuple(c.text(row) for c in COLUMNS), row.spark, row.growth is not None
-            and row.growth >= GROWTH_WARN, row.visibility)
+    """What a row's cells show besides their texts: the sparkline and colours' causes."""
+    return row.spark, row.growth is not None and row.growth >= GROWTH_WARN, row.visibility
 
 
 class ProcessTableModel(QAbstractTableModel):
@@ -71,8 +70,10 @@ class ProcessTableModel(QAbstractTableModel):
             self._rows = rows
             if len(rows) < BUSY_PROCESSES:  # repaint only the rows whose cells read differently
                 last = len(COLUMNS) - 1
-                for i in (i for i, (a, b) in enumerate(zip(rows, old)) if _looks(a) != _looks(b)):
-                    self.dataChanged.emit(self.index(i, 0), self.index(i, last))
+                for i, (a, b) in enumerate(zip(rows, old)):
+                    before = self._cells(i, b)  # (the cache holds b's texts until now)
+                    if self._cells(i, a) != before or _looks(a) != _looks(b):
+                        self.dataChanged.emit(self.index(i, 0), self.index(i, last))
                 return
         else:  # the same number of rows, some moved: keep selection and scroll
             self.layoutAboutToBeChanged.emit()
@@ -92,6 +93,13 @@ class ProcessTableModel(QAbstractTableModel):
         self.order = order
         self.show(self.table)
         self.order_changed.emit(order)
+
+    def _cells(self, i: int, row: ProcessRow) -> tuple[str, ...]:
+        """Display row ``i``'s texts, made once per row per frame (the view asks often)."""
+        cached = self._texts.get(i)
+        if cached is None or cached[0] is not row:
+            cached = self._texts[i] = (row, tuple(c.text(row) for c in COLUMNS))
+        return cached[1]
 
     # -- Qt ------------------------------------------------------------------------
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
@@ -122,10 +130,7 @@ class ProcessTableModel(QAbstractTableModel):
         column = COLUMNS[index.column()]
         col = column.name
         if role == Qt.ItemDataRole.DisplayRole:
-            texts = self._texts.get(r)
-            if texts is None or texts[0] is not row:  # each row's texts made once per frame
-                texts = self._texts[r] = (row, tuple(c.text(row) for c in COLUMNS))
-            return texts[1][index.column()]
+            return self._cells(r, row)[index.column()]
         if role == KEY_ROLE:
             return row.key
         if role == STYLE_ROLE and col == "PID":

@@ -385,3 +385,16 @@ def brush(colour: str, dash: int = 0, alpha: int = 255):
     q = QColor(colour)
     q.setAlpha(alpha)
     return QBrush(q, FILLS[dash % len(FILLS)])
+
+
+def fixed_plot(p, left_width: int) -> None:
+    """A GiB-over-time plot the app ranges itself: no menu, buttons or mouse
+    zoom, no auto-range, the scheme's grid, the GiB axis as labelled."""
+    p.setMenuEnabled(False)
+    p.hideButtons()
+    p.setMouseEnabled(x=False, y=False)
+    p.disableAutoRange()
+    p.showGrid(x=True, y=True, alpha=GRID_ALPHA)
+    p.setLabel("left", "GiB")
+    p.getAxis("left").enableAutoSIPrefix(False)  # (and no relabel per frame)
+    p.getAxis("left").setWidth(left_width)

@@ -66,14 +66,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.ci.layout.setContentsMargins(2, 4, 4, 2)
         plot = self.plot = self.addPlot(
             row=0, col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
-        plot.setMenuEnabled(False)
-        plot.hideButtons()
-        plot.setMouseEnabled(x=False, y=False)
-        plot.disableAutoRange()
-        plot.showGrid(x=True, y=True, alpha=theme.GRID_ALPHA)
-        plot.setLabel("left", "GiB")
-        plot.getAxis("left").setWidth(44)
-        plot.getAxis("left").enableAutoSIPrefix(False)  # GiB as labelled (and no relabel per frame)
+        theme.fixed_plot(plot, 44)
         # The GiB axis changes when the y range does, not when time scrolls: paint it
         # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
         plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
