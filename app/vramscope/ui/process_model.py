@@ -68,12 +68,8 @@ class ProcessTableModel(QAbstractTableModel):
             return
         if all(a.key == b.key for a, b in zip(rows, old)):
             self._rows = rows
-            if len(rows) < BUSY_PROCESSES:  # repaint only the rows whose cells read differently
-                last = len(COLUMNS) - 1
-                for i, (a, b) in enumerate(zip(rows, old)):
-                    before = self._cells(i, b)  # (the cache holds b's texts until now)
-                    if self._cells(i, a) != before or _looks(a) != _looks(b):
-                        self.dataChanged.emit(self.index(i, 0), self.index(i, last))
+            if len(rows) < BUSY_PROCESSES:  # repaint only the cells that read differently
+                self._changed_cells(rows, old)
                 return
         else:  # the same number of rows, some moved: keep selection and scroll
             self.layoutAboutToBeChanged.emit()
@@ -82,6 +78,34 @@ class ProcessTableModel(QAbstractTableModel):
             self.changePersistentIndexList(keep, [self._moved(i, old, table) for i in keep])
             self.layoutChanged.emit()
         self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
+
+    def _changed_cells(self, rows, old) -> None:
+        """Signal the cells of ``rows`` that look different from ``old`` (same keys,
+        same places), a column's run of rows at a time: the view repaints those
+        cells only (an Age ticking each second repaints one narrow column, not
+        the table)."""
+        every = range(len(COLUMNS))
+        changed: dict[int, list[int]] = {}
+        for i, (a, b) in enumerate(zip(rows, old)):
+            before = self._cells(i, b)  # (the cache holds b's texts until now)
+            now = self._cells(i, a)
+            looks_a, looks_b = _looks(a), _looks(b)
+            if now == before and looks_a == looks_b:
+                continue
+            if looks_a[2] != looks_b[2]:  # the visibility colours several columns
+                columns = every
+            else:
+                columns = [c for c in every if now[c] != before[c]]
+                if looks_a[:2] != looks_b[:2]:
+                    columns.append(COL["Growth"])
+            for c in columns:
+                changed.setdefault(c, []).append(i)
+        for c, at in changed.items():
+            start = at[0]
+            for prev, after in zip(at, at[1:] + [-1]):
+                if after != prev + 1:  # the end of a run of rows
+                    self.dataChanged.emit(self.index(start, c), self.index(prev, c))
+                    start = after
 
     def _moved(self, index: QModelIndex, old, table: TableRows) -> QModelIndex:
         row = table.row_of.get(old[index.row()].key) if index.row() < len(old) else None
