@@ -5,14 +5,18 @@ table repainted every second was the window's largest cost at rest)."""
 from __future__ import annotations
 
 from vramscope.core.process_rows import COL, TableBuilder, TableOrder
+from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
+from vramscope.core.units import GiB, MiB
 from vramscope.ui.process_model import ProcessTableModel
+from vramscope.ui.process_table import ProcessTable
 from vramscope.ui.theme import ColourBook
 
-from .frames import frame_at
+from .frames import T0, frame_at
 
 
-def _signalled(model, frame) -> set[tuple[int, int]]:
-    """The (row, column) cells ``model`` says changed when shown ``frame``."""
+def _signalled(model, frame, show=None) -> set[tuple[int, int]]:
+    """The (row, column) cells ``model`` says changed when ``frame`` is shown
+    (by ``show``; the model alone by default)."""
     cells: set[tuple[int, int]] = set()
 
     def note(top_left, bottom_right, _roles=()):
@@ -21,7 +25,10 @@ def _signalled(model, frame) -> set[tuple[int, int]]:
                 cells.add((r, c))
 
     model.dataChanged.connect(note)
-    model.show(TableBuilder().build(frame, None, TableOrder()))
+    if show is None:
+        model.show(TableBuilder().build(frame, None, TableOrder()))
+    else:
+        show(frame)
     model.dataChanged.disconnect(note)
     return cells
 
@@ -45,3 +52,35 @@ def test_a_process_that_grows_repaints_its_memory_cell_and_nothing_else_of_its_r
     assert {c for r, c in cells if r == train} == {COL["Memory"], COL["Age"]}
     assert {c for r, c in cells if r != train} <= {COL["Age"]}
     assert model.data(model.index(train, COL["Memory"])) == "18.00 GiB"
+
+
+def _young(k: int, n: int = 300) -> Frame:
+    """``n`` processes started at T0 on one GPU, seen ``k`` seconds later (ages in seconds)."""
+    procs = tuple(GpuProcess(pid=20_000 + p, used=(n - p) * MiB, sm=0,
+                             info=ProcessInfo(pid=20_000 + p, start_time=T0, user="u",
+                                              name="python", cmdline=("python", f"w{p}.py")))
+                  for p in range(n))
+    used = sum(p.used for p in procs)
+    return Frame(time=T0 + k, source="test", gpus=(GpuSample(
+        index=0, name="NVIDIA H100", uuid="GPU-0", total=80 * GiB, used=used,
+        free=80 * GiB - used, processes=procs),))
+
+
+def test_a_long_table_repaints_only_the_rows_in_view_and_reads_the_rest_when_scrolled(qtbot):
+    table = ProcessTable(ColourBook())
+    qtbot.addWidget(table)
+    table.resize(1400, 400)
+    table.show()
+    qtbot.waitExposed(table)
+    table.show_frame(_young(10))
+    cells = _signalled(table.model, _young(11), show=table.show_frame)
+    in_view = {table.view.rowAt(y) for y in range(table.view.viewport().height())} - {-1}
+    assert 5 < len(in_view) < 300
+    assert cells == {(r, COL["Age"]) for r in in_view}  # the 290-odd rows below: no signal
+    table.view.scrollToBottom()
+    last = table.model.rowCount() - 1
+    assert table.model.data(table.model.index(last, COL["Age"])) == "11 s"
+    table.hide()  # another tab in front: nothing to repaint
+    assert _signalled(table.model, _young(12), show=table.show_frame) == set()
+    table.show()
+    assert table.model.data(table.model.index(0, COL["Age"])) == "12 s"

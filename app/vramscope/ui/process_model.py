@@ -10,6 +10,7 @@ view asks for (``data``) is only the cells in view.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
@@ -20,7 +21,6 @@ from vramscope.core.process_rows import (
 )
 from vramscope.core.samples import VISIBLE
 from vramscope.ui import theme
-from vramscope.ui.bridge import BUSY_PROCESSES
 
 __all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE",
            "ProcessTableModel"]
@@ -47,6 +47,8 @@ class ProcessTableModel(QAbstractTableModel):
         self.table = _EMPTY
         self._rows: tuple[ProcessRow, ...] = ()
         self._texts: dict[int, tuple] = {}  # display row -> (its ProcessRow, its cells' texts)
+        # (first, last) display rows the view shows now; (0, -1) when none (a hidden tab)
+        self.in_view: Callable[[], tuple[int, int]] = lambda: (0, len(self._rows) - 1)
         self._bold = QFont()
         self._bold.setBold(True)
 
@@ -68,25 +70,27 @@ class ProcessTableModel(QAbstractTableModel):
             return
         if all(a.key == b.key for a, b in zip(rows, old)):
             self._rows = rows
-            if len(rows) < BUSY_PROCESSES:  # repaint only the cells that read differently
-                self._changed_cells(rows, old)
-                return
-        else:  # the same number of rows, some moved: keep selection and scroll
-            self.layoutAboutToBeChanged.emit()
-            keep = self.persistentIndexList()
-            self._rows = rows
-            self.changePersistentIndexList(keep, [self._moved(i, old, table) for i in keep])
-            self.layoutChanged.emit()
+            self._changed_cells(rows, old)  # repaint only the cells that read differently
+            return
+        # the same number of rows, some moved: keep selection and scroll
+        self.layoutAboutToBeChanged.emit()
+        keep = self.persistentIndexList()
+        self._rows = rows
+        self.changePersistentIndexList(keep, [self._moved(i, old, table) for i in keep])
+        self.layoutChanged.emit()
         self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
 
     def _changed_cells(self, rows, old) -> None:
-        """Signal the cells of ``rows`` that look different from ``old`` (same keys,
-        same places), a column's run of rows at a time: the view repaints those
-        cells only (an Age ticking each second repaints one narrow column, not
-        the table)."""
+        """Signal the cells of ``rows`` in view that look different from ``old``
+        (same keys, same places), a column's run of rows at a time: the view
+        repaints those cells only (an Age ticking each second repaints one
+        narrow column, not the table). Rows out of view are read when they
+        scroll in; a range reaching far past the view made Qt repaint it all."""
+        first, last = self.in_view()
         every = range(len(COLUMNS))
         changed: dict[int, list[int]] = {}
-        for i, (a, b) in enumerate(zip(rows, old)):
+        for i in range(max(0, first), min(last + 1, len(rows))):
+            a, b = rows[i], old[i]
             before = self._cells(i, b)  # (the cache holds b's texts until now)
             now = self._cells(i, a)
             looks_a, looks_b = _looks(a), _looks(b)

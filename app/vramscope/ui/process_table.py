@@ -163,6 +163,17 @@ class ProcessTable(QWidget):
         self.view.customContextMenuRequested.connect(self._context_menu)
         # swatches, sparklines and text colours are read when painted: a switch repaints
         theme.follow(self, lambda _s: self.view.viewport().update())
+        self.model.in_view = self._rows_in_view
+
+    def _rows_in_view(self) -> tuple[int, int]:
+        """The first and last display rows the view shows now ((0, -1): none)."""
+        if not self.view.isVisible():
+            return 0, -1  # a hidden table repaints whole when shown
+        top = self.view.rowAt(0)
+        if top < 0:
+            return 0, -1
+        bottom = self.view.rowAt(self.view.viewport().height() - 1)
+        return top, self.model.rowCount() - 1 if bottom < 0 else bottom
 
     def height_for_rows(self, rows: int) -> int:
         """The widget height that shows ``rows`` rows without scrolling."""
