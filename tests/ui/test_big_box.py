@@ -115,4 +115,30 @@ def test_sixteen_gpus_are_built_a_few_per_turn_and_all_shown(make_window, qtbot)
     w.refresh(force=True)
     assert len(w.gpu_panel.rows) == ROWS_PER_TURN  # the rest on the next turns of the event loop
     qtbot.waitUntil(lambda: len(w.gpu_panel.rows) == 16, timeout=5000)
-    assert w.gpu_panel.cards[15].used.text() == w.gpu_panel.cards[1].used.text()  # filled in
+    panel = w.gpu_panel
+    assert panel.cards[1].used.text() != ""  # in view: filled in
+    panel.ensureWidgetVisible(panel.rows[15])  # scrolled out until now: filled in as it comes
+    assert panel.cards[15].used.text() == panel.cards[1].used.text()
+    assert panel.cards[15].heading.text() == "GPU 15"
+
+
+def test_a_card_out_of_view_shows_the_latest_frame_when_scrolled_to(make_window, qtbot):
+    from dataclasses import replace
+
+    def sixteen(k, used):
+        f = _frame(k)
+        return replace(f, gpus=tuple(replace(f.gpus[0], index=g, uuid=f"GPU-{g}", used=used,
+                                             free=80 * GiB - used, processes=())
+                                     for g in range(16)))
+
+    w = make_window([sixteen(0, 10 * GiB)], window="10m")
+    panel = w.gpu_panel
+    qtbot.waitUntil(lambda: len(panel.rows) == 16, timeout=5000)
+    panel.ensureWidgetVisible(panel.rows[15])
+    assert panel.cards[15].used.text().startswith("10.0")
+    panel.ensureWidgetVisible(panel.rows[0])
+    w.feed.store.append(sixteen(1, 30 * GiB))  # GPU 15 is out of view when this comes
+    w.refresh(force=True)
+    assert panel.cards[0].used.text().startswith("30.0")
+    panel.ensureWidgetVisible(panel.rows[15])
+    assert panel.cards[15].used.text().startswith("30.0")

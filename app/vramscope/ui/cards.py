@@ -7,6 +7,9 @@ short and the process table keeps its rows; "details" opens the full list.
 
 from __future__ import annotations
 
+import dataclasses
+from operator import attrgetter
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFrame, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QToolButton, QVBoxLayout, QWidget,
@@ -46,6 +49,7 @@ class GpuCard(QFrame):
     def __init__(self, index: int, parent=None):
         super().__init__(parent)
         self.index = index
+        self._shown: tuple | None = None  # what the card shows now (update_from)
         self.setObjectName("gpuCard")
         theme.styled(self, card_style)
         self.setFixedWidth(CARD_WIDTH)
@@ -140,6 +144,10 @@ class GpuCard(QFrame):
         self.details_button.setText("details ▾" if shown else "details ▸")
 
     def update_from(self, gpu: GpuSample) -> None:
+        shown = (_CARD_FIELDS(gpu), len(gpu.processes))
+        if shown == self._shown:
+            return  # the same figures as on screen (a quiet GPU, a steady remote box)
+        self._shown = shown
         name = self.name_text = gpu.name or "name n/a"
         room = CARD_WIDTH - 30
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
@@ -209,6 +217,10 @@ class GpuCard(QFrame):
         self.bar.setEnabled(not error and not asleep)
         for widget in (self.used, self.bar, self.percent, self.summary):  # nothing to say asleep
             widget.setVisible(not asleep or bool(error))
+
+
+# what a card shows of a GPU: every field but the processes, of which it shows the count
+_CARD_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(GpuSample) if f.name != "processes"))
 
 
 def summary_text(gpu: GpuSample) -> str:

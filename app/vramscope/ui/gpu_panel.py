@@ -57,7 +57,8 @@ class GpuPanel(QScrollArea):
         self._layout.setSpacing(8)
         self.setWidget(self._inner)
         self._pending = None
-        self._stale: set[int] = set()
+        self._stale: set[int] = set()  # timelines to redraw when in view
+        self._stale_cards: set[int] = set()  # cards scrolled out when a frame came
         self._in_pieces = False
         self._next_piece = QTimer(self)  # the next timeline of a busy machine's frame
         self._next_piece.setSingleShot(True)
@@ -121,6 +122,10 @@ class GpuPanel(QScrollArea):
             row = self.rows.get(gpu.index)
             if row is None:
                 continue  # built on a later turn
+            if row.isVisible() and not self._in_view(row):
+                self._stale_cards.add(gpu.index)  # scrolled out: updated when it comes back
+                continue
+            self._stale_cards.discard(gpu.index)
             row.card.update_from(gpu)
             for mig in gpu.slices:
                 row = self.slice_rows.get((gpu.index, mig.uuid))
@@ -144,6 +149,12 @@ class GpuPanel(QScrollArea):
         self._update_visible()
 
     def _update_visible(self) -> None:
+        if self._stale_cards and self._frame is not None:
+            for gpu in self._frame.gpus:
+                row = self.rows.get(gpu.index)
+                if gpu.index in self._stale_cards and row is not None and self._in_view(row):
+                    row.card.update_from(gpu)
+                    self._stale_cards.discard(gpu.index)
         if self._pending is None:
             return
         rows = self._all_rows()
