@@ -14,7 +14,7 @@ from vramscope.core.samples import (
 )
 from vramscope.core.servers import ServerState
 from vramscope.core.stream import protocol
-from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
+from vramscope.core.stream.codec import FrameDecoder, frame_from_wire, frame_to_wire
 
 HELLO = protocol.encode(protocol.hello("box", "0.1.0", 1.0))
 
@@ -171,6 +171,44 @@ def test_a_frame_survives_the_wire_exactly(frame):
     for a, b in zip(back.agents, frame.agents):  # fields left out of ==
         assert a.allocator_settings == b.allocator_settings
         assert [e.data for e in a.events] == [e.data for e in b.events]
+
+
+@settings(max_examples=100)
+@given(st.lists(frames, min_size=1, max_size=4))
+def test_a_stream_decoder_gives_each_frame_exactly_whatever_came_before(stream):
+    """One FrameDecoder per connection reuses unchanged process descriptions:
+    never at the cost of a figure (a changed one, a pid seen on two GPUs)."""
+    decoder = FrameDecoder()
+    for frame in stream + stream[:1]:
+        line = protocol.encode({"type": protocol.FRAME, "frame": frame_to_wire(frame)})
+        assert decoder.decode(json.loads(line)["frame"]) == frame
+
+
+def test_a_steady_process_keeps_its_description_object_and_a_changed_one_is_new():
+    info = ProcessInfo(pid=42, start_time=1.0, user="alice", cmdline=("python", "train.py"))
+    moved = ProcessInfo(pid=42, start_time=1.0, user="alice", cmdline=("python", "eval.py"))
+
+    def wire(i, used):
+        gpu = GpuSample(index=0, processes=(GpuProcess(pid=42, used=used, info=i),))
+        return json.loads(json.dumps(frame_to_wire(Frame(time=used, gpus=(gpu,)))))
+
+    decoder = FrameDecoder()
+    first = decoder.decode(wire(info, 1)).gpus[0].processes[0]
+    second = decoder.decode(wire(info, 2)).gpus[0].processes[0]
+    assert second.used == 2 and second.info is first.info  # decoded once
+    third = decoder.decode(wire(moved, 3)).gpus[0].processes[0]
+    assert third.info == moved and third.info is not first.info
+    assert frame_from_wire(wire(info, 4)).gpus[0].processes[0].info is not first.info  # no decoder
+    again = decoder.decode(wire(moved, 3)).gpus[0].processes[0]
+    assert again is third  # a quiet process: nothing built
+
+
+def test_a_stream_decoder_refuses_garbage_as_plainly_as_the_codec():
+    decoder = FrameDecoder()
+    with pytest.raises(ValueError):
+        decoder.decode({"gpus": [{"index": 0, "processes": [{"pid": [1], "used": {}}]}]})
+    good = Frame(time=1.0, gpus=(GpuSample(index=0, processes=(GpuProcess(pid=7, used=5),)),))
+    assert decoder.decode(frame_to_wire(good)) == good  # and goes on
 
 
 def test_a_newer_remote_s_extra_fields_are_ignored_and_missing_ones_default():

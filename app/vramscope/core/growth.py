@@ -24,7 +24,11 @@ def recent(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WIND
 def growth_per_minute(t: np.ndarray, v: np.ndarray, now: float,
                       window: float = GROWTH_WINDOW) -> float | None:
     """MiB per minute over the last ``window`` seconds; None with under MIN_SPAN of data."""
-    t, v = recent(t, v, now, window)
+    return _rate(*recent(t, v, now, window))
+
+
+def _rate(t: np.ndarray, v: np.ndarray) -> float | None:
+    """growth_per_minute of samples already cut to the window."""
     if len(t) < 2 or t[-1] - t[0] < MIN_SPAN:
         return None
     if v.min() == v.max():
@@ -40,17 +44,22 @@ def sparkline(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_W
               points: int = SPARK_POINTS) -> tuple[float, ...]:
     """Up to ``points`` values (bytes) evenly over the last ``window`` seconds, the
     peak of each stretch (a spike stays visible)."""
-    t, v = recent(t, v, now, window)
+    return _spark(*recent(t, v, now, window), now, window, points)
+
+
+def _spark(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW,
+           points: int = SPARK_POINTS) -> tuple[float, ...]:
+    """sparkline of samples already cut to the window (times ascending)."""
     if len(v) < 2:
         return ()
     edges = np.linspace(now - window, now, points + 1)
-    which = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, points - 1)
-    out = np.full(points, np.nan)
-    np.fmax.at(out, which, v)
-    return tuple(float(x) for x in out[np.isfinite(out)])
+    starts = np.searchsorted(t, edges[1:-1])  # where stretches 2.. begin
+    starts = np.unique(np.concatenate(([0], starts[starts < len(t)])))
+    return tuple(np.maximum.reduceat(v, starts).tolist())
 
 
-GROWTH_REFRESH = 5.0  # seconds a row's figures are reused before they are worked out again
+# seconds a row's figures are reused before they are worked out again: one sparkline point
+GROWTH_REFRESH = GROWTH_WINDOW / SPARK_POINTS
 ROW_BUDGET = 512  # rows worked out per frame at least; a bigger box refreshes over several frames
 
 
@@ -77,8 +86,8 @@ class GrowthCache:
             stale.sort(key=lambda e: e[0])
             due += [k for _t, k in stale[:budget - len(due)]]
         for key in due[:budget]:
-            t, v = store.series(key, now - GROWTH_WINDOW - 10.0)
-            figures[key] = (now, growth_per_minute(t, v, now), sparkline(t, v, now))
+            t, v = recent(*store.series(key, now - GROWTH_WINDOW - 10.0), now)
+            figures[key] = (now, _rate(t, v), _spark(t, v, now))
         if len(figures) > 2 * len(keys) + 64:  # processes that ended: forget them
             live = set(keys)
             self._figures = figures = {k: f for k, f in figures.items() if k in live}

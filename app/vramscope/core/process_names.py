@@ -6,6 +6,7 @@ table does ("train.py (4242)").
 
 from __future__ import annotations
 
+import functools
 import os
 
 from vramscope.core.samples import GpuProcess, ProcessInfo
@@ -18,7 +19,11 @@ def short_name(info: ProcessInfo | None) -> str | None:
     """What an ML engineer calls it: 'Jupyter kernel', 'train.py', 'vllm'."""
     if info is None:
         return None
-    cmd = info.cmdline or ()
+    return _short_name(info.cmdline or (), info.name)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # every row of every frame asks; command lines repeat
+def _short_name(cmd: tuple[str, ...], name: str | None) -> str | None:
     if any("ipykernel_launcher" in part or "ipykernel" == part for part in cmd):
         return "Jupyter kernel"
     if cmd:
@@ -33,7 +38,7 @@ def short_name(info: ProcessInfo | None) -> str | None:
         if exe in _LAUNCHERS and len(cmd) > 1:
             rest = [p for p in cmd[1:] if not p.startswith("-")]
             return f"{exe} {os.path.basename(rest[-1])}" if rest else exe
-    return info.name or (os.path.basename(cmd[0]) if cmd else None)
+    return name or (os.path.basename(cmd[0]) if cmd else None)
 
 
 def label_for(pid: int, info: ProcessInfo | None) -> str:

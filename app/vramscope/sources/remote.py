@@ -25,7 +25,7 @@ import time
 
 from vramscope.core.samples import Frame
 from vramscope.core.stream import protocol
-from vramscope.core.stream.codec import frame_from_wire
+from vramscope.core.stream.codec import FrameDecoder
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell
@@ -239,6 +239,7 @@ class RemoteHost:
         err_thread = threading.Thread(target=_drain, args=(proc.stderr, stderr_tail), daemon=True)
         err_thread.start()
         decoder = protocol.LineDecoder()
+        frames = FrameDecoder()
         fd = proc.stdout.fileno()
         last = self._mono()
         problem = None
@@ -260,7 +261,7 @@ class RemoteHost:
                     problem = str(exc)
                     break
                 for message in messages:
-                    self._handle(message)
+                    self._handle(message, frames)
         finally:
             self._kill(proc)
             err_thread.join(2)
@@ -281,7 +282,7 @@ class RemoteHost:
             problem = (tail[-1].strip() if tail else None) or f"ssh exited with status {rc}"
         return "failed", problem
 
-    def _handle(self, message: dict) -> None:
+    def _handle(self, message: dict, frames: FrameDecoder) -> None:
         kind = message.get(protocol.TYPE)
         if kind == protocol.HELLO:
             with self._lock:
@@ -290,7 +291,7 @@ class RemoteHost:
                 self._remote_version = message.get("vramscope")
         elif kind == protocol.FRAME:
             try:
-                frame = frame_from_wire(message.get("frame"))
+                frame = frames.decode(message.get("frame"))
             except ValueError:
                 return
             alerts = message.get("alerts")

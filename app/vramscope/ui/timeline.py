@@ -274,15 +274,18 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
         A marker whose alert has cleared stays in the history, muted and labelled
         "(cleared)", so the moment is still there when scrolling back."""
+        changed = False
         for key, (t, colour, label, active) in list(self._marker_info.items()):
             if key not in markers and active:
                 self._marker_info[key] = (t, "MUTED", label + " (cleared)", False)
                 self._style_marker(key)
+                changed = True
         for key, (t, colour, label) in markers.items():
             info = (t, colour, label, True)
             if self._marker_info.get(key) != info:
                 self._marker_info[key] = info
                 self._style_marker(key)
+                changed = True
         while len(self._marker_info) > MARKERS_KEPT:
             oldest = min((k for k, v in self._marker_info.items() if not v[3]),
                          key=lambda k: self._marker_info[k][0], default=None)
@@ -290,7 +293,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 break
             self._marker_info.pop(oldest)
             self.plot.removeItem(self._markers.pop(oldest))
-        self._place_marker_labels()
+        if changed:  # (the labels move with the time window, in update_from)
+            self._place_marker_labels()
 
     def _style_marker(self, key) -> None:
         t, role, label, _active = self._marker_info[key]

@@ -15,10 +15,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import threading
 import types
 import typing
 
-from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.samples import AgentReport, Frame, GpuProcess, ProcessInfo
 from vramscope.core.servers import ServerState
 
 # tuple[Any, ...] fields and what they hold
@@ -89,6 +90,48 @@ def frame_from_wire(data: dict) -> Frame:
         raise ValueError(f"not a frame: {exc}") from None
 
 
+class FrameDecoder:
+    """``frame_from_wire`` for one stream of frames. A process that reads as in
+    the previous frame (a steady one: same memory, same SM %, same description)
+    gets the same objects again, and so does a description (ProcessInfo) that
+    did not change: a steady machine's frame then costs a dict comparison per
+    process instead of a build."""
+
+    def __init__(self):
+        self._seen: dict = {}  # (class, key fields) -> (its wire dict, the value built)
+
+    def decode(self, data: dict) -> Frame:
+        _REUSE.previous, _REUSE.current = self._seen, {}
+        try:
+            return frame_from_wire(data)
+        finally:
+            self._seen = _REUSE.current
+            _REUSE.previous = _REUSE.current = None
+
+
+_REUSE = threading.local()  # the FrameDecoder's values while it decodes on this thread
+# the classes a FrameDecoder reuses, and the fields that find the previous frame's value
+_REUSED = {ProcessInfo: ("pid", "start_time"), GpuProcess: ("pid", "used", "sm")}
+
+
+def _reusing(cls, build):
+    """``build`` for a class of _REUSED: the previous frame's value for equal data."""
+    names = _REUSED[cls]
+
+    def reuse(data):
+        previous = getattr(_REUSE, "previous", None)
+        if previous is None or type(data) is not dict:
+            return build(data)
+        key = (cls, *[data.get(n) for n in names])
+        hit = previous.get(key)
+        if hit is None or hit[0] != data:
+            hit = (data, build(data))
+        _REUSE.current[key] = hit
+        return hit[1]
+
+    return reuse
+
+
 @functools.cache
 def _builder(cls):
     hints = typing.get_type_hints(cls)
@@ -104,7 +147,7 @@ def _builder(cls):
                 kwargs[name] = value if value is None or convert is None else convert(value)
         return cls(**kwargs)
 
-    return build
+    return _reusing(cls, build) if cls in _REUSED else build
 
 
 def _converter(hint, where):
