@@ -28,3 +28,23 @@ def test_run_in_thread_hands_result_and_error_back(qapp, qtbot):
     qtbot.waitUntil(lambda: len(done) == 2, timeout=2000)
     assert ("w1", None, threading.main_thread()) in done
     assert (None, ZeroDivisionError, None) in done
+
+
+def test_a_worker_finishing_after_the_window_closed_drops_its_result_quietly(qapp, qtbot):
+    """Closing the window while a busy table is built: no traceback from the worker."""
+    import shiboken6
+
+    bridge = Bridge()
+    shiboken6.delete(bridge)  # the window and its bridge are gone
+    errors = []
+    worker = threading.Thread(target=lambda: _post(bridge, errors))
+    worker.start()
+    worker.join()
+    assert errors == []
+
+
+def _post(bridge, errors):
+    try:
+        bridge.post(print, "never shown")
+    except Exception as exc:  # what used to end the worker thread with a traceback
+        errors.append(exc)

@@ -34,8 +34,12 @@ class Bridge(QObject):
         self._posted.connect(self._run, Qt.ConnectionType.QueuedConnection)
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on the main thread (safe to call from any thread)."""
-        self._posted.emit((fn, args))
+        """Run ``fn(*args)`` on the main thread (safe to call from any thread).
+        Dropped once the bridge is gone (the window closed while a worker finished)."""
+        try:
+            self._posted.emit((fn, args))
+        except RuntimeError:  # "Signal source has been deleted": nothing is left to update
+            log.debug("dropped %r: the bridge is gone", fn)
 
     def run_in_thread(self, work: Callable[[], Any],
                       done: Callable[[Any, BaseException | None], None] | None = None,
