@@ -68,9 +68,16 @@ def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
     alerted = {a.pid for a in w.services.panels.alerts.alerts()}
     smallest = [p for p in procs if p.pid not in alerted][-1]
     assert label_of[smallest.identity] not in named  # too small for the room ...
+    rows_before = [sample for sample, _label in tl.legend.items]
     w.gpu_panel.set_alerted([smallest.identity])
     w.refresh(force=True)
     assert label_of[smallest.identity] in tl.legend_labels()  # ... until it has an alert
+    # the rows are the same items, each now showing its new process (never re-created)
+    assert [sample for sample, _label in tl.legend.items] == rows_before
+    for (key, name), (sample, label) in zip(tl._legend, tl.legend.items):
+        assert label.text.startswith(name)
+        if key in tl.proc_curves:
+            assert sample.item is tl.proc_curves[key]
     w.gpu_panel.set_plot_style("stacked")
     assert any(k[2] == smallest.pid for k in tl.stack.order)  # its own band, not in "others"
 

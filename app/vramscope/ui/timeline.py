@@ -89,6 +89,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.proc_curves: dict[tuple, pg.PlotDataItem] = {}  # lines style
         self.stack = StackedBands(plot, colours)  # stacked style
         self._legend: list[tuple] = []  # (key, name) shown, in order
+        self._blank = _blank()  # the sample of a row drawn without a line
         self._legend_note = ""
         self._highlighted: object = None
         self._y_max: float | None = None
@@ -423,16 +424,20 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             more = f" +{len(not_plotted) - 3}" if len(not_plotted) > 3 else ""
             notes.append(f"memory n/a, not plotted:<br>{names}{more}")
         note = "<br>".join(notes)
-        if rows != self._legend:
+        if len(rows) != len(self._legend):
             self._clear_legend()
             for (k, sample, *_rest), text in zip(entries, texts):
-                self.legend.addItem(sample if sample is not None else _blank(), text)
-            self._legend = rows
+                self.legend.addItem(sample if sample is not None else self._blank, text)
             self.legend.updateSize()
-        else:
-            for (_sample, label), text in zip(self.legend.items, texts):
+        else:  # as many rows as shown: each row takes its new process in place
+            for (shown, label), (_k, sample, *_rest), text in zip(self.legend.items, entries, texts):
+                sample = sample if sample is not None else self._blank
+                if shown.item is not sample:
+                    shown.item = sample
+                    shown.update()
                 if label.text != text:
                     label.setText(text)
+        self._legend = rows
         if note != self._legend_note:
             if self._legend_note:
                 self.legend.layout.removeItem(self.more)
