@@ -10,7 +10,7 @@
 2. window: `vramscope --host` x 4 hosts x 8 GPUs (the stand-in ssh of the
    tests runs each host's `vramscope stream` here), offscreen at 1 s: CPU
    time of the window's process (GUI thread, sampler, the four ssh readers)
-   over --seconds after a start-up, as % of one core. Budget: the window's
+   over --seconds after a 40 s start-up (past the first alerts), as % of one core. Budget: the window's
    < 2 % of one core (bench/README.md, "The window"). The four remote
    streams run on this machine too; their CPU is printed apart.
 """
@@ -36,6 +36,7 @@ from gui_vs_nvitop import cpu_seconds as _cpu  # noqa: E402 (a process tree's CP
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, build_library, subprocess_env, write_state  # noqa: E402
 
 GPUS, PROCS = 8, 8
+START_UP = 40.0  # seconds before the window's CPU is measured
 
 
 def _state(pids) -> FakeState:
@@ -116,7 +117,10 @@ def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
     pipeline, window = build_window(args)
     window.resize(1400, 900)
     window.show()
-    run_for(8.0)  # ssh, four remote start-ups, first frames
+    # ssh, four remote start-ups, first frames, and the state's first alerts: each
+    # GPU holds memory no process accounts for, flagged after 30 s -- a one-off
+    # (32 markers made once), not the steady cost of watching
+    run_for(START_UP)
     me = psutil.Process()
     t = me.cpu_times()
     cpu0, wall0, passes0 = t.user + t.system, time.monotonic(), pipeline.sampler.passes

@@ -162,11 +162,6 @@ class GpuPanel(QScrollArea):
             row = rows.get(i)
             if row is None:
                 self._stale.discard(i)
-            elif self.isVisible() and not row.isVisible():
-                # just built: Qt shows it on the next turn, laid out; drawn then if in view
-                if not self._next_piece.isActive():
-                    self._next_piece.start()
-                continue
             elif row.isVisible() and not self._in_view(row):
                 continue  # shown but scrolled out of view: redrawn when it comes back
             else:
