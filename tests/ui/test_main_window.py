@@ -244,3 +244,32 @@ def test_closing_the_feed_closes_the_source(make_window):
     w = make_window([frame_at(0)], source=src)
     w.feed.close()
     assert src.closed
+
+
+def test_a_plot_that_moves_on_is_painted_once_with_its_alert_marker(make_window, qtbot):
+    """The marker's label follows the new time axis before the paint (it once
+    moved during the paint and asked for a second paint of the plot)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from .frames import T0, frame_at
+
+    w = make_window([frame_at(k) for k in range(60, 90)], window="1m")
+    tl = w.gpu_panel.timelines[0]
+    tl.set_markers({("near_oom", 0): (T0 + 70, "WARNING", "Near OOM")})
+    w.refresh(force=True)
+    qtbot.wait(50)
+    paints = []
+
+    class Count(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint:
+                paints.append(event.rect())
+            return False
+
+    counter = Count()
+    tl.viewport().installEventFilter(counter)
+    for k in range(90, 95):  # steady figures; the axis (and the marker) move on
+        w.feed.store.append(frame_at(k))
+        w.refresh(force=True)
+        qtbot.wait(30)
+    assert len(paints) == 5

@@ -245,7 +245,8 @@ class RemoteHost:
         problem = None
         try:
             while not self._closed.is_set():
-                ready, _, _ = select.select([fd], [], [], 0.25)
+                # (close() ends ssh: its EOF wakes this at once)
+                ready, _, _ = select.select([fd], [], [], min(1.0, self.stale_after / 4))
                 if not ready:
                     if self._mono() - last > self.stale_after:
                         problem = f"no data for {self.stale_after:g} s"

@@ -239,6 +239,9 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self._y_max = y_max
             self.plot.setYRange(0, y_max, padding=0)
         self._place_marker_labels()
+        # the new view now, not at paint time: the alert markers' labels then move
+        # before the plot is painted, not in a second paint right after it
+        self.plot.vb.updateMatrix()
 
     def _update_lines(self, series, drawn: list, since: float | None) -> float:
         """Curves for ``drawn`` (others dropped); returns their peak in the window."""

@@ -90,12 +90,11 @@ class Diagnostics:
                 key = alert.key
                 keys.add(key)
                 first = self._first_seen.setdefault(key, frame.time)
-                if alert.since is None:
-                    alert = _with_since(alert, first)
+                changes = {} if alert.since is not None else {"since": first}
                 where = places.get(alert.gpu)
                 if where is not None:  # another machine's GPU: the alert names its host
-                    alert = dataclasses.replace(alert, host=where.host, host_index=where.host_index)
-                out.append(alert)
+                    changes.update(host=where.host, host_index=where.host_index)
+                out.append(dataclasses.replace(alert, **changes) if changes else alert)
             for key in [k for k in self._first_seen if k not in keys]:
                 del self._first_seen[key]
             for key in [k for k in self._acked if k not in keys]:
@@ -148,7 +147,3 @@ class Diagnostics:
     def muted(self) -> frozenset[ProcessIdentity]:
         with self._lock:
             return frozenset(self._muted)
-
-
-def _with_since(alert: Alert, since: float) -> Alert:
-    return dataclasses.replace(alert, since=since)
