@@ -149,7 +149,7 @@ def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", choices=("remote", "window", "local"))
-    p.add_argument("--seconds", type=float, default=30.0)
+    p.add_argument("--seconds", type=float, default=60.0)
     args = p.parse_args()
     sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(PROCS)]
     try:
