@@ -123,15 +123,19 @@ class GpuPanel(QScrollArea):
             if row is None:
                 continue  # built on a later turn
             if row.isVisible() and not self._in_view(row):
-                self._stale_cards.add(gpu.index)  # scrolled out: updated when it comes back
-                continue
-            self._stale_cards.discard(gpu.index)
-            row.card.update_from(gpu)
-            for mig in gpu.slices:
-                row = self.slice_rows.get((gpu.index, mig.uuid))
-                if row is not None:
-                    row.card.show_slice(gpu, mig)
-                    row.timeline.members = frozenset(p.identity for p in mig.processes)
+                self._stale_cards.add(gpu.index)  # scrolled out: filled in when it comes back
+            else:
+                self._fill(gpu, row)
+
+    def _fill(self, gpu, row: GpuRow) -> None:
+        """``gpu``'s card and its MIG slices' rows."""
+        self._stale_cards.discard(gpu.index)
+        row.card.update_from(gpu)
+        for mig in gpu.slices:
+            row = self.slice_rows.get((gpu.index, mig.uuid))
+            if row is not None:
+                row.card.show_slice(gpu, mig)
+                row.timeline.members = frozenset(p.identity for p in mig.processes)
 
     def _build_more_rows(self) -> None:
         if self._frame is not None:
@@ -153,8 +157,7 @@ class GpuPanel(QScrollArea):
             for gpu in self._frame.gpus:
                 row = self.rows.get(gpu.index)
                 if gpu.index in self._stale_cards and row is not None and self._in_view(row):
-                    row.card.update_from(gpu)
-                    self._stale_cards.discard(gpu.index)
+                    self._fill(gpu, row)
         if self._pending is None:
             return
         rows = self._all_rows()

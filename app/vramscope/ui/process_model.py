@@ -32,9 +32,9 @@ STYLE_ROLE = Qt.ItemDataRole.UserRole + 4  # the process's (colour, dash) in the
 _EMPTY = TableRows(rows=(), order=TableOrder(), used_columns=frozenset(), user_totals=())
 
 
-def _looks(row: ProcessRow) -> tuple:
-    """What a row's cells show besides their texts: the sparkline and colours' causes."""
-    return row.spark, row.growth is not None and row.growth >= GROWTH_WARN, row.visibility
+def _growth_looks(row: ProcessRow) -> tuple:
+    """What the Growth cell shows besides its text: the sparkline and the warning colour."""
+    return row.spark, row.growth is not None and row.growth >= GROWTH_WARN
 
 
 class ProcessTableModel(QAbstractTableModel):
@@ -66,6 +66,7 @@ class ProcessTableModel(QAbstractTableModel):
         if len(rows) != len(old) or not rows:
             self.beginResetModel()
             self._rows = rows
+            self._texts.clear()
             self.endResetModel()
             return
         if all(a.key == b.key for a, b in zip(rows, old)):
@@ -88,20 +89,17 @@ class ProcessTableModel(QAbstractTableModel):
         scroll in; a range reaching far past the view made Qt repaint it all."""
         first, last = self.in_view()
         every = range(len(COLUMNS))
+        growth = COL["Growth"]
         changed: dict[int, list[int]] = {}
         for i in range(max(0, first), min(last + 1, len(rows))):
             a, b = rows[i], old[i]
             before = self._cells(i, b)  # (the cache holds b's texts until now)
             now = self._cells(i, a)
-            looks_a, looks_b = _looks(a), _looks(b)
-            if now == before and looks_a == looks_b:
-                continue
-            if looks_a[2] != looks_b[2]:  # the visibility colours several columns
+            if a.visibility != b.visibility:  # it colours several columns
                 columns = every
             else:
-                columns = [c for c in every if now[c] != before[c]]
-                if looks_a[:2] != looks_b[:2]:
-                    columns.append(COL["Growth"])
+                spark = _growth_looks(a) != _growth_looks(b)
+                columns = [c for c in every if now[c] != before[c] or (spark and c == growth)]
             for c in columns:
                 changed.setdefault(c, []).append(i)
         for c, at in changed.items():

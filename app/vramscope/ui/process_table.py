@@ -10,15 +10,14 @@ choose the columns (``columns_changed`` tells the window, which remembers them).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QSizePolicy,
-    QStyledItemDelegate,
-    QTableView, QVBoxLayout, QWidget,
+    QStyledItemDelegate, QTableView, QVBoxLayout, QWidget,
 )
-
-from dataclasses import replace
 
 from vramscope.core.process_rows import (
     COL, COLUMNS, ProcessRow, TableBuilder, TableOrder, TableRows,
