@@ -98,46 +98,50 @@ def test_forty_users_do_not_widen_the_window(make_window, qtbot):
     assert w.table.users.toolTip().count("\n") == 39  # every user, one per line
 
 
-def test_sixteen_gpus_are_built_a_few_per_turn_and_all_shown(make_window, qtbot):
+def _sixteen(k, used=None):
     from dataclasses import replace
 
-    from vramscope.ui.gpu_panel import ROWS_PER_TURN
+    f = _frame(k)
+    gpus = tuple(replace(f.gpus[g % 2], index=g, uuid=f"GPU-{g}", processes=f.gpus[g % 2].processes[:4])
+                 for g in range(16))
+    if used is not None:
+        gpus = tuple(replace(g, used=used, free=80 * GiB - used, processes=()) for g in gpus)
+    return replace(f, gpus=gpus)
 
-    def sixteen(k):
-        f = _frame(k)
-        gpus = tuple(replace(f.gpus[g % 2], index=g, uuid=f"GPU-{g}", processes=f.gpus[g % 2].processes[:4])
-                     for g in range(16))
-        return replace(f, gpus=gpus)
 
+def test_sixteen_gpus_hold_their_places_at_once_and_are_made_as_they_come_into_view(make_window, qtbot):
     w = make_window([], window="10m")
     for k in range(5):
-        w.feed.store.append(sixteen(k))
+        w.feed.store.append(_sixteen(k))
     w.refresh(force=True)
-    assert len(w.gpu_panel.rows) == ROWS_PER_TURN  # the rest on the next turns of the event loop
-    qtbot.waitUntil(lambda: len(w.gpu_panel.rows) == 16, timeout=5000)
     panel = w.gpu_panel
+    assert sorted(panel.rows) == list(range(16))  # every row's place, at once
+    assert len(panel.cards) <= 1  # made on the next turns of the event loop, one per turn
+    qtbot.waitUntil(lambda: 1 in panel.cards and not panel._next_piece.isActive(), timeout=5000)
+    bar = panel.verticalScrollBar()
+    height = bar.maximum()
+    assert height > 0 and 15 not in panel.cards  # out of view: not made yet
     assert panel.cards[1].used.text() != ""  # in view: filled in
-    panel.ensureWidgetVisible(panel.rows[15])  # scrolled out until now: filled in as it comes
+    panel.set_markers({15: {("near_oom", 15): (T0 + 2, "WARNING", "near OOM")}})
+    panel.ensureWidgetVisible(panel.rows[15])  # scrolled to: made, filled in and drawn
+    qtbot.waitUntil(lambda: 15 in panel.timelines and 15 not in panel._stale, timeout=5000)
     assert panel.cards[15].used.text() == panel.cards[1].used.text()
     assert panel.cards[15].heading.text() == "GPU 15"
+    assert len(panel.timelines[15].used_curve.getData()[0]) == 5
+    assert panel.timelines[15].marker_times() == [T0 + 2]  # alerts marked before it was made
+    assert bar.maximum() == height  # making rows moves nothing: the scroll range is as it was
 
 
 def test_a_card_out_of_view_shows_the_latest_frame_when_scrolled_to(make_window, qtbot):
-    from dataclasses import replace
-
-    def sixteen(k, used):
-        f = _frame(k)
-        return replace(f, gpus=tuple(replace(f.gpus[0], index=g, uuid=f"GPU-{g}", used=used,
-                                             free=80 * GiB - used, processes=())
-                                     for g in range(16)))
-
-    w = make_window([sixteen(0, 10 * GiB)], window="10m")
+    w = make_window([_sixteen(0, 10 * GiB)], window="10m")
     panel = w.gpu_panel
-    qtbot.waitUntil(lambda: len(panel.rows) == 16, timeout=5000)
+    qtbot.waitUntil(lambda: 0 in panel.cards, timeout=5000)  # laid out, the first rows made
     panel.ensureWidgetVisible(panel.rows[15])
+    qtbot.waitUntil(lambda: 15 in panel.cards, timeout=5000)
     assert panel.cards[15].used.text().startswith("10.0")
     panel.ensureWidgetVisible(panel.rows[0])
-    w.feed.store.append(sixteen(1, 30 * GiB))  # GPU 15 is out of view when this comes
+    qtbot.waitUntil(lambda: 0 in panel.cards, timeout=5000)
+    w.feed.store.append(_sixteen(1, 30 * GiB))  # GPU 15 is out of view when this comes
     w.refresh(force=True)
     assert panel.cards[0].used.text().startswith("30.0")
     panel.ensureWidgetVisible(panel.rows[15])

@@ -53,3 +53,39 @@ def test_a_file_that_is_not_a_session_is_refused_clearly(tmp_path, capsys):
     bad.write_text("not a database")
     assert main([str(bad)]) == 2
     assert str(bad) in capsys.readouterr().err
+
+
+def test_a_sixteen_gpu_session_puts_the_cursor_on_rows_made_as_they_scroll_in(themed_app, qtbot, tmp_path):
+    from dataclasses import replace
+
+    import pyqtgraph as pg
+
+    from session.helpers import frame
+    from vramscope.core.session import SessionWriter
+    from vramscope.core.store import Store
+
+    path = tmp_path / "big.vramscope"
+    writer = SessionWriter(path, meta={"source": "test", "simulated": True})
+    store = Store()
+    store.subscribe(writer)
+    for k in range(20):
+        f = frame(k)
+        store.append(replace(f, gpus=tuple(replace(f.gpus[0], index=g, uuid=f"GPU-{g}")
+                                           for g in range(16))))
+    writer.close()
+    feed, window = open_session_window(str(path))
+    qtbot.addWidget(window)
+    window.resize(1400, 900)
+    window.show()
+    panel = window.gpu_panel
+    qtbot.waitUntil(lambda: 0 in panel.timelines, timeout=5000)
+    window.scrubber.set_time(T0 + 10)
+    assert 15 not in panel.timelines  # not in view: not made yet
+    panel.ensureWidgetVisible(panel.rows[15])
+    qtbot.waitUntil(lambda: 15 in panel.timelines, timeout=5000)
+    def cursors(index):
+        return [i.value() for i in panel.timelines[index].plot.items
+                if isinstance(i, pg.InfiniteLine) and abs(i.value() - (T0 + 10)) < 1]
+
+    assert len(cursors(0)) == 1 and cursors(15) == cursors(0)  # at the moment shown
+    feed.close()

@@ -13,33 +13,47 @@ from vramscope.ui.cards import GpuCard
 from vramscope.ui.timeline import GpuTimeline
 
 ROW_MIN_HEIGHT = 150
-ROWS_AT_ONCE = 8  # GPU rows built in one go; more are built ROWS_PER_TURN per event-loop turn
-ROWS_PER_TURN = 1
+# Up to this many rows (GPUs and MIG slices) are made whole as they appear; a
+# bigger box's rows start empty, at their final height, and each is made
+# (card and timeline, ~30 ms, and its first plot) when it first comes into
+# view, one per event-loop turn, so the window answers clicks in between.
+ROWS_AT_ONCE = 8
 SLICE_INDENT = 18  # px: a MIG slice's row under its GPU's
 
 
 class GpuRow(QWidget):
-    """A GPU (or, with ``mig_uuid``, one MIG slice of it): card and timeline."""
+    """A GPU (or, with ``mig_uuid``, one MIG slice of it): card and timeline.
+    ``card`` and ``timeline`` are None until ``build`` (the row holds its place)."""
 
     def __init__(self, index: int, colours: theme.ColourBook, parent=None,
-                 mig_uuid: str | None = None):
+                 mig_uuid: str | None = None, build: bool = True):
         super().__init__(parent)
-        self.card = GpuCard(index)
-        self.timeline = GpuTimeline(index, colours, mig_uuid=mig_uuid)
-        lay = QHBoxLayout(self)
+        self.index, self.mig_uuid, self._colours = index, mig_uuid, colours
+        self.card: GpuCard | None = None
+        self.timeline: GpuTimeline | None = None
+        self._lay = QHBoxLayout(self)
         # a slice sits under its GPU, indented
-        lay.setContentsMargins(SLICE_INDENT if mig_uuid else 0, 0, 0, 0)
-        lay.setSpacing(8)
-        lay.addWidget(self.card)
-        lay.addWidget(self.timeline, 1)
+        self._lay.setContentsMargins(SLICE_INDENT if mig_uuid else 0, 0, 0, 0)
+        self._lay.setSpacing(8)
         self.setMinimumHeight(ROW_MIN_HEIGHT)
+        if build:
+            self.build()
+
+    def build(self) -> None:
+        if self.card is None:
+            self.card = GpuCard(self.index)
+            self.timeline = GpuTimeline(self.index, self._colours, mig_uuid=self.mig_uuid)
+            self._lay.addWidget(self.card)
+            self._lay.addWidget(self.timeline, 1)
 
 
 class GpuPanel(QScrollArea):
-    """The GPU rows in a scroll area: rows scrolled out of view are not redrawn."""
+    """The GPU rows in a scroll area: rows scrolled out of view are not redrawn
+    (nor, on a big box, made until they first come into view)."""
 
     plot_style_changed = Signal(str)  # "stacked" or "lines"
     card_details_changed = Signal(bool)
+    row_built = Signal(object)  # a GpuRow just given its card and timeline
 
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
@@ -57,18 +71,16 @@ class GpuPanel(QScrollArea):
         self._layout.setSpacing(8)
         self.setWidget(self._inner)
         self._pending = None
-        self._stale: set[int] = set()  # timelines to redraw when in view
+        self._stale: set = set()  # timelines to redraw when in view
         self._stale_cards: set[int] = set()  # cards scrolled out when a frame came
+        self._markers: dict[int, dict] = {}  # GPU index -> its alerts' markers
+        self._highlighted: tuple | None = None
         self._in_pieces = False
-        self._next_piece = QTimer(self)  # the next timeline of a busy machine's frame
+        self._next_piece = QTimer(self)  # the next row of a big box to make or redraw
         self._next_piece.setSingleShot(True)
         self._next_piece.setInterval(0)
         self._next_piece.timeout.connect(self._update_visible)
-        self._frame: Frame | None = None  # the latest frame, for rows still to be built
-        self._more_rows = QTimer(self)  # a big box's rows are built a few per event-loop turn
-        self._more_rows.setSingleShot(True)
-        self._more_rows.setInterval(0)
-        self._more_rows.timeout.connect(self._build_more_rows)
+        self._frame: Frame | None = None  # the latest frame, for rows made later
         self.verticalScrollBar().valueChanged.connect(self._update_visible)
 
     def set_plot_style(self, style: str) -> None:
@@ -77,8 +89,8 @@ class GpuPanel(QScrollArea):
             raise ValueError(f"unknown plot style {style!r}; choose stacked or lines")
         changed = style != self.plot_style
         self.plot_style = style
-        for row in self._all_rows().values():
-            row.timeline.set_style(style)
+        for timeline in self.timelines.values():
+            timeline.set_style(style)
         if changed:
             self.plot_style_changed.emit(style)
             self._stale = set(self._all_rows())
@@ -86,7 +98,7 @@ class GpuPanel(QScrollArea):
 
     def set_card_details(self, shown: bool) -> None:
         self.card_details = bool(shown)
-        for row in self._all_rows().values():
+        for row in self._built_rows():
             row.card.set_details(self.card_details)
 
     def _card_toggled(self, shown: bool) -> None:
@@ -96,8 +108,14 @@ class GpuPanel(QScrollArea):
     def set_alerted(self, identities) -> None:
         """Processes with an active alert: always named in the legend, never grouped."""
         self.alerted = frozenset(identities)
-        for row in self._all_rows().values():
+        for row in self._built_rows():
             row.timeline.alerted = self.alerted
+
+    def set_markers(self, by_gpu: dict[int, dict]) -> None:
+        """Alert markers per GPU index (GpuTimeline.set_markers), kept for rows made later."""
+        self._markers = by_gpu
+        for row in self._built_rows():
+            row.timeline.set_markers(by_gpu.get(row.index, {}))
 
     def minimum_rows_height(self) -> int:
         """Height for every GPU row at its minimum (at most two rows: more scroll)."""
@@ -106,11 +124,13 @@ class GpuPanel(QScrollArea):
 
     @property
     def cards(self) -> dict[int, GpuCard]:
-        return {i: r.card for i, r in self.rows.items()}
+        """The GPU rows' cards made so far, by index."""
+        return {i: r.card for i, r in self.rows.items() if r.card is not None}
 
     @property
     def timelines(self) -> dict[int, GpuTimeline]:
-        return {i: r.timeline for i, r in self.rows.items()}
+        """The GPU rows' timelines made so far, by index."""
+        return {i: r.timeline for i, r in self.rows.items() if r.timeline is not None}
 
     def update_cards(self, frame: Frame) -> None:
         self._frame = frame
@@ -121,26 +141,23 @@ class GpuPanel(QScrollArea):
         for gpu in frame.gpus:
             row = self.rows.get(gpu.index)
             if row is None:
-                continue  # built on a later turn
-            if row.isVisible() and not self._in_view(row):
+                continue
+            if row.card is not None and row.isVisible() and not self._in_view(row):
                 self._stale_cards.add(gpu.index)  # scrolled out: filled in when it comes back
             else:
-                self._fill(gpu, row)
+                self._fill(gpu)
 
-    def _fill(self, gpu, row: GpuRow) -> None:
-        """``gpu``'s card and its MIG slices' rows."""
+    def _fill(self, gpu) -> None:
+        """``gpu``'s card and its MIG slices' rows (those made)."""
         self._stale_cards.discard(gpu.index)
-        row.card.update_from(gpu)
+        row = self.rows.get(gpu.index)
+        if row is not None and row.card is not None:
+            row.card.update_from(gpu)
         for mig in gpu.slices:
             row = self.slice_rows.get((gpu.index, mig.uuid))
-            if row is not None:
+            if row is not None and row.card is not None:
                 row.card.show_slice(gpu, mig)
                 row.timeline.members = frozenset(p.identity for p in mig.processes)
-
-    def _build_more_rows(self) -> None:
-        if self._frame is not None:
-            self.update_cards(self._frame)
-            self._update_visible()
 
     def update_timelines(self, store: Store, since: float | None, t_end: float,
                          labels: dict[ProcessIdentity, str], processes: int = 0) -> None:
@@ -153,39 +170,87 @@ class GpuPanel(QScrollArea):
         self._update_visible()
 
     def _update_visible(self) -> None:
+        """Make, fill and redraw the rows in view: on a big box one per call,
+        the next on the next event-loop turn."""
         if self._stale_cards and self._frame is not None:
             for gpu in self._frame.gpus:
                 row = self.rows.get(gpu.index)
                 if gpu.index in self._stale_cards and row is not None and self._in_view(row):
-                    self._fill(gpu, row)
-        if self._pending is None:
-            return
+                    self._fill(gpu)
         rows = self._all_rows()
-        for i in [k for k in rows if k in self._stale] + [k for k in self._stale if k not in rows]:
-            row = rows.get(i)
-            if row is None:
-                self._stale.discard(i)
-            elif row.isVisible() and not self._in_view(row):
-                continue  # shown but scrolled out of view: redrawn when it comes back
-            else:
-                row.timeline.update_from(*self._pending)
-                self._stale.discard(i)
-                if self._in_pieces:
-                    if not self._next_piece.isActive():
-                        self._next_piece.start()
+        lazy = len(rows) > ROWS_AT_ONCE
+        shown = self.isVisible()
+        for key, row in rows.items():
+            if row.card is None:
+                if shown and (not row.isVisible() or not self._laid_out()):
+                    self._next_piece.start()  # just added: shown and laid out on a later turn
+                    continue
+                if shown and not self._in_view(row):
+                    continue  # made when it comes into view
+                self._build(row)
+                self._stale.add(key)
+                if lazy and shown:
+                    self._next_piece.start()  # drawn on a later turn, once laid out
                     return
+            if key not in self._stale or self._pending is None:
+                continue
+            if row.isVisible() and not self._in_view(row):
+                continue  # shown but scrolled out of view: redrawn when it comes back
+            if lazy and shown and not row.timeline.isVisible():
+                self._next_piece.start()  # made this turn: drawn once shown
+                continue
+            row.timeline.update_from(*self._pending)
+            self._stale.discard(key)
+            if self._in_pieces or lazy:
+                self._next_piece.start()
+                return
+        self._stale.intersection_update(rows)
+
+    def _build(self, row: GpuRow) -> None:
+        """Give a row its card and timeline, with the panel's settings and the latest frame."""
+        row.build()
+        row.timeline.set_style(self.plot_style)
+        row.timeline.alerted = self.alerted
+        if row.mig_uuid is None:
+            row.timeline.set_markers(self._markers.get(row.index, {}))
+        row.timeline.highlight(self._highlighted)
+        row.card.set_details(self.card_details)
+        row.card.details_toggled.connect(self._card_toggled)
+        gpu = next((g for g in self._frame.gpus if g.index == row.index), None) \
+            if self._frame is not None else None
+        if gpu is not None:
+            self._fill(gpu)
+        self.row_built.emit(row)
 
     def highlight(self, key: tuple | None) -> None:
-        for row in self._all_rows().values():
-            row.timeline.highlight(key)
+        self._highlighted = key
+        for timeline in (r.timeline for r in self._built_rows()):
+            timeline.highlight(key)
 
     def _all_rows(self) -> dict:
-        """GPU rows by index and MIG slice rows by (index, uuid)."""
-        return {**self.rows, **self.slice_rows}
+        """GPU rows by index and MIG slice rows by (index, uuid), top to bottom."""
+        out: dict = {}
+        for i in sorted(self.rows):
+            out[i] = self.rows[i]
+            out.update((k, r) for k, r in self.slice_rows.items() if k[0] == i)
+        return out
+
+    def _built_rows(self) -> list[GpuRow]:
+        return [r for r in self._all_rows().values() if r.card is not None]
 
     def _in_view(self, row: QWidget) -> bool:
         top = row.mapTo(self.viewport(), QPoint(0, 0)).y()
         return top + row.height() > 0 and top < self.viewport().height()
+
+    def _laid_out(self) -> bool:
+        """Whether the rows are in their places (the scroll area sizes them a turn
+        after they are added; until then they overlap at the top)."""
+        return self._inner.height() >= self._layout.minimumSize().height()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if any(r.card is None for r in self._all_rows().values()):
+            self._next_piece.start()  # rows that came into view are made
 
     def _rebuild(self, indices: list[int], slices: list[tuple[int, str]] = ()) -> None:
         for rows, keep in ((self.rows, indices), (self.slice_rows, slices)):
@@ -193,27 +258,24 @@ class GpuPanel(QScrollArea):
                 row = rows.pop(key)
                 self._layout.removeWidget(row)
                 row.deleteLater()
-        missing = [i for i in sorted(indices) if i not in self.rows]
-        if len(missing) > ROWS_AT_ONCE:  # ~60 ms each: a 16-GPU box's rows over a few turns
-            missing = missing[:ROWS_PER_TURN]
-            self._more_rows.start()
-        for i in missing:
-            self.rows[i] = self._new_row(i)
-        self._stale.update(missing)  # drawn with the next timelines, or by _build_more_rows
-        for key in slices:  # in the frame's order (by instance id)
+        now = len(indices) + len(slices) <= ROWS_AT_ONCE  # else made as they come into view
+        for i in indices:
+            if i not in self.rows:
+                self.rows[i] = GpuRow(i, self.colours, build=False)
+        for key in slices:
             if key not in self.slice_rows:
-                self.slice_rows[key] = self._new_row(key[0], key[1])
-        for i in sorted(self.rows):  # keep index order, each GPU's slices below it
-            self._layout.removeWidget(self.rows[i])
-            self._layout.addWidget(self.rows[i], 1)
-            for key in [k for k in slices if k[0] == i]:
-                self._layout.removeWidget(self.slice_rows[key])
-                self._layout.addWidget(self.slice_rows[key], 1)
-
-    def _new_row(self, index: int, mig_uuid: str | None = None) -> GpuRow:
-        row = GpuRow(index, self.colours, mig_uuid=mig_uuid)
-        row.timeline.set_style(self.plot_style)
-        row.timeline.alerted = self.alerted
-        row.card.set_details(self.card_details)
-        row.card.details_toggled.connect(self._card_toggled)
-        return row
+                self.slice_rows[key] = GpuRow(key[0], self.colours, mig_uuid=key[1], build=False)
+        # index order, each GPU's slices (in the frame's order: by instance id) below it
+        order = [self.rows[i] for i in sorted(self.rows)]
+        order = [r for g in order for r in [g] + [self.slice_rows[k] for k in slices if k[0] == g.index]]
+        for position, row in enumerate(order):
+            if self._layout.indexOf(row) != position:
+                self._layout.removeWidget(row)
+                self._layout.insertWidget(position, row, 1)
+        if now:
+            for row in order:
+                if row.card is None:
+                    self._build(row)
+                    self._stale.add((row.index, row.mig_uuid) if row.mig_uuid else row.index)
+        else:
+            self._next_piece.start()  # the rows in view, once laid out

@@ -138,5 +138,4 @@ def _set_markers(window, alerts) -> None:
             continue
         role = "ERROR" if a.severity == CRITICAL else "WARNING"  # a theme colour, by name
         by_gpu.setdefault(a.gpu, {})[a.key] = (a.since, role, KIND_TITLES.get(a.kind, a.kind))
-    for index, timeline in window.gpu_panel.timelines.items():
-        timeline.set_markers(by_gpu.get(index, {}))
+    window.gpu_panel.set_markers(by_gpu)

@@ -71,21 +71,28 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
     scrubber = SessionScrubber(path, span, hosts=hosts)
     window.centralWidget().layout().addWidget(scrubber)
     window.set_window("all")
-    cursors: dict[int, pg.InfiniteLine] = {}
+    cursors: dict = {}  # GpuTimeline -> its line at the moment shown
+    moment: list[float] = []
+
+    def place_cursors() -> None:
+        for timeline in window.gpu_panel.timelines.values():
+            line = cursors.get(timeline)
+            if line is None:
+                line = cursors[timeline] = pg.InfiniteLine(
+                    angle=90, movable=False, pen=theme.pen(theme.HIGHLIGHT, 2.0))
+                timeline.plot.addItem(line, ignoreBounds=True)
+                timeline.plot.setMouseEnabled(x=True, y=False)
+            line.setValue(moment[0])
 
     def show_moment(t: float) -> None:
         frame = reader.frame_at(t)
         if frame is not None:
             window.show_moment(frame)
-        for index, timeline in window.gpu_panel.timelines.items():
-            line = cursors.get(index)
-            if line is None:
-                line = cursors[index] = pg.InfiniteLine(
-                    angle=90, movable=False, pen=theme.pen(theme.HIGHLIGHT, 2.0))
-                timeline.plot.addItem(line, ignoreBounds=True)
-                timeline.plot.setMouseEnabled(x=True, y=False)
-            line.setValue(t)
+        moment[:] = [t]
+        place_cursors()
 
+    # a big box's rows are made as they scroll into view: they get the cursor then
+    window.gpu_panel.row_built.connect(lambda _row: moment and place_cursors())
     scrubber.moved.connect(show_moment)
     theme.follow(scrubber, lambda s: [line.setPen(theme.pen(s.HIGHLIGHT, 2.0))
                                       for line in cursors.values()])
