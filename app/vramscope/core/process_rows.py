@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from vramscope.core.containers import container_text
+from vramscope.core.courtesy import courteous
 from vramscope.core.growth import GrowthCache
 from vramscope.core.process_names import process_label
 from vramscope.core.process_text import command_text, user_text
@@ -71,7 +72,7 @@ def rows_from_frame(frame: Frame | None, store=None,
     keys = [proc_key(gpu.index, p.identity.pid, p.identity.start_time) for gpu, p in pairs]
     figures = growth.update(store, keys, frame.time) if store is not None else {}
     rows = []
-    for (gpu, proc), key in zip(pairs, keys):
+    for (gpu, proc), key in courteous(zip(pairs, keys)):
         info = proc.info
         ident = proc.identity
         start = info.start_time if info is not None else None

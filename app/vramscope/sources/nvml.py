@@ -43,6 +43,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from vramscope.core.courtesy import courteous
 from vramscope.core.samples import DeviceHolder, Frame, GpuProcess, GpuSample
 from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.nvml_mig import build_slices, read_mig
@@ -203,7 +204,7 @@ class NvmlSource:
         pass is the same object again (cheaper than building it anew)."""
         previous = gpu.last_procs
         current = {}
-        for pid, (used, kinds, sm, mig_uuid) in procs.items():
+        for pid, (used, kinds, sm, mig_uuid) in courteous(procs.items()):
             info = infos.get(pid)
             cpu, rss = usage.get(pid, (None, None))
             old = previous.get(pid)

@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import psutil
 
+from vramscope.core.courtesy import courteous
 from vramscope.core.samples import REMOTE_SOURCES, VISIBLE, Frame, ProcessIdentity
 from vramscope.core.servers import (
     BY_PORT, SERVER_KINDS, SERVER_SERIES, ServerKind, ServerState, listen_port, pool_text,
@@ -113,7 +114,7 @@ class ServerEnricher:
             return frame
         seen: dict[tuple, _Server] = {}
         unknown = []
-        for _, proc in frame.all_processes():
+        for _, proc in courteous(frame.all_processes(), every=64):  # new ones: a psutil walk
             info = proc.info
             if info is None or info.visibility != VISIBLE:
                 continue
@@ -195,7 +196,7 @@ class ServerEnricher:
                 self._scrape(s)
             except Exception as exc:  # a server must never break sampling
                 s.error = f"could not read metrics: {exc}"
-        for ident in probe:
+        for ident in courteous(probe, every=16):  # each a psutil read of its sockets
             self._probed.add(ident)
             try:
                 self._probe(ident)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QToolBar, QVBoxLayout, QWidget,
 )
 
+from vramscope.core import courtesy
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import Frame
 from vramscope.ui import theme
@@ -277,6 +278,7 @@ class MainWindow(QMainWindow):
 
     # -- updating ---------------------------------------------------------------------
     def _show(self, frame: Frame, force: bool = False) -> None:
+        courtesy.gui_busy()  # the workers' loops give way to this redraw
         self._shown_frame = frame
         self.banner.setVisible(frame.simulated)
         title = window_title(frame, self.session_file)
@@ -320,6 +322,7 @@ class MainWindow(QMainWindow):
             self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes)
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
+        courtesy.gui_busy()  # and to the paint that follows
 
     def _split_moved(self, *_args) -> None:
         self.split_by_user = True

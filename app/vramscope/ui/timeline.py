@@ -24,6 +24,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
+from vramscope.core import courtesy
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.stacking import any_finite, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
@@ -103,6 +104,10 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     def sizeHint(self):
         return QSize(600, 180)
+
+    def paintEvent(self, event) -> None:
+        courtesy.gui_busy()  # the workers' loops give way to the paint
+        super().paintEvent(event)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

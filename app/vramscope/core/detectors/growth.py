@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from vramscope.core.courtesy import courteous
 from vramscope.core.detectors.alert import INFO, WARNING, Alert
 from vramscope.core.detectors.naming import AGENT, SERVER, proc_name, process_kind
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
@@ -86,7 +87,7 @@ class GrowthRule:
         window = settings.near_oom_trend_minutes * 60
         self.growing = []
         alerts = []
-        for gpu, proc in frame.all_processes():
+        for gpu, proc in courteous(frame.all_processes()):
             key = (gpu.index, proc.identity)
             s = self._series.get(key)
             if s is None:
