@@ -20,6 +20,7 @@ ROW_MIN_HEIGHT = 150
 # view, one per event-loop turn, so the window answers clicks in between.
 ROWS_AT_ONCE = 8
 SLICE_INDENT = 18  # px: a MIG slice's row under its GPU's
+SETTLE_MS = 20  # a row added (or made) is looked at again this much later
 
 
 class GpuRow(QWidget):
@@ -81,6 +82,10 @@ class GpuPanel(QScrollArea):
         self._next_piece.setSingleShot(True)
         self._next_piece.setInterval(0)
         self._next_piece.timeout.connect(self._update_visible)
+        self._settle = QTimer(self)  # rows just added are shown and laid out a turn later
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(SETTLE_MS)
+        self._settle.timeout.connect(self._update_visible)
         self._frame: Frame | None = None  # the latest frame, for rows made later
         self.verticalScrollBar().valueChanged.connect(self._update_visible)
 
@@ -185,7 +190,7 @@ class GpuPanel(QScrollArea):
         for key, row in rows.items():
             if row.card is None:
                 if shown and (not row.isVisible() or not self._laid_out()):
-                    self._next_piece.start()  # just added: shown and laid out on a later turn
+                    self._settle.start()  # just added: shown and laid out on a later turn
                     continue
                 if shown and not self._in_view(row):
                     continue  # made when it comes into view
@@ -199,7 +204,7 @@ class GpuPanel(QScrollArea):
             if row.isVisible() and not self._in_view(row):
                 continue  # shown but scrolled out of view: redrawn when it comes back
             if lazy and shown and not row.timeline.isVisible():
-                self._next_piece.start()  # made this turn: drawn once shown
+                self._settle.start()  # made this turn: drawn once shown
                 continue
             row.timeline.update_from(*self._pending)
             self._stale.discard(key)
