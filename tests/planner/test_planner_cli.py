@@ -36,7 +36,7 @@ def test_json_has_the_documented_keys(capsys):
     assert data["suggestions"][-1]["fits"] is True
 
 
-def test_seeds_serving_question_from_the_command_line(capsys):
+def test_serving_a_7b_model_at_4k_context_from_the_command_line(capsys):
     data = plan_json(capsys, "--params", "7e9", "--layers", "32", "--kv-heads", "32",
                      "--head-dim", "128", "--mode", "infer", "--precision", "bf16",
                      "--context", "4096", "--gpu-memory", "A100=80GiB")

@@ -38,7 +38,7 @@ def settle(qtbot, tab):
     tab.recompute()
 
 
-def test_seeds_7b_training_does_not_fit_and_suggests_8bit_first(tab, qtbot, artifacts_dir):
+def test_7b_mixed_precision_adam_training_does_not_fit_and_suggests_8bit_first(tab, qtbot, artifacts_dir):
     settle(qtbot, tab)
     assert tab.plan.per_gpu_total == 112 * GB  # 7B, mixed + Adam: 16 B/param
     assert cells(tab.buckets, 0)[:4] == ["weights", "gradients", "master_weights",
