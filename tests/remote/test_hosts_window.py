@@ -72,6 +72,7 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
         chips = window.hosts_bar.chips
         assert chips["lab-a"].text() == "● lab-a  2 GPUs" and chips["lab-b"].text() == "● lab-b  1 GPU"
         assert window.windowTitle() == "vramscope — lab-a, lab-b"
+        assert window.source_label.text().strip() == "Source: 2 hosts over ssh"
 
         # ending lab-b's process: the confirmation says which machine it is on
         key = next(r.key for r in table.model.rows if r.pid == pid_b)
@@ -117,6 +118,7 @@ def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
     window.resize(1400, 900)
     window.show()
     assert window.windowTitle() == f"vramscope — lab-a, lab-b — {session}"
+    assert window.source_label.text().strip() == "Source: session · 2 hosts"
     cards = window.gpu_panel.cards
     heads = [cards[i].heading.text().split("  ·  ")[0] for i in sorted(cards)]
     assert heads == ["lab-a GPU 0", "lab-a GPU 1", "lab-b GPU 0"]

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from vramscope.core import courtesy
 from vramscope.core.pipeline import Pipeline
-from vramscope.core.samples import Frame
+from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
 from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.ui.bridge import Bridge
@@ -42,13 +42,17 @@ TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when th
 TITLE_HOST_NAMES = 2  # a title names up to this many hosts; more are counted ("3 hosts")
 
 
+def hosts_text(n: int) -> str:
+    return f"{n} host" + ("" if n == 1 else "s")
+
+
 def window_title(frame: Frame | None, session_file: str | None = None) -> str:
     """"vramscope", "vramscope — gpu-box-1", "vramscope — 3 hosts", then the
     recorded session's file, then "demo (simulated data)" for the demo."""
     parts = ["vramscope"]
     hosts = frame.host_names if frame is not None else ()
     if hosts:
-        parts.append(", ".join(hosts) if len(hosts) <= TITLE_HOST_NAMES else f"{len(hosts)} hosts")
+        parts.append(", ".join(hosts) if len(hosts) <= TITLE_HOST_NAMES else hosts_text(len(hosts)))
     if session_file:
         parts.append(session_file)
     if frame is not None and frame.simulated:
@@ -358,8 +362,13 @@ class MainWindow(QMainWindow):
     def _update_status(self) -> None:
         frame = self.feed.store.latest
         source = getattr(self.feed.source, "name", "?")
+        hosts = frame.host_names if frame is not None else ()
         if frame is not None and frame.simulated:
             src = "Source: demo (simulated)"
+        elif hosts:  # other machines: how many and how, each card names its own driver
+            via = {SSH_SOURCE: "over ssh", PROMETHEUS_SOURCE: "from Prometheus"}.get(source)
+            n = hosts_text(len(hosts))
+            src = f"Source: {n} {via}" if via else f"Source: {source} · {n}"
         else:
             src = f"Source: {source}"
             if frame is not None and frame.driver_version:
