@@ -120,3 +120,31 @@ def test_any_metrics_page_gives_figures_or_an_error_never_a_crash(page):
     except ValueError:
         return  # the worker reports it as "could not read metrics"
     assert set(values) == {"kv_cache_usage", "running", "waiting"}
+
+
+def test_many_workers_of_one_launcher_read_the_launcher_once():
+    import subprocess
+
+    import psutil
+
+    children = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+                for _ in range(6)]
+    try:
+        def frame(pids):
+            procs = tuple(GpuProcess(pid=p, used=1 << 30, info=ProcessInfo(
+                pid=p, start_time=psutil.Process(p).create_time(), user="me", name="python",
+                cmdline=(sys.executable, "-c", "import time; time.sleep(60)")))
+                for p in pids)
+            return Frame(time=1000.0, gpus=(GpuSample(index=0, total=24 << 30, used=6 << 30,
+                                                      processes=procs),))
+        one = ServerEnricher(None, period=1e9)
+        out = one(frame([children[0].pid]))
+        many = ServerEnricher(None, period=1e9)
+        out_many = many(frame([c.pid for c in children]))
+    finally:
+        for c in children:
+            c.kill()
+            c.wait()
+    assert out.servers == () and out_many.servers == ()  # this test's process serves nothing
+    assert one.ancestor_reads >= 1
+    assert many.ancestor_reads == one.ancestor_reads  # six siblings: their parents read once

@@ -107,6 +107,7 @@ class ServerEnricher:
         self._pending: Future | None = None
         self._last_scrape = -float("inf")
         self._probed: set[ProcessIdentity] = set()
+        self.ancestor_reads = 0  # ancestors' command lines read, for tests and benches
 
     # -- the sampler thread -----------------------------------------------------------
     def __call__(self, frame: Frame) -> Frame:
@@ -114,11 +115,12 @@ class ServerEnricher:
             return frame
         seen: dict[tuple, _Server] = {}
         unknown = []
+        walked: dict = {}  # this pass's ancestors, read once
         for _, proc in courteous(frame.all_processes(), every=64):  # new ones: a psutil walk
             info = proc.info
             if info is None or info.visibility != VISIBLE:
                 continue
-            spec = self._spec(proc.identity, info)
+            spec = self._spec(proc.identity, info, walked)
             if spec is None:
                 unknown.append(proc.identity)
                 continue
@@ -151,30 +153,43 @@ class ServerEnricher:
                                       getattr(s, metric))
         return dataclasses.replace(frame, servers=states) if states else frame
 
-    def _spec(self, ident: ProcessIdentity, info) -> tuple | None:
+    def _spec(self, ident: ProcessIdentity, info, walked: dict) -> tuple | None:
         if ident in self._found:
             self._owner[ident] = self._found.pop(ident)
         if ident not in self._owner:
             kind = recognise(info.cmdline, info.name)
             self._owner[ident] = ((ident.pid, ident.start_time, kind, info.cmdline) if kind
-                                  else self._ancestor(ident.pid))
+                                  else self._ancestor(ident.pid, walked))
         return self._owner[ident]
 
-    def _ancestor(self, pid: int):
+    def _ancestor(self, pid: int, walked: dict):
+        """The serving engine among ``pid``'s ANCESTOR_DEPTH ancestors, or None.
+        ``walked`` (one pass's) keeps what each ancestor led to, by (pid, levels
+        left): a thousand workers of one launcher read the launcher once."""
+        path = []
+        found = None
         try:
             proc = psutil.Process(pid)
-            for _ in range(ANCESTOR_DEPTH):
+            for level in range(ANCESTOR_DEPTH):
                 proc = proc.parent()
                 if proc is None or proc.pid <= 1:
-                    return None
+                    break
+                step = (proc.pid, ANCESTOR_DEPTH - level)
+                if step in walked:
+                    found = walked[step]
+                    break
+                path.append(step)
+                self.ancestor_reads += 1
                 with proc.oneshot():
                     cmd = tuple(proc.cmdline())
                     kind = recognise(cmd, proc.name())
                     if kind is not None:
-                        return proc.pid, proc.create_time(), kind, cmd
+                        found = proc.pid, proc.create_time(), kind, cmd
+                        break
         except (psutil.Error, OSError):
             return None
-        return None
+        walked.update(dict.fromkeys(path, found))
+        return found
 
     def _state(self, s: _Server) -> ServerState:
         v = s.values
