@@ -41,12 +41,13 @@ def courteous_items(items, every):
 
 
 def test_a_worker_loop_waits_while_the_window_redraws(no_window):
-    courtesy.gui_busy(span=0.05)
+    span = 0.09  # under MAX_WAIT: the worker waits for the whole redraw
+    courtesy.gui_busy(span=span)
     start = time.monotonic()
     got = _in_worker(lambda: [(i, time.monotonic()) for i in courteous_items(range(3), every=1)])
     assert [i for i, _t in got] == [0, 1, 2]  # nothing lost or reordered
-    assert got[0][1] - start >= 0.03  # the first item waited for the redraw
-    assert len(no_window) == 1 and no_window[0] <= 0.05  # once, and no longer than the redraw
+    assert got[0][1] - start >= 0.9 * span  # the first item waited for the redraw to end
+    assert len(no_window) == 1 and no_window[0] <= span  # once, and no longer than the redraw
 
 
 def test_the_window_thread_itself_never_waits(no_window):
