@@ -41,6 +41,11 @@ class GpuRow(QWidget):
         if build:
             self.build()
 
+    @property
+    def key(self) -> int | tuple[int, str]:
+        """Its key in GpuPanel.rows (the GPU index) or slice_rows ((index, MIG uuid))."""
+        return (self.index, self.mig_uuid) if self.mig_uuid else self.index
+
     def build(self) -> None:
         if self.card is None:
             self.card = GpuCard(self.index)
@@ -269,12 +274,11 @@ class GpuPanel(QScrollArea):
         for i in indices:
             if i not in self.rows:
                 self.rows[i] = GpuRow(i, self.colours, build=False)
-        for key in slices:
-            if key not in self.slice_rows:
-                self.slice_rows[key] = GpuRow(key[0], self.colours, mig_uuid=key[1], build=False)
-        # index order, each GPU's slices (in the frame's order: by instance id) below it
-        order = [self.rows[i] for i in sorted(self.rows)]
-        order = [r for g in order for r in [g] + [self.slice_rows[k] for k in slices if k[0] == g.index]]
+        # slices in the frame's order (by instance id), which _all_rows keeps
+        self.slice_rows = {key: self.slice_rows.get(key) or
+                           GpuRow(key[0], self.colours, mig_uuid=key[1], build=False)
+                           for key in slices}
+        order = list(self._all_rows().values())
         for position, row in enumerate(order):
             if self._layout.indexOf(row) != position:
                 self._layout.removeWidget(row)
@@ -283,6 +287,6 @@ class GpuPanel(QScrollArea):
             for row in order:
                 if row.card is None:
                     self._build(row)
-                    self._stale.add((row.index, row.mig_uuid) if row.mig_uuid else row.index)
+                    self._stale.add(row.key)
         else:
             self._next_piece.start()  # the rows in view, once laid out
