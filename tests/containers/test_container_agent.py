@@ -96,3 +96,48 @@ def test_a_directory_open_to_others_or_of_another_user_is_refused(tmp_path):
     link.symlink_to(d)
     os.chmod(d, 0o700)
     assert not dir_is_private(str(link), os.getuid())
+
+
+@needs_unshare
+def test_a_host_agent_seen_through_a_containers_root_is_not_the_containers():
+    """A container that shares the host's filesystem (here: no private mount at all)
+    shows the host's socket directories through /proc/PID/root. An agent of the host
+    found there belongs to no process of that container and is not reported from it
+    (it is found, when it is, from the host's own directories)."""
+    base = tempfile.mkdtemp(prefix="vs-")  # AF_UNIX paths are short: not under tmp_path
+    host_dir, shared = os.path.join(base, "run", "vramscope"), os.path.join(base, "shared")
+    os.makedirs(host_dir, mode=0o700)
+    os.makedirs(shared, mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k not in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
+    host_agent = subprocess.Popen([sys.executable, str(SCRIPT), os.path.join(base, "h.json"), "3000", "0.02",
+                                   "--agent"], env={**env, "VRAMSCOPE_RUNTIME_DIR": host_dir})
+    # the container's own agent listens in `shared`; its XDG_RUNTIME_DIR names the host's directory
+    inner = f"exec {sys.executable} {SCRIPT} {base}/c.json 3000 0.02 --agent"
+    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc",
+                               "sh", "-c", inner],
+                              env={**env, "VRAMSCOPE_RUNTIME_DIR": shared,
+                                   "XDG_RUNTIME_DIR": os.path.join(base, "run")})
+    try:
+        host_pid = _child_in_namespace(holder)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+                any(n.endswith(".sock") for n in os.listdir(d)) for d in (host_dir, shared)):
+            time.sleep(0.1)
+        assert (f"/proc/{host_pid}/root{host_dir}", os.getuid()) in agent_dirs(host_pid)
+        info = ProcessCache().lookup(host_pid)
+        gpu = GpuSample(index=0, uuid="GPU-ctr", total=24 * GiB, used=GiB,
+                        processes=(GpuProcess(pid=host_pid, used=GiB, info=info),))
+        client = AgentClient(dirs=[shared])
+        frame = None
+        while time.monotonic() < deadline:
+            frame = client(Frame(time=time.time(), gpus=(gpu,)))
+            if frame.agents and frame.agents[0].step:
+                break
+            time.sleep(0.2)
+        assert [a.pid for a in frame.agents] == [host_pid]  # the container's agent, not the host's
+        client.close()
+    finally:
+        for p in (holder, host_agent):
+            p.kill()
+            p.wait()
+        shutil.rmtree(base, ignore_errors=True)

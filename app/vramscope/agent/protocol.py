@@ -28,12 +28,25 @@ import enum
 import json
 import struct
 
+try:
+    from enum import StrEnum
+except ImportError:  # Python 3.10: the same behaviour, spelled out
+
+    class StrEnum(str, enum.Enum):
+        """A str whose members print as their value (enum.StrEnum, Python 3.11+)."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return str.__format__(str(self.value), spec)
+
 MAGIC = b"VS"
 PROTOCOL_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})  # versions this side reads and answers in
 
 
-class Op(enum.StrEnum):
+class Op(StrEnum):
     """Requests the agent answers (read-only)."""
 
     HELLO = "hello"
@@ -41,7 +54,7 @@ class Op(enum.StrEnum):
     STATUS = "status"
 
 
-class ItemKind(enum.StrEnum):
+class ItemKind(StrEnum):
     """What the agent's ring holds: periodic samples, one item per step, events."""
 
     SAMPLE = "sample"
@@ -49,7 +62,7 @@ class ItemKind(enum.StrEnum):
     EVENT = "event"
 
 
-class EventKind(enum.StrEnum):
+class EventKind(StrEnum):
     LOADED = "loaded"  # allocated after loading, before the first forward
     OOM = "oom"
     EVAL_AUTOGRAD = "eval_autograd"
@@ -57,7 +70,7 @@ class EventKind(enum.StrEnum):
     STEP = "step"  # the monitor's view of a step item (AgentEvent)
 
 
-class Phase(enum.StrEnum):
+class Phase(StrEnum):
     """Where in a training step allocated is read (agent/phases.py)."""
 
     FORWARD = "forward"  # end of the forward pass: activations held
@@ -68,7 +81,7 @@ class Phase(enum.StrEnum):
 PHASES = tuple(Phase)
 
 
-class Bucket(enum.StrEnum):
+class Bucket(StrEnum):
     """Where a device's memory goes. The first three come from the tensors the
     agent sums at the instant of a sample, the next two from the allocator at
     the same instant; outside_pytorch is added by the monitor (NVML's figure for

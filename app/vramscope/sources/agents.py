@@ -124,9 +124,10 @@ class AgentClient:
         contained = container_agents.contained_processes(frame)
         self._in_containers = {(ns_pid, container_agents.namespace_of(hp)): hp
                                for hp, ns_pid in contained.items()}
-        here = [(d, None) for d in self.dirs()]
-        inside = [d for hp in contained for d in container_agents.agent_dirs(hp)]
-        for directory, owner in here + inside:
+        here = [(d, None, None) for d in self.dirs()]
+        inside = [(d, owner, container_agents.pids_inside(hp, contained))
+                  for hp in contained for d, owner in container_agents.agent_dirs(hp)]
+        for directory, owner, admitted in here + inside:
             try:
                 if owner is None:
                     paths.secure_dir(directory, create=False)
@@ -140,6 +141,8 @@ class AgentClient:
                 if parsed is None:
                     continue
                 pid, ticks, suffix = parsed
+                if admitted is not None and pid not in admitted:
+                    continue  # seen through a container's root, but not one of its processes
                 (sockets if suffix == paths.SOCKET_SUFFIX else finals)[(pid, ticks)] = entry.path
             if owner is None and now - self._last_sweep > STALE_SWEEP_EVERY:
                 paths.remove_stale(directory)

@@ -65,6 +65,16 @@ def agent_dirs(host_pid: int, proc_root: str = PROC) -> list[tuple[str, int]]:
     return [(root + d, uid) for d in dict.fromkeys(inside) if d.startswith("/")]
 
 
+def pids_inside(host_pid: int, contained: dict[int, int]) -> frozenset[int]:
+    """The PIDs (inside their namespace) of the GPU processes that share ``host_pid``'s
+    PID namespace: the only agents a directory seen through its root may belong to.
+    Its mount namespace may show the host's own directories (a shared /tmp), whose
+    agents are found from the host and are not this container's."""
+    ns = namespace_of(host_pid)
+    return frozenset(ns_pid for hp, ns_pid in contained.items()
+                     if hp == host_pid or (ns is not None and namespace_of(hp) == ns))
+
+
 def dir_is_private(path: str, uid: int) -> bool:
     """A real directory (not a link) of ``uid``, closed to everyone else."""
     try:
