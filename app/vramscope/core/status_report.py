@@ -15,7 +15,10 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                "mig_mode",
                "mig_slices": [{"index", "uuid", "name", "profile", "gpu_instance_id",
                                "compute_instance_id", "memory": {"total", "used", "free"},
-                               "processes": [...]}]}],
+                               "processes": [...]}],
+               "vendor": "NVIDIA" | "AMD" | "Intel" | null,
+               "memory_kind": "unified" | null (the board's own memory),
+               "not_reported": {figure: why it is null for this GPU}}],
      "users": [{"user", "used", "gpus": [{"gpu", "used"}], "processes", "unreported"}],
      "device_holders": [{"pid", "user", "command", "devices", "container", "ns_pid"}],
      "wsl", "notices",
@@ -117,6 +120,9 @@ def gpu_to_dict(gpu: GpuSample) -> dict:
         "processes": [process_to_dict(p) for p in gpu.processes],
         "mig_mode": gpu.mig_mode,
         "mig_slices": [slice_to_dict(s) for s in gpu.slices],
+        "vendor": gpu.vendor,
+        "memory_kind": gpu.memory_kind,
+        "not_reported": dict(gpu.not_reported),
     }
 
 
@@ -354,6 +360,8 @@ def _gpu_line(gpu: GpuSample) -> str:
     if gpu.asleep:
         return f"{gpu.label}  {name}  asleep (runtime-suspended; not queried until it wakes)"
     parts = [f"{gpu.label}  {name}"]
+    if gpu.unified:
+        parts.append("unified memory (the system's)")
     if gpu.total:
         pct = f" ({100.0 * gpu.used / gpu.total:.0f} %)" if gpu.used is not None else ""
         parts.append(f"memory {fmt_bytes(gpu.used)} / {fmt_bytes(gpu.total)}{pct}")
