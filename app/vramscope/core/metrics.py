@@ -26,9 +26,9 @@ DEFAULT_HOST = "127.0.0.1"
 
 # (GpuSample attribute, metric name, help): read back by sources/prometheus.py
 GPU_GAUGES = (
-    ("used", "vramscope_gpu_memory_used_bytes", "Device memory in use (NVML)"),
-    ("total", "vramscope_gpu_memory_total_bytes", "Device memory capacity (NVML)"),
-    ("free", "vramscope_gpu_memory_free_bytes", "Device memory free (NVML)"),
+    ("used", "vramscope_gpu_memory_used_bytes", "Device memory in use (NVML; sysfs for AMD, Intel; the system pool on unified memory)"),
+    ("total", "vramscope_gpu_memory_total_bytes", "Device memory capacity (NVML; sysfs for AMD, Intel)"),
+    ("free", "vramscope_gpu_memory_free_bytes", "Device memory free (NVML; sysfs for AMD, Intel)"),
     ("reserved", "vramscope_gpu_memory_reserved_bytes", "Driver/system reserved memory"),
     ("util_gpu", "vramscope_gpu_utilization_percent", "GPU (SM) utilisation"),
     ("util_memory", "vramscope_gpu_memory_utilization_percent", "Memory controller utilisation"),
