@@ -320,7 +320,7 @@ class AgentBuckets:
 
 @dataclass(frozen=True, slots=True)
 class AgentDevice:
-    device: str  # "cuda:0", "cpu"
+    device: str  # "cuda:0" (CUDA or ROCm), "xpu:0", "cpu"
     gpu_uuid: str | None = None  # to match the NVML GPU
     allocated: int | None = None
     reserved: int | None = None
@@ -334,6 +334,8 @@ class AgentDevice:
     free_count: int | None = None
     buckets: AgentBuckets | None = None
     total: int | None = None  # device capacity as torch sees it
+    runtime: str | None = None  # what torch runs on there: "CUDA 12.4", "ROCm 6.2.41133-...", "XPU"
+    missing: tuple[str, ...] = ()  # allocator figures this backend does not give (XPU)
 
 
 @dataclass(frozen=True, slots=True)

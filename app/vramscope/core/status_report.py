@@ -188,6 +188,8 @@ def agent_device_to_dict(dev: AgentDevice) -> dict:
         "num_ooms": dev.num_ooms,
         "buckets": {k: _int(v) for k, v in buckets.items()},
         "buckets_note": dev.buckets.note if dev.buckets is not None else None,
+        "runtime": dev.runtime,
+        "missing": list(dev.missing),
     }
 
 
@@ -316,7 +318,8 @@ def _agent_lines(frame: Frame) -> list[str]:
         for d in a.devices:
             if d.allocated is None and d.buckets is None:
                 continue
-            line = (f"    {d.device}: allocated {fmt_bytes(d.allocated)}, reserved {fmt_bytes(d.reserved)}"
+            runtime = f" ({d.runtime})" if d.runtime else ""
+            line = (f"    {d.device}{runtime}: allocated {fmt_bytes(d.allocated)}, reserved {fmt_bytes(d.reserved)}"
                     f", peak {fmt_bytes(d.peak_allocated)}")
             if d.num_alloc_retries:
                 line += f", alloc retries {d.num_alloc_retries}"
