@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QFont
 from vramscope.core.process_rows import (
     AGENT_MARK, COL, COLUMNS, GROWTH_WARN, ProcessRow, TableBuilder, TableOrder, TableRows,
 )
-from vramscope.core.samples import VISIBLE
+from vramscope.core.samples import ACCESS_DENIED, VISIBLE
 from vramscope.ui import theme
 
 __all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE",
@@ -179,6 +179,9 @@ class ProcessTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == "Command":
                 return row.command
+            if col == "Memory" and row.used is None and row.visibility == ACCESS_DENIED:
+                return ("Another user's process: its figures (DRM fdinfo) are not readable "
+                        "without privileges: n/a (access denied), not 0.")
             if col == "Memory" and row.used is None:
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
             if col == "SM %" and row.mig and row.sm is None:
