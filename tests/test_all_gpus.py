@@ -162,3 +162,21 @@ def test_fake_nvml_memory_switch_is_strict(fake_nvml):
     assert FakeState.parse(FakeState(gpus=[FakeGpu(memory=False)]).to_text()).gpus[0].memory is False
     with pytest.raises(ValueError):
         FakeState.parse("gpu\nmemory na 1\n")
+
+
+def test_the_windows_sampling_process_sends_every_gpu_as_read(workstation):
+    """The window reads frames from its sampling process (core/stream): vendor, memory
+    kind and the reasons for n/a figures arrive as the source read them."""
+    import time
+
+    from vramscope.core.stream.codec import FrameDecoder, frame_to_wire
+    from vramscope.sources.all_gpus import AllGpusSource
+    source = AllGpusSource()
+    try:
+        frame = source.sample(time.time())
+    finally:
+        source.close()
+    got = FrameDecoder().decode(json.loads(json.dumps(frame_to_wire(frame))))
+    assert [(g.vendor, g.not_reported) for g in got.gpus] == \
+        [(g.vendor, g.not_reported) for g in frame.gpus]
+    assert got.gpus == frame.gpus
