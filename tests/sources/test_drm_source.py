@@ -133,3 +133,40 @@ def test_a_symlinked_fdinfo_is_not_followed(machine):
     _amd, intel = DrmGpus(m.proc, m.sys).read(1.0)
     assert all(p.used != 9999 * 1024 for p in intel.processes)
     assert arc not in {p.pid for p in intel.processes if p.used}
+
+
+def test_an_integrated_gpu_is_unified_memory_with_its_processes_buffers(tmp_path, sleepers):
+    """A laptop's Intel iGPU (i915, no VRAM): marked unified, the system's pool, each
+    process's buffers in system memory as its figure."""
+    import pathlib
+
+    import psutil
+
+    from drm_trees import Fd, Machine, _device
+    (pid,) = sleepers(1)
+    m = Machine(pathlib.Path(tmp_path))
+    _device(m.root / "sys" / "class" / "drm", "card0", ("renderD128",), "0000:00:02.0", "i915",
+            0x8086, 0xA7A0, {})
+    m.fds[pid] = [Fd("renderD128", "drm-driver:\ti915\ndrm-client-id:\t3\ndrm-pdev:\t0000:00:02.0\n"
+                                   "drm-total-system0:\t96 MiB\ndrm-resident-system0:\t64 MiB\n"
+                                   "drm-engine-render:\t0 ns\n")]
+    m.stage_proc()
+    (gpu,) = DrmGpus(m.proc, m.sys).read(1.0)
+    assert gpu.vendor == INTEL and gpu.unified and "integrated" in gpu.reason("total")
+    assert gpu.total == psutil.virtual_memory().total
+    assert {p.pid: p.used for p in gpu.processes} == {pid: 64 * MiB} and gpu.used == 64 * MiB
+
+
+def test_new_gpu_processes_show_within_the_full_scan_delay(machine, sleepers):
+    from drm_trees import Fd, xe_fdinfo
+    from vramscope.sources.drm import FULL_SCAN_EVERY
+    m, _pids, _gone = machine
+    source = DrmGpus(m.proc, m.sys)
+    source.read(1000.0)
+    (late,) = sleepers(1)
+    m.fds = {late: [Fd("renderD130", xe_fdinfo(50, vram=128 * MiB))]}
+    m.stage_proc()
+    _amd, intel = source.read(1001.0)  # known holders only: not walked yet
+    assert late not in {p.pid for p in intel.processes}
+    _amd, intel = source.read(1000.0 + FULL_SCAN_EVERY)
+    assert {p.pid: p.used for p in intel.processes}[late] == 128 * MiB

@@ -20,6 +20,13 @@ from vramscope.core.samples import ACCESS_DENIED, UNIFIED_MEMORY, GpuProcess, Gp
 from vramscope.sources import drm_fdinfo, drm_sysfs
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.processes import ProcessCache
+from vramscope.sources.unified import system_pool
+
+# every process's fd table is walked at most this often (seconds); in between only the
+# DRM fds found then are read again (a new GPU process shows within this delay)
+FULL_SCAN_EVERY = 5.0
+INTEGRATED = ("an integrated GPU: its memory is the system's (total and free are the "
+              "system's; used is its processes' buffers)")
 
 NVIDIA_ONLY = "NVIDIA only (NVML)"
 DENIED = "fdinfo not readable (another user's process: access denied)"
@@ -35,6 +42,19 @@ class DrmGpus:
         self.processes = processes if processes is not None else ProcessCache()
         self.host_usage = HostUsage()
         self._engines: dict[tuple, tuple[float, dict, dict]] = {}  # client key -> last figures
+        self._holders: dict[int, tuple[str, ...]] = {}  # pid -> its DRM fds (last full scan)
+        self._scanned_at: float | None = None
+
+    def _scan(self, now: float) -> list[drm_fdinfo.ProcessClients]:
+        last = self._scanned_at
+        if last is None or not last <= now < last + FULL_SCAN_EVERY:
+            found = drm_fdinfo.scan(self.proc_root)
+            self._scanned_at = now
+        else:
+            found = [p for p in (drm_fdinfo.process_clients(pid, self.proc_root, only=fds)
+                                 for pid, fds in self._holders.items()) if p is not None]
+        self._holders = {p.pid: p.fds for p in found}
+        return found
 
     def read(self, now: float, first_index: int = 0) -> tuple[GpuSample, ...]:
         devices = drm_sysfs.devices(self.sys_root)
@@ -46,7 +66,7 @@ class DrmGpus:
         per_gpu: dict[str, dict[int, list]] = {slot: {} for slot in by_slot}
         counted: set[tuple] = set()
         engines: dict[tuple, tuple[float, dict, dict]] = {}
-        for proc in drm_fdinfo.scan(self.proc_root):
+        for proc in self._scan(now):
             if proc.denied:
                 for node in proc.nodes:
                     slot = slot_of_node.get(node)
@@ -110,19 +130,24 @@ class DrmGpus:
             rows.append(GpuProcess(pid=pid, used=used, sm=busy, info=info, cpu_percent=cpu,
                                    host_memory=rss))
         not_reported = list(dev.not_reported)
-        used, total = dev.vram_used, dev.vram_total
+        used, total, free = dev.vram_used, dev.vram_total, None
         kind = None
-        if total is None and dev.gtt_total is not None:  # integrated: the GTT is its memory
-            total, used, kind = dev.gtt_total, dev.gtt_used, UNIFIED_MEMORY
-            not_reported = [r for r in not_reported if r[0] != "total"]
         if used is None and rows:
             known = [p.used for p in rows if p.used is not None]
             used = sum(known) if known else None
+        if total is None and dev.driver != "xe":  # integrated: the system's memory is its own
+            kind = UNIFIED_MEMORY
+            pool = system_pool()
+            if pool is not None:
+                total, _system_used, free = pool
+            not_reported = [r for r in not_reported if r[0] not in ("total", "used")]
+            not_reported.append(("total", INTEGRATED))
         if denied:
             not_reported.append(("process_memory", f"{denied} process(es): {DENIED}"))
         not_reported += [("mig", f"MIG is {NVIDIA_ONLY}"), ("reserved", f"driver-reserved memory "
                                                                         f"is {NVIDIA_ONLY}")]
-        free = total - used if total is not None and used is not None else None
+        if free is None and total is not None and used is not None:
+            free = total - used
         return GpuSample(index=index, name=dev.name, pci_bus_id=dev.pdev, total=total, used=used,
                          free=free, util_gpu=dev.busy_percent, temperature=dev.temperature,
                          power_w=dev.power_w, power_limit_w=dev.power_limit_w,

@@ -141,16 +141,22 @@ class ProcessClients:
     clients: tuple[DrmClient, ...] = ()
     denied: bool = False  # it holds a DRM node, but its fdinfo could not be read
     nodes: tuple[str, ...] = ()  # the DRM nodes it holds ("renderD128", ...)
+    fds: tuple[str, ...] = ()  # its fds that are DRM nodes ("3", "7")
 
 
-def process_clients(pid: int, proc_root: str = PROC) -> ProcessClients | None:
+def process_clients(pid: int, proc_root: str = PROC,
+                    only: tuple[str, ...] | None = None) -> ProcessClients | None:
     """The DRM clients of one process; None when it holds no DRM node (or vanished,
-    or its fd table is not readable: another user's process without privileges)."""
+    or its fd table is not readable: another user's process without privileges).
+    ``only``: look at these fds alone (the ones a full scan found to be DRM nodes)."""
     fd_dir = f"{proc_root}/{pid}/fd"
     try:
-        fds = os.listdir(fd_dir)[:MAX_FDS]
+        fds = list(only) if only is not None else os.listdir(fd_dir)[:MAX_FDS]
+        if only is not None and not os.path.isdir(fd_dir):
+            return None  # it ended
     except OSError:
         return None
+    drm_fds = []
     seen: dict[tuple, DrmClient] = {}
     denied = False
     nodes: dict[str, None] = {}
@@ -162,6 +168,7 @@ def process_clients(pid: int, proc_root: str = PROC) -> ProcessClients | None:
         if not DRM_NODE.match(target):
             continue
         nodes[target.rsplit("/", 1)[1]] = None
+        drm_fds.append(fd)
         try:
             text = read_bounded(f"{proc_root}/{pid}/fdinfo/{fd}")
         except OSError as exc:
@@ -174,7 +181,7 @@ def process_clients(pid: int, proc_root: str = PROC) -> ProcessClients | None:
     if not nodes:
         return None
     return ProcessClients(pid=pid, clients=tuple(seen.values()), denied=denied and not seen,
-                          nodes=tuple(nodes))
+                          nodes=tuple(nodes), fds=tuple(drm_fds))
 
 
 def scan(proc_root: str = PROC) -> list[ProcessClients]:
