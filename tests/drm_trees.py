@@ -85,6 +85,8 @@ class Machine:
             "gpu_busy_percent": "37", **hw})
         _device(drm, "card2", ("renderD130",), INTEL_SLOT, "xe", 0x8086, 0xE20B, {
             "tile0/physical_vram_size_bytes": str(12 * GiB)})
+        # a server's BMC display: a DRM device, no GPU (left out)
+        _device(drm, "card3", (), "0000:0a:00.0", "ast", 0x1A03, 0x2000, {})
 
     def stage_proc(self) -> None:
         for pid, fds in self.fds.items():

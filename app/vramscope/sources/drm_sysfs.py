@@ -165,8 +165,10 @@ def node_slots(sys_root: str = SYS) -> dict[str, str]:
     return out
 
 
-def devices(sys_root: str = SYS, skip_vendors: tuple[str, ...] = (NVIDIA,)) -> list[DrmDevice]:
-    """The DRM GPUs of this machine in card order (NVIDIA's left to NVML)."""
+def devices(sys_root: str = SYS, vendors: tuple[str, ...] = (AMD, INTEL)) -> list[DrmDevice]:
+    """The AMD and Intel GPUs of this machine in card order. NVIDIA's are NVML's; a
+    server's BMC display (ASPEED) or a VM's virtual display (virtio, QXL, bochs) is
+    a DRM device too, but no GPU anyone runs work on."""
     slots = node_slots(sys_root)
     cards = sorted((n for n in slots if _CARD.match(n)), key=lambda n: int(n[4:]))
     out = []
@@ -174,6 +176,6 @@ def devices(sys_root: str = SYS, skip_vendors: tuple[str, ...] = (NVIDIA,)) -> l
         slot = slots[card]
         nodes = tuple(sorted(n for n, s in slots.items() if s == slot))
         dev = read_device(sys_root, card, nodes)
-        if dev is not None and dev.vendor not in skip_vendors:
+        if dev is not None and dev.vendor in vendors:
             out.append(dev)
     return out
