@@ -76,6 +76,16 @@ def test_a_recorded_session_keeps_every_gpu_and_its_processes(workstation, tmp_p
     assert (amd.vendor, intel.vendor) == ("AMD", "Intel")
     assert {p.pid: p.used for p in amd.processes} == want[AMD_SLOT]
     assert {p.pid: p.used for p in intel.processes} == want[INTEL_SLOT]
+    # and its export: each process's memory on the AMD card, as staged
+    csv = tmp_path / "all.csv"
+    assert main(["export", str(out), "--out", str(csv)]) == 0
+    import csv as csvlib
+    rows = list(csvlib.DictReader(csv.open()))
+    shown = {(int(r["gpu"]), int(r["pid"])): int(float(r["value"])) for r in rows
+             if r["pid"] and r["metric"] == "used"}
+    for gpu, slot in ((1, AMD_SLOT), (2, INTEL_SLOT)):
+        for pid, used in want[slot].items():
+            assert shown[(gpu, pid)] == used
 
 
 def test_a_machine_with_only_amd_and_intel_gpus_needs_no_nvidia_driver(
