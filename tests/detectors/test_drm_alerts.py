@@ -47,3 +47,27 @@ def test_a_nearly_full_amd_card_is_near_oom_and_the_intel_card_is_not(run):
     _pids, alerts = run
     near = {a.gpu for a in alerts if a.kind == "near_oom"}
     assert near == {0}
+
+
+def test_a_rocm_run_is_not_called_idle_though_fdinfo_shows_no_engine_time(tmp_path, sleepers):
+    """ROCm's user-mode queues leave drm-engine-* flat: with a process holding /dev/kfd
+    on the card, per-process busy % is n/a, and a busy card is no squatter's."""
+    from drm_trees import Fd
+    pids = sleepers(4)
+    m = lab(tmp_path, *pids, gone_pid())
+    rocm = pids[1]  # `both`: add /dev/kfd to it, as a ROCm PyTorch process holds it
+    m.fds[rocm].append(Fd("/dev/kfd", None))
+    m.stage_proc()
+    source = DrmGpus(m.proc, m.sys)
+    engine = Diagnostics()
+    for k in range(8 * 12):
+        t = T0 + 5 * k
+        gpus = source.read(t)
+        alerts = engine.feed(Frame(time=t, gpus=gpus))
+    amd = gpus[0]
+    assert all(p.sm is None for p in amd.processes)
+    assert "ROCm" in amd.reason("process_sm")
+    assert amd.util_gpu == 37  # the card is busy (gpu_busy_percent)
+    assert not [a for a in alerts if a.kind == "squatter" and a.gpu == 0]
+    # the Intel card has no ROCm process: its idle holder is still one
+    assert [a for a in alerts if a.kind == "squatter" and a.gpu == 1]

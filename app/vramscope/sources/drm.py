@@ -25,6 +25,8 @@ from vramscope.sources.unified import system_pool
 # every process's fd table is walked at most this often (seconds); in between only the
 # DRM fds found then are read again (a new GPU process shows within this delay)
 FULL_SCAN_EVERY = 5.0
+ROCM_BUSY = ("ROCm compute queues run outside the kernel's scheduler: their time is in no "
+             "fdinfo engine figure, so per-process busy % is n/a on this card")
 INTEGRATED = ("an integrated GPU: its memory is the system's (total and free are the "
               "system's; used is its processes' buffers)")
 
@@ -64,6 +66,7 @@ class DrmGpus:
         slot_of_node = drm_sysfs.node_slots(self.sys_root)
         # pdev -> pid -> [bytes or None, busy % or None, denied]
         per_gpu: dict[str, dict[int, list]] = {slot: {} for slot in by_slot}
+        rocm: set[str] = set()  # GPUs a ROCm (KFD) process uses
         counted: set[tuple] = set()
         engines: dict[tuple, tuple[float, dict, dict]] = {}
         for proc in self._scan(now):
@@ -78,6 +81,8 @@ class DrmGpus:
                     continue
                 counted.add(client.key)
                 entry = per_gpu[client.pdev].setdefault(proc.pid, [None, None, False])
+                if proc.kfd:
+                    rocm.add(client.pdev)
                 memory = client.device_memory
                 if memory is None and by_slot[client.pdev].vram_total is None:
                     memory = client.system_memory  # an integrated GPU: its memory is the system's
@@ -92,7 +97,8 @@ class DrmGpus:
         infos = self.processes.lookup_many(pids)
         self.processes.prune(pids)
         usage = self.host_usage.read(pids)
-        return tuple(self._sample(first_index + i, dev, per_gpu.get(dev.pdev, {}), infos, usage)
+        return tuple(self._sample(first_index + i, dev, per_gpu.get(dev.pdev, {}), infos, usage,
+                                  dev.pdev in rocm)
                      for i, dev in enumerate(devices))
 
     def _busy(self, client: drm_fdinfo.DrmClient, now: float) -> int | None:
@@ -117,7 +123,7 @@ class DrmGpus:
 
     @staticmethod
     def _sample(index: int, dev: drm_sysfs.DrmDevice, procs: dict, infos: dict,
-                usage: dict) -> GpuSample:
+                usage: dict, rocm: bool = False) -> GpuSample:
         rows = []
         denied = 0
         for pid, (used, busy, no_access) in sorted(procs.items()):
@@ -127,8 +133,10 @@ class DrmGpus:
                 if info is not None:
                     info = dataclasses.replace(info, visibility=ACCESS_DENIED)
             cpu, rss = usage.get(pid, (None, None))
-            rows.append(GpuProcess(pid=pid, used=used, sm=busy, info=info, cpu_percent=cpu,
-                                   host_memory=rss))
+            # with ROCm compute on the card, no process's busy % is complete: n/a, never
+            # a 0 that would call a training run idle
+            rows.append(GpuProcess(pid=pid, used=used, sm=None if rocm else busy, info=info,
+                                   cpu_percent=cpu, host_memory=rss))
         not_reported = list(dev.not_reported)
         used, total, free = dev.vram_used, dev.vram_total, None
         kind = None
@@ -144,6 +152,8 @@ class DrmGpus:
             not_reported.append(("total", INTEGRATED))
         if denied:
             not_reported.append(("process_memory", f"{denied} process(es): {DENIED}"))
+        if rocm:
+            not_reported.append(("process_sm", ROCM_BUSY))
         not_reported += [("mig", f"MIG is {NVIDIA_ONLY}"), ("reserved", f"driver-reserved memory "
                                                                         f"is {NVIDIA_ONLY}")]
         if free is None and total is not None and used is not None:

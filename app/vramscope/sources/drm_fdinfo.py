@@ -37,6 +37,10 @@ _NUMBER = re.compile(r"^(\d+)\s*([A-Za-z]*)$")
 _DEVICE_REGION = re.compile(r"^(vram|local)\d*$")
 # device nodes of the DRM subsystem (Documentation/gpu/drm-uapi.rst: render and primary nodes)
 DRM_NODE = re.compile(r"^/dev/dri/(renderD|card)\d+$")
+# AMD's compute driver (ROCm): its user-mode queues run without the kernel's
+# scheduler, so their time is in no drm-engine-* key (memory is: KFD buffers
+# live in the render node's VM)
+KFD = "/dev/kfd"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +145,8 @@ class ProcessClients:
     clients: tuple[DrmClient, ...] = ()
     denied: bool = False  # it holds a DRM node, but its fdinfo could not be read
     nodes: tuple[str, ...] = ()  # the DRM nodes it holds ("renderD128", ...)
-    fds: tuple[str, ...] = ()  # its fds that are DRM nodes ("3", "7")
+    fds: tuple[str, ...] = ()  # its fds that are DRM nodes or /dev/kfd ("3", "7")
+    kfd: bool = False  # it holds /dev/kfd: ROCm compute, whose busy time fdinfo does not see
 
 
 def process_clients(pid: int, proc_root: str = PROC,
@@ -157,6 +162,7 @@ def process_clients(pid: int, proc_root: str = PROC,
     except OSError:
         return None
     drm_fds = []
+    kfd = False
     seen: dict[tuple, DrmClient] = {}
     denied = False
     nodes: dict[str, None] = {}
@@ -165,6 +171,10 @@ def process_clients(pid: int, proc_root: str = PROC,
             target = os.readlink(f"{fd_dir}/{fd}")
         except OSError:
             continue  # closed meanwhile
+        if target == KFD:
+            kfd = True
+            drm_fds.append(fd)
+            continue
         if not DRM_NODE.match(target):
             continue
         nodes[target.rsplit("/", 1)[1]] = None
@@ -181,7 +191,7 @@ def process_clients(pid: int, proc_root: str = PROC,
     if not nodes:
         return None
     return ProcessClients(pid=pid, clients=tuple(seen.values()), denied=denied and not seen,
-                          nodes=tuple(nodes), fds=tuple(drm_fds))
+                          nodes=tuple(nodes), fds=tuple(drm_fds), kfd=kfd)
 
 
 def scan(proc_root: str = PROC) -> list[ProcessClients]:
