@@ -100,3 +100,20 @@ def test_the_monitor_shows_the_runtime_and_what_is_missing():
     assert "(XPU)" in title and "n/a on this backend: num_alloc_retries" in title
     rocm = AgentDevice(device="cuda:0", allocated=GiB, reserved=GiB, runtime="ROCm 6.2.41133")
     assert "(ROCm 6.2.41133)" in device_title(rocm)
+
+
+def test_outside_pytorch_on_an_amd_card_from_its_fdinfo_figure():
+    """A ROCm agent's device is "cuda:0" with a uuid NVML does not know: on the one
+    card its process holds (an AMD card read through DRM), outside PyTorch is that
+    card's per-process figure minus PyTorch's reserved."""
+    from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, GpuProcess, GpuSample
+    from vramscope.sources.agents import _with_outside
+    proc = GpuProcess(pid=4242, used=5 * GiB)
+    nvidia = GpuSample(index=0, uuid="GPU-8e3a4c1b", vendor="NVIDIA",
+                       processes=(GpuProcess(pid=77, used=GiB),))
+    amd = GpuSample(index=1, vendor="AMD", pci_bus_id="0000:03:00.0", processes=(proc,))
+    report = AgentReport(pid=4242, start_time=1.0, devices=(AgentDevice(
+        device="cuda:0", gpu_uuid="58ff7f3c-0000-0000-0000-000000000000", reserved=4 * GiB,
+        runtime="ROCm 6.2.41133-dd7f95766", buckets=AgentBuckets(weights=2 * GiB)),))
+    got = _with_outside(report, amd, proc, (nvidia, amd))
+    assert got.devices[0].buckets.outside_pytorch == GiB
