@@ -6,8 +6,8 @@ driver and the slot (``DRIVER=amdgpu``, ``PCI_SLOT_NAME=0000:03:00.0``),
 ``vendor``/``device`` the PCI ids. What each driver adds:
 
 - amdgpu (Documentation/gpu/amdgpu/driver-misc.rst, thermal.rst):
-  ``mem_info_vram_total``/``_used``, ``mem_info_gtt_total``/``_used`` (bytes),
-  ``gpu_busy_percent``, ``product_name`` where the board's FRU says it, and the
+  ``mem_info_vram_total``/``_used`` (bytes; ``mem_info_gtt_*``, system memory the
+  card maps, is not its memory and is not shown), ``gpu_busy_percent``, ``product_name`` where the board's FRU says it, and the
   hwmon ``temp1_input`` (m°C), ``power1_average``/``power1_input`` and
   ``power1_cap`` (µW);
 - xe (drivers/gpu/drm/xe/xe_tile_sysfs.c): ``tile<N>/physical_vram_size_bytes``;
@@ -48,8 +48,6 @@ class DrmDevice:
     nodes: tuple[str, ...] = ()  # "card1", "renderD128"
     vram_total: int | None = None
     vram_used: int | None = None
-    gtt_total: int | None = None
-    gtt_used: int | None = None
     busy_percent: int | None = None
     temperature: int | None = None
     power_w: float | None = None
@@ -144,8 +142,7 @@ def read_device(sys_root: str, card: str, nodes: tuple[str, ...] = ()) -> DrmDev
     return DrmDevice(
         card=card, pdev=uevent.get("PCI_SLOT_NAME"), driver=driver, vendor=vendor,
         device_id=device_id, name=name, nodes=nodes or (card,), vram_total=vram_total,
-        vram_used=vram_used, gtt_total=_int(f"{base}/mem_info_gtt_total"),
-        gtt_used=_int(f"{base}/mem_info_gtt_used"), busy_percent=busy,
+        vram_used=vram_used, busy_percent=busy,
         temperature=temperature, power_w=power, power_limit_w=cap,
         not_reported=tuple(missing))
 
