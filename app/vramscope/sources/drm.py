@@ -46,16 +46,25 @@ class DrmGpus:
         self._engines: dict[tuple, tuple[float, dict, dict]] = {}  # client key -> last figures
         self._holders: dict[int, tuple[str, ...]] = {}  # pid -> its DRM fds (last full scan)
         self._scanned_at: float | None = None
+        self._parsed: dict[tuple, tuple] = {}  # (pid, fd) -> (fdinfo text, DrmClient)
 
     def _scan(self, now: float) -> list[drm_fdinfo.ProcessClients]:
         last = self._scanned_at
+        parsed: dict[tuple, tuple] = {}
+        before = self._parsed
         if last is None or not last <= now < last + FULL_SCAN_EVERY:
-            found = drm_fdinfo.scan(self.proc_root)
+            found = drm_fdinfo.scan(self.proc_root, parsed=before)
             self._scanned_at = now
         else:
-            found = [p for p in (drm_fdinfo.process_clients(pid, self.proc_root, only=fds)
+            found = [p for p in (drm_fdinfo.process_clients(pid, self.proc_root, only=fds,
+                                                            parsed=before)
                                  for pid, fds in self._holders.items()) if p is not None]
         self._holders = {p.pid: p.fds for p in found}
+        for p in found:  # keep what this pass read, drop the fds that are gone
+            for fd in p.fds:
+                if (p.pid, fd) in before:
+                    parsed[(p.pid, fd)] = before[(p.pid, fd)]
+        self._parsed = parsed
         return found
 
     def read(self, now: float, first_index: int = 0) -> tuple[GpuSample, ...]:

@@ -86,46 +86,61 @@ def parse_number(value: str) -> int | None:
 
 
 def parse_fdinfo(text: str) -> DrmClient | None:
-    """The DRM client an fdinfo text describes; None when it is not a DRM file."""
-    fields: dict[str, str] = {}
+    """The DRM client an fdinfo text describes; None when it is not a DRM file.
+
+    One pass over the lines; a key is ``drm-<kind>-<rest>`` and only the kinds used
+    here have their numbers parsed (amdgpu and xe print ~30 keys, most of them
+    shared/active/purgeable figures no view shows)."""
+    driver = pdev = cid = None
+    resident, total, legacy, engines, capacity = {}, {}, {}, {}, {}
+    cycles_now: dict[str, str] = {}
+    cycles_total: dict[str, str] = {}
     for line in text.splitlines():
+        if not line.startswith("drm-"):
+            continue
         key, sep, value = line.partition(":")
-        if sep and key.startswith("drm-") and " " not in key:
-            fields[key] = value.strip()
-    driver = fields.get("drm-driver")
-    if not driver:
-        return None
-    cid = fields.get("drm-client-id")
-    client_id = int(cid) if cid is not None and cid.isdigit() else None
-    resident, total, engines, capacity, cycles = {}, {}, {}, {}, {}
-    legacy = {}
-    for key, value in fields.items():
-        for prefix, into in (("drm-resident-", resident), ("drm-total-", total),
-                             ("drm-memory-", legacy)):
-            if key.startswith(prefix) and not key.startswith("drm-total-cycles-"):
-                n = parse_number(value)
-                if n is not None:
-                    into[key[len(prefix):]] = n
-                break
-        else:
-            if key.startswith("drm-engine-capacity-"):
+        if not sep or " " in key or "\t" in key:
+            continue
+        kind, _, rest = key[4:].partition("-")
+        value = value.strip()
+        if kind == "driver":
+            driver = value
+        elif kind == "pdev":
+            pdev = value
+        elif kind == "client" and rest == "id":
+            cid = value
+        elif kind == "cycles":
+            cycles_now[rest] = value
+        elif kind == "total" and rest.startswith("cycles-"):
+            cycles_total[rest[7:]] = value
+        elif kind in _MEMORY_KINDS and rest:
+            n = parse_number(value)
+            if n is not None:
+                (resident if kind == "resident" else total if kind == "total" else legacy)[rest] = n
+        elif kind == "engine" and rest:
+            if rest.startswith("capacity-"):
                 n = parse_number(value)
                 if n:
-                    capacity[key[len("drm-engine-capacity-"):]] = n
-            elif key.startswith("drm-engine-") and value.endswith("ns"):
+                    capacity[rest[9:]] = n
+            elif value.endswith("ns"):
                 n = parse_number(value[:-2])
                 if n is not None:
-                    engines[key[len("drm-engine-"):]] = n
-            elif key.startswith("drm-cycles-"):
-                n = parse_number(value)
-                t = parse_number(fields.get("drm-total-cycles-" + key[len("drm-cycles-"):], ""))
-                if n is not None and t is not None:
-                    cycles[key[len("drm-cycles-"):]] = (n, t)
+                    engines[rest] = n
+    if not driver:
+        return None
+    cycles = {}
+    for name, value in cycles_now.items():
+        n, t = parse_number(value), parse_number(cycles_total.get(name, ""))
+        if n is not None and t is not None:
+            cycles[name] = (n, t)
     for region, n in legacy.items():  # drm-memory-<region> is resident memory (amdgpu)
         resident.setdefault(region, n)
-    return DrmClient(driver=driver, pdev=fields.get("drm-pdev"), client_id=client_id,
+    return DrmClient(driver=driver, pdev=pdev, client_id=int(cid) if cid and cid.isdigit() else None,
                      resident=resident, total=total, engines=engines, capacity=capacity,
                      cycles=cycles)
+
+
+_MEMORY_KINDS = ("resident", "total", "memory")
 
 
 def read_bounded(path: str, limit: int = MAX_FDINFO) -> str:
@@ -149,11 +164,13 @@ class ProcessClients:
     kfd: bool = False  # it holds /dev/kfd: ROCm compute, whose busy time fdinfo does not see
 
 
-def process_clients(pid: int, proc_root: str = PROC,
-                    only: tuple[str, ...] | None = None) -> ProcessClients | None:
+def process_clients(pid: int, proc_root: str = PROC, only: tuple[str, ...] | None = None,
+                    parsed: dict | None = None) -> ProcessClients | None:
     """The DRM clients of one process; None when it holds no DRM node (or vanished,
     or its fd table is not readable: another user's process without privileges).
-    ``only``: look at these fds alone (the ones a full scan found to be DRM nodes)."""
+    ``only``: look at these fds alone (the ones a full scan found to be DRM nodes).
+    ``parsed``: {(pid, fd): (text, client)} of the previous pass, updated: an fdinfo
+    that reads the same as then is not parsed again."""
     fd_dir = f"{proc_root}/{pid}/fd"
     try:
         fds = list(only) if only is not None else os.listdir(fd_dir)[:MAX_FDS]
@@ -185,7 +202,12 @@ def process_clients(pid: int, proc_root: str = PROC,
             if exc.errno in (errno.EACCES, errno.EPERM):
                 denied = True
             continue  # ENOENT: closed or the process ended between the two reads
-        client = parse_fdinfo(text)
+        if parsed is not None:
+            before = parsed.get((pid, fd))
+            client = before[1] if before is not None and before[0] == text else parse_fdinfo(text)
+            parsed[(pid, fd)] = (text, client)
+        else:
+            client = parse_fdinfo(text)
         if client is not None:
             seen.setdefault(client.key if client.client_id is not None else (target, fd), client)
     if not nodes:
@@ -194,7 +216,7 @@ def process_clients(pid: int, proc_root: str = PROC,
                           nodes=tuple(nodes), fds=tuple(drm_fds), kfd=kfd)
 
 
-def scan(proc_root: str = PROC) -> list[ProcessClients]:
+def scan(proc_root: str = PROC, parsed: dict | None = None) -> list[ProcessClients]:
     """Every process of this /proc that holds a DRM node, in PID order."""
     try:
         pids = sorted(int(n) for n in os.listdir(proc_root) if n.isdigit())
@@ -202,7 +224,7 @@ def scan(proc_root: str = PROC) -> list[ProcessClients]:
         return []
     out = []
     for pid in pids:
-        got = process_clients(pid, proc_root)
+        got = process_clients(pid, proc_root, parsed=parsed)
         if got is not None:
             out.append(got)
     return out
