@@ -186,6 +186,10 @@ class ProcessTableModel(QAbstractTableModel):
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
             if col == "SM %" and row.mig and row.sm is None:
                 return "NVML gives no per-process SM % on a MIG slice: n/a, not 0."
+            if col == "SM %" and row.sm is None:
+                return ("No per-process busy figure here: n/a, not 0 (a driver without process "
+                        "utilisation; ROCm compute on an AMD card, whose queues fdinfo does not "
+                        "time; a process just seen).")
             if col == "Agent" and row.has_agent:
                 return "Runs the vramscope PyTorch agent: allocator breakdown available."
             return column.tip
