@@ -29,24 +29,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "app"))
 
 from drm_trees import Fd, GiB, Machine, MiB, amdgpu_fdinfo, xe_fdinfo  # noqa: E402
+from sampling_pass import summary, timed  # noqa: E402  (bench/ is this script's folder)
 
 from vramscope.sources.drm import FULL_SCAN_EVERY, DrmGpus  # noqa: E402
-
-
-def timed(fn, passes: int) -> list[float]:
-    fn()
-    out = []
-    for _ in range(passes):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
-
-
-def summary(ms: list[float]) -> str:
-    ms = sorted(ms)
-    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
-    return f"median {statistics.median(ms):7.2f} ms   p95 {p95:7.2f} ms"
 
 
 def floor(proc_root: str) -> None:
