@@ -69,6 +69,7 @@ class FakeGpu:
     used: int = 0  # v2 meaning: excludes reserved
     free: int | None = None  # default: total - reserved - used
     memory_v2: str = "yes"  # "yes" | "no" (NOT_SUPPORTED) | "missing" (FUNCTION_NOT_FOUND)
+    memory: bool = True  # False: every memory call NOT_SUPPORTED (unified memory: GB10, Jetson)
     utilization: tuple[int, int] | None = (0, 0)  # (gpu %, memory %) or not supported
     temperature: int | None = 40
     power_mw: int | None = 30_000
@@ -113,7 +114,8 @@ class FakeState:
                     f"name {g.name}",
                     f"uuid {self.gpu_uuid(i)}",
                     f"pci_bus_id {self.gpu_pci(i)}",
-                    f"memory {g.total} {g.reserved} {g.used} {g.free_bytes()}",
+                    f"memory {g.total} {g.reserved} {g.used} {g.free_bytes()}" if g.memory
+                    else "memory na",
                     f"memory_v2 {g.memory_v2}",
                     "utilization na" if g.utilization is None
                     else f"utilization {g.utilization[0]} {g.utilization[1]}",
@@ -167,8 +169,11 @@ class FakeState:
                     target.uuid = rest
                 elif key == "pci_bus_id":
                     g.pci_bus_id = rest
+                elif key == "memory" and rest == "na":
+                    g.memory = False
                 elif key == "memory":
                     g.total, g.reserved, g.used, g.free = (int(t) for t in tok)
+                    g.memory = True
                 elif key == "memory_v2":
                     if rest not in ("yes", "no", "missing"):
                         raise ValueError(rest)

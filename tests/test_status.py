@@ -44,7 +44,8 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                         "utilization": {"gpu": None, "memory": None}, "temperature": None,
                         "power": {"usage_w": None, "limit_w": None},
                         "error": "GPU is lost", "asleep": False, "processes": [],
-                        "mig_mode": None, "mig_slices": []})
+                        "mig_mode": None, "mig_slices": [], "vendor": "NVIDIA",
+                        "memory_kind": None, "not_reported": {}})
             continue
         v2 = memory_v2_symbol and g.memory_v2 == "yes"
         merged: dict[int, dict] = {}
@@ -81,7 +82,8 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
             "temperature": g.temperature,
             "power": {"usage_w": None if g.power_mw is None else g.power_mw / 1000,
                       "limit_w": None if g.power_limit_mw is None else g.power_limit_mw / 1000},
-            "error": None, "asleep": False, "processes": procs, "mig_mode": g.mig, "mig_slices": []})
+            "error": None, "asleep": False, "processes": procs, "mig_mode": g.mig, "mig_slices": [],
+            "vendor": "NVIDIA", "memory_kind": None, "not_reported": {}})
     return out
 
 
@@ -238,7 +240,7 @@ def test_report_carries_agents_and_marks_their_processes():
                     "num_ooms": 0, "buckets": {"weights": 2 * GiB, "gradients": 2 * GiB,
                                                "optimizer_state": None, "other_allocated": GiB,
                                                "cached_free": 2 * GiB, "outside_pytorch": None},
-                    "buckets_note": None}
+                    "buckets_note": None, "runtime": None, "missing": []}
     assert list(cuda["buckets"]) == list(BUCKET_LABELS)  # every bucket the window shows
     assert cpu["allocated"] is None and set(cpu["buckets"].values()) == {None}
     assert agent["events"] == [{"kind": "step", "time": 1700000100.0, "data": {"step": 17}}]

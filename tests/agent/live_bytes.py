@@ -80,8 +80,9 @@ class LiveBytes(TorchDispatchMode):
 class LiveBytesProvider:
     """The agent's allocator-statistics provider over a LiveBytes mode (device "cpu")."""
 
-    def __init__(self, live: LiveBytes):
+    def __init__(self, live: LiveBytes, info: dict | None = None):
         self.live = live
+        self.info = info or {"uuid": None, "total": None, "name": "live CPU bytes"}
 
     def devices(self) -> list[int]:
         return [0]
@@ -97,7 +98,7 @@ class LiveBytesProvider:
         return {0: self.live.allocated}
 
     def device_info(self, index: int) -> dict:
-        return {"uuid": None, "total": None, "name": "live CPU bytes"}
+        return dict(self.info)
 
     def allocator_settings(self) -> dict:
         return {"backend": "native", "expandable_segments": False, "max_split_size": None, "conf": ""}

@@ -26,6 +26,20 @@ from .test_buckets import TiedLM
 
 INSTANTS = ("forward", "mid-backward", "backward", "step")
 
+# what torch.cuda says about its device on a CUDA build and on a ROCm build (where
+# torch.version.hip is set and torch.cuda is HIP): the buckets must not care
+STYLES = {
+    "CUDA": {"uuid": "GPU-8e3a4c1b-2f5d-4e6a-9b7c-0d1e2f3a4b5c", "total": 24 << 30,
+             "name": "NVIDIA GeForce RTX 4090", "runtime": "CUDA 12.4"},
+    "ROCm": {"uuid": "58ff7f3c-0000-0000-0000-000000000000", "total": 192 << 30,
+             "name": "AMD Instinct MI300X", "runtime": "ROCm 6.2.41133-dd7f95766"},
+}
+
+
+@pytest.fixture(params=sorted(STYLES))
+def style(request):
+    return request.param
+
 
 def truth(live: LiveBytes, models, optimizers) -> dict[str, int]:
     params = [p for m in models for p in m.parameters()]
@@ -42,9 +56,10 @@ def truth(live: LiveBytes, models, optimizers) -> dict[str, int]:
 class Check:
     """Samples the agent at an instant and compares with the truth (1 %)."""
 
-    def __init__(self, make_agent, live, models, optimizers):
+    def __init__(self, make_agent, live, models, optimizers, style="CUDA"):
         self.live, self.models, self.optimizers = live, models, optimizers
-        self.agent = make_agent(LiveBytesProvider(live), interval=60.0)
+        self.style = style
+        self.agent = make_agent(LiveBytesProvider(live, STYLES[style]), interval=60.0)
         for m in models:
             self.agent.watch(model=m)
         for o in optimizers:
@@ -70,7 +85,9 @@ class Check:
 
     def __call__(self, instant: str) -> dict:
         item = self.agent.sample_once()
-        got = {d["device"]: d for d in item["devices"]}["cpu"]["buckets"]
+        device = {d["device"]: d for d in item["devices"]}["cpu"]
+        assert device["runtime"] == STYLES[self.style]["runtime"]  # "ROCm ..." on a ROCm build
+        got = device["buckets"]
         want = truth(self.live, self.models, self.optimizers)
         for bucket, value in want.items():
             assert got[bucket] is not None, (instant, bucket, got)
@@ -102,12 +119,12 @@ def loop(check, model, opt, steps=3, micro=1, set_to_none=True, forward=None, mi
 
 
 @pytest.mark.parametrize("set_to_none", [True, False])
-def test_every_bucket_is_true_at_forward_backward_and_step(make_agent, set_to_none):
+def test_every_bucket_is_true_at_forward_backward_and_step(make_agent, set_to_none, style):
     live = LiveBytes()
     with live:
         model = mlp_bn()
         opt = torch.optim.Adam(model.parameters())
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
         loop(check, model, opt, steps=3, set_to_none=set_to_none, mid=model[2])
     by = check.by_instant()
     params = sum(p.numel() * 4 for p in model.parameters())
@@ -125,12 +142,12 @@ def test_every_bucket_is_true_at_forward_backward_and_step(make_agent, set_to_no
     assert [w["gradients"] for w in by["mid-backward"]] == [later] + [later if set_to_none else params] * 2
 
 
-def test_buffers_are_weights(make_agent):
+def test_buffers_are_weights(make_agent, style):
     live = LiveBytes()
     with live:
         model = mlp_bn()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
         want = check("idle")
     bn = model[1]
     buffers = sum(b.untyped_storage().nbytes() for b in bn.buffers())
@@ -138,12 +155,12 @@ def test_buffers_are_weights(make_agent):
     assert want["weights"] == sum(p.numel() * 4 for p in model.parameters()) + buffers
 
 
-def test_gradient_accumulation(make_agent):
+def test_gradient_accumulation(make_agent, style):
     live = LiveBytes()
     with live:
         model = mlp_bn()
         opt = torch.optim.AdamW(model.parameters())
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
         loop(check, model, opt, steps=2, micro=3, mid=model[2])
     by = check.by_instant()
     assert by["forward"][0]["gradients"] == 0 and by["forward"][1]["gradients"] > 0  # accumulating
@@ -153,7 +170,7 @@ def test_gradient_accumulation(make_agent):
     assert [w["gradients"] for w in by["mid-backward"][1:3]] == [params, params]
 
 
-def test_frozen_backbone(make_agent):
+def test_frozen_backbone(make_agent, style):
     live = LiveBytes()
     with live:
         model = mlp_bn()
@@ -161,7 +178,7 @@ def test_frozen_backbone(make_agent):
             p.requires_grad_(False)
         head = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.Adam(head)
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
         loop(check, model, opt, steps=2, mid=model[4])
     after = [w for i, w in check.seen if i == "step"][-1]
     assert after["gradients"] == sum(p.numel() * 4 for p in head)
@@ -169,12 +186,12 @@ def test_frozen_backbone(make_agent):
     assert [w["gradients"] for w in mid] == [sum(p.numel() * 4 for p in model[5].parameters())] * 2
 
 
-def test_tied_weights(make_agent):
+def test_tied_weights(make_agent, style):
     live = LiveBytes()
     with live:
         model = TiedLM(vocab=500)
         opt = torch.optim.Adam(model.parameters())
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
         idx = torch.randint(0, 500, (4, 16))
         loop(check, model, opt, steps=2, forward=lambda x: model(idx).logsumexp(-1).mean(), mid=model.embed)
     assert check.seen[-1][1]["weights"] == (500 * 64 + 64 * 64 + 64) * 4  # the tied matrix once
@@ -183,12 +200,12 @@ def test_tied_weights(make_agent):
     assert [w["gradients"] for w in mid] == [(64 * 64 + 64) * 4] * 2
 
 
-def test_mixed_precision_autocast_bf16_copies_are_temporaries(make_agent):
+def test_mixed_precision_autocast_bf16_copies_are_temporaries(make_agent, style):
     live = LiveBytes()
     with live:
         model = mlp_bn()
         opt = torch.optim.Adam(model.parameters())
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
 
         def forward(x):
             with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -200,13 +217,13 @@ def test_mixed_precision_autocast_bf16_copies_are_temporaries(make_agent):
         sum(b.untyped_storage().nbytes() for b in model.buffers())
 
 
-def test_fp32_master_weights_with_a_bf16_model(make_agent):
+def test_fp32_master_weights_with_a_bf16_model(make_agent, style):
     live = LiveBytes()
     with live:
         model = mlp_bn().to(torch.bfloat16)
         masters = [p.detach().float().requires_grad_() for p in model.parameters()]
         opt = torch.optim.Adam(masters)
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
         check.mid_backward(model[2])
         for _ in range(2):
             opt.zero_grad()
@@ -243,12 +260,12 @@ class Growing(torch.nn.Module):
         return h if self.extra is None else self.extra(h)
 
 
-def test_parameters_added_late_are_counted_at_the_next_sample(make_agent):
+def test_parameters_added_late_are_counted_at_the_next_sample(make_agent, style):
     live = LiveBytes()
     with live:
         model = Growing()
         opt = torch.optim.Adam(model.parameters())
-        check = Check(make_agent, live, [model], [opt])
+        check = Check(make_agent, live, [model], [opt], style)
         loop(check, model, opt, steps=1, mid=model.body[2])
         model.extra = torch.nn.Linear(8, 512)
         opt.add_param_group({"params": list(model.extra.parameters())})
@@ -259,13 +276,13 @@ def test_parameters_added_late_are_counted_at_the_next_sample(make_agent):
     assert second["gradients"] - first["gradients"] == extra  # the late layer's gradients count mid-backward
 
 
-def test_a_second_model_registered_mid_run(make_agent):
+def test_a_second_model_registered_mid_run(make_agent, style):
     live = LiveBytes()
     with live:
         gen, disc = mlp_bn(), torch.nn.Sequential(torch.nn.Linear(8, 128), torch.nn.ReLU(),
                                                   torch.nn.Linear(128, 1))
         opt_g = torch.optim.Adam(gen.parameters())
-        check = Check(make_agent, live, [gen], [opt_g])
+        check = Check(make_agent, live, [gen], [opt_g], style)
         loop(check, gen, opt_g, steps=1, mid=gen[2])
         opt_d = torch.optim.SGD(disc.parameters(), lr=0.1, momentum=0.9)
         check.agent.watch(model=disc, optimizer=opt_d)

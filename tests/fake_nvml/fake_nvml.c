@@ -35,6 +35,8 @@
  *   uuid GPU-...
  *   pci_bus_id 00000000:01:00.0
  *   memory TOTAL RESERVED USED FREE       bytes (v2 meaning: used excludes reserved)
+ *   memory na                             both memory calls NOT_SUPPORTED: a unified-memory
+ *                                         board (GB10, Jetson); processes keep their figures
  *   memory_v2 yes | no | missing          no: NOT_SUPPORTED, missing: FUNCTION_NOT_FOUND
  *   utilization GPU MEM | na
  *   temperature C | na
@@ -159,6 +161,7 @@ typedef struct fake_gpu {
     char name[STR_LEN], uuid[STR_LEN], pci_bus_id[32];
     unsigned long long total, reserved, used, free;
     int memory_v2;            /* 1 yes, 0 NOT_SUPPORTED, -1 FUNCTION_NOT_FOUND */
+    int has_memory;           /* 0: every memory call NOT_SUPPORTED (unified memory) */
     int has_util; unsigned int util_gpu, util_mem;
     int has_temp; unsigned int temp;
     int has_power; unsigned int power_mw;
@@ -202,6 +205,7 @@ static void gpu_defaults(fake_gpu *g, int index) {
     snprintf(g->uuid, sizeof g->uuid, "GPU-00000000-0000-0000-0000-%012d", index);
     snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "00000000:%02X:00.0", index + 1);
     g->memory_v2 = 1;
+    g->has_memory = 1;
     g->proc_util = 1;
     g->proc_api = 3;
     g->mig_mode = -1;
@@ -285,8 +289,10 @@ static int parse_line(fake_state *st, char *line, int lineno) {
     } else if (!strcmp(key, "pci_bus_id")) {
         snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", rest);
     } else if (!strcmp(key, "memory")) {
-        if (nt != 4 || parse_ull(tok[0], &g->total) || parse_ull(tok[1], &g->reserved)
+        if (nt == 1 && !strcmp(tok[0], "na")) g->has_memory = 0;
+        else if (nt != 4 || parse_ull(tok[0], &g->total) || parse_ull(tok[1], &g->reserved)
             || parse_ull(tok[2], &g->used) || parse_ull(tok[3], &g->free)) goto bad;
+        else g->has_memory = 1;
     } else if (!strcmp(key, "memory_v2")) {
         if (!strcmp(rest, "yes")) g->memory_v2 = 1;
         else if (!strcmp(rest, "no")) g->memory_v2 = 0;
@@ -568,6 +574,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(fake_gpu *dev, nvmlPciInfo_t *pci) {
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(fake_gpu *dev, nvmlMemory_t *mem) {
     DEVICE_CALL(dev);
+    if (!dev->has_memory) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     if (!mem) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
     mem->total = dev->total;
     mem->free = dev->free;
@@ -579,7 +586,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(fake_gpu *dev, nvmlMemory_t *mem) {
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(fake_gpu *dev, nvmlMemory_v2_t *mem) {
     DEVICE_CALL(dev);
     if (dev->memory_v2 < 0) LEAVE(NVML_ERROR_FUNCTION_NOT_FOUND);
-    if (dev->memory_v2 == 0) LEAVE(NVML_ERROR_NOT_SUPPORTED);
+    if (dev->memory_v2 == 0 || !dev->has_memory) LEAVE(NVML_ERROR_NOT_SUPPORTED);
     if (!mem) LEAVE(NVML_ERROR_INVALID_ARGUMENT);
     if (mem->version != NVML_MEMORY_V2_VERSION) LEAVE(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     mem->total = dev->total;

@@ -33,7 +33,8 @@ def test_serves_the_latest_frame_on_loopback():
         got = _scrape(server.url)
         f = frame(3)
         key = ("vramscope_gpu_memory_used_bytes",
-               (("gpu", "0"), ("name", "Test GPU A"), ("uuid", "GPU-aaaa")))
+               (("gpu", "0"), ("memory", ""), ("name", "Test GPU A"), ("uuid", "GPU-aaaa"),
+                ("vendor", "")))
         assert got[key] == f.gpus[0].used
         assert got[("vramscope_process_memory_used_bytes",
                     (("gpu", "0"), ("mig", ""), ("pid", "4242"), ("process", "python3")))] \

@@ -154,8 +154,8 @@ class Agent:
         if self.reader is None:
             provider = self._provider
             if provider is None:
-                from vramscope.agent.stats import TorchCudaProvider
-                provider = TorchCudaProvider()
+                from vramscope.agent.stats import default_provider
+                provider = default_provider()
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.steps.install()
         if self.discovery is not None and not self._models:

@@ -40,6 +40,34 @@ ASYNC_MEANINGFUL = {"allocated", "reserved", "active"}
 STAT_FIELDS = tuple(STAT_KEYS) + ("peak_allocated",)
 
 
+def runtime_of(torch) -> str:
+    """What torch.cuda runs on: "ROCm 6.2.41133-dd7f95766" on a ROCm build (there
+    ``torch.version.hip`` is set and torch.cuda is HIP: PyTorch's "HIP (ROCm)
+    semantics" notes), else "CUDA 12.4"."""
+    version = getattr(torch, "version", None)
+    hip = getattr(version, "hip", None)
+    if hip:
+        return f"ROCm {hip}"
+    cuda = getattr(version, "cuda", None)
+    return f"CUDA {cuda}" if cuda else "CUDA"
+
+
+def default_provider(torch=None):
+    """torch.cuda (CUDA or ROCm), or torch.xpu on a build for Intel GPUs only."""
+    if torch is None:
+        import torch
+    version = getattr(torch, "version", None)
+    xpu = getattr(torch, "xpu", None)
+    if not (getattr(version, "cuda", None) or getattr(version, "hip", None)) and xpu is not None:
+        try:
+            if xpu.is_available():
+                from vramscope.agent.stats_xpu import TorchXpuProvider
+                return TorchXpuProvider(torch)
+        except Exception:
+            pass
+    return TorchCudaProvider(torch)
+
+
 def device_name(provider, index: int) -> str:
     """The agent's name for a provider's device: "cuda:<index>", unless the provider
     names its devices itself (a test provider that replays CUDA semantics with
@@ -49,10 +77,12 @@ def device_name(provider, index: int) -> str:
 
 
 class TorchCudaProvider:
-    """The real thing: torch.cuda, read without synchronising."""
+    """The real thing: torch.cuda (CUDA or ROCm's HIP), read without synchronising.
+    ``torch``: the module (tests pass one shaped like a ROCm build)."""
 
-    def __init__(self):
-        import torch
+    def __init__(self, torch=None):
+        if torch is None:
+            import torch
         self._torch = torch
         self._info: dict[int, dict] = {}
         self._touched: set[int] = set()
@@ -85,7 +115,8 @@ class TorchCudaProvider:
     def device_info(self, index: int) -> dict:
         info = self._info.get(index)
         if info is None:
-            info = {"uuid": None, "total": None, "name": None}
+            info = {"uuid": None, "total": None, "name": None,
+                    "runtime": runtime_of(self._torch)}
             try:
                 props = self._torch.cuda.get_device_properties(index)
                 info["total"] = int(props.total_memory)
@@ -284,5 +315,8 @@ class StatsReader:
             info = self.provider.device_info(index)
             fields["uuid"] = info.get("uuid")
             fields["total"] = info.get("total")
+            fields["runtime"] = info.get("runtime")  # "CUDA 12.4", "ROCm 6.2...", "XPU ..."
+            if info.get("missing"):
+                fields["missing"] = list(info["missing"])  # figures this backend does not give
             out[name] = fields
         return out

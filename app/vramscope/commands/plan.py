@@ -124,12 +124,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
-    """[(name, total bytes)] from one NVML pass, or ([], why not)."""
+    """[(name, capacity bytes)] from one pass over this machine's GPUs, or ([], why not)."""
     import time
 
-    from vramscope.sources.nvml import NvmlSource
+    from vramscope.sources.all_gpus import AllGpusSource
 
-    source = NvmlSource()
+    source = AllGpusSource()
     try:
         frame = source.sample(time.time())
     finally:
@@ -138,7 +138,7 @@ def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
         return [], frame.error
     from vramscope.core.planner.targets import fit_targets
     gpus = fit_targets(frame)
-    return gpus, None if gpus else "NVML found no GPU"
+    return gpus, None if gpus else "no GPU found (NVML, DRM)"
 
 
 def request_from_args(args):

@@ -26,9 +26,9 @@ DEFAULT_HOST = "127.0.0.1"
 
 # (GpuSample attribute, metric name, help): read back by sources/prometheus.py
 GPU_GAUGES = (
-    ("used", "vramscope_gpu_memory_used_bytes", "Device memory in use (NVML)"),
-    ("total", "vramscope_gpu_memory_total_bytes", "Device memory capacity (NVML)"),
-    ("free", "vramscope_gpu_memory_free_bytes", "Device memory free (NVML)"),
+    ("used", "vramscope_gpu_memory_used_bytes", "Device memory in use (NVML; sysfs for AMD, Intel; the system pool on unified memory)"),
+    ("total", "vramscope_gpu_memory_total_bytes", "Device memory capacity (NVML; sysfs for AMD, Intel)"),
+    ("free", "vramscope_gpu_memory_free_bytes", "Device memory free (NVML; sysfs for AMD, Intel)"),
     ("reserved", "vramscope_gpu_memory_reserved_bytes", "Driver/system reserved memory"),
     ("util_gpu", "vramscope_gpu_utilization_percent", "GPU (SM) utilisation"),
     ("util_memory", "vramscope_gpu_memory_utilization_percent", "Memory controller utilisation"),
@@ -69,7 +69,8 @@ class StoreCollector(Collector):
                                  labels=["source", "simulated"])
         info.add_metric([frame.source, "true" if frame.simulated else "false"], frame.time)
         yield info
-        gpu_labels = ["gpu", "uuid", "name"]
+        # vendor: NVIDIA / AMD / Intel; memory: "unified" for a board sharing system memory
+        gpu_labels = ["gpu", "uuid", "name", "vendor", "memory"]
         fams = {attr: GaugeMetricFamily(name, doc, labels=gpu_labels)
                 for attr, name, doc in GPU_GAUGES}
         # "mig": the MIG slice's UUID a process runs on, "" off MIG
@@ -94,7 +95,8 @@ class StoreCollector(Collector):
                     value = getattr(mig, attr)
                     if value is not None:
                         mig_fams[attr].add_metric(mlabels, float(value))
-            labels = [str(gpu.index), gpu.uuid or "", gpu.name or ""]
+            labels = [str(gpu.index), gpu.uuid or "", gpu.name or "", gpu.vendor or "",
+                      gpu.memory_kind or ""]
             asleep.add_metric(labels, 1.0 if gpu.asleep else 0.0)
             for attr, _, _ in GPU_GAUGES:
                 value = getattr(gpu, attr)

@@ -144,6 +144,12 @@ class MigSlice:
     error: str | None = None
 
 
+# GPU vendors, as GpuSample.vendor names them (PCI vendor ids: the PCI-SIG list, pci.ids)
+NVIDIA, AMD, INTEL = "NVIDIA", "AMD", "Intel"
+VENDORS = (NVIDIA, AMD, INTEL)
+UNIFIED_MEMORY = "unified"  # GpuSample.memory_kind of a board sharing system memory
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSample:
     index: int
@@ -166,6 +172,20 @@ class GpuSample:
     asleep: bool = False  # runtime-suspended PCI device: not queried, so not woken
     host: str | None = None  # the machine it is in, when not this one (--host, a fleet)
     host_index: int | None = None  # its index on that machine (``index`` is unique here)
+    vendor: str | None = None  # one of VENDORS; None: not known (an older recording)
+    # "unified": the board has no memory of its own (GB10, Jetson, an APU) and total/used/
+    # free are the system memory its processes share (sources/unified.py); None: its own VRAM
+    memory_kind: str | None = None
+    # figures this GPU does not report and why: (("util_gpu", "the xe driver ..."), ...)
+    not_reported: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def unified(self) -> bool:
+        return self.memory_kind == UNIFIED_MEMORY
+
+    def reason(self, figure: str) -> str | None:
+        """Why ``figure`` (a field name, or "process_memory" / "process_sm") is n/a here."""
+        return next((why for name, why in self.not_reported if name == figure), None)
 
     def slice_of(self, proc: GpuProcess) -> MigSlice | None:
         """The MIG slice a process of this GPU runs on (None off MIG)."""
@@ -300,7 +320,7 @@ class AgentBuckets:
 
 @dataclass(frozen=True, slots=True)
 class AgentDevice:
-    device: str  # "cuda:0", "cpu"
+    device: str  # "cuda:0" (CUDA or ROCm), "xpu:0", "cpu"
     gpu_uuid: str | None = None  # to match the NVML GPU
     allocated: int | None = None
     reserved: int | None = None
@@ -314,6 +334,8 @@ class AgentDevice:
     free_count: int | None = None
     buckets: AgentBuckets | None = None
     total: int | None = None  # device capacity as torch sees it
+    runtime: str | None = None  # what torch runs on there: "CUDA 12.4", "ROCm 6.2.41133-...", "XPU"
+    missing: tuple[str, ...] = ()  # allocator figures this backend does not give (XPU)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,10 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                "mig_mode",
                "mig_slices": [{"index", "uuid", "name", "profile", "gpu_instance_id",
                                "compute_instance_id", "memory": {"total", "used", "free"},
-                               "processes": [...]}]}],
+                               "processes": [...]}],
+               "vendor": "NVIDIA" | "AMD" | "Intel" | null,
+               "memory_kind": "unified" | null (the board's own memory),
+               "not_reported": {figure: why it is null for this GPU}}],
      "users": [{"user", "used", "gpus": [{"gpu", "used"}], "processes", "unreported"}],
      "device_holders": [{"pid", "user", "command", "devices", "container", "ns_pid"}],
      "wsl", "notices",
@@ -117,6 +120,9 @@ def gpu_to_dict(gpu: GpuSample) -> dict:
         "processes": [process_to_dict(p) for p in gpu.processes],
         "mig_mode": gpu.mig_mode,
         "mig_slices": [slice_to_dict(s) for s in gpu.slices],
+        "vendor": gpu.vendor,
+        "memory_kind": gpu.memory_kind,
+        "not_reported": dict(gpu.not_reported),
     }
 
 
@@ -182,6 +188,8 @@ def agent_device_to_dict(dev: AgentDevice) -> dict:
         "num_ooms": dev.num_ooms,
         "buckets": {k: _int(v) for k, v in buckets.items()},
         "buckets_note": dev.buckets.note if dev.buckets is not None else None,
+        "runtime": dev.runtime,
+        "missing": list(dev.missing),
     }
 
 
@@ -310,7 +318,8 @@ def _agent_lines(frame: Frame) -> list[str]:
         for d in a.devices:
             if d.allocated is None and d.buckets is None:
                 continue
-            line = (f"    {d.device}: allocated {fmt_bytes(d.allocated)}, reserved {fmt_bytes(d.reserved)}"
+            runtime = f" ({d.runtime})" if d.runtime else ""
+            line = (f"    {d.device}{runtime}: allocated {fmt_bytes(d.allocated)}, reserved {fmt_bytes(d.reserved)}"
                     f", peak {fmt_bytes(d.peak_allocated)}")
             if d.num_alloc_retries:
                 line += f", alloc retries {d.num_alloc_retries}"
@@ -354,6 +363,8 @@ def _gpu_line(gpu: GpuSample) -> str:
     if gpu.asleep:
         return f"{gpu.label}  {name}  asleep (runtime-suspended; not queried until it wakes)"
     parts = [f"{gpu.label}  {name}"]
+    if gpu.unified:
+        parts.append("unified memory (the system's)")
     if gpu.total:
         pct = f" ({100.0 * gpu.used / gpu.total:.0f} %)" if gpu.used is not None else ""
         parts.append(f"memory {fmt_bytes(gpu.used)} / {fmt_bytes(gpu.total)}{pct}")

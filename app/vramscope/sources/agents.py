@@ -388,7 +388,9 @@ def _report(state: _Agent) -> AgentReport:
             requested=_int(dev.get("requested")), peak_allocated=_int(dev.get("peak_allocated")),
             num_alloc_retries=_int(dev.get("num_alloc_retries")), num_ooms=_int(dev.get("num_ooms")),
             alloc_count=_int(dev.get("alloc_count")), free_count=_int(dev.get("free_count")),
-            buckets=buckets, total=_int(dev.get("total"))))
+            buckets=buckets, total=_int(dev.get("total")),
+            runtime=dev["runtime"] if isinstance(dev.get("runtime"), str) else None,
+            missing=tuple(str(m) for m in dev.get("missing") or () if isinstance(m, str))))
     error = state.error
     if error is None and state.ended_at is not None:
         error = AGENT_ENDED
@@ -413,7 +415,7 @@ def _int(v) -> int | None:
 
 def _with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:
     """outside PyTorch = NVML process memory - reserved, on the device that is this GPU."""
-    cuda = [d for d in report.devices if d.device.startswith("cuda")]
+    cuda = [d for d in report.devices if d.device.startswith(("cuda", "xpu"))]
     target = None
     # the device is this GPU, or the MIG slice of it the process runs on
     here = {_norm_uuid(gpu.uuid), _norm_uuid(proc.mig_uuid)} - {None}
@@ -443,6 +445,10 @@ def _device_fields(d: AgentDevice) -> dict:
             out[metric] = value
     if d.buckets is not None:
         out["buckets"] = d.buckets.as_dict()
+    if d.runtime is not None:
+        out["runtime"] = d.runtime
+    if d.missing:
+        out["missing"] = list(d.missing)
     return out
 
 

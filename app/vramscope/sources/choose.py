@@ -9,7 +9,7 @@ from __future__ import annotations
 def open_source(args, demo_elapsed: float = 0.0):
     """The source the options ask for: a fleet through Prometheus
     (--from-prometheus), other machines over ssh (--host), the simulated
-    workstation or NVML. ValueError for a URL that is not one.
+    workstation or this machine's GPUs (NVML, DRM). ValueError for a URL that is not one.
 
     ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
     `status --demo` shows the workstation busy, not at its first second).
@@ -29,8 +29,8 @@ def open_source(args, demo_elapsed: float = 0.0):
             from vramscope.sources.busy_demo import BusyWorkstation
             return BusyWorkstation(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
         return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
-    from vramscope.sources.nvml import NvmlSource
-    return NvmlSource()
+    from vramscope.sources.all_gpus import AllGpusSource
+    return AllGpusSource()  # NVML, then AMD / Intel GPUs through DRM (sources/drm.py)
 
 
 def enrichers_for(store) -> list:

@@ -6,7 +6,8 @@ failure escapes into the sampler:
 
 - memory through ``nvmlDeviceGetMemoryInfo(handle, version=nvmlMemory_v2)``
   (driver-reserved memory reported separately); where the driver lacks it,
-  v1, with ``reserved`` None;
+  v1, with ``reserved`` None; where neither is supported (a unified-memory
+  board: GB10, Jetson) the system's memory pool, marked (sources/unified.py);
 - compute AND graphics process lists, the newest versioned call the driver
   offers (_v3, else _v2); a process in both lists is counted once with the
   larger figure; ``usedGpuMemory`` not available stays None, never 0;
@@ -44,13 +45,16 @@ import time
 from dataclasses import dataclass, field
 
 from vramscope.core.courtesy import courteous
-from vramscope.core.samples import DeviceHolder, Frame, GpuProcess, GpuSample
+from vramscope.core.samples import (
+    NVIDIA, UNIFIED_MEMORY, DeviceHolder, Frame, GpuProcess, GpuSample,
+)
 from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.nvml_mig import text as _text
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
+from vramscope.sources.unified import POOL_NOTE, system_pool
 from vramscope.sources.wsl import running_under_wsl
 
 log = logging.getLogger(__name__)
@@ -167,7 +171,7 @@ class NvmlSource:
             if bus is not None and self._asleep(bus):
                 gpu.slice_reads = []
                 partial.append((gpu, GpuSample(index=index, name=gpu.name, uuid=gpu.uuid,
-                                               pci_bus_id=bus, asleep=True), {}))
+                                               pci_bus_id=bus, asleep=True, vendor=NVIDIA), {}))
                 continue
             partial.append((gpu, *self._sample_gpu(gpu, now)))
 
@@ -324,7 +328,7 @@ class NvmlSource:
             gpu.failed = True
             return GpuSample(index=gpu.index, name=gpu.name, uuid=gpu.uuid,
                              pci_bus_id=gpu.pci_bus_id,
-                             error=self._error_text(failed.code)), {}
+                             error=self._error_text(failed.code), vendor=NVIDIA), {}
 
     def _read_gpu(self, gpu: _Gpu, now: float):
         nvml = self._nvml
@@ -351,8 +355,14 @@ class NvmlSource:
             reserved = mem.reserved
         else:
             mem = self._gpu_call(gpu, "memory", nvml.nvmlDeviceGetMemoryInfo, handle)
+        memory_kind = None
         if mem is not None:
             total, used, free = mem.total, mem.used, mem.free
+        elif gpu.errors.get("memory") == _NOT_SUPPORTED:  # a unified-memory board (GB10, Jetson)
+            pool = system_pool()
+            memory_kind = UNIFIED_MEMORY
+            if pool is not None:
+                total, used, free = pool
 
         util = self._gpu_call(gpu, "utilization", nvml.nvmlDeviceGetUtilizationRates, handle)
         temperature = self._temperature(gpu, handle)
@@ -371,7 +381,8 @@ class NvmlSource:
             temperature=temperature,
             power_w=None if power is None else power / 1000.0,
             power_limit_w=None if limit is None else limit / 1000.0,
-            mig_mode=mig_mode,
+            mig_mode=mig_mode, vendor=NVIDIA, memory_kind=memory_kind,
+            not_reported=((("total", POOL_NOTE),) if memory_kind else ()),
         )
         return sample, procs
 

@@ -154,6 +154,8 @@ class PrometheusSource:
             g[attr] = _typed(attr, None if value is None else value * factor)
             g.setdefault("name", labels.get("name") or labels.get("modelName") or None)
             g.setdefault("uuid", labels.get("uuid") or labels.get("UUID") or None)
+            g.setdefault("vendor", labels.get("vendor") or None)  # vramscope's own series
+            g.setdefault("memory_kind", labels.get("memory") or None)
             if name in DCGM_FIELDS:
                 g["_dcgm"] = True
         out: list[GpuSample] = []

@@ -415,8 +415,12 @@ def device_title(dev) -> str:
         if value is not None:
             stats.append(f"{label} {fmt_bytes(value) if label == 'inactive split' else value}")
     head = dev.device
+    if dev.runtime and not dev.runtime.startswith("CUDA"):
+        head += f" ({dev.runtime})"  # ROCm / XPU: torch.cuda is HIP there, xpu its own
     if dev.allocated is not None:
         head += f" — allocated {fmt_bytes(dev.allocated)}, reserved {fmt_bytes(dev.reserved)}"
     if stats:
         head += " · " + " · ".join(stats)
+    if dev.missing:
+        head += " · n/a on this backend: " + ", ".join(dev.missing)
     return head

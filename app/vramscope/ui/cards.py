@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QFrame, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QToolButton, QVBoxLayout, QWidget,
 )
 
-from vramscope.core.samples import GpuSample
+from vramscope.core.samples import NVIDIA, GpuSample
 from vramscope.core.units import NA, fmt_gib, fmt_percent
 from vramscope.ui import theme
 
@@ -151,8 +151,8 @@ class GpuCard(QFrame):
         name = self.name_text = gpu.name or "name n/a"
         room = CARD_WIDTH - 30
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
-        self._set_heading(gpu.label + (f"  ·  {gpu.pci_bus_id}" if gpu.pci_bus_id else ""))
-        self.title.setToolTip("\n".join(x for x in (name, gpu.uuid, gpu.pci_bus_id) if x))
+        self._set_heading("  ·  ".join(x for x in (gpu.label, heading_vendor(gpu), gpu.pci_bus_id) if x))
+        self.title.setToolTip("\n".join(x for x in (name, gpu.vendor, gpu.uuid, gpu.pci_bus_id) if x))
         self._set_error(gpu.error, gpu.asleep)
         self.used.setText(used_total_text(gpu))
         frac = None
@@ -166,14 +166,20 @@ class GpuCard(QFrame):
             self.bar.style().polish(self.bar)
         self.percent.setText((NA if frac is None else f"{frac * 100:.0f} % used")
                              + f"  ·  free {fmt_gib(gpu.free)}")
+        self.percent.setToolTip(gpu.reason("total") or "")
+        self.used.setToolTip(gpu.reason("used") or gpu.reason("total") or "")
         v = self.values
         v["free"].setText(fmt_gib(gpu.free))
         v["reserved"].setText(fmt_gib(gpu.reserved, 2))
         v["reserved"].setToolTip(
             "Memory the driver and system keep for themselves (NVML memory v2)."
-            if gpu.reserved is not None else "n/a: this driver reports memory v1 only.")
+            if gpu.reserved is not None else
+            f"n/a: {gpu.reason('reserved') or 'this driver reports memory v1 only.'}")
         v["util"].setText(fmt_percent(gpu.util_gpu))
+        v["util"].setToolTip(f"n/a: {gpu.reason('util_gpu')}" if gpu.reason("util_gpu") else "")
         v["temperature"].setText(NA if gpu.temperature is None else f"{gpu.temperature} °C")
+        v["temperature"].setToolTip(f"n/a: {gpu.reason('temperature')}"
+                                    if gpu.temperature is None and gpu.reason("temperature") else "")
         v["power"].setText(power_text(gpu))
         v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep
                                else NA)
@@ -185,6 +191,10 @@ class GpuCard(QFrame):
                              + (": " + ", ".join(s.profile or "?" for s in gpu.slices) if n else ""))
             self.mig.setToolTip("Multi-Instance GPU: each slice has its own memory, timeline and "
                                 "processes (rows below). NVML gives no per-process SM % on MIG.")
+        elif gpu.unified:  # the same line says where a unified-memory board's memory is
+            self.mig.setVisible(True)
+            self.mig.setText("unified memory  ·  system RAM")
+            self.mig.setToolTip(gpu.reason("total") or "")
 
     def show_slice(self, gpu: GpuSample, mig) -> None:
         """This card as one MIG slice of ``gpu``."""
@@ -221,6 +231,11 @@ class GpuCard(QFrame):
 
 # what a card shows of a GPU: every field but the processes, of which it shows the count
 _CARD_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(GpuSample) if f.name != "processes"))
+
+
+def heading_vendor(gpu: GpuSample) -> str | None:
+    """The vendor in a card's heading where the name may not say it (NVIDIA's names do)."""
+    return gpu.vendor if gpu.vendor not in (None, NVIDIA) else None
 
 
 def summary_text(gpu: GpuSample) -> str:

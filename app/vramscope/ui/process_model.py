@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QFont
 from vramscope.core.process_rows import (
     AGENT_MARK, COL, COLUMNS, GROWTH_WARN, ProcessRow, TableBuilder, TableOrder, TableRows,
 )
-from vramscope.core.samples import VISIBLE
+from vramscope.core.samples import ACCESS_DENIED, VISIBLE
 from vramscope.ui import theme
 
 __all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE",
@@ -179,10 +179,17 @@ class ProcessTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == "Command":
                 return row.command
+            if col == "Memory" and row.used is None and row.visibility == ACCESS_DENIED:
+                return ("Another user's process: its figures (DRM fdinfo) are not readable "
+                        "without privileges: n/a (access denied), not 0.")
             if col == "Memory" and row.used is None:
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
             if col == "SM %" and row.mig and row.sm is None:
                 return "NVML gives no per-process SM % on a MIG slice: n/a, not 0."
+            if col == "SM %" and row.sm is None:
+                return ("No per-process busy figure here: n/a, not 0 (a driver without process "
+                        "utilisation; ROCm compute on an AMD card, whose queues fdinfo does not "
+                        "time; a process just seen).")
             if col == "Agent" and row.has_agent:
                 return "Runs the vramscope PyTorch agent: allocator breakdown available."
             return column.tip

@@ -401,6 +401,8 @@ class SessionReader:
                                   pci_bus_id=st.pci_bus_id if st else None,
                                   host=st.host if st else None,
                                   host_index=st.host_index if st else None,
+                                  vendor=st.vendor if st else None,
+                                  memory_kind=st.memory_kind if st else None,
                                   processes=tuple(plist), **kw))
         slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus},
                                     mig_statics)

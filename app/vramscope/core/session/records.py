@@ -9,7 +9,7 @@ import dataclasses
 from vramscope.core.containers import container_from_dict
 from vramscope.core.samples import Container, ProcessInfo, gpu_label
 from vramscope.core.session.columns import index, loads, number_or_none, text_or_none
-from vramscope.core.session.schema import GPU_PLACE, gpu_host
+from vramscope.core.session.schema import GPU_KIND, GPU_PLACE, gpu_host
 
 # processes columns that older files may lack (they read as None)
 LATER_PROCESS_COLUMNS = ("container", "ns_pid", "host")
@@ -23,6 +23,8 @@ class GpuInfo:
     pci_bus_id: str | None
     host: str | None = None  # another machine's GPU: that machine (None: this one)
     host_index: int | None = None  # its index there
+    vendor: str | None = None  # NVIDIA / AMD / Intel (None in files older than the column)
+    memory_kind: str | None = None  # "unified": the system's memory (samples.UNIFIED_MEMORY)
 
     @property
     def label(self) -> str:
@@ -55,16 +57,17 @@ def present(have: set[str], names) -> str:
     return ", ".join(c if c in have else "NULL" for c in names)
 
 
-GPU_SELECT = ("gpu", "name", "uuid", "pci_bus_id", *GPU_PLACE)
+GPU_SELECT = ("gpu", "name", "uuid", "pci_bus_id", *GPU_PLACE, *GPU_KIND)
 
 
 def gpu_info(row, meta: dict) -> GpuInfo:
     """One ``gpus`` row (GPU_SELECT); a file without the host columns but with the
     ``hosts`` meta (written before them) is placed from the meta."""
-    gpu, name, uuid, bus, host, host_index = row
+    gpu, name, uuid, bus, host, host_index, vendor, memory_kind = row
     place = ({"host": text_or_none(host), "host_index": host_index if index(host_index) else None}
              if text_or_none(host) is not None else gpu_host(meta, gpu))
-    return GpuInfo(gpu, text_or_none(name), text_or_none(uuid), text_or_none(bus), **place)
+    return GpuInfo(gpu, text_or_none(name), text_or_none(uuid), text_or_none(bus), **place,
+                   vendor=text_or_none(vendor), memory_kind=text_or_none(memory_kind))
 
 
 PROCESS_SELECT = ("id", "pid", "start_time", "user", "name", "command", "ppid", "first_seen",

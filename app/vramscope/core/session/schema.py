@@ -8,7 +8,8 @@ Layout (times are Unix seconds, memory is bytes, None is "not available"):
 
 - ``schema_version``  one row: the format version of this file.
 - ``meta``            key/value (JSON values): host, source, simulated, interval, ...
-- ``gpus``            static facts per GPU index (name, uuid, PCI bus id) and,
+- ``gpus``            static facts per GPU index (name, uuid, PCI bus id, vendor,
+                      memory kind: "unified" for a board sharing system memory) and,
                       for a GPU of another machine (--host, a fleet), its host
                       and its index there; files written before those two
                       columns existed read as this machine's GPUs (or from the
@@ -58,13 +59,15 @@ FLAG_COMPUTE, FLAG_GRAPHICS, FLAG_AGENT = 1, 2, 4
 PROCESS_FACTS = ("user", "name", "command", "ppid", "container", "ns_pid")
 # where a GPU is (gpus) and a process runs (processes, "host" only): added later too
 GPU_PLACE = ("host", "host_index")
+# what kind of GPU it is (GpuSample.vendor, .memory_kind): added later; older files read None
+GPU_KIND = ("vendor", "memory_kind")
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, app_version TEXT,
     created REAL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS gpus (gpu INTEGER PRIMARY KEY, name TEXT, uuid TEXT,
-    pci_bus_id TEXT, host TEXT, host_index INTEGER);
+    pci_bus_id TEXT, host TEXT, host_index INTEGER, vendor TEXT, memory_kind TEXT);
 CREATE TABLE IF NOT EXISTS frames (t REAL PRIMARY KEY, source TEXT, simulated INTEGER,
     error TEXT, driver_version TEXT, nvml_version TEXT, cuda_driver_version TEXT)
     WITHOUT ROWID;

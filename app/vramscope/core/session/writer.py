@@ -358,9 +358,10 @@ class SessionWriter:
             self._bucket = bucket
         gpu_rows, proc_rows = [], []
         for gpu in frame.gpus:
-            static = (gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.host, gpu.host_index)
+            static = (gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.host, gpu.host_index, gpu.vendor,
+                      gpu.memory_kind)
             if self._gpu_static.get(gpu.index) != static:
-                db.execute("INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?, ?, ?)",
+                db.execute("INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            (gpu.index, *static))
                 self._gpu_static[gpu.index] = static
             values = [getattr(gpu, c) for c in GPU_COLUMNS]

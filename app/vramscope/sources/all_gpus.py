@@ -1,0 +1,52 @@
+"""Every GPU of this Linux machine: NVIDIA's through NVML, then AMD's and
+Intel's through the kernel's DRM interfaces (sources/drm.py), in one frame.
+
+NVIDIA GPUs keep NVML's indices; the DRM GPUs follow them (after the most
+NVIDIA GPUs ever seen, so an index does not move when NVML has a bad pass).
+A machine without NVIDIA's driver but with other GPUs shows those, and the
+frame carries no "driver not found" error for a driver it does not need.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from vramscope.core.samples import Frame
+from vramscope.sources.drm import DrmGpus
+from vramscope.sources.nvml import NO_LIBRARY, NO_PYNVML, NvmlSource
+
+_NOT_INSTALLED = (NO_LIBRARY, NO_PYNVML)
+
+
+class AllGpusSource:
+    simulated = False
+
+    def __init__(self, nvml: NvmlSource | None = None, drm: DrmGpus | None = None):
+        self.nvml = nvml if nvml is not None else NvmlSource()
+        self.drm = drm if drm is not None else DrmGpus()
+        self.name = self.nvml.name
+        self._nvidia_count = 0
+
+    @property
+    def error(self) -> str | None:
+        return self.nvml.error
+
+    def gpu_errors(self, index: int) -> dict[str, str]:
+        return self.nvml.gpu_errors(index)
+
+    def sample(self, now: float) -> Frame:
+        frame = self.nvml.sample(now)
+        self._nvidia_count = max(self._nvidia_count, len(frame.gpus))
+        others = self.drm.read(now, first_index=self._nvidia_count)
+        if not others:
+            return frame
+        error = frame.error
+        if error is not None and (error in _NOT_INSTALLED or not frame.gpus
+                                  and error.startswith("NVIDIA driver not")):
+            error = None  # no NVIDIA driver on a machine whose GPUs need none
+        return dataclasses.replace(frame, gpus=frame.gpus + others, error=error,
+                                   host_pids=frame.host_pids if frame.host_pids is not None
+                                   else self.drm.processes.host_pids)
+
+    def close(self) -> None:
+        self.nvml.close()

@@ -1,0 +1,230 @@
+"""Per-process GPU memory of any DRM driver, from ``/proc/PID/fdinfo/N``.
+
+The kernel's "DRM client usage stats" (Documentation/gpu/drm-usage-stats.rst)
+standardise what a DRM file descriptor's fdinfo says: ``key: value`` lines,
+keys prefixed ``drm-``, numbers with an optional unit (``KiB``, ``MiB``; none
+is bytes). The keys used here:
+
+- ``drm-driver`` (mandatory), ``drm-pdev`` (the PCI slot, ``0000:03:00.0``),
+  ``drm-client-id`` (unique per open file of a device: several fds -- dup(),
+  fork(), SCM_RIGHTS -- that share one client are counted once);
+- memory per region: ``drm-total-<region>``, ``drm-resident-<region>`` (kernel
+  6.4+: xe, amdgpu since 6.11, i915) and the older ``drm-memory-<region>``
+  (amdgpu: resident bytes in that region). Device memory is the ``vram*`` and
+  ``local*`` regions (amdgpu "vram", xe "vram0", i915 "local0");
+- engine time: ``drm-engine-<name>: <uint> ns`` (cumulative busy time, divided
+  by ``drm-engine-capacity-<name>`` engines) and xe's
+  ``drm-cycles-<class>`` / ``drm-total-cycles-<class>`` pairs.
+
+Reads are bounded and refuse symlinks where they open files; a process of
+another user whose fd table or fdinfo cannot be read is reported as such,
+never a crash. The /proc root is injectable (tests stage a tree).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from dataclasses import dataclass, field
+
+PROC = "/proc"
+MAX_FDINFO = 64 * 1024  # bytes read of one fdinfo file (a real one is < 2 KiB)
+MAX_FDS = 65536  # fds looked at per process
+_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+_NUMBER = re.compile(r"^(\d+)\s*([A-Za-z]*)$")
+# regions that are the card's own memory: amdgpu "vram", xe "vram0"/"vram1", i915 "local0"
+_DEVICE_REGION = re.compile(r"^(vram|local)\d*$")
+# device nodes of the DRM subsystem (Documentation/gpu/drm-uapi.rst: render and primary nodes)
+DRM_NODE = re.compile(r"^/dev/dri/(renderD|card)\d+$")
+# AMD's compute driver (ROCm): its user-mode queues run without the kernel's
+# scheduler, so their time is in no drm-engine-* key (memory is: KFD buffers
+# live in the render node's VM)
+KFD = "/dev/kfd"
+
+
+@dataclass(frozen=True, slots=True)
+class DrmClient:
+    """One DRM client (an open file of a device) as its fdinfo describes it."""
+
+    driver: str
+    pdev: str | None
+    client_id: int | None
+    resident: dict = field(default_factory=dict)  # region -> bytes resident there
+    total: dict = field(default_factory=dict)  # region -> bytes of buffers placed there
+    engines: dict = field(default_factory=dict)  # engine -> busy ns (cumulative)
+    capacity: dict = field(default_factory=dict)  # engine -> how many of it
+    cycles: dict = field(default_factory=dict)  # xe class -> (cycles, total cycles)
+
+    @property
+    def key(self) -> tuple:
+        return (self.pdev, self.driver, self.client_id)
+
+    @property
+    def device_memory(self) -> int | None:
+        """Bytes resident in the card's own memory; None where no region of it is listed."""
+        regions = [r for r in set(self.resident) | set(self.total) if _DEVICE_REGION.match(r)]
+        if not regions:
+            return None
+        return sum(self.resident.get(r, self.total.get(r, 0)) for r in regions)
+
+    @property
+    def system_memory(self) -> int | None:
+        """Bytes in system memory regions (gtt, system, cpu): an integrated GPU's."""
+        regions = [r for r in set(self.resident) | set(self.total) if not _DEVICE_REGION.match(r)]
+        if not regions:
+            return None
+        return sum(self.resident.get(r, self.total.get(r, 0)) for r in regions)
+
+
+def parse_number(value: str) -> int | None:
+    """"123", "123 KiB", "4 MiB" -> bytes (or a plain count); None for anything else."""
+    m = _NUMBER.match(value.strip())
+    if m is None or m.group(2) not in _UNITS:
+        return None
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+def parse_fdinfo(text: str) -> DrmClient | None:
+    """The DRM client an fdinfo text describes; None when it is not a DRM file.
+
+    One pass over the lines; a key is ``drm-<kind>-<rest>`` and only the kinds used
+    here have their numbers parsed (amdgpu and xe print ~30 keys, most of them
+    shared/active/purgeable figures no view shows)."""
+    driver = pdev = cid = None
+    resident, total, legacy, engines, capacity = {}, {}, {}, {}, {}
+    cycles_now: dict[str, str] = {}
+    cycles_total: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.startswith("drm-"):
+            continue
+        key, sep, value = line.partition(":")
+        if not sep or " " in key or "\t" in key:
+            continue
+        kind, _, rest = key[4:].partition("-")
+        value = value.strip()
+        if kind == "driver":
+            driver = value
+        elif kind == "pdev":
+            pdev = value
+        elif kind == "client" and rest == "id":
+            cid = value
+        elif kind == "cycles":
+            cycles_now[rest] = value
+        elif kind == "total" and rest.startswith("cycles-"):
+            cycles_total[rest[7:]] = value
+        elif kind in _MEMORY_KINDS and rest:
+            n = parse_number(value)
+            if n is not None:
+                (resident if kind == "resident" else total if kind == "total" else legacy)[rest] = n
+        elif kind == "engine" and rest:
+            if rest.startswith("capacity-"):
+                n = parse_number(value)
+                if n:
+                    capacity[rest[9:]] = n
+            elif value.endswith("ns"):
+                n = parse_number(value[:-2])
+                if n is not None:
+                    engines[rest] = n
+    if not driver:
+        return None
+    cycles = {}
+    for name, value in cycles_now.items():
+        n, t = parse_number(value), parse_number(cycles_total.get(name, ""))
+        if n is not None and t is not None:
+            cycles[name] = (n, t)
+    for region, n in legacy.items():  # drm-memory-<region> is resident memory (amdgpu)
+        resident.setdefault(region, n)
+    return DrmClient(driver=driver, pdev=pdev, client_id=int(cid) if cid and cid.isdigit() else None,
+                     resident=resident, total=total, engines=engines, capacity=capacity,
+                     cycles=cycles)
+
+
+_MEMORY_KINDS = ("resident", "total", "memory")
+
+
+def read_bounded(path: str, limit: int = MAX_FDINFO) -> str:
+    """A file's text, at most ``limit`` bytes, refusing a symlink (OSError as raised)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        return os.read(fd, limit).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessClients:
+    """What one process's DRM fds showed this pass."""
+
+    pid: int
+    clients: tuple[DrmClient, ...] = ()
+    denied: bool = False  # it holds a DRM node, but its fdinfo could not be read
+    nodes: tuple[str, ...] = ()  # the DRM nodes it holds ("renderD128", ...)
+    fds: tuple[str, ...] = ()  # its fds that are DRM nodes or /dev/kfd ("3", "7")
+    kfd: bool = False  # it holds /dev/kfd: ROCm compute, whose busy time fdinfo does not see
+
+
+def process_clients(pid: int, proc_root: str = PROC, only: tuple[str, ...] | None = None,
+                    parsed: dict | None = None) -> ProcessClients | None:
+    """The DRM clients of one process; None when it holds no DRM node (or vanished,
+    or its fd table is not readable: another user's process without privileges).
+    ``only``: look at these fds alone (the ones a full scan found to be DRM nodes).
+    ``parsed``: {(pid, fd): (text, client)} of the previous pass, updated: an fdinfo
+    that reads the same as then is not parsed again."""
+    fd_dir = f"{proc_root}/{pid}/fd"
+    try:
+        fds = list(only) if only is not None else os.listdir(fd_dir)[:MAX_FDS]
+        if only is not None and not os.path.isdir(fd_dir):
+            return None  # it ended
+    except OSError:
+        return None
+    drm_fds = []
+    kfd = False
+    seen: dict[tuple, DrmClient] = {}
+    denied = False
+    nodes: dict[str, None] = {}
+    for fd in fds:
+        try:
+            target = os.readlink(f"{fd_dir}/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if target == KFD:
+            kfd = True
+            drm_fds.append(fd)
+            continue
+        if not DRM_NODE.match(target):
+            continue
+        nodes[target.rsplit("/", 1)[1]] = None
+        drm_fds.append(fd)
+        try:
+            text = read_bounded(f"{proc_root}/{pid}/fdinfo/{fd}")
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                denied = True
+            continue  # ENOENT: closed or the process ended between the two reads
+        if parsed is not None:
+            before = parsed.get((pid, fd))
+            client = before[1] if before is not None and before[0] == text else parse_fdinfo(text)
+            parsed[(pid, fd)] = (text, client)
+        else:
+            client = parse_fdinfo(text)
+        if client is not None:
+            seen.setdefault(client.key if client.client_id is not None else (target, fd), client)
+    if not nodes:
+        return None
+    return ProcessClients(pid=pid, clients=tuple(seen.values()), denied=denied and not seen,
+                          nodes=tuple(nodes), fds=tuple(drm_fds), kfd=kfd)
+
+
+def scan(proc_root: str = PROC, parsed: dict | None = None) -> list[ProcessClients]:
+    """Every process of this /proc that holds a DRM node, in PID order."""
+    try:
+        pids = sorted(int(n) for n in os.listdir(proc_root) if n.isdigit())
+    except OSError:
+        return []
+    out = []
+    for pid in pids:
+        got = process_clients(pid, proc_root, parsed=parsed)
+        if got is not None:
+            out.append(got)
+    return out

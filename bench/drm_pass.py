@@ -1,0 +1,98 @@
+"""The DRM part of a sampling pass (AMD / Intel GPUs through fdinfo and sysfs).
+
+A staged /proc of N processes, each with 40 ordinary fds, and a quarter of
+them GPU processes on the staged AMD and Intel cards (tests/drm_trees.py),
+psutil enrichment of real ``sleep`` processes. Timed, median / p95 in ms:
+
+- the full pass (every process's fd table walked: once every 5 s);
+- the light pass (only the DRM fds found then re-read: every other pass);
+- the floor: a bare loop doing the full pass's reads and nothing else
+  (listdir of /proc and of each fd table, readlink of each fd, read of each
+  DRM fdinfo), side by side in this process; the ratio is printed.
+
+    .venv/bin/python bench/drm_pass.py [--processes 400] [--passes 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "app"))
+
+from drm_trees import Fd, GiB, Machine, MiB, amdgpu_fdinfo, xe_fdinfo  # noqa: E402
+from sampling_pass import summary, timed  # noqa: E402  (bench/ is this script's folder)
+
+from vramscope.sources.drm import FULL_SCAN_EVERY, DrmGpus  # noqa: E402
+
+
+def floor(proc_root: str) -> None:
+    for name in os.listdir(proc_root):
+        if not name.isdigit():
+            continue
+        fd_dir = f"{proc_root}/{name}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            target = os.readlink(f"{fd_dir}/{fd}")
+            if target.startswith("/dev/dri/"):
+                with open(f"{proc_root}/{name}/fdinfo/{fd}", "rb") as f:
+                    f.read(65536)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--processes", type=int, default=400)
+    ap.add_argument("--passes", type=int, default=50)
+    args = ap.parse_args()
+    gpu_procs = max(2, args.processes // 4)
+    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(gpu_procs)]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            m = Machine(pathlib.Path(tmp))
+            for i in range(args.processes):
+                pid = sleepers[i].pid if i < gpu_procs else 1_000_000 + i
+                fds = [Fd(f"/dev/pts/{k}", "pos:\t0\n") for k in range(40)]
+                if i < gpu_procs:
+                    fds += [Fd("renderD129", amdgpu_fdinfo(10 + i, vram=(i + 1) * 16 * MiB)),
+                            Fd("renderD130", xe_fdinfo(10 + i, vram=GiB // 64))]
+                m.fds[pid] = fds
+            m.stage_sys()
+            m.stage_proc()
+            source = DrmGpus(m.proc, m.sys)
+            clock = [0.0]
+
+            def full():
+                clock[0] += FULL_SCAN_EVERY
+                source.read(clock[0])
+
+            def light():
+                clock[0] += 0.001
+                source.read(clock[0])
+
+            full_ms = timed(full, args.passes)
+            light_ms = timed(light, args.passes)
+            floor_ms = timed(lambda: floor(m.proc), args.passes)
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()
+    print(f"{args.processes} processes ({gpu_procs} on the GPUs), 40 fds each")
+    print(f"full pass   {summary(full_ms)}")
+    print(f"light pass  {summary(light_ms)}")
+    print(f"bare reads  {summary(floor_ms)}")
+    print(f"full pass / bare reads: {statistics.median(full_ms) / statistics.median(floor_ms):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
