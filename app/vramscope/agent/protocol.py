@@ -28,6 +28,8 @@ import enum
 import json
 import struct
 
+from vramscope.agent import json_limits
+
 MAGIC = b"VS"
 PROTOCOL_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})  # versions this side reads and answers in
@@ -161,8 +163,8 @@ def encode(obj: dict) -> bytes:
 
 def decode_payload(payload: bytes) -> dict:
     try:
-        obj = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        obj = json_limits.loads(payload)  # nesting bounded: no RecursionError from a peer
+    except ValueError as exc:
         raise ProtocolError(f"payload is not UTF-8 JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise ProtocolError("payload is not a JSON object")

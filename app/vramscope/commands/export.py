@@ -45,7 +45,8 @@ def run(args) -> int:
         try:
             summary = FORMATS[args.format](reader, out, redact=args.redact)
         except OSError as exc:
-            _err(f"cannot write {out}: {exc}")
+            from vramscope.core.safe_write import UnsafeTarget
+            _err(str(exc) if isinstance(exc, UnsafeTarget) else f"cannot write {out}: {exc}")
             return 2
         except SessionError as exc:
             _err(str(exc))
