@@ -28,10 +28,10 @@ import os
 import selectors
 import socket
 import stat
-import struct
 import time
 
 from vramscope.agent import protocol
+from vramscope.agent.server import peer_uid
 from vramscope.core.bounded_read import describe_mode
 
 READ_CHUNK = 1 << 16
@@ -61,12 +61,6 @@ def _connect(sock: socket.socket, path: str) -> None:
     sock.connect(path)
 
 
-def peer_uid(sock: socket.socket) -> int:
-    """The uid of the process that listens (SO_PEERCRED, unix(7))."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
-
-
 class AgentConnection:
     """One non-blocking connection to one agent socket."""
 
@@ -79,7 +73,7 @@ class AgentConnection:
         try:
             self.sock.setblocking(False)
             _connect(self.sock, path)
-            if owner is not None and (uid := peer_uid(self.sock)) != owner:
+            if owner is not None and (uid := peer_uid(self.sock)) not in (owner, None):
                 raise NotASocket(f"{path} is served by uid {uid}, not by the directory's owner "
                                  f"({owner}); not used")
         except BlockingIOError:

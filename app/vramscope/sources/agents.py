@@ -208,10 +208,13 @@ class AgentClient:
             try:
                 conns.append((key, path, AgentConnection(path, self._owners.get(path))))
             except Exception as exc:  # noqa: BLE001 - one bad agent never stops the others
-                self._refused(key, path, exc)
+                self._refused(key, path, exc, silent=isinstance(exc, TimeoutError))
         request = {"op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
                    "supported": sorted(protocol.SUPPORTED_VERSIONS)}
-        replies = exchange([(conn, request) for _, _, conn in conns], deadline)
+        # half of what is left: a pass with silent sockets still has time to pull from
+        # the agents that did answer
+        until = min(deadline, now + max(0.0, deadline - now) / 2)
+        replies = exchange([(conn, request) for _, _, conn in conns], until)
         fresh = []
         for (key, path, conn), reply in zip(conns, replies):
             try:
@@ -220,7 +223,7 @@ class AgentClient:
                 hello = self._accept_hello(reply)
             except Exception as exc:  # noqa: BLE001
                 conn.close()
-                self._refused(key, path, exc)
+                self._refused(key, path, exc, silent=isinstance(exc, TimeoutError))
                 continue
             self._quiet.pop(path, None)
             state = self._agents.get(key)
@@ -246,11 +249,12 @@ class AgentClient:
         except ValueError as exc:
             raise ConnectionError(f"a handshake vramscope cannot use: {exc}") from None
 
-    def _refused(self, key: tuple, path: str, exc: Exception) -> None:
-        """An agent that could not be reached or answered nothing usable this pass."""
+    def _refused(self, key: tuple, path: str, exc: Exception, silent: bool = False) -> None:
+        """An agent that could not be reached or answered nothing usable this pass.
+        ``silent``: it never answered its handshake (tried again after a growing pause)."""
         self.errors += 1
         log.debug("agent %s: %s", path, exc)
-        if isinstance(exc, TimeoutError):  # silent: tried again after a growing pause
+        if silent:
             pause = min(QUIET_PAUSE_MAX, max(QUIET_PAUSE, self._quiet.get(path, (0.0, 0.0))[1] * 2))
             self._quiet[path] = (time.monotonic() + pause, pause)
         state = self._agents.get(key)
