@@ -63,12 +63,14 @@ def run(args) -> int:
             copied, problems = [], []
         else:
             copied, problems = copy_snapshots(reader, snap_dir)
-        problems = list(summary.problems) + problems
+        problems, snapshot_problems = list(summary.problems), problems
     took = time.monotonic() - started
     print(f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
           f"to {out} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)", flush=True)
     for path in copied:
         print(f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}", flush=True)
+    for p in snapshot_problems:
+        _err(p)
     if problems:
         _err("the session file is damaged; exported what could be read:")
         for p in problems:
