@@ -206,3 +206,14 @@ def test_a_ten_thousand_character_snapshot_path_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     [line] = [line for line in err.splitlines() if "snapshot" in line]
     assert "not a usable path" in line and len(line) < 300
+
+
+def test_a_link_planted_where_sqlite_puts_its_journal_is_refused(tmp_path, capsys):
+    precious = tmp_path / "precious"
+    precious.write_text("keep")
+    out = tmp_path / "run.vramscope"
+    (tmp_path / "run.vramscope-wal").symlink_to(precious)
+    assert main(["record", "--demo", "--duration", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "run.vramscope-wal already exists beside run.vramscope" in err
+    assert precious.read_text() == "keep" and not out.exists()
