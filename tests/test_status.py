@@ -251,3 +251,19 @@ def test_report_carries_agents_and_marks_their_processes():
     assert ("weights 2.0 GiB · gradients 2.0 GiB · activations + temporaries 1.0 GiB · "
             "cached, free (reserved − allocated) 2.0 GiB") in table
     assert "optimizer" not in table  # no data is not shown as 0
+
+
+def test_ctrl_c_on_status_watch_is_one_line_not_a_traceback():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "vramscope", "status", "--demo", "--watch", "60",
+                          "--interval", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(3)  # watching by now
+    p.send_signal(signal.SIGINT)
+    _out, err = p.communicate(timeout=30)
+    assert p.returncode == 130
+    assert err.strip() == "vramscope status: interrupted"

@@ -30,6 +30,8 @@ import shutil
 import subprocess
 import sys
 
+from vramscope.core import safe_write
+
 APP_ID = "io.github.vramscope.Vramscope"
 DESKTOP_FILE = f"{APP_ID}.desktop"
 ICON_NAME = "vramscope"
@@ -172,19 +174,12 @@ def install(command: list[str] | None = None, env: dict | None = None,
     written: list[pathlib.Path] = []
     for size, source in icons.items():
         target = base / "icons" / "hicolor" / size / "apps" / f"{ICON_NAME}{source.suffix}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        safe_write.write_bytes(target, source.read_bytes(), 0o644)
         written.append(target)
-    apps = base / "applications"
-    apps.mkdir(parents=True, exist_ok=True)
-    entry = apps / DESKTOP_FILE
-    tmp = entry.with_suffix(".desktop.tmp")
-    tmp.write_text(render(command), encoding="utf-8")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, entry)
+    entry = base / "applications" / DESKTOP_FILE
+    safe_write.write_text(entry, render(command), 0o644)
     mime = base / "mime" / "packages" / f"{APP_ID}.xml"
-    mime.parent.mkdir(parents=True, exist_ok=True)
-    mime.write_text(MIME_XML, encoding="utf-8")
+    safe_write.write_text(mime, MIME_XML, 0o644)
     written.append(mime)
     written.append(entry)  # last: what the user looks for
     if refresh_caches:

@@ -15,7 +15,8 @@ from vramscope.agent import replay  # noqa: E402
 from vramscope.agent.replay import GiB, ReplayProvider  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.store import Store  # noqa: E402
-from vramscope.sources.agents import AgentClient, record_reports  # noqa: E402
+from vramscope.sources.agent_reports import record_reports  # noqa: E402
+from vramscope.sources.agents import AgentClient  # noqa: E402
 
 
 def _training_run(make_agent):

@@ -80,3 +80,61 @@ def test_vramscope_run_is_quiet_when_the_usual_dir_is_fine(shared_tmp, capsys):
     code = run_command.run(argparse.Namespace(child=["--", sys.executable, "-c", "pass"]))
     assert code == 0
     assert capsys.readouterr().err == ""
+
+
+def _nobody_uid() -> int | None:
+    import pwd
+    try:
+        return pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        return None
+
+
+def _start_without_socket(capfd) -> str:
+    """Start an agent that cannot get a socket; what it said on stderr."""
+    agent = Agent(interval=0.05, provider=ReplayProvider(scenario_ramp(), loop=True),
+                  discover=False, final_dump=False)
+    agent.start()
+    try:
+        assert agent.wait_started(5)
+        assert agent.server is None  # no socket ...
+        time.sleep(0.2)
+        assert agent.samples > 0  # ... and the run is still sampled (training goes on)
+    finally:
+        agent.stop()
+    return capfd.readouterr().err
+
+
+def test_no_usable_dir_at_all_is_said_once_on_stderr(shared_tmp, monkeypatch, capfd):
+    _squat(shared_tmp, "file")
+    blocked = shared_tmp.parent / "cache-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # the fallback cannot be made either
+    err = _start_without_socket(capfd)
+    lines = [line for line in err.splitlines() if "no monitor connection" in line]
+    assert len(lines) == 1
+    assert str(shared_tmp) in lines[0] and "training goes on" in lines[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a directory another user's needs root")
+def test_a_runtime_dir_of_another_user_is_said_on_stderr(tmp_path, monkeypatch, capfd):
+    nobody = _nobody_uid()
+    if nobody is None:
+        pytest.skip("no 'nobody' account to own the directory")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, nobody, nobody)
+    monkeypatch.setenv("VRAMSCOPE_RUNTIME_DIR", str(theirs))
+    err = _start_without_socket(capfd)
+    [line] = [line for line in err.splitlines() if "no monitor connection" in line]
+    assert f"belongs to uid {nobody}" in line
+    assert os.listdir(theirs) == []  # nothing put in it
+
+
+def test_a_socket_path_too_long_for_unix_sockets_is_said_on_stderr(tmp_path, monkeypatch, capfd):
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir(mode=0o700)
+    monkeypatch.setenv("VRAMSCOPE_RUNTIME_DIR", str(deep))
+    err = _start_without_socket(capfd)
+    [line] = [line for line in err.splitlines() if "no monitor connection" in line]
+    assert "longer than a Unix socket allows" in line and "VRAMSCOPE_RUNTIME_DIR" in line

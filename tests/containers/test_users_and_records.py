@@ -83,7 +83,8 @@ def test_prometheus_exports_user_totals():
     assert got[("vramscope_user_memory_used_bytes", (("gpu", "1"), ("user", "alice")))] == 10 * GiB
     assert got[("vramscope_machine_user_memory_used_bytes", (("user", "alice"),))] == 30 * GiB
     assert got[("vramscope_machine_user_memory_used_bytes", (("user", "unknown"),))] == 3 * GiB
-    assert got[("vramscope_gpu_asleep", (("gpu", "0"), ("name", "A100"), ("uuid", "")))] == 0
+    assert got[("vramscope_gpu_asleep", (("gpu", "0"), ("memory", ""), ("name", "A100"), ("uuid", ""),
+                                        ("vendor", "")))] == 0
 
 
 def test_sessions_keep_container_and_ns_pid(tmp_path):

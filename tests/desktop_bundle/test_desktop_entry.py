@@ -132,3 +132,19 @@ def test_metainfo_passes_appstreamcli():
     assert done.returncode == 0, done.stdout + done.stderr
     text = METAINFO.read_text()
     assert f"<launchable type=\"desktop-id\">{de.DESKTOP_FILE}</launchable>" in text
+
+
+def test_an_entry_that_is_a_link_to_a_fifo_is_refused_and_left_alone(tmp_path):
+    import stat
+    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "share"), HOME=str(tmp_path))
+    apps = tmp_path / "share" / "applications"
+    apps.mkdir(parents=True)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (apps / de.DESKTOP_FILE).symlink_to(fifo)
+    done = subprocess.run([sys.executable, "-m", "vramscope.desktop_entry", "install"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith("which is a FIFO; not replaced")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and (apps / de.DESKTOP_FILE).is_symlink()

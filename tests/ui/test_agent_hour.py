@@ -14,7 +14,7 @@ from vramscope.agent.protocol import Phase, phase_metric
 from vramscope.core.store import Store
 from vramscope.core.units import fmt_bytes
 from vramscope.sources import simulated
-from vramscope.sources.agents import record_reports
+from vramscope.sources.agent_reports import record_reports
 from vramscope.sources.demo_runs import ScriptedRun
 from vramscope.ui.agent_device import ENVELOPE_NOTE, MARK_PX
 from vramscope.ui.agent_panel import AgentPanel

@@ -155,3 +155,92 @@ def test_dialog_restore_defaults(ini, qtbot):
     dialog.accept()
     again = ini()
     assert again.interval == 1.0 and again.diagnostics == DiagnosticSettings()
+
+
+# -- a settings file that is not a regular file, values that are not numbers ------------------
+
+def _open_in_time(path) -> Settings:
+    """Settings(path=...) on a thread: a hang fails the test instead of the suite."""
+    import threading
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("s", Settings(path=path)), daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "opening the settings hung"
+    return out["s"]
+
+
+def test_a_fifo_as_the_settings_file_keeps_settings_in_memory(tmp_path, caplog):
+    import os
+    import stat
+    fifo = tmp_path / "vramscope.conf"
+    os.mkfifo(fifo)
+    s = _open_in_time(fifo)
+    assert s.interval == 1.0  # the defaults
+    s.interval = 2.0
+    s.sync()
+    assert s.interval == 2.0  # kept for this run
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # and the FIFO left alone
+    [line] = [r.getMessage() for r in caplog.records if "in memory" in r.getMessage()]
+    assert "FIFO" in line and str(fifo) in line
+
+
+def test_a_settings_link_to_a_device_never_replaces_the_device(tmp_path, caplog):
+    import os
+    import stat
+    if os.geteuid() != 0:
+        pytest.skip("making a device node (a copy of /dev/zero) needs root")
+    device = tmp_path / "zero"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 5))  # what /dev/zero is
+    link = tmp_path / "vramscope.conf"
+    link.symlink_to(device)
+    s = _open_in_time(link)
+    s.theme = "dark"
+    s.sync()
+    del s
+    assert stat.S_ISCHR(os.stat(device).st_mode) and link.is_symlink()
+    assert any("character device" in r.getMessage() and "in memory" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_a_settings_link_to_a_regular_file_is_written_through(tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "vramscope.conf"
+    real.write_text("")
+    link = tmp_path / "vramscope.conf"
+    link.symlink_to(real)
+    s = Settings(path=link)
+    s.theme = "dark"
+    s.sync()
+    assert link.is_symlink() and "theme=dark" in real.read_text()
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e400", "nan", "1e300"])
+def test_numbers_that_are_not_usable_give_a_warning_and_the_default(ini, value, caplog):
+    ini.path.write_text(f"[sampling]\ninterval={value}\n[recording]\nsession_cap_bytes={value}\n"
+                        f"[diagnostics]\nidle_minutes={value}\nleak_steps={value}\n")
+    s = ini()
+    assert s.interval == 1.0 and s.session_cap_bytes == 2 * GiB
+    assert s.diagnostics == DiagnosticSettings()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) >= 3 and all("\n" not in w for w in warnings)
+
+
+def test_the_window_starts_with_a_fifo_settings_file_and_infinite_values(tmp_path):
+    import os
+    import subprocess
+    import sys
+    config = tmp_path / "config" / "vramscope"
+    config.mkdir(parents=True)
+    os.mkfifo(config / "vramscope.conf")
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"))
+    r = subprocess.run([sys.executable, "-m", "vramscope", "--demo", "--quit-after", "1.5"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "in memory" in r.stderr and "Traceback" not in r.stderr
+    os.unlink(config / "vramscope.conf")
+    (config / "vramscope.conf").write_text("[sampling]\ninterval=1e400\n[diagnostics]\nidle_minutes=nan\n")
+    r = subprocess.run([sys.executable, "-m", "vramscope", "--demo", "--quit-after", "1.5"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr

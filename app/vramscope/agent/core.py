@@ -23,6 +23,7 @@ import atexit
 import collections
 import logging
 import os
+import sys
 import threading
 import time
 import weakref
@@ -47,6 +48,14 @@ WALK_BUDGET = 0.002  # finding the owners (the module walk) may take at most 0.2
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
 MIN_HANDOFF_WAIT = 0.05
+
+
+def _say_once(text: str) -> None:
+    """One line on the training process's stderr (logging may be configured away)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except Exception:  # a closed stderr: nothing to say it on
+        pass
 
 
 class Agent:
@@ -230,6 +239,8 @@ class Agent:
         except Exception as exc:  # no socket: keep sampling (a final dump may still be read)
             self.server_error = str(exc)
             self._error(exc)
+            _say_once(f"vramscope agent: no monitor connection for this run ({exc}); "
+                      "training goes on, unwatched")
         self._started.set()
         next_due = time.monotonic()
         handoff = self.handoff

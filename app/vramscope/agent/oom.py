@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import stat
 import time
 
 LARGEST_BLOCKS = 10
@@ -70,7 +71,12 @@ def dump_snapshot(snapshot: dict, pid: int, when: float | None = None,
     os.makedirs(directory, mode=0o700, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when or time.time()))
     path = os.path.join(directory, f"oom-{pid}-{stamp}.pickle")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # never through a link, never blocking on a FIFO someone left at the name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file; no snapshot written")
+    os.set_blocking(fd, True)
     with os.fdopen(fd, "wb") as f:
         pickle.dump(snapshot, f, protocol=4)
     return path

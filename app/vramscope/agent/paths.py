@@ -29,6 +29,8 @@ SOCKET_SUFFIX = ".sock"
 FINAL_SUFFIX = ".final.json"
 _NAME = re.compile(r"^agent-(\d+)-(\d+)(\.sock|\.final\.json)$")
 FINAL_KEEP_SECONDS = 24 * 3600
+FINAL_MAX_BYTES = 32 * 1024 * 1024  # a final dump is cut to its newest items to fit; the
+# monitor reads no more than this from one (another user's file may be any size)
 
 
 SHARED_TMP = "/tmp"  # where the per-uid name lives when there is no XDG runtime dir
@@ -187,16 +189,17 @@ def pid_alive_with_ticks(pid: int, ticks: int) -> bool:
     return current is not None and current == ticks
 
 
-def socket_listening(path: str, timeout: float = 0.2) -> bool:
+def socket_listening(path: str) -> bool:
+    """Somebody accepts connections on ``path`` (never waits: a full backlog is somebody)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
+    s.setblocking(False)
     try:
         s.connect(path)
         return True
     except (ConnectionRefusedError, FileNotFoundError):
         return False
     except OSError:
-        return True  # busy / timed out: somebody is there
+        return True  # busy: somebody is there
     finally:
         s.close()
 

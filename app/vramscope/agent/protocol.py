@@ -28,6 +28,8 @@ import enum
 import json
 import struct
 
+from vramscope.agent import json_limits
+
 try:
     from enum import StrEnum
 except ImportError:  # Python 3.10: the same behaviour, spelled out
@@ -40,6 +42,7 @@ except ImportError:  # Python 3.10: the same behaviour, spelled out
 
         def __format__(self, spec: str) -> str:
             return str.__format__(str(self.value), spec)
+
 
 MAGIC = b"VS"
 PROTOCOL_VERSION = 1
@@ -174,8 +177,8 @@ def encode(obj: dict) -> bytes:
 
 def decode_payload(payload: bytes) -> dict:
     try:
-        obj = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        obj = json_limits.loads(payload)  # nesting bounded: no RecursionError from a peer
+    except ValueError as exc:
         raise ProtocolError(f"payload is not UTF-8 JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise ProtocolError("payload is not a JSON object")

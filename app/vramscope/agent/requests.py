@@ -61,9 +61,14 @@ def write_final(agent) -> str | None:
     tmp = path + ".tmp"
     hello = dict(agent.identity, protocol=protocol.PROTOCOL_VERSION, agent_version=AGENT_VERSION,
                  interval=agent.interval)
-    body = (b'{"hello":' + json.dumps(hello).encode() + b',"items":['
-            + b",".join(agent.ring.all_items()) + b"]}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    head = b'{"hello":' + json.dumps(hello).encode() + b',"items":['
+    items = agent.ring.all_items()
+    room, keep = paths.FINAL_MAX_BYTES - len(head) - 2, len(items)
+    while keep and room - len(items[keep - 1]) - 1 >= 0:  # the newest that fit the monitor's limit
+        keep -= 1
+        room -= len(items[keep]) + 1
+    body = head + b",".join(items[keep:]) + b"]}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(body)
     os.replace(tmp, path)

@@ -91,7 +91,9 @@ class _Conn:
 class AgentServer:
     def __init__(self, path: str, handler, clock=time.monotonic):
         if len(path.encode()) > MAX_UNIX_PATH:
-            raise OSError(f"socket path too long for AF_UNIX: {path}")
+            raise OSError(f"the socket path {path} is {len(path.encode())} bytes, longer than a Unix "
+                          f"socket allows ({MAX_UNIX_PATH}); set VRAMSCOPE_RUNTIME_DIR to a shorter "
+                          "directory")
         self.path = path
         self.handler = handler  # request dict -> reply bytes (an encoded JSON payload)
         self.peer_uid = peer_uid  # replaceable in tests (simulate another user's peer)

@@ -45,7 +45,8 @@ def run(args) -> int:
         try:
             summary = FORMATS[args.format](reader, out, redact=args.redact)
         except OSError as exc:
-            _err(f"cannot write {out}: {exc}")
+            from vramscope.core.safe_write import UnsafeTarget
+            _err(str(exc) if isinstance(exc, UnsafeTarget) else f"cannot write {out}: {exc}")
             return 2
         except SessionError as exc:
             _err(str(exc))
@@ -62,12 +63,14 @@ def run(args) -> int:
             copied, problems = [], []
         else:
             copied, problems = copy_snapshots(reader, snap_dir)
-        problems = list(summary.problems) + problems
+        problems, snapshot_problems = list(summary.problems), problems
     took = time.monotonic() - started
     print(f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
           f"to {out} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)", flush=True)
     for path in copied:
         print(f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}", flush=True)
+    for p in snapshot_problems:
+        _err(p)
     if problems:
         _err("the session file is damaged; exported what could be read:")
         for p in problems:

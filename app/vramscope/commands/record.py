@@ -44,6 +44,22 @@ def _say(text: str, stream=None) -> None:
     print(text, file=stream or sys.stdout, flush=True)
 
 
+class _Tally:
+    """How many frames had GPU figures, and why the last one without had none."""
+
+    def __init__(self):
+        self.frames = 0
+        self.with_gpus = 0
+        self.last_error: str | None = None
+
+    def __call__(self, frame) -> None:
+        self.frames += 1
+        if any(g.error is None for g in frame.gpus):
+            self.with_gpus += 1
+        else:
+            self.last_error = frame.error or next((g.error for g in frame.gpus if g.error), None)
+
+
 def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
                    duration: float | None = None, prometheus: str | None = None,
                    retention=None, retention_directory=None, enrichers=None,
@@ -58,6 +74,7 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
     from vramscope.core.session import SessionError
     from vramscope.core.session.library import session_size
     from vramscope.core.session.recorder import SessionRecorder
+    from vramscope.core.store import STAGE_RECORDER
 
     stop = stop or threading.Event()
     err = err or sys.stderr
@@ -70,22 +87,24 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
     meta.update(session_host_meta(source))
     recorder = SessionRecorder(monitor.engine, meta=meta, retention=retention,
                                directory=retention_directory, path=path, include_simulated=True)
+    if prometheus:  # before the file: a port in use leaves nothing behind to block a retry
+        try:
+            monitor.serve_metrics(prometheus,
+                                  warn=lambda m: _say(f"vramscope record: warning: {m}", err))
+        except (OSError, ValueError) as exc:
+            _say(f"vramscope record: cannot serve metrics on {prometheus}: {exc}; nothing recorded",
+                 err)
+            monitor.close()
+            return 2
     try:
         recorder.open()
     except SessionError as exc:
         _say(f"vramscope record: {exc}", err)
         monitor.close()
         return 2
-    if prometheus:
-        try:
-            monitor.serve_metrics(prometheus,
-                                  warn=lambda m: _say(f"vramscope record: warning: {m}", err))
-        except (OSError, ValueError) as exc:
-            _say(f"vramscope record: cannot serve metrics on {prometheus}: {exc}", err)
-            recorder.close()
-            monitor.close()
-            return 2
     monitor.record(recorder)
+    tally = _Tally()
+    monitor.pipeline.subscribe(tally, STAGE_RECORDER)
     writer = recorder.writer
     what = f"every {interval:g} s" + (f" for {duration:g} s" if duration else "")
     _say(f"vramscope: recording to {path} ({what}; Ctrl-C to stop)", out)
@@ -106,6 +125,10 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
     size = session_size(path) / 1e6
     _say(f"vramscope: recorded {writer.frames_written} samples to {path} ({size:.1f} MB)", out)
     status = 0
+    if tally.frames and not tally.with_gpus:  # e.g. every ssh attempt failed: say so
+        _say(f"vramscope record: none of the {tally.frames} samples has GPU figures"
+             f"{': ' + tally.last_error if tally.last_error else ''}", err)
+        status = 1
     if writer.errors:
         _say(f"vramscope record: {writer.errors} samples could not be written "
              f"(last error: {writer.last_error})", err)

@@ -12,12 +12,12 @@ when stdin closes or stdout breaks (the monitor went away).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import sys
 import threading
 
+from vramscope.agent import json_limits
 from vramscope.commands.common import add_source_arguments
 from vramscope.core.stream import protocol
 from vramscope.sources.choose import enrichers_for, open_source
@@ -43,7 +43,11 @@ class StreamWriter:
         self.lock = threading.Lock()
 
     def send(self, message: dict) -> None:
-        data = protocol.encode(message)
+        try:
+            data = protocol.encode(message)
+        except (TypeError, ValueError) as exc:  # never silently: the monitor hears why
+            data = protocol.encode({protocol.TYPE: protocol.ERROR,
+                                    "message": f"vramscope stream: a message could not be sent ({exc})"})
         with self.lock:
             try:
                 self.out.write(data)
@@ -61,17 +65,25 @@ class StreamWriter:
             self.stop.set()
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def answer(actions, message: dict) -> dict:
     """The result of one request (never raises: bad requests get an error result)."""
     import dataclasses
-    reply = {protocol.TYPE: protocol.RESULT, "id": message.get("id")}
+
+    from vramscope.core.actions import request_problem
+    ident = message.get("id")
+    reply = {protocol.TYPE: protocol.RESULT, "id": ident if _is_int(ident) else None}
     op = message.get("op")
     if message.get(protocol.TYPE) != protocol.ACT or op not in protocol.ACT_OPS:
-        return {**reply, "ok": False, "error": f"unknown request {message.get(protocol.TYPE)!r} {op!r}"}
+        return {**reply, "ok": False, "error": f"unknown request {str(message.get(protocol.TYPE))[:40]!r} "
+                                               f"{str(op)[:40]!r}"}
     pid, start = message.get("pid"), message.get("start_time")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 \
-            or not (start is None or isinstance(start, (int, float))):
-        return {**reply, "ok": False, "error": "a request needs an integer pid and a start time"}
+    problem = request_problem(pid, start)
+    if problem:
+        return {**reply, "ok": False, "error": problem}
     args = [pid, None if start is None else float(start)]
     if op in ("describe", "terminate", "kill"):
         memory = message.get("memory")
@@ -92,7 +104,7 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
             if stop.is_set():
                 break
             try:
-                message = json.loads(raw)
+                message = json_limits.loads(raw)
             except ValueError:
                 continue
             if isinstance(message, dict):

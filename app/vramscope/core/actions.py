@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import os
 import pathlib
 import signal
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from vramscope.core import safe_write
 from vramscope.core.detectors.jupyter import connection_file, is_jupyter_kernel
 
 PF_KTHREAD = 0x00200000  # the "flags" field of /proc/PID/stat (linux/sched.h)
@@ -33,6 +35,20 @@ START_TIME_TOLERANCE = 0.05  # seconds; psutil derives start times from clock ti
 DEFAULT_GRACE_SECONDS = 5.0
 READ_ONLY_REFUSAL = "vramscope runs read-only (--read-only): ending processes is disabled"
 SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
+PID_MAX = 1 << 22  # the kernel's largest pid_max (proc(5)): a larger number is no process
+
+
+def request_problem(pid, start_time) -> str | None:
+    """Why (pid, start time) cannot name a process -- from a remote request, a damaged
+    session -- or None. Checked before the numbers reach the kernel or psutil."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= PID_MAX:
+        return f"{str(pid)[:40]} is not a process id (1 to {PID_MAX}); refusing"
+    if start_time is not None and not (isinstance(start_time, (int, float))
+                                       and math.isfinite(start_time)):
+        return f"the start time {str(start_time)[:40]} is not a time; refusing"
+    return None
 
 
 def acting_uid() -> int:
@@ -128,6 +144,10 @@ class ProcessActions:
     # -- looking ----------------------------------------------------------------------
     def describe(self, pid: int, start_time: float | None, memory: int | None = None) -> ProcessSummary:
         proc, refusal = self._verify(pid, start_time)
+        if request_problem(pid, start_time):
+            return ProcessSummary(pid=pid, start_time=start_time, user=None, command=None,
+                                  age_seconds=None, memory=memory, own=False, refusal=refusal,
+                                  connection_file=None)
         user = command = conn = None
         age = None
         own = False
@@ -150,6 +170,8 @@ class ProcessActions:
 
     def is_alive(self, pid: int, start_time: float | None) -> bool:
         """The same process (pid + start time) still exists and is not a zombie."""
+        if request_problem(pid, start_time):
+            return False
         try:
             proc = psutil.Process(pid)
             if not _same_start(proc.create_time(), start_time):
@@ -195,6 +217,9 @@ class ProcessActions:
     def _signal(self, action, signum, pid, start_time, memory) -> ActionResult:
         if self.read_only:
             return self._refuse(action, pid, start_time, READ_ONLY_REFUSAL, memory)
+        problem = request_problem(pid, start_time)
+        if problem:
+            return self._refuse(action, pid, start_time, problem, memory)
         pidfd = None
         if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
             try:
@@ -242,6 +267,9 @@ class ProcessActions:
     def _verify(self, pid: int, start_time: float | None):
         """(process, None) when pid + start time still name the same process,
         else (process or None, why not)."""
+        problem = request_problem(pid, start_time)
+        if problem:
+            return None, problem
         if self.read_only:
             return _try_process(pid), READ_ONLY_REFUSAL
         if pid <= 1:
@@ -349,12 +377,11 @@ class EndProcess:
 
 
 def append_json_line(path: pathlib.Path, entry: dict) -> None:
-    """One JSON line, appended; the file is created 0600 in a 0700 directory."""
+    """One JSON line, appended; the file is created 0600 in a 0700 directory
+    (never through another user's link, never into a FIFO: core/safe_write.py)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = safe_write.open_append(path)
     try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o600)
         os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode())
     finally:
         os.close(fd)

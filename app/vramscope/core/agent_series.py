@@ -6,7 +6,7 @@ detectors and the exports read one layout whatever the source:
 - the live client (sources/agents.py): items pulled from an agent's socket
   or read from its final dump;
 - sources whose frames already carry AgentReports -- the demo, a session
-  replayed frame by frame (``sources.agents.record_reports``);
+  replayed frame by frame (``sources.agent_reports.record_reports``);
 - a reopened session (core/session/loader.py): its agent rows and events.
 
 Keys are ``protocol.series_key(pid, start_time, device, metric)``:

@@ -27,31 +27,30 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
+import itertools
 import logging
 import os
+import stat
 import time
 
 from vramscope.agent import paths, protocol
-from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, Bucket, EventKind, ItemKind, Op
+from vramscope.agent.protocol import Bucket, EventKind, ItemKind, Op
 from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
-from vramscope.core import agent_series
-from vramscope.sources import container_agents
-from vramscope.sources.agent_connection import AgentConnection, VersionRefused  # noqa: F401
-from vramscope.core.samples import (
-    AGENT_ENDED, AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, bare_uuid,
-)
+from vramscope.core import agent_series, bounded_read
+from vramscope.core.samples import AgentEvent, AgentReport, Frame
+from vramscope.sources import agent_input, container_agents
+from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange
+from vramscope.sources.agent_reports import report_of, with_outside
 
 log = logging.getLogger(__name__)
 
 RECENT_EVENTS = 50
 MAX_PULLS_PER_POLL = 16
+PASS_BUDGET = 1.0  # seconds one pass waits on all agents together (connects, replies)
+QUIET_PAUSE, QUIET_PAUSE_MAX = 2.0, 30.0  # a socket that said nothing: tried again after
+MAX_DIR_ENTRIES = 4096  # names looked at per directory and pass
 START_TIME_TOLERANCE = 0.05  # seconds; both sides compute btime + ticks / CLK_TCK
 STALE_SWEEP_EVERY = 30.0
-
-
-def _norm_uuid(uuid: str | None) -> str | None:
-    return bare_uuid(uuid)
 
 
 @dataclasses.dataclass
@@ -85,11 +84,13 @@ class _Agent:
 class AgentClient:
     """Discovers agents and turns what they send into AgentReports (an enricher)."""
 
-    def __init__(self, store=None, dirs: list[str] | None = None, timeout: float = 0.5,
+    def __init__(self, store=None, dirs: list[str] | None = None, timeout: float = PASS_BUDGET,
                  keep_ended: float = 600.0, final_max_age: float = 3600.0, clock=time.time):
         self.store = store
         self._dirs = dirs
-        self.timeout = timeout
+        self.timeout = timeout  # seconds per pass, all agents together
+        self._quiet: dict[str, tuple[float, float]] = {}  # socket path -> (retry at, pause)
+        self._owners: dict[str, int] = {}  # socket path -> the uid that must listen there
         self.keep_ended = keep_ended
         self.final_max_age = final_max_age
         self._clock = clock
@@ -117,57 +118,18 @@ class AgentClient:
     # -- polling -----------------------------------------------------------------------------
     def poll(self, frame: Frame | None = None) -> None:
         """``frame``: the pass being enriched; its processes in containers are looked
-        inside for agents too."""
+        inside for agents too. Waits on agents at most ``timeout`` seconds in all."""
         now = self._clock()
-        sockets: dict[tuple, str] = {}
-        finals: dict[tuple, str] = {}
-        contained = container_agents.contained_processes(frame)
-        self._in_containers = {(ns_pid, container_agents.namespace_of(hp)): hp
-                               for hp, ns_pid in contained.items()}
-        here = [(d, None, None) for d in self.dirs()]
-        inside = [(d, owner, container_agents.pids_inside(hp, contained))
-                  for hp in contained for d, owner in container_agents.agent_dirs(hp)]
-        for directory, owner, admitted in here + inside:
-            try:
-                if owner is None:
-                    paths.secure_dir(directory, create=False)
-                elif not container_agents.dir_is_private(directory, owner):
-                    continue
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue  # missing, or not ours: never read from it
-            for entry in entries:
-                parsed = paths.parse_name(entry.name)
-                if parsed is None:
-                    continue
-                pid, ticks, suffix = parsed
-                if admitted is not None and pid not in admitted:
-                    continue  # seen through a container's root, but not one of its processes
-                (sockets if suffix == paths.SOCKET_SUFFIX else finals)[(pid, ticks)] = entry.path
-            if owner is None and now - self._last_sweep > STALE_SWEEP_EVERY:
-                paths.remove_stale(directory)
-        if now - self._last_sweep > STALE_SWEEP_EVERY:
-            self._last_sweep = now
-        for key, path in sockets.items():
-            state = self._agents.get(key)
-            if state is not None and state.ended_at is not None:
-                continue
-            try:
-                self._service(key, path, state)
-            except Exception as exc:  # one bad agent never stops the others
-                self.errors += 1
-                log.debug("agent %s: %s", path, exc)
-                state = self._agents.get(key)
-                if state is None and isinstance(exc, VersionRefused):
-                    # shown, not dropped: the window and `status` say why there are no figures
-                    state = self._agents[key] = _Agent(path=path, hello={
-                        "pid": key[0], "start_ticks": key[1],
-                        "start_time": paths.start_time_from_ticks(key[1])})
-                if state is not None:
-                    state.error = str(exc) if isinstance(exc, VersionRefused) else f"{type(exc).__name__}: {exc}"
-                    if state.conn is not None:
-                        state.conn.close()
-                        state.conn = None
+        deadline = time.monotonic() + self.timeout
+        sockets, finals = self._scan(frame, now)
+        live = {key: path for key, path in sockets.items()
+                if (state := self._agents.get(key)) is None or state.ended_at is None}
+        connected = [self._agents[key] for key in live
+                     if key in self._agents and self._agents[key].conn is not None]
+        dropped = self._pull_rounds(connected, deadline, retry=True)
+        fresh = self._handshake([key for key in live if key in dropped or key not in self._agents
+                                 or self._agents[key].conn is None], live, deadline)
+        self._pull_rounds(fresh, deadline)
         for key, state in list(self._agents.items()):
             if state.ended_at is None and key not in sockets:
                 if key in finals:
@@ -181,65 +143,179 @@ class AgentClient:
         for key, path in finals.items():
             if key not in self._agents and path not in self._finals_seen and key not in sockets:
                 try:
-                    if now - os.stat(path).st_mtime <= self.final_max_age:
+                    if now - os.lstat(path).st_mtime <= self.final_max_age:
                         self._read_final(key, path)
                 except OSError:
                     pass
                 self._finals_seen.add(path)
 
-    def _service(self, key: tuple, path: str, state: _Agent | None) -> None:
-        if state is not None and state.conn is not None:
+    def _scan(self, frame: Frame | None, now: float) -> tuple[dict, dict]:
+        """({key: socket path}, {key: final dump path}) in every directory agents use:
+        only sockets and regular files by those names (never through a link)."""
+        sockets: dict[tuple, str] = {}
+        finals: dict[tuple, str] = {}
+        self._owners = {}
+        contained = container_agents.contained_processes(frame)
+        self._in_containers = {(ns_pid, container_agents.namespace_of(hp)): hp
+                               for hp, ns_pid in contained.items()}
+        here = [(d, None, None) for d in self.dirs()]
+        inside = [(d, owner, container_agents.pids_inside(hp, contained))
+                  for hp in contained for d, owner in container_agents.agent_dirs(hp)]
+        sweep = now - self._last_sweep > STALE_SWEEP_EVERY
+        for directory, owner, admitted in here + inside:
             try:
-                self._pull(state)
-                return
-            except (ConnectionError, OSError):
-                # the agent drops connections idle for a few seconds (agent/server.py):
-                # at a long sampling interval, pull again on a fresh one
-                state.conn.close()
-                state.conn = None
-        if state is None or state.conn is None:
-            conn = AgentConnection(path, self.timeout)
+                if owner is None:
+                    paths.secure_dir(directory, create=False)
+                elif not container_agents.dir_is_private(directory, owner):
+                    continue
+                entries = list(itertools.islice(os.scandir(directory), MAX_DIR_ENTRIES))
+            except OSError:
+                continue  # missing, or not ours: never read from it
+            for entry in entries:
+                parsed = paths.parse_name(entry.name)
+                if parsed is None:
+                    continue
+                pid, ticks, suffix = parsed
+                if admitted is not None and pid not in admitted:
+                    continue  # seen through a container's root, but not one of its processes
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue
+                if suffix == paths.SOCKET_SUFFIX and stat.S_ISSOCK(mode):
+                    sockets[(pid, ticks)] = entry.path
+                    self._owners[entry.path] = os.getuid() if owner is None else owner
+                elif suffix == paths.FINAL_SUFFIX and stat.S_ISREG(mode):
+                    finals[(pid, ticks)] = entry.path
+            if owner is None and sweep:
+                paths.remove_stale(directory)
+        if sweep:
+            self._last_sweep = now
+        return sockets, finals
+
+    def _handshake(self, keys: list, where: dict, deadline: float) -> list[_Agent]:
+        """Connect to these agents and say hello to all of them at once; the states
+        that answered, connected."""
+        now = time.monotonic()
+        conns = []
+        for key in keys:
+            path = where[key]
+            if self._quiet.get(path, (0.0, 0.0))[0] > now:
+                continue  # it accepted and said nothing lately: not every pass
             try:
-                hello = conn.request({"op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
-                                      "supported": sorted(protocol.SUPPORTED_VERSIONS)})
-            except Exception:
+                conns.append((key, path, AgentConnection(path, self._owners.get(path))))
+            except Exception as exc:  # noqa: BLE001 - one bad agent never stops the others
+                self._refused(key, path, exc, silent=isinstance(exc, TimeoutError))
+        request = {"op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
+                   "supported": sorted(protocol.SUPPORTED_VERSIONS)}
+        # half of what is left: a pass with silent sockets still has time to pull from
+        # the agents that did answer
+        until = min(deadline, now + max(0.0, deadline - now) / 2)
+        replies = exchange([(conn, request) for _, _, conn in conns], until)
+        fresh = []
+        for (key, path, conn), reply in zip(conns, replies):
+            try:
+                if isinstance(reply, Exception):
+                    raise reply
+                hello = self._accept_hello(reply)
+            except Exception as exc:  # noqa: BLE001
                 conn.close()
-                raise
-            if not hello.get("ok"):
-                conn.close()
-                if "supported" in hello and protocol.PROTOCOL_VERSION not in (hello.get("supported") or ()):
-                    raise VersionRefused(protocol.mismatch_text(
-                        ", ".join(str(v) for v in hello["supported"])))
-                raise ConnectionError(hello.get("error", "handshake refused"))
+                self._refused(key, path, exc, silent=isinstance(exc, TimeoutError))
+                continue
+            self._quiet.pop(path, None)
+            state = self._agents.get(key)
             if state is None or state.hello.get("start_ticks") != hello.get("start_ticks"):
                 state = self._agents[key] = _Agent(path=path, hello=hello)
+            elif state.conn is not None:
+                state.conn.close()
             state.conn = conn
             state.error = None
-        self._pull(state)
+            fresh.append(state)
+        return fresh
 
-    def _pull(self, state: _Agent) -> None:
-        if state.host_pid is None:  # in another PID namespace: its PID here, once it is on a GPU
-            where = (hello_pid(state), state.hello.get("pid_namespace"))
-            state.host_pid = self._in_containers.get(where)
-        for _ in range(MAX_PULLS_PER_POLL):
-            reply = state.conn.request({"op": Op.PULL, "cursor": state.cursor})
-            if not reply.get("ok"):
-                raise ConnectionError(reply.get("error", "pull refused"))
-            if reply.get("dropped"):
-                state.dropped = True
-            self._ingest(state, reply.get("items") or [])
-            cursor = reply.get("cursor")
-            if isinstance(cursor, int) and cursor >= state.cursor:
-                state.cursor = cursor
-            if not reply.get("more"):
+    @staticmethod
+    def _accept_hello(reply: dict) -> dict:
+        if reply.get("ok") is not True:
+            supported = reply.get("supported")
+            if isinstance(supported, list) and protocol.PROTOCOL_VERSION not in supported:
+                raise VersionRefused(protocol.mismatch_text(
+                    ", ".join(str(v)[:8] for v in supported[:8])))
+            raise ConnectionError(agent_input.text(reply.get("error")) or "handshake refused")
+        try:
+            return agent_input.hello(reply)
+        except ValueError as exc:
+            raise ConnectionError(f"a handshake vramscope cannot use: {exc}") from None
+
+    def _refused(self, key: tuple, path: str, exc: Exception, silent: bool = False) -> None:
+        """An agent that could not be reached or answered nothing usable this pass.
+        ``silent``: it never answered its handshake (tried again after a growing pause)."""
+        self.errors += 1
+        log.debug("agent %s: %s", path, exc)
+        if silent:
+            pause = min(QUIET_PAUSE_MAX, max(QUIET_PAUSE, self._quiet.get(path, (0.0, 0.0))[1] * 2))
+            self._quiet[path] = (time.monotonic() + pause, pause)
+        state = self._agents.get(key)
+        if state is None and isinstance(exc, VersionRefused):
+            # shown, not dropped: the window and `status` say why there are no figures
+            state = self._agents[key] = _Agent(path=path, hello={
+                "pid": key[0], "start_ticks": key[1],
+                "start_time": paths.start_time_from_ticks(key[1])})
+        if state is not None:
+            state.error = str(exc) if isinstance(exc, VersionRefused) else f"{type(exc).__name__}: {exc}"
+            if state.conn is not None:
+                state.conn.close()
+                state.conn = None
+
+    def _pull_rounds(self, states: list[_Agent], deadline: float, retry: bool = False) -> set:
+        """Pull from all these agents at once, again from those that have more (up to
+        MAX_PULLS_PER_POLL rounds). With ``retry``, the keys of agents whose idle
+        connection was dropped (the agent drops connections idle for a few seconds,
+        agent/server.py) are returned to be reconnected in this pass."""
+        dropped = set()
+        active = list(states)
+        for round_ in range(MAX_PULLS_PER_POLL):
+            if not active:
                 break
+            for state in active:
+                if state.host_pid is None:  # in another PID namespace: its PID here, once on a GPU
+                    where = (hello_pid(state), state.hello.get("pid_namespace"))
+                    state.host_pid = self._in_containers.get(where)
+            replies = exchange([(state.conn, {"op": Op.PULL, "cursor": state.cursor})
+                                for state in active], deadline)
+            more = []
+            for state, reply in zip(active, replies):
+                key = next(k for k, s in self._agents.items() if s is state)
+                if isinstance(reply, Exception):
+                    if retry and round_ == 0 and not isinstance(reply, TimeoutError):
+                        state.conn.close()
+                        state.conn = None
+                        dropped.add(key)
+                    else:
+                        self._refused(key, state.path, reply)
+                    continue
+                if reply.get("ok") is not True:
+                    self._refused(key, state.path, ConnectionError(
+                        agent_input.text(reply.get("error")) or "pull refused"))
+                    continue
+                if reply.get("dropped") is True:
+                    state.dropped = True
+                items = reply.get("items")
+                self._ingest(state, items if isinstance(items, list) else [])
+                cursor = agent_input.integer(reply.get("cursor"))
+                if cursor is not None and cursor >= state.cursor:
+                    state.cursor = cursor
+                if reply.get("more") is True:
+                    more.append(state)
+            active = more
+        return dropped
 
     def _read_final(self, key: tuple, path: str) -> None:
         self._finals_seen.add(path)
         try:
-            with open(path, "rb") as f:
-                data = json.loads(f.read().decode("utf-8"))
-            hello, items = data["hello"], data["items"]
+            data = bounded_read.read_json(path, paths.FINAL_MAX_BYTES)
+            hello, items = agent_input.hello(data["hello"]), data["items"]
+            if not isinstance(items, list):
+                raise TypeError("items are not a list")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             self.errors += 1
             log.debug("final dump %s unreadable: %s", path, exc)
@@ -247,7 +323,7 @@ class AgentClient:
         state = self._agents.get(key)
         if state is None:
             state = self._agents[key] = _Agent(path=None, hello=hello)
-        fresh = [it for it in items if isinstance(it, dict) and isinstance(it.get("seq"), int)
+        fresh = [it for it in items if isinstance(it, dict) and agent_input.integer(it.get("seq")) is not None
                  and it["seq"] > state.cursor]
         self._ingest(state, fresh)
         if fresh:
@@ -264,26 +340,27 @@ class AgentClient:
                 elif kind == ItemKind.STEP:
                     self._ingest_step(state, item)
                 elif kind == ItemKind.EVENT:
-                    ev = AgentEvent(kind=str(item["event"]), time=float(item["t"]),
-                                    data=dict(item.get("data") or {}))
+                    event_kind, t, data = agent_input.event(item)
+                    ev = AgentEvent(kind=event_kind, time=t, data=data)
                     state.new_events.append(ev)
                     state.recent.append(ev)
                     self._record(agent_series.event_points(state.pid, state.start_time, ev.kind, ev.time,
                                                            ev.data))
-            except (KeyError, TypeError, ValueError, AttributeError):
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 state.bad_items += 1
 
     def _ingest_sample(self, state: _Agent, item: dict) -> None:
-        t = float(item["t"])
-        if state.latest is None or t >= float(state.latest.get("t", 0)):
+        item = agent_input.sample(item)
+        t = item["t"]
+        if state.latest is None or t >= state.latest["t"]:
             state.latest = item
         if isinstance(item.get("step"), int):
             state.step = max(state.step or 0, item["step"])
         self._record(agent_series.sample_points(state.pid, state.start_time, t, item.get("devices") or ()))
 
     def _ingest_step(self, state: _Agent, item: dict) -> None:
-        t = float(item["t"])
-        step = int(item["step"])
+        item = agent_input.step(item)
+        t, step = item["t"], item["step"]
         state.step = max(state.step or 0, step)
         devices = item.get("devices") or {}
         first = devices[sorted(devices)[0]] if devices else {}
@@ -307,7 +384,7 @@ class AgentClient:
     def reports(self) -> list[AgentReport]:
         out = []
         for state in self._agents.values():
-            out.append(_report(state))
+            out.append(report_of(state))
             state.new_events = []
         return out
 
@@ -333,7 +410,7 @@ class AgentClient:
                     proc = dataclasses.replace(proc, has_agent=True)
                     changed = True
                     r = final_reports[id(report)]
-                    final_reports[id(report)] = _with_outside(r, gpu, proc, frame.gpus)
+                    final_reports[id(report)] = with_outside(r, gpu, proc, frame.gpus)
                 procs.append(proc)
             gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
         reports = [final_reports[id(r)] for r in reports]
@@ -370,101 +447,3 @@ class AgentClient:
 def hello_pid(state: _Agent) -> int:
     """The PID the agent gave (inside its own namespace)."""
     return int(state.hello.get("pid", -1))
-
-
-def _report(state: _Agent) -> AgentReport:
-    hello = state.hello
-    sample = state.latest or {}
-    devices = []
-    for dev in sample.get("devices") or ():
-        b = dev.get("buckets")
-        note = dev.get("buckets_note")
-        buckets = AgentBuckets(**{k: _int(b.get(k)) for k in AGENT_BUCKETS},
-                               note=note if isinstance(note, str) else None) if isinstance(b, dict) else None
-        devices.append(AgentDevice(
-            device=str(dev.get("device")), gpu_uuid=dev.get("uuid"),
-            allocated=_int(dev.get("allocated")), reserved=_int(dev.get("reserved")),
-            active=_int(dev.get("active")), inactive_split=_int(dev.get("inactive_split")),
-            requested=_int(dev.get("requested")), peak_allocated=_int(dev.get("peak_allocated")),
-            num_alloc_retries=_int(dev.get("num_alloc_retries")), num_ooms=_int(dev.get("num_ooms")),
-            alloc_count=_int(dev.get("alloc_count")), free_count=_int(dev.get("free_count")),
-            buckets=buckets, total=_int(dev.get("total")),
-            runtime=dev["runtime"] if isinstance(dev.get("runtime"), str) else None,
-            missing=tuple(str(m) for m in dev.get("missing") or () if isinstance(m, str))))
-    error = state.error
-    if error is None and state.ended_at is not None:
-        error = AGENT_ENDED
-    return AgentReport(
-        pid=state.pid, start_time=state.start_time, hostname=hello.get("hostname"),
-        time=sample.get("t"), rank=hello.get("rank"), local_rank=hello.get("local_rank"),
-        world_size=hello.get("world_size"), step=state.step, devices=tuple(devices),
-        allocator_settings=dict(sample.get("settings") or {}), events=tuple(state.new_events),
-        connected=state.ended_at is None and state.conn is not None, error=error,
-        recent_events=tuple(state.recent), dropped=state.dropped,
-        models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)))
-
-
-def _int(v) -> int | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-
-def _with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:
-    """outside PyTorch = NVML process memory - reserved, on the device that is this GPU."""
-    cuda = [d for d in report.devices if d.device.startswith(("cuda", "xpu"))]
-    target = None
-    # the device is this GPU, or the MIG slice of it the process runs on
-    here = {_norm_uuid(gpu.uuid), _norm_uuid(proc.mig_uuid)} - {None}
-    for d in cuda:
-        if _norm_uuid(d.gpu_uuid) in here:
-            target = d
-    if target is None and len(cuda) == 1:
-        known = {_norm_uuid(u) for g in all_gpus for u in (g.uuid, *(s.uuid for s in g.slices)) if u}
-        if _norm_uuid(cuda[0].gpu_uuid) not in known:  # torch gave no usable uuid: one device, one GPU
-            on = [g for g in all_gpus if any(p.pid == proc.pid for p in g.processes)]
-            if len(on) == 1:
-                target = cuda[0]
-    if target is None or proc.used is None or target.reserved is None or target.buckets is None:
-        return report
-    outside = max(0, proc.used - target.reserved)
-    new_dev = dataclasses.replace(target, buckets=dataclasses.replace(target.buckets, outside_pytorch=outside))
-    return dataclasses.replace(report, devices=tuple(new_dev if d is target else d for d in report.devices))
-
-
-def _device_fields(d: AgentDevice) -> dict:
-    """An AgentDevice in the wire format of a sample's device (a CPU device's unknown
-    allocator figures are left out: they are not gaps, the CPU has no allocator)."""
-    out: dict = {"device": d.device}
-    for metric in DEVICE_METRICS:
-        value = getattr(d, metric)
-        if value is not None or d.device.startswith("cuda"):
-            out[metric] = value
-    if d.buckets is not None:
-        out["buckets"] = d.buckets.as_dict()
-    if d.runtime is not None:
-        out["runtime"] = d.runtime
-    if d.missing:
-        out["missing"] = list(d.missing)
-    return out
-
-
-def record_reports(store, frame: Frame) -> Frame:
-    """Series for sources whose frames already carry AgentReports (demo, replayed sessions).
-
-    The live client records every pulled sample at its own time; a source
-    that only has the latest report per frame records it at the frame's time
-    here (steps and OOMs from the report's new events), through the same
-    module (core/agent_series.py), so the agent panel reads one layout
-    whatever the source.
-    """
-    for r in frame.agents:
-        agent_series.record(store, agent_series.sample_points(
-            r.pid, r.start_time, frame.time, [_device_fields(d) for d in r.devices]))
-        for ev in r.events:
-            agent_series.record(store, agent_series.event_points(r.pid, r.start_time, ev.kind, ev.time,
-                                                                 ev.data))
-    return frame

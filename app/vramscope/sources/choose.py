@@ -56,7 +56,8 @@ class AgentEnricher:
 
     def __call__(self, frame):
         from vramscope.core.samples import REMOTE_SOURCES
-        from vramscope.sources.agents import AgentClient, record_reports
+        from vramscope.sources.agent_reports import record_reports
+        from vramscope.sources.agents import AgentClient
 
         if frame.simulated or frame.source in REMOTE_SOURCES:
             return record_reports(self.store, frame)

@@ -305,8 +305,11 @@ class RemoteHost:
                     if isinstance(alerts, list) else ()
             self._frames_seen.set()
         elif kind == protocol.RESULT:
+            ident = message.get("id")  # ours are ints: a list here is the peer's mistake
+            if not isinstance(ident, int) or isinstance(ident, bool):
+                return
             with self._lock:
-                slot = self._waiting.get(message.get("id"))
+                slot = self._waiting.get(ident)
             if slot is not None:
                 slot[1] = message
                 slot[0].set()

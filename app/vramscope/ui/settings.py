@@ -26,11 +26,18 @@ saves a new value -- nothing is lost silently.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
+import math
+import os
+import pathlib
+import shutil
+import tempfile
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from vramscope.core import safe_write
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL
 from vramscope.core.session.library import DEFAULT_MAX_BYTES
@@ -66,7 +73,7 @@ def _as_bool(value) -> bool:
 
 
 def _as_interval(value) -> float:
-    v = float(value)
+    v = _finite(value)
     lo, hi = INTERVAL_RANGE
     if not lo <= v <= hi:
         raise ValueError(f"{v:g} s is outside {lo:g} .. {hi:g} s")
@@ -82,11 +89,22 @@ def _choice(options):
     return parse
 
 
-def _as_cap(value) -> int:
-    v = int(float(value))
-    if v <= 0:
-        raise ValueError(f"the session cap must be positive (got {v})")
+MAX_NUMBER = 1e12  # larger than any threshold means anything (1e400 reads as inf)
+
+
+def _finite(value) -> float:
+    """A number as float, refused when NaN, infinite or beyond MAX_NUMBER."""
+    v = float(value)
+    if not math.isfinite(v) or abs(v) > MAX_NUMBER:
+        raise ValueError(f"{value!r} is not a usable number")
     return v
+
+
+def _as_cap(value) -> int:
+    v = float(value)
+    if not math.isfinite(v) or v <= 0 or v > 1 << 62:
+        raise ValueError(f"the session cap must be a positive number of bytes (got {value!r})")
+    return int(v)
 
 
 def _as_bytes(value) -> bytes | None:
@@ -129,8 +147,8 @@ def _diagnostic_kind(default):
     if isinstance(default, bool):
         return _as_bool
     if isinstance(default, int):
-        return lambda v: int(float(v))
-    return float
+        return lambda v: int(_finite(v))
+    return _finite
 
 
 def _stored(value):
@@ -140,6 +158,41 @@ def _stored(value):
     if isinstance(value, tuple):  # a list of names: one comma-separated string
         return ",".join(value)
     return value
+
+
+def settings_file() -> pathlib.Path:
+    """Where QSettings(ORGANISATION, APPLICATION) keeps the settings on Linux (Qt's
+    GenericConfigLocation: $XDG_CONFIG_HOME, else ~/.config)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return pathlib.Path(base) / ORGANISATION / f"{APPLICATION}.conf"
+
+
+def open_qsettings(path: str | os.PathLike | None = None) -> QSettings:
+    """The settings file, when it is safe to read and to replace on save; otherwise
+    settings kept in memory for this run, with one line saying why.
+
+    QSettings reads the file when it is created -- a FIFO there blocks forever --
+    and saves by replacing it: a symlink to a device (``/dev/zero``) would have
+    the device node replaced by an INI file. The file (and the organisation-wide
+    one QSettings also reads, ``vramscope.conf`` beside the directory) must be
+    what core/safe_write.py would write: a regular file, or the user's own link
+    to one.
+    """
+    own = path is None
+    path = pathlib.Path(path) if path is not None else settings_file()
+    checked = [path, path.parent.parent / f"{ORGANISATION}.conf"] if own else [path]
+    try:
+        for candidate in checked:
+            safe_write.target_of(candidate)
+            safe_write.check_parent(candidate)
+    except safe_write.UnsafeTarget as exc:
+        log.warning("settings: %s; this run keeps its settings in memory", exc)
+        scratch = tempfile.mkdtemp(prefix="vramscope-settings-")
+        atexit.register(shutil.rmtree, scratch, True)
+        return QSettings(os.path.join(scratch, f"{APPLICATION}.conf"), QSettings.Format.IniFormat)
+    if own:
+        return QSettings(ORGANISATION, APPLICATION)
+    return QSettings(str(path), QSettings.Format.IniFormat)
 
 
 class _Setting:
@@ -171,8 +224,10 @@ class Settings:
     plot_style: str = _Setting("plot_style")
     card_details: bool = _Setting("card_details")
 
-    def __init__(self, qsettings: QSettings | None = None):
-        self.qsettings = qsettings if qsettings is not None else QSettings(ORGANISATION, APPLICATION)
+    def __init__(self, qsettings: QSettings | None = None, path: str | os.PathLike | None = None):
+        """``qsettings`` as given, else the INI file at ``path`` (default: the user's,
+        ``settings_file()``) -- checked before Qt opens it (see ``open_qsettings``)."""
+        self.qsettings = qsettings if qsettings is not None else open_qsettings(path)
         self._overrides: dict[str, object] = {}
         self._diag_overrides: dict[str, object] = {}
 
@@ -205,7 +260,7 @@ class Settings:
         raw = self.qsettings.value(key)
         try:
             return kind(raw)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             log.warning("setting %s in %s is unreadable (%s); using %r",
                         key, self.qsettings.fileName(), exc, default)
             return default

@@ -31,6 +31,7 @@ import threading
 
 import numpy as np
 
+from vramscope.core import safe_write
 from vramscope.core.export import textblock as tb
 from vramscope.core.export.context import ExportContext
 from vramscope.core.session.reader import SessionReader
@@ -202,7 +203,7 @@ def export_csv(reader: SessionReader, out_path: str | os.PathLike, *, redact: bo
     reader.frame_times()  # shared by the forks
     ctx.local, ctx.forks = threading.local(), []
     rows = 0
-    with open(out_path, "wb") as f, ThreadPoolExecutor(max(1, workers)) as pool:
+    with safe_write.replacing(out_path) as f, ThreadPoolExecutor(max(1, workers)) as pool:
         f.write(HEADER)
         pending: deque = deque()
 

@@ -5,17 +5,27 @@ the moment of an OOM and puts the path in the OOM event (``snapshot_path``).
 The files are copied byte for byte -- never unpickled here, since loading a
 pickle runs code -- after a header check that they are pickles of protocol
 2..5, which is what pytorch.org/memory_viz reads.
+
+The path comes from a session file, so it is input: only a regular file is
+read, never through a symlink (core/bounded_read.py), and at most
+``SNAPSHOT_LIMIT`` bytes. The copies go into a directory of the writer's own
+(core/safe_write.py): another user's directory at that name, or a link in
+it, is refused, never written through.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 import shutil
 
+from vramscope.core import bounded_read, safe_write
 from vramscope.core.session.reader import SessionReader
 
 PATH_KEYS = ("snapshot_path", "snapshot", "pickle_path")
+SNAPSHOT_LIMIT = 8 << 30  # bytes; memory_viz snapshots of big runs are hundreds of MiB
+MAX_PATH = 4096  # PATH_MAX: a longer "path" is not one
 
 
 def snapshot_paths(reader: SessionReader) -> list[tuple[float, int | None, str]]:
@@ -34,30 +44,42 @@ def snapshot_paths(reader: SessionReader) -> list[tuple[float, int | None, str]]
     return out
 
 
-def looks_like_pickle(path: pathlib.Path) -> bool:
-    with open(path, "rb") as f:
-        head = f.read(2)
-    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+def _short(path: str) -> str:
+    return path if len(path) <= 120 else f"{path[:60]}...{path[-40:]} ({len(path)} characters)"
 
 
 def copy_snapshots(reader: SessionReader, directory: str | os.PathLike) -> tuple[list[str], list[str]]:
     """Copy into ``directory`` (0700, files 0600); returns (copied, problems)."""
     copied, problems = [], []
     found = snapshot_paths(reader)
-    if not found:
-        return copied, problems
     directory = pathlib.Path(directory)
     for t, pid, src in found:
-        path = pathlib.Path(src)
-        if not path.is_file():
-            problems.append(f"OOM snapshot {src} (pid {pid}) is no longer on this machine")
+        if len(src) > MAX_PATH or "\0" in src:
+            problems.append(f"OOM snapshot path {_short(src)!r} (pid {pid}) is not a usable path")
             continue
-        if not looks_like_pickle(path):
-            problems.append(f"OOM snapshot {src} is not a pickle; not copied")
+        try:
+            with bounded_read.opened(src) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size > SNAPSHOT_LIMIT:
+                    problems.append(f"OOM snapshot {_short(src)} is {size} bytes; not copied")
+                    continue
+                head = f.read(2)
+                if not (len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5):
+                    problems.append(f"OOM snapshot {_short(src)} is not a pickle; not copied")
+                    continue
+                safe_write.private_dir(directory)
+                dest = directory / f"oom-pid{pid}-t{t:.0f}.pickle"
+                with safe_write.replacing(dest) as out:
+                    out.write(head)
+                    shutil.copyfileobj(f, out)
+        except safe_write.UnsafeTarget as exc:
+            problems.append(f"OOM snapshots not copied: {exc}")
+            break
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                problems.append(f"OOM snapshot {_short(src)} (pid {pid}) is no longer on this machine")
+                continue
+            problems.append(f"OOM snapshot {_short(src)} (pid {pid}) not copied: {exc}")
             continue
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        dest = directory / f"oom-pid{pid}-t{t:.0f}.pickle"
-        shutil.copyfile(path, dest)
-        os.chmod(dest, 0o600)
         copied.append(str(dest))
     return copied, problems

@@ -27,6 +27,7 @@ import os
 
 import numpy as np
 
+from vramscope.core import safe_write
 from vramscope.core.export import textblock as tb
 from vramscope.core.export.context import GPU_TRACE_PID, ExportContext
 from vramscope.core.export.csv_export import FLOAT_METRICS, ExportSummary
@@ -140,7 +141,7 @@ def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: 
                 np.where(sm == 1, pct_key, used_key), 0)
 
     rows = 0
-    with open(out_path, "wb") as f:
+    with safe_write.replacing(out_path) as f:
         def event(obj) -> None:
             nonlocal rows
             f.write(_dumps(obj).encode() + b",\n")

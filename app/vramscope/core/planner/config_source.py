@@ -1,8 +1,8 @@
 """Where a config.json comes from: a file, a model directory, or a model name.
 
-``read_config(path)`` reads at most ``MAX_CONFIG_BYTES`` (a config.json is a
-few KiB; ``/dev/zero`` or a weights file given by mistake is refused after
-that many bytes, never read to the end). ``config_for_model("org/name")``
+``read_config(path)`` reads at most ``MAX_CONFIG_BYTES`` of a regular file (a
+config.json is a few KiB; a weights file given by mistake is refused by its
+size, ``/dev/zero`` or a FIFO without being opened). ``config_for_model("org/name")``
 looks in the local Hugging Face cache (laid out as huggingface_hub lays it
 out: ``models--org--name/refs/main`` and ``snapshots/<rev>/config.json``)
 and, when online and huggingface_hub is installed, fetches config.json from
@@ -14,12 +14,14 @@ and .../package_reference/environment_variables.
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import pathlib
 import re
 from dataclasses import dataclass
 
+from vramscope.agent import json_limits
+from vramscope.core import bounded_read
 from vramscope.core.planner.errors import PlanError
 
 MAX_CONFIG_BYTES = 4 << 20  # 4 MiB: the largest published config.json files are ~100 KiB
@@ -40,22 +42,17 @@ def read_config(path: str | os.PathLike, field: str = "config") -> dict:
     p = pathlib.Path(path)
     if p.is_dir():
         p = p / CONFIG_NAME
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise PlanError(field, f"cannot read {p}: {exc.strerror or exc}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise PlanError(field, f"{p} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a "
-                               "config.json")
-    try:
-        config = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise PlanError(field, f"{p} is not UTF-8 text: not a config.json") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(field, f"{p} is not valid JSON: {exc}") from None
-    except RecursionError:
+    try:  # a FIFO or device given by mistake is refused, never opened (core/bounded_read.py)
+        config = bounded_read.read_json(p, MAX_CONFIG_BYTES, follow=True)
+    except bounded_read.UnreadableFile as exc:
+        if exc.errno == errno.EFBIG:
+            raise PlanError(field, f"{p} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a "
+                                   "config.json") from None
+        raise PlanError(field, f"cannot read {exc}") from None
+    except json_limits.TooDeep:
         raise PlanError(field, f"{p} is nested too deeply: not a config.json") from None
+    except ValueError as exc:
+        raise PlanError(field, f"{p} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise PlanError(field, f"{p} must hold a JSON object")
     return config

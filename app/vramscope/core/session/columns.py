@@ -13,11 +13,12 @@ reader's ``problems`` -- so the rest of the file still opens.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable
 
 import numpy as np
+
+from vramscope.agent import json_limits
 
 Damage = Callable[[str], None]
 
@@ -102,7 +103,7 @@ def loads(text):
     if not isinstance(text, str):
         return {"raw": repr(text)}
     try:
-        return json.loads(text)
+        return json_limits.loads(text)  # nesting bounded: a crafted file is damage, not a traceback
     except ValueError:
         return {"raw": text}
 

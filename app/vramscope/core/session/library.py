@@ -45,7 +45,8 @@ def new_session_path(directory: pathlib.Path | None = None, now: float | None = 
     directory = ensure_private_directory(directory or default_directory())
     stamp = (_dt.datetime.fromtimestamp(now) if now is not None else _dt.datetime.now())
     host = socket.gethostname().split(".")[0] or "host"
-    base = f"{stamp:%Y-%m-%d_%H-%M-%S}_{host}"
+    # the pid: recorders started in the same second each get a name of their own
+    base = f"{stamp:%Y-%m-%d_%H-%M-%S}_{host}_{os.getpid()}"
     path = directory / f"{base}{SUFFIX}"
     n = 1
     while path.exists():

@@ -12,7 +12,7 @@ damage into ``SessionCorruptError`` instead.
 from __future__ import annotations
 
 import dataclasses
-import json
+import errno
 import math
 import os
 import pathlib
@@ -23,6 +23,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vramscope.agent import json_limits
+from vramscope.core import bounded_read
 from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample)
 from vramscope.core.session import mig_rows
@@ -62,12 +64,13 @@ class SessionReader:
         self.path = pathlib.Path(path)
         self.strict = strict
         self.problems: list[str] = []
-        if not self.path.exists():
-            raise SessionError(f"{self.path}: no such session file")
-        if self.path.is_dir():
-            raise NotASessionError(f"{self.path} is a directory, not a session file")
-        with open(self.path, "rb") as f:
-            magic = f.read(len(SQLITE_MAGIC))
+        try:  # a FIFO, socket or device is never opened (it could block or never end)
+            with bounded_read.opened(self.path, follow=True) as f:
+                magic = f.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                raise SessionError(f"{self.path}: no such session file") from None
+            raise NotASessionError(f"{exc}; not a session file") from None
         if magic != SQLITE_MAGIC:
             raise NotASessionError(
                 f"{self.path} is not a vramscope session (not an SQLite database"
@@ -95,8 +98,9 @@ class SessionReader:
         try:
             row = self._db.execute("SELECT max(version) FROM schema_version").fetchone()
             self.version = int(row[0]) if row and row[0] is not None else SCHEMA_VERSION
-        except sqlite3.DatabaseError as exc:
-            self._damage(f"the schema version cannot be read ({one_line(exc)})")
+        except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as exc:
+            self._damage(f"the schema version cannot be read ({one_line(exc)}); "
+                         f"read as format {SCHEMA_VERSION}")
             self.version = SCHEMA_VERSION
         if self.version > SCHEMA_VERSION:
             raise SessionVersionError(
@@ -105,7 +109,7 @@ class SessionReader:
         self.meta = {}
         for key, value in self._rows("SELECT key, value FROM meta", (), "the session header"):
             try:
-                self.meta[key] = json.loads(value) if value is not None else None
+                self.meta[key] = json_limits.loads(value) if value is not None else None
             except ValueError:
                 self.meta[key] = value
         self._procs: dict[int, ProcessRecord] | None = None

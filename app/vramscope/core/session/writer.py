@@ -32,6 +32,7 @@ import time
 from array import array
 
 from vramscope import __version__
+from vramscope.core import safe_write
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.errors import SessionError, SessionExistsError
@@ -84,8 +85,17 @@ def create_private_file(path: pathlib.Path) -> None:
             f"{len(path.name.encode())} bytes; at most {limit - len(COMPANION_SUFFIX)} "
             f"(SQLite adds '{COMPANION_SUFFIX}' beside it) -- choose a shorter --out name")
     try:
+        safe_write.check_parent(path)  # "/dev/null/x": not a directory, said as such
+    except safe_write.UnsafeTarget as exc:
+        raise SessionError(str(exc)) from None
+    for companion in session_files(path)[1:]:  # SQLite opens these by name, links followed
+        if os.path.lexists(companion):
+            raise SessionExistsError(
+                f"{companion} already exists beside {path.name}; vramscope does not write "
+                "through it -- choose another --out name or remove it")
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = safe_write.create_new(path)
     except FileExistsError:
         raise SessionExistsError(
             f"{path} already exists; vramscope does not overwrite a recording -- "
