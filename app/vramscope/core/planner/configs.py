@@ -10,6 +10,7 @@ reason.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
 from vramscope.core.planner import kv_layout
@@ -63,12 +64,13 @@ def model_type_of(config: dict) -> str:
 def lora_defaults(model_type: str, shape: ModelShape) -> tuple[tuple[str, ...], str | None]:
     """(PEFT's default LoRA target modules for the model type, a note or None)."""
     table = PEFT_LORA_DEFAULTS
-    try:
-        from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
-        table = {**table, **{k: tuple(v) for k, v in
-                             TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING.items()}}
-    except Exception:  # peft absent or reorganised: the table above
-        pass
+    if "peft" in sys.modules:  # importing peft costs seconds (torch, transformers): only if loaded
+        try:
+            from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+            table = {**table, **{k: tuple(v) for k, v in
+                                 TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING.items()}}
+        except Exception:  # peft reorganised: the table above
+            pass
     names = set(shape.short_linear_names())
     wanted = table.get(model_type)
     if wanted and all(w in names for w in wanted):
@@ -85,18 +87,41 @@ def lora_defaults(model_type: str, shape: ModelShape) -> tuple[tuple[str, ...], 
     return ("all-linear",), f"PEFT names no LoRA default for {model_type}: all linear layers"
 
 
+# RoPE scalings that stretch the trained length by ``factor`` (transformers'
+# modeling_rope_utils: linear, dynamic NTK, YaRN); llama3 and longrope configs
+# already give the extended length in max_position_embeddings.
+_STRETCHING = ("linear", "dynamic", "yarn")
+
+
+def _rope_scaling(cfg: dict) -> dict | None:
+    for key in ("rope_scaling", "rope_parameters"):
+        v = cfg.get(key)
+        if isinstance(v, dict) and (v.get("rope_type") or v.get("type")) not in (None, "default"):
+            return v
+    return None
+
+
 def _max_positions(cfg: dict, shape: ModelShape) -> tuple[int | None, str | None, list[str]]:
     notes = []
     for f in _POSITION_FIELDS:
         v = cfg.get(f)
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            scaling = cfg.get("rope_scaling")
-            if isinstance(scaling, dict) and scaling:
-                kind = scaling.get("rope_type") or scaling.get("type") or "rope"
-                original = scaling.get("original_max_position_embeddings")
-                notes.append(f"rope_scaling {kind}" + (f" (trained at {original:,} tokens)"
-                                                       if isinstance(original, int) else "")
-                             + f": the limit is {f} = {v:,}")
+            scaling = _rope_scaling(cfg)
+            if scaling is None:
+                return v, f, notes
+            kind = scaling.get("rope_type") or scaling.get("type")
+            factor = scaling.get("factor")
+            original = scaling.get("original_max_position_embeddings") \
+                or cfg.get("original_max_position_embeddings")
+            original = original if isinstance(original, int) and original > 0 else None
+            trained = f" (trained at {original:,} tokens)" if original else ""
+            if kind in _STRETCHING and isinstance(factor, (int, float)) and factor > 1:
+                stretched = int(factor * (original or v))
+                if stretched > v:
+                    notes.append(f"rope_scaling {kind} × {factor:g}{trained}: the limit is "
+                                 f"{factor:g} × {original or v:,} = {stretched:,} tokens")
+                    return stretched, f"rope_scaling ({kind} × {factor:g})", notes
+            notes.append(f"rope_scaling {kind}{trained}: the limit is {f} = {v:,}")
             return v, f, notes
     return shape.max_positions, shape.max_positions_field, notes
 
@@ -125,8 +150,10 @@ def finish(shape: ModelShape, cfg: dict) -> ModelShape:
     """KV layout, context limit, quantisation, dtype and LoRA defaults of a counted shape."""
     notes = list(shape.notes)
     used = list(shape.fields_used)
-    kv, decompressed = (), None
-    if None not in (shape.layers, shape.heads, shape.kv_heads, shape.head_dim):
+    kv, decompressed = shape.kv, shape.kv_decompressed
+    if not kv and shape.state and shape.heads is None and shape.layers:  # attention-free
+        kv = (kv_layout.KvLayer(kv_layout.STATE, 0, None, shape.layers),)
+    elif not kv and None not in (shape.layers, shape.heads, shape.kv_heads, shape.head_dim):
         kv, decompressed, kv_notes = kv_layout.kv_layers(
             cfg, model_type=shape.model_type or "", layers=shape.layers, heads=shape.heads,
             kv_heads=shape.kv_heads, head_dim=shape.head_dim)
@@ -135,12 +162,16 @@ def finish(shape: ModelShape, cfg: dict) -> ModelShape:
             used.append(f"sliding_window={cfg.get('sliding_window')}")
     max_positions, field, pos_notes = _max_positions(cfg, shape)
     notes += pos_notes
-    if field and not any(u.startswith(f"{field}=") for u in used):
+    if field and field in cfg and not any(u.startswith(f"{field}=") for u in used):
         used.append(f"{field}={max_positions}")
     quant = None
     if cfg.get("quantization_config") is not None:
         quant = scheme_from_config(cfg["quantization_config"])
         used.append(f"quantization_config={quant.label}")
+        if not quant.sized:
+            notes.append(f"quantization_config {quant.label}: a format the planner does not "
+                         "size; the weights are planned at 16 bits (an upper bound) unless a "
+                         "precision is chosen")
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
     shape = replace(shape, kv=kv, kv_decompressed=decompressed, max_positions=max_positions,
                     max_positions_field=field, quantization=quant,

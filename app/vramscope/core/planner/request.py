@@ -12,6 +12,9 @@ MODES = ("train", "infer")
 NOT_COUNTED = ("Not counted: temporary buffers (matmul workspaces, communication buffers), "
                "fragmentation and the CUDA context (the few hundred MB the runtime takes just "
                "by existing) -- keep a margin for them.")
+# A default context longer than this is not planned unasked: a 1M-token limit is
+# what the model allows, not what a server is usually asked to hold.
+DEFAULT_CONTEXT_CAP = 131_072
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ def context_warning(shape: ModelShape, tokens: int | None, what: str) -> str | N
     if tokens is None or shape.max_positions is None or tokens <= shape.max_positions:
         return None
     field = shape.max_positions_field or "max_position_embeddings"
+    why = ("learned position embeddings have no entry for those positions"
+           if shape.learned_positions else "the model was not trained that far")
     return (f"{what} of {tokens:,} tokens is longer than this model's limit: {field} = "
-            f"{shape.max_positions:,}; beyond it the model was not trained (and learned "
-            "position embeddings have no entry)")
+            f"{shape.max_positions:,}; beyond it {why}")

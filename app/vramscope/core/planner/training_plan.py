@@ -63,6 +63,7 @@ def training_figures(req: PlanRequest) -> Figures:
         trained, trained_tensors = shape.lora_params(req.lora_rank, tuple(modules))
         frozen = shape.params
         scheme = shape.quantization if req.precision is None else None
+        scheme = scheme if scheme is not None and scheme.sized else None
         if precision in inference.QUANTIZED or scheme is not None:
             metadata = inference.weight_bytes(shape, precision, scheme)
             frozen_weight_bytes = metadata.bytes_per_param
