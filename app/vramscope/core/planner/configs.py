@@ -87,10 +87,12 @@ def lora_defaults(model_type: str, shape: ModelShape) -> tuple[tuple[str, ...], 
     return ("all-linear",), f"PEFT names no LoRA default for {model_type}: all linear layers"
 
 
-# RoPE scalings that stretch the trained length by ``factor`` (transformers'
-# modeling_rope_utils: linear, dynamic NTK, YaRN); llama3 and longrope configs
-# already give the extended length in max_position_embeddings.
-_STRETCHING = ("linear", "dynamic", "yarn")
+# RoPE scalings whose ``factor`` stretches the trained length (transformers'
+# modeling_rope_utils: dynamic NTK and YaRN take max_position_embeddings, or
+# original_max_position_embeddings where given, as the trained length). Linear,
+# llama3 and longrope configs already give the extended length in
+# max_position_embeddings (Gemma 3, Llama 3.1, Phi-3-128k).
+_STRETCHING = ("dynamic", "yarn")
 
 
 def _rope_scaling(cfg: dict) -> dict | None:

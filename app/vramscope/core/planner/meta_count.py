@@ -160,7 +160,7 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
 
     import transformers
 
-    cfg, model, kind = meta_model(config, model_type)
+    cfg, model, model_kind = meta_model(config, model_type)
     text = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
     named = list(model.named_parameters())  # each shared tensor once
     params = sum(p.numel() for _, p in named)
@@ -190,7 +190,7 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
     linears = tuple(Linear(n, i, o, b, c, x) for (n, i, o, b, x), c in groups.items())
     quantizable = sum(lin.count * lin.in_features * lin.out_features for lin in linears)
 
-    decoder = kind == ENCODER_DECODER
+    decoder = model_kind == ENCODER_DECODER
     layers, f_layers = _attr(text, *(("decoder_layers", "num_decoder_layers") if decoder else ())
                              , "num_hidden_layers", "n_layer", "num_layers")
     hidden, f_hidden = _attr(text, "hidden_size", "n_embd", "d_model")
@@ -207,7 +207,7 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
         kv_heads, f_kv = 1, "multi_query"
     if kv_heads is None:
         kv_heads = heads
-    if kind == ENCODER:  # an encoder keeps no KV cache
+    if model_kind == ENCODER:  # an encoder keeps no KV cache
         kv_heads, f_kv = None, None
     head_dim, f_head_dim = _attr(text, *(("d_kv",) if decoder else ()), "head_dim")
     if head_dim is None and hidden and heads:
@@ -219,7 +219,7 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
                                 (f_kv, kv_heads), (f_head_dim, head_dim), (f_inter, intermediate),
                                 (f_vocab, vocab)) if f]
     notes = []
-    if kind == ENCODER:
+    if model_kind == ENCODER:
         notes.append(f"{model_type} is an encoder ({type(model).__name__}): it keeps no KV "
                      "cache; weights, training and activations are planned")
     kv: tuple = ()
@@ -278,7 +278,7 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
         kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, vocab=vocab,
         tied_embeddings=tied, model_type=model_type, layer_linears=linears,
         active_params=active, experts=experts, active_mlp=active_mlp,
-        quantizable=quantizable, source=CONFIG, kv=kv, state=state, kind=kind,
+        quantizable=quantizable, source=CONFIG, kv=kv, state=state, kind=model_kind,
         architecture=type(model).__name__, parts=shown_parts, learned_positions=learned,
         counted_by=f"transformers {transformers.__version__} on the meta device",
         fields_used=tuple(used), notes=tuple(notes)), normalised
