@@ -14,10 +14,15 @@ import sys
 from dataclasses import replace
 
 from vramscope.core.planner import kv_layout
+from vramscope.core.planner import checkpoint, ssm_state
+from vramscope.core.planner.checkpoint import Counts
 from vramscope.core.planner.config_source import EXTRA
 from vramscope.core.planner.hand_counts import HAND_FAMILIES, hand_shape
 from vramscope.core.planner.meta_count import meta_shape, transformers_version
-from vramscope.core.planner.model_shape import ConfigNotUnderstood, ModelShape
+from vramscope.core.planner.errors import PlanError
+from vramscope.core.planner.model_shape import (CONFIG, ENCODER, ENCODER_DECODER,
+                                                ConfigNotUnderstood, ModelShape,
+                                                shape_from_params)
 from vramscope.core.planner.quantization import scheme_from_config
 
 # Architecture class -> model_type, for configs that lack model_type. Exact
@@ -141,11 +146,78 @@ def shape_from_config(config: dict) -> ModelShape:
         if transformers_version() is None:
             raise ConfigNotUnderstood(
                 f"config.json has model_type {model_type!r}: the hand formulas cover "
-                f"{', '.join(HAND_FAMILIES)}; any other family needs transformers to be counted "
-                f"exactly ({EXTRA}), or give the parameter count instead")
+                f"{', '.join(HAND_FAMILIES)}; any other family is counted from its checkpoint's "
+                f"safetensors headers (--model, {EXTRA}) or by transformers with torch on the "
+                "meta device (pip install transformers torch), or give the parameter count")
         shape, normalised = meta_shape(config, model_type)
     return finish(shape, {**normalised, **{k: v for k, v in config.items()
                                           if k not in normalised}})
+
+
+def needs_transformers(config: dict) -> bool:
+    model_type = model_type_of(config)
+    return model_type not in HAND_FAMILIES or "text_config" in config or "vision_config" in config
+
+
+def shape_with_checkpoint(config: dict, counts: Counts | None) -> ModelShape:
+    """The shape of a config whose checkpoint's safetensors headers may be known: the
+    checkpoint's exact count; without transformers, the layout from config.json fields."""
+    if counts and needs_transformers(config) and transformers_version() is None:
+        return shape_from_counts(config, counts)
+    return checkpoint.with_checkpoint(shape_from_config(config), counts)
+
+
+def _int(cfg: dict, *keys: str) -> int | None:
+    for k in keys:
+        v = cfg.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    return None
+
+
+def shape_from_counts(config: dict, counts: Counts) -> ModelShape:
+    """A model counted by its checkpoint (no transformers here): the layers, heads and
+    KV layout read from config.json's fields as written."""
+    model_type = model_type_of(config)
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    cfg = {**text, **{k: v for k, v in config.items() if k not in text and k != "text_config"}}
+    encdec = bool(config.get("is_encoder_decoder"))
+    archs = config.get("architectures") or [""]
+    encoder = not encdec and isinstance(archs[0], str) and archs[0].endswith(
+        ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "Model")) \
+        and not archs[0].endswith(("LMHeadModel",))
+    layers = _int(cfg, *(("decoder_layers", "num_decoder_layers") if encdec else ()),
+                  "num_hidden_layers", "n_layer", "num_layers")
+    kwargs = dict(layers=layers, hidden=_int(cfg, "hidden_size", "n_embd", "d_model"),
+                  heads=_int(cfg, *(("decoder_attention_heads",) if encdec else ()),
+                             "num_attention_heads", "n_head"),
+                  kv_heads=_int(cfg, "num_key_value_heads", "num_kv_heads"),
+                  head_dim=_int(cfg, *(("d_kv",) if encdec else ()), "head_dim"),
+                  intermediate=_int(cfg, "intermediate_size", "ffn_dim", "n_inner"),
+                  vocab=_int(cfg, "vocab_size"))
+    total = sum(n for _, n in counts)
+    try:
+        shape = shape_from_params(total, **kwargs)
+    except PlanError:  # figures that do not divide: the count alone
+        shape = shape_from_params(total)
+    types = cfg.get("layer_types")
+    if model_type in ("mamba", "mamba2", "falcon_mamba") and layers:
+        types = ["mamba"] * layers
+        shape = replace(shape, heads=None, kv_heads=None)
+    state = ssm_state.state_layers(cfg, model_type, types)
+    kind = ENCODER_DECODER if encdec else ENCODER if encoder else shape.kind
+    kv = ()
+    if encdec and None not in (shape.layers, shape.heads, shape.head_dim):
+        kv = (kv_layout.KvLayer(kv_layout.FULL, 2 * shape.heads * shape.head_dim, None,
+                                shape.layers),
+              kv_layout.cross_attention(shape.layers, shape.heads, shape.head_dim))
+    shape = replace(shape, model_type=model_type, source=CONFIG, state=state, kind=kind, kv=kv,
+                    counted_by="the checkpoint's safetensors headers", checkpoint=counts,
+                    notes=shape.notes + (f"counted from the checkpoint's safetensors headers "
+                                         f"({checkpoint.describe(counts)}); the layout from "
+                                         "config.json's fields (transformers is not "
+                                         "installed)",))
+    return finish(shape, cfg)
 
 
 def finish(shape: ModelShape, cfg: dict) -> ModelShape:
