@@ -126,7 +126,8 @@ def test_a_model_by_name_from_the_local_cache(qtbot):
     assert "hand formula" in tab.model_status.text()
     tab.load_model("org/not-cached")
     qtbot.waitUntil(lambda: tab.error is not None)
-    assert tab.error.startswith("Model name: no config.json for org/not-cached")
+    assert tab.error.startswith("Model name: org/not-cached: offline (HF_HUB_OFFLINE is set) "
+                                "and not in the local cache")
 
 
 def test_a_family_counted_on_the_meta_device_loads_without_blocking(qtbot):

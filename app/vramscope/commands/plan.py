@@ -126,8 +126,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
-def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
-    """[(name, total bytes)] from one NVML pass, or ([], why not)."""
+def detect_gpus() -> tuple[list[tuple[str, int]], tuple, str | None]:
+    """([(name, total bytes)], free memory now per GPU, why not) from one NVML pass."""
     import time
 
     from vramscope.sources.nvml import NvmlSource
@@ -138,10 +138,10 @@ def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
     finally:
         source.close()
     if frame.error:
-        return [], frame.error
-    from vramscope.core.planner.targets import fit_targets
+        return [], (), frame.error
+    from vramscope.core.planner.targets import fit_targets, gpus_now
     gpus = fit_targets(frame)
-    return gpus, None if gpus else "NVML found no GPU"
+    return gpus, gpus_now(frame), None if gpus else "NVML found no GPU"
 
 
 def request_from_args(args):
@@ -195,9 +195,9 @@ def run(args) -> int:
     gpu_note = None
     if not req.gpus_memory:
         from dataclasses import replace
-        gpus, gpu_note = detect_gpus()
+        gpus, now, gpu_note = detect_gpus()
         if gpus:
-            req = replace(req, gpus_memory=tuple(gpus))
+            req = replace(req, gpus_memory=tuple(gpus), gpus_now=now)
     try:
         plan = build_plan(req)
     except PlanError as exc:

@@ -12,6 +12,15 @@ MODES = ("train", "infer")
 NOT_COUNTED = ("Not counted: temporary buffers (matmul workspaces, communication buffers), "
                "fragmentation and the CUDA context (the few hundred MB the runtime takes just "
                "by existing) -- keep a margin for them.")
+@dataclass(frozen=True, slots=True)
+class GpuNow:
+    """A GPU's memory free at this moment and who holds the most of the rest."""
+
+    name: str  # as in PlanRequest.gpus_memory
+    free: int
+    holders: tuple[tuple[str, int], ...] = ()  # ("train.py (23812)", bytes), largest first
+
+
 # A default context longer than this is not planned unasked: a 1M-token limit is
 # what the model allows, not what a server is usually asked to hold.
 DEFAULT_CONTEXT_CAP = 131_072
@@ -39,6 +48,7 @@ class PlanRequest:
     context: int | None = None  # None: the config's max positions
     concurrency: int = 1
     gpus_memory: tuple[tuple[str, int], ...] = ()  # (name, capacity bytes) to judge against
+    gpus_now: tuple[GpuNow, ...] = ()  # free memory now, by the same names (detected GPUs)
     # A frozen base, as a live model reports it: of shape.params only these are trained
     # (gradients, optimizer state); None = all of them (or the LoRA adapters with lora_rank).
     trainable_params: int | None = None
