@@ -129,3 +129,18 @@ def test_plan_command_does_not_import_qt():
             "'Qt imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_hand_formula_config_is_planned_without_importing_transformers_or_torch(tmp_path):
+    # `plan --config` must answer at once for these families: importing transformers alone
+    # takes seconds (bench/ holds timings; here, what is imported)
+    code = ("import sys; from vramscope.cli import main; "
+            f"rc = main(['plan', '--config', {str(CONFIGS / 'llama-2-7b.json')!r}, "
+            "'--gpu-memory', '24GiB', '--json']); "
+            "print(sorted(m for m in ('transformers', 'torch', 'peft', 'huggingface_hub') "
+            "if m in sys.modules), file=sys.stderr); sys.exit(rc)")
+    env = {**__import__("os").environ, "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]"
