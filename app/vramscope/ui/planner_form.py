@@ -67,6 +67,7 @@ class PlannerForm(QWidget):
         box = QGroupBox("Model")
         col = QVBoxLayout(box)
         f = QFormLayout()
+        self._source_rows = f
         col.addLayout(f)
         self.source = QComboBox()
         for key, text in SOURCES:
@@ -103,6 +104,7 @@ class PlannerForm(QWidget):
         for w in (self.model_status, self.live_label, self.shape_hint):
             col.addWidget(w)
         f = QFormLayout()
+        self._shape_rows = f
         col.addLayout(f)
         self.layers = spin(0, 1000, 0, "-")
         self.hidden = spin(0, 1 << 20, 0, "-")
@@ -213,6 +215,14 @@ class PlannerForm(QWidget):
         for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
                   self.intermediate, self.shape_hint):
             w.setEnabled(key in (COUNT, AGENT))
+        # only the rows of the chosen source: the run's inputs stay above the fold
+        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
+                  self.intermediate):
+            self._shape_rows.setRowVisible(w, key in (COUNT, AGENT))
+        self.shape_hint.setVisible(key in (COUNT, AGENT))
+        self._source_rows.setRowVisible(self.params, key in (COUNT, AGENT))
+        self._source_rows.setRowVisible(2, key == CONFIG)  # the config path row
+        self._source_rows.setRowVisible(3, key == MODEL)  # the model name row
         for w in (self.precision, self.grad_layout, self.lora_rank, self.lora_modules):
             w.setEnabled(key != AGENT)  # taken from the live model
         self.live_label.setVisible(key == AGENT)
@@ -407,7 +417,7 @@ class PlannerForm(QWidget):
 
     # --- the request ------------------------------------------------------------------
 
-    def request(self, gpus_detected=()) -> PlanRequest:
+    def request(self, gpus_detected=(), now=()) -> PlanRequest:
         """The PlanRequest of the form; PlanError (field, message) otherwise."""
         def opt(w):
             return w.value() or None
@@ -431,10 +441,12 @@ class PlannerForm(QWidget):
                 raise PlanError("params", str(exc)) from None
             shape = shape_from_params(count, **layers)
         try:
-            gpus = tuple(parse_gpu_memory(part) for part in self.gpu_memory.text().split(",")
-                         if part.strip()) or tuple(gpus_detected)
+            typed = tuple(parse_gpu_memory(part) for part in self.gpu_memory.text().split(",")
+                          if part.strip())
         except ValueError as exc:
             raise PlanError("gpu_memory", str(exc)) from None
+        gpus = typed or tuple(gpus_detected)
+        now = () if typed else tuple(now)  # free memory is known only of the detected GPUs
         modules = tuple(m.strip() for m in self.lora_modules.text().split(",") if m.strip())
         kv = self.kv_dtype.currentData()
         precision = self.precision.currentData()
@@ -447,7 +459,8 @@ class PlannerForm(QWidget):
             lora_rank=opt(self.lora_rank), lora_modules=modules, batch=opt(self.batch),
             seq=opt(self.seq), checkpointing=self.checkpointing.isChecked(),
             flash_attention=self.flash.isChecked(), kv_dtype=None if kv == "auto" else kv,
-            context=opt(self.context), concurrency=self.concurrency.value(), gpus_memory=gpus)
+            context=opt(self.context), concurrency=self.concurrency.value(), gpus_memory=gpus,
+            gpus_now=now)
         if live is not None:
             req = live_request(live, req, **layers)
         if req.mode == "train" and (req.batch is None) != (req.seq is None):

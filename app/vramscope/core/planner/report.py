@@ -91,19 +91,19 @@ def verdict(plan, gpu_note: str | None = None, ask: str = "give the GPU memory s
             free = f" ({gib(ready.free)} free)" if ready.free is not None else ""
             names = ", ".join(g.name for g in busy)
             return Verdict(FITS, f"Fits now on {ready.name}{free}: {gib(need)} per GPU; on "
-                                 f"{names} only once memory is freed ({now_text(busy[0])})")
+                                 f"{names} only once memory is freed ({now_text(busy[0], 1)})")
         most = max(busy, key=lambda g: g.free)
         return Verdict(NOT_NOW, f"Fits on an empty card; does not fit now: needs {gib(need)} "
-                                f"per GPU, {now_text(most)} on {most.name}")
+                                f"per GPU, {most.name} has {now_text(most, 1)}")
     worst = min(short, key=lambda g: g.margin)
     names = ", ".join(g.name for g in short)
     return Verdict(SHORT, f"Does not fit on {names}: needs {gib(need)} per GPU, short by "
                           f"{gib(-worst.margin)} on {worst.name} ({gib(worst.total)})")
 
 
-def now_text(g) -> str:
-    """'2.60 GiB free, train.py (23812) holds 14.30 GiB'."""
-    held = "".join(f", {who} holds {gib(n)}" for who, n in g.holders)
+def now_text(g, holders: int | None = None) -> str:
+    """'2.60 GiB free, train.py (23812) holds 14.30 GiB' (the first ``holders``, or all)."""
+    held = "".join(f", {who} holds {gib(n)}" for who, n in g.holders[:holders])
     return f"{gib(g.free)} free{held}"
 
 
