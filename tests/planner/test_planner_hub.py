@@ -101,3 +101,17 @@ def test_hub_refusals_are_one_line_each(hub, capsys):
         {"w": ("F32", [4])})}
     rc, _, err = plan_json(capsys, "--model", "org/weights-only")
     assert rc == 2 and "org/weights-only has no config.json on the Hub" in err
+
+
+def test_the_planner_tab_fetches_a_model_with_its_checkpoint_count(hub, qtbot):
+    pytest.importorskip("PySide6")
+    from vramscope.ui.planner_tab import PlannerTab
+    publish(hub, "openai-community/gpt2", "gpt2", {"wte": ("F32", [50257, 768]),
+                                                    "rest": ("F32", [GPT2 - 50257 * 768])})
+    tab = PlannerTab(gpus=[("GPU 0", 24 * 2**30)])
+    qtbot.addWidget(tab)
+    tab.load_model("openai-community/gpt2")
+    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.shape.params == GPT2,
+                    timeout=10_000)
+    assert tab.plan.request.shape.checkpoint == (("F32", GPT2),)
+    assert "checkpoint headers" in tab.model_status.text()

@@ -18,10 +18,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
 
 from vramscope.core.planner import (PlanError, PlanRequest, parse_count, parse_gpu_memory,
-                                    shape_from_config, shape_from_params)
-from vramscope.core.planner.config_source import (cached_models, config_for_model, offline,
-                                                  read_config)
-from vramscope.core.planner.configs import model_type_of
+                                    shape_from_params)
+from vramscope.core.planner.config_source import (NOT_FETCHED, cached_models, config_for_model,
+                                                  config_from_path, offline)
+from vramscope.core.planner.configs import model_type_of, shape_with_checkpoint
 from vramscope.core.planner.hand_counts import HAND_FAMILIES
 from vramscope.core.planner.live import live_model, live_request
 from vramscope.ui.planner_widgets import spin
@@ -278,11 +278,11 @@ class PlannerForm(QWidget):
             self._set_shape(CONFIG, PlanError("config", "choose a config.json (Browse...)"))
             return
         try:
-            config = read_config(path)
+            loaded = config_from_path(path)
         except PlanError as exc:
             self._set_shape(CONFIG, exc)
             return
-        self._count(("config", path), config, "config", path)
+        self._count(("config", path), loaded, "config", path)
 
     def _load_model(self) -> None:
         name = self.model_name.currentText().strip()
@@ -296,39 +296,40 @@ class PlannerForm(QWidget):
         try:
             loaded = config_for_model(name, allow_fetch=False)
         except PlanError as exc:
-            if offline() or "no config.json" not in exc.message:
+            if offline() or NOT_FETCHED not in exc.message:
                 self._set_shape(MODEL, exc)
                 return
             self.model_status.setText(f"fetching config.json of {name} from the Hub...")
             self._where = f"the Hub: {name}"
-            self._start(key, lambda: self._shape_of(config_for_model(name).config, "model"))
+            self._start(key, lambda: self._shape_of(config_for_model(name), "model"))
             return
-        self._count(key, loaded.config, "model", loaded.where)
+        self._count(key, loaded, "model", loaded.where)
 
-    def _count(self, key, config: dict, field: str, where: str) -> None:
+    def _count(self, key, loaded, field: str, where: str) -> None:
         """Count now when it is quick (hand formulas, transformers loaded), else on a thread."""
         self._where = where
         try:
-            quick = model_type_of(config) in HAND_FAMILIES or "transformers" in sys.modules
+            quick = model_type_of(loaded.config) in HAND_FAMILIES or "transformers" in sys.modules
         except PlanError:
             quick = True
         if quick:
             self._loading_key = key
-            self._on_loaded(key, self._shape_or_error(config, field))
+            self._on_loaded(key, self._shape_or_error(loaded, field))
         else:
             self.model_status.setText(f"counting on the meta device ({where})...")
-            self._start(key, lambda: self._shape_of(config, field))
+            self._start(key, lambda: self._shape_of(loaded, field))
 
     @staticmethod
-    def _shape_of(config: dict, field: str):
+    def _shape_of(loaded, field: str):
+        """The shape of a LoadedConfig: the checkpoint's count where its headers are known."""
         try:
-            return shape_from_config(config)
+            return shape_with_checkpoint(loaded.config, loaded.checkpoint)
         except PlanError as exc:
             raise PlanError(field, exc.message) from None
 
-    def _shape_or_error(self, config: dict, field: str):
+    def _shape_or_error(self, loaded, field: str):
         try:
-            return self._shape_of(config, field)
+            return self._shape_of(loaded, field)
         except PlanError as exc:
             return exc
 

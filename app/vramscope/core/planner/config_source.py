@@ -32,6 +32,7 @@ CONFIG_NAME = "config.json"
 EXTRA = "pip install 'vramscope[planner]'"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 HUB_TIMEOUT_S = 10
+NOT_FETCHED = "not fetched from here"  # config_for_model(allow_fetch=False) when not cached
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ def config_for_model(name: str, allow_fetch: bool = True) -> LoadedConfig:
                             local_counts(cached.parent))
     where = _repo_dir(name)
     if offline() or not allow_fetch:
-        why = "offline (HF_HUB_OFFLINE is set)" if offline() else "not fetched from here"
+        why = "offline (HF_HUB_OFFLINE is set)" if offline() else NOT_FETCHED
         raise PlanError("model", f"{name}: {why} and not in the local cache (checked {where})")
     return _fetch(name, where)
 
