@@ -42,7 +42,8 @@ WHOLE = [("mamba-codestral-7b", 7_285_403_648), ("bamba-9b", 9_780_235_392),
          ("jamba-v0.1", 51_570_323_328), ("falcon-h1-0.5b", 521_411_104),
          ("qwen3-next-80b-a3b", 79_674_391_296), ("bart-large", 406_291_456),
          ("t5-small", 60_506_624), ("llava-1.5-7b", 7_063_427_072),
-         ("gemma-3-4b-it", 4_300_079_472), ("bert-base-uncased", 109_514_298),
+         ("gemma-3-4b-it", 4_300_079_472), ("qwen2-vl-2b", 2_208_985_600),
+         ("llama-4-scout-17b-16e", 108_641_793_536), ("bert-base-uncased", 109_514_298),
          ("gpt-oss-20b", 20_914_757_184)]
 
 
@@ -104,6 +105,7 @@ def test_qwen3_next_caches_only_every_fourth_layer():
 def test_bart_plans_decoder_self_attention_and_cross_attention_over_the_source():
     shape, plan = served("bart-large", context=1024)
     assert dict(shape.parts)["encoder"] == 152_207_360  # not the decoder alone
+    assert shape.layers == 24  # activations: 12 encoder + 12 decoder layers
     per_layer = 2 * 16 * 64 * 2  # K and V of 16 heads of 64, bf16
     assert plan.kv_bytes_per_token == 2 * 12 * per_layer  # self + cross, 12 decoder layers
     assert plan.bucket_dict()["kv_cache"] == 1024 * 2 * 12 * per_layer
@@ -136,6 +138,17 @@ def test_gemma3_multimodal_keeps_its_sliding_window_layers():
     assert plan.bucket_dict()["kv_cache"] == (29 * 1024 + 5 * 8192) * per * 2
 
 
+def test_llama4_counts_its_vision_model_and_caps_the_default_context():
+    shape, _ = served("llama-4-scout-17b-16e")
+    assert dict(shape.parts)["vision tower"] == 850_960_896
+    assert shape.experts == (16, 1) and shape.max_positions == 10_485_760
+    plan = build_plan(PlanRequest(shape=shape, mode="infer"))  # no context given
+    assert plan.context == 131_072  # not 10,485,760 tokens
+    # chunked attention (attention_chunk_size 8192) on 3 of 4 layers, global on the 4th
+    kinds = {(k.kind, k.window, k.count) for k in shape.kv_layers}
+    assert kinds == {("sliding window", 8192, 36), ("full attention", None, 12)}
+
+
 def test_bert_is_an_encoder_with_no_kv_cache():
     shape, plan = served("bert-base-uncased", context=512)
     assert shape.kind == "encoder" and shape.kv_layers == ()
@@ -152,3 +165,12 @@ def test_gpt_oss_mxfp4_experts_are_sized_and_the_rest_stays_16_bit():
     assert b["weights"] + b["quantization_metadata"] == 13_761_264_768  # ~13.8 GB as shipped
     _, bf16 = served("gpt-oss-20b", context=4096, precision="bf16")
     assert bf16.bucket_dict()["weights"] == 2 * shape.params  # --precision honoured
+
+
+def test_training_an_attention_free_model_says_activations_are_not_modelled(capsys):
+    rc = main(["plan", "--config", str(CONFIGS / "mamba-codestral-7b.json"), "--batch", "1",
+               "--seq", "2048", "--gpu-memory", "80GiB"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "attention-free model (mamba2) are not modelled" in err
+    assert main(["plan", "--config", str(CONFIGS / "mamba-codestral-7b.json"),
+                 "--gpu-memory", "80GiB", "--json"]) == 0

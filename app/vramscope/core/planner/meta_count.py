@@ -226,10 +226,15 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
     if decoder and None not in (layers, heads, head_dim):
         self_attn = kv_layout.KvLayer(kv_layout.FULL, 2 * heads * head_dim, None, layers)
         kv = (self_attn, kv_layout.cross_attention(layers, heads, head_dim))
+        encoder_layers, _ = _attr(text, "encoder_layers", "num_layers")
         notes.append(f"encoder-decoder: the whole model is counted ({type(model).__name__}); "
                      f"the KV cache is the decoder's self-attention per generated token and its "
                      f"cross-attention per source token ({layers} layers each), the source "
-                     "taken as long as the context")
+                     "taken as long as the context"
+                     + (f"; activations over the {encoder_layers} encoder and {layers} decoder "
+                        "layers at the same length" if encoder_layers else ""))
+        if encoder_layers:
+            layers += encoder_layers  # both stacks hold activations in training
     state = ssm_state.state_layers(text.to_dict(), model_type, types)
     if types is not None:
         kinds = Counter(types)

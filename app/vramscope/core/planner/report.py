@@ -162,6 +162,7 @@ def render_text(plan, gpu_note: str | None = None,
         lines.append(f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
                      + (f"; {gb_and_gib(plan.kv_bytes_per_conversation)} per "
                         f"{plan.context:,}-token conversation"
+                        + (" with its recurrent state" if shape.state else "")
                         if plan.kv_bytes_per_conversation else ""))
     lines.append("")
     lines.append(verdict(plan, gpu_note, ask).text)

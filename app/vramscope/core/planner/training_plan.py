@@ -170,6 +170,11 @@ def training_figures(req: PlanRequest) -> Figures:
         if req.batch is None or req.seq is None:
             raise PlanError("batch" if req.batch is None else "seq",
                             "activations need both the micro-batch and the sequence length")
+        if not shape.has_activation_shape and shape.state:
+            raise PlanError("batch", f"activations of an attention-free model "
+                                     f"({shape.model_type}) are not modelled (the formula is a "
+                                     "transformer's): leave out the micro-batch and sequence to "
+                                     "plan its weights, gradients and optimizer state")
         if not shape.has_activation_shape:
             raise PlanError("shape", "activations need layers, hidden size and heads: give a "
                                      "config.json or a model name, or the layers, hidden size "
