@@ -119,6 +119,10 @@ def test_t5_uses_d_kv_and_plans_the_context_asked(capsys):
     assert rc == 0 and data["context"] == 512
     assert data["kv_bytes_per_token"] == 2 * 6 * 2 * 8 * 64 * 2
     assert data["buckets"]["kv_cache"] == 512 * 2 * 6 * 2 * 8 * 64 * 2
+    model = data["model"]
+    assert model["kind"] == "encoder-decoder" and model["architecture"] == \
+        "T5ForConditionalGeneration"
+    assert sum(model["parts"].values()) == model["params"] == 60_506_624
 
 
 def test_llava_counts_the_vision_tower_and_head_and_says_what_kv_covers():
@@ -174,3 +178,14 @@ def test_training_an_attention_free_model_says_activations_are_not_modelled(caps
     assert rc == 2 and "attention-free model (mamba2) are not modelled" in err
     assert main(["plan", "--config", str(CONFIGS / "mamba-codestral-7b.json"),
                  "--gpu-memory", "80GiB", "--json"]) == 0
+
+
+@pytest.mark.parametrize("name", ["mamba-codestral-7b", "bamba-9b", "jamba-v0.1",
+                                  "falcon-h1-0.5b", "qwen3-next-80b-a3b", "bart-large"])
+def test_without_transformers_the_checkpoint_count_gets_the_same_cache_and_state(name):
+    from vramscope.core.planner.configs import shape_from_counts
+    meta = shape_from_config(config(name))
+    headers = shape_from_counts(config(name), (("BF16", meta.params),))
+    assert headers.params == meta.params
+    assert headers.kv_bytes_per_token_element == meta.kv_bytes_per_token_element
+    assert headers.state_elements == meta.state_elements

@@ -200,10 +200,11 @@ def shape_from_counts(config: dict, counts: Counts) -> ModelShape:
         shape = shape_from_params(total, **kwargs)
     except PlanError:  # figures that do not divide: the count alone
         shape = shape_from_params(total)
-    types = cfg.get("layer_types")
-    if model_type in ("mamba", "mamba2", "falcon_mamba") and layers:
-        types = ["mamba"] * layers
-        shape = replace(shape, heads=None, kv_heads=None)
+    types = ssm_state.layer_types_from_fields(cfg, model_type, layers) if layers else None
+    if types is not None:
+        cfg = {**cfg, "layer_types": types}
+        if all(t in ("mamba", "linear_attention", "mlp", "moe") for t in types):
+            shape = replace(shape, heads=None, kv_heads=None)  # SSM heads are not attention's
     state = ssm_state.state_layers(cfg, model_type, types)
     kind = ENCODER_DECODER if encdec else ENCODER if encoder else shape.kind
     kv = ()

@@ -96,6 +96,38 @@ def _state_layer(cfg: Mapping, model_type: str, count: int) -> StateLayer | None
     return StateLayer(MAMBA, inner * conv, inner * d_state, count)
 
 
+_PATTERN = {"M": "mamba", "*": "full_attention", "-": "mlp", "E": "moe"}
+
+
+def layer_types_from_fields(cfg: Mapping, model_type: str, layers: int) -> list[str] | None:
+    """Per-layer types from config.json's fields as written, where transformers computes
+    them in a config property (for when transformers is not installed): Jamba's
+    attn_layer_period/offset, Bamba's attn_layer_indices, Qwen3-Next's
+    full_attention_interval, Nemotron-H's hybrid_override_pattern, Falcon-H1's
+    attention-and-Mamba layers, pure Mamba."""
+    types = cfg.get("layer_types")
+    if isinstance(types, (list, tuple)) and len(types) == layers:
+        return list(types)
+    pattern = cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and len(pattern) == layers and set(pattern) <= set(_PATTERN):
+        return [_PATTERN[c] for c in pattern]
+    period, offset = cfg.get("attn_layer_period"), cfg.get("attn_layer_offset")
+    if isinstance(period, int) and period > 0 and isinstance(offset, int):
+        return ["full_attention" if i % period == offset else "mamba" for i in range(layers)]
+    if model_type == "bamba":
+        indices = cfg.get("attn_layer_indices") or ()
+        return ["full_attention" if i in indices else "mamba" for i in range(layers)]
+    interval = cfg.get("full_attention_interval")
+    if isinstance(interval, int) and interval > 0:
+        return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                for i in range(layers)]
+    if model_type == "falcon_h1":
+        return ["hybrid"] * layers
+    if model_type in ("mamba", "mamba2", "falcon_mamba"):
+        return ["mamba"] * layers
+    return None
+
+
 def state_layers(cfg: Mapping, model_type: str, layer_types) -> tuple[StateLayer, ...]:
     """The state layers of a config whose per-layer types are ``layer_types``."""
     if not isinstance(layer_types, (list, tuple)):
