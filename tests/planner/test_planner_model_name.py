@@ -11,7 +11,6 @@ import pytest
 from planner_configs import CONFIGS
 
 from vramscope.cli import main
-from vramscope.core.planner import PlanError
 from vramscope.core.planner import config_source
 
 

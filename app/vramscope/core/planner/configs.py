@@ -24,6 +24,7 @@ from vramscope.core.planner.model_shape import (CONFIG, ENCODER, ENCODER_DECODER
                                                 ConfigNotUnderstood, ModelShape,
                                                 shape_from_params)
 from vramscope.core.planner.quantization import scheme_from_config
+from vramscope.core.planner.ssm_state import first_int
 
 # Architecture class -> model_type, for configs that lack model_type. Exact
 # names only: Gemma2ForCausalLM is not Gemma.
@@ -167,14 +168,6 @@ def shape_with_checkpoint(config: dict, counts: Counts | None) -> ModelShape:
     return checkpoint.with_checkpoint(shape_from_config(config), counts)
 
 
-def _int(cfg: dict, *keys: str) -> int | None:
-    for k in keys:
-        v = cfg.get(k)
-        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            return v
-    return None
-
-
 def shape_from_counts(config: dict, counts: Counts) -> ModelShape:
     """A model counted by its checkpoint (no transformers here): the layers, heads and
     KV layout read from config.json's fields as written."""
@@ -186,15 +179,15 @@ def shape_from_counts(config: dict, counts: Counts) -> ModelShape:
     encoder = not encdec and isinstance(archs[0], str) and archs[0].endswith(
         ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "Model")) \
         and not archs[0].endswith(("LMHeadModel",))
-    layers = _int(cfg, *(("decoder_layers", "num_decoder_layers") if encdec else ()),
+    layers = first_int(cfg, *(("decoder_layers", "num_decoder_layers") if encdec else ()),
                   "num_hidden_layers", "n_layer", "num_layers")
-    kwargs = dict(layers=layers, hidden=_int(cfg, "hidden_size", "n_embd", "d_model"),
-                  heads=_int(cfg, *(("decoder_attention_heads",) if encdec else ()),
+    kwargs = dict(layers=layers, hidden=first_int(cfg, "hidden_size", "n_embd", "d_model"),
+                  heads=first_int(cfg, *(("decoder_attention_heads",) if encdec else ()),
                              "num_attention_heads", "n_head"),
-                  kv_heads=_int(cfg, "num_key_value_heads", "num_kv_heads"),
-                  head_dim=_int(cfg, *(("d_kv",) if encdec else ()), "head_dim"),
-                  intermediate=_int(cfg, "intermediate_size", "ffn_dim", "n_inner"),
-                  vocab=_int(cfg, "vocab_size"))
+                  kv_heads=first_int(cfg, "num_key_value_heads", "num_kv_heads"),
+                  head_dim=first_int(cfg, *(("d_kv",) if encdec else ()), "head_dim"),
+                  intermediate=first_int(cfg, "intermediate_size", "ffn_dim", "n_inner"),
+                  vocab=first_int(cfg, "vocab_size"))
     total = sum(n for _, n in counts)
     try:
         shape = shape_from_params(total, **kwargs)

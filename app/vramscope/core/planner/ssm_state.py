@@ -43,7 +43,8 @@ class StateLayer:
         return self.count * (self.conv + self.recurrent)
 
 
-def _int(cfg: Mapping, *keys: str) -> int | None:
+def first_int(cfg: Mapping, *keys: str) -> int | None:
+    """The first of ``keys`` that holds a positive integer in ``cfg``."""
     for k in keys:
         v = cfg.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:
@@ -60,37 +61,37 @@ def _num(cfg: Mapping, *keys: str) -> float | None:
 
 
 def _state_layer(cfg: Mapping, model_type: str, count: int) -> StateLayer | None:
-    hidden = _int(cfg, "hidden_size", "d_model")
-    conv = _int(cfg, "linear_conv_kernel_dim", "mamba_d_conv", "conv_kernel", "d_conv")
+    hidden = first_int(cfg, "hidden_size", "d_model")
+    conv = first_int(cfg, "linear_conv_kernel_dim", "mamba_d_conv", "conv_kernel", "d_conv")
     if conv is None:
         return None
-    v_heads = _int(cfg, "linear_num_value_heads")
+    v_heads = first_int(cfg, "linear_num_value_heads")
     if v_heads:  # gated DeltaNet (Qwen3-Next)
-        k_heads = _int(cfg, "linear_num_key_heads")
-        dk, dv = _int(cfg, "linear_key_head_dim"), _int(cfg, "linear_value_head_dim")
+        k_heads = first_int(cfg, "linear_num_key_heads")
+        dk, dv = first_int(cfg, "linear_key_head_dim"), first_int(cfg, "linear_value_head_dim")
         if None in (k_heads, dk, dv):
             return None
         return StateLayer(DELTANET, (2 * k_heads * dk + v_heads * dv) * conv,
                           v_heads * dk * dv, count)
-    d_state = _int(cfg, "mamba_d_state", "ssm_state_size", "state_size", "d_state")
+    d_state = first_int(cfg, "mamba_d_state", "ssm_state_size", "state_size", "d_state")
     expand = _num(cfg, "mamba_expand", "expand")
     if d_state is None:
         return None
-    n_heads = _int(cfg, "mamba_n_heads", "mamba_num_heads")
-    head_dim = _int(cfg, "mamba_d_head", "mamba_head_dim")
+    n_heads = first_int(cfg, "mamba_n_heads", "mamba_num_heads")
+    head_dim = first_int(cfg, "mamba_d_head", "mamba_head_dim")
     if model_type == "mamba2":
-        n_heads, head_dim = _int(cfg, "num_heads"), _int(cfg, "head_dim")
-    inner = _int(cfg, "mamba_d_ssm")
+        n_heads, head_dim = first_int(cfg, "num_heads"), first_int(cfg, "head_dim")
+    inner = first_int(cfg, "mamba_d_ssm")
     if inner is None and model_type == "nemotron_h" and n_heads and head_dim:
         inner = n_heads * head_dim
     if inner is None and expand and hidden:
         inner = int(expand * hidden)
     if inner is None and model_type == "mamba":
-        inner = _int(cfg, "intermediate_size")
+        inner = first_int(cfg, "intermediate_size")
     if inner is None:
         return None
     if n_heads and head_dim:  # Mamba-2: x, B, C through the convolution; per-head states
-        groups = _int(cfg, "mamba_n_groups", "n_groups") or 1
+        groups = first_int(cfg, "mamba_n_groups", "n_groups") or 1
         return StateLayer(MAMBA2, (inner + 2 * groups * d_state) * conv,
                           n_heads * head_dim * d_state, count)
     return StateLayer(MAMBA, inner * conv, inner * d_state, count)
