@@ -92,3 +92,21 @@ def test_the_planner_on_the_busy_machine(busy_planner, qtbot, artifacts_dir, siz
     if size == (1400, 900):
         form_page = tab.form.parentWidget().parentWidget()
         assert _bottom_in(window, tab.flash) <= _bottom_in(window, form_page)
+
+
+def test_free_memory_that_barely_moves_does_not_replan(qapp, qtbot):
+    from vramscope.core.planner.request import GpuNow
+    from vramscope.core.units import GiB, MiB
+    from vramscope.ui.planner_tab import PlannerTab
+    tab = PlannerTab()
+    qtbot.addWidget(tab)
+    gpus = [("GPU 0", 24 * GiB)]
+    tab.set_gpus(gpus, (GpuNow("GPU 0", 10 * GiB),))
+    qtbot.waitUntil(lambda: bool(tab.plan and tab.plan.gpus and tab.plan.gpus[0].free))
+    first = tab.plan
+    tab.set_gpus(gpus, (GpuNow("GPU 0", 10 * GiB + 10 * MiB),))  # a sample's jitter
+    qtbot.wait(30)
+    assert tab.plan is first
+    tab.set_gpus(gpus, (GpuNow("GPU 0", 2 * GiB, (("train.py (7)", 21 * GiB),)),))
+    qtbot.waitUntil(lambda: tab.plan.gpus[0].free == 2 * GiB)
+    assert "train.py (7) holds 21.00 GiB" in tab.gpu_table.item(0, 3).text()
