@@ -144,3 +144,16 @@ def test_a_hand_formula_config_is_planned_without_importing_transformers_or_torc
                           env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_the_planner_extra_pulls_no_torch():
+    # `pip install 'vramscope[planner]'` is for --model: huggingface_hub reads configs and
+    # safetensors headers; a CUDA torch of several GB is not needed for that
+    tomllib = pytest.importorskip("tomllib")
+    root = CONFIGS.parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    names = [req.split(">")[0].split("=")[0].split("[")[0].strip().lower()
+             for req in extras["planner"]]
+    assert "huggingface-hub" in names
+    assert "torch" not in names and "transformers" not in names
