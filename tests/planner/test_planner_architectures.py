@@ -189,3 +189,9 @@ def test_without_transformers_the_checkpoint_count_gets_the_same_cache_and_state
     assert headers.params == meta.params
     assert headers.kv_bytes_per_token_element == meta.kv_bytes_per_token_element
     assert headers.state_elements == meta.state_elements
+
+
+def test_an_architectures_entry_of_another_family_is_not_built():
+    cfg = {**config("falcon-h1-0.5b"), "architectures": ["BertForMaskedLM"]}
+    shape = shape_from_config(cfg)
+    assert shape.params == 521_411_104 and shape.architecture == "FalconH1ForCausalLM"

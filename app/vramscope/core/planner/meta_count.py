@@ -59,7 +59,9 @@ def _build(transformers, cfg, config: dict, model_type: str):
             cls = getattr(transformers, archs[0], None)
         except Exception:  # a lazily imported module that cannot load here
             cls = None
-        if isinstance(cls, type) and hasattr(cls, "_from_config"):
+        config_class = getattr(cls, "config_class", None)
+        if isinstance(cls, type) and hasattr(cls, "_from_config") \
+                and (not isinstance(config_class, type) or isinstance(cfg, config_class)):
             candidates.append(cls._from_config)
     candidates += [auto.from_config for auto in _auto_classes(transformers, cfg, model_type)]
     error = None
