@@ -220,6 +220,7 @@ class PlannerForm(QWidget):
                   self.intermediate):
             self._shape_rows.setRowVisible(w, key in (COUNT, AGENT))
         self.shape_hint.setVisible(key in (COUNT, AGENT))
+        self.model_status.setVisible(key in (CONFIG, MODEL))  # says what was read, and how
         self._source_rows.setRowVisible(self.params, key in (COUNT, AGENT))
         self._source_rows.setRowVisible(2, key == CONFIG)  # the config path row
         self._source_rows.setRowVisible(3, key == MODEL)  # the model name row

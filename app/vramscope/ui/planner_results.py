@@ -149,7 +149,9 @@ class ResultsView(QWidget):
             t.setItem(r, 1, item(gib(g.total), True))
             t.setItem(r, 2, it)
             t.setItem(r, 3, self._now_item(g, scheme))
-        t.setColumnHidden(3, all(g.free is None for g in plan.gpus))
+        unknown_now = all(g.free is None for g in plan.gpus)
+        t.setColumnHidden(3, unknown_now)
+        t.horizontalHeaderItem(2).setText("Verdict" if unknown_now else "Empty card")
         t.setVisible(bool(plan.gpus))
         t.fit()
 
