@@ -27,6 +27,11 @@ _TOP_K = ("num_experts_per_tok", "moe_topk", "top_k", "num_selected_experts")
 
 
 def transformers_version() -> str | None:
+    """transformers' version when it and torch are there to build models on the meta
+    device (transformers installs without torch); None otherwise."""
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        return None
     try:
         import transformers
     except ImportError:
