@@ -5,6 +5,7 @@ without transformers; an unreachable Hub is said at once, in one line."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import pytest
@@ -81,7 +82,10 @@ def test_the_cached_checkpoint_is_read_offline_whatever_the_case_of_the_name(cap
 
 def test_an_unreachable_hub_is_said_at_once_as_offline(capsys, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on port 9
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     start = time.monotonic()
     rc, _, err = plan_json(capsys, "--model", "bert-base-uncased")
     assert time.monotonic() - start < 8  # not ~24 s of retries
