@@ -119,3 +119,21 @@ def test_the_planner_tab_fetches_a_model_with_its_checkpoint_count(hub, qtbot):
                     timeout=10_000)
     assert tab.plan.request.shape.checkpoint == (("F32", GPT2),)
     assert "checkpoint headers" in tab.model_status.text()
+
+
+def test_cached_shards_are_read_through_their_index_and_a_consolidated_copy_is_not_counted(
+        tmp_path):
+    from vramscope.core.planner.checkpoint import local_counts
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    (snap / "model-00001-of-00002.safetensors").write_bytes(safetensors_header(
+        {"a": ("BF16", [1000, 10])}))
+    (snap / "model-00002-of-00002.safetensors").write_bytes(safetensors_header(
+        {"b": ("BF16", [500])}))
+    (snap / "consolidated.safetensors").write_bytes(safetensors_header(
+        {"a": ("BF16", [1000, 10]), "b": ("BF16", [500])}))
+    assert local_counts(snap) == (("BF16", 10_500),)  # no index: the shards, not the copy
+    (snap / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors",
+        "c": "model-00003-of-00003.safetensors"}}))
+    assert local_counts(snap) is None  # a shard not downloaded: not the whole checkpoint

@@ -22,6 +22,7 @@ from vramscope.core.planner.model_shape import ModelShape
 MAX_HEADER_BYTES = 100 << 20  # the safetensors library refuses headers above 100 MB
 MAX_FILES = 2000
 INDEX_NAME = "model.safetensors.index.json"
+SINGLE_NAME = "model.safetensors"
 # Bytes per element of each safetensors dtype
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
                "F8_E8M0": 1, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4,
@@ -62,7 +63,12 @@ def local_counts(snapshot: pathlib.Path) -> Counts | None:
     """Elements per dtype of the safetensors files in a cached snapshot, or None when the
     checkpoint is not all there (an index naming shards not downloaded)."""
     try:
-        files = sorted(p for p in snapshot.glob("*.safetensors"))[:MAX_FILES]
+        # as huggingface_hub reads a repo: the index's shards, else model.safetensors (a
+        # consolidated.safetensors beside them is the same weights in another layout)
+        single = snapshot / SINGLE_NAME
+        files = [single] if single.is_file() else sorted(
+            p for p in snapshot.glob("*.safetensors")
+            if not p.name.startswith("consolidated"))[:MAX_FILES]
         index = snapshot / INDEX_NAME
         if index.is_file():
             with open(index, "rb") as fh:
