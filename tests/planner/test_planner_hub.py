@@ -9,6 +9,8 @@ import socket
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hub_standin import StandInHub, safetensors_header
 from planner_configs import CONFIGS
 
@@ -137,3 +139,31 @@ def test_cached_shards_are_read_through_their_index_and_a_consolidated_copy_is_n
         "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors",
         "c": "model-00003-of-00003.safetensors"}}))
     assert local_counts(snap) is None  # a shard not downloaded: not the whole checkpoint
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_any_bytes_as_a_safetensors_file_are_refused_quietly(tmp_path_factory, data):
+    from vramscope.core.planner.checkpoint import file_counts
+    path = tmp_path_factory.mktemp("st") / "model.safetensors"
+    path.write_bytes(data)
+    counts: dict = {}
+    assert file_counts(path, counts) in (True, False)  # never raises
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=8),
+                       st.tuples(st.sampled_from(["F32", "BF16", "U8"]),
+                                 st.lists(st.integers(0, 64), max_size=3)), max_size=6))
+@settings(max_examples=100, deadline=None)
+def test_a_safetensors_header_is_counted_per_dtype(tmp_path_factory, tensors):
+    import math
+
+    from vramscope.core.planner.checkpoint import file_counts
+    path = tmp_path_factory.mktemp("st") / "model.safetensors"
+    path.write_bytes(safetensors_header(tensors))
+    counts: dict = {}
+    assert file_counts(path, counts)
+    expected: dict = {}
+    for dtype, shape in tensors.values():
+        expected[dtype] = expected.get(dtype, 0) + math.prod(shape)
+    assert counts == expected
