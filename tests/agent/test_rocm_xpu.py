@@ -107,7 +107,7 @@ def test_outside_pytorch_on_an_amd_card_from_its_fdinfo_figure():
     card its process holds (an AMD card read through DRM), outside PyTorch is that
     card's per-process figure minus PyTorch's reserved."""
     from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, GpuProcess, GpuSample
-    from vramscope.sources.agent_reports import _with_outside
+    from vramscope.sources.agent_reports import with_outside as _with_outside
     proc = GpuProcess(pid=4242, used=5 * GiB)
     nvidia = GpuSample(index=0, uuid="GPU-8e3a4c1b", vendor="NVIDIA",
                        processes=(GpuProcess(pid=77, used=GiB),))

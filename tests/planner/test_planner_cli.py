@@ -129,3 +129,31 @@ def test_plan_command_does_not_import_qt():
             "'Qt imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_hand_formula_config_is_planned_without_importing_transformers_or_torch(tmp_path):
+    # `plan --config` must answer at once for these families: importing transformers alone
+    # takes seconds (bench/ holds timings; here, what is imported)
+    code = ("import sys; from vramscope.cli import main; "
+            f"rc = main(['plan', '--config', {str(CONFIGS / 'llama-2-7b.json')!r}, "
+            "'--gpu-memory', '24GiB', '--json']); "
+            "print(sorted(m for m in ('transformers', 'torch', 'peft', 'huggingface_hub') "
+            "if m in sys.modules), file=sys.stderr); sys.exit(rc)")
+    env = {**__import__("os").environ, "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_the_planner_extra_pulls_no_torch():
+    # `pip install 'vramscope[planner]'` is for --model: huggingface_hub reads configs and
+    # safetensors headers; a CUDA torch of several GB is not needed for that
+    tomllib = pytest.importorskip("tomllib")
+    root = CONFIGS.parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    names = [req.split(">")[0].split("=")[0].split("[")[0].strip().lower()
+             for req in extras["planner"]]
+    assert "huggingface-hub" in names
+    assert "torch" not in names and "transformers" not in names

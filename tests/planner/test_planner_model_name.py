@@ -11,7 +11,6 @@ import pytest
 from planner_configs import CONFIGS
 
 from vramscope.cli import main
-from vramscope.core.planner import PlanError
 from vramscope.core.planner import config_source
 
 
@@ -57,45 +56,9 @@ def test_offline_without_a_cached_copy_says_where_it_looked(capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1
     where = str(config_source.hub_cache_dir() / "models--meta-llama--Llama-3.1-8B")
-    assert "--model: no config.json for meta-llama/Llama-3.1-8B" in lines[0]
-    assert where in lines[0] and "offline" in lines[0]
-
-
-def test_online_fetch_goes_through_huggingface_hub_with_its_errors_in_one_line(
-        monkeypatch, tmp_path):
-    hub = pytest.importorskip("huggingface_hub")
-    monkeypatch.delenv("HF_HUB_OFFLINE")
-    fetched = tmp_path / "config.json"
-    fetched.write_text((CONFIGS / "gpt2.json").read_text())
-    calls = []
-
-    def fake_download(repo_id, filename, cache_dir=None):
-        calls.append((repo_id, filename, cache_dir))
-        return str(fetched)
-
-    monkeypatch.setattr(hub, "hf_hub_download", fake_download)
-    loaded = config_source.config_for_model("openai-community/gpt2")
-    assert loaded.config["n_embd"] == 768 and "the Hub" in loaded.where
-    assert calls == [("openai-community/gpt2", "config.json",
-                      str(config_source.hub_cache_dir()))]
-
-    def gated(*_a, **_k):  # as huggingface_hub raises it for a gated repo without access
-        exc = hub.errors.GatedRepoError.__new__(hub.errors.GatedRepoError)
-        Exception.__init__(exc, "401 gated")
-        raise exc
-
-    monkeypatch.setattr(hub, "hf_hub_download", gated)
-    with pytest.raises(PlanError, match="gated.*HF_TOKEN") as exc:
-        config_source.config_for_model("meta-llama/Llama-3.1-8B")
-    assert exc.value.field == "model"
-
-    def down(*_a, **_k):
-        raise OSError("Connection refused\nmore detail")
-
-    monkeypatch.setattr(hub, "hf_hub_download", down)
-    with pytest.raises(PlanError) as exc:
-        config_source.config_for_model("org/name")
-    assert "Connection refused" in str(exc.value) and "\n" not in str(exc.value)
+    assert "--model: meta-llama/Llama-3.1-8B: offline (HF_HUB_OFFLINE is set) and not in the " \
+           f"local cache (checked {where})" in lines[0]
+    assert "has no config.json" not in lines[0]
 
 
 def test_bad_model_names_and_a_local_model_directory(tmp_path, capsys):
@@ -109,11 +72,11 @@ def test_bad_model_names_and_a_local_model_directory(tmp_path, capsys):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
-def test_a_config_that_never_ends_is_refused_after_a_bounded_read(capsys):
+def test_a_config_that_never_ends_is_refused_without_reading_it(capsys):
     start = time.monotonic()
     rc, _, err = plan(capsys, "--config", "/dev/zero")
-    assert rc == 2 and "larger than 4 MiB" in err
-    assert time.monotonic() - start < 30  # read 4 MiB, not until memory runs out
+    assert rc == 2 and "/dev/zero is a character device, not a regular file" in err
+    assert time.monotonic() - start < 30  # never read until memory runs out
 
 
 def test_binary_and_non_object_configs_are_one_line_refusals(tmp_path, capsys):

@@ -67,10 +67,24 @@ def test_asking_for_a_precision_overrides_the_config_and_says_so():
     assert any("planned at bf16 as asked" in n for n in plan.notes)
 
 
-def test_unknown_quantization_method_is_refused_by_field():
-    with pytest.raises(PlanError, match="quant_method 'hqq'") as exc:
-        shape_from_config({**config("llama-2-7b"), "quantization_config": {"quant_method": "hqq"}})
-    assert exc.value.field == "config"
+@pytest.mark.parametrize("q", [{"quant_method": "hqq"},
+                               {"quant_method": "compressed-tensors", "format": "pack-quantized"},
+                               {"_load_in_8bit": False, "_load_in_4bit": False,
+                                "quant_method": "bitsandbytes"}])
+def test_a_format_the_planner_cannot_size_still_gets_a_plan_that_says_so(q):
+    shape = shape_from_config({**config("llama-2-7b"), "quantization_config": q})
+    plan, total = served({**config("llama-2-7b"), "quantization_config": q})
+    assert total == 2 * LLAMA2  # 16-bit: the upper bound, said
+    assert any("not sized" in n and "upper bound" in n for n in plan.notes)
+    assert not shape.quantization.sized
+    asked, _ = served({**config("llama-2-7b"), "quantization_config": q}, precision="int8")
+    assert asked.bucket_dict()["weights"] == LLAMA2  # --precision honoured, 1 B per weight
+
+
+def test_bitsandbytes_private_keys_are_read():
+    q = {"_load_in_4bit": True, "_load_in_8bit": False, "quant_method": "bitsandbytes"}
+    shape = shape_from_config({**config("llama-2-7b"), "quantization_config": q})
+    assert shape.quantization.method == "bnb-4bit"
 
 
 def test_qlora_on_a_gptq_checkpoint_keeps_the_base_packed():

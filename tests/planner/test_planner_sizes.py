@@ -62,10 +62,16 @@ def test_size_roundtrip(n, unit, space, lower):
     assert parse_size(text) == n * UNITS[unit]
 
 
-@given(st.integers(min_value=1, max_value=10**15))
+@given(st.integers(min_value=1000, max_value=10**15))
 def test_count_roundtrip_plain_and_with_commas(n):
     assert parse_count(str(n)) == n
     assert parse_count(f"{n:,}") == n
+
+
+@given(st.integers(min_value=1, max_value=999))
+def test_a_bare_count_under_1000_is_a_missing_unit(n):
+    with pytest.raises(ValueError, match=f"did you mean {n}B"):
+        parse_count(str(n))
 
 
 @given(st.integers(min_value=1, max_value=999), st.sampled_from(["K", "M", "B", "T"]))

@@ -60,8 +60,10 @@ def test_an_attached_process_becomes_the_plan_and_its_peak_stands_beside_it(qtbo
     assert tab.source.currentData() == "agent"
     rows = {tab.measured.item(r, 0).text().split(" (")[0]: r for r in range(tab.measured.rowCount())}
     peak = rows["peak allocated"]
-    assert tab.measured.item(peak, 2).text().startswith("20,000,000 B")  # the most seen
-    assert "temporaries" in tab.measured.item(peak, 4).text()  # why they differ, in words
+    assert tab.measured.item(peak, 2).toolTip().startswith("20,000,000 B")  # the most seen
+    # why they differ, in words: the row's tooltip, and folded under the table
+    assert "temporaries" in tab.measured.item(peak, 0).toolTip()
+    assert "temporaries" in tab.measured_view.why.text() and not tab.measured_view.why.body.isVisible()
     assert tab.measured.item(rows["weights"], 3).text() == "exact"
     shown(tab, qtbot).grab().save(str(artifacts_dir / "planner_tab_attached_1400x900.png"))
 
@@ -126,7 +128,8 @@ def test_a_model_by_name_from_the_local_cache(qtbot):
     assert "hand formula" in tab.model_status.text()
     tab.load_model("org/not-cached")
     qtbot.waitUntil(lambda: tab.error is not None)
-    assert tab.error.startswith("Model name: no config.json for org/not-cached")
+    assert tab.error.startswith("Model name: org/not-cached: offline (HF_HUB_OFFLINE is set) "
+                                "and not in the local cache")
 
 
 def test_a_family_counted_on_the_meta_device_loads_without_blocking(qtbot):

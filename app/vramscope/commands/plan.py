@@ -62,10 +62,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--config", metavar="PATH",
                      help="a Hugging Face config.json (or a model directory): llama, mistral, "
                           "qwen2/3 and gemma, gpt2 by hand formulas; any family transformers "
-                          "knows with vramscope[planner]")
+                          "knows when transformers and torch are installed (a CPU torch will "
+                          "do), or from the directory's safetensors headers")
     src.add_argument("--model", metavar="ORG/NAME",
-                     help="a Hugging Face model name: config.json from the local cache, or "
-                          "fetched from the Hub when online (your saved token for gated models)")
+                     help="a Hugging Face model name (org/name, or a bare name such as gpt2): "
+                          "config.json and the checkpoint's safetensors headers (the exact "
+                          "count) from the local cache, or from the Hub when online (your saved "
+                          "token for gated models)")
     model.add_argument("--layers", type=_positive, help="with --params: number of layers")
     model.add_argument("--hidden", type=_positive, help="with --params: hidden size")
     model.add_argument("--heads", type=_positive, help="with --params: attention heads")
@@ -123,8 +126,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
-def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
-    """[(name, capacity bytes)] from one pass over this machine's GPUs, or ([], why not)."""
+def detect_gpus() -> tuple[list[tuple[str, int]], tuple, str | None]:
+    """([(name, capacity bytes)], free memory now per GPU, why not) from one pass over
+    this machine's GPUs."""
     import time
 
     from vramscope.sources.all_gpus import AllGpusSource
@@ -135,16 +139,17 @@ def detect_gpus() -> tuple[list[tuple[str, int]], str | None]:
     finally:
         source.close()
     if frame.error:
-        return [], frame.error
-    from vramscope.core.planner.targets import fit_targets
+        return [], (), frame.error
+    from vramscope.core.planner.targets import fit_targets, gpus_now
     gpus = fit_targets(frame)
-    return gpus, None if gpus else "no GPU found (NVML, DRM)"
+    return gpus, gpus_now(frame), None if gpus else "no GPU found (NVML, DRM)"
 
 
 def request_from_args(args):
     """PlanRequest from parsed arguments; PlanError (field, message) otherwise."""
-    from vramscope.core.planner import PlanError, PlanRequest, shape_from_config, shape_from_params
-    from vramscope.core.planner.config_source import config_for_model, read_config
+    from vramscope.core.planner import PlanError, PlanRequest, shape_from_params
+    from vramscope.core.planner.config_source import config_for_model, config_from_path
+    from vramscope.core.planner.configs import shape_with_checkpoint
 
     model = getattr(args, "model", None)
     if args.config or model:
@@ -154,9 +159,9 @@ def request_from_args(args):
         if shape_flags:
             raise PlanError(shape_flags[0], "goes with a parameter count; with a config.json or "
                                             "a model name the shape comes from the config")
-        config = read_config(args.config) if args.config else config_for_model(model).config
+        loaded = config_from_path(args.config) if args.config else config_for_model(model)
         try:
-            shape = shape_from_config(config)
+            shape = shape_with_checkpoint(loaded.config, loaded.checkpoint)
         except PlanError as exc:
             raise PlanError(field, exc.message) from None
     elif args.params:
@@ -191,9 +196,9 @@ def run(args) -> int:
     gpu_note = None
     if not req.gpus_memory:
         from dataclasses import replace
-        gpus, gpu_note = detect_gpus()
+        gpus, now, gpu_note = detect_gpus()
         if gpus:
-            req = replace(req, gpus_memory=tuple(gpus))
+            req = replace(req, gpus_memory=tuple(gpus), gpus_now=now)
     try:
         plan = build_plan(req)
     except PlanError as exc:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from PySide6.QtWidgets import QFrame, QScrollArea
 
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
-from vramscope.core.planner.targets import fit_targets
+from vramscope.core.planner.targets import fit_targets, gpus_now
 from vramscope.core.samples import ProcessIdentity
 from vramscope.ui.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
@@ -59,13 +59,9 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     window.table.end_requested.connect(lambda row: alerts.request_end(_end_request(row)))
 
     last_measured = [float("-inf")]
-    gpus_seen = [None]
 
     def update_planner(frame) -> None:
-        gpus = tuple(fit_targets(frame))
-        if gpus != gpus_seen[0]:
-            gpus_seen[0] = gpus
-            planner.set_gpus(list(gpus))
+        planner.set_gpus(fit_targets(frame), gpus_now(frame))  # replans only on a real change
         now = time.monotonic()
         if frame.agents and now - last_measured[0] >= PLANNER_MEASURE_EVERY:
             last_measured[0] = now

@@ -18,10 +18,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
 
 from vramscope.core.planner import (PlanError, PlanRequest, parse_count, parse_gpu_memory,
-                                    shape_from_config, shape_from_params)
-from vramscope.core.planner.config_source import (cached_models, config_for_model, offline,
-                                                  read_config)
-from vramscope.core.planner.configs import model_type_of
+                                    shape_from_params)
+from vramscope.core.planner.config_source import (NOT_FETCHED, cached_models, config_for_model,
+                                                  config_from_path, offline)
+from vramscope.core.planner.configs import model_type_of, shape_with_checkpoint
 from vramscope.core.planner.hand_counts import HAND_FAMILIES
 from vramscope.core.planner.live import live_model, live_request
 from vramscope.ui.planner_widgets import spin
@@ -67,6 +67,7 @@ class PlannerForm(QWidget):
         box = QGroupBox("Model")
         col = QVBoxLayout(box)
         f = QFormLayout()
+        self._source_rows = f
         col.addLayout(f)
         self.source = QComboBox()
         for key, text in SOURCES:
@@ -103,6 +104,7 @@ class PlannerForm(QWidget):
         for w in (self.model_status, self.live_label, self.shape_hint):
             col.addWidget(w)
         f = QFormLayout()
+        self._shape_rows = f
         col.addLayout(f)
         self.layers = spin(0, 1000, 0, "-")
         self.hidden = spin(0, 1 << 20, 0, "-")
@@ -213,6 +215,15 @@ class PlannerForm(QWidget):
         for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
                   self.intermediate, self.shape_hint):
             w.setEnabled(key in (COUNT, AGENT))
+        # only the rows of the chosen source: the run's inputs stay above the fold
+        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
+                  self.intermediate):
+            self._shape_rows.setRowVisible(w, key in (COUNT, AGENT))
+        self.shape_hint.setVisible(key in (COUNT, AGENT))
+        self.model_status.setVisible(key in (CONFIG, MODEL))  # says what was read, and how
+        self._source_rows.setRowVisible(self.params, key in (COUNT, AGENT))
+        self._source_rows.setRowVisible(2, key == CONFIG)  # the config path row
+        self._source_rows.setRowVisible(3, key == MODEL)  # the model name row
         for w in (self.precision, self.grad_layout, self.lora_rank, self.lora_modules):
             w.setEnabled(key != AGENT)  # taken from the live model
         self.live_label.setVisible(key == AGENT)
@@ -268,11 +279,11 @@ class PlannerForm(QWidget):
             self._set_shape(CONFIG, PlanError("config", "choose a config.json (Browse...)"))
             return
         try:
-            config = read_config(path)
+            loaded = config_from_path(path)
         except PlanError as exc:
             self._set_shape(CONFIG, exc)
             return
-        self._count(("config", path), config, "config", path)
+        self._count(("config", path), loaded, "config", path)
 
     def _load_model(self) -> None:
         name = self.model_name.currentText().strip()
@@ -286,39 +297,40 @@ class PlannerForm(QWidget):
         try:
             loaded = config_for_model(name, allow_fetch=False)
         except PlanError as exc:
-            if offline() or "no config.json" not in exc.message:
+            if offline() or NOT_FETCHED not in exc.message:
                 self._set_shape(MODEL, exc)
                 return
             self.model_status.setText(f"fetching config.json of {name} from the Hub...")
             self._where = f"the Hub: {name}"
-            self._start(key, lambda: self._shape_of(config_for_model(name).config, "model"))
+            self._start(key, lambda: self._shape_of(config_for_model(name), "model"))
             return
-        self._count(key, loaded.config, "model", loaded.where)
+        self._count(key, loaded, "model", loaded.where)
 
-    def _count(self, key, config: dict, field: str, where: str) -> None:
+    def _count(self, key, loaded, field: str, where: str) -> None:
         """Count now when it is quick (hand formulas, transformers loaded), else on a thread."""
         self._where = where
         try:
-            quick = model_type_of(config) in HAND_FAMILIES or "transformers" in sys.modules
+            quick = model_type_of(loaded.config) in HAND_FAMILIES or "transformers" in sys.modules
         except PlanError:
             quick = True
         if quick:
             self._loading_key = key
-            self._on_loaded(key, self._shape_or_error(config, field))
+            self._on_loaded(key, self._shape_or_error(loaded, field))
         else:
             self.model_status.setText(f"counting on the meta device ({where})...")
-            self._start(key, lambda: self._shape_of(config, field))
+            self._start(key, lambda: self._shape_of(loaded, field))
 
     @staticmethod
-    def _shape_of(config: dict, field: str):
+    def _shape_of(loaded, field: str):
+        """The shape of a LoadedConfig: the checkpoint's count where its headers are known."""
         try:
-            return shape_from_config(config)
+            return shape_with_checkpoint(loaded.config, loaded.checkpoint)
         except PlanError as exc:
             raise PlanError(field, exc.message) from None
 
-    def _shape_or_error(self, config: dict, field: str):
+    def _shape_or_error(self, loaded, field: str):
         try:
-            return self._shape_of(config, field)
+            return self._shape_of(loaded, field)
         except PlanError as exc:
             return exc
 
@@ -407,7 +419,7 @@ class PlannerForm(QWidget):
 
     # --- the request ------------------------------------------------------------------
 
-    def request(self, gpus_detected=()) -> PlanRequest:
+    def request(self, gpus_detected=(), now=()) -> PlanRequest:
         """The PlanRequest of the form; PlanError (field, message) otherwise."""
         def opt(w):
             return w.value() or None
@@ -431,10 +443,12 @@ class PlannerForm(QWidget):
                 raise PlanError("params", str(exc)) from None
             shape = shape_from_params(count, **layers)
         try:
-            gpus = tuple(parse_gpu_memory(part) for part in self.gpu_memory.text().split(",")
-                         if part.strip()) or tuple(gpus_detected)
+            typed = tuple(parse_gpu_memory(part) for part in self.gpu_memory.text().split(",")
+                          if part.strip())
         except ValueError as exc:
             raise PlanError("gpu_memory", str(exc)) from None
+        gpus = typed or tuple(gpus_detected)
+        now = () if typed else tuple(now)  # free memory is known only of the detected GPUs
         modules = tuple(m.strip() for m in self.lora_modules.text().split(",") if m.strip())
         kv = self.kv_dtype.currentData()
         precision = self.precision.currentData()
@@ -447,7 +461,8 @@ class PlannerForm(QWidget):
             lora_rank=opt(self.lora_rank), lora_modules=modules, batch=opt(self.batch),
             seq=opt(self.seq), checkpointing=self.checkpointing.isChecked(),
             flash_attention=self.flash.isChecked(), kv_dtype=None if kv == "auto" else kv,
-            context=opt(self.context), concurrency=self.concurrency.value(), gpus_memory=gpus)
+            context=opt(self.context), concurrency=self.concurrency.value(), gpus_memory=gpus,
+            gpus_now=now)
         if live is not None:
             req = live_request(live, req, **layers)
         if req.mode == "train" and (req.batch is None) != (req.seq is None):

@@ -11,12 +11,17 @@ from vramscope.core.planner.compare import compare, measured_devices
 from vramscope.core.planner.report import gib, signed_gib
 from vramscope.core.units import NA
 from vramscope.ui import theme
-from vramscope.ui.planner_widgets import FullTable, item
+from vramscope.ui.planner_widgets import Fold, FullTable, item
 
 
 def exact(n: int) -> str:
     """Bytes to the byte, GiB beside: planned vs measured is compared exactly."""
     return f"{n:,} B  ({gib(n)})"
+
+
+def _sized(n: int, align_right: bool = True):
+    """GiB in the cell (the table fits at 1024 px), the exact bytes in its tooltip."""
+    return item(gib(n), align_right, tip=exact(n))
 
 
 class MeasuredView(QWidget):
@@ -37,9 +42,10 @@ class MeasuredView(QWidget):
         title.addWidget(self.label, 1)
         title.addWidget(self.device)
         col.addLayout(title)
-        self.table = FullTable(["Bucket", "Planned", "Measured", "Measured - planned",
-                                "Why they differ"])
+        self.table = FullTable(["Bucket", "Planned", "Measured", "Measured - planned"])
+        self.why = Fold("Why they differ")
         col.addWidget(self.table)
+        col.addWidget(self.why)
         theme.follow(self, self.fill)  # the differences' colours
 
     def set_report(self, report) -> None:
@@ -67,6 +73,8 @@ class MeasuredView(QWidget):
     def fill(self, *_):
         self._fill()
         self.table.setVisible(self.table.rowCount() > 0)
+        if self.table.rowCount() == 0:
+            self.why.set_lines([])
 
     def _fill(self) -> None:
         report, device = self.report, self.device.currentText() or None
@@ -94,15 +102,15 @@ class MeasuredView(QWidget):
         scheme = theme.current()
         for r, row in enumerate(rows):
             diff = row.difference
-            t.setItem(r, 0, item(row.label))
-            t.setItem(r, 1, item("not planned" if row.planned is None else exact(row.planned),
-                                 True))
-            t.setItem(r, 2, item("no data" if row.measured is None else exact(row.measured),
-                                 True))
-            d = item(NA if diff is None else
-                     ("exact" if diff == 0 else f"{diff:+,} B ({signed_gib(diff)})"), True)
+            t.setItem(r, 0, item(row.label, tip=row.why))
+            t.setItem(r, 1, item("not planned", True) if row.planned is None
+                      else _sized(row.planned))
+            t.setItem(r, 2, item("no data", True) if row.measured is None
+                      else _sized(row.measured))
+            d = item(NA if diff is None else ("exact" if diff == 0 else signed_gib(diff)), True,
+                     tip=None if not diff else f"{diff:+,} B")
             if diff is not None:
                 d.setForeground(QColor(scheme.OK if diff == 0 else scheme.WARNING))
             t.setItem(r, 3, d)
-            t.setItem(r, 4, item(row.why, tip=row.why))
+        self.why.set_lines([f"{row.label}: {row.why}" for row in rows if row.why])
         t.fit()

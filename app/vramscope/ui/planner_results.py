@@ -1,15 +1,16 @@
 """The planner's answer: the verdict first (always one), any warning, then
-every bucket (total included), the GPUs, what would make it fit and the
-notes. GiB throughout (core/planner/report.py formats them)."""
+every bucket (total included), the GPUs (capacity and free now), what would
+make it fit; the prose -- why each bucket, the notes -- folded behind a
+click. GiB throughout (core/planner/report.py formats them)."""
 
 from __future__ import annotations
 
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from vramscope.core.planner.report import FITS, SHORT, gib, model_line, verdict
+from vramscope.core.planner.report import FITS, NOT_NOW, SHORT, gib, model_line, verdict
 from vramscope.ui import theme
-from vramscope.ui.planner_widgets import FullTable, item
+from vramscope.ui.planner_widgets import Fold, FullTable, item
 
 ASK = "enter a GPU memory size"
 
@@ -36,12 +37,12 @@ class ResultsView(QWidget):
         self.error_label.hide()
         self.layout_label = _label(muted=True)
         self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "GiB", "B/param"])
-        self.gpu_table = FullTable(["GPU", "Capacity", "Verdict"])
+        self.gpu_table = FullTable(["GPU", "Capacity", "Empty card", "Now"], stretch=(2,))
         self.suggestions_label = QLabel("What would make it fit")
         self.suggestions = FullTable(["#", "Per GPU after", "Fits",
-                                      "Change (least damaging first)"])
-        self.why = _label()
-        self.notes = _label(muted=True)
+                                      "Change (cheapest for you first)"])
+        self.why = Fold("Why each bucket")
+        self.notes = Fold("Notes and assumptions")
         for w in (self.verdict, self.warning, self.error_label, self.layout_label, self.buckets,
                   self.gpu_table, self.suggestions_label, self.suggestions, self.why):
             col.addWidget(w)
@@ -81,8 +82,8 @@ class ResultsView(QWidget):
             t.setRowCount(0)
             t.fit()
         self.layout_label.clear()
-        self.why.clear()
-        self.notes.clear()
+        self.why.set_lines([])
+        self.notes.set_lines([])
 
     def show_plan(self, plan, gpu_note: str | None = None) -> None:
         self._plan = plan
@@ -90,7 +91,8 @@ class ResultsView(QWidget):
         shape = plan.request.shape
         v = verdict(plan, gpu_note, ASK)
         self.verdict.setText(v.text)
-        self.verdict.setProperty("state", v.state if v.state in (FITS, SHORT) else "")
+        self.verdict.setProperty("state", {FITS: "fits", SHORT: "short",
+                                           NOT_NOW: "notnow"}.get(v.state, ""))
         self._restyle(self.verdict)
         self.warning.setText("\n".join(f"Warning: {w}" for w in plan.warnings))
         self.warning.setVisible(bool(plan.warnings))
@@ -103,7 +105,7 @@ class ResultsView(QWidget):
         extra = tuple(f"assumed: {n}" for n in shape.notes)
         if shape.fields_used:
             extra += ("config fields used: " + ", ".join(shape.fields_used),)
-        self.notes.setText("\n".join(f"- {n}" for n in plan.notes + extra))
+        self.notes.set_lines(list(plan.notes + extra))
 
     def _fill_buckets(self, plan) -> None:
         bpp = dict(plan.bytes_per_param)
@@ -129,7 +131,7 @@ class ResultsView(QWidget):
         lines = [f"{name}: {text}" for name, text in plan.explanations]
         if plan.total != plan.per_gpu_total:
             lines.append(f"all {plan.request.gpus} GPUs together: {gib(plan.total)}")
-        self.why.setText("Why each bucket:\n" + "\n".join(f"- {line}" for line in lines))
+        self.why.set_lines(lines)
 
     def _fill_gpus(self, plan) -> None:
         scheme = theme.current()
@@ -146,8 +148,25 @@ class ResultsView(QWidget):
             t.setItem(r, 0, item(g.name))
             t.setItem(r, 1, item(gib(g.total), True))
             t.setItem(r, 2, it)
+            t.setItem(r, 3, self._now_item(g, scheme))
+        unknown_now = all(g.free is None for g in plan.gpus)
+        t.setColumnHidden(3, unknown_now)
+        t.horizontalHeaderItem(2).setText("Verdict" if unknown_now else "Empty card")
         t.setVisible(bool(plan.gpus))
         t.fit()
+
+    @staticmethod
+    def _now_item(g, scheme):
+        if g.free is None:
+            return item("")
+        held = "; ".join(f"{who} holds {gib(n)}" for who, n in g.holders)
+        text = f"{gib(g.free)} free: " + ("fits" if g.fits_now else "does not fit")
+        if g.holders and not g.fits_now:
+            who, n = g.holders[0]
+            text += f" ({who} holds {gib(n)})"
+        it = item(text, tip=held or None)
+        it.setForeground(QColor(scheme.OK if g.fits_now else scheme.WARNING))
+        return it
 
     def _fill_suggestions(self, plan) -> None:
         scheme = theme.current()

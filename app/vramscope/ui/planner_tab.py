@@ -4,7 +4,8 @@ A standalone QWidget: the form (planner_form.py) on the left, the answer
 (planner_results.py) and planned vs measured (planner_measured.py) on the
 right, each side scrolling as a page. The plan is recomputed (pure
 arithmetic, vramscope.core.planner) on every change. ``set_gpus([(name,
-bytes)])`` gives the detected GPUs (used when the GPU field is empty);
+bytes)], now)`` gives the detected GPUs and what is free on each now (used
+when the GPU field is empty);
 ``show_measured(agent_report)`` gives the attached process: while the user
 has not chosen another source, the plan is made from that process's own
 model (parameters, frozen part, bytes per parameter, optimizer), so planned
@@ -17,6 +18,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from vramscope.core.planner import PlanError, build_plan
+from vramscope.core.units import MiB
 from vramscope.ui import theme
 from vramscope.ui.planner_form import AGENT, COUNT, PlannerForm
 from vramscope.ui.planner_measured import MeasuredView
@@ -28,6 +30,7 @@ _FORM = ("source", "params", "config_path", "model_name", "layers", "hidden", "h
          "grad_layout", "zero_stage", "gpus", "fsdp", "offload", "lora_rank", "lora_modules",
          "batch", "seq", "checkpointing", "flash", "kv_dtype", "context", "concurrency",
          "live_label", "model_status")
+NOW_STEP = 256 * MiB  # free memory moving less than this does not replan
 _RESULTS = ("verdict", "warning", "error_label", "layout_label", "buckets", "gpu_table",
             "suggestions", "suggestions_label", "notes")
 
@@ -37,6 +40,7 @@ def _style(s: theme.Scheme) -> str:
 QLabel#verdict {{ font-size: 12pt; font-weight: 600; padding: 4px 0; }}
 QLabel#verdict[state="fits"] {{ color: {s.OK}; }}
 QLabel#verdict[state="short"] {{ color: {s.ERROR}; }}
+QLabel#verdict[state="notnow"] {{ color: {s.WARNING}; }}
 QLabel#warning {{ color: {s.WARNING}; font-weight: 600; }}
 QLabel#error {{ color: #ffffff; background: {s.ERROR}; border-radius: 4px; padding: 4px 8px; }}
 QLabel[class="muted"] {{ color: {s.MUTED}; }}
@@ -65,6 +69,8 @@ class PlannerTab(QWidget):
         self.error: str | None = None
         self.error_field: str | None = None
         self._detected: tuple[tuple[str, int], ...] = tuple(gpus or ())
+        self._now: tuple = ()  # GpuNow of the detected GPUs
+        self._now_key: tuple = ()
         self._source_chosen = False  # the user picked a source: the agent no longer takes over
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -96,9 +102,15 @@ class PlannerTab(QWidget):
 
     # --- inputs -----------------------------------------------------------------
 
-    def set_gpus(self, gpus) -> None:
-        """The detected GPUs [(name, total bytes)], used when the GPU field is empty."""
-        self._detected = tuple((str(n), int(t)) for n, t in gpus)
+    def set_gpus(self, gpus, now=()) -> None:
+        """The detected GPUs [(name, total bytes)] and their free memory now (GpuNow),
+        used when the GPU field is empty. Replanned when a GPU's free memory moves by
+        more than NOW_STEP or who holds it changes, not on every sample."""
+        detected = tuple((str(n), int(t)) for n, t in gpus)
+        key = tuple((g.name, g.free // NOW_STEP, tuple(w for w, _ in g.holders)) for g in now)
+        if detected == self._detected and key == self._now_key:
+            return
+        self._detected, self._now, self._now_key = detected, tuple(now), key
         self._schedule()
 
     def _schedule(self, *_):
@@ -143,7 +155,7 @@ class PlannerTab(QWidget):
             self.measured_view.set_plan(None, False)
             return
         try:
-            plan = build_plan(self.form.request(self._detected))
+            plan = build_plan(self.form.request(self._detected, self._now))
         except PlanError as exc:
             self._show_error(exc)
             return

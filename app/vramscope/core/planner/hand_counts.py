@@ -126,7 +126,7 @@ def _llama_family(config: dict, model_type: str) -> ModelShape:
     return ModelShape(
         params=params, tensors=tensors, layers=layers, hidden=hidden, heads=heads,
         kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, vocab=vocab,
-        tied_embeddings=tied, model_type=model_type, layer_linears=linears,
+        tied_embeddings=tied, model_type=model_type, layer_linears=linears, learned_positions=False,
         source=CONFIG, counted_by=COUNTED_BY, fields_used=tuple(r.used), notes=tuple(r.notes))
 
 
@@ -164,5 +164,6 @@ def _gpt2(config: dict) -> ModelShape:
         params=params, tensors=tensors, layers=layers, hidden=hidden, heads=heads,
         kv_heads=heads, head_dim=hidden // heads, intermediate=inner, vocab=vocab,
         max_positions=positions, max_positions_field="n_positions", tied_embeddings=tied,
+        learned_positions=True,
         model_type="gpt2", layer_linears=linears, source=CONFIG, counted_by=COUNTED_BY,
         fields_used=tuple(r.used), notes=tuple(r.notes))

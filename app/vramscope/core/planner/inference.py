@@ -20,7 +20,7 @@ from fractions import Fraction
 from vramscope.core.planner import kv_layout
 from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.model_shape import ModelShape
-from vramscope.core.planner.quantization import QuantScheme, scheme_for_precision
+from vramscope.core.planner.quantization import QuantScheme, scheme_for_precision, skips
 from vramscope.core.planner.sizes import ceil_bytes
 
 WEIGHT_BYTES = {"fp32": Fraction(4), "bf16": Fraction(2), "fp16": Fraction(2),
@@ -74,8 +74,7 @@ def weight_bytes(shape: ModelShape, precision: str | None = None,
         return Weights(weights, scales, text, b, scheme.label)
     packed = meta = skipped = 0
     for lin in shape.layer_linears:
-        if any(s and (lin.name == s or lin.name.endswith("." + s) or lin.short == s)
-               for s in scheme.skip):
+        if skips(scheme.skip, lin.name, lin.short):
             skipped += lin.count * lin.in_features * lin.out_features
             continue
         p, m = scheme.matrix_bytes(lin.in_features, lin.out_features)
@@ -135,6 +134,20 @@ def kv_text(shape: ModelShape, kv_dtype: str, context: int, concurrency: int) ->
         parts.append(f"{k.count} layers {k.kind}: {k.elements:,} elements × {b} B ({kv_dtype}) × "
                      f"{kept:,} tokens" + (f" (window {k.window:,})" if k.window else ""))
     return "; ".join(parts) + tail
+
+
+def state_bytes(shape: ModelShape, kv_dtype: str) -> int:
+    """Recurrent + convolution state of one sequence (state-space layers), in the cache dtype."""
+    return shape.state_elements * KV_BYTES[kv_dtype]
+
+
+def state_text(shape: ModelShape, kv_dtype: str, concurrency: int) -> str:
+    from vramscope.core.planner.ssm_state import describe
+    per = state_bytes(shape, kv_dtype)
+    return (f"{describe(shape.state)} = {shape.state_elements:,} elements × "
+            f"{KV_BYTES[kv_dtype]} B ({kv_dtype}) = {per:,} B per sequence, whatever its length, "
+            f"× {concurrency} concurrent (vLLM may keep the SSM state in fp32: "
+            "mamba_ssm_cache_dtype)")
 
 
 def conversations_that_fit(headroom: int, per_conversation: int) -> int:

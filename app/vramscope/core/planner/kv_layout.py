@@ -13,7 +13,12 @@ Gemma-2; five of six layers of Gemma-3) keeps at most ``window`` tokens, so
 at long contexts it costs less than a full-attention layer: transformers'
 hybrid cache and vLLM's hybrid allocator size them that way. Layers that
 reuse an earlier layer's cache (``num_kv_shared_layers``) add nothing, and
-linear-attention / state-space layers keep a constant state, not a cache.
+linear-attention / state-space layers keep a constant state, not a cache
+(ssm_state.py sizes it per sequence).
+
+An encoder-decoder's decoder (BART, T5) caches its own self-attention K/V
+per generated token and, per layer, the cross-attention K/V of the encoder's
+output: one entry per *source* token (transformers' EncoderDecoderCache).
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ SLIDING = "sliding window"
 MLA = "MLA latent"
 SHARED = "shared with an earlier layer"
 STATE = "constant state (no KV cache)"
+CROSS = "cross-attention (per source token)"
 
 _SLIDING_TYPES = ("sliding_attention", "chunked_attention", "local_attention")
 _STATE_TYPES = ("linear_attention", "mamba", "mamba2", "recurrent", "conv")
+_NO_CACHE_TYPES = ("mlp", "moe")  # NemotronH's MLP-only layers: neither cache nor state
+HYBRID = "hybrid"  # Falcon-H1: attention and a Mamba-2 mixer side by side in every layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +46,16 @@ class KvLayer:
     window: int | None = None  # sliding layers: the most tokens kept
     count: int = 1  # identical layers
 
-    def tokens(self, context: int) -> int:
+    def tokens(self, context: int, source: int | None = None) -> int:
+        if self.kind == CROSS:
+            return context if source is None else source
         return context if self.window is None else min(context, self.window)
 
 
-def elements(layers: tuple[KvLayer, ...], context: int) -> int:
-    """Cached elements for one conversation of ``context`` tokens."""
-    return sum(k.count * k.elements * k.tokens(context) for k in layers)
+def elements(layers: tuple[KvLayer, ...], context: int, source: int | None = None) -> int:
+    """Cached elements for one conversation of ``context`` tokens (an encoder-decoder's
+    cross-attention: ``source`` tokens, the context when not given)."""
+    return sum(k.count * k.elements * k.tokens(context, source) for k in layers)
 
 
 def elements_per_token(layers: tuple[KvLayer, ...]) -> int:
@@ -114,7 +125,7 @@ def kv_layers(cfg: Mapping, *, model_type: str, layers: int, heads: int, kv_head
     for i, kind in enumerate(types):
         if shared and i >= layers - shared:
             per_layer.append(KvLayer(SHARED, 0))
-        elif kind in _STATE_TYPES:
+        elif kind in _STATE_TYPES or kind in _NO_CACHE_TYPES:
             per_layer.append(KvLayer(STATE, 0))
         elif kind in _SLIDING_TYPES:
             w = chunk if kind == "chunked_attention" and chunk else windows[i]
@@ -132,7 +143,10 @@ def kv_layers(cfg: Mapping, *, model_type: str, layers: int, heads: int, kv_head
     if shared:
         notes.append(f"the last {shared} layers reuse earlier layers' KV cache "
                      "(num_kv_shared_layers): no cache of their own")
-    if any(k.kind == STATE for k in out):
-        notes.append("linear-attention / state-space layers keep a constant state, not a "
-                     "per-token cache: not planned")
     return out, None, notes
+
+
+def cross_attention(layers: int, heads: int, head_dim: int) -> KvLayer:
+    """An encoder-decoder's cross-attention cache: K and V of every source token, per
+    decoder layer."""
+    return KvLayer(CROSS, 2 * heads * head_dim, None, layers)

@@ -16,8 +16,9 @@ import contextlib
 import re
 from collections import Counter
 
-from vramscope.core.planner.config_source import EXTRA
-from vramscope.core.planner.model_shape import CONFIG, ConfigNotUnderstood, Linear, ModelShape
+from vramscope.core.planner import kv_layout, ssm_state
+from vramscope.core.planner.model_shape import (CONFIG, DECODER, ENCODER, ENCODER_DECODER,
+                                                ConfigNotUnderstood, Linear, ModelShape)
 
 _DROP = ("model_type", "quantization_config", "auto_map", "_name_or_path", "transformers_version")
 _INDEX = re.compile(r"\.\d+(?=\.|$)")
@@ -26,6 +27,11 @@ _TOP_K = ("num_experts_per_tok", "moe_topk", "top_k", "num_selected_experts")
 
 
 def transformers_version() -> str | None:
+    """transformers' version when it and torch are there to build models on the meta
+    device (transformers installs without torch); None otherwise."""
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        return None
     try:
         import transformers
     except ImportError:
@@ -33,17 +39,73 @@ def transformers_version() -> str | None:
     return transformers.__version__
 
 
+def _auto_classes(transformers, cfg, model_type: str) -> list:
+    """The Auto classes to try, most complete first: a checkpoint holds the head too."""
+    from transformers.models.auto import modeling_auto as names
+    if getattr(cfg, "is_encoder_decoder", False):
+        return [transformers.AutoModelForSeq2SeqLM, transformers.AutoModel]
+    if getattr(cfg, "vision_config", None) is not None:
+        return [transformers.AutoModelForImageTextToText, transformers.AutoModelForCausalLM,
+                transformers.AutoModel]
+    if model_type in names.MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(cfg, "is_decoder",
+                                                                             False):
+        return [transformers.AutoModelForMaskedLM, transformers.AutoModel]
+    return [transformers.AutoModelForCausalLM, transformers.AutoModel]
+
+
+def _build(transformers, cfg, config: dict, model_type: str):
+    """The model of the config's ``architectures`` class when transformers ships it (what
+    the checkpoint holds), else of the first Auto class that takes the config."""
+    archs = config.get("architectures")
+    candidates = []
+    if isinstance(archs, list) and archs and isinstance(archs[0], str) \
+            and archs[0].isidentifier():
+        try:
+            cls = getattr(transformers, archs[0], None)
+        except Exception:  # a lazily imported module that cannot load here
+            cls = None
+        config_class = getattr(cls, "config_class", None)
+        if isinstance(cls, type) and hasattr(cls, "_from_config") \
+                and (not isinstance(config_class, type) or isinstance(cfg, config_class)):
+            candidates.append(cls._from_config)
+    candidates += [auto.from_config for auto in _auto_classes(transformers, cfg, model_type)]
+    error = None
+    for build in candidates:
+        try:
+            return build(cfg)
+        except ValueError as exc:  # this Auto class does not take the config
+            error = exc
+        except Exception as exc:  # an architectures class that does not match the config
+            error = exc
+    raise error
+
+
+def _model_kind(transformers, cfg, model) -> str:
+    from transformers.models.auto import modeling_auto as names
+    if getattr(cfg, "is_encoder_decoder", False):
+        return ENCODER_DECODER
+    name = type(model).__name__
+    decoders = (set(names.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+                | set(names.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values()))
+    if name in decoders or name.endswith(("ForCausalLM", "LMHeadModel")):
+        return DECODER
+    if getattr(cfg, "vision_config", None) is not None and name.endswith(
+            "ForConditionalGeneration"):
+        return DECODER
+    return ENCODER
+
+
 def meta_model(config: dict, model_type: str):
-    """(transformers config, model on the meta device, whether it is a causal LM);
-    ConfigNotUnderstood otherwise."""
+    """(transformers config, model on the meta device, its kind: DECODER, ENCODER or
+    ENCODER_DECODER); ConfigNotUnderstood otherwise."""
     try:
         import torch
         import transformers
-        from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+        from transformers import AutoConfig
     except ImportError:
         raise ConfigNotUnderstood(
             f"config.json has model_type {model_type!r}: counting it exactly needs "
-            f"transformers ({EXTRA})") from None
+            f"transformers and torch (pip install transformers torch)") from None
     kwargs = {k: v for k, v in config.items() if k not in _DROP}
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
@@ -58,10 +120,7 @@ def meta_model(config: dict, model_type: str):
             raise ConfigNotUnderstood(f"transformers cannot read this config.json: "
                                       f"{_first_line(exc)}") from None
         with torch.device("meta"), _quiet():
-            try:
-                model, causal = AutoModelForCausalLM.from_config(cfg), True
-            except ValueError:  # not a causal LM (an encoder, an encoder-decoder)
-                model, causal = AutoModel.from_config(cfg), False
+            model = _build(transformers, cfg, config, model_type)
     except ConfigNotUnderstood:
         raise
     except Exception as exc:
@@ -69,7 +128,7 @@ def meta_model(config: dict, model_type: str):
                                   f"config.json: {_first_line(exc)}") from None
     finally:
         transformers.logging.set_verbosity(verbosity)
-    return cfg, model, causal
+    return cfg, model, _model_kind(transformers, cfg, model)
 
 
 @contextlib.contextmanager
@@ -108,10 +167,13 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
 
     import transformers
 
-    cfg, model, causal = meta_model(config, model_type)
-    text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    cfg, model, model_kind = meta_model(config, model_type)
+    text = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
     named = list(model.named_parameters())  # each shared tensor once
     params = sum(p.numel() for _, p in named)
+    parts: Counter = Counter()
+    for name, p in named:
+        parts[_part(name)] += p.numel()
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     out_weight = getattr(out, "weight", None)
@@ -135,17 +197,26 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
     linears = tuple(Linear(n, i, o, b, c, x) for (n, i, o, b, x), c in groups.items())
     quantizable = sum(lin.count * lin.in_features * lin.out_features for lin in linears)
 
-    layers, f_layers = _attr(text, "num_hidden_layers", "n_layer", "num_layers")
+    decoder = model_kind == ENCODER_DECODER
+    layers, f_layers = _attr(text, *(("decoder_layers", "num_decoder_layers") if decoder else ())
+                             , "num_hidden_layers", "n_layer", "num_layers")
     hidden, f_hidden = _attr(text, "hidden_size", "n_embd", "d_model")
-    heads, f_heads = _attr(text, "num_attention_heads", "n_head", "num_heads")
+    types = _layer_types(text, layers)
+    attention = types is None or any(t not in _NO_ATTENTION for t in types)
+    # Mamba-2's num_heads are SSM heads, not attention heads
+    heads, f_heads = _attr(text, *(("decoder_attention_heads",) if decoder else ()),
+                           "num_attention_heads", "n_head",
+                           *(("num_heads",) if attention else ()))
+    if not attention:
+        heads, f_heads = None, None
     kv_heads, f_kv = _attr(text, "num_key_value_heads", "num_kv_heads", "n_head_kv")
     if getattr(text, "multi_query", False) and not getattr(text, "new_decoder_architecture", False):
         kv_heads, f_kv = 1, "multi_query"
     if kv_heads is None:
         kv_heads = heads
-    if not causal:  # the planner's KV cache is a decoder's
+    if model_kind == ENCODER:  # an encoder keeps no KV cache
         kv_heads, f_kv = None, None
-    head_dim, f_head_dim = _attr(text, "head_dim")
+    head_dim, f_head_dim = _attr(text, *(("d_kv",) if decoder else ()), "head_dim")
     if head_dim is None and hidden and heads:
         head_dim = hidden // heads
     intermediate, f_inter = _attr(text, "intermediate_size", "ffn_dim", "n_inner")
@@ -154,9 +225,36 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
         f"{f}={v}" for f, v in ((f_layers, layers), (f_hidden, hidden), (f_heads, heads),
                                 (f_kv, kv_heads), (f_head_dim, head_dim), (f_inter, intermediate),
                                 (f_vocab, vocab)) if f]
-    notes = [] if causal else [f"{model_type} is not a causal language model in transformers "
-                               "(built with AutoModel): weights and training are planned, the "
-                               "KV cache is not"]
+    notes = []
+    if model_kind == ENCODER:
+        notes.append(f"{model_type} is an encoder ({type(model).__name__}): it keeps no KV "
+                     "cache; weights, training and activations are planned")
+    kv: tuple = ()
+    if decoder and None not in (layers, heads, head_dim):
+        self_attn = kv_layout.KvLayer(kv_layout.FULL, 2 * heads * head_dim, None, layers)
+        kv = (self_attn, kv_layout.cross_attention(layers, heads, head_dim))
+        encoder_layers, _ = _attr(text, "encoder_layers", "num_layers")
+        notes.append(f"encoder-decoder: the whole model is counted ({type(model).__name__}); "
+                     f"the KV cache is the decoder's self-attention per generated token and its "
+                     f"cross-attention per source token ({layers} layers each), the source "
+                     "taken as long as the context"
+                     + (f"; activations over the {encoder_layers} encoder and {layers} decoder "
+                        "layers at the same length" if encoder_layers else ""))
+        if encoder_layers:
+            layers += encoder_layers  # both stacks hold activations in training
+    state = ssm_state.state_layers(text.to_dict(), model_type, types)
+    if types is not None:
+        kinds = Counter(types)
+        used.append("layer types: " + ", ".join(f"{n} {t}" for t, n in kinds.items()))
+    if state:
+        notes.append(f"state-space / linear-attention layers: {ssm_state.describe(state)}; "
+                     "a constant state per sequence, not a per-token cache"
+                     + ("" if attention else "; no attention layer, so no KV cache"))
+    vision = parts.get(VISION, 0)
+    if vision:
+        notes.append(f"multimodal: every part is counted ({_parts_text(parts)}); the KV cache "
+                     "and activations are planned for the language model (image tokens count "
+                     "toward the context), not the vision tower's per-image activations")
     experts = None
     active = active_mlp = None
     n_experts, f_e = _attr(text, *_EXPERTS)
@@ -180,11 +278,58 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
         else:
             notes.append("mixture of experts: all experts are held in memory; the active "
                          "count is unknown (no experts-per-token field)")
+    learned = any(isinstance(m, nn.Embedding) and _part(name) != VISION
+                  and ("position" in name or name.endswith(("wpe", "embed_positions")))
+                  for name, m in model.named_modules())
+    normalised = text.to_dict()
+    if types is not None:
+        normalised["layer_types"] = list(types)
+    shown_parts = tuple(parts.items()) if len(parts) > 1 else ()
     return ModelShape(
         params=params, tensors=len(named), layers=layers, hidden=hidden, heads=heads,
         kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, vocab=vocab,
         tied_embeddings=tied, model_type=model_type, layer_linears=linears,
         active_params=active, experts=experts, active_mlp=active_mlp,
-        quantizable=quantizable, source=CONFIG,
+        quantizable=quantizable, source=CONFIG, kv=kv, state=state, kind=model_kind,
+        architecture=type(model).__name__, parts=shown_parts, learned_positions=learned,
         counted_by=f"transformers {transformers.__version__} on the meta device",
-        fields_used=tuple(used), notes=tuple(notes)), text.to_dict()
+        fields_used=tuple(used), notes=tuple(notes)), normalised
+
+
+VISION = "vision tower"
+_NO_ATTENTION = ("linear_attention", "mamba", "mamba2", "mlp", "moe")
+_VISION_KEYS = ("vision", "visual", "image_", "patch_embed")
+
+
+def _part(name: str) -> str:
+    """The part of a multimodal or encoder-decoder checkpoint a parameter belongs to."""
+    parts = name.split(".")
+    if any(k in p for p in parts for k in _VISION_KEYS):
+        return VISION
+    if "multi_modal_projector" in parts or "mm_projector" in parts:
+        return "multimodal projector"
+    if parts[0] == "lm_head":
+        return "output head"
+    if "encoder" in parts:
+        return "encoder"
+    if "decoder" in parts:
+        return "decoder"
+    return "language model"
+
+
+def _parts_text(parts: Counter) -> str:
+    return ", ".join(f"{name} {n:,}" for name, n in parts.items())
+
+
+def _layer_types(text, layers: int | None) -> list[str] | None:
+    """Per-layer types as transformers reads them: ``layer_types`` (a property on Jamba,
+    Bamba, Falcon-H1, Nemotron-H... built from attn_layer_period/offset,
+    attn_layer_indices, hybrid_override_pattern)."""
+    try:
+        types = getattr(text, "layer_types", None)
+    except Exception:  # a property that cannot be computed from this config
+        return None
+    if isinstance(types, (list, tuple)) and types and all(isinstance(t, str) for t in types) \
+            and (layers is None or len(types) == layers):
+        return list(types)
+    return None

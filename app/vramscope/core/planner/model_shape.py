@@ -16,9 +16,12 @@ from vramscope.core.planner import kv_layout
 from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.kv_layout import KvLayer
 from vramscope.core.planner.quantization import QuantScheme
+from vramscope.core.planner.ssm_state import StateLayer
 
 PARAMETER_COUNT = "parameter count"
 CONFIG = "config.json"
+
+DECODER, ENCODER, ENCODER_DECODER = "decoder", "encoder", "encoder-decoder"
 
 
 class ConfigNotUnderstood(PlanError):
@@ -69,6 +72,12 @@ class ModelShape:
     quantizable: int | None = None  # weights of the linear matrices (what quantisers pack)
     quantization: QuantScheme | None = None  # the config's quantization_config
     dtype: str | None = None  # torch_dtype of the checkpoint
+    state: tuple[StateLayer, ...] = ()  # state-space / linear-attention layers' state
+    kind: str = DECODER  # DECODER, ENCODER (no KV cache) or ENCODER_DECODER
+    architecture: str | None = None  # the transformers class counted (LlavaForConditional...)
+    parts: tuple[tuple[str, int], ...] = ()  # parameters per part (vision tower, encoder...)
+    learned_positions: bool | None = None  # a learned position-embedding table (GPT-2, BART)
+    checkpoint: tuple[tuple[str, int], ...] = ()  # safetensors: (dtype, elements) as stored
     source: str = PARAMETER_COUNT
     counted_by: str = "given"
     fields_used: tuple[str, ...] = ()
@@ -78,9 +87,14 @@ class ModelShape:
     def kv_layers(self) -> tuple[KvLayer, ...]:
         if self.kv:
             return self.kv
-        if None in (self.layers, self.kv_heads, self.head_dim):
+        if self.kind == ENCODER or None in (self.layers, self.kv_heads, self.head_dim):
             return ()
         return (KvLayer(kv_layout.FULL, 2 * self.kv_heads * self.head_dim, None, self.layers),)
+
+    @property
+    def state_elements(self) -> int:
+        """Recurrent and convolution state elements per sequence (0: none)."""
+        return sum(s.elements for s in self.state)
 
     @property
     def has_kv_shape(self) -> bool:

@@ -31,6 +31,17 @@ class GpuVerdict:
     fits: bool
     margin: int  # capacity - per-GPU total; negative = short by that much
     conversations: int | None = None  # inference: conversations of `context` tokens in the headroom
+    free: int | None = None  # memory free on it now (None: not known, e.g. --gpu-memory)
+    holders: tuple[tuple[str, int], ...] = ()  # who holds the most of the rest now
+
+    @property
+    def fits_now(self) -> bool | None:
+        """Fits in what is free at this moment (None: free memory unknown)."""
+        return None if self.free is None else self.margin_now >= 0
+
+    @property
+    def margin_now(self) -> int | None:
+        return None if self.free is None else self.free - (self.total - self.margin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,8 @@ class Plan:
             "per_gpu_total": self.per_gpu_total,
             "gpus": [
                 {"name": g.name, "total": g.total, "fits": g.fits, "margin": g.margin,
+                 "free_now": g.free, "fits_now": g.fits_now, "margin_now": g.margin_now,
+                 "holders_now": [{"process": who, "bytes": n} for who, n in g.holders],
                  **({"conversations": g.conversations} if g.conversations is not None else {})}
                 for g in self.gpus],
             "suggestions": [
@@ -105,6 +118,10 @@ class Plan:
                 "kv_layers": [{"kind": k.kind, "layers": k.count, "elements_per_token": k.elements,
                                "window": k.window} for k in shape.kv_layers],
                 "kv_decompressed_elements_per_token": shape.kv_decompressed,
+                "kind": shape.kind, "architecture": shape.architecture,
+                "parts": dict(shape.parts),
+                "state_elements_per_sequence": shape.state_elements or None,
+                "checkpoint": dict(shape.checkpoint) or None,
                 "fields_used": list(shape.fields_used), "notes": list(shape.notes),
             },
             "warnings": list(self.warnings),
@@ -118,11 +135,15 @@ class Plan:
 def _verdicts(req: PlanRequest, fig: Figures) -> tuple[GpuVerdict, ...]:
     out = []
     per_gpu = fig.per_gpu_total
+    now = {g.name: g for g in req.gpus_now}
     for name, capacity in req.gpus_memory:
         conv = None
         if fig.kv_per_conversation:
             conv = inference.conversations_that_fit(capacity - fig.fixed, fig.kv_per_conversation)
-        out.append(GpuVerdict(name, capacity, per_gpu <= capacity, capacity - per_gpu, conv))
+        free = now[name].free if name in now else None
+        holders = now[name].holders if name in now else ()
+        out.append(GpuVerdict(name, capacity, per_gpu <= capacity, capacity - per_gpu, conv,
+                              free, holders))
     return tuple(out)
 
 

@@ -18,6 +18,12 @@ norms and biases stay 16-bit. Per matrix of ``in`` × ``out`` weights:
   and fp16 scales per group; no g_idx.
 - fp8 (e4m3, e.g. DeepSeek-V3): 1 byte each and one fp32 scale per
   ``weight_block_size`` block (per tensor when no block size is given).
+- MXFP4 (OCP Microscaling Formats v1.0; gpt-oss ships its experts so): 4-bit
+  e2m1 values and one 8-bit e8m0 scale per block of 32.
+
+Formats whose packing the planner does not size (compressed-tensors, HQQ,
+...) give an unsized scheme: the plan says so and weighs the weights at 16
+bits, an upper bound, unless a precision is chosen.
 
 ``scheme_from_config(quantization_config)`` reads transformers'
 ``quantization_config``; ``scheme_for_precision("int4")`` is the
@@ -33,6 +39,8 @@ from vramscope.core.planner.errors import PlanError
 
 BNB_BLOCK = 64
 BNB_DOUBLE_BLOCK = 256
+MX_BLOCK = 32
+UNSIZED = "unsized"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +53,18 @@ class QuantScheme:
     skip: tuple[str, ...] = ()  # module names left unquantised (besides the output head)
     from_config: bool = False
 
+    name: str = ""  # the config's quant_method, for an unsized scheme
+
+    @property
+    def sized(self) -> bool:
+        return self.method != UNSIZED
+
     @property
     def label(self) -> str:
+        if not self.sized:
+            return f"{self.name} (not sized)"
+        if self.method == "mxfp4":
+            return "MXFP4 (4-bit, one 8-bit scale per 32)"
         if self.method.startswith("bnb"):
             return f"bitsandbytes {self.bits}-bit" + (" (double quant)" if self.double_quant
                                                       else "")
@@ -67,6 +85,8 @@ class QuantScheme:
             return packed, meta
         if self.method == "bnb-8bit":
             return packed, 4 * n_out
+        if self.method == "mxfp4":
+            return packed, math.ceil(n / MX_BLOCK)
         if self.method in ("gptq", "awq"):
             group = n_in if self.group_size in (None, -1) else self.group_size
             groups = math.ceil(n_in / group)
@@ -98,14 +118,19 @@ def scheme_from_config(q) -> QuantScheme:
     method = str(q.get("quant_method") or "").lower()
     skip = tuple(str(m) for m in (q.get("modules_to_not_convert")
                                   or q.get("llm_int8_skip_modules") or ()) if isinstance(m, str))
-    if method == "bitsandbytes" or q.get("load_in_4bit") or q.get("load_in_8bit"):
-        if q.get("load_in_4bit"):
+    # BitsAndBytesConfig.to_dict() may carry only the private _load_in_4bit/_load_in_8bit
+    four = q.get("load_in_4bit", q.get("_load_in_4bit"))
+    eight = q.get("load_in_8bit", q.get("_load_in_8bit"))
+    if method == "bitsandbytes" or four or eight:
+        if four:
             return QuantScheme("bnb-4bit", 4, double_quant=bool(q.get("bnb_4bit_use_double_quant")),
                                skip=skip, from_config=True)
-        if q.get("load_in_8bit"):
+        if eight:
             return QuantScheme("bnb-8bit", 8, skip=skip, from_config=True)
-        raise PlanError("config", "quantization_config (bitsandbytes) sets neither "
-                                  "load_in_4bit nor load_in_8bit")
+        return QuantScheme(UNSIZED, 16, skip=skip, from_config=True,
+                           name="bitsandbytes without load_in_4bit/load_in_8bit")
+    if method == "mxfp4":
+        return QuantScheme("mxfp4", 4, skip=skip, from_config=True)
     if method in ("gptq", "awq"):
         bits = q.get("bits", q.get("w_bit", 4))
         group = q.get("group_size", q.get("q_group_size", 128))
@@ -120,5 +145,18 @@ def scheme_from_config(q) -> QuantScheme:
                 and all(isinstance(b, int) and b > 0 for b in block):
             return QuantScheme("fp8", 8, block=(block[0], block[1]), skip=skip, from_config=True)
         return QuantScheme("fp8", 8, skip=skip, from_config=True)
-    raise PlanError("config", f"quantization_config quant_method {method or '(none)'!r} is not "
-                              "one the planner sizes (bitsandbytes, gptq, awq, fp8)")
+    return QuantScheme(UNSIZED, 16, skip=skip, from_config=True, name=method or "(no quant_method)")
+
+
+def skips(skip: tuple[str, ...], name: str, short: str) -> bool:
+    """Whether a per-layer linear ``name`` ("self_attn.q_proj") is among the modules
+    left unquantised: plain names ("lm_head", "q_proj") or patterns as gpt-oss writes
+    them ("model.layers.*.self_attn")."""
+    for s in skip:
+        if not s:
+            continue
+        tail = s.rsplit(".*.", 1)[-1]
+        if name == tail or short == tail or name.endswith("." + tail) \
+                or name.startswith(tail + "."):
+            return True
+    return False

@@ -24,6 +24,7 @@ REFERENCE_CARDS = (("a 12 GiB card (RTX 3060 12GB, RTX 4070)", 12 * GiB),
                    ("a 141 GB card (H200)", 141 * GB),
                    ("a 192 GB card (B200)", 192 * GB))
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
+NOT_NOW = "not now"  # fits an empty card, not in what is free on it now
 
 
 def _fmt(n: int | None, unit: int, name: str) -> str:
@@ -73,18 +74,45 @@ def verdict(plan, gpu_note: str | None = None, ask: str = "give the GPU memory s
                                 f"against{why}: {ask}")
     short = [g for g in plan.gpus if not g.fits]
     if not short:
-        tight = min(plan.gpus, key=lambda g: g.margin)
-        return Verdict(FITS, f"Fits: {gib(need)} per GPU, {gib(tight.margin)} to spare on "
-                             f"{tight.name} ({gib(tight.total)})")
+        busy = [g for g in plan.gpus if g.fits_now is False]
+        if not busy:
+            if any(g.free is not None for g in plan.gpus):
+                tight = min((g for g in plan.gpus if g.free is not None),
+                            key=lambda g: g.margin_now)
+                return Verdict(FITS, f"Fits: {gib(need)} per GPU, {gib(tight.margin_now)} to "
+                                     f"spare now on {tight.name} ({gib(tight.free)} free of "
+                                     f"{gib(tight.total)})")
+            tight = min(plan.gpus, key=lambda g: g.margin)
+            return Verdict(FITS, f"Fits: {gib(need)} per GPU, {gib(tight.margin)} to spare on "
+                                 f"{tight.name} ({gib(tight.total)})")
+        if len(busy) < len(plan.gpus):
+            ready = max((g for g in plan.gpus if g not in busy),
+                        key=lambda g: g.margin if g.free is None else g.margin_now)
+            free = f" ({gib(ready.free)} free)" if ready.free is not None else ""
+            names = ", ".join(g.name for g in busy)
+            return Verdict(FITS, f"Fits now on {ready.name}{free}: {gib(need)} per GPU; on "
+                                 f"{names} only once memory is freed ({now_text(busy[0], 1)})")
+        most = max(busy, key=lambda g: g.free)
+        return Verdict(NOT_NOW, f"Fits on an empty card; does not fit now: needs {gib(need)} "
+                                f"per GPU, {most.name} has {now_text(most, 1)}")
     worst = min(short, key=lambda g: g.margin)
     names = ", ".join(g.name for g in short)
     return Verdict(SHORT, f"Does not fit on {names}: needs {gib(need)} per GPU, short by "
                           f"{gib(-worst.margin)} on {worst.name} ({gib(worst.total)})")
 
 
+def now_text(g, holders: int | None = None) -> str:
+    """'2.60 GiB free, train.py (23812) holds 14.30 GiB' (the first ``holders``, or all)."""
+    held = "".join(f", {who} holds {gib(n)}" for who, n in g.holders[:holders])
+    return f"{gib(g.free)} free{held}"
+
+
 def gpu_line(plan, g) -> str:
     text = (f"fits, {gb_and_gib(g.margin)} to spare" if g.fits
             else f"does NOT fit: short by {gb_and_gib(-g.margin)}")
+    if g.free is not None:
+        text += ("; now " + ("fits in" if g.fits_now else "does not fit in") + " "
+                 + now_text(g))
     if g.conversations is not None:
         text += (f"; {g.conversations} conversations of {plan.context:,} tokens fit beside the "
                  f"weights, request {g.conversations + 1} waits")
@@ -134,6 +162,7 @@ def render_text(plan, gpu_note: str | None = None,
         lines.append(f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
                      + (f"; {gb_and_gib(plan.kv_bytes_per_conversation)} per "
                         f"{plan.context:,}-token conversation"
+                        + (" with its recurrent state" if shape.state else "")
                         if plan.kv_bytes_per_conversation else ""))
     lines.append("")
     lines.append(verdict(plan, gpu_note, ask).text)

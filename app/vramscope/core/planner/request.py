@@ -12,6 +12,18 @@ MODES = ("train", "infer")
 NOT_COUNTED = ("Not counted: temporary buffers (matmul workspaces, communication buffers), "
                "fragmentation and the CUDA context (the few hundred MB the runtime takes just "
                "by existing) -- keep a margin for them.")
+@dataclass(frozen=True, slots=True)
+class GpuNow:
+    """A GPU's memory free at this moment and who holds the most of the rest."""
+
+    name: str  # as in PlanRequest.gpus_memory
+    free: int
+    holders: tuple[tuple[str, int], ...] = ()  # ("train.py (23812)", bytes), largest first
+
+
+# A default context longer than this is not planned unasked: a 1M-token limit is
+# what the model allows, not what a server is usually asked to hold.
+DEFAULT_CONTEXT_CAP = 131_072
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +48,7 @@ class PlanRequest:
     context: int | None = None  # None: the config's max positions
     concurrency: int = 1
     gpus_memory: tuple[tuple[str, int], ...] = ()  # (name, capacity bytes) to judge against
+    gpus_now: tuple[GpuNow, ...] = ()  # free memory now, by the same names (detected GPUs)
     # A frozen base, as a live model reports it: of shape.params only these are trained
     # (gradients, optimizer state); None = all of them (or the LoRA adapters with lora_rank).
     trainable_params: int | None = None
@@ -80,6 +93,7 @@ def context_warning(shape: ModelShape, tokens: int | None, what: str) -> str | N
     if tokens is None or shape.max_positions is None or tokens <= shape.max_positions:
         return None
     field = shape.max_positions_field or "max_position_embeddings"
+    why = ("learned position embeddings have no entry for those positions"
+           if shape.learned_positions else "the model was not trained that far")
     return (f"{what} of {tokens:,} tokens is longer than this model's limit: {field} = "
-            f"{shape.max_positions:,}; beyond it the model was not trained (and learned "
-            "position embeddings have no entry)")
+            f"{shape.max_positions:,}; beyond it {why}")

@@ -5,7 +5,8 @@
     parse_size("24GiB") == 24 * 2**30       parse_size("80GB") == 80 * 10**9
 
 A memory size needs a unit: "24" alone could be bytes, GB or GiB, so it is
-refused rather than guessed. Every failure is a ValueError with a message
+refused rather than guessed. A parameter count below 1,000 without a suffix
+("7") is refused with a hint: no model has 7 parameters, "7B" was meant. Every failure is a ValueError with a message
 that says what was expected.
 """
 
@@ -18,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from vramscope.core.units import GB, GiB, KiB, MB, MiB
 
 # Parameter-count suffixes are decimal, as model names use them (7B = 7e9).
+MIN_BARE_COUNT = 1000  # a count without a suffix below this is a missing unit
 _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
 # Memory units: decimal (GB = 10**9, as model cards and the ZeRO paper's tables) and
@@ -66,6 +68,9 @@ def parse_count(text: str) -> int:
     count = int(value)
     if count <= 0:
         raise ValueError(f"{text!r}: a model needs at least one parameter")
+    if not suffix and count < MIN_BARE_COUNT:
+        raise ValueError(f"{text!r}: no model has {count} parameters -- did you mean "
+                         f"{text.strip()}B? Give a unit (B, M, K) or the full count")
     return count
 
 

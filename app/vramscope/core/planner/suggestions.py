@@ -1,9 +1,14 @@
-"""What would make a plan fit, least damaging first.
+"""What would make a plan fit, ranked by what each costs the user.
 
-Training (cumulative): activations the problem -> checkpointing, then a
-smaller micro-batch with accumulation; the fixed cost the problem -> 8-bit
-Adam, ZeRO, LoRA, then optimizer offload. Inference (each on its own): cap
-concurrency or context, an fp8 KV cache, quantised weights.
+Training (cumulative, stopping once it fits): a smaller micro-batch with
+gradient accumulation (same result, more steps), activation checkpointing
+(one more forward), SDPA / flash attention, LoRA, QLoRA (a 4-bit base under
+the adapters), an 8-bit optimizer, ZeRO/FSDP across the GPUs present (never
+GPUs that are not there), then optimizer offload (PCIe time every step).
+While the fixed cost alone (weights, gradients, optimizer state) is over the
+GPU, the activation changes cannot help and are skipped; a change that saves
+nothing is not offered. Inference (each on its own): cap concurrency or
+context, an fp8 KV cache, quantised weights.
 """
 
 from __future__ import annotations
@@ -58,6 +63,14 @@ def _step_micro_batch(req, capacity):
         f"{effective} per GPU kept; divide the loss by {acc})")
 
 
+def _step_flash(req, capacity):
+    if not _has_activations(req) or req.flash_attention or not req.shape.heads:
+        return None
+    return replace(req, flash_attention=True), (
+        "SDPA / flash attention (attn_implementation=\"sdpa\" or \"flash_attention_2\"): the "
+        "attention scores are never stored whole, no s² term")
+
+
 def _step_8bit(req, capacity):
     if req.optimizer not in ("adam", "adamw"):
         return None
@@ -66,12 +79,17 @@ def _step_8bit(req, capacity):
         "of 8 -- a one-line change, try it first")
 
 
+def _gpus_present(req) -> int:
+    """The GPUs the job may shard over: those it already runs on, or those given/detected."""
+    return max(req.gpus, len(req.gpus_memory))
+
+
 def _step_zero(req, capacity):
     stage = 3 if req.fsdp else req.zero_stage
-    if stage >= 3:
+    present = _gpus_present(req)
+    if stage >= 3 or present < 2:
         return None
-    counts = [req.gpus] if req.gpus > 1 else []
-    counts += [n for n in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if n > req.gpus]
+    counts = [n for n in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if n < present] + [present]
     options = [replace(req, zero_stage=s, gpus=n, fsdp=False)
                for n in counts for s in range(stage + 1, 4)]
     # The fewest GPUs (then the lowest stage) that make the whole plan fit; if
@@ -85,17 +103,25 @@ def _step_zero(req, capacity):
     what = {1: "the optimizer states", 2: "the optimizer states and gradients",
             3: "the optimizer states, gradients and weights"}[s]
     fsdp = " (or FSDP)" if s == 3 else ""
-    more = "" if n == req.gpus else f" -- needs {n} GPUs of this size"
+    more = "" if n == req.gpus else f" -- runs the job on {n} of the {present} GPUs here"
     return chosen, f"ZeRO stage {s}{fsdp} over {n} GPUs: each holds 1/{n} of {what}{more}"
 
 
 def _step_lora(req, capacity):
-    if req.lora_rank or not req.shape.layer_linears:
+    if req.lora_rank or not req.shape.layer_linears or req.trainable_params is not None:
         return None
     modules = req.shape.lora_default_modules
     return replace(req, lora_rank=8, lora_modules=modules), (
         f"LoRA rank 8 on {', '.join(modules)} (PEFT's defaults): frozen weights need no "
         "gradients and no optimizer state; activations do not shrink")
+
+
+def _step_qlora(req, capacity):
+    if not req.lora_rank or req.precision in ("int4", "int8") or req.trainable_params is not None:
+        return None
+    return replace(req, precision="int4"), (
+        "QLoRA: the frozen base in 4-bit NF4 (bitsandbytes) under the LoRA adapters -- a "
+        "quarter of the 16-bit weights; check quality on your task")
 
 
 def _step_offload(req, capacity):
@@ -106,23 +132,31 @@ def _step_offload(req, capacity):
         "PCIe time every step -- not a default")
 
 
+# (step, changes activations only): in the order of what they cost the user
+_TRAINING_STEPS = ((_step_micro_batch, True), (_step_checkpointing, True), (_step_flash, True),
+                   (_step_lora, False), (_step_qlora, False), (_step_8bit, False),
+                   (_step_zero, False), (_step_offload, False))
+
+
 def training_suggestions(req, fig, capacity) -> tuple[Suggestion, ...]:
-    """Cumulative: activations the problem -> checkpointing, then
-    smaller micro-batch + accumulation; fixed cost the problem -> 8-bit optimizer, ZeRO,
-    LoRA, then offload. Stops once the plan fits the smallest GPU."""
-    activations = [_step_checkpointing, _step_micro_batch]
-    fixed_cost = [_step_8bit, _step_zero, _step_lora, _step_offload]
+    """Cumulative, cheapest for the user first; stops once the plan fits the GPU."""
+    steps = list(_TRAINING_STEPS)
     out: list[Suggestion] = []
     current, cur_fig = req, fig
-    while cur_fig.per_gpu_total > capacity and (activations or fixed_cost):
-        family = (fixed_cost if (cur_fig.fixed > capacity and fixed_cost) or not activations
-                  else activations)
-        step = family.pop(0)
-        result = step(current, capacity)
+    while cur_fig.per_gpu_total > capacity and steps:
+        # while the fixed cost alone is over, activation changes cannot make it fit
+        step = next((s for s in steps if not (s[1] and cur_fig.fixed > capacity)), None)
+        if step is None:
+            break
+        steps.remove(step)
+        result = step[0](current, capacity)
         if result is None:
             continue
-        current, text = result
-        suggestion, cur_fig = _suggestion(text, current, capacity)
+        candidate, text = result
+        suggestion, new_fig = _suggestion(text, candidate, capacity)
+        if new_fig.per_gpu_total >= cur_fig.per_gpu_total:
+            continue  # saves nothing here
+        current, cur_fig = candidate, new_fig
         out.append(suggestion)
     return tuple(out)
 

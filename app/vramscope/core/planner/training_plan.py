@@ -63,6 +63,7 @@ def training_figures(req: PlanRequest) -> Figures:
         trained, trained_tensors = shape.lora_params(req.lora_rank, tuple(modules))
         frozen = shape.params
         scheme = shape.quantization if req.precision is None else None
+        scheme = scheme if scheme is not None and scheme.sized else None
         if precision in inference.QUANTIZED or scheme is not None:
             metadata = inference.weight_bytes(shape, precision, scheme)
             frozen_weight_bytes = metadata.bytes_per_param
@@ -169,6 +170,11 @@ def training_figures(req: PlanRequest) -> Figures:
         if req.batch is None or req.seq is None:
             raise PlanError("batch" if req.batch is None else "seq",
                             "activations need both the micro-batch and the sequence length")
+        if not shape.has_activation_shape and shape.state:
+            raise PlanError("batch", f"activations of an attention-free model "
+                                     f"({shape.model_type}) are not modelled (the formula is a "
+                                     "transformer's): leave out the micro-batch and sequence to "
+                                     "plan its weights, gradients and optimizer state")
         if not shape.has_activation_shape:
             raise PlanError("shape", "activations need layers, hidden size and heads: give a "
                                      "config.json or a model name, or the layers, hidden size "
