@@ -100,12 +100,19 @@ def split_by_host(frame: Frame, alerts=()) -> list[HostView]:
     (what `status` prints per host); ``alerts`` (JSON dicts) go to the host of
     their GPU."""
     host_of_gpu = {g.index: g.host for g in frame.gpus}
+    # grouped once (a fleet has tens of thousands of hosts: no scan per host)
+    gpus_of: dict = {}
+    for g in frame.gpus:
+        gpus_of.setdefault(g.host, []).append(g)
+    alerts_of: dict = {}
+    for a in alerts:
+        alerts_of.setdefault(host_of_gpu.get(a.get("gpu")), []).append(a)
     views = []
     for state in frame.hosts:
         gpus = tuple(dataclasses.replace(g, index=g.host_index, host=None, host_index=None)
-                     for g in frame.gpus if g.host == state.host)
+                     for g in gpus_of.get(state.host, ()))
         live = state.state == CONNECTED
-        mine = tuple(a for a in alerts if host_of_gpu.get(a.get("gpu")) == state.host)
+        mine = tuple(alerts_of.get(state.host, ()))
         sub = dataclasses.replace(frame, gpus=gpus, hosts=(), agents=(),
                                   error=None if live else state.error)
         views.append(HostView(state.host, state.state, sub if gpus or live else None,
