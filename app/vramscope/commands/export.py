@@ -8,6 +8,8 @@ import pathlib
 import sys
 import time
 
+from vramscope.core.terminal_text import say, visible
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_file", metavar="FILE", help="a recorded session (vramscope record)")
@@ -21,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _err(text: str) -> None:
-    print(f"vramscope export: {text}", file=sys.stderr, flush=True)
+    say(sys.stderr, f"vramscope export: {text}")
 
 
 def run(args) -> int:
@@ -64,12 +66,12 @@ def run(args) -> int:
             copied, problems = copy_snapshots(reader, snap_dir)
         problems = list(summary.problems) + problems
     took = time.monotonic() - started
-    print(f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
-          f"to {out} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)", flush=True)
+    say(sys.stdout, f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
+                    f"to {visible(out)} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)")
     for path in copied:
-        print(f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}", flush=True)
+        say(sys.stdout, f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {visible(path)}")
     if problems:
         _err("the session file is damaged; exported what could be read:")
         for p in problems:
-            print(f"  - {p}", file=sys.stderr)
+            say(sys.stderr, f"  - {visible(p)}", flush=False)
     return 0

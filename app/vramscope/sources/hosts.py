@@ -16,6 +16,7 @@ import time
 from vramscope.core.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActions, ProcessSummary
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame, GpuSample, HostState
 from vramscope.core.session.schema import META_HOST_GPU_BLOCK, META_HOSTS
+from vramscope.core.stream.codec import from_wire
 from vramscope.sources.remote import CONNECTED, HostView, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
@@ -154,8 +155,13 @@ class HostActions(ProcessActions):
         try:
             host = self._host(pid, start_time)
             value = host.request("describe", pid, start_time, memory)
-            summary = ProcessSummary(**{f.name: value.get(f.name)
-                                        for f in dataclasses.fields(ProcessSummary)})
+            if not isinstance(value, dict):
+                raise TypeError(f"{host.host}: the answer is no description")
+            try:  # the stream's schema (core/stream/codec.py): types checked
+                summary = from_wire(ProcessSummary, {f.name: value.get(f.name)
+                                                     for f in dataclasses.fields(ProcessSummary)})
+            except ValueError as exc:
+                raise TypeError(f"{host.host}: {exc}") from None
             summary = dataclasses.replace(summary, host=host.host)  # as this window names it
         except (RuntimeError, AttributeError, TypeError) as exc:
             summary = ProcessSummary(pid=pid, start_time=start_time, user=None, command=None,
@@ -199,7 +205,12 @@ class HostActions(ProcessActions):
             value = host.request(op, pid, start_time, memory)
         except RuntimeError as exc:
             return self._refuse(action, pid, start_time, str(exc), memory)
-        ok = bool(value.get("ok"))
+        if not isinstance(value, dict) or not isinstance(value.get("message", ""), str) \
+                or not isinstance(value.get("connection_file"), (str, type(None))):
+            return self._refuse(action, pid, start_time,
+                                f"{host.host}: an answer that does not fit the stream's schema",
+                                memory)
+        ok = value.get("ok") is True
         message = f"{host.host}: {value.get('message')}"
         self._audit(action, "sent" if ok else "refused", pid, start_time, memory,
                     {"host": host.host}, message)
