@@ -36,6 +36,10 @@ class HttpError(Exception):
     """The request failed or the answer broke a bound (one line)."""
 
 
+class Unreachable(HttpError):
+    """No connection (refused, no route, no such socket)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Reply:
     status: int
@@ -139,7 +143,7 @@ def get(url: str, *, deadline: float, max_bytes: int = DEFAULT_MAX_BYTES,
         raise HttpError(f"not a valid HTTP answer ({type(exc).__name__}: "
                         f"{visible(str(exc)[:120])})") from None
     except OSError as exc:
-        raise HttpError(visible(str(getattr(exc, "strerror", None) or exc)[:200])) from None
+        raise Unreachable(visible(str(getattr(exc, "strerror", None) or exc)[:200])) from None
     finally:
         conn.close()
         if conn.raw_socket is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import urllib.parse
 
-from vramscope.core.bounded_http import HttpError, get_json
+from vramscope.core.bounded_http import HttpError, Unreachable, get_json
 from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC
 from vramscope.core.samples import (
     PROMETHEUS_SOURCE, Frame, GpuProcess, GpuSample, HostState, ProcessInfo,
@@ -71,6 +71,8 @@ class PrometheusClient:
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
         try:
             status, body = get_json(address, deadline=self.timeout, max_bytes=MAX_BYTES)
+        except Unreachable as exc:
+            raise PrometheusError(f"cannot reach Prometheus at {self.url}: {exc}") from None
         except HttpError as exc:
             raise PrometheusError(f"Prometheus at {self.url}: {exc}") from None
         if not isinstance(body, dict) or not isinstance(body.get("status"), str):
