@@ -25,6 +25,7 @@ import psutil
 from vramscope.core.background import DaemonWorker
 from vramscope.core.bounded_http import HttpError, get
 from vramscope.core.courtesy import courteous
+from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import REMOTE_SOURCES, VISIBLE, Frame, ProcessIdentity
 from vramscope.core.servers import (
     BY_PORT, SERVER_KINDS, SERVER_SERIES, ServerKind, ServerState, listen_port, pool_text,
@@ -185,7 +186,7 @@ class ServerEnricher:
                 path.append(step)
                 self.ancestor_reads += 1
                 with proc.oneshot():
-                    cmd = tuple(proc.cmdline())
+                    cmd = capped_cmdline(proc.cmdline()) or ()
                     kind = recognise(cmd, proc.name())
                     if kind is not None:
                         found = proc.pid, proc.create_time(), kind, cmd
