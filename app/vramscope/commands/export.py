@@ -8,7 +8,7 @@ import pathlib
 import sys
 import time
 
-from vramscope.core.terminal_text import say, visible
+from vramscope.core.terminal_text import say
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,11 +67,11 @@ def run(args) -> int:
         problems = list(summary.problems) + problems
     took = time.monotonic() - started
     say(sys.stdout, f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
-                    f"to {visible(out)} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)")
+                    f"to {out} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)")
     for path in copied:
-        say(sys.stdout, f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {visible(path)}")
+        say(sys.stdout, f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}")
     if problems:
         _err("the session file is damaged; exported what could be read:")
         for p in problems:
-            say(sys.stderr, f"  - {visible(p)}", flush=False)
+            say(sys.stderr, f"  - {p}", flush=False)
     return 0

@@ -182,7 +182,7 @@ def request_from_args(args):
 def run(args) -> int:
     from vramscope.core.planner import PlanError, build_plan
     from vramscope.core.planner.report import render_text
-    from vramscope.core.terminal_text import say, visible
+    from vramscope.core.terminal_text import say
 
     try:
         req = request_from_args(args)
@@ -209,7 +209,7 @@ def run(args) -> int:
             say(sys.stderr, f"vramscope plan: no GPU to judge against ({gpu_note}); "
                             "give --gpu-memory SIZE")
     else:
-        say(sys.stdout, render_text(plan, gpu_note))  # model names and paths escaped
+        say(sys.stdout, render_text(plan, gpu_note), lines=True)  # model names escaped
     for warning in plan.warnings:
-        say(sys.stderr, f"vramscope plan: warning: {visible(warning)}")
+        say(sys.stderr, f"vramscope plan: warning: {warning}")
     return 0

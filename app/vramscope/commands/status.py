@@ -13,7 +13,7 @@ import sys
 from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
 from vramscope.core import json_text
 from vramscope.core.source import close_quietly
-from vramscope.core.terminal_text import say, visible
+from vramscope.core.terminal_text import say
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
 
@@ -111,11 +111,11 @@ def run_fleet(args, out=None) -> int:
     try:
         source = PrometheusSource(args.from_prometheus)
     except ValueError as exc:
-        say(sys.stderr, f"vramscope status: --from-prometheus: {visible(exc)}")
+        say(sys.stderr, f"vramscope status: --from-prometheus: {exc}")
         return 2
     frame = take_frame(source, args)
     if frame.error and not frame.gpus:
-        say(sys.stderr, f"vramscope status: {visible(frame.error)}")
+        say(sys.stderr, f"vramscope status: {frame.error}")
         return 2
     views = split_by_host(frame, alerts_for(frame, args))
     out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json
@@ -134,7 +134,7 @@ def run(args) -> int:
     try:
         frame = take_frame(source, args)
         if driver_unavailable(frame):
-            say(sys.stderr, f"vramscope status: {visible(frame.error)} (`vramscope status --demo` "
+            say(sys.stderr, f"vramscope status: {frame.error} (`vramscope status --demo` "
                             "shows a simulated workstation)")
             if args.json:  # scripts get a document to parse, with the error in it
                 from vramscope.core.status_report import frame_to_dict

@@ -51,8 +51,9 @@ def visible_lines(text: str) -> str:
     return _REPORT.sub(_escape, text)
 
 
-def say(stream, text: str, flush: bool = True) -> None:
-    """Write one message (possibly several lines) to a terminal stream, escaped."""
-    stream.write(visible_lines(text) + "\n")
+def say(stream, text: str, flush: bool = True, lines: bool = False) -> None:
+    """Write one message line to a terminal stream, escaped (a newline in it too);
+    with ``lines`` a report whose own line breaks are kept."""
+    stream.write((visible_lines(text) if lines else visible(text)) + "\n")
     if flush:
         stream.flush()
