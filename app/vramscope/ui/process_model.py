@@ -180,7 +180,7 @@ class ProcessTableModel(QAbstractTableModel):
             return self._bold
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == "Command":
-                return tip(row.command)  # another user's argv: shown as written, never HTML
+                return tip(visible(row.command))  # another user's argv: as written, never HTML
             if col == "Memory" and row.used is None:
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
             if col == "SM %" and row.mig and row.sm is None:
