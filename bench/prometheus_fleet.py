@@ -9,25 +9,27 @@ reached) answers the instant query with a canned vector shaped like
 `vramscope record --prometheus` exporters: per host, 8 GPUs with the GPU
 gauges, 4 processes per GPU (memory and SM), and ``up``. The child
 `vramscope status --from-prometheus URL` (text, then --json) is timed end to
-end, wall clock, with the stand-in's own time to send apart.
+end, wall clock; the peer is fetching and parsing the same answer alone
+(urllib + json.loads in the bench's process), the floor any reader pays.
 """
 
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import pathlib
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "app")]
+sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
 
+from rawhttp import RawHttp, http_answer  # noqa: E402 (the tests' stand-in HTTP peer)
+from remote.conftest import private_dirs  # noqa: E402
 from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC  # noqa: E402
 
 
@@ -56,30 +58,9 @@ def fleet_vector(series: int, gpus: int = 8, procs: int = 4) -> list[dict]:
     return out
 
 
-def serve(body: bytes) -> tuple[http.server.ThreadingHTTPServer, str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
 def private_env(base: pathlib.Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "app"))
-    for var in ("VRAMSCOPE_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME",
-                "XDG_CACHE_HOME", "HOME"):
-        d = base / var.lower()
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
-        env[var] = str(d)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "app"), **private_dirs(base))
+    env["HOME"] = env["XDG_CONFIG_HOME"]
     return env
 
 
@@ -93,9 +74,16 @@ def main() -> None:
     hosts = sum(1 for s in vector if s["metric"]["__name__"] == "up")
     body = json.dumps({"status": "success",
                        "data": {"resultType": "vector", "result": vector}}).encode()
-    server, url = serve(body)
-    print(f"stand-in Prometheus at {url}: {len(vector):,} series, {hosts:,} hosts x {args.gpus} GPUs x {args.procs} processes, "
-          f"answer {len(body) / 1e6:.1f} MB")
+    server = RawHttp(http_answer(body, headers={"Content-Type": "application/json"}))
+    url = server.url
+    print(f"stand-in Prometheus at {url}: {len(vector):,} series, {hosts:,} hosts x {args.gpus} "
+          f"GPUs x {args.procs} processes, answer {len(body) / 1e6:.1f} MB")
+    # the peer: only fetching and parsing the same answer (urllib + json), in this process
+    started = time.perf_counter()
+    with urllib.request.urlopen(url + "/api/v1/query?query=x", timeout=60) as reply:
+        json.loads(reply.read())
+    floor = time.perf_counter() - started
+    print(f"peer: urllib GET + json.loads of the answer: {floor:6.2f} s")
     with tempfile.TemporaryDirectory() as tmp:
         env = private_env(pathlib.Path(tmp))
         for mode in ([], ["--json"]):
@@ -105,11 +93,12 @@ def main() -> None:
                                   env=env, capture_output=True, timeout=900)
             took = time.perf_counter() - started
             lines = done.stdout.count(b"\n")
-            print(f"status --from-prometheus {' '.join(mode) or '(text)':8s}: {took:6.2f} s wall, "
-                  f"exit {done.returncode}, {lines:,} lines out")
+            print(f"status --from-prometheus {' '.join(mode) or '(text)':8s}: {took:6.2f} s wall "
+                  f"({took / floor:.1f}x the peer; start-up included), exit {done.returncode}, "
+                  f"{lines:,} lines out")
             if done.returncode not in (0, 1):
                 print(done.stderr.decode(errors="replace")[-2000:])
-    server.shutdown()
+    server.close()
 
 
 if __name__ == "__main__":

@@ -66,8 +66,9 @@ def run(args) -> int:
             copied, problems = copy_snapshots(reader, snap_dir)
         problems = list(summary.problems) + problems
     took = time.monotonic() - started
-    say(sys.stdout, f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
-                    f"to {out} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)")
+    what = "rows" if args.format == "csv" else "events"
+    say(sys.stdout, f"vramscope: wrote {summary.rows} {what} to {out} "
+                    f"({summary.bytes / 1e6:.1f} MB, {took:.1f} s)")
     for path in copied:
         say(sys.stdout, f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}")
     if problems:

@@ -12,8 +12,9 @@ also parses the body, refusing nesting past the parser's depth (json's
 RecursionError) and NaN/Infinity.
 
 Socket timeouts in Python bound one ``recv``, so a peer sending a byte just
-inside each timeout never trips them (https://docs.python.org/3/library/socket.html#socket-timeouts);
-here each read gets only what is left of the request's deadline.
+inside each timeout never trips them
+(https://docs.python.org/3/library/socket.html#socket-timeouts); here each
+read gets only what is left of the request's deadline.
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def hosts_to_dict(views) -> dict:
 def render_hosts(views) -> str:
     parts = []
     for view in views:
-        parts.append(("\n" if parts else "") + f"== {visible(view.host)} ==\n")  # a blank line between hosts
+        # a blank line between hosts
+        parts.append(("\n" if parts else "") + f"== {visible(view.host)} ==\n")
         if view.frame is None:
             parts.append(f"{visible(view.error or view.state)}\n")
         else:

@@ -173,9 +173,10 @@ class HostActions(ProcessActions):
 
     def is_alive(self, pid, start_time) -> bool:
         try:
-            return bool(self._host(pid, start_time).request("is_alive", pid, start_time))
+            alive = self._host(pid, start_time).request("is_alive", pid, start_time)
         except RuntimeError:
             return True  # unknown: not claimed gone
+        return alive is not False  # only a plain "false" says it is gone
 
     def wait_gone(self, pid, start_time, timeout: float) -> bool:
         deadline = self._mono() + timeout
@@ -187,9 +188,10 @@ class HostActions(ProcessActions):
 
     def kill_allowed_in(self, pid, start_time):
         try:
-            return self._host(pid, start_time).request("kill_allowed_in", pid, start_time)
+            value = self._host(pid, start_time).request("kill_allowed_in", pid, start_time)
         except RuntimeError:
             return None
+        return float(value) if type(value) in (int, float) else None  # seconds, or none
 
     def terminate(self, pid, start_time, memory=None) -> ActionResult:
         return self._remote_signal("terminate", "SIGTERM", pid, start_time, memory)

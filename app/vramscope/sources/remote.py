@@ -123,7 +123,8 @@ class RemoteHost:
             view = self.snapshot(take=False)
             if view.frame is not None or view.state in (DOWN, NOT_INSTALLED):
                 return view
-            if self._refused_at is not None and self._mono() > self._refused_at + 2 * self.interval + 1:
+            refused = self._refused_at
+            if refused is not None and self._mono() > refused + 2 * self.interval + 1:
                 return view  # frames come but none fits: said now, not at the timeout
             self._frames_seen.wait(0.05)
         view = self.snapshot(take=False)
@@ -172,7 +173,8 @@ class RemoteHost:
             raise RuntimeError(f"{self.host}: the connection dropped before the answer")
         if reply.get("ok") is not True:
             error = reply.get("error")
-            raise RuntimeError(f"{self.host}: {error[:500] if isinstance(error, str) and error else 'request refused'}")
+            error = error[:500] if isinstance(error, str) and error else "request refused"
+            raise RuntimeError(f"{self.host}: {error}")
         try:
             return plain_json(reply.get("value"))
         except (ValueError, TypeError, RecursionError) as exc:
