@@ -27,4 +27,7 @@ def finite(value):
 def dumps(value, **options) -> str:
     """json.dumps, with non-finite numbers as null (never NaN/Infinity)."""
     options.setdefault("default", str)
-    return json.dumps(finite(value), allow_nan=False, **options)
+    try:
+        return json.dumps(value, allow_nan=False, **options)  # the common case: one pass
+    except ValueError:  # a NaN or an infinity somewhere: walk once to null them
+        return json.dumps(finite(value), allow_nan=False, **options)
