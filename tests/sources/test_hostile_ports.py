@@ -131,3 +131,26 @@ def test_a_megabyte_command_line_is_kept_to_8_kib_and_says_it_was_cut():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_trickling_jupyter_server_costs_its_deadline_once(tmp_path):
+    from vramscope.core.detectors.jupyter import kernel_activity
+
+    kid = "0f5c9a2e-1111-4a4a-9b9b-123456789abc"
+    body = json.dumps({"id": kid, "last_activity": "2026-01-01T00:00:00Z",
+                       "execution_state": "idle"}).encode()
+    server = RawHttp(http_answer(body), trickle=0.2)
+    try:
+        (tmp_path / "jpserver-1.json").write_text(json.dumps({"url": server.url + "/",
+                                                              "token": "t"}))
+        started = time.monotonic()
+        assert kernel_activity(f"kernel-{kid}.json", dirs=[tmp_path], timeout=0.5) is None
+        assert time.monotonic() - started < 2.0  # 0.5 s in all, not a byte per 0.2 s
+    finally:
+        server.close()
+    deep = RawHttp(http_answer(b"[" * 100_000 + b"]" * 100_000))
+    try:
+        (tmp_path / "jpserver-1.json").write_text(json.dumps({"url": deep.url + "/"}))
+        assert kernel_activity(f"kernel-{kid}.json", dirs=[tmp_path], timeout=0.5) is None
+    finally:
+        deep.close()
