@@ -154,3 +154,19 @@ def test_a_trickling_jupyter_server_costs_its_deadline_once(tmp_path):
         assert kernel_activity(f"kernel-{kid}.json", dirs=[tmp_path], timeout=0.5) is None
     finally:
         deep.close()
+
+
+def test_a_docker_api_slow_on_every_request_spends_at_most_its_budget_per_window(tmp_path):
+    path = str(tmp_path / "slow.sock")
+    # each answer takes ~0.2 s (well inside the 1 s timeout): slow, never failing
+    answer = http_answer(b'{"Name": "/n"}')
+    server = RawHttp(answer, trickle=0.01, trickle_after=len(answer) - 20, unix_path=path)
+    try:
+        names = ContainerNames({"docker": [path]}, timeout=1.0, budget=1.0)
+        started = time.monotonic()
+        named = [names.name(Container("docker", f"{n:064x}")).name for n in range(30)]
+        assert time.monotonic() - started < 3.5  # not 30 x 0.2 s
+        assert named[0] == "n" and named[-1] is None  # the rest: in a later window
+        assert 3 <= names.asked < 30
+    finally:
+        server.close()

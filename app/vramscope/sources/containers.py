@@ -98,7 +98,8 @@ class ContainerNames:
     alone for ``retry_after`` seconds, so a dead daemon costs nothing per pass."""
 
     def __init__(self, sockets: dict[str, list[str]] | None = None, timeout: float = 0.3,
-                 retry_after: float = 60.0, clock=time.monotonic):
+                 retry_after: float = 60.0, clock=time.monotonic, budget: float = 1.0,
+                 budget_window: float = 10.0):
         self._sockets = sockets
         self.timeout = timeout
         self.retry_after = retry_after
@@ -106,13 +107,24 @@ class ContainerNames:
         self._names: dict[str, str | None] = {}
         self._down: dict[str, float] = {}
         self.asked = 0  # API requests made, for tests
+        # at most ``budget`` seconds of API requests per ``budget_window``: a daemon that
+        # answers every request slowly (within the timeout) cannot stall a pass of many
+        # new containers; the names not asked yet are asked in a later window
+        self.budget, self.budget_window = budget, budget_window
+        self._window_start, self._spent = float("-inf"), 0.0
 
     def name(self, container: Container) -> Container:
         """The container with its name filled in where the runtime says it."""
         if container.id is None or container.name is not None:
             return container
         if container.id not in self._names:
+            now = self._clock()
+            if now - self._window_start > self.budget_window:
+                self._window_start, self._spent = now, 0.0
+            if self._spent >= self.budget:
+                return container  # this window's time is spent: asked in a later one
             name = self._ask(container.runtime, container.id)
+            self._spent += self._clock() - now
             if name is None and self._any_down():
                 return container  # not known yet: asked again once the socket is back
             self._names[container.id] = name
