@@ -185,3 +185,47 @@ def test_ending_a_process_over_ssh_with_wrong_answers_refuses_without_a_tracebac
         assert actions.is_alive(proc.pid, proc.identity.start_time) is True  # "maybe": not gone
     finally:
         source.close()
+
+
+# -- the other direction: requests a `vramscope stream` gets ----------------------------------
+
+class _Actions:
+    """Stands in for core/actions.ProcessActions: says what it was asked."""
+
+    def __init__(self):
+        self.calls = []
+
+    def is_alive(self, pid, start_time):
+        self.calls.append((pid, start_time))
+        return True
+
+
+request_values = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() \
+    | st.text(max_size=8) | st.lists(st.integers(), max_size=2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(request_values, request_values, request_values)
+def test_any_request_gets_an_answer_that_can_be_sent_and_the_stream_goes_on(ident, pid, start):
+    import io
+    import threading
+
+    from vramscope.commands.stream import StreamWriter, serve_requests
+    from vramscope.core.stream import protocol
+
+    lines = [json.dumps({"type": "act", "id": ident, "op": "is_alive", "pid": pid,
+                         "start_time": start}),
+             json.dumps({"type": "act", "id": 99, "op": "is_alive", "pid": 1, "start_time": 1.0})]
+    out = io.BytesIO()
+    stop = threading.Event()
+    actions = _Actions()
+    serve_requests(io.StringIO("\n".join(lines) + "\n"), StreamWriter(out, None, stop), actions,
+                   stop)
+    replies = protocol.LineDecoder()
+    replies.hello = {}  # (answers only: no hello on this side)
+    answered = replies.feed(out.getvalue())
+    assert [r["id"] for r in answered][-1] == 99 and answered[-1]["ok"] is True
+    assert len(answered) == 2  # the odd request answered too, not the stream ended
+    for pid_seen, start_seen in actions.calls:
+        assert type(pid_seen) is int and 0 < pid_seen < 2**31
+        assert start_seen is None or math.isfinite(start_seen)

@@ -61,17 +61,24 @@ class StreamWriter:
             self.stop.set()
 
 
+MAX_PID = 1 << 31  # pid_t is a signed 32-bit integer (Linux pid_max is at most 2**22)
+
+
 def answer(actions, message: dict) -> dict:
     """The result of one request (never raises: bad requests get an error result)."""
     import dataclasses
-    reply = {protocol.TYPE: protocol.RESULT, "id": message.get("id")}
+    import math
+    ident = message.get("id")
+    reply = {protocol.TYPE: protocol.RESULT, "id": ident if type(ident) is int else None}
     op = message.get("op")
     if message.get(protocol.TYPE) != protocol.ACT or op not in protocol.ACT_OPS:
-        return {**reply, "ok": False, "error": f"unknown request {message.get(protocol.TYPE)!r} {op!r}"}
+        return {**reply, "ok": False,
+                "error": f"unknown request {str(message.get(protocol.TYPE))[:40]!r} {str(op)[:40]!r}"}
     pid, start = message.get("pid"), message.get("start_time")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 \
-            or not (start is None or isinstance(start, (int, float))):
-        return {**reply, "ok": False, "error": "a request needs an integer pid and a start time"}
+    if type(pid) is not int or not 0 < pid < MAX_PID or not (
+            start is None or (type(start) in (int, float) and math.isfinite(start))):
+        return {**reply, "ok": False,
+                "error": "a request needs a pid (1 to 2**31 - 1) and a finite start time"}
     args = [pid, None if start is None else float(start)]
     if op in ("describe", "terminate", "kill"):
         memory = message.get("memory")
@@ -96,7 +103,13 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
             except ValueError:
                 continue
             if isinstance(message, dict):
-                writer.send(answer(actions, message))
+                reply = answer(actions, message)
+                try:
+                    protocol.encode(reply)
+                except ValueError as exc:  # NaN or too long: said, the stream goes on
+                    reply = {protocol.TYPE: protocol.RESULT, "id": reply.get("id"), "ok": False,
+                             "error": f"the answer cannot be sent ({str(exc)[:100]})"}
+                writer.send(reply)
     except (OSError, ValueError):
         pass
     stop.set()
