@@ -229,3 +229,13 @@ def test_any_request_gets_an_answer_that_can_be_sent_and_the_stream_goes_on(iden
     for pid_seen, start_seen in actions.calls:
         assert type(pid_seen) is int and 0 < pid_seen < 2**31
         assert start_seen is None or math.isfinite(start_seen)
+
+
+def test_a_remote_command_line_of_megabytes_is_kept_to_what_a_local_one_is():
+    from vramscope.core.process_text import MAX_COMMAND_CHARS
+
+    wire = replaced(WIRE, ("gpus", 0, "processes", 0, "info", "cmdline"),
+                    ["python"] + ["x" * 60_000] * 100)  # 6 MB, each string within MAX_TEXT
+    (proc,) = frame_from_wire(wire).gpus[0].processes
+    assert sum(map(len, proc.info.cmdline[:-1])) == MAX_COMMAND_CHARS
+    assert proc.info.cmdline[-1].endswith("more characters not kept]")

@@ -26,6 +26,7 @@ import threading
 import types
 import typing
 
+from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import AgentReport, Frame, GpuProcess, ProcessInfo
 from vramscope.core.servers import ServerState
 
@@ -155,7 +156,8 @@ def _reusing(cls, build):
 @functools.cache
 def _builder(cls):
     hints = typing.get_type_hints(cls)
-    plan = tuple((f.name, _converter(hints[f.name], (cls, f.name)), _nullable(f, hints[f.name]))
+    plan = tuple((f.name, _kept(_converter(hints[f.name], (cls, f.name)), (cls, f.name)),
+                  _nullable(f, hints[f.name]))
                  for f in dataclasses.fields(cls) if f.init)
 
     def build(data):
@@ -174,6 +176,15 @@ def _builder(cls):
         return cls(**kwargs)
 
     return _reusing(cls, build) if cls in _REUSED else build
+
+
+# fields cut to what this side keeps of its own (a remote's 8 MB command line too)
+_KEPT = {(ProcessInfo, "cmdline"): capped_cmdline}
+
+
+def _kept(convert, where):
+    cut = _KEPT.get(where)
+    return convert if cut is None else (lambda value: cut(convert(value)))
 
 
 def _nullable(field, hint) -> bool:
