@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from planner_configs import CONFIGS
+from planner_configs import config as planner_config
 
 from vramscope.cli import main
 from vramscope.core.units import GB, GiB
@@ -157,3 +158,18 @@ def test_the_planner_extra_pulls_no_torch():
              for req in extras["planner"]]
     assert "huggingface-hub" in names
     assert "torch" not in names and "transformers" not in names
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("num_hidden_layers", 10**30, "a number no model config holds"),
+    ("num_hidden_layers", 5_000_000, "more than the 100,000 the planner counts"),
+    ("hidden_size", 1e999, "a number no model config holds"),
+    ("vocab_size", -(2**60), "a number no model config holds"),
+])
+def test_a_config_with_numbers_no_model_has_is_one_line(tmp_path, capsys, field, value, words):
+    config = tmp_path / "config.json"
+    text = json.dumps({**planner_config("llama-2-7b"), field: value})
+    config.write_text(text.replace("Infinity", "1e999"))
+    assert main(["plan", "--config", str(config), "--gpu-memory", "24GiB"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.splitlines()) == 1

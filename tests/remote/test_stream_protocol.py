@@ -14,7 +14,7 @@ from vramscope.core.samples import (
 )
 from vramscope.core.servers import ServerState
 from vramscope.core.stream import protocol
-from vramscope.core.stream.codec import FrameDecoder, frame_from_wire, frame_to_wire
+from vramscope.core.stream.codec import LIMIT_FLOAT, FrameDecoder, frame_from_wire, frame_to_wire
 
 HELLO = protocol.encode(protocol.hello("box", "0.1.0", 1.0))
 
@@ -128,7 +128,7 @@ def test_a_message_over_the_limit_is_not_written():
 
 opt_int = st.none() | st.integers(0, 2**50)
 opt_text = st.none() | st.text(max_size=12)
-opt_float = st.none() | st.floats(allow_nan=False, allow_infinity=False, width=64)
+opt_float = st.none() | st.floats(-LIMIT_FLOAT, LIMIT_FLOAT, width=64)  # the wire's bounds
 infos = st.builds(ProcessInfo, pid=st.integers(1, 2**22), start_time=opt_float, user=opt_text,
                   name=opt_text, cmdline=st.none() | st.tuples(st.text(max_size=8)),
                   ppid=st.none() | st.integers(0, 9999), status=opt_text,

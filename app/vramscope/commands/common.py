@@ -11,7 +11,8 @@ class Parser(argparse.ArgumentParser):
     """argparse, with a refused option said in one line (status 2), not usage + error."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message} (--help lists the options)\n")
+        from vramscope.core.terminal_text import visible
+        self.exit(2, visible(f"{self.prog}: {message} (--help lists the options)") + "\n")
 
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:

@@ -8,6 +8,8 @@ import pathlib
 import sys
 import time
 
+from vramscope.core.terminal_text import say
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_file", metavar="FILE", help="a recorded session (vramscope record)")
@@ -21,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _err(text: str) -> None:
-    print(f"vramscope export: {text}", file=sys.stderr, flush=True)
+    say(sys.stderr, f"vramscope export: {text}")
 
 
 def run(args) -> int:
@@ -65,14 +67,15 @@ def run(args) -> int:
             copied, problems = copy_snapshots(reader, snap_dir)
         problems, snapshot_problems = list(summary.problems), problems
     took = time.monotonic() - started
-    print(f"vramscope: wrote {summary.rows} {'rows' if args.format == 'csv' else 'events'} "
-          f"to {out} ({summary.bytes / 1e6:.1f} MB, {took:.1f} s)", flush=True)
+    what = "rows" if args.format == "csv" else "events"
+    say(sys.stdout, f"vramscope: wrote {summary.rows} {what} to {out} "
+                    f"({summary.bytes / 1e6:.1f} MB, {took:.1f} s)")
     for path in copied:
-        print(f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}", flush=True)
+        say(sys.stdout, f"vramscope: OOM snapshot (open at pytorch.org/memory_viz): {path}")
     for p in snapshot_problems:
         _err(p)
     if problems:
         _err("the session file is damaged; exported what could be read:")
         for p in problems:
-            print(f"  - {p}", file=sys.stderr)
+            say(sys.stderr, f"  - {p}", flush=False)
     return 0

@@ -187,11 +187,12 @@ def request_from_args(args):
 def run(args) -> int:
     from vramscope.core.planner import PlanError, build_plan
     from vramscope.core.planner.report import render_text
+    from vramscope.core.terminal_text import say
 
     try:
         req = request_from_args(args)
     except PlanError as exc:
-        print(f"vramscope plan: {exc.for_cli()}", file=sys.stderr)
+        say(sys.stderr, f"vramscope plan: {exc.for_cli()}")
         return 2
     gpu_note = None
     if not req.gpus_memory:
@@ -202,7 +203,7 @@ def run(args) -> int:
     try:
         plan = build_plan(req)
     except PlanError as exc:
-        print(f"vramscope plan: {exc.for_cli()}", file=sys.stderr)
+        say(sys.stderr, f"vramscope plan: {exc.for_cli()}")
         return 2
     if args.json:
         out = plan.to_json()
@@ -210,10 +211,10 @@ def run(args) -> int:
             out["gpu_note"] = f"{gpu_note}: give --gpu-memory SIZE to judge the fit"
         print(json.dumps(out, indent=2))
         if not plan.gpus:
-            print(f"vramscope plan: no GPU to judge against ({gpu_note}); "
-                  "give --gpu-memory SIZE", file=sys.stderr)
+            say(sys.stderr, f"vramscope plan: no GPU to judge against ({gpu_note}); "
+                            "give --gpu-memory SIZE")
     else:
-        print(render_text(plan, gpu_note))
+        say(sys.stdout, render_text(plan, gpu_note), lines=True)  # model names escaped
     for warning in plan.warnings:
-        print(f"vramscope plan: warning: {warning}", file=sys.stderr)
+        say(sys.stderr, f"vramscope plan: warning: {warning}")
     return 0

@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _say(text: str, stream=None) -> None:
-    print(text, file=stream or sys.stdout, flush=True)
+    from vramscope.core.terminal_text import say
+    say(stream or sys.stdout, text)  # paths and errors escaped for the terminal
 
 
 class _Tally:

@@ -8,11 +8,12 @@ diagnostics) as the window and the recorder.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
+from vramscope.core import json_text
 from vramscope.core.source import close_quietly
+from vramscope.core.terminal_text import say
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
 
@@ -68,7 +69,7 @@ def emit(frame, args, out=None) -> None:
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
     if args.json:
-        out.write(json.dumps(frame_to_dict(frame, alerts), indent=2, default=str) + "\n")
+        out.write(json_text.dumps(frame_to_dict(frame, alerts), indent=2) + "\n")
     else:
         out.write(render_table(frame, alerts))
     out.flush()
@@ -93,7 +94,7 @@ def run_hosts(args, out=None) -> int:
     finally:
         for host in hosts:
             host.close()
-    out.write(json.dumps(hosts_to_dict(views), indent=2, default=str) + "\n" if args.json
+    out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json
               else render_hosts(views))
     out.flush()
     answered = sum(v.frame is not None for v in views)
@@ -110,14 +111,14 @@ def run_fleet(args, out=None) -> int:
     try:
         source = PrometheusSource(args.from_prometheus)
     except ValueError as exc:
-        print(f"vramscope status: --from-prometheus: {exc}", file=sys.stderr)
+        say(sys.stderr, f"vramscope status: --from-prometheus: {exc}")
         return 2
     frame = take_frame(source, args)
     if frame.error and not frame.gpus:
-        print(f"vramscope status: {frame.error}", file=sys.stderr)
+        say(sys.stderr, f"vramscope status: {frame.error}")
         return 2
     views = split_by_host(frame, alerts_for(frame, args))
-    out.write(json.dumps(hosts_to_dict(views), indent=2, default=str) + "\n" if args.json
+    out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json
               else render_hosts(views))
     out.flush()
     return 0 if all(v.state == "connected" for v in views) else 1
@@ -144,11 +145,11 @@ def _run(args) -> int:
     try:
         frame = take_frame(source, args)
         if driver_unavailable(frame):
-            print(f"vramscope status: {frame.error} (`vramscope status --demo` shows a "
-                  "simulated workstation)", file=sys.stderr)
+            say(sys.stderr, f"vramscope status: {frame.error} (`vramscope status --demo` "
+                            "shows a simulated workstation)")
             if args.json:  # scripts get a document to parse, with the error in it
                 from vramscope.core.status_report import frame_to_dict
-                print(json.dumps(frame_to_dict(frame), indent=2, default=str))
+                print(json_text.dumps(frame_to_dict(frame), indent=2))
             return EXIT_NO_NVML
         emit(frame, args)
         return 0

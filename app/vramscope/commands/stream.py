@@ -108,7 +108,13 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
             except ValueError:
                 continue
             if isinstance(message, dict):
-                writer.send(answer(actions, message))
+                reply = answer(actions, message)
+                try:
+                    protocol.encode(reply)
+                except ValueError as exc:  # NaN or too long: said, the stream goes on
+                    reply = {protocol.TYPE: protocol.RESULT, "id": reply.get("id"), "ok": False,
+                             "error": f"the answer cannot be sent ({str(exc)[:100]})"}
+                writer.send(reply)
     except (OSError, ValueError):
         pass
     stop.set()

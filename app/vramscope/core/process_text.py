@@ -22,6 +22,30 @@ VISIBILITY_COMMAND = {
 }
 
 
+MAX_COMMAND_CHARS = 8 * 1024  # of a command line kept per process (argv can be megabytes)
+CUT_MARK = "[... {:,} more characters not kept]"
+
+
+def capped_cmdline(argv) -> tuple[str, ...] | None:
+    """A command line as kept: its arguments up to MAX_COMMAND_CHARS characters in
+    all (the one that crosses the limit cut short), and a last element saying
+    how much was left out. Done once, where the command line is read: a 10 MB
+    argv then costs nothing in the table, the tooltips or a session."""
+    if not argv:
+        return None
+    argv = tuple(str(a) for a in argv)
+    total = sum(len(a) for a in argv)
+    if total <= MAX_COMMAND_CHARS:
+        return argv
+    kept, room = [], MAX_COMMAND_CHARS
+    for arg in argv:
+        if room <= 0:
+            break
+        kept.append(arg[:room])
+        room -= len(kept[-1])
+    return (*kept, CUT_MARK.format(total - (MAX_COMMAND_CHARS - room)))
+
+
 def command_text(proc: GpuProcess) -> str:
     info = proc.info
     if info is None:

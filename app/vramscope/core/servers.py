@@ -26,6 +26,8 @@ Sources for the options and metric names:
 
 from __future__ import annotations
 
+import math
+
 import functools
 import os
 from collections.abc import Iterable, Sequence
@@ -241,6 +243,9 @@ def server_key(pid: int, start_time: float | None, metric: str) -> tuple:
     return ("server", pid, start_time, metric)
 
 
+MAX_METRIC = 1e15  # a request count or a ratio past this is no reading (sums stay finite)
+
+
 def read_metrics(kind: ServerKind, families: Iterable) -> dict[str, float | None]:
     """kv_cache_usage / running / waiting from parsed Prometheus families
     (``prometheus_client.parser.text_string_to_metric_families``). Samples of
@@ -252,7 +257,9 @@ def read_metrics(kind: ServerKind, families: Iterable) -> dict[str, float | None
             name = sample.name
             if kind is TRITON and name == "nv_trt_llm_request_metrics":
                 name = f"{name}:{sample.labels.get('request_type', '')}"
-            values.setdefault(name, []).append(float(sample.value))
+            value = float(sample.value)
+            if math.isfinite(value) and abs(value) <= MAX_METRIC:  # NaN/Inf/huge: not a reading
+                values.setdefault(name, []).append(value)
 
     def pick(names, mean=False):
         for n in names:

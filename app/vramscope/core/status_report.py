@@ -43,6 +43,7 @@ from vramscope.core.samples import (
     GpuSample, MigSlice,
 )
 from vramscope.core.process_text import command_text, user_text
+from vramscope.core.terminal_text import visible
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
 from vramscope.core.wsl import WSL_NOTICE
 from vramscope.core.user_totals import user_totals
@@ -94,10 +95,13 @@ def hosts_to_dict(views) -> dict:
 def render_hosts(views) -> str:
     parts = []
     for view in views:
-        parts.append(("\n" if parts else "") + f"== {view.host} ==\n")  # a blank line between hosts
+        # a blank line between hosts
+        parts.append(("\n" if parts else "") + f"== {visible(view.host)} ==\n")
         if view.frame is None:
-            parts.append(f"{view.error or view.state}\n")
+            parts.append(f"{visible(view.error or view.state)}\n")
         else:
+            if view.error:  # e.g. a frame dropped for not fitting the schema
+                parts.append(f"note: {visible(view.error)}\n")
             parts.append(render_table(view.frame, view.alerts))
     return "".join(parts)
 
@@ -220,7 +224,9 @@ def _plain(value):
 # -- table ------------------------------------------------------------------------------
 
 def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
-    """The same content as the JSON, for a terminal."""
+    """The same content as the JSON, for a terminal: each line's text from other
+    users and machines (commands, names, errors) escaped (core/terminal_text.py),
+    so that none can drive the terminal or forge a line."""
     lines = []
     when = _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(frame.time))
     head = [f"vramscope status  {when}"]
@@ -296,7 +302,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             else:
                 text = str(plain)
             lines.append(f"  - {text}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(visible(line) for line in lines) + "\n"
 
 
 _BUCKET_WORDS = tuple(BUCKET_LABELS.items())  # the window's words
@@ -382,6 +388,7 @@ def _gpu_line(gpu: GpuSample) -> str:
 
 
 def _columns(rows, right=(), indent="") -> list[str]:
+    rows = [tuple(visible(cell) for cell in r) for r in rows]  # widths as printed
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for r in rows:

@@ -17,20 +17,20 @@
 
 from __future__ import annotations
 
-import http.client
-import json
 import logging
 import os
 import re
-import socket
 import time
+import urllib.parse
 
+from vramscope.core.bounded_http import HttpError, get_json
 from vramscope.core.containers import inner_pid, parse_cgroup, parse_nspid, with_name
 from vramscope.core.samples import Container
 
 log = logging.getLogger(__name__)
 
 PROC = "/proc"
+MAX_NAME = 256  # characters of a container name kept (Docker's are far shorter)
 PROC_PID_INIT_INO = 0xEFFFFFFC
 _NS_INODE = re.compile(r"^pid:\[(\d+)\]$")
 
@@ -93,28 +93,13 @@ def default_sockets() -> dict[str, list[str]]:
     return {"docker": docker, "podman": podman}
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float):
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 class ContainerNames:
     """Names by container id, asked once per id; a socket that fails is left
     alone for ``retry_after`` seconds, so a dead daemon costs nothing per pass."""
 
     def __init__(self, sockets: dict[str, list[str]] | None = None, timeout: float = 0.3,
-                 retry_after: float = 60.0, clock=time.monotonic):
+                 retry_after: float = 60.0, clock=time.monotonic, budget: float = 1.0,
+                 budget_window: float = 10.0):
         self._sockets = sockets
         self.timeout = timeout
         self.retry_after = retry_after
@@ -122,13 +107,24 @@ class ContainerNames:
         self._names: dict[str, str | None] = {}
         self._down: dict[str, float] = {}
         self.asked = 0  # API requests made, for tests
+        # at most ``budget`` seconds of API requests per ``budget_window``: a daemon that
+        # answers every request slowly (within the timeout) cannot stall a pass of many
+        # new containers; the names not asked yet are asked in a later window
+        self.budget, self.budget_window = budget, budget_window
+        self._window_start, self._spent = float("-inf"), 0.0
 
     def name(self, container: Container) -> Container:
         """The container with its name filled in where the runtime says it."""
         if container.id is None or container.name is not None:
             return container
         if container.id not in self._names:
+            now = self._clock()
+            if now - self._window_start > self.budget_window:
+                self._window_start, self._spent = now, 0.0
+            if self._spent >= self.budget:
+                return container  # this window's time is spent: asked in a later one
             name = self._ask(container.runtime, container.id)
+            self._spent += self._clock() - now
             if name is None and self._any_down():
                 return container  # not known yet: asked again once the socket is back
             self._names[container.id] = name
@@ -150,7 +146,7 @@ class ContainerNames:
                     continue
                 try:
                     name = self._get(path, cid)
-                except (OSError, http.client.HTTPException, ValueError) as exc:
+                except (OSError, HttpError, ValueError) as exc:
                     log.debug("container API %s: %s", path, exc)
                     self._down[path] = self._clock() + self.retry_after
                     continue
@@ -160,16 +156,13 @@ class ContainerNames:
         return None
 
     def _get(self, path: str, cid: str) -> str | None:
+        """The runtime's name for ``cid``: one request of ``timeout`` seconds and
+        1 MiB in all, nesting bounded (core/bounded_http.py); a socket that
+        trickles or answers nonsense is left alone for ``retry_after``."""
         self.asked += 1
-        conn = _UnixHTTPConnection(path, self.timeout)
-        try:
-            conn.request("GET", f"/containers/{cid}/json")
-            resp = conn.getresponse()
-            body = resp.read(1 << 20)
-        finally:
-            conn.close()
-        if resp.status != 200:
+        status, data = get_json(f"http://localhost/containers/{urllib.parse.quote(cid)}/json",
+                                deadline=self.timeout, max_bytes=1 << 20, unix_socket=path)
+        if status != 200:
             return None
-        data = json.loads(body)
         name = data.get("Name") if isinstance(data, dict) else None
-        return name.lstrip("/") if isinstance(name, str) and name else None
+        return name.lstrip("/")[:MAX_NAME] if isinstance(name, str) and name else None

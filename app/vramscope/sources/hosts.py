@@ -16,6 +16,7 @@ import time
 from vramscope.core.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActions, ProcessSummary
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame, GpuSample, HostState
 from vramscope.core.session.schema import META_HOST_GPU_BLOCK, META_HOSTS
+from vramscope.core.stream.codec import from_wire
 from vramscope.sources.remote import CONNECTED, HostView, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
@@ -100,12 +101,19 @@ def split_by_host(frame: Frame, alerts=()) -> list[HostView]:
     (what `status` prints per host); ``alerts`` (JSON dicts) go to the host of
     their GPU."""
     host_of_gpu = {g.index: g.host for g in frame.gpus}
+    # grouped once (a fleet has tens of thousands of hosts: no scan per host)
+    gpus_of: dict = {}
+    for g in frame.gpus:
+        gpus_of.setdefault(g.host, []).append(g)
+    alerts_of: dict = {}
+    for a in alerts:
+        alerts_of.setdefault(host_of_gpu.get(a.get("gpu")), []).append(a)
     views = []
     for state in frame.hosts:
         gpus = tuple(dataclasses.replace(g, index=g.host_index, host=None, host_index=None)
-                     for g in frame.gpus if g.host == state.host)
+                     for g in gpus_of.get(state.host, ()))
         live = state.state == CONNECTED
-        mine = tuple(a for a in alerts if host_of_gpu.get(a.get("gpu")) == state.host)
+        mine = tuple(alerts_of.get(state.host, ()))
         sub = dataclasses.replace(frame, gpus=gpus, hosts=(), agents=(),
                                   error=None if live else state.error)
         views.append(HostView(state.host, state.state, sub if gpus or live else None,
@@ -147,8 +155,13 @@ class HostActions(ProcessActions):
         try:
             host = self._host(pid, start_time)
             value = host.request("describe", pid, start_time, memory)
-            summary = ProcessSummary(**{f.name: value.get(f.name)
-                                        for f in dataclasses.fields(ProcessSummary)})
+            if not isinstance(value, dict):
+                raise TypeError(f"{host.host}: the answer is no description")
+            try:  # the stream's schema (core/stream/codec.py): types checked
+                summary = from_wire(ProcessSummary, {f.name: value.get(f.name)
+                                                     for f in dataclasses.fields(ProcessSummary)})
+            except ValueError as exc:
+                raise TypeError(f"{host.host}: {exc}") from None
             summary = dataclasses.replace(summary, host=host.host)  # as this window names it
         except (RuntimeError, AttributeError, TypeError) as exc:
             summary = ProcessSummary(pid=pid, start_time=start_time, user=None, command=None,
@@ -160,9 +173,10 @@ class HostActions(ProcessActions):
 
     def is_alive(self, pid, start_time) -> bool:
         try:
-            return bool(self._host(pid, start_time).request("is_alive", pid, start_time))
+            alive = self._host(pid, start_time).request("is_alive", pid, start_time)
         except RuntimeError:
             return True  # unknown: not claimed gone
+        return alive is not False  # only a plain "false" says it is gone
 
     def wait_gone(self, pid, start_time, timeout: float) -> bool:
         deadline = self._mono() + timeout
@@ -174,9 +188,10 @@ class HostActions(ProcessActions):
 
     def kill_allowed_in(self, pid, start_time):
         try:
-            return self._host(pid, start_time).request("kill_allowed_in", pid, start_time)
+            value = self._host(pid, start_time).request("kill_allowed_in", pid, start_time)
         except RuntimeError:
             return None
+        return float(value) if type(value) in (int, float) else None  # seconds, or none
 
     def terminate(self, pid, start_time, memory=None) -> ActionResult:
         return self._remote_signal("terminate", "SIGTERM", pid, start_time, memory)
@@ -192,7 +207,12 @@ class HostActions(ProcessActions):
             value = host.request(op, pid, start_time, memory)
         except RuntimeError as exc:
             return self._refuse(action, pid, start_time, str(exc), memory)
-        ok = bool(value.get("ok"))
+        if not isinstance(value, dict) or not isinstance(value.get("message", ""), str) \
+                or not isinstance(value.get("connection_file"), (str, type(None))):
+            return self._refuse(action, pid, start_time,
+                                f"{host.host}: an answer that does not fit the stream's schema",
+                                memory)
+        ok = value.get("ok") is True
         message = f"{host.host}: {value.get('message')}"
         self._audit(action, "sent" if ok else "refused", pid, start_time, memory,
                     {"host": host.host}, message)

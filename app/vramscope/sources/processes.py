@@ -27,6 +27,7 @@ from collections.abc import Iterable
 import psutil
 
 from vramscope.core.courtesy import courteous
+from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import (
     ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, VISIBLE, ProcessInfo,
 )
@@ -155,10 +156,9 @@ class ProcessCache:
                 values[attr] = None
             except (psutil.ZombieProcess, psutil.NoSuchProcess):
                 values[attr] = None
-        cmdline = values["cmdline"]
         return ProcessInfo(
             pid=pid, start_time=start, user=values["username"],
-            name=values["name"], cmdline=tuple(cmdline) if cmdline else None,
+            name=values["name"], cmdline=capped_cmdline(values["cmdline"]),
             ppid=ppid, status=status,
             visibility=ACCESS_DENIED if denied else VISIBLE,
             parent_alive=parent_alive, **self._container(pid),

@@ -15,12 +15,10 @@ DCGM_FI_DEV_FB_USED / _FREE / _RESERVED); total is their sum.
 
 from __future__ import annotations
 
-import json
 import math
-import urllib.error
 import urllib.parse
-import urllib.request
 
+from vramscope.core.bounded_http import HttpError, Unreachable, get_json
 from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC
 from vramscope.core.samples import (
     PROMETHEUS_SOURCE, Frame, GpuProcess, GpuSample, HostState, ProcessInfo,
@@ -38,6 +36,8 @@ DCGM_FIELDS = {DCGM_FB_USED: ("used", MiB), DCGM_FB_FREE: ("free", MiB),
                "DCGM_FI_DEV_GPU_TEMP": ("temperature", 1), "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1)}
 VRAMSCOPE_FIELDS = {name: (attr, 1) for attr, name, _ in GPU_GAUGES}
 UP = "up"
+MAX_BYTES = 512 << 20  # an answer: 100,000 series of a fleet are ~25 MB
+MAX_LABEL = 1024  # characters of one label value kept (a GPU name, a process name)
 INT_ATTRS = {"used", "total", "free", "reserved", "util_gpu", "util_memory", "temperature"}
 FLEET_QUERY = '{__name__=~"%s"}' % "|".join(
     [*VRAMSCOPE_FIELDS, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC, *DCGM_FIELDS, UP])
@@ -64,33 +64,63 @@ class PrometheusClient:
                           "step": f"{max(step, 0.001):g}"})
 
     def _get(self, path: str, params: dict) -> list[dict]:
+        """The answer's ``data.result`` list; PrometheusError (one line) for
+        anything else. The whole request has ``timeout`` seconds and MAX_BYTES
+        (core/bounded_http.py); the body's shape is checked here, each series
+        again where it is read."""
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
         try:
-            with urllib.request.urlopen(address, timeout=self.timeout) as reply:
-                body = json.loads(reply.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            try:
-                body = json.loads(exc.read().decode("utf-8"))
-            except ValueError:
-                raise PrometheusError(f"Prometheus at {self.url} answered HTTP {exc.code}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise PrometheusError(f"cannot reach Prometheus at {self.url}: {reason}") from None
-        except ValueError:
-            raise PrometheusError(f"{self.url} did not answer like a Prometheus server") from None
-        if not isinstance(body, dict) or body.get("status") != "success":
-            error = body.get("error") if isinstance(body, dict) else None
-            raise PrometheusError(f"Prometheus at {self.url} refused the query: {error or body!r}")
-        result = (body.get("data") or {}).get("result")
-        return result if isinstance(result, list) else []
+            status, body = get_json(address, deadline=self.timeout, max_bytes=MAX_BYTES)
+        except Unreachable as exc:
+            raise PrometheusError(f"cannot reach Prometheus at {self.url}: {exc}") from None
+        except HttpError as exc:
+            raise PrometheusError(f"Prometheus at {self.url}: {exc}") from None
+        if not isinstance(body, dict) or not isinstance(body.get("status"), str):
+            raise PrometheusError(f"{self.url} did not answer like a Prometheus server "
+                                  f"(HTTP {status})")
+        if body["status"] != "success":
+            error = body.get("error")
+            error = error[:300] if isinstance(error, str) else f"HTTP {status}"
+            raise PrometheusError(f"Prometheus at {self.url} refused the query: {error}")
+        data = body.get("data")
+        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(result, list):
+            raise PrometheusError(f"{self.url} did not answer like a Prometheus server "
+                                  "(no data.result list)")
+        return result
 
 
 def _number(text) -> float | None:
+    """A sample value (the API sends numbers as strings); None for NaN, ±Inf,
+    huge values (past 2**63: no byte count, percent or watt is) or anything else."""
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool) \
+            or (isinstance(text, str) and len(text) > 64):
+        return None
     try:
         value = float(text)
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(value) or math.isinf(value) else value
+    return None if math.isnan(value) or abs(value) >= 2.0 ** 63 else value
+
+
+def _series(item) -> tuple[dict, object] | None:
+    """(labels, value) of one instant-vector entry, or None when it has another shape.
+    Label values that are not strings are left out; long ones are cut."""
+    if not isinstance(item, dict):
+        return None
+    labels, pair = item.get("metric"), item.get("value")
+    if not isinstance(labels, dict):
+        return None
+    value = pair[1] if isinstance(pair, list) and len(pair) == 2 else None
+    return {k: v[:MAX_LABEL] for k, v in labels.items() if isinstance(v, str)}, value
+
+
+def _small_int(text) -> int | None:
+    """A label's integer (gpu, pid): decimal digits within int64, else None."""
+    if not isinstance(text, str) or not 0 < len(text) <= 19 or not text.isdigit() \
+            or not text.isascii():
+        return None
+    return int(text)
 
 
 def _typed(attr: str, value: float | None):
@@ -125,22 +155,23 @@ class PrometheusSource:
         procs: dict[tuple[str, int], dict[int, dict]] = {}
         up: dict[str, bool] = {}
         for item in vector:
-            labels = item.get("metric") or {}
+            series = _series(item)
+            if series is None:
+                continue
+            labels, raw = series
             name, instance = labels.get("__name__"), labels.get("instance")
-            value = _number((item.get("value") or [None, None])[1])
+            value = _number(raw)
             if not name or not instance:
                 continue
             if name == UP:
                 up[instance] = value == 1.0
                 continue
-            try:
-                gpu = int(labels.get("gpu", ""))
-            except ValueError:
+            gpu = _small_int(labels.get("gpu"))
+            if gpu is None or gpu >= HOST_BLOCK:
                 continue
             if name in (PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC):
-                try:
-                    pid = int(labels.get("pid", ""))
-                except ValueError:
+                pid = _small_int(labels.get("pid"))
+                if pid is None:
                     continue
                 entry = procs.setdefault((instance, gpu), {}).setdefault(
                     pid, {"name": labels.get("process") or None})
@@ -212,12 +243,16 @@ class PrometheusSource:
                     start, end, step)
                 factor = MiB
             for s in series:
-                try:
-                    gpu = int((s.get("metric") or {}).get("gpu", ""))
-                except ValueError:
+                if not isinstance(s, dict) or not isinstance(s.get("metric"), dict) \
+                        or not isinstance(s.get("values"), list):
                     continue
+                gpu = _small_int(s["metric"].get("gpu"))
+                if gpu is None:
+                    continue
+                pts = [(_number(p[0]), _number(p[1])) for p in s["values"]
+                       if isinstance(p, list) and len(p) == 2]
+                pts = [(t, v) for t, v in pts if t is not None]
                 entry = out.setdefault(gpu, {})
-                pts = [(float(t), _number(v)) for t, v in s.get("values") or []]
                 entry.setdefault("t", [t for t, _ in pts])
                 entry[key] = [None if v is None else v * factor for _, v in pts]
         return out

@@ -25,7 +25,7 @@ import time
 
 from vramscope.core.samples import Frame
 from vramscope.core.stream import protocol
-from vramscope.core.stream.codec import FrameDecoder
+from vramscope.core.stream.codec import MAX_TEXT, FrameDecoder, plain_json
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell
@@ -98,6 +98,8 @@ class RemoteHost:
         self._waiting: dict[int, list] = {}  # request id -> [Event, reply]
         self._frames_seen = threading.Event()
         self.connections = 0
+        self.refused = 0  # messages dropped for not fitting the schema
+        self._refused_at: float | None = None
         self._thread: threading.Thread | None = None
 
     # -- life --------------------------------------------------------------------------
@@ -121,6 +123,9 @@ class RemoteHost:
             view = self.snapshot(take=False)
             if view.frame is not None or view.state in (DOWN, NOT_INSTALLED):
                 return view
+            refused = self._refused_at
+            if refused is not None and self._mono() > refused + 2 * self.interval + 1:
+                return view  # frames come but none fits: said now, not at the timeout
             self._frames_seen.wait(0.05)
         view = self.snapshot(take=False)
         if view.frame is None and view.error is None:
@@ -166,9 +171,14 @@ class RemoteHost:
         reply = slot[1]
         if reply is None:
             raise RuntimeError(f"{self.host}: the connection dropped before the answer")
-        if not reply.get("ok"):
-            raise RuntimeError(f"{self.host}: {reply.get('error') or 'request refused'}")
-        return reply.get("value")
+        if reply.get("ok") is not True:
+            error = reply.get("error")
+            error = error[:500] if isinstance(error, str) and error else "request refused"
+            raise RuntimeError(f"{self.host}: {error}")
+        try:
+            return plain_json(reply.get("value"))
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise RuntimeError(f"{self.host}: an answer that does not fit ({exc})") from None
 
     # -- the connection thread ---------------------------------------------------------
     def _run(self) -> None:
@@ -284,29 +294,36 @@ class RemoteHost:
         return "failed", problem
 
     def _handle(self, message: dict, frames: FrameDecoder) -> None:
+        """One message, checked here at the edge (the codec's schema for frames,
+        plain bounded JSON for the rest): what does not fit is dropped and said
+        once per host (``refused``); the connection goes on."""
         kind = message.get(protocol.TYPE)
         if kind == protocol.HELLO:
+            version = message.get("vramscope")
             with self._lock:
                 self._state = CONNECTED
                 self._error = None
-                self._remote_version = message.get("vramscope")
+                self._remote_version = version[:64] if isinstance(version, str) else None
         elif kind == protocol.FRAME:
             try:
                 frame = frames.decode(message.get("frame"))
-            except ValueError:
+                alerts = message.get("alerts")
+                alerts = tuple(plain_json(a) for a in alerts if isinstance(a, dict)) \
+                    if isinstance(alerts, list) else ()
+            except (ValueError, TypeError, RecursionError) as exc:
+                self._refuse(f"a frame that does not fit the stream's schema ({exc})")
                 return
-            alerts = message.get("alerts")
             with self._lock:
                 for report in frame.agents:
                     if report.events:
                         self._events.setdefault(report.identity, []).extend(report.events)
                 self._frame = frame
-                self._alerts = tuple(a for a in alerts if isinstance(a, dict)) \
-                    if isinstance(alerts, list) else ()
+                self._alerts = alerts
             self._frames_seen.set()
         elif kind == protocol.RESULT:
-            ident = message.get("id")  # ours are ints: a list here is the peer's mistake
-            if not isinstance(ident, int) or isinstance(ident, bool):
+            ident = message.get("id")
+            if type(ident) is not int:
+                self._refuse(f"a result with an id that is no integer ({str(ident)[:40]})")
                 return
             with self._lock:
                 slot = self._waiting.get(ident)
@@ -315,7 +332,16 @@ class RemoteHost:
                 slot[0].set()
         elif kind == protocol.ERROR:
             with self._lock:
-                self._error = str(message.get("message"))
+                self._error = str(message.get("message"))[:MAX_TEXT]
+
+    def _refuse(self, what: str) -> None:
+        """A message dropped: said once per host (the first), the host kept."""
+        with self._lock:
+            self.refused += 1
+            if self.refused == 1:
+                self._error = f"dropped {what}"[:500]
+                self._refused_at = self._mono()
+        self._frames_seen.set()  # wait_first: a refused first frame is an answer
 
     def _fail_waiting(self) -> None:
         with self._lock:
@@ -352,7 +378,7 @@ def _signal_group(proc: subprocess.Popen, signum) -> None:
 
 def _drain(stream, tail) -> None:
     try:
-        for raw in iter(stream.readline, b""):
+        for raw in iter(lambda: stream.readline(4096), b""):  # a line without end: bounded
             tail.append(raw.decode("utf-8", "replace").rstrip())
     except (OSError, ValueError):
         pass

@@ -18,12 +18,14 @@ import dataclasses
 import logging
 import time
 import urllib.parse
-import urllib.request
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import psutil
 
+from vramscope.core.background import DaemonWorker
+from vramscope.core.bounded_http import HttpError, get
 from vramscope.core.courtesy import courteous
+from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import REMOTE_SOURCES, VISIBLE, Frame, ProcessIdentity
 from vramscope.core.servers import (
     BY_PORT, SERVER_KINDS, SERVER_SERIES, ServerKind, ServerState, listen_port, pool_text,
@@ -33,7 +35,7 @@ from vramscope.core.servers import (
 log = logging.getLogger(__name__)
 
 SCRAPE_PERIOD = 2.0  # seconds between metric reads of one server
-TIMEOUT = 0.5  # per HTTP request
+TIMEOUT = 0.5  # seconds for a whole HTTP request (a trickling port is cut there)
 MAX_BYTES = 4 << 20  # a metrics page larger than this is cut
 ANCESTOR_DEPTH = 4  # how far up the process tree a launcher is looked for
 LOOPBACK = ("127.0.0.1", "::1", "0.0.0.0", "::", "")  # addresses reachable as localhost
@@ -56,12 +58,15 @@ class _Server:
 
 
 def fetch_text(url: str, timeout: float = TIMEOUT) -> str:
-    """GET a metrics page from localhost (refuses anything else)."""
+    """GET a metrics page from localhost (refuses anything else), within
+    ``timeout`` seconds in all and MAX_BYTES (core/bounded_http.py)."""
     host = urllib.parse.urlparse(url).hostname
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError(f"only localhost is read, not {host}")
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (localhost only)
-        return resp.read(MAX_BYTES).decode("utf-8", "replace")
+    reply = get(url, deadline=timeout, max_bytes=MAX_BYTES)
+    if reply.status != 200:
+        raise HttpError(f"HTTP {reply.status}")
+    return reply.body.decode("utf-8", "replace")
 
 
 def parse_metrics(kind: ServerKind, text: str) -> dict:
@@ -103,7 +108,7 @@ class ServerEnricher:
         self._owner: dict[ProcessIdentity, tuple | None] = {}
         self._found: dict[ProcessIdentity, tuple] = {}  # what port probes found (worker thread)
         self._servers: dict[tuple, _Server] = {}
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DaemonWorker | None = None
         self._pending: Future | None = None
         self._last_scrape = -float("inf")
         self._probed: set[ProcessIdentity] = set()
@@ -181,7 +186,7 @@ class ServerEnricher:
                 path.append(step)
                 self.ancestor_reads += 1
                 with proc.oneshot():
-                    cmd = tuple(proc.cmdline())
+                    cmd = capped_cmdline(proc.cmdline()) or ()
                     kind = recognise(cmd, proc.name())
                     if kind is not None:
                         found = proc.pid, proc.create_time(), kind, cmd
@@ -200,9 +205,9 @@ class ServerEnricher:
             waiting=v.get("waiting"), metrics_time=s.answered, metrics_error=s.error)
 
     # -- the worker thread ------------------------------------------------------------
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="vramscope-servers")
+    def _executor(self) -> DaemonWorker:
+        if self._pool is None:  # a daemon thread: a slow port never holds up exit
+            self._pool = DaemonWorker("vramscope-servers")
         return self._pool
 
     def _work(self, servers: list[_Server], probe: list[ProcessIdentity]) -> None:
@@ -275,5 +280,5 @@ class ServerEnricher:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=False)
             self._pool = None

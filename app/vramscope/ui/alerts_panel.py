@@ -35,6 +35,7 @@ from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
 from vramscope.ui.end_process_dialog import EndProcessDialog
+from vramscope.ui.safe_text import tip
 
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
 _ALERT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -214,9 +215,9 @@ class AlertsPanel(QWidget):
                 alert.severity, f"{alert.title}: {alert.message}", since_text(alert.since, now),
                 alert.evidence[0] if alert.evidence else "", _first_sentence(alert.fix)])
             item.setData(0, _ALERT_ROLE, alert)
-            item.setToolTip(1, alert.message)
-            item.setToolTip(3, "\n".join(alert.evidence))
-            item.setToolTip(4, alert.fix)
+            item.setToolTip(1, tip(alert.message))  # alerts quote commands and hosts
+            item.setToolTip(3, tip("\n".join(alert.evidence)))
+            item.setToolTip(4, tip(alert.fix))
             self._colour_row(item, theme.current())
             self.tree.addTopLevelItem(item)
             if alert.key == keep:

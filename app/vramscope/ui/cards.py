@@ -18,6 +18,8 @@ from PySide6.QtWidgets import (
 from vramscope.core.samples import NVIDIA, GpuSample
 from vramscope.core.units import NA, fmt_gib, fmt_percent
 from vramscope.ui import theme
+from vramscope.core.terminal_text import visible
+from vramscope.ui.safe_text import tip
 
 CARD_WIDTH = 250
 
@@ -148,11 +150,11 @@ class GpuCard(QFrame):
         if shown == self._shown:
             return  # the same figures as on screen (a quiet GPU, a steady remote box)
         self._shown = shown
-        name = self.name_text = gpu.name or "name n/a"
+        name = self.name_text = visible(gpu.name or "name n/a")  # a remote's name is input
         room = CARD_WIDTH - 30
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
         self._set_heading("  ·  ".join(x for x in (gpu.label, heading_vendor(gpu), gpu.pci_bus_id) if x))
-        self.title.setToolTip("\n".join(x for x in (name, gpu.vendor, gpu.uuid, gpu.pci_bus_id) if x))
+        self.title.setToolTip(tip("\n".join(x for x in (name, gpu.vendor, gpu.uuid, gpu.pci_bus_id) if x)))
         self._set_error(gpu.error, gpu.asleep)
         self.used.setText(used_total_text(gpu))
         frac = None
@@ -202,16 +204,17 @@ class GpuCard(QFrame):
         ids = f"GI {mig.gpu_instance_id} · CI {mig.compute_instance_id}"
         self._set_heading(f"{gpu.label}  ·  MIG slice")
         self.title.setText(f"{mig.profile or 'slice'}  ·  {ids}")
-        self.title.setToolTip("\n".join(x for x in (mig.name, mig.uuid, ids) if x))
+        self.title.setToolTip(tip("\n".join(x for x in (mig.name, mig.uuid, ids) if x)))
         self.summary.setText(slice_summary_text(mig))
 
     def _set_heading(self, text: str) -> None:
         """"lab2 GPU 0  ·  00000000:01:00.0": what does not fit beside the details
         button ends in "…" (another machine's name makes it long); all of it in the tooltip."""
         room = CARD_WIDTH - 30 - self.details_button.sizeHint().width()
+        text = visible(text)
         self.heading.setText(self.heading.fontMetrics().elidedText(
             text, Qt.TextElideMode.ElideRight, room))
-        self.heading.setToolTip(text)
+        self.heading.setToolTip(tip(text))
 
     def _set_error(self, error: str | None, asleep: bool = False) -> None:
         state = "error" if error else ("asleep" if asleep else "ok")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLabel, QVBoxLayout
+from vramscope.ui.safe_text import plain
 
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
@@ -35,7 +36,7 @@ class EndProcessDialog(QDialog):
                     "It cannot clean up; unsaved work is lost.")
         else:
             head = f"End pid {summary.pid}{on}? It gets SIGTERM and can exit cleanly."
-        self.headline = QLabel(head)
+        self.headline = plain(QLabel(), head)  # a remote host's name is input
         self.headline.setWordWrap(True)
         layout.addWidget(self.headline)
         form = QFormLayout()
@@ -48,7 +49,7 @@ class EndProcessDialog(QDialog):
             ("PID", str(summary.pid)),
             *((("Host", summary.host),) if summary.host else ()),
         ):
-            label = QLabel(value)
+            label = plain(QLabel(), value)  # another user's command line: never HTML
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.fields[name] = label
@@ -56,16 +57,16 @@ class EndProcessDialog(QDialog):
         layout.addLayout(form)
         self.jupyter = None
         if summary.connection_file:
-            self.jupyter = QLabel(
-                "This is a Jupyter kernel. Shutting it down from Jupyter (Kernel > Shut Down in "
-                f"its notebook) lets the notebook know. Connection file:\n{summary.connection_file}")
+            self.jupyter = plain(QLabel(), "This is a Jupyter kernel. Shutting it down from "
+                                 "Jupyter (Kernel > Shut Down in its notebook) lets the notebook "
+                                 "know. Connection file: " + summary.connection_file)
             self.jupyter.setWordWrap(True)
             self.jupyter.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(self.jupyter)
         self.refusal = None
         buttons = QDialogButtonBox()
         if summary.refusal:
-            self.refusal = QLabel(f"Cannot end it: {summary.refusal}")
+            self.refusal = plain(QLabel(), f"Cannot end it: {summary.refusal}")
             self.refusal.setWordWrap(True)
             theme.styled(self.refusal, lambda s: f"color: {s.ERROR};")
             layout.addWidget(self.refusal)

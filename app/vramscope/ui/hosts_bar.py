@@ -7,6 +7,8 @@ from __future__ import annotations
 from functools import partial
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+from vramscope.core.terminal_text import visible
+from vramscope.ui.safe_text import plain, tip
 
 from vramscope.sources.remote import CONNECTED, CONNECTING, describe_state
 from vramscope.ui import theme
@@ -35,12 +37,12 @@ class HostsBar(QWidget):
         for state in frame.hosts:
             chip = self.chips.get(state.host)
             if chip is None:
-                chip = self.chips[state.host] = QLabel()
+                chip = self.chips[state.host] = plain(QLabel())
                 chip.setObjectName("hostChip")
                 self._layout.insertWidget(self._layout.count() - 1, chip)
-            chip.setText(chip_text(state))
-            chip.setToolTip(state.error or (f"vramscope {state.version} on {state.host}"
-                                            if state.version else state.host))
+            chip.setText(visible(chip_text(state)))  # host names and remote errors are input
+            chip.setToolTip(tip(state.error or (f"vramscope {state.version} on {state.host}"
+                                                if state.version else state.host)))
             if chip.property("state") != state.state:
                 chip.setProperty("state", state.state)
                 theme.styled(chip, partial(chip_style, state.state))

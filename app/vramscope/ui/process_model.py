@@ -21,6 +21,8 @@ from vramscope.core.process_rows import (
 )
 from vramscope.core.samples import ACCESS_DENIED, VISIBLE
 from vramscope.ui import theme
+from vramscope.core.terminal_text import visible
+from vramscope.ui.safe_text import tip
 
 __all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE",
            "ProcessTableModel"]
@@ -124,7 +126,7 @@ class ProcessTableModel(QAbstractTableModel):
         """Display row ``i``'s texts, made once per row per frame (the view asks often)."""
         cached = self._texts.get(i)
         if cached is None or cached[0] is not row:
-            cached = self._texts[i] = (row, tuple(c.text(row) for c in COLUMNS))
+            cached = self._texts[i] = (row, tuple(visible(c.text(row)) for c in COLUMNS))
         return cached[1]
 
     # -- Qt ------------------------------------------------------------------------
@@ -178,7 +180,7 @@ class ProcessTableModel(QAbstractTableModel):
             return self._bold
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == "Command":
-                return row.command
+                return tip(visible(row.command))  # another user's argv: as written, never HTML
             if col == "Memory" and row.used is None and row.visibility == ACCESS_DENIED:
                 return ("Another user's process: its figures (DRM fdinfo) are not readable "
                         "without privileges: n/a (access denied), not 0.")

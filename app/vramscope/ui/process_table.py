@@ -29,6 +29,7 @@ from vramscope.core.user_totals import UserTotal
 from vramscope.ui import theme
 from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
 from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
+from vramscope.ui.safe_text import tip
 
 ROW_HEIGHT = 20
 USERS_SHOWN = 6  # "Memory by user": the biggest users named, the rest in the tooltip
@@ -290,7 +291,7 @@ class ProcessTable(QWidget):
         if len(parts) > USERS_SHOWN:
             shown += f"   ·   + {len(parts) - USERS_SHOWN} more users (hover for all)"
         self.users.setText(f"Memory by user:  {shown}" if parts else "")
-        self.users.setToolTip("\n".join(parts) if len(parts) > USERS_SHOWN else "")
+        self.users.setToolTip(tip("\n".join(parts)) if len(parts) > USERS_SHOWN else "")
 
     def set_rows(self, rows: list[ProcessRow], totals=()) -> None:
         """Show ``rows`` (any order) as the table's rows."""

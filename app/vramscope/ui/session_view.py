@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QWidget
 
 from vramscope.core.units import fmt_duration
 from vramscope.ui import theme
+from vramscope.ui.safe_text import tip
 
 STEPS = 2000
 
@@ -31,7 +32,7 @@ class SessionScrubber(QWidget):
         # the file's name (its folder in the tooltip): a long path must not squeeze the slider
         self.title = QLabel(f"Recorded session{of}: <b>{html.escape(pathlib.Path(path).name)}</b>"
                             f" · {fmt_duration(self.t1 - self.t0)}")
-        self.title.setToolTip(path)
+        self.title.setToolTip(tip(str(path)))
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, STEPS)
         self.slider.setValue(STEPS)

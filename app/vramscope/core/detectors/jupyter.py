@@ -17,9 +17,10 @@ import os
 import pathlib
 import re
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from vramscope.core.bounded_http import HttpError, get_json
 
 _KERNEL_MARKERS = (
     "ipykernel_launcher", "ipykernel.kernelapp", "colab_kernel_launcher",
@@ -174,14 +175,14 @@ def find_notebook(kid: str | None, dirs: Sequence[pathlib.Path] | None = None,
 
 
 def _get_json(url: str, path: str, token: str, timeout: float):
-    req = urllib.request.Request(url.rstrip("/") + path)
-    if token:
-        req.add_header("Authorization", f"token {token}")
+    """The server's JSON answer, or None; ``timeout`` seconds and 1 MiB in all
+    (core/bounded_http.py: a slow or huge answer cannot hold up a pass)."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (localhost only)
-            return json.loads(resp.read(1 << 20))
-    except Exception:
+        status, data = get_json(url.rstrip("/") + path, deadline=timeout, max_bytes=1 << 20,
+                                headers={"Authorization": f"token {token}"} if token else None)
+    except HttpError:
         return None
+    return data if status == 200 else None
 
 
 def default_notebook_finder(pid: int, conn_file: str | None) -> NotebookHint:

@@ -28,6 +28,7 @@ import os
 import numpy as np
 
 from vramscope.core import safe_write
+from vramscope.core import json_text
 from vramscope.core.export import textblock as tb
 from vramscope.core.export.context import GPU_TRACE_PID, ExportContext
 from vramscope.core.export.csv_export import FLOAT_METRICS, ExportSummary
@@ -44,7 +45,7 @@ ALLOCATOR_ARGS = ("allocated", "reserved", "inactive_split", "peak_allocated",
 
 
 def _dumps(value) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    return json_text.dumps(value, separators=(",", ":"), sort_keys=True)  # NaN/Inf: null
 
 
 class _ChangeFilter:

@@ -134,10 +134,39 @@ def _max_positions(cfg: dict, shape: ModelShape) -> tuple[int | None, str | None
     return shape.max_positions, shape.max_positions_field, notes
 
 
+# No published model comes near these: a config past them is refused in one
+# line (10**30 layers would otherwise build a list of 10**30 layer types).
+MAX_CONFIG_NUMBER = 2 ** 53  # any number (JSON's exact-integer range, RFC 8259 section 6)
+MAX_LAYERS = 100_000  # per-layer lists are built from these
+_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_experts",
+                 "n_routed_experts", "num_local_experts", "layer_types")
+
+
+def check_sizes(config, where: str = "config.json", depth: int = 0) -> None:
+    """ConfigNotUnderstood for a number no model has (NaN, inf, past 2**53, a layer
+    count past MAX_LAYERS) or nesting deeper than any config's."""
+    if depth > 16:
+        raise ConfigNotUnderstood(f"{where} is nested deeper than any model config")
+    items = config.items() if isinstance(config, dict) else \
+        enumerate(config) if isinstance(config, list) else ()
+    for key, value in items:
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) and not abs(value) <= MAX_CONFIG_NUMBER:
+            raise ConfigNotUnderstood(f"{where} has {key} = {str(value)[:40]}, "
+                                      "a number no model config holds")
+        if key in _LAYER_FIELDS and isinstance(value, int) and value > MAX_LAYERS:
+            raise ConfigNotUnderstood(f"{where} has {key} = {value:,}: more than the "
+                                      f"{MAX_LAYERS:,} the planner counts")
+        if isinstance(value, (dict, list)):
+            check_sizes(value, where, depth + 1)
+
+
 def shape_from_config(config: dict) -> ModelShape:
     """Parameters, layers, heads, KV layout... from a config.json dict."""
     if not isinstance(config, dict):
         raise ConfigNotUnderstood("config.json must hold a JSON object")
+    check_sizes(config)
     model_type = model_type_of(config)
     normalised = config
     if model_type in HAND_FAMILIES and not ("text_config" in config

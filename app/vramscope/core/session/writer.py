@@ -19,7 +19,6 @@ nothing behind.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -33,6 +32,7 @@ from array import array
 
 from vramscope import __version__
 from vramscope.core import safe_write
+from vramscope.core import json_text
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.errors import SessionError, SessionExistsError
@@ -58,7 +58,7 @@ def _blob(typecode: str, values) -> bytes:
 def _json(value) -> str | None:
     if value is None:
         return None
-    return json.dumps(value, default=str, sort_keys=True)
+    return json_text.dumps(value, sort_keys=True)  # NaN/Inf as null: every reader parses it
 
 
 COMPANION_SUFFIX = "-journal"  # the longest name SQLite adds beside the file

@@ -137,7 +137,7 @@ class LineDecoder:
     def _parse(line: bytes):
         try:
             return json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # nested past the parser's depth
             return None
 
     @property
