@@ -32,7 +32,8 @@ def align(base_t: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
                   shown: int = STACK_SHOWN) -> tuple[list, list]:
-    """(drawn on their own, largest first; grouped into "others").
+    """(drawn on their own, largest first; grouped into "others", never larger
+    than the largest layer on its own).
 
     ``current``: key -> bytes now (alive processes); ``must``: keys always drawn
     on their own (an active alert, the selection); ``first_seen`` breaks ties so
@@ -46,6 +47,9 @@ def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
     fill = [k for k in order if k not in must][:max(0, shown - len(musts))]
     own = musts + fill
     rest = [k for k in order if k not in own]
+    # "others" is never the largest band: the largest of the rest stand on their own until it is not
+    while rest and own and sum(current[k] for k in rest) > max(current[k] for k in own):
+        own.append(rest.pop(0))
     if len(rest) == 1:  # a group of one is just that process
         own, rest = own + rest, []
     own.sort(key=lambda k: order.index(k))

@@ -171,11 +171,12 @@ class GpuPanel(QScrollArea):
                 row.timeline.members = frozenset(p.identity for p in mig.processes)
 
     def update_timelines(self, store: Store, since: float | None, t_end: float,
-                         labels: dict[ProcessIdentity, str], processes: int = 0) -> None:
+                         labels: dict[ProcessIdentity, str], processes: int = 0,
+                         kin: dict | None = None) -> None:
         """Redraw the timelines in view; the others when they scroll into view.
         With ``processes`` (in the frame) at BUSY_PROCESSES or more, one timeline
         per event-loop turn, so clicks and repaints go on between them."""
-        self._pending = (store, since, t_end, labels)
+        self._pending = (store, since, t_end, labels, kin)
         self._stale = set(self._all_rows())
         self._in_pieces = processes >= BUSY_PROCESSES
         self._update_visible()

@@ -174,11 +174,18 @@ class ProcessTableModel(QAbstractTableModel):
                 return QColor(theme.OK)
             if col == "Growth" and row.growth is not None and row.growth >= GROWTH_WARN:
                 return QColor(theme.WARNING)
+            if col == "Name" and row.alert:
+                return QColor(theme.WARNING)
         if role == Qt.ItemDataRole.FontRole and col == "Agent" and row.has_agent:
             return self._bold
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == "Command":
                 return row.command
+            if col == "Name" and row.alert:
+                return row.alert
+            if col == "Name" and row.members:
+                return (f"{row.members} processes of one user, parent and command line "
+                        f"({'click to fold them' if row.opened else 'click to list them'})")
             if col == "Memory" and row.used is None:
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
             if col == "SM %" and row.mig and row.sm is None:

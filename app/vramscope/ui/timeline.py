@@ -17,16 +17,20 @@ once and updated; nothing is re-created per frame.
 
 from __future__ import annotations
 
+import functools
+import html
 import math
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core import courtesy
 from vramscope.core.samples import ProcessIdentity
-from vramscope.core.stacking import any_finite, lines_drawn, nanmax
+from vramscope.core.process_groups import group_key, group_name, is_group, units
+from vramscope.core.stacking import align, any_finite, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
@@ -37,6 +41,7 @@ LEGEND_WIDTH = 240
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
 MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
+MARKER_ROW = 16  # px between alert markers' labels stacked at one moment
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
 LEGEND_MARGIN = 26  # px the legend box adds around its rows
 HEADROOM = 1.12
@@ -99,6 +104,10 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour role, label, active)
         self._last = None  # the last update_from arguments (a click on "others" redraws)
         self._rows_fitted = 0
+        self._units: dict[tuple, list] = {}  # layer key -> the processes it stands for
+        self._unit_by_key: dict[tuple, tuple] = {}  # a grouped process -> its group's layer
+        self._opened_by_key: dict[tuple, tuple] = {}  # a process of an opened group -> the group
+        self.opened: set = set()  # group layers the user opened into their processes
         plot.scene().sigMouseClicked.connect(self._clicked)
         theme.follow(self, self.apply_theme)
 
@@ -137,7 +146,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.more.setText(self.more.text, color=s.MUTED)
         for key, curve in self.proc_curves.items():
             curve.setPen(self._pen(key))
-        self.stack.restyle(_identity_of)
+        self.stack.restyle(self._unit_identity)
         for key in self._marker_info:
             self._style_marker(key)
         if self._last is not None:
@@ -145,9 +154,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     # -- data ---------------------------------------------------------------------
     def update_from(self, store: Store, since: float | None, t_end: float,
-                    labels: dict[ProcessIdentity, str]) -> None:
-        """Pull this GPU's series from the store (GUI thread; no NVML here)."""
-        self._last = (store, since, t_end, labels)
+                    labels: dict[ProcessIdentity, str], kin: dict | None = None) -> None:
+        """Pull this GPU's series from the store (GUI thread; no NVML here).
+        ``kin``: identity -> what groups it with others (core/process_groups.kin_of)."""
+        self._last = (store, since, t_end, labels, kin)
+        kin = kin or {}
 
         def series(key):  # up to t_end: a redraw while paused shows the same moment
             t, v = store.series(key, since)
@@ -212,19 +223,38 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 everyone = series(gpu_key(self.index, PROCESSES_USED))
                 if not len(everyone[0]):
                     everyone = None  # (a store filled without it: sum the processes)
-            top = self.stack.update(series, tu, alive, list(ended), keys, must, max(px, 100),
-                                    _identity_of, shown=max(1, room - 1), everyone=everyone)
+            found = units(((k, kin.get(_identity_of(k))) for k in alive), must, self.opened)
+            self._units = found
+            self._unit_by_key = {k: u for u, ks in found.items() if is_group(u) for k in ks}
+            self._opened_by_key = {k: group_key(kin[_identity_of(k)]) for k in alive
+                                   if kin.get(_identity_of(k)) is not None
+                                   and group_key(kin[_identity_of(k)]) in self.opened}
+            unit_alive = {u: sum(alive[k] for k in found[u]) for u in found}
+            first_seen = list(dict.fromkeys(self._unit_of(k) for k in keys))
+
+            def unit_series(unit):
+                if not is_group(unit):
+                    return series(unit)
+                return tu, sum((align(tu, *series(k)) for k in found[unit]), np.zeros(len(tu)))
+
+            top = self.stack.update(unit_series, tu, unit_alive, list(ended), first_seen, must,
+                                    max(px, 100), self._unit_identity, shown=max(1, room - 1),
+                                    everyone=everyone)
             peak = max(peak, top)
             hidden = 0
             entries = []
             for k in reversed(self.stack.order):  # top of the stack first
                 band = self.stack.bands[k]
                 if k == OTHERS:
-                    n = len([g for g in self.stack.grouped if g in alive])
-                    gone = len(self.stack.grouped) - n
-                    name = f"others ({n}{f', {gone} ended' if gone else ''}) ▸"
-                    value = sum(alive.get(g, 0.0) for g in self.stack.grouped)
+                    n = sum(len(found.get(g, ())) for g in self.stack.grouped)
+                    gone = len([g for g in self.stack.grouped if g not in found])
+                    name = (f"others ({n}{f', {gone} ended' if gone else ''}) ▸" if n
+                            else f"ended in the window ({gone}) ▸")
+                    value = sum(unit_alive.get(g, 0.0) for g in self.stack.grouped) if n else None
                     entries.append((k, band.sample, name, value, False))
+                elif is_group(k):
+                    name = group_name(k, len(found[k])) + " ▸"
+                    entries.append((k, band.sample, name, unit_alive[k], False))
                 else:
                     entries.append((k, band.sample, _label(k, labels), alive.get(k), False))
             entries.sort(key=lambda e: -(e[3] or 0.0) if e[0] != OTHERS else 1.0)
@@ -326,12 +356,32 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if not self._markers or self._x_range is None:
             return
         t0, t1 = self._x_range
-        for line in self._markers.values():
+        width, height = max(1.0, self.plot.vb.width()), max(1.0, self.plot.vb.height())
+        per_s = width / max(t1 - t0, 1e-9)
+        placed: list[list[tuple[float, float]]] = []  # per level: the x spans taken (px)
+        # active alerts first, then by time: an active one gets the top row
+        for key in sorted(self._markers, key=lambda k: (not self._marker_info[k][3],
+                                                        self._marker_info[k][0])):
+            line = self._markers[key]
+            inside = t0 <= line.value() <= t1
+            line.label.setVisible(inside)  # a line left of the window: no label cut at its edge
+            if not inside:
+                continue
             right = (line.value() - t0) > 0.7 * (t1 - t0)
             anchor = (1, 0) if right else (0, 0)
-            if line.label.anchors[0] != anchor:
+            x = (line.value() - t0) * per_s
+            w = line.label.boundingRect().width() + 4
+            span = (x - w, x) if right else (x, x + w)
+            level = next((i for i, taken in enumerate(placed)
+                          if all(span[1] <= a or span[0] >= b for a, b in taken)), len(placed))
+            if level == len(placed):
+                placed.append([])
+            placed[level].append(span)
+            # labels that would overlap go one row lower (never over each other)
+            position = max(0.05, 0.99 - level * (MARKER_ROW / height))
+            if line.label.anchors[0] != anchor or line.label.orthoPos != position:
                 line.label.anchors = [anchor, anchor]
-                line.label.updatePosition()
+                line.label.setPosition(position)
 
     def marker_times(self) -> list[float]:
         """Times of the active alerts' markers."""
@@ -346,7 +396,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if key == self._highlighted:
             return  # unchanged; curves added since were given the right pen in _add
         self._highlighted = key
-        known = key in self.proc_curves or key in self.stack.bands or key in self.stack.grouped
+        known = (key in self.proc_curves or key in self.stack.bands or key in self.stack.grouped
+                 or key in self._unit_by_key)
         self.selected = key if known else None
         if key is not None and self.selected is None:
             self.selected = ("none",)  # selection is on another GPU: dim everything here
@@ -382,7 +433,23 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self._clear_legend()
         self.plot.removeItem(curve)
 
-    # -- "others (n)" -----------------------------------------------------------------
+    # -- groups and "others (n)" -------------------------------------------------------
+    def _unit_of(self, key: tuple) -> tuple:
+        """The layer a process is drawn in: its own, or its group's."""
+        return self._unit_by_key.get(key, key)
+
+    def _unit_identity(self, unit: tuple) -> ProcessIdentity:
+        """A group is drawn in the style of its lowest pid (as the table's group row)."""
+        if is_group(unit):
+            return _identity_of(min(self._units[unit], key=lambda k: k[2]))
+        return _identity_of(unit)
+
+    def toggle_group(self, unit: tuple) -> None:
+        """A group's band or legend row clicked: its processes drawn on their own, or folded."""
+        self.opened ^= {unit}
+        if self._last is not None:
+            self.update_from(*self._last)
+
     def toggle_others(self) -> None:
         self.stack.expanded = not self.stack.expanded
         if self._last is not None:
@@ -396,11 +463,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             if key == OTHERS and label.sceneBoundingRect().contains(pos):
                 self.toggle_others()
                 return
+            if is_group(key) and label.sceneBoundingRect().contains(pos):
+                self.toggle_group(key)
+                return
         if not self.plot.vb.sceneBoundingRect().contains(pos):
             return
         p = self.plot.vb.mapSceneToView(pos)
         key = self.stack.layer_at(p.x(), p.y() * GiB)
-        if key == OTHERS or (self.stack.expanded and key is not None):
+        if is_group(key) or key in self._opened_by_key:
+            self.toggle_group(self._opened_by_key.get(key, key))
+        elif key == OTHERS or (self.stack.expanded and key is not None):
             self.toggle_others()
 
     # -- legend -----------------------------------------------------------------------
@@ -475,10 +547,23 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         return [name for k, name in self._legend if k not in (TOTAL, CAPACITY)]
 
 
+LEGEND_TEXT_ROOM = LEGEND_WIDTH - 40  # px for a row's text: the legend less its sample and margins
+
+
 def _legend_text(name: str, value: float | None, ended: bool) -> str:
-    if value is None or ended:
-        return name
-    return f"{name} · {value / GiB:.1f} GiB"
+    """'train.py (4242) · 16.7 GiB': the name elided to fit, never the figure."""
+    figure = "" if value is None or ended else f" · {value / GiB:.1f} GiB"
+    metrics = _legend_metrics()
+    room = LEGEND_TEXT_ROOM - metrics.horizontalAdvance(figure)
+    shown = metrics.elidedText(name, Qt.TextElideMode.ElideMiddle, max(room, 24))
+    return html.escape(shown) + figure
+
+
+@functools.cache
+def _legend_metrics() -> QFontMetrics:
+    font = QFont()
+    font.setPointSizeF(8.5)  # the legend's labelTextSize
+    return QFontMetrics(font)
 
 
 def _blank() -> pg.PlotDataItem:
