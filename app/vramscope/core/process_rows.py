@@ -203,16 +203,50 @@ class TableOrder:
 def arrange(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
     """``rows`` filtered and sorted as ``order`` says (a stable sort: equal rows
     keep the frame's order; with ``group_by_user`` users stay A..Z whichever
-    way the column sorts)."""
+    way the column sorts). Processes that belong together are one row (its
+    figures their sums), sorted as one, and listed under it when opened."""
     if order.filter:
         needle = order.filter.lower()
         rows = [r for r in rows if any(needle in c.text(r).lower() for c in COLUMNS)]
+    top, inside = _fold(rows, order.opened)
+    out = _sorted(top, order)
+    if not inside:
+        return out
+    listed = []
+    for row in out:
+        listed.append(row)
+        if row.opened:
+            listed += _sorted(inside[row.key], order)
+    return listed
+
+
+def _sorted(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
     column = COLUMNS[COL.get(order.column, COL["Memory"])]
     out = sorted(rows, key=column.sort_key, reverse=order.descending)
     if order.group_by_user:
         user = COLUMNS[COL["User"]]
         out.sort(key=user.sort_key)
     return out
+
+
+def _fold(rows: list[ProcessRow], opened) -> tuple[list[ProcessRow], dict]:
+    """(one row per group or lone process, in the frame's order; an opened
+    group's key -> its processes' rows)."""
+    found = units(((r.key, r.kin) for r in rows), {r.key for r in rows if r.alert}, ())
+    if all(not is_group(u) for u in found):
+        return rows, {}
+    by_key = {r.key: r for r in rows}
+    top, inside = [], {}
+    for unit, keys in found.items():
+        if not is_group(unit):
+            top.append(by_key[keys[0]])
+            continue
+        members = [by_key[k] for k in keys]
+        is_open = unit in opened
+        top.append(_group_row(unit, members, is_open))
+        if is_open:
+            inside[unit] = [r._replace(opened=True) for r in members]
+    return top, inside
 
 
 @dataclass(frozen=True)
@@ -246,34 +280,11 @@ class TableBuilder:
         """``alerts``: process identity -> the text of its active alert(s)."""
         if alerts:
             rows = [r._replace(alert=alerts[r.identity]) if r.identity in alerts else r for r in rows]
-        shown = grouped(arrange(list(rows), order), order.opened)
+        shown = arrange(list(rows), order)
         used = frozenset(c.name for c in COLUMNS if c.when_used and any(c.text(r) for r in rows))
         return TableRows(rows=tuple(shown), order=order, used_columns=used,
                          user_totals=tuple(totals), source=tuple(rows),
                          row_of=_row_of(shown))
-
-
-def grouped(rows: list[ProcessRow], opened=frozenset()) -> list[ProcessRow]:
-    """``rows`` (in display order) with each group's processes folded into one
-    row where its first process was (listed under it when ``opened``)."""
-    found = units(((r.key, r.kin) for r in rows), {r.key for r in rows if r.alert}, ())
-    of = {keys[0]: (unit, keys) for unit, keys in found.items() if is_group(unit)}
-    if not of:
-        return rows
-    member = {k for _u, keys in of.values() for k in keys}
-    by_key = {r.key: r for r in rows}
-    out = []
-    for row in rows:
-        if row.key in of:
-            unit, keys = of[row.key]
-            inside = [by_key[k] for k in keys]
-            is_open = unit in opened
-            out.append(_group_row(unit, inside, is_open))
-            if is_open:
-                out += [r._replace(opened=True) for r in inside]
-        elif row.key not in member:
-            out.append(row)
-    return out
 
 
 def _total(values):
