@@ -43,7 +43,8 @@ def take_frame(source, args):
     try:
         if getattr(args, "watch", 0):
             from vramscope.core.detectors.options import watch
-            return watch(monitor.pipeline, args.watch, getattr(args, "interval", 1.0))
+            live = None if getattr(args, "json", False) else (lambda f: emit(f, args, live=True))
+            return watch(monitor.pipeline, args.watch, getattr(args, "interval", 1.0), each=live)
         return monitor.pipeline.sample_once()
     finally:
         for enrich in monitor.pipeline.sampler.enrichers:
@@ -63,10 +64,16 @@ def alerts_for(frame, args) -> list:
     return alerts_to_json(engine.alerts())
 
 
-def emit(frame, args, out=None) -> None:
+CLEAR = "\033[H\033[2J"  # cursor home, clear screen (ECMA-48 CUP, ED)
+
+
+def emit(frame, args, out=None, live: bool = False) -> None:
+    """Print ``frame``; ``live`` (--watch on a terminal): over the previous one."""
     from vramscope.core.status_report import frame_to_dict, render_table
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
+    if out.isatty() and (live or getattr(args, "watch", 0)):
+        out.write(CLEAR)
     if args.json:
         out.write(json.dumps(frame_to_dict(frame, alerts), indent=2, default=str) + "\n")
     else:

@@ -25,7 +25,7 @@ from vramscope.core.process_names import display_name, process_label
 from vramscope.core.process_text import command_text, user_text
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import proc_key
-from vramscope.core.units import NA, fmt_duration, fmt_gib
+from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
 from vramscope.core.user_totals import UserTotal, user_totals
 
 AGENT_MARK = "●"
@@ -124,6 +124,13 @@ def name_text(row: ProcessRow) -> str:
     return (MEMBER_INDENT if row.opened else "") + mark + row.name
 
 
+def host_memory_text(value: int | None) -> str:
+    """'2.9 GiB'; '52 MiB' under 0.1 GiB (never '0.0 GiB')."""
+    if value is not None and value < GiB // 10:
+        return f"{value / MiB:.0f} MiB"
+    return fmt_gib(value, 1)
+
+
 def growth_text(mib_per_min: float | None) -> str:
     if mib_per_min is None:
         return NA
@@ -176,8 +183,8 @@ COLUMNS: tuple[Column, ...] = (
            tip="Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation)."),
     Column("CPU %", lambda r: NA if r.cpu is None else f"{r.cpu:.0f}", lambda r: _number(r.cpu), 56,
            numeric=True, tip="Host CPU use since the previous sample; 100 = one core."),
-    Column("Host mem", lambda r: fmt_gib(r.host_memory, 1), lambda r: _number(r.host_memory), 76,
-           numeric=True, tip="Resident host memory (RSS) of the process, in GiB."),
+    Column("Host mem", lambda r: host_memory_text(r.host_memory), lambda r: _number(r.host_memory),
+           76, numeric=True, tip="Resident host memory (RSS) of the process: GiB, MiB under 0.1 GiB."),
     Column("Age", lambda r: fmt_duration(r.age), lambda r: _number(r.age), 84, numeric=True,
            tip="Time since the process started."),
     # shown while some process runs in a container

@@ -239,7 +239,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             lines.append("    no processes")
             continue
         contained = any(p.info is not None and p.info.container is not None for p in gpu.processes)
-        rows = [("PID", "USER", "MEMORY", "SM", "AGE") + (("CONTAINER",) if contained else ())
+        rows = [("PID", "TYPE", "USER", "MEMORY", "SM", "AGE") + (("CONTAINER",) if contained else ())
                 + ("COMMAND",)]
         for p in sorted(gpu.processes, key=lambda p: -(p.used or 0)):
             info = p.info
@@ -250,17 +250,15 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             marks = []
             if p.has_agent or p.pid in agents:
                 marks.append("agent")
-            if "graphics" in p.kinds:
-                marks.append("+".join(p.kinds))
             mig = gpu.slice_of(p)
             if mig is not None:
                 marks.append(f"MIG {mig.profile or mig.uuid}")
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
-            rows.append((str(p.pid), user_text(p), fmt_bytes(p.used), fmt_percent(p.sm),
-                         fmt_duration(age))
+            rows.append((str(p.pid), kind_text(p.kinds), user_text(p), fmt_bytes(p.used),
+                         fmt_percent(p.sm), fmt_duration(age))
                         + ((container_text(info),) if contained else ()) + (command,))
-        lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
+        lines.extend(_columns(rows, right={0, 3, 4, 5}, indent="    "))
     totals = user_totals(frame)
     if totals:
         lines.append("")
@@ -278,8 +276,10 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
         lines.append("PyTorch agents:")
         lines.extend(_agent_lines(frame))
     alerts = list(alerts)
-    if alerts:
-        lines.append("")
+    lines.append("")
+    if not alerts:
+        lines.append("alerts: none")
+    else:
         lines.append("alerts:")
         for a in alerts:
             plain = _plain(a)
@@ -325,6 +325,11 @@ def _agent_lines(frame: Frame) -> list[str]:
                 if d.buckets.note:
                     out.append("      " + d.buckets.note)
     return out
+
+
+def kind_text(kinds: tuple[str, ...]) -> str:
+    """nvitop's TYPE: C (compute), G (graphics), C+G; '' where NVML listed neither."""
+    return "+".join(k[0].upper() for k in ("compute", "graphics") if k in kinds)
 
 
 def _slice_lines(gpu: GpuSample) -> list[str]:
