@@ -13,6 +13,7 @@ import sys
 
 from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
 from vramscope.core.source import close_quietly
+from vramscope.core.status_report import ENDED_SHOWN
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
 
@@ -24,6 +25,9 @@ def add_arguments(p) -> None:
     add_host_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print JSON (bytes as integers, null where not available)")
+    p.add_argument("--all-agents", action="store_true",
+                   help="list every ended PyTorch agent run the monitor knows (default: the "
+                        f"live ones and the last {ENDED_SHOWN} ended since the machine booted)")
     add_diagnostic_arguments(p)  # --watch SECONDS, --interval, thresholds
 
 
@@ -74,11 +78,21 @@ def emit(frame, args, out=None, live: bool = False) -> None:
     alerts = alerts_for(frame, args)
     if out.isatty() and (live or getattr(args, "watch", 0)):
         out.write(CLEAR)
+    shown = {"boot_time": boot_time(), "every_agent": getattr(args, "all_agents", False)}
     if args.json:
-        out.write(json.dumps(frame_to_dict(frame, alerts), indent=2, default=str) + "\n")
+        out.write(json.dumps(frame_to_dict(frame, alerts, **shown), indent=2, default=str) + "\n")
     else:
-        out.write(render_table(frame, alerts))
+        out.write(render_table(frame, alerts, **shown))
     out.flush()
+
+
+def boot_time() -> float | None:
+    """When this machine booted (psutil); ended agent runs before it are old news."""
+    try:
+        import psutil
+        return float(psutil.boot_time())
+    except Exception:  # noqa: BLE001 -- not readable (a sandbox): every ended run counts
+        return None
 
 
 HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame
