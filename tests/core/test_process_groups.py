@@ -6,7 +6,7 @@ from __future__ import annotations
 from vramscope.core.process_groups import group_name, is_group, kin_of, units
 from vramscope.core.process_rows import TableBuilder, TableOrder, name_text, rows_from_frame
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.stacking import choose_layers
+from vramscope.core.stacking import PROMOTED, choose_layers
 from vramscope.core.units import GiB
 
 
@@ -82,10 +82,14 @@ def test_the_table_folds_a_group_into_one_row_and_lists_it_when_opened():
     assert "▸ ray::RolloutWorker ×9" in texts and "⚠ ray::RolloutWorker" in texts
 
 
-def test_others_is_never_the_largest_band():
-    # six on their own, then many small ones whose sum would dwarf them
+def test_others_is_not_the_largest_band():
+    # two on their own, then small ones whose sum would be the largest band
     current = {("big", i): 3 * GiB for i in range(2)}
-    current.update({("small", i): 1 * GiB for i in range(20)})
+    current.update({("small", i): 1 * GiB for i in range(6)})
     own, rest = choose_layers(current, list(current), set(), False, shown=2)
-    assert sum(current[k] for k in rest) <= max(current[k] for k in own)
+    assert rest and sum(current[k] for k in rest) <= max(current[k] for k in own)
     assert set(own) | set(rest) == set(current)
+    # hundreds of distinct small processes: a few more bands, never hundreds
+    box = {("p", i): (64 + i) << 20 for i in range(320)}
+    own, rest = choose_layers(box, list(box), set(), False, shown=6)
+    assert len(own) <= 6 + PROMOTED and len(rest) >= 300

@@ -13,6 +13,7 @@ import numpy as np
 from vramscope.core.units import MiB
 
 STACK_SHOWN = 6  # processes drawn on their own; the rest are "others (n)" until expanded
+PROMOTED = 4  # layers drawn on their own beyond ``shown`` so that "others" is not the largest
 LINE_CURVES = 24  # lines style: curves drawn per GPU, the largest by memory (+ alerted, selected)
 ENDED_CURVES = 8  # lines style: processes that ended within the window, the latest first
 ORDER_STEP = 256 * MiB  # memory differences below this do not reorder the layers
@@ -32,8 +33,8 @@ def align(base_t: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
                   shown: int = STACK_SHOWN) -> tuple[list, list]:
-    """(drawn on their own, largest first; grouped into "others", never larger
-    than the largest layer on its own).
+    """(drawn on their own, largest first; grouped into "others", not larger than
+    the largest layer on its own where PROMOTED more layers can make it so).
 
     ``current``: key -> bytes now (alive processes); ``must``: keys always drawn
     on their own (an active alert, the selection); ``first_seen`` breaks ties so
@@ -47,9 +48,14 @@ def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
     fill = [k for k in order if k not in must][:max(0, shown - len(musts))]
     own = musts + fill
     rest = [k for k in order if k not in own]
-    # "others" is never the largest band: the largest of the rest stand on their own until it is not
-    while rest and own and sum(current[k] for k in rest) > max(current[k] for k in own):
+    # "others" is not the largest band: the largest of the rest stand on their own until it is
+    # not -- up to PROMOTED more (a box of hundreds of distinct small processes keeps a big
+    # "others": hundreds of bands would tell nothing apart)
+    promoted = 0
+    while (rest and own and promoted < PROMOTED
+           and sum(current[k] for k in rest) > max(current[k] for k in own)):
         own.append(rest.pop(0))
+        promoted += 1
     if len(rest) == 1:  # a group of one is just that process
         own, rest = own + rest, []
     own.sort(key=lambda k: order.index(k))
