@@ -45,6 +45,8 @@ def test_what_is_not_one_group():
     assert grouped([info(5, RAY, user="alice"), info(6, RAY, user="bob")]) == [[5], [6]]
     # no command line readable (another user's process): never grouped
     assert grouped([ProcessInfo(pid=7, user="bob"), ProcessInfo(pid=8, user="bob")]) == [[7], [8]]
+    # a parent not known: two runs of one command are not taken for one job
+    assert grouped([info(10, RANK, ppid=None), info(11, RANK, ppid=None)]) == [[10], [11]]
     # a group of one is its process
     assert grouped([info(9, RAY)]) == [[9]]
 

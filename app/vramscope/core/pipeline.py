@@ -55,6 +55,9 @@ class Pipeline:
         with self._labels_lock:
             for proc in processes:
                 self._labels.setdefault(proc.identity, process_label(proc))
+                kin = kin_of(proc.info)
+                if kin is not None:
+                    self._kin.setdefault(proc.identity, kin)
 
     def _learn_labels(self, frame: Frame) -> None:
         # Store listener: runs on the sampler thread, so every frame is seen even

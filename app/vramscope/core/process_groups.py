@@ -11,7 +11,7 @@ gunicorn/uvicorn/vLLM workers). Processes whose parent is gone or is init
 (daemonised, re-parented) group by user and command line alone. Not one
 group: two runs of the same script from two shells (different parents),
 Jupyter kernels (each has its own connection file on its command line),
-two users' processes, a process without a readable command line. A process
+two users' processes, a process without a readable command line or parent. A process
 with an active alert always stands on its own, and a "group" of one is just
 its process.
 """
@@ -29,9 +29,9 @@ TIMES = "×"
 
 def kin_of(info: ProcessInfo | None) -> tuple | None:
     """What a process shares with the others of its group; None: never grouped."""
-    if info is None or not info.cmdline or info.user is None:
+    if info is None or not info.cmdline or info.user is None or info.ppid is None:
         return None
-    parent = info.ppid if info.ppid and info.ppid > 1 and info.parent_alive is not False else None
+    parent = info.ppid if info.ppid > 1 and info.parent_alive is not False else None
     return (short_name(info) or info.cmdline[0], info.user, parent, tuple(info.cmdline))
 
 

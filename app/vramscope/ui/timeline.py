@@ -268,7 +268,9 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         t0 = since if since is not None else (store.first_time or t_end - MIN_SPAN)
         if store.first_time is not None:
             t0 = max(t0, store.first_time)  # a fresh session fills the plot, then scrolls
-        self.set_window(min(t0, t_end - MIN_SPAN), t_end)
+        # a time window spans at least MIN_SPAN; "all" is the session, however short
+        self.set_window(t0 if since is None and store.first_time is not None
+                        else min(t0, t_end - MIN_SPAN), t_end)
         y_max = max(1.0, peak / GiB * HEADROOM)
         if self._y_max is None or not math.isclose(y_max, self._y_max, rel_tol=1e-3):
             self._y_max = y_max
