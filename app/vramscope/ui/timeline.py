@@ -41,7 +41,7 @@ LEGEND_WIDTH = 240
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
 MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
-MARKER_ROW = 16  # px between alert markers' labels stacked at one moment
+MARKER_ROW = 16  # px at least between alert markers' labels stacked at one moment
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
 LEGEND_MARGIN = 26  # px the legend box adds around its rows
 HEADROOM = 1.12
@@ -380,7 +380,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 placed.append([])
             placed[level].append(span)
             # labels that would overlap go one row lower (never over each other)
-            position = max(0.05, 0.99 - level * (MARKER_ROW / height))
+            row = max(MARKER_ROW, line.label.boundingRect().height() + 1)
+            position = max(0.05, 0.99 - level * (row / height))
             if line.label.anchors[0] != anchor or line.label.orthoPos != position:
                 line.label.anchors = [anchor, anchor]
                 line.label.setPosition(position)
