@@ -46,3 +46,15 @@ def test_a_model_on_the_cpu_says_so(themed_app, qtbot):
     assert not view.devices  # no "cpu" bar drawn as if it were a GPU
     assert "the model is on the CPU (4.0 MiB of weights)" in view.notes.text()
     assert "backward" not in view.notes.text()
+
+
+def test_the_legend_says_n_a_where_the_areas_draw_nothing_never_an_older_figure():
+    import numpy as np
+
+    from vramscope.ui.agent_device import hold, value_at
+
+    t = np.array([1.0, 2.0, 3.0])
+    grads = np.array([0.0, 5.0 * MiB, np.nan])  # zeroed, measured, then not known
+    assert value_at(t, grads, 3.5) is None  # n/a, not the 5 MiB (nor the 0 B) before it
+    assert hold(np.array([3.5]), t, grads)[0] == 0.0  # ... where the area has no height
+    assert value_at(t, grads, 2.0) == 5.0 * MiB and value_at(t, grads, 0.5) is None

@@ -44,13 +44,13 @@ ENVELOPE_NOTE = "areas: the breakdown at each step's peak (end of forward)"
 
 
 def value_at(t: np.ndarray, v: np.ndarray, when: float) -> float | None:
-    """The last finite value at or before ``when``."""
+    """The value at ``when`` (the last sample at or before it); None where that
+    sample is n/a -- never an older figure, so the legend says n/a exactly where
+    the areas have nothing to draw (a "0 B" there would contradict them)."""
     i = int(np.searchsorted(t, when, side="right"))
-    while i > 0:
-        i -= 1
-        if np.isfinite(v[i]):
-            return float(v[i])
-    return None
+    if i == 0 or not np.isfinite(v[i - 1]):
+        return None
+    return float(v[i - 1])
 
 
 def hold(base: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
