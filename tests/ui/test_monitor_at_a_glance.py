@@ -73,3 +73,21 @@ def test_alerted_rows_are_marked_and_say_their_alert(busy):
         assert name.data().startswith(ALERT_MARK)
         from PySide6.QtCore import Qt
         assert r.alert.split(":")[0] in name.data(Qt.ItemDataRole.ToolTipRole)
+
+
+def test_opening_groups_keeps_every_plot_and_its_axes_inside_its_row(busy, qtbot):
+    from vramscope.core.process_groups import is_group
+
+    for size in ((1400, 900), (1024, 700)):
+        w = busy(*size)
+        model = w.table.model
+        group = next(i for i, r in enumerate(model.rows) if r.members)
+        w.table._clicked(model.index(group, COL["Name"]))  # the table takes more room
+        tl = w.gpu_panel.timelines[1]
+        tl.toggle_group(next(k for k in tl.stack.order if is_group(k)))  # ten more bands
+        w.refresh(force=True)
+        qtbot.wait(30)
+        for timeline in w.gpu_panel.timelines.values():
+            # the plot (with its time axis) and the legend fit the widget: nothing cut
+            assert timeline.ci.geometry().height() <= timeline.height() + 1
+            assert timeline.legend.boundingRect().height() <= timeline.height()

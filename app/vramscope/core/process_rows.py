@@ -175,7 +175,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("User", lambda r: r.user, None, 96),
     Column("Memory", lambda r: fmt_gib(r.used, 2), lambda r: _number(r.used), 84, numeric=True,
            tip="Device memory NVML reports for the process, in GiB (2^30 bytes). n/a: not reported."),
-    Column("Growth", lambda r: growth_text(r.growth), lambda r: _number(r.growth), 130, numeric=True,
+    Column("Growth", lambda r: growth_text(r.growth), lambda r: _number(r.growth), 150, numeric=True,
            tip="How fast its device memory grew over the last 5 minutes (MiB per minute, "
                "median of pairwise slopes), with the curve of those minutes."),
     Column("SM %", lambda r: NA if r.sm is None else f"{r.sm}", lambda r: _number(r.sm), 52,

@@ -32,13 +32,14 @@ def align(base_t: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
-                  shown: int = STACK_SHOWN) -> tuple[list, list]:
+                  shown: int = STACK_SHOWN, fits: int | None = None) -> tuple[list, list]:
     """(drawn on their own, largest first; grouped into "others", not larger than
     the largest layer on its own where PROMOTED more layers can make it so).
 
     ``current``: key -> bytes now (alive processes); ``must``: keys always drawn
     on their own (an active alert, the selection); ``first_seen`` breaks ties so
-    two processes of about the same size keep their order.
+    two processes of about the same size keep their order; ``fits``: layers the
+    legend has rows for (default ``shown`` + PROMOTED), the most drawn on their own.
     """
     rank = {k: i for i, k in enumerate(first_seen)}
     order = sorted(current, key=lambda k: (-(current[k] // ORDER_STEP), rank.get(k, 1 << 30)))
@@ -51,11 +52,10 @@ def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
     # "others" is not the largest band: the largest of the rest stand on their own until it is
     # not -- up to PROMOTED more (a box of hundreds of distinct small processes keeps a big
     # "others": hundreds of bands would tell nothing apart)
-    promoted = 0
-    while (rest and own and promoted < PROMOTED
+    fits = shown + PROMOTED if fits is None else fits
+    while (rest and own and len(own) < fits
            and sum(current[k] for k in rest) > max(current[k] for k in own)):
         own.append(rest.pop(0))
-        promoted += 1
     if len(rest) == 1:  # a group of one is just that process
         own, rest = own + rest, []
     own.sort(key=lambda k: order.index(k))

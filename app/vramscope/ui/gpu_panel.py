@@ -131,7 +131,12 @@ class GpuPanel(QScrollArea):
     def minimum_rows_height(self) -> int:
         """Height for every GPU row at its minimum (at most two rows: more scroll)."""
         n = min(2, max(1, len(self.rows)))
-        return n * ROW_MIN_HEIGHT + (n - 1) * self._layout.spacing() + 2 * self.frameWidth() + 4
+        # a row's card can need more than ROW_MIN_HEIGHT (its lines of text): the
+        # rows' own minimum, so the second GPU's axes are never cut by the table
+        heights = [max(ROW_MIN_HEIGHT, r.minimumSizeHint().height())
+                   for r in list(self._all_rows().values())[:n]]
+        heights += [ROW_MIN_HEIGHT] * (n - len(heights))
+        return sum(heights) + (n - 1) * self._layout.spacing() + 2 * self.frameWidth() + 4
 
     @property
     def cards(self) -> dict[int, GpuCard]:

@@ -123,6 +123,9 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         rows = self.legend_rows()
         if getattr(self, "_last", None) is not None and rows != self._rows_fitted:
             self.update_from(*self._last)  # the legend's room changed: fewer or more names
+            # once more: the first pass sized the layout while the old, longer legend
+            # held it taller than the widget (its plot and axes then cut at the bottom)
+            super().resizeEvent(event)
 
 
     # -- style --------------------------------------------------------------------

@@ -92,7 +92,8 @@ class StackedBands:
         ``everyone``: (t, v), the sum of all the processes' figures on ``base_t``'s times;
         with it "others" is that minus the processes drawn on their own, and the
         grouped processes' series are never read (a GPU with 1,000 processes)."""
-        own, rest = choose_layers(alive, first_seen, must, self.expanded, min(shown, STACK_SHOWN))
+        own, rest = choose_layers(alive, first_seen, must, self.expanded, min(shown, STACK_SHOWN),
+                                  fits=shown)  # (no more than the legend has rows for)
         grouped = rest + list(ended)
         layers, keys = [], []
         for key in own:
