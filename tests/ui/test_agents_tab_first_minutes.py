@@ -9,7 +9,8 @@ from vramscope.core.store import Store
 from vramscope.core.units import MiB
 from vramscope.sources import simulated
 from vramscope.sources.agents import record_reports
-from vramscope.ui.agent_panel import AgentPanel
+
+from .helpers import shown_agent_panel
 
 T0 = 1_800_000_000.0
 
@@ -22,13 +23,7 @@ def test_the_time_axis_fits_the_first_seconds_and_the_device_names_its_gpu(theme
     for k in range(end + 1):
         frame = record_reports(store, source.sample(T0 + k))
     report = next(r for r in frame.agents if r.pid == source.train.pid(0))
-    panel = AgentPanel(store, window=600.0)
-    qtbot.addWidget(panel)
-    panel.resize(1400, 700)
-    panel.show()
-    panel.update_from(frame)
-    qtbot.wait(20)
-    panel.update_from(frame)
+    panel = shown_agent_panel(qtbot, store, frame)
     view = panel.views[report.identity].devices[report.devices[0].device]
     t0, t1 = view.plot.getPlotItem().viewRange()[0]
     assert t1 - t0 < 120  # not a 10-minute axis with a sliver of data at its end
@@ -38,10 +33,7 @@ def test_the_time_axis_fits_the_first_seconds_and_the_device_names_its_gpu(theme
 def test_a_model_on_the_cpu_says_so(themed_app, qtbot):
     report = AgentReport(pid=4242, start_time=T0, time=T0 + 10, step=3, devices=(
         AgentDevice(device="cpu", buckets=AgentBuckets(weights=4 * MiB)),))
-    panel = AgentPanel(Store())
-    qtbot.addWidget(panel)
-    panel.show()
-    panel.update_from(Frame(time=T0 + 10, gpus=(), agents=(report,)))
+    panel = shown_agent_panel(qtbot, Store(), Frame(time=T0 + 10, gpus=(), agents=(report,)))
     view = panel.views[report.identity]
     assert not view.devices  # no "cpu" bar drawn as if it were a GPU
     assert "the model is on the CPU (4.0 MiB of weights)" in view.notes.text()
