@@ -64,14 +64,16 @@ def model_of(cmd: tuple[str, ...]) -> str | None:
             value = value if eq else (cmd[i + 1] if i + 1 < len(cmd) else "")
             if value and not value.startswith("-"):
                 return os.path.basename(value.rstrip("/")) or value
-        if part == "serve" and i and os.path.basename(cmd[i - 1]) == "vllm" and i + 1 < len(cmd):
-            return os.path.basename(cmd[i + 1].rstrip("/")) or None
+        if (part == "serve" and i and os.path.basename(cmd[i - 1]) == "vllm" and i + 1 < len(cmd)
+                and cmd[i + 1] and not cmd[i + 1].startswith("-")):
+            return os.path.basename(cmd[i + 1].rstrip("/")) or cmd[i + 1]
     return None
 
 
 def display_name(info: ProcessInfo | None) -> str:
     """The table's Name: 'train.py', 'vLLM · Llama-3-8B', 'embed_server · bge-large-en-v1.5',
-    'Jupyter kernel', with its container's name after a '·' when it runs in one."""
+    'Jupyter kernel · analysis.ipynb', with its container's name after a '·' when it
+    runs in one."""
     name = short_name(info)
     if name is None:
         return ""
@@ -80,6 +82,8 @@ def display_name(info: ProcessInfo | None) -> str:
         name = "vLLM"
     model = model_of(cmd)
     parts = [name] + ([model] if model else [])
+    if info.notebook:  # Jupyter Server's path of the kernel's notebook
+        parts.append(os.path.basename(info.notebook.rstrip("/")) or info.notebook)
     container = info.container
     if container is not None and (container.name or container.pod):
         parts.append(container.pod or container.name)
