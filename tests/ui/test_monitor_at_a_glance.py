@@ -21,8 +21,8 @@ def test_marker_labels_at_one_moment_stack_instead_of_overlapping(make_window, q
                     ("squatter", 0): (T0 + 62, "WARNING", "Idle holder")})
     w.refresh(force=True)
     qtbot.wait(30)
-    rects = [line.label.sceneBoundingRect() for line in tl._markers.values()]
-    assert all(line.label.isVisible() for line in tl._markers.values())
+    rects = [line.label.sceneBoundingRect() for line in tl.markers.lines.values()]
+    assert all(line.label.isVisible() for line in tl.markers.lines.values())
     for i, a in enumerate(rects):
         for b in rects[i + 1:]:
             assert not a.intersects(b), (a, b)
@@ -33,7 +33,7 @@ def test_a_marker_left_of_the_window_has_no_label_cut_at_the_edge(make_window, q
     tl = w.gpu_panel.timelines[0]
     tl.set_markers({("near_oom", 0): (T0 + 5, "WARNING", "Near OOM")})
     w.refresh(force=True)
-    (line,) = tl._markers.values()
+    (line,) = tl.markers.lines.values()
     assert not line.label.isVisible()
 
 

@@ -91,7 +91,7 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
             colour = (new.MUTED if key == OTHERS
                       else window.colours.style(tl._unit_identity(key))[0])
             assert band.edge.pen().color().name().upper() == colour.upper()
-    markers = [line for tl in window.gpu_panel.timelines.values() for line in tl._markers.values()]
+    markers = [line for tl in window.gpu_panel.timelines.values() for line in tl.markers.lines.values()]
     assert markers  # the squatters' alerts
     for line in markers:
         assert line.pen.color().name() == new.WARNING

@@ -17,14 +17,11 @@ once and updated; nothing is re-created per frame.
 
 from __future__ import annotations
 
-import functools
-import html
 import math
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core import courtesy
@@ -34,14 +31,13 @@ from vramscope.core.stacking import align, any_finite, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
+from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
+from vramscope.ui.timeline_markers import AlertMarkers
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
 
 DIMMED_ALPHA = 60
-LEGEND_WIDTH = 240
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
-MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
-MARKER_ROW = 16  # px at least between alert markers' labels stacked at one moment
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
 LEGEND_MARGIN = 26  # px the legend box adds around its rows
 HEADROOM = 1.12
@@ -77,7 +73,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
         plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         s = theme.current()
-        self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT, labelTextSize="8.5pt")
+        self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT,
+                                    labelTextSize=f"{LEGEND_TEXT_SIZE}pt")
         self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)
         self.legend.setMinimumWidth(LEGEND_WIDTH)
         self.legend.setMaximumWidth(LEGEND_WIDTH)
@@ -100,8 +97,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._highlighted: object = None
         self._y_max: float | None = None
         self._x_range: tuple[float, float] | None = None
-        self._markers: dict[tuple, pg.InfiniteLine] = {}
-        self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour role, label, active)
+        self.markers = AlertMarkers(plot)
         self._last = None  # the last update_from arguments (a click on "others" redraws)
         self._rows_fitted = 0
         self._units: dict[tuple, list] = {}  # layer key -> the processes it stands for
@@ -150,8 +146,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         for key, curve in self.proc_curves.items():
             curve.setPen(self._pen(key))
         self.stack.restyle(self._unit_identity)
-        for key in self._marker_info:
-            self._style_marker(key)
+        self.markers.restyle()
         if self._last is not None:
             self.update_from(*self._last)
 
@@ -278,7 +273,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if self._y_max is None or not math.isclose(y_max, self._y_max, rel_tol=1e-3):
             self._y_max = y_max
             self.plot.setYRange(0, y_max, padding=0)
-        self._place_marker_labels()
+        self.markers.place_labels(self._x_range)
         # the new view now, not at paint time: the alert markers' labels then move
         # before the plot is painted, not in a second paint right after it
         self.plot.vb.updateMatrix()
@@ -311,87 +306,15 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self._x_range = (t0, t1)
             self.plot.setXRange(t0, t1, padding=0)
 
-    # -- alert markers ----------------------------------------------------------------
+    # -- alert markers (ui/timeline_markers.py) -----------------------------------------
     def set_markers(self, markers: dict[tuple, tuple[float, str, str]]) -> None:
-        """Vertical markers: key -> (time, colour role, label); alerts and OOMs on this GPU.
-        The role names a theme colour ("ERROR", "WARNING"), so a theme switch re-colours it.
-
-        A marker whose alert has cleared stays in the history, muted and labelled
-        "(cleared)", so the moment is still there when scrolling back."""
-        changed = False
-        for key, (t, colour, label, active) in list(self._marker_info.items()):
-            if key not in markers and active:
-                self._marker_info[key] = (t, "MUTED", label + " (cleared)", False)
-                self._style_marker(key)
-                changed = True
-        for key, (t, colour, label) in markers.items():
-            info = (t, colour, label, True)
-            if self._marker_info.get(key) != info:
-                self._marker_info[key] = info
-                self._style_marker(key)
-                changed = True
-        while len(self._marker_info) > MARKERS_KEPT:
-            oldest = min((k for k, v in self._marker_info.items() if not v[3]),
-                         key=lambda k: self._marker_info[k][0], default=None)
-            if oldest is None:
-                break
-            self._marker_info.pop(oldest)
-            self.plot.removeItem(self._markers.pop(oldest))
-        if changed:  # (the labels move with the time window, in update_from)
-            self._place_marker_labels()
-
-    def _style_marker(self, key) -> None:
-        t, role, label, _active = self._marker_info[key]
-        s = theme.current()
-        colour = getattr(s, role)
-        line = self._markers.get(key)
-        if line is None:
-            line = pg.InfiniteLine(angle=90, movable=False, label=label,
-                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)]})
-            self._markers[key] = line
-            self.plot.addItem(line, ignoreBounds=True)
-        line.label.fill = pg.mkBrush(s.PLOT_BACKGROUND + "c8")
-        line.setPen(theme.pen(colour, 1.2, dashed=True))
-        line.label.setFormat(label)
-        line.label.setColor(colour)
-        line.setValue(t)
-
-    def _place_marker_labels(self) -> None:
-        """Labels to the right of their line, or to the left near the right edge (never clipped)."""
-        if not self._markers or self._x_range is None:
-            return
-        t0, t1 = self._x_range
-        width, height = max(1.0, self.plot.vb.width()), max(1.0, self.plot.vb.height())
-        per_s = width / max(t1 - t0, 1e-9)
-        placed: list[list[tuple[float, float]]] = []  # per level: the x spans taken (px)
-        # active alerts first, then by time: an active one gets the top row
-        for key in sorted(self._markers, key=lambda k: (not self._marker_info[k][3],
-                                                        self._marker_info[k][0])):
-            line = self._markers[key]
-            inside = t0 <= line.value() <= t1
-            line.label.setVisible(inside)  # a line left of the window: no label cut at its edge
-            if not inside:
-                continue
-            right = (line.value() - t0) > 0.7 * (t1 - t0)
-            anchor = (1, 0) if right else (0, 0)
-            x = (line.value() - t0) * per_s
-            w = line.label.boundingRect().width() + 4
-            span = (x - w, x) if right else (x, x + w)
-            level = next((i for i, taken in enumerate(placed)
-                          if all(span[1] <= a or span[0] >= b for a, b in taken)), len(placed))
-            if level == len(placed):
-                placed.append([])
-            placed[level].append(span)
-            # labels that would overlap go one row lower (never over each other)
-            row = max(MARKER_ROW, line.label.boundingRect().height() + 1)
-            position = max(0.05, 0.99 - level * (row / height))
-            if line.label.anchors[0] != anchor or line.label.orthoPos != position:
-                line.label.anchors = [anchor, anchor]
-                line.label.setPosition(position)
+        """Alert markers on this GPU: key -> (time, colour role, label) (AlertMarkers.set)."""
+        if self.markers.set(markers):  # (the labels move with the time window, in update_from)
+            self.markers.place_labels(self._x_range)
 
     def marker_times(self) -> list[float]:
         """Times of the active alerts' markers."""
-        return sorted(v[0] for v in self._marker_info.values() if v[3])
+        return self.markers.times()
 
     def x_range(self) -> tuple[float, float]:
         return tuple(self.plot.viewRange()[0])
@@ -501,7 +424,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def _update_legend(self, entries, hidden: int, not_plotted: list, labels: dict) -> None:
         """entries: (key, sample item, name, bytes now or None, ended)."""
         rows = [(k, name + (" · ended" if ended else "")) for k, _s, name, _v, ended in entries]
-        texts = [_legend_text(name, v, ended) for _k, _s, name, v, ended in entries]
+        texts = [legend_text(name, v, ended) for _k, _s, name, v, ended in entries]
         notes = []
         if hidden > 0:
             notes.append(f"+ {hidden} more (see the table)")
@@ -551,25 +474,6 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def legend_labels(self) -> list[str]:
         """The names the legend shows, in order (memory figures left out)."""
         return [name for k, name in self._legend if k not in (TOTAL, CAPACITY)]
-
-
-LEGEND_TEXT_ROOM = LEGEND_WIDTH - 40  # px for a row's text: the legend less its sample and margins
-
-
-def _legend_text(name: str, value: float | None, ended: bool) -> str:
-    """'train.py (4242) · 16.7 GiB': the name elided to fit, never the figure."""
-    figure = "" if value is None or ended else f" · {value / GiB:.1f} GiB"
-    metrics = _legend_metrics()
-    room = LEGEND_TEXT_ROOM - metrics.horizontalAdvance(figure)
-    shown = metrics.elidedText(name, Qt.TextElideMode.ElideMiddle, max(room, 24))
-    return html.escape(shown) + figure
-
-
-@functools.cache
-def _legend_metrics() -> QFontMetrics:
-    font = QFont()
-    font.setPointSizeF(8.5)  # the legend's labelTextSize
-    return QFontMetrics(font)
 
 
 def _blank() -> pg.PlotDataItem:
