@@ -147,7 +147,7 @@ def test_unified_board_shows_the_system_pool_and_its_processes_marked(spark, cap
 
 def test_planner_judges_a_unified_board_by_what_its_pool_can_give(spark):
     from vramscope.commands.plan import detect_gpus
-    (target,), why = detect_gpus()
+    (target,), _now, why = detect_gpus()
     assert why is None
     name, capacity = target
     assert "unified memory" in name

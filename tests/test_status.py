@@ -235,7 +235,7 @@ def test_report_carries_agents_and_marks_their_processes():
     [agent] = doc["agents"]
     assert (agent["pid"], agent["start_time"], agent["rank"], agent["step"]) == (4242, 1700000000.5, 0, 17)
     cuda, cpu = agent["devices"]
-    assert cuda == {"device": "cuda:0", "allocated": 6 * GiB, "reserved": 8 * GiB,
+    assert cuda == {"device": "cuda:0", "gpu": 0, "allocated": 6 * GiB, "reserved": 8 * GiB,
                     "inactive_split": 300 * MiB, "peak_allocated": 7 * GiB, "num_alloc_retries": 2,
                     "num_ooms": 0, "buckets": {"weights": 2 * GiB, "gradients": 2 * GiB,
                                                "optimizer_state": None, "other_allocated": GiB,
@@ -247,7 +247,7 @@ def test_report_carries_agents_and_marks_their_processes():
     table = render_table(frame)
     assert "(agent)" in table and "python train.py" in table
     # the table says what the JSON says about the agent: allocated vs reserved, the buckets
-    assert "cuda:0: allocated 6.0 GiB, reserved 8.0 GiB, peak 7.0 GiB, alloc retries 2" in table
+    assert "cuda:0 (GPU 0): allocated 6.0 GiB, reserved 8.0 GiB, peak 7.0 GiB, alloc retries 2" in table
     assert ("weights 2.0 GiB · gradients 2.0 GiB · activations + temporaries 1.0 GiB · "
             "cached, free (reserved − allocated) 2.0 GiB") in table
     assert "optimizer" not in table  # no data is not shown as 0

@@ -53,6 +53,19 @@ def _words(argv: list[str]) -> list[str]:
     return [a for a in argv if not a.startswith("-")]
 
 
+def _not_a_file(word: str | None) -> str | None:
+    """A word that is neither a command nor a file: a mistyped command (`statuss`)."""
+    import difflib
+    import os
+
+    if word is None or os.path.exists(word) or os.sep in word or word.endswith(".vramscope"):
+        return None  # a session file (a missing one is the window's to say)
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    hint = f" (did you mean `vramscope {close[0]}`?)" if close else ""
+    return (f"vramscope: unknown command {word!r}{hint}; commands: {', '.join(COMMANDS)} "
+            f"(a session file to reopen must exist)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -62,8 +75,16 @@ def main(argv: list[str] | None = None) -> int:
         # `vramscope [options] FILE`: the window's own parser, because argparse
         # would take a positional FILE for a subcommand name.
         args = _command_module("gui").build_parser().parse_args(argv)
+        refused = _not_a_file(args.file)
+        if refused:
+            print(refused, file=sys.stderr)
+            return 2
     else:
         args = parser.parse_args(argv)
+    if getattr(args, "busy", False) and not getattr(args, "demo", False):
+        print("vramscope: --busy is a kind of demo: use it with --demo (`vramscope --demo --busy`)",
+              file=sys.stderr)
+        return 2
     name = args.command or "gui"
     return int(_command_module(name).run(args) or 0)
 

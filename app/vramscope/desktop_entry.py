@@ -1,6 +1,7 @@
 """Add vramscope to the current user's desktop menu (freedesktop), or take it out.
 
     vramscope desktop install       [--exec COMMAND]   # also: packaging/install_desktop.sh
+                                                      # (and ~/.local/bin/vramscope: vramscope.launcher)
     vramscope desktop uninstall
     python -m vramscope.desktop_entry install           # from a checkout / pip install
 
@@ -31,6 +32,7 @@ import subprocess
 import sys
 
 from vramscope.core import safe_write
+from vramscope.launcher import install_launcher, uninstall_launcher
 
 APP_ID = "io.github.vramscope.Vramscope"
 DESKTOP_FILE = f"{APP_ID}.desktop"
@@ -231,6 +233,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exec", dest="exec_command", default=None, metavar="COMMAND",
                    help="the command the menu entry runs (default: this vramscope, "
                         f"currently {shlex.join(default_command())!r})")
+    p.add_argument("--no-launcher", dest="launcher", action="store_false",
+                   help="leave ~/.local/bin alone (by default install also links "
+                        "~/.local/bin/vramscope to this vramscope, so it runs from any shell)")
 
 
 def run(args) -> int:
@@ -244,8 +249,12 @@ def run(args) -> int:
             icons = [f for f in files if "hicolor" in f.parts]
             print(f"vramscope added to the desktop menu: {files[-1]}\n"
                   f"{len(icons)} icon files under {data_home() / 'icons' / 'hicolor'}")
+            if args.launcher:
+                print(install_launcher())
         else:
             files = uninstall()
+            link = uninstall_launcher() if args.launcher else None
+            files += [link] if link is not None else []
             print(f"removed {len(files)} files" if files else "nothing to remove")
     except OSError as exc:
         print(f"vramscope desktop {args.action}: {exc}", file=sys.stderr)

@@ -33,10 +33,13 @@ def test_the_sparkline_keeps_a_spike():
 def test_layers_largest_first_small_ones_grouped_alerted_kept_apart():
     current = {("p", i): (i + 1) * GiB for i in range(10)}
     order = list(current)
-    own, rest = choose_layers(current, order, must=set(), expanded=False, shown=4)
-    assert own == [("p", 9), ("p", 8), ("p", 7), ("p", 6)]
+    own, rest = choose_layers(current, order, must=set(), expanded=False, shown=4, fits=4)
+    assert own == [("p", 9), ("p", 8), ("p", 7), ("p", 6)]  # as many as the legend has rows for
     assert sorted(rest) == [("p", i) for i in range(6)]
-    own, rest = choose_layers(current, order, must={("p", 0)}, expanded=False, shown=4)
+    # with room for more, the largest of the rest stand alone until "others" is not the largest
+    own, rest = choose_layers(current, order, must=set(), expanded=False, shown=4, fits=8)
+    assert own == [("p", i) for i in range(9, 3, -1)] and sum(current[k] for k in rest) <= 10 * GiB
+    own, rest = choose_layers(current, order, must={("p", 0)}, expanded=False, shown=4, fits=4)
     assert ("p", 0) in own and len(own) == 4 and ("p", 6) in rest  # the alerted one takes a place
     own, rest = choose_layers(current, order, must=set(), expanded=True, shown=4)
     assert rest == [] and len(own) == 10

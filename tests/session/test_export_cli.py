@@ -72,3 +72,12 @@ def test_record_refuses_an_existing_out_file(tmp_path, capsys):
     out.write_text("precious")
     assert main(["record", "--demo", "--out", str(out), "--duration", "1"]) == 2
     assert "already exists" in capsys.readouterr().err and out.read_text() == "precious"
+
+
+def test_export_without_out_writes_beside_the_session(tmp_path, capsys):
+    path, _snapshot = _session_with_oom_snapshot(tmp_path)
+    assert main(["export", str(path)]) == 0
+    assert (tmp_path / "oom.csv").is_file() and str(tmp_path / "oom.csv") in capsys.readouterr().out
+    assert main(["export", str(path), "--format", "perfetto"]) == 0
+    assert json.loads((tmp_path / "oom.perfetto.json").read_text())["traceEvents"]
+    assert main(["export", str(path)]) == 2  # never overwritten without --force

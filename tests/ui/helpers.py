@@ -16,7 +16,7 @@ def table_column(window, name: str) -> list[str]:
 
 def table_cell(window, pid: int, name: str) -> str:
     for r, p in enumerate(table_column(window, "PID")):
-        if int(p) == pid:
+        if p and int(p) == pid:  # ('' on a group's row)
             return window.table.model.index(r, COL[name]).data()
     raise AssertionError(f"pid {pid} not in the table")
 
@@ -29,3 +29,17 @@ def save(window, artifacts_dir, name: str):
     path = artifacts_dir / name
     assert window.grab().save(str(path)), f"could not save {path}"
     return path
+
+
+def shown_agent_panel(qtbot, store, frame, window: float = 600.0, size=(1400, 700)):
+    """An agents tab over ``store``, shown at ``size`` and drawn from ``frame``."""
+    from vramscope.ui.agent_panel import AgentPanel
+
+    panel = AgentPanel(store, window=window)
+    qtbot.addWidget(panel)
+    panel.resize(*size)
+    panel.show()
+    panel.update_from(frame)
+    qtbot.wait(20)
+    panel.update_from(frame)  # the plots have their width now
+    return panel

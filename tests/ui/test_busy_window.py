@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
+from vramscope.core.process_groups import is_group
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.stacking import ORDER_STEP
 from vramscope.core.units import GiB
@@ -30,28 +31,31 @@ def test_each_gpu_shows_what_fills_it_stacked_largest_at_the_bottom(busy, artifa
     assert tl.style == "stacked"
     used = {p.pid: p.used for p in latest.gpus[1].processes}
     own = [k for k in stack.order if k != OTHERS]
-    # bottom to top: the largest first, the small ones grouped on top
-    sizes = [used[k[2]] for k in own]
+
+    def size(unit):
+        return sum(used[k[2]] for k in tl._units[unit])
+
+    # bottom to top: the largest first; the ten Ray workers are one band, the largest
+    sizes = [size(k) for k in own]
     assert all(b <= a + ORDER_STEP for a, b in zip(sizes, sizes[1:]))  # ties within ORDER_STEP keep their order
-    assert own[0][2] == 38211  # the 9 GiB embedding server fills the bottom
-    assert stack.order[-1] == OTHERS and stack.grouped
-    grouped_alive = [k for k in stack.grouped if k[2] in used]
-    alerted = {a.pid for a in w.services.panels.alerts.alerts()}  # always drawn on their own
-    assert max(used[k[2]] for k in grouped_alive) <= ORDER_STEP + min(used[k[2]] for k in own
-                                                         if k[2] not in alerted)
+    assert is_group(own[0]) and len(tl._units[own[0]]) == 10
     names = tl.legend_labels()
-    assert any(n.startswith("others (") for n in names)
+    assert any(n.startswith("ray::RolloutWorker ×10") for n in names)
+    # "others" (when there is one) is never the largest band
+    if OTHERS in stack.order:
+        alive = [k for k in stack.grouped if k in tl._units]
+        assert sum(size(k) for k in alive) <= max(sizes)
     # the stack adds up to what the processes hold now
     top = stack._tops[-1, -1]
     assert top == pytest.approx(sum(v for v in used.values() if v), rel=0.02)
     save(w, artifacts_dir, "busy-stacked-1400x900.png")
 
-    tl.toggle_others()  # a click on "others" opens the group (ended ones stay together)
-    assert all(k[2] not in used for k in stack.grouped)
-    assert len([k for k in stack.order if k != OTHERS]) == len([v for v in used.values() if v])
+    tl.toggle_group(own[0])  # a click on the group's band draws its processes on their own
+    assert not any(is_group(k) for k in stack.order)
+    assert len([k for k in stack.order if k != OTHERS]) >= 10
     save(w, artifacts_dir, "busy-stacked-expanded-1400x900.png")
-    tl.toggle_others()
-    assert stack.grouped
+    tl.toggle_group(own[0])
+    assert is_group(stack.order[0])
 
 
 def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
@@ -79,7 +83,8 @@ def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
         if key in tl.proc_curves:
             assert sample.item is tl.proc_curves[key]
     w.gpu_panel.set_plot_style("stacked")
-    assert any(k[2] == smallest.pid for k in tl.stack.order)  # its own band, not in "others"
+    assert any(not is_group(k) and k != OTHERS and k[2] == smallest.pid
+               for k in tl.stack.order)  # its own band, not in "others" nor a group
 
 
 def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy):
@@ -92,10 +97,12 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
     for r in range(model.rowCount()):
         key = model.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
         swatch = model.index(r, COL["PID"]).data(STYLE_ROLE)
-        assert swatch == w.colours.style(ProcessIdentity(key[2], key[3]))
+        row = model.rows[r]  # a group's row: its lowest pid's style, as its band
+        ident = min(row.inside)[2:4] if row.members else key[2:4]
+        assert swatch == w.colours.style(ProcessIdentity(*ident))
     tl, stack = _bands(w, 1)
     for key in (k for k in stack.order if k != OTHERS):
-        colour, dash = w.colours.style(ProcessIdentity(key[2], key[3]))
+        colour, dash = w.colours.style(tl._unit_identity(key))
         band = stack.bands[key]
         assert band.edge.pen().style() == theme.DASHES[dash]
         assert band.edge.pen().color().name().upper() == colour.upper()
@@ -104,6 +111,11 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
 def test_the_table_fits_sixteen_rows_with_growth_cpu_and_host_memory(busy, artifacts_dir):
     w = busy()
     view = w.table.view
+    model = w.table.model
+    group = next(r for r in range(model.rowCount()) if model.rows[r].members)
+    assert model.rows[group].members == 10  # the Ray workers: one row until opened
+    w.table._clicked(model.index(group, COL["Name"]))
+    w.refresh(force=True)  # the table takes the room its rows need
     rows = w.table.model.rowCount()
     assert rows >= 16
     shown = view.viewport().height() // view.rowHeight(0)

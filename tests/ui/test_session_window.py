@@ -89,3 +89,14 @@ def test_a_sixteen_gpu_session_puts_the_cursor_on_rows_made_as_they_scroll_in(th
 
     assert len(cursors(0)) == 1 and cursors(15) == cursors(0)  # at the moment shown
     feed.close()
+
+
+def test_the_session_window_has_help_and_all_spans_the_session(session_window):
+    _live, window = session_window
+    menus = [a.text() for a in window.menuBar().actions()]
+    assert "&Help" in menus
+    window.set_window("all")
+    window.refresh(force=True)
+    t0, t1 = window.gpu_panel.timelines[0].plot.viewRange()[0]
+    first, last = window.store.first_time, window.store.latest.time
+    assert t0 == pytest.approx(first, abs=1.0) and t1 == pytest.approx(last, abs=1.0)

@@ -89,9 +89,9 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
         assert _pixel(window, tl, corner.x() + 3, corner.y() + 3) == new.PLOT_BACKGROUND
         for key, band in tl.stack.bands.items():
             colour = (new.MUTED if key == OTHERS
-                      else window.colours.style(ProcessIdentity(key[2], key[3]))[0])
+                      else window.colours.style(tl._unit_identity(key))[0])
             assert band.edge.pen().color().name().upper() == colour.upper()
-    markers = [line for tl in window.gpu_panel.timelines.values() for line in tl._markers.values()]
+    markers = [line for tl in window.gpu_panel.timelines.values() for line in tl.markers.lines.values()]
     assert markers  # the squatters' alerts
     for line in markers:
         assert line.pen.color().name() == new.WARNING
@@ -102,8 +102,7 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
     model = window.table.model
     for r in range(model.rowCount()):
         colour, dash = model.index(r, COL["PID"]).data(STYLE_ROLE)
-        key = model.index(r, 0).data(Qt.ItemDataRole.UserRole + 2)
-        assert (colour, dash) == window.colours.style(ProcessIdentity(key[2], key[3]))
+        assert (colour, dash) == window.colours.style(model.rows[r].identity)  # (a group's: its lowest pid's)
         assert colour == new.PROCESS_COLOURS[new.PROCESS_COLOURS.index(colour)]
     view = window.table.view
     swatch = view.visualRect(model.index(0, COL["PID"])).adjusted(0, 0, -view.columnWidth(1) // 2, 0)

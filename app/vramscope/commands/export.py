@@ -1,4 +1,5 @@
-"""`vramscope export FILE --format csv|perfetto --out PATH [--redact]` (no Qt)."""
+"""`vramscope export FILE --format csv|perfetto [--out PATH] [--redact]` (no Qt).
+Without --out the export goes beside the session: run.vramscope -> run.csv / run.perfetto.json."""
 
 from __future__ import annotations
 
@@ -16,10 +17,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("csv", "perfetto"), default="csv",
                    help="csv: long form time,host,gpu,pid,metric,value; perfetto: a Chrome/Perfetto "
                         "trace JSON for ui.perfetto.dev")
-    p.add_argument("--out", metavar="PATH", required=True, help="file to write")
+    p.add_argument("--out", metavar="PATH", default=None,
+                   help="file to write (default: beside FILE, named after it: run.csv, "
+                        "run.perfetto.json)")
     p.add_argument("--redact", action="store_true",
                    help="replace command lines and user names (to share the export)")
     p.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+
+
+SUFFIXES = {"csv": ".csv", "perfetto": ".perfetto.json"}
+
+
+def default_out(session_file: str, fmt: str) -> pathlib.Path:
+    """Beside the session, its name with the format's suffix: runs/a.vramscope -> runs/a.csv."""
+    path = pathlib.Path(session_file).expanduser()
+    return path.with_name(path.stem + SUFFIXES[fmt])
 
 
 def _err(text: str) -> None:
@@ -33,7 +45,8 @@ def run(args) -> int:
     from vramscope.core.session import SessionError, open_session
     from vramscope.core.session.errors import UNREADABLE, unreadable
 
-    out = pathlib.Path(args.out).expanduser()
+    out = pathlib.Path(args.out).expanduser() if args.out else default_out(args.session_file,
+                                                                             args.format)
     if os.path.lexists(out) and not args.force:
         _err(f"{out} already exists (use --force to overwrite)")
         return 2

@@ -97,8 +97,11 @@ def _say_where_the_agent_listens() -> None:
 def run(args) -> int:
     parsed = _parse(list(getattr(args, "child", None) or []))
     if isinstance(parsed, str):
-        print(parsed if parsed == USAGE else f"vramscope run: {parsed}\n{USAGE}", file=sys.stderr)
-        return 0 if parsed == USAGE else 2
+        if parsed == USAGE:  # asked for: to stdout, like every --help
+            print(USAGE)
+            return 0
+        print(f"vramscope run: {parsed}\n{USAGE}", file=sys.stderr)
+        return 2
     interval, command = parsed
     if not command:
         print(f"vramscope run: no command given\n{USAGE}", file=sys.stderr)

@@ -14,6 +14,7 @@ from vramscope.commands.common import add_host_arguments, add_source_arguments, 
 from vramscope.core import json_text
 from vramscope.core.source import close_quietly
 from vramscope.core.terminal_text import say
+from vramscope.core.status_report import ENDED_SHOWN
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
 
@@ -25,6 +26,9 @@ def add_arguments(p) -> None:
     add_host_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print JSON (bytes as integers, null where not available)")
+    p.add_argument("--all-agents", action="store_true",
+                   help="list every ended PyTorch agent run the monitor knows (default: the "
+                        f"live ones and the last {ENDED_SHOWN} ended since the machine booted)")
     add_diagnostic_arguments(p)  # --watch SECONDS, --interval, thresholds
 
 
@@ -44,7 +48,8 @@ def take_frame(source, args):
     try:
         if getattr(args, "watch", 0):
             from vramscope.core.detectors.options import watch
-            return watch(monitor.pipeline, args.watch, getattr(args, "interval", 1.0))
+            live = None if getattr(args, "json", False) else (lambda f: emit(f, args, live=True))
+            return watch(monitor.pipeline, args.watch, getattr(args, "interval", 1.0), each=live)
         return monitor.pipeline.sample_once()
     finally:
         for enrich in monitor.pipeline.sampler.enrichers:
@@ -64,15 +69,31 @@ def alerts_for(frame, args) -> list:
     return alerts_to_json(engine.alerts())
 
 
-def emit(frame, args, out=None) -> None:
+CLEAR = "\033[H\033[2J"  # cursor home, clear screen (ECMA-48 CUP, ED)
+
+
+def emit(frame, args, out=None, live: bool = False) -> None:
+    """Print ``frame``; ``live`` (--watch on a terminal): over the previous one."""
     from vramscope.core.status_report import frame_to_dict, render_table
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
+    if out.isatty() and (live or getattr(args, "watch", 0)):
+        out.write(CLEAR)
+    shown = {"boot_time": boot_time(), "every_agent": getattr(args, "all_agents", False)}
     if args.json:
-        out.write(json_text.dumps(frame_to_dict(frame, alerts), indent=2) + "\n")
+        out.write(json_text.dumps(frame_to_dict(frame, alerts, **shown), indent=2) + "\n")
     else:
-        out.write(render_table(frame, alerts))
+        out.write(render_table(frame, alerts, **shown))
     out.flush()
+
+
+def boot_time() -> float | None:
+    """When this machine booted (psutil); ended agent runs before it are old news."""
+    try:
+        import psutil
+        return float(psutil.boot_time())
+    except Exception:  # noqa: BLE001 -- not readable (a sandbox): every ended run counts
+        return None
 
 
 HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame

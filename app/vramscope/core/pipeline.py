@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 
+from vramscope.core.process_groups import kin_of
 from vramscope.core.process_names import process_label
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher, Sampler
 from vramscope.core.samples import Frame, ProcessIdentity
@@ -32,6 +33,7 @@ class Pipeline:
         self._lock = threading.Lock()
         self._labels_lock = threading.Lock()
         self._labels: dict[ProcessIdentity, str] = {}  # in order of first sight
+        self._kin: dict[ProcessIdentity, tuple] = {}  # what groups it (process_groups.kin_of)
         self.store.subscribe(self._learn_labels, stage=STAGE_LABELS)
 
     def subscribe(self, listener, stage: str) -> None:
@@ -43,11 +45,19 @@ class Pipeline:
         with self._labels_lock:
             return dict(self._labels)
 
+    def kin(self) -> dict[ProcessIdentity, tuple]:
+        """Per process identity seen with a command line, what groups it with others."""
+        with self._labels_lock:
+            return dict(self._kin)
+
     def learn_labels(self, processes) -> None:
         """Labels for processes known without a frame (a reopened session's)."""
         with self._labels_lock:
             for proc in processes:
                 self._labels.setdefault(proc.identity, process_label(proc))
+                kin = kin_of(proc.info)
+                if kin is not None:
+                    self._kin.setdefault(proc.identity, kin)
 
     def _learn_labels(self, frame: Frame) -> None:
         # Store listener: runs on the sampler thread, so every frame is seen even
@@ -58,6 +68,9 @@ class Pipeline:
                 have = self._labels.get(ident)
                 if have is None or (have.startswith("pid ") and proc.info is not None):
                     self._labels[ident] = process_label(proc)
+                    kin = kin_of(proc.info)
+                    if kin is not None:
+                        self._kin[ident] = kin
 
     @property
     def source(self) -> Source:

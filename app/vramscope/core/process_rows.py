@@ -20,14 +20,18 @@ from typing import NamedTuple
 from vramscope.core.containers import container_text
 from vramscope.core.courtesy import courteous
 from vramscope.core.growth import GrowthCache
-from vramscope.core.process_names import process_label
+from vramscope.core.process_groups import group_name, is_group, kin_of, units
+from vramscope.core.process_names import display_name, process_label
 from vramscope.core.process_text import command_text, user_text
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import proc_key
-from vramscope.core.units import NA, fmt_duration, fmt_gib
+from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
 from vramscope.core.user_totals import UserTotal, user_totals
 
 AGENT_MARK = "●"
+ALERT_MARK = "⚠"  # before the Name of a process with an active alert (the alert in its tooltip)
+OPEN_MARK, CLOSED_MARK = "▾", "▸"  # before a group's Name: its processes shown / folded
+MEMBER_INDENT = "    "
 GROWTH_WARN = 10.0  # MiB/min from which the growth figure is drawn in the warning colour
 
 
@@ -56,6 +60,13 @@ class ProcessRow(NamedTuple):
     host: str | None = None  # the machine, when not this one
     host_gpu: int | None = None  # the GPU's index on that machine
     mig: str = ""  # the MIG slice's profile ("3g.40gb"); '' off MIG
+    name: str = ""  # 'train.py', 'vLLM · Llama-3-8B' (core/process_names.display_name)
+    kin: tuple | None = None  # what it shares with its group (core/process_groups.kin_of)
+    members: int = 0  # a group's row: how many processes it stands for (0: a process)
+    opened: bool = False  # a group's row whose processes are listed under it; or one of them
+    alert: str = ""  # the active alert(s) on the process, for the Name's tooltip
+    gpus: str = ""  # a group's row: the GPUs its processes are on ("0, 1")
+    inside: tuple = ()  # a group's row: its processes' keys
 
 
 def rows_from_frame(frame: Frame | None, store=None,
@@ -89,6 +100,7 @@ def rows_from_frame(frame: Frame | None, store=None,
             growth=rate, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
             container=container_text(info),
             mig=_slice_text(gpu, proc),
+            name=display_name(info) or process_label(proc), kin=kin_of(info),
         ))
     return rows
 
@@ -102,6 +114,21 @@ def _number(value) -> float:
     """A float for every number; -1e30 for n/a, so it sorts below every figure
     (growth can be negative)."""
     return -1e30 if value is None else float(value)
+
+
+def name_text(row: ProcessRow) -> str:
+    """The Name cell: a mark for a group (folded or open) or an alerted process."""
+    if row.members:
+        return f"{OPEN_MARK if row.opened else CLOSED_MARK} {group_name((None, (row.name,)), row.members)}"
+    mark = f"{ALERT_MARK} " if row.alert else ""
+    return (MEMBER_INDENT if row.opened else "") + mark + row.name
+
+
+def host_memory_text(value: int | None) -> str:
+    """'2.9 GiB'; '52 MiB' under 0.1 GiB (never '0.0 GiB')."""
+    if value is not None and value < GiB // 10:
+        return f"{value / MiB:.0f} MiB"
+    return fmt_gib(value, 1)
 
 
 def growth_text(mib_per_min: float | None) -> str:
@@ -131,13 +158,17 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     # "Host" (another machine's rows: --host, a fleet) is shown first and only when used
     Column("Host", lambda r: r.host or "", None, 110, when_used=True),
-    Column("GPU", lambda r: str(r.gpu if r.host_gpu is None else r.host_gpu),
+    Column("GPU", lambda r: r.gpus or str(r.gpu if r.host_gpu is None else r.host_gpu),
            lambda r: float(r.gpu), 40, numeric=True),
     # "MIG" (the slice a process runs on) is shown only when some GPU is in MIG mode
     Column("MIG", lambda r: r.mig, None, 72, when_used=True,
            tip="The MIG slice (profile) the process runs on: its memory is the slice's."),
-    Column("PID", lambda r: str(r.pid), lambda r: float(r.pid), 92, numeric=True,
+    Column("PID", lambda r: "" if r.members else str(r.pid), lambda r: float(r.pid), 92, numeric=True,
            tip="The swatch is the process's colour and line style in the plots."),
+    Column("Name", name_text, None, 200,
+           tip="What the process is: its script or module, the model it serves, its container. "
+               f"{CLOSED_MARK} a group of processes that belong together (same user, parent and "
+               f"command line): click to list them. {ALERT_MARK} an active alert (hover for it)."),
     Column("Agent", lambda r: AGENT_MARK if r.has_agent else "",
            lambda r: 1.0 if r.has_agent else 0.0, 50,
            tip="Processes running the vramscope PyTorch agent."),
@@ -152,8 +183,8 @@ COLUMNS: tuple[Column, ...] = (
            tip="Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation)."),
     Column("CPU %", lambda r: NA if r.cpu is None else f"{r.cpu:.0f}", lambda r: _number(r.cpu), 56,
            numeric=True, tip="Host CPU use since the previous sample; 100 = one core."),
-    Column("Host mem", lambda r: fmt_gib(r.host_memory, 1), lambda r: _number(r.host_memory), 76,
-           numeric=True, tip="Resident host memory (RSS) of the process, in GiB."),
+    Column("Host mem", lambda r: host_memory_text(r.host_memory), lambda r: _number(r.host_memory),
+           76, numeric=True, tip="Resident host memory (RSS) of the process: GiB, MiB under 0.1 GiB."),
     Column("Age", lambda r: fmt_duration(r.age), lambda r: _number(r.age), 84, numeric=True,
            tip="Time since the process started."),
     # shown while some process runs in a container
@@ -173,21 +204,56 @@ class TableOrder:
     descending: bool = True
     group_by_user: bool = False
     filter: str = ""
+    opened: frozenset = frozenset()  # the group keys whose processes are listed
 
 
 def arrange(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
     """``rows`` filtered and sorted as ``order`` says (a stable sort: equal rows
     keep the frame's order; with ``group_by_user`` users stay A..Z whichever
-    way the column sorts)."""
+    way the column sorts). Processes that belong together are one row (its
+    figures their sums), sorted as one, and listed under it when opened."""
     if order.filter:
         needle = order.filter.lower()
         rows = [r for r in rows if any(needle in c.text(r).lower() for c in COLUMNS)]
+    top, inside = _fold(rows, order.opened)
+    out = _sorted(top, order)
+    if not inside:
+        return out
+    listed = []
+    for row in out:
+        listed.append(row)
+        if row.opened:
+            listed += _sorted(inside[row.key], order)
+    return listed
+
+
+def _sorted(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
     column = COLUMNS[COL.get(order.column, COL["Memory"])]
     out = sorted(rows, key=column.sort_key, reverse=order.descending)
     if order.group_by_user:
         user = COLUMNS[COL["User"]]
         out.sort(key=user.sort_key)
     return out
+
+
+def _fold(rows: list[ProcessRow], opened) -> tuple[list[ProcessRow], dict]:
+    """(one row per group or lone process, in the frame's order; an opened
+    group's key -> its processes' rows)."""
+    found = units(((r.key, r.kin) for r in rows), {r.key for r in rows if r.alert}, ())
+    if all(not is_group(u) for u in found):
+        return rows, {}
+    by_key = {r.key: r for r in rows}
+    top, inside = [], {}
+    for unit, keys in found.items():
+        if not is_group(unit):
+            top.append(by_key[keys[0]])
+            continue
+        members = [by_key[k] for k in keys]
+        is_open = unit in opened
+        top.append(_group_row(unit, members, is_open))
+        if is_open:
+            inside[unit] = [r._replace(opened=True) for r in members]
+    return top, inside
 
 
 @dataclass(frozen=True)
@@ -207,17 +273,50 @@ class TableBuilder:
 
     def __init__(self):
         self.growth = GrowthCache()
+        self.alerts: dict = {}  # process identity -> its active alerts' text (set by the window)
         self._lock = threading.Lock()
 
     def build(self, frame: Frame | None, store, order: TableOrder) -> TableRows:
         with self._lock:
             rows = rows_from_frame(frame, store, self.growth)
-        return self.rearrange(rows, order, user_totals(frame) if frame is not None else [])
+        return self.rearrange(rows, order, user_totals(frame) if frame is not None else [],
+                              self.alerts)
 
     @staticmethod
-    def rearrange(rows, order: TableOrder, totals) -> TableRows:
+    def rearrange(rows, order: TableOrder, totals, alerts: dict | None = None) -> TableRows:
+        """``alerts``: process identity -> the text of its active alert(s)."""
+        if alerts:
+            rows = [r._replace(alert=alerts[r.identity]) if r.identity in alerts else r for r in rows]
         shown = arrange(list(rows), order)
         used = frozenset(c.name for c in COLUMNS if c.when_used and any(c.text(r) for r in rows))
         return TableRows(rows=tuple(shown), order=order, used_columns=used,
                          user_totals=tuple(totals), source=tuple(rows),
-                         row_of={r.key: i for i, r in enumerate(shown)})
+                         row_of=_row_of(shown))
+
+
+def _total(values):
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _group_row(unit: tuple, inside: list[ProcessRow], is_open: bool) -> ProcessRow:
+    first = min(inside, key=lambda r: r.pid)  # its colour: the lowest pid's, as in the plots
+    gpus = sorted({r.gpu if r.host_gpu is None else r.host_gpu for r in inside})
+    ages = [r.age for r in inside if r.age is not None]
+    return first._replace(
+        key=unit, name=unit[1][0], members=len(inside), opened=is_open,
+        used=_total(r.used for r in inside), sm=_total(r.sm for r in inside),
+        cpu=_total(r.cpu for r in inside), host_memory=_total(r.host_memory for r in inside),
+        growth=_total(r.growth for r in inside), spark=(), age=max(ages) if ages else None,
+        has_agent=any(r.has_agent for r in inside), gpus=", ".join(map(str, gpus)),
+        container="", alert="", inside=tuple(r.key for r in inside))
+
+
+def _row_of(shown: list[ProcessRow]) -> dict:
+    """Store key -> display row; a folded group's processes -> the group's row."""
+    out = {}
+    for i, row in enumerate(shown):
+        out[row.key] = i
+        for key in row.inside:
+            out.setdefault(key, i)
+    return out

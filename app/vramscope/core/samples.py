@@ -78,6 +78,7 @@ class ProcessInfo:
     parent_alive: bool | None = None  # False: parent gone (re-parented to init / a subreaper)
     container: Container | None = None  # None: not in a container (or not readable)
     ns_pid: int | None = None  # its PID inside its own PID namespace, when that is not ours
+    notebook: str | None = None  # a Jupyter kernel's notebook (JPY_SESSION_NAME), where readable
 
     @property
     def identity(self) -> ProcessIdentity:

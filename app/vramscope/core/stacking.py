@@ -13,6 +13,7 @@ import numpy as np
 from vramscope.core.units import MiB
 
 STACK_SHOWN = 6  # processes drawn on their own; the rest are "others (n)" until expanded
+PROMOTED = 4  # layers drawn on their own beyond ``shown`` so that "others" is not the largest
 LINE_CURVES = 24  # lines style: curves drawn per GPU, the largest by memory (+ alerted, selected)
 ENDED_CURVES = 8  # lines style: processes that ended within the window, the latest first
 ORDER_STEP = 256 * MiB  # memory differences below this do not reorder the layers
@@ -31,12 +32,14 @@ def align(base_t: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
-                  shown: int = STACK_SHOWN) -> tuple[list, list]:
-    """(drawn on their own, largest first; grouped into "others").
+                  shown: int = STACK_SHOWN, fits: int | None = None) -> tuple[list, list]:
+    """(drawn on their own, largest first; grouped into "others", not larger than
+    the largest layer on its own where PROMOTED more layers can make it so).
 
     ``current``: key -> bytes now (alive processes); ``must``: keys always drawn
     on their own (an active alert, the selection); ``first_seen`` breaks ties so
-    two processes of about the same size keep their order.
+    two processes of about the same size keep their order; ``fits``: layers the
+    legend has rows for (default ``shown`` + PROMOTED), the most drawn on their own.
     """
     rank = {k: i for i, k in enumerate(first_seen)}
     order = sorted(current, key=lambda k: (-(current[k] // ORDER_STEP), rank.get(k, 1 << 30)))
@@ -46,6 +49,13 @@ def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
     fill = [k for k in order if k not in must][:max(0, shown - len(musts))]
     own = musts + fill
     rest = [k for k in order if k not in own]
+    # "others" is not the largest band: the largest of the rest stand on their own until it is
+    # not -- up to PROMOTED more (a box of hundreds of distinct small processes keeps a big
+    # "others": hundreds of bands would tell nothing apart)
+    fits = shown + PROMOTED if fits is None else fits
+    while (rest and own and len(own) < fits
+           and sum(current[k] for k in rest) > max(current[k] for k in own)):
+        own.append(rest.pop(0))
     if len(rest) == 1:  # a group of one is just that process
         own, rest = own + rest, []
     own.sort(key=lambda k: order.index(k))

@@ -42,6 +42,7 @@ from vramscope.core.samples import (
     AGENT_ENDED, ALL_BUCKETS, BUCKET_LABELS, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
     GpuSample, MigSlice,
 )
+from vramscope.core.detectors.agentmap import device_label, gpu_for_device
 from vramscope.core.process_text import command_text, user_text
 from vramscope.core.terminal_text import visible
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
@@ -51,7 +52,25 @@ from vramscope.core.user_totals import user_totals
 
 # -- JSON -------------------------------------------------------------------------------
 
-def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
+ENDED_SHOWN = 3  # ended agent runs listed by `status` (the latest of this boot); --all-agents: all
+
+
+def agents_shown(frame: Frame, boot_time: float | None = None,
+                 every: bool = False) -> tuple[list[AgentReport], int]:
+    """(the agents `status` lists, how many ended runs it leaves out): every live
+    one, and the latest ENDED_SHOWN ended runs started since ``boot_time``."""
+    live = [a for a in frame.agents if a.connected]
+    ended = [a for a in frame.agents if not a.connected]
+    if every:
+        return live + ended, 0
+    kept = [a for a in ended if boot_time is None or a.start_time is None or a.start_time >= boot_time]
+    kept.sort(key=lambda a: -(a.time or a.start_time or 0.0))
+    return live + kept[:ENDED_SHOWN], len(ended) - len(kept[:ENDED_SHOWN])
+
+
+def frame_to_dict(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | None = None,
+                  every_agent: bool = False) -> dict:
+    agents, left_out = agents_shown(frame, boot_time, every_agent)
     return {
         "time": frame.time,
         "source": frame.source,
@@ -67,7 +86,8 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = ()) -> dict:
         "device_holders": [{"pid": h.info.pid, "user": h.info.user, "command": h.info.command,
                             "devices": list(h.devices), **_container_fields(h.info)}
                            for h in frame.device_holders],
-        "agents": [agent_to_dict(a) for a in frame.agents],
+        "agents": [agent_to_dict(a, frame) for a in agents],
+        "ended_agents_left_out": left_out,
         "servers": [dataclasses.asdict(s) for s in frame.servers],
         "alerts": [_plain(a) for a in alerts],
     }
@@ -167,23 +187,34 @@ def _container_fields(info) -> dict:
             "ns_pid": info.ns_pid if info is not None else None}
 
 
-def agent_to_dict(report: AgentReport) -> dict:
-    return {
+def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
+    """A live agent with its new events; an ended run as its summary (no events)."""
+    out = {
         "pid": report.pid,
         "start_time": report.start_time,
+        "last_seen": report.time,
         "rank": report.rank,
         "step": report.step,
         "connected": report.connected,
         "error": report.error,  # e.g. a protocol version mismatch: why there are no figures
-        "devices": [agent_device_to_dict(d) for d in report.devices],
-        "events": [event_to_dict(e) for e in report.events],
+        "devices": [agent_device_to_dict(d, _gpu_index(frame, report, d)) for d in report.devices],
     }
+    if report.connected:
+        out["events"] = [event_to_dict(e) for e in report.events]
+    return out
 
 
-def agent_device_to_dict(dev: AgentDevice) -> dict:
+def _gpu_index(frame: Frame | None, report: AgentReport, dev: AgentDevice) -> int | None:
+    gpu = gpu_for_device(frame, report, dev) if frame is not None else None
+    return gpu.index if gpu is not None else None
+
+
+def agent_device_to_dict(dev: AgentDevice, gpu: int | None = None) -> dict:
+    """``gpu``: the NVML index of the GPU the device is (torch's cuda:N renumbers)."""
     buckets = dev.buckets.as_dict() if dev.buckets is not None else dict.fromkeys(ALL_BUCKETS)
     return {
         "device": dev.device,
+        "gpu": gpu,
         "allocated": _int(dev.allocated),
         "reserved": _int(dev.reserved),
         "inactive_split": _int(dev.inactive_split),
@@ -223,7 +254,8 @@ def _plain(value):
 
 # -- table ------------------------------------------------------------------------------
 
-def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
+def render_table(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | None = None,
+                 every_agent: bool = False) -> str:
     """The same content as the JSON, for a terminal: each line's text from other
     users and machines (commands, names, errors) escaped (core/terminal_text.py),
     so that none can drive the terminal or forge a line."""
@@ -253,7 +285,7 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             lines.append("    no processes")
             continue
         contained = any(p.info is not None and p.info.container is not None for p in gpu.processes)
-        rows = [("PID", "USER", "MEMORY", "SM", "AGE") + (("CONTAINER",) if contained else ())
+        rows = [("PID", "TYPE", "USER", "MEMORY", "SM", "AGE") + (("CONTAINER",) if contained else ())
                 + ("COMMAND",)]
         for p in sorted(gpu.processes, key=lambda p: -(p.used or 0)):
             info = p.info
@@ -264,17 +296,15 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
             marks = []
             if p.has_agent or p.pid in agents:
                 marks.append("agent")
-            if "graphics" in p.kinds:
-                marks.append("+".join(p.kinds))
             mig = gpu.slice_of(p)
             if mig is not None:
                 marks.append(f"MIG {mig.profile or mig.uuid}")
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
-            rows.append((str(p.pid), user_text(p), fmt_bytes(p.used), fmt_percent(p.sm),
-                         fmt_duration(age))
+            rows.append((str(p.pid), kind_text(p.kinds), user_text(p), fmt_bytes(p.used),
+                         fmt_percent(p.sm), fmt_duration(age))
                         + ((container_text(info),) if contained else ()) + (command,))
-        lines.extend(_columns(rows, right={0, 2, 3, 4}, indent="    "))
+        lines.extend(_columns(rows, right={0, 3, 4, 5}, indent="    "))
     totals = user_totals(frame)
     if totals:
         lines.append("")
@@ -287,13 +317,18 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
         for h in frame.device_holders:
             lines.append(f"  pid {h.info.pid}  {h.info.user or NA}  "
                          f"{h.info.command or NA}  ({', '.join(h.devices)})")
-    if frame.agents:
+    agents, left_out = agents_shown(frame, boot_time, every_agent)
+    if agents or left_out:
         lines.append("")
         lines.append("PyTorch agents:")
-        lines.extend(_agent_lines(frame))
+        lines.extend(_agent_lines(frame, agents))
+        if left_out:
+            lines.append(f"  + {left_out} earlier ended run(s) (--all-agents lists them)")
     alerts = list(alerts)
-    if alerts:
-        lines.append("")
+    lines.append("")
+    if not alerts:
+        lines.append("alerts: none")
+    else:
         lines.append("alerts:")
         for a in alerts:
             plain = _plain(a)
@@ -308,10 +343,10 @@ def render_table(frame: Frame, alerts: Iterable[Any] = ()) -> str:
 _BUCKET_WORDS = tuple(BUCKET_LABELS.items())  # the window's words
 
 
-def _agent_lines(frame: Frame) -> list[str]:
+def _agent_lines(frame: Frame, agents: list[AgentReport]) -> list[str]:
     """Per agent process and device: allocated vs reserved and the buckets."""
     out = []
-    for a in sorted(frame.agents, key=lambda r: r.pid):
+    for a in sorted(agents, key=lambda r: (not r.connected, r.pid)):
         who = f"  pid {a.pid}"
         if a.rank is not None:
             who += f" rank {a.rank}/{a.world_size}"
@@ -325,7 +360,8 @@ def _agent_lines(frame: Frame) -> list[str]:
             if d.allocated is None and d.buckets is None:
                 continue
             runtime = f" ({d.runtime})" if d.runtime else ""
-            line = (f"    {d.device}{runtime}: allocated {fmt_bytes(d.allocated)}, reserved {fmt_bytes(d.reserved)}"
+            line = (f"    {device_label(frame, a, d)}{runtime}: allocated {fmt_bytes(d.allocated)}, "
+                    f"reserved {fmt_bytes(d.reserved)}"
                     f", peak {fmt_bytes(d.peak_allocated)}")
             if d.num_alloc_retries:
                 line += f", alloc retries {d.num_alloc_retries}"
@@ -340,6 +376,11 @@ def _agent_lines(frame: Frame) -> list[str]:
                 if d.buckets.note:
                     out.append("      " + d.buckets.note)
     return out
+
+
+def kind_text(kinds: tuple[str, ...]) -> str:
+    """nvitop's TYPE: C (compute), G (graphics), C+G; '' where NVML listed neither."""
+    return "+".join(k[0].upper() for k in ("compute", "graphics") if k in kinds)
 
 
 def _slice_lines(gpu: GpuSample) -> list[str]:

@@ -21,7 +21,8 @@ from vramscope.core.samples import Frame
 from vramscope.sources.containers import PROC
 
 
-def _environ(pid: int, proc_root: str) -> dict[str, str]:
+def read_environ(pid: int, proc_root: str = PROC) -> dict[str, str]:
+    """A process's environment (its first 64 KiB; {} where not readable: another user's)."""
     try:
         with open(f"{proc_root}/{pid}/environ", "rb") as f:
             raw = f.read(1 << 16)
@@ -54,7 +55,7 @@ def agent_dirs(host_pid: int, proc_root: str = PROC) -> list[tuple[str, int]]:
         return []
     if os.geteuid() not in (0, uid):
         return []
-    env = _environ(host_pid, proc_root)
+    env = read_environ(host_pid, proc_root)
     inside = []
     if env.get("VRAMSCOPE_RUNTIME_DIR"):
         inside.append(env["VRAMSCOPE_RUNTIME_DIR"])

@@ -31,6 +31,7 @@ from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import (
     ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, VISIBLE, ProcessInfo,
 )
+from vramscope.sources.container_agents import read_environ
 from vramscope.sources.containers import (
     PROC, ContainerNames, host_pid_view, proc_hides_pids, read_container,
 )
@@ -60,6 +61,9 @@ def read_proc_stat(pid: int) -> tuple[str, int, int] | None:
         return _STATES.get(fields[0].decode(), fields[0].decode()), int(fields[1]), int(fields[19])
     except (IndexError, ValueError):
         return None
+
+
+JUPYTER_SESSION = "JPY_SESSION_NAME"
 
 
 class ProcessCache:
@@ -156,13 +160,22 @@ class ProcessCache:
                 values[attr] = None
             except (psutil.ZombieProcess, psutil.NoSuchProcess):
                 values[attr] = None
+        cmdline = capped_cmdline(values["cmdline"])
         return ProcessInfo(
             pid=pid, start_time=start, user=values["username"],
-            name=values["name"], cmdline=capped_cmdline(values["cmdline"]),
+            name=values["name"], cmdline=cmdline,
             ppid=ppid, status=status,
             visibility=ACCESS_DENIED if denied else VISIBLE,
-            parent_alive=parent_alive, **self._container(pid),
+            parent_alive=parent_alive, notebook=self._notebook(pid, cmdline),
+            **self._container(pid),
         )
+
+    def _notebook(self, pid: int, cmdline: tuple | None) -> str | None:
+        """A Jupyter kernel's notebook: Jupyter Server puts its path in the kernel's
+        JPY_SESSION_NAME (jupyter_server PRs 679, 1100); readable for one's own kernels."""
+        if not cmdline or not any("ipykernel" in part for part in cmdline):
+            return None
+        return read_environ(pid, self.proc_root).get(JUPYTER_SESSION) or None
 
     def _container(self, pid: int) -> dict:
         """container and ns_pid of a PID (once per identity: they never change)."""

@@ -35,6 +35,7 @@ from vramscope.agent.protocol import Phase
 from vramscope.ui.agent_texts import (
     BUCKETS, PHASES, PHASE_SHORT, agent_key, last_value, oom_text, phase_text,
 )
+from vramscope.ui.timeline import MIN_SPAN
 from vramscope.ui.timeline_stack import Band
 
 MARK_PX = 3  # at most one phase marker (the peak) per this many pixels
@@ -43,13 +44,13 @@ ENVELOPE_NOTE = "areas: the breakdown at each step's peak (end of forward)"
 
 
 def value_at(t: np.ndarray, v: np.ndarray, when: float) -> float | None:
-    """The last finite value at or before ``when``."""
+    """The value at ``when`` (the last sample at or before it); None where that
+    sample is n/a -- never an older figure, so the legend says n/a exactly where
+    the areas have nothing to draw (a "0 B" there would contradict them)."""
     i = int(np.searchsorted(t, when, side="right"))
-    while i > 0:
-        i -= 1
-        if np.isfinite(v[i]):
-            return float(v[i])
-    return None
+    if i == 0 or not np.isfinite(v[i - 1]):
+        return None
+    return float(v[i - 1])
 
 
 def hold(base: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -156,6 +157,7 @@ class DeviceView(QWidget):
     def __init__(self, device: str, parent=None):
         super().__init__(parent)
         self.device = device
+        self.label = device  # 'cuda:0 (GPU 1)': set by the process's view, which has the frame
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.title = QLabel(device)
@@ -317,7 +319,9 @@ class DeviceView(QWidget):
                 self.capacity.setVisible(top > 0.6 * dev.total / GiB)
                 if self.capacity.isVisible():
                     top = max(top, dev.total / GiB)
-            p.setXRange(since, now, padding=0)
+            # the axis starts at the run's first data (at least MIN_SPAN), then scrolls
+            first = float(ta[0]) if len(ta) else now
+            p.setXRange(max(since, min(first, now - MIN_SPAN)), now, padding=0)
             p.setYRange(0, max(top * 1.1, 0.5), padding=0)
         columns = [self._peak_column(series, dev, latest, when)]
         oom = self._last_oom(report, dev.device)
@@ -329,7 +333,7 @@ class DeviceView(QWidget):
         self.oom_label.setVisible(oom is not None)
         if oom is not None:
             self.oom_label.setText(oom_text(oom))
-        self.title.setText(device_title(dev))
+        self.title.setText(device_title(dev, self.label))
 
     def _mark(self, mark, phase: str, t, v, dense: bool) -> None:
         """Symbols while there is room for them; a line (the peak per few pixels) once
@@ -408,13 +412,14 @@ def legend_html(columns, s: theme.Scheme, note: str | None = None) -> str:
             + (f"<br>{note}" if note else "") + "</div>")
 
 
-def device_title(dev) -> str:
+def device_title(dev, name: str | None = None) -> str:
+    """``name``: the device as the monitor names it ('cuda:0 (GPU 1)')."""
     stats = []
     for label, value in (("inactive split", dev.inactive_split),
                          ("alloc retries", dev.num_alloc_retries), ("OOMs", dev.num_ooms)):
         if value is not None:
             stats.append(f"{label} {fmt_bytes(value) if label == 'inactive split' else value}")
-    head = dev.device
+    head = name or dev.device
     if dev.runtime and not dev.runtime.startswith("CUDA"):
         head += f" ({dev.runtime})"  # ROCm / XPU: torch.cuda is HIP there, xpu its own
     if dev.allocated is not None:

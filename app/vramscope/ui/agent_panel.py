@@ -21,7 +21,9 @@ from PySide6.QtWidgets import (
     QFrame, QLabel, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget,
 )
 
+from vramscope.core.detectors.agentmap import device_label
 from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
+from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
 from vramscope.ui.agent_device import DeviceView
 from vramscope.ui.agent_texts import header_text, settings_text
@@ -91,9 +93,12 @@ class AgentProcessView(QFrame):
         notes = []
         if report.error and not report.connected and report.error != AGENT_ENDED:
             notes.append(report.error)  # e.g. a protocol version mismatch
+        # (the agent's own bucket notes are its reasoning, not the user's: the legend's
+        # "n/a = no data" says what a missing figure means)
+        gpu_devices = [d for d in report.devices if d.device != CPU]
         for dev in report.devices:
-            if dev.buckets is not None and dev.buckets.note:
-                notes.append(f"{dev.device}: {dev.buckets.note}")
+            if dev.device == CPU:
+                notes.append(cpu_text(dev, on_gpu=bool(gpu_devices)))
         if report.dropped:
             notes.append("some history was lost before the monitor read it (the agent's ring was full)")
         for e in report.recent_events:
@@ -103,15 +108,27 @@ class AgentProcessView(QFrame):
         self.notes.setText("\n".join(notes))
         self.notes.setVisible(bool(notes))
         seen = set()
-        for dev in report.devices:
+        for dev in gpu_devices:
             view = self.devices.get(dev.device)
             if view is None:
                 view = self.devices[dev.device] = DeviceView(dev.device)
                 self._body.addWidget(view)
+            view.label = device_label(frame, report, dev)
             view.update_view(store, report, dev, now, window)
             seen.add(dev.device)
         for name in [n for n in self.devices if n not in seen]:
             self.devices.pop(name).deleteLater()
+
+
+CPU = "cpu"  # torch's device name for host memory
+
+
+def cpu_text(dev, on_gpu: bool) -> str:
+    """A model (or part of one) on the CPU, said in words: no GPU memory to draw."""
+    held = dev.buckets.weights if dev.buckets is not None else None
+    size = f" ({fmt_bytes(held)} of weights)" if held else ""
+    where = "part of the model is on the CPU" if on_gpu else "the model is on the CPU"
+    return f"{where}{size}: host memory, not on a GPU (not drawn here)"
 
 
 class AgentPanel(QWidget):

@@ -200,6 +200,7 @@ def open_session_window(path: str, args=None):
     from vramscope.ui.main_window import MainWindow
     from vramscope.ui.panels import attach_panels
     from vramscope.ui.session_view import attach_session
+    from vramscope.ui.window_setup import add_help_menu
 
     import sqlite3
 
@@ -222,6 +223,7 @@ def open_session_window(path: str, args=None):
     window.reader = reader
     window.scrubber = attach_session(window, reader, str(path))
     _add_session_actions(window, None, reader)
+    add_help_menu(window)
     return feed, window
 
 

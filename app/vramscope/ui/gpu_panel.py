@@ -131,7 +131,12 @@ class GpuPanel(QScrollArea):
     def minimum_rows_height(self) -> int:
         """Height for every GPU row at its minimum (at most two rows: more scroll)."""
         n = min(2, max(1, len(self.rows)))
-        return n * ROW_MIN_HEIGHT + (n - 1) * self._layout.spacing() + 2 * self.frameWidth() + 4
+        # a row's card can need more than ROW_MIN_HEIGHT (its lines of text): the
+        # rows' own minimum, so the second GPU's axes are never cut by the table
+        heights = [max(ROW_MIN_HEIGHT, r.minimumSizeHint().height())
+                   for r in list(self._all_rows().values())[:n]]
+        heights += [ROW_MIN_HEIGHT] * (n - len(heights))
+        return sum(heights) + (n - 1) * self._layout.spacing() + 2 * self.frameWidth() + 4
 
     @property
     def cards(self) -> dict[int, GpuCard]:
@@ -171,11 +176,12 @@ class GpuPanel(QScrollArea):
                 row.timeline.members = frozenset(p.identity for p in mig.processes)
 
     def update_timelines(self, store: Store, since: float | None, t_end: float,
-                         labels: dict[ProcessIdentity, str], processes: int = 0) -> None:
+                         labels: dict[ProcessIdentity, str], processes: int = 0,
+                         kin: dict | None = None) -> None:
         """Redraw the timelines in view; the others when they scroll into view.
         With ``processes`` (in the frame) at BUSY_PROCESSES or more, one timeline
         per event-loop turn, so clicks and repaints go on between them."""
-        self._pending = (store, since, t_end, labels)
+        self._pending = (store, since, t_end, labels, kin)
         self._stale = set(self._all_rows())
         self._in_pieces = processes >= BUSY_PROCESSES
         self._update_visible()

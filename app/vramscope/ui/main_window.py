@@ -323,7 +323,8 @@ class MainWindow(QMainWindow):
             for ident in itertools.islice(labels, self._styled, None):
                 self.colours.style(ident)  # colours in order of first sight, stable from then on
             self._styled = len(labels)
-            self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes)
+            self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes,
+                                            kin=self.feed.kin())
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
         courtesy.gui_busy()  # and to the paint that follows

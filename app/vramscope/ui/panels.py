@@ -76,6 +76,11 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         _set_markers(window, active)
         window.gpu_panel.set_alerted(ProcessIdentity(a.pid, a.start_time)
                                      for a in active if a.pid is not None)
+        said: dict = {}  # the table marks alerted rows, the alerts in the Name's tooltip
+        for a in active:
+            if a.pid is not None:
+                said.setdefault(a.identity, []).append(f"{a.title}: {a.message}")
+        window.table.builder.alerts = {k: "\n".join(v) for k, v in said.items()}
         current = window.tabs.currentIndex()
         if current == agents_index:
             agents.update_from(frame)

@@ -176,6 +176,8 @@ class ProcessTableModel(QAbstractTableModel):
                 return QColor(theme.OK)
             if col == "Growth" and row.growth is not None and row.growth >= GROWTH_WARN:
                 return QColor(theme.WARNING)
+            if col == "Name" and row.alert:
+                return QColor(theme.WARNING)
         if role == Qt.ItemDataRole.FontRole and col == "Agent" and row.has_agent:
             return self._bold
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -184,6 +186,11 @@ class ProcessTableModel(QAbstractTableModel):
             if col == "Memory" and row.used is None and row.visibility == ACCESS_DENIED:
                 return ("Another user's process: its figures (DRM fdinfo) are not readable "
                         "without privileges: n/a (access denied), not 0.")
+            if col == "Name" and row.alert:
+                return tip(visible(row.alert))
+            if col == "Name" and row.members:
+                return (f"{row.members} processes of one user, parent and command line "
+                        f"({'click to fold them' if row.opened else 'click to list them'})")
             if col == "Memory" and row.used is None:
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
             if col == "SM %" and row.mig and row.sm is None:

@@ -165,6 +165,17 @@ class ProcessTable(QWidget):
         # swatches, sparklines and text colours are read when painted: a switch repaints
         theme.follow(self, lambda _s: self.view.viewport().update())
         self.model.in_view = self._rows_in_view
+        self.view.clicked.connect(self._clicked)
+
+    def _clicked(self, index) -> None:
+        """A click on a group's Name lists its processes under it, or folds them."""
+        if index.column() != COL["Name"]:
+            return
+        row = self.model.rows[index.row()] if index.row() < len(self.model.rows) else None
+        if row is None or not row.members:
+            return
+        opened = set(self.model.order.opened) ^ {row.key}
+        self.model.set_order(replace(self.model.order, opened=frozenset(opened)))
 
     def _rows_in_view(self) -> tuple[int, int]:
         """The first and last display rows the view shows now ((0, -1): none)."""
@@ -231,8 +242,8 @@ class ProcessTable(QWidget):
             return
         self.select_key(index.data(KEY_ROLE))
         row = self.selected_row()
-        if row is None:
-            return
+        if row is None or row.members:
+            return  # (a group's row: end its processes one by one, listed under it)
         menu = QMenu(self)
         menu.addAction(f"End process {row.pid}\u2026", lambda: self.end_requested.emit(row))
         menu.popup(self.view.viewport().mapToGlobal(pos))

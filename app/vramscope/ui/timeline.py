@@ -26,17 +26,18 @@ from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core import courtesy
 from vramscope.core.samples import ProcessIdentity
-from vramscope.core.stacking import any_finite, lines_drawn, nanmax
+from vramscope.core.process_groups import group_key, group_name, is_group, units
+from vramscope.core.stacking import align, any_finite, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
+from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
+from vramscope.ui.timeline_markers import AlertMarkers
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
 
 DIMMED_ALPHA = 60
-LEGEND_WIDTH = 240
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
-MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
 LEGEND_MARGIN = 26  # px the legend box adds around its rows
 HEADROOM = 1.12
@@ -72,7 +73,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
         plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         s = theme.current()
-        self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT, labelTextSize="8.5pt")
+        self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT,
+                                    labelTextSize=f"{LEGEND_TEXT_SIZE}pt")
         self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)
         self.legend.setMinimumWidth(LEGEND_WIDTH)
         self.legend.setMaximumWidth(LEGEND_WIDTH)
@@ -95,10 +97,13 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self._highlighted: object = None
         self._y_max: float | None = None
         self._x_range: tuple[float, float] | None = None
-        self._markers: dict[tuple, pg.InfiniteLine] = {}
-        self._marker_info: dict[tuple, tuple] = {}  # key -> (time, colour role, label, active)
+        self.markers = AlertMarkers(plot)
         self._last = None  # the last update_from arguments (a click on "others" redraws)
         self._rows_fitted = 0
+        self._units: dict[tuple, list] = {}  # layer key -> the processes it stands for
+        self._unit_by_key: dict[tuple, tuple] = {}  # a grouped process -> its group's layer
+        self._opened_by_key: dict[tuple, tuple] = {}  # a process of an opened group -> the group
+        self.opened: set = set()  # group layers the user opened into their processes
         plot.scene().sigMouseClicked.connect(self._clicked)
         theme.follow(self, self.apply_theme)
 
@@ -114,6 +119,9 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         rows = self.legend_rows()
         if getattr(self, "_last", None) is not None and rows != self._rows_fitted:
             self.update_from(*self._last)  # the legend's room changed: fewer or more names
+            # once more: the first pass sized the layout while the old, longer legend
+            # held it taller than the widget (its plot and axes then cut at the bottom)
+            super().resizeEvent(event)
 
 
     # -- style --------------------------------------------------------------------
@@ -137,17 +145,18 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.more.setText(self.more.text, color=s.MUTED)
         for key, curve in self.proc_curves.items():
             curve.setPen(self._pen(key))
-        self.stack.restyle(_identity_of)
-        for key in self._marker_info:
-            self._style_marker(key)
+        self.stack.restyle(self._unit_identity)
+        self.markers.restyle()
         if self._last is not None:
             self.update_from(*self._last)
 
     # -- data ---------------------------------------------------------------------
     def update_from(self, store: Store, since: float | None, t_end: float,
-                    labels: dict[ProcessIdentity, str]) -> None:
-        """Pull this GPU's series from the store (GUI thread; no NVML here)."""
-        self._last = (store, since, t_end, labels)
+                    labels: dict[ProcessIdentity, str], kin: dict | None = None) -> None:
+        """Pull this GPU's series from the store (GUI thread; no NVML here).
+        ``kin``: identity -> what groups it with others (core/process_groups.kin_of)."""
+        self._last = (store, since, t_end, labels, kin)
+        kin = kin or {}
 
         def series(key):  # up to t_end: a redraw while paused shows the same moment
             t, v = store.series(key, since)
@@ -212,19 +221,38 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 everyone = series(gpu_key(self.index, PROCESSES_USED))
                 if not len(everyone[0]):
                     everyone = None  # (a store filled without it: sum the processes)
-            top = self.stack.update(series, tu, alive, list(ended), keys, must, max(px, 100),
-                                    _identity_of, shown=max(1, room - 1), everyone=everyone)
+            found = units(((k, kin.get(_identity_of(k))) for k in alive), must, self.opened)
+            self._units = found
+            self._unit_by_key = {k: u for u, ks in found.items() if is_group(u) for k in ks}
+            self._opened_by_key = {k: group_key(kin[_identity_of(k)]) for k in alive
+                                   if kin.get(_identity_of(k)) is not None
+                                   and group_key(kin[_identity_of(k)]) in self.opened}
+            unit_alive = {u: sum(alive[k] for k in found[u]) for u in found}
+            first_seen = list(dict.fromkeys(self._unit_of(k) for k in keys))
+
+            def unit_series(unit):
+                if not is_group(unit):
+                    return series(unit)
+                return tu, sum((align(tu, *series(k)) for k in found[unit]), np.zeros(len(tu)))
+
+            top = self.stack.update(unit_series, tu, unit_alive, list(ended), first_seen, must,
+                                    max(px, 100), self._unit_identity, shown=max(1, room - 1),
+                                    everyone=everyone)
             peak = max(peak, top)
             hidden = 0
             entries = []
             for k in reversed(self.stack.order):  # top of the stack first
                 band = self.stack.bands[k]
                 if k == OTHERS:
-                    n = len([g for g in self.stack.grouped if g in alive])
-                    gone = len(self.stack.grouped) - n
-                    name = f"others ({n}{f', {gone} ended' if gone else ''}) ▸"
-                    value = sum(alive.get(g, 0.0) for g in self.stack.grouped)
+                    n = sum(len(found.get(g, ())) for g in self.stack.grouped)
+                    gone = len([g for g in self.stack.grouped if g not in found])
+                    name = (f"others ({n}{f', {gone} ended' if gone else ''}) ▸" if n
+                            else f"ended in the window ({gone}) ▸")
+                    value = sum(unit_alive.get(g, 0.0) for g in self.stack.grouped) if n else None
                     entries.append((k, band.sample, name, value, False))
+                elif is_group(k):
+                    name = group_name(k, len(found[k])) + " ▸"
+                    entries.append((k, band.sample, name, unit_alive[k], False))
                 else:
                     entries.append((k, band.sample, _label(k, labels), alive.get(k), False))
             entries.sort(key=lambda e: -(e[3] or 0.0) if e[0] != OTHERS else 1.0)
@@ -238,12 +266,14 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         t0 = since if since is not None else (store.first_time or t_end - MIN_SPAN)
         if store.first_time is not None:
             t0 = max(t0, store.first_time)  # a fresh session fills the plot, then scrolls
-        self.set_window(min(t0, t_end - MIN_SPAN), t_end)
+        # a time window spans at least MIN_SPAN; "all" is the session, however short
+        self.set_window(t0 if since is None and store.first_time is not None
+                        else min(t0, t_end - MIN_SPAN), t_end)
         y_max = max(1.0, peak / GiB * HEADROOM)
         if self._y_max is None or not math.isclose(y_max, self._y_max, rel_tol=1e-3):
             self._y_max = y_max
             self.plot.setYRange(0, y_max, padding=0)
-        self._place_marker_labels()
+        self.markers.place_labels(self._x_range)
         # the new view now, not at paint time: the alert markers' labels then move
         # before the plot is painted, not in a second paint right after it
         self.plot.vb.updateMatrix()
@@ -276,66 +306,15 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self._x_range = (t0, t1)
             self.plot.setXRange(t0, t1, padding=0)
 
-    # -- alert markers ----------------------------------------------------------------
+    # -- alert markers (ui/timeline_markers.py) -----------------------------------------
     def set_markers(self, markers: dict[tuple, tuple[float, str, str]]) -> None:
-        """Vertical markers: key -> (time, colour role, label); alerts and OOMs on this GPU.
-        The role names a theme colour ("ERROR", "WARNING"), so a theme switch re-colours it.
-
-        A marker whose alert has cleared stays in the history, muted and labelled
-        "(cleared)", so the moment is still there when scrolling back."""
-        changed = False
-        for key, (t, colour, label, active) in list(self._marker_info.items()):
-            if key not in markers and active:
-                self._marker_info[key] = (t, "MUTED", label + " (cleared)", False)
-                self._style_marker(key)
-                changed = True
-        for key, (t, colour, label) in markers.items():
-            info = (t, colour, label, True)
-            if self._marker_info.get(key) != info:
-                self._marker_info[key] = info
-                self._style_marker(key)
-                changed = True
-        while len(self._marker_info) > MARKERS_KEPT:
-            oldest = min((k for k, v in self._marker_info.items() if not v[3]),
-                         key=lambda k: self._marker_info[k][0], default=None)
-            if oldest is None:
-                break
-            self._marker_info.pop(oldest)
-            self.plot.removeItem(self._markers.pop(oldest))
-        if changed:  # (the labels move with the time window, in update_from)
-            self._place_marker_labels()
-
-    def _style_marker(self, key) -> None:
-        t, role, label, _active = self._marker_info[key]
-        s = theme.current()
-        colour = getattr(s, role)
-        line = self._markers.get(key)
-        if line is None:
-            line = pg.InfiniteLine(angle=90, movable=False, label=label,
-                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)]})
-            self._markers[key] = line
-            self.plot.addItem(line, ignoreBounds=True)
-        line.label.fill = pg.mkBrush(s.PLOT_BACKGROUND + "c8")
-        line.setPen(theme.pen(colour, 1.2, dashed=True))
-        line.label.setFormat(label)
-        line.label.setColor(colour)
-        line.setValue(t)
-
-    def _place_marker_labels(self) -> None:
-        """Labels to the right of their line, or to the left near the right edge (never clipped)."""
-        if not self._markers or self._x_range is None:
-            return
-        t0, t1 = self._x_range
-        for line in self._markers.values():
-            right = (line.value() - t0) > 0.7 * (t1 - t0)
-            anchor = (1, 0) if right else (0, 0)
-            if line.label.anchors[0] != anchor:
-                line.label.anchors = [anchor, anchor]
-                line.label.updatePosition()
+        """Alert markers on this GPU: key -> (time, colour role, label) (AlertMarkers.set)."""
+        if self.markers.set(markers):  # (the labels move with the time window, in update_from)
+            self.markers.place_labels(self._x_range)
 
     def marker_times(self) -> list[float]:
         """Times of the active alerts' markers."""
-        return sorted(v[0] for v in self._marker_info.values() if v[3])
+        return self.markers.times()
 
     def x_range(self) -> tuple[float, float]:
         return tuple(self.plot.viewRange()[0])
@@ -346,7 +325,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if key == self._highlighted:
             return  # unchanged; curves added since were given the right pen in _add
         self._highlighted = key
-        known = key in self.proc_curves or key in self.stack.bands or key in self.stack.grouped
+        known = (key in self.proc_curves or key in self.stack.bands or key in self.stack.grouped
+                 or key in self._unit_by_key)
         self.selected = key if known else None
         if key is not None and self.selected is None:
             self.selected = ("none",)  # selection is on another GPU: dim everything here
@@ -382,7 +362,23 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self._clear_legend()
         self.plot.removeItem(curve)
 
-    # -- "others (n)" -----------------------------------------------------------------
+    # -- groups and "others (n)" -------------------------------------------------------
+    def _unit_of(self, key: tuple) -> tuple:
+        """The layer a process is drawn in: its own, or its group's."""
+        return self._unit_by_key.get(key, key)
+
+    def _unit_identity(self, unit: tuple) -> ProcessIdentity:
+        """A group is drawn in the style of its lowest pid (as the table's group row)."""
+        if is_group(unit):
+            return _identity_of(min(self._units[unit], key=lambda k: k[2]))
+        return _identity_of(unit)
+
+    def toggle_group(self, unit: tuple) -> None:
+        """A group's band or legend row clicked: its processes drawn on their own, or folded."""
+        self.opened ^= {unit}
+        if self._last is not None:
+            self.update_from(*self._last)
+
     def toggle_others(self) -> None:
         self.stack.expanded = not self.stack.expanded
         if self._last is not None:
@@ -396,11 +392,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             if key == OTHERS and label.sceneBoundingRect().contains(pos):
                 self.toggle_others()
                 return
+            if is_group(key) and label.sceneBoundingRect().contains(pos):
+                self.toggle_group(key)
+                return
         if not self.plot.vb.sceneBoundingRect().contains(pos):
             return
         p = self.plot.vb.mapSceneToView(pos)
         key = self.stack.layer_at(p.x(), p.y() * GiB)
-        if key == OTHERS or (self.stack.expanded and key is not None):
+        if is_group(key) or key in self._opened_by_key:
+            self.toggle_group(self._opened_by_key.get(key, key))
+        elif key == OTHERS or (self.stack.expanded and key is not None):
             self.toggle_others()
 
     # -- legend -----------------------------------------------------------------------
@@ -423,7 +424,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def _update_legend(self, entries, hidden: int, not_plotted: list, labels: dict) -> None:
         """entries: (key, sample item, name, bytes now or None, ended)."""
         rows = [(k, name + (" · ended" if ended else "")) for k, _s, name, _v, ended in entries]
-        texts = [_legend_text(name, v, ended) for _k, _s, name, v, ended in entries]
+        texts = [legend_text(name, v, ended) for _k, _s, name, v, ended in entries]
         notes = []
         if hidden > 0:
             notes.append(f"+ {hidden} more (see the table)")
@@ -473,12 +474,6 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def legend_labels(self) -> list[str]:
         """The names the legend shows, in order (memory figures left out)."""
         return [name for k, name in self._legend if k not in (TOTAL, CAPACITY)]
-
-
-def _legend_text(name: str, value: float | None, ended: bool) -> str:
-    if value is None or ended:
-        return name
-    return f"{name} · {value / GiB:.1f} GiB"
 
 
 def _blank() -> pg.PlotDataItem:

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem
 
-from vramscope.core.stacking import STACK_SHOWN, align, choose_layers, cumulative, thin
+from vramscope.core.stacking import PROMOTED, STACK_SHOWN, align, choose_layers, cumulative, thin
 from vramscope.core.units import GiB
 from vramscope.ui import theme
 
@@ -92,7 +92,8 @@ class StackedBands:
         ``everyone``: (t, v), the sum of all the processes' figures on ``base_t``'s times;
         with it "others" is that minus the processes drawn on their own, and the
         grouped processes' series are never read (a GPU with 1,000 processes)."""
-        own, rest = choose_layers(alive, first_seen, must, self.expanded, min(shown, STACK_SHOWN))
+        own, rest = choose_layers(alive, first_seen, must, self.expanded, min(shown, STACK_SHOWN),
+                                  fits=min(shown, STACK_SHOWN + PROMOTED))  # (as the legend has rows)
         grouped = rest + list(ended)
         layers, keys = [], []
         for key in own:

@@ -49,9 +49,7 @@ def setup_desktop(window, settings) -> None:
     window.file_menu.insertAction(window.quit_action, settings_action)
     window.file_menu.insertSeparator(window.quit_action)
 
-    help_menu = window.menuBar().addMenu("&Help")
-    about_action = help_menu.addAction("&About vramscope", lambda: open_about(window))
-    help_menu.addAction("&Keyboard shortcuts", lambda: show_shortcuts(window))
+    about_action = add_help_menu(window)
 
     find = QLineEdit()
     find.setPlaceholderText("Find a process: pid, user, command (Ctrl+F)")
@@ -72,6 +70,15 @@ def setup_desktop(window, settings) -> None:
     for key, act in window._window_actions.items():
         actions[f"window_{key}"] = act
     window.shortcut_actions = install_shortcuts(window, actions)
+
+
+def add_help_menu(window):
+    """Help → About, Keyboard shortcuts (the live window and a reopened session's);
+    returns the About action."""
+    help_menu = window.menuBar().addMenu("&Help")
+    about_action = help_menu.addAction("&About vramscope", lambda: open_about(window))
+    help_menu.addAction("&Keyboard shortcuts", lambda: show_shortcuts(window))
+    return about_action
 
 
 def filter_processes(window, text: str) -> None:

@@ -99,3 +99,12 @@ def _truthy(v) -> bool:
     if isinstance(v, str):
         return v.strip().lower() in ("true", "1", "yes", "on")
     return bool(v)
+
+
+def device_label(frame: Frame | None, report: AgentReport, device: AgentDevice) -> str:
+    """'cuda:0 (GPU 1)': torch's device and the GPU it is, as the monitor numbers
+    GPUs (NVML's index; cuda:N counts only what CUDA_VISIBLE_DEVICES lets through)."""
+    gpu = gpu_for_device(frame, report, device) if frame is not None else None
+    if gpu is None or not device.device.startswith("cuda"):
+        return device.device
+    return f"{device.device} ({gpu.label})"

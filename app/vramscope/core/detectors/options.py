@@ -37,8 +37,9 @@ THRESHOLD_OPTIONS = {
 def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("diagnostics")
     g.add_argument("--watch", type=non_negative(float), default=0.0, metavar="SECONDS",
-                   help="sample for this long before reporting, so that time-based rules "
-                        "(idle squatters, leaks, trends) can fire")
+                   help="sample for this long, printing each sample on a terminal (like "
+                        "nvidia-smi -l), so that time-based rules (idle squatters, leaks, "
+                        "trends) can fire; --json prints the last one")
     g.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
                    help="seconds between samples with --watch (default 1, 0.1 to 60)")
     for flag, (_, kind, _, help_text) in THRESHOLD_OPTIONS.items():
@@ -56,15 +57,18 @@ def settings_from_args(args, base: DiagnosticSettings | None = None) -> Diagnost
 
 
 def watch(pipeline, seconds: float, interval: float = 1.0,
-          monotonic=time.monotonic, sleep=time.sleep):
+          monotonic=time.monotonic, sleep=time.sleep, each=None):
     """Sample every ``interval`` seconds for ``seconds`` (at least once) through
-    ``pipeline`` (whose diagnostics stage sees every frame); returns the last frame."""
+    ``pipeline`` (whose diagnostics stage sees every frame); returns the last frame.
+    ``each(frame)``: called with every frame but the last (a live display)."""
     interval = max(0.1, interval)
     start = monotonic()
     k = 0
     while True:
         frame = pipeline.sample_once()
         k += 1
+        if each is not None and (start + k * interval) - start <= seconds + 1e-9:
+            each(frame)
         due = start + k * interval
         if due - start > seconds + 1e-9:
             return frame

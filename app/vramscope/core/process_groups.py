@@ -1,0 +1,66 @@
+"""Processes that belong together, shown as one: ``ray::RolloutWorker ×10``.
+
+Qt-free; the stacked view, its legend and the process table all group
+through ``kin_of`` and ``units``, so what is one group is decided once.
+
+Two processes are one group when a user would call them one thing: the same
+user, the same parent process and the same command line -- the workers a
+launcher forks or spawns with one argv (Ray's workers under their raylet,
+``torchrun``'s ranks, which differ only in their environment, a server's
+gunicorn/uvicorn/vLLM workers). Processes whose parent is gone or is init
+(daemonised, re-parented) group by user and command line alone. Not one
+group: two runs of the same script from two shells (different parents),
+Jupyter kernels (each has its own connection file on its command line),
+two users' processes, a process without a readable command line or parent. A process
+with an active alert always stands on its own, and a "group" of one is just
+its process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from vramscope.core.process_names import short_name
+from vramscope.core.samples import ProcessInfo
+
+GROUP = "group"  # the first element of a group's unit key: (GROUP, kin)
+TIMES = "×"
+
+
+def kin_of(info: ProcessInfo | None) -> tuple | None:
+    """What a process shares with the others of its group; None: never grouped."""
+    if info is None or not info.cmdline or info.user is None or info.ppid is None:
+        return None
+    parent = info.ppid if info.ppid > 1 and info.parent_alive is not False else None
+    return (short_name(info) or info.cmdline[0], info.user, parent, tuple(info.cmdline))
+
+
+def group_key(kin: tuple) -> tuple:
+    return (GROUP, kin)
+
+
+def is_group(key) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[0] == GROUP
+
+
+def group_name(key: tuple, members: int) -> str:
+    """'ray::RolloutWorker ×10'."""
+    return f"{key[1][0]} {TIMES}{members}"
+
+
+def units(members: Iterable[tuple[tuple, tuple | None]], alone: set | frozenset = frozenset(),
+          opened: set | frozenset = frozenset()) -> dict[tuple, list[tuple]]:
+    """unit key -> the process keys it stands for, in the order given.
+
+    ``members``: (process key, its kin or None); ``alone``: process keys drawn
+    on their own whatever their kin (an active alert, the selection);
+    ``opened``: group keys the user expanded (their processes stand alone).
+    A process on its own is its own unit: {key: [key]}."""
+    out: dict[tuple, list[tuple]] = {}
+    for key, kin in members:
+        unit = key if kin is None or key in alone else group_key(kin)
+        out.setdefault(unit, []).append(key)
+    for unit in [u for u, keys in out.items() if is_group(u) and (len(keys) == 1 or u in opened)]:
+        for key in out.pop(unit):
+            out[key] = [key]
+    return out
