@@ -104,6 +104,17 @@ SERVER_CMDS = {
                "--port", "41235"),
     "triton": ("/opt/tritonserver/bin/tritonserver", "--model-repository=/models"),
 }
+# the same engines launched the other common ways (an idle one must still be a server)
+SERVER_LAUNCHES = {
+    # the `vllm serve` console script, as /proc shows it: the shebang's interpreter first;
+    # V0 runs the engine in this same process (no VLLM::EngineCore child)
+    "vllm console script": ("/opt/venv/bin/python3", "/opt/venv/bin/vllm", "serve",
+                            "Qwen/Qwen2.5-7B-Instruct"),
+    "llama-cpp-python": ("python3", "-m", "llama_cpp.server", "--model", "/models/q4.gguf",
+                         "--n_gpu_layers", "-1"),
+    "llama.cpp old server binary": ("./server", "-m", "models/7B/ggml-model-q4_0.gguf",
+                                    "-ngl", "99", "-c", "4096"),
+}
 
 
 def idle_server(cmd, fraction: float, seconds: float = 3600, step: float = 5.0,
@@ -146,9 +157,11 @@ def agent_run(after: Callable[[int], int], steps: int, steps_per_frame: int = 1,
               step_s: float = 1.0, gpu_index: int = 0, uuid: str = UUID,
               sm: Callable[[float], int] = lambda t: 95, stall_from: float | None = None,
               retries: Callable[[float], int] = lambda t: 0, seconds: float | None = None,
-              used=14 * GiB, nvml_jitter: int = 0):
+              used=14 * GiB, nvml_jitter: int = 0,
+              stall_jitter: int = 0):
     """A run under the agent: ``after(k)`` is allocated after step k. Frames every
-    ``steps_per_frame * step_s`` seconds; no steps from ``stall_from`` on."""
+    ``steps_per_frame * step_s`` seconds; no steps from ``stall_from`` on (allocated then
+    moves by up to ``stall_jitter`` a frame: an evaluation phase allocates and frees)."""
     frame_s = steps_per_frame * step_s
     total = seconds if seconds is not None else steps * step_s
 
@@ -165,6 +178,8 @@ def agent_run(after: Callable[[int], int], steps: int, steps_per_frame: int = 1,
                                          {"step": k, "allocated_after": after(k),
                                           "duration": step_s}))
             last = after(k) if k else after(1)
+            if stall_jitter and stall_from is not None and t >= stall_from:
+                last += _jitter(rng, stall_jitter)
             dev = device(last, last + GiB, retries=retries(t), uuid=uuid)
             rep = dataclasses.replace(agent(4242, [dev], events, t=t), step=k or None)
             s = sm(t)
@@ -218,6 +233,11 @@ def stalled_not_to_end(alert):
     assert "End process" not in alert.fix and "py-spy dump" in alert.fix
 
 
+def stalled_busy(alert):
+    assert "stalled since step 599" in alert.message and "SM still busy" in alert.message
+    assert "NCCL" in alert.fix and "End process" not in alert.fix
+
+
 def leak_with_projection(alert):
     assert alert.data["steps_to_oom"] is not None and "out of memory in" in alert.message
 
@@ -247,6 +267,9 @@ def cases() -> list[Case]:
                notes="pool preallocated at start-up, 0 % SM") for name, cmd in SERVER_CMDS.items()],
         Case("idle vLLM at --gpu-memory-utilization 0.95", None, False,
              idle_server(SERVER_CMDS["vllm"][:-1] + ("0.95",), 0.95)),
+        *[Case(f"idle server launched as {how}, 1 h", None, False, idle_server(cmd, 0.9),
+               notes="each common launch is a server, never an idle squatter to end")
+          for how, cmd in SERVER_LAUNCHES.items()],
         Case("busy vLLM server, 1 h", None, False,
              idle_server(VLLM_CMD, 0.9, sm=lambda t: 40 + int(t) % 50)),
         # growth without the agent
@@ -292,6 +315,19 @@ def cases() -> list[Case]:
              agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 95 if t < 600 else 0,
                        stall_from=600.0, steps_per_frame=5),
              start=600.0, within=5.5 * 60, check=stalled_not_to_end),
+        Case("NCCL hang: steps stop, SM stays at 100 %", "stalled", True,
+             agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 100,
+                       stall_from=600.0, steps_per_frame=5),
+             start=600.0, within=5.5 * 60, check=stalled_busy),
+        Case("NCCL hang: not a squatter", "squatter", False,
+             agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 100,
+                       stall_from=600.0, steps_per_frame=5), severity="info"),
+        Case("10 min evaluation phase, SM busy, allocating: not stalled", "stalled", False,
+             agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 95,
+                       stall_from=600.0, steps_per_frame=5, stall_jitter=256 * MiB)),
+        Case("slow steps (8 min each), SM busy: not stalled", "stalled", False,
+             agent_run(lambda k: 10 * GiB, 6, step_s=480.0, steps_per_frame=1 / 96,
+                       seconds=2880)),
         # healthy hours
         Case("healthy training under the agent, 1 h", None, False,
              agent_run(_flat_jitter(8), 3600, steps_per_frame=5, nvml_jitter=64 * MiB)),
