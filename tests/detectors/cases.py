@@ -260,6 +260,28 @@ def _flat_jitter(seed: int):
     return lambda k: table[k % len(table)]
 
 
+def _series(seed: int, shape: Callable[[int], int], jitter: int = 32 * MiB, steps: int = 4000):
+    """after(k) = 10 GiB + shape(k) + jitter, precomputed (the same on every replay)."""
+    rng = random.Random(seed)
+    table = [10 * GiB + shape(k) + _jitter(rng, jitter) for k in range(steps + 1)]
+    return lambda k: table[min(k, steps)]
+
+
+def slow_leak(seed: int = 12):
+    """1 MiB/step, exactly the threshold, +-16 MiB: the slope estimate straddles it."""
+    return _series(seed, lambda k: MiB * k, jitter=16 * MiB)
+
+
+def one_step_up(seed: int = 13):
+    """Flat, then +512 MiB once at step 600 (a buffer made lazily), flat again."""
+    return _series(seed, lambda k: 512 * MiB if k >= 600 else 0)
+
+
+def eval_leak(seed: int = 14, every: int = 100, jump: int = 200 * MiB):
+    """Flat while training; after each evaluation (every 100 steps) 200 MiB more is kept."""
+    return _series(seed, lambda k: jump * (k // every))
+
+
 def cases() -> list[Case]:
     out = [
         # inference servers: never a squatter or near-OOM because of the pool
@@ -293,6 +315,12 @@ def cases() -> list[Case]:
         Case("leak named on the GPU the cards show", "leak", True,
              agent_run(_jitter_leak(3), 200, gpu_index=1, uuid=GPU1_UUID), within=40.0,
              check=leak_named_on_gpu1),
+        Case("leak at the threshold (1 MiB/step, +-16 MiB), 1 h", "leak", True,
+             agent_run(slow_leak(), 3600, steps_per_frame=5), within=240.0),
+        Case("one step up of 512 MiB, then flat, 1 h", "leak", False,
+             agent_run(one_step_up(), 3600, steps_per_frame=5)),
+        Case("leak only in evaluation (+200 MiB per eval every 100 steps), 1 h", "leak", True,
+             agent_run(eval_leak(), 3600, steps_per_frame=5), within=450.0),
         # fragmentation
         Case("one allocation retry", "fragmentation", False,
              agent_run(_flat_jitter(4), 1200, steps_per_frame=5,
