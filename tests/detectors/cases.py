@@ -153,6 +153,57 @@ def ramp_then_flat(ramp_s=120.0, flat_s=600.0, rate=100 * MiB):
     return frames
 
 
+def staircase_plain(seconds=2 * 3600.0, every=360.0, jump=400 * MiB, step=5.0):
+    """train.py (no agent) keeps 400 MiB more every 6 min: 8 GiB in 2 h, flat between."""
+    def frames():
+        rng = random.Random(21)
+        t = 0.0
+        while t <= seconds:
+            used = 3 * GiB + jump * int(t // every) + _jitter(rng, 8 * MiB)
+            yield frame(t, [gpu([proc(4242, used, sm=70)], total=CARD, util=70)])
+            t += step
+    return frames
+
+
+def oscillating_workers(seconds=2 * 3600.0, step=5.0):
+    """Ten workers of ~2.5 GiB each swinging +-150 MiB (batches of varying size)."""
+    def frames():
+        rng = random.Random(22)
+        t = 0.0
+        while t <= seconds:
+            procs = [proc(6000 + i, 2500 * MiB + _jitter(rng, 150 * MiB), sm=40,
+                          cmd=("ray::RolloutWorker",)) for i in range(8)]
+            yield frame(t, [gpu(procs, total=CARD, util=40)])
+            t += step
+    return frames
+
+
+def two_models_loaded(seconds=3600.0, step=5.0):
+    """A process that loads one model, then a second 20 min later: two steps, no trend."""
+    def frames():
+        t = 0.0
+        while t <= seconds:
+            used = 1 * GiB + (5 * GiB if t >= 60 else 0) + (5 * GiB if t >= 1260 else 0)
+            yield frame(t, [gpu([proc(4242, used, sm=60)], total=CARD, util=60)])
+            t += step
+    return frames
+
+
+def step_fills_card(step=5.0, seconds=600.0):
+    """big.py holds 16 GiB, flat; train.py (4242) goes from 2 GiB to 7.2 GiB at t=120
+    (a larger batch): the card is near full and it is train.py that grew."""
+    def frames():
+        t = 0.0
+        while t <= seconds:
+            small = 2 * GiB if t < 120 else 7 * GiB + 200 * MiB
+            yield frame(t, [gpu([proc(5151, 16 * GiB, sm=80, cmd=("python", "big.py")),
+                                 proc(4242, small, sm=90,
+                                      cmd=("python", "train.py", "--batch-size", "32"))],
+                                total=CARD, util=95)])
+            t += step
+    return frames
+
+
 def agent_run(after: Callable[[int], int], steps: int, steps_per_frame: int = 1,
               step_s: float = 1.0, gpu_index: int = 0, uuid: str = UUID,
               sm: Callable[[float], int] = lambda t: 95, stall_from: float | None = None,
@@ -219,6 +270,16 @@ def names_train_py(alert):
 def near_oom_names_grower(alert):
     assert "growing: train.py (4242)" in alert.message, alert.message
     assert "vramscope run" in alert.fix  # not under the agent: the agent is the advice
+
+
+def names_the_one_that_grew(alert):
+    assert "grew: train.py (4242)" in alert.message, alert.message
+    assert "largest" not in alert.message.split(";")[-1]
+    assert "--batch-size 16 with gradient accumulation 2" in alert.fix, alert.fix
+
+
+def staircase_named(alert):
+    assert alert.message.startswith("train.py (4242) on GPU 0 grows in steps"), alert.message
 
 
 def leak_named_on_gpu1(alert):
@@ -300,6 +361,14 @@ def cases() -> list[Case]:
         Case("near-OOM names the growing process", "near_oom", True, growing_plain(),
              within=90.0, check=near_oom_names_grower),
         Case("ramp during warm-up", "near_oom", True, ramp_then_flat(), within=90.0),
+        Case("near-OOM after one process's step up names it, not the largest", "near_oom", True,
+             step_fills_card(), start=120.0, within=10.0, check=names_the_one_that_grew),
+        Case("staircase without the agent: +400 MiB every 6 min", "growth", True,
+             staircase_plain(), within=25 * 60.0, severity="info", check=staircase_named),
+        Case("workers oscillating +-150 MiB, 2 h", None, False, oscillating_workers(),
+             severity="info"),
+        Case("a second model loaded 20 min after the first", "growth", False,
+             two_models_loaded(), severity="info", quiet_after=180.0),
         Case("ramp ended: near-OOM clears within 1 min", "near_oom", False, ramp_then_flat(),
              quiet_after=120.0 + 60.0),
         Case("ramp ended: growth clears within 1 min", "growth", False, ramp_then_flat(),

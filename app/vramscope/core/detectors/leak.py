@@ -23,9 +23,8 @@ Three more shapes (issue 27):
   so a flat stretch after one jump is flat;
 - a leak that happens only in evaluation phases is a staircase in the after-step
   readings: flat while training, a jump after each evaluation that never comes
-  back. ``STAIR_UPS`` clear new highs since the climb began is a leak, and it
-  stays raised while the staircase goes on (the last jump no older than
-  ``STAIR_HOLD`` times the longest gap between jumps);
+  back. three clear new highs since the climb began is a leak, and it stays raised
+  while the staircase goes on (trend.staircase);
 - at the threshold a slope flips above and below it from step to step: once
   raised, the alert holds while the slope stays above ``HOLD_SHARE`` of the
   threshold and the rise stays significant at ``HOLD_Z`` -- hysteresis, so it
@@ -45,7 +44,9 @@ from vramscope.core.detectors.agentmap import device_named, gpu_for_device, head
 from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
-from vramscope.core.detectors.trend import MAX_POINTS, kendall_z, regime_start, theil_sen
+from vramscope.core.detectors.trend import (
+    MAX_POINTS, STAIR_UPS, Staircase, kendall_z, regime_start, staircase, theil_sen,
+)
 from vramscope.core.samples import Frame
 from vramscope.core.units import MiB, fmt_bytes, fmt_duration
 
@@ -56,9 +57,7 @@ WINDOW_MIN_STEPS = 60  # the slope is fitted over at least this many recent step
 HOLD_SHARE = 0.5  # a raised leak holds while its slope is at least this share of the threshold
 HOLD_Z = 2.0  # ... and its rise this significant
 STAIR_BLOCK = 10  # readings per block whose median is one level of a staircase
-STAIR_UPS = 3  # new highs by a clear margin that make a staircase a leak
 STAIR_MIN_JUMP_BYTES = 64 * MiB  # a new high must clear the previous one by this much
-STAIR_HOLD = 3.0  # a staircase stays a leak until its last jump is this many gaps old
 
 LEAK_FIX = (
     "Allocated memory after an optimizer step should come back to the same level; a steady "
@@ -193,8 +192,8 @@ class LeakRule:
             return None
         if not creeping:  # the staircase's mean rise per step
             steps = [points[0][0], points[-1][0]]
-            values = [stair[1], stair[2]]
-            slope = max((stair[2] - stair[1]) / max(1, span), 1.0)
+            values = [stair.first, stair.last]
+            slope = max((stair.last - stair.first) / max(1, span), 1.0)
             agreement, z = 1.0, float("inf")
             recent = points
         if st.flagged_since is None:
@@ -210,7 +209,7 @@ class LeakRule:
         if eta is not None and eta < settings.near_oom_horizon_minutes * 60:
             severity = CRITICAL
         evidence = [] if stair is None or creeping else [
-            f"a staircase: {stair[0]} jumps to a new level since step {points[0][0]}, none given "
+            f"a staircase: {stair.jumps} jumps to a new level since step {points[0][0]}, none given "
             "back -- memory kept after each evaluation or other periodic phase (outputs or "
             "metrics collected with their graphs)"]
         evidence += [
@@ -242,28 +241,16 @@ class LeakRule:
                   "steps_to_oom": steps_to_oom, "seconds_to_oom": eta,
                   "window": [int(steps[0]), int(steps[-1])],
                   "longest_reset_period": st.longest_period,
-                  "staircase_jumps": stair[0] if stair is not None else None},
+                  "staircase_jumps": stair.jumps if stair is not None else None},
         )
 
 
-def _staircase(points: list) -> tuple[int, float, float] | None:
-    """(jumps, first level, last level) when the readings since the climb began rose to a
-    clearly new level ``STAIR_UPS`` times and the staircase is still going, else None."""
+def _staircase(points: list) -> Staircase | None:
+    """The readings since the climb began, as levels of ``STAIR_BLOCK`` (their medians)."""
     if len(points) < STAIR_BLOCK * (STAIR_UPS + 1):
         return None
     values = np.fromiter((p[1] for p in points), float)
     n = len(values) // STAIR_BLOCK
     blocks = np.median(values[:n * STAIR_BLOCK].reshape(n, STAIR_BLOCK), axis=1)
     jump = max(float(STAIR_MIN_JUMP_BYTES), 6.0 * _noise(values) / np.sqrt(STAIR_BLOCK))
-    top = blocks[0]
-    ups = []
-    for i in range(1, n):
-        if blocks[i] >= top + jump:
-            ups.append(i)
-        top = max(top, blocks[i])
-    if len(ups) < STAIR_UPS or blocks[-1] < top - jump:
-        return None
-    gaps = np.diff([0, *ups])
-    if n - ups[-1] > STAIR_HOLD * max(int(gaps.max()), 1) + 1:
-        return None  # it stopped climbing: a fill that ended, not a leak going on
-    return len(ups), float(blocks[0]), float(blocks[-1])
+    return staircase(blocks, jump)
