@@ -204,6 +204,29 @@ def step_fills_card(step=5.0, seconds=600.0):
     return frames
 
 
+def eval_mode_run(train_s=3600.0, eval_s=0.0):
+    """Fine-tuning in eval() mode (forwards with grad in eval mode, a step every 2 s,
+    allocated read mid-forward every other pass) for ``train_s``; then ``eval_s`` of an
+    evaluation loop with grad on whose allocated climbs 64 MiB/s."""
+    def frames():
+        base = 10 * GiB
+        for t in range(0, int(train_s + eval_s), 2):
+            training = t < train_s
+            events = [AgentEvent("eval_autograd", T0 + t + 0.2, {"model": "Net"})] if t % 30 == 0 else []
+            if training:
+                events.append(AgentEvent("step", T0 + t + 1.5,
+                                         {"step": t // 2 + 1, "allocated_after": base,
+                                          "peak_allocated": base + 4 * GiB, "duration": 2.0}))
+                alloc = base + (3 * GiB if t % 4 == 2 else 0)
+            else:
+                alloc = base + int(t - train_s) * 64 * MiB
+            rep = dataclasses.replace(agent(4242, [device(alloc, 16 * GiB)], events, t=t),
+                                      step=min(t, int(train_s)) // 2 + 1)
+            yield frame(t, [gpu([proc(4242, 17 * GiB, sm=95, has_agent=True)], total=CARD,
+                                util=95)], [rep])
+    return frames
+
+
 def agent_run(after: Callable[[int], int], steps: int, steps_per_frame: int = 1,
               step_s: float = 1.0, gpu_index: int = 0, uuid: str = UUID,
               sm: Callable[[float], int] = lambda t: 95, stall_from: float | None = None,
@@ -390,6 +413,11 @@ def cases() -> list[Case]:
              agent_run(one_step_up(), 3600, steps_per_frame=5)),
         Case("leak only in evaluation (+200 MiB per eval every 100 steps), 1 h", "leak", True,
              agent_run(eval_leak(), 3600, steps_per_frame=5), within=450.0),
+        # eval with autograd
+        Case("fine-tuning in eval() mode with optimizer steps, 1 h", "eval_autograd", False,
+             eval_mode_run()),
+        Case("evaluation loop with grad on after training", "eval_autograd", True,
+             eval_mode_run(train_s=600.0, eval_s=180.0), start=600.0, within=60.0),
         # fragmentation
         Case("one allocation retry", "fragmentation", False,
              agent_run(_flat_jitter(4), 1200, steps_per_frame=5,
