@@ -35,6 +35,7 @@ from vramscope.core.detectors.naming import (
 )
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.stalled import StepClock, clock_text, stalled
+from vramscope.core.detectors.watching import Watch, watch_if_due
 from vramscope.core.samples import (
     ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
 )
@@ -85,11 +86,13 @@ class SquatterRule:
         self._finder = notebook_finder or jupyter.default_notebook_finder
         self._activity = kernel_activity or jupyter.kernel_activity
         self._state: dict[tuple, _ProcState] = {}
+        self.watching: list[Watch] = []  # conditions on their way to an alert, as of the last update
 
     def update(self, frame: Frame, settings: DiagnosticSettings,
                active_pids: frozenset[int] = frozenset()) -> list[Alert]:
         now = frame.time
         alerts = []
+        self.watching = watching = []
         reports = {r.pid: r for r in frame.agents if r.connected}
         for gpu, proc in courteous(frame.all_processes()):
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
@@ -118,6 +121,10 @@ class SquatterRule:
             alert = self._judge(frame, gpu, proc, kind, st, now, settings)
             if alert is not None:
                 alerts.append(alert)
+            else:
+                watch = _watch(gpu, proc, kind, st, now, settings)
+                if watch is not None:
+                    watching.append(watch)
         forget_stale(self._state, now, settings)
         return alerts
 
@@ -255,3 +262,21 @@ class SquatterRule:
                   "last_active": st.last_active,
                   "notebook": st.notebook.notebook if st.notebook else None},
         )
+
+
+def _watch(gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: float,
+           settings: DiagnosticSettings) -> Watch | None:
+    """'idle 3 of 5 min' for a holder on its way to a squatter alert (watching.py)."""
+    if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
+        return None
+    who = proc_name(proc, gpu)
+    if kind == SERVER:
+        return None  # a server's pool is by design: nothing to wait for
+    if kind == KERNEL:
+        return watch_if_due("squatter", gpu.index, proc, st.idle_since, now, who, "kernel idle",
+                            settings.kernel_idle_minutes * 60)
+    if kind == AGENT and st.steps.last_step is not None:
+        return watch_if_due("stalled", gpu.index, proc, st.steps.last_step_time, now, who,
+                            "no step for", st.steps.quiet_needed(settings))
+    return watch_if_due("squatter", gpu.index, proc, st.idle_since, now, who, "idle",
+                        settings.idle_minutes * 60)
