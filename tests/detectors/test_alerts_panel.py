@@ -199,3 +199,38 @@ def test_tray_unavailable_degrades_quietly(themed):
     notifier = TrayNotifier(None, available=False)
     assert notifier.reason and notifier.notify(demo_engine(330).alerts()) == []
     assert notifier.suppressed
+
+
+def test_watching_rows_below_the_alerts_greyed_and_without_actions(themed, qtbot):
+    """'idle 3 of 5 min' is listed below the alerts, not counted, and offers no action."""
+    from .cases import engine as suite_engine
+    from .scenarios import frame, gpu, proc
+    from .test_urgency import busy_scene
+    eng = suite_engine()
+    for t in range(0, 370, 10):  # the holder is an alert at 5 min; the kernel idle 6 of 10
+        eng.feed(frame(t, busy_scene(0)))
+    panel = AlertsPanel(eng, actions=None, clock=lambda: T0 + 370)
+    qtbot.addWidget(panel)
+    counts = []
+    panel.counts_changed.connect(lambda n, c: counts.append((n, c)))
+    panel.refresh()
+    alerts, watches = panel.alerts(), panel.watching()
+    assert [w.message.split(": ")[-1] for w in watches] == ["kernel idle 6 of 10 min"]
+    assert counts[-1][0] == len(alerts)  # watching is not counted as an alert
+    last = panel.tree.topLevelItem(panel.tree.topLevelItemCount() - 1)
+    assert last.text(0) == "watching" and "kernel idle 6 of 10 min" in last.text(1)
+    assert "becomes a squatter alert at 10 min" in last.text(4)
+    panel.tree.setCurrentItem(last)
+    assert panel.selected_alert() is None and not panel.end_button.isEnabled()
+    assert "Nothing to do yet" in panel.details.toPlainText()
+    first = panel.tree.topLevelItem(0)
+    assert first.text(0) != "watching"
+    # with no alerts, the empty line says what is watched
+    quiet = suite_engine()
+    for t in range(0, 100, 10):
+        quiet.feed(frame(t, [gpu([proc(77, 2 * GiB, sm=0)], util=0)]))
+    panel2 = AlertsPanel(quiet, actions=None, clock=lambda: T0 + 100)
+    qtbot.addWidget(panel2)
+    panel2.refresh()
+    assert panel2.alerts() == [] and len(panel2.watching()) == 1
+    assert "Watching 1" in panel2.empty.text()

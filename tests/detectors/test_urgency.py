@@ -73,3 +73,27 @@ def test_a_busy_process_is_not_watched():
     for t in range(0, 200, 10):
         eng.feed(frame(t, [gpu([proc(4242, 8 * GiB, sm=80)], util=80)]))
     assert eng.watching() == []
+
+
+def test_status_lists_alerts_by_urgency_then_what_it_watches(capsys):
+    import argparse
+    import io
+    import json
+
+    from vramscope.commands.status import emit
+    eng = engine()
+    last = None
+    for t in range(0, 400, 5):  # the holder idle since 0; the grower from t=300
+        last = frame(t, busy_scene(max(0, t - 300)))
+        eng.feed(last)
+    out = io.StringIO()
+    emit(last, argparse.Namespace(json=False, diagnostics=eng), out)
+    text = out.getvalue()
+    alerts = text[text.index("alerts:"):text.index("watching (not alerts yet):")]
+    assert alerts.index("near out of memory") < alerts.index("bench_matmul.py (5151)")
+    assert "kernel idle 6 of 10 min" in text.split("watching (not alerts yet):")[1]
+    out = io.StringIO()
+    emit(last, argparse.Namespace(json=True, diagnostics=eng), out)
+    data = json.loads(out.getvalue())
+    assert data["alerts"][0]["kind"] == "near_oom"
+    assert [w["pid"] for w in data["watching"]] == [3131]

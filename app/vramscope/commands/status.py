@@ -63,14 +63,28 @@ def alerts_for(frame, args) -> list:
     return alerts_to_json(engine.alerts())
 
 
+def watching_for(args) -> list:
+    """What the engine is watching on its way to an alert ("idle 3 of 5 min"), listed
+    after the alerts; empty after a single pass (those rules need time: --watch)."""
+    from vramscope.core.detectors.watching import watching_to_json
+    engine = getattr(args, "diagnostics", None)
+    return watching_to_json(engine.watching()) if engine is not None else []
+
+
 def emit(frame, args, out=None) -> None:
     from vramscope.core.status_report import frame_to_dict, render_table
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
+    watching = watching_for(args)
     if args.json:
-        out.write(json.dumps(frame_to_dict(frame, alerts), indent=2, default=str) + "\n")
+        out.write(json.dumps({**frame_to_dict(frame, alerts), "watching": watching},
+                             indent=2, default=str) + "\n")
     else:
-        out.write(render_table(frame, alerts))
+        text = render_table(frame, alerts)
+        if watching:
+            text = text.rstrip("\n") + "\n\nwatching (not alerts yet):\n" + "".join(
+                f"  - {w['message']}\n" for w in watching)
+        out.write(text)
     out.flush()
 
 

@@ -38,6 +38,8 @@ from vramscope.ui.end_process_dialog import EndProcessDialog
 
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
 _ALERT_ROLE = Qt.ItemDataRole.UserRole + 1
+_WATCH_ROLE = Qt.ItemDataRole.UserRole + 2
+WATCHING = "watching"  # the severity column of a condition on its way to an alert
 
 
 def severity_colour(severity: str, s: theme.Scheme | None = None) -> str:
@@ -47,13 +49,19 @@ def severity_colour(severity: str, s: theme.Scheme | None = None) -> str:
 
 
 def severity_icon(severity: str, size: int = 12, s: theme.Scheme | None = None) -> QIcon:
+    """A filled dot in the severity's colour; a hollow muted ring for "watching"."""
     pix = QPixmap(size, size)
     pix.fill(Qt.GlobalColor.transparent)
     p = QPainter(pix)
     p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.setBrush(QColor(severity_colour(severity, s)))
-    p.setPen(Qt.PenStyle.NoPen)
-    p.drawEllipse(1, 1, size - 2, size - 2)
+    if severity == WATCHING:
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.setPen(QColor(severity_colour(severity, s)))
+        p.drawEllipse(2, 2, size - 4, size - 4)
+    else:
+        p.setBrush(QColor(severity_colour(severity, s)))
+        p.setPen(Qt.PenStyle.NoPen)
+        p.drawEllipse(1, 1, size - 2, size - 2)
     p.end()
     return QIcon(pix)
 
@@ -63,6 +71,15 @@ def since_text(since: float | None, now: float) -> str:
         return "n/a"
     clock = time.strftime("%H:%M:%S", time.localtime(since))
     return f"{clock} ({fmt_duration(now - since)} ago)"
+
+
+def watch_html(watch, now: float, s: theme.Scheme | None = None) -> str:
+    e = html.escape
+    s = s or theme.current()
+    return (f"<p><b style='color:{s.MUTED}'>WATCHING</b> <b>{e(watch.title)}</b> &mdash; "
+            f"{e(watch.message)}</p>"
+            f"<p style='color:{s.MUTED}'>since {e(since_text(watch.since, now))}; "
+            f"{e(watch.becomes)} if nothing changes. Nothing to do yet.</p>")
 
 
 def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
@@ -88,6 +105,9 @@ def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
     return "".join(parts)
 
 
+_EMPTY = "No alerts. Squatters, leaks, fragmentation and near-OOM show up here."
+
+
 class AlertsPanel(QWidget):
     alert_selected = Signal(object)
     alert_activated = Signal(object)
@@ -106,6 +126,7 @@ class AlertsPanel(QWidget):
         self._clock = clock
         self._grace_seconds = grace_seconds  # None: the actions' own
         self._alerts: list[Alert] = []
+        self._watching: list = []  # Watch values (core/detectors/watching.py), below the alerts
         self._hidden: set[tuple] = set()
         self._seen_keys: set[tuple] = set()
         self._signature: list | None = None  # what the list shows, to skip a rebuild while hidden
@@ -131,7 +152,7 @@ class AlertsPanel(QWidget):
 
         self.details = QTextBrowser()
         self.details.setOpenExternalLinks(False)
-        self.empty = QLabel("No alerts. Squatters, leaks, fragmentation and near-OOM show up here.")
+        self.empty = QLabel(_EMPTY)
         theme.styled(self.empty, lambda s: f"color: {s.MUTED};")
 
         self.ack_button = QPushButton("Acknowledge")
@@ -186,17 +207,22 @@ class AlertsPanel(QWidget):
             return
         everything = self.engine.alerts(include_hidden=True)
         hidden = {a.key for a in everything if self.engine.is_hidden(a)}
-        self.set_alerts(everything, hidden)
+        watching = self.engine.watching() if hasattr(self.engine, "watching") else ()
+        self.set_alerts(everything, hidden, watching)
 
-    def set_alerts(self, alerts, hidden_keys=()) -> None:
+    def set_alerts(self, alerts, hidden_keys=(), watching=()) -> None:
+        """``alerts`` in the engine's order (most urgent first), then ``watching``:
+        conditions on their way to an alert, listed below them, greyed, without actions."""
         alerts = list(alerts)
+        self._watching = list(watching)
         hidden = set(hidden_keys)
         new = [a for a in alerts if a.key not in self._seen_keys and a.key not in hidden]
         self._seen_keys = {a.key for a in alerts}
         self._alerts = alerts
         self._hidden = hidden
         shown = [a for a in alerts if self.show_hidden.isChecked() or a.key not in hidden]
-        signature = [(a.key, a.severity, a.message, a.key in hidden) for a in shown]
+        signature = ([(a.key, a.severity, a.message, a.key in hidden) for a in shown]
+                     + [(w.key, w.message) for w in self._watching])
         if not self.isVisible() and signature == self._signature:
             # a hidden tab does no work: same alerts, only their "ago" texts would change
             visible = [a for a in alerts if a.key not in hidden]
@@ -221,12 +247,22 @@ class AlertsPanel(QWidget):
             self.tree.addTopLevelItem(item)
             if alert.key == keep:
                 select = item
-        if select is None and self.tree.topLevelItemCount():
+        for watch in self._watching:
+            item = QTreeWidgetItem([WATCHING, f"{watch.title}: {watch.message}",
+                                    since_text(watch.since, now), "", watch.becomes])
+            item.setData(0, _WATCH_ROLE, watch)
+            item.setToolTip(1, f"{watch.message}; {watch.becomes} -- nothing to do yet")
+            self._colour_row(item, theme.current())
+            self.tree.addTopLevelItem(item)
+        if select is None and shown:
             select = self.tree.topLevelItem(0)
         if select is not None:
             self.tree.setCurrentItem(select)
         self.tree.blockSignals(False)
         self.empty.setVisible(not shown)
+        self.empty.setText(_EMPTY if not self._watching else
+                           f"No alerts. Watching {len(self._watching)}: listed below, "
+                           "not alerts yet.")
         self._show_details(self.selected_alert())
         self._update_buttons()
         visible = [a for a in alerts if a.key not in hidden]
@@ -239,8 +275,15 @@ class AlertsPanel(QWidget):
 
     def alerts(self) -> list[Alert]:
         """The alerts as listed (rows in order)."""
-        return [self.tree.topLevelItem(i).data(0, _ALERT_ROLE)
-                for i in range(self.tree.topLevelItemCount())]
+        rows = (self.tree.topLevelItem(i).data(0, _ALERT_ROLE)
+                for i in range(self.tree.topLevelItemCount()))
+        return [a for a in rows if a is not None]
+
+    def watching(self) -> list:
+        """The watched conditions as listed (below the alerts)."""
+        rows = (self.tree.topLevelItem(i).data(0, _WATCH_ROLE)
+                for i in range(self.tree.topLevelItemCount()))
+        return [w for w in rows if w is not None]
 
     def selected_alert(self) -> Alert | None:
         item = self.tree.currentItem()
@@ -249,7 +292,8 @@ class AlertsPanel(QWidget):
     def select_alert(self, key: tuple) -> bool:
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
-            if item.data(0, _ALERT_ROLE).key == key:
+            alert = item.data(0, _ALERT_ROLE)
+            if alert is not None and alert.key == key:
                 self.tree.setCurrentItem(item)
                 return True
         return False
@@ -342,20 +386,30 @@ class AlertsPanel(QWidget):
 
     def _colour_row(self, item: QTreeWidgetItem, s: theme.Scheme) -> None:
         alert = item.data(0, _ALERT_ROLE)
+        if alert is None:  # a watched condition: a hollow ring, greyed
+            item.setIcon(0, severity_icon(WATCHING, s=s))
+            for col in range(len(COLUMNS)):
+                item.setForeground(col, QColor(s.MUTED))
+            return
         item.setIcon(0, severity_icon(alert.severity, s=s))
         if alert.key in self._hidden:  # acknowledged or muted: greyed out
             for col in range(len(COLUMNS)):
                 item.setForeground(col, QColor(s.MUTED))
     def _on_current(self, current, _previous) -> None:
         alert = current.data(0, _ALERT_ROLE) if current is not None else None
-        self._show_details(alert)
+        watch = current.data(0, _WATCH_ROLE) if current is not None else None
+        if watch is not None:
+            self.details.setHtml(watch_html(watch, self._clock()))
+        else:
+            self._show_details(alert)
         self._update_buttons()
         if alert is not None:
             self.alert_selected.emit(alert)
 
     def _emit_item(self, item, signal) -> None:
-        if item is not None:
-            signal.emit(item.data(0, _ALERT_ROLE))
+        alert = item.data(0, _ALERT_ROLE) if item is not None else None
+        if alert is not None:
+            signal.emit(alert)
 
     def _show_details(self, alert: Alert | None) -> None:
         if alert is None:
