@@ -23,7 +23,9 @@ from vramscope.core.detectors.alert import INFO, WARNING, Alert
 from vramscope.core.detectors.advice import growing_server_fix, serves_requests
 from vramscope.core.detectors.naming import AGENT, SERVER, TRAINING, proc_name, process_kind
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
-from vramscope.core.detectors.trend import Staircase, Trend, current_trend, staircase
+from vramscope.core.detectors.trend import (
+    Staircase, Trend, current_trend, is_significant, staircase,
+)
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.units import MiB, fmt_bytes, fmt_duration
 
@@ -207,7 +209,7 @@ class GrowthRule:
                settings: DiagnosticSettings):
         if (trend is None or trend.span < settings.growth_min_seconds
                 or trend.slope * 60 < settings.growth_min_bytes_per_minute
-                or trend.rise() < settings.growth_min_rise_bytes or trend.agreement < 0.6):
+                or trend.rise() < settings.growth_min_rise_bytes or not is_significant(trend)):
             return None
         kind = process_kind(frame, proc)
         free = gpu.free if gpu.free is not None else (

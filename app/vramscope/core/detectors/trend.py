@@ -146,6 +146,18 @@ class Trend:
         return (self.slope or 0.0) * self.span
 
 
+# A trend is real when its rise is not chance: most reading pairs of the regime rise
+# (agreement) and Kendall's tau says so well beyond chance. The growth rule and the
+# process table's Growth colour use this one test.
+MIN_AGREEMENT = 0.6
+MIN_TREND_Z = 3.0
+
+
+def is_significant(trend: "Trend") -> bool:
+    return (trend.slope is not None and trend.agreement >= MIN_AGREEMENT
+            and kendall_z(trend.agreement, min(trend.points, MAX_POINTS)) >= MIN_TREND_Z)
+
+
 def current_trend(t: Sequence[float], y: Sequence[float]) -> Trend | None:
     """Theil-Sen over the current regime; None with fewer than three points."""
     if len(t) < 3:
