@@ -218,7 +218,7 @@ def test_watching_rows_below_the_alerts_greyed_and_without_actions(themed, qtbot
     assert [w.message.split(": ")[-1] for w in watches] == ["kernel idle 6 of 10 min"]
     assert counts[-1][0] == len(alerts)  # watching is not counted as an alert
     last = panel.tree.topLevelItem(panel.tree.topLevelItemCount() - 1)
-    assert last.text(0) == "watching" and "kernel idle 6 of 10 min" in last.text(1)
+    assert last.text(0) == "watching" and last.text(1).startswith("kernel idle 6 of 10 min \u00b7 ")
     assert "becomes a squatter alert at 10 min" in last.text(4)
     panel.tree.setCurrentItem(last)
     assert panel.selected_alert() is None and not panel.end_button.isEnabled()

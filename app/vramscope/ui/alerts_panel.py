@@ -191,6 +191,13 @@ class AlertsPanel(QWidget):
         self._update_buttons()
         theme.follow(self, self.apply_theme)
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # "What" and "Evidence" share the width (the figures sit mid-sentence): 42 % and 24 %
+        width = self.tree.viewport().width()
+        self.tree.setColumnWidth(1, max(380, int(width * 0.42)))
+        self.tree.setColumnWidth(3, max(220, int(width * 0.24)))
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.refresh()  # the "ago" texts, stale while the tab was hidden
@@ -248,10 +255,12 @@ class AlertsPanel(QWidget):
             if alert.key == keep:
                 select = item
         for watch in self._watching:
-            item = QTreeWidgetItem([WATCHING, f"{watch.title}: {watch.message}",
+            # the progress first: "kernel idle 9 of 10 min" is what the row is for
+            item = QTreeWidgetItem([WATCHING, f"{watch.progress} \u00b7 {watch.what}",
                                     since_text(watch.since, now), "", watch.becomes])
             item.setData(0, _WATCH_ROLE, watch)
-            item.setToolTip(1, f"{watch.message}; {watch.becomes} -- nothing to do yet")
+            item.setToolTip(1, f"{watch.title}: {watch.message}; {watch.becomes} -- nothing to "
+                               "do yet")
             self._colour_row(item, theme.current())
             self.tree.addTopLevelItem(item)
         if select is None and shown:
