@@ -13,7 +13,8 @@ from vramscope.core.detectors import Diagnostics, DiagnosticSettings  # noqa: E4
 from vramscope.core.detectors.jupyter import NotebookHint  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.units import GiB  # noqa: E402
-from vramscope.ui.alerts_panel import AlertsPanel, EndProcessDialog, TrayNotifier  # noqa: E402
+from vramscope.ui.alerts_panel import AlertsPanel, EndProcessDialog  # noqa: E402
+from vramscope.ui.tray import TrayNotifier  # noqa: E402
 
 from .conftest import STUBBORN
 

@@ -9,12 +9,10 @@ Standalone: the main window creates ``AlertsPanel(engine, actions)``, calls
 - ``alert_activated(object)``: double-click / Enter (jump to it);
 - ``process_ended(int, float)``: a process ended from here (pid, start time);
 - ``counts_changed(int, int)``: visible alerts, of which critical (tab badge);
-- ``new_alerts(list)``: alerts not seen before (``TrayNotifier.notify``).
+- ``new_alerts(list)``: alerts not seen before (``TrayNotifier.notify``, ui/tray.py).
 
 ``EndProcessDialog`` is opened with ``open()`` (window-modal, not blocking),
-so tests can inspect it and press its buttons. ``TrayNotifier`` shows a
-desktop notification through the system tray when the window is hidden or
-minimised, and does nothing (says why) where no tray exists.
+so tests can inspect it and press its buttons.
 """
 
 from __future__ import annotations
@@ -22,11 +20,11 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QHBoxLayout,
-    QHeaderView, QLabel, QPushButton, QSplitter, QSystemTrayIcon, QTextBrowser, QTreeWidget,
+    QHeaderView, QLabel, QPushButton, QSplitter, QTextBrowser, QTreeWidget,
     QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
@@ -458,59 +456,3 @@ def _first_sentence(text: str) -> str:
         if 0 < i < 140:
             return text[: i + 1]
     return text[:140] + ("\u2026" if len(text) > 140 else "")
-
-
-class TrayNotifier(QObject):
-    """Desktop notifications for new alerts while the window is hidden or minimised.
-
-    Degrades quietly: with no system tray, ``available`` is False, ``reason``
-    says why, and ``notify`` only records what it would have shown.
-    """
-
-    def __init__(self, window=None, icon: QIcon | None = None, min_severity: str = WARNING,
-                 parent=None, tray: QSystemTrayIcon | None = None, available: bool | None = None):
-        super().__init__(parent)
-        self.window = window
-        self.min_severity = min_severity
-        self.available = (QSystemTrayIcon.isSystemTrayAvailable()
-                          if available is None else available)
-        self.reason = None if self.available else "no system tray on this desktop"
-        self.tray = tray
-        if self.available and self.tray is None:
-            self.tray = QSystemTrayIcon(icon or severity_icon(WARNING, 32), self)
-            self.tray.setToolTip("vramscope")
-            self.tray.show()
-        if self.available and self.tray is not None and not self.tray.supportsMessages():
-            self.available = False
-            self.reason = "the system tray cannot show messages"
-        self.shown: list[tuple[str, str]] = []  # (title, text) actually shown
-        self.suppressed: list[tuple[str, str]] = []  # would have been shown (no tray / visible)
-        self._notified: set[tuple] = set()
-
-    def window_away(self) -> bool:
-        w = self.window
-        return w is None or not w.isVisible() or w.isMinimized()
-
-    def notify(self, alerts) -> list[tuple[str, str]]:
-        """Show what is new and severe enough; returns the (title, text) shown."""
-        from vramscope.core.detectors.alert import severity_rank
-        out = []
-        for alert in alerts:
-            if alert.key in self._notified or severity_rank(alert.severity) < severity_rank(self.min_severity):
-                continue
-            self._notified.add(alert.key)
-            title = f"vramscope: {alert.title}" + (f" on {alert.host}" if alert.host else "")
-            text = alert.message
-            if not self.available or not self.window_away():
-                self.suppressed.append((title, text))
-                continue
-            icon = (QSystemTrayIcon.MessageIcon.Critical if alert.severity == CRITICAL
-                    else QSystemTrayIcon.MessageIcon.Warning)
-            self.tray.showMessage(title, text, icon, 10_000)
-            self.shown.append((title, text))
-            out.append((title, text))
-        return out
-
-    def forget(self, current_keys) -> None:
-        """Let alerts that cleared notify again when they come back."""
-        self._notified &= set(current_keys)
