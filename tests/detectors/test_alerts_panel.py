@@ -235,3 +235,27 @@ def test_watching_rows_below_the_alerts_greyed_and_without_actions(themed, qtbot
     panel2.refresh()
     assert panel2.alerts() == [] and len(panel2.watching()) == 1
     assert "Watching 1" in panel2.empty.text()
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_urgent_first_screenshot(themed, qtbot, artifacts_dir, size):
+    """A card seconds from full on top (critical), growth next, the idle holder below,
+    the kernel watched below the alerts."""
+    from .cases import engine as suite_engine
+    from .scenarios import frame
+    from .test_urgency import busy_scene
+    eng = suite_engine()
+    for t in range(0, 500, 5):
+        eng.feed(frame(t, busy_scene(max(0, t - 300))))
+        near = [a for a in eng.alerts() if a.kind == "near_oom"]
+        if near and (near[0].data["eta_seconds"] or 99) < 30:
+            break
+    panel = AlertsPanel(eng, actions=None, clock=lambda: T0 + t)
+    qtbot.addWidget(panel)
+    panel.resize(*size)
+    panel.show()
+    panel.refresh()
+    rows = [panel.tree.topLevelItem(i) for i in range(panel.tree.topLevelItemCount())]
+    assert rows[0].text(0) == "critical" and "Near out of memory" in rows[0].text(1)
+    assert [r.text(0) for r in rows][-1] == "watching"
+    assert panel.grab().save(str(artifacts_dir / f"alerts-urgent-{size[0]}x{size[1]}.png"))

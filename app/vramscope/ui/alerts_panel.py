@@ -192,7 +192,7 @@ class AlertsPanel(QWidget):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         # "What" and "Evidence" share the width (the figures sit mid-sentence): 42 % and 24 %
-        width = self.tree.viewport().width()
+        width = self.width() - 24  # the panel's: a hidden tab's tree is resized only when shown
         self.tree.setColumnWidth(1, max(380, int(width * 0.42)))
         self.tree.setColumnWidth(3, max(220, int(width * 0.24)))
 

@@ -191,8 +191,10 @@ class NearOomRule:
                 f"{process_label(p)} {fmt_bytes(p.used)}" for p in top))
         # what filled it: the growing process, else the one that rose by a step lately
         # (a batch that got bigger, a model loaded), and the largest only when none did
+        trending = {g.proc.pid for g in growers}  # already named as growing
         risers = sorted((r for r in (self._growth.risen if self._growth else ())
-                         if r.gpu == gpu.index and server_of(frame, r.proc) is None),
+                         if r.gpu == gpu.index and r.proc.pid not in trending
+                         and server_of(frame, r.proc) is None),
                         key=lambda r: -r.rise)
         for r in risers[:3]:
             evidence.append(f"rose: {process_label(r.proc)} +{fmt_bytes(r.rise)} in the last "
