@@ -193,3 +193,13 @@ def run_from(engine, start, end, make_gpus, step=30):
     for t in range(start, end + 1, step):
         alerts = engine.feed(frame(t, make_gpus(t)))
     return alerts
+
+
+def test_an_idle_server_of_no_known_engine_is_not_called_a_crashed_run():
+    cmd = ("python", "-m", "embed_server", "--port", "8100", "--model", "bge-large-en-v1.5")
+    idle = lambda t: [gpu([proc(38211, 9 * GiB, sm=0, cmd=cmd)], util=0)]  # noqa: E731
+    [alert] = squatters(run(Diagnostics(notebook_finder=no_finder), 310, idle))
+    assert "A finished or crashed" not in alert.fix and "server waiting for requests" in alert.fix
+    train = lambda t: [gpu([proc(4242, 9 * GiB, sm=0)], util=0)]  # noqa: E731
+    [plain] = squatters(run(Diagnostics(notebook_finder=no_finder), 310, train))
+    assert "A finished or crashed" in plain.fix
