@@ -5,6 +5,9 @@ training agent), and escalation to critical when the card is seconds from full."
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from vramscope.core.detectors import Diagnostics
 
 from .cases import engine
@@ -65,3 +68,29 @@ def test_near_oom_seconds_from_full_is_critical():
         if near and near[0].data["eta_seconds"] is not None and near[0].data["eta_seconds"] < 60:
             break
     assert near[0].severity == "critical" and "full in about" in near[0].message
+
+
+def test_batch_option_and_server_signs_read_from_command_lines():
+    from vramscope.core.detectors.advice import batch_option, batch_text, serves_requests
+    from vramscope.core.samples import ProcessInfo
+    assert batch_option(("python", "train.py", "--batch_size=16")) == ("--batch_size", "16")
+    assert batch_option(("torchrun", "ft.py", "--per_device_train_batch_size", "4")) == (
+        "--per_device_train_batch_size", "4")
+    assert batch_option(("python", "train.py")) is None
+    assert "--batch-size 1 already" in batch_text(("python", "t.py", "--batch-size", "1"))
+    info = lambda *cmd: ProcessInfo(pid=1, cmdline=cmd)  # noqa: E731
+    assert serves_requests(info("python", "-m", "embed_server"))
+    assert serves_requests(info("uvicorn", "app:api", "--port", "9000"))
+    assert serves_requests(info("python", "app.py", "--host=0.0.0.0"))
+    assert not serves_requests(info("python", "train.py", "--epochs", "3"))
+    assert not serves_requests(info("python", "-m", "torch.distributed.run", "train.py"))
+
+
+@given(st.lists(st.text(max_size=24), max_size=10))
+def test_any_command_line_is_read_for_advice_without_error(argv):
+    from vramscope.core.detectors.advice import batch_option, batch_text, serves_requests
+    from vramscope.core.samples import ProcessInfo
+    found = batch_option(argv)
+    assert found is None or (found[0].startswith("-") and isinstance(found[1], str))
+    assert isinstance(batch_text(argv), str)
+    assert serves_requests(ProcessInfo(pid=1, cmdline=tuple(argv) or None)) in (True, False)

@@ -18,13 +18,12 @@ import os
 from collections.abc import Sequence
 
 from vramscope.core.samples import ProcessInfo
-from vramscope.core.servers import option_value
 from vramscope.core.units import fmt_bytes
 
 # batch-size options of common training entry points (argparse scripts, HF Trainer,
 # Lightning, torchtune, DeepSpeed), first found wins
 BATCH_OPTIONS = ("--batch-size", "--batch_size", "--per_device_train_batch_size",
-                 "--micro-batch-size", "--micro_batch_size", "--train_batch_size", "--bs", "-b")
+                 "--micro-batch-size", "--micro_batch_size", "--train_batch_size", "--bs")
 # options and names that make a process a long-running server, whatever its engine
 _SERVER_OPTIONS = ("--port", "--host", "--bind")
 _SERVER_WORDS = ("serve", "server", "service", "api", "uvicorn", "gunicorn", "hypercorn")
@@ -33,20 +32,22 @@ CACHE_LEADS_SHARE = 0.25  # cached-but-free at least this share of reserved lead
 
 
 def batch_option(cmdline: Sequence[str] | None) -> tuple[str, str] | None:
-    """(option, value) of the batch size the command line sets, or None."""
-    for opt in BATCH_OPTIONS:
-        value = option_value(cmdline, opt) if opt.startswith("--") else _short(cmdline, opt)
-        if value is not None:
-            return opt, value
-    return None
-
-
-def _short(cmdline: Sequence[str] | None, opt: str) -> str | None:
+    """(option as spelled there, value) of the batch size the command line sets, or None."""
+    wanted = {o.replace("_", "-"): i for i, o in enumerate(BATCH_OPTIONS)}
     args = list(cmdline or ())
-    for i, arg in enumerate(args[:-1]):
-        if arg == opt:
-            return args[i + 1]
-    return None
+    found = []
+    for i, arg in enumerate(args):
+        if not isinstance(arg, str) or not arg.startswith("-"):
+            continue
+        name, eq, value = arg.partition("=")
+        rank = wanted.get(name.replace("_", "-"))
+        if rank is None:
+            continue
+        if eq:
+            found.append((rank, name, value))
+        elif i + 1 < len(args):
+            found.append((rank, name, args[i + 1]))
+    return min(found)[1:] if found else None
 
 
 def serves_requests(info: ProcessInfo | None) -> bool:
