@@ -61,6 +61,8 @@ class _Series:
     lows: deque = field(default_factory=deque)
     highs: deque = field(default_factory=deque)
     minutes: deque = field(default_factory=lambda: deque(maxlen=STAIR_MINUTES))  # [minute, low]
+    stair_minute: int | None = None  # the minute the staircase was last judged at
+    stair: Staircase | None = None
 
     def add(self, t: float, used: int) -> None:
         self.points.append((t, used))
@@ -164,7 +166,10 @@ class GrowthRule:
                 if alert is not None:
                     alerts.append(alert)
                 continue
-            stair = stairs(s, settings.growth_min_rise_bytes)
+            if s.stair_minute != s.minutes[-1][0]:  # judged once a minute, not every pass
+                s.stair_minute = s.minutes[-1][0]
+                s.stair = stairs(s, settings.growth_min_rise_bytes)
+            stair = s.stair
             if stair is not None:
                 alert = self._stair_alert(frame, gpu, proc, s, stair, now, settings)
                 if alert is not None:
