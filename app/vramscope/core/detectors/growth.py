@@ -67,8 +67,10 @@ class _Series:
     def add(self, t: float, used: int) -> None:
         self.points.append((t, used))
         minute = int(t // 60)
-        if self.minutes and self.minutes[-1][0] == minute:
-            self.minutes[-1][1] = min(self.minutes[-1][1], used)
+        last = self.minutes[-1] if self.minutes else None
+        if last is not None and last[0] == minute:
+            if used < last[1]:
+                last[1] = used
         else:
             self.minutes.append([minute, used])
         while self.lows and self.lows[-1][1] >= used:

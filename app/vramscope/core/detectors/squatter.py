@@ -267,16 +267,15 @@ class SquatterRule:
 def _watch(gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: float,
            settings: DiagnosticSettings) -> Watch | None:
     """'idle 3 of 5 min' for a holder on its way to a squatter alert (watching.py)."""
-    if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
-        return None
-    who = proc_name(proc, gpu)
     if kind == SERVER:
         return None  # a server's pool is by design: nothing to wait for
+    if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
+        return None
     if kind == KERNEL:
-        return watch_if_due("squatter", gpu.index, proc, st.idle_since, now, who, "kernel idle",
+        return watch_if_due("squatter", gpu, proc, st.idle_since, now, "kernel idle",
                             settings.kernel_idle_minutes * 60)
     if kind == AGENT and st.steps.last_step is not None:
-        return watch_if_due("stalled", gpu.index, proc, st.steps.last_step_time, now, who,
-                            "no step for", st.steps.quiet_needed(settings))
-    return watch_if_due("squatter", gpu.index, proc, st.idle_since, now, who, "idle",
+        return watch_if_due("stalled", gpu, proc, st.steps.last_step_time, now, "no step for",
+                            st.steps.quiet_needed(settings))
+    return watch_if_due("squatter", gpu, proc, st.idle_since, now, "idle",
                         settings.idle_minutes * 60)

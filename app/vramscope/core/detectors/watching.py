@@ -61,14 +61,16 @@ def watching_to_json(watches) -> list[dict[str, Any]]:
             for w in watches]
 
 
-def watch_if_due(kind: str, gpu: int | None, proc, since: float | None, now: float,
-                 what: str, measure: str, needed: float) -> Watch | None:
+def watch_if_due(kind: str, gpu, proc, since: float | None, now: float, measure: str,
+                 needed: float) -> Watch | None:
     """A Watch when the condition began ``WATCH_FROM_SECONDS`` ago or more and has not
-    yet lasted ``needed``."""
+    yet lasted ``needed``; the process named as the alerts name it (only then: naming
+    costs, and most processes are busy)."""
     if since is None:
         return None
     elapsed = now - since
     if elapsed < WATCH_FROM_SECONDS or elapsed >= needed:
         return None
-    return Watch(kind, gpu, proc.pid, proc.identity.start_time, since, what, measure,
-                 elapsed, needed)
+    from vramscope.core.detectors.naming import proc_name
+    return Watch(kind, gpu.index, proc.pid, proc.identity.start_time, since,
+                 proc_name(proc, gpu), measure, elapsed, needed)
