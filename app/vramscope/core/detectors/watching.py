@@ -12,7 +12,7 @@ from typing import Any
 
 from vramscope.core.detectors.alert import KIND_TITLES
 
-WATCH_FROM_SECONDS = 30.0  # a condition is shown as watched once it has lasted this long
+WATCH_FROM_SECONDS = 60.0  # a condition is shown as watched once it has lasted this long ("1 of 5 min")
 
 
 @dataclass(frozen=True, slots=True)
