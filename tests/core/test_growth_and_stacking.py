@@ -69,3 +69,20 @@ def test_thinning_gives_each_stretch_of_time_the_same_columns():
     tt, _ = thin(t, tops, 240)
     recent = (tt >= 22 * 3600).sum()
     assert len(tt) <= 240 and 15 <= recent <= 25
+
+
+def test_growth_colours_only_a_real_current_trend():
+    """The Growth figure (and its warning colour, process_rows.GROWTH_WARN) uses the
+    growth rule's regime and significance: a ramp that ended 90 s ago reads flat,
+    workers oscillating +-150 MiB read flat, a real climb keeps its rate."""
+    from vramscope.core.process_rows import GROWTH_WARN
+    t = np.arange(0.0, 300.0, 2.0)
+    ramp_ended = 2 * GiB + np.minimum(t, 210.0) * 4491 * MiB / 60.0  # flat from t=210 s
+    rate = growth_per_minute(t, ramp_ended, 299.0)
+    assert rate is not None and abs(rate) < GROWTH_WARN
+    rng = np.random.default_rng(3)
+    oscillating = 2.5 * GiB + rng.uniform(-150, 150, len(t)) * MiB
+    assert growth_per_minute(t, oscillating, 299.0) == 0.0
+    climbing = 2 * GiB + 18 * MiB * t / 60.0 + rng.uniform(-4, 4, len(t)) * MiB
+    assert abs(growth_per_minute(t, climbing, 299.0) - 18.0) < 2.0
+    assert growth_per_minute(t, climbing, 299.0) >= GROWTH_WARN

@@ -104,6 +104,17 @@ SERVER_CMDS = {
                "--port", "41235"),
     "triton": ("/opt/tritonserver/bin/tritonserver", "--model-repository=/models"),
 }
+# the same engines launched the other common ways (an idle one must still be a server)
+SERVER_LAUNCHES = {
+    # the `vllm serve` console script, as /proc shows it: the shebang's interpreter first;
+    # V0 runs the engine in this same process (no VLLM::EngineCore child)
+    "vllm console script": ("/opt/venv/bin/python3", "/opt/venv/bin/vllm", "serve",
+                            "Qwen/Qwen2.5-7B-Instruct"),
+    "llama-cpp-python": ("python3", "-m", "llama_cpp.server", "--model", "/models/q4.gguf",
+                         "--n_gpu_layers", "-1"),
+    "llama.cpp old server binary": ("./server", "-m", "models/7B/ggml-model-q4_0.gguf",
+                                    "-ngl", "99", "-c", "4096"),
+}
 
 
 def idle_server(cmd, fraction: float, seconds: float = 3600, step: float = 5.0,
@@ -142,13 +153,89 @@ def ramp_then_flat(ramp_s=120.0, flat_s=600.0, rate=100 * MiB):
     return frames
 
 
+def staircase_plain(seconds=2 * 3600.0, every=360.0, jump=400 * MiB, step=5.0):
+    """train.py (no agent) keeps 400 MiB more every 6 min: 8 GiB in 2 h, flat between."""
+    def frames():
+        rng = random.Random(21)
+        t = 0.0
+        while t <= seconds:
+            used = 3 * GiB + jump * int(t // every) + _jitter(rng, 8 * MiB)
+            yield frame(t, [gpu([proc(4242, used, sm=70)], total=CARD, util=70)])
+            t += step
+    return frames
+
+
+def oscillating_workers(seconds=2 * 3600.0, step=5.0):
+    """Ten workers of ~2.5 GiB each swinging +-150 MiB (batches of varying size)."""
+    def frames():
+        rng = random.Random(22)
+        t = 0.0
+        while t <= seconds:
+            procs = [proc(6000 + i, 2500 * MiB + _jitter(rng, 150 * MiB), sm=40,
+                          cmd=("ray::RolloutWorker",)) for i in range(8)]
+            yield frame(t, [gpu(procs, total=CARD, util=40)])
+            t += step
+    return frames
+
+
+def two_models_loaded(seconds=3600.0, step=5.0):
+    """A process that loads one model, then a second 20 min later: two steps, no trend."""
+    def frames():
+        t = 0.0
+        while t <= seconds:
+            used = 1 * GiB + (5 * GiB if t >= 60 else 0) + (5 * GiB if t >= 1260 else 0)
+            yield frame(t, [gpu([proc(4242, used, sm=60)], total=CARD, util=60)])
+            t += step
+    return frames
+
+
+def step_fills_card(step=5.0, seconds=600.0):
+    """big.py holds 16 GiB, flat; train.py (4242) goes from 2 GiB to 7.2 GiB at t=120
+    (a larger batch): the card is near full and it is train.py that grew."""
+    def frames():
+        t = 0.0
+        while t <= seconds:
+            small = 2 * GiB if t < 120 else 7 * GiB + 200 * MiB
+            yield frame(t, [gpu([proc(5151, 16 * GiB, sm=80, cmd=("python", "big.py")),
+                                 proc(4242, small, sm=90,
+                                      cmd=("python", "train.py", "--batch-size", "32"))],
+                                total=CARD, util=95)])
+            t += step
+    return frames
+
+
+def eval_mode_run(train_s=3600.0, eval_s=0.0):
+    """Fine-tuning in eval() mode (forwards with grad in eval mode, a step every 2 s,
+    allocated read mid-forward every other pass) for ``train_s``; then ``eval_s`` of an
+    evaluation loop with grad on whose allocated climbs 64 MiB/s."""
+    def frames():
+        base = 10 * GiB
+        for t in range(0, int(train_s + eval_s), 2):
+            training = t < train_s
+            events = [AgentEvent("eval_autograd", T0 + t + 0.2, {"model": "Net"})] if t % 30 == 0 else []
+            if training:
+                events.append(AgentEvent("step", T0 + t + 1.5,
+                                         {"step": t // 2 + 1, "allocated_after": base,
+                                          "peak_allocated": base + 4 * GiB, "duration": 2.0}))
+                alloc = base + (3 * GiB if t % 4 == 2 else 0)
+            else:
+                alloc = base + int(t - train_s) * 64 * MiB
+            rep = dataclasses.replace(agent(4242, [device(alloc, 16 * GiB)], events, t=t),
+                                      step=min(t, int(train_s)) // 2 + 1)
+            yield frame(t, [gpu([proc(4242, 17 * GiB, sm=95, has_agent=True)], total=CARD,
+                                util=95)], [rep])
+    return frames
+
+
 def agent_run(after: Callable[[int], int], steps: int, steps_per_frame: int = 1,
               step_s: float = 1.0, gpu_index: int = 0, uuid: str = UUID,
               sm: Callable[[float], int] = lambda t: 95, stall_from: float | None = None,
               retries: Callable[[float], int] = lambda t: 0, seconds: float | None = None,
-              used=14 * GiB, nvml_jitter: int = 0):
+              used=14 * GiB, nvml_jitter: int = 0,
+              stall_jitter: int = 0):
     """A run under the agent: ``after(k)`` is allocated after step k. Frames every
-    ``steps_per_frame * step_s`` seconds; no steps from ``stall_from`` on."""
+    ``steps_per_frame * step_s`` seconds; no steps from ``stall_from`` on (allocated then
+    moves by up to ``stall_jitter`` a frame: an evaluation phase allocates and frees)."""
     frame_s = steps_per_frame * step_s
     total = seconds if seconds is not None else steps * step_s
 
@@ -165,6 +252,8 @@ def agent_run(after: Callable[[int], int], steps: int, steps_per_frame: int = 1,
                                          {"step": k, "allocated_after": after(k),
                                           "duration": step_s}))
             last = after(k) if k else after(1)
+            if stall_jitter and stall_from is not None and t >= stall_from:
+                last += _jitter(rng, stall_jitter)
             dev = device(last, last + GiB, retries=retries(t), uuid=uuid)
             rep = dataclasses.replace(agent(4242, [dev], events, t=t), step=k or None)
             s = sm(t)
@@ -206,6 +295,16 @@ def near_oom_names_grower(alert):
     assert "vramscope run" in alert.fix  # not under the agent: the agent is the advice
 
 
+def names_the_one_that_grew(alert):
+    assert "grew: train.py (4242)" in alert.message, alert.message
+    assert "largest" not in alert.message.split(";")[-1]
+    assert "--batch-size 16 with gradient accumulation 2" in alert.fix, alert.fix
+
+
+def staircase_named(alert):
+    assert alert.message.startswith("train.py (4242) on GPU 0 grows in steps"), alert.message
+
+
 def leak_named_on_gpu1(alert):
     assert alert.message.startswith("train.py (4242) on GPU 1"), alert.message
     assert "cuda:0" not in alert.message
@@ -216,6 +315,11 @@ def leak_named_on_gpu1(alert):
 def stalled_not_to_end(alert):
     assert "stalled since step" in alert.message, alert.message
     assert "End process" not in alert.fix and "py-spy dump" in alert.fix
+
+
+def stalled_busy(alert):
+    assert "stalled since step 599" in alert.message and "SM still busy" in alert.message
+    assert "NCCL" in alert.fix and "End process" not in alert.fix
 
 
 def leak_with_projection(alert):
@@ -240,6 +344,28 @@ def _flat_jitter(seed: int):
     return lambda k: table[k % len(table)]
 
 
+def _series(seed: int, shape: Callable[[int], int], jitter: int = 32 * MiB, steps: int = 4000):
+    """after(k) = 10 GiB + shape(k) + jitter, precomputed (the same on every replay)."""
+    rng = random.Random(seed)
+    table = [10 * GiB + shape(k) + _jitter(rng, jitter) for k in range(steps + 1)]
+    return lambda k: table[min(k, steps)]
+
+
+def slow_leak(seed: int = 12):
+    """1 MiB/step, exactly the threshold, +-16 MiB: the slope estimate straddles it."""
+    return _series(seed, lambda k: MiB * k, jitter=16 * MiB)
+
+
+def one_step_up(seed: int = 13):
+    """Flat, then +512 MiB once at step 600 (a buffer made lazily), flat again."""
+    return _series(seed, lambda k: 512 * MiB if k >= 600 else 0)
+
+
+def eval_leak(seed: int = 14, every: int = 100, jump: int = 200 * MiB):
+    """Flat while training; after each evaluation (every 100 steps) 200 MiB more is kept."""
+    return _series(seed, lambda k: jump * (k // every))
+
+
 def cases() -> list[Case]:
     out = [
         # inference servers: never a squatter or near-OOM because of the pool
@@ -247,6 +373,9 @@ def cases() -> list[Case]:
                notes="pool preallocated at start-up, 0 % SM") for name, cmd in SERVER_CMDS.items()],
         Case("idle vLLM at --gpu-memory-utilization 0.95", None, False,
              idle_server(SERVER_CMDS["vllm"][:-1] + ("0.95",), 0.95)),
+        *[Case(f"idle server launched as {how}, 1 h", None, False, idle_server(cmd, 0.9),
+               notes="each common launch is a server, never an idle squatter to end")
+          for how, cmd in SERVER_LAUNCHES.items()],
         Case("busy vLLM server, 1 h", None, False,
              idle_server(VLLM_CMD, 0.9, sm=lambda t: 40 + int(t) % 50)),
         # growth without the agent
@@ -255,6 +384,14 @@ def cases() -> list[Case]:
         Case("near-OOM names the growing process", "near_oom", True, growing_plain(),
              within=90.0, check=near_oom_names_grower),
         Case("ramp during warm-up", "near_oom", True, ramp_then_flat(), within=90.0),
+        Case("near-OOM after one process's step up names it, not the largest", "near_oom", True,
+             step_fills_card(), start=120.0, within=10.0, check=names_the_one_that_grew),
+        Case("staircase without the agent: +400 MiB every 6 min", "growth", True,
+             staircase_plain(), within=25 * 60.0, severity="info", check=staircase_named),
+        Case("workers oscillating +-150 MiB, 2 h", None, False, oscillating_workers(),
+             severity="info"),
+        Case("a second model loaded 20 min after the first", "growth", False,
+             two_models_loaded(), severity="info", quiet_after=180.0),
         Case("ramp ended: near-OOM clears within 1 min", "near_oom", False, ramp_then_flat(),
              quiet_after=120.0 + 60.0),
         Case("ramp ended: growth clears within 1 min", "growth", False, ramp_then_flat(),
@@ -270,6 +407,17 @@ def cases() -> list[Case]:
         Case("leak named on the GPU the cards show", "leak", True,
              agent_run(_jitter_leak(3), 200, gpu_index=1, uuid=GPU1_UUID), within=40.0,
              check=leak_named_on_gpu1),
+        Case("leak at the threshold (1 MiB/step, +-16 MiB), 1 h", "leak", True,
+             agent_run(slow_leak(), 3600, steps_per_frame=5), within=240.0),
+        Case("one step up of 512 MiB, then flat, 1 h", "leak", False,
+             agent_run(one_step_up(), 3600, steps_per_frame=5)),
+        Case("leak only in evaluation (+200 MiB per eval every 100 steps), 1 h", "leak", True,
+             agent_run(eval_leak(), 3600, steps_per_frame=5), within=450.0),
+        # eval with autograd
+        Case("fine-tuning in eval() mode with optimizer steps, 1 h", "eval_autograd", False,
+             eval_mode_run()),
+        Case("evaluation loop with grad on after training", "eval_autograd", True,
+             eval_mode_run(train_s=600.0, eval_s=180.0), start=600.0, within=60.0),
         # fragmentation
         Case("one allocation retry", "fragmentation", False,
              agent_run(_flat_jitter(4), 1200, steps_per_frame=5,
@@ -292,6 +440,19 @@ def cases() -> list[Case]:
              agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 95 if t < 600 else 0,
                        stall_from=600.0, steps_per_frame=5),
              start=600.0, within=5.5 * 60, check=stalled_not_to_end),
+        Case("NCCL hang: steps stop, SM stays at 100 %", "stalled", True,
+             agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 100,
+                       stall_from=600.0, steps_per_frame=5),
+             start=600.0, within=5.5 * 60, check=stalled_busy),
+        Case("NCCL hang: not a squatter", "squatter", False,
+             agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 100,
+                       stall_from=600.0, steps_per_frame=5), severity="info"),
+        Case("10 min evaluation phase, SM busy, allocating: not stalled", "stalled", False,
+             agent_run(_flat_jitter(7), 600, seconds=1200, sm=lambda t: 95,
+                       stall_from=600.0, steps_per_frame=5, stall_jitter=256 * MiB)),
+        Case("slow steps (8 min each), SM busy: not stalled", "stalled", False,
+             agent_run(lambda k: 10 * GiB, 6, step_s=480.0, steps_per_frame=1 / 96,
+                       seconds=2880)),
         # healthy hours
         Case("healthy training under the agent, 1 h", None, False,
              agent_run(_flat_jitter(8), 3600, steps_per_frame=5, nvml_jitter=64 * MiB)),

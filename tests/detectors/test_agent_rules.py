@@ -39,6 +39,16 @@ def test_fragmentation_flagged_with_expandable_segments_fix():
     assert any("inactive_split" in e and "3.0 GiB" in e for e in alert.evidence)
 
 
+def test_fragmentation_message_gives_the_agent_panels_figure():
+    """The slivers the message names are the inactive split the agent panel shows."""
+    from vramscope.ui.agent_device import device_title
+    dev = device(allocated=8 * GiB, reserved=13 * GiB, inactive_split=3 * GiB)
+    [alert] = of(feed_devices(Diagnostics(), [dev] * 4), "fragmentation")
+    assert "inactive split 3.0 GiB" in device_title(dev)
+    assert alert.message.endswith("3.0 GiB reserved but free in unusable slivers "
+                                  "(inactive split; 5.0 GiB reserved but not allocated in all)")
+
+
 def test_fragmentation_when_expandable_segments_already_on_says_so():
     devs = [device(allocated=8 * GiB, reserved=13 * GiB, inactive_split=3 * GiB)] * 4
     settings = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:512"}
@@ -128,7 +138,9 @@ def test_eval_autograd_with_growth_flagged():
                                                [step(1, base, 0, peak=13 * GiB)])]))
     ev = AgentEvent("eval_autograd", T0 + 5, {"model": "GPT2LMHeadModel"})
     engine.feed(frame(5, [train_gpu()], [agent(PID, [device(base, 16 * GiB)], [ev], t=5)]))
-    alerts = engine.feed(frame(10, [train_gpu()], [agent(PID, [device(15 * GiB, 17 * GiB)], t=10)]))
+    engine.feed(frame(10, [train_gpu()], [agent(PID, [device(15 * GiB, 17 * GiB)], t=10)]))
+    # 30 s after the last optimizer step: evaluation, not training in eval() mode
+    alerts = engine.feed(frame(30, [train_gpu()], [agent(PID, [device(15 * GiB, 17 * GiB)], t=30)]))
     [alert] = of(alerts, "eval_autograd")
     assert "torch.no_grad()" in alert.fix and "inference_mode" in alert.fix
     assert "model.eval() only switches Dropout and BatchNorm" in alert.fix
@@ -144,6 +156,29 @@ def test_eval_autograd_without_growth_is_not_flagged():
     for t, events in ((0, ()), (5, (ev,)), (10, ()), (40, ())):
         alerts = engine.feed(frame(t, [train_gpu()], [agent(PID, [device(base, 12 * GiB)], events, t=t)]))
     assert of(alerts, "eval_autograd") == []
+
+
+def test_fine_tuning_in_eval_mode_is_not_eval_with_autograd():
+    """Forward passes in eval() mode followed by optimizer steps are training (Dropout
+    off on purpose): an hour of them, activations and all, raises nothing."""
+    engine = Diagnostics()
+    base = 10 * GiB
+    alerts = []
+    for t in range(0, 3600, 2):
+        # the agent reports eval forwards at most every 30 s; a step every 2 s
+        events = ([AgentEvent("eval_autograd", T0 + t + 0.2, {"model": "Net"})] if t % 30 == 0
+                  else []) + [step(t // 2 + 1, base, t + 1.5, peak=base + 4 * GiB)]
+        alloc = base + (3 * GiB if t % 4 == 2 else 0)  # read mid-forward every other pass
+        alerts = engine.feed(frame(t, [train_gpu()], [agent(PID, [device(alloc, 16 * GiB)],
+                                                            events, t=t)]))
+        assert of(alerts, "eval_autograd") == [], t
+    # and when the steps stop and eval forwards go on growing, it is evaluation
+    for t in range(3600, 3700, 2):
+        events = [AgentEvent("eval_autograd", T0 + t + 0.2, {"model": "Net"})] if t % 30 == 0 else []
+        alloc = base + (t - 3600) * 64 * MiB
+        alerts = engine.feed(frame(t, [train_gpu()], [agent(PID, [device(alloc, 16 * GiB)],
+                                                            events, t=t)]))
+    assert of(alerts, "eval_autograd") != []
 
 
 # -- checkpointing --------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from vramscope.core.detectors import Diagnostics, DiagnosticSettings  # noqa: E4
 from vramscope.core.detectors.jupyter import NotebookHint  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.units import GiB  # noqa: E402
-from vramscope.ui.alerts_panel import AlertsPanel, EndProcessDialog, TrayNotifier  # noqa: E402
+from vramscope.ui.alerts_panel import AlertsPanel, EndProcessDialog  # noqa: E402
+from vramscope.ui.tray import TrayNotifier  # noqa: E402
 
 from .conftest import STUBBORN
 
@@ -199,3 +200,62 @@ def test_tray_unavailable_degrades_quietly(themed):
     notifier = TrayNotifier(None, available=False)
     assert notifier.reason and notifier.notify(demo_engine(330).alerts()) == []
     assert notifier.suppressed
+
+
+def test_watching_rows_below_the_alerts_greyed_and_without_actions(themed, qtbot):
+    """'idle 3 of 5 min' is listed below the alerts, not counted, and offers no action."""
+    from .cases import engine as suite_engine
+    from .scenarios import frame, gpu, proc
+    from .test_urgency import busy_scene
+    eng = suite_engine()
+    for t in range(0, 370, 10):  # the holder is an alert at 5 min; the kernel idle 6 of 10
+        eng.feed(frame(t, busy_scene(0)))
+    panel = AlertsPanel(eng, actions=None, clock=lambda: T0 + 370)
+    qtbot.addWidget(panel)
+    counts = []
+    panel.counts_changed.connect(lambda n, c: counts.append((n, c)))
+    panel.refresh()
+    alerts, watches = panel.alerts(), panel.watching()
+    assert [w.message.split(": ")[-1] for w in watches] == ["kernel idle 6 of 10 min"]
+    assert counts[-1][0] == len(alerts)  # watching is not counted as an alert
+    last = panel.tree.topLevelItem(panel.tree.topLevelItemCount() - 1)
+    assert last.text(0) == "watching" and last.text(1).startswith("kernel idle 6 of 10 min \u00b7 ")
+    assert "becomes a squatter alert at 10 min" in last.text(4)
+    panel.tree.setCurrentItem(last)
+    assert panel.selected_alert() is None and not panel.end_button.isEnabled()
+    assert "Nothing to do yet" in panel.details.toPlainText()
+    first = panel.tree.topLevelItem(0)
+    assert first.text(0) != "watching"
+    # with no alerts, the empty line says what is watched
+    quiet = suite_engine()
+    for t in range(0, 100, 10):
+        quiet.feed(frame(t, [gpu([proc(77, 2 * GiB, sm=0)], util=0)]))
+    panel2 = AlertsPanel(quiet, actions=None, clock=lambda: T0 + 100)
+    qtbot.addWidget(panel2)
+    panel2.refresh()
+    assert panel2.alerts() == [] and len(panel2.watching()) == 1
+    assert "Watching 1" in panel2.empty.text()
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_urgent_first_screenshot(themed, qtbot, artifacts_dir, size):
+    """A card seconds from full on top (critical), growth next, the idle holder below,
+    the kernel watched below the alerts."""
+    from .cases import engine as suite_engine
+    from .scenarios import frame
+    from .test_urgency import busy_scene
+    eng = suite_engine()
+    for t in range(0, 500, 5):
+        eng.feed(frame(t, busy_scene(max(0, t - 300))))
+        near = [a for a in eng.alerts() if a.kind == "near_oom"]
+        if near and (near[0].data["eta_seconds"] or 99) < 30:
+            break
+    panel = AlertsPanel(eng, actions=None, clock=lambda: T0 + t)
+    qtbot.addWidget(panel)
+    panel.resize(*size)
+    panel.show()
+    panel.refresh()
+    rows = [panel.tree.topLevelItem(i) for i in range(panel.tree.topLevelItemCount())]
+    assert rows[0].text(0) == "critical" and "Near out of memory" in rows[0].text(1)
+    assert [r.text(0) for r in rows][-1] == "watching"
+    assert panel.grab().save(str(artifacts_dir / f"alerts-urgent-{size[0]}x{size[1]}.png"))

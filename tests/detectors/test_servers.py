@@ -21,7 +21,29 @@ def test_each_engine_is_recognised_from_its_command_line():
     assert recognise(("ollama", "serve")).key == "ollama"
     assert recognise(("trtllm-serve", "model")).key == "triton"
     assert recognise(("python", "train.py", "--serve")) is None
+    assert recognise(("python", "server.py", "-m", "model.gguf")) is None
+    assert recognise(("./server", "--port", "8000")) is None  # any web server is no llama.cpp
     assert recognise(("python", "-m", "ipykernel_launcher", "-f", "k.json")) is None
+
+
+def test_every_common_launch_is_recognised():
+    from .cases import SERVER_LAUNCHES
+    assert recognise(SERVER_LAUNCHES["vllm console script"]).key == "vllm"
+    assert recognise(("/usr/bin/python3.11", "/usr/local/bin/vllm", "serve", "m")).key == "vllm"
+    assert recognise(SERVER_LAUNCHES["llama-cpp-python"]).key == "llama.cpp"
+    assert recognise(SERVER_LAUNCHES["llama.cpp old server binary"]).key == "llama.cpp"
+    assert recognise(("/opt/llama.cpp/server", "--port", "8080")).key == "llama.cpp"
+    assert recognise(("/opt/venv/bin/python3", "/opt/venv/bin/vllm", "bench", "m")) is None
+
+
+def test_idle_console_script_vllm_is_never_offered_for_ending():
+    from .cases import SERVER_LAUNCHES
+    eng = engine()
+    seen = []
+    for fr in idle_server(SERVER_LAUNCHES["vllm console script"], 0.9)():
+        seen += eng.feed(fr)
+    assert seen and {a.kind for a in seen} == {"inference_server"}
+    assert all("End process" not in a.fix for a in seen)
 
 
 def test_pool_option_as_set_or_its_default():

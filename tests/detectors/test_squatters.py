@@ -103,13 +103,31 @@ def test_busy_jupyter_kernel_is_not_flagged():
     assert squatters(run(Diagnostics(notebook_finder=no_finder), 900, kernel, step=30)) == []
 
 
-def test_orphan_idle_flagged_but_detached_busy_run_is_not():
-    orphan = lambda t: [gpu([proc(11, 4 * GiB, sm=0, parent_alive=False, ppid=1)], util=0)]  # noqa: E731
+def test_run_orphaned_while_watched_is_flagged_but_detached_busy_run_is_not():
+    # its terminal closed at t=30: the parent was seen alive, then the process was re-parented
+    orphan = lambda t: [gpu([proc(11, 4 * GiB, sm=0, parent_alive=t < 30,  # noqa: E731
+                                  ppid=900 if t < 30 else 1)], util=0)]
     [alert] = squatters(run(Diagnostics(notebook_finder=no_finder), 90, orphan))
     assert alert.data["reasons"] == ["orphan"]
-    assert any("parent process gone" in e for e in alert.evidence)
-    nohup_run = lambda t: [gpu([proc(12, 4 * GiB, sm=95, parent_alive=False, ppid=1)], util=95)]  # noqa: E731
+    assert any("parent process gone while watched" in e for e in alert.evidence)
+    assert "crashed or abandoned" in alert.fix
+    nohup_run = lambda t: [gpu([proc(12, 4 * GiB, sm=95, parent_alive=t < 30,  # noqa: E731
+                                     ppid=900 if t < 30 else 1)], util=95)]
     assert squatters(run(Diagnostics(notebook_finder=no_finder), 900, nohup_run, step=30)) == []
+
+
+def test_a_service_is_not_an_orphan():
+    """Parent PID 1 / systemd / tini / dumb-init / a container's init from the first pass:
+    a service started that way, never "a crashed or abandoned previous run"."""
+    service = lambda t: [gpu([proc(14, 4 * GiB, sm=0, parent_alive=False, ppid=1,  # noqa: E731
+                                   cmd=("/srv/embedder/bin/python", "serve_embeddings.py"))],
+                             util=0)]
+    engine = Diagnostics(notebook_finder=no_finder)
+    assert squatters(run(engine, 240, service)) == []  # not an orphan after 1 min idle
+    [alert] = squatters(run(engine, 310, service, step=310))  # an idle holder after 5 min
+    assert alert.data["reasons"] == ["idle"]
+    assert "crashed or abandoned" not in alert.fix and "parent process gone" not in str(alert.evidence)
+    assert "systemctl stop" in alert.fix and "started as a service" in " ".join(alert.evidence)
 
 
 def test_zombie_holding_memory_is_flagged_at_once():
@@ -175,3 +193,13 @@ def run_from(engine, start, end, make_gpus, step=30):
     for t in range(start, end + 1, step):
         alerts = engine.feed(frame(t, make_gpus(t)))
     return alerts
+
+
+def test_an_idle_server_of_no_known_engine_is_not_called_a_crashed_run():
+    cmd = ("python", "-m", "embed_server", "--port", "8100", "--model", "bge-large-en-v1.5")
+    idle = lambda t: [gpu([proc(38211, 9 * GiB, sm=0, cmd=cmd)], util=0)]  # noqa: E731
+    [alert] = squatters(run(Diagnostics(notebook_finder=no_finder), 310, idle))
+    assert "A finished or crashed" not in alert.fix and "server waiting for requests" in alert.fix
+    train = lambda t: [gpu([proc(4242, 9 * GiB, sm=0)], util=0)]  # noqa: E731
+    [plain] = squatters(run(Diagnostics(notebook_finder=no_finder), 310, train))
+    assert "A finished or crashed" in plain.fix

@@ -162,7 +162,8 @@ def test_the_window_title_names_the_hosts_watched():
 
 def test_an_alert_on_another_machine_names_it_in_details_and_notification(qapp):
     from vramscope.core.detectors.alert import WARNING, Alert
-    from vramscope.ui.alerts_panel import TrayNotifier, alert_html
+    from vramscope.ui.alerts_panel import alert_html
+    from vramscope.ui.tray import TrayNotifier
 
     alert = Alert(kind="near_oom", severity=WARNING, gpu=HOST_BLOCK, pid=None, start_time=None,
                   since=0.0, message="lab-b GPU 0 near out of memory", host="lab-b", host_index=0)

@@ -13,7 +13,7 @@ import sys
 from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
 from vramscope.core import json_text
 from vramscope.core.source import close_quietly
-from vramscope.core.terminal_text import say
+from vramscope.core.terminal_text import say, visible
 from vramscope.core.status_report import ENDED_SHOWN
 from vramscope.sources.choose import enrichers_for, open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
@@ -72,18 +72,32 @@ def alerts_for(frame, args) -> list:
 CLEAR = "\033[H\033[2J"  # cursor home, clear screen (ECMA-48 CUP, ED)
 
 
+def watching_for(args) -> list:
+    """What the engine is watching on its way to an alert ("idle 3 of 5 min"), listed
+    after the alerts; empty after a single pass (those rules need time: --watch)."""
+    from vramscope.core.detectors.watching import watching_to_json
+    engine = getattr(args, "diagnostics", None)
+    return watching_to_json(engine.watching()) if engine is not None else []
+
+
 def emit(frame, args, out=None, live: bool = False) -> None:
     """Print ``frame``; ``live`` (--watch on a terminal): over the previous one."""
     from vramscope.core.status_report import frame_to_dict, render_table
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
+    watching = watching_for(args)
     if out.isatty() and (live or getattr(args, "watch", 0)):
         out.write(CLEAR)
     shown = {"boot_time": boot_time(), "every_agent": getattr(args, "all_agents", False)}
     if args.json:
-        out.write(json_text.dumps(frame_to_dict(frame, alerts, **shown), indent=2) + "\n")
+        out.write(json_text.dumps({**frame_to_dict(frame, alerts, **shown), "watching": watching},
+                                  indent=2) + "\n")
     else:
-        out.write(render_table(frame, alerts, **shown))
+        text = render_table(frame, alerts, **shown)
+        if watching:
+            text = text.rstrip("\n") + "\n\nwatching (not alerts yet):\n" + "".join(
+                f"  - {visible(w['message'])}\n" for w in watching)
+        out.write(text)
     out.flush()
 
 

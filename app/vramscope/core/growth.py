@@ -1,19 +1,26 @@
 """How fast a process's device memory grows, for the process table: MiB per
 minute over the last minutes (Theil-Sen, so one spike makes no trend) and a
-short sparkline of the same stretch."""
+short sparkline of the same stretch.
+
+The figure is the growth rule's (detectors/growth.py): the slope of the current
+regime only (a ramp that ended 90 s ago reads flat, not "+4491 MiB/min"), and
+only when it is real -- significant by the same test (trend.is_significant) and
+rising more than the readings' own scatter. Workers oscillating +-150 MiB read
+flat (0), not "+18 MiB/min"."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from vramscope.core.courtesy import courteous
-from vramscope.core.detectors.trend import theil_sen
+from vramscope.core.detectors.trend import current_trend, is_significant, noise_scale
 from vramscope.core.units import MiB
 
 GROWTH_WINDOW = 300.0  # seconds of history the rate and the sparkline cover
 MIN_SPAN = 60.0  # less history than this: no rate yet (None)
 FIT_POINTS = 40  # points the fit uses (evenly thinned)
 SPARK_POINTS = 24
+NOISE_RISES = 2.0  # a real trend rises more than this many reading-to-reading scatters
 
 
 def recent(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW):
@@ -37,8 +44,12 @@ def _rate(t: np.ndarray, v: np.ndarray) -> float | None:
     if len(t) > FIT_POINTS:
         idx = np.linspace(0, len(t) - 1, FIT_POINTS).round().astype(int)
         t, v = t[idx], v[idx]
-    slope, _agreement = theil_sen(t, v)
-    return None if slope is None else slope * 60.0 / MiB
+    trend = current_trend(t, v)
+    if trend is None:
+        return None
+    if not is_significant(trend) or abs(trend.rise()) < NOISE_RISES * noise_scale(v):
+        return 0.0  # flat, or oscillating: no trend to show
+    return trend.slope * 60.0 / MiB
 
 
 def sparkline(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW,

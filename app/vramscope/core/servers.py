@@ -111,15 +111,38 @@ BY_PORT = {k.default_port: k for k in SERVER_KINDS if k.default_port is not None
 _MODULES = {  # python -m <module prefix>
     "vllm.entrypoints": VLLM, "sglang.launch_server": SGLANG, "sglang.srt": SGLANG,
     "text_generation_server": TGI, "tensorrt_llm": TRITON,
+    # llama-cpp-python's OpenAI-compatible server (llama-cpp-python.readthedocs.io, "server")
+    "llama_cpp.server": LLAMA_CPP,
 }
 _EXECUTABLES = {
     "text-generation-launcher": TGI, "text-generation-server": TGI,
     "text-generation-router": TGI, "llama-server": LLAMA_CPP, "ollama_llama_server": OLLAMA,
     "tritonserver": TRITON, "trtllm-serve": TRITON,
 }
+# console scripts that serve with a "serve" subcommand: `vllm serve`, `sglang serve`,
+# `ollama serve` / `ollama runner` (Ollama's model runner)
+_SUBCOMMANDS = {"vllm": (VLLM, ("serve",)), "sglang": (SGLANG, ("serve",)),
+                "ollama": (OLLAMA, ("serve", "runner"))}
 _TITLES = {  # process titles the engines set on their workers
     "VLLM::": VLLM, "vllm::": VLLM, "sglang::": SGLANG, "ollama": OLLAMA,
 }
+# llama.cpp's server binary was called plain `server` before it was renamed
+# llama-server (ggml-org/llama.cpp, mid 2024): a name that generic counts only with
+# a GGUF model or llama.cpp's own options beside it
+_OLD_LLAMA_SERVER = "server"
+_LLAMA_CPP_SIGNS = ("--n-gpu-layers", "-ngl", "--ctx-size", "-c", "--model", "-m")
+
+
+def _is_python(exe: str) -> bool:
+    """python, python3, python3.11, pythonw (the interpreter a console script runs under)."""
+    return exe.startswith("python") and all(c.isdigit() or c == "." for c in exe[6:].rstrip("w"))
+
+
+def _old_llama_server(args: list[str]) -> bool:
+    if "llama" in args[0].lower():  # /opt/llama.cpp/build/bin/server
+        return True
+    return any(a.lower().endswith(".gguf") for a in args[1:]) and any(
+        a in _LLAMA_CPP_SIGNS for a in args[1:])
 
 
 def recognise(cmdline: Sequence[str] | None, name: str | None = None) -> ServerKind | None:
@@ -135,21 +158,25 @@ def _recognise(cmdline: tuple[str, ...], name: str | None) -> ServerKind | None:
         for prefix, kind in _TITLES.items():
             if first.startswith(prefix) and kind is not OLLAMA:
                 return kind
-        exe = os.path.basename(first)
-        if exe in _EXECUTABLES:
-            return _EXECUTABLES[exe]
-        if exe == "vllm" and len(args) > 1 and args[1] == "serve":
-            return VLLM
-        if exe == "sglang" and len(args) > 1 and args[1] == "serve":
-            return SGLANG
-        if exe == "ollama" and len(args) > 1 and args[1] in ("serve", "runner"):
-            return OLLAMA
         for i, arg in enumerate(args[:-1]):
             if arg == "-m":
                 module = args[i + 1]
                 for prefix, kind in _MODULES.items():
                     if module.startswith(prefix):
                         return kind
+        # a console script shows as `python3 /venv/bin/vllm serve ...` (its shebang's
+        # interpreter first): judge the script as if it had been run directly
+        if _is_python(os.path.basename(first)) and len(args) > 1 and not args[1].startswith("-"):
+            args = args[1:]
+            first = args[0]
+        exe = os.path.basename(first)
+        if exe in _EXECUTABLES:
+            return _EXECUTABLES[exe]
+        sub = _SUBCOMMANDS.get(exe)
+        if sub is not None and len(args) > 1 and args[1] in sub[1]:
+            return sub[0]
+        if exe == _OLD_LLAMA_SERVER and _old_llama_server(args):
+            return LLAMA_CPP
         for arg in args[1:3]:
             base = os.path.basename(arg)
             if base in _EXECUTABLES:  # e.g. a wrapper: `mpirun tritonserver ...`

@@ -204,6 +204,11 @@ def _safe(fn):
         return None
 
 
+# process managers that adopt orphans or start services: tini and docker's --init
+# (docker-init, which is tini), podman's catatonit, dumb-init, systemd
+INIT_NAMES = frozenset(("systemd", "tini", "docker-init", "catatonit", "dumb-init", "init"))
+
+
 def _parent_alive(ppid: int) -> bool:
     """False when the process was re-parented to init (pid 1) or its parent is gone.
 
@@ -219,4 +224,4 @@ def _parent_alive(ppid: int) -> bool:
         return False
     except psutil.AccessDenied:
         return True
-    return name not in ("systemd", "tini", "dumb-init", "init")
+    return name not in INIT_NAMES

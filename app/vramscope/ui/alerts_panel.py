@@ -9,12 +9,10 @@ Standalone: the main window creates ``AlertsPanel(engine, actions)``, calls
 - ``alert_activated(object)``: double-click / Enter (jump to it);
 - ``process_ended(int, float)``: a process ended from here (pid, start time);
 - ``counts_changed(int, int)``: visible alerts, of which critical (tab badge);
-- ``new_alerts(list)``: alerts not seen before (``TrayNotifier.notify``).
+- ``new_alerts(list)``: alerts not seen before (``TrayNotifier.notify``, ui/tray.py).
 
 ``EndProcessDialog`` is opened with ``open()`` (window-modal, not blocking),
-so tests can inspect it and press its buttons. ``TrayNotifier`` shows a
-desktop notification through the system tray when the window is hidden or
-minimised, and does nothing (says why) where no tray exists.
+so tests can inspect it and press its buttons.
 """
 
 from __future__ import annotations
@@ -22,11 +20,11 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView, QCheckBox, QHBoxLayout,
-    QHeaderView, QLabel, QPushButton, QSplitter, QSystemTrayIcon, QTextBrowser, QTreeWidget,
+    QHeaderView, QLabel, QPushButton, QSplitter, QTextBrowser, QTreeWidget,
     QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
@@ -39,6 +37,8 @@ from vramscope.ui.safe_text import tip
 
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
 _ALERT_ROLE = Qt.ItemDataRole.UserRole + 1
+_WATCH_ROLE = Qt.ItemDataRole.UserRole + 2
+WATCHING = "watching"  # the severity column of a condition on its way to an alert
 
 
 def severity_colour(severity: str, s: theme.Scheme | None = None) -> str:
@@ -48,13 +48,19 @@ def severity_colour(severity: str, s: theme.Scheme | None = None) -> str:
 
 
 def severity_icon(severity: str, size: int = 12, s: theme.Scheme | None = None) -> QIcon:
+    """A filled dot in the severity's colour; a hollow muted ring for "watching"."""
     pix = QPixmap(size, size)
     pix.fill(Qt.GlobalColor.transparent)
     p = QPainter(pix)
     p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.setBrush(QColor(severity_colour(severity, s)))
-    p.setPen(Qt.PenStyle.NoPen)
-    p.drawEllipse(1, 1, size - 2, size - 2)
+    if severity == WATCHING:
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.setPen(QColor(severity_colour(severity, s)))
+        p.drawEllipse(2, 2, size - 4, size - 4)
+    else:
+        p.setBrush(QColor(severity_colour(severity, s)))
+        p.setPen(Qt.PenStyle.NoPen)
+        p.drawEllipse(1, 1, size - 2, size - 2)
     p.end()
     return QIcon(pix)
 
@@ -64,6 +70,15 @@ def since_text(since: float | None, now: float) -> str:
         return "n/a"
     clock = time.strftime("%H:%M:%S", time.localtime(since))
     return f"{clock} ({fmt_duration(now - since)} ago)"
+
+
+def watch_html(watch, now: float, s: theme.Scheme | None = None) -> str:
+    e = html.escape
+    s = s or theme.current()
+    return (f"<p><b style='color:{s.MUTED}'>WATCHING</b> <b>{e(watch.title)}</b> &mdash; "
+            f"{e(watch.message)}</p>"
+            f"<p style='color:{s.MUTED}'>since {e(since_text(watch.since, now))}; "
+            f"{e(watch.becomes)} if nothing changes. Nothing to do yet.</p>")
 
 
 def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
@@ -89,6 +104,9 @@ def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
     return "".join(parts)
 
 
+_EMPTY = "No alerts. Squatters, leaks, fragmentation and near-OOM show up here."
+
+
 class AlertsPanel(QWidget):
     alert_selected = Signal(object)
     alert_activated = Signal(object)
@@ -107,6 +125,7 @@ class AlertsPanel(QWidget):
         self._clock = clock
         self._grace_seconds = grace_seconds  # None: the actions' own
         self._alerts: list[Alert] = []
+        self._watching: list = []  # Watch values (core/detectors/watching.py), below the alerts
         self._hidden: set[tuple] = set()
         self._seen_keys: set[tuple] = set()
         self._signature: list | None = None  # what the list shows, to skip a rebuild while hidden
@@ -132,7 +151,7 @@ class AlertsPanel(QWidget):
 
         self.details = QTextBrowser()
         self.details.setOpenExternalLinks(False)
-        self.empty = QLabel("No alerts. Squatters, leaks, fragmentation and near-OOM show up here.")
+        self.empty = QLabel(_EMPTY)
         theme.styled(self.empty, lambda s: f"color: {s.MUTED};")
 
         self.ack_button = QPushButton("Acknowledge")
@@ -171,6 +190,13 @@ class AlertsPanel(QWidget):
         self._update_buttons()
         theme.follow(self, self.apply_theme)
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # "What" and "Evidence" share the width (the figures sit mid-sentence): 42 % and 24 %
+        width = self.width() - 24  # the panel's: a hidden tab's tree is resized only when shown
+        self.tree.setColumnWidth(1, max(380, int(width * 0.42)))
+        self.tree.setColumnWidth(3, max(220, int(width * 0.24)))
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self.refresh()  # the "ago" texts, stale while the tab was hidden
@@ -187,17 +213,22 @@ class AlertsPanel(QWidget):
             return
         everything = self.engine.alerts(include_hidden=True)
         hidden = {a.key for a in everything if self.engine.is_hidden(a)}
-        self.set_alerts(everything, hidden)
+        watching = self.engine.watching() if hasattr(self.engine, "watching") else ()
+        self.set_alerts(everything, hidden, watching)
 
-    def set_alerts(self, alerts, hidden_keys=()) -> None:
+    def set_alerts(self, alerts, hidden_keys=(), watching=()) -> None:
+        """``alerts`` in the engine's order (most urgent first), then ``watching``:
+        conditions on their way to an alert, listed below them, greyed, without actions."""
         alerts = list(alerts)
+        self._watching = list(watching)
         hidden = set(hidden_keys)
         new = [a for a in alerts if a.key not in self._seen_keys and a.key not in hidden]
         self._seen_keys = {a.key for a in alerts}
         self._alerts = alerts
         self._hidden = hidden
         shown = [a for a in alerts if self.show_hidden.isChecked() or a.key not in hidden]
-        signature = [(a.key, a.severity, a.message, a.key in hidden) for a in shown]
+        signature = ([(a.key, a.severity, a.message, a.key in hidden) for a in shown]
+                     + [(w.key, w.message) for w in self._watching])
         if not self.isVisible() and signature == self._signature:
             # a hidden tab does no work: same alerts, only their "ago" texts would change
             visible = [a for a in alerts if a.key not in hidden]
@@ -222,12 +253,24 @@ class AlertsPanel(QWidget):
             self.tree.addTopLevelItem(item)
             if alert.key == keep:
                 select = item
-        if select is None and self.tree.topLevelItemCount():
+        for watch in self._watching:
+            # the progress first: "kernel idle 9 of 10 min" is what the row is for
+            item = QTreeWidgetItem([WATCHING, f"{watch.progress} \u00b7 {watch.what}",
+                                    since_text(watch.since, now), "", watch.becomes])
+            item.setData(0, _WATCH_ROLE, watch)
+            item.setToolTip(1, f"{watch.title}: {watch.message}; {watch.becomes} -- nothing to "
+                               "do yet")
+            self._colour_row(item, theme.current())
+            self.tree.addTopLevelItem(item)
+        if select is None and shown:
             select = self.tree.topLevelItem(0)
         if select is not None:
             self.tree.setCurrentItem(select)
         self.tree.blockSignals(False)
         self.empty.setVisible(not shown)
+        self.empty.setText(_EMPTY if not self._watching else
+                           f"No alerts. Watching {len(self._watching)}: listed below, "
+                           "not alerts yet.")
         self._show_details(self.selected_alert())
         self._update_buttons()
         visible = [a for a in alerts if a.key not in hidden]
@@ -240,8 +283,15 @@ class AlertsPanel(QWidget):
 
     def alerts(self) -> list[Alert]:
         """The alerts as listed (rows in order)."""
-        return [self.tree.topLevelItem(i).data(0, _ALERT_ROLE)
-                for i in range(self.tree.topLevelItemCount())]
+        rows = (self.tree.topLevelItem(i).data(0, _ALERT_ROLE)
+                for i in range(self.tree.topLevelItemCount()))
+        return [a for a in rows if a is not None]
+
+    def watching(self) -> list:
+        """The watched conditions as listed (below the alerts)."""
+        rows = (self.tree.topLevelItem(i).data(0, _WATCH_ROLE)
+                for i in range(self.tree.topLevelItemCount()))
+        return [w for w in rows if w is not None]
 
     def selected_alert(self) -> Alert | None:
         item = self.tree.currentItem()
@@ -250,7 +300,8 @@ class AlertsPanel(QWidget):
     def select_alert(self, key: tuple) -> bool:
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
-            if item.data(0, _ALERT_ROLE).key == key:
+            alert = item.data(0, _ALERT_ROLE)
+            if alert is not None and alert.key == key:
                 self.tree.setCurrentItem(item)
                 return True
         return False
@@ -343,20 +394,30 @@ class AlertsPanel(QWidget):
 
     def _colour_row(self, item: QTreeWidgetItem, s: theme.Scheme) -> None:
         alert = item.data(0, _ALERT_ROLE)
+        if alert is None:  # a watched condition: a hollow ring, greyed
+            item.setIcon(0, severity_icon(WATCHING, s=s))
+            for col in range(len(COLUMNS)):
+                item.setForeground(col, QColor(s.MUTED))
+            return
         item.setIcon(0, severity_icon(alert.severity, s=s))
         if alert.key in self._hidden:  # acknowledged or muted: greyed out
             for col in range(len(COLUMNS)):
                 item.setForeground(col, QColor(s.MUTED))
     def _on_current(self, current, _previous) -> None:
         alert = current.data(0, _ALERT_ROLE) if current is not None else None
-        self._show_details(alert)
+        watch = current.data(0, _WATCH_ROLE) if current is not None else None
+        if watch is not None:
+            self.details.setHtml(watch_html(watch, self._clock()))
+        else:
+            self._show_details(alert)
         self._update_buttons()
         if alert is not None:
             self.alert_selected.emit(alert)
 
     def _emit_item(self, item, signal) -> None:
-        if item is not None:
-            signal.emit(item.data(0, _ALERT_ROLE))
+        alert = item.data(0, _ALERT_ROLE) if item is not None else None
+        if alert is not None:
+            signal.emit(alert)
 
     def _show_details(self, alert: Alert | None) -> None:
         if alert is None:
@@ -396,59 +457,3 @@ def _first_sentence(text: str) -> str:
         if 0 < i < 140:
             return text[: i + 1]
     return text[:140] + ("\u2026" if len(text) > 140 else "")
-
-
-class TrayNotifier(QObject):
-    """Desktop notifications for new alerts while the window is hidden or minimised.
-
-    Degrades quietly: with no system tray, ``available`` is False, ``reason``
-    says why, and ``notify`` only records what it would have shown.
-    """
-
-    def __init__(self, window=None, icon: QIcon | None = None, min_severity: str = WARNING,
-                 parent=None, tray: QSystemTrayIcon | None = None, available: bool | None = None):
-        super().__init__(parent)
-        self.window = window
-        self.min_severity = min_severity
-        self.available = (QSystemTrayIcon.isSystemTrayAvailable()
-                          if available is None else available)
-        self.reason = None if self.available else "no system tray on this desktop"
-        self.tray = tray
-        if self.available and self.tray is None:
-            self.tray = QSystemTrayIcon(icon or severity_icon(WARNING, 32), self)
-            self.tray.setToolTip("vramscope")
-            self.tray.show()
-        if self.available and self.tray is not None and not self.tray.supportsMessages():
-            self.available = False
-            self.reason = "the system tray cannot show messages"
-        self.shown: list[tuple[str, str]] = []  # (title, text) actually shown
-        self.suppressed: list[tuple[str, str]] = []  # would have been shown (no tray / visible)
-        self._notified: set[tuple] = set()
-
-    def window_away(self) -> bool:
-        w = self.window
-        return w is None or not w.isVisible() or w.isMinimized()
-
-    def notify(self, alerts) -> list[tuple[str, str]]:
-        """Show what is new and severe enough; returns the (title, text) shown."""
-        from vramscope.core.detectors.alert import severity_rank
-        out = []
-        for alert in alerts:
-            if alert.key in self._notified or severity_rank(alert.severity) < severity_rank(self.min_severity):
-                continue
-            self._notified.add(alert.key)
-            title = f"vramscope: {alert.title}" + (f" on {alert.host}" if alert.host else "")
-            text = alert.message
-            if not self.available or not self.window_away():
-                self.suppressed.append((title, text))
-                continue
-            icon = (QSystemTrayIcon.MessageIcon.Critical if alert.severity == CRITICAL
-                    else QSystemTrayIcon.MessageIcon.Warning)
-            self.tray.showMessage(title, text, icon, 10_000)
-            self.shown.append((title, text))
-            out.append((title, text))
-        return out
-
-    def forget(self, current_keys) -> None:
-        """Let alerts that cleared notify again when they come back."""
-        self._notified &= set(current_keys)

@@ -17,7 +17,8 @@ from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
 from vramscope.core.planner.targets import fit_targets, gpus_now
 from vramscope.core.samples import ProcessIdentity
 from vramscope.ui.agent_panel import AgentPanel
-from vramscope.ui.alerts_panel import AlertsPanel, TrayNotifier
+from vramscope.ui.alerts_panel import AlertsPanel
+from vramscope.ui.tray import TrayNotifier
 from vramscope.ui.planner_tab import PlannerTab
 
 PLANNER_MEASURE_EVERY = 2.0  # seconds between planned-vs-measured refreshes

@@ -110,8 +110,35 @@ def _jsonable(value):
     return str(value)
 
 
+# within one severity, what threatens running work comes before what only holds memory
+URGENCY_ORDER = ("oom", "near_oom", "leak", "stalled", "fragmentation", "growth", "ghost",
+                 "eval_autograd", "checkpointing_use_cache", "unattributed_memory", "squatter",
+                 "inference_server", "in_container", "wsl")
+_URGENCY = {k: i for i, k in enumerate(URGENCY_ORDER)}
+# the data fields that say how soon the card is full (near-OOM, leak, growth)
+_SECONDS_LEFT = ("eta_seconds", "seconds_to_oom", "seconds_to_full")
+
+
+def seconds_left(alert: Alert) -> float | None:
+    """How soon what the alert warns of happens (the card full), None when it does not say."""
+    for name in _SECONDS_LEFT:
+        value = alert.data.get(name)
+        if isinstance(value, (int, float)):
+            return float(value)
+    return None
+
+
+def urgency_key(alert: Alert) -> tuple:
+    left = seconds_left(alert)
+    return (-severity_rank(alert.severity),
+            left if left is not None else float("inf"),
+            _URGENCY.get(alert.kind, len(URGENCY_ORDER)),
+            alert.since if alert.since is not None else float("inf"),
+            alert.pid or 0)
+
+
 def sort_alerts(alerts):
-    """Most severe first, then the oldest condition first."""
-    return sorted(alerts, key=lambda a: (-severity_rank(a.severity),
-                                         a.since if a.since is not None else float("inf"),
-                                         a.kind, a.pid or 0))
+    """In order of urgency: most severe first; then the soonest to fill the card
+    (near-OOM "full in about 22 s" above an idle holder); then what threatens running
+    work before what only holds memory; then the oldest condition."""
+    return sorted(alerts, key=urgency_key)

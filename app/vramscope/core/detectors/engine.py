@@ -28,6 +28,7 @@ from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.detectors.serving import ServerRule
 from vramscope.core.detectors.squatter import KernelActivityLookup, NotebookFinder, SquatterRule
 from vramscope.core.detectors.unattributed import UnattributedRule
+from vramscope.core.detectors.watching import Watch
 from vramscope.core.detectors.wsl_limits import WslRule
 from vramscope.core.samples import Frame, ProcessIdentity
 
@@ -46,6 +47,7 @@ class Diagnostics:
                        GhostRule(), InContainerRule(), WslRule()]
         self._first_seen: dict[tuple, float] = {}
         self._current: list[Alert] = []
+        self._watching: list[Watch] = []
         self._acked: dict[tuple, int] = {}  # key -> severity rank when acknowledged
         self._muted: set[ProcessIdentity] = set()
         self.version = 0  # bumped on every feed
@@ -100,6 +102,7 @@ class Diagnostics:
             for key in [k for k in self._acked if k not in keys]:
                 del self._acked[key]  # cleared: it may alert again next time
             self._current = sort_alerts(out)
+            self._watching = sorted(self._squatters.watching, key=lambda w: w.needed - w.elapsed)
             self.version += 1
             self.last_time = frame.time
             return self._visible(self._current)
@@ -112,6 +115,13 @@ class Diagnostics:
             if include_hidden:
                 return list(self._current)
             return self._visible(self._current)
+
+    def watching(self) -> list[Watch]:
+        """Conditions on their way to an alert ("idle 3 of 5 min"; watching.py), the
+        nearest first; a muted process's are left out. Not alerts."""
+        with self._lock:
+            return [w for w in self._watching
+                    if w.pid is None or ProcessIdentity(w.pid, w.start_time) not in self._muted]
 
     def is_hidden(self, alert: Alert) -> bool:
         with self._lock:

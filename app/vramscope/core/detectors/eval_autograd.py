@@ -7,6 +7,13 @@ torch.no_grad() / torch.inference_mode() an eval loop keeps activations alive,
 so validation can take more than training. The agent
 reports such forward passes ("eval_autograd" events); this rule flags them
 when they coincide with memory growth.
+
+Forward passes in eval mode followed by optimizer steps are training, not
+evaluation: fine-tuning with Dropout off (model.eval() during training) is
+legitimate. So eval forwards count only from the last optimizer step on, and
+only once no step has come for a while (``STEP_QUIET_STEPS`` of the run's own
+step time, at least ``STEP_QUIET_SECONDS``): an evaluation loop runs many
+forwards and no step.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ EVAL_FIX = (
     "only switches Dropout and BatchNorm; it does not stop autograd from keeping every "
     "activation for a backward pass that never comes. You need both.")
 MAX_EVENTS = 256
+STEP_QUIET_SECONDS = 30.0
+STEP_QUIET_STEPS = 3.0
 
 
 @dataclass
@@ -37,6 +46,15 @@ class _EvalState:
     step_peak: int | None = None
     flagged: tuple | None = None  # (since, growth, baseline, peak, count, model)
     dropped: int = 0  # events thinned out of ``events``
+    last_step: float | None = None  # when the last optimizer step was reported
+    step_times: deque = field(default_factory=lambda: deque(maxlen=16))
+
+
+def _quiet_needed(st: _EvalState) -> float:
+    """Seconds without an optimizer step before eval forwards are evaluation."""
+    steps = sorted(st.step_times)
+    typical = steps[len(steps) // 2] if steps else 0.0
+    return max(STEP_QUIET_SECONDS, STEP_QUIET_STEPS * typical)
 
 
 class EvalAutogradRule:
@@ -57,18 +75,25 @@ class EvalAutogradRule:
             if dev is not None and dev.allocated is not None:
                 peak = dev.peak_allocated if dev.peak_allocated is not None else dev.allocated
                 st.history.append((report.time or now, dev.allocated, max(peak, dev.allocated)))
-            for ev in report.events:
+            for ev in sorted(report.events, key=lambda e: e.time):
                 if ev.kind == "eval_autograd":
                     st.events.append((ev.time, dict(ev.data)))
-                elif ev.kind == "step" and ev.data.get("peak_allocated") is not None:
-                    st.step_peak = ev.data["peak_allocated"]
+                elif ev.kind == "step":
+                    if ev.data.get("peak_allocated") is not None:
+                        st.step_peak = ev.data["peak_allocated"]
+                    if st.last_step is not None and ev.time > st.last_step:
+                        st.step_times.append(ev.time - st.last_step)
+                    st.last_step = ev.time
+                    if st.flagged is None:  # forwards before an optimizer step were training
+                        st.events = [e for e in st.events if e[0] > ev.time]
             horizon = now - max(keep, 2 * window)
             while st.history and st.history[0][0] < horizon:
                 st.history.popleft()
             st.events = [e for e in st.events if e[0] >= now - keep]
             if not st.events:
                 st.dropped = 0
-            self._measure(st, window, settings.eval_min_growth_bytes)
+            if st.last_step is None or now - st.last_step >= _quiet_needed(st):
+                self._measure(st, window, settings.eval_min_growth_bytes)
             if st.flagged is not None and st.flagged[0] < now - keep and not st.events:
                 st.flagged = None
             if st.flagged is None or not report.connected:

@@ -126,7 +126,10 @@ class FragmentationRule:
         else:  # when the counter first rose within the window
             low = min(r for _, r in st.retries)
             since = next(t for t, r in st.retries if r > low)
-        what = (f"{fmt_bytes(gap)} reserved but free in unusable slivers" if gap_held
+        # the slivers are the allocator's inactive_split -- the figure the agent panel
+        # shows as "inactive split" -- not the whole reserved-allocated gap
+        what = (f"{fmt_bytes(dev.inactive_split)} reserved but free in unusable slivers "
+                f"(inactive split; {fmt_bytes(gap)} reserved but not allocated in all)" if gap_held
                 else "allocations failing and being retried")
         return Alert(
             kind="fragmentation", severity=WARNING,

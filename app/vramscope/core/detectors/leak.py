@@ -16,6 +16,19 @@ seen, with a robust (Theil-Sen) slope over the recent window and Kendall's
 tau as its significance -- one spike or jitter does not make a trend. Steps
 count by the step numbers the agent reports, so the rule works from whatever
 after-step readings exist.
+
+Three more shapes (issue 27):
+- a single step up (a buffer created once, optimizer state made lazily) is not a
+  creep: the slope is fitted over the current regime only (trend.regime_start),
+  so a flat stretch after one jump is flat;
+- a leak that happens only in evaluation phases is a staircase in the after-step
+  readings: flat while training, a jump after each evaluation that never comes
+  back. three clear new highs since the climb began is a leak, and it stays raised
+  while the staircase goes on (trend.staircase);
+- at the threshold a slope flips above and below it from step to step: once
+  raised, the alert holds while the slope stays above ``HOLD_SHARE`` of the
+  threshold and the rise stays significant at ``HOLD_Z`` -- hysteresis, so it
+  does not flap (and an acknowledgement is not lost to a flap).
 """
 
 from __future__ import annotations
@@ -31,7 +44,9 @@ from vramscope.core.detectors.agentmap import device_named, gpu_for_device, head
 from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
-from vramscope.core.detectors.trend import MAX_POINTS, kendall_z, theil_sen
+from vramscope.core.detectors.trend import (
+    MAX_POINTS, STAIR_UPS, Staircase, kendall_z, regime_start, staircase, theil_sen,
+)
 from vramscope.core.samples import Frame
 from vramscope.core.units import MiB, fmt_bytes, fmt_duration
 
@@ -39,6 +54,10 @@ HISTORY_POINTS = 4096  # after-step readings kept per process and device
 CLIMB_START_POINTS = 5  # readings whose median is the level a climb began at
 RESET_VIEW_POINTS = 200  # the newest readings a reset is judged against
 WINDOW_MIN_STEPS = 60  # the slope is fitted over at least this many recent steps of the climb
+HOLD_SHARE = 0.5  # a raised leak holds while its slope is at least this share of the threshold
+HOLD_Z = 2.0  # ... and its rise this significant
+STAIR_BLOCK = 10  # readings per block whose median is one level of a staircase
+STAIR_MIN_JUMP_BYTES = 64 * MiB  # a new high must clear the previous one by this much
 
 LEAK_FIX = (
     "Allocated memory after an optimizer step should come back to the same level; a steady "
@@ -150,16 +169,33 @@ class LeakRule:
         if span < need:
             st.flagged_since = None
             return None
-        # the recent window: two of the longest reset periods, at least WINDOW_MIN_STEPS
+        # the recent window: two of the longest reset periods, at least WINDOW_MIN_STEPS,
+        # cut at the last break (a single step up is not a creep)
         window = max(settings.leak_steps, WINDOW_MIN_STEPS, 2 * (st.longest_period or 0))
         recent = [p for p in points if p[0] >= points[-1][0] - window]
+        cut = regime_start([p[0] for p in recent], [p[1] for p in recent],
+                           noise=max(_noise(np.fromiter((p[1] for p in recent), float)),
+                                     float(settings.leak_reset_min_bytes)))
+        recent = recent[cut:]
         steps = [p[0] for p in recent]
         values = [p[1] for p in recent]
         slope, agreement = theil_sen(steps, values)
         z = kendall_z(agreement, min(len(steps), MAX_POINTS))
-        if slope is None or slope < settings.leak_min_slope_bytes or z < settings.leak_min_z:
+        held = st.flagged_since is not None
+        need_slope = settings.leak_min_slope_bytes * (HOLD_SHARE if held else 1.0)
+        need_z = HOLD_Z if held else settings.leak_min_z
+        stair = _staircase(points)
+        creeping = (slope is not None and recent[-1][0] - recent[0][0] >= settings.leak_steps
+                    and slope >= need_slope and z >= need_z)
+        if not creeping and stair is None:
             st.flagged_since = None
             return None
+        if not creeping:  # the staircase's mean rise per step
+            steps = [points[0][0], points[-1][0]]
+            values = [stair.first, stair.last]
+            slope = max((stair.last - stair.first) / max(1, span), 1.0)
+            agreement, z = 1.0, float("inf")
+            recent = points
         if st.flagged_since is None:
             st.flagged_since = recent[0][2]
         dev = device_named(report, device_name)
@@ -172,12 +208,17 @@ class LeakRule:
         severity = WARNING
         if eta is not None and eta < settings.near_oom_horizon_minutes * 60:
             severity = CRITICAL
-        evidence = [
+        evidence = [] if stair is None or creeping else [
+            f"a staircase: {stair.jumps} jumps to a new level since step {points[0][0]}, none given "
+            "back -- memory kept after each evaluation or other periodic phase (outputs or "
+            "metrics collected with their graphs)"]
+        evidence += [
             f"allocated after step {steps[0]}: {fmt_bytes(values[0])}; "
             f"after step {steps[-1]}: {fmt_bytes(values[-1])}",
-            f"robust (Theil-Sen) slope over the last {steps[-1] - steps[0]:.0f} steps: "
-            f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise "
-            f"({z:.1f} standard deviations above chance)",
+            (f"robust (Theil-Sen) slope over the last {steps[-1] - steps[0]:.0f} steps: "
+             f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise "
+             f"({z:.1f} standard deviations above chance)" if creeping else
+             f"on average +{slope / MiB:.1f} MiB/step over {span:.0f} steps"),
             (f"it has climbed for {span:.0f} steps without falling back; the longest climb "
              f"that did fall back lasted {st.longest_period:.0f} steps" if st.longest_period
              else f"it has climbed for {span:.0f} steps without ever falling back"),
@@ -199,5 +240,17 @@ class LeakRule:
             data={"slope_bytes_per_step": slope, "agreement": agreement, "z": z,
                   "steps_to_oom": steps_to_oom, "seconds_to_oom": eta,
                   "window": [int(steps[0]), int(steps[-1])],
-                  "longest_reset_period": st.longest_period},
+                  "longest_reset_period": st.longest_period,
+                  "staircase_jumps": stair.jumps if stair is not None else None},
         )
+
+
+def _staircase(points: list) -> Staircase | None:
+    """The readings since the climb began, as levels of ``STAIR_BLOCK`` (their medians)."""
+    if len(points) < STAIR_BLOCK * (STAIR_UPS + 1):
+        return None
+    values = np.fromiter((p[1] for p in points), float)
+    n = len(values) // STAIR_BLOCK
+    blocks = np.median(values[:n * STAIR_BLOCK].reshape(n, STAIR_BLOCK), axis=1)
+    jump = max(float(STAIR_MIN_JUMP_BYTES), 6.0 * _noise(values) / np.sqrt(STAIR_BLOCK))
+    return staircase(blocks, jump)

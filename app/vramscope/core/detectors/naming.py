@@ -12,6 +12,7 @@ import getpass
 from collections.abc import Callable
 
 from vramscope.core.detectors import jupyter
+from vramscope.core.detectors.advice import serves_requests
 from vramscope.core.process_names import label_for, process_label
 from vramscope.core.samples import ACCESS_DENIED, Frame, GpuProcess, GpuSample
 from vramscope.core.servers import server_of
@@ -110,7 +111,16 @@ SQUATTER_FIXES: dict[str, SquatterFix] = {
 }
 
 
+IDLE_SERVER_FIX = (
+    "It looks like a server waiting for requests (a --port/--host option or a serving "
+    "name): idle between requests is its normal state, not a crashed run. If nobody uses "
+    "it, stop it where it was started; if it should give memory back while idle, that is "
+    "its own option (a model unload timeout, a smaller cache).")
+
+
 def squatter_fix(kind: str, proc: GpuProcess, frame: Frame | None = None) -> str:
     if frame is not None and is_other_users(frame, proc):
         kind = OTHER_USER
+    elif kind == TRAINING and serves_requests(proc.info):
+        return IDLE_SERVER_FIX
     return SQUATTER_FIXES.get(kind, SQUATTER_FIXES[TRAINING])(proc)

@@ -18,6 +18,9 @@ under the agent, an inference server, a notebook, or a plain script.
 
 from __future__ import annotations
 
+from vramscope.core.detectors.advice import (
+    batch_text, cache_leads, fixed_cost_text, growing_server_fix, serves_requests,
+)
 from vramscope.core.detectors.agentmap import cuda_devices, gpu_for_device
 from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
 from vramscope.core.detectors.growth import GrowthRule, rate_text
@@ -65,19 +68,23 @@ UNDER_AGENT_ORDER = (
     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
 
 
-def decision_order(buckets: dict | None, under_agent: bool = False) -> str:
-    """The usual remedies in order of least damage (smaller batch, activation
-    checkpointing, mixed precision, sharded optimizer state -- ZeRO, Rajbhandari
-    et al. 2020), pointed at the bucket that dominates."""
+def decision_order(buckets: dict | None, under_agent: bool = False,
+                   cmdline=None) -> str:
+    """The usual remedies in order of least damage (advice.py), pointed at the bucket
+    that dominates and at the process's own batch-size option."""
+    batch = batch_text(cmdline)
     if not buckets or all(buckets.get(n) is None for n in BUCKET_NAMES):
-        return UNDER_AGENT_ORDER if under_agent else GENERIC_ORDER
+        base = UNDER_AGENT_ORDER if under_agent else GENERIC_ORDER
+        return f"{batch} {base}" if batch else base
     w = buckets.get("weights") or 0
     g = buckets.get("gradients") or 0
     o = buckets.get("optimizer_state") or 0
     act = buckets.get("other_allocated") or 0
-    cache = buckets.get("cached_free") or 0
     fixed = w + g + o
     tips = []
+    lead = cache_leads(buckets)
+    if lead:
+        tips.append(lead)
     if g == 0 and o == 0 and w > 0:  # inference: no gradients, no optimizer state
         tips.append(
             f"No gradients or optimizer state: this is inference. Weights are {fmt_bytes(w)}; "
@@ -85,17 +92,17 @@ def decision_order(buckets: dict | None, under_agent: bool = False) -> str:
             "(--max-model-len) and concurrent sequences (--max-num-seqs), or an fp8 KV cache; "
             "if loading alone fills it, change weight precision (INT8/INT4) or model size.")
     elif fixed >= act:
-        tips.append(
-            f"The fixed cost dominates (weights + gradients + optimizer state = {fmt_bytes(fixed)}; "
-            "a smaller batch frees none of it): try an 8-bit optimizer first, then ZeRO/FSDP "
-            "sharding, then LoRA. Plain DDP saves no memory.")
+        tips.append(fixed_cost_text(w, g, o))
     else:
         tips.append(
-            f"Activations dominate ({fmt_bytes(act)}, the only bucket that moves): gradient "
-            "checkpointing first, then a smaller micro-batch with gradient accumulation "
-            "(divide the loss by the accumulation steps).")
+            f"Activations dominate ({fmt_bytes(act)}, the only bucket that moves): "
+            + (batch + " Then " if batch else "")
+            + "gradient checkpointing"
+            + ("" if batch else ", then a smaller micro-batch with gradient accumulation "
+               "(divide the loss by the accumulation steps)") + ".")
+    cache = buckets.get("cached_free") or 0
     reserved = fixed + act + cache
-    if reserved and cache >= 0.25 * reserved:
+    if not lead and reserved and cache >= 0.25 * reserved:
         tips.append(f"Reserved and allocated have drifted apart ({fmt_bytes(cache)} cached but "
                     "free): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
     return " ".join(tips)
@@ -107,7 +114,9 @@ def server_bytes(frame: Frame, gpu: GpuSample) -> int:
 
 
 def fix_for(kind: str, buckets: dict | None, frame: Frame, gpu: GpuSample, proc) -> str:
-    """The near-OOM fix for the process that fills the card."""
+    """The near-OOM fix for the process that fills the card, in its own terms."""
+    info = proc.info if proc is not None else None
+    cmdline = info.cmdline if info is not None else None
     if kind == SERVER:
         found = server_of(frame, proc)
         hint = found[0].shrink_hint if found else "give its pool a smaller fraction of the card"
@@ -117,7 +126,9 @@ def fix_for(kind: str, buckets: dict | None, frame: Frame, gpu: GpuSample, proc)
         return ("It is a Jupyter kernel: `del` the tensors you no longer need and call "
                 "torch.cuda.empty_cache() in the notebook, or restart the kernel. "
                 + decision_order(buckets))
-    return decision_order(buckets, under_agent=(kind == AGENT))
+    if kind == TRAINING and serves_requests(info):
+        return growing_server_fix(info)
+    return decision_order(buckets, under_agent=(kind == AGENT), cmdline=cmdline)
 
 
 class NearOomRule:
@@ -178,7 +189,18 @@ class NearOomRule:
         if top:
             evidence.append("largest: " + ", ".join(
                 f"{process_label(p)} {fmt_bytes(p.used)}" for p in top))
-        culprit = growers[0].proc if growers else (top[0] if top else None)
+        # what filled it: the growing process, else the one that rose by a step lately
+        # (a batch that got bigger, a model loaded), and the largest only when none did
+        trending = {g.proc.pid for g in growers}  # already named as growing
+        risers = sorted((r for r in (self._growth.risen if self._growth else ())
+                         if r.gpu == gpu.index and r.proc.pid not in trending
+                         and server_of(frame, r.proc) is None),
+                        key=lambda r: -r.rise)
+        for r in risers[:3]:
+            evidence.append(f"rose: {process_label(r.proc)} +{fmt_bytes(r.rise)} in the last "
+                            f"{fmt_duration(frame.time - r.since)}")
+        riser = risers[0] if risers and not growers else None
+        culprit = growers[0].proc if growers else (riser.proc if riser else (top[0] if top else None))
         kind = process_kind(frame, culprit) if culprit is not None else TRAINING
         buckets = None
         for report in frame.agents:
@@ -196,10 +218,15 @@ class NearOomRule:
         if growers:
             what += "; growing: " + ", ".join(
                 f"{process_label(g.proc)} ({rate_text(g.trend.slope)})" for g in growers[:3])
+        elif riser is not None:
+            what += (f"; grew: {process_label(riser.proc)} (+{fmt_bytes(riser.rise)} in "
+                     f"{fmt_duration(frame.time - riser.since)})")
         elif culprit is not None:
             what += f"; largest: {process_label(culprit)} ({fmt_bytes(culprit.used)})"
+        critical = (free < settings.near_oom_critical_free_bytes
+                    or (eta is not None and eta <= settings.near_oom_critical_minutes * 60))
         return Alert(
-            kind="near_oom", severity=WARNING, gpu=gpu.index, pid=None, start_time=None,
+            kind="near_oom", severity=CRITICAL if critical else WARNING, gpu=gpu.index, pid=None, start_time=None,
             since=None, message=f"{gpu.label} near out of memory: {what}",
             evidence=tuple(evidence), fix=fix_for(kind, buckets, frame, gpu, culprit),
             data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope,

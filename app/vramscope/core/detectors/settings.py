@@ -57,6 +57,8 @@ class DiagnosticSettings:
     # --- near-OOM --------------------------------------------------------------------
     near_oom_free_bytes: int = 1 * GiB  # free below this is near-OOM
     near_oom_horizon_minutes: float = 10.0  # trend reaching capacity within this is near-OOM
+    near_oom_critical_minutes: float = 2.0  # ... and critical within this (or free below 256 MiB)
+    near_oom_critical_free_bytes: int = 256 * MiB
     near_oom_trend_minutes: float = 5.0  # how much history the trend is fitted on
     near_oom_min_points: int = 10  # fewest samples for a trend
 

@@ -7,8 +7,10 @@ Four signs:
 
 (a) a process holding >= ``squatter_min_bytes`` with 0 % SM for ``idle_minutes``;
 (b) a Jupyter/IPython kernel holding VRAM (idle ``kernel_idle_minutes``);
-(c) a process whose parent is gone (re-parented to init / a subreaper) and
-    idle, or a zombie;
+(c) a process whose parent exited while it was watched (re-parented to init /
+    a subreaper) and idle, or a zombie. A process first seen as a child of PID 1,
+    systemd, tini, dumb-init or a container's init is a service started that way,
+    not an orphan: it is judged as any idle holder, with a service's fix;
 (d) memory with no visible owner (see unattributed.py).
 
 One alert per process per GPU, naming every sign that applies. What is never a
@@ -21,7 +23,6 @@ to end.
 
 from __future__ import annotations
 
-import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +34,8 @@ from vramscope.core.detectors.naming import (
     AGENT, KERNEL, SERVER, proc_name, process_kind, squatter_fix,
 )
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
+from vramscope.core.detectors.stalled import StepClock, clock_text, stalled
+from vramscope.core.detectors.watching import Watch, watch_if_due
 from vramscope.core.samples import (
     ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
 )
@@ -40,7 +43,11 @@ from vramscope.core.units import fmt_bytes, fmt_duration
 
 NotebookFinder = Callable[[int, str | None], jupyter.NotebookHint]
 KernelActivityLookup = Callable[[str | None], jupyter.KernelActivity | None]
-KERNEL_POLL_SECONDS = 15.0  # ask a Jupyter server about one kernel at most this often
+KERNEL_POLL_SECONDS = 15.0
+SERVICE_FIX = ("It was started as a service (by init, systemd or a container's init), not left "
+               "behind by a crash: if it should not hold the card while idle, stop it through "
+               "what started it (systemctl stop <unit>, docker stop <container>) -- a supervisor "
+               "restarts a process ended by hand.")  # ask a Jupyter server about one kernel at most this often
 
 
 @dataclass
@@ -52,15 +59,9 @@ class _ProcState:
     notebook: jupyter.NotebookHint | None = None
     activity: jupyter.KernelActivity | None = None
     activity_asked: float | None = None
-    last_step: int | None = None  # the agent's step counter, for a run under the agent
-    last_step_time: float | None = None
+    steps: StepClock = field(default_factory=StepClock)  # a run under the agent (stalled.py)
+    parent_seen: bool = False  # its launching parent was alive at some pass
     extra: dict = field(default_factory=dict)
-
-
-def _clock(t: float | None) -> str:
-    if t is None:
-        return "n/a"
-    return _time.strftime("%H:%M:%S", _time.localtime(t))
 
 
 def process_is_idle(proc: GpuProcess, gpu: GpuSample, settings: DiagnosticSettings,
@@ -85,12 +86,14 @@ class SquatterRule:
         self._finder = notebook_finder or jupyter.default_notebook_finder
         self._activity = kernel_activity or jupyter.kernel_activity
         self._state: dict[tuple, _ProcState] = {}
+        self.watching: list[Watch] = []  # conditions on their way to an alert, as of the last update
 
     def update(self, frame: Frame, settings: DiagnosticSettings,
                active_pids: frozenset[int] = frozenset()) -> list[Alert]:
         now = frame.time
         alerts = []
-        steps = {r.pid: r.step for r in frame.agents if r.connected and r.step is not None}
+        self.watching = watching = []
+        reports = {r.pid: r for r in frame.agents if r.connected}
         for gpu, proc in courteous(frame.all_processes()):
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
                 continue  # nothing is known of it here: the unattributed / ghost rules report it
@@ -99,10 +102,12 @@ class SquatterRule:
             if st is None:
                 st = self._state[key] = _ProcState(first_seen=now, last_seen=now)
             st.last_seen = now
+            if proc.info is not None and proc.info.parent_alive:
+                st.parent_seen = True
             kind = process_kind(frame, proc)
-            step = steps.get(proc.pid)
-            if step is not None and step != st.last_step:
-                st.last_step, st.last_step_time = step, now
+            report = reports.get(proc.pid)
+            if report is not None:
+                st.steps.see(report.step, report, now)
             idle = process_is_idle(proc, gpu, settings, active_pids)
             if idle:
                 if st.idle_since is None:
@@ -116,6 +121,10 @@ class SquatterRule:
             alert = self._judge(frame, gpu, proc, kind, st, now, settings)
             if alert is not None:
                 alerts.append(alert)
+            else:
+                watch = _watch(gpu, proc, kind, st, now, settings)
+                if watch is not None:
+                    watching.append(watch)
         forget_stale(self._state, now, settings)
         return alerts
 
@@ -153,9 +162,11 @@ class SquatterRule:
 
         is_kernel = holds_some and kind == KERNEL
         zombie = info is not None and (info.status == "zombie" or info.visibility == EXITED)
-        # servers and kernels are started by daemons/subreapers: a gone parent says nothing
-        orphan = (info is not None and info.parent_alive is False and not zombie
-                  and kind not in (SERVER, KERNEL))
+        # servers and kernels are started by daemons/subreapers: a gone parent says nothing;
+        # nor does init as the parent of a process never seen with another (a service)
+        parentless = info is not None and info.parent_alive is False and not zombie
+        orphan = parentless and st.parent_seen and kind not in (SERVER, KERNEL)
+        service = parentless and not st.parent_seen
         big = used is not None and used >= settings.squatter_min_bytes
         idle_long = idle_for is not None and idle_for >= settings.idle_minutes * 60
 
@@ -164,10 +175,9 @@ class SquatterRule:
             reasons.append("zombie")
         if is_kernel and idle_for is not None and idle_for >= settings.kernel_idle_minutes * 60:
             reasons.append("jupyter_kernel")
-        if kind == AGENT and st.last_step is not None and not zombie:
-            if big and idle_long and now - st.last_step_time >= settings.idle_minutes * 60:
-                return _stalled(frame, gpu, proc, st, now, idle_for)
-            return None  # a run under the agent is judged by its steps, not by its SM
+        if kind == AGENT and st.steps.last_step is not None and not zombie:
+            # a run under the agent is judged by its steps, not by its SM
+            return stalled(gpu, proc, st.steps, now, idle_for, big, settings)
         if kind in (SERVER, KERNEL) and not zombie:
             idle_long = False  # a server's pool is by design; a kernel has its own threshold
         if orphan and big and idle_for is not None and idle_for >= settings.orphan_idle_minutes * 60:
@@ -182,9 +192,9 @@ class SquatterRule:
         conn = jupyter.connection_file(cmdline) if is_kernel else None
         evidence = [f"holds {mem} on {gpu.label}" + (f" ({gpu.name})" if gpu.name else "")]
         if st.idle_since is not None:
-            evidence.append(f"0 % SM since {_clock(st.idle_since)} (idle {fmt_duration(idle_for)})")
+            evidence.append(f"0 % SM since {clock_text(st.idle_since)} (idle {fmt_duration(idle_for)})")
         if st.last_active is not None:
-            evidence.append(f"last SM activity at {_clock(st.last_active)} "
+            evidence.append(f"last SM activity at {clock_text(st.last_active)} "
                             f"({fmt_duration(now - st.last_active)} ago)")
         else:
             evidence.append(f"no SM activity seen since monitoring began "
@@ -201,8 +211,11 @@ class SquatterRule:
                 evidence.append(f"notebook: {nb.notebook} ({nb.how})" if nb.notebook
                                 else f"notebook: not found -- {nb.how}")
         if orphan:
-            evidence.append(f"parent process gone: re-parented to pid {info.ppid} "
+            evidence.append(f"parent process gone while watched: re-parented to pid {info.ppid} "
                             "(init or a subreaper), as after a crash or a closed terminal")
+        elif service:
+            evidence.append(f"started as a service: its parent is pid {info.ppid} (init, systemd, "
+                            "tini, dumb-init or a container's init) since it was first seen")
         if zombie:
             evidence.append(f"zombie: it has exited but is still listed holding memory "
                             f"(parent pid {info.ppid if info.ppid is not None else 'n/a'})")
@@ -228,6 +241,8 @@ class SquatterRule:
         else:
             message = f"{who} holds {mem} with 0 % SM for {fmt_duration(idle_for)}"
             fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
+            if service:
+                fix = SERVICE_FIX + " " + fix
 
         if info is not None and info.container is not None:
             evidence.append(f"runs in {info.container.label}"
@@ -249,24 +264,18 @@ class SquatterRule:
         )
 
 
-def _stalled(frame: Frame, gpu: GpuSample, proc: GpuProcess, st: _ProcState, now: float,
-             idle_for: float) -> Alert:
-    who = proc_name(proc, gpu)
-    quiet = now - st.last_step_time
-    evidence = [f"last step {st.last_step} seen at {_clock(st.last_step_time)} "
-                f"({fmt_duration(quiet)} ago)",
-                f"0 % SM since {_clock(st.idle_since)} (idle {fmt_duration(idle_for)})",
-                f"holds {fmt_bytes(proc.used)} on {gpu.label}"]
-    return Alert(
-        kind="stalled", severity=WARNING, gpu=gpu.index, pid=proc.pid,
-        start_time=proc.identity.start_time, since=st.last_step_time,
-        message=f"{who} stalled since step {st.last_step}: no step for {fmt_duration(quiet)}, 0 % SM",
-        evidence=tuple(evidence),
-        fix=("The run is alive but has stopped stepping: find what it waits on before ending "
-             f"anything. `py-spy dump --pid {proc.pid}` prints its stack: a data loader "
-             "(workers, a slow disk or network share), a collective waiting for another rank "
-             "(NCCL), a checkpoint write, or a breakpoint/input(). Ending it loses what it did "
-             "since its last checkpoint."),
-        frees=None,
-        data={"step": st.last_step, "since_step_seconds": quiet, "idle_seconds": idle_for},
-    )
+def _watch(gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: float,
+           settings: DiagnosticSettings) -> Watch | None:
+    """'idle 3 of 5 min' for a holder on its way to a squatter alert (watching.py)."""
+    if kind == SERVER:
+        return None  # a server's pool is by design: nothing to wait for
+    if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
+        return None
+    if kind == KERNEL:
+        return watch_if_due("squatter", gpu, proc, st.idle_since, now, "kernel idle",
+                            settings.kernel_idle_minutes * 60)
+    if kind == AGENT and st.steps.last_step is not None:
+        return watch_if_due("stalled", gpu, proc, st.steps.last_step_time, now, "no step for",
+                            st.steps.quiet_needed(settings))
+    return watch_if_due("squatter", gpu, proc, st.idle_since, now, "idle",
+                        settings.idle_minutes * 60)

@@ -146,6 +146,18 @@ class Trend:
         return (self.slope or 0.0) * self.span
 
 
+# A trend is real when its rise is not chance: most reading pairs of the regime rise
+# (agreement) and Kendall's tau says so well beyond chance. The growth rule and the
+# process table's Growth colour use this one test.
+MIN_AGREEMENT = 0.6
+MIN_TREND_Z = 3.0
+
+
+def is_significant(trend: "Trend") -> bool:
+    return (trend.slope is not None and trend.agreement >= MIN_AGREEMENT
+            and kendall_z(trend.agreement, min(trend.points, MAX_POINTS)) >= MIN_TREND_Z)
+
+
 def current_trend(t: Sequence[float], y: Sequence[float]) -> Trend | None:
     """Theil-Sen over the current regime; None with fewer than three points."""
     if len(t) < 3:
@@ -158,3 +170,48 @@ def current_trend(t: Sequence[float], y: Sequence[float]) -> Trend | None:
     if slope is None:
         return None
     return Trend(slope, agreement, robust_level(tt, yy, slope), tt[0], tt[-1] - tt[0], len(tt))
+
+
+# -- staircases -------------------------------------------------------------------------
+# Memory kept in jumps (a leak only in evaluation phases; +400 MiB every few minutes)
+# is flat between jumps, so no slope over a recent window sees it. Over coarse
+# levels (block medians, per-minute lows) it is a run of new highs, none given back.
+
+STAIR_UPS = 3  # new highs that make a staircase
+STAIR_HOLD = 3.0  # it goes on until its last jump is this many of its longest gaps old
+
+
+class Staircase:
+    __slots__ = ("ups", "first", "last", "last_up")
+
+    def __init__(self, ups, first, last, last_up):
+        self.ups = ups  # indices of the levels that were new highs
+        self.first = first  # the first level
+        self.last = last  # the newest level
+        self.last_up = last_up  # index of the newest jump
+
+    @property
+    def jumps(self) -> int:
+        return len(self.ups)
+
+
+def staircase(levels: Sequence[float], jump: float, need: int = STAIR_UPS,
+              hold: float = STAIR_HOLD) -> Staircase | None:
+    """Levels that rose to a new high by at least ``jump`` ``need`` times, never fell a
+    jump below the top, and are still climbing (the last jump no older than ``hold``
+    times the longest gap between jumps); None otherwise."""
+    lv = np.asarray(levels, dtype=float)
+    if len(lv) < need + 1:
+        return None
+    top = lv[0]
+    ups = []
+    for i in range(1, len(lv)):
+        if lv[i] >= top + jump:
+            ups.append(i)
+        top = max(top, lv[i])
+    if len(ups) < need or lv[-1] < top - jump:
+        return None
+    gaps = np.diff([0, *ups])
+    if len(lv) - 1 - ups[-1] > hold * max(int(gaps.max()), 1):
+        return None  # it stopped climbing: a fill that ended
+    return Staircase(ups, float(lv[0]), float(lv[-1]), ups[-1])
