@@ -26,6 +26,19 @@ SCRIPT = Path(__file__).resolve().parents[1] / "agent" / "cpu_train.py"
 pytestmark = pytest.mark.timeout(120)
 
 
+def _frame_with_a_step(client, host_pid, info, deadline):
+    """The client's frame once an agent on the GPU process ``host_pid`` has a step."""
+    gpu = GpuSample(index=0, uuid="GPU-ctr", total=24 * GiB, used=GiB,
+                    processes=(GpuProcess(pid=host_pid, used=GiB, info=info),))
+    frame = None
+    while time.monotonic() < deadline:
+        frame = client(Frame(time=time.time(), gpus=(gpu,)))
+        if frame.agents and frame.agents[0].step:
+            break
+        time.sleep(0.2)
+    return frame
+
+
 @needs_unshare
 @pytest.mark.parametrize("route", ["through /proc/PID/root", "shared directory"])
 def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
@@ -58,15 +71,8 @@ def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
         if shared is None:
             assert (socket_dir, os.getuid()) in agent_dirs(host_pid)
 
-        gpu = GpuSample(index=0, uuid="GPU-ctr", total=24 * GiB, used=GiB,
-                        processes=(GpuProcess(pid=host_pid, used=GiB, info=info),))
         client = AgentClient(dirs=[shared] if shared else [])
-        frame = None
-        while time.monotonic() < deadline:
-            frame = client(Frame(time=time.time(), gpus=(gpu,)))
-            if frame.agents and frame.agents[0].step:
-                break
-            time.sleep(0.2)
+        frame = _frame_with_a_step(client, host_pid, info, deadline)
         [report] = frame.agents
         assert report.pid == host_pid  # not 1, its PID inside the container
         assert report.step > 0
@@ -124,16 +130,8 @@ def test_a_host_agent_seen_through_a_containers_root_is_not_the_containers():
                 any(n.endswith(".sock") for n in os.listdir(d)) for d in (host_dir, shared)):
             time.sleep(0.1)
         assert (f"/proc/{host_pid}/root{host_dir}", os.getuid()) in agent_dirs(host_pid)
-        info = ProcessCache().lookup(host_pid)
-        gpu = GpuSample(index=0, uuid="GPU-ctr", total=24 * GiB, used=GiB,
-                        processes=(GpuProcess(pid=host_pid, used=GiB, info=info),))
         client = AgentClient(dirs=[shared])
-        frame = None
-        while time.monotonic() < deadline:
-            frame = client(Frame(time=time.time(), gpus=(gpu,)))
-            if frame.agents and frame.agents[0].step:
-                break
-            time.sleep(0.2)
+        frame = _frame_with_a_step(client, host_pid, ProcessCache().lookup(host_pid), deadline)
         assert [a.pid for a in frame.agents] == [host_pid]  # the container's agent, not the host's
         client.close()
     finally:

@@ -20,14 +20,14 @@ def test_a_jupyter_kernel_is_named_by_its_notebook():
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher", "-f",
          "/tmp/kernel-1.json"],
-        env=dict(os.environ, JPY_SESSION_NAME="/home/alice/work/analysis.ipynb"))
+        env=dict(os.environ, JPY_SESSION_NAME="/home/alice/notebooks/analysis.ipynb"))
     try:
         deadline = time.monotonic() + 10
         info = ProcessCache().lookup(child.pid)
         while "ipykernel_launcher" not in (info.cmdline or ()) and time.monotonic() < deadline:
             time.sleep(0.05)  # (exec not done yet)
             info = ProcessCache().lookup(child.pid)
-        assert info.notebook == "/home/alice/work/analysis.ipynb"
+        assert info.notebook == "/home/alice/notebooks/analysis.ipynb"
         assert display_name(info) == "Jupyter kernel · analysis.ipynb"
     finally:
         child.kill()

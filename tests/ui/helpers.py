@@ -14,6 +14,14 @@ def table_column(window, name: str) -> list[str]:
             for r in range(model.rowCount())]
 
 
+def open_every_group(window) -> None:
+    """Lists every group's processes under its row, as clicks on their Names would."""
+    from dataclasses import replace
+    model = window.table.model
+    groups = frozenset(row.key for row in model.rows if row.members)
+    model.set_order(replace(model.order, opened=model.order.opened | groups))
+
+
 def table_cell(window, pid: int, name: str) -> str:
     for r, p in enumerate(table_column(window, "PID")):
         if p and int(p) == pid:  # ('' on a group's row)

@@ -12,7 +12,7 @@ from vramscope.sources import drm_fdinfo, drm_sysfs
 from vramscope.sources.all_gpus import AllGpusSource
 
 from .frames import T0
-from .helpers import save, table_column
+from .helpers import open_every_group, save, table_column
 
 
 def frames_from(source, n=40):
@@ -51,14 +51,14 @@ def test_amd_and_intel_rows_beside_nvidia_with_the_staged_processes(make_window,
     assert "NVIDIA" in amd.values["reserved"].toolTip()
     # the table: every process once per GPU, memory as staged
     want = expected_memory(*machine)
-    pids = [int(p) for p in table_column(w, "PID")]
-    gpus = table_column(w, "GPU")
-    memory = table_column(w, "Memory")
-    shown = {(g, p): m for g, p, m in zip(gpus, pids, memory)}
+    open_every_group(w)  # processes of one parent and command line are one row until opened
+    rows = [(g, int(p), m) for p, g, m in zip(*(table_column(w, n) for n in ("PID", "GPU", "Memory")))
+            if p]
+    shown = {(g, p): m for g, p, m in rows}
     for gpu, slot in ((1, AMD_SLOT), (2, INTEL_SLOT)):
         for pid, used in want[slot].items():
             assert shown[(str(gpu), pid)] == f"{used / GiB:.2f} GiB"
-    assert len(pids) == sum(len(v) for v in want.values()) + 1  # + the NVIDIA row
+    assert len(rows) == sum(len(v) for v in want.values()) + 1  # + the NVIDIA row
     save(w, artifacts_dir, "all-gpus-1400x900.png")
     w.resize(1024, 700)
     w.refresh(force=True)
@@ -77,7 +77,8 @@ def test_a_unified_memory_board_says_so(make_window, fake_nvml, sleepers, tmp_pa
     assert card.title.text() == "NVIDIA GB10"
     assert card.mig.isVisible() and card.mig.text() == "unified memory  ·  system RAM"
     assert "system's memory" in card.mig.toolTip() and "system's memory" in card.percent.toolTip()
-    assert sorted(int(p) for p in table_column(w, "PID")) == sorted(pids)
+    open_every_group(w)
+    assert sorted(int(p) for p in table_column(w, "PID") if p) == sorted(pids)
     save(w, artifacts_dir, "unified-1400x900.png")
     w.resize(1024, 700)
     w.refresh(force=True)
