@@ -249,3 +249,18 @@ def test_report_carries_agents_and_marks_their_processes():
     assert ("weights 2.0 GiB · gradients 2.0 GiB · activations + temporaries 1.0 GiB · "
             "cached, free (reserved − allocated) 2.0 GiB") in table
     assert "optimizer" not in table  # no data is not shown as 0
+
+
+def test_ctrl_c_during_watch_is_one_line_and_status_130(tmp_path):
+    import os
+    import signal
+    import time
+
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-m", "vramscope", "status", "--demo", "--watch", "60"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # started (imports done) and watching
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and err.strip() == "vramscope status: interrupted"

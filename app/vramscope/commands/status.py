@@ -124,7 +124,18 @@ def run_fleet(args, out=None) -> int:
     return 0 if all(v.state == "connected" for v in views) else 1
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+
+
 def run(args) -> int:
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # Ctrl-C (during --watch): one line, no traceback
+        say(sys.stderr, "vramscope status: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _run(args) -> int:
     if getattr(args, "from_prometheus", None):
         return run_fleet(args)
     if getattr(args, "host", None):
