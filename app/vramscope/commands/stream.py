@@ -61,13 +61,12 @@ class StreamWriter:
             self.stop.set()
 
 
-MAX_PID = 1 << 31  # pid_t is a signed 32-bit integer (Linux pid_max is at most 2**22)
-
-
 def answer(actions, message: dict) -> dict:
     """The result of one request (never raises: bad requests get an error result)."""
     import dataclasses
     import math
+
+    from vramscope.core.actions import MAX_PID
     ident = message.get("id")
     reply = {protocol.TYPE: protocol.RESULT, "id": ident if type(ident) is int else None}
     op = message.get("op")

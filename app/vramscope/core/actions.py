@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import os
 import pathlib
 import signal
@@ -150,6 +151,8 @@ class ProcessActions:
 
     def is_alive(self, pid: int, start_time: float | None) -> bool:
         """The same process (pid + start time) still exists and is not a zombie."""
+        if _bad_identity(pid, start_time) is not None:
+            return False  # no process has that pid or start time
         try:
             proc = psutil.Process(pid)
             if not _same_start(proc.create_time(), start_time):
@@ -195,6 +198,9 @@ class ProcessActions:
     def _signal(self, action, signum, pid, start_time, memory) -> ActionResult:
         if self.read_only:
             return self._refuse(action, pid, start_time, READ_ONLY_REFUSAL, memory)
+        wrong = _bad_identity(pid, start_time)
+        if wrong is not None:
+            return self._refuse(action, pid, start_time, wrong, memory)
         pidfd = None
         if hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
             try:
@@ -242,6 +248,9 @@ class ProcessActions:
     def _verify(self, pid: int, start_time: float | None):
         """(process, None) when pid + start time still name the same process,
         else (process or None, why not)."""
+        wrong = _bad_identity(pid, start_time)
+        if wrong is not None:
+            return None, wrong
         if self.read_only:
             return _try_process(pid), READ_ONLY_REFUSAL
         if pid <= 1:
@@ -398,6 +407,19 @@ def _proc_info(proc) -> dict:
     if cmdline and is_jupyter_kernel(cmdline, name):
         info["connection_file"] = connection_file(cmdline)
     return info
+
+
+MAX_PID = 1 << 31  # pid_t is a signed 32-bit integer
+
+
+def _bad_identity(pid, start_time) -> str | None:
+    """Why (pid, start time) cannot name a process (a pid past pid_t, a NaN time), or None."""
+    if type(pid) is not int or not 0 < pid < MAX_PID:
+        return f"pid {str(pid)[:24]} is not a process id; refusing"
+    if start_time is not None and not (type(start_time) in (int, float)
+                                       and math.isfinite(start_time) and start_time >= 0):
+        return f"start time {str(start_time)[:24]} is not a time; refusing"
+    return None
 
 
 def _same_start(created: float, expected: float | None) -> bool:
