@@ -19,7 +19,6 @@ minimised, and does nothing (says why) where no tray exists.
 
 from __future__ import annotations
 
-import html
 import time
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -35,7 +34,7 @@ from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
 from vramscope.ui.end_process_dialog import EndProcessDialog
-from vramscope.ui.safe_text import tip
+from vramscope.ui.safe_text import html_text, tip
 
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
 _ALERT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -68,7 +67,7 @@ def since_text(since: float | None, now: float) -> str:
 
 def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
                s: theme.Scheme | None = None) -> str:
-    e = html.escape
+    e = html_text  # alerts quote commands, hosts and agents' words
     s = s or theme.current()
     parts = [f"<p><b style='color:{severity_colour(alert.severity, s)}'>"
              f"{e(alert.severity.upper())}</b> "

@@ -31,6 +31,7 @@ from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.ui import theme
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
+from vramscope.ui.safe_text import html_text
 
 DIMMED_ALPHA = 60
 LEGEND_WIDTH = 240
@@ -486,7 +487,8 @@ def _blank() -> pg.PlotDataItem:
 
 
 def _label(key: tuple, labels: dict) -> str:
-    return labels.get(_identity_of(key)) or f"pid {key[2]}"
+    """A process's name for the legend, which pyqtgraph renders as HTML: escaped."""
+    return html_text(labels.get(_identity_of(key)) or f"pid {key[2]}")
 
 
 def _identity_of(key: tuple) -> ProcessIdentity:
