@@ -49,6 +49,10 @@ def test_what_is_not_one_group():
     assert grouped([info(10, RANK, ppid=None), info(11, RANK, ppid=None)]) == [[10], [11]]
     # a group of one is its process
     assert grouped([info(9, RAY)]) == [[9]]
+    # workers of one launcher's pid on two machines (--host lab-a --host lab-b)
+    a, b = info(30, RAY, ppid=29), info(31, RAY, ppid=29)
+    assert sorted(sorted(v) for v in units([(a.pid, kin_of(a, "lab-a")), (b.pid, kin_of(b, "lab-b"))]).values()) \
+        == [[30], [31]]
 
 
 def test_daemonised_copies_group_by_command_line_and_an_alerted_process_stands_alone():

@@ -81,3 +81,17 @@ def test_under_sudo_own_means_the_user_who_ran_sudo(tmp_path, monkeypatch):
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=10)
+
+
+@pytest.mark.parametrize("pid, start", [(2**31, 1.0), (2**63, 1.0), (-5, 1.0), (True, 1.0),
+                                        (4242, float("nan")), (4242, float("inf")),
+                                        (4242, -1.0)])
+def test_a_pid_past_pid_t_or_a_start_time_that_is_no_time_is_refused_in_one_line(
+        tmp_path, pid, start):
+    actions = ProcessActions(audit_path=tmp_path / "audit.jsonl")
+    result = actions.terminate(pid, start)
+    assert not result.ok and result.message.endswith("refusing")
+    assert not actions.kill(pid, start).ok
+    summary = actions.describe(pid, start)
+    assert summary.refusal and not summary.own
+    assert actions.is_alive(pid, start) is False

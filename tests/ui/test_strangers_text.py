@@ -11,13 +11,17 @@ from PySide6.QtGui import QTextDocument
 
 from vramscope.core.actions import ProcessSummary
 from vramscope.core.process_rows import COL, TableBuilder, TableOrder
-from vramscope.core.samples import Frame, GpuProcess, GpuSample, HostState, ProcessInfo
+from vramscope.core.samples import (
+    Frame, GpuProcess, GpuSample, HostState, ProcessIdentity, ProcessInfo,
+)
 from vramscope.core.units import GiB
+from vramscope.ui.agent_device import legend_html
 from vramscope.ui.cards import GpuCard
 from vramscope.ui.end_process_dialog import EndProcessDialog
 from vramscope.ui.hosts_bar import HostsBar
 from vramscope.ui.process_model import ProcessTableModel
-from vramscope.ui.theme import ColourBook
+from vramscope.ui.theme import ColourBook, current
+from vramscope.ui.timeline import _label
 
 HTML_ARGV = ("python", "<img src=x><b>bold</b><a href='http://evil'>click</a>",
              "\x1b[2J\u202eexe.niart\r\nGPU 9 FORGED")
@@ -74,3 +78,13 @@ def test_labels_of_the_end_process_dialog_hosts_and_cards_are_plain_text(themed_
                                used=GiB))
     assert "<b>RTX</b>\\u202e" in as_user_sees(card.title.toolTip())
     assert "\u202e" not in card.title.text()
+
+
+def test_a_process_name_in_the_timeline_legend_and_an_agent_note_are_text_not_html():
+    key = ("proc", 0, 7, 1.7e9, "used")
+    shown = _label(key, {ProcessIdentity(7, 1.7e9): "<img src=x>\u202e (7)"})
+    assert shown == "&lt;img src=x&gt;\\u202e (7)"
+    page = legend_html([], current(), note="<a href='http://evil'>x</a>")
+    doc = QTextDocument()
+    doc.setHtml(page)
+    assert "<a href='http://evil'>x</a>" in doc.toPlainText()

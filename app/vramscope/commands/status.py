@@ -165,8 +165,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 def run(args) -> int:
     try:
         return _run(args)
-    except KeyboardInterrupt:  # Ctrl-C on --watch (or a slow pass): one line, no traceback
-        print("vramscope status: interrupted", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:  # Ctrl-C (during --watch): one line, no traceback
+        say(sys.stderr, "vramscope status: interrupted")
         return EXIT_INTERRUPTED
 
 

@@ -46,7 +46,7 @@ def request_problem(pid, start_time) -> str | None:
     if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= PID_MAX:
         return f"{str(pid)[:40]} is not a process id (1 to {PID_MAX}); refusing"
     if start_time is not None and not (isinstance(start_time, (int, float))
-                                       and math.isfinite(start_time)):
+                                       and math.isfinite(start_time) and start_time >= 0):
         return f"the start time {str(start_time)[:40]} is not a time; refusing"
     return None
 

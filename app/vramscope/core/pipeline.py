@@ -63,12 +63,12 @@ class Pipeline:
         # Store listener: runs on the sampler thread, so every frame is seen even
         # when the window polls less often than the sampler samples.
         with self._labels_lock:
-            for _gpu, proc in frame.all_processes():
+            for gpu, proc in frame.all_processes():
                 ident = proc.identity
                 have = self._labels.get(ident)
                 if have is None or (have.startswith("pid ") and proc.info is not None):
                     self._labels[ident] = process_label(proc)
-                    kin = kin_of(proc.info)
+                    kin = kin_of(proc.info, gpu.host)
                     if kin is not None:
                         self._kin[ident] = kin
 

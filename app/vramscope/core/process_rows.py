@@ -100,7 +100,7 @@ def rows_from_frame(frame: Frame | None, store=None,
             growth=rate, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
             container=container_text(info),
             mig=_slice_text(gpu, proc),
-            name=display_name(info) or process_label(proc), kin=kin_of(info),
+            name=display_name(info) or process_label(proc), kin=kin_of(info, gpu.host),
         ))
     return rows
 

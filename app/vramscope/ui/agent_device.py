@@ -36,6 +36,7 @@ from vramscope.ui.agent_texts import (
     BUCKETS, PHASES, PHASE_SHORT, agent_key, last_value, oom_text, phase_text,
 )
 from vramscope.ui.timeline import MIN_SPAN
+from vramscope.ui.safe_text import html_text
 from vramscope.ui.timeline_stack import Band
 
 MARK_PX = 3  # at most one phase marker (the peak) per this many pixels
@@ -409,7 +410,7 @@ def legend_html(columns, s: theme.Scheme, note: str | None = None) -> str:
     head = "".join(f"<th align='right'>{t}</th>" for t, _ in columns)
     return (f"<table cellspacing='2'><tr><th></th>{head}</tr>{''.join(rows)}</table>"
             f"<div style='color:{s.MUTED}'>n/a = no data (no model registered, or not measured)"
-            + (f"<br>{note}" if note else "") + "</div>")
+            + (f"<br>{html_text(note)}" if note else "") + "</div>")  # the agent's words
 
 
 def device_title(dev, name: str | None = None) -> str:

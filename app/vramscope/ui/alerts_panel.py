@@ -17,7 +17,6 @@ so tests can inspect it and press its buttons.
 
 from __future__ import annotations
 
-import html
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -33,7 +32,7 @@ from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
 from vramscope.ui.end_process_dialog import EndProcessDialog
-from vramscope.ui.safe_text import tip
+from vramscope.ui.safe_text import html_text, tip
 
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
 _ALERT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -83,7 +82,7 @@ def watch_html(watch, now: float, s: theme.Scheme | None = None) -> str:
 
 def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
                s: theme.Scheme | None = None) -> str:
-    e = html.escape
+    e = html_text  # alerts quote commands, hosts and agents' words
     s = s or theme.current()
     parts = [f"<p><b style='color:{severity_colour(alert.severity, s)}'>"
              f"{e(alert.severity.upper())}</b> "

@@ -30,6 +30,11 @@ def tip(text: str | None) -> str:
     return text
 
 
+def html_text(text: str) -> str:
+    """``text`` inside HTML that Qt renders (a legend, a details pane): escaped."""
+    return html.escape(visible(text), quote=False)
+
+
 def plain(label: QLabel, text: str | None = None) -> QLabel:
     """``label`` as plain text (never HTML), with ``text`` set escaped when given."""
     label.setTextFormat(Qt.TextFormat.PlainText)

@@ -34,6 +34,7 @@ from vramscope.ui import theme
 from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
 from vramscope.ui.timeline_markers import AlertMarkers
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
+from vramscope.ui.safe_text import html_text
 
 DIMMED_ALPHA = 60
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
@@ -481,7 +482,8 @@ def _blank() -> pg.PlotDataItem:
 
 
 def _label(key: tuple, labels: dict) -> str:
-    return labels.get(_identity_of(key)) or f"pid {key[2]}"
+    """A process's name for the legend, which pyqtgraph renders as HTML: escaped."""
+    return html_text(labels.get(_identity_of(key)) or f"pid {key[2]}")
 
 
 def _identity_of(key: tuple) -> ProcessIdentity:
