@@ -191,3 +191,14 @@ def test_kernel_idle_counts_from_its_last_execution_on_the_local_jupyter_server(
         assert [a for a in alerts if a.kind == "squatter"] == []
     finally:
         server.shutdown()
+
+
+def test_a_jupyter_server_file_that_is_a_fifo_or_huge_is_passed_over(tmp_path):
+    import os
+    import time
+    os.mkfifo(tmp_path / "jpserver-1.json")  # another program's, or a mistake: never waited on
+    (tmp_path / "jpserver-2.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "pad": "x" * 10**6}))
+    start = time.monotonic()
+    hint = jupyter.find_notebook("1a2b", [tmp_path])
+    assert hint.notebook is None and "jupyter server list" in hint.how
+    assert time.monotonic() - start < 5

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import os
 import pathlib
 import re
@@ -20,6 +19,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vramscope.core import bounded_read
 from vramscope.core.bounded_http import HttpError, get_json
 
 _KERNEL_MARKERS = (
@@ -94,6 +94,9 @@ def _local(url: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1")
 
 
+SERVER_FILE_LIMIT = 64 * 1024  # a jpserver-*.json is a few hundred bytes
+
+
 def _local_servers(dirs: Sequence[pathlib.Path] | None = None):
     """(url, token) of each Jupyter server on this machine (jpserver-*.json / nbserver-*.json)."""
     for d in dirs if dirs is not None else runtime_dirs():
@@ -103,7 +106,7 @@ def _local_servers(dirs: Sequence[pathlib.Path] | None = None):
             continue
         for f in files:
             try:
-                info = json.loads(f.read_text())
+                info = bounded_read.read_json(f, SERVER_FILE_LIMIT)  # a regular file, not a FIFO
                 url = str(info["url"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
