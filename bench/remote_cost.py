@@ -103,7 +103,7 @@ def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
         write_state(state_path, _state(pids))
         os.environ["FAKE_NVML_STATE"] = str(state_path)
         preload(lib_dir / "libnvidia-ml.so.1")
-    app = create_app()
+    app = create_app()  # noqa: F841 -- kept alive while the window runs
 
     def run_for(s: float) -> None:
         # a local loop: QApplication.quit() would close the window (Qt >= 6.5)

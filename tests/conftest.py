@@ -59,3 +59,5 @@ def artifacts_dir() -> pathlib.Path:
 
 # The fake libnvidia-ml.so.1 (tests/fakenvml.py): fake_nvml, fake_nvml_files, sleepers
 from fakenvml import fake_nvml, fake_nvml_build, fake_nvml_files, sleepers  # noqa: E402,F401
+# A stand-in inference server on 127.0.0.1 (tests/fakeservers.py): fake_server
+from fakeservers import fake_server  # noqa: E402,F401

@@ -240,7 +240,7 @@ def test_an_agent_of_another_protocol_version_is_shown_with_the_mismatch(runtime
     import struct
     import threading
 
-    from vramscope.agent import paths, protocol
+    from vramscope.agent import paths
     from vramscope.core.status_report import frame_to_dict, render_table
 
     ticks = paths.start_ticks() or 0

@@ -16,7 +16,6 @@ On the device machine, from the repository root:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
+from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
 from remote.conftest import private_dirs
 from vramscope.sources.hosts import HOST_BLOCK
 from vramscope.sources.prometheus import PrometheusSource

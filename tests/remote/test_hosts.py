@@ -12,11 +12,11 @@ import time
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.sources.hosts import HOST_BLOCK, HostActions, HostsSource
-from vramscope.sources.remote import CONNECTED, DOWN, NOT_INSTALLED, RemoteHost
+from vramscope.sources.remote import CONNECTED, DOWN, RemoteHost
 
 
 def box(*gpus_used_gib, pids=()) -> FakeState:
-    gpus = [FakeGpu(name=f"NVIDIA RTX A6000", total=48 * GiB, used=int(u * GiB)) for u in gpus_used_gib]
+    gpus = [FakeGpu(name="NVIDIA RTX A6000", total=48 * GiB, used=int(u * GiB)) for u in gpus_used_gib]
     for pid in pids:
         gpus[0].processes.append(FakeProcess(pid, 3 * GiB, sm=0))
     return FakeState(gpus=gpus)

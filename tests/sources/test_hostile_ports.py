@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
+from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from rawhttp import RawHttp, http_answer
 from vramscope.core.process_text import MAX_COMMAND_CHARS
 from vramscope.core.samples import Container

@@ -17,7 +17,7 @@ from vramscope.core.servers import BY_KEY, server_key
 from vramscope.core.store import Store
 from vramscope.sources.servers import ServerEnricher, kind_from_metrics, parse_metrics
 
-from fakeservers import SGLANG_METRICS, VLLM_METRICS, fake_server  # noqa: F401 (fixture)
+from fakeservers import SGLANG_METRICS, VLLM_METRICS
 
 def gpu_frame(t, pid, cmdline):
     import psutil

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from vramscope.core.process_rows import ALERT_MARK, COL
-from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
+from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
 from vramscope.core.units import GiB
 
 from .frames import T0, frame_at

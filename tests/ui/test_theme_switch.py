@@ -14,7 +14,6 @@ from PySide6.QtCore import QPoint, QSettings, Qt
 from PySide6.QtGui import QColor, QPalette
 
 from vramscope.core.actions import ProcessSummary
-from vramscope.core.samples import ProcessIdentity
 from vramscope.ui import theme
 from vramscope.ui.about import AboutDialog
 from vramscope.ui.agent_texts import BUCKETS

@@ -72,7 +72,7 @@ def since_text(since: float | None, now: float) -> str:
 
 
 def watch_html(watch, now: float, s: theme.Scheme | None = None) -> str:
-    e = html.escape
+    e = html_text  # the process and host names are strangers' text
     s = s or theme.current()
     return (f"<p><b style='color:{s.MUTED}'>WATCHING</b> <b>{e(watch.title)}</b> &mdash; "
             f"{e(watch.message)}</p>"

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from vramscope.core import courtesy
 from vramscope.core.process_rows import (
-    COL, COLUMNS, ProcessRow, TableBuilder, TableOrder, TableRows,
+    COL, COLUMNS, ProcessRow, TableBuilder, TableRows,
 )
 from vramscope.core.samples import gpu_label
 from vramscope.core.units import fmt_gib

@@ -17,7 +17,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QGroupBox,
-    QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget,
+    QLabel, QSpinBox, QVBoxLayout, QWidget,
 )
 
 from vramscope.core.detectors.settings import DiagnosticSettings

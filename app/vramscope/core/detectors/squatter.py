@@ -158,7 +158,6 @@ class SquatterRule:
         idle_for = (now - st.idle_since) if st.idle_since is not None else None
         holds_some = used is None or used > 0
         cmdline = info.cmdline if info is not None else None
-        name = info.name if info is not None else None
 
         is_kernel = holds_some and kind == KERNEL
         zombie = info is not None and (info.status == "zombie" or info.visibility == EXITED)
