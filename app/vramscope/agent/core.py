@@ -23,12 +23,14 @@ import atexit
 import collections
 import logging
 import os
+import signal
 import threading
 import time
 import weakref
 
 from vramscope.agent import oom, paths, requests, sampling
-from vramscope.agent.buckets import Owners, collect, measure
+from vramscope.agent.backward import BackwardWatch
+from vramscope.agent.buckets import CHANGED, GRADIENTS_UNKNOWN, UNOWNED, Owners, collect, measure
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
@@ -47,6 +49,10 @@ WALK_BUDGET = 0.002  # finding the owners (the module walk) may take at most 0.2
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
 MIN_HANDOFF_WAIT = 0.05
+READ_TRIES = 3  # the agent thread's tries at one consistent instant (tensors unchanged around the read)
+# the signals a job scheduler or a terminal sends to end a run: the final dump is written, then
+# the signal does what it would have done (only where nobody else handles it: SIG_DFL)
+DUMP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, n))
 
 
 class Agent:
@@ -63,6 +69,13 @@ class Agent:
         self._optimizer_ids: set[int] = set()
         self.reader: StatsReader | None = None
         self.ledger = GradLedger()  # the gradients alive, as integers for the agent thread
+        self.backward = BackwardWatch(self.ledger)  # every backward marks the ledger stale first
+        # (why activations + temporaries are not known, why gradients are not known)
+        self.tensor_notes: tuple[str | None, str] = (None, GRADIENTS_UNKNOWN)
+        self._pid = os.getpid()  # only this process writes the final dump (not a fork child)
+        self._signals: dict[int, object] = {}  # signal -> the handler ours replaced
+        self._rediscover_layout: tuple | None = None  # the layout discovery was re-armed for
+        self.inconsistent_reads = 0  # agent-thread samples whose tensors changed around the read
         self.handoff = Handoff(self._sample_for_agent, self._note_between_statements)
         self.phases = PhaseTracker(dict, self._emit, name=self._device_name)
         self.steps = StepTracker(on_boundary=self._on_step_boundary, phases=self.phases,
@@ -116,6 +129,7 @@ class Agent:
         try:
             owners = self._owners = collect(self.models(), self.optimizers())
             self.ledger.note_all(owners.params, owners.devices)
+            self.backward.cover(owners.params)
         except Exception as exc:
             self._error(exc)
 
@@ -162,10 +176,12 @@ class Agent:
             self.discovery.install()
             self.steps.discovering = True  # every step checks whether discovery is done
         self.oom_observer_attached = oom.attach_observer(self._on_oom)
+        self._pid = os.getpid()
         self._thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self._thread.start()
         if self._final_dump:
             atexit.register(self._atexit)
+            self._catch_signals()
 
     def stop(self, timeout: float = 2.0) -> None:
         """Remove the hooks, write the final dump, close the socket."""
@@ -175,8 +191,10 @@ class Agent:
             t.join(timeout)
         self.steps.uninstall()
         self.model_hooks.detach_all()
+        self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
+        self._release_signals()
         if self._final_dump:
             atexit.unregister(self._atexit)
             self._atexit()
@@ -188,6 +206,8 @@ class Agent:
         return self._started.wait(timeout)
 
     def _atexit(self) -> None:
+        if os.getpid() != self._pid:  # a fork child (os.fork, a DataLoader worker): not its dump,
+            return  # not its socket
         try:
             self._stop.set()
             if self._thread is not None and self._thread is not threading.current_thread():
@@ -202,6 +222,39 @@ class Agent:
                 self.server.close()
                 self.server = None
 
+    def _catch_signals(self) -> None:
+        """SIGTERM (and SIGINT, SIGHUP where nobody handles them): write the final dump,
+        remove the socket, then let the signal end the process as it would have."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # (signal handlers can only be set from the main thread)
+        for sig in DUMP_SIGNALS:
+            try:
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    self._signals[sig] = signal.signal(sig, self._on_signal)
+            except (ValueError, OSError):
+                pass
+
+    def _release_signals(self) -> None:
+        signals, self._signals = self._signals, {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, before in signals.items():
+            try:
+                if signal.getsignal(sig) == self._on_signal:
+                    signal.signal(sig, before)
+            except (ValueError, OSError):
+                pass
+
+    def _on_signal(self, signum, frame) -> None:
+        """The main thread, between two statements: the last words, then the signal again
+        with its previous handler (the default: the process ends by it, exit status unchanged)."""
+        before = self._signals.get(signum, signal.SIG_DFL)
+        self._release_signals()
+        atexit.unregister(self._atexit)
+        self._atexit()
+        signal.signal(signum, before)
+        os.kill(os.getpid(), signum)
+
     def disable_in_child(self) -> None:
         """After fork: the thread did not survive; drop the hooks, serve nothing."""
         self._thread = None
@@ -209,6 +262,7 @@ class Agent:
         try:
             self.steps.uninstall()
             self.model_hooks.detach_all()
+            self.backward.drop()
             if self.discovery is not None:
                 self.discovery.finish()
         except Exception:
@@ -303,8 +357,11 @@ class Agent:
             if self._walk_due or (not read_grads and time.monotonic() >= self._next_walk) \
                     or self._layout_now() != self._layout:
                 self._walk()
-            devices = self.reader.read(ItemKind.SAMPLE) if self.reader is not None else {}
-            self._measure(read_grads)  # the tensors at the instant of the allocator's reading
+            if read_grads:  # the training thread: nothing changes the tensors while it reads
+                devices = self.reader.read(ItemKind.SAMPLE) if self.reader is not None else {}
+                self._measure(read_grads)  # the tensors at the instant of the allocator's reading
+            else:
+                devices = self._consistent_read()
             self._check_num_ooms(devices, now)
             self.last_taken_by = "training thread" if read_grads else "agent thread"
             item = sampling.sample_item(self, now, devices)
@@ -351,6 +408,23 @@ class Agent:
         except Exception as exc:
             self._error(exc)
 
+    def _on_new_layout(self) -> None:
+        """Training thread, at the step boundary after a walk found new parameters: watch
+        their backward; an optimizer training parameters of a model nobody registered (a
+        GAN's second model, a model met after discovery ended) re-arms discovery for a
+        step, once per layout, so its buffers count as weights."""
+        owners = self._owners
+        if owners is None:
+            return
+        self.backward.cover(owners.params)
+        discovery = self.discovery
+        if owners.unowned and discovery is not None and not discovery.active:
+            layout = tuple(id(p) for p in owners.params)
+            if layout != self._rediscover_layout:
+                self._rediscover_layout = layout
+                discovery.install()
+                self.steps.discovering = True
+
     def _layout_now(self) -> tuple:
         """A cheap fingerprint of what a walk would find: the optimizers' groups and
         parameter counts, the models' top-level children, parameters and buffers.
@@ -379,8 +453,10 @@ class Agent:
             self._layout = self._layout_now()
             owners = collect(models, optimizers)
             before = self._owners
-            if before is None or [id(p) for p in before.params] != [id(p) for p in owners.params]:
+            if before is None or [id(p) for p in before.params] != [id(p) for p in owners.params] \
+                    or before.unowned != owners.unowned:
                 self.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
+                self.steps.due = self._on_new_layout  # hook their backward (training thread)
             self._owners = owners
             self._model_info = describe_models(models, optimizers)
             cost = time.perf_counter() - t0
@@ -393,14 +469,48 @@ class Agent:
         finally:
             self._walk_lock.release()
 
+    def _consistent_read(self) -> dict:
+        """Agent thread: the allocator and the tensors at one instant. The training thread
+        runs meanwhile (``zero_grad`` freeing gradients, a first step making optimizer
+        state): the tensors are measured before and after the allocator's reading, and
+        only a reading with nothing changed around it counts; after READ_TRIES the
+        gradients and activations say n/a (CHANGED)."""
+        read = (lambda: self.reader.read(ItemKind.SAMPLE)) if self.reader is not None else dict
+        ledger = self.ledger
+        peaks: dict[str, int] = {}
+        devices: dict = {}
+        for _ in range(READ_TRIES):
+            before = ledger.fingerprint()
+            self._measure(False)
+            first = self._tensors
+            devices = read()
+            for name, fields in devices.items():  # each read takes its window's peak: keep all
+                peak = fields.get("peak_allocated")
+                if peak is not None:
+                    peaks[name] = max(peak, peaks.get(name, peak))
+            self._measure(False)
+            if ledger.fingerprint() == before and self._tensors == first:
+                break
+        else:
+            self.inconsistent_reads += 1
+            self._tensors = {d: dict(per, gradients=None) for d, per in (self._tensors or {}).items()}
+            self.tensor_notes = (self.tensor_notes[0], CHANGED)
+        for name, peak in peaks.items():
+            if name in devices:
+                devices[name]["peak_allocated"] = peak
+        return devices
+
     def _measure(self, read_grads: bool) -> None:
         """The tensor buckets now, from the cached owners (None before any registration).
         ``read_grads``: the training thread, which reads ``.grad`` and notes it in the
         ledger; the agent thread takes the ledger's figures, or none while it is stale."""
         owners = self._owners
+        self.tensor_notes = (None, GRADIENTS_UNKNOWN)
         if owners is None:
             self._tensors = {} if (self._models or self._optimizers) else None
             return
+        if owners.unowned:
+            self.tensor_notes = (UNOWNED, GRADIENTS_UNKNOWN)
         t0 = time.perf_counter()
         ledger = self.ledger
         try:

@@ -66,6 +66,7 @@ class GradLedger:
         self.countdown = 0  # steps until the next noting (the step hook counts down)
         self._noting = False  # inside note_all (on the training thread)
         self.resyncs = 0
+        self.notes = 0  # gradients noted so far (with len(_live): has anything changed?)
         self.last_resync_seconds: float | None = None
 
     # -- the training thread ---------------------------------------------------------------
@@ -79,6 +80,7 @@ class GradLedger:
         ref = weakref.ref(owner, self._live.pop)
         self._live[ref] = (device, nbytes)  # hashed while alive, so the callback finds it
         self._refs[id(owner)] = ref
+        self.notes += 1
 
     def note_all(self, params, devices, settled: bool = True) -> None:
         """Note every parameter's gradient (``devices``: each parameter's device name;
@@ -98,16 +100,20 @@ class GradLedger:
 
     def _note_all(self, params, devices) -> None:
         live, refs, pop = self._live, self._refs, self._live.pop
-        for p, device in zip(params, devices):
+        for p in params:
             g = p.grad
             if g is None:
                 continue
-            if type(g) is _PLAIN and device != "meta" and not g.is_sparse:
-                ref = refs.get(id(g))
-                if ref is None or ref() is not g:
-                    ref = weakref.ref(g, pop)
-                    live[ref] = (device, g.nbytes)
-                    refs[id(g)] = ref
+            if type(g) is _PLAIN and not g.is_sparse and g.device.type != "meta":
+                # keyed by the storage: it dies (and leaves the ledger) in the same call
+                # that hands its memory back to the allocator, so the two never disagree
+                s = g.untyped_storage()
+                ref = refs.get(id(s))
+                if ref is None or ref() is not s:
+                    ref = weakref.ref(s, pop)
+                    live[ref] = (str(g.device), s.nbytes())  # the gradient's own device
+                    refs[id(s)] = ref
+                    self.notes += 1
                 continue
             for d, _key, nbytes, owner in storages(g):
                 self.note(d, owner, nbytes)
@@ -134,6 +140,10 @@ class GradLedger:
         self.countdown = self.every
 
     # -- any thread ---------------------------------------------------------------------------
+    def fingerprint(self) -> tuple:
+        """Changes whenever a gradient is noted or freed, or the ledger goes stale."""
+        return (self.stale, self.notes, len(self._live))
+
     def per_device(self) -> dict[str, int]:
         """Bytes of the gradients alive now, per device (integers only)."""
         out: dict[str, int] = {}

@@ -169,7 +169,8 @@ class ModelDiscovery:
         self._depth = 0
         self._roots: list = []  # weakrefs
         self._root_ids: set[int] = set()
-        self._root_calls = 0
+        self._root_calls = 0  # top-level forwards since install
+        self._first_seen = False  # the run's first top-level forward happened
         self._handles = []
 
     @property
@@ -179,6 +180,7 @@ class ModelDiscovery:
     def install(self) -> None:
         if self._handles:
             return
+        self._depth = self._root_calls = 0  # (installed again for a model met late)
         from torch.nn.modules.module import (
             register_module_forward_hook, register_module_forward_pre_hook,
         )
@@ -187,11 +189,13 @@ class ModelDiscovery:
 
     def _pre(self, module, args) -> None:
         if self._depth == 0:
-            if self._root_calls == 0 and self._on_first_call is not None:
-                try:
-                    self._on_first_call()
-                except Exception:
-                    pass
+            if not self._first_seen:
+                self._first_seen = True
+                if self._on_first_call is not None:
+                    try:
+                        self._on_first_call()
+                    except Exception:
+                        pass
             self._root_calls += 1
             if id(module) not in self._root_ids:
                 self._root_ids.add(id(module))

@@ -8,7 +8,7 @@ same instant (agent/core.py) into the five buckets per device.
 
 from __future__ import annotations
 
-from vramscope.agent.buckets import full_buckets
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, full_buckets
 from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS
 
 
@@ -68,9 +68,12 @@ def step_item(record: tuple, name=str) -> dict:
     return item
 
 
-def device_buckets(tensors: dict | None, registered: bool, devices: dict) -> list[tuple[str, dict, dict, str | None]]:
+def device_buckets(tensors: dict | None, registered: bool, devices: dict,
+                   other_unknown: str | None = None,
+                   grads_unknown: str = GRADIENTS_UNKNOWN) -> list[tuple[str, dict, dict, str | None]]:
     """(device, allocator fields, five buckets, note) for every device the allocator or
-    the tensors name; buckets None where nothing is registered."""
+    the tensors name; buckets None where nothing is registered; ``other_unknown`` /
+    ``grads_unknown``: why activations / gradients are not known (agent/buckets.py)."""
     out = []
     names = list(devices)
     if tensors:
@@ -80,7 +83,8 @@ def device_buckets(tensors: dict | None, registered: bool, devices: dict) -> lis
         per = None
         if registered and tensors is not None:
             per = tensors.get(name) or dict.fromkeys(TENSOR_BUCKETS, 0)
-        buckets, note = full_buckets(per, fields.get("allocated"), fields.get("reserved"))
+        buckets, note = full_buckets(per, fields.get("allocated"), fields.get("reserved"),
+                                     other_unknown, grads_unknown)
         out.append((name, fields, buckets, note))
     return out
 
@@ -89,7 +93,7 @@ def sample_item(agent, now: float, devices: dict) -> dict:
     tensors = agent._tensors
     registered = bool(agent._models or agent._optimizers)
     out = []
-    for name, fields, buckets, note in device_buckets(tensors, registered, devices):
+    for name, fields, buckets, note in device_buckets(tensors, registered, devices, *agent.tensor_notes):
         entry = {"device": name}
         entry.update(fields)
         entry["buckets"] = buckets
@@ -111,4 +115,4 @@ def sample_item(agent, now: float, devices: dict) -> dict:
 def buckets_now(agent, devices: dict) -> dict:
     registered = bool(agent._models or agent._optimizers)
     return {name: buckets for name, _f, buckets, _n in
-            device_buckets(agent._tensors or {}, registered, devices)}
+            device_buckets(agent._tensors or {}, registered, devices, *agent.tensor_notes)}
