@@ -49,6 +49,7 @@ class BackwardWatch:
         self._firsts: set[int] = set()  # id(param) whose node a backward reached first
         self._learned = 0  # backwards seen in the current learning round (0: thinned)
         self._layout: tuple = ()
+        self.covered = None  # the key of the layout hooked (see cover)
         self._queue = None
         self.errors = 0
 
@@ -57,15 +58,18 @@ class BackwardWatch:
         return len(self._nodes)
 
     # -- the training thread ---------------------------------------------------------------
-    def cover(self, params) -> None:
+    def cover(self, params, key=None) -> None:
         """Hook the gradient nodes of ``params`` (a new layout: learn again). Call it on
-        the thread that trains, between steps (a node is made for a parameter here)."""
+        the thread that trains, between steps (a node is made for a parameter here).
+        ``key``: the caller's name for this layout (``covered`` keeps it)."""
         params = [p for p in params if getattr(p, "requires_grad", False)]
         layout = tuple(id(p) for p in params)
+        self.covered = key
         if layout == self._layout:
             return
-        self._layout = layout
         self.drop()
+        self.covered = key
+        self._layout = layout
         for p in params:
             try:
                 node = _accumulate_node(p)
@@ -84,6 +88,7 @@ class BackwardWatch:
                 pass
         self._nodes.clear()
         self._layout = ()
+        self.covered = None
 
     def _hook_for(self, key: int):
         def hook(grad_outputs):

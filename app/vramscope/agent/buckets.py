@@ -41,9 +41,11 @@ from vramscope.agent.protocol import TENSOR_BUCKETS, Bucket
 WEIGHTS, GRADIENTS, OPTIMIZER_STATE = Bucket.WEIGHTS.value, Bucket.GRADIENTS.value, Bucket.OPTIMIZER_STATE.value
 GRADIENTS_UNKNOWN = ("gradients and activations + temporaries n/a: a backward may have made gradients "
                      "since the training thread last showed them, and it has run no hook since")
-UNOWNED = ("activations + temporaries n/a: an optimizer trains parameters of a model the agent has "
-           "not met, whose buffers (e.g. BatchNorm statistics) would count here; it is found at its next "
-           "forward, or register it with agent.watch(model=...)")
+UNOWNED = ("weights and activations + temporaries n/a: an optimizer trains parameters of a model the "
+           "agent has not met, whose buffers (e.g. BatchNorm statistics) are not known; it is found at "
+           "its next forward, or register it with agent.watch(model=...)")
+NOTHING_REGISTERED = ("no breakdown: no model or optimizer is known yet (found at the first optimizer "
+                      "step, or register them with agent.watch)")
 CHANGED = ("gradients and activations + temporaries n/a: gradients or optimizer state changed while "
            "the allocator was read (three tries)")
 _MAX_DEPTH = 4
@@ -96,9 +98,10 @@ def _optimizer_params(optimizer):
 class Owners:
     """What ``collect`` found: the tensors' owners, reused by every ``measure``."""
 
-    __slots__ = ("params", "buffers", "optimizers", "devices", "unowned")
+    __slots__ = ("params", "buffers", "optimizers", "devices", "unowned", "models", "key")
 
-    def __init__(self, params: list, buffers: list, optimizers: list, unowned: int = 0):
+    def __init__(self, params: list, buffers: list, optimizers: list, unowned: int = 0, models: int = 0):
+        self.models = models  # how many models were walked
         self.params = params  # unique parameters (models', then optimizers' own)
         self.buffers = buffers  # the models' buffers
         self.optimizers = optimizers
@@ -106,6 +109,8 @@ class Owners:
         # module parameters (nn.Parameter) an optimizer trains that no known model holds:
         # their model's buffers are not known (plain tensors, e.g. fp32 masters, have none)
         self.unowned = unowned
+        # which parameters, and which of them train: a walk that finds another key has news
+        self.key = tuple((id(p), p.requires_grad) for p in params)
 
 
 def collect(models: Iterable = (), optimizers: Iterable = ()) -> Owners:
@@ -129,7 +134,7 @@ def collect(models: Iterable = (), optimizers: Iterable = ()) -> Owners:
                 seen.add(id(p))
                 params.append(p)
                 unowned += isinstance(p, torch.nn.Parameter)
-    return Owners(params, buffers, optimizers, unowned)
+    return Owners(params, buffers, optimizers, unowned, len(models))
 
 
 class _Counter:
@@ -222,8 +227,9 @@ def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
             other = None
     elif tensor is not None and g is None and w is not None:
         note = grads_unknown
-    if other is not None and other_unknown is not None:
-        other, note = None, other_unknown
+    if other_unknown is not None and w is not None:
+        w = other = None
+        note = other_unknown
     cached = reserved - allocated if (allocated is not None and reserved is not None) else None
     return {WEIGHTS: w, GRADIENTS: g, OPTIMIZER_STATE: s,
             Bucket.OTHER_ALLOCATED.value: other, Bucket.CACHED_FREE.value: cached}, note

@@ -88,6 +88,7 @@ class Agent:
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
         self._owners: Owners | None = None  # the cached walk: whose tensors count
+        self.measured: Owners | None = None  # the owners the last buckets were measured from
         self._tensors: dict[str, dict[str, int | None]] | None = None  # the tensor buckets, last measured
         self.last_taken_by: str | None = None  # which thread took the last sample
         self.handoff_wait: float | None = None  # seconds; None: HANDOFF_STEPS step times
@@ -129,7 +130,7 @@ class Agent:
         try:
             owners = self._owners = collect(self.models(), self.optimizers())
             self.ledger.note_all(owners.params, owners.devices)
-            self.backward.cover(owners.params)
+            self.backward.cover(owners.params, owners.key)
         except Exception as exc:
             self._error(exc)
 
@@ -346,6 +347,7 @@ class Agent:
         owners, ledger = self._owners, self.ledger
         if owners is not None:
             ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+            self._settle(owners)
 
     def _sample(self, read_grads: bool, drain: bool) -> dict | None:
         """Drain the hooks' queues (``drain``), read the allocator and the tensors at one
@@ -405,8 +407,17 @@ class Agent:
             return
         try:
             self.ledger.resync(owners.params, owners.devices, self.steps.last_duration)
+            self._settle(owners)
         except Exception as exc:
             self._error(exc)
+
+    def _settle(self, owners) -> None:
+        """After the training thread noted the gradients of ``owners``: if a walk on the agent
+        thread found other parameters meanwhile, the ledger lacks theirs -- stale again; and
+        it stays stale until their backward is watched (the next step boundary), for a
+        backward through them would make gradients unannounced."""
+        if self._owners is not owners or self.backward.covered != owners.key:
+            self.ledger.stale = True
 
     def _on_new_layout(self) -> None:
         """Training thread, at the step boundary after a walk found new parameters: watch
@@ -416,7 +427,7 @@ class Agent:
         owners = self._owners
         if owners is None:
             return
-        self.backward.cover(owners.params)
+        self.backward.cover(owners.params, owners.key)
         discovery = self.discovery
         if owners.unowned and discovery is not None and not discovery.active:
             layout = tuple(id(p) for p in owners.params)
@@ -453,11 +464,10 @@ class Agent:
             self._layout = self._layout_now()
             owners = collect(models, optimizers)
             before = self._owners
-            if before is None or [id(p) for p in before.params] != [id(p) for p in owners.params] \
-                    or before.unowned != owners.unowned:
+            self._owners = owners  # (before the ledger goes stale: see _settle)
+            if before is None or before.key != owners.key or before.unowned != owners.unowned:
                 self.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
                 self.steps.due = self._on_new_layout  # hook their backward (training thread)
-            self._owners = owners
             self._model_info = describe_models(models, optimizers)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
@@ -504,7 +514,7 @@ class Agent:
         """The tensor buckets now, from the cached owners (None before any registration).
         ``read_grads``: the training thread, which reads ``.grad`` and notes it in the
         ledger; the agent thread takes the ledger's figures, or none while it is stale."""
-        owners = self._owners
+        owners = self.measured = self._owners
         self.tensor_notes = (None, GRADIENTS_UNKNOWN)
         if owners is None:
             self._tensors = {} if (self._models or self._optimizers) else None
@@ -517,6 +527,7 @@ class Agent:
             if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
                 self._tensors = measure(owners)
                 ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+                self._settle(owners)
             elif ledger.stale and owners.params:
                 self._tensors = measure(owners, grads_known=False)
             else:

@@ -8,7 +8,7 @@ same instant (agent/core.py) into the five buckets per device.
 
 from __future__ import annotations
 
-from vramscope.agent.buckets import GRADIENTS_UNKNOWN, full_buckets
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOTHING_REGISTERED, full_buckets
 from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS
 
 
@@ -85,6 +85,8 @@ def device_buckets(tensors: dict | None, registered: bool, devices: dict,
             per = tensors.get(name) or dict.fromkeys(TENSOR_BUCKETS, 0)
         buckets, note = full_buckets(per, fields.get("allocated"), fields.get("reserved"),
                                      other_unknown, grads_unknown)
+        if not registered and note is None:
+            note = NOTHING_REGISTERED
         out.append((name, fields, buckets, note))
     return out
 
@@ -109,7 +111,15 @@ def sample_item(agent, now: float, devices: dict) -> dict:
                       "measure_seconds": agent.last_measure_seconds,
                       "models": len(agent._models), "optimizers": len(agent._optimizers),
                       "oom_observer": agent.oom_observer_attached,
-                      "taken_by": agent.last_taken_by}}
+                      "taken_by": agent.last_taken_by,
+                      # what this sample's tensors were measured from (the last walk)
+                      "walked": _walked(agent.measured)}}
+
+
+def _walked(owners) -> dict | None:
+    if owners is None:
+        return None
+    return {"models": owners.models, "optimizers": len(owners.optimizers), "params": len(owners.params)}
 
 
 def buckets_now(agent, devices: dict) -> dict:
