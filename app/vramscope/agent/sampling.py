@@ -107,6 +107,7 @@ def sample_item(agent, now: float, devices: dict) -> dict:
             "models": agent._model_info,
             "agent": {"errors": agent.errors + agent.steps.errors + agent.phases.errors,
                       "walks": agent.walks, "phases_every": agent.phases.every,
+                      "phases_measured": agent.phases.measured_share,
                       "walk_seconds": agent.last_walk_seconds,
                       "measure_seconds": agent.last_measure_seconds,
                       "models": len(agent._models), "optimizers": len(agent._optimizers),
