@@ -43,6 +43,17 @@ class Run:
         assert a.wait_started(5)
         return a
 
+    def registered(self, make_opt=torch.optim.AdamW, register=True):
+        """A model and its optimizer, both registered (``register=False``: neither, as
+        under ``vramscope run``: the agent learns of them at the first step)."""
+        model = mlp_bn(128)
+        opt = make_opt(model.parameters())
+        if register:
+            self.start(model, optimizers=[opt], register=[model], register_opts=[opt])
+        else:
+            self.start(model, optimizers=[opt], known=lambda walked: walked["optimizers"] >= 1)
+        return model, opt
+
     def __enter__(self):
         self._switch = sys.getswitchinterval()
         sys.setswitchinterval(1e-4)
@@ -85,19 +96,15 @@ def train(model, opt, steps=40, set_to_none=True, micro=1, forward=None, x=None)
 @pytest.mark.parametrize("optim", ["adamw", "sgd"])
 def test_adamw_and_sgd(make_agent, set_to_none, optim):
     with Run(make_agent) as run:
-        model = mlp_bn(128)
-        opt = (torch.optim.AdamW(model.parameters()) if optim == "adamw"
-               else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
-        run.start(model, optimizers=[opt], register=[model], register_opts=[opt])
+        model, opt = run.registered(torch.optim.AdamW if optim == "adamw"
+                                    else lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9))
         train(model, opt, set_to_none=set_to_none)
     run.check()
 
 
 def test_gradient_accumulation(make_agent):
     with Run(make_agent) as run:
-        model = mlp_bn(128)
-        opt = torch.optim.AdamW(model.parameters())
-        run.start(model, optimizers=[opt], register=[model], register_opts=[opt])
+        model, opt = run.registered()
         train(model, opt, steps=20, micro=3)
     run.check()
 
@@ -161,9 +168,7 @@ def test_gan_with_only_the_generator_registered(make_agent):
 
 def test_two_models_trained_in_turn_discovered(make_agent):
     with Run(make_agent, discover=True) as run:
-        first = mlp_bn(128)
-        opt1 = torch.optim.AdamW(first.parameters())
-        run.start(first, optimizers=[opt1], known=lambda walked: walked["optimizers"] >= 1)
+        first, opt1 = run.registered(register=False)
         train(first, opt1, steps=20)
         second = mlp_bn(96)
         opt2 = torch.optim.SGD(second.parameters(), lr=0.01, momentum=0.9)
@@ -176,9 +181,7 @@ def test_two_models_trained_in_turn_discovered(make_agent):
 
 def test_model_forward_called_directly(make_agent):
     with Run(make_agent) as run:
-        model = mlp_bn(128)
-        opt = torch.optim.AdamW(model.parameters())
-        run.start(model, optimizers=[opt], register=[model], register_opts=[opt])
+        model, opt = run.registered()
         train(model, opt, forward=lambda x: model.forward(x))
     run.check()
 
@@ -220,9 +223,7 @@ class LoRA(torch.nn.Module):
 
 def test_lora_injected_late(make_agent):
     with Run(make_agent, discover=True) as run:
-        model = mlp_bn(128)
-        opt = torch.optim.AdamW(model.parameters())
-        run.start(model, optimizers=[opt], known=lambda walked: walked["optimizers"] >= 1)
+        model, opt = run.registered(register=False)
         train(model, opt, steps=15)
         before = sum(1 for _ in model.parameters())
         for p in model.parameters():
@@ -240,9 +241,7 @@ def test_lora_injected_late(make_agent):
 
 def test_activation_checkpointing(make_agent):
     with Run(make_agent) as run:
-        model = mlp_bn(128)
-        opt = torch.optim.AdamW(model.parameters())
-        run.start(model, optimizers=[opt], register=[model], register_opts=[opt])
+        model, opt = run.registered()
 
         def forward(x):
             h = checkpoint(model[:3], x, use_reentrant=False)
