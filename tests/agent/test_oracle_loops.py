@@ -264,3 +264,63 @@ def test_only_the_optimizer_registered_buffers_not_in_activations(make_agent):
     run.check(min_known=0)
     assert all(got["weights"] is None and got["other_allocated"] is None and got["gradients"] is not None
                for got, _t, _th in run.oracle.results if _th == "training thread")
+
+
+def test_dataloader_fork_workers(make_agent):
+    data = torch.utils.data.TensorDataset(torch.randn(256, 64))
+    with Run(make_agent) as run:
+        model, opt = run.registered()
+        loader = torch.utils.data.DataLoader(data, batch_size=16, num_workers=2,
+                                             multiprocessing_context="fork")
+        for _ in range(2):
+            for (x,) in loader:
+                train(model, opt, steps=1, x=x)
+    run.check()
+
+
+def test_hugging_face_trainer(make_agent, tmp_path):
+    """transformers' Trainer makes its own optimizer and calls the model itself: the
+    agent is started as ``vramscope run`` does (discovery), nothing registered."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate", minversion="1.1.0")  # (Trainer needs it)
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=32,
+                                     bos_token_id=0, eos_token_id=0)
+    ids = torch.randint(0, 64, (64, 16))
+    data = [{"input_ids": row, "labels": row} for row in ids]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=8, max_steps=16, logging_strategy="no",
+        save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0)
+    with Run(make_agent, discover=True) as run:
+        model = transformers.GPT2LMHeadModel(config)
+        trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
+        trainer.create_optimizer()
+        run.start(model, optimizers=[trainer.optimizer], known=lambda walked: walked["optimizers"] >= 1)
+        trainer.train()
+    run.check()
+
+
+def test_hugging_face_model_discovered_with_checkpointing(make_agent):
+    """A transformers model (a ModelOutput for output, gradient checkpointing on) in a
+    plain loop, found by discovery: what the Trainer runs, without ``accelerate``."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=32,
+                                     bos_token_id=0, eos_token_id=0)
+    with Run(make_agent, discover=True) as run:
+        model = transformers.GPT2LMHeadModel(config)
+        model.activation_checkpointing_enable()
+        model.train()
+        opt = torch.optim.AdamW(model.parameters())
+        run.start(model, optimizers=[opt], known=lambda walked: walked["optimizers"] >= 1)
+        for _ in range(12):
+            ids = torch.randint(0, 64, (4, 16))
+            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+            pause(0.001)
+            loss.backward()
+            del loss
+            opt.step()
+            pause(0.002)
+            opt.zero_grad()
+            pause()
+    run.check()
