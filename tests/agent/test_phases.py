@@ -295,3 +295,28 @@ def test_one_slow_reading_does_not_switch_the_phases_off_and_the_share_is_report
         measured += bool(tracker.take(clock[0], 0.002))
     assert measured >= 95
     assert tracker.measured_share == measured / 100
+
+
+def test_an_evaluation_under_no_grad_is_not_folded_into_the_next_steps_forward(make_agent):
+    """Between two training steps the script evaluates a big batch under ``no_grad``:
+    the next step's "forward" reading is its own training forward, not the evaluation."""
+    from .live_bytes import LiveBytes, LiveBytesProvider
+
+    live = LiveBytes()
+    with live:
+        model = mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        agent = started(make_agent, LiveBytesProvider(live))
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        wait_first_sample(agent)
+        for _ in range(4):
+            opt.zero_grad()
+            model(torch.randn(8, 32)).pow(2).mean().backward()
+            opt.step()
+            with torch.no_grad():
+                held = model(torch.randn(32768, 32))  # 512 kB of output at its forward end
+            del held
+    forwards = [s["phases"]["cpu"]["forward"] for s in items(agent, "step") if s.get("phases")]
+    assert len(forwards) >= 3
+    assert max(forwards) < min(forwards) + 256 * 1024  # never the evaluation
