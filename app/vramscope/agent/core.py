@@ -19,11 +19,9 @@ warning).
 
 from __future__ import annotations
 
-import atexit
 import collections
 import logging
 import os
-import signal
 import threading
 import time
 import weakref
@@ -33,9 +31,10 @@ from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.buckets import CHANGED, GRADIENTS_UNKNOWN, UNOWNED, Owners, collect, measure
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
+from vramscope.agent.lastwords import LastWords
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
-from vramscope.agent.protocol import EventKind, ItemKind
+from vramscope.agent.protocol import ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
@@ -50,9 +49,6 @@ HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a trainin
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
 MIN_HANDOFF_WAIT = 0.05
 READ_TRIES = 3  # the agent thread's tries at one consistent instant (tensors unchanged around the read)
-# the signals a job scheduler or a terminal sends to end a run: the final dump is written, then
-# the signal does what it would have done (only where nobody else handles it: SIG_DFL)
-DUMP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, n))
 
 
 class Agent:
@@ -72,8 +68,7 @@ class Agent:
         self.backward = BackwardWatch(self.ledger)  # every backward marks the ledger stale first
         # (why activations + temporaries are not known, why gradients are not known)
         self.tensor_notes: tuple[str | None, str] = (None, GRADIENTS_UNKNOWN)
-        self._pid = os.getpid()  # only this process writes the final dump (not a fork child)
-        self._signals: dict[int, object] = {}  # signal -> the handler ours replaced
+        self.last_words = LastWords(self._atexit)  # at exit and on SIGTERM: the final dump
         self._rediscover_layout: tuple | None = None  # the layout discovery was re-armed for
         self.inconsistent_reads = 0  # agent-thread samples whose tensors changed around the read
         self.handoff = Handoff(self._sample_for_agent, self._note_between_statements)
@@ -177,12 +172,10 @@ class Agent:
             self.discovery.install()
             self.steps.discovering = True  # every step checks whether discovery is done
         self.oom_observer_attached = oom.attach_observer(self._on_oom)
-        self._pid = os.getpid()
         self._thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self._thread.start()
         if self._final_dump:
-            atexit.register(self._atexit)
-            self._catch_signals()
+            self.last_words.arm()
 
     def stop(self, timeout: float = 2.0) -> None:
         """Remove the hooks, write the final dump, close the socket."""
@@ -195,10 +188,9 @@ class Agent:
         self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
-        self._release_signals()
         if self._final_dump:
-            atexit.unregister(self._atexit)
-            self._atexit()
+            self.last_words.disarm()
+            self.last_words.at_exit()
         elif self.server is not None:
             self.server.close()
             self.server = None
@@ -207,8 +199,8 @@ class Agent:
         return self._started.wait(timeout)
 
     def _atexit(self) -> None:
-        if os.getpid() != self._pid:  # a fork child (os.fork, a DataLoader worker): not its dump,
-            return  # not its socket
+        """The final sample and dump, the socket closed (agent/lastwords.py calls it once,
+        in the starting process only)."""
         try:
             self._stop.set()
             if self._thread is not None and self._thread is not threading.current_thread():
@@ -222,39 +214,6 @@ class Agent:
             if self.server is not None:
                 self.server.close()
                 self.server = None
-
-    def _catch_signals(self) -> None:
-        """SIGTERM (and SIGINT, SIGHUP where nobody handles them): write the final dump,
-        remove the socket, then let the signal end the process as it would have."""
-        if threading.current_thread() is not threading.main_thread():
-            return  # (signal handlers can only be set from the main thread)
-        for sig in DUMP_SIGNALS:
-            try:
-                if signal.getsignal(sig) is signal.SIG_DFL:
-                    self._signals[sig] = signal.signal(sig, self._on_signal)
-            except (ValueError, OSError):
-                pass
-
-    def _release_signals(self) -> None:
-        signals, self._signals = self._signals, {}
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig, before in signals.items():
-            try:
-                if signal.getsignal(sig) == self._on_signal:
-                    signal.signal(sig, before)
-            except (ValueError, OSError):
-                pass
-
-    def _on_signal(self, signum, frame) -> None:
-        """The main thread, between two statements: the last words, then the signal again
-        with its previous handler (the default: the process ends by it, exit status unchanged)."""
-        before = self._signals.get(signum, signal.SIG_DFL)
-        self._release_signals()
-        atexit.unregister(self._atexit)
-        self._atexit()
-        signal.signal(signum, before)
-        os.kill(os.getpid(), signum)
 
     def disable_in_child(self) -> None:
         """After fork: the thread did not survive; drop the hooks, serve nothing."""
@@ -561,49 +520,10 @@ class Agent:
 
     def record_oom(self, device: int | None, requested: int | None, device_free: int | None,
                    source: str) -> None:
-        self._oom_observed_at = time.monotonic()
-        provider = self.reader.provider if self.reader is not None else None
-        devices = self.reader.read(EventKind.OOM) if self.reader is not None else {}
-        if source == "observer":
-            # num_ooms already counts this one: the sampler must not report it twice
-            for name, fields in devices.items():
-                if fields.get("num_ooms") is not None:
-                    self._last_num_ooms[name] = max(fields["num_ooms"], self._last_num_ooms.get(name, 0))
-        try:  # the instant matters: a fresh walk (it allocates nothing on the device)
-            self._owners = collect(self.models(), self.optimizers())
-            # the allocating thread (training or autograd's): gradients readable here
-            self._tensors = measure(self._owners)
-            self.ledger.note_all(self._owners.params, self._owners.devices, settled=False)
-        except Exception as exc:
-            self._error(exc)
-        snapshot = path = None
-        total = None
-        if provider is not None:
-            try:
-                total = provider.device_info(device).get("total") if device is not None else None
-                snapshot = provider.snapshot(device)
-                if provider.history_enabled():
-                    path = oom.dump_snapshot(snapshot, os.getpid())
-            except Exception as exc:
-                self._error(exc)
-        data = oom.build_oom_event(device, requested, device_free, total, devices,
-                                   self.buckets_now(devices), snapshot, path, source)
-        self._emit(EventKind.OOM, data)
+        oom.record(self, device, requested, device_free, source)
 
     def _check_num_ooms(self, devices: dict, now: float) -> None:
-        for name, fields in devices.items():
-            n = fields.get("num_ooms")
-            if n is None:
-                continue
-            prev = self._last_num_ooms.get(name)
-            self._last_num_ooms[name] = max(n, prev or 0)
-            if prev is not None and n > prev:
-                index = int(name.split(":")[1]) if ":" in name else None
-                free = None
-                total = fields.get("total")
-                self._emit(EventKind.OOM, oom.build_oom_event(
-                    index, None, free, total, devices, self.buckets_now(devices), None, None,
-                    "num_ooms"))
+        oom.check_num_ooms(self, devices)
 
     # -- requests (agent thread) --------------------------------------------------------------------
     def handle_request(self, request: dict) -> bytes:
