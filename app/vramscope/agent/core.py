@@ -26,9 +26,9 @@ import threading
 import time
 import weakref
 
-from vramscope.agent import oom, paths, requests, sampling
+from vramscope.agent import instant, oom, paths, requests, sampling
 from vramscope.agent.backward import BackwardWatch
-from vramscope.agent.buckets import CHANGED, GRADIENTS_UNKNOWN, UNOWNED, Owners, collect, measure
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
 from vramscope.agent.lastwords import LastWords
@@ -48,7 +48,6 @@ WALK_BUDGET = 0.002  # finding the owners (the module walk) may take at most 0.2
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
 MIN_HANDOFF_WAIT = 0.05
-READ_TRIES = 3  # the agent thread's tries at one consistent instant (tensors unchanged around the read)
 
 
 class Agent:
@@ -439,62 +438,10 @@ class Agent:
             self._walk_lock.release()
 
     def _consistent_read(self) -> dict:
-        """Agent thread: the allocator and the tensors at one instant. The training thread
-        runs meanwhile (``zero_grad`` freeing gradients, a first step making optimizer
-        state): the tensors are measured before and after the allocator's reading, and
-        only a reading with nothing changed around it counts; after READ_TRIES the
-        gradients and activations say n/a (CHANGED)."""
-        read = (lambda: self.reader.read(ItemKind.SAMPLE)) if self.reader is not None else dict
-        ledger = self.ledger
-        peaks: dict[str, int] = {}
-        devices: dict = {}
-        for _ in range(READ_TRIES):
-            before = ledger.fingerprint()
-            self._measure(False)
-            first = self._tensors
-            devices = read()
-            for name, fields in devices.items():  # each read takes its window's peak: keep all
-                peak = fields.get("peak_allocated")
-                if peak is not None:
-                    peaks[name] = max(peak, peaks.get(name, peak))
-            self._measure(False)
-            if ledger.fingerprint() == before and self._tensors == first:
-                break
-        else:
-            self.inconsistent_reads += 1
-            self._tensors = {d: dict(per, gradients=None) for d, per in (self._tensors or {}).items()}
-            self.tensor_notes = (self.tensor_notes[0], CHANGED)
-        for name, peak in peaks.items():
-            if name in devices:
-                devices[name]["peak_allocated"] = peak
-        return devices
+        return instant.consistent_read(self)
 
     def _measure(self, read_grads: bool) -> None:
-        """The tensor buckets now, from the cached owners (None before any registration).
-        ``read_grads``: the training thread, which reads ``.grad`` and notes it in the
-        ledger; the agent thread takes the ledger's figures, or none while it is stale."""
-        owners = self.measured = self._owners
-        self.tensor_notes = (None, GRADIENTS_UNKNOWN)
-        if owners is None:
-            self._tensors = {} if (self._models or self._optimizers) else None
-            return
-        if owners.unowned:
-            self.tensor_notes = (UNOWNED, GRADIENTS_UNKNOWN)
-        t0 = time.perf_counter()
-        ledger = self.ledger
-        try:
-            if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
-                self._tensors = measure(owners)
-                ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
-                self._settle(owners)
-            elif ledger.stale and owners.params:
-                self._tensors = measure(owners, grads_known=False)
-            else:
-                self._tensors = measure(owners, grads=ledger.per_device())
-        except Exception as exc:  # a state dict changed size under us: the next sample
-            self._tensors = None
-            self._error(exc)
-        self.last_measure_seconds = time.perf_counter() - t0
+        instant.measure_now(self, read_grads)
 
     def _set_reader(self, reader: StatsReader) -> None:
         self.reader = reader
