@@ -264,3 +264,59 @@ def test_the_agent_panel_marks_each_phase_and_says_which_one_peaks(make_agent, q
     assert "after loading 2.0 GiB" in text and "activations dominate" in text
     assert dev.loaded_line.isVisible() and dev.loaded_line.value() == pytest.approx(2.0)
     panel.grab().save(str(artifacts_dir / "agent_panel_phases.png"))
+
+
+def test_one_slow_reading_does_not_switch_the_phases_off_and_the_share_is_reported():
+    """The budget is the training thread's CPU time of the readings, held by the median
+    of the last measured steps: a reading that once costs 5 ms of CPU (a page fault, a
+    cold cache) on a 2 ms step skips at most a step, and the share of steps measured
+    is what the monitor is told."""
+    from vramscope.agent.phases import PhaseTracker
+
+    slow = {"left": 1}
+
+    def read():
+        if slow["left"]:
+            slow["left"] -= 1
+            end = time.thread_time() + 0.005
+            while time.thread_time() < end:
+                pass
+        return {0: 1}
+
+    clock = [0.0]
+    tracker = PhaseTracker(read, lambda kind, data: None, clock=lambda: clock[0], budget=0.05)
+    measured = 0
+    for _ in range(100):
+        if tracker.enabled:
+            tracker.forward_end(None)
+            tracker.optimizer_pre()
+            tracker.optimizer_post()
+        clock[0] += 0.002
+        measured += bool(tracker.take(clock[0], 0.002))
+    assert measured >= 95
+    assert tracker.measured_share == measured / 100
+
+
+def test_an_evaluation_under_no_grad_is_not_folded_into_the_next_steps_forward(make_agent):
+    """Between two training steps the script evaluates a big batch under ``no_grad``:
+    the next step's "forward" reading is its own training forward, not the evaluation."""
+    from .live_bytes import LiveBytes, LiveBytesProvider
+
+    live = LiveBytes()
+    with live:
+        model = mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        agent = started(make_agent, LiveBytesProvider(live))
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        wait_first_sample(agent)
+        for _ in range(4):
+            opt.zero_grad()
+            model(torch.randn(8, 32)).pow(2).mean().backward()
+            opt.step()
+            with torch.no_grad():
+                held = model(torch.randn(32768, 32))  # 512 kB of output at its forward end
+            del held
+    forwards = [s["phases"]["cpu"]["forward"] for s in items(agent, "step") if s.get("phases")]
+    assert len(forwards) >= 3
+    assert max(forwards) < min(forwards) + 256 * 1024  # never the evaluation

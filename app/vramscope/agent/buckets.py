@@ -41,7 +41,15 @@ from vramscope.agent.protocol import TENSOR_BUCKETS, Bucket
 WEIGHTS, GRADIENTS, OPTIMIZER_STATE = Bucket.WEIGHTS.value, Bucket.GRADIENTS.value, Bucket.OPTIMIZER_STATE.value
 GRADIENTS_UNKNOWN = ("gradients and activations + temporaries n/a: a backward may have made gradients "
                      "since the training thread last showed them, and it has run no hook since")
+UNOWNED = ("weights and activations + temporaries n/a: an optimizer trains parameters of a model the "
+           "agent has not met, whose buffers (e.g. BatchNorm statistics) are not known; it is found at "
+           "its next forward, or register it with agent.watch(model=...)")
+NOTHING_REGISTERED = ("no breakdown: no model or optimizer is known yet (found at the first optimizer "
+                      "step, or register them with agent.watch)")
+CHANGED = ("gradients and activations + temporaries n/a: gradients or optimizer state changed while "
+           "the allocator was read (three tries)")
 _MAX_DEPTH = 4
+_SCALAR_BYTES = 8  # a CPU optimizer scalar this small goes with its parameter's device
 
 
 def storages(t, depth: int = 0):
@@ -90,14 +98,19 @@ def _optimizer_params(optimizer):
 class Owners:
     """What ``collect`` found: the tensors' owners, reused by every ``measure``."""
 
-    __slots__ = ("params", "buffers", "optimizers", "devices")
+    __slots__ = ("params", "buffers", "optimizers", "devices", "unowned", "models", "key")
 
-
-    def __init__(self, params: list, buffers: list, optimizers: list):
+    def __init__(self, params: list, buffers: list, optimizers: list, unowned: int = 0, models: int = 0):
+        self.models = models  # how many models were walked
         self.params = params  # unique parameters (models', then optimizers' own)
         self.buffers = buffers  # the models' buffers
         self.optimizers = optimizers
-        self.devices = [str(p.device) for p in params]  # where each parameter's gradient lives
+        self.devices = [str(p.device) for p in params]  # where each parameter lives (at the walk)
+        # module parameters (nn.Parameter) an optimizer trains that no known model holds:
+        # their model's buffers are not known (plain tensors, e.g. fp32 masters, have none)
+        self.unowned = unowned
+        # which parameters, and which of them train: a walk that finds another key has news
+        self.key = tuple((id(p), p.requires_grad) for p in params)
 
 
 def collect(models: Iterable = (), optimizers: Iterable = ()) -> Owners:
@@ -114,12 +127,14 @@ def collect(models: Iterable = (), optimizers: Iterable = ()) -> Owners:
             if id(b) not in seen:
                 seen.add(id(b))
                 buffers.append(b)
+    unowned = 0
     for o in optimizers:
         for p in _optimizer_params(o):
             if id(p) not in seen:
                 seen.add(id(p))
                 params.append(p)
-    return Owners(params, buffers, optimizers)
+                unowned += isinstance(p, torch.nn.Parameter)
+    return Owners(params, buffers, optimizers, unowned, len(models))
 
 
 class _Counter:
@@ -129,9 +144,11 @@ class _Counter:
         self.out: dict[str, dict[str, int]] = {}
         self.seen: dict[str, set] = {b: set() for b in (WEIGHTS, GRADIENTS, OPTIMIZER_STATE)}
 
-    def add(self, bucket: str, tensor) -> None:
+    def add(self, bucket: str, tensor, device_of=None) -> None:
         seen = self.seen[bucket]
         for device, key, nbytes, _owner in storages(tensor):
+            if device_of is not None and nbytes <= _SCALAR_BYTES and device == "cpu":
+                device = device_of  # a CPU-side scalar of a parameter elsewhere (Adam's ``step``)
             k = (device, key)
             if k in seen:
                 continue
@@ -164,9 +181,13 @@ def measure(owners: Owners, grads: dict[str, int] | None = None,
         c.add(WEIGHTS, b)
     for o in owners.optimizers:
         # list() first: the training thread may add state while we read it
-        for state in list(getattr(o, "state", {}).values()):
+        for p, state in list(getattr(o, "state", {}).items()):
+            # PyTorch's Adam/AdamW keep ``step`` as a CPU scalar tensor for a CUDA parameter
+            # (unless capturable/fused): counted with the parameter's device, not as a "cpu" entry
+            device = p.device
+            device_of = str(device) if isinstance(p, torch.Tensor) and device.type != "cpu" else None
             for t in _state_tensors(state):
-                c.add(OPTIMIZER_STATE, t)
+                c.add(OPTIMIZER_STATE, t, device_of)
     out: dict[str, dict[str, int | None]] = c.out
     if read:
         return out
@@ -184,7 +205,8 @@ def tensor_buckets(models: Iterable = (), optimizers: Iterable = ()) -> dict[str
 
 
 def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
-                 reserved: int | None) -> tuple[dict[str, int | None], str | None]:
+                 reserved: int | None, other_unknown: str | None = None,
+                 grads_unknown: str = GRADIENTS_UNKNOWN) -> tuple[dict[str, int | None], str | None]:
     """The five buckets for one device, and why one is None (or None).
 
     ``tensor`` and ``allocated`` must be read at the same instant.
@@ -204,7 +226,10 @@ def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
                     f"allocator, e.g. DLPack, or tensors that changed between the two readings)")
             other = None
     elif tensor is not None and g is None and w is not None:
-        note = GRADIENTS_UNKNOWN
+        note = grads_unknown
+    if other_unknown is not None and w is not None:
+        w = other = None
+        note = other_unknown
     cached = reserved - allocated if (allocated is not None and reserved is not None) else None
     return {WEIGHTS: w, GRADIENTS: g, OPTIMIZER_STATE: s,
             Bucket.OTHER_ALLOCATED.value: other, Bucket.CACHED_FREE.value: cached}, note

@@ -19,7 +19,6 @@ warning).
 
 from __future__ import annotations
 
-import atexit
 import collections
 import logging
 import os
@@ -28,13 +27,15 @@ import threading
 import time
 import weakref
 
-from vramscope.agent import oom, paths, requests, sampling
-from vramscope.agent.buckets import Owners, collect, measure
+from vramscope.agent import instant, oom, paths, requests, sampling
+from vramscope.agent.backward import BackwardWatch
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
+from vramscope.agent.lastwords import LastWords
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
-from vramscope.agent.protocol import EventKind, ItemKind
+from vramscope.agent.protocol import ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
@@ -72,6 +73,12 @@ class Agent:
         self._optimizer_ids: set[int] = set()
         self.reader: StatsReader | None = None
         self.ledger = GradLedger()  # the gradients alive, as integers for the agent thread
+        self.backward = BackwardWatch(self.ledger)  # every backward marks the ledger stale first
+        # (why activations + temporaries are not known, why gradients are not known)
+        self.tensor_notes: tuple[str | None, str] = (None, GRADIENTS_UNKNOWN)
+        self.last_words = LastWords(self._atexit)  # at exit and on SIGTERM: the final dump
+        self._rediscover_layout: tuple | None = None  # the layout discovery was re-armed for
+        self.inconsistent_reads = 0  # agent-thread samples whose tensors changed around the read
         self.handoff = Handoff(self._sample_for_agent, self._note_between_statements)
         self.phases = PhaseTracker(dict, self._emit, name=self._device_name)
         self.steps = StepTracker(on_boundary=self._on_step_boundary, phases=self.phases,
@@ -84,6 +91,7 @@ class Agent:
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
         self._owners: Owners | None = None  # the cached walk: whose tensors count
+        self.measured: Owners | None = None  # the owners the last buckets were measured from
         self._tensors: dict[str, dict[str, int | None]] | None = None  # the tensor buckets, last measured
         self.last_taken_by: str | None = None  # which thread took the last sample
         self.handoff_wait: float | None = None  # seconds; None: HANDOFF_STEPS step times
@@ -125,6 +133,7 @@ class Agent:
         try:
             owners = self._owners = collect(self.models(), self.optimizers())
             self.ledger.note_all(owners.params, owners.devices)
+            self.backward.cover(owners.params, owners.key)
         except Exception as exc:
             self._error(exc)
 
@@ -174,7 +183,7 @@ class Agent:
         self._thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self._thread.start()
         if self._final_dump:
-            atexit.register(self._atexit)
+            self.last_words.arm()
 
     def stop(self, timeout: float = 2.0) -> None:
         """Remove the hooks, write the final dump, close the socket."""
@@ -184,11 +193,12 @@ class Agent:
             t.join(timeout)
         self.steps.uninstall()
         self.model_hooks.detach_all()
+        self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
         if self._final_dump:
-            atexit.unregister(self._atexit)
-            self._atexit()
+            self.last_words.disarm()
+            self.last_words.at_exit()
         elif self.server is not None:
             self.server.close()
             self.server = None
@@ -197,6 +207,8 @@ class Agent:
         return self._started.wait(timeout)
 
     def _atexit(self) -> None:
+        """The final sample and dump, the socket closed (agent/lastwords.py calls it once,
+        in the starting process only)."""
         try:
             self._stop.set()
             if self._thread is not None and self._thread is not threading.current_thread():
@@ -218,6 +230,7 @@ class Agent:
         try:
             self.steps.uninstall()
             self.model_hooks.detach_all()
+            self.backward.drop()
             if self.discovery is not None:
                 self.discovery.finish()
         except Exception:
@@ -303,6 +316,7 @@ class Agent:
         owners, ledger = self._owners, self.ledger
         if owners is not None:
             ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+            self._settle(owners)
 
     def _sample(self, read_grads: bool, drain: bool) -> dict | None:
         """Drain the hooks' queues (``drain``), read the allocator and the tensors at one
@@ -314,8 +328,11 @@ class Agent:
             if self._walk_due or (not read_grads and time.monotonic() >= self._next_walk) \
                     or self._layout_now() != self._layout:
                 self._walk()
-            devices = self.reader.read(ItemKind.SAMPLE) if self.reader is not None else {}
-            self._measure(read_grads)  # the tensors at the instant of the allocator's reading
+            if read_grads:  # the training thread: nothing changes the tensors while it reads
+                devices = self.reader.read(ItemKind.SAMPLE) if self.reader is not None else {}
+                self._measure(read_grads)  # the tensors at the instant of the allocator's reading
+            else:
+                devices = self._consistent_read()
             self._check_num_ooms(devices, now)
             self.last_taken_by = "training thread" if read_grads else "agent thread"
             item = sampling.sample_item(self, now, devices)
@@ -359,8 +376,34 @@ class Agent:
             return
         try:
             self.ledger.resync(owners.params, owners.devices, self.steps.last_duration)
+            self._settle(owners)
         except Exception as exc:
             self._error(exc)
+
+    def _settle(self, owners) -> None:
+        """After the training thread noted the gradients of ``owners``: if a walk on the agent
+        thread found other parameters meanwhile, the ledger lacks theirs -- stale again; and
+        it stays stale until their backward is watched (the next step boundary), for a
+        backward through them would make gradients unannounced."""
+        if self._owners is not owners or self.backward.covered != owners.key:
+            self.ledger.stale = True
+
+    def _on_new_layout(self) -> None:
+        """Training thread, at the step boundary after a walk found new parameters: watch
+        their backward; an optimizer training parameters of a model nobody registered (a
+        GAN's second model, a model met after discovery ended) re-arms discovery for a
+        step, once per layout, so its buffers count as weights."""
+        owners = self._owners
+        if owners is None:
+            return
+        self.backward.cover(owners.params, owners.key)
+        discovery = self.discovery
+        if owners.unowned and discovery is not None and not discovery.active:
+            layout = tuple(id(p) for p in owners.params)
+            if layout != self._rediscover_layout:
+                self._rediscover_layout = layout
+                discovery.install()
+                self.steps.discovering = True
 
     def _layout_now(self) -> tuple:
         """A cheap fingerprint of what a walk would find: the optimizers' groups and
@@ -390,9 +433,10 @@ class Agent:
             self._layout = self._layout_now()
             owners = collect(models, optimizers)
             before = self._owners
-            if before is None or [id(p) for p in before.params] != [id(p) for p in owners.params]:
+            self._owners = owners  # (before the ledger goes stale: see _settle)
+            if before is None or before.key != owners.key or before.unowned != owners.unowned:
                 self.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
-            self._owners = owners
+                self.steps.due = self._on_new_layout  # hook their backward (training thread)
             self._model_info = describe_models(models, optimizers)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
@@ -404,28 +448,11 @@ class Agent:
         finally:
             self._walk_lock.release()
 
+    def _consistent_read(self) -> dict:
+        return instant.consistent_read(self)
+
     def _measure(self, read_grads: bool) -> None:
-        """The tensor buckets now, from the cached owners (None before any registration).
-        ``read_grads``: the training thread, which reads ``.grad`` and notes it in the
-        ledger; the agent thread takes the ledger's figures, or none while it is stale."""
-        owners = self._owners
-        if owners is None:
-            self._tensors = {} if (self._models or self._optimizers) else None
-            return
-        t0 = time.perf_counter()
-        ledger = self.ledger
-        try:
-            if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
-                self._tensors = measure(owners)
-                ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
-            elif ledger.stale and owners.params:
-                self._tensors = measure(owners, grads_known=False)
-            else:
-                self._tensors = measure(owners, grads=ledger.per_device())
-        except Exception as exc:  # a state dict changed size under us: the next sample
-            self._tensors = None
-            self._error(exc)
-        self.last_measure_seconds = time.perf_counter() - t0
+        instant.measure_now(self, read_grads)
 
     def _set_reader(self, reader: StatsReader) -> None:
         self.reader = reader
@@ -451,49 +478,10 @@ class Agent:
 
     def record_oom(self, device: int | None, requested: int | None, device_free: int | None,
                    source: str) -> None:
-        self._oom_observed_at = time.monotonic()
-        provider = self.reader.provider if self.reader is not None else None
-        devices = self.reader.read(EventKind.OOM) if self.reader is not None else {}
-        if source == "observer":
-            # num_ooms already counts this one: the sampler must not report it twice
-            for name, fields in devices.items():
-                if fields.get("num_ooms") is not None:
-                    self._last_num_ooms[name] = max(fields["num_ooms"], self._last_num_ooms.get(name, 0))
-        try:  # the instant matters: a fresh walk (it allocates nothing on the device)
-            self._owners = collect(self.models(), self.optimizers())
-            # the allocating thread (training or autograd's): gradients readable here
-            self._tensors = measure(self._owners)
-            self.ledger.note_all(self._owners.params, self._owners.devices, settled=False)
-        except Exception as exc:
-            self._error(exc)
-        snapshot = path = None
-        total = None
-        if provider is not None:
-            try:
-                total = provider.device_info(device).get("total") if device is not None else None
-                snapshot = provider.snapshot(device)
-                if provider.history_enabled():
-                    path = oom.dump_snapshot(snapshot, os.getpid())
-            except Exception as exc:
-                self._error(exc)
-        data = oom.build_oom_event(device, requested, device_free, total, devices,
-                                   self.buckets_now(devices), snapshot, path, source)
-        self._emit(EventKind.OOM, data)
+        oom.record(self, device, requested, device_free, source)
 
     def _check_num_ooms(self, devices: dict, now: float) -> None:
-        for name, fields in devices.items():
-            n = fields.get("num_ooms")
-            if n is None:
-                continue
-            prev = self._last_num_ooms.get(name)
-            self._last_num_ooms[name] = max(n, prev or 0)
-            if prev is not None and n > prev:
-                index = int(name.split(":")[1]) if ":" in name else None
-                free = None
-                total = fields.get("total")
-                self._emit(EventKind.OOM, oom.build_oom_event(
-                    index, None, free, total, devices, self.buckets_now(devices), None, None,
-                    "num_ooms"))
+        oom.check_num_ooms(self, devices)
 
     # -- requests (agent thread) --------------------------------------------------------------------
     def handle_request(self, request: dict) -> bytes:

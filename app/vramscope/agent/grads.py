@@ -12,9 +12,13 @@ training thread -- the one that runs ``zero_grad`` and ``backward`` -- and the
 autograd engine's threads inside its hooks ever read ``.grad``; the agent
 thread reads this ledger.
 
-The ledger holds a weak reference to each gradient the training thread has
-seen (the tensor, or its storage where it is not a plain dense tensor), with
-its device and size. The reference's callback is the builtin ``dict.pop`` (no
+The ledger holds a weak reference to the storage of each gradient the
+training thread has seen, with the gradient's own device and the storage's
+size. A storage's Python object lives exactly as long as its memory, so the
+entry leaves in the same call that hands the memory back to the allocator:
+an allocator reading and the ledger never disagree about a freed gradient
+(a weak reference to the tensor would go first, and the memory a moment
+later -- ``zero_grad`` releases the GIL in between). The reference's callback is the builtin ``dict.pop`` (no
 Python code runs, nothing can switch threads there): the entry leaves the
 ledger the moment the gradient is freed, whichever thread frees it. So a
 gradient freed by ``zero_grad`` -- during training, or past the last step --
@@ -22,9 +26,10 @@ leaves the ledger at once, and the sum is right without reading a tensor.
 Every gradient is counted once (tied weights share one).
 
 What the ledger cannot see by itself is a new gradient: backward makes them,
-user code may assign them. It is *stale* from the end of a training forward
-(whose backward will make gradients), an optimizer step's pre-hook (a
-backward ran before it) or a walk that found new parameters, until the
+user code may assign them. It is *stale* from the first gradient node a backward
+reaches (agent/backward.py, before that node writes ``.grad``), the end of a
+registered model's training forward, an optimizer step's pre-hook, or a walk
+that found new parameters (until their backward is watched), until the
 training thread notes every gradient at a step boundary -- after the
 optimizer step or ``agent.step()``, when backward is over -- as often as
 RESYNC_BUDGET of the step time allows, and always when the agent thread is
@@ -66,6 +71,7 @@ class GradLedger:
         self.countdown = 0  # steps until the next noting (the step hook counts down)
         self._noting = False  # inside note_all (on the training thread)
         self.resyncs = 0
+        self.notes = 0  # gradients noted so far (with len(_live): has anything changed?)
         self.last_resync_seconds: float | None = None
 
     # -- the training thread ---------------------------------------------------------------
@@ -79,14 +85,14 @@ class GradLedger:
         ref = weakref.ref(owner, self._live.pop)
         self._live[ref] = (device, nbytes)  # hashed while alive, so the callback finds it
         self._refs[id(owner)] = ref
+        self.notes += 1
 
     def note_all(self, params, devices, settled: bool = True) -> None:
-        """Note every parameter's gradient (``devices``: each parameter's device name;
-        PyTorch keeps a gradient on its parameter's device). After each step, so a plain
-        dense gradient takes the short way: the gradient tensor itself, with its own
-        bytes (PyTorch keeps one Python object per tensor while it lives, and the
-        optimizer has made it already). Gradients that are views into one buffer they
-        fill (DDP's gradient buckets, a flat buffer) add up to that buffer's size."""
+        """Note every parameter's gradient, under the gradient's own device (a model moved
+        after registration moves its gradients at once; ``devices`` is kept for callers).
+        A plain dense gradient takes the short way: its storage, with the storage's bytes.
+        Gradients that are views into one buffer (DDP's gradient buckets, a flat buffer)
+        share that storage and count it once."""
         if self._noting:  # called again from within (the main thread's pending call): the
             return  # outer noting covers it; two weak references to one tensor must never meet
         self._noting = True
@@ -98,16 +104,20 @@ class GradLedger:
 
     def _note_all(self, params, devices) -> None:
         live, refs, pop = self._live, self._refs, self._live.pop
-        for p, device in zip(params, devices):
+        for p in params:
             g = p.grad
             if g is None:
                 continue
-            if type(g) is _PLAIN and device != "meta" and not g.is_sparse:
-                ref = refs.get(id(g))
-                if ref is None or ref() is not g:
-                    ref = weakref.ref(g, pop)
-                    live[ref] = (device, g.nbytes)
-                    refs[id(g)] = ref
+            if type(g) is _PLAIN and not g.is_sparse and g.device.type != "meta":
+                # keyed by the storage: it dies (and leaves the ledger) in the same call
+                # that hands its memory back to the allocator, so the two never disagree
+                s = g.untyped_storage()
+                ref = refs.get(id(s))
+                if ref is None or ref() is not s:
+                    ref = weakref.ref(s, pop)
+                    live[ref] = (str(g.device), s.nbytes())  # the gradient's own device
+                    refs[id(s)] = ref
+                    self.notes += 1
                 continue
             for d, _key, nbytes, owner in storages(g):
                 self.note(d, owner, nbytes)
@@ -134,6 +144,10 @@ class GradLedger:
         self.countdown = self.every
 
     # -- any thread ---------------------------------------------------------------------------
+    def fingerprint(self) -> tuple:
+        """Changes whenever a gradient is noted or freed, or the ledger goes stale."""
+        return (self.stale, self.notes, len(self._live))
+
     def per_device(self) -> dict[str, int]:
         """Bytes of the gradients alive now, per device (integers only)."""
         out: dict[str, int] = {}

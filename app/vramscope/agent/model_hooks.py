@@ -20,6 +20,12 @@ model with a checkpointed submodule. It reads only the output's keys and the
 submodules' plain ``gradient_checkpointing`` attribute -- never a deprecated
 property, so nothing is printed in the user's process.
 
+Under ``torch.compile`` Dynamo traces a module's hooks with its forward; every
+hook here returns at once when ``torch.compiler.is_compiling()`` (a constant
+while tracing), so a compiled model gets no graph break, no recompilation and
+no warning from the agent; its phases are read where eager code runs (the
+optimizer hooks), and a backward is still seen (agent/backward.py).
+
 Discovery: until the first optimizer step (or a few top-level forwards), a
 global module forward pre/post hook pair notes which modules are called at
 depth 0 -- the models the script runs. Then the global hooks are removed,
@@ -33,6 +39,7 @@ import time
 import weakref
 
 import torch
+from torch.compiler import is_compiling
 
 from vramscope.agent.protocol import EventKind
 
@@ -76,9 +83,11 @@ class ModelHooks:
         self._handles.clear()
 
     def _post_hook(self, module, args, output) -> None:
+        if is_compiling():  # traced by torch.compile: nothing here (no graph break, no warning)
+            return
         phases = self._phases
-        if phases is not None and phases.enabled:
-            phases.forward_end(output)
+        if phases is not None and phases.enabled and torch.is_grad_enabled():
+            phases.forward_end(output)  # (an evaluation under no_grad is not the next step's forward)
         try:
             if self._pre_hooks:
                 self._drop_pre_hooks()
@@ -100,6 +109,8 @@ class ModelHooks:
 
     def _pre_hook(self, module, args) -> None:
         """Before the first forward of a registered model (removed after it)."""
+        if is_compiling():
+            return
         phases = self._phases
         if phases is not None and not phases.loaded_done:
             phases.mark_loaded(self._steps_done())
@@ -169,7 +180,8 @@ class ModelDiscovery:
         self._depth = 0
         self._roots: list = []  # weakrefs
         self._root_ids: set[int] = set()
-        self._root_calls = 0
+        self._root_calls = 0  # top-level forwards since install
+        self._first_seen = False  # the run's first top-level forward happened
         self._handles = []
 
     @property
@@ -179,6 +191,7 @@ class ModelDiscovery:
     def install(self) -> None:
         if self._handles:
             return
+        self._depth = self._root_calls = 0  # (installed again for a model met late)
         from torch.nn.modules.module import (
             register_module_forward_hook, register_module_forward_pre_hook,
         )
@@ -186,12 +199,16 @@ class ModelDiscovery:
                          register_module_forward_hook(self._post)]
 
     def _pre(self, module, args) -> None:
+        if is_compiling():  # a module inside a compiled region: its top-level caller was seen
+            return
         if self._depth == 0:
-            if self._root_calls == 0 and self._on_first_call is not None:
-                try:
-                    self._on_first_call()
-                except Exception:
-                    pass
+            if not self._first_seen:
+                self._first_seen = True
+                if self._on_first_call is not None:
+                    try:
+                        self._on_first_call()
+                    except Exception:
+                        pass
             self._root_calls += 1
             if id(module) not in self._root_ids:
                 self._root_ids.add(id(module))
@@ -199,6 +216,8 @@ class ModelDiscovery:
         self._depth += 1
 
     def _post(self, module, args, output) -> None:
+        if is_compiling():
+            return
         self._depth = max(0, self._depth - 1)
         if self._depth == 0 and self._root_calls >= DISCOVERY_ROOT_CALLS:
             self.finish()

@@ -20,6 +20,9 @@ import pickle
 import stat
 import time
 
+from vramscope.agent.buckets import collect, measure
+from vramscope.agent.protocol import EventKind
+
 LARGEST_BLOCKS = 10
 
 
@@ -102,3 +105,51 @@ def build_oom_event(device: int | None, requested: int | None, device_free: int 
         "snapshot_path": snapshot_path,
         "source": source,  # "observer" or "num_ooms"
     }
+
+
+def record(agent, device: int | None, requested: int | None, device_free: int | None, source: str) -> None:
+    """An OOM seen now (the observer, on the allocating thread, or ``record_oom``): the
+    allocator's figures, a fresh walk and the buckets at this instant, the largest blocks."""
+    agent._oom_observed_at = time.monotonic()
+    reader = agent.reader
+    provider = reader.provider if reader is not None else None
+    devices = reader.read(EventKind.OOM) if reader is not None else {}
+    if source == "observer":
+        # num_ooms already counts this one: the sampler must not report it twice
+        for name, fields in devices.items():
+            if fields.get("num_ooms") is not None:
+                agent._last_num_ooms[name] = max(fields["num_ooms"], agent._last_num_ooms.get(name, 0))
+    try:  # the instant matters: a fresh walk (it allocates nothing on the device)
+        owners = agent._owners = collect(agent.models(), agent.optimizers())
+        # the allocating thread (training or autograd's): gradients readable here
+        agent._tensors = measure(owners)
+        agent.ledger.note_all(owners.params, owners.devices, settled=False)
+    except Exception as exc:
+        agent._error(exc)
+    snapshot = path = None
+    total = None
+    if provider is not None:
+        try:
+            total = provider.device_info(device).get("total") if device is not None else None
+            snapshot = provider.snapshot(device)
+            if provider.history_enabled():
+                path = dump_snapshot(snapshot, os.getpid())
+        except Exception as exc:
+            agent._error(exc)
+    agent._emit(EventKind.OOM, build_oom_event(device, requested, device_free, total, devices,
+                                               agent.buckets_now(devices), snapshot, path, source))
+
+
+def check_num_ooms(agent, devices: dict) -> None:
+    """At a sample: an OOM event for each device whose ``num_ooms`` rose since the last."""
+    for name, fields in devices.items():
+        n = fields.get("num_ooms")
+        if n is None:
+            continue
+        prev = agent._last_num_ooms.get(name)
+        agent._last_num_ooms[name] = max(n, prev or 0)
+        if prev is not None and n > prev:
+            index = int(name.split(":")[1]) if ":" in name else None
+            agent._emit(EventKind.OOM, build_oom_event(
+                index, None, None, fields.get("total"), devices, agent.buckets_now(devices), None, None,
+                "num_ooms"))

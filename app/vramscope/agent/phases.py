@@ -29,12 +29,18 @@ each phase is kept (several micro-batches), so the step record says which
 phase peaks. A CPU-only run has no CUDA device: the phases are None and the
 hooks skip the work.
 
-Cost: the readings are timed; when they would exceed PHASE_BUDGET of the
-step time, only every k-th step is measured (the others report None).
+Cost: the readings are timed in the training thread's own CPU time
+(``time.thread_time``: a wait for the GIL or a descheduled thread is not
+the agent's cost); when their median over the last COST_STEPS measured steps
+(so one slow reading does not switch readings off for hundreds of steps) would exceed
+PHASE_BUDGET of the step time, only every k-th step is measured (the others
+report None). ``measured_share`` says what share of the steps carried
+readings (the sample items carry it to the monitor).
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import time
 
@@ -44,6 +50,7 @@ PHASE_BUDGET = 0.001  # the phase readings may take at most 0.1 % of step time (
 # what they evict from the caches costs about as much again)
 FORWARD, BACKWARD, OPTIMIZER = Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER
 RECHECK_EVERY = 2.0  # seconds: a run with no CUDA device looks again this often
+COST_STEPS = 5  # the budget holds the median reading cost of this many measured steps
 
 
 def _first_grad_tensor(output, depth: int = 0):
@@ -65,13 +72,17 @@ def _first_grad_tensor(output, depth: int = 0):
 
 class PhaseTracker:
     def __init__(self, read_allocated, emit, clock=time.monotonic, wall=time.time,
-                 budget: float = PHASE_BUDGET, name=str):
+                 budget: float = PHASE_BUDGET, name=str, cpu_clock=time.thread_time):
         self.budget = budget  # share of step time the readings may take
         self.read = read_allocated  # () -> {device index: bytes} (empty: no CUDA device touched)
         self._name = name  # device index -> the agent's device name
         self._emit = emit  # emit(kind, data): the "loaded" event
         self._clock = clock
+        self._cpu = cpu_clock  # the cost of the readings: this thread's CPU time
         self._wall = wall
+        self._costs: collections.deque = collections.deque(maxlen=COST_STEPS)
+        self.steps_seen = 0  # steps that ended while a CUDA device was there to read
+        self.steps_measured = 0
         self.loaded_done = False
         self.enabled = True  # False: a CPU-only run (no device to read) or a skipped step
         self._every = 1
@@ -89,6 +100,7 @@ class PhaseTracker:
 
     # -- readings --------------------------------------------------------------------
     def _note(self, phase: str) -> None:
+        c0 = self._cpu()
         t0 = self._clock()
         values = self.read()
         self.reads += 1
@@ -99,7 +111,7 @@ class PhaseTracker:
         else:
             self.enabled = False  # nothing to read (no CUDA device yet): look again later
             self._nothing_at = t0
-        self._cost += self._clock() - t0
+        self._cost += max(self._cpu() - c0, 1e-9)  # (>0: "this step read something")
 
     def mark_loaded(self, steps_done: int) -> None:
         """Before the first forward of the run: what loading left allocated."""
@@ -182,6 +194,8 @@ class PhaseTracker:
         if not self._cost:  # nothing was read: a skipped step
             if self._backward_seen:
                 self._backward_seen = False
+            if self._nothing_at is None:
+                self.steps_seen += 1
             if self._nothing_at is not None:  # no CUDA device: look again now and then
                 if now - self._nothing_at >= RECHECK_EVERY:
                     self._nothing_at = None
@@ -192,8 +206,14 @@ class PhaseTracker:
                     self.enabled = True
             return ()
         seen, self._seen = self._seen, []
-        if duration:
-            self._every = max(1, math.ceil(self._cost / (self.budget * duration)))
+        if seen:
+            self.steps_seen += 1
+            self.steps_measured += 1
+        costs = self._costs
+        costs.append(self._cost)
+        cost = sorted(costs)[(len(costs) - 1) // 2]
+        if duration:  # (at most twice as few steps measured per measured step: a quick recovery)
+            self._every = max(1, min(math.ceil(cost / (self.budget * duration)), 2 * self._every))
         self._cost = 0.0
         self.after_step = None
         self._backward_seen = False
@@ -209,3 +229,8 @@ class PhaseTracker:
     @property
     def every(self) -> int:
         return self._every
+
+    @property
+    def measured_share(self) -> float | None:
+        """Share of the steps (with a device to read) that carried phase readings."""
+        return self.steps_measured / self.steps_seen if self.steps_seen else None

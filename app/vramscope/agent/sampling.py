@@ -8,7 +8,7 @@ same instant (agent/core.py) into the five buckets per device.
 
 from __future__ import annotations
 
-from vramscope.agent.buckets import full_buckets
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOTHING_REGISTERED, full_buckets
 from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS
 
 
@@ -68,9 +68,12 @@ def step_item(record: tuple, name=str) -> dict:
     return item
 
 
-def device_buckets(tensors: dict | None, registered: bool, devices: dict) -> list[tuple[str, dict, dict, str | None]]:
+def device_buckets(tensors: dict | None, registered: bool, devices: dict,
+                   other_unknown: str | None = None,
+                   grads_unknown: str = GRADIENTS_UNKNOWN) -> list[tuple[str, dict, dict, str | None]]:
     """(device, allocator fields, five buckets, note) for every device the allocator or
-    the tensors name; buckets None where nothing is registered."""
+    the tensors name; buckets None where nothing is registered; ``other_unknown`` /
+    ``grads_unknown``: why activations / gradients are not known (agent/buckets.py)."""
     out = []
     names = list(devices)
     if tensors:
@@ -80,7 +83,10 @@ def device_buckets(tensors: dict | None, registered: bool, devices: dict) -> lis
         per = None
         if registered and tensors is not None:
             per = tensors.get(name) or dict.fromkeys(TENSOR_BUCKETS, 0)
-        buckets, note = full_buckets(per, fields.get("allocated"), fields.get("reserved"))
+        buckets, note = full_buckets(per, fields.get("allocated"), fields.get("reserved"),
+                                     other_unknown, grads_unknown)
+        if not registered and note is None:
+            note = NOTHING_REGISTERED
         out.append((name, fields, buckets, note))
     return out
 
@@ -89,7 +95,7 @@ def sample_item(agent, now: float, devices: dict) -> dict:
     tensors = agent._tensors
     registered = bool(agent._models or agent._optimizers)
     out = []
-    for name, fields, buckets, note in device_buckets(tensors, registered, devices):
+    for name, fields, buckets, note in device_buckets(tensors, registered, devices, *agent.tensor_notes):
         entry = {"device": name}
         entry.update(fields)
         entry["buckets"] = buckets
@@ -101,14 +107,23 @@ def sample_item(agent, now: float, devices: dict) -> dict:
             "models": agent._model_info,
             "agent": {"errors": agent.errors + agent.steps.errors + agent.phases.errors,
                       "walks": agent.walks, "phases_every": agent.phases.every,
+                      "phases_measured": agent.phases.measured_share,
                       "walk_seconds": agent.last_walk_seconds,
                       "measure_seconds": agent.last_measure_seconds,
                       "models": len(agent._models), "optimizers": len(agent._optimizers),
                       "oom_observer": agent.oom_observer_attached,
-                      "taken_by": agent.last_taken_by}}
+                      "taken_by": agent.last_taken_by,
+                      # what this sample's tensors were measured from (the last walk)
+                      "walked": _walked(agent.measured)}}
+
+
+def _walked(owners) -> dict | None:
+    if owners is None:
+        return None
+    return {"models": owners.models, "optimizers": len(owners.optimizers), "params": len(owners.params)}
 
 
 def buckets_now(agent, devices: dict) -> dict:
     registered = bool(agent._models or agent._optimizers)
     return {name: buckets for name, _f, buckets, _n in
-            device_buckets(agent._tensors or {}, registered, devices)}
+            device_buckets(agent._tensors or {}, registered, devices, *agent.tensor_notes)}

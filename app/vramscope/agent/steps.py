@@ -57,6 +57,9 @@ class StepTracker:
         # stale, so the step's pre-hook does); otherwise only before a step whose phases
         # are read -- a hook PyTorch calls costs the training thread even when it does nothing
         self.pre_every_step = True
+        # callable() or None: work the agent thread left for the training thread's next step
+        # boundary (hooking a new parameter layout, discovery); run once, then cleared
+        self.due = None
 
     # -- hooks ----------------------------------------------------------------------
     def install(self) -> None:
@@ -115,6 +118,8 @@ class StepTracker:
             if (key != self._last_optimizer or self.discovering) and self._on_boundary is not None:
                 self._last_optimizer = key
                 self._on_boundary(optimizer)
+            if self.due is not None:
+                self._run_due()
             ledger = self._ledger
             if ledger is not None:
                 ledger.forward_pending = False  # a step: the backward before it is over
@@ -132,6 +137,8 @@ class StepTracker:
         self.manual = True
         if self._on_boundary is not None:
             self._on_boundary(None)
+        if self.due is not None:
+            self._run_due()
         if self._ledger is not None:
             self._ledger.forward_pending = False
         self._after_backward()
@@ -139,6 +146,13 @@ class StepTracker:
         handoff = self._handoff
         if handoff is not None and handoff.wanted:
             handoff.serve()
+
+    def _run_due(self) -> None:
+        due, self.due = self.due, None
+        try:
+            due()
+        except Exception:
+            self.errors += 1
 
     def _after_backward(self) -> None:
         """A step boundary: note the gradients in a stale ledger on every k-th step

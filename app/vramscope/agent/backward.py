@@ -1,0 +1,132 @@
+"""Every backward seen before it makes a gradient, whichever model it runs through.
+
+The gradient ledger (agent/grads.py) must go stale before a backward assigns
+its first gradient, or the agent thread shows a stale gradient figure while
+the allocator already holds the new gradients (they would land in
+"activations + temporaries"). A registered model's forward post-hook marks
+the ledger stale; a backward through a model nobody registered (a GAN's
+second model, two models trained in turn, ``model.forward(x)`` which skips
+the module's hooks) announces nothing there.
+
+So the watch hooks autograd itself: a pre-hook on the ``AccumulateGrad``
+node of each parameter the optimizers and models hold -- the node that
+writes ``param.grad`` (``torch.autograd.graph.get_gradient_edge``; "Autograd
+mechanics", pytorch.org/docs/stable/notes/autograd.html). The pre-hook runs
+before the node assigns the gradient, on whichever thread runs the backward,
+with the GIL held: the ledger goes stale first, so no sample sees the new
+gradient under "activations". The first pre-hook of a backward queues an
+engine callback (``Variable._execution_engine.queue_callback``, the way DDP
+finds the end of backward) that marks the backward over.
+
+Cost: a Python hook costs the backward a few microseconds each time it
+fires, too much on every parameter of a 400-tensor model. For the first
+LEARN_BACKWARDS backwards every parameter is hooked and the watch learns
+which ones autograd reaches first (the output layer's, usually); then only
+those keep their hook. The watch holds the hooked nodes (PyTorch keeps a
+parameter's ``AccumulateGrad`` alive only while someone holds it): dropping
+a node drops its hook for good, where a removed tensor hook would leave
+PyTorch's per-tensor shim behind. A new parameter layout (a late parameter
+group, a model met late, LoRA adapters) starts a new learning round.
+"""
+
+from __future__ import annotations
+
+LEARN_BACKWARDS = 3  # backwards watched on every parameter before the hooks are thinned
+
+
+def _accumulate_node(p):
+    from torch.autograd.graph import get_gradient_edge
+    return get_gradient_edge(p).node
+
+
+class BackwardWatch:
+    def __init__(self, ledger, learn: int = LEARN_BACKWARDS):
+        self._ledger = ledger
+        self._learn = learn
+        self.running = False  # a backward is between its first gradient and its end
+        self.backwards = 0  # backwards seen
+        self._nodes: dict[int, tuple] = {}  # id(param) -> (param, node, handle)
+        self._firsts: set[int] = set()  # id(param) whose node a backward reached first
+        self._learned = 0  # backwards seen in the current learning round (0: thinned)
+        self._layout: tuple = ()
+        self.covered = None  # the key of the layout hooked (see cover)
+        self._queue = None
+        self.errors = 0
+
+    @property
+    def hooked(self) -> int:
+        return len(self._nodes)
+
+    # -- the training thread ---------------------------------------------------------------
+    def cover(self, params, key=None) -> None:
+        """Hook the gradient nodes of ``params`` (a new layout: learn again). Call it on
+        the thread that trains, between steps (a node is made for a parameter here).
+        ``key``: the caller's name for this layout (``covered`` keeps it)."""
+        params = [p for p in params if getattr(p, "requires_grad", False)]
+        layout = tuple(id(p) for p in params)
+        self.covered = key
+        if layout == self._layout:
+            return
+        self.drop()
+        self.covered = key
+        self._layout = layout
+        for p in params:
+            try:
+                node = _accumulate_node(p)
+                if node is None:
+                    continue
+                self._nodes[id(p)] = (p, node, node.register_prehook(self._hook_for(id(p))))
+            except Exception:
+                self.errors += 1
+        self._learned = self._learn
+
+    def drop(self) -> None:
+        for _p, _node, handle in self._nodes.values():
+            try:
+                handle.remove()
+            except Exception:
+                pass
+        self._nodes.clear()
+        self._layout = ()
+        self.covered = None
+
+    def _hook_for(self, key: int):
+        def hook(grad_outputs):
+            if not self.running:
+                self._start(key)
+            return None
+        return hook
+
+    def _start(self, key: int) -> None:
+        try:
+            self.running = True
+            ledger = self._ledger
+            ledger.stale = ledger.forward_pending = True  # before the first gradient lands
+            if self._learned:
+                self._firsts.add(key)
+            queue = self._queue
+            if queue is None:
+                from torch.autograd import Variable
+                queue = self._queue = Variable._execution_engine.queue_callback
+            queue(self._end)
+        except Exception:
+            self.running = False
+            self.errors += 1
+
+    def _end(self) -> None:
+        self.running = False
+        self.backwards += 1
+        if self._learned:
+            self._learned -= 1
+            if not self._learned:
+                self._thin()
+
+    def _thin(self) -> None:
+        """Keep the hooks autograd reached first; drop the others' nodes (and hooks)."""
+        keep = self._firsts
+        for key in [k for k in self._nodes if k not in keep]:
+            _p, _node, handle = self._nodes.pop(key)
+            try:
+                handle.remove()
+            except Exception:
+                pass

@@ -1,0 +1,81 @@
+"""The tensors and the allocator at one instant.
+
+On the training thread nothing changes the tensors while it reads (it is the
+thread that changes them), so one allocator reading and one measurement of
+the owners' tensors (``.grad`` read directly) describe one instant. The
+agent thread runs beside the training thread: ``zero_grad`` may free
+gradients, a first optimizer step may make state, between its allocator
+reading and its measurement -- for one sample "activations" would hold a
+freed gradient (+64 % seen, issue 23). So it measures before and after the
+reading and keeps a reading only when nothing changed around it (the
+gradient ledger's fingerprint and the measured bytes); after READ_TRIES the
+gradients and activations say n/a with the reason (buckets.CHANGED).
+"""
+
+from __future__ import annotations
+
+import time
+
+from vramscope.agent.buckets import CHANGED, GRADIENTS_UNKNOWN, UNOWNED, measure
+from vramscope.agent.protocol import ItemKind
+
+READ_TRIES = 3  # the agent thread's tries at one consistent instant
+
+
+def consistent_read(agent) -> dict:
+    """Agent thread: the allocator and the tensors at one instant. The training thread
+    runs meanwhile (``zero_grad`` freeing gradients, a first step making optimizer
+    state): the tensors are measured before and after the allocator's reading, and
+    only a reading with nothing changed around it counts; after READ_TRIES the
+    gradients and activations say n/a (CHANGED)."""
+    read = (lambda: agent.reader.read(ItemKind.SAMPLE)) if agent.reader is not None else dict
+    ledger = agent.ledger
+    peaks: dict[str, int] = {}
+    devices: dict = {}
+    for _ in range(READ_TRIES):
+        before = ledger.fingerprint()
+        measure_now(agent, False)
+        first = agent._tensors
+        devices = read()
+        for name, fields in devices.items():  # each read takes its window's peak: keep all
+            peak = fields.get("peak_allocated")
+            if peak is not None:
+                peaks[name] = max(peak, peaks.get(name, peak))
+        measure_now(agent, False)
+        if ledger.fingerprint() == before and agent._tensors == first:
+            break
+    else:
+        agent.inconsistent_reads += 1
+        agent._tensors = {d: dict(per, gradients=None) for d, per in (agent._tensors or {}).items()}
+        agent.tensor_notes = (agent.tensor_notes[0], CHANGED)
+    for name, peak in peaks.items():
+        if name in devices:
+            devices[name]["peak_allocated"] = peak
+    return devices
+
+def measure_now(agent, read_grads: bool) -> None:
+    """The tensor buckets now, from the cached owners (None before any registration).
+    ``read_grads``: the training thread, which reads ``.grad`` and notes it in the
+    ledger; the agent thread takes the ledger's figures, or none while it is stale."""
+    owners = agent.measured = agent._owners
+    agent.tensor_notes = (None, GRADIENTS_UNKNOWN)
+    if owners is None:
+        agent._tensors = {} if (agent._models or agent._optimizers) else None
+        return
+    if owners.unowned:
+        agent.tensor_notes = (UNOWNED, GRADIENTS_UNKNOWN)
+    t0 = time.perf_counter()
+    ledger = agent.ledger
+    try:
+        if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
+            agent._tensors = measure(owners)
+            ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+            agent._settle(owners)
+        elif ledger.stale and owners.params:
+            agent._tensors = measure(owners, grads_known=False)
+        else:
+            agent._tensors = measure(owners, grads=ledger.per_device())
+    except Exception as exc:  # a state dict changed size under us: the next sample
+        agent._tensors = None
+        agent._error(exc)
+    agent.last_measure_seconds = time.perf_counter() - t0
