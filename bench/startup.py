@@ -98,7 +98,7 @@ def one_run(args: list[str]) -> dict:
     env["VRAMSCOPE_BENCH_T0"] = repr(t0)
     done = subprocess.run([sys.executable, "-c", CHILD, *args], env=env, capture_output=True,
                           text=True, timeout=60)
-    line = next((l for l in done.stdout.splitlines() if l.startswith("BENCH ")), None)
+    line = next((out for out in done.stdout.splitlines() if out.startswith("BENCH ")), None)
     if line is None:
         raise SystemExit(f"the child failed (rc {done.returncode}):\n{done.stderr[-3000:]}")
     result = json.loads(line[6:])

@@ -16,7 +16,7 @@ _EXPORTS = {
     "DiagnosticSettings": "settings", "DEFAULT_SETTINGS": "settings",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 -- the names _EXPORTS maps, loaded lazily
 
 
 def __getattr__(name):
