@@ -86,8 +86,11 @@ class ModelHooks:
         if is_compiling():  # traced by torch.compile: nothing here (no graph break, no warning)
             return
         phases = self._phases
-        if phases is not None and phases.enabled and torch.is_grad_enabled():
-            phases.forward_end(output)  # (an evaluation under no_grad is not the next step's forward)
+        if phases is not None and phases.enabled:
+            if torch.is_grad_enabled():
+                phases.forward_end(output)
+            else:
+                phases.eval_end()  # an evaluation under no_grad: its own phase, not a forward
         try:
             if self._pre_hooks:
                 self._drop_pre_hooks()

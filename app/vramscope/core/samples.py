@@ -307,7 +307,8 @@ class AgentDevice:
     active: int | None = None
     inactive_split: int | None = None  # non-releasable
     requested: int | None = None
-    peak_allocated: int | None = None  # peak since the previous sample
+    peak_allocated: int | None = None  # peak since the previous sample (a lower bound where:)
+    peak_allocated_bound: int | None = None  # its upper bound; None: peak_allocated is exact
     num_alloc_retries: int | None = None
     num_ooms: int | None = None
     alloc_count: int | None = None

@@ -33,7 +33,7 @@ import os
 import time
 
 from vramscope.agent import paths, protocol
-from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, Bucket, EventKind, ItemKind, Op
+from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, PEAK_BOUND, Bucket, EventKind, ItemKind, Op
 from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series
 from vramscope.sources import container_agents
@@ -383,6 +383,7 @@ def _report(state: _Agent) -> AgentReport:
             allocated=_int(dev.get("allocated")), reserved=_int(dev.get("reserved")),
             active=_int(dev.get("active")), inactive_split=_int(dev.get("inactive_split")),
             requested=_int(dev.get("requested")), peak_allocated=_int(dev.get("peak_allocated")),
+            peak_allocated_bound=_int(dev.get(PEAK_BOUND)),
             num_alloc_retries=_int(dev.get("num_alloc_retries")), num_ooms=_int(dev.get("num_ooms")),
             alloc_count=_int(dev.get("alloc_count")), free_count=_int(dev.get("free_count")),
             buckets=buckets, total=_int(dev.get("total"))))
