@@ -67,6 +67,7 @@ class Phase(enum.StrEnum):
 
 
 PHASES = tuple(Phase)
+TRAINING_PHASES = (Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER)  # every measured step has these
 
 
 class Bucket(enum.StrEnum):
@@ -100,9 +101,14 @@ PHASE_LOADED = "phase_loaded"
 OOM_REQUESTED = "oom_requested"
 
 
-def phase_peak_metric(phase: str) -> str:
-    """The series of a phase's peak (its lower bound where not exact): "phase_peak_forward"."""
-    return f"phase_peak_{phase}"
+PHASES_MEASURED = "phases_measured"  # (a sample's "agent" figures) share of steps with phase readings
+
+
+def phase_peak_metric(phase: str, bound: bool = False) -> str:
+    """The series of a phase's peak per step: "phase_peak_forward" (exact, or its lower
+    bound where the allocator's all-time counter did not rise), and with ``bound`` its
+    upper bound where it is not exact ("phase_peak_bound_forward")."""
+    return f"phase_peak_bound_{phase}" if bound else f"phase_peak_{phase}"
 
 
 def phase_metric(phase: str) -> str:

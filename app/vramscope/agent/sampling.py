@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOTHING_REGISTERED, full_buckets
 from vramscope.agent.phases import START
-from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS, Phase
+from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Phase
 from vramscope.agent.stats import current_of, merge_peaks
 
 
@@ -145,7 +145,7 @@ def sample_item(agent, now: float, devices: dict) -> dict:
             "models": agent._model_info,
             "agent": {"errors": agent.errors + agent.steps.errors + agent.phases.errors,
                       "walks": agent.walks, "phases_every": agent.phases.every,
-                      "phases_measured": agent.phases.measured_share,
+                      PHASES_MEASURED: agent.phases.measured_share,
                       "walk_seconds": agent.last_walk_seconds,
                       "measure_seconds": agent.last_measure_seconds,
                       "models": len(agent._models), "optimizers": len(agent._optimizers),

@@ -346,6 +346,7 @@ class AgentReport:
     # per registered model (agent/model_info.py): name, params, tensors, trainable,
     # trainable_tensors, param_bytes, trainable_bytes, bytes_per_param, dtypes, optimizer
     models: tuple[dict, ...] = field(default=(), compare=False, hash=False)
+    phases_measured: float | None = None  # share of steps whose phases the agent read
 
     @property
     def identity(self) -> ProcessIdentity:

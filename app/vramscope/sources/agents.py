@@ -33,7 +33,7 @@ import os
 import time
 
 from vramscope.agent import paths, protocol
-from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, PEAK_BOUND, Bucket, EventKind, ItemKind, Op
+from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, PEAK_BOUND, PHASES_MEASURED, Bucket, EventKind, ItemKind, Op
 from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series
 from vramscope.sources import container_agents
@@ -292,7 +292,9 @@ class AgentClient:
             "peak_allocated": first.get("peak_allocated"), "allocated_after": first.get("allocated_after"),
             # device -> {"forward", "backward", "optimizer"}: allocated bytes at each phase's end
             "phases": phases, "phase_order": list(item.get("phase_order") or ()),
-            "phase_times": dict(times)})
+            "phase_times": dict(times),
+            # device -> phase -> [peak, upper bound or None: exact] (agent/sampling.py)
+            "phase_peaks": item.get("phase_peaks") if isinstance(item.get("phase_peaks"), dict) else None})
         state.new_events.append(ev)
         self._record(agent_series.step_points(state.pid, state.start_time, t, ev.data))
 
@@ -397,7 +399,12 @@ def _report(state: _Agent) -> AgentReport:
         allocator_settings=dict(sample.get("settings") or {}), events=tuple(state.new_events),
         connected=state.ended_at is None and state.conn is not None, error=error,
         recent_events=tuple(state.recent), dropped=state.dropped,
-        models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)))
+        models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)),
+        phases_measured=_share((sample.get("agent") or {}).get(PHASES_MEASURED)))
+
+
+def _share(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 else None
 
 
 def _int(v) -> int | None:
