@@ -10,8 +10,13 @@ The peak since the previous sample comes from peak windows the agent owns:
 the allocator's own peak counter is read, never reset
 (``torch.cuda.reset_peak_memory_stats`` belongs to the user). When that
 counter rose since a window's previous look, the new peak happened inside
-the window, so it is exact; otherwise the window's peak is the highest
-allocated value the agent itself observed in it.
+the window, so it is exact; otherwise the window's peak is at least the
+highest allocated value the agent itself observed in it (its full reads and
+the hooks' readings) and at most the counter: the window says so
+(``peak_allocated_bound``, None where exact). Resetting the counter per
+window would give the exact figure but change what the user's own
+``torch.cuda.max_memory_allocated()`` returns, and PyTorch has no
+per-interval peak of its own.
 
 A statistic the backend does not provide is ``None``, never 0: with
 ``backend:cudaMallocAsync`` only allocated/active/reserved (and their peaks)
@@ -23,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 
-from vramscope.agent.protocol import PEAK_BOUND
+from vramscope.agent.protocol import PEAK_BOUND, ItemKind
 
 # our field -> key of torch.cuda.memory_stats()
 STAT_KEYS = {
@@ -266,6 +271,9 @@ class StatsReader:
         self.provider = provider
         self._consumers = tuple(consumers)
         self._windows: dict[str, dict[str, PeakWindow]] = {c: {} for c in self._consumers}
+        # the windows the hooks' readings go into: the samples' (one per reading: the cost
+        # is the training thread's)
+        self._hook_windows = self._windows.get(ItemKind.SAMPLE, {})
         self._lock = threading.Lock()
         self._clock = clock or time.monotonic
         self.min_gap = min_gap
@@ -300,26 +308,24 @@ class StatsReader:
         return {self.name(index): current_of(value) for index, value in self.raw_allocated().items()}
 
     def allocated_noted(self) -> dict[int, int | tuple[int, int]]:
-        """Training thread, at a hook: allocated per device index -- with the all-time
-        peak, (bytes, peak), where the provider reads both at once -- and each reading
-        goes into the peak windows (a lower bound; a rise of the counter since the
-        window's last look is exact). Read and noted under the reader's lock, so a
-        reading lands in the window it was taken in; never waits (the agent thread
+        """Training thread, at a phase hook: allocated per device index -- with the
+        all-time peak, (bytes, peak), where the provider reads both at once -- and each
+        reading goes into the sample's peak window (a lower bound; a rise of the counter
+        since the window's last look is exact). Read and noted under the reader's lock,
+        so a reading lands in the window it was taken in; never waits (the agent thread
         mid-read: the reading is returned, not noted)."""
         if not self._lock.acquire(blocking=False):
             return self.raw_allocated()
         try:
             values = self.raw_allocated()
-            windows, names = self._windows, self._names
+            windows, names = self._hook_windows, self._names
             for index, value in values.items():
-                name = names.get(index) or self.name(index)
-                for per in windows.values():
-                    window = per.get(name)
-                    if window is not None:
-                        if type(value) is tuple:
-                            window.observe(*value)
-                        else:
-                            window.point(value)
+                window = windows.get(names.get(index) or self.name(index))
+                if window is not None:
+                    if type(value) is tuple:
+                        window.observe(*value)
+                    else:
+                        window.point(value)
             return values
         finally:
             self._lock.release()

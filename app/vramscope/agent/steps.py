@@ -183,7 +183,7 @@ class StepTracker:
             try:
                 after = phases.after_step if phases is not None else None
                 if after is None:
-                    after = reader.allocated_noted()
+                    after = reader.raw_allocated()  # (not into the peak windows: cheap, every step)
                 devices = (after, reader.try_read(STEP_READ) if now >= reader.due_at else None)
             except Exception:  # the step is still recorded, without its reading
                 self.errors += 1
