@@ -70,9 +70,10 @@ class SlowRead(ReplayProvider):
         self.read_s = read_us / 1e6
 
     def allocated_peaks_now(self):
-        end = time.thread_time() + self.read_s
-        while time.thread_time() < end:
-            pass
+        if self.read_s:  # (0: the agent's own cost alone, a read as cheap as a dict)
+            end = time.thread_time() + self.read_s
+            while time.thread_time() < end:
+                pass
         return {i: (v, v) for i, v in self.allocated_now().items()}
 
 
