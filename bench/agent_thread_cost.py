@@ -88,13 +88,11 @@ class Meter:
         self.on = False
         self.overhead = 0.0  # seconds the wrapper itself adds per call
 
-    def wrap(self, cls, name: str) -> None:
-        fn = getattr(cls, name)
-        key = f"{cls.__name__}.{name}"
+    def timed(self, key: str, fn):
+        """``fn`` timed under ``key`` when called on the training thread, outermost only."""
         meter = self
 
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
+        def call(*args, **kwargs):
             if not meter.on or meter.depth or threading.get_ident() != meter.thread:
                 return fn(*args, **kwargs)
             meter.depth = 1
@@ -105,30 +103,17 @@ class Meter:
                 meter.spent[key] = meter.spent.get(key, 0.0) + time.thread_time() - c0
                 meter.calls[key] = meter.calls.get(key, 0) + 1
                 meter.depth = 0
-        setattr(cls, name, wrapper)
+        return call
+
+    def wrap(self, cls, name: str) -> None:
+        fn = getattr(cls, name)
+        setattr(cls, name, functools.wraps(fn)(self.timed(f"{cls.__name__}.{name}", fn)))
 
     def wrap_factory(self, cls, name: str) -> None:
         """``cls.name`` makes a hook (a closure): time the hooks it makes."""
         make = getattr(cls, name)
         key = f"{cls.__name__}.{name.lstrip('_').removesuffix('_for')} (hook)"
-        meter = self
-
-        def factory(*args, **kwargs):
-            hook = make(*args, **kwargs)
-
-            def timed(*a, **k):
-                if not meter.on or meter.depth or threading.get_ident() != meter.thread:
-                    return hook(*a, **k)
-                meter.depth = 1
-                c0 = time.thread_time()
-                try:
-                    return hook(*a, **k)
-                finally:
-                    meter.spent[key] = meter.spent.get(key, 0.0) + time.thread_time() - c0
-                    meter.calls[key] = meter.calls.get(key, 0) + 1
-                    meter.depth = 0
-            return timed
-        setattr(cls, name, factory)
+        setattr(cls, name, lambda *args, **kwargs: self.timed(key, make(*args, **kwargs)))
 
     def calibrate(self, n: int = 20000) -> None:
         class Empty:

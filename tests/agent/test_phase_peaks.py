@@ -43,15 +43,22 @@ def mlp_wide():
                                torch.nn.ReLU(), torch.nn.Linear(512, 8))
 
 
+def watching(make_agent, provider, model, opt):
+    """An agent over ``provider`` with the model and optimizer registered, every step's
+    phases read, its first sample taken."""
+    agent = started(make_agent, provider)
+    agent.watch(model=model, optimizer=opt)
+    agent.start()
+    wait_first_sample(agent)
+    return agent
+
+
 def test_phase_peaks_are_the_true_peaks_of_their_stretches_or_bounded(make_agent):
     provider = HookTruth()
     with provider.live:
         model = mlp_wide()
         opt = torch.optim.AdamW(model.parameters())
-        agent = started(make_agent, provider)
-        agent.watch(model=model, optimizer=opt)
-        agent.start()
-        wait_first_sample(agent)
+        agent = watching(make_agent, provider, model, opt)
         for i in range(12):
             opt.zero_grad()
             model(torch.randn(256, 64)).square().mean().backward()
@@ -88,10 +95,7 @@ def test_an_evaluation_under_no_grad_is_its_own_phase(make_agent):
     with provider.live:
         model = mlp_wide()
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        agent = started(make_agent, provider)
-        agent.watch(model=model, optimizer=opt)
-        agent.start()
-        wait_first_sample(agent)
+        agent = watching(make_agent, provider, model, opt)
         for i in range(4):
             opt.zero_grad()
             model(torch.randn(8, 64)).square().mean().backward()
