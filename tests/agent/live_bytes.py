@@ -97,6 +97,11 @@ class LiveBytesProvider:
     def allocated_now(self) -> dict[int, int]:
         return {0: self.live.allocated}
 
+    def allocated_peaks_now(self) -> dict[int, tuple[int, int]]:
+        """(allocated, the all-time peak), as the real provider reads them at a hook."""
+        allocated = self.live.allocated
+        return {0: (allocated, max(allocated, self.live.peak))}
+
     def device_info(self, index: int) -> dict:
         return dict(self.info)
 

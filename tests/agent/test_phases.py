@@ -260,8 +260,13 @@ def test_the_agent_panel_marks_each_phase_and_says_which_one_peaks(make_agent, q
     assert len(xs) == n and ys.max() == pytest.approx((2 * 2 + 4 + 8), rel=1e-6)  # GiB: w + g + Adam + acts
     assert len(dev.phase_marks["optimizer"].getData()[0]) == n
     text = dev.phase_label.text()
-    assert dev.phase_label.isVisible() and "Largest phase: end of forward" in text
+    # a replayed allocator without its all-time peak: no phase peaks, and the highest
+    # end-of-phase reading is not called the step's peak
+    assert dev.phase_label.isVisible() and "Highest phase end: end of forward" in text
+    assert "Step peak" not in text and "is not read here" in text
     assert "after loading 2.0 GiB" in text and "activations dominate" in text
+    assert "Phases read on 100% of steps" in text
+    assert dev.bars.columns[0][0] == "fwd end"
     assert dev.loaded_line.isVisible() and dev.loaded_line.value() == pytest.approx(2.0)
     panel.grab().save(str(artifacts_dir / "agent_panel_phases.png"))
 

@@ -101,6 +101,6 @@ def test_the_vocabulary_is_plain_strings_on_the_wire():
     from vramscope.agent.protocol import BUCKETS, PHASES, Bucket, ItemKind, Op, series_key
     assert protocol.decode(protocol.encode({"op": Op.PULL, "kind": ItemKind.STEP,
                                             "phases": {p: 1 for p in PHASES}})) == {
-        "op": "pull", "kind": "step", "phases": {"forward": 1, "backward": 1, "optimizer": 1}}
+        "op": "pull", "kind": "step", "phases": {"forward": 1, "backward": 1, "optimizer": 1, "eval": 1}}
     assert list(BUCKETS)[-1] == Bucket.OUTSIDE_PYTORCH == "outside_pytorch"
     assert series_key(7, 1.5, "cuda:0", Bucket.WEIGHTS) == ("agent", 7, 1.5, "cuda:0", "weights")

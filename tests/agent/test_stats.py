@@ -28,16 +28,20 @@ def test_peak_windows_of_two_consumers_are_independent_and_nothing_is_reset():
     w_sample, w_step = PeakWindow(), PeakWindow()
     for w in (w_sample, w_step):
         w.observe(100, 100)
-    assert w_sample.take() == 100
+    assert w_sample.take() == (100, None)  # exact (None: no upper bound needed)
     for w in (w_sample, w_step):
         w.observe(50, 300)  # a transient of 300 happened since the previous look
-    assert w_sample.take() == 300
+    assert w_sample.take() == (300, None)
     for w in (w_sample, w_step):
-        w.observe(60, 300)  # no new high: the window's own observations
-    assert w_sample.take() == 60
-    assert w_step.take() == 300  # the step window still spans the transient
+        w.observe(60, 300)  # no new high: the window saw 60, its peak is at most 300
+    assert w_sample.take() == (60, 300)
+    assert w_step.take() == (300, None)  # the step window still spans the transient: exact
+    w_sample.point(75)  # a hook's reading between two looks raises the lower bound
     w_sample.observe(70, 80)  # the user reset the peak counters: 80 is since that reset
-    assert w_sample.take() == 80
+    assert w_sample.take() == (80, 300)  # before the reset: at most the old counter
+    w_sample.observe(90, 80)
+    w_sample.point(80)
+    assert w_sample.take() == (90, None)  # the window reached the counter: exact
 
 
 def test_fragmentation_shows_in_inactive_split_retries_and_the_cache_gap():

@@ -1,7 +1,8 @@
 """The PyTorch agents tab over an hour of training (steps of 1 s and of 0.1 s):
 phase markers at most one per few pixels, no step comb, the areas the
-breakdown at each step's peak rather than wherever each sample fell in its
-step, and the bars the newest step's breakdown."""
+breakdown at each step's real peak (its highest phase peak) rather than
+wherever each sample fell in its step, and the bars the newest step's
+breakdown at that peak."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from vramscope.agent.protocol import Phase, phase_metric
+from vramscope.agent.protocol import TRAINING_PHASES, Phase, phase_metric, phase_peak_metric
 from vramscope.core.store import Store
 from vramscope.core.units import fmt_bytes
 from vramscope.sources import simulated
@@ -18,7 +19,7 @@ from vramscope.sources.agent_reports import record_reports
 from vramscope.sources.demo_runs import ScriptedRun
 from vramscope.ui.agent_device import ENVELOPE_NOTE, MARK_PX
 from vramscope.ui.agent_panel import AgentPanel
-from vramscope.ui.agent_texts import BUCKETS, PHASE_SHORT, agent_key
+from vramscope.ui.agent_texts import BUCKETS, agent_key, peak_title
 
 T0 = 1_800_000_000.0
 HOUR = 3600
@@ -56,7 +57,9 @@ def test_an_hour_of_steps_stays_legible_and_shows_the_newest_step(themed_app, qt
 
     # markers: one per few pixels at most, as lines; no tick per step, no per-sample peak
     drawn = 0
-    for phase, mark in dev.phase_marks.items():
+    assert not len(dev.phase_marks[Phase.EVAL].getData()[0] or ())  # no evaluation in this run
+    for phase in TRAINING_PHASES:
+        mark = dev.phase_marks[phase]
         t, _v = mark.getData()
         assert mark.opts["symbol"] is None, phase
         assert 0 < len(t) <= px // MARK_PX, (phase, len(t), px)
@@ -67,19 +70,26 @@ def test_an_hour_of_steps_stays_legible_and_shows_the_newest_step(themed_app, qt
     assert not dev.peak.isVisible()
     assert ENVELOPE_NOTE in dev.bucket_legend.text()
 
-    # the bars and the words: the newest step's breakdown at its peak (end of forward)
+    # the bars and the words: the newest step's breakdown at its real peak (in backward,
+    # where gradients are made while activations are held), not the end of forward
     def last(metric, device=report.devices[0].device):
         _t, v = store.series(agent_key(report, device, metric), T0)
         return float(v[np.isfinite(v)][-1])
 
     forward = last(phase_metric(Phase.FORWARD))
+    peak = last(phase_peak_metric(Phase.BACKWARD))
+    assert peak > forward
     assert f"step {report.step}" in panel.views[report.identity].header.text()
     assert last("step", device="steps") == report.step
     title, buckets = dev.bars.columns[0]
-    assert title == PHASE_SHORT[Phase.FORWARD]
+    assert title == peak_title(Phase.BACKWARD, exact=True) == "peak (bwd)"
     fixed = buckets["weights"] + buckets["gradients"] + buckets["optimizer_state"]
-    assert buckets["other_allocated"] == pytest.approx(forward - fixed)
-    assert f"end of forward (activations held) {fmt_bytes(forward)}" in dev.phase_label.text()
+    assert buckets["other_allocated"] == pytest.approx(peak - fixed)
+    words = dev.phase_label.text()
+    assert f"end of forward (activations held) {fmt_bytes(forward)}" in words
+    assert f"Step peak in backward: {fmt_bytes(peak)}" in words
+    assert "peak" not in words.split("Step peak")[0]  # no end-of-phase figure is called a peak
+    assert "Phases read on 100% of steps" in words
 
     # the areas: activations near their peak in every column once stepping (no comb of
     # spikes, no flat line where sampling and steps lock), and the newest column at it
@@ -87,6 +97,6 @@ def test_an_hour_of_steps_stays_legible_and_shows_the_newest_step(themed_app, qt
     acts = (tops[ACTIVATIONS] - tops[ACTIVATIONS - 1])[t > T0 + 60]
     assert len(t) <= px // MARK_PX + 1
     assert np.all(acts >= 0.9 * buckets["other_allocated"]), acts.min() / buckets["other_allocated"]
-    assert tops[ACTIVATIONS, -1] >= forward
+    assert tops[ACTIVATIONS, -1] >= peak
     assert tops[-1, -1] == pytest.approx(last("reserved") + last("outside_pytorch"), rel=0.01)
     panel.grab().save(str(artifacts_dir / f"agent-hour-{period:g}s-steps-{size[0]}x{size[1]}.png"))

@@ -14,9 +14,12 @@ writes ``param.grad`` (``torch.autograd.graph.get_gradient_edge``; "Autograd
 mechanics", pytorch.org/docs/stable/notes/autograd.html). The pre-hook runs
 before the node assigns the gradient, on whichever thread runs the backward,
 with the GIL held: the ledger goes stale first, so no sample sees the new
-gradient under "activations". The first pre-hook of a backward queues an
-engine callback (``Variable._execution_engine.queue_callback``, the way DDP
-finds the end of backward) that marks the backward over.
+gradient under "activations". While learning, the first pre-hook of a
+backward queues an engine callback (``Variable._execution_engine.
+queue_callback``, the way DDP finds the end of backward) that marks the
+backward over; once thinned, a hook only marks the ledger stale (it is
+idempotent: a second hooked node in the same backward changes nothing), which
+halves its cost on the training thread.
 
 Cost: a Python hook costs the backward a few microseconds each time it
 fires, too much on every parameter of a 400-tensor model. For the first
@@ -44,7 +47,7 @@ class BackwardWatch:
         self._ledger = ledger
         self._learn = learn
         self.running = False  # a backward is between its first gradient and its end
-        self.backwards = 0  # backwards seen
+        self.backwards = 0  # backwards seen while learning (then only marked, not counted)
         self._nodes: dict[int, tuple] = {}  # id(param) -> (param, node, handle)
         self._firsts: set[int] = set()  # id(param) whose node a backward reached first
         self._learned = 0  # backwards seen in the current learning round (0: thinned)
@@ -92,7 +95,10 @@ class BackwardWatch:
 
     def _hook_for(self, key: int):
         def hook(grad_outputs):
-            if not self.running:
+            if not self._learned:  # thinned: mark the ledger stale, nothing more (no callback)
+                ledger = self._ledger
+                ledger.stale = ledger.forward_pending = True
+            elif not self.running:
                 self._start(key)
             return None
         return hook

@@ -457,7 +457,7 @@ class Agent:
     def _set_reader(self, reader: StatsReader) -> None:
         self.reader = reader
         self.steps.reader = reader
-        self.phases.read = reader.raw_allocated  # the hooks call the provider directly
+        self.phases.read = reader.allocated_noted  # the hooks call the provider (and raise the peaks)
 
     def _device_name(self, index: int) -> str:
         return self.reader.name(index) if self.reader is not None else str(index)

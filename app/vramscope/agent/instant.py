@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 
 from vramscope.agent.buckets import CHANGED, GRADIENTS_UNKNOWN, UNOWNED, measure
-from vramscope.agent.protocol import ItemKind
+from vramscope.agent.protocol import PEAK_BOUND, ItemKind
+from vramscope.agent.stats import merge_peaks
 
 READ_TRIES = 3  # the agent thread's tries at one consistent instant
 
@@ -30,7 +31,7 @@ def consistent_read(agent) -> dict:
     gradients and activations say n/a (CHANGED)."""
     read = (lambda: agent.reader.read(ItemKind.SAMPLE)) if agent.reader is not None else dict
     ledger = agent.ledger
-    peaks: dict[str, int] = {}
+    peaks: dict[str, tuple] = {}  # device -> (peak, bound) over this sample's tries
     devices: dict = {}
     for _ in range(READ_TRIES):
         before = ledger.fingerprint()
@@ -38,9 +39,7 @@ def consistent_read(agent) -> dict:
         first = agent._tensors
         devices = read()
         for name, fields in devices.items():  # each read takes its window's peak: keep all
-            peak = fields.get("peak_allocated")
-            if peak is not None:
-                peaks[name] = max(peak, peaks.get(name, peak))
+            peaks[name] = merge_peaks(peaks.get(name), fields.get("peak_allocated"), fields.get(PEAK_BOUND))
         measure_now(agent, False)
         if ledger.fingerprint() == before and agent._tensors == first:
             break
@@ -48,10 +47,11 @@ def consistent_read(agent) -> dict:
         agent.inconsistent_reads += 1
         agent._tensors = {d: dict(per, gradients=None) for d, per in (agent._tensors or {}).items()}
         agent.tensor_notes = (agent.tensor_notes[0], CHANGED)
-    for name, peak in peaks.items():
+    for name, (peak, bound) in peaks.items():
         if name in devices:
-            devices[name]["peak_allocated"] = peak
+            devices[name]["peak_allocated"], devices[name][PEAK_BOUND] = peak, bound
     return devices
+
 
 def measure_now(agent, read_grads: bool) -> None:
     """The tensor buckets now, from the cached owners (None before any registration).

@@ -86,14 +86,18 @@ class ModelHooks:
         if is_compiling():  # traced by torch.compile: nothing here (no graph break, no warning)
             return
         phases = self._phases
-        if phases is not None and phases.enabled and torch.is_grad_enabled():
-            phases.forward_end(output)  # (an evaluation under no_grad is not the next step's forward)
+        grad = torch.is_grad_enabled()
+        if phases is not None and phases.enabled:
+            if grad:
+                phases.forward_end(output)
+            else:
+                phases.eval_end()  # an evaluation under no_grad: its own phase, not a forward
         try:
             if self._pre_hooks:
                 self._drop_pre_hooks()
                 if self._handoff is not None:  # the main thread trains: it can be called on
                     self._handoff.main_thread_trains = threading.current_thread() is threading.main_thread()
-            if torch.is_grad_enabled():
+            if grad:
                 ledger = self._ledger
                 if ledger is not None:
                     ledger.stale = ledger.forward_pending = True

@@ -13,6 +13,8 @@ moments are cheap and already on the training thread:
 - optimizer step pre-hook: "backward" = allocated after the backward pass (and
   whatever ran between it and the update, e.g. gradient clipping); post-hook:
   "optimizer";
+- a forward under ``no_grad`` (an evaluation between steps): "eval", its own
+  phase, in the record of the step that follows it;
 - until a loop has shown an optimizer (and in loops without one, which call
   ``agent.step()``), the forward post-hook also hooks the output tensor, whose
   gradient arrives first in backward, and that hook queues a callback the
@@ -21,8 +23,13 @@ moments are cheap and already on the training thread:
   it, that per-step hook (some 10 us of the training thread's time) is left
   out.
 
-Each reading is ``provider.allocated_now()``: the allocator's current
-counter per touched CUDA device -- no synchronisation, no peak reset. The
+Each reading is ``provider.allocated_peaks_now()``: the allocator's current
+counter and its all-time peak per touched CUDA device, from one nested read
+-- no synchronisation, no peak reset. Each phase's *peak* is the highest
+allocated between the previous reading and its own: where the all-time
+counter rose in between it is exact, otherwise it lies between the two
+readings and the counter (a lower bound and an upper one, said so; the
+step record's ``phase_peaks``). The
 hooks only append the raw readings; the agent thread folds them into the
 step record (agent/sampling.py): within one step the highest reading of
 each phase is kept (several micro-batches), so the step record says which
@@ -45,10 +52,15 @@ import math
 import time
 
 from vramscope.agent.protocol import EventKind, Phase
+from vramscope.agent.stats import current_of
 
-PHASE_BUDGET = 0.001  # the phase readings may take at most 0.1 % of step time (timed in the hook;
-# what they evict from the caches costs about as much again)
-FORWARD, BACKWARD, OPTIMIZER = Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER
+# the phase readings may take at most 0.5 % of step time (timed in the hook, cold caches
+# included: ~60 us a reading on a CPU step of 50 ms): at 50 ms steps three readings of
+# 20 us each (a slow allocator read) fit on every step; at 2 ms steps they are thinned
+# to a few per cent of the steps (bench/agent_thread_cost.py)
+PHASE_BUDGET = 0.005
+FORWARD, BACKWARD, OPTIMIZER, EVAL = Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER, Phase.EVAL
+START = ""  # (not a phase) the last reading before a step's first phase: where its stretch starts
 RECHECK_EVERY = 2.0  # seconds: a run with no CUDA device looks again this often
 COST_STEPS = 5  # the budget holds the median reading cost of this many measured steps
 
@@ -89,6 +101,7 @@ class PhaseTracker:
         self._skip = 0
         self._cost = 0.0
         self._seen: list = []  # this step's readings: (phase, wall time, {device: bytes}), in order
+        self._last: tuple | None = None  # the previous measured step's last reading (START)
         self._backward_queued = False
         self._backward_seen = False
         self._queue_callback = None
@@ -105,7 +118,10 @@ class PhaseTracker:
         values = self.read()
         self.reads += 1
         if values:
-            self._seen.append((phase, t0, values))  # (t0 on the step tracker's clock)
+            seen = self._seen
+            if not seen and self._last is not None:
+                seen.append(self._last)
+            seen.append((phase, t0, values))  # (t0 on the step tracker's clock)
             if phase is OPTIMIZER:
                 self.after_step = values
         else:
@@ -125,7 +141,7 @@ class PhaseTracker:
         except Exception:
             self.errors += 1
             return
-        self._emit(EventKind.LOADED, {"devices": {self._name(d): v for d, v in (values or {}).items()},
+        self._emit(EventKind.LOADED, {"devices": {self._name(d): current_of(v) for d, v in (values or {}).items()},
                               "text": "allocated after loading, before the first forward"})
         if not values:
             self.enabled = False
@@ -142,6 +158,16 @@ class PhaseTracker:
                 t = _first_grad_tensor(output)
                 if t is not None:
                     t.register_hook(self._output_grad)
+        except Exception:
+            self.errors += 1
+
+    def eval_end(self) -> None:
+        """End of a registered model's forward under no_grad: an evaluation pass (its
+        own phase, in the record of the step that follows it)."""
+        if not self.enabled:
+            return
+        try:
+            self._note(EVAL)
         except Exception:
             self.errors += 1
 
@@ -192,6 +218,7 @@ class PhaseTracker:
         (empty: not measured); the agent thread folds them (agent/sampling.py). Decides
         whether the next step is measured; a skipped step only counts down."""
         if not self._cost:  # nothing was read: a skipped step
+            self._last = None
             if self._backward_seen:
                 self._backward_seen = False
             if self._nothing_at is None:
@@ -206,6 +233,7 @@ class PhaseTracker:
                     self.enabled = True
             return ()
         seen, self._seen = self._seen, []
+        self._last = (START, seen[-1][1], seen[-1][2]) if seen else None
         if seen:
             self.steps_seen += 1
             self.steps_measured += 1

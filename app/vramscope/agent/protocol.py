@@ -79,9 +79,11 @@ class Phase(StrEnum):
     FORWARD = "forward"  # end of the forward pass: activations held
     BACKWARD = "backward"  # end of backward: gradients there, activations freed
     OPTIMIZER = "optimizer"  # after the optimizer step
+    EVAL = "eval"  # end of a forward under no_grad (an evaluation pass between steps)
 
 
 PHASES = tuple(Phase)
+TRAINING_PHASES = (Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER)  # every measured step has these
 
 
 class Bucket(StrEnum):
@@ -105,11 +107,24 @@ BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 # -- the monitor's store: one series per (agent process, device, metric) --------------
 STORE_KEY = "agent"
 STEPS_DEVICE = "steps"  # pseudo-device of the per-step series ("duration", "step")
-DEVICE_METRICS = ("allocated", "reserved", "peak_allocated")  # per sample and device
+# the peak since the previous sample is exact where this is None; otherwise
+# "peak_allocated" is a lower bound and this the upper one (agent/stats.py PeakWindow)
+PEAK_BOUND = "peak_allocated_bound"
+DEVICE_METRICS = ("allocated", "reserved", "peak_allocated", PEAK_BOUND)  # per sample and device
 STEP_ALLOCATED_AFTER = "step_allocated_after"
 STEP_PEAK_ALLOCATED = "step_peak_allocated"
 PHASE_LOADED = "phase_loaded"
 OOM_REQUESTED = "oom_requested"
+
+
+PHASES_MEASURED = "phases_measured"  # (a sample's "agent" figures) share of steps with phase readings
+
+
+def phase_peak_metric(phase: str, bound: bool = False) -> str:
+    """The series of a phase's peak per step: "phase_peak_forward" (exact, or its lower
+    bound where the allocator's all-time counter did not rise), and with ``bound`` its
+    upper bound where it is not exact ("phase_peak_bound_forward")."""
+    return f"phase_peak_bound_{phase}" if bound else f"phase_peak_{phase}"
 
 
 def phase_metric(phase: str) -> str:

@@ -9,12 +9,15 @@ same instant (agent/core.py) into the five buckets per device.
 from __future__ import annotations
 
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOTHING_REGISTERED, full_buckets
-from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS
+from vramscope.agent.phases import START
+from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Phase
+from vramscope.agent.stats import current_of, merge_peaks
 
 
 def fold_phases(seen: list, name=str, wall_offset: float = 0.0) -> tuple[dict | None, list[str], dict[str, float]]:
-    """A step's raw phase readings [(phase, time, {device index: bytes})] (``wall_offset``
-    turns their clock into wall time) ->
+    """A step's raw phase readings [(phase, time, {device index: bytes or (bytes, the
+    all-time peak)})] (``wall_offset`` turns their clock into wall time; a first START
+    entry is the previous step's last reading) ->
     (device -> phase -> the highest reading of the step, or None where not
     measured; the phases in the order first seen; phase -> time of its last
     reading). Nothing read: (None, [], {})."""
@@ -22,9 +25,12 @@ def fold_phases(seen: list, name=str, wall_offset: float = 0.0) -> tuple[dict | 
     order: list[str] = []
     times: dict[str, float] = {}
     for phase, t, values in seen:
+        if phase == START:
+            continue
         for index, value in values.items():
             if value is None:
                 continue
+            value = current_of(value)
             d = per.get(index)
             if d is None:
                 d = per[index] = {}
@@ -35,7 +41,37 @@ def fold_phases(seen: list, name=str, wall_offset: float = 0.0) -> tuple[dict | 
         times[phase] = t + wall_offset
     if not per:
         return None, [], {}
-    return {name(i): {p: v.get(p) for p in PHASES} for i, v in per.items()}, order, times
+    # (the training phases always, None where not read; an evaluation only where there was one)
+    return {name(i): {p: v.get(p) for p in PHASES if p is not Phase.EVAL or p in v}
+            for i, v in per.items()}, order, times
+
+
+def phase_peaks(seen: list, name=str) -> dict | None:
+    """Each phase's peak: the highest allocated between the reading before it and its
+    own -- exact where the all-time counter rose in between, else at least the higher
+    of the two readings and at most the counter. -> device -> phase -> [peak, upper
+    bound or None: exact]; None where the provider gives no all-time peak."""
+    out: dict = {}
+    prev: dict = {}
+    for phase, _t, values in seen:
+        for index, value in values.items():
+            if type(value) is not tuple:
+                continue
+            cur, top = value
+            before = prev.get(index)
+            prev[index] = value
+            if phase == START:
+                continue
+            if before is None:  # nothing read since the last measured step: the counter bounds it
+                stretch = (cur, top if top > cur else None)
+            elif top > before[1]:  # the counter rose in this stretch: its peak, exactly
+                stretch = (top, None)
+            else:  # at least either end (and the counter after a user's reset), at most the counter
+                low = max(cur, before[0], top if top < before[1] else cur)
+                stretch = (low, before[1] if before[1] > low else None)
+            d = out.setdefault(name(index), {})
+            d[phase] = list(merge_peaks(tuple(d[phase]) if phase in d else None, *stretch))
+    return out or None
 
 
 def step_devices(stats, name=str) -> dict | None:
@@ -48,6 +84,7 @@ def step_devices(stats, name=str) -> dict | None:
     out = {}
     for index, value in (after or {}).items():
         device = name(index)
+        value = current_of(value)
         out[device] = {"allocated_after": value, "peak_allocated": (full.get(device) or {}).get("peak_allocated")}
     for name, fields in full.items():
         out.setdefault(name, {"allocated_after": fields.get("allocated"),
@@ -65,6 +102,7 @@ def step_item(record: tuple, name=str) -> dict:
         item["phases"] = phases  # device -> {forward, backward, optimizer}; None: not measured
         item["phase_order"] = order
         item["phase_times"] = times
+        item["phase_peaks"] = phase_peaks(seen, name)  # device -> phase -> [peak, bound or None]
     return item
 
 
@@ -107,7 +145,7 @@ def sample_item(agent, now: float, devices: dict) -> dict:
             "models": agent._model_info,
             "agent": {"errors": agent.errors + agent.steps.errors + agent.phases.errors,
                       "walks": agent.walks, "phases_every": agent.phases.every,
-                      "phases_measured": agent.phases.measured_share,
+                      PHASES_MEASURED: agent.phases.measured_share,
                       "walk_seconds": agent.last_walk_seconds,
                       "measure_seconds": agent.last_measure_seconds,
                       "models": len(agent._models), "optimizers": len(agent._optimizers),

@@ -10,8 +10,13 @@ The peak since the previous sample comes from peak windows the agent owns:
 the allocator's own peak counter is read, never reset
 (``torch.cuda.reset_peak_memory_stats`` belongs to the user). When that
 counter rose since a window's previous look, the new peak happened inside
-the window, so it is exact; otherwise the window's peak is the highest
-allocated value the agent itself observed in it.
+the window, so it is exact; otherwise the window's peak is at least the
+highest allocated value the agent itself observed in it (its full reads and
+the hooks' readings) and at most the counter: the window says so
+(``peak_allocated_bound``, None where exact). Resetting the counter per
+window would give the exact figure but change what the user's own
+``torch.cuda.max_memory_allocated()`` returns, and PyTorch has no
+per-interval peak of its own.
 
 A statistic the backend does not provide is ``None``, never 0: with
 ``backend:cudaMallocAsync`` only allocated/active/reserved (and their peaks)
@@ -22,6 +27,8 @@ from __future__ import annotations
 
 import os
 import threading
+
+from vramscope.agent.protocol import PEAK_BOUND, ItemKind
 
 # our field -> key of torch.cuda.memory_stats()
 STAT_KEYS = {
@@ -37,7 +44,7 @@ STAT_KEYS = {
 }
 PEAK_KEY = "allocated_bytes.all.peak"
 ASYNC_MEANINGFUL = {"allocated", "reserved", "active"}
-STAT_FIELDS = tuple(STAT_KEYS) + ("peak_allocated",)
+STAT_FIELDS = tuple(STAT_KEYS) + ("peak_allocated", PEAK_BOUND)
 
 
 def runtime_of(torch) -> str:
@@ -110,6 +117,19 @@ class TorchCudaProvider:
             if value or index in self._touched:
                 self._touched.add(index)
                 out[index] = int(value)
+        return out
+
+    def allocated_peaks_now(self) -> dict[int, tuple[int, int]]:
+        """(allocated, the all-time peak) per touched device: one nested read each, as
+        ``allocated_now`` (the peak costs nothing more; it is read, never reset)."""
+        cuda = self._torch.cuda
+        out = {}
+        for index in self.devices():
+            d = cuda.memory_stats_as_nested_dict(index)["allocated_bytes"]["all"]
+            value = d["current"]
+            if value or index in self._touched:
+                self._touched.add(index)
+                out[index] = (int(value), int(d["peak"]))
         return out
 
     def device_info(self, index: int) -> dict:
@@ -191,28 +211,67 @@ def read_allocator_settings(torch=None) -> dict:
 
 
 class PeakWindow:
-    """Peak allocated since this window was last taken (see module doc)."""
+    """Peak allocated since this window was last taken (see module doc), and whether
+    that figure is the window's true peak.
 
-    __slots__ = ("_prev_global", "_max")
+    Between two looks at the allocator the all-time counter either rose -- then the
+    new all-time peak happened between them: exact -- or it did not: that stretch's
+    peak lies between the readings and the counter (``bound``). After a user's reset
+    (the counter fell) the part before the reset is bounded by the old counter. The
+    window is exact when its figure reaches every stretch's bound; otherwise the
+    figure is a lower bound and ``bound`` the upper one."""
+
+    __slots__ = ("_prev_global", "_max", "_bound")
 
     def __init__(self):
         self._prev_global: int | None = None
         self._max: int | None = None
+        self._bound: int | None = None  # the highest upper bound of a stretch not known exactly
 
     def observe(self, current: int | None, global_peak: int | None) -> None:
         m = self._max
         if current is not None and (m is None or current > m):
             m = current
         if global_peak is not None:
-            if global_peak != self._prev_global:  # rose (or was reset by the user) since our last look
-                if m is None or global_peak > m:
+            prev = self._prev_global
+            if prev is None or global_peak != prev:  # rose (or was reset by the user) since our
+                if m is None or global_peak > m:  # last look: the counter's peak is in this stretch
                     m = global_peak
+            if prev is not None and global_peak <= prev:  # not risen: this stretch's peak (before
+                if self._bound is None or prev > self._bound:  # a user's reset) is at most prev
+                    self._bound = prev
             self._prev_global = global_peak
         self._max = m
 
-    def take(self) -> int | None:
-        m, self._max = self._max, None
-        return m
+    def point(self, current: int) -> None:
+        """A reading of allocated between two looks (a hook's): raises the lower bound."""
+        if self._max is None or current > self._max:
+            self._max = current
+
+    def take(self) -> tuple[int | None, int | None]:
+        """(the window's peak -- exact when the bound is None --, the upper bound where
+        it is only a lower bound); the next window starts now."""
+        m, bound = self._max, self._bound
+        self._max = self._bound = None
+        if bound is not None and (m is None or bound <= m):
+            bound = None
+        return m, bound
+
+
+def merge_peaks(known: tuple | None, peak: int | None, bound: int | None) -> tuple:
+    """Two stretches' (peak, upper bound or None: exact) as one stretch's."""
+    if known is None:
+        return peak, bound
+    peaks = [v for v in (known[0], peak) if v is not None]
+    top = max(peaks) if peaks else None
+    bounds = [v for v in (known[1], bound) if v is not None]
+    upper = max(bounds) if bounds else None
+    return top, (upper if upper is not None and (top is None or upper > top) else None)
+
+
+def current_of(value) -> int:
+    """A hook's reading of one device: bytes, or (bytes, the all-time peak)."""
+    return value[0] if type(value) is tuple else value
 
 
 def extract(stats: dict, backend: str | None) -> dict:
@@ -243,6 +302,9 @@ class StatsReader:
         self.provider = provider
         self._consumers = tuple(consumers)
         self._windows: dict[str, dict[str, PeakWindow]] = {c: {} for c in self._consumers}
+        # the windows the hooks' readings go into: the samples' (one per reading: the cost
+        # is the training thread's)
+        self._hook_windows = self._windows.get(ItemKind.SAMPLE, {})
         self._lock = threading.Lock()
         self._clock = clock or time.monotonic
         self.min_gap = min_gap
@@ -253,7 +315,8 @@ class StatsReader:
         self.reads = 0
         # {device index: allocated bytes}: what the hooks read on the training thread every
         # step, unnamed (the agent thread names the devices when it builds the step item)
-        self.raw_allocated = getattr(provider, "allocated_now", None) or dict
+        self.raw_allocated = (getattr(provider, "allocated_peaks_now", None)
+                              or getattr(provider, "allocated_now", None) or dict)
         self._names: dict[int, str] = {}  # device index -> name
 
     def settings(self) -> dict:
@@ -273,7 +336,30 @@ class StatsReader:
 
     def allocated_now(self) -> dict[str, int]:
         """{device: allocated bytes} -- the one cheap counter the hooks read."""
-        return {self.name(index): value for index, value in self.raw_allocated().items()}
+        return {self.name(index): current_of(value) for index, value in self.raw_allocated().items()}
+
+    def allocated_noted(self) -> dict[int, int | tuple[int, int]]:
+        """Training thread, at a phase hook: allocated per device index -- with the
+        all-time peak, (bytes, peak), where the provider reads both at once -- and each
+        reading goes into the sample's peak window (a lower bound; a rise of the counter
+        since the window's last look is exact). Read and noted under the reader's lock,
+        so a reading lands in the window it was taken in; never waits (the agent thread
+        mid-read: the reading is returned, not noted)."""
+        if not self._lock.acquire(blocking=False):
+            return self.raw_allocated()
+        try:
+            values = self.raw_allocated()
+            windows, names = self._hook_windows, self._names
+            for index, value in values.items():
+                window = windows.get(names.get(index) or self.name(index))
+                if window is not None:
+                    if type(value) is tuple:
+                        window.observe(*value)
+                    else:
+                        window.point(value)
+            return values
+        finally:
+            self._lock.release()
 
     def name(self, index: int) -> str:
         name = self._names.get(index)
@@ -311,7 +397,7 @@ class StatsReader:
                 if window is None:
                     window = self._windows[c][name] = PeakWindow()
                 window.observe(current, peak)
-            fields["peak_allocated"] = self._windows[consumer][name].take()
+            fields["peak_allocated"], fields[PEAK_BOUND] = self._windows[consumer][name].take()
             info = self.provider.device_info(index)
             fields["uuid"] = info.get("uuid")
             fields["total"] = info.get("total")

@@ -26,6 +26,10 @@ from vramscope.agent.protocol import ItemKind
 
 MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
 STEP_READ = ItemKind.STEP  # (looked up once: the step hook reads the allocator for this consumer)
+# while phases are read on at least every k-th step, the optimizer pre-hook stays placed:
+# placing and removing it twice per k steps costs the training thread more (~15 us each,
+# cold, bench/agent_thread_cost.py) than a call that returns at once (~2-3 us)
+KEEP_PRE_HOOK_EVERY = 8
 
 
 class StepTracker:
@@ -73,8 +77,8 @@ class StepTracker:
         """Training thread, between steps (never inside the optimizer's pre-hook loop):
         the pre-hook where the next step needs it, removed where it does not."""
         phases = self._phases
-        want = self._hook_handle is not None and (
-            self.pre_every_step or (phases is not None and phases.enabled))
+        want = self._hook_handle is not None and (self.pre_every_step or (phases is not None and (
+            phases.enabled or phases.every <= KEEP_PRE_HOOK_EVERY)))
         if want and self._pre_handle is None:
             from torch.optim.optimizer import register_optimizer_step_pre_hook
             self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
@@ -183,13 +187,14 @@ class StepTracker:
             try:
                 after = phases.after_step if phases is not None else None
                 if after is None:
-                    after = reader.raw_allocated()
+                    after = reader.raw_allocated()  # (not into the peak windows: cheap, every step)
                 devices = (after, reader.try_read(STEP_READ) if now >= reader.due_at else None)
             except Exception:  # the step is still recorded, without its reading
                 self.errors += 1
         seen = None
         if phases is not None:
             seen = phases.take(now, duration)
-            if (self._pre_handle is not None) != (self.pre_every_step or phases.enabled):
+            if (self._pre_handle is not None) != (self.pre_every_step or phases.enabled
+                                                  or phases.every <= KEEP_PRE_HOOK_EVERY):
                 self.place_pre_hook()
         self.records.append((self.count, self._wall(), duration, source, devices, seen, now))

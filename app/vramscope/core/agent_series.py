@@ -18,7 +18,9 @@ Keys are ``protocol.series_key(pid, start_time, device, metric)``:
 - per step, at the step's time: (``steps``, ``step``), (``steps``,
   ``duration``) and per device ``step_allocated_after`` /
   ``step_peak_allocated``; ``phase_forward`` / ``phase_backward`` /
-  ``phase_optimizer`` at the time each phase was read;
+  ``phase_optimizer`` (``phase_eval``) at the time each phase was read, and
+  each phase's peak ``phase_peak_<phase>`` (exact, or a lower bound where
+  ``phase_peak_bound_<phase>`` has a point at the same time: its upper bound);
 - events: ``loaded`` -> ``phase_loaded`` per device; ``oom`` ->
   ``oom_requested`` on the failing device.
 
@@ -31,7 +33,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from vramscope.agent.protocol import (
     BUCKETS, DEVICE_METRICS, OOM_REQUESTED, PHASE_LOADED, PHASES, STEP_ALLOCATED_AFTER,
-    STEP_PEAK_ALLOCATED, STEPS_DEVICE, EventKind, phase_metric, series_key,
+    STEP_PEAK_ALLOCATED, STEPS_DEVICE, EventKind, phase_metric, phase_peak_metric,
+    series_key,
 )
 
 Point = tuple[tuple, float, "int | float | None"]
@@ -80,6 +83,19 @@ def step_points(pid: int, start_time: float | None, t: float, step: Mapping) -> 
             when = times.get(phase)
             yield (series_key(pid, start_time, str(name), phase_metric(phase)),
                    float(when) if isinstance(when, (int, float)) else t, value)
+    peaks = step.get("phase_peaks")
+    for name, per in (peaks.items() if isinstance(peaks, Mapping) else ()):
+        for phase, pair in (per.items() if isinstance(per, Mapping) else ()):
+            if phase not in PHASES or not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                continue
+            peak, bound = pair
+            if not (_number(peak) and _number(bound)) or peak is None:
+                continue
+            when = times.get(phase)
+            when = float(when) if isinstance(when, (int, float)) else t
+            yield series_key(pid, start_time, str(name), phase_peak_metric(phase)), when, peak
+            if bound is not None:  # (no point where the peak is exact)
+                yield series_key(pid, start_time, str(name), phase_peak_metric(phase, True)), when, bound
 
 
 def event_points(pid: int, start_time: float | None, kind: str, t: float,

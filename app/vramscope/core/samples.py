@@ -328,7 +328,8 @@ class AgentDevice:
     active: int | None = None
     inactive_split: int | None = None  # non-releasable
     requested: int | None = None
-    peak_allocated: int | None = None  # peak since the previous sample
+    peak_allocated: int | None = None  # peak since the previous sample (a lower bound where:)
+    peak_allocated_bound: int | None = None  # its upper bound; None: peak_allocated is exact
     num_alloc_retries: int | None = None
     num_ooms: int | None = None
     alloc_count: int | None = None
@@ -368,6 +369,7 @@ class AgentReport:
     # per registered model (agent/model_info.py): name, params, tensors, trainable,
     # trainable_tensors, param_bytes, trainable_bytes, bytes_per_param, dtypes, optimizer
     models: tuple[dict, ...] = field(default=(), compare=False, hash=False)
+    phases_measured: float | None = None  # share of steps whose phases the agent read
 
     @property
     def identity(self) -> ProcessIdentity:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS
+from vramscope.agent.protocol import AGENT_BUCKETS, DEVICE_METRICS, PEAK_BOUND, PHASES_MEASURED
 from vramscope.core import agent_series
 from vramscope.core.samples import (
     AGENT_ENDED, AgentBuckets, AgentDevice, AgentReport, Frame, bare_uuid,
@@ -37,6 +37,7 @@ def report_of(state) -> AgentReport:
             allocated=_int(dev.get("allocated")), reserved=_int(dev.get("reserved")),
             active=_int(dev.get("active")), inactive_split=_int(dev.get("inactive_split")),
             requested=_int(dev.get("requested")), peak_allocated=_int(dev.get("peak_allocated")),
+            peak_allocated_bound=_int(dev.get(PEAK_BOUND)),
             num_alloc_retries=_int(dev.get("num_alloc_retries")), num_ooms=_int(dev.get("num_ooms")),
             alloc_count=_int(dev.get("alloc_count")), free_count=_int(dev.get("free_count")),
             buckets=buckets, total=_int(dev.get("total")),
@@ -52,7 +53,12 @@ def report_of(state) -> AgentReport:
         allocator_settings=dict(sample.get("settings") or {}), events=tuple(state.new_events),
         connected=state.ended_at is None and state.conn is not None, error=error,
         recent_events=tuple(state.recent), dropped=state.dropped,
-        models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)))
+        models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)),
+        phases_measured=_share((sample.get("agent") or {}).get(PHASES_MEASURED)))
+
+
+def _share(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 else None
 
 
 def _int(v) -> int | None:

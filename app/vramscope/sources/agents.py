@@ -372,7 +372,9 @@ class AgentClient:
             "peak_allocated": first.get("peak_allocated"), "allocated_after": first.get("allocated_after"),
             # device -> {"forward", "backward", "optimizer"}: allocated bytes at each phase's end
             "phases": phases, "phase_order": list(item.get("phase_order") or ()),
-            "phase_times": dict(times)})
+            "phase_times": dict(times),
+            # device -> phase -> [peak, upper bound or None: exact] (agent/sampling.py)
+            "phase_peaks": item.get("phase_peaks") if isinstance(item.get("phase_peaks"), dict) else None})
         state.new_events.append(ev)
         self._record(agent_series.step_points(state.pid, state.start_time, t, ev.data))
 

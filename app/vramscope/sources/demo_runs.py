@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from vramscope.agent.protocol import PHASES, EventKind, Phase
+from vramscope.agent.protocol import TRAINING_PHASES, EventKind, Phase
 from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, GpuProcess, ProcessInfo,
 )
@@ -321,7 +321,8 @@ class ScriptedRun:
         report = AgentReport(
             pid=info.pid, start_time=start_time, hostname=self.hostname,
             time=session_start + t, step=n, devices=(device,),
-            allocator_settings=dict(s.allocator_settings), events=tuple(events))
+            allocator_settings=dict(s.allocator_settings), events=tuple(events),
+            phases_measured=1.0 if n else None)  # (slow steps: every one read)
         return proc, report
 
     def _step_events(self, prev_r: float, r: float, start_time: float,
@@ -340,6 +341,13 @@ class ScriptedRun:
             phases = {Phase.FORWARD: self._step_peak(k),
                       Phase.BACKWARD: before + self._activations(k) // 8,
                       Phase.OPTIMIZER: self._after(k)}
+            # each phase's peak: backward's first temporaries come while the activations
+            # are still held (the step's peak, within what reserved has room for), the
+            # update adds its own; exact, as where the allocator's all-time counter rises
+            extra = max(0, min(self.s.gradients // 8, self.s.gap0 // 2))
+            peaks = {Phase.FORWARD: [phases[Phase.FORWARD], None],
+                     Phase.BACKWARD: [phases[Phase.FORWARD] + extra, None],
+                     Phase.OPTIMIZER: [phases[Phase.OPTIMIZER] + self.s.optimizer_state // 8, None]}
             span = end - begin
             times = {Phase.FORWARD: start_time + begin + 0.4 * span,
                      Phase.BACKWARD: start_time + begin + 0.9 * span, Phase.OPTIMIZER: start_time + end}
@@ -349,8 +357,8 @@ class ScriptedRun:
                 "devices": {self.s.device: {"peak_allocated": self._step_peak(k),
                                             "allocated_after": self._after(k)}},
                 "duration": end - begin,
-                "phases": {self.s.device: phases}, "phase_order": list(PHASES),
-                "phase_times": times}))
+                "phases": {self.s.device: phases}, "phase_order": list(TRAINING_PHASES),
+                "phase_times": times, "phase_peaks": {self.s.device: peaks}}))
         return out
 
     def _oom_event(self, start_time: float, device_total: int, free: int, allocated: int,

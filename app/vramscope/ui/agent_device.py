@@ -10,11 +10,14 @@
 - once steps are too many to draw one by one (ten minutes of one-second
   steps, an hour of anything), each phase is a line through its peak per
   few pixels, the step ticks and the per-sample peak go, and the areas show
-  the breakdown at each step's peak (the end of forward) rather than
+  the breakdown at each step's peak (the highest of its phase peaks; the end
+  of forward, said so, where the agent reads no phase peaks) rather than
   wherever in a step each sample fell -- samples landing anywhere in a step
   draw a comb of spikes, or a flat line when the two rhythms lock;
-- stacked bars: the breakdown at the peak phase of the last measured step
-  (not whatever moment the last sample caught) and, after an OOM, at the OOM.
+- stacked bars: the breakdown at the real peak of the last measured step
+  ("≥" where it is only a lower bound; "fwd end" where no phase peak is
+  known -- never an end-of-phase reading called a peak) and, after an OOM,
+  at the OOM.
 
 Every plot item is created once and updated with new data.
 """
@@ -26,14 +29,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
-from vramscope.agent.protocol import PHASE_LOADED, phase_metric
+from vramscope.agent.protocol import PHASE_LOADED, phase_metric, phase_peak_metric
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, thin
 from vramscope.core.units import GiB, MiB, fmt_bytes
 from vramscope.ui import theme
 from vramscope.agent.protocol import Phase
 from vramscope.ui.agent_texts import (
-    BUCKETS, PHASES, PHASE_SHORT, agent_key, last_value, oom_text, phase_text,
+    BUCKETS, PHASES, agent_key, end_title, last_value, oom_text, peak_title, phase_text,
 )
 from vramscope.ui.timeline import MIN_SPAN
 from vramscope.ui.safe_text import html_text
@@ -41,7 +44,8 @@ from vramscope.ui.timeline_stack import Band
 
 MARK_PX = 3  # at most one phase marker (the peak) per this many pixels
 DENSE_PX = 8  # fewer pixels per step than this: phases as lines, areas at each step's peak
-ENVELOPE_NOTE = "areas: the breakdown at each step's peak (end of forward)"
+ENVELOPE_NOTE = "areas: the breakdown at each step's peak (its highest phase peak)"
+FORWARD_NOTE = "areas: the breakdown at the end of each step's forward (not its peak: no phase peaks read)"
 
 
 def value_at(t: np.ndarray, v: np.ndarray, when: float) -> float | None:
@@ -71,9 +75,9 @@ def steps_between(steps: np.ndarray) -> int:
 
 def at_step_peaks(layers: dict[str, np.ndarray], forward: np.ndarray) -> dict[str, np.ndarray]:
     """The bucket layers as at each step's peak: activations (other allocated) up to
-    what the end of forward held, the cached free blocks it took out of reserved
-    (the total stays reserved + outside PyTorch). ``forward``: the last end-of-forward
-    reading at each time (0 before the first)."""
+    what the peak held, the cached free blocks it took out of reserved (the total
+    stays reserved + outside PyTorch). ``forward``: the step's peak (else its end of
+    forward) at each time (0 before the first)."""
     fixed = layers["weights"] + layers["gradients"] + layers["optimizer_state"]
     acts = np.maximum(layers["other_allocated"], forward - fixed)
     cached = np.maximum(0.0, layers["other_allocated"] + layers["cached_free"] - acts)
@@ -260,6 +264,7 @@ class DeviceView(QWidget):
         top = 0.0
         latest: dict[str, float | None] = {}
         when: dict[str, float] = {}
+        peaks = None
         loaded = None
         self._note = None
         if has_timeline:
@@ -270,7 +275,8 @@ class DeviceView(QWidget):
             ts, vs = series("step", device="steps")
             dense = steps_between(vs) > px // DENSE_PX
             tf, vf = series(phase_metric(Phase.FORWARD))
-            envelope = dense and bool(np.isfinite(vf).any())
+            step_peaks = self._step_peaks(series)  # (t, v) of each step's highest phase peak, or None
+            envelope = dense and (step_peaks is not None or bool(np.isfinite(vf).any()))
             self.allocated.setData(ta, va / GiB)
             # dense samples land anywhere in a step: the zigzag hides the picture, and the
             # stack's top already draws allocated's envelope
@@ -283,9 +289,9 @@ class DeviceView(QWidget):
             for arr in (vr, vp, va):
                 if len(arr) and np.isfinite(arr).any():
                     top = max(top, float(np.nanmax(arr)) / GiB)
-            top = max(top, self._stack(series, ta, px // MARK_PX if dense else px,
-                                       (tf, vf) if envelope else None) / GiB)
-            self._note = ENVELOPE_NOTE if envelope else None
+            at = (step_peaks or [(tf, vf)]) if envelope else None
+            top = max(top, self._stack(series, ta, px // MARK_PX if dense else px, at) / GiB)
+            self._note = (ENVELOPE_NOTE if step_peaks is not None else FORWARD_NOTE) if envelope else None
             if dense:  # a tick per few pixels is a grey bar: the header counts the steps
                 ts = np.empty(0)
             ts, ys = peak_per_column(ts, np.zeros(len(ts)), px // MARK_PX)
@@ -304,7 +310,8 @@ class DeviceView(QWidget):
             self.loaded_line.setVisible(loaded is not None)
             if loaded is not None:
                 self.loaded_line.setValue(loaded / GiB)
-            text = phase_text(latest, loaded)
+            peaks = self._last_peaks(series, when)
+            text = phase_text(latest, loaded, peaks, report.phases_measured)
             self.phase_label.setText(text)
             self.phase_label.setVisible(bool(text))
             to, _ = series("oom_requested")
@@ -324,7 +331,7 @@ class DeviceView(QWidget):
             first = float(ta[0]) if len(ta) else now
             p.setXRange(max(since, min(first, now - MIN_SPAN)), now, padding=0)
             p.setYRange(0, max(top * 1.1, 0.5), padding=0)
-        columns = [self._peak_column(series, dev, latest, when)]
+        columns = [self._peak_column(series, dev, latest, when, peaks if has_timeline else None)]
         oom = self._last_oom(report, dev.device)
         if oom is not None and oom.data.get("buckets"):
             columns.append(("at OOM", dict(oom.data["buckets"])))
@@ -348,11 +355,11 @@ class DeviceView(QWidget):
 
     def _stack(self, series, base: np.ndarray, columns: int, forward=None) -> float:
         """The bucket areas on the allocated series' times, at most ``columns`` points
-        (the peak of each); with ``forward`` (the end-of-forward readings: t, v) as at
-        each step's peak. Returns the top (bytes)."""
+        (the peak of each); with ``forward`` ([(t, v)]: each phase's peaks, else the
+        end-of-forward readings) as at the highest of them. Returns the top (bytes)."""
         layers = {field: hold(base, *series(field)) for field, _label in BUCKETS}
         if forward is not None:
-            layers = at_step_peaks(layers, hold(base, *forward))
+            layers = at_step_peaks(layers, np.maximum.reduce([hold(base, t, v) for t, v in forward]))
         tops = cumulative([layers[field] for field, _label in BUCKETS])
         if not tops.size:
             for band in self.bands:
@@ -366,25 +373,52 @@ class DeviceView(QWidget):
             band.set_visible(True)
         return float(tops[-1].max()) if tops.shape[1] else 0.0
 
-    def _peak_column(self, series, dev, latest: dict, when: dict) -> tuple[str, dict]:
-        """The buckets at the peak phase of the last measured step; the latest sample
-        when no phase was measured (a CPU run, no registered model)."""
+    def _step_peaks(self, series):
+        """Each phase's peak per step [(t, v)] (lower bounds where not exact): their
+        highest at any time is the newest step's real peak; None when the agent reads
+        no phase peaks."""
+        out = [series(phase_peak_metric(phase)) for phase, _w, _s in PHASES]
+        return [(t, v) for t, v in out if len(t)] or None
+
+    def _last_peaks(self, series, when: dict) -> dict | None:
+        """The last measured step's phase peaks: phase -> (peak, upper bound or None:
+        exact); only those read with its end readings (same times)."""
+        out = {}
+        for phase, t_end in when.items():
+            t, v = series(phase_peak_metric(phase), start=t_end - 1.0)
+            if not len(t) or float(t[-1]) != t_end or not np.isfinite(v[-1]):
+                continue
+            tb, vb = series(phase_peak_metric(phase, True), start=t_end - 1.0)
+            bounded = len(tb) and float(tb[-1]) == t_end and np.isfinite(vb[-1])
+            out[phase] = (float(v[-1]), float(vb[-1]) if bounded else None)
+        return out or None
+
+    def _peak_column(self, series, dev, latest: dict, when: dict, peaks: dict | None) -> tuple[str, dict]:
+        """The buckets at the real peak of the last measured step (its highest phase
+        peak, "≥" where a lower bound); at the highest phase end, titled as such, where
+        no phase peak is known; the latest sample when no phase was measured (a CPU
+        run, no registered model)."""
         now_b = dev.buckets.as_dict() if dev.buckets is not None else {}
         known = {p: v for p, v in latest.items() if v is not None}
         if not known:
             return ("latest", now_b)
-        top = max(known, key=lambda p: known[p])
+        if peaks:
+            top = max(peaks, key=lambda p: peaks[p][0])
+            value, title = peaks[top][0], peak_title(top, peaks[top][1] is None)
+        else:
+            top = max(known, key=lambda p: known[p])
+            value, title = known[top], end_title(top)
         t = when[top]
         at = {}
         for field in ("weights", "gradients", "optimizer_state", "outside_pytorch"):
             tt, vv = series(field, start=t - 3600.0)
             at[field] = value_at(tt, vv, t) if len(tt) else now_b.get(field)
         fixed = sum(v for k, v in at.items() if k != "outside_pytorch" and v)
-        at["other_allocated"] = max(0.0, known[top] - fixed)  # activations + temporaries then
+        at["other_allocated"] = max(0.0, value - fixed)  # activations + temporaries then
         tr, vr = series("reserved", start=t - 3600.0)
         reserved = value_at(tr, vr, t) if len(tr) else None
-        at["cached_free"] = None if reserved is None else max(0.0, reserved - known[top])
-        return (PHASE_SHORT[top], at)
+        at["cached_free"] = None if reserved is None else max(0.0, reserved - value)
+        return (title, at)
 
     def _last_oom(self, report: AgentReport, device: str):
         # recent_events survive frames the GUI timer skipped; events are remembered here too
@@ -399,7 +433,7 @@ def phase_colours(s: theme.Scheme) -> dict[str, str]:
     """Each phase in the colour of the bucket it adds: forward the activations,
     backward the gradients, the optimizer step its state, loading the weights."""
     w, g, o, a = s.BUCKET_COLOURS[:4]
-    return {Phase.FORWARD: a, Phase.BACKWARD: g, Phase.OPTIMIZER: o, "loaded": w}
+    return {Phase.FORWARD: a, Phase.BACKWARD: g, Phase.OPTIMIZER: o, Phase.EVAL: s.LINK, "loaded": w}
 
 
 def legend_html(columns, s: theme.Scheme, note: str | None = None) -> str:

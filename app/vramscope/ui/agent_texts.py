@@ -19,9 +19,29 @@ PHASES = (  # (phase, words, symbol): the step phases the agent reads (agent/pha
     (Phase.FORWARD, "end of forward (activations held)", "t1"),
     (Phase.BACKWARD, "after backward", "d"),
     (Phase.OPTIMIZER, "after optimizer step", "s"),
+    (Phase.EVAL, "end of an evaluation (no_grad)", "o"),
 )
-PHASE_SHORT = {Phase.FORWARD: "peak: fwd end", Phase.BACKWARD: "peak: after bwd",
-               Phase.OPTIMIZER: "peak: after opt"}
+PHASE_ABBR = {Phase.FORWARD: "fwd", Phase.BACKWARD: "bwd", Phase.OPTIMIZER: "opt", Phase.EVAL: "eval"}
+PHASE_IN = {Phase.FORWARD: "in forward", Phase.BACKWARD: "in backward",
+            Phase.OPTIMIZER: "in the optimizer step", Phase.EVAL: "in an evaluation"}
+
+
+def peak_title(phase: str, exact: bool) -> str:
+    """A bar column at a step's real peak: "peak (bwd)"; "≥ peak (bwd)" where the figure
+    is only a lower bound (the allocator's all-time counter did not rise)."""
+    return f"{'' if exact else '≥ '}peak ({PHASE_ABBR[phase]})"
+
+
+def end_title(phase: str) -> str:
+    """A bar column at a phase's end reading (no phase peaks known): "fwd end" -- not a peak."""
+    return f"{PHASE_ABBR[phase]} end"
+
+
+def peak_words(peak: float, bound: float | None) -> str:
+    """A peak in words: exact, or a lower bound with its upper one."""
+    if bound is None:
+        return fmt_bytes(peak)
+    return f"at least {fmt_bytes(peak)} (at most {fmt_bytes(bound)}: the allocator's all-time peak did not rise)"
 
 
 def agent_key(report: AgentReport, device: str, metric: str) -> tuple:
@@ -34,8 +54,12 @@ def last_value(values) -> float | None:
     return float(finite[-1]) if len(finite) else None
 
 
-def phase_text(latest: dict[str, float | None], loaded: float | None) -> str:
-    """The last measured step's phases in words, and which one peaks."""
+def phase_text(latest: dict[str, float | None], loaded: float | None,
+               peaks: dict[str, tuple[float, float | None]] | None = None,
+               share: float | None = None) -> str:
+    """The last measured step's phases in words, its real peak and where it was
+    (``peaks``: phase -> (peak, upper bound or None: exact)), and the share of steps
+    whose phases were read."""
     known = {p: v for p, v in latest.items() if v is not None}
     if not known:
         return ""
@@ -44,16 +68,27 @@ def phase_text(latest: dict[str, float | None], loaded: float | None) -> str:
     if loaded is not None:
         parts.append(f"after loading {fmt_bytes(loaded)}")
     parts += [f"{words[p]} {fmt_bytes(known[p])}" for p, *_ in PHASES if p in known]
-    top = max(known, key=lambda p: known[p])
-    rest = [v for p, v in known.items() if p != top]
-    peak = f"Largest phase: {words[top]}"
-    if rest:
-        peak += f", {fmt_bytes(known[top] - max(rest))} above the next"
-    if top == "forward":
-        peak += " -- activations dominate (checkpointing or a smaller micro-batch lowers it)"
-    elif top == "optimizer":
-        peak += " -- optimizer state dominates (8-bit optimizer or ZeRO sharding lowers it)"
-    return "Phases of the last measured step: " + " · ".join(parts) + ". " + peak + "."
+    text = "Phases of the last measured step: " + " · ".join(parts) + ". "
+    if peaks:
+        top = max(peaks, key=lambda p: peaks[p][0])
+        peak, bound = peaks[top]
+        text += f"Step peak {PHASE_IN[top]}: {peak_words(peak, bound)}"
+    else:
+        top = max(known, key=lambda p: known[p])
+        rest = [v for p, v in known.items() if p != top]
+        text += f"Highest phase end: {words[top]} (the step's peak, within a phase, is not read here)"
+        if rest:
+            text += f", {fmt_bytes(known[top] - max(rest))} above the next"
+    if top == Phase.FORWARD:
+        text += " -- activations dominate (checkpointing or a smaller micro-batch lowers it)"
+    elif top == Phase.BACKWARD:
+        text += " -- gradients made while activations are held (checkpointing or a smaller micro-batch lowers it)"
+    elif top == Phase.OPTIMIZER:
+        text += " -- optimizer state and its temporaries (8-bit optimizer, foreach=False or ZeRO sharding lowers it)"
+    text += "."
+    if share is not None:
+        text += f" Phases read on {share:.0%} of steps (the rest skipped to keep the agent's cost in budget)."
+    return text
 
 
 def settings_text(settings: dict) -> str:

@@ -1,0 +1,252 @@
+"""The agent's cost on the training thread, as CPU time, on 2 ms and 50 ms steps (issue 23).
+
+    .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:150,50ms:20] [--read-us 20]
+
+Budgets: the training thread's CPU time spent in the agent's functions <= 1 %
+of the step's; phase readings on >= 95 % of steps when one allocator read
+costs 20 us.
+
+How. An MLP (256-W-W-10, Adam, ``torch.set_num_threads(1)``) with its batch
+sized so that a step takes about 2 ms / 50 ms of the training thread's CPU
+time (``time.thread_time``: what other processes and the agent's own thread
+take does not count). The allocator is a replay whose hook reading
+(``allocated_peaks_now``) spins ``--read-us`` of CPU time: a slow allocator
+read, as one on a real GPU might be. Repetitions alternate (order flipped
+every other one) a block without the agent and a block with a fresh agent
+(default interval, model and optimizer registered; its first steps, while
+it learns which gradient nodes to watch, are left out). Two figures:
+
+1. in the agent's functions: every agent entry point the training thread
+   runs (model forward pre/post hooks, optimizer step pre/post hooks, the
+   backward watch's node pre-hook and end callback, the output-gradient
+   hook and the phase end callback, the main-thread pending call) is wrapped
+   at class level and timed with ``time.thread_time``; the wrapper's own cost
+   (calibrated on an empty function) is subtracted. Per step: the sum, and
+   its share of the median step of the same block; per hook: the breakdown.
+2. side by side: the median step CPU time with / without, per repetition;
+   median and interquartile range of those ratios over the repetitions (this
+   also holds what PyTorch charges for calling hooks at all and what the
+   hooks evict from the caches -- and this machine's noise).
+
+The share of steps whose phases were read: the agent's own counters
+(``phases.steps_measured`` / ``steps_seen``) over each block's measured steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+import torch
+
+from vramscope.agent import core as agent_core
+from vramscope.agent.backward import BackwardWatch
+from vramscope.agent.core import DEFAULT_INTERVAL, Agent
+from vramscope.agent.model_hooks import ModelHooks
+from vramscope.agent.phases import PhaseTracker
+from vramscope.agent.replay import ReplayProvider, scenario_ramp
+from vramscope.agent.steps import StepTracker
+
+ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
+    (ModelHooks, "_pre_hook"), (ModelHooks, "_post_hook"),
+    (StepTracker, "_optimizer_pre_hook"), (StepTracker, "_optimizer_hook"),
+    (BackwardWatch, "_end"),  # (_start runs inside the node pre-hook, timed as such)
+    (PhaseTracker, "_output_grad"), (PhaseTracker, "_backward_end"),
+    (agent_core.Agent, "_note_between_statements"),
+)
+
+
+class SlowRead(ReplayProvider):
+    """A replayed allocator whose hook reading costs ``read_us`` of CPU time."""
+
+    def __init__(self, read_us: float):
+        super().__init__(scenario_ramp(steps=50), loop=True)
+        self.read_s = read_us / 1e6
+
+    def allocated_peaks_now(self):
+        if self.read_s:  # (0: the agent's own cost alone, a read as cheap as a dict)
+            end = time.thread_time() + self.read_s
+            while time.thread_time() < end:
+                pass
+        return {i: (v, v) for i, v in self.allocated_now().items()}
+
+
+class Meter:
+    """Training-thread CPU time in the wrapped entry points (outermost calls only)."""
+
+    def __init__(self):
+        self.spent: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self.depth = 0
+        self.thread = threading.get_ident()
+        self.on = False
+        self.overhead = 0.0  # seconds the wrapper itself adds per call
+
+    def timed(self, key: str, fn):
+        """``fn`` timed under ``key`` when called on the training thread, outermost only."""
+        meter = self
+
+        def call(*args, **kwargs):
+            if not meter.on or meter.depth or threading.get_ident() != meter.thread:
+                return fn(*args, **kwargs)
+            meter.depth = 1
+            c0 = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                meter.spent[key] = meter.spent.get(key, 0.0) + time.thread_time() - c0
+                meter.calls[key] = meter.calls.get(key, 0) + 1
+                meter.depth = 0
+        return call
+
+    def wrap(self, cls, name: str) -> None:
+        fn = getattr(cls, name)
+        setattr(cls, name, functools.wraps(fn)(self.timed(f"{cls.__name__}.{name}", fn)))
+
+    def wrap_factory(self, cls, name: str) -> None:
+        """``cls.name`` makes a hook (a closure): time the hooks it makes."""
+        make = getattr(cls, name)
+        key = f"{cls.__name__}.{name.lstrip('_').removesuffix('_for')} (hook)"
+        setattr(cls, name, lambda *args, **kwargs: self.timed(key, make(*args, **kwargs)))
+
+    def calibrate(self, n: int = 20000) -> None:
+        class Empty:
+            def f(self):
+                return None
+        self.wrap(Empty, "f")
+        e = Empty()
+        self.on = True
+        for _ in range(n):
+            e.f()
+        self.on = False
+        self.overhead = self.spent.pop("Empty.f") / n
+        self.calls.pop("Empty.f")
+
+    def take(self) -> tuple[float, dict[str, float]]:
+        """(seconds in the agent, net of the wrapper; per entry point), then reset."""
+        per = {k: max(0.0, v - self.overhead * self.calls[k]) for k, v in self.spent.items()}
+        self.spent, self.calls = {}, {}
+        return sum(per.values()), per
+
+
+def setup(batch: int, width: int = 512):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
+                                torch.nn.ReLU(), torch.nn.Linear(width, 10))
+    x = torch.randn(batch, 256)
+    y = torch.randint(0, 10, (batch,))
+    return model, torch.optim.Adam(model.parameters()), x, y
+
+
+def run(model, opt, x, y, steps: int) -> list[float]:
+    """Training-thread CPU seconds per step."""
+    out = []
+    for _ in range(steps):
+        c0 = time.thread_time()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        out.append(time.thread_time() - c0)
+    return out
+
+
+def size_for(target_s: float) -> int:
+    """A batch whose step takes about ``target_s`` of CPU time here."""
+    batch = 16
+    while True:
+        model, opt, x, y = setup(batch)
+        run(model, opt, x, y, 3)
+        t = statistics.median(run(model, opt, x, y, 5))
+        if t >= target_s or batch > 1 << 16:
+            return max(1, int(batch * target_s / t))
+        batch *= 2
+
+
+def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, meter: Meter) -> None:
+    batch = size_for(target_s)
+    model, opt, x, y = setup(batch)
+    run(model, opt, x, y, 10)
+    rundir = tempfile.mkdtemp(prefix="vs-bench-")
+    ratios, shares, in_agent, parts_all = [], [], [], {}
+    on_all, off_all = [], []
+    for r in range(reps):
+        res = {}
+        for with_agent in ((False, True) if r % 2 == 0 else (True, False)):
+            if not with_agent:
+                res[False] = run(model, opt, x, y, steps)
+                continue
+            agent = Agent(interval=DEFAULT_INTERVAL, provider=SlowRead(read_us), runtime_dir=rundir,
+                          discover=False, final_dump=False)
+            agent.watch(model=model, optimizer=opt)
+            agent.start()
+            agent.wait_started(5)
+            run(model, opt, x, y, 8)  # learning which gradient nodes to watch; the budget settles
+            ph = agent.phases
+            seen0, measured0 = ph.steps_seen, ph.steps_measured
+            meter.take()
+            meter.on = True
+            res[True] = run(model, opt, x, y, steps)
+            meter.on = False
+            spent, parts = meter.take()
+            if ph.steps_seen > seen0:  # the share of this block's steps whose phases were read
+                shares.append((ph.steps_measured - measured0) / (ph.steps_seen - seen0))
+            agent.stop()
+            in_agent.append(spent / steps / statistics.median(res[True]))
+            for k, v in parts.items():
+                parts_all.setdefault(k, []).append(v / steps)
+        ratios.append(statistics.median(res[True]) / statistics.median(res[False]))
+        on_all += res[True]
+        off_all += res[False]
+
+    def q(values, p):
+        v = sorted(values)
+        return v[round(p * (len(v) - 1))]
+
+    step = statistics.median(off_all)
+    print(f"[{label}] batch {batch}: median step {step * 1e3:.2f} ms of training-thread CPU time "
+          f"without the agent, {statistics.median(on_all) * 1e3:.2f} ms with; {reps} repetitions of "
+          f"{steps} steps each side; allocator read {read_us:g} us")
+    print(f"  in the agent's functions: median {100 * statistics.median(in_agent):.3f} % of the step "
+          f"(IQR {100 * q(in_agent, 0.25):.3f}-{100 * q(in_agent, 0.75):.3f} %, max "
+          f"{100 * max(in_agent):.3f} %; budget <= 1 %); wrapper cost {meter.overhead * 1e6:.2f} us "
+          f"per call subtracted")
+    parts = sorted(((statistics.median(v), k) for k, v in parts_all.items()), reverse=True)
+    print("  per step: " + ", ".join(f"{k} {v * 1e6:.1f} us" for v, k in parts if v > 0))
+    print(f"  side by side, step CPU time with / without: median ratio {q(ratios, 0.5):.4f} "
+          f"(IQR {q(ratios, 0.25):.4f}-{q(ratios, 0.75):.4f})")
+    shares = [s for s in shares if s is not None]
+    if shares:
+        print(f"  phases read on {100 * statistics.median(shares):.1f} % of steps (min "
+              f"{100 * min(shares):.1f} %; target >= 95 %)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--steps", default="2ms:150,50ms:20", help="label:steps per block, 2ms and/or 50ms")
+    ap.add_argument("--read-us", type=float, default=20.0)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
+    print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    meter = Meter()
+    meter.calibrate()
+    for cls, name in ENTRY_POINTS:
+        meter.wrap(cls, name)
+    meter.wrap_factory(BackwardWatch, "_hook_for")  # the node pre-hooks (closures)
+    for spec in args.steps.split(","):
+        label, steps = spec.split(":")
+        target = {"2ms": 0.002, "50ms": 0.050}[label]
+        bench(label + " steps", target, args.reps, int(steps), args.read_us, meter)
+
+
+if __name__ == "__main__":
+    main()
