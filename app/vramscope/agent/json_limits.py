@@ -3,7 +3,8 @@
 ``json.loads`` recurses once per level of nesting: a body of a million
 ``[`` raises ``RecursionError`` (a traceback, not a message) long before it
 costs memory. Whatever reads JSON it did not write -- an agent's frames, a
-final dump, a file named on the command line -- parses it here: nesting
+final dump, a file named on the command line, an HTTP body, a remote host's
+frame -- parses it here: nesting
 deeper than ``MAX_DEPTH`` is a ``ValueError`` with one line, like any other
 malformed JSON. The byte size is bounded by the reader before this is called.
 """
@@ -37,8 +38,9 @@ def depth_within(obj, limit: int = MAX_DEPTH) -> bool:
     return True
 
 
-def loads(data: bytes | str, limit: int = MAX_DEPTH):
-    """Parse JSON; ``ValueError`` (one line) for anything malformed or nested too deep."""
+def loads(data: bytes | str, limit: int = MAX_DEPTH, **options):
+    """Parse JSON; ``ValueError`` (one line) for anything malformed or nested too deep.
+    ``options`` go to ``json.loads`` (``parse_constant``, ``parse_float``)."""
     if isinstance(data, (bytes, bytearray)):
         try:
             data = bytes(data).decode("utf-8")
@@ -46,7 +48,7 @@ def loads(data: bytes | str, limit: int = MAX_DEPTH):
             raise ValueError(f"not UTF-8: {exc}") from None
     opened = data.count("[") + data.count("{")
     try:
-        obj = json.loads(data)
+        obj = json.loads(data, **options)
     except RecursionError:
         raise TooDeep(f"JSON nested deeper than {limit} levels") from None
     if opened > limit and not depth_within(obj, limit):

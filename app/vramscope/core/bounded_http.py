@@ -22,12 +22,12 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import io
-import json
 import socket
 import ssl
 import time
 import urllib.parse
 
+from vramscope.agent import json_limits
 from vramscope.core.terminal_text import visible
 
 DEFAULT_MAX_BYTES = 4 << 20
@@ -153,14 +153,11 @@ def get(url: str, *, deadline: float, max_bytes: int = DEFAULT_MAX_BYTES,
 
 def parse_json(body: bytes):
     """A JSON body; ValueError (one line) for bad UTF-8, bad JSON, NaN/Infinity
-    or nesting deeper than the parser goes."""
+    or nesting past json_limits' depth."""
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_no_constant,
-                          parse_float=_finite)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-    except UnicodeDecodeError:
-        raise ValueError("not UTF-8") from None
+        return json_limits.loads(body, parse_constant=_no_constant, parse_float=_finite)
+    except json_limits.TooDeep as exc:
+        raise ValueError(str(exc)) from None
     except ValueError as exc:
         raise ValueError(f"not JSON ({str(exc)[:120]})") from None
 

@@ -11,12 +11,12 @@ cache (bounded reads), or on the Hub through huggingface_hub's
 
 from __future__ import annotations
 
-import json
 import math
 import pathlib
 import struct
 from dataclasses import replace
 
+from vramscope.agent import json_limits
 from vramscope.core.planner.model_shape import ModelShape
 
 MAX_HEADER_BYTES = 100 << 20  # the safetensors library refuses headers above 100 MB
@@ -43,7 +43,7 @@ def file_counts(path: pathlib.Path, into: dict[str, int]) -> bool:
             (size,) = struct.unpack("<Q", head)
             if size > MAX_HEADER_BYTES:
                 return False
-            header = json.loads(fh.read(size).decode("utf-8"))
+            header = json_limits.loads(fh.read(size))
     except (OSError, ValueError, RecursionError):
         return False
     if not isinstance(header, dict):
@@ -72,7 +72,7 @@ def local_counts(snapshot: pathlib.Path) -> Counts | None:
         index = snapshot / INDEX_NAME
         if index.is_file():
             with open(index, "rb") as fh:
-                weight_map = json.loads(fh.read(64 << 20).decode("utf-8")).get("weight_map")
+                weight_map = json_limits.loads(fh.read(64 << 20)).get("weight_map")
             wanted = set(weight_map.values()) if isinstance(weight_map, dict) else set()
             files = [snapshot / name for name in sorted(wanted)]
             if not wanted or not all(f.is_file() for f in files):

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 
+from vramscope.agent import json_limits
+
 STREAM_NAME = "vramscope"
 STREAM_VERSION = 1
 MAX_LINE = 8 * 1024 * 1024  # bytes; a frame of 8 GPUs x 100 processes is ~100 KB
@@ -136,8 +138,8 @@ class LineDecoder:
     @staticmethod
     def _parse(line: bytes):
         try:
-            return json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):  # nested past the parser's depth
+            return json_limits.loads(line)  # bad UTF-8, bad JSON and deep nesting alike
+        except ValueError:
             return None
 
     @property
