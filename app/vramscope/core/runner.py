@@ -49,10 +49,16 @@ class _Feed:
             return
         self.frames += 1
         self.last = frame
-        for sink in self.sinks:
-            sink(frame)  # a sink that raises is counted by the store (listener_failures)
+        failure = None
+        for sink in self.sinks:  # one that raises does not keep the frame from the others
+            try:
+                sink(frame)
+            except Exception as exc:  # noqa: BLE001 -- raised below, once all had the frame
+                failure = failure or exc
         if self.passes is not None and self.frames >= self.passes:
             self.stop.set()
+        if failure is not None:
+            raise failure  # the store counts it and the next frame says so (core/sampler.py)
 
 
 def run(monitor, sinks: Sequence[Sink], stop: threading.Event, *,
