@@ -18,21 +18,11 @@ from vramscope.core.user_settings import Settings
 from vramscope.ui.qsettings_import import import_qsettings, ini_path
 
 
-@pytest.fixture
-def toml(tmp_path):
-    path = tmp_path / "settings.toml"
-
-    def open_settings() -> Settings:  # a fresh object each time: a new start of the app
-        return Settings(path)
-
-    open_settings.path = path
-    return open_settings
-
-
-def test_dialog_saves_only_what_the_user_changed(toml, qtbot):
+def test_dialog_saves_only_what_the_user_changed(tmp_path, qtbot):
     from vramscope.ui.settings_dialog import SettingsDialog
 
-    s = toml()
+    path = tmp_path / "settings.toml"
+    s = Settings(path)
     s.override(interval=0.2)  # from the command line
     dialog = SettingsDialog(s)
     qtbot.addWidget(dialog)
@@ -46,26 +36,27 @@ def test_dialog_saves_only_what_the_user_changed(toml, qtbot):
         dialog.accept()
     assert sig.args[0] == {"theme", "window", "diagnostics", "read_only"}
 
-    text = toml.path.read_text()  # the file `record`, `status` and `stream` read
+    text = path.read_text()  # the file `record`, `status` and `stream` read
     assert 'theme = "dark"' in text and f"squatter_min_bytes = {1024 * MiB}" in text
-    again = toml()
+    again = Settings(path)  # a new start of the app
     assert again.theme == "dark" and again.window == "1m" and again.read_only is True
     assert again.diagnostics.squatter_min_bytes == 1024 * MiB
     assert again.diagnostics.idle_minutes == 7.5
     assert again.interval == 1.0  # the command-line value was left alone: not saved
 
 
-def test_dialog_restore_defaults(toml, qtbot):
+def test_dialog_restore_defaults(tmp_path, qtbot):
     from vramscope.ui.settings_dialog import SettingsDialog
 
-    s = toml()
+    path = tmp_path / "settings.toml"
+    s = Settings(path)
     s.interval = 3.0
     s.diagnostics = DiagnosticSettings().with_overrides(leak_steps=99)
     dialog = SettingsDialog(s)
     qtbot.addWidget(dialog)
     dialog.restore_defaults()
     dialog.accept()
-    again = toml()
+    again = Settings(path)  # a new start of the app
     assert again.interval == 1.0 and again.diagnostics == DiagnosticSettings()
 
 
