@@ -258,3 +258,58 @@ def test_an_unwritable_place_keeps_the_settings_in_memory(tmp_path, caplog):
     assert s.theme == "dark" and s.in_memory
     [line] = _warnings(caplog)
     assert "in memory" in line and "\n" not in line
+
+
+# -- any file at all: never an exception, every value of its kind ------------------------------
+
+from hypothesis import HealthCheck, given, settings as hypothesis_settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from vramscope.core.user_settings import KEYS  # noqa: E402
+
+_TABLES = sorted({table for (table, _key), _d, _k in KEYS.values()} | {"diagnostics", "other"})
+_NAMES = sorted({key for (_table, key), _d, _k in KEYS.values()}
+                | {f for f in DiagnosticSettings.__dataclass_fields__} | {"x"})
+_VALUES = st.one_of(st.booleans(), st.integers(-(1 << 63), (1 << 63) - 1), st.floats(),
+                    st.text(max_size=20), st.lists(st.text(max_size=8), max_size=3),
+                    st.sampled_from(["1h", "dark", "lines", "AAAA", "system"]))
+_DOCUMENTS = st.dictionaries(st.sampled_from(_TABLES),
+                             st.one_of(st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=8),
+                                       _VALUES), max_size=6)
+
+
+def _check_every_value(s: Settings) -> None:
+    for name, (_where, default, kind) in KEYS.items():
+        value = getattr(s, name)
+        assert value == default or kind(value) == value
+    DiagnosticSettings().with_overrides(**{
+        f: getattr(s.diagnostics, f) for f in DiagnosticSettings.__dataclass_fields__})
+
+
+@hypothesis_settings(max_examples=150, deadline=None,
+                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(document=_DOCUMENTS)
+def test_any_toml_document_gives_usable_settings_and_at_most_one_line(document, tmp_path_factory):
+    import tomli_w
+    path = tmp_path_factory.mktemp("h") / "settings.toml"
+    path.write_text(tomli_w.dumps(document))
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("vramscope.core.user_settings")
+    log.addHandler(handler)
+    try:
+        s = Settings(path)
+    finally:
+        log.removeHandler(handler)
+    _check_every_value(s)
+    assert len(records) <= 1 and all("\n" not in r.getMessage() for r in records)
+    _check_every_value(Settings(path))  # what the next command reads is usable too
+
+
+@hypothesis_settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=200))
+def test_any_bytes_give_usable_settings(data, tmp_path_factory):
+    path = tmp_path_factory.mktemp("b") / "settings.toml"
+    path.write_bytes(data)
+    _check_every_value(Settings(path))

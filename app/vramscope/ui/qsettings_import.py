@@ -15,7 +15,7 @@ import os
 import pathlib
 
 from vramscope.core import safe_write
-from vramscope.core.bounded_read import UnreadableFile, open_regular
+from vramscope.core.bounded_read import open_regular
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.user_settings import DIAGNOSTICS_TABLE, KEYS, Settings
 
