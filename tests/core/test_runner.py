@@ -122,3 +122,25 @@ def test_sighup_is_left_alone_under_nohup_and_when_not_asked():
         signal.signal(signal.SIGHUP, previous)
     with runner.StopSignals(threading.Event(), hangup=False):
         assert signal.getsignal(signal.SIGHUP) is previous
+
+
+def test_a_running_command_takes_thresholds_saved_while_it_runs(private_user_dirs):
+    """`record` and `stream` (sources/assembly.py) follow the settings file: what the
+    window's dialog saves applies from the next pass, without a restart."""
+    from vramscope.core.user_settings import Settings
+    from vramscope.sources.assembly import build_monitor
+
+    monitor = build_monitor(Counting(), enrichers=None, interval=0.1)
+    assert monitor.engine.settings == DiagnosticSettings()
+    seen = []
+    stop = threading.Event()
+
+    def sink(_frame):
+        seen.append(monitor.engine.settings.near_oom_free_bytes)
+        if len(seen) == 3:
+            Settings().update_diagnostics(near_oom_free_bytes=4 << 30)  # the dialog, elsewhere
+        if seen[-1] == 4 << 30:
+            stop.set()
+
+    runner.run(monitor, [sink], stop, duration=10)
+    assert seen[0] == DiagnosticSettings().near_oom_free_bytes and seen[-1] == 4 << 30

@@ -22,10 +22,17 @@ def build_monitor(source: Source, *, diagnostics=None, args=None,
                   interval: float = DEFAULT_INTERVAL, store: Store | None = None,
                   read_only: bool = False, actions: bool = False) -> Monitor:
     """The monitor around ``source``. ``diagnostics``: the thresholds, when the caller
-    has them already (the window's Settings); otherwise the settings file's, with
-    ``args``' threshold options (``status --idle-minutes``) on top."""
-    if diagnostics is None:
+    has them already (the window's Settings, which its dialog updates); otherwise the
+    settings file's, with ``args``' threshold options (``status --idle-minutes``) on
+    top, followed while the command runs (core/settings_follow.py)."""
+    follow = diagnostics is None
+    if follow:
         from vramscope.core.user_settings import diagnostics_for
         diagnostics = diagnostics_for(args)
-    return Monitor.build(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
-                         store=store, read_only=read_only, actions=actions)
+    monitor = Monitor.build(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
+                            store=store, read_only=read_only, actions=actions)
+    if follow:  # thresholds saved while it runs (the settings dialog) apply from the next pass
+        from vramscope.core.settings_follow import FollowThresholds
+        from vramscope.core.store import STAGE_LABELS
+        monitor.pipeline.subscribe(FollowThresholds(monitor.engine, args=args), STAGE_LABELS)
+    return monitor
