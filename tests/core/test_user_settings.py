@@ -126,6 +126,19 @@ def test_the_command_thresholds_are_the_files_with_the_command_line_on_top(toml)
     assert toml().diagnostics.leak_steps == 12  # the command line did not save
 
 
+def test_saving_keeps_what_others_changed_since_and_keys_of_newer_versions(toml):
+    toml.path.write_text('[view]\nsparkles = true\n[future]\nanswer = 42\n')
+    window, other = toml(), toml()  # two starts, each with the file as it was
+    other.update_diagnostics(idle_minutes=0.5)  # e.g. the user edits it while the window runs
+    window.geometry = b"\x01\x02"  # the window closing: its layout, nothing else
+    again = toml()
+    assert again.geometry == b"\x01\x02" and again.diagnostics.idle_minutes == 0.5
+    text = toml.path.read_text()
+    assert "sparkles = true" in text and "answer = 42" in text
+    window.reset()  # the defaults back: what this version knows; the rest stays
+    assert toml().diagnostics == DiagnosticSettings() and "answer = 42" in toml.path.read_text()
+
+
 # -- a file that cannot be used ---------------------------------------------------------------
 
 def test_values_of_the_wrong_type_give_one_line_their_defaults_and_the_file_is_kept(toml, caplog):
@@ -143,6 +156,15 @@ def test_values_of_the_wrong_type_give_one_line_their_defaults_and_the_file_is_k
     again = toml()  # the next command reads the same settings, with no warning
     assert again.window == "1h" and again.diagnostics.leak_steps == 12 and again.interval == 1.0
     assert len(_warnings(caplog)) == 1
+
+
+def test_a_table_that_is_not_a_table_is_said(toml, caplog):
+    toml.path.write_text('view = 3\ndiagnostics = "strict"\n[sampling]\ninterval = 2.0\n')
+    s = toml()
+    assert s.window == "10m" and s.interval == 2.0
+    [line] = _warnings(caplog)
+    assert "view: not a table" in line and "diagnostics: not a table" in line
+    assert len(_aside(toml.path)) == 1 and toml().interval == 2.0
 
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e300", "-3"])

@@ -195,7 +195,8 @@ class Settings:
         except settings_file.SettingsFileError as exc:
             log.warning("%s", exc)
             return
-        bad = []
+        bad = [f"{table}: not a table" for table in _TABLES
+               if table in tables and not isinstance(tables[table], dict)]
         for name, ((table, key), _default, kind) in KEYS.items():
             if _has(tables, table, key):
                 value = self._checked(tables[table][key], kind, f"{table}.{key}", bad)
@@ -218,7 +219,7 @@ class Settings:
             kept = settings_file.put_aside(self.path)
             log.warning("settings in %s are unusable (%s); using the defaults for them; the "
                         "file %s", self.path, "; ".join(bad)[:300], kept)
-            self._save()
+            self._save(KEYS, diagnostics=True)
 
     @staticmethod
     def _checked(raw, kind, where: str, bad: list):
@@ -243,7 +244,7 @@ class Settings:
         else:
             self._values[name] = kind(value)  # refuse a bad value here, not at the next start
         self._overrides.pop(name, None)
-        self._save()
+        self._save([name])
 
     def saved(self, name: str):
         """The stored value, ignoring this run's override."""
@@ -262,7 +263,7 @@ class Settings:
                       for f in dataclasses.fields(DiagnosticSettings)
                       if getattr(value, f.name) != getattr(defaults, f.name)}
         self._diag_overrides.clear()
-        self._save()
+        self._save(diagnostics=True)
 
     def update_diagnostics(self, **changes) -> DiagnosticSettings:
         """Save these thresholds (on top of the saved ones); other one-run
@@ -320,21 +321,29 @@ class Settings:
         return set(self._overrides) | ({"diagnostics"} if self._diag_overrides else set())
 
     # -- storage ---------------------------------------------------------------------------
-    def tables(self) -> dict:
-        """What the file holds: the saved values (never the overrides), as TOML tables."""
-        out: dict[str, dict] = {}
-        for name, value in self._values.items():
-            (table, key), _default, _kind = KEYS[name]
-            out.setdefault(table, {})[key] = _in_file(value)
-        if self._diag:
-            out[DIAGNOSTICS_TABLE] = dict(self._diag)
-        return out
-
-    def _save(self) -> None:
+    def _save(self, names=(), diagnostics: bool = False) -> None:
+        """Write what this run changed (``names``, the thresholds) over the file as it is
+        now: what another process or the user changed since is kept, and so are keys
+        this version does not know (a newer one's)."""
         if self.in_memory:
             return
         try:
-            settings_file.write(self.path, self.tables())
+            try:
+                tables = settings_file.read(self.path)
+            except settings_file.SettingsFileError as exc:  # put aside, said: start afresh
+                log.warning("%s", exc)
+                tables = {}
+            for name in names:
+                (table, key), _default, _kind = KEYS[name]
+                if not isinstance(tables.get(table), dict):
+                    tables[table] = {}
+                if name in self._values:
+                    tables[table][key] = _in_file(self._values[name])
+                else:
+                    tables[table].pop(key, None)
+            if diagnostics:
+                tables[DIAGNOSTICS_TABLE] = dict(self._diag)
+            settings_file.write(self.path, {t: v for t, v in tables.items() if v != {}})
         except OSError as exc:  # UnsafeTarget included: a FIFO, another user's file
             self.in_memory = True
             log.warning("settings: cannot save to %s (%s); this run keeps its settings in memory",
@@ -347,7 +356,10 @@ class Settings:
         """Forget every saved setting (the defaults come back); overrides stay."""
         self._values.clear()
         self._diag.clear()
-        self._save()
+        self._save(KEYS, diagnostics=True)
+
+
+_TABLES = {table for (table, _key), _default, _kind in KEYS.values()} | {DIAGNOSTICS_TABLE}
 
 
 def _has(tables: dict, table: str, key: str) -> bool:
