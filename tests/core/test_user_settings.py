@@ -223,6 +223,19 @@ def test_a_huge_file_is_not_read(toml, caplog):
     assert "at most" in line and len(_aside(toml.path)) == 1
 
 
+@pytest.mark.parametrize("content", ["a = " + "[" * 100_000 + "]" * 100_000,
+                                     "a = " + "{b = " * 40_000 + "1" + "}" * 40_000,
+                                     "[future]\na = " + "[" * 20 + "]" * 20])
+def test_a_deeply_nested_file_is_refused_not_a_crash(toml, content, caplog):
+    toml.path.write_text(content)
+    s = toml()
+    assert s.interval == 1.0
+    [line] = _warnings(caplog)
+    assert "nested deeper than" in line and len(_aside(toml.path)) == 1
+    s.theme = "dark"  # and a save afterwards writes a file the next start reads
+    assert toml().theme == "dark"
+
+
 def test_a_directory_in_its_place_is_put_aside(toml, caplog):
     toml.path.mkdir()
     assert toml().theme == "system"

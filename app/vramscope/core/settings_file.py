@@ -32,6 +32,7 @@ else:  # Python 3.10: the same parser, before it joined the standard library
 APP = "vramscope"
 FILE_NAME = "settings.toml"
 SIZE_LIMIT = 256 * 1024  # a few hundred bytes in practice; the window's layout is the largest part
+DEPTH_LIMIT = 16  # tables and lists within each other; the file itself uses 2
 ASIDE_SUFFIX = ".unusable-"
 
 
@@ -57,8 +58,13 @@ def read(path: str | os.PathLike) -> dict:
     try:
         target = safe_write.target_of(path)  # ours, regular, or our link to one of ours
         data = read_bytes(target, SIZE_LIMIT)
-        return tomllib.loads(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        tables = tomllib.loads(data.decode("utf-8"))
+        if _deeper_than(tables, DEPTH_LIMIT):
+            raise ValueError(f"nested deeper than {DEPTH_LIMIT} levels")
+        return tables
+    except RecursionError:  # the parser recurses per level of nesting
+        reason = f"nested deeper than {DEPTH_LIMIT} levels"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
         reason = _one_line(exc)
     raise SettingsFileError(f"the settings file {path} is unusable ({reason}); "
                             f"{put_aside(path)}; using the defaults")
@@ -89,6 +95,19 @@ def put_aside(path: pathlib.Path) -> str:
     return "left as it is"
 
 
+def _deeper_than(value, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, (UnreadableFile, safe_write.UnsafeTarget)):
         text = str(exc)
@@ -96,6 +115,8 @@ def _one_line(exc: BaseException) -> str:
         text = exc.strerror or str(exc)
     elif isinstance(exc, UnicodeDecodeError):
         text = "not UTF-8 text"
+    elif not isinstance(exc, tomllib.TOMLDecodeError):
+        text = str(exc)
     else:
         text = f"not TOML: {exc}"
     return " ".join(text.split())[:200]
