@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from vramscope.core.detectors import Diagnostics, DiagnosticSettings
 from vramscope.core.detectors import jupyter
-from vramscope.core.detectors.options import add_diagnostic_arguments, settings_from_args
+from vramscope.core.detectors.options import add_diagnostic_arguments, threshold_changes
 from vramscope.core.store import Store
 from vramscope.core.units import MiB
 
@@ -35,10 +35,10 @@ def test_command_line_thresholds_reach_the_settings():
     add_diagnostic_arguments(p)
     args = p.parse_args(["--squatter-min-mib", "512", "--idle-minutes", "0.5", "--leak-steps", "30",
                          "--near-oom-free-mib", "2048", "--watch", "10"])
-    s = settings_from_args(args)
+    s = DiagnosticSettings().with_overrides(**threshold_changes(args))
     assert s.squatter_min_bytes == 512 * MiB and s.idle_minutes == 0.5
     assert s.leak_steps == 30 and s.near_oom_free_bytes == 2 * GiB and args.watch == 10.0
-    assert settings_from_args(p.parse_args([])) == DiagnosticSettings()
+    assert threshold_changes(p.parse_args([])) == {}
     with pytest.raises(SystemExit):
         p.parse_args(["--idle-minutes", "-3"])
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 
-from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.option_types import interval_seconds, non_negative
 from vramscope.core.units import MiB
 
@@ -54,7 +53,3 @@ def threshold_changes(args) -> dict:
             value = value * scale
             changes[field] = int(value) if field.endswith("_bytes") or kind is int else float(value)
     return changes
-
-
-def settings_from_args(args, base: DiagnosticSettings | None = None) -> DiagnosticSettings:
-    return (base or DiagnosticSettings()).with_overrides(**threshold_changes(args))
