@@ -1,5 +1,5 @@
 """One machine, one settings file: the same alerts in the window, in `record`'s
-session and in `status --json` (issue 28). The machine is the fake
+session, in `status --json` and in `stream` (issue 28). The machine is the fake
 libnvidia-ml.so.1 with a real process holding 21 of 24 GiB: 3 GiB free is fine by
 the default near-OOM threshold (1 GiB) and near-OOM by a saved one of 4 GiB."""
 
@@ -19,6 +19,26 @@ from vramscope.core.user_settings import Settings
 
 def _kinds(alerts) -> set[tuple]:
     return {(a["kind"], a["severity"], a["gpu"]) for a in alerts}
+
+
+def _stream_alerts(env) -> set[tuple]:
+    """The alerts on the second frame `vramscope stream` writes (what a window on
+    another machine, or the window's own sampler process, reads)."""
+    p = subprocess.Popen([sys.executable, "-m", "vramscope", "stream", "--interval", "0.5",
+                          "--count", "2"], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        frames = []
+        while len(frames) < 2:
+            line = p.stdout.readline()
+            assert line, p.stderr.read()
+            message = json.loads(line)
+            if message["type"] == "frame":
+                frames.append(message)
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+    return _kinds(frames[-1]["alerts"])
 
 
 def _window_alerts(args) -> set[tuple]:
@@ -41,7 +61,7 @@ def _window_alerts(args) -> set[tuple]:
 
 
 @pytest.mark.parametrize("saved_free_gib", [None, 4])
-def test_record_status_and_the_window_raise_the_same_alerts(
+def test_record_status_stream_and_the_window_raise_the_same_alerts(
         saved_free_gib, fake_nvml, sleepers, themed_app, qtbot, tmp_path):
     [pid] = sleepers(1)
     fake_nvml.write(FakeState(gpus=[FakeGpu(total=24 * GiB, used=21 * GiB, utilization=(90, 40),
@@ -66,7 +86,8 @@ def test_record_status_and_the_window_raise_the_same_alerts(
                               read_only=False, prometheus=None, file=None, host=None,
                               from_prometheus=None)
     in_window = _window_alerts(args)
+    in_stream = _stream_alerts(env)
 
     expected = {("near_oom", "warning", 0)} if saved_free_gib else set()
     assert {k for k in in_status if k[0] == "near_oom"} == expected
-    assert in_status == in_session == in_window
+    assert in_status == in_session == in_window == in_stream
