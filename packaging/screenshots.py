@@ -22,14 +22,12 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "resources" / "screenshots"
 
 
 def main() -> None:
-    from PySide6.QtCore import QSettings
-
     from vramscope.sources.busy_demo import BusyWorkstation
     from vramscope.ui.app import build_window, create_app
-    from vramscope.ui.settings import Settings
+    from vramscope.core.user_settings import Settings
 
     app = create_app(theme_mode="dark")
-    settings = Settings(QSettings(tempfile.mktemp(suffix=".ini"), QSettings.Format.IniFormat))
+    settings = Settings(pathlib.Path(tempfile.mkdtemp()) / "settings.toml")
     args = argparse.Namespace(demo=True, interval=None, window=None, theme=None, record=None,
                               read_only=False, prometheus=None, file=None)
     settings.merge_args(args)

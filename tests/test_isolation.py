@@ -27,8 +27,8 @@ def test_every_place_vramscope_reads_or_writes_is_the_tests_own(private_user_dir
 
 
 def test_the_window_settings_file_is_the_tests_own(private_user_dirs):
-    """QSettings, as the window opens it, in a fresh process (Qt caches paths)."""
-    code = ("from vramscope.ui.settings import Settings; print(Settings().qsettings.fileName())")
+    """The settings file, as every command opens it, in a fresh process."""
+    code = ("from vramscope.core.user_settings import Settings; print(Settings().path)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
     assert r.returncode == 0, r.stderr

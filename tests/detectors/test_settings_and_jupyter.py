@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 from vramscope.core.detectors import Diagnostics, DiagnosticSettings
 from vramscope.core.detectors import jupyter
-from vramscope.core.detectors.options import add_diagnostic_arguments, settings_from_args, watch
-from vramscope.core.monitor import Monitor
+from vramscope.core.detectors.options import add_diagnostic_arguments, threshold_changes
 from vramscope.core.store import Store
 from vramscope.core.units import MiB
 
@@ -36,36 +35,12 @@ def test_command_line_thresholds_reach_the_settings():
     add_diagnostic_arguments(p)
     args = p.parse_args(["--squatter-min-mib", "512", "--idle-minutes", "0.5", "--leak-steps", "30",
                          "--near-oom-free-mib", "2048", "--watch", "10"])
-    s = settings_from_args(args)
+    s = DiagnosticSettings().with_overrides(**threshold_changes(args))
     assert s.squatter_min_bytes == 512 * MiB and s.idle_minutes == 0.5
     assert s.leak_steps == 30 and s.near_oom_free_bytes == 2 * GiB and args.watch == 10.0
-    assert settings_from_args(p.parse_args([])) == DiagnosticSettings()
+    assert threshold_changes(p.parse_args([])) == {}
     with pytest.raises(SystemExit):
         p.parse_args(["--idle-minutes", "-3"])
-
-
-def test_watch_samples_for_the_requested_time_and_feeds_the_engine():
-    clock = [0.0]
-
-    class IdleHolder:
-        name, simulated = "test", False
-        calls = 0
-
-        def sample(self, now):
-            IdleHolder.calls += 1
-            return frame(clock[0], [gpu([proc(1, 2 * GiB, sm=0)], util=0)])
-
-        def close(self):
-            pass
-
-    monitor = Monitor.build(IdleHolder(), actions=False,
-                            diagnostics=DiagnosticSettings().with_overrides(idle_minutes=0.05))
-    last = watch(monitor.pipeline, seconds=4.0, interval=1.0,
-                 monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
-    assert IdleHolder.calls == 5  # t = 0, 1, 2, 3, 4
-    assert last.time == frame(4.0).time
-    # the pipeline's diagnostics stage saw every pass: idle 4 s >= 3 s
-    assert [a.kind for a in monitor.engine.alerts()] == ["squatter"]
 
 
 def test_engine_as_a_store_listener():

@@ -10,13 +10,13 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QPoint, QSettings  # noqa: E402
+from PySide6.QtCore import QPoint  # noqa: E402
 
 from planner_configs import CONFIGS  # noqa: E402
 
 from vramscope.sources.busy_demo import BusyWorkstation  # noqa: E402
 from vramscope.ui.app import build_window  # noqa: E402
-from vramscope.ui.settings import Settings  # noqa: E402
+from vramscope.core.user_settings import Settings  # noqa: E402
 
 T0 = 1_800_000_000.0
 
@@ -30,7 +30,7 @@ def busy_planner(qapp, qtbot, tmp_path):
     def make(width, height):
         args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
                                   read_only=False, prometheus=None, file=None, theme=None)
-        settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+        settings = Settings(str(tmp_path / "s.toml"))
         settings.merge_args(args)
         feed, window = build_window(args, source=BusyWorkstation(seed=1, start_time=T0),
                                     start=False, poll_ms=60_000, settings=settings)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from PySide6.QtCore import QSettings
 
 from vramscope.core.pipeline import Pipeline
 from vramscope.sources.busy_demo import BusyWorkstation
 from vramscope.ui.app import build_window
 from vramscope.ui.main_window import MainWindow
-from vramscope.ui.settings import Settings
+from vramscope.core.user_settings import Settings
 
 from .frames import ScriptedSource, frame_at
 
@@ -70,7 +69,7 @@ def busy(themed_app, qtbot, tmp_path):
         args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
                                   read_only=False, prometheus=None, file=None, theme=None)
         if settings is None:
-            settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+            settings = Settings(str(tmp_path / "s.toml"))
         settings.merge_args(args)
         source = BusyWorkstation(seed=1, start_time=BUSY_T0)
         feed, window = build_window(args, source=source, start=False, poll_ms=60_000,

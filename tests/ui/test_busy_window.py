@@ -4,7 +4,7 @@ at a glance, every process in the table, and the small screen sizes."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
 from vramscope.core.process_groups import is_group
 from vramscope.core.samples import ProcessIdentity
@@ -12,7 +12,7 @@ from vramscope.core.stacking import ORDER_STEP
 from vramscope.core.units import GiB
 from vramscope.ui import theme
 from vramscope.ui.process_model import COL, STYLE_ROLE
-from vramscope.ui.settings import Settings
+from vramscope.core.user_settings import Settings
 from vramscope.ui.timeline_stack import OTHERS
 
 from .helpers import save, table_column
@@ -131,13 +131,13 @@ def test_the_table_fits_sixteen_rows_with_growth_cpu_and_host_memory(busy, artif
 
 
 def test_the_column_choice_and_plot_style_are_remembered(busy, tmp_path):
-    path = str(tmp_path / "remember.ini")
-    settings = Settings(QSettings(path, QSettings.Format.IniFormat))
+    path = str(tmp_path / "remember.toml")
+    settings = Settings(path)
     w = busy(settings=settings)
     w.table._toggle_column(COL["Host mem"], False)  # the header menu's check box
     w.style_actions["lines"].trigger()
     assert w.table.view.isColumnHidden(COL["Host mem"])
-    again = Settings(QSettings(path, QSettings.Format.IniFormat))
+    again = Settings(path)
     assert again.hidden_columns == ("Host mem",) and again.plot_style == "lines"
     w2 = busy(settings=again)
     assert w2.table.view.isColumnHidden(COL["Host mem"])

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
 from vramscope.sources.simulated import SimulatedSource
 from vramscope.ui.app import build_window
-from vramscope.ui.settings import Settings
+from vramscope.core.user_settings import Settings
 
 from .helpers import save, table_column
 
@@ -21,14 +21,14 @@ T0 = 1_800_000_000.0
 def start_app(themed_app, qtbot, tmp_path):
     """start_app(**cli) -> a window as `vramscope --demo ...` builds it, with its
     settings in an INI file that outlives the window (a restart)."""
-    path = tmp_path / "vramscope.ini"
+    path = tmp_path / "settings.toml"
     windows = []
 
     def start(**cli):
         args = argparse.Namespace(demo=True, interval=None, window=None, theme=None, record=None,
                                   read_only=False, prometheus=None, file=None)
         vars(args).update(cli)
-        settings = Settings(QSettings(str(path), QSettings.Format.IniFormat))
+        settings = Settings(str(path))
         settings.merge_args(args)
         source = SimulatedSource(seed=1, start_time=T0)
         feed, window = build_window(args, source=source, start=False, poll_ms=60_000,

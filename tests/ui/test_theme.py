@@ -155,9 +155,8 @@ _START = textwrap.dedent("""
     from vramscope.core.pipeline import Pipeline
     from vramscope.ui.main_window import MainWindow
     from vramscope.ui.about import AboutDialog
-    from vramscope.ui.settings import Settings
+    from vramscope.core.user_settings import Settings
     from vramscope.ui.settings_dialog import SettingsDialog
-    from PySide6.QtCore import QSettings
     src = SimulatedSource(seed=1)
     now = time.time()
     feed = Pipeline(SimulatedSource(seed=1))
@@ -178,7 +177,7 @@ _START = textwrap.dedent("""
     pos = tl.mapTo(w, tl.mapFromScene(corner))
     plot_pixel = image.pixelColor(pos.x() + 3, pos.y() + 3).name()
     window_pixel = image.pixelColor(w.width() - 5, w.height() - 40).name()
-    settings = Settings(QSettings(out + "/settings-" + scheme.name + ".ini", QSettings.Format.IniFormat))
+    settings = Settings(out + "/settings-" + scheme.name + ".toml")
     d = SettingsDialog(settings)
     d.show(); app.processEvents()
     d.grab().save(out + "/settings-dialog-" + scheme.name + ".png")

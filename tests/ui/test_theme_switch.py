@@ -10,7 +10,7 @@ import time
 import types
 
 import pytest
-from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QPalette
 
 from vramscope.core.actions import ProcessSummary
@@ -19,7 +19,7 @@ from vramscope.ui.about import AboutDialog
 from vramscope.ui.agent_texts import BUCKETS
 from vramscope.ui.end_process_dialog import EndProcessDialog
 from vramscope.ui.process_model import COL, STYLE_ROLE
-from vramscope.ui.settings import Settings
+from vramscope.core.user_settings import Settings
 from vramscope.ui.timeline_stack import OTHERS
 from vramscope.ui.window_setup import open_settings
 
@@ -153,7 +153,7 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
 def test_a_live_switch_recolours_every_widget_of_the_busy_window(
         busy, themed_app, follows_desktop, qtbot, tmp_path, artifacts_dir):
     app = themed_app
-    settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    settings = Settings(str(tmp_path / "s.toml"))
     window = busy(settings=settings)
     assert theme.current() is theme.DARK
     _visit_every_tab(window, qtbot)

@@ -28,6 +28,21 @@ def driver_unavailable(frame: Frame) -> bool:
     return frame.error is not None and not frame.gpus and not frame.simulated
 
 
+def probe_driver(source) -> Frame:
+    """The one driver probe: a pass of ``source`` before a command commits to it."""
+    import time
+    return source.sample(time.time())
+
+
+def say_driver_unavailable(command: str, frame: Frame, consequence: str = "", err=None) -> None:
+    """The one "driver unavailable" line, on stderr: why, what was not done, the demo."""
+    import sys
+
+    from vramscope.core.terminal_text import say
+    say(err or sys.stderr, f"vramscope {command}: {frame.error}{'; ' + consequence if consequence else ''} "
+                           f"(`vramscope {command} --demo` shows a simulated workstation)")
+
+
 def ssh_target(text: str) -> str:
     """argparse type for --host: ``[user@]HOST`` as ssh takes it."""
     from vramscope.sources.remote import check_target

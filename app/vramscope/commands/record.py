@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import signal
 import sys
 import threading
-import time
 
-from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
+from vramscope.commands.common import (
+    add_host_arguments, add_source_arguments, driver_unavailable, probe_driver, say_driver_unavailable)
 from vramscope.core.option_types import address, interval_seconds, positive, seconds
 from vramscope.sources.choose import enrichers_for, open_source
 
@@ -64,23 +63,25 @@ class _Tally:
 def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
                    duration: float | None = None, prometheus: str | None = None,
                    retention=None, retention_directory=None, enrichers=None,
-                   stop: threading.Event | None = None, out=None, err=None) -> int:
+                   stop: threading.Event | None = None, out=None, err=None,
+                   diagnostics=None) -> int:
     """Sample ``source`` into the session file ``path`` until ``duration`` or ``stop``.
 
-    The window's pipeline (core/monitor.py): the same enrichers and
-    diagnostics, with a recorder of this one file as its recorder stage.
+    The window's pipeline (sources/assembly.py): the same enrichers and thresholds
+    (the user's settings file, unless ``diagnostics`` says otherwise), with a
+    recorder of this one file and a tally as the runner's sinks (core/runner.py).
     """
-    from vramscope.core.monitor import Monitor
+    from vramscope.core import runner
     from vramscope.core.sampler import clamp_interval
     from vramscope.core.session import SessionError
     from vramscope.core.session.library import session_size
     from vramscope.core.session.recorder import SessionRecorder
-    from vramscope.core.store import STAGE_RECORDER
+    from vramscope.sources.assembly import build_monitor
 
     stop = stop or threading.Event()
     err = err or sys.stderr
     interval = clamp_interval(interval)
-    monitor = Monitor.build(source, enrichers=enrichers, interval=interval, actions=False)
+    monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics)
     meta = {"source": getattr(source, "name", "?"),
             "simulated": bool(getattr(source, "simulated", False)),
             "interval": interval, "started_by": "vramscope record"}
@@ -103,9 +104,7 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
         _say(f"vramscope record: {exc}", err)
         monitor.close()
         return 2
-    monitor.record(recorder)
     tally = _Tally()
-    monitor.pipeline.subscribe(tally, STAGE_RECORDER)
     writer = recorder.writer
     what = f"every {interval:g} s" + (f" for {duration:g} s" if duration else "")
     _say(f"vramscope: recording to {path} ({what}; Ctrl-C to stop)", out)
@@ -113,16 +112,7 @@ def record_session(source, path: pathlib.Path, *, interval: float = 1.0,
         _say("vramscope: the source is the simulated demo workstation, not real GPUs", out)
     if monitor.metrics is not None:
         _say(f"vramscope: Prometheus metrics at {monitor.metrics.url}", out)
-    started = time.monotonic()
-    monitor.pipeline.start()
-    try:
-        while not stop.is_set():
-            left = None if duration is None else duration - (time.monotonic() - started)
-            if left is not None and left <= 0:
-                break
-            stop.wait(0.25 if left is None else min(0.25, left))
-    finally:
-        monitor.close()
+    runner.run(monitor, [recorder, tally], stop, duration=duration)
     size = session_size(path) / 1e6
     _say(f"vramscope: recorded {writer.frames_written} samples to {path} ({size:.1f} MB)", out)
     status = 0
@@ -164,26 +154,17 @@ def run(args) -> int:
             _say(f"vramscope record: cannot use the session directory {directory}: "
                  f"{exc.strerror or exc}", sys.stderr)
             return 2
+    from vramscope.core.runner import StopSignals
+
     stop = threading.Event()
-
-    def on_signal(signum, _frame):
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_signal)  # not under nohup
-    try:
+    with StopSignals(stop):  # SIGINT, SIGTERM, SIGHUP: the final commit, then exit 0
         source = open_source(args)
-        probe = None if getattr(args, "host", None) else source.sample(time.time())
+        probe = None if getattr(args, "host", None) else probe_driver(source)
         if probe is not None and driver_unavailable(probe):  # say so, write nothing
             source.close()
-            _say(f"vramscope record: {probe.error}; nothing recorded (--demo records the "
-                 "simulated workstation)", sys.stderr)
+            say_driver_unavailable("record", probe, "nothing recorded")
             return 2
         return record_session(source, path, interval=args.interval, duration=args.duration,
                               prometheus=args.prometheus, retention=retention,
                               retention_directory=directory, stop=stop,
                               enrichers=enrichers_for)
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import sys
 
-from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
+from vramscope.commands.common import (
+    add_host_arguments, add_source_arguments, driver_unavailable, say_driver_unavailable)
 from vramscope.core import json_text
-from vramscope.core.source import close_quietly
 from vramscope.core.terminal_text import say, visible
 from vramscope.core.status_report import ENDED_SHOWN
-from vramscope.sources.choose import enrichers_for, open_source
+from vramscope.sources.choose import open_source
 from vramscope.core.detectors.options import add_diagnostic_arguments
 
 EXIT_NO_NVML = 2
@@ -33,27 +33,42 @@ def add_arguments(p) -> None:
 
 
 def monitor_for(source, args):
-    """The window's pipeline around ``source``: enrichers, then diagnostics."""
-    from vramscope.core.detectors.options import settings_from_args
-    from vramscope.core.monitor import Monitor
+    """The window's pipeline around ``source`` (sources/assembly.py): enrichers, then
+    diagnostics with the user's thresholds and this command line's on top."""
     from vramscope.core.store import Store
-    return Monitor.build(source, enrichers=enrichers_for, diagnostics=settings_from_args(args),
-                         store=Store(fine_points=4, coarse_points=4), actions=False)
+    from vramscope.sources.assembly import build_monitor
+    return build_monitor(source, args=args, interval=getattr(args, "interval", 1.0),
+                         store=Store(fine_points=4, coarse_points=4))
 
 
-def take_frame(source, args):
-    """One pass (or ``--watch`` seconds of passes); keeps the engine in ``args.diagnostics``."""
+class StatusPrinter:
+    """Runner sink for ``--watch`` on a terminal: each pass but the last printed over
+    the previous one (the last is printed by the command, --json or not)."""
+
+    def __init__(self, args, passes: int, out=None):
+        self.args = args
+        self.passes = passes
+        self.out = out
+        self.seen = 0
+
+    def __call__(self, frame) -> None:
+        self.seen += 1
+        if self.seen < self.passes and not getattr(self.args, "json", False):
+            emit(frame, self.args, self.out, live=True)
+
+
+def take_frame(source, args, stop=None):
+    """One pass (or ``--watch`` seconds of passes) through the runner (core/runner.py);
+    keeps the engine in ``args.diagnostics``. None when ``stop`` came before a pass."""
+    import threading
+
+    from vramscope.core import runner
+
     monitor = monitor_for(source, args)
     args.diagnostics = monitor.engine
-    try:
-        if getattr(args, "watch", 0):
-            from vramscope.core.detectors.options import watch
-            live = None if getattr(args, "json", False) else (lambda f: emit(f, args, live=True))
-            return watch(monitor.pipeline, args.watch, getattr(args, "interval", 1.0), each=live)
-        return monitor.pipeline.sample_once()
-    finally:
-        for enrich in monitor.pipeline.sampler.enrichers:
-            close_quietly(enrich)
+    passes = runner.passes_for(getattr(args, "watch", 0) or 0, monitor.pipeline.interval)
+    sinks = [StatusPrinter(args, passes)] if passes > 1 else []
+    return runner.run(monitor, sinks, stop or threading.Event(), passes=passes)
 
 
 def alerts_for(frame, args) -> list:
@@ -63,8 +78,8 @@ def alerts_for(frame, args) -> list:
     engine = getattr(args, "diagnostics", None)
     if engine is None:
         from vramscope.core.detectors import Diagnostics
-        from vramscope.core.detectors.options import settings_from_args
-        engine = Diagnostics(settings_from_args(args))
+        from vramscope.core.user_settings import diagnostics_for
+        engine = Diagnostics(diagnostics_for(args))
         engine.feed(frame)
     return alerts_to_json(engine.alerts())
 
@@ -163,14 +178,25 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def run(args) -> int:
+    import signal
+    import threading
+
+    from vramscope.core.runner import StopSignals
+
+    signals = StopSignals(threading.Event(), hangup=False)
     try:
-        return _run(args)
-    except KeyboardInterrupt:  # Ctrl-C (during --watch): one line, no traceback
-        say(sys.stderr, "vramscope status: interrupted")
-        return EXIT_INTERRUPTED
+        with signals:  # Ctrl-C or SIGTERM: the pass under way finishes, then 128 + signal
+            code = _run(args, signals)
+    except KeyboardInterrupt:  # before the runner's policy was in place
+        signals.signum = signal.SIGINT
+    if signals.signum is not None:  # one line, no traceback, no half-printed frame
+        say(sys.stderr, "vramscope status: interrupted" if signals.signum == signal.SIGINT
+            else f"vramscope status: stopped by {signal.Signals(signals.signum).name}")
+        return signals.exit_status
+    return code
 
 
-def _run(args) -> int:
+def _run(args, signals=None) -> int:
     if getattr(args, "from_prometheus", None):
         return run_fleet(args)
     if getattr(args, "host", None):
@@ -178,10 +204,11 @@ def _run(args) -> int:
     # one look at the demo: ten minutes into its script, when everything runs
     source = open_source(args, demo_elapsed=0.0 if getattr(args, "watch", 0) else 600.0)
     try:
-        frame = take_frame(source, args)
+        frame = take_frame(source, args, signals.stop if signals is not None else None)
+        if signals is not None and signals.signum is not None:  # run() says so
+            return EXIT_INTERRUPTED
         if driver_unavailable(frame):
-            say(sys.stderr, f"vramscope status: {frame.error} (`vramscope status --demo` "
-                            "shows a simulated workstation)")
+            say_driver_unavailable("status", frame)
             if args.json:  # scripts get a document to parse, with the error in it
                 from vramscope.core.status_report import frame_to_dict
                 print(json_text.dumps(frame_to_dict(frame), indent=2))

@@ -19,13 +19,14 @@ import threading
 
 from vramscope.agent import json_limits
 from vramscope.commands.common import add_source_arguments
+from vramscope.core.option_types import interval_seconds
 from vramscope.core.stream import protocol
 from vramscope.sources.choose import enrichers_for, open_source
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
-    p.add_argument("--interval", metavar="S", type=float, default=1.0,
+    p.add_argument("--interval", metavar="S", type=interval_seconds, default=1.0,
                    help="seconds between frames (default 1, 0.1 to 60)")
     p.add_argument("--count", metavar="N", type=int, default=None,
                    help="stop after N frames (default: until stdin closes)")
@@ -122,44 +123,39 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
 
 def run_stream(source, *, interval: float = 1.0, count: int | None = None,
                inp=None, out=None, enrichers=enrichers_for, actions=None,
-               stop: threading.Event | None = None) -> int:
-    """The window's pipeline (core/monitor.py) with the stream as its last stage."""
+               stop: threading.Event | None = None, diagnostics=None) -> int:
+    """The window's pipeline (sources/assembly.py: the user's thresholds unless
+    ``diagnostics`` says otherwise) with the stream writer as the runner's sink."""
     from vramscope import __version__
+    from vramscope.core import runner
     from vramscope.core.actions import ProcessActions
-    from vramscope.core.monitor import Monitor
     from vramscope.core.sampler import clamp_interval
-    from vramscope.core.store import STAGE_RECORDER, Store
+    from vramscope.core.store import Store
+    from vramscope.sources.assembly import build_monitor
 
     stop = stop or threading.Event()
     out = out if out is not None else sys.stdout.buffer
     inp = inp if inp is not None else sys.stdin.buffer
     interval = clamp_interval(interval)
-    monitor = Monitor.build(source, enrichers=enrichers, interval=interval, actions=False,
+    monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
                             store=Store(fine_points=8, coarse_points=8))
-    writer = StreamWriter(out, monitor.engine, stop, count)
+    writer = StreamWriter(out, monitor.engine, stop)  # the runner counts the frames
     writer.send(protocol.hello(socket.gethostname(), __version__, interval))
-    monitor.pipeline.subscribe(writer, STAGE_RECORDER)
     actions = actions or ProcessActions()
     reader = threading.Thread(target=serve_requests, args=(inp, writer, actions, stop),
                               name="vramscope-stream-requests", daemon=True)
     reader.start()
-    monitor.pipeline.start()
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        monitor.close()
+    runner.run(monitor, [writer], stop, passes=count)
     return 0
 
 
 def run(args) -> int:
-    import signal
+    from vramscope.core.runner import StopSignals
 
     stop = threading.Event()
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, lambda *_: stop.set())
-    source = open_source(args)
-    code = run_stream(source, interval=args.interval, count=args.count, stop=stop)
+    with StopSignals(stop):  # SIGINT, SIGTERM, SIGHUP (the ssh channel closed): exit 0
+        source = open_source(args)
+        code = run_stream(source, interval=args.interval, count=args.count, stop=stop)
     try:
         sys.stdout.flush()
     except OSError:

@@ -72,7 +72,7 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
                  settings=None):
     """The pipeline (started unless told), the main window and its panels; the app must exist.
 
-    ``settings`` (ui/settings.Settings, command line already merged) gives the
+    ``settings`` (core/user_settings.Settings, command line already merged) gives the
     interval, time window, read-only mode, recording and thresholds; without it
     (tests) they come from ``args`` alone.
     """
@@ -102,10 +102,9 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
 def start_monitor(source, args, settings=None):
     """The window's monitor (core/monitor.py): diagnostics, end-process actions,
     the session recorder (on by default; only real GPUs are written), Prometheus."""
-    from vramscope.core.monitor import Monitor
     from vramscope.core.session import RetentionPolicy
     from vramscope.core.session.recorder import SessionRecorder
-    from vramscope.sources.choose import enrichers_for
+    from vramscope.sources.assembly import build_monitor
     from vramscope.core.actions import ProcessActions
     from vramscope.core.samples import PROMETHEUS_SOURCE
     from vramscope.sources.hosts import HostActions, HostsSource, session_host_meta
@@ -118,8 +117,8 @@ def start_monitor(source, args, settings=None):
         record = getattr(args, "record", True)
         interval = getattr(args, "interval", None) or 1.0
         diagnostics = cap = None
-    monitor = Monitor.build(source, enrichers=enrichers_for, interval=interval,
-                            diagnostics=diagnostics, read_only=read_only)
+    monitor = build_monitor(source, interval=interval, diagnostics=diagnostics, read_only=read_only,
+                            actions=True)  # diagnostics None: the settings file's (tests)
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
     elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
@@ -314,9 +313,11 @@ def run(args) -> int:
     from PySide6.QtCore import QTimer
 
     from vramscope.core.session import SessionError
-    from vramscope.ui.settings import Settings
+    from vramscope.core.user_settings import Settings
+    from vramscope.ui.qsettings_import import import_qsettings
 
     settings = Settings()
+    import_qsettings(settings)  # once: what earlier versions kept with QSettings
     settings.merge_args(args)
     app = create_app(theme_mode=settings.theme)
     if getattr(args, "file", None):

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.units import GiB, MiB
 from vramscope.ui import theme
-from vramscope.ui.settings import INTERVAL_RANGE, THEMES, WINDOWS, Settings
+from vramscope.core.user_settings import INTERVAL_RANGE, THEMES, WINDOWS, Settings
 
 WINDOW_TEXT = {"1m": "1 min", "10m": "10 min", "1h": "1 h", "all": "All"}
 THEME_TEXT = {"system": "Follow the desktop", "light": "Light", "dark": "Dark"}
@@ -165,7 +165,7 @@ class SettingsDialog(QDialog):
             box.setValue(int(round(value)) if isinstance(box, QSpinBox) else value)
 
     def restore_defaults(self) -> None:
-        from vramscope.ui.settings import (
+        from vramscope.core.user_settings import (
             DEFAULT_INTERVAL, DEFAULT_SESSION_CAP, DEFAULT_THEME, DEFAULT_WINDOW,
         )
         self.load(DiagnosticSettings(), interval=DEFAULT_INTERVAL, window=DEFAULT_WINDOW,

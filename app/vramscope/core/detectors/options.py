@@ -6,9 +6,7 @@ Light on imports: command modules add these at parser-build time.
 from __future__ import annotations
 
 import argparse
-import time
 
-from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.option_types import interval_seconds, non_negative
 from vramscope.core.units import MiB
 
@@ -46,32 +44,12 @@ def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
         g.add_argument(flag, type=non_negative(kind), default=None, help=help_text)
 
 
-def settings_from_args(args, base: DiagnosticSettings | None = None) -> DiagnosticSettings:
+def threshold_changes(args) -> dict:
+    """The DiagnosticSettings fields the command line's threshold options set."""
     changes = {}
     for flag, (field, kind, scale, _) in THRESHOLD_OPTIONS.items():
         value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
         if value is not None:
             value = value * scale
             changes[field] = int(value) if field.endswith("_bytes") or kind is int else float(value)
-    return (base or DiagnosticSettings()).with_overrides(**changes)
-
-
-def watch(pipeline, seconds: float, interval: float = 1.0,
-          monotonic=time.monotonic, sleep=time.sleep, each=None):
-    """Sample every ``interval`` seconds for ``seconds`` (at least once) through
-    ``pipeline`` (whose diagnostics stage sees every frame); returns the last frame.
-    ``each(frame)``: called with every frame but the last (a live display)."""
-    interval = max(0.1, interval)
-    start = monotonic()
-    k = 0
-    while True:
-        frame = pipeline.sample_once()
-        k += 1
-        if each is not None and (start + k * interval) - start <= seconds + 1e-9:
-            each(frame)
-        due = start + k * interval
-        if due - start > seconds + 1e-9:
-            return frame
-        now = monotonic()
-        if due > now:
-            sleep(due - now)
+    return changes
