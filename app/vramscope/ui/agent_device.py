@@ -29,7 +29,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
-from vramscope.agent.protocol import PHASE_LOADED, phase_metric, phase_peak_metric
+from vramscope.core.agent_keys import PHASE_LOADED, phase_metric, phase_peak_metric
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, thin
 from vramscope.core.units import GiB, MiB, fmt_bytes
