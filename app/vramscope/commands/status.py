@@ -12,6 +12,7 @@ import sys
 
 from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
 from vramscope.core import json_text
+from vramscope.core.samples import HostStatus
 from vramscope.core.source import close_quietly
 from vramscope.core.terminal_text import say, visible
 from vramscope.core.status_report import ENDED_SHOWN
@@ -156,7 +157,7 @@ def run_fleet(args, out=None) -> int:
     out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json
               else render_hosts(views))
     out.flush()
-    return 0 if all(v.state == "connected" for v in views) else 1
+    return 0 if all(v.state == HostStatus.CONNECTED for v in views) else 1
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C

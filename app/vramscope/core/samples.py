@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS
+from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS, Bucket, StrEnum
 
 # How a process looks from here (psutil's view of it).
 VISIBLE = "ok"
@@ -224,12 +224,21 @@ class DeviceHolder:
     devices: tuple[str, ...]  # "/dev/nvidia0", "/dev/nvidiactl", ...
 
 
+class HostStatus(StrEnum):
+    """How a machine a frame is put together from stands (sources/remote.py)."""
+
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    DOWN = "down"
+    NOT_INSTALLED = "not installed"
+
+
 @dataclass(frozen=True, slots=True)
 class HostState:
     """One machine a frame was put together from (--host, a fleet) and how it stands."""
 
     host: str
-    state: str  # "connected", "connecting", "down", "not installed" (sources/remote.py)
+    state: str  # a HostStatus
     error: str | None = None
     retry_in: float | None = None  # seconds until the next attempt, while down
     version: str | None = None  # the vramscope version there
@@ -292,13 +301,13 @@ class Frame:
 BUCKET_NAMES: tuple[str, ...] = tuple(str(b) for b in AGENT_BUCKETS)
 ALL_BUCKETS: tuple[str, ...] = tuple(str(b) for b in BUCKETS)
 AGENT_ENDED = "process ended"  # AgentReport.error once the agent's process is gone
-BUCKET_LABELS = {  # the words the window and `vramscope status` use for each bucket
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer_state": "optimizer state",
-    "other_allocated": "activations + temporaries",
-    "cached_free": "cached, free (reserved − allocated)",
-    "outside_pytorch": "outside PyTorch (context, NCCL, cuBLAS)",
+BUCKET_LABELS = {  # the words the window, `vramscope status` and the alerts use for each bucket
+    Bucket.WEIGHTS: "weights",
+    Bucket.GRADIENTS: "gradients",
+    Bucket.OPTIMIZER_STATE: "optimizer state",
+    Bucket.OTHER_ALLOCATED: "activations + temporaries",
+    Bucket.CACHED_FREE: "cached, free (reserved − allocated)",
+    Bucket.OUTSIDE_PYTORCH: "outside PyTorch (context, NCCL, cuBLAS)",
 }
 
 

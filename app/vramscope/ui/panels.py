@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QFrame, QScrollArea
 
-from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
+from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert, AlertKind
 from vramscope.core.planner.targets import fit_targets, gpus_now
 from vramscope.core.samples import ProcessIdentity
 from vramscope.ui.agent_panel import AgentPanel
@@ -125,7 +125,7 @@ def end_selected_process(window, panels: Panels):
 
 def _end_request(row) -> Alert:
     """The user's own request to end a process, in the shape the End flow takes."""
-    return Alert(kind="user_request", severity=INFO, gpu=row.gpu, pid=row.pid,
+    return Alert(kind=AlertKind.USER_REQUEST, severity=INFO, gpu=row.gpu, pid=row.pid,
                  start_time=row.identity.start_time, since=None,
                  message=f"End {row.label} on "
                  + (f"{row.host} GPU {row.host_gpu}" if row.host else f"GPU {row.gpu}"),

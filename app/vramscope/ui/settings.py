@@ -41,6 +41,9 @@ from vramscope.core import safe_write
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL
 from vramscope.core.session.library import DEFAULT_MAX_BYTES
+from vramscope.core.view_options import (  # noqa: F401 (the defaults, for callers)
+    DEFAULT_PLOT_STYLE, DEFAULT_THEME, DEFAULT_WINDOW, PlotStyle, Theme, TimeWindow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +51,9 @@ ORGANISATION = "vramscope"
 APPLICATION = "vramscope"
 
 INTERVAL_RANGE = (MIN_INTERVAL, MAX_INTERVAL)  # seconds, as `vramscope --interval`
-WINDOWS = ("1m", "10m", "1h", "all")  # as `vramscope --window` and the toolbar
-THEMES = ("system", "light", "dark")
+WINDOWS = tuple(TimeWindow)  # as `vramscope --window` and the toolbar
+THEMES = tuple(Theme)
 DEFAULT_INTERVAL = 1.0
-DEFAULT_WINDOW = "10m"
-DEFAULT_THEME = "system"
 DEFAULT_SESSION_CAP = DEFAULT_MAX_BYTES
 DIAGNOSTICS_GROUP = "diagnostics/"
 
@@ -125,7 +126,7 @@ def _as_names(value) -> tuple[str, ...]:
     return tuple(str(x).strip() for x in items if str(x).strip())
 
 
-PLOT_STYLES = ("stacked", "lines")  # the GPU timelines: processes stacked, or one line each
+PLOT_STYLES = tuple(PlotStyle)  # the GPU timelines: processes stacked, or one line each
 
 _KEYS = {
     "interval": ("sampling/interval", DEFAULT_INTERVAL, _as_interval),
@@ -138,7 +139,7 @@ _KEYS = {
     "window_state": ("window/state", None, _as_bytes),
     "splitter_state": ("window/splitter", None, _as_bytes),
     "hidden_columns": ("view/hidden_columns", (), _as_names),
-    "plot_style": ("view/plot_style", "stacked", _choice(PLOT_STYLES)),
+    "plot_style": ("view/plot_style", DEFAULT_PLOT_STYLE, _choice(PLOT_STYLES)),
     "card_details": ("view/card_details", False, _as_bool),
 }
 

@@ -41,7 +41,7 @@ from statistics import median
 import numpy as np
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device, headroom
-from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
+from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.trend import (
@@ -230,7 +230,7 @@ class LeakRule:
         else:
             evidence.append("headroom unknown (GPU not matched), so no OOM projection")
         return Alert(
-            kind="leak", severity=severity,
+            kind=AlertKind.LEAK, severity=severity,
             gpu=gpu.index if gpu is not None else None, pid=report.pid,
             start_time=report.start_time, since=st.flagged_since,
             message=(f"{process_name(frame, report.pid, gpu, device_name)}: allocated after each step grows "

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from vramscope.core.containers import stop_advice
 from vramscope.core.courtesy import courteous
 from vramscope.core.detectors import jupyter
-from vramscope.core.detectors.alert import INFO, WARNING, Alert
+from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import (
     AGENT, KERNEL, SERVER, proc_name, process_kind, squatter_fix,
 )
@@ -252,7 +252,7 @@ class SquatterRule:
         if reasons == ["jupyter_kernel"] and idle_for < settings.kernel_warn_minutes * 60:
             severity = INFO  # listed from kernel_idle_minutes, a warning from kernel_warn_minutes
         return Alert(
-            kind="squatter", severity=severity, gpu=gpu.index, pid=proc.pid,
+            kind=AlertKind.SQUATTER, severity=severity, gpu=gpu.index, pid=proc.pid,
             start_time=proc.identity.start_time,
             since=st.idle_since if st.idle_since is not None else st.first_seen,
             message=message, evidence=tuple(evidence), fix=fix, frees=used,
@@ -271,10 +271,10 @@ def _watch(gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: flo
     if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
         return None
     if kind == KERNEL:
-        return watch_if_due("squatter", gpu, proc, st.idle_since, now, "kernel idle",
+        return watch_if_due(AlertKind.SQUATTER, gpu, proc, st.idle_since, now, "kernel idle",
                             settings.kernel_idle_minutes * 60)
     if kind == AGENT and st.steps.last_step is not None:
-        return watch_if_due("stalled", gpu, proc, st.steps.last_step_time, now, "no step for",
+        return watch_if_due(AlertKind.STALLED, gpu, proc, st.steps.last_step_time, now, "no step for",
                             st.steps.quiet_needed(settings))
-    return watch_if_due("squatter", gpu, proc, st.idle_since, now, "idle",
+    return watch_if_due(AlertKind.SQUATTER, gpu, proc, st.idle_since, now, "idle",
                         settings.idle_minutes * 60)
