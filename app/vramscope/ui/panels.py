@@ -37,7 +37,8 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         frame = window.store.latest
         return frame.time if frame is not None else time.time()
 
-    alerts = AlertsPanel(engine=engine, actions=actions, read_only=read_only, clock=now)
+    alerts = AlertsPanel(engine=engine, actions=actions, read_only=read_only, clock=now,
+                         bridge=getattr(window, "bridge", None))
     agents = AgentPanel(window.store)
     planner = PlannerTab()
     tray = TrayNotifier(window)
@@ -114,12 +115,13 @@ def scrolled(widget) -> QScrollArea:
     return area
 
 
-def end_selected_process(window, panels: Panels):
-    """End the process selected in the table, after the confirmation (Delete key)."""
+def end_selected_process(window, panels: Panels) -> bool:
+    """End the process selected in the table, after the confirmation (Delete key); the
+    confirmation opens once the process was checked anew (``alerts.dialog_opened``)."""
     row = window.table.selected_row()
     if row is None:
         window.statusBar().showMessage("Select a process in the table first.", 5000)
-        return None
+        return False
     return panels.alerts.request_end(_end_request(row))
 
 
