@@ -254,6 +254,20 @@ REMOTE_SOURCES = (SSH_SOURCE, PROMETHEUS_SOURCE)
 
 
 @dataclass(frozen=True, slots=True)
+class JupyterKernel:
+    """A Jupyter kernel process on this machine, as its Jupyter server tells
+    (sources/jupyter_kernels.py asks, off the sampling thread; the squatter rule reads it)."""
+
+    pid: int
+    start_time: float | None
+    connection_file: str | None = None
+    last_activity: float | None = None  # its last execution (epoch s); None: no server said
+    busy: bool = False  # executing now
+    notebook: str | None = None  # the notebook that uses it
+    how: str = ""  # how the notebook was found, or why it was not
+
+
+@dataclass(frozen=True, slots=True)
 class Frame:
     """Everything one sampling pass produced."""
 
@@ -276,6 +290,7 @@ class Frame:
     # listener (recorder, diagnostics) that failed, a sampling pass that raised
     notices: tuple[str, ...] = ()
     hosts: tuple[HostState, ...] = ()  # the machines of a multi-host frame (else empty)
+    kernels: tuple[JupyterKernel, ...] = ()  # this machine's Jupyter kernels on a GPU
 
     def all_processes(self):
         for gpu in self.gpus:

@@ -37,7 +37,7 @@ from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.stalled import StepClock, clock_text, stalled
 from vramscope.core.detectors.watching import Watch, watch_if_due
 from vramscope.core.samples import (
-    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
+    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample, JupyterKernel, ProcessIdentity,
 )
 from vramscope.core.units import fmt_bytes, fmt_duration
 
@@ -83,8 +83,10 @@ def process_is_idle(proc: GpuProcess, gpu: GpuSample, settings: DiagnosticSettin
 class SquatterRule:
     def __init__(self, notebook_finder: NotebookFinder | None = None,
                  kernel_activity: KernelActivityLookup | None = None):
-        self._finder = notebook_finder or jupyter.default_notebook_finder
-        self._activity = kernel_activity or jupyter.kernel_activity
+        # what Jupyter servers say of a kernel comes on the frame (sources/jupyter_kernels.py
+        # asks them off the sampling thread); a lookup given here replaces it (tests)
+        self._finder = notebook_finder
+        self._activity = kernel_activity
         self._state: dict[tuple, _ProcState] = {}
         self.watching: list[Watch] = []  # conditions on their way to an alert, as of the last update
 
@@ -94,6 +96,7 @@ class SquatterRule:
         alerts = []
         self.watching = watching = []
         reports = {r.pid: r for r in frame.agents if r.connected}
+        kernels = {ProcessIdentity(k.pid, k.start_time): k for k in frame.kernels}
         for gpu, proc in courteous(frame.all_processes()):
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
                 continue  # nothing is known of it here: the unattributed / ghost rules report it
@@ -117,7 +120,7 @@ class SquatterRule:
                 if idle is False:
                     st.last_active = now
             if kind == KERNEL and gpu.host is None:  # never this machine's servers for another's
-                self._kernel_clock(proc, st, now, settings)
+                self._kernel_clock(proc, st, now, settings, kernels.get(proc.identity))
             alert = self._judge(frame, gpu, proc, kind, st, now, settings)
             if alert is not None:
                 alerts.append(alert)
@@ -129,12 +132,18 @@ class SquatterRule:
         return alerts
 
     def _kernel_clock(self, proc: GpuProcess, st: _ProcState, now: float,
-                      settings: DiagnosticSettings) -> None:
+                      settings: DiagnosticSettings, kernel: JupyterKernel | None) -> None:
         """A kernel is idle from its last execution, as its Jupyter server says
         (reading a notebook is not using it less); SM is the fallback."""
         if not settings.lookup_notebooks:
             return
-        if st.activity_asked is None or now - st.activity_asked >= KERNEL_POLL_SECONDS:
+        if self._activity is None:  # the frame's word (frame.kernels)
+            if kernel is not None:
+                st.activity = jupyter.KernelActivity(kernel.last_activity, kernel.busy) \
+                    if kernel.busy or kernel.last_activity is not None else None
+                if kernel.notebook or kernel.how:
+                    st.notebook = jupyter.NotebookHint(kernel.notebook, kernel.how)
+        elif st.activity_asked is None or now - st.activity_asked >= KERNEL_POLL_SECONDS:
             st.activity_asked = now
             try:
                 st.activity = self._activity(jupyter.connection_file(
@@ -201,7 +210,9 @@ class SquatterRule:
         if is_kernel:
             evidence.append(f"Jupyter/IPython kernel; connection file: {conn or 'not on its command line'}")
             if settings.lookup_notebooks and gpu.host is None:  # not for another machine's kernel
-                if st.notebook is None:
+                if st.notebook is None and self._finder is None:
+                    st.notebook = jupyter.NotebookHint(None, "its Jupyter server has not answered yet")
+                elif st.notebook is None:
                     try:
                         st.notebook = self._finder(proc.pid, conn)
                     except Exception as exc:  # a lookup must never break the rule
