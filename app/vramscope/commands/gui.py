@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from vramscope.commands.common import Parser, add_host_arguments, add_source_arguments
-from vramscope.core.option_types import address, interval_seconds, seconds
+from vramscope.commands.option_types import address, interval_seconds, seconds
 from vramscope.core.view_options import Theme, TimeWindow
 
 WINDOW_CHOICES = tuple(w.value for w in TimeWindow)

@@ -16,7 +16,7 @@ import threading
 import time
 
 from vramscope.commands.common import add_host_arguments, add_source_arguments, driver_unavailable
-from vramscope.core.option_types import address, interval_seconds, positive, seconds
+from vramscope.commands.option_types import address, interval_seconds, positive, seconds
 from vramscope.sources.choose import enrichers_for, open_source
 
 

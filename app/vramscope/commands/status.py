@@ -17,7 +17,7 @@ from vramscope.core.source import close_quietly
 from vramscope.core.terminal_text import say, visible
 from vramscope.core.status_report import ENDED_SHOWN
 from vramscope.sources.choose import enrichers_for, open_source
-from vramscope.core.detectors.options import add_diagnostic_arguments
+from vramscope.commands.diagnostic_options import add_diagnostic_arguments
 
 EXIT_NO_NVML = 2
 
