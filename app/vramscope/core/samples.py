@@ -147,7 +147,6 @@ class MigSlice:
 
 # GPU vendors, as GpuSample.vendor names them (PCI vendor ids: the PCI-SIG list, pci.ids)
 NVIDIA, AMD, INTEL = "NVIDIA", "AMD", "Intel"
-VENDORS = (NVIDIA, AMD, INTEL)
 UNIFIED_MEMORY = "unified"  # GpuSample.memory_kind of a board sharing system memory
 
 
@@ -173,7 +172,7 @@ class GpuSample:
     asleep: bool = False  # runtime-suspended PCI device: not queried, so not woken
     host: str | None = None  # the machine it is in, when not this one (--host, a fleet)
     host_index: int | None = None  # its index on that machine (``index`` is unique here)
-    vendor: str | None = None  # one of VENDORS; None: not known (an older recording)
+    vendor: str | None = None  # NVIDIA, AMD or INTEL; None: not known (an older recording)
     # "unified": the board has no memory of its own (GB10, Jetson, an APU) and total/used/
     # free are the system memory its processes share (sources/unified.py); None: its own VRAM
     memory_kind: str | None = None

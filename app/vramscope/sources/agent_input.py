@@ -25,7 +25,9 @@ import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from vramscope.agent.protocol import AGENT_BUCKETS, PEAK_BOUND, PHASES_MEASURED
+from vramscope.agent.protocol import (
+    AGENT_BUCKETS, PEAK_BOUND, PHASES_MEASURED, DeviceFigures, EventItem, HelloReply, SampleItem, StepItem,
+)
 from vramscope.core.actions import PID_MAX
 from vramscope.core.samples import AgentBuckets, AgentDevice
 
@@ -80,7 +82,7 @@ class Hello:
     interval: float | None = None
 
 
-def hello(raw) -> Hello:
+def hello(raw: HelloReply) -> Hello:
     """The handshake (or a final dump's "hello") with each field of its type."""
     raw = _object(raw, "the handshake")
     pid = integer(raw.get("pid"), 1, PID_MAX)
@@ -105,7 +107,7 @@ def _bytes(value) -> int | None:
     return integer(int(value) if isinstance(value, float) else value, -(1 << 62), 1 << 62)
 
 
-def device(raw) -> AgentDevice:
+def device(raw: DeviceFigures) -> AgentDevice:
     """One device of a sample (protocol.DeviceFigures)."""
     raw = _object(raw, "a device entry")
     name = text(raw.get("device"), 64)
@@ -140,7 +142,7 @@ def _share(v) -> float | None:
     return v if v is not None and 0 <= v <= 1 else None
 
 
-def sample(raw) -> Sample:
+def sample(raw: SampleItem) -> Sample:
     """A sample item: a finite time, a list of device objects, settings and models of
     the right shapes."""
     raw = _object(raw, "a sample")
@@ -189,7 +191,7 @@ class Step:
                 "phase_times": dict(self.phase_times), "phase_peaks": self.phase_peaks}
 
 
-def step(raw) -> Step:
+def step(raw: StepItem) -> Step:
     """A step item: a finite time, an integer step, devices as {name: object}."""
     raw = _object(raw, "a step")
     t = time_of(raw)
@@ -219,7 +221,7 @@ class Event:
     data: dict = field(default_factory=dict)
 
 
-def event(raw) -> Event:
+def event(raw: EventItem) -> Event:
     raw = _object(raw, "an event")
     kind = text(raw.get("event"), 64)
     if kind is None:

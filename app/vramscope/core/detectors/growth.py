@@ -99,7 +99,6 @@ class Growing:
     proc: GpuProcess
     kind: str
     trend: Trend
-    seconds_to_full: float | None
 
 
 def rate_text(bytes_per_s: float) -> str:
@@ -222,7 +221,7 @@ class GrowthRule:
         free = gpu.free if gpu.free is not None else (
             gpu.total - gpu.used if gpu.total is not None and gpu.used is not None else None)
         eta = max(0.0, free / trend.slope) if free is not None else None
-        growing = Growing(gpu.index, proc, kind, trend, eta)
+        growing = Growing(gpu.index, proc, kind, trend)
         if kind == SERVER:
             return growing, None  # filling its pool: the server rule explains it
         who = proc_name(proc, gpu)
