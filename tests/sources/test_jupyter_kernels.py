@@ -67,7 +67,7 @@ def jupyter_server(tmp_path):
     state["enricher"] = JupyterEnricher(
         activity=lambda conn: jupyter.kernel_activity(conn, dirs=[rt], timeout=5.0),
         finder=lambda pid, conn: jupyter.find_notebook(jupyter.kernel_id(conn), [rt], timeout=5.0),
-        period=0.0)
+        period=0.0, first_wait=0.0)
     yield state
     state["enricher"].close()
     server.shutdown()
@@ -91,6 +91,17 @@ def test_kernel_activity_arrives_on_the_frame_and_the_rule_reads_it(jupyter_serv
     enrich(kernel_frame(3))
     enrich.wait_idle()
     assert [a for a in engine.feed(enrich(kernel_frame(4))) if a.kind == AlertKind.SQUATTER] == []
+
+
+def test_the_first_pass_waits_briefly_so_a_one_shot_status_has_the_answer(jupyter_server):
+    enrich = jupyter_server["enricher"]
+    enrich._first_wait = 2.0  # (the fixture's enricher never waits; a default one does, once)
+    [k] = enrich(kernel_frame(0)).kernels
+    assert k.notebook == "work/analysis.ipynb"
+    jupyter_server["delay"] = 1.0
+    start = time.monotonic()
+    enrich(kernel_frame(1))  # later passes never wait
+    assert time.monotonic() - start < 0.5
 
 
 def test_a_slow_jupyter_server_never_holds_up_a_pass(jupyter_server):

@@ -6,8 +6,10 @@ line) is looked up at the local Jupyter servers -- its last execution and
 whether it runs now (``GET /api/kernels/<id>``, every KERNEL_POLL_SECONDS),
 and once the notebook that uses it (``/api/sessions``). The HTTP requests
 go to localhost servers of this user's Jupyter runtime directory, with a
-short timeout, on one worker thread: a frame never waits for them, it
-carries what the last answers said (``frame.kernels``). The squatter rule
+short timeout, on one worker thread: a frame carries what the last answers
+said (``frame.kernels``) and never waits for them -- but the very first pass
+that finds kernels waits up to FIRST_WAIT seconds, so a one-shot `vramscope
+status` names the notebook and judges the kernel as the window does. The squatter rule
 judges a kernel idle from its last execution (reading a notebook is not
 using it less), and names the notebook, from there.
 """
@@ -26,10 +28,13 @@ from vramscope.core.samples import REMOTE_SOURCES, Frame, JupyterKernel, Process
 
 log = logging.getLogger(__name__)
 
+FIRST_WAIT = 1.0  # seconds the first pass with kernels waits for its answers (once)
+
 
 class JupyterEnricher:
     def __init__(self, activity=jupyter.kernel_activity, finder=jupyter.default_notebook_finder,
-                 period: float = KERNEL_POLL_SECONDS, clock=time.monotonic):
+                 period: float = KERNEL_POLL_SECONDS, clock=time.monotonic,
+                 first_wait: float = FIRST_WAIT):
         self._activity = activity  # connection file -> jupyter.KernelActivity | None
         self._finder = finder  # (pid, connection file) -> jupyter.NotebookHint
         self._period = period
@@ -38,6 +43,7 @@ class JupyterEnricher:
         self._asked: dict[ProcessIdentity, float] = {}
         self._pool: DaemonWorker | None = None
         self._pending: Future | None = None
+        self._first_wait = first_wait
 
     # -- the sampler thread -----------------------------------------------------------
     def __call__(self, frame: Frame) -> Frame:
@@ -58,6 +64,12 @@ class JupyterEnricher:
             for ident, _conn in due:
                 self._asked[ident] = now
             self._pending = self._executor().submit(self._ask, due)
+            if self._first_wait > 0:
+                wait, self._first_wait = self._first_wait, 0.0
+                try:
+                    self._pending.result(wait)
+                except Exception:  # slow (TimeoutError) or failed: the next pass shows it
+                    pass
         known = tuple(k for k in (self._known.get(i) for i in kernels) if k is not None)
         return dataclasses.replace(frame, kernels=known) if known else frame
 
