@@ -230,12 +230,6 @@ def version_error(client_version: int) -> dict:
             "protocol": PROTOCOL_VERSION, "supported": sorted(SUPPORTED_VERSIONS)}
 
 
-def mismatch_text(agent_versions, monitor_version: int = PROTOCOL_VERSION) -> str:
-    """What the monitor shows when it and an agent share no protocol version."""
-    return (f"protocol version mismatch: the agent speaks {agent_versions}, this monitor "
-            f"{monitor_version}; run the same vramscope version on both sides")
-
-
 def encode_payload(obj: dict) -> bytes:
     """A JSON object as compact UTF-8 (NaN/inf refused: JSON has no such numbers)."""
     if not isinstance(obj, dict):

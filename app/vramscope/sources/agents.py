@@ -39,7 +39,7 @@ from vramscope.core import agent_series, bounded_read
 from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
 from vramscope.sources import agent_input, container_agents
-from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange
+from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
 from vramscope.sources.agent_reports import report_of, with_outside
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ class AgentClient:
         if reply.get("ok") is not True:
             supported = reply.get("supported")
             if isinstance(supported, list) and protocol.PROTOCOL_VERSION not in supported:
-                raise VersionRefused(protocol.mismatch_text(
+                raise VersionRefused(mismatch_text(
                     ", ".join(str(v)[:8] for v in supported[:8])))
             raise ConnectionError(agent_input.text(reply.get("error")) or "handshake refused")
         try:
