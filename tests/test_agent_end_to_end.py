@@ -97,7 +97,7 @@ def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nv
         report = window.store.latest.agents[0]
         assert report.pid == training["pid"]
         # every step the agent's ring still holds reached the monitor, though it started late
-        from vramscope.agent.protocol import series_key as agent_key
+        from vramscope.core.agent_keys import series_key as agent_key
         t, steps = window.store.series(agent_key(report.pid, report.start_time, "steps", "step"))
         assert list(steps) == list(range(1, 31))
     finally:

@@ -16,7 +16,7 @@ import pytest
 from vramscope.agent.replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store
-from vramscope.agent.protocol import series_key as agent_key
+from vramscope.core.agent_keys import series_key as agent_key
 from vramscope.sources.agents import AgentClient
 
 HERE = Path(__file__).resolve().parent

@@ -110,11 +110,19 @@ def panel_for(qtbot, pid, start, tmp_path, **kw):
     return panel, actions
 
 
+def confirmation(qtbot, panel, ask=None):
+    """The dialog ``ask()`` (default: End process on the selected alert) opens once the
+    process was checked anew on a worker."""
+    with qtbot.waitSignal(panel.dialog_opened, timeout=5000) as opened:
+        assert (ask or panel.end_selected)()
+    return opened.args[0]
+
+
 def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, start_child, tmp_path, artifacts_dir):
     p, start = start_child()
     panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
     assert panel.end_button.isEnabled()
-    dialog = panel.end_selected()
+    dialog = confirmation(qtbot, panel)
     assert isinstance(dialog, EndProcessDialog) and dialog.isVisible()
     assert "time.sleep(120)" in dialog.fields["Command"].text()
     assert dialog.fields["Memory"].text() == "2.0 GiB"
@@ -132,7 +140,7 @@ def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, start_child, tm
 def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, start_child, tmp_path):
     p, start = start_child(STUBBORN)
     panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
-    first = panel.end_selected()
+    first = confirmation(qtbot, panel)
     first.confirm_button.click()
     qtbot.waitUntil(lambda: panel.active_dialog is not first and panel.active_dialog.isVisible(),
                     timeout=5000)
@@ -146,11 +154,11 @@ def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, start
 def test_cancel_sends_nothing_and_mismatched_identity_is_refused(themed, qtbot, start_child, tmp_path):
     p, start = start_child()
     panel, _ = panel_for(qtbot, p.pid, start, tmp_path)
-    panel.end_selected().reject()
+    confirmation(qtbot, panel).reject()
     qtbot.wait(400)
     assert p.poll() is None
     stale, _ = panel_for(qtbot, p.pid, start - 50.0, tmp_path)  # the alert names an older process
-    dialog = stale.end_selected()
+    dialog = confirmation(qtbot, stale)
     assert dialog.confirm_button is None and "PID was reused" in dialog.refusal.text()
     assert p.poll() is None
 
@@ -160,7 +168,7 @@ def test_read_only_disables_end_process(themed, qtbot, start_child, tmp_path):
     panel, _ = panel_for(qtbot, p.pid, start, tmp_path, read_only=True)
     assert not panel.end_button.isEnabled()
     assert "read-only" in panel.end_button.toolTip()
-    assert panel.request_end(panel.selected_alert()) is None
+    assert panel.request_end(panel.selected_alert()) is False
 
 
 # -- tray -----------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from vramscope.core.detectors import Diagnostics, DiagnosticSettings
 from vramscope.core.detectors import jupyter
-from vramscope.core.detectors.options import add_diagnostic_arguments, threshold_changes
+from vramscope.commands.diagnostic_options import add_diagnostic_arguments
+from vramscope.core.detectors.options import threshold_changes
 from vramscope.core.store import Store
 from vramscope.core.units import MiB
 

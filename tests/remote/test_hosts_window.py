@@ -78,7 +78,9 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
         # ending lab-b's process: the confirmation says which machine it is on
         key = next(r.key for r in table.model.rows if r.pid == pid_b)
         window.table.select_key(key)
-        dialog = end_selected_process(window, window.services.panels)
+        with qtbot.waitSignal(window.services.panels.alerts.dialog_opened, timeout=10000) as opened:
+            assert end_selected_process(window, window.services.panels)
+        dialog = opened.args[0]
         assert dialog.windowTitle() == "End process on lab-b"
         assert f"End pid {pid_b} on lab-b?" in dialog.headline.text()
         assert dialog.fields["Host"].text() == "lab-b" and dialog.summary.refusal is None

@@ -11,7 +11,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from vramscope.agent.protocol import TRAINING_PHASES, Phase, phase_metric, phase_peak_metric
+from vramscope.agent.protocol import TRAINING_PHASES, Phase
+from vramscope.core.agent_keys import phase_metric, phase_peak_metric
 from vramscope.core.store import Store
 from vramscope.core.units import fmt_bytes
 from vramscope.sources import simulated

@@ -46,8 +46,9 @@ def test_ending_a_squatter_from_the_window_removes_it_from_the_gpu(themed_app, q
         key = next(r.key for r in window.table.model.rows if r.pid == idle_holder.pid)
         window.table.select_key(key)
 
-        dialog = end_selected_process(window, window.services.panels)
-        assert dialog is not None
+        with qtbot.waitSignal(window.services.panels.alerts.dialog_opened, timeout=5000) as opened:
+            assert end_selected_process(window, window.services.panels)
+        dialog = opened.args[0]
         summary = dialog.summary  # what the confirmation shows
         assert summary.pid == idle_holder.pid and summary.memory == 3 * GiB
         assert "time.sleep(300)" in (summary.command or "") and summary.refusal is None

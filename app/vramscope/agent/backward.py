@@ -47,7 +47,6 @@ class BackwardWatch:
         self._ledger = ledger
         self._learn = learn
         self.running = False  # a backward is between its first gradient and its end
-        self.backwards = 0  # backwards seen while learning (then only marked, not counted)
         self._nodes: dict[int, tuple] = {}  # id(param) -> (param, node, handle)
         self._firsts: set[int] = set()  # id(param) whose node a backward reached first
         self._learned = 0  # backwards seen in the current learning round (0: thinned)
@@ -55,10 +54,6 @@ class BackwardWatch:
         self.covered = None  # the key of the layout hooked (see cover)
         self._queue = None
         self.errors = 0
-
-    @property
-    def hooked(self) -> int:
-        return len(self._nodes)
 
     # -- the training thread ---------------------------------------------------------------
     def cover(self, params, key=None) -> None:
@@ -121,7 +116,6 @@ class BackwardWatch:
 
     def _end(self) -> None:
         self.running = False
-        self.backwards += 1
         if self._learned:
             self._learned -= 1
             if not self._learned:

@@ -78,7 +78,6 @@ class Agent:
         self.tensor_notes: tuple[str | None, str] = (None, GRADIENTS_UNKNOWN)
         self.last_words = LastWords(self._atexit)  # at exit and on SIGTERM: the final dump
         self._rediscover_layout: tuple | None = None  # the layout discovery was re-armed for
-        self.inconsistent_reads = 0  # agent-thread samples whose tensors changed around the read
         self.handoff = Handoff(self._sample_for_agent, self._note_between_statements)
         self.phases = PhaseTracker(dict, self._emit, name=self._device_name)
         self.steps = StepTracker(on_boundary=self._on_step_boundary, phases=self.phases,
@@ -104,7 +103,6 @@ class Agent:
         self.last_measure_seconds: float | None = None
         self.walks = 0
         self._last_num_ooms: dict[str, int] = {}
-        self._oom_observed_at = 0.0
         self.errors = 0
         self.last_error: str | None = None
         self.samples = 0

@@ -72,7 +72,6 @@ class GradLedger:
         self._noting = False  # inside note_all (on the training thread)
         self.resyncs = 0
         self.notes = 0  # gradients noted so far (with len(_live): has anything changed?)
-        self.last_resync_seconds: float | None = None
 
     # -- the training thread ---------------------------------------------------------------
     def note(self, device: str, owner, nbytes: int) -> None:
@@ -138,7 +137,6 @@ class GradLedger:
         self.note_all(params, devices)
         cost = self._clock() - t0
         self.resyncs += 1
-        self.last_resync_seconds = cost
         if step_seconds:
             self.every = max(1, math.ceil(cost / (self.budget * step_seconds)))
         self.countdown = self.every

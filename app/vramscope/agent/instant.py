@@ -44,7 +44,6 @@ def consistent_read(agent) -> dict:
         if ledger.fingerprint() == before and agent._tensors == first:
             break
     else:
-        agent.inconsistent_reads += 1
         agent._tensors = {d: dict(per, gradients=None) for d, per in (agent._tensors or {}).items()}
         agent.tensor_notes = (agent.tensor_notes[0], CHANGED)
     for name, (peak, bound) in peaks.items():

@@ -110,7 +110,6 @@ def build_oom_event(device: int | None, requested: int | None, device_free: int 
 def record(agent, device: int | None, requested: int | None, device_free: int | None, source: str) -> None:
     """An OOM seen now (the observer, on the allocating thread, or ``record_oom``): the
     allocator's figures, a fresh walk and the buckets at this instant, the largest blocks."""
-    agent._oom_observed_at = time.monotonic()
     reader = agent.reader
     provider = reader.provider if reader is not None else None
     devices = reader.read(EventKind.OOM) if reader is not None else {}

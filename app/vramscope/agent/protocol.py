@@ -18,7 +18,9 @@ client used, the client shows the mismatch instead of silently seeing no
 agent.
 
 The vocabulary both sides use -- request ops, item kinds, event kinds, step
-phases, bucket names, the store's series key -- is defined here once.
+phases, bucket names, the shapes of the items (``TypedDict``s; the monitor
+decodes them once into typed values, sources/agent_input.py) -- is defined
+here once.
 Standard library only (runs inside training).
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import enum
 import json
 import struct
+from typing import TypedDict
 
 from vramscope.agent import json_limits
 
@@ -104,37 +107,98 @@ TENSOR_BUCKETS = (Bucket.WEIGHTS, Bucket.GRADIENTS, Bucket.OPTIMIZER_STATE)
 AGENT_BUCKETS = TENSOR_BUCKETS + (Bucket.OTHER_ALLOCATED, Bucket.CACHED_FREE)  # what the agent sends
 BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 
-# -- the monitor's store: one series per (agent process, device, metric) --------------
-STORE_KEY = "agent"
-STEPS_DEVICE = "steps"  # pseudo-device of the per-step series ("duration", "step")
+# -- the shapes of what the agent sends (JSON objects; the monitor checks every field,
+# sources/agent_input.py, and decodes each item once into a frozen value) -------------
+# A new item kind: a TypedDict here, an ItemKind or EventKind member, and a decoder in
+# sources/agent_input.py returning a frozen dataclass.
+
+class HelloReply(TypedDict, total=False):
+    """The answer to ``hello`` (also a final dump's "hello"): who this agent is."""
+
+    ok: bool
+    pid: int
+    start_ticks: int | None  # /proc/PID/stat field 22
+    start_time: float | None  # seconds since the epoch
+    hostname: str | None
+    pid_namespace: str | None
+    rank: int | None
+    local_rank: int | None
+    world_size: int | None
+    protocol: int
+    agent_version: int
+    interval: float
+
+
+class DeviceFigures(TypedDict, total=False):
+    """One device of a sample: the allocator's figures (agent/stats.py) and the buckets."""
+
+    device: str  # "cuda:0", "cpu", "xpu:0"
+    uuid: str | None
+    name: str | None
+    total: int | None
+    runtime: str | None
+    allocated: int | None
+    reserved: int | None
+    active: int | None
+    inactive_split: int | None
+    requested: int | None
+    peak_allocated: int | None
+    peak_allocated_bound: int | None  # PEAK_BOUND
+    num_alloc_retries: int | None
+    num_ooms: int | None
+    alloc_count: int | None
+    free_count: int | None
+    missing: list[str]
+    buckets: dict[str, int | None] | None  # AGENT_BUCKETS -> bytes, None: unknown
+    buckets_note: str  # why a bucket is None
+
+
+class SampleItem(TypedDict, total=False):
+    seq: int
+    kind: str  # ItemKind.SAMPLE
+    t: float
+    step: int
+    devices: list[DeviceFigures]
+    settings: dict[str, str | int | float | bool | None]  # the allocator's configuration
+    models: list[dict]
+    agent: dict  # the agent's own figures (PHASES_MEASURED, errors, walks, ...)
+
+
+class StepDevice(TypedDict):
+    allocated_after: int | None
+    peak_allocated: int | None
+
+
+class StepItem(TypedDict, total=False):
+    seq: int
+    kind: str  # ItemKind.STEP
+    t: float
+    step: int
+    duration: float | None
+    source: str
+    devices: dict[str, StepDevice]
+    phases: dict[str, dict[str, int | None]]  # device -> Phase -> allocated at its end
+    phase_order: list[str]
+    phase_times: dict[str, float]
+    phase_peaks: dict[str, dict[str, list]]  # device -> Phase -> [peak, upper bound or None]
+
+
+class EventItem(TypedDict, total=False):
+    seq: int
+    kind: str  # ItemKind.EVENT
+    t: float
+    event: str  # EventKind
+    data: dict
+
+
+# -- field names of a sample's figures ------------------------------------------------
 # the peak since the previous sample is exact where this is None; otherwise
 # "peak_allocated" is a lower bound and this the upper one (agent/stats.py PeakWindow)
 PEAK_BOUND = "peak_allocated_bound"
-DEVICE_METRICS = ("allocated", "reserved", "peak_allocated", PEAK_BOUND)  # per sample and device
-STEP_ALLOCATED_AFTER = "step_allocated_after"
-STEP_PEAK_ALLOCATED = "step_peak_allocated"
-PHASE_LOADED = "phase_loaded"
-OOM_REQUESTED = "oom_requested"
-
-
 PHASES_MEASURED = "phases_measured"  # (a sample's "agent" figures) share of steps with phase readings
+# (the monitor's store keys for these series: core/agent_keys.py)
 
 
-def phase_peak_metric(phase: str, bound: bool = False) -> str:
-    """The series of a phase's peak per step: "phase_peak_forward" (exact, or its lower
-    bound where the allocator's all-time counter did not rise), and with ``bound`` its
-    upper bound where it is not exact ("phase_peak_bound_forward")."""
-    return f"phase_peak_bound_{phase}" if bound else f"phase_peak_{phase}"
-
-
-def phase_metric(phase: str) -> str:
-    """The series name of a step phase: "phase_forward", ... (and "phase_loaded")."""
-    return f"phase_{phase}"
-
-
-def series_key(pid: int, start_time: float | None, device: str, metric: str) -> tuple:
-    """The store key of one agent series."""
-    return (STORE_KEY, pid, start_time, device, metric)
 HEADER = struct.Struct(">2sBBI")
 HEADER_SIZE = HEADER.size  # 8
 MAX_FRAME = 4 * 1024 * 1024  # payload bytes; pull replies are cut to fit
@@ -164,12 +228,6 @@ def version_error(client_version: int) -> dict:
     return {"ok": False, "error": f"protocol version {client_version} not supported by this agent "
                                   f"(it speaks {describe_versions()})",
             "protocol": PROTOCOL_VERSION, "supported": sorted(SUPPORTED_VERSIONS)}
-
-
-def mismatch_text(agent_versions, monitor_version: int = PROTOCOL_VERSION) -> str:
-    """What the monitor shows when it and an agent share no protocol version."""
-    return (f"protocol version mismatch: the agent speaks {agent_versions}, this monitor "
-            f"{monitor_version}; run the same vramscope version on both sides")
 
 
 def encode_payload(obj: dict) -> bytes:

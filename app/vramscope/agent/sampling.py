@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOTHING_REGISTERED, full_buckets
 from vramscope.agent.phases import START
-from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Phase
+from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Phase, SampleItem, StepItem
 from vramscope.agent.stats import current_of, merge_peaks
 
 
@@ -92,7 +92,7 @@ def step_devices(stats, name=str) -> dict | None:
     return out or None
 
 
-def step_item(record: tuple, name=str) -> dict:
+def step_item(record: tuple, name=str) -> StepItem:
     """A StepTracker record -> the ring's step item (``name``: device index -> name)."""
     count, t, duration, source, stats, seen, clock = record
     item = {"t": t, "step": count, "duration": duration, "source": source,
@@ -129,7 +129,7 @@ def device_buckets(tensors: dict | None, registered: bool, devices: dict,
     return out
 
 
-def sample_item(agent, now: float, devices: dict) -> dict:
+def sample_item(agent, now: float, devices: dict) -> SampleItem:
     tensors = agent._tensors
     registered = bool(agent._models or agent._optimizers)
     out = []

@@ -44,7 +44,6 @@ STAT_KEYS = {
 }
 PEAK_KEY = "allocated_bytes.all.peak"
 ASYNC_MEANINGFUL = {"allocated", "reserved", "active"}
-STAT_FIELDS = tuple(STAT_KEYS) + ("peak_allocated", PEAK_BOUND)
 
 
 def runtime_of(torch) -> str:

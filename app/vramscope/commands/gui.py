@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 
 from vramscope.commands.common import Parser, add_host_arguments, add_source_arguments
-from vramscope.core.option_types import address, interval_seconds, seconds
+from vramscope.commands.option_types import address, interval_seconds, seconds
+from vramscope.core.view_options import Theme, TimeWindow
 
-WINDOW_CHOICES = ("1m", "10m", "1h", "all")
+WINDOW_CHOICES = tuple(w.value for w in TimeWindow)
+THEME_CHOICES = tuple(t.value for t in Theme)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sampling interval, 0.1 to 60 s (default: the saved setting, 1 s)")
     p.add_argument("--window", choices=WINDOW_CHOICES, default=None,
                    help="time window shown in the plots (default: the saved setting, 10m)")
-    p.add_argument("--theme", choices=("system", "light", "dark"), default=None,
+    p.add_argument("--theme", choices=THEME_CHOICES, default=None,
                    help="colours (default: the saved setting, following the desktop)")
     p.add_argument("--no-record", dest="record", action="store_false",
                    help="do not record this session (recording is on by default for real GPUs; "

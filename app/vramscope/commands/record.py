@@ -15,7 +15,7 @@ import threading
 
 from vramscope.commands.common import (
     add_host_arguments, add_source_arguments, driver_unavailable, probe_driver, say_driver_unavailable)
-from vramscope.core.option_types import address, interval_seconds, positive, seconds
+from vramscope.commands.option_types import address, interval_seconds, positive, seconds
 from vramscope.sources.choose import enrichers_for, open_source
 
 

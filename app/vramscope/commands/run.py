@@ -31,7 +31,7 @@ options:
 
 def _agent_interval(text: str) -> float:
     from vramscope.agent import MIN_INTERVAL
-    from vramscope.core.option_types import MAX_INTERVAL, seconds
+    from vramscope.commands.option_types import MAX_INTERVAL, seconds
     return seconds(MIN_INTERVAL, MAX_INTERVAL)(text)
 
 

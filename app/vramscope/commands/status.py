@@ -14,9 +14,10 @@ from vramscope.commands.common import (
     add_host_arguments, add_source_arguments, driver_unavailable, say_driver_unavailable)
 from vramscope.core import json_text
 from vramscope.core.terminal_text import say, visible
+from vramscope.core.samples import HostStatus
 from vramscope.core.status_report import ENDED_SHOWN
 from vramscope.sources.choose import open_source
-from vramscope.core.detectors.options import add_diagnostic_arguments
+from vramscope.commands.diagnostic_options import add_diagnostic_arguments
 
 EXIT_NO_NVML = 2
 
@@ -171,7 +172,7 @@ def run_fleet(args, out=None) -> int:
     out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json
               else render_hosts(views))
     out.flush()
-    return 0 if all(v.state == "connected" for v in views) else 1
+    return 0 if all(v.state == HostStatus.CONNECTED for v in views) else 1
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C

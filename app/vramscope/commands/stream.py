@@ -19,7 +19,7 @@ import threading
 
 from vramscope.agent import json_limits
 from vramscope.commands.common import add_source_arguments
-from vramscope.core.option_types import interval_seconds
+from vramscope.commands.option_types import interval_seconds
 from vramscope.core.stream import protocol
 from vramscope.sources.choose import enrichers_for, open_source
 

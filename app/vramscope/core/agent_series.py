@@ -9,7 +9,7 @@ detectors and the exports read one layout whatever the source:
   replayed frame by frame (``sources.agent_reports.record_reports``);
 - a reopened session (core/session/loader.py): its agent rows and events.
 
-Keys are ``protocol.series_key(pid, start_time, device, metric)``:
+Keys are ``agent_keys.series_key(pid, start_time, device, metric)``:
 
 - per sample and device, at the sample's time: ``allocated``, ``reserved``,
   ``peak_allocated`` (peak since the previous sample) and every bucket
@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from vramscope.agent.protocol import (
-    BUCKETS, DEVICE_METRICS, OOM_REQUESTED, PHASE_LOADED, PHASES, STEP_ALLOCATED_AFTER,
-    STEP_PEAK_ALLOCATED, STEPS_DEVICE, EventKind, phase_metric, phase_peak_metric,
-    series_key,
+from vramscope.agent.protocol import BUCKETS, PHASES, Bucket, EventKind
+from vramscope.core.agent_keys import (
+    DEVICE_METRICS, OOM_REQUESTED, PHASE_LOADED, STEP_ALLOCATED_AFTER, STEP_PEAK_ALLOCATED,
+    STEPS_DEVICE, phase_metric, phase_peak_metric, series_key,
 )
+from vramscope.core.samples import AgentDevice
 
 Point = tuple[tuple, float, "int | float | None"]
 
@@ -58,6 +59,24 @@ def sample_points(pid: int, start_time: float | None, t: float,
             for bucket in BUCKETS:
                 if bucket in buckets:
                     yield series_key(pid, start_time, name, bucket), t, buckets[bucket]
+
+
+def device_points(pid: int, start_time: float | None, t: float,
+                  devices: Iterable[AgentDevice]) -> Iterator[Point]:
+    """One sample's devices as the monitor holds them (decoded items, the demo's and
+    replayed sessions' reports). A figure a non-CUDA device does not give (the CPU has
+    no allocator) and a bucket the monitor has not worked out yet (outside PyTorch,
+    added at the frame's time) are no points, not gaps."""
+    for d in devices:
+        fields: dict = {"device": d.device}
+        for metric in DEVICE_METRICS:
+            value = getattr(d, metric)
+            if value is not None or d.device.startswith("cuda"):
+                fields[metric] = value
+        if d.buckets is not None:
+            fields["buckets"] = {k: v for k, v in d.buckets.as_dict().items()
+                                 if v is not None or k != Bucket.OUTSIDE_PYTORCH}
+        yield from sample_points(pid, start_time, t, (fields,))
 
 
 def step_points(pid: int, start_time: float | None, t: float, step: Mapping) -> Iterator[Point]:

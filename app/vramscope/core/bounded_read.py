@@ -26,8 +26,6 @@ import stat
 from vramscope.agent import json_limits
 
 MiB = 1 << 20
-FINAL_DUMP_LIMIT = 16 * MiB  # an agent's ring at exit: a few MiB at most
-CONFIG_LIMIT = 16 * MiB  # a model's config.json: kilobytes
 
 
 class UnreadableFile(OSError):

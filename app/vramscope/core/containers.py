@@ -35,7 +35,6 @@ CONTAINERD = "containerd"
 CRIO = "cri-o"
 CRI = "cri"  # a Kubernetes pod whose path does not name the runtime
 LXC = "lxc"
-RUNTIMES = (DOCKER, PODMAN, CONTAINERD, CRIO, CRI, LXC)
 
 _ID = r"[0-9a-f]{64}"
 _SCOPES = (  # (regex on one path component, runtime)

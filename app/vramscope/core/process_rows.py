@@ -192,7 +192,6 @@ COLUMNS: tuple[Column, ...] = (
            tip="The container the process runs in (from its cgroup) and its PID inside it."),
     Column("Command", lambda r: r.command, None, 200),
 )
-COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 COL = {c.name: i for i, c in enumerate(COLUMNS)}
 
 

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS
+from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS, Bucket, StrEnum
 
 # How a process looks from here (psutil's view of it).
 VISIBLE = "ok"
@@ -147,7 +147,6 @@ class MigSlice:
 
 # GPU vendors, as GpuSample.vendor names them (PCI vendor ids: the PCI-SIG list, pci.ids)
 NVIDIA, AMD, INTEL = "NVIDIA", "AMD", "Intel"
-VENDORS = (NVIDIA, AMD, INTEL)
 UNIFIED_MEMORY = "unified"  # GpuSample.memory_kind of a board sharing system memory
 
 
@@ -173,7 +172,7 @@ class GpuSample:
     asleep: bool = False  # runtime-suspended PCI device: not queried, so not woken
     host: str | None = None  # the machine it is in, when not this one (--host, a fleet)
     host_index: int | None = None  # its index on that machine (``index`` is unique here)
-    vendor: str | None = None  # one of VENDORS; None: not known (an older recording)
+    vendor: str | None = None  # NVIDIA, AMD or INTEL; None: not known (an older recording)
     # "unified": the board has no memory of its own (GB10, Jetson, an APU) and total/used/
     # free are the system memory its processes share (sources/unified.py); None: its own VRAM
     memory_kind: str | None = None
@@ -224,12 +223,21 @@ class DeviceHolder:
     devices: tuple[str, ...]  # "/dev/nvidia0", "/dev/nvidiactl", ...
 
 
+class HostStatus(StrEnum):
+    """How a machine a frame is put together from stands (sources/remote.py)."""
+
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    DOWN = "down"
+    NOT_INSTALLED = "not installed"
+
+
 @dataclass(frozen=True, slots=True)
 class HostState:
     """One machine a frame was put together from (--host, a fleet) and how it stands."""
 
     host: str
-    state: str  # "connected", "connecting", "down", "not installed" (sources/remote.py)
+    state: str  # a HostStatus
     error: str | None = None
     retry_in: float | None = None  # seconds until the next attempt, while down
     version: str | None = None  # the vramscope version there
@@ -242,6 +250,20 @@ class HostState:
 SSH_SOURCE = "ssh"  # `vramscope --host`: frames read from `vramscope stream` over ssh
 PROMETHEUS_SOURCE = "prometheus"  # `--from-prometheus`: a fleet read from a Prometheus server
 REMOTE_SOURCES = (SSH_SOURCE, PROMETHEUS_SOURCE)
+
+
+@dataclass(frozen=True, slots=True)
+class JupyterKernel:
+    """A Jupyter kernel process on this machine, as its Jupyter server tells
+    (sources/jupyter_kernels.py asks, off the sampling thread; the squatter rule reads it)."""
+
+    pid: int
+    start_time: float | None
+    connection_file: str | None = None
+    last_activity: float | None = None  # its last execution (epoch s); None: no server said
+    busy: bool = False  # executing now
+    notebook: str | None = None  # the notebook that uses it
+    how: str = ""  # how the notebook was found, or why it was not
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +289,7 @@ class Frame:
     # listener (recorder, diagnostics) that failed, a sampling pass that raised
     notices: tuple[str, ...] = ()
     hosts: tuple[HostState, ...] = ()  # the machines of a multi-host frame (else empty)
+    kernels: tuple[JupyterKernel, ...] = ()  # this machine's Jupyter kernels on a GPU
 
     def all_processes(self):
         for gpu in self.gpus:
@@ -292,13 +315,13 @@ class Frame:
 BUCKET_NAMES: tuple[str, ...] = tuple(str(b) for b in AGENT_BUCKETS)
 ALL_BUCKETS: tuple[str, ...] = tuple(str(b) for b in BUCKETS)
 AGENT_ENDED = "process ended"  # AgentReport.error once the agent's process is gone
-BUCKET_LABELS = {  # the words the window and `vramscope status` use for each bucket
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer_state": "optimizer state",
-    "other_allocated": "activations + temporaries",
-    "cached_free": "cached, free (reserved − allocated)",
-    "outside_pytorch": "outside PyTorch (context, NCCL, cuBLAS)",
+BUCKET_LABELS = {  # the words the window, `vramscope status` and the alerts use for each bucket
+    Bucket.WEIGHTS: "weights",
+    Bucket.GRADIENTS: "gradients",
+    Bucket.OPTIMIZER_STATE: "optimizer state",
+    Bucket.OTHER_ALLOCATED: "activations + temporaries",
+    Bucket.CACHED_FREE: "cached, free (reserved − allocated)",
+    Bucket.OUTSIDE_PYTORCH: "outside PyTorch (context, NCCL, cuBLAS)",
 }
 
 

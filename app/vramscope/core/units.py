@@ -30,13 +30,6 @@ def fmt_gib(value: int | float | None, digits: int = 1) -> str:
     return f"{value / GiB:.{digits}f} GiB"
 
 
-def fmt_gb(value: int | float | None, digits: int = 1) -> str:
-    """Decimal gigabytes, as model cards and published memory tables use."""
-    if value is None:
-        return NA
-    return f"{value / GB:.{digits}f} GB"
-
-
 def fmt_percent(value: int | float | None) -> str:
     if value is None:
         return NA

@@ -41,15 +41,16 @@ from vramscope.core import settings_file
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.sampler import DEFAULT_INTERVAL, MAX_INTERVAL, MIN_INTERVAL
 from vramscope.core.session.library import DEFAULT_MAX_BYTES
+from vramscope.core.view_options import (  # noqa: F401 (the defaults, for callers)
+    DEFAULT_PLOT_STYLE, DEFAULT_THEME, DEFAULT_WINDOW, PlotStyle, Theme, TimeWindow,
+)
 
 log = logging.getLogger(__name__)
 
 INTERVAL_RANGE = (MIN_INTERVAL, MAX_INTERVAL)  # seconds, as `vramscope --interval`
-WINDOWS = ("1m", "10m", "1h", "all")  # as `vramscope --window` and the toolbar
-THEMES = ("system", "light", "dark")
-PLOT_STYLES = ("stacked", "lines")  # the GPU timelines: processes stacked, or one line each
-DEFAULT_WINDOW = "10m"
-DEFAULT_THEME = "system"
+WINDOWS = tuple(TimeWindow)  # as `vramscope --window` and the toolbar
+THEMES = tuple(Theme)
+PLOT_STYLES = tuple(PlotStyle)  # the GPU timelines: processes stacked, or one line each
 DEFAULT_SESSION_CAP = DEFAULT_MAX_BYTES
 DIAGNOSTICS_TABLE = "diagnostics"
 MAX_NUMBER = 1e12  # larger than any threshold means anything (1e400 reads as inf)
@@ -125,7 +126,7 @@ KEYS = {
     "window_state": (("window", "state"), None, _as_bytes),
     "splitter_state": (("window", "splitter"), None, _as_bytes),
     "hidden_columns": (("view", "hidden_columns"), (), _as_names),
-    "plot_style": (("view", "plot_style"), "stacked", _choice(PLOT_STYLES)),
+    "plot_style": (("view", "plot_style"), DEFAULT_PLOT_STYLE, _choice(PLOT_STYLES)),
     "card_details": (("view", "card_details"), False, _as_bool),
 }
 

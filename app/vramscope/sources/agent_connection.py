@@ -37,6 +37,12 @@ from vramscope.core.bounded_read import describe_mode
 READ_CHUNK = 1 << 16
 
 
+def mismatch_text(agent_versions, monitor_version: int = protocol.PROTOCOL_VERSION) -> str:
+    """What the monitor shows when it and an agent share no protocol version."""
+    return (f"protocol version mismatch: the agent speaks {agent_versions}, this monitor "
+            f"{monitor_version}; run the same vramscope version on both sides")
+
+
 class VersionRefused(ConnectionError):
     """The agent and this monitor share no protocol version."""
 
@@ -105,7 +111,7 @@ class AgentConnection:
         try:
             messages = self.reader.feed(data)
         except protocol.VersionMismatch as exc:
-            raise VersionRefused(protocol.mismatch_text(exc.version)) from None
+            raise VersionRefused(mismatch_text(exc.version)) from None
         return messages[0] if messages else None
 
     def request(self, obj: dict, deadline: float) -> dict:

@@ -5,8 +5,15 @@ directory read through /proc/PID/root) or simply broken: a handshake field
 that is a list, a "pid" of 10**30, a time of 1e400 or NaN, a "devices" that
 is a string. Each function here takes what was decoded (the framing and
 nesting are already bounded: sources/agent_connection.py, core/bounded_read.py)
-and returns values of the expected types -- or raises ValueError, and the
-item is counted as bad, never a traceback in the sampler thread.
+and returns one frozen value with typed fields (``Hello``, ``Sample``,
+``Step``, ``Event``; a sample's devices become ``AgentDevice``s) -- or raises
+ValueError with a one-line reason, and the item is counted as bad, never a
+traceback in the sampler thread. The rest of the monitor reads attributes,
+never the wire's keys (their shapes: the ``TypedDict``s in agent/protocol.py).
+
+A new item kind follows the same pattern: its TypedDict in agent/protocol.py,
+a frozen dataclass and a decoder here, and the client (sources/agents.py)
+dispatching on its kind.
 
 Strings are kept (the window and `status` escape them where they print) but
 bounded in length.
@@ -15,8 +22,14 @@ bounded in length.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
+from vramscope.agent.protocol import (
+    AGENT_BUCKETS, PEAK_BOUND, PHASES_MEASURED, DeviceFigures, EventItem, HelloReply, SampleItem, StepItem,
+)
 from vramscope.core.actions import PID_MAX
+from vramscope.core.samples import AgentBuckets, AgentDevice
 
 MAX_TEXT = 256  # a hostname, a device name, a namespace: short
 
@@ -46,83 +59,172 @@ def time_of(item: dict) -> float:
     return t
 
 
-def hello(raw) -> dict:
-    """The handshake (or a final dump's "hello") with each field of its type, or None."""
+def _object(raw, what: str) -> dict:
     if not isinstance(raw, dict):
-        raise ValueError("the handshake is not an object")
+        raise ValueError(f"{what} is not an object")
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """The handshake (protocol.HelloReply), or a final dump's "hello"."""
+
+    pid: int  # inside the agent's own PID namespace
+    start_ticks: int | None = None
+    start_time: float | None = None
+    hostname: str | None = None
+    pid_namespace: str | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    protocol: int | None = None
+    agent_version: int | None = None
+    interval: float | None = None
+
+
+def hello(raw: HelloReply) -> Hello:
+    """The handshake (or a final dump's "hello") with each field of its type."""
+    raw = _object(raw, "the handshake")
     pid = integer(raw.get("pid"), 1, PID_MAX)
     if pid is None:
         raise ValueError("the handshake names no valid pid")
-    out = {"pid": pid, "start_ticks": integer(raw.get("start_ticks")),
-           "start_time": finite(raw.get("start_time")),
-           "hostname": text(raw.get("hostname")), "pid_namespace": text(raw.get("pid_namespace")),
-           "rank": integer(raw.get("rank")), "local_rank": integer(raw.get("local_rank")),
-           "world_size": integer(raw.get("world_size")),
-           "protocol": integer(raw.get("protocol")), "agent_version": integer(raw.get("agent_version")),
-           "interval": finite(raw.get("interval"))}
-    if "ok" in raw:
-        out["ok"] = raw["ok"] is True
-    return out
+    return Hello(pid=pid, start_ticks=integer(raw.get("start_ticks")),
+                 start_time=finite(raw.get("start_time")),
+                 hostname=text(raw.get("hostname")), pid_namespace=text(raw.get("pid_namespace")),
+                 rank=integer(raw.get("rank")), local_rank=integer(raw.get("local_rank")),
+                 world_size=integer(raw.get("world_size")),
+                 protocol=integer(raw.get("protocol")), agent_version=integer(raw.get("agent_version")),
+                 interval=finite(raw.get("interval")))
 
 
-def device(raw) -> dict:
-    if not isinstance(raw, dict):
-        raise ValueError("a device entry is not an object")
+_FIGURES = ("allocated", "reserved", "active", "inactive_split", "requested", "peak_allocated",
+            "num_alloc_retries", "num_ooms", "alloc_count", "free_count", "total")
+
+
+def _bytes(value) -> int | None:
+    """A byte count or counter: an int (a float is rounded down), else None."""
+    value = finite(value) if isinstance(value, float) else value
+    return integer(int(value) if isinstance(value, float) else value, -(1 << 62), 1 << 62)
+
+
+def device(raw: DeviceFigures) -> AgentDevice:
+    """One device of a sample (protocol.DeviceFigures)."""
+    raw = _object(raw, "a device entry")
     name = text(raw.get("device"), 64)
     if name is None:
         raise ValueError("a device entry without a name")
-    out = dict(raw)
-    out["device"] = name
-    out["uuid"] = text(raw.get("uuid"), 128)
-    buckets = raw.get("buckets")
-    out["buckets"] = buckets if isinstance(buckets, dict) else None
+    b = raw.get("buckets")
     note = raw.get("buckets_note")
-    out["buckets_note"] = text(note) if note is not None else None
-    return out
+    buckets = AgentBuckets(**{k: _bytes(b.get(k)) for k in AGENT_BUCKETS},
+                           note=text(note) if isinstance(note, str) else None) if isinstance(b, dict) else None
+    missing = raw.get("missing")
+    return AgentDevice(
+        device=name, gpu_uuid=text(raw.get("uuid"), 128), buckets=buckets,
+        peak_allocated_bound=_bytes(raw.get(PEAK_BOUND)), runtime=text(raw.get("runtime")),
+        missing=tuple(text(m, 64) for m in missing[:64] if isinstance(m, str)) if isinstance(missing, list) else (),
+        **{k: _bytes(raw.get(k)) for k in _FIGURES})
 
 
-def sample(raw: dict) -> dict:
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """A sample item (protocol.SampleItem)."""
+
+    t: float
+    step: int | None = None
+    devices: tuple[AgentDevice, ...] = ()
+    settings: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # allocator's
+    models: tuple[dict, ...] = ()
+    phases_measured: float | None = None  # share of steps with phase readings
+
+
+def _share(v) -> float | None:
+    v = finite(v)
+    return v if v is not None and 0 <= v <= 1 else None
+
+
+def sample(raw: SampleItem) -> Sample:
     """A sample item: a finite time, a list of device objects, settings and models of
     the right shapes."""
-    time_of(raw)
+    raw = _object(raw, "a sample")
+    t = time_of(raw)
     devices = raw.get("devices") or []
     if not isinstance(devices, list):
         raise ValueError("a sample's devices are not a list")
-    out = dict(raw)
-    out["devices"] = [device(d) for d in devices]
     settings = raw.get("settings")
-    out["settings"] = {str(k)[:MAX_TEXT]: v for k, v in settings.items()
-                       if isinstance(v, (str, int, float, bool)) or v is None} \
-        if isinstance(settings, dict) else {}
+    settings = {str(k)[:MAX_TEXT]: v for k, v in settings.items()
+                if isinstance(v, (str, int, float, bool)) or v is None} if isinstance(settings, dict) else {}
     models = raw.get("models")
-    out["models"] = [m for m in models if isinstance(m, dict)] if isinstance(models, list) else []
-    step = raw.get("step")
-    out["step"] = integer(step)
-    return out
+    figures = raw.get("agent")
+    return Sample(t=t, step=integer(raw.get("step")), devices=tuple(device(d) for d in devices),
+                  settings=MappingProxyType(settings),
+                  models=tuple(m for m in models if isinstance(m, dict)) if isinstance(models, list) else (),
+                  phases_measured=_share(figures.get(PHASES_MEASURED)) if isinstance(figures, dict) else None)
 
 
-def step(raw: dict) -> dict:
+def _objects_by_name(raw) -> dict | None:
+    if not isinstance(raw, dict):
+        return None
+    return {str(k)[:64]: v for k, v in raw.items() if isinstance(v, dict)}
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A step item (protocol.StepItem)."""
+
+    t: float
+    step: int
+    duration: float | None = None
+    devices: dict = field(default_factory=dict)  # device -> {"allocated_after", "peak_allocated"}
+    phases: dict | None = None  # device -> phase -> allocated at its end; None: not measured
+    phase_order: tuple[str, ...] = ()
+    phase_times: dict = field(default_factory=dict)  # phase -> time it was read
+    phase_peaks: dict | None = None  # device -> phase -> [peak, upper bound or None: exact]
+
+    def event_data(self) -> dict:
+        """The data of the monitor's "step" event (AgentEvent), as sessions record it."""
+        first = self.devices[sorted(self.devices)[0]] if self.devices else {}
+        return {"step": self.step, "duration": self.duration, "devices": dict(self.devices) or None,
+                # the first device's figures, flat (None where the step was not measured)
+                "peak_allocated": first.get("peak_allocated"),
+                "allocated_after": first.get("allocated_after"),
+                "phases": self.phases, "phase_order": list(self.phase_order),
+                "phase_times": dict(self.phase_times), "phase_peaks": self.phase_peaks}
+
+
+def step(raw: StepItem) -> Step:
     """A step item: a finite time, an integer step, devices as {name: object}."""
-    time_of(raw)
+    raw = _object(raw, "a step")
+    t = time_of(raw)
     number = integer(raw.get("step"))
     if number is None:
         raise ValueError("a step item without a step number")
     devices = raw.get("devices") or {}
     if not isinstance(devices, dict) or not all(isinstance(d, dict) for d in devices.values()):
         raise ValueError("a step's devices are not objects by name")
-    out = dict(raw)
-    out["step"] = number
-    out["devices"] = {str(k)[:64]: v for k, v in devices.items()}
     order = raw.get("phase_order")
-    out["phase_order"] = [p for p in order if isinstance(p, str)] if isinstance(order, list) else []
-    out["duration"] = finite(raw.get("duration"))
-    return out
+    times = raw.get("phase_times")
+    return Step(t=t, step=number, duration=finite(raw.get("duration")),
+                devices={str(k)[:64]: v for k, v in devices.items()},
+                phases=_objects_by_name(raw.get("phases")),
+                phase_order=tuple(p[:64] for p in order if isinstance(p, str)) if isinstance(order, list) else (),
+                phase_times={str(k)[:64]: v for k, v in times.items() if finite(v) is not None}
+                if isinstance(times, dict) else {},
+                phase_peaks=_objects_by_name(raw.get("phase_peaks")))
 
 
-def event(raw: dict) -> tuple[str, float, dict]:
-    """(kind, time, data) of an event item."""
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An event item (protocol.EventItem)."""
+
+    kind: str  # protocol.EventKind, or a kind this monitor does not know (kept, shown)
+    t: float
+    data: dict = field(default_factory=dict)
+
+
+def event(raw: EventItem) -> Event:
+    raw = _object(raw, "an event")
     kind = text(raw.get("event"), 64)
     if kind is None:
         raise ValueError("an event without a kind")
     data = raw.get("data")
-    return kind, time_of(raw), data if isinstance(data, dict) else {}
+    return Event(kind=kind, t=time_of(raw), data=data if isinstance(data, dict) else {})

@@ -35,11 +35,11 @@ import time
 
 from vramscope.agent import paths, protocol
 from vramscope.agent.protocol import Bucket, EventKind, ItemKind, Op
-from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series, bounded_read
+from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
 from vramscope.sources import agent_input, container_agents
-from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange
+from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
 from vramscope.sources.agent_reports import report_of, with_outside
 
 log = logging.getLogger(__name__)
@@ -56,10 +56,10 @@ STALE_SWEEP_EVERY = 30.0
 @dataclasses.dataclass
 class _Agent:
     path: str | None
-    hello: dict
+    hello: agent_input.Hello
     cursor: int = 0
     conn: AgentConnection | None = None
-    latest: dict | None = None  # the newest sample item
+    latest: agent_input.Sample | None = None  # the newest sample item
     step: int | None = None
     new_events: list = dataclasses.field(default_factory=list)
     recent: collections.deque = dataclasses.field(
@@ -74,11 +74,11 @@ class _Agent:
     def pid(self) -> int:
         if self.host_pid is not None:
             return self.host_pid
-        return int(self.hello.get("pid", -1))
+        return self.hello.pid
 
     @property
     def start_time(self) -> float | None:
-        return self.hello.get("start_time")
+        return self.hello.start_time
 
 
 class AgentClient:
@@ -224,7 +224,7 @@ class AgentClient:
                 continue
             self._quiet.pop(path, None)
             state = self._agents.get(key)
-            if state is None or state.hello.get("start_ticks") != hello.get("start_ticks"):
+            if state is None or state.hello.start_ticks != hello.start_ticks:
                 state = self._agents[key] = _Agent(path=path, hello=hello)
             elif state.conn is not None:
                 state.conn.close()
@@ -234,11 +234,11 @@ class AgentClient:
         return fresh
 
     @staticmethod
-    def _accept_hello(reply: dict) -> dict:
+    def _accept_hello(reply: dict) -> agent_input.Hello:
         if reply.get("ok") is not True:
             supported = reply.get("supported")
             if isinstance(supported, list) and protocol.PROTOCOL_VERSION not in supported:
-                raise VersionRefused(protocol.mismatch_text(
+                raise VersionRefused(mismatch_text(
                     ", ".join(str(v)[:8] for v in supported[:8])))
             raise ConnectionError(agent_input.text(reply.get("error")) or "handshake refused")
         try:
@@ -257,9 +257,8 @@ class AgentClient:
         state = self._agents.get(key)
         if state is None and isinstance(exc, VersionRefused):
             # shown, not dropped: the window and `status` say why there are no figures
-            state = self._agents[key] = _Agent(path=path, hello={
-                "pid": key[0], "start_ticks": key[1],
-                "start_time": paths.start_time_from_ticks(key[1])})
+            state = self._agents[key] = _Agent(path=path, hello=agent_input.Hello(
+                pid=key[0], start_ticks=key[1], start_time=paths.start_time_from_ticks(key[1])))
         if state is not None:
             state.error = str(exc) if isinstance(exc, VersionRefused) else f"{type(exc).__name__}: {exc}"
             if state.conn is not None:
@@ -278,7 +277,7 @@ class AgentClient:
                 break
             for state in active:
                 if state.host_pid is None:  # in another PID namespace: its PID here, once on a GPU
-                    where = (hello_pid(state), state.hello.get("pid_namespace"))
+                    where = (state.hello.pid, state.hello.pid_namespace)
                     state.host_pid = self._in_containers.get(where)
             replies = exchange([(state.conn, {"op": Op.PULL, "cursor": state.cursor})
                                 for state in active], deadline)
@@ -340,43 +339,30 @@ class AgentClient:
                 elif kind == ItemKind.STEP:
                     self._ingest_step(state, item)
                 elif kind == ItemKind.EVENT:
-                    event_kind, t, data = agent_input.event(item)
-                    ev = AgentEvent(kind=event_kind, time=t, data=data)
+                    event = agent_input.event(item)
+                    ev = AgentEvent(kind=event.kind, time=event.t, data=event.data)
                     state.new_events.append(ev)
                     state.recent.append(ev)
                     self._record(agent_series.event_points(state.pid, state.start_time, ev.kind, ev.time,
                                                            ev.data))
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                 state.bad_items += 1
+                log.debug("agent %s: item skipped: %s", state.pid, exc)
 
     def _ingest_sample(self, state: _Agent, item: dict) -> None:
-        item = agent_input.sample(item)
-        t = item["t"]
-        if state.latest is None or t >= state.latest["t"]:
-            state.latest = item
-        if isinstance(item.get("step"), int):
-            state.step = max(state.step or 0, item["step"])
-        self._record(agent_series.sample_points(state.pid, state.start_time, t, item.get("devices") or ()))
+        sample = agent_input.sample(item)
+        if state.latest is None or sample.t >= state.latest.t:
+            state.latest = sample
+        if sample.step is not None:
+            state.step = max(state.step or 0, sample.step)
+        self._record(agent_series.device_points(state.pid, state.start_time, sample.t, sample.devices))
 
     def _ingest_step(self, state: _Agent, item: dict) -> None:
-        item = agent_input.step(item)
-        t, step = item["t"], item["step"]
-        state.step = max(state.step or 0, step)
-        devices = item.get("devices") or {}
-        first = devices[sorted(devices)[0]] if devices else {}
-        phases = item.get("phases") if isinstance(item.get("phases"), dict) else None
-        times = item.get("phase_times") if isinstance(item.get("phase_times"), dict) else {}
-        ev = AgentEvent(kind=EventKind.STEP, time=t, data={
-            "step": step, "duration": item.get("duration"), "devices": devices or None,
-            # the first device's figures, flat (None where the step was not measured)
-            "peak_allocated": first.get("peak_allocated"), "allocated_after": first.get("allocated_after"),
-            # device -> {"forward", "backward", "optimizer"}: allocated bytes at each phase's end
-            "phases": phases, "phase_order": list(item.get("phase_order") or ()),
-            "phase_times": dict(times),
-            # device -> phase -> [peak, upper bound or None: exact] (agent/sampling.py)
-            "phase_peaks": item.get("phase_peaks") if isinstance(item.get("phase_peaks"), dict) else None})
+        step = agent_input.step(item)
+        state.step = max(state.step or 0, step.step)
+        ev = AgentEvent(kind=EventKind.STEP, time=step.t, data=step.event_data())
         state.new_events.append(ev)
-        self._record(agent_series.step_points(state.pid, state.start_time, t, ev.data))
+        self._record(agent_series.step_points(state.pid, state.start_time, step.t, ev.data))
 
     def _record(self, points) -> None:
         if self.store is not None:
@@ -426,7 +412,7 @@ class AgentClient:
         state = self._find(report)
         if state is not None and state.host_pid is not None:
             return True  # mapped to its host PID already
-        ns = state.hello.get("pid_namespace") if state else None
+        ns = state.hello.pid_namespace if state else None
         return ns is None or self._pidns is None or ns == self._pidns
 
     def _find(self, report: AgentReport) -> _Agent | None:
@@ -442,10 +428,6 @@ class AgentClient:
         if start is not None and report.start_time is not None:
             return abs(start - report.start_time) < START_TIME_TOLERANCE
         state = self._find(report)  # no psutil start time: ask /proc directly
-        ticks = state.hello.get("start_ticks") if state else None
+        ticks = state.hello.start_ticks if state else None
         return ticks is not None and paths.start_ticks(proc.pid) == ticks
 
-
-def hello_pid(state: _Agent) -> int:
-    """The PID the agent gave (inside its own namespace)."""
-    return int(state.hello.get("pid", -1))

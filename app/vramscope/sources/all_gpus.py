@@ -13,9 +13,7 @@ import dataclasses
 
 from vramscope.core.samples import Frame
 from vramscope.sources.drm import DrmGpus
-from vramscope.sources.nvml import NO_LIBRARY, NO_PYNVML, NvmlSource
-
-_NOT_INSTALLED = (NO_LIBRARY, NO_PYNVML)
+from vramscope.sources.nvml import NvmlSource
 
 
 class AllGpusSource:
@@ -41,8 +39,7 @@ class AllGpusSource:
         if not others:
             return frame
         error = frame.error
-        if error is not None and (error in _NOT_INSTALLED or not frame.gpus
-                                  and error.startswith("NVIDIA driver not")):
+        if error is not None and (self.nvml.not_installed or not frame.gpus and self.nvml.no_driver):
             error = None  # no NVIDIA driver on a machine whose GPUs need none
         return dataclasses.replace(frame, gpus=frame.gpus + others, error=error,
                                    host_pids=frame.host_pids if frame.host_pids is not None

@@ -35,8 +35,9 @@ def open_source(args, demo_elapsed: float = 0.0):
 
 def enrichers_for(store) -> list:
     """Frame -> Frame steps every front end (window, record, status) applies."""
+    from vramscope.sources.jupyter_kernels import JupyterEnricher
     from vramscope.sources.servers import ServerEnricher
-    return [AgentEnricher(store), ServerEnricher(store)]
+    return [AgentEnricher(store), ServerEnricher(store), JupyterEnricher()]
 
 
 class AgentEnricher:

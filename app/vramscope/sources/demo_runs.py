@@ -143,7 +143,6 @@ class ScriptedRun:
         self.hostname = hostname
         self.clock = StepClock(script.weights_loaded_at, script.period, script.period_jitter,
                                noise, script.channel + 1)
-        self.oom_step: int | None = None
         self.oom_r: float | None = None
         if script.leak_per_step > 0:
             if budget is None:
@@ -178,7 +177,7 @@ class ScriptedRun:
         s = self.s
         for n in range(1, 10_000_000):
             if s.context + self._reserved_stepping(n, self.clock.end(n + 1)) > budget:
-                self.oom_step = n  # fails in step n (its predecessor still fit)
+                # fails in step n (its predecessor still fit)
                 self.oom_r = self.clock.end(n - 1) + 0.3 * (self.clock.end(n) - self.clock.end(n - 1))
                 return
 

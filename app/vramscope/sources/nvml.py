@@ -122,6 +122,9 @@ class NvmlSource:
         self._nvml = None
         self._ready = False
         self._error: str | None = None
+        # why there is no NVML, as a fact (callers never parse the error's words):
+        self.not_installed = False  # no pynvml or no libnvidia-ml: no NVIDIA driver here
+        self.no_driver = False  # that, or the driver is not loaded
         self._last_attempt: float | None = None
         self._gpus: dict[int, _Gpu] = {}
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
@@ -240,6 +243,7 @@ class NvmlSource:
                 import pynvml
             except ImportError:
                 self._error = NO_PYNVML
+                self.not_installed = self.no_driver = True
                 return False
             self._nvml = pynvml
         nvml = self._nvml
@@ -249,16 +253,21 @@ class NvmlSource:
             code = exc.value
             if code == _LIBRARY_NOT_FOUND:
                 self._error = NO_LIBRARY
+                self.not_installed = self.no_driver = True
             elif code == _DRIVER_NOT_LOADED:
                 self._error = NO_DRIVER.format("Driver Not Loaded")
+                self.no_driver = True
             else:
                 self._error = f"NVML could not initialise: {self._error_text(code)}"
+                self.not_installed = self.no_driver = False
             return False
         except OSError as exc:  # pragma: no cover - a broken library file
             self._error = f"{NO_LIBRARY} ({exc})"
+            self.no_driver = True
             return False
         self._ready = True
         self._error = None
+        self.not_installed = self.no_driver = False
         self._gpus.clear()
         self._proc_calls.clear()
         driver = self._call(None, "driver_version", nvml.nvmlSystemGetDriverVersion)
@@ -272,6 +281,7 @@ class NvmlSource:
         """NVML says it is not initialised any more (driver unloaded)."""
         self._ready = False
         self._error = NO_DRIVER.format(self._error_text(self._last_code))
+        self.no_driver = True
         self._last_attempt = now
         self._gpus.clear()
 

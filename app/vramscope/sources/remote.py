@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 
-from vramscope.core.samples import Frame
+from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, FrameDecoder, plain_json
 
@@ -35,7 +35,8 @@ INSTALL_HINT = "python3 -m pip install --user vramscope"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
 COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
 
-CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = "connecting", "connected", "down", "not installed"
+CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (HostStatus.CONNECTING, HostStatus.CONNECTED, HostStatus.DOWN,
+                                             HostStatus.NOT_INSTALLED)
 
 
 def check_target(target: str) -> str:

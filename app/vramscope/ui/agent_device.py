@@ -29,12 +29,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
-from vramscope.agent.protocol import PHASE_LOADED, phase_metric, phase_peak_metric
+from vramscope.core.agent_keys import PHASE_LOADED, phase_metric, phase_peak_metric
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, thin
 from vramscope.core.units import GiB, MiB, fmt_bytes
 from vramscope.ui import theme
-from vramscope.agent.protocol import Phase
+from vramscope.agent.protocol import EventKind, Phase
 from vramscope.ui.agent_texts import (
     BUCKETS, PHASES, agent_key, end_title, last_value, oom_text, peak_title, phase_text,
 )
@@ -423,7 +423,7 @@ class DeviceView(QWidget):
     def _last_oom(self, report: AgentReport, device: str):
         # recent_events survive frames the GUI timer skipped; events are remembered here too
         for e in tuple(report.recent_events) + tuple(report.events):
-            if e.kind == "oom" and e.data.get("device") in (device, None):
+            if e.kind == EventKind.OOM and e.data.get("device") in (device, None):
                 if self._oom is None or e.time >= self._oom.time:
                     self._oom = e
         return self._oom

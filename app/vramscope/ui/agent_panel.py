@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QFrame, QLabel, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget,
 )
 
+from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.agentmap import device_label
 from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
 from vramscope.core.units import fmt_bytes
@@ -102,7 +103,7 @@ class AgentProcessView(QFrame):
         if report.dropped:
             notes.append("some history was lost before the monitor read it (the agent's ring was full)")
         for e in report.recent_events:
-            if e.kind in ("eval_autograd", "checkpointing_use_cache") and e.data.get("text"):
+            if e.kind in (EventKind.EVAL_AUTOGRAD, EventKind.CHECKPOINTING_USE_CACHE) and e.data.get("text"):
                 notes.append(f"{e.data.get('model', 'model')}: {e.data['text']}")
         notes = list(dict.fromkeys(notes))[-3:]
         self.notes.setText("\n".join(notes))

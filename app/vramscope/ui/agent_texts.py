@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-from vramscope.agent.protocol import Phase, series_key
+from vramscope.agent.protocol import Phase
+from vramscope.core.agent_keys import series_key
 from vramscope.core.process_names import short_name
 from vramscope.core.detectors.agentmap import slice_for_device
 from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame, bare_uuid

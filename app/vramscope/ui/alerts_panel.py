@@ -12,7 +12,10 @@ Standalone: the main window creates ``AlertsPanel(engine, actions)``, calls
 - ``new_alerts(list)``: alerts not seen before (``TrayNotifier.notify``, ui/tray.py).
 
 ``EndProcessDialog`` is opened with ``open()`` (window-modal, not blocking),
-so tests can inspect it and press its buttons.
+so tests can inspect it and press its buttons. Every call that reaches the
+process (describe, SIGTERM, SIGKILL, is it still there) runs on a worker --
+over ssh each is a round trip -- and the next step follows from its answer;
+``dialog_opened(object)`` says when a confirmation is up.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from vramscope.core.actions import EndProcess
 from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
+from vramscope.ui.bridge import Bridge
 from vramscope.ui.end_process_dialog import EndProcessDialog
 from vramscope.ui.safe_text import html_text, tip
 
@@ -113,12 +117,16 @@ class AlertsPanel(QWidget):
     counts_changed = Signal(int, int)
     new_alerts = Signal(list)
     action_message = Signal(str)
+    dialog_opened = Signal(object)  # an EndProcessDialog, once the process was checked anew
 
     def __init__(self, engine=None, actions=None, read_only: bool = False, parent=None,
-                 clock=time.time, grace_seconds: float | None = None):
+                 clock=time.time, grace_seconds: float | None = None, bridge: Bridge | None = None):
         super().__init__(parent)
         self.engine = engine
         self.actions = actions
+        # every action call may be an ssh round trip (sources/hosts.py HostActions) or a
+        # /proc walk: all of them run on workers, their answers come back through here
+        self._bridge = bridge if bridge is not None else Bridge(self)
         self.read_only = read_only or (actions is not None and actions.read_only)
         self.simulated = False
         self._clock = clock
@@ -326,48 +334,67 @@ class AlertsPanel(QWidget):
             self._say(f"Muted pid {alert.pid}: no alerts for this process until it exits.")
         self.refresh()
 
-    def end_selected(self) -> EndProcessDialog | None:
+    def end_selected(self) -> bool:
         alert = self.selected_alert()
         if alert is None:
-            return None
+            return False
         return self.request_end(alert)
 
-    def request_end(self, alert: Alert) -> EndProcessDialog | None:
-        """Open the confirmation for the alert's process (non-blocking)."""
+    def request_end(self, alert: Alert) -> bool:
+        """Check the alert's process anew on a worker, then open the confirmation
+        (non-blocking; ``dialog_opened`` says when). False when it cannot be asked."""
         why = self._cannot_act(alert)
         if why:
             self._say(why)
-            return None
+            return False
         request = EndProcess(self.actions, alert.pid, alert.start_time, memory=alert.frees,
                              grace_seconds=self._grace_seconds)
-        dialog = EndProcessDialog(request.describe(), "term", self)
-        dialog.accepted.connect(lambda: self._terminate(alert, request))
+        self._say(f"Checking pid {alert.pid}...")
+        self._in_worker(request.describe, lambda summary: self._confirm(alert, request, summary, "term"))
+        return True
+
+    # -- acting: each step's calls on a worker, the next step from its answer ------------------
+    def _in_worker(self, work, done) -> None:
+        def finished(result, error):
+            if error is not None:
+                self._say(f"Could not reach the process: {type(error).__name__}: {error}")
+            else:
+                done(result)
+        self._bridge.run_in_thread(work, finished, name="vramscope-end-process")
+
+    def _confirm(self, alert: Alert, request: EndProcess, summary, mode: str) -> None:
+        dialog = EndProcessDialog(summary, mode, self)
+        step = self._terminate if mode == "term" else self._kill
+        dialog.accepted.connect(lambda: step(alert, request))
         self.active_dialog = dialog
         dialog.open()
-        return dialog
+        self.dialog_opened.emit(dialog)
 
-    # -- acting -------------------------------------------------------------------------
     def _terminate(self, alert: Alert, request: EndProcess) -> None:
-        result = request.terminate()
-        self._say(result.message)
-        if result.ok:
-            QTimer.singleShot(request.check_after_ms, self, lambda: self._after_grace(alert, request))
-
-    def _after_grace(self, alert: Alert, request: EndProcess) -> None:
-        if not request.running():
-            self._ended(alert, request)
-            return
-        dialog = EndProcessDialog(request.describe(), "kill", self)
-        dialog.accepted.connect(lambda: self._kill(alert, request))
-        self.active_dialog = dialog
-        dialog.open()
+        self._in_worker(request.terminate, lambda result: self._signalled(alert, request, result, grace=True))
 
     def _kill(self, alert: Alert, request: EndProcess) -> None:
-        result = request.kill()
+        self._in_worker(request.kill, lambda result: self._signalled(alert, request, result, grace=False))
+
+    def _signalled(self, alert: Alert, request: EndProcess, result, grace: bool) -> None:
         self._say(result.message)
         if result.ok:
-            QTimer.singleShot(500, self, lambda: self._ended(alert, request)
-                              if not request.running() else None)
+            QTimer.singleShot(request.check_after_ms if grace else 500, self,
+                              lambda: self._look_again(alert, request, offer_kill=grace))
+
+    def _look_again(self, alert: Alert, request: EndProcess, offer_kill: bool) -> None:
+        """After SIGTERM's grace period (or SIGKILL): gone, or (after SIGTERM) offer SIGKILL."""
+        def work():
+            if not request.running():
+                return None
+            return request.describe() if offer_kill else False
+
+        def done(summary):
+            if summary is None:
+                self._ended(alert, request)
+            elif summary is not False:
+                self._confirm(alert, request, summary, "kill")
+        self._in_worker(work, done)
 
     def _ended(self, alert: Alert, request: EndProcess) -> None:
         self._say(request.ended_text)

@@ -101,7 +101,7 @@ class FleetOverview(QWidget):
         for r in range(self.table.rowCount()):
             item = self.table.item(r, 1)
             if item is not None:
-                item.setForeground(pg.mkColor(_state_colour(item.text(), s)))
+                item.setForeground(pg.mkColor(_state_colour(item.data(Qt.ItemDataRole.UserRole), s)))
 
     def update_from(self, frame) -> None:
         if not self.isVisible() and self.table.rowCount():
@@ -117,7 +117,9 @@ class FleetOverview(QWidget):
                     self.table.setItem(r, c, item)
                 item.setText(str(value))
                 if c == 1:
-                    item.setForeground(pg.mkColor(_state_colour(value, theme.current())))
+                    up = frame.hosts[r].state == CONNECTED  # the rows follow frame.hosts
+                    item.setData(Qt.ItemDataRole.UserRole, up)
+                    item.setForeground(pg.mkColor(_state_colour(up, theme.current())))
 
     def choose(self, host: str) -> None:
         """Show ``host``'s history over the chosen range (range queries, off the GUI thread)."""
@@ -168,8 +170,8 @@ class FleetOverview(QWidget):
         self.plot.setXRange(*self._span, padding=0.01)
 
 
-def _state_colour(state: str, s: theme.Scheme) -> str:
-    return s.OK if state == "up" else s.ERROR
+def _state_colour(up: bool, s: theme.Scheme) -> str:
+    return s.OK if up else s.ERROR
 
 
 def attach_fleet_view(window, source, engine=None) -> FleetOverview:

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWi
 from vramscope.core import courtesy
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import Store
+from vramscope.core.view_options import DEFAULT_PLOT_STYLE, PlotStyle
 from vramscope.ui import theme
 from vramscope.ui.bridge import BUSY_PROCESSES
 from vramscope.ui.cards import GpuCard
@@ -65,7 +66,7 @@ class GpuPanel(QScrollArea):
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
         self.colours = colours
-        self.plot_style = "stacked"
+        self.plot_style = DEFAULT_PLOT_STYLE
         self.card_details = False
         self.alerted: frozenset = frozenset()  # process identities with an active alert
         self.rows: dict[int, GpuRow] = {}
@@ -96,8 +97,8 @@ class GpuPanel(QScrollArea):
 
     def set_plot_style(self, style: str) -> None:
         """"stacked" (processes stacked, largest at the bottom) or "lines"."""
-        if style not in ("stacked", "lines"):
-            raise ValueError(f"unknown plot style {style!r}; choose stacked or lines")
+        if style not in tuple(PlotStyle):
+            raise ValueError(f"unknown plot style {style!r}; choose {' or '.join(PlotStyle)}")
         changed = style != self.plot_style
         self.plot_style = style
         for timeline in self.timelines.values():

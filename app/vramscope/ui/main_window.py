@@ -25,14 +25,13 @@ from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
 from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
+from vramscope.core.view_options import DEFAULT_PLOT_STYLE, DEFAULT_WINDOW, PlotStyle, TimeWindow
 from vramscope.ui.bridge import Bridge
 from vramscope.ui.gpu_panel import GpuPanel
 from vramscope.ui.process_table import ProcessTable
 
 # key -> (button text, seconds; None = the whole session)
-TIME_WINDOWS = {"1m": ("1 min", 60.0), "10m": ("10 min", 600.0), "1h": ("1 h", 3600.0),
-                "all": ("All", None)}
-DEFAULT_WINDOW = "10m"
+TIME_WINDOWS = {w.value: (w.text, w.seconds) for w in TimeWindow}
 TABLE_MIN_INTERVAL = 0.5  # seconds of data between two table updates
 LIVE_STYLES_EVERY = 10.0  # seconds between passes that free ended processes' styles
 TABLE_ROWS_PER_SECOND = 4000  # a bigger table is rebuilt less often (16,384 processes: every 4 s)
@@ -212,11 +211,10 @@ class MainWindow(QMainWindow):
         styles.setExclusive(True)
         self.style_actions: dict[str, QAction] = {}
         self.view_menu.addSeparator()
-        for key, text, tip in (("stacked", "Stacked", "Processes stacked: what fills each GPU"),
-                               ("lines", "Lines", "One line per process")):
-            act = QAction(text, self, checkable=True)
-            act.setToolTip(tip)
-            act.setChecked(key == "stacked")
+        for key in PlotStyle:
+            act = QAction(key.text, self, checkable=True)
+            act.setToolTip(key.tip)
+            act.setChecked(key == DEFAULT_PLOT_STYLE)
             act.triggered.connect(lambda _=False, k=key: self.gpu_panel.set_plot_style(k))
             styles.addAction(act)
             bar.addAction(act)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QFrame, QScrollArea
 
-from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert
+from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert, AlertKind
 from vramscope.core.planner.targets import fit_targets, gpus_now
 from vramscope.core.samples import ProcessIdentity
 from vramscope.ui.agent_panel import AgentPanel
@@ -37,7 +37,8 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         frame = window.store.latest
         return frame.time if frame is not None else time.time()
 
-    alerts = AlertsPanel(engine=engine, actions=actions, read_only=read_only, clock=now)
+    alerts = AlertsPanel(engine=engine, actions=actions, read_only=read_only, clock=now,
+                         bridge=getattr(window, "bridge", None))
     agents = AgentPanel(window.store)
     planner = PlannerTab()
     tray = TrayNotifier(window)
@@ -114,18 +115,19 @@ def scrolled(widget) -> QScrollArea:
     return area
 
 
-def end_selected_process(window, panels: Panels):
-    """End the process selected in the table, after the confirmation (Delete key)."""
+def end_selected_process(window, panels: Panels) -> bool:
+    """End the process selected in the table, after the confirmation (Delete key); the
+    confirmation opens once the process was checked anew (``alerts.dialog_opened``)."""
     row = window.table.selected_row()
     if row is None:
         window.statusBar().showMessage("Select a process in the table first.", 5000)
-        return None
+        return False
     return panels.alerts.request_end(_end_request(row))
 
 
 def _end_request(row) -> Alert:
     """The user's own request to end a process, in the shape the End flow takes."""
-    return Alert(kind="user_request", severity=INFO, gpu=row.gpu, pid=row.pid,
+    return Alert(kind=AlertKind.USER_REQUEST, severity=INFO, gpu=row.gpu, pid=row.pid,
                  start_time=row.identity.start_time, since=None,
                  message=f"End {row.label} on "
                  + (f"{row.host} GPU {row.host_gpu}" if row.host else f"GPU {row.gpu}"),

@@ -10,7 +10,6 @@ thread so the window never waits on it.
 from __future__ import annotations
 
 import sys
-import threading
 from dataclasses import replace
 
 from PySide6.QtCore import Signal
@@ -24,6 +23,7 @@ from vramscope.core.planner.config_source import (NOT_FETCHED, cached_models, co
 from vramscope.core.planner.configs import model_type_of, shape_with_checkpoint
 from vramscope.core.planner.hand_counts import HAND_FAMILIES
 from vramscope.core.planner.live import live_model, live_request
+from vramscope.ui.bridge import Bridge
 from vramscope.ui.planner_widgets import spin
 
 COUNT, CONFIG, MODEL, AGENT = "params", "config", "model", "agent"
@@ -43,7 +43,6 @@ class PlannerForm(QWidget):
     """The inputs; ``request()`` gives the PlanRequest or raises PlanError."""
 
     changed = Signal()
-    _loaded = Signal(object, object)  # (key, ModelShape or PlanError), from the worker thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -51,7 +50,7 @@ class PlannerForm(QWidget):
         self._shape = None  # ModelShape of the config/model source, or PlanError
         self._loading_key = None
         self._where = ""
-        self._loaded.connect(self._on_loaded)
+        self._bridge = Bridge(self)  # configs are read and counted on workers
         col = QVBoxLayout(self)
         col.addWidget(self._model_box())
         col.addWidget(self._run_box())
@@ -340,13 +339,14 @@ class PlannerForm(QWidget):
 
         def work():
             try:
-                result = job()
+                return job()
             except PlanError as exc:
-                result = exc
+                return exc
             except Exception as exc:  # never a traceback in the window
-                result = PlanError(key[0], f"{type(exc).__name__}: {exc}")
-            self._loaded.emit(key, result)
-        threading.Thread(target=work, name="planner-config", daemon=True).start()
+                return PlanError(key[0], f"{type(exc).__name__}: {exc}")
+        self._bridge.run_in_thread(
+            work, lambda result, error: self._on_loaded(key, result if error is None else PlanError(
+                key[0], f"{type(error).__name__}: {error}")), name="planner-config")
 
     def _on_loaded(self, key, result) -> None:
         if key != self._loading_key:

@@ -25,9 +25,6 @@ from vramscope.core.units import GiB, MiB
 from vramscope.ui import theme
 from vramscope.core.user_settings import INTERVAL_RANGE, THEMES, WINDOWS, Settings
 
-WINDOW_TEXT = {"1m": "1 min", "10m": "10 min", "1h": "1 h", "all": "All"}
-THEME_TEXT = {"system": "Follow the desktop", "light": "Light", "dark": "Dark"}
-
 # field -> (label, unit scale, suffix, decimals, maximum, tooltip). The thresholds
 # a user tunes; the rest of DiagnosticSettings keeps its values.
 THRESHOLDS = {
@@ -83,11 +80,11 @@ class SettingsDialog(QDialog):
         form.addRow(self._label("Sample every", "interval", overridden), self.interval)
         self.window = QComboBox()
         for key in WINDOWS:
-            self.window.addItem(WINDOW_TEXT[key], key)
+            self.window.addItem(key.text, key.value)
         form.addRow(self._label("Time window", "window", overridden), self.window)
         self.theme = QComboBox()
         for key in THEMES:
-            self.theme.addItem(THEME_TEXT[key], key)
+            self.theme.addItem(key.text, key.value)
         form.addRow(self._label("Theme", "theme", overridden), self.theme)
         self.read_only = QCheckBox("Read-only: never end a process from vramscope")
         form.addRow(self._label("Actions", "read_only", overridden), self.read_only)

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QPalette
 
+from vramscope.core.view_options import Theme
+
 log = logging.getLogger(__name__)
 
 # Okabe & Ito (2008), "Color Universal Design".
@@ -44,7 +46,7 @@ _DARK_PROCESS = ("orange", "sky blue", "bluish green", "reddish purple", "vermil
 # On white the strongest first: most workstations show one to four processes.
 _LIGHT_PROCESS = ("blue", "vermillion", "bluish green", "reddish purple", "sky blue", "orange")
 
-MODES = ("system", "light", "dark")
+MODES = tuple(Theme)
 GRID_ALPHA = 0.18
 ANTIALIAS = True  # smoother curves; bench/gui_cost.py --no-antialias shows what it costs
 
@@ -117,7 +119,7 @@ LIGHT = Scheme(
     BUCKET_COLOURS=("#332288", "#117733", "#999933", "#CC6677", "#A0A6B0", "#882255"),
 )
 
-SCHEMES = {"dark": DARK, "light": LIGHT}
+SCHEMES = {Theme.DARK: DARK, Theme.LIGHT: LIGHT}
 ROLES = frozenset(f.name for f in dataclasses.fields(Scheme)) - {"name"}
 _current: Scheme = DARK
 
@@ -199,9 +201,9 @@ def system_scheme(app=None) -> str | None:
         return None
     value = get()
     if value == Qt.ColorScheme.Dark:
-        return "dark"
+        return Theme.DARK
     if value == Qt.ColorScheme.Light:
-        return "light"
+        return Theme.LIGHT
     return None
 
 
@@ -209,8 +211,8 @@ def resolve(mode: str, app=None) -> Scheme:
     """The scheme for a mode: "system" follows the desktop (dark when unknown)."""
     if mode not in MODES:
         raise ValueError(f"unknown theme {mode!r}; choose from {', '.join(MODES)}")
-    if mode == "system":
-        return SCHEMES[system_scheme(app) or "dark"]
+    if mode == Theme.SYSTEM:
+        return SCHEMES[system_scheme(app) or Theme.DARK]
     return SCHEMES[mode]
 
 
@@ -235,7 +237,7 @@ def palette(scheme: Scheme | None = None) -> QPalette:
     return p
 
 
-_mode = "dark"
+_mode = Theme.DARK
 _follow_connected = False
 
 
@@ -244,7 +246,7 @@ def mode() -> str:
     return _mode
 
 
-def apply(app, mode: str = "dark") -> Scheme:
+def apply(app, mode: str = Theme.DARK) -> Scheme:
     """Fusion style, the scheme's palette, pyqtgraph colours to match.
 
     Call it before the window's modules are imported (see the module doc).
@@ -337,8 +339,8 @@ def _follow_desktop(app) -> None:
     _follow_connected = True
 
     def changed(_scheme) -> None:
-        if _mode == "system":
-            switch(app, "system")
+        if _mode == Theme.SYSTEM:
+            switch(app, Theme.SYSTEM)
 
     hints.colorSchemeChanged.connect(changed)
 

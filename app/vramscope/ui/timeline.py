@@ -30,6 +30,7 @@ from vramscope.core.process_groups import group_key, group_name, is_group, units
 from vramscope.core.stacking import align, any_finite, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
+from vramscope.core.view_options import PlotStyle
 from vramscope.ui import theme
 from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
 from vramscope.ui.timeline_markers import AlertMarkers
@@ -64,7 +65,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.members: frozenset | None = None  # identities on the slice (None: every process)
         self.colours = colours
         self.selected: tuple | None = None
-        self.style = "stacked"
+        self.style = PlotStyle.STACKED
         self.alerted: frozenset = frozenset()  # identities with an active alert
         self.ci.layout.setContentsMargins(2, 4, 4, 2)
         plot = self.plot = self.addPlot(
@@ -130,7 +131,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if style == self.style:
             return
         self.style = style
-        stacked = style == "stacked"
+        stacked = style == PlotStyle.STACKED
         self.stack.set_visible(stacked)
         for curve in self.proc_curves.values():
             curve.setVisible(not stacked)
@@ -207,7 +208,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         must = {k for k in alive if _identity_of(k) in self.alerted}
         if self.selected is not None and self.selected in alive:
             must.add(self.selected)
-        if self.style == "lines":
+        if self.style == PlotStyle.LINES:
             drawn = lines_drawn(alive, ended, must)
             peak = max(peak, self._update_lines(series, drawn, since))
             shown = self._legend_lines(alive, ended, must, max(1, room - 1))
@@ -334,7 +335,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         for k, curve in self.proc_curves.items():
             curve.setPen(self._pen(k))
         self.stack.selected = self.selected
-        if self.style == "stacked" and self._last is not None:
+        if self.style == PlotStyle.STACKED and self._last is not None:
             self.update_from(*self._last)  # the selected process gets its own band
 
     def curve_width(self, key: tuple) -> float:
@@ -386,7 +387,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self.update_from(*self._last)
 
     def _clicked(self, event) -> None:
-        if self.style != "stacked":
+        if self.style != PlotStyle.STACKED:
             return
         pos = event.scenePos()
         for (key, _name), (_sample, label) in zip(self._legend, self.legend.items):

@@ -13,7 +13,7 @@ _EXPORTS = {
     "Alert": "alert", "alerts_to_json": "alert", "sort_alerts": "alert",
     "KIND_TITLES": "alert", "INFO": "alert", "WARNING": "alert", "CRITICAL": "alert",
     "Diagnostics": "engine",
-    "DiagnosticSettings": "settings", "DEFAULT_SETTINGS": "settings",
+    "DiagnosticSettings": "settings",
 }
 
 __all__ = sorted(_EXPORTS)  # noqa: PLE0605 -- the names _EXPORTS maps, loaded lazily

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vramscope.agent.protocol import StrEnum
 from vramscope.core.samples import ProcessIdentity, gpu_label
 
 INFO = "info"
@@ -13,22 +14,44 @@ CRITICAL = "critical"
 SEVERITIES = (INFO, WARNING, CRITICAL)
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
+class AlertKind(StrEnum):
+    """What a diagnostic rule found; the member order is the urgency within one severity
+    (what threatens running work comes before what only holds memory)."""
+
+    OOM = "oom"
+    NEAR_OOM = "near_oom"
+    LEAK = "leak"
+    STALLED = "stalled"
+    FRAGMENTATION = "fragmentation"
+    GROWTH = "growth"
+    GHOST = "ghost"
+    EVAL_AUTOGRAD = "eval_autograd"
+    CHECKPOINTING_USE_CACHE = "checkpointing_use_cache"
+    UNATTRIBUTED_MEMORY = "unattributed_memory"
+    SQUATTER = "squatter"
+    INFERENCE_SERVER = "inference_server"
+    IN_CONTAINER = "in_container"
+    WSL = "wsl"
+    USER_REQUEST = "user_request"  # the user asked to end a process (ui/panels.py), no rule
+
+
 # kind -> short title used by lists and notifications
 KIND_TITLES = {
-    "squatter": "Squatter",
-    "stalled": "Stalled run",
-    "inference_server": "Inference server",
-    "growth": "Growing memory",
-    "unattributed_memory": "Memory without a visible owner",
-    "fragmentation": "Fragmentation",
-    "leak": "Leak",
-    "eval_autograd": "Eval with autograd on",
-    "checkpointing_use_cache": "Checkpointing that does nothing",
-    "near_oom": "Near out of memory",
-    "oom": "Out of memory",
-    "ghost": "Memory held for a process that no longer exists",
-    "in_container": "Running inside a container",
-    "wsl": "Running under WSL",
+    AlertKind.SQUATTER: "Squatter",
+    AlertKind.STALLED: "Stalled run",
+    AlertKind.INFERENCE_SERVER: "Inference server",
+    AlertKind.GROWTH: "Growing memory",
+    AlertKind.UNATTRIBUTED_MEMORY: "Memory without a visible owner",
+    AlertKind.FRAGMENTATION: "Fragmentation",
+    AlertKind.LEAK: "Leak",
+    AlertKind.EVAL_AUTOGRAD: "Eval with autograd on",
+    AlertKind.CHECKPOINTING_USE_CACHE: "Checkpointing that does nothing",
+    AlertKind.NEAR_OOM: "Near out of memory",
+    AlertKind.OOM: "Out of memory",
+    AlertKind.GHOST: "Memory held for a process that no longer exists",
+    AlertKind.IN_CONTAINER: "Running inside a container",
+    AlertKind.WSL: "Running under WSL",
+    AlertKind.USER_REQUEST: "End process",
 }
 
 
@@ -38,7 +61,7 @@ def severity_rank(severity: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Alert:
-    kind: str  # a key of KIND_TITLES
+    kind: str  # an AlertKind
     severity: str  # INFO / WARNING / CRITICAL
     gpu: int | None  # NVML index; None when not tied to one GPU
     pid: int | None
@@ -111,9 +134,7 @@ def _jsonable(value):
 
 
 # within one severity, what threatens running work comes before what only holds memory
-URGENCY_ORDER = ("oom", "near_oom", "leak", "stalled", "fragmentation", "growth", "ghost",
-                 "eval_autograd", "checkpointing_use_cache", "unattributed_memory", "squatter",
-                 "inference_server", "in_container", "wsl")
+URGENCY_ORDER = tuple(AlertKind)
 _URGENCY = {k: i for i, k in enumerate(URGENCY_ORDER)}
 # the data fields that say how soon the card is full (near-OOM, leak, growth)
 _SECONDS_LEFT = ("eta_seconds", "seconds_to_oom", "seconds_to_full")

@@ -9,8 +9,9 @@ False -- otherwise memory may not drop as expected. The agent reports it as a "c
 
 from __future__ import annotations
 
+from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device
-from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
@@ -30,7 +31,7 @@ class CheckpointingRule:
         alerts = []
         for report in frame.agents:
             for ev in report.events:
-                if ev.kind == "checkpointing_use_cache":
+                if ev.kind == EventKind.CHECKPOINTING_USE_CACHE:
                     first = self._seen.get(report.identity, (ev.time, None, now))[0]
                     self._seen[report.identity] = (first, dict(ev.data), now)
             entry = self._seen.get(report.identity)
@@ -44,7 +45,7 @@ class CheckpointingRule:
             dev = device_named(report, data.get("device"))
             gpu = gpu_for_device(frame, report, dev)
             alerts.append(Alert(
-                kind="checkpointing_use_cache", severity=WARNING,
+                kind=AlertKind.CHECKPOINTING_USE_CACHE, severity=WARNING,
                 gpu=gpu.index if gpu is not None else None, pid=report.pid,
                 start_time=report.start_time, since=entry[0],
                 message=f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: gradient checkpointing is on but use_cache is true "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.alert import Alert, severity_rank, sort_alerts
 from vramscope.core.detectors.checkpointing import CheckpointingRule
 from vramscope.core.detectors.eval_autograd import EvalAutogradRule
@@ -79,7 +80,7 @@ class Diagnostics:
         with self._lock:
             settings = self._settings
         active = frozenset(r.pid for r in frame.agents
-                           if any(e.kind == "step" for e in r.events))
+                           if any(e.kind == EventKind.STEP for e in r.events))
         found = self._squatters.update(frame, settings, active)
         found.extend(self._servers.update(frame, settings, active))
         for rule in self._rules:

@@ -22,8 +22,9 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
+from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device
-from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
@@ -76,9 +77,9 @@ class EvalAutogradRule:
                 peak = dev.peak_allocated if dev.peak_allocated is not None else dev.allocated
                 st.history.append((report.time or now, dev.allocated, max(peak, dev.allocated)))
             for ev in sorted(report.events, key=lambda e: e.time):
-                if ev.kind == "eval_autograd":
+                if ev.kind == EventKind.EVAL_AUTOGRAD:
                     st.events.append((ev.time, dict(ev.data)))
-                elif ev.kind == "step":
+                elif ev.kind == EventKind.STEP:
                     if ev.data.get("peak_allocated") is not None:
                         st.step_peak = ev.data["peak_allocated"]
                     if st.last_step is not None and ev.time > st.last_step:
@@ -111,7 +112,7 @@ class EvalAutogradRule:
                 evidence.append(f"eval peak {fmt_bytes(peak)} is {cmp} the training step peak "
                                 f"{fmt_bytes(st.step_peak)}")
             alerts.append(Alert(
-                kind="eval_autograd", severity=WARNING,
+                kind=AlertKind.EVAL_AUTOGRAD, severity=WARNING,
                 gpu=gpu.index if gpu is not None else None, pid=report.pid,
                 start_time=report.start_time, since=since,
                 message=(f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: eval forward passes keep their graphs "

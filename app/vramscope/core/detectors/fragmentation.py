@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from vramscope.core.detectors.agentmap import cuda_devices, expandable_segments, gpu_for_device
-from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
@@ -132,7 +132,7 @@ class FragmentationRule:
                 f"(inactive split; {fmt_bytes(gap)} reserved but not allocated in all)" if gap_held
                 else "allocations failing and being retried")
         return Alert(
-            kind="fragmentation", severity=WARNING,
+            kind=AlertKind.FRAGMENTATION, severity=WARNING,
             gpu=gpu.index if gpu is not None else None, pid=report.pid,
             start_time=report.start_time, since=since,
             message=f"{process_name(frame, report.pid, gpu, dev.device)}: {what}",

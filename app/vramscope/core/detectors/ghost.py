@@ -17,7 +17,7 @@ puzzle per process.
 
 from __future__ import annotations
 
-from vramscope.core.detectors.alert import INFO, WARNING, Alert
+from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.samples import GHOST, NOT_VISIBLE, Frame
 from vramscope.core.units import fmt_bytes
@@ -51,7 +51,7 @@ class GhostRule:
                 evidence.append("processes holding /dev/nvidia* that NVML does not list: "
                                 + "; ".join(holders))
             alerts.append(Alert(
-                kind="ghost", severity=WARNING, gpu=gpu.index, pid=proc.pid,
+                kind=AlertKind.GHOST, severity=WARNING, gpu=gpu.index, pid=proc.pid,
                 start_time=proc.identity.start_time, since=None,
                 message=(f"The driver still holds {mem} on {gpu.label} for a process "
                          f"that no longer exists (pid {proc.pid})"),
@@ -72,7 +72,7 @@ class InContainerRule:
         total = sum(p.used for _g, p in hidden if p.used is not None)
         pids = sorted({p.pid for _g, p in hidden})
         return [Alert(
-            kind="in_container", severity=INFO, gpu=None, pid=None, start_time=None, since=None,
+            kind=AlertKind.IN_CONTAINER, severity=INFO, gpu=None, pid=None, start_time=None, since=None,
             message=("vramscope runs inside a container without the host's PID namespace: "
                      f"{len(pids)} process(es) on the GPU ({fmt_bytes(total)}) cannot be named"),
             evidence=(f"NVML reports host PIDs ({', '.join(map(str, pids[:8]))}"

@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from vramscope.core.courtesy import courteous
-from vramscope.core.detectors.alert import INFO, WARNING, Alert
+from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.advice import growing_server_fix, serves_requests
 from vramscope.core.detectors.naming import AGENT, SERVER, TRAINING, proc_name, process_kind
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
@@ -99,7 +99,6 @@ class Growing:
     proc: GpuProcess
     kind: str
     trend: Trend
-    seconds_to_full: float | None
 
 
 def rate_text(bytes_per_s: float) -> str:
@@ -203,7 +202,7 @@ class GrowthRule:
             f"{fmt_bytes(proc.used)} now; {gpu.label}: {fmt_bytes(free)} free of {fmt_bytes(gpu.total)}",
         )
         return Alert(
-            kind="growth", severity=severity, gpu=gpu.index, pid=proc.pid,
+            kind=AlertKind.GROWTH, severity=severity, gpu=gpu.index, pid=proc.pid,
             start_time=proc.identity.start_time, since=began,
             message=(f"{who} grows in steps: +{fmt_bytes(rise)} in {fmt_duration(last_jump - began)}"
                      f" ({stair.jumps} jumps, about {rate_text(rate)}){full}"),
@@ -222,7 +221,7 @@ class GrowthRule:
         free = gpu.free if gpu.free is not None else (
             gpu.total - gpu.used if gpu.total is not None and gpu.used is not None else None)
         eta = max(0.0, free / trend.slope) if free is not None else None
-        growing = Growing(gpu.index, proc, kind, trend, eta)
+        growing = Growing(gpu.index, proc, kind, trend)
         if kind == SERVER:
             return growing, None  # filling its pool: the server rule explains it
         who = proc_name(proc, gpu)
@@ -236,7 +235,7 @@ class GrowthRule:
             f"{gpu.label}: {fmt_bytes(free)} free of {fmt_bytes(gpu.total)}",
         )
         alert = Alert(
-            kind="growth", severity=severity, gpu=gpu.index, pid=proc.pid,
+            kind=AlertKind.GROWTH, severity=severity, gpu=gpu.index, pid=proc.pid,
             start_time=proc.identity.start_time, since=trend.start,
             message=f"{who} grows {rate_text(trend.slope)}{full}",
             evidence=evidence, fix=growing_fix(kind, proc),

@@ -41,7 +41,7 @@ from statistics import median
 import numpy as np
 
 from vramscope.core.detectors.agentmap import device_named, gpu_for_device, headroom
-from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
+from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.trend import (
@@ -77,7 +77,6 @@ class _LeakState:
     counter: int = 0
     climb_start: int = 0  # index into points where the current climb began
     longest_period: float | None = None  # steps of the longest climb that ended in a reset
-    resets: int = 0
     climb_base: tuple | None = None  # (climb_start, the level the climb began at)
 
 
@@ -113,7 +112,7 @@ class LeakRule:
                 if st.last_step is not None and step <= st.last_step:
                     if step < st.last_step - 1:  # step counter went back: a new run/epoch count
                         st.points.clear()
-                        st.climb_start, st.longest_period, st.resets = 0, None, 0
+                        st.climb_start, st.longest_period = 0, None
                     else:
                         continue  # duplicate delivery
                 st.last_step = step
@@ -156,7 +155,6 @@ class LeakRule:
             start_step = st.points[st.climb_start][0]
             period = st.points[-1][0] - start_step
             st.longest_period = max(st.longest_period or 0, period)
-            st.resets += 1
             st.climb_start = len(st.points) - 1
 
     def _judge(self, frame, report, device_name, st: _LeakState, settings) -> Alert | None:
@@ -230,7 +228,7 @@ class LeakRule:
         else:
             evidence.append("headroom unknown (GPU not matched), so no OOM projection")
         return Alert(
-            kind="leak", severity=severity,
+            kind=AlertKind.LEAK, severity=severity,
             gpu=gpu.index if gpu is not None else None, pid=report.pid,
             start_time=report.start_time, since=st.flagged_since,
             message=(f"{process_name(frame, report.pid, gpu, device_name)}: allocated after each step grows "

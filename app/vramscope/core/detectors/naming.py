@@ -22,7 +22,6 @@ AGENT = "agent"  # PyTorch run under the vramscope agent
 TRAINING = "training"  # any other compute process (a script without the agent)
 SERVER = "server"  # an inference server (core/servers.py)
 KERNEL = "jupyter"  # a Jupyter/IPython kernel
-PROCESS_KINDS = (AGENT, TRAINING, SERVER, KERNEL)
 OTHER_USER = "other_user"  # the fix for someone else's process, whatever its kind
 
 

@@ -18,30 +18,22 @@ under the agent, an inference server, a notebook, or a plain script.
 
 from __future__ import annotations
 
+from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.advice import (
     batch_text, cache_leads, fixed_cost_text, growing_server_fix, serves_requests,
 )
 from vramscope.core.detectors.agentmap import cuda_devices, gpu_for_device
-from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert
+from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert, AlertKind
 from vramscope.core.detectors.growth import GrowthRule, rate_text
 from vramscope.core.detectors.naming import (
     AGENT, KERNEL, SERVER, TRAINING, process_kind, process_name,
 )
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.process_names import process_label
-from vramscope.core.samples import BUCKET_NAMES, Frame, GpuSample
+from vramscope.core.samples import ALL_BUCKETS, BUCKET_LABELS, BUCKET_NAMES, Frame, GpuSample
 from vramscope.core.servers import server_of
 from vramscope.core.units import fmt_bytes, fmt_duration
 
-
-BUCKET_LABELS = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer_state": "optimizer state",
-    "other_allocated": "activations + temporaries",
-    "cached_free": "cached but free (reserved - allocated)",
-    "outside_pytorch": "outside PyTorch (CUDA context, other libraries)",
-}
 
 GENERIC_ORDER = (
     "Get the breakdown first (run the script under `vramscope run -- python train.py` for "
@@ -55,8 +47,8 @@ GENERIC_ORDER = (
 def breakdown_lines(buckets: dict | None) -> list[str]:
     if not buckets:
         return []
-    parts = [f"{BUCKET_LABELS.get(n, n)} {fmt_bytes(buckets.get(n))}"
-             for n in (*BUCKET_NAMES, "outside_pytorch") if buckets.get(n) is not None]
+    parts = [f"{BUCKET_LABELS[n]} {fmt_bytes(buckets.get(n))}"
+             for n in ALL_BUCKETS if buckets.get(n) is not None]
     return [", ".join(parts)] if parts else []
 
 
@@ -147,7 +139,7 @@ class NearOomRule:
                 alerts.append(alert)
         for report in frame.agents:
             for ev in report.events:
-                if ev.kind == "oom":
+                if ev.kind == EventKind.OOM:
                     alert = self._oom_alert(frame, report, ev)
                     self._ooms[alert.key] = alert
         keep = settings.event_keep_minutes * 60
@@ -226,7 +218,7 @@ class NearOomRule:
         critical = (free < settings.near_oom_critical_free_bytes
                     or (eta is not None and eta <= settings.near_oom_critical_minutes * 60))
         return Alert(
-            kind="near_oom", severity=CRITICAL if critical else WARNING, gpu=gpu.index, pid=None, start_time=None,
+            kind=AlertKind.NEAR_OOM, severity=CRITICAL if critical else WARNING, gpu=gpu.index, pid=None, start_time=None,
             since=None, message=f"{gpu.label} near out of memory: {what}",
             evidence=tuple(evidence), fix=fix_for(kind, buckets, frame, gpu, culprit),
             data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope,
@@ -261,7 +253,7 @@ class NearOomRule:
         fix = (decision_order(buckets) + " Surviving step 1 proves nothing with variable-length "
                "data: run one dummy step at the maximum sequence length first.")
         return Alert(
-            kind="oom", severity=CRITICAL,
+            kind=AlertKind.OOM, severity=CRITICAL,
             gpu=gpu.index if gpu is not None else None, pid=report.pid,
             start_time=report.start_time, since=ev.time,
             message=(f"{process_name(frame, report.pid, gpu, device)}: CUDA out of memory (a "

@@ -1,13 +1,11 @@
-"""Command-line options for the diagnostics (``status --watch`` and thresholds).
+"""The diagnostics' threshold options (``--idle-minutes`` ...) and what they set; the
+parser's side (argparse types, ``--watch``) is commands/diagnostic_options.py.
 
-Light on imports: command modules add these at parser-build time.
+Light on imports: command modules read these at parser-build time.
 """
 
 from __future__ import annotations
 
-import argparse
-
-from vramscope.core.option_types import interval_seconds, non_negative
 from vramscope.core.units import MiB
 
 # option -> (settings field, type, scale, help)
@@ -30,18 +28,6 @@ THRESHOLD_OPTIONS = {
     "--near-oom-horizon-minutes": ("near_oom_horizon_minutes", float, 1,
                                    "flag when the trend fills the GPU within this (default 10)"),
 }
-
-
-def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("diagnostics")
-    g.add_argument("--watch", type=non_negative(float), default=0.0, metavar="SECONDS",
-                   help="sample for this long, printing each sample on a terminal (like "
-                        "nvidia-smi -l), so that time-based rules (idle squatters, leaks, "
-                        "trends) can fire; --json prints the last one")
-    g.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
-                   help="seconds between samples with --watch (default 1, 0.1 to 60)")
-    for flag, (_, kind, _, help_text) in THRESHOLD_OPTIONS.items():
-        g.add_argument(flag, type=non_negative(kind), default=None, help=help_text)
 
 
 def threshold_changes(args) -> dict:

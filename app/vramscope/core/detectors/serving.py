@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramscope.core.detectors.alert import INFO, Alert
+from vramscope.core.detectors.alert import INFO, Alert, AlertKind
 from vramscope.core.detectors.naming import proc_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.squatter import process_is_idle
@@ -127,7 +127,7 @@ class ServerRule:
                f"To leave more for others, {kind.shrink_hint}; if nobody uses the server any "
                "more, stop it.")
         return Alert(
-            kind="inference_server", severity=INFO, gpu=gpu.index, pid=main.pid,
+            kind=AlertKind.INFERENCE_SERVER, severity=INFO, gpu=gpu.index, pid=main.pid,
             start_time=state.start_time if state is not None else main.identity.start_time,
             since=st.idle_since, message=f"{kind.title}: {who} {what}",
             evidence=tuple(evidence), fix=fix, frees=used,

@@ -84,8 +84,6 @@ class DiagnosticSettings:
         return dataclasses.replace(self, **cleaned)
 
 
-DEFAULT_SETTINGS = DiagnosticSettings()
-
 
 def forget_stale(state: dict, now: float, settings: DiagnosticSettings,
                  last_seen=lambda value: value.last_seen) -> None:

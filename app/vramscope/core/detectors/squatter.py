@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from vramscope.core.containers import stop_advice
 from vramscope.core.courtesy import courteous
 from vramscope.core.detectors import jupyter
-from vramscope.core.detectors.alert import INFO, WARNING, Alert
+from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import (
     AGENT, KERNEL, SERVER, proc_name, process_kind, squatter_fix,
 )
@@ -37,7 +37,7 @@ from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.stalled import StepClock, clock_text, stalled
 from vramscope.core.detectors.watching import Watch, watch_if_due
 from vramscope.core.samples import (
-    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample,
+    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample, JupyterKernel, ProcessIdentity,
 )
 from vramscope.core.units import fmt_bytes, fmt_duration
 
@@ -83,8 +83,10 @@ def process_is_idle(proc: GpuProcess, gpu: GpuSample, settings: DiagnosticSettin
 class SquatterRule:
     def __init__(self, notebook_finder: NotebookFinder | None = None,
                  kernel_activity: KernelActivityLookup | None = None):
-        self._finder = notebook_finder or jupyter.default_notebook_finder
-        self._activity = kernel_activity or jupyter.kernel_activity
+        # what Jupyter servers say of a kernel comes on the frame (sources/jupyter_kernels.py
+        # asks them off the sampling thread); a lookup given here replaces it (tests)
+        self._finder = notebook_finder
+        self._activity = kernel_activity
         self._state: dict[tuple, _ProcState] = {}
         self.watching: list[Watch] = []  # conditions on their way to an alert, as of the last update
 
@@ -94,6 +96,7 @@ class SquatterRule:
         alerts = []
         self.watching = watching = []
         reports = {r.pid: r for r in frame.agents if r.connected}
+        kernels = {ProcessIdentity(k.pid, k.start_time): k for k in frame.kernels}
         for gpu, proc in courteous(frame.all_processes()):
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
                 continue  # nothing is known of it here: the unattributed / ghost rules report it
@@ -117,7 +120,7 @@ class SquatterRule:
                 if idle is False:
                     st.last_active = now
             if kind == KERNEL and gpu.host is None:  # never this machine's servers for another's
-                self._kernel_clock(proc, st, now, settings)
+                self._kernel_clock(proc, st, now, settings, kernels.get(proc.identity))
             alert = self._judge(frame, gpu, proc, kind, st, now, settings)
             if alert is not None:
                 alerts.append(alert)
@@ -129,12 +132,18 @@ class SquatterRule:
         return alerts
 
     def _kernel_clock(self, proc: GpuProcess, st: _ProcState, now: float,
-                      settings: DiagnosticSettings) -> None:
+                      settings: DiagnosticSettings, kernel: JupyterKernel | None) -> None:
         """A kernel is idle from its last execution, as its Jupyter server says
         (reading a notebook is not using it less); SM is the fallback."""
         if not settings.lookup_notebooks:
             return
-        if st.activity_asked is None or now - st.activity_asked >= KERNEL_POLL_SECONDS:
+        if self._activity is None:  # the frame's word (frame.kernels)
+            if kernel is not None:
+                st.activity = jupyter.KernelActivity(kernel.last_activity, kernel.busy) \
+                    if kernel.busy or kernel.last_activity is not None else None
+                if kernel.notebook or kernel.how:
+                    st.notebook = jupyter.NotebookHint(kernel.notebook, kernel.how)
+        elif st.activity_asked is None or now - st.activity_asked >= KERNEL_POLL_SECONDS:
             st.activity_asked = now
             try:
                 st.activity = self._activity(jupyter.connection_file(
@@ -201,7 +210,9 @@ class SquatterRule:
         if is_kernel:
             evidence.append(f"Jupyter/IPython kernel; connection file: {conn or 'not on its command line'}")
             if settings.lookup_notebooks and gpu.host is None:  # not for another machine's kernel
-                if st.notebook is None:
+                if st.notebook is None and self._finder is None:
+                    st.notebook = jupyter.NotebookHint(None, "its Jupyter server has not answered yet")
+                elif st.notebook is None:
                     try:
                         st.notebook = self._finder(proc.pid, conn)
                     except Exception as exc:  # a lookup must never break the rule
@@ -252,7 +263,7 @@ class SquatterRule:
         if reasons == ["jupyter_kernel"] and idle_for < settings.kernel_warn_minutes * 60:
             severity = INFO  # listed from kernel_idle_minutes, a warning from kernel_warn_minutes
         return Alert(
-            kind="squatter", severity=severity, gpu=gpu.index, pid=proc.pid,
+            kind=AlertKind.SQUATTER, severity=severity, gpu=gpu.index, pid=proc.pid,
             start_time=proc.identity.start_time,
             since=st.idle_since if st.idle_since is not None else st.first_seen,
             message=message, evidence=tuple(evidence), fix=fix, frees=used,
@@ -271,10 +282,10 @@ def _watch(gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: flo
     if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
         return None
     if kind == KERNEL:
-        return watch_if_due("squatter", gpu, proc, st.idle_since, now, "kernel idle",
+        return watch_if_due(AlertKind.SQUATTER, gpu, proc, st.idle_since, now, "kernel idle",
                             settings.kernel_idle_minutes * 60)
     if kind == AGENT and st.steps.last_step is not None:
-        return watch_if_due("stalled", gpu, proc, st.steps.last_step_time, now, "no step for",
+        return watch_if_due(AlertKind.STALLED, gpu, proc, st.steps.last_step_time, now, "no step for",
                             st.steps.quiet_needed(settings))
-    return watch_if_due("squatter", gpu, proc, st.idle_since, now, "idle",
+    return watch_if_due(AlertKind.SQUATTER, gpu, proc, st.idle_since, now, "idle",
                         settings.idle_minutes * 60)

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from statistics import median
 
-from vramscope.core.detectors.alert import WARNING, Alert
+from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import proc_name
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.samples import AgentReport, GpuProcess, GpuSample
@@ -113,7 +113,7 @@ def stalled(gpu: GpuSample, proc: GpuProcess, clock: StepClock, now: float,
                 + (f"; steps took {typical:.2f} s before" if typical else ""),
                 *evidence, f"holds {fmt_bytes(proc.used)} on {gpu.label}"]
     return Alert(
-        kind="stalled", severity=WARNING, gpu=gpu.index, pid=proc.pid,
+        kind=AlertKind.STALLED, severity=WARNING, gpu=gpu.index, pid=proc.pid,
         start_time=proc.identity.start_time, since=clock.last_step_time,
         message=f"{who} stalled since step {clock.last_step}: no step for {fmt_duration(quiet)}, {how}",
         evidence=tuple(evidence), fix=fix, frees=None,

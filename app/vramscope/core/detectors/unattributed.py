@@ -8,7 +8,7 @@ details are not readable). Either way the memory cannot be freed from here.
 
 from __future__ import annotations
 
-from vramscope.core.detectors.alert import INFO, Alert
+from vramscope.core.detectors.alert import INFO, Alert, AlertKind
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.samples import ACCESS_DENIED, NOT_VISIBLE, Frame
 from vramscope.core.units import fmt_bytes, fmt_duration
@@ -58,7 +58,7 @@ class UnattributedRule:
                                 + ", ".join(f"{p.pid} ({fmt_bytes(p.used)})" for p in other_user))
             evidence.append(f"for {fmt_duration(now - since)}")
             alerts.append(Alert(
-                kind="unattributed_memory", severity=INFO, gpu=gpu.index, pid=None,
+                kind=AlertKind.UNATTRIBUTED_MEMORY, severity=INFO, gpu=gpu.index, pid=None,
                 start_time=None, since=since,
                 message=(f"{fmt_bytes(total)} on {gpu.label} is held by processes in another "
                          "container or of another user"),

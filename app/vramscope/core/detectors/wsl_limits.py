@@ -7,7 +7,7 @@ the reason, and the alerts that still work (core/wsl.py has the words).
 
 from __future__ import annotations
 
-from vramscope.core.detectors.alert import INFO, Alert
+from vramscope.core.detectors.alert import INFO, Alert, AlertKind
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.samples import Frame
 from vramscope.core.wsl import OFF_UNDER_WSL, ON_UNDER_WSL, WHY_OFF, WSL_NOTICE
@@ -19,7 +19,7 @@ class WslRule:
             return []
         unreported = sum(1 for _g, p in frame.all_processes() if p.used is None)
         return [Alert(
-            kind="wsl", severity=INFO, gpu=None, pid=None, start_time=None, since=None,
+            kind=AlertKind.WSL, severity=INFO, gpu=None, pid=None, start_time=None, since=None,
             message=(f"Running under WSL: per-process memory is not reported "
                      f"({unreported} process(es) read n/a); some alerts are off"),
             evidence=(f"off ({WHY_OFF}): " + ", ".join(OFF_UNDER_WSL),

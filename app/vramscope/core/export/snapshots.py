@@ -20,6 +20,7 @@ import os
 import pathlib
 import shutil
 
+from vramscope.agent.protocol import EventKind
 from vramscope.core import bounded_read, safe_write
 from vramscope.core.session.reader import SessionReader
 
@@ -33,7 +34,7 @@ def snapshot_paths(reader: SessionReader) -> list[tuple[float, int | None, str]]
     procs = reader.processes()
     out = []
     for e in reader.events():
-        if e["kind"] != "oom" or not isinstance(e["data"], dict):
+        if e["kind"] != EventKind.OOM or not isinstance(e["data"], dict):
             continue
         for key in PATH_KEYS:
             value = e["data"].get(key)

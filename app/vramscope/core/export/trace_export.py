@@ -27,6 +27,7 @@ import os
 
 import numpy as np
 
+from vramscope.agent.protocol import EventKind
 from vramscope.core import safe_write
 from vramscope.core import json_text
 from vramscope.core.export import textblock as tb
@@ -244,8 +245,8 @@ def _instant_events(ctx, reader, a, b, alerts, actions, us):
             out.append((e["t"], {"ph": "i", "s": "t", "cat": "step", "name": name, "pid": pid,
                                  "tid": 0, "args": data}))
         else:
-            name = "OOM" if e["kind"] == "oom" else e["kind"]
-            out.append((e["t"], {"ph": "i", "s": "p" if e["kind"] == "oom" else "t",
+            name = "OOM" if e["kind"] == EventKind.OOM else e["kind"]
+            out.append((e["t"], {"ph": "i", "s": "p" if e["kind"] == EventKind.OOM else "t",
                                  "cat": e["kind"], "name": name, "pid": pid, "tid": 0,
                                  "args": data}))
     for al in alerts:

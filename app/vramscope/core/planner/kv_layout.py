@@ -36,7 +36,6 @@ CROSS = "cross-attention (per source token)"
 _SLIDING_TYPES = ("sliding_attention", "chunked_attention", "local_attention")
 _STATE_TYPES = ("linear_attention", "mamba", "mamba2", "recurrent", "conv")
 _NO_CACHE_TYPES = ("mlp", "moe")  # NemotronH's MLP-only layers: neither cache nor state
-HYBRID = "hybrid"  # Falcon-H1: attention and a Mamba-2 mixer side by side in every layer
 
 
 @dataclass(frozen=True, slots=True)

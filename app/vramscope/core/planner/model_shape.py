@@ -125,9 +125,6 @@ class ModelShape:
             return None
         return sum(lin.count * lin.in_features * lin.out_features for lin in self.layer_linears)
 
-    def linear_names(self) -> tuple[str, ...]:
-        return tuple(lin.name for lin in self.layer_linears)
-
     def short_linear_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(lin.short for lin in self.layer_linears if not lin.expert))
 

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
+from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series
 from vramscope.core.ring import TieredRing
 from vramscope.core.session.columns import GpuColumns, ProcColumns
