@@ -41,6 +41,7 @@ class StreamWriter:
         self.count = count
         self.written = 0
         self.lock = threading.Lock()
+        self.differ = None  # whole frames, then what changed (core/stream/deltas.py)
 
     def send(self, message: dict) -> None:
         try:
@@ -57,9 +58,10 @@ class StreamWriter:
 
     def __call__(self, frame) -> None:
         from vramscope.core.detectors import alerts_to_json
-        from vramscope.core.stream.codec import frame_to_wire
-        self.send({protocol.TYPE: protocol.FRAME, "frame": frame_to_wire(frame),
-                   "alerts": alerts_to_json(self.engine.alerts())})
+        from vramscope.core.stream.deltas import FrameDiffer
+        if self.differ is None:
+            self.differ = FrameDiffer()
+        self.send(self.differ.message(frame, alerts_to_json(self.engine.alerts())))
         self.written += 1
         if self.count is not None and self.written >= self.count:
             self.stop.set()

@@ -25,7 +25,8 @@ import time
 
 from vramscope.core.samples import Frame
 from vramscope.core.stream import protocol
-from vramscope.core.stream.codec import MAX_TEXT, FrameDecoder, plain_json
+from vramscope.core.stream.codec import MAX_TEXT, plain_json
+from vramscope.core.stream.deltas import FrameAssembler
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell
@@ -249,7 +250,7 @@ class RemoteHost:
         err_thread = threading.Thread(target=_drain, args=(proc.stderr, stderr_tail), daemon=True)
         err_thread.start()
         decoder = protocol.LineDecoder()
-        frames = FrameDecoder()
+        frames = FrameAssembler()
         fd = proc.stdout.fileno()
         last = self._mono()
         problem = None
@@ -293,7 +294,7 @@ class RemoteHost:
             problem = (tail[-1].strip() if tail else None) or f"ssh exited with status {rc}"
         return "failed", problem
 
-    def _handle(self, message: dict, frames: FrameDecoder) -> None:
+    def _handle(self, message: dict, frames: FrameAssembler) -> None:
         """One message, checked here at the edge (the codec's schema for frames,
         plain bounded JSON for the rest): what does not fit is dropped and said
         once per host (``refused``); the connection goes on."""
@@ -304,14 +305,12 @@ class RemoteHost:
                 self._state = CONNECTED
                 self._error = None
                 self._remote_version = version[:64] if isinstance(version, str) else None
-        elif kind == protocol.FRAME:
+        elif kind in (protocol.FRAME, protocol.DELTA):
             try:
-                frame = frames.decode(message.get("frame"))
-                alerts = message.get("alerts")
-                alerts = tuple(plain_json(a) for a in alerts if isinstance(a, dict)) \
-                    if isinstance(alerts, list) else ()
+                frame, alerts = (frames.whole if kind == protocol.FRAME else frames.delta)(message)
+                alerts = tuple(alerts)
             except (ValueError, TypeError, RecursionError) as exc:
-                self._refuse(f"a frame that does not fit the stream's schema ({exc})")
+                self._refuse(f"a {kind} that does not fit the stream's schema ({exc})")
                 return
             with self._lock:
                 for report in frame.agents:
