@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds between frames (default 1, 0.1 to 60)")
     p.add_argument("--count", metavar="N", type=int, default=None,
                    help="stop after N frames (default: until stdin closes)")
+    from vramscope.commands import window_recording
+    window_recording.add_arguments(p)
 
 
 class StreamWriter:
@@ -124,7 +126,7 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
 
 def run_stream(source, *, interval: float = 1.0, count: int | None = None,
                inp=None, out=None, enrichers=enrichers_for, actions=None,
-               stop: threading.Event | None = None) -> int:
+               stop: threading.Event | None = None, record=None) -> int:
     """The window's pipeline (core/monitor.py) with the stream as its last stage."""
     from vramscope import __version__
     from vramscope.core.actions import ProcessActions
@@ -139,7 +141,9 @@ def run_stream(source, *, interval: float = 1.0, count: int | None = None,
     monitor = Monitor.build(source, enrichers=enrichers, interval=interval, actions=False,
                             store=Store(fine_points=8, coarse_points=8))
     writer = StreamWriter(out, monitor.engine, stop, count)
-    writer.send(protocol.hello(socket.gethostname(), __version__, interval))
+    session = record(monitor, source) if record is not None else None  # the window's sampler
+    writer.send({**protocol.hello(socket.gethostname(), __version__, interval),
+                 **({"session": str(session)} if session is not None else {})})
     monitor.pipeline.subscribe(writer, STAGE_RECORDER)
     actions = actions or ProcessActions()
     reader = threading.Thread(target=serve_requests, args=(inp, writer, actions, stop),
@@ -161,7 +165,9 @@ def run(args) -> int:
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, lambda *_: stop.set())
     source = open_source(args)
-    code = run_stream(source, interval=args.interval, count=args.count, stop=stop)
+    from vramscope.commands.window_recording import recording
+    code = run_stream(source, interval=args.interval, count=args.count, stop=stop,
+                      record=recording(args))
     try:
         sys.stdout.flush()
     except OSError:

@@ -102,6 +102,8 @@ class RemoteHost:
         self.refused = 0  # messages dropped for not fitting the schema
         self._refused_at: float | None = None
         self._thread: threading.Thread | None = None
+        self.env: dict | None = None  # the command's environment (None: this process's)
+        self.hello: dict | None = None  # the stream's hello, once connected
 
     # -- life --------------------------------------------------------------------------
     def start(self) -> "RemoteHost":
@@ -200,9 +202,12 @@ class RemoteHost:
             failures += 1
             with self._lock:
                 self._retry_at = self._mono() + delay
-            self._closed.wait(delay)
+            self._wait_retry(delay)
             with self._lock:
                 self._retry_at = None
+
+    def _wait_retry(self, delay: float) -> None:
+        self._closed.wait(delay)
 
     def _connect(self) -> bool:
         """One connection, trying the remote commands in turn; True if frames came."""
@@ -238,7 +243,7 @@ class RemoteHost:
         try:
             proc = subprocess.Popen(self.argv(command), stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
+                                    start_new_session=True, env=self.env)
         except OSError as exc:
             return "failed", f"cannot run {self.ssh}: {exc}"
         self.connections += 1
@@ -305,6 +310,7 @@ class RemoteHost:
                 self._state = CONNECTED
                 self._error = None
                 self._remote_version = version[:64] if isinstance(version, str) else None
+                self.hello = message
         elif kind in (protocol.FRAME, protocol.DELTA):
             try:
                 frame, alerts = (frames.whole if kind == protocol.FRAME else frames.delta)(message)

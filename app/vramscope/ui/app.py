@@ -69,16 +69,21 @@ def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
 
 
 def build_window(args, source=None, start: bool = True, poll_ms: int | None = None,
-                 settings=None):
+                 settings=None, sampler: bool = False):
     """The pipeline (started unless told), the main window and its panels; the app must exist.
 
     ``settings`` (ui/settings.Settings, command line already merged) gives the
     interval, time window, read-only mode, recording and thresholds; without it
-    (tests) they come from ``args`` alone.
+    (tests) they come from ``args`` alone. With ``sampler`` (the app) this
+    machine is sampled and recorded by a process of its own
+    (sources/local_sampler.py); the window only reads it.
     """
     from vramscope.ui.bridge import Bridge
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
+    if source is None and sampler and not _other_machines(args):
+        from vramscope.ui.sampler_banner import local_sampler_source
+        source = local_sampler_source(args, settings)
     if source is None:
         source = _open_source_or_error(args)
     monitor = start_monitor(source, args, settings)
@@ -91,6 +96,9 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
                         session_file=getattr(args, "file", None), poll_ms=poll_ms)
     bridge.setParent(window)
     services.attach(window)
+    if hasattr(source, "session_path"):
+        from vramscope.ui.sampler_banner import attach_sampler_banner
+        attach_sampler_banner(window, source)
     if settings is not None:
         from vramscope.ui.window_setup import restore_layout, setup_desktop
 
@@ -118,6 +126,10 @@ def start_monitor(source, args, settings=None):
         record = getattr(args, "record", True)
         interval = getattr(args, "interval", None) or 1.0
         diagnostics = cap = None
+    sampled_apart = hasattr(source, "session_path")  # by the sampler process, which records
+    if sampled_apart:
+        from vramscope.sources.local_sampler import window_enrichers as enrichers_for
+        record = False
     monitor = Monitor.build(source, enrichers=enrichers_for, interval=interval,
                             diagnostics=diagnostics, read_only=read_only)
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
@@ -182,7 +194,8 @@ class Services:
         _add_session_actions(window, self)
         if self.monitor.metrics_error:
             window.statusBar().showMessage(self.monitor.metrics_error, 30000)
-        elif self.recorder is not None and not self.monitor.pipeline.simulated:
+        elif (self.recorder is not None or "--record-session" in getattr(
+                source, "options", ())) and not self.monitor.pipeline.simulated:
             window.statusBar().showMessage("Recording this session (File → Export to share it)", 8000)
 
     def close(self) -> None:
@@ -243,6 +256,8 @@ def _add_session_actions(window, services, reader=None) -> None:
         if reader is not None:
             return reader.path
         recorder = services.recorder if services is not None else None
+        if recorder is None and services is not None:  # recorded by the sampler process
+            return getattr(services.monitor.pipeline.source, "session_path", None)
         return recorder.path if recorder is not None else None
 
     export_action.triggered.connect(lambda: _ask_export(window, current_path()))
@@ -327,7 +342,7 @@ def run(args) -> int:
             return 2
         app.aboutToQuit.connect(feed.close)
     else:
-        feed, window = build_window(args, settings=settings)
+        feed, window = build_window(args, settings=settings, sampler=True)
         app.aboutToQuit.connect(window.services.close)
     window.show()
     quit_after = getattr(args, "quit_after", None)
@@ -351,6 +366,10 @@ def _quit_on_termination(app) -> None:
     tick = QTimer(app)
     tick.timeout.connect(lambda: None)
     tick.start(250)
+
+
+def _other_machines(args) -> bool:
+    return bool(getattr(args, "host", None) or getattr(args, "from_prometheus", None))
 
 
 def _open_source_or_error(args):

@@ -1,0 +1,43 @@
+"""The window's session recording, done by its sampler process
+(`vramscope stream --record-session`, started by the window through
+sources/local_sampler.py): the same recorder the window had -- real GPUs
+only, a new file in the user's session directory, the oldest removed past
+the cap -- so the session outlives the window (a killed window loses no
+sample: each is committed by this process, which ends when its window
+does)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The sampler process's own options (hidden: the window passes them)."""
+    p.add_argument("--record-session", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--session-cap", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def recording(args):
+    """``record(monitor, source) -> path`` for run_stream, or None when not asked."""
+    if not getattr(args, "record_session", False):
+        return None
+    cap = getattr(args, "session_cap", None)
+
+    def record(monitor, source):
+        from vramscope.core.session import RetentionPolicy
+        from vramscope.core.session.library import default_directory, new_session_path
+        from vramscope.core.session.recorder import SessionRecorder
+        from vramscope.sources.hosts import session_host_meta
+
+        directory = default_directory()
+        try:
+            path = new_session_path(directory)
+        except OSError:
+            return None  # no session directory: the window runs unrecorded
+        retention = RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)
+        monitor.record(SessionRecorder(
+            monitor.engine, monitor.actions, directory=directory, path=path, retention=retention,
+            meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)}))
+        return path
+
+    return record

@@ -1,0 +1,74 @@
+"""The window reads its own sampler process (sources/local_sampler.py): it
+shows that process's frames, and when the process is killed it says so in a
+banner, keeps drawing, and starts it again (by itself or on "Restart now")."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+
+import psutil
+import pytest
+
+from ui.helpers import open_every_group, table_column
+from vramscope.ui.app import build_window
+
+
+@pytest.fixture
+def sampled(themed_app, qtbot):
+    made = []
+
+    def make(width=1400, height=900):
+        args = argparse.Namespace(demo=True, busy=True, seed=1, interval=0.3, window="1m",
+                                  record=False, read_only=False, prometheus=None, file=None,
+                                  host=None, from_prometheus=None)
+        feed, window = build_window(args, poll_ms=100, sampler=True)
+        made.append(window)
+        qtbot.addWidget(window)
+        window.resize(width, height)
+        window.show()
+        qtbot.waitUntil(lambda: bool(window.store.latest is not None and window.store.latest.gpus),
+                        timeout=30_000)
+        return window
+
+    yield make
+    for window in made:
+        window.services.close()
+
+
+def sampler_pid(window) -> int:
+    proc = window.feed.source.process._proc
+    assert proc is not None
+    return proc.pid
+
+
+def test_the_window_shows_what_its_sampler_process_samples(sampled, qtbot):
+    window = sampled()
+    pid = sampler_pid(window)
+    assert pid != os.getpid()
+    assert "stream" in psutil.Process(pid).cmdline()  # the same pipeline as `vramscope stream`
+    frame = window.store.latest
+    assert frame.simulated and len(frame.gpus) == 2  # the busy demo: two GPUs, sixteen processes
+    qtbot.waitUntil(lambda: len(table_column(window, "PID")) > 0, timeout=10_000)
+    open_every_group(window)
+    pids = {int(p) for p in table_column(window, "PID") if p}
+    assert pids == {p.pid for _g, p in window.store.latest.all_processes()}
+    assert not window.sampler_banner.isVisible()
+
+
+def test_a_killed_sampler_shows_a_banner_and_comes_back(sampled, qtbot, artifacts_dir):
+    window = sampled()
+    first = sampler_pid(window)
+    os.kill(first, signal.SIGKILL)
+    banner = window.sampler_banner
+    qtbot.waitUntil(banner.isVisible, timeout=10_000)
+    assert "sampling process stopped" in banner.text.text()
+    assert window.gpu_panel.isVisible()  # the last GPUs stay on screen
+    window.grab().save(str(artifacts_dir / "sampler-stopped-1400x900.png"))
+    banner.restart.click()
+    qtbot.waitUntil(lambda: not banner.isVisible(), timeout=30_000)
+    assert sampler_pid(window) != first
+    before = window.store.latest.time
+    qtbot.waitUntil(lambda: window.store.latest.time > before, timeout=10_000)  # frames again
+    assert len(window.store.latest.gpus) == 2 and window.store.latest.error is None
