@@ -6,7 +6,6 @@ commands/gui.py, which imports this module only when the window is wanted.
 
 from __future__ import annotations
 
-import gc
 import logging
 import pathlib
 import sys
@@ -26,17 +25,6 @@ def icon_files() -> list[pathlib.Path]:
         if files:
             return files
     return []
-
-
-GUI_SWITCH_INTERVAL = 0.001  # seconds (sys.setswitchinterval)
-# Net allocations before a young garbage collection (Python's default: 700). A busy
-# machine's frame (16 GPUs x 1,024 processes) makes ~100k short-lived objects; at
-# 700 the young collections ran so often that every frame still in use was promoted
-# to the oldest generation, and a full collection -- over every process's history,
-# 100-130 ms holding the GIL -- followed every other frame: the window's longest
-# stalls. Most of a frame's objects now die by reference counting before any
-# collection sees them. (gc.set_threshold, Python's gc module documentation.)
-GC_YOUNG_THRESHOLD = 50_000
 
 
 def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
@@ -59,12 +47,6 @@ def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
             icon.addFile(str(f))
         app.setWindowIcon(icon)
     theme.apply(app, theme_mode)  # before any module that formats style sheets is imported
-    # The sampler and the table's worker are Python threads: a 1 ms switch interval
-    # (Python's default is 5 ms) hands the GUI thread the GIL sooner after each of
-    # its calls into Qt, so painting is not queued behind them on a busy machine.
-    sys.setswitchinterval(GUI_SWITCH_INTERVAL)
-    _young, *older = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
     return app
 
 

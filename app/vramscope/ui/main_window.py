@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QToolBar, QVBoxLayout, QWidget,
 )
 
-from vramscope.core import courtesy
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
 from vramscope.ui import theme
@@ -282,7 +281,6 @@ class MainWindow(QMainWindow):
 
     # -- updating ---------------------------------------------------------------------
     def _show(self, frame: Frame, force: bool = False) -> None:
-        courtesy.gui_busy()  # the workers' loops give way to this redraw
         self._shown_frame = frame
         self.banner.setVisible(frame.simulated)
         title = window_title(frame, self.session_file)
@@ -327,7 +325,6 @@ class MainWindow(QMainWindow):
                                             kin=self.feed.kin())
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
-        courtesy.gui_busy()  # and to the paint that follows
 
     def _split_moved(self, *_args) -> None:
         self.split_by_user = True

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QStyledItemDelegate, QTableView, QVBoxLayout, QWidget,
 )
 
-from vramscope.core import courtesy
 from vramscope.core.process_rows import (
     COL, COLUMNS, ProcessRow, TableBuilder, TableRows,
 )
@@ -265,7 +264,6 @@ class ProcessTable(QWidget):
         self.model.set_order(replace(self.model.order, filter=text))
 
     def show_table(self, table: TableRows, frame=None) -> None:
-        courtesy.gui_busy()  # the workers' loops give way to this update and its paint
         self.set_user_totals(list(table.user_totals),
                              {g.index: g.label for g in frame.gpus} if frame is not None else None)
         holders = frame.device_holders if frame is not None else ()
