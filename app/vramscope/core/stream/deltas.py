@@ -250,7 +250,7 @@ class FrameAssembler:
             if type(wire) is not dict or _PROCS in wire:
                 raise TypeError("a GPU's fields must be an object without processes")
             gpu = codec.from_wire(GpuSample, wire)
-        gpu = dataclasses.replace(gpu, processes=tuple(objects[k] for k in order))
+        gpu = dataclasses.replace(gpu, processes=tuple(map(objects.__getitem__, order)))
         if len(self._info_cache) > 4 * max(len(objects), 1024) * max(len(self._gpus), 1):
             self._info_cache.clear()
         return [_GpuState(wire, procs, order), objects, gpu]
