@@ -63,7 +63,7 @@ def test_a_steady_machine_sends_only_what_changed():
     first = writer.message(busy(0, 3), [])
     second = writer.message(busy(1, 3), [])
     assert first["type"] == protocol.FRAME and second["type"] == protocol.DELTA
-    assert [len(g["p"]) for g in second["g"].values()] == [3, 3, 3, 3]
+    assert [len(g["u"]["k"]) for g in second["g"].values()] == [3, 3, 3, 3]
     assert len(protocol.encode(second)) * 10 < len(protocol.encode(first))
 
 
@@ -106,3 +106,23 @@ def test_a_delta_that_does_not_fit_is_refused(bad):
     read(reader, writer.message(busy(0, 1), []))
     with pytest.raises(ValueError):
         reader.delta({"type": "delta", "seq": 2, "time": 1.0, **bad})
+
+
+def test_moving_figures_travel_as_columns_and_keep_the_description():
+    writer, reader = FrameDiffer(), FrameAssembler()
+    before, _ = read(reader, writer.message(busy(0, 2), []))
+    message = writer.message(busy(1, 2), [])
+    assert [len(g["u"]["k"]) for g in message["g"].values()] == [2, 2, 2, 2]
+    assert all("p" not in g for g in message["g"].values())
+    after, _ = read(reader, message)
+    assert after == busy(1, 2)
+    assert after.gpus[0].processes[0].info is before.gpus[0].processes[0].info
+
+
+@pytest.mark.parametrize("bad", [{"k": [1], "used": ["lots"]}, {"k": [999], "used": [1]},
+                                 {"k": [0, 1], "used": [1]}, {"k": 3}])
+def test_a_column_patch_that_does_not_fit_is_refused(bad):
+    writer, reader = FrameDiffer(), FrameAssembler()
+    read(reader, writer.message(busy(0, 1), []))
+    with pytest.raises(ValueError):
+        reader.delta({"type": "delta", "seq": 2, "time": 1.0, "g": {"0": {"u": bad}}})

@@ -15,10 +15,15 @@ check, core/stream/codec.py).
 
     delta = {"type": "delta", "seq": n, "time": t,
              "top": {...}?,                      # the frame's fields but gpus/time
-             "g": {"<index>": {"gpu": {...}?, "p": [...]?, "x": [key...]?, "o": [key...]?}},
+             "g": {"<index>": {"gpu": {...}?, "p": [...]?, "u": {...}?, "x": [key...]?,
+                               "o": [key...]?}},
              "go": [index...]?,                   # the GPUs, when the set or order changed
              "alerts": [...]?}
 
+A process whose only change is in the figures that move every second
+(``PATCHED``: memory, SM %, CPU %, host memory) travels in ``u`` as columns,
+``{"k": [key...], "used": [...], "sm": [...]}`` (one value per key, null for
+n/a; a column none of them changed is left out), and is rebuilt from the one held without a schema pass over the rest.
 A process's key is its pid, or [pid, mig_uuid] on a MIG slice. A delta that
 does not follow the frame the reader holds (``seq``), or that does not fit,
 is refused (ValueError); the reader then waits for the next whole frame.
@@ -33,6 +38,10 @@ from vramscope.core.stream import codec
 from vramscope.core.stream.protocol import DELTA, FRAME, TYPE
 
 KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a minute at 1 s
+# GpuProcess fields sent as columns, and the codec's check of each
+PATCHED = {"used": codec._as_int, "sm": codec._as_int, "cpu_percent": codec._as_float,
+           "host_memory": codec._as_int}
+_PATCHED_KEYS = frozenset(PATCHED)
 _GPUS, _PROCS, _TIME = "gpus", "processes", "time"
 
 
@@ -121,14 +130,34 @@ class FrameDiffer:
         return out
 
 
+def _only_figures(was: dict, now: dict) -> bool:
+    """Whether two wire dicts of one process differ only in PATCHED fields."""
+    for name in was.keys() | now.keys():
+        if name not in _PATCHED_KEYS and was.get(name) != now.get(name):
+            return False
+    return True
+
+
 def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
     entry: dict = {}
     if prev is None or prev.wire != now.wire:
         entry["gpu"] = now.wire
     old = prev.procs if prev is not None else {}
-    changed = [p for key, p in now.procs.items() if old.get(key) != p]
+    changed, patched = [], []
+    for key, p in now.procs.items():
+        was = old.get(key)
+        if was == p:
+            continue
+        if was is not None and _only_figures(was, p):
+            patched.append((key, was, p))
+        else:
+            changed.append(p)
     if changed:
         entry["p"] = changed
+    if patched:
+        entry["u"] = {"k": [_on_wire(k) for k, _, _ in patched],
+                      **{name: [p.get(name) for _, _, p in patched] for name in PATCHED
+                         if any(was.get(name) != p.get(name) for _, was, p in patched)}}
     gone = [key for key in old if key not in now.procs]
     if gone:
         entry["x"] = [_on_wire(k) for k in gone]
@@ -239,6 +268,10 @@ class FrameAssembler:
                 objects[key] = codec.from_wire(GpuProcess, p)
         finally:
             codec._REUSE.previous = codec._REUSE.current = None
+        if "u" in entry:
+            for key, proc in _patched(objects, entry["u"]):
+                procs[key] = None  # (the reader keeps keys only)
+                objects[key] = proc
         if "o" in entry:
             order = [_from_wire_key(k) for k in _list(entry["o"])]
         else:
@@ -254,6 +287,27 @@ class FrameAssembler:
         if len(self._info_cache) > 4 * max(len(objects), 1024) * max(len(self._gpus), 1):
             self._info_cache.clear()
         return [_GpuState(wire, procs, order), objects, gpu]
+
+
+def _patched(objects: dict, patch) -> list:
+    """(key, GpuProcess) for each process of a ``u`` patch, rebuilt with its new figures."""
+    if type(patch) is not dict:
+        raise TypeError("u must be an object")
+    keys = [_from_wire_key(k) for k in _list(patch.get("k"))]
+    olds = [objects[k] for k in keys]  # KeyError: a process not held
+    columns = {}
+    for name, check in PATCHED.items():
+        values = patch.get(name)
+        if values is None:
+            columns[name] = [getattr(o, name) for o in olds]
+            continue
+        if len(_list(values)) != len(keys):
+            raise ValueError(f"u.{name} has {len(values)} values for {len(keys)} processes")
+        columns[name] = [None if v is None else check(v) for v in values]
+    return list(zip(keys, [
+        GpuProcess(o.pid, used, o.kinds, sm, o.info, o.has_agent, o.mig_uuid, cpu, host)
+        for o, used, sm, cpu, host in zip(olds, columns["used"], columns["sm"],
+                                          columns["cpu_percent"], columns["host_memory"])]))
 
 
 def _list(value) -> list:
