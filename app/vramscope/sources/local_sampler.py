@@ -122,6 +122,8 @@ class LocalSamplerSource:
 
     def stopped(self) -> str | None:
         """Why the sampler is not sending frames (with when it restarts), or None."""
+        if self.process._closed.is_set():
+            return None  # closed on purpose (the window ends, or switched to the demo)
         view = self.process.snapshot(take=False)
         if view.state == CONNECTED or (view.state == "connecting" and not self.process.frames):
             return None
