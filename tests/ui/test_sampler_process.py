@@ -76,3 +76,26 @@ def test_a_killed_sampler_shows_a_banner_and_comes_back(sampled, qtbot, artifact
     before = window.store.latest.time
     qtbot.waitUntil(lambda: window.store.latest.time > before, timeout=10_000)  # frames again
     assert len(window.store.latest.gpus) == 2 and window.store.latest.error is None
+
+
+SAMPLING_MODULES = ("pynvml", "vramscope.sources.nvml", "vramscope.sources.all_gpus",
+                    "vramscope.sources.drm", "vramscope.sources.processes",
+                    "vramscope.sources.agents", "vramscope.sources.servers")
+
+
+def test_the_window_process_samples_nothing_itself(tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    app = pathlib.Path(__file__).resolve().parents[2] / "app"
+    code = ("import sys; sys.argv = ['vramscope', '--demo', '--busy', '--quit-after', '4']\n"
+            "from vramscope.cli import main\n"
+            "code = main()\n"
+            f"print('LOADED', [m for m in sys.modules if m.startswith({SAMPLING_MODULES!r})])\n"
+            "raise SystemExit(code)\n")
+    env = {**os.environ, "PYTHONPATH": str(app), "QT_QPA_PLATFORM": "offscreen"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "LOADED []" in r.stdout  # no NVML, no /proc walk, no agent client in the window
