@@ -75,3 +75,18 @@ def hosts(tmp_path, fake_nvml_build, monkeypatch) -> Hosts:
     for var, value in private_dirs(tmp_path / "local").items():
         monkeypatch.setenv(var, value)
     return h
+
+
+@pytest.fixture(autouse=True)
+def settled_tables(monkeypatch):
+    """The process table is built on a worker thread (ui/process_table.py) and
+    shown a moment later; a test reads it once shown, as the user would."""
+    from vramscope.ui.process_table import ProcessTable
+
+    show = ProcessTable.show_frame
+
+    def show_and_settle(self, frame, store=None):
+        show(self, frame, store)
+        self.settle()
+
+    monkeypatch.setattr(ProcessTable, "show_frame", show_and_settle)

@@ -90,3 +90,18 @@ def busy(themed_app, qtbot, tmp_path):
     yield make
     for w in made:
         w.services.close()
+
+
+@pytest.fixture(autouse=True)
+def settled_tables(monkeypatch):
+    """The process table is built on a worker thread (ui/process_table.py) and
+    shown a moment later; a test reads it once shown, as the user would."""
+    from vramscope.ui.process_table import ProcessTable
+
+    show = ProcessTable.show_frame
+
+    def show_and_settle(self, frame, store=None):
+        show(self, frame, store)
+        self.settle()
+
+    monkeypatch.setattr(ProcessTable, "show_frame", show_and_settle)

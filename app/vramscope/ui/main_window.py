@@ -249,6 +249,7 @@ class MainWindow(QMainWindow):
             lambda style: self.style_actions[style].setChecked(True))
         self.table = ProcessTable(self.colours)
         self.table.selection_changed.connect(self.gpu_panel.highlight)
+        self.table.shown.connect(self.fit_split)  # its rows are known once built
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.gpu_panel)
         self.splitter.addWidget(self.table)
@@ -312,7 +313,6 @@ class MainWindow(QMainWindow):
         if force or t - self._table_time >= every or t < self._table_time:
             self._table_time = t
             self.table.show_frame(frame, self.feed.store)
-            self.fit_split()
         seconds = self.window_seconds
         since = None if seconds is None else t - seconds
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
