@@ -77,16 +77,4 @@ def hosts(tmp_path, fake_nvml_build, monkeypatch) -> Hosts:
     return h
 
 
-@pytest.fixture(autouse=True)
-def settled_tables(monkeypatch):
-    """The process table is built on a worker thread (ui/process_table.py) and
-    shown a moment later; a test reads it once shown, as the user would."""
-    from vramscope.ui.process_table import ProcessTable
-
-    show = ProcessTable.show_frame
-
-    def show_and_settle(self, frame, store=None):
-        show(self, frame, store)
-        self.settle()
-
-    monkeypatch.setattr(ProcessTable, "show_frame", show_and_settle)
+from ui.helpers import settled_tables  # noqa: E402,F401  (autouse: tables read once shown)

@@ -92,16 +92,4 @@ def busy(themed_app, qtbot, tmp_path):
         w.services.close()
 
 
-@pytest.fixture(autouse=True)
-def settled_tables(monkeypatch):
-    """The process table is built on a worker thread (ui/process_table.py) and
-    shown a moment later; a test reads it once shown, as the user would."""
-    from vramscope.ui.process_table import ProcessTable
-
-    show = ProcessTable.show_frame
-
-    def show_and_settle(self, frame, store=None):
-        show(self, frame, store)
-        self.settle()
-
-    monkeypatch.setattr(ProcessTable, "show_frame", show_and_settle)
+from .helpers import settled_tables  # noqa: E402,F401  (autouse: tables read once shown)
