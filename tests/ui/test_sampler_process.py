@@ -99,3 +99,19 @@ def test_the_window_process_samples_nothing_itself(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "LOADED []" in r.stdout  # no NVML, no /proc walk, no agent client in the window
+
+
+def test_the_sampler_takes_the_windows_options(monkeypatch):
+    import sys
+
+    from vramscope.sources.local_sampler import SamplerProcess, sampler_options
+
+    args = argparse.Namespace(demo=True, busy=True, seed=3)
+    assert sampler_options(args, record=False, cap=None) == ["--demo", "--busy", "--seed", "3"]
+    real = argparse.Namespace(demo=False)
+    assert sampler_options(real, record=True, cap=2 << 30) == [
+        "--record-session", "--session-cap", str(2 << 30)]  # --no-record: no --record-session
+    process = SamplerProcess(["--demo"], interval=0.5)
+    assert process.argv(None)[-4:] == ["stream", "--interval", "0.5", "--demo"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)  # the PyInstaller bundle
+    assert process.argv(None) == [sys.executable, "stream", "--interval", "0.5", "--demo"]

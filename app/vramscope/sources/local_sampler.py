@@ -48,8 +48,9 @@ class SamplerProcess(RemoteHost):
         self.frames = 0  # frames read since the start
 
     def argv(self, command) -> list[str]:
-        return [sys.executable, "-m", "vramscope", "stream", "--interval", f"{self.interval:g}",
-                *self.options]
+        # the PyInstaller bundle (packaging/entry.py) is the `vramscope` command itself
+        me = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "vramscope"]
+        return [*me, "stream", "--interval", f"{self.interval:g}", *self.options]
 
     def restart_now(self) -> None:
         """Start the sampler again now instead of after the backoff."""
