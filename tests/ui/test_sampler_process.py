@@ -115,3 +115,26 @@ def test_the_sampler_takes_the_windows_options(monkeypatch):
     assert process.argv(None)[-4:] == ["stream", "--interval", "0.5", "--demo"]
     monkeypatch.setattr(sys, "frozen", True, raising=False)  # the PyInstaller bundle
     assert process.argv(None) == [sys.executable, "stream", "--interval", "0.5", "--demo"]
+
+
+def test_the_sampler_raises_alerts_with_the_windows_thresholds():
+    import dataclasses
+
+    from vramscope.commands.window_recording import recording
+    from vramscope.core.detectors.settings import DiagnosticSettings
+    from vramscope.core.monitor import Monitor
+    from vramscope.sources.local_sampler import sampler_options
+    from vramscope.sources.simulated import SimulatedSource
+
+    mine = dataclasses.replace(DiagnosticSettings(), idle_minutes=2.5, lookup_notebooks=False)
+    options = sampler_options(argparse.Namespace(demo=False), record=False, cap=None,
+                              diagnostics=mine)
+    assert options[0] == "--thresholds"
+    args = argparse.Namespace(record_session=False, session_cap=None, thresholds=options[1])
+    monitor = Monitor.build(SimulatedSource(), actions=False)
+    assert recording(args)(monitor, monitor.pipeline.source) is None  # nothing recorded
+    assert monitor.engine.settings == mine
+    assert sampler_options(argparse.Namespace(demo=False), record=False, cap=None,
+                           diagnostics=DiagnosticSettings()) == []  # the defaults: nothing to say
+    broken = argparse.Namespace(record_session=False, session_cap=None, thresholds='{"idle_minutes": "x"}')
+    assert recording(broken) is None  # said on stderr, defaults kept

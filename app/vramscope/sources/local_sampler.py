@@ -17,6 +17,7 @@ GPUs stay listed, marked, until frames come again.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import sys
@@ -154,9 +155,15 @@ class LocalSamplerSource:
         self.process.close()
 
 
-def sampler_options(args, record: bool, cap: int | None) -> list[str]:
-    """The window's options as its sampler process takes them."""
+def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> list[str]:
+    """The window's options as its sampler process takes them (``diagnostics``:
+    the window's alert thresholds, a DiagnosticSettings)."""
     options = []
+    if diagnostics is not None:
+        from vramscope.core.stream.codec import to_wire
+        changed = to_wire(diagnostics)  # the fields that differ from the defaults
+        if changed:
+            options += ["--thresholds", json.dumps(changed, separators=(",", ":"))]
     if getattr(args, "demo", False):
         options.append("--demo")
         if getattr(args, "busy", False):

@@ -20,11 +20,12 @@ def local_sampler_source(args, settings=None):
 
     if settings is not None:
         record, interval, cap = settings.recording, settings.interval, settings.session_cap_bytes
+        diagnostics = settings.diagnostics
     else:
         record = getattr(args, "record", True)
-        interval, cap = getattr(args, "interval", None) or 1.0, None
+        interval, cap, diagnostics = getattr(args, "interval", None) or 1.0, None, None
     demo = bool(getattr(args, "demo", False))
-    source = LocalSamplerSource(sampler_options(args, record, cap), interval,
+    source = LocalSamplerSource(sampler_options(args, record, cap, diagnostics), interval,
                                 name=SimulatedSource.name if demo else "nvml", simulated=demo)
     return source.start()
 
