@@ -10,7 +10,9 @@ attached. Both programs run at the same time, as child processes, at 1 s
 refresh:
 
 - ``vramscope --interval 1 --no-record`` (offscreen Qt: it still lays out and
-  paints every frame into its backing store), the Monitor tab in front;
+  paints every frame into its backing store), the Monitor tab in front, with
+  its sampler process (`vramscope stream`, sources/local_sampler.py) counted
+  in (it is the window's child), and also shown apart;
 - ``nvitop --interval 1`` in a pseudo-terminal of 160 x 48 (its output read
   and dropped, as a terminal would draw it).
 
@@ -65,6 +67,11 @@ def cpu_seconds(proc: psutil.Process) -> float:
         except psutil.Error:
             pass
     return total
+
+
+def own_cpu(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system
 
 
 def state(pids: list[int]) -> FakeState:
@@ -129,16 +136,18 @@ def main() -> int:
                 print(f"{p.args[0]} exited early ({p.returncode})")
                 return 1
         ours, theirs = psutil.Process(window.pid), psutil.Process(tui.pid)
-        c0 = (cpu_seconds(ours), cpu_seconds(theirs))
+        c0 = (cpu_seconds(ours), cpu_seconds(theirs), own_cpu(ours))
         t0 = time.monotonic()
         time.sleep(a.seconds)
         wall = time.monotonic() - t0
         w_pct = 100 * (cpu_seconds(ours) - c0[0]) / wall
         n_pct = 100 * (cpu_seconds(theirs) - c0[1]) / wall
+        alone_pct = 100 * (own_cpu(ours) - c0[2]) / wall
         import nvitop as nv
         print(f"same fake machine: 2 GPUs x 5 processes (one with the PyTorch agent), 1 s refresh, "
               f"{wall:.0f} s side by side, {psutil.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-        print(f"vramscope window (offscreen Qt):  {w_pct:5.2f} % of one core")
+        print(f"vramscope window (offscreen Qt) + its sampler process:  {w_pct:5.2f} % of one core "
+              f"(the window {alone_pct:.2f} %, the sampler {w_pct - alone_pct:.2f} %)")
         print(f"nvitop {nv.__version__} TUI (160x48 pty):   {n_pct:5.2f} % of one core")
         print(f"ratio window / nvitop: {w_pct / n_pct:.2f}" if n_pct > 0 else "nvitop used no CPU")
         return 0

@@ -75,3 +75,6 @@ def hosts(tmp_path, fake_nvml_build, monkeypatch) -> Hosts:
     for var, value in private_dirs(tmp_path / "local").items():
         monkeypatch.setenv(var, value)
     return h
+
+
+from ui.helpers import settled_tables  # noqa: E402,F401  (autouse: tables read once shown)

@@ -89,3 +89,6 @@ def busy(themed_app, qtbot, tmp_path):
     yield make
     for w in made:
         w.services.close()
+
+
+from .helpers import settled_tables  # noqa: E402,F401  (autouse: tables read once shown)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 
 from vramscope.ui.process_model import COL
@@ -51,3 +52,18 @@ def shown_agent_panel(qtbot, store, frame, window: float = 600.0, size=(1400, 70
     qtbot.wait(20)
     panel.update_from(frame)  # the plots have their width now
     return panel
+
+
+@pytest.fixture(autouse=True)
+def settled_tables(monkeypatch):
+    """The process table is built on a worker thread (ui/process_table.py) and
+    shown a moment later; a test reads it once shown, as the user would."""
+    from vramscope.ui.process_table import ProcessTable
+
+    show = ProcessTable.show_frame
+
+    def show_and_settle(self, frame, store=None):
+        show(self, frame, store)
+        self.settle()
+
+    monkeypatch.setattr(ProcessTable, "show_frame", show_and_settle)

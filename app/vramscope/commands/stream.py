@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds between frames (default 1, 0.1 to 60)")
     p.add_argument("--count", metavar="N", type=int, default=None,
                    help="stop after N frames (default: until stdin closes)")
+    from vramscope.commands import window_recording
+    window_recording.add_arguments(p)
 
 
 class StreamWriter:
@@ -42,6 +44,7 @@ class StreamWriter:
         self.count = count
         self.written = 0
         self.lock = threading.Lock()
+        self.differ = None  # whole frames, then what changed (core/stream/deltas.py)
 
     def send(self, message: dict) -> None:
         try:
@@ -58,9 +61,10 @@ class StreamWriter:
 
     def __call__(self, frame) -> None:
         from vramscope.core.detectors import alerts_to_json
-        from vramscope.core.stream.codec import frame_to_wire
-        self.send({protocol.TYPE: protocol.FRAME, "frame": frame_to_wire(frame),
-                   "alerts": alerts_to_json(self.engine.alerts())})
+        from vramscope.core.stream.deltas import FrameDiffer
+        if self.differ is None:
+            self.differ = FrameDiffer()
+        self.send(self.differ.message(frame, alerts_to_json(self.engine.alerts())))
         self.written += 1
         if self.count is not None and self.written >= self.count:
             self.stop.set()
@@ -123,9 +127,10 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
 
 def run_stream(source, *, interval: float = 1.0, count: int | None = None,
                inp=None, out=None, enrichers=enrichers_for, actions=None,
-               stop: threading.Event | None = None, diagnostics=None) -> int:
+               stop: threading.Event | None = None, diagnostics=None, record=None) -> int:
     """The window's pipeline (sources/assembly.py: the user's thresholds unless
-    ``diagnostics`` says otherwise) with the stream writer as the runner's sink."""
+    ``diagnostics`` says otherwise) with the stream writer as the runner's sink;
+    ``record(monitor, source) -> path``: the window's sampler records its session."""
     from vramscope import __version__
     from vramscope.core import runner
     from vramscope.core.actions import ProcessActions
@@ -140,7 +145,9 @@ def run_stream(source, *, interval: float = 1.0, count: int | None = None,
     monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
                             store=Store(fine_points=8, coarse_points=8))
     writer = StreamWriter(out, monitor.engine, stop)  # the runner counts the frames
-    writer.send(protocol.hello(socket.gethostname(), __version__, interval))
+    session = record(monitor, source) if record is not None else None  # the window's sampler
+    writer.send({**protocol.hello(socket.gethostname(), __version__, interval),
+                 **({"session": str(session)} if session is not None else {})})
     actions = actions or ProcessActions()
     reader = threading.Thread(target=serve_requests, args=(inp, writer, actions, stop),
                               name="vramscope-stream-requests", daemon=True)
@@ -154,8 +161,10 @@ def run(args) -> int:
 
     stop = threading.Event()
     with StopSignals(stop):  # SIGINT, SIGTERM, SIGHUP (the ssh channel closed): exit 0
+        from vramscope.commands.window_recording import recording
         source = open_source(args)
-        code = run_stream(source, interval=args.interval, count=args.count, stop=stop)
+        code = run_stream(source, interval=args.interval, count=args.count, stop=stop,
+                          record=recording(args))
     try:
         sys.stdout.flush()
     except OSError:

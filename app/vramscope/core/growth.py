@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from vramscope.core.courtesy import courteous
 from vramscope.core.detectors.trend import current_trend, is_significant, noise_scale
 from vramscope.core.units import MiB
 
@@ -97,7 +96,7 @@ class GrowthCache:
                      if k in figures and not 0 <= now - figures[k][0] < GROWTH_REFRESH]
             stale.sort(key=lambda e: e[0])
             due += [k for _t, k in stale[:budget - len(due)]]
-        for key in courteous(due[:budget], every=64):  # ~80 us each
+        for key in due[:budget]:  # ~80 us each
             t, v = recent(*store.series(key, now - GROWTH_WINDOW - 10.0), now)
             figures[key] = (now, _rate(t, v), _spark(t, v, now))
         if len(figures) > 2 * len(keys) + 64:  # processes that ended: forget them

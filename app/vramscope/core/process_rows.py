@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from vramscope.core.containers import container_text
-from vramscope.core.courtesy import courteous
 from vramscope.core.growth import GrowthCache
 from vramscope.core.process_groups import group_name, is_group, kin_of, units
 from vramscope.core.process_names import display_name, process_label
@@ -83,7 +82,7 @@ def rows_from_frame(frame: Frame | None, store=None,
     keys = [proc_key(gpu.index, p.identity.pid, p.identity.start_time) for gpu, p in pairs]
     figures = growth.update(store, keys, frame.time) if store is not None else {}
     rows = []
-    for (gpu, proc), key in courteous(zip(pairs, keys)):
+    for (gpu, proc), key in zip(pairs, keys):
         info = proc.info
         ident = proc.identity
         start = info.start_time if info is not None else None

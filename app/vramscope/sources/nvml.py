@@ -44,7 +44,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from vramscope.core.courtesy import courteous
 from vramscope.core.samples import (
     NVIDIA, UNIFIED_MEMORY, DeviceHolder, Frame, GpuProcess, GpuSample,
 )
@@ -211,7 +210,7 @@ class NvmlSource:
         pass is the same object again (cheaper than building it anew)."""
         previous = gpu.last_procs
         current = {}
-        for pid, (used, kinds, sm, mig_uuid) in courteous(procs.items()):
+        for pid, (used, kinds, sm, mig_uuid) in procs.items():
             info = infos.get(pid)
             cpu, rss = usage.get(pid, (None, None))
             old = previous.get(pid)

@@ -26,7 +26,6 @@ from collections.abc import Iterable
 
 import psutil
 
-from vramscope.core.courtesy import courteous
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import (
     ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, VISIBLE, ProcessInfo,
@@ -186,7 +185,7 @@ class ProcessCache:
 
     def lookup_many(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """One lookup per distinct PID in a pass."""
-        return {pid: self.lookup(pid) for pid in courteous(set(pids), every=64)}
+        return {pid: self.lookup(pid) for pid in set(pids)}
 
     def prune(self, live_pids: Iterable[int]) -> None:
         """Forget PIDs no longer listed by any GPU."""

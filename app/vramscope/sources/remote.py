@@ -25,7 +25,8 @@ import time
 
 from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.stream import protocol
-from vramscope.core.stream.codec import MAX_TEXT, FrameDecoder, plain_json
+from vramscope.core.stream.codec import MAX_TEXT, plain_json
+from vramscope.core.stream.deltas import FrameAssembler
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell
@@ -102,6 +103,8 @@ class RemoteHost:
         self.refused = 0  # messages dropped for not fitting the schema
         self._refused_at: float | None = None
         self._thread: threading.Thread | None = None
+        self.env: dict | None = None  # the command's environment (None: this process's)
+        self.hello: dict | None = None  # the stream's hello, once connected
 
     # -- life --------------------------------------------------------------------------
     def start(self) -> "RemoteHost":
@@ -200,9 +203,12 @@ class RemoteHost:
             failures += 1
             with self._lock:
                 self._retry_at = self._mono() + delay
-            self._closed.wait(delay)
+            self._wait_retry(delay)
             with self._lock:
                 self._retry_at = None
+
+    def _wait_retry(self, delay: float) -> None:
+        self._closed.wait(delay)
 
     def _connect(self) -> bool:
         """One connection, trying the remote commands in turn; True if frames came."""
@@ -238,7 +244,7 @@ class RemoteHost:
         try:
             proc = subprocess.Popen(self.argv(command), stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
+                                    start_new_session=True, env=self.env)
         except OSError as exc:
             return "failed", f"cannot run {self.ssh}: {exc}"
         self.connections += 1
@@ -250,7 +256,7 @@ class RemoteHost:
         err_thread = threading.Thread(target=_drain, args=(proc.stderr, stderr_tail), daemon=True)
         err_thread.start()
         decoder = protocol.LineDecoder()
-        frames = FrameDecoder()
+        frames = FrameAssembler()
         fd = proc.stdout.fileno()
         last = self._mono()
         problem = None
@@ -294,7 +300,7 @@ class RemoteHost:
             problem = (tail[-1].strip() if tail else None) or f"ssh exited with status {rc}"
         return "failed", problem
 
-    def _handle(self, message: dict, frames: FrameDecoder) -> None:
+    def _handle(self, message: dict, frames: FrameAssembler) -> None:
         """One message, checked here at the edge (the codec's schema for frames,
         plain bounded JSON for the rest): what does not fit is dropped and said
         once per host (``refused``); the connection goes on."""
@@ -305,14 +311,13 @@ class RemoteHost:
                 self._state = CONNECTED
                 self._error = None
                 self._remote_version = version[:64] if isinstance(version, str) else None
-        elif kind == protocol.FRAME:
+                self.hello = message
+        elif kind in (protocol.FRAME, protocol.DELTA):
             try:
-                frame = frames.decode(message.get("frame"))
-                alerts = message.get("alerts")
-                alerts = tuple(plain_json(a) for a in alerts if isinstance(a, dict)) \
-                    if isinstance(alerts, list) else ()
+                frame, alerts = (frames.whole if kind == protocol.FRAME else frames.delta)(message)
+                alerts = tuple(alerts)
             except (ValueError, TypeError, RecursionError) as exc:
-                self._refuse(f"a frame that does not fit the stream's schema ({exc})")
+                self._refuse(f"a {kind} that does not fit the stream's schema ({exc})")
                 return
             with self._lock:
                 for report in frame.agents:

@@ -24,7 +24,6 @@ import psutil
 
 from vramscope.core.background import DaemonWorker
 from vramscope.core.bounded_http import HttpError, get
-from vramscope.core.courtesy import courteous
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import REMOTE_SOURCES, VISIBLE, Frame, ProcessIdentity
 from vramscope.core.servers import (
@@ -121,7 +120,7 @@ class ServerEnricher:
         seen: dict[tuple, _Server] = {}
         unknown = []
         walked: dict = {}  # this pass's ancestors, read once
-        for _, proc in courteous(frame.all_processes(), every=64):  # new ones: a psutil walk
+        for _, proc in frame.all_processes():  # new ones: a psutil walk
             info = proc.info
             if info is None or info.visibility != VISIBLE:
                 continue
@@ -216,7 +215,7 @@ class ServerEnricher:
                 self._scrape(s)
             except Exception as exc:  # a server must never break sampling
                 s.error = f"could not read metrics: {exc}"
-        for ident in courteous(probe, every=16):  # each a psutil read of its sockets
+        for ident in probe:  # each a psutil read of its sockets
             self._probed.add(ident)
             try:
                 self._probe(ident)

@@ -6,7 +6,6 @@ commands/gui.py, which imports this module only when the window is wanted.
 
 from __future__ import annotations
 
-import gc
 import logging
 import pathlib
 import sys
@@ -26,17 +25,6 @@ def icon_files() -> list[pathlib.Path]:
         if files:
             return files
     return []
-
-
-GUI_SWITCH_INTERVAL = 0.001  # seconds (sys.setswitchinterval)
-# Net allocations before a young garbage collection (Python's default: 700). A busy
-# machine's frame (16 GPUs x 1,024 processes) makes ~100k short-lived objects; at
-# 700 the young collections ran so often that every frame still in use was promoted
-# to the oldest generation, and a full collection -- over every process's history,
-# 100-130 ms holding the GIL -- followed every other frame: the window's longest
-# stalls. Most of a frame's objects now die by reference counting before any
-# collection sees them. (gc.set_threshold, Python's gc module documentation.)
-GC_YOUNG_THRESHOLD = 50_000
 
 
 def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
@@ -59,26 +47,25 @@ def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
             icon.addFile(str(f))
         app.setWindowIcon(icon)
     theme.apply(app, theme_mode)  # before any module that formats style sheets is imported
-    # The sampler and the table's worker are Python threads: a 1 ms switch interval
-    # (Python's default is 5 ms) hands the GUI thread the GIL sooner after each of
-    # its calls into Qt, so painting is not queued behind them on a busy machine.
-    sys.setswitchinterval(GUI_SWITCH_INTERVAL)
-    _young, *older = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
     return app
 
 
 def build_window(args, source=None, start: bool = True, poll_ms: int | None = None,
-                 settings=None):
+                 settings=None, sampler: bool = False):
     """The pipeline (started unless told), the main window and its panels; the app must exist.
 
     ``settings`` (core/user_settings.Settings, command line already merged) gives the
     interval, time window, read-only mode, recording and thresholds; without it
-    (tests) they come from ``args`` alone.
+    (tests) they come from ``args`` alone. With ``sampler`` (the app) this
+    machine is sampled and recorded by a process of its own
+    (sources/local_sampler.py); the window only reads it.
     """
     from vramscope.ui.bridge import Bridge
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
+    if source is None and sampler and not _other_machines(args):
+        from vramscope.ui.sampler_banner import local_sampler_source
+        source = local_sampler_source(args, settings)
     if source is None:
         source = _open_source_or_error(args)
     monitor = start_monitor(source, args, settings)
@@ -91,6 +78,9 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
                         session_file=getattr(args, "file", None), poll_ms=poll_ms)
     bridge.setParent(window)
     services.attach(window)
+    if hasattr(source, "session_path"):
+        from vramscope.ui.sampler_banner import attach_sampler_banner
+        attach_sampler_banner(window, source)
     if settings is not None:
         from vramscope.ui.window_setup import restore_layout, setup_desktop
 
@@ -105,6 +95,7 @@ def start_monitor(source, args, settings=None):
     from vramscope.core.session import RetentionPolicy
     from vramscope.core.session.recorder import SessionRecorder
     from vramscope.sources.assembly import build_monitor
+    from vramscope.sources.choose import enrichers_for
     from vramscope.core.actions import ProcessActions
     from vramscope.core.samples import PROMETHEUS_SOURCE
     from vramscope.sources.hosts import HostActions, HostsSource, session_host_meta
@@ -117,8 +108,13 @@ def start_monitor(source, args, settings=None):
         record = getattr(args, "record", True)
         interval = getattr(args, "interval", None) or 1.0
         diagnostics = cap = None
-    monitor = build_monitor(source, interval=interval, diagnostics=diagnostics, read_only=read_only,
-                            actions=True)  # diagnostics None: the settings file's (tests)
+    enrichers = enrichers_for
+    sampled_apart = hasattr(source, "session_path")  # by the sampler process, which records
+    if sampled_apart:
+        from vramscope.sources.local_sampler import window_enrichers as enrichers
+        record = False
+    monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
+                            read_only=read_only, actions=True)  # diagnostics None: the settings file's (tests)
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
     elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
@@ -181,7 +177,8 @@ class Services:
         _add_session_actions(window, self)
         if self.monitor.metrics_error:
             window.statusBar().showMessage(self.monitor.metrics_error, 30000)
-        elif self.recorder is not None and not self.monitor.pipeline.simulated:
+        elif (self.recorder is not None or "--record-session" in getattr(
+                source, "options", ())) and not self.monitor.pipeline.simulated:
             window.statusBar().showMessage("Recording this session (File → Export to share it)", 8000)
 
     def close(self) -> None:
@@ -242,6 +239,8 @@ def _add_session_actions(window, services, reader=None) -> None:
         if reader is not None:
             return reader.path
         recorder = services.recorder if services is not None else None
+        if recorder is None and services is not None:  # recorded by the sampler process
+            return getattr(services.monitor.pipeline.source, "session_path", None)
         return recorder.path if recorder is not None else None
 
     export_action.triggered.connect(lambda: _ask_export(window, current_path()))
@@ -328,7 +327,7 @@ def run(args) -> int:
             return 2
         app.aboutToQuit.connect(feed.close)
     else:
-        feed, window = build_window(args, settings=settings)
+        feed, window = build_window(args, settings=settings, sampler=True)
         app.aboutToQuit.connect(window.services.close)
     window.show()
     quit_after = getattr(args, "quit_after", None)
@@ -352,6 +351,10 @@ def _quit_on_termination(app) -> None:
     tick = QTimer(app)
     tick.timeout.connect(lambda: None)
     tick.start(250)
+
+
+def _other_machines(args) -> bool:
+    return bool(getattr(args, "host", None) or getattr(args, "from_prometheus", None))
 
 
 def _open_source_or_error(args):

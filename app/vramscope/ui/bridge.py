@@ -20,9 +20,9 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 log = logging.getLogger(__name__)
 
-# From this many processes in a frame the window builds its views in pieces
-# (the process table on a worker thread, the timelines one per event-loop turn)
-# so no single step holds the GUI thread; below it everything is done at once.
+# From this many processes in a frame the window draws its timelines in pieces
+# (one per event-loop turn) so no single step holds the GUI thread; below it they
+# are drawn at once. (The process table is always built on a worker thread.)
 BUSY_PROCESSES = 512
 
 

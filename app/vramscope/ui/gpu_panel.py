@@ -5,7 +5,6 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
-from vramscope.core import courtesy
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import Store
 from vramscope.core.view_options import DEFAULT_PLOT_STYLE, PlotStyle
@@ -190,7 +189,6 @@ class GpuPanel(QScrollArea):
     def _update_visible(self) -> None:
         """Make, fill and redraw the rows in view: on a big box one per call,
         the next on the next event-loop turn."""
-        courtesy.gui_busy()
         if self._stale_cards and self._frame is not None:
             for gpu in self._frame.gpus:
                 row = self.rows.get(gpu.index)

@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QToolBar, QVBoxLayout, QWidget,
 )
 
-from vramscope.core import courtesy
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
 from vramscope.ui import theme
@@ -248,6 +247,7 @@ class MainWindow(QMainWindow):
             lambda style: self.style_actions[style].setChecked(True))
         self.table = ProcessTable(self.colours)
         self.table.selection_changed.connect(self.gpu_panel.highlight)
+        self.table.shown.connect(self.fit_split)  # its rows are known once built
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.gpu_panel)
         self.splitter.addWidget(self.table)
@@ -280,7 +280,6 @@ class MainWindow(QMainWindow):
 
     # -- updating ---------------------------------------------------------------------
     def _show(self, frame: Frame, force: bool = False) -> None:
-        courtesy.gui_busy()  # the workers' loops give way to this redraw
         self._shown_frame = frame
         self.banner.setVisible(frame.simulated)
         title = window_title(frame, self.session_file)
@@ -312,7 +311,6 @@ class MainWindow(QMainWindow):
         if force or t - self._table_time >= every or t < self._table_time:
             self._table_time = t
             self.table.show_frame(frame, self.feed.store)
-            self.fit_split()
         seconds = self.window_seconds
         since = None if seconds is None else t - seconds
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
@@ -325,7 +323,6 @@ class MainWindow(QMainWindow):
                                             kin=self.feed.kin())
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
-        courtesy.gui_busy()  # and to the paint that follows
 
     def _split_moved(self, *_args) -> None:
         self.split_by_user = True

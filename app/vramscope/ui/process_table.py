@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QStyledItemDelegate, QTableView, QVBoxLayout, QWidget,
 )
 
-from vramscope.core import courtesy
 from vramscope.core.process_rows import (
     COL, COLUMNS, ProcessRow, TableBuilder, TableRows,
 )
@@ -27,7 +26,7 @@ from vramscope.core.samples import gpu_label
 from vramscope.core.units import fmt_gib
 from vramscope.core.user_totals import UserTotal
 from vramscope.ui import theme
-from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
+from vramscope.ui.bridge import Bridge, LatestOnly
 from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
 from vramscope.ui.safe_text import tip
 
@@ -90,6 +89,7 @@ class ProcessTable(QWidget):
     selection_changed = Signal(object)  # the selected row's store key, or None
     end_requested = Signal(object)  # a ProcessRow the user asked to end (context menu)
     columns_changed = Signal(object)  # the names of the hidden columns (a tuple)
+    shown = Signal()  # a table built on the worker is on screen
 
     def __init__(self, colours: theme.ColourBook, parent=None):
         super().__init__(parent)
@@ -251,21 +251,24 @@ class ProcessTable(QWidget):
 
     def show_frame(self, frame, store=None) -> None:
         """The frame's processes (with ``store``: their growth), and memory per user.
-        A busy machine's table is built on a worker thread and shown when ready."""
+        The table is built on a worker thread, whatever the machine, and shown
+        when ready (a newer frame replaces one still waiting)."""
         order = self.model.order
-        count = 0 if frame is None else sum(len(g.processes) for g in frame.gpus)
-        if count < BUSY_PROCESSES:
-            self.show_table(self.builder.build(frame, store, order), frame)
-        else:
-            self.worker.submit(lambda: (self.builder.build(frame, store, order), frame),
-                               lambda built: self.show_table(*built))
+        self.worker.submit(lambda: (self.builder.build(frame, store, order), frame),
+                           lambda built: self.show_table(*built))
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Until the table asked for is built and shown (tests, benches; never the app)."""
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        self.worker.wait_idle(timeout)
+        QCoreApplication.sendPostedEvents(self._bridge, QEvent.Type.MetaCall)  # its show_table
 
     def set_filter(self, text: str) -> None:
         """Rows whose any column contains ``text`` (any case); empty shows all."""
         self.model.set_order(replace(self.model.order, filter=text))
 
     def show_table(self, table: TableRows, frame=None) -> None:
-        courtesy.gui_busy()  # the workers' loops give way to this update and its paint
         self.set_user_totals(list(table.user_totals),
                              {g.index: g.label for g in frame.gpus} if frame is not None else None)
         holders = frame.device_holders if frame is not None else ()
@@ -294,6 +297,7 @@ class ProcessTable(QWidget):
             self._rebuilding = False
         if gone:
             self.selection_changed.emit(None)
+        self.shown.emit()
 
     def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
         """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""

@@ -24,7 +24,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
-from vramscope.core import courtesy
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.process_groups import group_key, group_name, is_group, units
 from vramscope.core.stacking import align, any_finite, lines_drawn, nanmax
@@ -113,7 +112,6 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         return QSize(600, 180)
 
     def paintEvent(self, event) -> None:
-        courtesy.gui_busy()  # the workers' loops give way to the paint
         super().paintEvent(event)
 
     def resizeEvent(self, event) -> None:

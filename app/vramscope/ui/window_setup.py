@@ -101,6 +101,7 @@ def apply_settings(window, settings, changed: set) -> None:
     services = window.services
     if "interval" in changed:
         window.feed.sampler.interval = settings.interval
+        getattr(window.feed.source, "set_interval", lambda _s: None)(settings.interval)  # its sampler process
     if "window" in changed:
         window.set_window(settings.window)
     if "theme" in changed:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from vramscope.core.courtesy import courteous
 from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.advice import growing_server_fix, serves_requests
 from vramscope.core.detectors.naming import AGENT, SERVER, TRAINING, proc_name, process_kind
@@ -143,7 +142,7 @@ class GrowthRule:
         self.growing = []
         self.risen = []
         alerts = []
-        for gpu, proc in courteous(frame.all_processes()):
+        for gpu, proc in frame.all_processes():
             key = (gpu.index, proc.identity)
             s = self._series.get(key)
             if s is None:

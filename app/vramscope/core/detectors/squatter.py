@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vramscope.core.containers import stop_advice
-from vramscope.core.courtesy import courteous
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import (
@@ -97,7 +96,7 @@ class SquatterRule:
         self.watching = watching = []
         reports = {r.pid: r for r in frame.agents if r.connected}
         kernels = {ProcessIdentity(k.pid, k.start_time): k for k in frame.kernels}
-        for gpu, proc in courteous(frame.all_processes()):
+        for gpu, proc in frame.all_processes():
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
                 continue  # nothing is known of it here: the unattributed / ghost rules report it
             key = (gpu.index, proc.identity)

@@ -13,7 +13,7 @@ After the hello, a line that is not a JSON object is counted and skipped;
 an over-long line is discarded whole (up to its newline); an unterminated
 line at the end of the stream (a peer that died mid-write) is dropped.
 
-    remote -> monitor:  hello, frame, result, error
+    remote -> monitor:  hello, frame, delta, result, error
     monitor -> remote:  act            (a process action, answered by a result)
 """
 
@@ -24,13 +24,15 @@ import json
 from vramscope.agent import json_limits
 
 STREAM_NAME = "vramscope"
-STREAM_VERSION = 1
+STREAM_VERSION = 2  # 2: deltas between whole frames (core/stream/deltas.py)
+READABLE_VERSIONS = (1, 2)  # a version 1 stream (whole frames only) is read as well
 MAX_LINE = 8 * 1024 * 1024  # bytes; a frame of 8 GPUs x 100 processes is ~100 KB
 MAX_NOISE_LINES = 200
 
 # message types
 HELLO = "hello"
 FRAME = "frame"
+DELTA = "delta"
 RESULT = "result"
 ERROR = "error"
 ACT = "act"  # request: a core/actions.py call on the remote (same checks as locally)
@@ -64,11 +66,11 @@ def hello(host: str | None, app_version: str, interval: float) -> dict:
 def check_hello(message: dict) -> dict:
     """The hello if this side can read the stream, else VersionMismatch."""
     version = message.get("version")
-    if version != STREAM_VERSION:
+    if version not in READABLE_VERSIONS:
         raise VersionMismatch(
             f"the remote vramscope {message.get('vramscope') or '?'} speaks stream version "
-            f"{version}, this one ({STREAM_VERSION}) cannot read it: install the same vramscope "
-            "version on both machines")
+            f"{version}, this one reads versions {', '.join(map(str, READABLE_VERSIONS))}: "
+            "install the same vramscope version on both machines")
     return message
 
 

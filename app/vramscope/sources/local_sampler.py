@@ -1,0 +1,183 @@
+"""This machine as one more host: the window's own sampler process.
+
+The window samples nothing itself. It starts ``python -m vramscope stream``
+here (the same pipeline as `record` and `stream`: the source, the
+enrichers with the PyTorch agent client, the diagnostics and, with
+``--record-session``, the session recorder) and reads it over the pipes the
+way it reads an ssh host (sources/remote.py), with the same protocol
+(core/stream/: whole frames, then deltas). So what is sampled and recorded
+never waits for what the window draws, and a window that crashes or is
+killed loses nothing recorded: the sampler commits every sample and ends
+when its stdin -- the window's end of the pipe -- closes.
+
+If the sampler process dies, the host goes down and is started again
+(backoff 1 s up to ``MAX_BACKOFF``; ``restart_now`` skips the wait); its
+GPUs stay listed, marked, until frames come again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+import threading
+import time
+
+from vramscope.core.samples import Frame, GpuSample
+from vramscope.core.stream import protocol
+from vramscope.sources.remote import CONNECTED, RemoteHost
+
+MAX_BACKOFF = 8.0  # seconds between restarts of a sampler that keeps dying
+FIRST_FRAME_WAIT = 20.0  # seconds the first frame may take (an interpreter start on a busy box)
+STOPPED = "The sampling process stopped"
+
+
+class SamplerProcess(RemoteHost):
+    """`python -m vramscope stream OPTIONS` on this machine, read like an ssh host."""
+
+    def __init__(self, options, interval: float):
+        super().__init__("localhost", interval=interval, backoff=(1.0, MAX_BACKOFF))
+        self.ssh = sys.executable  # (checked to exist, as ssh is)
+        self.options = list(options)
+        package_root = str(pathlib.Path(__file__).resolve().parents[2])
+        path = os.environ.get("PYTHONPATH")
+        self.env = {**os.environ,
+                    "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+        self._restart = threading.Event()
+        self._arrived = threading.Condition()
+        self.frames = 0  # frames read since the start
+
+    def argv(self, command) -> list[str]:
+        # the PyInstaller bundle (packaging/entry.py) is the `vramscope` command itself
+        me = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "vramscope"]
+        return [*me, "stream", "--interval", f"{self.interval:g}", *self.options]
+
+    def restart_now(self) -> None:
+        """Start the sampler again now instead of after the backoff."""
+        self._restart.set()
+
+    def _wait_retry(self, delay: float) -> None:
+        self._restart.wait(delay)
+        self._restart.clear()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._restart.set()
+        with self._arrived:
+            self._arrived.notify_all()
+        super().close()
+
+    def _handle(self, message: dict, frames) -> None:
+        super()._handle(message, frames)
+        if message.get(protocol.TYPE) in (protocol.FRAME, protocol.DELTA):
+            with self._arrived:
+                self.frames += 1
+                self._arrived.notify_all()
+
+    def wait_frame(self, after: int, timeout: float) -> bool:
+        """Until a frame later than the ``after``-th came (True), the process is
+        down, or the timeout (False)."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while self.frames <= after and not self._closed.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0 or self.snapshot(take=False).state != CONNECTED and self.frames:
+                    return False
+                self._arrived.wait(min(left, 0.25))
+            return self.frames > after
+
+
+class LocalSamplerSource:
+    """The window's source: each frame of its sampler process, once, when it comes.
+
+    ``sample`` waits (on the window's sampling thread, never the GUI thread)
+    for the sampler's next frame, so the window takes the sampler's grid.
+    While the sampler is down the last GPUs are kept without figures, marked
+    with why (as an ssh host that dropped)."""
+
+    def __init__(self, options, interval: float, name: str, simulated: bool = False):
+        self.name = name
+        self.simulated = simulated
+        self.options = list(options)
+        self.process = SamplerProcess(options, interval)
+        self._taken = 0
+        self._last: Frame | None = None
+
+    def start(self) -> "LocalSamplerSource":
+        self.process.start()
+        return self
+
+    @property
+    def session_path(self) -> str | None:
+        """The session its sampler records into, once the file exists."""
+        hello = self.process.hello or {}
+        path = hello.get("session")
+        return path if isinstance(path, str) and os.path.isfile(path) else None
+
+    def set_interval(self, seconds: float) -> None:
+        """A new interval: the sampler is started again with it."""
+        if seconds != self.process.interval:
+            self.process.interval = float(seconds)
+            self.process._kill()
+            self.process.restart_now()
+
+    def stopped(self) -> str | None:
+        """Why the sampler is not sending frames (with when it restarts), or None."""
+        if self.process._closed.is_set():
+            return None  # closed on purpose (the window ends, or switched to the demo)
+        view = self.process.snapshot(take=False)
+        if view.state == CONNECTED or (view.state == "connecting" and not self.process.frames):
+            return None
+        text = f"{STOPPED} ({view.error or view.state})"
+        if view.retry_in is not None:
+            text += f"; restarting in {view.retry_in:.0f} s"
+        else:
+            text += "; restarting"
+        return text
+
+    def sample(self, now: float) -> Frame:
+        wait = FIRST_FRAME_WAIT if self._last is None else 2 * self.process.interval + 1.0
+        if self.process.wait_frame(self._taken, wait):
+            self._taken = self.process.frames
+            frame = self.process.snapshot().frame
+            if frame is not None:
+                self._last = frame
+                return frame
+        why = self.stopped() or f"{STOPPED}: no frame within {wait:g} s"
+        last = self._last
+        gpus = () if last is None else tuple(
+            GpuSample(index=g.index, name=g.name, uuid=g.uuid, pci_bus_id=g.pci_bus_id,
+                      total=g.total, vendor=g.vendor, error=why) for g in last.gpus)
+        return Frame(time=now, gpus=gpus, source=self.name, simulated=self.simulated, error=why)
+
+    def close(self) -> None:
+        self.process.close()
+
+
+def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> list[str]:
+    """The window's options as its sampler process takes them (``diagnostics``:
+    the window's alert thresholds, a DiagnosticSettings)."""
+    options = []
+    if diagnostics is not None:
+        from vramscope.core.stream.codec import to_wire
+        changed = to_wire(diagnostics)  # the fields that differ from the defaults
+        if changed:
+            options += ["--thresholds", json.dumps(changed, separators=(",", ":"))]
+    if getattr(args, "demo", False):
+        options.append("--demo")
+        if getattr(args, "busy", False):
+            options.append("--busy")
+        options += ["--seed", str(getattr(args, "seed", 1))]
+    if record:
+        options.append("--record-session")
+        if cap is not None:
+            options += ["--session-cap", str(int(cap))]
+    return options
+
+
+def window_enrichers(store) -> list:
+    """What the window still does to its sampler's frames: record the agents'
+    reports into its own store's series (the agent panel reads them there)."""
+    from vramscope.sources.agent_reports import record_reports
+    return [lambda frame: record_reports(store, frame)]

@@ -1,0 +1,72 @@
+"""The window's side of its sampler process (sources/local_sampler.py): the
+source it reads, and a banner while that process is down -- why, when it is
+started again, and a button to start it now. The window never waits on it:
+the banner reads the host's state on a timer."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+from vramscope.ui import theme
+
+CHECK_MS = 500  # how often the banner looks at the sampler's state
+
+
+def local_sampler_source(args, settings=None):
+    """This machine's sampler process, started, with the window's options."""
+    from vramscope.sources.local_sampler import LocalSamplerSource, sampler_options
+    from vramscope.sources.simulated import SimulatedSource
+
+    if settings is not None:
+        record, interval, cap = settings.recording, settings.interval, settings.session_cap_bytes
+        diagnostics = settings.diagnostics
+    else:
+        record = getattr(args, "record", True)
+        interval, cap, diagnostics = getattr(args, "interval", None) or 1.0, None, None
+    demo = bool(getattr(args, "demo", False))
+    source = LocalSamplerSource(sampler_options(args, record, cap, diagnostics), interval,
+                                name=SimulatedSource.name if demo else "nvml", simulated=demo)
+    return source.start()
+
+
+class SamplerBanner(QWidget):
+    def __init__(self, source, parent=None):
+        super().__init__(parent)
+        self.source = source
+        self.setObjectName("samplerBanner")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 4, 8, 4)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.restart = QPushButton("Restart now")
+        self.restart.clicked.connect(self._restart)
+        lay.addWidget(self.text, 1)
+        lay.addWidget(self.restart)
+        theme.styled(self, lambda s: (
+            f"QWidget#samplerBanner {{ background: {s.ERROR}; border-radius: 4px; }}"
+            " QWidget#samplerBanner QLabel { color: #ffffff; font-weight: 600; }"))
+        self.hide()
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.check)
+        self.timer.start(CHECK_MS)
+
+    def check(self) -> None:
+        why = self.source.stopped()
+        if why is None:
+            self.hide()
+            return
+        self.text.setText(f"{why}. The window shows the last GPUs seen until it is back.")
+        self.show()
+
+    def _restart(self) -> None:
+        self.source.process.restart_now()
+        self.text.setText("Starting the sampling process again…")
+
+
+def attach_sampler_banner(window, source) -> SamplerBanner:
+    banner = SamplerBanner(source, window)
+    window.centralWidget().layout().insertWidget(0, banner)
+    window.sampler_banner = banner
+    return banner

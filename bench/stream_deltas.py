@@ -1,0 +1,79 @@
+"""What a 16 GPU x 1,024 process frame costs the window to apply, whole
+(stream version 1) and as a delta (version 2, core/stream/deltas.py), side
+by side in one run. Apply = decode the line's JSON + build the Frame (the
+codec's schema check included), as the window's reader thread does.
+
+Three machines: steady (only the time moves), 10 % of the processes
+changing each second (a typical busy box: SM % and memory of the active
+ones), and every process changing every second (bench/window_scale.py's
+BigBox, the worst case).
+
+    python bench/stream_deltas.py [--frames 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from window_scale import BigBox  # noqa: E402
+
+from vramscope.core.stream import protocol  # noqa: E402
+from vramscope.core.stream.codec import FrameDecoder, frame_to_wire  # noqa: E402
+from vramscope.core.stream.deltas import FrameAssembler, FrameDiffer  # noqa: E402
+
+
+def frames(box: BigBox, n: int, share: float):
+    """n frames in which ``share`` of the processes change from one to the next."""
+    first = box.sample(1e9)
+    out = [first]
+    for k in range(1, n):
+        nxt = box.sample(1e9 + k)
+        gpus = []
+        for old, new in zip(out[-1].gpus, nxt.gpus):
+            cut = int(len(new.processes) * share)
+            gpus.append(dataclasses.replace(new, processes=new.processes[:cut] + old.processes[cut:]))
+        out.append(dataclasses.replace(nxt, gpus=tuple(gpus)))
+    return out
+
+
+def timed(fn) -> float:
+    """CPU ms of this process (a shared box's other load does not count)."""
+    t0 = time.process_time()
+    fn()
+    return (time.process_time() - t0) * 1e3
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--frames", type=int, default=10)
+    args = ap.parse_args()
+    print("16 GPUs x 1,024 processes: CPU ms to apply one frame (median of "
+          f"{args.frames - 1}), bytes on the wire")
+    for label, share in (("steady", 0.0), ("10 % changing", 0.1), ("all changing", 1.0)):
+        seq = frames(BigBox(16, 1024), args.frames, share)
+        whole_lines = [protocol.encode({"type": "frame", "frame": frame_to_wire(f)}) for f in seq]
+        differ = FrameDiffer(keyframe_every=10**9)
+        delta_lines = [protocol.encode(differ.message(f, [])) for f in seq]
+        decoder = FrameDecoder()
+        whole = [timed(lambda line=line: decoder.decode(json.loads(line)["frame"]))
+                 for line in whole_lines]
+        reader = FrameAssembler()
+        reader.whole(json.loads(delta_lines[0]))
+        delta = [timed(lambda line=line: reader.delta(json.loads(line))) for line in delta_lines[1:]]
+        assert reader.delta is not None and reader._seq == args.frames
+        print(f"  {label:14s} whole frame {statistics.median(whole[1:]):7.1f} ms "
+              f"({len(whole_lines[1]) / 1e6:.2f} MB)   delta {statistics.median(delta):7.1f} ms "
+              f"({len(delta_lines[1]) / 1e3:.0f} kB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,140 @@
+"""The window reads its own sampler process (sources/local_sampler.py): it
+shows that process's frames, and when the process is killed it says so in a
+banner, keeps drawing, and starts it again (by itself or on "Restart now")."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+
+import psutil
+import pytest
+
+from ui.helpers import open_every_group, table_column
+from vramscope.ui.app import build_window
+
+
+@pytest.fixture
+def sampled(themed_app, qtbot):
+    made = []
+
+    def make(width=1400, height=900):
+        args = argparse.Namespace(demo=True, busy=True, seed=1, interval=0.3, window="1m",
+                                  record=False, read_only=False, prometheus=None, file=None,
+                                  host=None, from_prometheus=None)
+        feed, window = build_window(args, poll_ms=100, sampler=True)
+        made.append(window)
+        qtbot.addWidget(window)
+        window.resize(width, height)
+        window.show()
+        qtbot.waitUntil(lambda: bool(window.store.latest is not None and window.store.latest.gpus),
+                        timeout=30_000)
+        return window
+
+    yield make
+    for window in made:
+        window.services.close()
+
+
+def sampler_pid(window) -> int:
+    proc = window.feed.source.process._proc
+    assert proc is not None
+    return proc.pid
+
+
+def test_the_window_shows_what_its_sampler_process_samples(sampled, qtbot, artifacts_dir):
+    window = sampled()
+    pid = sampler_pid(window)
+    assert pid != os.getpid()
+    assert "stream" in psutil.Process(pid).cmdline()  # the same pipeline as `vramscope stream`
+    frame = window.store.latest
+    assert frame.simulated and len(frame.gpus) == 2  # the busy demo: two GPUs, sixteen processes
+    qtbot.waitUntil(lambda: len(table_column(window, "PID")) > 0, timeout=10_000)
+    open_every_group(window)
+    pids = {int(p) for p in table_column(window, "PID") if p}
+    assert pids and pids <= {ident.pid for ident in window.feed.labels()}  # the sampler's processes
+    assert not window.sampler_banner.isVisible()
+    for width, height in ((1400, 900), (1024, 700)):
+        window.resize(width, height)
+        qtbot.wait(1500)
+        window.grab().save(str(artifacts_dir / f"sampler-busy-{width}x{height}.png"))
+
+
+def test_a_killed_sampler_shows_a_banner_and_comes_back(sampled, qtbot, artifacts_dir):
+    window = sampled()
+    first = sampler_pid(window)
+    os.kill(first, signal.SIGKILL)
+    banner = window.sampler_banner
+    qtbot.waitUntil(banner.isVisible, timeout=10_000)
+    assert "sampling process stopped" in banner.text.text()
+    assert window.gpu_panel.isVisible()  # the last GPUs stay on screen
+    window.grab().save(str(artifacts_dir / "sampler-stopped-1400x900.png"))
+    banner.restart.click()
+    qtbot.waitUntil(lambda: not banner.isVisible(), timeout=30_000)
+    assert sampler_pid(window) != first
+    before = window.store.latest.time
+    qtbot.waitUntil(lambda: window.store.latest.time > before, timeout=10_000)  # frames again
+    assert len(window.store.latest.gpus) == 2 and window.store.latest.error is None
+
+
+SAMPLING_MODULES = ("pynvml", "vramscope.sources.nvml", "vramscope.sources.all_gpus",
+                    "vramscope.sources.drm", "vramscope.sources.processes",
+                    "vramscope.sources.agents", "vramscope.sources.servers")
+
+
+def test_the_window_process_samples_nothing_itself(tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    app = pathlib.Path(__file__).resolve().parents[2] / "app"
+    code = ("import sys; sys.argv = ['vramscope', '--demo', '--busy', '--quit-after', '4']\n"
+            "from vramscope.cli import main\n"
+            "code = main()\n"
+            f"print('LOADED', [m for m in sys.modules if m.startswith({SAMPLING_MODULES!r})])\n"
+            "raise SystemExit(code)\n")
+    env = {**os.environ, "PYTHONPATH": str(app), "QT_QPA_PLATFORM": "offscreen"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "LOADED []" in r.stdout  # no NVML, no /proc walk, no agent client in the window
+
+
+def test_the_sampler_takes_the_windows_options(monkeypatch):
+    import sys
+
+    from vramscope.sources.local_sampler import SamplerProcess, sampler_options
+
+    args = argparse.Namespace(demo=True, busy=True, seed=3)
+    assert sampler_options(args, record=False, cap=None) == ["--demo", "--busy", "--seed", "3"]
+    real = argparse.Namespace(demo=False)
+    assert sampler_options(real, record=True, cap=2 << 30) == [
+        "--record-session", "--session-cap", str(2 << 30)]  # --no-record: no --record-session
+    process = SamplerProcess(["--demo"], interval=0.5)
+    assert process.argv(None)[-4:] == ["stream", "--interval", "0.5", "--demo"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)  # the PyInstaller bundle
+    assert process.argv(None) == [sys.executable, "stream", "--interval", "0.5", "--demo"]
+
+
+def test_the_sampler_raises_alerts_with_the_windows_thresholds():
+    import dataclasses
+
+    from vramscope.commands.window_recording import recording
+    from vramscope.core.detectors.settings import DiagnosticSettings
+    from vramscope.core.monitor import Monitor
+    from vramscope.sources.local_sampler import sampler_options
+    from vramscope.sources.simulated import SimulatedSource
+
+    mine = dataclasses.replace(DiagnosticSettings(), idle_minutes=2.5, lookup_notebooks=False)
+    options = sampler_options(argparse.Namespace(demo=False), record=False, cap=None,
+                              diagnostics=mine)
+    assert options[0] == "--thresholds"
+    args = argparse.Namespace(record_session=False, session_cap=None, thresholds=options[1])
+    monitor = Monitor.build(SimulatedSource(), actions=False)
+    assert recording(args)(monitor, monitor.pipeline.source) is None  # nothing recorded
+    assert monitor.engine.settings == mine
+    assert sampler_options(argparse.Namespace(demo=False), record=False, cap=None,
+                           diagnostics=DiagnosticSettings()) == []  # the defaults: nothing to say
+    broken = argparse.Namespace(record_session=False, session_cap=None, thresholds='{"idle_minutes": "x"}')
+    assert recording(broken) is None  # said on stderr, defaults kept
