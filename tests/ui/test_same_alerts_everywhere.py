@@ -28,17 +28,18 @@ def _stream_alerts(env) -> set[tuple]:
                           "--count", "2"], env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        frames = []
-        while len(frames) < 2:
+        frames, alerts = 0, []
+        while frames < 2:
             line = p.stdout.readline()
             assert line, p.stderr.read()
             message = json.loads(line)
-            if message["type"] == "frame":
-                frames.append(message)
+            if message["type"] in ("frame", "delta"):  # a delta carries alerts when they changed
+                frames += 1
+                alerts = message.get("alerts", alerts)
     finally:
         p.stdin.close()
         p.wait(timeout=60)
-    return _kinds(frames[-1]["alerts"])
+    return _kinds(alerts)
 
 
 def _window_alerts(args) -> set[tuple]:
