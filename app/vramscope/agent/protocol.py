@@ -63,6 +63,7 @@ class ItemKind(StrEnum):
     SAMPLE = "sample"
     STEP = "step"
     EVENT = "event"
+    MODULES = "modules"  # per-module bytes of a sampled step (agent/module_sampler.py)
 
 
 class EventKind(StrEnum):
