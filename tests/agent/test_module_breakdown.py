@@ -19,7 +19,7 @@ def train_until_sampled(model, batch_of, max_steps=30, sampler=None, optimizer=N
     torch.manual_seed(0)
     opt = optimizer or torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     count = [0]
-    s = sampler or ModuleSampler(lambda: count[0], lambda: 0.01)
+    s = sampler or ModuleSampler(lambda: count[0])
     s.optimizers = lambda: [opt]
     s.attach(model)
     batches = {}
@@ -150,7 +150,7 @@ def test_a_module_tree_changing_mid_step_makes_activations_unavailable():
             return x
 
     count = [0]
-    s = ModuleSampler(lambda: count[0], lambda: 0.01)
+    s = ModuleSampler(lambda: count[0])
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     s.optimizers = lambda: [opt]
     s.attach(model)
@@ -172,7 +172,7 @@ def test_a_step_without_a_hooked_forward_says_so():
     model = MLP()
     compiled_like = torch.nn.Linear(4, 4)  # the optimizer steps, the watched model never runs
     count = [0]
-    s = ModuleSampler(lambda: count[0], lambda: 0.01)
+    s = ModuleSampler(lambda: count[0])
     opt = torch.optim.SGD(list(model.parameters()) + list(compiled_like.parameters()), lr=0.1)
     s.optimizers = lambda: [opt]
     s.attach(model)
@@ -190,6 +190,7 @@ def test_losses_are_bit_identical_with_every_step_sampled(monkeypatch):
     import vramscope.agent.module_sampler as ms
 
     monkeypatch.setattr(ms, "MIN_EVERY", 1)
+    monkeypatch.setattr(ms, "BUDGET", 1e9)  # every step sampled
 
     def run(sampled):
         torch.manual_seed(0)
@@ -197,7 +198,7 @@ def test_losses_are_bit_identical_with_every_step_sampled(monkeypatch):
         model.h[1].mlp.insert(1, torch.nn.Dropout(0.2))
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
         count = [0]
-        s = ModuleSampler(lambda: count[0], lambda: 1e9)  # a long step: every step is sampled
+        s = ModuleSampler(lambda: count[0])
         s.optimizers = lambda: [opt]
         if sampled:
             s.attach(model)
@@ -216,3 +217,28 @@ def test_losses_are_bit_identical_with_every_step_sampled(monkeypatch):
     watched, items = run(True)
     assert watched == plain
     assert items >= 2
+
+
+def test_one_step_in_n_keeps_the_sampled_steps_extra_time_within_one_percent_on_average():
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    now, count = [0.0], [0]
+    s = ModuleSampler(lambda: count[0], clock=lambda: now[0])  # the training thread's CPU time, faked
+    s.optimizers = lambda: [opt]
+    s.attach(model)
+    sampled_at = []
+    for i in range(200):
+        sampled = count[0] >= s.next_step
+        if sampled:
+            sampled_at.append(count[0] + 1)
+        now[0] += 1.3 if sampled else 1.0  # a sampled step costs 30 % more
+        opt.zero_grad()
+        model(torch.randn(4, 16)).sum().backward()
+        opt.step()
+        count[0] += 1
+    s.detach_all()
+    assert s.every in (30, 31)  # 0.3 extra / (1 % of a 1.0 step), rounded up
+    gaps = [b - a for a, b in zip(sampled_at[1:], sampled_at[2:])]
+    assert gaps and all(g == s.every for g in gaps)
+    extra = 0.3 * len(sampled_at) / 200
+    assert extra <= 0.01 + 0.3 * 2 / 200  # within budget once the cost is known (two steps to learn it)

@@ -88,7 +88,7 @@ class Agent:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
                                       ledger=self.ledger, handoff=self.handoff)
-        self.module_sampler = ModuleSampler(lambda: self.steps.count, lambda: self.steps.last_duration)
+        self.module_sampler = ModuleSampler(lambda: self.steps.count)
         self.module_sampler.optimizers = self.optimizers
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
             if discover else None

@@ -7,12 +7,14 @@ post-hook that ends the step reads each module's weights, gradients and
 optimizer state (agent/module_params.py) -- both on the training thread. The
 item goes to a queue that the agent thread drains into the ring.
 
-Cost: every forward of a watched model costs two clock reads (its pre- and
-post-hook); a sampled forward costs a Python call per saved tensor and per
-module call. ``every`` is chosen so that the extra time of the sampled step
-(its forward's time beyond the unsampled forwards' average, plus the reading
-at the step's end) stays within BUDGET of the average step time:
-``every = ceil(extra / (BUDGET * step))``, at least MIN_EVERY.
+Cost: every step costs a forward pre-/post-hook call per watched model and
+one optimizer post-hook call with a clock read; a sampled forward costs a
+Python call per saved tensor (and its unpack in backward) and per module
+call. ``every`` is chosen so that the extra training-thread CPU time of a
+sampled step (``time.thread_time``: other processes on a busy machine do not
+count) beyond the unsampled steps' moving average stays within BUDGET of that
+average: ``every = ceil(extra / (BUDGET * step))``, at least MIN_EVERY
+(bench/module_overhead.py measures it side by side with the agent off).
 
 Not available, with why (``None`` figures, never a guess): a model run under
 ``torch.compile`` (its modules' hooks do not run inside the compiled graph),
@@ -61,16 +63,12 @@ def _compiled(model) -> bool:
 class _Watched:
     """One watched model's sampling state."""
 
-    __slots__ = ("ref", "handles", "recorder", "forward_t0", "forward_mean", "sampled_extra",
-                 "errors", "why", "seen_forward", "step")
+    __slots__ = ("ref", "handles", "recorder", "errors", "why", "seen_forward", "step")
 
     def __init__(self, ref):
         self.ref = ref
         self.handles: list = []
         self.recorder: SavedRecorder | None = None  # of the sampled step's forward
-        self.forward_t0 = 0.0
-        self.forward_mean: float | None = None  # seconds, unsampled forwards (moving average)
-        self.sampled_extra = 0.0
         self.errors = 0
         self.why: str | None = None  # activations not available for the sampled step
         self.seen_forward = False
@@ -78,10 +76,11 @@ class _Watched:
 
 
 class ModuleSampler:
-    def __init__(self, steps_done, step_seconds, clock=time.perf_counter, every: int = MIN_EVERY):
+    def __init__(self, steps_done, clock=time.thread_time, every: int = MIN_EVERY):
         self._steps_done = steps_done  # callable() -> steps counted so far
-        self._step_seconds = step_seconds  # callable() -> the last step's duration or None
-        self._clock = clock
+        self._clock = clock  # the training thread's CPU time
+        self._last_end: float | None = None  # clock at the previous step's end
+        self.step_mean: float | None = None  # CPU seconds of an unsampled step (moving average)
         self.every = every
         self.next_step = FIRST_STEP
         self.items: collections.deque = collections.deque(maxlen=MAX_QUEUED)
@@ -91,6 +90,7 @@ class ModuleSampler:
         self.optimizers = lambda: []  # callable() -> the watched optimizers
         self.errors = 0
         self.last_error: str | None = None
+        self.measured = 0  # sampled steps so far
         self.on = enabled_by_env()
 
     # -- registration -----------------------------------------------------------------------
@@ -128,7 +128,6 @@ class ModuleSampler:
         def pre(module, args):
             if is_compiling():
                 return
-            w.forward_t0 = self._clock()
             if not torch.is_grad_enabled() or w.recorder is not None or w.seen_forward:
                 return
             if self._steps_done() < self.next_step:
@@ -150,16 +149,11 @@ class ModuleSampler:
         def post(module, args, output):
             if is_compiling():
                 return
-            t = self._clock() - w.forward_t0
             rec = w.recorder
             if rec is None or not rec.active:
-                if torch.is_grad_enabled():
-                    m = w.forward_mean
-                    w.forward_mean = t if m is None else 0.9 * m + 0.1 * t
                 return
             try:
                 rec.leave()
-                w.sampled_extra = max(0.0, t - (w.forward_mean or t))
             except Exception as exc:
                 self._failed(w, exc)
         return post
@@ -183,10 +177,16 @@ class ModuleSampler:
 
     # -- the step's end (optimizer step post-hook, training thread) -------------------------------
     def _after_step(self, optimizer, args, kwargs) -> None:
+        now = self._clock()
+        took = None if self._last_end is None else now - self._last_end
+        self._last_end = now
         if not self._sampling and self._steps_done() <= self.next_step:
+            if took is not None:  # an unsampled step
+                m = self.step_mean
+                self.step_mean = took if m is None else 0.9 * m + 0.1 * took
             return  # (a step past due without a hooked forward: said so, NOT_SEEN)
         self._sampling = False
-        t0 = self._clock()
+        self.measured += 1
         for w in list(self._models.values()):
             model = w.ref()
             if model is None:
@@ -200,13 +200,16 @@ class ModuleSampler:
             w.recorder = None
             w.why = None
             w.seen_forward = False
-        self._plan(self._clock() - t0)
+        end = self._clock()
+        self._last_end = end
+        self._plan(None if took is None else took + (end - now))
 
-    def _plan(self, reading: float) -> None:
-        extra = reading + max((w.sampled_extra for w in self._models.values()), default=0.0)
-        step = self._step_seconds()
+    def _plan(self, sampled: float | None) -> None:
+        """The next sampled step, from this one's CPU time against the unsampled steps'."""
+        step = self.step_mean
         every = MIN_EVERY
-        if step and step > 0:
+        if sampled is not None and step:
+            extra = max(0.0, sampled - step)
             every = min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / (BUDGET * step))))
         self.every = every
         self.next_step = self._steps_done() + every
