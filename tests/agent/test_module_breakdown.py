@@ -239,6 +239,6 @@ def test_one_step_in_n_keeps_the_sampled_steps_extra_time_within_one_percent_on_
     s.detach_all()
     assert s.every in (30, 31)  # 0.3 extra / (1 % of a 1.0 step), rounded up
     gaps = [b - a for a, b in zip(sampled_at[1:], sampled_at[2:])]
-    assert gaps and all(g == s.every for g in gaps)
+    assert gaps and all(g in (30, 31) for g in gaps)
     extra = 0.3 * len(sampled_at) / 200
     assert extra <= 0.01 + 0.3 * 2 / 200  # within budget once the cost is known (two steps to learn it)
