@@ -242,3 +242,18 @@ def test_one_step_in_n_keeps_the_sampled_steps_extra_time_within_one_percent_on_
     assert gaps and all(g in (30, 31) for g in gaps)
     extra = 0.3 * len(sampled_at) / 200
     assert extra <= 0.01 + 0.3 * 2 / 200  # within budget once the cost is known (two steps to learn it)
+
+
+def test_a_torch_compiled_submodule_says_why_its_activations_are_not_available():
+    import torch._dynamo
+
+    model = MLP()
+    model.fc1 = torch.compile(model.fc1, backend="aot_eager")
+    try:
+        item, _, opt = train_until_sampled(model, lambda i: torch.randn(8, 16))
+    finally:
+        torch._dynamo.reset()
+    got = rows(item)
+    assert all(r["activations"] is None and "torch.compile" in r["why"] for r in got.values())
+    assert got["fc1"]["weights"] == (16 * 64 + 64) * 4  # weights, gradients, state: still exact
+    assert got["fc1"]["gradients"] == got["fc1"]["weights"]
