@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.agent.module_models import MLP, SavedCount, TinyGPT, lora, param_count
-from vramscope.agent.module_sampler import ModuleSampler, NOT_SEEN, TREE_CHANGED
+from vramscope.agent.module_sampler import FORWARD_RAISED, NOT_SEEN, TREE_CHANGED, ModuleSampler
 
 PARAM_BUCKETS = ("weights", "gradients", "optimizer_state")
 
@@ -257,3 +257,36 @@ def test_a_torch_compiled_submodule_says_why_its_activations_are_not_available()
     assert all(r["activations"] is None and "torch.compile" in r["why"] for r in got.values())
     assert got["fc1"]["weights"] == (16 * 64 + 64) * 4  # weights, gradients, state: still exact
     assert got["fc1"]["gradients"] == got["fc1"]["weights"]
+
+
+def test_a_forward_that_raises_in_the_sampled_step_leaves_no_hooks_behind():
+    model = MLP()
+    fail = [True]
+
+    def raise_once(module, args):
+        if fail[0] and count[0] == 1:  # the sampled step
+            fail[0] = False
+            raise ValueError("user's hook")
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    count = [0]
+    s = ModuleSampler(lambda: count[0])
+    s.optimizers = lambda: [opt]
+    s.attach(model)
+    model.fc2.register_forward_pre_hook(raise_once)
+    raised = 0
+    for i in range(4):
+        opt.zero_grad()
+        try:
+            model(torch.randn(8, 16)).sum().backward()
+        except ValueError:
+            raised += 1
+            assert torch._C._autograd._top_saved_tensors_default_hooks(False) is None
+            fail[0] = False
+        opt.step()
+        count[0] += 1
+    s.detach_all()
+    assert raised == 1
+    got = rows(s.items.popleft())
+    assert all(r["activations"] is None and r["why"] == FORWARD_RAISED for r in got.values())
+    assert s.errors == 0

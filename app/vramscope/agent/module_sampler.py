@@ -46,6 +46,7 @@ ACTIVATIONS = "activations"
 COMPILED = "torch.compile'd: module hooks do not run inside the compiled graph"
 NOT_SEEN = "no forward with autograd on seen in the sampled step (a torch.compile'd model runs without hooks)"
 TREE_CHANGED = "the module tree changed during the sampled step"
+FORWARD_RAISED = "the sampled forward raised (or returned nothing): its count is incomplete"
 MAX_QUEUED = 64
 
 
@@ -154,6 +155,8 @@ class ModuleSampler:
                 return
             try:
                 rec.leave()
+                if output is None:  # (always_call: the forward raised) a partial count is not a figure
+                    w.recorder, w.why = None, FORWARD_RAISED
             except Exception as exc:
                 self._failed(w, exc)
         return post
