@@ -290,3 +290,29 @@ def test_a_forward_that_raises_in_the_sampled_step_leaves_no_hooks_behind():
     got = rows(s.items.popleft())
     assert all(r["activations"] is None and r["why"] == FORWARD_RAISED for r in got.values())
     assert s.errors == 0
+
+
+def test_the_runs_own_saved_tensor_hooks_around_the_forward_are_left_in_charge():
+    model = MLP()
+    packed = []
+
+    def pack(t):
+        packed.append(t.shape)
+        return t
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    count = [0]
+    s = ModuleSampler(lambda: count[0])
+    s.optimizers = lambda: [opt]
+    s.attach(model)
+    for i in range(3):
+        opt.zero_grad()
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(torch.randn(8, 16)).sum().backward()
+        opt.step()
+        count[0] += 1
+    s.detach_all()
+    per_step = len(packed) // 3
+    assert per_step > 0 and len(packed) == 3 * per_step  # the sampled step packed through the run's hooks too
+    got = rows(s.items.popleft())
+    assert all(r["activations"] is None and "saved-tensor hooks" in r["why"] for r in got.values())

@@ -33,7 +33,7 @@ import torch
 from torch.compiler import is_compiling
 
 from vramscope.agent.module_params import Tree, static_figures, subtree_sums
-from vramscope.agent.module_saved import SavedRecorder
+from vramscope.agent.module_saved import OTHER_HOOKS, SavedRecorder, saved_hooks_active
 
 BUDGET = 0.01  # the sampled steps may add at most 1 % to the average step time
 MIN_EVERY = 10  # at most one step in 10 measured
@@ -139,6 +139,9 @@ class ModuleSampler:
                 w.step = self._steps_done() + 1
                 if _compiled(module):
                     w.why = COMPILED
+                    return
+                if saved_hooks_active():  # ours on top would shadow them (save_on_cpu would not offload)
+                    w.why = OTHER_HOOKS
                     return
                 w.recorder = SavedRecorder(module, Tree(module))
                 w.recorder.enter()

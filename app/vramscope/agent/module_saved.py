@@ -21,7 +21,9 @@ why:
   are recomputed in backward; what the checkpoint keeps (its inputs) is
   counted where it is saved, in the caller.
 - the run's own saved tensor hooks (e.g. ``torch.autograd.graph.save_on_cpu``)
-  active around or inside a module: its tensors go where those hooks put them.
+  active inside a module: its tensors go where those hooks put them; active
+  around the whole forward: nothing is recorded (these hooks pushed on top
+  would shadow them, and the run would keep on the device what it offloads).
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from vramscope.agent.module_params import Tree
 _top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 CHECKPOINTED = "activation checkpointing: recomputed in backward (the inputs it keeps count in the caller)"
 OTHER_HOOKS = "the run's own saved-tensor hooks hold this module's activations (e.g. save_on_cpu)"
+
+
+def saved_hooks_active() -> bool:
+    """Whether saved-tensor hooks of the run's own are in force (e.g. ``save_on_cpu``)."""
+    return _top_hooks(False) is not None
 
 
 def _why_shadowed() -> str:
