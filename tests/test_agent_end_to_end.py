@@ -102,3 +102,22 @@ def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nv
         assert list(steps) == list(range(1, 31))
     finally:
         window.services.close()
+
+
+def test_status_json_carries_the_modules_of_a_sampled_step(training, fake_nvml_files):
+    fake_nvml_files.write(_state(training["pid"]))
+    r = subprocess.run(VRAMSCOPE + ["status", "--json"], env=fake_nvml_files.env(dict(os.environ)),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    [agent] = json.loads(r.stdout)["agents"]
+    modules = {m["name"]: m for m in agent["modules"]}
+    assert set(modules) == {"0", "1", "2"}  # the Sequential's Linear, ReLU, Linear
+    assert sum(m["weights"] for m in modules.values()) == training["weights"]
+    assert sum(m["optimizer_state"] for m in modules.values()) == training["optimizer_state"]
+    # saved for backward: the first Linear's input (32 x 128 fp32), the ReLU's output
+    # (32 x 256), which the second Linear saves too (counted once)
+    assert [modules[n]["activations"] for n in "012"] == [32 * 128 * 4, 32 * 256 * 4, 0]
+    assert 2 <= modules["0"]["measured_step"] <= 30
+    r = subprocess.run(VRAMSCOPE + ["status"], env=fake_nvml_files.env(dict(os.environ)),
+                       capture_output=True, text=True, timeout=60)
+    assert "largest modules (step" in r.stdout

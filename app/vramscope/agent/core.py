@@ -35,6 +35,7 @@ from vramscope.agent.handoff import Handoff
 from vramscope.agent.lastwords import LastWords
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
+from vramscope.agent.module_sampler import ModuleSampler
 from vramscope.agent.protocol import ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
@@ -86,6 +87,8 @@ class Agent:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
                                       ledger=self.ledger, handoff=self.handoff)
+        self.module_sampler = ModuleSampler(lambda: self.steps.count)
+        self.module_sampler.optimizers = self.optimizers
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
@@ -143,6 +146,7 @@ class Agent:
             self._models.append(weakref.ref(m))
             try:
                 self.model_hooks.attach(m)
+                self.module_sampler.attach(m)
             except Exception as exc:
                 self._error(exc)
         if self.discovery is not None and self._models:
@@ -191,6 +195,7 @@ class Agent:
             t.join(timeout)
         self.steps.uninstall()
         self.model_hooks.detach_all()
+        self.module_sampler.detach_all()
         self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
@@ -228,6 +233,7 @@ class Agent:
         try:
             self.steps.uninstall()
             self.model_hooks.detach_all()
+            self.module_sampler.detach_all()
             self.backward.drop()
             if self.discovery is not None:
                 self.discovery.finish()
@@ -349,6 +355,9 @@ class Agent:
         while events:
             kind, t, data = events.popleft()
             self.ring.push(ItemKind.EVENT, {"t": t, "event": kind, "data": data})
+        modules = self.module_sampler.items
+        while modules:
+            self.ring.push(ItemKind.MODULES, modules.popleft())
 
     def _emit(self, kind: str, data: dict) -> None:
         self._events.append((kind, time.time(), data))

@@ -66,6 +66,7 @@ class ItemKind(StrEnum):
     SAMPLE = "sample"
     STEP = "step"
     EVENT = "event"
+    MODULES = "modules"  # per-module bytes of a sampled step (agent/module_sampler.py)
 
 
 class EventKind(StrEnum):

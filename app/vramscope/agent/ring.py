@@ -16,13 +16,13 @@ import threading
 from vramscope.agent.protocol import ItemKind, encode_payload
 
 # 30 min of samples at 0.5 s
-DEFAULT_CAPS = {ItemKind.SAMPLE: 3600, ItemKind.STEP: 8192, ItemKind.EVENT: 512}
+DEFAULT_CAPS = {ItemKind.SAMPLE: 3600, ItemKind.STEP: 8192, ItemKind.EVENT: 512, ItemKind.MODULES: 64}
 MAX_ITEM_BYTES = 256 * 1024
 
 
 class ItemRing:
     def __init__(self, caps: dict[str, int] | None = None):
-        self.caps = dict(caps or DEFAULT_CAPS)
+        self.caps = {**DEFAULT_CAPS, **(caps or {})}  # (a kind left out keeps its default cap)
         self._rings = {kind: collections.deque() for kind in self.caps}
         self._lock = threading.Lock()
         self.seq = 0

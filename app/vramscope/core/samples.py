@@ -393,6 +393,8 @@ class AgentReport:
     # trainable_tensors, param_bytes, trainable_bytes, bytes_per_param, dtypes, optimizer
     models: tuple[dict, ...] = field(default=(), compare=False, hash=False)
     phases_measured: float | None = None  # share of steps whose phases the agent read
+    # per-module figures of the latest sampled step (core/module_figures.py ModuleFigures)
+    modules: tuple = field(default=(), compare=False, hash=False)
 
     @property
     def identity(self) -> ProcessIdentity:

@@ -26,7 +26,9 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                  "devices": [{"device", "allocated", "reserved", "inactive_split",
                  "peak_allocated", "num_alloc_retries", "num_ooms",
                  "buckets": {every bucket the window shows, by the same names},
-                 "buckets_note"}], "events": [{"kind", "time", "data"}]}],
+                 "buckets_note"}], "events": [{"kind", "time", "data"}],
+                 "modules": [{"name", "weights", "gradients", "optimizer_state", "activations",
+                              "measured_step", "why" (where a figure is null), "shared"}]}],
      "alerts": [...]}
 """
 
@@ -43,6 +45,7 @@ from vramscope.core.samples import (
     GpuSample, MigSlice,
 )
 from vramscope.core.detectors.agentmap import device_label, gpu_for_device
+from vramscope.core.module_text import module_lines
 from vramscope.core.process_text import command_text, user_text
 from vramscope.core.terminal_text import visible
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
@@ -198,6 +201,7 @@ def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
         "connected": report.connected,
         "error": report.error,  # e.g. a protocol version mismatch: why there are no figures
         "devices": [agent_device_to_dict(d, _gpu_index(frame, report, d)) for d in report.devices],
+        "modules": [m.as_dict() for m in report.modules],
     }
     if report.connected:
         out["events"] = [event_to_dict(e) for e in report.events]
@@ -375,6 +379,7 @@ def _agent_lines(frame: Frame, agents: list[AgentReport]) -> list[str]:
                     out.append("      " + " · ".join(parts))
                 if d.buckets.note:
                     out.append("      " + d.buckets.note)
+        out.extend(module_lines(a.modules))
     return out
 
 

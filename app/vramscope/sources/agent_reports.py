@@ -32,7 +32,8 @@ def report_of(state) -> AgentReport:
         allocator_settings=dict(sample.settings) if sample else {}, events=tuple(state.new_events),
         connected=state.ended_at is None and state.conn is not None, error=error,
         recent_events=tuple(state.recent), dropped=state.dropped,
-        models=sample.models if sample else (), phases_measured=sample.phases_measured if sample else None)
+        models=sample.models if sample else (), phases_measured=sample.phases_measured if sample else None,
+        modules=tuple(m for figures in getattr(state, "modules", {}).values() for m in figures))
 
 
 def with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:

@@ -38,7 +38,7 @@ from vramscope.agent.protocol import Bucket, EventKind, ItemKind, Op
 from vramscope.core import agent_series, bounded_read
 from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
-from vramscope.sources import agent_input, container_agents
+from vramscope.sources import agent_input, agent_modules, container_agents
 from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
 from vramscope.sources.agent_reports import report_of, with_outside
 
@@ -69,6 +69,7 @@ class _Agent:
     error: str | None = None
     bad_items: int = 0
     host_pid: int | None = None  # its PID here, when it lives in another PID namespace
+    modules: dict = dataclasses.field(default_factory=dict)  # model name -> ModuleFigures of its latest item
 
     @property
     def pid(self) -> int:
@@ -338,6 +339,8 @@ class AgentClient:
                     self._ingest_sample(state, item)
                 elif kind == ItemKind.STEP:
                     self._ingest_step(state, item)
+                elif kind == ItemKind.MODULES:
+                    state.modules[agent_input.text(item.get("model")) or ""] = agent_modules.decode(item)
                 elif kind == ItemKind.EVENT:
                     event = agent_input.event(item)
                     ev = AgentEvent(kind=event.kind, time=event.t, data=event.data)

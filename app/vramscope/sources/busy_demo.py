@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from vramscope.core.samples import GpuProcess, ProcessInfo
 from vramscope.core.units import GiB, MiB
+from vramscope.sources.demo_modules import modules_for
 from vramscope.sources.simulated import USER, SimulatedSource
 
 WORKERS = 10
@@ -37,7 +38,7 @@ class BusyWorkstation(SimulatedSource):
         agents = []
         if got is not None:
             procs0.append(got[0])
-            agents.append(got[1])
+            agents.append(modules_for(got[1]))
         procs1 = self._workers(t) + [self._embedder(t)] + self._holders()
         short = self._short_job(t)
         if short is not None:

@@ -22,12 +22,13 @@ from PySide6.QtWidgets import (
 )
 
 from vramscope.agent.protocol import EventKind
-from vramscope.core.detectors.agentmap import device_label
+from vramscope.core.detectors.agentmap import device_label, gpu_for_device
 from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
 from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
 from vramscope.ui.agent_device import DeviceView
 from vramscope.ui.agent_texts import header_text, settings_text
+from vramscope.ui.module_tree import ModuleTree
 
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 
@@ -62,6 +63,8 @@ class AgentProcessView(QFrame):
         theme.styled(self.notes, lambda s: f"color: {s.WARNING};")
         self.notes.setVisible(False)
         body.addWidget(self.notes)
+        self.modules = ModuleTree()
+        body.addWidget(self.modules)
         layout.addWidget(self.body)
         self.devices: dict[str, DeviceView] = {}
         self._body = body
@@ -119,9 +122,24 @@ class AgentProcessView(QFrame):
             seen.add(dev.device)
         for name in [n for n in self.devices if n not in seen]:
             self.devices.pop(name).deleteLater()
+        self._body.removeWidget(self.modules)  # below the devices
+        self._body.addWidget(self.modules)
+        self.modules.update_view(report.modules, device_total(report, frame))
 
 
 CPU = "cpu"  # torch's device name for host memory
+
+
+def device_total(report: AgentReport, frame: Frame | None) -> int | None:
+    """The capacity of the device the modules were measured on (torch's figure, else NVML's)."""
+    name = report.modules[0].device if report.modules else None
+    for dev in report.devices:
+        if dev.device == name:
+            if dev.total:
+                return dev.total
+            gpu = gpu_for_device(frame, report, dev) if frame is not None else None
+            return gpu.total if gpu is not None else None
+    return None
 
 
 def cpu_text(dev, on_gpu: bool) -> str:

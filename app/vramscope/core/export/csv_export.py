@@ -32,7 +32,7 @@ import threading
 import numpy as np
 
 from vramscope.core import safe_write
-from vramscope.core.export import textblock as tb
+from vramscope.core.export import module_export, textblock as tb
 from vramscope.core.export.context import ExportContext
 from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, GPU_COLUMNS
@@ -85,6 +85,7 @@ def _text_rows(ctx: ExportContext, a: float, b: float) -> list[tuple[float, byte
         for c in BUCKET_COLUMNS:
             if r[c] is not None:
                 rows.append((r["t"], *where, rec.pid, f"{prefix}bucket.{c}", r[c]))
+    rows.extend(module_export.csv_rows(ctx, reader, a, b))
     for e in reader.events(a, b):
         rec = ctx.procs.get(e["proc"])
         rows.append((e["t"], ctx.process_host(e["proc"]), "", rec.pid if rec else "",

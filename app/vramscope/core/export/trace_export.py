@@ -30,7 +30,7 @@ import numpy as np
 from vramscope.agent.protocol import EventKind
 from vramscope.core import safe_write
 from vramscope.core import json_text
-from vramscope.core.export import textblock as tb
+from vramscope.core.export import module_export, textblock as tb
 from vramscope.core.export.context import GPU_TRACE_PID, ExportContext
 from vramscope.core.export.csv_export import FLOAT_METRICS, ExportSummary
 from vramscope.core.session.reader import SessionReader
@@ -201,6 +201,8 @@ def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: 
             for ev in _instant_events(ctx, reader, a, b, alerts, actions, us):
                 event(ev)
             for ev in _agent_counters(ctx, reader, a, b, us):
+                event(ev)
+            for ev in module_export.trace_counters(ctx, reader, a, b, us):
                 event(ev)
         for flt, rowsf in ((gpu_filter, gpu_rows), (proc_filter, proc_rows)):
             closing, ends = flt.finish()

@@ -27,7 +27,7 @@ from vramscope.agent import json_limits
 from vramscope.core import bounded_read
 from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample)
-from vramscope.core.session import mig_rows
+from vramscope.core.session import mig_rows, module_rows
 from vramscope.core.session.columns import (
     GpuColumns, ProcColumns, empty_proc, finite, gpu_columns, index, known_processes, loads,
     moment, opt, proc_columns, text_or_none)
@@ -346,6 +346,10 @@ class SessionReader:
         return [{"t": t, "action": a, "proc": p, "pid": pid, "start_time": st, "result": r,
                  "detail": _dict(loads(d))} for t, a, p, pid, st, r, d in rows]
 
+    def modules(self, t0: float = -math.inf, t1: float = math.inf) -> list:
+        """(time, proc id, ModuleFigures) of the per-module rows recorded in [t0, t1)."""
+        return module_rows.all_modules(self._db, t0, t1)
+
     def _mig_tables(self) -> tuple[dict, dict]:
         """MIG slice statics and each process's slice, read once (like processes())."""
         if self._mig is None:
@@ -449,7 +453,7 @@ class SessionReader:
                                        world_size=info.get("world_size"), step=devs[0]["step"],
                                        devices=devices,
                                        allocator_settings=info.get("allocator_settings") or {},
-                                       events=evs))
+                                       events=evs, modules=module_rows.modules_at(self._db, proc_id, tk)))
         return tuple(reports)
 
     def fork(self) -> "SessionReader":

@@ -38,6 +38,7 @@ from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.errors import SessionError, SessionExistsError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention, session_files
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows
+from vramscope.core.session.module_rows import MODULE_DDL, ModuleRows
 from vramscope.core.session.schema import (
     AGENT_COLUMNS, APPLICATION_ID, BUCKET_COLUMNS, DDL, FLAG_AGENT, FLAG_COMPUTE,
     FLAG_GRAPHICS, GPU_COLUMNS, PROCESS_FACTS, ROLLUP_GPU_COLUMNS, ROLLUP_STEP, SCHEMA_VERSION)
@@ -132,7 +133,7 @@ class SessionWriter:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            self._db.executescript(DDL + MIG_DDL)
+            self._db.executescript(DDL + MIG_DDL + MODULE_DDL)
             now = time.time()
             self._db.execute("BEGIN")
             self._db.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
@@ -158,6 +159,7 @@ class SessionWriter:
         self._proc_known: dict[int, tuple] = {}
         self._gpu_static: dict[int, tuple] = {}
         self._mig = MigRows()
+        self._modules = ModuleRows()
         self._agent_info: dict[int, tuple] = {}
         self._bucket: int | None = None
         self._roll_gpu: dict[int, list] = {}
@@ -292,6 +294,7 @@ class SessionWriter:
                 pass
             self._in_tx = False
         self._mig.forget()
+        self._modules.forget()
         self._forget_uncommitted()
 
     def _forget_uncommitted(self) -> None:
@@ -444,6 +447,7 @@ class SessionWriter:
         if rows:
             marks = ", ".join("?" * len(rows[0]))
             db.executemany(f"INSERT OR REPLACE INTO agent_samples VALUES ({marks})", rows)
+        self._modules.write(db, t, pid_id, report.modules)
         for ev in report.events:
             db.execute("INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
                        (ev.time, pid_id, ev.kind, _json(dict(ev.data)) if ev.data else None))
