@@ -32,6 +32,7 @@ from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
+from vramscope.agent.input_shape import InputShape
 from vramscope.agent.lastwords import LastWords
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
@@ -85,6 +86,7 @@ class Agent:
                                  handoff=self.handoff, ledger=self.ledger, resync=self._resync)
         if provider is not None:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
+        self.input_shape = InputShape()  # the micro-batch (and sequence) measured at
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
                                       ledger=self.ledger, handoff=self.handoff)
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
@@ -145,6 +147,7 @@ class Agent:
             self._models.append(weakref.ref(m))
             try:
                 self.model_hooks.attach(m)
+                self.input_shape.attach(m)
             except Exception as exc:
                 self._error(exc)
         if self.discovery is not None and self._models:
@@ -193,6 +196,7 @@ class Agent:
             t.join(timeout)
         self.steps.uninstall()
         self.model_hooks.detach_all()
+        self.input_shape.detach_all()
         self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
@@ -230,6 +234,7 @@ class Agent:
         try:
             self.steps.uninstall()
             self.model_hooks.detach_all()
+            self.input_shape.detach_all()
             self.backward.drop()
             if self.discovery is not None:
                 self.discovery.finish()

@@ -63,6 +63,7 @@ class ItemKind(StrEnum):
     SAMPLE = "sample"
     STEP = "step"
     EVENT = "event"
+    MODULES = "modules"  # per-module figures of a sampled step
 
 
 class EventKind(StrEnum):

@@ -370,6 +370,8 @@ class AgentReport:
     # trainable_tensors, param_bytes, trainable_bytes, bytes_per_param, dtypes, optimizer
     models: tuple[dict, ...] = field(default=(), compare=False, hash=False)
     phases_measured: float | None = None  # share of steps whose phases the agent read
+    # the training forward's input (agent/input_shape.py): {"batch", "seq", "output_bytes"}
+    measured_input: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def identity(self) -> ProcessIdentity:
