@@ -40,6 +40,7 @@ from vramscope.agent.protocol import ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
+from vramscope.agent.sharded import Sharding
 from vramscope.agent.stats import StatsReader
 from vramscope.agent.steps import StepTracker
 
@@ -86,6 +87,7 @@ class Agent:
                                  handoff=self.handoff, ledger=self.ledger, resync=self._resync)
         if provider is not None:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
+        self.sharding = Sharding()  # FSDP2's unsharded copies, DDP's gradient buckets
         self.input_shape = InputShape()  # the micro-batch (and sequence) measured at
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
                                       ledger=self.ledger, handoff=self.handoff)
@@ -436,7 +438,7 @@ class Agent:
             models, optimizers = self.models(), self.optimizers()
             self._walk_due = False
             self._layout = self._layout_now()
-            owners = collect(models, optimizers)
+            owners = collect(models, optimizers, swap=self.sharding.walk(models))
             before = self._owners
             self._owners = owners  # (before the ledger goes stale: see _settle)
             if before is None or before.key != owners.key or before.unowned != owners.unowned:

@@ -58,6 +58,7 @@ def hello(raw) -> dict:
            "hostname": text(raw.get("hostname")), "pid_namespace": text(raw.get("pid_namespace")),
            "rank": integer(raw.get("rank")), "local_rank": integer(raw.get("local_rank")),
            "world_size": integer(raw.get("world_size")),
+           "rendezvous": text(raw.get("rendezvous"), 128),
            "protocol": integer(raw.get("protocol")), "agent_version": integer(raw.get("agent_version")),
            "interval": finite(raw.get("interval"))}
     if "ok" in raw:

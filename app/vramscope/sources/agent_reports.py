@@ -55,7 +55,9 @@ def report_of(state) -> AgentReport:
         recent_events=tuple(state.recent), dropped=state.dropped,
         models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)),
         phases_measured=_share((sample.get("agent") or {}).get(PHASES_MEASURED)),
-        measured_input=sample["input"] if isinstance(sample.get("input"), dict) else None)
+        measured_input=sample["input"] if isinstance(sample.get("input"), dict) else None,
+        rendezvous=hello.get("rendezvous"),
+        sharded=sample["sharded"] if isinstance(sample.get("sharded"), dict) else None)
 
 
 def _share(v) -> float | None:
