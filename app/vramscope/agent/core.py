@@ -36,6 +36,7 @@ from vramscope.agent.input_shape import InputShape
 from vramscope.agent.lastwords import LastWords
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
+from vramscope.agent.outside_events import OutsideEvents
 from vramscope.agent.protocol import ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
@@ -87,6 +88,7 @@ class Agent:
                                  handoff=self.handoff, ledger=self.ledger, resync=self._resync)
         if provider is not None:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
+        self.outside_events = OutsideEvents(self._emit)  # process-group init, torch.compile
         self.sharding = Sharding()  # FSDP2's unsharded copies, DDP's gradient buckets
         self.input_shape = InputShape()  # the micro-batch (and sequence) measured at
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
@@ -185,6 +187,7 @@ class Agent:
             self.discovery.install()
             self.steps.discovering = True  # every step checks whether discovery is done
         self.oom_observer_attached = oom.attach_observer(self._on_oom)
+        self.outside_events.install()
         self._thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self._thread.start()
         if self._final_dump:
@@ -199,6 +202,7 @@ class Agent:
         self.steps.uninstall()
         self.model_hooks.detach_all()
         self.input_shape.detach_all()
+        self.outside_events.uninstall()
         self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()

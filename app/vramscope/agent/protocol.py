@@ -72,6 +72,8 @@ class EventKind(StrEnum):
     EVAL_AUTOGRAD = "eval_autograd"
     CHECKPOINTING_USE_CACHE = "checkpointing_use_cache"
     STEP = "step"  # the monitor's view of a step item (AgentEvent)
+    PROCESS_GROUP_INIT = "process_group_init"  # torch.distributed.init_process_group returned
+    COMPILE = "compile"  # torch.compile finished compiling a graph
 
 
 class Phase(StrEnum):
@@ -131,6 +133,11 @@ def phase_peak_metric(phase: str, bound: bool = False) -> str:
 def phase_metric(phase: str) -> str:
     """The series name of a step phase: "phase_forward", ... (and "phase_loaded")."""
     return f"phase_{phase}"
+
+
+def event_metric(kind: str) -> str:
+    """The series of an event kind's times, on the steps pseudo-device ("event_compile")."""
+    return f"event_{kind}"
 
 
 def series_key(pid: int, start_time: float | None, device: str, metric: str) -> tuple:
