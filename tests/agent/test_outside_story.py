@@ -8,6 +8,7 @@ said to have none; a small wobble is no jump."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import socket
@@ -18,8 +19,8 @@ import torch
 from fakenvml import FakeGpu, FakeProcess, FakeState, GiB, MiB
 from vramscope.agent.replay import ReplayProvider, memory_stats_dict
 from vramscope.core.outside_story import CAUSES, story, story_from_store
-from vramscope.core.store import Store
 from vramscope.agent.protocol import EventKind
+from vramscope.core.store import Store
 
 RESERVED = 3 * GiB
 
@@ -88,3 +89,20 @@ def test_a_process_group_jump_is_named_end_to_end(fake_nvml, make_agent, monkeyp
     assert s.baseline == 500 * MiB
     assert [(j.size, j.cause) for j in s.jumps] == [(320 * MiB, "process-group init (NCCL)"),
                                                     (80 * MiB, None)]
+
+
+def test_torch_compile_is_reported_and_the_wrapper_goes_with_the_agent(make_agent):
+    original_compile = torch.compile
+    a = make_agent(provider=ReplayProvider([{0: memory_stats_dict(GiB, GiB)}], loop=True))
+    a.start()
+    assert a.wait_started()
+    try:
+        compiled = torch.compile(torch.nn.Linear(4, 4), backend="eager")
+        assert compiled(torch.randn(2, 4)).shape == (2, 4)  # the user's result, unchanged
+        a._drain()
+        kinds = [it["event"] for it in (json.loads(b) for b in a.ring.all_items())
+                 if it.get("kind") == "event"]
+        assert EventKind.COMPILE in kinds
+    finally:
+        a.stop()
+    assert torch.compile is original_compile  # nothing of the agent left in torch

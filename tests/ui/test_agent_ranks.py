@@ -11,7 +11,8 @@ import dataclasses
 import pytest
 
 from vramscope.core.rank_groups import jobs
-from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport
+from vramscope.agent.protocol import EventKind
+from vramscope.core.samples import AgentBuckets, AgentDevice, AgentEvent, AgentReport
 from vramscope.core.units import GiB, MiB
 from vramscope.sources.busy_demo import BusyWorkstation
 
@@ -55,7 +56,10 @@ def test_the_sharded_figures_per_rank_are_said():
 
 class RankedBusy(BusyWorkstation):
     """The busy machine with train.py as rank 0 of a 3-rank job; ranks 1 and 2 beside
-    it (rank 2 holding 6 GiB more: its shard of the data is longer)."""
+    it (rank 2 holding 6 GiB more: its shard of the data is longer); a minute in,
+    the process group is created and outside PyTorch grows by NCCL's 300 MiB."""
+
+    PG_AT = 60.0
 
     def sample(self, now):
         frame = super().sample(now)
@@ -65,11 +69,19 @@ class RankedBusy(BusyWorkstation):
             return frame
         i = agents.index(train)
         made = []
+        nccl = now - T0 >= self.PG_AT
+        events = train.events
+        if now - T0 == self.PG_AT:
+            events += (AgentEvent(EventKind.PROCESS_GROUP_INIT, now - 0.5, {"backend": "nccl"}),)
         for rank, extra in ((0, 0), (1, 64 * MiB), (2, 6 * GiB)):
             dev = train.devices[0]
-            dev = dataclasses.replace(dev, reserved=(dev.reserved or 0) + extra)
+            b = dev.buckets
+            if b is not None and b.outside_pytorch is not None and nccl:
+                b = dataclasses.replace(b, outside_pytorch=b.outside_pytorch + 300 * MiB)
+            dev = dataclasses.replace(dev, reserved=(dev.reserved or 0) + extra, buckets=b)
             made.append(dataclasses.replace(train, pid=train.pid + rank * 7, rank=rank, world_size=3,
-                                            rendezvous="127.0.0.1:29500", devices=(dev,)))
+                                            rendezvous="127.0.0.1:29500", devices=(dev,),
+                                            events=events))
         agents[i:i + 1] = made
         return dataclasses.replace(frame, agents=tuple(agents))
 
@@ -110,6 +122,12 @@ def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, 
         assert isinstance(header, JobHeader) and header.isVisible()
         text = header.text()
         assert "3 of 3 ranks here" in text and "rank 2 holds" in text and "rank 1 holds" not in text
+        # outside PyTorch: its baseline, and the jump named by the event that came with it
+        view = panel.views[ranks[0]]
+        device = next(iter(view.devices.values()))
+        said = device.phase_label.text()
+        assert "Outside PyTorch: baseline" in said and "+300.0 MiB with process-group init" in said
+        assert len(device.outside._lines) == 1
         window.grab().save(str(artifacts_dir / f"agents-ranks-{size[0]}x{size[1]}.png"))
     finally:
         window.services.close()
