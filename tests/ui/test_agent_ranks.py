@@ -131,3 +131,17 @@ def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, 
         window.grab().save(str(artifacts_dir / f"agents-ranks-{size[0]}x{size[1]}.png"))
     finally:
         window.services.close()
+
+
+def test_status_json_carries_the_job_and_each_rank_s_figures():
+    from vramscope.core.samples import Frame
+    from vramscope.core.status_report import frame_to_dict
+    ranks = [dataclasses.replace(_rank(r, (30 if r == 1 else 20) * GiB, world=2),
+                                 measured_input={"batch": 8, "seq": 512},
+                                 sharded={"fsdp_unsharded": {"cuda:0": 0}}) for r in range(2)]
+    doc = frame_to_dict(Frame(time=T0, gpus=(), agents=tuple(ranks)))
+    (job,) = doc["jobs"]
+    assert [r["rank"] for r in job["ranks"]] == [0, 1] and job["heavy"][0]["rank"] == 1
+    agent = doc["agents"][0]
+    assert agent["rendezvous"] == "10.0.0.5:29500" and agent["world_size"] == 2
+    assert agent["input"] == {"batch": 8, "seq": 512} and agent["sharded"]["fsdp_unsharded"] == {"cuda:0": 0}

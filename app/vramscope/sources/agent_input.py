@@ -99,7 +99,34 @@ def sample(raw: dict) -> dict:
     out["models"] = [m for m in models if isinstance(m, dict)] if isinstance(models, list) else []
     step = raw.get("step")
     out["step"] = integer(step)
+    out["input"] = measured_input(raw.get("input"))
+    out["sharded"] = sharded(raw.get("sharded"))
     return out
+
+
+def measured_input(raw) -> dict | None:
+    """The training forward's input (agent/input_shape.py): a batch of at least 1, or None."""
+    if not isinstance(raw, dict) or not integer(raw.get("batch"), 1):
+        return None
+    return {"batch": raw["batch"], "seq": integer(raw.get("seq"), 1),
+            "output_bytes": integer(raw.get("output_bytes")), "model": text(raw.get("model"), 64)}
+
+
+SHARDED = ("fsdp_unsharded", "ddp_buckets")  # agent/sharded.py's figures
+
+
+def sharded(raw) -> dict | None:
+    """{figure: {device: bytes} or None} for the known figures; None when there are none."""
+    if not isinstance(raw, dict):
+        return None
+    out = {}
+    for name in SHARDED:
+        per = raw.get(name)
+        if isinstance(per, dict):
+            out[name] = {str(d)[:64]: v for d, v in list(per.items())[:64] if integer(v) is not None}
+        elif name in raw:
+            out[name] = None
+    return out or None
 
 
 def step(raw: dict) -> dict:
