@@ -113,13 +113,17 @@ class Owners:
         self.key = tuple((id(p), p.requires_grad) for p in params)
 
 
-def collect(models: Iterable = (), optimizers: Iterable = ()) -> Owners:
+def collect(models: Iterable = (), optimizers: Iterable = (), swap: dict | None = None) -> Owners:
+    """``swap``: id of a parameter swapped into a module -> the parameter it stands for
+    (FSDP's unsharded copies -> their shards, agent/sharded.py)."""
+    swap = swap or {}
     models = [m for m in models if m is not None]
     optimizers = [o for o in optimizers if o is not None]
     params, buffers = [], []
     seen: set[int] = set()
     for m in models:
         for p in m.parameters():
+            p = swap.get(id(p), p)
             if id(p) not in seen:
                 seen.add(id(p))
                 params.append(p)

@@ -32,14 +32,17 @@ from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
+from vramscope.agent.input_shape import InputShape
 from vramscope.agent.lastwords import LastWords
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.model_info import describe_models
 from vramscope.agent.module_sampler import ModuleSampler
+from vramscope.agent.outside_events import OutsideEvents
 from vramscope.agent.protocol import ItemKind
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.server import AgentServer
+from vramscope.agent.sharded import Sharding
 from vramscope.agent.stats import StatsReader
 from vramscope.agent.steps import StepTracker
 
@@ -85,6 +88,9 @@ class Agent:
                                  handoff=self.handoff, ledger=self.ledger, resync=self._resync)
         if provider is not None:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
+        self.outside_events = OutsideEvents(self._emit)  # process-group init, torch.compile
+        self.sharding = Sharding()  # FSDP2's unsharded copies, DDP's gradient buckets
+        self.input_shape = InputShape()  # the micro-batch (and sequence) measured at
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
                                       ledger=self.ledger, handoff=self.handoff)
         self.module_sampler = ModuleSampler(lambda: self.steps.count)
@@ -147,6 +153,7 @@ class Agent:
             try:
                 self.model_hooks.attach(m)
                 self.module_sampler.attach(m)
+                self.input_shape.attach(m)
             except Exception as exc:
                 self._error(exc)
         if self.discovery is not None and self._models:
@@ -182,6 +189,7 @@ class Agent:
             self.discovery.install()
             self.steps.discovering = True  # every step checks whether discovery is done
         self.oom_observer_attached = oom.attach_observer(self._on_oom)
+        self.outside_events.install()
         self._thread = threading.Thread(target=self._run, name="vramscope-agent", daemon=True)
         self._thread.start()
         if self._final_dump:
@@ -196,6 +204,8 @@ class Agent:
         self.steps.uninstall()
         self.model_hooks.detach_all()
         self.module_sampler.detach_all()
+        self.input_shape.detach_all()
+        self.outside_events.uninstall()
         self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
@@ -234,6 +244,7 @@ class Agent:
             self.steps.uninstall()
             self.model_hooks.detach_all()
             self.module_sampler.detach_all()
+            self.input_shape.detach_all()
             self.backward.drop()
             if self.discovery is not None:
                 self.discovery.finish()
@@ -438,7 +449,7 @@ class Agent:
             models, optimizers = self.models(), self.optimizers()
             self._walk_due = False
             self._layout = self._layout_now()
-            owners = collect(models, optimizers)
+            owners = collect(models, optimizers, swap=self.sharding.walk(models))
             before = self._owners
             self._owners = owners  # (before the ledger goes stale: see _settle)
             if before is None or before.key != owners.key or before.unowned != owners.unowned:

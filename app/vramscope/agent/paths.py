@@ -179,7 +179,18 @@ def identity() -> dict:
         "rank": _int_env("RANK"),
         "local_rank": _int_env("LOCAL_RANK"),
         "world_size": _int_env("WORLD_SIZE"),
+        "rendezvous": _rendezvous(),
     }
+
+
+def _rendezvous() -> str | None:
+    """The job's rendezvous (torchrun/torch.distributed's env:// init): MASTER_ADDR:PORT,
+    or TORCHELASTIC_RUN_ID; ranks of one job share it."""
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if addr and port:
+        return f"{addr}:{port}"[:128]
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    return f"run {run_id}"[:128] if run_id else None
 
 
 # --- stale files ---------------------------------------------------------------

@@ -75,6 +75,8 @@ class EventKind(StrEnum):
     EVAL_AUTOGRAD = "eval_autograd"
     CHECKPOINTING_USE_CACHE = "checkpointing_use_cache"
     STEP = "step"  # the monitor's view of a step item (AgentEvent)
+    PROCESS_GROUP_INIT = "process_group_init"  # torch.distributed.init_process_group returned
+    COMPILE = "compile"  # torch.compile finished compiling a graph
 
 
 class Phase(StrEnum):

@@ -143,6 +143,8 @@ def sample_item(agent, now: float, devices: dict) -> SampleItem:
     return {"t": now, "step": agent.steps.count, "devices": out,
             "settings": agent.reader.settings() if agent.reader is not None else {},
             "models": agent._model_info,
+            "input": agent.input_shape.report(),  # the micro-batch (and sequence) measured at
+            "sharded": agent.sharding.report(),  # FSDP2 unsharded copies, DDP buckets (per device)
             "agent": {"errors": agent.errors + agent.steps.errors + agent.phases.errors,
                       "walks": agent.walks, "phases_every": agent.phases.every,
                       PHASES_MEASURED: agent.phases.measured_share,

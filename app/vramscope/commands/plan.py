@@ -124,6 +124,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="GPU size to judge against, e.g. 24GiB or 80GB or 'A100=80GiB'; "
                         "repeat for several (default: the GPUs NVML finds)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--pid", type=_positive, metavar="PID",
+                   help="plan from what this running process's agent measured: its peak at "
+                        "--batch/--seq, --checkpointing, --precision bf16, --optimizer adam8bit "
+                        "or --lora-rank")
+    tr.add_argument("--checkpoint-modules", metavar="NAMES",
+                    help="with --pid: checkpoint these modules (comma-separated, as "
+                         "named_modules names them; default: the repeated blocks)")
 
 
 def detect_gpus() -> tuple[list[tuple[str, int]], tuple, str | None]:
@@ -185,6 +192,9 @@ def request_from_args(args):
 
 
 def run(args) -> int:
+    if getattr(args, "pid", None):
+        from vramscope.commands import plan_pid
+        return plan_pid.run(args)
     from vramscope.core.planner import PlanError, build_plan
     from vramscope.core.planner.report import render_text
     from vramscope.core.terminal_text import say

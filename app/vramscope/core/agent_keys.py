@@ -30,6 +30,11 @@ def phase_metric(phase: str) -> str:
     return f"phase_{phase}"
 
 
+def event_metric(kind: str) -> str:
+    """The series of an event kind's times, on the steps pseudo-device ("event_compile")."""
+    return f"event_{kind}"
+
+
 def series_key(pid: int, start_time: float | None, device: str, metric: str) -> tuple:
     """The store key of one agent series."""
     return (STORE_KEY, pid, start_time, device, metric)

@@ -22,7 +22,8 @@ Keys are ``agent_keys.series_key(pid, start_time, device, metric)``:
   each phase's peak ``phase_peak_<phase>`` (exact, or a lower bound where
   ``phase_peak_bound_<phase>`` has a point at the same time: its upper bound);
 - events: ``loaded`` -> ``phase_loaded`` per device; ``oom`` ->
-  ``oom_requested`` on the failing device.
+  ``oom_requested`` on the failing device; ``process_group_init`` and ``compile``
+  -> ``event_<kind>`` on the steps pseudo-device (their times).
 
 Qt-free and torch-free.
 """
@@ -34,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from vramscope.agent.protocol import BUCKETS, PHASES, Bucket, EventKind
 from vramscope.core.agent_keys import (
     DEVICE_METRICS, OOM_REQUESTED, PHASE_LOADED, STEP_ALLOCATED_AFTER, STEP_PEAK_ALLOCATED,
-    STEPS_DEVICE, phase_metric, phase_peak_metric, series_key,
+    STEPS_DEVICE, event_metric, phase_metric, phase_peak_metric, series_key,
 )
 from vramscope.core.samples import AgentDevice
 
@@ -126,6 +127,8 @@ def event_points(pid: int, start_time: float | None, kind: str, t: float,
             yield series_key(pid, start_time, str(name), PHASE_LOADED), t, value
     elif kind == EventKind.OOM:
         yield series_key(pid, start_time, data.get("device") or "cuda", OOM_REQUESTED), t, data.get("requested")
+    elif kind in (EventKind.PROCESS_GROUP_INIT, EventKind.COMPILE):  # core/outside_story.py pairs them
+        yield series_key(pid, start_time, STEPS_DEVICE, event_metric(kind)), t, 1
 
 
 def record(store, points: Iterable[Point]) -> None:

@@ -395,6 +395,11 @@ class AgentReport:
     phases_measured: float | None = None  # share of steps whose phases the agent read
     # per-module figures of the latest sampled step (core/module_figures.py ModuleFigures)
     modules: tuple = field(default=(), compare=False, hash=False)
+    # the training forward's input (agent/input_shape.py): {"batch", "seq", "output_bytes"}
+    measured_input: dict | None = field(default=None, compare=False, hash=False)
+    rendezvous: str | None = None  # the distributed job's MASTER_ADDR:PORT (its ranks share it)
+    # {"fsdp_unsharded": {device: bytes}, "ddp_buckets": {device: bytes}} (agent/sharded.py)
+    sharded: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def identity(self) -> ProcessIdentity:

@@ -22,7 +22,10 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
      "users": [{"user", "used", "gpus": [{"gpu", "used"}], "processes", "unreported"}],
      "device_holders": [{"pid", "user", "command", "devices", "container", "ns_pid"}],
      "wsl", "notices",
-     "agents": [{"pid", "start_time", "rank", "step", "connected", "error",
+     "jobs": [{"key", "world_size", "ranks": [{"rank", "pid", "held"}], "imbalance",
+               "heavy": [{"rank", "held", "over_median"}]}],
+     "agents": [{"pid", "start_time", "rank", "world_size", "rendezvous", "input", "sharded",
+                 "step", "connected", "error",
                  "devices": [{"device", "allocated", "reserved", "inactive_split",
                  "peak_allocated", "num_alloc_retries", "num_ooms",
                  "buckets": {every bucket the window shows, by the same names},
@@ -47,6 +50,7 @@ from vramscope.core.samples import (
 from vramscope.core.detectors.agentmap import device_label, gpu_for_device
 from vramscope.core.module_text import module_lines
 from vramscope.core.process_text import command_text, user_text
+from vramscope.core.rank_groups import jobs
 from vramscope.core.terminal_text import visible
 from vramscope.core.units import NA, fmt_bytes, fmt_duration, fmt_percent
 from vramscope.core.wsl import WSL_NOTICE
@@ -90,6 +94,7 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | N
                             "devices": list(h.devices), **_container_fields(h.info)}
                            for h in frame.device_holders],
         "agents": [agent_to_dict(a, frame) for a in agents],
+        "jobs": [job_to_dict(j) for j in jobs(agents, frame)],
         "ended_agents_left_out": left_out,
         "servers": [dataclasses.asdict(s) for s in frame.servers],
         "alerts": [_plain(a) for a in alerts],
@@ -197,6 +202,10 @@ def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
         "start_time": report.start_time,
         "last_seen": report.time,
         "rank": report.rank,
+        "world_size": report.world_size,
+        "rendezvous": report.rendezvous,
+        "input": report.measured_input,  # the micro-batch/sequence its figures were measured at
+        "sharded": report.sharded,  # FSDP2 all-gathered copies, DDP buckets: {name: {device: bytes}}
         "step": report.step,
         "connected": report.connected,
         "error": report.error,  # e.g. a protocol version mismatch: why there are no figures
@@ -206,6 +215,14 @@ def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
     if report.connected:
         out["events"] = [event_to_dict(e) for e in report.events]
     return out
+
+
+def job_to_dict(job) -> dict:
+    """The ranks of one distributed job (core/rank_groups.py)."""
+    return {"key": job.key, "world_size": job.world_size,
+            "ranks": [{"rank": r.rank, "pid": r.pid, "held": h} for r, h in zip(job.ranks, job.held)],
+            "imbalance": job.imbalance,
+            "heavy": [{"rank": rank, "held": held, "over_median": over} for rank, held, over in job.heavy]}
 
 
 def _gpu_index(frame: Frame | None, report: AgentReport, dev: AgentDevice) -> int | None:

@@ -77,6 +77,7 @@ class Hello:
     rank: int | None = None
     local_rank: int | None = None
     world_size: int | None = None
+    rendezvous: str | None = None  # the distributed job's MASTER_ADDR:PORT (its ranks share it)
     protocol: int | None = None
     agent_version: int | None = None
     interval: float | None = None
@@ -92,7 +93,7 @@ def hello(raw: HelloReply) -> Hello:
                  start_time=finite(raw.get("start_time")),
                  hostname=text(raw.get("hostname")), pid_namespace=text(raw.get("pid_namespace")),
                  rank=integer(raw.get("rank")), local_rank=integer(raw.get("local_rank")),
-                 world_size=integer(raw.get("world_size")),
+                 world_size=integer(raw.get("world_size")), rendezvous=text(raw.get("rendezvous"), 128),
                  protocol=integer(raw.get("protocol")), agent_version=integer(raw.get("agent_version")),
                  interval=finite(raw.get("interval")))
 
@@ -135,6 +136,8 @@ class Sample:
     settings: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # allocator's
     models: tuple[dict, ...] = ()
     phases_measured: float | None = None  # share of steps with phase readings
+    input: dict | None = None  # the training forward's input (measured_input)
+    sharded: dict | None = None  # FSDP2's unsharded copies, DDP's buckets (sharded)
 
 
 def _share(v) -> float | None:
@@ -158,7 +161,33 @@ def sample(raw: SampleItem) -> Sample:
     return Sample(t=t, step=integer(raw.get("step")), devices=tuple(device(d) for d in devices),
                   settings=MappingProxyType(settings),
                   models=tuple(m for m in models if isinstance(m, dict)) if isinstance(models, list) else (),
-                  phases_measured=_share(figures.get(PHASES_MEASURED)) if isinstance(figures, dict) else None)
+                  phases_measured=_share(figures.get(PHASES_MEASURED)) if isinstance(figures, dict) else None,
+                  input=measured_input(raw.get("input")), sharded=sharded(raw.get("sharded")))
+
+
+def measured_input(raw) -> dict | None:
+    """The training forward's input (agent/input_shape.py): a batch of at least 1, or None."""
+    if not isinstance(raw, dict) or not integer(raw.get("batch"), 1):
+        return None
+    return {"batch": raw["batch"], "seq": integer(raw.get("seq"), 1),
+            "output_bytes": integer(raw.get("output_bytes")), "model": text(raw.get("model"), 64)}
+
+
+SHARDED = ("fsdp_unsharded", "ddp_buckets")  # agent/sharded.py's figures
+
+
+def sharded(raw) -> dict | None:
+    """{figure: {device: bytes} or None} for the known figures; None when there are none."""
+    if not isinstance(raw, dict):
+        return None
+    out = {}
+    for name in SHARDED:
+        per = raw.get(name)
+        if isinstance(per, dict):
+            out[name] = {str(d)[:64]: v for d, v in list(per.items())[:64] if integer(v) is not None}
+        elif name in raw:
+            out[name] = None
+    return out or None
 
 
 def _objects_by_name(raw) -> dict | None:

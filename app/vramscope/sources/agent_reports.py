@@ -33,7 +33,9 @@ def report_of(state) -> AgentReport:
         connected=state.ended_at is None and state.conn is not None, error=error,
         recent_events=tuple(state.recent), dropped=state.dropped,
         models=sample.models if sample else (), phases_measured=sample.phases_measured if sample else None,
-        modules=tuple(m for figures in getattr(state, "modules", {}).values() for m in figures))
+        modules=tuple(m for figures in getattr(state, "modules", {}).values() for m in figures),
+        measured_input=sample.input if sample else None, rendezvous=hello.rendezvous,
+        sharded=sample.sharded if sample else None)
 
 
 def with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:

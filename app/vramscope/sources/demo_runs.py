@@ -122,6 +122,8 @@ class RunScript:
     retries_every: float = 20.0
     allocator_settings: dict = field(default_factory=dict)
     channel: int = 0  # noise channel base
+    batch: int = 8  # the micro-batch and sequence of its training forwards
+    seq: int | None = 2048
 
     @property
     def weights_loaded_at(self) -> float:
@@ -321,7 +323,8 @@ class ScriptedRun:
             pid=info.pid, start_time=start_time, hostname=self.hostname,
             time=session_start + t, step=n, devices=(device,),
             allocator_settings=dict(s.allocator_settings), events=tuple(events),
-            phases_measured=1.0 if n else None)  # (slow steps: every one read)
+            phases_measured=1.0 if n else None,  # (slow steps: every one read)
+            measured_input={"batch": s.batch, "seq": s.seq} if n else None)
         return proc, report
 
     def _step_events(self, prev_r: float, r: float, start_time: float,

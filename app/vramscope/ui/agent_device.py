@@ -30,6 +30,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
 from vramscope.core.agent_keys import PHASE_LOADED, phase_metric, phase_peak_metric
+from vramscope.core.outside_story import story_from_store
+from vramscope.ui.agent_outside import OutsideMarks
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, thin
 from vramscope.core.units import GiB, MiB, fmt_bytes
@@ -196,6 +198,7 @@ class DeviceView(QWidget):
         self.capacity.setVisible(False)
         p.addItem(self.capacity)
         self._oom_lines: dict[float, pg.InfiniteLine] = {}
+        self.outside = OutsideMarks(p)  # the jumps of outside PyTorch, with their events
         self._oom = None
         layout.addWidget(self.plot, 1, 0)
         self.bars = BucketBars()
@@ -312,6 +315,9 @@ class DeviceView(QWidget):
                 self.loaded_line.setValue(loaded / GiB)
             peaks = self._last_peaks(series, when)
             text = phase_text(latest, loaded, peaks, report.phases_measured)
+            outside = story_from_store(store, report.pid, report.start_time, dev.device)
+            self.outside.show(outside, s)
+            text = "\n".join(x for x in (text, outside.text()) if x)
             self.phase_label.setText(text)
             self.phase_label.setVisible(bool(text))
             to, _ = series("oom_requested")

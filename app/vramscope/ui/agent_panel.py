@@ -27,6 +27,7 @@ from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
 from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
 from vramscope.ui.agent_device import DeviceView
+from vramscope.ui.agent_ranks import JobHeader, JobSlot, ranks_together
 from vramscope.ui.agent_texts import header_text, settings_text
 from vramscope.ui.module_tree import ModuleTree
 
@@ -191,20 +192,24 @@ class AgentPanel(QWidget):
         reports.sort(key=lambda r: (not r.connected,
                                     r.rank if r.rank is not None and r.connected else 1 << 30,
                                     -(r.start_time or 0.0) if not r.connected else r.pid))
-        order = [r.identity for r in reports]
-        for ident in [i for i in self.views if i not in set(order)]:
-            self.views.pop(ident).deleteLater()
-        for report in reports:
-            if report.identity not in self.views:
-                self.views[report.identity] = AgentProcessView(report)
+        order, found = ranks_together(reports, frame)  # a job's header, then its ranks
+        for key in [k for k in self.views if k not in set(order)]:
+            self.views.pop(key).deleteLater()
+        by_id = {r.identity: r for r in reports}
+        for key in order:
+            if key not in self.views:
+                self.views[key] = JobHeader() if isinstance(key, JobSlot) else AgentProcessView(by_id[key])
+            if isinstance(key, JobSlot):
+                self.views[key].show_job(found[key])
         if order != self.order:
-            for ident in order:
-                self._list.removeWidget(self.views[ident])
-            for i, ident in enumerate(order):
-                self._list.insertWidget(i, self.views[ident])
+            for key in self.order:
+                if key in self.views:
+                    self._list.removeWidget(self.views[key])
+            for i, key in enumerate(order):
+                self._list.insertWidget(i, self.views[key])
             self.order = order
         self._pending = ({r.identity: r for r in reports}, now, frame)
-        self._stale = set(order)
+        self._stale = {k for k in order if not isinstance(k, JobSlot)}
         self._update_visible()
 
     def _update_visible(self) -> None:

@@ -23,6 +23,7 @@ from vramscope.ui import theme
 from vramscope.ui.planner_form import AGENT, COUNT, PlannerForm
 from vramscope.ui.planner_measured import MeasuredView
 from vramscope.ui.planner_results import ResultsView
+from vramscope.ui.planner_what_if import WhatIfView
 
 # widgets of the form and the results reachable on the tab (the window and tests use them)
 _FORM = ("source", "params", "config_path", "model_name", "layers", "hidden", "heads",
@@ -80,6 +81,8 @@ class PlannerTab(QWidget):
         self.form = PlannerForm()
         self.results = ResultsView()
         self.measured_view = MeasuredView()
+        self.what_if = WhatIfView()  # the attached process's measured run, scaled
+        self.results.tail.addWidget(self.what_if)
         self.results.tail.addWidget(self.measured_view)
         for name in _FORM:
             setattr(self, name, getattr(self.form, name))
@@ -145,10 +148,15 @@ class PlannerTab(QWidget):
             self.form.fill_live()
             self._schedule()
         self.measured_view.set_report(agent_report)
+        self.what_if.set_report(agent_report)
 
     # --- results ----------------------------------------------------------------
 
     def recompute(self) -> None:
+        f = self.form
+        self.what_if.setVisible(f.source_key == AGENT)
+        self.what_if.set_form(f.batch.value(), f.seq.value(), f.checkpointing.isChecked(),
+                              f.flash.isChecked(), self._detected, self._now)
         if self.form.loading:  # a config being read or counted on the worker thread
             self.plan, self.error, self.error_field = None, None, None
             self.results.show_waiting(self.form.model_status.text() or "Reading the config...")

@@ -1,0 +1,124 @@
+"""Sharded and data-parallel training, counted per rank.
+
+FSDP2 (``torch.distributed.fsdp.fully_shard``): each parameter is a DTensor
+whose local shard is what this rank holds for good (agent/buckets.py counts
+it through ``__tensor_flatten__``). Around a module's forward and backward
+FSDP all-gathers the full parameters into per-parameter buffers
+(``FSDPParam.all_gather_outputs``) and swaps the module's attributes to
+unsharded ``nn.Parameter`` views of them; after the module it frees them
+(the storage resized to 0). Those copies are memory of this rank, neither
+weights nor activations: ``unsharded`` sums the buffers alive now, and the
+walk counts each swapped-in parameter as the shard it stands for
+(``swapped``), so a walk in the middle of a forward counts no layer twice. (``_get_fsdp_state``, ``_fsdp_param_group`` and
+``all_gather_outputs`` are FSDP2's internals of torch 2.4+: where they are
+missing the figure is None, not 0.)
+
+DDP (``DistributedDataParallel``): gradients are reduced through flat
+buckets (``bucket_cap_mb``, 25 MiB by default); unless
+``gradient_as_bucket_view=True`` (then the gradients are views into them and
+already counted) the buckets are a second copy of the gradients. Their
+sizes come from DDP's own logging data (``bucket_sizes``), read at the walk.
+
+DeepSpeed ZeRO's flat partitions are not read (DeepSpeed is not a
+dependency): its parameters count as the tensors they are.
+Standard library + torch only.
+"""
+
+from __future__ import annotations
+
+
+def fsdp_params(models) -> list:
+    """The FSDPParam objects of every fully_shard-ed module of ``models``."""
+    out, seen = [], set()
+    for model in models:
+        for m in model.modules():
+            get = getattr(m, "_get_fsdp_state", None)
+            if get is None:
+                continue
+            try:
+                group = getattr(get(), "_fsdp_param_group", None)
+            except Exception:
+                continue
+            for fp in getattr(group, "fsdp_params", None) or ():
+                if id(fp) not in seen:
+                    seen.add(id(fp))
+                    out.append(fp)
+    return out
+
+
+def swapped(params) -> dict:
+    """id of each unsharded parameter FSDP swaps into its modules -> its sharded one."""
+    out = {}
+    for fp in params:
+        p, shard = fp.__dict__.get("_unsharded_param"), getattr(fp, "sharded_param", None)
+        if p is not None and shard is not None:
+            out[id(p)] = shard
+    return out
+
+
+def unsharded(params) -> dict[str, int]:
+    """device -> bytes of all-gathered (unsharded) parameter buffers alive now."""
+    out: dict[str, int] = {}
+    seen = set()
+    for fp in params:
+        for t in getattr(fp, "all_gather_outputs", None) or ():
+            s = t.untyped_storage()
+            n = s.nbytes()
+            if n and s.data_ptr() not in seen:
+                seen.add(s.data_ptr())
+                device = str(t.device)
+                out[device] = out.get(device, 0) + n
+    return out
+
+
+def ddp_buckets(models) -> dict[str, int]:
+    """device -> bytes of DDP's gradient buckets held besides the gradients."""
+    out: dict[str, int] = {}
+    for model in models:
+        log = getattr(model, "_get_ddp_logging_data", None)
+        if log is None or getattr(model, "gradient_as_bucket_view", False):
+            continue
+        try:
+            sizes = str(log().get("bucket_sizes") or "")
+            total = sum(int(s) for s in sizes.split(",") if s.strip().isdigit())
+            device = str(next(model.parameters()).device)
+        except Exception:
+            continue
+        if total:
+            out[device] = out.get(device, 0) + total
+    return out
+
+
+class Sharding:
+    """What the walk found (agent thread), read at each sample."""
+
+    def __init__(self):
+        self.params: list = []
+        self.buckets: dict[str, int] = {}
+        self.errors = 0
+
+    def walk(self, models) -> dict:
+        """Refresh at the walk; the swapped-in parameters (``swapped``)."""
+        try:
+            self.params = fsdp_params(models)
+            self.buckets = ddp_buckets(models)
+            return swapped(self.params)
+        except Exception:
+            self.errors += 1
+            self.params, self.buckets = [], {}
+            return {}
+
+    def report(self) -> dict | None:
+        """The sample's "sharded" figures, None for a run that is neither."""
+        if not self.params and not self.buckets:
+            return None
+        out: dict = {}
+        if self.params:
+            try:
+                out["fsdp_unsharded"] = unsharded(self.params)
+            except Exception:
+                self.errors += 1
+                out["fsdp_unsharded"] = None
+        if self.buckets:
+            out["ddp_buckets"] = dict(self.buckets)
+        return out

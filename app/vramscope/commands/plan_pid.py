@@ -1,0 +1,112 @@
+"""`vramscope plan --pid PID --batch N [--seq L] [--checkpointing] [--json]`:
+what would fit, from what the running process measured.
+
+Pulls the process's agent once (sources/agent_pull.py), takes its busiest
+device, predicts the peak with the change (core/planner/what_if.py) and
+judges it against the GPU the process runs on: its capacity, and what is
+free now plus what the process itself holds (from NVML; --gpu-memory
+instead where given).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from vramscope.agent.protocol import Bucket
+
+
+def change_from_args(args):
+    from vramscope.core.planner.what_if import Change
+    modules = tuple(m.strip() for m in (getattr(args, "checkpoint_modules", None) or "").split(",")
+                    if m.strip())
+    return Change(batch=args.batch, seq=args.seq,
+                  checkpointing=bool(args.checkpointing or modules), checkpoint_modules=modules,
+                  bf16=args.precision in ("bf16", "fp16", "mixed"),
+                  optimizer_8bit=args.optimizer == "adam8bit", lora_rank=args.lora_rank,
+                  hidden=args.hidden, flash_attention=args.flash_attention)
+
+
+def busiest_device(sample: dict) -> dict | None:
+    """The sample's device entry holding the most (CUDA/XPU before the CPU)."""
+    devices = [d for d in sample.get("devices") or () if isinstance(d.get("buckets"), dict)]
+    if not devices:
+        return None
+
+    def held(d):
+        b = d["buckets"]
+        return (not str(d["device"]).startswith("cpu"),
+                sum(v for v in (b.get(k) for k in (Bucket.WEIGHTS, Bucket.GRADIENTS,
+                                                    Bucket.OPTIMIZER_STATE))
+                    if isinstance(v, int) and not isinstance(v, bool)))
+    return max(devices, key=held)
+
+
+def measured_from_pulled(pulled):
+    """Measured (core/planner/measured_run.py) of the pulled agent's busiest device."""
+    from vramscope.core.planner.errors import PlanError
+    from vramscope.core.planner.measured_run import measure
+    if not pulled.samples:
+        raise PlanError("agent", "the agent has sent no sample yet")
+    sample = max(pulled.samples, key=lambda s: s["t"])
+    dev = busiest_device(sample)
+    if dev is None:
+        raise PlanError("agent", "the agent has no breakdown yet (no model or optimizer known)")
+    name = dev["device"]
+    modules = [m for m in pulled.modules if m.get("device") == name]
+    return measure(name, dev["buckets"], steps=pulled.steps[-32:], input_shape=sample.get("input"),
+                   models=sample.get("models"), modules=modules[-1] if modules else None,
+                   step=sample.get("step")), dev
+
+
+def targets_for(pid: int, dev: dict, given):
+    """([Target], outside PyTorch or None) from --gpu-memory, else the GPU the process is on."""
+    from vramscope.core.planner.what_if import Target
+    if given:
+        return [Target(name, cap, None) for name, cap in given], None
+    from vramscope.sources.all_gpus import AllGpusSource
+    source = AllGpusSource()
+    try:
+        frame = source.sample(time.time())
+    finally:
+        source.close()
+    for gpu in frame.gpus:
+        for proc in gpu.processes:
+            if proc.pid == pid:
+                free = None if gpu.free is None else gpu.free + (proc.used or 0)
+                reserved = dev.get("reserved")
+                outside = (max(0, proc.used - reserved) if isinstance(reserved, int)
+                           and proc.used is not None else None)
+                return [Target(f"{gpu.label}: {gpu.name}", gpu.total, free, proc.used)], outside
+    return [Target(f"{g.label}: {g.name}", g.total, g.free) for g in frame.gpus if g.total], None
+
+
+def run(args) -> int:
+    from dataclasses import replace
+
+    from vramscope.core.planner.errors import PlanError
+    from vramscope.core.planner.what_if import predict
+    from vramscope.core.planner.what_if_text import render_text
+    from vramscope.core.terminal_text import say
+    from vramscope.sources.agent_pull import pull
+
+    try:
+        pulled = pull(args.pid)
+    except (OSError, ConnectionError) as exc:
+        say(sys.stderr, f"vramscope plan: --pid {args.pid}: {exc}")
+        return 1
+    try:
+        measured, dev = measured_from_pulled(pulled)
+        targets, outside = targets_for(args.pid, dev, args.gpu_memory)
+        if outside is not None:
+            measured = replace(measured, outside_pytorch=outside)
+        what = predict(measured, change_from_args(args), targets)
+    except PlanError as exc:
+        say(sys.stderr, f"vramscope plan: {exc.for_cli()}")
+        return 2
+    if args.json:
+        print(json.dumps(dict(what.to_json(), pid=args.pid), indent=2))
+    else:
+        say(sys.stdout, render_text(what), lines=True)
+    return 0

@@ -1,0 +1,79 @@
+"""One FSDP2 rank (gloo, CPU), started by torchrun: a child for tests/agent/test_fsdp_ranks.py.
+
+usage: torchrun --nproc_per_node 2 fsdp_train.py OUT_DIR STEPS
+Each rank starts the agent in code, trains a fully_shard-ed MLP, and in the
+middle of a forward (inside layer 1, its parameters all-gathered) takes a
+sample on the training thread; it writes OUT_DIR/rank<N>.json with its pid,
+that sample and its own independent counts: the local shards (weights,
+gradients, optimizer state) and the bytes of the unsharded parameters alive
+at that instant.
+"""
+
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+
+
+def nbytes(tensors):
+    seen, total = set(), 0
+    for t in tensors:
+        s = t.untyped_storage()
+        if s.nbytes() and s.data_ptr() not in seen:
+            seen.add(s.data_ptr())
+            total += s.nbytes()
+    return total
+
+
+def local(t):
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def main(out, steps):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    width = 256
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(4)])
+    for layer in model:
+        fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.AdamW(model.parameters())
+    from vramscope import agent
+    a = agent.start(model=model, optimizer=opt, interval=0.05)
+    seen = {}
+
+    def inside(module, args, output):  # prepended: before FSDP reshards the layer
+        if "sample" not in seen and len(seen) == 0 and step[0] == steps - 1:
+            plain = [p for m in model.modules() for p in m.parameters(recurse=False)
+                     if not hasattr(p, "to_local")]
+            seen["unsharded"] = nbytes(plain)
+            a._walk_due = True  # a walk in the middle of the forward: the swapped-in copies are no weights
+            seen["sample"] = a.sample_once()
+
+    step = [0]
+    model[1].register_forward_hook(inside, prepend=True)
+    for step[0] in range(steps):
+        opt.zero_grad()
+        model(torch.randn(8, width)).square().mean().backward()
+        opt.step()
+    params = list(model.parameters())
+    info = {"pid": os.getpid(), "rank": rank,
+            "weights": nbytes([local(p) for p in params]),
+            "gradients": nbytes([local(p.grad) for p in params if p.grad is not None]),
+            "optimizer_state": nbytes([local(v) for s in opt.state.values() for v in s.values()
+                                       if torch.is_tensor(v)]),
+            "unsharded_in_forward": seen.get("unsharded"), "sample_in_forward": seen.get("sample"),
+            "sample_after": a.sample_once()}
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+        json.dump(info, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
