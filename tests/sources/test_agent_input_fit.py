@@ -37,5 +37,5 @@ def test_sharded_figures_are_bytes_per_device_or_none(raw):
 def test_a_sample_keeps_good_figures():
     s = agent_input.sample({"t": 1.0, "devices": [], "input": {"batch": 4, "seq": "x"},
                             "sharded": {"ddp_buckets": {"cuda:0": 1024, "cuda:1": -5}}})
-    assert s["input"] == {"batch": 4, "seq": None, "output_bytes": None, "model": None}
-    assert s["sharded"] == {"ddp_buckets": {"cuda:0": 1024}}
+    assert s.input == {"batch": 4, "seq": None, "output_bytes": None, "model": None}
+    assert s.sharded == {"ddp_buckets": {"cuda:0": 1024}}

@@ -88,17 +88,15 @@ class RankedBusy(BusyWorkstation):
 
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, artifacts_dir, size):
-    from PySide6.QtCore import QSettings
-
+    from vramscope.core.user_settings import Settings
     from vramscope.ui import theme
     from vramscope.ui.agent_panel import AgentPanel
     from vramscope.ui.agent_ranks import JobHeader, JobSlot
     from vramscope.ui.app import build_window
-    from vramscope.ui.settings import Settings
     theme.apply(qapp)
     args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False, read_only=False,
                               prometheus=None, file=None, theme=None)
-    settings = Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    settings = Settings(str(tmp_path / "s.toml"))
     settings.merge_args(args)
     feed, window = build_window(args, source=RankedBusy(seed=1, start_time=T0), start=False,
                                 poll_ms=60_000, settings=settings)

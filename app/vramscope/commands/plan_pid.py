@@ -14,7 +14,6 @@ import json
 import sys
 import time
 
-from vramscope.agent.protocol import Bucket
 
 
 def change_from_args(args):
@@ -28,18 +27,17 @@ def change_from_args(args):
                   hidden=args.hidden, flash_attention=args.flash_attention)
 
 
-def busiest_device(sample: dict) -> dict | None:
-    """The sample's device entry holding the most (CUDA/XPU before the CPU)."""
-    devices = [d for d in sample.get("devices") or () if isinstance(d.get("buckets"), dict)]
+def busiest_device(sample):
+    """The sample's device (sources/agent_input.py AgentDevice) holding the most
+    (CUDA/XPU before the CPU); None when no device has a breakdown."""
+    devices = [d for d in sample.devices if d.buckets is not None]
     if not devices:
         return None
 
     def held(d):
-        b = d["buckets"]
-        return (not str(d["device"]).startswith("cpu"),
-                sum(v for v in (b.get(k) for k in (Bucket.WEIGHTS, Bucket.GRADIENTS,
-                                                    Bucket.OPTIMIZER_STATE))
-                    if isinstance(v, int) and not isinstance(v, bool)))
+        b = d.buckets
+        return (not d.device.startswith("cpu"),
+                sum(v or 0 for v in (b.weights, b.gradients, b.optimizer_state)))
     return max(devices, key=held)
 
 
@@ -49,18 +47,18 @@ def measured_from_pulled(pulled):
     from vramscope.core.planner.measured_run import measure
     if not pulled.samples:
         raise PlanError("agent", "the agent has sent no sample yet")
-    sample = max(pulled.samples, key=lambda s: s["t"])
+    sample = max(pulled.samples, key=lambda s: s.t)
     dev = busiest_device(sample)
     if dev is None:
         raise PlanError("agent", "the agent has no breakdown yet (no model or optimizer known)")
-    name = dev["device"]
+    name = dev.device
     modules = [m for m in pulled.modules if m.get("device") == name]
-    return measure(name, dev["buckets"], steps=pulled.steps[-32:], input_shape=sample.get("input"),
-                   models=sample.get("models"), modules=modules[-1] if modules else None,
-                   step=sample.get("step")), dev
+    return measure(name, dev.buckets.as_dict(), steps=[s.event_data() for s in pulled.steps[-32:]],
+                   input_shape=sample.input, models=sample.models,
+                   modules=modules[-1] if modules else None, step=sample.step), dev
 
 
-def targets_for(pid: int, dev: dict, given):
+def targets_for(pid: int, dev, given):
     """([Target], outside PyTorch or None) from --gpu-memory, else the GPU the process is on."""
     from vramscope.core.planner.what_if import Target
     if given:
@@ -75,7 +73,7 @@ def targets_for(pid: int, dev: dict, given):
         for proc in gpu.processes:
             if proc.pid == pid:
                 free = None if gpu.free is None else gpu.free + (proc.used or 0)
-                reserved = dev.get("reserved")
+                reserved = dev.reserved
                 outside = (max(0, proc.used - reserved) if isinstance(reserved, int)
                            and proc.used is not None else None)
                 return [Target(f"{gpu.label}: {gpu.name}", gpu.total, free, proc.used)], outside

@@ -66,8 +66,8 @@ def pull(pid: int, dirs=None, timeout: float = PULL_TIMEOUT) -> Pulled:
             hello = agent_input.hello(reply)
         except ValueError as exc:
             raise ConnectionError(f"the agent's handshake is unusable: {exc}") from None
-        if hello["pid"] != pid:
-            raise ConnectionError(f"the socket for pid {pid} is served by pid {hello['pid']}")
+        if hello.pid != pid:
+            raise ConnectionError(f"the socket for pid {pid} is served by pid {hello.pid}")
         latest = agent_input.integer(reply.get("latest")) or 0
         cursor = max(agent_input.integer(reply.get("oldest")) or 0, latest - RECENT)
         out = Pulled(hello=hello)
