@@ -59,6 +59,14 @@ def _say_once(text: str) -> None:
         pass
 
 
+def _where(params) -> tuple | None:
+    """(device, dtype) of a parameter (or of the first in a list): a model moved with
+    ``.to()`` after registration changes it (the layout fingerprint's part for that)."""
+    p = params[0] if isinstance(params, list) and params else params
+    device = getattr(p, "device", None)
+    return (device, getattr(p, "dtype", None)) if device is not None else None
+
+
 class Agent:
     def __init__(self, interval: float = DEFAULT_INTERVAL, provider=None, runtime_dir: str | None = None,
                  ring_caps: dict | None = None, discover: bool = True, final_dump: bool = True):
@@ -87,6 +95,7 @@ class Agent:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
                                       ledger=self.ledger, handoff=self.handoff)
+        self.steps.on_quiet = self.model_hooks.set_quiet  # quiet steps: no forward post-hooks
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
@@ -412,9 +421,11 @@ class Agent:
         out = []
         for o in self.optimizers():
             groups = getattr(o, "param_groups", ())
-            out.append((id(o), len(groups), sum(len(g.get("params", ())) for g in groups)))
+            out.append((id(o), len(groups), sum(len(g.get("params", ())) for g in groups),
+                        _where(groups[0].get("params") if groups else None)))
         for m in self.models():
-            out.append((id(m), len(m._modules), len(m._parameters), len(m._buffers)))
+            out.append((id(m), len(m._modules), len(m._parameters), len(m._buffers),
+                        _where(next(m.parameters(), None))))
         return tuple(out)
 
     def _walk(self) -> None:
