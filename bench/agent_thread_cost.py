@@ -1,6 +1,6 @@
 """The agent's cost on the training thread, as CPU time, on 2 ms and 50 ms steps (issue 23).
 
-    .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:150,50ms:20] [--read-us 20]
+    .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:300,50ms:20] [--read-us 20]
 
 Budgets: the training thread's CPU time spent in the agent's functions <= 1 %
 of the step's; phase readings on >= 95 % of steps when one allocator read
@@ -235,7 +235,7 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=40)
-    ap.add_argument("--steps", default="2ms:150,50ms:20", help="label:steps per block, 2ms and/or 50ms")
+    ap.add_argument("--steps", default="2ms:300,50ms:20", help="label:steps per block, 2ms and/or 50ms")
     ap.add_argument("--read-us", type=float, default=20.0)
     args = ap.parse_args()
     torch.set_num_threads(1)

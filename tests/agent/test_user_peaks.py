@@ -17,28 +17,9 @@ from vramscope.agent.stats import TorchCudaProvider
 
 from .fake_cuda import CountingLive, fake_cuda, user_view
 from .test_instant_buckets import mlp_bn
+from .test_peak_windows import watched_reads
 
 DEVICE = "cuda:0"
-
-
-def watched_reads(agent, live) -> list[tuple[str, int, dict]]:
-    """[(consumer, the true peak since that consumer's previous read, its fields)]."""
-    reader = agent.reader
-    inner = reader._read_locked
-    since: dict[str, int] = {}
-    out = []
-
-    def read(consumer):
-        n = len(live.stretches)
-        devices = inner(consumer)
-        new = live.stretches[n:]  # the stretches this read closed (a user's reset, its own)
-        for c in reader._consumers:
-            since[c] = max([since.get(c, 0)] + new)
-        out.append((consumer, since.pop(consumer), devices.get(DEVICE)))
-        return devices
-
-    reader._read_locked = read
-    return out
 
 
 def train(live, agent=None, steps=60, reset_at=30, views=None):
@@ -80,12 +61,12 @@ def test_every_window_peak_is_the_true_peak(monkeypatch, make_agent):
     live = CountingLive()
     fake_cuda(monkeypatch, live)
     agent = make_agent(TorchCudaProvider(), interval=3600.0)  # the test takes the samples
-    reads = watched_reads(agent, live)
-    agent.reader.min_gap = 0.0  # a full read at every step as well
+    reads = watched_reads(agent, live, DEVICE)  # (each reset, the agent's or the user's, closes a stretch)
+    agent.reader.min_gap = 0.0  # a full read at every full step as well
     train(live, agent)
     samples = [(truth, f) for c, truth, f in reads if c == "sample" and f is not None]
     steps = [(truth, f) for c, truth, f in reads if c == "step" and f is not None]
-    assert len(samples) >= 15 and len(steps) >= 30
+    assert len(samples) >= 15 and len(steps) >= 10  # (quiet steps take no full read)
     for truth, fields in samples + steps:
         assert fields[PEAK_BOUND] is None  # exact, said so
         assert fields["peak_allocated"] == truth
@@ -102,7 +83,7 @@ def test_the_user_reads_the_same_peaks_with_and_without_the_agent(monkeypatch, m
     agent = make_agent(TorchCudaProvider(), interval=3600.0)
     agent.reader.min_gap = 0.0
     with_agent = train(live, agent)
-    assert agent.reader.exact and agent.reader.reads >= 60  # it did reset the counters, often
+    assert agent.reader.exact and agent.reader.reads >= 30  # it did reset the counters, often
     assert with_agent == without
     # the user's resets did lower what they read (the test can fail)
     assert min(v[0] for v in without[31:]) < max(v[0] for v in without[:31])

@@ -13,9 +13,6 @@ own ``reset_peak_memory_stats``.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -24,16 +21,6 @@ pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CU
               pytest.mark.timeout(300)]
 
 MiB = 1 << 20
-
-
-@pytest.fixture
-def agent():
-    from vramscope.agent.core import Agent
-    d = tempfile.mkdtemp(prefix="vs-")
-    a = Agent(interval=3600.0, runtime_dir=d, discover=False, final_dump=False)
-    yield a
-    a.stop()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def _cuda0(item) -> dict:
