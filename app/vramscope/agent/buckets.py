@@ -117,6 +117,14 @@ class Owners:
         self.key = tuple((id(p), p.requires_grad, self.devices[i], p.dtype) for i, p in enumerate(params))
 
 
+def where_of(params) -> tuple | None:
+    """(device, dtype) of a parameter (or of the first in a list): a model moved with
+    ``.to()`` after registration changes it (the agent's cheap layout fingerprint)."""
+    p = params[0] if isinstance(params, list) and params else params
+    device = getattr(p, "device", None)
+    return (device, getattr(p, "dtype", None)) if device is not None else None
+
+
 def collect(models: Iterable = (), optimizers: Iterable = ()) -> Owners:
     models = [m for m in models if m is not None]
     optimizers = [o for o in optimizers if o is not None]

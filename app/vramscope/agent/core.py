@@ -29,7 +29,7 @@ import weakref
 
 from vramscope.agent import instant, oom, paths, requests, sampling
 from vramscope.agent.backward import BackwardWatch
-from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect, where_of
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
 from vramscope.agent.lastwords import LastWords
@@ -57,14 +57,6 @@ def _say_once(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
     except Exception:  # a closed stderr: nothing to say it on
         pass
-
-
-def _where(params) -> tuple | None:
-    """(device, dtype) of a parameter (or of the first in a list): a model moved with
-    ``.to()`` after registration changes it (the layout fingerprint's part for that)."""
-    p = params[0] if isinstance(params, list) and params else params
-    device = getattr(p, "device", None)
-    return (device, getattr(p, "dtype", None)) if device is not None else None
 
 
 class Agent:
@@ -422,10 +414,10 @@ class Agent:
         for o in self.optimizers():
             groups = getattr(o, "param_groups", ())
             out.append((id(o), len(groups), sum(len(g.get("params", ())) for g in groups),
-                        _where(groups[0].get("params") if groups else None)))
+                        where_of(groups[0].get("params") if groups else None)))
         for m in self.models():
             out.append((id(m), len(m._modules), len(m._parameters), len(m._buffers),
-                        _where(next(m.parameters(), None))))
+                        where_of(next(m.parameters(), None))))
         return tuple(out)
 
     def _walk(self) -> None:
