@@ -1,6 +1,6 @@
 """The agent's cost on the training thread, as CPU time, on 2 ms and 50 ms steps (issue 23).
 
-    .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:150,50ms:20] [--read-us 20]
+    .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:300,50ms:20] [--read-us 20]
 
 Budgets: the training thread's CPU time spent in the agent's functions <= 1 %
 of the step's; phase readings on >= 95 % of steps when one allocator read
@@ -129,8 +129,10 @@ class Meter:
         self.calls.pop("Empty.f")
 
     def take(self) -> tuple[float, dict[str, float]]:
-        """(seconds in the agent, net of the wrapper; per entry point), then reset."""
+        """(seconds in the agent, net of the wrapper; per entry point), then reset
+        (``last_calls``: the calls per entry point)."""
         per = {k: max(0.0, v - self.overhead * self.calls[k]) for k, v in self.spent.items()}
+        self.last_calls = self.calls
         self.spent, self.calls = {}, {}
         return sum(per.values()), per
 
@@ -176,6 +178,7 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
     rundir = tempfile.mkdtemp(prefix="vs-bench-")
     ratios, shares, in_agent, parts_all = [], [], [], {}
     on_all, off_all = [], []
+    calls_all: dict[str, list] = {}
     for r in range(reps):
         res = {}
         for with_agent in ((False, True) if r % 2 == 0 else (True, False)):
@@ -201,6 +204,7 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
             in_agent.append(spent / steps / statistics.median(res[True]))
             for k, v in parts.items():
                 parts_all.setdefault(k, []).append(v / steps)
+                calls_all.setdefault(k, []).append(meter.last_calls[k] / steps)
         ratios.append(statistics.median(res[True]) / statistics.median(res[False]))
         on_all += res[True]
         off_all += res[False]
@@ -218,7 +222,8 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
           f"{100 * max(in_agent):.3f} %; budget <= 1 %); wrapper cost {meter.overhead * 1e6:.2f} us "
           f"per call subtracted")
     parts = sorted(((statistics.median(v), k) for k, v in parts_all.items()), reverse=True)
-    print("  per step: " + ", ".join(f"{k} {v * 1e6:.1f} us" for v, k in parts if v > 0))
+    print("  per step: " + ", ".join(f"{k} {v * 1e6:.1f} us ({statistics.median(calls_all[k]):.2f} calls)"
+                                     for v, k in parts if v > 0))
     print(f"  side by side, step CPU time with / without: median ratio {q(ratios, 0.5):.4f} "
           f"(IQR {q(ratios, 0.25):.4f}-{q(ratios, 0.75):.4f})")
     shares = [s for s in shares if s is not None]
@@ -230,7 +235,7 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=40)
-    ap.add_argument("--steps", default="2ms:150,50ms:20", help="label:steps per block, 2ms and/or 50ms")
+    ap.add_argument("--steps", default="2ms:300,50ms:20", help="label:steps per block, 2ms and/or 50ms")
     ap.add_argument("--read-us", type=float, default=20.0)
     args = ap.parse_args()
     torch.set_num_threads(1)

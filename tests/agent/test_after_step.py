@@ -1,6 +1,8 @@
-"""Every optimizer step carries "allocated after the step", whatever the
-sampler's rate: the leak rule needs it for every step, not for the 10-50 %
-that happened to fall outside the sampler's rate limit."""
+"""Optimizer steps carry "allocated after the step" whatever the sampler's
+rate: every step while the agent's CPU-time budget lets it read every step,
+and the steps that budget selects otherwise (the read is the costly part of
+a hook; issue 23 item 8). A step without the reading says None, never a
+stale figure; the leak rule reads the steps that have one."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ def _steps(agent):
     return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
 
 
-@pytest.mark.parametrize("phase_budget", [1.0, 1e-9])  # phases read every step / almost never
+@pytest.mark.parametrize("phase_budget", [float("inf"), 1e-9])  # phases read every step / almost never
 def test_each_step_has_its_after_step_reading_equal_to_the_live_bytes(make_agent, phase_budget):
     live = LiveBytes()
     with live:
@@ -37,8 +39,13 @@ def test_each_step_has_its_after_step_reading_equal_to_the_live_bytes(make_agent
             after.append(live.allocated)
     steps = _steps(agent)
     assert [s["step"] for s in steps] == list(range(1, 41))
-    got = [s["devices"]["cpu"]["allocated_after"] for s in steps]
-    assert got == after
+    got = [(s["devices"] or {}).get("cpu", {}).get("allocated_after") for s in steps]
+    read = [(g, a) for g, a in zip(got, after) if g is not None]
+    assert all(g == a for g, a in read)  # every reading is this step's
+    if phase_budget == float("inf"):
+        assert len(read) == 40  # a budget that allows every step: every step
+    else:  # the budget's steps (the first ones, then thinned), and the rate-limited full reads
+        assert len(read) >= 3 and agent.phases.steps_measured < 20
 
 
 def test_a_manual_step_also_carries_its_reading(make_agent):

@@ -47,20 +47,21 @@ class TruthProvider(LiveBytesProvider):
         return memory_stats_dict(allocated, max(allocated, self.live.peak), peak=self.live.peak)
 
 
-def watched_reads(agent, provider) -> list[tuple[str, int, dict]]:
-    """Wrap the reader: [(consumer, true peak since its previous read, fields)]."""
+def watched_reads(agent, source, device: str = "cpu") -> list[tuple[str, int, dict]]:
+    """Wrap the reader: [(consumer, true peak since its previous read, its fields on
+    ``device``)]; ``source.stretches``: the true peak of each stretch the reads closed."""
     reader = agent.reader
     inner = reader._read_locked
     since: dict[str, int] = {}
     out = []
 
     def read(consumer):
-        n = len(provider.stretches)
+        n = len(source.stretches)
         devices = inner(consumer)
-        new = provider.stretches[n:]
+        new = source.stretches[n:]
         for c in reader._consumers:  # every read cuts a stretch of every consumer's window
             since[c] = max([since.get(c, 0)] + new)
-        out.append((consumer, since.pop(consumer), devices.get("cpu")))
+        out.append((consumer, since.pop(consumer), devices.get(device)))
         return devices
 
     reader._read_locked = read
@@ -78,7 +79,7 @@ def test_peak_per_window_is_the_true_peak_or_says_it_is_a_bound(make_agent):
         agent.start()
         assert agent.wait_started(5)
         reads = watched_reads(agent, provider)
-        agent.reader.min_gap = 0.0  # a full read at every step as well
+        agent.reader.min_gap = 0.0  # a full read at every full step as well
         peak_before = None
         for i in range(60):
             opt.zero_grad()
@@ -97,7 +98,7 @@ def test_peak_per_window_is_the_true_peak_or_says_it_is_a_bound(make_agent):
     assert live.peak <= peak_before  # the agent never reset the counter itself: only the user did
     samples = [(truth, f) for c, truth, f in reads if c == "sample" and f is not None]
     steps = [(truth, f) for c, truth, f in reads if c == "step" and f is not None]
-    assert len(samples) >= 15 and len(steps) >= 30
+    assert len(samples) >= 15 and len(steps) >= 10  # (quiet steps take no full read)
     exact = 0
     for truth, fields in samples + steps:
         peak, bound = fields["peak_allocated"], fields[PEAK_BOUND]

@@ -16,9 +16,6 @@ without CUDA.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -30,16 +27,6 @@ pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CU
 def _unique_bytes(tensors) -> int:
     from agent.live_bytes import unique_bytes  # tests/ is on sys.path (its conftest.py)
     return unique_bytes(tensors, "cuda")
-
-
-@pytest.fixture
-def agent():
-    from vramscope.agent.core import Agent
-    d = tempfile.mkdtemp(prefix="vs-")
-    a = Agent(interval=60.0, runtime_dir=d, discover=False, final_dump=False)
-    yield a
-    a.stop()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def _check(agent, model, opt, instant, seen):
@@ -114,4 +101,5 @@ def test_buckets_at_forward_mid_backward_backward_and_step_on_cuda(agent, grad_r
     assert grad_reads["vramscope-agent"] == 0
     agent._drain()
     steps = [i for i in agent.ring.all_items() if b'"kind":"step"' in i]
-    assert len(steps) == 3 and all(b'"allocated_after":null' not in s for s in steps)
+    # (the after-step reading is on the steps the agent's CPU-time budget reads: the first is)
+    assert len(steps) == 3 and b'"allocated_after":null' not in steps[0]

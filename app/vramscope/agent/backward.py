@@ -61,7 +61,9 @@ class BackwardWatch:
         the thread that trains, between steps (a node is made for a parameter here).
         ``key``: the caller's name for this layout (``covered`` keeps it)."""
         params = [p for p in params if getattr(p, "requires_grad", False)]
-        layout = tuple(id(p) for p in params)
+        # (where each one lives: moved to another device or dtype, a parameter's gradient
+        # goes through a new AccumulateGrad node, which is hooked anew)
+        layout = tuple((id(p), p.device, p.dtype) for p in params)
         self.covered = key
         if layout == self._layout:
             return

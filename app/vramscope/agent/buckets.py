@@ -48,6 +48,8 @@ NOTHING_REGISTERED = ("no breakdown: no model or optimizer is known yet (found a
                       "step, or register them with agent.watch)")
 CHANGED = ("gradients and activations + temporaries n/a: gradients or optimizer state changed while "
            "the allocator was read (three tries)")
+NOT_ALLOCATOR = ("activations + temporaries n/a: tensors on a device whose allocator is not read here "
+                 "(host memory: e.g. an optimizer's state kept on the CPU, offloaded parameters)")
 _MAX_DEPTH = 4
 _SCALAR_BYTES = 8  # a CPU optimizer scalar this small goes with its parameter's device
 
@@ -109,8 +111,18 @@ class Owners:
         # module parameters (nn.Parameter) an optimizer trains that no known model holds:
         # their model's buffers are not known (plain tensors, e.g. fp32 masters, have none)
         self.unowned = unowned
-        # which parameters, and which of them train: a walk that finds another key has news
-        self.key = tuple((id(p), p.requires_grad) for p in params)
+        # which parameters, which of them train, and where: a walk that finds another key
+        # has news (``model.to(device or dtype)`` gives each parameter new memory, new
+        # gradients and a new AccumulateGrad node: agent/backward.py hooks the new ones)
+        self.key = tuple((id(p), p.requires_grad, self.devices[i], p.dtype) for i, p in enumerate(params))
+
+
+def where_of(params) -> tuple | None:
+    """(device, dtype) of a parameter (or of the first in a list): a model moved with
+    ``.to()`` after registration changes it (the agent's cheap layout fingerprint)."""
+    p = params[0] if isinstance(params, list) and params else params
+    device = getattr(p, "device", None)
+    return (device, getattr(p, "dtype", None)) if device is not None else None
 
 
 def collect(models: Iterable = (), optimizers: Iterable = (), swap: dict | None = None) -> Owners:

@@ -29,7 +29,7 @@ import weakref
 
 from vramscope.agent import instant, oom, paths, requests, sampling
 from vramscope.agent.backward import BackwardWatch
-from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect, where_of
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
 from vramscope.agent.input_shape import InputShape
@@ -95,6 +95,7 @@ class Agent:
                                       ledger=self.ledger, handoff=self.handoff)
         self.module_sampler = ModuleSampler(lambda: self.steps.count)
         self.module_sampler.optimizers = self.optimizers
+        self.steps.on_quiet = self.model_hooks.set_quiet  # quiet steps: no forward post-hooks
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
@@ -430,9 +431,11 @@ class Agent:
         out = []
         for o in self.optimizers():
             groups = getattr(o, "param_groups", ())
-            out.append((id(o), len(groups), sum(len(g.get("params", ())) for g in groups)))
+            out.append((id(o), len(groups), sum(len(g.get("params", ())) for g in groups),
+                        where_of(groups[0].get("params") if groups else None)))
         for m in self.models():
-            out.append((id(m), len(m._modules), len(m._parameters), len(m._buffers)))
+            out.append((id(m), len(m._modules), len(m._parameters), len(m._buffers),
+                        where_of(next(m.parameters(), None))))
         return tuple(out)
 
     def _walk(self) -> None:

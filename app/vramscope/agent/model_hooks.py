@@ -63,6 +63,8 @@ class ModelHooks:
         self._eval_count: dict[int, int] = {}
         self._last_cache: dict[int, float] = {}
         self._pre_hooks = False  # a first-forward pre-hook is still registered
+        self._eager: set[int] = set()  # models whose post-hook ran outside torch.compile
+        self._quiet = False  # the post-hooks of ``_eager`` are out of their models' dicts
 
     def attach(self, model) -> None:
         key = id(model)
@@ -73,7 +75,28 @@ class ModelHooks:
         self._handles[key] = handles
         self._pre_hooks = True
 
+    def set_quiet(self, quiet: bool) -> None:
+        """Quiet steps (agent/steps.py: nothing to read, no sample asked): the forward
+        post-hooks leave their models' hook dicts, so PyTorch calls the forward without
+        its hook machinery, and come back before a full step. Only hooks seen running
+        eagerly move (a compiled model's are traced, never called: left alone)."""
+        if quiet == self._quiet:
+            return
+        self._quiet = quiet
+        for key, handles in self._handles.items():
+            if key not in self._eager:
+                continue
+            handle = handles[0]
+            hooks = handle.hooks_dict_ref()
+            if hooks is None:
+                continue
+            if quiet:
+                hooks.pop(handle.id, None)
+            else:
+                hooks[handle.id] = self._post_hook
+
     def detach_all(self) -> None:
+        self.set_quiet(False)
         for handles in self._handles.values():
             for h in handles:
                 try:
@@ -87,6 +110,8 @@ class ModelHooks:
             return
         phases = self._phases
         grad = torch.is_grad_enabled()
+        if self._pre_hooks or len(self._eager) < len(self._handles):
+            self._eager.add(id(module))
         if phases is not None and phases.enabled:
             if grad:
                 phases.forward_end(output)

@@ -8,7 +8,7 @@ same instant (agent/core.py) into the five buckets per device.
 
 from __future__ import annotations
 
-from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOTHING_REGISTERED, full_buckets
+from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOT_ALLOCATOR, NOTHING_REGISTERED, full_buckets
 from vramscope.agent.phases import START
 from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Phase, SampleItem, StepItem
 from vramscope.agent.stats import current_of, merge_peaks
@@ -125,6 +125,8 @@ def device_buckets(tensors: dict | None, registered: bool, devices: dict,
                                      other_unknown, grads_unknown)
         if not registered and note is None:
             note = NOTHING_REGISTERED
+        elif note is None and per is not None and fields.get("allocated") is None:
+            note = NOT_ALLOCATOR  # (a device only the tensors name: no allocator figures to split)
         out.append((name, fields, buckets, note))
     return out
 

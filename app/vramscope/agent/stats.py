@@ -6,17 +6,15 @@ agent must not create a CUDA context). Tests and benches pass a
 ``ReplayProvider`` (agent/replay.py) that replays a recorded-looking
 sequence instead.
 
-The peak since the previous sample comes from peak windows the agent owns:
-the allocator's own peak counter is read, never reset
-(``torch.cuda.reset_peak_memory_stats`` belongs to the user). When that
-counter rose since a window's previous look, the new peak happened inside
-the window, so it is exact; otherwise the window's peak is at least the
-highest allocated value the agent itself observed in it (its full reads and
-the hooks' readings) and at most the counter: the window says so
-(``peak_allocated_bound``, None where exact). Resetting the counter per
-window would give the exact figure but change what the user's own
-``torch.cuda.max_memory_allocated()`` returns, and PyTorch has no
-per-interval peak of its own.
+The peak since the previous sample is exact: the agent resets the
+allocator's peak counters at each of its full reads and keeps the user's
+view of them unchanged (agent/user_peaks.py, after PyTorch's documented
+``max_memory_allocated`` / ``reset_peak_memory_stats`` pair). Each
+consumer's window (sample, step, OOM) is the highest of the stretches
+between two reads since its own previous read. A provider that cannot reset
+(a replay, a build without the raw functions) falls back to peak windows
+that read the all-time counter: exact when it rose in the window, otherwise
+a lower bound with the counter as upper bound (``peak_allocated_bound``).
 
 A statistic the backend does not provide is ``None``, never 0: with
 ``backend:cudaMallocAsync`` only allocated/active/reserved (and their peaks)
@@ -28,7 +26,9 @@ from __future__ import annotations
 import os
 import threading
 
+from vramscope.agent import user_peaks
 from vramscope.agent.protocol import PEAK_BOUND, ItemKind
+from vramscope.agent.user_peaks import PEAK_KEY
 
 # our field -> key of torch.cuda.memory_stats()
 STAT_KEYS = {
@@ -42,7 +42,6 @@ STAT_KEYS = {
     "alloc_count": "num_device_alloc",  # cudaMalloc calls (device allocations)
     "free_count": "num_device_free",  # cudaFree calls
 }
-PEAK_KEY = "allocated_bytes.all.peak"
 ASYNC_MEANINGFUL = {"allocated", "reserved", "active"}
 
 
@@ -92,6 +91,7 @@ class TorchCudaProvider:
         self._torch = torch
         self._info: dict[int, dict] = {}
         self._touched: set[int] = set()
+        self.peaks = None  # UserPeaks once the agent resets the counters (its first full read); False: cannot
 
     def devices(self) -> list[int]:
         """Indices of CUDA devices this process has allocated on (never initialises CUDA)."""
@@ -105,6 +105,18 @@ class TorchCudaProvider:
 
     def memory_stats(self, index: int) -> dict:
         return self._torch.cuda.memory_stats(index)
+
+    def take_stats(self, index: int) -> dict | None:
+        """The agent's full read: the stats, their allocated peak the highest since the
+        previous take, the peak counters then reset -- the user's view kept
+        (agent/user_peaks.py). None where this build cannot (the caller reads
+        ``memory_stats`` and bounds the peak instead)."""
+        keeper = self.peaks
+        if keeper is None:
+            keeper = self.peaks = _cuda_keeper(self._torch) or False  # (False: this build cannot)
+        if not keeper:
+            return None
+        return user_peaks.flatten(keeper.take(index))
 
     def allocated_now(self) -> dict[int, int]:
         """Allocated bytes per touched device: the allocator's counter, read from the
@@ -121,6 +133,15 @@ class TorchCudaProvider:
     def allocated_peaks_now(self) -> dict[int, tuple[int, int]]:
         """(allocated, the all-time peak) per touched device: one nested read each, as
         ``allocated_now`` (the peak costs nothing more; it is read, never reset)."""
+        keeper = self.peaks
+        if keeper:  # the raw counters, and the peak as the user's view has it
+            out = {}
+            for index in self.devices():
+                pair = keeper.allocated_peak(index)
+                if pair is not None and (pair[0] or index in self._touched):
+                    self._touched.add(index)
+                    out[index] = pair
+            return out
         cuda = self._torch.cuda
         out = {}
         for index in self.devices():
@@ -159,6 +180,16 @@ class TorchCudaProvider:
             return bool(fn()) if fn is not None else False
         except Exception:
             return False
+
+
+def _cuda_keeper(torch):
+    """torch._C's CUDA stats/reset pair wrapped once per process (and the accelerator
+    API's where the accelerator is CUDA); None where the build lacks them."""
+    try:
+        also = user_peaks.accelerator_pair(torch, "cuda")
+        return user_peaks.install(torch, "_cuda_memoryStats", "_cuda_resetPeakMemoryStats", also)
+    except Exception:
+        return None
 
 
 def parse_alloc_conf(text: str | None) -> dict[str, str]:
@@ -317,6 +348,8 @@ class StatsReader:
         self.raw_allocated = (getattr(provider, "allocated_peaks_now", None)
                               or getattr(provider, "allocated_now", None) or dict)
         self._names: dict[int, str] = {}  # device index -> name
+        self._take = getattr(provider, "take_stats", None)  # a full read that resets the peaks
+        self.exact = False  # the windows are exact (the provider resets the peak counters)
 
     def settings(self) -> dict:
         now = self._clock()
@@ -343,8 +376,9 @@ class StatsReader:
         reading goes into the sample's peak window (a lower bound; a rise of the counter
         since the window's last look is exact). Read and noted under the reader's lock,
         so a reading lands in the window it was taken in; never waits (the agent thread
-        mid-read: the reading is returned, not noted)."""
-        if not self._lock.acquire(blocking=False):
+        mid-read: the reading is returned, not noted). With exact windows a reading adds
+        nothing to them: it is only returned."""
+        if self.exact or not self._lock.acquire(blocking=False):
             return self.raw_allocated()
         try:
             values = self.raw_allocated()
@@ -383,8 +417,12 @@ class StatsReader:
         self.reads += 1
         backend = self.settings().get("backend")
         out: dict[str, dict] = {}
+        take = self._take
         for index in self.provider.devices():
-            stats = self.provider.memory_stats(index)
+            stats = take(index) if take is not None else None
+            exact = self.exact = stats is not None  # (the peak since the previous take)
+            if not exact:
+                stats = self.provider.memory_stats(index)
             if not stats or not any(stats.values()):
                 continue  # an untouched device: nothing allocated ever
             name = device_name(self.provider, index)
@@ -395,7 +433,10 @@ class StatsReader:
                 window = self._windows[c].get(name)
                 if window is None:
                     window = self._windows[c][name] = PeakWindow()
-                window.observe(current, peak)
+                if exact:  # this stretch's peak, exactly: the window's is the highest of its stretches
+                    window.point(max(current or 0, peak or 0))
+                else:
+                    window.observe(current, peak)
             fields["peak_allocated"], fields[PEAK_BOUND] = self._windows[consumer][name].take()
             info = self.provider.device_info(index)
             fields["uuid"] = info.get("uuid")

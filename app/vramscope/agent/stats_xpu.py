@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from vramscope.agent import user_peaks
 from vramscope.agent.stats import PEAK_KEY, STAT_KEYS
 
 
@@ -22,6 +23,7 @@ class TorchXpuProvider:
             import torch
         self._torch = torch
         self._info: dict[int, dict] = {}
+        self.peaks = None  # UserPeaks once the agent resets the counters (agent/user_peaks.py)
 
     def devices(self) -> list[int]:
         xpu = self._torch.xpu
@@ -41,6 +43,24 @@ class TorchXpuProvider:
             return dict(self._torch.xpu.memory_stats(index))
         except Exception:
             return {}
+
+    def take_stats(self, index: int) -> dict | None:
+        """The agent's full read, the peak counters reset after it, the user's view kept
+        (as TorchCudaProvider.take_stats); None where this build cannot."""
+        keeper = self.peaks
+        if keeper is None:
+            try:
+                keeper = user_peaks.install(self._torch, "_xpu_memoryStats", "_xpu_resetPeakMemoryStats",
+                                            user_peaks.accelerator_pair(self._torch, "xpu"))
+            except Exception:
+                keeper = None
+            keeper = self.peaks = keeper or False  # (False: this build cannot)
+        if not keeper:
+            return None
+        try:
+            return user_peaks.flatten(keeper.take(index))
+        except Exception:
+            return None
 
     def allocated_now(self) -> dict[int, int]:
         out = {}

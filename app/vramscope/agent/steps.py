@@ -7,10 +7,15 @@ one: its steps are the training steps, so a GAN's two optimizers do not
 count each iteration twice. Once the user calls ``agent.step()`` the manual
 calls define the steps and the hooks only mark step boundaries.
 
-The hook runs on the training thread, so it does almost nothing: a clock
-read, counters, one allocator counter read, a rate-limited full read
-(non-blocking) and an append of the raw figures to a queue that the agent
-thread drains and turns into step items. Both optimizer hooks and
+The hook runs on the training thread, so it does almost nothing. On a
+*quiet* step -- one whose phases are not read (the CPU-time budget,
+agent/phases.py), with no gradient noting due, no sample asked for, the same
+optimizer as the step before -- it counts the step, reads the clocks and
+appends the step's time: a counter and a flag check. The other steps also
+take the allocator reading after the update (the phase hook's), a
+rate-limited full read (non-blocking), the gradient ledger's noting where it
+is due, and decide how many quiet steps follow. The agent thread drains the
+records and turns them into step items. Both optimizer hooks and
 ``agent.step()`` are also where the training thread takes a sample the agent
 thread asked for (agent/handoff.py).
 """
@@ -26,10 +31,6 @@ from vramscope.agent.protocol import ItemKind
 
 MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
 STEP_READ = ItemKind.STEP  # (looked up once: the step hook reads the allocator for this consumer)
-# while phases are read on at least every k-th step, the optimizer pre-hook stays placed:
-# placing and removing it twice per k steps costs the training thread more (~15 us each,
-# cold, bench/agent_thread_cost.py) than a call that returns at once (~2-3 us)
-KEEP_PRE_HOOK_EVERY = 8
 
 
 class StepTracker:
@@ -57,6 +58,7 @@ class StepTracker:
         self.last_duration: float | None = None  # seconds between the last two step ends
         self._hook_handle = None
         self._pre_handle = None
+        self._pre_on = False  # the pre-hook is in PyTorch's dict of global step pre-hooks
         # the pre-hook on every step (True: no registered model's forward marks the ledger
         # stale, so the step's pre-hook does); otherwise only before a step whose phases
         # are read -- a hook PyTorch calls costs the training thread even when it does nothing
@@ -64,6 +66,17 @@ class StepTracker:
         # callable() or None: work the agent thread left for the training thread's next step
         # boundary (hooking a new parameter layout, discovery); run once, then cleared
         self.due = None
+        self.quiet = 0  # steps ahead that only count (see the module doc); 0: the next is full
+        self._quiet_id = 0  # id of the optimizer whose steps may be quiet (the primary one)
+        self._quiet_passed = 0  # quiet steps since the last full one
+        self._hushed = False  # the hooks a quiet step does not need are out (``hush``)
+        self._cpu = time.thread_time  # this thread's CPU time: a measured step's cost
+        self._step_cpu = 0.0  # CPU time at the start of this full step's hook
+        self._cycle = 0.0  # the hooks' CPU time since the last measured step, outside the readings
+        self._cpu_mark: tuple = (0, None)  # (step count, CPU time) at the last full step
+        # callable(bool) or None: take the per-step hooks a quiet step does not need out
+        # (True) / put them back (False) -- the models' forward post-hooks (agent/model_hooks.py)
+        self.on_quiet = None
 
     # -- hooks ----------------------------------------------------------------------
     def install(self) -> None:
@@ -73,18 +86,50 @@ class StepTracker:
         self._hook_handle = register_optimizer_step_post_hook(self._optimizer_hook)
         self.place_pre_hook()
 
+    def _pre_wanted(self) -> bool:
+        phases = self._phases
+        return self._hook_handle is not None and (self.pre_every_step or (
+            phases is not None and phases.enabled))
+
     def place_pre_hook(self) -> None:
         """Training thread, between steps (never inside the optimizer's pre-hook loop):
-        the pre-hook where the next step needs it, removed where it does not."""
-        phases = self._phases
-        want = self._hook_handle is not None and (self.pre_every_step or (phases is not None and (
-            phases.enabled or phases.every <= KEEP_PRE_HOOK_EVERY)))
-        if want and self._pre_handle is None:
+        the pre-hook where the next step needs it, out where it does not. Registered
+        once; then its entry in PyTorch's hook dict comes and goes (a dict item, where
+        a registration and a handle's removal cost ~15 us each on a cold step)."""
+        want = self._pre_wanted()
+        if want == self._pre_on:
+            return
+        handle = self._pre_handle
+        if handle is None:
             from torch.optim.optimizer import register_optimizer_step_pre_hook
-            self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
-        elif not want and self._pre_handle is not None:
-            self._pre_handle.remove()
-            self._pre_handle = None
+            handle = self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
+            self._pre_on = True
+            if want:
+                return
+        hooks = handle.hooks_dict_ref()
+        if hooks is None:
+            return
+        if want:
+            hooks[handle.id] = self._optimizer_pre_hook
+        else:
+            hooks.pop(handle.id, None)
+        self._pre_on = want
+
+    def hush(self, quiet: bool) -> None:
+        """Quiet steps ahead (True): the per-step hooks they do not need leave PyTorch's
+        hook dicts -- the optimizer pre-hook (unless every step needs it: no model's
+        forward hook), the models' forward post-hooks; False: back for a full step. The
+        backward watch's node hooks stay: they mark the gradient ledger stale before
+        each backward's first gradient (agent/backward.py)."""
+        if quiet == self._hushed:
+            return
+        self._hushed = quiet
+        try:
+            if self.on_quiet is not None:
+                self.on_quiet(quiet)
+            self.place_pre_hook()
+        except Exception:
+            self.errors += 1
 
     def uninstall(self) -> None:
         if self._hook_handle is not None:
@@ -93,13 +138,19 @@ class StepTracker:
         if self._pre_handle is not None:
             self._pre_handle.remove()
             self._pre_handle = None
+            self._pre_on = False
+        if self._hushed:
+            self.hush(False)
 
     def _optimizer_pre_hook(self, optimizer, args, kwargs) -> None:
         try:
             if self._ledger is not None:
                 self._ledger.stale = True  # the backward before this step made gradients
-            if self._phases is not None:
-                self._phases.optimizer_pre()
+            phases = self._phases
+            if phases is not None:
+                phases.optimizer_seen = True
+                if phases.enabled:
+                    phases.optimizer_pre()
             handoff = self._handoff
             if handoff is not None and handoff.wanted:
                 handoff.serve()
@@ -112,6 +163,28 @@ class StepTracker:
             self._primary_id = id(optimizer)
 
     def _optimizer_hook(self, optimizer, args, kwargs) -> None:
+        q = self.quiet
+        if q and id(optimizer) == self._quiet_id and not self._handoff.wanted:
+            # a quiet step: count it and note its time, nothing more
+            self.quiet = q - 1
+            self._quiet_passed += 1
+            now = self._clock()
+            duration = self.last_duration = now - self._last
+            self._last = now
+            self.count += 1
+            self._ledger.forward_pending = False  # a step: the backward before it is over
+            self.records.append((self.count, self._wall(), duration, "optimizer", None, (), now))
+            if q == 1:  # the next step is a full one (its phases read, as a rule): its hooks back
+                c0 = self._cpu()
+                passed, self._quiet_passed = self._quiet_passed, 0
+                self._phases.passed(passed)
+                self.hush(False)
+                self._cycle += self._cpu() - c0
+            return
+        self.quiet = 0  # (a full step plans the next quiet ones)
+        self._step_cpu = self._cpu()
+        if self._hushed:
+            self.hush(False)
         try:
             phases = self._phases
             if phases is not None and phases.enabled:
@@ -139,6 +212,7 @@ class StepTracker:
 
     def manual_step(self) -> None:
         self.manual = True
+        self._step_cpu = self._cpu()
         if self._on_boundary is not None:
             self._on_boundary(None)
         if self.due is not None:
@@ -185,16 +259,54 @@ class StepTracker:
             # full read where it is due (its peak since the previous one); the agent thread
             # builds the step item from these (agent/sampling.py)
             try:
+                # (the phase hook's reading; a step whose phases are not read has none: the
+                # allocator read is the costly part of a hook, kept to the budgeted steps)
                 after = phases.after_step if phases is not None else None
-                if after is None:
-                    after = reader.raw_allocated()  # (not into the peak windows: cheap, every step)
-                devices = (after, reader.try_read(STEP_READ) if now >= reader.due_at else None)
+                if after is None and (phases is None or phases.enabled):  # (a manual step: read now)
+                    after = reader.raw_allocated()
+                full = reader.try_read(STEP_READ) if now >= reader.due_at else None
+                devices = (after, full) if after or full else None
             except Exception:  # the step is still recorded, without its reading
                 self.errors += 1
         seen = None
         if phases is not None:
-            seen = phases.take(now, duration)
-            if (self._pre_handle is not None) != (self.pre_every_step or phases.enabled
-                                                  or phases.every <= KEEP_PRE_HOOK_EVERY):
+            read = phases.enabled  # (this step's phases were read)
+            passed, self._quiet_passed = self._quiet_passed, 0
+            if passed:
+                phases.passed(passed)
+            # the measured steps' cost for the phase budget: their readings and what the hooks
+            # spent outside them since the last measured step (full steps, putting hooks back)
+            cpu = self._cpu()
+            spent = cpu - self._step_cpu
+            overhead = 0.0
+            if read:
+                overhead, self._cycle = max(0.0, self._cycle + spent - phases.last_cost), 0.0
+            else:
+                self._cycle += spent
+            # the training thread's CPU time per step since the last full step (the budget's
+            # base: a step's wall time also holds waits for the CPU on a busy machine)
+            count0, cpu0 = self._cpu_mark
+            self._cpu_mark = (self.count, cpu)
+            cpu_step = (cpu - cpu0) / (self.count - count0) if cpu0 is not None and self.count > count0 else None
+            seen = phases.take(now, duration, overhead, cpu_step)
+            if self._pre_on != self._pre_wanted():
                 self.place_pre_hook()
         self.records.append((self.count, self._wall(), duration, source, devices, seen, now))
+        c0 = self._cpu()
+        self._plan_quiet(source)
+        self._cycle += self._cpu() - c0
+
+    def _plan_quiet(self, source: str) -> None:
+        """After a full step: how many of the next steps only count -- up to the next
+        one whose phases are read; none while discovery runs, work is due, or the steps
+        are the user's own."""
+        phases, ledger = self._phases, self._ledger
+        q = 0
+        if (source == "optimizer" and not self.discovering and self.due is None and phases is not None
+                and ledger is not None and self._handoff is not None and self._last_optimizer == self._primary_id
+                and not phases.enabled and phases.has_device):
+            q = phases.skip_left
+        self._quiet_id = self._primary_id
+        self.quiet = max(0, q)
+        if self.quiet:
+            self.hush(True)
