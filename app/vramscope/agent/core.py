@@ -28,6 +28,7 @@ import time
 import weakref
 
 from vramscope.agent import instant, oom, paths, requests, sampling
+from vramscope.agent.allocator_watch import AllocatorWatch
 from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
 from vramscope.agent.grads import GradLedger
@@ -116,6 +117,7 @@ class Agent:
         self._started = threading.Event()
         self._final_dump = final_dump
         self.oom_observer_attached = False
+        self.allocator = AllocatorWatch(self)  # the segments, every few seconds (agent thread)
 
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
@@ -266,6 +268,7 @@ class Agent:
                     self._sample_here(drain=True)
             elif now >= next_due:
                 self._agent_turn(now)
+                self.allocator.maybe(now)
                 next_due += self.interval
                 if next_due < now:
                     next_due = now + self.interval

@@ -55,6 +55,7 @@ class Op(StrEnum):
     HELLO = "hello"
     PULL = "pull"
     STATUS = "status"
+    ALLOCATOR = "allocator"  # the allocator's segments summarised now (agent/allocator_watch.py)
 
 
 class ItemKind(StrEnum):
@@ -63,6 +64,7 @@ class ItemKind(StrEnum):
     SAMPLE = "sample"
     STEP = "step"
     EVENT = "event"
+    ALLOCATOR = "allocator"  # a memory snapshot's summary (agent/segments.py)
 
 
 class EventKind(StrEnum):

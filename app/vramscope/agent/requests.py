@@ -47,6 +47,8 @@ def answer(agent, request: dict) -> bytes:
             "last_error": agent.last_error, "ring_items": len(agent.ring),
             "ring_bytes": agent.ring.nbytes, "seq": agent.ring.seq, "server": counters,
             "steps": agent.steps.count, "walks": agent.walks})
+    if op == Op.ALLOCATOR:  # a snapshot's summary now (it also goes into the ring)
+        return protocol.encode_payload({"ok": True, "op": Op.ALLOCATOR, "item": agent.allocator.take()})
     return protocol.encode_payload({"ok": False, "error": f"unknown request {op!r} "
                                                           f"(read-only: {', '.join(Op)})"})
 

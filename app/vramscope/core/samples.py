@@ -370,6 +370,9 @@ class AgentReport:
     # trainable_tensors, param_bytes, trainable_bytes, bytes_per_param, dtypes, optimizer
     models: tuple[dict, ...] = field(default=(), compare=False, hash=False)
     phases_measured: float | None = None  # share of steps whose phases the agent read
+    # the newest allocator summary: {t, step, why, took_ms, devices: {name: figures + map}}
+    # (agent/segments.py, checked by sources/allocator_input.py); None: none received
+    allocator: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def identity(self) -> ProcessIdentity:

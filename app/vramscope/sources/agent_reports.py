@@ -54,7 +54,8 @@ def report_of(state) -> AgentReport:
         connected=state.ended_at is None and state.conn is not None, error=error,
         recent_events=tuple(state.recent), dropped=state.dropped,
         models=tuple(m for m in (sample.get("models") or ()) if isinstance(m, dict)),
-        phases_measured=_share((sample.get("agent") or {}).get(PHASES_MEASURED)))
+        phases_measured=_share((sample.get("agent") or {}).get(PHASES_MEASURED)),
+        allocator=state.allocator)
 
 
 def _share(v) -> float | None:

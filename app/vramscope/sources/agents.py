@@ -38,7 +38,7 @@ from vramscope.agent.protocol import Bucket, EventKind, ItemKind, Op
 from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series, bounded_read
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
-from vramscope.sources import agent_input, container_agents
+from vramscope.sources import agent_input, allocator_input, container_agents
 from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange
 from vramscope.sources.agent_reports import report_of, with_outside
 
@@ -69,6 +69,7 @@ class _Agent:
     error: str | None = None
     bad_items: int = 0
     host_pid: int | None = None  # its PID here, when it lives in another PID namespace
+    allocator: dict | None = None  # the newest allocator summary (sources/allocator_input.py)
 
     @property
     def pid(self) -> int:
@@ -339,6 +340,8 @@ class AgentClient:
                     self._ingest_sample(state, item)
                 elif kind == ItemKind.STEP:
                     self._ingest_step(state, item)
+                elif kind == ItemKind.ALLOCATOR:
+                    state.allocator = allocator_input.allocator(item)
                 elif kind == ItemKind.EVENT:
                     event_kind, t, data = agent_input.event(item)
                     ev = AgentEvent(kind=event_kind, time=t, data=data)

@@ -33,6 +33,7 @@ from vramscope.agent.protocol import PHASE_LOADED, phase_metric, phase_peak_metr
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, thin
 from vramscope.core.units import GiB, MiB, fmt_bytes
+from vramscope.ui.segment_map import SegmentMapView
 from vramscope.ui import theme
 from vramscope.agent.protocol import Phase
 from vramscope.ui.agent_texts import (
@@ -214,6 +215,8 @@ class DeviceView(QWidget):
         self.phase_label.setWordWrap(True)
         self.phase_label.setVisible(False)
         layout.addWidget(self.phase_label, 3, 0, 1, 3)
+        self.segment_map = SegmentMapView()  # the allocator's segments (ui/segment_map.py)
+        layout.addWidget(self.segment_map, 4, 0, 1, 3)
         layout.setColumnStretch(0, 1)
         self._columns: list = []
         self._note: str | None = None  # under the legend: what the areas show, when not obvious
@@ -342,6 +345,7 @@ class DeviceView(QWidget):
         if oom is not None:
             self.oom_label.setText(oom_text(oom))
         self.title.setText(device_title(dev, self.label))
+        self.segment_map.update_view(report, dev.device)
 
     def _mark(self, mark, phase: str, t, v, dense: bool) -> None:
         """Symbols while there is room for them; a line (the peak per few pixels) once
