@@ -40,3 +40,25 @@ def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbo
     panel.scroll.ensureWidgetVisible(seg_map)  # (on a small screen it is below the timeline)
     qtbot.wait(30)
     save(w, artifacts_dir, f"busy-agents-segments-{size[0]}x{size[1]}.png")
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_oom_post_mortem_shows_the_shortfall_split_and_ranked_fixes(busy, qtbot, artifacts_dir, size):
+    w = busy(*size)
+    panel = _agents_tab(w, qtbot)
+    [view] = panel.views.values()
+    [dev] = view.devices.values()
+    oom = dev.oom_view
+    assert oom.isVisible()
+    text = oom.text().replace("&nbsp;", " ")
+    r = oom.report
+    assert r["shortfall"] == r["requested"] - r["device_free"] > 0
+    assert sum(r["split"].values()) == r["shortfall"]
+    assert f"short by {fmt_bytes(r['shortfall'])} = fragmentation" in text
+    assert "other processes on this GPU: PID" in text  # Xorg and the Jupyter kernel, from NVML
+    recovers = [f["recovers"] for f in r["fixes"]]
+    assert recovers == sorted(recovers, reverse=True)  # ranked by what they recover
+    assert ". micro-batch ÷" in text and "(covers the shortfall)" in text
+    panel.scroll.ensureWidgetVisible(oom)
+    qtbot.wait(30)
+    save(w, artifacts_dir, f"busy-agents-oom-{size[0]}x{size[1]}.png")

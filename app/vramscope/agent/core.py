@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 
-from vramscope.agent import instant, oom, paths, requests, sampling
+from vramscope.agent import instant, oom, paths, postmortem, requests, sampling
 from vramscope.agent.allocator_watch import AllocatorWatch
 from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
@@ -118,6 +118,7 @@ class Agent:
         self._final_dump = final_dump
         self.oom_observer_attached = False
         self.allocator = AllocatorWatch(self)  # the segments, every few seconds (agent thread)
+        self.oom_reports: list[dict] = []  # OOM post-mortems, said on stderr at exit
 
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
@@ -224,6 +225,7 @@ class Agent:
             if self.server is not None:
                 self.server.close()
                 self.server = None
+            postmortem.say_at_exit(self)  # the OOM post-mortems, a dozen lines each
 
     def disable_in_child(self) -> None:
         """After fork: the thread did not survive; drop the hooks, serve nothing."""

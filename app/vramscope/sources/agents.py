@@ -37,6 +37,7 @@ from vramscope.agent import paths, protocol
 from vramscope.agent.protocol import Bucket, EventKind, ItemKind, Op
 from vramscope.agent.protocol import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series, bounded_read
+from vramscope.core import oom_context
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
 from vramscope.sources import agent_input, allocator_input, container_agents
 from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange
@@ -416,6 +417,7 @@ class AgentClient:
                     changed = True
                     r = final_reports[id(report)]
                     final_reports[id(report)] = with_outside(r, gpu, proc, frame.gpus)
+                    note_ooms(r, gpu, proc)  # NVML's view at the OOM (core/oom_context.py)
                 procs.append(proc)
             gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
         reports = [final_reports[id(r)] for r in reports]
@@ -447,6 +449,14 @@ class AgentClient:
         state = self._find(report)  # no psutil start time: ask /proc directly
         ticks = state.hello.get("start_ticks") if state else None
         return ticks is not None and paths.start_ticks(proc.pid) == ticks
+
+
+def note_ooms(report: AgentReport, gpu, proc) -> None:
+    """The other processes on the GPU of a new OOM event, and this one's outside PyTorch."""
+    for ev in report.events:
+        if ev.kind == EventKind.OOM:
+            dev = next((d for d in report.devices if d.device == ev.data.get("device")), None)
+            oom_context.note(ev.data, gpu.processes, proc, dev.reserved if dev is not None else None)
 
 
 def hello_pid(state: _Agent) -> int:
