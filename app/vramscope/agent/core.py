@@ -29,6 +29,7 @@ import weakref
 
 from vramscope.agent import instant, oom, paths, postmortem, requests, sampling
 from vramscope.agent.allocator_watch import AllocatorWatch
+from vramscope.agent.site_recorder import SiteRecorder
 from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect
 from vramscope.agent.grads import GradLedger
@@ -119,6 +120,7 @@ class Agent:
         self.oom_observer_attached = False
         self.allocator = AllocatorWatch(self)  # the segments, every few seconds (agent thread)
         self.oom_reports: list[dict] = []  # OOM post-mortems, said on stderr at exit
+        self.sites = SiteRecorder(self)  # allocation sites for N steps, on demand
 
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
@@ -271,6 +273,7 @@ class Agent:
             elif now >= next_due:
                 self._agent_turn(now)
                 self.allocator.maybe(now)
+                self.sites.on_turn(now)
                 next_due += self.interval
                 if next_due < now:
                     next_due = now + self.interval

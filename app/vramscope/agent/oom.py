@@ -73,12 +73,12 @@ def snapshot_dir() -> str:
 
 
 def dump_snapshot(snapshot: dict, pid: int, when: float | None = None,
-                  directory: str | None = None) -> str:
+                  directory: str | None = None, prefix: str = "oom") -> str:
     """Write a memory_viz-compatible pickle (protocol 4), 0600; return its path."""
     directory = directory or snapshot_dir()
     os.makedirs(directory, mode=0o700, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when or time.time()))
-    path = os.path.join(directory, f"oom-{pid}-{stamp}.pickle")
+    path = os.path.join(directory, f"{prefix}-{pid}-{stamp}.pickle")
     # never through a link, never blocking on a FIFO someone left at the name
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     if not stat.S_ISREG(os.fstat(fd).st_mode):

@@ -50,12 +50,13 @@ SUPPORTED_VERSIONS = frozenset({1})  # versions this side reads and answers in
 
 
 class Op(StrEnum):
-    """Requests the agent answers (read-only)."""
+    """Requests the agent answers (read-only, but RECORD_SITES: agent/requests.py)."""
 
     HELLO = "hello"
     PULL = "pull"
     STATUS = "status"
     ALLOCATOR = "allocator"  # the allocator's segments summarised now (agent/allocator_watch.py)
+    RECORD_SITES = "record_sites"  # allocation sites for N steps (agent/site_recorder.py)
 
 
 class ItemKind(StrEnum):
@@ -73,6 +74,7 @@ class EventKind(StrEnum):
     EVAL_AUTOGRAD = "eval_autograd"
     CHECKPOINTING_USE_CACHE = "checkpointing_use_cache"
     STEP = "step"  # the monitor's view of a step item (AgentEvent)
+    SITES = "sites"  # allocation sites recording: progress, then the top sites (agent/site_recorder.py)
 
 
 class Phase(StrEnum):

@@ -27,6 +27,7 @@ from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
 from vramscope.ui.agent_device import DeviceView
 from vramscope.ui.agent_texts import header_text, settings_text
+from vramscope.ui.sites_control import SitesControl
 
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 
@@ -61,6 +62,8 @@ class AgentProcessView(QFrame):
         theme.styled(self.notes, lambda s: f"color: {s.WARNING};")
         self.notes.setVisible(False)
         body.addWidget(self.notes)
+        self.sites = SitesControl(report.pid)  # record allocation sites (ui/sites_control.py)
+        body.addWidget(self.sites)
         layout.addWidget(self.body)
         self.devices: dict[str, DeviceView] = {}
         self._body = body
@@ -90,6 +93,7 @@ class AgentProcessView(QFrame):
         if not shown:
             return  # folded: nothing drawn
         self.settings.setText(settings_text(report.allocator_settings))
+        self.sites.update_from(report)
         notes = []
         if report.error and not report.connected and report.error != AGENT_ENDED:
             notes.append(report.error)  # e.g. a protocol version mismatch
