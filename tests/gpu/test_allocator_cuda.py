@@ -74,3 +74,59 @@ def test_one_snapshot_and_its_summary_are_cheap():
           f"{(time.perf_counter() - t1) * 1000:.2f} ms, {len(segs)} segments")
     assert took < 0.05
     del keep
+
+
+def _agent(tmp_path):
+    from vramscope.agent.core import Agent
+
+    return Agent(interval=0.05, runtime_dir=str(tmp_path), discover=False, final_dump=False)
+
+
+def test_sites_recorded_for_n_steps_name_this_file_then_history_is_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("VRAMSCOPE_SNAPSHOT_DIR", str(tmp_path))
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).cuda()
+    opt = torch.optim.Adam(model.parameters())
+    agent = _agent(tmp_path)
+    agent.watch(model=model, optimizer=opt)
+    agent.start()
+    try:
+        x = torch.randn(256, 1024, device="cuda")
+        for _ in range(3):
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+        time.sleep(0.3)
+        assert agent.sites.request(2)["ok"]
+        for _ in range(6):
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+            time.sleep(0.1)
+        deadline = time.time() + 10
+        while agent.sites.state == "recording" and time.time() < deadline:
+            time.sleep(0.1)
+        assert agent.sites.state == "done", agent.sites.why
+        result = agent.sites.result
+        top = result["devices"]["cuda:0"]["sites"]
+        assert any("test_allocator_cuda.py" in (s["site"] or "") for s in top), top
+        assert not torch._C._cuda_isHistoryEnabled()
+        print("sites overhead", result.get("overhead"), result.get("us_per_alloc"))
+    finally:
+        agent.stop()
+
+
+def test_a_real_oom_gets_a_post_mortem_with_the_allocators_picture(tmp_path):
+    agent = _agent(tmp_path)
+    agent.start()
+    keep = torch.empty(64 * MiB, dtype=torch.uint8, device="cuda")
+    try:
+        with pytest.raises(torch.cuda.OutOfMemoryError):
+            torch.empty(1 << 50, dtype=torch.uint8, device="cuda")
+        assert agent.oom_observer_attached
+        [report] = agent.oom_reports
+        assert report["requested"] >= 1 << 50 and report["device_free"] is not None
+        assert report["largest_free_block"] is not None and report["split"] is not None
+        assert sum(v for v in report["split"].values() if v is not None) == report["shortfall"]
+    finally:
+        agent.stop()
+        del keep

@@ -20,12 +20,18 @@ def _agents_tab(window, qtbot):
     raise AssertionError("no agents tab")
 
 
-@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
-def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbot, artifacts_dir, size):
+def _train_device(busy, qtbot, size):
+    """(window, agents panel, train.py's process view, its cuda:0 view) on the busy machine."""
     w = busy(*size)
     panel = _agents_tab(w, qtbot)
     [view] = panel.views.values()
     [dev] = view.devices.values()
+    return w, panel, view, dev
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbot, artifacts_dir, size):
+    w, panel, view, dev = _train_device(busy, qtbot, size)
     seg_map = dev.segment_map
     assert seg_map.isVisible()
     report = w.services.panels.agents._pending[0][view.identity]
@@ -44,10 +50,7 @@ def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbo
 
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_oom_post_mortem_shows_the_shortfall_split_and_ranked_fixes(busy, qtbot, artifacts_dir, size):
-    w = busy(*size)
-    panel = _agents_tab(w, qtbot)
-    [view] = panel.views.values()
-    [dev] = view.devices.values()
+    w, panel, _view, dev = _train_device(busy, qtbot, size)
     oom = dev.oom_view
     assert oom.isVisible()
     text = oom.text().replace("&nbsp;", " ")

@@ -51,10 +51,14 @@ class AllocatorWatch:
         self.why: str | None = None  # why there is no summary, where there is none
 
     def maybe(self, now: float) -> None:
-        """Agent thread, at its turn: a snapshot when one is due."""
+        """Agent thread, at its turn: a snapshot when one is due (never an exception:
+        the agent thread goes on)."""
         if now >= self.next_at:
             self.next_at = now + self.every
-            self.take()
+            try:
+                self.take()
+            except Exception as exc:
+                self.agent._error(exc)
 
     def take(self, push: bool = True) -> dict:
         """One snapshot now, summarised per device; pushed to the ring (``push``)."""
@@ -84,7 +88,7 @@ class AllocatorWatch:
         item["took_ms"] = round(self.last_ms, 3)
         self.why = item["why"]
         self.last = item
-        if push and (item["devices"] or item["why"] != NO_DEVICE):
+        if push and (item["devices"] or item["why"] != NO_DEVICE) and ItemKind.ALLOCATOR in agent.ring.caps:
             agent.ring.push(ItemKind.ALLOCATOR, item)
         return item
 

@@ -57,7 +57,8 @@ def answer(agent, request: dict) -> bytes:
     if op == Op.ALLOCATOR:  # a snapshot's summary now (it also goes into the ring)
         return protocol.encode_payload({"ok": True, "op": Op.ALLOCATOR, "item": agent.allocator.take()})
     return protocol.encode_payload({"ok": False, "error": f"unknown request {op!r} "
-                                                          f"(known: {', '.join(Op)})"})
+                                                          f"(it answers {', '.join(Op)}; all read-only but "
+                                                          f"{Op.RECORD_SITES})"})
 
 
 def write_final(agent) -> str | None:
