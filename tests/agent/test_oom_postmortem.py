@@ -165,3 +165,16 @@ def test_the_report_is_said_on_the_training_processs_stderr_at_exit(runtime_dir)
     assert 5 <= len(said) <= 14, said
     assert any("short by 2.8 GiB" in ln for ln in said)
     assert json.dumps(said)
+
+
+def test_module_figures_the_agent_has_go_into_the_event_and_the_report(make_agent):
+    provider = ReplayProvider(replay.scenario_oom()[-1:], snapshot=S.fragmented())
+    agent = make_agent(provider)
+    agent.reader = StatsReader(provider)
+    agent.module_figures = MODULES  # what the per-module measurement leaves (issue 25 item 1)
+    agent._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)
+    agent._drain()
+    items = [json.loads(b) for b in agent.ring.all_items()]
+    [event] = [i["data"] for i in items if i.get("event") == "oom"]
+    assert [m["name"] for m in event["modules"]] == [m["name"] for m in MODULES]
+    assert agent.oom_reports[0]["modules"][0]["name"] == "lm_head"

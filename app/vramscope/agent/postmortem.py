@@ -16,6 +16,7 @@ from vramscope.agent import oom_report, sites
 from vramscope.agent.segments import by_device, summarize
 
 MAX_REPORTS = 8  # kept for the exit; the first OOMs are the ones that matter
+MAX_MODULES = 64  # module figures kept in the event (the session keeps them)
 
 
 def complete(agent, event: dict, device: int | None, snapshot: dict | None) -> None:
@@ -32,7 +33,12 @@ def complete(agent, event: dict, device: int | None, snapshot: dict | None) -> N
             event["allocator"] = agent.allocator.summary(name, segs, expandable)
             if agent.reader.provider.history_enabled():  # sites on: frames on the blocks
                 event["tensors"] = sites.live_tensors(segs, sites.cuda_tensors(device), device)
-        report = oom_report.build_report(event, modules=getattr(agent, "module_figures", None),
+        # the per-module figures of the last measured step, where the agent measures them
+        # (a list of {name, parent, weights, gradients, optimizer_state, activations, shared, why})
+        modules = getattr(agent, "module_figures", None)
+        if modules:
+            event["modules"] = list(modules)[:MAX_MODULES]
+        report = oom_report.build_report(event, modules=event.get("modules"),
                                          tensors=event.get("tensors"),
                                          expandable_on=bool(expandable) if expandable is not None else None)
         if len(agent.oom_reports) < MAX_REPORTS:
