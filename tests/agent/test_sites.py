@@ -206,3 +206,15 @@ def test_an_error_while_recording_turns_history_off_and_says_why(make_agent):
     assert rec.state == "failed" and "snapshot failed" in rec.why
     assert torch.cuda.memory.calls[-1] == (None, {})
     assert _events(agent)[-1] == {"state": "failed", "why": rec.why, "time": _events(agent)[-1]["time"]}
+
+
+def test_the_live_tensor_scan_warns_nothing_and_finds_no_cuda_tensor_on_the_cpu():
+    import warnings
+
+    import torch
+
+    keep = torch.ones(10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sites.cuda_tensors(0) == []
+    del keep
