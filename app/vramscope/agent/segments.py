@@ -139,20 +139,24 @@ def summarize(segments, device: str | None = None, largest_request: int | None =
         for b in blocks:
             state = b.get("state")
             size = b.get("size") or 0
-            offset += size
             if state == "active_allocated":
                 seg_alloc += size
-                req = b.get("requested_size") or size
-                if req > largest_live:
-                    largest_live = req
+                if size > largest_live:  # (a request is at most its block)
+                    req = b.get("requested_size") or size
+                    if req > largest_live:
+                        largest_live = req
             elif state == "active_awaiting_free":
                 seg_await += size
             else:
                 seg_free += size
                 if size > seg_largest:
                     seg_largest = size
-                if size >= page:
-                    seg_pages += whole_pages(offset - size, size, page)
+                if size >= page:  # whole_pages(offset, size, page), inlined (the hot loop)
+                    first = -(-offset // page) * page
+                    last = (offset + size) // page * page
+                    if last > first:
+                        seg_pages += last - first
+            offset += size
         if not blocks:  # a segment listed without its blocks: its own figures
             seg_alloc = int(seg.get("allocated_size") or 0)
             seg_free = total - seg_alloc
