@@ -43,6 +43,8 @@ def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbo
     assert "expandable_segments:True would recover" in text
     bars = seg_map.bars.layout_bars(seg_map.bars.width())
     assert bars and all(r.right() <= seg_map.bars.width() for _s, r in bars)
+    assert view.sites.button.isEnabled()  # a CUDA run: sites can be recorded
+    save(w, artifacts_dir, f"busy-agents-top-{size[0]}x{size[1]}.png")
     panel.scroll.ensureWidgetVisible(seg_map)  # (on a small screen it is below the timeline)
     qtbot.wait(30)
     save(w, artifacts_dir, f"busy-agents-segments-{size[0]}x{size[1]}.png")

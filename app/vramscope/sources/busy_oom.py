@@ -49,5 +49,7 @@ class CaughtOom:
             oom_context.note(data, procs, proc, dev.reserved)
             self.event = AgentEvent(EventKind.OOM, session_start + OOM_AT, data)
         new = (self.event,) if prev < OOM_AT <= t else ()
-        return dataclasses.replace(report, events=report.events + new,
+        devices = tuple(dataclasses.replace(d, num_ooms=(d.num_ooms or 0) + 1) if i == 0 else d
+                        for i, d in enumerate(report.devices))  # the allocator counted it
+        return dataclasses.replace(report, devices=devices, events=report.events + new,
                                    recent_events=report.recent_events + (self.event,))
