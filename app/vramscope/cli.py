@@ -7,6 +7,7 @@
     vramscope plan ...               will it fit?
     vramscope run -- python train.py start a script with the PyTorch agent on
     vramscope stream                 frames on stdout, for `vramscope --host` over ssh
+    vramscope sites PID --steps N    allocation sites of a running agent (CUDA)
 
 Each subcommand lives in ``vramscope.commands.<name>`` with ``add_arguments``
 and ``run``; modules are imported only when their command runs (except for
@@ -30,6 +31,7 @@ COMMANDS = {
     "run": "run a Python script with the vramscope PyTorch agent on",
     "desktop": "add vramscope to your desktop menu (install / uninstall / show)",
     "stream": "write this machine's frames to stdout (what `vramscope --host` runs over ssh)",
+    "sites": "record allocation sites in a running agent for N steps (CUDA)",
 }
 
 

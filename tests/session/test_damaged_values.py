@@ -46,7 +46,7 @@ def _read_everything(path, tmp_path):
         assert store.latest is not None
         for fmt, export in FORMATS.items():
             summary = export(reader, tmp_path / f"out.{fmt}")
-            assert summary.rows > 0
+            assert summary.rows > 0 or fmt == "oom-report"  # (this session has no OOM to report)
         assert all("\n" not in p for p in reader.problems)
         return list(reader.problems), len(reader)
 

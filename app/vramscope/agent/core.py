@@ -27,7 +27,9 @@ import threading
 import time
 import weakref
 
-from vramscope.agent import instant, oom, paths, requests, sampling
+from vramscope.agent import instant, oom, paths, postmortem, requests, sampling
+from vramscope.agent.allocator_watch import AllocatorWatch
+from vramscope.agent.site_recorder import SiteRecorder
 from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, Owners, collect, where_of
 from vramscope.agent.grads import GradLedger
@@ -124,6 +126,9 @@ class Agent:
         self._started = threading.Event()
         self._final_dump = final_dump
         self.oom_observer_attached = False
+        self.allocator = AllocatorWatch(self)  # the segments, every few seconds (agent thread)
+        self.oom_reports: list[dict] = []  # OOM post-mortems, said on stderr at exit
+        self.sites = SiteRecorder(self)  # allocation sites for N steps, on demand
 
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
@@ -236,6 +241,7 @@ class Agent:
             if self.server is not None:
                 self.server.close()
                 self.server = None
+            postmortem.say_at_exit(self)  # the OOM post-mortems, a dozen lines each
 
     def disable_in_child(self) -> None:
         """After fork: the thread did not survive; drop the hooks, serve nothing."""
@@ -282,6 +288,8 @@ class Agent:
                     self._sample_here(drain=True)
             elif now >= next_due:
                 self._agent_turn(now)
+                self.allocator.maybe(now)
+                self.sites.on_turn(now)
                 next_due += self.interval
                 if next_due < now:
                     next_due = now + self.interval

@@ -11,6 +11,10 @@ written as a memory_viz-compatible pickle (protocol 4).
 
 Builds without the observer still get an OOM event: the agent sees
 ``num_ooms`` rise between two samples (requested size unknown there).
+
+The post-mortem (agent/postmortem.py, agent/oom_report.py) adds the
+allocator's summary at that instant, the largest live tensors where sites
+were recorded, and keeps the report for the training process's stderr at exit.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pickle
 import stat
 import time
 
+from vramscope.agent import postmortem
 from vramscope.agent.buckets import collect, measure
 from vramscope.agent.protocol import EventKind
 
@@ -68,12 +73,12 @@ def snapshot_dir() -> str:
 
 
 def dump_snapshot(snapshot: dict, pid: int, when: float | None = None,
-                  directory: str | None = None) -> str:
+                  directory: str | None = None, prefix: str = "oom") -> str:
     """Write a memory_viz-compatible pickle (protocol 4), 0600; return its path."""
     directory = directory or snapshot_dir()
     os.makedirs(directory, mode=0o700, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when or time.time()))
-    path = os.path.join(directory, f"oom-{pid}-{stamp}.pickle")
+    path = os.path.join(directory, f"{prefix}-{pid}-{stamp}.pickle")
     # never through a link, never blocking on a FIFO someone left at the name
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -135,8 +140,10 @@ def record(agent, device: int | None, requested: int | None, device_free: int | 
                 path = dump_snapshot(snapshot, os.getpid())
         except Exception as exc:
             agent._error(exc)
-    agent._emit(EventKind.OOM, build_oom_event(device, requested, device_free, total, devices,
-                                               agent.buckets_now(devices), snapshot, path, source))
+    event = build_oom_event(device, requested, device_free, total, devices,
+                            agent.buckets_now(devices), snapshot, path, source)
+    postmortem.complete(agent, event, device, snapshot)
+    agent._emit(EventKind.OOM, event)
 
 
 def check_num_ooms(agent, devices: dict) -> None:

@@ -53,11 +53,13 @@ SUPPORTED_VERSIONS = frozenset({1})  # versions this side reads and answers in
 
 
 class Op(StrEnum):
-    """Requests the agent answers (read-only)."""
+    """Requests the agent answers (read-only, but RECORD_SITES: agent/requests.py)."""
 
     HELLO = "hello"
     PULL = "pull"
     STATUS = "status"
+    ALLOCATOR = "allocator"  # the allocator's segments summarised now (agent/allocator_watch.py)
+    RECORD_SITES = "record_sites"  # allocation sites for N steps (agent/site_recorder.py)
 
 
 class ItemKind(StrEnum):
@@ -67,6 +69,7 @@ class ItemKind(StrEnum):
     STEP = "step"
     EVENT = "event"
     MODULES = "modules"  # per-module bytes of a sampled step (agent/module_sampler.py)
+    ALLOCATOR = "allocator"  # a memory snapshot's summary (agent/segments.py)
 
 
 class EventKind(StrEnum):
@@ -77,6 +80,7 @@ class EventKind(StrEnum):
     STEP = "step"  # the monitor's view of a step item (AgentEvent)
     PROCESS_GROUP_INIT = "process_group_init"  # torch.distributed.init_process_group returned
     COMPILE = "compile"  # torch.compile finished compiling a graph
+    SITES = "sites"  # allocation sites recording: progress, then the top sites (agent/site_recorder.py)
 
 
 class Phase(StrEnum):

@@ -1,6 +1,10 @@
 """What the agent answers a monitor, and what it leaves at exit (agent thread).
 
-Read-only requests only (agent/protocol.py ``Op``): HELLO (identity and the
+Requests (agent/protocol.py ``Op``) read, with one exception: RECORD_SITES
+turns PyTorch's memory history on for N steps and off again -- it changes no
+tensor and no result, only what the allocator records (issue 25); a request
+for it is bounded (steps, max_entries) and refused with its reason where it
+cannot run. The others: HELLO (identity and the
 protocol versions it speaks), PULL (items after a cursor, from the bounded
 ring) and STATUS (its own counters). At exit the whole ring is written to a
 0600 file beside the socket, so a monitor started later still sees the run.
@@ -47,8 +51,14 @@ def answer(agent, request: dict) -> bytes:
             "last_error": agent.last_error, "ring_items": len(agent.ring),
             "ring_bytes": agent.ring.nbytes, "seq": agent.ring.seq, "server": counters,
             "steps": agent.steps.count, "walks": agent.walks})
+    if op == Op.RECORD_SITES:  # history on for N steps, then off (agent/site_recorder.py)
+        reply = agent.sites.request(request.get("steps"), request.get("max_entries"))
+        return protocol.encode_payload(dict(reply, op=Op.RECORD_SITES))
+    if op == Op.ALLOCATOR:  # a snapshot's summary now (it also goes into the ring)
+        return protocol.encode_payload({"ok": True, "op": Op.ALLOCATOR, "item": agent.allocator.take()})
     return protocol.encode_payload({"ok": False, "error": f"unknown request {op!r} "
-                                                          f"(read-only: {', '.join(Op)})"})
+                                                          f"(it answers {', '.join(Op)}; all read-only but "
+                                                          f"{Op.RECORD_SITES})"})
 
 
 def write_final(agent) -> str | None:

@@ -16,7 +16,8 @@ import threading
 from vramscope.agent.protocol import ItemKind, encode_payload
 
 # 30 min of samples at 0.5 s
-DEFAULT_CAPS = {ItemKind.SAMPLE: 3600, ItemKind.STEP: 8192, ItemKind.EVENT: 512, ItemKind.MODULES: 64}
+DEFAULT_CAPS = {ItemKind.SAMPLE: 3600, ItemKind.STEP: 8192, ItemKind.EVENT: 512, ItemKind.MODULES: 64,
+                ItemKind.ALLOCATOR: 32}
 MAX_ITEM_BYTES = 256 * 1024
 
 

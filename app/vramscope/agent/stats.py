@@ -174,6 +174,17 @@ class TorchCudaProvider:
     def snapshot(self, index: int | None = None) -> dict:
         return self._torch.cuda.memory._snapshot(index)
 
+    def segments(self) -> list:
+        """The allocator's segments without stack traces (agent/allocator_watch.py)."""
+        fn = getattr(self._torch.cuda, "memory_snapshot", None)
+        if fn is None:
+            from vramscope.agent.segments import SnapshotUnavailable
+            raise SnapshotUnavailable("this torch has no torch.cuda.memory_snapshot")
+        try:
+            return fn(include_traces=False)
+        except TypeError:  # older torch: no include_traces (no traces while history is off)
+            return fn()
+
     def history_enabled(self) -> bool:
         fn = getattr(self._torch._C, "_cuda_isHistoryEnabled", None)
         try:

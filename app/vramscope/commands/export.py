@@ -1,5 +1,6 @@
-"""`vramscope export FILE --format csv|perfetto [--out PATH] [--redact]` (no Qt).
-Without --out the export goes beside the session: run.vramscope -> run.csv / run.perfetto.json."""
+"""`vramscope export FILE --format csv|perfetto|oom-report [--out PATH] [--redact]` (no Qt).
+Without --out the export goes beside the session: run.vramscope -> run.csv / run.perfetto.json /
+run.oom-report.md."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from vramscope.core.terminal_text import say
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_file", metavar="FILE", help="a recorded session (vramscope record)")
-    p.add_argument("--format", choices=("csv", "perfetto"), default="csv",
+    p.add_argument("--format", choices=("csv", "perfetto", "oom-report"), default="csv",
                    help="csv: long form time,host,gpu,pid,metric,value; perfetto: a Chrome/Perfetto "
-                        "trace JSON for ui.perfetto.dev")
+                        "trace JSON for ui.perfetto.dev; oom-report: each OOM's post-mortem as "
+                        "Markdown")
     p.add_argument("--out", metavar="PATH", default=None,
                    help="file to write (default: beside FILE, named after it: run.csv, "
                         "run.perfetto.json)")
@@ -25,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
 
 
-SUFFIXES = {"csv": ".csv", "perfetto": ".perfetto.json"}
+SUFFIXES = {"csv": ".csv", "perfetto": ".perfetto.json", "oom-report": ".oom-report.md"}
 
 
 def default_out(session_file: str, fmt: str) -> pathlib.Path:
@@ -80,7 +82,7 @@ def run(args) -> int:
             copied, problems = copy_snapshots(reader, snap_dir)
         problems, snapshot_problems = list(summary.problems), problems
     took = time.monotonic() - started
-    what = "rows" if args.format == "csv" else "events"
+    what = {"csv": "rows", "oom-report": "OOM reports"}.get(args.format, "events")
     say(sys.stdout, f"vramscope: wrote {summary.rows} {what} to {out} "
                     f"({summary.bytes / 1e6:.1f} MB, {took:.1f} s)")
     for path in copied:

@@ -400,6 +400,9 @@ class AgentReport:
     rendezvous: str | None = None  # the distributed job's MASTER_ADDR:PORT (its ranks share it)
     # {"fsdp_unsharded": {device: bytes}, "ddp_buckets": {device: bytes}} (agent/sharded.py)
     sharded: dict | None = field(default=None, compare=False, hash=False)
+    # the newest allocator summary: {t, step, why, took_ms, devices: {name: figures + map}}
+    # (agent/segments.py, checked by sources/allocator_input.py); None: none received
+    allocator: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def identity(self) -> ProcessIdentity:

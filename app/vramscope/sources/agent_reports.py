@@ -35,7 +35,7 @@ def report_of(state) -> AgentReport:
         models=sample.models if sample else (), phases_measured=sample.phases_measured if sample else None,
         modules=tuple(m for figures in getattr(state, "modules", {}).values() for m in figures),
         measured_input=sample.input if sample else None, rendezvous=hello.rendezvous,
-        sharded=sample.sharded if sample else None)
+        sharded=sample.sharded if sample else None, allocator=state.allocator)
 
 
 def with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:

@@ -36,9 +36,10 @@ import time
 from vramscope.agent import paths, protocol
 from vramscope.agent.protocol import Bucket, EventKind, ItemKind, Op
 from vramscope.core import agent_series, bounded_read
+from vramscope.core import oom_context
 from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
-from vramscope.sources import agent_input, agent_modules, container_agents
+from vramscope.sources import agent_input, agent_modules, allocator_input, container_agents
 from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
 from vramscope.sources.agent_reports import report_of, with_outside
 
@@ -70,6 +71,7 @@ class _Agent:
     bad_items: int = 0
     host_pid: int | None = None  # its PID here, when it lives in another PID namespace
     modules: dict = dataclasses.field(default_factory=dict)  # model name -> ModuleFigures of its latest item
+    allocator: dict | None = None  # the newest allocator summary (sources/allocator_input.py)
 
     @property
     def pid(self) -> int:
@@ -341,6 +343,8 @@ class AgentClient:
                     self._ingest_step(state, item)
                 elif kind == ItemKind.MODULES:
                     state.modules[agent_input.text(item.get("model")) or ""] = agent_modules.decode(item)
+                elif kind == ItemKind.ALLOCATOR:
+                    state.allocator = allocator_input.allocator(item)
                 elif kind == ItemKind.EVENT:
                     event = agent_input.event(item)
                     ev = AgentEvent(kind=event.kind, time=event.t, data=event.data)
@@ -402,6 +406,7 @@ class AgentClient:
                     changed = True
                     r = final_reports[id(report)]
                     final_reports[id(report)] = with_outside(r, gpu, proc, frame.gpus)
+                    note_ooms(r, gpu, proc)  # NVML's view at the OOM (core/oom_context.py)
                 procs.append(proc)
             gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
         reports = [final_reports[id(r)] for r in reports]
@@ -434,3 +439,11 @@ class AgentClient:
         ticks = state.hello.start_ticks if state else None
         return ticks is not None and paths.start_ticks(proc.pid) == ticks
 
+
+
+def note_ooms(report: AgentReport, gpu, proc) -> None:
+    """The other processes on the GPU of a new OOM event, and this one's outside PyTorch."""
+    for ev in report.events:
+        if ev.kind == EventKind.OOM:
+            dev = next((d for d in report.devices if d.device == ev.data.get("device")), None)
+            oom_context.note(ev.data, gpu.processes, proc, dev.reserved if dev is not None else None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from vramscope.core.samples import GpuProcess, ProcessInfo
 from vramscope.core.units import GiB, MiB
 from vramscope.sources.demo_modules import modules_for
+from vramscope.sources.busy_oom import CaughtOom
 from vramscope.sources.simulated import USER, SimulatedSource
 
 WORKERS = 10
@@ -27,6 +28,7 @@ class BusyWorkstation(SimulatedSource):
         super().__init__(seed=seed, start_time=start_time)
         self.ray_pid0 = 41000 + seed * 17
         self.embed_pid = 38211
+        self.caught_oom = CaughtOom()  # train.py's caught OOM at 7 min (sources/busy_oom.py)
         self.holders = ((36702, "python", ("python", "bench_matmul.py", "--size", "16384"), 1536 * MiB),
                         (35120, "python3", ("python3", "notebooks/export_onnx.py"), 820 * MiB))
 
@@ -38,7 +40,9 @@ class BusyWorkstation(SimulatedSource):
         agents = []
         if got is not None:
             procs0.append(got[0])
-            agents.append(modules_for(got[1]))
+            free = g0.usable - g0.unattributed - sum(p.used for p in procs0 if p.used)
+            agents.append(modules_for(self.caught_oom.apply(got[1], got[0], procs0, g0.total, free, t, prev,
+                                                            self.start_time)))
         procs1 = self._workers(t) + [self._embedder(t)] + self._holders()
         short = self._short_job(t)
         if short is not None:

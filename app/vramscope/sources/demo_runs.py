@@ -16,6 +16,7 @@ from vramscope.core.samples import (
     AgentBuckets, AgentDevice, AgentEvent, AgentReport, GpuProcess, ProcessInfo,
 )
 from vramscope.core.units import GiB, MiB
+from vramscope.sources import demo_allocator
 
 _M64 = (1 << 64) - 1
 
@@ -324,7 +325,10 @@ class ScriptedRun:
             time=session_start + t, step=n, devices=(device,),
             allocator_settings=dict(s.allocator_settings), events=tuple(events),
             phases_measured=1.0 if n else None,  # (slow steps: every one read)
-            measured_input={"batch": s.batch, "seq": s.seq} if n else None)
+            measured_input={"batch": s.batch, "seq": s.seq} if n else None,
+            allocator=demo_allocator.allocator_item(
+                session_start + t, n, s.device, allocated, reserved, inactive,
+                expandable=s.allocator_settings.get("expandable_segments") is True) if reserved else None)
         return proc, report
 
     def _step_events(self, prev_r: float, r: float, start_time: float,

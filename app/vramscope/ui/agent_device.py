@@ -35,6 +35,8 @@ from vramscope.ui.agent_outside import OutsideMarks
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, thin
 from vramscope.core.units import GiB, MiB, fmt_bytes
+from vramscope.ui.oom_view import OomView
+from vramscope.ui.segment_map import SegmentMapView
 from vramscope.ui import theme
 from vramscope.agent.protocol import EventKind, Phase
 from vramscope.ui.agent_texts import (
@@ -213,10 +215,14 @@ class DeviceView(QWidget):
         self.oom_label.setWordWrap(True)
         self.oom_label.setVisible(False)
         layout.addWidget(self.oom_label, 2, 0, 1, 3)
+        self.oom_view = OomView()  # the post-mortem (ui/oom_view.py)
+        layout.addWidget(self.oom_view, 4, 0, 1, 3)
         self.phase_label = QLabel()
         self.phase_label.setWordWrap(True)
         self.phase_label.setVisible(False)
         layout.addWidget(self.phase_label, 3, 0, 1, 3)
+        self.segment_map = SegmentMapView()  # the allocator's segments (ui/segment_map.py)
+        layout.addWidget(self.segment_map, 5, 0, 1, 3)
         layout.setColumnStretch(0, 1)
         self._columns: list = []
         self._note: str | None = None  # under the legend: what the areas show, when not obvious
@@ -348,6 +354,8 @@ class DeviceView(QWidget):
         if oom is not None:
             self.oom_label.setText(oom_text(oom))
         self.title.setText(device_title(dev, self.label))
+        self.segment_map.update_view(report, dev.device)
+        self.oom_view.show_event(oom)
 
     def _mark(self, mark, phase: str, t, v, dense: bool) -> None:
         """Symbols while there is room for them; a line (the peak per few pixels) once

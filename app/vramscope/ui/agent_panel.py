@@ -30,6 +30,7 @@ from vramscope.ui.agent_device import DeviceView
 from vramscope.ui.agent_ranks import JobHeader, JobSlot, ranks_together
 from vramscope.ui.agent_texts import header_text, settings_text
 from vramscope.ui.module_tree import ModuleTree
+from vramscope.ui.sites_control import SitesControl
 
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 
@@ -64,6 +65,8 @@ class AgentProcessView(QFrame):
         theme.styled(self.notes, lambda s: f"color: {s.WARNING};")
         self.notes.setVisible(False)
         body.addWidget(self.notes)
+        self.sites = SitesControl(report.pid)  # record allocation sites (ui/sites_control.py)
+        body.addWidget(self.sites)
         self.modules = ModuleTree()
         body.addWidget(self.modules)
         layout.addWidget(self.body)
@@ -95,6 +98,7 @@ class AgentProcessView(QFrame):
         if not shown:
             return  # folded: nothing drawn
         self.settings.setText(settings_text(report.allocator_settings))
+        self.sites.update_from(report)
         notes = []
         if report.error and not report.connected and report.error != AGENT_ENDED:
             notes.append(report.error)  # e.g. a protocol version mismatch

@@ -9,6 +9,14 @@ also wants the allocator's own evidence: much of the gap non-releasable
 (cudaMalloc failed, the cache was flushed and the allocation retried) -- rising
 over a window, at ``frag_min_retry_rises`` separate samples: one retry (a
 single large allocation at a peak) is not a trend and raises nothing.
+
+Where the agent sent a summary of the allocator's segments (agent/segments.py,
+from ``torch.cuda.memory_snapshot()``), the rule judges by its figures instead
+of the counters: the free space inside partly used segments (what
+``empty_cache()`` cannot return), the whole free segments (what it would),
+the largest free block against the largest request, and what
+``expandable_segments:True`` would recover -- the whole pages inside the free
+pieces, counted from the snapshot.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ from dataclasses import dataclass, field
 
 from vramscope.core.detectors.agentmap import cuda_devices, expandable_segments, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
+from vramscope.core.detectors.fragmentation_snapshot import (
+    recovers_text, snapshot_evidence, snapshot_figures,
+)
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.samples import Frame
@@ -74,10 +85,11 @@ class FragmentationRule:
 
         gap_ok = False
         gap = share = None
+        snap = snapshot_figures(report, dev.device)
         if dev.reserved and dev.allocated is not None:
             gap = dev.reserved - dev.allocated
             share = gap / dev.reserved
-            split = dev.inactive_split
+            split = dev.inactive_split if snap is None else snap.get("free_split")
             gap_ok = (share >= settings.frag_gap_share and gap >= settings.frag_min_gap_bytes
                       and split is not None
                       and split >= settings.frag_inactive_split_min_bytes
@@ -96,7 +108,9 @@ class FragmentationRule:
         if gap is not None:
             evidence.append(f"reserved {fmt_bytes(dev.reserved)}, allocated {fmt_bytes(dev.allocated)}: "
                             f"gap {fmt_bytes(gap)} ({share:.0%} of reserved)")
-        if dev.inactive_split is not None:
+        if snap is not None:
+            evidence.extend(snapshot_evidence(snap))
+        elif dev.inactive_split is not None:
             part = f" ({dev.inactive_split / gap:.0%} of the gap)" if gap else ""
             evidence.append(f"non-releasable (inactive_split) {fmt_bytes(dev.inactive_split)}{part}")
         if gap_held:
@@ -120,7 +134,7 @@ class FragmentationRule:
                             "the agent did not report whether expandable_segments is set")
             fix = ("Start the process with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: "
                    "the allocator then grows its segments instead of leaving free space in "
-                   "slivers. " + EMPTY_CACHE_NOT_THE_FIX)
+                   f"slivers{recovers_text(snap)}. " + EMPTY_CACHE_NOT_THE_FIX)
         if gap_held:
             since = st.gap_since
         else:  # when the counter first rose within the window
@@ -128,8 +142,9 @@ class FragmentationRule:
             since = next(t for t, r in st.retries if r > low)
         # the slivers are the allocator's inactive_split -- the figure the agent panel
         # shows as "inactive split" -- not the whole reserved-allocated gap
-        what = (f"{fmt_bytes(dev.inactive_split)} reserved but free in unusable slivers "
-                f"(inactive split; {fmt_bytes(gap)} reserved but not allocated in all)" if gap_held
+        what = (f"{fmt_bytes(split)} reserved but free in unusable slivers "
+                f"({'inside partly used segments' if snap is not None else 'inactive split'}; "
+                f"{fmt_bytes(gap)} reserved but not allocated in all)" if gap_held
                 else "allocations failing and being retried")
         return Alert(
             kind=AlertKind.FRAGMENTATION, severity=WARNING,
@@ -138,5 +153,7 @@ class FragmentationRule:
             message=f"{process_name(frame, report.pid, gpu, dev.device)}: {what}",
             evidence=tuple(evidence), fix=fix, device=dev.device, frees=None,
             data={"gap": gap, "gap_share": share, "inactive_split": dev.inactive_split,
+                  "free_split": snap.get("free_split") if snap else None,
+                  "expandable_recovers": snap.get("expandable_recovers") if snap else None,
                   "retry_rise": retry_rise, "retry_rises": rises, "expandable_segments": on},
         )

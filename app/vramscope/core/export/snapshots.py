@@ -34,7 +34,7 @@ def snapshot_paths(reader: SessionReader) -> list[tuple[float, int | None, str]]
     procs = reader.processes()
     out = []
     for e in reader.events():
-        if e["kind"] != EventKind.OOM or not isinstance(e["data"], dict):
+        if e["kind"] not in (EventKind.OOM, EventKind.SITES) or not isinstance(e["data"], dict):
             continue
         for key in PATH_KEYS:
             value = e["data"].get(key)

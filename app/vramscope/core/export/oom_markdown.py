@@ -1,0 +1,51 @@
+"""`vramscope export FILE --format oom-report`: every OOM of a recorded session as Markdown.
+
+Each OOM event the session kept (with the allocator's picture at that
+instant and what NVML saw on the GPU: core/oom_context.py) becomes the report
+the window shows (agent/oom_report.py), in full. ``--redact`` replaces user
+names and command lines as the other exports do and cuts the file paths of
+allocation sites to their file names.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from vramscope.agent import oom_report
+from vramscope.core import oom_context, safe_write
+from vramscope.core.export.csv_export import ExportSummary
+from vramscope.core.export.redact import Redactor
+
+
+def _site(site: str | None) -> str | None:
+    """'/home/a/train.py:88 in forward' -> 'train.py:88 in forward'."""
+    return os.path.basename(site.split(":", 1)[0]) + ":" + site.split(":", 1)[1] \
+        if site and ":" in site else site
+
+
+def export_oom_report(reader, out_path, *, redact: bool = False) -> ExportSummary:
+    procs = reader.processes()
+    red = Redactor(procs.values(), enabled=redact)
+    parts = ["# Out-of-memory post-mortems", ""]
+    n = 0
+    for ev in reader.events():
+        if ev["kind"] != "oom":
+            continue
+        data = red.data(dict(ev["data"]))
+        if redact:
+            for t in data.get("tensors") or ():
+                if isinstance(t, dict):
+                    t["site"] = _site(t.get("site"))
+        rec = procs.get(ev["proc"])
+        who = f"PID {rec.pid} ({rec.name})" if rec is not None else "a process"
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ev["t"]))
+        report = oom_context.report_of(data)
+        parts.append(oom_report.markdown(report, title=f"{when} · {who}: CUDA out of memory"))
+        n += 1
+    if not n:
+        parts.append("No out-of-memory event in this session.\n")
+    text = "\n".join(parts)
+    with safe_write.replacing(out_path) as f:
+        f.write(text.encode("utf-8"))
+    return ExportSummary(path=str(out_path), rows=n, bytes=len(text.encode("utf-8")), problems=[])

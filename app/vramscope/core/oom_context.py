@@ -1,0 +1,46 @@
+"""The monitor's part of an OOM post-mortem: what NVML saw on the same GPU.
+
+When an OOM event reaches the monitor (sources/agents.py, the frame it arrived
+with: within a sampling interval of the OOM), the other processes on that GPU
+and this process's memory outside PyTorch's cache (NVML's figure minus
+reserved) are added to the event's data, so the window, the recorded session
+and ``vramscope export --format oom-report`` build the report
+(agent/oom_report.py) with the shortfall split into other processes and
+outside PyTorch instead of one combined figure.
+"""
+
+from __future__ import annotations
+
+from vramscope.agent import oom_report
+
+OTHERS = "gpu_processes"
+OUTSIDE = "outside_pytorch"
+MAX_OTHERS = 32
+
+
+def others_on(processes, pid: int) -> list[dict]:
+    """The other processes holding memory on the GPU (largest first, bounded)."""
+    out = []
+    for p in processes:
+        if p.pid == pid or not p.used:
+            continue
+        name = p.info.name if p.info is not None else None
+        out.append({"pid": p.pid, "name": name, "used": p.used})
+    out.sort(key=lambda p: p["used"], reverse=True)
+    return out[:MAX_OTHERS]
+
+
+def note(data: dict, processes, proc, reserved: int | None) -> None:
+    """Add NVML's view (the GPU's ``processes``) to an OOM event's data, once (the first
+    frame it arrived with)."""
+    if OTHERS in data:
+        return
+    data[OTHERS] = others_on(processes, proc.pid)
+    data[OUTSIDE] = max(0, proc.used - reserved) if proc.used is not None and reserved is not None else None
+
+
+def report_of(data: dict, modules=None) -> dict:
+    """The post-mortem of an OOM event's data, with NVML's view where it was noted."""
+    return oom_report.build_report(data, modules=modules if modules is not None else data.get("modules"),
+                                   tensors=data.get("tensors"), others=data.get(OTHERS),
+                                   outside_pytorch=data.get(OUTSIDE))

@@ -1,0 +1,56 @@
+"""The OOM post-mortem in the agents tab: the report's dozen lines under the OOM line.
+
+Built from the OOM event's data by the same code that prints it on the training
+process's stderr (agent/oom_report.py), with what the monitor saw on the GPU
+(core/oom_context.py). The full report: ``vramscope export --format oom-report``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import QLabel
+
+from vramscope.agent import oom_report
+from vramscope.core import oom_context
+from vramscope.ui import theme
+from vramscope.ui.safe_text import html_text
+
+MORE = "full report: File ▸ Record, then vramscope export SESSION --format oom-report"
+
+
+def _indented(line: str) -> str:
+    """A report line as HTML: its indent kept, the rest free to wrap on a narrow window."""
+    body = line.lstrip(" ")
+    return "&nbsp;" * (len(line) - len(body)) + html_text(body)
+
+
+class OomView(QLabel):
+    """A monospace block; hidden until the device has an OOM."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setWordWrap(True)
+        self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        theme.styled(self, lambda s: f"OomView {{ border-left: 3px solid {s.ERROR}; padding-left: 6px; }}")
+        self.setVisible(False)
+        self.report: dict | None = None
+        self._shown_for = None
+
+    def show_event(self, event, modules=None) -> None:
+        """The post-mortem of ``event`` (an AgentEvent of kind "oom"); None hides it."""
+        if event is None:
+            self.setVisible(False)
+            return
+        self.setVisible(True)
+        key = (event.time, id(event.data), len(event.data))
+        if key == self._shown_for:
+            return
+        self._shown_for = key
+        self.report = oom_context.report_of(event.data, modules)
+        lines = oom_report.lines(self.report)[1:]  # (the OOM line above says what and when)
+        s = theme.current()
+        body = "<br>".join(_indented(line) for line in lines)
+        self.setText(f"<b>OOM post-mortem</b><br>{body}<br><span style='color:{s.MUTED}'>{MORE}</span>")

@@ -1,0 +1,180 @@
+"""The OOM post-mortem: the report built from an OOM event, the allocator's picture
+at that instant, per-module figures and live tensors where known, NVML's other
+processes where the monitor has them -- and said on the training process's stderr."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from tests.agent import snapshots as S
+from tests.agent.snapshots import GiB, MiB
+from vramscope.agent import oom_report, postmortem, replay
+from vramscope.agent.replay import ReplayProvider
+from vramscope.agent.segments import summarize
+from vramscope.agent.stats import StatsReader
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _event(**over):
+    alloc = summarize(S.fragmented()["segments"], "cuda:0")  # 320 MiB in slivers, 240 recoverable
+    ev = {"device": "cuda:0", "requested": 2 * GiB, "device_free": 1 * GiB, "device_total": 24 * GiB,
+          "allocated": 18 * GiB, "reserved": 19 * GiB, "step": 41, "source": "observer",
+          "buckets": {"weights": 1 * GiB, "gradients": 1 * GiB, "optimizer_state": 2 * GiB,
+                      "other_allocated": 14 * GiB, "cached_free": 1 * GiB},
+          "allocator": alloc}
+    ev.update(over)
+    return ev
+
+
+MODULES = [
+    {"name": "encoder.layers.0", "parent": "encoder", "weights": 100 * MiB, "gradients": 100 * MiB,
+     "optimizer_state": 200 * MiB, "activations": 600 * MiB, "shared": False, "why": None},
+    {"name": "encoder.layers.1", "parent": "encoder", "weights": 100 * MiB, "gradients": 100 * MiB,
+     "optimizer_state": 200 * MiB, "activations": 500 * MiB, "shared": False, "why": None},
+    {"name": "lm_head", "parent": "", "weights": 300 * MiB, "gradients": 300 * MiB,
+     "optimizer_state": 600 * MiB, "activations": None, "shared": True, "why": "tied to embed"},
+]
+OTHERS = [{"pid": 4242, "name": "python (jupyter kernel)", "used": 600 * MiB},
+          {"pid": 777, "name": "Xorg", "used": 100 * MiB}]
+
+
+def test_shortfall_splits_into_fragmentation_others_outside_and_real_need():
+    r = oom_report.build_report(_event(), others=OTHERS, outside_pytorch=300 * MiB)
+    assert r["shortfall"] == 1 * GiB  # asked 2 GiB, 1 GiB free
+    assert r["split"] == {"fragmentation": 320 * MiB, "other_processes": 700 * MiB,
+                          "outside_pytorch": 4 * MiB, "real_need": 0}
+    assert sum(r["split"].values()) == r["shortfall"]
+    assert r["largest_free_block"] == 64 * MiB
+
+
+def test_real_need_is_what_no_other_part_explains():
+    r = oom_report.build_report(_event(requested=8 * GiB), others=OTHERS, outside_pytorch=300 * MiB)
+    assert r["split"]["real_need"] == 7 * GiB - 320 * MiB - 700 * MiB - 300 * MiB
+
+
+def test_fixes_ranked_by_what_they_recover_and_marked_where_they_cover():
+    r = oom_report.build_report(_event(), modules=MODULES, others=OTHERS, outside_pytorch=0)
+    recovers = [f["recovers"] for f in r["fixes"]]
+    assert recovers == sorted(recovers, reverse=True)
+    by = {f["fix"].split(" ")[0]: f for f in r["fixes"]}
+    assert by["micro-batch"]["recovers"] == 7 * GiB and by["micro-batch"]["covers"]  # ÷2 suffices
+    ckpt = next(f for f in r["fixes"] if f["fix"].startswith("activation checkpointing"))
+    assert ckpt["fix"] == "activation checkpointing on encoder.layers.0, encoder.layers.1"
+    assert ckpt["recovers"] == 1100 * MiB and ckpt["covers"]
+    exp = next(f for f in r["fixes"] if "expandable_segments" in f["fix"])
+    assert exp["recovers"] == 240 * MiB and not exp["covers"]
+    end = next(f for f in r["fixes"] if f["fix"].startswith("end PID 4242"))
+    assert end["recovers"] == 600 * MiB
+    eight = next(f for f in r["fixes"] if f["fix"].startswith("8-bit"))
+    assert eight["recovers"] == int(2 * GiB * 0.75)
+
+
+def test_expandable_segments_already_on_is_not_offered():
+    alloc = summarize(S.fragmented()["segments"], "cuda:0", expandable=True)
+    r = oom_report.build_report(_event(allocator=alloc))
+    assert not any("expandable" in f["fix"] for f in r["fixes"])
+
+
+def test_the_agent_alone_says_other_processes_and_outside_pytorch_as_one_figure():
+    r = oom_report.build_report(_event())
+    # 24 GiB - 1 GiB free - 19 GiB reserved: 4 GiB on the GPU outside this process's cache
+    assert r["split"] == {"fragmentation": 320 * MiB, "other_processes_and_outside_pytorch": 704 * MiB,
+                          "outside_pytorch": None, "real_need": 0}
+    text = oom_report.lines(r)
+    assert 5 <= len(text) <= 14
+    assert text[1] == ("  asked 2.0 GiB; free on the device 1.0 GiB of 24.0 GiB; largest free block in "
+                       "PyTorch's cache 64.0 MiB")
+    assert "other processes + outside PyTorch 704.0 MiB" in text[3]
+
+
+def test_short_report_names_modules_tensors_and_processes_in_about_a_dozen_lines():
+    tensors = [{"bytes": 1 * GiB, "shape": [16, 1024, 16384], "dtype": "float32",
+                "module": "lm_head", "site": "train.py:88 in forward"}]
+    r = oom_report.build_report(_event(), modules=MODULES, tensors=tensors, others=OTHERS,
+                                outside_pytorch=300 * MiB)
+    text = "\n".join(oom_report.lines(r))
+    assert len(text.splitlines()) <= 14
+    assert "largest modules: lm_head 1.2 GiB; encoder.layers.0 1000.0 MiB" in text
+    assert "1.0 GiB float32[16x1024x16384] lm_head at train.py:88 in forward" in text
+    assert "PID 4242 python (jupyter kernel) 600.0 MiB" in text
+    assert "1. micro-batch ÷2: 7.0 GiB (covers the shortfall)" in text
+
+
+def test_markdown_report_has_every_section_and_escapes_table_cells():
+    others = [{"pid": 1, "name": "evil | name\nrow", "used": 10 * MiB}]
+    md = oom_report.markdown(oom_report.build_report(_event(), modules=MODULES, others=others,
+                                                     outside_pytorch=0))
+    for head in ("## CUDA out of memory on cuda:0 at step 41", "### Short by 1.0 GiB",
+                 "### The allocator at that instant", "### Largest modules",
+                 "### Other processes on this GPU", "### Fixes, by what they recover"):
+        assert head in md
+    assert "| 1 | evil \\| name row | 10.0 MiB |" in md
+
+
+def test_an_event_without_figures_gives_na_not_a_crash():
+    r = oom_report.build_report({"device": "cuda:0", "source": "num_ooms"})
+    assert r["shortfall"] is None and r["split"] is None
+    assert "asked n/a" in "\n".join(oom_report.lines(r))
+    oom_report.markdown(r)
+
+
+# -- in the agent --------------------------------------------------------------------------------------
+
+
+def test_the_observer_adds_the_allocators_picture_and_keeps_the_report(make_agent):
+    snap = S.fragmented()
+    provider = ReplayProvider(replay.scenario_oom()[-1:], snapshot=snap)
+    agent = make_agent(provider)
+    agent.reader = StatsReader(provider)
+    agent.sample_once()
+    agent._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)
+    [report] = agent.oom_reports
+    assert report["allocator"]["free_split"] == 320 * MiB and report["largest_free_block"] == 64 * MiB
+    assert report["requested"] == 3 * GiB and report["shortfall"] == 3 * GiB - 200 * MiB
+    assert agent.allocator.oom_request["cuda:0"] == 3 * GiB  # the largest request seen from now on
+    out = io.StringIO()
+    postmortem.say_at_exit(agent, out)
+    assert out.getvalue().startswith("vramscope: CUDA out of memory on cuda:0")
+    assert agent.errors == 0
+
+
+def test_the_report_is_said_on_the_training_processs_stderr_at_exit(runtime_dir):
+    script = textwrap.dedent("""
+        from vramscope.agent.core import Agent
+        from vramscope.agent import replay
+        from vramscope.agent.replay import ReplayProvider, GiB, MiB
+        from tests.agent import snapshots as S
+        p = ReplayProvider(replay.scenario_oom()[-1:], snapshot=S.fragmented())
+        a = Agent(interval=0.05, provider=p, discover=False)
+        a.start(); a.wait_started()
+        a._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)
+        raise SystemExit(1)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "app"), ROOT]))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("vramscope: CUDA out of memory"))
+    said = lines[start:]
+    assert 5 <= len(said) <= 14, said
+    assert any("short by 2.8 GiB" in ln for ln in said)
+    assert json.dumps(said)
+
+
+def test_module_figures_the_agent_has_go_into_the_event_and_the_report(make_agent):
+    provider = ReplayProvider(replay.scenario_oom()[-1:], snapshot=S.fragmented())
+    agent = make_agent(provider)
+    agent.reader = StatsReader(provider)
+    agent.module_figures = MODULES  # what the per-module measurement leaves (issue 25 item 1)
+    agent._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)
+    agent._drain()
+    items = [json.loads(b) for b in agent.ring.all_items()]
+    [event] = [i["data"] for i in items if i.get("event") == "oom"]
+    assert [m["name"] for m in event["modules"]] == [m["name"] for m in MODULES]
+    assert agent.oom_reports[0]["modules"][0]["name"] == "lm_head"

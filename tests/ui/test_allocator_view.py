@@ -1,0 +1,69 @@
+"""The agents tab on the busy machine: the allocator's segment map and its figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.helpers import save
+from vramscope.core.units import fmt_bytes
+
+
+def _agents_tab(window, qtbot):
+    for i in range(window.tabs.count()):
+        if window.tabs.tabText(i).startswith("PyTorch agents"):
+            window.tabs.setCurrentIndex(i)
+            window.refresh(force=True)
+            qtbot.wait(30)
+            window.refresh(force=True)
+            qtbot.wait(30)
+            return window.services.panels.agents
+    raise AssertionError("no agents tab")
+
+
+def _train_device(busy, qtbot, size):
+    """(window, agents panel, train.py's process view, its cuda:0 view) on the busy machine."""
+    w = busy(*size)
+    panel = _agents_tab(w, qtbot)
+    [view] = panel.views.values()
+    [dev] = view.devices.values()
+    return w, panel, view, dev
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbot, artifacts_dir, size):
+    w, panel, view, dev = _train_device(busy, qtbot, size)
+    seg_map = dev.segment_map
+    assert seg_map.isVisible()
+    report = w.services.panels.agents._pending[0][view.identity]
+    fig = report.allocator["devices"][dev.device]
+    text = seg_map.figures.text()
+    assert f"{fmt_bytes(fig['free_split'])} free inside partly used segments" in text
+    assert "empty_cache() cannot return it" in text and "would return them" in text
+    assert f"largest free block {fmt_bytes(fig['largest_free_block'])}" in text
+    assert "expandable_segments:True would recover" in text
+    bars = seg_map.bars.layout_bars(seg_map.bars.width())
+    assert bars and all(r.right() <= seg_map.bars.width() for _s, r in bars)
+    assert view.sites.button.isEnabled()  # a CUDA run: sites can be recorded
+    save(w, artifacts_dir, f"busy-agents-top-{size[0]}x{size[1]}.png")
+    panel.scroll.ensureWidgetVisible(seg_map)  # (on a small screen it is below the timeline)
+    qtbot.wait(30)
+    save(w, artifacts_dir, f"busy-agents-segments-{size[0]}x{size[1]}.png")
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_oom_post_mortem_shows_the_shortfall_split_and_ranked_fixes(busy, qtbot, artifacts_dir, size):
+    w, panel, _view, dev = _train_device(busy, qtbot, size)
+    oom = dev.oom_view
+    assert oom.isVisible()
+    text = oom.text().replace("&nbsp;", " ")
+    r = oom.report
+    assert r["shortfall"] == r["requested"] - r["device_free"] > 0
+    assert sum(r["split"].values()) == r["shortfall"]
+    assert f"short by {fmt_bytes(r['shortfall'])} = fragmentation" in text
+    assert "other processes on this GPU: PID" in text  # Xorg and the Jupyter kernel, from NVML
+    recovers = [f["recovers"] for f in r["fixes"]]
+    assert recovers == sorted(recovers, reverse=True)  # ranked by what they recover
+    assert ". micro-batch ÷" in text and "(covers the shortfall)" in text
+    panel.scroll.ensureWidgetVisible(oom)
+    qtbot.wait(30)
+    save(w, artifacts_dir, f"busy-agents-oom-{size[0]}x{size[1]}.png")
