@@ -67,3 +67,17 @@ def test_oom_post_mortem_shows_the_shortfall_split_and_ranked_fixes(busy, qtbot,
     panel.scroll.ensureWidgetVisible(oom)
     qtbot.wait(30)
     save(w, artifacts_dir, f"busy-agents-oom-{size[0]}x{size[1]}.png")
+
+
+def test_oom_post_mortem_names_the_largest_modules_without_counting_a_block_twice(busy, qtbot):
+    w, panel, view, dev = _train_device(busy, qtbot, (1400, 900))
+    oom = dev.oom_view
+    text = oom.text().replace("&nbsp;", " ")
+    names = [m["name"] for m in oom.report["modules"]]
+    assert names, "the agent's per-module figures reach the post-mortem"
+    assert "largest modules: " + names[0] in text
+    # none inside another: GPT-2's transformer is opened into its blocks, not listed beside them
+    assert not any(a != b and b.startswith(a + ".") for a in names for b in names)
+    assert "transformer" not in names and "transformer.h.0" in names
+    ckpt = next(f for f in oom.report["fixes"] if f["fix"].startswith("activation checkpointing"))
+    assert set(ckpt["fix"].removeprefix("activation checkpointing on ").split(", ")) <= set(names)

@@ -355,7 +355,7 @@ class DeviceView(QWidget):
             self.oom_label.setText(oom_text(oom))
         self.title.setText(device_title(dev, self.label))
         self.segment_map.update_view(report, dev.device)
-        self.oom_view.show_event(oom)
+        self.oom_view.show_event(oom, report.modules, dev.device)
 
     def _mark(self, mark, phase: str, t, v, dense: bool) -> None:
         """Symbols while there is room for them; a line (the peak per few pixels) once
