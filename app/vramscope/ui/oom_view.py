@@ -36,9 +36,17 @@ class OomView(QLabel):
         self.setWordWrap(True)
         self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         theme.styled(self, lambda s: f"OomView {{ border-left: 3px solid {s.ERROR}; padding-left: 6px; }}")
+        self.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.setVisible(False)
         self.report: dict | None = None
         self._shown_for = None
+        self._shown = None  # (event, modules, device): drawn again in a new theme
+        theme.follow(self, self._recolour)
+
+    def _recolour(self, _scheme) -> None:
+        if self._shown is not None:
+            self._shown_for = None
+            self.show_event(*self._shown)
 
     def show_event(self, event, modules=(), device: str | None = None) -> None:
         """The post-mortem of ``event`` (an AgentEvent of kind "oom"); None hides it.
@@ -48,6 +56,7 @@ class OomView(QLabel):
             self.setVisible(False)
             return
         self.setVisible(True)
+        self._shown = (event, modules, device)
         mine = [m for m in modules if m.device in (device, None)]
         step = mine[0].measured_step if mine else None
         key = (event.time, id(event.data), len(event.data), step, len(mine))
