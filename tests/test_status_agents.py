@@ -50,3 +50,48 @@ def test_status_lists_live_agents_and_only_the_last_ended_runs_of_this_boot():
     assert all("events" not in a for a in doc["agents"][1:])  # an ended run: its summary
     assert doc["agents"][1]["step"] == 5 and doc["agents"][1]["last_seen"] == BOOT + 55
     assert len(json.dumps(frame_to_dict(frame, boot_time=BOOT, every_agent=True))) < 20_000
+
+
+def test_status_carries_each_agents_allocator_figures_and_says_why_one_is_missing():
+    from tests.agent import snapshots as S
+    from vramscope.agent.segments import summarize
+    from vramscope.core.units import MiB, fmt_bytes
+    from vramscope.sources.allocator_input import allocator
+
+    fig = summarize(S.fragmented()["segments"], "cuda:0")
+    item = allocator({"t": BOOT + 899, "step": 40, "why": None, "took_ms": 1.0, "devices": [fig]})
+    dev = AgentDevice(device="cuda:0", gpu_uuid="GPU-bbbb", allocated=8 * GiB, reserved=9 * GiB)
+    measured = AgentReport(pid=4242, start_time=BOOT + 10, devices=(dev,), allocator=item)
+    waiting = AgentReport(pid=4243, start_time=BOOT + 20, devices=(dev,))
+    frame = Frame(time=BOOT + 900, gpus=_gpus(4242), agents=(measured, waiting))
+    doc = json.loads(json.dumps(frame_to_dict(frame)))
+    got = {a["pid"]: a["devices"][0]["allocator"] for a in doc["agents"]}
+    a = got[4242]
+    assert a["free_split"] == 320 * MiB and a["expandable_recovers"] == 240 * MiB
+    assert a["largest_free_block"] == 64 * MiB and a["free_segments"] == fig["free_segments"]
+    assert a["private_pools"] == {"reserved": 0, "allocated": 0, "segments": 0}
+    assert a["step"] == 40 and "map" not in a  # the figures, not the segment map
+    b = got[4243]  # no snapshot yet: null, and why
+    assert b["free_split"] is None and b["largest_free_block"] is None
+    assert "no allocator snapshot" in b["not_reported"]["free_split"]
+    table = render_table(frame)
+    assert (f"allocator at step 40: fragmentation {fmt_bytes(320 * MiB)} (free inside partly used segments)"
+            in table)
+    assert f"largest free block {fmt_bytes(64 * MiB)}" in table
+    assert f"expandable_segments:True would recover {fmt_bytes(240 * MiB)}" in table
+    assert "allocator: n/a (no allocator snapshot from the agent yet)" in table
+
+
+def test_status_says_expandable_segments_are_already_on_rather_than_a_null_recovery():
+    from tests.agent import snapshots as S
+    from vramscope.agent.segments import summarize
+    from vramscope.sources.allocator_input import allocator
+
+    fig = summarize(S.fragmented()["segments"], "cuda:0", expandable=True)
+    item = allocator({"t": BOOT, "step": 3, "devices": [fig]})
+    dev = AgentDevice(device="cuda:0", allocated=8 * GiB)
+    frame = Frame(time=BOOT + 900, gpus=_gpus(4242),
+                  agents=(AgentReport(pid=4242, start_time=BOOT + 10, devices=(dev,), allocator=item),))
+    a = frame_to_dict(frame)["agents"][0]["devices"][0]["allocator"]
+    assert a["expandable_recovers"] is None and "already on" in a["not_reported"]["expandable_recovers"]
+    assert "expandable segments already on" in render_table(frame)

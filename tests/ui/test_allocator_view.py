@@ -33,6 +33,8 @@ def _train_device(busy, qtbot, size):
 def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbot, artifacts_dir, size):
     w, panel, view, dev = _train_device(busy, qtbot, size)
     seg_map = dev.segment_map
+    view.details.reveal(seg_map)  # a click on its tab
+    qtbot.wait(30)
     assert seg_map.isVisible()
     report = w.services.panels.agents._pending[0][view.identity]
     fig = report.allocator["devices"][dev.device]
@@ -44,9 +46,6 @@ def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbo
     bars = seg_map.bars.layout_bars(seg_map.bars.width())
     assert bars and all(r.right() <= seg_map.bars.width() for _s, r in bars)
     assert view.sites.button.isEnabled()  # a CUDA run: sites can be recorded
-    save(w, artifacts_dir, f"busy-agents-top-{size[0]}x{size[1]}.png")
-    panel.scroll.ensureWidgetVisible(seg_map)  # (on a small screen it is below the timeline)
-    qtbot.wait(30)
     save(w, artifacts_dir, f"busy-agents-segments-{size[0]}x{size[1]}.png")
 
 
@@ -64,6 +63,37 @@ def test_oom_post_mortem_shows_the_shortfall_split_and_ranked_fixes(busy, qtbot,
     recovers = [f["recovers"] for f in r["fixes"]]
     assert recovers == sorted(recovers, reverse=True)  # ranked by what they recover
     assert ". micro-batch ÷" in text and "(covers the shortfall)" in text
-    panel.scroll.ensureWidgetVisible(oom)
-    qtbot.wait(30)
     save(w, artifacts_dir, f"busy-agents-oom-{size[0]}x{size[1]}.png")
+
+
+def test_oom_post_mortem_names_the_largest_modules_without_counting_a_block_twice(busy, qtbot):
+    w, panel, view, dev = _train_device(busy, qtbot, (1400, 900))
+    oom = dev.oom_view
+    text = oom.text().replace("&nbsp;", " ")
+    names = [m["name"] for m in oom.report["modules"]]
+    assert names, "the agent's per-module figures reach the post-mortem"
+    assert "largest modules: " + names[0] in text
+    # none inside another: GPT-2's transformer is opened into its blocks, not listed beside them
+    assert not any(a != b and b.startswith(a + ".") for a in names for b in names)
+    assert "transformer" not in names and "transformer.h.0" in names
+    ckpt = next(f for f in oom.report["fixes"] if f["fix"].startswith("activation checkpointing"))
+    assert set(ckpt["fix"].removeprefix("activation checkpointing on ").split(", ")) <= set(names)
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_modules_post_mortem_and_segment_map_are_a_click_away_without_scrolling(busy, qtbot, artifacts_dir, size):
+    w, panel, view, dev = _train_device(busy, qtbot, size)
+    tabs = view.details
+    titles = [tabs.tabText(i) for i in range(tabs.count()) if tabs.isTabVisible(i)]
+    assert titles == ["Modules", "OOM post-mortem (cuda:0)", "Allocator segments (cuda:0)"]
+    assert tabs.currentWidget() is tabs.pages["oom cuda:0"][1]  # the run had an OOM: its post-mortem in front
+    viewport = panel.scroll.viewport()
+    assert panel.scroll.verticalScrollBar().value() == 0
+    bar = tabs.tabBar()
+    top = bar.mapTo(viewport, bar.rect().topLeft()).y()
+    assert 0 <= top and top + bar.height() + 80 <= viewport.height()  # the tabs and some of a page in view
+    save(w, artifacts_dir, f"busy-agents-top-{size[0]}x{size[1]}.png")
+    tabs.reveal(view.modules)
+    qtbot.wait(30)
+    assert view.modules.isVisible() and view.modules.tree.topLevelItemCount() == 2
+    save(w, artifacts_dir, f"busy-agents-modules-tab-{size[0]}x{size[1]}.png")

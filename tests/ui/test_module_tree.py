@@ -21,6 +21,8 @@ def _tab(w, qtbot):
     w.refresh(force=True)
     panel = w.tabs.currentWidget()
     [view] = [v for v in panel.views.values() if v.live]
+    view.details.reveal(view.modules)  # a click on the Modules tab
+    qtbot.wait(30)
     return view.modules
 
 

@@ -29,7 +29,12 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                  "devices": [{"device", "allocated", "reserved", "inactive_split",
                  "peak_allocated", "num_alloc_retries", "num_ooms",
                  "buckets": {every bucket the window shows, by the same names},
-                 "buckets_note"}], "events": [{"kind", "time", "data"}],
+                 "buckets_note",
+                 "allocator": {"step", "t", "free_split", "free_segments", "largest_free_block",
+                               "largest_request", "expandable_recovers",
+                               "private_pools": {"reserved", "allocated", "segments"},
+                               "not_reported": {figure: why it is null}}}],
+                 "events": [{"kind", "time", "data"}],
                  "modules": [{"name", "weights", "gradients", "optimizer_state", "activations",
                               "measured_step", "why" (where a figure is null), "shared"}]}],
      "alerts": [...]}
@@ -42,6 +47,7 @@ import time as _time
 from collections.abc import Iterable
 from typing import Any
 
+from vramscope.core.allocator_figures import device_figures, figures_line
 from vramscope.core.containers import container_text
 from vramscope.core.samples import (
     AGENT_ENDED, ALL_BUCKETS, BUCKET_LABELS, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
@@ -209,7 +215,8 @@ def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
         "step": report.step,
         "connected": report.connected,
         "error": report.error,  # e.g. a protocol version mismatch: why there are no figures
-        "devices": [agent_device_to_dict(d, _gpu_index(frame, report, d)) for d in report.devices],
+        "devices": [{**agent_device_to_dict(d, _gpu_index(frame, report, d)),
+                     "allocator": device_figures(report, d.device)} for d in report.devices],
         "modules": [m.as_dict() for m in report.modules],
     }
     if report.connected:
@@ -396,6 +403,8 @@ def _agent_lines(frame: Frame, agents: list[AgentReport]) -> list[str]:
                     out.append("      " + " · ".join(parts))
                 if d.buckets.note:
                     out.append("      " + d.buckets.note)
+            if a.connected or a.allocator:
+                out.append("      " + figures_line(device_figures(a, d.device)))
         out.extend(module_lines(a.modules))
     return out
 

@@ -215,14 +215,13 @@ class DeviceView(QWidget):
         self.oom_label.setWordWrap(True)
         self.oom_label.setVisible(False)
         layout.addWidget(self.oom_label, 2, 0, 1, 3)
-        self.oom_view = OomView()  # the post-mortem (ui/oom_view.py)
-        layout.addWidget(self.oom_view, 4, 0, 1, 3)
+        self.oom_view = OomView()  # the post-mortem (ui/oom_view.py): in the process's detail tabs
         self.phase_label = QLabel()
         self.phase_label.setWordWrap(True)
         self.phase_label.setVisible(False)
         layout.addWidget(self.phase_label, 3, 0, 1, 3)
-        self.segment_map = SegmentMapView()  # the allocator's segments (ui/segment_map.py)
-        layout.addWidget(self.segment_map, 5, 0, 1, 3)
+        self.segment_map = SegmentMapView()  # the allocator's segments (ui/segment_map.py): ditto
+        self.chart_height = 170  # set to the window's height by set_chart_height
         layout.setColumnStretch(0, 1)
         self._columns: list = []
         self._note: str | None = None  # under the legend: what the areas show, when not obvious
@@ -265,7 +264,7 @@ class DeviceView(QWidget):
         grid = self.layout()
         grid.setColumnStretch(0, 1 if has_timeline else 0)
         grid.setColumnStretch(2, 0 if has_timeline else 1)
-        self.bars.setMinimumHeight(170 if has_timeline else 120)
+        self.bars.setMinimumHeight(min(170 if has_timeline else 120, self.chart_height))
 
         def series(metric, device=dev.device, start=since):
             return store.series(agent_key(report, device, metric), start)
@@ -355,7 +354,14 @@ class DeviceView(QWidget):
             self.oom_label.setText(oom_text(oom))
         self.title.setText(device_title(dev, self.label))
         self.segment_map.update_view(report, dev.device)
-        self.oom_view.show_event(oom)
+        self.oom_view.show_event(oom, report.modules, dev.device)
+
+    def set_chart_height(self, height: int) -> None:
+        """The charts at most ``height`` pixels high (ui/agent_details.py's chart_height)."""
+        self.chart_height = height
+        for chart in (self.plot, self.bars):
+            chart.setMinimumHeight(min(chart.minimumHeight(), height))
+            chart.setMaximumHeight(height)
 
     def _mark(self, mark, phase: str, t, v, dense: bool) -> None:
         """Symbols while there is room for them; a line (the peak per few pixels) once

@@ -26,6 +26,7 @@ from vramscope.core.detectors.agentmap import device_label, gpu_for_device
 from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
 from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
+from vramscope.ui.agent_details import DetailTabs, chart_height, details_height
 from vramscope.ui.agent_device import DeviceView
 from vramscope.ui.agent_ranks import JobHeader, JobSlot, ranks_together
 from vramscope.ui.agent_texts import header_text, settings_text
@@ -68,8 +69,12 @@ class AgentProcessView(QFrame):
         self.sites = SitesControl(report.pid)  # record allocation sites (ui/sites_control.py)
         body.addWidget(self.sites)
         self.modules = ModuleTree()
-        body.addWidget(self.modules)
+        self.details = DetailTabs()  # modules, OOM post-mortem, segment map (ui/agent_details.py)
+        self.details.add("modules", "Modules", self.modules)
+        body.addWidget(self.details)
         layout.addWidget(self.body)
+        self._viewport_height = 700
+        self._fronted: set = set()  # OOM tabs brought forward once
         self.devices: dict[str, DeviceView] = {}
         self._body = body
         self.live = report.connected
@@ -121,15 +126,30 @@ class AgentProcessView(QFrame):
             view = self.devices.get(dev.device)
             if view is None:
                 view = self.devices[dev.device] = DeviceView(dev.device)
-                self._body.addWidget(view)
+                self._body.insertWidget(self._body.indexOf(self.details), view)
+                view.set_chart_height(chart_height(self._viewport_height))
+                self.details.add(f"oom {dev.device}", f"OOM post-mortem ({dev.device})", view.oom_view)
+                self.details.add(f"segments {dev.device}", f"Allocator segments ({dev.device})",
+                                 view.segment_map)
             view.label = device_label(frame, report, dev)
             view.update_view(store, report, dev, now, window)
             seen.add(dev.device)
         for name in [n for n in self.devices if n not in seen]:
+            self.details.remove(f"oom {name}")
+            self.details.remove(f"segments {name}")
             self.devices.pop(name).deleteLater()
-        self._body.removeWidget(self.modules)  # below the devices
-        self._body.addWidget(self.modules)
         self.modules.update_view(report.modules, device_total(report, frame))
+        ooms = {f"oom {n}" for n, v in self.devices.items() if not v.oom_view.isHidden()}
+        front = next(iter(sorted(ooms - self._fronted)), None)  # a new OOM: its post-mortem in front
+        self._fronted |= ooms
+        self.details.sync(front)
+
+    def fit(self, viewport_height: int) -> None:
+        """Charts and detail tabs sized to the agents tab's height: both in view."""
+        self._viewport_height = viewport_height
+        for view in self.devices.values():
+            view.set_chart_height(chart_height(viewport_height))
+        self.details.setMinimumHeight(details_height(viewport_height))
 
 
 CPU = "cpu"  # torch's device name for host memory
@@ -205,6 +225,8 @@ class AgentPanel(QWidget):
                 self.views[key] = JobHeader() if isinstance(key, JobSlot) else AgentProcessView(by_id[key])
             if isinstance(key, JobSlot):
                 self.views[key].show_job(found[key])
+            else:
+                self.views[key].fit(self.scroll.viewport().height())
         if order != self.order:
             for key in self.order:
                 if key in self.views:
@@ -215,6 +237,12 @@ class AgentPanel(QWidget):
         self._pending = ({r.identity: r for r in reports}, now, frame)
         self._stale = {k for k in order if not isinstance(k, JobSlot)}
         self._update_visible()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt)
+        super().resizeEvent(event)
+        for view in self.views.values():
+            if isinstance(view, AgentProcessView):
+                view.fit(self.scroll.viewport().height())
 
     def _update_visible(self) -> None:
         if self._pending is None:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QLabel
 
 from vramscope.agent import oom_report
 from vramscope.core import oom_context
+from vramscope.core.module_figures import disjoint
 from vramscope.ui import theme
 from vramscope.ui.safe_text import html_text
 
@@ -35,21 +36,34 @@ class OomView(QLabel):
         self.setWordWrap(True)
         self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         theme.styled(self, lambda s: f"OomView {{ border-left: 3px solid {s.ERROR}; padding-left: 6px; }}")
+        self.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.setVisible(False)
         self.report: dict | None = None
         self._shown_for = None
+        self._shown = None  # (event, modules, device): drawn again in a new theme
+        theme.follow(self, self._recolour)
 
-    def show_event(self, event, modules=None) -> None:
-        """The post-mortem of ``event`` (an AgentEvent of kind "oom"); None hides it."""
+    def _recolour(self, _scheme) -> None:
+        if self._shown is not None:
+            self._shown_for = None
+            self.show_event(*self._shown)
+
+    def show_event(self, event, modules=(), device: str | None = None) -> None:
+        """The post-mortem of ``event`` (an AgentEvent of kind "oom"); None hides it.
+        ``modules``: the report's per-module figures (ModuleFigures) -- those measured on
+        ``device`` name the largest modules and the checkpointing fix."""
         if event is None:
             self.setVisible(False)
             return
         self.setVisible(True)
-        key = (event.time, id(event.data), len(event.data))
+        self._shown = (event, modules, device)
+        mine = [m for m in modules if m.device in (device, None)]
+        step = mine[0].measured_step if mine else None
+        key = (event.time, id(event.data), len(event.data), step, len(mine))
         if key == self._shown_for:
             return
         self._shown_for = key
-        self.report = oom_context.report_of(event.data, modules)
+        self.report = oom_context.report_of(event.data, [m.as_dict() for m in disjoint(mine)] or None)
         lines = oom_report.lines(self.report)[1:]  # (the OOM line above says what and when)
         s = theme.current()
         body = "<br>".join(_indented(line) for line in lines)

@@ -167,8 +167,11 @@ class SegmentMapView(QWidget):
         self.legend.setWordWrap(True)
         layout.addWidget(self.legend)
         self.setVisible(False)
+        self._shown = None  # (report, device): drawn again in a new theme
+        theme.follow(self, lambda _s: self.update_view(*self._shown) if self._shown else None)
 
     def update_view(self, report, device: str) -> None:
+        self._shown = (report, device)
         item = getattr(report, "allocator", None)
         fig = (item.get("devices") or {}).get(device) if item else None
         if not fig:
