@@ -26,6 +26,7 @@ import time
 
 from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.stream import protocol
+from vramscope.sources.hosts import HostActions
 from vramscope.sources.remote import CONNECTED, RemoteHost
 
 MAX_BACKOFF = 8.0  # seconds between restarts of a sampler that keeps dying
@@ -190,6 +191,18 @@ def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> li
         if cap is not None:
             options += ["--session-cap", str(int(cap))]
     return options
+
+
+class SamplerActions(HostActions):
+    """Ending a process of this machine through the window's sampler process, as
+    for an ssh host: its checks, its audit log, and its session recorder, which
+    records the action (the window records nothing itself)."""
+
+    def _host(self, pid: int, start_time: float | None):
+        return self.source.process
+
+    def _named(self, host) -> str | None:
+        return None
 
 
 def thresholds_options(diagnostics) -> list[str]:

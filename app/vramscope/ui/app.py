@@ -119,6 +119,9 @@ def start_monitor(source, args, settings=None):
                             engine=engine)
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
+    elif sampled_apart:  # through the sampler process, which records them
+        from vramscope.sources.local_sampler import SamplerActions
+        monitor.actions = SamplerActions(source, read_only=read_only)
     elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
         monitor.actions = ProcessActions(read_only=True)
     if record:
