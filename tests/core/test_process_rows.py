@@ -124,3 +124,22 @@ def test_stacked_others_from_the_gpu_sum_equals_the_sum_of_the_grouped_processes
     points = store.process_points(0)
     assert len(points) == 12 and np.isnan(points[proc_key(0, 13, 1.0)][1])
     assert points[proc_key(0, 15, 1.0)][0] == 29.0  # ended: its last time
+
+
+def test_a_process_whose_description_changes_is_described_anew_in_the_next_table():
+    from vramscope.core.process_rows import TableBuilder, TableOrder
+
+    def frame(t, cmdline, user="alice"):
+        info = ProcessInfo(pid=7, start_time=1.0, user=user, name="python", cmdline=cmdline)
+        gpu = GpuSample(index=0, name="g", uuid="GPU-0", total=GiB, used=MiB,
+                        processes=(GpuProcess(pid=7, used=MiB, info=info),))
+        return Frame(time=t, gpus=(gpu,))
+
+    builder = TableBuilder()
+    first = builder.build(frame(1.0, ("python", "train.py")), None, TableOrder()).rows[0]
+    again = builder.build(frame(2.0, ("python", "train.py")), None, TableOrder()).rows[0]
+    changed = builder.build(frame(3.0, ("python", "serve.py"), user="bob"), None,
+                            TableOrder()).rows[0]
+    assert (first.label, first.command, first.user) == (again.label, again.command, again.user) \
+        == ("train.py (7)", "python train.py", "alice")
+    assert (changed.label, changed.command, changed.user) == ("serve.py (7)", "python serve.py", "bob")

@@ -43,15 +43,15 @@ def _stream_alerts(env) -> set[tuple]:
 
 
 def _window_alerts(args) -> set[tuple]:
-    from vramscope.sources.choose import open_source
+    """The alerts the window shows: its sampler process's (as the app runs it)."""
     from vramscope.ui.app import build_window
 
     settings = Settings()
     settings.merge_args(args)
-    feed, window = build_window(args, source=open_source(args), start=False, poll_ms=60_000,
-                                settings=settings)
+    feed, window = build_window(args, start=False, poll_ms=60_000, settings=settings, sampler=True)
     try:
-        feed.sampler.sample_once()
+        for _ in range(2):  # the second frame, as for `stream`
+            feed.sampler.sample_once()
         panel = window.services.panels.alerts
         panel.refresh()
         return {(a.kind, a.severity.value if hasattr(a.severity, "value") else a.severity, a.gpu)
@@ -63,7 +63,7 @@ def _window_alerts(args) -> set[tuple]:
 
 @pytest.mark.parametrize("saved_free_gib", [None, 4])
 def test_record_status_stream_and_the_window_raise_the_same_alerts(
-        saved_free_gib, fake_nvml, sleepers, themed_app, qtbot, tmp_path):
+        saved_free_gib, fake_nvml, sleepers, themed_app, qtbot, tmp_path, monkeypatch):
     [pid] = sleepers(1)
     fake_nvml.write(FakeState(gpus=[FakeGpu(total=24 * GiB, used=21 * GiB, utilization=(90, 40),
                                             processes=[FakeProcess(pid, 21 * GiB, sm=90)])]))
@@ -86,6 +86,8 @@ def test_record_status_stream_and_the_window_raise_the_same_alerts(
     args = argparse.Namespace(demo=False, interval=None, window=None, theme=None, record=False,
                               read_only=False, prometheus=None, file=None, host=None,
                               from_prometheus=None)
+    for name, value in env.items():  # the window's sampler process loads the fake too
+        monkeypatch.setenv(name, value)
     in_window = _window_alerts(args)
     in_stream = _stream_alerts(env)
 

@@ -145,10 +145,10 @@ def run_stream(source, *, interval: float = 1.0, count: int | None = None,
     monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
                             store=Store(fine_points=8, coarse_points=8))
     writer = StreamWriter(out, monitor.engine, stop)  # the runner counts the frames
+    monitor.actions = actions = actions or ProcessActions()  # (the recorder records what they do)
     session = record(monitor, source) if record is not None else None  # the window's sampler
     writer.send({**protocol.hello(socket.gethostname(), __version__, interval),
                  **({"session": str(session)} if session is not None else {})})
-    actions = actions or ProcessActions()
     reader = threading.Thread(target=serve_requests, args=(inp, writer, actions, stop),
                               name="vramscope-stream-requests", daemon=True)
     reader.start()

@@ -37,18 +37,22 @@ class Monitor:
     @classmethod
     def build(cls, source: Source, *, enrichers: EnricherFactory | None = None,
               interval: float = DEFAULT_INTERVAL, diagnostics=None, store: Store | None = None,
-              read_only: bool = False, actions: bool = True) -> Monitor:
+              read_only: bool = False, actions: bool = True, engine=None) -> Monitor:
         """A pipeline around ``source`` with the diagnostics engine at its stage.
 
         ``enrichers(store)`` gives the Frame -> Frame steps (sources/choose.py);
-        ``diagnostics`` the rule settings; ``actions`` adds end-process actions.
+        ``diagnostics`` the rule settings; ``actions`` adds end-process actions;
+        ``engine`` a Diagnostics made by the caller (the window's TakenAlerts).
         """
         from vramscope.core.detectors import Diagnostics
 
         store = store if store is not None else Store()
         pipeline = Pipeline(source, store, interval,
                             list(enrichers(store)) if enrichers is not None else None)
-        engine = Diagnostics(diagnostics)
+        if engine is None:
+            engine = Diagnostics(diagnostics)
+        elif diagnostics is not None:
+            engine.settings = diagnostics
         pipeline.subscribe(engine.feed, STAGE_DIAGNOSTICS)
         acts = None
         if actions:

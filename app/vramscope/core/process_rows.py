@@ -17,11 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from vramscope.core.containers import container_text
 from vramscope.core.growth import GrowthCache
-from vramscope.core.process_groups import group_name, is_group, kin_of, units
-from vramscope.core.process_names import display_name, process_label
-from vramscope.core.process_text import command_text, user_text
+from vramscope.core.process_groups import group_name, is_group, units
+from vramscope.core.row_texts import RowTextCache
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import proc_key
 from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
@@ -68,8 +66,8 @@ class ProcessRow(NamedTuple):
     inside: tuple = ()  # a group's row: its processes' keys
 
 
-def rows_from_frame(frame: Frame | None, store=None,
-                    growth: GrowthCache | None = None) -> list[ProcessRow]:
+def rows_from_frame(frame: Frame | None, store=None, growth: GrowthCache | None = None,
+                    texts: RowTextCache | None = None) -> list[ProcessRow]:
     """The table's rows in the frame's order; with ``store``, growth and its
     sparkline from the history (through ``growth``, which spreads the work of a
     busy machine over frames; a fresh cache computes every row)."""
@@ -81,25 +79,28 @@ def rows_from_frame(frame: Frame | None, store=None,
     pairs = list(frame.all_processes())
     keys = [proc_key(gpu.index, p.identity.pid, p.identity.start_time) for gpu, p in pairs]
     figures = growth.update(store, keys, frame.time) if store is not None else {}
+    texts = texts if texts is not None else RowTextCache()
+    texts.keep_only(len(pairs))
     rows = []
     for (gpu, proc), key in zip(pairs, keys):
         info = proc.info
         ident = proc.identity
         start = info.start_time if info is not None else None
         rate, spark = figures.get(key, (None, ()))
+        said = texts.texts(proc, gpu.host)
         rows.append(ProcessRow(
             key=key,
-            gpu=gpu.index, pid=proc.pid, identity=ident, label=process_label(proc),
-            user=user_text(proc), used=proc.used, sm=proc.sm,
+            gpu=gpu.index, pid=proc.pid, identity=ident, label=said.label,
+            user=said.user, used=proc.used, sm=proc.sm,
             age=None if start is None else max(0.0, frame.time - start),
-            command=command_text(proc),
+            command=said.command,
             visibility=info.visibility if info is not None else "unknown",
             has_agent=proc.has_agent or ident in agent_ids,
             kinds=proc.kinds, cpu=proc.cpu_percent, host_memory=proc.host_memory,
             growth=rate, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
-            container=container_text(info),
+            container=said.container,
             mig=_slice_text(gpu, proc),
-            name=display_name(info) or process_label(proc), kin=kin_of(info, gpu.host),
+            name=said.name, kin=said.kin,
         ))
     return rows
 
@@ -271,12 +272,13 @@ class TableBuilder:
 
     def __init__(self):
         self.growth = GrowthCache()
+        self.texts = RowTextCache()
         self.alerts: dict = {}  # process identity -> its active alerts' text (set by the window)
         self._lock = threading.Lock()
 
     def build(self, frame: Frame | None, store, order: TableOrder) -> TableRows:
         with self._lock:
-            rows = rows_from_frame(frame, store, self.growth)
+            rows = rows_from_frame(frame, store, self.growth, self.texts)
         return self.rearrange(rows, order, user_totals(frame) if frame is not None else [],
                               self.alerts)
 

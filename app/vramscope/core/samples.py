@@ -115,6 +115,23 @@ class GpuProcess:
     def identity(self) -> ProcessIdentity:
         return self._identity
 
+    def with_figures(self, used: int | None, sm: int | None, cpu_percent: float | None,
+                     host_memory: int | None) -> GpuProcess:
+        """This process with new moving figures: what a stream delta changes for most
+        of 16k processes each second, made without the dataclass __init__ (1.6 against 2.5 us)."""
+        new, put = object.__new__(GpuProcess), object.__setattr__
+        put(new, "pid", self.pid)
+        put(new, "used", used)
+        put(new, "kinds", self.kinds)
+        put(new, "sm", sm)
+        put(new, "info", self.info)
+        put(new, "has_agent", self.has_agent)
+        put(new, "mig_uuid", self.mig_uuid)
+        put(new, "cpu_percent", cpu_percent)
+        put(new, "host_memory", host_memory)
+        put(new, "_identity", self._identity)
+        return new
+
 
 def bare_uuid(uuid: str | None) -> str | None:
     """NVML's "GPU-<uuid>" / "MIG-<uuid>" and torch's bare uuid, compared alike."""

@@ -145,6 +145,10 @@ class HostActions(ProcessActions):
         super().__init__(read_only=read_only, **options)
         self.source = source
 
+    def _named(self, host) -> str | None:
+        """The host as the window names it in messages (None: this machine)."""
+        return host.host
+
     def _host(self, pid: int, start_time: float | None):
         host = self.source.host_of(pid, start_time)
         if host is None:
@@ -162,7 +166,7 @@ class HostActions(ProcessActions):
                                                      for f in dataclasses.fields(ProcessSummary)})
             except ValueError as exc:
                 raise TypeError(f"{host.host}: {exc}") from None
-            summary = dataclasses.replace(summary, host=host.host)  # as this window names it
+            summary = dataclasses.replace(summary, host=self._named(host))  # as this window names it
         except (RuntimeError, AttributeError, TypeError) as exc:
             summary = ProcessSummary(pid=pid, start_time=start_time, user=None, command=None,
                                      age_seconds=None, memory=memory, own=False,
@@ -213,8 +217,10 @@ class HostActions(ProcessActions):
                                 f"{host.host}: an answer that does not fit the stream's schema",
                                 memory)
         ok = value.get("ok") is True
-        message = f"{host.host}: {value.get('message')}"
-        self._audit(action, "sent" if ok else "refused", pid, start_time, memory,
-                    {"host": host.host}, message)
+        name = self._named(host)
+        message = f"{name}: {value.get('message')}" if name else str(value.get("message"))
+        if name:  # (this machine's sampler keeps this machine's audit log itself)
+            self._audit(action, "sent" if ok else "refused", pid, start_time, memory,
+                        {"host": name}, message)
         return ActionResult(action=action, ok=ok, pid=pid, start_time=start_time,
                             message=message, connection_file=value.get("connection_file"))

@@ -26,6 +26,7 @@ import time
 
 from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.stream import protocol
+from vramscope.sources.hosts import HostActions
 from vramscope.sources.remote import CONNECTED, RemoteHost
 
 MAX_BACKOFF = 8.0  # seconds between restarts of a sampler that keeps dying
@@ -103,6 +104,7 @@ class LocalSamplerSource:
         self.process = SamplerProcess(options, interval)
         self._taken = 0
         self._last: Frame | None = None
+        self._judged: tuple = (None, None)  # (the frame sample gave, its sampler's alerts)
 
     def start(self) -> "LocalSamplerSource":
         self.process.start()
@@ -140,9 +142,11 @@ class LocalSamplerSource:
         wait = FIRST_FRAME_WAIT if self._last is None else 2 * self.process.interval + 1.0
         if self.process.wait_frame(self._taken, wait):
             self._taken = self.process.frames
-            frame = self.process.snapshot().frame
+            view = self.process.snapshot()
+            frame = view.frame
             if frame is not None:
                 self._last = frame
+                self._judged = (frame, list(view.alerts))
                 return frame
         why = self.stopped() or f"{STOPPED}: no frame within {wait:g} s"
         last = self._last
@@ -151,6 +155,24 @@ class LocalSamplerSource:
                       total=g.total, vendor=g.vendor, error=why) for g in last.gpus)
         return Frame(time=now, gpus=gpus, source=self.name, simulated=self.simulated, error=why)
 
+    def judged(self, frame: Frame) -> list | None:
+        """The sampler's alerts (JSON dicts) on ``frame``, a frame ``sample`` gave
+        (after the enrichers: the last one given); None for one it made itself
+        while the sampler was down."""
+        last, alerts = self._judged
+        return alerts if last is not None and last.time == frame.time else None
+
+    def set_thresholds(self, diagnostics) -> None:
+        """New alert thresholds (a DiagnosticSettings): the sampler is started again with them."""
+        options = list(self.options)
+        if "--thresholds" in options:
+            at = options.index("--thresholds")
+            del options[at:at + 2]
+        self.options = thresholds_options(diagnostics) + options
+        self.process.options = list(self.options)
+        self.process._kill()
+        self.process.restart_now()
+
     def close(self) -> None:
         self.process.close()
 
@@ -158,12 +180,7 @@ class LocalSamplerSource:
 def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> list[str]:
     """The window's options as its sampler process takes them (``diagnostics``:
     the window's alert thresholds, a DiagnosticSettings)."""
-    options = []
-    if diagnostics is not None:
-        from vramscope.core.stream.codec import to_wire
-        changed = to_wire(diagnostics)  # the fields that differ from the defaults
-        if changed:
-            options += ["--thresholds", json.dumps(changed, separators=(",", ":"))]
+    options = thresholds_options(diagnostics)
     if getattr(args, "demo", False):
         options.append("--demo")
         if getattr(args, "busy", False):
@@ -174,6 +191,28 @@ def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> li
         if cap is not None:
             options += ["--session-cap", str(int(cap))]
     return options
+
+
+class SamplerActions(HostActions):
+    """Ending a process of this machine through the window's sampler process, as
+    for an ssh host: its checks, its audit log, and its session recorder, which
+    records the action (the window records nothing itself)."""
+
+    def _host(self, pid: int, start_time: float | None):
+        return self.source.process
+
+    def _named(self, host) -> str | None:
+        return None
+
+
+def thresholds_options(diagnostics) -> list[str]:
+    """``--thresholds JSON`` for the fields of a DiagnosticSettings that differ from
+    the defaults (none for None)."""
+    if diagnostics is None:
+        return []
+    from vramscope.core.stream.codec import to_wire
+    changed = to_wire(diagnostics)
+    return ["--thresholds", json.dumps(changed, separators=(",", ":"))] if changed else []
 
 
 def window_enrichers(store) -> list:

@@ -108,15 +108,20 @@ def start_monitor(source, args, settings=None):
         record = getattr(args, "record", True)
         interval = getattr(args, "interval", None) or 1.0
         diagnostics = cap = None
-    enrichers = enrichers_for
+    enrichers, engine = enrichers_for, None
     sampled_apart = hasattr(source, "session_path")  # by the sampler process, which records
-    if sampled_apart:
+    if sampled_apart:  # and judges: the window takes its alerts
+        from vramscope.core.detectors.taken import TakenAlerts
         from vramscope.sources.local_sampler import window_enrichers as enrichers
-        record = False
+        record, engine = False, TakenAlerts(source.judged)
     monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
-                            read_only=read_only, actions=True)  # diagnostics None: the settings file's (tests)
+                            read_only=read_only, actions=True,  # diagnostics None: the settings file's (tests)
+                            engine=engine)
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
+    elif sampled_apart:  # through the sampler process, which records them
+        from vramscope.sources.local_sampler import SamplerActions
+        monitor.actions = SamplerActions(source, read_only=read_only)
     elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
         monitor.actions = ProcessActions(read_only=True)
     if record:

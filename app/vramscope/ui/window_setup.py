@@ -112,6 +112,7 @@ def apply_settings(window, settings, changed: set) -> None:
         services.panels.alerts.refresh()
     if "diagnostics" in changed:
         services.engine.settings = settings.diagnostics
+        getattr(window.feed.source, "set_thresholds", lambda _d: None)(settings.diagnostics)  # its sampler process
     if changed & {"recording", "session_cap_bytes"}:
         window.statusBar().showMessage("Recording settings apply from the next start.", 8000)
 

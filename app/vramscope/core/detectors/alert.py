@@ -123,6 +123,36 @@ def alerts_to_json(alerts) -> list[dict[str, Any]]:
     return out
 
 
+def alert_from_json(data) -> Alert | None:
+    """One ``alerts_to_json`` item back as an Alert (what a sampler process or an
+    ssh host sent); None when it does not have an alert's shape."""
+    if not isinstance(data, dict):
+        return None
+
+    def opt(name, kinds):
+        value = data.get(name)
+        return value if value is None or (type(value) in kinds) else _BAD
+
+    kind, severity, message = data.get("kind"), data.get("severity"), data.get("message")
+    fields = dict(gpu=opt("gpu", (int,)), pid=opt("pid", (int,)),
+                  start_time=opt("start_time", (int, float)), since=opt("since", (int, float)),
+                  device=opt("device", (str,)), frees=opt("frees_bytes", (int,)),
+                  connection_file=opt("connection_file", (str,)), host=opt("host", (str,)),
+                  host_index=opt("host_index", (int,)))
+    evidence, fix, extra = data.get("evidence", []), data.get("fix", ""), data.get("data", {})
+    if (not isinstance(kind, str) or severity not in SEVERITIES or type(message) is not str
+            or _BAD in fields.values() or type(fix) is not str or type(extra) is not dict
+            or type(evidence) is not list or not all(type(e) is str for e in evidence)):
+        return None
+    if fields["start_time"] is not None:
+        fields["start_time"] = float(fields["start_time"])
+    return Alert(kind=kind, severity=severity, message=message, evidence=tuple(evidence),
+                 fix=fix, data=extra, **fields)
+
+
+_BAD = object()
+
+
 def _jsonable(value):
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}

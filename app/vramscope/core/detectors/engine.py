@@ -77,14 +77,7 @@ class Diagnostics:
         # The rules run outside the lock: only this (sampler) thread feeds them, and
         # a busy machine's pass takes long enough that the window, reading the
         # alerts under the lock, would wait for it.
-        with self._lock:
-            settings = self._settings
-        active = frozenset(r.pid for r in frame.agents
-                           if any(e.kind == EventKind.STEP for e in r.events))
-        found = self._squatters.update(frame, settings, active)
-        found.extend(self._servers.update(frame, settings, active))
-        for rule in self._rules:
-            found.extend(rule.update(frame, settings))
+        found = self._find(frame)
         with self._lock:
             keys = set()
             out = []
@@ -103,12 +96,27 @@ class Diagnostics:
             for key in [k for k in self._acked if k not in keys]:
                 del self._acked[key]  # cleared: it may alert again next time
             self._current = sort_alerts(out)
-            self._watching = sorted(self._squatters.watching, key=lambda w: w.needed - w.elapsed)
+            self._watching = self._watches()
             self.version += 1
             self.last_time = frame.time
             return self._visible(self._current)
 
     __call__ = feed
+
+    def _find(self, frame: Frame) -> list[Alert]:
+        """The rules' alerts on this frame."""
+        with self._lock:
+            settings = self._settings
+        active = frozenset(r.pid for r in frame.agents
+                           if any(e.kind == EventKind.STEP for e in r.events))
+        found = self._squatters.update(frame, settings, active)
+        found.extend(self._servers.update(frame, settings, active))
+        for rule in self._rules:
+            found.extend(rule.update(frame, settings))
+        return found
+
+    def _watches(self) -> list[Watch]:
+        return sorted(self._squatters.watching, key=lambda w: w.needed - w.elapsed)
 
     # -- reading --------------------------------------------------------------------
     def alerts(self, include_hidden: bool = False) -> list[Alert]:

@@ -305,7 +305,7 @@ def _patched(objects: dict, patch) -> list:
             raise ValueError(f"u.{name} has {len(values)} values for {len(keys)} processes")
         columns[name] = [None if v is None else check(v) for v in values]
     return list(zip(keys, [
-        GpuProcess(o.pid, used, o.kinds, sm, o.info, o.has_agent, o.mig_uuid, cpu, host)
+        o.with_figures(used, sm, cpu, host)
         for o, used, sm, cpu, host in zip(olds, columns["used"], columns["sm"],
                                           columns["cpu_percent"], columns["host_memory"])]))
 
