@@ -78,3 +78,33 @@ def test_anything_sent_as_an_alert_decodes_or_is_dropped(value):
         again = alerts_to_json([alert])[0]
         assert {k: v for k, v in again.items() if k in value} == \
             {k: (list(v) if k == "evidence" else v) for k, v in value.items() if k in again}
+
+
+def test_what_the_sampler_is_watching_reaches_the_window():
+    """An idle holder 2 minutes in ("idle 2 of 5 min"): not an alert yet, but the
+    window reading its sampler lists it below the alerts as the sampler does."""
+    from vramscope.commands.stream import StreamWriter
+    from vramscope.core.stream.deltas import FrameAssembler
+
+    idle = [gpu([proc(777, 4 * GiB, sm=0)], util=0)]
+    engine = Diagnostics()
+    for t in range(0, 130, 10):
+        engine.feed(frame(t, idle))
+    assert engine.watching(), "the scenario is being watched"
+    lines = []
+
+    class Out:
+        def write(self, data):
+            lines.append(data)
+
+        def flush(self):
+            pass
+
+    import threading
+    StreamWriter(Out(), engine, threading.Event())(frame(130, idle))
+    got, alerts = FrameAssembler().whole(json.loads(lines[-1]))
+    taken = TakenAlerts(lambda f: alerts)
+    taken.feed(got)
+    assert [(w.kind, w.pid, w.progress) for w in taken.watching()] == \
+        [(w.kind, w.pid, w.progress) for w in engine.watching()]
+    assert taken.alerts() == [] == engine.alerts()

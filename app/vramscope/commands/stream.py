@@ -64,7 +64,9 @@ class StreamWriter:
         from vramscope.core.stream.deltas import FrameDiffer
         if self.differ is None:
             self.differ = FrameDiffer()
-        self.send(self.differ.message(frame, alerts_to_json(self.engine.alerts())))
+        from vramscope.core.detectors.watching import watch_to_wire
+        judged = alerts_to_json(self.engine.alerts()) + [watch_to_wire(w) for w in self.engine.watching()]
+        self.send(self.differ.message(frame, judged))
         self.written += 1
         if self.count is not None and self.written >= self.count:
             self.stop.set()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from vramscope.core.detectors.alert import Alert, alert_from_json
 from vramscope.core.detectors.engine import Diagnostics
-from vramscope.core.detectors.watching import Watch
+from vramscope.core.detectors.watching import Watch, watch_from_wire
 from vramscope.core.samples import Frame
 
 
@@ -26,14 +26,16 @@ class TakenAlerts(Diagnostics):
         super().__init__(settings)
         self._judged = judged
         self._taken = False  # whether the last frame's alerts were taken
+        self._sent_watches: list[Watch] = []  # what the sampler is watching (watching.py)
 
     def _find(self, frame: Frame) -> list[Alert]:
         sent = self._judged(frame)
         self._taken = sent is not None
         if sent is None:
             return super()._find(frame)
+        self._sent_watches = [w for w in map(watch_from_wire, sent) if w is not None]
         return [a for a in map(alert_from_json, sent) if a is not None]
 
     def _watches(self) -> list[Watch]:
-        # the stream carries alerts, not what is on its way to one
-        return [] if self._taken else super()._watches()
+        # the sampler's, sent among its alerts (commands/stream.py)
+        return list(self._sent_watches) if self._taken else super()._watches()

@@ -61,6 +61,37 @@ def watching_to_json(watches) -> list[dict[str, Any]]:
             for w in watches]
 
 
+WATCHING = "watching"  # the key that marks a Watch among a stream's alerts
+
+
+def watch_to_wire(w: Watch) -> dict[str, Any]:
+    """A Watch as the stream sends it, among the frame's alerts (which it is not: an
+    alert decoder passes over it, having no severity) -- so the window reading its
+    sampler process, or an ssh host, shows what is on its way to an alert too."""
+    return {WATCHING: w.kind, "gpu": w.gpu, "pid": w.pid, "start_time": w.start_time,
+            "since": w.since, "what": w.what, "measure": w.measure, "elapsed": w.elapsed,
+            "needed": w.needed}
+
+
+def watch_from_wire(data) -> Watch | None:
+    """A ``watch_to_wire`` entry back as a Watch; None for anything else (an alert)."""
+    if not isinstance(data, dict) or type(data.get(WATCHING)) is not str:
+        return None
+
+    def num(name):
+        v = data.get(name)
+        return float(v) if type(v) in (int, float) else None
+
+    gpu, pid = data.get("gpu"), data.get("pid")
+    what, measure = data.get("what"), data.get("measure")
+    since, elapsed, needed = num("since"), num("elapsed"), num("needed")
+    if (gpu is not None and type(gpu) is not int) or (pid is not None and type(pid) is not int) \
+            or type(what) is not str or type(measure) is not str or None in (since, elapsed, needed):
+        return None
+    return Watch(data[WATCHING][:64], gpu, pid, num("start_time"), since, what[:300], measure[:64],
+                 elapsed, needed)
+
+
 def watch_if_due(kind: str, gpu, proc, since: float | None, now: float, measure: str,
                  needed: float) -> Watch | None:
     """A Watch when the condition began ``WATCH_FROM_SECONDS`` ago or more and has not
