@@ -91,10 +91,10 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
                       else window.colours.style(tl._unit_identity(key))[0])
             assert band.edge.pen().color().name().upper() == colour.upper()
     markers = [line for tl in window.gpu_panel.timelines.values() for line in tl.markers.lines.values()]
-    assert markers  # the squatters' alerts
+    assert markers  # the squatters' alerts (warnings) and the caught OOM's (critical)
     for line in markers:
-        assert line.pen.color().name() == new.WARNING
-        assert line.label.color.name() == new.WARNING
+        assert line.pen.color().name() in (new.WARNING, new.ERROR)
+        assert line.label.color.name() == line.pen.color().name()
         assert line.label.fill.color().name() == new.PLOT_BACKGROUND
     card = window.gpu_panel.cards[0]
     assert _pixel(window, card, card.width() // 2, card.height() - 4) == new.CARD_BACKGROUND
@@ -121,8 +121,9 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
     rect = tree.visualItemRect(tree.topLevelItem(1))
     dot = _pixels(tree.viewport(), rect.adjusted(0, 0, -rect.width() + tree.columnWidth(0), 0))
     assert new.WARNING in dot and old.WARNING not in dot
-    details = _pixels(alerts.details.viewport())
-    assert new.WARNING in details and old.WARNING not in details
+    details = _pixels(alerts.details.viewport())  # the most urgent: the caught OOM (critical)
+    assert (new.WARNING in details or new.ERROR in details)
+    assert old.WARNING not in details and old.ERROR not in details
 
     # the agent: its buckets over time and at the peak phase, the legend
     window.tabs.setCurrentIndex(AGENTS_TAB)
