@@ -23,6 +23,10 @@ from vramscope.agent.protocol import ItemKind
 from vramscope.agent.ring import DEFAULT_CAPS
 
 kind, batch, ready, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+# this child sends its own, independently counted "modules" items; the agent's own
+# per-module sampler would send others (its activations n/a under this child's
+# saved-tensor hooks) and plan --pid would read whichever came last
+os.environ["VRAMSCOPE_MODULES"] = "0"
 torch.set_num_threads(1)
 model = make(kind)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
