@@ -70,9 +70,12 @@ class InputShape:
         self._handles: list = []
         self.errors = 0
 
-    def attach(self, model) -> None:
-        self._handles.append(model.register_forward_pre_hook(self._pre, with_kwargs=True))
-        self._handles.append(model.register_forward_hook(self._post))
+    def attach(self, model) -> list:
+        """Hook ``model``; returns the two hooks' handles."""
+        handles = [model.register_forward_pre_hook(self._pre, with_kwargs=True),
+                   model.register_forward_hook(self._post)]
+        self._handles.extend(handles)
+        return handles
 
     def detach_all(self) -> None:
         for h in self._handles:

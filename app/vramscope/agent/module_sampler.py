@@ -81,6 +81,7 @@ class ModuleSampler:
         self._steps_done = steps_done  # callable() -> steps counted so far
         self._clock = clock  # the training thread's CPU time
         self._last_end: float | None = None  # clock at the previous step's end
+        self._last_count = 0  # steps done at the previous step's end
         self.step_mean: float | None = None  # CPU seconds of an unsampled step (moving average)
         self.every = every
         self.next_step = FIRST_STEP
@@ -93,19 +94,25 @@ class ModuleSampler:
         self.last_error: str | None = None
         self.measured = 0  # sampled steps so far
         self.on = enabled_by_env()
+        # True: the step tracker calls ``after_step`` at its full steps (agent/steps.py) and
+        # keeps the step before a sampled one and the sampled one full (``quiet_cap``); no
+        # optimizer hook of our own runs on its quiet steps
+        self.driven = False
 
     # -- registration -----------------------------------------------------------------------
-    def attach(self, model) -> None:
+    def attach(self, model) -> list:
+        """Hook ``model``; returns the forward hooks' handles (none where off or known)."""
         if not self.on or id(model) in self._models:
-            return
+            return []
         import weakref
         w = _Watched(weakref.ref(model))
         w.handles = [model.register_forward_pre_hook(self._make_pre(w)),
                      model.register_forward_hook(self._make_post(w), always_call=True)]
         self._models[id(model)] = w
-        if self._opt_handle is None:
+        if self._opt_handle is None and not self.driven:
             from torch.optim.optimizer import register_optimizer_step_post_hook
             self._opt_handle = register_optimizer_step_post_hook(self._after_step)
+        return list(w.handles)
 
     def detach_all(self) -> None:
         for w in self._models.values():
@@ -182,10 +189,20 @@ class ModuleSampler:
                 pass
 
     # -- the step's end (optimizer step post-hook, training thread) -------------------------------
+    def quiet_cap(self) -> int | None:
+        """How many steps after the current one may pass without our hooks: the step
+        before a sampled one (its end starts the sampled step's clock) and the sampled
+        one run with them. None: no limit (off, nothing watched)."""
+        if not self.on or not self._models:
+            return None
+        return max(0, self.next_step - self._steps_done() - 1)
+
     def _after_step(self, optimizer, args, kwargs) -> None:
         now = self._clock()
-        took = None if self._last_end is None else now - self._last_end
-        self._last_end = now
+        done = self._steps_done()
+        steps = max(1, done - self._last_count)  # (the quiet steps in between: an average)
+        took = None if self._last_end is None else (now - self._last_end) / steps
+        self._last_end, self._last_count = now, done
         if not self._sampling and self._steps_done() <= self.next_step:
             if took is not None:  # an unsampled step
                 m = self.step_mean
@@ -209,6 +226,8 @@ class ModuleSampler:
         end = self._clock()
         self._last_end = end
         self._plan(None if took is None else took + (end - now))
+
+    after_step = _after_step  # (the step tracker's call, ``driven``)
 
     def _plan(self, sampled: float | None) -> None:
         """The next sampled step, from this one's CPU time against the unsampled steps'."""
