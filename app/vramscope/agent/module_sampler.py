@@ -8,12 +8,15 @@ optimizer state (agent/module_params.py) -- both on the training thread. The
 item goes to a queue that the agent thread drains into the ring.
 
 Cost: every step costs a forward pre-/post-hook call per watched model and
-one optimizer post-hook call with a clock read; a sampled forward costs a
+one optimizer post-hook call with a clock read -- in the agent (``driven``)
+only the steps the step tracker does not let pass quietly (agent/steps.py);
+a sampled forward costs a
 Python call per saved tensor (and its unpack in backward) and per module
 call. ``every`` is chosen so that the extra training-thread CPU time of a
 sampled step (``time.thread_time``: other processes on a busy machine do not
-count) beyond the unsampled steps' moving average stays within BUDGET of that
-average: ``every = ceil(extra / (BUDGET * step))``, at least MIN_EVERY
+count) beyond the steps' moving average (a step the step tracker let pass
+quietly, without our hooks, counts as the average of those it passed) stays
+within BUDGET of that average: ``every = ceil(extra / (BUDGET * step))``, at least MIN_EVERY
 (bench/module_overhead.py measures it side by side with the agent off).
 
 Not available, with why (``None`` figures, never a guess): a model run under
@@ -35,7 +38,9 @@ from torch.compiler import is_compiling
 from vramscope.agent.module_params import Tree, static_figures, subtree_sums
 from vramscope.agent.module_saved import OTHER_HOOKS, SavedRecorder, saved_hooks_active
 
-BUDGET = 0.01  # the sampled steps may add at most 1 % to the average step time
+# the sampled steps may add at most 0.1 % to the average step time: the agent's whole share
+# of the training thread is 1 % (issue 23), most of it the phase readings' (agent/phases.py)
+BUDGET = 0.001
 MIN_EVERY = 10  # at most one step in 10 measured
 MAX_EVERY = 10_000
 FIRST_STEP = 1  # the first sampled step (the step before it made the optimizer's state)
