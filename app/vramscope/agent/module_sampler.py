@@ -230,16 +230,18 @@ class ModuleSampler:
             w.seen_forward = False
         end = self._clock()
         self._last_end = end
-        self._plan(None if took is None else took + (end - now))
+        self._plan(None if took is None else took + (end - now), end - now)
 
     after_step = _after_step  # (the step tracker's call, ``driven``)
 
-    def _plan(self, sampled: float | None) -> None:
-        """The next sampled step, from this one's CPU time against the unsampled steps'."""
+    def _plan(self, sampled: float | None, own: float = 0.0) -> None:
+        """The next sampled step, from this one's CPU time against the unsampled steps'
+        -- at least the reading this hook just made (``own``): a step's noise can hide
+        the extra time of a sampled step, never make it less than what was timed."""
         step = self.step_mean
         every = MIN_EVERY
         if sampled is not None and step:
-            extra = max(0.0, sampled - step)
+            extra = max(0.0, sampled - step, own)
             every = min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / (BUDGET * step))))
         self.every = every
         self.next_step = self._steps_done() + every
