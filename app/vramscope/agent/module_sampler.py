@@ -239,8 +239,10 @@ class ModuleSampler:
         -- at least the reading this hook just made (``own``): a step's noise can hide
         the extra time of a sampled step, never make it less than what was timed."""
         step = self.step_mean
+        if step is None and sampled is not None:  # (the first sample: the step less this hook's reading)
+            step = sampled - own
         every = MIN_EVERY
-        if sampled is not None and step:
+        if sampled is not None and step and step > 0:
             extra = max(0.0, sampled - step, own)
             every = min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / (BUDGET * step))))
         self.every = every
