@@ -17,7 +17,9 @@ named only where the input says so: integer token ids of shape (batch,
 seq), or floats of shape (batch, seq, features). A (batch, features) matrix
 or an image (batch, channels, height, width) has no sequence. Standard
 library + torch only; every hook returns at once under ``torch.compile``
-tracing (no graph break).
+tracing (no graph break). In the agent both hooks run on full steps only:
+on quiet ones they are out of the model's hook dicts (agent/steps.py,
+``ModelHooks.quiet_also``), so the figures are the last full step's.
 """
 
 from __future__ import annotations
