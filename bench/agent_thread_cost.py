@@ -48,7 +48,9 @@ import torch
 from vramscope.agent import core as agent_core
 from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.core import DEFAULT_INTERVAL, Agent
+from vramscope.agent.input_shape import InputShape
 from vramscope.agent.model_hooks import ModelHooks
+from vramscope.agent.module_sampler import ModuleSampler
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.replay import ReplayProvider, scenario_ramp
 from vramscope.agent.steps import StepTracker
@@ -59,6 +61,8 @@ ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
     (BackwardWatch, "_end"),  # (_start runs inside the node pre-hook, timed as such)
     (PhaseTracker, "_output_grad"), (PhaseTracker, "_backward_end"),
     (agent_core.Agent, "_note_between_statements"),
+    (InputShape, "_pre"), (InputShape, "_post"),
+    (ModuleSampler, "_after_step"), (ModuleSampler, "after_step"),  # (its own hook / the step tracker's call)
 )
 
 
@@ -245,8 +249,11 @@ def main() -> None:
     meter = Meter()
     meter.calibrate()
     for cls, name in ENTRY_POINTS:
-        meter.wrap(cls, name)
+        if hasattr(cls, name):
+            meter.wrap(cls, name)
     meter.wrap_factory(BackwardWatch, "_hook_for")  # the node pre-hooks (closures)
+    meter.wrap_factory(ModuleSampler, "_make_pre")  # the per-module sampler's forward hooks
+    meter.wrap_factory(ModuleSampler, "_make_post")
     for spec in args.steps.split(","):
         label, steps = spec.split(":")
         target = {"2ms": 0.002, "50ms": 0.050}[label]

@@ -98,6 +98,8 @@ class Agent:
         self.module_sampler = ModuleSampler(lambda: self.steps.count)
         self.module_sampler.optimizers = self.optimizers
         self.steps.on_quiet = self.model_hooks.set_quiet  # quiet steps: no forward post-hooks
+        self.module_sampler.driven = True  # its step end is the step tracker's (quiet steps skip it)
+        self.steps.after_full, self.steps.quiet_cap = self.module_sampler.after_step, self.module_sampler.quiet_cap
         self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
             if discover else None
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
@@ -158,8 +160,7 @@ class Agent:
             self._models.append(weakref.ref(m))
             try:
                 self.model_hooks.attach(m)
-                self.module_sampler.attach(m)
-                self.input_shape.attach(m)
+                self.model_hooks.quiet_also(m, self.module_sampler.attach(m) + self.input_shape.attach(m))
             except Exception as exc:
                 self._error(exc)
         if self.discovery is not None and self._models:

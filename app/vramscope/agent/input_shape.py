@@ -17,7 +17,9 @@ named only where the input says so: integer token ids of shape (batch,
 seq), or floats of shape (batch, seq, features). A (batch, features) matrix
 or an image (batch, channels, height, width) has no sequence. Standard
 library + torch only; every hook returns at once under ``torch.compile``
-tracing (no graph break).
+tracing (no graph break). In the agent both hooks run on full steps only:
+on quiet ones they are out of the model's hook dicts (agent/steps.py,
+``ModelHooks.quiet_also``), so the figures are the last full step's.
 """
 
 from __future__ import annotations
@@ -70,9 +72,12 @@ class InputShape:
         self._handles: list = []
         self.errors = 0
 
-    def attach(self, model) -> None:
-        self._handles.append(model.register_forward_pre_hook(self._pre, with_kwargs=True))
-        self._handles.append(model.register_forward_hook(self._post))
+    def attach(self, model) -> list:
+        """Hook ``model``; returns the two hooks' handles."""
+        handles = [model.register_forward_pre_hook(self._pre, with_kwargs=True),
+                   model.register_forward_hook(self._post)]
+        self._handles.extend(handles)
+        return handles
 
     def detach_all(self) -> None:
         for h in self._handles:

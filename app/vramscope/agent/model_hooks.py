@@ -65,6 +65,8 @@ class ModelHooks:
         self._pre_hooks = False  # a first-forward pre-hook is still registered
         self._eager: set[int] = set()  # models whose post-hook ran outside torch.compile
         self._quiet = False  # the post-hooks of ``_eager`` are out of their models' dicts
+        self._also: dict[int, list] = {}  # per model: other hooks that leave on quiet steps (``quiet_also``)
+        self._out: list = []  # (hook dict, id, hook) taken out for the quiet steps
 
     def attach(self, model) -> None:
         key = id(model)
@@ -75,25 +77,35 @@ class ModelHooks:
         self._handles[key] = handles
         self._pre_hooks = True
 
+    def quiet_also(self, model, handles) -> None:
+        """Other per-step forward hooks of ``model`` (the input shape's, the module
+        sampler's) that leave with the post-hook on quiet steps: a model with any hook
+        in its dicts takes PyTorch's slow call path on every forward."""
+        self._also.setdefault(id(model), []).extend(handles)
+
     def set_quiet(self, quiet: bool) -> None:
         """Quiet steps (agent/steps.py: nothing to read, no sample asked): the forward
-        post-hooks leave their models' hook dicts, so PyTorch calls the forward without
-        its hook machinery, and come back before a full step. Only hooks seen running
-        eagerly move (a compiled model's are traced, never called: left alone)."""
+        post-hooks (and the hooks given to ``quiet_also``) leave their models' hook
+        dicts, so PyTorch calls the forward without its hook machinery, and come back
+        before a full step, in their order. Only hooks of models seen running eagerly
+        move (a compiled model's are traced, never called: left alone)."""
         if quiet == self._quiet:
             return
         self._quiet = quiet
+        if not quiet:
+            out, self._out = self._out, []
+            for hooks, hook_id, hook in out:
+                hooks[hook_id] = hook
+            return
+        out = self._out
         for key, handles in self._handles.items():
             if key not in self._eager:
                 continue
-            handle = handles[0]
-            hooks = handle.hooks_dict_ref()
-            if hooks is None:
-                continue
-            if quiet:
-                hooks.pop(handle.id, None)
-            else:
-                hooks[handle.id] = self._post_hook
+            for handle in (handles[0], *self._also.get(key, ())):
+                hooks = handle.hooks_dict_ref()
+                hook = None if hooks is None else hooks.pop(handle.id, None)
+                if hook is not None:
+                    out.append((hooks, handle.id, hook))
 
     def detach_all(self) -> None:
         self.set_quiet(False)
@@ -104,6 +116,7 @@ class ModelHooks:
                 except Exception:
                     pass
         self._handles.clear()
+        self._also.clear()
 
     def _post_hook(self, module, args, output) -> None:
         if is_compiling():  # traced by torch.compile: nothing here (no graph break, no warning)

@@ -8,12 +8,15 @@ optimizer state (agent/module_params.py) -- both on the training thread. The
 item goes to a queue that the agent thread drains into the ring.
 
 Cost: every step costs a forward pre-/post-hook call per watched model and
-one optimizer post-hook call with a clock read; a sampled forward costs a
+one optimizer post-hook call with a clock read -- in the agent (``driven``)
+only the steps the step tracker does not let pass quietly (agent/steps.py);
+a sampled forward costs a
 Python call per saved tensor (and its unpack in backward) and per module
 call. ``every`` is chosen so that the extra training-thread CPU time of a
 sampled step (``time.thread_time``: other processes on a busy machine do not
-count) beyond the unsampled steps' moving average stays within BUDGET of that
-average: ``every = ceil(extra / (BUDGET * step))``, at least MIN_EVERY
+count) beyond the steps' moving average (a step the step tracker let pass
+quietly, without our hooks, counts as the average of those it passed) stays
+within BUDGET of that average: ``every = ceil(extra / (BUDGET * step))``, at least MIN_EVERY
 (bench/module_overhead.py measures it side by side with the agent off).
 
 Not available, with why (``None`` figures, never a guess): a model run under
@@ -35,7 +38,9 @@ from torch.compiler import is_compiling
 from vramscope.agent.module_params import Tree, static_figures, subtree_sums
 from vramscope.agent.module_saved import OTHER_HOOKS, SavedRecorder, saved_hooks_active
 
-BUDGET = 0.01  # the sampled steps may add at most 1 % to the average step time
+# the sampled steps may add at most 0.1 % to the average step time: the agent's whole share
+# of the training thread is 1 % (issue 23), most of it the phase readings' (agent/phases.py)
+BUDGET = 0.001
 MIN_EVERY = 10  # at most one step in 10 measured
 MAX_EVERY = 10_000
 FIRST_STEP = 1  # the first sampled step (the step before it made the optimizer's state)
@@ -81,6 +86,7 @@ class ModuleSampler:
         self._steps_done = steps_done  # callable() -> steps counted so far
         self._clock = clock  # the training thread's CPU time
         self._last_end: float | None = None  # clock at the previous step's end
+        self._last_count = 0  # steps done at the previous step's end
         self.step_mean: float | None = None  # CPU seconds of an unsampled step (moving average)
         self.every = every
         self.next_step = FIRST_STEP
@@ -93,19 +99,25 @@ class ModuleSampler:
         self.last_error: str | None = None
         self.measured = 0  # sampled steps so far
         self.on = enabled_by_env()
+        # True: the step tracker calls ``after_step`` at its full steps (agent/steps.py) and
+        # keeps the step before a sampled one and the sampled one full (``quiet_cap``); no
+        # optimizer hook of our own runs on its quiet steps
+        self.driven = False
 
     # -- registration -----------------------------------------------------------------------
-    def attach(self, model) -> None:
+    def attach(self, model) -> list:
+        """Hook ``model``; returns the forward hooks' handles (none where off or known)."""
         if not self.on or id(model) in self._models:
-            return
+            return []
         import weakref
         w = _Watched(weakref.ref(model))
         w.handles = [model.register_forward_pre_hook(self._make_pre(w)),
                      model.register_forward_hook(self._make_post(w), always_call=True)]
         self._models[id(model)] = w
-        if self._opt_handle is None:
+        if self._opt_handle is None and not self.driven:
             from torch.optim.optimizer import register_optimizer_step_post_hook
             self._opt_handle = register_optimizer_step_post_hook(self._after_step)
+        return list(w.handles)
 
     def detach_all(self) -> None:
         for w in self._models.values():
@@ -182,10 +194,20 @@ class ModuleSampler:
                 pass
 
     # -- the step's end (optimizer step post-hook, training thread) -------------------------------
+    def quiet_cap(self) -> int | None:
+        """How many steps after the current one may pass without our hooks: the step
+        before a sampled one (its end starts the sampled step's clock) and the sampled
+        one run with them. None: no limit (off, nothing watched)."""
+        if not self.on or not self._models:
+            return None
+        return max(0, self.next_step - self._steps_done() - 1)
+
     def _after_step(self, optimizer, args, kwargs) -> None:
         now = self._clock()
-        took = None if self._last_end is None else now - self._last_end
-        self._last_end = now
+        done = self._steps_done()
+        steps = max(1, done - self._last_count)  # (the quiet steps in between: an average)
+        took = None if self._last_end is None else (now - self._last_end) / steps
+        self._last_end, self._last_count = now, done
         if not self._sampling and self._steps_done() <= self.next_step:
             if took is not None:  # an unsampled step
                 m = self.step_mean
@@ -208,14 +230,20 @@ class ModuleSampler:
             w.seen_forward = False
         end = self._clock()
         self._last_end = end
-        self._plan(None if took is None else took + (end - now))
+        self._plan(None if took is None else took + (end - now), end - now)
 
-    def _plan(self, sampled: float | None) -> None:
-        """The next sampled step, from this one's CPU time against the unsampled steps'."""
+    after_step = _after_step  # (the step tracker's call, ``driven``)
+
+    def _plan(self, sampled: float | None, own: float = 0.0) -> None:
+        """The next sampled step, from this one's CPU time against the unsampled steps'
+        -- at least the reading this hook just made (``own``): a step's noise can hide
+        the extra time of a sampled step, never make it less than what was timed."""
         step = self.step_mean
+        if step is None and sampled is not None:  # (the first sample: the step less this hook's reading)
+            step = sampled - own
         every = MIN_EVERY
-        if sampled is not None and step:
-            extra = max(0.0, sampled - step)
+        if sampled is not None and step and step > 0:
+            extra = max(0.0, sampled - step, own)
             every = min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / (BUDGET * step))))
         self.every = every
         self.next_step = self._steps_done() + every

@@ -77,6 +77,11 @@ class StepTracker:
         # callable(bool) or None: take the per-step hooks a quiet step does not need out
         # (True) / put them back (False) -- the models' forward post-hooks (agent/model_hooks.py)
         self.on_quiet = None
+        # callable(optimizer, args, kwargs) or None: run at the end of each full step's hook
+        # (the module sampler's step end, agent/module_sampler.py)
+        self.after_full = None
+        # callable() -> int or None: at most how many quiet steps may follow this one
+        self.quiet_cap = None
 
     # -- hooks ----------------------------------------------------------------------
     def install(self) -> None:
@@ -207,6 +212,8 @@ class StepTracker:
             handoff = self._handoff
             if handoff is not None and handoff.wanted:
                 handoff.serve()
+            if self.after_full is not None:
+                self.after_full(optimizer, args, kwargs)
         except Exception:  # never break the user's step
             self.errors += 1
 
@@ -306,6 +313,9 @@ class StepTracker:
                 and ledger is not None and self._handoff is not None and self._last_optimizer == self._primary_id
                 and not phases.enabled and phases.has_device):
             q = phases.skip_left
+            cap = self.quiet_cap() if self.quiet_cap is not None and q > 0 else None
+            if cap is not None:
+                q = min(q, cap)
         self._quiet_id = self._primary_id
         self.quiet = max(0, q)
         if self.quiet:
