@@ -68,8 +68,13 @@ while True:
 
 def mlp(width: int = 512):
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
-                               torch.nn.ReLU(), torch.nn.Linear(width, 10))
+    return torch.nn.Sequential(
+        torch.nn.Linear(256, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
 
 
 def many(layers: int = 200, width: int = 32):
@@ -83,8 +88,11 @@ def many(layers: int = 200, width: int = 32):
 def _device_and_provider():
     if torch.cuda.is_available():
         return torch.device("cuda:0"), None, "CUDA (torch.cuda.memory_stats, no sync)"
-    return (torch.device("cpu"), "replay",
-            "CPU with the allocator replayed (scenario_ramp): every reading path runs")
+    return (
+        torch.device("cpu"),
+        "replay",
+        "CPU with the allocator replayed (scenario_ramp): every reading path runs",
+    )
 
 
 def setup(name: str, device):
@@ -118,8 +126,9 @@ def run_block(model, opt, x, y, steps, loss_fn=torch.nn.functional.cross_entropy
 
 def _make_agent(provider_kind, rundir, model, opt) -> Agent:
     provider = ReplayProvider(scenario_ramp(steps=50), loop=True) if provider_kind else None
-    agent = Agent(interval=DEFAULT_INTERVAL, provider=provider, runtime_dir=rundir, discover=False,
-                  final_dump=False)
+    agent = Agent(
+        interval=DEFAULT_INTERVAL, provider=provider, runtime_dir=rundir, discover=False, final_dump=False
+    )
     agent.watch(model=model, optimizer=opt)
     return agent
 
@@ -163,37 +172,49 @@ def overhead(name: str, blocks: int, steps: int, client: bool) -> dict:
             resync_every.append(agent.ledger.every)
             agent.stop()
             for k, clock in (("wall", 0), ("cpu", 1)):
-                pairs[k].append(statistics.median(t[clock] for t in block_on)
-                                / statistics.median(t[clock] for t in block_off))
+                pairs[k].append(
+                    statistics.median(t[clock] for t in block_on)
+                    / statistics.median(t[clock] for t in block_off)
+                )
             steps_seen = _items(agent, "step")
             counted += len(steps_seen)
-            measured += sum(1 for s in steps_seen if any(
-                f.get("allocated_after") is not None for f in (s.get("devices") or {}).values()))
+            measured += sum(
+                1
+                for s in steps_seen
+                if any(f.get("allocated_after") is not None for f in (s.get("devices") or {}).values())
+            )
     finally:
         if proc is not None:
             proc.kill()
             proc.wait()
         shutil.rmtree(rundir, ignore_errors=True)
     params = sum(1 for _ in model.parameters())
-    print(f"[step time] model {name} ({params} parameter tensors), {where}; {len(off)} steps without, "
-          f"{len(on)} with the agent (interval {DEFAULT_INTERVAL} s, client pulling at 1 Hz: {client})")
-    print(f"  steps measured: {measured} of {counted} carry their after-step allocated reading "
-          f"({100.0 * measured / max(1, counted):.1f} %, target 100 %); samples {samples}, "
-          f"{by_training} of them taken by the training thread at a hook; gradients noted after "
-          f"every {statistics.median(resync_every) if resync_every else '-'}-th step")
+    print(
+        f"[step time] model {name} ({params} parameter tensors), {where}; {len(off)} steps without, "
+        f"{len(on)} with the agent (interval {DEFAULT_INTERVAL} s, client pulling at 1 Hz: {client})"
+    )
+    print(
+        f"  steps measured: {measured} of {counted} carry their after-step allocated reading "
+        f"({100.0 * measured / max(1, counted):.1f} %, target 100 %); samples {samples}, "
+        f"{by_training} of them taken by the training thread at a hook; gradients noted after "
+        f"every {statistics.median(resync_every) if resync_every else '-'}-th step"
+    )
     out = {}
     for k, clock, label in (("wall", 0, "wall time"), ("cpu", 1, "training-thread CPU time")):
         m_off = statistics.median(t[clock] for t in off)
         m_on = statistics.median(t[clock] for t in on)
         out[k] = m_on / m_off
-        print(f"  {label}: median without {m_off * 1e6:.0f} us, with {m_on * 1e6:.0f} us, ratio "
-              f"{m_on / m_off:.4f} (budget <= 1.01); {_spread(pairs[k])}")
+        print(
+            f"  {label}: median without {m_off * 1e6:.0f} us, with {m_on * 1e6:.0f} us, ratio "
+            f"{m_on / m_off:.4f} (budget <= 1.01); {_spread(pairs[k])}"
+        )
     return out
 
 
 def toggle(name: str, pairs: int, steps: int) -> None:
     """Per-step cost of the agent's hooks (and of no-op hooks) by fine interleaving."""
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
     torch.set_num_threads(1)
     device, provider_kind, _where = _device_and_provider()
     rundir = tempfile.mkdtemp(prefix="vs-bench-")
@@ -209,10 +230,14 @@ def toggle(name: str, pairs: int, steps: int) -> None:
                 agent.steps.install()
                 agent.model_hooks.attach(model)
             else:
-                noop.extend([model.register_forward_pre_hook(lambda m, a: None),
-                             model.register_forward_hook(lambda m, a, o: None),
-                             register_optimizer_step_pre_hook(lambda o, a, k: None),
-                             register_optimizer_step_post_hook(lambda o, a, k: None)])
+                noop.extend(
+                    [
+                        model.register_forward_pre_hook(lambda m, a: None),
+                        model.register_forward_hook(lambda m, a, o: None),
+                        register_optimizer_step_pre_hook(lambda o, a, k: None),
+                        register_optimizer_step_post_hook(lambda o, a, k: None),
+                    ]
+                )
 
         def hooks_off():
             agent.steps.uninstall()
@@ -226,7 +251,7 @@ def toggle(name: str, pairs: int, steps: int) -> None:
             run_block(model, opt, x, y, 50, loss_fn)
             for i in range(pairs):
                 res = {}
-                for state in ((True, False) if i % 2 == 0 else (False, True)):
+                for state in (True, False) if i % 2 == 0 else (False, True):
                     hooks_on() if state else hooks_off()
                     run_block(model, opt, x, y, 2, loss_fn)
                     res[state] = [c for _w, c in run_block(model, opt, x, y, steps, loss_fn)]
@@ -240,9 +265,11 @@ def toggle(name: str, pairs: int, steps: int) -> None:
         mean = statistics.fmean(ratios)
         err = 2 * statistics.stdev(ratios) / len(ratios) ** 0.5
         m_on, m_off = statistics.median(on_all), statistics.median(off_all)
-        print(f"[toggle] model {name}, {kind}: training-thread CPU time +{(m_on - m_off) * 1e6:.1f} us "
-              f"of {m_off * 1e6:.0f} us per step; paired ratio {1 + mean:.4f} +- {err:.4f} "
-              f"({pairs} pairs of {steps}-step blocks)")
+        print(
+            f"[toggle] model {name}, {kind}: training-thread CPU time +{(m_on - m_off) * 1e6:.1f} us "
+            f"of {m_off * 1e6:.0f} us per step; paired ratio {1 + mean:.4f} +- {err:.4f} "
+            f"({pairs} pairs of {steps}-step blocks)"
+        )
     shutil.rmtree(rundir, ignore_errors=True)
 
 
@@ -252,8 +279,10 @@ def breakdown(name: str, steps: int) -> None:
     device, provider_kind, _where = _device_and_provider()
     model, opt, x, y, loss_fn = setup(name, device)
     run_block(model, opt, x, y, 50, loss_fn)
-    for label, budget in (("phase readings and gradient noting on every step", 1.0),
-                          ("both off (what every step pays)", 1e-12)):
+    for label, budget in (
+        ("phase readings and gradient noting on every step", 1.0),
+        ("both off (what every step pays)", 1e-12),
+    ):
         agent = _make_agent(provider_kind, tempfile.gettempdir(), model, opt)
         agent.phases.budget = agent.ledger.budget = budget
         spent: dict[str, list[int]] = {}
@@ -268,6 +297,7 @@ def breakdown(name: str, steps: int) -> None:
                     return fn(*args, **kwargs)
                 finally:
                     spent.setdefault(key, []).append(time.perf_counter_ns() - t0)
+
             setattr(obj, attr, wrapper)
 
         hooks = agent.model_hooks
@@ -285,9 +315,11 @@ def breakdown(name: str, steps: int) -> None:
         per_step = {k: statistics.median(v) * len(v) / steps / 1e3 for k, v in spent.items()}  # us
         total = sum(per_step.values())
         parts = ", ".join(f"{k} {v:.1f}" for k, v in per_step.items())
-        print(f"[breakdown] model {name}, {label}: {parts} us; together {total:.1f} us of a "
-              f"{step * 1e6:.0f} us step ({100 * total / 1e6 / step:.2f} %); phases every "
-              f"{agent.phases.every}, gradients noted every {agent.ledger.every}")
+        print(
+            f"[breakdown] model {name}, {label}: {parts} us; together {total:.1f} us of a "
+            f"{step * 1e6:.0f} us step ({100 * total / 1e6 / step:.2f} %); phases every "
+            f"{agent.phases.every}, gradients noted every {agent.ledger.every}"
+        )
 
 
 def sample_cost(n: int, devices: int) -> None:
@@ -296,8 +328,12 @@ def sample_cost(n: int, devices: int) -> None:
     frames = scenario_ramp(steps=50)
     if devices > 1:
         frames = [{d: f[0] for d in range(devices)} for f in frames]
-    agent = Agent(provider=ReplayProvider(frames, loop=True), runtime_dir=tempfile.gettempdir(),
-                  discover=False, final_dump=False)
+    agent = Agent(
+        provider=ReplayProvider(frames, loop=True),
+        runtime_dir=tempfile.gettempdir(),
+        discover=False,
+        final_dump=False,
+    )
     model = mlp()
     opt = torch.optim.Adam(model.parameters())
     opt.zero_grad()
@@ -306,8 +342,10 @@ def sample_cost(n: int, devices: int) -> None:
     agent.watch(model=model, optimizer=opt)
     agent._walk()
     out = []
-    for where, take in (("agent thread", lambda: agent._sample(read_grads=False, drain=True)),
-                        ("training thread", agent.sample_once)):
+    for where, take in (
+        ("agent thread", lambda: agent._sample(read_grads=False, drain=True)),
+        ("training thread", agent.sample_once),
+    ):
         for _ in range(200):
             take()
         times = []
@@ -316,16 +354,24 @@ def sample_cost(n: int, devices: int) -> None:
             take()
             times.append(time.perf_counter() - t0)
         times.sort()
-        out.append(f"{where}: median {statistics.median(times) * 1e6:.0f} us, p95 {times[int(0.95 * n)] * 1e6:.0f} us")
-    print(f"[one sample] {devices} device(s) + cpu, replay provider, stats + buckets + JSON + ring "
-          f"(budget <= 200 us): {'; '.join(out)}; item {len(agent.ring.all_items()[-1])} bytes; walk of the "
-          f"MLP {agent.last_walk_seconds * 1e6:.0f} us, bytes summed per sample {agent.last_measure_seconds * 1e6:.0f} us")
+        out.append(
+            f"{where}: median {statistics.median(times) * 1e6:.0f} us, p95 {times[int(0.95 * n)] * 1e6:.0f} us"
+        )
+    print(
+        f"[one sample] {devices} device(s) + cpu, replay provider, stats + buckets + JSON + ring "
+        f"(budget <= 200 us): {'; '.join(out)}; item {len(agent.ring.all_items()[-1])} bytes; walk of the "
+        f"MLP {agent.last_walk_seconds * 1e6:.0f} us, bytes summed per sample {agent.last_measure_seconds * 1e6:.0f} us"
+    )
 
 
 def memory() -> None:
     frames = [{0: memory_stats_dict(1 << 30, 2 << 30)}]
-    agent = Agent(provider=ReplayProvider(frames, loop=True), runtime_dir=tempfile.gettempdir(),
-                  discover=False, final_dump=False)
+    agent = Agent(
+        provider=ReplayProvider(frames, loop=True),
+        runtime_dir=tempfile.gettempdir(),
+        discover=False,
+        final_dump=False,
+    )
     caps = agent.ring.caps
     tracemalloc.start()
     sizes = []
@@ -339,8 +385,10 @@ def memory() -> None:
         sizes.append((len(agent.ring), agent.ring.nbytes, cur))
     tracemalloc.stop()
     for (items, nbytes, traced), label in zip(sizes, ("1x capacity", "10x capacity")):
-        print(f"[memory] after {label}: {items} items held, {nbytes / 1e6:.2f} MB encoded, "
-              f"{traced / 1e6:.2f} MB traced by tracemalloc")
+        print(
+            f"[memory] after {label}: {items} items held, {nbytes / 1e6:.2f} MB encoded, "
+            f"{traced / 1e6:.2f} MB traced by tracemalloc"
+        )
 
 
 def phase_cost(n: int) -> None:
@@ -352,8 +400,7 @@ def phase_cost(n: int) -> None:
             provider = ReplayProvider(frames, phase_frames=phases * 10, loop=True)
         else:
             provider = TorchCudaProvider()
-        agent = Agent(provider=provider, runtime_dir=tempfile.gettempdir(), discover=False,
-                      final_dump=False)
+        agent = Agent(provider=provider, runtime_dir=tempfile.gettempdir(), discover=False, final_dump=False)
         ph = agent.phases
         ph.budget = 1.0  # measure every step: the cost of a measured step
         ph.mark_loaded(0)
@@ -368,8 +415,10 @@ def phase_cost(n: int) -> None:
             ph.take(time.monotonic(), 0.01)
             times.append(time.perf_counter() - t0)
         times.sort()
-        print(f"[phases] {label}: training-thread work per step median {statistics.median(times) * 1e6:.1f} us, "
-              f"p95 {times[int(0.95 * n)] * 1e6:.1f} us ({ph.reads} readings)")
+        print(
+            f"[phases] {label}: training-thread work per step median {statistics.median(times) * 1e6:.1f} us, "
+            f"p95 {times[int(0.95 * n)] * 1e6:.1f} us ({ph.reads} readings)"
+        )
 
 
 def main() -> None:
@@ -384,8 +433,10 @@ def main() -> None:
     ap.add_argument("--only", choices=("overhead", "toggle", "breakdown", "parts"))
     args = ap.parse_args()
     torch.set_flush_denormal(True)  # thousands of steps on one batch: no denormal slowdown late in a run
-    print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     models = [m for m in args.models.split(",") if m]
     if args.only in (None, "parts"):
         sample_cost(args.samples, 1)
@@ -394,7 +445,9 @@ def main() -> None:
         phase_cost(2000)
     if args.only in (None, "toggle"):
         for name in models:
-            toggle(name, args.pairs if name == "mlp" else max(10, args.pairs // 3), 20 if name == "mlp" else 10)
+            toggle(
+                name, args.pairs if name == "mlp" else max(10, args.pairs // 3), 20 if name == "mlp" else 10
+            )
     if args.only in (None, "breakdown"):
         for name in models:
             breakdown(name, 2000 if name == "mlp" else 500)

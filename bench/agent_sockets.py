@@ -64,8 +64,10 @@ def passes(directory: str, n: int, interval: float) -> tuple[list[float], int]:
 
 def describe(took: list[float]) -> str:
     later = took[1:] or took
-    return (f"first {took[0] * 1e3:7.1f} ms | later: median {statistics.median(later) * 1e3:6.1f} ms, "
-            f"max {max(later) * 1e3:7.1f} ms")
+    return (
+        f"first {took[0] * 1e3:7.1f} ms | later: median {statistics.median(later) * 1e3:6.1f} ms, "
+        f"max {max(later) * 1e3:7.1f} ms"
+    )
 
 
 def main() -> int:
@@ -75,19 +77,27 @@ def main() -> int:
     p.add_argument("--interval", type=float, default=1.0)
     args = p.parse_args()
     directory = tempfile.mkdtemp(prefix="vs-bench-")  # short: AF_UNIX paths are <= 107 bytes
-    agent = Agent(interval=0.1, provider=ReplayProvider(scenario_ramp(), loop=True),
-                  runtime_dir=directory, discover=False, final_dump=False)
+    agent = Agent(
+        interval=0.1,
+        provider=ReplayProvider(scenario_ramp(), loop=True),
+        runtime_dir=directory,
+        discover=False,
+        final_dump=False,
+    )
     agent.start()
     try:
         assert agent.wait_started(5) and agent.server is not None, agent.server_error
-        print(f"budget for agents per pass: {PASS_BUDGET * 1e3:.0f} ms; {args.passes} passes, "
-              f"one per {args.interval:g} s")
+        print(
+            f"budget for agents per pass: {PASS_BUDGET * 1e3:.0f} ms; {args.passes} passes, "
+            f"one per {args.interval:g} s"
+        )
         took, seen = passes(directory, args.passes, args.interval)
         print(f"no silent sockets:      {describe(took)} | agent connected in {seen}/{len(took)}")
         held = silent_sockets(directory, args.silent)
         took, seen = passes(directory, args.passes, args.interval)
-        print(f"{args.silent:3d} silent sockets:     {describe(took)} | agent connected in "
-              f"{seen}/{len(took)}")
+        print(
+            f"{args.silent:3d} silent sockets:     {describe(took)} | agent connected in {seen}/{len(took)}"
+        )
         over = [t for t in took if t > PASS_BUDGET * 1.1]
         print(f"passes over the budget (+10 %): {len(over)}")
         for s in held:

@@ -56,13 +56,18 @@ from vramscope.agent.replay import ReplayProvider, scenario_ramp
 from vramscope.agent.steps import StepTracker
 
 ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
-    (ModelHooks, "_pre_hook"), (ModelHooks, "_post_hook"),
-    (StepTracker, "_optimizer_pre_hook"), (StepTracker, "_optimizer_hook"),
+    (ModelHooks, "_pre_hook"),
+    (ModelHooks, "_post_hook"),
+    (StepTracker, "_optimizer_pre_hook"),
+    (StepTracker, "_optimizer_hook"),
     (BackwardWatch, "_end"),  # (_start runs inside the node pre-hook, timed as such)
-    (PhaseTracker, "_output_grad"), (PhaseTracker, "_backward_end"),
+    (PhaseTracker, "_output_grad"),
+    (PhaseTracker, "_backward_end"),
     (agent_core.Agent, "_note_between_statements"),
-    (InputShape, "_pre"), (InputShape, "_post"),
-    (ModuleSampler, "_after_step"), (ModuleSampler, "after_step"),  # (its own hook / the step tracker's call)
+    (InputShape, "_pre"),
+    (InputShape, "_post"),
+    (ModuleSampler, "_after_step"),
+    (ModuleSampler, "after_step"),  # (its own hook / the step tracker's call)
 )
 
 
@@ -107,6 +112,7 @@ class Meter:
                 meter.spent[key] = meter.spent.get(key, 0.0) + time.thread_time() - c0
                 meter.calls[key] = meter.calls.get(key, 0) + 1
                 meter.depth = 0
+
         return call
 
     def wrap(self, cls, name: str) -> None:
@@ -123,6 +129,7 @@ class Meter:
         class Empty:
             def f(self):
                 return None
+
         self.wrap(Empty, "f")
         e = Empty()
         self.on = True
@@ -143,8 +150,13 @@ class Meter:
 
 def setup(batch: int, width: int = 512):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
-                                torch.nn.ReLU(), torch.nn.Linear(width, 10))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
     x = torch.randn(batch, 256)
     y = torch.randint(0, 10, (batch,))
     return model, torch.optim.Adam(model.parameters()), x, y
@@ -185,12 +197,17 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
     calls_all: dict[str, list] = {}
     for r in range(reps):
         res = {}
-        for with_agent in ((False, True) if r % 2 == 0 else (True, False)):
+        for with_agent in (False, True) if r % 2 == 0 else (True, False):
             if not with_agent:
                 res[False] = run(model, opt, x, y, steps)
                 continue
-            agent = Agent(interval=DEFAULT_INTERVAL, provider=SlowRead(read_us), runtime_dir=rundir,
-                          discover=False, final_dump=False)
+            agent = Agent(
+                interval=DEFAULT_INTERVAL,
+                provider=SlowRead(read_us),
+                runtime_dir=rundir,
+                discover=False,
+                final_dump=False,
+            )
             agent.watch(model=model, optimizer=opt)
             agent.start()
             agent.wait_started(5)
@@ -218,22 +235,34 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
         return v[round(p * (len(v) - 1))]
 
     step = statistics.median(off_all)
-    print(f"[{label}] batch {batch}: median step {step * 1e3:.2f} ms of training-thread CPU time "
-          f"without the agent, {statistics.median(on_all) * 1e3:.2f} ms with; {reps} repetitions of "
-          f"{steps} steps each side; allocator read {read_us:g} us")
-    print(f"  in the agent's functions: median {100 * statistics.median(in_agent):.3f} % of the step "
-          f"(IQR {100 * q(in_agent, 0.25):.3f}-{100 * q(in_agent, 0.75):.3f} %, max "
-          f"{100 * max(in_agent):.3f} %; budget <= 1 %); wrapper cost {meter.overhead * 1e6:.2f} us "
-          f"per call subtracted")
+    print(
+        f"[{label}] batch {batch}: median step {step * 1e3:.2f} ms of training-thread CPU time "
+        f"without the agent, {statistics.median(on_all) * 1e3:.2f} ms with; {reps} repetitions of "
+        f"{steps} steps each side; allocator read {read_us:g} us"
+    )
+    print(
+        f"  in the agent's functions: median {100 * statistics.median(in_agent):.3f} % of the step "
+        f"(IQR {100 * q(in_agent, 0.25):.3f}-{100 * q(in_agent, 0.75):.3f} %, max "
+        f"{100 * max(in_agent):.3f} %; budget <= 1 %); wrapper cost {meter.overhead * 1e6:.2f} us "
+        f"per call subtracted"
+    )
     parts = sorted(((statistics.median(v), k) for k, v in parts_all.items()), reverse=True)
-    print("  per step: " + ", ".join(f"{k} {v * 1e6:.1f} us ({statistics.median(calls_all[k]):.2f} calls)"
-                                     for v, k in parts if v > 0))
-    print(f"  side by side, step CPU time with / without: median ratio {q(ratios, 0.5):.4f} "
-          f"(IQR {q(ratios, 0.25):.4f}-{q(ratios, 0.75):.4f})")
+    print(
+        "  per step: "
+        + ", ".join(
+            f"{k} {v * 1e6:.1f} us ({statistics.median(calls_all[k]):.2f} calls)" for v, k in parts if v > 0
+        )
+    )
+    print(
+        f"  side by side, step CPU time with / without: median ratio {q(ratios, 0.5):.4f} "
+        f"(IQR {q(ratios, 0.25):.4f}-{q(ratios, 0.75):.4f})"
+    )
     shares = [s for s in shares if s is not None]
     if shares:
-        print(f"  phases read on {100 * statistics.median(shares):.1f} % of steps (min "
-              f"{100 * min(shares):.1f} %; target >= 95 %)")
+        print(
+            f"  phases read on {100 * statistics.median(shares):.1f} % of steps (min "
+            f"{100 * min(shares):.1f} %; target >= 95 %)"
+        )
 
 
 def main() -> None:
@@ -244,8 +273,10 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
-    print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     meter = Meter()
     meter.calibrate()
     for cls, name in ENTRY_POINTS:

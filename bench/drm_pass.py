@@ -63,8 +63,10 @@ def main() -> None:
                 pid = sleepers[i].pid if i < gpu_procs else 1_000_000 + i
                 fds = [Fd(f"/dev/pts/{k}", "pos:\t0\n") for k in range(40)]
                 if i < gpu_procs:
-                    fds += [Fd("renderD129", amdgpu_fdinfo(10 + i, vram=(i + 1) * 16 * MiB)),
-                            Fd("renderD130", xe_fdinfo(10 + i, vram=GiB // 64))]
+                    fds += [
+                        Fd("renderD129", amdgpu_fdinfo(10 + i, vram=(i + 1) * 16 * MiB)),
+                        Fd("renderD130", xe_fdinfo(10 + i, vram=GiB // 64)),
+                    ]
                 m.fds[pid] = fds
             m.stage_sys()
             m.stage_proc()

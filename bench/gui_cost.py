@@ -76,15 +76,27 @@ def _frame(t: float, gpus: int, procs: int, k: int) -> Frame:
         ps = []
         for p in range(procs):
             pid = 10000 + g * 1000 + p
-            info = ProcessInfo(pid=pid, start_time=1000.0 + p, user="alice", name="python",
-                               cmdline=("python", f"job{p}.py"))
+            info = ProcessInfo(
+                pid=pid, start_time=1000.0 + p, user="alice", name="python", cmdline=("python", f"job{p}.py")
+            )
             used = (256 + 64 * p + (k * 7 + p * 13) % 97) * MiB
             ps.append(GpuProcess(pid=pid, used=used, sm=(k + p) % 100, info=info))
         used = sum(x.used for x in ps)
-        out.append(GpuSample(index=g, name="NVIDIA H100 80GB HBM3", total=80 * GiB, used=used,
-                             free=80 * GiB - used, reserved=512 * MiB, util_gpu=k % 100,
-                             temperature=60, power_w=300.0, power_limit_w=700.0,
-                             processes=tuple(ps)))
+        out.append(
+            GpuSample(
+                index=g,
+                name="NVIDIA H100 80GB HBM3",
+                total=80 * GiB,
+                used=used,
+                free=80 * GiB - used,
+                reserved=512 * MiB,
+                util_gpu=k % 100,
+                temperature=60,
+                power_w=300.0,
+                power_limit_w=700.0,
+                processes=tuple(ps),
+            )
+        )
     return Frame(time=t, gpus=tuple(out), source="bench")
 
 
@@ -103,8 +115,7 @@ def filled_store(gpus: int, procs: int, end: float) -> Store:
     return store
 
 
-def update_cost(gpus: int, procs: int, ticks: int, window: str, step: float,
-                force: bool) -> dict:
+def update_cost(gpus: int, procs: int, ticks: int, window: str, step: float, force: bool) -> dict:
     from vramscope.ui.app import create_app
     from vramscope.core.pipeline import Pipeline
     from vramscope.ui.main_window import MainWindow
@@ -141,9 +152,14 @@ def update_cost(gpus: int, procs: int, ticks: int, window: str, step: float,
     feed.close()
     window.close()
     times.sort()
-    return {"median_ms": statistics.median(times), "p95_ms": times[int(0.95 * (len(times) - 1))],
-            "max_ms": times[-1],
-            "fill_s": fill_s, "points_per_series": points, "series": store.series_count()}
+    return {
+        "median_ms": statistics.median(times),
+        "p95_ms": times[int(0.95 * (len(times) - 1))],
+        "max_ms": times[-1],
+        "fill_s": fill_s,
+        "points_per_series": points,
+        "series": store.series_count(),
+    }
 
 
 def main() -> int:
@@ -155,30 +171,40 @@ def main() -> int:
     a = ap.parse_args()
     if a.no_antialias:
         from vramscope.ui import theme
+
         theme.ANTIALIAS = False
     from PySide6 import __version__ as pyside
     import pyqtgraph
-    print(f"Python {sys.version.split()[0]}, PySide6 {pyside}, pyqtgraph {pyqtgraph.__version__}, "
-          f"{psutil.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+
+    print(
+        f"Python {sys.version.split()[0]}, PySide6 {pyside}, pyqtgraph {pyqtgraph.__version__}, "
+        f"{psutil.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+    )
     if a.only in (None, "update"):
         for window in ("10m", "all"):
             r = update_cost(2, 10, a.ticks, window, 1.0, force=True)
-            print(f"full update, 2 GPUs x 10 processes, 24 h history, window {window}: "
-                  f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms "
-                  f"({r['points_per_series']} points per series, {r['series']} series; "
-                  f"fill {r['fill_s']:.1f} s)")
+            print(
+                f"full update, 2 GPUs x 10 processes, 24 h history, window {window}: "
+                f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms "
+                f"({r['points_per_series']} points per series, {r['series']} series; "
+                f"fill {r['fill_s']:.1f} s)"
+            )
     if a.only in (None, "tick"):
         for window in ("10m", "all"):
             r = update_cost(8, 64, a.ticks, window, 0.1, force=False)
-            print(f"10 Hz tick, 8 GPUs x 64 processes, 24 h history, window {window}: "
-                  f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
-                  f"max {r['max_ms']:.1f} ms "
-                  f"({r['points_per_series']} points per series, {r['series']} series; "
-                  f"fill {r['fill_s']:.1f} s)")
+            print(
+                f"10 Hz tick, 8 GPUs x 64 processes, 24 h history, window {window}: "
+                f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
+                f"max {r['max_ms']:.1f} ms "
+                f"({r['points_per_series']} points per series, {r['series']} series; "
+                f"fill {r['fill_s']:.1f} s)"
+            )
     if a.only in (None, "idle"):
         r = idle_cost(a.seconds)
-        print(f"idle, --demo at 1 s for {r['wall_s']:.0f} s: {r['cpu_percent']:.2f} % of one core "
-              f"({r['frames']} frames)")
+        print(
+            f"idle, --demo at 1 s for {r['wall_s']:.0f} s: {r['cpu_percent']:.2f} % of one core "
+            f"({r['frames']} frames)"
+        )
     return 0
 
 

@@ -77,13 +77,23 @@ def own_cpu(proc: psutil.Process) -> float:
 def state(pids: list[int]) -> FakeState:
     gpus = []
     for g in range(2):
-        procs = [FakeProcess(pid, (2 + i) * GiB + g * 512 * MiB, "compute", sm=(15 * i) % 100)
-                 for i, pid in enumerate(pids[g * 5:(g + 1) * 5])]
+        procs = [
+            FakeProcess(pid, (2 + i) * GiB + g * 512 * MiB, "compute", sm=(15 * i) % 100)
+            for i, pid in enumerate(pids[g * 5 : (g + 1) * 5])
+        ]
         used = sum(p.used for p in procs) + 300 * MiB
-        gpus.append(FakeGpu(name=("NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000")[g],
-                            total=(24, 48)[g] * GiB, used=used, utilization=(60, 30),
-                            temperature=60, power_mw=250_000, power_limit_mw=450_000,
-                            processes=procs))
+        gpus.append(
+            FakeGpu(
+                name=("NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000")[g],
+                total=(24, 48)[g] * GiB,
+                used=used,
+                utilization=(60, 30),
+                temperature=60,
+                power_mw=250_000,
+                power_limit_mw=450_000,
+                processes=procs,
+            )
+        )
     return FakeState(gpus=gpus)
 
 
@@ -111,22 +121,38 @@ def main() -> int:
     runtime = work / "run"
     for d in (home, runtime):
         d.mkdir(mode=0o700)
-    base = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(runtime),
-                XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
-                XDG_STATE_HOME=str(home / ".local/state"), QT_QPA_PLATFORM="offscreen",
-                TERM="xterm-256color")
+    base = dict(
+        os.environ,
+        HOME=str(home),
+        XDG_RUNTIME_DIR=str(runtime),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        QT_QPA_PLATFORM="offscreen",
+        TERM="xterm-256color",
+    )
     env = subprocess_env(lib.parent, work / "state.txt", base)
     children = [subprocess.Popen([sys.executable, "-c", AGENT_RUN], env=base)]
     children += [subprocess.Popen(["sleep", "3600"]) for _ in range(9)]
     try:
         write_state(work / "state.txt", state([c.pid for c in children]))
         vramscope = pathlib.Path(sys.executable).with_name("vramscope")
-        window = subprocess.Popen([str(vramscope), "--interval", "1", "--no-record", "--window", "10m"],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        window = subprocess.Popen(
+            [str(vramscope), "--interval", "1", "--no-record", "--window", "10m"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
-        tui = subprocess.Popen([nvitop, "--interval", "1"], env=env, stdin=slave, stdout=slave,
-                               stderr=slave, start_new_session=True)
+        tui = subprocess.Popen(
+            [nvitop, "--interval", "1"],
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
         os.close(slave)
         threading.Thread(target=drain, args=(master,), daemon=True).start()
         children += [window, tui]
@@ -144,10 +170,15 @@ def main() -> int:
         n_pct = 100 * (cpu_seconds(theirs) - c0[1]) / wall
         alone_pct = 100 * (own_cpu(ours) - c0[2]) / wall
         import nvitop as nv
-        print(f"same fake machine: 2 GPUs x 5 processes (one with the PyTorch agent), 1 s refresh, "
-              f"{wall:.0f} s side by side, {psutil.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-        print(f"vramscope window (offscreen Qt) + its sampler process:  {w_pct:5.2f} % of one core "
-              f"(the window {alone_pct:.2f} %, the sampler {w_pct - alone_pct:.2f} %)")
+
+        print(
+            f"same fake machine: 2 GPUs x 5 processes (one with the PyTorch agent), 1 s refresh, "
+            f"{wall:.0f} s side by side, {psutil.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+        )
+        print(
+            f"vramscope window (offscreen Qt) + its sampler process:  {w_pct:5.2f} % of one core "
+            f"(the window {alone_pct:.2f} %, the sampler {w_pct - alone_pct:.2f} %)"
+        )
         print(f"nvitop {nv.__version__} TUI (160x48 pty):   {n_pct:5.2f} % of one core")
         print(f"ratio window / nvitop: {w_pct / n_pct:.2f}" if n_pct > 0 else "nvitop used no CPU")
         return 0

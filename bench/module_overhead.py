@@ -41,8 +41,12 @@ def block(model, opt, steps, agent_on, device, seq):
     agent = None
     if agent_on:
         frames, _ = scenario_phases(steps=3)
-        agent = Agent(provider=ReplayProvider(frames, loop=True), runtime_dir=tempfile.mkdtemp(prefix="vs-"),
-                      final_dump=False, discover=False)
+        agent = Agent(
+            provider=ReplayProvider(frames, loop=True),
+            runtime_dir=tempfile.mkdtemp(prefix="vs-"),
+            final_dump=False,
+            discover=False,
+        )
         agent.watch(model=model, optimizer=opt)
         agent.start()
         agent.wait_started(5)
@@ -75,7 +79,7 @@ def run(args, device):
     off_w, on_w, off_c, on_c, samp_w, samp_c, everies = [], [], [], [], [], [], []
     for b in range(args.blocks):
         pair = {}
-        for on in ((False, True) if b % 2 == 0 else (True, False)):
+        for on in (False, True) if b % 2 == 0 else (True, False):
             walls, cpus, sampled, every = block(model, opt, args.steps, on, device, args.seq)
             pair[on] = walls[2:], cpus[2:], sampled[2:], every  # the agent's first steps: start-up
         (walls, cpus, sampled, every), (ow, oc, _, _) = pair[True], pair[False]
@@ -100,26 +104,36 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(1)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"torch {torch.__version__} on {device}; TinyGPT d={args.d} layers={args.layers}, batch 8 x {args.seq}")
+    print(
+        f"torch {torch.__version__} on {device}; TinyGPT d={args.d} layers={args.layers}, batch 8 x {args.seq}"
+    )
     off_w, on_w, off_c, on_c, samp_w, samp_c, everies = run(args, device)
     mean = statistics.fmean
-    print(f"step (wall) off {mean(off_w) * 1e3:.1f} ms, on {mean(on_w) * 1e3:.1f} ms: "
-          f"ratio {mean(on_w) / mean(off_w):.4f} (budget <= 1.01)")
-    print(f"step (training thread CPU) off {mean(off_c) * 1e3:.1f} ms, on {mean(on_c) * 1e3:.1f} ms: "
-          f"ratio {mean(on_c) / mean(off_c):.4f}")
+    print(
+        f"step (wall) off {mean(off_w) * 1e3:.1f} ms, on {mean(on_w) * 1e3:.1f} ms: "
+        f"ratio {mean(on_w) / mean(off_w):.4f} (budget <= 1.01)"
+    )
+    print(
+        f"step (training thread CPU) off {mean(off_c) * 1e3:.1f} ms, on {mean(on_c) * 1e3:.1f} ms: "
+        f"ratio {mean(on_c) / mean(off_c):.4f}"
+    )
     print(f"one step in N chosen: {sorted(set(everies))}")
     if samp_w:
-        print(f"sampled steps: {len(samp_w)}; against the median step without the agent: wall "
-              f"median {statistics.median(samp_w):.3f} max {max(samp_w):.3f}; CPU median "
-              f"{statistics.median(samp_c):.3f} max {max(samp_c):.3f} (budget <= 1.05)")
+        print(
+            f"sampled steps: {len(samp_w)}; against the median step without the agent: wall "
+            f"median {statistics.median(samp_w):.3f} max {max(samp_w):.3f}; CPU median "
+            f"{statistics.median(samp_c):.3f} max {max(samp_c):.3f} (budget <= 1.05)"
+        )
     module_sampler.MIN_EVERY = 1
     module_sampler.BUDGET = 1e9
     module_sampler.FIRST_STEP = 0
     args.blocks = 2
     _, _, _, _, samp_w, samp_c, everies = run(args, device)
     if samp_w:
-        print(f"sampling forced one step in {sorted(set(everies))}: sampled-step ratio wall median "
-              f"{statistics.median(samp_w):.3f}, CPU median {statistics.median(samp_c):.3f}")
+        print(
+            f"sampling forced one step in {sorted(set(everies))}: sampled-step ratio wall median "
+            f"{statistics.median(samp_w):.3f}, CPU median {statistics.median(samp_c):.3f}"
+        )
 
 
 if __name__ == "__main__":

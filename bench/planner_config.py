@@ -26,8 +26,9 @@ CONFIG = ROOT / "tests" / "planner" / "configs" / "llama-2-7b.json"
 def timed(args: list[str]) -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "app")}
     start = time.perf_counter()
-    subprocess.run([sys.executable, *args], check=True, env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, *args], check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return time.perf_counter() - start
 
 
@@ -37,12 +38,15 @@ def main() -> None:
     runs = ap.parse_args().runs
     plan, peer = [], []
     for _ in range(runs):  # interleaved: drift on a shared machine hits both alike
-        plan.append(timed(["-m", "vramscope", "plan", "--config", str(CONFIG),
-                           "--gpu-memory", "24GiB", "--json"]))
+        plan.append(
+            timed(["-m", "vramscope", "plan", "--config", str(CONFIG), "--gpu-memory", "24GiB", "--json"])
+        )
         peer.append(timed(["-c", "import transformers"]))
     p, t = statistics.median(plan), statistics.median(peer)
-    print(f"plan --config (llama, hand formula): median {p:.2f} s over {runs} runs "
-          f"(budget 2 s: {'met' if p <= 2 else 'NOT met'})")
+    print(
+        f"plan --config (llama, hand formula): median {p:.2f} s over {runs} runs "
+        f"(budget 2 s: {'met' if p <= 2 else 'NOT met'})"
+    )
     print(f"import transformers alone:           median {t:.2f} s -- {t / p:.1f}x the plan")
 
 

@@ -33,27 +33,31 @@ from remote.conftest import private_dirs  # noqa: E402
 from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC  # noqa: E402
 
 
-
 def fleet_vector(series: int, gpus: int = 8, procs: int = 4) -> list[dict]:
     """About ``series`` series: whole hosts of GPU gauges, processes and ``up``."""
     out: list[dict] = []
     host = 0
     while len(out) < series:
         instance = f"node{host:05d}:9400"
-        out.append({"metric": {"__name__": "up", "instance": instance, "job": "vramscope"},
-                    "value": [1.7e9, "1"]})
+        out.append(
+            {"metric": {"__name__": "up", "instance": instance, "job": "vramscope"}, "value": [1.7e9, "1"]}
+        )
         for g in range(gpus):
-            base = {"instance": instance, "gpu": str(g), "name": "NVIDIA H100 80GB HBM3",
-                    "uuid": f"GPU-{host:05d}-{g}"}
+            base = {
+                "instance": instance,
+                "gpu": str(g),
+                "name": "NVIDIA H100 80GB HBM3",
+                "uuid": f"GPU-{host:05d}-{g}",
+            }
             for attr, name, _ in GPU_GAUGES:
                 value = {"total": 80 << 30, "used": (10 + g) << 30}.get(attr, 50)
                 out.append({"metric": {"__name__": name, **base}, "value": [1.7e9, str(value)]})
             for p in range(procs):
                 labels = {**base, "pid": str(1000 + 10 * g + p), "process": f"train_{p}.py"}
-                out.append({"metric": {"__name__": PROCESS_MEMORY_METRIC, **labels},
-                            "value": [1.7e9, str(2 << 30)]})
-                out.append({"metric": {"__name__": PROCESS_SM_METRIC, **labels},
-                            "value": [1.7e9, "30"]})
+                out.append(
+                    {"metric": {"__name__": PROCESS_MEMORY_METRIC, **labels}, "value": [1.7e9, str(2 << 30)]}
+                )
+                out.append({"metric": {"__name__": PROCESS_SM_METRIC, **labels}, "value": [1.7e9, "30"]})
         host += 1
     return out
 
@@ -72,12 +76,13 @@ def main() -> None:
     args = ap.parse_args()
     vector = fleet_vector(args.series, args.gpus, args.procs)
     hosts = sum(1 for s in vector if s["metric"]["__name__"] == "up")
-    body = json.dumps({"status": "success",
-                       "data": {"resultType": "vector", "result": vector}}).encode()
+    body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": vector}}).encode()
     server = RawHttp(http_answer(body, headers={"Content-Type": "application/json"}))
     url = server.url
-    print(f"stand-in Prometheus at {url}: {len(vector):,} series, {hosts:,} hosts x {args.gpus} "
-          f"GPUs x {args.procs} processes, answer {len(body) / 1e6:.1f} MB")
+    print(
+        f"stand-in Prometheus at {url}: {len(vector):,} series, {hosts:,} hosts x {args.gpus} "
+        f"GPUs x {args.procs} processes, answer {len(body) / 1e6:.1f} MB"
+    )
     # the peer: only fetching and parsing the same answer (urllib + json), in this process
     started = time.perf_counter()
     with urllib.request.urlopen(url + "/api/v1/query?query=x", timeout=60) as reply:
@@ -88,14 +93,19 @@ def main() -> None:
         env = private_env(pathlib.Path(tmp))
         for mode in ([], ["--json"]):
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "vramscope", "status",
-                                   "--from-prometheus", url, *mode],
-                                  env=env, capture_output=True, timeout=900)
+            done = subprocess.run(
+                [sys.executable, "-m", "vramscope", "status", "--from-prometheus", url, *mode],
+                env=env,
+                capture_output=True,
+                timeout=900,
+            )
             took = time.perf_counter() - started
             lines = done.stdout.count(b"\n")
-            print(f"status --from-prometheus {' '.join(mode) or '(text)':8s}: {took:6.2f} s wall "
-                  f"({took / floor:.1f}x the peer; start-up included), exit {done.returncode}, "
-                  f"{lines:,} lines out")
+            print(
+                f"status --from-prometheus {' '.join(mode) or '(text)':8s}: {took:6.2f} s wall "
+                f"({took / floor:.1f}x the peer; start-up included), exit {done.returncode}, "
+                f"{lines:,} lines out"
+            )
             if done.returncode not in (0, 1):
                 print(done.stderr.decode(errors="replace")[-2000:])
     server.close()

@@ -40,14 +40,27 @@ START_UP = 40.0  # seconds before the window's CPU is measured
 
 
 def _state(pids) -> FakeState:
-    return FakeState(gpus=[FakeGpu(name="NVIDIA H100 80GB HBM3", total=80 * GiB, used=(10 + g) * GiB,
-                                   processes=[FakeProcess(pid, GiB, sm=30) for pid in pids])
-                           for g in range(GPUS)])
+    return FakeState(
+        gpus=[
+            FakeGpu(
+                name="NVIDIA H100 80GB HBM3",
+                total=80 * GiB,
+                used=(10 + g) * GiB,
+                processes=[FakeProcess(pid, GiB, sm=30) for pid in pids],
+            )
+            for g in range(GPUS)
+        ]
+    )
 
 
 def _private_env(base: pathlib.Path, env: dict) -> dict:
-    for var in ("VRAMSCOPE_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME",
-                "XDG_CACHE_HOME"):
+    for var in (
+        "VRAMSCOPE_RUNTIME_DIR",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+    ):
         d = base / var.lower()
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
         env[var] = str(d)
@@ -58,13 +71,21 @@ def remote_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids) 
     state_path = tmp / "state.txt"
     write_state(state_path, _state(pids))
     out = {}
-    for name, argv in (("record", ["record", "--interval", "1", "--out", str(tmp / "r.vramscope")]),
-                       ("stream", ["stream", "--interval", "1"])):
+    for name, argv in (
+        ("record", ["record", "--interval", "1", "--out", str(tmp / "r.vramscope")]),
+        ("stream", ["stream", "--interval", "1"]),
+    ):
         env = _private_env(tmp / name, subprocess_env(lib_dir, state_path))
-        proc = subprocess.Popen([sys.executable, "-m", "vramscope", *argv], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        drain = threading.Thread(target=lambda p=proc: [None for _ in iter(lambda: p.stdout.read(65536), b"")],
-                                 daemon=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vramscope", *argv],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        drain = threading.Thread(
+            target=lambda p=proc: [None for _ in iter(lambda: p.stdout.read(65536), b"")], daemon=True
+        )
         drain.start()
         ps = psutil.Process(proc.pid)
         time.sleep(3.0)  # start-up (imports, NVML init) is not the steady cost
@@ -78,8 +99,9 @@ def remote_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids) 
     return out
 
 
-def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
-                n_hosts: int = 4, local: bool = False) -> dict:
+def window_cost(
+    seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids, n_hosts: int = 4, local: bool = False
+) -> dict:
     """The window over ``n_hosts`` x 8 GPUs through ssh, or (``local``) over
     8 GPUs on this machine's (fake) NVML: the peer for the ratio."""
     from PySide6.QtCore import QEventLoop, QTimer
@@ -99,6 +121,7 @@ def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
     os.environ["PATH"] = f"{tmp / 'bin'}{os.pathsep}{os.environ['PATH']}"
     if local:
         from fakenvml import preload
+
         state_path = tmp / "local.txt"
         write_state(state_path, _state(pids))
         os.environ["FAKE_NVML_STATE"] = str(state_path)
@@ -112,8 +135,17 @@ def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
         loop.exec()
         assert window.isVisible()
 
-    args = argparse.Namespace(demo=False, host=None if local else list(hosts), from_prometheus=None, interval=1.0,
-                              window="10m", record=False, read_only=False, prometheus=None, file=None)
+    args = argparse.Namespace(
+        demo=False,
+        host=None if local else list(hosts),
+        from_prometheus=None,
+        interval=1.0,
+        window="10m",
+        record=False,
+        read_only=False,
+        prometheus=None,
+        file=None,
+    )
     pipeline, window = build_window(args)
     window.resize(1400, 900)
     window.show()
@@ -128,11 +160,13 @@ def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
     profile = None
     if os.environ.get("BENCH_PROFILE"):  # where the GUI thread's time goes
         import cProfile
+
         profile = cProfile.Profile()
         profile.enable()
     run_for(seconds)
     if profile is not None:
         import pstats
+
         profile.disable()
         pstats.Stats(profile).sort_stats("cumtime").print_stats(25)
     t = me.cpu_times()
@@ -142,8 +176,12 @@ def window_cost(seconds: float, tmp: pathlib.Path, lib_dir: pathlib.Path, pids,
     passes = pipeline.sampler.passes - passes0
     window.services.close()
     window.close()
-    return {"cpu_percent": 100.0 * cpu / wall, "gpus": gpus, "frames": passes,
-            "remote_streams_percent": 100.0 * remote / wall}
+    return {
+        "cpu_percent": 100.0 * cpu / wall,
+        "gpus": gpus,
+        "frames": passes,
+        "remote_streams_percent": 100.0 * remote / wall,
+    }
 
 
 def main() -> None:
@@ -159,20 +197,26 @@ def main() -> None:
             pids = [s.pid for s in sleepers]
             if args.only in (None, "remote"):
                 r = remote_cost(args.seconds, tmp, lib_dir, pids)
-                print(f"remote side, {GPUS} GPUs x {PROCS} processes at 1 s, {args.seconds:g} s: "
-                      f"record {r['record']:.2f} % of a core, stream {r['stream']:.2f} % "
-                      f"(stream/record = {r['ratio']:.2f}; budget <= 1)")
+                print(
+                    f"remote side, {GPUS} GPUs x {PROCS} processes at 1 s, {args.seconds:g} s: "
+                    f"record {r['record']:.2f} % of a core, stream {r['stream']:.2f} % "
+                    f"(stream/record = {r['ratio']:.2f}; budget <= 1)"
+                )
             if args.only in (None, "window"):
                 w = window_cost(args.seconds, tmp, lib_dir, pids)
-                print(f"window, 4 hosts x {GPUS} GPUs over ssh ({w['gpus']} shown, {w['frames']} "
-                      f"frames): {w['cpu_percent']:.2f} % of a core (budget < 2 %); "
-                      f"the 4 remote streams on this machine: {w['remote_streams_percent']:.2f} %")
+                print(
+                    f"window, 4 hosts x {GPUS} GPUs over ssh ({w['gpus']} shown, {w['frames']} "
+                    f"frames): {w['cpu_percent']:.2f} % of a core (budget < 2 %); "
+                    f"the 4 remote streams on this machine: {w['remote_streams_percent']:.2f} %"
+                )
             if args.only in (None, "local"):
                 one = window_cost(args.seconds, tmp / "one", lib_dir, pids, n_hosts=1)
                 here = window_cost(args.seconds, tmp / "here", lib_dir, pids, n_hosts=1, local=True)
-                print(f"window, 1 host x {GPUS} GPUs over ssh: {one['cpu_percent']:.2f} % of a core; "
-                      f"the same {here['gpus']} GPUs on this machine: {here['cpu_percent']:.2f} % "
-                      f"(ssh/local = {one['cpu_percent'] / here['cpu_percent']:.2f})")
+                print(
+                    f"window, 1 host x {GPUS} GPUs over ssh: {one['cpu_percent']:.2f} % of a core; "
+                    f"the same {here['gpus']} GPUs on this machine: {here['cpu_percent']:.2f} % "
+                    f"(ssh/local = {one['cpu_percent'] / here['cpu_percent']:.2f})"
+                )
     finally:
         for s in sleepers:
             s.kill()

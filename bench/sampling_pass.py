@@ -57,21 +57,33 @@ def summary(ms: list[float]) -> str:
 def make_state(pids_per_gpu: list[list[int]]) -> FakeState:
     gpus = []
     for g, pids in enumerate(pids_per_gpu):
-        procs = [FakeProcess(pid, (i + 1) * 64 * MiB, "compute", sm=(i * 7) % 100 if i % 3 else None)
-                 for i, pid in enumerate(pids)]
+        procs = [
+            FakeProcess(pid, (i + 1) * 64 * MiB, "compute", sm=(i * 7) % 100 if i % 3 else None)
+            for i, pid in enumerate(pids)
+        ]
         for pid in pids[:5]:  # a few also in the graphics list
             procs.append(FakeProcess(pid, 32 * MiB, "graphics"))
-        gpus.append(FakeGpu(name="NVIDIA H100 80GB HBM3", total=80 * GiB, used=(g + 1) * 8 * GiB,
-                            utilization=(50 + g, 20), temperature=60 + g, power_mw=400_000,
-                            power_limit_mw=700_000, processes=procs))
+        gpus.append(
+            FakeGpu(
+                name="NVIDIA H100 80GB HBM3",
+                total=80 * GiB,
+                used=(g + 1) * 8 * GiB,
+                utilization=(50 + g, 20),
+                temperature=60 + g,
+                power_mw=400_000,
+                power_limit_mw=700_000,
+                processes=procs,
+            )
+        )
     return FakeState(gpus=gpus)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--passes", type=int, default=200)
-    ap.add_argument("--distinct", action="store_true",
-                    help="800 distinct processes instead of 100 shared by all GPUs")
+    ap.add_argument(
+        "--distinct", action="store_true", help="800 distinct processes instead of 100 shared by all GPUs"
+    )
     args = ap.parse_args()
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="vramscope-bench-"))
@@ -80,8 +92,9 @@ def main() -> int:
     sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(n_real)]
     try:
         pids = [p.pid for p in sleepers]
-        per_gpu = ([pids[g * PER_GPU:(g + 1) * PER_GPU] for g in range(GPUS)] if args.distinct
-                   else [pids] * GPUS)
+        per_gpu = (
+            [pids[g * PER_GPU : (g + 1) * PER_GPU] for g in range(GPUS)] if args.distinct else [pids] * GPUS
+        )
         state_path = work / "state.txt"
         write_state(state_path, make_state(per_gpu))
         os.environ["FAKE_NVML_STATE"] = str(state_path)
@@ -91,8 +104,10 @@ def main() -> int:
         from vramscope.sources.processes import ProcessCache
 
         distinct = len(set(pids))
-        print(f"state: {GPUS} GPUs x {PER_GPU} processes ({distinct} distinct real PIDs, "
-              f"5 per GPU also in the graphics list); {args.passes} passes, warm")
+        print(
+            f"state: {GPUS} GPUs x {PER_GPU} processes ({distinct} distinct real PIDs, "
+            f"5 per GPU also in the graphics list); {args.passes} passes, warm"
+        )
 
         source = NvmlSource()
         frame = source.sample(time.time())
@@ -107,20 +122,28 @@ def main() -> int:
 
         nvml_only = NvmlSource(processes=NoPsutil())
         nvml_only.sample(time.time())
-        print(f"  NVML part only:                 {summary(timed(lambda: nvml_only.sample(time.time()), args.passes))}")
+        print(
+            f"  NVML part only:                 {summary(timed(lambda: nvml_only.sample(time.time()), args.passes))}"
+        )
         cache = ProcessCache()
         cache.lookup_many(pids)
-        print(f"  psutil part only ({distinct} PIDs):  {summary(timed(lambda: cache.lookup_many(pids), args.passes))}")
+        print(
+            f"  psutil part only ({distinct} PIDs):  {summary(timed(lambda: cache.lookup_many(pids), args.passes))}"
+        )
         nvml_only.close()
         from vramscope.sources.device_holders import DeviceHolderScanner, scan
+
         procs = sum(1 for n in os.listdir("/proc") if n.isdigit())
         holder_scan = timed(scan, max(10, args.passes // 10))
         every = DeviceHolderScanner().interval
-        print(f"  /dev/nvidia* holder scan ({procs} processes, once every {every:.0f} s): "
-              f"{summary(holder_scan)}  = {statistics.median(holder_scan) / every:.3f} ms per second")
+        print(
+            f"  /dev/nvidia* holder scan ({procs} processes, once every {every:.0f} s): "
+            f"{summary(holder_scan)}  = {statistics.median(holder_scan) / every:.3f} ms per second"
+        )
 
         try:
             import logging
+
             logging.getLogger("nvitop").setLevel(logging.CRITICAL)
             from nvitop import Device, GpuProcess
         except ImportError:
@@ -136,6 +159,7 @@ def main() -> int:
 
         theirs = timed(nvitop_refresh, max(20, args.passes // 4), warmup=3)
         import nvitop
+
         ours = statistics.median(full)
         print(f"nvitop {nvitop.__version__} refresh (same state): {summary(theirs)}")
         print(f"ratio nvitop / vramscope (medians): {statistics.median(theirs) / ours:.1f}x")

@@ -46,16 +46,20 @@ def main() -> None:
     ours = timed(lambda: summarize(segs, "cuda:0"), args.repeat)
     summary = summarize(segs, "cuda:0")
     enc = timed(lambda: json.dumps(summary), args.repeat)
-    print(f"{args.segments} segments x {args.blocks} blocks: summarize {ours:.2f} ms (median of "
-          f"{args.repeat}); JSON of the bounded summary {enc:.2f} ms, {len(json.dumps(summary))} bytes")
+    print(
+        f"{args.segments} segments x {args.blocks} blocks: summarize {ours:.2f} ms (median of "
+        f"{args.repeat}); JSON of the bounded summary {enc:.2f} ms, {len(json.dumps(summary))} bytes"
+    )
     try:
         from torch.cuda import _memory_viz
     except Exception as exc:  # noqa: BLE001
         print(f"peer not measured: {exc}")
         return
     peer = timed(lambda: _memory_viz.segsum(snap), max(3, args.repeat // 10))
-    print(f"peer torch.cuda._memory_viz.segsum on the same snapshot: {peer:.2f} ms; "
-          f"ratio ours/peer {ours / peer:.2f}")
+    print(
+        f"peer torch.cuda._memory_viz.segsum on the same snapshot: {peer:.2f} ms; "
+        f"ratio ours/peer {ours / peer:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -40,16 +40,37 @@ def _frame(t: float, gpus: int, procs: int, rng) -> Frame:
     out = []
     for g in range(gpus):
         plist = tuple(
-            GpuProcess(pid=10000 + g * 1000 + i, used=int(rng.integers(1, 4000)) * MiB,
-                       sm=int(rng.integers(0, 100)) if i < 2 else None,
-                       info=ProcessInfo(pid=10000 + g * 1000 + i, start_time=1.0e9 + i,
-                                        user="bench", name="python3",
-                                        cmdline=("python3", f"job{i}.py")))
-            for i in range(procs))
-        out.append(GpuSample(index=g, name="Synthetic GPU", uuid=f"GPU-{g:04d}", total=80 * GiB,
-                             used=sum(p.used for p in plist), free=1 * GiB, reserved=512 * MiB,
-                             util_gpu=int(rng.integers(0, 100)), util_memory=30, temperature=60,
-                             power_w=250.5, power_limit_w=400.0, processes=plist))
+            GpuProcess(
+                pid=10000 + g * 1000 + i,
+                used=int(rng.integers(1, 4000)) * MiB,
+                sm=int(rng.integers(0, 100)) if i < 2 else None,
+                info=ProcessInfo(
+                    pid=10000 + g * 1000 + i,
+                    start_time=1.0e9 + i,
+                    user="bench",
+                    name="python3",
+                    cmdline=("python3", f"job{i}.py"),
+                ),
+            )
+            for i in range(procs)
+        )
+        out.append(
+            GpuSample(
+                index=g,
+                name="Synthetic GPU",
+                uuid=f"GPU-{g:04d}",
+                total=80 * GiB,
+                used=sum(p.used for p in plist),
+                free=1 * GiB,
+                reserved=512 * MiB,
+                util_gpu=int(rng.integers(0, 100)),
+                util_memory=30,
+                temperature=60,
+                power_w=250.5,
+                power_limit_w=400.0,
+                processes=plist,
+            )
+        )
     return Frame(time=t, gpus=tuple(out), source="bench", simulated=True)
 
 
@@ -88,19 +109,35 @@ def synthesise(path: pathlib.Path, hours: float, gpus: int, procs: int) -> None:
             for gen in range(generations if s < procs // 4 else 1):
                 pid_id = len(ident) + 1
                 ident[(g, s, gen)] = pid_id
-                rows.append((pid_id, 20000 + len(ident), t0 + gen * gen_every - 3600.0, "bench",
-                             "python3", f"python3 job{s}.py --gen {gen}", 1, t0 + gen * gen_every))
-    db.executemany("INSERT INTO processes (id, pid, start_time, user, name, command, ppid, "
-                   "first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    db.executemany("INSERT INTO gpus (gpu, name, uuid, pci_bus_id) VALUES (?, ?, ?, ?)",
-                   [(g, "Synthetic GPU", f"GPU-{g:04d}", f"0000:{g:02x}:00.0") for g in range(gpus)])
+                rows.append(
+                    (
+                        pid_id,
+                        20000 + len(ident),
+                        t0 + gen * gen_every - 3600.0,
+                        "bench",
+                        "python3",
+                        f"python3 job{s}.py --gen {gen}",
+                        1,
+                        t0 + gen * gen_every,
+                    )
+                )
+    db.executemany(
+        "INSERT INTO processes (id, pid, start_time, user, name, command, ppid, "
+        "first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    db.executemany(
+        "INSERT INTO gpus (gpu, name, uuid, pci_bus_id) VALUES (?, ?, ?, ?)",
+        [(g, "Synthetic GPU", f"GPU-{g:04d}", f"0000:{g:02x}:00.0") for g in range(gpus)],
+    )
     step = 3600
     for c0 in range(0, n, step):
         k = np.arange(c0, min(n, c0 + step))
         t = t0 + k
         db.execute("BEGIN")
-        db.executemany("INSERT INTO frames VALUES (?, 'bench', 1, NULL, NULL, NULL, NULL)",
-                       [(float(x),) for x in t])
+        db.executemany(
+            "INSERT INTO frames VALUES (?, 'bench', 1, NULL, NULL, NULL, NULL)", [(float(x),) for x in t]
+        )
         grows, prows, grr, prr = [], [], [], []
         for g in range(gpus):
             gen = k // gen_every
@@ -123,19 +160,58 @@ def synthesise(path: pathlib.Path, hours: float, gpus: int, procs: int) -> None:
             util = rng.integers(0, 100, len(k))
             flags = bytes([1] * procs)
             for i, tt in enumerate(t):
-                grows.append((float(tt), g, int(gused[i]), 80 * GiB, 80 * GiB - int(gused[i]),
-                              512 * MiB, int(util[i]), 30, 60, 250.5, 400.0, None))
-                prows.append((float(tt), g, procs, ids[i].astype("<i4").tobytes(),
-                              used[i].astype("<i8").tobytes(), sm[i].astype("<i2").tobytes(),
-                              flags))
+                grows.append(
+                    (
+                        float(tt),
+                        g,
+                        int(gused[i]),
+                        80 * GiB,
+                        80 * GiB - int(gused[i]),
+                        512 * MiB,
+                        int(util[i]),
+                        30,
+                        60,
+                        250.5,
+                        400.0,
+                        None,
+                    )
+                )
+                prows.append(
+                    (
+                        float(tt),
+                        g,
+                        procs,
+                        ids[i].astype("<i4").tobytes(),
+                        used[i].astype("<i8").tobytes(),
+                        sm[i].astype("<i2").tobytes(),
+                        flags,
+                    )
+                )
             b = (t // ROLLUP_STEP).astype(np.int64)
             cuts = np.flatnonzero(np.diff(b)) + 1
             starts = np.concatenate(([0], cuts))
             for a_, e_ in zip(starts, np.concatenate((cuts, [len(k)]))):
-                grr.append((float(t[a_]), g, int(gused[a_:e_].max()), 80 * GiB, 512 * MiB,
-                            int(util[a_:e_].max()), 60, 250.5))
-                prr.append((float(t[a_]), g, procs, ids[a_].astype("<i4").tobytes(),
-                            used[a_:e_].max(axis=0).astype("<i8").tobytes()))
+                grr.append(
+                    (
+                        float(t[a_]),
+                        g,
+                        int(gused[a_:e_].max()),
+                        80 * GiB,
+                        512 * MiB,
+                        int(util[a_:e_].max()),
+                        60,
+                        250.5,
+                    )
+                )
+                prr.append(
+                    (
+                        float(t[a_]),
+                        g,
+                        procs,
+                        ids[a_].astype("<i4").tobytes(),
+                        used[a_:e_].max(axis=0).astype("<i8").tobytes(),
+                    )
+                )
         db.executemany(f"INSERT INTO gpu_samples VALUES ({', '.join('?' * 12)})", grows)
         db.executemany("INSERT INTO proc_samples VALUES (?, ?, ?, ?, ?, ?, ?)", prows)
         db.executemany("INSERT OR REPLACE INTO gpu_rollup VALUES (?, ?, ?, ?, ?, ?, ?, ?)", grr)
@@ -154,10 +230,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     per_tick, per_hour = bench_record(args.gpus, args.procs)
-    print(f"recording cost per tick ({args.gpus} GPUs x {args.procs} processes, commit per tick): "
-          f"{per_tick * 1e3:.2f} ms")
-    print(f"session file size at 1 s: {per_hour / 1e6:.1f} MB per hour "
-          f"({per_hour * 24 / 1e9:.2f} GB per day)")
+    print(
+        f"recording cost per tick ({args.gpus} GPUs x {args.procs} processes, commit per tick): "
+        f"{per_tick * 1e3:.2f} ms"
+    )
+    print(
+        f"session file size at 1 s: {per_hour / 1e6:.1f} MB per hour ({per_hour * 24 / 1e9:.2f} GB per day)"
+    )
 
     workdir = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp())
     workdir.mkdir(parents=True, exist_ok=True)
@@ -165,8 +244,10 @@ def main(argv=None) -> int:
     if not path.exists():
         t = time.perf_counter()
         synthesise(path, args.hours, args.gpus, args.procs)
-        print(f"(synthesised {args.hours:g} h session in {time.perf_counter() - t:.0f} s: "
-              f"{path.stat().st_size / 1e6:.0f} MB)")
+        print(
+            f"(synthesised {args.hours:g} h session in {time.perf_counter() - t:.0f} s: "
+            f"{path.stat().st_size / 1e6:.0f} MB)"
+        )
     label = f"{args.hours:g} h x {args.gpus} GPUs x {args.procs} processes at 1 s"
 
     t = time.perf_counter()
@@ -174,16 +255,17 @@ def main(argv=None) -> int:
     store = load_into_store(reader)
     first = time.perf_counter() - t
     assert store.latest is not None
-    print(f"reopen to first frame ({label}): {first:.2f} s (budget < 3 s), "
-          f"{store.series_count()} series")
+    print(f"reopen to first frame ({label}): {first:.2f} s (budget < 3 s), {store.series_count()} series")
 
     for name, fn, ext in (("CSV", export_csv, "csv"), ("Perfetto trace JSON", export_trace, "json")):
         out = workdir / f"export.{ext}"
         t = time.perf_counter()
         summary = fn(reader, out)
         took = time.perf_counter() - t
-        print(f"export {label} to {name}: {took:.1f} s (budget <= 10 s), "
-              f"{summary.rows / 1e6:.1f} M lines, {summary.bytes / 1e9:.2f} GB")
+        print(
+            f"export {label} to {name}: {took:.1f} s (budget <= 10 s), "
+            f"{summary.rows / 1e6:.1f} M lines, {summary.bytes / 1e9:.2f} GB"
+        )
         if not args.keep:
             out.unlink()
     reader.close()

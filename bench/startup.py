@@ -88,16 +88,24 @@ rc = main(sys.argv[1:])
 print("BENCH " + json.dumps({"rc": rc, "marks": marks, "modules": sorted(sys.modules)}))
 """
 
-ORDER = ("interpreter", "import PySide6", "import vramscope.core", "event loop",
-         "window painted", "first frame stored", "first frame painted")
+ORDER = (
+    "interpreter",
+    "import PySide6",
+    "import vramscope.core",
+    "event loop",
+    "window painted",
+    "first frame stored",
+    "first frame painted",
+)
 
 
 def one_run(args: list[str]) -> dict:
     env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
     t0 = time.time()
     env["VRAMSCOPE_BENCH_T0"] = repr(t0)
-    done = subprocess.run([sys.executable, "-c", CHILD, *args], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, timeout=60
+    )
     line = next((out for out in done.stdout.splitlines() if out.startswith("BENCH ")), None)
     if line is None:
         raise SystemExit(f"the child failed (rc {done.returncode}):\n{done.stderr[-3000:]}")
@@ -114,8 +122,10 @@ def main() -> int:
     args = [] if opts.no_demo else ["--demo"]
     one_run(args)  # warm the page cache; not counted
     runs = [one_run(args) for _ in range(opts.runs)]
-    print(f"vramscope {' '.join(args)} offscreen, {opts.runs} fresh processes "
-          f"(Python {sys.version.split()[0]}), seconds since the process was spawned:")
+    print(
+        f"vramscope {' '.join(args)} offscreen, {opts.runs} fresh processes "
+        f"(Python {sys.version.split()[0]}), seconds since the process was spawned:"
+    )
     print(f"{'mark':24s} {'median':>8s} {'min':>8s} {'max':>8s}")
     for mark in ORDER:
         values = [r["marks"].get(mark) for r in runs]
@@ -124,12 +134,13 @@ def main() -> int:
             print(f"{mark:24s} {'—':>8s}")
             continue
         print(f"{mark:24s} {statistics.median(values):8.3f} {min(values):8.3f} {max(values):8.3f}")
-    heavy = [m for m in ("torch", "pandas", "scipy", "matplotlib", "IPython")
-             if m in runs[-1]["modules"]]
+    heavy = [m for m in ("torch", "pandas", "scipy", "matplotlib", "IPython") if m in runs[-1]["modules"]]
     print("heavy modules imported during start-up: " + (", ".join(heavy) or "none"))
     target = statistics.median(r["marks"].get("first frame painted", float("inf")) for r in runs)
-    print(f"first frame painted, median {target:.3f} s: "
-          + ("within the 2 s target" if target < 2.0 else "OVER the 2 s target"))
+    print(
+        f"first frame painted, median {target:.3f} s: "
+        + ("within the 2 s target" if target < 2.0 else "OVER the 2 s target")
+    )
     return 0
 
 

@@ -38,23 +38,43 @@ def steady_frames(gpus: int, procs: int, seconds: int):
     for v in range(VARIANTS):
         per_gpu = []
         for g in range(gpus):
-            per_gpu.append(tuple(
-                GpuProcess(pid=10_000 + g * 1000 + p, used=(256 + 37 * p + 13 * v) * MiB,
-                           sm=(p * 7 + v) % 100,
-                           info=ProcessInfo(pid=10_000 + g * 1000 + p, start_time=T0 - 3600))
-                for p in range(procs)))
+            per_gpu.append(
+                tuple(
+                    GpuProcess(
+                        pid=10_000 + g * 1000 + p,
+                        used=(256 + 37 * p + 13 * v) * MiB,
+                        sm=(p * 7 + v) % 100,
+                        info=ProcessInfo(pid=10_000 + g * 1000 + p, start_time=T0 - 3600),
+                    )
+                    for p in range(procs)
+                )
+            )
         pool.append(per_gpu)
     for i in range(seconds):
         v = i % VARIANTS
-        yield Frame(time=T0 + i, source="bench", gpus=tuple(
-            GpuSample(index=g, total=80 * GiB, used=(20 + v) * GiB, free=(60 - v) * GiB,
-                      reserved=512 * MiB, util_gpu=50 + v, temperature=60, power_w=250.0,
-                      processes=pool[v][g])
-            for g in range(gpus)))
+        yield Frame(
+            time=T0 + i,
+            source="bench",
+            gpus=tuple(
+                GpuSample(
+                    index=g,
+                    total=80 * GiB,
+                    used=(20 + v) * GiB,
+                    free=(60 - v) * GiB,
+                    reserved=512 * MiB,
+                    util_gpu=50 + v,
+                    temperature=60,
+                    power_w=250.0,
+                    processes=pool[v][g],
+                )
+                for g in range(gpus)
+            ),
+        )
 
 
 def demo_frames(seconds: int):
     from vramscope.sources.simulated import SimulatedSource
+
     src = SimulatedSource(seed=1, start_time=T0)
     for i in range(seconds):
         yield src.sample(T0 + i)
@@ -92,11 +112,20 @@ def run(name: str, frames, seconds: int) -> dict:
     points = len(store.series(gpu_key(0, "used"))[0])
     all_keys = store.keys()
     read_every = median_us(lambda: [store.series(k) for k in all_keys], repeat=3)
-    return {"name": name, "frames": n, "series": store.series_count(),
-            "rss_mb": grown / 1e6, "nbytes_mb": store.nbytes / 1e6, "feed_s": feed_s,
-            "append_us": feed_s / max(1, n) * 1e6, "points": points,
-            "read_all_us": read_gpu_all, "read_hour_us": read_gpu_hour,
-            "read_proc_us": read_proc_all, "read_every_ms": read_every / 1e3}
+    return {
+        "name": name,
+        "frames": n,
+        "series": store.series_count(),
+        "rss_mb": grown / 1e6,
+        "nbytes_mb": store.nbytes / 1e6,
+        "feed_s": feed_s,
+        "append_us": feed_s / max(1, n) * 1e6,
+        "points": points,
+        "read_all_us": read_gpu_all,
+        "read_hour_us": read_gpu_hour,
+        "read_proc_us": read_proc_all,
+        "read_every_ms": read_every / 1e3,
+    }
 
 
 SCENARIOS = {
@@ -108,8 +137,7 @@ SCENARIOS = {
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                   help="demo, 2x10, 8x64 (default: all)")
+    p.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="demo, 2x10, 8x64 (default: all)")
     p.add_argument("--hours", type=float, default=24.0)
     p.add_argument("--row-only", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -119,32 +147,45 @@ def main(argv=None) -> int:
     args.scenarios = args.scenarios or list(SCENARIOS)
     seconds = int(args.hours * 3600)
     if not args.row_only:
-        print(f"python {sys.version.split()[0]}, {args.hours:g} h at 1 s = {seconds} frames "
-              f"per scenario, each in a fresh process; Store() defaults")
-        print(f"{'scenario':8} {'series':>6} {'RSS grew':>10} {'nbytes':>10} {'feed':>8} "
-              f"{'append':>9} {'pts':>6} {'series()':>9} {'last 1 h':>9} {'1 proc':>8} "
-              f"{'all series':>10}")
+        print(
+            f"python {sys.version.split()[0]}, {args.hours:g} h at 1 s = {seconds} frames "
+            f"per scenario, each in a fresh process; Store() defaults"
+        )
+        print(
+            f"{'scenario':8} {'series':>6} {'RSS grew':>10} {'nbytes':>10} {'feed':>8} "
+            f"{'append':>9} {'pts':>6} {'series()':>9} {'last 1 h':>9} {'1 proc':>8} "
+            f"{'all series':>10}"
+        )
     over = False
     for name in args.scenarios:
         if len(args.scenarios) > 1:  # each in a fresh process, so RSS figures do not mix
             import subprocess
-            out = subprocess.run([sys.executable, __file__, name, "--hours", str(args.hours),
-                                  "--row-only"], capture_output=True, text=True)
+
+            out = subprocess.run(
+                [sys.executable, __file__, name, "--hours", str(args.hours), "--row-only"],
+                capture_output=True,
+                text=True,
+            )
             print(out.stdout, end="", flush=True)
             sys.stderr.write(out.stderr)
             over |= out.returncode != 0
             continue
         r = run(name, SCENARIOS[name](seconds), seconds)
-        print(f"{r['name']:8} {r['series']:6d} {r['rss_mb']:7.1f} MB {r['nbytes_mb']:7.1f} MB "
-              f"{r['feed_s']:6.1f} s {r['append_us']:6.0f} us {r['points']:6d} "
-              f"{r['read_all_us']:6.0f} us {r['read_hour_us']:6.0f} us "
-              f"{r['read_proc_us']:5.0f} us {r['read_every_ms']:7.1f} ms", flush=True)
+        print(
+            f"{r['name']:8} {r['series']:6d} {r['rss_mb']:7.1f} MB {r['nbytes_mb']:7.1f} MB "
+            f"{r['feed_s']:6.1f} s {r['append_us']:6.0f} us {r['points']:6d} "
+            f"{r['read_all_us']:6.0f} us {r['read_hour_us']:6.0f} us "
+            f"{r['read_proc_us']:5.0f} us {r['read_every_ms']:7.1f} ms",
+            flush=True,
+        )
         if name == "2x10" and r["rss_mb"] >= 100:
             over = True
     if args.row_only:
         return 1 if over else 0
-    print("series(): median of one whole GPU series (coarse peaks + raw tail), the last hour, "
-          "one process series; 'all series': every series once (a full redraw)")
+    print(
+        "series(): median of one whole GPU series (coarse peaks + raw tail), the last hour, "
+        "one process series; 'all series': every series once (a full redraw)"
+    )
     if over:
         print("BUDGET MISSED: 2 GPUs x 10 processes grew >= 100 MB")
     return 1 if over else 0

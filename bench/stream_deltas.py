@@ -55,23 +55,26 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=10)
     args = ap.parse_args()
-    print("16 GPUs x 1,024 processes: CPU ms to apply one frame (median of "
-          f"{args.frames - 1}), bytes on the wire")
+    print(
+        "16 GPUs x 1,024 processes: CPU ms to apply one frame (median of "
+        f"{args.frames - 1}), bytes on the wire"
+    )
     for label, share in (("steady", 0.0), ("10 % changing", 0.1), ("all changing", 1.0)):
         seq = frames(BigBox(16, 1024), args.frames, share)
         whole_lines = [protocol.encode({"type": "frame", "frame": frame_to_wire(f)}) for f in seq]
         differ = FrameDiffer(keyframe_every=10**9)
         delta_lines = [protocol.encode(differ.message(f, [])) for f in seq]
         decoder = FrameDecoder()
-        whole = [timed(lambda line=line: decoder.decode(json.loads(line)["frame"]))
-                 for line in whole_lines]
+        whole = [timed(lambda line=line: decoder.decode(json.loads(line)["frame"])) for line in whole_lines]
         reader = FrameAssembler()
         reader.whole(json.loads(delta_lines[0]))
         delta = [timed(lambda line=line: reader.delta(json.loads(line))) for line in delta_lines[1:]]
         assert reader.delta is not None and reader._seq == args.frames
-        print(f"  {label:14s} whole frame {statistics.median(whole[1:]):7.1f} ms "
-              f"({len(whole_lines[1]) / 1e6:.2f} MB)   delta {statistics.median(delta):7.1f} ms "
-              f"({len(delta_lines[1]) / 1e3:.0f} kB)")
+        print(
+            f"  {label:14s} whole frame {statistics.median(whole[1:]):7.1f} ms "
+            f"({len(whole_lines[1]) / 1e6:.2f} MB)   delta {statistics.median(delta):7.1f} ms "
+            f"({len(delta_lines[1]) / 1e3:.0f} kB)"
+        )
     return 0
 
 

@@ -39,18 +39,27 @@ def main() -> None:
             for factor in (2, 4):
                 r = prediction_error(kind, batch, factor)
                 worst = max(worst, abs(r["error"]))
-                print(f"{name:<14}{batch:>12}{batch * factor:>14}{r['predicted'] / MiB:>10.2f} M"
-                      f"{r['real'] / MiB:>10.2f} M{r['error']:>+9.3%}")
+                print(
+                    f"{name:<14}{batch:>12}{batch * factor:>14}{r['predicted'] / MiB:>10.2f} M"
+                    f"{r['real'] / MiB:>10.2f} M{r['error']:>+9.3%}"
+                )
     print(f"worst |error| at 2x and 4x the micro-batch: {worst:.3%} (budget 5 %)")
     base = counted_step("lm", 8, 64)
-    m = measure("cpu", {k: base[k] for k in ("weights", "gradients", "optimizer_state")},
-                input_shape=base["input"], models=base["models"], modules=base["modules"])
+    m = measure(
+        "cpu",
+        {k: base[k] for k in ("weights", "gradients", "optimizer_state")},
+        input_shape=base["input"],
+        models=base["models"],
+        modules=base["modules"],
+    )
     for seq in (128, 256):
         w = predict(m, Change(seq=seq))
         real = counted_step("lm", 8, seq)["real"]
-        print(f"TinyLM seq 64 -> {seq}: predicted {w.peak / MiB:.2f} - {w.peak_high / MiB:.2f} MiB "
-              f"(linear .. quadratic attention), real {real / MiB:.2f} MiB, "
-              f"inside: {w.peak <= real <= w.peak_high}")
+        print(
+            f"TinyLM seq 64 -> {seq}: predicted {w.peak / MiB:.2f} - {w.peak_high / MiB:.2f} MiB "
+            f"(linear .. quadratic attention), real {real / MiB:.2f} MiB, "
+            f"inside: {w.peak <= real <= w.peak_high}"
+        )
 
 
 if __name__ == "__main__":

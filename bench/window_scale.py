@@ -36,23 +36,49 @@ class BigBox:
     def __init__(self, gpus: int, procs: int):
         self.gpus, self.procs = gpus, procs
         self.k = 0
-        self.infos = [[ProcessInfo(pid=100_000 + g * procs + p, start_time=1.7e9 + p,
-                                   user=f"user{p % 40}", name="python",
-                                   cmdline=("python", f"train_{g}_{p}.py", "--lr", "3e-4"))
-                       for p in range(procs)] for g in range(gpus)]
+        self.infos = [
+            [
+                ProcessInfo(
+                    pid=100_000 + g * procs + p,
+                    start_time=1.7e9 + p,
+                    user=f"user{p % 40}",
+                    name="python",
+                    cmdline=("python", f"train_{g}_{p}.py", "--lr", "3e-4"),
+                )
+                for p in range(procs)
+            ]
+            for g in range(gpus)
+        ]
 
     def sample(self, now: float) -> Frame:
         self.k += 1
         gpus = []
         for g in range(self.gpus):
-            procs = tuple(GpuProcess(pid=info.pid, used=(1 + (p + self.k) % 7) * (GiB // 64),
-                                     sm=(p * 7 + self.k) % 100, info=info)
-                          for p, info in enumerate(self.infos[g]))
+            procs = tuple(
+                GpuProcess(
+                    pid=info.pid,
+                    used=(1 + (p + self.k) % 7) * (GiB // 64),
+                    sm=(p * 7 + self.k) % 100,
+                    info=info,
+                )
+                for p, info in enumerate(self.infos[g])
+            )
             used = sum(p.used for p in procs)
-            gpus.append(GpuSample(index=g, name="NVIDIA H100 80GB HBM3", uuid=f"GPU-{g:04d}",
-                                  total=80 * GiB, used=used, free=80 * GiB - used,
-                                  util_gpu=50, temperature=60, power_w=300.0,
-                                  power_limit_w=700.0, processes=procs))
+            gpus.append(
+                GpuSample(
+                    index=g,
+                    name="NVIDIA H100 80GB HBM3",
+                    uuid=f"GPU-{g:04d}",
+                    total=80 * GiB,
+                    used=used,
+                    free=80 * GiB - used,
+                    util_gpu=50,
+                    temperature=60,
+                    power_w=300.0,
+                    power_limit_w=700.0,
+                    processes=procs,
+                )
+            )
         return Frame(time=now, gpus=tuple(gpus), driver_version="550.54.14")
 
     def close(self) -> None:
@@ -72,8 +98,14 @@ def sampler_source(gpus: int, procs: int, interval: float):
     from vramscope.sources.local_sampler import LocalSamplerSource
 
     source = LocalSamplerSource([], interval, name=BigBox.name)
-    source.process.argv = lambda _command: [sys.executable, os.path.abspath(__file__), "--serve",
-                                            f"{gpus}x{procs}", "--interval", f"{interval:g}"]
+    source.process.argv = lambda _command: [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--serve",
+        f"{gpus}x{procs}",
+        "--interval",
+        f"{interval:g}",
+    ]
     return source.start()
 
 
@@ -84,22 +116,32 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
     from vramscope.ui.app import build_window, create_app
 
     app = create_app()
-    args = argparse.Namespace(demo=False, interval=interval, window="10m", record=False,
-                              read_only=True, prometheus=None, file=None, host=None)
+    args = argparse.Namespace(
+        demo=False,
+        interval=interval,
+        window="10m",
+        record=False,
+        read_only=True,
+        prometheus=None,
+        file=None,
+        host=None,
+    )
     t0 = time.perf_counter()
     source = sampler_source(gpus, procs, interval) if apart else BigBox(gpus, procs)
     feed, window = build_window(args, source=source)
     times: list[float] = []  # the sampler's time of each frame the window got
-    feed.subscribe(lambda frame: times.append(frame.time) if frame.gpus and not frame.error
-                   else None, STAGE_RECORDER)
+    feed.subscribe(
+        lambda frame: times.append(frame.time) if frame.gpus and not frame.error else None, STAGE_RECORDER
+    )
     window.resize(1400, 900)
     window.show()
     build_s = time.perf_counter() - t0
     clock = QElapsedTimer()
     clock.start()
     first = []
-    window.new_frame.connect(lambda frame: first.append(clock.elapsed()) if frame.gpus and not first
-                             else None)
+    window.new_frame.connect(
+        lambda frame: first.append(clock.elapsed()) if frame.gpus and not first else None
+    )
     gaps: list[float] = []  # after the first STARTUP_MS (the rows are built, history fills)
     startup: list[float] = []
     last = [clock.elapsed()]
@@ -120,14 +162,19 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
     window.services.close()
     window.close()
     gaps.sort()
-    return {"max_ms": gaps[-1] if gaps else float("nan"),
-            "p99_ms": gaps[int(0.99 * (len(gaps) - 1))] if gaps else float("nan"),
-            "median_ms": statistics.median(gaps) if gaps else float("nan"),
-            "over_100": sum(g > 100 for g in gaps), "ticks": len(gaps), "passes": passes,
-            "build_s": build_s, "startup_max_ms": max(startup, default=float("nan")),
-            "first_ms": first[0] if first else float("nan"),
-            "grid_worst_s": max(steps, default=float("nan")),
-            "over_50": sum(g > 50 for g in gaps + startup)}
+    return {
+        "max_ms": gaps[-1] if gaps else float("nan"),
+        "p99_ms": gaps[int(0.99 * (len(gaps) - 1))] if gaps else float("nan"),
+        "median_ms": statistics.median(gaps) if gaps else float("nan"),
+        "over_100": sum(g > 100 for g in gaps),
+        "ticks": len(gaps),
+        "passes": passes,
+        "build_s": build_s,
+        "startup_max_ms": max(startup, default=float("nan")),
+        "first_ms": first[0] if first else float("nan"),
+        "grid_worst_s": max(steps, default=float("nan")),
+        "over_50": sum(g > 50 for g in gaps + startup),
+    }
 
 
 def main() -> int:
@@ -135,25 +182,30 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--sizes", default="16x256,16x1024")
-    ap.add_argument("--in-process", action="store_true",
-                    help="sample in the window's process (before issue 28)")
+    ap.add_argument(
+        "--in-process", action="store_true", help="sample in the window's process (before issue 28)"
+    )
     ap.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
         return serve(a.serve, a.interval)
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.2f}; sampling every {a.interval:g} s for {a.seconds:g} s")
+    print(
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.2f}; sampling every {a.interval:g} s for {a.seconds:g} s"
+    )
     for size in a.sizes.split(","):
         g, p = (int(x) for x in size.split("x"))
         r = stalls(g, p, a.seconds, a.interval, apart=not a.in_process)
-        print(f"{g} GPUs x {p} processes, after the first {STARTUP_MS / 1000:g} s: longest event-loop stall {r['max_ms']:.0f} ms, "
-              f"p99 {r['p99_ms']:.0f} ms, median {r['median_ms']:.0f} ms, "
-              f"{r['over_100']} of {r['ticks']} ticks over 100 ms "
-              f"({r['passes']} sampling passes; window built in {r['build_s']:.1f} s; "
-              f"longest in the first {STARTUP_MS / 1000:g} s: {r['startup_max_ms']:.0f} ms; "
-              f"{r['over_50']} ticks over 50 ms in all; first frame on screen "
-              f"{r['first_ms']:.0f} ms after show(); widest step between frames received "
-              f"{r['grid_worst_s']:.2f} s)")
+        print(
+            f"{g} GPUs x {p} processes, after the first {STARTUP_MS / 1000:g} s: longest event-loop stall {r['max_ms']:.0f} ms, "
+            f"p99 {r['p99_ms']:.0f} ms, median {r['median_ms']:.0f} ms, "
+            f"{r['over_100']} of {r['ticks']} ticks over 100 ms "
+            f"({r['passes']} sampling passes; window built in {r['build_s']:.1f} s; "
+            f"longest in the first {STARTUP_MS / 1000:g} s: {r['startup_max_ms']:.0f} ms; "
+            f"{r['over_50']} ticks over 50 ms in all; first frame on screen "
+            f"{r['first_ms']:.0f} ms after show(); widest step between frames received "
+            f"{r['grid_worst_s']:.2f} s)"
+        )
     return 0
 
 

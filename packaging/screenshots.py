@@ -28,8 +28,16 @@ def main() -> None:
 
     app = create_app(theme_mode="dark")
     settings = Settings(pathlib.Path(tempfile.mkdtemp()) / "settings.toml")
-    args = argparse.Namespace(demo=True, interval=None, window=None, theme=None, record=None,
-                              read_only=False, prometheus=None, file=None)
+    args = argparse.Namespace(
+        demo=True,
+        interval=None,
+        window=None,
+        theme=None,
+        record=None,
+        read_only=False,
+        prometheus=None,
+        file=None,
+    )
     settings.merge_args(args)
     seconds = 900
     start = time.time() - seconds

@@ -22,8 +22,15 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 
 # Where the real user's things live, each redirected per test.
-USER_DIR_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
-                      "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "VRAMSCOPE_RUNTIME_DIR")
+USER_DIR_VARIABLES = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_RUNTIME_DIR",
+    "VRAMSCOPE_RUNTIME_DIR",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -31,10 +38,15 @@ def private_user_dirs(monkeypatch):
     """Fresh HOME, XDG_* and agent runtime dirs for one test (see the module text)."""
     # short: AF_UNIX socket paths are limited to 107 bytes
     base = pathlib.Path(tempfile.mkdtemp(prefix="vs-u-"))
-    dirs = {"HOME": base / "home", "XDG_CONFIG_HOME": base / "config",
-            "XDG_DATA_HOME": base / "data", "XDG_STATE_HOME": base / "state",
-            "XDG_CACHE_HOME": base / "cache", "XDG_RUNTIME_DIR": base / "run",
-            "VRAMSCOPE_RUNTIME_DIR": base / "run" / "vramscope"}
+    dirs = {
+        "HOME": base / "home",
+        "XDG_CONFIG_HOME": base / "config",
+        "XDG_DATA_HOME": base / "data",
+        "XDG_STATE_HOME": base / "state",
+        "XDG_CACHE_HOME": base / "cache",
+        "XDG_RUNTIME_DIR": base / "run",
+        "VRAMSCOPE_RUNTIME_DIR": base / "run" / "vramscope",
+    }
     for name in USER_DIR_VARIABLES:
         dirs[name].mkdir(mode=0o700, parents=True, exist_ok=True)
         monkeypatch.setenv(name, str(dirs[name]))
@@ -59,5 +71,6 @@ def artifacts_dir() -> pathlib.Path:
 
 # The fake libnvidia-ml.so.1 (tests/fakenvml.py): fake_nvml, fake_nvml_files, sleepers
 from fakenvml import fake_nvml, fake_nvml_build, fake_nvml_files, sleepers  # noqa: E402,F401
+
 # A stand-in inference server on 127.0.0.1 (tests/fakeservers.py): fake_server
 from fakeservers import fake_server  # noqa: E402,F401

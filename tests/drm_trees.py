@@ -19,38 +19,70 @@ GiB, MiB, KiB = 1 << 30, 1 << 20, 1 << 10
 AMD_SLOT, INTEL_SLOT, NVIDIA_SLOT = "0000:03:00.0", "0000:08:00.0", "0000:01:00.0"
 
 
-def amdgpu_fdinfo(client_id: int, vram: int, gtt: int = 4 * MiB, gfx_ns: int = 0,
-                  legacy_only: bool = False) -> str:
+def amdgpu_fdinfo(
+    client_id: int, vram: int, gtt: int = 4 * MiB, gfx_ns: int = 0, legacy_only: bool = False
+) -> str:
     """What amdgpu prints for one client: 6.11+ with both key sets, or (legacy_only)
     the older kernels' drm-memory-* keys alone."""
-    lines = ["pos:\t0", "flags:\t02100002", "mnt_id:\t26", "ino:\t1029",
-             "drm-driver:\tamdgpu", f"drm-client-id:\t{client_id}", f"drm-pdev:\t{AMD_SLOT}",
-             "pasid:\t32776"]
+    lines = [
+        "pos:\t0",
+        "flags:\t02100002",
+        "mnt_id:\t26",
+        "ino:\t1029",
+        "drm-driver:\tamdgpu",
+        f"drm-client-id:\t{client_id}",
+        f"drm-pdev:\t{AMD_SLOT}",
+        "pasid:\t32776",
+    ]
     if not legacy_only:
         for region, size in (("cpu", 0), ("gtt", gtt), ("vram", vram)):
             kib = f"{size // KiB} KiB" if size else "0"
-            lines += [f"drm-total-{region}:\t{kib}", f"drm-shared-{region}:\t0",
-                      f"drm-active-{region}:\t0", f"drm-resident-{region}:\t{kib}",
-                      f"drm-purgeable-{region}:\t0"]
-    lines += [f"drm-memory-vram:\t{vram // KiB} KiB", f"drm-memory-gtt: \t{gtt // KiB} KiB",
-              "drm-memory-cpu: \t0 KiB", "amd-evicted-vram:\t0 KiB",
-              f"amd-requested-vram:\t{vram // KiB} KiB",
-              f"drm-engine-gfx:\t{gfx_ns} ns", "drm-engine-compute:\t0 ns",
-              "drm-engine-dma:\t0 ns"]
+            lines += [
+                f"drm-total-{region}:\t{kib}",
+                f"drm-shared-{region}:\t0",
+                f"drm-active-{region}:\t0",
+                f"drm-resident-{region}:\t{kib}",
+                f"drm-purgeable-{region}:\t0",
+            ]
+    lines += [
+        f"drm-memory-vram:\t{vram // KiB} KiB",
+        f"drm-memory-gtt: \t{gtt // KiB} KiB",
+        "drm-memory-cpu: \t0 KiB",
+        "amd-evicted-vram:\t0 KiB",
+        f"amd-requested-vram:\t{vram // KiB} KiB",
+        f"drm-engine-gfx:\t{gfx_ns} ns",
+        "drm-engine-compute:\t0 ns",
+        "drm-engine-dma:\t0 ns",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def xe_fdinfo(client_id: int, vram: int, cycles: int = 0, total_cycles: int = 1000) -> str:
     """What xe prints for one client (bare byte counts where small, KiB otherwise)."""
-    lines = ["pos:\t0", "flags:\t02080002", "mnt_id:\t24", "ino:\t1182",
-             "drm-driver:\txe", f"drm-client-id:\t{client_id}", f"drm-pdev:\t{INTEL_SLOT}"]
+    lines = [
+        "pos:\t0",
+        "flags:\t02080002",
+        "mnt_id:\t24",
+        "ino:\t1182",
+        "drm-driver:\txe",
+        f"drm-client-id:\t{client_id}",
+        f"drm-pdev:\t{INTEL_SLOT}",
+    ]
     for region, size in (("system", 0), ("gtt", 192 * KiB), ("vram0", vram)):
         text = f"{size // KiB} KiB" if size >= KiB else str(size)
-        lines += [f"drm-total-{region}:\t{text}", f"drm-shared-{region}:\t0",
-                  f"drm-active-{region}:\t0", f"drm-resident-{region}:\t{text}",
-                  f"drm-purgeable-{region}:\t0"]
-    lines += [f"drm-cycles-rcs:\t{cycles}", f"drm-total-cycles-rcs:\t{total_cycles}",
-              "drm-cycles-ccs:\t0", f"drm-total-cycles-ccs:\t{total_cycles}"]
+        lines += [
+            f"drm-total-{region}:\t{text}",
+            f"drm-shared-{region}:\t0",
+            f"drm-active-{region}:\t0",
+            f"drm-resident-{region}:\t{text}",
+            f"drm-purgeable-{region}:\t0",
+        ]
+    lines += [
+        f"drm-cycles-rcs:\t{cycles}",
+        f"drm-total-cycles-rcs:\t{total_cycles}",
+        "drm-cycles-ccs:\t0",
+        f"drm-total-cycles-ccs:\t{total_cycles}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -77,14 +109,38 @@ class Machine:
     def stage_sys(self, amd_used: int = 7 * GiB // 2) -> None:
         drm = self.root / "sys" / "class" / "drm"
         _device(drm, "card0", ("renderD128",), NVIDIA_SLOT, "nvidia", 0x10DE, 0x2684, {})
-        hw = {"hwmon/hwmon3/temp1_input": "55000", "hwmon/hwmon3/power1_average": "180000000",
-              "hwmon/hwmon3/power1_cap": "303000000"}
-        _device(drm, "card1", ("renderD129",), AMD_SLOT, "amdgpu", 0x1002, 0x744C, {
-            "mem_info_vram_total": str(24 * GiB), "mem_info_vram_used": str(amd_used),
-            "mem_info_gtt_total": str(32 * GiB), "mem_info_gtt_used": str(20 * MiB),
-            "gpu_busy_percent": "37", **hw})
-        _device(drm, "card2", ("renderD130",), INTEL_SLOT, "xe", 0x8086, 0xE20B, {
-            "tile0/physical_vram_size_bytes": str(12 * GiB)})
+        hw = {
+            "hwmon/hwmon3/temp1_input": "55000",
+            "hwmon/hwmon3/power1_average": "180000000",
+            "hwmon/hwmon3/power1_cap": "303000000",
+        }
+        _device(
+            drm,
+            "card1",
+            ("renderD129",),
+            AMD_SLOT,
+            "amdgpu",
+            0x1002,
+            0x744C,
+            {
+                "mem_info_vram_total": str(24 * GiB),
+                "mem_info_vram_used": str(amd_used),
+                "mem_info_gtt_total": str(32 * GiB),
+                "mem_info_gtt_used": str(20 * MiB),
+                "gpu_busy_percent": "37",
+                **hw,
+            },
+        )
+        _device(
+            drm,
+            "card2",
+            ("renderD130",),
+            INTEL_SLOT,
+            "xe",
+            0x8086,
+            0xE20B,
+            {"tile0/physical_vram_size_bytes": str(12 * GiB)},
+        )
         # a server's BMC display: a DRM device, no GPU (left out)
         _device(drm, "card3", (), "0000:0a:00.0", "ast", 0x1A03, 0x2000, {})
 
@@ -109,12 +165,22 @@ class Machine:
                 d.chmod(0o755)
 
 
-def _device(drm: pathlib.Path, card: str, renders: tuple[str, ...], slot: str, driver: str,
-            vendor: int, device: int, files: dict) -> None:
+def _device(
+    drm: pathlib.Path,
+    card: str,
+    renders: tuple[str, ...],
+    slot: str,
+    driver: str,
+    vendor: int,
+    device: int,
+    files: dict,
+) -> None:
     dev = drm / card / "device"
     dev.mkdir(parents=True, exist_ok=True)
-    (dev / "uevent").write_text(f"DRIVER={driver}\nPCI_CLASS=30000\nPCI_ID={vendor:04X}:{device:04X}\n"
-                                f"PCI_SLOT_NAME={slot}\nMODALIAS=pci:v0000{vendor:04X}\n")
+    (dev / "uevent").write_text(
+        f"DRIVER={driver}\nPCI_CLASS=30000\nPCI_ID={vendor:04X}:{device:04X}\n"
+        f"PCI_SLOT_NAME={slot}\nMODALIAS=pci:v0000{vendor:04X}\n"
+    )
     (dev / "vendor").write_text(f"{vendor:#06x}\n")
     (dev / "device").write_text(f"{device:#06x}\n")
     for name, text in files.items():
@@ -127,8 +193,9 @@ def _device(drm: pathlib.Path, card: str, renders: tuple[str, ...], slot: str, d
             link.symlink_to(os.path.relpath(dev, drm / render))
 
 
-def lab(root: pathlib.Path, trainer: int, both: int, arc: int, sharer: int, gone: int,
-        stranger: int | None = None) -> Machine:
+def lab(
+    root: pathlib.Path, trainer: int, both: int, arc: int, sharer: int, gone: int, stranger: int | None = None
+) -> Machine:
     """The machine the tests stage (PIDs are real processes, so psutil names them):
 
     - ``trainer`` on the AMD card: client 7 through three fds (dup'ed render node and
@@ -143,11 +210,14 @@ def lab(root: pathlib.Path, trainer: int, both: int, arc: int, sharer: int, gone
     """
     m = Machine(root)
     t7 = amdgpu_fdinfo(7, vram=GiB, gfx_ns=5_000_000_000)
-    m.fds[trainer] = [Fd("renderD129", t7), Fd("renderD129", t7), Fd("card1", t7),
-                      Fd("renderD129", amdgpu_fdinfo(8, vram=512 * MiB, legacy_only=True)),
-                      Fd("/dev/nvidia0", "pos:\t0\nflags:\t02\n")]
-    m.fds[both] = [Fd("/dev/nvidiactl", "pos:\t0\n"),
-                   Fd("renderD129", amdgpu_fdinfo(9, vram=2 * GiB))]
+    m.fds[trainer] = [
+        Fd("renderD129", t7),
+        Fd("renderD129", t7),
+        Fd("card1", t7),
+        Fd("renderD129", amdgpu_fdinfo(8, vram=512 * MiB, legacy_only=True)),
+        Fd("/dev/nvidia0", "pos:\t0\nflags:\t02\n"),
+    ]
+    m.fds[both] = [Fd("/dev/nvidiactl", "pos:\t0\n"), Fd("renderD129", amdgpu_fdinfo(9, vram=2 * GiB))]
     a44 = xe_fdinfo(44, vram=768 * MiB, cycles=100, total_cycles=1000)
     m.fds[arc] = [Fd("renderD130", a44), Fd("renderD130", a44)]
     m.fds[sharer] = [Fd("renderD130", xe_fdinfo(45, vram=256 * MiB)), Fd("renderD129", t7)]

@@ -103,28 +103,32 @@ class FakeState:
         return gpu.pci_bus_id or f"00000000:{index + 1:02X}:00.0"
 
     def to_text(self) -> str:
-        out = ["# vramscope fake NVML state",
-               f"driver {'loaded' if self.driver_loaded else 'not_loaded'}",
-               f"drop_exited {int(self.drop_exited)}",
-               f"driver_version {self.driver_version}",
-               f"nvml_version {self.nvml_version}",
-               f"cuda_driver_version {self.cuda_driver_version}"]
+        out = [
+            "# vramscope fake NVML state",
+            f"driver {'loaded' if self.driver_loaded else 'not_loaded'}",
+            f"drop_exited {int(self.drop_exited)}",
+            f"driver_version {self.driver_version}",
+            f"nvml_version {self.nvml_version}",
+            f"cuda_driver_version {self.cuda_driver_version}",
+        ]
         for i, g in enumerate(self.gpus):
-            out += ["gpu",
-                    f"name {g.name}",
-                    f"uuid {self.gpu_uuid(i)}",
-                    f"pci_bus_id {self.gpu_pci(i)}",
-                    f"memory {g.total} {g.reserved} {g.used} {g.free_bytes()}" if g.memory
-                    else "memory na",
-                    f"memory_v2 {g.memory_v2}",
-                    "utilization na" if g.utilization is None
-                    else f"utilization {g.utilization[0]} {g.utilization[1]}",
-                    f"temperature {_na(g.temperature)}",
-                    f"power {_na(g.power_mw)}",
-                    f"power_limit {_na(g.power_limit_mw)}",
-                    f"process_utilization {'yes' if g.process_utilization else 'no'}",
-                    f"process_api {g.process_api}",
-                    f"lost {int(g.lost)}"]
+            out += [
+                "gpu",
+                f"name {g.name}",
+                f"uuid {self.gpu_uuid(i)}",
+                f"pci_bus_id {self.gpu_pci(i)}",
+                f"memory {g.total} {g.reserved} {g.used} {g.free_bytes()}" if g.memory else "memory na",
+                f"memory_v2 {g.memory_v2}",
+                "utilization na"
+                if g.utilization is None
+                else f"utilization {g.utilization[0]} {g.utilization[1]}",
+                f"temperature {_na(g.temperature)}",
+                f"power {_na(g.power_mw)}",
+                f"power_limit {_na(g.power_limit_mw)}",
+                f"process_utilization {'yes' if g.process_utilization else 'no'}",
+                f"process_api {g.process_api}",
+                f"lost {int(g.lost)}",
+            ]
             out += [_proc_line(p) for p in g.processes]
             out.append(f"mig {'na' if g.mig is None else int(g.mig)}")
             for m in g.mig_devices:
@@ -196,15 +200,20 @@ class FakeState:
                     kind, pid, used, sm = tok
                     if kind not in ("compute", "graphics"):
                         raise ValueError(kind)
-                    target.processes.append(FakeProcess(
-                        pid=int(pid), used=_opt(used), kind=kind,
-                        sm=None if sm == "-" else int(sm)))
+                    target.processes.append(
+                        FakeProcess(
+                            pid=int(pid), used=_opt(used), kind=kind, sm=None if sm == "-" else int(sm)
+                        )
+                    )
                 elif key == "mig":
                     g.mig = {"na": None, "0": False, "1": True}[rest]
                 elif key == "mig_device":
                     gi, ci, profile, total, used = tok
-                    g.mig_devices.append(FakeMigDevice(
-                        profile=profile, gi=int(gi), ci=int(ci), total=int(total), used=int(used)))
+                    g.mig_devices.append(
+                        FakeMigDevice(
+                            profile=profile, gi=int(gi), ci=int(ci), total=int(total), used=int(used)
+                        )
+                    )
                 else:
                     raise ValueError(f"unknown key {key!r}")
             except (ValueError, KeyError, IndexError) as exc:
@@ -243,8 +252,20 @@ def build_library(dest_dir: os.PathLike | str, variant: str | None = None) -> pa
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         raise RuntimeError("gcc is needed to build the fake libnvidia-ml.so.1")
-    cmd = [gcc, "-shared", "-fPIC", "-O2", "-Wall", "-fvisibility=hidden",
-           f"-Wl,-soname,{SONAME}", *VARIANTS[variant], "-o", str(out), str(SOURCE), "-lpthread"]
+    cmd = [
+        gcc,
+        "-shared",
+        "-fPIC",
+        "-O2",
+        "-Wall",
+        "-fvisibility=hidden",
+        f"-Wl,-soname,{SONAME}",
+        *VARIANTS[variant],
+        "-o",
+        str(out),
+        str(SOURCE),
+        "-lpthread",
+    ]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return out
 
@@ -268,6 +289,7 @@ def preload(lib_path: os.PathLike | str) -> ctypes.CDLL:
         lib.fakeNvmlCalls.restype = ctypes.c_ulonglong
         _loaded[key] = lib
     import pynvml
+
     if pynvml.nvmlLib is not None and pynvml.nvmlLib._handle != lib._handle:
         with pynvml.libLoadLock:
             pynvml.nvmlLib = ctypes.CDLL(SONAME)
@@ -275,8 +297,9 @@ def preload(lib_path: os.PathLike | str) -> ctypes.CDLL:
     return lib
 
 
-def subprocess_env(lib_dir: os.PathLike | str | None, state_path: os.PathLike | str | None,
-                   base: dict | None = None) -> dict:
+def subprocess_env(
+    lib_dir: os.PathLike | str | None, state_path: os.PathLike | str | None, base: dict | None = None
+) -> dict:
     """Environment for a child process that should load the fake (or, with
     lib_dir None or an empty folder, find no NVML library at all)."""
     env = dict(os.environ if base is None else base)
@@ -294,9 +317,17 @@ def subprocess_env(lib_dir: os.PathLike | str | None, state_path: os.PathLike | 
 
 def replace(state: FakeState, **changes) -> FakeState:
     """A copy of the state with top-level changes (GPUs deep-copied)."""
-    copy = dataclasses.replace(state, gpus=[dataclasses.replace(
-        g, processes=list(g.processes), mig_devices=[dataclasses.replace(
-            m, processes=list(m.processes)) for m in g.mig_devices]) for g in state.gpus])
+    copy = dataclasses.replace(
+        state,
+        gpus=[
+            dataclasses.replace(
+                g,
+                processes=list(g.processes),
+                mig_devices=[dataclasses.replace(m, processes=list(m.processes)) for m in g.mig_devices],
+            )
+            for g in state.gpus
+        ],
+    )
     return dataclasses.replace(copy, **changes)
 
 

@@ -32,7 +32,7 @@ sglang:num_running_reqs{model_name="meta-llama/Llama-3.1-8B"} 0.0
 sglang:num_queue_reqs{model_name="meta-llama/Llama-3.1-8B"} 0.0
 """
 
-SERVER = textwrap.dedent('''
+SERVER = textwrap.dedent("""
     import http.server, subprocess, sys
     PAGE = open(sys.argv[1]).read().encode()
     class H(http.server.BaseHTTPRequestHandler):
@@ -50,7 +50,7 @@ SERVER = textwrap.dedent('''
         srv.serve_forever()
     finally:
         worker.kill()
-''')
+""")
 
 
 def start_fake_server(tmp_path, module: str, page: str):
@@ -60,12 +60,16 @@ def start_fake_server(tmp_path, module: str, page: str):
     path.parent.mkdir(parents=True, exist_ok=True)
     parts = module.split(".")[:-1]
     for i in range(len(parts)):  # each package on the way gets an __init__.py
-        pkg.joinpath(*parts[:i + 1], "__init__.py").touch()
+        pkg.joinpath(*parts[: i + 1], "__init__.py").touch()
     path.with_suffix(".py").write_text(SERVER)
     (tmp_path / "page.txt").write_text(page)
-    p = subprocess.Popen([sys.executable, "-m", module, str(tmp_path / "page.txt")],
-                         stdout=subprocess.PIPE, text=True, cwd=pkg,
-                         env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"})
+    p = subprocess.Popen(
+        [sys.executable, "-m", module, str(tmp_path / "page.txt")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=pkg,
+        env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"},
+    )
     port, worker = (int(x) for x in p.stdout.readline().split())
     return p, port, worker
 
@@ -78,6 +82,7 @@ def fake_server(tmp_path):
         out = start_fake_server(tmp_path / f"s{len(procs)}", module, page)
         procs.append(out[0])
         return out
+
     yield start
     for p in procs:
         p.terminate()

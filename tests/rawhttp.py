@@ -14,8 +14,13 @@ class RawHttp:
     ``answer`` to each (after reading its request), ``trickle`` seconds between
     bytes when set (``trickle_after``: bytes sent at full speed first)."""
 
-    def __init__(self, answer: bytes, trickle: float | None = None, trickle_after: int = 0,
-                 unix_path: str | None = None):
+    def __init__(
+        self,
+        answer: bytes,
+        trickle: float | None = None,
+        trickle_after: int = 0,
+        unix_path: str | None = None,
+    ):
         self.answer, self.trickle, self.trickle_after = answer, trickle, trickle_after
         if unix_path:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -57,11 +62,11 @@ class RawHttp:
             if self.trickle is None:
                 conn.sendall(self.answer)
             else:
-                conn.sendall(self.answer[:self.trickle_after])
+                conn.sendall(self.answer[: self.trickle_after])
                 for i in range(self.trickle_after, len(self.answer)):
                     if self.closed.is_set():
                         return
-                    conn.sendall(self.answer[i:i + 1])
+                    conn.sendall(self.answer[i : i + 1])
                     time.sleep(self.trickle)
         except OSError:
             pass
@@ -73,8 +78,13 @@ class RawHttp:
         self.sock.close()
 
 
-def http_answer(body: bytes, status: str = "200 OK", headers: dict | None = None,
-                length: int | None = None) -> bytes:
-    head = [f"HTTP/1.1 {status}", f"Content-Length: {len(body) if length is None else length}",
-            "Connection: close", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+def http_answer(
+    body: bytes, status: str = "200 OK", headers: dict | None = None, length: int | None = None
+) -> bytes:
+    head = [
+        f"HTTP/1.1 {status}",
+        f"Content-Length: {len(body) if length is None else length}",
+        "Connection: close",
+        *(f"{k}: {v}" for k, v in (headers or {}).items()),
+    ]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body

@@ -28,8 +28,9 @@ def training(tmp_path, runtime_dir):
     """`vramscope run -- python cpu_train.py`: 30 steps, then it waits to be released."""
     out, release = tmp_path / "run.json", tmp_path / "release"
     env = dict(os.environ, CPU_TRAIN_WAIT=str(release))
-    proc = subprocess.Popen(VRAMSCOPE + ["run", "--", sys.executable, str(SCRIPT), str(out), "30", "0.02"],
-                            env=env)
+    proc = subprocess.Popen(
+        VRAMSCOPE + ["run", "--", sys.executable, str(SCRIPT), str(out), "30", "0.02"], env=env
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if out.exists() and json.loads(out.read_text())["steps_done"] == 30:
@@ -50,6 +51,7 @@ def training(tmp_path, runtime_dir):
 def runtime_dir(monkeypatch):
     import shutil
     import tempfile
+
     d = tempfile.mkdtemp(prefix="vs-")  # AF_UNIX paths are short: not under tmp_path
     monkeypatch.setenv("VRAMSCOPE_RUNTIME_DIR", d)
     yield d
@@ -62,8 +64,13 @@ def _state(pid: int) -> FakeState:
 
 def test_status_json_reports_the_run_with_real_sizes_and_steps(training, fake_nvml_files):
     fake_nvml_files.write(_state(training["pid"]))
-    r = subprocess.run(VRAMSCOPE + ["status", "--json"], env=fake_nvml_files.env(dict(os.environ)),
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        VRAMSCOPE + ["status", "--json"],
+        env=fake_nvml_files.env(dict(os.environ)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     [proc] = doc["gpus"][0]["processes"]
@@ -81,23 +88,27 @@ def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nv
 
     fake_nvml.write(_state(training["pid"]))
     create_app()
-    args = argparse.Namespace(demo=False, interval=0.2, window="1m", record=False,
-                              read_only=True, prometheus=None, file=None)
+    args = argparse.Namespace(
+        demo=False, interval=0.2, window="1m", record=False, read_only=True, prometheus=None, file=None
+    )
     feed, window = build_window(args, poll_ms=100)
     qtbot.addWidget(window)
     tabs = window.tabs
     tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.tabText(i) == "PyTorch agents"))
     try:
+
         def shows_the_agent():
             frame = window.store.latest
             assert frame is not None and frame.agents
             assert frame.agents[0].step == 30
             assert list(window.services.panels.agents.views)
+
         qtbot.waitUntil(shows_the_agent, timeout=5000)
         report = window.store.latest.agents[0]
         assert report.pid == training["pid"]
         # every step the agent's ring still holds reached the monitor, though it started late
         from vramscope.core.agent_keys import series_key as agent_key
+
         t, steps = window.store.series(agent_key(report.pid, report.start_time, "steps", "step"))
         assert list(steps) == list(range(1, 31))
     finally:
@@ -106,8 +117,13 @@ def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nv
 
 def test_status_json_carries_the_modules_of_a_sampled_step(training, fake_nvml_files):
     fake_nvml_files.write(_state(training["pid"]))
-    r = subprocess.run(VRAMSCOPE + ["status", "--json"], env=fake_nvml_files.env(dict(os.environ)),
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        VRAMSCOPE + ["status", "--json"],
+        env=fake_nvml_files.env(dict(os.environ)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     [agent] = json.loads(r.stdout)["agents"]
     modules = {m["name"]: m for m in agent["modules"]}
@@ -118,6 +134,11 @@ def test_status_json_carries_the_modules_of_a_sampled_step(training, fake_nvml_f
     # (32 x 256), which the second Linear saves too (counted once)
     assert [modules[n]["activations"] for n in "012"] == [32 * 128 * 4, 32 * 256 * 4, 0]
     assert 2 <= modules["0"]["measured_step"] <= 30
-    r = subprocess.run(VRAMSCOPE + ["status"], env=fake_nvml_files.env(dict(os.environ)),
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        VRAMSCOPE + ["status"],
+        env=fake_nvml_files.env(dict(os.environ)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "largest modules (step" in r.stdout

@@ -26,8 +26,16 @@ def workstation(fake_nvml, tmp_path, sleepers, monkeypatch):
     monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
     monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
     trainer, both, _arc, _sharer = pids
-    state = FakeState(gpus=[FakeGpu(name="NVIDIA GeForce RTX 4090", total=24 * GiB, used=5 * GiB,
-                                    processes=[FakeProcess(both, 3 * GiB, sm=60)])])
+    state = FakeState(
+        gpus=[
+            FakeGpu(
+                name="NVIDIA GeForce RTX 4090",
+                total=24 * GiB,
+                used=5 * GiB,
+                processes=[FakeProcess(both, 3 * GiB, sm=60)],
+            )
+        ]
+    )
     fake_nvml.write(state)
     return pids, state
 
@@ -68,8 +76,10 @@ def test_a_recorded_session_keeps_every_gpu_and_its_processes(workstation, tmp_p
     assert main(["record", "--out", str(out), "--duration", "1.5", "--interval", "0.5"]) == 0
     with SessionReader(out) as reader:
         assert [(g.index, g.name, g.vendor) for g in reader.gpus()] == [
-            (0, "NVIDIA GeForce RTX 4090", "NVIDIA"), (1, "AMD Radeon RX 7900 XTX", "AMD"),
-            (2, "Intel Arc B580", "Intel")]
+            (0, "NVIDIA GeForce RTX 4090", "NVIDIA"),
+            (1, "AMD Radeon RX 7900 XTX", "AMD"),
+            (2, "Intel Arc B580", "Intel"),
+        ]
         frame = reader.latest_frame()
     want = expected_memory(*pids)
     amd, intel = frame.gpus[1], frame.gpus[2]
@@ -80,16 +90,19 @@ def test_a_recorded_session_keeps_every_gpu_and_its_processes(workstation, tmp_p
     csv = tmp_path / "all.csv"
     assert main(["export", str(out), "--out", str(csv)]) == 0
     import csv as csvlib
+
     rows = list(csvlib.DictReader(csv.open()))
-    shown = {(int(r["gpu"]), int(r["pid"])): int(float(r["value"])) for r in rows
-             if r["pid"] and r["metric"] == "used"}
+    shown = {
+        (int(r["gpu"]), int(r["pid"])): int(float(r["value"]))
+        for r in rows
+        if r["pid"] and r["metric"] == "used"
+    }
     for gpu, slot in ((1, AMD_SLOT), (2, INTEL_SLOT)):
         for pid, used in want[slot].items():
             assert shown[(gpu, pid)] == used
 
 
-def test_a_machine_with_only_amd_and_intel_gpus_needs_no_nvidia_driver(
-        workstation, fake_nvml, capsys):
+def test_a_machine_with_only_amd_and_intel_gpus_needs_no_nvidia_driver(workstation, fake_nvml, capsys):
     fake_nvml.write(FakeState(driver_loaded=False))
     doc = status_json(capsys)
     assert doc["error"] is None
@@ -102,6 +115,7 @@ def test_prometheus_series_carry_the_vendor(workstation):
     from vramscope.core.store import Store
     from vramscope.sources.all_gpus import AllGpusSource
     import time
+
     store = Store()
     source = AllGpusSource()
     try:
@@ -119,14 +133,25 @@ def test_prometheus_series_carry_the_vendor(workstation):
 
 # --- a unified-memory NVIDIA board ---------------------------------------------------
 
+
 @pytest.fixture
 def spark(fake_nvml, sleepers, tmp_path, monkeypatch):
     """A GB10 (DGX Spark): NVML answers "not supported" for its memory; two processes."""
     monkeypatch.setattr(drm_sysfs, "SYS", str(tmp_path / "no-sys"))  # no DRM GPUs here
     pids = sleepers(2)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(
-        name="NVIDIA GB10", memory=False, memory_v2="no", mig=None,
-        processes=[FakeProcess(pids[0], 20 * GiB, sm=70), FakeProcess(pids[1], None)])]))
+    fake_nvml.write(
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    name="NVIDIA GB10",
+                    memory=False,
+                    memory_v2="no",
+                    mig=None,
+                    processes=[FakeProcess(pids[0], 20 * GiB, sm=70), FakeProcess(pids[1], None)],
+                )
+            ]
+        )
+    )
     return pids
 
 
@@ -147,6 +172,7 @@ def test_unified_board_shows_the_system_pool_and_its_processes_marked(spark, cap
 
 def test_planner_judges_a_unified_board_by_what_its_pool_can_give(spark):
     from vramscope.commands.plan import detect_gpus
+
     (target,), _now, why = detect_gpus()
     assert why is None
     name, capacity = target
@@ -158,12 +184,15 @@ def test_planner_judges_a_unified_board_by_what_its_pool_can_give(spark):
 
 def test_fake_nvml_memory_switch_is_strict(fake_nvml):
     import pynvml
+
     fake_nvml.write(FakeState(gpus=[FakeGpu(memory=False)]))
     pynvml.nvmlInit()
     try:
         h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        for call in (lambda: pynvml.nvmlDeviceGetMemoryInfo(h),
-                     lambda: pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)):
+        for call in (
+            lambda: pynvml.nvmlDeviceGetMemoryInfo(h),
+            lambda: pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2),
+        ):
             with pytest.raises(pynvml.NVMLError) as err:
                 call()
             assert err.value.value == pynvml.NVML_ERROR_NOT_SUPPORTED
@@ -181,12 +210,12 @@ def test_the_windows_sampling_process_sends_every_gpu_as_read(workstation):
 
     from vramscope.core.stream.codec import FrameDecoder, frame_to_wire
     from vramscope.sources.all_gpus import AllGpusSource
+
     source = AllGpusSource()
     try:
         frame = source.sample(time.time())
     finally:
         source.close()
     got = FrameDecoder().decode(json.loads(json.dumps(frame_to_wire(frame))))
-    assert [(g.vendor, g.not_reported) for g in got.gpus] == \
-        [(g.vendor, g.not_reported) for g in frame.gpus]
+    assert [(g.vendor, g.not_reported) for g in got.gpus] == [(g.vendor, g.not_reported) for g in frame.gpus]
     assert got.gpus == frame.gpus

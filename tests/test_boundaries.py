@@ -32,8 +32,9 @@ def _run(blocked, packages):
 
 
 def test_core_sources_commands_import_without_qt():
-    r = _run({"PySide6", "pyqtgraph", "shiboken6"},
-             ["vramscope.core", "vramscope.sources", "vramscope.commands"])
+    r = _run(
+        {"PySide6", "pyqtgraph", "shiboken6"}, ["vramscope.core", "vramscope.sources", "vramscope.commands"]
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("ok")
 
@@ -41,8 +42,9 @@ def test_core_sources_commands_import_without_qt():
 def test_the_monitor_runs_without_torch():
     """torch is not a dependency of the app: the monitor side (agent client
     and protocol included) must import without it."""
-    code = BLOCKER.format(blocked={"torch"}, packages=["vramscope.core", "vramscope.sources",
-                                                         "vramscope.commands"])
+    code = BLOCKER.format(
+        blocked={"torch"}, packages=["vramscope.core", "vramscope.sources", "vramscope.commands"]
+    )
     code += "import vramscope.agent.protocol, vramscope.agent.paths\nprint('ok')\n"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -55,7 +57,8 @@ def test_agent_imports_with_only_stdlib_and_torch():
     # everything else the agent could reach for stays blocked.
     code = "import torch\n" + BLOCKER.format(
         blocked={"PySide6", "pyqtgraph", "shiboken6", "psutil", "pynvml", "platformdirs"},
-        packages=["vramscope.agent"])
+        packages=["vramscope.agent"],
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("ok")

@@ -32,8 +32,13 @@ def test_busy_without_demo_is_refused(capsys):
 
 def test_run_help_goes_to_stdout():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, "-m", "vramscope", "run", "--help"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "vramscope", "run", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.startswith("usage: vramscope run") and not done.stderr
 
 
@@ -51,6 +56,7 @@ def test_status_says_alerts_none_and_the_process_kind(capsys):
 def test_status_with_no_alerts_says_none():
     from vramscope.core.samples import Frame
     from vramscope.core.status_report import render_table
+
     assert "alerts: none" in render_table(Frame(time=0.0, gpus=()), [])
 
 

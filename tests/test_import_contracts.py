@@ -32,12 +32,14 @@ def test_a_broken_layer_would_be_caught(tmp_path):
     if tool is None:
         pytest.skip("import-linter is not installed (pip install -e '.[test]')")
     pkg = tmp_path / "app" / "vramscope"
-    shutil.copytree(ROOT / "app" / "vramscope", pkg,
-                    ignore=shutil.ignore_patterns("__pycache__", "resources"))
+    shutil.copytree(
+        ROOT / "app" / "vramscope", pkg, ignore=shutil.ignore_patterns("__pycache__", "resources")
+    )
     (pkg / "core" / "leak_into_ui.py").write_text("from vramscope.ui import theme\n")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     env = {"PYTHONPATH": str(tmp_path / "app"), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([tool, "--no-cache"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env=env)
+    r = subprocess.run(
+        [tool, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+    )
     assert r.returncode != 0
     assert "vramscope.core.leak_into_ui -> vramscope.ui.theme" in r.stdout

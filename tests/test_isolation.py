@@ -28,8 +28,13 @@ def test_every_place_vramscope_reads_or_writes_is_the_tests_own(private_user_dir
 
 def test_the_window_settings_file_is_the_tests_own(private_user_dirs):
     """The settings file, as every command opens it, in a fresh process."""
-    code = ("from vramscope.core.user_settings import Settings; print(Settings().path)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    code = "from vramscope.core.user_settings import Settings; print(Settings().path)"
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, QT_QPA_PLATFORM="offscreen"),
+    )
     assert r.returncode == 0, r.stderr
     assert _inside(r.stdout.strip(), private_user_dirs["HOME"].parent)

@@ -40,16 +40,23 @@ def test_every_command_takes_a_good_interval(value, seconds):
 
 
 def test_status_watch_prints_every_pass_through_the_runner():
-    r = subprocess.run([sys.executable, "-m", "vramscope", "status", "--demo", "--watch", "1",
-                        "--interval", "0.25"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--demo", "--watch", "1", "--interval", "0.25"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.count(HEADER) == 5  # t = 0, 0.25, 0.5, 0.75, 1: four live, then the last
 
 
 def _watching():
-    p = subprocess.Popen([sys.executable, "-m", "vramscope", "status", "--demo", "--watch", "60",
-                          "--interval", "0.3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "vramscope", "status", "--demo", "--watch", "60", "--interval", "0.3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen = 0
     while seen < 2:  # two passes printed: the runner is running
         line = p.stdout.readline()
@@ -58,9 +65,13 @@ def _watching():
     return p
 
 
-@pytest.mark.parametrize("signum, code, words", [
-    (signal.SIGINT, 130, "vramscope status: interrupted"),
-    (signal.SIGTERM, 143, "vramscope status: stopped by SIGTERM")])
+@pytest.mark.parametrize(
+    "signum, code, words",
+    [
+        (signal.SIGINT, 130, "vramscope status: interrupted"),
+        (signal.SIGTERM, 143, "vramscope status: stopped by SIGTERM"),
+    ],
+)
 def test_status_watch_stops_on_a_signal_at_once_with_one_line(signum, code, words):
     p = _watching()
     t0 = time.monotonic()

@@ -22,17 +22,33 @@ def _refused(argv, capsys):
     return exc.value.code, err
 
 
-@pytest.mark.parametrize("argv", [
-    ["status", "--watch", "nan"], ["status", "--watch", "inf"], ["status", "--watch", "-1"],
-    ["status", "--interval", "nan"], ["status", "--interval", "0"],
-    ["status", "--idle-minutes", "nan"], ["status", "--leak-steps", "-3"],
-    ["record", "--duration", "nan"], ["record", "--duration", "inf"], ["record", "--duration", "-5"],
-    ["record", "--interval", "nan"], ["record", "--interval", "1e9"],
-    ["record", "--keep-gb", "-1"], ["record", "--keep-days", "-1"], ["record", "--keep-gb", "nan"],
-    ["record", "--keep-gb", "0"], ["record", "--prometheus", "localhost:http"],
-    ["--interval", "nan"], ["--interval", "inf"], ["--prometheus", "99999"],
-    ["--prometheus", "[::1"], ["--demo", "--interval", "nan", "session.vramscope"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "--watch", "nan"],
+        ["status", "--watch", "inf"],
+        ["status", "--watch", "-1"],
+        ["status", "--interval", "nan"],
+        ["status", "--interval", "0"],
+        ["status", "--idle-minutes", "nan"],
+        ["status", "--leak-steps", "-3"],
+        ["record", "--duration", "nan"],
+        ["record", "--duration", "inf"],
+        ["record", "--duration", "-5"],
+        ["record", "--interval", "nan"],
+        ["record", "--interval", "1e9"],
+        ["record", "--keep-gb", "-1"],
+        ["record", "--keep-days", "-1"],
+        ["record", "--keep-gb", "nan"],
+        ["record", "--keep-gb", "0"],
+        ["record", "--prometheus", "localhost:http"],
+        ["--interval", "nan"],
+        ["--interval", "inf"],
+        ["--prometheus", "99999"],
+        ["--prometheus", "[::1"],
+        ["--demo", "--interval", "nan", "session.vramscope"],
+    ],
+)
 def test_a_bad_value_is_one_line_and_exit_2(argv, capsys):
     code, err = _refused(argv, capsys)
     assert code == 2
@@ -78,9 +94,13 @@ def test_vramscope_run_refuses_a_nan_interval(capsys):
 def test_record_without_a_driver_says_so_and_writes_nothing(tmp_path, fake_nvml_files):
     fake_nvml_files.write(FakeState(driver_loaded=False, gpus=[FakeGpu()]))
     out = tmp_path / "never.vramscope"
-    r = subprocess.run([sys.executable, "-m", "vramscope", "record", "--out", str(out),
-                        "--duration", "1"], env=fake_nvml_files.env(), capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "record", "--out", str(out), "--duration", "1"],
+        env=fake_nvml_files.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert len(r.stderr.splitlines()) == 1 and "nothing recorded" in r.stderr
     assert "driver" in r.stderr.lower()
@@ -90,9 +110,13 @@ def test_record_without_a_driver_says_so_and_writes_nothing(tmp_path, fake_nvml_
 def test_record_without_the_library_says_so(tmp_path):
     empty = tmp_path / "nolib"
     empty.mkdir()
-    r = subprocess.run([sys.executable, "-m", "vramscope", "record", "--duration", "1"],
-                       env=subprocess_env(empty, None), capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "record", "--duration", "1"],
+        env=subprocess_env(empty, None),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if r.returncode == 0:
         pytest.skip("a real libnvidia-ml is installed on this machine")
     assert r.returncode == 2 and "nothing recorded" in r.stderr

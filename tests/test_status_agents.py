@@ -14,27 +14,51 @@ STEPS = tuple(AgentEvent(kind="step", time=BOOT + k, data={"step": k}) for k in 
 
 
 def _gpus(pid):
-    return (GpuSample(index=0, uuid="GPU-aaaa", name="A", total=24 * GiB, used=GiB),
-            GpuSample(index=1, uuid="GPU-bbbb", name="B", total=24 * GiB, used=9 * GiB,
-                      processes=(GpuProcess(pid=pid, used=9 * GiB),)))
+    return (
+        GpuSample(index=0, uuid="GPU-aaaa", name="A", total=24 * GiB, used=GiB),
+        GpuSample(
+            index=1,
+            uuid="GPU-bbbb",
+            name="B",
+            total=24 * GiB,
+            used=9 * GiB,
+            processes=(GpuProcess(pid=pid, used=9 * GiB),),
+        ),
+    )
 
 
 def test_a_process_on_gpu_1_is_named_by_that_gpu_with_or_without_its_uuid():
     # CUDA_VISIBLE_DEVICES=1: torch calls it cuda:0; the agent sends the GPU's UUID
-    for dev in (AgentDevice(device="cuda:0", gpu_uuid="GPU-bbbb", allocated=8 * GiB),
-                AgentDevice(device="cuda:0", allocated=8 * GiB)):  # no UUID: where NVML lists it
-        frame = Frame(time=BOOT + 900, gpus=_gpus(4242),
-                      agents=(AgentReport(pid=4242, start_time=BOOT + 10, devices=(dev,)),))
+    for dev in (
+        AgentDevice(device="cuda:0", gpu_uuid="GPU-bbbb", allocated=8 * GiB),
+        AgentDevice(device="cuda:0", allocated=8 * GiB),
+    ):  # no UUID: where NVML lists it
+        frame = Frame(
+            time=BOOT + 900,
+            gpus=_gpus(4242),
+            agents=(AgentReport(pid=4242, start_time=BOOT + 10, devices=(dev,)),),
+        )
         assert "cuda:0 (GPU 1): allocated 8.0 GiB" in render_table(frame)
         assert frame_to_dict(frame)["agents"][0]["devices"][0]["gpu"] == 1
 
 
 def test_status_lists_live_agents_and_only_the_last_ended_runs_of_this_boot():
     live = AgentReport(pid=1, start_time=BOOT + 500, step=40, events=STEPS[:3])
-    before_boot = [AgentReport(pid=100 + k, start_time=BOOT - 3600 + k, time=BOOT - 60,
-                               connected=False, events=STEPS) for k in range(30)]
-    this_boot = [AgentReport(pid=200 + k, start_time=BOOT + 10 * k, time=BOOT + 10 * k + 5,
-                             connected=False, step=k, events=STEPS) for k in range(6)]
+    before_boot = [
+        AgentReport(pid=100 + k, start_time=BOOT - 3600 + k, time=BOOT - 60, connected=False, events=STEPS)
+        for k in range(30)
+    ]
+    this_boot = [
+        AgentReport(
+            pid=200 + k,
+            start_time=BOOT + 10 * k,
+            time=BOOT + 10 * k + 5,
+            connected=False,
+            step=k,
+            events=STEPS,
+        )
+        for k in range(6)
+    ]
     frame = Frame(time=BOOT + 900, gpus=_gpus(1), agents=(live, *before_boot, *this_boot))
     table = render_table(frame, boot_time=BOOT)
     listed = [line.split()[1] for line in table.splitlines() if line.startswith("  pid ")]
@@ -75,8 +99,10 @@ def test_status_carries_each_agents_allocator_figures_and_says_why_one_is_missin
     assert b["free_split"] is None and b["largest_free_block"] is None
     assert "no allocator snapshot" in b["not_reported"]["free_split"]
     table = render_table(frame)
-    assert (f"allocator at step 40: fragmentation {fmt_bytes(320 * MiB)} (free inside partly used segments)"
-            in table)
+    assert (
+        f"allocator at step 40: fragmentation {fmt_bytes(320 * MiB)} (free inside partly used segments)"
+        in table
+    )
     assert f"largest free block {fmt_bytes(64 * MiB)}" in table
     assert f"expandable_segments:True would recover {fmt_bytes(240 * MiB)}" in table
     assert "allocator: n/a (no allocator snapshot from the agent yet)" in table
@@ -90,8 +116,11 @@ def test_status_says_expandable_segments_are_already_on_rather_than_a_null_recov
     fig = summarize(S.fragmented()["segments"], "cuda:0", expandable=True)
     item = allocator({"t": BOOT, "step": 3, "devices": [fig]})
     dev = AgentDevice(device="cuda:0", allocated=8 * GiB)
-    frame = Frame(time=BOOT + 900, gpus=_gpus(4242),
-                  agents=(AgentReport(pid=4242, start_time=BOOT + 10, devices=(dev,), allocator=item),))
+    frame = Frame(
+        time=BOOT + 900,
+        gpus=_gpus(4242),
+        agents=(AgentReport(pid=4242, start_time=BOOT + 10, devices=(dev,), allocator=item),),
+    )
     a = frame_to_dict(frame)["agents"][0]["devices"][0]["allocator"]
     assert a["expandable_recovers"] is None and "already on" in a["not_reported"]["expandable_recovers"]
     assert "expandable segments already on" in render_table(frame)

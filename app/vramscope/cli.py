@@ -64,8 +64,10 @@ def _not_a_file(word: str | None) -> str | None:
         return None  # a session file (a missing one is the window's to say)
     close = difflib.get_close_matches(word, COMMANDS, n=1)
     hint = f" (did you mean `vramscope {close[0]}`?)" if close else ""
-    return (f"vramscope: unknown command {word!r}{hint}; commands: {', '.join(COMMANDS)} "
-            f"(a session file to reopen must exist)")
+    return (
+        f"vramscope: unknown command {word!r}{hint}; commands: {', '.join(COMMANDS)} "
+        f"(a session file to reopen must exist)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         args = parser.parse_args(argv)
     if getattr(args, "busy", False) and not getattr(args, "demo", False):
-        print("vramscope: --busy is a kind of demo: use it with --demo (`vramscope --demo --busy`)",
-              file=sys.stderr)
+        print(
+            "vramscope: --busy is a kind of demo: use it with --demo (`vramscope --demo --busy`)",
+            file=sys.stderr,
+        )
         return 2
     name = args.command or "gui"
     return int(_command_module(name).run(args) or 0)

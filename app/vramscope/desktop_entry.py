@@ -165,14 +165,16 @@ def parse_entry(text: str) -> dict[str, str]:
 
 
 # -- install / uninstall --------------------------------------------------------------
-def install(command: list[str] | None = None, env: dict | None = None,
-            refresh_caches: bool = True) -> list[pathlib.Path]:
+def install(
+    command: list[str] | None = None, env: dict | None = None, refresh_caches: bool = True
+) -> list[pathlib.Path]:
     """Write the entry and the icons; returns the files written."""
     base = data_home(env)
     icons = icon_files()
     if not icons:
-        raise FileNotFoundError("the vramscope icons were not found next to the package "
-                                "(resources/icons); reinstall vramscope")
+        raise FileNotFoundError(
+            "the vramscope icons were not found next to the package (resources/icons); reinstall vramscope"
+        )
     written: list[pathlib.Path] = []
     for size, source in icons.items():
         target = base / "icons" / "hicolor" / size / "apps" / f"{ICON_NAME}{source.suffix}"
@@ -212,30 +214,45 @@ def _refresh(base: pathlib.Path) -> None:
     hicolor = base / "icons" / "hicolor"
     if hicolor.is_dir():
         os.utime(hicolor)  # icon themes watch the directory's mtime
-    commands = [["update-desktop-database", "-q", str(base / "applications")],
-                ["update-mime-database", str(base / "mime")]]
+    commands = [
+        ["update-desktop-database", "-q", str(base / "applications")],
+        ["update-mime-database", str(base / "mime")],
+    ]
     if (hicolor / "icon-theme.cache").is_file():  # refresh a cache, never start one
         commands.append(["gtk-update-icon-cache", "-q", "-t", "-f", str(hicolor)])
     for cmd in commands:
         if shutil.which(cmd[0]) and pathlib.Path(cmd[-1]).is_dir():
             try:
-                subprocess.run(cmd, check=False, timeout=30,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                subprocess.run(
+                    cmd, check=False, timeout=30, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                )
             except (OSError, subprocess.TimeoutExpired):
                 pass
 
 
 # -- command line ------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("install", "uninstall", "show"),
-                   help="install: add vramscope to your desktop menu; uninstall: remove it; "
-                        "show: print the entry that would be installed")
-    p.add_argument("--exec", dest="exec_command", default=None, metavar="COMMAND",
-                   help="the command the menu entry runs (default: this vramscope, "
-                        f"currently {shlex.join(default_command())!r})")
-    p.add_argument("--no-launcher", dest="launcher", action="store_false",
-                   help="leave ~/.local/bin alone (by default install also links "
-                        "~/.local/bin/vramscope to this vramscope, so it runs from any shell)")
+    p.add_argument(
+        "action",
+        choices=("install", "uninstall", "show"),
+        help="install: add vramscope to your desktop menu; uninstall: remove it; "
+        "show: print the entry that would be installed",
+    )
+    p.add_argument(
+        "--exec",
+        dest="exec_command",
+        default=None,
+        metavar="COMMAND",
+        help="the command the menu entry runs (default: this vramscope, "
+        f"currently {shlex.join(default_command())!r})",
+    )
+    p.add_argument(
+        "--no-launcher",
+        dest="launcher",
+        action="store_false",
+        help="leave ~/.local/bin alone (by default install also links "
+        "~/.local/bin/vramscope to this vramscope, so it runs from any shell)",
+    )
 
 
 def run(args) -> int:
@@ -247,8 +264,10 @@ def run(args) -> int:
         if args.action == "install":
             files = install(command)
             icons = [f for f in files if "hicolor" in f.parts]
-            print(f"vramscope added to the desktop menu: {files[-1]}\n"
-                  f"{len(icons)} icon files under {data_home() / 'icons' / 'hicolor'}")
+            print(
+                f"vramscope added to the desktop menu: {files[-1]}\n"
+                f"{len(icons)} icon files under {data_home() / 'icons' / 'hicolor'}"
+            )
             if args.launcher:
                 print(install_launcher())
         else:
@@ -263,8 +282,9 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="vramscope desktop",
-                                description="Add vramscope to your desktop menu, or remove it.")
+    p = argparse.ArgumentParser(
+        prog="vramscope desktop", description="Add vramscope to your desktop menu, or remove it."
+    )
     add_arguments(p)
     return run(p.parse_args(argv))
 

@@ -36,8 +36,10 @@ def this_command() -> pathlib.Path | None:
     console script that started this process, or the one beside this Python."""
     if getattr(sys, "frozen", False):
         return pathlib.Path(sys.executable).absolute()
-    candidates = [pathlib.Path(sys.argv[0]) if sys.argv and sys.argv[0] else None,
-                  pathlib.Path(sys.executable).with_name(COMMAND)]
+    candidates = [
+        pathlib.Path(sys.argv[0]) if sys.argv and sys.argv[0] else None,
+        pathlib.Path(sys.executable).with_name(COMMAND),
+    ]
     for path in candidates:
         if path is not None and path.name == COMMAND and path.is_file() and os.access(path, os.X_OK):
             return path.absolute()
@@ -49,15 +51,19 @@ def install_launcher(target: pathlib.Path | None = None, env: dict | None = None
     """Link ``~/.local/bin/vramscope`` to ``target``; returns what to tell the user."""
     target = target or this_command()
     if target is None:
-        return (f"no `{COMMAND}` executable found for this installation: nothing linked "
-                f"in {bin_dir(env)} (`{sys.executable} -m vramscope` runs it)")
+        return (
+            f"no `{COMMAND}` executable found for this installation: nothing linked "
+            f"in {bin_dir(env)} (`{sys.executable} -m vramscope` runs it)"
+        )
     directory = bin_dir(env)
     link = directory / COMMAND
     if link.resolve() == target.resolve():
         made = False
     elif link.exists() and not link.is_symlink():
-        return (f"{link} exists and is not a link: left as it is (run {target} "
-                f"or remove that file and install again)")
+        return (
+            f"{link} exists and is not a link: left as it is (run {target} "
+            f"or remove that file and install again)"
+        )
     else:
         made = not directory.is_dir()
         directory.mkdir(parents=True, exist_ok=True)
@@ -74,8 +80,10 @@ def path_advice(directory: pathlib.Path, made: bool, env: dict | None = None) ->
     if on_path:
         return f"{directory} is on your PATH: `{COMMAND}` runs from any shell"
     if made:
-        return (f"{directory} is new: open a new login shell (or log in again) and `{COMMAND}` "
-                f"runs; if it does not, add this line to ~/.profile: {PATH_LINE}")
+        return (
+            f"{directory} is new: open a new login shell (or log in again) and `{COMMAND}` "
+            f"runs; if it does not, add this line to ~/.profile: {PATH_LINE}"
+        )
     return f"{directory} is not on your PATH: add this line to ~/.profile, then log in again: {PATH_LINE}"
 
 

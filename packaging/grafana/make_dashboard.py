@@ -24,59 +24,152 @@ def gauge(attr: str) -> str:
     return next(name for a, name, _ in GPU_GAUGES if a == attr)
 
 
-def panel(pid: int, title: str, targets: list[tuple[str, str]], unit: str, x: int, y: int,
-          w: int = 12, h: int = 8, stack: bool = False) -> dict:
+def panel(
+    pid: int,
+    title: str,
+    targets: list[tuple[str, str]],
+    unit: str,
+    x: int,
+    y: int,
+    w: int = 12,
+    h: int = 8,
+    stack: bool = False,
+) -> dict:
     return {
-        "id": pid, "type": "timeseries", "title": title, "datasource": DS,
+        "id": pid,
+        "type": "timeseries",
+        "title": title,
+        "datasource": DS,
         "gridPos": {"x": x, "y": y, "w": w, "h": h},
-        "fieldConfig": {"defaults": {"unit": unit, "custom": {
-            "fillOpacity": 20 if stack else 0,
-            "stacking": {"mode": "normal" if stack else "none"}}}, "overrides": []},
-        "options": {"legend": {"displayMode": "table", "placement": "right",
-                               "calcs": ["lastNotNull", "max"]},
-                    "tooltip": {"mode": "multi"}},
-        "targets": [{"refId": chr(65 + i), "datasource": DS, "expr": expr, "legendFormat": legend}
-                    for i, (expr, legend) in enumerate(targets)],
+        "fieldConfig": {
+            "defaults": {
+                "unit": unit,
+                "custom": {
+                    "fillOpacity": 20 if stack else 0,
+                    "stacking": {"mode": "normal" if stack else "none"},
+                },
+            },
+            "overrides": [],
+        },
+        "options": {
+            "legend": {"displayMode": "table", "placement": "right", "calcs": ["lastNotNull", "max"]},
+            "tooltip": {"mode": "multi"},
+        },
+        "targets": [
+            {"refId": chr(65 + i), "datasource": DS, "expr": expr, "legendFormat": legend}
+            for i, (expr, legend) in enumerate(targets)
+        ],
     }
 
 
 def dashboard() -> dict:
     used, total, reserved = gauge("used"), gauge("total"), gauge("reserved")
     panels = [
-        panel(1, "GPU memory used", [
-            (f"{used}{SEL}", "{{instance}} GPU {{gpu}} used"),
-            (f"{total}{SEL}", "{{instance}} GPU {{gpu}} total")], "bytes", 0, 0),
-        panel(2, "GPU memory used (% of total)", [
-            (f"100 * {used}{SEL} / {total}{SEL}", "{{instance}} GPU {{gpu}}")], "percent", 12, 0),
-        panel(3, "Memory by process", [
-            (f"{PROCESS_MEMORY_METRIC}{SEL}", "{{instance}} GPU {{gpu}} {{process}} ({{pid}})")],
-            "bytes", 0, 8, stack=True),
-        panel(4, "Driver-reserved memory", [
-            (f"{reserved}{SEL}", "{{instance}} GPU {{gpu}}")], "bytes", 12, 8),
-        panel(5, "GPU utilisation", [
-            (f"{gauge('util_gpu')}{SEL}", "{{instance}} GPU {{gpu}}")], "percent", 0, 16),
-        panel(6, "Temperature and power", [
-            (f"{gauge('temperature')}{SEL}", "{{instance}} GPU {{gpu}} °C"),
-            (f"{gauge('power_w')}{SEL}", "{{instance}} GPU {{gpu}} W")], "short", 12, 16),
-        panel(7, "PyTorch allocated vs reserved (agent)", [
-            ('vramscope_agent_allocated_bytes' + SEL, "{{instance}} pid {{pid}} {{device}} allocated"),
-            ('vramscope_agent_reserved_bytes' + SEL, "{{instance}} pid {{pid}} {{device}} reserved")],
-            "bytes", 0, 24),
-        panel(8, "PyTorch memory by bucket (agent)", [
-            ('vramscope_agent_bucket_bytes' + SEL, "{{instance}} pid {{pid}} {{bucket}}")],
-            "bytes", 12, 24, stack=True),
+        panel(
+            1,
+            "GPU memory used",
+            [
+                (f"{used}{SEL}", "{{instance}} GPU {{gpu}} used"),
+                (f"{total}{SEL}", "{{instance}} GPU {{gpu}} total"),
+            ],
+            "bytes",
+            0,
+            0,
+        ),
+        panel(
+            2,
+            "GPU memory used (% of total)",
+            [(f"100 * {used}{SEL} / {total}{SEL}", "{{instance}} GPU {{gpu}}")],
+            "percent",
+            12,
+            0,
+        ),
+        panel(
+            3,
+            "Memory by process",
+            [(f"{PROCESS_MEMORY_METRIC}{SEL}", "{{instance}} GPU {{gpu}} {{process}} ({{pid}})")],
+            "bytes",
+            0,
+            8,
+            stack=True,
+        ),
+        panel(
+            4, "Driver-reserved memory", [(f"{reserved}{SEL}", "{{instance}} GPU {{gpu}}")], "bytes", 12, 8
+        ),
+        panel(
+            5,
+            "GPU utilisation",
+            [(f"{gauge('util_gpu')}{SEL}", "{{instance}} GPU {{gpu}}")],
+            "percent",
+            0,
+            16,
+        ),
+        panel(
+            6,
+            "Temperature and power",
+            [
+                (f"{gauge('temperature')}{SEL}", "{{instance}} GPU {{gpu}} °C"),
+                (f"{gauge('power_w')}{SEL}", "{{instance}} GPU {{gpu}} W"),
+            ],
+            "short",
+            12,
+            16,
+        ),
+        panel(
+            7,
+            "PyTorch allocated vs reserved (agent)",
+            [
+                ("vramscope_agent_allocated_bytes" + SEL, "{{instance}} pid {{pid}} {{device}} allocated"),
+                ("vramscope_agent_reserved_bytes" + SEL, "{{instance}} pid {{pid}} {{device}} reserved"),
+            ],
+            "bytes",
+            0,
+            24,
+        ),
+        panel(
+            8,
+            "PyTorch memory by bucket (agent)",
+            [("vramscope_agent_bucket_bytes" + SEL, "{{instance}} pid {{pid}} {{bucket}}")],
+            "bytes",
+            12,
+            24,
+            stack=True,
+        ),
     ]
     return {
-        "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource",
-                      "pluginId": "prometheus", "pluginName": "Prometheus"}],
-        "title": "vramscope: GPU memory", "uid": "vramscope-gpu-memory", "editable": True,
-        "schemaVersion": 38, "version": 1, "tags": ["vramscope", "gpu"],
-        "time": {"from": "now-6h", "to": "now"}, "refresh": "10s",
-        "templating": {"list": [{
-            "name": "instance", "label": "Machine", "type": "query", "datasource": DS,
-            "query": {"query": f"label_values({used}, instance)", "refId": "instance"},
-            "definition": f"label_values({used}, instance)", "refresh": 2,
-            "multi": True, "includeAll": True, "current": {"text": "All", "value": "$__all"}}]},
+        "__inputs": [
+            {
+                "name": "DS_PROMETHEUS",
+                "label": "Prometheus",
+                "type": "datasource",
+                "pluginId": "prometheus",
+                "pluginName": "Prometheus",
+            }
+        ],
+        "title": "vramscope: GPU memory",
+        "uid": "vramscope-gpu-memory",
+        "editable": True,
+        "schemaVersion": 38,
+        "version": 1,
+        "tags": ["vramscope", "gpu"],
+        "time": {"from": "now-6h", "to": "now"},
+        "refresh": "10s",
+        "templating": {
+            "list": [
+                {
+                    "name": "instance",
+                    "label": "Machine",
+                    "type": "query",
+                    "datasource": DS,
+                    "query": {"query": f"label_values({used}, instance)", "refId": "instance"},
+                    "definition": f"label_values({used}, instance)",
+                    "refresh": 2,
+                    "multi": True,
+                    "includeAll": True,
+                    "current": {"text": "All", "value": "$__all"},
+                }
+            ]
+        },
         "panels": panels,
     }
 

@@ -27,8 +27,12 @@ def make_agent(runtime_dir):
     def make(provider=None, interval=0.05, **kw):
         kw.setdefault("discover", False)
         kw.setdefault("final_dump", False)
-        a = Agent(interval=interval, provider=provider or ReplayProvider(scenario_ramp(), loop=True),
-                  runtime_dir=runtime_dir, **kw)
+        a = Agent(
+            interval=interval,
+            provider=provider or ReplayProvider(scenario_ramp(), loop=True),
+            runtime_dir=runtime_dir,
+            **kw,
+        )
         agents.append(a)
         return a
 

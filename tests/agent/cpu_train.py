@@ -20,6 +20,7 @@ model = torch.nn.Sequential(torch.nn.Linear(128, hidden), torch.nn.ReLU(), torch
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 if "--agent" in sys.argv:
     from vramscope import agent
+
     agent.start(model=model, optimizer=opt, interval=0.1)
 
 
@@ -36,9 +37,14 @@ def nbytes(tensors):
 def write(done):
     params = list(model.parameters())
     state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
-    info = {"pid": os.getpid(), "t_import": t_import, "steps_done": done,
-            "weights": nbytes(params), "gradients": nbytes([p.grad for p in params if p.grad is not None]),
-            "optimizer_state": nbytes(state)}
+    info = {
+        "pid": os.getpid(),
+        "t_import": t_import,
+        "steps_done": done,
+        "weights": nbytes(params),
+        "gradients": nbytes([p.grad for p in params if p.grad is not None]),
+        "optimizer_state": nbytes(state),
+    }
     with open(out + ".tmp", "w") as f:
         json.dump(info, f)
     os.replace(out + ".tmp", out)

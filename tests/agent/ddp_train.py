@@ -29,17 +29,22 @@ def rank_main(out, steps):
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(
-        torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.BatchNorm1d(64), torch.nn.ReLU(),
-                            torch.nn.Linear(64, 4)))
+        torch.nn.Sequential(
+            torch.nn.Linear(32, 64), torch.nn.BatchNorm1d(64), torch.nn.ReLU(), torch.nn.Linear(64, 4)
+        )
+    )
     opt = torch.optim.AdamW(model.parameters())
     for _ in range(steps):
         opt.zero_grad()
         model(torch.randn(16, 32)).square().mean().backward()
         opt.step()
     params = list(model.parameters())
-    info = {"pid": os.getpid(), "weights": nbytes(params + list(model.buffers())),
-            "gradients": nbytes([p.grad for p in params if p.grad is not None]),
-            "optimizer_state": nbytes([v for s in opt.state.values() for v in s.values()])}
+    info = {
+        "pid": os.getpid(),
+        "weights": nbytes(params + list(model.buffers())),
+        "gradients": nbytes([p.grad for p in params if p.grad is not None]),
+        "optimizer_state": nbytes([v for s in opt.state.values() for v in s.values()]),
+    }
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(info, f)
     dist.destroy_process_group()

@@ -38,10 +38,14 @@ class CountingLive(LiveBytes):
         allocated = self.allocated
         self.high = max(self.high, allocated)
         return {
-            "allocated_bytes": {"all": {"current": allocated, "peak": max(self.peak, allocated),
-                                        "allocated": 0, "freed": 0}},
+            "allocated_bytes": {
+                "all": {"current": allocated, "peak": max(self.peak, allocated), "allocated": 0, "freed": 0}
+            },
             "reserved_bytes": {"all": {"current": self.high, "peak": self.high, "allocated": 0, "freed": 0}},
-            "num_alloc_retries": 0, "num_ooms": 0, "num_device_alloc": 1, "num_device_free": 0,
+            "num_alloc_retries": 0,
+            "num_ooms": 0,
+            "num_device_alloc": 1,
+            "num_device_free": 0,
         }
 
     def reset(self, index: int) -> None:
@@ -59,13 +63,20 @@ def fake_cuda(monkeypatch, live: CountingLive) -> None:
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(memory, "is_initialized", lambda: True)
-    monkeypatch.setattr(memory, "_get_device_index", lambda device=None, optional=False: 0 if device is None else int(device))
+    monkeypatch.setattr(
+        memory, "_get_device_index", lambda device=None, optional=False: 0 if device is None else int(device)
+    )
 
 
 def user_view() -> tuple:
     """Everything the user reads of the peaks, by every public name."""
     import torch.cuda.memory as memory
-    return (torch.cuda.max_memory_allocated(), memory.max_memory_allocated(0),
-            torch.cuda.memory_stats()["allocated_bytes.all.peak"],
-            torch.cuda.memory_stats_as_nested_dict()["allocated_bytes"]["all"]["peak"],
-            torch.cuda.max_memory_reserved(), torch.cuda.memory_allocated())
+
+    return (
+        torch.cuda.max_memory_allocated(),
+        memory.max_memory_allocated(0),
+        torch.cuda.memory_stats()["allocated_bytes.all.peak"],
+        torch.cuda.memory_stats_as_nested_dict()["allocated_bytes"]["all"]["peak"],
+        torch.cuda.max_memory_reserved(),
+        torch.cuda.memory_allocated(),
+    )

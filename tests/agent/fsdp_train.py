@@ -44,13 +44,15 @@ def main(out, steps):
     fully_shard(model)
     opt = torch.optim.AdamW(model.parameters())
     from vramscope import agent
+
     a = agent.start(model=model, optimizer=opt, interval=0.05)
     seen = {}
 
     def inside(module, args, output):  # prepended: before FSDP reshards the layer
         if "sample" not in seen and len(seen) == 0 and step[0] == steps - 1:
-            plain = [p for m in model.modules() for p in m.parameters(recurse=False)
-                     if not hasattr(p, "to_local")]
+            plain = [
+                p for m in model.modules() for p in m.parameters(recurse=False) if not hasattr(p, "to_local")
+            ]
             seen["unsharded"] = nbytes(plain)
             a._walk_due = True  # a walk in the middle of the forward: the swapped-in copies are no weights
             seen["sample"] = a.sample_once()
@@ -62,13 +64,18 @@ def main(out, steps):
         model(torch.randn(8, width)).square().mean().backward()
         opt.step()
     params = list(model.parameters())
-    info = {"pid": os.getpid(), "rank": rank,
-            "weights": nbytes([local(p) for p in params]),
-            "gradients": nbytes([local(p.grad) for p in params if p.grad is not None]),
-            "optimizer_state": nbytes([local(v) for s in opt.state.values() for v in s.values()
-                                       if torch.is_tensor(v)]),
-            "unsharded_in_forward": seen.get("unsharded"), "sample_in_forward": seen.get("sample"),
-            "sample_after": a.sample_once()}
+    info = {
+        "pid": os.getpid(),
+        "rank": rank,
+        "weights": nbytes([local(p) for p in params]),
+        "gradients": nbytes([local(p.grad) for p in params if p.grad is not None]),
+        "optimizer_state": nbytes(
+            [local(v) for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
+        ),
+        "unsharded_in_forward": seen.get("unsharded"),
+        "sample_in_forward": seen.get("sample"),
+        "sample_after": a.sample_once(),
+    }
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(info, f)
     dist.barrier()

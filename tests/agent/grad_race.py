@@ -48,6 +48,7 @@ if mode == "raw":
     threading.Thread(target=read_grads, daemon=True).start()
 else:
     from vramscope.agent.core import MIN_INTERVAL, Agent
+
     rundir = tempfile.mkdtemp(prefix="vs-race-")
     agent = Agent(interval=MIN_INTERVAL, runtime_dir=rundir, discover=False, final_dump=False)
     agent.watch(model=model, optimizer=opt)
@@ -66,8 +67,10 @@ stop.set()
 if mode != "raw":
     agent.stop()
     shutil.rmtree(rundir, ignore_errors=True)
-    print(f"{mode}: {steps} steps, {agent.samples} samples "
-          f"({agent.handoff.served} taken by the training thread), errors {agent.errors} {agent.last_error or ''}")
+    print(
+        f"{mode}: {steps} steps, {agent.samples} samples "
+        f"({agent.handoff.served} taken by the training thread), errors {agent.errors} {agent.last_error or ''}"
+    )
 else:
     print(f"{mode}: {steps} steps, no crash")
 sys.stdout.flush()

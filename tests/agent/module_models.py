@@ -112,6 +112,7 @@ def lora(model: TinyGPT) -> TinyGPT:
 
 # -- the independent count ------------------------------------------------------------------------
 
+
 def _prefixes(name: str):
     parts = name.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts))]
@@ -127,10 +128,13 @@ def param_count(model, optimizer) -> dict:
         if id(t) in done:
             continue
         done.add(id(t))
-        figures = {"weights": t.nbytes,
-                   "gradients": t.grad.nbytes if isinstance(t, nn.Parameter) and t.grad is not None else 0,
-                   "optimizer_state": sum(v.nbytes for v in optimizer.state.get(t, {}).values()
-                                          if torch.is_tensor(v))}
+        figures = {
+            "weights": t.nbytes,
+            "gradients": t.grad.nbytes if isinstance(t, nn.Parameter) and t.grad is not None else 0,
+            "optimizer_state": sum(
+                v.nbytes for v in optimizer.state.get(t, {}).values() if torch.is_tensor(v)
+            ),
+        }
         for prefix in _prefixes(name):
             for k, v in figures.items():
                 out[prefix][k] += v
@@ -147,7 +151,9 @@ class SavedCount:
         self.stack = []
         self.own = {}
         self.seen = set()
-        self.params = {t.untyped_storage().data_ptr() for t in list(model.parameters()) + list(model.buffers())}
+        self.params = {
+            t.untyped_storage().data_ptr() for t in list(model.parameters()) + list(model.buffers())
+        }
 
     def __enter__(self):
         self.handles = []
@@ -161,6 +167,7 @@ class SavedCount:
     def _enter_module(self, name):
         def pre(module, args):
             self.stack.append(name)
+
         return pre
 
     def _leave_module(self, module, args, output):

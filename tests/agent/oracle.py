@@ -172,8 +172,10 @@ class Oracle(LiveBytesProvider):
             kinds.setdefault((bucket, diff), (0, got, truth, where))
             n, got0, truth0, where0 = kinds[(bucket, diff)]
             kinds[(bucket, diff)] = (n + 1, got0, truth0, where0)
-        return (f"{len(self.results)} samples, {self.known()} fully known, {len(self.wrong)} wrong: "
-                + json.dumps([[k, v] for k, v in list(kinds.items())[:6]], default=str))
+        return (
+            f"{len(self.results)} samples, {self.known()} fully known, {len(self.wrong)} wrong: "
+            + json.dumps([[k, v] for k, v in list(kinds.items())[:6]], default=str)
+        )
 
 
 def _params(models, optimizers) -> list:

@@ -20,8 +20,11 @@ from vramscope.sources.agents import AgentClient  # noqa: E402
 
 
 def _training_run(make_agent):
-    frames = (replay.scenario_ramp(weights=2 * GiB, steps=25) + replay.scenario_fragmentation(steps=15)
-              + replay.scenario_oom())
+    frames = (
+        replay.scenario_ramp(weights=2 * GiB, steps=25)
+        + replay.scenario_fragmentation(steps=15)
+        + replay.scenario_oom()
+    )
     agent = make_agent(ReplayProvider(frames), interval=0.05)
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
     opt = torch.optim.Adam(model.parameters())
@@ -37,12 +40,16 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
 
     from vramscope.ui import theme
     from vramscope.ui.agent_panel import AgentPanel
+
     theme.apply(QApplication.instance())
     agent, model, opt, n = _training_run(make_agent)
     store = Store()
     client = AgentClient(store=store)
-    me = GpuProcess(pid=agent.identity["pid"], used=24 * GiB - 100 * (1 << 20),
-                    info=ProcessInfo(pid=agent.identity["pid"], start_time=psutil.Process().create_time()))
+    me = GpuProcess(
+        pid=agent.identity["pid"],
+        used=24 * GiB - 100 * (1 << 20),
+        info=ProcessInfo(pid=agent.identity["pid"], start_time=psutil.Process().create_time()),
+    )
     gpu = GpuSample(index=0, uuid="GPU-replay-0000", total=24 * GiB, used=me.used, processes=(me,))
     deadline = time.monotonic() + 30
     frame = None
@@ -52,8 +59,12 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
         opt.step()
         time.sleep(0.02)
         frame = client(Frame(time=time.time(), gpus=(gpu,)))
-        if frame.agents and any(e.kind == "oom" for e in frame.agents[0].recent_events) \
-                and agent.reader.provider.index >= n - 1 and agent.steps.count > 8:
+        if (
+            frame.agents
+            and any(e.kind == "oom" for e in frame.agents[0].recent_events)
+            and agent.reader.provider.index >= n - 1
+            and agent.steps.count > 8
+        ):
             break
     report = frame.agents[0]
     assert any(e.kind == "oom" for e in report.recent_events)
@@ -84,6 +95,7 @@ def test_panel_over_the_demo_source(qtbot, artifacts_dir):
     from vramscope.sources.simulated import SimulatedSource
     from vramscope.ui import theme
     from vramscope.ui.agent_panel import AgentPanel
+
     theme.apply(QApplication.instance())
     src = SimulatedSource(seed=1)
     store = Store()

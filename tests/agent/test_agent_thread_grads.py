@@ -211,8 +211,11 @@ def test_zero_grad_under_the_agent_at_its_fastest_interval_never_crashes_the_tra
     """grad_race.py: a bare thread reading p.grad dies within seconds on this loop (and so
     did the agent while it read .grad between backward passes); the agent must not."""
     script = os.path.join(os.path.dirname(__file__), "grad_race.py")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (APP_DIR, os.environ.get("PYTHONPATH")) if p))
-    done = subprocess.run([sys.executable, script, "agent", "4"], capture_output=True, text=True, timeout=120,
-                          env=env)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(p for p in (APP_DIR, os.environ.get("PYTHONPATH")) if p)
+    )
+    done = subprocess.run(
+        [sys.executable, script, "agent", "4"], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
     assert "errors 0" in done.stdout

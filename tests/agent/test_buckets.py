@@ -143,20 +143,29 @@ def test_nested_state_containers_are_walked():
 
 
 def test_full_buckets_says_unknown_instead_of_zero():
-    assert full_buckets(None, None, None) == ({
-        "weights": None, "gradients": None, "optimizer_state": None,
-        "other_allocated": None, "cached_free": None}, None)
+    assert full_buckets(None, None, None) == (
+        {
+            "weights": None,
+            "gradients": None,
+            "optimizer_state": None,
+            "other_allocated": None,
+            "cached_free": None,
+        },
+        None,
+    )
     # allocator known, no model registered: activations unknown, cache known
     b, note = full_buckets(None, 10 << 30, 12 << 30)
     assert b["other_allocated"] is None and b["cached_free"] == 2 << 30 and note is None
-    b, note = full_buckets({"weights": 4 << 30, "gradients": 1 << 30, "optimizer_state": 2 << 30},
-                           10 << 30, 12 << 30)
+    b, note = full_buckets(
+        {"weights": 4 << 30, "gradients": 1 << 30, "optimizer_state": 2 << 30}, 10 << 30, 12 << 30
+    )
     assert b["other_allocated"] == 3 << 30 and b["cached_free"] == 2 << 30 and note is None
 
 
 def test_a_negative_remainder_is_not_available_with_its_reason_never_zero():
-    b, note = full_buckets({"weights": 4 << 30, "gradients": 1 << 30, "optimizer_state": 2 << 30},
-                           6 << 30, 8 << 30)
+    b, note = full_buckets(
+        {"weights": 4 << 30, "gradients": 1 << 30, "optimizer_state": 2 << 30}, 6 << 30, 8 << 30
+    )
     assert b["other_allocated"] is None
     assert b["weights"] == 4 << 30 and b["cached_free"] == 2 << 30  # the rest still known
     assert "1073741824 bytes more than" in note

@@ -83,6 +83,7 @@ def test_a_training_subprocess_is_read_by_the_monitor_client(tmp_path, runtime_d
         def settled():
             r = report_for(client, proc.pid)
             return r if r is not None and r.step == 40 else None
+
         report = wait_for(settled, timeout=10)
         assert report.connected and report.hostname and report.rank is None
         assert abs(report.start_time - psutil.Process(proc.pid).create_time()) < 0.05
@@ -99,7 +100,9 @@ def test_a_training_subprocess_is_read_by_the_monitor_client(tmp_path, runtime_d
         stop(proc, release)
     assert proc.returncode == 0
     # after the end: the report says so and nothing is matched to it any more
-    r = wait_for(lambda: (lambda x: x if x is not None and not x.connected else None)(report_for(client, proc.pid)))
+    r = wait_for(
+        lambda: (lambda x: x if x is not None and not x.connected else None)(report_for(client, proc.pid))
+    )
     assert r.error == "process ended"
 
 
@@ -114,7 +117,9 @@ def test_restarting_the_client_loses_nothing_the_ring_still_holds(tmp_path, runt
         time.sleep(0.3)
         second = Store()
         b = AgentClient(store=second)  # ... and started again
-        r = wait_for(lambda: (lambda x: x if x is not None and x.step == 30 else None)(report_for(b, proc.pid)))
+        r = wait_for(
+            lambda: (lambda x: x if x is not None and x.step == 30 else None)(report_for(b, proc.pid))
+        )
         key = agent_key(proc.pid, r.start_time, "cpu", "weights")
         t_first, _ = first.series(key)
         t_second, _ = second.series(key)
@@ -160,7 +165,9 @@ def test_the_monitor_killed_mid_read_changes_nothing_for_the_training(tmp_path, 
             victim.send_signal(signal.SIGKILL)
             victim.wait()
         wait_for(lambda: finished(out, 60))
-        r = wait_for(lambda: (lambda x: x if x is not None and x.step == 60 else None)(report_for(client, proc.pid)))
+        r = wait_for(
+            lambda: (lambda x: x if x is not None and x.step == 60 else None)(report_for(client, proc.pid))
+        )
         assert r.connected and r.error is None
     finally:
         stop(proc, release)
@@ -170,8 +177,15 @@ def test_the_monitor_killed_mid_read_changes_nothing_for_the_training(tmp_path, 
 def _frame_with(procs_by_gpu, now=None):
     gpus = []
     for index, procs in procs_by_gpu.items():
-        gpus.append(GpuSample(index=index, uuid=f"GPU-replay-{index:04d}", total=24 * GiB,
-                              used=sum(p.used or 0 for p in procs), processes=tuple(procs)))
+        gpus.append(
+            GpuSample(
+                index=index,
+                uuid=f"GPU-replay-{index:04d}",
+                total=24 * GiB,
+                used=sum(p.used or 0 for p in procs),
+                processes=tuple(procs),
+            )
+        )
     return Frame(time=now or time.time(), gpus=tuple(gpus))
 
 
@@ -189,13 +203,18 @@ def test_two_agents_and_a_plain_process_each_number_lands_on_its_own_process(tmp
         client = AgentClient()
         wait_for(lambda: finished(out_a, 5) and finished(out_b, 5))
         real = {a.pid: json.loads(out_a.read_text()), b.pid: json.loads(out_b.read_text())}
-        frame = _frame_with({
-            0: [_gpu_proc(plain.pid, 3 * GiB), _gpu_proc(a.pid, 2 * GiB), _gpu_proc(b.pid, 5 * GiB)],
-            # a reused PID: same number as agent a, another start time -> not agent a
-            1: [_gpu_proc(a.pid, GiB, start_time=psutil.Process(a.pid).create_time() - 1000.0)],
-        })
-        enriched = wait_for(lambda: (lambda f: f if len(f.agents) == 2 and all(r.step == 5 for r in f.agents)
-                                     else None)(client(frame)))
+        frame = _frame_with(
+            {
+                0: [_gpu_proc(plain.pid, 3 * GiB), _gpu_proc(a.pid, 2 * GiB), _gpu_proc(b.pid, 5 * GiB)],
+                # a reused PID: same number as agent a, another start time -> not agent a
+                1: [_gpu_proc(a.pid, GiB, start_time=psutil.Process(a.pid).create_time() - 1000.0)],
+            }
+        )
+        enriched = wait_for(
+            lambda: (lambda f: f if len(f.agents) == 2 and all(r.step == 5 for r in f.agents) else None)(
+                client(frame)
+            )
+        )
         flags = {(g.index, p.pid): p.has_agent for g, p in enriched.all_processes()}
         assert flags == {(0, plain.pid): False, (0, a.pid): True, (0, b.pid): True, (1, a.pid): False}
         for r in enriched.agents:
@@ -212,6 +231,7 @@ def test_two_agents_and_a_plain_process_each_number_lands_on_its_own_process(tmp
 
 def test_outside_pytorch_is_the_process_memory_nvml_sees_minus_reserved(make_agent):
     import torch
+
     stats = memory_stats_dict(6 * GiB, 7 * GiB)
     agent = make_agent(ReplayProvider([{0: stats}], loop=True))
     agent.watch(model=torch.nn.Linear(8, 8))

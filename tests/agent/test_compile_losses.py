@@ -68,7 +68,9 @@ LOOP = textwrap.dedent("""
 
 def run(mode: str) -> dict:
     env = dict(os.environ, PYTHONPATH=APP_DIR)
-    r = subprocess.run([sys.executable, "-c", LOOP, mode], capture_output=True, text=True, timeout=300, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", LOOP, mode], capture_output=True, text=True, timeout=300, env=env
+    )
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     lines = r.stdout.strip().splitlines()

@@ -22,10 +22,27 @@ HERE = Path(__file__).resolve().parent
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_gloo_ranks_each_report_their_own_buckets(tmp_path, runtime_dir):
-    r = subprocess.run([sys.executable, "-m", "vramscope", "run", "--", sys.executable, "-m",
-                        "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                        str(HERE / "ddp_train.py"), str(tmp_path), "12"],
-                       capture_output=True, text=True, timeout=240)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            "run",
+            "--",
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(HERE / "ddp_train.py"),
+            str(tmp_path),
+            "12",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr
     ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(2)]
     dumps = {}
@@ -37,17 +54,29 @@ def test_two_gloo_ranks_each_report_their_own_buckets(tmp_path, runtime_dir):
         samples = [i for i in items if i.get("kind") == "sample"]
         last = {d["device"]: d for d in samples[-1]["devices"]}["cpu"]["buckets"]
         assert (last["weights"], last["gradients"], last["optimizer_state"]) == (
-            rank["weights"], rank["gradients"], rank["optimizer_state"])
+            rank["weights"],
+            rank["gradients"],
+            rank["optimizer_state"],
+        )
         # DDP's buckets hold a second copy of the gradients (no gradient_as_bucket_view)
         assert samples[-1]["sharded"]["ddp_buckets"]["cpu"] == rank["gradients"]
     # the monitor groups the two ranks as one job (same rendezvous), in rank order
     from vramscope.core.rank_groups import jobs
     from vramscope.sources.agents import AgentClient
-    client = AgentClient(dirs=sorted({os.path.dirname(p) for p in glob.glob(
-        os.path.join(runtime_dir, "**", "*.final.json"), recursive=True)}))
+
+    client = AgentClient(
+        dirs=sorted(
+            {
+                os.path.dirname(p)
+                for p in glob.glob(os.path.join(runtime_dir, "**", "*.final.json"), recursive=True)
+            }
+        )
+    )
     client.poll()
     (job,) = jobs(client.reports())
     assert [r.pid for r in job.ranks] == [rank["pid"] for rank in ranks]
     assert [r.rank for r in job.ranks] == [0, 1] and job.world_size == 2
-    assert job.held == tuple(rank["weights"] + rank["gradients"] + rank["optimizer_state"]
-                             for rank in ranks) and not job.heavy
+    assert (
+        job.held == tuple(rank["weights"] + rank["gradients"] + rank["optimizer_state"] for rank in ranks)
+        and not job.heavy
+    )

@@ -23,9 +23,22 @@ def _cpu(sample):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, runtime_dir):
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        "--nproc_per_node", "2", str(HERE / "fsdp_train.py"), str(tmp_path), "4"],
-                       capture_output=True, text=True, timeout=240)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(HERE / "fsdp_train.py"),
+            str(tmp_path),
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(2)]
     assert ranks[0]["pid"] != ranks[1]["pid"]
@@ -33,7 +46,10 @@ def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, r
     for rank in ranks:
         after = _cpu(rank["sample_after"])
         assert (after["weights"], after["gradients"], after["optimizer_state"]) == (
-            rank["weights"], rank["gradients"], rank["optimizer_state"])
+            rank["weights"],
+            rank["gradients"],
+            rank["optimizer_state"],
+        )
         assert rank["weights"] == 4 * full_layer // 2  # half of every layer: a shard, not the model
         during = rank["sample_in_forward"]
         assert _cpu(during)["weights"] == rank["weights"]  # the all-gathered copy is not a weight

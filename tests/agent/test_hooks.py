@@ -14,6 +14,8 @@ from vramscope.agent import model_hooks
 def items(agent):
     agent._drain()
     return [json.loads(b) for b in agent.ring.all_items()]
+
+
 # ("loaded", the allocated-after-loading reading, is the phases' event: tests/agent/test_phases.py)
 
 
@@ -108,8 +110,10 @@ def test_a_training_forward_with_checkpointing_that_returns_a_cache_is_reported_
 
 
 def test_no_report_when_no_cache_comes_back_without_checkpointing_or_outside_training(make_agent):
-    for model in (FakeHFModel(returns_cache=False),  # config says use_cache, forward returns none
-                  FakeHFModel(checkpointing=False)):  # a cache without checkpointing: inference-like
+    for model in (
+        FakeHFModel(returns_cache=False),  # config says use_cache, forward returns none
+        FakeHFModel(checkpointing=False),
+    ):  # a cache without checkpointing: inference-like
         agent = make_agent()
         agent.watch(model=model)
         model(torch.randn(2, 16))
@@ -124,6 +128,7 @@ def test_no_report_when_no_cache_comes_back_without_checkpointing_or_outside_tra
 
 def test_an_unmodified_script_gets_its_model_found_and_the_global_hooks_removed(make_agent):
     from torch.nn.modules import module as nn_module
+
     agent = make_agent(discover=True)
     agent.start()
     assert nn_module._global_forward_pre_hooks  # discovery is on until the first step

@@ -142,7 +142,8 @@ def test_a_final_dump_with_a_handshake_of_the_wrong_types_is_refused(runtime_dir
 
 
 def test_fifty_silent_sockets_cost_one_pass_its_budget_and_the_real_agent_is_still_seen(
-        runtime_dir, make_agent):
+    runtime_dir, make_agent
+):
     silent = SilentSockets(runtime_dir, 50)
     agent = make_agent()
     agent.start()
@@ -183,12 +184,15 @@ def test_a_socket_served_by_someone_else_gets_nothing(runtime_dir):
         fake.close()
 
 
-@pytest.mark.parametrize("payload", [
-    b'{"ok": true, "pid": "1", "hostname": ["x"]}',  # fields of the wrong types
-    b'{"ok": true, "pid": 100000000000000000000000000000}',  # no such pid
-    b'{"ok": ' + b"[" * 5000 + b"]" * 5000 + b"}",  # nested past any use
-    b'{"ok": false, "error": {"a": 1}, "supported": "1"}',  # a refusal of the wrong shape
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"ok": true, "pid": "1", "hostname": ["x"]}',  # fields of the wrong types
+        b'{"ok": true, "pid": 100000000000000000000000000000}',  # no such pid
+        b'{"ok": ' + b"[" * 5000 + b"]" * 5000 + b"}",  # nested past any use
+        b'{"ok": false, "error": {"a": 1}, "supported": "1"}',  # a refusal of the wrong shape
+    ],
+)
 def test_a_handshake_of_the_wrong_shape_is_an_error_not_a_traceback(runtime_dir, payload):
     fake = FakeAgent(sock_path(runtime_dir, 4245), payload)
     client = AgentClient()
@@ -208,14 +212,17 @@ def test_items_of_the_wrong_types_are_counted_and_the_agent_kept(runtime_dir, ma
     try:
         timed_poll(client)
         [state] = client._agents.values()
-        client._ingest(state, [
-            {"kind": "sample", "t": float("nan"), "devices": []},
-            {"kind": "sample", "t": 1.0, "devices": "cuda:0"},
-            {"kind": "sample", "t": 1.0, "devices": [{"device": ["cuda"]}]},
-            {"kind": "step", "t": 1e400, "step": 3},
-            {"kind": "step", "t": 1.0, "step": 3, "devices": {"cuda:0": 5}},
-            {"kind": "event", "event": {"x": 1}, "t": 1.0},
-        ])
+        client._ingest(
+            state,
+            [
+                {"kind": "sample", "t": float("nan"), "devices": []},
+                {"kind": "sample", "t": 1.0, "devices": "cuda:0"},
+                {"kind": "sample", "t": 1.0, "devices": [{"device": ["cuda"]}]},
+                {"kind": "step", "t": 1e400, "step": 3},
+                {"kind": "step", "t": 1.0, "step": 3, "devices": {"cuda:0": 5}},
+                {"kind": "event", "event": {"x": 1}, "t": 1.0},
+            ],
+        )
         assert state.bad_items == 6
         frame, _ = timed_poll(client)
         [report] = frame.agents

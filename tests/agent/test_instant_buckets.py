@@ -29,10 +29,18 @@ INSTANTS = ("forward", "mid-backward", "backward", "step")
 # what torch.cuda says about its device on a CUDA build and on a ROCm build (where
 # torch.version.hip is set and torch.cuda is HIP): the buckets must not care
 STYLES = {
-    "CUDA": {"uuid": "GPU-8e3a4c1b-2f5d-4e6a-9b7c-0d1e2f3a4b5c", "total": 24 << 30,
-             "name": "NVIDIA GeForce RTX 4090", "runtime": "CUDA 12.4"},
-    "ROCm": {"uuid": "58ff7f3c-0000-0000-0000-000000000000", "total": 192 << 30,
-             "name": "AMD Instinct MI300X", "runtime": "ROCm 6.2.41133-dd7f95766"},
+    "CUDA": {
+        "uuid": "GPU-8e3a4c1b-2f5d-4e6a-9b7c-0d1e2f3a4b5c",
+        "total": 24 << 30,
+        "name": "NVIDIA GeForce RTX 4090",
+        "runtime": "CUDA 12.4",
+    },
+    "ROCm": {
+        "uuid": "58ff7f3c-0000-0000-0000-000000000000",
+        "total": 192 << 30,
+        "name": "AMD Instinct MI300X",
+        "runtime": "ROCm 6.2.41133-dd7f95766",
+    },
 }
 
 
@@ -46,9 +54,11 @@ def truth(live: LiveBytes, models, optimizers) -> dict[str, int]:
     params += [p for o in optimizers for g in o.param_groups for p in g["params"]]
     buffers = [b for m in models for b in m.buffers()]
     state = [v for o in optimizers for s in o.state.values() for v in s.values() if torch.is_tensor(v)]
-    out = {"weights": unique_bytes(params + buffers),
-           "gradients": unique_bytes([p.grad for p in params]),
-           "optimizer_state": unique_bytes(state)}
+    out = {
+        "weights": unique_bytes(params + buffers),
+        "gradients": unique_bytes([p.grad for p in params]),
+        "optimizer_state": unique_bytes(state),
+    }
     out["other_allocated"] = live.allocated - sum(out.values())
     return out
 
@@ -71,6 +81,7 @@ class Check:
     def mid_backward(self, module) -> None:
         """Sample in every backward when the gradient of ``module``'s output arrives:
         the gradients of the layers after it are there, those before it are not."""
+
         def arm(m, args, out):
             if out.requires_grad:
                 out.register_hook(lambda grad: None if self("mid-backward") else None)
@@ -98,8 +109,14 @@ class Check:
 
 def mlp_bn(width=256):
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(64, width), torch.nn.BatchNorm1d(width), torch.nn.ReLU(),
-                               torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 8))
+    return torch.nn.Sequential(
+        torch.nn.Linear(64, width),
+        torch.nn.BatchNorm1d(width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 8),
+    )
 
 
 def loop(check, model, opt, steps=3, micro=1, set_to_none=True, forward=None, mid=None):
@@ -213,8 +230,9 @@ def test_mixed_precision_autocast_bf16_copies_are_temporaries(make_agent, style)
 
         loop(check, model, opt, steps=2, forward=forward, mid=model[2])
     assert check.by_instant()["mid-backward"][0]["gradients"] > 0
-    assert check.seen[-1][1]["weights"] == sum(p.numel() * 4 for p in model.parameters()) + \
-        sum(b.untyped_storage().nbytes() for b in model.buffers())
+    assert check.seen[-1][1]["weights"] == sum(p.numel() * 4 for p in model.parameters()) + sum(
+        b.untyped_storage().nbytes() for b in model.buffers()
+    )
 
 
 def test_fp32_master_weights_with_a_bf16_model(make_agent, style):
@@ -244,8 +262,9 @@ def test_fp32_master_weights_with_a_bf16_model(make_agent, style):
     after = check.seen[-1][1]
     assert after["gradients"] == params * (2 + 4)  # bf16 gradients and fp32 master gradients
     mid = check.by_instant()["mid-backward"]
-    assert [w["gradients"] for w in mid] == [sum(p.numel() * 2 for m in (model[3], model[5])
-                                                 for p in m.parameters())] * 2
+    assert [w["gradients"] for w in mid] == [
+        sum(p.numel() * 2 for m in (model[3], model[5]) for p in m.parameters())
+    ] * 2
     assert after["optimizer_state"] >= 2 * 4 * params
 
 
@@ -279,8 +298,10 @@ def test_parameters_added_late_are_counted_at_the_next_sample(make_agent, style)
 def test_a_second_model_registered_mid_run(make_agent, style):
     live = LiveBytes()
     with live:
-        gen, disc = mlp_bn(), torch.nn.Sequential(torch.nn.Linear(8, 128), torch.nn.ReLU(),
-                                                  torch.nn.Linear(128, 1))
+        gen, disc = (
+            mlp_bn(),
+            torch.nn.Sequential(torch.nn.Linear(8, 128), torch.nn.ReLU(), torch.nn.Linear(128, 1)),
+        )
         opt_g = torch.optim.Adam(gen.parameters())
         check = Check(make_agent, live, [gen], [opt_g], style)
         loop(check, gen, opt_g, steps=1, mid=gen[2])

@@ -221,6 +221,7 @@ def test_losses_are_bit_identical_with_every_step_sampled(monkeypatch):
 
 def test_one_step_in_n_keeps_the_sampled_steps_extra_time_within_one_percent_on_average(monkeypatch):
     import vramscope.agent.module_sampler as ms
+
     monkeypatch.setattr(ms, "BUDGET", 0.01)  # (the rule at a 1 % budget; the default is smaller)
     model = MLP()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -40,8 +40,9 @@ class Far(torch.Tensor):
 
     @staticmethod
     def __new__(cls, n):
-        return torch.Tensor._make_wrapper_subclass(cls, (n,), dtype=torch.float32,
-                                                   device=torch.device("cuda", 0))
+        return torch.Tensor._make_wrapper_subclass(
+            cls, (n,), dtype=torch.float32, device=torch.device("cuda", 0)
+        )
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -54,8 +55,10 @@ class AdamLike:
 
     def __init__(self, params):
         self.param_groups = [{"params": params}]
-        self.state = {p: {"step": torch.tensor(7.0), "exp_avg": Far(p.numel()), "exp_avg_sq": Far(p.numel())}
-                      for p in params}
+        self.state = {
+            p: {"step": torch.tensor(7.0), "exp_avg": Far(p.numel()), "exp_avg_sq": Far(p.numel())}
+            for p in params
+        }
 
 
 def test_adams_cpu_step_scalars_count_with_their_parameters_device():

@@ -40,8 +40,12 @@ LOOP = textwrap.dedent("""
 
 
 def test_a_training_loop_with_the_agent_raises_no_warning(runtime_dir):
-    r = subprocess.run([sys.executable, "-X", "faulthandler", "-W", "error", "-c", LOOP], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-W", "error", "-c", LOOP],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "errors 0 0 0 steps 30"
     assert r.stderr == ""
@@ -124,7 +128,6 @@ def test_looking_for_a_returned_cache_wakes_no_deprecation_message():
     agent's check must not be what prints it in the user's process."""
     if importlib.util.find_spec("transformers") is None:
         pytest.skip("transformers is not installed")
-    r = subprocess.run([sys.executable, "-c", CACHE_CHECK], capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run([sys.executable, "-c", CACHE_CHECK], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "True []"

@@ -23,32 +23,75 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _event(**over):
     alloc = summarize(S.fragmented()["segments"], "cuda:0")  # 320 MiB in slivers, 240 recoverable
-    ev = {"device": "cuda:0", "requested": 2 * GiB, "device_free": 1 * GiB, "device_total": 24 * GiB,
-          "allocated": 18 * GiB, "reserved": 19 * GiB, "step": 41, "source": "observer",
-          "buckets": {"weights": 1 * GiB, "gradients": 1 * GiB, "optimizer_state": 2 * GiB,
-                      "other_allocated": 14 * GiB, "cached_free": 1 * GiB},
-          "allocator": alloc}
+    ev = {
+        "device": "cuda:0",
+        "requested": 2 * GiB,
+        "device_free": 1 * GiB,
+        "device_total": 24 * GiB,
+        "allocated": 18 * GiB,
+        "reserved": 19 * GiB,
+        "step": 41,
+        "source": "observer",
+        "buckets": {
+            "weights": 1 * GiB,
+            "gradients": 1 * GiB,
+            "optimizer_state": 2 * GiB,
+            "other_allocated": 14 * GiB,
+            "cached_free": 1 * GiB,
+        },
+        "allocator": alloc,
+    }
     ev.update(over)
     return ev
 
 
 MODULES = [
-    {"name": "encoder.layers.0", "parent": "encoder", "weights": 100 * MiB, "gradients": 100 * MiB,
-     "optimizer_state": 200 * MiB, "activations": 600 * MiB, "shared": False, "why": None},
-    {"name": "encoder.layers.1", "parent": "encoder", "weights": 100 * MiB, "gradients": 100 * MiB,
-     "optimizer_state": 200 * MiB, "activations": 500 * MiB, "shared": False, "why": None},
-    {"name": "lm_head", "parent": "", "weights": 300 * MiB, "gradients": 300 * MiB,
-     "optimizer_state": 600 * MiB, "activations": None, "shared": True, "why": "tied to embed"},
+    {
+        "name": "encoder.layers.0",
+        "parent": "encoder",
+        "weights": 100 * MiB,
+        "gradients": 100 * MiB,
+        "optimizer_state": 200 * MiB,
+        "activations": 600 * MiB,
+        "shared": False,
+        "why": None,
+    },
+    {
+        "name": "encoder.layers.1",
+        "parent": "encoder",
+        "weights": 100 * MiB,
+        "gradients": 100 * MiB,
+        "optimizer_state": 200 * MiB,
+        "activations": 500 * MiB,
+        "shared": False,
+        "why": None,
+    },
+    {
+        "name": "lm_head",
+        "parent": "",
+        "weights": 300 * MiB,
+        "gradients": 300 * MiB,
+        "optimizer_state": 600 * MiB,
+        "activations": None,
+        "shared": True,
+        "why": "tied to embed",
+    },
 ]
-OTHERS = [{"pid": 4242, "name": "python (jupyter kernel)", "used": 600 * MiB},
-          {"pid": 777, "name": "Xorg", "used": 100 * MiB}]
+OTHERS = [
+    {"pid": 4242, "name": "python (jupyter kernel)", "used": 600 * MiB},
+    {"pid": 777, "name": "Xorg", "used": 100 * MiB},
+]
 
 
 def test_shortfall_splits_into_fragmentation_others_outside_and_real_need():
     r = oom_report.build_report(_event(), others=OTHERS, outside_pytorch=300 * MiB)
     assert r["shortfall"] == 1 * GiB  # asked 2 GiB, 1 GiB free
-    assert r["split"] == {"fragmentation": 320 * MiB, "other_processes": 700 * MiB,
-                          "outside_pytorch": 4 * MiB, "real_need": 0}
+    assert r["split"] == {
+        "fragmentation": 320 * MiB,
+        "other_processes": 700 * MiB,
+        "outside_pytorch": 4 * MiB,
+        "real_need": 0,
+    }
     assert sum(r["split"].values()) == r["shortfall"]
     assert r["largest_free_block"] == 64 * MiB
 
@@ -84,20 +127,34 @@ def test_expandable_segments_already_on_is_not_offered():
 def test_the_agent_alone_says_other_processes_and_outside_pytorch_as_one_figure():
     r = oom_report.build_report(_event())
     # 24 GiB - 1 GiB free - 19 GiB reserved: 4 GiB on the GPU outside this process's cache
-    assert r["split"] == {"fragmentation": 320 * MiB, "other_processes_and_outside_pytorch": 704 * MiB,
-                          "outside_pytorch": None, "real_need": 0}
+    assert r["split"] == {
+        "fragmentation": 320 * MiB,
+        "other_processes_and_outside_pytorch": 704 * MiB,
+        "outside_pytorch": None,
+        "real_need": 0,
+    }
     text = oom_report.lines(r)
     assert 5 <= len(text) <= 14
-    assert text[1] == ("  asked 2.0 GiB; free on the device 1.0 GiB of 24.0 GiB; largest free block in "
-                       "PyTorch's cache 64.0 MiB")
+    assert text[1] == (
+        "  asked 2.0 GiB; free on the device 1.0 GiB of 24.0 GiB; largest free block in "
+        "PyTorch's cache 64.0 MiB"
+    )
     assert "other processes + outside PyTorch 704.0 MiB" in text[3]
 
 
 def test_short_report_names_modules_tensors_and_processes_in_about_a_dozen_lines():
-    tensors = [{"bytes": 1 * GiB, "shape": [16, 1024, 16384], "dtype": "float32",
-                "module": "lm_head", "site": "train.py:88 in forward"}]
-    r = oom_report.build_report(_event(), modules=MODULES, tensors=tensors, others=OTHERS,
-                                outside_pytorch=300 * MiB)
+    tensors = [
+        {
+            "bytes": 1 * GiB,
+            "shape": [16, 1024, 16384],
+            "dtype": "float32",
+            "module": "lm_head",
+            "site": "train.py:88 in forward",
+        }
+    ]
+    r = oom_report.build_report(
+        _event(), modules=MODULES, tensors=tensors, others=OTHERS, outside_pytorch=300 * MiB
+    )
     text = "\n".join(oom_report.lines(r))
     assert len(text.splitlines()) <= 14
     assert "largest modules: lm_head 1.2 GiB; encoder.layers.0 1000.0 MiB" in text
@@ -108,11 +165,17 @@ def test_short_report_names_modules_tensors_and_processes_in_about_a_dozen_lines
 
 def test_markdown_report_has_every_section_and_escapes_table_cells():
     others = [{"pid": 1, "name": "evil | name\nrow", "used": 10 * MiB}]
-    md = oom_report.markdown(oom_report.build_report(_event(), modules=MODULES, others=others,
-                                                     outside_pytorch=0))
-    for head in ("## CUDA out of memory on cuda:0 at step 41", "### Short by 1.0 GiB",
-                 "### The allocator at that instant", "### Largest modules",
-                 "### Other processes on this GPU", "### Fixes, by what they recover"):
+    md = oom_report.markdown(
+        oom_report.build_report(_event(), modules=MODULES, others=others, outside_pytorch=0)
+    )
+    for head in (
+        "## CUDA out of memory on cuda:0 at step 41",
+        "### Short by 1.0 GiB",
+        "### The allocator at that instant",
+        "### Largest modules",
+        "### Other processes on this GPU",
+        "### Fixes, by what they recover",
+    ):
         assert head in md
     assert "| 1 | evil \\| name row | 10.0 MiB |" in md
 
@@ -157,8 +220,9 @@ def test_the_report_is_said_on_the_training_processs_stderr_at_exit(runtime_dir)
         raise SystemExit(1)
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "app"), ROOT]))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     start = next(i for i, ln in enumerate(lines) if ln.startswith("vramscope: CUDA out of memory"))
     said = lines[start:]

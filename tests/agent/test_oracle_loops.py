@@ -96,8 +96,9 @@ def train(model, opt, steps=40, set_to_none=True, micro=1, forward=None, x=None)
 @pytest.mark.parametrize("optim", ["adamw", "sgd"])
 def test_adamw_and_sgd(make_agent, set_to_none, optim):
     with Run(make_agent) as run:
-        model, opt = run.registered(torch.optim.AdamW if optim == "adamw"
-                                    else lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9))
+        model, opt = run.registered(
+            torch.optim.AdamW if optim == "adamw" else lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9)
+        )
         train(model, opt, set_to_none=set_to_none)
     run.check()
 
@@ -113,7 +114,7 @@ def test_amp_grad_scaler_skipping_steps(make_agent):
     with Run(make_agent) as run:
         model = mlp_bn(128)
         opt = torch.optim.AdamW(model.parameters())
-        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8)
         run.start(model, optimizers=[opt], register=[model], register_opts=[opt])
         skipped = 0
         for i in range(30):
@@ -138,8 +139,9 @@ def test_amp_grad_scaler_skipping_steps(make_agent):
 def test_gan_with_only_the_generator_registered(make_agent):
     with Run(make_agent, discover=True) as run:
         gen = mlp_bn(128)
-        disc = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.BatchNorm1d(64), torch.nn.ReLU(),
-                                   torch.nn.Linear(64, 1))
+        disc = torch.nn.Sequential(
+            torch.nn.Linear(8, 64), torch.nn.BatchNorm1d(64), torch.nn.ReLU(), torch.nn.Linear(64, 1)
+        )
         opt_g, opt_d = torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters())
         run.start(gen, optimizers=[opt_g], register=[gen], register_opts=[opt_g])
         # the discriminator: known to the agent from its optimizer's first step
@@ -232,8 +234,7 @@ def test_lora_injected_late(make_agent):
         lora_opt = torch.optim.AdamW([lora.a, lora.b])
         # the adapters: known from the walk that finds them (the next routine walk, or their
         # optimizer's first step at the latest)
-        run.oracle.trains(optimizers=[lora_opt], first=True,
-                          known=lambda walked: walked["params"] > before)
+        run.oracle.trains(optimizers=[lora_opt], first=True, known=lambda walked: walked["params"] > before)
         model[3] = lora
         train(model, lora_opt, steps=25)
     run.check()
@@ -262,16 +263,20 @@ def test_only_the_optimizer_registered_buffers_not_in_activations(make_agent):
         agent = run.agent
     assert agent.errors == 0
     run.check(min_known=0)
-    assert all(got["weights"] is None and got["other_allocated"] is None and got["gradients"] is not None
-               for got, _t, _th in run.oracle.results if _th == "training thread")
+    assert all(
+        got["weights"] is None and got["other_allocated"] is None and got["gradients"] is not None
+        for got, _t, _th in run.oracle.results
+        if _th == "training thread"
+    )
 
 
 def test_dataloader_fork_workers(make_agent):
     data = torch.utils.data.TensorDataset(torch.randn(256, 64))
     with Run(make_agent) as run:
         model, opt = run.registered()
-        loader = torch.utils.data.DataLoader(data, batch_size=16, num_workers=2,
-                                             multiprocessing_context="fork")
+        loader = torch.utils.data.DataLoader(
+            data, batch_size=16, num_workers=2, multiprocessing_context="fork"
+        )
         for _ in range(2):
             for (x,) in loader:
                 train(model, opt, steps=1, x=x)
@@ -284,13 +289,22 @@ def test_hugging_face_trainer(make_agent, tmp_path):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate", minversion="1.1.0")  # (Trainer needs it)
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=32,
-                                     bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=32, bos_token_id=0, eos_token_id=0
+    )
     ids = torch.randint(0, 64, (64, 16))
     data = [{"input_ids": row, "labels": row} for row in ids]
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=8, max_steps=16, logging_strategy="no",
-        save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0)
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        max_steps=16,
+        logging_strategy="no",
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
     with Run(make_agent, discover=True) as run:
         model = transformers.GPT2LMHeadModel(config)
         trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
@@ -305,8 +319,9 @@ def test_hugging_face_model_discovered_with_checkpointing(make_agent):
     plain loop, found by discovery: what the Trainer runs, without ``accelerate``."""
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=32,
-                                     bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=32, bos_token_id=0, eos_token_id=0
+    )
     with Run(make_agent, discover=True) as run:
         model = transformers.GPT2LMHeadModel(config)
         model.activation_checkpointing_enable()

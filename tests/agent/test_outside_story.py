@@ -31,7 +31,9 @@ def test_baseline_jumps_and_their_events():
     s = story(t, v, [(1.6, CAUSES[EventKind.PROCESS_GROUP_INIT]), (0.2, "too early")])
     assert s.baseline == 500 * MiB and s.now == 900 * MiB
     assert [(j.t, j.size, j.cause) for j in s.jumps] == [
-        (2.0, 310 * MiB, "process-group init (NCCL)"), (5.0, 80 * MiB, None)]  # 10 MiB: no jump
+        (2.0, 310 * MiB, "process-group init (NCCL)"),
+        (5.0, 80 * MiB, None),
+    ]  # 10 MiB: no jump
     assert "baseline 500.0 MiB (CUDA context)" in s.text() and "no event came with it" in s.text()
     assert story([], [], []).text() is None  # no figure: nothing said, not a 0
 
@@ -51,8 +53,7 @@ def test_a_process_group_jump_is_named_end_to_end(fake_nvml, make_agent, monkeyp
     def nvml_says(used):
         fake_nvml.write(FakeState(gpus=[FakeGpu(used=used, processes=[FakeProcess(pid, used, sm=30)])]))
 
-    provider = ReplayProvider([{0: memory_stats_dict(2 * GiB, RESERVED)}], loop=True,
-                              totals={0: 24 * GiB})
+    provider = ReplayProvider([{0: memory_stats_dict(2 * GiB, RESERVED)}], loop=True, totals={0: 24 * GiB})
     a = make_agent(provider=provider)
     a.watch(model=torch.nn.Linear(4, 4))
     a.start()
@@ -87,8 +88,10 @@ def test_a_process_group_jump_is_named_end_to_end(fake_nvml, make_agent, monkeyp
     (report,) = [r for r in got.agents if r.pid == pid]
     s = story_from_store(store, pid, report.start_time, "cuda:0")
     assert s.baseline == 500 * MiB
-    assert [(j.size, j.cause) for j in s.jumps] == [(320 * MiB, "process-group init (NCCL)"),
-                                                    (80 * MiB, None)]
+    assert [(j.size, j.cause) for j in s.jumps] == [
+        (320 * MiB, "process-group init (NCCL)"),
+        (80 * MiB, None),
+    ]
 
 
 def test_torch_compile_is_reported_and_the_wrapper_goes_with_the_agent(make_agent):
@@ -100,8 +103,9 @@ def test_torch_compile_is_reported_and_the_wrapper_goes_with_the_agent(make_agen
         compiled = torch.compile(torch.nn.Linear(4, 4), backend="eager")
         assert compiled(torch.randn(2, 4)).shape == (2, 4)  # the user's result, unchanged
         a._drain()
-        kinds = [it["event"] for it in (json.loads(b) for b in a.ring.all_items())
-                 if it.get("kind") == "event"]
+        kinds = [
+            it["event"] for it in (json.loads(b) for b in a.ring.all_items()) if it.get("kind") == "event"
+        ]
         assert EventKind.COMPILE in kinds
     finally:
         a.stop()

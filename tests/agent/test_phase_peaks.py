@@ -39,8 +39,13 @@ class HookTruth(LiveBytesProvider):
 
 def mlp_wide():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                               torch.nn.ReLU(), torch.nn.Linear(512, 8))
+    return torch.nn.Sequential(
+        torch.nn.Linear(64, 512),
+        torch.nn.ReLU(),
+        torch.nn.Linear(512, 512),
+        torch.nn.ReLU(),
+        torch.nn.Linear(512, 8),
+    )
 
 
 def watching(make_agent, provider, model, opt):
@@ -82,7 +87,7 @@ def test_phase_peaks_are_the_true_peaks_of_their_stretches_or_bounded(make_agent
                 exact += 1
             else:
                 assert peak <= true <= bound, (k, phase, peak, true, bound)
-        step_peak = max(truth[3 * k:3 * k + 3])
+        step_peak = max(truth[3 * k : 3 * k + 3])
         higher += step_peak > step["phases"]["cpu"][Phase.FORWARD]
     assert exact >= 3  # the first step's phases (the counter rises) and after the reset
     assert higher == len(steps)  # the step's true peak is never the end of forward here

@@ -26,10 +26,16 @@ def no_sync_no_reset(monkeypatch):
         def fn(*a, **k):
             calls.append(name)
             raise AssertionError(f"the agent called torch.cuda.{name}")
+
         return fn
 
-    for name in ("synchronize", "reset_peak_memory_stats", "reset_max_memory_allocated",
-                 "reset_accumulated_memory_stats", "empty_cache"):
+    for name in (
+        "synchronize",
+        "reset_peak_memory_stats",
+        "reset_max_memory_allocated",
+        "reset_accumulated_memory_stats",
+        "empty_cache",
+    ):
         monkeypatch.setattr(torch.cuda, name, refuse(name))
     return calls
 
@@ -67,7 +73,9 @@ def wait_first_sample(agent):
     assert agent.samples >= 1
 
 
-def test_each_step_records_forward_backward_optimizer_in_order_and_forward_peaks(make_agent, no_sync_no_reset):
+def test_each_step_records_forward_backward_optimizer_in_order_and_forward_peaks(
+    make_agent, no_sync_no_reset
+):
     weights, activations = 2 * GiB, 8 * GiB
     frames, phases = scenario_phases(weights=weights, activations=activations, steps=4)
     agent = started(make_agent, ReplayProvider(frames, phase_frames=phases))
@@ -88,8 +96,11 @@ def test_each_step_records_forward_backward_optimizer_in_order_and_forward_peaks
         assert p["forward"] > p["optimizer"] and p["forward"] > p["backward"]
         assert p["forward"] - p["optimizer"] >= activations - 4 * weights
     # the replay's figures arrive unchanged, in hook order (loaded, then 3 per step)
-    assert [steps[1]["phases"]["cuda:0"][k] for k in ("forward", "backward", "optimizer")] == \
-        [phases[4][0], phases[5][0], phases[6][0]]
+    assert [steps[1]["phases"]["cuda:0"][k] for k in ("forward", "backward", "optimizer")] == [
+        phases[4][0],
+        phases[5][0],
+        phases[6][0],
+    ]
     loaded = [e for e in items(agent, "event") if e["event"] == "loaded"]
     assert len(loaded) == 1 and loaded[0]["data"]["devices"] == {"cuda:0": weights}
     assert no_sync_no_reset == []
@@ -231,6 +242,7 @@ def test_the_agent_panel_marks_each_phase_and_says_which_one_peaks(make_agent, q
 
     from vramscope.ui import theme
     from vramscope.ui.agent_panel import AgentPanel
+
     theme.apply(QApplication.instance())
     n = 25
     frames, phases = scenario_phases(weights=2 * GiB, activations=8 * GiB, steps=n)

@@ -44,8 +44,13 @@ TRAIN = textwrap.dedent("""
 
 def run(code: str, runtime_dir: str, prelude: str = "") -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=APP_DIR, VRAMSCOPE_RUNTIME_DIR=runtime_dir)
-    return subprocess.run([sys.executable, "-c", prelude + TRAIN + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + TRAIN + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
 
 
 def dumps(runtime_dir: str) -> list[dict]:
@@ -57,12 +62,16 @@ def dumps(runtime_dir: str) -> list[dict]:
 
 
 def sockets(runtime_dir: str) -> list[str]:
-    return [p for p in glob.glob(os.path.join(runtime_dir, "**", "*"), recursive=True)
-            if not p.endswith(".json") and not os.path.isdir(p)]
+    return [
+        p
+        for p in glob.glob(os.path.join(runtime_dir, "**", "*"), recursive=True)
+        if not p.endswith(".json") and not os.path.isdir(p)
+    ]
 
 
 def test_a_forked_child_and_dataloader_workers_write_no_dump(runtime_dir):
-    r = run("""
+    r = run(
+        """
         pid = os.fork()
         if pid == 0:
             sys.exit(0)  # a normal exit: the interpreter's exit handlers run in the child
@@ -73,7 +82,9 @@ def test_a_forked_child_and_dataloader_workers_write_no_dump(runtime_dir):
         for (x,) in loader:
             opt.zero_grad(); model(x).square().mean().backward(); opt.step()
         print("child", pid, "parent", os.getpid())
-    """, runtime_dir)
+    """,
+        runtime_dir,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     child, parent = (int(w) for w in r.stdout.split()[1::2])
@@ -88,12 +99,16 @@ def test_a_termination_signal_writes_the_dump_and_keeps_the_exit_status(runtime_
     # SIGINT: with Python's own handler it is a KeyboardInterrupt, and the normal exit writes
     # the dump; here the launcher left it at the default, as job schedulers and nohup may
     prelude = "import signal; signal.signal(signal.SIGINT, signal.SIG_DFL)\n" if sig == "SIGINT" else ""
-    r = run(f"""
+    r = run(
+        f"""
         print(os.getpid(), flush=True)
         os.kill(os.getpid(), signal.{sig})
         time.sleep(5)
         print("still here")
-    """, runtime_dir, prelude)
+    """,
+        runtime_dir,
+        prelude,
+    )
     assert r.returncode == -getattr(signal, sig), (r.returncode, r.stderr)
     assert "still here" not in r.stdout
     found = dumps(runtime_dir)

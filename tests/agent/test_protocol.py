@@ -13,10 +13,16 @@ from vramscope.agent import protocol
 from vramscope.agent.protocol import FrameReader, ProtocolError
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=20)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.text(max_size=20)
     | st.floats(allow_nan=False, allow_infinity=False),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=20)
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
 messages = st.dictionaries(st.text(max_size=10), json_values, max_size=6)
 
 
@@ -100,8 +106,9 @@ def test_a_frame_of_another_version_is_read_whole_then_named_and_the_stream_goes
 def test_the_vocabulary_is_plain_strings_on_the_wire():
     from vramscope.agent.protocol import BUCKETS, PHASES, Bucket, ItemKind, Op
     from vramscope.core.agent_keys import series_key
-    assert protocol.decode(protocol.encode({"op": Op.PULL, "kind": ItemKind.STEP,
-                                            "phases": {p: 1 for p in PHASES}})) == {
-        "op": "pull", "kind": "step", "phases": {"forward": 1, "backward": 1, "optimizer": 1, "eval": 1}}
+
+    assert protocol.decode(
+        protocol.encode({"op": Op.PULL, "kind": ItemKind.STEP, "phases": {p: 1 for p in PHASES}})
+    ) == {"op": "pull", "kind": "step", "phases": {"forward": 1, "backward": 1, "optimizer": 1, "eval": 1}}
     assert list(BUCKETS)[-1] == Bucket.OUTSIDE_PYTORCH == "outside_pytorch"
     assert series_key(7, 1.5, "cuda:0", Bucket.WEIGHTS) == ("agent", 7, 1.5, "cuda:0", "weights")

@@ -40,18 +40,23 @@ class _Device:
 
 def rocm_torch(stats):
     # a ROCm 6.2 wheel: version.hip set, version.cuda None; the MI300X's properties
-    props = SimpleNamespace(name="AMD Instinct MI300X", total_memory=192 * GiB,
-                            gcnArchName="gfx942:sramecc+:xnack-", uuid=None)
-    return SimpleNamespace(version=SimpleNamespace(hip="6.2.41133-dd7f95766", cuda=None),
-                           cuda=_Device(stats, props), xpu=None)
+    props = SimpleNamespace(
+        name="AMD Instinct MI300X", total_memory=192 * GiB, gcnArchName="gfx942:sramecc+:xnack-", uuid=None
+    )
+    return SimpleNamespace(
+        version=SimpleNamespace(hip="6.2.41133-dd7f95766", cuda=None), cuda=_Device(stats, props), xpu=None
+    )
 
 
 def xpu_torch(stats):
-    props = SimpleNamespace(name="Intel(R) Arc(TM) B580 Graphics", total_memory=12 * GiB,
-                            driver_version="1.6.31294+20")
-    return SimpleNamespace(version=SimpleNamespace(hip=None, cuda=None, xpu="20250101"),
-                           cuda=SimpleNamespace(is_available=lambda: False),
-                           xpu=_Device(stats, props))
+    props = SimpleNamespace(
+        name="Intel(R) Arc(TM) B580 Graphics", total_memory=12 * GiB, driver_version="1.6.31294+20"
+    )
+    return SimpleNamespace(
+        version=SimpleNamespace(hip=None, cuda=None, xpu="20250101"),
+        cuda=SimpleNamespace(is_available=lambda: False),
+        xpu=_Device(stats, props),
+    )
 
 
 def test_runtime_strings():
@@ -74,8 +79,7 @@ def test_rocm_build_reads_torch_cuda_and_says_rocm():
 def test_xpu_reads_what_it_has_and_names_what_it_lacks():
     full = memory_stats_dict(GiB, 2 * GiB)
     # an XPU build without the retry / device-call counters and the split figure
-    lacking = ("num_alloc_retries", "num_device_alloc", "num_device_free",
-               "inactive_split_bytes.all.current")
+    lacking = ("num_alloc_retries", "num_device_alloc", "num_device_free", "inactive_split_bytes.all.current")
     stats = {k: v for k, v in full.items() if k not in lacking}
     torch = xpu_torch(stats)
     assert isinstance(default_provider(torch), TorchXpuProvider)
@@ -84,8 +88,7 @@ def test_xpu_reads_what_it_has_and_names_what_it_lacks():
     assert (fields["allocated"], fields["reserved"]) == (GiB, 2 * GiB)
     assert fields["num_alloc_retries"] is None and fields["inactive_split"] is None
     assert fields["alloc_count"] is None
-    assert set(fields["missing"]) == {"num_alloc_retries", "alloc_count", "free_count",
-                                      "inactive_split"}
+    assert set(fields["missing"]) == {"num_alloc_retries", "alloc_count", "free_count", "inactive_split"}
     assert fields["runtime"] == "XPU (driver 1.6.31294+20)"
 
 
@@ -93,8 +96,10 @@ def test_the_monitor_shows_the_runtime_and_what_is_missing():
     from vramscope.core.samples import AgentDevice
     from vramscope.core.status_report import agent_device_to_dict
     from vramscope.ui.agent_device import device_title
-    dev = AgentDevice(device="xpu:0", allocated=GiB, reserved=2 * GiB, runtime="XPU",
-                      missing=("num_alloc_retries",))
+
+    dev = AgentDevice(
+        device="xpu:0", allocated=GiB, reserved=2 * GiB, runtime="XPU", missing=("num_alloc_retries",)
+    )
     assert agent_device_to_dict(dev)["missing"] == ["num_alloc_retries"]
     title = device_title(dev)
     assert "(XPU)" in title and "n/a on this backend: num_alloc_retries" in title
@@ -108,12 +113,24 @@ def test_outside_pytorch_on_an_amd_card_from_its_fdinfo_figure():
     card's per-process figure minus PyTorch's reserved."""
     from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, GpuProcess, GpuSample
     from vramscope.sources.agent_reports import with_outside as _with_outside
+
     proc = GpuProcess(pid=4242, used=5 * GiB)
-    nvidia = GpuSample(index=0, uuid="GPU-8e3a4c1b", vendor="NVIDIA",
-                       processes=(GpuProcess(pid=77, used=GiB),))
+    nvidia = GpuSample(
+        index=0, uuid="GPU-8e3a4c1b", vendor="NVIDIA", processes=(GpuProcess(pid=77, used=GiB),)
+    )
     amd = GpuSample(index=1, vendor="AMD", pci_bus_id="0000:03:00.0", processes=(proc,))
-    report = AgentReport(pid=4242, start_time=1.0, devices=(AgentDevice(
-        device="cuda:0", gpu_uuid="58ff7f3c-0000-0000-0000-000000000000", reserved=4 * GiB,
-        runtime="ROCm 6.2.41133-dd7f95766", buckets=AgentBuckets(weights=2 * GiB)),))
+    report = AgentReport(
+        pid=4242,
+        start_time=1.0,
+        devices=(
+            AgentDevice(
+                device="cuda:0",
+                gpu_uuid="58ff7f3c-0000-0000-0000-000000000000",
+                reserved=4 * GiB,
+                runtime="ROCm 6.2.41133-dd7f95766",
+                buckets=AgentBuckets(weights=2 * GiB),
+            ),
+        ),
+    )
     got = _with_outside(report, amd, proc, (nvidia, amd))
     assert got.devices[0].buckets.outside_pytorch == GiB

@@ -25,7 +25,9 @@ def test_an_unmodified_script_appears_within_two_seconds_with_its_real_sizes_and
     out = tmp_path / "run.json"
     release = tmp_path / "release"
     env = dict(os.environ, CPU_TRAIN_WAIT=str(release), CPU_TRAIN_EXIT="3")
-    proc = subprocess.Popen(VRAMSCOPE + ["run", "--", sys.executable, str(SCRIPT), str(out), "25", "0.02"], env=env)
+    proc = subprocess.Popen(
+        VRAMSCOPE + ["run", "--", sys.executable, str(SCRIPT), str(out), "25", "0.02"], env=env
+    )
     client = AgentClient()
     first_seen = None
     report = None
@@ -46,7 +48,10 @@ def test_an_unmodified_script_appears_within_two_seconds_with_its_real_sizes_and
         assert first_seen - real["t_import"] < 2.0  # from `import torch` done to visible
         cpu = {d.device: d for d in report.devices}["cpu"]
         assert (cpu.buckets.weights, cpu.buckets.gradients, cpu.buckets.optimizer_state) == (
-            real["weights"], real["gradients"], real["optimizer_state"])
+            real["weights"],
+            real["gradients"],
+            real["optimizer_state"],
+        )
         assert cpu.buckets.optimizer_state > 2 * cpu.buckets.weights  # Adam: 2 x + step counters
     finally:
         release.touch()
@@ -60,10 +65,17 @@ def test_an_existing_sitecustomize_still_runs_and_non_torch_children_stay_torch_
     marker = tmp_path / "marker"
     (theirs / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     env = dict(os.environ, PYTHONPATH=str(theirs))
-    code = ("import sys; print('torch' in sys.modules); import torch, vramscope.agent as a; "
-            "print(a.get() is not None)")
-    r = subprocess.run(VRAMSCOPE + ["run", "--", sys.executable, "-c", code], env=env,
-                       capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys; print('torch' in sys.modules); import torch, vramscope.agent as a; "
+        "print(a.get() is not None)"
+    )
+    r = subprocess.run(
+        VRAMSCOPE + ["run", "--", sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "True"]  # no torch before the script asks; agent after
     assert marker.read_text() == "ran"
@@ -72,7 +84,9 @@ def test_an_existing_sitecustomize_still_runs_and_non_torch_children_stay_torch_
 def test_run_without_a_command_explains_itself():
     r = subprocess.run(VRAMSCOPE + ["run"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no command" in r.stderr
-    r = subprocess.run(VRAMSCOPE + ["run", "--", "/nonexistent/cmd"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        VRAMSCOPE + ["run", "--", "/nonexistent/cmd"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 127 and "not found" in r.stderr
 
 
@@ -89,7 +103,8 @@ if __name__ == "__main__":
 """
     script = tmp_path / "mp.py"
     script.write_text(code)
-    r = subprocess.run(VRAMSCOPE + ["run", "--", sys.executable, str(script)], capture_output=True,
-                       text=True, timeout=90)
+    r = subprocess.run(
+        VRAMSCOPE + ["run", "--", sys.executable, str(script)], capture_output=True, text=True, timeout=90
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]  # the script has an agent, its spawn worker none

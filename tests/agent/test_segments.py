@@ -13,8 +13,15 @@ from vramscope.agent.allocator_watch import NO_DEVICE, AllocatorWatch
 from vramscope.agent.protocol import ItemKind, Op
 from vramscope.agent.replay import ReplayProvider, memory_stats_dict
 from vramscope.agent.segments import (
-    ALLOCATED, FREE_SEGMENT, FREE_SPLIT, MAX_BLOCKS, MAX_SEGMENTS, MIXED, SnapshotUnavailable,
-    summarize, whole_pages,
+    ALLOCATED,
+    FREE_SEGMENT,
+    FREE_SPLIT,
+    MAX_BLOCKS,
+    MAX_SEGMENTS,
+    MIXED,
+    SnapshotUnavailable,
+    summarize,
+    whole_pages,
 )
 from vramscope.agent.stats import TorchCudaProvider
 
@@ -65,8 +72,12 @@ def test_healthy_cache_has_no_fragmentation():
 def test_map_runs_mark_states_and_the_largest_free_block():
     s = summarize(S.fragmented()["segments"])
     first = next(seg for seg in s["map"] if seg["size"] == 100 * MiB)
-    assert first["runs"] == [[ALLOCATED, 10 * MiB], [FREE_SPLIT, 40 * MiB], [ALLOCATED, 10 * MiB],
-                             [FREE_SPLIT, 40 * MiB]]
+    assert first["runs"] == [
+        [ALLOCATED, 10 * MiB],
+        [FREE_SPLIT, 40 * MiB],
+        [ALLOCATED, 10 * MiB],
+        [FREE_SPLIT, 40 * MiB],
+    ]
     assert first["largest_free"] == 40 * MiB
     whole = next(seg for seg in s["map"] if seg["size"] == 64 * MiB)
     assert whole["runs"] == [[FREE_SEGMENT, 64 * MiB]]
@@ -102,9 +113,11 @@ def test_empty_and_damaged_input_gives_figures_not_a_crash():
 
 
 def _provider(snapshot, expandable=False):
-    return ReplayProvider([{0: memory_stats_dict(GiB, 2 * GiB)}], snapshot=snapshot,
-                          settings={"backend": "native", "expandable_segments": expandable,
-                                    "max_split_size": None, "conf": ""})
+    return ReplayProvider(
+        [{0: memory_stats_dict(GiB, 2 * GiB)}],
+        snapshot=snapshot,
+        settings={"backend": "native", "expandable_segments": expandable, "max_split_size": None, "conf": ""},
+    )
 
 
 def test_agent_sends_a_summary_item_and_answers_a_request_now(make_agent):

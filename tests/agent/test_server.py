@@ -165,9 +165,10 @@ def test_pull_pages_with_a_cursor_and_says_when_the_ring_dropped_items(make_agen
 
 
 def test_stale_sockets_of_dead_processes_are_removed(runtime_dir):
-    code = ("import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); print('bound')")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    code = "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); print('bound')"
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     stale = os.path.join(runtime_dir, paths.socket_name(int(dead), 12345))
     subprocess.run([sys.executable, "-c", code, stale], check=True, capture_output=True)
     assert os.path.exists(stale)
@@ -207,11 +208,11 @@ def test_a_request_in_another_protocol_version_is_answered_in_that_version(serve
         data = b""
         while len(data) < protocol.HEADER_SIZE:
             data += s.recv(65536)
-        magic, version, _flags, length = protocol.HEADER.unpack(data[:protocol.HEADER_SIZE])
+        magic, version, _flags, length = protocol.HEADER.unpack(data[: protocol.HEADER_SIZE])
         while len(data) < protocol.HEADER_SIZE + length:
             data += s.recv(65536)
     assert (magic, version) == (b"VS", 9)  # the client can read the header of its own version
-    reply = protocol.decode_payload(data[protocol.HEADER_SIZE:])
+    reply = protocol.decode_payload(data[protocol.HEADER_SIZE :])
     assert reply["ok"] is False and reply["supported"] == [protocol.PROTOCOL_VERSION]
     assert "version 9 not supported" in reply["error"]
     with connect(served.socket_path) as s:  # and the agent goes on serving

@@ -27,9 +27,21 @@ def _traced() -> dict:
     base = 1 << 40
     w = S.segment(base, [(S.A, 100 * MiB, 100 * MiB, [TORCH, TRAIN])])
     trace = [
-        {"action": "alloc", "addr": base + 200 * MiB, "size": 40 * MiB, "frames": [TORCH, TRAIN], "time_us": 1},
+        {
+            "action": "alloc",
+            "addr": base + 200 * MiB,
+            "size": 40 * MiB,
+            "frames": [TORCH, TRAIN],
+            "time_us": 1,
+        },
         {"action": "alloc", "addr": base + 300 * MiB, "size": 30 * MiB, "frames": [LOSS], "time_us": 2},
-        {"action": "alloc", "addr": base + 400 * MiB, "size": 50 * MiB, "frames": [TORCH, TRAIN], "time_us": 3},
+        {
+            "action": "alloc",
+            "addr": base + 400 * MiB,
+            "size": 50 * MiB,
+            "frames": [TORCH, TRAIN],
+            "time_us": 3,
+        },
         {"action": "free_requested", "addr": base + 200 * MiB, "size": 40 * MiB, "frames": [], "time_us": 4},
         {"action": "free_completed", "addr": base + 200 * MiB, "size": 40 * MiB, "frames": [], "time_us": 5},
         {"action": "free_requested", "addr": base + 400 * MiB, "size": 50 * MiB, "frames": [], "time_us": 6},
@@ -39,7 +51,9 @@ def _traced() -> dict:
 
 def test_site_is_the_users_line_not_torchs():
     assert sites.site_of([TORCH, TRAIN]) == "/home/a/proj/train.py:88 in forward"
-    assert sites.site_of([TORCH]) == "/usr/lib/python3/site-packages/torch/nn/modules/linear.py:125 in forward"
+    assert (
+        sites.site_of([TORCH]) == "/usr/lib/python3/site-packages/torch/nn/modules/linear.py:125 in forward"
+    )
     assert sites.site_of([]) is None
 
 
@@ -48,7 +62,8 @@ def test_top_sites_are_the_bytes_alive_at_the_peak():
     assert got["peak_bytes"] == (100 + 40 + 30 + 50) * MiB and got["peak_time_us"] == 3
     assert got["sites"] == [
         {"site": "/home/a/proj/train.py:88 in forward", "bytes": 190 * MiB, "count": 3},
-        {"site": "/home/a/proj/train.py:120 in compute_loss", "bytes": 30 * MiB, "count": 1}]
+        {"site": "/home/a/proj/train.py:120 in compute_loss", "bytes": 30 * MiB, "count": 1},
+    ]
     assert got["complete"] and got["why"] is None
 
 
@@ -66,13 +81,22 @@ def test_no_trace_is_na_with_its_reason():
 def test_live_tensors_carry_shape_dtype_and_site_and_count_a_storage_once():
     snap = _traced()
     base = 1 << 40
-    tensors = [(base, 100 * MiB, (25600, 1024), "torch.float32", "encoder"),
-               (base, 100 * MiB, (1024, 25600), "torch.float32", "encoder"),  # a view: same storage
-               (base + 900 * MiB, 2 * MiB, (512,), "torch.bfloat16", None)]
+    tensors = [
+        (base, 100 * MiB, (25600, 1024), "torch.float32", "encoder"),
+        (base, 100 * MiB, (1024, 25600), "torch.float32", "encoder"),  # a view: same storage
+        (base + 900 * MiB, 2 * MiB, (512,), "torch.bfloat16", None),
+    ]
     got = sites.live_tensors(snap["segments"], tensors)
-    assert got == [{"bytes": 100 * MiB, "shape": [25600, 1024], "dtype": "float32", "module": "encoder",
-                    "site": "/home/a/proj/train.py:88 in forward"},
-                   {"bytes": 2 * MiB, "shape": [512], "dtype": "bfloat16", "module": None, "site": None}]
+    assert got == [
+        {
+            "bytes": 100 * MiB,
+            "shape": [25600, 1024],
+            "dtype": "float32",
+            "module": "encoder",
+            "site": "/home/a/proj/train.py:88 in forward",
+        },
+        {"bytes": 2 * MiB, "shape": [512], "dtype": "bfloat16", "module": None, "site": None},
+    ]
 
 
 # -- the recorder -----------------------------------------------------------------------------------------
@@ -95,8 +119,9 @@ class FakeMemory:
 
 def fake_torch(snapshot, cuda="12.4", old=False):
     memory = FakeMemory(snapshot, old)
-    return types.SimpleNamespace(version=types.SimpleNamespace(cuda=cuda, hip=None),
-                                 cuda=types.SimpleNamespace(memory=memory))
+    return types.SimpleNamespace(
+        version=types.SimpleNamespace(cuda=cuda, hip=None), cuda=types.SimpleNamespace(memory=memory)
+    )
 
 
 def _agent(make_agent, history=False):
@@ -110,8 +135,9 @@ def _events(agent, kind=EventKind.SITES):
     return [i["data"] for i in items if i.get("event") == kind]
 
 
-def test_recorder_turns_history_on_for_n_steps_then_off_and_sends_the_sites(make_agent, tmp_path,
-                                                                            monkeypatch):
+def test_recorder_turns_history_on_for_n_steps_then_off_and_sends_the_sites(
+    make_agent, tmp_path, monkeypatch
+):
     monkeypatch.setenv("VRAMSCOPE_SNAPSHOT_DIR", str(tmp_path))
     agent = _agent(make_agent)
     torch = fake_torch(_traced())
@@ -158,8 +184,10 @@ def test_cpu_only_torch_says_why(make_agent):
 
 def test_a_torch_without_the_history_api_says_why(make_agent):
     agent = _agent(make_agent)
-    bare = types.SimpleNamespace(version=types.SimpleNamespace(cuda="11.7", hip=None),
-                                 cuda=types.SimpleNamespace(memory=types.SimpleNamespace()))
+    bare = types.SimpleNamespace(
+        version=types.SimpleNamespace(cuda="11.7", hip=None),
+        cuda=types.SimpleNamespace(memory=types.SimpleNamespace()),
+    )
     reply = SiteRecorder(agent, bare).request(3)
     assert not reply["ok"] and "_record_memory_history" in reply["error"]
 

@@ -43,8 +43,9 @@ def test_the_agent_falls_back_to_a_private_dir_and_the_monitor_finds_it(shared_t
     assert directory == paths.private_fallback_dir()
     assert directory.startswith(os.environ["XDG_CACHE_HOME"])  # the user's own
     assert len(refused) == 1 and str(shared_tmp) in refused[0]
-    agent = Agent(interval=0.05, provider=ReplayProvider(scenario_ramp(), loop=True),
-                  discover=False, final_dump=False)
+    agent = Agent(
+        interval=0.05, provider=ReplayProvider(scenario_ramp(), loop=True), discover=False, final_dump=False
+    )
     caplog.set_level(logging.WARNING, logger="vramscope.agent")
     agent.start()
     client = AgentClient()
@@ -52,8 +53,9 @@ def test_the_agent_falls_back_to_a_private_dir_and_the_monitor_finds_it(shared_t
         assert agent.wait_started(5) and agent.server is not None, agent.server_error
         assert os.path.dirname(agent.socket_path) == directory
         assert os.stat(directory).st_mode & 0o777 == 0o700
-        assert any("listening in" in r.getMessage() and str(shared_tmp) in r.getMessage()
-                   for r in caplog.records)
+        assert any(
+            "listening in" in r.getMessage() and str(shared_tmp) in r.getMessage() for r in caplog.records
+        )
         deadline = time.monotonic() + 10
         frame = client(Frame(time=time.time()))
         while not frame.agents and time.monotonic() < deadline:
@@ -84,6 +86,7 @@ def test_vramscope_run_is_quiet_when_the_usual_dir_is_fine(shared_tmp, capsys):
 
 def _nobody_uid() -> int | None:
     import pwd
+
     try:
         return pwd.getpwnam("nobody").pw_uid
     except KeyError:
@@ -92,8 +95,9 @@ def _nobody_uid() -> int | None:
 
 def _start_without_socket(capfd) -> str:
     """Start an agent that cannot get a socket; what it said on stderr."""
-    agent = Agent(interval=0.05, provider=ReplayProvider(scenario_ramp(), loop=True),
-                  discover=False, final_dump=False)
+    agent = Agent(
+        interval=0.05, provider=ReplayProvider(scenario_ramp(), loop=True), discover=False, final_dump=False
+    )
     agent.start()
     try:
         assert agent.wait_started(5)

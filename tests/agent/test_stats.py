@@ -72,7 +72,9 @@ def test_untouched_devices_are_not_reported():
 
 def test_allocator_settings_from_the_conf_string(monkeypatch):
     assert parse_alloc_conf("expandable_segments:True, max_split_size_mb:128") == {
-        "expandable_segments": "True", "max_split_size_mb": "128"}
+        "expandable_segments": "True",
+        "max_split_size_mb": "128",
+    }
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True,max_split_size_mb:128")
     monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
     s = read_allocator_settings(None)
@@ -82,6 +84,7 @@ def test_allocator_settings_from_the_conf_string(monkeypatch):
 
 def test_the_torch_provider_on_a_cpu_build_reports_no_device_and_never_inits_cuda():
     from vramscope.agent.stats import TorchCudaProvider
+
     reader = StatsReader(TorchCudaProvider())
     assert reader.read("sample") == {}
     assert not torch.cuda.is_initialized()
@@ -89,7 +92,9 @@ def test_the_torch_provider_on_a_cpu_build_reports_no_device_and_never_inits_cud
 
 def test_try_read_is_rate_limited_and_never_waits():
     now = [0.0]
-    reader = StatsReader(ReplayProvider(replay.scenario_ramp(), loop=True), min_gap=0.25, clock=lambda: now[0])
+    reader = StatsReader(
+        ReplayProvider(replay.scenario_ramp(), loop=True), min_gap=0.25, clock=lambda: now[0]
+    )
     assert reader.try_read("step") is not None
     now[0] = 0.1
     assert reader.try_read("step") is None  # too soon
@@ -119,19 +124,47 @@ def test_an_oom_in_the_replay_becomes_an_event_with_the_breakdown(make_agent):
     assert data["allocated"] == 22 * GiB
 
 
-def test_the_oom_observer_records_request_free_blocks_and_dumps_a_memory_viz_pickle(make_agent, tmp_path,
-                                                                                     monkeypatch):
+def test_the_oom_observer_records_request_free_blocks_and_dumps_a_memory_viz_pickle(
+    make_agent, tmp_path, monkeypatch
+):
     monkeypatch.setenv("VRAMSCOPE_SNAPSHOT_DIR", str(tmp_path))
-    snapshot = {"segments": [{"device": 0, "address": 0, "total_size": 6 * GiB, "stream": 0,
-                              "segment_type": "large", "allocated_size": 5 * GiB, "active_size": 5 * GiB,
-                              "blocks": [
-                                  {"size": 4 * GiB, "requested_size": 4 * GiB, "address": 0,
-                                   "state": "active_allocated", "frames": []},
-                                  {"size": GiB, "requested_size": GiB - 10, "address": 4 * GiB,
-                                   "state": "active_allocated", "frames": []},
-                                  {"size": GiB, "requested_size": GiB, "address": 5 * GiB,
-                                   "state": "inactive", "frames": []}]}],
-                "device_traces": [[]]}
+    snapshot = {
+        "segments": [
+            {
+                "device": 0,
+                "address": 0,
+                "total_size": 6 * GiB,
+                "stream": 0,
+                "segment_type": "large",
+                "allocated_size": 5 * GiB,
+                "active_size": 5 * GiB,
+                "blocks": [
+                    {
+                        "size": 4 * GiB,
+                        "requested_size": 4 * GiB,
+                        "address": 0,
+                        "state": "active_allocated",
+                        "frames": [],
+                    },
+                    {
+                        "size": GiB,
+                        "requested_size": GiB - 10,
+                        "address": 4 * GiB,
+                        "state": "active_allocated",
+                        "frames": [],
+                    },
+                    {
+                        "size": GiB,
+                        "requested_size": GiB,
+                        "address": 5 * GiB,
+                        "state": "inactive",
+                        "frames": [],
+                    },
+                ],
+            }
+        ],
+        "device_traces": [[]],
+    }
     frames = replay.scenario_oom()
     provider = ReplayProvider(frames[-1:], snapshot=snapshot, history=True)
     agent = make_agent(provider)
@@ -154,4 +187,5 @@ def test_the_oom_observer_records_request_free_blocks_and_dumps_a_memory_viz_pic
 
 def _decode(b):
     import json
+
     return json.loads(b)

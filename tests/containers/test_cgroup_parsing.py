@@ -6,8 +6,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vramscope.core.containers import (
-    CONTAINERD, CRI, CRIO, DOCKER, LXC, PODMAN, container_from_dict, inner_pid, parse_cgroup,
-    parse_nspid, stop_advice, stop_command, with_name,
+    CONTAINERD,
+    CRI,
+    CRIO,
+    DOCKER,
+    LXC,
+    PODMAN,
+    container_from_dict,
+    inner_pid,
+    parse_cgroup,
+    parse_nspid,
+    stop_advice,
+    stop_command,
+    with_name,
 )
 from vramscope.core.samples import Container
 
@@ -18,8 +29,18 @@ qos = st.sampled_from(["burstable", "besteffort"])
 
 def v1(path: str) -> str:
     """A cgroup v1 file: every controller names the same path, the unified line is empty."""
-    return "\n".join([f"12:memory:{path}", f"11:cpu,cpuacct:{path}", f"10:pids:{path}",
-                      f"1:name=systemd:{path}", "0::/"]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"12:memory:{path}",
+                f"11:cpu,cpuacct:{path}",
+                f"10:pids:{path}",
+                f"1:name=systemd:{path}",
+                "0::/",
+            ]
+        )
+        + "\n"
+    )
 
 
 def v2(path: str) -> str:
@@ -29,28 +50,42 @@ def v2(path: str) -> str:
 LAYOUTS = {  # name -> (path builder(id, uid, qos), runtime, has pod)
     "docker cgroupfs": (lambda i, u, q: f"/docker/{i}", DOCKER, False),
     "docker systemd": (lambda i, u, q: f"/system.slice/docker-{i}.scope", DOCKER, False),
-    "podman rootless": (lambda i, u, q: "/user.slice/user-1000.slice/user@1000.service/"
-                        f"user.slice/libpod-{i}.scope/container", PODMAN, False),
+    "podman rootless": (
+        lambda i, u, q: (
+            f"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{i}.scope/container"
+        ),
+        PODMAN,
+        False,
+    ),
     "podman cgroupfs": (lambda i, u, q: f"/libpod_parent/libpod-{i}", PODMAN, False),
     "containerd": (lambda i, u, q: f"/system.slice/cri-containerd-{i}.scope", CONTAINERD, False),
     "k8s cgroupfs": (lambda i, u, q: f"/kubepods/{q}/pod{u}/{i}", CRI, True),
     "k8s guaranteed cgroupfs": (lambda i, u, q: f"/kubepods/pod{u}/{i}", CRI, True),
     "k8s systemd containerd": (
-        lambda i, u, q: f"/kubepods.slice/kubepods-{q}.slice/kubepods-{q}-pod"
-                        f"{u.replace('-', '_')}.slice/cri-containerd-{i}.scope", CONTAINERD, True),
+        lambda i, u, q: (
+            f"/kubepods.slice/kubepods-{q}.slice/kubepods-{q}-pod"
+            f"{u.replace('-', '_')}.slice/cri-containerd-{i}.scope"
+        ),
+        CONTAINERD,
+        True,
+    ),
     "k8s systemd guaranteed cri-o": (
         lambda i, u, q: f"/kubepods.slice/kubepods-pod{u.replace('-', '_')}.slice/crio-{i}.scope",
-        CRIO, True),
-    "kind node pod": (
-        lambda i, u, q: f"/docker/{'f' * 64}/kubepods/{q}/pod{u}/{i}", CRI, True),
+        CRIO,
+        True,
+    ),
+    "kind node pod": (lambda i, u, q: f"/docker/{'f' * 64}/kubepods/{q}/pod{u}/{i}", CRI, True),
     "containerd colon form": (
-        lambda i, u, q: f"/system.slice/containerd.service/kubepods-{q}-pod"
-                        f"{u.replace('-', '_')}.slice:cri-containerd:{i}", CONTAINERD, True),
+        lambda i, u, q: (
+            f"/system.slice/containerd.service/kubepods-{q}-pod{u.replace('-', '_')}.slice:cri-containerd:{i}"
+        ),
+        CONTAINERD,
+        True,
+    ),
 }
 
 
-@given(cid=ids, uid=uids, q=qos, layout=st.sampled_from(sorted(LAYOUTS)),
-       version=st.sampled_from([v1, v2]))
+@given(cid=ids, uid=uids, q=qos, layout=st.sampled_from(sorted(LAYOUTS)), version=st.sampled_from([v1, v2]))
 def test_every_layout_gives_runtime_id_and_pod(cid, uid, q, layout, version):
     build, runtime, has_pod = LAYOUTS[layout]
     found = parse_cgroup(version(build(cid, uid, q)))
@@ -106,9 +141,17 @@ def test_stop_commands_name_the_container():
     assert "`docker stop trainer`" in stop_advice(Container(DOCKER, cid, name="trainer"))
 
 
-@given(st.builds(Container, st.sampled_from([DOCKER, PODMAN, CRI]), st.none() | ids,
-                 st.none() | st.text(), st.none() | uids, st.none() | st.text(),
-                 st.none() | st.text()))
+@given(
+    st.builds(
+        Container,
+        st.sampled_from([DOCKER, PODMAN, CRI]),
+        st.none() | ids,
+        st.none() | st.text(),
+        st.none() | uids,
+        st.none() | st.text(),
+        st.none() | st.text(),
+    )
+)
 def test_container_round_trips_through_its_dict(container):
     assert container_from_dict(container.as_dict()) == container
 

@@ -28,8 +28,13 @@ pytestmark = pytest.mark.timeout(120)
 
 def _frame_with_a_step(client, host_pid, info, deadline):
     """The client's frame once an agent on the GPU process ``host_pid`` has a step."""
-    gpu = GpuSample(index=0, uuid="GPU-ctr", total=24 * GiB, used=GiB,
-                    processes=(GpuProcess(pid=host_pid, used=GiB, info=info),))
+    gpu = GpuSample(
+        index=0,
+        uuid="GPU-ctr",
+        total=24 * GiB,
+        used=GiB,
+        processes=(GpuProcess(pid=host_pid, used=GiB, info=info),),
+    )
     frame = None
     while time.monotonic() < deadline:
         frame = client(Frame(time=time.time(), gpus=(gpu,)))
@@ -42,8 +47,7 @@ def _frame_with_a_step(client, host_pid, info, deadline):
 @needs_unshare
 @pytest.mark.parametrize("route", ["through /proc/PID/root", "shared directory"])
 def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
+    env = {k: v for k, v in os.environ.items() if k not in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
     shared = None
     if route == "shared directory":  # e.g. docker run -v DIR:DIR -e VRAMSCOPE_RUNTIME_DIR=DIR
         shared = tempfile.mkdtemp(prefix="vs-")  # AF_UNIX paths are short: not under tmp_path
@@ -54,17 +58,21 @@ def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
         # the container's own socket directory: a private tmpfs over /tmp/vramscope-UID only
         # (not over all of /tmp, where this checkout and its Python may live)
         own = f"/tmp/vramscope-{os.getuid()}"
-        inner = (f"mkdir -p {own} && mount -t tmpfs -o mode=0700 tmpfs {own} && "
-                 f"exec {sys.executable} {SCRIPT} {own}/run.json 3000 0.02 --agent")
-    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount",
-                               "--mount-proc", "sh", "-c", inner], env=env)
+        inner = (
+            f"mkdir -p {own} && mount -t tmpfs -o mode=0700 tmpfs {own} && "
+            f"exec {sys.executable} {SCRIPT} {own}/run.json 3000 0.02 --agent"
+        )
+    holder = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "sh", "-c", inner], env=env
+    )
     try:
         host_pid = _child_in_namespace(holder)
         if shared is None:
             socket_dir = f"/proc/{host_pid}/root/tmp/vramscope-{os.getuid()}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (
-                os.path.isdir(socket_dir) and any(n.endswith(".sock") for n in os.listdir(socket_dir))):
+            os.path.isdir(socket_dir) and any(n.endswith(".sock") for n in os.listdir(socket_dir))
+        ):
             time.sleep(0.1)
         info = ProcessCache().lookup(host_pid)
         assert info.ns_pid == 1  # the container's first process
@@ -86,8 +94,9 @@ def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
 
 
 def test_no_container_processes_means_no_extra_directories():
-    gpu = GpuSample(index=0, processes=(GpuProcess(pid=os.getpid(), used=GiB,
-                                                   info=ProcessCache().lookup(os.getpid())),))
+    gpu = GpuSample(
+        index=0, processes=(GpuProcess(pid=os.getpid(), used=GiB, info=ProcessCache().lookup(os.getpid())),)
+    )
     assert contained_processes(Frame(time=0.0, gpus=(gpu,))) == {}
 
 
@@ -115,19 +124,22 @@ def test_a_host_agent_seen_through_a_containers_root_is_not_the_containers():
     os.makedirs(host_dir, mode=0o700)
     os.makedirs(shared, mode=0o700)
     env = {k: v for k, v in os.environ.items() if k not in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
-    host_agent = subprocess.Popen([sys.executable, str(SCRIPT), os.path.join(base, "h.json"), "3000", "0.02",
-                                   "--agent"], env={**env, "VRAMSCOPE_RUNTIME_DIR": host_dir})
+    host_agent = subprocess.Popen(
+        [sys.executable, str(SCRIPT), os.path.join(base, "h.json"), "3000", "0.02", "--agent"],
+        env={**env, "VRAMSCOPE_RUNTIME_DIR": host_dir},
+    )
     # the container's own agent listens in `shared`; its XDG_RUNTIME_DIR names the host's directory
     inner = f"exec {sys.executable} {SCRIPT} {base}/c.json 3000 0.02 --agent"
-    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc",
-                               "sh", "-c", inner],
-                              env={**env, "VRAMSCOPE_RUNTIME_DIR": shared,
-                                   "XDG_RUNTIME_DIR": os.path.join(base, "run")})
+    holder = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "sh", "-c", inner],
+        env={**env, "VRAMSCOPE_RUNTIME_DIR": shared, "XDG_RUNTIME_DIR": os.path.join(base, "run")},
+    )
     try:
         host_pid = _child_in_namespace(holder)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(
-                any(n.endswith(".sock") for n in os.listdir(d)) for d in (host_dir, shared)):
+            any(n.endswith(".sock") for n in os.listdir(d)) for d in (host_dir, shared)
+        ):
             time.sleep(0.1)
         assert (f"/proc/{host_pid}/root{host_dir}", os.getuid()) in agent_dirs(host_pid)
         client = AgentClient(dirs=[shared])

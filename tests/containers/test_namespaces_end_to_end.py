@@ -15,8 +15,13 @@ from vramscope.sources.containers import host_pid_view, proc_hides_pids
 
 
 def status_json(cmd_prefix, env):
-    r = subprocess.run([*cmd_prefix, sys.executable, "-m", "vramscope", "status", "--json"],
-                       env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*cmd_prefix, sys.executable, "-m", "vramscope", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -24,11 +29,15 @@ def status_json(cmd_prefix, env):
 @needs_unshare
 def test_inside_a_pid_namespace_the_cause_is_said_once_with_the_fix(fake_nvml_files, sleepers):
     a, b = sleepers(2)
-    fake_nvml_files.write(FakeState(gpus=[
-        FakeGpu(used=9 * GiB, processes=[FakeProcess(a, 6 * GiB), FakeProcess(b, 2 * GiB)]),
-        FakeGpu(used=1 * GiB, processes=[FakeProcess(a, 1 * GiB)])]))
-    doc = status_json(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"],
-                      fake_nvml_files.env())
+    fake_nvml_files.write(
+        FakeState(
+            gpus=[
+                FakeGpu(used=9 * GiB, processes=[FakeProcess(a, 6 * GiB), FakeProcess(b, 2 * GiB)]),
+                FakeGpu(used=1 * GiB, processes=[FakeProcess(a, 1 * GiB)]),
+            ]
+        )
+    )
+    doc = status_json(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"], fake_nvml_files.env())
     assert doc["host_pids"] is False
     procs = [p for g in doc["gpus"] for p in g["processes"]]
     assert {p["visibility"] for p in procs} == {"not-visible"}
@@ -39,13 +48,18 @@ def test_inside_a_pid_namespace_the_cause_is_said_once_with_the_fix(fake_nvml_fi
     assert not [x for x in doc["alerts"] if x["kind"] in ("ghost", "unattributed_memory")]
 
 
-@pytest.mark.skipif(not host_pid_view() or proc_hides_pids(),
-                    reason="this test runs without the host's full PID view (a container)")
+@pytest.mark.skipif(
+    not host_pid_view() or proc_hides_pids(),
+    reason="this test runs without the host's full PID view (a container)",
+)
 def test_a_ghost_pid_is_flagged_with_how_to_find_the_holder(fake_nvml_files, sleepers):
     (a,) = sleepers(1)
     ghost = gone_pid()
-    fake_nvml_files.write(FakeState(gpus=[FakeGpu(used=8 * GiB, processes=[
-        FakeProcess(a, 2 * GiB), FakeProcess(ghost, 6 * GiB)])]))
+    fake_nvml_files.write(
+        FakeState(
+            gpus=[FakeGpu(used=8 * GiB, processes=[FakeProcess(a, 2 * GiB), FakeProcess(ghost, 6 * GiB)])]
+        )
+    )
     doc = status_json([], fake_nvml_files.env())
     assert doc["host_pids"] is True
     by_pid = {p["pid"]: p for p in doc["gpus"][0]["processes"]}
@@ -53,9 +67,7 @@ def test_a_ghost_pid_is_flagged_with_how_to_find_the_holder(fake_nvml_files, sle
     assert by_pid[a]["visibility"] == "ok"
     [alert] = [x for x in doc["alerts"] if x["kind"] == "ghost"]
     assert alert["pid"] == ghost
-    assert ("The driver still holds 6.0 GiB on GPU 0 for a process that no longer exists"
-            in alert["message"])
+    assert "The driver still holds 6.0 GiB on GPU 0 for a process that no longer exists" in alert["message"]
     assert "fuser -v /dev/nvidia*" in alert["fix"] and "lsof /dev/nvidia*" in alert["fix"]
     assert "--gpu-reset" in alert["fix"]  # the last resort
     assert not [x for x in doc["alerts"] if x["kind"] == "in_container"]
-

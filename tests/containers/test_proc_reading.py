@@ -17,7 +17,10 @@ import pytest
 
 from vramscope.core.samples import Container
 from vramscope.sources.containers import (
-    ContainerNames, host_pid_view, proc_hides_pids, read_container,
+    ContainerNames,
+    host_pid_view,
+    proc_hides_pids,
+    read_container,
 )
 from vramscope.sources.processes import ProcessCache
 
@@ -31,30 +34,43 @@ def write_proc(root: pathlib.Path, pid: int, cgroup: str, nspid: tuple[int, ...]
     d = root / str(pid)
     d.mkdir(parents=True)
     (d / "cgroup").write_text(cgroup)
-    (d / "status").write_text(f"Name:\tpython\nTgid:\t{pid}\nNSpid:\t"
-                              + "\t".join(map(str, nspid)) + "\nPPid:\t1\n")
+    (d / "status").write_text(
+        f"Name:\tpython\nTgid:\t{pid}\nNSpid:\t" + "\t".join(map(str, nspid)) + "\nPPid:\t1\n"
+    )
 
 
 # what each runtime's container process shows, cgroup v1 then v2, as on real hosts
 RUNTIME_TREES = {
     "docker v1": ("12:memory:/docker/{d}\n11:pids:/docker/{d}\n0::/\n", "docker", DOCKER_ID, None),
     "docker v2": ("0::/system.slice/docker-{d}.scope\n", "docker", DOCKER_ID, None),
-    "podman v2": ("0::/user.slice/user-1000.slice/user@1000.service/user.slice/"
-                  "libpod-{p}.scope/container\n", "podman", PODMAN_ID, None),
-    "podman v1": ("10:memory:/libpod_parent/libpod-{p}\n1:name=systemd:/libpod_parent/libpod-{p}\n",
-                  "podman", PODMAN_ID, None),
+    "podman v2": (
+        "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{p}.scope/container\n",
+        "podman",
+        PODMAN_ID,
+        None,
+    ),
+    "podman v1": (
+        "10:memory:/libpod_parent/libpod-{p}\n1:name=systemd:/libpod_parent/libpod-{p}\n",
+        "podman",
+        PODMAN_ID,
+        None,
+    ),
     "containerd v2": ("0::/system.slice/cri-containerd-{k}.scope\n", "containerd", K8S_ID, None),
     "kubernetes v1": ("11:memory:/kubepods/burstable/pod{u}/{k}\n0::/\n", "cri", K8S_ID, POD_UID),
-    "kubernetes v2": ("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{us}.slice/"
-                      "cri-containerd-{k}.scope\n", "containerd", K8S_ID, POD_UID),
+    "kubernetes v2": (
+        "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{us}.slice/"
+        "cri-containerd-{k}.scope\n",
+        "containerd",
+        K8S_ID,
+        POD_UID,
+    ),
 }
 
 
 @pytest.mark.parametrize("layout", sorted(RUNTIME_TREES))
 def test_fixture_proc_tree_for_each_runtime(tmp_path, layout):
     text, runtime, cid, pod = RUNTIME_TREES[layout]
-    cgroup = text.format(d=DOCKER_ID, p=PODMAN_ID, k=K8S_ID, u=POD_UID,
-                         us=POD_UID.replace("-", "_"))
+    cgroup = text.format(d=DOCKER_ID, p=PODMAN_ID, k=K8S_ID, u=POD_UID, us=POD_UID.replace("-", "_"))
     write_proc(tmp_path, 4242, cgroup, (4242, 7))
     container, ns_pid = read_container(4242, str(tmp_path))
     assert container == Container(runtime, cid, pod_uid=pod)
@@ -85,13 +101,15 @@ def test_host_pid_namespace_is_told_by_its_fixed_inode(tmp_path):
 def test_hidepid_means_a_missing_pid_proves_nothing(tmp_path):
     (tmp_path / "self").mkdir()
     (tmp_path / "self" / "mountinfo").write_text(
-        "22 1 0:21 / /proc rw,nosuid shared:13 - proc proc rw,hidepid=invisible\n")
+        "22 1 0:21 / /proc rw,nosuid shared:13 - proc proc rw,hidepid=invisible\n"
+    )
     assert proc_hides_pids(str(tmp_path)) is True
     (tmp_path / "self" / "mountinfo").write_text("22 1 0:21 / /proc rw - proc proc rw\n")
     assert proc_hides_pids(str(tmp_path)) is False
 
 
 # -- names from a runtime's API ----------------------------------------------------------
+
 
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
@@ -152,6 +170,7 @@ def test_no_runtime_socket_or_no_permission_means_no_name(tmp_path, docker_api):
 def test_a_dead_daemon_is_not_asked_again_every_pass(tmp_path):
     dead = tmp_path / "dead.sock"
     import socket as _socket
+
     s = _socket.socket(_socket.AF_UNIX)
     s.bind(str(dead))
     s.close()  # a socket file nobody listens on: connect() is refused
@@ -167,13 +186,15 @@ def test_a_dead_daemon_is_not_asked_again_every_pass(tmp_path):
 
 # -- real PID namespaces --------------------------------------------------------------
 
+
 def _can_unshare() -> str | None:
     if os.geteuid() != 0:
         return "creating a PID namespace with unshare needs root"
     if shutil.which("unshare") is None:
         return "unshare (util-linux) is not installed"
-    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
-                       capture_output=True, timeout=20)
+    r = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, timeout=20
+    )
     if r.returncode != 0:
         return f"unshare --pid is refused here: {r.stderr.decode().strip()}"
     return None
@@ -202,8 +223,7 @@ def _child_in_namespace(holder: subprocess.Popen) -> int:
 
 @needs_unshare
 def test_a_process_in_its_own_pid_namespace_shows_its_pid_inside():
-    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
-                               "sleep", "300"])
+    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sleep", "300"])
     try:
         pid = _child_in_namespace(holder)
         info = ProcessCache().lookup(pid)

@@ -76,6 +76,7 @@ def test_growth_colours_only_a_real_current_trend():
     growth rule's regime and significance: a ramp that ended 90 s ago reads flat,
     workers oscillating +-150 MiB read flat, a real climb keeps its rate."""
     from vramscope.core.process_rows import GROWTH_WARN
+
     t = np.arange(0.0, 300.0, 2.0)
     ramp_ended = 2 * GiB + np.minimum(t, 210.0) * 4491 * MiB / 60.0  # flat from t=210 s
     rate = growth_per_minute(t, ramp_ended, 299.0)

@@ -8,7 +8,11 @@ from vramscope.core.monitor import Monitor
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import (
-    STAGE_DIAGNOSTICS, STAGE_LABELS, STAGE_OTHER, STAGE_RECORDER, Store,
+    STAGE_DIAGNOSTICS,
+    STAGE_LABELS,
+    STAGE_OTHER,
+    STAGE_RECORDER,
+    Store,
 )
 from vramscope.core.units import GiB
 
@@ -23,10 +27,14 @@ class Counting:
 
     def sample(self, now):
         self.n += 1
-        proc = GpuProcess(pid=4242, used=self.n * GiB,
-                          info=ProcessInfo(pid=4242, start_time=1.0, cmdline=("python", "train.py")))
-        return Frame(time=now, gpus=(GpuSample(index=0, total=24 * GiB, used=self.n * GiB,
-                                               processes=(proc,)),))
+        proc = GpuProcess(
+            pid=4242,
+            used=self.n * GiB,
+            info=ProcessInfo(pid=4242, start_time=1.0, cmdline=("python", "train.py")),
+        )
+        return Frame(
+            time=now, gpus=(GpuSample(index=0, total=24 * GiB, used=self.n * GiB, processes=(proc,)),)
+        )
 
     def close(self):
         pass

@@ -11,8 +11,15 @@ from vramscope.core.units import GiB
 
 
 def info(pid, cmd, ppid=100, user="alice", parent_alive=True):
-    return ProcessInfo(pid=pid, start_time=1000.0 + pid, user=user, name=cmd[0], cmdline=cmd,
-                       ppid=ppid, parent_alive=parent_alive)
+    return ProcessInfo(
+        pid=pid,
+        start_time=1000.0 + pid,
+        user=user,
+        name=cmd[0],
+        cmdline=cmd,
+        ppid=ppid,
+        parent_alive=parent_alive,
+    )
 
 
 RAY = ("ray::RolloutWorker",)
@@ -28,7 +35,7 @@ def test_workers_of_one_parent_with_one_command_line_are_one_group():
     workers = [info(41000 + i, RAY, ppid=40995) for i in range(10)]
     found = units(((w.pid, kin_of(w)) for w in workers))
     assert len(found) == 1
-    (unit, members), = found.items()
+    ((unit, members),) = found.items()
     assert is_group(unit) and len(members) == 10
     assert group_name(unit, len(members)) == "ray::RolloutWorker ×10"
     ranks = [info(500 + r, RANK, ppid=499) for r in range(8)]  # torchrun's children
@@ -51,8 +58,9 @@ def test_what_is_not_one_group():
     assert grouped([info(9, RAY)]) == [[9]]
     # workers of one launcher's pid on two machines (--host lab-a --host lab-b)
     a, b = info(30, RAY, ppid=29), info(31, RAY, ppid=29)
-    assert sorted(sorted(v) for v in units([(a.pid, kin_of(a, "lab-a")), (b.pid, kin_of(b, "lab-b"))]).values()) \
-        == [[30], [31]]
+    assert sorted(
+        sorted(v) for v in units([(a.pid, kin_of(a, "lab-a")), (b.pid, kin_of(b, "lab-b"))]).values()
+    ) == [[30], [31]]
 
 
 def test_daemonised_copies_group_by_command_line_and_an_alerted_process_stands_alone():
@@ -63,16 +71,19 @@ def test_daemonised_copies_group_by_command_line_and_an_alerted_process_stands_a
 
 
 def _frame(procs):
-    gpu = GpuSample(index=0, uuid="GPU-0", name="A6000", total=48 * GiB, used=40 * GiB,
-                    processes=tuple(procs))
+    gpu = GpuSample(
+        index=0, uuid="GPU-0", name="A6000", total=48 * GiB, used=40 * GiB, processes=tuple(procs)
+    )
     return Frame(time=5000.0, gpus=(gpu,))
 
 
 def test_the_table_folds_a_group_into_one_row_and_lists_it_when_opened():
-    workers = [GpuProcess(pid=41000 + i, used=3 * GiB, info=info(41000 + i, RAY, ppid=40995))
-               for i in range(10)]
-    alone = GpuProcess(pid=38211, used=9 * GiB,
-                       info=info(38211, ("python", "-m", "embed_server", "--model", "bge-large"), 1))
+    workers = [
+        GpuProcess(pid=41000 + i, used=3 * GiB, info=info(41000 + i, RAY, ppid=40995)) for i in range(10)
+    ]
+    alone = GpuProcess(
+        pid=38211, used=9 * GiB, info=info(38211, ("python", "-m", "embed_server", "--model", "bge-large"), 1)
+    )
     rows = rows_from_frame(_frame(workers + [alone]))
     table = TableBuilder.rearrange(rows, TableOrder(), ())
     names = [name_text(r) for r in table.rows]

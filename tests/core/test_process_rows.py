@@ -7,7 +7,12 @@ import numpy as np
 
 from vramscope.core.growth import GROWTH_REFRESH, ROW_BUDGET, GrowthCache
 from vramscope.core.process_rows import (
-    COLUMNS, ProcessRow, TableBuilder, TableOrder, arrange, rows_from_frame,
+    COLUMNS,
+    ProcessRow,
+    TableBuilder,
+    TableOrder,
+    arrange,
+    rows_from_frame,
 )
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo, ProcessIdentity
 from vramscope.core.store import Store, proc_key
@@ -15,13 +20,30 @@ from vramscope.core.units import GiB, MiB
 
 
 def _row(pid: int, used: int | None, user: str, command: str = "python train.py") -> ProcessRow:
-    return ProcessRow(key=proc_key(0, pid, 1.0), gpu=0, pid=pid, identity=ProcessIdentity(pid, 1.0),
-                      label=f"p{pid}", user=user, used=used, sm=None, age=None, command=command,
-                      visibility="visible", has_agent=False, kinds=("compute",))
+    return ProcessRow(
+        key=proc_key(0, pid, 1.0),
+        gpu=0,
+        pid=pid,
+        identity=ProcessIdentity(pid, 1.0),
+        label=f"p{pid}",
+        user=user,
+        used=used,
+        sm=None,
+        age=None,
+        command=command,
+        visibility="visible",
+        has_agent=False,
+        kinds=("compute",),
+    )
 
 
-ROWS = [_row(1, 2 * GiB, "bob"), _row(2, None, "alice"), _row(3, 8 * GiB, "alice"),
-        _row(4, 2 * GiB, "carol", "python serve.py"), _row(5, 5 * GiB, "bob")]
+ROWS = [
+    _row(1, 2 * GiB, "bob"),
+    _row(2, None, "alice"),
+    _row(3, 8 * GiB, "alice"),
+    _row(4, 2 * GiB, "carol", "python serve.py"),
+    _row(5, 5 * GiB, "bob"),
+]
 
 
 def test_memory_sorts_largest_first_with_n_a_below_every_figure_and_ties_in_frame_order():
@@ -32,8 +54,13 @@ def test_memory_sorts_largest_first_with_n_a_below_every_figure_and_ties_in_fram
 
 def test_grouped_by_user_users_stay_a_to_z_whichever_way_the_column_sorts():
     down = arrange(ROWS, TableOrder(group_by_user=True))
-    assert [(r.user, r.pid) for r in down] == [("alice", 3), ("alice", 2), ("bob", 5), ("bob", 1),
-                                               ("carol", 4)]
+    assert [(r.user, r.pid) for r in down] == [
+        ("alice", 3),
+        ("alice", 2),
+        ("bob", 5),
+        ("bob", 1),
+        ("carol", 4),
+    ]
     up = arrange(ROWS, TableOrder(group_by_user=True, descending=False))
     assert [r.user for r in up] == ["alice", "alice", "bob", "bob", "carol"]
     assert [r.pid for r in up][:2] == [2, 3]
@@ -57,13 +84,18 @@ def test_a_built_table_knows_each_row_and_keeps_every_row_before_the_filter():
 def _busy_store(n: int, seconds: int = 120):
     """n processes on one GPU, process 0 growing 60 MiB/min, the others flat."""
     store = Store(max_series=n + 64)
-    infos = [ProcessInfo(pid=1000 + i, start_time=1.0, user="u", name="python",
-                         cmdline=("python", f"job{i}.py")) for i in range(n)]
+    infos = [
+        ProcessInfo(pid=1000 + i, start_time=1.0, user="u", name="python", cmdline=("python", f"job{i}.py"))
+        for i in range(n)
+    ]
     for s in range(seconds):
-        procs = tuple(GpuProcess(pid=info.pid, used=GiB + (s * MiB if i == 0 else 0), info=info)
-                      for i, info in enumerate(infos))
-        store.append(Frame(time=float(s), gpus=(GpuSample(index=0, total=80 * GiB, used=n * GiB,
-                                                          processes=procs),)))
+        procs = tuple(
+            GpuProcess(pid=info.pid, used=GiB + (s * MiB if i == 0 else 0), info=info)
+            for i, info in enumerate(infos)
+        )
+        store.append(
+            Frame(time=float(s), gpus=(GpuSample(index=0, total=80 * GiB, used=n * GiB, processes=procs),))
+        )
     return store
 
 
@@ -112,11 +144,14 @@ def test_stacked_others_from_the_gpu_sum_equals_the_sum_of_the_grouped_processes
     store = Store()
     infos = [ProcessInfo(pid=10 + i, start_time=1.0) for i in range(12)]
     for s in range(60):
-        procs = tuple(GpuProcess(pid=info.pid, used=None if i == 3 else (i + 1) * GiB + s * MiB,
-                                 info=info)
-                      for i, info in enumerate(infos) if not (i == 5 and s >= 30))  # one ends
-        store.append(Frame(time=float(s), gpus=(GpuSample(index=0, total=80 * GiB, used=GiB,
-                                                          processes=procs),)))
+        procs = tuple(
+            GpuProcess(pid=info.pid, used=None if i == 3 else (i + 1) * GiB + s * MiB, info=info)
+            for i, info in enumerate(infos)
+            if not (i == 5 and s >= 30)
+        )  # one ends
+        store.append(
+            Frame(time=float(s), gpus=(GpuSample(index=0, total=80 * GiB, used=GiB, processes=procs),))
+        )
     base, _ = store.series(gpu_key(0, "used"))
     everyone = align(base, *store.series(gpu_key(0, PROCESSES_USED)))
     by_hand = sum(align(base, *store.series(k)) for k in store.process_keys(0))
@@ -131,15 +166,23 @@ def test_a_process_whose_description_changes_is_described_anew_in_the_next_table
 
     def frame(t, cmdline, user="alice"):
         info = ProcessInfo(pid=7, start_time=1.0, user=user, name="python", cmdline=cmdline)
-        gpu = GpuSample(index=0, name="g", uuid="GPU-0", total=GiB, used=MiB,
-                        processes=(GpuProcess(pid=7, used=MiB, info=info),))
+        gpu = GpuSample(
+            index=0,
+            name="g",
+            uuid="GPU-0",
+            total=GiB,
+            used=MiB,
+            processes=(GpuProcess(pid=7, used=MiB, info=info),),
+        )
         return Frame(time=t, gpus=(gpu,))
 
     builder = TableBuilder()
     first = builder.build(frame(1.0, ("python", "train.py")), None, TableOrder()).rows[0]
     again = builder.build(frame(2.0, ("python", "train.py")), None, TableOrder()).rows[0]
-    changed = builder.build(frame(3.0, ("python", "serve.py"), user="bob"), None,
-                            TableOrder()).rows[0]
-    assert (first.label, first.command, first.user) == (again.label, again.command, again.user) \
+    changed = builder.build(frame(3.0, ("python", "serve.py"), user="bob"), None, TableOrder()).rows[0]
+    assert (
+        (first.label, first.command, first.user)
+        == (again.label, again.command, again.user)
         == ("train.py (7)", "python train.py", "alice")
+    )
     assert (changed.label, changed.command, changed.user) == ("serve.py (7)", "python serve.py", "bob")

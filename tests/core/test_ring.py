@@ -60,9 +60,12 @@ def _model_peaks(samples, step):
 
 
 @settings(max_examples=150, deadline=None)
-@given(fine=st.integers(1, 12), step=st.sampled_from([1.0, 2.5, 10.0]),
-       gaps=st.lists(st.sampled_from([0.5, 1.0, 1.0, 3.0, 11.0]), min_size=1, max_size=90),
-       data=st.data())
+@given(
+    fine=st.integers(1, 12),
+    step=st.sampled_from([1.0, 2.5, 10.0]),
+    gaps=st.lists(st.sampled_from([0.5, 1.0, 1.0, 3.0, 11.0]), min_size=1, max_size=90),
+    data=st.data(),
+)
 def test_tiered_ring_never_loses_a_peak_and_stays_in_time_order(fine, step, gaps, data):
     vals = data.draw(st.lists(values, min_size=len(gaps), max_size=len(gaps)))
     ring = TieredRing(fine_points=fine, coarse_step=step, coarse_points=1000)
@@ -76,9 +79,10 @@ def test_tiered_ring_never_loses_a_peak_and_stays_in_time_order(fine, step, gaps
     assert np.all(np.diff(times) > 0), "a plot needs strictly increasing x"
     # the newest `fine` samples are there exactly as they came (None -> NaN)
     raw = samples[-fine:]
-    assert times[-len(raw):].tolist() == [s[0] for s in raw]
-    assert [None if math.isnan(x) else x for x in vs[-len(raw):]] == [
-        None if s[1] is None else float(s[1]) for s in raw]
+    assert times[-len(raw) :].tolist() == [s[0] for s in raw]
+    assert [None if math.isnan(x) else x for x in vs[-len(raw) :]] == [
+        None if s[1] is None else float(s[1]) for s in raw
+    ]
     # the highest value ever seen is still in the series: the spike that hit
     # the capacity line an hour ago must not vanish from the plot
     seen = [v for _, v in samples if v is not None]

@@ -19,6 +19,7 @@ from vramscope.core.samples import Frame
 
 class Counting:
     """A source whose frames are numbered (time = pass number)."""
+
     name, simulated = "test", False
 
     def __init__(self):
@@ -96,8 +97,9 @@ def test_a_sink_that_raises_does_not_stop_the_others():
     assert monitor.store.listener_failures == 3  # ... and each failure is counted, not lost
 
 
-@pytest.mark.parametrize("seconds, interval, passes", [(0, 1, 1), (4, 1, 5), (2.5, 0.5, 6),
-                                                       (0.3, 0.1, 4), (0.05, 0.1, 1)])
+@pytest.mark.parametrize(
+    "seconds, interval, passes", [(0, 1, 1), (4, 1, 5), (2.5, 0.5, 6), (0.3, 0.1, 4), (0.05, 0.1, 1)]
+)
 def test_passes_for_a_watch(seconds, interval, passes):
     assert runner.passes_for(seconds, interval) == passes
 

@@ -105,8 +105,7 @@ def test_sample_once_survives_a_failing_enricher():
         return Frame(time=frame.time, gpus=frame.gpus, source="enriched")
 
     store = Store()
-    sampler = Sampler(TimedSource(), store, enrichers=[broken, mark],
-                      wall_clock=lambda: 1234.5)
+    sampler = Sampler(TimedSource(), store, enrichers=[broken, mark], wall_clock=lambda: 1234.5)
     frame = sampler.sample_once()
     assert frame.source == "enriched" and frame.time == 1234.5
     assert store.latest is frame
@@ -122,8 +121,10 @@ def test_wall_clock_time_stamps_the_frames():
     assert times == source.nows == [100.0, 101.0, 102.5]
 
 
-@pytest.mark.parametrize("asked, got", [(0.01, MIN_INTERVAL), (0.1, 0.1), (1, 1.0),
-                                        (5.5, 5.5), (600, MAX_INTERVAL), (-3, MIN_INTERVAL)])
+@pytest.mark.parametrize(
+    "asked, got",
+    [(0.01, MIN_INTERVAL), (0.1, 0.1), (1, 1.0), (5.5, 5.5), (600, MAX_INTERVAL), (-3, MIN_INTERVAL)],
+)
 def test_interval_is_clamped(asked, got):
     assert clamp_interval(asked) == got
     sampler = Sampler(TimedSource(), Store(), interval=asked)

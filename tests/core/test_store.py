@@ -15,8 +15,20 @@ def _proc(pid, used, start=1000.0):
 
 
 def _frame(t, procs=(), used=5 * GiB, index=0, util=None):
-    return Frame(time=t, gpus=(GpuSample(index=index, total=24 * GiB, used=used, free=19 * GiB,
-                                         reserved=None, util_gpu=util, processes=tuple(procs)),))
+    return Frame(
+        time=t,
+        gpus=(
+            GpuSample(
+                index=index,
+                total=24 * GiB,
+                used=used,
+                free=19 * GiB,
+                reserved=None,
+                util_gpu=util,
+                processes=tuple(procs),
+            ),
+        ),
+    )
 
 
 def test_series_per_gpu_metric_with_none_as_nan():
@@ -56,10 +68,13 @@ def test_a_reused_pid_is_a_new_series():
 
 def test_process_series_are_per_gpu_and_na_memory_stays_nan():
     store = Store()
-    frame = Frame(time=5.0, gpus=(
-        GpuSample(index=0, processes=(_proc(10, 2 * GiB),)),
-        GpuSample(index=1, processes=(_proc(10, None),)),
-    ))
+    frame = Frame(
+        time=5.0,
+        gpus=(
+            GpuSample(index=0, processes=(_proc(10, 2 * GiB),)),
+            GpuSample(index=1, processes=(_proc(10, None),)),
+        ),
+    )
     store.append(frame)
     assert store.series(proc_key(0, 10, 1000.0))[1].tolist() == [2 * GiB]
     assert math.isnan(store.series(proc_key(1, 10, 1000.0))[1][0])

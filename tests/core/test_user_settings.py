@@ -64,7 +64,8 @@ def test_round_trip_through_the_toml_file(toml):
     s.hidden_columns = ("Host mem", "CPU %")
     s.card_details = True
     s.diagnostics = DiagnosticSettings().with_overrides(
-        squatter_min_bytes=512 * MiB, idle_minutes=2.5, leak_steps=40, lookup_notebooks=False)
+        squatter_min_bytes=512 * MiB, idle_minutes=2.5, leak_steps=40, lookup_notebooks=False
+    )
 
     text = toml.path.read_text()
     assert "interval = 0.5" in text and 'theme = "light"' in text and "idle_minutes = 2.5" in text
@@ -76,8 +77,12 @@ def test_round_trip_through_the_toml_file(toml):
     assert again.geometry == geometry and again.hidden_columns == ("Host mem", "CPU %")
     assert again.card_details is True
     d = again.diagnostics
-    assert (d.squatter_min_bytes, d.idle_minutes, d.leak_steps, d.lookup_notebooks) == \
-        (512 * MiB, 2.5, 40, False)
+    assert (d.squatter_min_bytes, d.idle_minutes, d.leak_steps, d.lookup_notebooks) == (
+        512 * MiB,
+        2.5,
+        40,
+        False,
+    )
     assert d.near_oom_free_bytes == DiagnosticSettings().near_oom_free_bytes
 
 
@@ -85,8 +90,15 @@ def test_command_line_overrides_one_run_and_is_not_saved(toml):
     s = toml()
     s.interval = 2.0
     s.window = "1h"
-    args = argparse.Namespace(interval=0.2, window=None, theme="dark", read_only=True,
-                              record=False, squatter_min_mib=100.0, leak_steps=None)
+    args = argparse.Namespace(
+        interval=0.2,
+        window=None,
+        theme="dark",
+        read_only=True,
+        record=False,
+        squatter_min_mib=100.0,
+        leak_steps=None,
+    )
     taken = s.merge_args(args)
     assert taken["interval"] == 0.2 and "window" not in taken
     assert s.interval == 0.2 and s.window == "1h"
@@ -127,7 +139,7 @@ def test_the_command_thresholds_are_the_files_with_the_command_line_on_top(toml)
 
 
 def test_saving_keeps_what_others_changed_since_and_keys_of_newer_versions(toml):
-    toml.path.write_text('[view]\nsparkles = true\n[future]\nanswer = 42\n')
+    toml.path.write_text("[view]\nsparkles = true\n[future]\nanswer = 42\n")
     window, other = toml(), toml()  # two starts, each with the file as it was
     other.update_diagnostics(idle_minutes=0.5)  # e.g. the user edits it while the window runs
     window.geometry = b"\x01\x02"  # the window closing: its layout, nothing else
@@ -141,9 +153,12 @@ def test_saving_keeps_what_others_changed_since_and_keys_of_newer_versions(toml)
 
 # -- a file that cannot be used ---------------------------------------------------------------
 
+
 def test_values_of_the_wrong_type_give_one_line_their_defaults_and_the_file_is_kept(toml, caplog):
-    original = ('[sampling]\ninterval = "fast"\n[view]\ntheme = "purple"\nwindow = "1h"\n'
-                'card_details = "yes"\n[diagnostics]\nidle_minutes = true\nleak_steps = 12\n')
+    original = (
+        '[sampling]\ninterval = "fast"\n[view]\ntheme = "purple"\nwindow = "1h"\n'
+        'card_details = "yes"\n[diagnostics]\nidle_minutes = true\nleak_steps = 12\n'
+    )
     toml.path.write_text(original)
     s = toml()
     assert s.interval == 1.0 and s.theme == "system" and s.card_details is False
@@ -169,8 +184,10 @@ def test_a_table_that_is_not_a_table_is_said(toml, caplog):
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e300", "-3"])
 def test_numbers_that_are_not_usable_give_the_default(toml, value, caplog):
-    toml.path.write_text(f"[sampling]\ninterval = {value}\n[recording]\nsession_cap_bytes = {value}\n"
-                         f"[diagnostics]\nidle_minutes = {value}\n")
+    toml.path.write_text(
+        f"[sampling]\ninterval = {value}\n[recording]\nsession_cap_bytes = {value}\n"
+        f"[diagnostics]\nidle_minutes = {value}\n"
+    )
     s = toml()
     assert s.interval == 1.0 and s.session_cap_bytes == 2 * GiB
     assert s.diagnostics == DiagnosticSettings()
@@ -178,8 +195,10 @@ def test_numbers_that_are_not_usable_give_the_default(toml, value, caplog):
     assert "\n" not in line and len(_aside(toml.path)) == 1
 
 
-@pytest.mark.parametrize("content", [b"interval = = 1\n", b"[view\n", b"\xff\xfe garbage",
-                                     b"[sampling]\ninterval = 1\ninterval = 2\n"])
+@pytest.mark.parametrize(
+    "content",
+    [b"interval = = 1\n", b"[view\n", b"\xff\xfe garbage", b"[sampling]\ninterval = 1\ninterval = 2\n"],
+)
 def test_a_corrupt_file_gives_one_line_and_the_defaults_and_is_kept_aside(toml, content, caplog):
     toml.path.write_bytes(content)
     s = toml()
@@ -223,9 +242,14 @@ def test_a_huge_file_is_not_read(toml, caplog):
     assert "at most" in line and len(_aside(toml.path)) == 1
 
 
-@pytest.mark.parametrize("content", ["a = " + "[" * 100_000 + "]" * 100_000,
-                                     "a = " + "{b = " * 40_000 + "1" + "}" * 40_000,
-                                     "[future]\na = " + "[" * 20 + "]" * 20])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "a = " + "[" * 100_000 + "]" * 100_000,
+        "a = " + "{b = " * 40_000 + "1" + "}" * 40_000,
+        "[future]\na = " + "[" * 20 + "]" * 20,
+    ],
+)
 def test_a_deeply_nested_file_is_refused_not_a_crash(toml, content, caplog):
     toml.path.write_text(content)
     s = toml()
@@ -303,29 +327,42 @@ from hypothesis import strategies as st  # noqa: E402
 from vramscope.core.user_settings import KEYS  # noqa: E402
 
 _TABLES = sorted({table for (table, _key), _d, _k in KEYS.values()} | {"diagnostics", "other"})
-_NAMES = sorted({key for (_table, key), _d, _k in KEYS.values()}
-                | {f for f in DiagnosticSettings.__dataclass_fields__} | {"x"})
-_VALUES = st.one_of(st.booleans(), st.integers(-(1 << 63), (1 << 63) - 1), st.floats(),
-                    st.text(max_size=20), st.lists(st.text(max_size=8), max_size=3),
-                    st.sampled_from(["1h", "dark", "lines", "AAAA", "system"]))
-_DOCUMENTS = st.dictionaries(st.sampled_from(_TABLES),
-                             st.one_of(st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=8),
-                                       _VALUES), max_size=6)
+_NAMES = sorted(
+    {key for (_table, key), _d, _k in KEYS.values()}
+    | {f for f in DiagnosticSettings.__dataclass_fields__}
+    | {"x"}
+)
+_VALUES = st.one_of(
+    st.booleans(),
+    st.integers(-(1 << 63), (1 << 63) - 1),
+    st.floats(),
+    st.text(max_size=20),
+    st.lists(st.text(max_size=8), max_size=3),
+    st.sampled_from(["1h", "dark", "lines", "AAAA", "system"]),
+)
+_DOCUMENTS = st.dictionaries(
+    st.sampled_from(_TABLES),
+    st.one_of(st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=8), _VALUES),
+    max_size=6,
+)
 
 
 def _check_every_value(s: Settings) -> None:
     for name, (_where, default, kind) in KEYS.items():
         value = getattr(s, name)
         assert value == default or kind(value) == value
-    DiagnosticSettings().with_overrides(**{
-        f: getattr(s.diagnostics, f) for f in DiagnosticSettings.__dataclass_fields__})
+    DiagnosticSettings().with_overrides(
+        **{f: getattr(s.diagnostics, f) for f in DiagnosticSettings.__dataclass_fields__}
+    )
 
 
-@hypothesis_settings(max_examples=150, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis_settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(document=_DOCUMENTS)
 def test_any_toml_document_gives_usable_settings_and_at_most_one_line(document, tmp_path_factory):
     import tomli_w
+
     path = tmp_path_factory.mktemp("h") / "settings.toml"
     path.write_text(tomli_w.dumps(document))
     records = []

@@ -23,8 +23,10 @@ MAX_SIZE_MB = 260  # Qt + ICU + numpy/OpenBLAS are ~190 MB of it; torch would ad
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("VRAMSCOPE_BUNDLE_TEST") != "1",
-                       reason="builds the PyInstaller bundle (slow); set VRAMSCOPE_BUNDLE_TEST=1"),
+    pytest.mark.skipif(
+        os.environ.get("VRAMSCOPE_BUNDLE_TEST") != "1",
+        reason="builds the PyInstaller bundle (slow); set VRAMSCOPE_BUNDLE_TEST=1",
+    ),
     pytest.mark.timeout(900),
 ]
 
@@ -36,11 +38,11 @@ def _has_pyinstaller() -> bool:
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     if not _has_pyinstaller():
-        pytest.fail("VRAMSCOPE_BUNDLE_TEST=1 but PyInstaller is not installed "
-                    "(pip install -e '.[bundle]')")
+        pytest.fail("VRAMSCOPE_BUNDLE_TEST=1 but PyInstaller is not installed (pip install -e '.[bundle]')")
     out = tmp_path_factory.mktemp("bundle")
-    done = subprocess.run(["bash", str(BUILD), str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=840)
+    done = subprocess.run(
+        ["bash", str(BUILD), str(out)], cwd=ROOT, capture_output=True, text=True, timeout=840
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     assert "smoke run passed" in done.stdout
     exe = out / "vramscope" / "vramscope"
@@ -51,8 +53,14 @@ def bundle(tmp_path_factory):
 def _run(exe, *args, timeout=60, **env):
     full_env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **env)
     full_env.pop("PYTHONPATH", None)  # the bundle must not need the checkout
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout,
-                          env=full_env, cwd=exe.parent.parent)
+    return subprocess.run(
+        [str(exe), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=exe.parent.parent,
+    )
 
 
 def test_window_starts_on_the_demo_and_quits_cleanly(bundle):
@@ -76,14 +84,16 @@ def test_version_and_help(bundle):
 
 def test_bundle_is_lean_and_complete(bundle):
     internal = bundle.parent / "_internal"
-    size_mb = sum(f.stat().st_size for f in bundle.parent.rglob("*")
-                  if f.is_file() and not f.is_symlink()) / 1e6
+    size_mb = (
+        sum(f.stat().st_size for f in bundle.parent.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6
+    )
     assert size_mb < MAX_SIZE_MB, f"{size_mb:.0f} MB"
     names = {p.name for p in internal.iterdir()}
     assert not {"torch", "IPython", "matplotlib", "scipy", "pytest"} & names
     qt_libs = {p.name for p in (internal / "PySide6" / "Qt" / "lib").iterdir()}
-    assert not any(n.startswith(("libQt6Qml", "libQt6Quick", "libQt6WebEngine", "libQt6Pdf"))
-                   for n in qt_libs), sorted(qt_libs)
+    assert not any(
+        n.startswith(("libQt6Qml", "libQt6Quick", "libQt6WebEngine", "libQt6Pdf")) for n in qt_libs
+    ), sorted(qt_libs)
     # what the app needs at run time: the icon (window + desktop entry), the agent
     # as source for `vramscope run`, and the platform plugins
     assert (internal / "vramscope" / "resources" / "icons" / "vramscope.svg").is_file()
@@ -95,8 +105,7 @@ def test_bundle_is_lean_and_complete(bundle):
 
 def test_desktop_entry_from_the_bundle_points_at_the_bundle(bundle, tmp_path):
     done = _run(bundle, "desktop", "show")
-    if done.returncode != 0 and ("invalid choice" in done.stderr
-                                 or "unrecognized arguments" in done.stderr):
+    if done.returncode != 0 and ("invalid choice" in done.stderr or "unrecognized arguments" in done.stderr):
         pytest.skip("`vramscope desktop` is not wired into cli.COMMANDS yet")
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"Exec={bundle} %f" in done.stdout

@@ -69,8 +69,7 @@ def test_uninstall_removes_what_install_wrote_and_nothing_else(xdg):
 
 def test_data_home_follows_xdg_and_ignores_a_relative_one(tmp_path):
     assert de.data_home({"XDG_DATA_HOME": str(tmp_path), "HOME": "/h"}) == tmp_path
-    assert de.data_home({"XDG_DATA_HOME": "rel/path", "HOME": "/h"}) == \
-        pathlib.Path("/h/.local/share")
+    assert de.data_home({"XDG_DATA_HOME": "rel/path", "HOME": "/h"}) == pathlib.Path("/h/.local/share")
     assert de.data_home({"HOME": "/h"}) == pathlib.Path("/h/.local/share")
 
 
@@ -102,8 +101,9 @@ def test_the_shipped_entry_is_what_install_writes():
 def test_command_line_install_show_uninstall(tmp_path):
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "share"), HOME=str(tmp_path))
     run = [sys.executable, "-m", "vramscope.desktop_entry"]
-    out = subprocess.run(run + ["show", "--exec", "/opt/x/vramscope"], env=env,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        run + ["show", "--exec", "/opt/x/vramscope"], env=env, capture_output=True, text=True, check=True
+    ).stdout
     assert "Exec=/opt/x/vramscope %f" in out
     assert not (tmp_path / "share").exists()
     done = subprocess.run(run + ["install"], env=env, capture_output=True, text=True)
@@ -114,8 +114,10 @@ def test_command_line_install_show_uninstall(tmp_path):
     assert done.returncode == 0 and not entry.exists()
 
 
-@pytest.mark.skipif(shutil.which("desktop-file-validate") is None,
-                    reason="desktop-file-validate not installed (apt-get install desktop-file-utils)")
+@pytest.mark.skipif(
+    shutil.which("desktop-file-validate") is None,
+    reason="desktop-file-validate not installed (apt-get install desktop-file-utils)",
+)
 def test_entries_pass_desktop_file_validate(xdg):
     env, share = xdg
     de.install(["/opt/a b/vramscope"], env=env, refresh_caches=False)
@@ -124,26 +126,34 @@ def test_entries_pass_desktop_file_validate(xdg):
         assert done.returncode == 0 and "error" not in done.stdout, done.stdout + done.stderr
 
 
-@pytest.mark.skipif(shutil.which("appstreamcli") is None,
-                    reason="appstreamcli not installed (apt-get install appstream)")
+@pytest.mark.skipif(
+    shutil.which("appstreamcli") is None, reason="appstreamcli not installed (apt-get install appstream)"
+)
 def test_metainfo_passes_appstreamcli():
-    done = subprocess.run(["appstreamcli", "validate", "--no-net", str(METAINFO)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["appstreamcli", "validate", "--no-net", str(METAINFO)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     text = METAINFO.read_text()
-    assert f"<launchable type=\"desktop-id\">{de.DESKTOP_FILE}</launchable>" in text
+    assert f'<launchable type="desktop-id">{de.DESKTOP_FILE}</launchable>' in text
 
 
 def test_an_entry_that_is_a_link_to_a_fifo_is_refused_and_left_alone(tmp_path):
     import stat
+
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "share"), HOME=str(tmp_path))
     apps = tmp_path / "share" / "applications"
     apps.mkdir(parents=True)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     (apps / de.DESKTOP_FILE).symlink_to(fifo)
-    done = subprocess.run([sys.executable, "-m", "vramscope.desktop_entry", "install"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "vramscope.desktop_entry", "install"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert done.stderr.strip().endswith("which is a FIFO; not replaced")
     assert len(done.stderr.strip().splitlines()) == 1

@@ -18,18 +18,20 @@ from vramscope import launcher
 
 APP = pathlib.Path(__file__).resolve().parents[2] / "app"
 # Debian/Ubuntu /etc/skel/.profile, the part that matters here (bash's login shell reads it)
-DEBIAN_PROFILE = '''if [ -d "$HOME/.local/bin" ] ; then
+DEBIAN_PROFILE = """if [ -d "$HOME/.local/bin" ] ; then
     PATH="$HOME/.local/bin:$PATH"
 fi
-'''
+"""
 
 
 def _installed_script(root: pathlib.Path) -> pathlib.Path:
     """What pip's console script in a venv is: `vramscope` with this Python in its shebang."""
     script = root / "venv" / "bin" / "vramscope"
     script.parent.mkdir(parents=True)
-    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(APP)!r})\n"
-                      "from vramscope.cli import main\nsys.exit(main())\n")
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(APP)!r})\n"
+        "from vramscope.cli import main\nsys.exit(main())\n"
+    )
     script.chmod(0o755)
     return script
 
@@ -42,19 +44,20 @@ def test_a_fresh_login_shell_runs_vramscope_after_the_install_step(tmp_path):
     (home / ".profile").write_text(skel.read_text() if skel.is_file() else DEBIAN_PROFILE)
     script = _installed_script(tmp_path)
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": str(home / "share")}
-    done = subprocess.run([str(script), "desktop", "install"], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [str(script), "desktop", "install"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "open a new login shell" in done.stdout  # ~/.local/bin did not exist before
     assert os.readlink(home / ".local" / "bin" / "vramscope") == str(script)
     fresh = ["env", "-i", f"HOME={home}", "bash", "-lc"]
     out = subprocess.run(fresh + ["vramscope --version"], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == f"vramscope {__version__}", out.stderr
-    status = subprocess.run(fresh + ["vramscope status --demo"], capture_output=True, text=True,
-                            timeout=120)
+    status = subprocess.run(fresh + ["vramscope status --demo"], capture_output=True, text=True, timeout=120)
     assert status.returncode == 0 and "GPU 0" in status.stdout, status.stderr
-    gone = subprocess.run([str(script), "desktop", "uninstall"], env=env, capture_output=True,
-                          text=True, timeout=120)
+    gone = subprocess.run(
+        [str(script), "desktop", "uninstall"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert gone.returncode == 0 and not (home / ".local" / "bin" / "vramscope").exists()
 
 
@@ -69,10 +72,12 @@ def test_someone_elses_file_is_left_alone(tmp_path):
 
 def test_the_message_says_what_to_do_when_the_directory_is_not_on_path(tmp_path):
     (tmp_path / ".local" / "bin").mkdir(parents=True)
-    said = launcher.install_launcher(_installed_script(tmp_path / "x"),
-                                     env={"HOME": str(tmp_path), "PATH": "/usr/bin"})
+    said = launcher.install_launcher(
+        _installed_script(tmp_path / "x"), env={"HOME": str(tmp_path), "PATH": "/usr/bin"}
+    )
     assert 'export PATH="$HOME/.local/bin:$PATH"' in said
-    on = launcher.install_launcher(_installed_script(tmp_path / "y"),
-                                   env={"HOME": str(tmp_path), "PATH": f"{tmp_path}/.local/bin"})
+    on = launcher.install_launcher(
+        _installed_script(tmp_path / "y"), env={"HOME": str(tmp_path), "PATH": f"{tmp_path}/.local/bin"}
+    )
     assert "runs from any shell" in on
     assert os.readlink(tmp_path / ".local" / "bin" / "vramscope").endswith("y/venv/bin/vramscope")

@@ -9,14 +9,17 @@ import psutil
 import pytest
 
 SLEEPER = "import time; print('ready', flush=True); time.sleep(120)"
-STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            "print('ready', flush=True); time.sleep(120)")
+STUBBORN = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('ready', flush=True); time.sleep(120)"
+)
 
 
 @pytest.fixture(autouse=True)
 def no_real_jupyter_servers(monkeypatch, tmp_path):
     """The rules never ask the user's own Jupyter servers during tests."""
     from vramscope.core.detectors import jupyter
+
     monkeypatch.setattr(jupyter, "runtime_dirs", lambda: [tmp_path / "jupyter-runtime"])
 
 
@@ -24,6 +27,7 @@ def no_real_jupyter_servers(monkeypatch, tmp_path):
 def monitor_runs_as_alice(monkeypatch):
     """The hand-built frames' processes belong to "alice": the monitor is her."""
     from vramscope.core.detectors import naming
+
     monkeypatch.setattr(naming, "_me", lambda: "alice")
 
 
@@ -37,6 +41,7 @@ def start_child():
         assert p.stdout.readline().strip() == "ready"
         children.append(p)
         return p, psutil.Process(p.pid).create_time()
+
     yield start
     for p in children:
         if p.poll() is None:

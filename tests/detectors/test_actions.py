@@ -19,7 +19,6 @@ from vramscope.core.actions import EndProcess, ProcessActions, read_audit_log
 from .conftest import STUBBORN
 
 
-
 @pytest.fixture
 def audit(tmp_path):
     return tmp_path / "logs" / "actions.jsonl"
@@ -69,8 +68,9 @@ def test_sigkill_only_after_sigterm_and_the_grace_period(start_child, audit):
 def test_end_process_sequence_term_grace_then_kill_without_qt(start_child, audit):
     """The steps the window's confirmation dialogs walk through, Qt-free."""
     child, start = start_child(STUBBORN)
-    request = EndProcess(ProcessActions(audit_path=audit, grace_seconds=0.3), child.pid, start,
-                         memory=1 << 30)
+    request = EndProcess(
+        ProcessActions(audit_path=audit, grace_seconds=0.3), child.pid, start, memory=1 << 30
+    )
     assert request.describe().own and request.check_after_ms == 400
     assert request.terminate().ok
     time.sleep(request.check_after_ms / 1000)
@@ -113,8 +113,11 @@ def other_user():
     try:
         pwd.getpwnam(TEST_USER)
     except KeyError:
-        r = subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0:
             pytest.skip(f"useradd failed: {r.stderr.strip()}")
         created = True

@@ -22,6 +22,7 @@ def of(alerts, kind):
 
 # -- fragmentation ------------------------------------------------------------------------
 
+
 def feed_devices(engine, devs, settings=None, step_s=5):
     alerts = []
     for i, dev in enumerate(devs):
@@ -42,11 +43,14 @@ def test_fragmentation_flagged_with_expandable_segments_fix():
 def test_fragmentation_message_gives_the_agent_panels_figure():
     """The slivers the message names are the inactive split the agent panel shows."""
     from vramscope.ui.agent_device import device_title
+
     dev = device(allocated=8 * GiB, reserved=13 * GiB, inactive_split=3 * GiB)
     [alert] = of(feed_devices(Diagnostics(), [dev] * 4), "fragmentation")
     assert "inactive split 3.0 GiB" in device_title(dev)
-    assert alert.message.endswith("3.0 GiB reserved but free in unusable slivers "
-                                  "(inactive split; 5.0 GiB reserved but not allocated in all)")
+    assert alert.message.endswith(
+        "3.0 GiB reserved but free in unusable slivers "
+        "(inactive split; 5.0 GiB reserved but not allocated in all)"
+    )
 
 
 def test_fragmentation_when_expandable_segments_already_on_says_so():
@@ -77,6 +81,7 @@ def test_rising_alloc_retries_flag_fragmentation():
 
 
 # -- leak ---------------------------------------------------------------------------------
+
 
 def feed_steps(engine, afters, per_frame=5, used=14 * GiB):
     alerts = []
@@ -131,11 +136,13 @@ def test_leak_near_capacity_is_critical():
 
 # -- eval with autograd --------------------------------------------------------------------
 
+
 def test_eval_autograd_with_growth_flagged():
     engine = Diagnostics()
     base = 10 * GiB
-    engine.feed(frame(0, [train_gpu()], [agent(PID, [device(base, 16 * GiB)],
-                                               [step(1, base, 0, peak=13 * GiB)])]))
+    engine.feed(
+        frame(0, [train_gpu()], [agent(PID, [device(base, 16 * GiB)], [step(1, base, 0, peak=13 * GiB)])])
+    )
     ev = AgentEvent("eval_autograd", T0 + 5, {"model": "GPT2LMHeadModel"})
     engine.feed(frame(5, [train_gpu()], [agent(PID, [device(base, 16 * GiB)], [ev], t=5)]))
     engine.feed(frame(10, [train_gpu()], [agent(PID, [device(15 * GiB, 17 * GiB)], t=10)]))
@@ -166,34 +173,36 @@ def test_fine_tuning_in_eval_mode_is_not_eval_with_autograd():
     alerts = []
     for t in range(0, 3600, 2):
         # the agent reports eval forwards at most every 30 s; a step every 2 s
-        events = ([AgentEvent("eval_autograd", T0 + t + 0.2, {"model": "Net"})] if t % 30 == 0
-                  else []) + [step(t // 2 + 1, base, t + 1.5, peak=base + 4 * GiB)]
+        events = ([AgentEvent("eval_autograd", T0 + t + 0.2, {"model": "Net"})] if t % 30 == 0 else []) + [
+            step(t // 2 + 1, base, t + 1.5, peak=base + 4 * GiB)
+        ]
         alloc = base + (3 * GiB if t % 4 == 2 else 0)  # read mid-forward every other pass
-        alerts = engine.feed(frame(t, [train_gpu()], [agent(PID, [device(alloc, 16 * GiB)],
-                                                            events, t=t)]))
+        alerts = engine.feed(frame(t, [train_gpu()], [agent(PID, [device(alloc, 16 * GiB)], events, t=t)]))
         assert of(alerts, "eval_autograd") == [], t
     # and when the steps stop and eval forwards go on growing, it is evaluation
     for t in range(3600, 3700, 2):
         events = [AgentEvent("eval_autograd", T0 + t + 0.2, {"model": "Net"})] if t % 30 == 0 else []
         alloc = base + (t - 3600) * 64 * MiB
-        alerts = engine.feed(frame(t, [train_gpu()], [agent(PID, [device(alloc, 16 * GiB)],
-                                                            events, t=t)]))
+        alerts = engine.feed(frame(t, [train_gpu()], [agent(PID, [device(alloc, 16 * GiB)], events, t=t)]))
     assert of(alerts, "eval_autograd") != []
 
 
 # -- checkpointing --------------------------------------------------------------------------
 
+
 def test_checkpointing_with_use_cache_flagged_and_stays():
     engine = Diagnostics()
     ev = AgentEvent("checkpointing_use_cache", T0, {"model": "LlamaForCausalLM"})
     engine.feed(frame(0, [train_gpu()], [agent(PID, [device(GiB, 2 * GiB)], [ev])]))
-    [alert] = of(engine.feed(frame(60, [train_gpu()], [agent(PID, [device(GiB, 2 * GiB)])])),
-                 "checkpointing_use_cache")
+    [alert] = of(
+        engine.feed(frame(60, [train_gpu()], [agent(PID, [device(GiB, 2 * GiB)])])), "checkpointing_use_cache"
+    )
     assert "model.config.use_cache = False" in alert.fix
     assert "LlamaForCausalLM" in alert.message
 
 
 # -- near-OOM and OOM -------------------------------------------------------------------------
+
 
 def test_low_free_memory_is_near_oom():
     g = gpu([proc(1, 23 * GiB + 300 * MiB, sm=90)], total=24 * GiB, util=90)
@@ -219,11 +228,21 @@ def test_trend_reaching_capacity_within_horizon_is_near_oom():
 
 def test_oom_event_is_critical_with_breakdown_and_decision_order():
     engine = Diagnostics()
-    b = buckets(weights=14 * GiB, gradients=14 * GiB, optimizer_state=28 * GiB,
-                other=10 * GiB, cached=2 * GiB)
-    ev = AgentEvent("oom", T0 + 3, {"device": "cuda:0", "requested": 2 * GiB, "total": 80 * GiB,
-                                    "free": GiB, "buckets": b.as_dict(),
-                                    "blocks": [{"size": 4 * GiB}, {"size": GiB}]})
+    b = buckets(
+        weights=14 * GiB, gradients=14 * GiB, optimizer_state=28 * GiB, other=10 * GiB, cached=2 * GiB
+    )
+    ev = AgentEvent(
+        "oom",
+        T0 + 3,
+        {
+            "device": "cuda:0",
+            "requested": 2 * GiB,
+            "total": 80 * GiB,
+            "free": GiB,
+            "buckets": b.as_dict(),
+            "blocks": [{"size": 4 * GiB}, {"size": GiB}],
+        },
+    )
     engine.feed(frame(3, [train_gpu(total=80 * GiB)], [agent(PID, [device(68 * GiB, 70 * GiB)], [ev])]))
     alerts = engine.feed(frame(60, [train_gpu(total=80 * GiB)], []))  # the event is not repeated
     [alert] = of(alerts, "oom")
@@ -239,8 +258,9 @@ def test_oom_with_activations_dominant_points_to_checkpointing():
     engine = Diagnostics()
     b = buckets(2 * GiB, 2 * GiB, 4 * GiB, 14 * GiB, GiB)
     ev = AgentEvent("oom", T0, {"requested": GiB, "buckets": b.as_dict()})
-    [alert] = of(engine.feed(frame(0, [train_gpu()], [agent(PID, [device(22 * GiB, 23 * GiB)], [ev])])),
-                 "oom")
+    [alert] = of(
+        engine.feed(frame(0, [train_gpu()], [agent(PID, [device(22 * GiB, 23 * GiB)], [ev])])), "oom"
+    )
     assert "Activations dominate" in alert.fix and "checkpointing" in alert.fix
 
 

@@ -28,16 +28,19 @@ def no_finder(pid, conn):
 @pytest.fixture
 def themed(qapp):
     from vramscope.ui import theme
+
     theme.apply(qapp)
     return qapp
 
 
 def demo_engine(seconds=400):
     from vramscope.sources.simulated import SimulatedSource
+
     src = SimulatedSource(seed=1, start_time=T0)
     # the kernel thresholds shortened so that the leftover kernel is a warning by then
-    engine = Diagnostics(DiagnosticSettings(kernel_idle_minutes=1, kernel_warn_minutes=5),
-                         notebook_finder=no_finder)
+    engine = Diagnostics(
+        DiagnosticSettings(kernel_idle_minutes=1, kernel_warn_minutes=5), notebook_finder=no_finder
+    )
     for t in range(seconds + 1):
         engine.feed(src.sample(T0 + t))
     return engine
@@ -90,18 +93,29 @@ def test_acknowledge_and_mute_from_the_panel(themed, qtbot):
 
 # -- End process on real processes ---------------------------------------------------------
 
+
 def frame_with(pid, start, t):
-    info = ProcessInfo(pid=pid, start_time=start, user="me", name="python",
-                       cmdline=("python", "-c", "sleep"), ppid=1, status="sleeping",
-                       parent_alive=True)
+    info = ProcessInfo(
+        pid=pid,
+        start_time=start,
+        user="me",
+        name="python",
+        cmdline=("python", "-c", "sleep"),
+        ppid=1,
+        status="sleeping",
+        parent_alive=True,
+    )
     proc = GpuProcess(pid=pid, used=2 * GiB, sm=0, info=info)
-    return Frame(time=t, gpus=(GpuSample(index=0, total=24 * GiB, used=3 * GiB, free=21 * GiB,
-                                          util_gpu=0, processes=(proc,)),))
+    return Frame(
+        time=t,
+        gpus=(
+            GpuSample(index=0, total=24 * GiB, used=3 * GiB, free=21 * GiB, util_gpu=0, processes=(proc,)),
+        ),
+    )
 
 
 def panel_for(qtbot, pid, start, tmp_path, **kw):
-    engine = Diagnostics(DiagnosticSettings().with_overrides(idle_minutes=0.0),
-                         notebook_finder=no_finder)
+    engine = Diagnostics(DiagnosticSettings().with_overrides(idle_minutes=0.0), notebook_finder=no_finder)
     engine.feed(frame_with(pid, start, start + 10))
     actions = ProcessActions(audit_path=tmp_path / "audit.jsonl", grace_seconds=0.3, **kw)
     panel = AlertsPanel(engine, actions)
@@ -142,8 +156,9 @@ def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, start
     panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
     first = confirmation(qtbot, panel)
     first.confirm_button.click()
-    qtbot.waitUntil(lambda: panel.active_dialog is not first and panel.active_dialog.isVisible(),
-                    timeout=5000)
+    qtbot.waitUntil(
+        lambda: panel.active_dialog is not first and panel.active_dialog.isVisible(), timeout=5000
+    )
     kill = panel.active_dialog
     assert kill.mode == "kill" and "SIGKILL" in kill.confirm_button.text()
     with qtbot.waitSignal(panel.process_ended, timeout=5000):
@@ -173,6 +188,7 @@ def test_read_only_disables_end_process(themed, qtbot, start_child, tmp_path):
 
 # -- tray -----------------------------------------------------------------------------------
 
+
 class RecordingTray:
     """Stands in for QSystemTrayIcon where the test desktop has none."""
 
@@ -188,6 +204,7 @@ class RecordingTray:
 
 def test_tray_notifies_only_when_window_is_away_and_once_per_alert(themed, qtbot):
     from PySide6.QtWidgets import QWidget
+
     engine = demo_engine(330)
     alerts = engine.alerts()
     window = QWidget()
@@ -215,6 +232,7 @@ def test_watching_rows_below_the_alerts_greyed_and_without_actions(themed, qtbot
     from .cases import engine as suite_engine
     from .scenarios import frame, gpu, proc
     from .test_urgency import busy_scene
+
     eng = suite_engine()
     for t in range(0, 370, 10):  # the holder is an alert at 5 min; the kernel idle 6 of 10
         eng.feed(frame(t, busy_scene(0)))
@@ -252,6 +270,7 @@ def test_urgent_first_screenshot(themed, qtbot, artifacts_dir, size):
     from .cases import engine as suite_engine
     from .scenarios import frame
     from .test_urgency import busy_scene
+
     eng = suite_engine()
     for t in range(0, 500, 5):
         eng.feed(frame(t, busy_scene(max(0, t - 300))))

@@ -64,8 +64,12 @@ def test_busy_runs_and_short_jobs_are_not_flagged(first_six_minutes):
     gpu0 = next(g for g in frame.gpus if g.index == 0)
     train = next(p for p in gpu0.processes if p.has_agent)
     assert train.pid not in flagged
-    short_jobs = {p.pid for g in frame.gpus for p in g.processes
-                  if p.info and p.info.cmdline and "eval_ckpt.py" in " ".join(p.info.cmdline)}
+    short_jobs = {
+        p.pid
+        for g in frame.gpus
+        for p in g.processes
+        if p.info and p.info.cmdline and "eval_ckpt.py" in " ".join(p.info.cmdline)
+    }
     assert not (short_jobs & flagged)
     assert {k for k, _, _ in seen} <= {"squatter", "leak", "fragmentation", "growth"}
     growing = {a.pid for (k, _, _), (_, a, _) in seen.items() if k == "growth"}

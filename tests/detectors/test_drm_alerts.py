@@ -53,6 +53,7 @@ def test_a_rocm_run_is_not_called_idle_though_fdinfo_shows_no_engine_time(tmp_pa
     """ROCm's user-mode queues leave drm-engine-* flat: with a process holding /dev/kfd
     on the card, per-process busy % is n/a, and a busy card is no squatter's."""
     from drm_trees import Fd
+
     pids = sleepers(4)
     m = lab(tmp_path, *pids, gone_pid())
     rocm = pids[1]  # `both`: add /dev/kfd to it, as a ROCm PyTorch process holds it

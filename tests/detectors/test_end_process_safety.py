@@ -42,8 +42,7 @@ def test_system_accounts_are_refused_even_for_their_owner(start_child, tmp_path)
     account's processes: they are the system's."""
     child, start = start_child()
     me = psutil.Process(child.pid).uids().real
-    actions = ProcessActions(audit_path=tmp_path / "audit.jsonl", owner_uid=me,
-                             first_user_uid=me + 1)
+    actions = ProcessActions(audit_path=tmp_path / "audit.jsonl", owner_uid=me, first_user_uid=me + 1)
     result = actions.terminate(child.pid, start)
     assert not result.ok and "system account" in result.message and "even when" in result.message
     assert child.poll() is None  # untouched
@@ -65,8 +64,13 @@ def test_under_sudo_own_means_the_user_who_ran_sudo(tmp_path, monkeypatch):
     assert acting_uid() == REGULAR_UID
     actions = ProcessActions(audit_path=tmp_path / "audit.jsonl", first_user_uid=1000)
     roots = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.PIPE, text=True)
-    users = subprocess.Popen(["/bin/sh", "-c", "echo ready; exec sleep 120"],
-                             stdout=subprocess.PIPE, text=True, user=REGULAR_UID, cwd="/")
+    users = subprocess.Popen(
+        ["/bin/sh", "-c", "echo ready; exec sleep 120"],
+        stdout=subprocess.PIPE,
+        text=True,
+        user=REGULAR_UID,
+        cwd="/",
+    )
     try:
         for p in (roots, users):
             assert p.stdout.readline().strip() == "ready"
@@ -83,11 +87,19 @@ def test_under_sudo_own_means_the_user_who_ran_sudo(tmp_path, monkeypatch):
             p.wait(timeout=10)
 
 
-@pytest.mark.parametrize("pid, start", [(2**31, 1.0), (2**63, 1.0), (-5, 1.0), (True, 1.0),
-                                        (4242, float("nan")), (4242, float("inf")),
-                                        (4242, -1.0)])
-def test_a_pid_past_pid_t_or_a_start_time_that_is_no_time_is_refused_in_one_line(
-        tmp_path, pid, start):
+@pytest.mark.parametrize(
+    "pid, start",
+    [
+        (2**31, 1.0),
+        (2**63, 1.0),
+        (-5, 1.0),
+        (True, 1.0),
+        (4242, float("nan")),
+        (4242, float("inf")),
+        (4242, -1.0),
+    ],
+)
+def test_a_pid_past_pid_t_or_a_start_time_that_is_no_time_is_refused_in_one_line(tmp_path, pid, start):
     actions = ProcessActions(audit_path=tmp_path / "audit.jsonl")
     result = actions.terminate(pid, start)
     assert not result.ok and result.message.endswith("refusing")

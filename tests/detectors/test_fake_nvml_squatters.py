@@ -18,8 +18,11 @@ from vramscope.core.actions import ProcessActions
 @pytest.fixture
 def real_processes(tmp_path):
     conn = tmp_path / "kernel-5e1f0c2a-test.json"
-    kernel = subprocess.Popen([sys.executable, "-m", "ipykernel_launcher", "-f", str(conn)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kernel = subprocess.Popen(
+        [sys.executable, "-m", "ipykernel_launcher", "-f", str(conn)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     procs = {"kernel": kernel, "idle": idle, "busy": busy}
@@ -31,19 +34,46 @@ def real_processes(tmp_path):
 
 
 def state_with(procs) -> FakeState:
-    return FakeState(gpus=[FakeGpu(
-        total=24 * GiB, used=15 * GiB, utilization=(80, 30),
-        processes=[FakeProcess(procs["kernel"].pid, 3 * GiB),  # no SM sample: 0 %
-                   FakeProcess(procs["idle"].pid, 2 * GiB),
-                   FakeProcess(procs["busy"].pid, 10 * GiB, sm=85)])])
+    return FakeState(
+        gpus=[
+            FakeGpu(
+                total=24 * GiB,
+                used=15 * GiB,
+                utilization=(80, 30),
+                processes=[
+                    FakeProcess(procs["kernel"].pid, 3 * GiB),  # no SM sample: 0 %
+                    FakeProcess(procs["idle"].pid, 2 * GiB),
+                    FakeProcess(procs["busy"].pid, 10 * GiB, sm=85),
+                ],
+            )
+        ]
+    )
 
 
 def test_status_watch_flags_real_kernel_and_idle_process_not_busy_one(fake_nvml_files, real_processes):
     procs, conn = real_processes
     fake_nvml_files.write(state_with(procs))
-    r = subprocess.run([sys.executable, "-m", "vramscope", "status", "--json", "--watch", "2.5",
-                        "--interval", "0.5", "--idle-minutes", "0.02", "--kernel-idle-minutes", "0.02"],
-                       env=fake_nvml_files.env(), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            "status",
+            "--json",
+            "--watch",
+            "2.5",
+            "--interval",
+            "0.5",
+            "--idle-minutes",
+            "0.02",
+            "--kernel-idle-minutes",
+            "0.02",
+        ],
+        env=fake_nvml_files.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     squatters = {a["pid"]: a for a in report["alerts"] if a["kind"] == "squatter"}
@@ -64,8 +94,13 @@ def test_status_watch_flags_real_kernel_and_idle_process_not_busy_one(fake_nvml_
 def test_status_without_watch_does_not_call_a_fresh_process_idle(fake_nvml_files, real_processes):
     procs, _ = real_processes
     fake_nvml_files.write(state_with(procs))
-    r = subprocess.run([sys.executable, "-m", "vramscope", "status", "--json"],
-                       env=fake_nvml_files.env(), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--json"],
+        env=fake_nvml_files.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert [a for a in json.loads(r.stdout)["alerts"] if a["kind"] == "squatter"] == []
 
@@ -90,18 +125,48 @@ def test_status_watch_explains_a_real_idle_vllm_server_and_reads_its_metrics(fak
     at the end of the watch it is explained at INFO with its KV cache, never a
     squatter, never near-OOM."""
     from fakeservers import VLLM_METRICS, start_fake_server
-    launcher, port, worker = start_fake_server(tmp_path, "vllm.entrypoints.openai.api_server",
-                                               VLLM_METRICS.replace("3.0", "0.0").replace(
-                                                   "waiting{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} 1.0",
-                                                   "waiting{engine=\"0\",model_name=\"Qwen/Qwen2.5-7B\"} 0.0"))
+
+    launcher, port, worker = start_fake_server(
+        tmp_path,
+        "vllm.entrypoints.openai.api_server",
+        VLLM_METRICS.replace("3.0", "0.0").replace(
+            'waiting{engine="0",model_name="Qwen/Qwen2.5-7B"} 1.0',
+            'waiting{engine="0",model_name="Qwen/Qwen2.5-7B"} 0.0',
+        ),
+    )
     try:
         used = int(0.95 * 24 * GiB)
-        fake_nvml_files.write(FakeState(gpus=[FakeGpu(
-            total=24 * GiB, used=used + 300 * (1 << 20), utilization=(0, 0),
-            processes=[FakeProcess(worker, used)])]))
-        r = subprocess.run([sys.executable, "-m", "vramscope", "status", "--json", "--watch", "3",
-                            "--interval", "0.5", "--idle-minutes", "0.02"],
-                           env=fake_nvml_files.env(), capture_output=True, text=True, timeout=120)
+        fake_nvml_files.write(
+            FakeState(
+                gpus=[
+                    FakeGpu(
+                        total=24 * GiB,
+                        used=used + 300 * (1 << 20),
+                        utilization=(0, 0),
+                        processes=[FakeProcess(worker, used)],
+                    )
+                ]
+            )
+        )
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vramscope",
+                "status",
+                "--json",
+                "--watch",
+                "3",
+                "--interval",
+                "0.5",
+                "--idle-minutes",
+                "0.02",
+            ],
+            env=fake_nvml_files.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         report = json.loads(r.stdout)
     finally:

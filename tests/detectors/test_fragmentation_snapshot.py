@@ -22,8 +22,9 @@ def _feed(snapshot, allocated, reserved, inactive_split, n=4, settings=None):
     for i in range(n):
         report = agent(PID, [device(allocated, reserved, inactive_split)], settings=settings, t=i * 5)
         report = dataclasses.replace(report, allocator={"t": T0 + i * 5, "devices": {"cuda:0": summary}})
-        alerts = engine.feed(frame(i * 5, [gpu([proc(PID, 14 * GiB, sm=90, has_agent=True)], util=90)],
-                                   [report]))
+        alerts = engine.feed(
+            frame(i * 5, [gpu([proc(PID, 14 * GiB, sm=90, has_agent=True)], util=90)], [report])
+        )
     return [a for a in alerts if a.kind == "fragmentation"]
 
 
@@ -57,8 +58,10 @@ def test_a_cache_of_whole_free_segments_is_not_fragmentation_even_if_the_counter
 
 
 def test_a_cuda_graph_private_pool_is_not_fragmentation():
-    segs = [S.segment(1 << 40, [(S.A, 8 * GiB)]),
-            S.segment(1 << 44, [(S.A, 1 * GiB), (S.F, 5 * GiB)], pool=(1, 0))]
+    segs = [
+        S.segment(1 << 40, [(S.A, 8 * GiB)]),
+        S.segment(1 << 44, [(S.A, 1 * GiB), (S.F, 5 * GiB)], pool=(1, 0)),
+    ]
     assert _feed(S.snapshot(segs), 9 * GiB, 14 * GiB, inactive_split=5 * GiB) == []
 
 
@@ -75,9 +78,9 @@ def test_a_stale_snapshot_leaves_the_rule_on_the_counters():
     s = summarize(snap["segments"])
     engine = Diagnostics()
     for i in range(4):
-        report = dataclasses.replace(agent(PID, [device(s["allocated"], s["reserved"], 0)], t=i * 5 + 600),
-                                     allocator={"t": T0, "devices": {"cuda:0": s}})
+        report = dataclasses.replace(
+            agent(PID, [device(s["allocated"], s["reserved"], 0)], t=i * 5 + 600),
+            allocator={"t": T0, "devices": {"cuda:0": s}},
+        )
         alerts = engine.feed(frame(i * 5, [gpu([proc(PID, 14 * GiB, sm=90, has_agent=True)])], [report]))
     assert [a for a in alerts if a.kind == "fragmentation"] == []  # inactive_split 0: nothing
-
-

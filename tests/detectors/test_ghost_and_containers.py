@@ -28,17 +28,16 @@ def ghost_proc(pid, used):
 
 
 def test_ghost_is_flagged_at_once_with_the_amount_and_how_to_find_the_holder():
-    holder = DeviceHolder(ProcessInfo(pid=5150, user="bob", cmdline=("python", "serve.py")),
-                          ("/dev/nvidia0", "/dev/nvidiactl"))
-    f = with_view(frame(0, [gpu([proc(1, 2 * GiB, sm=50), ghost_proc(666, 6 * GiB)])]), True,
-                  [holder])
+    holder = DeviceHolder(
+        ProcessInfo(pid=5150, user="bob", cmdline=("python", "serve.py")), ("/dev/nvidia0", "/dev/nvidiactl")
+    )
+    f = with_view(frame(0, [gpu([proc(1, 2 * GiB, sm=50), ghost_proc(666, 6 * GiB)])]), True, [holder])
     [alert] = kinds(Diagnostics(notebook_finder=no_finder).feed(f), "ghost")
     assert alert.pid == 666 and alert.gpu == 0 and alert.severity == "warning"
     assert "still holds 6.0 GiB on GPU 0 for a process that no longer exists" in alert.message
     assert "fuser -v /dev/nvidia*" in alert.fix and "lsof /dev/nvidia*" in alert.fix
     assert "-i 0" in alert.fix  # the last resort names this GPU
-    assert any("pid 5150 (python serve.py) holds /dev/nvidia0, /dev/nvidiactl" in e
-               for e in alert.evidence)
+    assert any("pid 5150 (python serve.py) holds /dev/nvidia0, /dev/nvidiactl" in e for e in alert.evidence)
     assert alert.frees == 6 * GiB
 
 
@@ -85,13 +84,11 @@ def test_no_container_notice_on_the_host_or_with_nothing_hidden():
     assert kinds(engine.feed(with_view(frame(0, [gpu([hidden])]), True)), "in_container") == []
     assert kinds(engine.feed(with_view(frame(0, [gpu([hidden])]), None)), "in_container") == []
     visible = proc(5, GiB, sm=30)
-    assert kinds(engine.feed(with_view(frame(0, [gpu([visible], util=30)]), False)),
-                 "in_container") == []
+    assert kinds(engine.feed(with_view(frame(0, [gpu([visible], util=30)]), False)), "in_container") == []
 
 
 def in_container(p, container, ns_pid=1):
-    return dataclasses.replace(p, info=dataclasses.replace(p.info, container=container,
-                                                           ns_pid=ns_pid))
+    return dataclasses.replace(p, info=dataclasses.replace(p.info, container=container, ns_pid=ns_pid))
 
 
 def test_squatter_in_a_container_names_the_container_to_stop():

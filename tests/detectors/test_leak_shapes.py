@@ -59,6 +59,7 @@ def test_an_eval_phase_that_gives_its_memory_back_is_not_a_leak():
     # +200 MiB during each evaluation, released after it: a sawtooth of evaluations
     from .cases import _series
     from .scenarios import MiB
+
     back = _series(15, lambda k: 200 * MiB if k % 100 >= 95 else 0)
     out = run_case(Case("eval", "leak", False, agent_run(back, 3600, steps_per_frame=5)))
     assert out.false_alerts == []

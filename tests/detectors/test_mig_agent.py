@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from vramscope.core.detectors.agentmap import gpu_for_device, headroom, slice_for_device
 from vramscope.core.samples import (
-    AgentDevice, AgentReport, Frame, GpuProcess, GpuSample, MigSlice,
+    AgentDevice,
+    AgentReport,
+    Frame,
+    GpuProcess,
+    GpuSample,
+    MigSlice,
 )
 
 GiB = 1 << 30
@@ -17,15 +22,40 @@ def lab_frame() -> tuple[Frame, AgentReport]:
     trainer = GpuProcess(pid=4242, used=int(38.5 * GiB), mig_uuid=SLICE)
     neighbour = GpuProcess(pid=5151, used=10 * GiB, mig_uuid=OTHER)
     h100 = GpuSample(
-        index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-0f0e0d0c-aaaa-bbbb-cccc-000000000000",
-        total=80 * GiB, used=49 * GiB, free=31 * GiB, mig_mode=True,
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        uuid="GPU-0f0e0d0c-aaaa-bbbb-cccc-000000000000",
+        total=80 * GiB,
+        used=49 * GiB,
+        free=31 * GiB,
+        mig_mode=True,
         processes=(trainer, neighbour),
-        slices=(MigSlice(index=6, uuid=SLICE, name="NVIDIA H100 80GB HBM3 MIG 3g.40gb",
-                         profile="3g.40gb", gpu_instance_id=1, compute_instance_id=0,
-                         total=40 * GiB, used=39 * GiB, free=1 * GiB, processes=(trainer,)),
-                MigSlice(index=5, uuid=OTHER, profile="2g.20gb", gpu_instance_id=5,
-                         compute_instance_id=0, total=20 * GiB, used=10 * GiB, free=10 * GiB,
-                         processes=(neighbour,))))
+        slices=(
+            MigSlice(
+                index=6,
+                uuid=SLICE,
+                name="NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+                profile="3g.40gb",
+                gpu_instance_id=1,
+                compute_instance_id=0,
+                total=40 * GiB,
+                used=39 * GiB,
+                free=1 * GiB,
+                processes=(trainer,),
+            ),
+            MigSlice(
+                index=5,
+                uuid=OTHER,
+                profile="2g.20gb",
+                gpu_instance_id=5,
+                compute_instance_id=0,
+                total=20 * GiB,
+                used=10 * GiB,
+                free=10 * GiB,
+                processes=(neighbour,),
+            ),
+        ),
+    )
     # torch reports the slice's uuid without NVML's "MIG-" prefix
     dev = AgentDevice(device="cuda:0", gpu_uuid=SLICE[4:], allocated=36 * GiB, reserved=38 * GiB)
     return Frame(time=0.0, gpus=(h100,)), AgentReport(pid=4242, start_time=1.0, devices=(dev,))
@@ -51,10 +81,15 @@ def test_rules_see_the_slice_memory_not_the_card():
 
 def test_a_whole_gpu_device_is_still_the_gpu():
     frame, _ = lab_frame()
-    plain = GpuSample(index=1, uuid="GPU-1111", total=24 * GiB, used=2 * GiB, free=22 * GiB,
-                      processes=(GpuProcess(pid=77, used=2 * GiB),))
+    plain = GpuSample(
+        index=1,
+        uuid="GPU-1111",
+        total=24 * GiB,
+        used=2 * GiB,
+        free=22 * GiB,
+        processes=(GpuProcess(pid=77, used=2 * GiB),),
+    )
     frame = Frame(time=0.0, gpus=frame.gpus + (plain,))
-    report = AgentReport(pid=77, start_time=1.0,
-                         devices=(AgentDevice(device="cuda:0", gpu_uuid="1111"),))
+    report = AgentReport(pid=77, start_time=1.0, devices=(AgentDevice(device="cuda:0", gpu_uuid="1111"),))
     gpu = gpu_for_device(frame, report, report.devices[0])
     assert gpu is plain and slice_for_device(frame, report.devices[0]) is None

@@ -18,14 +18,14 @@ def near_oom_with(b, used=23 * GiB + 400 * MiB):
     """One agent process that fills the card, with buckets ``b``."""
     g = gpu([proc(4242, used, sm=90, has_agent=True)], total=24 * GiB, util=90)
     dev = device(22 * GiB, 23 * GiB, buckets=b)
-    [alert] = [a for a in Diagnostics().feed(frame(0, [g], [agent(4242, [dev])]))
-               if a.kind == "near_oom"]
+    [alert] = [a for a in Diagnostics().feed(frame(0, [g], [agent(4242, [dev])])) if a.kind == "near_oom"]
     return alert
 
 
 def test_a_card_filled_by_its_own_cache_says_so_and_suggests_empty_cache_first():
-    alert = near_oom_with(buckets(weights=6 * GiB, gradients=6 * GiB, optimizer_state=2 * GiB,
-                                  other=1 * GiB, cached=8 * GiB))
+    alert = near_oom_with(
+        buckets(weights=6 * GiB, gradients=6 * GiB, optimizer_state=2 * GiB, other=1 * GiB, cached=8 * GiB)
+    )
     assert alert.fix.startswith("8.0 GiB of it is its own cache")
     assert alert.fix.index("empty_cache") < alert.fix.index("expandable_segments")
     assert alert.fix.index("empty_cache") < alert.fix.find("8-bit optimizer") or "8-bit" not in alert.fix
@@ -33,15 +33,19 @@ def test_a_card_filled_by_its_own_cache_says_so_and_suggests_empty_cache_first()
 
 def test_no_8bit_optimizer_or_lora_when_optimizer_state_is_small():
     # inference-style fine-tune of a few layers: weights fill the card, optimizer state tiny
-    alert = near_oom_with(buckets(weights=18 * GiB, gradients=512 * MiB, optimizer_state=1 * GiB,
-                                  other=2 * GiB, cached=256 * MiB))
+    alert = near_oom_with(
+        buckets(
+            weights=18 * GiB, gradients=512 * MiB, optimizer_state=1 * GiB, other=2 * GiB, cached=256 * MiB
+        )
+    )
     assert "8-bit optimizer" not in alert.fix.replace("an 8-bit optimizer or LoRA saves little", "")
     assert "mostly weights" in alert.fix and "quantised" in alert.fix
 
 
 def test_8bit_optimizer_and_lora_when_optimizer_state_is_large():
-    alert = near_oom_with(buckets(weights=4 * GiB, gradients=4 * GiB, optimizer_state=8 * GiB,
-                                  other=3 * GiB, cached=256 * MiB))
+    alert = near_oom_with(
+        buckets(weights=4 * GiB, gradients=4 * GiB, optimizer_state=8 * GiB, other=3 * GiB, cached=256 * MiB)
+    )
     assert "8-bit optimizer first" in alert.fix and "LoRA" in alert.fix
 
 
@@ -73,9 +77,12 @@ def test_near_oom_seconds_from_full_is_critical():
 def test_batch_option_and_server_signs_read_from_command_lines():
     from vramscope.core.detectors.advice import batch_option, batch_text, serves_requests
     from vramscope.core.samples import ProcessInfo
+
     assert batch_option(("python", "train.py", "--batch_size=16")) == ("--batch_size", "16")
     assert batch_option(("torchrun", "ft.py", "--per_device_train_batch_size", "4")) == (
-        "--per_device_train_batch_size", "4")
+        "--per_device_train_batch_size",
+        "4",
+    )
     assert batch_option(("python", "train.py")) is None
     assert "--batch-size 1 already" in batch_text(("python", "t.py", "--batch-size", "1"))
     info = lambda *cmd: ProcessInfo(pid=1, cmdline=cmd)  # noqa: E731
@@ -90,6 +97,7 @@ def test_batch_option_and_server_signs_read_from_command_lines():
 def test_any_command_line_is_read_for_advice_without_error(argv):
     from vramscope.core.detectors.advice import batch_option, batch_text, serves_requests
     from vramscope.core.samples import ProcessInfo
+
     found = batch_option(argv)
     assert found is None or (found[0].startswith("-") and isinstance(found[1], str))
     assert isinstance(batch_text(argv), str)

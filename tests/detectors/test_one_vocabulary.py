@@ -12,8 +12,9 @@ from .test_near_oom_advice import near_oom_with
 
 
 def test_the_near_oom_alert_names_the_buckets_as_the_window_does():
-    alert = near_oom_with(buckets(weights=6 * GiB, gradients=6 * GiB, optimizer_state=2 * GiB,
-                                  other=1 * GiB, cached=8 * GiB))
+    alert = near_oom_with(
+        buckets(weights=6 * GiB, gradients=6 * GiB, optimizer_state=2 * GiB, other=1 * GiB, cached=8 * GiB)
+    )
     assert alert.kind is AlertKind.NEAR_OOM
     lines = "\n".join(alert.evidence)
     for bucket in ("weights", "optimizer_state", "other_allocated", "cached_free"):
@@ -26,6 +27,8 @@ def test_every_alert_kind_has_a_title_and_an_urgency():
         assert KIND_TITLES[kind] and KIND_TITLES[kind] != kind.value
     assert list(URGENCY_ORDER) == list(AlertKind)
     # an OOM sorts before a squatter of the same severity: the order is the enum's
-    alerts = [Alert(kind=k, severity="warning", gpu=0, pid=None, start_time=None, since=0.0, message="")
-              for k in (AlertKind.SQUATTER, AlertKind.OOM)]
+    alerts = [
+        Alert(kind=k, severity="warning", gpu=0, pid=None, start_time=None, since=0.0, message="")
+        for k in (AlertKind.SQUATTER, AlertKind.OOM)
+    ]
     assert [a.kind for a in sort_alerts(alerts)] == [AlertKind.OOM, AlertKind.SQUATTER]

@@ -28,6 +28,7 @@ def test_each_engine_is_recognised_from_its_command_line():
 
 def test_every_common_launch_is_recognised():
     from .cases import SERVER_LAUNCHES
+
     assert recognise(SERVER_LAUNCHES["vllm console script"]).key == "vllm"
     assert recognise(("/usr/bin/python3.11", "/usr/local/bin/vllm", "serve", "m")).key == "vllm"
     assert recognise(SERVER_LAUNCHES["llama-cpp-python"]).key == "llama.cpp"
@@ -38,6 +39,7 @@ def test_every_common_launch_is_recognised():
 
 def test_idle_console_script_vllm_is_never_offered_for_ending():
     from .cases import SERVER_LAUNCHES
+
     eng = engine()
     seen = []
     for fr in idle_server(SERVER_LAUNCHES["vllm console script"], 0.9)():
@@ -48,11 +50,12 @@ def test_idle_console_script_vllm_is_never_offered_for_ending():
 
 def test_pool_option_as_set_or_its_default():
     assert pool_text(BY_KEY["vllm"], SERVER_CMDS["vllm"]) == "--gpu-memory-utilization 0.9"
-    assert pool_text(BY_KEY["vllm"], ("vllm", "serve", "m")) == \
-        "--gpu-memory-utilization 0.9 (the default)"
+    assert pool_text(BY_KEY["vllm"], ("vllm", "serve", "m")) == "--gpu-memory-utilization 0.9 (the default)"
     assert pool_text(BY_KEY["sglang"], SERVER_CMDS["sglang"]) == "--mem-fraction-static 0.88"
-    assert pool_text(BY_KEY["tgi"], ("text-generation-launcher", "--cuda-memory-fraction=0.5")) == \
-        "--cuda-memory-fraction 0.5"
+    assert (
+        pool_text(BY_KEY["tgi"], ("text-generation-launcher", "--cuda-memory-fraction=0.5"))
+        == "--cuda-memory-fraction 0.5"
+    )
     assert listen_port(("vllm", "serve", "m", "--port", "8123"), BY_KEY["vllm"]) == 8123
     assert listen_port(("vllm", "serve", "m"), BY_KEY["vllm"]) == 8000
 
@@ -68,7 +71,8 @@ def test_any_command_line_is_read_without_error(argv, opt):
 @given(st.sampled_from(["0.5", "0.9", "0.95"]), st.booleans())
 def test_option_value_reads_both_spellings(value, joined):
     argv = ["vllm", "serve", "m"] + (
-        [f"--gpu-memory-utilization={value}"] if joined else ["--gpu-memory-utilization", value])
+        [f"--gpu-memory-utilization={value}"] if joined else ["--gpu-memory-utilization", value]
+    )
     assert option_value(argv, "--gpu-memory-utilization") == value
 
 
@@ -97,10 +101,16 @@ def test_near_oom_fix_for_a_growing_process_under_the_agent_does_not_say_vramsco
     eng = engine()
     alerts = []
     from .scenarios import agent, device
+
     for t in range(0, 200):
         used = 8 * GiB + 40 * (1 << 20) * t
-        alerts = eng.feed(frame(t, [gpu([proc(4242, used, sm=90, has_agent=True)], util=90)],
-                                [agent(4242, [device(6 * GiB, 7 * GiB)], t=t)]))
+        alerts = eng.feed(
+            frame(
+                t,
+                [gpu([proc(4242, used, sm=90, has_agent=True)], util=90)],
+                [agent(4242, [device(6 * GiB, 7 * GiB)], t=t)],
+            )
+        )
     [near] = [a for a in alerts if a.kind == "near_oom"]
     assert "growing: train.py (4242)" in near.message
     assert "vramscope run" not in near.fix
@@ -112,7 +122,6 @@ def test_another_users_idle_process_gets_ask_the_owner():
     eng = engine()
     alerts = []
     for t in range(0, 400, 10):
-        alerts = eng.feed(frame(t, [gpu([proc(777, 4 * GiB, sm=0, user="zz-other-user")],
-                                        util=0)]))
+        alerts = eng.feed(frame(t, [gpu([proc(777, 4 * GiB, sm=0, user="zz-other-user")], util=0)]))
     [sq] = [a for a in alerts if a.kind == "squatter"]
     assert "zz-other-user" in sq.fix and "only its owner" in sq.fix

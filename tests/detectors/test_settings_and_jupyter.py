@@ -34,8 +34,20 @@ def test_overrides_refuse_unknown_and_negative_values():
 def test_command_line_thresholds_reach_the_settings():
     p = argparse.ArgumentParser()
     add_diagnostic_arguments(p)
-    args = p.parse_args(["--squatter-min-mib", "512", "--idle-minutes", "0.5", "--leak-steps", "30",
-                         "--near-oom-free-mib", "2048", "--watch", "10"])
+    args = p.parse_args(
+        [
+            "--squatter-min-mib",
+            "512",
+            "--idle-minutes",
+            "0.5",
+            "--leak-steps",
+            "30",
+            "--near-oom-free-mib",
+            "2048",
+            "--watch",
+            "10",
+        ]
+    )
     s = DiagnosticSettings().with_overrides(**threshold_changes(args))
     assert s.squatter_min_bytes == 512 * MiB and s.idle_minutes == 0.5
     assert s.leak_steps == 30 and s.near_oom_free_bytes == 2 * GiB and args.watch == 10.0
@@ -55,8 +67,13 @@ def test_engine_as_a_store_listener():
     assert engine.version == 1
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-               min_size=1, max_size=40).filter(lambda s: not s.startswith("-")))
+@given(
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+        min_size=1,
+        max_size=40,
+    ).filter(lambda s: not s.startswith("-"))
+)
 def test_connection_file_forms(path):
     assert jupyter.connection_file(["python", "-m", "ipykernel_launcher", "-f", path]) == path
     assert jupyter.connection_file(["python", "-m", "ipykernel_launcher", f"--f={path}"]) == path
@@ -81,8 +98,9 @@ def jupyter_server(tmp_path):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             seen_tokens.append(self.headers.get("Authorization"))
-            body = json.dumps([{"path": "work/explore.ipynb",
-                                "kernel": {"id": "1a2b-3c4d", "name": "python3"}}]).encode()
+            body = json.dumps(
+                [{"path": "work/explore.ipynb", "kernel": {"id": "1a2b-3c4d", "name": "python3"}}]
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -96,8 +114,9 @@ def jupyter_server(tmp_path):
     thread.start()
     runtime = tmp_path / "runtime"
     runtime.mkdir()
-    (runtime / "jpserver-4242.json").write_text(json.dumps(
-        {"url": f"http://127.0.0.1:{server.server_port}/", "token": "secret-token"}))
+    (runtime / "jpserver-4242.json").write_text(
+        json.dumps({"url": f"http://127.0.0.1:{server.server_port}/", "token": "secret-token"})
+    )
     yield runtime, seen_tokens
     server.shutdown()
 
@@ -139,8 +158,13 @@ def test_kernel_idle_counts_from_its_last_execution_on_the_local_jupyter_server(
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             assert self.headers.get("Authorization") == "token secret"
-            body = json.dumps({"id": "5d2a", "last_activity": last.isoformat().replace("+00:00", "Z"),
-                               "execution_state": "busy" if state["busy"] else "idle"}).encode()
+            body = json.dumps(
+                {
+                    "id": "5d2a",
+                    "last_activity": last.isoformat().replace("+00:00", "Z"),
+                    "execution_state": "busy" if state["busy"] else "idle",
+                }
+            ).encode()
             self.send_response(200 if self.path == "/api/kernels/5d2a" else 404)
             self.end_headers()
             self.wfile.write(body)
@@ -153,14 +177,20 @@ def test_kernel_idle_counts_from_its_last_execution_on_the_local_jupyter_server(
     try:
         rt = tmp_path / "rt"
         rt.mkdir()
-        (rt / "jpserver-1.json").write_text(json.dumps(
-            {"url": f"http://127.0.0.1:{server.server_port}/", "token": "secret"}))
+        (rt / "jpserver-1.json").write_text(
+            json.dumps({"url": f"http://127.0.0.1:{server.server_port}/", "token": "secret"})
+        )
         cmd = ("python", "-m", "ipykernel_launcher", "-f", "/x/kernel-5d2a.json")
-        eng = Diagnostics(notebook_finder=lambda pid, conn: jupyter.NotebookHint(None, "t"),
-                          kernel_activity=lambda conn: jupyter.kernel_activity(conn, dirs=[rt]))
+        eng = Diagnostics(
+            notebook_finder=lambda pid, conn: jupyter.NotebookHint(None, "t"),
+            kernel_activity=lambda conn: jupyter.kernel_activity(conn, dirs=[rt]),
+        )
         # a busy GPU hides the kernel's own SM: only the server can tell
-        [sq] = [a for a in eng.feed(frame(0, [gpu([proc(3131, 6 * GiB, sm=None, cmd=cmd)], util=80)]))
-                if a.kind == "squatter"]
+        [sq] = [
+            a
+            for a in eng.feed(frame(0, [gpu([proc(3131, 6 * GiB, sm=None, cmd=cmd)], util=80)]))
+            if a.kind == "squatter"
+        ]
         assert sq.severity == "info" and "idle 12 min" in sq.message
         state["busy"] = True
         alerts = eng.feed(frame(20, [gpu([proc(3131, 6 * GiB, sm=None, cmd=cmd)], util=80)]))
@@ -172,6 +202,7 @@ def test_kernel_idle_counts_from_its_last_execution_on_the_local_jupyter_server(
 def test_a_jupyter_server_file_that_is_a_fifo_or_huge_is_passed_over(tmp_path):
     import os
     import time
+
     os.mkfifo(tmp_path / "jpserver-1.json")  # another program's, or a mistake: never waited on
     (tmp_path / "jpserver-2.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "pad": "x" * 10**6}))
     start = time.monotonic()

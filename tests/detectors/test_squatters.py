@@ -7,8 +7,13 @@ from vramscope.core.detectors.jupyter import NotebookHint
 
 from .scenarios import GiB, MiB, frame, gpu, proc
 
-KERNEL_CMD = ("/usr/bin/python3", "-m", "ipykernel_launcher", "-f",
-              "/home/alice/.local/share/jupyter/runtime/kernel-1a2b-3c.json")
+KERNEL_CMD = (
+    "/usr/bin/python3",
+    "-m",
+    "ipykernel_launcher",
+    "-f",
+    "/home/alice/.local/share/jupyter/runtime/kernel-1a2b-3c.json",
+)
 
 
 def run(engine, seconds, make_gpus, step=10):
@@ -47,8 +52,9 @@ def test_busy_training_process_is_not_a_squatter():
 def test_small_idle_process_is_below_threshold_until_threshold_lowered():
     small = lambda t: [gpu([proc(7, 100 * MiB, sm=0)], util=0)]  # noqa: E731
     assert squatters(run(Diagnostics(notebook_finder=no_finder), 900, small, step=60)) == []
-    engine = Diagnostics(DiagnosticSettings().with_overrides(squatter_min_bytes=64 * MiB),
-                         notebook_finder=no_finder)
+    engine = Diagnostics(
+        DiagnosticSettings().with_overrides(squatter_min_bytes=64 * MiB), notebook_finder=no_finder
+    )
     assert [a.pid for a in squatters(run(engine, 900, small, step=60))] == [7]
 
 
@@ -57,6 +63,7 @@ def test_one_active_moment_restarts_the_idle_clock():
 
     def gpus(t):
         return [gpu([proc(9, GiB, sm=40 if t == 200 else 0)], util=0)]
+
     assert squatters(run(engine, 480, gpus)) == []  # idle only since t=210
     [alert] = squatters(run(engine, 520, gpus, step=520))
     assert any("last SM activity" in e for e in alert.evidence)
@@ -73,6 +80,7 @@ def test_no_per_process_sm_uses_the_gpu_figure():
 def test_missing_sample_next_to_a_busy_process_counts_as_idle():
     def gpus(t):
         return [gpu([proc(5, 8 * GiB, sm=90), proc(6, 3 * GiB, sm=None)], util=90)]
+
     flagged = squatters(run(Diagnostics(notebook_finder=no_finder), 600, gpus, step=60))
     assert [a.pid for a in flagged] == [6]
 
@@ -83,6 +91,7 @@ def test_jupyter_kernel_flagged_with_connection_file_and_notebook():
     def finder(pid, conn):
         asked.append((pid, conn))
         return NotebookHint("work/explore.ipynb", "from the Jupyter server at http://localhost:8888/")
+
     engine = Diagnostics(notebook_finder=finder)
     kernel = lambda t: [gpu([proc(77, 3 * GiB, sm=0, cmd=KERNEL_CMD)], util=0)]  # noqa: E731
     assert squatters(run(engine, 540, kernel, step=60)) == []  # reading between cells, maybe
@@ -105,23 +114,59 @@ def test_busy_jupyter_kernel_is_not_flagged():
 
 def test_run_orphaned_while_watched_is_flagged_but_detached_busy_run_is_not():
     # its terminal closed at t=30: the parent was seen alive, then the process was re-parented
-    orphan = lambda t: [gpu([proc(11, 4 * GiB, sm=0, parent_alive=t < 30,  # noqa: E731
-                                  ppid=900 if t < 30 else 1)], util=0)]
+    orphan = lambda t: [  # noqa: E731
+        gpu(
+            [
+                proc(
+                    11,
+                    4 * GiB,
+                    sm=0,
+                    parent_alive=t < 30,
+                    ppid=900 if t < 30 else 1,
+                )
+            ],
+            util=0,
+        )
+    ]
     [alert] = squatters(run(Diagnostics(notebook_finder=no_finder), 90, orphan))
     assert alert.data["reasons"] == ["orphan"]
     assert any("parent process gone while watched" in e for e in alert.evidence)
     assert "crashed or abandoned" in alert.fix
-    nohup_run = lambda t: [gpu([proc(12, 4 * GiB, sm=95, parent_alive=t < 30,  # noqa: E731
-                                     ppid=900 if t < 30 else 1)], util=95)]
+    nohup_run = lambda t: [  # noqa: E731
+        gpu(
+            [
+                proc(
+                    12,
+                    4 * GiB,
+                    sm=95,
+                    parent_alive=t < 30,
+                    ppid=900 if t < 30 else 1,
+                )
+            ],
+            util=95,
+        )
+    ]
     assert squatters(run(Diagnostics(notebook_finder=no_finder), 900, nohup_run, step=30)) == []
 
 
 def test_a_service_is_not_an_orphan():
     """Parent PID 1 / systemd / tini / dumb-init / a container's init from the first pass:
     a service started that way, never "a crashed or abandoned previous run"."""
-    service = lambda t: [gpu([proc(14, 4 * GiB, sm=0, parent_alive=False, ppid=1,  # noqa: E731
-                                   cmd=("/srv/embedder/bin/python", "serve_embeddings.py"))],
-                             util=0)]
+    service = lambda t: [  # noqa: E731
+        gpu(
+            [
+                proc(
+                    14,
+                    4 * GiB,
+                    sm=0,
+                    parent_alive=False,
+                    ppid=1,
+                    cmd=("/srv/embedder/bin/python", "serve_embeddings.py"),
+                )
+            ],
+            util=0,
+        )
+    ]
     engine = Diagnostics(notebook_finder=no_finder)
     assert squatters(run(engine, 240, service)) == []  # not an orphan after 1 min idle
     [alert] = squatters(run(engine, 310, service, step=310))  # an idle holder after 5 min
@@ -131,8 +176,12 @@ def test_a_service_is_not_an_orphan():
 
 
 def test_zombie_holding_memory_is_flagged_at_once():
-    z = lambda t: [gpu([proc(13, GiB, sm=None, status="zombie", visibility="exited", ppid=500)],  # noqa: E731
-                       util=30)]
+    z = lambda t: [  # noqa: E731
+        gpu(
+            [proc(13, GiB, sm=None, status="zombie", visibility="exited", ppid=500)],
+            util=30,
+        )
+    ]
     [alert] = squatters(Diagnostics(notebook_finder=no_finder).feed(frame(0, z(0))))
     assert alert.data["reasons"] == ["zombie"] and "parent (pid 500)" in alert.fix
 
@@ -143,6 +192,7 @@ def test_reused_pid_is_a_new_process_with_a_new_idle_clock():
     def gpus(t):
         start = 1000.0 if t < 300 else 2000.0  # same PID, another process from t=300
         return [gpu([proc(21, 2 * GiB, sm=0, start=start)], util=0)]
+
     alerts = squatters(run(engine, 420, gpus, step=30))
     assert alerts == []  # the new process has been idle only 2 min
 
@@ -154,6 +204,7 @@ def test_unattributed_memory_and_hidden_pids():
         visible = proc(1, 2 * GiB, sm=80)
         hidden = proc(2, 3 * GiB, sm=None, visibility="not-visible", cmd=None, user=None)
         return [gpu([visible, hidden], used=10 * GiB, util=80)]
+
     assert [a for a in engine.feed(frame(0, gpus(0))) if a.kind == "unattributed_memory"] == []
     [alert] = [a for a in engine.feed(frame(40, gpus(40))) if a.kind == "unattributed_memory"]
     assert "another container or of another user" in alert.message

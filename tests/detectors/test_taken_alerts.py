@@ -63,21 +63,46 @@ def test_acknowledge_and_mute_hide_taken_alerts_until_they_return_worse():
     assert all(a.identity != first.identity for a in taken.alerts())
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-                           lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 
 
-@given(st.dictionaries(st.sampled_from(["kind", "severity", "gpu", "pid", "since", "message",
-                                        "evidence", "fix", "start_time", "device", "frees_bytes",
-                                        "data", "host", "host_index"]) | st.text(max_size=5),
-                       json_values, max_size=8) | json_values)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "kind",
+                "severity",
+                "gpu",
+                "pid",
+                "since",
+                "message",
+                "evidence",
+                "fix",
+                "start_time",
+                "device",
+                "frees_bytes",
+                "data",
+                "host",
+                "host_index",
+            ]
+        )
+        | st.text(max_size=5),
+        json_values,
+        max_size=8,
+    )
+    | json_values
+)
 def test_anything_sent_as_an_alert_decodes_or_is_dropped(value):
     alert = alert_from_json(value)
     if alert is not None:  # what decodes encodes back to what was sent
         again = alerts_to_json([alert])[0]
-        assert {k: v for k, v in again.items() if k in value} == \
-            {k: (list(v) if k == "evidence" else v) for k, v in value.items() if k in again}
+        assert {k: v for k, v in again.items() if k in value} == {
+            k: (list(v) if k == "evidence" else v) for k, v in value.items() if k in again
+        }
 
 
 def test_what_the_sampler_is_watching_reaches_the_window():
@@ -101,10 +126,12 @@ def test_what_the_sampler_is_watching_reaches_the_window():
             pass
 
     import threading
+
     StreamWriter(Out(), engine, threading.Event())(frame(130, idle))
     got, alerts = FrameAssembler().whole(json.loads(lines[-1]))
     taken = TakenAlerts(lambda f: alerts)
     taken.feed(got)
-    assert [(w.kind, w.pid, w.progress) for w in taken.watching()] == \
-        [(w.kind, w.pid, w.progress) for w in engine.watching()]
+    assert [(w.kind, w.pid, w.progress) for w in taken.watching()] == [
+        (w.kind, w.pid, w.progress) for w in engine.watching()
+    ]
     assert taken.alerts() == [] == engine.alerts()

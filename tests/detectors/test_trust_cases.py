@@ -25,4 +25,5 @@ def test_flagged_in_time(case):
 def test_no_false_alerts(case):
     out = run_case(case)
     assert out.false_alerts == [], "\n".join(
-        f"t={t:.0f}s {a.severity} {a.kind}: {a.message}" for t, a in out.false_alerts[:5])
+        f"t={t:.0f}s {a.severity} {a.kind}: {a.message}" for t, a in out.false_alerts[:5]
+    )

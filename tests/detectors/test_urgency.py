@@ -15,8 +15,10 @@ def busy_scene(t):
     holder = proc(5151, 3 * GiB, sm=0, cmd=("python", "bench_matmul.py"))
     kernel = proc(3131, 2 * GiB, sm=0, cmd=KERNEL_CMD)
     server = proc(9001, 20 * GiB, sm=0, cmd=SERVER_CMDS["vllm"], ppid=1, parent_alive=False)
-    return [gpu([grower, holder, kernel], total=24 * GiB, util=90),
-            gpu([server], total=24 * GiB, util=0, index=1, uuid="GPU-1")]
+    return [
+        gpu([grower, holder, kernel], total=24 * GiB, util=90),
+        gpu([server], total=24 * GiB, util=0, index=1, uuid="GPU-1"),
+    ]
 
 
 def test_near_oom_seconds_from_full_is_first_and_critical_idle_holders_below():
@@ -38,12 +40,13 @@ def test_near_oom_seconds_from_full_is_first_and_critical_idle_holders_below():
 
 def test_among_warnings_the_sooner_full_comes_first():
     from vramscope.core.detectors.alert import Alert, sort_alerts
+
     idle = Alert("squatter", "warning", 0, 1, None, 0.0, "idle")
-    soon = Alert("near_oom", "warning", 0, None, None, 50.0, "full in about 4 min",
-                 data={"eta_seconds": 240.0})
+    soon = Alert(
+        "near_oom", "warning", 0, None, None, 50.0, "full in about 4 min", data={"eta_seconds": 240.0}
+    )
     later = Alert("growth", "warning", 1, 2, None, 10.0, "grows", data={"seconds_to_full": 540.0})
-    assert [a.message for a in sort_alerts([idle, later, soon])] == [
-        "full in about 4 min", "grows", "idle"]
+    assert [a.message for a in sort_alerts([idle, later, soon])] == ["full in about 4 min", "grows", "idle"]
 
 
 def test_watching_counts_up_to_the_alert_and_is_not_an_alert():
@@ -81,6 +84,7 @@ def test_status_lists_alerts_by_urgency_then_what_it_watches(capsys):
     import json
 
     from vramscope.commands.status import emit
+
     eng = engine()
     last = None
     for t in range(0, 400, 5):  # the holder idle since 0; the grower from t=300
@@ -89,7 +93,7 @@ def test_status_lists_alerts_by_urgency_then_what_it_watches(capsys):
     out = io.StringIO()
     emit(last, argparse.Namespace(json=False, diagnostics=eng), out)
     text = out.getvalue()
-    alerts = text[text.index("alerts:"):text.index("watching (not alerts yet):")]
+    alerts = text[text.index("alerts:") : text.index("watching (not alerts yet):")]
     assert alerts.index("near out of memory") < alerts.index("bench_matmul.py (5151)")
     assert "kernel idle 6 of 10 min" in text.split("watching (not alerts yet):")[1]
     out = io.StringIO()

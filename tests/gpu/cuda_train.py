@@ -15,8 +15,7 @@ import torch
 
 out, release = sys.argv[1], sys.argv[2]
 dev = torch.device("cuda:0")
-model = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(),
-                            torch.nn.Linear(4096, 4096)).to(dev)
+model = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096)).to(dev)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 for _ in range(20):
     x = torch.randn(256, 4096, device=dev)
@@ -44,12 +43,17 @@ def write(**extra):
     stats = torch.cuda.memory_stats(dev)
     params = list(model.parameters())
     state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
-    info = {"pid": os.getpid(), "t": time.time(),
-            "weights": nbytes(params), "gradients": nbytes([p.grad for p in params]),
-            "optimizer_state": nbytes(state),
-            "allocated": stats["allocated_bytes.all.current"],
-            "reserved": stats["reserved_bytes.all.current"],
-            "num_ooms": stats.get("num_ooms"), **extra}
+    info = {
+        "pid": os.getpid(),
+        "t": time.time(),
+        "weights": nbytes(params),
+        "gradients": nbytes([p.grad for p in params]),
+        "optimizer_state": nbytes(state),
+        "allocated": stats["allocated_bytes.all.current"],
+        "reserved": stats["reserved_bytes.all.current"],
+        "num_ooms": stats.get("num_ooms"),
+        **extra,
+    }
     with open(out + ".tmp", "w") as f:
         json.dump(info, f)
     os.replace(out + ".tmp", out)

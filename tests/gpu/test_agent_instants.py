@@ -20,21 +20,27 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA torch and a GPU"),
-              pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA torch and a GPU"),
+    pytest.mark.timeout(300),
+]
 
 
 def _unique_bytes(tensors) -> int:
     from agent.live_bytes import unique_bytes  # tests/ is on sys.path (its conftest.py)
+
     return unique_bytes(tensors, "cuda")
 
 
 def _check(agent, model, opt, instant, seen):
     params = list(model.parameters())
-    want = {"weights": _unique_bytes(params + list(model.buffers())),
-            "gradients": _unique_bytes([p.grad for p in params]),
-            "optimizer_state": _unique_bytes(
-                [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)])}
+    want = {
+        "weights": _unique_bytes(params + list(model.buffers())),
+        "gradients": _unique_bytes([p.grad for p in params]),
+        "optimizer_state": _unique_bytes(
+            [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
+        ),
+    }
     item = agent.sample_once()
     allocated = torch.cuda.memory_allocated(0)
     want["other_allocated"] = allocated - sum(want.values())
@@ -42,8 +48,11 @@ def _check(agent, model, opt, instant, seen):
     for bucket in ("weights", "gradients", "optimizer_state"):
         assert abs(got[bucket] - want[bucket]) <= 0.01 * want[bucket], (instant, bucket, got, want)
     assert got["other_allocated"] is not None, (instant, got)
-    assert abs(got["other_allocated"] - want["other_allocated"]) <= max(0.01 * allocated, 1 << 20), \
-        (instant, got, want)
+    assert abs(got["other_allocated"] - want["other_allocated"]) <= max(0.01 * allocated, 1 << 20), (
+        instant,
+        got,
+        want,
+    )
     seen.append((instant, want))
 
 
@@ -52,6 +61,7 @@ def grad_reads(monkeypatch):
     """Counts ``.grad`` reads per thread name (autograd's own writes are C++ and not counted)."""
     import collections
     import threading
+
     base = torch._C.TensorBase.grad
     reads = collections.Counter()
 
@@ -63,13 +73,17 @@ def grad_reads(monkeypatch):
     return reads
 
 
-@pytest.mark.parametrize("set_to_none,micro,amp", [(True, 1, False), (False, 1, False), (True, 3, False),
-                                                    (True, 1, True)])
-def test_buckets_at_forward_mid_backward_backward_and_step_on_cuda(agent, grad_reads, set_to_none, micro, amp):
+@pytest.mark.parametrize(
+    "set_to_none,micro,amp", [(True, 1, False), (False, 1, False), (True, 3, False), (True, 1, True)]
+)
+def test_buckets_at_forward_mid_backward_backward_and_step_on_cuda(
+    agent, grad_reads, set_to_none, micro, amp
+):
     dev = torch.device("cuda:0")
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.BatchNorm1d(4096), torch.nn.ReLU(),
-                                torch.nn.Linear(4096, 1024)).to(dev)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, 4096), torch.nn.BatchNorm1d(4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)
+    ).to(dev)
     opt = torch.optim.AdamW(model.parameters())
     agent.interval = 0.05  # the agent thread samples on its own meanwhile (it must never read .grad)
     agent.watch(model=model, optimizer=opt)

@@ -17,8 +17,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA torch and a GPU"),
-              pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA torch and a GPU"),
+    pytest.mark.timeout(300),
+]
 
 MiB = 1 << 20
 
@@ -51,7 +53,9 @@ def test_a_transient_is_its_windows_peak_exactly_and_not_the_next_ones(agent):
 def _loop(agent=None) -> list:
     torch.manual_seed(0)
     dev = torch.device("cuda:0")
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).to(dev)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).to(
+        dev
+    )
     opt = torch.optim.AdamW(model.parameters())
     if agent is not None:
         agent.reader.min_gap = 0.0  # a full read (a reset) at every step
@@ -65,8 +69,13 @@ def _loop(agent=None) -> list:
             agent.sample_once()
         opt.step()
         torch.cuda.synchronize()
-        views.append((torch.cuda.max_memory_allocated(0), torch.cuda.memory_stats(0)["allocated_bytes.all.peak"],
-                      torch.cuda.memory_stats_as_nested_dict(0)["allocated_bytes"]["all"]["peak"]))
+        views.append(
+            (
+                torch.cuda.max_memory_allocated(0),
+                torch.cuda.memory_stats(0)["allocated_bytes.all.peak"],
+                torch.cuda.memory_stats_as_nested_dict(0)["allocated_bytes"]["all"]["peak"],
+            )
+        )
         if i == 6:
             torch.cuda.reset_peak_memory_stats(0)
             views.append(torch.cuda.max_memory_allocated(0))

@@ -70,8 +70,10 @@ def test_one_snapshot_and_its_summary_are_cheap():
     took = time.perf_counter() - t0
     t1 = time.perf_counter()
     summarize(segs)
-    print(f"memory_snapshot(include_traces=False) {took * 1000:.2f} ms, summary "
-          f"{(time.perf_counter() - t1) * 1000:.2f} ms, {len(segs)} segments")
+    print(
+        f"memory_snapshot(include_traces=False) {took * 1000:.2f} ms, summary "
+        f"{(time.perf_counter() - t1) * 1000:.2f} ms, {len(segs)} segments"
+    )
     assert took < 0.05
     del keep
 
@@ -84,7 +86,9 @@ def _agent(tmp_path):
 
 def test_sites_recorded_for_n_steps_name_this_file_then_history_is_off(tmp_path, monkeypatch):
     monkeypatch.setenv("VRAMSCOPE_SNAPSHOT_DIR", str(tmp_path))
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).cuda()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)
+    ).cuda()
     opt = torch.optim.Adam(model.parameters())
     agent = _agent(tmp_path)
     agent.watch(model=model, optimizer=opt)

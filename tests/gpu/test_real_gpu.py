@@ -40,13 +40,19 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
-pytestmark = [pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU with its driver and CUDA torch"),
-              pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU with its driver and CUDA torch"),
+    pytest.mark.timeout(300),
+]
 
 
 def _smi(query: str) -> list[list[str]]:
-    r = subprocess.run(["nvidia-smi", f"--query-{query}", "--format=csv,noheader,nounits"],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        ["nvidia-smi", f"--query-{query}", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [[c.strip() for c in line.split(",")] for line in r.stdout.strip().splitlines() if line]
 
 
@@ -74,8 +80,9 @@ def cuda_run(tmp_path, monkeypatch):
     rt = tempfile.mkdtemp(prefix="vs-")
     monkeypatch.setenv("VRAMSCOPE_RUNTIME_DIR", rt)
     out, release = tmp_path / "run.json", tmp_path / "release"
-    proc = subprocess.Popen(VRAMSCOPE + ["run", "--", sys.executable, str(HERE / "cuda_train.py"),
-                                         str(out), str(release)])
+    proc = subprocess.Popen(
+        VRAMSCOPE + ["run", "--", sys.executable, str(HERE / "cuda_train.py"), str(out), str(release)]
+    )
     yield proc, out
     release.touch()
     proc.wait(60)
@@ -113,7 +120,10 @@ def test_agent_matches_cuda_memory_stats_and_sees_the_oom(cuda_run):
     cuda = {d.device: d for d in report.devices}["cuda:0"]
     assert cuda.allocated == real["allocated"] and cuda.reserved == real["reserved"]
     assert (cuda.buckets.weights, cuda.buckets.gradients, cuda.buckets.optimizer_state) == (
-        real["weights"], real["gradients"], real["optimizer_state"])
+        real["weights"],
+        real["gradients"],
+        real["optimizer_state"],
+    )
 
     doc = _status()  # NVML's figure for the process covers what PyTorch reserved
     [proc_row] = [p for g in doc["gpus"] for p in g["processes"] if p["pid"] == real["pid"]]

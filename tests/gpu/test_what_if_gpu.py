@@ -24,8 +24,12 @@ def _step(model, opt, batch):
 
 def _model():
     torch.manual_seed(0)
-    return torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
-                                                     torch.nn.Linear(4096, 1024)) for _ in range(4)]).cuda()
+    return torch.nn.Sequential(
+        *[
+            torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024))
+            for _ in range(4)
+        ]
+    ).cuda()
 
 
 def _real_peak(batch: int) -> int:
@@ -67,8 +71,9 @@ def test_the_step_peak_scaled_to_2x_and_4x_the_micro_batch():
     samples = [i for i in items if i.get("kind") == "sample"]
     steps = [i for i in items if i.get("kind") == "step"][-8:]
     dev = next(d for d in samples[-1]["devices"] if d["device"] == "cuda:0")
-    m = measure("cuda:0", dev["buckets"], steps=steps, input_shape=samples[-1]["input"],
-                models=samples[-1]["models"])
+    m = measure(
+        "cuda:0", dev["buckets"], steps=steps, input_shape=samples[-1]["input"], models=samples[-1]["models"]
+    )
     assert m.batch == batch and m.peak is not None
     del model, opt
     torch.cuda.empty_cache()

@@ -60,7 +60,7 @@ class StandInHub:
                 if rng and rng.startswith("bytes="):
                     lo, _, hi = rng[6:].partition("-")
                     lo, hi = int(lo), int(hi) if hi else len(data) - 1
-                    chunk, status = data[lo:hi + 1], 206
+                    chunk, status = data[lo : hi + 1], 206
                 self.send_response(status)
                 self.send_header("ETag", '"' + hashlib.sha256(data).hexdigest() + '"')
                 self.send_header("X-Repo-Commit", COMMIT)

@@ -54,16 +54,16 @@ def test_missing_activations_are_said_not_zero():
 
 
 def test_a_7b_full_fine_tune_on_one_24_gib_gpu_suggests_lora_not_more_gpus():
-    plan = build_plan(PlanRequest(shape=LLAMA, precision="mixed",
-                                  gpus_memory=(("24 GiB", 24 * GiB),)))
+    plan = build_plan(PlanRequest(shape=LLAMA, precision="mixed", gpus_memory=(("24 GiB", 24 * GiB),)))
     changes = [s.change for s in plan.suggestions]
     assert changes[0].startswith("LoRA rank 8") and plan.suggestions[0].fits
     assert not any("ZeRO" in c or "GPUs" in c for c in changes)
 
 
 def test_qlora_follows_lora_when_the_16_bit_base_is_still_too_big():
-    plan = build_plan(PlanRequest(shape=LLAMA, precision="fp32", optimizer="sgd",
-                                  gpus_memory=(("24 GiB", 24 * GiB),)))
+    plan = build_plan(
+        PlanRequest(shape=LLAMA, precision="fp32", optimizer="sgd", gpus_memory=(("24 GiB", 24 * GiB),))
+    )
     changes = [s.change.split(":")[0] for s in plan.suggestions]
     assert changes[0].startswith("LoRA rank 8") and not plan.suggestions[0].fits
     assert changes[1] == "QLoRA" and plan.suggestions[1].fits
@@ -84,8 +84,7 @@ def test_zero_is_offered_only_across_the_gpus_present():
 
 
 def test_lora_suggestion_recomputes_the_total():
-    plan = build_plan(PlanRequest(shape=LLAMA, zero_stage=3, gpus=1,
-                                  gpus_memory=(("16 GB", 16 * GB),)))
+    plan = build_plan(PlanRequest(shape=LLAMA, zero_stage=3, gpus=1, gpus_memory=(("16 GB", 16 * GB),)))
     lora = [s for s in plan.suggestions if s.change.startswith("LoRA rank 8")]
     assert lora, [s.change for s in plan.suggestions]
     assert "q_proj, v_proj" in lora[0].change
@@ -94,22 +93,32 @@ def test_lora_suggestion_recomputes_the_total():
 def test_activation_problem_goes_micro_batch_then_checkpointing_then_sdpa():
     # small model: fixed cost fits, activations do not
     s = shape_from_config(config("gpt2"))
-    plan = build_plan(PlanRequest(shape=s, precision="fp32", batch=64, seq=1024,
-                                  gpus_memory=(("8 GiB", 8 * GiB),)))
+    plan = build_plan(
+        PlanRequest(shape=s, precision="fp32", batch=64, seq=1024, gpus_memory=(("8 GiB", 8 * GiB),))
+    )
     assert plan.fixed_per_gpu < 8 * GiB < plan.per_gpu_total
     changes = [x.change for x in plan.suggestions]
     assert changes[0].startswith("micro-batch") and "effective batch 64" in changes[0]
     assert plan.suggestions[-1].fits
-    tight = build_plan(PlanRequest(shape=s, precision="fp32", batch=1, seq=8192,
-                                   gpus_memory=(("6 GiB", 6 * GiB),)))
+    tight = build_plan(
+        PlanRequest(shape=s, precision="fp32", batch=1, seq=8192, gpus_memory=(("6 GiB", 6 * GiB),))
+    )
     steps = [x.change.split(" (")[0] for x in tight.suggestions]
     assert steps[:2] == ["gradient checkpointing", "SDPA / flash attention"]
 
 
 def test_micro_batch_keeps_the_effective_batch():
     s = shape_from_config(config("gpt2"))
-    plan = build_plan(PlanRequest(shape=s, precision="fp32", batch=32, seq=1024,
-                                  checkpointing=True, gpus_memory=(("4 GiB", 4 * GiB),)))
+    plan = build_plan(
+        PlanRequest(
+            shape=s,
+            precision="fp32",
+            batch=32,
+            seq=1024,
+            checkpointing=True,
+            gpus_memory=(("4 GiB", 4 * GiB),),
+        )
+    )
     step = plan.suggestions[0]
     assert step.change.startswith("micro-batch")
     micro = int(step.change.split()[1])
@@ -119,23 +128,29 @@ def test_micro_batch_keeps_the_effective_batch():
 
 def test_inference_suggestions_cap_then_fp8_then_quantize():
     s = shape_from_config(config("llama-2-7b"))
-    plan = build_plan(PlanRequest(shape=s, mode="infer", context=4096, concurrency=64,
-                                  gpus_memory=(("A100", 80 * GiB),)))
+    plan = build_plan(
+        PlanRequest(shape=s, mode="infer", context=4096, concurrency=64, gpus_memory=(("A100", 80 * GiB),))
+    )
     assert not plan.gpus[0].fits
     first, second, *rest = plan.suggestions
     assert first.change.startswith("serve at most 33 concurrent") and first.fits
     assert "request 34 waits" in first.change
     assert second.change.startswith("fp8 KV cache")
     assert second.per_gpu_total == 2 * s.params + 64 * 4096 * 262_144
-    assert [r.change.split(" (")[0] for r in rest] == ["quantize the weights to INT8",
-                                                       "quantize the weights to INT4"]
+    assert [r.change.split(" (")[0] for r in rest] == [
+        "quantize the weights to INT8",
+        "quantize the weights to INT4",
+    ]
 
 
 def test_inference_weights_too_big_goes_straight_to_quantization():
-    plan = build_plan(PlanRequest(shape=shape_from_params(70 * 10**9), mode="infer",
-                                  gpus_memory=(("A100", 80 * GiB),)))
+    plan = build_plan(
+        PlanRequest(shape=shape_from_params(70 * 10**9), mode="infer", gpus_memory=(("A100", 80 * GiB),))
+    )
     assert [s.change.split(" (")[0] for s in plan.suggestions] == [
-        "quantize the weights to INT8", "quantize the weights to INT4"]
+        "quantize the weights to INT8",
+        "quantize the weights to INT4",
+    ]
     assert plan.suggestions[0].per_gpu_total >= 70 * GB
     assert plan.suggestions[1].fits
 

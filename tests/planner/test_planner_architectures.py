@@ -19,8 +19,9 @@ pytest.importorskip("transformers")
 
 def served(name, context=4096, concurrency=1, **kw):
     shape = shape_from_config(config(name))
-    return shape, build_plan(PlanRequest(shape=shape, mode="infer", context=context,
-                                         concurrency=concurrency, **kw))
+    return shape, build_plan(
+        PlanRequest(shape=shape, mode="infer", context=context, concurrency=concurrency, **kw)
+    )
 
 
 def meta_count(name: str) -> int:
@@ -29,8 +30,9 @@ def meta_count(name: str) -> int:
     import torch
     import transformers
 
-    cfg = transformers.AutoConfig.for_model(**{k: v for k, v in config(name).items()
-                                               if k != "quantization_config"})
+    cfg = transformers.AutoConfig.for_model(
+        **{k: v for k, v in config(name).items() if k != "quantization_config"}
+    )
     cls = getattr(transformers, config(name)["architectures"][0])
     with torch.device("meta"):
         model = cls._from_config(cfg)
@@ -38,13 +40,21 @@ def meta_count(name: str) -> int:
 
 
 # (config, parameters as transformers' own class holds them; published where known)
-WHOLE = [("mamba-codestral-7b", 7_285_403_648), ("bamba-9b", 9_780_235_392),
-         ("jamba-v0.1", 51_570_323_328), ("falcon-h1-0.5b", 521_411_104),
-         ("qwen3-next-80b-a3b", 79_674_391_296), ("bart-large", 406_291_456),
-         ("t5-small", 60_506_624), ("llava-1.5-7b", 7_063_427_072),
-         ("gemma-3-4b-it", 4_300_079_472), ("qwen2-vl-2b", 2_208_985_600),
-         ("llama-4-scout-17b-16e", 108_641_793_536), ("bert-base-uncased", 109_514_298),
-         ("gpt-oss-20b", 20_914_757_184)]
+WHOLE = [
+    ("mamba-codestral-7b", 7_285_403_648),
+    ("bamba-9b", 9_780_235_392),
+    ("jamba-v0.1", 51_570_323_328),
+    ("falcon-h1-0.5b", 521_411_104),
+    ("qwen3-next-80b-a3b", 79_674_391_296),
+    ("bart-large", 406_291_456),
+    ("t5-small", 60_506_624),
+    ("llava-1.5-7b", 7_063_427_072),
+    ("gemma-3-4b-it", 4_300_079_472),
+    ("qwen2-vl-2b", 2_208_985_600),
+    ("llama-4-scout-17b-16e", 108_641_793_536),
+    ("bert-base-uncased", 109_514_298),
+    ("gpt-oss-20b", 20_914_757_184),
+]
 
 
 @pytest.mark.parametrize(("name", "params"), WHOLE)
@@ -90,8 +100,7 @@ def test_jamba_reads_its_attention_period_and_offset():
 def test_falcon_h1_layers_hold_both_kv_and_state():
     shape, plan = served("falcon-h1-0.5b", context=16384)
     assert plan.kv_bytes_per_token == 36 * 2 * 2 * 64 * 2
-    assert plan.bucket_dict()["recurrent_state"] == 36 * ((1536 + 2 * 128) * 4
-                                                          + 24 * 64 * 128) * 2
+    assert plan.bucket_dict()["recurrent_state"] == 36 * ((1536 + 2 * 128) * 4 + 24 * 64 * 128) * 2
 
 
 def test_qwen3_next_caches_only_every_fourth_layer():
@@ -113,15 +122,26 @@ def test_bart_plans_decoder_self_attention_and_cross_attention_over_the_source()
 
 
 def test_t5_uses_d_kv_and_plans_the_context_asked(capsys):
-    rc = main(["plan", "--config", str(CONFIGS / "t5-small.json"), "--mode", "infer",
-               "--context", "512", "--gpu-memory", "8GiB", "--json"])
+    rc = main(
+        [
+            "plan",
+            "--config",
+            str(CONFIGS / "t5-small.json"),
+            "--mode",
+            "infer",
+            "--context",
+            "512",
+            "--gpu-memory",
+            "8GiB",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert rc == 0 and data["context"] == 512
     assert data["kv_bytes_per_token"] == 2 * 6 * 2 * 8 * 64 * 2
     assert data["buckets"]["kv_cache"] == 512 * 2 * 6 * 2 * 8 * 64 * 2
     model = data["model"]
-    assert model["kind"] == "encoder-decoder" and model["architecture"] == \
-        "T5ForConditionalGeneration"
+    assert model["kind"] == "encoder-decoder" and model["architecture"] == "T5ForConditionalGeneration"
     assert sum(model["parts"].values()) == model["params"] == 60_506_624
 
 
@@ -172,18 +192,36 @@ def test_gpt_oss_mxfp4_experts_are_sized_and_the_rest_stays_16_bit():
 
 
 def test_training_an_attention_free_model_says_activations_are_not_modelled(capsys):
-    rc = main(["plan", "--config", str(CONFIGS / "mamba-codestral-7b.json"), "--batch", "1",
-               "--seq", "2048", "--gpu-memory", "80GiB"])
+    rc = main(
+        [
+            "plan",
+            "--config",
+            str(CONFIGS / "mamba-codestral-7b.json"),
+            "--batch",
+            "1",
+            "--seq",
+            "2048",
+            "--gpu-memory",
+            "80GiB",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "attention-free model (mamba2) are not modelled" in err
-    assert main(["plan", "--config", str(CONFIGS / "mamba-codestral-7b.json"),
-                 "--gpu-memory", "80GiB", "--json"]) == 0
+    assert (
+        main(
+            ["plan", "--config", str(CONFIGS / "mamba-codestral-7b.json"), "--gpu-memory", "80GiB", "--json"]
+        )
+        == 0
+    )
 
 
-@pytest.mark.parametrize("name", ["mamba-codestral-7b", "bamba-9b", "jamba-v0.1",
-                                  "falcon-h1-0.5b", "qwen3-next-80b-a3b", "bart-large"])
+@pytest.mark.parametrize(
+    "name",
+    ["mamba-codestral-7b", "bamba-9b", "jamba-v0.1", "falcon-h1-0.5b", "qwen3-next-80b-a3b", "bart-large"],
+)
 def test_without_transformers_the_checkpoint_count_gets_the_same_cache_and_state(name):
     from vramscope.core.planner.configs import shape_from_counts
+
     meta = shape_from_config(config(name))
     headers = shape_from_counts(config(name), (("BF16", meta.params),))
     assert headers.params == meta.params

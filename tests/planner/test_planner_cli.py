@@ -22,12 +22,17 @@ def plan_json(capsys, *args):
 
 
 def test_json_has_the_documented_keys(capsys):
-    data = plan_json(capsys, "--params", "7B", "--mode", "train", "--grad-layout", "18",
-                     "--gpu-memory", "80GiB")
+    data = plan_json(
+        capsys, "--params", "7B", "--mode", "train", "--grad-layout", "18", "--gpu-memory", "80GiB"
+    )
     assert {"mode", "buckets", "total", "per_gpu_total", "gpus", "suggestions"} <= set(data)
     assert data["mode"] == "train"
-    assert data["buckets"] == {"weights": 14 * GB, "gradients": 28 * GB,
-                               "master_weights": 28 * GB, "optimizer_state": 56 * GB}
+    assert data["buckets"] == {
+        "weights": 14 * GB,
+        "gradients": 28 * GB,
+        "master_weights": 28 * GB,
+        "optimizer_state": 56 * GB,
+    }
     assert data["total"] == data["per_gpu_total"] == 126 * GB
     gpu = data["gpus"][0]
     assert set(gpu) >= {"name", "total", "fits", "margin"}
@@ -38,18 +43,48 @@ def test_json_has_the_documented_keys(capsys):
 
 
 def test_serving_a_7b_model_at_4k_context_from_the_command_line(capsys):
-    data = plan_json(capsys, "--params", "7e9", "--layers", "32", "--kv-heads", "32",
-                     "--head-dim", "128", "--mode", "infer", "--precision", "bf16",
-                     "--context", "4096", "--gpu-memory", "A100=80GiB")
+    data = plan_json(
+        capsys,
+        "--params",
+        "7e9",
+        "--layers",
+        "32",
+        "--kv-heads",
+        "32",
+        "--head-dim",
+        "128",
+        "--mode",
+        "infer",
+        "--precision",
+        "bf16",
+        "--context",
+        "4096",
+        "--gpu-memory",
+        "A100=80GiB",
+    )
     assert data["buckets"] == {"weights": 14 * GB, "kv_cache": 2 * GiB}
     assert data["kv_bytes_per_token"] == 524_288
     assert data["gpus"][0]["conversations"] == 33 and data["gpus"][0]["name"] == "A100"
 
 
 def test_config_flag_and_several_gpus(capsys):
-    data = plan_json(capsys, "--config", str(CONFIGS / "mistral-7b-v0.1.json"), "--mode",
-                     "infer", "--context", "8192", "--concurrency", "64", "--kv-dtype", "fp8",
-                     "--gpu-memory", "24GiB", "--gpu-memory", "80GB")
+    data = plan_json(
+        capsys,
+        "--config",
+        str(CONFIGS / "mistral-7b-v0.1.json"),
+        "--mode",
+        "infer",
+        "--context",
+        "8192",
+        "--concurrency",
+        "64",
+        "--kv-dtype",
+        "fp8",
+        "--gpu-memory",
+        "24GiB",
+        "--gpu-memory",
+        "80GB",
+    )
     assert data["model"]["params"] == 7_241_732_096
     # Mistral-7B-v0.1 slides a 4,096-token window on every layer: 4,096 of the 8,192 kept
     assert data["buckets"]["kv_cache"] == 2 * 32 * 8 * 128 * 1 * 4096 * 64
@@ -58,11 +93,29 @@ def test_config_flag_and_several_gpus(capsys):
 
 
 def test_training_flags_zero_lora_activations(capsys):
-    data = plan_json(capsys, "--config", str(CONFIGS / "llama-2-7b.json"), "--zero-stage", "2",
-                     "--gpus", "4", "--lora-rank", "16",
-                     "--lora-modules", "q_proj,k_proj,v_proj,o_proj",
-                     "--batch", "2", "--seq", "2048", "--checkpointing", "--flash-attention",
-                     "--optimizer", "adamw", "--gpu-memory", "24GiB")
+    data = plan_json(
+        capsys,
+        "--config",
+        str(CONFIGS / "llama-2-7b.json"),
+        "--zero-stage",
+        "2",
+        "--gpus",
+        "4",
+        "--lora-rank",
+        "16",
+        "--lora-modules",
+        "q_proj,k_proj,v_proj,o_proj",
+        "--batch",
+        "2",
+        "--seq",
+        "2048",
+        "--checkpointing",
+        "--flash-attention",
+        "--optimizer",
+        "adamw",
+        "--gpu-memory",
+        "24GiB",
+    )
     adapters = 32 * 16 * 4 * (4096 + 4096)
     assert data["buckets"]["gradients"] == 2 * adapters // 4
     assert data["buckets"]["weights"] == 2 * 6_738_415_616 + 2 * adapters
@@ -78,15 +131,21 @@ def test_text_output_labels_gb_and_gib_and_verdict(capsys):
     assert "1. 8-bit Adam" in out and "fits" in out
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--params", "seven"], "not a parameter count"),
-    (["--params", "7B", "--gpu-memory", "24"], "no unit"),
-    (["--params", "7B", "--mode", "infer", "--precision", "mixed"], "training layout"),
-    (["--params", "7B", "--precision", "fp32", "--grad-layout", "18"], "mixed-precision"),
-    (["--params", "7B", "--batch", "4", "--seq", "512"], "--layers/--hidden/--heads: activations need layers, hidden size and heads"),
-    (["--gpu-memory", "24GiB"], "give the model"),
-    (["--params", "7B", "--mode", "infer", "--context", "8k"], "ambiguous"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--params", "seven"], "not a parameter count"),
+        (["--params", "7B", "--gpu-memory", "24"], "no unit"),
+        (["--params", "7B", "--mode", "infer", "--precision", "mixed"], "training layout"),
+        (["--params", "7B", "--precision", "fp32", "--grad-layout", "18"], "mixed-precision"),
+        (
+            ["--params", "7B", "--batch", "4", "--seq", "512"],
+            "--layers/--hidden/--heads: activations need layers, hidden size and heads",
+        ),
+        (["--gpu-memory", "24GiB"], "give the model"),
+        (["--params", "7B", "--mode", "infer", "--context", "8k"], "ambiguous"),
+    ],
+)
 def test_bad_input_is_refused_with_a_clear_message(capsys, args, words):
     try:
         rc = main(["plan", *args])
@@ -124,10 +183,12 @@ def test_no_driver_still_plans_and_asks_for_gpu_memory(monkeypatch, capsys):
 
 
 def test_plan_command_does_not_import_qt():
-    code = ("import sys; from vramscope.cli import main; "
-            "main(['plan', '--params', '7B', '--gpu-memory', '24GiB', '--json']); "
-            "assert not any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules), "
-            "'Qt imported'")
+    code = (
+        "import sys; from vramscope.cli import main; "
+        "main(['plan', '--params', '7B', '--gpu-memory', '24GiB', '--json']); "
+        "assert not any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules), "
+        "'Qt imported'"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
 
@@ -135,14 +196,15 @@ def test_plan_command_does_not_import_qt():
 def test_a_hand_formula_config_is_planned_without_importing_transformers_or_torch(tmp_path):
     # `plan --config` must answer at once for these families: importing transformers alone
     # takes seconds (bench/ holds timings; here, what is imported)
-    code = ("import sys; from vramscope.cli import main; "
-            f"rc = main(['plan', '--config', {str(CONFIGS / 'llama-2-7b.json')!r}, "
-            "'--gpu-memory', '24GiB', '--json']); "
-            "print(sorted(m for m in ('transformers', 'torch', 'peft', 'huggingface_hub') "
-            "if m in sys.modules), file=sys.stderr); sys.exit(rc)")
+    code = (
+        "import sys; from vramscope.cli import main; "
+        f"rc = main(['plan', '--config', {str(CONFIGS / 'llama-2-7b.json')!r}, "
+        "'--gpu-memory', '24GiB', '--json']); "
+        "print(sorted(m for m in ('transformers', 'torch', 'peft', 'huggingface_hub') "
+        "if m in sys.modules), file=sys.stderr); sys.exit(rc)"
+    )
     env = {**__import__("os").environ, "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]"
 
@@ -152,20 +214,21 @@ def test_the_planner_extra_pulls_no_torch():
     # safetensors headers; a CUDA torch of several GB is not needed for that
     tomllib = pytest.importorskip("tomllib")
     root = CONFIGS.parents[2]
-    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
-    names = [req.split(">")[0].split("=")[0].split("[")[0].strip().lower()
-             for req in extras["planner"]]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = [req.split(">")[0].split("=")[0].split("[")[0].strip().lower() for req in extras["planner"]]
     assert "huggingface-hub" in names
     assert "torch" not in names and "transformers" not in names
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("num_hidden_layers", 10**30, "a number no model config holds"),
-    ("num_hidden_layers", 5_000_000, "more than the 100,000 the planner counts"),
-    ("hidden_size", 1e999, "a number no model config holds"),
-    ("vocab_size", -(2**60), "a number no model config holds"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("num_hidden_layers", 10**30, "a number no model config holds"),
+        ("num_hidden_layers", 5_000_000, "more than the 100,000 the planner counts"),
+        ("hidden_size", 1e999, "a number no model config holds"),
+        ("vocab_size", -(2**60), "a number no model config holds"),
+    ],
+)
 def test_a_config_with_numbers_no_model_has_is_one_line(tmp_path, capsys, field, value, words):
     config = tmp_path / "config.json"
     text = json.dumps({**planner_config("llama-2-7b"), field: value})

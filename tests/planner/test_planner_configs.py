@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 from planner_configs import config
 
-from vramscope.core.planner import (ConfigNotUnderstood, PlanError, PlanRequest, build_plan,
-                                    shape_from_config, shape_from_params)
+from vramscope.core.planner import (
+    ConfigNotUnderstood,
+    PlanError,
+    PlanRequest,
+    build_plan,
+    shape_from_config,
+    shape_from_params,
+)
 from vramscope.core.planner.inference import kv_bytes_per_token
 
 
@@ -38,8 +44,7 @@ def test_mistral_7b_gqa_parameter_count_and_kv():
 def test_gpt2_small_tied_parameter_count():
     s = shape_from_config(config("gpt2"))
     h, inner = 768, 4 * 768
-    layer = (2 * h) + (h * 3 * h + 3 * h) + (h * h + h) + (2 * h) + (h * inner + inner) \
-        + (inner * h + h)
+    layer = (2 * h) + (h * 3 * h + 3 * h) + (h * h + h) + (2 * h) + (h * inner + inner) + (inner * h + h)
     assert layer == 7_087_872
     expected = 50257 * h + 1024 * h + 12 * layer + 2 * h  # wte, wpe, blocks, ln_f; lm_head tied
     assert s.params == expected == 124_439_808
@@ -78,16 +83,21 @@ def test_plan_from_config_uses_the_exact_count():
     assert plan.to_json()["model"]["fields_used"][0] == "model_type=llama"
 
 
-@pytest.mark.parametrize("cfg, words", [
-    ({"model_type": "llama", "num_hidden_layers": 2}, "no 'hidden_size'"),
-    ({"model_type": "no_such_family", "hidden_size": 4096}, "does not know"),
-    ({"hidden_size": 4096, "num_hidden_layers": 32}, "no model_type"),
-    ({k: v for k, v in config("llama-2-7b").items() if k != "intermediate_size"},
-     "no 'intermediate_size'"),
-    ({**config("llama-2-7b"), "num_hidden_layers": "32"}, "should be an integer"),
-    ({**config("llama-2-7b"), "num_key_value_heads": 5}, "not a multiple"),
-    ([1, 2], "JSON object"),
-])
+@pytest.mark.parametrize(
+    "cfg, words",
+    [
+        ({"model_type": "llama", "num_hidden_layers": 2}, "no 'hidden_size'"),
+        ({"model_type": "no_such_family", "hidden_size": 4096}, "does not know"),
+        ({"hidden_size": 4096, "num_hidden_layers": 32}, "no model_type"),
+        (
+            {k: v for k, v in config("llama-2-7b").items() if k != "intermediate_size"},
+            "no 'intermediate_size'",
+        ),
+        ({**config("llama-2-7b"), "num_hidden_layers": "32"}, "should be an integer"),
+        ({**config("llama-2-7b"), "num_key_value_heads": 5}, "not a multiple"),
+        ([1, 2], "JSON object"),
+    ],
+)
 def test_configs_not_understood_are_refused_clearly(cfg, words):
     with pytest.raises(ConfigNotUnderstood) as exc:
         shape_from_config(cfg)

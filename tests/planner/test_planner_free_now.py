@@ -22,18 +22,33 @@ CARD = "GPU 0: RTX 3090"
 
 
 def busy_frame(free, used_by_train):
-    train = GpuProcess(pid=23812, used=used_by_train,
-                       info=ProcessInfo(pid=23812, name="python",
-                                        cmdline=("python", "train.py", "--lr", "1e-4")))
-    gpu = GpuSample(index=0, name="RTX 3090", total=24 * GiB, used=24 * GiB - free, free=free,
-                    processes=(train, GpuProcess(pid=999, used=GiB)))
+    train = GpuProcess(
+        pid=23812,
+        used=used_by_train,
+        info=ProcessInfo(pid=23812, name="python", cmdline=("python", "train.py", "--lr", "1e-4")),
+    )
+    gpu = GpuSample(
+        index=0,
+        name="RTX 3090",
+        total=24 * GiB,
+        used=24 * GiB - free,
+        free=free,
+        processes=(train, GpuProcess(pid=999, used=GiB)),
+    )
     return Frame(time=0.0, gpus=(gpu,))
 
 
 def serve(frame, context=32768, concurrency=8):
-    return build_plan(PlanRequest(shape=QWEN, mode="infer", context=context,
-                                  concurrency=concurrency, gpus_memory=tuple(fit_targets(frame)),
-                                  gpus_now=gpus_now(frame)))
+    return build_plan(
+        PlanRequest(
+            shape=QWEN,
+            mode="infer",
+            context=context,
+            concurrency=concurrency,
+            gpus_memory=tuple(fit_targets(frame)),
+            gpus_now=gpus_now(frame),
+        )
+    )
 
 
 def test_fits_an_empty_card_but_not_what_is_free_now_names_who_holds_it():
@@ -68,8 +83,7 @@ def test_the_text_report_says_now_beside_capacity():
 def test_a_second_gpu_with_room_now_is_where_it_fits():
     sizes = (("GPU 0", 24 * GiB), ("GPU 1", 24 * GiB))
     now = (GpuNow("GPU 0", GiB // 2, (("train.py (1)", 22 * GiB),)), GpuNow("GPU 1", 20 * GiB))
-    plan = build_plan(PlanRequest(shape=QWEN, mode="infer", context=4096, gpus_memory=sizes,
-                                  gpus_now=now))
+    plan = build_plan(PlanRequest(shape=QWEN, mode="infer", context=4096, gpus_memory=sizes, gpus_now=now))
     v = verdict(plan)
     assert v.state == FITS and v.text.startswith("Fits now on GPU 1")
     assert "GPU 0 only once memory is freed" in v.text
@@ -77,10 +91,21 @@ def test_a_second_gpu_with_room_now_is_where_it_fits():
 
 def test_the_cli_judges_detected_gpus_against_free_memory(capsys, monkeypatch):
     frame = busy_frame(free=int(2.6 * GiB), used_by_train=int(14.3 * GiB))
-    monkeypatch.setattr(plan_command, "detect_gpus",
-                        lambda: (fit_targets(frame), gpus_now(frame), None))
-    rc = main(["plan", "--config", str(config_path("qwen2-0.5b")), "--mode", "infer",
-               "--context", "32768", "--concurrency", "8", "--json"])
+    monkeypatch.setattr(plan_command, "detect_gpus", lambda: (fit_targets(frame), gpus_now(frame), None))
+    rc = main(
+        [
+            "plan",
+            "--config",
+            str(config_path("qwen2-0.5b")),
+            "--mode",
+            "infer",
+            "--context",
+            "32768",
+            "--concurrency",
+            "8",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert rc == 0 and data["gpus"][0]["name"] == CARD
     assert data["gpus"][0]["fits"] is True and data["gpus"][0]["fits_now"] is False
@@ -97,4 +122,5 @@ def test_a_count_without_a_unit_under_1000_is_refused_with_a_hint(capsys):
 
 def config_path(name):
     from planner_configs import CONFIGS
+
     return CONFIGS / f"{name}.json"

@@ -32,8 +32,10 @@ def hub(monkeypatch):
 
 
 def publish(hub, name, config_name, tensors):
-    hub.repos[name] = {"config.json": (CONFIGS / f"{config_name}.json").read_bytes(),
-                       "model.safetensors": safetensors_header(tensors)}
+    hub.repos[name] = {
+        "config.json": (CONFIGS / f"{config_name}.json").read_bytes(),
+        "model.safetensors": safetensors_header(tensors),
+    }
 
 
 def plan_json(capsys, *args):
@@ -43,8 +45,12 @@ def plan_json(capsys, *args):
 
 
 def test_a_bare_name_is_fetched_with_its_checkpoint_count(hub, capsys):
-    publish(hub, "gpt2", "gpt2", {"transformer.wte.weight": ("F32", [50257, 768]),
-                                  "transformer.rest": ("F32", [GPT2 - 50257 * 768])})
+    publish(
+        hub,
+        "gpt2",
+        "gpt2",
+        {"transformer.wte.weight": ("F32", [50257, 768]), "transformer.rest": ("F32", [GPT2 - 50257 * 768])},
+    )
     rc, data, _ = plan_json(capsys, "--model", "gpt2", "--mode", "infer", "--context", "1024")
     assert rc == 0 and data["model"]["params"] == GPT2
     assert "checkpoint headers" in data["model"]["counted_by"]
@@ -54,29 +60,41 @@ def test_a_bare_name_is_fetched_with_its_checkpoint_count(hub, capsys):
 
 def test_without_transformers_the_headers_count_any_family(hub, capsys, monkeypatch):
     from vramscope.core.planner import configs
+
     monkeypatch.setattr(configs, "transformers_version", lambda: None)
-    publish(hub, "mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b-v0.1",
-            {"model.embed_tokens.weight": ("BF16", [32000, 4096]),
-             "model.rest": ("BF16", [46_702_792_704 - 32000 * 4096])})
-    rc, data, err = plan_json(capsys, "--model", "mistralai/Mixtral-8x7B-v0.1", "--mode",
-                              "infer", "--context", "4096")
+    publish(
+        hub,
+        "mistralai/Mixtral-8x7B-v0.1",
+        "mixtral-8x7b-v0.1",
+        {
+            "model.embed_tokens.weight": ("BF16", [32000, 4096]),
+            "model.rest": ("BF16", [46_702_792_704 - 32000 * 4096]),
+        },
+    )
+    rc, data, err = plan_json(
+        capsys, "--model", "mistralai/Mixtral-8x7B-v0.1", "--mode", "infer", "--context", "4096"
+    )
     assert rc == 0, err
     assert data["model"]["params"] == 46_702_792_704
     assert data["model"]["counted_by"] == "the checkpoint's safetensors headers"
     assert data["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2  # layout from config fields
 
 
-def test_the_cached_checkpoint_is_read_offline_whatever_the_case_of_the_name(capsys,
-                                                                          monkeypatch):
+def test_the_cached_checkpoint_is_read_offline_whatever_the_case_of_the_name(capsys, monkeypatch):
     repo = config_source.hub_cache_dir() / "models--Qwen--Qwen2-0.5B"
     snap = repo / "snapshots" / "abc"
     snap.mkdir(parents=True)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("abc")
     (snap / "config.json").write_text((CONFIGS / "qwen2-0.5b.json").read_text())
-    (snap / "model.safetensors").write_bytes(safetensors_header(
-        {"model.embed_tokens.weight": ("BF16", [151936, 896]),
-         "model.rest": ("BF16", [494_032_768 - 151936 * 896])}))
+    (snap / "model.safetensors").write_bytes(
+        safetensors_header(
+            {
+                "model.embed_tokens.weight": ("BF16", [151936, 896]),
+                "model.rest": ("BF16", [494_032_768 - 151936 * 896]),
+            }
+        )
+    )
     rc, data, _ = plan_json(capsys, "--model", "qwen/qwen2-0.5b")
     assert rc == 0 and data["model"]["params"] == 494_032_768
     assert any("494,032,768 BF16" in n for n in data["model"]["notes"])
@@ -103,8 +121,7 @@ def test_hub_refusals_are_one_line_each(hub, capsys):
     assert rc == 2 and "gated" in err and "HF_TOKEN" in err
     rc, _, err = plan_json(capsys, "--model", "nobody/nothing")
     assert rc == 2 and "no such model on the Hub" in err
-    hub.repos["org/weights-only"] = {"model.safetensors": safetensors_header(
-        {"w": ("F32", [4])})}
+    hub.repos["org/weights-only"] = {"model.safetensors": safetensors_header({"w": ("F32", [4])})}
     rc, _, err = plan_json(capsys, "--model", "org/weights-only")
     assert rc == 2 and "org/weights-only has no config.json on the Hub" in err
 
@@ -112,32 +129,43 @@ def test_hub_refusals_are_one_line_each(hub, capsys):
 def test_the_planner_tab_fetches_a_model_with_its_checkpoint_count(hub, qtbot):
     pytest.importorskip("PySide6")
     from vramscope.ui.planner_tab import PlannerTab
-    publish(hub, "openai-community/gpt2", "gpt2", {"wte": ("F32", [50257, 768]),
-                                                    "rest": ("F32", [GPT2 - 50257 * 768])})
+
+    publish(
+        hub,
+        "openai-community/gpt2",
+        "gpt2",
+        {"wte": ("F32", [50257, 768]), "rest": ("F32", [GPT2 - 50257 * 768])},
+    )
     tab = PlannerTab(gpus=[("GPU 0", 24 * 2**30)])
     qtbot.addWidget(tab)
     tab.load_model("openai-community/gpt2")
-    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.shape.params == GPT2,
-                    timeout=10_000)
+    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.shape.params == GPT2, timeout=10_000)
     assert tab.plan.request.shape.checkpoint == (("F32", GPT2),)
     assert "checkpoint headers" in tab.model_status.text()
 
 
-def test_cached_shards_are_read_through_their_index_and_a_consolidated_copy_is_not_counted(
-        tmp_path):
+def test_cached_shards_are_read_through_their_index_and_a_consolidated_copy_is_not_counted(tmp_path):
     from vramscope.core.planner.checkpoint import local_counts
+
     snap = tmp_path / "snap"
     snap.mkdir()
-    (snap / "model-00001-of-00002.safetensors").write_bytes(safetensors_header(
-        {"a": ("BF16", [1000, 10])}))
-    (snap / "model-00002-of-00002.safetensors").write_bytes(safetensors_header(
-        {"b": ("BF16", [500])}))
-    (snap / "consolidated.safetensors").write_bytes(safetensors_header(
-        {"a": ("BF16", [1000, 10]), "b": ("BF16", [500])}))
+    (snap / "model-00001-of-00002.safetensors").write_bytes(safetensors_header({"a": ("BF16", [1000, 10])}))
+    (snap / "model-00002-of-00002.safetensors").write_bytes(safetensors_header({"b": ("BF16", [500])}))
+    (snap / "consolidated.safetensors").write_bytes(
+        safetensors_header({"a": ("BF16", [1000, 10]), "b": ("BF16", [500])})
+    )
     assert local_counts(snap) == (("BF16", 10_500),)  # no index: the shards, not the copy
-    (snap / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
-        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors",
-        "c": "model-00003-of-00003.safetensors"}}))
+    (snap / "model.safetensors.index.json").write_text(
+        json.dumps(
+            {
+                "weight_map": {
+                    "a": "model-00001-of-00002.safetensors",
+                    "b": "model-00002-of-00002.safetensors",
+                    "c": "model-00003-of-00003.safetensors",
+                }
+            }
+        )
+    )
     assert local_counts(snap) is None  # a shard not downloaded: not the whole checkpoint
 
 
@@ -145,20 +173,26 @@ def test_cached_shards_are_read_through_their_index_and_a_consolidated_copy_is_n
 @settings(max_examples=200, deadline=None)
 def test_any_bytes_as_a_safetensors_file_are_refused_quietly(tmp_path_factory, data):
     from vramscope.core.planner.checkpoint import file_counts
+
     path = tmp_path_factory.mktemp("st") / "model.safetensors"
     path.write_bytes(data)
     counts: dict = {}
     assert file_counts(path, counts) in (True, False)  # never raises
 
 
-@given(st.dictionaries(st.text(min_size=1, max_size=8),
-                       st.tuples(st.sampled_from(["F32", "BF16", "U8"]),
-                                 st.lists(st.integers(0, 64), max_size=3)), max_size=6))
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.tuples(st.sampled_from(["F32", "BF16", "U8"]), st.lists(st.integers(0, 64), max_size=3)),
+        max_size=6,
+    )
+)
 @settings(max_examples=100, deadline=None)
 def test_a_safetensors_header_is_counted_per_dtype(tmp_path_factory, tensors):
     import math
 
     from vramscope.core.planner.checkpoint import file_counts
+
     path = tmp_path_factory.mktemp("st") / "model.safetensors"
     path.write_bytes(safetensors_header(tensors))
     counts: dict = {}

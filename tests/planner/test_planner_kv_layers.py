@@ -59,11 +59,12 @@ def test_falcon_multi_query_caches_one_kv_head():
 
 
 def test_layers_sharing_a_cache_add_nothing_and_per_layer_windows_are_honoured():
-    cfg = {"num_kv_shared_layers": 2, "sliding_window": [None, 128, None, 64],
-           "layer_types": ["full_attention", "sliding_attention", "full_attention",
-                           "sliding_attention"]}
-    layers, _, notes = kv_layout.kv_layers(cfg, model_type="x", layers=4, heads=4, kv_heads=2,
-                                           head_dim=8)
+    cfg = {
+        "num_kv_shared_layers": 2,
+        "sliding_window": [None, 128, None, 64],
+        "layer_types": ["full_attention", "sliding_attention", "full_attention", "sliding_attention"],
+    }
+    layers, _, notes = kv_layout.kv_layers(cfg, model_type="x", layers=4, heads=4, kv_heads=2, head_dim=8)
     assert kv_layout.elements(layers, 1000) == 1000 * 32 + 128 * 32 + 0 + 0
     assert any("reuse" in n for n in notes)
 

@@ -126,10 +126,19 @@ def test_a_bf16_model_is_planned_as_held_without_an_fp32_master_copy(attached):
 
 
 def test_mixed_dtypes_use_the_weighted_mean_and_stay_exact():
-    models = [{"name": "M", "params": 1000, "tensors": 3, "trainable": 300, "trainable_tensors": 1,
-               "param_bytes": 700 * 2 + 300 * 4, "trainable_bytes": 300 * 4,
-               "dtypes": {"bfloat16": 700, "float32": 300},
-               "optimizer": {"class": "AdamW", "amsgrad": False}}]
+    models = [
+        {
+            "name": "M",
+            "params": 1000,
+            "tensors": 3,
+            "trainable": 300,
+            "trainable_tensors": 1,
+            "param_bytes": 700 * 2 + 300 * 4,
+            "trainable_bytes": 300 * 4,
+            "dtypes": {"bfloat16": 700, "float32": 300},
+            "optimizer": {"class": "AdamW", "amsgrad": False},
+        }
+    ]
     live = live_model(models)
     assert live.bytes_per_param == Fraction(2600, 1000)
     assert live.dtype_bytes == 4 and live.frozen_dtype_bytes == 2
@@ -154,6 +163,7 @@ def test_the_planner_tab_takes_the_attached_process_as_its_model(attached, qapp,
     from vramscope.core.units import GiB
     from vramscope.ui import theme
     from vramscope.ui.planner_tab import PlannerTab
+
     theme.apply(qapp)
     torch.manual_seed(0)
     model = TinyDecoder(TINY_LLAMA)
@@ -173,8 +183,10 @@ def test_the_planner_tab_takes_the_attached_process_as_its_model(attached, qapp,
     assert tab.optimizer.currentData() == "adamw" and not tab.optimizer.isEnabled()
     assert not tab.precision.isEnabled() and not tab.lora_rank.isEnabled()
     assert "TinyDecoder" in tab.live_label.text() and "frozen" in tab.live_label.text()
-    table = {tab.measured.item(r, 0).text().split(" (")[0]: tab.measured.item(r, 3).text()
-             for r in range(tab.measured.rowCount())}
+    table = {
+        tab.measured.item(r, 0).text().split(" (")[0]: tab.measured.item(r, 3).text()
+        for r in range(tab.measured.rowCount())
+    }
     assert table["weights"] == table["gradients"] == table["optimizer state"] == "exact"
     assert "like with like" in tab.measured_label.text()
     qtbot.wait(300)

@@ -13,8 +13,10 @@ def infer(cfg, context=None):
 
 def test_yarn_stretches_the_trained_length_by_its_factor():
     # Qwen2.5's model card: rope_scaling yarn, factor 4, original 32768 -> 131,072 tokens
-    cfg = {**config("qwen2.5-7b"), "rope_scaling": {"type": "yarn", "factor": 4.0,
-                                                    "original_max_position_embeddings": 32768}}
+    cfg = {
+        **config("qwen2.5-7b"),
+        "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+    }
     shape = shape_from_config(cfg)
     assert shape.max_positions == 131_072
     assert not infer(cfg, context=131_072).warnings

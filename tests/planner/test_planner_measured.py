@@ -16,14 +16,12 @@ from vramscope.core.planner.compare import compare  # noqa: E402
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport  # noqa: E402
 
 
-
 def measured(model, optimizer) -> dict[str, int]:
     return tensor_buckets([model], [optimizer])["cpu"]
 
 
 def planned(cfg, **kw):
-    return build_plan(PlanRequest(shape=shape_from_config(cfg), mode="train", precision="fp32",
-                                  **kw))
+    return build_plan(PlanRequest(shape=shape_from_config(cfg), mode="train", precision="fp32", **kw))
 
 
 @pytest.mark.parametrize("cfg", [TINY_QWEN2, TINY_LLAMA], ids=["qwen2-tied-gqa", "llama"])
@@ -78,8 +76,9 @@ def test_compare_puts_plan_beside_measurement():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     train_step(model, opt, TINY_QWEN2["vocab_size"])
     got = measured(model, opt)
-    report = AgentReport(pid=1, start_time=0.0, devices=(
-        AgentDevice(device="cpu", buckets=AgentBuckets(**got)),))
+    report = AgentReport(
+        pid=1, start_time=0.0, devices=(AgentDevice(device="cpu", buckets=AgentBuckets(**got)),)
+    )
     rows = compare(planned(TINY_QWEN2, optimizer="adamw"), report)
     by = {r.label: r for r in rows}
     assert by["weights"].difference == 0

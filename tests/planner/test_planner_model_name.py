@@ -33,8 +33,18 @@ def plan(capsys, *args):
 
 def test_model_name_from_the_cache(capsys):
     cache_model(config_source.hub_cache_dir(), "Qwen/Qwen2-0.5B", "qwen2-0.5b")
-    rc, out, _ = plan(capsys, "--model", "Qwen/Qwen2-0.5B", "--mode", "infer", "--context",
-                      "4096", "--gpu-memory", "24GiB", "--json")
+    rc, out, _ = plan(
+        capsys,
+        "--model",
+        "Qwen/Qwen2-0.5B",
+        "--mode",
+        "infer",
+        "--context",
+        "4096",
+        "--gpu-memory",
+        "24GiB",
+        "--json",
+    )
     assert rc == 0
     data = json.loads(out)
     assert data["model"]["params"] == 494_032_768
@@ -56,8 +66,10 @@ def test_offline_without_a_cached_copy_says_where_it_looked(capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1
     where = str(config_source.hub_cache_dir() / "models--meta-llama--Llama-3.1-8B")
-    assert "--model: meta-llama/Llama-3.1-8B: offline (HF_HUB_OFFLINE is set) and not in the " \
-           f"local cache (checked {where})" in lines[0]
+    assert (
+        "--model: meta-llama/Llama-3.1-8B: offline (HF_HUB_OFFLINE is set) and not in the "
+        f"local cache (checked {where})" in lines[0]
+    )
     assert "has no config.json" not in lines[0]
 
 
@@ -94,33 +106,62 @@ def test_binary_and_non_object_configs_are_one_line_refusals(tmp_path, capsys):
 
 
 def test_a_context_past_the_models_limit_is_warned_in_text_json_and_stderr(capsys):
-    args = ["--config", str(CONFIGS / "gpt2.json"), "--mode", "infer", "--context", "8192",
-            "--gpu-memory", "24GiB"]
+    args = [
+        "--config",
+        str(CONFIGS / "gpt2.json"),
+        "--mode",
+        "infer",
+        "--context",
+        "8192",
+        "--gpu-memory",
+        "24GiB",
+    ]
     rc, out, err = plan(capsys, *args)
     assert rc == 0
-    assert "WARNING: a context of 8,192 tokens is longer than this model's limit: " \
-           "n_positions = 1,024" in out
+    assert "WARNING: a context of 8,192 tokens is longer than this model's limit: n_positions = 1,024" in out
     assert "warning: a context of 8,192" in err
     rc, out, _ = plan(capsys, *args, "--json")
     assert any("n_positions = 1,024" in w for w in json.loads(out)["warnings"])
-    rc, out, err = plan(capsys, "--config", str(CONFIGS / "gpt2.json"), "--mode", "infer",
-                        "--context", "1024", "--gpu-memory", "24GiB", "--json")
+    rc, out, err = plan(
+        capsys,
+        "--config",
+        str(CONFIGS / "gpt2.json"),
+        "--mode",
+        "infer",
+        "--context",
+        "1024",
+        "--gpu-memory",
+        "24GiB",
+        "--json",
+    )
     assert json.loads(out)["warnings"] == [] and err == ""
 
 
 def test_a_training_sequence_past_the_limit_is_warned_too(capsys):
-    rc, out, _ = plan(capsys, "--config", str(CONFIGS / "llama-2-7b.json"), "--batch", "1",
-                      "--seq", "8192", "--gpu-memory", "80GiB", "--json")
+    rc, out, _ = plan(
+        capsys,
+        "--config",
+        str(CONFIGS / "llama-2-7b.json"),
+        "--batch",
+        "1",
+        "--seq",
+        "8192",
+        "--gpu-memory",
+        "80GiB",
+        "--json",
+    )
     assert rc == 0
-    assert any("the sequence of 8,192 tokens" in w and "max_position_embeddings = 4,096" in w
-               for w in json.loads(out)["warnings"])
+    assert any(
+        "the sequence of 8,192 tokens" in w and "max_position_embeddings = 4,096" in w
+        for w in json.loads(out)["warnings"]
+    )
 
 
 def test_without_transformers_an_unknown_family_names_the_extra(monkeypatch, capsys):
     from vramscope.core.planner import configs
+
     monkeypatch.setattr(configs, "transformers_version", lambda: None)
     rc, _, err = plan(capsys, "--config", str(CONFIGS / "mixtral-8x7b-v0.1.json"))
     assert rc == 2 and "vramscope[planner]" in err and "'mixtral'" in err
-    rc, out, _ = plan(capsys, "--config", str(CONFIGS / "llama-2-7b.json"), "--gpu-memory",
-                      "80GiB")
+    rc, out, _ = plan(capsys, "--config", str(CONFIGS / "llama-2-7b.json"), "--gpu-memory", "80GiB")
     assert rc == 0 and "hand formula" in out  # the hand formulas need nothing more

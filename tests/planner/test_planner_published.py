@@ -44,10 +44,12 @@ PUBLISHED = {
 }
 # Active parameters per token the cards publish (DeepSeek-V2-Lite's 2.4B leaves
 # out the 0.21B input embedding: 2.66B - 0.21B = 2.45B).
-ACTIVE = {"mixtral-8x7b-v0.1": (12_879_925_248, 12.9),
-          "qwen1.5-moe-a2.7b": (2_689_173_504, 2.7),
-          "deepseek-v2-lite": (2_661_150_208, 2.66),
-          "deepseek-v3": (37_552_282_624, 37.6)}
+ACTIVE = {
+    "mixtral-8x7b-v0.1": (12_879_925_248, 12.9),
+    "qwen1.5-moe-a2.7b": (2_689_173_504, 2.7),
+    "deepseek-v2-lite": (2_661_150_208, 2.66),
+    "deepseek-v3": (37_552_282_624, 37.6),
+}
 
 
 def test_the_collection_spans_the_families_people_plan_today():
@@ -76,8 +78,7 @@ def test_hand_formulas_agree_with_the_meta_device_tensor_for_tensor(name):
     assert hand.tied_embeddings == meta.tied_embeddings
     # the same linear matrices, so LoRA and quantisation agree too
     assert hand.quantizable_params == meta.quantizable_params
-    assert hand.lora_params(16, hand.lora_default_modules) \
-        == meta.lora_params(16, hand.lora_default_modules)
+    assert hand.lora_params(16, hand.lora_default_modules) == meta.lora_params(16, hand.lora_default_modules)
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVE))
@@ -109,8 +110,7 @@ def test_training_and_zero3_plans_use_the_exact_count():
 def test_moe_activations_follow_the_experts_a_token_passes_through():
     shape = shape_from_config(config("mixtral-8x7b-v0.1"))
     assert shape.active_mlp == 2 * 14336
-    plan = build_plan(PlanRequest(shape=shape, mode="train", batch=1, seq=1024,
-                                  flash_attention=True))
+    plan = build_plan(PlanRequest(shape=shape, mode="train", batch=1, seq=1024, flash_attention=True))
     s, b, h = 1024, 1, 4096
     assert plan.bucket_dict()["activations"] == 32 * (18 * s * b * h + 4 * s * b * 2 * 14336)
     assert "mixture of experts" in plan.explanation("activations")

@@ -23,8 +23,10 @@ def served(cfg, **kw):
 def test_gptq_group_128_packs_4_bits_with_zeros_scales_and_group_index():
     q = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
     plan, total = served({**config("llama-2-7b"), "quantization_config": q})
-    per_layer = sum(i * o // 2 + math.ceil(i / 128) * o // 2 + math.ceil(i / 128) * o * 2 + 4 * i
-                    for i, o in LLAMA2_MATRICES)
+    per_layer = sum(
+        i * o // 2 + math.ceil(i / 128) * o // 2 + math.ceil(i / 128) * o * 2 + 4 * i
+        for i, o in LLAMA2_MATRICES
+    )
     assert total == 32 * per_layer + 2 * (LLAMA2 - LLAMA2_LINEAR)
     assert plan.bucket_dict()["weights"] == LLAMA2 // 2  # Ψ × 0.5 B, the rest stated apart
     assert "GPTQ 4-bit, group 128" in plan.layout
@@ -33,30 +35,30 @@ def test_gptq_group_128_packs_4_bits_with_zeros_scales_and_group_index():
 def test_awq_has_no_group_index():
     q = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
     _, total = served({**config("llama-2-7b"), "quantization_config": q})
-    per_layer = sum(i * o // 2 + (i // 128) * o // 2 + (i // 128) * o * 2
-                    for i, o in LLAMA2_MATRICES)
+    per_layer = sum(i * o // 2 + (i // 128) * o // 2 + (i // 128) * o * 2 for i, o in LLAMA2_MATRICES)
     assert total == 32 * per_layer + 2 * (LLAMA2 - LLAMA2_LINEAR)
 
 
 def test_bitsandbytes_4bit_double_quant_and_8bit_row_scales():
-    q4 = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
-          "bnb_4bit_use_double_quant": True}
+    q4 = {
+        "quant_method": "bitsandbytes",
+        "load_in_4bit": True,
+        "bnb_4bit_quant_type": "nf4",
+        "bnb_4bit_use_double_quant": True,
+    }
     _, total = served({**config("llama-2-7b"), "quantization_config": q4})
     blocks = [i * o // 64 for i, o in LLAMA2_MATRICES]
-    per_layer = sum(i * o // 2 for i, o in LLAMA2_MATRICES) \
-        + sum(b + 4 * math.ceil(b / 256) for b in blocks)
+    per_layer = sum(i * o // 2 for i, o in LLAMA2_MATRICES) + sum(b + 4 * math.ceil(b / 256) for b in blocks)
     assert total == 32 * per_layer + 2 * (LLAMA2 - LLAMA2_LINEAR)
     q8 = {"quant_method": "bitsandbytes", "load_in_8bit": True}
     _, total8 = served({**config("llama-2-7b"), "quantization_config": q8})
-    assert total8 == 32 * sum(i * o + 4 * o for i, o in LLAMA2_MATRICES) \
-        + 2 * (LLAMA2 - LLAMA2_LINEAR)
+    assert total8 == 32 * sum(i * o + 4 * o for i, o in LLAMA2_MATRICES) + 2 * (LLAMA2 - LLAMA2_LINEAR)
 
 
 def test_fp8_block_scales():
     q = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
     _, total = served({**config("llama-2-7b"), "quantization_config": q})
-    per_layer = sum(i * o + 4 * math.ceil(o / 128) * math.ceil(i / 128)
-                    for i, o in LLAMA2_MATRICES)
+    per_layer = sum(i * o + 4 * math.ceil(o / 128) * math.ceil(i / 128) for i, o in LLAMA2_MATRICES)
     assert total == 32 * per_layer + 2 * (LLAMA2 - LLAMA2_LINEAR)
 
 
@@ -67,10 +69,14 @@ def test_asking_for_a_precision_overrides_the_config_and_says_so():
     assert any("planned at bf16 as asked" in n for n in plan.notes)
 
 
-@pytest.mark.parametrize("q", [{"quant_method": "hqq"},
-                               {"quant_method": "compressed-tensors", "format": "pack-quantized"},
-                               {"_load_in_8bit": False, "_load_in_4bit": False,
-                                "quant_method": "bitsandbytes"}])
+@pytest.mark.parametrize(
+    "q",
+    [
+        {"quant_method": "hqq"},
+        {"quant_method": "compressed-tensors", "format": "pack-quantized"},
+        {"_load_in_8bit": False, "_load_in_4bit": False, "quant_method": "bitsandbytes"},
+    ],
+)
 def test_a_format_the_planner_cannot_size_still_gets_a_plan_that_says_so(q):
     shape = shape_from_config({**config("llama-2-7b"), "quantization_config": q})
     plan, total = served({**config("llama-2-7b"), "quantization_config": q})
@@ -115,8 +121,7 @@ def test_phi3_targets_qkv_proj_and_an_override_is_honoured():
     shape = shape_from_config(config("phi-3-mini-4k"))
     assert shape.lora_default_modules == ("qkv_proj",)
     assert shape.lora_params(8, ("qkv_proj",))[0] == 32 * 8 * (3072 + 9216)
-    assert shape.lora_params(8, ("o_proj", "down_proj"))[0] \
-        == 32 * 8 * ((3072 + 3072) + (8192 + 3072))
+    assert shape.lora_params(8, ("o_proj", "down_proj"))[0] == 32 * 8 * ((3072 + 3072) + (8192 + 3072))
     with pytest.raises(PlanError, match="qkv_proj") as exc:
         shape.lora_params(8, ("q_proj",))  # Phi-3 has no separate q_proj
     assert exc.value.field == "lora_modules"
@@ -132,7 +137,6 @@ def test_routed_experts_are_not_lora_targets_but_are_quantised():
     shape = shape_from_config(config("mixtral-8x7b-v0.1"))
     all_linear = shape.lora_targets(("all-linear",))
     assert not any(lin.expert for lin in all_linear)
-    experts = sum(lin.count * lin.in_features * lin.out_features
-                  for lin in shape.layer_linears if lin.expert)
+    experts = sum(lin.count * lin.in_features * lin.out_features for lin in shape.layer_linears if lin.expert)
     assert experts == 32 * 8 * 3 * 4096 * 14336
     assert shape.quantizable_params > experts

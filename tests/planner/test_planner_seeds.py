@@ -25,8 +25,9 @@ def infer(shape=SEVEN_B, **kw):
     return build_plan(PlanRequest(shape=shape, mode="infer", **kw))
 
 
-@pytest.mark.parametrize("params, gb", [(7, (28, 14, 14, 7, 3.5)), (13, (52, 26, 26, 13, 6.5)),
-                                        (70, (280, 140, 140, 70, 35))])
+@pytest.mark.parametrize(
+    "params, gb", [(7, (28, 14, 14, 7, 3.5)), (13, (52, 26, 26, 13, 6.5)), (70, (280, 140, 140, 70, 35))]
+)
 def test_precision_table_weights_in_decimal_gb(params, gb):
     shape = shape_from_params(params * 10**9)
     for precision, expected in zip(("fp32", "bf16", "fp16", "int8", "int4"), gb):
@@ -51,17 +52,26 @@ def test_7b_bf16_weights_are_14_gb():
 def test_hf_layout_18_bytes_per_param_is_126_gb():
     plan = train(precision="mixed", grad_layout=18)
     b = plan.bucket_dict()
-    assert b == {"weights": 14 * GB, "master_weights": 28 * GB, "optimizer_state": 56 * GB,
-                 "gradients": 28 * GB}
+    assert b == {
+        "weights": 14 * GB,
+        "master_weights": 28 * GB,
+        "optimizer_state": 56 * GB,
+        "gradients": 28 * GB,
+    }
     assert plan.per_gpu_total == 126 * GB
     assert "2 + 4 + 4 + 8 = 18 B/param" in plan.layout
 
 
-@pytest.mark.parametrize("precision, expected", [
-    ("fp32", {"weights": 28 * GB, "gradients": 28 * GB, "optimizer_state": 56 * GB}),
-    ("mixed", {"weights": 14 * GB, "gradients": 14 * GB, "master_weights": 28 * GB,
-               "optimizer_state": 56 * GB}),
-])
+@pytest.mark.parametrize(
+    "precision, expected",
+    [
+        ("fp32", {"weights": 28 * GB, "gradients": 28 * GB, "optimizer_state": 56 * GB}),
+        (
+            "mixed",
+            {"weights": 14 * GB, "gradients": 14 * GB, "master_weights": 28 * GB, "optimizer_state": 56 * GB},
+        ),
+    ],
+)
 def test_sixteen_bytes_per_param_is_112_gb_fp32_or_mixed(precision, expected):
     plan = train(precision=precision, optimizer="adam")
     assert plan.bucket_dict() == expected
@@ -79,12 +89,15 @@ def test_112_gb_does_not_fit_one_80_gb_card_and_ddp_divides_nothing():
     assert any("divides nothing" in n for n in eight_ddp.notes)
 
 
-@pytest.mark.parametrize("stage, per_gpu", [
-    (0, (2 + 2 + 12) * B7),  # ZeRO paper: (2 + 2 + K)Ψ, K = 12
-    (1, 2 * B7 + 2 * B7 + 12 * B7 // 8),
-    (2, 2 * B7 + (2 + 12) * B7 // 8),
-    (3, (2 + 2 + 12) * B7 // 8),
-])
+@pytest.mark.parametrize(
+    "stage, per_gpu",
+    [
+        (0, (2 + 2 + 12) * B7),  # ZeRO paper: (2 + 2 + K)Ψ, K = 12
+        (1, 2 * B7 + 2 * B7 + 12 * B7 // 8),
+        (2, 2 * B7 + (2 + 12) * B7 // 8),
+        (3, (2 + 2 + 12) * B7 // 8),
+    ],
+)
 def test_zero_stages_per_gpu_model_states(stage, per_gpu):
     assert train(zero_stage=stage, gpus=8).per_gpu_total == per_gpu
 

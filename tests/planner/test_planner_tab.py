@@ -19,6 +19,7 @@ from vramscope.ui.planner_tab import PlannerTab  # noqa: E402
 @pytest.fixture
 def tab(qapp, qtbot):
     from vramscope.ui import theme
+
     theme.apply(qapp)
     w = PlannerTab(gpus=[("GPU 0: NVIDIA A100-SXM4-80GB", 80 * GiB)])
     qtbot.addWidget(w)
@@ -29,8 +30,7 @@ def tab(qapp, qtbot):
 
 
 def cells(table, col):
-    return [table.item(r, col).text() if table.item(r, col) else ""
-            for r in range(table.rowCount())]
+    return [table.item(r, col).text() if table.item(r, col) else "" for r in range(table.rowCount())]
 
 
 def settle(qtbot, tab):
@@ -41,8 +41,7 @@ def settle(qtbot, tab):
 def test_7b_mixed_precision_adam_training_does_not_fit_and_suggests_8bit_first(tab, qtbot, artifacts_dir):
     settle(qtbot, tab)
     assert tab.plan.per_gpu_total == 112 * GB  # 7B, mixed + Adam: 16 B/param
-    assert cells(tab.buckets, 0)[:4] == ["weights", "gradients", "master_weights",
-                                         "optimizer_state"]
+    assert cells(tab.buckets, 0)[:4] == ["weights", "gradients", "master_weights", "optimizer_state"]
     assert "does NOT fit" in cells(tab.gpu_table, 2)[0]
     assert cells(tab.suggestions, 3)[0].startswith("8-bit Adam")
     assert "Does not fit" in tab.verdict.text()
@@ -95,8 +94,12 @@ def test_planned_beside_measured_from_a_real_cpu_model(tab, qtbot, artifacts_dir
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     train_step(model, opt, TINY_QWEN2["vocab_size"])
     got = tensor_buckets([model], [opt])["cpu"]
-    report = AgentReport(pid=4242, start_time=1.0, step=1, devices=(
-        AgentDevice(device="cpu", allocated=None, buckets=AgentBuckets(**got)),))
+    report = AgentReport(
+        pid=4242,
+        start_time=1.0,
+        step=1,
+        devices=(AgentDevice(device="cpu", allocated=None, buckets=AgentBuckets(**got)),),
+    )
 
     tab.load_config(str(path))
     tab.precision.setCurrentIndex(tab.precision.findData("fp32"))

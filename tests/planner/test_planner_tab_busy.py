@@ -24,24 +24,37 @@ T0 = 1_800_000_000.0
 @pytest.fixture
 def busy_planner(qapp, qtbot, tmp_path):
     from vramscope.ui import theme
+
     theme.apply(qapp)
     made = []
 
     def make(width, height):
-        args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
-                                  read_only=False, prometheus=None, file=None, theme=None)
+        args = argparse.Namespace(
+            demo=True,
+            interval=1.0,
+            window="10m",
+            record=False,
+            read_only=False,
+            prometheus=None,
+            file=None,
+            theme=None,
+        )
         settings = Settings(str(tmp_path / "s.toml"))
         settings.merge_args(args)
-        feed, window = build_window(args, source=BusyWorkstation(seed=1, start_time=T0),
-                                    start=False, poll_ms=60_000, settings=settings)
+        feed, window = build_window(
+            args,
+            source=BusyWorkstation(seed=1, start_time=T0),
+            start=False,
+            poll_ms=60_000,
+            settings=settings,
+        )
         qtbot.addWidget(window)
         made.append(window)
         window.resize(width, height)
         window.show()
         for k in range(180):  # three minutes of the busy machine
             feed.sampler.sample_once(T0 + k)
-        index = next(i for i in range(window.tabs.count())
-                     if window.tabs.tabText(i) == "Planner")
+        index = next(i for i in range(window.tabs.count()) if window.tabs.tabText(i) == "Planner")
         window.tabs.setCurrentIndex(index)
         window.refresh(force=True)
         qtbot.wait(50)
@@ -55,6 +68,7 @@ def busy_planner(qapp, qtbot, tmp_path):
 
 def _planner(window):
     from vramscope.ui.planner_tab import PlannerTab
+
     return window.findChild(PlannerTab)
 
 
@@ -98,6 +112,7 @@ def test_free_memory_that_barely_moves_does_not_replan(qapp, qtbot):
     from vramscope.core.planner.request import GpuNow
     from vramscope.core.units import GiB, MiB
     from vramscope.ui.planner_tab import PlannerTab
+
     tab = PlannerTab()
     qtbot.addWidget(tab)
     gpus = [("GPU 0", 24 * GiB)]

@@ -17,20 +17,39 @@ from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport  # noq
 from vramscope.core.units import GiB  # noqa: E402
 from vramscope.ui.planner_tab import PlannerTab  # noqa: E402
 
-MODEL = {"name": "Net", "params": 1_000_000, "tensors": 10, "trainable": 1_000_000,
-         "trainable_tensors": 10, "param_bytes": 4_000_000, "trainable_bytes": 4_000_000,
-         "dtypes": {"float32": 1_000_000}, "optimizer": {"class": "AdamW"}}
+MODEL = {
+    "name": "Net",
+    "params": 1_000_000,
+    "tensors": 10,
+    "trainable": 1_000_000,
+    "trainable_tensors": 10,
+    "param_bytes": 4_000_000,
+    "trainable_bytes": 4_000_000,
+    "dtypes": {"float32": 1_000_000},
+    "optimizer": {"class": "AdamW"},
+}
 
 
 def report(peak=None, allocated=16_000_000, models=(MODEL,), pid=777):
-    buckets = AgentBuckets(weights=4_000_000, gradients=4_000_000, optimizer_state=8_000_000,
-                           other_allocated=0, cached_free=1_000_000)
-    return AgentReport(pid=pid, start_time=5.0, step=3, models=models, devices=(
-        AgentDevice(device="cuda:0", allocated=allocated, peak_allocated=peak, buckets=buckets),))
+    buckets = AgentBuckets(
+        weights=4_000_000,
+        gradients=4_000_000,
+        optimizer_state=8_000_000,
+        other_allocated=0,
+        cached_free=1_000_000,
+    )
+    return AgentReport(
+        pid=pid,
+        start_time=5.0,
+        step=3,
+        models=models,
+        devices=(AgentDevice(device="cuda:0", allocated=allocated, peak_allocated=peak, buckets=buckets),),
+    )
 
 
 def make(qtbot, gpus=(("GPU 0: NVIDIA GeForce RTX 4090", 24 * GiB),), size=(1400, 900)):
     from vramscope.ui import theme
+
     theme.apply(qtbot._request.getfixturevalue("qapp"))
     tab = PlannerTab(gpus=list(gpus))
     qtbot.addWidget(tab)
@@ -46,8 +65,12 @@ def shown(tab, qtbot):
 
 
 def text_of(table):
-    return [table.item(r, c).text() for r in range(table.rowCount())
-            for c in range(table.columnCount()) if table.item(r, c)]
+    return [
+        table.item(r, c).text()
+        for r in range(table.rowCount())
+        for c in range(table.columnCount())
+        if table.item(r, c)
+    ]
 
 
 def test_an_attached_process_becomes_the_plan_and_its_peak_stands_beside_it(qtbot, artifacts_dir):
@@ -55,8 +78,7 @@ def test_an_attached_process_becomes_the_plan_and_its_peak_stands_beside_it(qtbo
     tab.show_measured(report(peak=17_000_000))
     tab.show_measured(report(peak=20_000_000))
     tab.show_measured(report(peak=18_000_000))
-    qtbot.waitUntil(lambda: tab.plan is not None
-                    and tab.plan.request.trainable_params is not None)
+    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.trainable_params is not None)
     assert tab.source.currentData() == "agent"
     rows = {tab.measured.item(r, 0).text().split(" (")[0]: r for r in range(tab.measured.rowCount())}
     peak = rows["peak allocated"]
@@ -98,8 +120,9 @@ def test_every_bucket_row_is_visible_in_gib_without_exponents(qtbot, artifacts_d
     tab.seq.setValue(2048)
     shown(tab, qtbot)
     buckets = tab.buckets
-    assert buckets.item(buckets.rowCount() - 2, 0).text() == "total per GPU" or \
-        any(buckets.item(r, 0).text() == "total per GPU" for r in range(buckets.rowCount()))
+    assert buckets.item(buckets.rowCount() - 2, 0).text() == "total per GPU" or any(
+        buckets.item(r, 0).text() == "total per GPU" for r in range(buckets.rowCount())
+    )
     assert buckets.height() >= buckets.verticalHeader().length()  # no row hidden
     words = " ".join(text_of(buckets) + text_of(tab.gpu_table) + [tab.verdict.text()])
     assert "GiB" in words and " GB" not in words and not re.search(r"\de-\d", words)
@@ -118,26 +141,27 @@ def test_errors_name_the_form_field_not_a_command_line_option(qtbot):
 
 def test_a_model_by_name_from_the_local_cache(qtbot):
     from test_planner_model_name import cache_model
+
     cache_model(config_source.hub_cache_dir(), "Qwen/Qwen2.5-7B", "qwen2.5-7b")
     tab = make(qtbot)
     tab.load_model("Qwen/Qwen2.5-7B")
-    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.shape.params
-                    == 7_615_616_512)
-    assert [tab.model_name.itemText(i) for i in range(tab.model_name.count())] \
-        == ["Qwen/Qwen2.5-7B"]
+    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.shape.params == 7_615_616_512)
+    assert [tab.model_name.itemText(i) for i in range(tab.model_name.count())] == ["Qwen/Qwen2.5-7B"]
     assert "hand formula" in tab.model_status.text()
     tab.load_model("org/not-cached")
     qtbot.waitUntil(lambda: tab.error is not None)
-    assert tab.error.startswith("Model name: org/not-cached: offline (HF_HUB_OFFLINE is set) "
-                                "and not in the local cache")
+    assert tab.error.startswith(
+        "Model name: org/not-cached: offline (HF_HUB_OFFLINE is set) and not in the local cache"
+    )
 
 
 def test_a_family_counted_on_the_meta_device_loads_without_blocking(qtbot):
     pytest.importorskip("transformers")
     tab = make(qtbot)
     tab.load_config(str(CONFIGS / "mixtral-8x7b-v0.1.json"))
-    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.shape.params
-                    == 46_702_792_704, timeout=60_000)
+    qtbot.waitUntil(
+        lambda: tab.plan is not None and tab.plan.request.shape.params == 46_702_792_704, timeout=60_000
+    )
     assert "active per token" in tab.layout_label.text()
 
 

@@ -31,6 +31,7 @@ def test_what_would_fit_from_the_attached_process(busy_planner, qtbot, artifacts
     assert "free now (with the" in view.verdicts.text() and "in its" in view.verdicts.text()
     assert "micro-batch 8" in view.label.text() and "micro-batch 16" in view.label.text()
     from PySide6.QtWidgets import QScrollArea
+
     page = tab.results.parentWidget()
     while not isinstance(page, QScrollArea):
         page = page.parentWidget()

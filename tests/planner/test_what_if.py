@@ -24,8 +24,13 @@ def test_batch_2x_and_4x_within_5_percent_of_real_cpu_runs(kind, factor):
 
 def _measured(kind="lm", batch=8, seq=64):
     base = counted_step(kind, batch, seq)
-    return measure("cpu", {k: base[k] for k in ("weights", "gradients", "optimizer_state")},
-                   input_shape=base["input"], models=base["models"], modules=base["modules"])
+    return measure(
+        "cpu",
+        {k: base[k] for k in ("weights", "gradients", "optimizer_state")},
+        input_shape=base["input"],
+        models=base["models"],
+        modules=base["modules"],
+    )
 
 
 def test_a_longer_sequence_lands_inside_the_range_and_the_attention_part_is_named():
@@ -53,28 +58,52 @@ ROWS = [  # a tree of totals, with a container (never called) saying 0
 
 
 def test_module_figures_as_a_tree_of_totals_or_each_its_own_add_up_the_same():
-    total, attention, blocks = split_modules([(r["name"], r["parent"], r["activations"])
-                                             for r in ROWS if r["activations"] is not None])
+    total, attention, blocks = split_modules(
+        [(r["name"], r["parent"], r["activations"]) for r in ROWS if r["activations"] is not None]
+    )
     assert (total, attention) == (1000, 600)
     assert [b[0] for b in blocks] == ["h.0", "h.1"] and dict(blocks)["h.0"] == 450
-    own = [("", None, 100), ("h.0", "", 0), ("h.0.attn", "h.0", 300), ("h.0.mlp", "h.0", 150),
-           ("h.1", "", 0), ("h.1.attn", "h.1", 300), ("h.1.mlp", "h.1", 150)]
+    own = [
+        ("", None, 100),
+        ("h.0", "", 0),
+        ("h.0.attn", "h.0", 300),
+        ("h.0.mlp", "h.0", 150),
+        ("h.1", "", 0),
+        ("h.1.attn", "h.1", 300),
+        ("h.1.mlp", "h.1", 150),
+    ]
     assert split_modules(own)[:2] == (1000, 600)
 
 
 def test_the_wire_item_is_read_and_bad_rows_are_left_out():
-    item = {"step": 7, "device": "cuda:0", "modules": ROWS + [
-        {"name": 5, "activations": 10**9}, {"name": "x", "parent": None, "activations": -1},
-        {"name": "y", "parent": None, "activations": True}, "junk"]}
-    m = measure("cuda:0", {"weights": 10, "gradients": 10, "optimizer_state": 20},
-                input_shape={"batch": 4, "seq": 16}, modules=item)
+    item = {
+        "step": 7,
+        "device": "cuda:0",
+        "modules": ROWS
+        + [
+            {"name": 5, "activations": 10**9},
+            {"name": "x", "parent": None, "activations": -1},
+            {"name": "y", "parent": None, "activations": True},
+            "junk",
+        ],
+    }
+    m = measure(
+        "cuda:0",
+        {"weights": 10, "gradients": 10, "optimizer_state": 20},
+        input_shape={"batch": 4, "seq": 16},
+        modules=item,
+    )
     assert m.activations == 1000 and m.attention == 600 and m.module_count == 8
 
 
 def test_without_modules_the_step_peak_gives_activations_and_temporaries():
     steps = [{"phase_peaks": {"cuda:0": {"forward": [900 * MiB, None], "backward": [1000 * MiB, None]}}}]
-    m = measure("cuda:0", {"weights": 100 * MiB, "gradients": 100 * MiB, "optimizer_state": 200 * MiB},
-                steps=steps, input_shape={"batch": 4})
+    m = measure(
+        "cuda:0",
+        {"weights": 100 * MiB, "gradients": 100 * MiB, "optimizer_state": 200 * MiB},
+        steps=steps,
+        input_shape={"batch": 4},
+    )
     assert m.source == SOURCE_PEAK and m.activations == 600 * MiB and m.peak == 1000 * MiB
     w = predict(m, Change(batch=8), [Target("GPU 0", 2048 * MiB, 1500 * MiB)])
     assert w.peak_now == 1000 * MiB and w.peak == 1600 * MiB

@@ -21,9 +21,13 @@ APP = HERE.parents[1] / "app"
 
 
 def _plan(pid: int, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vramscope", "plan", "--pid", str(pid), *args],
-                          capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parent}"))
+    return subprocess.run(
+        [sys.executable, "-m", "vramscope", "plan", "--pid", str(pid), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parent}"),
+    )
 
 
 @pytest.fixture
@@ -32,10 +36,12 @@ def training(tmp_path):
 
     def start(kind: str, batch: int) -> int:
         ready, stop = tmp_path / f"ready-{kind}", tmp_path / f"stop-{kind}"
-        p = subprocess.Popen([sys.executable, str(HERE / "what_if_train.py"), kind, str(batch),
-                              str(ready), str(stop)],
-                             env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parent}"),
-                             stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [sys.executable, str(HERE / "what_if_train.py"), kind, str(batch), str(ready), str(stop)],
+            env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parent}"),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         procs.append((p, stop))
         deadline = time.monotonic() + 90
         while not ready.exists():

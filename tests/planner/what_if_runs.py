@@ -24,8 +24,7 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 class MLP(nn.Module):
     def __init__(self, width: int = 512, depth: int = 4, classes: int = 10):
         super().__init__()
-        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.GELU())
-                                    for _ in range(depth))
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.GELU()) for _ in range(depth))
         self.head = nn.Linear(width, classes)
 
     def forward(self, x):
@@ -65,8 +64,7 @@ class Block(nn.Module):
 
 
 class TinyLM(nn.Module):
-    def __init__(self, vocab: int = 512, d: int = 128, heads: int = 4, layers: int = 2,
-                 max_len: int = 256):
+    def __init__(self, vocab: int = 512, d: int = 128, heads: int = 4, layers: int = 2, max_len: int = 256):
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(max_len, d)
@@ -138,8 +136,7 @@ class SavedCount:
         return t
 
     def __enter__(self):
-        self._hooks = [register_module_forward_pre_hook(self._pre),
-                       register_module_forward_hook(self._post)]
+        self._hooks = [register_module_forward_pre_hook(self._pre), register_module_forward_hook(self._post)]
         self._saved = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
         self._saved.__enter__()
         return self
@@ -151,10 +148,20 @@ class SavedCount:
 
     def module_rows(self) -> list[dict]:
         """The per-module figures as an agent sends them (the root is named "")."""
-        return [{"name": self.names[m], "parent": self.parents.get(m), "weights": None,
-                 "gradients": None, "optimizer_state": None, "activations": self.per.get(m, 0),
-                 "shared": False, "why": None}
-                for m in self.names if m in self.per or self.names[m] == ""]
+        return [
+            {
+                "name": self.names[m],
+                "parent": self.parents.get(m),
+                "weights": None,
+                "gradients": None,
+                "optimizer_state": None,
+                "activations": self.per.get(m, 0),
+                "shared": False,
+                "why": None,
+            }
+            for m in self.names
+            if m in self.per or self.names[m] == ""
+        ]
 
 
 def make(kind: str) -> nn.Module:
@@ -194,14 +201,24 @@ def counted_step(kind: str, batch: int, seq: int = 64) -> dict:
     gradients = _nbytes([p.grad for p in params if p.grad is not None])
     state = _nbytes([v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)])
     trainable = sum(p.numel() for p in {id(p): p for p in params}.values())
-    return {"weights": weights, "gradients": gradients, "optimizer_state": state,
-            "activations": count.total, "real": weights + gradients + state + count.total,
-            "modules": {"step": 2, "device": "cpu", "modules": count.module_rows()},
-            "input": {"batch": batch, "seq": None if kind == "mlp" else seq,
-                      "output_bytes": out_bytes},
-            "models": [{"name": type(model).__name__, "params": trainable, "trainable": trainable,
-                        "dtypes": {"float32": trainable},
-                        "optimizer": {"class": "AdamW"}}]}
+    return {
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer_state": state,
+        "activations": count.total,
+        "real": weights + gradients + state + count.total,
+        "modules": {"step": 2, "device": "cpu", "modules": count.module_rows()},
+        "input": {"batch": batch, "seq": None if kind == "mlp" else seq, "output_bytes": out_bytes},
+        "models": [
+            {
+                "name": type(model).__name__,
+                "params": trainable,
+                "trainable": trainable,
+                "dtypes": {"float32": trainable},
+                "optimizer": {"class": "AdamW"},
+            }
+        ],
+    }
 
 
 def prediction_error(kind: str, batch: int, factor: int, seq: int = 64) -> dict:
@@ -210,10 +227,22 @@ def prediction_error(kind: str, batch: int, factor: int, seq: int = 64) -> dict:
     from vramscope.core.planner.what_if import Change, predict
 
     base = counted_step(kind, batch, seq)
-    m = measure("cpu", {k: base[k] for k in ("weights", "gradients", "optimizer_state")},
-                input_shape=base["input"], models=base["models"], modules=base["modules"])
+    m = measure(
+        "cpu",
+        {k: base[k] for k in ("weights", "gradients", "optimizer_state")},
+        input_shape=base["input"],
+        models=base["models"],
+        modules=base["modules"],
+    )
     w = predict(m, Change(batch=batch * factor))
     real = counted_step(kind, batch * factor, seq)["real"]
-    return {"kind": kind, "batch": batch, "factor": factor, "measured": base["real"],
-            "modules_seen": m.activations, "predicted": w.peak, "real": real,
-            "error": (w.peak - real) / real}
+    return {
+        "kind": kind,
+        "batch": batch,
+        "factor": factor,
+        "measured": base["real"],
+        "modules_seen": m.activations,
+        "predicted": w.peak,
+        "real": real,
+        "error": (w.peak - real) / real,
+    }

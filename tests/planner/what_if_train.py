@@ -30,8 +30,7 @@ os.environ["VRAMSCOPE_MODULES"] = "0"
 torch.set_num_threads(1)
 model = make(kind)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-a = agent.start(model=model, optimizer=opt, interval=0.05,
-                ring_caps={**DEFAULT_CAPS, ItemKind.MODULES: 16})
+a = agent.start(model=model, optimizer=opt, interval=0.05, ring_caps={**DEFAULT_CAPS, ItemKind.MODULES: 16})
 step = 0
 while not os.path.exists(stop) and step < 2000:
     x, y = batch_for(kind, batch)
@@ -43,8 +42,9 @@ while not os.path.exists(stop) and step < 2000:
     loss.backward()
     opt.step()
     step += 1
-    a.ring.push(ItemKind.MODULES, {"t": time.time(), "step": step, "device": "cpu",
-                                   "modules": count.module_rows()})
+    a.ring.push(
+        ItemKind.MODULES, {"t": time.time(), "step": step, "device": "cpu", "modules": count.module_rows()}
+    )
     if step == 5:
         with open(ready, "w") as f:
             f.write(str(os.getpid()))

@@ -22,8 +22,9 @@ class Hosts:
         self.hosts: dict[str, dict] = {}
         self.config = fakessh.install(self.bin, {})
 
-    def add(self, name: str, state: FakeState | None = None, path: str | None = None,
-            **env_extra: str) -> pathlib.Path:
+    def add(
+        self, name: str, state: FakeState | None = None, path: str | None = None, **env_extra: str
+    ) -> pathlib.Path:
         """A host whose `vramscope stream` sees ``state``; returns its state file."""
         state_path = self.dir / f"{name}-nvml.txt"
         write_state(state_path, state or FakeState())
@@ -40,7 +41,7 @@ class Hosts:
         only = self.dir / f"{name}-bin"
         only.mkdir()
         py = only / "python3"
-        py.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+        py.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
         py.chmod(py.stat().st_mode | stat.S_IEXEC)
         return self.add(name, state, path=os.pathsep.join([str(only), "/usr/bin", "/bin"]))
 
@@ -60,8 +61,14 @@ class Hosts:
 def private_dirs(base: pathlib.Path) -> dict:
     """Runtime, data, state and config directories under ``base`` (never the user's)."""
     out = {}
-    for var in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME",
-                "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+    for var in (
+        "VRAMSCOPE_RUNTIME_DIR",
+        "XDG_RUNTIME_DIR",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+    ):
         d = base / var.lower()
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
         out[var] = str(d)

@@ -43,8 +43,7 @@ def install(bin_dir: pathlib.Path, hosts: dict[str, dict]) -> pathlib.Path:
     config = bin_dir / "hosts.json"
     set_hosts(config, hosts)
     ssh = bin_dir / "ssh"
-    ssh.write_text(SCRIPT.format(python=sys.executable, config=str(config),
-                                 log=str(bin_dir / "ssh.log")))
+    ssh.write_text(SCRIPT.format(python=sys.executable, config=str(config), log=str(bin_dir / "ssh.log")))
     ssh.chmod(0o755)
     return config
 

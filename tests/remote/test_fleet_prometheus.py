@@ -22,14 +22,19 @@ from vramscope.sources.hosts import HOST_BLOCK
 from vramscope.sources.prometheus import PrometheusSource
 from vramscope.sources.remote import CONNECTED, DOWN
 
-pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None,
-                                reason="Prometheus is not installed (apt-get install prometheus)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("prometheus") is None, reason="Prometheus is not installed (apt-get install prometheus)"
+)
 
 DCGM_TEXT = "".join(
     f'# TYPE {name} gauge\n{name}{{gpu="0",UUID="GPU-dcgm-0",device="nvidia0",'
     f'modelName="NVIDIA H100 80GB HBM3",Hostname="dgx1"}} {mib}\n'
-    for name, mib in (("DCGM_FI_DEV_FB_USED", 40960), ("DCGM_FI_DEV_FB_FREE", 39936),
-                      ("DCGM_FI_DEV_FB_RESERVED", 1024)))
+    for name, mib in (
+        ("DCGM_FI_DEV_FB_USED", 40960),
+        ("DCGM_FI_DEV_FB_FREE", 39936),
+        ("DCGM_FI_DEV_FB_RESERVED", 1024),
+    )
+)
 
 
 def free_port() -> int:
@@ -62,11 +67,27 @@ class Fleet:
         self.procs: list[subprocess.Popen] = []
         self.sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(2)]
         self.states = {
-            "a": FakeState(gpus=[FakeGpu(name="NVIDIA RTX A6000", total=48 * GiB, used=30 * GiB,
-                                         processes=[FakeProcess(self.sleepers[0].pid, 29 * GiB, sm=90)]),
-                                 FakeGpu(name="NVIDIA RTX A6000", total=48 * GiB, used=1 * GiB)]),
-            "b": FakeState(gpus=[FakeGpu(name="NVIDIA GeForce RTX 4090", total=24 * GiB, used=20 * GiB,
-                                         processes=[FakeProcess(self.sleepers[1].pid, 19 * GiB)])]),
+            "a": FakeState(
+                gpus=[
+                    FakeGpu(
+                        name="NVIDIA RTX A6000",
+                        total=48 * GiB,
+                        used=30 * GiB,
+                        processes=[FakeProcess(self.sleepers[0].pid, 29 * GiB, sm=90)],
+                    ),
+                    FakeGpu(name="NVIDIA RTX A6000", total=48 * GiB, used=1 * GiB),
+                ]
+            ),
+            "b": FakeState(
+                gpus=[
+                    FakeGpu(
+                        name="NVIDIA GeForce RTX 4090",
+                        total=24 * GiB,
+                        used=20 * GiB,
+                        processes=[FakeProcess(self.sleepers[1].pid, 19 * GiB)],
+                    )
+                ]
+            ),
         }
         self.ports = {}
         for name, state in self.states.items():
@@ -75,10 +96,25 @@ class Fleet:
             port = self.ports[name] = free_port()
             env = subprocess_env(lib_dir, state_path)
             env.update(private_dirs(base / name))
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "vramscope", "record", "--prometheus", f"127.0.0.1:{port}",
-                 "--interval", "0.5", "--out", str(base / f"{name}.vramscope")],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            self.procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "vramscope",
+                        "record",
+                        "--prometheus",
+                        f"127.0.0.1:{port}",
+                        "--interval",
+                        "0.5",
+                        "--out",
+                        str(base / f"{name}.vramscope"),
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         self.dcgm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DcgmStandIn)
         threading.Thread(target=self.dcgm.serve_forever, daemon=True).start()
         self.ports["dcgm"] = self.dcgm.server_address[1]
@@ -89,18 +125,29 @@ class Fleet:
             "scrape_configs:\n"
             f"  - job_name: vramscope\n    static_configs: [{{targets: ['{self.instances['a']}', "
             f"'{self.instances['b']}']}}]\n"
-            f"  - job_name: dcgm\n    static_configs: [{{targets: ['{self.instances['dcgm']}']}}]\n")
+            f"  - job_name: dcgm\n    static_configs: [{{targets: ['{self.instances['dcgm']}']}}]\n"
+        )
         self.url = f"http://127.0.0.1:{free_port()}"
-        self.procs.append(subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={base / 'tsdb'}",
-             f"--web.listen-address={self.url.split('//')[1]}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.procs.append(
+            subprocess.Popen(
+                [
+                    "prometheus",
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={base / 'tsdb'}",
+                    f"--web.listen-address={self.url.split('//')[1]}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         self.wait_for(lambda: self.scraped() >= 3, "three scraped instances")
 
     def scraped(self) -> int:
         try:
-            doc = get_json(f"{self.url}/api/v1/query?query=count%20by%20(instance)%20"
-                           "(%7B__name__%3D~%22vramscope_gpu_memory_used_bytes%7CDCGM_FI_DEV_FB_USED%22%7D)")
+            doc = get_json(
+                f"{self.url}/api/v1/query?query=count%20by%20(instance)%20"
+                "(%7B__name__%3D~%22vramscope_gpu_memory_used_bytes%7CDCGM_FI_DEV_FB_USED%22%7D)"
+            )
         except OSError:
             return 0
         return len(doc["data"]["result"])
@@ -140,11 +187,19 @@ def test_the_fleet_frame_has_every_host_and_its_gpus(fleet):
     for g in frame.gpus:
         by_host.setdefault(g.host, []).append(g)
     assert [(g.host_index, g.used, g.total, g.name) for g in by_host[a]] == [
-        (0, 30 * GiB, 48 * GiB, "NVIDIA RTX A6000"), (1, 1 * GiB, 48 * GiB, "NVIDIA RTX A6000")]
+        (0, 30 * GiB, 48 * GiB, "NVIDIA RTX A6000"),
+        (1, 1 * GiB, 48 * GiB, "NVIDIA RTX A6000"),
+    ]
     assert [(g.used, g.total) for g in by_host[b]] == [(20 * GiB, 24 * GiB)]
     (h100,) = by_host[dcgm]  # dcgm-exporter's MiB fields, total = used + free + reserved
     assert (h100.used, h100.free, h100.reserved, h100.total, h100.name, h100.uuid) == (
-        40 * GiB, 39 * GiB, 1 * GiB, 80 * GiB, "NVIDIA H100 80GB HBM3", "GPU-dcgm-0")
+        40 * GiB,
+        39 * GiB,
+        1 * GiB,
+        80 * GiB,
+        "NVIDIA H100 80GB HBM3",
+        "GPU-dcgm-0",
+    )
     procs = {p.pid: p.used for g in by_host[a] + by_host[b] for p in g.processes}
     assert procs == {fleet.sleepers[0].pid: 29 * GiB, fleet.sleepers[1].pid: 19 * GiB}
     # grouped by host, each host in its own block of indices
@@ -153,8 +208,12 @@ def test_the_fleet_frame_has_every_host_and_its_gpus(fleet):
 
 
 def test_status_json_from_prometheus_lists_each_host(fleet):
-    r = subprocess.run([sys.executable, "-m", "vramscope", "status", "--json",
-                        "--from-prometheus", fleet.url], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--json", "--from-prometheus", fleet.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     hosts = {h["host"]: h for h in json.loads(r.stdout)["hosts"]}
     assert [g["memory"]["used"] for g in hosts[fleet.instances["b"]]["gpus"]] == [20 * GiB]
@@ -173,24 +232,36 @@ def test_one_host_s_history_through_range_queries(fleet):
     assert set(dcgm[0]["used"]) == {40 * GiB} and set(dcgm[0]["total"]) == {80 * GiB}
 
 
-def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, qapp, qtbot,
-                                                                       artifacts_dir):
+def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, qapp, qtbot, artifacts_dir):
     import argparse
 
     from vramscope.ui import theme
     from vramscope.ui.app import build_window
 
     theme.apply(qapp)
-    args = argparse.Namespace(demo=False, host=None, from_prometheus=fleet.url, interval=1.0,
-                              window="10m", record=False, read_only=False, prometheus=None, file=None)
+    args = argparse.Namespace(
+        demo=False,
+        host=None,
+        from_prometheus=fleet.url,
+        interval=1.0,
+        window="10m",
+        record=False,
+        read_only=False,
+        prometheus=None,
+        file=None,
+    )
     pipeline, window = build_window(args, poll_ms=60_000)
     qtbot.addWidget(window)
     try:
         window.resize(1400, 900)
         window.show()
         pipeline.start()
-        fleet.wait_for(lambda: (window.refresh(force=True) or qtbot.wait(50) or True)
-                       and len(window.gpu_panel.cards) == 4, "the fleet's four GPUs")
+        fleet.wait_for(
+            lambda: (
+                (window.refresh(force=True) or qtbot.wait(50) or True) and len(window.gpu_panel.cards) == 4
+            ),
+            "the fleet's four GPUs",
+        )
         assert window.services.actions.read_only  # a fleet is only looked at
         heads = sorted(c.heading.text().split("  ·  ")[0] for c in window.gpu_panel.cards.values())
         a = fleet.instances["a"]
@@ -201,8 +272,10 @@ def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, q
         window.tabs.setCurrentIndex(window.tabs.indexOf(view))
         window.refresh(force=True)
         qtbot.wait(100)
-        rows = {view.table.item(r, 0).text(): [view.table.item(r, c).text() for c in range(6)]
-                for r in range(view.table.rowCount())}
+        rows = {
+            view.table.item(r, 0).text(): [view.table.item(r, c).text() for c in range(6)]
+            for r in range(view.table.rowCount())
+        }
         assert rows[a][1:4] == ["up", "2", "31.0 GiB / 96.0 GiB"]
         assert rows[fleet.instances["dcgm"]][3] == "40.0 GiB / 80.0 GiB"
         view.table.cellClicked.emit(list(rows).index(a), 0)
@@ -245,9 +318,25 @@ def test_a_recorded_fleet_reopens_and_exports_with_each_host(fleet, tmp_path):
     from vramscope.core.session import open_session
 
     out = tmp_path / "fleet.vramscope"
-    r = subprocess.run([sys.executable, "-m", "vramscope", "record", "--from-prometheus", fleet.url,
-                        "--interval", "0.5", "--duration", "2", "--out", str(out)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            "record",
+            "--from-prometheus",
+            fleet.url,
+            "--interval",
+            "0.5",
+            "--duration",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     a, b, dcgm = (fleet.instances[k] for k in ("a", "b", "dcgm"))
     with open_session(out) as reader:
@@ -256,8 +345,12 @@ def test_a_recorded_fleet_reopens_and_exports_with_each_host(fleet, tmp_path):
         hosts_of = {p.pid: p.host for p in reader.processes().values()}
         assert hosts_of == {fleet.sleepers[0].pid: a, fleet.sleepers[1].pid: b}
     csv_out = tmp_path / "fleet.csv"
-    r = subprocess.run([sys.executable, "-m", "vramscope", "export", str(out), "--out", str(csv_out)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "export", str(out), "--out", str(csv_out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     rows = list(csv.DictReader(open(csv_out)))
     used = {(x["host"], x["gpu"], x["pid"]): int(x["value"]) for x in rows if x["metric"] == "used"}

@@ -24,17 +24,38 @@ from vramscope.core.status_report import frame_to_dict, render_table
 from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
 from vramscope.sources.hosts import HostActions, HostsSource
 
-GOOD = Frame(time=1.7e9, source="nvml", driver_version="550.54", gpus=(
-    GpuSample(index=0, name="NVIDIA RTX A6000", total=48 * GiB, used=12 * GiB, free=36 * GiB,
-              util_gpu=40, temperature=50, power_w=120.0, processes=(
-                  GpuProcess(pid=4242, used=3 * GiB, sm=10, kinds=("compute",),
-                             info=ProcessInfo(pid=4242, start_time=1.6e9, user="ann",
-                                              cmdline=("python", "train.py"))),)),))
+GOOD = Frame(
+    time=1.7e9,
+    source="nvml",
+    driver_version="550.54",
+    gpus=(
+        GpuSample(
+            index=0,
+            name="NVIDIA RTX A6000",
+            total=48 * GiB,
+            used=12 * GiB,
+            free=36 * GiB,
+            util_gpu=40,
+            temperature=50,
+            power_w=120.0,
+            processes=(
+                GpuProcess(
+                    pid=4242,
+                    used=3 * GiB,
+                    sm=10,
+                    kinds=("compute",),
+                    info=ProcessInfo(pid=4242, start_time=1.6e9, user="ann", cmdline=("python", "train.py")),
+                ),
+            ),
+        ),
+    ),
+)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 def paths(value, prefix=()):
@@ -75,10 +96,19 @@ def test_a_frame_with_any_value_anywhere_is_a_frame_that_prints_or_a_one_line_re
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from([("time",), ("gpus", 0, "total"), ("gpus", 0, "power_w"),
-                        ("gpus", 0, "processes", 0, "info", "start_time"),
-                        ("gpus", 0, "processes", 0, "used"), ("gpus", 0, "name")]),
-       st.sampled_from(["12", 1e308, math.nan, math.inf, -math.inf, [], {}, True, 2**80]))
+@given(
+    st.sampled_from(
+        [
+            ("time",),
+            ("gpus", 0, "total"),
+            ("gpus", 0, "power_w"),
+            ("gpus", 0, "processes", 0, "info", "start_time"),
+            ("gpus", 0, "processes", 0, "used"),
+            ("gpus", 0, "name"),
+        ]
+    ),
+    st.sampled_from(["12", 1e308, math.nan, math.inf, -math.inf, [], {}, True, 2**80]),
+)
 def test_strings_for_numbers_huge_times_and_nan_are_refused(place, value):
     if place == ("gpus", 0, "name") and isinstance(value, str):
         return  # a string is a name
@@ -120,15 +150,23 @@ def add_hostile_host(hosts, name: str, good: Frame) -> None:
     bindir = hosts.dir / f"{name}-bin"
     bindir.mkdir()
     script = bindir / "vramscope"
-    script.write_text(HOSTILE_STREAM.format(python=sys.executable, good=repr(frame_to_wire(good)))
-                      .replace("%s", "ALERT \\\\u001b[2J"))
+    script.write_text(
+        HOSTILE_STREAM.format(python=sys.executable, good=repr(frame_to_wire(good))).replace(
+            "%s", "ALERT \\\\u001b[2J"
+        )
+    )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     hosts.add(name, path=os.pathsep.join([str(bindir), "/usr/bin", "/bin"]))
 
 
 def status_host(hosts, *args):
-    return subprocess.run([sys.executable, "-m", "vramscope", "status", "--host", "evil", *args],
-                          capture_output=True, text=True, timeout=90, env=hosts.env())
+    return subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--host", "evil", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=hosts.env(),
+    )
 
 
 def test_status_host_drops_wrong_frames_with_one_line_and_shows_the_good_one(hosts):
@@ -189,6 +227,7 @@ def test_ending_a_process_over_ssh_with_wrong_answers_refuses_without_a_tracebac
 
 # -- the other direction: requests a `vramscope stream` gets ----------------------------------
 
+
 class _Actions:
     """Stands in for core/actions.ProcessActions: says what it was asked."""
 
@@ -200,8 +239,14 @@ class _Actions:
         return True
 
 
-request_values = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() \
-    | st.text(max_size=8) | st.lists(st.integers(), max_size=2)
+request_values = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.lists(st.integers(), max_size=2)
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -213,14 +258,14 @@ def test_any_request_gets_an_answer_that_can_be_sent_and_the_stream_goes_on(iden
     from vramscope.commands.stream import StreamWriter, serve_requests
     from vramscope.core.stream import protocol
 
-    lines = [json.dumps({"type": "act", "id": ident, "op": "is_alive", "pid": pid,
-                         "start_time": start}),
-             json.dumps({"type": "act", "id": 99, "op": "is_alive", "pid": 1, "start_time": 1.0})]
+    lines = [
+        json.dumps({"type": "act", "id": ident, "op": "is_alive", "pid": pid, "start_time": start}),
+        json.dumps({"type": "act", "id": 99, "op": "is_alive", "pid": 1, "start_time": 1.0}),
+    ]
     out = io.BytesIO()
     stop = threading.Event()
     actions = _Actions()
-    serve_requests(io.StringIO("\n".join(lines) + "\n"), StreamWriter(out, None, stop), actions,
-                   stop)
+    serve_requests(io.StringIO("\n".join(lines) + "\n"), StreamWriter(out, None, stop), actions, stop)
     replies = protocol.LineDecoder()
     replies.hello = {}  # (answers only: no hello on this side)
     answered = replies.feed(out.getvalue())
@@ -234,8 +279,9 @@ def test_any_request_gets_an_answer_that_can_be_sent_and_the_stream_goes_on(iden
 def test_a_remote_command_line_of_megabytes_is_kept_to_what_a_local_one_is():
     from vramscope.core.process_text import MAX_COMMAND_CHARS
 
-    wire = replaced(WIRE, ("gpus", 0, "processes", 0, "info", "cmdline"),
-                    ["python"] + ["x" * 60_000] * 100)  # 6 MB, each string within MAX_TEXT
+    wire = replaced(
+        WIRE, ("gpus", 0, "processes", 0, "info", "cmdline"), ["python"] + ["x" * 60_000] * 100
+    )  # 6 MB, each string within MAX_TEXT
     (proc,) = frame_from_wire(wire).gpus[0].processes
     assert sum(map(len, proc.info.cmdline[:-1])) == MAX_COMMAND_CHARS
     assert proc.info.cmdline[-1].endswith("more characters not kept]")

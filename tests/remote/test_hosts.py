@@ -23,8 +23,9 @@ def box(*gpus_used_gib, pids=()) -> FakeState:
 
 
 def vramscope(*args, timeout=90, env=None):
-    return subprocess.run([sys.executable, "-m", "vramscope", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "vramscope", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def test_status_json_lists_each_host_with_its_gpus_or_its_error(hosts, sleepers):
@@ -68,8 +69,10 @@ def test_a_host_without_vramscope_gets_the_install_command(hosts):
     r = vramscope("status", "--host", "bare")
     assert r.returncode == 2
     lines = [line for line in r.stdout.splitlines() if "bare" in line and "install" in line]
-    assert lines == ["vramscope is not installed on bare; install it with: "
-                     "ssh bare python3 -m pip install --user vramscope"]
+    assert lines == [
+        "vramscope is not installed on bare; install it with: "
+        "ssh bare python3 -m pip install --user vramscope"
+    ]
     tried = [c[1].split(" --")[0] for c in hosts.calls() if c[0] == "bare"]
     assert tried[:2] == ["vramscope stream", "python3 -m vramscope stream"]
 
@@ -97,17 +100,22 @@ def test_two_hosts_side_by_side_and_a_dropped_one_comes_back(hosts):
     hosts.add("b", box(7))
     source = HostsSource(["a", "b"], interval=0.2, backoff=(0.2, 1.0))
     try:
-        frame = wait_for(lambda: (f := source.sample(time.time())) and len(f.gpus) == 3 and f,
-                         what="both hosts")
+        frame = wait_for(
+            lambda: (f := source.sample(time.time())) and len(f.gpus) == 3 and f, what="both hosts"
+        )
         assert [(g.index, g.host, g.host_index, g.label) for g in frame.gpus] == [
-            (0, "a", 0, "a GPU 0"), (1, "a", 1, "a GPU 1"), (HOST_BLOCK, "b", 0, "b GPU 0")]
+            (0, "a", 0, "a GPU 0"),
+            (1, "a", 1, "a GPU 1"),
+            (HOST_BLOCK, "b", 0, "b GPU 0"),
+        ]
         assert frame.source == "ssh" and frame.error is None
         # host a drops: killed mid-stream, and unreachable for a while
         a = source.hosts[0]
         hosts.remove("a")
         os.killpg(a._proc.pid, signal.SIGKILL)
-        frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus[0].error and f,
-                         what="a marked down")
+        frame = wait_for(
+            lambda: (f := source.sample(time.time())) and f.gpus[0].error and f, what="a marked down"
+        )
         states = {s.host: s.state for s in frame.hosts}
         assert states == {"a": DOWN, "b": CONNECTED}
         assert "connection lost" in frame.gpus[0].error and frame.gpus[0].used is None
@@ -115,8 +123,9 @@ def test_two_hosts_side_by_side_and_a_dropped_one_comes_back(hosts):
         connections = a.connections
         wait_for(lambda: a.connections >= connections + 2, what="retries")  # backoff, not given up
         hosts.add("a", box(3, 4))
-        frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus[0].used == 3 * GiB and f,
-                         what="a back")
+        frame = wait_for(
+            lambda: (f := source.sample(time.time())) and f.gpus[0].used == 3 * GiB and f, what="a back"
+        )
         assert [g.index for g in frame.gpus] == [0, 1, HOST_BLOCK]  # same numbers as before
     finally:
         source.close()
@@ -128,8 +137,7 @@ def test_ending_a_remote_process_goes_over_the_channel_with_the_same_checks(host
         hosts.add("gpubox", box(12, pids=[victim.pid]))
         source = HostsSource(["gpubox"], interval=0.2)
         try:
-            frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus and f,
-                             what="the host")
+            frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus and f, what="the host")
             proc = frame.gpus[0].processes[0]
             start = proc.identity.start_time
             read_only = HostActions(source, read_only=True, audit_path=hosts.dir / "ro.jsonl")
@@ -158,10 +166,10 @@ def test_ending_a_remote_process_goes_over_the_channel_with_the_same_checks(host
 def test_record_keeps_the_host_in_the_session(hosts, tmp_path):
     hosts.add("trainbox", box(9))
     out = tmp_path / "remote.vramscope"
-    r = vramscope("record", "--host", "trainbox", "--interval", "0.2", "--duration", "4",
-                  "--out", str(out))
+    r = vramscope("record", "--host", "trainbox", "--interval", "0.2", "--duration", "4", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     from vramscope.core.session import open_session
+
     reader = open_session(out)
     try:
         assert reader.meta["host"] == "trainbox" and reader.meta["source"] == "ssh"
@@ -174,8 +182,11 @@ def test_record_keeps_the_host_in_the_session(hosts, tmp_path):
     trace = tmp_path / "remote.json"
     r = vramscope("export", str(out), "--format", "perfetto", "--out", str(trace))
     assert r.returncode == 0, r.stdout + r.stderr
-    names = {e["args"]["name"] for e in json.loads(trace.read_text())["traceEvents"]
-             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    names = {
+        e["args"]["name"]
+        for e in json.loads(trace.read_text())["traceEvents"]
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
     assert any(n.startswith("trainbox GPU 0") for n in names), names
 
 

@@ -24,6 +24,7 @@ from vramscope.sources.hosts import HOST_BLOCK  # noqa: E402
 @pytest.fixture
 def themed(qapp):
     from vramscope.ui import theme
+
     theme.apply(qapp)
     return qapp
 
@@ -38,22 +39,49 @@ def refresh_until(window, qtbot, predicate, timeout=30.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, hosts, sleepers,
-                                                              artifacts_dir):
+def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, hosts, sleepers, artifacts_dir):
     from vramscope.ui.app import build_window
     from vramscope.ui.panels import end_selected_process
     from vramscope.ui.process_model import COL
 
     pid_a, pid_b = sleepers(2)
-    hosts.add("lab-a", FakeState(gpus=[
-        FakeGpu(name="NVIDIA RTX A6000", total=48 * GiB, used=30 * GiB,
-                processes=[FakeProcess(pid_a, 29 * GiB, sm=80)]),
-        FakeGpu(name="NVIDIA RTX A6000", total=48 * GiB, used=2 * GiB)]))
-    hosts.add("lab-b", FakeState(gpus=[
-        FakeGpu(name="NVIDIA GeForce RTX 4090", total=24 * GiB, used=11 * GiB,
-                processes=[FakeProcess(pid_b, 10 * GiB, sm=0)])]))
-    args = argparse.Namespace(demo=False, host=["lab-a", "lab-b"], interval=0.5, window="10m",
-                              record=False, read_only=False, prometheus=None, file=None)
+    hosts.add(
+        "lab-a",
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    name="NVIDIA RTX A6000",
+                    total=48 * GiB,
+                    used=30 * GiB,
+                    processes=[FakeProcess(pid_a, 29 * GiB, sm=80)],
+                ),
+                FakeGpu(name="NVIDIA RTX A6000", total=48 * GiB, used=2 * GiB),
+            ]
+        ),
+    )
+    hosts.add(
+        "lab-b",
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    name="NVIDIA GeForce RTX 4090",
+                    total=24 * GiB,
+                    used=11 * GiB,
+                    processes=[FakeProcess(pid_b, 10 * GiB, sm=0)],
+                )
+            ]
+        ),
+    )
+    args = argparse.Namespace(
+        demo=False,
+        host=["lab-a", "lab-b"],
+        interval=0.5,
+        window="10m",
+        record=False,
+        read_only=False,
+        prometheus=None,
+        file=None,
+    )
     feed, window = build_window(args, poll_ms=60_000)
     qtbot.addWidget(window)
     try:
@@ -96,9 +124,11 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
         b = feed.source.hosts[1]
         hosts.remove("lab-b")
         os.killpg(b._proc.pid, signal.SIGKILL)
-        refresh_until(window, qtbot, lambda: chips["lab-b"].text().startswith("✕ lab-b"),
-                      what="lab-b marked")
-        assert cards[HOST_BLOCK].error.isVisibleTo(window) and "connection lost" in cards[HOST_BLOCK].error.text()
+        refresh_until(window, qtbot, lambda: chips["lab-b"].text().startswith("✕ lab-b"), what="lab-b marked")
+        assert (
+            cards[HOST_BLOCK].error.isVisibleTo(window)
+            and "connection lost" in cards[HOST_BLOCK].error.text()
+        )
         assert not cards[0].error.isVisibleTo(window)
         assert chips["lab-a"].text().startswith("●")
         window.resize(1400, 900)
@@ -109,7 +139,8 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
 
 
 def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
-        themed, qtbot, hosts, sleepers, tmp_path, artifacts_dir):
+    themed, qtbot, hosts, sleepers, tmp_path, artifacts_dir
+):
     from remote.test_hosts_session import record_two_hosts
     from vramscope.ui.app import open_session_window
     from vramscope.ui.process_model import COL
@@ -129,8 +160,14 @@ def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
     assert not table.view.isColumnHidden(COL["Host"])
     open_every_group(window)  # lab-a's two sleepers share a parent and command line: one row
     rows = sorted((r.host, r.host_gpu, r.pid) for r in table.model.rows if not r.members)
-    assert rows == sorted([("lab-a", 0, pids["a"]), ("lab-a", 0, pids["both"]),
-                           ("lab-b", 0, pids["b"]), ("lab-b", 0, pids["both"])])
+    assert rows == sorted(
+        [
+            ("lab-a", 0, pids["a"]),
+            ("lab-a", 0, pids["both"]),
+            ("lab-b", 0, pids["b"]),
+            ("lab-b", 0, pids["both"]),
+        ]
+    )
     assert "Recorded session of lab-a, lab-b:" in window.scrubber.title.text()
     scrubber = window.scrubber  # scrubbing back keeps the hosts too
     scrubber.set_time(scrubber.t0 + 0.75 * (scrubber.t1 - scrubber.t0))
@@ -145,6 +182,7 @@ def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
 
 def _hosts_frame(*names, simulated=False):
     from vramscope.core.samples import Frame, HostState
+
     return Frame(time=0.0, simulated=simulated, hosts=tuple(HostState(n, "connected") for n in names))
 
 
@@ -159,8 +197,13 @@ def test_the_window_title_names_the_hosts_watched():
     assert window_title(_hosts_frame("a", "b", "c")) == "vramscope — 3 hosts"
     assert window_title(_hosts_frame("a", "b", simulated=True)) == "vramscope — a, b — demo (simulated data)"
     # a reopened recording has no host states, only its GPUs' hosts
-    recorded = Frame(time=0.0, gpus=(GpuSample(index=0, host="a", host_index=0),
-                                     GpuSample(index=HOST_BLOCK, host="b", host_index=0)))
+    recorded = Frame(
+        time=0.0,
+        gpus=(
+            GpuSample(index=0, host="a", host_index=0),
+            GpuSample(index=HOST_BLOCK, host="b", host_index=0),
+        ),
+    )
     assert window_title(recorded, "/s/x.vramscope") == "vramscope — a, b — /s/x.vramscope"
 
 
@@ -169,8 +212,17 @@ def test_an_alert_on_another_machine_names_it_in_details_and_notification(qapp):
     from vramscope.ui.alerts_panel import alert_html
     from vramscope.ui.tray import TrayNotifier
 
-    alert = Alert(kind="near_oom", severity=WARNING, gpu=HOST_BLOCK, pid=None, start_time=None,
-                  since=0.0, message="lab-b GPU 0 near out of memory", host="lab-b", host_index=0)
+    alert = Alert(
+        kind="near_oom",
+        severity=WARNING,
+        gpu=HOST_BLOCK,
+        pid=None,
+        start_time=None,
+        since=0.0,
+        message="lab-b GPU 0 near out of memory",
+        host="lab-b",
+        host_index=0,
+    )
     html = alert_html(alert, now=10.0)
     assert "; lab-b GPU 0" in html and "GPU 64" not in html
     tray = TrayNotifier(available=False)

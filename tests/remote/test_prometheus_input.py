@@ -20,8 +20,15 @@ from vramscope.core.status_report import frame_to_dict, render_hosts
 from vramscope.sources.hosts import split_by_host
 from vramscope.sources.prometheus import PrometheusClient, PrometheusSource
 
-GOOD_SERIES = {"metric": {"__name__": "vramscope_gpu_memory_used_bytes", "instance": "a:9400",
-                          "gpu": "0", "name": "NVIDIA H100"}, "value": [1.7e9, "1073741824"]}
+GOOD_SERIES = {
+    "metric": {
+        "__name__": "vramscope_gpu_memory_used_bytes",
+        "instance": "a:9400",
+        "gpu": "0",
+        "name": "NVIDIA H100",
+    },
+    "value": [1.7e9, "1073741824"],
+}
 
 
 def answer_json(value) -> bytes:
@@ -56,8 +63,12 @@ BAD_ANSWERS = {
 
 
 def from_prometheus(url: str, *args):
-    return subprocess.run([sys.executable, "-m", "vramscope", "status", "--from-prometheus", url,
-                           *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--from-prometheus", url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("case", sorted(BAD_ANSWERS))
@@ -112,7 +123,9 @@ def test_huge_and_wrong_values_leave_their_series_out_and_keep_the_rest():
         {"metric": {**GOOD_SERIES["metric"], "gpu": ["0"]}, "value": [1, "1"]},
         {"metric": "nothing", "value": [1, "1"]},
         {"metric": {**GOOD_SERIES["metric"], "gpu": "3", "name": 42}, "value": {"a": 1}},
-        "a string", None, [1, 2],
+        "a string",
+        None,
+        [1, 2],
     ]
     server = RawHttp(answer_json(success(odd)))
     try:
@@ -126,26 +139,43 @@ def test_huge_and_wrong_values_leave_their_series_out_and_keep_the_rest():
 
 
 label = st.text(max_size=12) | st.integers() | st.none() | st.lists(st.integers(), max_size=2)
-series = st.fixed_dictionaries({
-    "metric": st.dictionaries(st.sampled_from(["__name__", "instance", "gpu", "pid", "name",
-                                               "process", "uuid"]), label)
-    | st.sampled_from([None, "x", []]),
-    "value": st.lists(st.floats() | st.text(max_size=8) | st.integers(), max_size=3)
-    | st.none(),
-}) | st.none() | st.integers() | st.text(max_size=5)
-names = st.sampled_from(["up", "vramscope_gpu_memory_used_bytes", "vramscope_gpu_power_watts",
-                         "vramscope_process_memory_used_bytes", "DCGM_FI_DEV_FB_USED"])
+series = (
+    st.fixed_dictionaries(
+        {
+            "metric": st.dictionaries(
+                st.sampled_from(["__name__", "instance", "gpu", "pid", "name", "process", "uuid"]), label
+            )
+            | st.sampled_from([None, "x", []]),
+            "value": st.lists(st.floats() | st.text(max_size=8) | st.integers(), max_size=3) | st.none(),
+        }
+    )
+    | st.none()
+    | st.integers()
+    | st.text(max_size=5)
+)
+names = st.sampled_from(
+    [
+        "up",
+        "vramscope_gpu_memory_used_bytes",
+        "vramscope_gpu_power_watts",
+        "vramscope_process_memory_used_bytes",
+        "DCGM_FI_DEV_FB_USED",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(series, names, st.sampled_from(["0", "1", "12", "x", ""]),
-                          st.sampled_from(["a", "b"])), max_size=12))
+@given(
+    st.lists(
+        st.tuples(series, names, st.sampled_from(["0", "1", "12", "x", ""]), st.sampled_from(["a", "b"])),
+        max_size=12,
+    )
+)
 def test_any_vector_makes_a_frame_that_prints(items):
     vector = []
     for item, name, gpu, instance in items:
         if isinstance(item, dict) and isinstance(item.get("metric"), dict):
-            item = {**item, "metric": {**item["metric"], "__name__": name, "instance": instance,
-                                       "gpu": gpu}}
+            item = {**item, "metric": {**item["metric"], "__name__": name, "instance": instance, "gpu": gpu}}
         vector.append(item)
     source = PrometheusSource("http://127.0.0.1:9")
     frame = source.fleet_frame(vector, 1.7e9)
@@ -155,15 +185,23 @@ def test_any_vector_makes_a_frame_that_prints(items):
 
 
 def test_a_range_query_with_bad_points_keeps_the_good_ones():
-    result = [{"metric": {"gpu": "0"}, "values": [[1.0, "5"], [2.0, "NaN"], ["x", "7"], [3.0],
-                                                  "junk", [4.0, "1e400"], [5.0, "9"]]},
-              {"metric": {"gpu": "y"}, "values": [[1.0, "1"]]}, {"values": 7}, "z"]
-    server = RawHttp(answer_json({"status": "success", "data": {"resultType": "matrix",
-                                                                 "result": result}}))
+    result = [
+        {
+            "metric": {"gpu": "0"},
+            "values": [[1.0, "5"], [2.0, "NaN"], ["x", "7"], [3.0], "junk", [4.0, "1e400"], [5.0, "9"]],
+        },
+        {"metric": {"gpu": "y"}, "values": [[1.0, "1"]]},
+        {"values": 7},
+        "z",
+    ]
+    server = RawHttp(answer_json({"status": "success", "data": {"resultType": "matrix", "result": result}}))
     try:
         client = PrometheusClient(server.url)
-        (series,) = [s for s in client.query_range("x", 0, 10, 1)
-                     if isinstance(s, dict) and s.get("metric") == {"gpu": "0"}]
+        (series,) = [
+            s
+            for s in client.query_range("x", 0, 10, 1)
+            if isinstance(s, dict) and s.get("metric") == {"gpu": "0"}
+        ]
         history = PrometheusSource(server.url).history("a", 0, 10)
         assert history[0]["t"] == [1.0, 2.0, 4.0, 5.0]
         assert history[0]["used"] == [5.0, None, None, 9.0]

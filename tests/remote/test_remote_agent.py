@@ -32,8 +32,10 @@ def remote_training(tmp_path):
     runtime = tempfile.mkdtemp(prefix="vs-")  # AF_UNIX paths are short: not under tmp_path
     out, release = tmp_path / "run.json", tmp_path / "release"
     env = dict(os.environ, CPU_TRAIN_WAIT=str(release), VRAMSCOPE_RUNTIME_DIR=runtime)
-    proc = subprocess.Popen([sys.executable, "-m", "vramscope", "run", "--", sys.executable,
-                             str(SCRIPT), str(out), "30", "0.02"], env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vramscope", "run", "--", sys.executable, str(SCRIPT), str(out), "30", "0.02"],
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while not (out.exists() and json.loads(out.read_text())["steps_done"] == 30):
         if time.monotonic() > deadline:
@@ -48,8 +50,11 @@ def remote_training(tmp_path):
 
 def test_the_remote_agent_reaches_the_window_through_the_stream(hosts, remote_training):
     run, runtime = remote_training
-    hosts.add("trainer", FakeState(gpus=[FakeGpu(used=2 * GiB, processes=[
-        FakeProcess(run["pid"], 2 * GiB, sm=40)])]), VRAMSCOPE_RUNTIME_DIR=runtime)
+    hosts.add(
+        "trainer",
+        FakeState(gpus=[FakeGpu(used=2 * GiB, processes=[FakeProcess(run["pid"], 2 * GiB, sm=40)])]),
+        VRAMSCOPE_RUNTIME_DIR=runtime,
+    )
     source = HostsSource(["trainer"], interval=0.3)
     store = Store()
     enrich = AgentEnricher(store)  # what the window applies: records, never connects locally

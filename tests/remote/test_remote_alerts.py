@@ -9,8 +9,13 @@ from detectors.scenarios import GiB, frame, gpu, proc
 from vramscope.core.detectors import Diagnostics
 from vramscope.sources.hosts import HOST_BLOCK
 
-KERNEL = ("/usr/bin/python3", "-m", "ipykernel_launcher", "-f",
-          "/home/alice/.local/share/jupyter/runtime/kernel-1a2b-3c.json")
+KERNEL = (
+    "/usr/bin/python3",
+    "-m",
+    "ipykernel_launcher",
+    "-f",
+    "/home/alice/.local/share/jupyter/runtime/kernel-1a2b-3c.json",
+)
 
 
 def remote(g, host="lab2", position=1, index=0):
@@ -34,6 +39,7 @@ def test_a_local_kernel_is_still_looked_up_and_named_as_before():
     def finder(pid, conn):
         looked_up.append(pid)
         from vramscope.core.detectors.jupyter import NotebookHint
+
         return NotebookHint(None, "test")
 
     engine = Diagnostics(notebook_finder=finder)

@@ -35,13 +35,15 @@ def _answers(lines) -> list[dict]:
 
 
 def test_a_request_with_a_nan_start_time_is_answered_and_the_stream_goes_on():
-    answers = _answers(_requests(
-        '{"type": "act", "id": 1, "op": "describe", "pid": 4242, "start_time": NaN}',
-        '{"type": "act", "id": [2], "op": "is_alive", "pid": 1, "start_time": Infinity}',
-        {"type": "act", "id": 3, "op": "is_alive", "pid": 2 ** 31, "start_time": 1.0},
-        {"type": "act", "id": 4, "op": "kill", "pid": 10 ** 30, "start_time": None},
-        {"type": "act", "id": 5, "op": "is_alive", "pid": 1, "start_time": 1.0},
-    ))
+    answers = _answers(
+        _requests(
+            '{"type": "act", "id": 1, "op": "describe", "pid": 4242, "start_time": NaN}',
+            '{"type": "act", "id": [2], "op": "is_alive", "pid": 1, "start_time": Infinity}',
+            {"type": "act", "id": 3, "op": "is_alive", "pid": 2**31, "start_time": 1.0},
+            {"type": "act", "id": 4, "op": "kill", "pid": 10**30, "start_time": None},
+            {"type": "act", "id": 5, "op": "is_alive", "pid": 1, "start_time": 1.0},
+        )
+    )
     assert [a["id"] for a in answers] == [1, None, 3, 4, 5]  # an unusable id is not echoed
     assert "not a time" in answers[0]["error"] and "not a time" in answers[1]["error"]
     assert "not a process id" in answers[2]["error"] and "not a process id" in answers[3]["error"]
@@ -50,7 +52,7 @@ def test_a_request_with_a_nan_start_time_is_answered_and_the_stream_goes_on():
 
 def test_end_process_with_a_huge_pid_or_nan_start_time_is_refused_not_raised(tmp_path):
     actions = ProcessActions(audit_path=tmp_path / "audit.log")
-    for pid, start in ((2 ** 31, 1.0), (2 ** 64, None), (4242, math.nan), (4242, math.inf)):
+    for pid, start in ((2**31, 1.0), (2**64, None), (4242, math.nan), (4242, math.inf)):
         result = actions.terminate(pid, start)
         assert not result.ok and "refusing" in result.message
         assert actions.describe(pid, start).refusal
@@ -74,8 +76,7 @@ def test_record_from_a_host_whose_ssh_always_fails_says_so_and_fails(tmp_path, m
     fakessh.install(bin_dir, {})  # every host unknown: ssh exits 255
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     out = tmp_path / "lab.vramscope"
-    code = main(["record", "--host", "nowhere", "--duration", "2", "--interval", "0.5",
-                 "--out", str(out)])
+    code = main(["record", "--host", "nowhere", "--duration", "2", "--interval", "0.5", "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 1
     assert "none of the" in err and "has GPU figures" in err and "Could not resolve hostname" in err

@@ -16,19 +16,34 @@ from vramscope.core.stream import protocol
 from vramscope.core.stream.deltas import FrameAssembler, FrameDiffer
 
 # a small pool of pids and GPU indices, so that frames in a row share most of them
-procs = st.builds(GpuProcess, pid=st.integers(1, 8), used=st.none() | st.integers(0, 3),
-                  sm=st.none() | st.integers(0, 2), info=st.none() | infos,
-                  mig_uuid=st.none() | st.sampled_from(["MIG-a", "MIG-b"]))
-gpus = st.builds(GpuSample, index=st.integers(0, 4), name=opt_text, used=opt_int,
-                 util_gpu=st.none() | st.integers(0, 2), error=opt_text,
-                 processes=st.lists(procs, max_size=6, unique_by=lambda p: (p.pid, p.mig_uuid))
-                 .map(tuple))
-frames = st.builds(Frame, time=st.floats(0, 2e9), source=st.sampled_from(["nvml", "demo"]),
-                   gpus=st.lists(gpus, max_size=4, unique_by=lambda g: g.index).map(tuple),
-                   error=st.none() | st.just("driver gone"), agents=st.lists(reports, max_size=1)
-                   .map(tuple))
-alert_lists = st.lists(st.fixed_dictionaries({"title": st.sampled_from(["a", "b"]),
-                                              "gpu": st.integers(0, 2)}), max_size=2)
+procs = st.builds(
+    GpuProcess,
+    pid=st.integers(1, 8),
+    used=st.none() | st.integers(0, 3),
+    sm=st.none() | st.integers(0, 2),
+    info=st.none() | infos,
+    mig_uuid=st.none() | st.sampled_from(["MIG-a", "MIG-b"]),
+)
+gpus = st.builds(
+    GpuSample,
+    index=st.integers(0, 4),
+    name=opt_text,
+    used=opt_int,
+    util_gpu=st.none() | st.integers(0, 2),
+    error=opt_text,
+    processes=st.lists(procs, max_size=6, unique_by=lambda p: (p.pid, p.mig_uuid)).map(tuple),
+)
+frames = st.builds(
+    Frame,
+    time=st.floats(0, 2e9),
+    source=st.sampled_from(["nvml", "demo"]),
+    gpus=st.lists(gpus, max_size=4, unique_by=lambda g: g.index).map(tuple),
+    error=st.none() | st.just("driver gone"),
+    agents=st.lists(reports, max_size=1).map(tuple),
+)
+alert_lists = st.lists(
+    st.fixed_dictionaries({"title": st.sampled_from(["a", "b"]), "gpu": st.integers(0, 2)}), max_size=2
+)
 
 
 def wire(message: dict) -> dict:
@@ -52,10 +67,19 @@ def test_deltas_give_the_reader_the_writers_frames_exactly(stream, keyframe_ever
 
 
 def busy(k: int, changed: int) -> Frame:
-    return Frame(time=float(k), gpus=tuple(
-        GpuSample(index=g, used=g, processes=tuple(
-            GpuProcess(pid=g * 100 + p, used=p + (k if p < changed else 0)) for p in range(50)))
-        for g in range(4)))
+    return Frame(
+        time=float(k),
+        gpus=tuple(
+            GpuSample(
+                index=g,
+                used=g,
+                processes=tuple(
+                    GpuProcess(pid=g * 100 + p, used=p + (k if p < changed else 0)) for p in range(50)
+                ),
+            )
+            for g in range(4)
+        ),
+    )
 
 
 def test_a_steady_machine_sends_only_what_changed():
@@ -88,19 +112,29 @@ def test_a_delta_that_does_not_follow_is_refused_until_the_next_whole_frame():
 def test_a_version_1_stream_of_whole_frames_is_still_read():
     reader = FrameAssembler()
     for k in range(3):  # version 1 wrote no seq
-        frame, alerts = reader.whole(wire({"type": "frame", "frame": writer_wire(busy(k, 1)),
-                                           "alerts": [{"title": "x"}]}))
+        frame, alerts = reader.whole(
+            wire({"type": "frame", "frame": writer_wire(busy(k, 1)), "alerts": [{"title": "x"}]})
+        )
         assert frame == busy(k, 1) and alerts == [{"title": "x"}]
     assert protocol.check_hello({**protocol.hello("old", "0.9", 1.0), "version": 1})
 
 
 def writer_wire(frame):
     from vramscope.core.stream.codec import frame_to_wire
+
     return frame_to_wire(frame)
 
 
-@pytest.mark.parametrize("bad", [{"g": {"0": {"p": [{"pid": "x"}]}}}, {"g": {"9": {"p": []}}},
-                                 {"g": {"0": {"o": [1, 2]}}}, {"go": [7]}, {"top": []}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"g": {"0": {"p": [{"pid": "x"}]}}},
+        {"g": {"9": {"p": []}}},
+        {"g": {"0": {"o": [1, 2]}}},
+        {"go": [7]},
+        {"top": []},
+    ],
+)
 def test_a_delta_that_does_not_fit_is_refused(bad):
     writer, reader = FrameDiffer(), FrameAssembler()
     read(reader, writer.message(busy(0, 1), []))
@@ -119,8 +153,9 @@ def test_moving_figures_travel_as_columns_and_keep_the_description():
     assert after.gpus[0].processes[0].info is before.gpus[0].processes[0].info
 
 
-@pytest.mark.parametrize("bad", [{"k": [1], "used": ["lots"]}, {"k": [999], "used": [1]},
-                                 {"k": [0, 1], "used": [1]}, {"k": 3}])
+@pytest.mark.parametrize(
+    "bad", [{"k": [1], "used": ["lots"]}, {"k": [999], "used": [1]}, {"k": [0, 1], "used": [1]}, {"k": 3}]
+)
 def test_a_column_patch_that_does_not_fit_is_refused(bad):
     writer, reader = FrameDiffer(), FrameAssembler()
     read(reader, writer.message(busy(0, 1), []))

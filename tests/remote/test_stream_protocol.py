@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vramscope.core.samples import (
-    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample, ProcessInfo,
+    AgentBuckets,
+    AgentDevice,
+    AgentEvent,
+    AgentReport,
+    Frame,
+    GpuProcess,
+    GpuSample,
+    ProcessInfo,
 )
 from vramscope.core.servers import ServerState
 from vramscope.core.stream import protocol
@@ -18,9 +25,16 @@ from vramscope.core.stream.codec import LIMIT_FLOAT, FrameDecoder, frame_from_wi
 
 HELLO = protocol.encode(protocol.hello("box", "0.1.0", 1.0))
 
-messages = st.lists(st.fixed_dictionaries(
-    {"type": st.sampled_from([protocol.FRAME, protocol.RESULT, protocol.ERROR]),
-     "n": st.integers(-2**53, 2**53), "text": st.text(max_size=40)}), max_size=8)
+messages = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from([protocol.FRAME, protocol.RESULT, protocol.ERROR]),
+            "n": st.integers(-(2**53), 2**53),
+            "text": st.text(max_size=40),
+        }
+    ),
+    max_size=8,
+)
 
 
 def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -129,37 +143,87 @@ def test_a_message_over_the_limit_is_not_written():
 opt_int = st.none() | st.integers(0, 2**50)
 opt_text = st.none() | st.text(max_size=12)
 opt_float = st.none() | st.floats(-LIMIT_FLOAT, LIMIT_FLOAT, width=64)  # the wire's bounds
-infos = st.builds(ProcessInfo, pid=st.integers(1, 2**22), start_time=opt_float, user=opt_text,
-                  name=opt_text, cmdline=st.none() | st.tuples(st.text(max_size=8)),
-                  ppid=st.none() | st.integers(0, 9999), status=opt_text,
-                  visibility=st.sampled_from(["ok", "access-denied", "exited", "not-visible"]),
-                  parent_alive=st.none() | st.booleans())
-procs = st.builds(GpuProcess, pid=st.integers(1, 2**22), used=opt_int,
-                  kinds=st.sampled_from([("compute",), ("graphics",), ("compute", "graphics")]),
-                  sm=st.none() | st.integers(0, 100), info=st.none() | infos, has_agent=st.booleans())
-gpus = st.builds(GpuSample, index=st.integers(0, 15), name=opt_text, uuid=opt_text, total=opt_int,
-                 used=opt_int, free=opt_int, reserved=opt_int, power_w=opt_float,
-                 processes=st.lists(procs, max_size=3).map(tuple), error=opt_text,
-                 host=opt_text, host_index=st.none() | st.integers(0, 7))
-devices = st.builds(AgentDevice, device=st.sampled_from(["cuda:0", "cuda:1", "cpu"]),
-                    allocated=opt_int, reserved=opt_int,
-                    buckets=st.none() | st.builds(AgentBuckets, weights=opt_int, gradients=opt_int,
-                                                  outside_pytorch=opt_int))
-events = st.builds(AgentEvent, kind=st.sampled_from(["step", "oom"]), time=st.floats(0, 2e9),
-                   data=st.fixed_dictionaries({"step": st.integers(0, 10**6)}))
-reports = st.builds(AgentReport, pid=st.integers(1, 2**22), start_time=opt_float, rank=st.none()
-                    | st.integers(0, 7), devices=st.lists(devices, max_size=2).map(tuple),
-                    events=st.lists(events, max_size=2).map(tuple), connected=st.booleans(),
-                    allocator_settings=st.fixed_dictionaries({"expandable_segments": st.booleans()}))
-servers = st.builds(ServerState, pid=st.integers(1, 2**22), start_time=opt_float,
-                    kind=st.sampled_from(["vllm", "sglang", "ollama"]),
-                    pids=st.lists(st.integers(1, 2**22), max_size=3).map(tuple), port=opt_int,
-                    kv_cache_usage=st.none() | st.floats(0, 1), running=opt_float,
-                    metrics_error=opt_text)
-frames = st.builds(Frame, time=st.floats(0, 2e9), gpus=st.lists(gpus, max_size=3).map(tuple),
-                   source=st.sampled_from(["nvml", "demo"]), simulated=st.booleans(), error=opt_text,
-                   driver_version=opt_text, agents=st.lists(reports, max_size=2).map(tuple),
-                   servers=st.lists(servers, max_size=2).map(tuple))
+infos = st.builds(
+    ProcessInfo,
+    pid=st.integers(1, 2**22),
+    start_time=opt_float,
+    user=opt_text,
+    name=opt_text,
+    cmdline=st.none() | st.tuples(st.text(max_size=8)),
+    ppid=st.none() | st.integers(0, 9999),
+    status=opt_text,
+    visibility=st.sampled_from(["ok", "access-denied", "exited", "not-visible"]),
+    parent_alive=st.none() | st.booleans(),
+)
+procs = st.builds(
+    GpuProcess,
+    pid=st.integers(1, 2**22),
+    used=opt_int,
+    kinds=st.sampled_from([("compute",), ("graphics",), ("compute", "graphics")]),
+    sm=st.none() | st.integers(0, 100),
+    info=st.none() | infos,
+    has_agent=st.booleans(),
+)
+gpus = st.builds(
+    GpuSample,
+    index=st.integers(0, 15),
+    name=opt_text,
+    uuid=opt_text,
+    total=opt_int,
+    used=opt_int,
+    free=opt_int,
+    reserved=opt_int,
+    power_w=opt_float,
+    processes=st.lists(procs, max_size=3).map(tuple),
+    error=opt_text,
+    host=opt_text,
+    host_index=st.none() | st.integers(0, 7),
+)
+devices = st.builds(
+    AgentDevice,
+    device=st.sampled_from(["cuda:0", "cuda:1", "cpu"]),
+    allocated=opt_int,
+    reserved=opt_int,
+    buckets=st.none() | st.builds(AgentBuckets, weights=opt_int, gradients=opt_int, outside_pytorch=opt_int),
+)
+events = st.builds(
+    AgentEvent,
+    kind=st.sampled_from(["step", "oom"]),
+    time=st.floats(0, 2e9),
+    data=st.fixed_dictionaries({"step": st.integers(0, 10**6)}),
+)
+reports = st.builds(
+    AgentReport,
+    pid=st.integers(1, 2**22),
+    start_time=opt_float,
+    rank=st.none() | st.integers(0, 7),
+    devices=st.lists(devices, max_size=2).map(tuple),
+    events=st.lists(events, max_size=2).map(tuple),
+    connected=st.booleans(),
+    allocator_settings=st.fixed_dictionaries({"expandable_segments": st.booleans()}),
+)
+servers = st.builds(
+    ServerState,
+    pid=st.integers(1, 2**22),
+    start_time=opt_float,
+    kind=st.sampled_from(["vllm", "sglang", "ollama"]),
+    pids=st.lists(st.integers(1, 2**22), max_size=3).map(tuple),
+    port=opt_int,
+    kv_cache_usage=st.none() | st.floats(0, 1),
+    running=opt_float,
+    metrics_error=opt_text,
+)
+frames = st.builds(
+    Frame,
+    time=st.floats(0, 2e9),
+    gpus=st.lists(gpus, max_size=3).map(tuple),
+    source=st.sampled_from(["nvml", "demo"]),
+    simulated=st.booleans(),
+    error=opt_text,
+    driver_version=opt_text,
+    agents=st.lists(reports, max_size=2).map(tuple),
+    servers=st.lists(servers, max_size=2).map(tuple),
+)
 
 
 @settings(max_examples=150)
@@ -219,8 +283,12 @@ def test_a_newer_remote_s_extra_fields_are_ignored_and_missing_ones_default():
     assert back.gpus[0].used == 7 and back.gpus[0].total is None
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3)))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+    )
+)
 def test_garbage_in_a_frame_message_is_a_value_error_never_a_crash(junk):
     try:
         frame_from_wire(junk if isinstance(junk, dict) else {"gpus": junk})

@@ -20,12 +20,18 @@ from rawhttp import RawHttp, http_answer
 from vramscope.core.terminal_text import visible, visible_lines
 
 FORGED = "GPU 9  NVIDIA FORGED  memory 0 B / 80.0 GiB (0 %)"
-HOSTILE_ARGS = ["\x1b]0;pwned\x07\x1b[2J\x1b[H", f"\r\n{FORGED}\n", "\u202eexe.niart\u202c",
-                "\u2066x\u2069\u200e\u061c", "\x9b31m\x9d", "\x7f\x00"[:1], "\x1b[31mRED\x1b[0m"]
+HOSTILE_ARGS = [
+    "\x1b]0;pwned\x07\x1b[2J\x1b[H",
+    f"\r\n{FORGED}\n",
+    "\u202eexe.niart\u202c",
+    "\u2066x\u2069\u200e\u061c",
+    "\x9b31m\x9d",
+    "\x7f\x00"[:1],
+    "\x1b[31mRED\x1b[0m",
+]
 HOSTILE_ARGS.append("A" * (2000 - sum(map(len, HOSTILE_ARGS))))
 HOSTILE_GPU = "NVIDIA \x1b[2J\u202eRTX\x07 4090"
-UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                    "\u2028\u2029]")
+UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def assert_safe(text: str, must_show: str | None = "\\x1b") -> None:
@@ -48,13 +54,19 @@ def hostile_process():
 
 
 def hostile_state(pid: int) -> FakeState:
-    return FakeState(gpus=[FakeGpu(name=HOSTILE_GPU, total=24 * GiB, used=3 * GiB,
-                                   processes=[FakeProcess(pid, 2 * GiB, sm=50)])])
+    return FakeState(
+        gpus=[
+            FakeGpu(
+                name=HOSTILE_GPU, total=24 * GiB, used=3 * GiB, processes=[FakeProcess(pid, 2 * GiB, sm=50)]
+            )
+        ]
+    )
 
 
 def vramscope(*args, env=None, timeout=90):
-    return subprocess.run([sys.executable, "-m", "vramscope", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "vramscope", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def test_status_and_watch_print_the_argv_as_visible_escapes(hosts, hostile_process):
@@ -93,14 +105,20 @@ def test_ssh_stderr_and_a_bad_host_name_are_escaped(hosts):
 def test_from_prometheus_prints_labels_as_visible_escapes():
     instance = "node\x1b[2J\r\nGPU 9 FORGED:9400"
     labels = {"instance": instance, "gpu": "0", "name": HOSTILE_GPU}
-    result = [{"metric": {"__name__": "up", "instance": instance}, "value": [1, "1"]},
-              {"metric": {"__name__": "vramscope_gpu_memory_used_bytes", **labels},
-               "value": [1, str(3 * GiB)]},
-              {"metric": {"__name__": "vramscope_gpu_memory_total_bytes", **labels},
-               "value": [1, str(24 * GiB)]},
-              {"metric": {"__name__": "vramscope_process_memory_used_bytes", **labels,
-                          "pid": "4242", "process": " ".join(HOSTILE_ARGS)},
-               "value": [1, str(2 * GiB)]}]
+    result = [
+        {"metric": {"__name__": "up", "instance": instance}, "value": [1, "1"]},
+        {"metric": {"__name__": "vramscope_gpu_memory_used_bytes", **labels}, "value": [1, str(3 * GiB)]},
+        {"metric": {"__name__": "vramscope_gpu_memory_total_bytes", **labels}, "value": [1, str(24 * GiB)]},
+        {
+            "metric": {
+                "__name__": "vramscope_process_memory_used_bytes",
+                **labels,
+                "pid": "4242",
+                "process": " ".join(HOSTILE_ARGS),
+            },
+            "value": [1, str(2 * GiB)],
+        },
+    ]
     body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}})
     server = RawHttp(http_answer(body.encode()))
     try:
@@ -119,8 +137,7 @@ def test_from_prometheus_prints_labels_as_visible_escapes():
 
 def test_record_export_and_plan_print_paths_and_errors_as_visible_escapes(tmp_path):
     session = tmp_path / "ses\x1b[2J\u202esion.vramscope"
-    done = vramscope("record", "--demo", "--duration", "1", "--interval", "0.5",
-                     "--out", str(session))
+    done = vramscope("record", "--demo", "--duration", "1", "--interval", "0.5", "--out", str(session))
     assert done.returncode == 0, done.stderr
     assert_safe(done.stdout + done.stderr)
     out = tmp_path / "out\r\nGPU 9 FORGED.csv"
@@ -131,8 +148,7 @@ def test_record_export_and_plan_print_paths_and_errors_as_visible_escapes(tmp_pa
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert_safe(done.stderr, must_show="\\r\\nGPU 9 FORGED.csv already exists")
     config = tmp_path / "cfg\x1b[2J.json"
-    config.write_text(json.dumps({"model_type": "evil\x1b[2J\r\nGPU 9 FORGED\u202e",
-                                  "hidden_size": 64}))
+    config.write_text(json.dumps({"model_type": "evil\x1b[2J\r\nGPU 9 FORGED\u202e", "hidden_size": 64}))
     done = vramscope("plan", "--config", str(config), "--gpu-memory", "24GiB")
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert_safe(done.stdout + done.stderr)

@@ -20,7 +20,11 @@ def _start_record(out, *extra):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     return subprocess.Popen(
         [sys.executable, "-m", "vramscope", "record", "--demo", "--out", str(out), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _wait_started(proc, out, timeout=30.0):
@@ -102,14 +106,20 @@ def test_sigterm_and_ctrl_c_end_cleanly(tmp_path):
 def test_sigkill_against_the_fake_nvml_library(tmp_path, fake_nvml_files, sleepers):
     """Done-when, against the fake libnvidia-ml.so.1: real pynvml, a real PID on the GPU."""
     from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
+
     (pid,) = sleepers(1)
-    fake_nvml_files.write(FakeState(gpus=[FakeGpu(used=5 * GiB, processes=[
-        FakeProcess(pid=pid, used=2 * GiB, sm=35)])]))
+    fake_nvml_files.write(
+        FakeState(gpus=[FakeGpu(used=5 * GiB, processes=[FakeProcess(pid=pid, used=2 * GiB, sm=35)])])
+    )
     out = tmp_path / "nvml.vramscope"
     env = fake_nvml_files.env(dict(os.environ, PYTHONUNBUFFERED="1"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "vramscope", "record", "--out", str(out), "--duration", "10"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     started = _wait_started(proc, out)
     time.sleep(max(0.0, started + 6.0 - time.monotonic()))
     proc.send_signal(signal.SIGKILL)
@@ -126,5 +136,6 @@ def test_sigkill_against_the_fake_nvml_library(tmp_path, fake_nvml_files, sleepe
         export_csv(r, tmp_path / "n.csv")
         export_trace(r, tmp_path / "n.json")
     rows = list(csv.DictReader(open(tmp_path / "n.csv")))
-    assert {(x["pid"], x["value"]) for x in rows if x["metric"] == "used" and x["pid"]} == \
-        {(str(pid), str(2 * GiB))}
+    assert {(x["pid"], x["value"]) for x in rows if x["metric"] == "used" and x["pid"]} == {
+        (str(pid), str(2 * GiB))
+    }

@@ -9,8 +9,13 @@ import pytest
 
 from vramscope.core.export import export_csv
 from vramscope.core.session import (
-    NotASessionError, SessionCorruptError, SessionError, SessionVersionError, load_into_store,
-    open_session)
+    NotASessionError,
+    SessionCorruptError,
+    SessionError,
+    SessionVersionError,
+    load_into_store,
+    open_session,
+)
 
 from tests.session.helpers import T0, record
 
@@ -101,10 +106,10 @@ def test_missing_file(tmp_path):
 
 def test_export_command_reports_damage(long_session, tmp_path, capsys):
     from vramscope.cli import main
+
     with open(long_session, "r+b") as f:
         f.truncate(os.path.getsize(long_session) // 2)
-    rc = main(["export", str(long_session), "--format", "perfetto", "--out",
-               str(tmp_path / "t.json")])
+    rc = main(["export", str(long_session), "--format", "perfetto", "--out", str(tmp_path / "t.json")])
     err = capsys.readouterr().err
     assert rc == 0 and "damaged" in err and "truncated" in err
     assert (tmp_path / "t.json").stat().st_size > 0

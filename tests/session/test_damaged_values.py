@@ -51,16 +51,31 @@ def _read_everything(path, tmp_path):
         return list(reader.problems), len(reader)
 
 
-@pytest.mark.parametrize("what, statements, lost_frames", [
-    ("text in a number", ["UPDATE gpu_samples SET used = 'lots' WHERE t = %(t)s",
-                          "UPDATE gpu_samples SET temperature = 'NaN' WHERE gpu = 0"], 0),
-    ("a bad blob", ["UPDATE proc_samples SET ids = x'0102' WHERE t = %(t)s AND gpu = 0"], 0),
-    ("wrong types", ["UPDATE processes SET pid = 'abc' WHERE pid = 900",
-                     "UPDATE frames SET t = 'yesterday' WHERE t = %(t)s",
-                     "UPDATE agent_samples SET allocated = x'00' WHERE t = %(t)s"], 1),
-    ("a time far in the future", ["UPDATE frames SET t = 1e300 WHERE t = %(t)s"], 1),
-    ("dropped tables", ["DROP TABLE gpus", "DROP TABLE alerts", "DROP TABLE agent_info"], 0),
-])
+@pytest.mark.parametrize(
+    "what, statements, lost_frames",
+    [
+        (
+            "text in a number",
+            [
+                "UPDATE gpu_samples SET used = 'lots' WHERE t = %(t)s",
+                "UPDATE gpu_samples SET temperature = 'NaN' WHERE gpu = 0",
+            ],
+            0,
+        ),
+        ("a bad blob", ["UPDATE proc_samples SET ids = x'0102' WHERE t = %(t)s AND gpu = 0"], 0),
+        (
+            "wrong types",
+            [
+                "UPDATE processes SET pid = 'abc' WHERE pid = 900",
+                "UPDATE frames SET t = 'yesterday' WHERE t = %(t)s",
+                "UPDATE agent_samples SET allocated = x'00' WHERE t = %(t)s",
+            ],
+            1,
+        ),
+        ("a time far in the future", ["UPDATE frames SET t = 1e300 WHERE t = %(t)s"], 1),
+        ("dropped tables", ["DROP TABLE gpus", "DROP TABLE alerts", "DROP TABLE agent_info"], 0),
+    ],
+)
 def test_damaged_rows_lose_only_themselves(healthy, tmp_path, what, statements, lost_frames):
     path = _copy(healthy, tmp_path)
     _edit(path, *(s % {"t": T0 + 5} for s in statements))

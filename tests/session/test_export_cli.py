@@ -16,8 +16,10 @@ from tests.session.helpers import T0, frame
 
 def _session_with_oom_snapshot(tmp_path):
     snap = tmp_path / "oom-4242.pickle"
-    snapshot = {"segments": [{"device": 0, "address": 0, "total_size": 2 << 20, "blocks": []}],
-                "device_traces": [[]]}
+    snapshot = {
+        "segments": [{"device": 0, "address": 0, "total_size": 2 << 20, "blocks": []}],
+        "device_traces": [[]],
+    }
     snap.write_bytes(pickle.dumps(snapshot, protocol=4))
     path = tmp_path / "oom.vramscope"
     store = Store()
@@ -25,8 +27,11 @@ def _session_with_oom_snapshot(tmp_path):
     store.subscribe(w)
     for k in range(5):
         store.append(frame(k))
-    oom = AgentReport(pid=4242, start_time=T0 - 100, events=(AgentEvent(
-        "oom", T0 + 5.5, {"device": "cuda:0", "snapshot_path": str(snap)}),))
+    oom = AgentReport(
+        pid=4242,
+        start_time=T0 - 100,
+        events=(AgentEvent("oom", T0 + 5.5, {"device": "cuda:0", "snapshot_path": str(snap)}),),
+    )
     store.append(Frame(time=T0 + 6, gpus=frame(6).gpus, agents=(oom,)))
     w.close()
     return path, snapshot

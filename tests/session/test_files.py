@@ -7,7 +7,12 @@ import stat
 import time
 
 from vramscope.core.session import (
-    RetentionPolicy, SessionWriter, enforce_retention, list_sessions, new_session_path)
+    RetentionPolicy,
+    SessionWriter,
+    enforce_retention,
+    list_sessions,
+    new_session_path,
+)
 from vramscope.core.session.library import default_directory
 
 from tests.session.helpers import frame
@@ -51,8 +56,9 @@ def test_retention_removes_oldest_past_the_cap_never_the_current(tmp_path):
         os.utime(p, (now - (5 - i) * 100, now - (5 - i) * 100))
         paths.append(p)
     # the current recording is the oldest file here: still kept
-    removed = enforce_retention(RetentionPolicy(max_bytes=2100, max_age_days=None),
-                                tmp_path, keep=paths[0], now=now)
+    removed = enforce_retention(
+        RetentionPolicy(max_bytes=2100, max_age_days=None), tmp_path, keep=paths[0], now=now
+    )
     assert removed == paths[1:4]
     assert list_sessions(tmp_path) == [paths[0], paths[4]]
     assert not (tmp_path / "s1.vramscope-wal").exists()
@@ -64,6 +70,5 @@ def test_retention_by_age(tmp_path):
     for p, age_days in ((old, 40), (new, 1)):
         p.write_bytes(b"x")
         os.utime(p, (now - age_days * 86400, now - age_days * 86400))
-    removed = enforce_retention(RetentionPolicy(max_bytes=None, max_age_days=30), tmp_path,
-                                now=now)
+    removed = enforce_retention(RetentionPolicy(max_bytes=None, max_age_days=30), tmp_path, now=now)
     assert removed == [old] and new.exists()

@@ -38,12 +38,14 @@ def _nobody() -> int | None:
 
 needs_another_user = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None or _nobody() is None,
-    reason="playing another user (nobody, through setpriv) needs root, setpriv and a nobody account")
+    reason="playing another user (nobody, through setpriv) needs root, setpriv and a nobody account",
+)
 
 
 def as_nobody(script: str) -> None:
-    subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                    "sh", "-c", script], check=True)
+    subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sh", "-c", script], check=True
+    )
 
 
 @pytest.fixture
@@ -70,6 +72,7 @@ def snapshot_name() -> str:
 
 # -- export beside another user's things -----------------------------------------------------
 
+
 @needs_another_user
 def test_export_never_writes_through_another_users_snapshot_directory(tmp_path, shared_dir, capsys):
     session, _ = _session_with_oom_snapshot(tmp_path)
@@ -78,8 +81,10 @@ def test_export_never_writes_through_another_users_snapshot_directory(tmp_path, 
     os.chmod(tmp_path, 0o755)  # nobody may reach it to name it
     out = shared_dir / "trace.json"
     snaps = shared_dir / "trace.json.oom-snapshots"
-    as_nobody(f"mkdir -m 0777 {snaps} && ln -s {precious} {snaps}/{snapshot_name()} && "
-              f"echo theirs > {shared_dir}/victim && ln -s {shared_dir}/victim {snaps}/other")
+    as_nobody(
+        f"mkdir -m 0777 {snaps} && ln -s {precious} {snaps}/{snapshot_name()} && "
+        f"echo theirs > {shared_dir}/victim && ln -s {shared_dir}/victim {snaps}/other"
+    )
     assert main(["export", str(session), "--format", "perfetto", "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert precious.read_text() == "root's data" and (shared_dir / "victim").read_text() == "theirs\n"
@@ -125,6 +130,7 @@ def test_an_export_over_your_own_link_to_a_regular_file_writes_the_file(tmp_path
 
 
 # -- FIFOs, sockets and devices as session, export or config ---------------------------------
+
 
 def _fifo(path):
     os.mkfifo(path)
@@ -184,6 +190,7 @@ def test_record_under_something_that_is_not_a_directory_says_so(tmp_path, capsys
 
 # -- values of the wrong type inside a session ---------------------------------------------
 
+
 def test_a_non_numeric_schema_version_is_damage_not_a_traceback(tmp_path, capsys):
     session, _ = _session_with_oom_snapshot(tmp_path)
     db = sqlite3.connect(session)
@@ -198,8 +205,10 @@ def test_a_non_numeric_schema_version_is_damage_not_a_traceback(tmp_path, capsys
 def test_a_ten_thousand_character_snapshot_path_is_one_line(tmp_path, capsys):
     session, _ = _session_with_oom_snapshot(tmp_path)
     db = sqlite3.connect(session)
-    db.execute("UPDATE events SET data = json_set(data, '$.snapshot_path', ?) WHERE kind = 'oom'",
-               ("/tmp/" + "x" * 10_000,))
+    db.execute(
+        "UPDATE events SET data = json_set(data, '$.snapshot_path', ?) WHERE kind = 'oom'",
+        ("/tmp/" + "x" * 10_000,),
+    )
     db.commit()
     db.close()
     assert main(["export", str(session), "--out", str(tmp_path / "x.csv")]) == 0

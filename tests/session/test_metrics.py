@@ -32,20 +32,34 @@ def test_serves_the_latest_frame_on_loopback():
         assert server.host == "127.0.0.1" and not server.exposed
         got = _scrape(server.url)
         f = frame(3)
-        key = ("vramscope_gpu_memory_used_bytes",
-               (("gpu", "0"), ("memory", ""), ("name", "Test GPU A"), ("uuid", "GPU-aaaa"),
-                ("vendor", "")))
+        key = (
+            "vramscope_gpu_memory_used_bytes",
+            (("gpu", "0"), ("memory", ""), ("name", "Test GPU A"), ("uuid", "GPU-aaaa"), ("vendor", "")),
+        )
         assert got[key] == f.gpus[0].used
-        assert got[("vramscope_process_memory_used_bytes",
-                    (("gpu", "0"), ("mig", ""), ("pid", "4242"), ("process", "python3")))] \
+        assert (
+            got[
+                (
+                    "vramscope_process_memory_used_bytes",
+                    (("gpu", "0"), ("mig", ""), ("pid", "4242"), ("process", "python3")),
+                )
+            ]
             == f.gpus[0].processes[0].used
+        )
         # Xorg's memory is not available: no sample at all, never a 0
-        assert not [k for k in got if k[0] == "vramscope_process_memory_used_bytes"
-                    and ("pid", "900") in k[1]]
-        assert not [k for k in got if k[0] == "vramscope_gpu_temperature_celsius"
-                    and ("gpu", "1") in k[1]]
-        assert got[("vramscope_agent_bucket_bytes", (("bucket", "optimizer_state"),
-                    ("device", "cuda:0"), ("pid", "4242"), ("rank", "")))] == 1 << 30
+        assert not [
+            k for k in got if k[0] == "vramscope_process_memory_used_bytes" and ("pid", "900") in k[1]
+        ]
+        assert not [k for k in got if k[0] == "vramscope_gpu_temperature_celsius" and ("gpu", "1") in k[1]]
+        assert (
+            got[
+                (
+                    "vramscope_agent_bucket_bytes",
+                    (("bucket", "optimizer_state"), ("device", "cuda:0"), ("pid", "4242"), ("rank", "")),
+                )
+            ]
+            == 1 << 30
+        )
         store.append(frame(4))  # the next scrape sees the next pass
         assert _scrape(server.url)[key] == frame(4).gpus[0].used
     finally:
@@ -83,13 +97,31 @@ def test_mig_slices_and_their_processes_are_labelled_with_the_slice():
     import dataclasses
 
     from vramscope.core.samples import GpuProcess, GpuSample, MigSlice
+
     uuid = "MIG-1f2e3d4c-0000-5555-aaaa-000000000001"
     proc = GpuProcess(pid=77, used=18 << 30, mig_uuid=uuid)
-    gpu = GpuSample(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-h100", total=80 << 30,
-                    used=20 << 30, mig_mode=True, processes=(proc,),
-                    slices=(MigSlice(index=6, uuid=uuid, profile="3g.40gb", gpu_instance_id=1,
-                                     compute_instance_id=0, total=40 << 30, used=20 << 30,
-                                     free=20 << 30, processes=(proc,)),))
+    gpu = GpuSample(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        uuid="GPU-h100",
+        total=80 << 30,
+        used=20 << 30,
+        mig_mode=True,
+        processes=(proc,),
+        slices=(
+            MigSlice(
+                index=6,
+                uuid=uuid,
+                profile="3g.40gb",
+                gpu_instance_id=1,
+                compute_instance_id=0,
+                total=40 << 30,
+                used=20 << 30,
+                free=20 << 30,
+                processes=(proc,),
+            ),
+        ),
+    )
     store = Store()
     store.append(dataclasses.replace(frame(1), gpus=(gpu,), agents=()))
     server = serve_metrics(store, "127.0.0.1:0")
@@ -97,9 +129,21 @@ def test_mig_slices_and_their_processes_are_labelled_with_the_slice():
         got = _scrape(server.url)
     finally:
         server.close()
-    slice_labels = (("compute_instance", "0"), ("gpu", "0"), ("gpu_instance", "1"),
-                    ("mig", uuid), ("profile", "3g.40gb"))
+    slice_labels = (
+        ("compute_instance", "0"),
+        ("gpu", "0"),
+        ("gpu_instance", "1"),
+        ("mig", uuid),
+        ("profile", "3g.40gb"),
+    )
     assert got[("vramscope_mig_memory_total_bytes", slice_labels)] == 40 << 30
     assert got[("vramscope_mig_memory_used_bytes", slice_labels)] == 20 << 30
-    assert got[("vramscope_process_memory_used_bytes",
-                (("gpu", "0"), ("mig", uuid), ("pid", "77"), ("process", "")))] == 18 << 30
+    assert (
+        got[
+            (
+                "vramscope_process_memory_used_bytes",
+                (("gpu", "0"), ("mig", uuid), ("pid", "77"), ("process", "")),
+            )
+        ]
+        == 18 << 30
+    )

@@ -21,17 +21,41 @@ SMALL = "MIG-66666666-7777-5888-9999-aaaaaaaaaaaa"
 def mig_frame(k: int):
     """frame(k) with GPU 1 replaced by an H100 in MIG mode: two slices, one busy."""
     base = frame(k)
-    trainer = GpuProcess(pid=7070, used=(10 + k) * GiB, sm=None, info=info(7070, T0 - 50),
-                         mig_uuid=BIG)
-    h100 = GpuSample(index=1, name="NVIDIA H100 80GB HBM3", uuid="GPU-hhhh", total=80 * GiB,
-                     used=(11 + k) * GiB, util_gpu=None, mig_mode=True, processes=(trainer,),
-                     slices=(MigSlice(index=6, uuid=BIG, name="NVIDIA H100 80GB HBM3 MIG 3g.40gb",
-                                      profile="3g.40gb", gpu_instance_id=1, compute_instance_id=0,
-                                      total=40 * GiB, used=(10 + k) * GiB,
-                                      free=(30 - k) * GiB, processes=(trainer,)),
-                             MigSlice(index=5, uuid=SMALL, profile="1g.10gb", gpu_instance_id=13,
-                                      compute_instance_id=0, total=10 * GiB, used=0,
-                                      free=10 * GiB)))
+    trainer = GpuProcess(pid=7070, used=(10 + k) * GiB, sm=None, info=info(7070, T0 - 50), mig_uuid=BIG)
+    h100 = GpuSample(
+        index=1,
+        name="NVIDIA H100 80GB HBM3",
+        uuid="GPU-hhhh",
+        total=80 * GiB,
+        used=(11 + k) * GiB,
+        util_gpu=None,
+        mig_mode=True,
+        processes=(trainer,),
+        slices=(
+            MigSlice(
+                index=6,
+                uuid=BIG,
+                name="NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+                profile="3g.40gb",
+                gpu_instance_id=1,
+                compute_instance_id=0,
+                total=40 * GiB,
+                used=(10 + k) * GiB,
+                free=(30 - k) * GiB,
+                processes=(trainer,),
+            ),
+            MigSlice(
+                index=5,
+                uuid=SMALL,
+                profile="1g.10gb",
+                gpu_instance_id=13,
+                compute_instance_id=0,
+                total=10 * GiB,
+                used=0,
+                free=10 * GiB,
+            ),
+        ),
+    )
     return dataclasses.replace(base, gpus=(base.gpus[0], h100))
 
 
@@ -51,8 +75,10 @@ def test_slices_come_back_with_their_processes(tmp_path):
     with open_session(path) as r:
         h100 = r.frame_at(T0 + 7).gpus[1]
     assert h100.mig_mode is True
-    assert [(s.profile, s.gpu_instance_id, s.total, s.used) for s in h100.slices] == \
-        [("3g.40gb", 1, 40 * GiB, 17 * GiB), ("1g.10gb", 13, 10 * GiB, 0)]
+    assert [(s.profile, s.gpu_instance_id, s.total, s.used) for s in h100.slices] == [
+        ("3g.40gb", 1, 40 * GiB, 17 * GiB),
+        ("1g.10gb", 13, 10 * GiB, 0),
+    ]
     (trainer,) = h100.processes
     assert trainer.mig_uuid == BIG and trainer.sm is None
     assert h100.slice_of(trainer).profile == "3g.40gb"

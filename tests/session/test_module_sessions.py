@@ -18,10 +18,11 @@ CKPT = "activation checkpointing: recomputed in backward"
 
 
 def modules(step):
-    return (ModuleFigures("transformer", None, 4000, 4000, 8000, 10_000 + step, step, "cuda:0"),
-            ModuleFigures("transformer.h.0", "transformer", 2000, 2000, 4000, None, step, "cuda:0",
-                          why=CKPT),
-            ModuleFigures("lm_head", None, 0, 0, 0, 700, step, "cuda:0", shared=True))
+    return (
+        ModuleFigures("transformer", None, 4000, 4000, 8000, 10_000 + step, step, "cuda:0"),
+        ModuleFigures("transformer.h.0", "transformer", 2000, 2000, 4000, None, step, "cuda:0", why=CKPT),
+        ModuleFigures("lm_head", None, 0, 0, 0, 700, step, "cuda:0", shared=True),
+    )
 
 
 def record(path):

@@ -21,18 +21,43 @@ def _session(tmp_path, with_oom=True):
         store.append(frame(k))
     events = ()
     if with_oom:
-        data = {"device": "cuda:0", "requested": 2 * GiB, "device_free": 1 * GiB, "device_total": 24 * GiB,
-                "allocated": 18 * GiB, "reserved": 19 * GiB, "step": 41, "source": "observer",
-                "buckets": {"weights": GiB, "gradients": GiB, "optimizer_state": 2 * GiB,
-                            "other_allocated": 14 * GiB, "cached_free": GiB},
-                "allocator": summarize(S.fragmented()["segments"], "cuda:0"),
-                "tensors": [{"bytes": GiB, "shape": [16, 1024, 16384], "dtype": "float32",
-                             "module": None, "site": "/home/alice/proj/train.py:88 in forward"}],
-                "gpu_processes": [{"pid": 5151, "name": "python3", "used": 700 * MiB}],
-                "outside_pytorch": 300 * MiB}
+        data = {
+            "device": "cuda:0",
+            "requested": 2 * GiB,
+            "device_free": 1 * GiB,
+            "device_total": 24 * GiB,
+            "allocated": 18 * GiB,
+            "reserved": 19 * GiB,
+            "step": 41,
+            "source": "observer",
+            "buckets": {
+                "weights": GiB,
+                "gradients": GiB,
+                "optimizer_state": 2 * GiB,
+                "other_allocated": 14 * GiB,
+                "cached_free": GiB,
+            },
+            "allocator": summarize(S.fragmented()["segments"], "cuda:0"),
+            "tensors": [
+                {
+                    "bytes": GiB,
+                    "shape": [16, 1024, 16384],
+                    "dtype": "float32",
+                    "module": None,
+                    "site": "/home/alice/proj/train.py:88 in forward",
+                }
+            ],
+            "gpu_processes": [{"pid": 5151, "name": "python3", "used": 700 * MiB}],
+            "outside_pytorch": 300 * MiB,
+        }
         events = (AgentEvent("oom", T0 + 5.5, data),)
-    store.append(Frame(time=T0 + 6, gpus=frame(6).gpus,
-                       agents=(AgentReport(pid=4242, start_time=T0 - 100, events=events),)))
+    store.append(
+        Frame(
+            time=T0 + 6,
+            gpus=frame(6).gpus,
+            agents=(AgentReport(pid=4242, start_time=T0 - 100, events=events),),
+        )
+    )
     w.close()
     return path
 

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow
 
 def _install_prometheus() -> str | None:
     found = shutil.which("prometheus") or (
-        "/usr/bin/prometheus" if os.path.exists("/usr/bin/prometheus") else None)
+        "/usr/bin/prometheus" if os.path.exists("/usr/bin/prometheus") else None
+    )
     if found:
         return found
     if not shutil.which("apt-get"):
@@ -35,21 +36,28 @@ def _install_prometheus() -> str | None:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     try:
         subprocess.run(prefix + ["apt-get", "update"], env=env, capture_output=True, timeout=300)
-        subprocess.run(prefix + ["apt-get", "install", "-y", "--no-install-recommends",
-                                 "prometheus"], env=env, capture_output=True, timeout=600)
+        subprocess.run(
+            prefix + ["apt-get", "install", "-y", "--no-install-recommends", "prometheus"],
+            env=env,
+            capture_output=True,
+            timeout=600,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return shutil.which("prometheus") or (
-        "/usr/bin/prometheus" if os.path.exists("/usr/bin/prometheus") else None)
+        "/usr/bin/prometheus" if os.path.exists("/usr/bin/prometheus") else None
+    )
 
 
 @pytest.fixture(scope="module")
 def prometheus_binary():
     path = _install_prometheus()
     if path is None:
-        pytest.skip("the real Prometheus server is needed: Debian's package 'prometheus' is not "
-                    "installed here and `apt-get install prometheus` was not possible "
-                    "(no apt-get, no root/sudo, or no package mirror)")
+        pytest.skip(
+            "the real Prometheus server is needed: Debian's package 'prometheus' is not "
+            "installed here and `apt-get install prometheus` was not possible "
+            "(no apt-get, no root/sudo, or no package mirror)"
+        )
     return path
 
 
@@ -71,10 +79,22 @@ def test_real_prometheus_scrapes_record(prometheus_binary, tmp_path):
     rec_port, prom_port = _free_port(), _free_port()
     session = tmp_path / "scraped.vramscope"
     recorder = subprocess.Popen(
-        [sys.executable, "-m", "vramscope", "record", "--demo", "--out", str(session),
-         "--prometheus", f"127.0.0.1:{rec_port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            "record",
+            "--demo",
+            "--out",
+            str(session),
+            "--prometheus",
+            f"127.0.0.1:{rec_port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
     prom = None
     try:
         for _ in range(3):
@@ -86,12 +106,19 @@ def test_real_prometheus_scrapes_record(prometheus_binary, tmp_path):
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
             "scrape_configs:\n  - job_name: vramscope\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{rec_port}']\n")
+            f"      - targets: ['127.0.0.1:{rec_port}']\n"
+        )
         prom = subprocess.Popen(
-            [prometheus_binary, f"--config.file={config}",
-             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{prom_port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                prometheus_binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 45
         used, total, kernel = [], [], []
         while time.monotonic() < deadline:

@@ -34,8 +34,18 @@ def test_alerts_and_actions_are_journaled(tmp_path):
     class OneAlert(Diagnostics):
         def alerts(self, include_hidden=False):
             from vramscope.core.detectors.alert import WARNING, Alert
-            return [Alert(kind="leak", severity=WARNING, gpu=0, pid=4242, start_time=None,
-                          since=frame(2).time, message="leak: 4 MiB per step")]
+
+            return [
+                Alert(
+                    kind="leak",
+                    severity=WARNING,
+                    gpu=0,
+                    pid=4242,
+                    start_time=None,
+                    since=frame(2).time,
+                    message="leak: 4 MiB per step",
+                )
+            ]
 
     class Actions:
         observers: list = []
@@ -45,8 +55,16 @@ def test_alerts_and_actions_are_journaled(tmp_path):
     for k in range(4):
         rec(_real(k))
     for observer in actions.observers:
-        observer({"time": frame(3).time, "action": "SIGTERM", "outcome": "sent", "pid": 4242,
-                  "start_time": None, "message": "sent SIGTERM to pid 4242"})
+        observer(
+            {
+                "time": frame(3).time,
+                "action": "SIGTERM",
+                "outcome": "sent",
+                "pid": 4242,
+                "start_time": None,
+                "message": "sent SIGTERM to pid 4242",
+            }
+        )
     rec.close()
     reader = open_session(rec.path)
     assert [a["kind"] for a in reader.alerts()] == ["leak"]  # once, not once per frame
@@ -70,8 +88,14 @@ def test_headless_record_keeps_the_alerts_it_raised(tmp_path):
             self.k += 1
             f = frame(self.k, oom=self.k == 3)
             shift = now - f.time  # the helper's frames are from 2023: move them to now
-            agents = tuple(dataclasses.replace(r, time=r.time + shift, events=tuple(
-                dataclasses.replace(e, time=e.time + shift) for e in r.events)) for r in f.agents)
+            agents = tuple(
+                dataclasses.replace(
+                    r,
+                    time=r.time + shift,
+                    events=tuple(dataclasses.replace(e, time=e.time + shift) for e in r.events),
+                )
+                for r in f.agents
+            )
             return dataclasses.replace(f, time=now, simulated=False, agents=agents)
 
         def close(self):

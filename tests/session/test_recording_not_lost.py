@@ -17,10 +17,15 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_recorders_started_together_each_get_their_own_file():
-    procs = [subprocess.Popen([sys.executable, "-m", "vramscope", "record", "--demo",
-                               "--duration", "1.5", "--interval", "0.5"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "vramscope", "record", "--demo", "--duration", "1.5", "--interval", "0.5"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     results = [p.communicate(timeout=100) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in results]
     files = [f for f in os.listdir(default_directory()) if f.endswith(".vramscope")]
@@ -34,8 +39,9 @@ def test_a_metrics_port_in_use_leaves_no_session_behind(tmp_path, capsys):
     port = busy.getsockname()[1]
     out = tmp_path / "run.vramscope"
     try:
-        code = main(["record", "--demo", "--duration", "1", "--prometheus", f"127.0.0.1:{port}",
-                     "--out", str(out)])
+        code = main(
+            ["record", "--demo", "--duration", "1", "--prometheus", f"127.0.0.1:{port}", "--out", str(out)]
+        )
         err = capsys.readouterr().err
         assert code == 2 and "cannot serve metrics" in err and "nothing recorded" in err
         assert not out.exists()  # so the retry with the same --out works

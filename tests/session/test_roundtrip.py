@@ -33,14 +33,56 @@ def test_reopened_frame_equals_recorded(session):
             assert reopened.time == original.time
             assert len(reopened.gpus) == len(original.gpus) == 2
             for a, b in zip(original.gpus, reopened.gpus):
-                assert (a.index, a.name, a.uuid, a.total, a.used, a.free, a.reserved, a.util_gpu,
-                        a.util_memory, a.temperature, a.power_w) == \
-                       (b.index, b.name, b.uuid, b.total, b.used, b.free, b.reserved, b.util_gpu,
-                        b.util_memory, b.temperature, b.power_w)
-                assert [(p.pid, p.used, p.sm, p.kinds, p.has_agent, p.info.start_time,
-                         p.info.user, p.info.command) for p in a.processes] == \
-                       [(p.pid, p.used, p.sm, p.kinds, p.has_agent, p.info.start_time,
-                         p.info.user, p.info.command) for p in b.processes]
+                assert (
+                    a.index,
+                    a.name,
+                    a.uuid,
+                    a.total,
+                    a.used,
+                    a.free,
+                    a.reserved,
+                    a.util_gpu,
+                    a.util_memory,
+                    a.temperature,
+                    a.power_w,
+                ) == (
+                    b.index,
+                    b.name,
+                    b.uuid,
+                    b.total,
+                    b.used,
+                    b.free,
+                    b.reserved,
+                    b.util_gpu,
+                    b.util_memory,
+                    b.temperature,
+                    b.power_w,
+                )
+                assert [
+                    (
+                        p.pid,
+                        p.used,
+                        p.sm,
+                        p.kinds,
+                        p.has_agent,
+                        p.info.start_time,
+                        p.info.user,
+                        p.info.command,
+                    )
+                    for p in a.processes
+                ] == [
+                    (
+                        p.pid,
+                        p.used,
+                        p.sm,
+                        p.kinds,
+                        p.has_agent,
+                        p.info.start_time,
+                        p.info.user,
+                        p.info.command,
+                    )
+                    for p in b.processes
+                ]
             (agent,) = reopened.agents
             assert agent.devices == original.agents[0].devices
             assert agent.step == k
@@ -100,8 +142,16 @@ def test_csv_values_equal_recorded(session, tmp_path):
         f = frame(k, oom=(k == 30))
         t = round(f.time, 6)
         for g in f.gpus:
-            for metric in ("used", "total", "free", "reserved", "util_gpu", "util_memory",
-                           "temperature", "power_w"):
+            for metric in (
+                "used",
+                "total",
+                "free",
+                "reserved",
+                "util_gpu",
+                "util_memory",
+                "temperature",
+                "power_w",
+            ):
                 value = getattr(g, metric)
                 key = (t, str(g.index), "", metric)
                 if value is None:
@@ -136,8 +186,11 @@ def test_csv_redact(session, tmp_path):
 
 
 def _counter_values(events, pid, name, arg):
-    return [(e["ts"], e["args"][arg]) for e in events
-            if e.get("ph") == "C" and e["pid"] == pid and e["name"] == name and arg in e["args"]]
+    return [
+        (e["ts"], e["args"][arg])
+        for e in events
+        if e.get("ph") == "C" and e["pid"] == pid and e["name"] == name and arg in e["args"]
+    ]
 
 
 def _value_at(track, ts):
@@ -181,6 +234,7 @@ def test_trace_values_equal_recorded(session, tmp_path):
 def test_record_refuses_to_overwrite(session):
     path, _ = session
     from vramscope.core.session import SessionWriter
+
     before = path.read_bytes()
     with pytest.raises(SessionExistsError, match="already exists"):
         SessionWriter(path)
@@ -189,6 +243,7 @@ def test_record_refuses_to_overwrite(session):
 
 def test_empty_session_opens(tmp_path):
     from vramscope.core.session import SessionWriter
+
     path = tmp_path / "empty.vramscope"
     SessionWriter(path).close()
     with open_session(path) as r:

@@ -19,10 +19,17 @@ def test_server_metrics_survive_a_session(tmp_path):
     path = tmp_path / "served.vramscope"
     writer = SessionWriter(path, meta={"source": "test"})
     for k in range(12):
-        srv = ServerState(pid=5555, start_time=T0 - 5, kind="vllm", pids=(5555,), port=8000,
-                          pool="--gpu-memory-utilization 0.9",
-                          kv_cache_usage=None if k == 3 else k / 20, running=float(k % 4),
-                          waiting=0.0)
+        srv = ServerState(
+            pid=5555,
+            start_time=T0 - 5,
+            kind="vllm",
+            pids=(5555,),
+            port=8000,
+            pool="--gpu-memory-utilization 0.9",
+            kv_cache_usage=None if k == 3 else k / 20,
+            running=float(k % 4),
+            waiting=0.0,
+        )
         writer(dataclasses.replace(frame(k), servers=(srv,)))
     writer.close()
     with open_session(path) as r:
@@ -51,8 +58,16 @@ def test_nan_and_inf_server_metrics_reach_status_json_and_the_trace_as_null(tmp_
     def pytest_fail(name):
         raise AssertionError(f"{name} in the output")
 
-    bad = ServerState(pid=5555, start_time=T0 - 5, kind="vllm", pids=(5555,), port=8000,
-                      kv_cache_usage=float("nan"), running=float("inf"), waiting=-float("inf"))
+    bad = ServerState(
+        pid=5555,
+        start_time=T0 - 5,
+        kind="vllm",
+        pids=(5555,),
+        port=8000,
+        kv_cache_usage=float("nan"),
+        running=float("inf"),
+        waiting=-float("inf"),
+    )
     out = io.StringIO()
     emit(dataclasses.replace(frame(0), servers=(bad,)), argparse.Namespace(json=True), out)
     (server,) = strict(out.getvalue())["servers"]

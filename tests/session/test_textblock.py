@@ -23,8 +23,15 @@ def test_integers(rows):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.one_of(st.floats(min_value=-1e9, max_value=1e9), st.just(float("nan"))),
-                          st.integers(0, 3)), min_size=1, max_size=50))
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.floats(min_value=-1e9, max_value=1e9), st.just(float("nan"))), st.integers(0, 3)
+        ),
+        min_size=1,
+        max_size=50,
+    )
+)
 def test_numbers_with_up_to_three_decimals(rows):
     values = np.array([v for v, _ in rows], np.float64)
     decimals = np.array([d for _, d in rows])
@@ -34,7 +41,7 @@ def test_numbers_with_up_to_three_decimals(rows):
         if np.isnan(v):
             assert line == ""
         else:
-            assert abs(float(line) - v) <= 0.5 * 10 ** -d + 1e-9 * abs(v)
+            assert abs(float(line) - v) <= 0.5 * 10**-d + 1e-9 * abs(v)
             assert "e" not in line and (d > 0 or "." not in line)
 
 

@@ -54,8 +54,7 @@ def test_every_counter_event_is_complete_and_tracks_are_monotone(demo_trace):
 
 def test_tracks_per_gpu_process_and_agent_bucket(demo_trace):
     events = demo_trace["traceEvents"]
-    named = {e["pid"]: e["args"]["name"] for e in events
-             if e["ph"] == "M" and e["name"] == "process_name"}
+    named = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     tracks = defaultdict(set)
     for e in events:
         if e["ph"] == "C":

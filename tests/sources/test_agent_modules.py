@@ -10,12 +10,17 @@ from hypothesis import given, settings, strategies as st
 from vramscope.core.module_figures import FIGURES
 from vramscope.sources.agent_modules import BAD_FIGURE, decode
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                           lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids,
-                                                                                    max_size=4),
-                           max_leaves=20)
-rows = st.dictionaries(st.sampled_from(["name", "parent", "weights", "gradients", "optimizer_state",
-                                        "activations", "shared", "why"]), json_values)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+    max_leaves=20,
+)
+rows = st.dictionaries(
+    st.sampled_from(
+        ["name", "parent", "weights", "gradients", "optimizer_state", "activations", "shared", "why"]
+    ),
+    json_values,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -35,9 +40,23 @@ def test_any_item_decodes_to_checked_figures_or_is_refused(step, modules, device
 
 
 def test_a_figure_that_is_not_a_byte_count_is_unavailable_with_a_reason():
-    [m] = decode({"step": 3, "device": "cuda:0", "modules": [
-        {"name": "h.0", "parent": None, "weights": -5, "gradients": True, "optimizer_state": 1.5,
-         "activations": 10, "shared": "yes"}]})
+    [m] = decode(
+        {
+            "step": 3,
+            "device": "cuda:0",
+            "modules": [
+                {
+                    "name": "h.0",
+                    "parent": None,
+                    "weights": -5,
+                    "gradients": True,
+                    "optimizer_state": 1.5,
+                    "activations": 10,
+                    "shared": "yes",
+                }
+            ],
+        }
+    )
     assert (m.weights, m.gradients, m.optimizer_state, m.activations) == (None, None, None, 10)
     assert m.why == BAD_FIGURE and m.shared is False and m.measured_step == 3
 

@@ -35,9 +35,11 @@ def test_xe_vram0_and_cycles():
 
 
 def test_resident_wins_over_total_and_engines_in_ns():
-    c = parse_fdinfo("drm-driver: i915\ndrm-client-id: 3\ndrm-pdev: 0000:00:02.0\n"
-                     "drm-total-local0: 8 MiB\ndrm-resident-local0: 6 MiB\n"
-                     "drm-engine-render: 123456 ns\ndrm-engine-capacity-video: 2\n")
+    c = parse_fdinfo(
+        "drm-driver: i915\ndrm-client-id: 3\ndrm-pdev: 0000:00:02.0\n"
+        "drm-total-local0: 8 MiB\ndrm-resident-local0: 6 MiB\n"
+        "drm-engine-render: 123456 ns\ndrm-engine-capacity-video: 2\n"
+    )
     assert c.device_memory == 6 * MiB
     assert c.engines == {"render": 123456} and c.capacity == {"video": 2}
 
@@ -58,9 +60,14 @@ def test_never_raises_on_any_text(text):
     assert c is None or c.driver
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z]{1,6}[0-9]?", fullmatch=True),
-                       st.integers(min_value=0, max_value=1 << 40), max_size=5),
-       st.sampled_from(["", " KiB", " MiB"]))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z]{1,6}[0-9]?", fullmatch=True),
+        st.integers(min_value=0, max_value=1 << 40),
+        max_size=5,
+    ),
+    st.sampled_from(["", " KiB", " MiB"]),
+)
 def test_sizes_round_trip(regions, unit):
     scale = {"": 1, " KiB": KiB, " MiB": MiB}[unit]
     text = "drm-driver:\tx\n" + "".join(f"drm-resident-{r}:\t{n}{unit}\n" for r, n in regions.items())
@@ -70,9 +77,11 @@ def test_sizes_round_trip(regions, unit):
 
 def test_pci_names_from_a_pci_ids_file_and_the_fallback(tmp_path):
     ids = tmp_path / "pci.ids"
-    ids.write_text("# comment\n1002  Advanced Micro Devices, Inc. [AMD/ATI]\n"
-                   "\t73bf  Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]\n\t\t1002 0e3a  sub\n"
-                   "8086  Intel Corporation\n\t56a5  DG2 [Arc A380]\n")
+    ids.write_text(
+        "# comment\n1002  Advanced Micro Devices, Inc. [AMD/ATI]\n"
+        "\t73bf  Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]\n\t\t1002 0e3a  sub\n"
+        "8086  Intel Corporation\n\t56a5  DG2 [Arc A380]\n"
+    )
     assert device_name(0x1002, 0x73BF, (str(ids),)) == "AMD Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]"
     assert device_name(0x8086, 0x56A5, (str(ids),)) == "Intel DG2 [Arc A380]"
     assert device_name(0x1002, 0x1234, (str(ids),)) == "AMD GPU 0x1234"

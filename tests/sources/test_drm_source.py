@@ -34,7 +34,11 @@ def test_each_gpu_with_its_processes_and_the_staged_figures(machine):
     assert [g.index for g in gpus] == [1, 2]  # after the NVIDIA ones; NVIDIA's card0 left to NVML
     amd, intel = by_slot(gpus)[AMD_SLOT], by_slot(gpus)[INTEL_SLOT]
     assert (amd.vendor, amd.name, intel.vendor, intel.name) == (
-        AMD, "AMD Radeon RX 7900 XTX", INTEL, "Intel Arc B580")
+        AMD,
+        "AMD Radeon RX 7900 XTX",
+        INTEL,
+        "Intel Arc B580",
+    )
     want = expected_memory(*pids)
     assert {p.pid: p.used for p in amd.processes} == want[AMD_SLOT]
     assert {p.pid: p.used for p in intel.processes} == want[INTEL_SLOT]
@@ -65,6 +69,7 @@ def test_busy_percent_from_engine_time_between_passes(machine):
     assert all(p.sm is None for g in first for p in g.processes)  # nothing to compare with yet
     # one second later: the trainer's gfx engine ran 0.25 s; the Arc client 400 of 1000 cycles
     from drm_trees import amdgpu_fdinfo, xe_fdinfo
+
     t7 = amdgpu_fdinfo(7, vram=GiB, gfx_ns=5_250_000_000)
     for fd in (3, 4, 5):
         (m.root / "proc" / str(trainer) / "fdinfo" / str(fd)).write_text(t7)
@@ -99,6 +104,7 @@ def test_another_users_unreadable_fdinfo_is_access_denied_not_a_crash(sleepers):
     os.chmod(root, 0o755)
     try:
         import pathlib
+
         m = lab(pathlib.Path(root), *pids[:4], gone_pid(), stranger=pids[4])
         source = DrmGpus(m.proc, m.sys)
         with as_other_user():
@@ -108,10 +114,12 @@ def test_another_users_unreadable_fdinfo_is_access_denied_not_a_crash(sleepers):
         assert stranger.info.visibility == ACCESS_DENIED
         assert "access denied" in amd.reason("process_memory")
         # everyone else's figures are still there
-        assert {p.pid: p.used for p in amd.processes if p.pid != pids[4]} == \
-            expected_memory(*pids[:4])[AMD_SLOT]
+        assert {p.pid: p.used for p in amd.processes if p.pid != pids[4]} == expected_memory(*pids[:4])[
+            AMD_SLOT
+        ]
     finally:
         import shutil
+
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -125,8 +133,9 @@ def test_a_symlinked_fdinfo_is_not_followed(machine):
     arc = pids[2]
     info = m.root / "proc" / str(arc) / "fdinfo"
     secret = m.root / "secret"
-    secret.write_text("drm-driver:\txe\ndrm-client-id:\t99\ndrm-pdev:\t0000:08:00.0\n"
-                      "drm-resident-vram0:\t9999 KiB\n")
+    secret.write_text(
+        "drm-driver:\txe\ndrm-client-id:\t99\ndrm-pdev:\t0000:08:00.0\ndrm-resident-vram0:\t9999 KiB\n"
+    )
     for fd in ("3", "4"):
         (info / fd).unlink()
         (info / fd).symlink_to(secret)
@@ -143,13 +152,20 @@ def test_an_integrated_gpu_is_unified_memory_with_its_processes_buffers(tmp_path
     import psutil
 
     from drm_trees import Fd, Machine, _device
+
     (pid,) = sleepers(1)
     m = Machine(pathlib.Path(tmp_path))
-    _device(m.root / "sys" / "class" / "drm", "card0", ("renderD128",), "0000:00:02.0", "i915",
-            0x8086, 0xA7A0, {})
-    m.fds[pid] = [Fd("renderD128", "drm-driver:\ti915\ndrm-client-id:\t3\ndrm-pdev:\t0000:00:02.0\n"
-                                   "drm-total-system0:\t96 MiB\ndrm-resident-system0:\t64 MiB\n"
-                                   "drm-engine-render:\t0 ns\n")]
+    _device(
+        m.root / "sys" / "class" / "drm", "card0", ("renderD128",), "0000:00:02.0", "i915", 0x8086, 0xA7A0, {}
+    )
+    m.fds[pid] = [
+        Fd(
+            "renderD128",
+            "drm-driver:\ti915\ndrm-client-id:\t3\ndrm-pdev:\t0000:00:02.0\n"
+            "drm-total-system0:\t96 MiB\ndrm-resident-system0:\t64 MiB\n"
+            "drm-engine-render:\t0 ns\n",
+        )
+    ]
     m.stage_proc()
     (gpu,) = DrmGpus(m.proc, m.sys).read(1.0)
     assert gpu.vendor == INTEL and gpu.unified and "integrated" in gpu.reason("total")
@@ -160,6 +176,7 @@ def test_an_integrated_gpu_is_unified_memory_with_its_processes_buffers(tmp_path
 def test_new_gpu_processes_show_within_the_full_scan_delay(machine, sleepers):
     from drm_trees import Fd, xe_fdinfo
     from vramscope.sources.drm import FULL_SCAN_EVERY
+
     m, _pids, _gone = machine
     source = DrmGpus(m.proc, m.sys)
     source.read(1000.0)

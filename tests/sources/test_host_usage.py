@@ -14,8 +14,7 @@ from vramscope.sources.host_usage import HostUsage, read_cpu_rss
 @pytest.fixture
 def busy_and_idle():
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    idle = subprocess.Popen([sys.executable, "-c",
-                             "import time; b = bytearray(64 << 20); time.sleep(60)"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(60)"])
     time.sleep(0.5)
     yield busy.pid, idle.pid
     for p in (busy, idle):
@@ -36,8 +35,9 @@ def test_a_busy_process_shows_cpu_an_idle_one_none_and_both_their_memory(busy_an
 
 
 def test_a_gone_process_has_no_figures_not_zeros():
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     pid = int(done.stdout)
     assert read_cpu_rss(pid) is None
     assert HostUsage().read([pid]) == {pid: (None, None)}

@@ -40,8 +40,7 @@ TRICKLING_METRICS = textwrap.dedent("""\
 
 @pytest.fixture
 def trickling_gpu_process():
-    proc = subprocess.Popen([sys.executable, "-c", TRICKLING_METRICS], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([sys.executable, "-c", TRICKLING_METRICS], stdout=subprocess.PIPE, text=True)
     proc.stdout.readline()  # listening
     yield proc
     proc.kill()
@@ -49,16 +48,25 @@ def trickling_gpu_process():
 
 
 def test_a_trickling_metrics_port_does_not_keep_record_or_watch_from_exiting(
-        fake_nvml_files, trickling_gpu_process, tmp_path):
-    fake_nvml_files.write(FakeState(gpus=[FakeGpu(used=3 * GiB, processes=[
-        FakeProcess(trickling_gpu_process.pid, 2 * GiB, sm=0)])]))
+    fake_nvml_files, trickling_gpu_process, tmp_path
+):
+    fake_nvml_files.write(
+        FakeState(
+            gpus=[FakeGpu(used=3 * GiB, processes=[FakeProcess(trickling_gpu_process.pid, 2 * GiB, sm=0)])]
+        )
+    )
     env = fake_nvml_files.env()
-    for args, said in ((["status", "--watch", "2", "--interval", "0.5"], "GPU 0"),
-                       (["record", "--duration", "2", "--interval", "0.5",
-                         "--out", str(tmp_path / "s.vramscope")], "recorded")):
+    for args, said in (
+        (["status", "--watch", "2", "--interval", "0.5"], "GPU 0"),
+        (
+            ["record", "--duration", "2", "--interval", "0.5", "--out", str(tmp_path / "s.vramscope")],
+            "recorded",
+        ),
+    ):
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "vramscope", *args], env=env,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "vramscope", *args], env=env, capture_output=True, text=True, timeout=60
+        )
         took = time.monotonic() - started
         assert done.returncode == 0, done.stderr
         assert said in done.stdout
@@ -125,8 +133,10 @@ def test_a_megabyte_command_line_is_kept_to_8_kib_and_says_it_was_cut():
         info = ProcessCache().lookup(proc.pid)
         kept = info.cmdline
         assert sum(len(a) for a in kept[:-1]) == MAX_COMMAND_CHARS
-        assert kept[-1] == f"[... {1_500_000 + len(sys.executable) + 2 + 27 - MAX_COMMAND_CHARS:,} " \
-                           "more characters not kept]"
+        assert (
+            kept[-1] == f"[... {1_500_000 + len(sys.executable) + 2 + 27 - MAX_COMMAND_CHARS:,} "
+            "more characters not kept]"
+        )
         assert len(info.command) < MAX_COMMAND_CHARS + 100
     finally:
         proc.kill()
@@ -137,12 +147,12 @@ def test_a_trickling_jupyter_server_costs_its_deadline_once(tmp_path):
     from vramscope.core.detectors.jupyter import kernel_activity
 
     kid = "0f5c9a2e-1111-4a4a-9b9b-123456789abc"
-    body = json.dumps({"id": kid, "last_activity": "2026-01-01T00:00:00Z",
-                       "execution_state": "idle"}).encode()
+    body = json.dumps(
+        {"id": kid, "last_activity": "2026-01-01T00:00:00Z", "execution_state": "idle"}
+    ).encode()
     server = RawHttp(http_answer(body), trickle=0.2)
     try:
-        (tmp_path / "jpserver-1.json").write_text(json.dumps({"url": server.url + "/",
-                                                              "token": "t"}))
+        (tmp_path / "jpserver-1.json").write_text(json.dumps({"url": server.url + "/", "token": "t"}))
         started = time.monotonic()
         assert kernel_activity(f"kernel-{kid}.json", dirs=[tmp_path], timeout=0.5) is None
         assert time.monotonic() - started < 2.0  # 0.5 s in all, not a byte per 0.2 s

@@ -24,12 +24,29 @@ CMD = ("python", "-m", "ipykernel_launcher", "-f", f"/run/user/1000/jupyter/kern
 
 
 def kernel_frame(t: float) -> Frame:
-    info = ProcessInfo(pid=3131, start_time=T0 - 3600, user="alice", name="python", cmdline=CMD,
-                       ppid=1000, status="sleeping", visibility="ok", parent_alive=True)
+    info = ProcessInfo(
+        pid=3131,
+        start_time=T0 - 3600,
+        user="alice",
+        name="python",
+        cmdline=CMD,
+        ppid=1000,
+        status="sleeping",
+        visibility="ok",
+        parent_alive=True,
+    )
     proc = GpuProcess(pid=3131, used=6 * GiB, sm=None, info=info)
     # a busy GPU hides the kernel's own SM: only its server can tell
-    gpu = GpuSample(index=0, name="Fake RTX 4090", uuid="GPU-0", total=24 * GiB, used=7 * GiB,
-                    free=17 * GiB, util_gpu=80, processes=(proc,))
+    gpu = GpuSample(
+        index=0,
+        name="Fake RTX 4090",
+        uuid="GPU-0",
+        total=24 * GiB,
+        used=7 * GiB,
+        free=17 * GiB,
+        util_gpu=80,
+        processes=(proc,),
+    )
     return Frame(time=T0 + t, gpus=(gpu,), source="nvml")
 
 
@@ -44,8 +61,11 @@ def jupyter_server(tmp_path):
         def do_GET(self):
             time.sleep(state["delay"])
             if self.path == f"/api/kernels/{KID}":
-                body = {"id": KID, "last_activity": last.isoformat().replace("+00:00", "Z"),
-                        "execution_state": "busy" if state["busy"] else "idle"}
+                body = {
+                    "id": KID,
+                    "last_activity": last.isoformat().replace("+00:00", "Z"),
+                    "execution_state": "busy" if state["busy"] else "idle",
+                }
             elif self.path == "/api/sessions":
                 body = [{"path": "work/analysis.ipynb", "kernel": {"id": KID}}]
             else:
@@ -67,7 +87,9 @@ def jupyter_server(tmp_path):
     state["enricher"] = JupyterEnricher(
         activity=lambda conn: jupyter.kernel_activity(conn, dirs=[rt], timeout=5.0),
         finder=lambda pid, conn: jupyter.find_notebook(jupyter.kernel_id(conn), [rt], timeout=5.0),
-        period=0.0, first_wait=0.0)
+        period=0.0,
+        first_wait=0.0,
+    )
     yield state
     state["enricher"].close()
     server.shutdown()
@@ -120,6 +142,9 @@ def test_other_machines_and_the_demo_are_not_looked_up(jupyter_server):
     remote = kernel_frame(0)
     gpu = remote.gpus[0]
     import dataclasses
-    for f in (dataclasses.replace(remote, simulated=True),
-              dataclasses.replace(remote, gpus=(dataclasses.replace(gpu, host="lab2"),))):
+
+    for f in (
+        dataclasses.replace(remote, simulated=True),
+        dataclasses.replace(remote, gpus=(dataclasses.replace(gpu, host="lab2"),)),
+    ):
         assert enrich(f).kernels == () and enrich._pending is None

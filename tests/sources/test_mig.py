@@ -21,16 +21,36 @@ from vramscope.sources.nvml_mig import profile_from_name
 def lab_server(pids: list[int]) -> FakeState:
     """An H100 split in three slices (one idle), beside an ordinary GPU."""
     a, b, c = pids
-    return FakeState(gpus=[
-        FakeGpu(name="NVIDIA H100 80GB HBM3", total=80 * GiB, used=35 * GiB, mig=True, mig_devices=[
-            FakeMigDevice("3g.40gb", gi=1, ci=0, total=40 * GiB, used=20 * GiB,
-                          processes=[FakeProcess(a, 18 * GiB, sm=60)]),
-            FakeMigDevice("2g.20gb", gi=5, ci=0, total=20 * GiB, used=15 * GiB,
-                          processes=[FakeProcess(b, 14 * GiB)]),
-            FakeMigDevice("1g.10gb", gi=13, ci=0, total=10 * GiB, used=0),
-        ]),
-        FakeGpu(name="NVIDIA GeForce RTX 4090", mig=None, processes=[FakeProcess(c, 3 * GiB, sm=20)]),
-    ])
+    return FakeState(
+        gpus=[
+            FakeGpu(
+                name="NVIDIA H100 80GB HBM3",
+                total=80 * GiB,
+                used=35 * GiB,
+                mig=True,
+                mig_devices=[
+                    FakeMigDevice(
+                        "3g.40gb",
+                        gi=1,
+                        ci=0,
+                        total=40 * GiB,
+                        used=20 * GiB,
+                        processes=[FakeProcess(a, 18 * GiB, sm=60)],
+                    ),
+                    FakeMigDevice(
+                        "2g.20gb",
+                        gi=5,
+                        ci=0,
+                        total=20 * GiB,
+                        used=15 * GiB,
+                        processes=[FakeProcess(b, 14 * GiB)],
+                    ),
+                    FakeMigDevice("1g.10gb", gi=13, ci=0, total=10 * GiB, used=0),
+                ],
+            ),
+            FakeGpu(name="NVIDIA GeForce RTX 4090", mig=None, processes=[FakeProcess(c, 3 * GiB, sm=20)]),
+        ]
+    )
 
 
 @pytest.fixture
@@ -73,8 +93,13 @@ def test_per_process_sm_on_mig_is_not_available_never_zero(fake_nvml, source, sl
 
 def test_mig_disabled_is_said_and_has_no_slices(fake_nvml, source, sleepers):
     (a,) = sleepers(1)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(name="NVIDIA A100-SXM4-80GB", mig=False,
-                                            processes=[FakeProcess(a, 5 * GiB, sm=10)])]))
+    fake_nvml.write(
+        FakeState(
+            gpus=[
+                FakeGpu(name="NVIDIA A100-SXM4-80GB", mig=False, processes=[FakeProcess(a, 5 * GiB, sm=10)])
+            ]
+        )
+    )
     gpu = source.sample(time.time()).gpus[0]
     assert gpu.mig_mode is False and gpu.slices == ()
     assert gpu.processes[0].used == 5 * GiB
@@ -95,6 +120,7 @@ def test_reconfigured_slices_are_picked_up(fake_nvml, source, sleepers):
 def test_pynvml_mig_calls_follow_nvml_h(fake_nvml, sleepers):
     """The fake answers as nvml.h says, through the real bindings."""
     import pynvml
+
     fake_nvml.write(lab_server(sleepers(3)))
     pynvml.nvmlInit()
     try:
@@ -128,8 +154,13 @@ def test_pynvml_mig_calls_follow_nvml_h(fake_nvml, sleepers):
 def test_status_json_nests_slices_under_their_gpu(fake_nvml_files, sleepers):
     a, b, c = sleepers(3)
     fake_nvml_files.write(lab_server([a, b, c]))
-    r = subprocess.run([sys.executable, "-m", "vramscope", "status", "--json"],
-                       env=fake_nvml_files.env(), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--json"],
+        env=fake_nvml_files.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     h100 = json.loads(r.stdout)["gpus"][0]
     assert h100["mig_mode"] is True
@@ -152,30 +183,41 @@ def test_status_table_names_the_slices(fake_nvml, source, sleepers):
     assert doc["gpus"][1]["mig_slices"] == []
 
 
-@pytest.mark.parametrize("name, profile", [
-    ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", "1g.5gb"),
-    ("NVIDIA H100 80GB HBM3 MIG 1c.3g.40gb", "1c.3g.40gb"),
-    ("NVIDIA GeForce RTX 4090", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "name, profile",
+    [
+        ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", "1g.5gb"),
+        ("NVIDIA H100 80GB HBM3 MIG 1c.3g.40gb", "1c.3g.40gb"),
+        ("NVIDIA GeForce RTX 4090", None),
+        (None, None),
+    ],
+)
 def test_profile_is_read_from_the_mig_device_name(name, profile):
     assert profile_from_name(name) == profile
 
 
 def test_the_planner_judges_fit_against_each_slice(fake_nvml, source, sleepers):
     from vramscope.core.planner.targets import fit_targets
+
     fake_nvml.write(lab_server(sleepers(3)))
     targets = dict(fit_targets(source.sample(time.time())))
-    assert targets == {"GPU 0 MIG 3g.40gb": 40 * GiB, "GPU 0 MIG 2g.20gb": 20 * GiB,
-                       "GPU 0 MIG 1g.10gb": 10 * GiB,
-                       "GPU 1: NVIDIA GeForce RTX 4090": 24 * GiB}  # never the whole 80 GiB card
+    assert targets == {
+        "GPU 0 MIG 3g.40gb": 40 * GiB,
+        "GPU 0 MIG 2g.20gb": 20 * GiB,
+        "GPU 0 MIG 1g.10gb": 10 * GiB,
+        "GPU 1: NVIDIA GeForce RTX 4090": 24 * GiB,
+    }  # never the whole 80 GiB card
 
 
 def test_plan_command_on_a_mig_server_says_which_slices_fit(fake_nvml_files, sleepers):
     fake_nvml_files.write(lab_server(sleepers(3)))
-    r = subprocess.run([sys.executable, "-m", "vramscope", "plan", "--params", "7B", "--mode", "infer",
-                        "--json"], env=fake_nvml_files.env(), capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "plan", "--params", "7B", "--mode", "infer", "--json"],
+        env=fake_nvml_files.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     fits = {g["name"]: g["fits"] for g in doc["gpus"]}
@@ -186,6 +228,7 @@ def test_plan_command_on_a_mig_server_says_which_slices_fit(fake_nvml_files, sle
 def test_slices_travel_over_the_stream(fake_nvml, source, sleepers):
     """`vramscope --host` reads a MIG server's slices as a local one would."""
     from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
+
     fake_nvml.write(lab_server(sleepers(3)))
     frame = source.sample(time.time())
     back = frame_from_wire(json.loads(json.dumps(frame_to_wire(frame))))

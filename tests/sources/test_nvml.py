@@ -43,6 +43,7 @@ def procs_by_pid(gpu):
 
 # -- memory ---------------------------------------------------------------------------
 
+
 def test_memory_v2_reports_driver_reserved_separately(fake_nvml, source):
     fake_nvml.write(FakeState(gpus=[FakeGpu(total=24 * GiB, reserved=312 * MiB, used=5 * GiB)]))
     gpu = one(source.sample(time.time()))
@@ -54,8 +55,9 @@ def test_memory_v2_reports_driver_reserved_separately(fake_nvml, source):
 
 @pytest.mark.parametrize("memory_v2", ["missing", "no"])
 def test_driver_without_memory_v2_falls_back_to_v1_and_reserved_is_unknown(fake_nvml, source, memory_v2):
-    fake_nvml.write(FakeState(gpus=[FakeGpu(total=24 * GiB, reserved=312 * MiB, used=5 * GiB,
-                                            memory_v2=memory_v2)]))
+    fake_nvml.write(
+        FakeState(gpus=[FakeGpu(total=24 * GiB, reserved=312 * MiB, used=5 * GiB, memory_v2=memory_v2)])
+    )
     gpu = one(source.sample(time.time()))
     assert gpu.reserved is None  # not 0: v1 cannot tell
     assert gpu.used == 5 * GiB + 312 * MiB  # v1 counts the reserved memory as used
@@ -66,6 +68,7 @@ def test_driver_without_memory_v2_falls_back_to_v1_and_reserved_is_unknown(fake_
 
 def test_fake_rejects_a_wrong_memory_struct_version_like_a_driver(fake_nvml):
     import pynvml
+
     fake_nvml.write(FakeState(gpus=[FakeGpu()]))
     pynvml.nvmlInit()
     try:
@@ -79,10 +82,10 @@ def test_fake_rejects_a_wrong_memory_struct_version_like_a_driver(fake_nvml):
 
 # -- process lists ----------------------------------------------------------------------
 
+
 def test_process_memory_not_available_is_none_never_zero(fake_nvml, source, sleepers):
     a, b = sleepers(2)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[
-        FakeProcess(a, None), FakeProcess(b, 3 * GiB)])]))
+    fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[FakeProcess(a, None), FakeProcess(b, 3 * GiB)])]))
     procs = procs_by_pid(one(source.sample(time.time())))
     assert procs[a].used is None
     assert procs[b].used == 3 * GiB
@@ -90,11 +93,21 @@ def test_process_memory_not_available_is_none_never_zero(fake_nvml, source, slee
 
 def test_process_in_both_lists_is_counted_once_with_the_larger_figure(fake_nvml, source, sleepers):
     a, b, c = sleepers(3)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[
-        FakeProcess(a, 1 * GiB, "compute"), FakeProcess(a, 2 * GiB, "graphics"),
-        FakeProcess(b, None, "compute"), FakeProcess(b, 700 * MiB, "graphics"),
-        FakeProcess(c, 64 * MiB, "graphics"),
-    ])]))
+    fake_nvml.write(
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    processes=[
+                        FakeProcess(a, 1 * GiB, "compute"),
+                        FakeProcess(a, 2 * GiB, "graphics"),
+                        FakeProcess(b, None, "compute"),
+                        FakeProcess(b, 700 * MiB, "graphics"),
+                        FakeProcess(c, 64 * MiB, "graphics"),
+                    ]
+                )
+            ]
+        )
+    )
     gpu = one(source.sample(time.time()))
     assert [p.pid for p in gpu.processes] == [a, b, c]
     procs = procs_by_pid(gpu)
@@ -110,6 +123,7 @@ def test_process_lists_follow_the_buffer_too_small_protocol(fake_nvml, source):
     fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[FakeProcess(p, MiB) for p in pids])]))
     lib = fake_nvml.lib
     import pynvml
+
     pynvml.nvmlInit()
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(0)
@@ -136,9 +150,12 @@ def test_older_driver_without_v3_process_lists_uses_v2(fake_nvml, source, sleepe
 
 def test_sm_utilization_per_process(fake_nvml, source, sleepers):
     a, b = sleepers(2)
-    state = FakeState(gpus=[
-        FakeGpu(processes=[FakeProcess(a, GiB, sm=87), FakeProcess(b, GiB, sm=None)]),
-        FakeGpu(process_utilization=False, processes=[FakeProcess(a, GiB, sm=50)])])
+    state = FakeState(
+        gpus=[
+            FakeGpu(processes=[FakeProcess(a, GiB, sm=87), FakeProcess(b, GiB, sm=None)]),
+            FakeGpu(process_utilization=False, processes=[FakeProcess(a, GiB, sm=50)]),
+        ]
+    )
     fake_nvml.write(state)
     frame = source.sample(time.time())
     gpu0, gpu1 = procs_by_pid(one(frame, 0)), procs_by_pid(one(frame, 1))
@@ -151,16 +168,24 @@ def test_sm_utilization_per_process(fake_nvml, source, sleepers):
 
 # -- psutil enrichment -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("host_pids, missing", [(False, NOT_VISIBLE), (True, GHOST)])
-def test_real_processes_are_enriched_and_unknown_pids_are_not_visible(fake_nvml, sleepers,
-                                                                       host_pids, missing):
+def test_real_processes_are_enriched_and_unknown_pids_are_not_visible(
+    fake_nvml, sleepers, host_pids, missing
+):
     """A PID with no /proc entry is 'not visible' from a container's PID namespace,
     and 'no such process' (a ghost) where the monitor sees the host's PIDs."""
     source = NvmlSource(processes=ProcessCache(host_pids=host_pids), retry_interval=5.0)
     (a,) = sleepers(1)
     gone = gone_pid()
-    fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[FakeProcess(a, GiB), FakeProcess(gone, MiB)]),
-                                    FakeGpu(processes=[FakeProcess(a, 2 * GiB)])]))
+    fake_nvml.write(
+        FakeState(
+            gpus=[
+                FakeGpu(processes=[FakeProcess(a, GiB), FakeProcess(gone, MiB)]),
+                FakeGpu(processes=[FakeProcess(a, 2 * GiB)]),
+            ]
+        )
+    )
     frame = source.sample(time.time())
     proc = procs_by_pid(one(frame, 0))[a]
     real = psutil.Process(a)
@@ -178,8 +203,9 @@ def test_real_processes_are_enriched_and_unknown_pids_are_not_visible(fake_nvml,
 
 def test_each_distinct_pid_is_looked_up_once_per_pass(fake_nvml, sleepers):
     pids = sleepers(3)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[FakeProcess(p, MiB) for p in pids])
-                                    for _ in range(4)]))
+    fake_nvml.write(
+        FakeState(gpus=[FakeGpu(processes=[FakeProcess(p, MiB) for p in pids]) for _ in range(4)])
+    )
     seen = []
 
     class Counting(ProcessCache):
@@ -198,9 +224,15 @@ def test_each_distinct_pid_is_looked_up_once_per_pass(fake_nvml, sleepers):
 
 # -- failures ----------------------------------------------------------------------------
 
+
 def test_lost_gpu_is_reported_while_the_others_keep_updating_and_comes_back(fake_nvml, source):
-    state = FakeState(gpus=[FakeGpu(name="GPU A", used=1 * GiB), FakeGpu(name="GPU B", used=2 * GiB),
-                            FakeGpu(name="GPU C", used=3 * GiB)])
+    state = FakeState(
+        gpus=[
+            FakeGpu(name="GPU A", used=1 * GiB),
+            FakeGpu(name="GPU B", used=2 * GiB),
+            FakeGpu(name="GPU C", used=3 * GiB),
+        ]
+    )
     fake_nvml.write(state)
     frame = source.sample(time.time())
     assert [g.error for g in frame.gpus] == [None, None, None]
@@ -269,7 +301,7 @@ def test_library_missing_then_installed_is_picked_up(fake_nvml_files, tmp_path):
         src = NvmlSource(retry_interval=2.0)
         first = src.sample(100.0)
         print(repr(first.error), len(first.gpus))
-        shutil.copy({str(fake_nvml_files.lib_path)!r}, {str(empty / 'libnvidia-ml.so.1')!r})
+        shutil.copy({str(fake_nvml_files.lib_path)!r}, {str(empty / "libnvidia-ml.so.1")!r})
         second = src.sample(102.0)
         print(repr(second.error), [g.name for g in second.gpus])
         src.close()
@@ -288,9 +320,12 @@ def test_eight_gpus_by_a_hundred_processes(fake_nvml, source, sleepers):
     real = sleepers(20)
     gpus = []
     for g in range(8):
-        procs = [FakeProcess(real[i % 20] if i < 20 else 100_000 + g * 1000 + i, (g * 100 + i + 1) * MiB,
-                             sm=i % 100)
-                 for i in range(100)]
+        procs = [
+            FakeProcess(
+                real[i % 20] if i < 20 else 100_000 + g * 1000 + i, (g * 100 + i + 1) * MiB, sm=i % 100
+            )
+            for i in range(100)
+        ]
         gpus.append(FakeGpu(name=f"GPU {g}", used=g * GiB, processes=procs))
     fake_nvml.write(FakeState(gpus=gpus))
     frame = source.sample(time.time())
@@ -306,10 +341,24 @@ def test_eight_gpus_by_a_hundred_processes(fake_nvml, source, sleepers):
 def test_state_file_round_trips_through_the_c_fake(fake_nvml):
     """What a state file says is what pynvml reads (spot check of every field)."""
     import pynvml
-    state = FakeState(driver_version="535.161.07", cuda_driver_version=12020, gpus=[
-        FakeGpu(name="NVIDIA A100-SXM4-80GB", total=80 * GiB, reserved=600 * MiB, used=10 * GiB,
-                utilization=(93, 41), temperature=71, power_mw=312_500, power_limit_mw=400_000,
-                processes=[FakeProcess(42, None, "graphics", sm=5)])])
+
+    state = FakeState(
+        driver_version="535.161.07",
+        cuda_driver_version=12020,
+        gpus=[
+            FakeGpu(
+                name="NVIDIA A100-SXM4-80GB",
+                total=80 * GiB,
+                reserved=600 * MiB,
+                used=10 * GiB,
+                utilization=(93, 41),
+                temperature=71,
+                power_mw=312_500,
+                power_limit_mw=400_000,
+                processes=[FakeProcess(42, None, "graphics", sm=5)],
+            )
+        ],
+    )
     fake_nvml.write(state)
     pynvml.nvmlInit()
     try:
@@ -333,22 +382,51 @@ def test_state_file_round_trips_through_the_c_fake(fake_nvml):
 
 # -- the state file format ------------------------------------------------------------------
 
-_names = st.text(alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 -_.()"),
-                 min_size=1, max_size=60).map(str.strip).filter(bool)
+_names = (
+    st.text(
+        alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 -_.()"), min_size=1, max_size=60
+    )
+    .map(str.strip)
+    .filter(bool)
+)
 _bytes = st.integers(min_value=0, max_value=2**62)
 _pct = st.integers(min_value=0, max_value=100)
 _opt_u32 = st.none() | st.integers(min_value=0, max_value=2**32 - 1)
-_procs = st.lists(st.builds(FakeProcess, pid=st.integers(1, 2**22), used=st.none() | _bytes,
-                            kind=st.sampled_from(["compute", "graphics"]), sm=st.none() | _pct),
-                  max_size=8)
-_gpus = st.builds(FakeGpu, name=_names, total=_bytes, reserved=_bytes, used=_bytes, free=_bytes,
-                  memory_v2=st.sampled_from(["yes", "no", "missing"]),
-                  utilization=st.none() | st.tuples(_pct, _pct), temperature=_opt_u32,
-                  power_mw=_opt_u32, power_limit_mw=_opt_u32, process_utilization=st.booleans(),
-                  process_api=st.sampled_from([2, 3]), lost=st.booleans(), processes=_procs)
-_states = st.builds(FakeState, gpus=st.lists(_gpus, max_size=4), driver_loaded=st.booleans(),
-                    driver_version=_names, nvml_version=_names,
-                    cuda_driver_version=st.integers(0, 99999))
+_procs = st.lists(
+    st.builds(
+        FakeProcess,
+        pid=st.integers(1, 2**22),
+        used=st.none() | _bytes,
+        kind=st.sampled_from(["compute", "graphics"]),
+        sm=st.none() | _pct,
+    ),
+    max_size=8,
+)
+_gpus = st.builds(
+    FakeGpu,
+    name=_names,
+    total=_bytes,
+    reserved=_bytes,
+    used=_bytes,
+    free=_bytes,
+    memory_v2=st.sampled_from(["yes", "no", "missing"]),
+    utilization=st.none() | st.tuples(_pct, _pct),
+    temperature=_opt_u32,
+    power_mw=_opt_u32,
+    power_limit_mw=_opt_u32,
+    process_utilization=st.booleans(),
+    process_api=st.sampled_from([2, 3]),
+    lost=st.booleans(),
+    processes=_procs,
+)
+_states = st.builds(
+    FakeState,
+    gpus=st.lists(_gpus, max_size=4),
+    driver_loaded=st.booleans(),
+    driver_version=_names,
+    nvml_version=_names,
+    cuda_driver_version=st.integers(0, 99999),
+)
 
 
 @given(_states)
@@ -362,6 +440,7 @@ def test_state_writer_and_parser_round_trip(state):
 @given(state=_states.filter(lambda s: s.driver_loaded))
 def test_c_fake_reads_what_the_writer_wrote(fake_nvml, state):
     import pynvml
+
     fake_nvml.write(state)
     pynvml.nvmlInit()
     try:
@@ -376,8 +455,11 @@ def test_c_fake_reads_what_the_writer_wrote(fake_nvml, state):
             m = pynvml.nvmlDeviceGetMemoryInfo(h)
             assert (m.total, m.free) == (g.total, g.free_bytes())
             compute = [(p.pid, p.used) for p in g.processes if p.kind == "compute"]
-            listed = (pynvml.nvmlDeviceGetComputeRunningProcesses_v3(h) if g.process_api == 3
-                      else pynvml.nvmlDeviceGetComputeRunningProcesses_v2(h))
+            listed = (
+                pynvml.nvmlDeviceGetComputeRunningProcesses_v3(h)
+                if g.process_api == 3
+                else pynvml.nvmlDeviceGetComputeRunningProcesses_v2(h)
+            )
             assert [(p.pid, p.usedGpuMemory) for p in listed] == compute
     finally:
         pynvml.nvmlShutdown()
@@ -385,6 +467,7 @@ def test_c_fake_reads_what_the_writer_wrote(fake_nvml, state):
 
 def test_preloaded_fake_is_what_pynvml_loads(fake_nvml):
     import pynvml
+
     pynvml.nvmlInit()
     try:
         assert pynvml.nvmlLib._handle == fake_nvml.lib._handle

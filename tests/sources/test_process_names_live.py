@@ -18,9 +18,16 @@ from vramscope.sources.processes import ProcessCache
 def test_a_jupyter_kernel_is_named_by_its_notebook():
     # a stand-in kernel: the argv Jupyter uses, the environment Jupyter Server gives it
     child = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", "ipykernel_launcher", "-f",
-         "/tmp/kernel-1.json"],
-        env=dict(os.environ, JPY_SESSION_NAME="/home/alice/notebooks/analysis.ipynb"))
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(60)",
+            "ipykernel_launcher",
+            "-f",
+            "/tmp/kernel-1.json",
+        ],
+        env=dict(os.environ, JPY_SESSION_NAME="/home/alice/notebooks/analysis.ipynb"),
+    )
     try:
         deadline = time.monotonic() + 10
         info = ProcessCache().lookup(child.pid)
@@ -39,15 +46,24 @@ def test_a_jupyter_kernel_is_named_by_its_notebook():
 def test_servers_are_named_by_their_model():
     name = display_name(ProcessInfo(pid=1, cmdline=("vllm", "serve", "meta-llama/Llama-3-8B")))
     assert name == "vLLM · Llama-3-8B"
-    assert display_name(ProcessInfo(pid=1, cmdline=(
-        "python", "-m", "embed_server", "--model=BAAI/bge-large-en-v1.5"))) == \
-        "embed_server · bge-large-en-v1.5"
+    assert (
+        display_name(
+            ProcessInfo(pid=1, cmdline=("python", "-m", "embed_server", "--model=BAAI/bge-large-en-v1.5"))
+        )
+        == "embed_server · bge-large-en-v1.5"
+    )
     assert display_name(ProcessInfo(pid=1, cmdline=("python", "train.py"))) == "train.py"
     assert display_name(None) == ""
 
 
-@given(st.lists(st.one_of(st.sampled_from(["vllm", "serve", "--model", "--model=", "-", "/", ""]),
-                          st.text(max_size=12)), max_size=8))
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["vllm", "serve", "--model", "--model=", "-", "/", ""]), st.text(max_size=12)
+        ),
+        max_size=8,
+    )
+)
 def test_model_of_never_fails_on_any_command_line(cmd):
     found = model_of(tuple(cmd))
     assert found is None or (isinstance(found, str) and found and not found.startswith("-"))

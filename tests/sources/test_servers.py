@@ -19,12 +19,30 @@ from vramscope.sources.servers import ServerEnricher, kind_from_metrics, parse_m
 
 from fakeservers import SGLANG_METRICS, VLLM_METRICS
 
+
 def gpu_frame(t, pid, cmdline):
     import psutil
-    info = ProcessInfo(pid=pid, start_time=psutil.Process(pid).create_time(), user="me",
-                       name="python", cmdline=tuple(cmdline), ppid=None, status="sleeping")
-    return Frame(time=t, gpus=(GpuSample(index=0, total=24 << 30, used=22 << 30,
-                                         processes=(GpuProcess(pid=pid, used=21 << 30, info=info),)),))
+
+    info = ProcessInfo(
+        pid=pid,
+        start_time=psutil.Process(pid).create_time(),
+        user="me",
+        name="python",
+        cmdline=tuple(cmdline),
+        ppid=None,
+        status="sleeping",
+    )
+    return Frame(
+        time=t,
+        gpus=(
+            GpuSample(
+                index=0,
+                total=24 << 30,
+                used=22 << 30,
+                processes=(GpuProcess(pid=pid, used=21 << 30, info=info),),
+            ),
+        ),
+    )
 
 
 def enrich_until_answered(enricher, make_frame, timeout=10.0):
@@ -47,6 +65,7 @@ def test_vllm_worker_is_found_through_its_launcher_and_metrics_are_read(fake_ser
         def frame():
             t[0] += 1
             return gpu_frame(t[0], worker, [sys.executable, "-c", "import time; time.sleep(120)"])
+
         out = enrich_until_answered(enricher, frame)
     finally:
         enricher.close()
@@ -63,9 +82,22 @@ def test_sglang_metrics_and_an_idle_server(fake_server):
     proc, port, _ = fake_server("sglang.launch_server", SGLANG_METRICS)
     enricher = ServerEnricher(None, period=0.0)
     try:
-        out = enrich_until_answered(enricher, lambda: gpu_frame(
-            time.time(), proc.pid, ["python3", "-m", "sglang.launch_server", "--port", str(port),
-                                    "--mem-fraction-static", "0.85"]))
+        out = enrich_until_answered(
+            enricher,
+            lambda: gpu_frame(
+                time.time(),
+                proc.pid,
+                [
+                    "python3",
+                    "-m",
+                    "sglang.launch_server",
+                    "--port",
+                    str(port),
+                    "--mem-fraction-static",
+                    "0.85",
+                ],
+            ),
+        )
     finally:
         enricher.close()
     [srv] = out.servers
@@ -77,8 +109,9 @@ def test_a_gpu_process_listening_with_engine_metrics_is_recognised_by_its_port(f
     proc, port, _ = fake_server("some_wrapper", VLLM_METRICS)
     enricher = ServerEnricher(None, period=0.0)
     try:
-        out = enrich_until_answered(enricher, lambda: gpu_frame(
-            time.time(), proc.pid, ["python", "-m", "some_wrapper"]))
+        out = enrich_until_answered(
+            enricher, lambda: gpu_frame(time.time(), proc.pid, ["python", "-m", "some_wrapper"])
+        )
     finally:
         enricher.close()
     [srv] = out.servers
@@ -86,12 +119,18 @@ def test_a_gpu_process_listening_with_engine_metrics_is_recognised_by_its_port(f
 
 
 def test_a_server_without_an_answer_says_why_and_nothing_is_guessed():
-    enricher = ServerEnricher(None, period=0.0, ports=lambda pid: [("127.0.0.1", 1)],
-                              fetch=lambda url: (_ for _ in ()).throw(ConnectionRefusedError("refused")))
+    enricher = ServerEnricher(
+        None,
+        period=0.0,
+        ports=lambda pid: [("127.0.0.1", 1)],
+        fetch=lambda url: (_ for _ in ()).throw(ConnectionRefusedError("refused")),
+    )
     import os
+
     try:
-        out = enrich_until_answered(enricher, lambda: gpu_frame(
-            time.time(), os.getpid(), ["vllm", "serve", "m"]), timeout=1.0)
+        out = enrich_until_answered(
+            enricher, lambda: gpu_frame(time.time(), os.getpid(), ["vllm", "serve", "m"]), timeout=1.0
+        )
     finally:
         enricher.close()
     [srv] = out.servers
@@ -101,6 +140,7 @@ def test_a_server_without_an_answer_says_why_and_nothing_is_guessed():
 
 def test_only_localhost_is_read():
     from vramscope.sources.servers import fetch_text
+
     with pytest.raises(ValueError, match="only localhost"):
         fetch_text("http://192.0.2.1:8000/metrics")
 
@@ -127,16 +167,28 @@ def test_many_workers_of_one_launcher_read_the_launcher_once():
 
     import psutil
 
-    children = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-                for _ in range(6)]
+    children = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(6)]
     try:
+
         def frame(pids):
-            procs = tuple(GpuProcess(pid=p, used=1 << 30, info=ProcessInfo(
-                pid=p, start_time=psutil.Process(p).create_time(), user="me", name="python",
-                cmdline=(sys.executable, "-c", "import time; time.sleep(60)")))
-                for p in pids)
-            return Frame(time=1000.0, gpus=(GpuSample(index=0, total=24 << 30, used=6 << 30,
-                                                      processes=procs),))
+            procs = tuple(
+                GpuProcess(
+                    pid=p,
+                    used=1 << 30,
+                    info=ProcessInfo(
+                        pid=p,
+                        start_time=psutil.Process(p).create_time(),
+                        user="me",
+                        name="python",
+                        cmdline=(sys.executable, "-c", "import time; time.sleep(60)"),
+                    ),
+                )
+                for p in pids
+            )
+            return Frame(
+                time=1000.0, gpus=(GpuSample(index=0, total=24 << 30, used=6 << 30, processes=procs),)
+            )
+
         one = ServerEnricher(None, period=1e9)
         out = one(frame([children[0].pid]))
         many = ServerEnricher(None, period=1e9)

@@ -8,7 +8,11 @@ import pytest
 from vramscope.core.samples import ALL_BUCKETS, BUCKET_NAMES, VISIBLE
 from vramscope.core.units import GiB, MiB
 from vramscope.sources.simulated import (
-    KERNEL_BYTES, SHORT_JOB_FROM, SHORT_JOB_PERIOD, SHORT_JOB_UNTIL, TRAIN_START,
+    KERNEL_BYTES,
+    SHORT_JOB_FROM,
+    SHORT_JOB_PERIOD,
+    SHORT_JOB_UNTIL,
+    TRAIN_START,
     SimulatedSource,
 )
 
@@ -33,8 +37,9 @@ def test_same_seed_same_frames_other_seed_other_machine():
     _, a = _frames(seed=7, times=times)
     _, b = _frames(seed=7, times=times)
     assert a == b
-    assert [[e.data for r in f.agents for e in r.events] for f in a] == \
-        [[e.data for r in f.agents for e in r.events] for f in b]
+    assert [[e.data for r in f.agents for e in r.events] for f in a] == [
+        [e.data for r in f.agents for e in r.events] for f in b
+    ]
     _, c = _frames(seed=8, times=times)
     assert {g.uuid for g in a[0].gpus}.isdisjoint({g.uuid for g in c[0].gpus})
     pids = [{p.pid for _, p in f.all_processes()} for f in (a[-1], c[-1])]
@@ -100,7 +105,7 @@ def test_the_jupyter_kernel_holds_3_gib_idle_from_before_the_session():
     _, frames = _frames(times=[0, 60, 600, 3600])
     pids = set()
     for f in frames:
-        (gpu, kernel), = _by_command(f, "ipykernel_launcher")
+        ((gpu, kernel),) = _by_command(f, "ipykernel_launcher")
         assert kernel.used == KERNEL_BYTES == 3 * GiB and kernel.sm == 0
         assert not kernel.has_agent
         cmd = kernel.info.cmdline
@@ -209,7 +214,7 @@ def test_the_leaking_run_ends_in_an_oom_and_comes_back_as_a_new_process():
             ooms += [(a, e) for e in a.events if e.kind == "oom"]
         for g in f.gpus:
             assert g.free >= 0
-    (report, event), = ooms
+    ((report, event),) = ooms
     assert event.data["requested"] > event.data["device_free"]
     assert set(event.data["buckets"]) == set(ALL_BUCKETS)  # what the window shows at the OOM
     assert report.devices[0].num_ooms == 1
@@ -251,6 +256,7 @@ def test_every_seed_fits_its_gpus(seed):
 
 def test_sample_is_cheap():
     import time
+
     src = SimulatedSource(seed=1, start_time=T0)
     t0 = time.perf_counter()
     for i in range(300):

@@ -94,6 +94,7 @@ def test_other_vendors_and_missing_files_are_never_asleep(tmp_path):
 
 # -- /dev/nvidia* holders -----------------------------------------------------------------
 
+
 def proc_with_fds(root: pathlib.Path, pid: int, targets: list[str]) -> None:
     fd = root / str(pid) / "fd"
     fd.mkdir(parents=True)

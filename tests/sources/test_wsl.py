@@ -10,8 +10,10 @@ from vramscope.core.wsl import WSL_NOTICE
 from vramscope.sources.nvml import NvmlSource
 from vramscope.sources.wsl import running_under_wsl
 
-WSL_KERNEL = ("Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) "
-              "(gcc (GCC) 11.2.0, GNU ld (GNU Binutils) 2.37) #1 SMP Fri Mar 29 23:14:13 UTC 2024\n")
+WSL_KERNEL = (
+    "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) "
+    "(gcc (GCC) 11.2.0, GNU ld (GNU Binutils) 2.37) #1 SMP Fri Mar 29 23:14:13 UTC 2024\n"
+)
 DEBIAN_KERNEL = "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) #1 SMP Debian\n"
 
 
@@ -62,17 +64,30 @@ def _wsl_frame(pids, used_gpu=20 * GiB):
     import dataclasses
 
     from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-    procs = tuple(GpuProcess(pid=p, used=None, sm=0,
-                             info=ProcessInfo(pid=p, start_time=1.0, user="me", name="python",
-                                              cmdline=("python", "idle.py")))
-                  for p in pids)
-    gpu = GpuSample(index=0, name="NVIDIA GeForce RTX 4090", total=24 * GiB, used=used_gpu,
-                    free=24 * GiB - used_gpu, processes=procs)
+
+    procs = tuple(
+        GpuProcess(
+            pid=p,
+            used=None,
+            sm=0,
+            info=ProcessInfo(pid=p, start_time=1.0, user="me", name="python", cmdline=("python", "idle.py")),
+        )
+        for p in pids
+    )
+    gpu = GpuSample(
+        index=0,
+        name="NVIDIA GeForce RTX 4090",
+        total=24 * GiB,
+        used=used_gpu,
+        free=24 * GiB - used_gpu,
+        processes=procs,
+    )
     return lambda t: dataclasses.replace(Frame(time=t, gpus=(gpu,)), wsl=True)
 
 
 def test_under_wsl_the_alerts_that_need_process_memory_say_they_are_off():
     from vramscope.core.detectors import Diagnostics
+
     make = _wsl_frame([101, 102])
     engine = Diagnostics()
     for k in range(0, 3600, 30):  # an hour of idle processes at 0 % SM
@@ -89,6 +104,7 @@ def test_under_wsl_the_alerts_that_need_process_memory_say_they_are_off():
 
 def test_under_wsl_near_oom_still_works():
     from vramscope.core.detectors import Diagnostics
+
     make = _wsl_frame([101], used_gpu=int(23.8 * GiB))
     engine = Diagnostics()
     for k in range(0, 300, 5):
@@ -101,5 +117,6 @@ def test_off_wsl_no_wsl_alert():
     import dataclasses
 
     from vramscope.core.detectors import Diagnostics
+
     frame = dataclasses.replace(_wsl_frame([101])(1000.0), wsl=False)
     assert [a.kind for a in Diagnostics().feed(frame)] == []

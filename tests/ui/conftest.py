@@ -23,6 +23,7 @@ BUSY_SECONDS = 600
 @pytest.fixture(scope="session")
 def themed_app(qapp):
     from vramscope.ui import theme
+
     theme.apply(qapp)
     return qapp
 
@@ -66,14 +67,21 @@ def busy(themed_app, qtbot, tmp_path):
     made = []
 
     def make(width=1400, height=900, settings=None):
-        args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
-                                  read_only=False, prometheus=None, file=None, theme=None)
+        args = argparse.Namespace(
+            demo=True,
+            interval=1.0,
+            window="10m",
+            record=False,
+            read_only=False,
+            prometheus=None,
+            file=None,
+            theme=None,
+        )
         if settings is None:
             settings = Settings(str(tmp_path / "s.toml"))
         settings.merge_args(args)
         source = BusyWorkstation(seed=1, start_time=BUSY_T0)
-        feed, window = build_window(args, source=source, start=False, poll_ms=60_000,
-                                    settings=settings)
+        feed, window = build_window(args, source=source, start=False, poll_ms=60_000, settings=settings)
         qtbot.addWidget(window)
         made.append(window)
         window.resize(width, height)

@@ -11,13 +11,13 @@ from vramscope.ui.process_model import COL
 
 def table_column(window, name: str) -> list[str]:
     model = window.table.model
-    return [model.index(r, COL[name]).data(Qt.ItemDataRole.DisplayRole)
-            for r in range(model.rowCount())]
+    return [model.index(r, COL[name]).data(Qt.ItemDataRole.DisplayRole) for r in range(model.rowCount())]
 
 
 def open_every_group(window) -> None:
     """Lists every group's processes under its row, as clicks on their Names would."""
     from dataclasses import replace
+
     model = window.table.model
     groups = frozenset(row.key for row in model.rows if row.members)
     model.set_order(replace(model.order, opened=model.order.opened | groups))

@@ -11,14 +11,32 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QGraphicsPathItem, QLabel, QTableView, QTableWidget, QTextEdit, QTreeWidget, QWidget,
+    QGraphicsPathItem,
+    QLabel,
+    QTableView,
+    QTableWidget,
+    QTextEdit,
+    QTreeWidget,
+    QWidget,
 )
 
 from vramscope.ui import theme
 
 _HEX = re.compile(r"#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6})\b")
-_ROLES = ("Window", "WindowText", "Base", "AlternateBase", "Text", "Button", "ButtonText",
-          "PlaceholderText", "ToolTipBase", "Mid", "Dark", "Light")
+_ROLES = (
+    "Window",
+    "WindowText",
+    "Base",
+    "AlternateBase",
+    "Text",
+    "Button",
+    "ButtonText",
+    "PlaceholderText",
+    "ToolTipBase",
+    "Mid",
+    "Dark",
+    "Light",
+)
 _TEXT_ROLES = ("WindowText", "Text", "ButtonText", "PlaceholderText")
 # white text on a coloured badge (the error labels) in both schemes: as a text
 # colour it is no scheme's (the light scheme's white is a background)
@@ -106,6 +124,7 @@ def widget_colours(w: QWidget):
 
 def plot_item_colours(item):
     """(what, '#rrggbb') for one pyqtgraph item."""
+
     def pairs(**things):
         for what, thing in things.items():
             colour = _colour(thing)
@@ -154,5 +173,6 @@ def stale_colours(root: QWidget, old: theme.Scheme, new: theme.Scheme) -> list[s
 def count_colours(root: QWidget, colours: set[str]) -> int:
     """How many of the places ``stale_colours`` reads hold one of ``colours``."""
     colours = {c.lower() for c in colours}
-    return sum(colour in colours for w in [root, *root.findChildren(QWidget)]
-               for _where, colour in widget_colours(w))
+    return sum(
+        colour in colours for w in [root, *root.findChildren(QWidget)] for _where, colour in widget_colours(w)
+    )

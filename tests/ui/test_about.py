@@ -15,8 +15,13 @@ from vramscope.ui.about import NO_SAMPLE, NOT_AVAILABLE, AboutDialog, about_rows
 
 
 def test_rows_from_a_real_frame():
-    frame = Frame(time=1.0, source="nvml", driver_version="550.54.14", nvml_version="12.550.54.14",
-                  cuda_driver_version="12.4")
+    frame = Frame(
+        time=1.0,
+        source="nvml",
+        driver_version="550.54.14",
+        nvml_version="12.550.54.14",
+        cuda_driver_version="12.4",
+    )
     rows = dict(about_rows(frame))
     assert rows["vramscope"] == __version__
     assert rows["NVIDIA driver"] == "550.54.14"

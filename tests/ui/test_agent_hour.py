@@ -30,8 +30,12 @@ ACTIVATIONS = [f for f, _ in BUCKETS].index("other_allocated")
 def _an_hour_of(period: float):
     """The demo's train.py, stepping every ``period`` s, sampled every second for an hour."""
     source = simulated.SimulatedSource(seed=1, start_time=T0)
-    source.train = ScriptedRun(dataclasses.replace(source.train.s, period=period), source.noise,
-                               first_start=simulated.TRAIN_START, hostname=simulated.HOSTNAME)
+    source.train = ScriptedRun(
+        dataclasses.replace(source.train.s, period=period),
+        source.noise,
+        first_start=simulated.TRAIN_START,
+        hostname=simulated.HOSTNAME,
+    )
     store = Store()
     frame = None
     for k in range(HOUR + 1):
@@ -42,8 +46,9 @@ def _an_hour_of(period: float):
 
 @pytest.mark.parametrize("period", [1.0, 0.1], ids=["1s-steps", "0.1s-steps"])
 @pytest.mark.parametrize("size", [(1400, 720), (1024, 560)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_an_hour_of_steps_stays_legible_and_shows_the_newest_step(themed_app, qtbot, artifacts_dir,
-                                                                   period, size):
+def test_an_hour_of_steps_stays_legible_and_shows_the_newest_step(
+    themed_app, qtbot, artifacts_dir, period, size
+):
     store, frame, report = _an_hour_of(period)
     panel = AgentPanel(store, window=float(HOUR))
     qtbot.addWidget(panel)

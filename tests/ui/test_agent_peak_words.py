@@ -11,8 +11,11 @@ ENDS = {Phase.FORWARD: 9 * GiB, Phase.BACKWARD: 5 * GiB, Phase.OPTIMIZER: 6 * Gi
 
 
 def test_the_step_peak_is_the_highest_phase_peak_not_the_end_of_forward():
-    peaks = {Phase.FORWARD: (9 * GiB, None), Phase.BACKWARD: (11 * GiB, None),
-             Phase.OPTIMIZER: (8 * GiB, None)}
+    peaks = {
+        Phase.FORWARD: (9 * GiB, None),
+        Phase.BACKWARD: (11 * GiB, None),
+        Phase.OPTIMIZER: (8 * GiB, None),
+    }
     text = phase_text(ENDS, 2 * GiB, peaks, 0.97)
     assert f"Step peak in backward: {fmt_bytes(11 * GiB)}" in text
     assert "peak" not in text.split("Step peak")[0]

@@ -20,10 +20,17 @@ T0 = 1_800_000_000.0
 
 
 def _rank(rank, reserved, rendezvous="10.0.0.5:29500", world=4, pid=None, connected=True):
-    return AgentReport(pid=pid or 5000 + rank, start_time=T0, rank=rank, world_size=world,
-                       rendezvous=rendezvous, connected=connected, devices=(AgentDevice(
-                           device="cuda:0", reserved=reserved,
-                           buckets=AgentBuckets(outside_pytorch=500 * MiB)),))
+    return AgentReport(
+        pid=pid or 5000 + rank,
+        start_time=T0,
+        rank=rank,
+        world_size=world,
+        rendezvous=rendezvous,
+        connected=connected,
+        devices=(
+            AgentDevice(device="cuda:0", reserved=reserved, buckets=AgentBuckets(outside_pytorch=500 * MiB)),
+        ),
+    )
 
 
 def test_a_rank_holding_much_more_is_named_and_even_ranks_are_not():
@@ -48,8 +55,10 @@ def test_two_jobs_stay_apart_and_ended_ranks_leave_their_job():
 
 
 def test_the_sharded_figures_per_rank_are_said():
-    ranks = [dataclasses.replace(_rank(r, 8 * GiB, world=2), sharded={"fsdp_unsharded": {"cuda:0": r * MiB}})
-             for r in range(2)]
+    ranks = [
+        dataclasses.replace(_rank(r, 8 * GiB, world=2), sharded={"fsdp_unsharded": {"cuda:0": r * MiB}})
+        for r in range(2)
+    ]
     (job,) = jobs(ranks)
     assert "FSDP all-gathered now r0 0 B / r1 1.0 MiB" in job.text()
 
@@ -79,10 +88,18 @@ class RankedBusy(BusyWorkstation):
             if b is not None and b.outside_pytorch is not None and nccl:
                 b = dataclasses.replace(b, outside_pytorch=b.outside_pytorch + 300 * MiB)
             dev = dataclasses.replace(dev, reserved=(dev.reserved or 0) + extra, buckets=b)
-            made.append(dataclasses.replace(train, pid=train.pid + rank * 7, rank=rank, world_size=3,
-                                            rendezvous="127.0.0.1:29500", devices=(dev,),
-                                            events=events))
-        agents[i:i + 1] = made
+            made.append(
+                dataclasses.replace(
+                    train,
+                    pid=train.pid + rank * 7,
+                    rank=rank,
+                    world_size=3,
+                    rendezvous="127.0.0.1:29500",
+                    devices=(dev,),
+                    events=events,
+                )
+            )
+        agents[i : i + 1] = made
         return dataclasses.replace(frame, agents=tuple(agents))
 
 
@@ -93,13 +110,23 @@ def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, 
     from vramscope.ui.agent_panel import AgentPanel
     from vramscope.ui.agent_ranks import JobHeader, JobSlot
     from vramscope.ui.app import build_window
+
     theme.apply(qapp)
-    args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False, read_only=False,
-                              prometheus=None, file=None, theme=None)
+    args = argparse.Namespace(
+        demo=True,
+        interval=1.0,
+        window="10m",
+        record=False,
+        read_only=False,
+        prometheus=None,
+        file=None,
+        theme=None,
+    )
     settings = Settings(str(tmp_path / "s.toml"))
     settings.merge_args(args)
-    feed, window = build_window(args, source=RankedBusy(seed=1, start_time=T0), start=False,
-                                poll_ms=60_000, settings=settings)
+    feed, window = build_window(
+        args, source=RankedBusy(seed=1, start_time=T0), start=False, poll_ms=60_000, settings=settings
+    )
     qtbot.addWidget(window)
     try:
         window.resize(*size)
@@ -114,7 +141,7 @@ def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, 
         slots = [k for k in panel.order if isinstance(k, JobSlot)]
         assert len(slots) == 1
         at = panel.order.index(slots[0])
-        ranks = panel.order[at + 1:at + 4]
+        ranks = panel.order[at + 1 : at + 4]
         assert [panel._pending[0][k].rank for k in ranks] == [0, 1, 2]  # together, in rank order
         header = panel.views[slots[0]]
         assert isinstance(header, JobHeader) and header.isVisible()
@@ -134,9 +161,15 @@ def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, 
 def test_status_json_carries_the_job_and_each_rank_s_figures():
     from vramscope.core.samples import Frame
     from vramscope.core.status_report import frame_to_dict
-    ranks = [dataclasses.replace(_rank(r, (30 if r == 1 else 20) * GiB, world=2),
-                                 measured_input={"batch": 8, "seq": 512},
-                                 sharded={"fsdp_unsharded": {"cuda:0": 0}}) for r in range(2)]
+
+    ranks = [
+        dataclasses.replace(
+            _rank(r, (30 if r == 1 else 20) * GiB, world=2),
+            measured_input={"batch": 8, "seq": 512},
+            sharded={"fsdp_unsharded": {"cuda:0": 0}},
+        )
+        for r in range(2)
+    ]
     doc = frame_to_dict(Frame(time=T0, gpus=(), agents=tuple(ranks)))
     (job,) = doc["jobs"]
     assert [r["rank"] for r in job["ranks"]] == [0, 1] and job["heavy"][0]["rank"] == 1

@@ -31,8 +31,13 @@ def test_the_time_axis_fits_the_first_seconds_and_the_device_names_its_gpu(theme
 
 
 def test_a_model_on_the_cpu_says_so(themed_app, qtbot):
-    report = AgentReport(pid=4242, start_time=T0, time=T0 + 10, step=3, devices=(
-        AgentDevice(device="cpu", buckets=AgentBuckets(weights=4 * MiB)),))
+    report = AgentReport(
+        pid=4242,
+        start_time=T0,
+        time=T0 + 10,
+        step=3,
+        devices=(AgentDevice(device="cpu", buckets=AgentBuckets(weights=4 * MiB)),),
+    )
     panel = shown_agent_panel(qtbot, Store(), Frame(time=T0 + 10, gpus=(), agents=(report,)))
     view = panel.views[report.identity]
     assert not view.devices  # no "cpu" bar drawn as if it were a GPU

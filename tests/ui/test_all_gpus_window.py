@@ -28,14 +28,23 @@ def machine(fake_nvml, tmp_path, sleepers, monkeypatch):
     m = lab(tmp_path / "machine", *pids, gone_pid(), stranger=None)
     monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
     monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(
-        name="NVIDIA GeForce RTX 4090", total=24 * GiB, used=5 * GiB, utilization=(60, 20),
-        processes=[FakeProcess(pids[1], 3 * GiB, sm=60)])]))
+    fake_nvml.write(
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    name="NVIDIA GeForce RTX 4090",
+                    total=24 * GiB,
+                    used=5 * GiB,
+                    utilization=(60, 20),
+                    processes=[FakeProcess(pids[1], 3 * GiB, sm=60)],
+                )
+            ]
+        )
+    )
     return pids
 
 
-def test_amd_and_intel_rows_beside_nvidia_with_the_staged_processes(make_window, machine,
-                                                                    artifacts_dir):
+def test_amd_and_intel_rows_beside_nvidia_with_the_staged_processes(make_window, machine, artifacts_dir):
     w = make_window(frames_from(AllGpusSource()))
     panel = w.gpu_panel
     assert sorted(panel.rows) == [0, 1, 2]
@@ -52,8 +61,7 @@ def test_amd_and_intel_rows_beside_nvidia_with_the_staged_processes(make_window,
     # the table: every process once per GPU, memory as staged
     want = expected_memory(*machine)
     open_every_group(w)  # processes of one parent and command line are one row until opened
-    rows = [(g, int(p), m) for p, g, m in zip(*(table_column(w, n) for n in ("PID", "GPU", "Memory")))
-            if p]
+    rows = [(g, int(p), m) for p, g, m in zip(*(table_column(w, n) for n in ("PID", "GPU", "Memory"))) if p]
     shown = {(g, p): m for g, p, m in rows}
     for gpu, slot in ((1, AMD_SLOT), (2, INTEL_SLOT)):
         for pid, used in want[slot].items():
@@ -65,13 +73,23 @@ def test_amd_and_intel_rows_beside_nvidia_with_the_staged_processes(make_window,
     save(w, artifacts_dir, "all-gpus-1024x700.png")
 
 
-def test_a_unified_memory_board_says_so(make_window, fake_nvml, sleepers, tmp_path, monkeypatch,
-                                         artifacts_dir):
+def test_a_unified_memory_board_says_so(
+    make_window, fake_nvml, sleepers, tmp_path, monkeypatch, artifacts_dir
+):
     monkeypatch.setattr(drm_sysfs, "SYS", str(tmp_path / "no-sys"))
     pids = sleepers(2)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(
-        name="NVIDIA GB10", memory=False, memory_v2="no",
-        processes=[FakeProcess(pids[0], GiB, sm=70), FakeProcess(pids[1], GiB // 2, sm=0)])]))
+    fake_nvml.write(
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    name="NVIDIA GB10",
+                    memory=False,
+                    memory_v2="no",
+                    processes=[FakeProcess(pids[0], GiB, sm=70), FakeProcess(pids[1], GiB // 2, sm=0)],
+                )
+            ]
+        )
+    )
     w = make_window(frames_from(AllGpusSource(), n=20))
     card = w.gpu_panel.rows[0].card
     assert card.title.text() == "NVIDIA GB10"

@@ -81,7 +81,9 @@ def test_oom_post_mortem_names_the_largest_modules_without_counting_a_block_twic
 
 
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
-def test_modules_post_mortem_and_segment_map_are_a_click_away_without_scrolling(busy, qtbot, artifacts_dir, size):
+def test_modules_post_mortem_and_segment_map_are_a_click_away_without_scrolling(
+    busy, qtbot, artifacts_dir, size
+):
     w, panel, view, dev = _train_device(busy, qtbot, size)
     tabs = view.details
     titles = [tabs.tabText(i) for i in range(tabs.count()) if tabs.isTabVisible(i)]

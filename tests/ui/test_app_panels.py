@@ -16,8 +16,9 @@ T0 = 1_800_000_000.0
 
 @pytest.fixture
 def demo_window(themed_app, qtbot):
-    args = argparse.Namespace(demo=True, interval=1.0, window="10m", record=False,
-                              read_only=False, prometheus=None, file=None)
+    args = argparse.Namespace(
+        demo=True, interval=1.0, window="10m", record=False, read_only=False, prometheus=None, file=None
+    )
     source = SimulatedSource(seed=1, start_time=T0)
     feed, window = build_window(args, source=source, start=False, poll_ms=60_000)
     qtbot.addWidget(window)

@@ -22,14 +22,32 @@ def _frame(k: int) -> Frame:
     gpus = []
     for g in range(2):
         procs = tuple(
-            GpuProcess(pid=10_000 + g * 1000 + p, used=(64 + p) * MiB, sm=p % 100,
-                       info=ProcessInfo(pid=10_000 + g * 1000 + p, start_time=T0 - 600,
-                                        user=f"user{p % 40}", name="python",
-                                        cmdline=("python", f"worker_{g}_{p}.py")))
-            for p in range(PER_GPU))
+            GpuProcess(
+                pid=10_000 + g * 1000 + p,
+                used=(64 + p) * MiB,
+                sm=p % 100,
+                info=ProcessInfo(
+                    pid=10_000 + g * 1000 + p,
+                    start_time=T0 - 600,
+                    user=f"user{p % 40}",
+                    name="python",
+                    cmdline=("python", f"worker_{g}_{p}.py"),
+                ),
+            )
+            for p in range(PER_GPU)
+        )
         used = sum(p.used for p in procs)
-        gpus.append(GpuSample(index=g, name="NVIDIA H100", uuid=f"GPU-{g}", total=80 * GiB,
-                              used=used, free=80 * GiB - used, processes=procs))
+        gpus.append(
+            GpuSample(
+                index=g,
+                name="NVIDIA H100",
+                uuid=f"GPU-{g}",
+                total=80 * GiB,
+                used=used,
+                free=80 * GiB - used,
+                processes=procs,
+            )
+        )
     return Frame(time=T0 + k, gpus=tuple(gpus), source="test")
 
 
@@ -76,8 +94,13 @@ def test_a_busy_table_filters(make_window, qtbot):
 def test_the_plots_draw_the_largest_and_sum_the_rest(make_window, qtbot):
     w = make_window([_frame(k) for k in range(30)], window="10m")
     _settled(w, qtbot)
-    qtbot.waitUntil(lambda: not w.gpu_panel._stale or all(
-        not w.gpu_panel._in_view(w.gpu_panel.rows[i]) for i in w.gpu_panel._stale), timeout=5000)
+    qtbot.waitUntil(
+        lambda: (
+            not w.gpu_panel._stale
+            or all(not w.gpu_panel._in_view(w.gpu_panel.rows[i]) for i in w.gpu_panel._stale)
+        ),
+        timeout=5000,
+    )
     tl = w.gpu_panel.timelines[0]
     stack = tl.stack
     assert stack.order[-1] == OTHERS and len(stack.grouped) >= PER_GPU - 10
@@ -102,8 +125,10 @@ def _sixteen(k, used=None):
     from dataclasses import replace
 
     f = _frame(k)
-    gpus = tuple(replace(f.gpus[g % 2], index=g, uuid=f"GPU-{g}", processes=f.gpus[g % 2].processes[:4])
-                 for g in range(16))
+    gpus = tuple(
+        replace(f.gpus[g % 2], index=g, uuid=f"GPU-{g}", processes=f.gpus[g % 2].processes[:4])
+        for g in range(16)
+    )
     if used is not None:
         gpus = tuple(replace(g, used=used, free=80 * GiB - used, processes=()) for g in gpus)
     return replace(f, gpus=gpus)

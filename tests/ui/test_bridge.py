@@ -10,8 +10,9 @@ from vramscope.ui.bridge import Bridge
 def test_post_from_a_worker_runs_on_the_main_thread(qapp, qtbot):
     bridge = Bridge()
     ran_on = []
-    worker = threading.Thread(target=lambda: bridge.post(
-        lambda x: ran_on.append((threading.current_thread(), x)), 42))
+    worker = threading.Thread(
+        target=lambda: bridge.post(lambda x: ran_on.append((threading.current_thread(), x)), 42)
+    )
     worker.start()
     worker.join()
     assert ran_on == []  # queued: nothing runs on the worker
@@ -22,8 +23,11 @@ def test_post_from_a_worker_runs_on_the_main_thread(qapp, qtbot):
 def test_run_in_thread_hands_result_and_error_back(qapp, qtbot):
     bridge = Bridge()
     done = []
-    bridge.run_in_thread(lambda: threading.current_thread().name,
-                         lambda r, e: done.append((r, e, threading.current_thread())), name="w1")
+    bridge.run_in_thread(
+        lambda: threading.current_thread().name,
+        lambda r, e: done.append((r, e, threading.current_thread())),
+        name="w1",
+    )
     bridge.run_in_thread(lambda: 1 / 0, lambda r, e: done.append((r, type(e), None)))
     qtbot.waitUntil(lambda: len(done) == 2, timeout=2000)
     assert ("w1", None, threading.main_thread()) in done

@@ -37,7 +37,9 @@ def test_each_gpu_shows_what_fills_it_stacked_largest_at_the_bottom(busy, artifa
 
     # bottom to top: the largest first; the ten Ray workers are one band, the largest
     sizes = [size(k) for k in own]
-    assert all(b <= a + ORDER_STEP for a, b in zip(sizes, sizes[1:]))  # ties within ORDER_STEP keep their order
+    assert all(
+        b <= a + ORDER_STEP for a, b in zip(sizes, sizes[1:])
+    )  # ties within ORDER_STEP keep their order
     assert is_group(own[0]) and len(tl._units[own[0]]) == 10
     names = tl.legend_labels()
     assert any(n.startswith("ray::RolloutWorker ×10") for n in names)
@@ -83,8 +85,9 @@ def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
         if key in tl.proc_curves:
             assert sample.item is tl.proc_curves[key]
     w.gpu_panel.set_plot_style("stacked")
-    assert any(not is_group(k) and k != OTHERS and k[2] == smallest.pid
-               for k in tl.stack.order)  # its own band, not in "others" nor a group
+    assert any(
+        not is_group(k) and k != OTHERS and k[2] == smallest.pid for k in tl.stack.order
+    )  # its own band, not in "others" nor a group
 
 
 def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy):
@@ -155,7 +158,10 @@ def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
         # the legend fits beside its plot: nothing cut at the bottom
         _sample, last = tl.legend.items[-1]
         bottom = tl.mapFromScene(last.mapRectToScene(last.boundingRect()).bottomLeft()).y()
-        assert bottom <= tl.height(), (len(tl.legend.items), " | ".join(label.text[-22:] for _s, label in tl.legend.items))
+        assert bottom <= tl.height(), (
+            len(tl.legend.items),
+            " | ".join(label.text[-22:] for _s, label in tl.legend.items),
+        )
     for i in range(w.tabs.count()):
         w.tabs.setCurrentIndex(i)
         save(w, artifacts_dir, f"busy-tab{i}-{size[0]}x{size[1]}.png")
@@ -166,9 +172,17 @@ def test_enter_in_the_end_process_dialog_cancels(themed_app, qtbot):
     from vramscope.core.actions import ProcessSummary
     from vramscope.ui.alerts_panel import EndProcessDialog
 
-    summary = ProcessSummary(pid=4242, start_time=None, command="python train.py", user="alice",
-                             age_seconds=600.0, memory=3 * GiB, own=True, connection_file=None,
-                             refusal=None)
+    summary = ProcessSummary(
+        pid=4242,
+        start_time=None,
+        command="python train.py",
+        user="alice",
+        age_seconds=600.0,
+        memory=3 * GiB,
+        own=True,
+        connection_file=None,
+        refusal=None,
+    )
     dialog = EndProcessDialog(summary)
     qtbot.addWidget(dialog)
     dialog.show()

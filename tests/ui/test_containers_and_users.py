@@ -11,9 +11,15 @@ from vramscope.core.units import GiB
 from .frames import T0, frame_at
 from .helpers import save, table_cell, table_column
 
-CAROL = ProcessInfo(pid=6060, start_time=T0 - 600, user="carol", name="python",
-                    cmdline=("python", "serve.py"), container=Container(
-                        "docker", "3f" * 32, name="llm-server"), ns_pid=7)
+CAROL = ProcessInfo(
+    pid=6060,
+    start_time=T0 - 600,
+    user="carol",
+    name="python",
+    cmdline=("python", "serve.py"),
+    container=Container("docker", "3f" * 32, name="llm-server"),
+    ns_pid=7,
+)
 
 
 def shared_frames(asleep: bool = False, holders=()):
@@ -21,12 +27,12 @@ def shared_frames(asleep: bool = False, holders=()):
     for k in range(60):
         f = frame_at(k)
         g0 = f.gpus[0]
-        g0 = dataclasses.replace(g0, processes=g0.processes + (
-            GpuProcess(pid=6060, used=4 * GiB, sm=12, info=CAROL),))
+        g0 = dataclasses.replace(
+            g0, processes=g0.processes + (GpuProcess(pid=6060, used=4 * GiB, sm=12, info=CAROL),)
+        )
         g1 = f.gpus[1]
         if asleep:
-            g1 = GpuSample(index=1, name=g1.name, uuid=g1.uuid, pci_bus_id="00000000:02:00.0",
-                           asleep=True)
+            g1 = GpuSample(index=1, name=g1.name, uuid=g1.uuid, pci_bus_id="00000000:02:00.0", asleep=True)
         out.append(dataclasses.replace(f, gpus=(g0, g1), device_holders=tuple(holders)))
     return out
 
@@ -74,8 +80,10 @@ def test_an_asleep_gpu_is_shown_asleep_not_as_an_error(make_window, artifacts_di
 
 
 def test_processes_holding_the_device_unlisted_are_named(make_window, artifacts_dir):
-    holder = DeviceHolder(ProcessInfo(pid=9191, user="dave", cmdline=("python", "old_run.py")),
-                          ("/dev/nvidia0", "/dev/nvidiactl"))
+    holder = DeviceHolder(
+        ProcessInfo(pid=9191, user="dave", cmdline=("python", "old_run.py")),
+        ("/dev/nvidia0", "/dev/nvidiactl"),
+    )
     w = make_window(shared_frames())
     assert not w.table.holders.isVisible()
     w = make_window(shared_frames(holders=[holder]))

@@ -28,8 +28,7 @@ def test_demo_window_shows_the_simulated_workstation(make_window, artifacts_dir)
     assert "demo" in w.windowTitle()
     cards = w.gpu_panel.cards
     assert [cards[g.index].name_text for g in latest.gpus] == [g.name for g in latest.gpus]
-    assert [cards[g.index].used.text() for g in latest.gpus] == \
-        [used_total_text(g) for g in latest.gpus]
+    assert [cards[g.index].used.text() for g in latest.gpus] == [used_total_text(g) for g in latest.gpus]
 
     procs = [p for _g, p in latest.all_processes()]
     assert sorted(int(p) for p in table_column(w, "PID")) == sorted(p.pid for p in procs)

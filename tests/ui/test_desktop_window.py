@@ -25,14 +25,21 @@ def start_app(themed_app, qtbot, tmp_path):
     windows = []
 
     def start(**cli):
-        args = argparse.Namespace(demo=True, interval=None, window=None, theme=None, record=None,
-                                  read_only=False, prometheus=None, file=None)
+        args = argparse.Namespace(
+            demo=True,
+            interval=None,
+            window=None,
+            theme=None,
+            record=None,
+            read_only=False,
+            prometheus=None,
+            file=None,
+        )
         vars(args).update(cli)
         settings = Settings(str(path))
         settings.merge_args(args)
         source = SimulatedSource(seed=1, start_time=T0)
-        feed, window = build_window(args, source=source, start=False, poll_ms=60_000,
-                                    settings=settings)
+        feed, window = build_window(args, source=source, start=False, poll_ms=60_000, settings=settings)
         qtbot.addWidget(window)
         window.show()
         for k in range(0, 121):

@@ -30,9 +30,18 @@ class SlowHost:
         self.calls.append((op, threading.current_thread().name))
         time.sleep(ROUND_TRIP)
         if op == "describe":
-            return {"pid": pid, "start_time": start_time, "user": "alice", "command": "python train.py",
-                    "age_seconds": 3600.0, "memory": 8 << 30, "own": True, "refusal": None,
-                    "connection_file": None, "host": None}
+            return {
+                "pid": pid,
+                "start_time": start_time,
+                "user": "alice",
+                "command": "python train.py",
+                "age_seconds": 3600.0,
+                "memory": 8 << 30,
+                "own": True,
+                "refusal": None,
+                "connection_file": None,
+                "host": None,
+            }
         if op == "terminate":
             self.alive = False
             return {"ok": True, "message": f"sent SIGTERM to pid {pid}", "connection_file": None}
@@ -59,13 +68,24 @@ def test_ending_a_process_over_slow_ssh_never_blocks_the_event_loop(qapp, qtbot,
     timer = QTimer()
     timer.timeout.connect(lambda: ticks.append(time.monotonic()))
     timer.start(10)
-    alert = Alert(kind=AlertKind.USER_REQUEST, severity=INFO, gpu=0, pid=PID, start_time=START,
-                  since=None, message="End python train.py on lab-slow GPU 0", frees=8 << 30)
+    alert = Alert(
+        kind=AlertKind.USER_REQUEST,
+        severity=INFO,
+        gpu=0,
+        pid=PID,
+        start_time=START,
+        since=None,
+        message="End python train.py on lab-slow GPU 0",
+        frees=8 << 30,
+    )
     began = time.monotonic()
     with qtbot.waitSignal(panel.dialog_opened, timeout=5000) as opened:
         assert panel.request_end(alert)
     dialog = opened.args[0]
-    assert dialog.windowTitle() == "End process on lab-slow" and dialog.fields["Command"].text() == "python train.py"
+    assert (
+        dialog.windowTitle() == "End process on lab-slow"
+        and dialog.fields["Command"].text() == "python train.py"
+    )
     with qtbot.waitSignal(panel.process_ended, timeout=10000) as ended:
         dialog.confirm_button.click()
     took = time.monotonic() - began

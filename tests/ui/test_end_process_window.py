@@ -28,14 +28,20 @@ def idle_holder():
         proc.kill()
 
 
-def test_ending_a_squatter_from_the_window_removes_it_from_the_gpu(themed_app, qtbot, fake_nvml,
-                                                                    idle_holder, tmp_path, monkeypatch):
+def test_ending_a_squatter_from_the_window_removes_it_from_the_gpu(
+    themed_app, qtbot, fake_nvml, idle_holder, tmp_path, monkeypatch
+):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # the audit log goes here
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    fake_nvml.write(FakeState(drop_exited=True, gpus=[FakeGpu(
-        used=3 * GiB, processes=[FakeProcess(idle_holder.pid, 3 * GiB, sm=None)])]))
-    args = argparse.Namespace(demo=False, interval=1.0, window="1m", record=False, read_only=False,
-                              prometheus=None, file=None)
+    fake_nvml.write(
+        FakeState(
+            drop_exited=True,
+            gpus=[FakeGpu(used=3 * GiB, processes=[FakeProcess(idle_holder.pid, 3 * GiB, sm=None)])],
+        )
+    )
+    args = argparse.Namespace(
+        demo=False, interval=1.0, window="1m", record=False, read_only=False, prometheus=None, file=None
+    )
     feed, window = build_window(args, start=False, poll_ms=60_000)
     qtbot.addWidget(window)
     window.show()

@@ -10,11 +10,11 @@ from vramscope.commands.gui import display_missing
 
 
 def test_without_a_display_the_window_says_so_in_one_line(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["HOME"] = str(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "vramscope.cli", "--demo"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "vramscope.cli", "--demo"], env=env, capture_output=True, text=True, timeout=60
+    )
     if not sys.platform.startswith("linux"):
         return
     assert done.returncode == 2, done.stderr

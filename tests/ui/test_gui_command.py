@@ -13,8 +13,7 @@ from vramscope.commands import gui
 
 
 def test_window_options_parse():
-    args = gui.build_parser().parse_args(["--demo", "--interval", "0.5", "--window", "1h",
-                                          "run.vramscope"])
+    args = gui.build_parser().parse_args(["--demo", "--interval", "0.5", "--window", "1h", "run.vramscope"])
     assert (args.demo, args.interval, args.window, args.file) == (True, 0.5, "1h", "run.vramscope")
     assert args.command is None and args.quit_after is None
 
@@ -33,9 +32,14 @@ def test_quit_after_is_hidden_from_help():
 
 def test_the_demo_window_starts_and_quits(tmp_path):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    r = subprocess.run([sys.executable, "-m", "vramscope", "--demo", "--interval", "0.2",
-                        "--quit-after", "1.5"], capture_output=True, text=True, timeout=120,
-                       env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "--demo", "--interval", "0.2", "--quit-after", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr, r.stderr  # nothing failed inside the event loop
 

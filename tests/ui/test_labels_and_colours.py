@@ -8,17 +8,19 @@ from vramscope.ui.theme import PROCESS_COLOURS, ColourBook
 
 
 def _proc(pid, *cmd, name="python"):
-    return GpuProcess(pid=pid, used=1, info=ProcessInfo(pid=pid, name=name,
-                                                         cmdline=tuple(cmd) or None))
+    return GpuProcess(pid=pid, used=1, info=ProcessInfo(pid=pid, name=name, cmdline=tuple(cmd) or None))
 
 
 def test_labels_say_what_an_engineer_calls_the_process():
     assert process_label(_proc(1, "python", "train.py", "--lr", "3e-4")) == "train.py (1)"
     assert process_label(_proc(2, "/usr/bin/python3", "-u", "/srv/x/serve.py")) == "serve.py (2)"
-    assert process_label(_proc(3, "python", "-m", "vllm.entrypoints.api_server")) == \
-        "vllm.entrypoints.api_server (3)"
-    assert process_label(_proc(4, "python", "-m", "ipykernel_launcher", "-f", "k.json")) == \
-        "Jupyter kernel (4)"
+    assert (
+        process_label(_proc(3, "python", "-m", "vllm.entrypoints.api_server"))
+        == "vllm.entrypoints.api_server (3)"
+    )
+    assert (
+        process_label(_proc(4, "python", "-m", "ipykernel_launcher", "-f", "k.json")) == "Jupyter kernel (4)"
+    )
     assert process_label(_proc(5, "/usr/lib/xorg/Xorg", "vt2", name="Xorg")) == "Xorg (5)"
     assert process_label(GpuProcess(pid=6, used=None)) == "pid 6"
 

@@ -48,6 +48,7 @@ def test_table_has_a_row_per_process_with_na_and_visibility(make_window, scripte
 def test_table_sorts_by_a_clicked_column(make_window, scripted_frames, qtbot):
     from PySide6.QtCore import Qt
     from vramscope.ui.process_model import COL
+
     w = make_window(scripted_frames)
     w.table.view.sortByColumn(COL["PID"], Qt.SortOrder.AscendingOrder)
     assert [int(p) for p in table_column(w, "PID")] == [777, 888, 3131, 4242]
@@ -92,6 +93,7 @@ def test_curves_are_the_store_series(make_window, scripted_frames, window):
 
 def test_process_keeps_its_colour_in_table_and_plot(make_window, scripted_frames):
     from vramscope.core.samples import ProcessIdentity
+
     w = make_window(scripted_frames)
     w.gpu_panel.set_plot_style("lines")  # this test reads the per-process lines
     ident = ProcessIdentity(4242, T0 - 3600)
@@ -101,8 +103,11 @@ def test_process_keeps_its_colour_in_table_and_plot(make_window, scripted_frames
     w.feed.store.append(frame_at(120))
     w.refresh()
     assert w.colours.colour(ident) == colour
-    others = {w.colours.colour(ProcessIdentity(p.pid, p.info.start_time))
-              for _g, p in frame_at(120).all_processes() if p.pid != 4242 and p.info.start_time}
+    others = {
+        w.colours.colour(ProcessIdentity(p.pid, p.info.start_time))
+        for _g, p in frame_at(120).all_processes()
+        if p.pid != 4242 and p.info.start_time
+    }
     assert colour not in others
 
 
@@ -191,12 +196,12 @@ def test_no_driver_message_then_the_demo_without_restart(make_window, qtbot, art
     save(w, artifacts_dir, "main-window-no-driver.png")
 
     from PySide6.QtCore import Qt
+
     qtbot.mouseClick(w.no_driver.demo_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: w.pages.currentWidget() is w.splitter, timeout=10000)
     assert w.feed.simulated
     assert w.banner.isVisible() and "Simulated data — demo mode" in w.banner.text()
-    assert [c.name_text for c in w.gpu_panel.cards.values()] == \
-        [g.name for g in w.store.latest.gpus]
+    assert [c.name_text for c in w.gpu_panel.cards.values()] == [g.name for g in w.store.latest.gpus]
     assert w.pause_action.isEnabled() and "sampling every" in w.status_text.text()
 
 
@@ -221,6 +226,7 @@ def test_a_lost_gpu_is_shown_while_the_other_updates(make_window, artifacts_dir)
 def test_panels_from_other_modules_join_as_tabs_or_docks(make_window):
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QDockWidget, QLabel
+
     w = make_window([frame_at(0)])
     w.add_panel("Alerts", QLabel("alerts"))
     assert [w.tabs.tabText(i) for i in range(w.tabs.count())] == ["Monitor", "Alerts"]

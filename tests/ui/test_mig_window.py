@@ -27,28 +27,82 @@ def _info(pid, user, *cmd):
 def lab_frame(k: int) -> Frame:
     """An H100 in three slices (alice trains on 3g.40gb, bob serves on 2g.20gb, one idle)
     and an ordinary RTX 4090."""
-    train = GpuProcess(pid=4242, used=(20 + k // 10) * GiB, sm=None, mig_uuid=BIG,
-                       info=_info(4242, "alice", "python", "train.py"))
-    serve = GpuProcess(pid=5151, used=14 * GiB, sm=None, mig_uuid=MID,
-                       info=_info(5151, "bob", "python", "-m", "vllm.entrypoints.openai.api_server"))
+    train = GpuProcess(
+        pid=4242,
+        used=(20 + k // 10) * GiB,
+        sm=None,
+        mig_uuid=BIG,
+        info=_info(4242, "alice", "python", "train.py"),
+    )
+    serve = GpuProcess(
+        pid=5151,
+        used=14 * GiB,
+        sm=None,
+        mig_uuid=MID,
+        info=_info(5151, "bob", "python", "-m", "vllm.entrypoints.openai.api_server"),
+    )
     other = GpuProcess(pid=6161, used=3 * GiB, sm=25, info=_info(6161, "carol", "python", "eval.py"))
     slices = (
-        MigSlice(index=6, uuid=BIG, name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", profile="3g.40gb",
-                 gpu_instance_id=1, compute_instance_id=0, total=40 * GiB,
-                 used=train.used + GiB // 2, free=40 * GiB - train.used - GiB // 2,
-                 processes=(train,)),
-        MigSlice(index=5, uuid=MID, name="NVIDIA H100 80GB HBM3 MIG 2g.20gb", profile="2g.20gb",
-                 gpu_instance_id=5, compute_instance_id=0, total=20 * GiB, used=15 * GiB,
-                 free=5 * GiB, processes=(serve,)),
-        MigSlice(index=4, uuid=SMALL, name="NVIDIA H100 80GB HBM3 MIG 1g.10gb", profile="1g.10gb",
-                 gpu_instance_id=13, compute_instance_id=0, total=10 * GiB, used=0,
-                 free=10 * GiB))
-    h100 = GpuSample(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-h100", pci_bus_id="0000:17:00.0",
-                     total=80 * GiB, used=sum(s.used for s in slices), free=80 * GiB - sum(s.used for s in slices),
-                     util_gpu=None, temperature=52, mig_mode=True, processes=(train, serve),
-                     slices=slices)
-    rtx = GpuSample(index=1, name="NVIDIA GeForce RTX 4090", uuid="GPU-rtx", total=24 * GiB,
-                    used=4 * GiB, free=20 * GiB, util_gpu=30, processes=(other,))
+        MigSlice(
+            index=6,
+            uuid=BIG,
+            name="NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+            profile="3g.40gb",
+            gpu_instance_id=1,
+            compute_instance_id=0,
+            total=40 * GiB,
+            used=train.used + GiB // 2,
+            free=40 * GiB - train.used - GiB // 2,
+            processes=(train,),
+        ),
+        MigSlice(
+            index=5,
+            uuid=MID,
+            name="NVIDIA H100 80GB HBM3 MIG 2g.20gb",
+            profile="2g.20gb",
+            gpu_instance_id=5,
+            compute_instance_id=0,
+            total=20 * GiB,
+            used=15 * GiB,
+            free=5 * GiB,
+            processes=(serve,),
+        ),
+        MigSlice(
+            index=4,
+            uuid=SMALL,
+            name="NVIDIA H100 80GB HBM3 MIG 1g.10gb",
+            profile="1g.10gb",
+            gpu_instance_id=13,
+            compute_instance_id=0,
+            total=10 * GiB,
+            used=0,
+            free=10 * GiB,
+        ),
+    )
+    h100 = GpuSample(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        uuid="GPU-h100",
+        pci_bus_id="0000:17:00.0",
+        total=80 * GiB,
+        used=sum(s.used for s in slices),
+        free=80 * GiB - sum(s.used for s in slices),
+        util_gpu=None,
+        temperature=52,
+        mig_mode=True,
+        processes=(train, serve),
+        slices=slices,
+    )
+    rtx = GpuSample(
+        index=1,
+        name="NVIDIA GeForce RTX 4090",
+        uuid="GPU-rtx",
+        total=24 * GiB,
+        used=4 * GiB,
+        free=20 * GiB,
+        util_gpu=30,
+        processes=(other,),
+    )
     return Frame(time=T0 + k, gpus=(h100, rtx))
 
 
@@ -69,7 +123,7 @@ def test_each_slice_has_its_own_row_and_timeline(make_window, artifacts_dir):
     # the slice's timeline draws the slice's series and only its own process
     t, v = w.feed.store.series(mig_key(0, BIG, "used"))
     x, y = big.timeline.used_curve.getData()
-    assert len(x) > 30 and np.allclose(y, v[-len(x):] / GiB)  # the last minute (window "1m")
+    assert len(x) > 30 and np.allclose(y, v[-len(x) :] / GiB)  # the last minute (window "1m")
     legend = " ".join(big.timeline.legend_labels())
     assert "train.py" in legend and "vllm" not in legend.lower()
     assert not panel.rows[1].card.mig.isVisible()
@@ -100,10 +154,15 @@ def test_without_mig_no_slice_rows_and_no_mig_column(make_window, scripted_frame
 def test_an_agent_on_a_slice_is_shown_on_that_slice():
     from vramscope.core.samples import AgentDevice, AgentReport
     from vramscope.ui.agent_texts import header_text
+
     frame = lab_frame(10)
     # torch reports the slice's uuid without NVML's "MIG-" prefix
-    report = AgentReport(pid=4242, start_time=T0 - 600, step=12, devices=(
-        AgentDevice(device="cuda:0", gpu_uuid=BIG[4:], allocated=20 * GiB, reserved=22 * GiB),))
+    report = AgentReport(
+        pid=4242,
+        start_time=T0 - 600,
+        step=12,
+        devices=(AgentDevice(device="cuda:0", gpu_uuid=BIG[4:], allocated=20 * GiB, reserved=22 * GiB),),
+    )
     text = header_text(report, frame, T0 + 10)
     assert "GPU 0 MIG 3g.40gb" in text and "PID 4242" in text
     plain = AgentReport(pid=6161, start_time=T0 - 600, devices=(AgentDevice(device="cuda:0"),))

@@ -27,7 +27,9 @@ def _tab(w, qtbot):
 
 
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
-def test_the_module_tree_shows_the_largest_modules_first_and_a_click_highlights_one(busy, qtbot, artifacts_dir, size):
+def test_the_module_tree_shows_the_largest_modules_first_and_a_click_highlights_one(
+    busy, qtbot, artifacts_dir, size
+):
     w = busy(*size)
     tree = _tab(w, qtbot)
     assert tree.isVisible()
@@ -57,4 +59,3 @@ def test_the_module_tree_shows_the_largest_modules_first_and_a_click_highlights_
     tree.tree.sortByColumn(4, Qt.SortOrder.DescendingOrder)  # activations
     kids = [h.child(i).data(0, Qt.ItemDataRole.UserRole) for i in range(h.childCount())]
     assert kids[-2:] in (["transformer.h.10", "transformer.h.11"], ["transformer.h.11", "transformer.h.10"])
-

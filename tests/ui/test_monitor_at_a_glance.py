@@ -16,15 +16,19 @@ def test_marker_labels_at_one_moment_stack_instead_of_overlapping(make_window, q
     w = make_window([frame_at(k) for k in range(0, 90)], window="1m")
     w.resize(1024, 700)
     tl = w.gpu_panel.timelines[0]
-    tl.set_markers({("near_oom", 0): (T0 + 60, "ERROR", "Near out of memory"),
-                    ("growth", 0): (T0 + 61, "WARNING", "Growing memory"),
-                    ("squatter", 0): (T0 + 62, "WARNING", "Idle holder")})
+    tl.set_markers(
+        {
+            ("near_oom", 0): (T0 + 60, "ERROR", "Near out of memory"),
+            ("growth", 0): (T0 + 61, "WARNING", "Growing memory"),
+            ("squatter", 0): (T0 + 62, "WARNING", "Idle holder"),
+        }
+    )
     w.refresh(force=True)
     qtbot.wait(30)
     rects = [line.label.sceneBoundingRect() for line in tl.markers.lines.values()]
     assert all(line.label.isVisible() for line in tl.markers.lines.values())
     for i, a in enumerate(rects):
-        for b in rects[i + 1:]:
+        for b in rects[i + 1 :]:
             assert not a.intersects(b), (a, b)
 
 
@@ -40,11 +44,9 @@ def test_a_marker_left_of_the_window_has_no_label_cut_at_the_edge(make_window, q
 def _long_named(k: int) -> Frame:
     f = frame_at(k)
     name = ("python", "a_training_script_with_a_really_quite_long_descriptive_name_v2.py")
-    info = ProcessInfo(pid=6060, start_time=T0 - 60, user="alice", name="python", cmdline=name,
-                       ppid=1000)
+    info = ProcessInfo(pid=6060, start_time=T0 - 60, user="alice", name="python", cmdline=name, ppid=1000)
     g0 = f.gpus[0]
-    g0 = dataclasses.replace(g0, processes=g0.processes + (GpuProcess(pid=6060, used=3 * GiB,
-                                                                        info=info),))
+    g0 = dataclasses.replace(g0, processes=g0.processes + (GpuProcess(pid=6060, used=3 * GiB, info=info),))
     return dataclasses.replace(f, gpus=(g0,) + f.gpus[1:])
 
 
@@ -72,6 +74,7 @@ def test_alerted_rows_are_marked_and_say_their_alert(busy):
         name = model.index(i, COL["Name"])
         assert name.data().startswith(ALERT_MARK)
         from PySide6.QtCore import Qt
+
         assert r.alert.split(":")[0] in name.data(Qt.ItemDataRole.ToolTipRole)
 
 

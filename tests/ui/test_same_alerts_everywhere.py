@@ -24,9 +24,13 @@ def _kinds(alerts) -> set[tuple]:
 def _stream_alerts(env) -> set[tuple]:
     """The alerts on the second frame `vramscope stream` writes (what a window on
     another machine, or the window's own sampler process, reads)."""
-    p = subprocess.Popen([sys.executable, "-m", "vramscope", "stream", "--interval", "0.5",
-                          "--count", "2"], env=env, stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "vramscope", "stream", "--interval", "0.5", "--count", "2"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         frames, alerts = 0, []
         while frames < 2:
@@ -54,8 +58,10 @@ def _window_alerts(args) -> set[tuple]:
             feed.sampler.sample_once()
         panel = window.services.panels.alerts
         panel.refresh()
-        return {(a.kind, a.severity.value if hasattr(a.severity, "value") else a.severity, a.gpu)
-                for a in panel.alerts()}
+        return {
+            (a.kind, a.severity.value if hasattr(a.severity, "value") else a.severity, a.gpu)
+            for a in panel.alerts()
+        }
     finally:
         window.services.close()
         window.close()
@@ -63,29 +69,69 @@ def _window_alerts(args) -> set[tuple]:
 
 @pytest.mark.parametrize("saved_free_gib", [None, 4])
 def test_record_status_stream_and_the_window_raise_the_same_alerts(
-        saved_free_gib, fake_nvml, sleepers, themed_app, qtbot, tmp_path, monkeypatch):
+    saved_free_gib, fake_nvml, sleepers, themed_app, qtbot, tmp_path, monkeypatch
+):
     [pid] = sleepers(1)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(total=24 * GiB, used=21 * GiB, utilization=(90, 40),
-                                            processes=[FakeProcess(pid, 21 * GiB, sm=90)])]))
+    fake_nvml.write(
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    total=24 * GiB,
+                    used=21 * GiB,
+                    utilization=(90, 40),
+                    processes=[FakeProcess(pid, 21 * GiB, sm=90)],
+                )
+            ]
+        )
+    )
     if saved_free_gib is not None:  # the settings dialog's "Near-OOM: free below"
         Settings().update_diagnostics(near_oom_free_bytes=saved_free_gib * GiB)
     env = fake_nvml.env()  # HOME and XDG_CONFIG_HOME: this test's (tests/conftest.py)
 
-    status = subprocess.run([sys.executable, "-m", "vramscope", "status", "--json"], env=env,
-                            capture_output=True, text=True, timeout=120)
+    status = subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert status.returncode == 0, status.stderr
     in_status = _kinds(json.loads(status.stdout)["alerts"])
 
     out = tmp_path / "run.vramscope"
-    record = subprocess.run([sys.executable, "-m", "vramscope", "record", "--out", str(out),
-                             "--duration", "1", "--interval", "0.5"], env=env,
-                            capture_output=True, text=True, timeout=120)
+    record = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            "record",
+            "--out",
+            str(out),
+            "--duration",
+            "1",
+            "--interval",
+            "0.5",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert record.returncode == 0, record.stderr
     in_session = _kinds(open_session(out).alerts())
 
-    args = argparse.Namespace(demo=False, interval=None, window=None, theme=None, record=False,
-                              read_only=False, prometheus=None, file=None, host=None,
-                              from_prometheus=None)
+    args = argparse.Namespace(
+        demo=False,
+        interval=None,
+        window=None,
+        theme=None,
+        record=False,
+        read_only=False,
+        prometheus=None,
+        file=None,
+        host=None,
+        from_prometheus=None,
+    )
     for name, value in env.items():  # the window's sampler process loads the fake too
         monkeypatch.setenv(name, value)
     in_window = _window_alerts(args)

@@ -13,13 +13,13 @@ from vramscope.core.session import open_session
 from vramscope.sources.local_sampler import LocalSamplerSource, SamplerActions
 
 
-def test_a_process_ended_from_the_window_is_in_the_sampler_s_session(fake_nvml, sleepers,
-                                                                     monkeypatch):
+def test_a_process_ended_from_the_window_is_in_the_sampler_s_session(fake_nvml, sleepers, monkeypatch):
     [pid] = sleepers(1)
     for name, value in fake_nvml.env().items():  # the sampler process loads the fake too
         monkeypatch.setenv(name, value)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(total=24 * GiB, used=3 * GiB,
-                                            processes=[FakeProcess(pid, 2 * GiB)])]))
+    fake_nvml.write(
+        FakeState(gpus=[FakeGpu(total=24 * GiB, used=3 * GiB, processes=[FakeProcess(pid, 2 * GiB)])])
+    )
     start = psutil.Process(pid).create_time()
     source = LocalSamplerSource(["--record-session"], 0.3, name="nvml").start()
     try:

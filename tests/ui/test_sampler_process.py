@@ -20,16 +20,27 @@ def sampled(themed_app, qtbot):
     made = []
 
     def make(width=1400, height=900):
-        args = argparse.Namespace(demo=True, busy=True, seed=1, interval=0.3, window="1m",
-                                  record=False, read_only=False, prometheus=None, file=None,
-                                  host=None, from_prometheus=None)
+        args = argparse.Namespace(
+            demo=True,
+            busy=True,
+            seed=1,
+            interval=0.3,
+            window="1m",
+            record=False,
+            read_only=False,
+            prometheus=None,
+            file=None,
+            host=None,
+            from_prometheus=None,
+        )
         feed, window = build_window(args, poll_ms=100, sampler=True)
         made.append(window)
         qtbot.addWidget(window)
         window.resize(width, height)
         window.show()
-        qtbot.waitUntil(lambda: bool(window.store.latest is not None and window.store.latest.gpus),
-                        timeout=30_000)
+        qtbot.waitUntil(
+            lambda: bool(window.store.latest is not None and window.store.latest.gpus), timeout=30_000
+        )
         return window
 
     yield make
@@ -78,9 +89,15 @@ def test_a_killed_sampler_shows_a_banner_and_comes_back(sampled, qtbot, artifact
     assert len(window.store.latest.gpus) == 2 and window.store.latest.error is None
 
 
-SAMPLING_MODULES = ("pynvml", "vramscope.sources.nvml", "vramscope.sources.all_gpus",
-                    "vramscope.sources.drm", "vramscope.sources.processes",
-                    "vramscope.sources.agents", "vramscope.sources.servers")
+SAMPLING_MODULES = (
+    "pynvml",
+    "vramscope.sources.nvml",
+    "vramscope.sources.all_gpus",
+    "vramscope.sources.drm",
+    "vramscope.sources.processes",
+    "vramscope.sources.agents",
+    "vramscope.sources.servers",
+)
 
 
 def test_the_window_process_samples_nothing_itself(tmp_path):
@@ -89,14 +106,15 @@ def test_the_window_process_samples_nothing_itself(tmp_path):
     import sys
 
     app = pathlib.Path(__file__).resolve().parents[2] / "app"
-    code = ("import sys; sys.argv = ['vramscope', '--demo', '--busy', '--quit-after', '4']\n"
-            "from vramscope.cli import main\n"
-            "code = main()\n"
-            f"print('LOADED', [m for m in sys.modules if m.startswith({SAMPLING_MODULES!r})])\n"
-            "raise SystemExit(code)\n")
+    code = (
+        "import sys; sys.argv = ['vramscope', '--demo', '--busy', '--quit-after', '4']\n"
+        "from vramscope.cli import main\n"
+        "code = main()\n"
+        f"print('LOADED', [m for m in sys.modules if m.startswith({SAMPLING_MODULES!r})])\n"
+        "raise SystemExit(code)\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(app), "QT_QPA_PLATFORM": "offscreen"}
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "LOADED []" in r.stdout  # no NVML, no /proc walk, no agent client in the window
 
@@ -110,7 +128,10 @@ def test_the_sampler_takes_the_windows_options(monkeypatch):
     assert sampler_options(args, record=False, cap=None) == ["--demo", "--busy", "--seed", "3"]
     real = argparse.Namespace(demo=False)
     assert sampler_options(real, record=True, cap=2 << 30) == [
-        "--record-session", "--session-cap", str(2 << 30)]  # --no-record: no --record-session
+        "--record-session",
+        "--session-cap",
+        str(2 << 30),
+    ]  # --no-record: no --record-session
     process = SamplerProcess(["--demo"], interval=0.5)
     assert process.argv(None)[-4:] == ["stream", "--interval", "0.5", "--demo"]
     monkeypatch.setattr(sys, "frozen", True, raising=False)  # the PyInstaller bundle
@@ -127,14 +148,17 @@ def test_the_sampler_raises_alerts_with_the_windows_thresholds():
     from vramscope.sources.simulated import SimulatedSource
 
     mine = dataclasses.replace(DiagnosticSettings(), idle_minutes=2.5, lookup_notebooks=False)
-    options = sampler_options(argparse.Namespace(demo=False), record=False, cap=None,
-                              diagnostics=mine)
+    options = sampler_options(argparse.Namespace(demo=False), record=False, cap=None, diagnostics=mine)
     assert options[0] == "--thresholds"
     args = argparse.Namespace(record_session=False, session_cap=None, thresholds=options[1])
     monitor = Monitor.build(SimulatedSource(), actions=False)
     assert recording(args)(monitor, monitor.pipeline.source) is None  # nothing recorded
     assert monitor.engine.settings == mine
-    assert sampler_options(argparse.Namespace(demo=False), record=False, cap=None,
-                           diagnostics=DiagnosticSettings()) == []  # the defaults: nothing to say
+    assert (
+        sampler_options(
+            argparse.Namespace(demo=False), record=False, cap=None, diagnostics=DiagnosticSettings()
+        )
+        == []
+    )  # the defaults: nothing to say
     broken = argparse.Namespace(record_session=False, session_cap=None, thresholds='{"idle_minutes": "x"}')
     assert recording(broken) is None  # said on stderr, defaults kept

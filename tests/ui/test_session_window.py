@@ -70,8 +70,7 @@ def test_a_sixteen_gpu_session_puts_the_cursor_on_rows_made_as_they_scroll_in(th
     store.subscribe(writer)
     for k in range(20):
         f = frame(k)
-        store.append(replace(f, gpus=tuple(replace(f.gpus[0], index=g, uuid=f"GPU-{g}")
-                                           for g in range(16))))
+        store.append(replace(f, gpus=tuple(replace(f.gpus[0], index=g, uuid=f"GPU-{g}") for g in range(16))))
     writer.close()
     feed, window = open_session_window(str(path))
     qtbot.addWidget(window)
@@ -83,9 +82,13 @@ def test_a_sixteen_gpu_session_puts_the_cursor_on_rows_made_as_they_scroll_in(th
     assert 15 not in panel.timelines  # not in view: not made yet
     panel.ensureWidgetVisible(panel.rows[15])
     qtbot.waitUntil(lambda: 15 in panel.timelines, timeout=5000)
+
     def cursors(index):
-        return [i.value() for i in panel.timelines[index].plot.items
-                if isinstance(i, pg.InfiniteLine) and abs(i.value() - (T0 + 10)) < 1]
+        return [
+            i.value()
+            for i in panel.timelines[index].plot.items
+            if isinstance(i, pg.InfiniteLine) and abs(i.value() - (T0 + 10)) < 1
+        ]
 
     assert len(cursors(0)) == 1 and cursors(15) == cursors(0)  # at the moment shown
     feed.close()

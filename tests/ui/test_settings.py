@@ -62,6 +62,7 @@ def test_dialog_restore_defaults(tmp_path, qtbot):
 
 # -- the QSettings file of earlier versions ----------------------------------------------------
 
+
 def _old_ini(path, **extra) -> None:
     qs = QSettings(str(path), QSettings.Format.IniFormat)
     qs.setValue("sampling/interval", 0.5)
@@ -96,8 +97,7 @@ def test_the_old_qsettings_are_imported_once(private_user_dirs):
 
 def test_unusable_old_values_are_skipped_with_a_line(private_user_dirs, caplog):
     s = Settings()
-    _old_ini(ini_path(s), sampling__interval="fast", view__theme="purple",
-             diagnostics__leak_steps="inf")
+    _old_ini(ini_path(s), sampling__interval="fast", view__theme="purple", diagnostics__leak_steps="inf")
     assert import_qsettings(s) == 7
     again = Settings()
     assert again.interval == 1.0 and again.theme == "system" and again.window == "1h"
@@ -118,12 +118,22 @@ def test_the_window_starts_with_a_fifo_settings_file_and_infinite_values(tmp_pat
     config.mkdir(parents=True)
     os.mkfifo(config / "settings.toml")
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"))
-    r = subprocess.run([sys.executable, "-m", "vramscope", "--demo", "--quit-after", "1.5"],
-                       capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "--demo", "--quit-after", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assert "FIFO" in r.stderr and "Traceback" not in r.stderr
     assert [p.name for p in config.iterdir() if p.name.startswith("settings.toml.unusable-")]
     (config / "settings.toml").write_text("[sampling]\ninterval = inf\n[diagnostics]\nidle_minutes = nan\n")
-    r = subprocess.run([sys.executable, "-m", "vramscope", "--demo", "--quit-after", "1.5"],
-                       capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "vramscope", "--demo", "--quit-after", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr

@@ -54,9 +54,14 @@ def test_every_key_runs_its_action(window, qtbot):
 
 def test_typing_in_a_text_field_is_not_a_shortcut(window, qtbot):
     calls: list[str] = []
-    install_shortcuts(window, {"pause": lambda: calls.append("pause"),
-                               "window_1m": lambda: calls.append("1m"),
-                               "find": lambda: window.find_box.setFocus()})
+    install_shortcuts(
+        window,
+        {
+            "pause": lambda: calls.append("pause"),
+            "window_1m": lambda: calls.append("1m"),
+            "find": lambda: window.find_box.setFocus(),
+        },
+    )
     qtbot.keyClick(window.other, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     assert window.find_box.hasFocus()
     qtbot.keyClicks(window.find_box, "train 1")
@@ -100,9 +105,17 @@ def test_end_process_asks_before_anything_happens(window, qtbot):
     from vramscope.ui.alerts_panel import EndProcessDialog
 
     ended = []
-    summary = ProcessSummary(pid=4242, start_time=1.0, user="alice", command="python train.py",
-                             age_seconds=3600, memory=18 << 30, own=True, refusal=None,
-                             connection_file=None)
+    summary = ProcessSummary(
+        pid=4242,
+        start_time=1.0,
+        user="alice",
+        command="python train.py",
+        age_seconds=3600,
+        memory=18 << 30,
+        own=True,
+        refusal=None,
+        connection_file=None,
+    )
     dialogs = []
 
     def end_selected():

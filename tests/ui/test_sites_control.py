@@ -12,8 +12,9 @@ MiB = 1 << 20
 
 
 def _report(device="cuda:0", events=()):
-    return AgentReport(pid=4242, start_time=1.0, devices=(AgentDevice(device=device),),
-                       recent_events=tuple(events))
+    return AgentReport(
+        pid=4242, start_time=1.0, devices=(AgentDevice(device=device),), recent_events=tuple(events)
+    )
 
 
 def test_cpu_only_run_disables_the_button_and_says_why(qtbot):
@@ -45,15 +46,31 @@ def test_progress_then_the_top_sites_come_from_the_agents_events(qtbot):
     c = SitesControl(4242, start=lambda pid, steps: {"ok": True})
     qtbot.addWidget(c)
     c.show()
-    progress = AgentEvent("sites", 10.0, {"state": "recording", "steps": 3, "done_steps": 1,
-                                          "overhead": 0.04, "us_per_alloc": 1.2})
+    progress = AgentEvent(
+        "sites",
+        10.0,
+        {"state": "recording", "steps": 3, "done_steps": 1, "overhead": 0.04, "us_per_alloc": 1.2},
+    )
     c.update_from(_report(events=[progress]))
     assert "step 1 of 3 · overhead +4.0% step time, 1.20 µs per allocation" in c.result.text()
-    done = AgentEvent("sites", 12.0, {"state": "done", "steps": 3, "done_steps": 3, "overhead": 0.05,
-                                      "us_per_alloc": None, "snapshot_path": "/tmp/sites-1.pickle",
-                                      "devices": {"cuda:0": {"peak_bytes": 220 * MiB, "sites": [
-                                          {"site": "train.py:88 in forward", "bytes": 190 * MiB,
-                                           "count": 3}]}}})
+    done = AgentEvent(
+        "sites",
+        12.0,
+        {
+            "state": "done",
+            "steps": 3,
+            "done_steps": 3,
+            "overhead": 0.05,
+            "us_per_alloc": None,
+            "snapshot_path": "/tmp/sites-1.pickle",
+            "devices": {
+                "cuda:0": {
+                    "peak_bytes": 220 * MiB,
+                    "sites": [{"site": "train.py:88 in forward", "bytes": 190 * MiB, "count": 3}],
+                }
+            },
+        },
+    )
     c.update_from(_report(events=[progress, done]))
     text = c.result.text()
     assert "cuda:0, 220.0 MiB alive at the peak" in text

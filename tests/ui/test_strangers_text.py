@@ -12,7 +12,12 @@ from PySide6.QtGui import QTextDocument
 from vramscope.core.actions import ProcessSummary
 from vramscope.core.process_rows import COL, TableBuilder, TableOrder
 from vramscope.core.samples import (
-    Frame, GpuProcess, GpuSample, HostState, ProcessIdentity, ProcessInfo,
+    Frame,
+    GpuProcess,
+    GpuSample,
+    HostState,
+    ProcessIdentity,
+    ProcessInfo,
 )
 from vramscope.core.units import GiB
 from vramscope.ui.agent_device import legend_html
@@ -23,8 +28,11 @@ from vramscope.ui.process_model import ProcessTableModel
 from vramscope.ui.theme import ColourBook, current
 from vramscope.ui.timeline import _label
 
-HTML_ARGV = ("python", "<img src=x><b>bold</b><a href='http://evil'>click</a>",
-             "\x1b[2J\u202eexe.niart\r\nGPU 9 FORGED")
+HTML_ARGV = (
+    "python",
+    "<img src=x><b>bold</b><a href='http://evil'>click</a>",
+    "\x1b[2J\u202eexe.niart\r\nGPU 9 FORGED",
+)
 SHOWN = " ".join(HTML_ARGV)
 
 
@@ -38,10 +46,25 @@ def as_user_sees(tooltip: str) -> str:
 
 
 def test_a_command_tooltip_and_cell_show_html_as_text_and_controls_escaped(qtbot):
-    frame = Frame(time=1.7e9, gpus=(GpuSample(index=0, name="GPU", total=24 * GiB, used=GiB,
-                                              processes=(GpuProcess(pid=7, used=GiB, sm=0, info=ProcessInfo(
-                                                  pid=7, start_time=1.7e9, user="mallory",
-                                                  cmdline=HTML_ARGV)),)),))
+    frame = Frame(
+        time=1.7e9,
+        gpus=(
+            GpuSample(
+                index=0,
+                name="GPU",
+                total=24 * GiB,
+                used=GiB,
+                processes=(
+                    GpuProcess(
+                        pid=7,
+                        used=GiB,
+                        sm=0,
+                        info=ProcessInfo(pid=7, start_time=1.7e9, user="mallory", cmdline=HTML_ARGV),
+                    ),
+                ),
+            ),
+        ),
+    )
     model = ProcessTableModel(ColourBook())
     model.show(TableBuilder().build(frame, None, TableOrder()))
     cell = model.data(model.index(0, COL["Command"]))
@@ -53,29 +76,45 @@ def test_a_command_tooltip_and_cell_show_html_as_text_and_controls_escaped(qtbot
 
 
 def test_labels_of_the_end_process_dialog_hosts_and_cards_are_plain_text(themed_app, qtbot):
-    summary = ProcessSummary(pid=7, start_time=None, command=SHOWN, user="<i>mallory</i>",
-                             age_seconds=1.0, memory=GiB, own=False, connection_file=None,
-                             refusal="<b>no</b>", host="<u>lab2</u>")
+    summary = ProcessSummary(
+        pid=7,
+        start_time=None,
+        command=SHOWN,
+        user="<i>mallory</i>",
+        age_seconds=1.0,
+        memory=GiB,
+        own=False,
+        connection_file=None,
+        refusal="<b>no</b>",
+        host="<u>lab2</u>",
+    )
     dialog = EndProcessDialog(summary)
     qtbot.addWidget(dialog)
-    for label in (dialog.fields["Command"], dialog.fields["User"], dialog.fields["Host"],
-                  dialog.refusal, dialog.headline):
+    for label in (
+        dialog.fields["Command"],
+        dialog.fields["User"],
+        dialog.fields["Host"],
+        dialog.refusal,
+        dialog.headline,
+    ):
         assert label.textFormat() == Qt.TextFormat.PlainText
     assert "<img src=x>" in dialog.fields["Command"].text()
     assert "\x1b" not in dialog.fields["Command"].text()
 
     bar = HostsBar()
     qtbot.addWidget(bar)
-    bar.update_from(Frame(time=1.7e9, hosts=(HostState("<b>lab\x1b[2J</b>", "down",
-                                                       error="<img src=x> ssh: \x1b]0;t\x07"),)))
+    bar.update_from(
+        Frame(
+            time=1.7e9, hosts=(HostState("<b>lab\x1b[2J</b>", "down", error="<img src=x> ssh: \x1b]0;t\x07"),)
+        )
+    )
     (chip,) = bar.chips.values()
     assert chip.textFormat() == Qt.TextFormat.PlainText and "\\x1b[2J" in chip.text()
     assert "<img src=x> ssh: \\x1b]0;t\\x07" in as_user_sees(chip.toolTip())
 
     card = GpuCard(0)
     qtbot.addWidget(card)
-    card.update_from(GpuSample(index=0, name="<b>RTX</b>\u202e", uuid="GPU-1", total=24 * GiB,
-                               used=GiB))
+    card.update_from(GpuSample(index=0, name="<b>RTX</b>\u202e", uuid="GPU-1", total=24 * GiB, used=GiB))
     assert "<b>RTX</b>\\u202e" in as_user_sees(card.title.toolTip())
     assert "\u202e" not in card.title.text()
 

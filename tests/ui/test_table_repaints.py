@@ -56,14 +56,33 @@ def test_a_process_that_grows_repaints_its_memory_cell_and_nothing_else_of_its_r
 
 def _young(k: int, n: int = 300) -> Frame:
     """``n`` processes started at T0 on one GPU, seen ``k`` seconds later (ages in seconds)."""
-    procs = tuple(GpuProcess(pid=20_000 + p, used=(n - p) * MiB, sm=0,
-                             info=ProcessInfo(pid=20_000 + p, start_time=T0, user="u",
-                                              name="python", cmdline=("python", f"w{p}.py")))
-                  for p in range(n))
+    procs = tuple(
+        GpuProcess(
+            pid=20_000 + p,
+            used=(n - p) * MiB,
+            sm=0,
+            info=ProcessInfo(
+                pid=20_000 + p, start_time=T0, user="u", name="python", cmdline=("python", f"w{p}.py")
+            ),
+        )
+        for p in range(n)
+    )
     used = sum(p.used for p in procs)
-    return Frame(time=T0 + k, source="test", gpus=(GpuSample(
-        index=0, name="NVIDIA H100", uuid="GPU-0", total=80 * GiB, used=used,
-        free=80 * GiB - used, processes=procs),))
+    return Frame(
+        time=T0 + k,
+        source="test",
+        gpus=(
+            GpuSample(
+                index=0,
+                name="NVIDIA H100",
+                uuid="GPU-0",
+                total=80 * GiB,
+                used=used,
+                free=80 * GiB - used,
+                processes=procs,
+            ),
+        ),
+    )
 
 
 def test_a_long_table_repaints_only_the_rows_in_view_and_reads_the_rest_when_scrolled(qtbot):

@@ -20,9 +20,11 @@ from .helpers import save
 
 def _luminance(hex_colour: str) -> float:
     h = hex_colour.lstrip("#")
+
     def lin(c: float) -> float:
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-    r, g, b = (lin(int(h[i:i + 2], 16) / 255) for i in (0, 2, 4))
+
+    r, g, b = (lin(int(h[i : i + 2], 16) / 255) for i in (0, 2, 4))
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
@@ -79,9 +81,14 @@ class _App:
         return self.hints
 
 
-@pytest.mark.parametrize("desktop, expected", [
-    (Qt.ColorScheme.Dark, "dark"), (Qt.ColorScheme.Light, "light"), (Qt.ColorScheme.Unknown, "dark"),
-])
+@pytest.mark.parametrize(
+    "desktop, expected",
+    [
+        (Qt.ColorScheme.Dark, "dark"),
+        (Qt.ColorScheme.Light, "light"),
+        (Qt.ColorScheme.Unknown, "dark"),
+    ],
+)
 def test_system_mode_follows_the_desktop(desktop, expected):
     assert theme.resolve("system", _App(desktop)).name == expected
     assert theme.resolve("light", _App(Qt.ColorScheme.Dark)).name == "light"
@@ -113,8 +120,9 @@ def test_colour_book_keeps_each_process_in_its_place_across_a_switch(dark_again)
     assert [book.colour(("p", n)) for n in range(3)] == list(theme.LIGHT.PROCESS_COLOURS[:3])
 
 
-def test_live_switch_recolours_the_open_window(make_window, scripted_frames, dark_again,
-                                               artifacts_dir, qtbot):
+def test_live_switch_recolours_the_open_window(
+    make_window, scripted_frames, dark_again, artifacts_dir, qtbot
+):
     import pyqtgraph as pg
 
     w = make_window(scripted_frames)
@@ -194,8 +202,13 @@ _START = textwrap.dedent("""
 @pytest.mark.parametrize("mode", ["dark", "light"])
 def test_main_window_as_it_starts_in_each_scheme(mode, artifacts_dir):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    done = subprocess.run([sys.executable, "-c", _START, mode, str(artifacts_dir)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _START, mode, str(artifacts_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     scheme = theme.SCHEMES[mode]

@@ -48,13 +48,13 @@ def _choose_theme(window, settings, mode: str) -> None:
 def _desktop_turns(app, desktop, scheme: str) -> None:
     desktop.scheme = scheme
     app.styleHints().colorSchemeChanged.emit(
-        Qt.ColorScheme.Dark if scheme == "dark" else Qt.ColorScheme.Light)
+        Qt.ColorScheme.Dark if scheme == "dark" else Qt.ColorScheme.Light
+    )
 
 
 def _pixels(widget, rect=None) -> set[str]:
     image = widget.grab(rect).toImage() if rect is not None else widget.grab().toImage()
-    return {image.pixelColor(x, y).name() for x in range(image.width())
-            for y in range(image.height())}
+    return {image.pixelColor(x, y).name() for x in range(image.width()) for y in range(image.height())}
 
 
 def _pixel(window, widget, x: int, y: int) -> str:
@@ -87,8 +87,7 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
         corner = tl.mapFromScene(vb.mapToScene(vb.boundingRect().topLeft()))
         assert _pixel(window, tl, corner.x() + 3, corner.y() + 3) == new.PLOT_BACKGROUND
         for key, band in tl.stack.bands.items():
-            colour = (new.MUTED if key == OTHERS
-                      else window.colours.style(tl._unit_identity(key))[0])
+            colour = new.MUTED if key == OTHERS else window.colours.style(tl._unit_identity(key))[0]
             assert band.edge.pen().color().name().upper() == colour.upper()
     markers = [line for tl in window.gpu_panel.timelines.values() for line in tl.markers.lines.values()]
     assert markers  # the squatters' alerts (warnings) and the caught OOM's (critical)
@@ -122,7 +121,7 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
     dot = _pixels(tree.viewport(), rect.adjusted(0, 0, -rect.width() + tree.columnWidth(0), 0))
     assert new.WARNING in dot and old.WARNING not in dot
     details = _pixels(alerts.details.viewport())  # the most urgent: the caught OOM (critical)
-    assert (new.WARNING in details or new.ERROR in details)
+    assert new.WARNING in details or new.ERROR in details
     assert old.WARNING not in details and old.ERROR not in details
 
     # the agent: its buckets over time and at the peak phase, the legend
@@ -131,28 +130,33 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
     qtbot.wait(10)
     (section,) = window.services.panels.agents.views.values()
     dev = section.devices["cuda:0"]
-    assert [b.fill.brush().color().name().upper() for b in dev.bands] == \
-        [c.upper() for c in new.BUCKET_COLOURS]
+    assert [b.fill.brush().color().name().upper() for b in dev.bands] == [
+        c.upper() for c in new.BUCKET_COLOURS
+    ]
     for colour in new.BUCKET_COLOURS:
         assert colour in dev.bucket_legend.text()
     bars = dev.bars
     weights = bars._bars[0][0]
-    weights_px = bars.mapFromScene(bars.getPlotItem().vb.mapViewToScene(
-        weights.boundingRect().center()))  # the middle of the weights' bar
-    assert _pixel(window, bars, weights_px.x(), weights_px.y()).upper() == \
-        new.BUCKET_COLOURS[0].upper(), BUCKETS[0]
+    weights_px = bars.mapFromScene(
+        bars.getPlotItem().vb.mapViewToScene(weights.boundingRect().center())
+    )  # the middle of the weights' bar
+    assert _pixel(window, bars, weights_px.x(), weights_px.y()).upper() == new.BUCKET_COLOURS[0].upper(), (
+        BUCKETS[0]
+    )
 
     # the planner's verdict colours
     window.tabs.setCurrentIndex(PLANNER_TAB)
     qtbot.wait(10)
     planner = window.services.panels.planner
-    verdicts = {planner.gpu_table.item(r, 2).foreground().color().name()
-                for r in range(planner.gpu_table.rowCount())}
+    verdicts = {
+        planner.gpu_table.item(r, 2).foreground().color().name() for r in range(planner.gpu_table.rowCount())
+    }
     assert verdicts and verdicts <= {new.OK, new.ERROR}
 
 
 def test_a_live_switch_recolours_every_widget_of_the_busy_window(
-        busy, themed_app, follows_desktop, qtbot, tmp_path, artifacts_dir):
+    busy, themed_app, follows_desktop, qtbot, tmp_path, artifacts_dir
+):
     app = themed_app
     settings = Settings(str(tmp_path / "s.toml"))
     window = busy(settings=settings)
@@ -161,9 +165,17 @@ def test_a_live_switch_recolours_every_widget_of_the_busy_window(
     window.tabs.setCurrentIndex(0)
     about = AboutDialog(window.store.latest, window)
     about.show()
-    refusal = ProcessSummary(pid=35120, start_time=None, command="python3 notebooks/export_onnx.py",
-                             user="alice", age_seconds=7800.0, memory=820 << 20, own=True,
-                             connection_file=None, refusal="demo data: invented PID")
+    refusal = ProcessSummary(
+        pid=35120,
+        start_time=None,
+        command="python3 notebooks/export_onnx.py",
+        user="alice",
+        age_seconds=7800.0,
+        memory=820 << 20,
+        own=True,
+        connection_file=None,
+        refusal="demo data: invented PID",
+    )
     end = EndProcessDialog(refusal, "term", window)
     end.show()
     dialogs = (about, end)
@@ -184,7 +196,8 @@ def test_a_live_switch_recolours_every_widget_of_the_busy_window(
 
 
 def test_a_live_switch_recolours_a_session_window_with_hosts_and_a_fleet(
-        themed_app, follows_desktop, qtbot, tmp_path, artifacts_dir):
+    themed_app, follows_desktop, qtbot, tmp_path, artifacts_dir
+):
     """The views the busy window has not: a recorded session's scrubber and cursors,
     the chips of --host, the fleet overview of --from-prometheus."""
     from session.helpers import T0, record
@@ -210,9 +223,17 @@ def test_a_live_switch_recolours_a_session_window_with_hosts_and_a_fleet(
         fleet.update_from(types.SimpleNamespace(hosts=hosts, gpus=gpus))
         fleet.chosen = "lab-a"
         now = time.time()  # the fleet's plot spans the last hour
-        fleet.show_history("lab-a", {0: {"t": [now - 1800, now - 900, now],
-                                         "used": [20 << 30, 30 << 30, 30 << 30],
-                                         "total": [48 << 30] * 3}}, None)
+        fleet.show_history(
+            "lab-a",
+            {
+                0: {
+                    "t": [now - 1800, now - 900, now],
+                    "used": [20 << 30, 30 << 30, 30 << 30],
+                    "total": [48 << 30] * 3,
+                }
+            },
+            None,
+        )
         qtbot.wait(10)
         for old, new in ((theme.DARK, theme.LIGHT), (theme.LIGHT, theme.DARK)):
             follows_desktop.scheme = new.name

@@ -37,12 +37,18 @@ def recorded(directory: pathlib.Path) -> tuple[pathlib.Path | None, int]:
 
 def test_a_killed_window_leaves_its_session_whole_and_no_sampler(fake_nvml_files, sleepers, tmp_path):
     pid = sleepers(1)[0]
-    write_state(fake_nvml_files.state_path, FakeState(gpus=[FakeGpu(
-        used=3 * GiB, processes=[FakeProcess(pid, 3 * GiB)])]))
+    write_state(
+        fake_nvml_files.state_path,
+        FakeState(gpus=[FakeGpu(used=3 * GiB, processes=[FakeProcess(pid, 3 * GiB)])]),
+    )
     env = subprocess_env(fake_nvml_files.lib_path.parent, fake_nvml_files.state_path)
     env.update(QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(APP))
-    window = subprocess.Popen([sys.executable, "-m", "vramscope", "--interval", "0.2"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    window = subprocess.Popen(
+        [sys.executable, "-m", "vramscope", "--interval", "0.2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     directory = default_directory()
     try:
         deadline = time.monotonic() + 60
@@ -51,8 +57,7 @@ def test_a_killed_window_leaves_its_session_whole_and_no_sampler(fake_nvml_files
             time.sleep(0.3)
             path, samples = recorded(directory)
         assert samples >= 10, "the window's sampler recorded nothing"
-        (sampler,) = [c for c in psutil.Process(window.pid).children()
-                      if "stream" in c.cmdline()]
+        (sampler,) = [c for c in psutil.Process(window.pid).children() if "stream" in c.cmdline()]
         killed_at = time.time()
         os.kill(window.pid, signal.SIGKILL)
         window.wait(10)

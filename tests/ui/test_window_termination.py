@@ -16,12 +16,18 @@ from vramscope.core.session.library import default_directory
 
 def test_sigterm_leaves_one_complete_session_file(fake_nvml_files, sleepers, tmp_path):
     [pid] = sleepers(1)
-    fake_nvml_files.write(FakeState(gpus=[FakeGpu(used=3 * GiB, processes=[
-        FakeProcess(pid, 2 * GiB, sm=5)])]))
+    fake_nvml_files.write(
+        FakeState(gpus=[FakeGpu(used=3 * GiB, processes=[FakeProcess(pid, 2 * GiB, sm=5)])])
+    )
     env = dict(fake_nvml_files.env(), QT_QPA_PLATFORM="offscreen")
-    window = subprocess.Popen([sys.executable, "-m", "vramscope", "--interval", "0.2"],
-                              env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    window = subprocess.Popen(
+        [sys.executable, "-m", "vramscope", "--interval", "0.2"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         directory = default_directory()
         deadline = time.monotonic() + 60
@@ -48,15 +54,30 @@ def test_sigterm_leaves_one_complete_session_file(fake_nvml_files, sleepers, tmp
 
 def test_a_taken_prometheus_port_is_said_not_a_traceback(tmp_path):
     import socket
+
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
     port = taken.getsockname()[1]
     try:
         env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-        r = subprocess.run([sys.executable, "-m", "vramscope", "--demo", "--prometheus",
-                            f"127.0.0.1:{port}", "--quit-after", "1.5"], env=env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vramscope",
+                "--demo",
+                "--prometheus",
+                f"127.0.0.1:{port}",
+                "--quit-after",
+                "1.5",
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         taken.close()
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr

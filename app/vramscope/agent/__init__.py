@@ -37,6 +37,7 @@ _agent: Agent | None = None
 def __getattr__(name):
     if name == "Agent":
         from vramscope.agent.core import Agent
+
         return Agent
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -47,6 +48,7 @@ def start(model=None, optimizer=None, interval: float = DEFAULT_INTERVAL, **opti
     with _lock:
         if _agent is None:
             from vramscope.agent.core import Agent
+
             _agent = Agent(interval=interval, **options)
             if model is not None or optimizer is not None:
                 _agent.watch(model=model, optimizer=optimizer)

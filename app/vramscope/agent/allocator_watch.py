@@ -97,7 +97,6 @@ class AllocatorWatch:
         earlier = max(recent, default=None)
         oom = self.oom_request.get(name)
         seen = max((v for v in (earlier, oom) if v is not None), default=None)
-        out = summarize(segments, name, seen, expandable=bool(expandable) if expandable is not None
-                        else None)
+        out = summarize(segments, name, seen, expandable=bool(expandable) if expandable is not None else None)
         recent.append(out["largest_request"] or 0)
         return out

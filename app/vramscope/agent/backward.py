@@ -39,6 +39,7 @@ LEARN_BACKWARDS = 3  # backwards watched on every parameter before the hooks are
 
 def _accumulate_node(p):
     from torch.autograd.graph import get_gradient_edge
+
     return get_gradient_edge(p).node
 
 
@@ -98,6 +99,7 @@ class BackwardWatch:
             elif not self.running:
                 self._start(key)
             return None
+
         return hook
 
     def _start(self, key: int) -> None:
@@ -110,6 +112,7 @@ class BackwardWatch:
             queue = self._queue
             if queue is None:
                 from torch.autograd import Variable
+
                 queue = self._queue = Variable._execution_engine.queue_callback
             queue(self._end)
         except Exception:

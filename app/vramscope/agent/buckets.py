@@ -38,18 +38,32 @@ import torch
 
 from vramscope.agent.protocol import TENSOR_BUCKETS, Bucket
 
-WEIGHTS, GRADIENTS, OPTIMIZER_STATE = Bucket.WEIGHTS.value, Bucket.GRADIENTS.value, Bucket.OPTIMIZER_STATE.value
-GRADIENTS_UNKNOWN = ("gradients and activations + temporaries n/a: a backward may have made gradients "
-                     "since the training thread last showed them, and it has run no hook since")
-UNOWNED = ("weights and activations + temporaries n/a: an optimizer trains parameters of a model the "
-           "agent has not met, whose buffers (e.g. BatchNorm statistics) are not known; it is found at "
-           "its next forward, or register it with agent.watch(model=...)")
-NOTHING_REGISTERED = ("no breakdown: no model or optimizer is known yet (found at the first optimizer "
-                      "step, or register them with agent.watch)")
-CHANGED = ("gradients and activations + temporaries n/a: gradients or optimizer state changed while "
-           "the allocator was read (three tries)")
-NOT_ALLOCATOR = ("activations + temporaries n/a: tensors on a device whose allocator is not read here "
-                 "(host memory: e.g. an optimizer's state kept on the CPU, offloaded parameters)")
+WEIGHTS, GRADIENTS, OPTIMIZER_STATE = (
+    Bucket.WEIGHTS.value,
+    Bucket.GRADIENTS.value,
+    Bucket.OPTIMIZER_STATE.value,
+)
+GRADIENTS_UNKNOWN = (
+    "gradients and activations + temporaries n/a: a backward may have made gradients "
+    "since the training thread last showed them, and it has run no hook since"
+)
+UNOWNED = (
+    "weights and activations + temporaries n/a: an optimizer trains parameters of a model the "
+    "agent has not met, whose buffers (e.g. BatchNorm statistics) are not known; it is found at "
+    "its next forward, or register it with agent.watch(model=...)"
+)
+NOTHING_REGISTERED = (
+    "no breakdown: no model or optimizer is known yet (found at the first optimizer "
+    "step, or register them with agent.watch)"
+)
+CHANGED = (
+    "gradients and activations + temporaries n/a: gradients or optimizer state changed while "
+    "the allocator was read (three tries)"
+)
+NOT_ALLOCATOR = (
+    "activations + temporaries n/a: tensors on a device whose allocator is not read here "
+    "(host memory: e.g. an optimizer's state kept on the CPU, offloaded parameters)"
+)
 _MAX_DEPTH = 4
 _SCALAR_BYTES = 8  # a CPU optimizer scalar this small goes with its parameter's device
 
@@ -175,8 +189,9 @@ class _Counter:
             per[bucket] += nbytes
 
 
-def measure(owners: Owners, grads: dict[str, int] | None = None,
-            grads_known: bool = True) -> dict[str, dict[str, int | None]]:
+def measure(
+    owners: Owners, grads: dict[str, int] | None = None, grads_known: bool = True
+) -> dict[str, dict[str, int | None]]:
     """device -> {"weights", "gradients", "optimizer_state"} in bytes now.
 
     A device that appears has all three keys. Without ``grads`` the gradients are
@@ -220,9 +235,13 @@ def tensor_buckets(models: Iterable = (), optimizers: Iterable = ()) -> dict[str
     return measure(collect(models, optimizers))
 
 
-def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
-                 reserved: int | None, other_unknown: str | None = None,
-                 grads_unknown: str = GRADIENTS_UNKNOWN) -> tuple[dict[str, int | None], str | None]:
+def full_buckets(
+    tensor: dict[str, int] | None,
+    allocated: int | None,
+    reserved: int | None,
+    other_unknown: str | None = None,
+    grads_unknown: str = GRADIENTS_UNKNOWN,
+) -> tuple[dict[str, int | None], str | None]:
     """The five buckets for one device, and why one is None (or None).
 
     ``tensor`` and ``allocated`` must be read at the same instant.
@@ -237,9 +256,11 @@ def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
     if allocated is not None and None not in (w, g, s):
         other = allocated - w - g - s
         if other < 0:
-            note = (f"activations + temporaries n/a: weights, gradients and optimizer state add up to "
-                    f"{-other} bytes more than PyTorch's allocator holds (tensors from outside its "
-                    f"allocator, e.g. DLPack, or tensors that changed between the two readings)")
+            note = (
+                f"activations + temporaries n/a: weights, gradients and optimizer state add up to "
+                f"{-other} bytes more than PyTorch's allocator holds (tensors from outside its "
+                f"allocator, e.g. DLPack, or tensors that changed between the two readings)"
+            )
             other = None
     elif tensor is not None and g is None and w is not None:
         note = grads_unknown
@@ -247,5 +268,10 @@ def full_buckets(tensor: dict[str, int] | None, allocated: int | None,
         w = other = None
         note = other_unknown
     cached = reserved - allocated if (allocated is not None and reserved is not None) else None
-    return {WEIGHTS: w, GRADIENTS: g, OPTIMIZER_STATE: s,
-            Bucket.OTHER_ALLOCATED.value: other, Bucket.CACHED_FREE.value: cached}, note
+    return {
+        WEIGHTS: w,
+        GRADIENTS: g,
+        OPTIMIZER_STATE: s,
+        Bucket.OTHER_ALLOCATED.value: other,
+        Bucket.CACHED_FREE.value: cached,
+    }, note

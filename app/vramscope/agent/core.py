@@ -51,6 +51,7 @@ from vramscope.agent.steps import StepTracker
 log = logging.getLogger(__name__)
 
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
+
 WALK_BUDGET = 0.002  # finding the owners (the module walk) may take at most 0.2 % of wall time
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
@@ -66,8 +67,15 @@ def _say_once(text: str) -> None:
 
 
 class Agent:
-    def __init__(self, interval: float = DEFAULT_INTERVAL, provider=None, runtime_dir: str | None = None,
-                 ring_caps: dict | None = None, discover: bool = True, final_dump: bool = True):
+    def __init__(
+        self,
+        interval: float = DEFAULT_INTERVAL,
+        provider=None,
+        runtime_dir: str | None = None,
+        ring_caps: dict | None = None,
+        discover: bool = True,
+        final_dump: bool = True,
+    ):
         self.interval = max(MIN_INTERVAL, float(interval))
         self.identity = paths.identity()
         self._provider = provider
@@ -86,22 +94,36 @@ class Agent:
         self._rediscover_layout: tuple | None = None  # the layout discovery was re-armed for
         self.handoff = Handoff(self._sample_for_agent, self._note_between_statements)
         self.phases = PhaseTracker(dict, self._emit, name=self._device_name)
-        self.steps = StepTracker(on_boundary=self._on_step_boundary, phases=self.phases,
-                                 handoff=self.handoff, ledger=self.ledger, resync=self._resync)
+        self.steps = StepTracker(
+            on_boundary=self._on_step_boundary,
+            phases=self.phases,
+            handoff=self.handoff,
+            ledger=self.ledger,
+            resync=self._resync,
+        )
         if provider is not None:
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.outside_events = OutsideEvents(self._emit)  # process-group init, torch.compile
         self.sharding = Sharding()  # FSDP2's unsharded copies, DDP's gradient buckets
         self.input_shape = InputShape()  # the micro-batch (and sequence) measured at
-        self.model_hooks = ModelHooks(self._emit, phases=self.phases, steps_done=lambda: self.steps.count,
-                                      ledger=self.ledger, handoff=self.handoff)
+        self.model_hooks = ModelHooks(
+            self._emit,
+            phases=self.phases,
+            steps_done=lambda: self.steps.count,
+            ledger=self.ledger,
+            handoff=self.handoff,
+        )
         self.module_sampler = ModuleSampler(lambda: self.steps.count)
         self.module_sampler.optimizers = self.optimizers
         self.steps.on_quiet = self.model_hooks.set_quiet  # quiet steps: no forward post-hooks
         self.module_sampler.driven = True  # its step end is the step tracker's (quiet steps skip it)
-        self.steps.after_full, self.steps.quiet_cap = self.module_sampler.after_step, self.module_sampler.quiet_cap
-        self.discovery = ModelDiscovery(self.watch_models, on_first_call=self._first_forward) \
-            if discover else None
+        self.steps.after_full, self.steps.quiet_cap = (
+            self.module_sampler.after_step,
+            self.module_sampler.quiet_cap,
+        )
+        self.discovery = (
+            ModelDiscovery(self.watch_models, on_first_call=self._first_forward) if discover else None
+        )
         self._events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
         self._owners: Owners | None = None  # the cached walk: whose tensors count
         self.measured: Owners | None = None  # the owners the last buckets were measured from
@@ -189,6 +211,7 @@ class Agent:
             provider = self._provider
             if provider is None:
                 from vramscope.agent.stats import default_provider
+
                 provider = default_provider()
             self._set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.steps.install()
@@ -262,11 +285,13 @@ class Agent:
     # -- the agent thread ------------------------------------------------------------------------
     def _run(self) -> None:
         try:
-            directory, refused = ((self._runtime_dir, []) if self._runtime_dir
-                                  else paths.choose_agent_dir())
+            directory, refused = (self._runtime_dir, []) if self._runtime_dir else paths.choose_agent_dir()
             if refused:
-                log.warning("vramscope agent: %s; listening in %s instead (the monitor looks "
-                            "there too)", "; ".join(refused), directory)
+                log.warning(
+                    "vramscope agent: %s; listening in %s instead (the monitor looks there too)",
+                    "; ".join(refused),
+                    directory,
+                )
             paths.secure_dir(directory)
             paths.remove_stale(directory)
             ticks = self.identity.get("start_ticks") or 0
@@ -275,8 +300,9 @@ class Agent:
         except Exception as exc:  # no socket: keep sampling (a final dump may still be read)
             self.server_error = str(exc)
             self._error(exc)
-            _say_once(f"vramscope agent: no monitor connection for this run ({exc}); "
-                      "training goes on, unwatched")
+            _say_once(
+                f"vramscope agent: no monitor connection for this run ({exc}); training goes on, unwatched"
+            )
         self._started.set()
         next_due = time.monotonic()
         handoff = self.handoff
@@ -350,8 +376,11 @@ class Agent:
             if drain:
                 self._drain()
             now = time.time()
-            if self._walk_due or (not read_grads and time.monotonic() >= self._next_walk) \
-                    or self._layout_now() != self._layout:
+            if (
+                self._walk_due
+                or (not read_grads and time.monotonic() >= self._next_walk)
+                or self._layout_now() != self._layout
+            ):
                 self._walk()
             if read_grads:  # the training thread: nothing changes the tensors while it reads
                 devices = self.reader.read(ItemKind.SAMPLE) if self.reader is not None else {}
@@ -440,11 +469,24 @@ class Agent:
         out = []
         for o in self.optimizers():
             groups = getattr(o, "param_groups", ())
-            out.append((id(o), len(groups), sum(len(g.get("params", ())) for g in groups),
-                        where_of(groups[0].get("params") if groups else None)))
+            out.append(
+                (
+                    id(o),
+                    len(groups),
+                    sum(len(g.get("params", ())) for g in groups),
+                    where_of(groups[0].get("params") if groups else None),
+                )
+            )
         for m in self.models():
-            out.append((id(m), len(m._modules), len(m._parameters), len(m._buffers),
-                        where_of(next(m.parameters(), None))))
+            out.append(
+                (
+                    id(m),
+                    len(m._modules),
+                    len(m._parameters),
+                    len(m._buffers),
+                    where_of(next(m.parameters(), None)),
+                )
+            )
         return tuple(out)
 
     def _walk(self) -> None:
@@ -506,8 +548,9 @@ class Agent:
         except Exception as exc:
             self._error(exc)
 
-    def record_oom(self, device: int | None, requested: int | None, device_free: int | None,
-                   source: str) -> None:
+    def record_oom(
+        self, device: int | None, requested: int | None, device_free: int | None, source: str
+    ) -> None:
         oom.record(self, device, requested, device_free, source)
 
     def _check_num_ooms(self, devices: dict, now: float) -> None:
@@ -521,4 +564,3 @@ class Agent:
     def write_final(self) -> str | None:
         """At exit: the whole ring to <runtime dir>/agent-<pid>-<ticks>.final.json (0600)."""
         return requests.write_final(self)
-

@@ -59,8 +59,17 @@ _RUN_PENDING = _PENDING_CALL(_run_pending)
 
 
 class Handoff:
-    __slots__ = ("wanted", "deadline", "served", "main_thread_trains", "pending_call", "_lock", "_take",
-                 "note", "__weakref__")
+    __slots__ = (
+        "wanted",
+        "deadline",
+        "served",
+        "main_thread_trains",
+        "pending_call",
+        "_lock",
+        "_take",
+        "note",
+        "__weakref__",
+    )
 
     def __init__(self, take, note=None):
         self.wanted = False  # hooks read only this while nothing is asked

@@ -74,8 +74,10 @@ class InputShape:
 
     def attach(self, model) -> list:
         """Hook ``model``; returns the two hooks' handles."""
-        handles = [model.register_forward_pre_hook(self._pre, with_kwargs=True),
-                   model.register_forward_hook(self._post)]
+        handles = [
+            model.register_forward_pre_hook(self._pre, with_kwargs=True),
+            model.register_forward_hook(self._post),
+        ]
         self._handles.extend(handles)
         return handles
 
@@ -114,5 +116,4 @@ class InputShape:
         """What the sample item carries ("input"); None before a training forward."""
         if self.batch is None:
             return None
-        return {"batch": self.batch, "seq": self.seq, "model": self.model,
-                "output_bytes": self.output_bytes}
+        return {"batch": self.batch, "seq": self.seq, "model": self.model, "output_bytes": self.output_bytes}

@@ -50,8 +50,9 @@ DISCOVERY_ROOT_CALLS = 64  # give up discovery after this many top-level forward
 
 
 class ModelHooks:
-    def __init__(self, emit, clock=time.monotonic, phases=None, steps_done=lambda: 0, ledger=None,
-                 handoff=None):
+    def __init__(
+        self, emit, clock=time.monotonic, phases=None, steps_done=lambda: 0, ledger=None, handoff=None
+    ):
         self._emit = emit  # emit(kind, data) -> None (non-blocking)
         self._clock = clock
         self._phases = phases  # PhaseTracker or None
@@ -72,8 +73,10 @@ class ModelHooks:
         key = id(model)
         if key in self._handles:
             return
-        handles = [model.register_forward_hook(self._post_hook),
-                   model.register_forward_pre_hook(self._pre_hook)]
+        handles = [
+            model.register_forward_hook(self._post_hook),
+            model.register_forward_pre_hook(self._pre_hook),
+        ]
         self._handles[key] = handles
         self._pre_hooks = True
 
@@ -177,9 +180,15 @@ class ModelHooks:
             return
         self._last_eval[key] = now
         count, self._eval_count[key] = self._eval_count[key], 0
-        self._emit(EventKind.EVAL_AUTOGRAD, {"model": type(module).__name__, "forwards": count,
-                                     "text": "forward in eval mode with autograd on; "
-                                             "wrap evaluation in torch.no_grad() or torch.inference_mode()"})
+        self._emit(
+            EventKind.EVAL_AUTOGRAD,
+            {
+                "model": type(module).__name__,
+                "forwards": count,
+                "text": "forward in eval mode with autograd on; "
+                "wrap evaluation in torch.no_grad() or torch.inference_mode()",
+            },
+        )
 
     def _use_cache(self, module) -> None:
         key = id(module)
@@ -188,10 +197,14 @@ class ModelHooks:
         if last is not None and now - last < USE_CACHE_EVERY:
             return
         self._last_cache[key] = now
-        self._emit(EventKind.CHECKPOINTING_USE_CACHE, {
-            "model": type(module).__name__,
-            "text": "a training forward with gradient checkpointing returned a key/value cache, which "
-                    "holds what checkpointing was meant to free; pass use_cache=False in training"})
+        self._emit(
+            EventKind.CHECKPOINTING_USE_CACHE,
+            {
+                "model": type(module).__name__,
+                "text": "a training forward with gradient checkpointing returned a key/value cache, which "
+                "holds what checkpointing was meant to free; pass use_cache=False in training",
+            },
+        )
 
 
 def _returned_cache(output: dict) -> bool:
@@ -235,10 +248,14 @@ class ModelDiscovery:
             return
         self._depth = self._root_calls = 0  # (installed again for a model met late)
         from torch.nn.modules.module import (
-            register_module_forward_hook, register_module_forward_pre_hook,
+            register_module_forward_hook,
+            register_module_forward_pre_hook,
         )
-        self._handles = [register_module_forward_pre_hook(self._pre),
-                         register_module_forward_hook(self._post)]
+
+        self._handles = [
+            register_module_forward_pre_hook(self._pre),
+            register_module_forward_hook(self._post),
+        ]
 
     def _pre(self, module, args) -> None:
         if is_compiling():  # a module inside a compiled region: its top-level caller was seen

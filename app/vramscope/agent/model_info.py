@@ -57,12 +57,18 @@ def describe_models(models, optimizers) -> list[dict]:
                 trainable_tensors += 1
             if optimizer is None:
                 optimizer = owners.get(id(p))
-        out.append({
-            "name": type(m).__name__, "params": params, "tensors": tensors,
-            "trainable": trainable, "trainable_tensors": trainable_tensors,
-            "param_bytes": nbytes, "trainable_bytes": trainable_bytes,
-            "bytes_per_param": nbytes / params if params else None,
-            "dtypes": dtypes,
-            "optimizer": _optimizer_entry(optimizer) if optimizer is not None else None,
-        })
+        out.append(
+            {
+                "name": type(m).__name__,
+                "params": params,
+                "tensors": tensors,
+                "trainable": trainable,
+                "trainable_tensors": trainable_tensors,
+                "param_bytes": nbytes,
+                "trainable_bytes": trainable_bytes,
+                "bytes_per_param": nbytes / params if params else None,
+                "dtypes": dtypes,
+                "optimizer": _optimizer_entry(optimizer) if optimizer is not None else None,
+            }
+        )
     return out

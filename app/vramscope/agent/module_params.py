@@ -65,8 +65,10 @@ def _tensor_owners(model, tree: Tree):
     first: dict[int, str | None] = {}
     shared_nodes: set = set()
     out = []
-    for kind, items in ((True, model.named_parameters(remove_duplicate=False)),
-                        (False, model.named_buffers(remove_duplicate=False))):
+    for kind, items in (
+        (True, model.named_parameters(remove_duplicate=False)),
+        (False, model.named_buffers(remove_duplicate=False)),
+    ):
         for name, t in items:
             if t is None:
                 continue

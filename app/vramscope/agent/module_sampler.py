@@ -110,12 +110,16 @@ class ModuleSampler:
         if not self.on or id(model) in self._models:
             return []
         import weakref
+
         w = _Watched(weakref.ref(model))
-        w.handles = [model.register_forward_pre_hook(self._make_pre(w)),
-                     model.register_forward_hook(self._make_post(w), always_call=True)]
+        w.handles = [
+            model.register_forward_pre_hook(self._make_pre(w)),
+            model.register_forward_hook(self._make_post(w), always_call=True),
+        ]
         self._models[id(model)] = w
         if self._opt_handle is None and not self.driven:
             from torch.optim.optimizer import register_optimizer_step_post_hook
+
             self._opt_handle = register_optimizer_step_post_hook(self._after_step)
         return list(w.handles)
 
@@ -159,6 +163,7 @@ class ModuleSampler:
                 w.recorder.enter()
             except Exception as exc:
                 self._failed(w, exc)
+
         return pre
 
     def _make_post(self, w: _Watched):
@@ -174,6 +179,7 @@ class ModuleSampler:
                     w.recorder, w.why = None, FORWARD_RAISED
             except Exception as exc:
                 self._failed(w, exc)
+
         return post
 
     def _failed(self, w: _Watched, exc: BaseException) -> None:
@@ -261,22 +267,34 @@ class ModuleSampler:
             elif rec.unavailable.get(""):
                 why = rec.unavailable[""]
             else:
-                saved = subtree_sums({k: {ACTIVATIONS: v} for k, v in rec.own.items()}, tree,
-                                     (ACTIVATIONS,))
+                saved = subtree_sums({k: {ACTIVATIONS: v} for k, v in rec.own.items()}, tree, (ACTIVATIONS,))
                 unavailable = rec.unavailable
         elif why is None:
             why = NOT_SEEN
         rows = []
         for name in tree.names:
-            row = {"name": name, "parent": tree.parent[name], **sums[name], "shared": name in shared,
-                   ACTIVATIONS: None, "why": None}
+            row = {
+                "name": name,
+                "parent": tree.parent[name],
+                **sums[name],
+                "shared": name in shared,
+                ACTIVATIONS: None,
+                "why": None,
+            }
             if saved is not None and name not in unavailable:
                 row[ACTIVATIONS] = saved[name][ACTIVATIONS]
             else:
                 row["why"] = unavailable.get(name) if unavailable else why
             rows.append(row)
-        return {"t": time.time(), "step": step, "device": _device(model), "model": type(model).__name__,
-                "every": self.every, "cut": tree.cut, "modules": rows}
+        return {
+            "t": time.time(),
+            "step": step,
+            "device": _device(model),
+            "model": type(model).__name__,
+            "every": self.every,
+            "cut": tree.cut,
+            "modules": rows,
+        }
 
 
 def _device(model) -> str:
@@ -289,9 +307,25 @@ def _unavailable(model, step: int, why: str | None) -> dict:
     rows = []
     try:
         for name, _ in model.named_children():
-            rows.append({"name": name, "parent": None, "weights": None, "gradients": None,
-                         "optimizer_state": None, ACTIVATIONS: None, "shared": False, "why": why})
+            rows.append(
+                {
+                    "name": name,
+                    "parent": None,
+                    "weights": None,
+                    "gradients": None,
+                    "optimizer_state": None,
+                    ACTIVATIONS: None,
+                    "shared": False,
+                    "why": why,
+                }
+            )
     except Exception:
         pass
-    return {"t": time.time(), "step": step, "device": "cpu", "model": type(model).__name__,
-            "modules": rows, "why": why}
+    return {
+        "t": time.time(),
+        "step": step,
+        "device": "cpu",
+        "model": type(model).__name__,
+        "modules": rows,
+        "why": why,
+    }

@@ -80,8 +80,10 @@ class SavedRecorder:
         self._hooks.__enter__()
         self.active = True
         self._mine = _top_hooks(False)
-        self._handles = [register_module_forward_pre_hook(self._pre),
-                         register_module_forward_hook(self._post, always_call=True)]
+        self._handles = [
+            register_module_forward_pre_hook(self._pre),
+            register_module_forward_hook(self._post, always_call=True),
+        ]
 
     def leave(self) -> None:
         """Remove the module hooks and pop the saved-tensor hooks if they are still on top
@@ -132,8 +134,9 @@ class SavedRecorder:
             if _top_hooks(False) != self._mine:
                 self.unavailable.setdefault(node, _why_shadowed())
             elif self._grad and not torch.is_grad_enabled():
-                self.unavailable.setdefault(node, CHECKPOINTED if _in_checkpoint() else
-                                            "ran under no_grad inside a training forward")
+                self.unavailable.setdefault(
+                    node, CHECKPOINTED if _in_checkpoint() else "ran under no_grad inside a training forward"
+                )
 
     def _post(self, module, args, output) -> None:
         if is_compiling():
@@ -150,6 +153,7 @@ def _in_checkpoint() -> bool:
     """Whether a reentrant ``torch.utils.checkpoint`` forward is running (its Function
     runs the module under no_grad): the caller frames say so."""
     import sys
+
     f = sys._getframe(2)
     depth = 0
     while f is not None and depth < 40:

@@ -35,6 +35,7 @@ def attach_observer(callback) -> bool:
     """Attach ``callback(device, alloc, device_allocated, device_free)``; False if unsupported."""
     try:
         import torch
+
         attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
         if attach is None or not torch.cuda.is_available():
             return False
@@ -53,13 +54,15 @@ def largest_blocks(snapshot: dict, device: int | None = None, n: int = LARGEST_B
         for b in seg.get("blocks", ()) or ():
             if b.get("state") != "active_allocated":
                 continue
-            blocks.append({
-                "size": int(b.get("size", 0)),
-                "requested_size": int(b.get("requested_size", b.get("size", 0))),
-                "address": int(b.get("address", 0)),
-                "segment_type": seg.get("segment_type"),
-                "stream": seg.get("stream"),
-            })
+            blocks.append(
+                {
+                    "size": int(b.get("size", 0)),
+                    "requested_size": int(b.get("requested_size", b.get("size", 0))),
+                    "address": int(b.get("address", 0)),
+                    "segment_type": seg.get("segment_type"),
+                    "stream": seg.get("stream"),
+                }
+            )
     blocks.sort(key=lambda b: b["size"], reverse=True)
     return blocks[:n]
 
@@ -72,8 +75,9 @@ def snapshot_dir() -> str:
     return os.path.join(cache, "vramscope", "snapshots")
 
 
-def dump_snapshot(snapshot: dict, pid: int, when: float | None = None,
-                  directory: str | None = None, prefix: str = "oom") -> str:
+def dump_snapshot(
+    snapshot: dict, pid: int, when: float | None = None, directory: str | None = None, prefix: str = "oom"
+) -> str:
     """Write a memory_viz-compatible pickle (protocol 4), 0600; return its path."""
     directory = directory or snapshot_dir()
     os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -90,9 +94,17 @@ def dump_snapshot(snapshot: dict, pid: int, when: float | None = None,
     return path
 
 
-def build_oom_event(device: int | None, requested: int | None, device_free: int | None,
-                    device_total: int | None, devices: dict, buckets: dict,
-                    snapshot: dict | None, snapshot_path: str | None, source: str) -> dict:
+def build_oom_event(
+    device: int | None,
+    requested: int | None,
+    device_free: int | None,
+    device_total: int | None,
+    devices: dict,
+    buckets: dict,
+    snapshot: dict | None,
+    snapshot_path: str | None,
+    source: str,
+) -> dict:
     """The event payload: what was asked, what was there, what filled it."""
     name = f"cuda:{device}" if device is not None else None
     stats = devices.get(name) if name else None
@@ -140,8 +152,9 @@ def record(agent, device: int | None, requested: int | None, device_free: int | 
                 path = dump_snapshot(snapshot, os.getpid())
         except Exception as exc:
             agent._error(exc)
-    event = build_oom_event(device, requested, device_free, total, devices,
-                            agent.buckets_now(devices), snapshot, path, source)
+    event = build_oom_event(
+        device, requested, device_free, total, devices, agent.buckets_now(devices), snapshot, path, source
+    )
     postmortem.complete(agent, event, device, snapshot)
     agent._emit(EventKind.OOM, event)
 
@@ -156,6 +169,17 @@ def check_num_ooms(agent, devices: dict) -> None:
         agent._last_num_ooms[name] = max(n, prev or 0)
         if prev is not None and n > prev:
             index = int(name.split(":")[1]) if ":" in name else None
-            agent._emit(EventKind.OOM, build_oom_event(
-                index, None, None, fields.get("total"), devices, agent.buckets_now(devices), None, None,
-                "num_ooms"))
+            agent._emit(
+                EventKind.OOM,
+                build_oom_event(
+                    index,
+                    None,
+                    None,
+                    fields.get("total"),
+                    devices,
+                    agent.buckets_now(devices),
+                    None,
+                    None,
+                    "num_ooms",
+                ),
+            )

@@ -70,8 +70,11 @@ def _n(v) -> int | None:
 def shortfall_split(short: int, fragmentation, others, outside) -> dict:
     """The shortfall in four parts, each at most what is there, in the module's order."""
     parts, left = {}, short
-    for key, there in (("fragmentation", fragmentation), ("other_processes", others),
-                       ("outside_pytorch", outside)):
+    for key, there in (
+        ("fragmentation", fragmentation),
+        ("other_processes", others),
+        ("outside_pytorch", outside),
+    ):
         take = min(left, there) if there is not None else None
         parts[key] = take
         left -= take or 0
@@ -80,8 +83,12 @@ def shortfall_split(short: int, fragmentation, others, outside) -> dict:
 
 
 def _fix(name: str, recovers, detail: str, short: int) -> dict:
-    return {"fix": name, "recovers": recovers, "detail": detail,
-            "covers": recovers is not None and short > 0 and recovers >= short}
+    return {
+        "fix": name,
+        "recovers": recovers,
+        "detail": detail,
+        "covers": recovers is not None and short > 0 and recovers >= short,
+    }
 
 
 def _micro_batch(activations, short: int) -> dict | None:
@@ -91,9 +98,13 @@ def _micro_batch(activations, short: int) -> dict | None:
         keep = activations >> k
         if activations - keep >= short:
             break
-    return _fix(f"micro-batch ÷{1 << k}", activations - keep,
-                f"activations + temporaries ({fmt(activations)}) scale with the micro-batch; "
-                f"gradient accumulation ×{1 << k} keeps the effective batch", short)
+    return _fix(
+        f"micro-batch ÷{1 << k}",
+        activations - keep,
+        f"activations + temporaries ({fmt(activations)}) scale with the micro-batch; "
+        f"gradient accumulation ×{1 << k} keeps the effective batch",
+        short,
+    )
 
 
 def _checkpointing(modules, short: int) -> dict | None:
@@ -107,13 +118,17 @@ def _checkpointing(modules, short: int) -> dict | None:
         total += m["activations"]
         if total >= short or len(chosen) >= 6:
             break
-    return _fix("activation checkpointing on " + ", ".join(chosen), total,
-                "at most their saved activations (each keeps its input and recomputes the rest "
-                "in backward)", short)
+    return _fix(
+        "activation checkpointing on " + ", ".join(chosen),
+        total,
+        "at most their saved activations (each keeps its input and recomputes the rest in backward)",
+        short,
+    )
 
 
-def fixes(buckets: dict, allocator: dict | None, modules, others, short: int,
-          expandable_on: bool | None) -> list[dict]:
+def fixes(
+    buckets: dict, allocator: dict | None, modules, others, short: int, expandable_on: bool | None
+) -> list[dict]:
     out = []
     act = _n(buckets.get("other_allocated"))
     for f in (_micro_batch(act, short), _checkpointing(modules, short)):
@@ -121,26 +136,56 @@ def fixes(buckets: dict, allocator: dict | None, modules, others, short: int,
             out.append(f)
     rec = _n((allocator or {}).get("expandable_recovers"))
     if rec and not expandable_on:
-        out.append(_fix("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", rec,
-                        "the whole pages inside the free slivers of partly used segments", short))
+        out.append(
+            _fix(
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                rec,
+                "the whole pages inside the free slivers of partly used segments",
+                short,
+            )
+        )
     for p in sorted(others or (), key=lambda p: _n(p.get("used")) or 0, reverse=True)[:LINES_TOP]:
         if _n(p.get("used")):
-            out.append(_fix(f"end PID {p.get('pid')} ({p.get('name') or '?'})", p["used"],
-                            "another process holding memory on this GPU", short))
+            out.append(
+                _fix(
+                    f"end PID {p.get('pid')} ({p.get('name') or '?'})",
+                    p["used"],
+                    "another process holding memory on this GPU",
+                    short,
+                )
+            )
     opt, grads = _n(buckets.get("optimizer_state")), _n(buckets.get("gradients"))
     if opt:
-        out.append(_fix("8-bit optimizer (bitsandbytes Adam8bit)", int(opt * EIGHT_BIT_SAVES),
-                        "Adam's moments at 1 byte each instead of 4", short))
+        out.append(
+            _fix(
+                "8-bit optimizer (bitsandbytes Adam8bit)",
+                int(opt * EIGHT_BIT_SAVES),
+                "Adam's moments at 1 byte each instead of 4",
+                short,
+            )
+        )
     if opt or grads:
         held = (opt or 0) + (grads or 0)
-        out.append(_fix("LoRA adapters instead of full fine-tuning", int(held * (1 - LORA_KEEPS)),
-                        "the frozen base needs no gradients or optimizer state", short))
+        out.append(
+            _fix(
+                "LoRA adapters instead of full fine-tuning",
+                int(held * (1 - LORA_KEEPS)),
+                "the frozen base needs no gradients or optimizer state",
+                short,
+            )
+        )
     out.sort(key=lambda f: f["recovers"] or 0, reverse=True)
     return out
 
 
-def build_report(oom: dict, modules=None, tensors=None, others=None, outside_pytorch=None,
-                 expandable_on: bool | None = None) -> dict:
+def build_report(
+    oom: dict,
+    modules=None,
+    tensors=None,
+    others=None,
+    outside_pytorch=None,
+    expandable_on: bool | None = None,
+) -> dict:
     """The post-mortem of one OOM event (see the module's docstring)."""
     requested, free, total = _n(oom.get("requested")), _n(oom.get("device_free")), _n(oom.get("device_total"))
     reserved = _n(oom.get("reserved"))
@@ -154,8 +199,7 @@ def build_report(oom: dict, modules=None, tensors=None, others=None, outside_pyt
         combined = None
     else:  # the agent alone: everything on the GPU neither free nor in this process's cache
         other_bytes = outside = None
-        combined = (max(0, total - free - reserved)
-                    if None not in (total, free, reserved) else None)
+        combined = max(0, total - free - reserved) if None not in (total, free, reserved) else None
     split = None
     if short is not None:
         frag = _n((allocator or {}).get("free_split"))
@@ -166,31 +210,55 @@ def build_report(oom: dict, modules=None, tensors=None, others=None, outside_pyt
             split["other_processes_and_outside_pytorch"] = split.pop("other_processes")
     if expandable_on is None:
         expandable_on = (allocator or {}).get("expandable_recovers") is None and allocator is not None
-    top_modules = sorted((m for m in modules or () if isinstance(m, dict)),
-                         key=lambda m: sum(_n(m.get(k)) or 0 for k in
-                                           ("weights", "gradients", "optimizer_state", "activations")),
-                         reverse=True)
+    top_modules = sorted(
+        (m for m in modules or () if isinstance(m, dict)),
+        key=lambda m: sum(
+            _n(m.get(k)) or 0 for k in ("weights", "gradients", "optimizer_state", "activations")
+        ),
+        reverse=True,
+    )
     return {
-        "device": oom.get("device"), "time": oom.get("time"), "step": oom.get("step"),
-        "pid": oom.get("pid"), "source": oom.get("source"),
-        "requested": requested, "device_free": free, "device_total": total,
+        "device": oom.get("device"),
+        "time": oom.get("time"),
+        "step": oom.get("step"),
+        "pid": oom.get("pid"),
+        "source": oom.get("source"),
+        "requested": requested,
+        "device_free": free,
+        "device_total": total,
         "largest_free_block": _n((allocator or {}).get("largest_free_block")),
-        "allocated": _n(oom.get("allocated")), "reserved": reserved, "buckets": dict(buckets),
-        "allocator": allocator, "shortfall": short, "split": split,
-        "modules": top_modules[:10], "tensors": sorted((t for t in tensors or () if isinstance(t, dict)),
-                                                       key=lambda t: _n(t.get("bytes")) or 0,
-                                                       reverse=True)[:10],
+        "allocated": _n(oom.get("allocated")),
+        "reserved": reserved,
+        "buckets": dict(buckets),
+        "allocator": allocator,
+        "shortfall": short,
+        "split": split,
+        "modules": top_modules[:10],
+        "tensors": sorted(
+            (t for t in tensors or () if isinstance(t, dict)),
+            key=lambda t: _n(t.get("bytes")) or 0,
+            reverse=True,
+        )[:10],
         "others": sorted(others, key=lambda p: _n(p.get("used")) or 0, reverse=True),
         "outside_pytorch": outside_pytorch,
         "fixes": fixes(buckets, allocator, modules, others, short or 0, expandable_on),
     }
 
 
-BUCKET_WORDS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer_state", "optimizer"),
-                ("other_allocated", "activations + temporaries"), ("cached_free", "cached free"))
-SPLIT_WORDS = {"fragmentation": "fragmentation", "other_processes": "other processes",
-               "outside_pytorch": "outside PyTorch", "real_need": "real need",
-               "other_processes_and_outside_pytorch": "other processes + outside PyTorch"}
+BUCKET_WORDS = (
+    ("weights", "weights"),
+    ("gradients", "gradients"),
+    ("optimizer_state", "optimizer"),
+    ("other_allocated", "activations + temporaries"),
+    ("cached_free", "cached free"),
+)
+SPLIT_WORDS = {
+    "fragmentation": "fragmentation",
+    "other_processes": "other processes",
+    "outside_pytorch": "outside PyTorch",
+    "real_need": "real need",
+    "other_processes_and_outside_pytorch": "other processes + outside PyTorch",
+}
 
 
 def tensor_text(t: dict) -> str:
@@ -202,25 +270,38 @@ def tensor_text(t: dict) -> str:
 def lines(r: dict) -> list[str]:
     """The report in about a dozen lines (the training process's stderr, the window)."""
     step = f" at step {r['step']}" if r.get("step") is not None else ""
-    out = [f"vramscope: CUDA out of memory on {r.get('device') or 'the GPU'}{step}",
-           f"  asked {fmt(r['requested'])}; free on the device {fmt(r['device_free'])}"
-           f" of {fmt(r['device_total'])}; largest free block in PyTorch's cache "
-           f"{fmt(r['largest_free_block'])}"]
+    out = [
+        f"vramscope: CUDA out of memory on {r.get('device') or 'the GPU'}{step}",
+        f"  asked {fmt(r['requested'])}; free on the device {fmt(r['device_free'])}"
+        f" of {fmt(r['device_total'])}; largest free block in PyTorch's cache "
+        f"{fmt(r['largest_free_block'])}",
+    ]
     b = r["buckets"]
-    out.append(f"  PyTorch allocated {fmt(r['allocated'])}, reserved {fmt(r['reserved'])}: "
-               + ", ".join(f"{w} {fmt(b.get(k))}" for k, w in BUCKET_WORDS))
+    out.append(
+        f"  PyTorch allocated {fmt(r['allocated'])}, reserved {fmt(r['reserved'])}: "
+        + ", ".join(f"{w} {fmt(b.get(k))}" for k, w in BUCKET_WORDS)
+    )
     if r["split"] is not None:
         parts = " + ".join(f"{SPLIT_WORDS[k]} {fmt(v)}" for k, v in r["split"].items())
         out.append(f"  short by {fmt(r['shortfall'])} = {parts}")
     if r["modules"]:
-        out.append("  largest modules: " + "; ".join(
-            f"{m.get('name')} {fmt(sum(_n(m.get(k)) or 0 for k in ('weights', 'gradients', 'optimizer_state', 'activations')))}"
-            for m in r["modules"][:LINES_TOP]))
+        out.append(
+            "  largest modules: "
+            + "; ".join(
+                f"{m.get('name')} {fmt(sum(_n(m.get(k)) or 0 for k in ('weights', 'gradients', 'optimizer_state', 'activations')))}"
+                for m in r["modules"][:LINES_TOP]
+            )
+        )
     if r["tensors"]:
         out.append("  largest live tensors: " + "; ".join(tensor_text(t) for t in r["tensors"][:LINES_TOP]))
     if r["others"]:
-        out.append("  other processes on this GPU: " + "; ".join(
-            f"PID {p.get('pid')} {p.get('name') or '?'} {fmt(p.get('used'))}" for p in r["others"][:LINES_TOP]))
+        out.append(
+            "  other processes on this GPU: "
+            + "; ".join(
+                f"PID {p.get('pid')} {p.get('name') or '?'} {fmt(p.get('used'))}"
+                for p in r["others"][:LINES_TOP]
+            )
+        )
     if r["fixes"]:
         out.append("  fixes, by what they recover:")
         for i, f in enumerate(r["fixes"][:4], 1):
@@ -231,36 +312,64 @@ def lines(r: dict) -> list[str]:
 
 def markdown(r: dict, title: str | None = None) -> str:
     """The full report as Markdown (``vramscope export --format oom-report``)."""
-    md = [f"## {title or 'CUDA out of memory'} on {r.get('device') or 'the GPU'}"
-          + (f" at step {r['step']}" if r.get("step") is not None else ""), ""]
-    md += [f"- requested: **{fmt(r['requested'])}**", f"- free on the device: {fmt(r['device_free'])} "
-           f"of {fmt(r['device_total'])}", f"- largest free block in PyTorch's cache: "
-           f"{fmt(r['largest_free_block'])}", f"- PyTorch allocated {fmt(r['allocated'])}, reserved "
-           f"{fmt(r['reserved'])}", "", "| bucket | bytes |", "|---|---:|"]
+    md = [
+        f"## {title or 'CUDA out of memory'} on {r.get('device') or 'the GPU'}"
+        + (f" at step {r['step']}" if r.get("step") is not None else ""),
+        "",
+    ]
+    md += [
+        f"- requested: **{fmt(r['requested'])}**",
+        f"- free on the device: {fmt(r['device_free'])} of {fmt(r['device_total'])}",
+        f"- largest free block in PyTorch's cache: {fmt(r['largest_free_block'])}",
+        f"- PyTorch allocated {fmt(r['allocated'])}, reserved {fmt(r['reserved'])}",
+        "",
+        "| bucket | bytes |",
+        "|---|---:|",
+    ]
     md += [f"| {w} | {fmt(r['buckets'].get(k))} |" for k, w in BUCKET_WORDS]
     if r["split"] is not None:
         md += ["", f"### Short by {fmt(r['shortfall'])}", "", "| part | bytes |", "|---|---:|"]
         md += [f"| {SPLIT_WORDS[k]} | {fmt(v)} |" for k, v in r["split"].items()]
     a = r.get("allocator")
     if a:
-        md += ["", "### The allocator at that instant", "",
-               f"- free inside partly used segments (fragmentation): {fmt(a.get('free_split'))}",
-               f"- whole free segments: {fmt(a.get('free_segments'))}",
-               f"- largest request seen: {fmt(a.get('largest_request'))}"]
+        md += [
+            "",
+            "### The allocator at that instant",
+            "",
+            f"- free inside partly used segments (fragmentation): {fmt(a.get('free_split'))}",
+            f"- whole free segments: {fmt(a.get('free_segments'))}",
+            f"- largest request seen: {fmt(a.get('largest_request'))}",
+        ]
     if r["modules"]:
-        md += ["", "### Largest modules", "", "| module | weights | gradients | optimizer | activations |",
-               "|---|---:|---:|---:|---:|"]
-        md += [f"| {_cell(m.get('name'))} | {fmt(m.get('weights'))} | {fmt(m.get('gradients'))} | "
-               f"{fmt(m.get('optimizer_state'))} | {fmt(m.get('activations'))} |" for m in r["modules"]]
+        md += [
+            "",
+            "### Largest modules",
+            "",
+            "| module | weights | gradients | optimizer | activations |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        md += [
+            f"| {_cell(m.get('name'))} | {fmt(m.get('weights'))} | {fmt(m.get('gradients'))} | "
+            f"{fmt(m.get('optimizer_state'))} | {fmt(m.get('activations'))} |"
+            for m in r["modules"]
+        ]
     if r["tensors"]:
         md += ["", "### Largest live tensors", ""] + [f"- {_cell(tensor_text(t))}" for t in r["tensors"]]
     if r["others"]:
         md += ["", "### Other processes on this GPU", "", "| PID | name | memory |", "|---:|---|---:|"]
-        md += [f"| {p.get('pid')} | {_cell(p.get('name') or '?')} | {fmt(p.get('used'))} |"
-               for p in r["others"]]
+        md += [
+            f"| {p.get('pid')} | {_cell(p.get('name') or '?')} | {fmt(p.get('used'))} |" for p in r["others"]
+        ]
     if r["fixes"]:
-        md += ["", "### Fixes, by what they recover", "", "| fix | recovers | covers the shortfall | why |",
-               "|---|---:|:---:|---|"]
-        md += [f"| {_cell(f['fix'])} | {fmt(f['recovers'])} | {'yes' if f['covers'] else 'no'} | {f['detail']} |"
-               for f in r["fixes"]]
+        md += [
+            "",
+            "### Fixes, by what they recover",
+            "",
+            "| fix | recovers | covers the shortfall | why |",
+            "|---|---:|:---:|---|",
+        ]
+        md += [
+            f"| {_cell(f['fix'])} | {fmt(f['recovers'])} | {'yes' if f['covers'] else 'no'} | {f['detail']} |"
+            for f in r["fixes"]
+        ]
     return "\n".join(md) + "\n"

@@ -55,6 +55,7 @@ class OutsideEvents:
             except Exception:
                 pass
             return out
+
         wrapper.__vramscope_wrapped__ = True
         setattr(owner, name, wrapper)
         self._undo.append((owner, name, original))
@@ -67,6 +68,7 @@ class OutsideEvents:
         if self._callback is not None:
             try:
                 from torch._dynamo.callback import callback_handler
+
                 callback_handler.remove_end_callback(self._callback)
             except Exception:
                 pass
@@ -74,20 +76,29 @@ class OutsideEvents:
 
     def _after_init(self, args, kwargs) -> None:
         backend = kwargs.get("backend", args[0] if args else None)
-        self._emit(EventKind.PROCESS_GROUP_INIT, {
-            "backend": str(backend)[:32] if backend is not None else None,
-            "text": "process group created (NCCL communicators and buffers live outside PyTorch's "
-                    "allocator)"})
+        self._emit(
+            EventKind.PROCESS_GROUP_INIT,
+            {
+                "backend": str(backend)[:32] if backend is not None else None,
+                "text": "process group created (NCCL communicators and buffers live outside PyTorch's "
+                "allocator)",
+            },
+        )
 
     def _after_compile_call(self, args, kwargs) -> None:
         if self._callback is not None:
             return
         from torch._dynamo.callback import callback_handler
+
         self._callback = callback_handler.register_end_callback(self._compiled)
 
     def _compiled(self, *args) -> None:
         self._compiles += 1
         if self._compiles <= MAX_COMPILE_EVENTS:
-            self._emit(EventKind.COMPILE, {"compiles": self._compiles,
-                                           "text": "torch.compile compiled a graph (Triton kernels, "
-                                                   "autotuning workspaces)"})
+            self._emit(
+                EventKind.COMPILE,
+                {
+                    "compiles": self._compiles,
+                    "text": "torch.compile compiled a graph (Triton kernels, autotuning workspaces)",
+                },
+            )

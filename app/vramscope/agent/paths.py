@@ -113,6 +113,7 @@ def parse_name(name: str) -> tuple[int, int, str] | None:
 
 # --- identity -----------------------------------------------------------------
 
+
 def _clock_ticks() -> int:
     try:
         return os.sysconf("SC_CLK_TCK")
@@ -139,7 +140,7 @@ def start_ticks(pid: int | str = "self") -> int | None:
     except OSError:
         return None
     try:
-        rest = data[data.rindex(b")") + 2:].split()
+        rest = data[data.rindex(b")") + 2 :].split()
         return int(rest[19])  # fields after "(comm)" start at field 3
     except (ValueError, IndexError):
         return None
@@ -194,6 +195,7 @@ def _rendezvous() -> str | None:
 
 
 # --- stale files ---------------------------------------------------------------
+
 
 def pid_alive_with_ticks(pid: int, ticks: int) -> bool:
     current = start_ticks(pid)

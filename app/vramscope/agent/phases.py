@@ -94,8 +94,16 @@ def _first_grad_tensor(output, depth: int = 0):
 
 
 class PhaseTracker:
-    def __init__(self, read_allocated, emit, clock=time.monotonic, wall=time.time,
-                 budget: float = PHASE_BUDGET, name=str, cpu_clock=time.thread_time):
+    def __init__(
+        self,
+        read_allocated,
+        emit,
+        clock=time.monotonic,
+        wall=time.time,
+        budget: float = PHASE_BUDGET,
+        name=str,
+        cpu_clock=time.thread_time,
+    ):
         self.budget = budget  # the agent's share of step time (STEP_FIXED_S of it on every step)
         self.read = read_allocated  # () -> {device index: bytes} (empty: no CUDA device touched)
         self._name = name  # device index -> the agent's device name
@@ -154,8 +162,13 @@ class PhaseTracker:
         except Exception:
             self.errors += 1
             return
-        self._emit(EventKind.LOADED, {"devices": {self._name(d): current_of(v) for d, v in (values or {}).items()},
-                              "text": "allocated after loading, before the first forward"})
+        self._emit(
+            EventKind.LOADED,
+            {
+                "devices": {self._name(d): current_of(v) for d, v in (values or {}).items()},
+                "text": "allocated after loading, before the first forward",
+            },
+        )
         if not values:
             self.enabled = False
             self._nothing_at = self._clock()
@@ -191,6 +204,7 @@ class PhaseTracker:
                 queue = self._queue_callback
                 if queue is None:
                     from torch.autograd import Variable
+
                     queue = self._queue_callback = Variable._execution_engine.queue_callback
                 self._backward_queued = True
                 queue(self._backward_end)
@@ -225,8 +239,9 @@ class PhaseTracker:
             self.errors += 1
 
     # -- step boundary -----------------------------------------------------------------
-    def take(self, now: float, duration: float | None, overhead: float = 0.0,
-             cpu_step: float | None = None) -> list | tuple:
+    def take(
+        self, now: float, duration: float | None, overhead: float = 0.0, cpu_step: float | None = None
+    ) -> list | tuple:
         """At a step's end (``now``: the step tracker's clock, ``duration``: the step's):
         its readings [(phase, time on that clock, {device index: bytes})] in hook order
         (empty: not measured); the agent thread folds them (agent/sampling.py);

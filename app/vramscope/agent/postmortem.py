@@ -38,9 +38,12 @@ def complete(agent, event: dict, device: int | None, snapshot: dict | None) -> N
         modules = getattr(agent, "module_figures", None)
         if modules:
             event["modules"] = list(modules)[:MAX_MODULES]
-        report = oom_report.build_report(event, modules=event.get("modules"),
-                                         tensors=event.get("tensors"),
-                                         expandable_on=bool(expandable) if expandable is not None else None)
+        report = oom_report.build_report(
+            event,
+            modules=event.get("modules"),
+            tensors=event.get("tensors"),
+            expandable_on=bool(expandable) if expandable is not None else None,
+        )
         if len(agent.oom_reports) < MAX_REPORTS:
             agent.oom_reports.append(report)
     except Exception as exc:

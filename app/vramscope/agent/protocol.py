@@ -119,6 +119,7 @@ BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 # A new item kind: a TypedDict here, an ItemKind or EventKind member, and a decoder in
 # sources/agent_input.py returning a frozen dataclass.
 
+
 class HelloReply(TypedDict, total=False):
     """The answer to ``hello`` (also a final dump's "hello"): who this agent is."""
 
@@ -222,8 +223,7 @@ class VersionMismatch(ProtocolError):
 
     def __init__(self, version: int):
         self.version = version
-        super().__init__(f"protocol version {version} not supported "
-                         f"(this side speaks {describe_versions()})")
+        super().__init__(f"protocol version {version} not supported (this side speaks {describe_versions()})")
 
 
 def describe_versions() -> str:
@@ -232,9 +232,13 @@ def describe_versions() -> str:
 
 def version_error(client_version: int) -> dict:
     """The agent's answer to a request in a version it does not speak."""
-    return {"ok": False, "error": f"protocol version {client_version} not supported by this agent "
-                                  f"(it speaks {describe_versions()})",
-            "protocol": PROTOCOL_VERSION, "supported": sorted(SUPPORTED_VERSIONS)}
+    return {
+        "ok": False,
+        "error": f"protocol version {client_version} not supported by this agent "
+        f"(it speaks {describe_versions()})",
+        "protocol": PROTOCOL_VERSION,
+        "supported": sorted(SUPPORTED_VERSIONS),
+    }
 
 
 def encode_payload(obj: dict) -> bytes:

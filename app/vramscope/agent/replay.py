@@ -14,26 +14,51 @@ from __future__ import annotations
 MiB = 1 << 20
 GiB = 1 << 30
 
-_STAT_TYPES = ("active", "active_bytes", "allocated_bytes", "allocation", "inactive_split",
-               "inactive_split_bytes", "oversize_allocations", "oversize_segments",
-               "requested_bytes", "reserved_bytes", "segment")
+_STAT_TYPES = (
+    "active",
+    "active_bytes",
+    "allocated_bytes",
+    "allocation",
+    "inactive_split",
+    "inactive_split_bytes",
+    "oversize_allocations",
+    "oversize_segments",
+    "requested_bytes",
+    "reserved_bytes",
+    "segment",
+)
 _POOLS = ("all", "large_pool", "small_pool")
 _METRICS = ("allocated", "current", "freed", "peak")
 
 
-def memory_stats_dict(allocated: int, reserved: int, *, peak: int | None = None,
-                      active: int | None = None, inactive_split: int = 0,
-                      requested: int | None = None, num_alloc_retries: int = 0,
-                      num_ooms: int = 0, num_device_alloc: int = 0, num_device_free: int = 0,
-                      allocations: int = 0, frees: int = 0) -> dict:
+def memory_stats_dict(
+    allocated: int,
+    reserved: int,
+    *,
+    peak: int | None = None,
+    active: int | None = None,
+    inactive_split: int = 0,
+    requested: int | None = None,
+    num_alloc_retries: int = 0,
+    num_ooms: int = 0,
+    num_device_alloc: int = 0,
+    num_device_free: int = 0,
+    allocations: int = 0,
+    frees: int = 0,
+) -> dict:
     """A flat dict shaped like torch.cuda.memory_stats() (native allocator)."""
     current = {
-        "active": max(0, allocations - frees), "active_bytes": active if active is not None else allocated,
-        "allocated_bytes": allocated, "allocation": max(0, allocations - frees),
-        "inactive_split": 1 if inactive_split else 0, "inactive_split_bytes": inactive_split,
-        "oversize_allocations": 0, "oversize_segments": 0,
+        "active": max(0, allocations - frees),
+        "active_bytes": active if active is not None else allocated,
+        "allocated_bytes": allocated,
+        "allocation": max(0, allocations - frees),
+        "inactive_split": 1 if inactive_split else 0,
+        "inactive_split_bytes": inactive_split,
+        "oversize_allocations": 0,
+        "oversize_segments": 0,
         "requested_bytes": requested if requested is not None else allocated,
-        "reserved_bytes": reserved, "segment": max(1, num_device_alloc - num_device_free),
+        "reserved_bytes": reserved,
+        "segment": max(1, num_device_alloc - num_device_free),
     }
     stats: dict = {}
     for st in _STAT_TYPES:
@@ -44,16 +69,26 @@ def memory_stats_dict(allocated: int, reserved: int, *, peak: int | None = None,
                 if metric == "current":
                     v = share
                 elif metric == "peak":
-                    v = share if not (st == "allocated_bytes" and pool == "all" and peak is not None) else peak
+                    v = (
+                        share
+                        if not (st == "allocated_bytes" and pool == "all" and peak is not None)
+                        else peak
+                    )
                 elif metric == "allocated":
                     v = allocations if st in ("allocation", "active") else share
                 else:
                     v = frees if st in ("allocation", "active") else 0
                 stats[f"{st}.{pool}.{metric}"] = v
-    stats.update({
-        "max_split_size": -1, "num_alloc_retries": num_alloc_retries, "num_device_alloc": num_device_alloc,
-        "num_device_free": num_device_free, "num_ooms": num_ooms, "num_sync_all_streams": 0,
-    })
+    stats.update(
+        {
+            "max_split_size": -1,
+            "num_alloc_retries": num_alloc_retries,
+            "num_device_alloc": num_device_alloc,
+            "num_device_free": num_device_free,
+            "num_ooms": num_ooms,
+            "num_sync_all_streams": 0,
+        }
+    )
     return dict(sorted(stats.items()))
 
 
@@ -64,17 +99,27 @@ class ReplayProvider:
     after the last frame it stays there (or starts over with ``loop=True``).
     """
 
-    def __init__(self, frames: list[dict[int, dict]], settings: dict | None = None,
-                 totals: dict[int, int] | None = None, loop: bool = False,
-                 snapshot: dict | None = None, history: bool = False,
-                 phase_frames: list[dict[int, int]] | None = None):
+    def __init__(
+        self,
+        frames: list[dict[int, dict]],
+        settings: dict | None = None,
+        totals: dict[int, int] | None = None,
+        loop: bool = False,
+        snapshot: dict | None = None,
+        history: bool = False,
+        phase_frames: list[dict[int, int]] | None = None,
+    ):
         if not frames:
             raise ValueError("a replay needs at least one frame")
         self.frames = frames
         self.loop = loop
         self.index = -1
-        self._settings = settings or {"backend": "native", "expandable_segments": False,
-                                      "max_split_size": None, "conf": ""}
+        self._settings = settings or {
+            "backend": "native",
+            "expandable_segments": False,
+            "max_split_size": None,
+            "conf": "",
+        }
         self._totals = totals or {}
         self._snapshot = snapshot
         self._history = history
@@ -93,8 +138,13 @@ class ReplayProvider:
         index = self.index
         cached = self._allocated
         if cached is None or cached[0] != index:  # (read once per frame: the hooks call this every step)
-            cached = self._allocated = (index, {i: int(s.get("allocated_bytes.all.current", 0))
-                                                for i, s in self.frames[max(0, index)].items()})
+            cached = self._allocated = (
+                index,
+                {
+                    i: int(s.get("allocated_bytes.all.current", 0))
+                    for i, s in self.frames[max(0, index)].items()
+                },
+            )
         return cached[1]
 
     @property
@@ -112,8 +162,11 @@ class ReplayProvider:
         return self.current.get(index, {})
 
     def device_info(self, index: int) -> dict:
-        return {"uuid": f"GPU-replay-{index:04d}", "total": self._totals.get(index, 24 * GiB),
-                "name": "Replayed GPU"}
+        return {
+            "uuid": f"GPU-replay-{index:04d}",
+            "total": self._totals.get(index, 24 * GiB),
+            "name": "Replayed GPU",
+        }
 
     def allocator_settings(self) -> dict:
         return dict(self._settings)
@@ -128,6 +181,7 @@ class ReplayProvider:
 
 # --- scenarios -------------------------------------------------------------------
 
+
 def scenario_ramp(device: int = 0, weights: int = 2 * GiB, steps: int = 20) -> list[dict[int, dict]]:
     """Load the weights, then training steps: activations rise and fall each step."""
     frames = []
@@ -136,8 +190,13 @@ def scenario_ramp(device: int = 0, weights: int = 2 * GiB, steps: int = 20) -> l
         alloc = weights * (i + 1) // 5
         allocs += 40
         dev_alloc += 2
-        frames.append({device: memory_stats_dict(alloc, alloc + 20 * MiB, num_device_alloc=dev_alloc,
-                                                 allocations=allocs, frees=frees)})
+        frames.append(
+            {
+                device: memory_stats_dict(
+                    alloc, alloc + 20 * MiB, num_device_alloc=dev_alloc, allocations=allocs, frees=frees
+                )
+            }
+        )
     peak = weights
     for s in range(steps):
         fixed = weights * 4  # + grads + Adam state after the first step
@@ -145,9 +204,18 @@ def scenario_ramp(device: int = 0, weights: int = 2 * GiB, steps: int = 20) -> l
         peak = max(peak, fixed + act)
         allocs += 500
         frees += 480
-        frames.append({device: memory_stats_dict(fixed + 256 * MiB, fixed + act + 512 * MiB, peak=peak,
-                                                 num_device_alloc=dev_alloc + 10, allocations=allocs,
-                                                 frees=frees)})
+        frames.append(
+            {
+                device: memory_stats_dict(
+                    fixed + 256 * MiB,
+                    fixed + act + 512 * MiB,
+                    peak=peak,
+                    num_device_alloc=dev_alloc + 10,
+                    allocations=allocs,
+                    frees=frees,
+                )
+            }
+        )
     return frames
 
 
@@ -157,10 +225,20 @@ def scenario_fragmentation(device: int = 0, steps: int = 20) -> list[dict[int, d
     allocated = 10 * GiB
     for s in range(steps):
         reserved = allocated + (1 + s) * 512 * MiB
-        frames.append({device: memory_stats_dict(
-            allocated, reserved, peak=allocated + 2 * GiB, inactive_split=(1 + s) * 400 * MiB,
-            num_alloc_retries=s // 3, num_device_alloc=20 + s, allocations=1000 * (s + 1),
-            frees=1000 * (s + 1) - 50)})
+        frames.append(
+            {
+                device: memory_stats_dict(
+                    allocated,
+                    reserved,
+                    peak=allocated + 2 * GiB,
+                    inactive_split=(1 + s) * 400 * MiB,
+                    num_alloc_retries=s // 3,
+                    num_device_alloc=20 + s,
+                    allocations=1000 * (s + 1),
+                    frees=1000 * (s + 1) - 50,
+                )
+            }
+        )
     return frames
 
 
@@ -168,16 +246,32 @@ def scenario_oom(device: int = 0, total: int = 24 * GiB) -> list[dict[int, dict]
     """Memory climbs to the capacity; the allocator reports one OOM at the end."""
     frames = []
     for i, alloc in enumerate((12 * GiB, 16 * GiB, 20 * GiB, 22 * GiB)):
-        frames.append({device: memory_stats_dict(alloc, alloc + GiB, peak=alloc,
-                                                 num_device_alloc=10 + i, allocations=100 * (i + 1))})
-    frames.append({device: memory_stats_dict(22 * GiB, total - 256 * MiB, peak=23 * GiB,
-                                             num_ooms=1, num_alloc_retries=1,
-                                             num_device_alloc=15, allocations=500)})
+        frames.append(
+            {
+                device: memory_stats_dict(
+                    alloc, alloc + GiB, peak=alloc, num_device_alloc=10 + i, allocations=100 * (i + 1)
+                )
+            }
+        )
+    frames.append(
+        {
+            device: memory_stats_dict(
+                22 * GiB,
+                total - 256 * MiB,
+                peak=23 * GiB,
+                num_ooms=1,
+                num_alloc_retries=1,
+                num_device_alloc=15,
+                allocations=500,
+            )
+        }
+    )
     return frames
 
 
-def scenario_phases(device: int = 0, weights: int = 2 * GiB, activations: int = 8 * GiB,
-                    steps: int = 5) -> tuple[list[dict[int, dict]], list[dict[int, int]]]:
+def scenario_phases(
+    device: int = 0, weights: int = 2 * GiB, activations: int = 8 * GiB, steps: int = 5
+) -> tuple[list[dict[int, dict]], list[dict[int, int]]]:
     """A step where activations dominate: (frames for the sampler, phase readings).
 
     Phase readings in hook order: after loading (weights), then per step the

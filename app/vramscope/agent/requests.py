@@ -26,10 +26,16 @@ def answer(agent, request: dict) -> bytes:
     """The reply to one monitor request (agent thread); read-only ops only."""
     op = request.get("op")
     if op == Op.HELLO:
-        reply = {"ok": True, "op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
-                 "supported": sorted(protocol.SUPPORTED_VERSIONS),
-                 "agent_version": AGENT_VERSION, "interval": agent.interval,
-                 "oldest": agent.ring.oldest(), "latest": agent.ring.seq}
+        reply = {
+            "ok": True,
+            "op": Op.HELLO,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "supported": sorted(protocol.SUPPORTED_VERSIONS),
+            "agent_version": AGENT_VERSION,
+            "interval": agent.interval,
+            "oldest": agent.ring.oldest(),
+            "latest": agent.ring.seq,
+        }
         reply.update(agent.identity)
         return protocol.encode_payload(reply)
     if op == Op.PULL:
@@ -41,24 +47,40 @@ def answer(agent, request: dict) -> bytes:
             max_bytes = PULL_MAX_BYTES
         max_bytes = max(1024, min(max_bytes, protocol.MAX_FRAME - 4096))
         items, new_cursor, dropped, more = agent.ring.pull(cursor, max_bytes)
-        head = protocol.encode_payload({"ok": True, "op": Op.PULL, "cursor": new_cursor,
-                                        "dropped": dropped, "more": more})
+        head = protocol.encode_payload(
+            {"ok": True, "op": Op.PULL, "cursor": new_cursor, "dropped": dropped, "more": more}
+        )
         return head[:-1] + b',"items":[' + b",".join(items) + b"]}"
     if op == Op.STATUS:
         counters = dict(agent.server.counters) if agent.server is not None else {}
-        return protocol.encode_payload({
-            "ok": True, "op": Op.STATUS, "samples": agent.samples, "errors": agent.errors,
-            "last_error": agent.last_error, "ring_items": len(agent.ring),
-            "ring_bytes": agent.ring.nbytes, "seq": agent.ring.seq, "server": counters,
-            "steps": agent.steps.count, "walks": agent.walks})
+        return protocol.encode_payload(
+            {
+                "ok": True,
+                "op": Op.STATUS,
+                "samples": agent.samples,
+                "errors": agent.errors,
+                "last_error": agent.last_error,
+                "ring_items": len(agent.ring),
+                "ring_bytes": agent.ring.nbytes,
+                "seq": agent.ring.seq,
+                "server": counters,
+                "steps": agent.steps.count,
+                "walks": agent.walks,
+            }
+        )
     if op == Op.RECORD_SITES:  # history on for N steps, then off (agent/site_recorder.py)
         reply = agent.sites.request(request.get("steps"), request.get("max_entries"))
         return protocol.encode_payload(dict(reply, op=Op.RECORD_SITES))
     if op == Op.ALLOCATOR:  # a snapshot's summary now (it also goes into the ring)
         return protocol.encode_payload({"ok": True, "op": Op.ALLOCATOR, "item": agent.allocator.take()})
-    return protocol.encode_payload({"ok": False, "error": f"unknown request {op!r} "
-                                                          f"(it answers {', '.join(Op)}; all read-only but "
-                                                          f"{Op.RECORD_SITES})"})
+    return protocol.encode_payload(
+        {
+            "ok": False,
+            "error": f"unknown request {op!r} "
+            f"(it answers {', '.join(Op)}; all read-only but "
+            f"{Op.RECORD_SITES})",
+        }
+    )
 
 
 def write_final(agent) -> str | None:
@@ -69,8 +91,12 @@ def write_final(agent) -> str | None:
     ticks = agent.identity.get("start_ticks") or 0
     path = os.path.join(directory, paths.final_name(os.getpid(), ticks))
     tmp = path + ".tmp"
-    hello = dict(agent.identity, protocol=protocol.PROTOCOL_VERSION, agent_version=AGENT_VERSION,
-                 interval=agent.interval)
+    hello = dict(
+        agent.identity,
+        protocol=protocol.PROTOCOL_VERSION,
+        agent_version=AGENT_VERSION,
+        interval=agent.interval,
+    )
     head = b'{"hello":' + json.dumps(hello).encode() + b',"items":['
     items = agent.ring.all_items()
     room, keep = paths.FINAL_MAX_BYTES - len(head) - 2, len(items)

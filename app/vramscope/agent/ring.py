@@ -16,8 +16,13 @@ import threading
 from vramscope.agent.protocol import ItemKind, encode_payload
 
 # 30 min of samples at 0.5 s
-DEFAULT_CAPS = {ItemKind.SAMPLE: 3600, ItemKind.STEP: 8192, ItemKind.EVENT: 512, ItemKind.MODULES: 64,
-                ItemKind.ALLOCATOR: 32}
+DEFAULT_CAPS = {
+    ItemKind.SAMPLE: 3600,
+    ItemKind.STEP: 8192,
+    ItemKind.EVENT: 512,
+    ItemKind.MODULES: 64,
+    ItemKind.ALLOCATOR: 32,
+}
 MAX_ITEM_BYTES = 256 * 1024
 
 
@@ -38,8 +43,7 @@ class ItemRing:
             item["kind"] = kind
             data = encode_payload(item)
             if len(data) > MAX_ITEM_BYTES:
-                data = encode_payload({"seq": seq, "kind": kind, "t": item.get("t"),
-                                       "truncated": len(data)})
+                data = encode_payload({"seq": seq, "kind": kind, "t": item.get("t"), "truncated": len(data)})
             ring = self._rings[kind]
             ring.append((seq, data))
             self.nbytes += len(data)

@@ -14,7 +14,9 @@ from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Ph
 from vramscope.agent.stats import current_of, merge_peaks
 
 
-def fold_phases(seen: list, name=str, wall_offset: float = 0.0) -> tuple[dict | None, list[str], dict[str, float]]:
+def fold_phases(
+    seen: list, name=str, wall_offset: float = 0.0
+) -> tuple[dict | None, list[str], dict[str, float]]:
     """A step's raw phase readings [(phase, time, {device index: bytes or (bytes, the
     all-time peak)})] (``wall_offset`` turns their clock into wall time; a first START
     entry is the previous step's last reading) ->
@@ -42,8 +44,11 @@ def fold_phases(seen: list, name=str, wall_offset: float = 0.0) -> tuple[dict | 
     if not per:
         return None, [], {}
     # (the training phases always, None where not read; an evaluation only where there was one)
-    return {name(i): {p: v.get(p) for p in PHASES if p is not Phase.EVAL or p in v}
-            for i, v in per.items()}, order, times
+    return (
+        {name(i): {p: v.get(p) for p in PHASES if p is not Phase.EVAL or p in v} for i, v in per.items()},
+        order,
+        times,
+    )
 
 
 def phase_peaks(seen: list, name=str) -> dict | None:
@@ -85,18 +90,27 @@ def step_devices(stats, name=str) -> dict | None:
     for index, value in (after or {}).items():
         device = name(index)
         value = current_of(value)
-        out[device] = {"allocated_after": value, "peak_allocated": (full.get(device) or {}).get("peak_allocated")}
+        out[device] = {
+            "allocated_after": value,
+            "peak_allocated": (full.get(device) or {}).get("peak_allocated"),
+        }
     for name, fields in full.items():
-        out.setdefault(name, {"allocated_after": fields.get("allocated"),
-                              "peak_allocated": fields.get("peak_allocated")})
+        out.setdefault(
+            name, {"allocated_after": fields.get("allocated"), "peak_allocated": fields.get("peak_allocated")}
+        )
     return out or None
 
 
 def step_item(record: tuple, name=str) -> StepItem:
     """A StepTracker record -> the ring's step item (``name``: device index -> name)."""
     count, t, duration, source, stats, seen, clock = record
-    item = {"t": t, "step": count, "duration": duration, "source": source,
-            "devices": step_devices(stats, name)}
+    item = {
+        "t": t,
+        "step": count,
+        "duration": duration,
+        "source": source,
+        "devices": step_devices(stats, name),
+    }
     if seen is not None:
         phases, order, times = fold_phases(seen, name, t - clock)
         item["phases"] = phases  # device -> {forward, backward, optimizer}; None: not measured
@@ -106,9 +120,13 @@ def step_item(record: tuple, name=str) -> StepItem:
     return item
 
 
-def device_buckets(tensors: dict | None, registered: bool, devices: dict,
-                   other_unknown: str | None = None,
-                   grads_unknown: str = GRADIENTS_UNKNOWN) -> list[tuple[str, dict, dict, str | None]]:
+def device_buckets(
+    tensors: dict | None,
+    registered: bool,
+    devices: dict,
+    other_unknown: str | None = None,
+    grads_unknown: str = GRADIENTS_UNKNOWN,
+) -> list[tuple[str, dict, dict, str | None]]:
     """(device, allocator fields, five buckets, note) for every device the allocator or
     the tensors name; buckets None where nothing is registered; ``other_unknown`` /
     ``grads_unknown``: why activations / gradients are not known (agent/buckets.py)."""
@@ -121,8 +139,9 @@ def device_buckets(tensors: dict | None, registered: bool, devices: dict,
         per = None
         if registered and tensors is not None:
             per = tensors.get(name) or dict.fromkeys(TENSOR_BUCKETS, 0)
-        buckets, note = full_buckets(per, fields.get("allocated"), fields.get("reserved"),
-                                     other_unknown, grads_unknown)
+        buckets, note = full_buckets(
+            per, fields.get("allocated"), fields.get("reserved"), other_unknown, grads_unknown
+        )
         if not registered and note is None:
             note = NOTHING_REGISTERED
         elif note is None and per is not None and fields.get("allocated") is None:
@@ -142,21 +161,29 @@ def sample_item(agent, now: float, devices: dict) -> SampleItem:
         if note is not None:
             entry["buckets_note"] = note
         out.append(entry)
-    return {"t": now, "step": agent.steps.count, "devices": out,
-            "settings": agent.reader.settings() if agent.reader is not None else {},
-            "models": agent._model_info,
-            "input": agent.input_shape.report(),  # the micro-batch (and sequence) measured at
-            "sharded": agent.sharding.report(),  # FSDP2 unsharded copies, DDP buckets (per device)
-            "agent": {"errors": agent.errors + agent.steps.errors + agent.phases.errors,
-                      "walks": agent.walks, "phases_every": agent.phases.every,
-                      PHASES_MEASURED: agent.phases.measured_share,
-                      "walk_seconds": agent.last_walk_seconds,
-                      "measure_seconds": agent.last_measure_seconds,
-                      "models": len(agent._models), "optimizers": len(agent._optimizers),
-                      "oom_observer": agent.oom_observer_attached,
-                      "taken_by": agent.last_taken_by,
-                      # what this sample's tensors were measured from (the last walk)
-                      "walked": _walked(agent.measured)}}
+    return {
+        "t": now,
+        "step": agent.steps.count,
+        "devices": out,
+        "settings": agent.reader.settings() if agent.reader is not None else {},
+        "models": agent._model_info,
+        "input": agent.input_shape.report(),  # the micro-batch (and sequence) measured at
+        "sharded": agent.sharding.report(),  # FSDP2 unsharded copies, DDP buckets (per device)
+        "agent": {
+            "errors": agent.errors + agent.steps.errors + agent.phases.errors,
+            "walks": agent.walks,
+            "phases_every": agent.phases.every,
+            PHASES_MEASURED: agent.phases.measured_share,
+            "walk_seconds": agent.last_walk_seconds,
+            "measure_seconds": agent.last_measure_seconds,
+            "models": len(agent._models),
+            "optimizers": len(agent._optimizers),
+            "oom_observer": agent.oom_observer_attached,
+            "taken_by": agent.last_taken_by,
+            # what this sample's tensors were measured from (the last walk)
+            "walked": _walked(agent.measured),
+        },
+    }
 
 
 def _walked(owners) -> dict | None:
@@ -167,5 +194,9 @@ def _walked(owners) -> dict | None:
 
 def buckets_now(agent, devices: dict) -> dict:
     registered = bool(agent._models or agent._optimizers)
-    return {name: buckets for name, _f, buckets, _n in
-            device_buckets(agent._tensors or {}, registered, devices, *agent.tensor_notes)}
+    return {
+        name: buckets
+        for name, _f, buckets, _n in device_buckets(
+            agent._tensors or {}, registered, devices, *agent.tensor_notes
+        )
+    }

@@ -55,9 +55,19 @@ _STATE_OF = {"active_allocated": ALLOCATED, "active_awaiting_free": AWAITING}
 
 DEFAULT_POOL = (0, 0)
 # the figures of a device's summary (bytes; segments and map_left_out are counts)
-FIGURES = ("segments", "reserved", "allocated", "awaiting_free", "free_split", "free_segments",
-           "largest_free_block", "largest_request", "expandable_recovers", "map_left_out",
-           "map_left_out_bytes")
+FIGURES = (
+    "segments",
+    "reserved",
+    "allocated",
+    "awaiting_free",
+    "free_split",
+    "free_segments",
+    "largest_free_block",
+    "largest_request",
+    "expandable_recovers",
+    "map_left_out",
+    "map_left_out_bytes",
+)
 
 
 class SnapshotUnavailable(Exception):
@@ -114,8 +124,9 @@ def _runs(blocks: list, whole_free: bool) -> list:
     return out
 
 
-def summarize(segments, device: str | None = None, largest_request: int | None = None,
-              expandable: bool | None = None) -> dict:
+def summarize(
+    segments, device: str | None = None, largest_request: int | None = None, expandable: bool | None = None
+) -> dict:
     """The figures of one device's segments (the caller picks the device's segments).
 
     ``largest_request``: the largest allocation the agent saw recently (it keeps the
@@ -184,11 +195,17 @@ def summarize(segments, device: str | None = None, largest_request: int | None =
     shown = bars[:MAX_SEGMENTS]
     if largest_free_at >= 0 and all(b[1] != largest_free_at for b in shown):
         shown[-1:] = [next(b for b in bars if b[1] == largest_free_at)]
-    out_segments = [{
-        "size": total, "stream": seg.get("stream"), "type": seg.get("segment_type"),
-        "pool": None if pool == DEFAULT_POOL else list(pool),
-        "largest_free": largest or None, "runs": _runs(list(seg.get("blocks") or ()), whole),
-    } for total, _i, seg, whole, largest, pool in shown]
+    out_segments = [
+        {
+            "size": total,
+            "stream": seg.get("stream"),
+            "type": seg.get("segment_type"),
+            "pool": None if pool == DEFAULT_POOL else list(pool),
+            "largest_free": largest or None,
+            "runs": _runs(list(seg.get("blocks") or ()), whole),
+        }
+        for total, _i, seg, whole, largest, pool in shown
+    ]
     left_out = bars[MAX_SEGMENTS:] if len(bars) > MAX_SEGMENTS else []
     return {
         "device": device,
@@ -200,8 +217,9 @@ def summarize(segments, device: str | None = None, largest_request: int | None =
         "free_segments": free_whole,  # empty_cache() would return it
         "largest_free_block": largest_free if segments_seen else None,
         "largest_request": largest_request,
-        "private_pools": {"reserved": pool_reserved, "allocated": pool_allocated,
-                          "segments": pool_segments} if pool_segments else None,
+        "private_pools": {"reserved": pool_reserved, "allocated": pool_allocated, "segments": pool_segments}
+        if pool_segments
+        else None,
         "expandable_recovers": None if expandable else recoverable,
         "map": out_segments,
         "map_left_out": len(left_out) if segments_seen > len(out_segments) else 0,

@@ -65,8 +65,7 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 
 class _Conn:
-    __slots__ = ("sock", "reader", "out", "last", "partial_since", "closing", "closed",
-                 "tokens", "refilled")
+    __slots__ = ("sock", "reader", "out", "last", "partial_since", "closing", "closed", "tokens", "refilled")
 
     def __init__(self, sock, now: float):
         self.sock = sock
@@ -91,18 +90,30 @@ class _Conn:
 class AgentServer:
     def __init__(self, path: str, handler, clock=time.monotonic):
         if len(path.encode()) > MAX_UNIX_PATH:
-            raise OSError(f"the socket path {path} is {len(path.encode())} bytes, longer than a Unix "
-                          f"socket allows ({MAX_UNIX_PATH}); set VRAMSCOPE_RUNTIME_DIR to a shorter "
-                          "directory")
+            raise OSError(
+                f"the socket path {path} is {len(path.encode())} bytes, longer than a Unix "
+                f"socket allows ({MAX_UNIX_PATH}); set VRAMSCOPE_RUNTIME_DIR to a shorter "
+                "directory"
+            )
         self.path = path
         self.handler = handler  # request dict -> reply bytes (an encoded JSON payload)
         self.peer_uid = peer_uid  # replaceable in tests (simulate another user's peer)
         self._clock = clock
         self._sel = selectors.DefaultSelector()
         self._conns: dict[int, _Conn] = {}
-        self.counters = {"accepted": 0, "rejected_uid": 0, "rejected_full": 0, "bad_frames": 0,
-                         "requests": 0, "errors": 0, "closed_idle": 0, "evicted_idle": 0,
-                         "rate_limited": 0, "too_many_pipelined": 0, "unread_replies": 0}
+        self.counters = {
+            "accepted": 0,
+            "rejected_uid": 0,
+            "rejected_full": 0,
+            "bad_frames": 0,
+            "requests": 0,
+            "errors": 0,
+            "closed_idle": 0,
+            "evicted_idle": 0,
+            "rate_limited": 0,
+            "too_many_pipelined": 0,
+            "unread_replies": 0,
+        }
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             if os.path.lexists(path):
@@ -195,24 +206,29 @@ class AgentServer:
                     requests = conn.reader.feed(data)
                 except protocol.VersionMismatch as exc:  # answered in the client's version
                     self.counters["bad_frames"] += 1
-                    self._queue(conn, protocol.encode_payload(protocol.version_error(exc.version)),
-                                exc.version)
+                    self._queue(
+                        conn, protocol.encode_payload(protocol.version_error(exc.version)), exc.version
+                    )
                     conn.closing = True
                     requests = []
                 except protocol.ProtocolError as exc:
                     self._refuse(conn, "bad_frames", str(exc))
                     requests = []
                 if len(requests) > MAX_REQUESTS_PER_READ:
-                    self._refuse(conn, "too_many_pipelined",
-                                 f"{len(requests)} requests in one read; at most "
-                                 f"{MAX_REQUESTS_PER_READ} (send one, read its reply)")
+                    self._refuse(
+                        conn,
+                        "too_many_pipelined",
+                        f"{len(requests)} requests in one read; at most "
+                        f"{MAX_REQUESTS_PER_READ} (send one, read its reply)",
+                    )
                     requests = []
                 for request in requests:
                     if conn.closing or conn.closed:  # decided to close: no more work
                         break
                     if not conn.take_token(self._clock()):
-                        self._refuse(conn, "rate_limited",
-                                     f"more than {RATE_PER_SECOND:g} requests per second")
+                        self._refuse(
+                            conn, "rate_limited", f"more than {RATE_PER_SECOND:g} requests per second"
+                        )
                         break
                     self.counters["requests"] += 1
                     try:
@@ -265,7 +281,8 @@ class AgentServer:
         now = self._clock()
         for conn in list(self._conns.values()):
             if now - conn.last > IDLE_TIMEOUT or (
-                    conn.partial_since is not None and now - conn.partial_since > PARTIAL_TIMEOUT):
+                conn.partial_since is not None and now - conn.partial_since > PARTIAL_TIMEOUT
+            ):
                 self.counters["closed_idle"] += 1
                 self._close(conn)
 
@@ -295,4 +312,3 @@ class AgentServer:
             os.unlink(self.path)
         except OSError:
             pass
-

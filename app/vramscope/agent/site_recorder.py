@@ -44,8 +44,9 @@ def unavailable(torch, provider) -> str | None:
     """Why sites cannot be recorded in this process, or None."""
     if torch is None:
         return "torch is not imported in this process"
-    if not getattr(getattr(torch, "version", None), "cuda", None) and \
-            not getattr(getattr(torch, "version", None), "hip", None):
+    if not getattr(getattr(torch, "version", None), "cuda", None) and not getattr(
+        getattr(torch, "version", None), "hip", None
+    ):
         return "not available: this PyTorch is a CPU-only build (allocation sites are CUDA's)"
     memory = getattr(getattr(torch, "cuda", None), "memory", None)
     if getattr(memory, "_record_memory_history", None) is None:
@@ -78,6 +79,7 @@ class SiteRecorder:
     def torch(self):
         if self._torch is None:
             import torch
+
             self._torch = torch
         return self._torch
 
@@ -87,8 +89,11 @@ class SiteRecorder:
             return {"ok": False, "error": f"already recording (step {self._done()} of {self.steps})"}
         if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
             return {"ok": False, "error": f"steps must be an integer from 1 to {MAX_STEPS}"}
-        if max_entries is not None and (not isinstance(max_entries, int) or isinstance(max_entries, bool)
-                                        or not 1000 <= max_entries <= 10_000_000):
+        if max_entries is not None and (
+            not isinstance(max_entries, int)
+            or isinstance(max_entries, bool)
+            or not 1000 <= max_entries <= 10_000_000
+        ):
             return {"ok": False, "error": "max_entries must be an integer from 1000 to 10000000"}
         reader = self.agent.reader
         try:
@@ -132,8 +137,9 @@ class SiteRecorder:
                 self.finish()
             elif now - self._last_progress >= PROGRESS_EVERY:
                 self._last_progress = now
-                self._emit({"state": "recording", "steps": self.steps, "done_steps": self._done(),
-                            **self.overhead()})
+                self._emit(
+                    {"state": "recording", "steps": self.steps, "done_steps": self._done(), **self.overhead()}
+                )
         except Exception as exc:
             self._fail(exc)
 
@@ -181,16 +187,24 @@ class SiteRecorder:
         path = None
         try:
             from vramscope.agent.oom import dump_snapshot
+
             path = dump_snapshot(snapshot, os.getpid(), prefix="sites")
         except Exception as exc:
             self.agent._error(exc)
         devices = {}
         for index in self.agent.reader.provider.devices():
-            devices[self.agent._device_name(index)] = sites.peak_sites(snapshot, index,
-                                                                       max_entries=self.max_entries)
+            devices[self.agent._device_name(index)] = sites.peak_sites(
+                snapshot, index, max_entries=self.max_entries
+            )
         self.state = "done"
-        self.result = {"state": "done", "steps": self.steps, "done_steps": self._done(),
-                       "snapshot_path": path, "devices": devices, **self.overhead()}
+        self.result = {
+            "state": "done",
+            "steps": self.steps,
+            "done_steps": self._done(),
+            "snapshot_path": path,
+            "devices": devices,
+            **self.overhead(),
+        }
         self._emit(self.result)
 
     def _fail(self, exc: BaseException) -> None:

@@ -45,8 +45,7 @@ def site_of(frames) -> str | None:
     return first
 
 
-def peak_sites(snapshot: dict, device: int = 0, top: int = TOP_SITES,
-               max_entries: int | None = None) -> dict:
+def peak_sites(snapshot: dict, device: int = 0, top: int = TOP_SITES, max_entries: int | None = None) -> dict:
     """{peak_bytes, peak_time_us, sites: [{site, bytes, count}], complete, why}."""
     traces = snapshot.get("device_traces") or []
     trace = traces[device] if 0 <= device < len(traces) else []
@@ -87,11 +86,18 @@ def peak_sites(snapshot: dict, device: int = 0, top: int = TOP_SITES,
     if not trace:
         why = "no allocation trace: history was not on, or nothing was allocated while it was"
     elif full:
-        why = (f"the history buffer filled (max_entries={max_entries}): the oldest events were "
-               "dropped, so the peak may lie before the trace; blocks allocated before it count "
-               "as alive throughout")
-    return {"peak_bytes": peak, "peak_time_us": peak_time, "complete": complete, "why": why,
-            "sites": [{"site": k, "bytes": v[0], "count": v[1]} for k, v in ranked]}
+        why = (
+            f"the history buffer filled (max_entries={max_entries}): the oldest events were "
+            "dropped, so the peak may lie before the trace; blocks allocated before it count "
+            "as alive throughout"
+        )
+    return {
+        "peak_bytes": peak,
+        "peak_time_us": peak_time,
+        "complete": complete,
+        "why": why,
+        "sites": [{"site": k, "bytes": v[0], "count": v[1]} for k, v in ranked],
+    }
 
 
 def block_sites(segments, device: int | None = None) -> dict:
@@ -117,8 +123,15 @@ def live_tensors(segments, tensors, device: int | None = None, top: int = 10) ->
             continue
         seen.add(ptr)
         got = blocks.get(ptr)
-        out.append({"bytes": nbytes, "shape": list(shape), "dtype": str(dtype).replace("torch.", ""),
-                    "module": module, "site": got[1] if got else None})
+        out.append(
+            {
+                "bytes": nbytes,
+                "shape": list(shape),
+                "dtype": str(dtype).replace("torch.", ""),
+                "module": module,
+                "site": got[1] if got else None,
+            }
+        )
     out.sort(key=lambda t: t["bytes"], reverse=True)
     return out[:top]
 

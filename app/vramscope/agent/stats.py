@@ -67,6 +67,7 @@ def default_provider(torch=None):
         try:
             if xpu.is_available():
                 from vramscope.agent.stats_xpu import TorchXpuProvider
+
                 return TorchXpuProvider(torch)
         except Exception:
             pass
@@ -155,8 +156,7 @@ class TorchCudaProvider:
     def device_info(self, index: int) -> dict:
         info = self._info.get(index)
         if info is None:
-            info = {"uuid": None, "total": None, "name": None,
-                    "runtime": runtime_of(self._torch)}
+            info = {"uuid": None, "total": None, "name": None, "runtime": runtime_of(self._torch)}
             try:
                 props = self._torch.cuda.get_device_properties(index)
                 info["total"] = int(props.total_memory)
@@ -179,6 +179,7 @@ class TorchCudaProvider:
         fn = getattr(self._torch.cuda, "memory_snapshot", None)
         if fn is None:
             from vramscope.agent.segments import SnapshotUnavailable
+
             raise SnapshotUnavailable("this torch has no torch.cuda.memory_snapshot")
         try:
             return fn(include_traces=False)
@@ -337,9 +338,9 @@ class StatsReader:
     or when the rate limit says not yet.
     """
 
-    def __init__(self, provider, consumers=("sample", "step", "oom"), min_gap: float = 0.2,
-                 clock=None):
+    def __init__(self, provider, consumers=("sample", "step", "oom"), min_gap: float = 0.2, clock=None):
         import time
+
         self.provider = provider
         self._consumers = tuple(consumers)
         self._windows: dict[str, dict[str, PeakWindow]] = {c: {} for c in self._consumers}
@@ -356,8 +357,9 @@ class StatsReader:
         self.reads = 0
         # {device index: allocated bytes}: what the hooks read on the training thread every
         # step, unnamed (the agent thread names the devices when it builds the step item)
-        self.raw_allocated = (getattr(provider, "allocated_peaks_now", None)
-                              or getattr(provider, "allocated_now", None) or dict)
+        self.raw_allocated = (
+            getattr(provider, "allocated_peaks_now", None) or getattr(provider, "allocated_now", None) or dict
+        )
         self._names: dict[int, str] = {}  # device index -> name
         self._take = getattr(provider, "take_stats", None)  # a full read that resets the peaks
         self.exact = False  # the windows are exact (the provider resets the peak counters)
@@ -368,8 +370,12 @@ class StatsReader:
             try:
                 self._settings = self.provider.allocator_settings()
             except Exception:
-                self._settings = {"backend": None, "expandable_segments": None,
-                                  "max_split_size": None, "conf": None}
+                self._settings = {
+                    "backend": None,
+                    "expandable_segments": None,
+                    "max_split_size": None,
+                    "conf": None,
+                }
             self._settings_at = now
         return self._settings
 

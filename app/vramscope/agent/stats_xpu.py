@@ -50,8 +50,12 @@ class TorchXpuProvider:
         keeper = self.peaks
         if keeper is None:
             try:
-                keeper = user_peaks.install(self._torch, "_xpu_memoryStats", "_xpu_resetPeakMemoryStats",
-                                            user_peaks.accelerator_pair(self._torch, "xpu"))
+                keeper = user_peaks.install(
+                    self._torch,
+                    "_xpu_memoryStats",
+                    "_xpu_resetPeakMemoryStats",
+                    user_peaks.accelerator_pair(self._torch, "xpu"),
+                )
             except Exception:
                 keeper = None
             keeper = self.peaks = keeper or False  # (False: this build cannot)
@@ -91,8 +95,12 @@ class TorchXpuProvider:
         return info
 
     def allocator_settings(self) -> dict:
-        return {"backend": "native", "expandable_segments": None, "max_split_size": None,
-                "conf": os.environ.get("PYTORCH_XPU_ALLOC_CONF") or None}
+        return {
+            "backend": "native",
+            "expandable_segments": None,
+            "max_split_size": None,
+            "conf": os.environ.get("PYTORCH_XPU_ALLOC_CONF") or None,
+        }
 
     def snapshot(self, index: int | None = None) -> dict:
         return {"segments": [], "device_traces": []}  # no allocator snapshot on XPU

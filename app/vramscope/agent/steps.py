@@ -34,8 +34,17 @@ STEP_READ = ItemKind.STEP  # (looked up once: the step hook reads the allocator 
 
 
 class StepTracker:
-    def __init__(self, on_boundary=None, reader=None, clock=time.monotonic, wall=time.time,
-                 phases=None, handoff=None, ledger=None, resync=None):
+    def __init__(
+        self,
+        on_boundary=None,
+        reader=None,
+        clock=time.monotonic,
+        wall=time.time,
+        phases=None,
+        handoff=None,
+        ledger=None,
+        resync=None,
+    ):
         self.count = 0
         self.manual = False
         self._primary = None  # weakref to the primary optimizer
@@ -88,13 +97,15 @@ class StepTracker:
         if self._hook_handle is not None:
             return
         from torch.optim.optimizer import register_optimizer_step_post_hook
+
         self._hook_handle = register_optimizer_step_post_hook(self._optimizer_hook)
         self.place_pre_hook()
 
     def _pre_wanted(self) -> bool:
         phases = self._phases
-        return self._hook_handle is not None and (self.pre_every_step or (
-            phases is not None and phases.enabled))
+        return self._hook_handle is not None and (
+            self.pre_every_step or (phases is not None and phases.enabled)
+        )
 
     def place_pre_hook(self) -> None:
         """Training thread, between steps (never inside the optimizer's pre-hook loop):
@@ -107,6 +118,7 @@ class StepTracker:
         handle = self._pre_handle
         if handle is None:
             from torch.optim.optimizer import register_optimizer_step_pre_hook
+
             handle = self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
             self._pre_on = True
             if want:
@@ -294,7 +306,9 @@ class StepTracker:
             # base: a step's wall time also holds waits for the CPU on a busy machine)
             count0, cpu0 = self._cpu_mark
             self._cpu_mark = (self.count, cpu)
-            cpu_step = (cpu - cpu0) / (self.count - count0) if cpu0 is not None and self.count > count0 else None
+            cpu_step = (
+                (cpu - cpu0) / (self.count - count0) if cpu0 is not None and self.count > count0 else None
+            )
             seen = phases.take(now, duration, overhead, cpu_step)
             if self._pre_on != self._pre_wanted():
                 self.place_pre_hook()
@@ -309,9 +323,17 @@ class StepTracker:
         are the user's own."""
         phases, ledger = self._phases, self._ledger
         q = 0
-        if (source == "optimizer" and not self.discovering and self.due is None and phases is not None
-                and ledger is not None and self._handoff is not None and self._last_optimizer == self._primary_id
-                and not phases.enabled and phases.has_device):
+        if (
+            source == "optimizer"
+            and not self.discovering
+            and self.due is None
+            and phases is not None
+            and ledger is not None
+            and self._handoff is not None
+            and self._last_optimizer == self._primary_id
+            and not phases.enabled
+            and phases.has_device
+        ):
             q = phases.skip_left
             cap = self.quiet_cap() if self.quiet_cap is not None and q > 0 else None
             if cap is not None:

@@ -157,8 +157,12 @@ def install(torch, stats_name: str, reset_name: str, also: tuple[str, str] | Non
             return None
         keeper = UserPeaks(raw_stats, raw_reset)
         pairs = [(stats_name, reset_name)]
-        if also is not None and callable(getattr(c, also[0], None)) and callable(getattr(c, also[1], None)) \
-                and not isinstance(getattr(getattr(c, also[0]), "keeper", None), UserPeaks):
+        if (
+            also is not None
+            and callable(getattr(c, also[0], None))
+            and callable(getattr(c, also[1], None))
+            and not isinstance(getattr(getattr(c, also[0]), "keeper", None), UserPeaks)
+        ):
             pairs.append(also)
         for s, r in pairs:
             setattr(c, s, _stats_wrapper(keeper, getattr(c, s)))
@@ -171,6 +175,7 @@ def _stats_wrapper(keeper: UserPeaks, raw):
         if args or kwargs or type(device) is not int:  # (a form the agent does not know: as is)
             return raw(device, *args, **kwargs)
         return keeper.user_stats(device, raw)
+
     stats.__wrapped__ = raw
     stats.__doc__ = raw.__doc__
     stats.keeper = keeper
@@ -182,6 +187,7 @@ def _reset_wrapper(keeper: UserPeaks, raw):
         if args or kwargs or type(device) is not int:
             return raw(device, *args, **kwargs)
         return keeper.user_reset(device)
+
     reset.__wrapped__ = raw
     reset.__doc__ = raw.__doc__
     return reset

@@ -11,11 +11,21 @@ from vramscope.core.detectors.options import THRESHOLD_OPTIONS
 
 def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("diagnostics")
-    g.add_argument("--watch", type=non_negative(float), default=0.0, metavar="SECONDS",
-                   help="sample for this long, printing each sample on a terminal (like "
-                        "nvidia-smi -l), so that time-based rules (idle squatters, leaks, "
-                        "trends) can fire; --json prints the last one")
-    g.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
-                   help="seconds between samples with --watch (default 1, 0.1 to 60)")
+    g.add_argument(
+        "--watch",
+        type=non_negative(float),
+        default=0.0,
+        metavar="SECONDS",
+        help="sample for this long, printing each sample on a terminal (like "
+        "nvidia-smi -l), so that time-based rules (idle squatters, leaks, "
+        "trends) can fire; --json prints the last one",
+    )
+    g.add_argument(
+        "--interval",
+        type=interval_seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between samples with --watch (default 1, 0.1 to 60)",
+    )
     for flag, (_, kind, _, help_text) in THRESHOLD_OPTIONS.items():
         g.add_argument(flag, type=non_negative(kind), default=None, help=help_text)

@@ -16,23 +16,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
     add_host_arguments(p)
     # None = "not given": the saved setting applies (a given value overrides it for this run)
-    p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
-                   help="sampling interval, 0.1 to 60 s (default: the saved setting, 1 s)")
-    p.add_argument("--window", choices=WINDOW_CHOICES, default=None,
-                   help="time window shown in the plots (default: the saved setting, 10m)")
-    p.add_argument("--theme", choices=THEME_CHOICES, default=None,
-                   help="colours (default: the saved setting, following the desktop)")
-    p.add_argument("--no-record", dest="record", action="store_false",
-                   help="do not record this session (recording is on by default for real GPUs; "
-                        "sessions go to the user's data directory, oldest removed past 2 GiB)")
-    p.add_argument("--read-only", action="store_true",
-                   help="disable every action (ending processes)")
-    p.add_argument("--prometheus", metavar="HOST:PORT", default=None, type=address,
-                   help="also serve the current metrics for Prometheus (loopback unless told otherwise)")
-    p.add_argument("--quit-after", type=seconds(), default=None, metavar="SECONDS",
-                   help=argparse.SUPPRESS)  # smoke tests and the bundle check
-    p.add_argument("file", nargs="?", default=None, metavar="FILE",
-                   help="a recorded session to reopen")
+    p.add_argument(
+        "--interval",
+        type=interval_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="sampling interval, 0.1 to 60 s (default: the saved setting, 1 s)",
+    )
+    p.add_argument(
+        "--window",
+        choices=WINDOW_CHOICES,
+        default=None,
+        help="time window shown in the plots (default: the saved setting, 10m)",
+    )
+    p.add_argument(
+        "--theme",
+        choices=THEME_CHOICES,
+        default=None,
+        help="colours (default: the saved setting, following the desktop)",
+    )
+    p.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="do not record this session (recording is on by default for real GPUs; "
+        "sessions go to the user's data directory, oldest removed past 2 GiB)",
+    )
+    p.add_argument("--read-only", action="store_true", help="disable every action (ending processes)")
+    p.add_argument(
+        "--prometheus",
+        metavar="HOST:PORT",
+        default=None,
+        type=address,
+        help="also serve the current metrics for Prometheus (loopback unless told otherwise)",
+    )
+    p.add_argument(
+        "--quit-after", type=seconds(), default=None, metavar="SECONDS", help=argparse.SUPPRESS
+    )  # smoke tests and the bundle check
+    p.add_argument("file", nargs="?", default=None, metavar="FILE", help="a recorded session to reopen")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,8 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-NO_DISPLAY = ("vramscope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are "
-              "unset); in a terminal, `vramscope status` shows the same figures")
+NO_DISPLAY = (
+    "vramscope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are "
+    "unset); in a terminal, `vramscope status` shows the same figures"
+)
 
 
 def display_missing(env=None, platform: str | None = None) -> bool:
@@ -68,4 +91,5 @@ def run(args) -> int:
         print(NO_DISPLAY, file=sys.stderr)
         return 2
     from vramscope.ui.app import run as run_window
+
     return run_window(args)

@@ -28,34 +28,40 @@ def number(text: str, kind=float, what: str = "a number"):
 
 def seconds(low: float | None = None, high: float | None = None):
     """A finite number of seconds, > 0 and within [low, high] where given."""
+
     def convert(text: str) -> float:
         value = number(text, float, "a number of seconds")
         if value <= 0 or (low is not None and value < low) or (high is not None and value > high):
             where = f"outside {low:g} .. {high:g} s" if low is not None else "not > 0"
             raise argparse.ArgumentTypeError(f"{text} s is {where}")
         return value
+
     convert.__name__ = "seconds"
     return convert
 
 
 def non_negative(kind=float):
     """A finite number >= 0 (durations to watch, thresholds)."""
+
     def convert(text: str):
         value = number(text, kind)
         if value < 0:
             raise argparse.ArgumentTypeError(f"must not be negative: {text}")
         return value
+
     convert.__name__ = kind.__name__
     return convert
 
 
 def positive(kind=float):
     """A finite number > 0 (caps, where 0 or less would remove everything)."""
+
     def convert(text: str):
         value = number(text, kind)
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
         return value
+
     convert.__name__ = kind.__name__
     return convert
 
@@ -63,6 +69,7 @@ def positive(kind=float):
 def address(text: str) -> str:
     """HOST:PORT for the Prometheus endpoint, checked now rather than at bind time."""
     from vramscope.core.metrics import parse_address
+
     try:
         parse_address(text)
     except ValueError as exc:

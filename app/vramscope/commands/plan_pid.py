@@ -15,16 +15,23 @@ import sys
 import time
 
 
-
 def change_from_args(args):
     from vramscope.core.planner.what_if import Change
-    modules = tuple(m.strip() for m in (getattr(args, "checkpoint_modules", None) or "").split(",")
-                    if m.strip())
-    return Change(batch=args.batch, seq=args.seq,
-                  checkpointing=bool(args.checkpointing or modules), checkpoint_modules=modules,
-                  bf16=args.precision in ("bf16", "fp16", "mixed"),
-                  optimizer_8bit=args.optimizer == "adam8bit", lora_rank=args.lora_rank,
-                  hidden=args.hidden, flash_attention=args.flash_attention)
+
+    modules = tuple(
+        m.strip() for m in (getattr(args, "checkpoint_modules", None) or "").split(",") if m.strip()
+    )
+    return Change(
+        batch=args.batch,
+        seq=args.seq,
+        checkpointing=bool(args.checkpointing or modules),
+        checkpoint_modules=modules,
+        bf16=args.precision in ("bf16", "fp16", "mixed"),
+        optimizer_8bit=args.optimizer == "adam8bit",
+        lora_rank=args.lora_rank,
+        hidden=args.hidden,
+        flash_attention=args.flash_attention,
+    )
 
 
 def busiest_device(sample):
@@ -36,8 +43,11 @@ def busiest_device(sample):
 
     def held(d):
         b = d.buckets
-        return (not d.device.startswith("cpu"),
-                sum(v or 0 for v in (b.weights, b.gradients, b.optimizer_state)))
+        return (
+            not d.device.startswith("cpu"),
+            sum(v or 0 for v in (b.weights, b.gradients, b.optimizer_state)),
+        )
+
     return max(devices, key=held)
 
 
@@ -45,6 +55,7 @@ def measured_from_pulled(pulled):
     """Measured (core/planner/measured_run.py) of the pulled agent's busiest device."""
     from vramscope.core.planner.errors import PlanError
     from vramscope.core.planner.measured_run import measure
+
     if not pulled.samples:
         raise PlanError("agent", "the agent has sent no sample yet")
     sample = max(pulled.samples, key=lambda s: s.t)
@@ -53,17 +64,25 @@ def measured_from_pulled(pulled):
         raise PlanError("agent", "the agent has no breakdown yet (no model or optimizer known)")
     name = dev.device
     modules = [m for m in pulled.modules if m.get("device") == name]
-    return measure(name, dev.buckets.as_dict(), steps=[s.event_data() for s in pulled.steps[-32:]],
-                   input_shape=sample.input, models=sample.models,
-                   modules=modules[-1] if modules else None, step=sample.step), dev
+    return measure(
+        name,
+        dev.buckets.as_dict(),
+        steps=[s.event_data() for s in pulled.steps[-32:]],
+        input_shape=sample.input,
+        models=sample.models,
+        modules=modules[-1] if modules else None,
+        step=sample.step,
+    ), dev
 
 
 def targets_for(pid: int, dev, given):
     """([Target], outside PyTorch or None) from --gpu-memory, else the GPU the process is on."""
     from vramscope.core.planner.what_if import Target
+
     if given:
         return [Target(name, cap, None) for name, cap in given], None
     from vramscope.sources.all_gpus import AllGpusSource
+
     source = AllGpusSource()
     try:
         frame = source.sample(time.time())
@@ -74,8 +93,11 @@ def targets_for(pid: int, dev, given):
             if proc.pid == pid:
                 free = None if gpu.free is None else gpu.free + (proc.used or 0)
                 reserved = dev.reserved
-                outside = (max(0, proc.used - reserved) if isinstance(reserved, int)
-                           and proc.used is not None else None)
+                outside = (
+                    max(0, proc.used - reserved)
+                    if isinstance(reserved, int) and proc.used is not None
+                    else None
+                )
                 return [Target(f"{gpu.label}: {gpu.name}", gpu.total, free, proc.used)], outside
     return [Target(f"{g.label}: {g.name}", g.total, g.free) for g in frame.gpus if g.total], None
 

@@ -32,23 +32,30 @@ options:
 def _agent_interval(text: str) -> float:
     from vramscope.agent import MIN_INTERVAL
     from vramscope.commands.option_types import MAX_INTERVAL, seconds
+
     return seconds(MIN_INTERVAL, MAX_INTERVAL)(text)
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--interval", type=_agent_interval, default=0.5,
-                   help="agent sampling interval in seconds (default 0.5)")
+    p.add_argument(
+        "--interval",
+        type=_agent_interval,
+        default=0.5,
+        help="agent sampling interval in seconds (default 0.5)",
+    )
     p.add_argument("child", nargs="*", metavar="COMMAND", help="the command to run, after --")
 
 
 def site_dir() -> str:
     import vramscope.agent
+
     return os.path.join(os.path.dirname(vramscope.agent.__file__), "_site")
 
 
 def child_env(base: dict | None = None, interval: float = 0.5) -> dict:
     env = dict(os.environ if base is None else base)
     import vramscope
+
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(vramscope.__file__)))
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = site_dir() + (os.pathsep + old if old else "")
@@ -64,7 +71,7 @@ def _parse(argv: list[str]) -> tuple[float, list[str]] | str:
     while i < len(argv):
         a = argv[i]
         if a == "--":
-            return interval, argv[i + 1:]
+            return interval, argv[i + 1 :]
         if a == "--interval" and i + 1 < len(argv) or a.startswith("--interval="):
             text = argv[i + 1] if a == "--interval" else a.split("=", 1)[1]
             try:
@@ -83,15 +90,22 @@ def _say_where_the_agent_listens() -> None:
     """A refused socket directory is said here, where the user looks, not only
     inside the child's log."""
     from vramscope.agent import paths
+
     try:
         directory, refused = paths.choose_agent_dir()
     except paths.RuntimeDirError as exc:
-        print(f"vramscope run: warning: the agent has nowhere to listen ({exc}); the script "
-              "runs, but no vramscope window or `status` will see it", file=sys.stderr)
+        print(
+            f"vramscope run: warning: the agent has nowhere to listen ({exc}); the script "
+            "runs, but no vramscope window or `status` will see it",
+            file=sys.stderr,
+        )
         return
     if refused:
-        print(f"vramscope run: warning: {'; '.join(refused)}; the agent listens in {directory} "
-              "instead (vramscope's window and `status` look there too)", file=sys.stderr)
+        print(
+            f"vramscope run: warning: {'; '.join(refused)}; the agent listens in {directory} "
+            "instead (vramscope's window and `status` look there too)",
+            file=sys.stderr,
+        )
 
 
 def run(args) -> int:

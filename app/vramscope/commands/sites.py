@@ -46,8 +46,10 @@ def run(args) -> int:
 
     def progress(d: dict) -> None:
         if not args.json:
-            say(sys.stderr, f"vramscope sites: step {d.get('done_steps', 0)} of {d.get('steps')} · "
-                            + overhead_text(d))
+            say(
+                sys.stderr,
+                f"vramscope sites: step {d.get('done_steps', 0)} of {d.get('steps')} · " + overhead_text(d),
+            )
 
     try:
         result = record_sites(args.pid, args.steps, timeout=args.timeout, on_progress=progress)
@@ -60,8 +62,11 @@ def run(args) -> int:
     if not result.get("ok"):
         say(sys.stderr, f"vramscope sites: {result.get('error') or result.get('why')}")
         return 1
-    say(sys.stdout, f"allocation sites over {result.get('done_steps')} steps of PID {args.pid} · "
-                    + overhead_text(result))
+    say(
+        sys.stdout,
+        f"allocation sites over {result.get('done_steps')} steps of PID {args.pid} · "
+        + overhead_text(result),
+    )
     for device, d in (result.get("devices") or {}).items():
         say(sys.stdout, f"{device}: peak {fmt_bytes(d.get('peak_bytes'))} alive; top sites:")
         for s in d.get("sites") or ():

@@ -11,7 +11,11 @@ from __future__ import annotations
 import sys
 
 from vramscope.commands.common import (
-    add_host_arguments, add_source_arguments, driver_unavailable, say_driver_unavailable)
+    add_host_arguments,
+    add_source_arguments,
+    driver_unavailable,
+    say_driver_unavailable,
+)
 from vramscope.core import json_text
 from vramscope.core.terminal_text import say, visible
 from vramscope.core.samples import HostStatus
@@ -25,11 +29,15 @@ EXIT_NO_NVML = 2
 def add_arguments(p) -> None:
     add_source_arguments(p)
     add_host_arguments(p)
-    p.add_argument("--json", action="store_true",
-                   help="print JSON (bytes as integers, null where not available)")
-    p.add_argument("--all-agents", action="store_true",
-                   help="list every ended PyTorch agent run the monitor knows (default: the "
-                        f"live ones and the last {ENDED_SHOWN} ended since the machine booted)")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON (bytes as integers, null where not available)"
+    )
+    p.add_argument(
+        "--all-agents",
+        action="store_true",
+        help="list every ended PyTorch agent run the monitor knows (default: the "
+        f"live ones and the last {ENDED_SHOWN} ended since the machine booted)",
+    )
     add_diagnostic_arguments(p)  # --watch SECONDS, --interval, thresholds
 
 
@@ -38,8 +46,13 @@ def monitor_for(source, args):
     diagnostics with the user's thresholds and this command line's on top."""
     from vramscope.core.store import Store
     from vramscope.sources.assembly import build_monitor
-    return build_monitor(source, args=args, interval=getattr(args, "interval", 1.0),
-                         store=Store(fine_points=4, coarse_points=4))
+
+    return build_monitor(
+        source,
+        args=args,
+        interval=getattr(args, "interval", 1.0),
+        store=Store(fine_points=4, coarse_points=4),
+    )
 
 
 class StatusPrinter:
@@ -76,10 +89,12 @@ def alerts_for(frame, args) -> list:
     """Alerts to print beside the frame: the diagnostics engine's, as JSON-ready
     dicts. Without --watch only the rules that need no history can fire."""
     from vramscope.core.detectors import alerts_to_json
+
     engine = getattr(args, "diagnostics", None)
     if engine is None:
         from vramscope.core.detectors import Diagnostics
         from vramscope.core.user_settings import diagnostics_for
+
         engine = Diagnostics(diagnostics_for(args))
         engine.feed(frame)
     return alerts_to_json(engine.alerts())
@@ -92,6 +107,7 @@ def watching_for(args) -> list:
     """What the engine is watching on its way to an alert ("idle 3 of 5 min"), listed
     after the alerts; empty after a single pass (those rules need time: --watch)."""
     from vramscope.core.detectors.watching import watching_to_json
+
     engine = getattr(args, "diagnostics", None)
     return watching_to_json(engine.watching()) if engine is not None else []
 
@@ -99,6 +115,7 @@ def watching_for(args) -> list:
 def emit(frame, args, out=None, live: bool = False) -> None:
     """Print ``frame``; ``live`` (--watch on a terminal): over the previous one."""
     from vramscope.core.status_report import frame_to_dict, render_table
+
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
     watching = watching_for(args)
@@ -106,13 +123,17 @@ def emit(frame, args, out=None, live: bool = False) -> None:
         out.write(CLEAR)
     shown = {"boot_time": boot_time(), "every_agent": getattr(args, "all_agents", False)}
     if args.json:
-        out.write(json_text.dumps({**frame_to_dict(frame, alerts, **shown), "watching": watching},
-                                  indent=2) + "\n")
+        out.write(
+            json_text.dumps({**frame_to_dict(frame, alerts, **shown), "watching": watching}, indent=2) + "\n"
+        )
     else:
         text = render_table(frame, alerts, **shown)
         if watching:
-            text = text.rstrip("\n") + "\n\nwatching (not alerts yet):\n" + "".join(
-                f"  - {visible(w['message'])}\n" for w in watching)
+            text = (
+                text.rstrip("\n")
+                + "\n\nwatching (not alerts yet):\n"
+                + "".join(f"  - {visible(w['message'])}\n" for w in watching)
+            )
         out.write(text)
     out.flush()
 
@@ -121,6 +142,7 @@ def boot_time() -> float | None:
     """When this machine booted (psutil); ended agent runs before it are old news."""
     try:
         import psutil
+
         return float(psutil.boot_time())
     except Exception:  # noqa: BLE001 -- not readable (a sandbox): every ended run counts
         return None
@@ -136,8 +158,7 @@ def run_hosts(args, out=None) -> int:
     from vramscope.sources.remote import RemoteHost
 
     out = out or sys.stdout
-    hosts = [RemoteHost(t, interval=1.0, demo=getattr(args, "demo", False))
-             for t in dict.fromkeys(args.host)]
+    hosts = [RemoteHost(t, interval=1.0, demo=getattr(args, "demo", False)) for t in dict.fromkeys(args.host)]
     for host in hosts:
         host.start()
     try:
@@ -145,8 +166,7 @@ def run_hosts(args, out=None) -> int:
     finally:
         for host in hosts:
             host.close()
-    out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json
-              else render_hosts(views))
+    out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json else render_hosts(views))
     out.flush()
     answered = sum(v.frame is not None for v in views)
     return 0 if answered == len(views) else (1 if answered else 2)
@@ -169,8 +189,7 @@ def run_fleet(args, out=None) -> int:
         say(sys.stderr, f"vramscope status: {frame.error}")
         return 2
     views = split_by_host(frame, alerts_for(frame, args))
-    out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json
-              else render_hosts(views))
+    out.write(json_text.dumps(hosts_to_dict(views), indent=2) + "\n" if args.json else render_hosts(views))
     out.flush()
     return 0 if all(v.state == HostStatus.CONNECTED for v in views) else 1
 
@@ -191,8 +210,12 @@ def run(args) -> int:
     except KeyboardInterrupt:  # before the runner's policy was in place
         signals.signum = signal.SIGINT
     if signals.signum is not None:  # one line, no traceback, no half-printed frame
-        say(sys.stderr, "vramscope status: interrupted" if signals.signum == signal.SIGINT
-            else f"vramscope status: stopped by {signal.Signals(signals.signum).name}")
+        say(
+            sys.stderr,
+            "vramscope status: interrupted"
+            if signals.signum == signal.SIGINT
+            else f"vramscope status: stopped by {signal.Signals(signals.signum).name}",
+        )
         return signals.exit_status
     return code
 
@@ -212,6 +235,7 @@ def _run(args, signals=None) -> int:
             say_driver_unavailable("status", frame)
             if args.json:  # scripts get a document to parse, with the error in it
                 from vramscope.core.status_report import frame_to_dict
+
                 print(json_text.dumps(frame_to_dict(frame), indent=2))
             return EXIT_NO_NVML
         emit(frame, args)

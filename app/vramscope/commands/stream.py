@@ -26,11 +26,22 @@ from vramscope.sources.choose import enrichers_for, open_source
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
-    p.add_argument("--interval", metavar="S", type=interval_seconds, default=1.0,
-                   help="seconds between frames (default 1, 0.1 to 60)")
-    p.add_argument("--count", metavar="N", type=int, default=None,
-                   help="stop after N frames (default: until stdin closes)")
+    p.add_argument(
+        "--interval",
+        metavar="S",
+        type=interval_seconds,
+        default=1.0,
+        help="seconds between frames (default 1, 0.1 to 60)",
+    )
+    p.add_argument(
+        "--count",
+        metavar="N",
+        type=int,
+        default=None,
+        help="stop after N frames (default: until stdin closes)",
+    )
     from vramscope.commands import window_recording
+
     window_recording.add_arguments(p)
 
 
@@ -50,8 +61,12 @@ class StreamWriter:
         try:
             data = protocol.encode(message)
         except (TypeError, ValueError) as exc:  # never silently: the monitor hears why
-            data = protocol.encode({protocol.TYPE: protocol.ERROR,
-                                    "message": f"vramscope stream: a message could not be sent ({exc})"})
+            data = protocol.encode(
+                {
+                    protocol.TYPE: protocol.ERROR,
+                    "message": f"vramscope stream: a message could not be sent ({exc})",
+                }
+            )
         with self.lock:
             try:
                 self.out.write(data)
@@ -62,9 +77,11 @@ class StreamWriter:
     def __call__(self, frame) -> None:
         from vramscope.core.detectors import alerts_to_json
         from vramscope.core.stream.deltas import FrameDiffer
+
         if self.differ is None:
             self.differ = FrameDiffer()
         from vramscope.core.detectors.watching import watch_to_wire
+
         judged = alerts_to_json(self.engine.alerts()) + [watch_to_wire(w) for w in self.engine.watching()]
         self.send(self.differ.message(frame, judged))
         self.written += 1
@@ -81,12 +98,16 @@ def answer(actions, message: dict) -> dict:
     import dataclasses
 
     from vramscope.core.actions import request_problem
+
     ident = message.get("id")
     reply = {protocol.TYPE: protocol.RESULT, "id": ident if _is_int(ident) else None}
     op = message.get("op")
     if message.get(protocol.TYPE) != protocol.ACT or op not in protocol.ACT_OPS:
-        return {**reply, "ok": False, "error": f"unknown request {str(message.get(protocol.TYPE))[:40]!r} "
-                                               f"{str(op)[:40]!r}"}
+        return {
+            **reply,
+            "ok": False,
+            "error": f"unknown request {str(message.get(protocol.TYPE))[:40]!r} {str(op)[:40]!r}",
+        }
     pid, start = message.get("pid"), message.get("start_time")
     problem = request_problem(pid, start)
     if problem:
@@ -119,17 +140,31 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
                 try:
                     protocol.encode(reply)
                 except ValueError as exc:  # NaN or too long: said, the stream goes on
-                    reply = {protocol.TYPE: protocol.RESULT, "id": reply.get("id"), "ok": False,
-                             "error": f"the answer cannot be sent ({str(exc)[:100]})"}
+                    reply = {
+                        protocol.TYPE: protocol.RESULT,
+                        "id": reply.get("id"),
+                        "ok": False,
+                        "error": f"the answer cannot be sent ({str(exc)[:100]})",
+                    }
                 writer.send(reply)
     except (OSError, ValueError):
         pass
     stop.set()
 
 
-def run_stream(source, *, interval: float = 1.0, count: int | None = None,
-               inp=None, out=None, enrichers=enrichers_for, actions=None,
-               stop: threading.Event | None = None, diagnostics=None, record=None) -> int:
+def run_stream(
+    source,
+    *,
+    interval: float = 1.0,
+    count: int | None = None,
+    inp=None,
+    out=None,
+    enrichers=enrichers_for,
+    actions=None,
+    stop: threading.Event | None = None,
+    diagnostics=None,
+    record=None,
+) -> int:
     """The window's pipeline (sources/assembly.py: the user's thresholds unless
     ``diagnostics`` says otherwise) with the stream writer as the runner's sink;
     ``record(monitor, source) -> path``: the window's sampler records its session."""
@@ -144,15 +179,28 @@ def run_stream(source, *, interval: float = 1.0, count: int | None = None,
     out = out if out is not None else sys.stdout.buffer
     inp = inp if inp is not None else sys.stdin.buffer
     interval = clamp_interval(interval)
-    monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
-                            store=Store(fine_points=8, coarse_points=8))
+    monitor = build_monitor(
+        source,
+        enrichers=enrichers,
+        interval=interval,
+        diagnostics=diagnostics,
+        store=Store(fine_points=8, coarse_points=8),
+    )
     writer = StreamWriter(out, monitor.engine, stop)  # the runner counts the frames
     monitor.actions = actions = actions or ProcessActions()  # (the recorder records what they do)
     session = record(monitor, source) if record is not None else None  # the window's sampler
-    writer.send({**protocol.hello(socket.gethostname(), __version__, interval),
-                 **({"session": str(session)} if session is not None else {})})
-    reader = threading.Thread(target=serve_requests, args=(inp, writer, actions, stop),
-                              name="vramscope-stream-requests", daemon=True)
+    writer.send(
+        {
+            **protocol.hello(socket.gethostname(), __version__, interval),
+            **({"session": str(session)} if session is not None else {}),
+        }
+    )
+    reader = threading.Thread(
+        target=serve_requests,
+        args=(inp, writer, actions, stop),
+        name="vramscope-stream-requests",
+        daemon=True,
+    )
     reader.start()
     runner.run(monitor, [writer], stop, passes=count)
     return 0
@@ -164,9 +212,9 @@ def run(args) -> int:
     stop = threading.Event()
     with StopSignals(stop):  # SIGINT, SIGTERM, SIGHUP (the ssh channel closed): exit 0
         from vramscope.commands.window_recording import recording
+
         source = open_source(args)
-        code = run_stream(source, interval=args.interval, count=args.count, stop=stop,
-                          record=recording(args))
+        code = run_stream(source, interval=args.interval, count=args.count, stop=stop, record=recording(args))
     try:
         sys.stdout.flush()
     except OSError:

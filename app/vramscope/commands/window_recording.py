@@ -29,6 +29,7 @@ def thresholds(text: str | None):
     from vramscope.agent import json_limits
     from vramscope.core.detectors.settings import DiagnosticSettings
     from vramscope.core.stream.codec import from_wire
+
     try:
         return from_wire(DiagnosticSettings, json_limits.loads(text))
     except ValueError as exc:
@@ -60,9 +61,16 @@ def recording(args):
         except OSError:
             return None  # no session directory: the window runs unrecorded
         retention = RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)
-        monitor.record(SessionRecorder(
-            monitor.engine, monitor.actions, directory=directory, path=path, retention=retention,
-            meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)}))
+        monitor.record(
+            SessionRecorder(
+                monitor.engine,
+                monitor.actions,
+                directory=directory,
+                path=path,
+                retention=retention,
+                meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)},
+            )
+        )
         return path
 
     return record

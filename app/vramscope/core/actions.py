@@ -45,8 +45,9 @@ def request_problem(pid, start_time) -> str | None:
     session -- or None. Checked before the numbers reach the kernel or psutil."""
     if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= PID_MAX:
         return f"{str(pid)[:40]} is not a process id (1 to {PID_MAX}); refusing"
-    if start_time is not None and not (isinstance(start_time, (int, float))
-                                       and math.isfinite(start_time) and start_time >= 0):
+    if start_time is not None and not (
+        isinstance(start_time, (int, float)) and math.isfinite(start_time) and start_time >= 0
+    ):
         return f"the start time {str(start_time)[:40]} is not a time; refusing"
     return None
 
@@ -90,7 +91,7 @@ def is_kernel_thread(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
-        flags = int(data[data.rindex(b")") + 2:].split()[6])  # field 9
+        flags = int(data[data.rindex(b")") + 2 :].split()[6])  # field 9
     except (OSError, ValueError, IndexError):
         return False
     return bool(flags & PF_KTHREAD)
@@ -98,6 +99,7 @@ def is_kernel_thread(pid: int) -> bool:
 
 def default_audit_path() -> pathlib.Path:
     import platformdirs
+
     return pathlib.Path(platformdirs.user_log_dir("vramscope", appauthor=False)) / "actions.jsonl"
 
 
@@ -128,9 +130,15 @@ class ActionResult:
 
 
 class ProcessActions:
-    def __init__(self, read_only: bool = False, audit_path: str | os.PathLike | None = None,
-                 grace_seconds: float = DEFAULT_GRACE_SECONDS, monotonic=time.monotonic,
-                 owner_uid: int | None = None, first_user_uid: int | None = None):
+    def __init__(
+        self,
+        read_only: bool = False,
+        audit_path: str | os.PathLike | None = None,
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        monotonic=time.monotonic,
+        owner_uid: int | None = None,
+        first_user_uid: int | None = None,
+    ):
         self.read_only = read_only
         # whose processes may be ended, and where system accounts end (see the module text)
         self.owner_uid = acting_uid() if owner_uid is None else owner_uid
@@ -145,9 +153,17 @@ class ProcessActions:
     def describe(self, pid: int, start_time: float | None, memory: int | None = None) -> ProcessSummary:
         proc, refusal = self._verify(pid, start_time)
         if request_problem(pid, start_time):
-            return ProcessSummary(pid=pid, start_time=start_time, user=None, command=None,
-                                  age_seconds=None, memory=memory, own=False, refusal=refusal,
-                                  connection_file=None)
+            return ProcessSummary(
+                pid=pid,
+                start_time=start_time,
+                user=None,
+                command=None,
+                age_seconds=None,
+                memory=memory,
+                own=False,
+                refusal=refusal,
+                connection_file=None,
+            )
         user = command = conn = None
         age = None
         own = False
@@ -164,9 +180,17 @@ class ProcessActions:
             if cmdline and is_jupyter_kernel(cmdline, name):
                 conn = connection_file(cmdline)
             own = self._is_own(proc)
-        return ProcessSummary(pid=pid, start_time=start_time, user=user, command=command,
-                              age_seconds=age, memory=memory, own=own, refusal=refusal,
-                              connection_file=conn)
+        return ProcessSummary(
+            pid=pid,
+            start_time=start_time,
+            user=user,
+            command=command,
+            age_seconds=age,
+            memory=memory,
+            own=own,
+            refusal=refusal,
+            connection_file=conn,
+        )
 
     def is_alive(self, pid: int, start_time: float | None) -> bool:
         """The same process (pid + start time) still exists and is not a zombie."""
@@ -208,9 +232,10 @@ class ProcessActions:
     def kill(self, pid: int, start_time: float | None, memory: int | None = None) -> ActionResult:
         wait = self.kill_allowed_in(pid, start_time)
         if wait is None or wait > 0:
-            msg = (f"SIGKILL is offered only after SIGTERM: send SIGTERM to pid {pid} first "
-                   f"and give it {self.grace_seconds:g} s to exit"
-                   + (f" ({wait:.1f} s left)" if wait else ""))
+            msg = (
+                f"SIGKILL is offered only after SIGTERM: send SIGTERM to pid {pid} first "
+                f"and give it {self.grace_seconds:g} s to exit" + (f" ({wait:.1f} s left)" if wait else "")
+            )
             return self._refuse("SIGKILL", pid, start_time, msg, memory)
         return self._signal("SIGKILL", SIGKILL, pid, start_time, memory)
 
@@ -241,27 +266,38 @@ class ProcessActions:
                 else:
                     proc.send_signal(signum)  # psutil re-checks the start time itself
             except (ProcessLookupError, psutil.NoSuchProcess):
-                return self._refuse(action, pid, start_time, f"pid {pid} has already exited",
-                                    memory, proc)
+                return self._refuse(action, pid, start_time, f"pid {pid} has already exited", memory, proc)
             except (PermissionError, psutil.AccessDenied) as exc:
-                return self._refuse(action, pid, start_time,
-                                    f"the system refused to signal pid {pid}: {exc}", memory, proc)
+                return self._refuse(
+                    action, pid, start_time, f"the system refused to signal pid {pid}: {exc}", memory, proc
+                )
         finally:
             if pidfd is not None:
                 os.close(pidfd)
         message = f"sent {action} to pid {pid} ({info.get('command') or '?'})"
         if action == "SIGTERM":
-            message += (f"; if it is still running after {self.grace_seconds:g} s, "
-                        "SIGKILL can be sent")
+            message += f"; if it is still running after {self.grace_seconds:g} s, SIGKILL can be sent"
         note = self._audit(action, "sent", pid, start_time, memory, info, message)
-        return ActionResult(action=action, ok=True, pid=pid, start_time=start_time,
-                            message=message + note, connection_file=info.get("connection_file"))
+        return ActionResult(
+            action=action,
+            ok=True,
+            pid=pid,
+            start_time=start_time,
+            message=message + note,
+            connection_file=info.get("connection_file"),
+        )
 
     def _refuse(self, action, pid, start_time, message, memory, proc=None) -> ActionResult:
         info = _proc_info(proc) if proc is not None else {}
         note = self._audit(action, "refused", pid, start_time, memory, info, message)
-        return ActionResult(action=action, ok=False, pid=pid, start_time=start_time,
-                            message=message + note, connection_file=info.get("connection_file"))
+        return ActionResult(
+            action=action,
+            ok=False,
+            pid=pid,
+            start_time=start_time,
+            message=message + note,
+            connection_file=info.get("connection_file"),
+        )
 
     # -- checks -----------------------------------------------------------------------
     def _verify(self, pid: int, start_time: float | None):
@@ -285,23 +321,31 @@ class ProcessActions:
         except psutil.AccessDenied:
             return None, f"pid {pid} cannot be inspected from here (access denied); refusing"
         if start_time is None:
-            return proc, (f"the start time of pid {pid} is unknown, so it cannot be verified "
-                          "to be the process you saw; refusing")
+            return proc, (
+                f"the start time of pid {pid} is unknown, so it cannot be verified "
+                "to be the process you saw; refusing"
+            )
         if not _same_start(created, start_time):
-            return proc, (f"pid {pid} is no longer the process you saw (it started at "
-                          f"{_clock(created)}, the one shown started at {_clock(start_time)}): "
-                          "the PID was reused; refusing")
+            return proc, (
+                f"pid {pid} is no longer the process you saw (it started at "
+                f"{_clock(created)}, the one shown started at {_clock(start_time)}): "
+                "the PID was reused; refusing"
+            )
         if status == psutil.STATUS_ZOMBIE:
             parent = _safe(proc.ppid)
-            return proc, (f"pid {pid} is a zombie: it has already exited and only its parent "
-                          f"(pid {parent}) can reap it; end the parent instead")
+            return proc, (
+                f"pid {pid} is a zombie: it has already exited and only its parent "
+                f"(pid {parent}) can reap it; end the parent instead"
+            )
         if is_kernel_thread(pid):
             return proc, f"pid {pid} is a kernel thread; vramscope never signals the kernel"
         uid = _real_uid(proc)
         if uid is not None and uid < self.first_user_uid:
             owner = _safe(proc.username) or f"uid {uid}"
-            return proc, (f"pid {pid} belongs to the system account {owner}; vramscope never "
-                          "ends system processes, even when it runs as root")
+            return proc, (
+                f"pid {pid} belongs to the system account {owner}; vramscope never "
+                "ends system processes, even when it runs as root"
+            )
         if not self._is_own(proc):
             return proc, self._not_own_message(proc)
         return proc, None
@@ -317,18 +361,28 @@ class ProcessActions:
         me = self.owner_uid
         try:
             import pwd
+
             me_name = pwd.getpwuid(me).pw_name
         except (ImportError, KeyError):
             me_name = f"uid {me}"
-        return (f"pid {proc.pid} belongs to user {owner or 'another user'}; vramscope only ends "
-                f"your own processes (you are {me_name})")
+        return (
+            f"pid {proc.pid} belongs to user {owner or 'another user'}; vramscope only ends "
+            f"your own processes (you are {me_name})"
+        )
 
     # -- audit log --------------------------------------------------------------------
     def _audit(self, action, outcome, pid, start_time, memory, info, message) -> str:
         entry = {
-            "time": time.time(), "action": action, "outcome": outcome, "pid": pid,
-            "start_time": start_time, "user": info.get("user"), "command": info.get("command"),
-            "memory_bytes": memory, "read_only": self.read_only, "by": getpass.getuser(),
+            "time": time.time(),
+            "action": action,
+            "outcome": outcome,
+            "pid": pid,
+            "start_time": start_time,
+            "user": info.get("user"),
+            "command": info.get("command"),
+            "memory_bytes": memory,
+            "read_only": self.read_only,
+            "by": getpass.getuser(),
             "message": message,
         }
         for observer in self.observers:
@@ -348,8 +402,14 @@ class EndProcess:
     period, if the same process (pid + start time) still runs, SIGKILL on
     request. A view only schedules the steps (a timer) and asks the user."""
 
-    def __init__(self, actions: ProcessActions, pid: int, start_time: float | None,
-                 memory: int | None = None, grace_seconds: float | None = None):
+    def __init__(
+        self,
+        actions: ProcessActions,
+        pid: int,
+        start_time: float | None,
+        memory: int | None = None,
+        grace_seconds: float | None = None,
+    ):
         self.actions, self.pid, self.start_time, self.memory = actions, pid, start_time, memory
         self.grace_seconds = actions.grace_seconds if grace_seconds is None else grace_seconds
 
@@ -442,5 +502,11 @@ def _clock(t: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t))
 
 
-__all__ = ["ProcessActions", "ProcessSummary", "ActionResult", "default_audit_path",
-           "read_audit_log", "append_json_line"]
+__all__ = [
+    "ProcessActions",
+    "ProcessSummary",
+    "ActionResult",
+    "default_audit_path",
+    "read_audit_log",
+    "append_json_line",
+]

@@ -34,8 +34,16 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from vramscope.agent.protocol import BUCKETS, PHASES, Bucket, EventKind
 from vramscope.core.agent_keys import (
-    DEVICE_METRICS, OOM_REQUESTED, PHASE_LOADED, STEP_ALLOCATED_AFTER, STEP_PEAK_ALLOCATED,
-    STEPS_DEVICE, event_metric, phase_metric, phase_peak_metric, series_key,
+    DEVICE_METRICS,
+    OOM_REQUESTED,
+    PHASE_LOADED,
+    STEP_ALLOCATED_AFTER,
+    STEP_PEAK_ALLOCATED,
+    STEPS_DEVICE,
+    event_metric,
+    phase_metric,
+    phase_peak_metric,
+    series_key,
 )
 from vramscope.core.samples import AgentDevice
 
@@ -46,8 +54,9 @@ def _number(value) -> bool:
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
-def sample_points(pid: int, start_time: float | None, t: float,
-                  devices: Iterable[Mapping]) -> Iterator[Point]:
+def sample_points(
+    pid: int, start_time: float | None, t: float, devices: Iterable[Mapping]
+) -> Iterator[Point]:
     """One sample: ``devices`` are mappings with "device", the allocator figures and
     "buckets" (the wire format of a sample's devices)."""
     for dev in devices:
@@ -62,8 +71,9 @@ def sample_points(pid: int, start_time: float | None, t: float,
                     yield series_key(pid, start_time, name, bucket), t, buckets[bucket]
 
 
-def device_points(pid: int, start_time: float | None, t: float,
-                  devices: Iterable[AgentDevice]) -> Iterator[Point]:
+def device_points(
+    pid: int, start_time: float | None, t: float, devices: Iterable[AgentDevice]
+) -> Iterator[Point]:
     """One sample's devices as the monitor holds them (decoded items, the demo's and
     replayed sessions' reports). A figure a non-CUDA device does not give (the CPU has
     no allocator) and a bucket the monitor has not worked out yet (outside PyTorch,
@@ -75,8 +85,9 @@ def device_points(pid: int, start_time: float | None, t: float,
             if value is not None or d.device.startswith("cuda"):
                 fields[metric] = value
         if d.buckets is not None:
-            fields["buckets"] = {k: v for k, v in d.buckets.as_dict().items()
-                                 if v is not None or k != Bucket.OUTSIDE_PYTORCH}
+            fields["buckets"] = {
+                k: v for k, v in d.buckets.as_dict().items() if v is not None or k != Bucket.OUTSIDE_PYTORCH
+            }
         yield from sample_points(pid, start_time, t, (fields,))
 
 
@@ -86,14 +97,14 @@ def step_points(pid: int, start_time: float | None, t: float, step: Mapping) -> 
     yield series_key(pid, start_time, STEPS_DEVICE, "duration"), t, step.get("duration")
     yield series_key(pid, start_time, STEPS_DEVICE, "step"), t, step.get("step")
     devices = step.get("devices")
-    for name, f in (devices.items() if isinstance(devices, Mapping) else ()):
+    for name, f in devices.items() if isinstance(devices, Mapping) else ():
         if isinstance(f, Mapping):
             yield series_key(pid, start_time, str(name), STEP_PEAK_ALLOCATED), t, f.get("peak_allocated")
             yield series_key(pid, start_time, str(name), STEP_ALLOCATED_AFTER), t, f.get("allocated_after")
     phases = step.get("phases")
     times = step.get("phase_times")
     times = times if isinstance(times, Mapping) else {}
-    for name, per in (phases.items() if isinstance(phases, Mapping) else ()):
+    for name, per in phases.items() if isinstance(phases, Mapping) else ():
         if not isinstance(per, Mapping):
             continue
         for phase in PHASES:
@@ -101,11 +112,14 @@ def step_points(pid: int, start_time: float | None, t: float, step: Mapping) -> 
             if value is None:
                 continue  # a step whose phases were not measured: no point, not a gap
             when = times.get(phase)
-            yield (series_key(pid, start_time, str(name), phase_metric(phase)),
-                   float(when) if isinstance(when, (int, float)) else t, value)
+            yield (
+                series_key(pid, start_time, str(name), phase_metric(phase)),
+                float(when) if isinstance(when, (int, float)) else t,
+                value,
+            )
     peaks = step.get("phase_peaks")
-    for name, per in (peaks.items() if isinstance(peaks, Mapping) else ()):
-        for phase, pair in (per.items() if isinstance(per, Mapping) else ()):
+    for name, per in peaks.items() if isinstance(peaks, Mapping) else ():
+        for phase, pair in per.items() if isinstance(per, Mapping) else ():
             if phase not in PHASES or not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 continue
             peak, bound = pair
@@ -118,15 +132,18 @@ def step_points(pid: int, start_time: float | None, t: float, step: Mapping) -> 
                 yield series_key(pid, start_time, str(name), phase_peak_metric(phase, True)), when, bound
 
 
-def event_points(pid: int, start_time: float | None, kind: str, t: float,
-                 data: Mapping) -> Iterator[Point]:
+def event_points(pid: int, start_time: float | None, kind: str, t: float, data: Mapping) -> Iterator[Point]:
     if kind == EventKind.STEP:
         yield from step_points(pid, start_time, t, data)
     elif kind == EventKind.LOADED:
         for name, value in (data.get("devices") or {}).items():
             yield series_key(pid, start_time, str(name), PHASE_LOADED), t, value
     elif kind == EventKind.OOM:
-        yield series_key(pid, start_time, data.get("device") or "cuda", OOM_REQUESTED), t, data.get("requested")
+        yield (
+            series_key(pid, start_time, data.get("device") or "cuda", OOM_REQUESTED),
+            t,
+            data.get("requested"),
+        )
     elif kind in (EventKind.PROCESS_GROUP_INIT, EventKind.COMPILE):  # core/outside_story.py pairs them
         yield series_key(pid, start_time, STEPS_DEVICE, event_metric(kind)), t, 1
 

@@ -52,7 +52,9 @@ def figures_line(fig: dict) -> str:
         expandable = "expandable segments already on"
     else:
         expandable = "expandable_segments:True would recover n/a"
-    return (f"allocator{step}: fragmentation {fmt_bytes(fig['free_split'])} (free inside partly used segments)"
-            f" · whole free segments {fmt_bytes(fig['free_segments'])}"
-            f" · largest free block {fmt_bytes(fig['largest_free_block'])}"
-            f" · private pools {fmt_bytes(pools.get('reserved'))} · {expandable}")
+    return (
+        f"allocator{step}: fragmentation {fmt_bytes(fig['free_split'])} (free inside partly used segments)"
+        f" · whole free segments {fmt_bytes(fig['free_segments'])}"
+        f" · largest free block {fmt_bytes(fig['largest_free_block'])}"
+        f" · private pools {fmt_bytes(pools.get('reserved'))} · {expandable}"
+    )

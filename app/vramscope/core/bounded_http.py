@@ -85,8 +85,16 @@ class _DeadlineSocket:
 
 
 class _Connection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int | None, deadline: float, clock, *,
-                 unix_socket: str | None = None, tls: bool = False):
+    def __init__(
+        self,
+        host: str,
+        port: int | None,
+        deadline: float,
+        clock,
+        *,
+        unix_socket: str | None = None,
+        tls: bool = False,
+    ):
         super().__init__(host, port, timeout=max(0.001, deadline - clock()))
         self._deadline, self._clock = deadline, clock
         self.raw_socket: socket.socket | None = None
@@ -110,9 +118,15 @@ class _Connection(http.client.HTTPConnection):
         self.sock = _DeadlineSocket(sock, self._deadline, self._clock)
 
 
-def get(url: str, *, deadline: float, max_bytes: int = DEFAULT_MAX_BYTES,
-        headers: dict | None = None, unix_socket: str | None = None,
-        clock=time.monotonic) -> Reply:
+def get(
+    url: str,
+    *,
+    deadline: float,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    headers: dict | None = None,
+    unix_socket: str | None = None,
+    clock=time.monotonic,
+) -> Reply:
     """GET ``url`` (over ``unix_socket`` when given: the URL names only the path),
     all of it within ``deadline`` seconds and ``max_bytes`` of body."""
     parts = urllib.parse.urlsplit(url)
@@ -121,8 +135,14 @@ def get(url: str, *, deadline: float, max_bytes: int = DEFAULT_MAX_BYTES,
     end = clock() + deadline
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        conn = _Connection(parts.hostname or "localhost", parts.port, end, clock,
-                           unix_socket=unix_socket, tls=parts.scheme == "https")
+        conn = _Connection(
+            parts.hostname or "localhost",
+            parts.port,
+            end,
+            clock,
+            unix_socket=unix_socket,
+            tls=parts.scheme == "https",
+        )
     except ValueError as exc:  # a port that is no number
         raise HttpError(f"not a usable URL: {exc}") from None
     try:
@@ -130,8 +150,7 @@ def get(url: str, *, deadline: float, max_bytes: int = DEFAULT_MAX_BYTES,
         response = conn.getresponse()
         length = response.getheader("Content-Length")
         if length is not None and length.isdigit() and int(length) > max_bytes:
-            raise HttpError(f"the answer is {int(length):,} bytes, more than the "
-                            f"{max_bytes:,} read")
+            raise HttpError(f"the answer is {int(length):,} bytes, more than the {max_bytes:,} read")
         body = response.read(max_bytes + 1)
         if len(body) > max_bytes:
             raise HttpError(f"the answer is more than the {max_bytes:,} bytes read")
@@ -141,8 +160,9 @@ def get(url: str, *, deadline: float, max_bytes: int = DEFAULT_MAX_BYTES,
     except TimeoutError:
         raise HttpError(f"no complete answer within {deadline:g} s") from None
     except http.client.HTTPException as exc:  # malformed, too many headers, cut short
-        raise HttpError(f"not a valid HTTP answer ({type(exc).__name__}: "
-                        f"{visible(str(exc)[:120])})") from None
+        raise HttpError(
+            f"not a valid HTTP answer ({type(exc).__name__}: {visible(str(exc)[:120])})"
+        ) from None
     except OSError as exc:
         raise Unreachable(visible(str(getattr(exc, "strerror", None) or exc)[:200])) from None
     finally:

@@ -37,10 +37,15 @@ class UnreadableFile(OSError):
 
 def describe_mode(mode: int) -> str:
     """What a file is, in words ("a FIFO", "a socket", "a character device", ...)."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symlink"),
-                       (stat.S_ISREG, "a regular file")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISREG, "a regular file"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -94,7 +99,8 @@ def read_bytes(path: str | os.PathLike, limit: int, *, follow: bool = False) -> 
     return data
 
 
-def read_json(path: str | os.PathLike, limit: int, *, follow: bool = False,
-              depth: int = json_limits.MAX_DEPTH):
+def read_json(
+    path: str | os.PathLike, limit: int, *, follow: bool = False, depth: int = json_limits.MAX_DEPTH
+):
     """Parsed JSON from a bounded regular file; ``ValueError`` when malformed or too deep."""
     return json_limits.loads(read_bytes(path, limit, follow=follow), depth)

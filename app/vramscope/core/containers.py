@@ -128,8 +128,7 @@ def with_name(container: Container, name: str | None) -> Container:
     name = name.lstrip("/")
     m = _K8S_NAME.match(name)
     if m:
-        return dataclasses.replace(container, name=m.group(1), pod=m.group(2),
-                                   namespace=m.group(3))
+        return dataclasses.replace(container, name=m.group(1), pod=m.group(2), namespace=m.group(3))
     return dataclasses.replace(container, name=name)
 
 
@@ -173,5 +172,7 @@ def stop_command(container: Container) -> str:
 
 def stop_advice(container: Container) -> str:
     """The fix-text sentence for a process in a container."""
-    return (f"It runs in {container.label}: `{stop_command(container)}` stops the container "
-            "(ending only the process may let the container's restart policy start it again).")
+    return (
+        f"It runs in {container.label}: `{stop_command(container)}` stops the container "
+        "(ending only the process may let the container's restart policy start it again)."
+    )

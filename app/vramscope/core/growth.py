@@ -28,8 +28,9 @@ def recent(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WIND
     return t[keep], v[keep]
 
 
-def growth_per_minute(t: np.ndarray, v: np.ndarray, now: float,
-                      window: float = GROWTH_WINDOW) -> float | None:
+def growth_per_minute(
+    t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW
+) -> float | None:
     """MiB per minute over the last ``window`` seconds; None with under MIN_SPAN of data."""
     return _rate(*recent(t, v, now, window))
 
@@ -51,15 +52,17 @@ def _rate(t: np.ndarray, v: np.ndarray) -> float | None:
     return trend.slope * 60.0 / MiB
 
 
-def sparkline(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW,
-              points: int = SPARK_POINTS) -> tuple[float, ...]:
+def sparkline(
+    t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW, points: int = SPARK_POINTS
+) -> tuple[float, ...]:
     """Up to ``points`` values (bytes) evenly over the last ``window`` seconds, the
     peak of each stretch (a spike stays visible)."""
     return _spark(*recent(t, v, now, window), now, window, points)
 
 
-def _spark(t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW,
-           points: int = SPARK_POINTS) -> tuple[float, ...]:
+def _spark(
+    t: np.ndarray, v: np.ndarray, now: float, window: float = GROWTH_WINDOW, points: int = SPARK_POINTS
+) -> tuple[float, ...]:
     """sparkline of samples already cut to the window (times ascending)."""
     if len(v) < 2:
         return ()
@@ -92,10 +95,13 @@ class GrowthCache:
         budget = max(ROW_BUDGET, len(keys) // 16)
         due = [k for k in keys if k not in figures]
         if len(due) < budget:
-            stale = [(figures[k][0], k) for k in keys
-                     if k in figures and not 0 <= now - figures[k][0] < GROWTH_REFRESH]
+            stale = [
+                (figures[k][0], k)
+                for k in keys
+                if k in figures and not 0 <= now - figures[k][0] < GROWTH_REFRESH
+            ]
             stale.sort(key=lambda e: e[0])
-            due += [k for _t, k in stale[:budget - len(due)]]
+            due += [k for _t, k in stale[: budget - len(due)]]
         for key in due[:budget]:  # ~80 us each
             t, v = recent(*store.series(key, now - GROWTH_WINDOW - 10.0), now)
             figures[key] = (now, _rate(t, v), _spark(t, v, now))

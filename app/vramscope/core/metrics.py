@@ -26,7 +26,11 @@ DEFAULT_HOST = "127.0.0.1"
 
 # (GpuSample attribute, metric name, help): read back by sources/prometheus.py
 GPU_GAUGES = (
-    ("used", "vramscope_gpu_memory_used_bytes", "Device memory in use (NVML; sysfs for AMD, Intel; the system pool on unified memory)"),
+    (
+        "used",
+        "vramscope_gpu_memory_used_bytes",
+        "Device memory in use (NVML; sysfs for AMD, Intel; the system pool on unified memory)",
+    ),
     ("total", "vramscope_gpu_memory_total_bytes", "Device memory capacity (NVML; sysfs for AMD, Intel)"),
     ("free", "vramscope_gpu_memory_free_bytes", "Device memory free (NVML; sysfs for AMD, Intel)"),
     ("reserved", "vramscope_gpu_memory_reserved_bytes", "Driver/system reserved memory"),
@@ -45,10 +49,8 @@ _MIG_GAUGES = (
 _AGENT_GAUGES = (
     ("allocated", "vramscope_agent_allocated_bytes", "PyTorch allocated bytes"),
     ("reserved", "vramscope_agent_reserved_bytes", "PyTorch reserved (cached) bytes"),
-    ("inactive_split", "vramscope_agent_inactive_split_bytes",
-     "Inactive split blocks (non-releasable)"),
-    ("peak_allocated", "vramscope_agent_peak_allocated_bytes",
-     "Peak allocated since the previous sample"),
+    ("inactive_split", "vramscope_agent_inactive_split_bytes", "Inactive split blocks (non-releasable)"),
+    ("peak_allocated", "vramscope_agent_peak_allocated_bytes", "Peak allocated since the previous sample"),
     ("num_alloc_retries", "vramscope_agent_alloc_retries", "cudaMalloc retries (allocator flushes)"),
     ("num_ooms", "vramscope_agent_ooms", "Out-of-memory errors seen by the allocator"),
 )
@@ -64,39 +66,45 @@ class StoreCollector(Collector):
         frame: Frame | None = self.store.latest
         if frame is None:
             return
-        info = GaugeMetricFamily("vramscope_frame_timestamp_seconds",
-                                 "Time of the newest sampling pass",
-                                 labels=["source", "simulated"])
+        info = GaugeMetricFamily(
+            "vramscope_frame_timestamp_seconds",
+            "Time of the newest sampling pass",
+            labels=["source", "simulated"],
+        )
         info.add_metric([frame.source, "true" if frame.simulated else "false"], frame.time)
         yield info
         # vendor: NVIDIA / AMD / Intel; memory: "unified" for a board sharing system memory
         gpu_labels = ["gpu", "uuid", "name", "vendor", "memory"]
-        fams = {attr: GaugeMetricFamily(name, doc, labels=gpu_labels)
-                for attr, name, doc in GPU_GAUGES}
+        fams = {attr: GaugeMetricFamily(name, doc, labels=gpu_labels) for attr, name, doc in GPU_GAUGES}
         # "mig": the MIG slice's UUID a process runs on, "" off MIG
-        asleep = GaugeMetricFamily("vramscope_gpu_asleep",
-                                   "1 while the GPU is runtime-suspended (not queried)",
-                                   labels=gpu_labels)
+        asleep = GaugeMetricFamily(
+            "vramscope_gpu_asleep", "1 while the GPU is runtime-suspended (not queried)", labels=gpu_labels
+        )
         fams["asleep"] = asleep
-        proc = GaugeMetricFamily(PROCESS_MEMORY_METRIC,
-                                 "Device memory used by a process on a GPU (NVML)",
-                                 labels=["gpu", "pid", "process", "mig"])
-        proc_sm = GaugeMetricFamily(PROCESS_SM_METRIC,
-                                    "SM utilisation of a process on a GPU",
-                                    labels=["gpu", "pid", "process", "mig"])
+        proc = GaugeMetricFamily(
+            PROCESS_MEMORY_METRIC,
+            "Device memory used by a process on a GPU (NVML)",
+            labels=["gpu", "pid", "process", "mig"],
+        )
+        proc_sm = GaugeMetricFamily(
+            PROCESS_SM_METRIC, "SM utilisation of a process on a GPU", labels=["gpu", "pid", "process", "mig"]
+        )
         mig_labels = ["gpu", "mig", "profile", "gpu_instance", "compute_instance"]
-        mig_fams = {attr: GaugeMetricFamily(name, doc, labels=mig_labels)
-                    for attr, name, doc in _MIG_GAUGES}
+        mig_fams = {attr: GaugeMetricFamily(name, doc, labels=mig_labels) for attr, name, doc in _MIG_GAUGES}
         for gpu in frame.gpus:
             for mig in gpu.slices:
-                mlabels = [str(gpu.index), mig.uuid or "", mig.profile or "",
-                           _label(mig.gpu_instance_id), _label(mig.compute_instance_id)]
+                mlabels = [
+                    str(gpu.index),
+                    mig.uuid or "",
+                    mig.profile or "",
+                    _label(mig.gpu_instance_id),
+                    _label(mig.compute_instance_id),
+                ]
                 for attr, _, _ in _MIG_GAUGES:
                     value = getattr(mig, attr)
                     if value is not None:
                         mig_fams[attr].add_metric(mlabels, float(value))
-            labels = [str(gpu.index), gpu.uuid or "", gpu.name or "", gpu.vendor or "",
-                      gpu.memory_kind or ""]
+            labels = [str(gpu.index), gpu.uuid or "", gpu.name or "", gpu.vendor or "", gpu.memory_kind or ""]
             asleep.add_metric(labels, 1.0 if gpu.asleep else 0.0)
             for attr, _, _ in GPU_GAUGES:
                 value = getattr(gpu, attr)
@@ -115,17 +123,17 @@ class StoreCollector(Collector):
         yield from mig_fams.values()
         yield from _user_families(frame)
         agent_labels = ["pid", "device", "rank"]
-        afams = {attr: GaugeMetricFamily(name, doc, labels=agent_labels)
-                 for attr, name, doc in _AGENT_GAUGES}
-        buckets = GaugeMetricFamily("vramscope_agent_bucket_bytes",
-                                    "Memory by bucket (weights, gradients, optimizer state, ...)",
-                                    labels=agent_labels + ["bucket"])
+        afams = {attr: GaugeMetricFamily(name, doc, labels=agent_labels) for attr, name, doc in _AGENT_GAUGES}
+        buckets = GaugeMetricFamily(
+            "vramscope_agent_bucket_bytes",
+            "Memory by bucket (weights, gradients, optimizer state, ...)",
+            labels=agent_labels + ["bucket"],
+        )
         for report in frame.agents:
             if not isinstance(report, AgentReport):
                 continue
             for dev in report.devices:
-                labels = [str(report.pid), dev.device,
-                          "" if report.rank is None else str(report.rank)]
+                labels = [str(report.pid), dev.device, "" if report.rank is None else str(report.rank)]
                 for attr, _, _ in _AGENT_GAUGES:
                     value = getattr(dev, attr)
                     if value is not None:
@@ -145,12 +153,16 @@ def _label(value) -> str:
 
 def _user_families(frame: Frame):
     """Device memory per user, per GPU and over the machine (processes with a figure)."""
-    per_gpu = GaugeMetricFamily("vramscope_user_memory_used_bytes",
-                                "Device memory used by one user's processes on a GPU (NVML)",
-                                labels=["gpu", "user"])
-    machine = GaugeMetricFamily("vramscope_machine_user_memory_used_bytes",
-                                "Device memory used by one user's processes on all GPUs (NVML)",
-                                labels=["user"])
+    per_gpu = GaugeMetricFamily(
+        "vramscope_user_memory_used_bytes",
+        "Device memory used by one user's processes on a GPU (NVML)",
+        labels=["gpu", "user"],
+    )
+    machine = GaugeMetricFamily(
+        "vramscope_machine_user_memory_used_bytes",
+        "Device memory used by one user's processes on all GPUs (NVML)",
+        labels=["user"],
+    )
     for total in user_totals(frame):
         if total.used is not None:
             machine.add_metric([total.label], float(total.used))
@@ -166,9 +178,9 @@ def parse_address(text: str) -> tuple[str, int]:
     host, port = DEFAULT_HOST, text
     if text.startswith("["):
         end = text.find("]")
-        if end < 0 or not text[end + 1:].startswith(":"):
+        if end < 0 or not text[end + 1 :].startswith(":"):
             raise ValueError(f"cannot read {text!r}: expected [ADDRESS]:PORT")
-        host, port = text[1:end], text[end + 2:]
+        host, port = text[1:end], text[end + 2 :]
     elif ":" in text:
         host, port = text.rsplit(":", 1)
         host = host or DEFAULT_HOST
@@ -218,7 +230,6 @@ class MetricsServer:
 def serve_metrics(store: Store, address: str = f"{DEFAULT_HOST}:9464", warn=None) -> MetricsServer:
     host, port = parse_address(address)
     if not is_loopback(host):
-        message = (f"serving metrics on {host}:{port}: reachable from other machines, "
-                   "not only from this one")
+        message = f"serving metrics on {host}:{port}: reachable from other machines, not only from this one"
         (warn or log.warning)(message)
     return MetricsServer(store, host, port)

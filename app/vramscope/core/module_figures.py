@@ -11,8 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FIGURES = ("weights", "gradients", "optimizer_state", "activations")  # the wire's names, in order
-FIGURE_LABELS = {"weights": "weights", "gradients": "grads", "optimizer_state": "optimizer state",
-                 "activations": "activations"}
+FIGURE_LABELS = {
+    "weights": "weights",
+    "gradients": "grads",
+    "optimizer_state": "optimizer state",
+    "activations": "activations",
+}
 LARGEST_SHOWN = 5  # the modules `status` names
 
 
@@ -40,8 +44,12 @@ class ModuleFigures:
         return self.parent is None
 
     def as_dict(self) -> dict:
-        out = {"name": self.name, "parent": self.parent, **{f: getattr(self, f) for f in FIGURES},
-               "measured_step": self.measured_step}
+        out = {
+            "name": self.name,
+            "parent": self.parent,
+            **{f: getattr(self, f) for f in FIGURES},
+            "measured_step": self.measured_step,
+        }
         if self.why is not None:
             out["why"] = self.why
         if self.shared:

@@ -7,9 +7,10 @@ from vramscope.core.units import NA, fmt_bytes
 
 
 def module_text(m) -> str:
-    """"h.11: 1.2 GiB (weights 400 MiB · grads … · activations n/a)"."""
-    parts = [f"{FIGURE_LABELS[f]} {fmt_bytes(getattr(m, f)) if getattr(m, f) is not None else NA}"
-             for f in FIGURES]
+    """ "h.11: 1.2 GiB (weights 400 MiB · grads … · activations n/a)"."""
+    parts = [
+        f"{FIGURE_LABELS[f]} {fmt_bytes(getattr(m, f)) if getattr(m, f) is not None else NA}" for f in FIGURES
+    ]
     shared = ", shared" if m.shared else ""
     return f"{m.name}: {fmt_bytes(m.total)} ({' · '.join(parts)}{shared})"
 

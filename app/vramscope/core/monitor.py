@@ -35,9 +35,18 @@ class Monitor:
         self.metrics_error: str | None = None  # why metrics could not be served, if asked
 
     @classmethod
-    def build(cls, source: Source, *, enrichers: EnricherFactory | None = None,
-              interval: float = DEFAULT_INTERVAL, diagnostics=None, store: Store | None = None,
-              read_only: bool = False, actions: bool = True, engine=None) -> Monitor:
+    def build(
+        cls,
+        source: Source,
+        *,
+        enrichers: EnricherFactory | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        diagnostics=None,
+        store: Store | None = None,
+        read_only: bool = False,
+        actions: bool = True,
+        engine=None,
+    ) -> Monitor:
         """A pipeline around ``source`` with the diagnostics engine at its stage.
 
         ``enrichers(store)`` gives the Frame -> Frame steps (sources/choose.py);
@@ -47,8 +56,9 @@ class Monitor:
         from vramscope.core.detectors import Diagnostics
 
         store = store if store is not None else Store()
-        pipeline = Pipeline(source, store, interval,
-                            list(enrichers(store)) if enrichers is not None else None)
+        pipeline = Pipeline(
+            source, store, interval, list(enrichers(store)) if enrichers is not None else None
+        )
         if engine is None:
             engine = Diagnostics(diagnostics)
         elif diagnostics is not None:
@@ -57,6 +67,7 @@ class Monitor:
         acts = None
         if actions:
             from vramscope.core.actions import ProcessActions
+
             acts = ProcessActions(read_only=read_only)
         return cls(pipeline, engine, acts, read_only=read_only)
 
@@ -73,8 +84,9 @@ class Monitor:
         """Serve the store for Prometheus at ``address``; raises OSError / ValueError."""
         from vramscope.core.metrics import serve_metrics
 
-        self.metrics = serve_metrics(self.store, address,
-                                     warn=warn or (lambda m: log.warning("prometheus: %s", m)))
+        self.metrics = serve_metrics(
+            self.store, address, warn=warn or (lambda m: log.warning("prometheus: %s", m))
+        )
 
     def close(self) -> None:
         """Stop sampling, then close the recorder (final commit) and the metrics server."""

@@ -41,6 +41,10 @@ def note(data: dict, processes, proc, reserved: int | None) -> None:
 
 def report_of(data: dict, modules=None) -> dict:
     """The post-mortem of an OOM event's data, with NVML's view where it was noted."""
-    return oom_report.build_report(data, modules=modules if modules is not None else data.get("modules"),
-                                   tensors=data.get("tensors"), others=data.get(OTHERS),
-                                   outside_pytorch=data.get(OUTSIDE))
+    return oom_report.build_report(
+        data,
+        modules=modules if modules is not None else data.get("modules"),
+        tensors=data.get("tensors"),
+        others=data.get(OTHERS),
+        outside_pytorch=data.get(OUTSIDE),
+    )

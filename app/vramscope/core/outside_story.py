@@ -24,9 +24,11 @@ from vramscope.core.units import MiB, fmt_bytes
 
 JUMP_MIN = 32 * MiB
 PAIR_SLACK = 2.0  # seconds
-CAUSES = {EventKind.PROCESS_GROUP_INIT: "process-group init (NCCL)",
-          EventKind.COMPILE: "torch.compile",
-          EventKind.LOADED: "first forward (first matmul: cuBLAS/cuDNN workspaces)"}
+CAUSES = {
+    EventKind.PROCESS_GROUP_INIT: "process-group init (NCCL)",
+    EventKind.COMPILE: "torch.compile",
+    EventKind.LOADED: "first forward (first matmul: cuBLAS/cuDNN workspaces)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +43,11 @@ class Jump:
         return self.after - self.before
 
     def text(self) -> str:
-        return f"+{fmt_bytes(self.size)} with {self.cause}" if self.cause else \
-            f"+{fmt_bytes(self.size)} (no event came with it)"
+        return (
+            f"+{fmt_bytes(self.size)} with {self.cause}"
+            if self.cause
+            else f"+{fmt_bytes(self.size)} (no event came with it)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +69,7 @@ class OutsideStory:
 def story(times, values, events) -> OutsideStory:
     """``times``/``values``: the bucket's readings (NaN = not known); ``events``:
     [(time, cause text)]."""
-    pts = [(float(t), int(v)) for t, v in zip(times, values)
-           if v is not None and not math.isnan(float(v))]
+    pts = [(float(t), int(v)) for t, v in zip(times, values) if v is not None and not math.isnan(float(v))]
     if not pts:
         return OutsideStory(None, None, ())
     events = sorted(events)
@@ -73,21 +77,24 @@ def story(times, values, events) -> OutsideStory:
     jumps = []
     for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
         if v1 - v0 >= JUMP_MIN:
-            came = [i for i, (te, _c) in enumerate(events)
-                    if t0 - PAIR_SLACK < te <= t1 and i not in used]
+            came = [i for i, (te, _c) in enumerate(events) if t0 - PAIR_SLACK < te <= t1 and i not in used]
             if came:
                 used.add(came[-1])
             jumps.append(Jump(t1, v0, v1, events[came[-1]][1] if came else None))
     return OutsideStory(pts[0][1], pts[-1][1], tuple(jumps))
 
 
-def story_from_store(store, pid: int, start_time: float | None, device: str,
-                     since: float | None = None) -> OutsideStory:
+def story_from_store(
+    store, pid: int, start_time: float | None, device: str, since: float | None = None
+) -> OutsideStory:
     t, v = store.series(series_key(pid, start_time, device, Bucket.OUTSIDE_PYTORCH), since)
     events = []
     for kind, cause in CAUSES.items():
-        key = (series_key(pid, start_time, device, PHASE_LOADED) if kind == EventKind.LOADED
-               else series_key(pid, start_time, STEPS_DEVICE, event_metric(kind)))
+        key = (
+            series_key(pid, start_time, device, PHASE_LOADED)
+            if kind == EventKind.LOADED
+            else series_key(pid, start_time, STEPS_DEVICE, event_metric(kind))
+        )
         te, _ = store.series(key, since)
         events += [(float(x), cause) for x in te]
     return story(t, v, events)

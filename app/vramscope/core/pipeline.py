@@ -26,8 +26,13 @@ from vramscope.core.store import STAGE_LABELS, Store
 
 
 class Pipeline:
-    def __init__(self, source: Source, store: Store | None = None,
-                 interval: float = DEFAULT_INTERVAL, enrichers: list[Enricher] | None = None):
+    def __init__(
+        self,
+        source: Source,
+        store: Store | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        enrichers: list[Enricher] | None = None,
+    ):
         self.store = store if store is not None else Store()
         self.sampler = Sampler(source, self.store, interval, enrichers)
         self._lock = threading.Lock()

@@ -50,8 +50,11 @@ def group_name(key: tuple, members: int) -> str:
     return f"{key[1][0]} {TIMES}{members}"
 
 
-def units(members: Iterable[tuple[tuple, tuple | None]], alone: set | frozenset = frozenset(),
-          opened: set | frozenset = frozenset()) -> dict[tuple, list[tuple]]:
+def units(
+    members: Iterable[tuple[tuple, tuple | None]],
+    alone: set | frozenset = frozenset(),
+    opened: set | frozenset = frozenset(),
+) -> dict[tuple, list[tuple]]:
     """unit key -> the process keys it stands for, in the order given.
 
     ``members``: (process key, its kin or None); ``alone``: process keys drawn

@@ -64,8 +64,14 @@ def model_of(cmd: tuple[str, ...]) -> str | None:
             value = value if eq else (cmd[i + 1] if i + 1 < len(cmd) else "")
             if value and not value.startswith("-"):
                 return os.path.basename(value.rstrip("/")) or value
-        if (part == "serve" and i and os.path.basename(cmd[i - 1]) == "vllm" and i + 1 < len(cmd)
-                and cmd[i + 1] and not cmd[i + 1].startswith("-")):
+        if (
+            part == "serve"
+            and i
+            and os.path.basename(cmd[i - 1]) == "vllm"
+            and i + 1 < len(cmd)
+            and cmd[i + 1]
+            and not cmd[i + 1].startswith("-")
+        ):
             return os.path.basename(cmd[i + 1].rstrip("/")) or cmd[i + 1]
     return None
 

@@ -66,8 +66,9 @@ class ProcessRow(NamedTuple):
     inside: tuple = ()  # a group's row: its processes' keys
 
 
-def rows_from_frame(frame: Frame | None, store=None, growth: GrowthCache | None = None,
-                    texts: RowTextCache | None = None) -> list[ProcessRow]:
+def rows_from_frame(
+    frame: Frame | None, store=None, growth: GrowthCache | None = None, texts: RowTextCache | None = None
+) -> list[ProcessRow]:
     """The table's rows in the frame's order; with ``store``, growth and its
     sparkline from the history (through ``growth``, which spreads the work of a
     busy machine over frames; a fresh cache computes every row)."""
@@ -88,20 +89,33 @@ def rows_from_frame(frame: Frame | None, store=None, growth: GrowthCache | None 
         start = info.start_time if info is not None else None
         rate, spark = figures.get(key, (None, ()))
         said = texts.texts(proc, gpu.host)
-        rows.append(ProcessRow(
-            key=key,
-            gpu=gpu.index, pid=proc.pid, identity=ident, label=said.label,
-            user=said.user, used=proc.used, sm=proc.sm,
-            age=None if start is None else max(0.0, frame.time - start),
-            command=said.command,
-            visibility=info.visibility if info is not None else "unknown",
-            has_agent=proc.has_agent or ident in agent_ids,
-            kinds=proc.kinds, cpu=proc.cpu_percent, host_memory=proc.host_memory,
-            growth=rate, spark=spark, host=gpu.host, host_gpu=gpu.host_index,
-            container=said.container,
-            mig=_slice_text(gpu, proc),
-            name=said.name, kin=said.kin,
-        ))
+        rows.append(
+            ProcessRow(
+                key=key,
+                gpu=gpu.index,
+                pid=proc.pid,
+                identity=ident,
+                label=said.label,
+                user=said.user,
+                used=proc.used,
+                sm=proc.sm,
+                age=None if start is None else max(0.0, frame.time - start),
+                command=said.command,
+                visibility=info.visibility if info is not None else "unknown",
+                has_agent=proc.has_agent or ident in agent_ids,
+                kinds=proc.kinds,
+                cpu=proc.cpu_percent,
+                host_memory=proc.host_memory,
+                growth=rate,
+                spark=spark,
+                host=gpu.host,
+                host_gpu=gpu.host_index,
+                container=said.container,
+                mig=_slice_text(gpu, proc),
+                name=said.name,
+                kin=said.kin,
+            )
+        )
     return rows
 
 
@@ -158,38 +172,105 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     # "Host" (another machine's rows: --host, a fleet) is shown first and only when used
     Column("Host", lambda r: r.host or "", None, 110, when_used=True),
-    Column("GPU", lambda r: r.gpus or str(r.gpu if r.host_gpu is None else r.host_gpu),
-           lambda r: float(r.gpu), 40, numeric=True),
+    Column(
+        "GPU",
+        lambda r: r.gpus or str(r.gpu if r.host_gpu is None else r.host_gpu),
+        lambda r: float(r.gpu),
+        40,
+        numeric=True,
+    ),
     # "MIG" (the slice a process runs on) is shown only when some GPU is in MIG mode
-    Column("MIG", lambda r: r.mig, None, 72, when_used=True,
-           tip="The MIG slice (profile) the process runs on: its memory is the slice's."),
-    Column("PID", lambda r: "" if r.members else str(r.pid), lambda r: float(r.pid), 92, numeric=True,
-           tip="The swatch is the process's colour and line style in the plots."),
-    Column("Name", name_text, None, 200,
-           tip="What the process is: its script or module, the model it serves, its container. "
-               f"{CLOSED_MARK} a group of processes that belong together (same user, parent and "
-               f"command line): click to list them. {ALERT_MARK} an active alert (hover for it)."),
-    Column("Agent", lambda r: AGENT_MARK if r.has_agent else "",
-           lambda r: 1.0 if r.has_agent else 0.0, 50,
-           tip="Processes running the vramscope PyTorch agent."),
+    Column(
+        "MIG",
+        lambda r: r.mig,
+        None,
+        72,
+        when_used=True,
+        tip="The MIG slice (profile) the process runs on: its memory is the slice's.",
+    ),
+    Column(
+        "PID",
+        lambda r: "" if r.members else str(r.pid),
+        lambda r: float(r.pid),
+        92,
+        numeric=True,
+        tip="The swatch is the process's colour and line style in the plots.",
+    ),
+    Column(
+        "Name",
+        name_text,
+        None,
+        200,
+        tip="What the process is: its script or module, the model it serves, its container. "
+        f"{CLOSED_MARK} a group of processes that belong together (same user, parent and "
+        f"command line): click to list them. {ALERT_MARK} an active alert (hover for it).",
+    ),
+    Column(
+        "Agent",
+        lambda r: AGENT_MARK if r.has_agent else "",
+        lambda r: 1.0 if r.has_agent else 0.0,
+        50,
+        tip="Processes running the vramscope PyTorch agent.",
+    ),
     Column("User", lambda r: r.user, None, 96),
-    Column("Memory", lambda r: fmt_gib(r.used, 2), lambda r: _number(r.used), 84, numeric=True,
-           tip="Device memory NVML reports for the process, in GiB (2^30 bytes). n/a: not reported."),
-    Column("Growth", lambda r: growth_text(r.growth), lambda r: _number(r.growth), 150, numeric=True,
-           tip="How fast its device memory grew over the last 5 minutes (MiB per minute, "
-               "median of pairwise slopes), with the curve of those minutes."),
-    Column("SM %", lambda r: NA if r.sm is None else f"{r.sm}", lambda r: _number(r.sm), 52,
-           numeric=True,
-           tip="Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation)."),
-    Column("CPU %", lambda r: NA if r.cpu is None else f"{r.cpu:.0f}", lambda r: _number(r.cpu), 56,
-           numeric=True, tip="Host CPU use since the previous sample; 100 = one core."),
-    Column("Host mem", lambda r: host_memory_text(r.host_memory), lambda r: _number(r.host_memory),
-           76, numeric=True, tip="Resident host memory (RSS) of the process: GiB, MiB under 0.1 GiB."),
-    Column("Age", lambda r: fmt_duration(r.age), lambda r: _number(r.age), 84, numeric=True,
-           tip="Time since the process started."),
+    Column(
+        "Memory",
+        lambda r: fmt_gib(r.used, 2),
+        lambda r: _number(r.used),
+        84,
+        numeric=True,
+        tip="Device memory NVML reports for the process, in GiB (2^30 bytes). n/a: not reported.",
+    ),
+    Column(
+        "Growth",
+        lambda r: growth_text(r.growth),
+        lambda r: _number(r.growth),
+        150,
+        numeric=True,
+        tip="How fast its device memory grew over the last 5 minutes (MiB per minute, "
+        "median of pairwise slopes), with the curve of those minutes.",
+    ),
+    Column(
+        "SM %",
+        lambda r: NA if r.sm is None else f"{r.sm}",
+        lambda r: _number(r.sm),
+        52,
+        numeric=True,
+        tip="Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation).",
+    ),
+    Column(
+        "CPU %",
+        lambda r: NA if r.cpu is None else f"{r.cpu:.0f}",
+        lambda r: _number(r.cpu),
+        56,
+        numeric=True,
+        tip="Host CPU use since the previous sample; 100 = one core.",
+    ),
+    Column(
+        "Host mem",
+        lambda r: host_memory_text(r.host_memory),
+        lambda r: _number(r.host_memory),
+        76,
+        numeric=True,
+        tip="Resident host memory (RSS) of the process: GiB, MiB under 0.1 GiB.",
+    ),
+    Column(
+        "Age",
+        lambda r: fmt_duration(r.age),
+        lambda r: _number(r.age),
+        84,
+        numeric=True,
+        tip="Time since the process started.",
+    ),
     # shown while some process runs in a container
-    Column("Container", lambda r: r.container, None, 210, when_used=True,
-           tip="The container the process runs in (from its cgroup) and its PID inside it."),
+    Column(
+        "Container",
+        lambda r: r.container,
+        None,
+        210,
+        when_used=True,
+        tip="The container the process runs in (from its cgroup) and its PID inside it.",
+    ),
     Column("Command", lambda r: r.command, None, 200),
 )
 COL = {c.name: i for i, c in enumerate(COLUMNS)}
@@ -199,6 +280,7 @@ COL = {c.name: i for i, c in enumerate(COLUMNS)}
 class TableOrder:
     """How the table shows its rows: the sort column and direction, users kept
     together, and a filter (rows whose any column contains it, any case)."""
+
     column: str = "Memory"
     descending: bool = True
     group_by_user: bool = False
@@ -258,6 +340,7 @@ def _fold(rows: list[ProcessRow], opened) -> tuple[list[ProcessRow], dict]:
 @dataclass(frozen=True)
 class TableRows:
     """A frame's table, ready to show: rows in display order and what goes around them."""
+
     rows: tuple[ProcessRow, ...]
     order: TableOrder
     used_columns: frozenset[str]  # the when_used columns some row has a value in
@@ -279,8 +362,7 @@ class TableBuilder:
     def build(self, frame: Frame | None, store, order: TableOrder) -> TableRows:
         with self._lock:
             rows = rows_from_frame(frame, store, self.growth, self.texts)
-        return self.rearrange(rows, order, user_totals(frame) if frame is not None else [],
-                              self.alerts)
+        return self.rearrange(rows, order, user_totals(frame) if frame is not None else [], self.alerts)
 
     @staticmethod
     def rearrange(rows, order: TableOrder, totals, alerts: dict | None = None) -> TableRows:
@@ -289,9 +371,14 @@ class TableBuilder:
             rows = [r._replace(alert=alerts[r.identity]) if r.identity in alerts else r for r in rows]
         shown = arrange(list(rows), order)
         used = frozenset(c.name for c in COLUMNS if c.when_used and any(c.text(r) for r in rows))
-        return TableRows(rows=tuple(shown), order=order, used_columns=used,
-                         user_totals=tuple(totals), source=tuple(rows),
-                         row_of=_row_of(shown))
+        return TableRows(
+            rows=tuple(shown),
+            order=order,
+            used_columns=used,
+            user_totals=tuple(totals),
+            source=tuple(rows),
+            row_of=_row_of(shown),
+        )
 
 
 def _total(values):
@@ -304,12 +391,23 @@ def _group_row(unit: tuple, inside: list[ProcessRow], is_open: bool) -> ProcessR
     gpus = sorted({r.gpu if r.host_gpu is None else r.host_gpu for r in inside})
     ages = [r.age for r in inside if r.age is not None]
     return first._replace(
-        key=unit, name=unit[1][0], members=len(inside), opened=is_open,
-        used=_total(r.used for r in inside), sm=_total(r.sm for r in inside),
-        cpu=_total(r.cpu for r in inside), host_memory=_total(r.host_memory for r in inside),
-        growth=_total(r.growth for r in inside), spark=(), age=max(ages) if ages else None,
-        has_agent=any(r.has_agent for r in inside), gpus=", ".join(map(str, gpus)),
-        container="", alert="", inside=tuple(r.key for r in inside))
+        key=unit,
+        name=unit[1][0],
+        members=len(inside),
+        opened=is_open,
+        used=_total(r.used for r in inside),
+        sm=_total(r.sm for r in inside),
+        cpu=_total(r.cpu for r in inside),
+        host_memory=_total(r.host_memory for r in inside),
+        growth=_total(r.growth for r in inside),
+        spark=(),
+        age=max(ages) if ages else None,
+        has_agent=any(r.has_agent for r in inside),
+        gpus=", ".join(map(str, gpus)),
+        container="",
+        alert="",
+        inside=tuple(r.key for r in inside),
+    )
 
 
 def _row_of(shown: list[ProcessRow]) -> dict:

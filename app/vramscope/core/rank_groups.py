@@ -46,15 +46,19 @@ class Job:
         bits = [f"Job {self.key}", of, f"held {held}"]
         if self.imbalance is not None:
             bits.append(f"imbalance {self.imbalance:.0%}")
-        for name, what in (("fsdp_unsharded", "FSDP all-gathered now"),
-                           ("ddp_buckets", "DDP gradient buckets")):
+        for name, what in (
+            ("fsdp_unsharded", "FSDP all-gathered now"),
+            ("ddp_buckets", "DDP gradient buckets"),
+        ):
             per = [(r.rank, _sharded(r, name)) for r in self.ranks]
             if any(v is not None for _, v in per):
                 bits.append(f"{what} " + " / ".join(f"r{k} {fmt_bytes(v)}" for k, v in per))
         line = " · ".join(bits)
         for rank, held_, over in self.heavy:
-            line += (f" — rank {rank} holds {fmt_bytes(held_)}, {fmt_bytes(over)} more than the "
-                     "median of the others")
+            line += (
+                f" — rank {rank} holds {fmt_bytes(held_)}, {fmt_bytes(over)} more than the "
+                "median of the others"
+            )
         return line
 
 
@@ -77,8 +81,9 @@ def held_by(report: AgentReport) -> int | None:
     for d in gpu + [d for d in report.devices if d.device.startswith("cpu")]:
         b = d.buckets
         if b is not None:
-            known = [v for v in (b.weights, b.gradients, b.optimizer_state, b.other_allocated)
-                     if v is not None]
+            known = [
+                v for v in (b.weights, b.gradients, b.optimizer_state, b.other_allocated) if v is not None
+            ]
             if known:
                 return sum(known)
     return None

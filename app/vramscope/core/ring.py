@@ -74,8 +74,8 @@ class Ring:
         size = max(min(self._capacity, _INITIAL), n)
         self._t = np.empty(size, dtype=np.float64)
         self._v = np.empty(size, dtype=np.float64)
-        self._t[:n] = t[len(t) - n:]
-        self._v[:n] = v[len(v) - n:]
+        self._t[:n] = t[len(t) - n :]
+        self._v[:n] = v[len(v) - n :]
         self._start = 0
         self._len = n
 
@@ -98,10 +98,12 @@ class Ring:
         cap = self._t.shape[0]
         end = self._start + self._len
         if end <= cap:
-            return self._t[self._start:end].copy(), self._v[self._start:end].copy()
+            return self._t[self._start : end].copy(), self._v[self._start : end].copy()
         k = end - cap
-        return (np.concatenate((self._t[self._start:], self._t[:k])),
-                np.concatenate((self._v[self._start:], self._v[:k])))
+        return (
+            np.concatenate((self._t[self._start :], self._t[:k])),
+            np.concatenate((self._v[self._start :], self._v[:k])),
+        )
 
     @property
     def nbytes(self) -> int:
@@ -113,8 +115,7 @@ class TieredRing:
 
     __slots__ = ("fine", "coarse", "coarse_step", "_bucket", "_bucket_peak", "_bucket_t")
 
-    def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0,
-                 coarse_points: int = 17280):
+    def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0, coarse_points: int = 17280):
         self.fine = Ring(fine_points)
         self.coarse = Ring(coarse_points)
         self.coarse_step = float(coarse_step)

@@ -38,8 +38,14 @@ class RowTextCache:
         if held is not None and held[0] is info and held[1] == host:
             return held[2]
         label = process_label(proc)
-        made = RowTexts(label, user_text(proc), command_text(proc), container_text(info),
-                        display_name(info) or label, kin_of(info, host))
+        made = RowTexts(
+            label,
+            user_text(proc),
+            command_text(proc),
+            container_text(info),
+            display_name(info) or label,
+            kin_of(info, host),
+        )
         self._held[proc.identity] = (info, host, made)
         return made
 

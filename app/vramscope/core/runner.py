@@ -61,8 +61,14 @@ class _Feed:
             raise failure  # the store counts it and the next frame says so (core/sampler.py)
 
 
-def run(monitor, sinks: Sequence[Sink], stop: threading.Event, *,
-        duration: float | None = None, passes: int | None = None) -> Frame | None:
+def run(
+    monitor,
+    sinks: Sequence[Sink],
+    stop: threading.Event,
+    *,
+    duration: float | None = None,
+    passes: int | None = None,
+) -> Frame | None:
     """Sample through ``monitor`` (core/monitor.py) into ``sinks`` until ``stop`` is set,
     ``duration`` seconds have passed or ``passes`` frames were handed out; then stop
     sampling (the current pass finishes), close the monitor and each sink's ``close``.
@@ -115,8 +121,11 @@ class StopSignals:
         if threading.current_thread() is not threading.main_thread():
             return self
         wanted = [signal.SIGINT, signal.SIGTERM]
-        if self.hangup and hasattr(signal, "SIGHUP") \
-                and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under nohup
+        if (
+            self.hangup
+            and hasattr(signal, "SIGHUP")
+            and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN
+        ):  # not under nohup
             wanted.append(signal.SIGHUP)
         for s in wanted:
             self._previous[s] = signal.signal(s, self._on_signal)

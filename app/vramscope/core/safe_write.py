@@ -56,17 +56,22 @@ def target_of(path: str | os.PathLike) -> pathlib.Path:
         raise UnsafeTarget(exc.errno, f"cannot write {path}: {exc.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         if st.st_uid != _euid():
-            raise UnsafeTarget(errno.EPERM, f"{path} is a symlink of uid {st.st_uid}, not ours; "
-                                            "not written through")
+            raise UnsafeTarget(
+                errno.EPERM, f"{path} is a symlink of uid {st.st_uid}, not ours; not written through"
+            )
         try:
             target_st = os.stat(path)
         except OSError as exc:
-            raise UnsafeTarget(exc.errno, f"{path} is a symlink to {os.path.realpath(path)}, "
-                                          f"which cannot be written ({exc.strerror})") from None
+            raise UnsafeTarget(
+                exc.errno,
+                f"{path} is a symlink to {os.path.realpath(path)}, which cannot be written ({exc.strerror})",
+            ) from None
         target = pathlib.Path(os.path.realpath(path))
         if not stat.S_ISREG(target_st.st_mode):
-            raise UnsafeTarget(errno.EINVAL, f"{path} is a symlink to {target}, which is "
-                                             f"{describe_mode(target_st.st_mode)}; not replaced")
+            raise UnsafeTarget(
+                errno.EINVAL,
+                f"{path} is a symlink to {target}, which is {describe_mode(target_st.st_mode)}; not replaced",
+            )
         path, st = target, target_st
     elif not stat.S_ISREG(st.st_mode):
         raise UnsafeTarget(errno.EINVAL, f"{path} is {describe_mode(st.st_mode)}; not replaced")
@@ -87,8 +92,10 @@ def check_parent(path: str | os.PathLike) -> None:
         except OSError as exc:
             raise UnsafeTarget(exc.errno, f"cannot write {path}: {parent}: {exc.strerror}") from None
         if not stat.S_ISDIR(st.st_mode):
-            raise UnsafeTarget(errno.ENOTDIR, f"cannot write {path}: {parent} is "
-                                              f"{describe_mode(st.st_mode)}, not a directory")
+            raise UnsafeTarget(
+                errno.ENOTDIR,
+                f"cannot write {path}: {parent} is {describe_mode(st.st_mode)}, not a directory",
+            )
         return
 
 
@@ -104,13 +111,13 @@ def private_dir(path: str | os.PathLike) -> pathlib.Path:
         pass
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeTarget(errno.ENOTDIR, f"{path} is {describe_mode(st.st_mode)}, not a directory; "
-                                          "not used")
+        raise UnsafeTarget(errno.ENOTDIR, f"{path} is {describe_mode(st.st_mode)}, not a directory; not used")
     if st.st_uid != _euid():
         raise UnsafeTarget(errno.EPERM, f"{path} belongs to uid {st.st_uid}; not used")
     if st.st_mode & 0o022:
-        raise UnsafeTarget(errno.EPERM, f"{path} is writable by others "
-                                        f"(mode {stat.S_IMODE(st.st_mode):o}); not used")
+        raise UnsafeTarget(
+            errno.EPERM, f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}); not used"
+        )
     return path
 
 
@@ -161,8 +168,9 @@ def open_append(path: str | os.PathLike, mode: int = 0o600) -> int:
     or device, never another user's file)."""
     check_parent(path)
     target = target_of(path)
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-                 | os.O_CLOEXEC, mode)
+    fd = os.open(
+        target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode
+    )
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_uid != _euid():
         os.close(fd)

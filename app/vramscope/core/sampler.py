@@ -36,9 +36,15 @@ def clamp_interval(seconds: float) -> float:
 
 
 class Sampler:
-    def __init__(self, source: Source, store: Store, interval: float = DEFAULT_INTERVAL,
-                 enrichers: list[Enricher] | None = None, wall_clock=time.time,
-                 monotonic=time.monotonic):
+    def __init__(
+        self,
+        source: Source,
+        store: Store,
+        interval: float = DEFAULT_INTERVAL,
+        enrichers: list[Enricher] | None = None,
+        wall_clock=time.time,
+        monotonic=time.monotonic,
+    ):
         self.source = source
         self.store = store
         self._interval = clamp_interval(interval)
@@ -76,9 +82,12 @@ class Sampler:
         except Exception as exc:  # a source must not kill the sampler
             self.errors += 1
             log.exception("source %s failed", name)
-            frame = Frame(time=now, source=name,
-                          simulated=getattr(self.source, "simulated", False),
-                          error=f"sampling failed: {exc}")
+            frame = Frame(
+                time=now,
+                source=name,
+                simulated=getattr(self.source, "simulated", False),
+                error=f"sampling failed: {exc}",
+            )
         for enrich in self.enrichers:
             try:
                 frame = enrich(frame)

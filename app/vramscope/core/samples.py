@@ -50,8 +50,14 @@ class Container:
         return f"{self.runtime} {ref}"
 
     def as_dict(self) -> dict:
-        return {"runtime": self.runtime, "id": self.id, "name": self.name,
-                "pod_uid": self.pod_uid, "pod": self.pod, "namespace": self.namespace}
+        return {
+            "runtime": self.runtime,
+            "id": self.id,
+            "name": self.name,
+            "pod_uid": self.pod_uid,
+            "pod": self.pod,
+            "namespace": self.namespace,
+        }
 
 
 class ProcessIdentity(NamedTuple):
@@ -115,8 +121,9 @@ class GpuProcess:
     def identity(self) -> ProcessIdentity:
         return self._identity
 
-    def with_figures(self, used: int | None, sm: int | None, cpu_percent: float | None,
-                     host_memory: int | None) -> GpuProcess:
+    def with_figures(
+        self, used: int | None, sm: int | None, cpu_percent: float | None, host_memory: int | None
+    ) -> GpuProcess:
         """This process with new moving figures: what a stream delta changes for most
         of 16k processes each second, made without the dataclass __init__ (1.6 against 2.5 us)."""
         new, put = object.__new__(GpuProcess), object.__setattr__
@@ -213,14 +220,25 @@ class GpuSample:
     def slice_view(self, mig: MigSlice) -> GpuSample:
         """A MIG slice seen as the GPU its processes get: the slice's memory and
         processes under this GPU's index (so it is named as the card is)."""
-        return dataclasses.replace(self, name=mig.name or self.name, uuid=mig.uuid,
-                                   total=mig.total, used=mig.used, free=mig.free, reserved=None,
-                                   util_gpu=None, util_memory=None, processes=mig.processes,
-                                   slices=(), mig_mode=None, error=mig.error or self.error)
+        return dataclasses.replace(
+            self,
+            name=mig.name or self.name,
+            uuid=mig.uuid,
+            total=mig.total,
+            used=mig.used,
+            free=mig.free,
+            reserved=None,
+            util_gpu=None,
+            util_memory=None,
+            processes=mig.processes,
+            slices=(),
+            mig_mode=None,
+            error=mig.error or self.error,
+        )
 
     @property
     def label(self) -> str:
-        """"GPU 0", or "HOST GPU 0" for a GPU of another machine."""
+        """ "GPU 0", or "HOST GPU 0" for a GPU of another machine."""
         return gpu_label(self.index, self.host, self.host_index)
 
 

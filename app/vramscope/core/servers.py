@@ -52,56 +52,83 @@ class ServerKind:
 
 
 VLLM = ServerKind(
-    "vllm", "vLLM",
-    pool=("the KV-cache blocks PagedAttention preallocates at start-up: weights plus cache "
-          "fill this fraction of the card however idle the server is"),
-    pool_options=("--gpu-memory-utilization", "--max-model-len", "--max-num-seqs",
-                  "--kv-cache-dtype"),
-    pool_default="0.9", default_port=8000, metrics_path="/metrics",
+    "vllm",
+    "vLLM",
+    pool=(
+        "the KV-cache blocks PagedAttention preallocates at start-up: weights plus cache "
+        "fill this fraction of the card however idle the server is"
+    ),
+    pool_options=("--gpu-memory-utilization", "--max-model-len", "--max-num-seqs", "--kv-cache-dtype"),
+    pool_default="0.9",
+    default_port=8000,
+    metrics_path="/metrics",
     kv_metrics=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
     running_metrics=("vllm:num_requests_running",),
     waiting_metrics=("vllm:num_requests_waiting",),
-    shrink_hint="restart it with a lower --gpu-memory-utilization (e.g. 0.8)")
+    shrink_hint="restart it with a lower --gpu-memory-utilization (e.g. 0.8)",
+)
 SGLANG = ServerKind(
-    "sglang", "SGLang",
+    "sglang",
+    "SGLang",
     pool=("the static memory pool (weights + KV cache) SGLang reserves at start-up"),
     pool_options=("--mem-fraction-static", "--max-total-tokens", "--context-length"),
-    pool_default=None, default_port=30000, metrics_path="/metrics",
+    pool_default=None,
+    default_port=30000,
+    metrics_path="/metrics",
     kv_metrics=("sglang:token_usage",),
     running_metrics=("sglang:num_running_reqs",),
     waiting_metrics=("sglang:num_queue_reqs",),
-    shrink_hint="restart it with a lower --mem-fraction-static")
+    shrink_hint="restart it with a lower --mem-fraction-static",
+)
 TGI = ServerKind(
-    "tgi", "Text Generation Inference",
+    "tgi",
+    "Text Generation Inference",
     pool="the KV-cache TGI's shards allocate up to the CUDA memory fraction at warm-up",
     pool_options=("--cuda-memory-fraction", "--max-total-tokens", "--max-batch-prefill-tokens"),
-    pool_default="1.0", default_port=3000, metrics_path="/metrics",
+    pool_default="1.0",
+    default_port=3000,
+    metrics_path="/metrics",
     running_metrics=("tgi_batch_current_size",),
     waiting_metrics=("tgi_queue_size",),
-    shrink_hint="restart it with --cuda-memory-fraction below 1.0")
+    shrink_hint="restart it with --cuda-memory-fraction below 1.0",
+)
 LLAMA_CPP = ServerKind(
-    "llama.cpp", "llama.cpp server",
+    "llama.cpp",
+    "llama.cpp server",
     pool="the offloaded layers plus the KV cache for the whole context, allocated at start-up",
     pool_options=("--ctx-size", "--n-gpu-layers", "--parallel", "--cache-type-k"),
-    pool_default=None, default_port=8080, metrics_path="/metrics",
+    pool_default=None,
+    default_port=8080,
+    metrics_path="/metrics",
     kv_metrics=("llamacpp:kv_cache_usage_ratio",),
     running_metrics=("llamacpp:requests_processing",),
     waiting_metrics=("llamacpp:requests_deferred",),
-    shrink_hint="restart it with a smaller --ctx-size or fewer --n-gpu-layers")
+    shrink_hint="restart it with a smaller --ctx-size or fewer --n-gpu-layers",
+)
 OLLAMA = ServerKind(
-    "ollama", "Ollama",
-    pool=("the loaded model's weights and its KV cache, kept for OLLAMA_KEEP_ALIVE "
-          "(default 5 min) after the last request"),
+    "ollama",
+    "Ollama",
+    pool=(
+        "the loaded model's weights and its KV cache, kept for OLLAMA_KEEP_ALIVE "
+        "(default 5 min) after the last request"
+    ),
     pool_options=("OLLAMA_KEEP_ALIVE", "OLLAMA_NUM_PARALLEL", "num_ctx"),
-    pool_default=None, default_port=11434, metrics_path=None,
-    shrink_hint="`ollama stop <model>` unloads it now; a shorter OLLAMA_KEEP_ALIVE does it sooner")
+    pool_default=None,
+    default_port=11434,
+    metrics_path=None,
+    shrink_hint="`ollama stop <model>` unloads it now; a shorter OLLAMA_KEEP_ALIVE does it sooner",
+)
 TRITON = ServerKind(
-    "triton", "Triton / TensorRT-LLM",
+    "triton",
+    "Triton / TensorRT-LLM",
     pool="the TensorRT-LLM KV-cache pool, sized from the free memory at load time",
     pool_options=("kv_cache_free_gpu_mem_fraction", "--kv_cache_free_gpu_memory_fraction"),
-    pool_default="0.9", default_port=8002, metrics_path="/metrics",
+    pool_default="0.9",
+    default_port=8002,
+    metrics_path="/metrics",
     running_metrics=("nv_trt_llm_request_metrics",),
-    shrink_hint="lower kv_cache_free_gpu_mem_fraction in the model's config")
+    shrink_hint="lower kv_cache_free_gpu_mem_fraction in the model's config",
+)
 
 SERVER_KINDS = (VLLM, SGLANG, TGI, LLAMA_CPP, OLLAMA, TRITON)
 BY_KEY = {k.key: k for k in SERVER_KINDS}
@@ -109,22 +136,35 @@ BY_PORT = {k.default_port: k for k in SERVER_KINDS if k.default_port is not None
 
 # markers in a command line (or a process title set with setproctitle)
 _MODULES = {  # python -m <module prefix>
-    "vllm.entrypoints": VLLM, "sglang.launch_server": SGLANG, "sglang.srt": SGLANG,
-    "text_generation_server": TGI, "tensorrt_llm": TRITON,
+    "vllm.entrypoints": VLLM,
+    "sglang.launch_server": SGLANG,
+    "sglang.srt": SGLANG,
+    "text_generation_server": TGI,
+    "tensorrt_llm": TRITON,
     # llama-cpp-python's OpenAI-compatible server (llama-cpp-python.readthedocs.io, "server")
     "llama_cpp.server": LLAMA_CPP,
 }
 _EXECUTABLES = {
-    "text-generation-launcher": TGI, "text-generation-server": TGI,
-    "text-generation-router": TGI, "llama-server": LLAMA_CPP, "ollama_llama_server": OLLAMA,
-    "tritonserver": TRITON, "trtllm-serve": TRITON,
+    "text-generation-launcher": TGI,
+    "text-generation-server": TGI,
+    "text-generation-router": TGI,
+    "llama-server": LLAMA_CPP,
+    "ollama_llama_server": OLLAMA,
+    "tritonserver": TRITON,
+    "trtllm-serve": TRITON,
 }
 # console scripts that serve with a "serve" subcommand: `vllm serve`, `sglang serve`,
 # `ollama serve` / `ollama runner` (Ollama's model runner)
-_SUBCOMMANDS = {"vllm": (VLLM, ("serve",)), "sglang": (SGLANG, ("serve",)),
-                "ollama": (OLLAMA, ("serve", "runner"))}
+_SUBCOMMANDS = {
+    "vllm": (VLLM, ("serve",)),
+    "sglang": (SGLANG, ("serve",)),
+    "ollama": (OLLAMA, ("serve", "runner")),
+}
 _TITLES = {  # process titles the engines set on their workers
-    "VLLM::": VLLM, "vllm::": VLLM, "sglang::": SGLANG, "ollama": OLLAMA,
+    "VLLM::": VLLM,
+    "vllm::": VLLM,
+    "sglang::": SGLANG,
+    "ollama": OLLAMA,
 }
 # llama.cpp's server binary was called plain `server` before it was renamed
 # llama-server (ggml-org/llama.cpp, mid 2024): a name that generic counts only with
@@ -141,8 +181,7 @@ def _is_python(exe: str) -> bool:
 def _old_llama_server(args: list[str]) -> bool:
     if "llama" in args[0].lower():  # /opt/llama.cpp/build/bin/server
         return True
-    return any(a.lower().endswith(".gguf") for a in args[1:]) and any(
-        a in _LLAMA_CPP_SIGNS for a in args[1:])
+    return any(a.lower().endswith(".gguf") for a in args[1:]) and any(a in _LLAMA_CPP_SIGNS for a in args[1:])
 
 
 def recognise(cmdline: Sequence[str] | None, name: str | None = None) -> ServerKind | None:
@@ -193,14 +232,17 @@ def _recognise(cmdline: tuple[str, ...], name: str | None) -> ServerKind | None:
 def option_value(cmdline: Sequence[str] | None, option: str) -> str | None:
     """``--opt V`` or ``--opt=V`` (also with _ for -), or None."""
     args = list(cmdline or ())
-    spellings = {option, option.replace("-", "_").replace("__", "--"),
-                 "--" + option.lstrip("-").replace("_", "-")}
+    spellings = {
+        option,
+        option.replace("-", "_").replace("__", "--"),
+        "--" + option.lstrip("-").replace("_", "-"),
+    }
     for i, arg in enumerate(args):
         for s in spellings:
             if arg == s and i + 1 < len(args):
                 return args[i + 1]
             if arg.startswith(s + "="):
-                return arg[len(s) + 1:]
+                return arg[len(s) + 1 :]
     return None
 
 
@@ -296,14 +338,19 @@ def read_metrics(kind: ServerKind, families: Iterable) -> dict[str, float | None
         return None
 
     if kind is TRITON:  # block counts carry no published ratio: the KV share is not guessed
-        return {"kv_cache_usage": None,
-                "running": pick(("nv_trt_llm_request_metrics:active",)),
-                "waiting": pick(("nv_trt_llm_request_metrics:waiting",))}
+        return {
+            "kv_cache_usage": None,
+            "running": pick(("nv_trt_llm_request_metrics:active",)),
+            "waiting": pick(("nv_trt_llm_request_metrics:waiting",)),
+        }
     kv = pick(kind.kv_metrics, mean=True)
     if kv is not None and kv > 1.0:  # some versions publish percent
         kv = kv / 100.0
-    return {"kv_cache_usage": kv, "running": pick(kind.running_metrics),
-            "waiting": pick(kind.waiting_metrics)}
+    return {
+        "kv_cache_usage": kv,
+        "running": pick(kind.running_metrics),
+        "waiting": pick(kind.waiting_metrics),
+    }
 
 
 def server_of(frame: Frame, proc: GpuProcess) -> tuple[ServerKind, ServerState | None] | None:

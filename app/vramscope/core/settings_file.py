@@ -42,6 +42,7 @@ class SettingsFileError(Exception):
 
 def default_path() -> pathlib.Path:
     import platformdirs
+
     return pathlib.Path(platformdirs.user_config_dir(APP, appauthor=False)) / FILE_NAME
 
 
@@ -66,8 +67,9 @@ def read(path: str | os.PathLike) -> dict:
         reason = f"nested deeper than {DEPTH_LIMIT} levels"
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
         reason = _one_line(exc)
-    raise SettingsFileError(f"the settings file {path} is unusable ({reason}); "
-                            f"{put_aside(path)}; using the defaults")
+    raise SettingsFileError(
+        f"the settings file {path} is unusable ({reason}); {put_aside(path)}; using the defaults"
+    )
 
 
 def write(path: str | os.PathLike, tables: dict) -> None:

@@ -26,8 +26,14 @@ def _identity(path: pathlib.Path):
 
 
 class FollowThresholds:
-    def __init__(self, engine, path: str | os.PathLike | None = None, args=None,
-                 every: float = EVERY, monotonic=time.monotonic):
+    def __init__(
+        self,
+        engine,
+        path: str | os.PathLike | None = None,
+        args=None,
+        every: float = EVERY,
+        monotonic=time.monotonic,
+    ):
         from vramscope.core import settings_file
 
         self.engine = engine
@@ -46,5 +52,6 @@ class FollowThresholds:
         seen = _identity(self.path)
         if seen != self._seen:
             from vramscope.core.user_settings import diagnostics_for
+
             self.engine.settings = diagnostics_for(self.args, self.path)
             self._seen = _identity(self.path)  # a file put aside or cleaned is seen once

@@ -31,8 +31,14 @@ def align(base_t: np.ndarray, t: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
-                  shown: int = STACK_SHOWN, fits: int | None = None) -> tuple[list, list]:
+def choose_layers(
+    current: dict,
+    first_seen: list,
+    must: set,
+    expanded: bool,
+    shown: int = STACK_SHOWN,
+    fits: int | None = None,
+) -> tuple[list, list]:
     """(drawn on their own, largest first; grouped into "others", not larger than
     the largest layer on its own where PROMOTED more layers can make it so).
 
@@ -46,15 +52,14 @@ def choose_layers(current: dict, first_seen: list, must: set, expanded: bool,
     if expanded:
         return order, []
     musts = [k for k in order if k in must]
-    fill = [k for k in order if k not in must][:max(0, shown - len(musts))]
+    fill = [k for k in order if k not in must][: max(0, shown - len(musts))]
     own = musts + fill
     rest = [k for k in order if k not in own]
     # "others" is not the largest band: the largest of the rest stand on their own until it is
     # not -- up to PROMOTED more (a box of hundreds of distinct small processes keeps a big
     # "others": hundreds of bands would tell nothing apart)
     fits = shown + PROMOTED if fits is None else fits
-    while (rest and own and len(own) < fits
-           and sum(current[k] for k in rest) > max(current[k] for k in own)):
+    while rest and own and len(own) < fits and sum(current[k] for k in rest) > max(current[k] for k in own):
         own.append(rest.pop(0))
     if len(rest) == 1:  # a group of one is just that process
         own, rest = own + rest, []

@@ -50,8 +50,16 @@ from typing import Any
 from vramscope.core.allocator_figures import device_figures, figures_line
 from vramscope.core.containers import container_text
 from vramscope.core.samples import (
-    AGENT_ENDED, ALL_BUCKETS, BUCKET_LABELS, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess,
-    GpuSample, MigSlice,
+    AGENT_ENDED,
+    ALL_BUCKETS,
+    BUCKET_LABELS,
+    AgentDevice,
+    AgentEvent,
+    AgentReport,
+    Frame,
+    GpuProcess,
+    GpuSample,
+    MigSlice,
 )
 from vramscope.core.detectors.agentmap import device_label, gpu_for_device
 from vramscope.core.module_text import module_lines
@@ -68,8 +76,9 @@ from vramscope.core.user_totals import user_totals
 ENDED_SHOWN = 3  # ended agent runs listed by `status` (the latest of this boot); --all-agents: all
 
 
-def agents_shown(frame: Frame, boot_time: float | None = None,
-                 every: bool = False) -> tuple[list[AgentReport], int]:
+def agents_shown(
+    frame: Frame, boot_time: float | None = None, every: bool = False
+) -> tuple[list[AgentReport], int]:
     """(the agents `status` lists, how many ended runs it leaves out): every live
     one, and the latest ENDED_SHOWN ended runs started since ``boot_time``."""
     live = [a for a in frame.agents if a.connected]
@@ -81,8 +90,9 @@ def agents_shown(frame: Frame, boot_time: float | None = None,
     return live + kept[:ENDED_SHOWN], len(ended) - len(kept[:ENDED_SHOWN])
 
 
-def frame_to_dict(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | None = None,
-                  every_agent: bool = False) -> dict:
+def frame_to_dict(
+    frame: Frame, alerts: Iterable[Any] = (), boot_time: float | None = None, every_agent: bool = False
+) -> dict:
     agents, left_out = agents_shown(frame, boot_time, every_agent)
     return {
         "time": frame.time,
@@ -96,9 +106,16 @@ def frame_to_dict(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | N
         "host_pids": frame.host_pids,
         "gpus": [gpu_to_dict(g) for g in frame.gpus],
         "users": [t.as_dict() for t in user_totals(frame)],
-        "device_holders": [{"pid": h.info.pid, "user": h.info.user, "command": h.info.command,
-                            "devices": list(h.devices), **_container_fields(h.info)}
-                           for h in frame.device_holders],
+        "device_holders": [
+            {
+                "pid": h.info.pid,
+                "user": h.info.user,
+                "command": h.info.command,
+                "devices": list(h.devices),
+                **_container_fields(h.info),
+            }
+            for h in frame.device_holders
+        ],
         "agents": [agent_to_dict(a, frame) for a in agents],
         "jobs": [job_to_dict(j) for j in jobs(agents, frame)],
         "ended_agents_left_out": left_out,
@@ -118,11 +135,21 @@ def hosts_to_dict(views) -> dict:
     as frame_to_dict has it, or its error and no GPUs."""
     hosts = []
     for view in views:
-        body = frame_to_dict(view.frame, view.alerts) if view.frame is not None else \
-            {"gpus": [], "agents": [], "alerts": []}
+        body = (
+            frame_to_dict(view.frame, view.alerts)
+            if view.frame is not None
+            else {"gpus": [], "agents": [], "alerts": []}
+        )
         error = view.error if view.frame is None else body.get("error")
-        hosts.append({"host": view.host, "state": view.state,
-                      "vramscope_version": view.remote_version, **body, "error": error})
+        hosts.append(
+            {
+                "host": view.host,
+                "state": view.state,
+                "vramscope_version": view.remote_version,
+                **body,
+                "error": error,
+            }
+        )
     return {"hosts": hosts}
 
 
@@ -148,8 +175,12 @@ def gpu_to_dict(gpu: GpuSample) -> dict:
         "name": gpu.name,
         "uuid": gpu.uuid,
         "pci_bus_id": gpu.pci_bus_id,
-        "memory": {"total": _int(gpu.total), "used": _int(gpu.used),
-                   "free": _int(gpu.free), "reserved": _int(gpu.reserved)},
+        "memory": {
+            "total": _int(gpu.total),
+            "used": _int(gpu.used),
+            "free": _int(gpu.free),
+            "reserved": _int(gpu.reserved),
+        },
         "utilization": {"gpu": gpu.util_gpu, "memory": gpu.util_memory},
         "temperature": gpu.temperature,
         "power": {"usage_w": gpu.power_w, "limit_w": gpu.power_limit_w},
@@ -197,8 +228,10 @@ def process_to_dict(proc: GpuProcess) -> dict:
 
 def _container_fields(info) -> dict:
     container = info.container if info is not None else None
-    return {"container": container.as_dict() if container is not None else None,
-            "ns_pid": info.ns_pid if info is not None else None}
+    return {
+        "container": container.as_dict() if container is not None else None,
+        "ns_pid": info.ns_pid if info is not None else None,
+    }
 
 
 def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
@@ -215,8 +248,13 @@ def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
         "step": report.step,
         "connected": report.connected,
         "error": report.error,  # e.g. a protocol version mismatch: why there are no figures
-        "devices": [{**agent_device_to_dict(d, _gpu_index(frame, report, d)),
-                     "allocator": device_figures(report, d.device)} for d in report.devices],
+        "devices": [
+            {
+                **agent_device_to_dict(d, _gpu_index(frame, report, d)),
+                "allocator": device_figures(report, d.device),
+            }
+            for d in report.devices
+        ],
         "modules": [m.as_dict() for m in report.modules],
     }
     if report.connected:
@@ -226,10 +264,13 @@ def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
 
 def job_to_dict(job) -> dict:
     """The ranks of one distributed job (core/rank_groups.py)."""
-    return {"key": job.key, "world_size": job.world_size,
-            "ranks": [{"rank": r.rank, "pid": r.pid, "held": h} for r, h in zip(job.ranks, job.held)],
-            "imbalance": job.imbalance,
-            "heavy": [{"rank": rank, "held": held, "over_median": over} for rank, held, over in job.heavy]}
+    return {
+        "key": job.key,
+        "world_size": job.world_size,
+        "ranks": [{"rank": r.rank, "pid": r.pid, "held": h} for r, h in zip(job.ranks, job.held)],
+        "imbalance": job.imbalance,
+        "heavy": [{"rank": rank, "held": held, "over_median": over} for rank, held, over in job.heavy],
+    }
 
 
 def _gpu_index(frame: Frame | None, report: AgentReport, dev: AgentDevice) -> int | None:
@@ -282,8 +323,10 @@ def _plain(value):
 
 # -- table ------------------------------------------------------------------------------
 
-def render_table(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | None = None,
-                 every_agent: bool = False) -> str:
+
+def render_table(
+    frame: Frame, alerts: Iterable[Any] = (), boot_time: float | None = None, every_agent: bool = False
+) -> str:
     """The same content as the JSON, for a terminal: each line's text from other
     users and machines (commands, names, errors) escaped (core/terminal_text.py),
     so that none can drive the terminal or forge a line."""
@@ -313,8 +356,11 @@ def render_table(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | No
             lines.append("    no processes")
             continue
         contained = any(p.info is not None and p.info.container is not None for p in gpu.processes)
-        rows = [("PID", "TYPE", "USER", "MEMORY", "SM", "AGE") + (("CONTAINER",) if contained else ())
-                + ("COMMAND",)]
+        rows = [
+            ("PID", "TYPE", "USER", "MEMORY", "SM", "AGE")
+            + (("CONTAINER",) if contained else ())
+            + ("COMMAND",)
+        ]
         for p in sorted(gpu.processes, key=lambda p: -(p.used or 0)):
             info = p.info
             age = None
@@ -329,22 +375,33 @@ def render_table(frame: Frame, alerts: Iterable[Any] = (), boot_time: float | No
                 marks.append(f"MIG {mig.profile or mig.uuid}")
             if marks:
                 command = f"{command}  ({', '.join(marks)})"
-            rows.append((str(p.pid), kind_text(p.kinds), user_text(p), fmt_bytes(p.used),
-                         fmt_percent(p.sm), fmt_duration(age))
-                        + ((container_text(info),) if contained else ()) + (command,))
+            rows.append(
+                (
+                    str(p.pid),
+                    kind_text(p.kinds),
+                    user_text(p),
+                    fmt_bytes(p.used),
+                    fmt_percent(p.sm),
+                    fmt_duration(age),
+                )
+                + ((container_text(info),) if contained else ())
+                + (command,)
+            )
         lines.extend(_columns(rows, right={0, 3, 4, 5}, indent="    "))
     totals = user_totals(frame)
     if totals:
         lines.append("")
         lines.append("memory by user:")
-        lines.extend(_columns([(t.label, fmt_bytes(t.used), _per_gpu_text(t)) for t in totals],
-                              right={1}, indent="  "))
+        lines.extend(
+            _columns([(t.label, fmt_bytes(t.used), _per_gpu_text(t)) for t in totals], right={1}, indent="  ")
+        )
     if frame.device_holders:
         lines.append("")
         lines.append("holding /dev/nvidia* without being listed by the driver:")
         for h in frame.device_holders:
-            lines.append(f"  pid {h.info.pid}  {h.info.user or NA}  "
-                         f"{h.info.command or NA}  ({', '.join(h.devices)})")
+            lines.append(
+                f"  pid {h.info.pid}  {h.info.user or NA}  {h.info.command or NA}  ({', '.join(h.devices)})"
+            )
     agents, left_out = agents_shown(frame, boot_time, every_agent)
     if agents or left_out:
         lines.append("")
@@ -388,17 +445,22 @@ def _agent_lines(frame: Frame, agents: list[AgentReport]) -> list[str]:
             if d.allocated is None and d.buckets is None:
                 continue
             runtime = f" ({d.runtime})" if d.runtime else ""
-            line = (f"    {device_label(frame, a, d)}{runtime}: allocated {fmt_bytes(d.allocated)}, "
-                    f"reserved {fmt_bytes(d.reserved)}"
-                    f", peak {fmt_bytes(d.peak_allocated)}")
+            line = (
+                f"    {device_label(frame, a, d)}{runtime}: allocated {fmt_bytes(d.allocated)}, "
+                f"reserved {fmt_bytes(d.reserved)}"
+                f", peak {fmt_bytes(d.peak_allocated)}"
+            )
             if d.num_alloc_retries:
                 line += f", alloc retries {d.num_alloc_retries}"
             if d.num_ooms:
                 line += f", OOMs {d.num_ooms}"
             out.append(line)
             if d.buckets is not None:
-                parts = [f"{word} {fmt_bytes(getattr(d.buckets, name))}" for name, word in _BUCKET_WORDS
-                         if getattr(d.buckets, name) is not None]
+                parts = [
+                    f"{word} {fmt_bytes(getattr(d.buckets, name))}"
+                    for name, word in _BUCKET_WORDS
+                    if getattr(d.buckets, name) is not None
+                ]
                 if parts:
                     out.append("      " + " · ".join(parts))
                 if d.buckets.note:
@@ -417,13 +479,17 @@ def kind_text(kinds: tuple[str, ...]) -> str:
 def _slice_lines(gpu: GpuSample) -> list[str]:
     if not gpu.mig_mode:
         return []
-    out = [f"    MIG mode: {len(gpu.slices)} slice{'s' if len(gpu.slices) != 1 else ''}"
-           " (per-process SM % is not available on MIG: NVML does not report it)"]
+    out = [
+        f"    MIG mode: {len(gpu.slices)} slice{'s' if len(gpu.slices) != 1 else ''}"
+        " (per-process SM % is not available on MIG: NVML does not report it)"
+    ]
     for mig in gpu.slices:
         used = fmt_bytes(mig.used)
         total = fmt_bytes(mig.total)
-        out.append(f"      {mig.profile or 'slice'}  GI {mig.gpu_instance_id} CI {mig.compute_instance_id}"
-                   f"  memory {used} / {total}  {mig.uuid or NA}")
+        out.append(
+            f"      {mig.profile or 'slice'}  GI {mig.gpu_instance_id} CI {mig.compute_instance_id}"
+            f"  memory {used} / {total}  {mig.uuid or NA}"
+        )
     return out
 
 

@@ -87,8 +87,13 @@ def mig_key(gpu_index: int, mig_uuid: str, metric: str) -> tuple:
 
 
 class Store:
-    def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0,
-                 coarse_points: int = 17280, max_series: int = 4096):
+    def __init__(
+        self,
+        fine_points: int = 7200,
+        coarse_step: float = 10.0,
+        coarse_points: int = 17280,
+        max_series: int = 4096,
+    ):
         self._fine_points = fine_points
         self._coarse_step = coarse_step
         self._coarse_points = coarse_points
@@ -137,8 +142,7 @@ class Store:
                 listener(frame)
             except Exception as exc:  # one broken listener must not stop the others
                 log.exception("store listener %r failed", listener)
-                failure = ListenerFailure(stage, listener_name(listener),
-                                          f"{type(exc).__name__}: {exc}", t)
+                failure = ListenerFailure(stage, listener_name(listener), f"{type(exc).__name__}: {exc}", t)
                 with self._lock:
                     self.listener_failures += 1
                     del self._failures[:-15]  # keep the newest few
@@ -158,8 +162,7 @@ class Store:
     def _record(self, key: Hashable, t: float, value) -> None:
         ring = self._series.get(key)
         if ring is None:
-            ring = self._series[key] = TieredRing(
-                self._fine_points, self._coarse_step, self._coarse_points)
+            ring = self._series[key] = TieredRing(self._fine_points, self._coarse_step, self._coarse_points)
             self._index(key)
         ring.append(t, value)
 
@@ -195,8 +198,11 @@ class Store:
         frame just wrote are never dropped: on a box with more live processes than
         the cap, evicting them would only recreate them on the next frame (and
         hold the lock the window reads under for every frame)."""
-        ended = [(ring.last_time() or 0.0, key) for key, ring in self._series.items()
-                 if (ring.last_time() or 0.0) < now]
+        ended = [
+            (ring.last_time() or 0.0, key)
+            for key, ring in self._series.items()
+            if (ring.last_time() or 0.0) < now
+        ]
         excess = len(self._series) - self._max_series
         if not ended or excess <= 0:
             return
@@ -258,8 +264,9 @@ class Store:
         needs to choose the few series it draws."""
         with self._lock:
             series = self._series
-            return {k: last for k in self._by_gpu.get(gpu_index, ())
-                    if (last := series[k].last()) is not None}
+            return {
+                k: last for k in self._by_gpu.get(gpu_index, ()) if (last := series[k].last()) is not None
+            }
 
     def last_value(self, key: Hashable) -> float | None:
         with self._lock:

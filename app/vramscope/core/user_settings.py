@@ -42,7 +42,12 @@ from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.sampler import DEFAULT_INTERVAL, MAX_INTERVAL, MIN_INTERVAL
 from vramscope.core.session.library import DEFAULT_MAX_BYTES
 from vramscope.core.view_options import (  # noqa: F401 (the defaults, for callers)
-    DEFAULT_PLOT_STYLE, DEFAULT_THEME, DEFAULT_WINDOW, PlotStyle, Theme, TimeWindow,
+    DEFAULT_PLOT_STYLE,
+    DEFAULT_THEME,
+    DEFAULT_WINDOW,
+    PlotStyle,
+    Theme,
+    TimeWindow,
 )
 
 log = logging.getLogger(__name__)
@@ -86,12 +91,17 @@ def _choice(options):
         if not isinstance(value, str) or value not in options:
             raise ValueError(f"{value!r} is not one of {', '.join(options)}")
         return value
+
     return parse
 
 
 def _as_cap(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or not 0 < value <= 1 << 62:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= 1 << 62
+    ):
         raise ValueError(f"the session cap must be a positive number of bytes (got {value!r})")
     return int(value)
 
@@ -196,8 +206,11 @@ class Settings:
         except settings_file.SettingsFileError as exc:
             log.warning("%s", exc)
             return
-        bad = [f"{table}: not a table" for table in _TABLES
-               if table in tables and not isinstance(tables[table], dict)]
+        bad = [
+            f"{table}: not a table"
+            for table in _TABLES
+            if table in tables and not isinstance(tables[table], dict)
+        ]
         for name, ((table, key), _default, kind) in KEYS.items():
             if _has(tables, table, key):
                 value = self._checked(tables[table][key], kind, f"{table}.{key}", bad)
@@ -207,8 +220,12 @@ class Settings:
         defaults = DiagnosticSettings()
         for f in dataclasses.fields(DiagnosticSettings):
             if isinstance(diag, dict) and f.name in diag:
-                value = self._checked(diag[f.name], diagnostic_kind(getattr(defaults, f.name)),
-                                      f"{DIAGNOSTICS_TABLE}.{f.name}", bad)
+                value = self._checked(
+                    diag[f.name],
+                    diagnostic_kind(getattr(defaults, f.name)),
+                    f"{DIAGNOSTICS_TABLE}.{f.name}",
+                    bad,
+                )
                 if value is not None:
                     self._diag[f.name] = value
         try:
@@ -218,8 +235,12 @@ class Settings:
             self._diag = {}
         if bad:  # the file as it was goes aside; every command then reads the usable rest
             kept = settings_file.put_aside(self.path)
-            log.warning("settings in %s are unusable (%s); using the defaults for them; the "
-                        "file %s", self.path, "; ".join(bad)[:300], kept)
+            log.warning(
+                "settings in %s are unusable (%s); using the defaults for them; the file %s",
+                self.path,
+                "; ".join(bad)[:300],
+                kept,
+            )
             self._save(KEYS, diagnostics=True)
 
     @staticmethod
@@ -260,9 +281,11 @@ class Settings:
     def diagnostics(self, value: DiagnosticSettings) -> None:
         defaults = DiagnosticSettings()
         # defaults stay unwritten: later versions may tune them
-        self._diag = {f.name: diagnostic_kind(getattr(defaults, f.name))(getattr(value, f.name))
-                      for f in dataclasses.fields(DiagnosticSettings)
-                      if getattr(value, f.name) != getattr(defaults, f.name)}
+        self._diag = {
+            f.name: diagnostic_kind(getattr(defaults, f.name))(getattr(value, f.name))
+            for f in dataclasses.fields(DiagnosticSettings)
+            if getattr(value, f.name) != getattr(defaults, f.name)
+        }
         self._diag_overrides.clear()
         self._save(diagnostics=True)
 
@@ -347,8 +370,11 @@ class Settings:
             settings_file.write(self.path, {t: v for t, v in tables.items() if v != {}})
         except OSError as exc:  # UnsafeTarget included: a FIFO, another user's file
             self.in_memory = True
-            log.warning("settings: cannot save to %s (%s); this run keeps its settings in memory",
-                        self.path, " ".join(str(exc).split())[:200])
+            log.warning(
+                "settings: cannot save to %s (%s); this run keeps its settings in memory",
+                self.path,
+                " ".join(str(exc).split())[:200],
+            )
 
     def sync(self) -> None:
         """Every change is written when it is made; kept for callers that flush at exit."""

@@ -27,9 +27,13 @@ class UserTotal:
         return self.user or UNKNOWN_USER
 
     def as_dict(self) -> dict:
-        return {"user": self.user, "used": self.used,
-                "gpus": [{"gpu": g, "used": b} for g, b in self.per_gpu],
-                "processes": self.processes, "unreported": self.unreported}
+        return {
+            "user": self.user,
+            "used": self.used,
+            "gpus": [{"gpu": g, "used": b} for g, b in self.per_gpu],
+            "processes": self.processes,
+            "unreported": self.unreported,
+        }
 
 
 def user_of(proc) -> str | None:
@@ -49,8 +53,15 @@ def user_totals(frame: Frame | None) -> list[UserTotal]:
             continue
         entry[0] += proc.used
         entry[1][gpu.index] = entry[1].get(gpu.index, 0) + proc.used
-    out = [UserTotal(user=u, used=e[0] if e[3] < e[2] else None,  # all n/a: n/a, never 0
-                     per_gpu=tuple(sorted(e[1].items())), processes=e[2], unreported=e[3])
-           for u, e in acc.items()]
+    out = [
+        UserTotal(
+            user=u,
+            used=e[0] if e[3] < e[2] else None,  # all n/a: n/a, never 0
+            per_gpu=tuple(sorted(e[1].items())),
+            processes=e[2],
+            unreported=e[3],
+        )
+        for u, e in acc.items()
+    ]
     out.sort(key=lambda t: (-(t.used or 0), t.user is None, t.user or ""))
     return out

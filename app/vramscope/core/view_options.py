@@ -27,10 +27,18 @@ class TimeWindow(StrEnum):
         return _WINDOW_TEXT[self]
 
 
-_WINDOW_SECONDS = {TimeWindow.MINUTE: 60.0, TimeWindow.TEN_MINUTES: 600.0, TimeWindow.HOUR: 3600.0,
-                   TimeWindow.ALL: None}
-_WINDOW_TEXT = {TimeWindow.MINUTE: "1 min", TimeWindow.TEN_MINUTES: "10 min", TimeWindow.HOUR: "1 h",
-                TimeWindow.ALL: "All"}
+_WINDOW_SECONDS = {
+    TimeWindow.MINUTE: 60.0,
+    TimeWindow.TEN_MINUTES: 600.0,
+    TimeWindow.HOUR: 3600.0,
+    TimeWindow.ALL: None,
+}
+_WINDOW_TEXT = {
+    TimeWindow.MINUTE: "1 min",
+    TimeWindow.TEN_MINUTES: "10 min",
+    TimeWindow.HOUR: "1 h",
+    TimeWindow.ALL: "All",
+}
 DEFAULT_WINDOW = TimeWindow.TEN_MINUTES
 
 
@@ -65,6 +73,8 @@ class PlotStyle(StrEnum):
         return _STYLE_TIPS[self]
 
 
-_STYLE_TIPS = {PlotStyle.STACKED: "Processes stacked: what fills each GPU",
-               PlotStyle.LINES: "One line per process"}
+_STYLE_TIPS = {
+    PlotStyle.STACKED: "Processes stacked: what fills each GPU",
+    PlotStyle.LINES: "One line per process",
+}
 DEFAULT_PLOT_STYLE = PlotStyle.STACKED

@@ -39,8 +39,10 @@ READ_CHUNK = 1 << 16
 
 def mismatch_text(agent_versions, monitor_version: int = protocol.PROTOCOL_VERSION) -> str:
     """What the monitor shows when it and an agent share no protocol version."""
-    return (f"protocol version mismatch: the agent speaks {agent_versions}, this monitor "
-            f"{monitor_version}; run the same vramscope version on both sides")
+    return (
+        f"protocol version mismatch: the agent speaks {agent_versions}, this monitor "
+        f"{monitor_version}; run the same vramscope version on both sides"
+    )
 
 
 class VersionRefused(ConnectionError):
@@ -80,8 +82,9 @@ class AgentConnection:
             self.sock.setblocking(False)
             _connect(self.sock, path)
             if owner is not None and (uid := peer_uid(self.sock)) not in (owner, None):
-                raise NotASocket(f"{path} is served by uid {uid}, not by the directory's owner "
-                                 f"({owner}); not used")
+                raise NotASocket(
+                    f"{path} is served by uid {uid}, not by the directory's owner ({owner}); not used"
+                )
         except BlockingIOError:
             self.sock.close()
             raise TimeoutError("the agent's socket is not accepting connections (backlog full)") from None
@@ -127,8 +130,7 @@ class AgentConnection:
             pass
 
 
-def exchange(requests: list[tuple[AgentConnection, dict]], deadline: float,
-             clock=time.monotonic) -> list:
+def exchange(requests: list[tuple[AgentConnection, dict]], deadline: float, clock=time.monotonic) -> list:
     """Send every request, then wait for all replies together until ``deadline``
     (monotonic). One result per request, in order: the reply (a dict), or the
     exception for that agent (TimeoutError past the deadline)."""

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from vramscope.agent.protocol import (
-    AGENT_BUCKETS, PEAK_BOUND, PHASES_MEASURED, DeviceFigures, EventItem, HelloReply, SampleItem, StepItem,
+    AGENT_BUCKETS,
+    PEAK_BOUND,
+    PHASES_MEASURED,
+    DeviceFigures,
+    EventItem,
+    HelloReply,
+    SampleItem,
+    StepItem,
 )
 from vramscope.core.actions import PID_MAX
 from vramscope.core.samples import AgentBuckets, AgentDevice
@@ -89,17 +96,35 @@ def hello(raw: HelloReply) -> Hello:
     pid = integer(raw.get("pid"), 1, PID_MAX)
     if pid is None:
         raise ValueError("the handshake names no valid pid")
-    return Hello(pid=pid, start_ticks=integer(raw.get("start_ticks")),
-                 start_time=finite(raw.get("start_time")),
-                 hostname=text(raw.get("hostname")), pid_namespace=text(raw.get("pid_namespace")),
-                 rank=integer(raw.get("rank")), local_rank=integer(raw.get("local_rank")),
-                 world_size=integer(raw.get("world_size")), rendezvous=text(raw.get("rendezvous"), 128),
-                 protocol=integer(raw.get("protocol")), agent_version=integer(raw.get("agent_version")),
-                 interval=finite(raw.get("interval")))
+    return Hello(
+        pid=pid,
+        start_ticks=integer(raw.get("start_ticks")),
+        start_time=finite(raw.get("start_time")),
+        hostname=text(raw.get("hostname")),
+        pid_namespace=text(raw.get("pid_namespace")),
+        rank=integer(raw.get("rank")),
+        local_rank=integer(raw.get("local_rank")),
+        world_size=integer(raw.get("world_size")),
+        rendezvous=text(raw.get("rendezvous"), 128),
+        protocol=integer(raw.get("protocol")),
+        agent_version=integer(raw.get("agent_version")),
+        interval=finite(raw.get("interval")),
+    )
 
 
-_FIGURES = ("allocated", "reserved", "active", "inactive_split", "requested", "peak_allocated",
-            "num_alloc_retries", "num_ooms", "alloc_count", "free_count", "total")
+_FIGURES = (
+    "allocated",
+    "reserved",
+    "active",
+    "inactive_split",
+    "requested",
+    "peak_allocated",
+    "num_alloc_retries",
+    "num_ooms",
+    "alloc_count",
+    "free_count",
+    "total",
+)
 
 
 def _bytes(value) -> int | None:
@@ -116,14 +141,25 @@ def device(raw: DeviceFigures) -> AgentDevice:
         raise ValueError("a device entry without a name")
     b = raw.get("buckets")
     note = raw.get("buckets_note")
-    buckets = AgentBuckets(**{k: _bytes(b.get(k)) for k in AGENT_BUCKETS},
-                           note=text(note) if isinstance(note, str) else None) if isinstance(b, dict) else None
+    buckets = (
+        AgentBuckets(
+            **{k: _bytes(b.get(k)) for k in AGENT_BUCKETS}, note=text(note) if isinstance(note, str) else None
+        )
+        if isinstance(b, dict)
+        else None
+    )
     missing = raw.get("missing")
     return AgentDevice(
-        device=name, gpu_uuid=text(raw.get("uuid"), 128), buckets=buckets,
-        peak_allocated_bound=_bytes(raw.get(PEAK_BOUND)), runtime=text(raw.get("runtime")),
-        missing=tuple(text(m, 64) for m in missing[:64] if isinstance(m, str)) if isinstance(missing, list) else (),
-        **{k: _bytes(raw.get(k)) for k in _FIGURES})
+        device=name,
+        gpu_uuid=text(raw.get("uuid"), 128),
+        buckets=buckets,
+        peak_allocated_bound=_bytes(raw.get(PEAK_BOUND)),
+        runtime=text(raw.get("runtime")),
+        missing=tuple(text(m, 64) for m in missing[:64] if isinstance(m, str))
+        if isinstance(missing, list)
+        else (),
+        **{k: _bytes(raw.get(k)) for k in _FIGURES},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,23 +190,39 @@ def sample(raw: SampleItem) -> Sample:
     if not isinstance(devices, list):
         raise ValueError("a sample's devices are not a list")
     settings = raw.get("settings")
-    settings = {str(k)[:MAX_TEXT]: v for k, v in settings.items()
-                if isinstance(v, (str, int, float, bool)) or v is None} if isinstance(settings, dict) else {}
+    settings = (
+        {
+            str(k)[:MAX_TEXT]: v
+            for k, v in settings.items()
+            if isinstance(v, (str, int, float, bool)) or v is None
+        }
+        if isinstance(settings, dict)
+        else {}
+    )
     models = raw.get("models")
     figures = raw.get("agent")
-    return Sample(t=t, step=integer(raw.get("step")), devices=tuple(device(d) for d in devices),
-                  settings=MappingProxyType(settings),
-                  models=tuple(m for m in models if isinstance(m, dict)) if isinstance(models, list) else (),
-                  phases_measured=_share(figures.get(PHASES_MEASURED)) if isinstance(figures, dict) else None,
-                  input=measured_input(raw.get("input")), sharded=sharded(raw.get("sharded")))
+    return Sample(
+        t=t,
+        step=integer(raw.get("step")),
+        devices=tuple(device(d) for d in devices),
+        settings=MappingProxyType(settings),
+        models=tuple(m for m in models if isinstance(m, dict)) if isinstance(models, list) else (),
+        phases_measured=_share(figures.get(PHASES_MEASURED)) if isinstance(figures, dict) else None,
+        input=measured_input(raw.get("input")),
+        sharded=sharded(raw.get("sharded")),
+    )
 
 
 def measured_input(raw) -> dict | None:
     """The training forward's input (agent/input_shape.py): a batch of at least 1, or None."""
     if not isinstance(raw, dict) or not integer(raw.get("batch"), 1):
         return None
-    return {"batch": raw["batch"], "seq": integer(raw.get("seq"), 1),
-            "output_bytes": integer(raw.get("output_bytes")), "model": text(raw.get("model"), 64)}
+    return {
+        "batch": raw["batch"],
+        "seq": integer(raw.get("seq"), 1),
+        "output_bytes": integer(raw.get("output_bytes")),
+        "model": text(raw.get("model"), 64),
+    }
 
 
 SHARDED = ("fsdp_unsharded", "ddp_buckets")  # agent/sharded.py's figures
@@ -212,12 +264,18 @@ class Step:
     def event_data(self) -> dict:
         """The data of the monitor's "step" event (AgentEvent), as sessions record it."""
         first = self.devices[sorted(self.devices)[0]] if self.devices else {}
-        return {"step": self.step, "duration": self.duration, "devices": dict(self.devices) or None,
-                # the first device's figures, flat (None where the step was not measured)
-                "peak_allocated": first.get("peak_allocated"),
-                "allocated_after": first.get("allocated_after"),
-                "phases": self.phases, "phase_order": list(self.phase_order),
-                "phase_times": dict(self.phase_times), "phase_peaks": self.phase_peaks}
+        return {
+            "step": self.step,
+            "duration": self.duration,
+            "devices": dict(self.devices) or None,
+            # the first device's figures, flat (None where the step was not measured)
+            "peak_allocated": first.get("peak_allocated"),
+            "allocated_after": first.get("allocated_after"),
+            "phases": self.phases,
+            "phase_order": list(self.phase_order),
+            "phase_times": dict(self.phase_times),
+            "phase_peaks": self.phase_peaks,
+        }
 
 
 def step(raw: StepItem) -> Step:
@@ -232,13 +290,18 @@ def step(raw: StepItem) -> Step:
         raise ValueError("a step's devices are not objects by name")
     order = raw.get("phase_order")
     times = raw.get("phase_times")
-    return Step(t=t, step=number, duration=finite(raw.get("duration")),
-                devices={str(k)[:64]: v for k, v in devices.items()},
-                phases=_objects_by_name(raw.get("phases")),
-                phase_order=tuple(p[:64] for p in order if isinstance(p, str)) if isinstance(order, list) else (),
-                phase_times={str(k)[:64]: v for k, v in times.items() if finite(v) is not None}
-                if isinstance(times, dict) else {},
-                phase_peaks=_objects_by_name(raw.get("phase_peaks")))
+    return Step(
+        t=t,
+        step=number,
+        duration=finite(raw.get("duration")),
+        devices={str(k)[:64]: v for k, v in devices.items()},
+        phases=_objects_by_name(raw.get("phases")),
+        phase_order=tuple(p[:64] for p in order if isinstance(p, str)) if isinstance(order, list) else (),
+        phase_times={str(k)[:64]: v for k, v in times.items() if finite(v) is not None}
+        if isinstance(times, dict)
+        else {},
+        phase_peaks=_objects_by_name(raw.get("phase_peaks")),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,15 @@ def decode(raw: dict) -> tuple[ModuleFigures, ...]:
         why = text(row.get("why"))
         if why is None and any(v is None for v in figures.values()):
             why = BAD_FIGURE
-        out.append(ModuleFigures(name=name, parent=text(row.get("parent"), MAX_NAME), measured_step=step,
-                                 device=device, shared=row.get("shared") is True, why=why, **figures))
+        out.append(
+            ModuleFigures(
+                name=name,
+                parent=text(row.get("parent"), MAX_NAME),
+                measured_step=step,
+                device=device,
+                shared=row.get("shared") is True,
+                why=why,
+                **figures,
+            )
+        )
     return tuple(out)

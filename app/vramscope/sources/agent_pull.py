@@ -55,13 +55,21 @@ def pull(pid: int, dirs=None, timeout: float = PULL_TIMEOUT) -> Pulled:
     """The agent of ``pid``'s newest items; ConnectionError with a sentence otherwise."""
     path = find_socket(pid, dirs)
     if path is None:
-        raise ConnectionError(f"no vramscope agent found for pid {pid} (start the run under "
-                              "`vramscope run`, or call vramscope.agent.start() in it)")
+        raise ConnectionError(
+            f"no vramscope agent found for pid {pid} (start the run under "
+            "`vramscope run`, or call vramscope.agent.start() in it)"
+        )
     deadline = time.monotonic() + timeout
     conn = AgentConnection(path, os.getuid())
     try:
-        reply = conn.request({"op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
-                              "supported": sorted(protocol.SUPPORTED_VERSIONS)}, deadline)
+        reply = conn.request(
+            {
+                "op": Op.HELLO,
+                "protocol": protocol.PROTOCOL_VERSION,
+                "supported": sorted(protocol.SUPPORTED_VERSIONS),
+            },
+            deadline,
+        )
         try:
             hello = agent_input.hello(reply)
         except ValueError as exc:

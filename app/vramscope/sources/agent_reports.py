@@ -26,16 +26,29 @@ def report_of(state) -> AgentReport:
     if error is None and state.ended_at is not None:
         error = AGENT_ENDED
     return AgentReport(
-        pid=state.pid, start_time=state.start_time, hostname=hello.hostname,
-        time=sample.t if sample else None, rank=hello.rank, local_rank=hello.local_rank,
-        world_size=hello.world_size, step=state.step, devices=sample.devices if sample else (),
-        allocator_settings=dict(sample.settings) if sample else {}, events=tuple(state.new_events),
-        connected=state.ended_at is None and state.conn is not None, error=error,
-        recent_events=tuple(state.recent), dropped=state.dropped,
-        models=sample.models if sample else (), phases_measured=sample.phases_measured if sample else None,
+        pid=state.pid,
+        start_time=state.start_time,
+        hostname=hello.hostname,
+        time=sample.t if sample else None,
+        rank=hello.rank,
+        local_rank=hello.local_rank,
+        world_size=hello.world_size,
+        step=state.step,
+        devices=sample.devices if sample else (),
+        allocator_settings=dict(sample.settings) if sample else {},
+        events=tuple(state.new_events),
+        connected=state.ended_at is None and state.conn is not None,
+        error=error,
+        recent_events=tuple(state.recent),
+        dropped=state.dropped,
+        models=sample.models if sample else (),
+        phases_measured=sample.phases_measured if sample else None,
         modules=tuple(m for figures in getattr(state, "modules", {}).values() for m in figures),
-        measured_input=sample.input if sample else None, rendezvous=hello.rendezvous,
-        sharded=sample.sharded if sample else None, allocator=state.allocator)
+        measured_input=sample.input if sample else None,
+        rendezvous=hello.rendezvous,
+        sharded=sample.sharded if sample else None,
+        allocator=state.allocator,
+    )
 
 
 def with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:
@@ -56,7 +69,9 @@ def with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:
     if target is None or proc.used is None or target.reserved is None or target.buckets is None:
         return report
     outside = max(0, proc.used - target.reserved)
-    new_dev = dataclasses.replace(target, buckets=dataclasses.replace(target.buckets, outside_pytorch=outside))
+    new_dev = dataclasses.replace(
+        target, buckets=dataclasses.replace(target.buckets, outside_pytorch=outside)
+    )
     return dataclasses.replace(report, devices=tuple(new_dev if d is target else d for d in report.devices))
 
 
@@ -72,6 +87,7 @@ def record_reports(store, frame: Frame) -> Frame:
     for r in frame.agents:
         agent_series.record(store, agent_series.device_points(r.pid, r.start_time, frame.time, r.devices))
         for ev in r.events:
-            agent_series.record(store, agent_series.event_points(r.pid, r.start_time, ev.kind, ev.time,
-                                                                 ev.data))
+            agent_series.record(
+                store, agent_series.event_points(r.pid, r.start_time, ev.kind, ev.time, ev.data)
+            )
     return frame

@@ -32,8 +32,10 @@ def socket_of(pid: int, dirs: list[str] | None = None) -> str:
         path = os.path.join(d, name)
         if os.path.lexists(path):
             return path
-    raise NoAgent(f"process {pid} runs no vramscope agent (start it with `vramscope run -- python ...` "
-                  "or agent.start() in the script)")
+    raise NoAgent(
+        f"process {pid} runs no vramscope agent (start it with `vramscope run -- python ...` "
+        "or agent.start() in the script)"
+    )
 
 
 def connect(pid: int, dirs: list[str] | None = None) -> AgentConnection:
@@ -56,8 +58,14 @@ def start_sites(pid: int, steps: int, dirs: list[str] | None = None, clock=time.
         conn.close()
 
 
-def record_sites(pid: int, steps: int, dirs: list[str] | None = None, timeout: float = 600.0,
-                 on_progress=None, clock=time.monotonic) -> dict:
+def record_sites(
+    pid: int,
+    steps: int,
+    dirs: list[str] | None = None,
+    timeout: float = 600.0,
+    on_progress=None,
+    clock=time.monotonic,
+) -> dict:
     """Start a recording of allocation sites for ``steps`` steps and follow it to the end:
     the final SITES event's data ("state": "done" or "failed"), or {"ok": False, "error"}."""
     conn = connect(pid, dirs)
@@ -80,7 +88,10 @@ def record_sites(pid: int, steps: int, dirs: list[str] | None = None, timeout: f
                 if on_progress is not None:
                     on_progress(data)
             time.sleep(0.25)
-        return {"ok": False, "error": f"no result within {timeout:.0f} s (the run may have stopped "
-                                      "stepping); the recording ends by itself after its steps"}
+        return {
+            "ok": False,
+            "error": f"no result within {timeout:.0f} s (the run may have stopped "
+            "stepping); the recording ends by itself after its steps",
+        }
     finally:
         conn.close()

@@ -64,7 +64,8 @@ class _Agent:
     step: int | None = None
     new_events: list = dataclasses.field(default_factory=list)
     recent: collections.deque = dataclasses.field(
-        default_factory=lambda: collections.deque(maxlen=RECENT_EVENTS))
+        default_factory=lambda: collections.deque(maxlen=RECENT_EVENTS)
+    )
     dropped: bool = False
     ended_at: float | None = None
     error: str | None = None
@@ -87,8 +88,15 @@ class _Agent:
 class AgentClient:
     """Discovers agents and turns what they send into AgentReports (an enricher)."""
 
-    def __init__(self, store=None, dirs: list[str] | None = None, timeout: float = PASS_BUDGET,
-                 keep_ended: float = 600.0, final_max_age: float = 3600.0, clock=time.time):
+    def __init__(
+        self,
+        store=None,
+        dirs: list[str] | None = None,
+        timeout: float = PASS_BUDGET,
+        keep_ended: float = 600.0,
+        final_max_age: float = 3600.0,
+        clock=time.time,
+    ):
         self.store = store
         self._dirs = dirs
         self.timeout = timeout  # seconds per pass, all agents together
@@ -125,13 +133,24 @@ class AgentClient:
         now = self._clock()
         deadline = time.monotonic() + self.timeout
         sockets, finals = self._scan(frame, now)
-        live = {key: path for key, path in sockets.items()
-                if (state := self._agents.get(key)) is None or state.ended_at is None}
-        connected = [self._agents[key] for key in live
-                     if key in self._agents and self._agents[key].conn is not None]
+        live = {
+            key: path
+            for key, path in sockets.items()
+            if (state := self._agents.get(key)) is None or state.ended_at is None
+        }
+        connected = [
+            self._agents[key] for key in live if key in self._agents and self._agents[key].conn is not None
+        ]
         dropped = self._pull_rounds(connected, deadline, retry=True)
-        fresh = self._handshake([key for key in live if key in dropped or key not in self._agents
-                                 or self._agents[key].conn is None], live, deadline)
+        fresh = self._handshake(
+            [
+                key
+                for key in live
+                if key in dropped or key not in self._agents or self._agents[key].conn is None
+            ],
+            live,
+            deadline,
+        )
         self._pull_rounds(fresh, deadline)
         for key, state in list(self._agents.items()):
             if state.ended_at is None and key not in sockets:
@@ -159,11 +178,15 @@ class AgentClient:
         finals: dict[tuple, str] = {}
         self._owners = {}
         contained = container_agents.contained_processes(frame)
-        self._in_containers = {(ns_pid, container_agents.namespace_of(hp)): hp
-                               for hp, ns_pid in contained.items()}
+        self._in_containers = {
+            (ns_pid, container_agents.namespace_of(hp)): hp for hp, ns_pid in contained.items()
+        }
         here = [(d, None, None) for d in self.dirs()]
-        inside = [(d, owner, container_agents.pids_inside(hp, contained))
-                  for hp in contained for d, owner in container_agents.agent_dirs(hp)]
+        inside = [
+            (d, owner, container_agents.pids_inside(hp, contained))
+            for hp in contained
+            for d, owner in container_agents.agent_dirs(hp)
+        ]
         sweep = now - self._last_sweep > STALE_SWEEP_EVERY
         for directory, owner, admitted in here + inside:
             try:
@@ -209,8 +232,11 @@ class AgentClient:
                 conns.append((key, path, AgentConnection(path, self._owners.get(path))))
             except Exception as exc:  # noqa: BLE001 - one bad agent never stops the others
                 self._refused(key, path, exc, silent=isinstance(exc, TimeoutError))
-        request = {"op": Op.HELLO, "protocol": protocol.PROTOCOL_VERSION,
-                   "supported": sorted(protocol.SUPPORTED_VERSIONS)}
+        request = {
+            "op": Op.HELLO,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "supported": sorted(protocol.SUPPORTED_VERSIONS),
+        }
         # half of what is left: a pass with silent sockets still has time to pull from
         # the agents that did answer
         until = min(deadline, now + max(0.0, deadline - now) / 2)
@@ -241,8 +267,7 @@ class AgentClient:
         if reply.get("ok") is not True:
             supported = reply.get("supported")
             if isinstance(supported, list) and protocol.PROTOCOL_VERSION not in supported:
-                raise VersionRefused(mismatch_text(
-                    ", ".join(str(v)[:8] for v in supported[:8])))
+                raise VersionRefused(mismatch_text(", ".join(str(v)[:8] for v in supported[:8])))
             raise ConnectionError(agent_input.text(reply.get("error")) or "handshake refused")
         try:
             return agent_input.hello(reply)
@@ -260,8 +285,12 @@ class AgentClient:
         state = self._agents.get(key)
         if state is None and isinstance(exc, VersionRefused):
             # shown, not dropped: the window and `status` say why there are no figures
-            state = self._agents[key] = _Agent(path=path, hello=agent_input.Hello(
-                pid=key[0], start_ticks=key[1], start_time=paths.start_time_from_ticks(key[1])))
+            state = self._agents[key] = _Agent(
+                path=path,
+                hello=agent_input.Hello(
+                    pid=key[0], start_ticks=key[1], start_time=paths.start_time_from_ticks(key[1])
+                ),
+            )
         if state is not None:
             state.error = str(exc) if isinstance(exc, VersionRefused) else f"{type(exc).__name__}: {exc}"
             if state.conn is not None:
@@ -282,8 +311,9 @@ class AgentClient:
                 if state.host_pid is None:  # in another PID namespace: its PID here, once on a GPU
                     where = (state.hello.pid, state.hello.pid_namespace)
                     state.host_pid = self._in_containers.get(where)
-            replies = exchange([(state.conn, {"op": Op.PULL, "cursor": state.cursor})
-                                for state in active], deadline)
+            replies = exchange(
+                [(state.conn, {"op": Op.PULL, "cursor": state.cursor}) for state in active], deadline
+            )
             more = []
             for state, reply in zip(active, replies):
                 key = next(k for k, s in self._agents.items() if s is state)
@@ -296,8 +326,11 @@ class AgentClient:
                         self._refused(key, state.path, reply)
                     continue
                 if reply.get("ok") is not True:
-                    self._refused(key, state.path, ConnectionError(
-                        agent_input.text(reply.get("error")) or "pull refused"))
+                    self._refused(
+                        key,
+                        state.path,
+                        ConnectionError(agent_input.text(reply.get("error")) or "pull refused"),
+                    )
                     continue
                 if reply.get("dropped") is True:
                     state.dropped = True
@@ -325,8 +358,13 @@ class AgentClient:
         state = self._agents.get(key)
         if state is None:
             state = self._agents[key] = _Agent(path=None, hello=hello)
-        fresh = [it for it in items if isinstance(it, dict) and agent_input.integer(it.get("seq")) is not None
-                 and it["seq"] > state.cursor]
+        fresh = [
+            it
+            for it in items
+            if isinstance(it, dict)
+            and agent_input.integer(it.get("seq")) is not None
+            and it["seq"] > state.cursor
+        ]
         self._ingest(state, fresh)
         if fresh:
             state.cursor = max(it["seq"] for it in fresh)
@@ -350,8 +388,9 @@ class AgentClient:
                     ev = AgentEvent(kind=event.kind, time=event.t, data=event.data)
                     state.new_events.append(ev)
                     state.recent.append(ev)
-                    self._record(agent_series.event_points(state.pid, state.start_time, ev.kind, ev.time,
-                                                           ev.data))
+                    self._record(
+                        agent_series.event_points(state.pid, state.start_time, ev.kind, ev.time, ev.data)
+                    )
             except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                 state.bad_items += 1
                 log.debug("agent %s: item skipped: %s", state.pid, exc)
@@ -411,9 +450,18 @@ class AgentClient:
             gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
         reports = [final_reports[id(r)] for r in reports]
         for r in reports:  # outside PyTorch is the monitor's bucket: at the frame's time
-            self._record(agent_series.sample_points(r.pid, r.start_time, frame.time, [
-                {"device": d.device, "buckets": {Bucket.OUTSIDE_PYTORCH: d.buckets.outside_pytorch}}
-                for d in r.devices if d.buckets is not None and d.buckets.outside_pytorch is not None]))
+            self._record(
+                agent_series.sample_points(
+                    r.pid,
+                    r.start_time,
+                    frame.time,
+                    [
+                        {"device": d.device, "buckets": {Bucket.OUTSIDE_PYTORCH: d.buckets.outside_pytorch}}
+                        for d in r.devices
+                        if d.buckets is not None and d.buckets.outside_pytorch is not None
+                    ],
+                )
+            )
         return dataclasses.replace(frame, gpus=tuple(gpus), agents=tuple(reports))
 
     def _same_namespace(self, report: AgentReport) -> bool:
@@ -438,7 +486,6 @@ class AgentClient:
         state = self._find(report)  # no psutil start time: ask /proc directly
         ticks = state.hello.start_ticks if state else None
         return ticks is not None and paths.start_ticks(proc.pid) == ticks
-
 
 
 def note_ooms(report: AgentReport, gpu, proc) -> None:

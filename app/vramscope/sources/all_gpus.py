@@ -41,9 +41,12 @@ class AllGpusSource:
         error = frame.error
         if error is not None and (self.nvml.not_installed or not frame.gpus and self.nvml.no_driver):
             error = None  # no NVIDIA driver on a machine whose GPUs need none
-        return dataclasses.replace(frame, gpus=frame.gpus + others, error=error,
-                                   host_pids=frame.host_pids if frame.host_pids is not None
-                                   else self.drm.processes.host_pids)
+        return dataclasses.replace(
+            frame,
+            gpus=frame.gpus + others,
+            error=error,
+            host_pids=frame.host_pids if frame.host_pids is not None else self.drm.processes.host_pids,
+        )
 
     def close(self) -> None:
         self.nvml.close()

@@ -22,19 +22,30 @@ def _device(raw) -> dict | None:
     for key in FIGURES:
         out[key] = integer(raw.get(key))
     pools = raw.get("private_pools")
-    out["private_pools"] = {k: integer(pools.get(k)) for k in ("reserved", "allocated", "segments")} \
-        if isinstance(pools, dict) else None
+    out["private_pools"] = (
+        {k: integer(pools.get(k)) for k in ("reserved", "allocated", "segments")}
+        if isinstance(pools, dict)
+        else None
+    )
     bars = []
-    for seg in (raw.get("map") if isinstance(raw.get("map"), list) else [])[:MAX_SEGMENTS + 1]:
+    for seg in (raw.get("map") if isinstance(raw.get("map"), list) else [])[: MAX_SEGMENTS + 1]:
         if not isinstance(seg, dict) or integer(seg.get("size")) is None:
             continue
-        runs = [[r[0], r[1]] for r in (seg.get("runs") if isinstance(seg.get("runs"), list) else [])
-                [:2 * MAX_BLOCKS + 1]
-                if isinstance(r, list) and len(r) == 2 and r[0] in STATES and integer(r[1]) is not None]
+        runs = [
+            [r[0], r[1]]
+            for r in (seg.get("runs") if isinstance(seg.get("runs"), list) else [])[: 2 * MAX_BLOCKS + 1]
+            if isinstance(r, list) and len(r) == 2 and r[0] in STATES and integer(r[1]) is not None
+        ]
         pool = seg.get("pool")
-        bars.append({"size": seg["size"], "largest_free": integer(seg.get("largest_free")),
-                     "pool": [integer(p) for p in pool[:2]] if isinstance(pool, list) else None,
-                     "type": text(seg.get("type"), 16), "runs": runs})
+        bars.append(
+            {
+                "size": seg["size"],
+                "largest_free": integer(seg.get("largest_free")),
+                "pool": [integer(p) for p in pool[:2]] if isinstance(pool, list) else None,
+                "type": text(seg.get("type"), 16),
+                "runs": runs,
+            }
+        )
     out["map"] = bars
     return out
 
@@ -45,8 +56,13 @@ def allocator(raw: dict) -> dict:
     devices = raw.get("devices")
     if not isinstance(devices, list):
         raise ValueError("an allocator item's devices are not a list")
-    out = {"t": t, "step": integer(raw.get("step")), "why": text(raw.get("why")),
-           "took_ms": finite(raw.get("took_ms")), "devices": {}}
+    out = {
+        "t": t,
+        "step": integer(raw.get("step")),
+        "why": text(raw.get("why")),
+        "took_ms": finite(raw.get("took_ms")),
+        "devices": {},
+    }
     for d in devices[:64]:
         dev = _device(d)
         if dev is not None:

@@ -17,10 +17,18 @@ from vramscope.core.store import Store
 from vramscope.sources.choose import enrichers_for
 
 
-def build_monitor(source: Source, *, diagnostics=None, args=None,
-                  enrichers: EnricherFactory | None = enrichers_for,
-                  interval: float = DEFAULT_INTERVAL, store: Store | None = None,
-                  read_only: bool = False, actions: bool = False, engine=None) -> Monitor:
+def build_monitor(
+    source: Source,
+    *,
+    diagnostics=None,
+    args=None,
+    enrichers: EnricherFactory | None = enrichers_for,
+    interval: float = DEFAULT_INTERVAL,
+    store: Store | None = None,
+    read_only: bool = False,
+    actions: bool = False,
+    engine=None,
+) -> Monitor:
     """The monitor around ``source``. ``diagnostics``: the thresholds, when the caller
     has them already (the window's Settings, which its dialog updates); otherwise the
     settings file's, with ``args``' threshold options (``status --idle-minutes``) on
@@ -28,11 +36,21 @@ def build_monitor(source: Source, *, diagnostics=None, args=None,
     follow = diagnostics is None
     if follow:
         from vramscope.core.user_settings import diagnostics_for
+
         diagnostics = diagnostics_for(args)
-    monitor = Monitor.build(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
-                            store=store, read_only=read_only, actions=actions, engine=engine)
+    monitor = Monitor.build(
+        source,
+        enrichers=enrichers,
+        interval=interval,
+        diagnostics=diagnostics,
+        store=store,
+        read_only=read_only,
+        actions=actions,
+        engine=engine,
+    )
     if follow:  # thresholds saved while it runs (the settings dialog) apply from the next pass
         from vramscope.core.settings_follow import FollowThresholds
         from vramscope.core.store import STAGE_LABELS
+
         monitor.pipeline.subscribe(FollowThresholds(monitor.engine, args=args), STAGE_LABELS)
     return monitor

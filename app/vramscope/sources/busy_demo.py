@@ -29,20 +29,31 @@ class BusyWorkstation(SimulatedSource):
         self.ray_pid0 = 41000 + seed * 17
         self.embed_pid = 38211
         self.caught_oom = CaughtOom()  # train.py's caught OOM at 7 min (sources/busy_oom.py)
-        self.holders = ((36702, "python", ("python", "bench_matmul.py", "--size", "16384"), 1536 * MiB),
-                        (35120, "python3", ("python3", "notebooks/export_onnx.py"), 820 * MiB))
+        self.holders = (
+            (36702, "python", ("python", "bench_matmul.py", "--size", "16384"), 1536 * MiB),
+            (35120, "python3", ("python3", "notebooks/export_onnx.py"), 820 * MiB),
+        )
 
     def _gpus(self, t: float, prev: float):
         g0, g1 = self.gpus
         procs0 = [self._xorg(t), self._kernel()]
-        got = self.train.sample(self.start_time, t, prev, g0.uuid, g0.total,
-                                g0.usable - g0.unattributed - sum(p.used for p in procs0 if p.used))
+        got = self.train.sample(
+            self.start_time,
+            t,
+            prev,
+            g0.uuid,
+            g0.total,
+            g0.usable - g0.unattributed - sum(p.used for p in procs0 if p.used),
+        )
         agents = []
         if got is not None:
             procs0.append(got[0])
             free = g0.usable - g0.unattributed - sum(p.used for p in procs0 if p.used)
-            agents.append(modules_for(self.caught_oom.apply(got[1], got[0], procs0, g0.total, free, t, prev,
-                                                            self.start_time)))
+            agents.append(
+                modules_for(
+                    self.caught_oom.apply(got[1], got[0], procs0, g0.total, free, t, prev, self.start_time)
+                )
+            )
         procs1 = self._workers(t) + [self._embedder(t)] + self._holders()
         short = self._short_job(t)
         if short is not None:
@@ -53,9 +64,16 @@ class BusyWorkstation(SimulatedSource):
         out = []
         for i in range(WORKERS):
             pid = self.ray_pid0 + 3 * i
-            info = ProcessInfo(pid=pid, start_time=self.start_time - 1800 + i, user=USER,
-                               name="ray::RolloutWorker", cmdline=("ray::RolloutWorker",),
-                               ppid=self.ray_pid0 - 5, status="running", parent_alive=True)
+            info = ProcessInfo(
+                pid=pid,
+                start_time=self.start_time - 1800 + i,
+                user=USER,
+                name="ray::RolloutWorker",
+                cmdline=("ray::RolloutWorker",),
+                ppid=self.ray_pid0 - 5,
+                status="running",
+                parent_alive=True,
+            )
             base = (2400 + (i * 331) % 800) * MiB
             wobble = int(self.noise.jitter(_CH_WORKERS + i, int(t // 5), 48.0)) * MiB
             sm = 35 + int(20 * self.noise.u(_CH_WORKERS + 50 + i, int(t)))
@@ -64,18 +82,31 @@ class BusyWorkstation(SimulatedSource):
 
     def _embedder(self, t: float) -> GpuProcess:
         age = 4 * 3600.0
-        info = ProcessInfo(pid=self.embed_pid, start_time=self.start_time - age, user=USER,
-                           name="python", cmdline=("python", "-m", "embed_server", "--port", "8100",
-                                                   "--model", "bge-large-en-v1.5"),
-                           ppid=1, status="sleeping", parent_alive=True)
+        info = ProcessInfo(
+            pid=self.embed_pid,
+            start_time=self.start_time - age,
+            user=USER,
+            name="python",
+            cmdline=("python", "-m", "embed_server", "--port", "8100", "--model", "bge-large-en-v1.5"),
+            ppid=1,
+            status="sleeping",
+            parent_alive=True,
+        )
         used = EMBED_START + int(EMBED_GROWTH * (t + age) / 60.0) - int(EMBED_GROWTH * age / 60.0)
         return GpuProcess(pid=self.embed_pid, used=used, sm=8, info=info)
 
     def _holders(self) -> list[GpuProcess]:
         out = []
         for pid, name, cmd, used in self.holders:
-            info = ProcessInfo(pid=pid, start_time=self.start_time - 7200, user=USER, name=name,
-                               cmdline=cmd, ppid=self._shell_pid, status="sleeping",
-                               parent_alive=True)
+            info = ProcessInfo(
+                pid=pid,
+                start_time=self.start_time - 7200,
+                user=USER,
+                name=name,
+                cmdline=cmd,
+                ppid=self._shell_pid,
+                status="sleeping",
+                parent_alive=True,
+            )
             out.append(GpuProcess(pid=pid, used=used, sm=0, info=info))
         return out

@@ -25,8 +25,17 @@ class CaughtOom:
     def __init__(self):
         self.event: AgentEvent | None = None
 
-    def apply(self, report: AgentReport, proc: GpuProcess, procs: list[GpuProcess], total: int,
-              free: int, t: float, prev: float, session_start: float) -> AgentReport:
+    def apply(
+        self,
+        report: AgentReport,
+        proc: GpuProcess,
+        procs: list[GpuProcess],
+        total: int,
+        free: int,
+        t: float,
+        prev: float,
+        session_start: float,
+    ) -> AgentReport:
         if t < OOM_AT or not report.devices:
             return report
         if self.event is None:
@@ -38,18 +47,32 @@ class CaughtOom:
             reserved, free = dev.reserved - released, free + released
             requested = (free + EXTRA) // (2 * MiB) * (2 * MiB)
             buckets = dataclasses.replace(dev.buckets, cached_free=slivers).as_dict() if dev.buckets else None
-            snapshot = demo_allocator.allocator_item(session_start + OOM_AT, report.step, dev.device,
-                                                     dev.allocated, reserved, slivers)
-            data = {"device": dev.device, "requested": requested, "device_free": free,
-                    "device_total": dev.total or total, "allocated": dev.allocated,
-                    "reserved": reserved, "buckets": buckets,
-                    "step": report.step, "source": "observer",
-                    "allocator": snapshot["devices"][dev.device],
-                    "message": f"CUDA out of memory. Tried to allocate {requested / GiB:.2f} GiB."}
+            snapshot = demo_allocator.allocator_item(
+                session_start + OOM_AT, report.step, dev.device, dev.allocated, reserved, slivers
+            )
+            data = {
+                "device": dev.device,
+                "requested": requested,
+                "device_free": free,
+                "device_total": dev.total or total,
+                "allocated": dev.allocated,
+                "reserved": reserved,
+                "buckets": buckets,
+                "step": report.step,
+                "source": "observer",
+                "allocator": snapshot["devices"][dev.device],
+                "message": f"CUDA out of memory. Tried to allocate {requested / GiB:.2f} GiB.",
+            }
             oom_context.note(data, procs, proc, dev.reserved)
             self.event = AgentEvent(EventKind.OOM, session_start + OOM_AT, data)
         new = (self.event,) if prev < OOM_AT <= t else ()
-        devices = tuple(dataclasses.replace(d, num_ooms=(d.num_ooms or 0) + 1) if i == 0 else d
-                        for i, d in enumerate(report.devices))  # the allocator counted it
-        return dataclasses.replace(report, devices=devices, events=report.events + new,
-                                   recent_events=report.recent_events + (self.event,))
+        devices = tuple(
+            dataclasses.replace(d, num_ooms=(d.num_ooms or 0) + 1) if i == 0 else d
+            for i, d in enumerate(report.devices)
+        )  # the allocator counted it
+        return dataclasses.replace(
+            report,
+            devices=devices,
+            events=report.events + new,
+            recent_events=report.recent_events + (self.event,),
+        )

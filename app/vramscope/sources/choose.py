@@ -16,20 +16,26 @@ def open_source(args, demo_elapsed: float = 0.0):
     """
     if getattr(args, "from_prometheus", None):
         from vramscope.sources.prometheus import PrometheusSource
+
         return PrometheusSource(args.from_prometheus)
     if getattr(args, "host", None):
         from vramscope.sources.hosts import HostsSource
-        return HostsSource(args.host, interval=getattr(args, "interval", None) or 1.0,
-                           demo=getattr(args, "demo", False))
+
+        return HostsSource(
+            args.host, interval=getattr(args, "interval", None) or 1.0, demo=getattr(args, "demo", False)
+        )
     if getattr(args, "demo", False):
         import time
 
         from vramscope.sources.simulated import SimulatedSource
+
         if getattr(args, "busy", False):
             from vramscope.sources.busy_demo import BusyWorkstation
+
             return BusyWorkstation(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
         return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
     from vramscope.sources.all_gpus import AllGpusSource
+
     return AllGpusSource()  # NVML, then AMD / Intel GPUs through DRM (sources/drm.py)
 
 
@@ -37,6 +43,7 @@ def enrichers_for(store) -> list:
     """Frame -> Frame steps every front end (window, record, status) applies."""
     from vramscope.sources.jupyter_kernels import JupyterEnricher
     from vramscope.sources.servers import ServerEnricher
+
     return [AgentEnricher(store), ServerEnricher(store), JupyterEnricher()]
 
 

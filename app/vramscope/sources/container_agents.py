@@ -39,7 +39,7 @@ def read_environ(pid: int, proc_root: str = PROC) -> dict[str, str]:
 def contained_processes(frame: Frame | None) -> dict[int, int]:
     """{host pid: pid inside its namespace} of the frame's processes in other PID namespaces."""
     out = {}
-    for _gpu, proc in (frame.all_processes() if frame is not None else ()):
+    for _gpu, proc in frame.all_processes() if frame is not None else ():
         info = proc.info
         if info is not None and info.ns_pid is not None:
             out[proc.pid] = info.ns_pid
@@ -72,8 +72,11 @@ def pids_inside(host_pid: int, contained: dict[int, int]) -> frozenset[int]:
     Its mount namespace may show the host's own directories (a shared /tmp), whose
     agents are found from the host and are not this container's."""
     ns = namespace_of(host_pid)
-    return frozenset(ns_pid for hp, ns_pid in contained.items()
-                     if hp == host_pid or (ns is not None and namespace_of(hp) == ns))
+    return frozenset(
+        ns_pid
+        for hp, ns_pid in contained.items()
+        if hp == host_pid or (ns is not None and namespace_of(hp) == ns)
+    )
 
 
 def dir_is_private(path: str, uid: int) -> bool:

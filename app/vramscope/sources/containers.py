@@ -82,6 +82,7 @@ def proc_hides_pids(proc_root: str = PROC) -> bool:
 
 # -- names from the runtime's API -------------------------------------------------------
 
+
 def default_sockets() -> dict[str, list[str]]:
     """Runtime -> API sockets to try: the system one, then the user's (rootless)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
@@ -97,9 +98,15 @@ class ContainerNames:
     """Names by container id, asked once per id; a socket that fails is left
     alone for ``retry_after`` seconds, so a dead daemon costs nothing per pass."""
 
-    def __init__(self, sockets: dict[str, list[str]] | None = None, timeout: float = 0.3,
-                 retry_after: float = 60.0, clock=time.monotonic, budget: float = 1.0,
-                 budget_window: float = 10.0):
+    def __init__(
+        self,
+        sockets: dict[str, list[str]] | None = None,
+        timeout: float = 0.3,
+        retry_after: float = 60.0,
+        clock=time.monotonic,
+        budget: float = 1.0,
+        budget_window: float = 10.0,
+    ):
         self._sockets = sockets
         self.timeout = timeout
         self.retry_after = retry_after
@@ -160,8 +167,12 @@ class ContainerNames:
         1 MiB in all, nesting bounded (core/bounded_http.py); a socket that
         trickles or answers nonsense is left alone for ``retry_after``."""
         self.asked += 1
-        status, data = get_json(f"http://localhost/containers/{urllib.parse.quote(cid)}/json",
-                                deadline=self.timeout, max_bytes=1 << 20, unix_socket=path)
+        status, data = get_json(
+            f"http://localhost/containers/{urllib.parse.quote(cid)}/json",
+            deadline=self.timeout,
+            max_bytes=1 << 20,
+            unix_socket=path,
+        )
         if status != 200:
             return None
         name = data.get("Name") if isinstance(data, dict) else None

@@ -26,11 +26,24 @@ BASE = 0x7F00_0000_0000
 def _segment(address: int, blocks, stream: int = 0) -> dict:
     out, addr = [], address
     for state, size in blocks:
-        out.append({"address": addr, "size": size, "requested_size": size if state != "inactive" else 0,
-                    "state": state})
+        out.append(
+            {
+                "address": addr,
+                "size": size,
+                "requested_size": size if state != "inactive" else 0,
+                "state": state,
+            }
+        )
         addr += size
-    return {"device": 0, "address": address, "total_size": addr - address, "stream": stream,
-            "segment_type": "large", "segment_pool_id": (0, 0), "blocks": out}
+    return {
+        "device": 0,
+        "address": address,
+        "total_size": addr - address,
+        "stream": stream,
+        "segment_type": "large",
+        "segment_pool_id": (0, 0),
+        "blocks": out,
+    }
 
 
 def segments_for(allocated: int, reserved: int, inactive: int) -> list[dict]:
@@ -71,10 +84,18 @@ def segments_for(allocated: int, reserved: int, inactive: int) -> list[dict]:
     return segs
 
 
-def allocator_item(t: float, step: int | None, device: str, allocated: int, reserved: int,
-                   inactive: int, expandable: bool = False) -> dict:
+def allocator_item(
+    t: float,
+    step: int | None,
+    device: str,
+    allocated: int,
+    reserved: int,
+    inactive: int,
+    expandable: bool = False,
+) -> dict:
     """The ALLOCATOR item as the monitor keeps it (an AgentReport's ``allocator``)."""
     summary = summarize(segments_for(allocated, reserved, inactive), device, expandable=expandable)
     summary["device"] = device
-    return allocator_input.allocator({"t": t, "step": step, "why": None, "took_ms": 0.4,
-                                      "devices": [summary]})
+    return allocator_input.allocator(
+        {"t": t, "step": step, "why": None, "took_ms": 0.4, "devices": [summary]}
+    )

@@ -40,25 +40,36 @@ def modules_for(report) -> tuple:
     for name, parent, share, act in _rows():
         block = name.split(".")[2] if name.startswith("transformer.h.") else None
         checkpointed = block is not None and int(block) in CHECKPOINTED
-        leaves[name] = (parent, [int(share * v) if v is not None else None
-                                 for v in (b.weights, b.gradients, b.optimizer_state)],
-                        None if checkpointed else int(act * MiB), CKPT_WHY if checkpointed else None)
+        leaves[name] = (
+            parent,
+            [int(share * v) if v is not None else None for v in (b.weights, b.gradients, b.optimizer_state)],
+            None if checkpointed else int(act * MiB),
+            CKPT_WHY if checkpointed else None,
+        )
     out = []
     for name, (parent, params, act, why) in leaves.items():
-        out.append(ModuleFigures(name, parent, *params, act, step, dev.device, shared=name == "transformer.wte",
-                                 why=why))
+        out.append(
+            ModuleFigures(
+                name, parent, *params, act, step, dev.device, shared=name == "transformer.wte", why=why
+            )
+        )
     groups = {f"transformer.h.{i}": "transformer.h" for i in range(LAYERS)}
     groups["transformer.h"] = "transformer"
     groups["transformer"] = None
     for group in sorted(groups, key=lambda g: -g.count(".")):
         kids = [m for m in out if m.parent == group]
         # (a checkpointed block saves nothing in forward: its parent's sum is true)
-        sums = [sum(getattr(m, f) or 0 for m in kids) for f in ("weights", "gradients", "optimizer_state",
-                                                                 "activations")]
+        sums = [
+            sum(getattr(m, f) or 0 for m in kids)
+            for f in ("weights", "gradients", "optimizer_state", "activations")
+        ]
         checkpointed = group.startswith("transformer.h.") and int(group.rpartition(".")[2]) in CHECKPOINTED
         if checkpointed:
             sums[3] = None
-        out.append(ModuleFigures(group, groups[group], *sums, step, dev.device,
-                                 why=CKPT_WHY if checkpointed else None))
+        out.append(
+            ModuleFigures(
+                group, groups[group], *sums, step, dev.device, why=CKPT_WHY if checkpointed else None
+            )
+        )
     shared = [dataclasses.replace(m, shared=True) if m.name == "lm_head" else m for m in out]
     return dataclasses.replace(report, modules=tuple(shared))

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 
 from vramscope.agent.protocol import TRAINING_PHASES, EventKind, Phase
 from vramscope.core.samples import (
-    AgentBuckets, AgentDevice, AgentEvent, AgentReport, GpuProcess, ProcessInfo,
+    AgentBuckets,
+    AgentDevice,
+    AgentEvent,
+    AgentReport,
+    GpuProcess,
+    ProcessInfo,
 )
 from vramscope.core.units import GiB, MiB
 from vramscope.sources import demo_allocator
@@ -136,16 +141,23 @@ class ScriptedRun:
 
     LINGER_S = 3.0  # an OOM'd process prints its traceback, then exits
 
-    def __init__(self, script: RunScript, noise: Noise, first_start: float,
-                 budget: int | None = None,
-                 restart_after: float = 45.0, hostname: str = "workstation"):
+    def __init__(
+        self,
+        script: RunScript,
+        noise: Noise,
+        first_start: float,
+        budget: int | None = None,
+        restart_after: float = 45.0,
+        hostname: str = "workstation",
+    ):
         self.s = script
         self.noise = noise
         self.first_start = first_start  # session time the first process started
         self.restart_after = restart_after
         self.hostname = hostname
-        self.clock = StepClock(script.weights_loaded_at, script.period, script.period_jitter,
-                               noise, script.channel + 1)
+        self.clock = StepClock(
+            script.weights_loaded_at, script.period, script.period_jitter, noise, script.channel + 1
+        )
         self.oom_r: float | None = None
         if script.leak_per_step > 0:
             if budget is None:
@@ -161,8 +173,13 @@ class ScriptedRun:
     def _after(self, n: int) -> int:
         """Allocated after n completed steps (n >= 1)."""
         s = self.s
-        return (s.weights + s.gradients + s.optimizer_state + s.leak_per_step * n
-                + int(s.after_noise * self.noise.u(s.channel + 3, n)))
+        return (
+            s.weights
+            + s.gradients
+            + s.optimizer_state
+            + s.leak_per_step * n
+            + int(s.after_noise * self.noise.u(s.channel + 3, n))
+        )
 
     def _gap(self, r: float) -> int:
         s = self.s
@@ -172,8 +189,15 @@ class ScriptedRun:
     def _reserved_stepping(self, n: int, r: float) -> int:
         """Reserved once steps have begun: an envelope that only grows."""
         s = self.s
-        return round_up(s.weights + s.gradients + s.optimizer_state + s.activations
-                        + s.leak_per_step * n + s.after_noise + self._gap(r))
+        return round_up(
+            s.weights
+            + s.gradients
+            + s.optimizer_state
+            + s.activations
+            + s.leak_per_step * n
+            + s.after_noise
+            + self._gap(r)
+        )
 
     def _plan_oom(self, budget: int) -> None:
         """The step during which this process would need more than the budget."""
@@ -215,11 +239,9 @@ class ScriptedRun:
             state = s.optimizer_state if phase >= 0.9 else 0
             allocated = s.weights + grads + state + live
             ramp = min(1.0, phase / 0.45)
-            reserved = round_up(s.weights + grads + state + s.activations * ramp
-                                + self._gap(r) * ramp)
+            reserved = round_up(s.weights + grads + state + s.activations * ramp + self._gap(r) * ramp)
             return 0, allocated, max(reserved, round_up(allocated)), grads, state
-        return (n, self._after(n) + live, self._reserved_stepping(n, r),
-                s.gradients, s.optimizer_state)
+        return (n, self._after(n) + live, self._reserved_stepping(n, r), s.gradients, s.optimizer_state)
 
     def _peak_since(self, r: float, prev_r: float, n: int, allocated: int) -> int:
         """Peak allocated since the previous sample: a forward peak in between, else now."""
@@ -262,8 +284,15 @@ class ScriptedRun:
     def pid(self, k: int) -> int:
         return 300 + (self.s.pid - 300 + 7919 * k) % 4_000_000
 
-    def sample(self, session_start: float, t: float, prev_t: float, gpu_uuid: str | None,
-               device_total: int, free_for_run: int) -> tuple[GpuProcess, AgentReport] | None:
+    def sample(
+        self,
+        session_start: float,
+        t: float,
+        prev_t: float,
+        gpu_uuid: str | None,
+        device_total: int,
+        free_for_run: int,
+    ) -> tuple[GpuProcess, AgentReport] | None:
         """The process and its agent report at session time t (epoch = session_start + t).
 
         ``free_for_run`` is the GPU memory left when this process holds
@@ -285,11 +314,17 @@ class ScriptedRun:
         else:
             sm = 0 if oomed or r < s.context_s else 3
         start_time = session_start + self.first_start + (k * self.cycle if self.cycle else 0.0)
-        info = ProcessInfo(pid=self.pid(k), start_time=start_time, user=s.user, name=s.name,
-                           cmdline=s.cmdline, ppid=s.ppid,
-                           status="running" if stepping else "sleeping", parent_alive=True)
-        proc = GpuProcess(pid=info.pid, used=used, kinds=("compute",), sm=sm, info=info,
-                          has_agent=True)
+        info = ProcessInfo(
+            pid=self.pid(k),
+            start_time=start_time,
+            user=s.user,
+            name=s.name,
+            cmdline=s.cmdline,
+            ppid=s.ppid,
+            status="running" if stepping else "sleeping",
+            parent_alive=True,
+        )
+        proc = GpuProcess(pid=info.pid, used=used, kinds=("compute",), sm=sm, info=info, has_agent=True)
 
         gap = reserved - allocated
         if n >= 1 or r_mem >= s.weights_loaded_at:
@@ -303,37 +338,63 @@ class ScriptedRun:
             retries = int(x * (1.0 + x / 90.0))  # accelerates as the room fills up
         weights = min(s.weights, allocated)
         buckets = AgentBuckets(
-            weights=weights, gradients=grads, optimizer_state=state,
-            other_allocated=allocated - weights - grads - state, cached_free=gap,
-            outside_pytorch=used - reserved)
+            weights=weights,
+            gradients=grads,
+            optimizer_state=state,
+            other_allocated=allocated - weights - grads - state,
+            cached_free=gap,
+            outside_pytorch=used - reserved,
+        )
         blocks = 1200 + 2 * int(allocated // (64 * MiB))
         alloc_count = 900 + n * 1850 + (blocks if r_mem >= s.context_s else 0)
         device = AgentDevice(
-            device=s.device, gpu_uuid=gpu_uuid, allocated=allocated, reserved=reserved,
-            active=allocated, inactive_split=inactive,
+            device=s.device,
+            gpu_uuid=gpu_uuid,
+            allocated=allocated,
+            reserved=reserved,
+            active=allocated,
+            inactive_split=inactive,
             requested=allocated - allocated // 400,  # rounding to 512-byte blocks
             peak_allocated=self._peak_since(r_mem, prev_r, n, allocated),
-            num_alloc_retries=retries, num_ooms=1 if oomed else 0,
-            alloc_count=alloc_count, free_count=alloc_count - blocks, buckets=buckets)
+            num_alloc_retries=retries,
+            num_ooms=1 if oomed else 0,
+            alloc_count=alloc_count,
+            free_count=alloc_count - blocks,
+            buckets=buckets,
+        )
 
         events = self._step_events(prev_r, r_mem, start_time)
         if self.oom_r is not None and prev_r < self.oom_r <= r:
-            events.append(self._oom_event(start_time, device_total, free_for_run - used,
-                                          allocated, reserved, buckets))
+            events.append(
+                self._oom_event(start_time, device_total, free_for_run - used, allocated, reserved, buckets)
+            )
         report = AgentReport(
-            pid=info.pid, start_time=start_time, hostname=self.hostname,
-            time=session_start + t, step=n, devices=(device,),
-            allocator_settings=dict(s.allocator_settings), events=tuple(events),
+            pid=info.pid,
+            start_time=start_time,
+            hostname=self.hostname,
+            time=session_start + t,
+            step=n,
+            devices=(device,),
+            allocator_settings=dict(s.allocator_settings),
+            events=tuple(events),
             phases_measured=1.0 if n else None,  # (slow steps: every one read)
             measured_input={"batch": s.batch, "seq": s.seq} if n else None,
             allocator=demo_allocator.allocator_item(
-                session_start + t, n, s.device, allocated, reserved, inactive,
-                expandable=s.allocator_settings.get("expandable_segments") is True) if reserved else None)
+                session_start + t,
+                n,
+                s.device,
+                allocated,
+                reserved,
+                inactive,
+                expandable=s.allocator_settings.get("expandable_segments") is True,
+            )
+            if reserved
+            else None,
+        )
         return proc, report
 
-    def _step_events(self, prev_r: float, r: float, start_time: float,
-                     limit: int = 256) -> list[AgentEvent]:
-        """"step" events for the steps that ended in (prev_r, r] (the newest ``limit``)."""
+    def _step_events(self, prev_r: float, r: float, start_time: float, limit: int = 256) -> list[AgentEvent]:
+        """ "step" events for the steps that ended in (prev_r, r] (the newest ``limit``)."""
         if r < self.clock.end(1):
             return []
         hi = self.clock.count(r)
@@ -344,41 +405,81 @@ class ScriptedRun:
             before = self._after(k - 1) if k > 1 else self.s.weights + self.s.gradients
             # the phases the agent reads: activations held at the end of forward,
             # freed by the end of backward (a few temporaries left), the step's result
-            phases = {Phase.FORWARD: self._step_peak(k),
-                      Phase.BACKWARD: before + self._activations(k) // 8,
-                      Phase.OPTIMIZER: self._after(k)}
+            phases = {
+                Phase.FORWARD: self._step_peak(k),
+                Phase.BACKWARD: before + self._activations(k) // 8,
+                Phase.OPTIMIZER: self._after(k),
+            }
             # each phase's peak: backward's first temporaries come while the activations
             # are still held (the step's peak, within what reserved has room for), the
             # update adds its own; exact, as where the allocator's all-time counter rises
             extra = max(0, min(self.s.gradients // 8, self.s.gap0 // 2))
-            peaks = {Phase.FORWARD: [phases[Phase.FORWARD], None],
-                     Phase.BACKWARD: [phases[Phase.FORWARD] + extra, None],
-                     Phase.OPTIMIZER: [phases[Phase.OPTIMIZER] + self.s.optimizer_state // 8, None]}
+            peaks = {
+                Phase.FORWARD: [phases[Phase.FORWARD], None],
+                Phase.BACKWARD: [phases[Phase.FORWARD] + extra, None],
+                Phase.OPTIMIZER: [phases[Phase.OPTIMIZER] + self.s.optimizer_state // 8, None],
+            }
             span = end - begin
-            times = {Phase.FORWARD: start_time + begin + 0.4 * span,
-                     Phase.BACKWARD: start_time + begin + 0.9 * span, Phase.OPTIMIZER: start_time + end}
-            out.append(AgentEvent(EventKind.STEP, start_time + end, {
-                "step": k, "peak_allocated": self._step_peak(k),
-                "allocated_after": self._after(k),
-                "devices": {self.s.device: {"peak_allocated": self._step_peak(k),
-                                            "allocated_after": self._after(k)}},
-                "duration": end - begin,
-                "phases": {self.s.device: phases}, "phase_order": list(TRAINING_PHASES),
-                "phase_times": times, "phase_peaks": {self.s.device: peaks}}))
+            times = {
+                Phase.FORWARD: start_time + begin + 0.4 * span,
+                Phase.BACKWARD: start_time + begin + 0.9 * span,
+                Phase.OPTIMIZER: start_time + end,
+            }
+            out.append(
+                AgentEvent(
+                    EventKind.STEP,
+                    start_time + end,
+                    {
+                        "step": k,
+                        "peak_allocated": self._step_peak(k),
+                        "allocated_after": self._after(k),
+                        "devices": {
+                            self.s.device: {
+                                "peak_allocated": self._step_peak(k),
+                                "allocated_after": self._after(k),
+                            }
+                        },
+                        "duration": end - begin,
+                        "phases": {self.s.device: phases},
+                        "phase_order": list(TRAINING_PHASES),
+                        "phase_times": times,
+                        "phase_peaks": {self.s.device: peaks},
+                    },
+                )
+            )
         return out
 
-    def _oom_event(self, start_time: float, device_total: int, free: int, allocated: int,
-                   reserved: int, buckets: AgentBuckets) -> AgentEvent:
+    def _oom_event(
+        self,
+        start_time: float,
+        device_total: int,
+        free: int,
+        allocated: int,
+        reserved: int,
+        buckets: AgentBuckets,
+    ) -> AgentEvent:
         """What PyTorch's OOM observer would have seen, with the breakdown at that instant."""
         s = self.s
         requested = max(1536 * MiB, round_up(free + 512 * MiB))
-        message = (f"CUDA out of memory. Tried to allocate {requested / GiB:.2f} GiB. "
-                   f"GPU {s.device.split(':')[-1]} has a total capacity of "
-                   f"{device_total / GiB:.2f} GiB of which {free / GiB:.2f} GiB is free. "
-                   f"Of the allocated memory {allocated / GiB:.2f} GiB is allocated by PyTorch, "
-                   f"and {(reserved - allocated) / GiB:.2f} GiB is reserved by PyTorch but "
-                   f"unallocated.")
-        return AgentEvent(EventKind.OOM, start_time + self.oom_r, {
-            "device": s.device, "requested": requested, "device_total": device_total,
-            "device_free": free, "allocated": allocated, "reserved": reserved,
-            "buckets": buckets.as_dict(), "message": message})
+        message = (
+            f"CUDA out of memory. Tried to allocate {requested / GiB:.2f} GiB. "
+            f"GPU {s.device.split(':')[-1]} has a total capacity of "
+            f"{device_total / GiB:.2f} GiB of which {free / GiB:.2f} GiB is free. "
+            f"Of the allocated memory {allocated / GiB:.2f} GiB is allocated by PyTorch, "
+            f"and {(reserved - allocated) / GiB:.2f} GiB is reserved by PyTorch but "
+            f"unallocated."
+        )
+        return AgentEvent(
+            EventKind.OOM,
+            start_time + self.oom_r,
+            {
+                "device": s.device,
+                "requested": requested,
+                "device_total": device_total,
+                "device_free": free,
+                "allocated": allocated,
+                "reserved": reserved,
+                "buckets": buckets.as_dict(),
+                "message": message,
+            },
+        )

@@ -25,10 +25,14 @@ from vramscope.sources.unified import system_pool
 # every process's fd table is walked at most this often (seconds); in between only the
 # DRM fds found then are read again (a new GPU process shows within this delay)
 FULL_SCAN_EVERY = 5.0
-ROCM_BUSY = ("ROCm compute queues run outside the kernel's scheduler: their time is in no "
-             "fdinfo engine figure, so per-process busy % is n/a on this card")
-INTEGRATED = ("an integrated GPU: its memory is the system's (total and free are the "
-              "system's; used is its processes' buffers)")
+ROCM_BUSY = (
+    "ROCm compute queues run outside the kernel's scheduler: their time is in no "
+    "fdinfo engine figure, so per-process busy % is n/a on this card"
+)
+INTEGRATED = (
+    "an integrated GPU: its memory is the system's (total and free are the "
+    "system's; used is its processes' buffers)"
+)
 
 NVIDIA_ONLY = "NVIDIA only (NVML)"
 DENIED = "fdinfo not readable (another user's process: access denied)"
@@ -37,8 +41,9 @@ DENIED = "fdinfo not readable (another user's process: access denied)"
 class DrmGpus:
     """Reads every non-NVIDIA DRM GPU; ``read(now, first_index)`` -> GpuSamples."""
 
-    def __init__(self, proc_root: str | None = None, sys_root: str | None = None,
-                 processes: ProcessCache | None = None):
+    def __init__(
+        self, proc_root: str | None = None, sys_root: str | None = None, processes: ProcessCache | None = None
+    ):
         self.proc_root = proc_root or drm_fdinfo.PROC
         self.sys_root = sys_root or drm_sysfs.SYS
         self.processes = processes if processes is not None else ProcessCache()
@@ -56,9 +61,14 @@ class DrmGpus:
             found = drm_fdinfo.scan(self.proc_root, parsed=before)
             self._scanned_at = now
         else:
-            found = [p for p in (drm_fdinfo.process_clients(pid, self.proc_root, only=fds,
-                                                            parsed=before)
-                                 for pid, fds in self._holders.items()) if p is not None]
+            found = [
+                p
+                for p in (
+                    drm_fdinfo.process_clients(pid, self.proc_root, only=fds, parsed=before)
+                    for pid, fds in self._holders.items()
+                )
+                if p is not None
+            ]
         self._holders = {p.pid: p.fds for p in found}
         for p in found:  # keep what this pass read, drop the fds that are gone
             for fd in p.fds:
@@ -106,9 +116,10 @@ class DrmGpus:
         infos = self.processes.lookup_many(pids)
         self.processes.prune(pids)
         usage = self.host_usage.read(pids)
-        return tuple(self._sample(first_index + i, dev, per_gpu.get(dev.pdev, {}), infos, usage,
-                                  dev.pdev in rocm)
-                     for i, dev in enumerate(devices))
+        return tuple(
+            self._sample(first_index + i, dev, per_gpu.get(dev.pdev, {}), infos, usage, dev.pdev in rocm)
+            for i, dev in enumerate(devices)
+        )
 
     def _busy(self, client: drm_fdinfo.DrmClient, now: float) -> int | None:
         before = self._engines.get(client.key)
@@ -131,8 +142,9 @@ class DrmGpus:
         return max(0, min(100, round(100 * max(shares))))
 
     @staticmethod
-    def _sample(index: int, dev: drm_sysfs.DrmDevice, procs: dict, infos: dict,
-                usage: dict, rocm: bool = False) -> GpuSample:
+    def _sample(
+        index: int, dev: drm_sysfs.DrmDevice, procs: dict, infos: dict, usage: dict, rocm: bool = False
+    ) -> GpuSample:
         rows = []
         denied = 0
         for pid, (used, busy, no_access) in sorted(procs.items()):
@@ -144,8 +156,11 @@ class DrmGpus:
             cpu, rss = usage.get(pid, (None, None))
             # with ROCm compute on the card, no process's busy % is complete: n/a, never
             # a 0 that would call a training run idle
-            rows.append(GpuProcess(pid=pid, used=used, sm=None if rocm else busy, info=info,
-                                   cpu_percent=cpu, host_memory=rss))
+            rows.append(
+                GpuProcess(
+                    pid=pid, used=used, sm=None if rocm else busy, info=info, cpu_percent=cpu, host_memory=rss
+                )
+            )
         not_reported = list(dev.not_reported)
         used, total, free = dev.vram_used, dev.vram_total, None
         kind = None
@@ -163,12 +178,25 @@ class DrmGpus:
             not_reported.append(("process_memory", f"{denied} process(es): {DENIED}"))
         if rocm:
             not_reported.append(("process_sm", ROCM_BUSY))
-        not_reported += [("mig", f"MIG is {NVIDIA_ONLY}"), ("reserved", f"driver-reserved memory "
-                                                                        f"is {NVIDIA_ONLY}")]
+        not_reported += [
+            ("mig", f"MIG is {NVIDIA_ONLY}"),
+            ("reserved", f"driver-reserved memory is {NVIDIA_ONLY}"),
+        ]
         if free is None and total is not None and used is not None:
             free = total - used
-        return GpuSample(index=index, name=dev.name, pci_bus_id=dev.pdev, total=total, used=used,
-                         free=free, util_gpu=dev.busy_percent, temperature=dev.temperature,
-                         power_w=dev.power_w, power_limit_w=dev.power_limit_w,
-                         processes=tuple(rows), vendor=dev.vendor, memory_kind=kind,
-                         not_reported=tuple(not_reported))
+        return GpuSample(
+            index=index,
+            name=dev.name,
+            pci_bus_id=dev.pdev,
+            total=total,
+            used=used,
+            free=free,
+            util_gpu=dev.busy_percent,
+            temperature=dev.temperature,
+            power_w=dev.power_w,
+            power_limit_w=dev.power_limit_w,
+            processes=tuple(rows),
+            vendor=dev.vendor,
+            memory_kind=kind,
+            not_reported=tuple(not_reported),
+        )

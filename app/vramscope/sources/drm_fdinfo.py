@@ -78,7 +78,7 @@ class DrmClient:
 
 
 def parse_number(value: str) -> int | None:
-    """"123", "123 KiB", "4 MiB" -> bytes (or a plain count); None for anything else."""
+    """ "123", "123 KiB", "4 MiB" -> bytes (or a plain count); None for anything else."""
     m = _NUMBER.match(value.strip())
     if m is None or m.group(2) not in _UNITS:
         return None
@@ -135,9 +135,16 @@ def parse_fdinfo(text: str) -> DrmClient | None:
             cycles[name] = (n, t)
     for region, n in legacy.items():  # drm-memory-<region> is resident memory (amdgpu)
         resident.setdefault(region, n)
-    return DrmClient(driver=driver, pdev=pdev, client_id=int(cid) if cid and cid.isdigit() else None,
-                     resident=resident, total=total, engines=engines, capacity=capacity,
-                     cycles=cycles)
+    return DrmClient(
+        driver=driver,
+        pdev=pdev,
+        client_id=int(cid) if cid and cid.isdigit() else None,
+        resident=resident,
+        total=total,
+        engines=engines,
+        capacity=capacity,
+        cycles=cycles,
+    )
 
 
 _MEMORY_KINDS = ("resident", "total", "memory")
@@ -164,8 +171,9 @@ class ProcessClients:
     kfd: bool = False  # it holds /dev/kfd: ROCm compute, whose busy time fdinfo does not see
 
 
-def process_clients(pid: int, proc_root: str = PROC, only: tuple[str, ...] | None = None,
-                    parsed: dict | None = None) -> ProcessClients | None:
+def process_clients(
+    pid: int, proc_root: str = PROC, only: tuple[str, ...] | None = None, parsed: dict | None = None
+) -> ProcessClients | None:
     """The DRM clients of one process; None when it holds no DRM node (or vanished,
     or its fd table is not readable: another user's process without privileges).
     ``only``: look at these fds alone (the ones a full scan found to be DRM nodes).
@@ -212,8 +220,14 @@ def process_clients(pid: int, proc_root: str = PROC, only: tuple[str, ...] | Non
             seen.setdefault(client.key if client.client_id is not None else (target, fd), client)
     if not nodes:
         return None
-    return ProcessClients(pid=pid, clients=tuple(seen.values()), denied=denied and not seen,
-                          nodes=tuple(nodes), fds=tuple(drm_fds), kfd=kfd)
+    return ProcessClients(
+        pid=pid,
+        clients=tuple(seen.values()),
+        denied=denied and not seen,
+        nodes=tuple(nodes),
+        fds=tuple(drm_fds),
+        kfd=kfd,
+    )
 
 
 def scan(proc_root: str = PROC, parsed: dict | None = None) -> list[ProcessClients]:

@@ -95,8 +95,11 @@ def _hwmon(device_dir: str) -> tuple[int | None, float | None, float | None]:
     cap = _int(f"{base}/power1_cap")
     if cap is None:
         cap = _int(f"{base}/power1_max")
-    return (None if milli is None else milli // 1000, None if power is None else power / 1e6,
-            None if cap is None or cap <= 0 else cap / 1e6)
+    return (
+        None if milli is None else milli // 1000,
+        None if power is None else power / 1e6,
+        None if cap is None or cap <= 0 else cap / 1e6,
+    )
 
 
 def _xe_vram_total(device_dir: str) -> int | None:
@@ -128,8 +131,13 @@ def read_device(sys_root: str, card: str, nodes: tuple[str, ...] = ()) -> DrmDev
     if driver == "xe":
         vram_total = vram_total or _xe_vram_total(base)
         if vram_used is None:
-            missing.append(("used", "the xe driver gives no device-wide VRAM use: the sum of "
-                                    "the processes' fdinfo this user can read"))
+            missing.append(
+                (
+                    "used",
+                    "the xe driver gives no device-wide VRAM use: the sum of "
+                    "the processes' fdinfo this user can read",
+                )
+            )
     if vram_total is None:
         missing.append(("total", f"{driver or 'its driver'} exposes no VRAM size in sysfs"))
     if busy is None:
@@ -140,11 +148,21 @@ def read_device(sys_root: str, card: str, nodes: tuple[str, ...] = ()) -> DrmDev
     if power is None:
         missing.append(("power_w", "no hwmon power reading for this device"))
     return DrmDevice(
-        card=card, pdev=uevent.get("PCI_SLOT_NAME"), driver=driver, vendor=vendor,
-        device_id=device_id, name=name, nodes=nodes or (card,), vram_total=vram_total,
-        vram_used=vram_used, busy_percent=busy,
-        temperature=temperature, power_w=power, power_limit_w=cap,
-        not_reported=tuple(missing))
+        card=card,
+        pdev=uevent.get("PCI_SLOT_NAME"),
+        driver=driver,
+        vendor=vendor,
+        device_id=device_id,
+        name=name,
+        nodes=nodes or (card,),
+        vram_total=vram_total,
+        vram_used=vram_used,
+        busy_percent=busy,
+        temperature=temperature,
+        power_w=power,
+        power_limit_w=cap,
+        not_reported=tuple(missing),
+    )
 
 
 def node_slots(sys_root: str = SYS) -> dict[str, str]:

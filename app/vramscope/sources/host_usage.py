@@ -29,7 +29,7 @@ def read_cpu_rss(pid: int) -> tuple[float, int] | None:
         return _psutil_cpu_rss(pid) if not os.path.isdir("/proc/self") else None
     except OSError:
         return None
-    fields = data[data.rfind(b")") + 2:].split()  # comm may hold spaces: after the LAST ')'
+    fields = data[data.rfind(b")") + 2 :].split()  # comm may hold spaces: after the LAST ')'
     try:
         return (int(fields[11]) + int(fields[12])) / _TICK, int(fields[21]) * _PAGE
     except (IndexError, ValueError):

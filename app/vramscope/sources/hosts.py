@@ -26,11 +26,18 @@ class HostsSource:
     name = SSH_SOURCE
     simulated = False
 
-    def __init__(self, targets, *, interval: float = 1.0, demo: bool = False,
-                 ssh: str | None = None, start: bool = True, **host_options):
+    def __init__(
+        self,
+        targets,
+        *,
+        interval: float = 1.0,
+        demo: bool = False,
+        ssh: str | None = None,
+        start: bool = True,
+        **host_options,
+    ):
         targets = list(dict.fromkeys(targets))  # a host named twice is watched once
-        self.hosts = [RemoteHost(t, interval=interval, demo=demo, ssh=ssh, **host_options)
-                      for t in targets]
+        self.hosts = [RemoteHost(t, interval=interval, demo=demo, ssh=ssh, **host_options) for t in targets]
         self._position = {host.host: n for n, host in enumerate(self.hosts)}
         self._owner: dict[tuple[int, float | None], RemoteHost] = {}
         if start:
@@ -52,9 +59,17 @@ class HostsSource:
             error = view.error
             if frame is not None and frame.error and view.state == CONNECTED:
                 error = frame.error  # e.g. no driver there
-            states.append(HostState(view.host, view.state, error, view.retry_in,
-                                    view.remote_version, len(frame.gpus) if frame else 0,
-                                    view.alerts))
+            states.append(
+                HostState(
+                    view.host,
+                    view.state,
+                    error,
+                    view.retry_in,
+                    view.remote_version,
+                    len(frame.gpus) if frame else 0,
+                    view.alerts,
+                )
+            )
             if frame is None:
                 continue
             live = view.state == CONNECTED
@@ -64,11 +79,19 @@ class HostsSource:
                 if live:
                     marked = gpu
                 else:  # the last GPUs seen, kept with the reason instead of figures
-                    marked = GpuSample(index=gpu.index, name=gpu.name, uuid=gpu.uuid,
-                                       pci_bus_id=gpu.pci_bus_id, total=gpu.total,
-                                       error=view.error or view.state)
-                gpus.append(dataclasses.replace(marked, index=self.global_index(view.host, mine),
-                                                host=view.host, host_index=mine))
+                    marked = GpuSample(
+                        index=gpu.index,
+                        name=gpu.name,
+                        uuid=gpu.uuid,
+                        pci_bus_id=gpu.pci_bus_id,
+                        total=gpu.total,
+                        error=view.error or view.state,
+                    )
+                gpus.append(
+                    dataclasses.replace(
+                        marked, index=self.global_index(view.host, mine), host=view.host, host_index=mine
+                    )
+                )
                 for proc in marked.processes:
                     owner[proc.identity.pid, proc.identity.start_time] = host
             if live:
@@ -77,8 +100,15 @@ class HostsSource:
         error = None
         if not gpus:
             error = "; ".join(host.snapshot(take=False).describe() for host in self.hosts)
-        return Frame(time=now, gpus=tuple(gpus), source=self.name, error=error,
-                     simulated=simulated, agents=tuple(agents), hosts=tuple(states))
+        return Frame(
+            time=now,
+            gpus=tuple(gpus),
+            source=self.name,
+            error=error,
+            simulated=simulated,
+            agents=tuple(agents),
+            hosts=tuple(states),
+        )
 
     def host_of(self, pid: int, start_time: float | None) -> RemoteHost | None:
         """The host whose frame last showed this process (pid + start time), else
@@ -110,15 +140,24 @@ def split_by_host(frame: Frame, alerts=()) -> list[HostView]:
         alerts_of.setdefault(host_of_gpu.get(a.get("gpu")), []).append(a)
     views = []
     for state in frame.hosts:
-        gpus = tuple(dataclasses.replace(g, index=g.host_index, host=None, host_index=None)
-                     for g in gpus_of.get(state.host, ()))
+        gpus = tuple(
+            dataclasses.replace(g, index=g.host_index, host=None, host_index=None)
+            for g in gpus_of.get(state.host, ())
+        )
         live = state.state == CONNECTED
         mine = tuple(alerts_of.get(state.host, ()))
-        sub = dataclasses.replace(frame, gpus=gpus, hosts=(), agents=(),
-                                  error=None if live else state.error)
-        views.append(HostView(state.host, state.state, sub if gpus or live else None,
-                              tuple(state.alerts) + mine, state.error, state.retry_in,
-                              state.version))
+        sub = dataclasses.replace(frame, gpus=gpus, hosts=(), agents=(), error=None if live else state.error)
+        views.append(
+            HostView(
+                state.host,
+                state.state,
+                sub if gpus or live else None,
+                tuple(state.alerts) + mine,
+                state.error,
+                state.retry_in,
+                state.version,
+            )
+        )
     return views
 
 
@@ -162,15 +201,24 @@ class HostActions(ProcessActions):
             if not isinstance(value, dict):
                 raise TypeError(f"{host.host}: the answer is no description")
             try:  # the stream's schema (core/stream/codec.py): types checked
-                summary = from_wire(ProcessSummary, {f.name: value.get(f.name)
-                                                     for f in dataclasses.fields(ProcessSummary)})
+                summary = from_wire(
+                    ProcessSummary, {f.name: value.get(f.name) for f in dataclasses.fields(ProcessSummary)}
+                )
             except ValueError as exc:
                 raise TypeError(f"{host.host}: {exc}") from None
             summary = dataclasses.replace(summary, host=self._named(host))  # as this window names it
         except (RuntimeError, AttributeError, TypeError) as exc:
-            summary = ProcessSummary(pid=pid, start_time=start_time, user=None, command=None,
-                                     age_seconds=None, memory=memory, own=False,
-                                     refusal=str(exc), connection_file=None)
+            summary = ProcessSummary(
+                pid=pid,
+                start_time=start_time,
+                user=None,
+                command=None,
+                age_seconds=None,
+                memory=memory,
+                own=False,
+                refusal=str(exc),
+                connection_file=None,
+            )
         if self.read_only:
             summary = dataclasses.replace(summary, refusal=READ_ONLY_REFUSAL)
         return summary
@@ -211,16 +259,28 @@ class HostActions(ProcessActions):
             value = host.request(op, pid, start_time, memory)
         except RuntimeError as exc:
             return self._refuse(action, pid, start_time, str(exc), memory)
-        if not isinstance(value, dict) or not isinstance(value.get("message", ""), str) \
-                or not isinstance(value.get("connection_file"), (str, type(None))):
-            return self._refuse(action, pid, start_time,
-                                f"{host.host}: an answer that does not fit the stream's schema",
-                                memory)
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("message", ""), str)
+            or not isinstance(value.get("connection_file"), (str, type(None)))
+        ):
+            return self._refuse(
+                action,
+                pid,
+                start_time,
+                f"{host.host}: an answer that does not fit the stream's schema",
+                memory,
+            )
         ok = value.get("ok") is True
         name = self._named(host)
         message = f"{name}: {value.get('message')}" if name else str(value.get("message"))
         if name:  # (this machine's sampler keeps this machine's audit log itself)
-            self._audit(action, "sent" if ok else "refused", pid, start_time, memory,
-                        {"host": name}, message)
-        return ActionResult(action=action, ok=ok, pid=pid, start_time=start_time,
-                            message=message, connection_file=value.get("connection_file"))
+            self._audit(action, "sent" if ok else "refused", pid, start_time, memory, {"host": name}, message)
+        return ActionResult(
+            action=action,
+            ok=ok,
+            pid=pid,
+            start_time=start_time,
+            message=message,
+            connection_file=value.get("connection_file"),
+        )

@@ -32,9 +32,14 @@ FIRST_WAIT = 1.0  # seconds the first pass with kernels waits for its answers (o
 
 
 class JupyterEnricher:
-    def __init__(self, activity=jupyter.kernel_activity, finder=jupyter.default_notebook_finder,
-                 period: float = KERNEL_POLL_SECONDS, clock=time.monotonic,
-                 first_wait: float = FIRST_WAIT):
+    def __init__(
+        self,
+        activity=jupyter.kernel_activity,
+        finder=jupyter.default_notebook_finder,
+        period: float = KERNEL_POLL_SECONDS,
+        clock=time.monotonic,
+        first_wait: float = FIRST_WAIT,
+    ):
         self._activity = activity  # connection file -> jupyter.KernelActivity | None
         self._finder = finder  # (pid, connection file) -> jupyter.NotebookHint
         self._period = period
@@ -58,8 +63,11 @@ class JupyterEnricher:
             self._asked.pop(ident, None)
             self._known.pop(ident, None)
         now = self._clock()
-        due = [(ident, conn) for ident, conn in kernels.items()
-               if now - self._asked.get(ident, -float("inf")) >= self._period]
+        due = [
+            (ident, conn)
+            for ident, conn in kernels.items()
+            if now - self._asked.get(ident, -float("inf")) >= self._period
+        ]
         if due and (self._pending is None or self._pending.done()):
             for ident, _conn in due:
                 self._asked[ident] = now
@@ -100,9 +108,14 @@ class JupyterEnricher:
                 except Exception as exc:
                     notebook, how = None, f"lookup failed: {exc}"
             self._known[ident] = JupyterKernel(
-                pid=ident.pid, start_time=ident.start_time, connection_file=conn,
+                pid=ident.pid,
+                start_time=ident.start_time,
+                connection_file=conn,
                 last_activity=activity.last_activity if activity else None,
-                busy=bool(activity and activity.busy), notebook=notebook, how=how)
+                busy=bool(activity and activity.busy),
+                notebook=notebook,
+                how=how,
+            )
 
     def wait_idle(self, timeout: float = 5.0) -> None:
         """Until the lookups asked for have answered (tests, benches)."""

@@ -43,8 +43,7 @@ class SamplerProcess(RemoteHost):
         self.options = list(options)
         package_root = str(pathlib.Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH")
-        self.env = {**os.environ,
-                    "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+        self.env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
         self._restart = threading.Event()
         self._arrived = threading.Condition()
         self.frames = 0  # frames read since the start
@@ -150,9 +149,22 @@ class LocalSamplerSource:
                 return frame
         why = self.stopped() or f"{STOPPED}: no frame within {wait:g} s"
         last = self._last
-        gpus = () if last is None else tuple(
-            GpuSample(index=g.index, name=g.name, uuid=g.uuid, pci_bus_id=g.pci_bus_id,
-                      total=g.total, vendor=g.vendor, error=why) for g in last.gpus)
+        gpus = (
+            ()
+            if last is None
+            else tuple(
+                GpuSample(
+                    index=g.index,
+                    name=g.name,
+                    uuid=g.uuid,
+                    pci_bus_id=g.pci_bus_id,
+                    total=g.total,
+                    vendor=g.vendor,
+                    error=why,
+                )
+                for g in last.gpus
+            )
+        )
         return Frame(time=now, gpus=gpus, source=self.name, simulated=self.simulated, error=why)
 
     def judged(self, frame: Frame) -> list | None:
@@ -167,7 +179,7 @@ class LocalSamplerSource:
         options = list(self.options)
         if "--thresholds" in options:
             at = options.index("--thresholds")
-            del options[at:at + 2]
+            del options[at : at + 2]
         self.options = thresholds_options(diagnostics) + options
         self.process.options = list(self.options)
         self.process._kill()
@@ -211,6 +223,7 @@ def thresholds_options(diagnostics) -> list[str]:
     if diagnostics is None:
         return []
     from vramscope.core.stream.codec import to_wire
+
     changed = to_wire(diagnostics)
     return ["--thresholds", json.dumps(changed, separators=(",", ":"))] if changed else []
 
@@ -219,4 +232,5 @@ def window_enrichers(store) -> list:
     """What the window still does to its sampler's frames: record the agents'
     reports into its own store's series (the agent panel reads them there)."""
     from vramscope.sources.agent_reports import record_reports
+
     return [lambda frame: record_reports(store, frame)]

@@ -45,7 +45,12 @@ import time
 from dataclasses import dataclass, field
 
 from vramscope.core.samples import (
-    NVIDIA, UNIFIED_MEMORY, DeviceHolder, Frame, GpuProcess, GpuSample,
+    NVIDIA,
+    UNIFIED_MEMORY,
+    DeviceHolder,
+    Frame,
+    GpuProcess,
+    GpuSample,
 )
 from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.nvml_mig import build_slices, read_mig
@@ -109,9 +114,14 @@ class NvmlSource:
     name = "nvml"
     simulated = False
 
-    def __init__(self, processes: ProcessCache | None = None, retry_interval: float = 3.0,
-                 sysfs_root: str = SYS, holders: DeviceHolderScanner | None = None,
-                 wsl: bool | None = None):
+    def __init__(
+        self,
+        processes: ProcessCache | None = None,
+        retry_interval: float = 3.0,
+        sysfs_root: str = SYS,
+        holders: DeviceHolderScanner | None = None,
+        wsl: bool | None = None,
+    ):
         self.processes = processes if processes is not None else ProcessCache()
         self.host_usage = HostUsage()
         self.retry_interval = float(retry_interval)
@@ -154,8 +164,11 @@ class NvmlSource:
             if self._last_code in _SESSION_LOST:
                 self._lose_session(now)
                 return Frame(time=now, source=self.name, error=self._error)
-            return Frame(time=now, source=self.name,
-                         error=f"NVML could not count the GPUs: {self._error_text(self._last_code)}")
+            return Frame(
+                time=now,
+                source=self.name,
+                error=f"NVML could not count the GPUs: {self._error_text(self._last_code)}",
+            )
         for index in list(self._gpus):
             if index >= count:
                 del self._gpus[index]
@@ -172,8 +185,20 @@ class NvmlSource:
                 bus = guessed[index] if len(guessed) == count else None
             if bus is not None and self._asleep(bus):
                 gpu.slice_reads = []
-                partial.append((gpu, GpuSample(index=index, name=gpu.name, uuid=gpu.uuid,
-                                               pci_bus_id=bus, asleep=True, vendor=NVIDIA), {}))
+                partial.append(
+                    (
+                        gpu,
+                        GpuSample(
+                            index=index,
+                            name=gpu.name,
+                            uuid=gpu.uuid,
+                            pci_bus_id=bus,
+                            asleep=True,
+                            vendor=NVIDIA,
+                        ),
+                        {},
+                    )
+                )
                 continue
             partial.append((gpu, *self._sample_gpu(gpu, now)))
 
@@ -181,8 +206,9 @@ class NvmlSource:
         pids = {pid for _g, _s, procs in partial for pid in procs}
         infos = self.processes.lookup_many(pids)
         held = {pid: devs for pid, devs in self.holders.holders().items() if pid not in pids}
-        holders = tuple(DeviceHolder(info=self.processes.lookup(pid), devices=devs)
-                        for pid, devs in sorted(held.items()))
+        holders = tuple(
+            DeviceHolder(info=self.processes.lookup(pid), devices=devs) for pid, devs in sorted(held.items())
+        )
         self.processes.prune(pids | set(held))
         usage = self.host_usage.read(pids)
         samples = []
@@ -190,13 +216,20 @@ class NvmlSource:
             if procs:
                 sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos, usage))
             if gpu.slice_reads:
-                sample = dataclasses.replace(
-                    sample, slices=build_slices(gpu.slice_reads, sample.processes))
+                sample = dataclasses.replace(sample, slices=build_slices(gpu.slice_reads, sample.processes))
             samples.append(sample)
         driver, nvml_version, cuda = self._versions
-        return Frame(time=now, gpus=tuple(samples), source=self.name, driver_version=driver,
-                     nvml_version=nvml_version, cuda_driver_version=cuda,
-                     host_pids=self.processes.host_pids, device_holders=holders, wsl=self.wsl)
+        return Frame(
+            time=now,
+            gpus=tuple(samples),
+            source=self.name,
+            driver_version=driver,
+            nvml_version=nvml_version,
+            cuda_driver_version=cuda,
+            host_pids=self.processes.host_pids,
+            device_holders=holders,
+            wsl=self.wsl,
+        )
 
     def _asleep(self, bus: str) -> bool:
         nvidia = self._nvidia_bus.get(bus)
@@ -214,13 +247,28 @@ class NvmlSource:
             info = infos.get(pid)
             cpu, rss = usage.get(pid, (None, None))
             old = previous.get(pid)
-            if (old is not None and old.used == used and old.sm == sm and old.kinds == kinds
-                    and old.info is info and old.mig_uuid == mig_uuid
-                    and old.cpu_percent == cpu and old.host_memory == rss):
+            if (
+                old is not None
+                and old.used == used
+                and old.sm == sm
+                and old.kinds == kinds
+                and old.info is info
+                and old.mig_uuid == mig_uuid
+                and old.cpu_percent == cpu
+                and old.host_memory == rss
+            ):
                 current[pid] = old
             else:
-                current[pid] = GpuProcess(pid=pid, used=used, kinds=kinds, sm=sm, info=info,
-                                          mig_uuid=mig_uuid, cpu_percent=cpu, host_memory=rss)
+                current[pid] = GpuProcess(
+                    pid=pid,
+                    used=used,
+                    kinds=kinds,
+                    sm=sm,
+                    info=info,
+                    mig_uuid=mig_uuid,
+                    cpu_percent=cpu,
+                    host_memory=rss,
+                )
         gpu.last_procs = current
         return tuple(current.values())
 
@@ -335,9 +383,14 @@ class NvmlSource:
             if not gpu.failed:
                 log.warning("GPU %d: %s", gpu.index, self._error_text(failed.code))
             gpu.failed = True
-            return GpuSample(index=gpu.index, name=gpu.name, uuid=gpu.uuid,
-                             pci_bus_id=gpu.pci_bus_id,
-                             error=self._error_text(failed.code), vendor=NVIDIA), {}
+            return GpuSample(
+                index=gpu.index,
+                name=gpu.name,
+                uuid=gpu.uuid,
+                pci_bus_id=gpu.pci_bus_id,
+                error=self._error_text(failed.code),
+                vendor=NVIDIA,
+            ), {}
 
     def _read_gpu(self, gpu: _Gpu, now: float):
         nvml = self._nvml
@@ -358,8 +411,9 @@ class NvmlSource:
         total = used = free = reserved = None
         mem = None
         # v2 unless the driver said it lacks it (then "memory_v2" is in gpu.skip)
-        mem = self._gpu_call(gpu, "memory_v2", nvml.nvmlDeviceGetMemoryInfo, handle,
-                             version=nvml.nvmlMemory_v2)
+        mem = self._gpu_call(
+            gpu, "memory_v2", nvml.nvmlDeviceGetMemoryInfo, handle, version=nvml.nvmlMemory_v2
+        )
         if mem is not None:
             reserved = mem.reserved
         else:
@@ -383,14 +437,22 @@ class NvmlSource:
         self._add_sm(gpu, handle, now, procs)
         gpu.failed = False
         sample = GpuSample(
-            index=gpu.index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=gpu.pci_bus_id,
-            total=total, used=used, free=free, reserved=reserved,
+            index=gpu.index,
+            name=gpu.name,
+            uuid=gpu.uuid,
+            pci_bus_id=gpu.pci_bus_id,
+            total=total,
+            used=used,
+            free=free,
+            reserved=reserved,
             util_gpu=None if util is None else util.gpu,
             util_memory=None if util is None else util.memory,
             temperature=temperature,
             power_w=None if power is None else power / 1000.0,
             power_limit_w=None if limit is None else limit / 1000.0,
-            mig_mode=mig_mode, vendor=NVIDIA, memory_kind=memory_kind,
+            mig_mode=mig_mode,
+            vendor=NVIDIA,
+            memory_kind=memory_kind,
             not_reported=((("total", POOL_NOTE),) if memory_kind else ()),
         )
         return sample, procs
@@ -402,8 +464,9 @@ class NvmlSource:
             value = self._gpu_call(gpu, "temperature_v", get_v, handle, nvml.NVML_TEMPERATURE_GPU)
             if value is not None or "temperature_v" not in gpu.skip:
                 return value
-        return self._gpu_call(gpu, "temperature", nvml.nvmlDeviceGetTemperature,
-                              handle, nvml.NVML_TEMPERATURE_GPU)
+        return self._gpu_call(
+            gpu, "temperature", nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU
+        )
 
     def _processes(self, gpu: _Gpu, handle) -> dict:
         """{pid: [used, kinds, sm, mig uuid]} from the compute and graphics lists."""
@@ -427,9 +490,14 @@ class NvmlSource:
         """The newest versioned list call the driver offers (_v3, else _v2)."""
         nvml = self._nvml
         chosen = self._proc_calls.get(kind)
-        names = [chosen] if chosen else [
-            f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v3",
-            f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v2"]
+        names = (
+            [chosen]
+            if chosen
+            else [
+                f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v3",
+                f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v2",
+            ]
+        )
         for name in names:
             fn = getattr(nvml, name, None)
             if fn is None:
@@ -455,8 +523,9 @@ class NvmlSource:
         if "process_utilization" in gpu.skip:
             return  # SM stays None: not supported here
         nvml = self._nvml
-        samples = self._call(gpu, "process_utilization", nvml.nvmlDeviceGetProcessUtilization,
-                             handle, gpu.util_last_seen)
+        samples = self._call(
+            gpu, "process_utilization", nvml.nvmlDeviceGetProcessUtilization, handle, gpu.util_last_seen
+        )
         code = self._last_code
         if samples is None and code != _NOT_FOUND:  # NOT_FOUND: no new samples
             if code in _GPU_FATAL:
@@ -485,4 +554,3 @@ class NvmlSource:
 
 def _with_processes(sample: GpuSample, procs: tuple[GpuProcess, ...]) -> GpuSample:
     return dataclasses.replace(sample, processes=procs)
-

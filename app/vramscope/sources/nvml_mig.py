@@ -100,14 +100,30 @@ def _read_slice(source, gpu, index: int, mig, procs: dict) -> SliceRead:
 
 def build_slices(reads: list[SliceRead], processes: tuple[GpuProcess, ...]) -> tuple[MigSlice, ...]:
     by_pid = {p.pid: p for p in processes}
-    reads = sorted(reads, key=lambda r: (r.gpu_instance_id is None, r.gpu_instance_id or 0,
-                                         r.compute_instance_id or 0, r.index))
+    reads = sorted(
+        reads,
+        key=lambda r: (
+            r.gpu_instance_id is None,
+            r.gpu_instance_id or 0,
+            r.compute_instance_id or 0,
+            r.index,
+        ),
+    )
     return tuple(
-        MigSlice(index=r.index, uuid=r.uuid, name=r.name, profile=profile_from_name(r.name),
-                 gpu_instance_id=r.gpu_instance_id, compute_instance_id=r.compute_instance_id,
-                 total=r.total, used=r.used, free=r.free,
-                 processes=tuple(by_pid[pid] for pid in r.pids if pid in by_pid))
-        for r in reads)
+        MigSlice(
+            index=r.index,
+            uuid=r.uuid,
+            name=r.name,
+            profile=profile_from_name(r.name),
+            gpu_instance_id=r.gpu_instance_id,
+            compute_instance_id=r.compute_instance_id,
+            total=r.total,
+            used=r.used,
+            free=r.free,
+            processes=tuple(by_pid[pid] for pid in r.pids if pid in by_pid),
+        )
+        for r in reads
+    )
 
 
 def text(value) -> str | None:

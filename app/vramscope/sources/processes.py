@@ -28,19 +28,39 @@ import psutil
 
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import (
-    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, VISIBLE, ProcessInfo,
+    ACCESS_DENIED,
+    EXITED,
+    GHOST,
+    NOT_VISIBLE,
+    VISIBLE,
+    ProcessInfo,
 )
 from vramscope.sources.container_agents import read_environ
 from vramscope.sources.containers import (
-    PROC, ContainerNames, host_pid_view, proc_hides_pids, read_container,
+    PROC,
+    ContainerNames,
+    host_pid_view,
+    proc_hides_pids,
+    read_container,
 )
 
 _STATIC_ATTRS = ("username", "cmdline", "name")
 
 # /proc/<pid>/stat state letters, as psutil names them.
-_STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped",
-           "t": "tracing-stop", "Z": "zombie", "X": "dead", "x": "dead",
-           "K": "wake-kill", "W": "waking", "I": "idle", "P": "parked"}
+_STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "Z": "zombie",
+    "X": "dead",
+    "x": "dead",
+    "K": "wake-kill",
+    "W": "waking",
+    "I": "idle",
+    "P": "parked",
+}
 
 
 def read_proc_stat(pid: int) -> tuple[str, int, int] | None:
@@ -55,7 +75,7 @@ def read_proc_stat(pid: int) -> tuple[str, int, int] | None:
     except OSError:
         return None
     # comm may contain spaces and parentheses: split after the LAST ')'
-    fields = data[data.rfind(b")") + 2:].split()
+    fields = data[data.rfind(b")") + 2 :].split()
     try:
         return _STATES.get(fields[0].decode(), fields[0].decode()), int(fields[1]), int(fields[19])
     except (IndexError, ValueError):
@@ -69,8 +89,9 @@ class ProcessCache:
     """``host_pids``: whether this monitor sees the host's PIDs (None: read it
     from /proc/self/ns/pid); ``names``: container names from the runtimes' APIs."""
 
-    def __init__(self, host_pids: bool | None = None, names: ContainerNames | None = None,
-                 proc_root: str = PROC):
+    def __init__(
+        self, host_pids: bool | None = None, names: ContainerNames | None = None, proc_root: str = PROC
+    ):
         self._known: dict[int, ProcessInfo] = {}  # pid -> last info for its identity
         self._ticks: dict[int, int] = {}  # pid -> start ticks of the cached identity
         self.reads = 0  # full (static) reads done, for tests and benches
@@ -97,8 +118,11 @@ class ProcessCache:
             if cached is not None and cached.visibility in (GHOST, NOT_VISIBLE):
                 return cached
             if self.sees_all:
-                info = (dataclasses.replace(cached, visibility=GHOST, status="exited")
-                        if cached is not None else ProcessInfo(pid=pid, visibility=GHOST))
+                info = (
+                    dataclasses.replace(cached, visibility=GHOST, status="exited")
+                    if cached is not None
+                    else ProcessInfo(pid=pid, visibility=GHOST)
+                )
             elif cached is not None:
                 info = dataclasses.replace(cached, visibility=EXITED, status="exited")
             else:
@@ -113,8 +137,11 @@ class ProcessCache:
             self._known[pid] = info
             return info
 
-        same = (cached is not None and cached.start_time == start
-                and cached.visibility in (VISIBLE, ACCESS_DENIED))
+        same = (
+            cached is not None
+            and cached.start_time == start
+            and cached.visibility in (VISIBLE, ACCESS_DENIED)
+        )
         # An orphan is re-parented by the kernel, so the parent check is redone
         # only when ppid changes.
         if same and cached.ppid == ppid:
@@ -161,11 +188,16 @@ class ProcessCache:
                 values[attr] = None
         cmdline = capped_cmdline(values["cmdline"])
         return ProcessInfo(
-            pid=pid, start_time=start, user=values["username"],
-            name=values["name"], cmdline=cmdline,
-            ppid=ppid, status=status,
+            pid=pid,
+            start_time=start,
+            user=values["username"],
+            name=values["name"],
+            cmdline=cmdline,
+            ppid=ppid,
+            status=status,
             visibility=ACCESS_DENIED if denied else VISIBLE,
-            parent_alive=parent_alive, notebook=self._notebook(pid, cmdline),
+            parent_alive=parent_alive,
+            notebook=self._notebook(pid, cmdline),
             **self._container(pid),
         )
 

@@ -21,7 +21,12 @@ import urllib.parse
 from vramscope.core.bounded_http import HttpError, Unreachable, get_json
 from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC
 from vramscope.core.samples import (
-    PROMETHEUS_SOURCE, Frame, GpuProcess, GpuSample, HostState, ProcessInfo,
+    PROMETHEUS_SOURCE,
+    Frame,
+    GpuProcess,
+    GpuSample,
+    HostState,
+    ProcessInfo,
 )
 from vramscope.sources.hosts import HOST_BLOCK
 from vramscope.sources.remote import CONNECTED, DOWN
@@ -31,16 +36,22 @@ DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
 DCGM_FB_FREE = "DCGM_FI_DEV_FB_FREE"
 DCGM_FB_RESERVED = "DCGM_FI_DEV_FB_RESERVED"
 # dcgm-exporter field -> (GpuSample attribute, factor to vramscope's unit)
-DCGM_FIELDS = {DCGM_FB_USED: ("used", MiB), DCGM_FB_FREE: ("free", MiB),
-               DCGM_FB_RESERVED: ("reserved", MiB), "DCGM_FI_DEV_GPU_UTIL": ("util_gpu", 1),
-               "DCGM_FI_DEV_GPU_TEMP": ("temperature", 1), "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1)}
+DCGM_FIELDS = {
+    DCGM_FB_USED: ("used", MiB),
+    DCGM_FB_FREE: ("free", MiB),
+    DCGM_FB_RESERVED: ("reserved", MiB),
+    "DCGM_FI_DEV_GPU_UTIL": ("util_gpu", 1),
+    "DCGM_FI_DEV_GPU_TEMP": ("temperature", 1),
+    "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1),
+}
 VRAMSCOPE_FIELDS = {name: (attr, 1) for attr, name, _ in GPU_GAUGES}
 UP = "up"
 MAX_BYTES = 512 << 20  # an answer: 100,000 series of a fleet are ~25 MB
 MAX_LABEL = 1024  # characters of one label value kept (a GPU name, a process name)
 INT_ATTRS = {"used", "total", "free", "reserved", "util_gpu", "util_memory", "temperature"}
 FLEET_QUERY = '{__name__=~"%s"}' % "|".join(
-    [*VRAMSCOPE_FIELDS, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC, *DCGM_FIELDS, UP])
+    [*VRAMSCOPE_FIELDS, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC, *DCGM_FIELDS, UP]
+)
 
 
 class PrometheusError(Exception):
@@ -59,9 +70,10 @@ class PrometheusClient:
         return self._get("/api/v1/query", {"query": promql})
 
     def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict]:
-        return self._get("/api/v1/query_range",
-                         {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                          "step": f"{max(step, 0.001):g}"})
+        return self._get(
+            "/api/v1/query_range",
+            {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{max(step, 0.001):g}"},
+        )
 
     def _get(self, path: str, params: dict) -> list[dict]:
         """The answer's ``data.result`` list; PrometheusError (one line) for
@@ -76,8 +88,7 @@ class PrometheusClient:
         except HttpError as exc:
             raise PrometheusError(f"Prometheus at {self.url}: {exc}") from None
         if not isinstance(body, dict) or not isinstance(body.get("status"), str):
-            raise PrometheusError(f"{self.url} did not answer like a Prometheus server "
-                                  f"(HTTP {status})")
+            raise PrometheusError(f"{self.url} did not answer like a Prometheus server (HTTP {status})")
         if body["status"] != "success":
             error = body.get("error")
             error = error[:300] if isinstance(error, str) else f"HTTP {status}"
@@ -85,22 +96,24 @@ class PrometheusClient:
         data = body.get("data")
         result = data.get("result") if isinstance(data, dict) else None
         if not isinstance(result, list):
-            raise PrometheusError(f"{self.url} did not answer like a Prometheus server "
-                                  "(no data.result list)")
+            raise PrometheusError(f"{self.url} did not answer like a Prometheus server (no data.result list)")
         return result
 
 
 def _number(text) -> float | None:
     """A sample value (the API sends numbers as strings); None for NaN, ±Inf,
     huge values (past 2**63: no byte count, percent or watt is) or anything else."""
-    if not isinstance(text, (str, int, float)) or isinstance(text, bool) \
-            or (isinstance(text, str) and len(text) > 64):
+    if (
+        not isinstance(text, (str, int, float))
+        or isinstance(text, bool)
+        or (isinstance(text, str) and len(text) > 64)
+    ):
         return None
     try:
         value = float(text)
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(value) or abs(value) >= 2.0 ** 63 else value
+    return None if math.isnan(value) or abs(value) >= 2.0**63 else value
 
 
 def _series(item) -> tuple[dict, object] | None:
@@ -117,8 +130,7 @@ def _series(item) -> tuple[dict, object] | None:
 
 def _small_int(text) -> int | None:
     """A label's integer (gpu, pid): decimal digits within int64, else None."""
-    if not isinstance(text, str) or not 0 < len(text) <= 19 or not text.isdigit() \
-            or not text.isascii():
+    if not isinstance(text, str) or not 0 < len(text) <= 19 or not text.isdigit() or not text.isascii():
         return None
     return int(text)
 
@@ -174,7 +186,8 @@ class PrometheusSource:
                 if pid is None:
                     continue
                 entry = procs.setdefault((instance, gpu), {}).setdefault(
-                    pid, {"name": labels.get("process") or None})
+                    pid, {"name": labels.get("process") or None}
+                )
                 entry["used" if name == PROCESS_MEMORY_METRIC else "sm"] = value
                 continue
             field = VRAMSCOPE_FIELDS.get(name) or DCGM_FIELDS.get(name)
@@ -196,21 +209,41 @@ class PrometheusSource:
         for instance in sorted(self._position, key=self._position.get):
             alive = up.get(instance, instance in gpus)
             if instance in gpus and alive:
-                host_gpus = tuple(self._gpu(instance, i, values, procs.get((instance, i), {}))
-                                  for i, values in sorted(gpus[instance].items()))
+                host_gpus = tuple(
+                    self._gpu(instance, i, values, procs.get((instance, i), {}))
+                    for i, values in sorted(gpus[instance].items())
+                )
                 self._last[instance] = host_gpus
                 states.append(HostState(instance, CONNECTED, gpus=len(host_gpus)))
             else:
-                host_gpus = tuple(GpuSample(index=g.index, name=g.name, uuid=g.uuid, total=g.total,
-                                            host=g.host, host_index=g.host_index,
-                                            error="Prometheus cannot scrape this host")
-                                  for g in self._last.get(instance, ()))
-                states.append(HostState(instance, DOWN, error="Prometheus cannot scrape this host "
-                                        "(up == 0)" if not alive else "no GPU metrics from it",
-                                        gpus=len(host_gpus)))
+                host_gpus = tuple(
+                    GpuSample(
+                        index=g.index,
+                        name=g.name,
+                        uuid=g.uuid,
+                        total=g.total,
+                        host=g.host,
+                        host_index=g.host_index,
+                        error="Prometheus cannot scrape this host",
+                    )
+                    for g in self._last.get(instance, ())
+                )
+                states.append(
+                    HostState(
+                        instance,
+                        DOWN,
+                        error="Prometheus cannot scrape this host (up == 0)"
+                        if not alive
+                        else "no GPU metrics from it",
+                        gpus=len(host_gpus),
+                    )
+                )
             out.extend(host_gpus)
-        error = None if out else (f"Prometheus at {self.client.url} has no vramscope or "
-                                  "dcgm-exporter GPU metrics")
+        error = (
+            None
+            if out
+            else (f"Prometheus at {self.client.url} has no vramscope or dcgm-exporter GPU metrics")
+        )
         return Frame(time=now, gpus=tuple(out), source=self.name, error=error, hosts=tuple(states))
 
     def _gpu(self, instance: str, index: int, values: dict, procs: dict) -> GpuSample:
@@ -219,11 +252,21 @@ class PrometheusSource:
             parts = [values.get(k) for k in ("used", "free", "reserved")]
             values["total"] = sum(parts) if None not in parts else None
         processes = tuple(
-            GpuProcess(pid=pid, used=_typed("used", p.get("used")), sm=_typed("util_gpu", p.get("sm")),
-                       info=ProcessInfo(pid=pid, name=p.get("name")))
-            for pid, p in sorted(procs.items()))
-        return GpuSample(index=self.position(instance) * HOST_BLOCK + index, host=instance,
-                         host_index=index, processes=processes, **values)
+            GpuProcess(
+                pid=pid,
+                used=_typed("used", p.get("used")),
+                sm=_typed("util_gpu", p.get("sm")),
+                info=ProcessInfo(pid=pid, name=p.get("name")),
+            )
+            for pid, p in sorted(procs.items())
+        )
+        return GpuSample(
+            index=self.position(instance) * HOST_BLOCK + index,
+            host=instance,
+            host_index=index,
+            processes=processes,
+            **values,
+        )
 
     def history(self, instance: str, start: float, end: float, points: int = 300) -> dict:
         """{gpu: {"t": [...], "used": [...], "total": [...]}} for one host (bytes)."""
@@ -239,18 +282,22 @@ class PrometheusSource:
                 series, factor = self.client.query_range(DCGM_FB_USED + sel, start, end, step), MiB
             if not series and key == "total":
                 series = self.client.query_range(
-                    f"({DCGM_FB_USED}{sel} + {DCGM_FB_FREE}{sel} + {DCGM_FB_RESERVED}{sel})",
-                    start, end, step)
+                    f"({DCGM_FB_USED}{sel} + {DCGM_FB_FREE}{sel} + {DCGM_FB_RESERVED}{sel})", start, end, step
+                )
                 factor = MiB
             for s in series:
-                if not isinstance(s, dict) or not isinstance(s.get("metric"), dict) \
-                        or not isinstance(s.get("values"), list):
+                if (
+                    not isinstance(s, dict)
+                    or not isinstance(s.get("metric"), dict)
+                    or not isinstance(s.get("values"), list)
+                ):
                     continue
                 gpu = _small_int(s["metric"].get("gpu"))
                 if gpu is None:
                     continue
-                pts = [(_number(p[0]), _number(p[1])) for p in s["values"]
-                       if isinstance(p, list) and len(p) == 2]
+                pts = [
+                    (_number(p[0]), _number(p[1])) for p in s["values"] if isinstance(p, list) and len(p) == 2
+                ]
                 pts = [(t, v) for t, v in pts if t is not None]
                 entry = out.setdefault(gpu, {})
                 entry.setdefault("t", [t for t, _ in pts])

@@ -36,14 +36,23 @@ INSTALL_HINT = "python3 -m pip install --user vramscope"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
 COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
 
-CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (HostStatus.CONNECTING, HostStatus.CONNECTED, HostStatus.DOWN,
-                                             HostStatus.NOT_INSTALLED)
+CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
+    HostStatus.CONNECTING,
+    HostStatus.CONNECTED,
+    HostStatus.DOWN,
+    HostStatus.NOT_INSTALLED,
+)
 
 
 def check_target(target: str) -> str:
     """``[user@]HOST`` as ssh takes it (a Host alias of ~/.ssh/config included); ValueError else."""
-    if not target or target.startswith("-") or any(c.isspace() for c in target) \
-            or target.count("@") > 1 or target.endswith("@"):
+    if (
+        not target
+        or target.startswith("-")
+        or any(c.isspace() for c in target)
+        or target.count("@") > 1
+        or target.endswith("@")
+    ):
         raise ValueError(f"not a [user@]host: {target!r}")
     return target
 
@@ -64,8 +73,7 @@ class HostView:
         return describe_state(self.host, self.state, self.error, self.retry_in)
 
 
-def describe_state(host: str, state: str, error: str | None = None,
-                   retry_in: float | None = None) -> str:
+def describe_state(host: str, state: str, error: str | None = None, retry_in: float | None = None) -> str:
     """One line: "lab2: connected", or why not and when it is tried again."""
     if state in (CONNECTED, CONNECTING):
         return f"{host}: {state}"
@@ -76,9 +84,17 @@ def describe_state(host: str, state: str, error: str | None = None,
 
 
 class RemoteHost:
-    def __init__(self, target: str, *, interval: float = 1.0, demo: bool = False,
-                 ssh: str | None = None, backoff: tuple[float, float] = (1.0, 30.0),
-                 stale_after: float | None = None, monotonic=time.monotonic):
+    def __init__(
+        self,
+        target: str,
+        *,
+        interval: float = 1.0,
+        demo: bool = False,
+        ssh: str | None = None,
+        backoff: tuple[float, float] = (1.0, 30.0),
+        stale_after: float | None = None,
+        monotonic=time.monotonic,
+    ):
         self.host = check_target(target)
         self.interval = float(interval)
         self.demo = demo
@@ -109,8 +125,7 @@ class RemoteHost:
     # -- life --------------------------------------------------------------------------
     def start(self) -> "RemoteHost":
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"vramscope-ssh-{self.host}",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._run, name=f"vramscope-ssh-{self.host}", daemon=True)
             self._thread.start()
         return self
 
@@ -133,8 +148,7 @@ class RemoteHost:
             self._frames_seen.wait(0.05)
         view = self.snapshot(take=False)
         if view.frame is None and view.error is None:
-            return dataclasses.replace(view, state=DOWN,
-                                       error=f"no frame within {timeout:g} s")
+            return dataclasses.replace(view, state=DOWN, error=f"no frame within {timeout:g} s")
         return view
 
     def snapshot(self, take: bool = True) -> HostView:
@@ -145,17 +159,25 @@ class RemoteHost:
                 frame = _with_events(frame, self._events)
                 self._events = {}
             retry = None if self._retry_at is None else max(0.0, self._retry_at - self._mono())
-            return HostView(self.host, self._state, frame, self._alerts, self._error, retry,
-                            self._remote_version)
+            return HostView(
+                self.host, self._state, frame, self._alerts, self._error, retry, self._remote_version
+            )
 
     # -- requests ----------------------------------------------------------------------
-    def request(self, op: str, pid: int, start_time: float | None, memory: int | None = None,
-                timeout: float = 10.0):
+    def request(
+        self, op: str, pid: int, start_time: float | None, memory: int | None = None, timeout: float = 10.0
+    ):
         """Run a core/actions.py call on the remote; its value, or RuntimeError."""
         ident = next(self._ids)
         slot = [threading.Event(), None]
-        message = {protocol.TYPE: protocol.ACT, "id": ident, "op": op, "pid": pid,
-                   "start_time": start_time, "memory": memory}
+        message = {
+            protocol.TYPE: protocol.ACT,
+            "id": ident,
+            "op": op,
+            "pid": pid,
+            "start_time": start_time,
+            "memory": memory,
+        }
         with self._lock:
             proc = self._proc if self._state == CONNECTED else None
             if proc is None:
@@ -197,7 +219,7 @@ class RemoteHost:
             with self._lock:
                 if self._state != NOT_INSTALLED:
                     self._state = DOWN
-            delay = min(self.backoff[1], self.backoff[0] * 2 ** failures)
+            delay = min(self.backoff[1], self.backoff[0] * 2**failures)
             if self._state == NOT_INSTALLED:
                 delay = self.backoff[1]
             failures += 1
@@ -224,8 +246,10 @@ class RemoteHost:
             if outcome == "missing":
                 with self._lock:
                     self._state = NOT_INSTALLED
-                    self._error = (f"vramscope is not installed on {self.host}; install it "
-                                   f"with: ssh {self.host} {INSTALL_HINT}")
+                    self._error = (
+                        f"vramscope is not installed on {self.host}; install it "
+                        f"with: ssh {self.host} {INSTALL_HINT}"
+                    )
                 return False
             last_error = detail
             break
@@ -242,9 +266,14 @@ class RemoteHost:
         if shutil.which(self.ssh) is None:
             return "failed", f"cannot run {self.ssh!r}: no ssh client on this machine's PATH"
         try:
-            proc = subprocess.Popen(self.argv(command), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True, env=self.env)
+            proc = subprocess.Popen(
+                self.argv(command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=self.env,
+            )
         except OSError as exc:
             return "failed", f"cannot run {self.ssh}: {exc}"
         self.connections += 1
@@ -293,8 +322,9 @@ class RemoteHost:
             with self._lock:
                 self._error = f"connection lost: {problem}"
             return "frames", None
-        if problem is None and (rc == COMMAND_NOT_FOUND or any(
-                "No module named vramscope" in line for line in tail)):
+        if problem is None and (
+            rc == COMMAND_NOT_FOUND or any("No module named vramscope" in line for line in tail)
+        ):
             return "missing", None
         if problem is None:
             problem = (tail[-1].strip() if tail else None) or f"ssh exited with status {rc}"
@@ -395,6 +425,7 @@ def _drain(stream, tail) -> None:
 def _with_events(frame: Frame, events: dict) -> Frame:
     """The frame with every agent's events since the previous take (none lost
     when the remote sends faster than the monitor samples)."""
-    agents = tuple(dataclasses.replace(r, events=tuple(events.get(r.identity, r.events)))
-                   for r in frame.agents)
+    agents = tuple(
+        dataclasses.replace(r, events=tuple(events.get(r.identity, r.events))) for r in frame.agents
+    )
     return dataclasses.replace(frame, agents=agents)

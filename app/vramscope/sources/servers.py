@@ -27,8 +27,16 @@ from vramscope.core.bounded_http import HttpError, get
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import REMOTE_SOURCES, VISIBLE, Frame, ProcessIdentity
 from vramscope.core.servers import (
-    BY_PORT, SERVER_KINDS, SERVER_SERIES, ServerKind, ServerState, listen_port, pool_text,
-    read_metrics, recognise, server_key,
+    BY_PORT,
+    SERVER_KINDS,
+    SERVER_SERIES,
+    ServerKind,
+    ServerState,
+    listen_port,
+    pool_text,
+    read_metrics,
+    recognise,
+    server_key,
 )
 
 log = logging.getLogger(__name__)
@@ -38,8 +46,14 @@ TIMEOUT = 0.5  # seconds for a whole HTTP request (a trickling port is cut there
 MAX_BYTES = 4 << 20  # a metrics page larger than this is cut
 ANCESTOR_DEPTH = 4  # how far up the process tree a launcher is looked for
 LOOPBACK = ("127.0.0.1", "::1", "0.0.0.0", "::", "")  # addresses reachable as localhost
-METRIC_PREFIXES = {"vllm:": "vllm", "sglang:": "sglang", "tgi_": "tgi", "llamacpp:": "llama.cpp",
-                   "nv_trt_llm_": "triton", "nv_inference_": "triton"}
+METRIC_PREFIXES = {
+    "vllm:": "vllm",
+    "sglang:": "sglang",
+    "tgi_": "tgi",
+    "llamacpp:": "llama.cpp",
+    "nv_trt_llm_": "triton",
+    "nv_inference_": "triton",
+}
 
 
 @dataclasses.dataclass
@@ -70,6 +84,7 @@ def fetch_text(url: str, timeout: float = TIMEOUT) -> str:
 
 def parse_metrics(kind: ServerKind, text: str) -> dict:
     from prometheus_client.parser import text_string_to_metric_families
+
     return read_metrics(kind, text_string_to_metric_families(text))
 
 
@@ -87,17 +102,25 @@ def listening_ports(pid: int) -> list[tuple[str, int]]:
     """(address, port) this process listens on over TCP; [] when not readable."""
     try:
         proc = psutil.Process(pid)
-        conns = proc.net_connections(kind="tcp") if hasattr(proc, "net_connections") \
+        conns = (
+            proc.net_connections(kind="tcp")
+            if hasattr(proc, "net_connections")
             else proc.connections(kind="tcp")
+        )
     except (psutil.Error, OSError):
         return []
-    return sorted({(c.laddr.ip, c.laddr.port) for c in conns
-                   if c.status == psutil.CONN_LISTEN and c.laddr})
+    return sorted({(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN and c.laddr})
 
 
 class ServerEnricher:
-    def __init__(self, store=None, fetch=fetch_text, ports=listening_ports,
-                 period: float = SCRAPE_PERIOD, clock=time.monotonic):
+    def __init__(
+        self,
+        store=None,
+        fetch=fetch_text,
+        ports=listening_ports,
+        period: float = SCRAPE_PERIOD,
+        clock=time.monotonic,
+    ):
         self.store = store
         self._fetch = fetch
         self._ports = ports
@@ -153,8 +176,7 @@ class ServerEnricher:
         if self.store is not None:
             for s in states:
                 for metric in SERVER_SERIES:
-                    self.store.record(server_key(s.pid, s.start_time, metric), frame.time,
-                                      getattr(s, metric))
+                    self.store.record(server_key(s.pid, s.start_time, metric), frame.time, getattr(s, metric))
         return dataclasses.replace(frame, servers=states) if states else frame
 
     def _spec(self, ident: ProcessIdentity, info, walked: dict) -> tuple | None:
@@ -162,8 +184,11 @@ class ServerEnricher:
             self._owner[ident] = self._found.pop(ident)
         if ident not in self._owner:
             kind = recognise(info.cmdline, info.name)
-            self._owner[ident] = ((ident.pid, ident.start_time, kind, info.cmdline) if kind
-                                  else self._ancestor(ident.pid, walked))
+            self._owner[ident] = (
+                (ident.pid, ident.start_time, kind, info.cmdline)
+                if kind
+                else self._ancestor(ident.pid, walked)
+            )
         return self._owner[ident]
 
     def _ancestor(self, pid: int, walked: dict):
@@ -198,10 +223,19 @@ class ServerEnricher:
     def _state(self, s: _Server) -> ServerState:
         v = s.values
         return ServerState(
-            pid=s.pid, start_time=s.start_time, kind=s.kind.key, pids=tuple(sorted(s.pids)),
-            port=s.port, pool=pool_text(s.kind, s.cmdline), metrics_url=s.url,
-            kv_cache_usage=v.get("kv_cache_usage"), running=v.get("running"),
-            waiting=v.get("waiting"), metrics_time=s.answered, metrics_error=s.error)
+            pid=s.pid,
+            start_time=s.start_time,
+            kind=s.kind.key,
+            pids=tuple(sorted(s.pids)),
+            port=s.port,
+            pool=pool_text(s.kind, s.cmdline),
+            metrics_url=s.url,
+            kv_cache_usage=v.get("kv_cache_usage"),
+            running=v.get("running"),
+            waiting=v.get("waiting"),
+            metrics_time=s.answered,
+            metrics_error=s.error,
+        )
 
     # -- the worker thread ------------------------------------------------------------
     def _executor(self) -> DaemonWorker:
@@ -255,7 +289,8 @@ class ServerEnricher:
             values = parse_metrics(s.kind, text)
             if all(v is None for v in values.values()):
                 last = "no KV-cache or request metrics on the page" + (
-                    " (SGLang needs --enable-metrics)" if s.kind.key == "sglang" else "")
+                    " (SGLang needs --enable-metrics)" if s.kind.key == "sglang" else ""
+                )
                 continue
             s.port, s.url, s.values, s.error, s.answered = port, url, values, None, time.time()
             return

@@ -41,8 +41,9 @@ def is_nvidia(nvml_bus_id: str, sysfs_root: str = SYS) -> bool:
 def runtime_suspended(nvml_bus_id: str, sysfs_root: str = SYS) -> bool:
     """True when the PCI device is runtime-suspended (one small sysfs read)."""
     bus = sysfs_bus_id(nvml_bus_id)
-    return (bus is not None and
-            _read(f"{sysfs_root}/bus/pci/devices/{bus}/power/runtime_status") == "suspended")
+    return (
+        bus is not None and _read(f"{sysfs_root}/bus/pci/devices/{bus}/power/runtime_status") == "suspended"
+    )
 
 
 def nvidia_bus_ids(sysfs_root: str = SYS) -> list[str]:

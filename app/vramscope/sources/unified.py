@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import psutil
 
-POOL_NOTE = ("unified memory: the GPU shares the system's memory; total and free are the "
-             "system's (free = what the kernel can give without swapping)")
+POOL_NOTE = (
+    "unified memory: the GPU shares the system's memory; total and free are the "
+    "system's (free = what the kernel can give without swapping)"
+)
 
 
 def system_pool() -> tuple[int, int, int] | None:

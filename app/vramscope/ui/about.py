@@ -20,8 +20,10 @@ from vramscope.ui import theme
 
 NOT_AVAILABLE = "not available"
 NO_SAMPLE = "no sample yet"
-SUMMARY = ("A desktop VRAM monitor: what fills your GPU, per process, live — with a "
-           "PyTorch agent, diagnostics, recorded sessions and a fit planner.")
+SUMMARY = (
+    "A desktop VRAM monitor: what fills your GPU, per process, live — with a "
+    "PyTorch agent, diagnostics, recorded sessions and a fit planner."
+)
 
 
 def _module_version(name: str) -> str:

@@ -40,7 +40,14 @@ from vramscope.ui.segment_map import SegmentMapView
 from vramscope.ui import theme
 from vramscope.agent.protocol import EventKind, Phase
 from vramscope.ui.agent_texts import (
-    BUCKETS, PHASES, agent_key, end_title, last_value, oom_text, peak_title, phase_text,
+    BUCKETS,
+    PHASES,
+    agent_key,
+    end_title,
+    last_value,
+    oom_text,
+    peak_title,
+    phase_text,
 )
 from vramscope.ui.timeline import MIN_SPAN
 from vramscope.ui.safe_text import html_text
@@ -97,8 +104,7 @@ def peak_per_column(t: np.ndarray, v: np.ndarray, columns: int) -> tuple[np.ndar
     edges = np.linspace(t[0], t[-1], columns, endpoint=False)
     starts = np.unique(np.searchsorted(t, edges, side="left"))
     ends = np.append(starts[1:], len(t))
-    keep = [s + int(np.nanargmax(v[s:e])) if np.isfinite(v[s:e]).any() else s
-            for s, e in zip(starts, ends)]
+    keep = [s + int(np.nanargmax(v[s:e])) if np.isfinite(v[s:e]).any() else s for s, e in zip(starts, ends)]
     return t[keep], v[keep]
 
 
@@ -120,8 +126,10 @@ class BucketBars(pg.PlotWidget):
         item.getAxis("left").setWidth(36)
         self.unit = "GiB"
         self.columns: list[tuple[str, dict]] = []
-        self._bars = [[pg.BarGraphItem(x=[x], y0=[0], height=[0], width=0.6)
-                       for _ in BUCKETS] for x in range(self.SLOTS)]
+        self._bars = [
+            [pg.BarGraphItem(x=[x], y0=[0], height=[0], width=0.6) for _ in BUCKETS]
+            for x in range(self.SLOTS)
+        ]
         for row in self._bars:
             for bar in row:
                 item.addItem(bar)
@@ -136,7 +144,7 @@ class BucketBars(pg.PlotWidget):
 
     def set_columns(self, columns: list[tuple[str, dict]]) -> None:
         """columns: [(title, buckets dict)] drawn left to right (at most SLOTS)."""
-        columns = columns[:self.SLOTS]
+        columns = columns[: self.SLOTS]
         self.columns = columns
         item = self.getPlotItem()
         largest = max((sum(v for v in b.values() if v) for _, b in columns), default=0)
@@ -173,8 +181,9 @@ class DeviceView(QWidget):
         self.title.setStyleSheet("font-weight: 600;")
         layout.addWidget(self.title, 0, 0, 1, 3)
         s = theme.current()
-        self.plot = pg.PlotWidget(background=s.PLOT_BACKGROUND,
-                                  axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot = pg.PlotWidget(
+            background=s.PLOT_BACKGROUND, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")}
+        )
         self.plot.setMinimumHeight(170)
         p = self.plot.getPlotItem()
         theme.fixed_plot(p, 40)
@@ -192,8 +201,7 @@ class DeviceView(QWidget):
             mark = pg.PlotDataItem(connect="finite")
             p.addItem(mark)
             self.phase_marks[phase] = mark
-        self.loaded_line = pg.InfiniteLine(angle=0, label="after loading",
-                                           labelOpts={"position": 0.12})
+        self.loaded_line = pg.InfiniteLine(angle=0, label="after loading", labelOpts={"position": 0.12})
         self.loaded_line.setVisible(False)
         p.addItem(self.loaded_line)
         self.capacity = pg.InfiniteLine(angle=0)
@@ -328,9 +336,13 @@ class DeviceView(QWidget):
             to, _ = series("oom_requested")
             for t in to:
                 if float(t) not in self._oom_lines:
-                    line = pg.InfiniteLine(pos=float(t), angle=90, pen=pg.mkPen(s.CAPACITY, width=2),
-                                           label="OOM", labelOpts={"color": s.CAPACITY,
-                                                                   "position": 0.92})
+                    line = pg.InfiniteLine(
+                        pos=float(t),
+                        angle=90,
+                        pen=pg.mkPen(s.CAPACITY, width=2),
+                        label="OOM",
+                        labelOpts={"color": s.CAPACITY, "position": 0.92},
+                    )
                     p.addItem(line)
                     self._oom_lines[float(t)] = line
             if dev.total:
@@ -462,16 +474,22 @@ def legend_html(columns, s: theme.Scheme, note: str | None = None) -> str:
         cells = "".join(f"<td align='right'>{fmt_bytes(b.get(field))}</td>" for _t, b in columns)
         rows.append(f"<tr><td><span style='color:{colour}'>■</span> {label}</td>{cells}</tr>")
     head = "".join(f"<th align='right'>{t}</th>" for t, _ in columns)
-    return (f"<table cellspacing='2'><tr><th></th>{head}</tr>{''.join(rows)}</table>"
-            f"<div style='color:{s.MUTED}'>n/a = no data (no model registered, or not measured)"
-            + (f"<br>{html_text(note)}" if note else "") + "</div>")  # the agent's words
+    return (
+        f"<table cellspacing='2'><tr><th></th>{head}</tr>{''.join(rows)}</table>"
+        f"<div style='color:{s.MUTED}'>n/a = no data (no model registered, or not measured)"
+        + (f"<br>{html_text(note)}" if note else "")
+        + "</div>"
+    )  # the agent's words
 
 
 def device_title(dev, name: str | None = None) -> str:
     """``name``: the device as the monitor names it ('cuda:0 (GPU 1)')."""
     stats = []
-    for label, value in (("inactive split", dev.inactive_split),
-                         ("alloc retries", dev.num_alloc_retries), ("OOMs", dev.num_ooms)):
+    for label, value in (
+        ("inactive split", dev.inactive_split),
+        ("alloc retries", dev.num_alloc_retries),
+        ("OOMs", dev.num_ooms),
+    ):
         if value is not None:
             stats.append(f"{label} {fmt_bytes(value) if label == 'inactive split' else value}")
     head = name or dev.device

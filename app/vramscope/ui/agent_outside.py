@@ -23,8 +23,12 @@ class OutsideMarks:
             if t in self._lines:
                 continue
             label = f"+{fmt_bytes(j.size)} {j.cause.split(' (')[0] if j.cause else 'outside PyTorch'}"
-            line = pg.InfiniteLine(pos=t, angle=90, label=label,
-                                   pen=pg.mkPen(scheme.MUTED, width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
-                                   labelOpts={"color": scheme.MUTED, "position": 0.8, "rotateAxis": (1, 0)})
+            line = pg.InfiniteLine(
+                pos=t,
+                angle=90,
+                label=label,
+                pen=pg.mkPen(scheme.MUTED, width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
+                labelOpts={"color": scheme.MUTED, "position": 0.8, "rotateAxis": (1, 0)},
+            )
             self._plot.addItem(line)
             self._lines[t] = line

@@ -18,7 +18,13 @@ import time
 
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import (
-    QFrame, QLabel, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget,
+    QFrame,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from vramscope.agent.protocol import EventKind
@@ -41,8 +47,12 @@ class AgentProcessView(QFrame):
         super().__init__(parent)
         self.identity = report.identity
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        theme.styled(self, lambda s: f"AgentProcessView {{ border: 1px solid {s.CARD_BORDER}; "
-                                     f"background: {s.CARD_BACKGROUND}; }}")
+        theme.styled(
+            self,
+            lambda s: (
+                f"AgentProcessView {{ border: 1px solid {s.CARD_BORDER}; background: {s.CARD_BACKGROUND}; }}"
+            ),
+        )
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.setSpacing(3)
@@ -51,8 +61,13 @@ class AgentProcessView(QFrame):
         self.toggle.setChecked(True)
         self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.toggle.toggled.connect(self._opened)
-        theme.styled(self.toggle, lambda s: "QToolButton { border: none; font-size: 10.5pt; "
-                                            f"font-weight: 600; color: {s.TEXT}; text-align: left; }}")
+        theme.styled(
+            self.toggle,
+            lambda s: (
+                "QToolButton { border: none; font-size: 10.5pt; "
+                f"font-weight: 600; color: {s.TEXT}; text-align: left; }}"
+            ),
+        )
         self.header = self.toggle  # the header line (its text)
         layout.addWidget(self.toggle)
         self.body = QWidget()
@@ -89,8 +104,9 @@ class AgentProcessView(QFrame):
         text = self.toggle.text().lstrip("▾▸ ")
         self.toggle.setText(("▾ " if self.toggle.isChecked() else "▸ ") + text)
 
-    def update_view(self, store, report: AgentReport, now: float, window: float,
-                    frame: Frame | None = None) -> None:
+    def update_view(
+        self, store, report: AgentReport, now: float, window: float, frame: Frame | None = None
+    ) -> None:
         self.live = report.connected
         self.toggle.setText(header_text(report, frame, now))
         shown = self._user_choice if self._user_choice is not None else report.connected
@@ -129,8 +145,9 @@ class AgentProcessView(QFrame):
                 self._body.insertWidget(self._body.indexOf(self.details), view)
                 view.set_chart_height(chart_height(self._viewport_height))
                 self.details.add(f"oom {dev.device}", f"OOM post-mortem ({dev.device})", view.oom_view)
-                self.details.add(f"segments {dev.device}", f"Allocator segments ({dev.device})",
-                                 view.segment_map)
+                self.details.add(
+                    f"segments {dev.device}", f"Allocator segments ({dev.device})", view.segment_map
+                )
             view.label = device_label(frame, report, dev)
             view.update_view(store, report, dev, now, window)
             seen.add(dev.device)
@@ -184,9 +201,11 @@ class AgentPanel(QWidget):
         self.window = window
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        self.empty = QLabel("No process runs the vramscope agent. Start one with "
-                            "<code>vramscope run -- python train.py</code> or "
-                            "<code>from vramscope import agent; agent.start(model, optimizer)</code>.")
+        self.empty = QLabel(
+            "No process runs the vramscope agent. Start one with "
+            "<code>vramscope run -- python train.py</code> or "
+            "<code>from vramscope import agent; agent.start(model, optimizer)</code>."
+        )
         self.empty.setTextFormat(Qt.TextFormat.RichText)
         self.empty.setWordWrap(True)
         theme.styled(self.empty, lambda s: f"color: {s.MUTED}; padding: 12px;")
@@ -213,9 +232,13 @@ class AgentPanel(QWidget):
         now = frame.time if frame is not None else time.time()
         self.empty.setVisible(not reports)
         # live runs first (by rank, then PID), ended ones after them, newest first
-        reports.sort(key=lambda r: (not r.connected,
-                                    r.rank if r.rank is not None and r.connected else 1 << 30,
-                                    -(r.start_time or 0.0) if not r.connected else r.pid))
+        reports.sort(
+            key=lambda r: (
+                not r.connected,
+                r.rank if r.rank is not None and r.connected else 1 << 30,
+                -(r.start_time or 0.0) if not r.connected else r.pid,
+            )
+        )
         order, found = ranks_together(reports, frame)  # a job's header, then its ranks
         for key in [k for k in self.views if k not in set(order)]:
             self.views.pop(key).deleteLater()

@@ -28,9 +28,11 @@ class JobHeader(QLabel):
     def show_job(self, job: Job) -> None:
         self.job = job
         self.setText(job.text())
-        self.setToolTip("Ranks of one job: the same rendezvous (MASTER_ADDR:PORT) or the same "
-                        "torchrun parent. Held: reserved + outside PyTorch on the rank's GPU "
-                        "(the counted tensors on the CPU). Imbalance: (largest - smallest) / mean.")
+        self.setToolTip(
+            "Ranks of one job: the same rendezvous (MASTER_ADDR:PORT) or the same "
+            "torchrun parent. Held: reserved + outside PyTorch on the rank's GPU "
+            "(the counted tensors on the CPU). Imbalance: (largest - smallest) / mean."
+        )
         self._restyle(theme.current())
 
     def _restyle(self, s: theme.Scheme) -> None:

@@ -23,8 +23,12 @@ PHASES = (  # (phase, words, symbol): the step phases the agent reads (agent/pha
     (Phase.EVAL, "end of an evaluation (no_grad)", "o"),
 )
 PHASE_ABBR = {Phase.FORWARD: "fwd", Phase.BACKWARD: "bwd", Phase.OPTIMIZER: "opt", Phase.EVAL: "eval"}
-PHASE_IN = {Phase.FORWARD: "in forward", Phase.BACKWARD: "in backward",
-            Phase.OPTIMIZER: "in the optimizer step", Phase.EVAL: "in an evaluation"}
+PHASE_IN = {
+    Phase.FORWARD: "in forward",
+    Phase.BACKWARD: "in backward",
+    Phase.OPTIMIZER: "in the optimizer step",
+    Phase.EVAL: "in an evaluation",
+}
 
 
 def peak_title(phase: str, exact: bool) -> str:
@@ -42,7 +46,9 @@ def peak_words(peak: float, bound: float | None) -> str:
     """A peak in words: exact, or a lower bound with its upper one."""
     if bound is None:
         return fmt_bytes(peak)
-    return f"at least {fmt_bytes(peak)} (at most {fmt_bytes(bound)}: the allocator's all-time peak did not rise)"
+    return (
+        f"at least {fmt_bytes(peak)} (at most {fmt_bytes(bound)}: the allocator's all-time peak did not rise)"
+    )
 
 
 def agent_key(report: AgentReport, device: str, metric: str) -> tuple:
@@ -55,9 +61,12 @@ def last_value(values) -> float | None:
     return float(finite[-1]) if len(finite) else None
 
 
-def phase_text(latest: dict[str, float | None], loaded: float | None,
-               peaks: dict[str, tuple[float, float | None]] | None = None,
-               share: float | None = None) -> str:
+def phase_text(
+    latest: dict[str, float | None],
+    loaded: float | None,
+    peaks: dict[str, tuple[float, float | None]] | None = None,
+    share: float | None = None,
+) -> str:
     """The last measured step's phases in words, its real peak and where it was
     (``peaks``: phase -> (peak, upper bound or None: exact)), and the share of steps
     whose phases were read."""
@@ -83,7 +92,9 @@ def phase_text(latest: dict[str, float | None], loaded: float | None,
     if top == Phase.FORWARD:
         text += " -- activations dominate (checkpointing or a smaller micro-batch lowers it)"
     elif top == Phase.BACKWARD:
-        text += " -- gradients made while activations are held (checkpointing or a smaller micro-batch lowers it)"
+        text += (
+            " -- gradients made while activations are held (checkpointing or a smaller micro-batch lowers it)"
+        )
     elif top == Phase.OPTIMIZER:
         text += " -- optimizer state and its temporaries (8-bit optimizer, foreach=False or ZeRO sharding lowers it)"
     text += "."
@@ -113,8 +124,9 @@ def oom_text(event) -> str:
         parts.append(f"free {fmt_bytes(d.get('device_free'))} of {fmt_bytes(d.get('device_total'))}")
     b = d.get("buckets") or {}
     if b:
-        held = ", ".join(f"{label} {fmt_bytes(b.get(field))}" for field, label in BUCKETS
-                         if b.get(field) is not None)
+        held = ", ".join(
+            f"{label} {fmt_bytes(b.get(field))}" for field, label in BUCKETS if b.get(field) is not None
+        )
         parts.append("held then: " + held)
     blocks = d.get("largest_blocks") or []
     if blocks:
@@ -147,8 +159,7 @@ def gpus_of(report: AgentReport, frame: Frame | None) -> list[str]:
             found.add((gpu.index, f"{gpu.label} MIG {mig.profile or mig.uuid}"))
             continue
         uuid = bare_uuid(dev.gpu_uuid)
-        found |= {(g.index, g.label) for g in frame.gpus
-                  if uuid is not None and bare_uuid(g.uuid) == uuid}
+        found |= {(g.index, g.label) for g in frame.gpus if uuid is not None and bare_uuid(g.uuid) == uuid}
     if not found:
         for gpu, proc in frame.all_processes():
             if proc.identity == report.identity:
@@ -165,8 +176,7 @@ def header_text(report: AgentReport, frame: Frame | None, now: float) -> str:
     if gpus:
         bits.append(", ".join(gpus))
     if report.rank is not None:
-        bits.append(f"rank {report.rank}/{report.world_size}" if report.world_size
-                    else f"rank {report.rank}")
+        bits.append(f"rank {report.rank}/{report.world_size}" if report.world_size else f"rank {report.rank}")
     if report.hostname:
         bits.append(report.hostname)
     bits.append(f"step {report.step}" if report.step is not None else "no steps yet")

@@ -25,9 +25,18 @@ import time
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QHBoxLayout,
-    QHeaderView, QLabel, QPushButton, QSplitter, QTextBrowser, QTreeWidget,
-    QTreeWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
 from vramscope.core.actions import EndProcess
@@ -78,32 +87,41 @@ def since_text(since: float | None, now: float) -> str:
 def watch_html(watch, now: float, s: theme.Scheme | None = None) -> str:
     e = html_text  # the process and host names are strangers' text
     s = s or theme.current()
-    return (f"<p><b style='color:{s.MUTED}'>WATCHING</b> <b>{e(watch.title)}</b> &mdash; "
-            f"{e(watch.message)}</p>"
-            f"<p style='color:{s.MUTED}'>since {e(since_text(watch.since, now))}; "
-            f"{e(watch.becomes)} if nothing changes. Nothing to do yet.</p>")
+    return (
+        f"<p><b style='color:{s.MUTED}'>WATCHING</b> <b>{e(watch.title)}</b> &mdash; "
+        f"{e(watch.message)}</p>"
+        f"<p style='color:{s.MUTED}'>since {e(since_text(watch.since, now))}; "
+        f"{e(watch.becomes)} if nothing changes. Nothing to do yet.</p>"
+    )
 
 
-def alert_html(alert: Alert, now: float, hidden_note: str | None = None,
-               s: theme.Scheme | None = None) -> str:
+def alert_html(
+    alert: Alert, now: float, hidden_note: str | None = None, s: theme.Scheme | None = None
+) -> str:
     e = html_text  # alerts quote commands, hosts and agents' words
     s = s or theme.current()
-    parts = [f"<p><b style='color:{severity_colour(alert.severity, s)}'>"
-             f"{e(alert.severity.upper())}</b> "
-             f"<b>{e(alert.title)}</b> &mdash; {e(alert.message)}</p>",
-             f"<p style='color:{s.MUTED}'>since {e(since_text(alert.since, now))}"
-             + (f"; {e(alert.gpu_label)}" if alert.gpu is not None else "")
-             + (f"; pid {alert.pid}" if alert.pid is not None else "")
-             + (f"; would free {e(fmt_bytes(alert.frees))}" if alert.frees else "")
-             + (f"; {e(hidden_note)}" if hidden_note else "") + "</p>"]
+    parts = [
+        f"<p><b style='color:{severity_colour(alert.severity, s)}'>"
+        f"{e(alert.severity.upper())}</b> "
+        f"<b>{e(alert.title)}</b> &mdash; {e(alert.message)}</p>",
+        f"<p style='color:{s.MUTED}'>since {e(since_text(alert.since, now))}"
+        + (f"; {e(alert.gpu_label)}" if alert.gpu is not None else "")
+        + (f"; pid {alert.pid}" if alert.pid is not None else "")
+        + (f"; would free {e(fmt_bytes(alert.frees))}" if alert.frees else "")
+        + (f"; {e(hidden_note)}" if hidden_note else "")
+        + "</p>",
+    ]
     if alert.evidence:
-        parts.append("<p><b>Evidence</b></p><ul>"
-                     + "".join(f"<li>{e(line)}</li>" for line in alert.evidence) + "</ul>")
+        parts.append(
+            "<p><b>Evidence</b></p><ul>" + "".join(f"<li>{e(line)}</li>" for line in alert.evidence) + "</ul>"
+        )
     if alert.fix:
         parts.append(f"<p><b>Fix</b><br>{e(alert.fix)}</p>")
     if alert.connection_file:
-        parts.append(f"<p><b>Jupyter</b>: shut it down from Jupyter instead; connection file "
-                     f"<code>{e(alert.connection_file)}</code></p>")
+        parts.append(
+            f"<p><b>Jupyter</b>: shut it down from Jupyter instead; connection file "
+            f"<code>{e(alert.connection_file)}</code></p>"
+        )
     return "".join(parts)
 
 
@@ -119,8 +137,16 @@ class AlertsPanel(QWidget):
     action_message = Signal(str)
     dialog_opened = Signal(object)  # an EndProcessDialog, once the process was checked anew
 
-    def __init__(self, engine=None, actions=None, read_only: bool = False, parent=None,
-                 clock=time.time, grace_seconds: float | None = None, bridge: Bridge | None = None):
+    def __init__(
+        self,
+        engine=None,
+        actions=None,
+        read_only: bool = False,
+        parent=None,
+        clock=time.time,
+        grace_seconds: float | None = None,
+        bridge: Bridge | None = None,
+    ):
         super().__init__(parent)
         self.engine = engine
         self.actions = actions
@@ -234,8 +260,9 @@ class AlertsPanel(QWidget):
         self._alerts = alerts
         self._hidden = hidden
         shown = [a for a in alerts if self.show_hidden.isChecked() or a.key not in hidden]
-        signature = ([(a.key, a.severity, a.message, a.key in hidden) for a in shown]
-                     + [(w.key, w.message) for w in self._watching])
+        signature = [(a.key, a.severity, a.message, a.key in hidden) for a in shown] + [
+            (w.key, w.message) for w in self._watching
+        ]
         if not self.isVisible() and signature == self._signature:
             # a hidden tab does no work: same alerts, only their "ago" texts would change
             visible = [a for a in alerts if a.key not in hidden]
@@ -249,9 +276,15 @@ class AlertsPanel(QWidget):
         self.tree.clear()
         select = None
         for alert in shown:
-            item = QTreeWidgetItem([
-                alert.severity, f"{alert.title}: {alert.message}", since_text(alert.since, now),
-                alert.evidence[0] if alert.evidence else "", _first_sentence(alert.fix)])
+            item = QTreeWidgetItem(
+                [
+                    alert.severity,
+                    f"{alert.title}: {alert.message}",
+                    since_text(alert.since, now),
+                    alert.evidence[0] if alert.evidence else "",
+                    _first_sentence(alert.fix),
+                ]
+            )
             item.setData(0, _ALERT_ROLE, alert)
             item.setToolTip(1, tip(alert.message))  # alerts quote commands and hosts
             item.setToolTip(3, tip("\n".join(alert.evidence)))
@@ -262,11 +295,17 @@ class AlertsPanel(QWidget):
                 select = item
         for watch in self._watching:
             # the progress first: "kernel idle 9 of 10 min" is what the row is for
-            item = QTreeWidgetItem([WATCHING, f"{watch.progress} \u00b7 {watch.what}",
-                                    since_text(watch.since, now), "", watch.becomes])
+            item = QTreeWidgetItem(
+                [
+                    WATCHING,
+                    f"{watch.progress} \u00b7 {watch.what}",
+                    since_text(watch.since, now),
+                    "",
+                    watch.becomes,
+                ]
+            )
             item.setData(0, _WATCH_ROLE, watch)
-            item.setToolTip(1, f"{watch.title}: {watch.message}; {watch.becomes} -- nothing to "
-                               "do yet")
+            item.setToolTip(1, f"{watch.title}: {watch.message}; {watch.becomes} -- nothing to do yet")
             self._colour_row(item, theme.current())
             self.tree.addTopLevelItem(item)
         if select is None and shown:
@@ -275,9 +314,11 @@ class AlertsPanel(QWidget):
             self.tree.setCurrentItem(select)
         self.tree.blockSignals(False)
         self.empty.setVisible(not shown)
-        self.empty.setText(_EMPTY if not self._watching else
-                           f"No alerts. Watching {len(self._watching)}: listed below, "
-                           "not alerts yet.")
+        self.empty.setText(
+            _EMPTY
+            if not self._watching
+            else f"No alerts. Watching {len(self._watching)}: listed below, not alerts yet."
+        )
         self._show_details(self.selected_alert())
         self._update_buttons()
         visible = [a for a in alerts if a.key not in hidden]
@@ -290,14 +331,12 @@ class AlertsPanel(QWidget):
 
     def alerts(self) -> list[Alert]:
         """The alerts as listed (rows in order)."""
-        rows = (self.tree.topLevelItem(i).data(0, _ALERT_ROLE)
-                for i in range(self.tree.topLevelItemCount()))
+        rows = (self.tree.topLevelItem(i).data(0, _ALERT_ROLE) for i in range(self.tree.topLevelItemCount()))
         return [a for a in rows if a is not None]
 
     def watching(self) -> list:
         """The watched conditions as listed (below the alerts)."""
-        rows = (self.tree.topLevelItem(i).data(0, _WATCH_ROLE)
-                for i in range(self.tree.topLevelItemCount()))
+        rows = (self.tree.topLevelItem(i).data(0, _WATCH_ROLE) for i in range(self.tree.topLevelItemCount()))
         return [w for w in rows if w is not None]
 
     def selected_alert(self) -> Alert | None:
@@ -347,8 +386,9 @@ class AlertsPanel(QWidget):
         if why:
             self._say(why)
             return False
-        request = EndProcess(self.actions, alert.pid, alert.start_time, memory=alert.frees,
-                             grace_seconds=self._grace_seconds)
+        request = EndProcess(
+            self.actions, alert.pid, alert.start_time, memory=alert.frees, grace_seconds=self._grace_seconds
+        )
         self._say(f"Checking pid {alert.pid}...")
         self._in_worker(request.describe, lambda summary: self._confirm(alert, request, summary, "term"))
         return True
@@ -360,6 +400,7 @@ class AlertsPanel(QWidget):
                 self._say(f"Could not reach the process: {type(error).__name__}: {error}")
             else:
                 done(result)
+
         self._bridge.run_in_thread(work, finished, name="vramscope-end-process")
 
     def _confirm(self, alert: Alert, request: EndProcess, summary, mode: str) -> None:
@@ -379,11 +420,15 @@ class AlertsPanel(QWidget):
     def _signalled(self, alert: Alert, request: EndProcess, result, grace: bool) -> None:
         self._say(result.message)
         if result.ok:
-            QTimer.singleShot(request.check_after_ms if grace else 500, self,
-                              lambda: self._look_again(alert, request, offer_kill=grace))
+            QTimer.singleShot(
+                request.check_after_ms if grace else 500,
+                self,
+                lambda: self._look_again(alert, request, offer_kill=grace),
+            )
 
     def _look_again(self, alert: Alert, request: EndProcess, offer_kill: bool) -> None:
         """After SIGTERM's grace period (or SIGKILL): gone, or (after SIGTERM) offer SIGKILL."""
+
         def work():
             if not request.running():
                 return None
@@ -394,6 +439,7 @@ class AlertsPanel(QWidget):
                 self._ended(alert, request)
             elif summary is not False:
                 self._confirm(alert, request, summary, "kill")
+
         self._in_worker(work, done)
 
     def _ended(self, alert: Alert, request: EndProcess) -> None:
@@ -429,6 +475,7 @@ class AlertsPanel(QWidget):
         if alert.key in self._hidden:  # acknowledged or muted: greyed out
             for col in range(len(COLUMNS)):
                 item.setForeground(col, QColor(s.MUTED))
+
     def _on_current(self, current, _previous) -> None:
         alert = current.data(0, _ALERT_ROLE) if current is not None else None
         watch = current.data(0, _WATCH_ROLE) if current is not None else None
@@ -467,8 +514,9 @@ class AlertsPanel(QWidget):
             self.mute_button.setText("Mute process")
         why = self._cannot_act(alert) if per_process else "Select an alert about a process."
         self.end_button.setEnabled(per_process and why is None)
-        self.end_button.setToolTip(why or "Confirm, then SIGTERM; SIGKILL is offered if it "
-                                          "survives the grace period.")
+        self.end_button.setToolTip(
+            why or "Confirm, then SIGTERM; SIGKILL is offered if it survives the grace period."
+        )
 
     def _say(self, text: str) -> None:
         self.status.setText(text)

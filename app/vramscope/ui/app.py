@@ -50,8 +50,9 @@ def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
     return app
 
 
-def build_window(args, source=None, start: bool = True, poll_ms: int | None = None,
-                 settings=None, sampler: bool = False):
+def build_window(
+    args, source=None, start: bool = True, poll_ms: int | None = None, settings=None, sampler: bool = False
+):
     """The pipeline (started unless told), the main window and its panels; the app must exist.
 
     ``settings`` (core/user_settings.Settings, command line already merged) gives the
@@ -65,6 +66,7 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
 
     if source is None and sampler and not _other_machines(args):
         from vramscope.ui.sampler_banner import local_sampler_source
+
         source = local_sampler_source(args, settings)
     if source is None:
         source = _open_source_or_error(args)
@@ -73,13 +75,17 @@ def build_window(args, source=None, start: bool = True, poll_ms: int | None = No
     if start:
         monitor.pipeline.start()
     bridge = Bridge()
-    window_key = settings.window if settings is not None else (getattr(args, "window", None) or DEFAULT_WINDOW)
-    window = MainWindow(monitor.pipeline, bridge, window=window_key,
-                        session_file=getattr(args, "file", None), poll_ms=poll_ms)
+    window_key = (
+        settings.window if settings is not None else (getattr(args, "window", None) or DEFAULT_WINDOW)
+    )
+    window = MainWindow(
+        monitor.pipeline, bridge, window=window_key, session_file=getattr(args, "file", None), poll_ms=poll_ms
+    )
     bridge.setParent(window)
     services.attach(window)
     if hasattr(source, "session_path"):
         from vramscope.ui.sampler_banner import attach_sampler_banner
+
         attach_sampler_banner(window, source)
     if settings is not None:
         from vramscope.ui.window_setup import restore_layout, setup_desktop
@@ -113,22 +119,34 @@ def start_monitor(source, args, settings=None):
     if sampled_apart:  # and judges: the window takes its alerts
         from vramscope.core.detectors.taken import TakenAlerts
         from vramscope.sources.local_sampler import window_enrichers as enrichers
+
         record, engine = False, TakenAlerts(source.judged)
-    monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics,
-                            read_only=read_only, actions=True,  # diagnostics None: the settings file's (tests)
-                            engine=engine)
+    monitor = build_monitor(
+        source,
+        enrichers=enrichers,
+        interval=interval,
+        diagnostics=diagnostics,
+        read_only=read_only,
+        actions=True,  # diagnostics None: the settings file's (tests)
+        engine=engine,
+    )
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
     elif sampled_apart:  # through the sampler process, which records them
         from vramscope.sources.local_sampler import SamplerActions
+
         monitor.actions = SamplerActions(source, read_only=read_only)
     elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
         monitor.actions = ProcessActions(read_only=True)
     if record:
-        monitor.record(SessionRecorder(
-            monitor.engine, monitor.actions,
-            meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)},
-            retention=RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)))
+        monitor.record(
+            SessionRecorder(
+                monitor.engine,
+                monitor.actions,
+                meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)},
+                retention=RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap),
+            )
+        )
     address = getattr(args, "prometheus", None)
     if address:
         try:
@@ -171,19 +189,23 @@ class Services:
 
         self.panels = attach_panels(window, self.engine, self.actions, self.read_only)
         from vramscope.core.samples import PROMETHEUS_SOURCE, REMOTE_SOURCES
+
         source = self.monitor.pipeline.source
         if source.name in REMOTE_SOURCES:  # --host, --from-prometheus
             from vramscope.ui.hosts_bar import attach_hosts_bar
+
             attach_hosts_bar(window)
         if source.name == PROMETHEUS_SOURCE:
             from vramscope.ui.fleet_view import attach_fleet_view
+
             attach_fleet_view(window, source, self.engine)
         window.services = self
         _add_session_actions(window, self)
         if self.monitor.metrics_error:
             window.statusBar().showMessage(self.monitor.metrics_error, 30000)
-        elif (self.recorder is not None or "--record-session" in getattr(
-                source, "options", ())) and not self.monitor.pipeline.simulated:
+        elif (
+            self.recorder is not None or "--record-session" in getattr(source, "options", ())
+        ) and not self.monitor.pipeline.simulated:
             window.statusBar().showMessage("Recording this session (File → Export to share it)", 8000)
 
     def close(self) -> None:
@@ -214,8 +236,7 @@ def open_session_window(path: str, args=None):
         reader.close()
         raise unreadable(path, exc) from exc
     feed = Pipeline(ErrorSource("recorded session", name="session"), store)
-    feed.learn_labels(GpuProcess(pid=r.pid, used=None, info=r.info())
-                      for r in reader.processes().values())
+    feed.learn_labels(GpuProcess(pid=r.pid, used=None, info=r.info()) for r in reader.processes().values())
     bridge = Bridge()
     window = MainWindow(feed, bridge, window="all", session_file=str(path))
     bridge.setParent(window)
@@ -259,8 +280,12 @@ def _ask_open(window) -> None:
 
     from vramscope.core.session import SessionError, default_directory
 
-    path, _ = QFileDialog.getOpenFileName(window, "Open a recorded session", str(default_directory()),
-                                          "vramscope sessions (*.vramscope *.sqlite *.db);;All files (*)")
+    path, _ = QFileDialog.getOpenFileName(
+        window,
+        "Open a recorded session",
+        str(default_directory()),
+        "vramscope sessions (*.vramscope *.sqlite *.db);;All files (*)",
+    )
     if not path:
         return
     try:
@@ -281,7 +306,9 @@ def _ask_export(window, session_path) -> None:
     if session_path is None:
         window.statusBar().showMessage(
             "Nothing to export: this window is not recording (demo data, or recording is off). "
-            "Use `vramscope record` or open a recorded session.", 10000)
+            "Use `vramscope record` or open a recorded session.",
+            10000,
+        )
         return
     filters = {"Perfetto / Chrome trace (*.json)": "perfetto", "CSV, long form (*.csv)": "csv"}
     out, chosen = QFileDialog.getSaveFileName(window, "Export session", "", ";;".join(filters))
@@ -299,7 +326,8 @@ def _ask_export(window, session_path) -> None:
 
     def done(_result, error):
         window.statusBar().showMessage(
-            f"Export failed: {error}" if error is not None else f"Exported to {out}", 15000)
+            f"Export failed: {error}" if error is not None else f"Exported to {out}", 15000
+        )
 
     window.bridge.run_in_thread(work, done, name="vramscope-export")
 

@@ -15,9 +15,13 @@ class DemoBanner(QLabel):
         super().__init__(DEMO_TEXT, parent)
         self.setObjectName("demoBanner")
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        theme.styled(self, lambda s: (
-            f"QLabel#demoBanner {{ background: {s.DEMO_BANNER}; color: #fff3cc;"
-            " font-weight: 600; padding: 5px; border-radius: 4px; }"))
+        theme.styled(
+            self,
+            lambda s: (
+                f"QLabel#demoBanner {{ background: {s.DEMO_BANNER}; color: #fff3cc;"
+                " font-weight: 600; padding: 5px; border-radius: 4px; }"
+            ),
+        )
 
 
 class NoDriverPage(QWidget):
@@ -38,7 +42,8 @@ class NoDriverPage(QWidget):
         self.hint = QLabel(
             "vramscope reads GPU memory through the NVIDIA driver's NVML library\n"
             "(libnvidia-ml.so.1). Once a driver is available it is picked up without a restart.\n"
-            "Until then you can look around with a simulated workstation.")
+            "Until then you can look around with a simulated workstation."
+        )
         self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.demo_button = QPushButton("Show the demo")
         self.demo_button.setMinimumWidth(180)

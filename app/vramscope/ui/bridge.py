@@ -41,10 +41,14 @@ class Bridge(QObject):
         except RuntimeError:  # "Signal source has been deleted": nothing is left to update
             log.debug("dropped %r: the bridge is gone", fn)
 
-    def run_in_thread(self, work: Callable[[], Any],
-                      done: Callable[[Any, BaseException | None], None] | None = None,
-                      name: str = "vramscope-task") -> threading.Thread:
+    def run_in_thread(
+        self,
+        work: Callable[[], Any],
+        done: Callable[[Any, BaseException | None], None] | None = None,
+        name: str = "vramscope-task",
+    ) -> threading.Thread:
         """``work()`` on a worker thread; ``done(result, error)`` on the main thread."""
+
         def target():
             try:
                 result, error = work(), None

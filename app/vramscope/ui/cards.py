@@ -12,7 +12,14 @@ from operator import attrgetter
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFrame, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QToolButton, QVBoxLayout, QWidget,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from vramscope.core.samples import NVIDIA, GpuSample
@@ -64,8 +71,9 @@ class GpuCard(QFrame):
         self.details_button = QToolButton()
         self.details_button.setCheckable(True)
         self.details_button.setText("details ▸")
-        self.details_button.setToolTip("Show or hide free, driver-reserved, utilisation, "
-                                       "temperature and power")
+        self.details_button.setToolTip(
+            "Show or hide free, driver-reserved, utilisation, temperature and power"
+        )
         self.details_button.toggled.connect(self._details_clicked)
         self.title = QLabel("name n/a")
         self.title.setObjectName("title")
@@ -75,8 +83,10 @@ class GpuCard(QFrame):
         self.asleep = QLabel("Asleep (runtime-suspended): not queried until it wakes")
         self.asleep.setObjectName("asleep")
         self.asleep.setWordWrap(True)
-        self.asleep.setToolTip("The PCI device is runtime-suspended to save power; querying it "
-                               "would wake it, so vramscope leaves it alone until it wakes.")
+        self.asleep.setToolTip(
+            "The PCI device is runtime-suspended to save power; querying it "
+            "would wake it, so vramscope leaves it alone until it wakes."
+        )
         self.asleep.hide()
         self.mig = QLabel()  # MIG mode: the slices, each in its own row below
         self.mig.setProperty("class", "key")
@@ -101,8 +111,14 @@ class GpuCard(QFrame):
         grid.setHorizontalSpacing(10)
         grid.setVerticalSpacing(2)
         self.values: dict[str, QLabel] = {}
-        rows = (("free", "Free"), ("reserved", "Driver-reserved"), ("util", "Utilisation"),
-                ("temperature", "Temperature"), ("power", "Power"), ("processes", "Processes"))
+        rows = (
+            ("free", "Free"),
+            ("reserved", "Driver-reserved"),
+            ("util", "Utilisation"),
+            ("temperature", "Temperature"),
+            ("power", "Power"),
+            ("processes", "Processes"),
+        )
         for row, (key, text) in enumerate(rows):
             k = QLabel(text)
             k.setProperty("class", "key")
@@ -166,8 +182,9 @@ class GpuCard(QFrame):
             self.bar.setProperty("level", level)
             self.bar.style().unpolish(self.bar)
             self.bar.style().polish(self.bar)
-        self.percent.setText((NA if frac is None else f"{frac * 100:.0f} % used")
-                             + f"  ·  free {fmt_gib(gpu.free)}")
+        self.percent.setText(
+            (NA if frac is None else f"{frac * 100:.0f} % used") + f"  ·  free {fmt_gib(gpu.free)}"
+        )
         self.percent.setToolTip(gpu.reason("total") or "")
         self.used.setToolTip(gpu.reason("used") or gpu.reason("total") or "")
         v = self.values
@@ -175,24 +192,31 @@ class GpuCard(QFrame):
         v["reserved"].setText(fmt_gib(gpu.reserved, 2))
         v["reserved"].setToolTip(
             "Memory the driver and system keep for themselves (NVML memory v2)."
-            if gpu.reserved is not None else
-            f"n/a: {gpu.reason('reserved') or 'this driver reports memory v1 only.'}")
+            if gpu.reserved is not None
+            else f"n/a: {gpu.reason('reserved') or 'this driver reports memory v1 only.'}"
+        )
         v["util"].setText(fmt_percent(gpu.util_gpu))
         v["util"].setToolTip(f"n/a: {gpu.reason('util_gpu')}" if gpu.reason("util_gpu") else "")
         v["temperature"].setText(NA if gpu.temperature is None else f"{gpu.temperature} °C")
-        v["temperature"].setToolTip(f"n/a: {gpu.reason('temperature')}"
-                                    if gpu.temperature is None and gpu.reason("temperature") else "")
+        v["temperature"].setToolTip(
+            f"n/a: {gpu.reason('temperature')}"
+            if gpu.temperature is None and gpu.reason("temperature")
+            else ""
+        )
         v["power"].setText(power_text(gpu))
-        v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep
-                               else NA)
+        v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep else NA)
         self.summary.setText(summary_text(gpu))
         self.mig.setVisible(bool(gpu.mig_mode))
         if gpu.mig_mode:
             n = len(gpu.slices)
-            self.mig.setText(f"MIG mode · {n} slice{'' if n == 1 else 's'}"
-                             + (": " + ", ".join(s.profile or "?" for s in gpu.slices) if n else ""))
-            self.mig.setToolTip("Multi-Instance GPU: each slice has its own memory, timeline and "
-                                "processes (rows below). NVML gives no per-process SM % on MIG.")
+            self.mig.setText(
+                f"MIG mode · {n} slice{'' if n == 1 else 's'}"
+                + (": " + ", ".join(s.profile or "?" for s in gpu.slices) if n else "")
+            )
+            self.mig.setToolTip(
+                "Multi-Instance GPU: each slice has its own memory, timeline and "
+                "processes (rows below). NVML gives no per-process SM % on MIG."
+            )
         elif gpu.unified:  # the same line says where a unified-memory board's memory is
             self.mig.setVisible(True)
             self.mig.setText("unified memory  ·  system RAM")
@@ -208,12 +232,11 @@ class GpuCard(QFrame):
         self.summary.setText(slice_summary_text(mig))
 
     def _set_heading(self, text: str) -> None:
-        """"lab2 GPU 0  ·  00000000:01:00.0": what does not fit beside the details
+        """ "lab2 GPU 0  ·  00000000:01:00.0": what does not fit beside the details
         button ends in "…" (another machine's name makes it long); all of it in the tooltip."""
         room = CARD_WIDTH - 30 - self.details_button.sizeHint().width()
         text = visible(text)
-        self.heading.setText(self.heading.fontMetrics().elidedText(
-            text, Qt.TextElideMode.ElideRight, room))
+        self.heading.setText(self.heading.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, room))
         self.heading.setToolTip(tip(text))
 
     def _set_error(self, error: str | None, asleep: bool = False) -> None:

@@ -32,8 +32,10 @@ class EndProcessDialog(QDialog):
         self.setWindowModality(Qt.WindowModality.WindowModal)
         layout = QVBoxLayout(self)
         if mode == "kill":
-            head = (f"pid {summary.pid}{on} is still running after SIGTERM. Send SIGKILL? "
-                    "It cannot clean up; unsaved work is lost.")
+            head = (
+                f"pid {summary.pid}{on} is still running after SIGTERM. Send SIGKILL? "
+                "It cannot clean up; unsaved work is lost."
+            )
         else:
             head = f"End pid {summary.pid}{on}? It gets SIGTERM and can exit cleanly."
         self.headline = plain(QLabel(), head)  # a remote host's name is input
@@ -57,9 +59,12 @@ class EndProcessDialog(QDialog):
         layout.addLayout(form)
         self.jupyter = None
         if summary.connection_file:
-            self.jupyter = plain(QLabel(), "This is a Jupyter kernel. Shutting it down from "
-                                 "Jupyter (Kernel > Shut Down in its notebook) lets the notebook "
-                                 "know. Connection file: " + summary.connection_file)
+            self.jupyter = plain(
+                QLabel(),
+                "This is a Jupyter kernel. Shutting it down from "
+                "Jupyter (Kernel > Shut Down in its notebook) lets the notebook "
+                "know. Connection file: " + summary.connection_file,
+            )
             self.jupyter.setWordWrap(True)
             self.jupyter.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(self.jupyter)
@@ -86,10 +91,12 @@ class EndProcessDialog(QDialog):
             buttons.rejected.connect(self.reject)
         self.copy_button = None
         if summary.connection_file:
-            self.copy_button = buttons.addButton("Copy connection file",
-                                                 QDialogButtonBox.ButtonRole.ActionRole)
+            self.copy_button = buttons.addButton(
+                "Copy connection file", QDialogButtonBox.ButtonRole.ActionRole
+            )
             self.copy_button.clicked.connect(
-                lambda: QGuiApplication.clipboard().setText(summary.connection_file))
+                lambda: QGuiApplication.clipboard().setText(summary.connection_file)
+            )
         layout.addWidget(buttons)
         self.buttons = buttons
         self.setMinimumWidth(460)

@@ -9,8 +9,16 @@ import time
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QSplitter, QTableWidget,
-    QTableWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
 from vramscope.core.units import fmt_gib
@@ -18,8 +26,12 @@ from vramscope.ui import theme
 from vramscope.sources.remote import CONNECTED
 
 COLUMNS = ("Host", "State", "GPUs", "Used / total", "Per GPU (used / total GiB)", "Alerts")
-RANGES = (("Last hour", 3600.0), ("Last 6 hours", 6 * 3600.0), ("Last day", 86400.0),
-          ("Last 10 minutes", 600.0))
+RANGES = (
+    ("Last hour", 3600.0),
+    ("Last 6 hours", 6 * 3600.0),
+    ("Last day", 86400.0),
+    ("Last 10 minutes", 600.0),
+)
 GiB = float(1 << 30)
 
 
@@ -39,9 +51,19 @@ def host_rows(frame, alerts=()) -> list[tuple]:
         summary = f"{fmt_gib(sum(used))} / {fmt_gib(sum(total))}" if used and total else "n/a"
         per_gpu = "   ".join(
             f"{g.host_index}: {'n/a' if g.used is None else f'{g.used / GiB:.1f}'}"
-            f" / {'n/a' if g.total is None else f'{g.total / GiB:.0f}'}" for g in gpus)
-        rows.append((state.host, "up" if state.state == CONNECTED else (state.error or state.state),
-                     len(gpus), summary, per_gpu, counts.get(state.host, 0)))
+            f" / {'n/a' if g.total is None else f'{g.total / GiB:.0f}'}"
+            for g in gpus
+        )
+        rows.append(
+            (
+                state.host,
+                "up" if state.state == CONNECTED else (state.error or state.state),
+                len(gpus),
+                summary,
+                per_gpu,
+                counts.get(state.host, 0),
+            )
+        )
     return rows
 
 
@@ -125,8 +147,9 @@ class FleetOverview(QWidget):
         """Show ``host``'s history over the chosen range (range queries, off the GUI thread)."""
         self.chosen = host
         seconds = RANGES[max(0, self.range.currentIndex())][1]
-        self.title.setText(f"{host}: memory, {RANGES[max(0, self.range.currentIndex())][0].lower()}"
-                           " (loading…)")
+        self.title.setText(
+            f"{host}: memory, {RANGES[max(0, self.range.currentIndex())][0].lower()} (loading…)"
+        )
         end = time.time()
 
         self._span = (end - seconds, end)
@@ -140,8 +163,11 @@ class FleetOverview(QWidget):
             except Exception as exc:  # noqa: BLE001 - shown, not raised
                 self.show_history(host, None, exc)
         else:
-            self.bridge.run_in_thread(work, lambda result, error: self.show_history(host, result, error),
-                                      name="vramscope-fleet-history")
+            self.bridge.run_in_thread(
+                work,
+                lambda result, error: self.show_history(host, result, error),
+                name="vramscope-fleet-history",
+            )
         self.host_chosen.emit(host)
 
     def show_history(self, host: str, history, error) -> None:
@@ -163,10 +189,16 @@ class FleetOverview(QWidget):
                     continue
                 ys = [float("nan") if v is None else v / GiB for v in values]
                 few = len(ys) < 5  # a host scraped only recently: dots, not an invisible line
-                self.plot.plot(t[:len(ys)], ys, pen=pg.mkPen(colour, width=2, style=style),
-                               name=f"GPU {gpu} {key}", connect="finite",
-                               symbol="o" if few else None, symbolSize=6,
-                               symbolBrush=colour if few else None)
+                self.plot.plot(
+                    t[: len(ys)],
+                    ys,
+                    pen=pg.mkPen(colour, width=2, style=style),
+                    name=f"GPU {gpu} {key}",
+                    connect="finite",
+                    symbol="o" if few else None,
+                    symbolSize=6,
+                    symbolBrush=colour if few else None,
+                )
         self.plot.setXRange(*self._span, padding=0.01)
 
 

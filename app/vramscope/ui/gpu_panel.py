@@ -27,8 +27,14 @@ class GpuRow(QWidget):
     """A GPU (or, with ``mig_uuid``, one MIG slice of it): card and timeline.
     ``card`` and ``timeline`` are None until ``build`` (the row holds its place)."""
 
-    def __init__(self, index: int, colours: theme.ColourBook, parent=None,
-                 mig_uuid: str | None = None, build: bool = True):
+    def __init__(
+        self,
+        index: int,
+        colours: theme.ColourBook,
+        parent=None,
+        mig_uuid: str | None = None,
+        build: bool = True,
+    ):
         super().__init__(parent)
         self.index, self.mig_uuid, self._colours = index, mig_uuid, colours
         self.card: GpuCard | None = None
@@ -95,7 +101,7 @@ class GpuPanel(QScrollArea):
         self.verticalScrollBar().valueChanged.connect(self._update_visible)
 
     def set_plot_style(self, style: str) -> None:
-        """"stacked" (processes stacked, largest at the bottom) or "lines"."""
+        """ "stacked" (processes stacked, largest at the bottom) or "lines"."""
         if style not in tuple(PlotStyle):
             raise ValueError(f"unknown plot style {style!r}; choose {' or '.join(PlotStyle)}")
         changed = style != self.plot_style
@@ -133,8 +139,9 @@ class GpuPanel(QScrollArea):
         n = min(2, max(1, len(self.rows)))
         # a row's card can need more than ROW_MIN_HEIGHT (its lines of text): the
         # rows' own minimum, so the second GPU's axes are never cut by the table
-        heights = [max(ROW_MIN_HEIGHT, r.minimumSizeHint().height())
-                   for r in list(self._all_rows().values())[:n]]
+        heights = [
+            max(ROW_MIN_HEIGHT, r.minimumSizeHint().height()) for r in list(self._all_rows().values())[:n]
+        ]
         heights += [ROW_MIN_HEIGHT] * (n - len(heights))
         return sum(heights) + (n - 1) * self._layout.spacing() + 2 * self.frameWidth() + 4
 
@@ -175,9 +182,15 @@ class GpuPanel(QScrollArea):
                 row.card.show_slice(gpu, mig)
                 row.timeline.members = frozenset(p.identity for p in mig.processes)
 
-    def update_timelines(self, store: Store, since: float | None, t_end: float,
-                         labels: dict[ProcessIdentity, str], processes: int = 0,
-                         kin: dict | None = None) -> None:
+    def update_timelines(
+        self,
+        store: Store,
+        since: float | None,
+        t_end: float,
+        labels: dict[ProcessIdentity, str],
+        processes: int = 0,
+        kin: dict | None = None,
+    ) -> None:
         """Redraw the timelines in view; the others when they scroll into view.
         With ``processes`` (in the frame) at BUSY_PROCESSES or more, one timeline
         per event-loop turn, so clicks and repaints go on between them."""
@@ -233,8 +246,11 @@ class GpuPanel(QScrollArea):
         row.timeline.highlight(self._highlighted)
         row.card.set_details(self.card_details)
         row.card.details_toggled.connect(self._card_toggled)
-        gpu = next((g for g in self._frame.gpus if g.index == row.index), None) \
-            if self._frame is not None else None
+        gpu = (
+            next((g for g in self._frame.gpus if g.index == row.index), None)
+            if self._frame is not None
+            else None
+        )
         if gpu is not None:
             self._fill(gpu)
         self.row_built.emit(row)
@@ -280,9 +296,10 @@ class GpuPanel(QScrollArea):
             if i not in self.rows:
                 self.rows[i] = GpuRow(i, self.colours, build=False)
         # slices in the frame's order (by instance id), which _all_rows keeps
-        self.slice_rows = {key: self.slice_rows.get(key) or
-                           GpuRow(key[0], self.colours, mig_uuid=key[1], build=False)
-                           for key in slices}
+        self.slice_rows = {
+            key: self.slice_rows.get(key) or GpuRow(key[0], self.colours, mig_uuid=key[1], build=False)
+            for key in slices
+        }
         order = list(self._all_rows().values())
         for position, row in enumerate(order):
             if self._layout.indexOf(row) != position:

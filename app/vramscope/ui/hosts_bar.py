@@ -41,8 +41,12 @@ class HostsBar(QWidget):
                 chip.setObjectName("hostChip")
                 self._layout.insertWidget(self._layout.count() - 1, chip)
             chip.setText(visible(chip_text(state)))  # host names and remote errors are input
-            chip.setToolTip(tip(state.error or (f"vramscope {state.version} on {state.host}"
-                                                if state.version else state.host)))
+            chip.setToolTip(
+                tip(
+                    state.error
+                    or (f"vramscope {state.version} on {state.host}" if state.version else state.host)
+                )
+            )
             if chip.property("state") != state.state:
                 chip.setProperty("state", state.state)
                 theme.styled(chip, partial(chip_style, state.state))
@@ -51,8 +55,10 @@ class HostsBar(QWidget):
 def chip_style(state: str, s: theme.Scheme) -> str:
     """A chip in its state's colour: connected, connecting, or down."""
     colour = {CONNECTED: s.OK, CONNECTING: s.MUTED}.get(state, s.ERROR)
-    return (f"QLabel#hostChip {{ border: 1px solid {colour}; border-radius: 9px;"
-            f" padding: 2px 8px; color: {colour}; }}")
+    return (
+        f"QLabel#hostChip {{ border: 1px solid {colour}; border-radius: 9px;"
+        f" padding: 2px 8px; color: {colour}; }}"
+    )
 
 
 def attach_hosts_bar(window) -> HostsBar:

@@ -16,8 +16,16 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
-    QDockWidget, QLabel, QMainWindow, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
-    QToolBar, QVBoxLayout, QWidget,
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QSizePolicy,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
 )
 
 from vramscope.core.pipeline import Pipeline
@@ -45,7 +53,7 @@ def hosts_text(n: int) -> str:
 
 
 def window_title(frame: Frame | None, session_file: str | None = None) -> str:
-    """"vramscope", "vramscope — gpu-box-1", "vramscope — 3 hosts", then the
+    """ "vramscope", "vramscope — gpu-box-1", "vramscope — 3 hosts", then the
     recorded session's file, then "demo (simulated data)" for the demo."""
     parts = ["vramscope"]
     hosts = frame.host_names if frame is not None else ()
@@ -60,6 +68,7 @@ def window_title(frame: Frame | None, session_file: str | None = None) -> str:
 
 def default_demo_source():
     from vramscope.sources.simulated import SimulatedSource
+
     return SimulatedSource(seed=1)
 
 
@@ -68,9 +77,16 @@ class MainWindow(QMainWindow):
     paused_changed = Signal(bool)
     time_window_changed = Signal(object)
 
-    def __init__(self, feed: Pipeline, bridge: Bridge | None = None, window: str = DEFAULT_WINDOW,
-                 demo_factory: Callable[[], object] | None = None, session_file: str | None = None,
-                 poll_ms: int | None = None, parent=None):
+    def __init__(
+        self,
+        feed: Pipeline,
+        bridge: Bridge | None = None,
+        window: str = DEFAULT_WINDOW,
+        demo_factory: Callable[[], object] | None = None,
+        session_file: str | None = None,
+        poll_ms: int | None = None,
+        parent=None,
+    ):
         super().__init__(parent)
         self.feed = feed
         self.bridge = bridge or Bridge(self)
@@ -107,8 +123,7 @@ class MainWindow(QMainWindow):
     def window_seconds(self) -> float | None:
         return TIME_WINDOWS[self.window_key][1]
 
-    def add_panel(self, title: str, widget: QWidget,
-                  dock: Qt.DockWidgetArea | None = None) -> QWidget:
+    def add_panel(self, title: str, widget: QWidget, dock: Qt.DockWidgetArea | None = None) -> QWidget:
         """A tab beside "Monitor" (default) or, with ``dock``, a dock widget."""
         if dock is None:
             self.tabs.addTab(widget, title)
@@ -169,8 +184,9 @@ class MainWindow(QMainWindow):
         self.no_driver.demo_button.setEnabled(False)
         self.statusBar().showMessage("Starting the demo…")
         factory, feed = self.demo_factory, self.feed
-        self.bridge.run_in_thread(lambda: feed.switch_source(factory()), self._demo_started,
-                                  name="vramscope-switch-source")
+        self.bridge.run_in_thread(
+            lambda: feed.switch_source(factory()), self._demo_started, name="vramscope-switch-source"
+        )
 
     # -- building ---------------------------------------------------------------------
     def _build_menus_and_toolbar(self) -> None:
@@ -187,11 +203,15 @@ class MainWindow(QMainWindow):
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        theme.styled(bar, lambda s: (
-            "QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
-            "QToolButton { padding: 4px 12px; border-radius: 4px; }"
-            f"QToolButton:checked {{ background: {s.HIGHLIGHT}; color: white; }}"
-            f"QToolButton:disabled {{ background: transparent; color: {s.MUTED}; }}"))
+        theme.styled(
+            bar,
+            lambda s: (
+                "QToolBar { spacing: 4px; padding: 4px 8px; border: none; }"
+                "QToolButton { padding: 4px 12px; border-radius: 4px; }"
+                f"QToolButton:checked {{ background: {s.HIGHLIGHT}; color: white; }}"
+                f"QToolButton:disabled {{ background: transparent; color: {s.MUTED}; }}"
+            ),
+        )
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
         bar.addWidget(_muted("Time window "))
         group = QActionGroup(self)
@@ -243,8 +263,7 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.banner)
 
         self.gpu_panel = GpuPanel(self.colours)
-        self.gpu_panel.plot_style_changed.connect(
-            lambda style: self.style_actions[style].setChecked(True))
+        self.gpu_panel.plot_style_changed.connect(lambda style: self.style_actions[style].setChecked(True))
         self.table = ProcessTable(self.colours)
         self.table.selection_changed.connect(self.gpu_panel.highlight)
         self.table.shown.connect(self.fit_split)  # its rows are known once built
@@ -289,8 +308,11 @@ class MainWindow(QMainWindow):
             if frame.error:
                 self.no_driver.show_error(frame.error, can_demo=not frame.simulated)
             else:
-                self.no_driver.show_error("The NVIDIA driver reports no GPUs on this machine.",
-                                          can_demo=not frame.simulated, title="No NVIDIA GPU found")
+                self.no_driver.show_error(
+                    "The NVIDIA driver reports no GPUs on this machine.",
+                    can_demo=not frame.simulated,
+                    title="No NVIDIA GPU found",
+                )
             self.pages.setCurrentWidget(self.no_driver)
             self._set_view_controls(False)
             self._update_status()
@@ -319,8 +341,7 @@ class MainWindow(QMainWindow):
             for ident in itertools.islice(labels, self._styled, None):
                 self.colours.style(ident)  # colours in order of first sight, stable from then on
             self._styled = len(labels)
-            self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes,
-                                            kin=self.feed.kin())
+            self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes, kin=self.feed.kin())
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
 
@@ -370,8 +391,11 @@ class MainWindow(QMainWindow):
             if frame is not None and frame.driver_version:
                 src += f" · driver {frame.driver_version}"
         self.source_label.setText(src + "  ")
-        parts = ([f"sampling every {self.feed.interval:g} s"] if self.session_file is None
-                 else ["recorded session: move the scrubber below, zoom the plots with the mouse wheel"])
+        parts = (
+            [f"sampling every {self.feed.interval:g} s"]
+            if self.session_file is None
+            else ["recorded session: move the scrubber below, zoom the plots with the mouse wheel"]
+        )
         if frame is not None and not frame.gpus and self.session_file is None:
             # nothing is being sampled: say what really happens
             parts = ["no GPU to sample: checking every few seconds whether a driver has appeared"]
@@ -383,8 +407,9 @@ class MainWindow(QMainWindow):
         if trouble:
             parts.append(f"⚠ {trouble}")
         if self.paused:
-            parts.insert(0, f"PAUSED — view frozen, sampling continues "
-                            f"({self._frames_while_paused} new samples)")
+            parts.insert(
+                0, f"PAUSED — view frozen, sampling continues ({self._frames_while_paused} new samples)"
+            )
         self.status_text.setText("  ·  ".join(parts))
 
     def _set_view_controls(self, on: bool) -> None:

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from vramscope.core.module_figures import FIGURE_LABELS, FIGURES
 from vramscope.core.units import NA, fmt_bytes, fmt_percent
@@ -73,8 +81,10 @@ class ModuleTree(QWidget):
         if not modules:
             return
         steps = sorted({m.measured_step for m in modules})
-        self.heading.setText(f"Modules · measured at step {steps[-1]} (one sampled step; "
-                             "sorted by total, click a column to sort)")
+        self.heading.setText(
+            f"Modules · measured at step {steps[-1]} (one sampled step; "
+            "sorted by total, click a column to sort)"
+        )
         expanded = {n for n, it in self.items.items() if it.isExpanded()}
         self.tree.setSortingEnabled(False)
         self.tree.clear()

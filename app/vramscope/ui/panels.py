@@ -37,8 +37,9 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         frame = window.store.latest
         return frame.time if frame is not None else time.time()
 
-    alerts = AlertsPanel(engine=engine, actions=actions, read_only=read_only, clock=now,
-                         bridge=getattr(window, "bridge", None))
+    alerts = AlertsPanel(
+        engine=engine, actions=actions, read_only=read_only, clock=now, bridge=getattr(window, "bridge", None)
+    )
     agents = AgentPanel(window.store)
     planner = PlannerTab()
     tray = TrayNotifier(window)
@@ -76,8 +77,9 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         alerts.refresh()
         active = alerts.alerts()
         _set_markers(window, active)
-        window.gpu_panel.set_alerted(ProcessIdentity(a.pid, a.start_time)
-                                     for a in active if a.pid is not None)
+        window.gpu_panel.set_alerted(
+            ProcessIdentity(a.pid, a.start_time) for a in active if a.pid is not None
+        )
         said: dict = {}  # the table marks alerted rows, the alerts in the Name's tooltip
         for a in active:
             if a.pid is not None:
@@ -127,11 +129,16 @@ def end_selected_process(window, panels: Panels) -> bool:
 
 def _end_request(row) -> Alert:
     """The user's own request to end a process, in the shape the End flow takes."""
-    return Alert(kind=AlertKind.USER_REQUEST, severity=INFO, gpu=row.gpu, pid=row.pid,
-                 start_time=row.identity.start_time, since=None,
-                 message=f"End {row.label} on "
-                 + (f"{row.host} GPU {row.host_gpu}" if row.host else f"GPU {row.gpu}"),
-                 frees=row.used)
+    return Alert(
+        kind=AlertKind.USER_REQUEST,
+        severity=INFO,
+        gpu=row.gpu,
+        pid=row.pid,
+        start_time=row.identity.start_time,
+        since=None,
+        message=f"End {row.label} on " + (f"{row.host} GPU {row.host_gpu}" if row.host else f"GPU {row.gpu}"),
+        frees=row.used,
+    )
 
 
 def _set_markers(window, alerts) -> None:

@@ -13,13 +13,28 @@ import sys
 from dataclasses import replace
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
-from vramscope.core.planner import (PlanError, PlanRequest, parse_count, parse_gpu_memory,
-                                    shape_from_params)
-from vramscope.core.planner.config_source import (NOT_FETCHED, cached_models, config_for_model,
-                                                  config_from_path, offline)
+from vramscope.core.planner import PlanError, PlanRequest, parse_count, parse_gpu_memory, shape_from_params
+from vramscope.core.planner.config_source import (
+    NOT_FETCHED,
+    cached_models,
+    config_for_model,
+    config_from_path,
+    offline,
+)
 from vramscope.core.planner.configs import model_type_of, shape_with_checkpoint
 from vramscope.core.planner.hand_counts import HAND_FAMILIES
 from vramscope.core.planner.live import live_model, live_request
@@ -27,8 +42,12 @@ from vramscope.ui.bridge import Bridge
 from vramscope.ui.planner_widgets import spin
 
 COUNT, CONFIG, MODEL, AGENT = "params", "config", "model", "agent"
-SOURCES = ((COUNT, "Parameter count"), (CONFIG, "config.json"),
-           (MODEL, "Model name (Hugging Face)"), (AGENT, "Attached process (agent)"))
+SOURCES = (
+    (COUNT, "Parameter count"),
+    (CONFIG, "config.json"),
+    (MODEL, "Model name (Hugging Face)"),
+    (AGENT, "Attached process (agent)"),
+)
 _SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate")
 
 
@@ -83,9 +102,11 @@ class PlannerForm(QWidget):
         self.model_name = QComboBox()
         self.model_name.setEditable(True)
         self.model_name.lineEdit().setPlaceholderText("org/name, e.g. Qwen/Qwen2.5-7B")
-        self.model_name.setToolTip("Models in the local Hugging Face cache; any other name is "
-                                   "fetched from the Hub when online (your saved token for "
-                                   "gated models)")
+        self.model_name.setToolTip(
+            "Models in the local Hugging Face cache; any other name is "
+            "fetched from the Hub when online (your saved token for "
+            "gated models)"
+        )
         self.load_button = QPushButton("Load")
         self.load_button.clicked.connect(self._load_model)
         model_row = QHBoxLayout()
@@ -98,8 +119,10 @@ class PlannerForm(QWidget):
         self.model_status = _muted()
         self.live_label = _muted()
         self.live_label.hide()
-        self.shape_hint = _muted("With a count: layers, hidden, heads for activations; "
-                                 "KV heads, head dim for the KV cache (- = unknown).")
+        self.shape_hint = _muted(
+            "With a count: layers, hidden, heads for activations; "
+            "KV heads, head dim for the KV cache (- = unknown)."
+        )
         for w in (self.model_status, self.live_label, self.shape_hint):
             col.addWidget(w)
         f = QFormLayout()
@@ -111,9 +134,14 @@ class PlannerForm(QWidget):
         self.kv_heads = spin(0, 4096, 0, "-")
         self.head_dim = spin(0, 4096, 0, "-")
         self.intermediate = spin(0, 1 << 22, 0, "-")
-        for label, w in (("Layers", self.layers), ("Hidden size", self.hidden),
-                         ("Heads", self.heads), ("KV heads", self.kv_heads),
-                         ("Head dim", self.head_dim), ("Intermediate", self.intermediate)):
+        for label, w in (
+            ("Layers", self.layers),
+            ("Hidden size", self.hidden),
+            ("Heads", self.heads),
+            ("KV heads", self.kv_heads),
+            ("Head dim", self.head_dim),
+            ("Intermediate", self.intermediate),
+        ):
             f.addRow(label, w)
         return box
 
@@ -135,16 +163,24 @@ class PlannerForm(QWidget):
         self.train_box = QGroupBox("Training")
         f = QFormLayout(self.train_box)
         self.optimizer = QComboBox()
-        for key, text in (("adam", "Adam (8 B)"), ("adamw", "AdamW (8 B)"),
-                          ("adam8bit", "8-bit Adam (2 B)"), ("sgd-momentum", "SGD momentum (4 B)"),
-                          ("sgd", "SGD (0 B)")):
+        for key, text in (
+            ("adam", "Adam (8 B)"),
+            ("adamw", "AdamW (8 B)"),
+            ("adam8bit", "8-bit Adam (2 B)"),
+            ("sgd-momentum", "SGD momentum (4 B)"),
+            ("sgd", "SGD (0 B)"),
+        ):
             self.optimizer.addItem(text, key)
         self.grad_layout = QComboBox()
         self.grad_layout.addItem("16 B: bf16 gradients (ZeRO)", 16)
         self.grad_layout.addItem("18 B: fp32 gradients (HF)", 18)
         self.zero_stage = QComboBox()
-        for s, text in ((0, "0 - plain DDP"), (1, "1 - optimizer"), (2, "2 - + gradients"),
-                        (3, "3 - + weights")):
+        for s, text in (
+            (0, "0 - plain DDP"),
+            (1, "1 - optimizer"),
+            (2, "2 - + gradients"),
+            (3, "3 - + weights"),
+        ):
             self.zero_stage.addItem(text, s)
         self.gpus = spin(1, 4096, 1)
         self.fsdp = QCheckBox("FSDP full shard (= stage 3)")
@@ -156,11 +192,20 @@ class PlannerForm(QWidget):
         self.seq = spin(0, 1 << 24, 0, "not planned")
         self.checkpointing = QCheckBox("Activation checkpointing (sqrt n)")
         self.flash = QCheckBox("Flash attention")
-        for label, w in (("Optimizer", self.optimizer), ("Mixed layout", self.grad_layout),
-                         ("ZeRO stage", self.zero_stage), ("GPUs in the job", self.gpus),
-                         (None, self.fsdp), (None, self.offload), ("LoRA rank", self.lora_rank),
-                         ("LoRA modules", self.lora_modules), ("Micro-batch", self.batch),
-                         ("Sequence", self.seq), (None, self.checkpointing), (None, self.flash)):
+        for label, w in (
+            ("Optimizer", self.optimizer),
+            ("Mixed layout", self.grad_layout),
+            ("ZeRO stage", self.zero_stage),
+            ("GPUs in the job", self.gpus),
+            (None, self.fsdp),
+            (None, self.offload),
+            ("LoRA rank", self.lora_rank),
+            ("LoRA modules", self.lora_modules),
+            ("Micro-batch", self.batch),
+            ("Sequence", self.seq),
+            (None, self.checkpointing),
+            (None, self.flash),
+        ):
             f.addRow(label, w) if label else f.addRow(w)
         return self.train_box
 
@@ -183,13 +228,23 @@ class PlannerForm(QWidget):
         self.config_path.editingFinished.connect(self._load_config)
         self.model_name.lineEdit().returnPressed.connect(self._load_model)
         self.model_name.activated.connect(lambda _i: self._load_model())
-        for w in (self.precision, self.optimizer, self.grad_layout, self.zero_stage,
-                  self.kv_dtype):
+        for w in (self.precision, self.optimizer, self.grad_layout, self.zero_stage, self.kv_dtype):
             w.currentIndexChanged.connect(self.changed)
         self.mode.currentIndexChanged.connect(self._mode_changed)
-        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
-                  self.intermediate, self.gpus, self.lora_rank, self.batch, self.seq,
-                  self.context, self.concurrency):
+        for w in (
+            self.layers,
+            self.hidden,
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+            self.intermediate,
+            self.gpus,
+            self.lora_rank,
+            self.batch,
+            self.seq,
+            self.context,
+            self.concurrency,
+        ):
             w.valueChanged.connect(self.changed)
         for w in (self.fsdp, self.offload, self.checkpointing, self.flash):
             w.toggled.connect(self.changed)
@@ -211,12 +266,18 @@ class PlannerForm(QWidget):
         self.browse.setEnabled(key == CONFIG)
         self.model_name.setEnabled(key == MODEL)
         self.load_button.setEnabled(key == MODEL)
-        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
-                  self.intermediate, self.shape_hint):
+        for w in (
+            self.layers,
+            self.hidden,
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+            self.intermediate,
+            self.shape_hint,
+        ):
             w.setEnabled(key in (COUNT, AGENT))
         # only the rows of the chosen source: the run's inputs stay above the fold
-        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim,
-                  self.intermediate):
+        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim, self.intermediate):
             self._shape_rows.setRowVisible(w, key in (COUNT, AGENT))
         self.shape_hint.setVisible(key in (COUNT, AGENT))
         self.model_status.setVisible(key in (CONFIG, MODEL))  # says what was read, and how
@@ -249,8 +310,9 @@ class PlannerForm(QWidget):
         self.model_name.blockSignals(False)
 
     def _browse(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Hugging Face config.json", "",
-                                              "JSON (*.json);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Hugging Face config.json", "", "JSON (*.json);;All files (*)"
+        )
         if path:
             self.config_path.setText(path)
             self._load_config()
@@ -289,8 +351,7 @@ class PlannerForm(QWidget):
         if self.source_key != MODEL:
             return
         if not name:
-            self._set_shape(MODEL, PlanError("model", "type a model name, or pick one from "
-                                                      "the local cache"))
+            self._set_shape(MODEL, PlanError("model", "type a model name, or pick one from the local cache"))
             return
         key = ("model", name)
         try:
@@ -344,16 +405,23 @@ class PlannerForm(QWidget):
                 return exc
             except Exception as exc:  # never a traceback in the window
                 return PlanError(key[0], f"{type(exc).__name__}: {exc}")
+
         self._bridge.run_in_thread(
-            work, lambda result, error: self._on_loaded(key, result if error is None else PlanError(
-                key[0], f"{type(error).__name__}: {error}")), name="planner-config")
+            work,
+            lambda result, error: self._on_loaded(
+                key, result if error is None else PlanError(key[0], f"{type(error).__name__}: {error}")
+            ),
+            name="planner-config",
+        )
 
     def _on_loaded(self, key, result) -> None:
         if key != self._loading_key:
             return  # an older request finished after a newer one was made
         if not isinstance(result, PlanError):
-            self.model_status.setText(f"{result.params:,} parameters, counted by "
-                                      f"{result.counted_by}, from {getattr(self, '_where', '')}")
+            self.model_status.setText(
+                f"{result.params:,} parameters, counted by "
+                f"{result.counted_by}, from {getattr(self, '_where', '')}"
+            )
         else:
             self.model_status.clear()
         self._set_shape(key[0], result)
@@ -371,8 +439,11 @@ class PlannerForm(QWidget):
 
     def live(self):
         if self.report is None:
-            raise PlanError("agent", "no process with the vramscope agent is attached: start "
-                                     "one with vramscope run -- python train.py")
+            raise PlanError(
+                "agent",
+                "no process with the vramscope agent is attached: start "
+                "one with vramscope run -- python train.py",
+            )
         return live_model(getattr(self.report, "models", ()))
 
     def fill_live(self) -> None:
@@ -383,8 +454,9 @@ class PlannerForm(QWidget):
             self.live_label.setText(exc.message)
             self.optimizer.setEnabled(True)
             return
-        self.live_label.setText(f"pid {self.report.pid}: " + live.describe()
-                                + "".join(f"\n- {n}" for n in live.notes))
+        self.live_label.setText(
+            f"pid {self.report.pid}: " + live.describe() + "".join(f"\n- {n}" for n in live.notes)
+        )
         self.params.blockSignals(True)
         self.params.setText(f"{live.params:,}")
         self.params.blockSignals(False)
@@ -402,13 +474,23 @@ class PlannerForm(QWidget):
         if self.source_key == AGENT:
             choices = (("live", "as the model holds it"),)
         elif train:
-            choices = (("mixed", "mixed (bf16 + fp32 master)"), ("fp32", "fp32"),
-                       ("fp16", "fp16 mixed"), ("int8", "int8 base (LoRA)"),
-                       ("int4", "int4 base (LoRA)"))
+            choices = (
+                ("mixed", "mixed (bf16 + fp32 master)"),
+                ("fp32", "fp32"),
+                ("fp16", "fp16 mixed"),
+                ("int8", "int8 base (LoRA)"),
+                ("int4", "int4 base (LoRA)"),
+            )
         else:
-            choices = (("auto", "bf16, or as the config is quantized"), ("bf16", "bf16"),
-                       ("fp16", "fp16"), ("fp32", "fp32"), ("fp8", "fp8"),
-                       ("int8", "int8 (bitsandbytes)"), ("int4", "int4 (bitsandbytes NF4)"))
+            choices = (
+                ("auto", "bf16, or as the config is quantized"),
+                ("bf16", "bf16"),
+                ("fp16", "fp16"),
+                ("fp32", "fp32"),
+                ("fp8", "fp8"),
+                ("int8", "int8 (bitsandbytes)"),
+                ("int4", "int4 (bitsandbytes NF4)"),
+            )
         for key, text in choices:
             self.precision.addItem(text, key)
         self.precision.setCurrentIndex(max(self.precision.findData(current), 0))
@@ -421,6 +503,7 @@ class PlannerForm(QWidget):
 
     def request(self, gpus_detected=(), now=()) -> PlanRequest:
         """The PlanRequest of the form; PlanError (field, message) otherwise."""
+
         def opt(w):
             return w.value() or None
 
@@ -443,8 +526,9 @@ class PlannerForm(QWidget):
                 raise PlanError("params", str(exc)) from None
             shape = shape_from_params(count, **layers)
         try:
-            typed = tuple(parse_gpu_memory(part) for part in self.gpu_memory.text().split(",")
-                          if part.strip())
+            typed = tuple(
+                parse_gpu_memory(part) for part in self.gpu_memory.text().split(",") if part.strip()
+            )
         except ValueError as exc:
             raise PlanError("gpu_memory", str(exc)) from None
         gpus = typed or tuple(gpus_detected)
@@ -453,16 +537,27 @@ class PlannerForm(QWidget):
         kv = self.kv_dtype.currentData()
         precision = self.precision.currentData()
         req = PlanRequest(
-            shape=shape, mode=self.mode.currentData(),
+            shape=shape,
+            mode=self.mode.currentData(),
             precision=None if precision in ("auto", "live") else precision,
-            optimizer=self.optimizer.currentData(), grad_layout=self.grad_layout.currentData(),
-            zero_stage=self.zero_stage.currentData(), gpus=self.gpus.value(),
-            fsdp=self.fsdp.isChecked(), offload_optimizer=self.offload.isChecked(),
-            lora_rank=opt(self.lora_rank), lora_modules=modules, batch=opt(self.batch),
-            seq=opt(self.seq), checkpointing=self.checkpointing.isChecked(),
-            flash_attention=self.flash.isChecked(), kv_dtype=None if kv == "auto" else kv,
-            context=opt(self.context), concurrency=self.concurrency.value(), gpus_memory=gpus,
-            gpus_now=now)
+            optimizer=self.optimizer.currentData(),
+            grad_layout=self.grad_layout.currentData(),
+            zero_stage=self.zero_stage.currentData(),
+            gpus=self.gpus.value(),
+            fsdp=self.fsdp.isChecked(),
+            offload_optimizer=self.offload.isChecked(),
+            lora_rank=opt(self.lora_rank),
+            lora_modules=modules,
+            batch=opt(self.batch),
+            seq=opt(self.seq),
+            checkpointing=self.checkpointing.isChecked(),
+            flash_attention=self.flash.isChecked(),
+            kv_dtype=None if kv == "auto" else kv,
+            context=opt(self.context),
+            concurrency=self.concurrency.value(),
+            gpus_memory=gpus,
+            gpus_now=now,
+        )
         if live is not None:
             req = live_request(live, req, **layers)
         if req.mode == "train" and (req.batch is None) != (req.seq is None):

@@ -79,21 +79,29 @@ class MeasuredView(QWidget):
     def _fill(self) -> None:
         report, device = self.report, self.device.currentText() or None
         if report is None or device is None:
-            self.label.setText("Planned vs measured: no agent attached" if report is None else
-                               "Planned vs measured: the agent has no buckets yet")
+            self.label.setText(
+                "Planned vs measured: no agent attached"
+                if report is None
+                else "Planned vs measured: the agent has no buckets yet"
+            )
             self.table.setRowCount(0)
             self.table.fit()
             return
         step = f", step {report.step}" if report.step is not None else ""
         if not self.like_with_like or self.plan is None:
-            self.label.setText(f"Planned vs measured: pid {report.pid} is attached, but this plan "
-                               "is not of its model -- choose 'Attached process (agent)' as the "
-                               "source to compare like with like")
+            self.label.setText(
+                f"Planned vs measured: pid {report.pid} is attached, but this plan "
+                "is not of its model -- choose 'Attached process (agent)' as the "
+                "source to compare like with like"
+            )
             self.table.setRowCount(0)
             self.table.fit()
             return
-        same = (" -- planned from this process's own model, like with like"
-                if self.plan.request.dtype_bytes is not None else "")
+        same = (
+            " -- planned from this process's own model, like with like"
+            if self.plan.request.dtype_bytes is not None
+            else ""
+        )
         self.label.setText(f"Planned vs measured: pid {report.pid} on {device}{step}{same}")
         peak = self._peaks.get((report.pid, report.start_time, device))
         rows = compare(self.plan, report, device, peak=peak)
@@ -103,12 +111,13 @@ class MeasuredView(QWidget):
         for r, row in enumerate(rows):
             diff = row.difference
             t.setItem(r, 0, item(row.label, tip=row.why))
-            t.setItem(r, 1, item("not planned", True) if row.planned is None
-                      else _sized(row.planned))
-            t.setItem(r, 2, item("no data", True) if row.measured is None
-                      else _sized(row.measured))
-            d = item(NA if diff is None else ("exact" if diff == 0 else signed_gib(diff)), True,
-                     tip=None if not diff else f"{diff:+,} B")
+            t.setItem(r, 1, item("not planned", True) if row.planned is None else _sized(row.planned))
+            t.setItem(r, 2, item("no data", True) if row.measured is None else _sized(row.measured))
+            d = item(
+                NA if diff is None else ("exact" if diff == 0 else signed_gib(diff)),
+                True,
+                tip=None if not diff else f"{diff:+,} B",
+            )
             if diff is not None:
                 d.setForeground(QColor(scheme.OK if diff == 0 else scheme.WARNING))
             t.setItem(r, 3, d)

@@ -39,12 +39,20 @@ class ResultsView(QWidget):
         self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "GiB", "B/param"])
         self.gpu_table = FullTable(["GPU", "Capacity", "Empty card", "Now"], stretch=(2,))
         self.suggestions_label = QLabel("What would make it fit")
-        self.suggestions = FullTable(["#", "Per GPU after", "Fits",
-                                      "Change (cheapest for you first)"])
+        self.suggestions = FullTable(["#", "Per GPU after", "Fits", "Change (cheapest for you first)"])
         self.why = Fold("Why each bucket")
         self.notes = Fold("Notes and assumptions")
-        for w in (self.verdict, self.warning, self.error_label, self.layout_label, self.buckets,
-                  self.gpu_table, self.suggestions_label, self.suggestions, self.why):
+        for w in (
+            self.verdict,
+            self.warning,
+            self.error_label,
+            self.layout_label,
+            self.buckets,
+            self.gpu_table,
+            self.suggestions_label,
+            self.suggestions,
+            self.why,
+        ):
             col.addWidget(w)
         self.tail = QVBoxLayout()  # the planned-vs-measured view goes here
         col.addLayout(self.tail)
@@ -91,14 +99,14 @@ class ResultsView(QWidget):
         shape = plan.request.shape
         v = verdict(plan, gpu_note, ASK)
         self.verdict.setText(v.text)
-        self.verdict.setProperty("state", {FITS: "fits", SHORT: "short",
-                                           NOT_NOW: "notnow"}.get(v.state, ""))
+        self.verdict.setProperty("state", {FITS: "fits", SHORT: "short", NOT_NOW: "notnow"}.get(v.state, ""))
         self._restyle(self.verdict)
         self.warning.setText("\n".join(f"Warning: {w}" for w in plan.warnings))
         self.warning.setVisible(bool(plan.warnings))
         self.layout_label.setText(f"{model_line(plan)}. {plan.layout}")
-        self.layout_label.setToolTip("Fields used: " + ", ".join(shape.fields_used)
-                                     if shape.fields_used else "")
+        self.layout_label.setToolTip(
+            "Fields used: " + ", ".join(shape.fields_used) if shape.fields_used else ""
+        )
         self._fill_buckets(plan)
         self._fill_gpus(plan)
         self._fill_suggestions(plan)
@@ -113,19 +121,34 @@ class ResultsView(QWidget):
         t.setRowCount(len(plan.buckets) + 1 + len(plan.host_buckets))
         for r, (name, value) in enumerate(plan.buckets):
             text = plan.explanation(name)
-            for c, it in enumerate((item(name, tip=text), item(f"{value:,}", True),
-                                    item(gib(value), True),
-                                    item(f"{bpp[name]:g}" if name in bpp else "", True))):
+            for c, it in enumerate(
+                (
+                    item(name, tip=text),
+                    item(f"{value:,}", True),
+                    item(gib(value), True),
+                    item(f"{bpp[name]:g}" if name in bpp else "", True),
+                )
+            ):
                 t.setItem(r, c, it)
         r = len(plan.buckets)
-        for c, it in enumerate((item("total per GPU", bold=True),
-                                item(f"{plan.per_gpu_total:,}", True, bold=True),
-                                item(gib(plan.per_gpu_total), True, bold=True), item(""))):
+        for c, it in enumerate(
+            (
+                item("total per GPU", bold=True),
+                item(f"{plan.per_gpu_total:,}", True, bold=True),
+                item(gib(plan.per_gpu_total), True, bold=True),
+                item(""),
+            )
+        ):
             t.setItem(r, c, it)
         for i, (name, value) in enumerate(plan.host_buckets, start=r + 1):
-            for c, it in enumerate((item(f"host RAM: {name}", tip="not on the GPU"),
-                                    item(f"{value:,}", True), item(gib(value), True),
-                                    item(""))):
+            for c, it in enumerate(
+                (
+                    item(f"host RAM: {name}", tip="not on the GPU"),
+                    item(f"{value:,}", True),
+                    item(gib(value), True),
+                    item(""),
+                )
+            ):
                 t.setItem(i, c, it)
         t.fit()
         lines = [f"{name}: {text}" for name, text in plan.explanations]
@@ -138,11 +161,9 @@ class ResultsView(QWidget):
         t = self.gpu_table
         t.setRowCount(len(plan.gpus))
         for r, g in enumerate(plan.gpus):
-            text = f"fits, {gib(g.margin)} to spare" if g.fits else \
-                f"does NOT fit: short by {gib(-g.margin)}"
+            text = f"fits, {gib(g.margin)} to spare" if g.fits else f"does NOT fit: short by {gib(-g.margin)}"
             if g.conversations is not None:
-                text += (f"; {g.conversations} conversations of {plan.context:,} tokens fit "
-                         "beside the weights")
+                text += f"; {g.conversations} conversations of {plan.context:,} tokens fit beside the weights"
             it = item(text)
             it.setForeground(QColor(scheme.OK if g.fits else scheme.ERROR))
             t.setItem(r, 0, item(g.name))
@@ -172,8 +193,8 @@ class ResultsView(QWidget):
         scheme = theme.current()
         how = "each adds to the ones above" if plan.suggestions_cumulative else "each on its own"
         self.suggestions_label.setText(
-            f"What would make it fit on {plan.suggestions_target} ({how})"
-            if plan.suggestions else "")
+            f"What would make it fit on {plan.suggestions_target} ({how})" if plan.suggestions else ""
+        )
         self.suggestions_label.setVisible(bool(plan.suggestions))
         t = self.suggestions
         t.setRowCount(len(plan.suggestions))

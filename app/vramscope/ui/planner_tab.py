@@ -26,14 +26,50 @@ from vramscope.ui.planner_results import ResultsView
 from vramscope.ui.planner_what_if import WhatIfView
 
 # widgets of the form and the results reachable on the tab (the window and tests use them)
-_FORM = ("source", "params", "config_path", "model_name", "layers", "hidden", "heads",
-         "kv_heads", "head_dim", "intermediate", "mode", "precision", "gpu_memory", "optimizer",
-         "grad_layout", "zero_stage", "gpus", "fsdp", "offload", "lora_rank", "lora_modules",
-         "batch", "seq", "checkpointing", "flash", "kv_dtype", "context", "concurrency",
-         "live_label", "model_status")
+_FORM = (
+    "source",
+    "params",
+    "config_path",
+    "model_name",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "intermediate",
+    "mode",
+    "precision",
+    "gpu_memory",
+    "optimizer",
+    "grad_layout",
+    "zero_stage",
+    "gpus",
+    "fsdp",
+    "offload",
+    "lora_rank",
+    "lora_modules",
+    "batch",
+    "seq",
+    "checkpointing",
+    "flash",
+    "kv_dtype",
+    "context",
+    "concurrency",
+    "live_label",
+    "model_status",
+)
 NOW_STEP = 256 * MiB  # free memory moving less than this does not replan
-_RESULTS = ("verdict", "warning", "error_label", "layout_label", "buckets", "gpu_table",
-            "suggestions", "suggestions_label", "notes")
+_RESULTS = (
+    "verdict",
+    "warning",
+    "error_label",
+    "layout_label",
+    "buckets",
+    "gpu_table",
+    "suggestions",
+    "suggestions_label",
+    "notes",
+)
 
 
 def _style(s: theme.Scheme) -> str:
@@ -155,8 +191,14 @@ class PlannerTab(QWidget):
     def recompute(self) -> None:
         f = self.form
         self.what_if.setVisible(f.source_key == AGENT)
-        self.what_if.set_form(f.batch.value(), f.seq.value(), f.checkpointing.isChecked(),
-                              f.flash.isChecked(), self._detected, self._now)
+        self.what_if.set_form(
+            f.batch.value(),
+            f.seq.value(),
+            f.checkpointing.isChecked(),
+            f.flash.isChecked(),
+            self._detected,
+            self._now,
+        )
         if self.form.loading:  # a config being read or counted on the worker thread
             self.plan, self.error, self.error_field = None, None, None
             self.results.show_waiting(self.form.model_status.text() or "Reading the config...")
@@ -168,8 +210,9 @@ class PlannerTab(QWidget):
             self._show_error(exc)
             return
         self.plan, self.error, self.error_field = plan, None, None
-        self.results.show_plan(plan, None if self._detected or plan.request.gpus_memory
-                               else "no GPU detected")
+        self.results.show_plan(
+            plan, None if self._detected or plan.request.gpus_memory else "no GPU detected"
+        )
         self.measured_view.set_plan(plan, self.form.source_key != COUNT)
         self.plan_changed.emit(plan)
 

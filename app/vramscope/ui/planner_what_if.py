@@ -67,10 +67,12 @@ class WhatIfView(QWidget):
                 self._steps.append({"devices": {d.device: {"peak_allocated": d.peak_allocated}}})
         self.fill()
 
-    def set_form(self, batch: int | None, seq: int | None, checkpointing: bool,
-                 flash: bool, gpus=(), now=()) -> None:
-        self._form = Change(batch=batch or None, seq=seq or None, checkpointing=checkpointing,
-                            flash_attention=flash)
+    def set_form(
+        self, batch: int | None, seq: int | None, checkpointing: bool, flash: bool, gpus=(), now=()
+    ) -> None:
+        self._form = Change(
+            batch=batch or None, seq=seq or None, checkpointing=checkpointing, flash_attention=flash
+        )
         self._gpus, self._now = tuple(gpus), tuple(now)
         self.fill()
 
@@ -93,15 +95,22 @@ class WhatIfView(QWidget):
         self.result = None
         m = from_report(self.report, list(self._steps)) if self.report is not None else None
         if m is None:
-            self.label.setText("What would fit, from the measured run: "
-                               + ("no agent attached" if self.report is None
-                                  else "the agent has no breakdown yet"))
+            self.label.setText(
+                "What would fit, from the measured run: "
+                + ("no agent attached" if self.report is None else "the agent has no breakdown yet")
+            )
             self._clear()
             return
         f = self._form
-        change = Change(batch=f.batch, seq=f.seq, checkpointing=f.checkpointing,
-                        flash_attention=f.flash_attention, bf16=self.bf16.isChecked(),
-                        optimizer_8bit=self.adam8.isChecked(), lora_rank=self.lora.value() or None)
+        change = Change(
+            batch=f.batch,
+            seq=f.seq,
+            checkpointing=f.checkpointing,
+            flash_attention=f.flash_attention,
+            bf16=self.bf16.isChecked(),
+            optimizer_8bit=self.adam8.isChecked(),
+            lora_rank=self.lora.value() or None,
+        )
         try:
             w = predict(m, change, self._targets(m))
         except PlanError as exc:

@@ -5,13 +5,23 @@ value, and a fold: prose behind a click."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QSpinBox,
-                               QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QSizePolicy,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 
-def item(text: str, align_right: bool = False, tip: str | None = None,
-         bold: bool = False) -> QTableWidgetItem:
+def item(
+    text: str, align_right: bool = False, tip: str | None = None, bold: bool = False
+) -> QTableWidgetItem:
     it = QTableWidgetItem(text)
     it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
     if align_right:
@@ -28,8 +38,7 @@ def item(text: str, align_right: bool = False, tip: str | None = None,
 class FullTable(QTableWidget):
     """A table as tall as its rows: every row visible, the page around it scrolls."""
 
-    def __init__(self, headers: list[str], stretch_last: bool = True,
-                 stretch: tuple[int, ...] = ()):
+    def __init__(self, headers: list[str], stretch_last: bool = True, stretch: tuple[int, ...] = ()):
         super().__init__(0, len(headers))
         self.setHorizontalHeaderLabels(headers)
         self.verticalHeader().setVisible(False)
@@ -46,15 +55,21 @@ class FullTable(QTableWidget):
         h.sectionResized.connect(lambda *_: self._refit.start())
         last = len(headers) - 1
         for i in range(len(headers)):
-            mode = (QHeaderView.ResizeMode.Stretch if (stretch_last and i == last) or i in stretch
-                    else QHeaderView.ResizeMode.ResizeToContents)
+            mode = (
+                QHeaderView.ResizeMode.Stretch
+                if (stretch_last and i == last) or i in stretch
+                else QHeaderView.ResizeMode.ResizeToContents
+            )
             h.setSectionResizeMode(i, mode)
 
     def fit(self) -> None:
         """Resize rows to their text, then the table to its rows."""
         self.resizeRowsToContents()
-        height = (self.horizontalHeader().sizeHint().height() + 2 * self.frameWidth()
-                  + self.verticalHeader().length())
+        height = (
+            self.horizontalHeader().sizeHint().height()
+            + 2 * self.frameWidth()
+            + self.verticalHeader().length()
+        )
         if self.horizontalScrollBar().isVisible():
             height += self.horizontalScrollBar().sizeHint().height()
         if self.height() != height + 2:

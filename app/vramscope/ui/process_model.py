@@ -17,15 +17,21 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 
 from vramscope.core.process_rows import (
-    AGENT_MARK, COL, COLUMNS, GROWTH_WARN, ProcessRow, TableBuilder, TableOrder, TableRows,
+    AGENT_MARK,
+    COL,
+    COLUMNS,
+    GROWTH_WARN,
+    ProcessRow,
+    TableBuilder,
+    TableOrder,
+    TableRows,
 )
 from vramscope.core.samples import ACCESS_DENIED, VISIBLE
 from vramscope.ui import theme
 from vramscope.core.terminal_text import visible
 from vramscope.ui.safe_text import tip
 
-__all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE",
-           "ProcessTableModel"]
+__all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE", "ProcessTableModel"]
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
 SPARK_ROLE = Qt.ItemDataRole.UserRole + 3  # the Growth cell's sparkline values (bytes)
@@ -132,8 +138,9 @@ class ProcessTableModel(QAbstractTableModel):
     # -- Qt ------------------------------------------------------------------------
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
         """A header click: re-arrange the rows held now (the next frames follow)."""
-        self.set_order(replace(self.order, column=COLUMNS[column].name,
-                               descending=order == Qt.SortOrder.DescendingOrder))
+        self.set_order(
+            replace(self.order, column=COLUMNS[column].name, descending=order == Qt.SortOrder.DescendingOrder)
+        )
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
@@ -184,21 +191,27 @@ class ProcessTableModel(QAbstractTableModel):
             if col == "Command":
                 return tip(visible(row.command))  # another user's argv: as written, never HTML
             if col == "Memory" and row.used is None and row.visibility == ACCESS_DENIED:
-                return ("Another user's process: its figures (DRM fdinfo) are not readable "
-                        "without privileges: n/a (access denied), not 0.")
+                return (
+                    "Another user's process: its figures (DRM fdinfo) are not readable "
+                    "without privileges: n/a (access denied), not 0."
+                )
             if col == "Name" and row.alert:
                 return tip(visible(row.alert))
             if col == "Name" and row.members:
-                return (f"{row.members} processes of one user, parent and command line "
-                        f"({'click to fold them' if row.opened else 'click to list them'})")
+                return (
+                    f"{row.members} processes of one user, parent and command line "
+                    f"({'click to fold them' if row.opened else 'click to list them'})"
+                )
             if col == "Memory" and row.used is None:
                 return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
             if col == "SM %" and row.mig and row.sm is None:
                 return "NVML gives no per-process SM % on a MIG slice: n/a, not 0."
             if col == "SM %" and row.sm is None:
-                return ("No per-process busy figure here: n/a, not 0 (a driver without process "
-                        "utilisation; ROCm compute on an AMD card, whose queues fdinfo does not "
-                        "time; a process just seen).")
+                return (
+                    "No per-process busy figure here: n/a, not 0 (a driver without process "
+                    "utilisation; ROCm compute on an AMD card, whose queues fdinfo does not "
+                    "time; a process just seen)."
+                )
             if col == "Agent" and row.has_agent:
                 return "Runs the vramscope PyTorch agent: allocator breakdown available."
             return column.tip

@@ -15,12 +15,25 @@ from dataclasses import replace
 from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu, QSizePolicy,
-    QStyledItemDelegate, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QSizePolicy,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
 )
 
 from vramscope.core.process_rows import (
-    COL, COLUMNS, ProcessRow, TableBuilder, TableRows,
+    COL,
+    COLUMNS,
+    ProcessRow,
+    TableBuilder,
+    TableRows,
 )
 from vramscope.core.samples import gpu_label
 from vramscope.core.units import fmt_gib
@@ -123,11 +136,15 @@ class ProcessTable(QWidget):
         self.view.setItemDelegateForColumn(COL["Growth"], self._spark)
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._column_menu)
-        theme.styled(self.view, lambda s: (
-            "QTableView { border: none; gridline-color: transparent; }"
-            "QTableView::item { padding: 0px 4px; }"
-            "QHeaderView::section { padding: 2px 6px; border: none;"
-            f" border-bottom: 1px solid {s.CARD_BORDER}; background: {s.CARD_BACKGROUND}; }}"))
+        theme.styled(
+            self.view,
+            lambda s: (
+                "QTableView { border: none; gridline-color: transparent; }"
+                "QTableView::item { padding: 0px 4px; }"
+                "QHeaderView::section { padding: 2px 6px; border: none;"
+                f" border-bottom: 1px solid {s.CARD_BORDER}; background: {s.CARD_BACKGROUND}; }}"
+            ),
+        )
         self.set_hidden_columns(tuple(c.name for c in COLUMNS if not c.shown))
         for i, column in enumerate(COLUMNS):
             if column.when_used:
@@ -135,7 +152,8 @@ class ProcessTable(QWidget):
         self.group_by_user = QCheckBox("Group by user")
         self.group_by_user.setToolTip("Keep each user's processes together; totals per user beside it.")
         self.group_by_user.toggled.connect(
-            lambda on: self.model.set_order(replace(self.model.order, group_by_user=on)))
+            lambda on: self.model.set_order(replace(self.model.order, group_by_user=on))
+        )
         self.users = QLabel()
         self.users.setObjectName("userTotals")
         theme.styled(self.users, lambda s: f"color: {s.MUTED};")
@@ -196,8 +214,7 @@ class ProcessTable(QWidget):
 
     # -- columns ------------------------------------------------------------------------
     def hidden_columns(self) -> tuple[str, ...]:
-        return tuple(c.name for i, c in enumerate(COLUMNS)
-                     if not c.when_used and self.view.isColumnHidden(i))
+        return tuple(c.name for i, c in enumerate(COLUMNS) if not c.when_used and self.view.isColumnHidden(i))
 
     def set_hidden_columns(self, names) -> None:
         """Hide the named columns, show the others (unknown names are ignored)."""
@@ -254,8 +271,9 @@ class ProcessTable(QWidget):
         The table is built on a worker thread, whatever the machine, and shown
         when ready (a newer frame replaces one still waiting)."""
         order = self.model.order
-        self.worker.submit(lambda: (self.builder.build(frame, store, order), frame),
-                           lambda built: self.show_table(*built))
+        self.worker.submit(
+            lambda: (self.builder.build(frame, store, order), frame), lambda built: self.show_table(*built)
+        )
 
     def settle(self, timeout: float = 10.0) -> None:
         """Until the table asked for is built and shown (tests, benches; never the app)."""
@@ -269,15 +287,19 @@ class ProcessTable(QWidget):
         self.model.set_order(replace(self.model.order, filter=text))
 
     def show_table(self, table: TableRows, frame=None) -> None:
-        self.set_user_totals(list(table.user_totals),
-                             {g.index: g.label for g in frame.gpus} if frame is not None else None)
+        self.set_user_totals(
+            list(table.user_totals), {g.index: g.label for g in frame.gpus} if frame is not None else None
+        )
         holders = frame.device_holders if frame is not None else ()
         self.holders.setVisible(bool(holders))
         if holders:
             self.holders.setText(
-                "Holding /dev/nvidia* without being listed by the driver: " + "; ".join(
+                "Holding /dev/nvidia* without being listed by the driver: "
+                + "; ".join(
                     f"pid {h.info.pid} {h.info.user or ''} ({h.info.command or 'command n/a'})"
-                    for h in holders))
+                    for h in holders
+                )
+            )
         for i, column in enumerate(COLUMNS):
             if column.when_used:
                 used = column.name in table.used_columns
@@ -336,9 +358,10 @@ class ProcessTable(QWidget):
         current = sel.selectedRows()
         if len(current) == 1 and current[0].row() == r:
             return
-        sel.select(self.model.index(r, 0),
-                   QItemSelectionModel.SelectionFlag.ClearAndSelect
-                   | QItemSelectionModel.SelectionFlag.Rows)
+        sel.select(
+            self.model.index(r, 0),
+            QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+        )
 
     def _on_selection(self, *_):
         if self._rebuilding:

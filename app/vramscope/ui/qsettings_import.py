@@ -66,14 +66,16 @@ def import_qsettings(settings: Settings, ini: str | os.PathLike | None = None) -
     copied = 0
     for name, ((table, key), default, _kind) in KEYS.items():
         if qs.contains(f"{table}/{key}"):
-            copied += _copy(lambda v, n=name: settings.set(n, v), qs.value(f"{table}/{key}"),
-                            default, f"{table}/{key}")
+            copied += _copy(
+                lambda v, n=name: settings.set(n, v), qs.value(f"{table}/{key}"), default, f"{table}/{key}"
+            )
     diag, defaults = {}, DiagnosticSettings()
     for field in defaults.__dataclass_fields__:
         qkey = f"{DIAGNOSTICS_TABLE}/{field}"
         if qs.contains(qkey):
-            copied += _copy(lambda v, f=field: diag.__setitem__(f, v), qs.value(qkey),
-                            getattr(defaults, field), qkey)
+            copied += _copy(
+                lambda v, f=field: diag.__setitem__(f, v), qs.value(qkey), getattr(defaults, field), qkey
+            )
     if diag:
         try:
             settings.update_diagnostics(**diag)

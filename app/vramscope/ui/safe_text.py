@@ -25,8 +25,7 @@ def tip(text: str | None) -> str:
         return ""
     text = visible_lines(text)
     if GuiQt.mightBeRichText(text):
-        return ('<p style="white-space:pre-wrap">' + html.escape(text).replace("\n", "<br>")
-                + "</p>")
+        return '<p style="white-space:pre-wrap">' + html.escape(text).replace("\n", "<br>") + "</p>"
     return text
 
 

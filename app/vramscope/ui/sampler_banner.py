@@ -25,8 +25,12 @@ def local_sampler_source(args, settings=None):
         record = getattr(args, "record", True)
         interval, cap, diagnostics = getattr(args, "interval", None) or 1.0, None, None
     demo = bool(getattr(args, "demo", False))
-    source = LocalSamplerSource(sampler_options(args, record, cap, diagnostics), interval,
-                                name=SimulatedSource.name if demo else "nvml", simulated=demo)
+    source = LocalSamplerSource(
+        sampler_options(args, record, cap, diagnostics),
+        interval,
+        name=SimulatedSource.name if demo else "nvml",
+        simulated=demo,
+    )
     return source.start()
 
 
@@ -44,9 +48,13 @@ class SamplerBanner(QWidget):
         self.restart.clicked.connect(self._restart)
         lay.addWidget(self.text, 1)
         lay.addWidget(self.restart)
-        theme.styled(self, lambda s: (
-            f"QWidget#samplerBanner {{ background: {s.ERROR}; border-radius: 4px; }}"
-            " QWidget#samplerBanner QLabel { color: #ffffff; font-weight: 600; }"))
+        theme.styled(
+            self,
+            lambda s: (
+                f"QWidget#samplerBanner {{ background: {s.ERROR}; border-radius: 4px; }}"
+                " QWidget#samplerBanner QLabel { color: #ffffff; font-weight: 600; }"
+            ),
+        )
         self.hide()
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.check)

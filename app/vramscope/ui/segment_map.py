@@ -30,28 +30,41 @@ BAR_HEIGHT = 14
 GAP = 4
 MIN_BAR = 28
 MAX_LINES = 5
-STATE_WORDS = {ALLOCATED: "allocated", FREE_SPLIT: "free inside a used segment (fragmentation)",
-               FREE_SEGMENT: "whole free segment", AWAITING: "awaiting free (another stream)",
-               MIXED: "small blocks, merged"}
+STATE_WORDS = {
+    ALLOCATED: "allocated",
+    FREE_SPLIT: "free inside a used segment (fragmentation)",
+    FREE_SEGMENT: "whole free segment",
+    AWAITING: "awaiting free (another stream)",
+    MIXED: "small blocks, merged",
+}
 
 
 def state_colours(s: theme.Scheme) -> dict[str, str]:
-    return {ALLOCATED: s.BUCKET_COLOURS[3], FREE_SPLIT: s.WARNING, FREE_SEGMENT: s.BUCKET_COLOURS[4],
-            AWAITING: s.BUCKET_COLOURS[2], MIXED: s.BUCKET_COLOURS[0]}
+    return {
+        ALLOCATED: s.BUCKET_COLOURS[3],
+        FREE_SPLIT: s.WARNING,
+        FREE_SEGMENT: s.BUCKET_COLOURS[4],
+        AWAITING: s.BUCKET_COLOURS[2],
+        MIXED: s.BUCKET_COLOURS[0],
+    }
 
 
 def figures_text(fig: dict) -> str:
     """The figures of one device's summary, in words (one or two lines)."""
+
     def b(key):
         v = fig.get(key)
         return fmt_bytes(v) if v is not None else "n/a"
+
     gap = None
     if fig.get("reserved") is not None and fig.get("allocated") is not None:
         gap = fig["reserved"] - fig["allocated"]
-    parts = [f"{fig.get('segments') or 0} segments, reserved − allocated "
-             f"{fmt_bytes(gap) if gap is not None else 'n/a'}: {b('free_split')} free inside partly "
-             f"used segments (fragmentation: empty_cache() cannot return it) · {b('free_segments')} "
-             "in whole free segments (empty_cache() would return them)"]
+    parts = [
+        f"{fig.get('segments') or 0} segments, reserved − allocated "
+        f"{fmt_bytes(gap) if gap is not None else 'n/a'}: {b('free_split')} free inside partly "
+        f"used segments (fragmentation: empty_cache() cannot return it) · {b('free_segments')} "
+        "in whole free segments (empty_cache() would return them)"
+    ]
     line = f"largest free block {b('largest_free_block')}"
     if fig.get("largest_request"):
         line += f" vs largest request seen {b('largest_request')}"
@@ -77,8 +90,9 @@ class SegmentBars(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMinimumHeight(BAR_HEIGHT + 2 * GAP)
 
-    def set_segments(self, segments: list[dict], left_out: tuple[int, int],
-                     largest_free: int | None = None) -> None:
+    def set_segments(
+        self, segments: list[dict], left_out: tuple[int, int], largest_free: int | None = None
+    ) -> None:
         self.segments = list(segments)
         self.largest_free = largest_free
         self.left_out = left_out
@@ -129,9 +143,15 @@ class SegmentBars(QWidget):
             mark = None
             for state, nbytes in seg["runs"]:
                 w = rect.width() * nbytes / size
-                p.fillRect(QRectF(x, rect.top(), max(w, 0.5), rect.height()), colours.get(state, colours[MIXED]))
-                if not marked and self.largest_free and nbytes == self.largest_free \
-                        and state in (FREE_SPLIT, FREE_SEGMENT):
+                p.fillRect(
+                    QRectF(x, rect.top(), max(w, 0.5), rect.height()), colours.get(state, colours[MIXED])
+                )
+                if (
+                    not marked
+                    and self.largest_free
+                    and nbytes == self.largest_free
+                    and state in (FREE_SPLIT, FREE_SEGMENT)
+                ):
                     mark, marked = x + w / 2, True
                 x += w
             pen = QPen(QColor(s.LINK if seg.get("pool") else s.CARD_BORDER), 1.2 if seg.get("pool") else 1)
@@ -144,8 +164,11 @@ class SegmentBars(QWidget):
                 p.setBrush(QBrush(QColor(s.TEXT)))
                 p.setPen(Qt.PenStyle.NoPen)
                 top = rect.top()
-                p.drawPolygon(QPolygonF([QPointF(mark - 4, top - 3), QPointF(mark + 4, top - 3),
-                                         QPointF(mark, top + 4)]))
+                p.drawPolygon(
+                    QPolygonF(
+                        [QPointF(mark - 4, top - 3), QPointF(mark + 4, top - 3), QPointF(mark, top + 4)]
+                    )
+                )
         p.end()
 
 
@@ -185,9 +208,11 @@ class SegmentMapView(QWidget):
         self.setVisible(True)
         step = f" at step {item['step']}" if item.get("step") is not None else ""
         self.figures.setText(f"Allocator segments{step}: " + figures_text(fig))
-        self.bars.set_segments(fig.get("map") or [], (fig.get("map_left_out") or 0,
-                                                      fig.get("map_left_out_bytes") or 0),
-                               fig.get("largest_free_block"))
+        self.bars.set_segments(
+            fig.get("map") or [],
+            (fig.get("map_left_out") or 0, fig.get("map_left_out_bytes") or 0),
+            fig.get("largest_free_block"),
+        )
         s = theme.current()
         colours = state_colours(s)
         present = {run[0] for seg in fig.get("map") or () for run in seg.get("runs") or ()}

@@ -30,8 +30,10 @@ class SessionScrubber(QWidget):
         self.t0, self.t1 = span
         of = f" of {html.escape(', '.join(hosts))}" if hosts else ""  # other machines (--host)
         # the file's name (its folder in the tooltip): a long path must not squeeze the slider
-        self.title = QLabel(f"Recorded session{of}: <b>{html.escape(pathlib.Path(path).name)}</b>"
-                            f" · {fmt_duration(self.t1 - self.t0)}")
+        self.title = QLabel(
+            f"Recorded session{of}: <b>{html.escape(pathlib.Path(path).name)}</b>"
+            f" · {fmt_duration(self.t1 - self.t0)}"
+        )
         self.title.setToolTip(tip(str(path)))
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, STEPS)
@@ -80,7 +82,8 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
             line = cursors.get(timeline)
             if line is None:
                 line = cursors[timeline] = pg.InfiniteLine(
-                    angle=90, movable=False, pen=theme.pen(theme.HIGHLIGHT, 2.0))
+                    angle=90, movable=False, pen=theme.pen(theme.HIGHLIGHT, 2.0)
+                )
                 timeline.plot.addItem(line, ignoreBounds=True)
                 timeline.plot.setMouseEnabled(x=True, y=False)
             line.setValue(moment[0])
@@ -95,8 +98,7 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
     # a big box's rows are made as they scroll into view: they get the cursor then
     window.gpu_panel.row_built.connect(lambda _row: moment and place_cursors())
     scrubber.moved.connect(show_moment)
-    theme.follow(scrubber, lambda s: [line.setPen(theme.pen(s.HIGHLIGHT, 2.0))
-                                      for line in cursors.values()])
+    theme.follow(scrubber, lambda s: [line.setPen(theme.pen(s.HIGHLIGHT, 2.0)) for line in cursors.values()])
     if reader.problems:
         window.statusBar().showMessage("Opened what could be read: " + "; ".join(reader.problems), 30000)
     return scrubber

@@ -16,8 +16,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QGroupBox,
-    QLabel, QSpinBox, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
 )
 
 from vramscope.core.detectors.settings import DiagnosticSettings
@@ -28,24 +37,78 @@ from vramscope.core.user_settings import INTERVAL_RANGE, THEMES, WINDOWS, Settin
 # field -> (label, unit scale, suffix, decimals, maximum, tooltip). The thresholds
 # a user tunes; the rest of DiagnosticSettings keeps its values.
 THRESHOLDS = {
-    "squatter_min_bytes": ("Squatter: holds at least", MiB, " MiB", 0, 1 << 20,
-                           "A process idle and holding at least this much is a squatter."),
-    "idle_minutes": ("Squatter: idle for", 1, " min", 1, 24 * 60,
-                     "Minutes at 0 % SM before an idle process is flagged."),
-    "kernel_idle_minutes": ("Jupyter kernel idle for", 1, " min", 1, 24 * 60,
-                            "Minutes idle before a Jupyter kernel holding VRAM is listed."),
-    "orphan_idle_minutes": ("Orphan (parent gone) idle for", 1, " min", 1, 24 * 60,
-                            "Minutes idle before a process whose parent is gone is flagged."),
-    "unattributed_min_bytes": ("Memory without an owner above", MiB, " MiB", 0, 1 << 20,
-                               "GPU memory no listed process accounts for is flagged above this."),
-    "leak_steps": ("Leak: steps in the window", 1, " steps", 0, 10_000,
-                   "Optimizer steps over which a rising allocation counts as a leak."),
-    "leak_min_slope_bytes": ("Leak: growth per step at least", MiB, " MiB", 1, 1 << 16,
-                             "Smallest growth per step that counts as a leak."),
-    "near_oom_free_bytes": ("Near-OOM: free below", MiB, " MiB", 0, 1 << 20,
-                            "Free memory below this is near-OOM."),
-    "near_oom_horizon_minutes": ("Near-OOM: fills within", 1, " min", 1, 24 * 60,
-                                 "Flag when the memory trend reaches capacity within this."),
+    "squatter_min_bytes": (
+        "Squatter: holds at least",
+        MiB,
+        " MiB",
+        0,
+        1 << 20,
+        "A process idle and holding at least this much is a squatter.",
+    ),
+    "idle_minutes": (
+        "Squatter: idle for",
+        1,
+        " min",
+        1,
+        24 * 60,
+        "Minutes at 0 % SM before an idle process is flagged.",
+    ),
+    "kernel_idle_minutes": (
+        "Jupyter kernel idle for",
+        1,
+        " min",
+        1,
+        24 * 60,
+        "Minutes idle before a Jupyter kernel holding VRAM is listed.",
+    ),
+    "orphan_idle_minutes": (
+        "Orphan (parent gone) idle for",
+        1,
+        " min",
+        1,
+        24 * 60,
+        "Minutes idle before a process whose parent is gone is flagged.",
+    ),
+    "unattributed_min_bytes": (
+        "Memory without an owner above",
+        MiB,
+        " MiB",
+        0,
+        1 << 20,
+        "GPU memory no listed process accounts for is flagged above this.",
+    ),
+    "leak_steps": (
+        "Leak: steps in the window",
+        1,
+        " steps",
+        0,
+        10_000,
+        "Optimizer steps over which a rising allocation counts as a leak.",
+    ),
+    "leak_min_slope_bytes": (
+        "Leak: growth per step at least",
+        MiB,
+        " MiB",
+        1,
+        1 << 16,
+        "Smallest growth per step that counts as a leak.",
+    ),
+    "near_oom_free_bytes": (
+        "Near-OOM: free below",
+        MiB,
+        " MiB",
+        0,
+        1 << 20,
+        "Free memory below this is near-OOM.",
+    ),
+    "near_oom_horizon_minutes": (
+        "Near-OOM: fills within",
+        1,
+        " min",
+        1,
+        24 * 60,
+        "Flag when the memory trend reaches capacity within this.",
+    ),
 }
 FROM_COMMAND_LINE = " (from the command line for this run)"
 
@@ -61,11 +124,15 @@ class SettingsDialog(QDialog):
         # Fusion outlines a check box with the window colour darkened, which vanishes on
         # the dark scheme (a checked one was a bare tick): both states get a visible box,
         # filled with the highlight colour when checked.
-        theme.styled(self, lambda s: (
-            f"QCheckBox::indicator {{ border: 1px solid {s.MUTED}; "
-            f"background: {s.BASE}; border-radius: 2px; width: 12px; height: 12px; }}"
-            f"QCheckBox::indicator:checked {{ border: 1px solid {s.HIGHLIGHT}; "
-            f"background: {s.HIGHLIGHT}; }}"))
+        theme.styled(
+            self,
+            lambda s: (
+                f"QCheckBox::indicator {{ border: 1px solid {s.MUTED}; "
+                f"background: {s.BASE}; border-radius: 2px; width: 12px; height: 12px; }}"
+                f"QCheckBox::indicator:checked {{ border: 1px solid {s.HIGHLIGHT}; "
+                f"background: {s.HIGHLIGHT}; }}"
+            ),
+        )
         overridden = settings.overridden()
         layout = QVBoxLayout(self)
 
@@ -102,8 +169,7 @@ class SettingsDialog(QDialog):
         form.addRow("Keep at most", self.session_cap)
         layout.addWidget(rec)
 
-        diag = QGroupBox("Diagnostic thresholds"
-                         + (FROM_COMMAND_LINE if "diagnostics" in overridden else ""))
+        diag = QGroupBox("Diagnostic thresholds" + (FROM_COMMAND_LINE if "diagnostics" in overridden else ""))
         form = QFormLayout(diag)
         self.thresholds: dict[str, QDoubleSpinBox | QSpinBox] = {}
         for field, (label, _scale, suffix, decimals, maximum, tip) in THRESHOLDS.items():
@@ -120,24 +186,32 @@ class SettingsDialog(QDialog):
             form.addRow(label, box)
         layout.addWidget(diag)
 
-        note = QLabel("A value given on the command line applies to that run only; "
-                      "what you set here is saved.")
+        note = QLabel(
+            "A value given on the command line applies to that run only; what you set here is saved."
+        )
         note.setWordWrap(True)
         theme.styled(note, lambda s: f"color: {s.MUTED};")
         layout.addWidget(note)
 
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                   | QDialogButtonBox.StandardButton.Cancel
-                                   | QDialogButtonBox.StandardButton.RestoreDefaults)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok
+            | QDialogButtonBox.StandardButton.Cancel
+            | QDialogButtonBox.StandardButton.RestoreDefaults
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults).clicked.connect(
-            self.restore_defaults)
+        buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults).clicked.connect(self.restore_defaults)
         layout.addWidget(buttons)
         self.buttons = buttons
-        self.load(settings.diagnostics, interval=settings.interval, window=settings.window,
-                  theme_mode=settings.theme, read_only=settings.read_only,
-                  recording=settings.recording, cap=settings.session_cap_bytes)
+        self.load(
+            settings.diagnostics,
+            interval=settings.interval,
+            window=settings.window,
+            theme_mode=settings.theme,
+            read_only=settings.read_only,
+            recording=settings.recording,
+            cap=settings.session_cap_bytes,
+        )
 
     @staticmethod
     def _label(text: str, name: str, overridden: set) -> QWidget:
@@ -148,8 +222,17 @@ class SettingsDialog(QDialog):
         return label
 
     # -- values -------------------------------------------------------------------------
-    def load(self, diagnostics: DiagnosticSettings, *, interval: float, window: str,
-             theme_mode: str, read_only: bool, recording: bool, cap: int) -> None:
+    def load(
+        self,
+        diagnostics: DiagnosticSettings,
+        *,
+        interval: float,
+        window: str,
+        theme_mode: str,
+        read_only: bool,
+        recording: bool,
+        cap: int,
+    ) -> None:
         self.interval.setValue(interval)
         self.window.setCurrentIndex(max(0, self.window.findData(window)))
         self.theme.setCurrentIndex(max(0, self.theme.findData(theme_mode)))
@@ -163,11 +246,21 @@ class SettingsDialog(QDialog):
 
     def restore_defaults(self) -> None:
         from vramscope.core.user_settings import (
-            DEFAULT_INTERVAL, DEFAULT_SESSION_CAP, DEFAULT_THEME, DEFAULT_WINDOW,
+            DEFAULT_INTERVAL,
+            DEFAULT_SESSION_CAP,
+            DEFAULT_THEME,
+            DEFAULT_WINDOW,
         )
-        self.load(DiagnosticSettings(), interval=DEFAULT_INTERVAL, window=DEFAULT_WINDOW,
-                  theme_mode=DEFAULT_THEME, read_only=False, recording=False,
-                  cap=DEFAULT_SESSION_CAP)
+
+        self.load(
+            DiagnosticSettings(),
+            interval=DEFAULT_INTERVAL,
+            window=DEFAULT_WINDOW,
+            theme_mode=DEFAULT_THEME,
+            read_only=False,
+            recording=False,
+            cap=DEFAULT_SESSION_CAP,
+        )
 
     def edited_thresholds(self) -> dict:
         """DiagnosticSettings fields the user changed in the dialog -> new value."""
@@ -230,4 +323,3 @@ def _same_in_box(old, new, scale, box) -> bool:
 
 def _same_cap(new: int, old: int) -> bool:
     return round(new / GiB, 1) == round(old / GiB, 1)
-

@@ -62,8 +62,7 @@ def table_rows() -> list[tuple[str, str]]:
     return [(key_text(s), s.text) for s in SHORTCUTS]
 
 
-def install_shortcuts(window, actions: dict[str, Callable[[], object] | QAction]
-                      ) -> dict[str, QAction]:
+def install_shortcuts(window, actions: dict[str, Callable[[], object] | QAction]) -> dict[str, QAction]:
     """A QAction per named callable (or the given QAction), with its key, in
     ``window``; returns them by name."""
     unknown = sorted(set(actions) - set(BY_NAME))

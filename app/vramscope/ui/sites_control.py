@@ -28,8 +28,11 @@ def sites_text(d: dict) -> str:
     """A SITES event's data in words (plain text, one or a few lines)."""
     state = d.get("state")
     ov, per = d.get("overhead"), d.get("us_per_alloc")
-    cost = (f"overhead {ov:+.1%} step time" + (f", {per:.2f} µs per allocation" if per is not None else "")
-            if ov is not None else "overhead: measuring")
+    cost = (
+        f"overhead {ov:+.1%} step time" + (f", {per:.2f} µs per allocation" if per is not None else "")
+        if ov is not None
+        else "overhead: measuring"
+    )
     if state == "recording":
         return f"recording allocation sites: step {d.get('done_steps', 0)} of {d.get('steps')} · {cost}"
     if state == "failed":
@@ -107,8 +110,12 @@ class SitesControl(QWidget):
         text = sites_text(latest.data) if latest is not None else ""
         self.result.setVisible(bool(text))
         if text:
-            self.result.setText("<br>".join("&nbsp;" * (len(x) - len(x.lstrip(" "))) + html_text(x.lstrip(" "))
-                                            for x in text.splitlines()))
+            self.result.setText(
+                "<br>".join(
+                    "&nbsp;" * (len(x) - len(x.lstrip(" "))) + html_text(x.lstrip(" "))
+                    for x in text.splitlines()
+                )
+            )
 
     def _clicked(self) -> None:
         self._asking = True
@@ -116,8 +123,9 @@ class SitesControl(QWidget):
         self.button.setEnabled(False)
         self.reason.setText("asking the agent…")
         pid, steps, start, replies = self.pid, self.steps.value(), self._start, self._replies
-        threading.Thread(target=lambda: replies.replied.emit(start(pid, steps)),
-                         name="vramscope-sites", daemon=True).start()
+        threading.Thread(
+            target=lambda: replies.replied.emit(start(pid, steps)), name="vramscope-sites", daemon=True
+        ).start()
 
     def _replied(self, reply: dict) -> None:
         self._asking = False

@@ -38,9 +38,14 @@ log = logging.getLogger(__name__)
 
 # Okabe & Ito (2008), "Color Universal Design".
 OKABE_ITO = {
-    "orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
-    "yellow": "#F0E442", "reddish purple": "#CC79A7", "vermillion": "#D55E00",
-    "blue": "#0072B2", "black": "#000000",
+    "orange": "#E69F00",
+    "sky blue": "#56B4E9",
+    "bluish green": "#009E73",
+    "yellow": "#F0E442",
+    "reddish purple": "#CC79A7",
+    "vermillion": "#D55E00",
+    "blue": "#0072B2",
+    "black": "#000000",
 }
 _DARK_PROCESS = ("orange", "sky blue", "bluish green", "reddish purple", "vermillion", "blue")
 # On white the strongest first: most workstations show one to four processes.
@@ -89,18 +94,39 @@ class Scheme:
 
     def colours(self) -> dict[str, str]:
         """Role -> colour, for every single-colour role."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name != "name" and isinstance(getattr(self, f.name), str)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name != "name" and isinstance(getattr(self, f.name), str)
+        }
 
 
 DARK = Scheme(
     name="dark",
-    PLOT_BACKGROUND="#15181d", PLOT_FOREGROUND="#b8bec8", TOTAL_USED="#f2f2f2",
-    CAPACITY="#ff6b6b", WARNING="#f0a030", ERROR="#ff5c5c", OK="#3fb68b", MUTED="#8b93a1",
-    CARD_BACKGROUND="#20242b", CARD_BORDER="#323844", DEMO_BANNER="#6b4e00",
-    WINDOW="#1b1e23", BASE="#15181d", ALT_BASE="#1d2127", TEXT="#e3e6eb", HIGHLIGHT="#2f6fb3",
-    BUTTON="#262a31", LINK="#6cb4ff", MID="#2a2f37", DARK="#101215", LIGHT="#3a404b",
-    MIDLIGHT="#30353e", SHADOW="#08090b", TRACK="#2c313a",
+    PLOT_BACKGROUND="#15181d",
+    PLOT_FOREGROUND="#b8bec8",
+    TOTAL_USED="#f2f2f2",
+    CAPACITY="#ff6b6b",
+    WARNING="#f0a030",
+    ERROR="#ff5c5c",
+    OK="#3fb68b",
+    MUTED="#8b93a1",
+    CARD_BACKGROUND="#20242b",
+    CARD_BORDER="#323844",
+    DEMO_BANNER="#6b4e00",
+    WINDOW="#1b1e23",
+    BASE="#15181d",
+    ALT_BASE="#1d2127",
+    TEXT="#e3e6eb",
+    HIGHLIGHT="#2f6fb3",
+    BUTTON="#262a31",
+    LINK="#6cb4ff",
+    MID="#2a2f37",
+    DARK="#101215",
+    LIGHT="#3a404b",
+    MIDLIGHT="#30353e",
+    SHADOW="#08090b",
+    TRACK="#2c313a",
     PROCESS_COLOURS=tuple(OKABE_ITO[n] for n in _DARK_PROCESS),
     BUCKET_COLOURS=("#88CCEE", "#44AA99", "#DDCC77", "#CC6677", "#6F7785", "#AA4499"),
 )
@@ -109,12 +135,30 @@ DARK = Scheme(
 # light scheme's warning/error/ok are darker than the dark scheme's for that.
 LIGHT = Scheme(
     name="light",
-    PLOT_BACKGROUND="#ffffff", PLOT_FOREGROUND="#3d4451", TOTAL_USED="#1f2329",
-    CAPACITY="#d62828", WARNING="#9a5b00", ERROR="#c01f1f", OK="#12734f", MUTED="#5c6370",
-    CARD_BACKGROUND="#f5f6f8", CARD_BORDER="#cfd4db", DEMO_BANNER="#6b4e00",
-    WINDOW="#eceef1", BASE="#ffffff", ALT_BASE="#f4f5f7", TEXT="#1c1f24", HIGHLIGHT="#2f6fb3",
-    BUTTON="#e3e6ea", LINK="#0b5cad", MID="#b9bec6", DARK="#8e949d", LIGHT="#fbfbfc",
-    MIDLIGHT="#f6f7f9", SHADOW="#5a5f66", TRACK="#dde1e6",
+    PLOT_BACKGROUND="#ffffff",
+    PLOT_FOREGROUND="#3d4451",
+    TOTAL_USED="#1f2329",
+    CAPACITY="#d62828",
+    WARNING="#9a5b00",
+    ERROR="#c01f1f",
+    OK="#12734f",
+    MUTED="#5c6370",
+    CARD_BACKGROUND="#f5f6f8",
+    CARD_BORDER="#cfd4db",
+    DEMO_BANNER="#6b4e00",
+    WINDOW="#eceef1",
+    BASE="#ffffff",
+    ALT_BASE="#f4f5f7",
+    TEXT="#1c1f24",
+    HIGHLIGHT="#2f6fb3",
+    BUTTON="#e3e6ea",
+    LINK="#0b5cad",
+    MID="#b9bec6",
+    DARK="#8e949d",
+    LIGHT="#fbfbfc",
+    MIDLIGHT="#f6f7f9",
+    SHADOW="#5a5f66",
+    TRACK="#dde1e6",
     PROCESS_COLOURS=tuple(OKABE_ITO[n] for n in _LIGHT_PROCESS),
     BUCKET_COLOURS=("#332288", "#117733", "#999933", "#CC6677", "#A0A6B0", "#882255"),
 )
@@ -142,11 +186,14 @@ def current() -> Scheme:
 
 
 # Line styles that tell two processes of one colour apart: colour x dash.
-DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine,
-          Qt.PenStyle.DashDotLine)
+DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
 # The same in a stacked area: solid, then hatched fills.
-FILLS = (Qt.BrushStyle.SolidPattern, Qt.BrushStyle.BDiagPattern, Qt.BrushStyle.FDiagPattern,
-         Qt.BrushStyle.DiagCrossPattern)
+FILLS = (
+    Qt.BrushStyle.SolidPattern,
+    Qt.BrushStyle.BDiagPattern,
+    Qt.BrushStyle.FDiagPattern,
+    Qt.BrushStyle.DiagCrossPattern,
+)
 
 
 class ColourBook:
@@ -191,7 +238,7 @@ class ColourBook:
 
 # -- which scheme --------------------------------------------------------------------
 def system_scheme(app=None) -> str | None:
-    """"light" or "dark" as the desktop says, None when it does not say (or Qt < 6.5)."""
+    """ "light" or "dark" as the desktop says, None when it does not say (or Qt < 6.5)."""
     from PySide6.QtGui import QGuiApplication
 
     app = app or QGuiApplication.instance()
@@ -222,13 +269,25 @@ def palette(scheme: Scheme | None = None) -> QPalette:
     p = QPalette()
     roles = QPalette.ColorRole
     for role, colour in (
-        (roles.Window, s.WINDOW), (roles.WindowText, s.TEXT), (roles.Base, s.BASE),
-        (roles.AlternateBase, s.ALT_BASE), (roles.ToolTipBase, s.CARD_BACKGROUND),
-        (roles.ToolTipText, s.TEXT), (roles.Text, s.TEXT), (roles.Button, s.BUTTON),
-        (roles.ButtonText, s.TEXT), (roles.BrightText, "#ffffff"), (roles.Link, s.LINK),
-        (roles.Highlight, s.HIGHLIGHT), (roles.HighlightedText, "#ffffff"),
-        (roles.PlaceholderText, s.MUTED), (roles.Mid, s.MID), (roles.Dark, s.DARK),
-        (roles.Light, s.LIGHT), (roles.Midlight, s.MIDLIGHT), (roles.Shadow, s.SHADOW),
+        (roles.Window, s.WINDOW),
+        (roles.WindowText, s.TEXT),
+        (roles.Base, s.BASE),
+        (roles.AlternateBase, s.ALT_BASE),
+        (roles.ToolTipBase, s.CARD_BACKGROUND),
+        (roles.ToolTipText, s.TEXT),
+        (roles.Text, s.TEXT),
+        (roles.Button, s.BUTTON),
+        (roles.ButtonText, s.TEXT),
+        (roles.BrightText, "#ffffff"),
+        (roles.Link, s.LINK),
+        (roles.Highlight, s.HIGHLIGHT),
+        (roles.HighlightedText, "#ffffff"),
+        (roles.PlaceholderText, s.MUTED),
+        (roles.Mid, s.MID),
+        (roles.Dark, s.DARK),
+        (roles.Light, s.LIGHT),
+        (roles.Midlight, s.MIDLIGHT),
+        (roles.Shadow, s.SHADOW),
     ):
         p.setColor(role, QColor(colour))
     disabled = QPalette.ColorGroup.Disabled
@@ -260,8 +319,9 @@ def apply(app, mode: str = Theme.DARK) -> Scheme:
     _install(scheme)
     app.setStyle("Fusion")
     app.setPalette(palette(scheme))
-    pg.setConfigOptions(background=scheme.PLOT_BACKGROUND, foreground=scheme.PLOT_FOREGROUND,
-                        antialias=ANTIALIAS)
+    pg.setConfigOptions(
+        background=scheme.PLOT_BACKGROUND, foreground=scheme.PLOT_FOREGROUND, antialias=ANTIALIAS
+    )
     _follow_desktop(app)
     return scheme
 

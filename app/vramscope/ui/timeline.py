@@ -42,7 +42,10 @@ MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then gro
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
 LEGEND_MARGIN = 26  # px the legend box adds around its rows
 HEADROOM = 1.12
-TOTAL, CAPACITY = ("total",), ("capacity",)  # the legend's first two rows  # y range above the peak: room for the alert markers' labels
+TOTAL, CAPACITY = (
+    ("total",),
+    ("capacity",),
+)  # the legend's first two rows  # y range above the peak: room for the alert markers' labels
 
 
 def _curve(pen) -> pg.PlotDataItem:
@@ -55,8 +58,7 @@ def _curve(pen) -> pg.PlotDataItem:
 class GpuTimeline(pg.GraphicsLayoutWidget):
     """The plot on the left, its legend in a column on the right (never over a curve)."""
 
-    def __init__(self, index: int, colours: theme.ColourBook, parent=None,
-                 mig_uuid: str | None = None):
+    def __init__(self, index: int, colours: theme.ColourBook, parent=None, mig_uuid: str | None = None):
         super().__init__(parent)
         self.index = index
         # a MIG slice's timeline: the slice's used/capacity and only its processes
@@ -68,14 +70,16 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.alerted: frozenset = frozenset()  # identities with an active alert
         self.ci.layout.setContentsMargins(2, 4, 4, 2)
         plot = self.plot = self.addPlot(
-            row=0, col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+            row=0, col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")}
+        )
         theme.fixed_plot(plot, 44)
         # The GiB axis changes when the y range does, not when time scrolls: paint it
         # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
         plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         s = theme.current()
-        self.legend = pg.LegendItem(verSpacing=-6, labelTextColor=s.TEXT,
-                                    labelTextSize=f"{LEGEND_TEXT_SIZE}pt")
+        self.legend = pg.LegendItem(
+            verSpacing=-6, labelTextColor=s.TEXT, labelTextSize=f"{LEGEND_TEXT_SIZE}pt"
+        )
         self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)
         self.legend.setMinimumWidth(LEGEND_WIDTH)
         self.legend.setMaximumWidth(LEGEND_WIDTH)
@@ -123,7 +127,6 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             # held it taller than the widget (its plot and axes then cut at the bottom)
             super().resizeEvent(event)
 
-
     # -- style --------------------------------------------------------------------
     def set_style(self, style: str) -> None:
         if style == self.style:
@@ -151,8 +154,14 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self.update_from(*self._last)
 
     # -- data ---------------------------------------------------------------------
-    def update_from(self, store: Store, since: float | None, t_end: float,
-                    labels: dict[ProcessIdentity, str], kin: dict | None = None) -> None:
+    def update_from(
+        self,
+        store: Store,
+        since: float | None,
+        t_end: float,
+        labels: dict[ProcessIdentity, str],
+        kin: dict | None = None,
+    ) -> None:
         """Pull this GPU's series from the store (GUI thread; no NVML here).
         ``kin``: identity -> what groups it with others (core/process_groups.kin_of)."""
         self._last = (store, since, t_end, labels, kin)
@@ -211,8 +220,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             peak = max(peak, self._update_lines(series, drawn, since))
             shown = self._legend_lines(alive, ended, must, max(1, room - 1))
             hidden = len(alive) + len(ended) - len(shown)
-            entries = [(k, self.proc_curves[k], _label(k, labels), alive.get(k), k in ended)
-                       for k in shown]
+            entries = [(k, self.proc_curves[k], _label(k, labels), alive.get(k), k in ended) for k in shown]
         else:
             self._drop_lines(keys)
             px = int(self.plot.vb.width()) or 600
@@ -224,9 +232,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             found = units(((k, kin.get(_identity_of(k))) for k in alive), must, self.opened)
             self._units = found
             self._unit_by_key = {k: u for u, ks in found.items() if is_group(u) for k in ks}
-            self._opened_by_key = {k: group_key(kin[_identity_of(k)]) for k in alive
-                                   if kin.get(_identity_of(k)) is not None
-                                   and group_key(kin[_identity_of(k)]) in self.opened}
+            self._opened_by_key = {
+                k: group_key(kin[_identity_of(k)])
+                for k in alive
+                if kin.get(_identity_of(k)) is not None and group_key(kin[_identity_of(k)]) in self.opened
+            }
             unit_alive = {u: sum(alive[k] for k in found[u]) for u in found}
             first_seen = list(dict.fromkeys(self._unit_of(k) for k in keys))
 
@@ -235,9 +245,18 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                     return series(unit)
                 return tu, sum((align(tu, *series(k)) for k in found[unit]), np.zeros(len(tu)))
 
-            top = self.stack.update(unit_series, tu, unit_alive, list(ended), first_seen, must,
-                                    max(px, 100), self._unit_identity, shown=max(1, room - 1),
-                                    everyone=everyone)
+            top = self.stack.update(
+                unit_series,
+                tu,
+                unit_alive,
+                list(ended),
+                first_seen,
+                must,
+                max(px, 100),
+                self._unit_identity,
+                shown=max(1, room - 1),
+                everyone=everyone,
+            )
             peak = max(peak, top)
             hidden = 0
             entries = []
@@ -246,8 +265,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 if k == OTHERS:
                     n = sum(len(found.get(g, ())) for g in self.stack.grouped)
                     gone = len([g for g in self.stack.grouped if g not in found])
-                    name = (f"others ({n}{f', {gone} ended' if gone else ''}) ▸" if n
-                            else f"ended in the window ({gone}) ▸")
+                    name = (
+                        f"others ({n}{f', {gone} ended' if gone else ''}) ▸"
+                        if n
+                        else f"ended in the window ({gone}) ▸"
+                    )
                     value = sum(unit_alive.get(g, 0.0) for g in self.stack.grouped) if n else None
                     entries.append((k, band.sample, name, value, False))
                 elif is_group(k):
@@ -258,17 +280,25 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             entries.sort(key=lambda e: -(e[3] or 0.0) if e[0] != OTHERS else 1.0)
             if self.stack.expanded and len(alive) > 1:
                 entries.append((None, None, "click a band to group the small ones", None, False))
-        entries = [(TOTAL, self.used_curve,
-                    "GPU total used" if self.mig_uuid is None else "slice used", None, False),
-                   (CAPACITY, self.capacity_curve, "capacity", None, False)] + entries
+        entries = [
+            (
+                TOTAL,
+                self.used_curve,
+                "GPU total used" if self.mig_uuid is None else "slice used",
+                None,
+                False,
+            ),
+            (CAPACITY, self.capacity_curve, "capacity", None, False),
+        ] + entries
         self._update_legend(entries, hidden, sorted(not_plotted, key=lambda k: k[2]), labels)
 
         t0 = since if since is not None else (store.first_time or t_end - MIN_SPAN)
         if store.first_time is not None:
             t0 = max(t0, store.first_time)  # a fresh session fills the plot, then scrolls
         # a time window spans at least MIN_SPAN; "all" is the session, however short
-        self.set_window(t0 if since is None and store.first_time is not None
-                        else min(t0, t_end - MIN_SPAN), t_end)
+        self.set_window(
+            t0 if since is None and store.first_time is not None else min(t0, t_end - MIN_SPAN), t_end
+        )
         y_max = max(1.0, peak / GiB * HEADROOM)
         if self._y_max is None or not math.isclose(y_max, self._y_max, rel_tol=1e-3):
             self._y_max = y_max
@@ -325,8 +355,12 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if key == self._highlighted:
             return  # unchanged; curves added since were given the right pen in _add
         self._highlighted = key
-        known = (key in self.proc_curves or key in self.stack.bands or key in self.stack.grouped
-                 or key in self._unit_by_key)
+        known = (
+            key in self.proc_curves
+            or key in self.stack.bands
+            or key in self.stack.grouped
+            or key in self._unit_by_key
+        )
         self.selected = key if known else None
         if key is not None and self.selected is None:
             self.selected = ("none",)  # selection is on another GPU: dim everything here
@@ -414,7 +448,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         n = min(LEGEND_PROCESSES, fit)
         order = sorted(alive, key=lambda k: -alive[k])
         musts = [k for k in order if k in must]
-        fill = [k for k in order if k not in must][:max(0, n - len(musts))]
+        fill = [k for k in order if k not in must][: max(0, n - len(musts))]
         shown = [k for k in order if k in musts or k in fill]
         room = n - len(shown)
         if room > 0:

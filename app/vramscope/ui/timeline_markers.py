@@ -44,8 +44,9 @@ class AlertMarkers:
                 self._style(key)
                 changed = True
         while len(self.info) > MARKERS_KEPT:
-            oldest = min((k for k, v in self.info.items() if not v[3]),
-                         key=lambda k: self.info[k][0], default=None)
+            oldest = min(
+                (k for k, v in self.info.items() if not v[3]), key=lambda k: self.info[k][0], default=None
+            )
             if oldest is None:
                 break
             self.info.pop(oldest)
@@ -62,8 +63,12 @@ class AlertMarkers:
         colour = getattr(s, role)
         line = self.lines.get(key)
         if line is None:
-            line = pg.InfiniteLine(angle=90, movable=False, label=label,
-                                   labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)]})
+            line = pg.InfiniteLine(
+                angle=90,
+                movable=False,
+                label=label,
+                labelOpts={"position": 0.99, "anchors": [(0, 0), (0, 0)]},
+            )
             self.lines[key] = line
             self.plot.addItem(line, ignoreBounds=True)
         line.label.fill = pg.mkBrush(s.PLOT_BACKGROUND + "c8")
@@ -94,8 +99,10 @@ class AlertMarkers:
             x = (line.value() - t0) * per_s
             w = line.label.boundingRect().width() + 4
             span = (x - w, x) if right else (x, x + w)
-            level = next((i for i, taken in enumerate(placed)
-                          if all(span[1] <= a or span[0] >= b for a, b in taken)), len(placed))
+            level = next(
+                (i for i, taken in enumerate(placed) if all(span[1] <= a or span[0] >= b for a, b in taken)),
+                len(placed),
+            )
             if level == len(placed):
                 placed.append([])
             placed[level].append(span)

@@ -51,8 +51,9 @@ class Band:
         self.sample.setFillBrush(theme.brush(colour, dash, alpha=FILL_ALPHA))
 
     def set_shape(self, t: np.ndarray, bottom: np.ndarray, top: np.ndarray) -> None:
-        fill = pg.arrayToQPath(np.concatenate([t, t[::-1]]), np.concatenate([top, bottom[::-1]]),
-                               connect="all")
+        fill = pg.arrayToQPath(
+            np.concatenate([t, t[::-1]]), np.concatenate([top, bottom[::-1]]), connect="all"
+        )
         fill.closeSubpath()
         self.fill.setPath(fill)
         self.under.setPath(fill)
@@ -83,17 +84,33 @@ class StackedBands:
         self._tops = np.zeros((0, 0))
         self.visible = True
 
-    def update(self, series, base_t: np.ndarray, alive: dict, ended: list,
-               first_seen: list, must: set, columns: int, identity, shown: int = STACK_SHOWN,
-               everyone: tuple | None = None) -> float:
+    def update(
+        self,
+        series,
+        base_t: np.ndarray,
+        alive: dict,
+        ended: list,
+        first_seen: list,
+        must: set,
+        columns: int,
+        identity,
+        shown: int = STACK_SHOWN,
+        everyone: tuple | None = None,
+    ) -> float:
         """Lay out the bands; returns the top of the stack (bytes) for the y range.
         ``series(key)`` -> (t, v): a process's history in the window.
         ``shown``: processes on their own before the rest are grouped (what the legend fits).
         ``everyone``: (t, v), the sum of all the processes' figures on ``base_t``'s times;
         with it "others" is that minus the processes drawn on their own, and the
         grouped processes' series are never read (a GPU with 1,000 processes)."""
-        own, rest = choose_layers(alive, first_seen, must, self.expanded, min(shown, STACK_SHOWN),
-                                  fits=min(shown, STACK_SHOWN + PROMOTED))  # (as the legend has rows)
+        own, rest = choose_layers(
+            alive,
+            first_seen,
+            must,
+            self.expanded,
+            min(shown, STACK_SHOWN),
+            fits=min(shown, STACK_SHOWN + PROMOTED),
+        )  # (as the legend has rows)
         grouped = rest + list(ended)
         layers, keys = [], []
         for key in own:
@@ -135,10 +152,15 @@ class StackedBands:
             colour, dash = theme.current().MUTED, 0
         else:
             colour, dash = self.colours.style(identity(key))
-        chosen = self.selected is None or key == self.selected or (
-            key == OTHERS and self.selected in self.grouped)
-        band.set_style(colour, dash, 2.5 if self.selected is not None and chosen else 1.2,
-                       FILL_ALPHA if chosen else DIMMED_FILL_ALPHA)
+        chosen = (
+            self.selected is None or key == self.selected or (key == OTHERS and self.selected in self.grouped)
+        )
+        band.set_style(
+            colour,
+            dash,
+            2.5 if self.selected is not None and chosen else 1.2,
+            FILL_ALPHA if chosen else DIMMED_FILL_ALPHA,
+        )
 
     def set_visible(self, on: bool) -> None:
         self.visible = on

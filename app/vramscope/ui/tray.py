@@ -19,13 +19,19 @@ class TrayNotifier(QObject):
     says why, and ``notify`` only records what it would have shown.
     """
 
-    def __init__(self, window=None, icon: QIcon | None = None, min_severity: str = WARNING,
-                 parent=None, tray: QSystemTrayIcon | None = None, available: bool | None = None):
+    def __init__(
+        self,
+        window=None,
+        icon: QIcon | None = None,
+        min_severity: str = WARNING,
+        parent=None,
+        tray: QSystemTrayIcon | None = None,
+        available: bool | None = None,
+    ):
         super().__init__(parent)
         self.window = window
         self.min_severity = min_severity
-        self.available = (QSystemTrayIcon.isSystemTrayAvailable()
-                          if available is None else available)
+        self.available = QSystemTrayIcon.isSystemTrayAvailable() if available is None else available
         self.reason = None if self.available else "no system tray on this desktop"
         self.tray = tray
         if self.available and self.tray is None:
@@ -47,7 +53,9 @@ class TrayNotifier(QObject):
         """Show what is new and severe enough; returns the (title, text) shown."""
         out = []
         for alert in alerts:
-            if alert.key in self._notified or severity_rank(alert.severity) < severity_rank(self.min_severity):
+            if alert.key in self._notified or severity_rank(alert.severity) < severity_rank(
+                self.min_severity
+            ):
                 continue
             self._notified.add(alert.key)
             title = f"vramscope: {alert.title}" + (f" on {alert.host}" if alert.host else "")
@@ -55,8 +63,11 @@ class TrayNotifier(QObject):
             if not self.available or not self.window_away():
                 self.suppressed.append((title, text))
                 continue
-            icon = (QSystemTrayIcon.MessageIcon.Critical if alert.severity == CRITICAL
-                    else QSystemTrayIcon.MessageIcon.Warning)
+            icon = (
+                QSystemTrayIcon.MessageIcon.Critical
+                if alert.severity == CRITICAL
+                else QSystemTrayIcon.MessageIcon.Warning
+            )
             self.tray.showMessage(title, text, icon, 10_000)
             self.shown.append((title, text))
             out.append((title, text))

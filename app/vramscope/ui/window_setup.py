@@ -33,8 +33,7 @@ def restore_layout(window, settings) -> None:
     def save() -> None:
         settings.geometry = bytes(window.saveGeometry())
         settings.window_state = bytes(window.saveState())
-        settings.splitter_state = (bytes(window.splitter.saveState()) if window.split_by_user
-                                   else None)
+        settings.splitter_state = bytes(window.splitter.saveState()) if window.split_by_user else None
         settings.sync()
 
     QApplication.instance().aboutToQuit.connect(save)
@@ -64,9 +63,14 @@ def setup_desktop(window, settings) -> None:
         find.setFocus()
         find.selectAll()
 
-    actions = {"pause": window.pause_action, "find": focus_find,
-               "end_process": lambda: end_selected_process(window, window.services.panels),
-               "settings": settings_action, "about": about_action, "quit": window.quit_action}
+    actions = {
+        "pause": window.pause_action,
+        "find": focus_find,
+        "end_process": lambda: end_selected_process(window, window.services.panels),
+        "settings": settings_action,
+        "about": about_action,
+        "quit": window.quit_action,
+    }
     for key, act in window._window_actions.items():
         actions[f"window_{key}"] = act
     window.shortcut_actions = install_shortcuts(window, actions)
@@ -112,7 +116,9 @@ def apply_settings(window, settings, changed: set) -> None:
         services.panels.alerts.refresh()
     if "diagnostics" in changed:
         services.engine.settings = settings.diagnostics
-        getattr(window.feed.source, "set_thresholds", lambda _d: None)(settings.diagnostics)  # its sampler process
+        getattr(window.feed.source, "set_thresholds", lambda _d: None)(
+            settings.diagnostics
+        )  # its sampler process
     if changed & {"recording", "session_cap_bytes"}:
         window.statusBar().showMessage("Recording settings apply from the next start.", 8000)
 

@@ -20,6 +20,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def _chain_next_sitecustomize():
     import importlib.machinery
     import importlib.util
+
     rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
@@ -30,6 +31,7 @@ def _chain_next_sitecustomize():
         spec.loader.exec_module(module)
     except Exception:
         import traceback
+
         print("Error in the chained sitecustomize; traceback follows:", file=sys.stderr)
         traceback.print_exc()
 
@@ -39,8 +41,9 @@ def _should_arm():
         return False
     argv = list(getattr(sys, "orig_argv", None) or sys.argv)
     joined = " ".join(argv)
-    if "multiprocessing" in joined and ("spawn_main" in joined or "forkserver" in joined
-                                        or "resource_tracker" in joined):
+    if "multiprocessing" in joined and (
+        "spawn_main" in joined or "forkserver" in joined or "resource_tracker" in joined
+    ):
         return False
     if "torch.distributed.run" in joined or "torch.distributed.launch" in joined:
         return False
@@ -69,8 +72,10 @@ def _start_agent():
             interval = 0.5
         agent.start(interval=interval)
     except Exception as exc:
-        print(f"vramscope: the agent did not start ({type(exc).__name__}: {exc}); "
-              "the script runs without it", file=sys.stderr)
+        print(
+            f"vramscope: the agent did not start ({type(exc).__name__}: {exc}); the script runs without it",
+            file=sys.stderr,
+        )
 
 
 class _AfterTorchImport:

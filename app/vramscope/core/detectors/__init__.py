@@ -10,8 +10,13 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "Alert": "alert", "alerts_to_json": "alert", "sort_alerts": "alert",
-    "KIND_TITLES": "alert", "INFO": "alert", "WARNING": "alert", "CRITICAL": "alert",
+    "Alert": "alert",
+    "alerts_to_json": "alert",
+    "sort_alerts": "alert",
+    "KIND_TITLES": "alert",
+    "INFO": "alert",
+    "WARNING": "alert",
+    "CRITICAL": "alert",
     "Diagnostics": "engine",
     "DiagnosticSettings": "settings",
 }

@@ -22,8 +22,15 @@ from vramscope.core.units import fmt_bytes
 
 # batch-size options of common training entry points (argparse scripts, HF Trainer,
 # Lightning, torchtune, DeepSpeed), first found wins
-BATCH_OPTIONS = ("--batch-size", "--batch_size", "--per_device_train_batch_size",
-                 "--micro-batch-size", "--micro_batch_size", "--train_batch_size", "--bs")
+BATCH_OPTIONS = (
+    "--batch-size",
+    "--batch_size",
+    "--per_device_train_batch_size",
+    "--micro-batch-size",
+    "--micro_batch_size",
+    "--train_batch_size",
+    "--bs",
+)
 # options and names that make a process a long-running server, whatever its engine
 _SERVER_OPTIONS = ("--port", "--host", "--bind")
 _SERVER_WORDS = ("serve", "server", "service", "api", "uvicorn", "gunicorn", "hypercorn")
@@ -67,7 +74,7 @@ def serves_requests(info: ProcessInfo | None) -> bool:
 
 
 def batch_text(cmdline: Sequence[str] | None) -> str:
-    """"It runs with --batch-size 32: try 16 with gradient accumulation 2." or ""."""
+    """ "It runs with --batch-size 32: try 16 with gradient accumulation 2." or ""."""
     found = batch_option(cmdline)
     if found is None:
         return ""
@@ -78,17 +85,21 @@ def batch_text(cmdline: Sequence[str] | None) -> str:
         return f"It runs with {opt} {value}: a smaller one with gradient accumulation frees activations."
     if n <= 1:
         return f"It runs with {opt} {n} already: activation checkpointing is what is left."
-    return (f"It runs with {opt} {n}: try {opt} {n // 2} with gradient accumulation 2 "
-            "(the same effective batch; divide the loss by 2).")
+    return (
+        f"It runs with {opt} {n}: try {opt} {n // 2} with gradient accumulation 2 "
+        "(the same effective batch; divide the loss by 2)."
+    )
 
 
 def growing_server_fix(info: ProcessInfo | None) -> str:
     what = f"`{info.command}`" if info is not None and info.command else "it"
-    return (f"{what} is a long-running server: memory that grows request after request is "
-            "usually a cache without a bound (embeddings, results, compiled shapes) or tensors "
-            "kept per request. Cap the cache, serve under torch.inference_mode() (or no_grad), "
-            "and pad or bucket inputs to a few sizes so the allocator reuses its blocks; "
-            "restarting it gives the memory back now.")
+    return (
+        f"{what} is a long-running server: memory that grows request after request is "
+        "usually a cache without a bound (embeddings, results, compiled shapes) or tensors "
+        "kept per request. Cap the cache, serve under torch.inference_mode() (or no_grad), "
+        "and pad or bucket inputs to a few sizes so the allocator reuses its blocks; "
+        "restarting it gives the memory back now."
+    )
 
 
 def cache_leads(buckets: dict | None) -> str:
@@ -96,25 +107,33 @@ def cache_leads(buckets: dict | None) -> str:
     if not buckets:
         return ""
     cache = buckets.get("cached_free") or 0
-    reserved = sum(buckets.get(n) or 0 for n in ("weights", "gradients", "optimizer_state",
-                                                 "other_allocated", "cached_free"))
+    reserved = sum(
+        buckets.get(n) or 0
+        for n in ("weights", "gradients", "optimizer_state", "other_allocated", "cached_free")
+    )
     if not reserved or cache < CACHE_LEADS_SHARE * reserved:
         return ""
-    return (f"{fmt_bytes(cache)} of it is its own cache -- reserved by PyTorch's caching "
-            "allocator but free: no other process can use it. First, "
-            "torch.cuda.empty_cache() at a quiet point (after evaluation, between phases) hands "
-            "it back, and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True keeps it from "
-            "building up; the tensors themselves need less than the card shows.")
+    return (
+        f"{fmt_bytes(cache)} of it is its own cache -- reserved by PyTorch's caching "
+        "allocator but free: no other process can use it. First, "
+        "torch.cuda.empty_cache() at a quiet point (after evaluation, between phases) hands "
+        "it back, and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True keeps it from "
+        "building up; the tensors themselves need less than the card shows."
+    )
 
 
 def fixed_cost_text(weights: int, gradients: int, optimizer: int) -> str:
     fixed = weights + gradients + optimizer
     if optimizer >= OPTIMIZER_LARGE_SHARE * fixed:
-        return (f"The fixed cost dominates (weights + gradients + optimizer state = "
-                f"{fmt_bytes(fixed)}, optimizer state {fmt_bytes(optimizer)}; a smaller batch "
-                "frees none of it): try an 8-bit optimizer first, then ZeRO/FSDP sharding, "
-                "then LoRA. Plain DDP saves no memory.")
-    return (f"The fixed cost dominates, mostly weights ({fmt_bytes(weights)} of "
-            f"{fmt_bytes(fixed)}; optimizer state only {fmt_bytes(optimizer)}, so an 8-bit "
-            "optimizer or LoRA saves little): load the weights in bf16/fp16 or quantised "
-            "(8-bit/4-bit), or shard them (FSDP) across GPUs.")
+        return (
+            f"The fixed cost dominates (weights + gradients + optimizer state = "
+            f"{fmt_bytes(fixed)}, optimizer state {fmt_bytes(optimizer)}; a smaller batch "
+            "frees none of it): try an 8-bit optimizer first, then ZeRO/FSDP sharding, "
+            "then LoRA. Plain DDP saves no memory."
+        )
+    return (
+        f"The fixed cost dominates, mostly weights ({fmt_bytes(weights)} of "
+        f"{fmt_bytes(fixed)}; optimizer state only {fmt_bytes(optimizer)}, so an 8-bit "
+        "optimizer or LoRA saves little): load the weights in bf16/fp16 or quantised "
+        "(8-bit/4-bit), or shard them (FSDP) across GPUs."
+    )

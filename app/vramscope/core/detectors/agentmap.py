@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from vramscope.core.samples import (
-    AgentDevice, AgentReport, Frame, GpuSample, MigSlice, bare_uuid,
+    AgentDevice,
+    AgentReport,
+    Frame,
+    GpuSample,
+    MigSlice,
+    bare_uuid,
 )
 
 

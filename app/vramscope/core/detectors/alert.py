@@ -14,6 +14,7 @@ CRITICAL = "critical"
 SEVERITIES = (INFO, WARNING, CRITICAL)
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
+
 class AlertKind(StrEnum):
     """What a diagnostic rule found; the member order is the urgency within one severity
     (what threatens running work comes before what only holds memory)."""
@@ -96,7 +97,7 @@ class Alert:
 
     @property
     def gpu_label(self) -> str | None:
-        """"GPU 0" / "lab2 GPU 0" (as the card is named); None when not tied to a GPU."""
+        """ "GPU 0" / "lab2 GPU 0" (as the card is named); None when not tied to a GPU."""
         return None if self.gpu is None else gpu_label(self.gpu, self.host, self.host_index)
 
 
@@ -104,22 +105,24 @@ def alerts_to_json(alerts) -> list[dict[str, Any]]:
     """The ``"alerts"`` list of ``vramscope status --json``."""
     out = []
     for a in alerts:
-        out.append({
-            "kind": a.kind,
-            "severity": a.severity,
-            **({} if a.host is None else {"host": a.host, "host_index": a.host_index}),
-            "gpu": a.gpu,
-            "pid": a.pid,
-            "since": a.since,
-            "message": a.message,
-            "evidence": list(a.evidence),
-            "fix": a.fix,
-            "start_time": a.start_time,
-            "device": a.device,
-            "frees_bytes": a.frees,
-            "connection_file": a.connection_file,
-            "data": _jsonable(a.data),
-        })
+        out.append(
+            {
+                "kind": a.kind,
+                "severity": a.severity,
+                **({} if a.host is None else {"host": a.host, "host_index": a.host_index}),
+                "gpu": a.gpu,
+                "pid": a.pid,
+                "since": a.since,
+                "message": a.message,
+                "evidence": list(a.evidence),
+                "fix": a.fix,
+                "start_time": a.start_time,
+                "device": a.device,
+                "frees_bytes": a.frees,
+                "connection_file": a.connection_file,
+                "data": _jsonable(a.data),
+            }
+        )
     return out
 
 
@@ -134,20 +137,34 @@ def alert_from_json(data) -> Alert | None:
         return value if value is None or (type(value) in kinds) else _BAD
 
     kind, severity, message = data.get("kind"), data.get("severity"), data.get("message")
-    fields = dict(gpu=opt("gpu", (int,)), pid=opt("pid", (int,)),
-                  start_time=opt("start_time", (int, float)), since=opt("since", (int, float)),
-                  device=opt("device", (str,)), frees=opt("frees_bytes", (int,)),
-                  connection_file=opt("connection_file", (str,)), host=opt("host", (str,)),
-                  host_index=opt("host_index", (int,)))
+    fields = dict(
+        gpu=opt("gpu", (int,)),
+        pid=opt("pid", (int,)),
+        start_time=opt("start_time", (int, float)),
+        since=opt("since", (int, float)),
+        device=opt("device", (str,)),
+        frees=opt("frees_bytes", (int,)),
+        connection_file=opt("connection_file", (str,)),
+        host=opt("host", (str,)),
+        host_index=opt("host_index", (int,)),
+    )
     evidence, fix, extra = data.get("evidence", []), data.get("fix", ""), data.get("data", {})
-    if (not isinstance(kind, str) or severity not in SEVERITIES or type(message) is not str
-            or _BAD in fields.values() or type(fix) is not str or type(extra) is not dict
-            or type(evidence) is not list or not all(type(e) is str for e in evidence)):
+    if (
+        not isinstance(kind, str)
+        or severity not in SEVERITIES
+        or type(message) is not str
+        or _BAD in fields.values()
+        or type(fix) is not str
+        or type(extra) is not dict
+        or type(evidence) is not list
+        or not all(type(e) is str for e in evidence)
+    ):
         return None
     if fields["start_time"] is not None:
         fields["start_time"] = float(fields["start_time"])
-    return Alert(kind=kind, severity=severity, message=message, evidence=tuple(evidence),
-                 fix=fix, data=extra, **fields)
+    return Alert(
+        kind=kind, severity=severity, message=message, evidence=tuple(evidence), fix=fix, data=extra, **fields
+    )
 
 
 _BAD = object()
@@ -181,11 +198,13 @@ def seconds_left(alert: Alert) -> float | None:
 
 def urgency_key(alert: Alert) -> tuple:
     left = seconds_left(alert)
-    return (-severity_rank(alert.severity),
-            left if left is not None else float("inf"),
-            _URGENCY.get(alert.kind, len(URGENCY_ORDER)),
-            alert.since if alert.since is not None else float("inf"),
-            alert.pid or 0)
+    return (
+        -severity_rank(alert.severity),
+        left if left is not None else float("inf"),
+        _URGENCY.get(alert.kind, len(URGENCY_ORDER)),
+        alert.since if alert.since is not None else float("inf"),
+        alert.pid or 0,
+    )
 
 
 def sort_alerts(alerts):

@@ -19,7 +19,8 @@ from vramscope.core.samples import Frame
 CHECKPOINTING_FIX = (
     "Set model.config.use_cache = False after model.gradient_checkpointing_enable(). "
     "use_cache=True (the generation KV cache) is incompatible with checkpointing: it warns, "
-    "carries on, and memory does not drop.")
+    "carries on, and memory does not drop."
+)
 
 
 class CheckpointingRule:
@@ -44,15 +45,21 @@ class CheckpointingRule:
             model = data.get("model") or "a registered Hugging Face model"
             dev = device_named(report, data.get("device"))
             gpu = gpu_for_device(frame, report, dev)
-            alerts.append(Alert(
-                kind=AlertKind.CHECKPOINTING_USE_CACHE, severity=WARNING,
-                gpu=gpu.index if gpu is not None else None, pid=report.pid,
-                start_time=report.start_time, since=entry[0],
-                message=f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: gradient checkpointing is on but use_cache is true "
-                        f"({model}) -- it saves nothing",
-                evidence=(f"{model}: gradient checkpointing enabled and config.use_cache = True",),
-                fix=CHECKPOINTING_FIX, device=dev.device if dev is not None else None,
-                data={"model": data.get("model")},
-            ))
+            alerts.append(
+                Alert(
+                    kind=AlertKind.CHECKPOINTING_USE_CACHE,
+                    severity=WARNING,
+                    gpu=gpu.index if gpu is not None else None,
+                    pid=report.pid,
+                    start_time=report.start_time,
+                    since=entry[0],
+                    message=f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: gradient checkpointing is on but use_cache is true "
+                    f"({model}) -- it saves nothing",
+                    evidence=(f"{model}: gradient checkpointing enabled and config.use_cache = True",),
+                    fix=CHECKPOINTING_FIX,
+                    device=dev.device if dev is not None else None,
+                    data={"model": data.get("model")},
+                )
+            )
         forget_stale(self._seen, now, settings, last_seen=lambda v: v[2])
         return alerts

@@ -35,17 +35,29 @@ from vramscope.core.samples import Frame, ProcessIdentity
 
 
 class Diagnostics:
-    def __init__(self, settings: DiagnosticSettings | None = None,
-                 notebook_finder: NotebookFinder | None = None,
-                 kernel_activity: KernelActivityLookup | None = None):
+    def __init__(
+        self,
+        settings: DiagnosticSettings | None = None,
+        notebook_finder: NotebookFinder | None = None,
+        kernel_activity: KernelActivityLookup | None = None,
+    ):
         self._lock = threading.RLock()
         self._settings = settings or DiagnosticSettings()
         self._squatters = SquatterRule(notebook_finder, kernel_activity)
         self._servers = ServerRule()
         growth = GrowthRule()  # before near-OOM, which names the processes it finds growing
-        self._rules = [UnattributedRule(), FragmentationRule(), LeakRule(),
-                       EvalAutogradRule(), CheckpointingRule(), growth, NearOomRule(growth),
-                       GhostRule(), InContainerRule(), WslRule()]
+        self._rules = [
+            UnattributedRule(),
+            FragmentationRule(),
+            LeakRule(),
+            EvalAutogradRule(),
+            CheckpointingRule(),
+            growth,
+            NearOomRule(growth),
+            GhostRule(),
+            InContainerRule(),
+            WslRule(),
+        ]
         self._first_seen: dict[tuple, float] = {}
         self._current: list[Alert] = []
         self._watching: list[Watch] = []
@@ -107,8 +119,7 @@ class Diagnostics:
         """The rules' alerts on this frame."""
         with self._lock:
             settings = self._settings
-        active = frozenset(r.pid for r in frame.agents
-                           if any(e.kind == EventKind.STEP for e in r.events))
+        active = frozenset(r.pid for r in frame.agents if any(e.kind == EventKind.STEP for e in r.events))
         found = self._squatters.update(frame, settings, active)
         found.extend(self._servers.update(frame, settings, active))
         for rule in self._rules:
@@ -129,8 +140,11 @@ class Diagnostics:
         """Conditions on their way to an alert ("idle 3 of 5 min"; watching.py), the
         nearest first; a muted process's are left out. Not alerts."""
         with self._lock:
-            return [w for w in self._watching
-                    if w.pid is None or ProcessIdentity(w.pid, w.start_time) not in self._muted]
+            return [
+                w
+                for w in self._watching
+                if w.pid is None or ProcessIdentity(w.pid, w.start_time) not in self._muted
+            ]
 
     def is_hidden(self, alert: Alert) -> bool:
         with self._lock:

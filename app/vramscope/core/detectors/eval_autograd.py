@@ -33,7 +33,8 @@ from vramscope.core.units import fmt_bytes
 EVAL_FIX = (
     "Wrap evaluation in `with torch.no_grad():` (or `torch.inference_mode()`). model.eval() "
     "only switches Dropout and BatchNorm; it does not stop autograd from keeping every "
-    "activation for a backward pass that never comes. You need both.")
+    "activation for a backward pass that never comes. You need both."
+)
 MAX_EVENTS = 256
 STEP_QUIET_SECONDS = 30.0
 STEP_QUIET_STEPS = 3.0
@@ -102,26 +103,40 @@ class EvalAutogradRule:
             since, growth, baseline, peak, count, model = st.flagged
             gpu = gpu_for_device(frame, report, dev)
             evidence = [
-                f"{count} forward pass(es) of {model or 'a registered model'} in eval mode with "
-                "grad enabled",
+                f"{count} forward pass(es) of {model or 'a registered model'} in eval mode with grad enabled",
                 f"allocated {fmt_bytes(baseline)} before, peak {fmt_bytes(peak)} during "
                 f"(+{fmt_bytes(growth)})",
             ]
             if st.step_peak is not None:
                 cmp = "more than" if peak > st.step_peak else "compared with"
-                evidence.append(f"eval peak {fmt_bytes(peak)} is {cmp} the training step peak "
-                                f"{fmt_bytes(st.step_peak)}")
-            alerts.append(Alert(
-                kind=AlertKind.EVAL_AUTOGRAD, severity=WARNING,
-                gpu=gpu.index if gpu is not None else None, pid=report.pid,
-                start_time=report.start_time, since=since,
-                message=(f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: eval forward passes keep their graphs "
-                         f"(+{fmt_bytes(growth)} while evaluating)"),
-                evidence=tuple(evidence), fix=EVAL_FIX,
-                device=dev.device if dev is not None else None,
-                data={"growth": growth, "baseline": baseline, "peak": peak, "events": count,
-                      "model": model, "step_peak": st.step_peak},
-            ))
+                evidence.append(
+                    f"eval peak {fmt_bytes(peak)} is {cmp} the training step peak {fmt_bytes(st.step_peak)}"
+                )
+            alerts.append(
+                Alert(
+                    kind=AlertKind.EVAL_AUTOGRAD,
+                    severity=WARNING,
+                    gpu=gpu.index if gpu is not None else None,
+                    pid=report.pid,
+                    start_time=report.start_time,
+                    since=since,
+                    message=(
+                        f"{process_name(frame, report.pid, gpu, dev.device if dev else None)}: eval forward passes keep their graphs "
+                        f"(+{fmt_bytes(growth)} while evaluating)"
+                    ),
+                    evidence=tuple(evidence),
+                    fix=EVAL_FIX,
+                    device=dev.device if dev is not None else None,
+                    data={
+                        "growth": growth,
+                        "baseline": baseline,
+                        "peak": peak,
+                        "events": count,
+                        "model": model,
+                        "step_peak": st.step_peak,
+                    },
+                )
+            )
         forget_stale(self._state, now, settings)
         return alerts
 
@@ -134,7 +149,7 @@ class EvalAutogradRule:
         st.events.sort(key=lambda e: e[0])
         if len(st.events) > MAX_EVENTS:  # an eval loop can report thousands of passes
             st.dropped += len(st.events) - MAX_EVENTS
-            del st.events[1:len(st.events) - MAX_EVENTS + 1]  # keep the first and the newest
+            del st.events[1 : len(st.events) - MAX_EVENTS + 1]  # keep the first and the newest
         times = [t for t, _ in st.events]
         first, data0 = st.events[0]
         if data0.get("allocated_before") is not None:

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from vramscope.core.detectors.agentmap import cuda_devices, expandable_segments, gpu_for_device
 from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
 from vramscope.core.detectors.fragmentation_snapshot import (
-    recovers_text, snapshot_evidence, snapshot_figures,
+    recovers_text,
+    snapshot_evidence,
+    snapshot_figures,
 )
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
@@ -37,7 +39,8 @@ from vramscope.core.units import fmt_bytes, fmt_duration
 EMPTY_CACHE_NOT_THE_FIX = (
     "torch.cuda.empty_cache() is not the fix: it only hands the cached blocks back to "
     "the driver, which makes the next allocations slower and solves nothing if you are "
-    "genuinely short; inside a loop it is almost always a mistake.")
+    "genuinely short; inside a loop it is almost always a mistake."
+)
 
 
 @dataclass
@@ -69,8 +72,9 @@ class FragmentationRule:
         forget_stale(self._state, now, settings)
         return alerts
 
-    def _judge(self, frame, report, dev, st: _DevState, now: float,
-               settings: DiagnosticSettings) -> Alert | None:
+    def _judge(
+        self, frame, report, dev, st: _DevState, now: float, settings: DiagnosticSettings
+    ) -> Alert | None:
         # retries rising within the window
         window = settings.frag_retry_window_minutes * 60
         if dev.num_alloc_retries is not None:
@@ -90,10 +94,13 @@ class FragmentationRule:
             gap = dev.reserved - dev.allocated
             share = gap / dev.reserved
             split = dev.inactive_split if snap is None else snap.get("free_split")
-            gap_ok = (share >= settings.frag_gap_share and gap >= settings.frag_min_gap_bytes
-                      and split is not None
-                      and split >= settings.frag_inactive_split_min_bytes
-                      and split >= settings.frag_inactive_split_share * gap)
+            gap_ok = (
+                share >= settings.frag_gap_share
+                and gap >= settings.frag_min_gap_bytes
+                and split is not None
+                and split >= settings.frag_inactive_split_min_bytes
+                and split >= settings.frag_inactive_split_share * gap
+            )
         if gap_ok:
             if st.gap_since is None:
                 st.gap_since = now
@@ -106,8 +113,10 @@ class FragmentationRule:
         gpu = gpu_for_device(frame, report, dev)
         evidence = []
         if gap is not None:
-            evidence.append(f"reserved {fmt_bytes(dev.reserved)}, allocated {fmt_bytes(dev.allocated)}: "
-                            f"gap {fmt_bytes(gap)} ({share:.0%} of reserved)")
+            evidence.append(
+                f"reserved {fmt_bytes(dev.reserved)}, allocated {fmt_bytes(dev.allocated)}: "
+                f"gap {fmt_bytes(gap)} ({share:.0%} of reserved)"
+            )
         if snap is not None:
             evidence.extend(snapshot_evidence(snap))
         elif dev.inactive_split is not None:
@@ -117,24 +126,32 @@ class FragmentationRule:
             evidence.append(f"for {fmt_duration(now - st.gap_since)}")
         if retrying:
             first = min(r for _, r in st.retries)
-            evidence.append(f"num_alloc_retries {first} -> {st.retries[-1][1]}, rising at {rises} "
-                            f"samples in the last {fmt_duration(now - st.retries[0][0])} "
-                            "(cudaMalloc failed; the cache was flushed and the allocation retried)")
+            evidence.append(
+                f"num_alloc_retries {first} -> {st.retries[-1][1]}, rising at {rises} "
+                f"samples in the last {fmt_duration(now - st.retries[0][0])} "
+                "(cudaMalloc failed; the cache was flushed and the allocation retried)"
+            )
         on = expandable_segments(report.allocator_settings)
         if on:
             evidence.append("PYTORCH_CUDA_ALLOC_CONF: expandable_segments is already on")
-            fix = ("expandable_segments is already on in this process, so the environment variable "
-                   "will not help further. Variable-length batches make fragmentation likely: "
-                   "inspect the allocator snapshot (torch.cuda.memory._record_memory_history(), "
-                   "then _dump_snapshot(), viewed at pytorch.org/memory_viz) before blaming a leak. "
-                   + EMPTY_CACHE_NOT_THE_FIX)
+            fix = (
+                "expandable_segments is already on in this process, so the environment variable "
+                "will not help further. Variable-length batches make fragmentation likely: "
+                "inspect the allocator snapshot (torch.cuda.memory._record_memory_history(), "
+                "then _dump_snapshot(), viewed at pytorch.org/memory_viz) before blaming a leak. "
+                + EMPTY_CACHE_NOT_THE_FIX
+            )
         else:
-            evidence.append("PYTORCH_CUDA_ALLOC_CONF: expandable_segments is not set"
-                            if on is False else
-                            "the agent did not report whether expandable_segments is set")
-            fix = ("Start the process with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: "
-                   "the allocator then grows its segments instead of leaving free space in "
-                   f"slivers{recovers_text(snap)}. " + EMPTY_CACHE_NOT_THE_FIX)
+            evidence.append(
+                "PYTORCH_CUDA_ALLOC_CONF: expandable_segments is not set"
+                if on is False
+                else "the agent did not report whether expandable_segments is set"
+            )
+            fix = (
+                "Start the process with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: "
+                "the allocator then grows its segments instead of leaving free space in "
+                f"slivers{recovers_text(snap)}. " + EMPTY_CACHE_NOT_THE_FIX
+            )
         if gap_held:
             since = st.gap_since
         else:  # when the counter first rose within the window
@@ -142,18 +159,33 @@ class FragmentationRule:
             since = next(t for t, r in st.retries if r > low)
         # the slivers are the allocator's inactive_split -- the figure the agent panel
         # shows as "inactive split" -- not the whole reserved-allocated gap
-        what = (f"{fmt_bytes(split)} reserved but free in unusable slivers "
-                f"({'inside partly used segments' if snap is not None else 'inactive split'}; "
-                f"{fmt_bytes(gap)} reserved but not allocated in all)" if gap_held
-                else "allocations failing and being retried")
+        what = (
+            f"{fmt_bytes(split)} reserved but free in unusable slivers "
+            f"({'inside partly used segments' if snap is not None else 'inactive split'}; "
+            f"{fmt_bytes(gap)} reserved but not allocated in all)"
+            if gap_held
+            else "allocations failing and being retried"
+        )
         return Alert(
-            kind=AlertKind.FRAGMENTATION, severity=WARNING,
-            gpu=gpu.index if gpu is not None else None, pid=report.pid,
-            start_time=report.start_time, since=since,
+            kind=AlertKind.FRAGMENTATION,
+            severity=WARNING,
+            gpu=gpu.index if gpu is not None else None,
+            pid=report.pid,
+            start_time=report.start_time,
+            since=since,
             message=f"{process_name(frame, report.pid, gpu, dev.device)}: {what}",
-            evidence=tuple(evidence), fix=fix, device=dev.device, frees=None,
-            data={"gap": gap, "gap_share": share, "inactive_split": dev.inactive_split,
-                  "free_split": snap.get("free_split") if snap else None,
-                  "expandable_recovers": snap.get("expandable_recovers") if snap else None,
-                  "retry_rise": retry_rise, "retry_rises": rises, "expandable_segments": on},
+            evidence=tuple(evidence),
+            fix=fix,
+            device=dev.device,
+            frees=None,
+            data={
+                "gap": gap,
+                "gap_share": share,
+                "inactive_split": dev.inactive_split,
+                "free_split": snap.get("free_split") if snap else None,
+                "expandable_recovers": snap.get("expandable_recovers") if snap else None,
+                "retry_rise": retry_rise,
+                "retry_rises": rises,
+                "expandable_segments": on,
+            },
         )

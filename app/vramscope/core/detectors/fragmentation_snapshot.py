@@ -28,19 +28,23 @@ def snapshot_figures(report, device: str) -> dict | None:
 
 def snapshot_evidence(snap: dict) -> list[str]:
     """The snapshot's lines of evidence."""
-    out = [f"free inside partly used segments {fmt_bytes(snap['free_split'])} "
-           "(empty_cache() cannot return it)"]
+    out = [
+        f"free inside partly used segments {fmt_bytes(snap['free_split'])} (empty_cache() cannot return it)"
+    ]
     if snap.get("free_segments") is not None:
-        out.append(f"whole free segments {fmt_bytes(snap['free_segments'])} "
-                   "(empty_cache() would return them)")
+        out.append(
+            f"whole free segments {fmt_bytes(snap['free_segments'])} (empty_cache() would return them)"
+        )
     largest, request = snap.get("largest_free_block"), snap.get("largest_request")
     if largest is not None:
         against = f" against a largest request of {fmt_bytes(request)}" if request else ""
         out.append(f"largest free block {fmt_bytes(largest)}{against}")
     pools = snap.get("private_pools")
     if pools and pools.get("reserved"):
-        out.append(f"private pools (CUDA graphs / MemPool) {fmt_bytes(pools['reserved'])}, "
-                   "not counted as fragmentation")
+        out.append(
+            f"private pools (CUDA graphs / MemPool) {fmt_bytes(pools['reserved'])}, "
+            "not counted as fragmentation"
+        )
     return out
 
 
@@ -48,6 +52,8 @@ def recovers_text(snap: dict | None) -> str:
     """', recovering about X here (...)' where the snapshot says how much."""
     if not snap or snap.get("expandable_recovers") is None:
         return ""
-    return (f"; in this process's allocator snapshot that recovers about "
-            f"{fmt_bytes(snap['expandable_recovers'])} of the {fmt_bytes(snap['free_split'])} "
-            "free in partly used segments (the whole 2 / 20 MiB pages inside the free pieces)")
+    return (
+        f"; in this process's allocator snapshot that recovers about "
+        f"{fmt_bytes(snap['expandable_recovers'])} of the {fmt_bytes(snap['free_split'])} "
+        "free in partly used segments (the whole 2 / 20 MiB pages inside the free pieces)"
+    )

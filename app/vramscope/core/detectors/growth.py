@@ -23,7 +23,11 @@ from vramscope.core.detectors.advice import growing_server_fix, serves_requests
 from vramscope.core.detectors.naming import AGENT, SERVER, TRAINING, proc_name, process_kind
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.trend import (
-    Staircase, Trend, current_trend, is_significant, staircase,
+    Staircase,
+    Trend,
+    current_trend,
+    is_significant,
+    staircase,
 )
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.units import MiB, fmt_bytes, fmt_duration
@@ -109,14 +113,18 @@ def growing_fix(kind: str, proc: GpuProcess | None = None) -> str:
     if kind == TRAINING and serves_requests(info):  # a server of no known engine
         return growing_server_fix(info)
     if kind == AGENT:
-        return ("It runs under the agent: its panel shows which bucket grows. Allocated rising "
-                "after every step is a leak (a loss or output kept with its graph: .item() / "
-                ".detach()); reserved rising with allocated flat is the caching allocator "
-                "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True).")
-    return ("Run it under the agent (`vramscope run -- python train.py`) to see which PyTorch "
-            "bucket grows: allocated rising step after step is a leak (a loss or output kept "
-            "with its graph: .item() / .detach()), reserved rising with allocated flat is the "
-            "caching allocator. If it is meant to grow (a cache filling up), cap it.")
+        return (
+            "It runs under the agent: its panel shows which bucket grows. Allocated rising "
+            "after every step is a leak (a loss or output kept with its graph: .item() / "
+            ".detach()); reserved rising with allocated flat is the caching allocator "
+            "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)."
+        )
+    return (
+        "Run it under the agent (`vramscope run -- python train.py`) to see which PyTorch "
+        "bucket grows: allocated rising step after step is a leak (a loss or output kept "
+        "with its graph: .item() / .detach()), reserved rising with allocated flat is the "
+        "caching allocator. If it is meant to grow (a cache filling up), cap it."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +160,11 @@ class GrowthRule:
                 s.add(now, proc.used)
             s.trim(now - window)
             s.trend = None
-            if proc.used is not None and s.lows and proc.used - s.lows[0][1] >= settings.growth_min_rise_bytes:
+            if (
+                proc.used is not None
+                and s.lows
+                and proc.used - s.lows[0][1] >= settings.growth_min_rise_bytes
+            ):
                 self.risen.append(Risen(gpu.index, proc, proc.used - s.lows[0][1], s.lows[0][0]))
             if len(s.points) < settings.near_oom_min_points:
                 continue
@@ -177,8 +189,16 @@ class GrowthRule:
         forget_stale(self._series, now, settings)
         return alerts
 
-    def _stair_alert(self, frame, gpu: GpuSample, proc: GpuProcess, s: _Series,
-                     stair: Staircase, now: float, settings: DiagnosticSettings) -> Alert | None:
+    def _stair_alert(
+        self,
+        frame,
+        gpu: GpuSample,
+        proc: GpuProcess,
+        s: _Series,
+        stair: Staircase,
+        now: float,
+        settings: DiagnosticSettings,
+    ) -> Alert | None:
         kind = process_kind(frame, proc)
         if kind == SERVER:
             return None
@@ -187,11 +207,13 @@ class GrowthRule:
         last_jump = (first_minute + stair.last_up) * 60.0
         rise = stair.last - stair.first
         rate = rise / max(60.0, last_jump - began)  # bytes/s, averaged over the staircase
-        free = gpu.free if gpu.free is not None else (
-            gpu.total - gpu.used if gpu.total is not None and gpu.used is not None else None)
+        free = (
+            gpu.free
+            if gpu.free is not None
+            else (gpu.total - gpu.used if gpu.total is not None and gpu.used is not None else None)
+        )
         eta = max(0.0, free / rate) if free is not None and rate > 0 else None
-        severity = (WARNING if eta is not None and eta <= settings.near_oom_horizon_minutes * 60
-                    else INFO)
+        severity = WARNING if eta is not None and eta <= settings.near_oom_horizon_minutes * 60 else INFO
         who = proc_name(proc, gpu)
         full = f"; the card is full in about {fmt_duration(eta)} at this rate" if eta is not None else ""
         evidence = (
@@ -201,32 +223,51 @@ class GrowthRule:
             f"{fmt_bytes(proc.used)} now; {gpu.label}: {fmt_bytes(free)} free of {fmt_bytes(gpu.total)}",
         )
         return Alert(
-            kind=AlertKind.GROWTH, severity=severity, gpu=gpu.index, pid=proc.pid,
-            start_time=proc.identity.start_time, since=began,
-            message=(f"{who} grows in steps: +{fmt_bytes(rise)} in {fmt_duration(last_jump - began)}"
-                     f" ({stair.jumps} jumps, about {rate_text(rate)}){full}"),
-            evidence=evidence, fix=growing_fix(kind, proc),
-            data={"bytes_per_second": rate, "seconds_to_full": eta, "regime_start": began,
-                  "process_kind": kind, "staircase_jumps": stair.jumps},
+            kind=AlertKind.GROWTH,
+            severity=severity,
+            gpu=gpu.index,
+            pid=proc.pid,
+            start_time=proc.identity.start_time,
+            since=began,
+            message=(
+                f"{who} grows in steps: +{fmt_bytes(rise)} in {fmt_duration(last_jump - began)}"
+                f" ({stair.jumps} jumps, about {rate_text(rate)}){full}"
+            ),
+            evidence=evidence,
+            fix=growing_fix(kind, proc),
+            data={
+                "bytes_per_second": rate,
+                "seconds_to_full": eta,
+                "regime_start": began,
+                "process_kind": kind,
+                "staircase_jumps": stair.jumps,
+            },
         )
 
-    def _judge(self, frame, gpu: GpuSample, proc: GpuProcess, trend: Trend | None,
-               settings: DiagnosticSettings):
-        if (trend is None or trend.span < settings.growth_min_seconds
-                or trend.slope * 60 < settings.growth_min_bytes_per_minute
-                or trend.rise() < settings.growth_min_rise_bytes or not is_significant(trend)):
+    def _judge(
+        self, frame, gpu: GpuSample, proc: GpuProcess, trend: Trend | None, settings: DiagnosticSettings
+    ):
+        if (
+            trend is None
+            or trend.span < settings.growth_min_seconds
+            or trend.slope * 60 < settings.growth_min_bytes_per_minute
+            or trend.rise() < settings.growth_min_rise_bytes
+            or not is_significant(trend)
+        ):
             return None
         kind = process_kind(frame, proc)
-        free = gpu.free if gpu.free is not None else (
-            gpu.total - gpu.used if gpu.total is not None and gpu.used is not None else None)
+        free = (
+            gpu.free
+            if gpu.free is not None
+            else (gpu.total - gpu.used if gpu.total is not None and gpu.used is not None else None)
+        )
         eta = max(0.0, free / trend.slope) if free is not None else None
         growing = Growing(gpu.index, proc, kind, trend)
         if kind == SERVER:
             return growing, None  # filling its pool: the server rule explains it
         who = proc_name(proc, gpu)
         full = f"; the card is full in about {fmt_duration(eta)} at this rate" if eta is not None else ""
-        severity = (WARNING if eta is not None and eta <= settings.near_oom_horizon_minutes * 60
-                    else INFO)
+        severity = WARNING if eta is not None and eta <= settings.near_oom_horizon_minutes * 60 else INFO
         evidence = (
             f"{fmt_bytes(proc.used)} now; +{fmt_bytes(trend.rise())} over the last "
             f"{fmt_duration(trend.span)} (robust Theil-Sen trend of its current regime; "
@@ -234,11 +275,20 @@ class GrowthRule:
             f"{gpu.label}: {fmt_bytes(free)} free of {fmt_bytes(gpu.total)}",
         )
         alert = Alert(
-            kind=AlertKind.GROWTH, severity=severity, gpu=gpu.index, pid=proc.pid,
-            start_time=proc.identity.start_time, since=trend.start,
+            kind=AlertKind.GROWTH,
+            severity=severity,
+            gpu=gpu.index,
+            pid=proc.pid,
+            start_time=proc.identity.start_time,
+            since=trend.start,
             message=f"{who} grows {rate_text(trend.slope)}{full}",
-            evidence=evidence, fix=growing_fix(kind, proc),
-            data={"bytes_per_second": trend.slope, "seconds_to_full": eta,
-                  "regime_start": trend.start, "process_kind": kind},
+            evidence=evidence,
+            fix=growing_fix(kind, proc),
+            data={
+                "bytes_per_second": trend.slope,
+                "seconds_to_full": eta,
+                "regime_start": trend.start,
+                "process_kind": kind,
+            },
         )
         return growing, alert

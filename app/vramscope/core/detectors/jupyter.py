@@ -23,8 +23,13 @@ from vramscope.core import bounded_read
 from vramscope.core.bounded_http import HttpError, get_json
 
 _KERNEL_MARKERS = (
-    "ipykernel_launcher", "ipykernel.kernelapp", "colab_kernel_launcher",
-    "spyder_kernels.console", "xpython", "jupyter-kernel", "IPython.kernel",
+    "ipykernel_launcher",
+    "ipykernel.kernelapp",
+    "colab_kernel_launcher",
+    "spyder_kernels.console",
+    "xpython",
+    "jupyter-kernel",
+    "IPython.kernel",
 )
 _KERNEL_ID = re.compile(r"kernel-([0-9A-Za-z_-]+)\.json$")
 
@@ -53,7 +58,7 @@ def connection_file(cmdline: Sequence[str] | None) -> str | None:
             return args[i + 1]
         for prefix in ("-f=", "--f=", "--KernelApp.connection_file=", "--IPKernelApp.connection_file="):
             if arg.startswith(prefix):
-                return arg[len(prefix):]
+                return arg[len(prefix) :]
     return None
 
 
@@ -74,6 +79,7 @@ def runtime_dirs() -> list[pathlib.Path]:
     dirs = []
     try:
         from jupyter_core.paths import jupyter_runtime_dir
+
         dirs.append(pathlib.Path(jupyter_runtime_dir()))
     except Exception:
         pass
@@ -123,8 +129,9 @@ class KernelActivity:
     busy: bool
 
 
-def kernel_activity(conn_file: str | None, dirs: Sequence[pathlib.Path] | None = None,
-                    timeout: float = 0.5) -> KernelActivity | None:
+def kernel_activity(
+    conn_file: str | None, dirs: Sequence[pathlib.Path] | None = None, timeout: float = 0.5
+) -> KernelActivity | None:
     """The kernel's last execution from the local Jupyter server that runs it
     (``GET /api/kernels/<id>``: last_activity, execution_state), or None."""
     kid = kernel_id(conn_file)
@@ -133,8 +140,9 @@ def kernel_activity(conn_file: str | None, dirs: Sequence[pathlib.Path] | None =
     for url, token in _local_servers(dirs):
         data = _get_json(url, f"/api/kernels/{urllib.parse.quote(kid)}", token, timeout)
         if isinstance(data, dict) and data.get("id") == kid:
-            return KernelActivity(_iso_time(data.get("last_activity")),
-                                  data.get("execution_state") in ("busy", "starting"))
+            return KernelActivity(
+                _iso_time(data.get("last_activity")), data.get("execution_state") in ("busy", "starting")
+            )
     return None
 
 
@@ -150,12 +158,15 @@ def _iso_time(text) -> float | None:
     return when.timestamp()
 
 
-def find_notebook(kid: str | None, dirs: Sequence[pathlib.Path] | None = None,
-                  timeout: float = 0.5) -> NotebookHint:
+def find_notebook(
+    kid: str | None, dirs: Sequence[pathlib.Path] | None = None, timeout: float = 0.5
+) -> NotebookHint:
     """Ask each running local Jupyter server (jpserver-*.json / nbserver-*.json)
     which session uses kernel ``kid``."""
-    howto = ("open the Jupyter server's running-kernels list, or `jupyter server list` "
-             f"and its /api/sessions, and look for kernel {kid or '?'}")
+    howto = (
+        "open the Jupyter server's running-kernels list, or `jupyter server list` "
+        f"and its /api/sessions, and look for kernel {kid or '?'}"
+    )
     if not kid:
         return NotebookHint(None, "kernel id unknown (no kernel-<id>.json connection file); " + howto)
     asked = 0
@@ -172,8 +183,11 @@ def find_notebook(kid: str | None, dirs: Sequence[pathlib.Path] | None = None,
             except (KeyError, TypeError, AttributeError):
                 continue
     if asked:
-        return NotebookHint(None, f"no running local Jupyter server lists kernel {kid} "
-                                  "(started from a console, or its server is gone)")
+        return NotebookHint(
+            None,
+            f"no running local Jupyter server lists kernel {kid} "
+            "(started from a console, or its server is gone)",
+        )
     return NotebookHint(None, "no running Jupyter server found here; " + howto)
 
 
@@ -181,8 +195,12 @@ def _get_json(url: str, path: str, token: str, timeout: float):
     """The server's JSON answer, or None; ``timeout`` seconds and 1 MiB in all
     (core/bounded_http.py: a slow or huge answer cannot hold up a pass)."""
     try:
-        status, data = get_json(url.rstrip("/") + path, deadline=timeout, max_bytes=1 << 20,
-                                headers={"Authorization": f"token {token}"} if token else None)
+        status, data = get_json(
+            url.rstrip("/") + path,
+            deadline=timeout,
+            max_bytes=1 << 20,
+            headers={"Authorization": f"token {token}"} if token else None,
+        )
     except HttpError:
         return None
     return data if status == 200 else None
@@ -195,6 +213,7 @@ def default_notebook_finder(pid: int, conn_file: str | None) -> NotebookHint:
     if hint.notebook is None:
         try:
             import psutil
+
             cwd = psutil.Process(pid).cwd()
         except Exception:
             cwd = None

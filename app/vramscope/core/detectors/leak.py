@@ -45,7 +45,13 @@ from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import process_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.trend import (
-    MAX_POINTS, STAIR_UPS, Staircase, kendall_z, regime_start, staircase, theil_sen,
+    MAX_POINTS,
+    STAIR_UPS,
+    Staircase,
+    kendall_z,
+    regime_start,
+    staircase,
+    theil_sen,
 )
 from vramscope.core.samples import Frame
 from vramscope.core.units import MiB, fmt_bytes, fmt_duration
@@ -64,7 +70,8 @@ LEAK_FIX = (
     "rise means tensors from earlier steps are kept alive, usually a loss or output kept "
     "with its computation graph. losses.append(loss) retains the whole graph: append "
     "loss.item() (or loss.detach()) instead, and look for other tensors collected across "
-    "steps (metrics, outputs, hidden states).")
+    "steps (metrics, outputs, hidden states)."
+)
 
 
 @dataclass
@@ -143,9 +150,8 @@ class LeakRule:
             first = [st.points[st.climb_start + i][1] for i in range(CLIMB_START_POINTS)]
             st.climb_base = (st.climb_start, float(np.median(first)))
         base = st.climb_base[1]
-        recent = np.fromiter((p[1] for p in islice(reversed(st.points), RESET_VIEW_POINTS)),
-                             float)[::-1]
-        values = recent[-min(n, RESET_VIEW_POINTS):]
+        recent = np.fromiter((p[1] for p in islice(reversed(st.points), RESET_VIEW_POINTS)), float)[::-1]
+        values = recent[-min(n, RESET_VIEW_POINTS) :]
         # the robust scatter of the history, and the plain one of this climb (a small
         # sample's MAD can be near 0 by chance; a reset must stand out of both)
         inside = float(np.std(np.diff(values[:-1]))) / np.sqrt(2.0)
@@ -158,7 +164,7 @@ class LeakRule:
             st.climb_start = len(st.points) - 1
 
     def _judge(self, frame, report, device_name, st: _LeakState, settings) -> Alert | None:
-        points = list(st.points)[st.climb_start:]
+        points = list(st.points)[st.climb_start :]
         if len(points) < CLIMB_START_POINTS:
             st.flagged_since = None
             return None
@@ -171,9 +177,13 @@ class LeakRule:
         # cut at the last break (a single step up is not a creep)
         window = max(settings.leak_steps, WINDOW_MIN_STEPS, 2 * (st.longest_period or 0))
         recent = [p for p in points if p[0] >= points[-1][0] - window]
-        cut = regime_start([p[0] for p in recent], [p[1] for p in recent],
-                           noise=max(_noise(np.fromiter((p[1] for p in recent), float)),
-                                     float(settings.leak_reset_min_bytes)))
+        cut = regime_start(
+            [p[0] for p in recent],
+            [p[1] for p in recent],
+            noise=max(
+                _noise(np.fromiter((p[1] for p in recent), float)), float(settings.leak_reset_min_bytes)
+            ),
+        )
         recent = recent[cut:]
         steps = [p[0] for p in recent]
         values = [p[1] for p in recent]
@@ -183,8 +193,12 @@ class LeakRule:
         need_slope = settings.leak_min_slope_bytes * (HOLD_SHARE if held else 1.0)
         need_z = HOLD_Z if held else settings.leak_min_z
         stair = _staircase(points)
-        creeping = (slope is not None and recent[-1][0] - recent[0][0] >= settings.leak_steps
-                    and slope >= need_slope and z >= need_z)
+        creeping = (
+            slope is not None
+            and recent[-1][0] - recent[0][0] >= settings.leak_steps
+            and slope >= need_slope
+            and z >= need_z
+        )
         if not creeping and stair is None:
             st.flagged_since = None
             return None
@@ -206,40 +220,65 @@ class LeakRule:
         severity = WARNING
         if eta is not None and eta < settings.near_oom_horizon_minutes * 60:
             severity = CRITICAL
-        evidence = [] if stair is None or creeping else [
-            f"a staircase: {stair.jumps} jumps to a new level since step {points[0][0]}, none given "
-            "back -- memory kept after each evaluation or other periodic phase (outputs or "
-            "metrics collected with their graphs)"]
+        evidence = (
+            []
+            if stair is None or creeping
+            else [
+                f"a staircase: {stair.jumps} jumps to a new level since step {points[0][0]}, none given "
+                "back -- memory kept after each evaluation or other periodic phase (outputs or "
+                "metrics collected with their graphs)"
+            ]
+        )
         evidence += [
             f"allocated after step {steps[0]}: {fmt_bytes(values[0])}; "
             f"after step {steps[-1]}: {fmt_bytes(values[-1])}",
-            (f"robust (Theil-Sen) slope over the last {steps[-1] - steps[0]:.0f} steps: "
-             f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise "
-             f"({z:.1f} standard deviations above chance)" if creeping else
-             f"on average +{slope / MiB:.1f} MiB/step over {span:.0f} steps"),
-            (f"it has climbed for {span:.0f} steps without falling back; the longest climb "
-             f"that did fall back lasted {st.longest_period:.0f} steps" if st.longest_period
-             else f"it has climbed for {span:.0f} steps without ever falling back"),
+            (
+                f"robust (Theil-Sen) slope over the last {steps[-1] - steps[0]:.0f} steps: "
+                f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise "
+                f"({z:.1f} standard deviations above chance)"
+                if creeping
+                else f"on average +{slope / MiB:.1f} MiB/step over {span:.0f} steps"
+            ),
+            (
+                f"it has climbed for {span:.0f} steps without falling back; the longest climb "
+                f"that did fall back lasted {st.longest_period:.0f} steps"
+                if st.longest_period
+                else f"it has climbed for {span:.0f} steps without ever falling back"
+            ),
         ]
         if room is not None:
-            evidence.append(f"headroom {fmt_bytes(room)} (free on {gpu.label} + this process's "
-                            f"cache) -> out of memory in about {steps_to_oom} steps"
-                            + (f" (~{fmt_duration(eta)} at {step_s:.2f} s/step)" if eta is not None else ""))
+            evidence.append(
+                f"headroom {fmt_bytes(room)} (free on {gpu.label} + this process's "
+                f"cache) -> out of memory in about {steps_to_oom} steps"
+                + (f" (~{fmt_duration(eta)} at {step_s:.2f} s/step)" if eta is not None else "")
+            )
         else:
             evidence.append("headroom unknown (GPU not matched), so no OOM projection")
         return Alert(
-            kind=AlertKind.LEAK, severity=severity,
-            gpu=gpu.index if gpu is not None else None, pid=report.pid,
-            start_time=report.start_time, since=st.flagged_since,
-            message=(f"{process_name(frame, report.pid, gpu, device_name)}: allocated after each step grows "
-                     f"{slope / MiB:.1f} MiB/step"
-                     + (f"; out of memory in ~{steps_to_oom} steps" if steps_to_oom is not None else "")),
-            evidence=tuple(evidence), fix=LEAK_FIX, device=device_name,
-            data={"slope_bytes_per_step": slope, "agreement": agreement, "z": z,
-                  "steps_to_oom": steps_to_oom, "seconds_to_oom": eta,
-                  "window": [int(steps[0]), int(steps[-1])],
-                  "longest_reset_period": st.longest_period,
-                  "staircase_jumps": stair.jumps if stair is not None else None},
+            kind=AlertKind.LEAK,
+            severity=severity,
+            gpu=gpu.index if gpu is not None else None,
+            pid=report.pid,
+            start_time=report.start_time,
+            since=st.flagged_since,
+            message=(
+                f"{process_name(frame, report.pid, gpu, device_name)}: allocated after each step grows "
+                f"{slope / MiB:.1f} MiB/step"
+                + (f"; out of memory in ~{steps_to_oom} steps" if steps_to_oom is not None else "")
+            ),
+            evidence=tuple(evidence),
+            fix=LEAK_FIX,
+            device=device_name,
+            data={
+                "slope_bytes_per_step": slope,
+                "agreement": agreement,
+                "z": z,
+                "steps_to_oom": steps_to_oom,
+                "seconds_to_oom": eta,
+                "window": [int(steps[0]), int(steps[-1])],
+                "longest_reset_period": st.longest_period,
+                "staircase_jumps": stair.jumps if stair is not None else None,
+            },
         )
 
 
@@ -249,6 +288,6 @@ def _staircase(points: list) -> Staircase | None:
         return None
     values = np.fromiter((p[1] for p in points), float)
     n = len(values) // STAIR_BLOCK
-    blocks = np.median(values[:n * STAIR_BLOCK].reshape(n, STAIR_BLOCK), axis=1)
+    blocks = np.median(values[: n * STAIR_BLOCK].reshape(n, STAIR_BLOCK), axis=1)
     jump = max(float(STAIR_MIN_JUMP_BYTES), 6.0 * _noise(values) / np.sqrt(STAIR_BLOCK))
     return staircase(blocks, jump)

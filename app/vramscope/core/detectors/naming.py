@@ -39,8 +39,7 @@ def find_process(frame: Frame, pid: int, gpu_index: int | None = None) -> GpuPro
     return None
 
 
-def process_name(frame: Frame, pid: int, gpu: GpuSample | int | None,
-                 device: str | None = None) -> str:
+def process_name(frame: Frame, pid: int, gpu: GpuSample | int | None, device: str | None = None) -> str:
     """'train.py (4242) on GPU 1' ('on lab2 GPU 0' for another machine's); the
     agent's device only when no GPU matched."""
     index = gpu.index if isinstance(gpu, GpuSample) else gpu
@@ -97,16 +96,19 @@ SQUATTER_FIXES: dict[str, SquatterFix] = {
     TRAINING: lambda proc: (
         "A finished or crashed previous run may still be holding VRAM. If it has nothing "
         "left to do, End process; if it waits on purpose, free its tensors (del, then "
-        "torch.cuda.empty_cache() inside it) or mute this alert."),
+        "torch.cuda.empty_cache() inside it) or mute this alert."
+    ),
     KERNEL: lambda proc: (
         "A leftover Jupyter kernel keeps every CUDA tensor it created until it exits. Shut it "
         "down from Jupyter (Kernel > Shut Down in its notebook) so the notebook knows, or End "
         "process here. If you still need it, `del` the big tensors and call "
-        "torch.cuda.empty_cache() in the notebook to hand the cached blocks back."),
+        "torch.cuda.empty_cache() in the notebook to hand the cached blocks back."
+    ),
     OTHER_USER: lambda proc: (
         f"This process belongs to {proc.info.user if proc.info and proc.info.user else 'another user'}: "
         "only its owner (or an administrator) can end it. Ask them to end it or free its "
-        "memory."),
+        "memory."
+    ),
 }
 
 
@@ -114,7 +116,8 @@ IDLE_SERVER_FIX = (
     "It looks like a server waiting for requests (a --port/--host option or a serving "
     "name): idle between requests is its normal state, not a crashed run. If nobody uses "
     "it, stop it where it was started; if it should give memory back while idle, that is "
-    "its own option (a model unload timeout, a smaller cache).")
+    "its own option (a model unload timeout, a smaller cache)."
+)
 
 
 def squatter_fix(kind: str, proc: GpuProcess, frame: Frame | None = None) -> str:

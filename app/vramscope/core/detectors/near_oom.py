@@ -20,13 +20,22 @@ from __future__ import annotations
 
 from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.advice import (
-    batch_text, cache_leads, fixed_cost_text, growing_server_fix, serves_requests,
+    batch_text,
+    cache_leads,
+    fixed_cost_text,
+    growing_server_fix,
+    serves_requests,
 )
 from vramscope.core.detectors.agentmap import cuda_devices, gpu_for_device
 from vramscope.core.detectors.alert import CRITICAL, WARNING, Alert, AlertKind
 from vramscope.core.detectors.growth import GrowthRule, rate_text
 from vramscope.core.detectors.naming import (
-    AGENT, KERNEL, SERVER, TRAINING, process_kind, process_name,
+    AGENT,
+    KERNEL,
+    SERVER,
+    TRAINING,
+    process_kind,
+    process_name,
 )
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.process_names import process_label
@@ -41,14 +50,16 @@ GENERIC_ORDER = (
     "checkpointing, then a smaller micro-batch with gradient accumulation; if the fixed cost "
     "(weights, gradients, optimizer state) does, an 8-bit optimizer, then ZeRO/FSDP sharding, "
     "then LoRA; if reserved and allocated have drifted apart, "
-    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True. Also check the card for squatters.")
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True. Also check the card for squatters."
+)
 
 
 def breakdown_lines(buckets: dict | None) -> list[str]:
     if not buckets:
         return []
-    parts = [f"{BUCKET_LABELS[n]} {fmt_bytes(buckets.get(n))}"
-             for n in ALL_BUCKETS if buckets.get(n) is not None]
+    parts = [
+        f"{BUCKET_LABELS[n]} {fmt_bytes(buckets.get(n))}" for n in ALL_BUCKETS if buckets.get(n) is not None
+    ]
     return [", ".join(parts)] if parts else []
 
 
@@ -57,11 +68,11 @@ UNDER_AGENT_ORDER = (
     "dominate, gradient checkpointing, then a smaller micro-batch with gradient accumulation; "
     "if the fixed cost (weights, gradients, optimizer state) does, an 8-bit optimizer, then "
     "ZeRO/FSDP sharding, then LoRA; if reserved and allocated have drifted apart, "
-    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+)
 
 
-def decision_order(buckets: dict | None, under_agent: bool = False,
-                   cmdline=None) -> str:
+def decision_order(buckets: dict | None, under_agent: bool = False, cmdline=None) -> str:
     """The usual remedies in order of least damage (advice.py), pointed at the bucket
     that dominates and at the process's own batch-size option."""
     batch = batch_text(cmdline)
@@ -82,7 +93,8 @@ def decision_order(buckets: dict | None, under_agent: bool = False,
             f"No gradients or optimizer state: this is inference. Weights are {fmt_bytes(w)}; "
             "what else fills the card is usually the KV cache: cap the context "
             "(--max-model-len) and concurrent sequences (--max-num-seqs), or an fp8 KV cache; "
-            "if loading alone fills it, change weight precision (INT8/INT4) or model size.")
+            "if loading alone fills it, change weight precision (INT8/INT4) or model size."
+        )
     elif fixed >= act:
         tips.append(fixed_cost_text(w, g, o))
     else:
@@ -90,13 +102,21 @@ def decision_order(buckets: dict | None, under_agent: bool = False,
             f"Activations dominate ({fmt_bytes(act)}, the only bucket that moves): "
             + (batch + " Then " if batch else "")
             + "gradient checkpointing"
-            + ("" if batch else ", then a smaller micro-batch with gradient accumulation "
-               "(divide the loss by the accumulation steps)") + ".")
+            + (
+                ""
+                if batch
+                else ", then a smaller micro-batch with gradient accumulation "
+                "(divide the loss by the accumulation steps)"
+            )
+            + "."
+        )
     cache = buckets.get("cached_free") or 0
     reserved = fixed + act + cache
     if not lead and reserved and cache >= 0.25 * reserved:
-        tips.append(f"Reserved and allocated have drifted apart ({fmt_bytes(cache)} cached but "
-                    "free): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
+        tips.append(
+            f"Reserved and allocated have drifted apart ({fmt_bytes(cache)} cached but "
+            "free): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+        )
     return " ".join(tips)
 
 
@@ -112,12 +132,15 @@ def fix_for(kind: str, buckets: dict | None, frame: Frame, gpu: GpuSample, proc)
     if kind == SERVER:
         found = server_of(frame, proc)
         hint = found[0].shrink_hint if found else "give its pool a smaller fraction of the card"
-        return (f"{process_label(proc)} is an inference server: its pool is sized at start-up, "
-                f"so to make room {hint}. Also check the card for squatters.")
+        return (
+            f"{process_label(proc)} is an inference server: its pool is sized at start-up, "
+            f"so to make room {hint}. Also check the card for squatters."
+        )
     if kind == KERNEL:
-        return ("It is a Jupyter kernel: `del` the tensors you no longer need and call "
-                "torch.cuda.empty_cache() in the notebook, or restart the kernel. "
-                + decision_order(buckets))
+        return (
+            "It is a Jupyter kernel: `del` the tensors you no longer need and call "
+            "torch.cuda.empty_cache() in the notebook, or restart the kernel. " + decision_order(buckets)
+        )
     if kind == TRAINING and serves_requests(info):
         return growing_server_fix(info)
     return decision_order(buckets, under_agent=(kind == AGENT), cmdline=cmdline)
@@ -157,40 +180,56 @@ class NearOomRule:
         low = free < settings.near_oom_free_bytes and free + pools < settings.near_oom_free_bytes
         # the trend is the sum of the growing processes' (growth.py): a job starting or
         # ending is a step, not a trend, and a server's pool is by design
-        growers = sorted((g for g in (self._growth.growing if self._growth else ())
-                          if g.gpu == gpu.index and g.kind != SERVER),
-                         key=lambda g: -g.trend.slope)
+        growers = sorted(
+            (
+                g
+                for g in (self._growth.growing if self._growth else ())
+                if g.gpu == gpu.index and g.kind != SERVER
+            ),
+            key=lambda g: -g.trend.slope,
+        )
         slope = sum(g.trend.slope for g in growers) or None
         eta = max(0.0, free / slope) if slope else None
         if eta is not None and eta > settings.near_oom_horizon_minutes * 60:
             eta = None
         if not low and eta is None:
             return None
-        evidence = [f"{gpu.label}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, "
-                    f"{fmt_bytes(free)} free"]
+        evidence = [
+            f"{gpu.label}: {fmt_bytes(gpu.used)} used of {fmt_bytes(gpu.total)}, {fmt_bytes(free)} free"
+        ]
         if pools:
-            evidence.append(f"inference servers' preallocated pools: {fmt_bytes(pools)} "
-                            "(by design; left out of the trend)")
+            evidence.append(
+                f"inference servers' preallocated pools: {fmt_bytes(pools)} "
+                "(by design; left out of the trend)"
+            )
         if eta is not None:
-            evidence.append(f"its growing processes add {rate_text(slope)} together: "
-                            f"full in about {fmt_duration(eta)}")
+            evidence.append(
+                f"its growing processes add {rate_text(slope)} together: full in about {fmt_duration(eta)}"
+            )
         for g in growers:
-            evidence.append(f"growing: {process_label(g.proc)} {rate_text(g.trend.slope)} "
-                            f"for {fmt_duration(g.trend.span)} (robust trend of its current regime)")
+            evidence.append(
+                f"growing: {process_label(g.proc)} {rate_text(g.trend.slope)} "
+                f"for {fmt_duration(g.trend.span)} (robust trend of its current regime)"
+            )
         top = sorted((p for p in gpu.processes if p.used), key=lambda p: -p.used)[:3]
         if top:
-            evidence.append("largest: " + ", ".join(
-                f"{process_label(p)} {fmt_bytes(p.used)}" for p in top))
+            evidence.append("largest: " + ", ".join(f"{process_label(p)} {fmt_bytes(p.used)}" for p in top))
         # what filled it: the growing process, else the one that rose by a step lately
         # (a batch that got bigger, a model loaded), and the largest only when none did
         trending = {g.proc.pid for g in growers}  # already named as growing
-        risers = sorted((r for r in (self._growth.risen if self._growth else ())
-                         if r.gpu == gpu.index and r.proc.pid not in trending
-                         and server_of(frame, r.proc) is None),
-                        key=lambda r: -r.rise)
+        risers = sorted(
+            (
+                r
+                for r in (self._growth.risen if self._growth else ())
+                if r.gpu == gpu.index and r.proc.pid not in trending and server_of(frame, r.proc) is None
+            ),
+            key=lambda r: -r.rise,
+        )
         for r in risers[:3]:
-            evidence.append(f"rose: {process_label(r.proc)} +{fmt_bytes(r.rise)} in the last "
-                            f"{fmt_duration(frame.time - r.since)}")
+            evidence.append(
+                f"rose: {process_label(r.proc)} +{fmt_bytes(r.rise)} in the last "
+                f"{fmt_duration(frame.time - r.since)}"
+            )
         riser = risers[0] if risers and not growers else None
         culprit = growers[0].proc if growers else (riser.proc if riser else (top[0] if top else None))
         kind = process_kind(frame, culprit) if culprit is not None else TRAINING
@@ -203,28 +242,46 @@ class NearOomRule:
                     b["outside_pytorch"] = dev.buckets.outside_pytorch
                     if culprit is None or report.pid == culprit.pid:
                         buckets = b
-                    evidence.extend(f"{process_name(frame, report.pid, g)}: {line}"
-                                    for line in breakdown_lines(b))
-        what = (f"only {fmt_bytes(free)} free" if low else
-                f"full in about {fmt_duration(eta)} at the current trend")
+                    evidence.extend(
+                        f"{process_name(frame, report.pid, g)}: {line}" for line in breakdown_lines(b)
+                    )
+        what = (
+            f"only {fmt_bytes(free)} free"
+            if low
+            else f"full in about {fmt_duration(eta)} at the current trend"
+        )
         if growers:
             what += "; growing: " + ", ".join(
-                f"{process_label(g.proc)} ({rate_text(g.trend.slope)})" for g in growers[:3])
+                f"{process_label(g.proc)} ({rate_text(g.trend.slope)})" for g in growers[:3]
+            )
         elif riser is not None:
-            what += (f"; grew: {process_label(riser.proc)} (+{fmt_bytes(riser.rise)} in "
-                     f"{fmt_duration(frame.time - riser.since)})")
+            what += (
+                f"; grew: {process_label(riser.proc)} (+{fmt_bytes(riser.rise)} in "
+                f"{fmt_duration(frame.time - riser.since)})"
+            )
         elif culprit is not None:
             what += f"; largest: {process_label(culprit)} ({fmt_bytes(culprit.used)})"
-        critical = (free < settings.near_oom_critical_free_bytes
-                    or (eta is not None and eta <= settings.near_oom_critical_minutes * 60))
+        critical = free < settings.near_oom_critical_free_bytes or (
+            eta is not None and eta <= settings.near_oom_critical_minutes * 60
+        )
         return Alert(
-            kind=AlertKind.NEAR_OOM, severity=CRITICAL if critical else WARNING, gpu=gpu.index, pid=None, start_time=None,
-            since=None, message=f"{gpu.label} near out of memory: {what}",
-            evidence=tuple(evidence), fix=fix_for(kind, buckets, frame, gpu, culprit),
-            data={"free": free, "eta_seconds": eta, "slope_bytes_per_s": slope,
-                  "growing_pids": [g.proc.pid for g in growers],
-                  "culprit_pid": culprit.pid if culprit is not None else None,
-                  "culprit_kind": kind if culprit is not None else None},
+            kind=AlertKind.NEAR_OOM,
+            severity=CRITICAL if critical else WARNING,
+            gpu=gpu.index,
+            pid=None,
+            start_time=None,
+            since=None,
+            message=f"{gpu.label} near out of memory: {what}",
+            evidence=tuple(evidence),
+            fix=fix_for(kind, buckets, frame, gpu, culprit),
+            data={
+                "free": free,
+                "eta_seconds": eta,
+                "slope_bytes_per_s": slope,
+                "growing_pids": [g.proc.pid for g in growers],
+                "culprit_pid": culprit.pid if culprit is not None else None,
+                "culprit_kind": kind if culprit is not None else None,
+            },
         )
 
     def _oom_alert(self, frame, report, ev) -> Alert:
@@ -240,9 +297,11 @@ class NearOomRule:
                 dev = candidate
                 break
         gpu = gpu_for_device(frame, report, dev if dev is not None else device)
-        evidence = [f"a {fmt_bytes(requested)} allocation failed"
-                    + (f" with {fmt_bytes(free)} free of {fmt_bytes(total)}" if total is not None else "")
-                    + " -- that names only the last allocation"]
+        evidence = [
+            f"a {fmt_bytes(requested)} allocation failed"
+            + (f" with {fmt_bytes(free)} free of {fmt_bytes(total)}" if total is not None else "")
+            + " -- that names only the last allocation"
+        ]
         lines = breakdown_lines(buckets)
         evidence.extend("at that instant: " + line for line in lines)
         if d.get("allocated") is not None and d.get("reserved") is not None:
@@ -250,18 +309,32 @@ class NearOomRule:
         blocks = _block_sizes(d.get("blocks"))
         if blocks:
             evidence.append("largest live blocks: " + ", ".join(fmt_bytes(b) for b in blocks[:5]))
-        fix = (decision_order(buckets) + " Surviving step 1 proves nothing with variable-length "
-               "data: run one dummy step at the maximum sequence length first.")
+        fix = (
+            decision_order(buckets) + " Surviving step 1 proves nothing with variable-length "
+            "data: run one dummy step at the maximum sequence length first."
+        )
         return Alert(
-            kind=AlertKind.OOM, severity=CRITICAL,
-            gpu=gpu.index if gpu is not None else None, pid=report.pid,
-            start_time=report.start_time, since=ev.time,
-            message=(f"{process_name(frame, report.pid, gpu, device)}: CUDA out of memory (a "
-                     f"{fmt_bytes(requested)} allocation failed; the culprit is what was already "
-                     "there)"),
-            evidence=tuple(evidence), fix=fix, device=device,
-            data={"requested": requested, "total": total, "free": free, "buckets": buckets,
-                  "message": d.get("message")},
+            kind=AlertKind.OOM,
+            severity=CRITICAL,
+            gpu=gpu.index if gpu is not None else None,
+            pid=report.pid,
+            start_time=report.start_time,
+            since=ev.time,
+            message=(
+                f"{process_name(frame, report.pid, gpu, device)}: CUDA out of memory (a "
+                f"{fmt_bytes(requested)} allocation failed; the culprit is what was already "
+                "there)"
+            ),
+            evidence=tuple(evidence),
+            fix=fix,
+            device=device,
+            data={
+                "requested": requested,
+                "total": total,
+                "free": free,
+                "buckets": buckets,
+                "message": d.get("message"),
+            },
         )
 
 

@@ -47,16 +47,16 @@ class ServerRule:
     def __init__(self):
         self._state: dict[tuple, _State] = {}
 
-    def update(self, frame: Frame, settings: DiagnosticSettings,
-               active_pids: frozenset[int] = frozenset()) -> list[Alert]:
+    def update(
+        self, frame: Frame, settings: DiagnosticSettings, active_pids: frozenset[int] = frozenset()
+    ) -> list[Alert]:
         now = frame.time
         groups: dict[tuple, list] = {}
         for gpu, proc in frame.all_processes():
             found = server_of(frame, proc)
             if found is None:
                 continue
-            if proc.info is not None and (proc.info.visibility == EXITED
-                                          or proc.info.status == "zombie"):
+            if proc.info is not None and (proc.info.visibility == EXITED or proc.info.status == "zombie"):
                 continue  # an exited server holding memory is the squatter rule's
             kind, state = found
             owner = state.pid if state is not None else proc.pid
@@ -81,12 +81,15 @@ class ServerRule:
         forget_stale(self._state, now, settings)
         return alerts
 
-    def _explain(self, frame, members, kind: ServerKind, state: ServerState | None,
-                 st: _State, now: float) -> Alert:
+    def _explain(
+        self, frame, members, kind: ServerKind, state: ServerState | None, st: _State, now: float
+    ) -> Alert:
         gpu = members[0][0]
         procs = [p for _, p, _, _ in members]
-        main = next((p for p in procs if state is not None and p.pid == state.pid),
-                    max(procs, key=lambda p: p.used or 0))
+        main = next(
+            (p for p in procs if state is not None and p.pid == state.pid),
+            max(procs, key=lambda p: p.used or 0),
+        )
         used_known = [p.used for p in procs if p.used is not None]
         used = sum(used_known) if used_known else None
         cmdline = main.info.cmdline if main.info is not None else None
@@ -100,40 +103,62 @@ class ServerRule:
             what = f"holds {fmt_bytes(used)}; {traffic}"
         else:
             what = f"holds {fmt_bytes(used)}, its preallocated pool"
-        share = (f" ({used / gpu.total:.0%} of {fmt_bytes(gpu.total)})"
-                 if used is not None and gpu.total else "")
-        evidence = [f"{kind.title} server: {who}",
-                    f"holds {fmt_bytes(used)}{share}: {kind.pool}",
-                    f"sized by {pool}"]
+        share = (
+            f" ({used / gpu.total:.0%} of {fmt_bytes(gpu.total)})" if used is not None and gpu.total else ""
+        )
+        evidence = [
+            f"{kind.title} server: {who}",
+            f"holds {fmt_bytes(used)}{share}: {kind.pool}",
+            f"sized by {pool}",
+        ]
         if state is not None and state.pid not in [p.pid for p in procs]:
-            evidence.append(f"its server process (launcher): pid {state.pid}"
-                            + (f", serving on port {state.port}" if state.port else ""))
+            evidence.append(
+                f"its server process (launcher): pid {state.pid}"
+                + (f", serving on port {state.port}" if state.port else "")
+            )
         if len(procs) > 1:
-            evidence.append("its processes on this GPU: " + ", ".join(
-                f"{p.pid} {fmt_bytes(p.used)}" for p in procs))
+            evidence.append(
+                "its processes on this GPU: " + ", ".join(f"{p.pid} {fmt_bytes(p.used)}" for p in procs)
+            )
         if state is not None and state.metrics_url:
             if traffic and state.metrics_error is None:
                 evidence.append(f"{traffic} (from {state.metrics_url})")
             else:
-                evidence.append(f"metrics at {state.metrics_url}: "
-                                f"{state.metrics_error or 'no KV-cache or request figures'}")
+                evidence.append(
+                    f"metrics at {state.metrics_url}: "
+                    f"{state.metrics_error or 'no KV-cache or request figures'}"
+                )
         elif kind.metrics_path is None:
             evidence.append(f"{kind.title} publishes no Prometheus metrics; idleness is read from SM")
         if idle_for is not None:
-            evidence.append(f"no requests{' and 0 % SM' if traffic is None else ''} for "
-                            f"{fmt_duration(idle_for)}")
-        fix = (f"Nothing is wrong: {kind.title} keeps this pool whether or not requests arrive, "
-               "so the card looks full by design and other processes get only what is left. "
-               f"To leave more for others, {kind.shrink_hint}; if nobody uses the server any "
-               "more, stop it.")
+            evidence.append(
+                f"no requests{' and 0 % SM' if traffic is None else ''} for {fmt_duration(idle_for)}"
+            )
+        fix = (
+            f"Nothing is wrong: {kind.title} keeps this pool whether or not requests arrive, "
+            "so the card looks full by design and other processes get only what is left. "
+            f"To leave more for others, {kind.shrink_hint}; if nobody uses the server any "
+            "more, stop it."
+        )
         return Alert(
-            kind=AlertKind.INFERENCE_SERVER, severity=INFO, gpu=gpu.index, pid=main.pid,
+            kind=AlertKind.INFERENCE_SERVER,
+            severity=INFO,
+            gpu=gpu.index,
+            pid=main.pid,
             start_time=state.start_time if state is not None else main.identity.start_time,
-            since=st.idle_since, message=f"{kind.title}: {who} {what}",
-            evidence=tuple(evidence), fix=fix, frees=used,
-            data={"server": kind.key, "pool": pool, "used": used, "idle_seconds": idle_for,
-                  "kv_cache_usage": state.kv_cache_usage if state else None,
-                  "running": state.running if state else None,
-                  "waiting": state.waiting if state else None,
-                  "pids": [p.pid for p in procs]},
+            since=st.idle_since,
+            message=f"{kind.title}: {who} {what}",
+            evidence=tuple(evidence),
+            fix=fix,
+            frees=used,
+            data={
+                "server": kind.key,
+                "pool": pool,
+                "used": used,
+                "idle_seconds": idle_for,
+                "kv_cache_usage": state.kv_cache_usage if state else None,
+                "running": state.running if state else None,
+                "waiting": state.waiting if state else None,
+                "pids": [p.pid for p in procs],
+            },
         )

@@ -84,9 +84,9 @@ class DiagnosticSettings:
         return dataclasses.replace(self, **cleaned)
 
 
-
-def forget_stale(state: dict, now: float, settings: DiagnosticSettings,
-                 last_seen=lambda value: value.last_seen) -> None:
+def forget_stale(
+    state: dict, now: float, settings: DiagnosticSettings, last_seen=lambda value: value.last_seen
+) -> None:
     """Drop per-process rule state not seen for ``forget_after_minutes``."""
     horizon = now - settings.forget_after_minutes * 60
     for key in [k for k, v in state.items() if last_seen(v) < horizon]:

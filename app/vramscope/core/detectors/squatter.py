@@ -30,23 +30,38 @@ from vramscope.core.containers import stop_advice
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import (
-    AGENT, KERNEL, SERVER, proc_name, process_kind, squatter_fix,
+    AGENT,
+    KERNEL,
+    SERVER,
+    proc_name,
+    process_kind,
+    squatter_fix,
 )
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.stalled import StepClock, clock_text, stalled
 from vramscope.core.detectors.watching import Watch, watch_if_due
 from vramscope.core.samples import (
-    ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, Frame, GpuProcess, GpuSample, JupyterKernel, ProcessIdentity,
+    ACCESS_DENIED,
+    EXITED,
+    GHOST,
+    NOT_VISIBLE,
+    Frame,
+    GpuProcess,
+    GpuSample,
+    JupyterKernel,
+    ProcessIdentity,
 )
 from vramscope.core.units import fmt_bytes, fmt_duration
 
 NotebookFinder = Callable[[int, str | None], jupyter.NotebookHint]
 KernelActivityLookup = Callable[[str | None], jupyter.KernelActivity | None]
 KERNEL_POLL_SECONDS = 15.0
-SERVICE_FIX = ("It was started as a service (by init, systemd or a container's init), not left "
-               "behind by a crash: if it should not hold the card while idle, stop it through "
-               "what started it (systemctl stop <unit>, docker stop <container>) -- a supervisor "
-               "restarts a process ended by hand.")  # ask a Jupyter server about one kernel at most this often
+SERVICE_FIX = (
+    "It was started as a service (by init, systemd or a container's init), not left "
+    "behind by a crash: if it should not hold the card while idle, stop it through "
+    "what started it (systemctl stop <unit>, docker stop <container>) -- a supervisor "
+    "restarts a process ended by hand."
+)  # ask a Jupyter server about one kernel at most this often
 
 
 @dataclass
@@ -63,8 +78,9 @@ class _ProcState:
     extra: dict = field(default_factory=dict)
 
 
-def process_is_idle(proc: GpuProcess, gpu: GpuSample, settings: DiagnosticSettings,
-                    active_pids: frozenset[int] = frozenset()) -> bool | None:
+def process_is_idle(
+    proc: GpuProcess, gpu: GpuSample, settings: DiagnosticSettings, active_pids: frozenset[int] = frozenset()
+) -> bool | None:
     """True/False, or None when nothing says (no per-process SM and a busy GPU)."""
     if proc.pid in active_pids:  # the agent reported optimizer steps this frame
         return False
@@ -80,8 +96,11 @@ def process_is_idle(proc: GpuProcess, gpu: GpuSample, settings: DiagnosticSettin
 
 
 class SquatterRule:
-    def __init__(self, notebook_finder: NotebookFinder | None = None,
-                 kernel_activity: KernelActivityLookup | None = None):
+    def __init__(
+        self,
+        notebook_finder: NotebookFinder | None = None,
+        kernel_activity: KernelActivityLookup | None = None,
+    ):
         # what Jupyter servers say of a kernel comes on the frame (sources/jupyter_kernels.py
         # asks them off the sampling thread); a lookup given here replaces it (tests)
         self._finder = notebook_finder
@@ -89,8 +108,9 @@ class SquatterRule:
         self._state: dict[tuple, _ProcState] = {}
         self.watching: list[Watch] = []  # conditions on their way to an alert, as of the last update
 
-    def update(self, frame: Frame, settings: DiagnosticSettings,
-               active_pids: frozenset[int] = frozenset()) -> list[Alert]:
+    def update(
+        self, frame: Frame, settings: DiagnosticSettings, active_pids: frozenset[int] = frozenset()
+    ) -> list[Alert]:
         now = frame.time
         alerts = []
         self.watching = watching = []
@@ -130,23 +150,33 @@ class SquatterRule:
         forget_stale(self._state, now, settings)
         return alerts
 
-    def _kernel_clock(self, proc: GpuProcess, st: _ProcState, now: float,
-                      settings: DiagnosticSettings, kernel: JupyterKernel | None) -> None:
+    def _kernel_clock(
+        self,
+        proc: GpuProcess,
+        st: _ProcState,
+        now: float,
+        settings: DiagnosticSettings,
+        kernel: JupyterKernel | None,
+    ) -> None:
         """A kernel is idle from its last execution, as its Jupyter server says
         (reading a notebook is not using it less); SM is the fallback."""
         if not settings.lookup_notebooks:
             return
         if self._activity is None:  # the frame's word (frame.kernels)
             if kernel is not None:
-                st.activity = jupyter.KernelActivity(kernel.last_activity, kernel.busy) \
-                    if kernel.busy or kernel.last_activity is not None else None
+                st.activity = (
+                    jupyter.KernelActivity(kernel.last_activity, kernel.busy)
+                    if kernel.busy or kernel.last_activity is not None
+                    else None
+                )
                 if kernel.notebook or kernel.how:
                     st.notebook = jupyter.NotebookHint(kernel.notebook, kernel.how)
         elif st.activity_asked is None or now - st.activity_asked >= KERNEL_POLL_SECONDS:
             st.activity_asked = now
             try:
-                st.activity = self._activity(jupyter.connection_file(
-                    proc.info.cmdline if proc.info else None))
+                st.activity = self._activity(
+                    jupyter.connection_file(proc.info.cmdline if proc.info else None)
+                )
             except Exception:  # a lookup must never break the rule
                 st.activity = None
         act = st.activity
@@ -159,8 +189,16 @@ class SquatterRule:
             st.idle_since = min(act.last_activity, now)
             st.last_active = st.idle_since
 
-    def _judge(self, frame: Frame, gpu: GpuSample, proc: GpuProcess, kind: str,
-               st: _ProcState, now: float, settings: DiagnosticSettings) -> Alert | None:
+    def _judge(
+        self,
+        frame: Frame,
+        gpu: GpuSample,
+        proc: GpuProcess,
+        kind: str,
+        st: _ProcState,
+        now: float,
+        settings: DiagnosticSettings,
+    ) -> Alert | None:
         info = proc.info
         used = proc.used
         idle_for = (now - st.idle_since) if st.idle_since is not None else None
@@ -201,11 +239,13 @@ class SquatterRule:
         if st.idle_since is not None:
             evidence.append(f"0 % SM since {clock_text(st.idle_since)} (idle {fmt_duration(idle_for)})")
         if st.last_active is not None:
-            evidence.append(f"last SM activity at {clock_text(st.last_active)} "
-                            f"({fmt_duration(now - st.last_active)} ago)")
+            evidence.append(
+                f"last SM activity at {clock_text(st.last_active)} ({fmt_duration(now - st.last_active)} ago)"
+            )
         else:
-            evidence.append(f"no SM activity seen since monitoring began "
-                            f"{fmt_duration(now - st.first_seen)} ago")
+            evidence.append(
+                f"no SM activity seen since monitoring began {fmt_duration(now - st.first_seen)} ago"
+            )
         if is_kernel:
             evidence.append(f"Jupyter/IPython kernel; connection file: {conn or 'not on its command line'}")
             if settings.lookup_notebooks and gpu.host is None:  # not for another machine's kernel
@@ -217,36 +257,50 @@ class SquatterRule:
                     except Exception as exc:  # a lookup must never break the rule
                         st.notebook = jupyter.NotebookHint(None, f"lookup failed: {exc}")
                 nb = st.notebook
-                evidence.append(f"notebook: {nb.notebook} ({nb.how})" if nb.notebook
-                                else f"notebook: not found -- {nb.how}")
+                evidence.append(
+                    f"notebook: {nb.notebook} ({nb.how})"
+                    if nb.notebook
+                    else f"notebook: not found -- {nb.how}"
+                )
         if orphan:
-            evidence.append(f"parent process gone while watched: re-parented to pid {info.ppid} "
-                            "(init or a subreaper), as after a crash or a closed terminal")
+            evidence.append(
+                f"parent process gone while watched: re-parented to pid {info.ppid} "
+                "(init or a subreaper), as after a crash or a closed terminal"
+            )
         elif service:
-            evidence.append(f"started as a service: its parent is pid {info.ppid} (init, systemd, "
-                            "tini, dumb-init or a container's init) since it was first seen")
+            evidence.append(
+                f"started as a service: its parent is pid {info.ppid} (init, systemd, "
+                "tini, dumb-init or a container's init) since it was first seen"
+            )
         if zombie:
-            evidence.append(f"zombie: it has exited but is still listed holding memory "
-                            f"(parent pid {info.ppid if info.ppid is not None else 'n/a'})")
+            evidence.append(
+                f"zombie: it has exited but is still listed holding memory "
+                f"(parent pid {info.ppid if info.ppid is not None else 'n/a'})"
+            )
         if info is not None:
             age = (now - info.start_time) if info.start_time is not None else None
-            evidence.append(f"user {info.user or 'n/a'}; started {fmt_duration(age)} ago; "
-                            f"command: {info.command or 'n/a'}")
+            evidence.append(
+                f"user {info.user or 'n/a'}; started {fmt_duration(age)} ago; "
+                f"command: {info.command or 'n/a'}"
+            )
 
         if "zombie" in reasons:
             message = f"{who} has exited but still holds {mem}"
-            fix = ("A zombie cannot use the GPU: its parent (pid "
-                   f"{info.ppid if info and info.ppid is not None else '?'}) has not reaped it. "
-                   "End the parent, or wait for the driver to release the memory; "
-                   "a previous run may still be holding VRAM.")
+            fix = (
+                "A zombie cannot use the GPU: its parent (pid "
+                f"{info.ppid if info and info.ppid is not None else '?'}) has not reaped it. "
+                "End the parent, or wait for the driver to release the memory; "
+                "a previous run may still be holding VRAM."
+            )
         elif "jupyter_kernel" in reasons:
             message = f"{who} holds {mem}, idle {fmt_duration(idle_for)}"
             fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
         elif "orphan" in reasons:
-            message = (f"{who} holds {mem}; its parent is gone "
-                       f"and it has been idle {fmt_duration(idle_for)}")
-            fix = ("Its launcher is gone -- likely a crashed or abandoned previous run that still "
-                   "holds VRAM. " + squatter_fix(kind, proc, frame if gpu.host is None else None))
+            message = f"{who} holds {mem}; its parent is gone and it has been idle {fmt_duration(idle_for)}"
+            fix = (
+                "Its launcher is gone -- likely a crashed or abandoned previous run that still "
+                "holds VRAM. " + squatter_fix(kind, proc, frame if gpu.host is None else None)
+            )
         else:
             message = f"{who} holds {mem} with 0 % SM for {fmt_duration(idle_for)}"
             fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
@@ -254,37 +308,64 @@ class SquatterRule:
                 fix = SERVICE_FIX + " " + fix
 
         if info is not None and info.container is not None:
-            evidence.append(f"runs in {info.container.label}"
-                            + (f" as pid {info.ns_pid} there" if info.ns_pid is not None else ""))
+            evidence.append(
+                f"runs in {info.container.label}"
+                + (f" as pid {info.ns_pid} there" if info.ns_pid is not None else "")
+            )
             fix = f"{fix} {stop_advice(info.container)}"
 
         severity = WARNING
         if reasons == ["jupyter_kernel"] and idle_for < settings.kernel_warn_minutes * 60:
             severity = INFO  # listed from kernel_idle_minutes, a warning from kernel_warn_minutes
         return Alert(
-            kind=AlertKind.SQUATTER, severity=severity, gpu=gpu.index, pid=proc.pid,
+            kind=AlertKind.SQUATTER,
+            severity=severity,
+            gpu=gpu.index,
+            pid=proc.pid,
             start_time=proc.identity.start_time,
             since=st.idle_since if st.idle_since is not None else st.first_seen,
-            message=message, evidence=tuple(evidence), fix=fix, frees=used,
+            message=message,
+            evidence=tuple(evidence),
+            fix=fix,
+            frees=used,
             connection_file=conn,
-            data={"reasons": reasons, "used": used, "idle_seconds": idle_for, "process_kind": kind,
-                  "last_active": st.last_active,
-                  "notebook": st.notebook.notebook if st.notebook else None},
+            data={
+                "reasons": reasons,
+                "used": used,
+                "idle_seconds": idle_for,
+                "process_kind": kind,
+                "last_active": st.last_active,
+                "notebook": st.notebook.notebook if st.notebook else None,
+            },
         )
 
 
-def _watch(gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: float,
-           settings: DiagnosticSettings) -> Watch | None:
+def _watch(
+    gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: float, settings: DiagnosticSettings
+) -> Watch | None:
     """'idle 3 of 5 min' for a holder on its way to a squatter alert (watching.py)."""
     if kind == SERVER:
         return None  # a server's pool is by design: nothing to wait for
     if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
         return None
     if kind == KERNEL:
-        return watch_if_due(AlertKind.SQUATTER, gpu, proc, st.idle_since, now, "kernel idle",
-                            settings.kernel_idle_minutes * 60)
+        return watch_if_due(
+            AlertKind.SQUATTER,
+            gpu,
+            proc,
+            st.idle_since,
+            now,
+            "kernel idle",
+            settings.kernel_idle_minutes * 60,
+        )
     if kind == AGENT and st.steps.last_step is not None:
-        return watch_if_due(AlertKind.STALLED, gpu, proc, st.steps.last_step_time, now, "no step for",
-                            st.steps.quiet_needed(settings))
-    return watch_if_due(AlertKind.SQUATTER, gpu, proc, st.idle_since, now, "idle",
-                        settings.idle_minutes * 60)
+        return watch_if_due(
+            AlertKind.STALLED,
+            gpu,
+            proc,
+            st.steps.last_step_time,
+            now,
+            "no step for",
+            st.steps.quiet_needed(settings),
+        )
+    return watch_if_due(AlertKind.SQUATTER, gpu, proc, st.idle_since, now, "idle", settings.idle_minutes * 60)

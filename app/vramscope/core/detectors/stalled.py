@@ -32,7 +32,7 @@ from vramscope.core.units import fmt_bytes, fmt_duration
 STEP_TIMES_KEPT = 32  # recent step intervals the typical step time is the median of
 SLOW_STEP_FACTOR = 10.0  # a stall lasts at least this many typical steps
 
-HANG_FIX_END = ("Ending it loses what it did since its last checkpoint.")
+HANG_FIX_END = "Ending it loses what it did since its last checkpoint."
 
 
 def clock_text(t: float | None) -> str:
@@ -74,8 +74,15 @@ class StepClock:
         return max(settings.idle_minutes * 60, SLOW_STEP_FACTOR * step)
 
 
-def stalled(gpu: GpuSample, proc: GpuProcess, clock: StepClock, now: float,
-            idle_for: float | None, big: bool, settings: DiagnosticSettings) -> Alert | None:
+def stalled(
+    gpu: GpuSample,
+    proc: GpuProcess,
+    clock: StepClock,
+    now: float,
+    idle_for: float | None,
+    big: bool,
+    settings: DiagnosticSettings,
+) -> Alert | None:
     """The stalled alert for a run under the agent, or None while it steps."""
     if clock.last_step_time is None or not big:
         return None
@@ -87,36 +94,57 @@ def stalled(gpu: GpuSample, proc: GpuProcess, clock: StepClock, now: float,
     if idle_for is not None and idle_for >= settings.idle_minutes * 60:
         how = "0 % SM"
         evidence = [f"0 % SM since {clock_text(now - idle_for)} (idle {fmt_duration(idle_for)})"]
-        fix = ("The run is alive but has stopped stepping: find what it waits on before ending "
-               f"anything. `py-spy dump --pid {proc.pid}` prints its stack: a data loader "
-               "(workers, a slow disk or network share), a collective waiting for another rank "
-               "(NCCL), a checkpoint write, or a breakpoint/input(). " + HANG_FIX_END)
+        fix = (
+            "The run is alive but has stopped stepping: find what it waits on before ending "
+            f"anything. `py-spy dump --pid {proc.pid}` prints its stack: a data loader "
+            "(workers, a slow disk or network share), a collective waiting for another rank "
+            "(NCCL), a checkpoint write, or a breakpoint/input(). " + HANG_FIX_END
+        )
     else:
         unchanged = (now - clock.allocated_since) if clock.allocated_since is not None else None
         if idle_for is not None or unchanged is None or unchanged < need:
             return None  # busy and allocating: an evaluation phase, a checkpoint write
-        sm = f"{proc.sm} %" if proc.sm is not None else (
-            f"{gpu.util_gpu} % (the GPU's)" if gpu.util_gpu is not None else "busy")
+        sm = (
+            f"{proc.sm} %"
+            if proc.sm is not None
+            else (f"{gpu.util_gpu} % (the GPU's)" if gpu.util_gpu is not None else "busy")
+        )
         how = f"SM still busy ({sm}) with nothing allocated or freed"
-        evidence = [f"SM {sm} while no step came; allocated and reserved unchanged for "
-                    f"{fmt_duration(unchanged)}: a kernel spinning, as a collective does while it "
-                    "waits for a rank (an NCCL hang)"]
-        fix = ("A busy GPU with no steps and no allocations is a collective waiting for another "
-               f"rank, most often: `py-spy dump --pid {proc.pid}` shows it in all_reduce / barrier "
-               "/ broadcast. Check every rank is alive and at the same step (one crashed, hit an "
-               "exception, or took another branch), rerun with NCCL_DEBUG=INFO to see which "
-               "collective waits, and set init_process_group(timeout=...) so a hang fails "
-               "instead of holding the GPUs. " + HANG_FIX_END)
+        evidence = [
+            f"SM {sm} while no step came; allocated and reserved unchanged for "
+            f"{fmt_duration(unchanged)}: a kernel spinning, as a collective does while it "
+            "waits for a rank (an NCCL hang)"
+        ]
+        fix = (
+            "A busy GPU with no steps and no allocations is a collective waiting for another "
+            f"rank, most often: `py-spy dump --pid {proc.pid}` shows it in all_reduce / barrier "
+            "/ broadcast. Check every rank is alive and at the same step (one crashed, hit an "
+            "exception, or took another branch), rerun with NCCL_DEBUG=INFO to see which "
+            "collective waits, and set init_process_group(timeout=...) so a hang fails "
+            "instead of holding the GPUs. " + HANG_FIX_END
+        )
     typical = clock.typical_step()
-    evidence = [f"last step {clock.last_step} seen at {clock_text(clock.last_step_time)} "
-                f"({fmt_duration(quiet)} ago)"
-                + (f"; steps took {typical:.2f} s before" if typical else ""),
-                *evidence, f"holds {fmt_bytes(proc.used)} on {gpu.label}"]
+    evidence = [
+        f"last step {clock.last_step} seen at {clock_text(clock.last_step_time)} "
+        f"({fmt_duration(quiet)} ago)" + (f"; steps took {typical:.2f} s before" if typical else ""),
+        *evidence,
+        f"holds {fmt_bytes(proc.used)} on {gpu.label}",
+    ]
     return Alert(
-        kind=AlertKind.STALLED, severity=WARNING, gpu=gpu.index, pid=proc.pid,
-        start_time=proc.identity.start_time, since=clock.last_step_time,
+        kind=AlertKind.STALLED,
+        severity=WARNING,
+        gpu=gpu.index,
+        pid=proc.pid,
+        start_time=proc.identity.start_time,
+        since=clock.last_step_time,
         message=f"{who} stalled since step {clock.last_step}: no step for {fmt_duration(quiet)}, {how}",
-        evidence=tuple(evidence), fix=fix, frees=None,
-        data={"step": clock.last_step, "since_step_seconds": quiet, "idle_seconds": idle_for,
-              "sm_busy": idle_for is None},
+        evidence=tuple(evidence),
+        fix=fix,
+        frees=None,
+        data={
+            "step": clock.last_step,
+            "since_step_seconds": quiet,
+            "idle_seconds": idle_for,
+            "sm_busy": idle_for is None,
+        },
     )

@@ -154,8 +154,11 @@ MIN_TREND_Z = 3.0
 
 
 def is_significant(trend: "Trend") -> bool:
-    return (trend.slope is not None and trend.agreement >= MIN_AGREEMENT
-            and kendall_z(trend.agreement, min(trend.points, MAX_POINTS)) >= MIN_TREND_Z)
+    return (
+        trend.slope is not None
+        and trend.agreement >= MIN_AGREEMENT
+        and kendall_z(trend.agreement, min(trend.points, MAX_POINTS)) >= MIN_TREND_Z
+    )
 
 
 def current_trend(t: Sequence[float], y: Sequence[float]) -> Trend | None:
@@ -195,8 +198,9 @@ class Staircase:
         return len(self.ups)
 
 
-def staircase(levels: Sequence[float], jump: float, need: int = STAIR_UPS,
-              hold: float = STAIR_HOLD) -> Staircase | None:
+def staircase(
+    levels: Sequence[float], jump: float, need: int = STAIR_UPS, hold: float = STAIR_HOLD
+) -> Staircase | None:
     """Levels that rose to a new high by at least ``jump`` ``need`` times, never fell a
     jump below the top, and are still climbing (the last jump no older than ``hold``
     times the longest gap between jumps); None otherwise."""

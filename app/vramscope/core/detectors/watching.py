@@ -56,9 +56,18 @@ def _minutes(seconds: float) -> str:
 
 def watching_to_json(watches) -> list[dict[str, Any]]:
     """The ``"watching"`` list of ``vramscope status --json``."""
-    return [{"kind": w.kind, "gpu": w.gpu, "pid": w.pid, "since": w.since,
-             "message": w.message, "elapsed_seconds": w.elapsed, "needed_seconds": w.needed}
-            for w in watches]
+    return [
+        {
+            "kind": w.kind,
+            "gpu": w.gpu,
+            "pid": w.pid,
+            "since": w.since,
+            "message": w.message,
+            "elapsed_seconds": w.elapsed,
+            "needed_seconds": w.needed,
+        }
+        for w in watches
+    ]
 
 
 WATCHING = "watching"  # the key that marks a Watch among a stream's alerts
@@ -68,9 +77,17 @@ def watch_to_wire(w: Watch) -> dict[str, Any]:
     """A Watch as the stream sends it, among the frame's alerts (which it is not: an
     alert decoder passes over it, having no severity) -- so the window reading its
     sampler process, or an ssh host, shows what is on its way to an alert too."""
-    return {WATCHING: w.kind, "gpu": w.gpu, "pid": w.pid, "start_time": w.start_time,
-            "since": w.since, "what": w.what, "measure": w.measure, "elapsed": w.elapsed,
-            "needed": w.needed}
+    return {
+        WATCHING: w.kind,
+        "gpu": w.gpu,
+        "pid": w.pid,
+        "start_time": w.start_time,
+        "since": w.since,
+        "what": w.what,
+        "measure": w.measure,
+        "elapsed": w.elapsed,
+        "needed": w.needed,
+    }
 
 
 def watch_from_wire(data) -> Watch | None:
@@ -85,15 +102,22 @@ def watch_from_wire(data) -> Watch | None:
     gpu, pid = data.get("gpu"), data.get("pid")
     what, measure = data.get("what"), data.get("measure")
     since, elapsed, needed = num("since"), num("elapsed"), num("needed")
-    if (gpu is not None and type(gpu) is not int) or (pid is not None and type(pid) is not int) \
-            or type(what) is not str or type(measure) is not str or None in (since, elapsed, needed):
+    if (
+        (gpu is not None and type(gpu) is not int)
+        or (pid is not None and type(pid) is not int)
+        or type(what) is not str
+        or type(measure) is not str
+        or None in (since, elapsed, needed)
+    ):
         return None
-    return Watch(data[WATCHING][:64], gpu, pid, num("start_time"), since, what[:300], measure[:64],
-                 elapsed, needed)
+    return Watch(
+        data[WATCHING][:64], gpu, pid, num("start_time"), since, what[:300], measure[:64], elapsed, needed
+    )
 
 
-def watch_if_due(kind: str, gpu, proc, since: float | None, now: float, measure: str,
-                 needed: float) -> Watch | None:
+def watch_if_due(
+    kind: str, gpu, proc, since: float | None, now: float, measure: str, needed: float
+) -> Watch | None:
     """A Watch when the condition began ``WATCH_FROM_SECONDS`` ago or more and has not
     yet lasted ``needed``; the process named as the alerts name it (only then: naming
     costs, and most processes are busy)."""
@@ -103,5 +127,15 @@ def watch_if_due(kind: str, gpu, proc, since: float | None, now: float, measure:
     if elapsed < WATCH_FROM_SECONDS or elapsed >= needed:
         return None
     from vramscope.core.detectors.naming import proc_name
-    return Watch(kind, gpu.index, proc.pid, proc.identity.start_time, since,
-                 proc_name(proc, gpu), measure, elapsed, needed)
+
+    return Watch(
+        kind,
+        gpu.index,
+        proc.pid,
+        proc.identity.start_time,
+        since,
+        proc_name(proc, gpu),
+        measure,
+        elapsed,
+        needed,
+    )

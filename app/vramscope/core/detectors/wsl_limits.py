@@ -18,13 +18,27 @@ class WslRule:
         if not frame.wsl:
             return []
         unreported = sum(1 for _g, p in frame.all_processes() if p.used is None)
-        return [Alert(
-            kind=AlertKind.WSL, severity=INFO, gpu=None, pid=None, start_time=None, since=None,
-            message=(f"Running under WSL: per-process memory is not reported "
-                     f"({unreported} process(es) read n/a); some alerts are off"),
-            evidence=(f"off ({WHY_OFF}): " + ", ".join(OFF_UNDER_WSL),
-                      "still on: " + "; ".join(ON_UNDER_WSL)),
-            fix=(WSL_NOTICE + " For per-process figures, run the job on native Linux; under "
-                 "WSL, `vramscope run -- python train.py` gives the PyTorch breakdown."),
-            frees=None, data={"off": list(OFF_UNDER_WSL), "unreported": unreported},
-        )]
+        return [
+            Alert(
+                kind=AlertKind.WSL,
+                severity=INFO,
+                gpu=None,
+                pid=None,
+                start_time=None,
+                since=None,
+                message=(
+                    f"Running under WSL: per-process memory is not reported "
+                    f"({unreported} process(es) read n/a); some alerts are off"
+                ),
+                evidence=(
+                    f"off ({WHY_OFF}): " + ", ".join(OFF_UNDER_WSL),
+                    "still on: " + "; ".join(ON_UNDER_WSL),
+                ),
+                fix=(
+                    WSL_NOTICE + " For per-process figures, run the job on native Linux; under "
+                    "WSL, `vramscope run -- python train.py` gives the PyTorch breakdown."
+                ),
+                frees=None,
+                data={"off": list(OFF_UNDER_WSL), "unreported": unreported},
+            )
+        ]

@@ -66,11 +66,13 @@ def _text_rows(ctx: ExportContext, a: float, b: float) -> list[tuple[float, byte
     rows: list[tuple[float, str, int | str, int | str, str, object]] = []
     for rec in ctx.procs.values():
         if rec.first_seen is not None and a <= rec.first_seen < b:
-            for metric, value in (("name", rec.name), ("user", red.user(rec.user)),
-                                  ("command", red.command(rec.command))):
+            for metric, value in (
+                ("name", rec.name),
+                ("user", red.user(rec.user)),
+                ("command", red.command(rec.command)),
+            ):
                 if value is not None:
-                    rows.append((rec.first_seen, ctx.process_host(rec.id), "", rec.pid,
-                                 metric, value))
+                    rows.append((rec.first_seen, ctx.process_host(rec.id), "", rec.pid, metric, value))
     for r in reader.agent_rows(a, b):
         rec = ctx.procs.get(r["proc"])
         if rec is None:
@@ -88,22 +90,44 @@ def _text_rows(ctx: ExportContext, a: float, b: float) -> list[tuple[float, byte
     rows.extend(module_export.csv_rows(ctx, reader, a, b))
     for e in reader.events(a, b):
         rec = ctx.procs.get(e["proc"])
-        rows.append((e["t"], ctx.process_host(e["proc"]), "", rec.pid if rec else "",
-                     f"event.{e['kind']}",
-                     json.dumps(red.data(e["data"]), sort_keys=True, default=str)))
+        rows.append(
+            (
+                e["t"],
+                ctx.process_host(e["proc"]),
+                "",
+                rec.pid if rec else "",
+                f"event.{e['kind']}",
+                json.dumps(red.data(e["data"]), sort_keys=True, default=str),
+            )
+        )
     for al in ctx.alerts:
         if a <= al["t"] < b:
             rec = ctx.procs.get(al["proc"])
             host, there = ctx.place(al["gpu"])
-            rows.append((al["t"], host or ctx.process_host(al["proc"]), there,
-                         rec.pid if rec else "", f"alert.{al['kind']}", red.text(al["title"]) or ""))
+            rows.append(
+                (
+                    al["t"],
+                    host or ctx.process_host(al["proc"]),
+                    there,
+                    rec.pid if rec else "",
+                    f"alert.{al['kind']}",
+                    red.text(al["title"]) or "",
+                )
+            )
     for ac in ctx.actions:
         if a <= ac["t"] < b:
             host = ctx.process_host(ac["proc"]) or red.host(ac["detail"].get("host")) or ""
-            rows.append((ac["t"], host, "", "" if ac["pid"] is None else ac["pid"],
-                         f"action.{ac['action']}", red.text(ac["result"]) or ""))
-    return [(row[0], _csv_line((f"{row[0]:.6f}",) + row[1:]))
-            for row in sorted(rows, key=lambda r: r[0])]
+            rows.append(
+                (
+                    ac["t"],
+                    host,
+                    "",
+                    "" if ac["pid"] is None else ac["pid"],
+                    f"action.{ac['action']}",
+                    red.text(ac["result"]) or "",
+                )
+            )
+    return [(row[0], _csv_line((f"{row[0]:.6f}",) + row[1:])) for row in sorted(rows, key=lambda r: r[0])]
 
 
 def _csv_line(fields) -> bytes:
@@ -159,11 +183,18 @@ def _numeric_block(ctx: ExportContext, a: float, b: float) -> tuple[bytes, np.nd
     ggpu = groups % 4096
     here = np.unique(ggpu)
     places = [_csv_line(ctx.place(int(i))).rstrip(b"\n") for i in here]
-    head = tb.join([tb.fixed(gtimes, 6), tb.lit(b",", len(groups)),
-                    tb.table(np.searchsorted(here, ggpu), places), tb.lit(b",", len(groups))])
+    head = tb.join(
+        [
+            tb.fixed(gtimes, 6),
+            tb.lit(b",", len(groups)),
+            tb.table(np.searchsorted(here, ggpu), places),
+            tb.lit(b",", len(groups)),
+        ]
+    )
     decimals = np.where(np.isin(kind, [GPU_COLUMNS.index(c) for c in FLOAT_METRICS]), 3, 0)
-    text, ends = tb.render([tb.take(head, grp), tb.take(ctx.csv_kinds, kind),
-                            tb.number(val, decimals), tb.lit(b"\n", n)])
+    text, ends = tb.render(
+        [tb.take(head, grp), tb.take(ctx.csv_kinds, kind), tb.number(val, decimals), tb.lit(b"\n", n)]
+    )
     return text, ends, (gtimes[grp] / 1e6)
 
 
@@ -186,8 +217,14 @@ def _chunk_bytes(ctx: ExportContext, a: float, b: float) -> tuple[list, int]:
     return parts, len(ends) + len(extra)
 
 
-def export_csv(reader: SessionReader, out_path: str | os.PathLike, *, redact: bool = False,
-               chunk_seconds: float = 600.0, workers: int = 2) -> ExportSummary:
+def export_csv(
+    reader: SessionReader,
+    out_path: str | os.PathLike,
+    *,
+    redact: bool = False,
+    chunk_seconds: float = 600.0,
+    workers: int = 2,
+) -> ExportSummary:
     """Write the CSV; chunks are formatted on ``workers`` threads (numpy and SQLite
     release the GIL) and written in order, at most ``workers + 1`` chunks in memory."""
     from collections import deque
@@ -195,10 +232,10 @@ def export_csv(reader: SessionReader, out_path: str | os.PathLike, *, redact: bo
 
     ctx = ExportContext(reader, redact)
     ctx.alerts = reader.alerts()
-    kinds = [b"," + name.encode() + b"," for name in METRICS[:len(GPU_COLUMNS)]]
+    kinds = [b"," + name.encode() + b"," for name in METRICS[: len(GPU_COLUMNS)]]
     kinds += [b""] * (len(METRICS) - len(GPU_COLUMNS))
     for pid in ctx.pid_of:
-        kinds += ([b"%d,used," % pid, b"%d,sm," % pid] if pid >= 0 else [b",used,", b",sm,"])
+        kinds += [b"%d,used," % pid, b"%d,sm," % pid] if pid >= 0 else [b",used,", b",sm,"]
     ctx.csv_kinds = tb.table(np.arange(len(kinds)), kinds)
     ctx.actions = reader.actions()
     reader.frame_times()  # shared by the forks

@@ -38,5 +38,11 @@ def trace_counters(ctx, reader, a: float, b: float, us):
             continue
         args = {f: getattr(m, f) for f in FIGURES if getattr(m, f) is not None}
         if args:
-            yield {"ph": "C", "pid": int(ctx.trace_pid_of[proc]), "tid": 0, "ts": int(us(t)),
-                   "name": f"module {m.name}", "args": args}
+            yield {
+                "ph": "C",
+                "pid": int(ctx.trace_pid_of[proc]),
+                "tid": 0,
+                "ts": int(us(t)),
+                "name": f"module {m.name}",
+                "args": args,
+            }

@@ -20,8 +20,11 @@ from vramscope.core.export.redact import Redactor
 
 def _site(site: str | None) -> str | None:
     """'/home/a/train.py:88 in forward' -> 'train.py:88 in forward'."""
-    return os.path.basename(site.split(":", 1)[0]) + ":" + site.split(":", 1)[1] \
-        if site and ":" in site else site
+    return (
+        os.path.basename(site.split(":", 1)[0]) + ":" + site.split(":", 1)[1]
+        if site and ":" in site
+        else site
+    )
 
 
 def export_oom_report(reader, out_path, *, redact: bool = False) -> ExportSummary:

@@ -27,8 +27,10 @@ class Redactor:
             if host and host not in self.hosts:
                 self.hosts[host] = f"host{len(self.hosts) + 1}"
         # a host name as a whole word only ("a" must not eat the a's of a message)
-        self._host_words = [(re.compile(r"(?<![\w.@-])" + re.escape(h) + r"(?![\w.-])"), alias)
-                            for h, alias in sorted(self.hosts.items(), key=lambda x: -len(x[0]))]
+        self._host_words = [
+            (re.compile(r"(?<![\w.@-])" + re.escape(h) + r"(?![\w.-])"), alias)
+            for h, alias in sorted(self.hosts.items(), key=lambda x: -len(x[0]))
+        ]
         self.users: dict[str, str] = {}
         self._commands: list[str] = []
         for rec in processes:

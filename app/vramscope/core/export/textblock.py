@@ -27,8 +27,7 @@ def lit(text: bytes, n: int) -> Field:
     return Field(np.broadcast_to(row, (n, len(row))), np.broadcast_to(True, (n, len(row))))
 
 
-_TRIPLES = np.frombuffer("".join(f"{i:03d}" for i in range(1000)).encode(),
-                         dtype=np.uint8).reshape(1000, 3)
+_TRIPLES = np.frombuffer("".join(f"{i:03d}" for i in range(1000)).encode(), dtype=np.uint8).reshape(1000, 3)
 _POW10F = 10.0 ** np.arange(0, 19)
 
 
@@ -47,8 +46,8 @@ def _digits(a: np.ndarray, width: int | None = None, pad: bool = False) -> Field
     mat = np.empty((n, groups * 3), dtype=np.uint8)
     for k in range(groups):  # most significant triple first
         q = np.floor(af / 1000.0 ** (groups - 1 - k))
-        mat[:, 3 * k:3 * k + 3] = _TRIPLES[(q - 1000.0 * np.floor(q / 1000.0)).astype(np.intp)]
-    mat = mat[:, groups * 3 - w:]
+        mat[:, 3 * k : 3 * k + 3] = _TRIPLES[(q - 1000.0 * np.floor(q / 1000.0)).astype(np.intp)]
+    mat = mat[:, groups * 3 - w :]
     if pad:
         keep = np.ones((n, w), dtype=bool)
     else:
@@ -64,15 +63,15 @@ def _integer_raw(values: np.ndarray, present: np.ndarray | None = None) -> Field
     d = _digits(np.abs(v))
     if neg.any():
         sign = np.full((len(v), 1), ord("-"), dtype=np.uint8)
-        d = Field(np.concatenate((sign, d.mat), axis=1),
-                  np.concatenate((neg[:, None], d.keep), axis=1))
+        d = Field(np.concatenate((sign, d.mat), axis=1), np.concatenate((neg[:, None], d.keep), axis=1))
     if present is not None:
         d.keep = d.keep & present[:, None]
     return d
 
 
-def _number_raw(values: np.ndarray, decimals: np.ndarray | int = 0,
-                present: np.ndarray | None = None) -> Field:
+def _number_raw(
+    values: np.ndarray, decimals: np.ndarray | int = 0, present: np.ndarray | None = None
+) -> Field:
     v = np.asarray(values, dtype=np.float64)
     if present is None:
         present = ~np.isnan(v)
@@ -82,7 +81,7 @@ def _number_raw(values: np.ndarray, decimals: np.ndarray | int = 0,
     dec = np.broadcast_to(np.asarray(decimals, dtype=np.int64), v.shape)
     # round to each row's own number of decimals, then hold it in thousandths (floats:
     # exact for integers below 2**53, and no slow int64 division)
-    scaled = np.round(v * 10.0 ** dec) * 10.0 ** (3 - dec)
+    scaled = np.round(v * 10.0**dec) * 10.0 ** (3 - dec)
     neg = scaled < 0
     scaled = np.abs(scaled)
     whole = np.floor(scaled / 1000.0)
@@ -103,11 +102,13 @@ def _number_raw(values: np.ndarray, decimals: np.ndarray | int = 0,
 def _fixed_raw(values_scaled: np.ndarray, decimals: int) -> Field:
     """Non-negative int64 holding value * 10**decimals -> "int.frac" with all decimals."""
     a = np.asarray(values_scaled, dtype=np.int64)
-    whole, frac = _integer_raw(a // 10 ** decimals), _digits(a % 10 ** decimals, decimals, pad=True)
+    whole, frac = _integer_raw(a // 10**decimals), _digits(a % 10**decimals, decimals, pad=True)
     n = len(a)
     dot = np.full((n, 1), ord("."), np.uint8)
-    return Field(np.concatenate((whole.mat, dot, frac.mat), axis=1),
-                 np.concatenate((whole.keep, np.ones((n, 1), bool), frac.keep), axis=1))
+    return Field(
+        np.concatenate((whole.mat, dot, frac.mat), axis=1),
+        np.concatenate((whole.keep, np.ones((n, 1), bool), frac.keep), axis=1),
+    )
 
 
 def integer(values: np.ndarray, present: np.ndarray | None = None) -> Field:
@@ -115,8 +116,7 @@ def integer(values: np.ndarray, present: np.ndarray | None = None) -> Field:
     return _integer_raw(values, present)
 
 
-def number(values: np.ndarray, decimals: np.ndarray | int = 0,
-           present: np.ndarray | None = None) -> Field:
+def number(values: np.ndarray, decimals: np.ndarray | int = 0, present: np.ndarray | None = None) -> Field:
     """float values with up to 3 decimals (trailing zeros dropped); per-row ``decimals``."""
     return _number_raw(values, decimals, present)
 
@@ -143,8 +143,8 @@ def table(index: np.ndarray, entries: list[bytes]) -> Field:
     mat = np.zeros((len(entries), w), dtype=np.uint8)
     keep = np.zeros((len(entries), w), dtype=bool)
     for i, e in enumerate(entries):
-        mat[i, :len(e)] = np.frombuffer(e, dtype=np.uint8)
-        keep[i, :len(e)] = True
+        mat[i, : len(e)] = np.frombuffer(e, dtype=np.uint8)
+        keep[i, : len(e)] = True
     idx = np.asarray(index, dtype=np.int64)
     return Field(mat[idx], keep[idx])
 

@@ -37,12 +37,23 @@ from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import BUCKET_COLUMNS
 
 # (column, event name, arg key) for GPU counters
-GPU_TRACKS = (("used", "memory", "used"), ("total", "memory", "total"),
-              ("reserved", "memory", "reserved"), ("util_gpu", "utilization", "gpu"),
-              ("util_memory", "utilization", "memory"), ("temperature", "temperature", "celsius"),
-              ("power_w", "power", "watts"))
-ALLOCATOR_ARGS = ("allocated", "reserved", "inactive_split", "peak_allocated",
-                  "num_alloc_retries", "num_ooms")
+GPU_TRACKS = (
+    ("used", "memory", "used"),
+    ("total", "memory", "total"),
+    ("reserved", "memory", "reserved"),
+    ("util_gpu", "utilization", "gpu"),
+    ("util_memory", "utilization", "memory"),
+    ("temperature", "temperature", "celsius"),
+    ("power_w", "power", "watts"),
+)
+ALLOCATOR_ARGS = (
+    "allocated",
+    "reserved",
+    "inactive_split",
+    "peak_allocated",
+    "num_alloc_retries",
+    "num_ooms",
+)
 
 
 def _dumps(value) -> str:
@@ -99,14 +110,18 @@ class _ChangeFilter:
 
     def finish(self) -> tuple[list, list]:
         """(closing samples (sid, tick, value), ends (sid, tick after the last sample))."""
-        closing = [(sid, k, self.last_val[sid]) for sid, k in self.last_tick.items()
-                   if self.emitted_tick.get(sid, -1) < k and not np.isnan(self.last_val[sid])]
+        closing = [
+            (sid, k, self.last_val[sid])
+            for sid, k in self.last_tick.items()
+            if self.emitted_tick.get(sid, -1) < k and not np.isnan(self.last_val[sid])
+        ]
         ends = [(sid, k + 1) for sid, k in self.last_tick.items() if k + 1 < self.n_ticks]
         return closing, ends
 
 
-def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: bool = False,
-                 chunk_seconds: float = 600.0) -> ExportSummary:
+def export_trace(
+    reader: SessionReader, out_path: str | os.PathLike, *, redact: bool = False, chunk_seconds: float = 600.0
+) -> ExportSummary:
     ctx = ExportContext(reader, redact)
     times = reader.frame_times()
     t0 = float(times[0]) if len(times) else 0.0
@@ -139,11 +154,11 @@ def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: 
         sm = sid % 2
         base = sid // 2
         gpu, proc = base >> 32, base & 0xFFFFFFFF
-        return (ctx.trace_pid_of[proc], proc_name_index(gpu, sm),
-                np.where(sm == 1, pct_key, used_key), 0)
+        return (ctx.trace_pid_of[proc], proc_name_index(gpu, sm), np.where(sm == 1, pct_key, used_key), 0)
 
     rows = 0
     with safe_write.replacing(out_path) as f:
+
         def event(obj) -> None:
             nonlocal rows
             f.write(_dumps(obj).encode() + b",\n")
@@ -157,23 +172,54 @@ def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: 
             sid, tick, val = sid[order], tick[order], val[order]
             pid, name_idx, key_idx, decimals = rowsf(sid)
             n = len(sid)
-            text, _ = tb.render([
-                tb.lit(b'{"ph":"C","pid":', n), tb.integer(pid), tb.lit(b',"tid":0,"ts":', n),
-                tb.integer(us(times[tick])), tb.lit(b',"name":', n), tb.table(name_idx, names),
-                tb.lit(b',"args":{', n), tb.table(key_idx, argkeys), tb.lit(b":", n),
-                tb.number(val, decimals), tb.lit(b"}},\n", n)])
+            text, _ = tb.render(
+                [
+                    tb.lit(b'{"ph":"C","pid":', n),
+                    tb.integer(pid),
+                    tb.lit(b',"tid":0,"ts":', n),
+                    tb.integer(us(times[tick])),
+                    tb.lit(b',"name":', n),
+                    tb.table(name_idx, names),
+                    tb.lit(b',"args":{', n),
+                    tb.table(key_idx, argkeys),
+                    tb.lit(b":", n),
+                    tb.number(val, decimals),
+                    tb.lit(b"}},\n", n),
+                ]
+            )
             f.write(text)
             rows += n
 
         f.write(b'{"traceEvents":[\n')
         for index in sorted(ctx.gpus):
-            event({"ph": "M", "name": "process_name", "pid": GPU_TRACE_PID + index, "tid": 0,
-                   "args": {"name": ctx.gpu_label(index)}})
-            event({"ph": "M", "name": "process_sort_index", "pid": GPU_TRACE_PID + index,
-                   "tid": 0, "args": {"sort_index": index}})
+            event(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": GPU_TRACE_PID + index,
+                    "tid": 0,
+                    "args": {"name": ctx.gpu_label(index)},
+                }
+            )
+            event(
+                {
+                    "ph": "M",
+                    "name": "process_sort_index",
+                    "pid": GPU_TRACE_PID + index,
+                    "tid": 0,
+                    "args": {"sort_index": index},
+                }
+            )
         for pid_id in ctx.procs:
-            event({"ph": "M", "name": "process_name", "pid": int(ctx.trace_pid_of[pid_id]),
-                   "tid": 0, "args": {"name": ctx.process_label(pid_id)}})
+            event(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": int(ctx.trace_pid_of[pid_id]),
+                    "tid": 0,
+                    "args": {"name": ctx.process_label(pid_id)},
+                }
+            )
         alerts, actions = reader.alerts(), reader.actions()
         gpu_filter, proc_filter = _ChangeFilter(len(times)), _ChangeFilter(len(times))
         for a, b in reader.time_chunks(chunk_seconds):
@@ -207,18 +253,26 @@ def export_trace(reader: SessionReader, out_path: str | os.PathLike, *, redact: 
         for flt, rowsf in ((gpu_filter, gpu_rows), (proc_filter, proc_rows)):
             closing, ends = flt.finish()
             if closing:
-                counters(rowsf, np.array([c[0] for c in closing], np.int64),
-                         np.array([c[1] for c in closing], np.int64),
-                         np.array([c[2] for c in closing], np.float64))
+                counters(
+                    rowsf,
+                    np.array([c[0] for c in closing], np.int64),
+                    np.array([c[1] for c in closing], np.int64),
+                    np.array([c[2] for c in closing], np.float64),
+                )
             if flt is proc_filter:
                 _drops(counters, proc_rows, ends)
         end_ts = int(us(times[-1])) if len(times) else 0
-        f.write(_dumps({"ph": "i", "s": "g", "name": "session end", "pid": 0, "tid": 0,
-                        "ts": end_ts}).encode())
-        other = {"start_time": t0, "source": reader.meta.get("source"),
-                 "simulated": reader.simulated, "exporter": "vramscope",
-                 "redacted": bool(redact),
-                 "hosts": list(dict.fromkeys(h for h, _ in map(ctx.place, sorted(ctx.gpus)) if h))}
+        f.write(
+            _dumps({"ph": "i", "s": "g", "name": "session end", "pid": 0, "tid": 0, "ts": end_ts}).encode()
+        )
+        other = {
+            "start_time": t0,
+            "source": reader.meta.get("source"),
+            "simulated": reader.simulated,
+            "exporter": "vramscope",
+            "redacted": bool(redact),
+            "hosts": list(dict.fromkeys(h for h, _ in map(ctx.place, sorted(ctx.gpus)) if h)),
+        }
         if not redact:
             other["host"] = reader.meta.get("host")
         f.write(b'\n],"displayTimeUnit":"ms","otherData":' + _dumps(other).encode() + b"}\n")
@@ -231,8 +285,12 @@ def _drops(counters, proc_rows, gaps) -> None:
     (NVML no longer lists it); its SM track simply ends."""
     gaps = [(sid, k) for sid, k in gaps if sid % 2 == 0]
     if gaps:
-        counters(proc_rows, np.array([x[0] for x in gaps], np.int64),
-                 np.array([x[1] for x in gaps], np.int64), np.zeros(len(gaps)))
+        counters(
+            proc_rows,
+            np.array([x[0] for x in gaps], np.int64),
+            np.array([x[1] for x in gaps], np.int64),
+            np.zeros(len(gaps)),
+        )
 
 
 def _instant_events(ctx, reader, a, b, alerts, actions, us):
@@ -244,28 +302,75 @@ def _instant_events(ctx, reader, a, b, alerts, actions, us):
         data = red.data(e["data"])
         if e["kind"] == "step":
             name = f"step {data.get('step')}" if isinstance(data, dict) and "step" in data else "step"
-            out.append((e["t"], {"ph": "i", "s": "t", "cat": "step", "name": name, "pid": pid,
-                                 "tid": 0, "args": data}))
+            out.append(
+                (
+                    e["t"],
+                    {"ph": "i", "s": "t", "cat": "step", "name": name, "pid": pid, "tid": 0, "args": data},
+                )
+            )
         else:
             name = "OOM" if e["kind"] == EventKind.OOM else e["kind"]
-            out.append((e["t"], {"ph": "i", "s": "p" if e["kind"] == EventKind.OOM else "t",
-                                 "cat": e["kind"], "name": name, "pid": pid, "tid": 0,
-                                 "args": data}))
+            out.append(
+                (
+                    e["t"],
+                    {
+                        "ph": "i",
+                        "s": "p" if e["kind"] == EventKind.OOM else "t",
+                        "cat": e["kind"],
+                        "name": name,
+                        "pid": pid,
+                        "tid": 0,
+                        "args": data,
+                    },
+                )
+            )
     for al in alerts:
         if a <= al["t"] < b:
-            pid = (int(ctx.trace_pid_of[al["proc"]]) if al["proc"] in ctx.procs
-                   else GPU_TRACE_PID + al["gpu"] if al["gpu"] is not None else 0)
-            out.append((al["t"], {"ph": "i", "s": "g", "cat": "alert",
-                                  "name": red.text(al["title"]) or al["kind"], "pid": pid,
-                                  "tid": 0, "args": {"kind": al["kind"],
-                                                     "severity": al["severity"],
-                                                     "detail": red.data(al["detail"])}}))
+            pid = (
+                int(ctx.trace_pid_of[al["proc"]])
+                if al["proc"] in ctx.procs
+                else GPU_TRACE_PID + al["gpu"]
+                if al["gpu"] is not None
+                else 0
+            )
+            out.append(
+                (
+                    al["t"],
+                    {
+                        "ph": "i",
+                        "s": "g",
+                        "cat": "alert",
+                        "name": red.text(al["title"]) or al["kind"],
+                        "pid": pid,
+                        "tid": 0,
+                        "args": {
+                            "kind": al["kind"],
+                            "severity": al["severity"],
+                            "detail": red.data(al["detail"]),
+                        },
+                    },
+                )
+            )
     for ac in actions:
         if a <= ac["t"] < b:
-            out.append((ac["t"], {"ph": "i", "s": "g", "cat": "action",
-                                  "name": f"action: {ac['action']}", "pid": 0, "tid": 0,
-                                  "args": {"pid": ac["pid"], "result": red.text(ac["result"]),
-                                           "detail": red.data(ac["detail"])}}))
+            out.append(
+                (
+                    ac["t"],
+                    {
+                        "ph": "i",
+                        "s": "g",
+                        "cat": "action",
+                        "name": f"action: {ac['action']}",
+                        "pid": 0,
+                        "tid": 0,
+                        "args": {
+                            "pid": ac["pid"],
+                            "result": red.text(ac["result"]),
+                            "detail": red.data(ac["detail"]),
+                        },
+                    },
+                )
+            )
     out.sort(key=lambda x: x[0])
     for t, ev in out:
         ev["ts"] = int(us(t))
@@ -280,10 +385,21 @@ def _agent_counters(ctx, reader, a, b, us):
         ts = int(us(r["t"]))
         alloc = {c: r[c] for c in ALLOCATOR_ARGS if r[c] is not None}
         if alloc:
-            yield {"ph": "C", "pid": pid, "tid": 0, "ts": ts, "name": f"{r['device']} allocator",
-                   "args": alloc}
+            yield {
+                "ph": "C",
+                "pid": pid,
+                "tid": 0,
+                "ts": ts,
+                "name": f"{r['device']} allocator",
+                "args": alloc,
+            }
         buckets = {c: r[c] for c in BUCKET_COLUMNS if r[c] is not None}
         if buckets:
-            yield {"ph": "C", "pid": pid, "tid": 0, "ts": ts, "name": f"{r['device']} buckets",
-                   "args": buckets}
-
+            yield {
+                "ph": "C",
+                "pid": pid,
+                "tid": 0,
+                "ts": ts,
+                "name": f"{r['device']} buckets",
+                "args": buckets,
+            }

@@ -17,6 +17,18 @@ from vramscope.core.planner.model_shape import ConfigNotUnderstood, ModelShape, 
 from vramscope.core.planner.plan import GpuVerdict, Plan, PlanRequest, Suggestion, build_plan
 from vramscope.core.planner.sizes import parse_count, parse_gpu_memory, parse_size
 
-__all__ = ["ConfigNotUnderstood", "PlanError", "ModelShape", "shape_from_config", "shape_from_params",
-           "GpuVerdict", "Plan", "PlanRequest", "Suggestion", "build_plan",
-           "parse_count", "parse_gpu_memory", "parse_size"]
+__all__ = [
+    "ConfigNotUnderstood",
+    "PlanError",
+    "ModelShape",
+    "shape_from_config",
+    "shape_from_params",
+    "GpuVerdict",
+    "Plan",
+    "PlanRequest",
+    "Suggestion",
+    "build_plan",
+    "parse_count",
+    "parse_gpu_memory",
+    "parse_size",
+]

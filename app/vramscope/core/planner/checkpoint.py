@@ -24,9 +24,24 @@ MAX_FILES = 2000
 INDEX_NAME = "model.safetensors.index.json"
 SINGLE_NAME = "model.safetensors"
 # Bytes per element of each safetensors dtype
-DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
-               "F8_E8M0": 1, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4,
-               "U16": 2, "U8": 1, "BOOL": 1}
+DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
+}
 _FLOATS = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
 
 Counts = tuple[tuple[str, int], ...]  # (safetensors dtype, elements), most first
@@ -52,8 +67,11 @@ def file_counts(path: pathlib.Path, into: dict[str, int]) -> bool:
         if name == "__metadata__" or not isinstance(entry, dict):
             continue
         dtype, shape = entry.get("dtype"), entry.get("shape")
-        if not isinstance(dtype, str) or not isinstance(shape, list) \
-                or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if (
+            not isinstance(dtype, str)
+            or not isinstance(shape, list)
+            or not all(isinstance(d, int) and d >= 0 for d in shape)
+        ):
             return False
         into[dtype] = into.get(dtype, 0) + math.prod(shape)
     return True
@@ -66,9 +84,13 @@ def local_counts(snapshot: pathlib.Path) -> Counts | None:
         # as huggingface_hub reads a repo: the index's shards, else model.safetensors (a
         # consolidated.safetensors beside them is the same weights in another layout)
         single = snapshot / SINGLE_NAME
-        files = [single] if single.is_file() else sorted(
-            p for p in snapshot.glob("*.safetensors")
-            if not p.name.startswith("consolidated"))[:MAX_FILES]
+        files = (
+            [single]
+            if single.is_file()
+            else sorted(p for p in snapshot.glob("*.safetensors") if not p.name.startswith("consolidated"))[
+                :MAX_FILES
+            ]
+        )
         index = snapshot / INDEX_NAME
         if index.is_file():
             with open(index, "rb") as fh:
@@ -118,15 +140,25 @@ def with_checkpoint(shape: ModelShape, counts: Counts | None) -> ModelShape:
     notes = list(shape.notes)
     packed = shape.quantization is not None or any(d not in _FLOATS for d, _ in counts)
     if packed:
-        notes.append(f"the checkpoint's safetensors headers: {describe(counts)} "
-                     f"({stored_bytes(counts):,} B stored, packed: the parameter count is the "
-                     "config's)")
+        notes.append(
+            f"the checkpoint's safetensors headers: {describe(counts)} "
+            f"({stored_bytes(counts):,} B stored, packed: the parameter count is the "
+            "config's)"
+        )
         return replace(shape, checkpoint=counts, notes=tuple(notes))
     if total != shape.params:
-        notes.append(f"counted from the checkpoint's safetensors headers ({describe(counts)}); "
-                     f"the config alone gives {shape.params:,}")
+        notes.append(
+            f"counted from the checkpoint's safetensors headers ({describe(counts)}); "
+            f"the config alone gives {shape.params:,}"
+        )
     else:
         notes.append(f"the checkpoint's safetensors headers agree: {describe(counts)}")
-    return replace(shape, params=total, checkpoint=counts,
-                   counted_by=f"{shape.counted_by}; checkpoint headers" if total == shape.params
-                   else "the checkpoint's safetensors headers", notes=tuple(notes))
+    return replace(
+        shape,
+        params=total,
+        checkpoint=counts,
+        counted_by=f"{shape.counted_by}; checkpoint headers"
+        if total == shape.params
+        else "the checkpoint's safetensors headers",
+        notes=tuple(notes),
+    )

@@ -48,29 +48,27 @@ def _why(name: str, planned: int | None, measured: int | None) -> str:
 
 # Why a measured bucket differs from its plan, bucket by bucket.
 WHY = {
-    "weights": "tensors the plan does not know (buffers, a second copy) or a different dtype "
-               "than planned",
+    "weights": "tensors the plan does not know (buffers, a second copy) or a different dtype than planned",
     "gradients": "gradients exist only between backward and zero_grad(set_to_none=True); a "
-                 "sample outside that window sees fewer",
+    "sample outside that window sees fewer",
     "optimizer": "optimizer state is created at the first step; before it there is none",
     "activations": "what is alive at the sampled instant: the plan is the peak of a "
-                   "micro-batch's saved activations (Korthikanti et al.), the sample may fall "
-                   "between steps or inside one",
+    "micro-batch's saved activations (Korthikanti et al.), the sample may fall "
+    "between steps or inside one",
     "allocated": "the sum of the rows above at the sampled instant",
     "peak": "the most the allocator held at once since attach: temporaries (matmul "
-            "workspaces, the loss, communication buffers) come on top of the plan",
+    "workspaces, the loss, communication buffers) come on top of the plan",
 }
 WHY_UNPLANNED = {
     "activations": "not planned: give the micro-batch and sequence length (training) or the "
-                   "context (serving) to plan it",
+    "context (serving) to plan it",
     "cache": "not planned: blocks PyTorch's caching allocator keeps reserved but free "
-             "(PyTorch CUDA semantics, memory management)",
+    "(PyTorch CUDA semantics, memory management)",
     "outside": "not planned: the CUDA context and memory outside PyTorch's allocator",
 }
 
 
-def compare(plan: Plan, report, device: str | None = None,
-            peak: int | None = None) -> tuple[CompareRow, ...]:
+def compare(plan: Plan, report, device: str | None = None, peak: int | None = None) -> tuple[CompareRow, ...]:
     """Rows of (label, planned bytes, measured bytes, why) for one device of the report;
     ``peak`` is the most allocated the monitor has seen on that device."""
     devices = {d.device: d for d in getattr(report, "devices", ())}
@@ -95,12 +93,19 @@ def compare(plan: Plan, report, device: str | None = None,
     rows = [
         ("weights", "weights", plan_sum("weights", "quantization_metadata"), got("weights")),
         # serving plans no gradients and no optimizer state: 0, not unknown
-        ("gradients", "gradients", plan_sum("gradients") if plan.mode == "train" else 0,
-         got("gradients")),
-        ("optimizer", opt_label, plan_sum("master_weights", "optimizer_state")
-         if plan.mode == "train" else 0, got("optimizer_state")),
-        ("activations", "activations + temporaries" if moving == "activations"
-         else "KV cache + temporaries", plan_sum(moving), got("other_allocated")),
+        ("gradients", "gradients", plan_sum("gradients") if plan.mode == "train" else 0, got("gradients")),
+        (
+            "optimizer",
+            opt_label,
+            plan_sum("master_weights", "optimizer_state") if plan.mode == "train" else 0,
+            got("optimizer_state"),
+        ),
+        (
+            "activations",
+            "activations + temporaries" if moving == "activations" else "KV cache + temporaries",
+            plan_sum(moving),
+            got("other_allocated"),
+        ),
         ("cache", "cache / fragmentation", None, got("cached_free")),
         ("outside", "outside PyTorch (CUDA context...)", None, got("outside_pytorch")),
         ("allocated", "allocated", planned_total, dev.allocated if dev is not None else None),

@@ -54,8 +54,9 @@ def read_config(path: str | os.PathLike, field: str = "config") -> dict:
         config = bounded_read.read_json(p, MAX_CONFIG_BYTES, follow=True)
     except bounded_read.UnreadableFile as exc:
         if exc.errno == errno.EFBIG:
-            raise PlanError(field, f"{p} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a "
-                                   "config.json") from None
+            raise PlanError(
+                field, f"{p} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config.json"
+            ) from None
         raise PlanError(field, f"cannot read it: {exc}") from None
     except json_limits.TooDeep:
         raise PlanError(field, f"{p} is nested too deeply: not a config.json") from None
@@ -106,8 +107,9 @@ def cached_config_path(name: str, revision: str = "main") -> pathlib.Path | None
         candidates.append(repo / "snapshots" / commit / CONFIG_NAME)
         snapshots = repo / "snapshots"
         if snapshots.is_dir():  # any snapshot, newest first, if the ref is missing
-            candidates += sorted(snapshots.glob(f"*/{CONFIG_NAME}"),
-                                 key=lambda p: p.stat().st_mtime, reverse=True)
+            candidates += sorted(
+                snapshots.glob(f"*/{CONFIG_NAME}"), key=lambda p: p.stat().st_mtime, reverse=True
+            )
     except OSError:
         return None
     return next((c for c in candidates if c.is_file()), None)
@@ -122,7 +124,7 @@ def cached_models() -> tuple[str, ...]:
         return ()
     names = []
     for entry in entries:
-        name = entry.name[len("models--"):].replace("--", "/", 1)
+        name = entry.name[len("models--") :].replace("--", "/", 1)
         if cached_config_path(name) is not None:
             names.append(name)
     return tuple(names)
@@ -131,8 +133,9 @@ def cached_models() -> tuple[str, ...]:
 def config_from_path(path: str | os.PathLike, field: str = "config") -> LoadedConfig:
     """A config.json file, or a model directory with its safetensors headers."""
     local = pathlib.Path(path).expanduser()
-    return LoadedConfig(read_config(local, field), str(local), None,
-                        local_counts(local) if local.is_dir() else None)
+    return LoadedConfig(
+        read_config(local, field), str(local), None, local_counts(local) if local.is_dir() else None
+    )
 
 
 def config_for_model(name: str, allow_fetch: bool = True) -> LoadedConfig:
@@ -145,12 +148,14 @@ def config_for_model(name: str, allow_fetch: bool = True) -> LoadedConfig:
     if local.is_dir() or name.endswith(".json"):
         return config_from_path(local, "model")
     if not _REPO_ID.match(name):
-        raise PlanError("model", f"{name!r} is not a model name (org/name or name, e.g. "
-                                 "Qwen/Qwen2.5-7B or gpt2) nor a local model directory")
+        raise PlanError(
+            "model",
+            f"{name!r} is not a model name (org/name or name, e.g. "
+            "Qwen/Qwen2.5-7B or gpt2) nor a local model directory",
+        )
     cached = cached_config_path(name)
     if cached is not None:
-        return LoadedConfig(read_config(cached, "model"), str(cached), name,
-                            local_counts(cached.parent))
+        return LoadedConfig(read_config(cached, "model"), str(cached), name, local_counts(cached.parent))
     where = _repo_dir(name)
     if offline() or not allow_fetch:
         why = "offline (HF_HUB_OFFLINE is set)" if offline() else NOT_FETCHED
@@ -163,24 +168,36 @@ def _fetch(name: str, where: pathlib.Path) -> LoadedConfig:
         import huggingface_hub
         from huggingface_hub import errors as hub_errors
     except ImportError:
-        raise PlanError("model", f"{name} is not in the local cache (checked {where}), and "
-                                 f"fetching it needs huggingface_hub: {EXTRA}") from None
+        raise PlanError(
+            "model",
+            f"{name} is not in the local cache (checked {where}), and "
+            f"fetching it needs huggingface_hub: {EXTRA}",
+        ) from None
 
     def refused(exc: Exception) -> PlanError:
         if isinstance(exc, hub_errors.GatedRepoError):
-            return PlanError("model", f"{name} is gated: accept its licence on its Hub page, "
-                                      "then log in (hf auth login) or set HF_TOKEN")
+            return PlanError(
+                "model",
+                f"{name} is gated: accept its licence on its Hub page, "
+                "then log in (hf auth login) or set HF_TOKEN",
+            )
         if isinstance(exc, hub_errors.RepositoryNotFoundError):
-            return PlanError("model", f"{name}: no such model on the Hub (or it is private: log "
-                                      "in with hf auth login or set HF_TOKEN)")
+            return PlanError(
+                "model",
+                f"{name}: no such model on the Hub (or it is private: log "
+                "in with hf auth login or set HF_TOKEN)",
+            )
         if isinstance(exc, hub_errors.LocalEntryNotFoundError):  # no connection
-            return PlanError("model", f"{name}: offline and not in the local cache (checked "
-                                      f"{where})")
+            return PlanError("model", f"{name}: offline and not in the local cache (checked {where})")
         if isinstance(exc, hub_errors.HfHubHTTPError):
-            return PlanError("model", f"cannot fetch {name} from the Hub ({_first(exc)}); "
-                                      f"not in the local cache either (checked {where})")
-        return PlanError("model", f"{name}: offline and not in the local cache (checked "
-                                  f"{where}; the Hub: {_first(exc)})")
+            return PlanError(
+                "model",
+                f"cannot fetch {name} from the Hub ({_first(exc)}); "
+                f"not in the local cache either (checked {where})",
+            )
+        return PlanError(
+            "model", f"{name}: offline and not in the local cache (checked {where}; the Hub: {_first(exc)})"
+        )
 
     # First the checkpoint's headers: one quick request each, no retries, so an
     # unreachable Hub is said at once (hf_hub_download retries for ~24 s).
@@ -197,8 +214,9 @@ def _fetch(name: str, where: pathlib.Path) -> LoadedConfig:
     except Exception as exc:  # unreachable, gated, no such model: one line, no traceback
         raise refused(exc) from None
     try:
-        path = huggingface_hub.hf_hub_download(name, CONFIG_NAME, cache_dir=str(hub_cache_dir()),
-                                               etag_timeout=HUB_TIMEOUT_S, endpoint=endpoint)
+        path = huggingface_hub.hf_hub_download(
+            name, CONFIG_NAME, cache_dir=str(hub_cache_dir()), etag_timeout=HUB_TIMEOUT_S, endpoint=endpoint
+        )
     except hub_errors.LocalEntryNotFoundError as exc:
         raise refused(exc) from None
     except hub_errors.EntryNotFoundError:

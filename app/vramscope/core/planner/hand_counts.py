@@ -8,8 +8,7 @@ the meta device. Any other family goes to meta_count.
 
 from __future__ import annotations
 
-from vramscope.core.planner.model_shape import CONFIG, ConfigNotUnderstood, Linear, ModelShape, \
-    llama_linears
+from vramscope.core.planner.model_shape import CONFIG, ConfigNotUnderstood, Linear, ModelShape, llama_linears
 
 LLAMA_FAMILY = ("llama", "mistral", "qwen2", "qwen3", "gemma")
 GPT2_FAMILY = ("gpt2",)
@@ -17,8 +16,14 @@ HAND_FAMILIES = LLAMA_FAMILY + GPT2_FAMILY
 COUNTED_BY = "hand formula"
 
 # tie_word_embeddings default of each transformers config class when absent.
-_TIED_DEFAULT = {"llama": False, "mistral": False, "qwen2": False, "qwen3": False,
-                 "gemma": True, "gpt2": True}
+_TIED_DEFAULT = {
+    "llama": False,
+    "mistral": False,
+    "qwen2": False,
+    "qwen3": False,
+    "gemma": True,
+    "gpt2": True,
+}
 
 
 class Reader:
@@ -35,24 +40,24 @@ class Reader:
             if k in self.config and self.config[k] is not None:
                 value = self.config[k]
                 if isinstance(value, bool) or not isinstance(value, int):
-                    raise ConfigNotUnderstood(f"config.json field {k!r} should be an integer, "
-                                              f"found {value!r}")
+                    raise ConfigNotUnderstood(
+                        f"config.json field {k!r} should be an integer, found {value!r}"
+                    )
                 if value <= 0:
-                    raise ConfigNotUnderstood(f"config.json field {k!r} should be positive, "
-                                              f"found {value}")
+                    raise ConfigNotUnderstood(f"config.json field {k!r} should be positive, found {value}")
                 self.used.append(f"{k}={value}")
                 return value
         if default is None:
             raise ConfigNotUnderstood(
-                f"config.json ({self.model_type}) has no {key!r}: cannot count the parameters")
+                f"config.json ({self.model_type}) has no {key!r}: cannot count the parameters"
+            )
         return default
 
     def bool(self, key: str, default: bool, why: str):
         if key in self.config and self.config[key] is not None:
             value = self.config[key]
             if not isinstance(value, bool):
-                raise ConfigNotUnderstood(f"config.json field {key!r} should be true/false, "
-                                          f"found {value!r}")
+                raise ConfigNotUnderstood(f"config.json field {key!r} should be true/false, found {value!r}")
             self.used.append(f"{key}={str(value).lower()}")
             return value
         self.notes.append(f"{key} absent: {str(default).lower()} ({why})")
@@ -60,8 +65,9 @@ class Reader:
 
 
 def _count(linears: tuple[Linear, ...]) -> tuple[int, int]:
-    params = sum(lin.in_features * lin.out_features + (lin.out_features if lin.bias else 0)
-                 for lin in linears)
+    params = sum(
+        lin.in_features * lin.out_features + (lin.out_features if lin.bias else 0) for lin in linears
+    )
     tensors = sum(2 if lin.bias else 1 for lin in linears)
     return params, tensors
 
@@ -90,13 +96,14 @@ def _llama_family(config: dict, model_type: str) -> ModelShape:
         if hidden % heads:
             raise ConfigNotUnderstood(
                 f"config.json: hidden_size {hidden} is not divisible by num_attention_heads "
-                f"{heads} and there is no head_dim")
+                f"{heads} and there is no head_dim"
+            )
         head_dim = hidden // heads
         r.notes.append(f"head_dim absent: hidden_size / num_attention_heads = {head_dim}")
     if heads % kv_heads:
         raise ConfigNotUnderstood(
-            f"config.json: num_attention_heads {heads} is not a multiple of "
-            f"num_key_value_heads {kv_heads}")
+            f"config.json: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"
+        )
     tied = r.bool("tie_word_embeddings", _TIED_DEFAULT[model_type], f"the {model_type} default")
     if model_type == "qwen2":
         qkv_bias, o_bias = True, False
@@ -108,8 +115,9 @@ def _llama_family(config: dict, model_type: str) -> ModelShape:
         qkv_bias = o_bias = False
     mlp_bias = r.bool("mlp_bias", False, "the llama default") if model_type == "llama" else False
 
-    linears = llama_linears(hidden, heads, kv_heads, head_dim, intermediate,
-                            qkv_bias, o_bias, mlp_bias, count=layers)
+    linears = llama_linears(
+        hidden, heads, kv_heads, head_dim, intermediate, qkv_bias, o_bias, mlp_bias, count=layers
+    )
     layer_params, layer_tensors = _count(linears)
     layer_params += 2 * hidden  # input_layernorm + post_attention_layernorm (RMSNorm weights)
     layer_tensors += 2
@@ -124,10 +132,24 @@ def _llama_family(config: dict, model_type: str) -> ModelShape:
         params += embed  # lm_head
         tensors += 1
     return ModelShape(
-        params=params, tensors=tensors, layers=layers, hidden=hidden, heads=heads,
-        kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, vocab=vocab,
-        tied_embeddings=tied, model_type=model_type, layer_linears=linears, learned_positions=False,
-        source=CONFIG, counted_by=COUNTED_BY, fields_used=tuple(r.used), notes=tuple(r.notes))
+        params=params,
+        tensors=tensors,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=intermediate,
+        vocab=vocab,
+        tied_embeddings=tied,
+        model_type=model_type,
+        layer_linears=linears,
+        learned_positions=False,
+        source=CONFIG,
+        counted_by=COUNTED_BY,
+        fields_used=tuple(r.used),
+        notes=tuple(r.notes),
+    )
 
 
 def _gpt2(config: dict) -> ModelShape:
@@ -161,9 +183,23 @@ def _gpt2(config: dict) -> ModelShape:
         params += wte
         tensors += 1
     return ModelShape(
-        params=params, tensors=tensors, layers=layers, hidden=hidden, heads=heads,
-        kv_heads=heads, head_dim=hidden // heads, intermediate=inner, vocab=vocab,
-        max_positions=positions, max_positions_field="n_positions", tied_embeddings=tied,
+        params=params,
+        tensors=tensors,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=hidden // heads,
+        intermediate=inner,
+        vocab=vocab,
+        max_positions=positions,
+        max_positions_field="n_positions",
+        tied_embeddings=tied,
         learned_positions=True,
-        model_type="gpt2", layer_linears=linears, source=CONFIG, counted_by=COUNTED_BY,
-        fields_used=tuple(r.used), notes=tuple(r.notes))
+        model_type="gpt2",
+        layer_linears=linears,
+        source=CONFIG,
+        counted_by=COUNTED_BY,
+        fields_used=tuple(r.used),
+        notes=tuple(r.notes),
+    )

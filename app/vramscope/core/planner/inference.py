@@ -23,8 +23,14 @@ from vramscope.core.planner.model_shape import ModelShape
 from vramscope.core.planner.quantization import QuantScheme, scheme_for_precision, skips
 from vramscope.core.planner.sizes import ceil_bytes
 
-WEIGHT_BYTES = {"fp32": Fraction(4), "bf16": Fraction(2), "fp16": Fraction(2),
-                "fp8": Fraction(1), "int8": Fraction(1), "int4": Fraction(1, 2)}
+WEIGHT_BYTES = {
+    "fp32": Fraction(4),
+    "bf16": Fraction(2),
+    "fp16": Fraction(2),
+    "fp8": Fraction(1),
+    "int8": Fraction(1),
+    "int4": Fraction(1, 2),
+}
 INFER_PRECISIONS = tuple(WEIGHT_BYTES)
 QUANTIZED = ("fp8", "int8", "int4")
 KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -50,13 +56,16 @@ def bytes_of(scheme: QuantScheme) -> Fraction:
     return Fraction(scheme.bits, 8)
 
 
-def weight_bytes(shape: ModelShape, precision: str | None = None,
-                 scheme: QuantScheme | None = None) -> Weights:
+def weight_bytes(
+    shape: ModelShape, precision: str | None = None, scheme: QuantScheme | None = None
+) -> Weights:
     """Weights of the model at ``precision`` (or in a quantisation ``scheme``)."""
     if scheme is None:
         if precision not in WEIGHT_BYTES:
-            raise PlanError("precision", f"unknown weight precision {precision!r}: choose from "
-                                         f"{', '.join(INFER_PRECISIONS)}")
+            raise PlanError(
+                "precision",
+                f"unknown weight precision {precision!r}: choose from {', '.join(INFER_PRECISIONS)}",
+            )
         scheme = scheme_for_precision(precision)
         if scheme is None:
             b = WEIGHT_BYTES[precision]
@@ -67,10 +76,12 @@ def weight_bytes(shape: ModelShape, precision: str | None = None,
     quantized = shape.quantizable_params
     if quantized is None or not shape.layer_linears:
         scales = ceil_bytes(Fraction(n, QUANT_BLOCK)) * QUANT_SCALE_BYTES
-        text = (f"allowance: one {QUANT_SCALE_BYTES}-byte scale per {QUANT_BLOCK} weights "
-                "(bitsandbytes block-wise default) = "
-                f"{float(Fraction(QUANT_SCALE_BYTES, QUANT_BLOCK))} "
-                "B/param; which tensors stay at higher precision is not known from a count")
+        text = (
+            f"allowance: one {QUANT_SCALE_BYTES}-byte scale per {QUANT_BLOCK} weights "
+            "(bitsandbytes block-wise default) = "
+            f"{float(Fraction(QUANT_SCALE_BYTES, QUANT_BLOCK))} "
+            "B/param; which tensors stay at higher precision is not known from a count"
+        )
         return Weights(weights, scales, text, b, scheme.label)
     packed = meta = skipped = 0
     for lin in shape.layer_linears:
@@ -82,22 +93,28 @@ def weight_bytes(shape: ModelShape, precision: str | None = None,
         meta += lin.count * m
     kept = n - quantized + skipped
     extra = ceil_bytes(kept * HIGH_PRECISION_BYTES) + packed - weights
-    text = (f"{scheme.label}: scales, zeros and indices of the packed matrices = {meta:,} B, plus "
-            f"the {kept:,} parameters left at 16-bit (embeddings, output head, norms, biases"
-            f"{', skipped modules' if skipped else ''}) = {extra:,} B more than Ψ × {float(b):g} B")
+    text = (
+        f"{scheme.label}: scales, zeros and indices of the packed matrices = {meta:,} B, plus "
+        f"the {kept:,} parameters left at 16-bit (embeddings, output head, norms, biases"
+        f"{', skipped modules' if skipped else ''}) = {extra:,} B more than Ψ × {float(b):g} B"
+    )
     return Weights(weights, meta + extra, text, b, scheme.label)
 
 
 def kv_bytes_per_token(shape: ModelShape, kv_dtype: str) -> int:
     """Bytes per token while every layer caches it (all layers, before windows fill)."""
     if kv_dtype not in KV_BYTES:
-        raise PlanError("kv_dtype", f"unknown KV cache dtype {kv_dtype!r}: choose from "
-                                    f"{', '.join(KV_DTYPES)}")
+        raise PlanError(
+            "kv_dtype", f"unknown KV cache dtype {kv_dtype!r}: choose from {', '.join(KV_DTYPES)}"
+        )
     elements = shape.kv_bytes_per_token_element
     if elements is None:
-        raise PlanError("shape", "the KV cache needs layers, KV heads and head dim: give a "
-                                 "config.json or a model name, or the layers, KV heads and head "
-                                 "dim (or hidden size and heads) with the parameter count")
+        raise PlanError(
+            "shape",
+            "the KV cache needs layers, KV heads and head dim: give a "
+            "config.json or a model name, or the layers, KV heads and head "
+            "dim (or hidden size and heads) with the parameter count",
+        )
     return elements * KV_BYTES[kv_dtype]
 
 
@@ -119,20 +136,26 @@ def kv_text(shape: ModelShape, kv_dtype: str, context: int, concurrency: int) ->
     b = KV_BYTES[kv_dtype]
     layers = shape.kv_layers
     per_conv = kv_conversation_bytes(shape, kv_dtype, context)
-    tail = (f" = {per_conv:,} B per conversation of {context:,} tokens × {concurrency} "
-            f"concurrent = {context * concurrency:,} tokens alive")
+    tail = (
+        f" = {per_conv:,} B per conversation of {context:,} tokens × {concurrency} "
+        f"concurrent = {context * concurrency:,} tokens alive"
+    )
     if len(layers) == 1 and layers[0].kind == kv_layout.FULL:
-        return (f"2·L·H_kv·d_head·b·T = 2 × {shape.layers} × {shape.kv_heads} × "
-                f"{shape.head_dim} × {b} B ({kv_dtype}) = {kv_bytes_per_token(shape, kv_dtype):,}"
-                f" B per token" + tail)
+        return (
+            f"2·L·H_kv·d_head·b·T = 2 × {shape.layers} × {shape.kv_heads} × "
+            f"{shape.head_dim} × {b} B ({kv_dtype}) = {kv_bytes_per_token(shape, kv_dtype):,}"
+            f" B per token" + tail
+        )
     parts = []
     for k in layers:
         if not k.elements:
             parts.append(f"{k.count} layers {k.kind}: 0 B")
             continue
         kept = k.tokens(context)
-        parts.append(f"{k.count} layers {k.kind}: {k.elements:,} elements × {b} B ({kv_dtype}) × "
-                     f"{kept:,} tokens" + (f" (window {k.window:,})" if k.window else ""))
+        parts.append(
+            f"{k.count} layers {k.kind}: {k.elements:,} elements × {b} B ({kv_dtype}) × "
+            f"{kept:,} tokens" + (f" (window {k.window:,})" if k.window else "")
+        )
     return "; ".join(parts) + tail
 
 
@@ -143,11 +166,14 @@ def state_bytes(shape: ModelShape, kv_dtype: str) -> int:
 
 def state_text(shape: ModelShape, kv_dtype: str, concurrency: int) -> str:
     from vramscope.core.planner.ssm_state import describe
+
     per = state_bytes(shape, kv_dtype)
-    return (f"{describe(shape.state)} = {shape.state_elements:,} elements × "
-            f"{KV_BYTES[kv_dtype]} B ({kv_dtype}) = {per:,} B per sequence, whatever its length, "
-            f"× {concurrency} concurrent (vLLM may keep the SSM state in fp32: "
-            "mamba_ssm_cache_dtype)")
+    return (
+        f"{describe(shape.state)} = {shape.state_elements:,} elements × "
+        f"{KV_BYTES[kv_dtype]} B ({kv_dtype}) = {per:,} B per sequence, whatever its length, "
+        f"× {concurrency} concurrent (vLLM may keep the SSM state in fp32: "
+        "mamba_ssm_cache_dtype)"
+    )
 
 
 def conversations_that_fit(headroom: int, per_conversation: int) -> int:

@@ -80,16 +80,14 @@ def _merge(per_layer: list[KvLayer]) -> tuple[KvLayer, ...]:
 
 def _layer_types(cfg: Mapping, model_type: str, layers: int) -> list[str]:
     types = cfg.get("layer_types")
-    if isinstance(types, (list, tuple)) and len(types) == layers \
-            and all(isinstance(t, str) for t in types):
+    if isinstance(types, (list, tuple)) and len(types) == layers and all(isinstance(t, str) for t in types):
         return list(types)
     window = cfg.get("sliding_window")
     if model_type == "gemma2":  # Gemma2Config: even layers (0, 2, ...) slide
         return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(layers)]
     if model_type in ("gemma3", "gemma3_text"):  # every sliding_window_pattern-th is global
         pattern = cfg.get("sliding_window_pattern") or 6
-        return ["sliding_attention" if (i + 1) % pattern else "full_attention"
-                for i in range(layers)]
+        return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
     if not window or cfg.get("use_sliding_window") is False:
         return ["full_attention"] * layers
     if "max_window_layers" in cfg and cfg.get("use_sliding_window"):  # Qwen2 family
@@ -98,8 +96,9 @@ def _layer_types(cfg: Mapping, model_type: str, layers: int) -> list[str]:
     return ["sliding_attention"] * layers
 
 
-def kv_layers(cfg: Mapping, *, model_type: str, layers: int, heads: int, kv_heads: int,
-              head_dim: int) -> tuple[tuple[KvLayer, ...], int | None, list[str]]:
+def kv_layers(
+    cfg: Mapping, *, model_type: str, layers: int, heads: int, kv_heads: int, head_dim: int
+) -> tuple[tuple[KvLayer, ...], int | None, list[str]]:
     """(KV layers, decompressed elements per token or None, notes) of a config."""
     notes: list[str] = []
     rank, rope = cfg.get("kv_lora_rank"), cfg.get("qk_rope_head_dim")
@@ -108,11 +107,13 @@ def kv_layers(cfg: Mapping, *, model_type: str, layers: int, heads: int, kv_head
         v_dim = cfg.get("v_head_dim") or nope
         decompressed = layers * heads * (nope + rope + v_dim)
         latent = rank + rope
-        notes.append(f"MLA: each layer caches one latent of kv_lora_rank {rank} + "
-                     f"qk_rope_head_dim {rope} = {latent} elements per token, as serving "
-                     f"engines store it; decompressed K and V would be {heads} heads × "
-                     f"({nope} + {rope} + {v_dim}) = {heads * (nope + rope + v_dim):,} "
-                     f"({heads * (nope + rope + v_dim) / latent:.1f}×)")
+        notes.append(
+            f"MLA: each layer caches one latent of kv_lora_rank {rank} + "
+            f"qk_rope_head_dim {rope} = {latent} elements per token, as serving "
+            f"engines store it; decompressed K and V would be {heads} heads × "
+            f"({nope} + {rope} + {v_dim}) = {heads * (nope + rope + v_dim):,} "
+            f"({heads * (nope + rope + v_dim) / latent:.1f}×)"
+        )
         return (KvLayer(MLA, latent, None, layers),), decompressed, notes
     per_kv = 2 * kv_heads * head_dim
     types = _layer_types(cfg, model_type, layers)
@@ -136,12 +137,16 @@ def kv_layers(cfg: Mapping, *, model_type: str, layers: int, heads: int, kv_head
             per_layer.append(KvLayer(FULL, per_kv))
     out = _merge(per_layer)
     if any(k.kind == SLIDING for k in out):
-        notes.append("sliding-window layers keep at most their window of tokens (transformers' "
-                     "hybrid cache, vLLM's hybrid allocator); engines that allocate every layer "
-                     "for the full context need more")
+        notes.append(
+            "sliding-window layers keep at most their window of tokens (transformers' "
+            "hybrid cache, vLLM's hybrid allocator); engines that allocate every layer "
+            "for the full context need more"
+        )
     if shared:
-        notes.append(f"the last {shared} layers reuse earlier layers' KV cache "
-                     "(num_kv_shared_layers): no cache of their own")
+        notes.append(
+            f"the last {shared} layers reuse earlier layers' KV cache "
+            "(num_kv_shared_layers): no cache of their own"
+        )
     return out, None, notes
 
 

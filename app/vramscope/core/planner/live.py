@@ -20,8 +20,13 @@ from vramscope.core.planner.model_shape import ModelShape, shape_from_params
 from vramscope.core.planner.request import PlanRequest
 
 SOURCE = "attached process (agent)"
-_PRECISION_OF_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16",
-                       "int8": "int8", "uint8": "int8"}
+_PRECISION_OF_DTYPE = {
+    "float32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "int8": "int8",
+    "uint8": "int8",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +70,19 @@ class LiveModel:
         if len(self.dtypes) == 1 and self.dtypes[0][0] in _PRECISION_OF_DTYPE:
             return _PRECISION_OF_DTYPE[self.dtypes[0][0]]
         b = self.bytes_per_param
-        return "fp32" if b >= 3 else "bf16" if b >= Fraction(3, 2) else "int8" if b >= Fraction(3, 4) \
-            else "int4"
+        return (
+            "fp32" if b >= 3 else "bf16" if b >= Fraction(3, 2) else "int8" if b >= Fraction(3, 4) else "int4"
+        )
 
     def describe(self) -> str:
         bpp = float(self.bytes_per_param)
         dtypes = ", ".join(d for d, _ in self.dtypes) or "no parameters"
         frozen = f", {self.frozen:,} frozen" if self.frozen else ""
         opt = self.optimizer_class or "no optimizer seen"
-        return (f"{' + '.join(self.names)}: {self.params:,} parameters ({self.trainable:,} "
-                f"trainable{frozen}), {dtypes} = {bpp:g} B/param, {opt}")
+        return (
+            f"{' + '.join(self.names)}: {self.params:,} parameters ({self.trainable:,} "
+            f"trainable{frozen}), {dtypes} = {bpp:g} B/param, {opt}"
+        )
 
 
 def optimizer_key(entry) -> tuple[str | None, str | None]:
@@ -90,29 +98,36 @@ def optimizer_key(entry) -> tuple[str | None, str | None]:
         if entry.get("amsgrad"):
             note = f"{cls} with amsgrad keeps a third moment (max of the second): not planned"
         elif entry.get("fused") or entry.get("capturable"):
-            note = (f"{cls} fused/capturable keeps its step counters on the device "
-                    "(4 B per tensor), not in host RAM")
+            note = (
+                f"{cls} fused/capturable keeps its step counters on the device "
+                "(4 B per tensor), not in host RAM"
+            )
         return low, note
     if low == "sgd":
         return ("sgd-momentum" if (entry.get("momentum") or 0) > 0 else "sgd"), None
-    return None, (f"optimizer {cls} is not one the planner knows: the form's optimizer "
-                  "is used for its state")
+    return None, (f"optimizer {cls} is not one the planner knows: the form's optimizer is used for its state")
 
 
 def live_model(models) -> LiveModel:
     """One LiveModel from the agent's per-model dicts (several models add up)."""
     good = [m for m in (models or ()) if isinstance(m, dict) and _count(m.get("params"))]
     if not good:
-        raise PlanError("agent", "the attached process has reported no model yet: register one "
-                                 "with agent.start(model=..., optimizer=...) or run it under "
-                                 "vramscope run")
+        raise PlanError(
+            "agent",
+            "the attached process has reported no model yet: register one "
+            "with agent.start(model=..., optimizer=...) or run it under "
+            "vramscope run",
+        )
     params = sum(_count(m["params"]) for m in good)
     trainable = sum(_count(m.get("trainable")) or 0 for m in good)
     param_bytes = sum(_count(m.get("param_bytes")) or 0 for m in good)
     trainable_bytes = sum(_count(m.get("trainable_bytes")) or 0 for m in good)
     if not param_bytes or trainable > params or trainable_bytes > param_bytes:
-        raise PlanError("agent", "the agent's model report is inconsistent (parameter bytes "
-                                 "missing or more trainable than total): cannot plan from it")
+        raise PlanError(
+            "agent",
+            "the agent's model report is inconsistent (parameter bytes "
+            "missing or more trainable than total): cannot plan from it",
+        )
     tensors = _sum_or_none(m.get("tensors") for m in good)
     trainable_tensors = _sum_or_none(m.get("trainable_tensors") for m in good)
     dtypes: dict[str, int] = {}
@@ -130,23 +145,32 @@ def live_model(models) -> LiveModel:
             keyed.append((key, str(m["optimizer"].get("class"))))
     optimizer, cls = keyed[0] if keyed else (None, None)
     if len({k for k, _ in keyed}) > 1:
-        notes.append("the models have different optimizers: " + ", ".join(c for _, c in keyed)
-                     + f"; planned with {cls} for all")
+        notes.append(
+            "the models have different optimizers: "
+            + ", ".join(c for _, c in keyed)
+            + f"; planned with {cls} for all"
+        )
     if trainable and optimizer is None and not keyed:
         notes.append("no optimizer seen for the model yet: the form's optimizer is used")
     return LiveModel(
-        names=tuple(str(m.get("name") or "model") for m in good), params=params, tensors=tensors,
-        trainable=trainable, trainable_tensors=trainable_tensors, param_bytes=param_bytes,
+        names=tuple(str(m.get("name") or "model") for m in good),
+        params=params,
+        tensors=tensors,
+        trainable=trainable,
+        trainable_tensors=trainable_tensors,
+        param_bytes=param_bytes,
         trainable_bytes=trainable_bytes,
         dtypes=tuple(sorted(dtypes.items(), key=lambda kv: -kv[1])),
-        optimizer=optimizer, optimizer_class=cls, notes=tuple(dict.fromkeys(notes)))
+        optimizer=optimizer,
+        optimizer_class=cls,
+        notes=tuple(dict.fromkeys(notes)),
+    )
 
 
 def live_shape(live: LiveModel, **layers) -> ModelShape:
     """The ModelShape of a live model (layer figures optional, as with a count)."""
     shape = shape_from_params(live.params, **layers)
-    return replace(shape, tensors=live.tensors, source=SOURCE,
-                   notes=shape.notes + live.notes)
+    return replace(shape, tensors=live.tensors, source=SOURCE, notes=shape.notes + live.notes)
 
 
 def live_request(live: LiveModel, base: PlanRequest | None = None, **layers) -> PlanRequest:
@@ -154,11 +178,18 @@ def live_request(live: LiveModel, base: PlanRequest | None = None, **layers) -> 
     dtype bytes and optimizer filled in; the optimizer stays the form's when unknown."""
     base = base or PlanRequest(shape=shape_from_params(live.params))
     return replace(
-        base, shape=live_shape(live, **layers), precision=live.precision,
-        optimizer=live.optimizer or base.optimizer, grad_layout=16, lora_rank=None,
-        lora_modules=(), trainable_params=live.trainable,
+        base,
+        shape=live_shape(live, **layers),
+        precision=live.precision,
+        optimizer=live.optimizer or base.optimizer,
+        grad_layout=16,
+        lora_rank=None,
+        lora_modules=(),
+        trainable_params=live.trainable,
         trainable_tensors=live.trainable_tensors,
-        dtype_bytes=live.dtype_bytes, frozen_dtype_bytes=live.frozen_dtype_bytes)
+        dtype_bytes=live.dtype_bytes,
+        frozen_dtype_bytes=live.frozen_dtype_bytes,
+    )
 
 
 def _count(v) -> int | None:

@@ -33,8 +33,10 @@ from vramscope.agent.protocol import Bucket
 ATTENTION = re.compile(r"attn|attention", re.IGNORECASE)  # a module name's last part
 SOURCE_MODULES = "activations saved for backward, per module (the agent's hooks)"
 SOURCE_PEAK = "the step's peak allocated - weights - gradients - optimizer state"
-NO_ACTIVATIONS = ("activations not measured: the run has no allocator peak (CPU) and the agent "
-                  "sent no per-module activations")
+NO_ACTIVATIONS = (
+    "activations not measured: the run has no allocator peak (CPU) and the agent "
+    "sent no per-module activations"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,9 @@ def _subtree(rows) -> dict[str, int]:
                 below = sum(total(c, depth + 1) for c in children.get(n, ())) if depth < 64 else 0
                 memo[n] = max(own[n], below) if inclusive else own[n] + below
             return memo[n]
+
         return {n: total(n) for n in own}
+
     inc = totals(True)
     if all(own[p] >= sum(inc[c] for c in kids) for p, kids in children.items() if own[p]):
         return inc
@@ -139,8 +143,10 @@ def split_modules(rows) -> tuple[int, int, tuple[tuple[str, int], ...]]:
                 return True
             p, depth = parent.get(p), depth + 1
         return False
-    attention = sum(sub[n] for n in sub if ATTENTION.search(n.rsplit(".", 1)[-1])
-                    and not has_attention_ancestor(n))
+
+    attention = sum(
+        sub[n] for n in sub if ATTENTION.search(n.rsplit(".", 1)[-1]) and not has_attention_ancestor(n)
+    )
     numbered: dict[str | None, list[str]] = {}
     for n, p, _a in rows:
         if n.rsplit(".", 1)[-1].isdigit():
@@ -196,9 +202,16 @@ def _models_summary(models) -> tuple[int | None, int | None, str | None, str | N
     return (params or None, trainable if good else None, cls, dtype)
 
 
-def measure(device: str, buckets: dict | None, steps=(), input_shape: dict | None = None,
-            models=(), modules=None, step: int | None = None,
-            outside_pytorch: int | None = None) -> Measured:
+def measure(
+    device: str,
+    buckets: dict | None,
+    steps=(),
+    input_shape: dict | None = None,
+    models=(),
+    modules=None,
+    step: int | None = None,
+    outside_pytorch: int | None = None,
+) -> Measured:
     """A Measured from the agent's figures for ``device`` (see the module doc).
     ``modules``: the "modules" item (or its rows) of this device, or None."""
     b = buckets if isinstance(buckets, dict) else {}
@@ -225,12 +238,28 @@ def measure(device: str, buckets: dict | None, steps=(), input_shape: dict | Non
         attention, blocks, source = 0, (), SOURCE_PEAK
     else:
         activations, attention, blocks, source = None, 0, (), NO_ACTIVATIONS
-    return Measured(device=device, step=step, batch=batch, seq=seq, weights=weights,
-                    gradients=gradients, optimizer_state=optimizer_state,
-                    activations=activations, temporaries=temporaries, attention=attention,
-                    blocks=blocks, peak=peak, source=source, params=params, trainable=trainable,
-                    optimizer_class=cls, param_dtype=dtype, outside_pytorch=outside_pytorch,
-                    module_count=len(rows), loss=loss)
+    return Measured(
+        device=device,
+        step=step,
+        batch=batch,
+        seq=seq,
+        weights=weights,
+        gradients=gradients,
+        optimizer_state=optimizer_state,
+        activations=activations,
+        temporaries=temporaries,
+        attention=attention,
+        blocks=blocks,
+        peak=peak,
+        source=source,
+        params=params,
+        trainable=trainable,
+        optimizer_class=cls,
+        param_dtype=dtype,
+        outside_pytorch=outside_pytorch,
+        module_count=len(rows),
+        loss=loss,
+    )
 
 
 def from_report(report, steps=()) -> Measured | None:
@@ -242,13 +271,22 @@ def from_report(report, steps=()) -> Measured | None:
 
     def held(d):
         b = d.buckets
-        return (not d.device.startswith("cpu"),
-                sum(v or 0 for v in (b.weights, b.gradients, b.optimizer_state)))
+        return (
+            not d.device.startswith("cpu"),
+            sum(v or 0 for v in (b.weights, b.gradients, b.optimizer_state)),
+        )
+
     d = max(devices, key=held)
-    return measure(d.device, d.buckets.as_dict(), steps=steps,
-                   input_shape=getattr(report, "measured_input", None), models=report.models,
-                   modules=_modules_of(getattr(report, "modules", None), d.device), step=report.step,
-                   outside_pytorch=d.buckets.outside_pytorch)
+    return measure(
+        d.device,
+        d.buckets.as_dict(),
+        steps=steps,
+        input_shape=getattr(report, "measured_input", None),
+        models=report.models,
+        modules=_modules_of(getattr(report, "modules", None), d.device),
+        step=report.step,
+        outside_pytorch=d.buckets.outside_pytorch,
+    )
 
 
 def _field(v, key: str):

@@ -17,8 +17,15 @@ import re
 from collections import Counter
 
 from vramscope.core.planner import kv_layout, ssm_state
-from vramscope.core.planner.model_shape import (CONFIG, DECODER, ENCODER, ENCODER_DECODER,
-                                                ConfigNotUnderstood, Linear, ModelShape)
+from vramscope.core.planner.model_shape import (
+    CONFIG,
+    DECODER,
+    ENCODER,
+    ENCODER_DECODER,
+    ConfigNotUnderstood,
+    Linear,
+    ModelShape,
+)
 
 _DROP = ("model_type", "quantization_config", "auto_map", "_name_or_path", "transformers_version")
 _INDEX = re.compile(r"\.\d+(?=\.|$)")
@@ -30,6 +37,7 @@ def transformers_version() -> str | None:
     """transformers' version when it and torch are there to build models on the meta
     device (transformers installs without torch); None otherwise."""
     import importlib.util
+
     if importlib.util.find_spec("torch") is None:
         return None
     try:
@@ -42,13 +50,16 @@ def transformers_version() -> str | None:
 def _auto_classes(transformers, cfg, model_type: str) -> list:
     """The Auto classes to try, most complete first: a checkpoint holds the head too."""
     from transformers.models.auto import modeling_auto as names
+
     if getattr(cfg, "is_encoder_decoder", False):
         return [transformers.AutoModelForSeq2SeqLM, transformers.AutoModel]
     if getattr(cfg, "vision_config", None) is not None:
-        return [transformers.AutoModelForImageTextToText, transformers.AutoModelForCausalLM,
-                transformers.AutoModel]
-    if model_type in names.MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(cfg, "is_decoder",
-                                                                             False):
+        return [
+            transformers.AutoModelForImageTextToText,
+            transformers.AutoModelForCausalLM,
+            transformers.AutoModel,
+        ]
+    if model_type in names.MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(cfg, "is_decoder", False):
         return [transformers.AutoModelForMaskedLM, transformers.AutoModel]
     return [transformers.AutoModelForCausalLM, transformers.AutoModel]
 
@@ -58,15 +69,17 @@ def _build(transformers, cfg, config: dict, model_type: str):
     the checkpoint holds), else of the first Auto class that takes the config."""
     archs = config.get("architectures")
     candidates = []
-    if isinstance(archs, list) and archs and isinstance(archs[0], str) \
-            and archs[0].isidentifier():
+    if isinstance(archs, list) and archs and isinstance(archs[0], str) and archs[0].isidentifier():
         try:
             cls = getattr(transformers, archs[0], None)
         except Exception:  # a lazily imported module that cannot load here
             cls = None
         config_class = getattr(cls, "config_class", None)
-        if isinstance(cls, type) and hasattr(cls, "_from_config") \
-                and (not isinstance(config_class, type) or isinstance(cfg, config_class)):
+        if (
+            isinstance(cls, type)
+            and hasattr(cls, "_from_config")
+            and (not isinstance(config_class, type) or isinstance(cfg, config_class))
+        ):
             candidates.append(cls._from_config)
     candidates += [auto.from_config for auto in _auto_classes(transformers, cfg, model_type)]
     error = None
@@ -82,15 +95,16 @@ def _build(transformers, cfg, config: dict, model_type: str):
 
 def _model_kind(transformers, cfg, model) -> str:
     from transformers.models.auto import modeling_auto as names
+
     if getattr(cfg, "is_encoder_decoder", False):
         return ENCODER_DECODER
     name = type(model).__name__
-    decoders = (set(names.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
-                | set(names.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values()))
+    decoders = set(names.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()) | set(
+        names.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.values()
+    )
     if name in decoders or name.endswith(("ForCausalLM", "LMHeadModel")):
         return DECODER
-    if getattr(cfg, "vision_config", None) is not None and name.endswith(
-            "ForConditionalGeneration"):
+    if getattr(cfg, "vision_config", None) is not None and name.endswith("ForConditionalGeneration"):
         return DECODER
     return ENCODER
 
@@ -105,7 +119,8 @@ def meta_model(config: dict, model_type: str):
     except ImportError:
         raise ConfigNotUnderstood(
             f"config.json has model_type {model_type!r}: counting it exactly needs "
-            f"transformers and torch (pip install transformers torch)") from None
+            f"transformers and torch (pip install transformers torch)"
+        ) from None
     kwargs = {k: v for k, v in config.items() if k not in _DROP}
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
@@ -115,17 +130,20 @@ def meta_model(config: dict, model_type: str):
         except ValueError:
             raise ConfigNotUnderstood(
                 f"config.json has model_type {model_type!r}, which transformers "
-                f"{transformers.__version__} does not know (a newer transformers may)") from None
+                f"{transformers.__version__} does not know (a newer transformers may)"
+            ) from None
         except Exception as exc:  # a field of the wrong type, a missing sub-config...
-            raise ConfigNotUnderstood(f"transformers cannot read this config.json: "
-                                      f"{_first_line(exc)}") from None
+            raise ConfigNotUnderstood(
+                f"transformers cannot read this config.json: {_first_line(exc)}"
+            ) from None
         with torch.device("meta"), _quiet():
             model = _build(transformers, cfg, config, model_type)
     except ConfigNotUnderstood:
         raise
     except Exception as exc:
-        raise ConfigNotUnderstood(f"transformers cannot build a {model_type} model from this "
-                                  f"config.json: {_first_line(exc)}") from None
+        raise ConfigNotUnderstood(
+            f"transformers cannot build a {model_type} model from this config.json: {_first_line(exc)}"
+        ) from None
     finally:
         transformers.logging.set_verbosity(verbosity)
     return cfg, model, _model_kind(transformers, cfg, model)
@@ -134,6 +152,7 @@ def meta_model(config: dict, model_type: str):
 @contextlib.contextmanager
 def _quiet():
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
@@ -149,7 +168,7 @@ def _pattern(name: str) -> str:
     m = _INDEX.search(name)
     if m is None:
         return name
-    return _INDEX.sub("", name[m.end() + 1:]) or name
+    return _INDEX.sub("", name[m.end() + 1 :]) or name
 
 
 def _attr(cfg, *names):
@@ -198,15 +217,24 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
     quantizable = sum(lin.count * lin.in_features * lin.out_features for lin in linears)
 
     decoder = model_kind == ENCODER_DECODER
-    layers, f_layers = _attr(text, *(("decoder_layers", "num_decoder_layers") if decoder else ())
-                             , "num_hidden_layers", "n_layer", "num_layers")
+    layers, f_layers = _attr(
+        text,
+        *(("decoder_layers", "num_decoder_layers") if decoder else ()),
+        "num_hidden_layers",
+        "n_layer",
+        "num_layers",
+    )
     hidden, f_hidden = _attr(text, "hidden_size", "n_embd", "d_model")
     types = _layer_types(text, layers)
     attention = types is None or any(t not in _NO_ATTENTION for t in types)
     # Mamba-2's num_heads are SSM heads, not attention heads
-    heads, f_heads = _attr(text, *(("decoder_attention_heads",) if decoder else ()),
-                           "num_attention_heads", "n_head",
-                           *(("num_heads",) if attention else ()))
+    heads, f_heads = _attr(
+        text,
+        *(("decoder_attention_heads",) if decoder else ()),
+        "num_attention_heads",
+        "n_head",
+        *(("num_heads",) if attention else ()),
+    )
     if not attention:
         heads, f_heads = None, None
     kv_heads, f_kv = _attr(text, "num_key_value_heads", "num_kv_heads", "n_head_kv")
@@ -222,24 +250,41 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
     intermediate, f_inter = _attr(text, "intermediate_size", "ffn_dim", "n_inner")
     vocab, f_vocab = _attr(text, "vocab_size")
     used = [f"model_type={model_type}"] + [
-        f"{f}={v}" for f, v in ((f_layers, layers), (f_hidden, hidden), (f_heads, heads),
-                                (f_kv, kv_heads), (f_head_dim, head_dim), (f_inter, intermediate),
-                                (f_vocab, vocab)) if f]
+        f"{f}={v}"
+        for f, v in (
+            (f_layers, layers),
+            (f_hidden, hidden),
+            (f_heads, heads),
+            (f_kv, kv_heads),
+            (f_head_dim, head_dim),
+            (f_inter, intermediate),
+            (f_vocab, vocab),
+        )
+        if f
+    ]
     notes = []
     if model_kind == ENCODER:
-        notes.append(f"{model_type} is an encoder ({type(model).__name__}): it keeps no KV "
-                     "cache; weights, training and activations are planned")
+        notes.append(
+            f"{model_type} is an encoder ({type(model).__name__}): it keeps no KV "
+            "cache; weights, training and activations are planned"
+        )
     kv: tuple = ()
     if decoder and None not in (layers, heads, head_dim):
         self_attn = kv_layout.KvLayer(kv_layout.FULL, 2 * heads * head_dim, None, layers)
         kv = (self_attn, kv_layout.cross_attention(layers, heads, head_dim))
         encoder_layers, _ = _attr(text, "encoder_layers", "num_layers")
-        notes.append(f"encoder-decoder: the whole model is counted ({type(model).__name__}); "
-                     f"the KV cache is the decoder's self-attention per generated token and its "
-                     f"cross-attention per source token ({layers} layers each), the source "
-                     "taken as long as the context"
-                     + (f"; activations over the {encoder_layers} encoder and {layers} decoder "
-                        "layers at the same length" if encoder_layers else ""))
+        notes.append(
+            f"encoder-decoder: the whole model is counted ({type(model).__name__}); "
+            f"the KV cache is the decoder's self-attention per generated token and its "
+            f"cross-attention per source token ({layers} layers each), the source "
+            "taken as long as the context"
+            + (
+                f"; activations over the {encoder_layers} encoder and {layers} decoder "
+                "layers at the same length"
+                if encoder_layers
+                else ""
+            )
+        )
         if encoder_layers:
             layers += encoder_layers  # both stacks hold activations in training
     state = ssm_state.state_layers(text.to_dict(), model_type, types)
@@ -247,21 +292,27 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
         kinds = Counter(types)
         used.append("layer types: " + ", ".join(f"{n} {t}" for t, n in kinds.items()))
     if state:
-        notes.append(f"state-space / linear-attention layers: {ssm_state.describe(state)}; "
-                     "a constant state per sequence, not a per-token cache"
-                     + ("" if attention else "; no attention layer, so no KV cache"))
+        notes.append(
+            f"state-space / linear-attention layers: {ssm_state.describe(state)}; "
+            "a constant state per sequence, not a per-token cache"
+            + ("" if attention else "; no attention layer, so no KV cache")
+        )
     vision = parts.get(VISION, 0)
     if vision:
-        notes.append(f"multimodal: every part is counted ({_parts_text(parts)}); the KV cache "
-                     "and activations are planned for the language model (image tokens count "
-                     "toward the context), not the vision tower's per-image activations")
+        notes.append(
+            f"multimodal: every part is counted ({_parts_text(parts)}); the KV cache "
+            "and activations are planned for the language model (image tokens count "
+            "toward the context), not the vision tower's per-image activations"
+        )
     experts = None
     active = active_mlp = None
     n_experts, f_e = _attr(text, *_EXPERTS)
     top_k, f_k = _attr(text, *_TOP_K)
-    expert_params = sum(lin.count * lin.in_features * lin.out_features
-                        + (lin.count * lin.out_features if lin.bias else 0)
-                        for lin in linears if lin.expert)
+    expert_params = sum(
+        lin.count * lin.in_features * lin.out_features + (lin.count * lin.out_features if lin.bias else 0)
+        for lin in linears
+        if lin.expert
+    )
     if expert_params:
         if n_experts and top_k:
             experts = (n_experts, top_k)
@@ -272,28 +323,54 @@ def meta_shape(config: dict, model_type: str) -> tuple[ModelShape, dict]:
                 shared, _ = _attr(text, "shared_expert_intermediate_size")
                 n_shared, _ = _attr(text, "n_shared_experts")
                 active_mlp = top_k * per_expert + (shared or (n_shared or 0) * per_expert)
-            notes.append(f"mixture of experts: all {n_experts} routed experts are held in "
-                         f"memory ({params:,} parameters); {top_k} per token are used, "
-                         f"{active:,} active parameters")
+            notes.append(
+                f"mixture of experts: all {n_experts} routed experts are held in "
+                f"memory ({params:,} parameters); {top_k} per token are used, "
+                f"{active:,} active parameters"
+            )
         else:
-            notes.append("mixture of experts: all experts are held in memory; the active "
-                         "count is unknown (no experts-per-token field)")
-    learned = any(isinstance(m, nn.Embedding) and _part(name) != VISION
-                  and ("position" in name or name.endswith(("wpe", "embed_positions")))
-                  for name, m in model.named_modules())
+            notes.append(
+                "mixture of experts: all experts are held in memory; the active "
+                "count is unknown (no experts-per-token field)"
+            )
+    learned = any(
+        isinstance(m, nn.Embedding)
+        and _part(name) != VISION
+        and ("position" in name or name.endswith(("wpe", "embed_positions")))
+        for name, m in model.named_modules()
+    )
     normalised = text.to_dict()
     if types is not None:
         normalised["layer_types"] = list(types)
     shown_parts = tuple(parts.items()) if len(parts) > 1 else ()
     return ModelShape(
-        params=params, tensors=len(named), layers=layers, hidden=hidden, heads=heads,
-        kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, vocab=vocab,
-        tied_embeddings=tied, model_type=model_type, layer_linears=linears,
-        active_params=active, experts=experts, active_mlp=active_mlp,
-        quantizable=quantizable, source=CONFIG, kv=kv, state=state, kind=model_kind,
-        architecture=type(model).__name__, parts=shown_parts, learned_positions=learned,
+        params=params,
+        tensors=len(named),
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=intermediate,
+        vocab=vocab,
+        tied_embeddings=tied,
+        model_type=model_type,
+        layer_linears=linears,
+        active_params=active,
+        experts=experts,
+        active_mlp=active_mlp,
+        quantizable=quantizable,
+        source=CONFIG,
+        kv=kv,
+        state=state,
+        kind=model_kind,
+        architecture=type(model).__name__,
+        parts=shown_parts,
+        learned_positions=learned,
         counted_by=f"transformers {transformers.__version__} on the meta device",
-        fields_used=tuple(used), notes=tuple(notes)), normalised
+        fields_used=tuple(used),
+        notes=tuple(notes),
+    ), normalised
 
 
 VISION = "vision tower"
@@ -329,7 +406,11 @@ def _layer_types(text, layers: int | None) -> list[str] | None:
         types = getattr(text, "layer_types", None)
     except Exception:  # a property that cannot be computed from this config
         return None
-    if isinstance(types, (list, tuple)) and types and all(isinstance(t, str) for t in types) \
-            and (layers is None or len(types) == layers):
+    if (
+        isinstance(types, (list, tuple))
+        and types
+        and all(isinstance(t, str) for t in types)
+        and (layers is None or len(types) == layers)
+    ):
         return list(types)
     return None

@@ -135,21 +135,24 @@ class ModelShape:
         the layers (not the output head, as in PEFT); routed experts' fused
         matrices are not nn.Linear modules and are never selected."""
         if not self.layer_linears:
-            raise PlanError("lora_modules",
-                            "LoRA adapter sizes need the layer shapes: give a config.json or a "
-                            "model name, or the layers, hidden size, heads and intermediate size "
-                            "with the parameter count")
+            raise PlanError(
+                "lora_modules",
+                "LoRA adapter sizes need the layer shapes: give a config.json or a "
+                "model name, or the layers, hidden size, heads and intermediate size "
+                "with the parameter count",
+            )
         candidates = tuple(lin for lin in self.layer_linears if not lin.expert)
         if tuple(modules) == ("all-linear",):
             return candidates
         chosen: list[Linear] = []
         for wanted in modules:
-            hits = [lin for lin in candidates
-                    if lin.name == wanted or lin.name.endswith("." + wanted)]
+            hits = [lin for lin in candidates if lin.name == wanted or lin.name.endswith("." + wanted)]
             if not hits:
-                raise PlanError("lora_modules",
-                                f"{wanted!r} is not a linear layer of this model; choose from "
-                                f"{', '.join(self.short_linear_names())} or all-linear")
+                raise PlanError(
+                    "lora_modules",
+                    f"{wanted!r} is not a linear layer of this model; choose from "
+                    f"{', '.join(self.short_linear_names())} or all-linear",
+                )
             for lin in hits:
                 if lin not in chosen:
                     chosen.append(lin)
@@ -168,8 +171,9 @@ class ModelShape:
 # --- plain parameter count ---------------------------------------------------
 
 
-def llama_linears(hidden, heads, kv_heads, head_dim, intermediate, qkv_bias, o_bias,
-                  mlp_bias=False, count=1) -> tuple[Linear, ...]:
+def llama_linears(
+    hidden, heads, kv_heads, head_dim, intermediate, qkv_bias, o_bias, mlp_bias=False, count=1
+) -> tuple[Linear, ...]:
     return (
         Linear("self_attn.q_proj", hidden, heads * head_dim, qkv_bias, count),
         Linear("self_attn.k_proj", hidden, kv_heads * head_dim, qkv_bias, count),
@@ -181,16 +185,29 @@ def llama_linears(hidden, heads, kv_heads, head_dim, intermediate, qkv_bias, o_b
     )
 
 
-def shape_from_params(params: int, *, layers: int | None = None, hidden: int | None = None,
-                      heads: int | None = None, kv_heads: int | None = None,
-                      head_dim: int | None = None, intermediate: int | None = None,
-                      vocab: int | None = None) -> ModelShape:
+def shape_from_params(
+    params: int,
+    *,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    head_dim: int | None = None,
+    intermediate: int | None = None,
+    vocab: int | None = None,
+) -> ModelShape:
     """A model known by its parameter count; layer figures optional."""
     if isinstance(params, bool) or not isinstance(params, int) or params <= 0:
         raise PlanError("params", "the parameter count must be a positive integer")
-    for name, value in (("layers", layers), ("hidden", hidden), ("heads", heads),
-                        ("kv_heads", kv_heads), ("head_dim", head_dim),
-                        ("intermediate", intermediate), ("shape", vocab)):
+    for name, value in (
+        ("layers", layers),
+        ("hidden", hidden),
+        ("heads", heads),
+        ("kv_heads", kv_heads),
+        ("head_dim", head_dim),
+        ("intermediate", intermediate),
+        ("shape", vocab),
+    ):
         if value is not None and (not isinstance(value, int) or value <= 0):
             raise PlanError(name, "must be a positive integer")
     notes = []
@@ -199,22 +216,28 @@ def shape_from_params(params: int, *, layers: int | None = None, hidden: int | N
         notes.append("KV heads not given: taken equal to the attention heads (no GQA)")
     if head_dim is None and hidden is not None and heads is not None:
         if hidden % heads:
-            raise PlanError("head_dim", f"hidden size {hidden} is not divisible by {heads} "
-                                        "heads: give the head dimension")
+            raise PlanError(
+                "head_dim", f"hidden size {hidden} is not divisible by {heads} heads: give the head dimension"
+            )
         head_dim = hidden // heads
         notes.append(f"head dim not given: hidden / heads = {head_dim}")
     if kv_heads is not None and heads is not None and heads % kv_heads:
-        raise PlanError("kv_heads", f"{heads} attention heads cannot be grouped over "
-                                    f"{kv_heads} KV heads")
+        raise PlanError("kv_heads", f"{heads} attention heads cannot be grouped over {kv_heads} KV heads")
     linears: tuple[Linear, ...] = ()
     if None not in (layers, hidden, heads, kv_heads, head_dim, intermediate):
-        linears = llama_linears(hidden, heads, kv_heads, head_dim, intermediate, False, False,
-                                count=layers)
-        notes.append("layer modules assumed Llama-style (q/k/v/o_proj, gate/up/down_proj) "
-                     "for LoRA")
+        linears = llama_linears(hidden, heads, kv_heads, head_dim, intermediate, False, False, count=layers)
+        notes.append("layer modules assumed Llama-style (q/k/v/o_proj, gate/up/down_proj) for LoRA")
     return ModelShape(
-        params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-        head_dim=head_dim, intermediate=intermediate, vocab=vocab,
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=intermediate,
+        vocab=vocab,
         layer_linears=linears,
         lora_default_modules=("q_proj", "v_proj") if linears else (),
-        source=PARAMETER_COUNT, notes=tuple(notes))
+        source=PARAMETER_COUNT,
+        notes=tuple(notes),
+    )

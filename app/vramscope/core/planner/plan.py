@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from vramscope.core.planner import inference
 from vramscope.core.planner.figures import figures
 from vramscope.core.planner.request import MODES, NOT_COUNTED, Figures, PlanRequest
-from vramscope.core.planner.suggestions import (Suggestion, inference_suggestions,
-                                                training_suggestions)
+from vramscope.core.planner.suggestions import Suggestion, inference_suggestions, training_suggestions
 
-__all__ = ["MODES", "NOT_COUNTED", "GpuVerdict", "Plan", "PlanRequest", "Suggestion",
-           "build_plan"]
+__all__ = ["MODES", "NOT_COUNTED", "GpuVerdict", "Plan", "PlanRequest", "Suggestion", "build_plan"]
+
 
 @dataclass(frozen=True, slots=True)
 class GpuVerdict:
@@ -83,14 +82,23 @@ class Plan:
             "total": self.total,
             "per_gpu_total": self.per_gpu_total,
             "gpus": [
-                {"name": g.name, "total": g.total, "fits": g.fits, "margin": g.margin,
-                 "free_now": g.free, "fits_now": g.fits_now, "margin_now": g.margin_now,
-                 "holders_now": [{"process": who, "bytes": n} for who, n in g.holders],
-                 **({"conversations": g.conversations} if g.conversations is not None else {})}
-                for g in self.gpus],
+                {
+                    "name": g.name,
+                    "total": g.total,
+                    "fits": g.fits,
+                    "margin": g.margin,
+                    "free_now": g.free,
+                    "fits_now": g.fits_now,
+                    "margin_now": g.margin_now,
+                    "holders_now": [{"process": who, "bytes": n} for who, n in g.holders],
+                    **({"conversations": g.conversations} if g.conversations is not None else {}),
+                }
+                for g in self.gpus
+            ],
             "suggestions": [
-                {"change": s.change, "total": s.total, "per_gpu_total": s.per_gpu_total,
-                 "fits": s.fits} for s in self.suggestions],
+                {"change": s.change, "total": s.total, "per_gpu_total": s.per_gpu_total, "fits": s.fits}
+                for s in self.suggestions
+            ],
             "suggestions_cumulative": self.suggestions_cumulative,
             "suggestions_target": self.suggestions_target,
             "bytes_per_param": dict(self.bytes_per_param),
@@ -105,24 +113,36 @@ class Plan:
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_bytes_per_conversation": self.kv_bytes_per_conversation,
             "model": {
-                "params": shape.params, "tensors": shape.tensors, "layers": shape.layers,
-                "hidden": shape.hidden, "heads": shape.heads, "kv_heads": shape.kv_heads,
-                "head_dim": shape.head_dim, "intermediate": shape.intermediate,
-                "vocab": shape.vocab, "tied_embeddings": shape.tied_embeddings,
-                "model_type": shape.model_type, "source": shape.source,
-                "counted_by": shape.counted_by, "max_positions": shape.max_positions,
+                "params": shape.params,
+                "tensors": shape.tensors,
+                "layers": shape.layers,
+                "hidden": shape.hidden,
+                "heads": shape.heads,
+                "kv_heads": shape.kv_heads,
+                "head_dim": shape.head_dim,
+                "intermediate": shape.intermediate,
+                "vocab": shape.vocab,
+                "tied_embeddings": shape.tied_embeddings,
+                "model_type": shape.model_type,
+                "source": shape.source,
+                "counted_by": shape.counted_by,
+                "max_positions": shape.max_positions,
                 "max_positions_field": shape.max_positions_field,
                 "active_params": shape.active_params,
                 "experts": list(shape.experts) if shape.experts else None,
                 "quantization": shape.quantization.label if shape.quantization else None,
-                "kv_layers": [{"kind": k.kind, "layers": k.count, "elements_per_token": k.elements,
-                               "window": k.window} for k in shape.kv_layers],
+                "kv_layers": [
+                    {"kind": k.kind, "layers": k.count, "elements_per_token": k.elements, "window": k.window}
+                    for k in shape.kv_layers
+                ],
                 "kv_decompressed_elements_per_token": shape.kv_decompressed,
-                "kind": shape.kind, "architecture": shape.architecture,
+                "kind": shape.kind,
+                "architecture": shape.architecture,
                 "parts": dict(shape.parts),
                 "state_elements_per_sequence": shape.state_elements or None,
                 "checkpoint": dict(shape.checkpoint) or None,
-                "fields_used": list(shape.fields_used), "notes": list(shape.notes),
+                "fields_used": list(shape.fields_used),
+                "notes": list(shape.notes),
             },
             "warnings": list(self.warnings),
             "notes": list(self.notes),
@@ -142,8 +162,7 @@ def _verdicts(req: PlanRequest, fig: Figures) -> tuple[GpuVerdict, ...]:
             conv = inference.conversations_that_fit(capacity - fig.fixed, fig.kv_per_conversation)
         free = now[name].free if name in now else None
         holders = now[name].holders if name in now else ()
-        out.append(GpuVerdict(name, capacity, per_gpu <= capacity, capacity - per_gpu, conv,
-                              free, holders))
+        out.append(GpuVerdict(name, capacity, per_gpu <= capacity, capacity - per_gpu, conv, free, holders))
     return tuple(out)
 
 
@@ -156,26 +175,43 @@ def build_plan(req: PlanRequest) -> Plan:
     if req.gpus_memory:
         target, capacity = min(req.gpus_memory, key=lambda g: g[1])
         if fig.per_gpu_total > capacity:
-            suggestions = (training_suggestions(req, fig, capacity) if req.mode == "train"
-                           else inference_suggestions(req, fig, capacity))
+            suggestions = (
+                training_suggestions(req, fig, capacity)
+                if req.mode == "train"
+                else inference_suggestions(req, fig, capacity)
+            )
             short = not suggestions or not suggestions[-1].fits
-            if (short and req.mode == "train" and not req.lora_rank
-                    and not req.shape.layer_linears):
-                notes.append("LoRA would remove the gradients and optimizer state of the frozen "
-                             "weights; give a config.json or model name to size the adapters")
+            if short and req.mode == "train" and not req.lora_rank and not req.shape.layer_linears:
+                notes.append(
+                    "LoRA would remove the gradients and optimizer state of the frozen "
+                    "weights; give a config.json or model name to size the adapters"
+                )
             if not any(s.fits for s in suggestions):  # none (alone or together) fits
-                notes.append("none of the changes above makes it fit the smallest GPU: a larger "
-                             "GPU, more GPUs (ZeRO-3/FSDP, tensor or pipeline parallelism) or a "
-                             "smaller model")
+                notes.append(
+                    "none of the changes above makes it fit the smallest GPU: a larger "
+                    "GPU, more GPUs (ZeRO-3/FSDP, tensor or pipeline parallelism) or a "
+                    "smaller model"
+                )
     return Plan(
-        mode=req.mode, request=req, buckets=fig.buckets, explanations=fig.explanations,
-        bytes_per_param=fig.bytes_per_param, host_buckets=fig.host,
-        per_gpu_total=fig.per_gpu_total, total=fig.per_gpu_total * fig.job_gpus,
-        fixed_per_gpu=fig.fixed, layout=fig.layout, gpus=_verdicts(req, fig),
-        suggestions=suggestions, suggestions_cumulative=(req.mode == "train"),
+        mode=req.mode,
+        request=req,
+        buckets=fig.buckets,
+        explanations=fig.explanations,
+        bytes_per_param=fig.bytes_per_param,
+        host_buckets=fig.host,
+        per_gpu_total=fig.per_gpu_total,
+        total=fig.per_gpu_total * fig.job_gpus,
+        fixed_per_gpu=fig.fixed,
+        layout=fig.layout,
+        gpus=_verdicts(req, fig),
+        suggestions=suggestions,
+        suggestions_cumulative=(req.mode == "train"),
         suggestions_target=target if suggestions else None,
-        notes=tuple(notes), precision=fig.precision, kv_dtype=fig.kv_dtype, context=fig.context,
-        kv_bytes_per_token=fig.kv_per_token, kv_bytes_per_conversation=fig.kv_per_conversation,
-        warnings=fig.warnings)
-
-
+        notes=tuple(notes),
+        precision=fig.precision,
+        kv_dtype=fig.kv_dtype,
+        context=fig.context,
+        kv_bytes_per_token=fig.kv_per_token,
+        kv_bytes_per_conversation=fig.kv_per_conversation,
+        warnings=fig.warnings,
+    )

@@ -66,8 +66,7 @@ class QuantScheme:
         if self.method == "mxfp4":
             return "MXFP4 (4-bit, one 8-bit scale per 32)"
         if self.method.startswith("bnb"):
-            return f"bitsandbytes {self.bits}-bit" + (" (double quant)" if self.double_quant
-                                                      else "")
+            return f"bitsandbytes {self.bits}-bit" + (" (double quant)" if self.double_quant else "")
         if self.method in ("gptq", "awq"):
             group = "per column" if self.group_size == -1 else f"group {self.group_size}"
             return f"{self.method.upper()} {self.bits}-bit, {group}"
@@ -80,8 +79,7 @@ class QuantScheme:
         packed = math.ceil(n * self.bits / 8)
         if self.method == "bnb-4bit":
             blocks = math.ceil(n / BNB_BLOCK)
-            meta = (blocks + 4 * math.ceil(blocks / BNB_DOUBLE_BLOCK)) if self.double_quant \
-                else 4 * blocks
+            meta = (blocks + 4 * math.ceil(blocks / BNB_DOUBLE_BLOCK)) if self.double_quant else 4 * blocks
             return packed, meta
         if self.method == "bnb-8bit":
             return packed, 4 * n_out
@@ -116,19 +114,28 @@ def scheme_from_config(q) -> QuantScheme:
     if not isinstance(q, dict):
         raise PlanError("config", "quantization_config should be a JSON object")
     method = str(q.get("quant_method") or "").lower()
-    skip = tuple(str(m) for m in (q.get("modules_to_not_convert")
-                                  or q.get("llm_int8_skip_modules") or ()) if isinstance(m, str))
+    skip = tuple(
+        str(m)
+        for m in (q.get("modules_to_not_convert") or q.get("llm_int8_skip_modules") or ())
+        if isinstance(m, str)
+    )
     # BitsAndBytesConfig.to_dict() may carry only the private _load_in_4bit/_load_in_8bit
     four = q.get("load_in_4bit", q.get("_load_in_4bit"))
     eight = q.get("load_in_8bit", q.get("_load_in_8bit"))
     if method == "bitsandbytes" or four or eight:
         if four:
-            return QuantScheme("bnb-4bit", 4, double_quant=bool(q.get("bnb_4bit_use_double_quant")),
-                               skip=skip, from_config=True)
+            return QuantScheme(
+                "bnb-4bit",
+                4,
+                double_quant=bool(q.get("bnb_4bit_use_double_quant")),
+                skip=skip,
+                from_config=True,
+            )
         if eight:
             return QuantScheme("bnb-8bit", 8, skip=skip, from_config=True)
-        return QuantScheme(UNSIZED, 16, skip=skip, from_config=True,
-                           name="bitsandbytes without load_in_4bit/load_in_8bit")
+        return QuantScheme(
+            UNSIZED, 16, skip=skip, from_config=True, name="bitsandbytes without load_in_4bit/load_in_8bit"
+        )
     if method == "mxfp4":
         return QuantScheme("mxfp4", 4, skip=skip, from_config=True)
     if method in ("gptq", "awq"):
@@ -141,8 +148,11 @@ def scheme_from_config(q) -> QuantScheme:
         return QuantScheme(method, bits, group_size=group, skip=skip, from_config=True)
     if method in ("fp8", "fbgemm_fp8"):
         block = q.get("weight_block_size")
-        if isinstance(block, (list, tuple)) and len(block) == 2 \
-                and all(isinstance(b, int) and b > 0 for b in block):
+        if (
+            isinstance(block, (list, tuple))
+            and len(block) == 2
+            and all(isinstance(b, int) and b > 0 for b in block)
+        ):
             return QuantScheme("fp8", 8, block=(block[0], block[1]), skip=skip, from_config=True)
         return QuantScheme("fp8", 8, skip=skip, from_config=True)
     return QuantScheme(UNSIZED, 16, skip=skip, from_config=True, name=method or "(no quant_method)")
@@ -156,7 +166,6 @@ def skips(skip: tuple[str, ...], name: str, short: str) -> bool:
         if not s:
             continue
         tail = s.rsplit(".*.", 1)[-1]
-        if name == tail or short == tail or name.endswith("." + tail) \
-                or name.startswith(tail + "."):
+        if name == tail or short == tail or name.endswith("." + tail) or name.startswith(tail + "."):
             return True
     return False

@@ -15,14 +15,16 @@ from vramscope.core.units import GB, GiB, NA
 
 # Common cards by the memory their makers publish (GiB as the driver reports
 # it, rounded): what a plan is judged against when this machine has no GPU.
-REFERENCE_CARDS = (("a 12 GiB card (RTX 3060 12GB, RTX 4070)", 12 * GiB),
-                   ("a 16 GiB card (RTX 4060 Ti 16GB, RTX 5080)", 16 * GiB),
-                   ("a 24 GiB card (RTX 3090, RTX 4090)", 24 * GiB),
-                   ("a 32 GiB card (RTX 5090)", 32 * GiB),
-                   ("a 48 GiB card (RTX A6000, L40S)", 48 * GiB),
-                   ("an 80 GiB card (A100 80GB, H100)", 80 * GiB),
-                   ("a 141 GB card (H200)", 141 * GB),
-                   ("a 192 GB card (B200)", 192 * GB))
+REFERENCE_CARDS = (
+    ("a 12 GiB card (RTX 3060 12GB, RTX 4070)", 12 * GiB),
+    ("a 16 GiB card (RTX 4060 Ti 16GB, RTX 5080)", 16 * GiB),
+    ("a 24 GiB card (RTX 3090, RTX 4090)", 24 * GiB),
+    ("a 32 GiB card (RTX 5090)", 32 * GiB),
+    ("a 48 GiB card (RTX A6000, L40S)", 48 * GiB),
+    ("an 80 GiB card (A100 80GB, H100)", 80 * GiB),
+    ("a 141 GB card (H200)", 141 * GB),
+    ("a 192 GB card (B200)", 192 * GB),
+)
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
 NOT_NOW = "not now"  # fits an empty card, not in what is free on it now
 
@@ -70,35 +72,50 @@ def verdict(plan, gpu_note: str | None = None, ask: str = "give the GPU memory s
         card = smallest_card(need)
         where = f"fits {card}" if card else "larger than any single card: shard it over GPUs"
         why = f" ({gpu_note})" if gpu_note else ""
-        return Verdict(UNKNOWN, f"Needs {gib(need)} per GPU: {where}. No GPU to compare "
-                                f"against{why}: {ask}")
+        return Verdict(UNKNOWN, f"Needs {gib(need)} per GPU: {where}. No GPU to compare against{why}: {ask}")
     short = [g for g in plan.gpus if not g.fits]
     if not short:
         busy = [g for g in plan.gpus if g.fits_now is False]
         if not busy:
             if any(g.free is not None for g in plan.gpus):
-                tight = min((g for g in plan.gpus if g.free is not None),
-                            key=lambda g: g.margin_now)
-                return Verdict(FITS, f"Fits: {gib(need)} per GPU, {gib(tight.margin_now)} to "
-                                     f"spare now on {tight.name} ({gib(tight.free)} free of "
-                                     f"{gib(tight.total)})")
+                tight = min((g for g in plan.gpus if g.free is not None), key=lambda g: g.margin_now)
+                return Verdict(
+                    FITS,
+                    f"Fits: {gib(need)} per GPU, {gib(tight.margin_now)} to "
+                    f"spare now on {tight.name} ({gib(tight.free)} free of "
+                    f"{gib(tight.total)})",
+                )
             tight = min(plan.gpus, key=lambda g: g.margin)
-            return Verdict(FITS, f"Fits: {gib(need)} per GPU, {gib(tight.margin)} to spare on "
-                                 f"{tight.name} ({gib(tight.total)})")
+            return Verdict(
+                FITS,
+                f"Fits: {gib(need)} per GPU, {gib(tight.margin)} to spare on "
+                f"{tight.name} ({gib(tight.total)})",
+            )
         if len(busy) < len(plan.gpus):
-            ready = max((g for g in plan.gpus if g not in busy),
-                        key=lambda g: g.margin if g.free is None else g.margin_now)
+            ready = max(
+                (g for g in plan.gpus if g not in busy),
+                key=lambda g: g.margin if g.free is None else g.margin_now,
+            )
             free = f" ({gib(ready.free)} free)" if ready.free is not None else ""
             names = ", ".join(g.name for g in busy)
-            return Verdict(FITS, f"Fits now on {ready.name}{free}: {gib(need)} per GPU; on "
-                                 f"{names} only once memory is freed ({now_text(busy[0], 1)})")
+            return Verdict(
+                FITS,
+                f"Fits now on {ready.name}{free}: {gib(need)} per GPU; on "
+                f"{names} only once memory is freed ({now_text(busy[0], 1)})",
+            )
         most = max(busy, key=lambda g: g.free)
-        return Verdict(NOT_NOW, f"Fits on an empty card; does not fit now: needs {gib(need)} "
-                                f"per GPU, {most.name} has {now_text(most, 1)}")
+        return Verdict(
+            NOT_NOW,
+            f"Fits on an empty card; does not fit now: needs {gib(need)} "
+            f"per GPU, {most.name} has {now_text(most, 1)}",
+        )
     worst = min(short, key=lambda g: g.margin)
     names = ", ".join(g.name for g in short)
-    return Verdict(SHORT, f"Does not fit on {names}: needs {gib(need)} per GPU, short by "
-                          f"{gib(-worst.margin)} on {worst.name} ({gib(worst.total)})")
+    return Verdict(
+        SHORT,
+        f"Does not fit on {names}: needs {gib(need)} per GPU, short by "
+        f"{gib(-worst.margin)} on {worst.name} ({gib(worst.total)})",
+    )
 
 
 def now_text(g, holders: int | None = None) -> str:
@@ -108,28 +125,31 @@ def now_text(g, holders: int | None = None) -> str:
 
 
 def gpu_line(plan, g) -> str:
-    text = (f"fits, {gb_and_gib(g.margin)} to spare" if g.fits
-            else f"does NOT fit: short by {gb_and_gib(-g.margin)}")
+    text = (
+        f"fits, {gb_and_gib(g.margin)} to spare"
+        if g.fits
+        else f"does NOT fit: short by {gb_and_gib(-g.margin)}"
+    )
     if g.free is not None:
-        text += ("; now " + ("fits in" if g.fits_now else "does not fit in") + " "
-                 + now_text(g))
+        text += "; now " + ("fits in" if g.fits_now else "does not fit in") + " " + now_text(g)
     if g.conversations is not None:
-        text += (f"; {g.conversations} conversations of {plan.context:,} tokens fit beside the "
-                 f"weights, request {g.conversations + 1} waits")
+        text += (
+            f"; {g.conversations} conversations of {plan.context:,} tokens fit beside the "
+            f"weights, request {g.conversations + 1} waits"
+        )
     return text
 
 
 def model_line(plan) -> str:
     shape = plan.request.shape
-    what = (f"{shape.model_type} config, counted by {shape.counted_by}" if shape.model_type
-            else shape.source)
-    active = (f", {shape.active_params:,} active per token" if shape.active_params is not None
-              else "")
+    what = f"{shape.model_type} config, counted by {shape.counted_by}" if shape.model_type else shape.source
+    active = f", {shape.active_params:,} active per token" if shape.active_params is not None else ""
     return f"{shape.params:,} parameters{active} ({what})"
 
 
-def render_text(plan, gpu_note: str | None = None,
-                ask: str = "give --gpu-memory SIZE (e.g. 24GiB or 80GB)") -> str:
+def render_text(
+    plan, gpu_note: str | None = None, ask: str = "give --gpu-memory SIZE (e.g. 24GiB or 80GB)"
+) -> str:
     """The command line's report (decimal GB beside GiB, for published figures)."""
     shape = plan.request.shape
     lines = []
@@ -149,6 +169,7 @@ def render_text(plan, gpu_note: str | None = None,
 
     def row(name, value):
         lines.append(f"{name:<24}{value:>18,}{gb(value):>14}{gib(value):>14}")
+
     for name, value in plan.buckets:
         row(name, value)
     lines.append("-" * len(head))
@@ -159,11 +180,15 @@ def render_text(plan, gpu_note: str | None = None,
         row("host RAM: " + name, value)
     if plan.kv_bytes_per_token:
         lines.append("")
-        lines.append(f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
-                     + (f"; {gb_and_gib(plan.kv_bytes_per_conversation)} per "
-                        f"{plan.context:,}-token conversation"
-                        + (" with its recurrent state" if shape.state else "")
-                        if plan.kv_bytes_per_conversation else ""))
+        lines.append(
+            f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
+            + (
+                f"; {gb_and_gib(plan.kv_bytes_per_conversation)} per "
+                f"{plan.context:,}-token conversation" + (" with its recurrent state" if shape.state else "")
+                if plan.kv_bytes_per_conversation
+                else ""
+            )
+        )
     lines.append("")
     lines.append(verdict(plan, gpu_note, ask).text)
     for g in plan.gpus:
@@ -172,12 +197,12 @@ def render_text(plan, gpu_note: str | None = None,
         lines.append("")
         how = "each adds to the ones above" if plan.suggestions_cumulative else "each on its own"
         target = next(g for g in plan.gpus if g.name == plan.suggestions_target)
-        lines.append(f"What would make it fit on {target.name} ({gib(target.total)}), "
-                     f"least damaging first ({how}):")
+        lines.append(
+            f"What would make it fit on {target.name} ({gib(target.total)}), least damaging first ({how}):"
+        )
         for i, s in enumerate(plan.suggestions, 1):
             verdict_text = "fits" if s.fits else "still does not fit"
-            lines.append(f"  {i}. {s.change}\n     -> {gb_and_gib(s.per_gpu_total)} per GPU, "
-                         f"{verdict_text}")
+            lines.append(f"  {i}. {s.change}\n     -> {gb_and_gib(s.per_gpu_total)} per GPU, {verdict_text}")
     lines.append("")
     lines.append("Why each bucket:")
     for name, text in plan.explanations:

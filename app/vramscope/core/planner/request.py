@@ -9,9 +9,13 @@ from fractions import Fraction
 from vramscope.core.planner.model_shape import ModelShape
 
 MODES = ("train", "infer")
-NOT_COUNTED = ("Not counted: temporary buffers (matmul workspaces, communication buffers), "
-               "fragmentation and the CUDA context (the few hundred MB the runtime takes just "
-               "by existing) -- keep a margin for them.")
+NOT_COUNTED = (
+    "Not counted: temporary buffers (matmul workspaces, communication buffers), "
+    "fragmentation and the CUDA context (the few hundred MB the runtime takes just "
+    "by existing) -- keep a margin for them."
+)
+
+
 @dataclass(frozen=True, slots=True)
 class GpuNow:
     """A GPU's memory free at this moment and who holds the most of the rest."""
@@ -60,7 +64,6 @@ class PlanRequest:
     frozen_dtype_bytes: Fraction | None = None  # of the frozen ones (None: dtype_bytes)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Figures:
     buckets: tuple[tuple[str, int], ...]
@@ -93,7 +96,12 @@ def context_warning(shape: ModelShape, tokens: int | None, what: str) -> str | N
     if tokens is None or shape.max_positions is None or tokens <= shape.max_positions:
         return None
     field = shape.max_positions_field or "max_position_embeddings"
-    why = ("learned position embeddings have no entry for those positions"
-           if shape.learned_positions else "the model was not trained that far")
-    return (f"{what} of {tokens:,} tokens is longer than this model's limit: {field} = "
-            f"{shape.max_positions:,}; beyond it {why}")
+    why = (
+        "learned position embeddings have no entry for those positions"
+        if shape.learned_positions
+        else "the model was not trained that far"
+    )
+    return (
+        f"{what} of {tokens:,} tokens is longer than this model's limit: {field} = "
+        f"{shape.max_positions:,}; beyond it {why}"
+    )

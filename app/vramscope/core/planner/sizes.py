@@ -25,9 +25,17 @@ _COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10*
 # Memory units: decimal (GB = 10**9, as model cards and the ZeRO paper's tables) and
 # binary (GiB = 2**30).
 _SIZE_UNIT = {
-    "b": 1, "byte": 1, "bytes": 1,
-    "kb": 10**3, "mb": MB, "gb": GB, "tb": 10**12,
-    "kib": KiB, "mib": MiB, "gib": GiB, "tib": 1 << 40,
+    "b": 1,
+    "byte": 1,
+    "bytes": 1,
+    "kb": 10**3,
+    "mb": MB,
+    "gb": GB,
+    "tb": 10**12,
+    "kib": KiB,
+    "mib": MiB,
+    "gib": GiB,
+    "tib": 1 << 40,
 }
 
 _NUMBER = r"(?P<num>[0-9][0-9_,]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
@@ -56,7 +64,8 @@ def parse_count(text: str) -> int:
     if not m:
         raise ValueError(
             f"{text!r} is not a parameter count: use a number such as 7e9 or "
-            "6738415616, or a suffix K/M/B/T such as 7B, 13B, 70B, 500M")
+            "6738415616, or a suffix K/M/B/T such as 7B, 13B, 70B, 500M"
+        )
     suffix = m.group("suffix").lower()
     if suffix not in _COUNT_SUFFIX:
         raise ValueError(f"{text!r}: unknown suffix {m.group('suffix')!r} (use K, M, B or T)")
@@ -69,8 +78,10 @@ def parse_count(text: str) -> int:
     if count <= 0:
         raise ValueError(f"{text!r}: a model needs at least one parameter")
     if not suffix and count < MIN_BARE_COUNT:
-        raise ValueError(f"{text!r}: no model has {count} parameters -- did you mean "
-                         f"{text.strip()}B? Give a unit (B, M, K) or the full count")
+        raise ValueError(
+            f"{text!r}: no model has {count} parameters -- did you mean "
+            f"{text.strip()}B? Give a unit (B, M, K) or the full count"
+        )
     return count
 
 
@@ -82,16 +93,17 @@ def parse_size(text: str) -> int:
     if not m:
         raise ValueError(
             f"{text!r} is not a memory size: use a number and a unit, "
-            "e.g. 24GiB (2**30 bytes each) or 80GB (10**9 bytes each)")
+            "e.g. 24GiB (2**30 bytes each) or 80GB (10**9 bytes each)"
+        )
     unit = m.group("unit").lower()
     if not unit:
         raise ValueError(
-            f"{text!r} has no unit: write 24GiB (binary) or 24GB (decimal); "
-            "a bare number is ambiguous")
+            f"{text!r} has no unit: write 24GiB (binary) or 24GB (decimal); a bare number is ambiguous"
+        )
     if unit not in _SIZE_UNIT:
         raise ValueError(
-            f"{text!r}: unknown unit {m.group('unit')!r} "
-            "(use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)")
+            f"{text!r}: unknown unit {m.group('unit')!r} (use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)"
+        )
     value = _decimal(m.group("num")) * _SIZE_UNIT[unit]
     if value > 1 << 60:
         raise ValueError(f"{text!r} is implausibly large for a GPU")

@@ -71,8 +71,7 @@ def _state_layer(cfg: Mapping, model_type: str, count: int) -> StateLayer | None
         dk, dv = first_int(cfg, "linear_key_head_dim"), first_int(cfg, "linear_value_head_dim")
         if None in (k_heads, dk, dv):
             return None
-        return StateLayer(DELTANET, (2 * k_heads * dk + v_heads * dv) * conv,
-                          v_heads * dk * dv, count)
+        return StateLayer(DELTANET, (2 * k_heads * dk + v_heads * dv) * conv, v_heads * dk * dv, count)
     d_state = first_int(cfg, "mamba_d_state", "ssm_state_size", "state_size", "d_state")
     expand = _num(cfg, "mamba_expand", "expand")
     if d_state is None:
@@ -92,8 +91,7 @@ def _state_layer(cfg: Mapping, model_type: str, count: int) -> StateLayer | None
         return None
     if n_heads and head_dim:  # Mamba-2: x, B, C through the convolution; per-head states
         groups = first_int(cfg, "mamba_n_groups", "n_groups") or 1
-        return StateLayer(MAMBA2, (inner + 2 * groups * d_state) * conv,
-                          n_heads * head_dim * d_state, count)
+        return StateLayer(MAMBA2, (inner + 2 * groups * d_state) * conv, n_heads * head_dim * d_state, count)
     return StateLayer(MAMBA, inner * conv, inner * d_state, count)
 
 
@@ -120,8 +118,7 @@ def layer_types_from_fields(cfg: Mapping, model_type: str, layers: int) -> list[
         return ["full_attention" if i in indices else "mamba" for i in range(layers)]
     interval = cfg.get("full_attention_interval")
     if isinstance(interval, int) and interval > 0:
-        return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
-                for i in range(layers)]
+        return ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
     if model_type == "falcon_h1":
         return ["hybrid"] * layers
     if model_type in ("mamba", "mamba2", "falcon_mamba"):
@@ -141,5 +138,7 @@ def state_layers(cfg: Mapping, model_type: str, layer_types) -> tuple[StateLayer
 
 
 def describe(layers: tuple[StateLayer, ...]) -> str:
-    return " + ".join(f"{s.count} × {s.kind} (conv {s.conv:,} + recurrent {s.recurrent:,} "
-                      "elements per sequence)" for s in layers)
+    return " + ".join(
+        f"{s.count} × {s.kind} (conv {s.conv:,} + recurrent {s.recurrent:,} elements per sequence)"
+        for s in layers
+    )

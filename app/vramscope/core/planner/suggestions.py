@@ -43,7 +43,8 @@ def _step_checkpointing(req, capacity):
         return None
     return replace(req, checkpointing=True), (
         "gradient checkpointing (√n segments): recompute instead of remember, one extra "
-        "forward pass (about 3 units of work become 4)")
+        "forward pass (about 3 units of work become 4)"
+    )
 
 
 def _step_micro_batch(req, capacity):
@@ -60,15 +61,17 @@ def _step_micro_batch(req, capacity):
     acc = effective // chosen
     return replace(req, batch=chosen, accumulation=acc), (
         f"micro-batch {chosen} with gradient accumulation × {acc} (effective batch "
-        f"{effective} per GPU kept; divide the loss by {acc})")
+        f"{effective} per GPU kept; divide the loss by {acc})"
+    )
 
 
 def _step_flash(req, capacity):
     if not _has_activations(req) or req.flash_attention or not req.shape.heads:
         return None
     return replace(req, flash_attention=True), (
-        "SDPA / flash attention (attn_implementation=\"sdpa\" or \"flash_attention_2\"): the "
-        "attention scores are never stored whole, no s² term")
+        'SDPA / flash attention (attn_implementation="sdpa" or "flash_attention_2"): the '
+        "attention scores are never stored whole, no s² term"
+    )
 
 
 def _step_8bit(req, capacity):
@@ -76,7 +79,8 @@ def _step_8bit(req, capacity):
         return None
     return replace(req, optimizer="adam8bit"), (
         "8-bit Adam (bitsandbytes AdamW8bit): the moments take 2 bytes per parameter instead "
-        "of 8 -- a one-line change, try it first")
+        "of 8 -- a one-line change, try it first"
+    )
 
 
 def _gpus_present(req) -> int:
@@ -90,8 +94,7 @@ def _step_zero(req, capacity):
     if stage >= 3 or present < 2:
         return None
     counts = [n for n in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if n < present] + [present]
-    options = [replace(req, zero_stage=s, gpus=n, fsdp=False)
-               for n in counts for s in range(stage + 1, 4)]
+    options = [replace(req, zero_stage=s, gpus=n, fsdp=False) for n in counts for s in range(stage + 1, 4)]
     # The fewest GPUs (then the lowest stage) that make the whole plan fit; if
     # activations alone are too big for that, the fewest that make the fixed cost fit.
     chosen = next((c for c in options if _figures(c).per_gpu_total <= capacity), None)
@@ -100,8 +103,11 @@ def _step_zero(req, capacity):
     if chosen is None:
         return None
     s, n = chosen.zero_stage, chosen.gpus
-    what = {1: "the optimizer states", 2: "the optimizer states and gradients",
-            3: "the optimizer states, gradients and weights"}[s]
+    what = {
+        1: "the optimizer states",
+        2: "the optimizer states and gradients",
+        3: "the optimizer states, gradients and weights",
+    }[s]
     fsdp = " (or FSDP)" if s == 3 else ""
     more = "" if n == req.gpus else f" -- runs the job on {n} of the {present} GPUs here"
     return chosen, f"ZeRO stage {s}{fsdp} over {n} GPUs: each holds 1/{n} of {what}{more}"
@@ -113,7 +119,8 @@ def _step_lora(req, capacity):
     modules = req.shape.lora_default_modules
     return replace(req, lora_rank=8, lora_modules=modules), (
         f"LoRA rank 8 on {', '.join(modules)} (PEFT's defaults): frozen weights need no "
-        "gradients and no optimizer state; activations do not shrink")
+        "gradients and no optimizer state; activations do not shrink"
+    )
 
 
 def _step_qlora(req, capacity):
@@ -121,7 +128,8 @@ def _step_qlora(req, capacity):
         return None
     return replace(req, precision="int4"), (
         "QLoRA: the frozen base in 4-bit NF4 (bitsandbytes) under the LoRA adapters -- a "
-        "quarter of the 16-bit weights; check quality on your task")
+        "quarter of the 16-bit weights; check quality on your task"
+    )
 
 
 def _step_offload(req, capacity):
@@ -129,13 +137,21 @@ def _step_offload(req, capacity):
         return None
     return replace(req, offload_optimizer=True), (
         "offload the optimizer state to CPU RAM (ZeRO-Offload): fits on fewer cards, pays in "
-        "PCIe time every step -- not a default")
+        "PCIe time every step -- not a default"
+    )
 
 
 # (step, changes activations only): in the order of what they cost the user
-_TRAINING_STEPS = ((_step_micro_batch, True), (_step_checkpointing, True), (_step_flash, True),
-                   (_step_lora, False), (_step_qlora, False), (_step_8bit, False),
-                   (_step_zero, False), (_step_offload, False))
+_TRAINING_STEPS = (
+    (_step_micro_batch, True),
+    (_step_checkpointing, True),
+    (_step_flash, True),
+    (_step_lora, False),
+    (_step_qlora, False),
+    (_step_8bit, False),
+    (_step_zero, False),
+    (_step_offload, False),
+)
 
 
 def training_suggestions(req, fig, capacity) -> tuple[Suggestion, ...]:
@@ -170,28 +186,43 @@ def inference_suggestions(req, fig, capacity) -> tuple[Suggestion, ...]:
         headroom = capacity - fig.fixed
         fit = inference.conversations_that_fit(headroom, kv)
         if req.concurrency > 1 and fit >= 1:
-            out.append(_suggestion(
-                f"serve at most {fit} concurrent conversations of {fig.context:,} tokens "
-                f"(vLLM --max-num-seqs {fit}); request {fit + 1} waits",
-                replace(req, concurrency=fit, context=fig.context), capacity)[0])
+            out.append(
+                _suggestion(
+                    f"serve at most {fit} concurrent conversations of {fig.context:,} tokens "
+                    f"(vLLM --max-num-seqs {fit}); request {fit + 1} waits",
+                    replace(req, concurrency=fit, context=fig.context),
+                    capacity,
+                )[0]
+            )
         elif fit == 0:
             longest = inference.longest_context_that_fits(req.shape, fig.kv_dtype, headroom)
             if longest > 0:
-                out.append(_suggestion(
-                    f"cap the context at {longest:,} tokens, one conversation "
-                    f"(vLLM --max-model-len {longest})",
-                    replace(req, context=longest, concurrency=1), capacity)[0])
+                out.append(
+                    _suggestion(
+                        f"cap the context at {longest:,} tokens, one conversation "
+                        f"(vLLM --max-model-len {longest})",
+                        replace(req, context=longest, concurrency=1),
+                        capacity,
+                    )[0]
+                )
     if kv and fig.kv_dtype != "fp8":
-        out.append(_suggestion(
-            "fp8 KV cache (vLLM --kv-cache-dtype fp8): b from 2 bytes to 1, halving the cache"
-            if fig.kv_dtype in ("bf16", "fp16") else
-            "fp8 KV cache (vLLM --kv-cache-dtype fp8): 1 byte per element",
-            replace(req, kv_dtype="fp8", context=fig.context), capacity)[0])
+        out.append(
+            _suggestion(
+                "fp8 KV cache (vLLM --kv-cache-dtype fp8): b from 2 bytes to 1, halving the cache"
+                if fig.kv_dtype in ("bf16", "fp16")
+                else "fp8 KV cache (vLLM --kv-cache-dtype fp8): 1 byte per element",
+                replace(req, kv_dtype="fp8", context=fig.context),
+                capacity,
+            )[0]
+        )
     for q in ("int8", "int4"):
         if inference.WEIGHT_BYTES[q] < (fig.weight_bytes or inference.WEIGHT_BYTES["bf16"]):
-            out.append(_suggestion(
-                f"quantize the weights to {q.upper()} (check answer quality on the actual task; "
-                "the KV cache keeps its dtype)",
-                replace(req, precision=q, context=fig.context,
-                        kv_dtype=fig.kv_dtype), capacity)[0])
+            out.append(
+                _suggestion(
+                    f"quantize the weights to {q.upper()} (check answer quality on the actual task; "
+                    "the KV cache keeps its dtype)",
+                    replace(req, precision=q, context=fig.context, kv_dtype=fig.kv_dtype),
+                    capacity,
+                )[0]
+            )
     return tuple(out)

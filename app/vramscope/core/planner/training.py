@@ -31,8 +31,13 @@ OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd-momentum", "sgd")
 GRAD_LAYOUTS = (16, 18)
 
 # Bytes of optimizer state per trained parameter (the moments, fp32 unless 8-bit).
-OPTIMIZER_BYTES = {"adam": Fraction(8), "adamw": Fraction(8), "adam8bit": Fraction(2),
-                   "sgd-momentum": Fraction(4), "sgd": Fraction(0)}
+OPTIMIZER_BYTES = {
+    "adam": Fraction(8),
+    "adamw": Fraction(8),
+    "adam8bit": Fraction(2),
+    "sgd-momentum": Fraction(4),
+    "sgd": Fraction(0),
+}
 OPTIMIZER_TEXT = {
     "adam": "Adam's two running statistics (first and second moments), fp32: 8 B",
     "adamw": "AdamW's two running statistics (first and second moments), fp32: 8 B",
@@ -60,8 +65,7 @@ class StateLayout:
         return self.weights + self.gradients + self.master + self.optimizer
 
     def formula(self) -> str:
-        parts = [self.weights, self.gradients] + ([self.master] if self.master else []) \
-            + [self.optimizer]
+        parts = [self.weights, self.gradients] + ([self.master] if self.master else []) + [self.optimizer]
         return " + ".join(_num(p) for p in parts) + f" = {_num(self.total)} B/param"
 
 
@@ -72,30 +76,45 @@ def _num(x: Fraction) -> str:
 def state_layout(precision: str, optimizer: str, grad_layout: int = 16) -> StateLayout:
     """The ZeRO paper's per-parameter accounting for the trained parameters."""
     if optimizer not in OPTIMIZER_BYTES:
-        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from "
-                                     f"{', '.join(OPTIMIZERS)}")
+        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
     if grad_layout not in GRAD_LAYOUTS:
-        raise PlanError("grad_layout", "is 16 (bf16 gradients, ZeRO accounting) or "
-                                       "18 (fp32 gradients, the Hugging Face layout)")
+        raise PlanError(
+            "grad_layout",
+            "is 16 (bf16 gradients, ZeRO accounting) or 18 (fp32 gradients, the Hugging Face layout)",
+        )
     opt = OPTIMIZER_BYTES[optimizer]
     if precision == "fp32":
         if grad_layout == 18:
-            raise PlanError("grad_layout", "the 18 B/param layout is a mixed-precision layout "
-                                           "(bf16 weights, fp32 master and gradients): choose "
-                                           "mixed precision")
-        return StateLayout(Fraction(4), Fraction(4), Fraction(0), opt,
-                           f"fp32 weights and gradients, {optimizer}")
+            raise PlanError(
+                "grad_layout",
+                "the 18 B/param layout is a mixed-precision layout "
+                "(bf16 weights, fp32 master and gradients): choose "
+                "mixed precision",
+            )
+        return StateLayout(
+            Fraction(4), Fraction(4), Fraction(0), opt, f"fp32 weights and gradients, {optimizer}"
+        )
     if precision in ("mixed", "bf16", "fp16", "fp8", "int8", "int4"):
         half = "fp16" if precision == "fp16" else "bf16"
         if grad_layout == 18:
-            return StateLayout(Fraction(2), Fraction(4), Fraction(4), opt,
-                               f"mixed precision, {half} weights + fp32 master + fp32 "
-                               f"gradients (Hugging Face layout), {optimizer}")
-        return StateLayout(Fraction(2), Fraction(2), Fraction(4), opt,
-                           f"mixed precision, {half} weights and gradients + fp32 master "
-                           f"(ZeRO accounting), {optimizer}")
-    raise PlanError("precision", f"unknown precision {precision!r}: choose from "
-                                 f"{', '.join(TRAIN_PRECISIONS)}")
+            return StateLayout(
+                Fraction(2),
+                Fraction(4),
+                Fraction(4),
+                opt,
+                f"mixed precision, {half} weights + fp32 master + fp32 "
+                f"gradients (Hugging Face layout), {optimizer}",
+            )
+        return StateLayout(
+            Fraction(2),
+            Fraction(2),
+            Fraction(4),
+            opt,
+            f"mixed precision, {half} weights and gradients + fp32 master (ZeRO accounting), {optimizer}",
+        )
+    raise PlanError(
+        "precision", f"unknown precision {precision!r}: choose from {', '.join(TRAIN_PRECISIONS)}"
+    )
 
 
 # PyTorch's own optimizers keep their moments in the parameter's dtype
@@ -108,15 +127,19 @@ def native_layout(dtype_bytes: Fraction, optimizer: str) -> StateLayout:
     gradients and the optimizer's moments all in the parameters' own dtype(s),
     no fp32 master copy. For fp32 parameters this is the familiar 4 + 4 + 8."""
     if optimizer not in OPTIMIZER_BYTES:
-        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from "
-                                     f"{', '.join(OPTIMIZERS)}")
+        raise PlanError("optimizer", f"unknown optimizer {optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
     b = Fraction(dtype_bytes)
     if b <= 0:
         raise PlanError("agent", "bytes per parameter must be positive")
     opt = OPTIMIZER_BYTES["adam8bit"] if optimizer == "adam8bit" else NATIVE_MOMENTS[optimizer] * b
-    return StateLayout(b, b, Fraction(0), opt,
-                       f"as the model holds them: {_num(b)} B/param in the parameters' own dtype, "
-                       f"gradients and {optimizer} state alike, no fp32 master copy")
+    return StateLayout(
+        b,
+        b,
+        Fraction(0),
+        opt,
+        f"as the model holds them: {_num(b)} B/param in the parameters' own dtype, "
+        f"gradients and {optimizer} state alike, no fp32 master copy",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +154,18 @@ class ModelStates:
     host_step_counters: int | None  # part of host_optimizer; None: tensor count unknown
 
 
-def model_states(*, trained: int, frozen: int, layout: StateLayout, frozen_weight_bytes: Fraction,
-                 trained_tensors: int | None, optimizer: str, zero_stage: int = 0,
-                 gpus: int = 1, offload: bool = False) -> ModelStates:
+def model_states(
+    *,
+    trained: int,
+    frozen: int,
+    layout: StateLayout,
+    frozen_weight_bytes: Fraction,
+    trained_tensors: int | None,
+    optimizer: str,
+    zero_stage: int = 0,
+    gpus: int = 1,
+    offload: bool = False,
+) -> ModelStates:
     """Weights, gradients, master copy and optimizer state held by each GPU.
 
     ``trained`` parameters carry the whole layout; ``frozen`` ones (LoRA's
@@ -163,9 +195,11 @@ def model_states(*, trained: int, frozen: int, layout: StateLayout, frozen_weigh
 
 # --- activations ---------------------------------------------------------------
 
-ACTIVATION_FORMULA = ("Korthikanti et al. 2022 (Reducing Activation Recomputation in Large "
-                      "Transformer Models): s·b·h·(34 + 5·a·s/h) bytes per layer with 16-bit "
-                      "activations")
+ACTIVATION_FORMULA = (
+    "Korthikanti et al. 2022 (Reducing Activation Recomputation in Large "
+    "Transformer Models): s·b·h·(34 + 5·a·s/h) bytes per layer with 16-bit "
+    "activations"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +209,18 @@ class Activations:
     formula: str
 
 
-def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: int,
-                     checkpointing: bool = False, flash_attention: bool = False,
-                     fp32: bool = False, active_mlp: int | None = None) -> Activations:
+def activation_bytes(
+    *,
+    batch: int,
+    seq: int,
+    hidden: int,
+    layers: int,
+    heads: int,
+    checkpointing: bool = False,
+    flash_attention: bool = False,
+    fp32: bool = False,
+    active_mlp: int | None = None,
+) -> Activations:
     """Activations saved for backward, per GPU (its micro-batch).
 
     Per layer: s·b·h·(34 + 5·a·s/h) bytes (Korthikanti et al. 2022, a GPT-style
@@ -192,33 +235,45 @@ def activation_bytes(*, batch: int, seq: int, hidden: int, layers: int, heads: i
     the MLP's 19 = 3·s·b·h around it + 4·s·b·(4h) for its two 16-bit
     intermediate tensors, so the MLP term becomes 3·s·b·h + 4·s·b·I_active --
     activations follow the active parameters, not the experts held."""
-    for name, value in (("batch", batch), ("seq", seq), ("hidden", hidden),
-                        ("layers", layers), ("heads", heads)):
+    for name, value in (
+        ("batch", batch),
+        ("seq", seq),
+        ("hidden", hidden),
+        ("layers", layers),
+        ("heads", heads),
+    ):
         if not isinstance(value, int) or value <= 0:
-            raise PlanError(name if name in ("batch", "seq") else "shape",
-                            f"{name} must be a positive integer")
+            raise PlanError(
+                name if name in ("batch", "seq") else "shape", f"{name} must be a positive integer"
+            )
     s, b, h, a, L = seq, batch, hidden, heads, layers
     linear = 34 * s * b * h
     moe = ""
     if active_mlp:
         linear = 18 * s * b * h + 4 * s * b * active_mlp
-        moe = (f"; mixture of experts: the MLP term is 3·s·b·h + 4·s·b·I_active with "
-               f"I_active = {active_mlp:,} (the experts a token passes through), so per layer "
-               f"18·s·b·h + 4·s·b·{active_mlp:,}")
+        moe = (
+            f"; mixture of experts: the MLP term is 3·s·b·h + 4·s·b·I_active with "
+            f"I_active = {active_mlp:,} (the experts a token passes through), so per layer "
+            f"18·s·b·h + 4·s·b·{active_mlp:,}"
+        )
     quadratic = 0 if flash_attention else 5 * a * s * s * b
     per_layer = linear + quadratic
     if flash_attention:
-        formula = (f"{ACTIVATION_FORMULA}; flash attention removes the 5·a·s/h term: "
-                   f"34·s·b·h = 34×{s}×{b}×{h} B per layer")
+        formula = (
+            f"{ACTIVATION_FORMULA}; flash attention removes the 5·a·s/h term: "
+            f"34·s·b·h = 34×{s}×{b}×{h} B per layer"
+        )
     else:
-        formula = (f"{ACTIVATION_FORMULA}: {s}×{b}×{h}×(34 + 5×{a}×{s}/{h}) B per layer")
+        formula = f"{ACTIVATION_FORMULA}: {s}×{b}×{h}×(34 + 5×{a}×{s}/{h}) B per layer"
     formula += moe
     if checkpointing:
         k = math.isqrt(L - 1) + 1 if L > 1 else 1  # ceil(sqrt(L))
         segment = -(-L // k)
         total = k * 2 * s * b * h + segment * per_layer
-        formula += (f"; checkpointing with √n segments (Chen et al. 2016): {k} segment inputs "
-                    f"of 2·s·b·h plus one segment of {segment} layers rebuilt at a time")
+        formula += (
+            f"; checkpointing with √n segments (Chen et al. 2016): {k} segment inputs "
+            f"of 2·s·b·h plus one segment of {segment} layers rebuilt at a time"
+        )
     else:
         total = L * per_layer
         formula += f"; × {L} layers"

@@ -95,21 +95,43 @@ class WhatIf:
     def to_json(self) -> dict:
         m = self.measured
         return {
-            "device": m.device, "measured_step": m.step,
-            "measured": {"batch": m.batch, "seq": m.seq, "peak": m.peak, "source": m.source,
-                         "modules": m.module_count},
-            "change": {"batch": self.change.batch or m.batch, "seq": self.change.seq or m.seq,
-                       "checkpointing": self.change.checkpointing, "bf16": self.change.bf16,
-                       "optimizer_8bit": self.change.optimizer_8bit,
-                       "lora_rank": self.change.lora_rank},
-            "parts": [{"name": p.name, "now": p.now, "predicted": p.predicted, "high": p.high,
-                       "scales": p.scales} for p in self.parts],
-            "peak_now": self.peak_now, "peak": self.peak, "peak_high": self.peak_high,
-            "targets": [{"name": t.name, "capacity": t.capacity, "free_now": t.free_now,
-                         "own": t.own,
-                         "fits_empty": self.verdict(t)[0], "fits_now": self.verdict(t)[1]}
-                        for t in self.targets],
-            "notes": list(self.notes)}
+            "device": m.device,
+            "measured_step": m.step,
+            "measured": {
+                "batch": m.batch,
+                "seq": m.seq,
+                "peak": m.peak,
+                "source": m.source,
+                "modules": m.module_count,
+            },
+            "change": {
+                "batch": self.change.batch or m.batch,
+                "seq": self.change.seq or m.seq,
+                "checkpointing": self.change.checkpointing,
+                "bf16": self.change.bf16,
+                "optimizer_8bit": self.change.optimizer_8bit,
+                "lora_rank": self.change.lora_rank,
+            },
+            "parts": [
+                {"name": p.name, "now": p.now, "predicted": p.predicted, "high": p.high, "scales": p.scales}
+                for p in self.parts
+            ],
+            "peak_now": self.peak_now,
+            "peak": self.peak,
+            "peak_high": self.peak_high,
+            "targets": [
+                {
+                    "name": t.name,
+                    "capacity": t.capacity,
+                    "free_now": t.free_now,
+                    "own": t.own,
+                    "fits_empty": self.verdict(t)[0],
+                    "fits_now": self.verdict(t)[1],
+                }
+                for t in self.targets
+            ],
+            "notes": list(self.notes),
+        }
 
 
 def _lora_fraction(m: Measured, change: Change, notes: list) -> float:
@@ -117,8 +139,10 @@ def _lora_fraction(m: Measured, change: Change, notes: list) -> float:
     if hidden is None:
         params = m.trainable or m.params or 0
         hidden = max(64, round((params * ASPECT / 12) ** (1 / 3))) if params else 4096
-        notes.append(f"LoRA: hidden size estimated at {hidden} from the parameter count (12 L h^2 "
-                     f"with h/L = {ASPECT}); give the hidden size for a closer figure")
+        notes.append(
+            f"LoRA: hidden size estimated at {hidden} from the parameter count (12 L h^2 "
+            f"with h/L = {ASPECT}); give the hidden size for a closer figure"
+        )
     return min(1.0, 2 * change.lora_rank / hidden)  # (in + out) r / (in out) for square linears
 
 
@@ -129,13 +153,17 @@ def predict(m: Measured, change: Change, targets=()) -> WhatIf:
     kb = ks = 1.0
     if change.batch is not None and change.batch != m.batch:
         if m.batch is None:
-            raise PlanError("batch", "the attached process has not shown the micro-batch of a "
-                                     "training forward yet")
+            raise PlanError(
+                "batch", "the attached process has not shown the micro-batch of a training forward yet"
+            )
         kb = change.batch / m.batch
     if change.seq is not None and change.seq != m.seq:
         if m.seq is None:
-            raise PlanError("seq", "the measured run's input has no sequence dimension the agent "
-                                   "recognised (token ids B x L or features B x L x D)")
+            raise PlanError(
+                "seq",
+                "the measured run's input has no sequence dimension the agent "
+                "recognised (token ids B x L or features B x L x D)",
+            )
         ks = change.seq / m.seq
     w, g, o = m.weights, m.gradients, m.optimizer_state
     w2, g2, o2 = float(w), float(g), float(o)
@@ -143,19 +171,25 @@ def predict(m: Measured, change: Change, targets=()) -> WhatIf:
         f = _lora_fraction(m, change, notes)
         g2, o2 = g * f, o * f
         w2 = w + w * f
-        notes.append(f"LoRA rank {change.lora_rank}: adapters of {f:.2%} of the weights; "
-                     "gradients and optimizer state only for them")
+        notes.append(
+            f"LoRA rank {change.lora_rank}: adapters of {f:.2%} of the weights; "
+            "gradients and optimizer state only for them"
+        )
     if change.optimizer_8bit:
         cls = (m.optimizer_class or "").lower()
         if cls in ("adam", "adamw"):
             o2 *= ADAM_8BIT
         else:
-            notes.append(f"8-bit optimizer: planned from Adam's 2 B/parameter; the measured "
-                         f"optimizer is {m.optimizer_class or 'not known'}")
+            notes.append(
+                f"8-bit optimizer: planned from Adam's 2 B/parameter; the measured "
+                f"optimizer is {m.optimizer_class or 'not known'}"
+            )
             o2 = (m.trainable or 0) * 2 * (g2 / g if g else 1.0)
-    parts = [Part("weights", w, round(w2), round(w2), FIXED),
-             Part("gradients", g, round(g2), round(g2), FIXED),
-             Part("optimizer state", o, round(o2), round(o2), FIXED)]
+    parts = [
+        Part("weights", w, round(w2), round(w2), FIXED),
+        Part("gradients", g, round(g2), round(g2), FIXED),
+        Part("optimizer state", o, round(o2), round(o2), FIXED),
+    ]
     if m.activations is None:
         notes.append(m.source)
         parts.append(Part("activations", None, None, None, SEQ if m.seq else BATCH))
@@ -166,63 +200,96 @@ def predict(m: Measured, change: Change, targets=()) -> WhatIf:
     attn_low = attn * kb * ks
     attn_high = attn_low if change.flash_attention else attn * kb * ks * ks
     if ks != 1 and attn and not change.flash_attention:
-        notes.append("a longer sequence: attention modules' activations between linear (flash "
-                     "attention) and quadratic in the length -- the range shown")
+        notes.append(
+            "a longer sequence: attention modules' activations between linear (flash "
+            "attention) and quadratic in the length -- the range shown"
+        )
     if ks != 1 and not attn and m.seq:
-        notes.append("no attention module named in the measured figures: all activations "
-                     "taken as linear in the sequence length")
+        notes.append(
+            "no attention module named in the measured figures: all activations "
+            "taken as linear in the sequence length"
+        )
     low, high = linear + attn_low, linear + attn_high
     if change.checkpointing:
         low, high = _checkpointed(m, change, kb * ks, low, high, notes)
     if change.bf16:
         if (m.param_dtype or "float32") == "float32":
             low, high = low * AUTOCAST_ACTIVATIONS, high * AUTOCAST_ACTIVATIONS
-            parts.append(Part("bf16 weight copies (autocast)", 0, round(w * 0.5),
-                              round(w * 0.5), FIXED))
+            parts.append(Part("bf16 weight copies (autocast)", 0, round(w * 0.5), round(w * 0.5), FIXED))
         else:
-            notes.append(f"bf16 autocast: the parameters are {m.param_dtype} already; nothing "
-                         "changes")
-    parts.append(Part("activations", act, round(low), round(high),
-                      SEQ2 if attn and ks != 1 and not change.flash_attention else seq_scale))
+            notes.append(f"bf16 autocast: the parameters are {m.param_dtype} already; nothing changes")
+    parts.append(
+        Part(
+            "activations",
+            act,
+            round(low),
+            round(high),
+            SEQ2 if attn and ks != 1 and not change.flash_attention else seq_scale,
+        )
+    )
     if m.loss:
-        parts.append(Part("loss (a copy of the output)", m.loss, round(m.loss * kb * ks),
-                          round(m.loss * kb * ks), seq_scale))
+        parts.append(
+            Part(
+                "loss (a copy of the output)",
+                m.loss,
+                round(m.loss * kb * ks),
+                round(m.loss * kb * ks),
+                seq_scale,
+            )
+        )
     temps = m.temporaries or 0
     if m.temporaries is not None:
-        t2 = temps * kb * ks * (AUTOCAST_ACTIVATIONS if change.bf16 and
-                                (m.param_dtype or "float32") == "float32" else 1)
+        t2 = (
+            temps
+            * kb
+            * ks
+            * (AUTOCAST_ACTIVATIONS if change.bf16 and (m.param_dtype or "float32") == "float32" else 1)
+        )
         parts.append(Part("temporaries at the peak", temps, round(t2), round(t2), seq_scale))
     if m.outside_pytorch is not None:
-        parts.append(Part("outside PyTorch (CUDA context, libraries)", m.outside_pytorch,
-                          m.outside_pytorch, m.outside_pytorch, FIXED))
+        parts.append(
+            Part(
+                "outside PyTorch (CUDA context, libraries)",
+                m.outside_pytorch,
+                m.outside_pytorch,
+                m.outside_pytorch,
+                FIXED,
+            )
+        )
     peak_now = sum(p.now or 0 for p in parts)
     peak = sum(p.predicted or 0 for p in parts)
     peak_high = sum(p.high or 0 for p in parts)
     return WhatIf(m, change, tuple(parts), peak_now, peak, peak_high, tuple(targets), tuple(notes))
 
 
-def _checkpointed(m: Measured, change: Change, k: float, low: float, high: float,
-                  notes: list) -> tuple[float, float]:
+def _checkpointed(
+    m: Measured, change: Change, k: float, low: float, high: float, notes: list
+) -> tuple[float, float]:
     blocks = m.blocks
     if change.checkpoint_modules:
         wanted = set(change.checkpoint_modules)
         blocks = tuple(b for b in blocks if b[0] in wanted)
         if not blocks:
-            notes.append("checkpointing: none of the chosen modules has a measured activation "
-                         "figure; the repeated blocks are used")
+            notes.append(
+                "checkpointing: none of the chosen modules has a measured activation "
+                "figure; the repeated blocks are used"
+            )
             blocks = m.blocks
     if blocks:
         held = sum(a for _n, a in blocks) * k
         biggest = max(a for _n, a in blocks) * k
         saved = held - held * CHECKPOINT_KEEP - biggest
-        notes.append(f"checkpointing {len(blocks)} blocks ({blocks[0][0]} ...): each keeps its "
-                     "input; one is recomputed at a time in backward")
+        notes.append(
+            f"checkpointing {len(blocks)} blocks ({blocks[0][0]} ...): each keeps its "
+            "input; one is recomputed at a time in backward"
+        )
     else:
         # no per-module figures: the whole of it, in layers estimated from the count
-        layers = max(1, round(((m.params or 0) * ASPECT ** 2 / 12) ** (1 / 3) / ASPECT)) \
-            if m.params else 12
+        layers = max(1, round(((m.params or 0) * ASPECT**2 / 12) ** (1 / 3) / ASPECT)) if m.params else 12
         saved = low - low * CHECKPOINT_KEEP - low / layers
-        notes.append(f"checkpointing without per-module figures: every activation taken as "
-                     f"inside {layers} checkpointed layers (estimated from the parameter count)")
+        notes.append(
+            f"checkpointing without per-module figures: every activation taken as "
+            f"inside {layers} checkpointed layers (estimated from the parameter count)"
+        )
     saved = max(0.0, saved)
     return low - saved, max(low - saved, high - saved)

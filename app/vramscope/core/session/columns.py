@@ -55,21 +55,35 @@ class ProcColumns:
         return len(self.t)
 
     def only(self, keep: np.ndarray) -> ProcColumns:
-        return ProcColumns(self.t[keep], self.gpu[keep], self.proc[keep], self.used[keep],
-                           None if self.sm is None else self.sm[keep],
-                           None if self.flags is None else self.flags[keep])
+        return ProcColumns(
+            self.t[keep],
+            self.gpu[keep],
+            self.proc[keep],
+            self.used[keep],
+            None if self.sm is None else self.sm[keep],
+            None if self.flags is None else self.flags[keep],
+        )
 
 
 def empty_proc(with_sm: bool = True) -> ProcColumns:
-    return ProcColumns(np.empty(0), np.empty(0, np.int32), np.empty(0, np.int32),
-                       np.empty(0, np.int64), np.empty(0, np.int16) if with_sm else None,
-                       np.empty(0, np.uint8) if with_sm else None)
+    return ProcColumns(
+        np.empty(0),
+        np.empty(0, np.int32),
+        np.empty(0, np.int32),
+        np.empty(0, np.int64),
+        np.empty(0, np.int16) if with_sm else None,
+        np.empty(0, np.uint8) if with_sm else None,
+    )
 
 
 def finite(value) -> bool:
     """A real number of a plausible size (not a bool, not text, not NaN or an infinity)."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and -MAX_VALUE < value < MAX_VALUE)
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and -MAX_VALUE < value < MAX_VALUE
+    )
 
 
 def moment(value) -> bool:
@@ -125,12 +139,16 @@ def gpu_columns(rows: list, names: tuple, damage: Damage) -> GpuColumns:
                 v = None
             values[c].append(math.nan if v is None else float(v))
     if skipped:
-        damage(f"{skipped} GPU samples without a readable (or with a repeated) time and GPU "
-               "index were skipped")
+        damage(
+            f"{skipped} GPU samples without a readable (or with a repeated) time and GPU index were skipped"
+        )
     if unreadable:
         damage(f"{unreadable} GPU values were not numbers (text, NaN); shown as n/a")
-    return GpuColumns(np.asarray(t, np.float64), np.asarray(gpu, np.int32),
-                      {c: np.asarray(v, np.float64) for c, v in values.items()})
+    return GpuColumns(
+        np.asarray(t, np.float64),
+        np.asarray(gpu, np.int32),
+        {c: np.asarray(v, np.float64) for c, v in values.items()},
+    )
 
 
 def _time_gpu(row) -> tuple:
@@ -148,14 +166,22 @@ def proc_columns(rows: list, with_sm: bool, damage: Damage) -> ProcColumns:
     good = []
     for r in sorted(rows, key=_time_gpu):
         n = r[2] if len(r) >= 5 else None
-        if (not moment(r[0]) or not index(r[1]) or not index(n) or n > MAX_PROCESSES_PER_ROW
-                or not _blob(r[3], n, 4) or not _blob(r[4], n, 8)
-                or (with_sm and (len(r) < 7 or not _blob(r[5], n, 2) or not _blob(r[6], n, 1)))):
+        if (
+            not moment(r[0])
+            or not index(r[1])
+            or not index(n)
+            or n > MAX_PROCESSES_PER_ROW
+            or not _blob(r[3], n, 4)
+            or not _blob(r[4], n, 8)
+            or (with_sm and (len(r) < 7 or not _blob(r[5], n, 2) or not _blob(r[6], n, 1)))
+        ):
             continue
         good.append(r)
     if len(good) != len(rows):
-        damage(f"{len(rows) - len(good)} process sample rows were unreadable (bad times or "
-               "arrays of the wrong size) and were skipped")
+        damage(
+            f"{len(rows) - len(good)} process sample rows were unreadable (bad times or "
+            "arrays of the wrong size) and were skipped"
+        )
     if not good:
         return empty_proc(with_sm)
     t = np.fromiter((r[0] for r in good), np.float64, len(good))
@@ -175,6 +201,5 @@ def known_processes(cols: ProcColumns, known: np.ndarray, damage: Damage) -> Pro
     keep = np.isin(cols.proc, known)
     if keep.all():
         return cols
-    damage(f"{int((~keep).sum())} process samples name a process the file does not list; "
-           "skipped")
+    damage(f"{int((~keep).sum())} process samples name a process the file does not list; skipped")
     return cols.only(keep)

@@ -36,5 +36,7 @@ def one_line(exc: BaseException, limit: int = 200) -> str:
 
 def unreadable(path, exc: BaseException) -> SessionCorruptError:
     """One line for a file that broke a reader in a way it did not foresee."""
-    return SessionCorruptError(f"{path}: the session file is damaged where vramscope cannot read "
-                               f"around it ({type(exc).__name__}: {one_line(exc)})")
+    return SessionCorruptError(
+        f"{path}: the session file is damaged where vramscope cannot read "
+        f"around it ({type(exc).__name__}: {one_line(exc)})"
+    )

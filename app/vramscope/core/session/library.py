@@ -30,6 +30,7 @@ class RetentionPolicy:
 
 def default_directory() -> pathlib.Path:
     import platformdirs
+
     return pathlib.Path(platformdirs.user_data_dir("vramscope", appauthor=False)) / "sessions"
 
 
@@ -43,7 +44,7 @@ def ensure_private_directory(path: pathlib.Path) -> pathlib.Path:
 
 def new_session_path(directory: pathlib.Path | None = None, now: float | None = None) -> pathlib.Path:
     directory = ensure_private_directory(directory or default_directory())
-    stamp = (_dt.datetime.fromtimestamp(now) if now is not None else _dt.datetime.now())
+    stamp = _dt.datetime.fromtimestamp(now) if now is not None else _dt.datetime.now()
     host = socket.gethostname().split(".")[0] or "host"
     # the pid: recorders started in the same second each get a name of their own
     base = f"{stamp:%Y-%m-%d_%H-%M-%S}_{host}_{os.getpid()}"
@@ -74,10 +75,15 @@ def list_sessions(directory: pathlib.Path | None = None) -> list[pathlib.Path]:
     return sorted(found, key=lambda p: (p.stat().st_mtime, p.name))
 
 
-def enforce_retention(policy: RetentionPolicy, directory: pathlib.Path | None = None,
-                      keep: pathlib.Path | None = None, now: float | None = None) -> list[pathlib.Path]:
+def enforce_retention(
+    policy: RetentionPolicy,
+    directory: pathlib.Path | None = None,
+    keep: pathlib.Path | None = None,
+    now: float | None = None,
+) -> list[pathlib.Path]:
     """Remove the oldest sessions past the cap; returns what was removed."""
     import time
+
     now = time.time() if now is None else now
     keep_resolved = pathlib.Path(keep).resolve() if keep is not None else None
     sessions = list_sessions(directory)

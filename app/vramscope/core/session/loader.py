@@ -238,8 +238,11 @@ def _server_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
             ts, vs = out.setdefault(server_key(rec.pid, rec.start_time, metric), ([], []))
             ts.append(e["t"])
             vs.append(float(value) if isinstance(value, (int, float)) else math.nan)
-    return {k: (np.asarray(ts, np.float64), np.asarray(vs, np.float64))
-            for k, (ts, vs) in out.items() if not all(math.isnan(x) for x in vs)}
+    return {
+        k: (np.asarray(ts, np.float64), np.asarray(vs, np.float64))
+        for k, (ts, vs) in out.items()
+        if not all(math.isnan(x) for x in vs)
+    }
 
 
 def _processes_used(tiers: dict, step: float) -> dict:

@@ -40,11 +40,18 @@ class MigRows:
         for mig in gpu.slices:
             if mig.uuid is None:
                 continue
-            static = (gpu.index, mig.index, mig.profile, mig.name, mig.gpu_instance_id,
-                      mig.compute_instance_id)
+            static = (
+                gpu.index,
+                mig.index,
+                mig.profile,
+                mig.name,
+                mig.gpu_instance_id,
+                mig.compute_instance_id,
+            )
             if self._static.get(mig.uuid) != static:
-                db.execute("INSERT OR REPLACE INTO mig_slices VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (mig.uuid, *static))
+                db.execute(
+                    "INSERT OR REPLACE INTO mig_slices VALUES (?, ?, ?, ?, ?, ?, ?)", (mig.uuid, *static)
+                )
                 self._static[mig.uuid] = static
             rows.append((t, mig.uuid, mig.total, mig.used, mig.free))
         db.executemany("INSERT OR REPLACE INTO mig_samples VALUES (?, ?, ?, ?, ?)", rows)
@@ -77,30 +84,50 @@ def proc_slices(db: sqlite3.Connection) -> dict[int, str]:
 
 def slice_statics(db: sqlite3.Connection) -> dict[str, tuple]:
     """uuid -> (gpu, slice index, profile, name, GI id, CI id)."""
-    return {row[0]: row[1:] for row in _query(
-        db, "SELECT uuid, gpu, slice_index, profile, name, gpu_instance_id, compute_instance_id "
-            "FROM mig_slices")}
+    return {
+        row[0]: row[1:]
+        for row in _query(
+            db,
+            "SELECT uuid, gpu, slice_index, profile, name, gpu_instance_id, compute_instance_id "
+            "FROM mig_slices",
+        )
+    }
 
 
-def slices_at(db: sqlite3.Connection, t0: float, t1: float, gpus: dict[int, GpuSample],
-              statics: dict[str, tuple]) -> dict[int, tuple[MigSlice, ...]]:
+def slices_at(
+    db: sqlite3.Connection, t0: float, t1: float, gpus: dict[int, GpuSample], statics: dict[str, tuple]
+) -> dict[int, tuple[MigSlice, ...]]:
     """The slices recorded in one pass (t0 <= t < t1), per GPU index, with the
     processes of ``gpus`` (already tagged with ``mig_uuid``) that ran on each;
     ``statics`` from slice_statics."""
     out: dict[int, list[MigSlice]] = {}
     for uuid, total, used, free in _query(
-            db, "SELECT uuid, total, used, free FROM mig_samples WHERE t >= ? AND t < ?", (t0, t1)):
+        db, "SELECT uuid, total, used, free FROM mig_samples WHERE t >= ? AND t < ?", (t0, t1)
+    ):
         st = statics.get(uuid)
         if st is None:
             continue
         gpu_index, index, profile, name, gi, ci = st
         gpu = gpus.get(gpu_index)
         procs = tuple(p for p in gpu.processes if p.mig_uuid == uuid) if gpu else ()
-        out.setdefault(gpu_index, []).append(MigSlice(
-            index=index, uuid=uuid, name=name, profile=profile, gpu_instance_id=gi,
-            compute_instance_id=ci, total=total, used=used, free=free, processes=procs))
-    return {g: tuple(sorted(s, key=lambda m: (m.gpu_instance_id or 0, m.compute_instance_id or 0)))
-            for g, s in out.items()}
+        out.setdefault(gpu_index, []).append(
+            MigSlice(
+                index=index,
+                uuid=uuid,
+                name=name,
+                profile=profile,
+                gpu_instance_id=gi,
+                compute_instance_id=ci,
+                total=total,
+                used=used,
+                free=free,
+                processes=procs,
+            )
+        )
+    return {
+        g: tuple(sorted(s, key=lambda m: (m.gpu_instance_id or 0, m.compute_instance_id or 0)))
+        for g, s in out.items()
+    }
 
 
 def tag(proc: GpuProcess, slices: dict[int, str], pid_id: int) -> GpuProcess:
@@ -112,8 +139,9 @@ def tag(proc: GpuProcess, slices: dict[int, str], pid_id: int) -> GpuProcess:
 def slice_series(db: sqlite3.Connection, t0: float, t1: float) -> dict[tuple, tuple]:
     """{(gpu index, slice uuid, metric): (t, values)} for the store (reopened sessions)."""
     gpu_of = dict(_query(db, "SELECT uuid, gpu FROM mig_slices"))
-    rows = _query(db, "SELECT t, uuid, total, used FROM mig_samples WHERE t >= ? AND t < ? "
-                      "ORDER BY t", (t0, t1))
+    rows = _query(
+        db, "SELECT t, uuid, total, used FROM mig_samples WHERE t >= ? AND t < ? ORDER BY t", (t0, t1)
+    )
     grouped: dict[str, list] = {}
     for t, uuid, total, used in rows:
         grouped.setdefault(uuid, []).append((t, total, used))
@@ -122,8 +150,13 @@ def slice_series(db: sqlite3.Connection, t0: float, t1: float) -> dict[tuple, tu
         gpu = gpu_of.get(uuid)
         if gpu is None:
             continue
-        arr = np.array([(t, np.nan if total is None else total, np.nan if used is None else used)
-                        for t, total, used in items], dtype=float)
+        arr = np.array(
+            [
+                (t, np.nan if total is None else total, np.nan if used is None else used)
+                for t, total, used in items
+            ],
+            dtype=float,
+        )
         out[(gpu, uuid, "total")] = (arr[:, 0], arr[:, 1])
         out[(gpu, uuid, "used")] = (arr[:, 0], arr[:, 2])
     return out

@@ -33,9 +33,23 @@ class ModuleRows:
         if not modules or self._written.get(proc_id) == steps:
             return
         self._written[proc_id] = steps
-        db.executemany(f"INSERT OR REPLACE INTO agent_modules VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})",
-                       [(t, proc_id, m.measured_step, m.name, m.parent, m.device,
-                         *(getattr(m, f) for f in FIGURES), int(m.shared), m.why) for m in modules])
+        db.executemany(
+            f"INSERT OR REPLACE INTO agent_modules VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})",
+            [
+                (
+                    t,
+                    proc_id,
+                    m.measured_step,
+                    m.name,
+                    m.parent,
+                    m.device,
+                    *(getattr(m, f) for f in FIGURES),
+                    int(m.shared),
+                    m.why,
+                )
+                for m in modules
+            ],
+        )
 
     def forget(self) -> None:
         """After a rollback: what was cached may not be in the file."""
@@ -53,7 +67,8 @@ def modules_at(db: sqlite3.Connection, proc_id: int, t: float) -> tuple[ModuleFi
         rows = db.execute(
             f"SELECT {', '.join(_COLUMNS)} FROM agent_modules WHERE proc = ? AND t <= ? "
             "AND t = (SELECT MAX(t) FROM agent_modules WHERE proc = ? AND t <= ?) ORDER BY name",
-            (proc_id, t, proc_id, t)).fetchall()
+            (proc_id, t, proc_id, t),
+        ).fetchall()
     except sqlite3.Error:
         return ()
     return tuple(_figures(r) for r in rows if isinstance(r[2], str) and _int(r[1]) is not None)
@@ -62,8 +77,11 @@ def modules_at(db: sqlite3.Connection, proc_id: int, t: float) -> tuple[ModuleFi
 def all_modules(db: sqlite3.Connection, t0: float, t1: float) -> list[tuple[float, int, ModuleFigures]]:
     """(time, proc id, figures) of every module row written in [t0, t1), in time order."""
     try:
-        rows = db.execute(f"SELECT proc, {', '.join(_COLUMNS)} FROM agent_modules WHERE t >= ? AND t < ? "
-                          "ORDER BY t, proc, step", (t0, t1)).fetchall()
+        rows = db.execute(
+            f"SELECT proc, {', '.join(_COLUMNS)} FROM agent_modules WHERE t >= ? AND t < ? "
+            "ORDER BY t, proc, step",
+            (t0, t1),
+        ).fetchall()
     except sqlite3.Error:
         return []
     return [(r[1], r[0], _figures(r[1:])) for r in rows if isinstance(r[3], str) and _int(r[2]) is not None]
@@ -71,8 +89,13 @@ def all_modules(db: sqlite3.Connection, t0: float, t1: float) -> list[tuple[floa
 
 def _figures(r) -> ModuleFigures:
     t, step, name, parent, device, *rest = r
-    figures, (shared, why) = rest[:len(FIGURES)], rest[len(FIGURES):]
-    return ModuleFigures(name=name, parent=parent if isinstance(parent, str) else None,
-                         measured_step=step, device=device if isinstance(device, str) else None,
-                         shared=bool(shared), why=why if isinstance(why, str) else None,
-                         **{f: _int(v) for f, v in zip(FIGURES, figures)})
+    figures, (shared, why) = rest[: len(FIGURES)], rest[len(FIGURES) :]
+    return ModuleFigures(
+        name=name,
+        parent=parent if isinstance(parent, str) else None,
+        measured_step=step,
+        device=device if isinstance(device, str) else None,
+        shared=bool(shared),
+        why=why if isinstance(why, str) else None,
+        **{f: _int(v) for f, v in zip(FIGURES, figures)},
+    )

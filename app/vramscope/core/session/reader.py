@@ -26,18 +26,55 @@ import numpy as np
 from vramscope.agent import json_limits
 from vramscope.core import bounded_read
 from vramscope.core.samples import (
-    AgentBuckets, AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample)
+    AgentBuckets,
+    AgentDevice,
+    AgentEvent,
+    AgentReport,
+    Frame,
+    GpuProcess,
+    GpuSample,
+)
 from vramscope.core.session import mig_rows, module_rows
 from vramscope.core.session.columns import (
-    GpuColumns, ProcColumns, empty_proc, finite, gpu_columns, index, known_processes, loads,
-    moment, opt, proc_columns, text_or_none)
+    GpuColumns,
+    ProcColumns,
+    empty_proc,
+    finite,
+    gpu_columns,
+    index,
+    known_processes,
+    loads,
+    moment,
+    opt,
+    proc_columns,
+    text_or_none,
+)
 from vramscope.core.session.errors import (
-    NotASessionError, SessionCorruptError, SessionError, SessionVersionError, one_line)
+    NotASessionError,
+    SessionCorruptError,
+    SessionError,
+    SessionVersionError,
+    one_line,
+)
 from vramscope.core.session.schema import (
-    AGENT_COLUMNS, BUCKET_COLUMNS, FLAG_AGENT, FLAG_COMPUTE, FLAG_GRAPHICS, GPU_COLUMNS,
-    ROLLUP_GPU_COLUMNS, SCHEMA_VERSION)
+    AGENT_COLUMNS,
+    BUCKET_COLUMNS,
+    FLAG_AGENT,
+    FLAG_COMPUTE,
+    FLAG_GRAPHICS,
+    GPU_COLUMNS,
+    ROLLUP_GPU_COLUMNS,
+    SCHEMA_VERSION,
+)
 from vramscope.core.session.records import (
-    GPU_SELECT, PROCESS_SELECT, GpuInfo, ProcessRecord, gpu_info, present, process_record)
+    GPU_SELECT,
+    PROCESS_SELECT,
+    GpuInfo,
+    ProcessRecord,
+    gpu_info,
+    present,
+    process_record,
+)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -50,12 +87,17 @@ def _header_problem(path: pathlib.Path) -> str | None:
         return None
     page_size = struct.unpack(">H", head[16:18])[0]
     page_size = 65536 if page_size == 1 else page_size
-    change, pages, valid_for = struct.unpack(">I", head[24:28])[0], \
-        struct.unpack(">I", head[28:32])[0], struct.unpack(">I", head[92:96])[0]
+    change, pages, valid_for = (
+        struct.unpack(">I", head[24:28])[0],
+        struct.unpack(">I", head[28:32])[0],
+        struct.unpack(">I", head[92:96])[0],
+    )
     size = path.stat().st_size
     if change == valid_for and pages and size < pages * page_size:
-        return (f"the file is truncated: {size} bytes on disk, its header says "
-                f"{pages * page_size}; the samples stored past the cut are lost")
+        return (
+            f"the file is truncated: {size} bytes on disk, its header says "
+            f"{pages * page_size}; the samples stored past the cut are lost"
+        )
     return None
 
 
@@ -74,7 +116,8 @@ class SessionReader:
         if magic != SQLITE_MAGIC:
             raise NotASessionError(
                 f"{self.path} is not a vramscope session (not an SQLite database"
-                f"{', the file is empty' if not magic else ''})")
+                f"{', the file is empty' if not magic else ''})"
+            )
         problem = _header_problem(self.path)
         if problem:
             self._damage(problem)
@@ -89,23 +132,27 @@ class SessionReader:
         except (sqlite3.DatabaseError, UnicodeError) as exc:
             raise SessionCorruptError(
                 f"{self.path}: the session file is damaged beyond reading its table list "
-                f"({one_line(exc)}); nothing can be recovered from it") from exc
+                f"({one_line(exc)}); nothing can be recovered from it"
+            ) from exc
         if "schema_version" not in tables or "frames" not in tables:
             raise NotASessionError(
                 f"{self.path} is an SQLite database but not a vramscope session "
-                "(no schema_version/frames tables)")
+                "(no schema_version/frames tables)"
+            )
         self.tables = tables
         try:
             row = self._db.execute("SELECT max(version) FROM schema_version").fetchone()
             self.version = int(row[0]) if row and row[0] is not None else SCHEMA_VERSION
         except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as exc:
-            self._damage(f"the schema version cannot be read ({one_line(exc)}); "
-                         f"read as format {SCHEMA_VERSION}")
+            self._damage(
+                f"the schema version cannot be read ({one_line(exc)}); read as format {SCHEMA_VERSION}"
+            )
             self.version = SCHEMA_VERSION
         if self.version > SCHEMA_VERSION:
             raise SessionVersionError(
                 f"{self.path} was written in session format {self.version}; this vramscope "
-                f"reads up to format {SCHEMA_VERSION} -- update vramscope to open it")
+                f"reads up to format {SCHEMA_VERSION} -- update vramscope to open it"
+            )
         self.meta = {}
         for key, value in self._rows("SELECT key, value FROM meta", (), "the session header"):
             try:
@@ -127,8 +174,10 @@ class SessionReader:
             # the pages that exist.
             self._db.execute("PRAGMA writable_schema=ON")
         try:
-            return {r[0] for r in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            return {
+                r[0]
+                for r in self._db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+            }
         except sqlite3.Error:
             self._db.close()
             raise
@@ -169,16 +218,19 @@ class SessionReader:
                         if self.strict:
                             raise
                 for row in self._db.execute(sql, (lo, t1)):  # row by row: keep what precedes
-                    if lost_from is not None:                # a damaged page
-                        self._damage(f"{what} between t={lost_from:.0f} and t={row[0]:.0f} "
-                                     "could not be read; that span is skipped")
+                    if lost_from is not None:  # a damaged page
+                        self._damage(
+                            f"{what} between t={lost_from:.0f} and t={row[0]:.0f} "
+                            "could not be read; that span is skipped"
+                        )
                         lost_from = None
                     out.append(row)
                 break
             except sqlite3.DatabaseError as exc:
                 if self.strict:
                     raise SessionCorruptError(
-                        f"{self.path}: {what} could not be read ({one_line(exc)})") from exc
+                        f"{self.path}: {what} could not be read ({one_line(exc)})"
+                    ) from exc
                 last = out[-1][0] if out else None
                 if lost_from is None:
                     lost_from = last if last is not None else lo
@@ -193,19 +245,29 @@ class SessionReader:
                 if lo >= t1 or skip > 1e8:
                     break
         if lost_from is not None:
-            self._damage(f"{what} after t={lost_from:.0f} could not be read "
-                         "(the end of the file is damaged or missing)")
+            self._damage(
+                f"{what} after t={lost_from:.0f} could not be read "
+                "(the end of the file is damaged or missing)"
+            )
         return out
 
     # -- overview -------------------------------------------------------------------
     def frame_times(self) -> np.ndarray:
         if self._times is None:
-            rows = self._ranged("SELECT t FROM frames WHERE t >= ? AND t < ? ORDER BY t",
-                                -math.inf, math.inf, "the list of sampling passes")
+            rows = self._ranged(
+                "SELECT t FROM frames WHERE t >= ? AND t < ? ORDER BY t",
+                -math.inf,
+                math.inf,
+                "the list of sampling passes",
+            )
             times = self._times_of(rows, "sampling passes")
             if not len(times):  # frames table lost: fall back to the GPU samples
-                rows = self._ranged("SELECT DISTINCT t FROM gpu_samples WHERE t >= ? AND t < ? "
-                                    "ORDER BY t", -math.inf, math.inf, "GPU samples")
+                rows = self._ranged(
+                    "SELECT DISTINCT t FROM gpu_samples WHERE t >= ? AND t < ? ORDER BY t",
+                    -math.inf,
+                    math.inf,
+                    "GPU samples",
+                )
                 times = self._times_of(rows, "GPU samples")
             self._times = times
         return self._times
@@ -242,16 +304,21 @@ class SessionReader:
     def gpus(self) -> list[GpuInfo]:
         """Each GPU's static facts and, for another machine's, its host (as it was live)."""
         select = present(self._columns("gpus", "the GPU list"), GPU_SELECT)
-        rows = self._valid(self._rows(f"SELECT {select} FROM gpus ORDER BY gpu",
-                                      (), "the GPU list"), lambda r: index(r[0]), "GPU entries")
+        rows = self._valid(
+            self._rows(f"SELECT {select} FROM gpus ORDER BY gpu", (), "the GPU list"),
+            lambda r: index(r[0]),
+            "GPU entries",
+        )
         return [gpu_info(r, self.meta) for r in rows]
 
     def processes(self) -> dict[int, ProcessRecord]:
         if self._procs is None:
             select = present(self._columns("processes", "the process list"), PROCESS_SELECT)
-            rows = self._valid(self._rows(f"SELECT {select} FROM processes ORDER BY id", (),
-                                          "the process list"),
-                               lambda r: index(r[0]) and index(r[1]), "process entries")
+            rows = self._valid(
+                self._rows(f"SELECT {select} FROM processes ORDER BY id", (), "the process list"),
+                lambda r: index(r[0]) and index(r[1]),
+                "process entries",
+            )
             self._procs = {r[0]: process_record(r) for r in rows}
         return self._procs
 
@@ -274,29 +341,44 @@ class SessionReader:
     # -- columns --------------------------------------------------------------------
     def gpu_columns(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
         cols = ", ".join(GPU_COLUMNS)
-        rows = self._ranged(f"SELECT t, gpu, {cols} FROM gpu_samples WHERE t >= ? AND t < ? "
-                            "ORDER BY t, gpu", t0, t1, "GPU samples")
+        rows = self._ranged(
+            f"SELECT t, gpu, {cols} FROM gpu_samples WHERE t >= ? AND t < ? ORDER BY t, gpu",
+            t0,
+            t1,
+            "GPU samples",
+        )
         return gpu_columns(rows, GPU_COLUMNS, self._damage)
 
     def gpu_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
         if "gpu_rollup" not in self.tables:
             return gpu_columns([], ROLLUP_GPU_COLUMNS, self._damage)
         cols = ", ".join(ROLLUP_GPU_COLUMNS)
-        rows = self._ranged(f"SELECT t, gpu, {cols} FROM gpu_rollup WHERE t >= ? AND t < ? "
-                            "ORDER BY t, gpu", t0, t1, "GPU 10 s peaks")
+        rows = self._ranged(
+            f"SELECT t, gpu, {cols} FROM gpu_rollup WHERE t >= ? AND t < ? ORDER BY t, gpu",
+            t0,
+            t1,
+            "GPU 10 s peaks",
+        )
         return gpu_columns(rows, ROLLUP_GPU_COLUMNS, self._damage)
 
     def proc_columns(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
-        rows = self._ranged("SELECT t, gpu, n, ids, used, sm, flags FROM proc_samples "
-                            "WHERE t >= ? AND t < ? ORDER BY t, gpu", t0, t1, "process samples")
+        rows = self._ranged(
+            "SELECT t, gpu, n, ids, used, sm, flags FROM proc_samples WHERE t >= ? AND t < ? ORDER BY t, gpu",
+            t0,
+            t1,
+            "process samples",
+        )
         return self._known(proc_columns(rows, True, self._damage))
 
     def proc_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
         if "proc_rollup" not in self.tables:
             return empty_proc(False)
-        rows = self._ranged("SELECT t, gpu, n, ids, used FROM proc_rollup "
-                            "WHERE t >= ? AND t < ? ORDER BY t, gpu", t0, t1,
-                            "process 10 s peaks")
+        rows = self._ranged(
+            "SELECT t, gpu, n, ids, used FROM proc_rollup WHERE t >= ? AND t < ? ORDER BY t, gpu",
+            t0,
+            t1,
+            "process 10 s peaks",
+        )
         return self._known(proc_columns(rows, False, self._damage))
 
     def _known(self, cols: ProcColumns) -> ProcColumns:
@@ -304,47 +386,90 @@ class SessionReader:
 
     def agent_rows(self, t0: float = -math.inf, t1: float = math.inf) -> list[dict]:
         cols = ("t", "proc", "device", "gpu_uuid", "step") + AGENT_COLUMNS + BUCKET_COLUMNS
-        rows = self._ranged(f"SELECT {', '.join(cols)} FROM agent_samples WHERE t >= ? AND t < ? "
-                            "ORDER BY t, proc, device", t0, t1, "agent samples")
-        rows = self._valid(rows, lambda r: moment(r[0]) and index(r[1]) and isinstance(r[2], str),
-                           "agent samples")
+        rows = self._ranged(
+            f"SELECT {', '.join(cols)} FROM agent_samples WHERE t >= ? AND t < ? ORDER BY t, proc, device",
+            t0,
+            t1,
+            "agent samples",
+        )
+        rows = self._valid(
+            rows, lambda r: moment(r[0]) and index(r[1]) and isinstance(r[2], str), "agent samples"
+        )
         numbers = AGENT_COLUMNS + BUCKET_COLUMNS
-        return [{"t": r[0], "proc": r[1], "device": r[2], "gpu_uuid": text_or_none(r[3]),
-                 "step": r[4] if index(r[4]) else None,
-                 **{c: (int(v) if finite(v) else None) for c, v in zip(numbers, r[5:])}}
-                for r in rows]
+        return [
+            {
+                "t": r[0],
+                "proc": r[1],
+                "device": r[2],
+                "gpu_uuid": text_or_none(r[3]),
+                "step": r[4] if index(r[4]) else None,
+                **{c: (int(v) if finite(v) else None) for c, v in zip(numbers, r[5:])},
+            }
+            for r in rows
+        ]
 
     def agent_info(self) -> dict[int, dict]:
         out = {}
         for proc, host, rank, local_rank, world, settings in self._rows(
-                "SELECT proc, hostname, rank, local_rank, world_size, allocator_settings "
-                "FROM agent_info", (), "agent details"):
+            "SELECT proc, hostname, rank, local_rank, world_size, allocator_settings FROM agent_info",
+            (),
+            "agent details",
+        ):
             settings = loads(settings)
-            out[proc] = {"hostname": text_or_none(host), "rank": rank if index(rank) else None,
-                         "local_rank": local_rank if index(local_rank) else None,
-                         "world_size": world if index(world) else None,
-                         "allocator_settings": settings if isinstance(settings, dict) else {}}
+            out[proc] = {
+                "hostname": text_or_none(host),
+                "rank": rank if index(rank) else None,
+                "local_rank": local_rank if index(local_rank) else None,
+                "world_size": world if index(world) else None,
+                "allocator_settings": settings if isinstance(settings, dict) else {},
+            }
         return out
 
     def events(self, t0: float = -math.inf, t1: float = math.inf) -> list[dict]:
-        rows = self._ranged("SELECT t, proc, kind, data FROM events WHERE t >= ? AND t < ? "
-                            "ORDER BY t, id", t0, t1, "agent events")
+        rows = self._ranged(
+            "SELECT t, proc, kind, data FROM events WHERE t >= ? AND t < ? ORDER BY t, id",
+            t0,
+            t1,
+            "agent events",
+        )
         rows = self._valid(rows, lambda r: moment(r[0]) and isinstance(r[2], str), "agent events")
         return [{"t": t, "proc": p, "kind": k, "data": _dict(loads(d))} for t, p, k, d in rows]
 
     def alerts(self) -> list[dict]:
-        rows = self._valid(self._rows("SELECT t, kind, severity, gpu, proc, title, detail "
-                                      "FROM alerts ORDER BY t, id", (), "alerts"),
-                           lambda r: moment(r[0]) and isinstance(r[1], str), "alerts")
-        return [{"t": t, "kind": k, "severity": s, "gpu": g, "proc": p, "title": ti,
-                 "detail": _dict(loads(d))} for t, k, s, g, p, ti, d in rows]
+        rows = self._valid(
+            self._rows(
+                "SELECT t, kind, severity, gpu, proc, title, detail FROM alerts ORDER BY t, id", (), "alerts"
+            ),
+            lambda r: moment(r[0]) and isinstance(r[1], str),
+            "alerts",
+        )
+        return [
+            {"t": t, "kind": k, "severity": s, "gpu": g, "proc": p, "title": ti, "detail": _dict(loads(d))}
+            for t, k, s, g, p, ti, d in rows
+        ]
 
     def actions(self) -> list[dict]:
-        rows = self._valid(self._rows("SELECT t, action, proc, pid, start_time, result, detail "
-                                      "FROM actions ORDER BY t, id", (), "actions"),
-                           lambda r: moment(r[0]) and isinstance(r[1], str), "actions")
-        return [{"t": t, "action": a, "proc": p, "pid": pid, "start_time": st, "result": r,
-                 "detail": _dict(loads(d))} for t, a, p, pid, st, r, d in rows]
+        rows = self._valid(
+            self._rows(
+                "SELECT t, action, proc, pid, start_time, result, detail FROM actions ORDER BY t, id",
+                (),
+                "actions",
+            ),
+            lambda r: moment(r[0]) and isinstance(r[1], str),
+            "actions",
+        )
+        return [
+            {
+                "t": t,
+                "action": a,
+                "proc": p,
+                "pid": pid,
+                "start_time": st,
+                "result": r,
+                "detail": _dict(loads(d)),
+            }
+            for t, a, p, pid, st, r, d in rows
+        ]
 
     def modules(self, t0: float = -math.inf, t1: float = math.inf) -> list:
         """(time, proc id, ModuleFigures) of the per-module rows recorded in [t0, t1)."""
@@ -375,11 +500,15 @@ class SessionReader:
         tk = float(times[i])
         prev = float(times[i - 1]) if i > 0 else -math.inf
         eps = 1e-4  # passes are >= 0.1 s apart; 1e-9 is below a float's resolution at 1.7e9
-        frow = self._rows("SELECT source, simulated, error, driver_version, nvml_version, "
-                          "cuda_driver_version FROM frames WHERE t = ?", (tk,), "a pass")
-        _source, simulated, error, driver, nvml, cuda = (frow[0] if frow else
-                                                          ("session", self.simulated, None,
-                                                           None, None, None))
+        frow = self._rows(
+            "SELECT source, simulated, error, driver_version, nvml_version, "
+            "cuda_driver_version FROM frames WHERE t = ?",
+            (tk,),
+            "a pass",
+        )
+        _source, simulated, error, driver, nvml, cuda = (
+            frow[0] if frow else ("session", self.simulated, None, None, None, None)
+        )
         statics = {g.index: g for g in self.gpus()}
         procs = self.processes()
         gcols = self.gpu_columns(tk - eps, tk + eps)
@@ -392,36 +521,61 @@ class SessionReader:
             kw = {c: opt(gcols.values[c][j], c) for c in GPU_COLUMNS}
             sel = pcols.gpu == gi
             plist = []
-            for pid_id, used, sm, flags in zip(pcols.proc[sel], pcols.used[sel], pcols.sm[sel],
-                                               pcols.flags[sel]):
+            for pid_id, used, sm, flags in zip(
+                pcols.proc[sel], pcols.used[sel], pcols.sm[sel], pcols.flags[sel]
+            ):
                 rec = procs.get(int(pid_id))
                 if rec is None:
                     continue
-                kinds = tuple(k for k, bit in (("compute", FLAG_COMPUTE), ("graphics", FLAG_GRAPHICS))
-                              if flags & bit) or ("compute",)
-                plist.append(mig_rows.tag(
-                    GpuProcess(pid=rec.pid, used=None if used < 0 else int(used),
-                               kinds=kinds, sm=None if sm < 0 else int(sm),
-                               info=rec.info(), has_agent=bool(flags & FLAG_AGENT)),
-                    on_slice, int(pid_id)))
-            gpus.append(GpuSample(index=gi, name=st.name if st else None,
-                                  uuid=st.uuid if st else None,
-                                  pci_bus_id=st.pci_bus_id if st else None,
-                                  host=st.host if st else None,
-                                  host_index=st.host_index if st else None,
-                                  vendor=st.vendor if st else None,
-                                  memory_kind=st.memory_kind if st else None,
-                                  processes=tuple(plist), **kw))
-        slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus},
-                                    mig_statics)
+                kinds = tuple(
+                    k for k, bit in (("compute", FLAG_COMPUTE), ("graphics", FLAG_GRAPHICS)) if flags & bit
+                ) or ("compute",)
+                plist.append(
+                    mig_rows.tag(
+                        GpuProcess(
+                            pid=rec.pid,
+                            used=None if used < 0 else int(used),
+                            kinds=kinds,
+                            sm=None if sm < 0 else int(sm),
+                            info=rec.info(),
+                            has_agent=bool(flags & FLAG_AGENT),
+                        ),
+                        on_slice,
+                        int(pid_id),
+                    )
+                )
+            gpus.append(
+                GpuSample(
+                    index=gi,
+                    name=st.name if st else None,
+                    uuid=st.uuid if st else None,
+                    pci_bus_id=st.pci_bus_id if st else None,
+                    host=st.host if st else None,
+                    host_index=st.host_index if st else None,
+                    vendor=st.vendor if st else None,
+                    memory_kind=st.memory_kind if st else None,
+                    processes=tuple(plist),
+                    **kw,
+                )
+            )
+        slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus}, mig_statics)
         if slices:
-            gpus = [dataclasses.replace(g, mig_mode=True, slices=slices[g.index])
-                    if g.index in slices else g for g in gpus]
+            gpus = [
+                dataclasses.replace(g, mig_mode=True, slices=slices[g.index]) if g.index in slices else g
+                for g in gpus
+            ]
         agents = self._agents_at(tk, prev)
-        return Frame(time=tk, gpus=tuple(gpus), source="session",
-                     simulated=bool(simulated), error=text_or_none(error),
-                     driver_version=text_or_none(driver), nvml_version=text_or_none(nvml),
-                     cuda_driver_version=text_or_none(cuda), agents=agents)
+        return Frame(
+            time=tk,
+            gpus=tuple(gpus),
+            source="session",
+            simulated=bool(simulated),
+            error=text_or_none(error),
+            driver_version=text_or_none(driver),
+            nvml_version=text_or_none(nvml),
+            cuda_driver_version=text_or_none(cuda),
+            agents=agents,
+        )
 
     def _agents_at(self, tk: float, prev: float) -> tuple:
         rows = self.agent_rows(tk - 1e-4, tk + 1e-4)
@@ -440,20 +594,39 @@ class SessionReader:
                 continue
             info = infos.get(proc_id, {})
             devices = tuple(
-                AgentDevice(device=d["device"], gpu_uuid=d["gpu_uuid"],
-                            buckets=(AgentBuckets(**{c: d[c] for c in BUCKET_COLUMNS})
-                                     if any(d[c] is not None for c in BUCKET_COLUMNS) else None),
-                            **{c: d[c] for c in AGENT_COLUMNS})
-                for d in devs)
-            evs = tuple(AgentEvent(kind=e["kind"], time=e["t"], data=e["data"])
-                        for e in events if e["proc"] == proc_id)
-            reports.append(AgentReport(pid=rec.pid, start_time=rec.start_time,
-                                       hostname=info.get("hostname"), time=tk,
-                                       rank=info.get("rank"), local_rank=info.get("local_rank"),
-                                       world_size=info.get("world_size"), step=devs[0]["step"],
-                                       devices=devices,
-                                       allocator_settings=info.get("allocator_settings") or {},
-                                       events=evs, modules=module_rows.modules_at(self._db, proc_id, tk)))
+                AgentDevice(
+                    device=d["device"],
+                    gpu_uuid=d["gpu_uuid"],
+                    buckets=(
+                        AgentBuckets(**{c: d[c] for c in BUCKET_COLUMNS})
+                        if any(d[c] is not None for c in BUCKET_COLUMNS)
+                        else None
+                    ),
+                    **{c: d[c] for c in AGENT_COLUMNS},
+                )
+                for d in devs
+            )
+            evs = tuple(
+                AgentEvent(kind=e["kind"], time=e["t"], data=e["data"])
+                for e in events
+                if e["proc"] == proc_id
+            )
+            reports.append(
+                AgentReport(
+                    pid=rec.pid,
+                    start_time=rec.start_time,
+                    hostname=info.get("hostname"),
+                    time=tk,
+                    rank=info.get("rank"),
+                    local_rank=info.get("local_rank"),
+                    world_size=info.get("world_size"),
+                    step=devs[0]["step"],
+                    devices=devices,
+                    allocator_settings=info.get("allocator_settings") or {},
+                    events=evs,
+                    modules=module_rows.modules_at(self._db, proc_id, tk),
+                )
+            )
         return tuple(reports)
 
     def fork(self) -> "SessionReader":
@@ -482,4 +655,3 @@ def _dict(value) -> dict:
 def open_session(path: str | os.PathLike, *, strict: bool = False) -> SessionReader:
     """Open a session for reading (see SessionReader)."""
     return SessionReader(path, strict=strict)
-

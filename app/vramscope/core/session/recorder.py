@@ -29,10 +29,16 @@ log = logging.getLogger(__name__)
 
 
 class SessionRecorder:
-    def __init__(self, engine=None, actions=None, meta: dict | None = None,
-                 retention: RetentionPolicy | None = None,
-                 directory: pathlib.Path | None = None, path: pathlib.Path | None = None,
-                 include_simulated: bool = False):
+    def __init__(
+        self,
+        engine=None,
+        actions=None,
+        meta: dict | None = None,
+        retention: RetentionPolicy | None = None,
+        directory: pathlib.Path | None = None,
+        path: pathlib.Path | None = None,
+        include_simulated: bool = False,
+    ):
         self.engine = engine
         self.meta = dict(meta or {})
         self.retention = retention or RetentionPolicy()
@@ -78,8 +84,9 @@ class SessionRecorder:
                 directory = self.directory or default_directory()
                 path, retention = new_session_path(directory), self.retention
             try:
-                self.writer = SessionWriter(path, meta=self.meta, retention=retention,
-                                            retention_directory=directory)
+                self.writer = SessionWriter(
+                    path, meta=self.meta, retention=retention, retention_directory=directory
+                )
             except (SessionError, OSError) as exc:
                 self.error = str(exc)
                 log.warning("not recording this session: %s", exc)

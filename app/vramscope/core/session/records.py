@@ -46,10 +46,16 @@ class ProcessRecord:
     host: str | None = None  # the machine it ran on, when not this one
 
     def info(self) -> ProcessInfo:
-        return ProcessInfo(pid=self.pid, start_time=self.start_time, user=self.user,
-                           name=self.name,
-                           cmdline=tuple(self.command.split()) if self.command else None,
-                           ppid=self.ppid, container=self.container, ns_pid=self.ns_pid)
+        return ProcessInfo(
+            pid=self.pid,
+            start_time=self.start_time,
+            user=self.user,
+            name=self.name,
+            cmdline=tuple(self.command.split()) if self.command else None,
+            ppid=self.ppid,
+            container=self.container,
+            ns_pid=self.ns_pid,
+        )
 
 
 def present(have: set[str], names) -> str:
@@ -64,20 +70,47 @@ def gpu_info(row, meta: dict) -> GpuInfo:
     """One ``gpus`` row (GPU_SELECT); a file without the host columns but with the
     ``hosts`` meta (written before them) is placed from the meta."""
     gpu, name, uuid, bus, host, host_index, vendor, memory_kind = row
-    place = ({"host": text_or_none(host), "host_index": host_index if index(host_index) else None}
-             if text_or_none(host) is not None else gpu_host(meta, gpu))
-    return GpuInfo(gpu, text_or_none(name), text_or_none(uuid), text_or_none(bus), **place,
-                   vendor=text_or_none(vendor), memory_kind=text_or_none(memory_kind))
+    place = (
+        {"host": text_or_none(host), "host_index": host_index if index(host_index) else None}
+        if text_or_none(host) is not None
+        else gpu_host(meta, gpu)
+    )
+    return GpuInfo(
+        gpu,
+        text_or_none(name),
+        text_or_none(uuid),
+        text_or_none(bus),
+        **place,
+        vendor=text_or_none(vendor),
+        memory_kind=text_or_none(memory_kind),
+    )
 
 
-PROCESS_SELECT = ("id", "pid", "start_time", "user", "name", "command", "ppid", "first_seen",
-                  *LATER_PROCESS_COLUMNS)
+PROCESS_SELECT = (
+    "id",
+    "pid",
+    "start_time",
+    "user",
+    "name",
+    "command",
+    "ppid",
+    "first_seen",
+    *LATER_PROCESS_COLUMNS,
+)
 
 
 def process_record(r) -> ProcessRecord:
     """One ``processes`` row (PROCESS_SELECT)."""
-    return ProcessRecord(r[0], r[1], number_or_none(r[2]), text_or_none(r[3]),
-                         text_or_none(r[4]), text_or_none(r[5]),
-                         r[6] if index(r[6]) else None, number_or_none(r[7]),
-                         container_from_dict(loads(r[8])),
-                         r[9] if index(r[9]) else None, text_or_none(r[10]))
+    return ProcessRecord(
+        r[0],
+        r[1],
+        number_or_none(r[2]),
+        text_or_none(r[3]),
+        text_or_none(r[4]),
+        text_or_none(r[5]),
+        r[6] if index(r[6]) else None,
+        number_or_none(r[7]),
+        container_from_dict(loads(r[8])),
+        r[9] if index(r[9]) else None,
+        text_or_none(r[10]),
+    )

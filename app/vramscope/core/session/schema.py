@@ -45,14 +45,38 @@ SCHEMA_VERSION = 1
 ROLLUP_STEP = 10.0  # seconds; matches Store's default coarse tier
 APPLICATION_ID = 0x76534331  # "vSC1" in the SQLite header: identifies our files
 
-GPU_COLUMNS = ("used", "total", "free", "reserved", "util_gpu", "util_memory",
-               "temperature", "power_w", "power_limit_w")
+GPU_COLUMNS = (
+    "used",
+    "total",
+    "free",
+    "reserved",
+    "util_gpu",
+    "util_memory",
+    "temperature",
+    "power_w",
+    "power_limit_w",
+)
 ROLLUP_GPU_COLUMNS = ("used", "total", "reserved", "util_gpu", "temperature", "power_w")
-AGENT_COLUMNS = ("allocated", "reserved", "active", "inactive_split", "requested",
-                 "peak_allocated", "num_alloc_retries", "num_ooms", "alloc_count",
-                 "free_count")
-BUCKET_COLUMNS = ("weights", "gradients", "optimizer_state", "other_allocated",
-                  "cached_free", "outside_pytorch")
+AGENT_COLUMNS = (
+    "allocated",
+    "reserved",
+    "active",
+    "inactive_split",
+    "requested",
+    "peak_allocated",
+    "num_alloc_retries",
+    "num_ooms",
+    "alloc_count",
+    "free_count",
+)
+BUCKET_COLUMNS = (
+    "weights",
+    "gradients",
+    "optimizer_state",
+    "other_allocated",
+    "cached_free",
+    "outside_pytorch",
+)
 
 FLAG_COMPUTE, FLAG_GRAPHICS, FLAG_AGENT = 1, 2, 4
 # processes columns added after format 1 was first written (older files lack them)

@@ -40,8 +40,19 @@ from vramscope.core.session.library import RetentionPolicy, enforce_retention, s
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows
 from vramscope.core.session.module_rows import MODULE_DDL, ModuleRows
 from vramscope.core.session.schema import (
-    AGENT_COLUMNS, APPLICATION_ID, BUCKET_COLUMNS, DDL, FLAG_AGENT, FLAG_COMPUTE,
-    FLAG_GRAPHICS, GPU_COLUMNS, PROCESS_FACTS, ROLLUP_GPU_COLUMNS, ROLLUP_STEP, SCHEMA_VERSION)
+    AGENT_COLUMNS,
+    APPLICATION_ID,
+    BUCKET_COLUMNS,
+    DDL,
+    FLAG_AGENT,
+    FLAG_COMPUTE,
+    FLAG_GRAPHICS,
+    GPU_COLUMNS,
+    PROCESS_FACTS,
+    ROLLUP_GPU_COLUMNS,
+    ROLLUP_STEP,
+    SCHEMA_VERSION,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +95,8 @@ def create_private_file(path: pathlib.Path) -> None:
         raise SessionError(
             f"cannot create session file {path.name[:40]}...: the name is "
             f"{len(path.name.encode())} bytes; at most {limit - len(COMPANION_SUFFIX)} "
-            f"(SQLite adds '{COMPANION_SUFFIX}' beside it) -- choose a shorter --out name")
+            f"(SQLite adds '{COMPANION_SUFFIX}' beside it) -- choose a shorter --out name"
+        )
     try:
         safe_write.check_parent(path)  # "/dev/null/x": not a directory, said as such
     except safe_write.UnsafeTarget as exc:
@@ -93,17 +105,18 @@ def create_private_file(path: pathlib.Path) -> None:
         if os.path.lexists(companion):
             raise SessionExistsError(
                 f"{companion} already exists beside {path.name}; vramscope does not write "
-                "through it -- choose another --out name or remove it")
+                "through it -- choose another --out name or remove it"
+            )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = safe_write.create_new(path)
     except FileExistsError:
         raise SessionExistsError(
             f"{path} already exists; vramscope does not overwrite a recording -- "
-            "choose another --out name or remove the file") from None
+            "choose another --out name or remove the file"
+        ) from None
     except OSError as exc:
-        raise SessionError(f"cannot create session file {path}: "
-                           f"{exc.strerror or exc}") from None
+        raise SessionError(f"cannot create session file {path}: {exc.strerror or exc}") from None
     os.close(fd)
 
 
@@ -116,10 +129,17 @@ def _remove_quietly(path: pathlib.Path) -> None:
 
 
 class SessionWriter:
-    def __init__(self, path: str | os.PathLike, *, meta: dict | None = None,
-                 commit_every: float = 1.0, retention: RetentionPolicy | None = None,
-                 retention_directory: pathlib.Path | None = None,
-                 retention_every: float = 600.0, monotonic=time.monotonic):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        meta: dict | None = None,
+        commit_every: float = 1.0,
+        retention: RetentionPolicy | None = None,
+        retention_directory: pathlib.Path | None = None,
+        retention_every: float = 600.0,
+        monotonic=time.monotonic,
+    ):
         self.path = pathlib.Path(path)
         create_private_file(self.path)
         self._mono = monotonic
@@ -127,8 +147,7 @@ class SessionWriter:
         self._lock = threading.Lock()
         self._db = None
         try:
-            self._db = sqlite3.connect(str(self.path), isolation_level=None,
-                                       check_same_thread=False)
+            self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
@@ -136,12 +155,14 @@ class SessionWriter:
             self._db.executescript(DDL + MIG_DDL + MODULE_DDL)
             now = time.time()
             self._db.execute("BEGIN")
-            self._db.execute("INSERT INTO schema_version VALUES (?, ?, ?)",
-                             (SCHEMA_VERSION, __version__, now))
+            self._db.execute(
+                "INSERT INTO schema_version VALUES (?, ?, ?)", (SCHEMA_VERSION, __version__, now)
+            )
             base = {"host": socket.gethostname(), "created": now, "app_version": __version__}
             base.update(meta or {})
-            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                 [(k, _json(v)) for k, v in base.items()])
+            self._db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, _json(v)) for k, v in base.items()]
+            )
             self._db.execute("COMMIT")
             for companion in session_files(self.path)[1:]:  # SQLite copies the mode; make sure
                 if companion.exists():
@@ -192,24 +213,50 @@ class SessionWriter:
                     self._commit()
             except Exception as exc:  # noqa: BLE001 - reported, sampling goes on
                 self._failed("cannot write a frame", exc, frames=1)
-        if (self._retention is not None
-                and self._mono() - self._last_retention >= self._retention_every):
+        if self._retention is not None and self._mono() - self._last_retention >= self._retention_every:
             self._enforce_retention()
 
     # -- alerts and actions (any thread) --------------------------------------------
-    def add_alert(self, t: float, kind: str, title: str, *, severity: str = "warning",
-                  gpu: int | None = None, pid: int | None = None,
-                  start_time: float | None = None, detail: dict | None = None) -> None:
-        self._add_event("an alert", "INSERT INTO alerts (t, kind, severity, gpu, proc, title, "
-                        "detail) VALUES (?, ?, ?, ?, ?, ?, ?)", t, pid, start_time,
-                        lambda proc: (t, kind, severity, gpu, proc, title, _json(detail)))
+    def add_alert(
+        self,
+        t: float,
+        kind: str,
+        title: str,
+        *,
+        severity: str = "warning",
+        gpu: int | None = None,
+        pid: int | None = None,
+        start_time: float | None = None,
+        detail: dict | None = None,
+    ) -> None:
+        self._add_event(
+            "an alert",
+            "INSERT INTO alerts (t, kind, severity, gpu, proc, title, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            t,
+            pid,
+            start_time,
+            lambda proc: (t, kind, severity, gpu, proc, title, _json(detail)),
+        )
 
-    def add_action(self, t: float, action: str, *, pid: int | None = None,
-                   start_time: float | None = None, result: str | None = None,
-                   detail: dict | None = None) -> None:
-        self._add_event("an action", "INSERT INTO actions (t, action, proc, pid, start_time, "
-                        "result, detail) VALUES (?, ?, ?, ?, ?, ?, ?)", t, pid, start_time,
-                        lambda proc: (t, action, proc, pid, start_time, result, _json(detail)))
+    def add_action(
+        self,
+        t: float,
+        action: str,
+        *,
+        pid: int | None = None,
+        start_time: float | None = None,
+        result: str | None = None,
+        detail: dict | None = None,
+    ) -> None:
+        self._add_event(
+            "an action",
+            "INSERT INTO actions (t, action, proc, pid, start_time, "
+            "result, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            t,
+            pid,
+            start_time,
+            lambda proc: (t, action, proc, pid, start_time, result, _json(detail)),
+        )
 
     def _add_event(self, what: str, sql: str, t: float, pid, start_time, row) -> None:
         """One row naming a process, committed at once; a failure is counted, not raised."""
@@ -310,7 +357,8 @@ class SessionWriter:
         self._roll_proc.clear()
         try:
             for pid_id, host, pid, start, *facts in self._db.execute(
-                    f"SELECT id, host, pid, start_time, {', '.join(PROCESS_FACTS)} FROM processes"):
+                f"SELECT id, host, pid, start_time, {', '.join(PROCESS_FACTS)} FROM processes"
+            ):
                 self._proc_ids[(host, pid, start)] = pid_id
                 self._proc_host[(pid, start)] = host
                 self._proc_known[pid_id] = tuple(facts)
@@ -338,15 +386,15 @@ class SessionWriter:
         facts = None
         if info is not None:
             container = info.container.as_dict() if info.container is not None else None
-            facts = (info.user, info.name, info.command, info.ppid, _json(container),
-                     info.ns_pid)
+            facts = (info.user, info.name, info.command, info.ppid, _json(container), info.ns_pid)
         empty = (None,) * len(PROCESS_FACTS)
         if pid_id is None:
             f = facts or empty
             cur = self._db.execute(
                 f"INSERT INTO processes (pid, start_time, {', '.join(PROCESS_FACTS)}, first_seen, "
                 f"host) VALUES (?, ?, {', '.join('?' * len(PROCESS_FACTS))}, ?, ?)",
-                (pid, start_time, *f, t, host))
+                (pid, start_time, *f, t, host),
+            )
             pid_id = self._proc_ids[key] = cur.lastrowid
             self._proc_known[pid_id] = f
         elif facts is not None and self._proc_known.get(pid_id) != facts:
@@ -355,27 +403,45 @@ class SessionWriter:
             if merged != old:
                 self._db.execute(
                     f"UPDATE processes SET {', '.join(c + '=?' for c in PROCESS_FACTS)} WHERE id=?",
-                    (*merged, pid_id))
+                    (*merged, pid_id),
+                )
             self._proc_known[pid_id] = merged
         return pid_id
 
     def _write_frame(self, frame: Frame) -> None:
         t = frame.time
         db = self._db
-        db.execute("INSERT OR REPLACE INTO frames VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (t, frame.source, int(bool(frame.simulated)), frame.error,
-                    frame.driver_version, frame.nvml_version, frame.cuda_driver_version))
+        db.execute(
+            "INSERT OR REPLACE INTO frames VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                t,
+                frame.source,
+                int(bool(frame.simulated)),
+                frame.error,
+                frame.driver_version,
+                frame.nvml_version,
+                frame.cuda_driver_version,
+            ),
+        )
         bucket = math.floor(t / ROLLUP_STEP)
         if bucket != self._bucket:
             self._flush_rollup()
             self._bucket = bucket
         gpu_rows, proc_rows = [], []
         for gpu in frame.gpus:
-            static = (gpu.name, gpu.uuid, gpu.pci_bus_id, gpu.host, gpu.host_index, gpu.vendor,
-                      gpu.memory_kind)
+            static = (
+                gpu.name,
+                gpu.uuid,
+                gpu.pci_bus_id,
+                gpu.host,
+                gpu.host_index,
+                gpu.vendor,
+                gpu.memory_kind,
+            )
             if self._gpu_static.get(gpu.index) != static:
-                db.execute("INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (gpu.index, *static))
+                db.execute(
+                    "INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (gpu.index, *static)
+                )
                 self._gpu_static[gpu.index] = static
             values = [getattr(gpu, c) for c in GPU_COLUMNS]
             gpu_rows.append((t, gpu.index, *values, gpu.error))
@@ -399,21 +465,23 @@ class SessionWriter:
                 u = -1 if proc.used is None else int(proc.used)
                 used.append(u)
                 sm.append(-1 if proc.sm is None else int(proc.sm))
-                flags.append((FLAG_COMPUTE if "compute" in proc.kinds else 0)
-                             | (FLAG_GRAPHICS if "graphics" in proc.kinds else 0)
-                             | (FLAG_AGENT if proc.has_agent else 0))
+                flags.append(
+                    (FLAG_COMPUTE if "compute" in proc.kinds else 0)
+                    | (FLAG_GRAPHICS if "graphics" in proc.kinds else 0)
+                    | (FLAG_AGENT if proc.has_agent else 0)
+                )
                 old = peaks.get(pid_id)
                 if old is None or u > old:
                     peaks[pid_id] = u
-            proc_rows.append((t, gpu.index, len(ids), _blob("i", ids), _blob("q", used),
-                              _blob("h", sm), bytes(flags)))
+            proc_rows.append(
+                (t, gpu.index, len(ids), _blob("i", ids), _blob("q", used), _blob("h", sm), bytes(flags))
+            )
             if gpu.slices:
                 self._mig.write(db, t, gpu, {p.pid: i for p, i in zip(gpu.processes, ids)})
         if gpu_rows:
             marks = ", ".join("?" * (len(GPU_COLUMNS) + 3))
             db.executemany(f"INSERT OR REPLACE INTO gpu_samples VALUES ({marks})", gpu_rows)
-            db.executemany("INSERT OR REPLACE INTO proc_samples VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           proc_rows)
+            db.executemany("INSERT OR REPLACE INTO proc_samples VALUES (?, ?, ?, ?, ?, ?, ?)", proc_rows)
         for report in frame.agents:
             if isinstance(report, AgentReport):
                 self._write_agent(t, report)
@@ -423,44 +491,70 @@ class SessionWriter:
     def _write_server(self, t: float, server) -> None:
         """An inference server's pool and metrics, as a "server" event of its process."""
         pid_id = self._proc_id(server.pid, server.start_time, None, t)
-        data = {"kind": server.kind, "port": server.port, "pool": server.pool,
-                "pids": list(server.pids), "metrics_error": server.metrics_error}
+        data = {
+            "kind": server.kind,
+            "port": server.port,
+            "pool": server.pool,
+            "pids": list(server.pids),
+            "metrics_error": server.metrics_error,
+        }
         data.update({m: getattr(server, m) for m in SERVER_SERIES})
-        self._db.execute("INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
-                         (t, pid_id, SERVER_EVENT, _json(data)))
+        self._db.execute(
+            "INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
+            (t, pid_id, SERVER_EVENT, _json(data)),
+        )
 
     def _write_agent(self, t: float, report: AgentReport) -> None:
         db = self._db
         pid_id = self._proc_id(report.pid, report.start_time, None, t)
-        info = (report.hostname, report.rank, report.local_rank, report.world_size,
-                _json(dict(report.allocator_settings)) if report.allocator_settings else None)
+        info = (
+            report.hostname,
+            report.rank,
+            report.local_rank,
+            report.world_size,
+            _json(dict(report.allocator_settings)) if report.allocator_settings else None,
+        )
         if self._agent_info.get(pid_id) != info:
-            db.execute("INSERT OR REPLACE INTO agent_info VALUES (?, ?, ?, ?, ?, ?)",
-                       (pid_id, *info))
+            db.execute("INSERT OR REPLACE INTO agent_info VALUES (?, ?, ?, ?, ?, ?)", (pid_id, *info))
             self._agent_info[pid_id] = info
         rows = []
         for dev in report.devices:
             b = dev.buckets
             buckets = [getattr(b, c) if b is not None else None for c in BUCKET_COLUMNS]
-            rows.append((t, pid_id, dev.device, dev.gpu_uuid, report.step,
-                         *[getattr(dev, c) for c in AGENT_COLUMNS], *buckets))
+            rows.append(
+                (
+                    t,
+                    pid_id,
+                    dev.device,
+                    dev.gpu_uuid,
+                    report.step,
+                    *[getattr(dev, c) for c in AGENT_COLUMNS],
+                    *buckets,
+                )
+            )
         if rows:
             marks = ", ".join("?" * len(rows[0]))
             db.executemany(f"INSERT OR REPLACE INTO agent_samples VALUES ({marks})", rows)
         self._modules.write(db, t, pid_id, report.modules)
         for ev in report.events:
-            db.execute("INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
-                       (ev.time, pid_id, ev.kind, _json(dict(ev.data)) if ev.data else None))
+            db.execute(
+                "INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
+                (ev.time, pid_id, ev.kind, _json(dict(ev.data)) if ev.data else None),
+            )
 
     def _flush_rollup(self) -> None:
         db = self._db
         for gpu, roll in self._roll_gpu.items():
-            db.execute(f"INSERT OR REPLACE INTO gpu_rollup VALUES "
-                       f"({', '.join('?' * (len(ROLLUP_GPU_COLUMNS) + 2))})",
-                       (roll[0], gpu, *roll[1:]))
+            db.execute(
+                f"INSERT OR REPLACE INTO gpu_rollup VALUES "
+                f"({', '.join('?' * (len(ROLLUP_GPU_COLUMNS) + 2))})",
+                (roll[0], gpu, *roll[1:]),
+            )
         for gpu, (t0, peaks) in self._roll_proc.items():
             ids = list(peaks)
-            db.execute("INSERT OR REPLACE INTO proc_rollup VALUES (?, ?, ?, ?, ?)",
-                       (t0, gpu, len(ids), _blob("i", ids), _blob("q", [peaks[i] for i in ids])))
+            db.execute(
+                "INSERT OR REPLACE INTO proc_rollup VALUES (?, ?, ?, ?, ?)",
+                (t0, gpu, len(ids), _blob("i", ids), _blob("q", [peaks[i] for i in ids])),
+            )
         self._roll_gpu.clear()
         self._roll_proc.clear()

@@ -106,8 +106,7 @@ def from_wire(cls, data):
     ValueError (one line) when it does not fit."""
     try:
         return _builder(cls)(data)
-    except (TypeError, ValueError, KeyError, AttributeError, OverflowError,
-            RecursionError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         raise ValueError(f"not a {cls.__name__}: {str(exc)[:200]}") from None
 
 
@@ -156,9 +155,11 @@ def _reusing(cls, build):
 @functools.cache
 def _builder(cls):
     hints = typing.get_type_hints(cls)
-    plan = tuple((f.name, _kept(_converter(hints[f.name], (cls, f.name)), (cls, f.name)),
-                  _nullable(f, hints[f.name]))
-                 for f in dataclasses.fields(cls) if f.init)
+    plan = tuple(
+        (f.name, _kept(_converter(hints[f.name], (cls, f.name)), (cls, f.name)), _nullable(f, hints[f.name]))
+        for f in dataclasses.fields(cls)
+        if f.init
+    )
 
     def build(data):
         if type(data) is not dict:
@@ -188,8 +189,9 @@ def _kept(convert, where):
 
 
 def _nullable(field, hint) -> bool:
-    return field.default is None or (typing.get_origin(hint) in (typing.Union, types.UnionType)
-                                     and type(None) in typing.get_args(hint))
+    return field.default is None or (
+        typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+    )
 
 
 def _converter(hint, where):
@@ -214,6 +216,7 @@ def _converter(hint, where):
             if None in value:
                 raise TypeError(f"{where[1]} holds a null")
             return tuple(map(convert, value))
+
         return as_tuple
     if dataclasses.is_dataclass(hint):
         return _builder(hint)
@@ -272,8 +275,14 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-_SCALARS = {int: _as_int, float: _as_float, str: _as_str, bool: _as_bool,
-            dict: lambda v: _dict(plain_json(v)), typing.Any: plain_json}
+_SCALARS = {
+    int: _as_int,
+    float: _as_float,
+    str: _as_str,
+    bool: _as_bool,
+    dict: lambda v: _dict(plain_json(v)),
+    typing.Any: plain_json,
+}
 
 
 def _dict(value):

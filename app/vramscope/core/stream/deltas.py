@@ -39,8 +39,12 @@ from vramscope.core.stream.protocol import DELTA, FRAME, TYPE
 
 KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a minute at 1 s
 # GpuProcess fields sent as columns, and the codec's check of each
-PATCHED = {"used": codec._as_int, "sm": codec._as_int, "cpu_percent": codec._as_float,
-           "host_memory": codec._as_int}
+PATCHED = {
+    "used": codec._as_int,
+    "sm": codec._as_int,
+    "cpu_percent": codec._as_float,
+    "host_memory": codec._as_int,
+}
 _PATCHED_KEYS = frozenset(PATCHED)
 _GPUS, _PROCS, _TIME = "gpus", "processes", "time"
 
@@ -155,9 +159,14 @@ def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
     if changed:
         entry["p"] = changed
     if patched:
-        entry["u"] = {"k": [_on_wire(k) for k, _, _ in patched],
-                      **{name: [p.get(name) for _, _, p in patched] for name in PATCHED
-                         if any(was.get(name) != p.get(name) for _, was, p in patched)}}
+        entry["u"] = {
+            "k": [_on_wire(k) for k, _, _ in patched],
+            **{
+                name: [p.get(name) for _, _, p in patched]
+                for name in PATCHED
+                if any(was.get(name) != p.get(name) for _, was, p in patched)
+            },
+        }
     gone = [key for key in old if key not in now.procs]
     if gone:
         entry["x"] = [_on_wire(k) for k in gone]
@@ -235,8 +244,12 @@ class FrameAssembler:
         frame = codec.from_wire(Frame, {**top, _TIME: message.get(_TIME)})
         frame = dataclasses.replace(frame, gpus=tuple(gpus[i][2] for i in order))
         alerts = _alerts(message["alerts"]) if "alerts" in message else self._alerts
-        self._top, self._gpus, self._order, self._alerts = top, {i: gpus[i] for i in order}, \
-            list(order), alerts
+        self._top, self._gpus, self._order, self._alerts = (
+            top,
+            {i: gpus[i] for i in order},
+            list(order),
+            alerts,
+        )
         return frame, alerts
 
     def _gpu(self, held, entry: dict):
@@ -304,10 +317,17 @@ def _patched(objects: dict, patch) -> list:
         if len(_list(values)) != len(keys):
             raise ValueError(f"u.{name} has {len(values)} values for {len(keys)} processes")
         columns[name] = [None if v is None else check(v) for v in values]
-    return list(zip(keys, [
-        o.with_figures(used, sm, cpu, host)
-        for o, used, sm, cpu, host in zip(olds, columns["used"], columns["sm"],
-                                          columns["cpu_percent"], columns["host_memory"])]))
+    return list(
+        zip(
+            keys,
+            [
+                o.with_figures(used, sm, cpu, host)
+                for o, used, sm, cpu, host in zip(
+                    olds, columns["used"], columns["sm"], columns["cpu_percent"], columns["host_memory"]
+                )
+            ],
+        )
+    )
 
 
 def _list(value) -> list:

@@ -59,8 +59,14 @@ def encode(message: dict) -> bytes:
 
 
 def hello(host: str | None, app_version: str, interval: float) -> dict:
-    return {TYPE: HELLO, "stream": STREAM_NAME, "version": STREAM_VERSION,
-            "vramscope": app_version, "host": host, "interval": interval}
+    return {
+        TYPE: HELLO,
+        "stream": STREAM_NAME,
+        "version": STREAM_VERSION,
+        "vramscope": app_version,
+        "host": host,
+        "interval": interval,
+    }
 
 
 def check_hello(message: dict) -> dict:
@@ -70,13 +76,13 @@ def check_hello(message: dict) -> dict:
         raise VersionMismatch(
             f"the remote vramscope {message.get('vramscope') or '?'} speaks stream version "
             f"{version}, this one reads versions {', '.join(map(str, READABLE_VERSIONS))}: "
-            "install the same vramscope version on both machines")
+            "install the same vramscope version on both machines"
+        )
     return message
 
 
 def is_hello(message: object) -> bool:
-    return (isinstance(message, dict) and message.get(TYPE) == HELLO
-            and message.get("stream") == STREAM_NAME)
+    return isinstance(message, dict) and message.get(TYPE) == HELLO and message.get("stream") == STREAM_NAME
 
 
 class LineDecoder:
@@ -121,8 +127,10 @@ class LineDecoder:
                 else:
                     self.noise_lines += 1
                     if self.noise_lines > self.max_noise:
-                        raise StreamError("the remote command did not start a vramscope stream "
-                                          f"(more than {self.max_noise} other lines on its output)")
+                        raise StreamError(
+                            "the remote command did not start a vramscope stream "
+                            f"(more than {self.max_noise} other lines on its output)"
+                        )
                 continue
             if isinstance(message, dict) and isinstance(message.get(TYPE), str):
                 out.append(message)
