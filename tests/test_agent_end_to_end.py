@@ -62,6 +62,7 @@ def _state(pid: int) -> FakeState:
     return FakeState(gpus=[FakeGpu(used=2 * GiB, processes=[FakeProcess(pid, 2 * GiB, sm=40)])])
 
 
+@pytest.mark.slow
 def test_status_json_reports_the_run_with_real_sizes_and_steps(training, fake_nvml_files):
     fake_nvml_files.write(_state(training["pid"]))
     r = subprocess.run(
@@ -83,6 +84,7 @@ def test_status_json_reports_the_run_with_real_sizes_and_steps(training, fake_nv
     assert cpu["buckets"]["optimizer_state"] == training["optimizer_state"]
 
 
+@pytest.mark.slow
 def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nvml, qtbot):
     from vramscope.ui.app import build_window, create_app
 
@@ -115,6 +117,7 @@ def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nv
         window.services.close()
 
 
+@pytest.mark.slow
 def test_status_json_carries_the_modules_of_a_sampled_step(training, fake_nvml_files):
     fake_nvml_files.write(_state(training["pid"]))
     r = subprocess.run(

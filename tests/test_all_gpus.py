@@ -70,6 +70,7 @@ def test_status_json_shows_nvidia_amd_and_intel_with_the_staged_figures(workstat
     assert "GPU 1  AMD Radeon RX 7900 XTX" in table and "GPU 2  Intel Arc B580" in table
 
 
+@pytest.mark.slow
 def test_a_recorded_session_keeps_every_gpu_and_its_processes(workstation, tmp_path):
     pids, _state = workstation
     out = tmp_path / "all.vramscope"

@@ -51,6 +51,7 @@ def test_the_monitor_runs_without_torch():
     assert r.stdout.strip().endswith("ok")
 
 
+@pytest.mark.slow
 def test_agent_imports_with_only_stdlib_and_torch():
     pytest.importorskip("torch")
     # torch itself imports numpy, so torch is imported before the block goes up;

@@ -39,6 +39,7 @@ def test_every_command_takes_a_good_interval(value, seconds):
         assert build_parser().parse_args([*c, "--interval", value]).interval == seconds
 
 
+@pytest.mark.slow
 def test_status_watch_prints_every_pass_through_the_runner():
     r = subprocess.run(
         [sys.executable, "-m", "vramscope", "status", "--demo", "--watch", "1", "--interval", "0.25"],

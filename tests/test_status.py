@@ -384,6 +384,7 @@ def test_report_carries_agents_and_marks_their_processes():
     assert "optimizer" not in table  # no data is not shown as 0
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_status_watch_is_one_line_not_a_traceback():
     import signal
     import subprocess

@@ -3,6 +3,7 @@ ended runs as summaries in JSON, devices named by the GPU they are."""
 
 from __future__ import annotations
 
+import pytest
 import json
 
 from vramscope.core.samples import AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample
@@ -42,6 +43,7 @@ def test_a_process_on_gpu_1_is_named_by_that_gpu_with_or_without_its_uuid():
         assert frame_to_dict(frame)["agents"][0]["devices"][0]["gpu"] == 1
 
 
+@pytest.mark.slow
 def test_status_lists_live_agents_and_only_the_last_ended_runs_of_this_boot():
     live = AgentReport(pid=1, start_time=BOOT + 500, step=40, events=STEPS[:3])
     before_boot = [

@@ -19,6 +19,7 @@ def _steps(agent):
     return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase_budget", [float("inf"), 1e-9])  # phases read every step / almost never
 def test_each_step_has_its_after_step_reading_equal_to_the_live_bytes(make_agent, phase_budget):
     live = LiveBytes()

@@ -34,6 +34,7 @@ def _training_run(make_agent):
     return agent, model, opt, len(frames)
 
 
+@pytest.mark.slow
 def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_agent, artifacts_dir):
     import psutil
     from PySide6.QtWidgets import QApplication

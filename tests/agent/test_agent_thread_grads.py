@@ -58,6 +58,7 @@ def within(got: dict, want: dict) -> bool:
     return all(got[b] is not None and abs(got[b] - v) <= 0.01 * v for b, v in want.items())
 
 
+@pytest.mark.slow
 def test_the_agent_thread_never_reads_grad_and_its_samples_are_true(make_agent, grad_reads):
     live = LiveBytes()
     pause = 0.02
@@ -207,6 +208,7 @@ def test_after_the_last_step_the_agent_thread_shows_the_gradients_alive(make_age
     assert within(cpu_buckets(item)["buckets"], want), (cpu_buckets(item), want)
 
 
+@pytest.mark.slow
 def test_zero_grad_under_the_agent_at_its_fastest_interval_never_crashes_the_training():
     """grad_race.py: a bare thread reading p.grad dies within seconds on this loop (and so
     did the agent while it read .grad between backward passes); the agent must not."""

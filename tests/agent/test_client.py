@@ -72,6 +72,7 @@ def stop(proc, release):
             proc.kill()
 
 
+@pytest.mark.slow
 def test_a_training_subprocess_is_read_by_the_monitor_client(tmp_path, runtime_dir):
     proc, out, release = start_child(tmp_path, "one")
     try:
@@ -106,6 +107,7 @@ def test_a_training_subprocess_is_read_by_the_monitor_client(tmp_path, runtime_d
     assert r.error == "process ended"
 
 
+@pytest.mark.slow
 def test_restarting_the_client_loses_nothing_the_ring_still_holds(tmp_path, runtime_dir):
     proc, out, release = start_child(tmp_path, "restart", steps=30, pause=0.03)
     try:
@@ -131,6 +133,7 @@ def test_restarting_the_client_loses_nothing_the_ring_still_holds(tmp_path, runt
         stop(proc, release)
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_read_from_its_final_dump(tmp_path, runtime_dir):
     proc, out, release = start_child(tmp_path, "final", steps=10, pause=0.0, wait=False)
     assert proc.wait(60) == 0
@@ -153,6 +156,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 def test_the_monitor_killed_mid_read_changes_nothing_for_the_training(tmp_path, runtime_dir):
     proc, out, release = start_child(tmp_path, "kill", steps=60, pause=0.02)
     try:
@@ -195,6 +199,7 @@ def _gpu_proc(pid, used, start_time="auto"):
     return GpuProcess(pid=pid, used=used, info=ProcessInfo(pid=pid, start_time=start_time))
 
 
+@pytest.mark.slow
 def test_two_agents_and_a_plain_process_each_number_lands_on_its_own_process(tmp_path, runtime_dir):
     a, out_a, rel_a = start_child(tmp_path, "a", steps=5, pause=0.01, hidden=64)
     b, out_b, rel_b = start_child(tmp_path, "b", steps=5, pause=0.01, hidden=512)

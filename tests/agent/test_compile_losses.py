@@ -9,6 +9,7 @@ compiles one graph, and nothing is printed on either stream.
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import subprocess
@@ -78,6 +79,7 @@ def run(mode: str) -> dict:
     return json.loads(lines[0])
 
 
+@pytest.mark.slow
 def test_losses_are_bit_identical_with_and_without_the_agent_eager_and_compiled(runtime_dir):
     without, with_agent = run("none"), run("agent")
     assert with_agent["eager"] == without["eager"]

@@ -172,6 +172,7 @@ def test_buffers_are_weights(make_agent, style):
     assert want["weights"] == sum(p.numel() * 4 for p in model.parameters()) + buffers
 
 
+@pytest.mark.slow
 def test_gradient_accumulation(make_agent, style):
     live = LiveBytes()
     with live:
@@ -279,6 +280,7 @@ class Growing(torch.nn.Module):
         return h if self.extra is None else self.extra(h)
 
 
+@pytest.mark.slow
 def test_parameters_added_late_are_counted_at_the_next_sample(make_agent, style):
     live = LiveBytes()
     with live:

@@ -219,6 +219,7 @@ def test_losses_are_bit_identical_with_every_step_sampled(monkeypatch):
     assert items >= 2
 
 
+@pytest.mark.slow
 def test_one_step_in_n_keeps_the_sampled_steps_extra_time_within_one_percent_on_average(monkeypatch):
     import vramscope.agent.module_sampler as ms
 
@@ -247,6 +248,7 @@ def test_one_step_in_n_keeps_the_sampled_steps_extra_time_within_one_percent_on_
     assert extra <= 0.01 + 0.3 * 2 / 200  # within budget once the cost is known (two steps to learn it)
 
 
+@pytest.mark.slow
 def test_a_torch_compiled_submodule_says_why_its_activations_are_not_available():
     import torch._dynamo
 

@@ -12,6 +12,7 @@ says "cuda:0" (no memory behind it on this machine).
 
 from __future__ import annotations
 
+import pytest
 import json
 
 import torch
@@ -22,6 +23,7 @@ from .test_instant_buckets import mlp_bn
 from .test_oracle_loops import Run, train
 
 
+@pytest.mark.slow
 def test_a_model_converted_after_registration_keeps_every_sample_true(make_agent):
     """Called as ``model.forward`` (no module hook announces its backward): only the
     backward watch does -- on the new nodes."""

@@ -39,6 +39,7 @@ LOOP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_training_loop_with_the_agent_raises_no_warning(runtime_dir):
     r = subprocess.run(
         [sys.executable, "-X", "faulthandler", "-W", "error", "-c", LOOP],
@@ -94,6 +95,7 @@ HF = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_checkpointed_transformers_model_is_not_reported_and_the_agent_adds_no_output(runtime_dir):
     if importlib.util.find_spec("transformers") is None:  # imported in the child only
         pytest.skip("transformers is not installed")
@@ -123,6 +125,7 @@ CACHE_CHECK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_looking_for_a_returned_cache_wakes_no_deprecation_message():
     """ModelOutput maps the old `past_key_values` name with a once-only message; the
     agent's check must not be what prints it in the user's process."""

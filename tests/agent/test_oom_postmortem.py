@@ -4,6 +4,7 @@ processes where the monitor has them -- and said on the training process's stder
 
 from __future__ import annotations
 
+import pytest
 import io
 import json
 import os
@@ -207,6 +208,7 @@ def test_the_observer_adds_the_allocators_picture_and_keeps_the_report(make_agen
     assert agent.errors == 0
 
 
+@pytest.mark.slow
 def test_the_report_is_said_on_the_training_processs_stderr_at_exit(runtime_dir):
     script = textwrap.dedent("""
         from vramscope.agent.core import Agent

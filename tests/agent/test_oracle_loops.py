@@ -92,6 +92,7 @@ def train(model, opt, steps=40, set_to_none=True, micro=1, forward=None, x=None)
     return losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("set_to_none", [True, False])
 @pytest.mark.parametrize("optim", ["adamw", "sgd"])
 def test_adamw_and_sgd(make_agent, set_to_none, optim):
@@ -103,6 +104,7 @@ def test_adamw_and_sgd(make_agent, set_to_none, optim):
     run.check()
 
 
+@pytest.mark.slow
 def test_gradient_accumulation(make_agent):
     with Run(make_agent) as run:
         model, opt = run.registered()
@@ -110,6 +112,7 @@ def test_gradient_accumulation(make_agent):
     run.check()
 
 
+@pytest.mark.slow
 def test_amp_grad_scaler_skipping_steps(make_agent):
     with Run(make_agent) as run:
         model = mlp_bn(128)
@@ -136,6 +139,7 @@ def test_amp_grad_scaler_skipping_steps(make_agent):
     run.check()
 
 
+@pytest.mark.slow
 def test_gan_with_only_the_generator_registered(make_agent):
     with Run(make_agent, discover=True) as run:
         gen = mlp_bn(128)
@@ -181,6 +185,7 @@ def test_two_models_trained_in_turn_discovered(make_agent):
     assert any(m is second for m in agent.models())
 
 
+@pytest.mark.slow
 def test_model_forward_called_directly(make_agent):
     with Run(make_agent) as run:
         model, opt = run.registered()
@@ -199,6 +204,7 @@ class Growing(torch.nn.Module):
         return h if self.extra is None else self.extra(h)
 
 
+@pytest.mark.slow
 def test_late_parameter_groups(make_agent):
     with Run(make_agent) as run:
         model = Growing()
@@ -223,6 +229,7 @@ class LoRA(torch.nn.Module):
         return self.base(x) + x @ self.a.t() @ self.b.t()
 
 
+@pytest.mark.slow
 def test_lora_injected_late(make_agent):
     with Run(make_agent, discover=True) as run:
         model, opt = run.registered(register=False)
@@ -240,6 +247,7 @@ def test_lora_injected_late(make_agent):
     run.check()
 
 
+@pytest.mark.slow
 def test_activation_checkpointing(make_agent):
     with Run(make_agent) as run:
         model, opt = run.registered()
@@ -252,6 +260,7 @@ def test_activation_checkpointing(make_agent):
     run.check()
 
 
+@pytest.mark.slow
 def test_only_the_optimizer_registered_buffers_not_in_activations(make_agent):
     """The model is known only through its optimizer (no discovery): its BatchNorm
     statistics cannot be told from activations, so that bucket says n/a with why."""
@@ -270,6 +279,7 @@ def test_only_the_optimizer_registered_buffers_not_in_activations(make_agent):
     )
 
 
+@pytest.mark.slow
 def test_dataloader_fork_workers(make_agent):
     data = torch.utils.data.TensorDataset(torch.randn(256, 64))
     with Run(make_agent) as run:
@@ -283,6 +293,7 @@ def test_dataloader_fork_workers(make_agent):
     run.check()
 
 
+@pytest.mark.slow
 def test_hugging_face_trainer(make_agent, tmp_path):
     """transformers' Trainer makes its own optimizer and calls the model itself: the
     agent is started as ``vramscope run`` does (discovery), nothing registered."""
@@ -314,6 +325,7 @@ def test_hugging_face_trainer(make_agent, tmp_path):
     run.check()
 
 
+@pytest.mark.slow
 def test_hugging_face_model_discovered_with_checkpointing(make_agent):
     """A transformers model (a ModelOutput for output, gradient checkpointing on) in a
     plain loop, found by discovery: what the Trainer runs, without ``accelerate``."""

@@ -8,6 +8,7 @@ said to have none; a small wobble is no jump."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import math
 import os
@@ -44,6 +45,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_process_group_jump_is_named_end_to_end(fake_nvml, make_agent, monkeypatch):
     from vramscope.sources.agents import AgentClient
     from vramscope.sources.nvml import NvmlSource

@@ -11,6 +11,7 @@ reset by the agent.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from vramscope.agent.protocol import PEAK_BOUND
@@ -68,6 +69,7 @@ def watched_reads(agent, source, device: str = "cpu") -> list[tuple[str, int, di
     return out
 
 
+@pytest.mark.slow
 def test_peak_per_window_is_the_true_peak_or_says_it_is_a_bound(make_agent):
     provider = TruthProvider()
     live = provider.live

@@ -11,6 +11,7 @@ highest phase is backward or the optimizer step.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from vramscope.agent.protocol import Phase
@@ -58,6 +59,7 @@ def watching(make_agent, provider, model, opt):
     return agent
 
 
+@pytest.mark.slow
 def test_phase_peaks_are_the_true_peaks_of_their_stretches_or_bounded(make_agent):
     provider = HookTruth()
     with provider.live:
@@ -95,6 +97,7 @@ def test_phase_peaks_are_the_true_peaks_of_their_stretches_or_bounded(make_agent
     assert first[Phase.OPTIMIZER][1] is None and first[Phase.OPTIMIZER][0] > first[Phase.FORWARD][0]
 
 
+@pytest.mark.slow
 def test_an_evaluation_under_no_grad_is_its_own_phase(make_agent):
     provider = HookTruth()
     with provider.live:

@@ -236,6 +236,7 @@ def test_the_client_carries_phases_into_step_events_and_series(make_agent):
     assert list(loaded) == [phases[0][0]]
 
 
+@pytest.mark.slow
 def test_the_agent_panel_marks_each_phase_and_says_which_one_peaks(make_agent, qtbot, artifacts_dir):
     pytest.importorskip("PySide6")
     from PySide6.QtWidgets import QApplication

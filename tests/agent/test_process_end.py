@@ -69,6 +69,7 @@ def sockets(runtime_dir: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_forked_child_and_dataloader_workers_write_no_dump(runtime_dir):
     r = run(
         """
@@ -94,6 +95,7 @@ def test_a_forked_child_and_dataloader_workers_write_no_dump(runtime_dir):
     assert not sockets(runtime_dir)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_termination_signal_writes_the_dump_and_keeps_the_exit_status(runtime_dir, sig):
     # SIGINT: with Python's own handler it is a KeyboardInterrupt, and the normal exit writes

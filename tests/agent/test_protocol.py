@@ -26,6 +26,7 @@ json_values = st.recursive(
 messages = st.dictionaries(st.text(max_size=10), json_values, max_size=6)
 
 
+@pytest.mark.slow
 @given(st.lists(messages, min_size=1, max_size=5), st.data())
 @settings(max_examples=150, deadline=None)
 def test_frames_survive_any_chunking(msgs, data):

@@ -21,6 +21,7 @@ VRAMSCOPE = [sys.executable, "-m", "vramscope"]
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow
 def test_an_unmodified_script_appears_within_two_seconds_with_its_real_sizes_and_steps(tmp_path, runtime_dir):
     out = tmp_path / "run.json"
     release = tmp_path / "release"
@@ -59,6 +60,7 @@ def test_an_unmodified_script_appears_within_two_seconds_with_its_real_sizes_and
     assert rc == 3  # the child's exit code comes back
 
 
+@pytest.mark.slow
 def test_an_existing_sitecustomize_still_runs_and_non_torch_children_stay_torch_free(tmp_path, runtime_dir):
     theirs = tmp_path / "theirs"
     theirs.mkdir()
@@ -81,6 +83,7 @@ def test_an_existing_sitecustomize_still_runs_and_non_torch_children_stay_torch_
     assert marker.read_text() == "ran"
 
 
+@pytest.mark.slow
 def test_run_without_a_command_explains_itself():
     r = subprocess.run(VRAMSCOPE + ["run"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no command" in r.stderr
@@ -90,6 +93,7 @@ def test_run_without_a_command_explains_itself():
     assert r.returncode == 127 and "not found" in r.stderr
 
 
+@pytest.mark.slow
 def test_multiprocessing_helpers_and_launchers_get_no_agent(tmp_path, runtime_dir):
     code = r"""
 import multiprocessing as mp, sys

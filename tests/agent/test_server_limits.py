@@ -57,6 +57,7 @@ def test_a_peer_that_never_reads_is_closed_without_more_work(served, monkeypatch
     assert served.server.counters["unread_replies"] == 1
 
 
+@pytest.mark.slow
 def test_idle_connections_do_not_lock_the_monitor_out(served, monkeypatch):
     """Every slot taken by silent peers: the monitor still gets in (the idlest
     makes room), and silent peers are dropped after a few seconds."""
@@ -99,6 +100,7 @@ def test_a_request_flood_is_rate_limited_per_connection(served):
         assert ask(s, {"op": "status"})["ok"]
 
 
+@pytest.mark.slow
 def test_the_monitor_pulls_again_after_its_idle_connection_was_dropped(served, monkeypatch):
     """At a long sampling interval the agent drops the monitor's connection in
     between; the next pass reconnects at once instead of failing."""

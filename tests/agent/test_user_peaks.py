@@ -8,6 +8,7 @@ as on a GPU, resetting the counters at each of its full reads.
 
 from __future__ import annotations
 
+import pytest
 import warnings
 
 import torch
@@ -57,6 +58,7 @@ def train(live, agent=None, steps=60, reset_at=30, views=None):
     return views
 
 
+@pytest.mark.slow
 def test_every_window_peak_is_the_true_peak(monkeypatch, make_agent):
     live = CountingLive()
     fake_cuda(monkeypatch, live)
@@ -74,6 +76,7 @@ def test_every_window_peak_is_the_true_peak(monkeypatch, make_agent):
     assert sum(truth < live.high for truth, _f in samples) >= 3
 
 
+@pytest.mark.slow
 def test_the_user_reads_the_same_peaks_with_and_without_the_agent(monkeypatch, make_agent):
     live = CountingLive()
     fake_cuda(monkeypatch, live)

@@ -44,6 +44,7 @@ def _frame_with_a_step(client, host_pid, info, deadline):
     return frame
 
 
+@pytest.mark.slow
 @needs_unshare
 @pytest.mark.parametrize("route", ["through /proc/PID/root", "shared directory"])
 def test_agent_in_a_container_is_found_and_matched_to_its_host_pid(route):
@@ -113,6 +114,7 @@ def test_a_directory_open_to_others_or_of_another_user_is_refused(tmp_path):
     assert not dir_is_private(str(link), os.getuid())
 
 
+@pytest.mark.slow
 @needs_unshare
 def test_a_host_agent_seen_through_a_containers_root_is_not_the_containers():
     """A container that shares the host's filesystem (here: no private mount at all)

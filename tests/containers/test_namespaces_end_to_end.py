@@ -26,6 +26,7 @@ def status_json(cmd_prefix, env):
     return json.loads(r.stdout)
 
 
+@pytest.mark.slow
 @needs_unshare
 def test_inside_a_pid_namespace_the_cause_is_said_once_with_the_fix(fake_nvml_files, sleepers):
     a, b = sleepers(2)
@@ -48,6 +49,7 @@ def test_inside_a_pid_namespace_the_cause_is_said_once_with_the_fix(fake_nvml_fi
     assert not [x for x in doc["alerts"] if x["kind"] in ("ghost", "unattributed_memory")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not host_pid_view() or proc_hides_pids(),
     reason="this test runs without the host's full PID view (a container)",

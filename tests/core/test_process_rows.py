@@ -3,6 +3,7 @@ growth figures a busy machine gets over several frames."""
 
 from __future__ import annotations
 
+import pytest
 import numpy as np
 
 from vramscope.core.growth import GROWTH_REFRESH, ROW_BUDGET, GrowthCache
@@ -107,6 +108,7 @@ def test_a_small_table_gets_every_growth_figure_at_once():
     assert all(len(r.spark) >= 2 for r in rows)
 
 
+@pytest.mark.slow
 def test_a_busy_machine_gets_its_growth_figures_over_a_few_frames_never_all_at_once():
     n = 3 * ROW_BUDGET
     store = _busy_store(n, seconds=90)

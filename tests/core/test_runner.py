@@ -126,6 +126,7 @@ def test_sighup_is_left_alone_under_nohup_and_when_not_asked():
         assert signal.getsignal(signal.SIGHUP) is previous
 
 
+@pytest.mark.slow
 def test_a_running_command_takes_thresholds_saved_while_it_runs(private_user_dirs):
     """`record` and `stream` (sources/assembly.py) follow the settings file: what the
     window's dialog saves applies from the next pass, without a restart."""

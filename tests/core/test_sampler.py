@@ -53,6 +53,7 @@ def _grid_errors(ticks, interval):
     return [abs((t - t0) - round((t - t0) / interval) * interval) for t in ticks]
 
 
+@pytest.mark.slow
 def test_slow_passes_do_not_shift_the_schedule():
     # each pass takes 40 % of the interval; a sleep(interval) loop would drift
     # by 80 ms per tick and be off the grid from the first tick on
@@ -70,6 +71,7 @@ def test_slow_passes_do_not_shift_the_schedule():
     assert sampler.last_pass_seconds >= 0.08
 
 
+@pytest.mark.slow
 def test_a_pass_longer_than_the_interval_skips_ticks_instead_of_bunching():
     interval = 0.2
     source = TimedSource(work=0.0, slow_pass=3, slow_work=0.5)
@@ -134,6 +136,7 @@ def test_interval_is_clamped(asked, got):
     assert sampler.interval == got
 
 
+@pytest.mark.slow
 def test_changing_the_interval_while_running_takes_effect():
     source = TimedSource()
     sampler = Sampler(source, Store(), interval=60.0)

@@ -356,6 +356,7 @@ def _check_every_value(s: Settings) -> None:
     )
 
 
+@pytest.mark.slow
 @hypothesis_settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -379,6 +380,7 @@ def test_any_toml_document_gives_usable_settings_and_at_most_one_line(document, 
     _check_every_value(Settings(path))  # what the next command reads is usable too
 
 
+@pytest.mark.slow
 @hypothesis_settings(max_examples=100, deadline=None)
 @given(data=st.binary(max_size=200))
 def test_any_bytes_give_usable_settings(data, tmp_path_factory):

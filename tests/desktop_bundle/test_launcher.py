@@ -36,6 +36,7 @@ def _installed_script(root: pathlib.Path) -> pathlib.Path:
     return script
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_a_fresh_login_shell_runs_vramscope_after_the_install_step(tmp_path):
     home = tmp_path / "home"

@@ -3,6 +3,7 @@ replayed agent data, with the negative cases."""
 
 from __future__ import annotations
 
+import pytest
 import json
 
 from vramscope.core.detectors import Diagnostics, DiagnosticSettings, alerts_to_json
@@ -165,6 +166,7 @@ def test_eval_autograd_without_growth_is_not_flagged():
     assert of(alerts, "eval_autograd") == []
 
 
+@pytest.mark.slow
 def test_fine_tuning_in_eval_mode_is_not_eval_with_autograd():
     """Forward passes in eval() mode followed by optimizer steps are training (Dropout
     off on purpose): an hour of them, activations and all, raises nothing."""

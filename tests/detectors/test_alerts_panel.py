@@ -46,6 +46,7 @@ def demo_engine(seconds=400):
     return engine
 
 
+@pytest.mark.slow
 def test_demo_alerts_listed_with_evidence_and_fix_screenshot(themed, qtbot, artifacts_dir):
     engine = demo_engine()
     panel = AlertsPanel(engine, actions=None, clock=lambda: T0 + 400)
@@ -70,6 +71,7 @@ def test_demo_alerts_listed_with_evidence_and_fix_screenshot(themed, qtbot, arti
     assert panel.grab().save(str(artifacts_dir / "alerts_panel_demo.png"))
 
 
+@pytest.mark.slow
 def test_acknowledge_and_mute_from_the_panel(themed, qtbot):
     engine = demo_engine(330)
     panel = AlertsPanel(engine, clock=lambda: T0 + 330)
@@ -151,6 +153,7 @@ def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, start_child, tm
     assert read_audit_log(tmp_path / "audit.jsonl")[0]["action"] == "SIGTERM"
 
 
+@pytest.mark.slow
 def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, start_child, tmp_path):
     p, start = start_child(STUBBORN)
     panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
@@ -202,6 +205,7 @@ class RecordingTray:
         self.messages.append((title, text))
 
 
+@pytest.mark.slow
 def test_tray_notifies_only_when_window_is_away_and_once_per_alert(themed, qtbot):
     from PySide6.QtWidgets import QWidget
 
@@ -221,6 +225,7 @@ def test_tray_notifies_only_when_window_is_away_and_once_per_alert(themed, qtbot
     assert notifier.notify(alerts) == []  # not repeated
 
 
+@pytest.mark.slow
 def test_tray_unavailable_degrades_quietly(themed):
     notifier = TrayNotifier(None, available=False)
     assert notifier.reason and notifier.notify(demo_engine(330).alerts()) == []

@@ -34,6 +34,7 @@ def first_six_minutes():
     return first_seen(360)
 
 
+@pytest.mark.slow
 def test_leftover_kernel_flagged_then_escalated():
     seen, alerts, frame, src = first_seen(1810, step=5.0)
     t_info, info, _ = seen[("squatter", "info", 0)]
@@ -44,6 +45,7 @@ def test_leftover_kernel_flagged_then_escalated():
     assert warn.frees == 3 << 30
 
 
+@pytest.mark.slow
 def test_leak_flagged_within_the_first_steps(first_six_minutes):
     seen, *_ = first_six_minutes
     t, leak, _ = seen[("leak", "warning", 1)]
@@ -76,6 +78,7 @@ def test_busy_runs_and_short_jobs_are_not_flagged(first_six_minutes):
     assert growing <= {a.pid for (k, _, _), (_, a, _) in seen.items() if k == "leak"}
 
 
+@pytest.mark.slow
 def test_the_leaking_run_ends_in_an_oom_shown_as_critical():
     # coarse steps for the first hour, then 1 s: the demo's OOM'd process lingers only 3 s
     seen, alerts, frame, src = first_seen(4300, step=5.0, fine_after=3900)

@@ -50,6 +50,7 @@ def state_with(procs) -> FakeState:
     )
 
 
+@pytest.mark.slow
 def test_status_watch_flags_real_kernel_and_idle_process_not_busy_one(fake_nvml_files, real_processes):
     procs, conn = real_processes
     fake_nvml_files.write(state_with(procs))
@@ -119,6 +120,7 @@ def test_end_action_on_the_real_kernel_offers_connection_file_then_ends_it(real_
     assert (tmp_path / "audit.jsonl").read_text().count("\n") == 1
 
 
+@pytest.mark.slow
 def test_status_watch_explains_a_real_idle_vllm_server_and_reads_its_metrics(fake_nvml_files, tmp_path):
     """A vLLM launcher (a real `python -m vllm.entrypoints.openai.api_server` serving
     Prometheus text on 127.0.0.1) whose worker holds 95 % of a 24 GiB card at 0 % SM:

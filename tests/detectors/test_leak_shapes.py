@@ -4,6 +4,7 @@ a leak that happens only in evaluation phases is caught and stays raised."""
 
 from __future__ import annotations
 
+import pytest
 from .cases import Case, agent_run, engine, eval_leak, one_step_up, run_case, slow_leak
 
 
@@ -20,12 +21,14 @@ def flips(states) -> int:
     return sum(1 for (_, a), (_, b) in zip(states, states[1:]) if a != b)
 
 
+@pytest.mark.slow
 def test_a_leak_at_the_threshold_is_raised_once_and_stays():
     _, states = raised_over_time(slow_leak())
     assert any(r for _, r in states)
     assert flips(states) == 1  # raised once, never cleared (it flapped hundreds of times)
 
 
+@pytest.mark.slow
 def test_an_acknowledged_leak_at_the_threshold_stays_hidden():
     eng = engine()
     acked = False
@@ -40,11 +43,13 @@ def test_an_acknowledged_leak_at_the_threshold_stays_hidden():
     assert acked and shown_after_ack == 0
 
 
+@pytest.mark.slow
 def test_one_step_up_is_not_a_leak():
     out = run_case(Case("step", "leak", False, agent_run(one_step_up(), 3600, steps_per_frame=5)))
     assert out.false_alerts == []
 
 
+@pytest.mark.slow
 def test_an_eval_only_leak_is_caught_and_stays_raised():
     _, states = raised_over_time(eval_leak())
     first = next(t for t, r in states if r)
@@ -55,6 +60,7 @@ def test_an_eval_only_leak_is_caught_and_stays_raised():
     assert "out of memory in" in alert.message
 
 
+@pytest.mark.slow
 def test_an_eval_phase_that_gives_its_memory_back_is_not_a_leak():
     # +200 MiB during each evaluation, released after it: a sawtooth of evaluations
     from .cases import _series

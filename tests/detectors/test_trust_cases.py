@@ -12,6 +12,7 @@ from .cases import cases, run_case
 CASES = cases()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in CASES if c.flag], ids=lambda c: c.name)
 def test_flagged_in_time(case):
     out = run_case(case)
@@ -21,6 +22,7 @@ def test_flagged_in_time(case):
         case.check(out.first)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in CASES if not c.flag], ids=lambda c: c.name)
 def test_no_false_alerts(case):
     out = run_case(case)

@@ -159,6 +159,7 @@ def test_optimizer_classes_and_what_the_planner_cannot_know():
         live_model([{"params": 10, "trainable": 20, "param_bytes": 40, "trainable_bytes": 40}])
 
 
+@pytest.mark.slow
 def test_the_planner_tab_takes_the_attached_process_as_its_model(attached, qapp, qtbot, artifacts_dir):
     from vramscope.core.units import GiB
     from vramscope.ui import theme

@@ -53,6 +53,7 @@ def test_sgd_momentum_matches_to_the_byte():
     assert plan.host_buckets == ()
 
 
+@pytest.mark.slow
 def test_lora_frozen_weights_have_no_gradients_or_state_measured():
     torch.manual_seed(0)
     model = TinyDecoder(TINY_LLAMA)

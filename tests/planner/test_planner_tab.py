@@ -81,6 +81,7 @@ def test_typed_gpu_memory_overrides_detected(tab, qtbot):
     assert cells(tab.gpu_table, 0) == ["RTX 4090", "80GB GPU"]
 
 
+@pytest.mark.slow
 def test_planned_beside_measured_from_a_real_cpu_model(tab, qtbot, artifacts_dir):
     from tiny_decoder import TinyDecoder, train_step
     from vramscope.agent.buckets import tensor_buckets

@@ -80,6 +80,7 @@ def _right_in(window, widget) -> int:
     return widget.mapTo(window, QPoint(widget.width(), 0)).x()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_the_planner_on_the_busy_machine(busy_planner, qtbot, artifacts_dir, size):
     window, _ = busy_planner(*size)

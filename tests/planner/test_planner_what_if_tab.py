@@ -11,6 +11,7 @@ pytest.importorskip("PySide6")
 from test_planner_tab_busy import _planner, _right_in, busy_planner  # noqa: E402,F401
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_what_would_fit_from_the_attached_process(busy_planner, qtbot, artifacts_dir, size):  # noqa: F811
     window, _ = busy_planner(*size)

@@ -33,6 +33,7 @@ def _measured(kind="lm", batch=8, seq=64):
     )
 
 
+@pytest.mark.slow
 def test_a_longer_sequence_lands_inside_the_range_and_the_attention_part_is_named():
     w = predict(_measured(), Change(seq=128))
     real = counted_step("lm", 8, 128)["real"]
@@ -119,6 +120,7 @@ def test_a_cpu_run_without_module_figures_says_activations_are_not_known():
     assert w.verdict(w.targets[0]) == (None, None)
 
 
+@pytest.mark.slow
 def test_changes_move_the_parts_they_should():
     m = _measured()
     base = predict(m, Change())
@@ -135,6 +137,7 @@ def test_changes_move_the_parts_they_should():
     assert parts(bf16)["bf16 weight copies (autocast)"] == round(m.weights / 2)
 
 
+@pytest.mark.slow
 def test_a_change_the_run_cannot_be_scaled_to_is_refused_with_the_field():
     m = measure("cpu", {"weights": 1}, input_shape=None)
     with pytest.raises(PlanError) as e:

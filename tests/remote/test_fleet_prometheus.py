@@ -178,6 +178,7 @@ def fleet(tmp_path_factory, fake_nvml_build):
     f.close()
 
 
+@pytest.mark.slow
 def test_the_fleet_frame_has_every_host_and_its_gpus(fleet):
     source = PrometheusSource(fleet.url)
     frame = source.sample(time.time())
@@ -220,6 +221,7 @@ def test_status_json_from_prometheus_lists_each_host(fleet):
     assert [g["index"] for g in hosts[fleet.instances["a"]]["gpus"]] == [0, 1]
 
 
+@pytest.mark.slow
 def test_one_host_s_history_through_range_queries(fleet):
     time.sleep(2.5)  # a few scrapes
     source = PrometheusSource(fleet.url)
@@ -232,6 +234,7 @@ def test_one_host_s_history_through_range_queries(fleet):
     assert set(dcgm[0]["used"]) == {40 * GiB} and set(dcgm[0]["total"]) == {80 * GiB}
 
 
+@pytest.mark.slow
 def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, qapp, qtbot, artifacts_dir):
     import argparse
 
@@ -310,6 +313,7 @@ def test_a_bad_url_and_an_unreachable_server_say_so_in_one_line():
     assert frame.gpus == () and frame.error.startswith("cannot reach Prometheus at")
 
 
+@pytest.mark.slow
 def test_a_recorded_fleet_reopens_and_exports_with_each_host(fleet, tmp_path):
     """The hosts of a fleet come and go with Prometheus's targets (no fixed list
     in the session's meta): each GPU and process is stored with its host."""
@@ -358,6 +362,7 @@ def test_a_recorded_fleet_reopens_and_exports_with_each_host(fleet, tmp_path):
     assert {x["host"] for x in rows} == {a, b, dcgm}
 
 
+@pytest.mark.slow
 def test_a_host_prometheus_cannot_scrape_is_marked_while_the_others_go_on(fleet):
     source = PrometheusSource(fleet.url)
     source.sample(time.time())

@@ -5,6 +5,7 @@ over ssh alike."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import math
 import os
@@ -82,6 +83,7 @@ def replaced(wire, place, value):
     return wire
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(PLACES), json_values)
 def test_a_frame_with_any_value_anywhere_is_a_frame_that_prints_or_a_one_line_refusal(place, value):
@@ -187,6 +189,7 @@ def test_status_host_drops_wrong_frames_with_one_line_and_shows_the_good_one(hos
             assert "\x1b" not in out
 
 
+@pytest.mark.slow
 def test_a_first_frame_that_does_not_fit_is_said_at_once_not_after_the_timeout(hosts):
     bad = Frame(time=1.7e9, source="nvml")
     add_hostile_host(hosts, "evil", bad)

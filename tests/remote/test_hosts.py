@@ -3,6 +3,7 @@ machine against a fake NVML state per "host", as a user's ssh would remotely."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ def vramscope(*args, timeout=90, env=None):
     )
 
 
+@pytest.mark.slow
 def test_status_json_lists_each_host_with_its_gpus_or_its_error(hosts, sleepers):
     pid = sleepers(1)[0]
     hosts.add("lab", box(10, 20, pids=[pid]))
@@ -49,6 +51,7 @@ def test_status_json_lists_each_host_with_its_gpus_or_its_error(hosts, sleepers)
     assert ["lab", "vramscope stream --interval 1"] in hosts.calls()
 
 
+@pytest.mark.slow
 def test_status_text_names_each_host_above_its_gpus(hosts, sleepers):
     pid = sleepers(1)[0]
     hosts.add("lab", box(10, 20, pids=[pid]))
@@ -95,6 +98,7 @@ def wait_for(predicate, timeout=30.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_two_hosts_side_by_side_and_a_dropped_one_comes_back(hosts):
     hosts.add("a", box(1, 2))
     hosts.add("b", box(7))
@@ -163,6 +167,7 @@ def test_ending_a_remote_process_goes_over_the_channel_with_the_same_checks(host
         victim.wait()
 
 
+@pytest.mark.slow
 def test_record_keeps_the_host_in_the_session(hosts, tmp_path):
     hosts.add("trainbox", box(9))
     out = tmp_path / "remote.vramscope"
@@ -190,6 +195,7 @@ def test_record_keeps_the_host_in_the_session(hosts, tmp_path):
     assert any(n.startswith("trainbox GPU 0") for n in names), names
 
 
+@pytest.mark.slow
 def test_a_peer_that_goes_silent_is_dropped_and_retried(hosts, tmp_path):
     """A remote that stops writing (a hung machine, a stalled network) is
     noticed by the silence, not waited for forever."""

@@ -5,6 +5,7 @@ stored still open."""
 
 from __future__ import annotations
 
+import pytest
 import csv
 import json
 import sqlite3
@@ -73,6 +74,7 @@ def record_two_hosts(hosts, sleepers, out) -> dict:
     return {"a": own_a, "b": own_b, "both": both}
 
 
+@pytest.mark.slow
 def test_a_two_host_recording_exports_with_the_host_of_every_row(hosts, sleepers, tmp_path):
     session = tmp_path / "fleet.vramscope"
     pids = record_two_hosts(hosts, sleepers, session)

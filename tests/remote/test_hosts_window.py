@@ -39,6 +39,7 @@ def refresh_until(window, qtbot, predicate, timeout=30.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, hosts, sleepers, artifacts_dir):
     from vramscope.ui.app import build_window
     from vramscope.ui.panels import end_selected_process
@@ -138,6 +139,7 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
         window.services.close()
 
 
+@pytest.mark.slow
 def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
     themed, qtbot, hosts, sleepers, tmp_path, artifacts_dir
 ):

@@ -71,6 +71,7 @@ def from_prometheus(url: str, *args):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD_ANSWERS))
 def test_a_bad_answer_is_one_line_and_exit_2(case):
     server = RawHttp(BAD_ANSWERS[case])
@@ -85,6 +86,7 @@ def test_a_bad_answer_is_one_line_and_exit_2(case):
         server.close()
 
 
+@pytest.mark.slow
 def test_a_trickling_body_ends_at_the_deadline_not_when_the_server_stops():
     body = json.dumps(success([GOOD_SERIES])).encode()
     server = RawHttp(http_answer(body), trickle=0.2, trickle_after=40)  # ~40 s of trickle
@@ -114,6 +116,7 @@ def test_the_reader_keeps_its_total_deadline_and_byte_cap():
         big.close()
 
 
+@pytest.mark.slow
 def test_huge_and_wrong_values_leave_their_series_out_and_keep_the_rest():
     odd = [
         GOOD_SERIES,
@@ -164,6 +167,7 @@ names = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

@@ -48,6 +48,7 @@ def remote_training(tmp_path):
     shutil.rmtree(runtime, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_the_remote_agent_reaches_the_window_through_the_stream(hosts, remote_training):
     run, runtime = remote_training
     hosts.add(

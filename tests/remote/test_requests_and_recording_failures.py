@@ -71,6 +71,7 @@ def test_a_result_with_an_unhashable_id_does_not_kill_the_host_reader():
     assert slot[0].is_set() and slot[1]["value"] == 1  # ... and the reader still answers it
 
 
+@pytest.mark.slow
 def test_record_from_a_host_whose_ssh_always_fails_says_so_and_fails(tmp_path, monkeypatch, capsys):
     bin_dir = tmp_path / "bin"
     fakessh.install(bin_dir, {})  # every host unknown: ssh exits 255

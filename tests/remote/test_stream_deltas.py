@@ -55,6 +55,7 @@ def read(reader: FrameAssembler, message: dict):
     return (reader.whole if m["type"] == protocol.FRAME else reader.delta)(m)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(st.lists(st.tuples(frames, alert_lists), min_size=1, max_size=8), st.integers(2, 5))
 def test_deltas_give_the_reader_the_writers_frames_exactly(stream, keyframe_every):

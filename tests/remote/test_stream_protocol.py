@@ -237,6 +237,7 @@ def test_a_frame_survives_the_wire_exactly(frame):
         assert [e.data for e in a.events] == [e.data for e in b.events]
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(st.lists(frames, min_size=1, max_size=4))
 def test_a_stream_decoder_gives_each_frame_exactly_whatever_came_before(stream):

@@ -69,6 +69,7 @@ def vramscope(*args, env=None, timeout=90):
     )
 
 
+@pytest.mark.slow
 def test_status_and_watch_print_the_argv_as_visible_escapes(hosts, hostile_process):
     state_path = hosts.dir / "local-nvml.txt"
     write_state(state_path, hostile_state(hostile_process.pid))
@@ -87,6 +88,7 @@ def test_status_and_watch_print_the_argv_as_visible_escapes(hosts, hostile_proce
     assert proc["command"].endswith(" ".join(HOSTILE_ARGS).replace("\r\n", "\n"))
 
 
+@pytest.mark.slow
 def test_status_host_prints_a_remote_argv_and_name_as_visible_escapes(hosts, hostile_process):
     hosts.add("lab2", hostile_state(hostile_process.pid))
     done = vramscope("status", "--host", "lab2", env=hosts.env())
@@ -102,6 +104,7 @@ def test_ssh_stderr_and_a_bad_host_name_are_escaped(hosts):
     assert_safe(done.stdout + done.stderr)
 
 
+@pytest.mark.slow
 def test_from_prometheus_prints_labels_as_visible_escapes():
     instance = "node\x1b[2J\r\nGPU 9 FORGED:9400"
     labels = {"instance": instance, "gpu": "0", "name": HOSTILE_GPU}
@@ -135,6 +138,7 @@ def test_from_prometheus_prints_labels_as_visible_escapes():
         server.close()
 
 
+@pytest.mark.slow
 def test_record_export_and_plan_print_paths_and_errors_as_visible_escapes(tmp_path):
     session = tmp_path / "ses\x1b[2J\u202esion.vramscope"
     done = vramscope("record", "--demo", "--duration", "1", "--interval", "0.5", "--out", str(session))

@@ -86,6 +86,7 @@ def test_sigkill_while_writing_fast_loses_at_most_two_seconds(tmp_path):
     assert started
 
 
+@pytest.mark.slow
 def test_sigterm_and_ctrl_c_end_cleanly(tmp_path):
     for sig in (signal.SIGTERM, signal.SIGINT):
         out = tmp_path / f"stop-{sig}.vramscope"

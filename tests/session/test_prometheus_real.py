@@ -75,6 +75,7 @@ def _query(port: int, promql: str) -> list:
     return body["data"]["result"]
 
 
+@pytest.mark.slow
 def test_real_prometheus_scrapes_record(prometheus_binary, tmp_path):
     rec_port, prom_port = _free_port(), _free_port()
     session = tmp_path / "scraped.vramscope"

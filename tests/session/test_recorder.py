@@ -3,6 +3,7 @@ alerts and actions beside the samples."""
 
 from __future__ import annotations
 
+import pytest
 import dataclasses
 
 from vramscope.core.detectors import Diagnostics
@@ -71,6 +72,7 @@ def test_alerts_and_actions_are_journaled(tmp_path):
     assert [a["action"] for a in reader.actions()] == ["SIGTERM"]
 
 
+@pytest.mark.slow
 def test_headless_record_keeps_the_alerts_it_raised(tmp_path):
     """`vramscope record` runs the window's diagnostics: an OOM the agent reports
     becomes a critical alert, kept in the session beside the samples."""

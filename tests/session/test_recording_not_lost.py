@@ -16,6 +16,7 @@ from vramscope.core.session.library import default_directory
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow
 def test_recorders_started_together_each_get_their_own_file():
     procs = [
         subprocess.Popen(
@@ -32,6 +33,7 @@ def test_recorders_started_together_each_get_their_own_file():
     assert len(files) == 4  # was: one file, three refused when started in the same second
 
 
+@pytest.mark.slow
 def test_a_metrics_port_in_use_leaves_no_session_behind(tmp_path, capsys):
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))

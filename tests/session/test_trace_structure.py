@@ -33,6 +33,7 @@ def demo_trace(tmp_path_factory):
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_every_counter_event_is_complete_and_tracks_are_monotone(demo_trace):
     events = demo_trace["traceEvents"]
     counters = [e for e in events if e["ph"] == "C"]

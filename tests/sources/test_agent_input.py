@@ -25,6 +25,7 @@ def _one_line(exc: ValueError) -> str:
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     raw=json_values

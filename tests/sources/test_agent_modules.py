@@ -23,6 +23,7 @@ rows = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(step=json_values, modules=st.lists(rows | json_values, max_size=6), device=json_values)
 def test_any_item_decodes_to_checked_figures_or_is_refused(step, modules, device):

@@ -22,6 +22,7 @@ def busy_and_idle():
         p.wait()
 
 
+@pytest.mark.slow
 def test_a_busy_process_shows_cpu_an_idle_one_none_and_both_their_memory(busy_and_idle):
     busy, idle = busy_and_idle
     usage = HostUsage()

@@ -47,6 +47,7 @@ def trickling_gpu_process():
     proc.wait()
 
 
+@pytest.mark.slow
 def test_a_trickling_metrics_port_does_not_keep_record_or_watch_from_exiting(
     fake_nvml_files, trickling_gpu_process, tmp_path
 ):
@@ -166,6 +167,7 @@ def test_a_trickling_jupyter_server_costs_its_deadline_once(tmp_path):
         deep.close()
 
 
+@pytest.mark.slow
 def test_a_docker_api_slow_on_every_request_spends_at_most_its_budget_per_window(tmp_path):
     path = str(tmp_path / "slow.sock")
     # each answer takes ~0.2 s (well inside the 1 s timeout): slow, never failing

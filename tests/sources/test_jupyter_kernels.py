@@ -126,6 +126,7 @@ def test_the_first_pass_waits_briefly_so_a_one_shot_status_has_the_answer(jupyte
     assert time.monotonic() - start < 0.5
 
 
+@pytest.mark.slow
 def test_a_slow_jupyter_server_never_holds_up_a_pass(jupyter_server):
     jupyter_server["delay"] = 1.5
     enrich = jupyter_server["enricher"]

@@ -118,6 +118,7 @@ def test_a_gpu_process_listening_with_engine_metrics_is_recognised_by_its_port(f
     assert srv.kind == "vllm" and srv.port == port and srv.running == 3.0
 
 
+@pytest.mark.slow
 def test_a_server_without_an_answer_says_why_and_nothing_is_guessed():
     enricher = ServerEnricher(
         None,

@@ -65,6 +65,7 @@ def test_frames_say_they_are_simulated():
     assert all(g.uuid.startswith("GPU-") and g.pci_bus_id for g in frames[0].gpus)
 
 
+@pytest.mark.slow
 def test_memory_adds_up_on_every_frame():
     _, frames = _frames(times=[float(t) for t in range(0, 6000, 3)])
     for f in frames:
@@ -246,6 +247,7 @@ def test_events_are_not_repeated_when_sampled_twice_at_the_same_time():
     assert all(not a.events for a in again.agents)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3, 12345])
 def test_every_seed_fits_its_gpus(seed):
     src = SimulatedSource(seed=seed, start_time=T0)

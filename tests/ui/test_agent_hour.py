@@ -44,6 +44,7 @@ def _an_hour_of(period: float):
     return store, frame, report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("period", [1.0, 0.1], ids=["1s-steps", "0.1s-steps"])
 @pytest.mark.parametrize("size", [(1400, 720), (1024, 560)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_an_hour_of_steps_stays_legible_and_shows_the_newest_step(

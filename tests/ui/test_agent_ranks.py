@@ -103,6 +103,7 @@ class RankedBusy(BusyWorkstation):
         return dataclasses.replace(frame, agents=tuple(agents))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, artifacts_dir, size):
     from vramscope.core.user_settings import Settings

@@ -29,6 +29,7 @@ def _train_device(busy, qtbot, size):
     return w, panel, view, dev
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbot, artifacts_dir, size):
     w, panel, view, dev = _train_device(busy, qtbot, size)
@@ -49,6 +50,7 @@ def test_segment_map_shows_the_cache_split_and_the_largest_free_block(busy, qtbo
     save(w, artifacts_dir, f"busy-agents-segments-{size[0]}x{size[1]}.png")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_oom_post_mortem_shows_the_shortfall_split_and_ranked_fixes(busy, qtbot, artifacts_dir, size):
     w, panel, _view, dev = _train_device(busy, qtbot, size)

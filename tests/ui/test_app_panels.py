@@ -50,6 +50,7 @@ def _tab(window, prefix):
     raise AssertionError(f"no tab {prefix!r}: {[window.tabs.tabText(i) for i in range(window.tabs.count())]}")
 
 
+@pytest.mark.slow
 def test_demo_flags_the_kernel_the_leak_and_fragmentation(demo_window, artifacts_dir):
     window, run_until = demo_window
     run_until(610)  # the kernel is listed 10 min after its last execution
@@ -67,6 +68,7 @@ def test_demo_flags_the_kernel_the_leak_and_fragmentation(demo_window, artifacts
     save(window, artifacts_dir, "app-alerts-tab.png")
 
 
+@pytest.mark.slow
 def test_agent_panel_and_planner_follow_the_demo(demo_window, artifacts_dir):
     window, run_until = demo_window
     run_until(120)

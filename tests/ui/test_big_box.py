@@ -4,6 +4,7 @@ the few processes that can be told apart and sum the rest."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 
 from vramscope.core.process_rows import COL
@@ -82,6 +83,7 @@ def test_a_busy_table_is_built_off_the_gui_thread_and_sorts_by_memory(make_windo
     assert w.table.visible_rows() == sorted(w.table.visible_rows())  # the new frame keeps the order
 
 
+@pytest.mark.slow
 def test_a_busy_table_filters(make_window, qtbot):
     w = make_window([_frame(k) for k in range(5)], window="10m")
     _settled(w, qtbot)
@@ -91,6 +93,7 @@ def test_a_busy_table_filters(make_window, qtbot):
     assert w.table.model.rowCount() == 2 * PER_GPU
 
 
+@pytest.mark.slow
 def test_the_plots_draw_the_largest_and_sum_the_rest(make_window, qtbot):
     w = make_window([_frame(k) for k in range(30)], window="10m")
     _settled(w, qtbot)

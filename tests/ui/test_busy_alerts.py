@@ -10,6 +10,7 @@ from vramscope.core.detectors.alert import urgency_key
 from .helpers import save
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_the_alerts_tab_lists_by_urgency_then_what_it_watches(busy, artifacts_dir, size):
     w = busy(*size)

@@ -23,6 +23,7 @@ def _bands(window, index):
     return tl, tl.stack
 
 
+@pytest.mark.slow
 def test_each_gpu_shows_what_fills_it_stacked_largest_at_the_bottom(busy, artifacts_dir):
     w = busy()
     latest = w.store.latest
@@ -60,6 +61,7 @@ def test_each_gpu_shows_what_fills_it_stacked_largest_at_the_bottom(busy, artifa
     assert is_group(stack.order[0])
 
 
+@pytest.mark.slow
 def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
     w = busy()
     w.gpu_panel.set_plot_style("lines")
@@ -90,6 +92,7 @@ def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
     )  # its own band, not in "others" nor a group
 
 
+@pytest.mark.slow
 def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy):
     w = busy()
     latest = w.store.latest
@@ -111,6 +114,7 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
         assert band.edge.pen().color().name().upper() == colour.upper()
 
 
+@pytest.mark.slow
 def test_the_table_fits_sixteen_rows_with_growth_cpu_and_host_memory(busy, artifacts_dir):
     w = busy()
     view = w.table.view
@@ -133,6 +137,7 @@ def test_the_table_fits_sixteen_rows_with_growth_cpu_and_host_memory(busy, artif
     save(w, artifacts_dir, "busy-table-1400x900.png")
 
 
+@pytest.mark.slow
 def test_the_column_choice_and_plot_style_are_remembered(busy, tmp_path):
     path = str(tmp_path / "remember.toml")
     settings = Settings(path)
@@ -149,6 +154,7 @@ def test_the_column_choice_and_plot_style_are_remembered(busy, tmp_path):
     assert w2.gpu_panel.timelines[0].style == "lines"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1024, 700), (1366, 768)])
 def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
     w = busy(*size)

@@ -3,6 +3,7 @@ match the data; the screenshot in test-artifacts/ is the README's picture."""
 
 from __future__ import annotations
 
+import pytest
 import time
 
 from vramscope.core.store import gpu_key
@@ -16,6 +17,7 @@ from .helpers import same_series, save, table_cell, table_column
 MINUTES = 10
 
 
+@pytest.mark.slow
 def test_demo_window_shows_the_simulated_workstation(make_window, artifacts_dir):
     src = SimulatedSource(seed=1)
     now = time.time()

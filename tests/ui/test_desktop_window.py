@@ -53,6 +53,7 @@ def start_app(themed_app, qtbot, tmp_path):
         w.services.close()
 
 
+@pytest.mark.slow
 def test_layout_and_choices_are_as_the_user_left_them_after_a_restart(start_app):
     window, settings = start_app()
     window.resize(720, 760)  # the offscreen screen is 800 px wide
@@ -69,6 +70,7 @@ def test_layout_and_choices_are_as_the_user_left_them_after_a_restart(start_app)
     assert settings2.interval == 1.0
 
 
+@pytest.mark.slow
 def test_command_line_overrides_for_one_run_only(start_app):
     window, settings = start_app(window="1m", interval=0.5)
     assert window.window_key == "1m" and window.feed.interval == 0.5

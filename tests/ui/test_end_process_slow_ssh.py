@@ -4,6 +4,7 @@ never waits on one (it used to: about 10 s of ssh on the GUI thread)."""
 
 from __future__ import annotations
 
+import pytest
 import threading
 import time
 
@@ -58,6 +59,7 @@ class OneHost:
         return self.host if (pid, start_time) == (PID, START) else None
 
 
+@pytest.mark.slow
 def test_ending_a_process_over_slow_ssh_never_blocks_the_event_loop(qapp, qtbot, tmp_path):
     host = SlowHost()
     actions = HostActions(OneHost(host), audit_path=tmp_path / "audit.jsonl", grace_seconds=0.2)

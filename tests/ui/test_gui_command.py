@@ -30,6 +30,7 @@ def test_quit_after_is_hidden_from_help():
     assert "--quit-after" not in gui.build_parser().format_help()
 
 
+@pytest.mark.slow
 def test_the_demo_window_starts_and_quits(tmp_path):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     r = subprocess.run(

@@ -31,6 +31,7 @@ def test_signal_emits_do_not_leak_references_to_true(qapp):
     assert sys.getrefcount(True) >= before - 10
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="True is immortal from Python 3.12")
 def test_hundreds_of_updates_keep_true_alive(make_window):
     w = make_window([frame_at(k) for k in range(10)])

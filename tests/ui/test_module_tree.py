@@ -26,6 +26,7 @@ def _tab(w, qtbot):
     return view.modules
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_the_module_tree_shows_the_largest_modules_first_and_a_click_highlights_one(
     busy, qtbot, artifacts_dir, size

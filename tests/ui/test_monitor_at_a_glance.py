@@ -3,6 +3,7 @@ names elided but never their figures, alerted rows marked in the table."""
 
 from __future__ import annotations
 
+import pytest
 import dataclasses
 
 from vramscope.core.process_rows import ALERT_MARK, COL
@@ -64,6 +65,7 @@ def test_legend_names_are_elided_never_their_figures(make_window, qtbot):
             assert label.item.boundingRect().width() <= tl.legend.boundingRect().width()
 
 
+@pytest.mark.slow
 def test_alerted_rows_are_marked_and_say_their_alert(busy):
     w = busy()
     model = w.table.model
@@ -78,6 +80,7 @@ def test_alerted_rows_are_marked_and_say_their_alert(busy):
         assert r.alert.split(":")[0] in name.data(Qt.ItemDataRole.ToolTipRole)
 
 
+@pytest.mark.slow
 def test_opening_groups_keeps_every_plot_and_its_axes_inside_its_row(busy, qtbot):
     from vramscope.core.process_groups import is_group
 

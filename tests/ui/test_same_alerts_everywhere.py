@@ -67,6 +67,7 @@ def _window_alerts(args) -> set[tuple]:
         window.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("saved_free_gib", [None, 4])
 def test_record_status_stream_and_the_window_raise_the_same_alerts(
     saved_free_gib, fake_nvml, sleepers, themed_app, qtbot, tmp_path, monkeypatch

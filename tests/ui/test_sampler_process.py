@@ -54,6 +54,7 @@ def sampler_pid(window) -> int:
     return proc.pid
 
 
+@pytest.mark.slow
 def test_the_window_shows_what_its_sampler_process_samples(sampled, qtbot, artifacts_dir):
     window = sampled()
     pid = sampler_pid(window)
@@ -72,6 +73,7 @@ def test_the_window_shows_what_its_sampler_process_samples(sampled, qtbot, artif
         window.grab().save(str(artifacts_dir / f"sampler-busy-{width}x{height}.png"))
 
 
+@pytest.mark.slow
 def test_a_killed_sampler_shows_a_banner_and_comes_back(sampled, qtbot, artifacts_dir):
     window = sampled()
     first = sampler_pid(window)
@@ -100,6 +102,7 @@ SAMPLING_MODULES = (
 )
 
 
+@pytest.mark.slow
 def test_the_window_process_samples_nothing_itself(tmp_path):
     import pathlib
     import subprocess

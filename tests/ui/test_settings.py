@@ -113,6 +113,7 @@ def test_an_old_settings_fifo_is_not_opened(private_user_dirs, caplog):
     assert any("FIFO" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_the_window_starts_with_a_fifo_settings_file_and_infinite_values(tmp_path):
     config = tmp_path / "config" / "vramscope"
     config.mkdir(parents=True)

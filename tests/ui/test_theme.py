@@ -120,6 +120,7 @@ def test_colour_book_keeps_each_process_in_its_place_across_a_switch(dark_again)
     assert [book.colour(("p", n)) for n in range(3)] == list(theme.LIGHT.PROCESS_COLOURS[:3])
 
 
+@pytest.mark.slow
 def test_live_switch_recolours_the_open_window(
     make_window, scripted_frames, dark_again, artifacts_dir, qtbot
 ):
@@ -199,6 +200,7 @@ _START = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["dark", "light"])
 def test_main_window_as_it_starts_in_each_scheme(mode, artifacts_dir):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")

@@ -154,6 +154,7 @@ def _check(window, dialogs, old: theme.Scheme, new: theme.Scheme, qtbot) -> None
     assert verdicts and verdicts <= {new.OK, new.ERROR}
 
 
+@pytest.mark.slow
 def test_a_live_switch_recolours_every_widget_of_the_busy_window(
     busy, themed_app, follows_desktop, qtbot, tmp_path, artifacts_dir
 ):
@@ -195,6 +196,7 @@ def test_a_live_switch_recolours_every_widget_of_the_busy_window(
     _save_tabs(window, qtbot, artifacts_dir, "dark")
 
 
+@pytest.mark.slow
 def test_a_live_switch_recolours_a_session_window_with_hosts_and_a_fleet(
     themed_app, follows_desktop, qtbot, tmp_path, artifacts_dir
 ):

@@ -5,6 +5,7 @@ samples up to the kill."""
 
 from __future__ import annotations
 
+import pytest
 import os
 import pathlib
 import signal
@@ -35,6 +36,7 @@ def recorded(directory: pathlib.Path) -> tuple[pathlib.Path | None, int]:
     return None, 0
 
 
+@pytest.mark.slow
 def test_a_killed_window_leaves_its_session_whole_and_no_sampler(fake_nvml_files, sleepers, tmp_path):
     pid = sleepers(1)[0]
     write_state(

@@ -3,6 +3,7 @@ quit: the final commit, and no -wal/-shm files left beside the session."""
 
 from __future__ import annotations
 
+import pytest
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from vramscope.core.session import open_session
 from vramscope.core.session.library import default_directory
 
 
+@pytest.mark.slow
 def test_sigterm_leaves_one_complete_session_file(fake_nvml_files, sleepers, tmp_path):
     [pid] = sleepers(1)
     fake_nvml_files.write(
@@ -52,6 +54,7 @@ def test_sigterm_leaves_one_complete_session_file(fake_nvml_files, sleepers, tmp
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_taken_prometheus_port_is_said_not_a_traceback(tmp_path):
     import socket
 
