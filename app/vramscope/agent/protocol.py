@@ -137,6 +137,22 @@ class HelloReply(TypedDict, total=False):
     interval: float
 
 
+# the allocator's counters a device entry carries (DeviceFigures), in the order
+# sessions store them (core/session/schema.py AGENT_COLUMNS)
+ALLOCATOR_FIGURES = (
+    "allocated",
+    "reserved",
+    "active",
+    "inactive_split",
+    "requested",
+    "peak_allocated",
+    "num_alloc_retries",
+    "num_ooms",
+    "alloc_count",
+    "free_count",
+)
+
+
 class DeviceFigures(TypedDict, total=False):
     """One device of a sample: the allocator's figures (agent/stats.py) and the buckets."""
 

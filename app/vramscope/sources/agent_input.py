@@ -27,6 +27,7 @@ from types import MappingProxyType
 
 from vramscope.agent.protocol import (
     AGENT_BUCKETS,
+    ALLOCATOR_FIGURES,
     PEAK_BOUND,
     PHASES_MEASURED,
     DeviceFigures,
@@ -112,19 +113,7 @@ def hello(raw: HelloReply) -> Hello:
     )
 
 
-_FIGURES = (
-    "allocated",
-    "reserved",
-    "active",
-    "inactive_split",
-    "requested",
-    "peak_allocated",
-    "num_alloc_retries",
-    "num_ooms",
-    "alloc_count",
-    "free_count",
-    "total",
-)
+_FIGURES = (*ALLOCATOR_FIGURES, "total")
 
 
 def _bytes(value) -> int | None:

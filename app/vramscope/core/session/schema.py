@@ -41,6 +41,8 @@ Layout (times are Unix seconds, memory is bytes, None is "not available"):
 
 from __future__ import annotations
 
+from vramscope.agent.protocol import ALLOCATOR_FIGURES
+
 SCHEMA_VERSION = 1
 ROLLUP_STEP = 10.0  # seconds; matches Store's default coarse tier
 APPLICATION_ID = 0x76534331  # "vSC1" in the SQLite header: identifies our files
@@ -57,18 +59,7 @@ GPU_COLUMNS = (
     "power_limit_w",
 )
 ROLLUP_GPU_COLUMNS = ("used", "total", "reserved", "util_gpu", "temperature", "power_w")
-AGENT_COLUMNS = (
-    "allocated",
-    "reserved",
-    "active",
-    "inactive_split",
-    "requested",
-    "peak_allocated",
-    "num_alloc_retries",
-    "num_ooms",
-    "alloc_count",
-    "free_count",
-)
+AGENT_COLUMNS = ALLOCATOR_FIGURES
 BUCKET_COLUMNS = (
     "weights",
     "gradients",
