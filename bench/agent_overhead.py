@@ -53,7 +53,12 @@ import tracemalloc
 import torch
 
 from vramscope.agent.core import DEFAULT_INTERVAL, Agent
-from vramscope.agent.replay import ReplayProvider, memory_stats_dict, scenario_phases, scenario_ramp
+from vramscope.sources.allocator_replay import (
+    ReplayProvider,
+    memory_stats_dict,
+    scenario_phases,
+    scenario_ramp,
+)
 from vramscope.agent.stats import TorchCudaProvider
 
 CLIENT = r"""

@@ -52,7 +52,7 @@ from vramscope.agent.input_shape import InputShape
 from vramscope.agent.model_hooks import ModelHooks
 from vramscope.agent.module_sampler import ModuleSampler
 from vramscope.agent.phases import PhaseTracker
-from vramscope.agent.replay import ReplayProvider, scenario_ramp
+from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp
 from vramscope.agent.steps import StepTracker
 
 ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
