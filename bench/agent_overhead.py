@@ -345,10 +345,10 @@ def sample_cost(n: int, devices: int) -> None:
     model(torch.randn(4, 256)).sum().backward()
     opt.step()
     agent.watch(model=model, optimizer=opt)
-    agent._walk()
+    agent.registry.walk()
     out = []
     for where, take in (
-        ("agent thread", lambda: agent._sample(read_grads=False, drain=True)),
+        ("agent thread", lambda: agent.measurer.sample(read_grads=False, drain=True)),
         ("training thread", agent.sample_once),
     ):
         for _ in range(200):
