@@ -3,7 +3,7 @@
 The hooks on the training thread only append raw readings (agent/steps.py,
 agent/phases.py); the agent thread turns them into step items here. A sample
 item joins the allocator's figures and the tensor buckets measured at the
-same instant (agent/core.py) into the five buckets per device.
+same instant (agent/measurer.py) into the five buckets per device.
 """
 
 from __future__ import annotations
