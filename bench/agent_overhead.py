@@ -53,7 +53,12 @@ import tracemalloc
 import torch
 
 from vramscope.agent.core import DEFAULT_INTERVAL, Agent
-from vramscope.agent.replay import ReplayProvider, memory_stats_dict, scenario_phases, scenario_ramp
+from vramscope.sources.allocator_replay import (
+    ReplayProvider,
+    memory_stats_dict,
+    scenario_phases,
+    scenario_ramp,
+)
 from vramscope.agent.stats import TorchCudaProvider
 
 CLIENT = r"""
@@ -340,10 +345,10 @@ def sample_cost(n: int, devices: int) -> None:
     model(torch.randn(4, 256)).sum().backward()
     opt.step()
     agent.watch(model=model, optimizer=opt)
-    agent._walk()
+    agent.registry.walk()
     out = []
     for where, take in (
-        ("agent thread", lambda: agent._sample(read_grads=False, drain=True)),
+        ("agent thread", lambda: agent.measurer.sample(read_grads=False, drain=True)),
         ("training thread", agent.sample_once),
     ):
         for _ in range(200):

@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT / "app")]
 
 from vramscope.agent import paths  # noqa: E402
 from vramscope.agent.core import Agent  # noqa: E402
-from vramscope.agent.replay import ReplayProvider, scenario_ramp  # noqa: E402
+from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp  # noqa: E402
 from vramscope.core.samples import Frame  # noqa: E402
 from vramscope.sources.agents import PASS_BUDGET, AgentClient  # noqa: E402
 

@@ -45,14 +45,14 @@ import time
 
 import torch
 
-from vramscope.agent import core as agent_core
+from vramscope.agent.registry import Registry
 from vramscope.agent.backward import BackwardWatch
 from vramscope.agent.core import DEFAULT_INTERVAL, Agent
 from vramscope.agent.input_shape import InputShape
 from vramscope.agent.model_hooks import ModelHooks
 from vramscope.agent.module_sampler import ModuleSampler
 from vramscope.agent.phases import PhaseTracker
-from vramscope.agent.replay import ReplayProvider, scenario_ramp
+from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp
 from vramscope.agent.steps import StepTracker
 
 ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
@@ -63,7 +63,7 @@ ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
     (BackwardWatch, "_end"),  # (_start runs inside the node pre-hook, timed as such)
     (PhaseTracker, "_output_grad"),
     (PhaseTracker, "_backward_end"),
-    (agent_core.Agent, "_note_between_statements"),
+    (Registry, "note_between_statements"),
     (InputShape, "_pre"),
     (InputShape, "_post"),
     (ModuleSampler, "_after_step"),

@@ -11,8 +11,8 @@ import torch
 
 pytest.importorskip("PySide6")
 
-from vramscope.agent import replay  # noqa: E402
-from vramscope.agent.replay import GiB, ReplayProvider  # noqa: E402
+from vramscope.sources import allocator_replay as replay  # noqa: E402
+from vramscope.sources.allocator_replay import GiB, ReplayProvider  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.store import Store  # noqa: E402
 from vramscope.sources.agent_reports import record_reports  # noqa: E402

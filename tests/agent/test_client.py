@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from vramscope.agent.replay import GiB, ReplayProvider, memory_stats_dict
+from vramscope.sources.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store
 from vramscope.core.agent_keys import series_key as agent_key

@@ -18,7 +18,7 @@ import time
 import torch
 
 from fakenvml import FakeGpu, FakeProcess, FakeState, GiB, MiB
-from vramscope.agent.replay import ReplayProvider, memory_stats_dict
+from vramscope.sources.allocator_replay import ReplayProvider, memory_stats_dict
 from vramscope.core.outside_story import CAUSES, story, story_from_store
 from vramscope.agent.protocol import EventKind
 from vramscope.core.store import Store

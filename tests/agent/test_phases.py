@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from vramscope.agent.replay import GiB, ReplayProvider, scenario_phases
+from vramscope.sources.allocator_replay import GiB, ReplayProvider, scenario_phases
 from vramscope.agent.stats import TorchCudaProvider
 from vramscope.core.samples import Frame
 from vramscope.core.store import Store

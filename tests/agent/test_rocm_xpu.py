@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from vramscope.agent.replay import memory_stats_dict
+from vramscope.sources.allocator_replay import memory_stats_dict
 from vramscope.agent.stats import StatsReader, TorchCudaProvider, default_provider, runtime_of
 from vramscope.agent.stats_xpu import TorchXpuProvider
 

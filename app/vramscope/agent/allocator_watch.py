@@ -58,7 +58,7 @@ class AllocatorWatch:
             try:
                 self.take()
             except Exception as exc:
-                self.agent._error(exc)
+                self.agent.error(exc)
 
     def take(self, push: bool = True) -> dict:
         """One snapshot now, summarised per device; pushed to the ring (``push``)."""
@@ -77,12 +77,12 @@ class AllocatorWatch:
             expandable = settings.get("expandable_segments")
             grouped = by_device(segments_of(provider))
             for index in indices:
-                name = agent._device_name(index)
+                name = agent.device_name(index)
                 item["devices"].append(self.summary(name, grouped.get(index, []), expandable))
         except SnapshotUnavailable as exc:
             item["why"] = str(exc)
         except Exception as exc:  # the run goes on; the figure is n/a with its reason
-            agent._error(exc)
+            agent.error(exc)
             item["why"] = f"the snapshot failed: {type(exc).__name__}: {exc}"[:200]
         self.last_ms = (time.perf_counter() - t0) * 1000.0
         item["took_ms"] = round(self.last_ms, 3)

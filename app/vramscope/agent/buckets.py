@@ -8,7 +8,7 @@ optimizer state appears in the first step, parameters may be added late):
   registered models and of the optimizers' parameter groups, the models'
   buffers (BatchNorm running statistics, registered buffers), the
   optimizers. It walks the module tree, so the agent caches its result and
-  redoes it now and then (agent/core.py), never per sample.
+  redoes it now and then (agent/registry.py), never per sample.
 - ``measure`` sums, at the moment it is called, the storages those owners
   hold *now*: each parameter's and buffer's storage (weights), each
   parameter's current ``.grad`` (gradients), every tensor in each

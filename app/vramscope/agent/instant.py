@@ -36,15 +36,17 @@ def consistent_read(agent) -> dict:
     for _ in range(READ_TRIES):
         before = ledger.fingerprint()
         measure_now(agent, False)
-        first = agent._tensors
+        first = agent.measurer.tensors
         devices = read()
         for name, fields in devices.items():  # each read takes its window's peak: keep all
             peaks[name] = merge_peaks(peaks.get(name), fields.get("peak_allocated"), fields.get(PEAK_BOUND))
         measure_now(agent, False)
-        if ledger.fingerprint() == before and agent._tensors == first:
+        if ledger.fingerprint() == before and agent.measurer.tensors == first:
             break
     else:
-        agent._tensors = {d: dict(per, gradients=None) for d, per in (agent._tensors or {}).items()}
+        agent.measurer.tensors = {
+            d: dict(per, gradients=None) for d, per in (agent.measurer.tensors or {}).items()
+        }
         agent.tensor_notes = (agent.tensor_notes[0], CHANGED)
     for name, (peak, bound) in peaks.items():
         if name in devices:
@@ -56,10 +58,10 @@ def measure_now(agent, read_grads: bool) -> None:
     """The tensor buckets now, from the cached owners (None before any registration).
     ``read_grads``: the training thread, which reads ``.grad`` and notes it in the
     ledger; the agent thread takes the ledger's figures, or none while it is stale."""
-    owners = agent.measured = agent._owners
+    owners = agent.measurer.measured = agent.registry.owners
     agent.tensor_notes = (None, GRADIENTS_UNKNOWN)
     if owners is None:
-        agent._tensors = {} if (agent._models or agent._optimizers) else None
+        agent.measurer.tensors = {} if agent.registry.registered() else None
         return
     if owners.unowned:
         agent.tensor_notes = (UNOWNED, GRADIENTS_UNKNOWN)
@@ -67,14 +69,14 @@ def measure_now(agent, read_grads: bool) -> None:
     ledger = agent.ledger
     try:
         if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
-            agent._tensors = measure(owners)
+            agent.measurer.tensors = measure(owners)
             ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
-            agent._settle(owners)
+            agent.registry.settle(owners)
         elif ledger.stale and owners.params:
-            agent._tensors = measure(owners, grads_known=False)
+            agent.measurer.tensors = measure(owners, grads_known=False)
         else:
-            agent._tensors = measure(owners, grads=ledger.per_device())
+            agent.measurer.tensors = measure(owners, grads=ledger.per_device())
     except Exception as exc:  # a state dict changed size under us: the next sample
-        agent._tensors = None
-        agent._error(exc)
-    agent.last_measure_seconds = time.perf_counter() - t0
+        agent.measurer.tensors = None
+        agent.error(exc)
+    agent.measurer.last_measure_seconds = time.perf_counter() - t0

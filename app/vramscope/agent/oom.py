@@ -134,14 +134,16 @@ def record(agent, device: int | None, requested: int | None, device_free: int | 
         # num_ooms already counts this one: the sampler must not report it twice
         for name, fields in devices.items():
             if fields.get("num_ooms") is not None:
-                agent._last_num_ooms[name] = max(fields["num_ooms"], agent._last_num_ooms.get(name, 0))
+                agent.measurer.last_num_ooms[name] = max(
+                    fields["num_ooms"], agent.measurer.last_num_ooms.get(name, 0)
+                )
     try:  # the instant matters: a fresh walk (it allocates nothing on the device)
-        owners = agent._owners = collect(agent.models(), agent.optimizers())
+        owners = agent.registry.owners = collect(agent.models(), agent.optimizers())
         # the allocating thread (training or autograd's): gradients readable here
-        agent._tensors = measure(owners)
+        agent.measurer.tensors = measure(owners)
         agent.ledger.note_all(owners.params, owners.devices, settled=False)
     except Exception as exc:
-        agent._error(exc)
+        agent.error(exc)
     snapshot = path = None
     total = None
     if provider is not None:
@@ -151,12 +153,12 @@ def record(agent, device: int | None, requested: int | None, device_free: int | 
             if provider.history_enabled():
                 path = dump_snapshot(snapshot, os.getpid())
         except Exception as exc:
-            agent._error(exc)
+            agent.error(exc)
     event = build_oom_event(
         device, requested, device_free, total, devices, agent.buckets_now(devices), snapshot, path, source
     )
     postmortem.complete(agent, event, device, snapshot)
-    agent._emit(EventKind.OOM, event)
+    agent.emit(EventKind.OOM, event)
 
 
 def check_num_ooms(agent, devices: dict) -> None:
@@ -165,11 +167,11 @@ def check_num_ooms(agent, devices: dict) -> None:
         n = fields.get("num_ooms")
         if n is None:
             continue
-        prev = agent._last_num_ooms.get(name)
-        agent._last_num_ooms[name] = max(n, prev or 0)
+        prev = agent.measurer.last_num_ooms.get(name)
+        agent.measurer.last_num_ooms[name] = max(n, prev or 0)
         if prev is not None and n > prev:
             index = int(name.split(":")[1]) if ":" in name else None
-            agent._emit(
+            agent.emit(
                 EventKind.OOM,
                 build_oom_event(
                     index,

@@ -47,7 +47,7 @@ def complete(agent, event: dict, device: int | None, snapshot: dict | None) -> N
         if len(agent.oom_reports) < MAX_REPORTS:
             agent.oom_reports.append(report)
     except Exception as exc:
-        agent._error(exc)
+        agent.error(exc)
 
 
 def say_at_exit(agent, stream=None) -> None:

@@ -65,7 +65,7 @@ def answer(agent, request: dict) -> bytes:
                 "seq": agent.ring.seq,
                 "server": counters,
                 "steps": agent.steps.count,
-                "walks": agent.walks,
+                "walks": agent.registry.walks,
             }
         )
     if op == Op.RECORD_SITES:  # history on for N steps, then off (agent/site_recorder.py)

@@ -3,7 +3,7 @@
 The hooks on the training thread only append raw readings (agent/steps.py,
 agent/phases.py); the agent thread turns them into step items here. A sample
 item joins the allocator's figures and the tensor buckets measured at the
-same instant (agent/core.py) into the five buckets per device.
+same instant (agent/measurer.py) into the five buckets per device.
 """
 
 from __future__ import annotations
@@ -151,8 +151,8 @@ def device_buckets(
 
 
 def sample_item(agent, now: float, devices: dict) -> SampleItem:
-    tensors = agent._tensors
-    registered = bool(agent._models or agent._optimizers)
+    tensors = agent.measurer.tensors
+    registered = agent.registry.registered()
     out = []
     for name, fields, buckets, note in device_buckets(tensors, registered, devices, *agent.tensor_notes):
         entry = {"device": name}
@@ -166,22 +166,22 @@ def sample_item(agent, now: float, devices: dict) -> SampleItem:
         "step": agent.steps.count,
         "devices": out,
         "settings": agent.reader.settings() if agent.reader is not None else {},
-        "models": agent._model_info,
+        "models": agent.registry.model_info,
         "input": agent.input_shape.report(),  # the micro-batch (and sequence) measured at
         "sharded": agent.sharding.report(),  # FSDP2 unsharded copies, DDP buckets (per device)
         "agent": {
             "errors": agent.errors + agent.steps.errors + agent.phases.errors,
-            "walks": agent.walks,
+            "walks": agent.registry.walks,
             "phases_every": agent.phases.every,
             PHASES_MEASURED: agent.phases.measured_share,
-            "walk_seconds": agent.last_walk_seconds,
-            "measure_seconds": agent.last_measure_seconds,
-            "models": len(agent._models),
-            "optimizers": len(agent._optimizers),
+            "walk_seconds": agent.registry.last_walk_seconds,
+            "measure_seconds": agent.measurer.last_measure_seconds,
+            "models": len(agent.registry.model_refs),
+            "optimizers": len(agent.registry.optimizer_refs),
             "oom_observer": agent.oom_observer_attached,
-            "taken_by": agent.last_taken_by,
+            "taken_by": agent.measurer.last_taken_by,
             # what this sample's tensors were measured from (the last walk)
-            "walked": _walked(agent.measured),
+            "walked": _walked(agent.measurer.measured),
         },
     }
 
@@ -193,10 +193,10 @@ def _walked(owners) -> dict | None:
 
 
 def buckets_now(agent, devices: dict) -> dict:
-    registered = bool(agent._models or agent._optimizers)
+    registered = agent.registry.registered()
     return {
         name: buckets
         for name, _f, buckets, _n in device_buckets(
-            agent._tensors or {}, registered, devices, *agent.tensor_notes
+            agent.measurer.tensors or {}, registered, devices, *agent.tensor_notes
         )
     }

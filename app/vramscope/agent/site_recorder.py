@@ -190,10 +190,10 @@ class SiteRecorder:
 
             path = dump_snapshot(snapshot, os.getpid(), prefix="sites")
         except Exception as exc:
-            self.agent._error(exc)
+            self.agent.error(exc)
         devices = {}
         for index in self.agent.reader.provider.devices():
-            devices[self.agent._device_name(index)] = sites.peak_sites(
+            devices[self.agent.device_name(index)] = sites.peak_sites(
                 snapshot, index, max_entries=self.max_entries
             )
         self.state = "done"
@@ -208,7 +208,7 @@ class SiteRecorder:
         self._emit(self.result)
 
     def _fail(self, exc: BaseException) -> None:
-        self.agent._error(exc)
+        self.agent.error(exc)
         if self.state == "recording":
             try:
                 self.torch().cuda.memory._record_memory_history(enabled=None)
@@ -219,7 +219,7 @@ class SiteRecorder:
 
     def _emit(self, data: dict) -> None:
         data.setdefault("time", time.time())
-        self.agent._emit(EventKind.SITES, data)
+        self.agent.emit(EventKind.SITES, data)
 
 
 def _env_steps() -> int | None:

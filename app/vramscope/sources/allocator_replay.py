@@ -1,4 +1,4 @@
-"""A provider that replays allocator statistics (tests, benches, demos).
+"""A provider that replays allocator statistics (tests, benches): never loaded into a training process.
 
 ``memory_stats_dict`` builds a dict with the same flat keys as
 ``torch.cuda.memory_stats()`` on the native caching allocator, so the agent

@@ -1,0 +1,207 @@
+"""The models and optimizers watched, and the walk that finds whose tensors count.
+
+Registration runs on the caller's thread (the training thread); the walk
+(agent/buckets.py ``collect``: the module tree, the optimizer groups) runs on
+the agent thread at the first sample after a registration or a change of the
+layout fingerprint, and otherwise as often as WALK_BUDGET allows. The
+gradient ledger (agent/grads.py) is noted by the training thread only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+
+from vramscope.agent.buckets import Owners, collect, where_of
+from vramscope.agent.model_info import describe_models
+
+WALK_BUDGET = 0.002  # finding the owners (the module walk) may take at most 0.2 % of wall time
+
+
+class Registry:
+    """Uses of the agent: its hooks (``model_hooks``, ``module_sampler``, ``input_shape``,
+    ``discovery``, ``steps``), the gradient ``ledger`` and ``backward`` watch, ``sharding``,
+    and ``error``."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.model_refs: list = []  # weakrefs
+        self.optimizer_refs: list = []
+        self._model_ids: set[int] = set()
+        self._optimizer_ids: set[int] = set()
+        self.owners: Owners | None = None  # the cached walk: whose tensors count
+        self.model_info: list[dict] = []  # per registered model: sizes, dtype, optimizer (the walk)
+        self._rediscover_layout: tuple | None = None  # the layout discovery was re-armed for
+        self._walk_lock = threading.Lock()
+        self.walk_due = True  # something was registered: walk at the next sample
+        self._layout: tuple | None = None  # what the last walk saw (see layout_now)
+        self.next_walk = 0.0  # monotonic time of the next routine walk
+        self.last_walk_seconds: float | None = None
+        self.walks = 0
+
+    # -- registration (any thread) -------------------------------------------------------
+    def note_here(self) -> None:
+        """On the training thread: find the owners and note their gradients now."""
+        agent = self.agent
+        try:
+            owners = self.owners = collect(self.models(), self.optimizers())
+            agent.ledger.note_all(owners.params, owners.devices)
+            agent.backward.cover(owners.params, owners.key)
+        except Exception as exc:
+            agent.error(exc)
+
+    def watch_models(self, models) -> None:
+        agent = self.agent
+        for m in models:
+            if id(m) in self._model_ids:
+                continue
+            self._model_ids.add(id(m))
+            self.model_refs.append(weakref.ref(m))
+            try:
+                agent.model_hooks.attach(m)
+                agent.model_hooks.quiet_also(m, agent.module_sampler.attach(m) + agent.input_shape.attach(m))
+            except Exception as exc:
+                agent.error(exc)
+        if agent.discovery is not None and self.model_refs:
+            agent.discovery.finish()
+        agent.steps.pre_every_step = not self.model_refs  # a model's forward hook marks the ledger stale
+        agent.steps.place_pre_hook()
+        self.walk_due = True
+
+    def add_optimizer(self, optimizer) -> None:
+        if id(optimizer) not in self._optimizer_ids:
+            self._optimizer_ids.add(id(optimizer))
+            self.optimizer_refs.append(weakref.ref(optimizer))
+            self.walk_due = True
+
+    def models(self) -> list:
+        return [m for m in (r() for r in self.model_refs) if m is not None]
+
+    def optimizers(self) -> list:
+        return [o for o in (r() for r in self.optimizer_refs) if o is not None]
+
+    def registered(self) -> bool:
+        return bool(self.model_refs or self.optimizer_refs)
+
+    # -- the training thread, at hooks ---------------------------------------------------------
+    def on_step_boundary(self, optimizer) -> None:
+        """Training thread, at a step of another optimizer than the previous step's (and at
+        every step while discovery runs): register it, end discovery."""
+        discovery = self.agent.discovery
+        if optimizer is not None and id(optimizer) not in self._optimizer_ids:
+            self.add_optimizer(optimizer)
+        if discovery is not None and discovery.active:
+            discovery.finish()
+        self.agent.steps.discovering = discovery is not None and discovery.active
+
+    def resync(self) -> None:
+        """Training thread, at a step boundary: note every gradient in the ledger (settled)."""
+        owners = self.owners
+        if owners is None:
+            return
+        try:
+            self.agent.ledger.resync(owners.params, owners.devices, self.agent.steps.last_duration)
+            self.settle(owners)
+        except Exception as exc:
+            self.agent.error(exc)
+
+    def note_between_statements(self) -> None:
+        """The main thread, between two statements, while a sample waits (agent/handoff.py):
+        note the gradients (current when no forward's backward is pending)."""
+        owners, ledger = self.owners, self.agent.ledger
+        if owners is not None:
+            ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+            self.settle(owners)
+
+    def settle(self, owners) -> None:
+        """After the training thread noted the gradients of ``owners``: if a walk on the agent
+        thread found other parameters meanwhile, the ledger lacks theirs -- stale again; and
+        it stays stale until their backward is watched (the next step boundary), for a
+        backward through them would make gradients unannounced."""
+        if self.owners is not owners or self.agent.backward.covered != owners.key:
+            self.agent.ledger.stale = True
+
+    def on_new_layout(self) -> None:
+        """Training thread, at the step boundary after a walk found new parameters: watch
+        their backward; an optimizer training parameters of a model nobody registered (a
+        GAN's second model, a model met after discovery ended) re-arms discovery for a
+        step, once per layout, so its buffers count as weights."""
+        owners = self.owners
+        if owners is None:
+            return
+        self.agent.backward.cover(owners.params, owners.key)
+        discovery = self.agent.discovery
+        if owners.unowned and discovery is not None and not discovery.active:
+            layout = tuple(id(p) for p in owners.params)
+            if layout != self._rediscover_layout:
+                self._rediscover_layout = layout
+                discovery.install()
+                self.agent.steps.discovering = True
+
+    # -- the walk (agent thread) ------------------------------------------------------------------
+    def walk_wanted(self, now: float | None) -> bool:
+        """Due: something was registered, the layout changed, or (at monotonic ``now``; None:
+        not a routine walk) the budget allows one."""
+        return (
+            self.walk_due or (now is not None and now >= self.next_walk) or self.layout_now() != self._layout
+        )
+
+    def layout_now(self) -> tuple:
+        """A cheap fingerprint of what a walk would find: the optimizers' groups and
+        parameter counts, the models' top-level children, parameters and buffers.
+        A change (``add_param_group``, a module added) makes the next sample walk."""
+        out = []
+        for o in self.optimizers():
+            groups = getattr(o, "param_groups", ())
+            out.append(
+                (
+                    id(o),
+                    len(groups),
+                    sum(len(g.get("params", ())) for g in groups),
+                    where_of(groups[0].get("params") if groups else None),
+                )
+            )
+        for m in self.models():
+            out.append(
+                (
+                    id(m),
+                    len(m._modules),
+                    len(m._parameters),
+                    len(m._buffers),
+                    where_of(next(m.parameters(), None)),
+                )
+            )
+        return tuple(out)
+
+    def walk(self) -> None:
+        """Find the owners (module tree, optimizer groups) and describe the models.
+
+        Agent thread: at the first sample after a registration or a change of
+        ``layout_now``, and otherwise as often as WALK_BUDGET allows (every
+        sample for a model whose walk takes under 1 % of the interval).
+        """
+        if not self._walk_lock.acquire(blocking=False):
+            return
+        agent = self.agent
+        try:
+            t0 = time.perf_counter()
+            models, optimizers = self.models(), self.optimizers()
+            self.walk_due = False
+            self._layout = self.layout_now()
+            owners = collect(models, optimizers, swap=agent.sharding.walk(models))
+            before = self.owners
+            self.owners = owners  # (before the ledger goes stale: see settle)
+            if before is None or before.key != owners.key or before.unowned != owners.unowned:
+                agent.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
+                agent.steps.due = self.on_new_layout  # hook their backward (training thread)
+            self.model_info = describe_models(models, optimizers)
+            cost = time.perf_counter() - t0
+            self.last_walk_seconds = cost
+            self.walks += 1
+            self.next_walk = time.monotonic() + cost / WALK_BUDGET
+        except Exception as exc:  # e.g. a module dict changed while we walked: next sample
+            self.walk_due = True
+            agent.error(exc)
+        finally:
+            self._walk_lock.release()
