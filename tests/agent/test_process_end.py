@@ -99,8 +99,9 @@ def test_a_forked_child_and_dataloader_workers_write_no_dump(runtime_dir):
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_termination_signal_writes_the_dump_and_keeps_the_exit_status(runtime_dir, sig):
     # SIGINT: with Python's own handler it is a KeyboardInterrupt, and the normal exit writes
-    # the dump; here the launcher left it at the default, as job schedulers and nohup may
-    prelude = "import signal; signal.signal(signal.SIGINT, signal.SIG_DFL)\n" if sig == "SIGINT" else ""
+    # the dump; here the launcher left it at the default, as job schedulers and nohup may; SIGHUP: a test
+    # run under nohup passes SIG_IGN on to the child, which the agent rightly respects
+    prelude = f"import signal; signal.signal(signal.{sig}, signal.SIG_DFL)\n" if sig != "SIGTERM" else ""
     r = run(
         f"""
         print(os.getpid(), flush=True)

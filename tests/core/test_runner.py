@@ -106,13 +106,19 @@ def test_passes_for_a_watch(seconds, interval, passes):
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_the_signal_policy_sets_stop_and_restores_the_handlers(signum):
-    before = signal.getsignal(signum)
-    stop = threading.Event()
-    with runner.StopSignals(stop) as signals:
-        os.kill(os.getpid(), signum)
-        assert stop.wait(5)
-    assert signals.signum == signum and signals.exit_status == 128 + signum
-    assert signal.getsignal(signum) is before
+    # a test run under nohup ignores SIGHUP, which StopSignals then rightly leaves alone
+    outer = signal.signal(signum, signal.SIG_DFL) if signum == signal.SIGHUP else None
+    try:
+        before = signal.getsignal(signum)
+        stop = threading.Event()
+        with runner.StopSignals(stop) as signals:
+            os.kill(os.getpid(), signum)
+            assert stop.wait(5)
+        assert signals.signum == signum and signals.exit_status == 128 + signum
+        assert signal.getsignal(signum) is before
+    finally:
+        if outer is not None:
+            signal.signal(signum, outer)
 
 
 def test_sighup_is_left_alone_under_nohup_and_when_not_asked():
