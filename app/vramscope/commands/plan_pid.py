@@ -34,32 +34,15 @@ def change_from_args(args):
     )
 
 
-def busiest_device(sample):
-    """The sample's device (sources/agent_input.py AgentDevice) holding the most
-    (CUDA/XPU before the CPU); None when no device has a breakdown."""
-    devices = [d for d in sample.devices if d.buckets is not None]
-    if not devices:
-        return None
-
-    def held(d):
-        b = d.buckets
-        return (
-            not d.device.startswith("cpu"),
-            sum(v or 0 for v in (b.weights, b.gradients, b.optimizer_state)),
-        )
-
-    return max(devices, key=held)
-
-
 def measured_from_pulled(pulled):
     """Measured (core/planner/measured_run.py) of the pulled agent's busiest device."""
     from vramscope.core.planner.errors import PlanError
-    from vramscope.core.planner.measured_run import measure
+    from vramscope.core.planner.measured_run import busiest_device, measure
 
     if not pulled.samples:
         raise PlanError("agent", "the agent has sent no sample yet")
     sample = max(pulled.samples, key=lambda s: s.t)
-    dev = busiest_device(sample)
+    dev = busiest_device(sample.devices)
     if dev is None:
         raise PlanError("agent", "the agent has no breakdown yet (no model or optimizer known)")
     name = dev.device

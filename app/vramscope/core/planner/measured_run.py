@@ -262,10 +262,10 @@ def measure(
     )
 
 
-def from_report(report, steps=()) -> Measured | None:
-    """A Measured of an AgentReport's busiest device (a GPU before the CPU), with the
-    step data the monitor kept (STEP events' data); None without buckets."""
-    devices = [d for d in getattr(report, "devices", ()) or () if d.buckets is not None]
+def busiest_device(devices):
+    """The device (AgentDevice) holding the most weights, gradients and optimizer
+    state, a GPU before the CPU; None when no device has a breakdown."""
+    devices = [d for d in devices or () if d.buckets is not None]
     if not devices:
         return None
 
@@ -276,7 +276,15 @@ def from_report(report, steps=()) -> Measured | None:
             sum(v or 0 for v in (b.weights, b.gradients, b.optimizer_state)),
         )
 
-    d = max(devices, key=held)
+    return max(devices, key=held)
+
+
+def from_report(report, steps=()) -> Measured | None:
+    """A Measured of an AgentReport's busiest device (a GPU before the CPU), with the
+    step data the monitor kept (STEP events' data); None without buckets."""
+    d = busiest_device(getattr(report, "devices", ()))
+    if d is None:
+        return None
     return measure(
         d.device,
         d.buckets.as_dict(),
