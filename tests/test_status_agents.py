@@ -126,3 +126,15 @@ def test_status_says_expandable_segments_are_already_on_rather_than_a_null_recov
     a = frame_to_dict(frame)["agents"][0]["devices"][0]["allocator"]
     assert a["expandable_recovers"] is None and "already on" in a["not_reported"]["expandable_recovers"]
     assert "expandable segments already on" in render_table(frame)
+
+
+def test_an_ended_agent_reads_ended_and_a_broken_one_says_what_broke():
+    from vramscope.core.samples import AGENT_ENDED
+
+    ended = AgentReport(pid=4242, start_time=BOOT + 10, connected=False, error=AGENT_ENDED, step=7)
+    broken = AgentReport(pid=4343, start_time=BOOT + 20, connected=False, error="protocol 9, want 4", step=1)
+    text = render_table(Frame(time=BOOT + 900, gpus=_gpus(4242), agents=(ended, broken)))
+    line = {pid: next(x for x in text.splitlines() if f"pid {pid}" in x) for pid in (4242, 4343)}
+    assert line[4242].endswith("(ended)") and AGENT_ENDED not in line[4242]
+    assert "(protocol 9, want 4)" in line[4343]
+    assert ended.problem is None and broken.problem == "protocol 9, want 4"

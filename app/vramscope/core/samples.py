@@ -442,3 +442,10 @@ class AgentReport:
     @property
     def identity(self) -> ProcessIdentity:
         return ProcessIdentity(self.pid, self.start_time)
+
+    @property
+    def problem(self) -> str | None:
+        """What went wrong with this agent (a protocol mismatch, a refused
+        connection), None when nothing did: a process that simply ended is
+        not a problem."""
+        return self.error if self.error != AGENT_ENDED else None

@@ -50,7 +50,6 @@ from typing import Any
 from vramscope.core.allocator_figures import device_figures, figures_line
 from vramscope.core.containers import container_text
 from vramscope.core.samples import (
-    AGENT_ENDED,
     ALL_BUCKETS,
     BUCKET_LABELS,
     AgentDevice,
@@ -436,8 +435,8 @@ def _agent_lines(frame: Frame, agents: list[AgentReport]) -> list[str]:
         if a.rank is not None:
             who += f" rank {a.rank}/{a.world_size}"
         who += f"  step {a.step if a.step is not None else NA}"
-        if a.error and a.error != AGENT_ENDED:
-            who += f"  ({a.error})"
+        if a.problem:
+            who += f"  ({a.problem})"
         elif not a.connected:
             who += "  (ended)"
         out.append(who)

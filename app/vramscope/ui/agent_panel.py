@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.agentmap import device_label, gpu_for_device
-from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame
+from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
 from vramscope.ui.agent_details import DetailTabs, chart_height, details_height
@@ -121,8 +121,8 @@ class AgentProcessView(QFrame):
         self.settings.setText(settings_text(report.allocator_settings))
         self.sites.update_from(report)
         notes = []
-        if report.error and not report.connected and report.error != AGENT_ENDED:
-            notes.append(report.error)  # e.g. a protocol version mismatch
+        if report.problem and not report.connected:
+            notes.append(report.problem)  # e.g. a protocol version mismatch
         # (the agent's own bucket notes are its reasoning, not the user's: the legend's
         # "n/a = no data" says what a missing figure means)
         gpu_devices = [d for d in report.devices if d.device != CPU]

@@ -11,7 +11,7 @@ from vramscope.agent.protocol import Phase
 from vramscope.core.agent_keys import series_key
 from vramscope.core.process_names import short_name
 from vramscope.core.detectors.agentmap import slice_for_device
-from vramscope.core.samples import AGENT_ENDED, BUCKET_LABELS, AgentReport, Frame, bare_uuid
+from vramscope.core.samples import BUCKET_LABELS, AgentReport, Frame, bare_uuid
 from vramscope.core.units import fmt_bytes, fmt_duration
 
 # (field, label), in stacking order; colours: theme.Scheme.BUCKET_COLOURS
@@ -187,5 +187,5 @@ def header_text(report: AgentReport, frame: Frame | None, now: float) -> str:
         return " · ".join(bits)
     ran = f"ran {fmt_duration(last - report.start_time)}, " if report.start_time else ""
     seen = time.strftime("%H:%M", time.localtime(last))
-    why = f" ({report.error})" if report.error and report.error != AGENT_ENDED else ""
+    why = f" ({report.problem})" if report.problem else ""
     return " · ".join(bits) + f" — ended: {ran}last seen {seen}{why}"
