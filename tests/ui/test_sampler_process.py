@@ -165,3 +165,29 @@ def test_the_sampler_raises_alerts_with_the_windows_thresholds():
     )  # the defaults: nothing to say
     broken = argparse.Namespace(record_session=False, session_cap=None, thresholds='{"idle_minutes": "x"}')
     assert recording(broken) is None  # said on stderr, defaults kept
+
+
+@pytest.mark.slow
+def test_new_thresholds_and_interval_reach_the_same_sampler_process(sampled, qtbot):
+    import dataclasses
+
+    from vramscope.core.detectors.settings import DiagnosticSettings
+
+    window = sampled()
+    source = window.feed.source
+    pid = sampler_pid(window)
+    source.set_thresholds(dataclasses.replace(DiagnosticSettings(), idle_minutes=0.1))
+    source.set_interval(1.2)
+    times = []
+
+    def spaced() -> bool:
+        t = window.store.latest.time
+        if not times or times[-1] != t:
+            times.append(t)
+        return len(times) >= 4
+
+    qtbot.waitUntil(spaced, timeout=20_000)
+    assert sampler_pid(window) == pid  # taken by the running process: no restart, same session
+    gaps = [b - a for a, b in zip(times[1:], times[2:])]  # (the first may straddle the change)
+    assert all(g > 0.9 for g in gaps), gaps  # the new 1.2 s grid, not the 0.3 s one
+    assert "--thresholds" in source.process.options  # and a restarted sampler starts with them

@@ -125,8 +125,10 @@ def answer(actions, message: dict) -> dict:
     return {**reply, "ok": True, "value": value}
 
 
-def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) -> None:
+def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event, monitor=None) -> None:
     """Read requests from stdin until it closes; then stop the stream."""
+    from vramscope.core.stream.settings_request import settings_reply
+
     try:
         for raw in inp:
             if stop.is_set():
@@ -136,6 +138,9 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event) ->
             except ValueError:
                 continue
             if isinstance(message, dict):
+                if message.get(protocol.TYPE) == protocol.SETTINGS:
+                    writer.send(settings_reply(monitor, message))
+                    continue
                 reply = answer(actions, message)
                 try:
                     protocol.encode(reply)
@@ -197,7 +202,7 @@ def run_stream(
     )
     reader = threading.Thread(
         target=serve_requests,
-        args=(inp, writer, actions, stop),
+        args=(inp, writer, actions, stop, monitor),
         name="vramscope-stream-requests",
         daemon=True,
     )

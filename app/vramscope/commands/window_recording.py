@@ -27,11 +27,10 @@ def thresholds(text: str | None):
     import sys
 
     from vramscope.agent import json_limits
-    from vramscope.core.detectors.settings import DiagnosticSettings
-    from vramscope.core.stream.codec import from_wire
+    from vramscope.core.stream.settings_request import thresholds_from_wire
 
     try:
-        return from_wire(DiagnosticSettings, json_limits.loads(text))
+        return thresholds_from_wire(json_limits.loads(text))
     except ValueError as exc:
         print(f"vramscope stream: --thresholds ignored ({str(exc)[:200]})", file=sys.stderr)
         return None

@@ -26,6 +26,7 @@ import time
 
 from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.stream import protocol
+from vramscope.core.stream.settings_request import settings_message, thresholds_to_wire
 from vramscope.sources.hosts import HostActions
 from vramscope.sources.remote import CONNECTED, RemoteHost
 
@@ -52,6 +53,21 @@ class SamplerProcess(RemoteHost):
         # the PyInstaller bundle (packaging/entry.py) is the `vramscope` command itself
         me = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "vramscope"]
         return [*me, "stream", "--interval", f"{self.interval:g}", *self.options]
+
+    def tell(self, message: dict) -> bool:
+        """Send ``message`` (with an id of its own) to the sampler process without
+        waiting for its answer; False when none is running (the next one starts
+        with the options). A process still starting reads it after its hello."""
+        with self._lock:
+            proc = self._proc
+        if proc is None:
+            return False
+        try:
+            proc.stdin.write(protocol.encode({**message, "id": next(self._ids)}))
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            return False
+        return True
 
     def restart_now(self) -> None:
         """Start the sampler again now instead of after the backoff."""
@@ -117,11 +133,11 @@ class LocalSamplerSource:
         return path if isinstance(path, str) and os.path.isfile(path) else None
 
     def set_interval(self, seconds: float) -> None:
-        """A new interval: the sampler is started again with it."""
+        """A new interval: the running sampler takes it (one request, the session goes
+        on); a sampler started later is started with it."""
         if seconds != self.process.interval:
             self.process.interval = float(seconds)
-            self.process._kill()
-            self.process.restart_now()
+            self.process.tell(settings_message(interval=seconds))
 
     def stopped(self) -> str | None:
         """Why the sampler is not sending frames (with when it restarts), or None."""
@@ -175,15 +191,16 @@ class LocalSamplerSource:
         return alerts if last is not None and last.time == frame.time else None
 
     def set_thresholds(self, diagnostics) -> None:
-        """New alert thresholds (a DiagnosticSettings): the sampler is started again with them."""
+        """New alert thresholds (a DiagnosticSettings): the running sampler takes them
+        (one request: no restart, the same session); a sampler started later is
+        started with them."""
         options = list(self.options)
         if "--thresholds" in options:
             at = options.index("--thresholds")
             del options[at : at + 2]
         self.options = thresholds_options(diagnostics) + options
         self.process.options = list(self.options)
-        self.process._kill()
-        self.process.restart_now()
+        self.process.tell(settings_message(diagnostics))
 
     def close(self) -> None:
         self.process.close()
@@ -222,9 +239,7 @@ def thresholds_options(diagnostics) -> list[str]:
     the defaults (none for None)."""
     if diagnostics is None:
         return []
-    from vramscope.core.stream.codec import to_wire
-
-    changed = to_wire(diagnostics)
+    changed = thresholds_to_wire(diagnostics)
     return ["--thresholds", json.dumps(changed, separators=(",", ":"))] if changed else []
 
 

@@ -37,6 +37,9 @@ RESULT = "result"
 ERROR = "error"
 ACT = "act"  # request: a core/actions.py call on the remote (same checks as locally)
 ACT_OPS = ("describe", "is_alive", "kill_allowed_in", "terminate", "kill")
+# request: new alert thresholds and/or interval for a running stream (the window's own
+# sampler process, when its settings dialog changes them: no restart, the session goes on)
+SETTINGS = "settings"
 
 TYPE = "type"
 
