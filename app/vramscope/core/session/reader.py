@@ -11,30 +11,21 @@ damage into ``SessionCorruptError`` instead.
 
 from __future__ import annotations
 
-import dataclasses
-import errno
 import math
 import os
 import pathlib
 import sqlite3
-import struct
 import urllib.parse
 from collections.abc import Iterator
 
 import numpy as np
 
 from vramscope.agent import json_limits
-from vramscope.core import bounded_read
 from vramscope.core.samples import (
-    AgentBuckets,
-    AgentDevice,
-    AgentEvent,
-    AgentReport,
     Frame,
-    GpuProcess,
-    GpuSample,
 )
-from vramscope.core.session import mig_rows, module_rows
+from vramscope.core.session import frame_rebuild, mig_rows, module_rows
+from vramscope.core.session.file_header import file_problem
 from vramscope.core.session.columns import (
     GpuColumns,
     ProcColumns,
@@ -45,23 +36,18 @@ from vramscope.core.session.columns import (
     known_processes,
     loads,
     moment,
-    opt,
     proc_columns,
     text_or_none,
 )
 from vramscope.core.session.errors import (
     NotASessionError,
     SessionCorruptError,
-    SessionError,
     SessionVersionError,
     one_line,
 )
 from vramscope.core.session.schema import (
     AGENT_COLUMNS,
     BUCKET_COLUMNS,
-    FLAG_AGENT,
-    FLAG_COMPUTE,
-    FLAG_GRAPHICS,
     GPU_COLUMNS,
     ROLLUP_GPU_COLUMNS,
     SCHEMA_VERSION,
@@ -76,49 +62,13 @@ from vramscope.core.session.records import (
     process_record,
 )
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def _header_problem(path: pathlib.Path) -> str | None:
-    """Cheap truncation check from the database header (no page is read)."""
-    with open(path, "rb") as f:
-        head = f.read(100)
-    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
-        return None
-    page_size = struct.unpack(">H", head[16:18])[0]
-    page_size = 65536 if page_size == 1 else page_size
-    change, pages, valid_for = (
-        struct.unpack(">I", head[24:28])[0],
-        struct.unpack(">I", head[28:32])[0],
-        struct.unpack(">I", head[92:96])[0],
-    )
-    size = path.stat().st_size
-    if change == valid_for and pages and size < pages * page_size:
-        return (
-            f"the file is truncated: {size} bytes on disk, its header says "
-            f"{pages * page_size}; the samples stored past the cut are lost"
-        )
-    return None
-
 
 class SessionReader:
     def __init__(self, path: str | os.PathLike, *, strict: bool = False):
         self.path = pathlib.Path(path)
         self.strict = strict
         self.problems: list[str] = []
-        try:  # a FIFO, socket or device is never opened (it could block or never end)
-            with bounded_read.opened(self.path, follow=True) as f:
-                magic = f.read(len(SQLITE_MAGIC))
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                raise SessionError(f"{self.path}: no such session file") from None
-            raise NotASessionError(f"{exc}; not a session file") from None
-        if magic != SQLITE_MAGIC:
-            raise NotASessionError(
-                f"{self.path} is not a vramscope session (not an SQLite database"
-                f"{', the file is empty' if not magic else ''})"
-            )
-        problem = _header_problem(self.path)
+        problem = file_problem(self.path)  # raises for what is no session at all
         if problem:
             self._damage(problem)
         uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
@@ -154,7 +104,7 @@ class SessionReader:
                 f"reads up to format {SCHEMA_VERSION} -- update vramscope to open it"
             )
         self.meta = {}
-        for key, value in self._rows("SELECT key, value FROM meta", (), "the session header"):
+        for key, value in self.query("SELECT key, value FROM meta", (), "the session header"):
             try:
                 self.meta[key] = json_limits.loads(value) if value is not None else None
             except ValueError:
@@ -184,6 +134,11 @@ class SessionReader:
 
     # -- damage handling ------------------------------------------------------------
     @property
+    def db(self) -> sqlite3.Connection:
+        """The file's read-only connection (core/session/mig_rows.py, module_rows.py read it)."""
+        return self._db
+
+    @property
     def damaged(self) -> bool:
         return bool(self.problems)
 
@@ -193,7 +148,8 @@ class SessionReader:
         if text not in self.problems:
             self.problems.append(text)
 
-    def _rows(self, sql: str, params: tuple, what: str) -> list:
+    def query(self, sql: str, params: tuple, what: str) -> list:
+        """The rows ``sql`` gives; none (and ``what`` said in ``problems``) from a damaged page."""
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -299,13 +255,13 @@ class SessionReader:
         return bool(self.meta.get("simulated", False))
 
     def _columns(self, table: str, what: str) -> set[str]:
-        return {r[1] for r in self._rows(f"PRAGMA table_info({table})", (), what)}
+        return {r[1] for r in self.query(f"PRAGMA table_info({table})", (), what)}
 
     def gpus(self) -> list[GpuInfo]:
         """Each GPU's static facts and, for another machine's, its host (as it was live)."""
         select = present(self._columns("gpus", "the GPU list"), GPU_SELECT)
         rows = self._valid(
-            self._rows(f"SELECT {select} FROM gpus ORDER BY gpu", (), "the GPU list"),
+            self.query(f"SELECT {select} FROM gpus ORDER BY gpu", (), "the GPU list"),
             lambda r: index(r[0]),
             "GPU entries",
         )
@@ -315,7 +271,7 @@ class SessionReader:
         if self._procs is None:
             select = present(self._columns("processes", "the process list"), PROCESS_SELECT)
             rows = self._valid(
-                self._rows(f"SELECT {select} FROM processes ORDER BY id", (), "the process list"),
+                self.query(f"SELECT {select} FROM processes ORDER BY id", (), "the process list"),
                 lambda r: index(r[0]) and index(r[1]),
                 "process entries",
             )
@@ -410,7 +366,7 @@ class SessionReader:
 
     def agent_info(self) -> dict[int, dict]:
         out = {}
-        for proc, host, rank, local_rank, world, settings in self._rows(
+        for proc, host, rank, local_rank, world, settings in self.query(
             "SELECT proc, hostname, rank, local_rank, world_size, allocator_settings FROM agent_info",
             (),
             "agent details",
@@ -437,7 +393,7 @@ class SessionReader:
 
     def alerts(self) -> list[dict]:
         rows = self._valid(
-            self._rows(
+            self.query(
                 "SELECT t, kind, severity, gpu, proc, title, detail FROM alerts ORDER BY t, id", (), "alerts"
             ),
             lambda r: moment(r[0]) and isinstance(r[1], str),
@@ -450,7 +406,7 @@ class SessionReader:
 
     def actions(self) -> list[dict]:
         rows = self._valid(
-            self._rows(
+            self.query(
                 "SELECT t, action, proc, pid, start_time, result, detail FROM actions ORDER BY t, id",
                 (),
                 "actions",
@@ -475,7 +431,7 @@ class SessionReader:
         """(time, proc id, ModuleFigures) of the per-module rows recorded in [t0, t1)."""
         return module_rows.all_modules(self._db, t0, t1)
 
-    def _mig_tables(self) -> tuple[dict, dict]:
+    def mig_tables(self) -> tuple[dict, dict]:
         """MIG slice statics and each process's slice, read once (like processes())."""
         if self._mig is None:
             self._mig = (mig_rows.slice_statics(self._db), mig_rows.proc_slices(self._db))
@@ -492,142 +448,7 @@ class SessionReader:
 
     def frame_at(self, t: float) -> Frame | None:
         """The frame sampled at ``t`` or the last one before it, rebuilt."""
-        times = self.frame_times()
-        if not len(times):
-            return None
-        i = int(np.searchsorted(times, t, side="right")) - 1
-        i = max(0, i)
-        tk = float(times[i])
-        prev = float(times[i - 1]) if i > 0 else -math.inf
-        eps = 1e-4  # passes are >= 0.1 s apart; 1e-9 is below a float's resolution at 1.7e9
-        frow = self._rows(
-            "SELECT source, simulated, error, driver_version, nvml_version, "
-            "cuda_driver_version FROM frames WHERE t = ?",
-            (tk,),
-            "a pass",
-        )
-        _source, simulated, error, driver, nvml, cuda = (
-            frow[0] if frow else ("session", self.simulated, None, None, None, None)
-        )
-        statics = {g.index: g for g in self.gpus()}
-        procs = self.processes()
-        gcols = self.gpu_columns(tk - eps, tk + eps)
-        pcols = self.proc_columns(tk - eps, tk + eps)
-        mig_statics, on_slice = self._mig_tables()
-        gpus = []
-        for j in range(len(gcols)):
-            gi = int(gcols.gpu[j])
-            st = statics.get(gi)
-            kw = {c: opt(gcols.values[c][j], c) for c in GPU_COLUMNS}
-            sel = pcols.gpu == gi
-            plist = []
-            for pid_id, used, sm, flags in zip(
-                pcols.proc[sel], pcols.used[sel], pcols.sm[sel], pcols.flags[sel]
-            ):
-                rec = procs.get(int(pid_id))
-                if rec is None:
-                    continue
-                kinds = tuple(
-                    k for k, bit in (("compute", FLAG_COMPUTE), ("graphics", FLAG_GRAPHICS)) if flags & bit
-                ) or ("compute",)
-                plist.append(
-                    mig_rows.tag(
-                        GpuProcess(
-                            pid=rec.pid,
-                            used=None if used < 0 else int(used),
-                            kinds=kinds,
-                            sm=None if sm < 0 else int(sm),
-                            info=rec.info(),
-                            has_agent=bool(flags & FLAG_AGENT),
-                        ),
-                        on_slice,
-                        int(pid_id),
-                    )
-                )
-            gpus.append(
-                GpuSample(
-                    index=gi,
-                    name=st.name if st else None,
-                    uuid=st.uuid if st else None,
-                    pci_bus_id=st.pci_bus_id if st else None,
-                    host=st.host if st else None,
-                    host_index=st.host_index if st else None,
-                    vendor=st.vendor if st else None,
-                    memory_kind=st.memory_kind if st else None,
-                    processes=tuple(plist),
-                    **kw,
-                )
-            )
-        slices = mig_rows.slices_at(self._db, tk - eps, tk + eps, {g.index: g for g in gpus}, mig_statics)
-        if slices:
-            gpus = [
-                dataclasses.replace(g, mig_mode=True, slices=slices[g.index]) if g.index in slices else g
-                for g in gpus
-            ]
-        agents = self._agents_at(tk, prev)
-        return Frame(
-            time=tk,
-            gpus=tuple(gpus),
-            source="session",
-            simulated=bool(simulated),
-            error=text_or_none(error),
-            driver_version=text_or_none(driver),
-            nvml_version=text_or_none(nvml),
-            cuda_driver_version=text_or_none(cuda),
-            agents=agents,
-        )
-
-    def _agents_at(self, tk: float, prev: float) -> tuple:
-        rows = self.agent_rows(tk - 1e-4, tk + 1e-4)
-        if not rows:
-            return ()
-        procs = self.processes()
-        infos = self.agent_info()
-        events = self.events(math.nextafter(prev, math.inf), math.nextafter(tk, math.inf))
-        by_proc: dict[int, list[dict]] = {}
-        for r in rows:
-            by_proc.setdefault(r["proc"], []).append(r)
-        reports = []
-        for proc_id, devs in by_proc.items():
-            rec = procs.get(proc_id)
-            if rec is None:
-                continue
-            info = infos.get(proc_id, {})
-            devices = tuple(
-                AgentDevice(
-                    device=d["device"],
-                    gpu_uuid=d["gpu_uuid"],
-                    buckets=(
-                        AgentBuckets(**{c: d[c] for c in BUCKET_COLUMNS})
-                        if any(d[c] is not None for c in BUCKET_COLUMNS)
-                        else None
-                    ),
-                    **{c: d[c] for c in AGENT_COLUMNS},
-                )
-                for d in devs
-            )
-            evs = tuple(
-                AgentEvent(kind=e["kind"], time=e["t"], data=e["data"])
-                for e in events
-                if e["proc"] == proc_id
-            )
-            reports.append(
-                AgentReport(
-                    pid=rec.pid,
-                    start_time=rec.start_time,
-                    hostname=info.get("hostname"),
-                    time=tk,
-                    rank=info.get("rank"),
-                    local_rank=info.get("local_rank"),
-                    world_size=info.get("world_size"),
-                    step=devs[0]["step"],
-                    devices=devices,
-                    allocator_settings=info.get("allocator_settings") or {},
-                    events=evs,
-                    modules=module_rows.modules_at(self._db, proc_id, tk),
-                )
-            )
-        return tuple(reports)
+        return frame_rebuild.frame_at(self, t)
 
     def fork(self) -> "SessionReader":
         """Another reader of the same file with its own SQLite connection (one per
