@@ -10,7 +10,7 @@ import sys
 
 from vramscope.cli import main
 from vramscope.core.process_rows import host_memory_text
-from vramscope.core.status_report import kind_text
+from vramscope.core.status_table import kind_text
 from vramscope.core.units import GiB, MiB
 
 
@@ -55,7 +55,7 @@ def test_status_says_alerts_none_and_the_process_kind(capsys):
 
 def test_status_with_no_alerts_says_none():
     from vramscope.core.samples import Frame
-    from vramscope.core.status_report import render_table
+    from vramscope.core.status_table import render_table
 
     assert "alerts: none" in render_table(Frame(time=0.0, gpus=()), [])
 

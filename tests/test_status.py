@@ -27,7 +27,8 @@ from vramscope.core.samples import (
     GpuSample,
     ProcessInfo,
 )
-from vramscope.core.status_report import frame_to_dict, render_table
+from vramscope.core.status_report import frame_to_dict
+from vramscope.core.status_table import render_table
 from vramscope.sources.containers import host_pid_view, proc_hides_pids, read_container
 
 

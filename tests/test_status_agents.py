@@ -7,7 +7,8 @@ import pytest
 import json
 
 from vramscope.core.samples import AgentDevice, AgentEvent, AgentReport, Frame, GpuProcess, GpuSample
-from vramscope.core.status_report import ENDED_SHOWN, frame_to_dict, render_table
+from vramscope.core.status_report import ENDED_SHOWN, frame_to_dict
+from vramscope.core.status_table import render_table
 from vramscope.core.units import GiB
 
 BOOT = 1_700_000_000.0

@@ -266,7 +266,8 @@ def test_an_agent_of_another_protocol_version_is_shown_with_the_mismatch(runtime
     import threading
 
     from vramscope.agent import paths
-    from vramscope.core.status_report import frame_to_dict, render_table
+    from vramscope.core.status_report import frame_to_dict
+    from vramscope.core.status_table import render_table
 
     ticks = paths.start_ticks() or 0
     path = os.path.join(runtime_dir, paths.socket_name(os.getpid(), ticks))

@@ -10,7 +10,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from vramscope.core.metrics import serve_metrics
 from vramscope.core.samples import Container, Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.session import SessionWriter, open_session
-from vramscope.core.status_report import frame_to_dict, render_table
+from vramscope.core.status_report import frame_to_dict
+from vramscope.core.status_table import render_table
 from vramscope.core.store import Store
 from vramscope.core.units import GiB
 from vramscope.core.user_totals import user_totals

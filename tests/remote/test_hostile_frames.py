@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from fakenvml import GiB
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.status_report import frame_to_dict, render_table
+from vramscope.core.status_report import frame_to_dict
+from vramscope.core.status_table import render_table
 from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
 from vramscope.sources.hosts import HostActions, HostsSource
 

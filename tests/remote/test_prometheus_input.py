@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from rawhttp import RawHttp, http_answer
 from vramscope.core.bounded_http import HttpError, get, get_json
-from vramscope.core.status_report import frame_to_dict, render_hosts
+from vramscope.core.status_report import frame_to_dict
+from vramscope.core.status_table import render_hosts
 from vramscope.sources.hosts import split_by_host
 from vramscope.sources.prometheus import PrometheusClient, PrometheusSource
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
-from vramscope.core.status_report import frame_to_dict, render_table
+from vramscope.core.status_report import frame_to_dict
+from vramscope.core.status_table import render_table
 from vramscope.core.wsl import WSL_NOTICE
 from vramscope.sources.nvml import NvmlSource
 from vramscope.sources.wsl import running_under_wsl

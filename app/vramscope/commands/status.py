@@ -114,7 +114,8 @@ def watching_for(args) -> list:
 
 def emit(frame, args, out=None, live: bool = False) -> None:
     """Print ``frame``; ``live`` (--watch on a terminal): over the previous one."""
-    from vramscope.core.status_report import frame_to_dict, render_table
+    from vramscope.core.status_report import frame_to_dict
+    from vramscope.core.status_table import render_table
 
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
@@ -154,7 +155,8 @@ HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame
 def run_hosts(args, out=None) -> int:
     """`status --host a --host b`: each host with its GPUs, or its error.
     Exit 0 when every host answered, 1 when some did not, 2 when none did."""
-    from vramscope.core.status_report import hosts_to_dict, render_hosts
+    from vramscope.core.status_report import hosts_to_dict
+    from vramscope.core.status_table import render_hosts
     from vramscope.sources.remote import RemoteHost
 
     out = out or sys.stdout
@@ -174,7 +176,8 @@ def run_hosts(args, out=None) -> int:
 
 def run_fleet(args, out=None) -> int:
     """`status --from-prometheus URL`: every host the server scrapes, like --host."""
-    from vramscope.core.status_report import hosts_to_dict, render_hosts
+    from vramscope.core.status_report import hosts_to_dict
+    from vramscope.core.status_table import render_hosts
     from vramscope.sources.hosts import split_by_host
     from vramscope.sources.prometheus import PrometheusSource
 
