@@ -14,7 +14,7 @@ def _inside(path, base) -> bool:
 
 def test_every_place_vramscope_reads_or_writes_is_the_tests_own(private_user_dirs):
     from vramscope.agent.paths import agent_dir, candidate_dirs
-    from vramscope.core.actions import default_audit_path
+    from vramscope.core.audit_log import default_audit_path
     from vramscope.core.session.library import default_directory
 
     base = private_user_dirs["HOME"].parent

@@ -14,7 +14,8 @@ import time
 import psutil
 import pytest
 
-from vramscope.core.actions import EndProcess, ProcessActions, read_audit_log
+from vramscope.core.actions import EndProcess, ProcessActions
+from vramscope.core.audit_log import read_audit_log
 
 from .conftest import STUBBORN
 

@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from vramscope.core.actions import ProcessActions, read_audit_log  # noqa: E402
+from vramscope.core.actions import ProcessActions  # noqa: E402
+from vramscope.core.audit_log import read_audit_log  # noqa: E402
 from vramscope.core.detectors import Diagnostics, DiagnosticSettings  # noqa: E402
 from vramscope.core.detectors.jupyter import NotebookHint  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402

@@ -10,7 +10,8 @@ import sys
 import psutil
 import pytest
 
-from vramscope.core.actions import ProcessActions, acting_uid, is_kernel_thread, uid_min
+from vramscope.core.actions import ProcessActions
+from vramscope.core.process_owner import acting_uid, is_kernel_thread, uid_min
 
 from .conftest import SLEEPER
 

@@ -16,7 +16,6 @@ the UI can offer shutting it down from Jupyter instead.
 from __future__ import annotations
 
 import getpass
-import json
 import math
 import os
 import pathlib
@@ -26,11 +25,10 @@ from dataclasses import dataclass
 
 import psutil
 
-from vramscope.core import safe_write
+from vramscope.core.audit_log import append_json_line, default_audit_path
 from vramscope.core.detectors.jupyter import connection_file, is_jupyter_kernel
+from vramscope.core.process_owner import acting_uid, is_kernel_thread, uid_min
 
-PF_KTHREAD = 0x00200000  # the "flags" field of /proc/PID/stat (linux/sched.h)
-DEFAULT_UID_MIN = 1000  # login.defs(5)
 START_TIME_TOLERANCE = 0.05  # seconds; psutil derives start times from clock ticks
 DEFAULT_GRACE_SECONDS = 5.0
 READ_ONLY_REFUSAL = "vramscope runs read-only (--read-only): ending processes is disabled"
@@ -50,57 +48,6 @@ def request_problem(pid, start_time) -> str | None:
     ):
         return f"the start time {str(start_time)[:40]} is not a time; refusing"
     return None
-
-
-def acting_uid() -> int:
-    """Whose processes vramscope may end: under sudo the user who ran it, else ours."""
-    uid = os.getuid()
-    sudo = os.environ.get("SUDO_UID", "")
-    if uid == 0 and sudo.isdigit():
-        return int(sudo)
-    return uid
-
-
-UID_MIN_VARIABLE = "VRAMSCOPE_UID_MIN"
-
-
-def uid_min(path: str = "/etc/login.defs") -> int:
-    """The first uid of a regular user (UID_MIN, login.defs(5)); below it: system accounts.
-
-    ``VRAMSCOPE_UID_MIN`` overrides it -- e.g. 0 in a container where every process,
-    the user's own included, runs as root. Kernel threads stay refused whatever it says.
-    """
-    env = os.environ.get(UID_MIN_VARIABLE, "")
-    if env.isdigit():
-        return int(env)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 2 and parts[0] == "UID_MIN" and parts[1].isdigit():
-                    return int(parts[1])
-    except OSError:
-        pass
-    return DEFAULT_UID_MIN
-
-
-def is_kernel_thread(pid: int) -> bool:
-    """PF_KTHREAD in /proc/PID/stat (kthreadd, kworkers, ...): never a user's process."""
-    if pid == 2:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-        flags = int(data[data.rindex(b")") + 2 :].split()[6])  # field 9
-    except (OSError, ValueError, IndexError):
-        return False
-    return bool(flags & PF_KTHREAD)
-
-
-def default_audit_path() -> pathlib.Path:
-    import platformdirs
-
-    return pathlib.Path(platformdirs.user_log_dir("vramscope", appauthor=False)) / "actions.jsonl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,32 +383,6 @@ class EndProcess:
         return f"pid {self.pid} has exited; its memory goes back to the GPU."
 
 
-def append_json_line(path: pathlib.Path, entry: dict) -> None:
-    """One JSON line, appended; the file is created 0600 in a 0700 directory
-    (never through another user's link, never into a FIFO: core/safe_write.py)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = safe_write.open_append(path)
-    try:
-        os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode())
-    finally:
-        os.close(fd)
-
-
-def read_audit_log(path: pathlib.Path | None = None) -> list[dict]:
-    path = path or default_audit_path()
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn line is skipped, the rest kept
-    return out
-
-
 def _real_uid(proc) -> int | None:
     try:
         return proc.uids().real
@@ -506,7 +427,5 @@ __all__ = [
     "ProcessActions",
     "ProcessSummary",
     "ActionResult",
-    "default_audit_path",
-    "read_audit_log",
-    "append_json_line",
+    "EndProcess",
 ]
