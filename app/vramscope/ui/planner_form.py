@@ -9,7 +9,6 @@ thread so the window never waits on it.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 from PySide6.QtCore import Signal
@@ -35,10 +34,8 @@ from vramscope.core.planner.config_source import (
     config_from_path,
     offline,
 )
-from vramscope.core.planner.configs import model_type_of, shape_with_checkpoint
-from vramscope.core.planner.hand_counts import HAND_FAMILIES
 from vramscope.core.planner.live import live_model, live_request
-from vramscope.ui.bridge import Bridge
+from vramscope.ui.planner_shape_loader import ShapeLoader, shape_of
 from vramscope.ui.planner_widgets import spin
 
 COUNT, CONFIG, MODEL, AGENT = "params", "config", "model", "agent"
@@ -67,9 +64,7 @@ class PlannerForm(QWidget):
         super().__init__(parent)
         self.report = None  # the agent report the live source reads
         self._shape = None  # ModelShape of the config/model source, or PlanError
-        self._loading_key = None
-        self._where = ""
-        self._bridge = Bridge(self)  # configs are read and counted on workers
+        self._loader = ShapeLoader(self.model_status_text, self._set_shape, self)  # workers when slow
         col = QVBoxLayout(self)
         col.addWidget(self._model_box())
         col.addWidget(self._run_box())
@@ -344,7 +339,8 @@ class PlannerForm(QWidget):
         except PlanError as exc:
             self._set_shape(CONFIG, exc)
             return
-        self._count(("config", path), loaded, "config", path)
+        self._shape = None  # loading
+        self._loader.count((CONFIG, path), loaded, path)
 
     def _load_model(self) -> None:
         name = self.model_name.currentText().strip()
@@ -353,7 +349,7 @@ class PlannerForm(QWidget):
         if not name:
             self._set_shape(MODEL, PlanError("model", "type a model name, or pick one from the local cache"))
             return
-        key = ("model", name)
+        key = (MODEL, name)
         try:
             loaded = config_for_model(name, allow_fetch=False)
         except PlanError as exc:
@@ -361,70 +357,14 @@ class PlannerForm(QWidget):
                 self._set_shape(MODEL, exc)
                 return
             self.model_status.setText(f"fetching config.json of {name} from the Hub...")
-            self._where = f"the Hub: {name}"
-            self._start(key, lambda: self._shape_of(config_for_model(name), "model"))
+            self._shape = None  # loading
+            self._loader.start(key, lambda: shape_of(config_for_model(name), MODEL), where=f"the Hub: {name}")
             return
-        self._count(key, loaded, "model", loaded.where)
-
-    def _count(self, key, loaded, field: str, where: str) -> None:
-        """Count now when it is quick (hand formulas, transformers loaded), else on a thread."""
-        self._where = where
-        try:
-            quick = model_type_of(loaded.config) in HAND_FAMILIES or "transformers" in sys.modules
-        except PlanError:
-            quick = True
-        if quick:
-            self._loading_key = key
-            self._on_loaded(key, self._shape_or_error(loaded, field))
-        else:
-            self.model_status.setText(f"counting on the meta device ({where})...")
-            self._start(key, lambda: self._shape_of(loaded, field))
-
-    @staticmethod
-    def _shape_of(loaded, field: str):
-        """The shape of a LoadedConfig: the checkpoint's count where its headers are known."""
-        try:
-            return shape_with_checkpoint(loaded.config, loaded.checkpoint)
-        except PlanError as exc:
-            raise PlanError(field, exc.message) from None
-
-    def _shape_or_error(self, loaded, field: str):
-        try:
-            return self._shape_of(loaded, field)
-        except PlanError as exc:
-            return exc
-
-    def _start(self, key, job) -> None:
-        self._loading_key = key
         self._shape = None
+        self._loader.count(key, loaded, loaded.where)
 
-        def work():
-            try:
-                return job()
-            except PlanError as exc:
-                return exc
-            except Exception as exc:  # never a traceback in the window
-                return PlanError(key[0], f"{type(exc).__name__}: {exc}")
-
-        self._bridge.run_in_thread(
-            work,
-            lambda result, error: self._on_loaded(
-                key, result if error is None else PlanError(key[0], f"{type(error).__name__}: {error}")
-            ),
-            name="planner-config",
-        )
-
-    def _on_loaded(self, key, result) -> None:
-        if key != self._loading_key:
-            return  # an older request finished after a newer one was made
-        if not isinstance(result, PlanError):
-            self.model_status.setText(
-                f"{result.params:,} parameters, counted by "
-                f"{result.counted_by}, from {getattr(self, '_where', '')}"
-            )
-        else:
-            self.model_status.clear()
-        self._set_shape(key[0], result)
+    def model_status_text(self, text: str) -> None:
+        self.model_status.setText(text)
 
     def _set_shape(self, source: str, shape) -> None:
         if self.source_key == source:
