@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,12 +39,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramscope.core.actions import EndProcess
 from vramscope.core.detectors.alert import CRITICAL, INFO, WARNING, Alert
 from vramscope.core.units import fmt_bytes, fmt_duration
 from vramscope.ui import theme
 from vramscope.ui.bridge import Bridge
 from vramscope.ui.end_process_dialog import EndProcessDialog
+from vramscope.ui.end_process_flow import EndProcessFlow
 from vramscope.ui.safe_text import html_text, tip
 
 COLUMNS = ("Severity", "What", "Since", "Evidence", "Fix")
@@ -163,6 +163,13 @@ class AlertsPanel(QWidget):
         self._seen_keys: set[tuple] = set()
         self._signature: list | None = None  # what the list shows, to skip a rebuild while hidden
         self.active_dialog: EndProcessDialog | None = None
+        self._end_flow = EndProcessFlow(
+            self,
+            self._bridge,
+            self._say,
+            self._opened,
+            lambda pid, start_time: self.process_ended.emit(pid, start_time or 0.0),
+        )
 
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(COLUMNS))
@@ -386,65 +393,14 @@ class AlertsPanel(QWidget):
         if why:
             self._say(why)
             return False
-        request = EndProcess(
+        self._end_flow.start(
             self.actions, alert.pid, alert.start_time, memory=alert.frees, grace_seconds=self._grace_seconds
         )
-        self._say(f"Checking pid {alert.pid}...")
-        self._in_worker(request.describe, lambda summary: self._confirm(alert, request, summary, "term"))
         return True
 
-    # -- acting: each step's calls on a worker, the next step from its answer ------------------
-    def _in_worker(self, work, done) -> None:
-        def finished(result, error):
-            if error is not None:
-                self._say(f"Could not reach the process: {type(error).__name__}: {error}")
-            else:
-                done(result)
-
-        self._bridge.run_in_thread(work, finished, name="vramscope-end-process")
-
-    def _confirm(self, alert: Alert, request: EndProcess, summary, mode: str) -> None:
-        dialog = EndProcessDialog(summary, mode, self)
-        step = self._terminate if mode == "term" else self._kill
-        dialog.accepted.connect(lambda: step(alert, request))
+    def _opened(self, dialog) -> None:
         self.active_dialog = dialog
-        dialog.open()
         self.dialog_opened.emit(dialog)
-
-    def _terminate(self, alert: Alert, request: EndProcess) -> None:
-        self._in_worker(request.terminate, lambda result: self._signalled(alert, request, result, grace=True))
-
-    def _kill(self, alert: Alert, request: EndProcess) -> None:
-        self._in_worker(request.kill, lambda result: self._signalled(alert, request, result, grace=False))
-
-    def _signalled(self, alert: Alert, request: EndProcess, result, grace: bool) -> None:
-        self._say(result.message)
-        if result.ok:
-            QTimer.singleShot(
-                request.check_after_ms if grace else 500,
-                self,
-                lambda: self._look_again(alert, request, offer_kill=grace),
-            )
-
-    def _look_again(self, alert: Alert, request: EndProcess, offer_kill: bool) -> None:
-        """After SIGTERM's grace period (or SIGKILL): gone, or (after SIGTERM) offer SIGKILL."""
-
-        def work():
-            if not request.running():
-                return None
-            return request.describe() if offer_kill else False
-
-        def done(summary):
-            if summary is None:
-                self._ended(alert, request)
-            elif summary is not False:
-                self._confirm(alert, request, summary, "kill")
-
-        self._in_worker(work, done)
-
-    def _ended(self, alert: Alert, request: EndProcess) -> None:
-        self._say(request.ended_text)
-        self.process_ended.emit(alert.pid, alert.start_time or 0.0)
 
     def _cannot_act(self, alert: Alert) -> str | None:
         if alert.pid is None:
