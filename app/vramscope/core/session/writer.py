@@ -31,13 +31,13 @@ import time
 from array import array
 
 from vramscope import __version__
-from vramscope.core import safe_write
 from vramscope.core import json_text
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
-from vramscope.core.session.errors import SessionError, SessionExistsError
+from vramscope.core.session.errors import SessionError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention, session_files
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows
+from vramscope.core.session.new_file import create_private_file, remove_quietly
 from vramscope.core.session.module_rows import MODULE_DDL, ModuleRows
 from vramscope.core.session.schema import (
     AGENT_COLUMNS,
@@ -71,61 +71,6 @@ def _json(value) -> str | None:
     if value is None:
         return None
     return json_text.dumps(value, sort_keys=True)  # NaN/Inf as null: every reader parses it
-
-
-COMPANION_SUFFIX = "-journal"  # the longest name SQLite adds beside the file
-
-
-def _name_max(directory: pathlib.Path) -> int:
-    try:
-        return os.pathconf(directory, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        return 255
-
-
-def create_private_file(path: pathlib.Path) -> None:
-    """Create an empty file readable by the user only; refuse to overwrite.
-
-    Raises SessionError with one line for anything in the way: the name too
-    long (SQLite must be able to add "-wal" to it), the directory not
-    writable, read-only or not creatable.
-    """
-    limit = _name_max(path.parent if path.parent.exists() else pathlib.Path("."))
-    if len(path.name.encode()) + len(COMPANION_SUFFIX) > limit:
-        raise SessionError(
-            f"cannot create session file {path.name[:40]}...: the name is "
-            f"{len(path.name.encode())} bytes; at most {limit - len(COMPANION_SUFFIX)} "
-            f"(SQLite adds '{COMPANION_SUFFIX}' beside it) -- choose a shorter --out name"
-        )
-    try:
-        safe_write.check_parent(path)  # "/dev/null/x": not a directory, said as such
-    except safe_write.UnsafeTarget as exc:
-        raise SessionError(str(exc)) from None
-    for companion in session_files(path)[1:]:  # SQLite opens these by name, links followed
-        if os.path.lexists(companion):
-            raise SessionExistsError(
-                f"{companion} already exists beside {path.name}; vramscope does not write "
-                "through it -- choose another --out name or remove it"
-            )
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = safe_write.create_new(path)
-    except FileExistsError:
-        raise SessionExistsError(
-            f"{path} already exists; vramscope does not overwrite a recording -- "
-            "choose another --out name or remove the file"
-        ) from None
-    except OSError as exc:
-        raise SessionError(f"cannot create session file {path}: {exc.strerror or exc}") from None
-    os.close(fd)
-
-
-def _remove_quietly(path: pathlib.Path) -> None:
-    for p in session_files(path):
-        try:
-            p.unlink()
-        except OSError:
-            pass
 
 
 class SessionWriter:
@@ -170,7 +115,7 @@ class SessionWriter:
         except (sqlite3.Error, OSError) as exc:
             if self._db is not None:
                 self._db.close()
-            _remove_quietly(self.path)  # no stub: a retry must not find "already exists"
+            remove_quietly(self.path)  # no stub: a retry must not find "already exists"
             raise SessionError(f"cannot create session file {self.path}: {exc}") from None
         self._in_tx = False
         self._last_commit = self._mono()
