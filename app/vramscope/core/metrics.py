@@ -50,7 +50,11 @@ _AGENT_GAUGES = (
     ("allocated", "vramscope_agent_allocated_bytes", "PyTorch allocated bytes"),
     ("reserved", "vramscope_agent_reserved_bytes", "PyTorch reserved (cached) bytes"),
     ("inactive_split", "vramscope_agent_inactive_split_bytes", "Inactive split blocks (non-releasable)"),
-    ("peak_allocated", "vramscope_agent_peak_allocated_bytes", "Peak allocated since the previous sample"),
+    (
+        "peak_allocated",
+        "vramscope_agent_peak_allocated_bytes",
+        "Peak allocated in the last sampling interval",
+    ),
     ("num_alloc_retries", "vramscope_agent_alloc_retries", "cudaMalloc retries (allocator flushes)"),
     ("num_ooms", "vramscope_agent_ooms", "Out-of-memory errors seen by the allocator"),
 )

@@ -386,7 +386,9 @@ class AgentDevice:
     active: int | None = None
     inactive_split: int | None = None  # non-releasable
     requested: int | None = None
-    peak_allocated: int | None = None  # peak since the previous sample (a lower bound where:)
+    peak_allocated: int | None = (
+        None  # the peak over the frame's interval, every agent sample in it (a lower bound where:)
+    )
     peak_allocated_bound: int | None = None  # its upper bound; None: peak_allocated is exact
     num_alloc_retries: int | None = None
     num_ooms: int | None = None

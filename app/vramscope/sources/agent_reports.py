@@ -19,8 +19,36 @@ def _norm_uuid(uuid: str | None) -> str | None:
     return bare_uuid(uuid)
 
 
+def merged_peak(before: tuple | None, dev) -> tuple:
+    """(peak, upper bound or None) over a run of samples, ``dev`` (an AgentDevice)
+    the next: the highest peak, exact unless some sample's was a lower bound --
+    then the highest upper bound bounds it. A sample without a peak adds nothing."""
+    peak, bound = dev.peak_allocated, dev.peak_allocated_bound
+    if before is None or peak is None:
+        return (peak, bound) if before is None else before
+    if before[0] is None:
+        return peak, bound
+    top = max(before[0], peak)
+    if before[1] is None and bound is None:
+        return top, None
+    return top, max(before[1] if before[1] is not None else before[0], bound if bound is not None else peak)
+
+
+def _interval_peaks(devices: tuple, peaks: dict) -> tuple:
+    """The devices of the newest sample with the peaks of every sample since the last report."""
+    out = []
+    for dev in devices:
+        merged = peaks.get(dev.device)
+        if merged is not None and merged != (dev.peak_allocated, dev.peak_allocated_bound):
+            dev = dataclasses.replace(dev, peak_allocated=merged[0], peak_allocated_bound=merged[1])
+        out.append(dev)
+    return tuple(out)
+
+
 def report_of(state) -> AgentReport:
-    """The AgentReport of one agent's state (sources/agents.py's ``_Agent``)."""
+    """The AgentReport of one agent's state (sources/agents.py's ``_Agent``): the
+    newest sample's figures, with each device's peak over every sample since the
+    previous report (the frame's whole interval)."""
     hello, sample = state.hello, state.latest
     error = state.error
     if error is None and state.ended_at is not None:
@@ -34,7 +62,7 @@ def report_of(state) -> AgentReport:
         local_rank=hello.local_rank,
         world_size=hello.world_size,
         step=state.step,
-        devices=sample.devices if sample else (),
+        devices=_interval_peaks(sample.devices, state.peaks) if sample else (),
         allocator_settings=dict(sample.settings) if sample else {},
         events=tuple(state.new_events),
         connected=state.ended_at is None and state.conn is not None,

@@ -41,7 +41,7 @@ from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
 from vramscope.sources import agent_input, agent_modules, allocator_input, container_agents
 from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
-from vramscope.sources.agent_reports import report_of, with_outside
+from vramscope.sources.agent_reports import merged_peak, report_of, with_outside
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,9 @@ class _Agent:
     host_pid: int | None = None  # its PID here, when it lives in another PID namespace
     modules: dict = dataclasses.field(default_factory=dict)  # model name -> ModuleFigures of its latest item
     allocator: dict | None = None  # the newest allocator summary (sources/allocator_input.py)
+    # device -> (peak, upper bound or None) over the samples since the last report: a frame
+    # carries the peak of its whole interval, not only of the newest sample's
+    peaks: dict = dataclasses.field(default_factory=dict)
 
     @property
     def pid(self) -> int:
@@ -399,6 +402,8 @@ class AgentClient:
         sample = agent_input.sample(item)
         if state.latest is None or sample.t >= state.latest.t:
             state.latest = sample
+        for dev in sample.devices:
+            state.peaks[dev.device] = merged_peak(state.peaks.get(dev.device), dev)
         if sample.step is not None:
             state.step = max(state.step or 0, sample.step)
         self._record(agent_series.device_points(state.pid, state.start_time, sample.t, sample.devices))
@@ -420,6 +425,7 @@ class AgentClient:
         for state in self._agents.values():
             out.append(report_of(state))
             state.new_events = []
+            state.peaks = {}
         return out
 
     def enrich(self, frame: Frame) -> Frame:
