@@ -123,7 +123,6 @@ class ReplayProvider:
         self._totals = totals or {}
         self._snapshot = snapshot
         self._history = history
-        self.snapshots_taken = 0
         self.phase_frames = phase_frames  # allocated per device, one per phase reading
         self.phase_index = -1
         self._allocated: tuple | None = None  # (frame index, its allocated per device), never changed
@@ -172,7 +171,6 @@ class ReplayProvider:
         return dict(self._settings)
 
     def snapshot(self, index: int | None = None) -> dict:
-        self.snapshots_taken += 1
         return self._snapshot if self._snapshot is not None else {"segments": [], "device_traces": []}
 
     def history_enabled(self) -> bool:
