@@ -245,3 +245,22 @@ def test_module_figures_the_agent_has_go_into_the_event_and_the_report(make_agen
     [event] = [i["data"] for i in items if i.get("event") == "oom"]
     assert [m["name"] for m in event["modules"]] == [m["name"] for m in MODULES]
     assert agent.oom_reports[0]["modules"][0]["name"] == "lm_head"
+
+
+def test_the_least_damaging_fix_that_covers_is_named_not_the_biggest():
+    r = oom_report.build_report(_event(), modules=MODULES, others=OTHERS, outside_pytorch=0)
+    first = oom_report.least_damaging(r["fixes"])
+    assert first["fix"].startswith("micro-batch") and first["covers"]  # before checkpointing, 8-bit, LoRA
+    assert "  least damaging that covers it: " + first["fix"] in oom_report.lines(r)
+    # 200 MiB short: the expandable segments' 240 MiB cover it -- a setting, changes nothing
+    # else -- though micro-batch, 8-bit and LoRA recover far more
+    small = oom_report.build_report(_event(requested=GiB + 200 * MiB), modules=MODULES, others=OTHERS)
+    assert small["fixes"][0]["fix"].startswith("micro-batch")  # the list stays by what is recovered
+    assert "expandable_segments" in oom_report.least_damaging(small["fixes"])["fix"]
+    assert "Least damaging fix that covers the shortfall: **PYTORCH_CUDA_ALLOC_CONF" in oom_report.markdown(
+        small
+    )
+    # nothing covers 30 GiB: nothing named
+    huge = oom_report.build_report(_event(requested=31 * GiB), modules=MODULES)
+    assert oom_report.least_damaging(huge["fixes"]) is None
+    assert not any("least damaging" in line for line in oom_report.lines(huge))

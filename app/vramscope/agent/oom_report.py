@@ -35,6 +35,12 @@ process, an 8-bit optimizer (Adam's two fp32 moments at 1 byte each: 3/4 of
 the state; Dettmers et al., "8-bit Optimizers via Block-wise Quantization",
 2022), LoRA (the frozen base needs no gradients or optimizer state; the
 adapters are well under 1 % of the parameters: Hu et al., "LoRA", 2021).
+Among the fixes that cover the shortfall, the one that changes the run least
+is named first (``least_damaging``), in this order: expandable segments (a
+setting), a smaller micro-batch with gradient accumulation (the same effective
+batch), checkpointing (recomputation), ending another process (somebody's
+work), an 8-bit optimizer (numerics), LoRA (another method) -- the fix the OOM
+alert names too, so the alert and the report never disagree.
 Standard library only.
 """
 
@@ -45,6 +51,8 @@ MiB = 1 << 20
 LINES_TOP = 3  # modules, tensors, processes named in the short report
 LORA_KEEPS = 0.01  # the adapters' share of the gradients and optimizer state kept
 EIGHT_BIT_SAVES = 0.75
+# how much each fix changes the run, least first (the module docstring says why)
+EXPANDABLE, MICRO_BATCH, CHECKPOINTING, END_PROCESS, EIGHT_BIT, LORA = range(6)
 
 
 def fmt(n) -> str:
@@ -82,13 +90,20 @@ def shortfall_split(short: int, fragmentation, others, outside) -> dict:
     return parts
 
 
-def _fix(name: str, recovers, detail: str, short: int) -> dict:
+def _fix(name: str, recovers, detail: str, short: int, damage: int) -> dict:
     return {
         "fix": name,
         "recovers": recovers,
         "detail": detail,
         "covers": recovers is not None and short > 0 and recovers >= short,
+        "damage": damage,
     }
+
+
+def least_damaging(fixes: list[dict]) -> dict | None:
+    """The fix that covers the shortfall and changes the run least; None when none covers it."""
+    covering = [f for f in fixes if f.get("covers")]
+    return min(covering, key=lambda f: f.get("damage", END_PROCESS)) if covering else None
 
 
 def _micro_batch(activations, short: int) -> dict | None:
@@ -104,6 +119,7 @@ def _micro_batch(activations, short: int) -> dict | None:
         f"activations + temporaries ({fmt(activations)}) scale with the micro-batch; "
         f"gradient accumulation ×{1 << k} keeps the effective batch",
         short,
+        MICRO_BATCH,
     )
 
 
@@ -123,6 +139,7 @@ def _checkpointing(modules, short: int) -> dict | None:
         total,
         "at most their saved activations (each keeps its input and recomputes the rest in backward)",
         short,
+        CHECKPOINTING,
     )
 
 
@@ -142,6 +159,7 @@ def fixes(
                 rec,
                 "the whole pages inside the free slivers of partly used segments",
                 short,
+                EXPANDABLE,
             )
         )
     for p in sorted(others or (), key=lambda p: _n(p.get("used")) or 0, reverse=True)[:LINES_TOP]:
@@ -152,6 +170,7 @@ def fixes(
                     p["used"],
                     "another process holding memory on this GPU",
                     short,
+                    END_PROCESS,
                 )
             )
     opt, grads = _n(buckets.get("optimizer_state")), _n(buckets.get("gradients"))
@@ -162,6 +181,7 @@ def fixes(
                 int(opt * EIGHT_BIT_SAVES),
                 "Adam's moments at 1 byte each instead of 4",
                 short,
+                EIGHT_BIT,
             )
         )
     if opt or grads:
@@ -172,6 +192,7 @@ def fixes(
                 int(held * (1 - LORA_KEEPS)),
                 "the frozen base needs no gradients or optimizer state",
                 short,
+                LORA,
             )
         )
     out.sort(key=lambda f: f["recovers"] or 0, reverse=True)
@@ -307,6 +328,9 @@ def lines(r: dict) -> list[str]:
         for i, f in enumerate(r["fixes"][:4], 1):
             mark = " (covers the shortfall)" if f["covers"] else ""
             out.append(f"   {i}. {f['fix']}: {fmt(f['recovers'])}{mark}")
+        first = least_damaging(r["fixes"])
+        if first is not None:
+            out.append(f"  least damaging that covers it: {first['fix']}")
     return out
 
 
@@ -372,4 +396,7 @@ def markdown(r: dict, title: str | None = None) -> str:
             f"| {_cell(f['fix'])} | {fmt(f['recovers'])} | {'yes' if f['covers'] else 'no'} | {f['detail']} |"
             for f in r["fixes"]
         ]
+        first = least_damaging(r["fixes"])
+        if first is not None:
+            md += ["", f"Least damaging fix that covers the shortfall: **{_cell(first['fix'])}**."]
     return "\n".join(md) + "\n"

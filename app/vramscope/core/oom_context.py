@@ -12,6 +12,7 @@ outside PyTorch instead of one combined figure.
 from __future__ import annotations
 
 from vramscope.agent import oom_report
+from vramscope.core.module_figures import disjoint
 
 OTHERS = "gpu_processes"
 OUTSIDE = "outside_pytorch"
@@ -48,3 +49,11 @@ def report_of(data: dict, modules=None) -> dict:
         others=data.get(OTHERS),
         outside_pytorch=data.get(OUTSIDE),
     )
+
+
+def module_dicts(modules, device: str | None) -> list[dict] | None:
+    """An agent report's per-module figures (ModuleFigures) measured on ``device``, each
+    counted once (a parent that holds its children is not added to them), as the
+    report takes them; None when there are none."""
+    mine = [m for m in modules or () if m.device in (device, None)]
+    return [m.as_dict() for m in disjoint(mine)] or None

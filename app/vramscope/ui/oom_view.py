@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QLabel
 
 from vramscope.agent import oom_report
 from vramscope.core import oom_context
-from vramscope.core.module_figures import disjoint
 from vramscope.ui import theme
 from vramscope.ui.safe_text import html_text
 
@@ -63,7 +62,7 @@ class OomView(QLabel):
         if key == self._shown_for:
             return
         self._shown_for = key
-        self.report = oom_context.report_of(event.data, [m.as_dict() for m in disjoint(mine)] or None)
+        self.report = oom_context.report_of(event.data, oom_context.module_dicts(mine, device))
         lines = oom_report.lines(self.report)[1:]  # (the OOM line above says what and when)
         s = theme.current()
         body = "<br>".join(_indented(line) for line in lines)

@@ -18,7 +18,9 @@ under the agent, an inference server, a notebook, or a plain script.
 
 from __future__ import annotations
 
+from vramscope.agent.oom_report import least_damaging
 from vramscope.agent.protocol import EventKind
+from vramscope.core import oom_context
 from vramscope.core.detectors.advice import (
     batch_text,
     cache_leads,
@@ -310,7 +312,9 @@ class NearOomRule:
         if blocks:
             evidence.append("largest live blocks: " + ", ".join(fmt_bytes(b) for b in blocks[:5]))
         fix = (
-            decision_order(buckets) + " Surviving step 1 proves nothing with variable-length "
+            _covering_fix(d, report, device)
+            + decision_order(buckets)
+            + " Surviving step 1 proves nothing with variable-length "
             "data: run one dummy step at the maximum sequence length first."
         )
         return Alert(
@@ -336,6 +340,20 @@ class NearOomRule:
                 "message": d.get("message"),
             },
         )
+
+
+def _covering_fix(data: dict, report, device) -> str:
+    """The post-mortem's least damaging fix that covers the shortfall (agent/oom_report.py),
+    as the alert's first sentence: the alert and the report name the same one."""
+    postmortem = oom_context.report_of(data, oom_context.module_dicts(report.modules, device))
+    first = least_damaging(postmortem["fixes"])
+    if first is None:
+        return ""
+    return (
+        f"Least damaging fix that covers the {fmt_bytes(postmortem['shortfall'])} shortfall: "
+        f"{first['fix']} (recovers {fmt_bytes(first['recovers'])}; the OOM post-mortem lists "
+        "every fix by what it recovers). "
+    )
 
 
 def _block_sizes(blocks) -> list[int]:
