@@ -74,6 +74,9 @@ UNDER_AGENT_ORDER = (
 )
 
 
+MAX_FIXES_NAMED = 3  # covering fixes an OOM alert names (the post-mortem has them all)
+
+
 def decision_order(buckets: dict | None, under_agent: bool = False, cmdline=None) -> str:
     """The usual remedies in order of least damage (advice.py), pointed at the bucket
     that dominates and at the process's own batch-size option."""
@@ -312,8 +315,7 @@ class NearOomRule:
         if blocks:
             evidence.append("largest live blocks: " + ", ".join(fmt_bytes(b) for b in blocks[:5]))
         fix = (
-            _covering_fix(d, report, device)
-            + decision_order(buckets)
+            (_covering_fixes(d, report, device) or decision_order(buckets))
             + " Surviving step 1 proves nothing with variable-length "
             "data: run one dummy step at the maximum sequence length first."
         )
@@ -342,17 +344,20 @@ class NearOomRule:
         )
 
 
-def _covering_fix(data: dict, report, device) -> str:
-    """The post-mortem's least damaging fix that covers the shortfall (agent/oom_report.py),
-    as the alert's first sentence: the alert and the report name the same one."""
+def _covering_fixes(data: dict, report, device) -> str:
+    """The post-mortem's fixes that cover the shortfall (agent/oom_report.py), least
+    damaging first -- the alert and the report name the same first fix; "" when the
+    event says too little to know the shortfall, or nothing covers it (then the usual
+    order, from the bucket that dominates)."""
     postmortem = oom_context.report_of(data, oom_context.module_dicts(report.modules, device))
     first = least_damaging(postmortem["fixes"])
     if first is None:
         return ""
+    covering = sorted((f for f in postmortem["fixes"] if f["covers"]), key=lambda f: f["damage"])
+    named = "; ".join(f"{f['fix']} (recovers {fmt_bytes(f['recovers'])})" for f in covering[:MAX_FIXES_NAMED])
     return (
-        f"Least damaging fix that covers the {fmt_bytes(postmortem['shortfall'])} shortfall: "
-        f"{first['fix']} (recovers {fmt_bytes(first['recovers'])}; the OOM post-mortem lists "
-        "every fix by what it recovers). "
+        f"Fixes that cover the {fmt_bytes(postmortem['shortfall'])} shortfall, least damaging "
+        f"first: {named}. The OOM post-mortem lists every fix by what it recovers."
     )
 
 
