@@ -75,3 +75,30 @@ def test_progress_then_the_top_sites_come_from_the_agents_events(qtbot):
     text = c.result.text()
     assert "cuda:0, 220.0 MiB alive at the peak" in text
     assert "190.0 MiB (3×) train.py:88 in forward" in text and "/tmp/sites-1.pickle" in text
+
+
+def test_a_window_that_cannot_reach_the_agent_says_why_and_asks_nothing(qtbot):
+    from vramscope.core.samples import Frame, GpuProcess, GpuSample
+    from vramscope.ui.sites_control import DEMO, READ_ONLY, sites_refusal
+
+    asked = []
+    c = SitesControl(4242, start=lambda pid, steps: asked.append(pid) or {"ok": True})
+    qtbot.addWidget(c)
+    report = _report()
+    here = Frame(time=1.0, gpus=(GpuSample(index=0, processes=(GpuProcess(pid=4242, used=MiB),)),))
+    remote = Frame(
+        time=1.0, gpus=(GpuSample(index=0, host="lab2", processes=(GpuProcess(pid=4242, used=MiB),)),)
+    )
+    demo = Frame(time=1.0, gpus=here.gpus, simulated=True)
+    assert sites_refusal(report, here) is None
+    assert sites_refusal(report, here, read_only=True) == READ_ONLY
+    assert sites_refusal(report, demo) == DEMO
+    why = sites_refusal(report, remote)
+    assert "runs on lab2" in why and "vramscope sites 4242" in why  # a PID of another machine
+    for frame, read_only in ((remote, False), (demo, False), (here, True)):
+        c.update_from(report, sites_refusal(report, frame, read_only))
+        assert not c.button.isEnabled() and c.reason.text().startswith("not available")
+        c.button.click()  # (disabled: nothing is asked)
+    assert asked == []
+    c.update_from(report, sites_refusal(report, here))
+    assert c.button.isEnabled()

@@ -37,7 +37,7 @@ from vramscope.ui.agent_device import DeviceView
 from vramscope.ui.agent_ranks import JobHeader, JobSlot, ranks_together
 from vramscope.ui.agent_texts import header_text, settings_text
 from vramscope.ui.module_tree import ModuleTree
-from vramscope.ui.sites_control import SitesControl
+from vramscope.ui.sites_control import SitesControl, sites_refusal
 
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 
@@ -105,7 +105,13 @@ class AgentProcessView(QFrame):
         self.toggle.setText(("▾ " if self.toggle.isChecked() else "▸ ") + text)
 
     def update_view(
-        self, store, report: AgentReport, now: float, window: float, frame: Frame | None = None
+        self,
+        store,
+        report: AgentReport,
+        now: float,
+        window: float,
+        frame: Frame | None = None,
+        read_only: bool = False,
     ) -> None:
         self.live = report.connected
         self.toggle.setText(header_text(report, frame, now))
@@ -119,7 +125,7 @@ class AgentProcessView(QFrame):
         if not shown:
             return  # folded: nothing drawn
         self.settings.setText(settings_text(report.allocator_settings))
-        self.sites.update_from(report)
+        self.sites.update_from(report, sites_refusal(report, frame, read_only))
         notes = []
         if report.problem and not report.connected:
             notes.append(report.problem)  # e.g. a protocol version mismatch
@@ -195,10 +201,11 @@ def cpu_text(dev, on_gpu: bool) -> str:
 class AgentPanel(QWidget):
     """All agent processes; ``update_from(frame)`` on the GUI timer (reads the store only)."""
 
-    def __init__(self, store, window: float = DEFAULT_WINDOW, parent=None):
+    def __init__(self, store, window: float = DEFAULT_WINDOW, parent=None, read_only: bool = False):
         super().__init__(parent)
         self.store = store
         self.window = window
+        self.read_only = read_only  # asks no agent to record sites (ui/sites_control.py)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         self.empty = QLabel(
@@ -281,5 +288,5 @@ class AgentPanel(QWidget):
             in_view = top + max(view.height(), 1) > 0 and top < viewport.height()
             if self.isVisible() and view.isVisible() and not in_view:
                 continue  # out of view: brought up to date when it scrolls in
-            view.update_view(self.store, reports[ident], now, self.window, frame)
+            view.update_view(self.store, reports[ident], now, self.window, frame, self.read_only)
             self._stale.discard(ident)

@@ -40,7 +40,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     alerts = AlertsPanel(
         engine=engine, actions=actions, read_only=read_only, clock=now, bridge=getattr(window, "bridge", None)
     )
-    agents = AgentPanel(window.store)
+    agents = AgentPanel(window.store, read_only=read_only)
     planner = PlannerTab()
     tray = TrayNotifier(window)
     panels = Panels(alerts, agents, planner, tray)

@@ -4,24 +4,46 @@ The button asks the agent (sources/agent_requests.py, on a worker thread: never 
 socket on the GUI thread); what the recording does -- its progress and measured
 overhead, then the top sites and the memory_viz pickle -- arrives as SITES events
 with everything else the monitor pulls, so a recording started by
-``vramscope sites`` or ``VRAMSCOPE_SITES_STEPS`` shows here too. A run without a
-CUDA device gets the button disabled with the reason beside it.
+``vramscope sites`` or ``VRAMSCOPE_SITES_STEPS`` shows here too. The button is
+disabled, with the reason beside it, for a run without a CUDA device, an ended
+run, a process on another machine (its agent's socket is there), the demo's
+invented processes, and a window run read-only (it changes no other process).
 """
 
 from __future__ import annotations
 
-import threading
-
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from vramscope.agent.protocol import EventKind
 from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
+from vramscope.ui.bridge import Bridge
 from vramscope.ui.safe_text import html_text
 
 TOP = 5
 CPU_ONLY = "not available: this run has no CUDA device (CPU-only PyTorch, or the model is on the CPU)"
+DEMO = "not available in the demo: its processes are invented"
+READ_ONLY = "not available: vramscope runs read-only (--read-only) and changes no other process"
+
+
+def sites_refusal(report, frame, read_only: bool = False) -> str | None:
+    """Why this window cannot ask ``report``'s agent to record sites (None: it can)."""
+    if frame is not None and frame.simulated:
+        return DEMO
+    if read_only:
+        return READ_ONLY
+    hosts = frame.host_names if frame is not None else ()
+    if hosts:  # the window watches other machines: the agent's socket is there
+        host = next(
+            (g.host for g in frame.gpus if g.host and any(p.pid == report.pid for p in g.processes)),
+            None,
+        )
+        return (
+            f"not available from here: the process runs on {host or 'another machine'} "
+            f"(run `vramscope sites {report.pid}` there)"
+        )
+    return None
 
 
 def sites_text(d: dict) -> str:
@@ -53,10 +75,6 @@ def sites_text(d: dict) -> str:
     return "\n".join(lines)
 
 
-class _Replies(QObject):
-    replied = Signal(dict)
-
-
 class SitesControl(QWidget):
     def __init__(self, pid: int, start=None, parent=None):
         super().__init__(parent)
@@ -85,17 +103,20 @@ class SitesControl(QWidget):
         self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.result.setVisible(False)
         outer.addWidget(self.result)
-        self._replies = _Replies()
-        self._replies.replied.connect(self._replied)
+        self._bridge = Bridge(self)  # the request runs on a worker, its reply comes back here
         self._asking = False
         self.error: str | None = None
 
-    def update_from(self, report) -> None:
+    def update_from(self, report, refusal: str | None = None) -> None:
+        """``refusal``: why this window cannot ask (sites_refusal), None when it can."""
         cuda = any(d.device.startswith("cuda") for d in report.devices)
         live = report.connected
-        self.button.setEnabled(cuda and live and not self._asking)
-        self.steps.setEnabled(cuda and live)
-        if not cuda:
+        usable = cuda and live and refusal is None
+        self.button.setEnabled(usable and not self._asking)
+        self.steps.setEnabled(usable)
+        if refusal is not None:
+            self.reason.setText(refusal)
+        elif not cuda:
             self.reason.setText(CPU_ONLY)
         elif not live:
             self.reason.setText("the run has ended")
@@ -122,10 +143,14 @@ class SitesControl(QWidget):
         self.error = None
         self.button.setEnabled(False)
         self.reason.setText("asking the agent…")
-        pid, steps, start, replies = self.pid, self.steps.value(), self._start, self._replies
-        threading.Thread(
-            target=lambda: replies.replied.emit(start(pid, steps)), name="vramscope-sites", daemon=True
-        ).start()
+        pid, steps, start = self.pid, self.steps.value(), self._start
+        self._bridge.run_in_thread(
+            lambda: start(pid, steps),
+            lambda reply, error: self._replied(
+                reply if error is None else {"ok": False, "error": f"{type(error).__name__}: {error}"}
+            ),
+            name="vramscope-sites",
+        )
 
     def _replied(self, reply: dict) -> None:
         self._asking = False

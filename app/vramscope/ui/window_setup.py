@@ -113,6 +113,7 @@ def apply_settings(window, settings, changed: set) -> None:
     if "read_only" in changed:
         services.read_only = services.actions.read_only = settings.read_only
         services.panels.alerts.read_only = settings.read_only
+        services.panels.agents.read_only = settings.read_only
         services.panels.alerts.refresh()
     if "diagnostics" in changed:
         services.engine.settings = settings.diagnostics
