@@ -56,6 +56,7 @@ from vramscope.sources.device_holders import DeviceHolderScanner
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.nvml_mig import text as _text
 from vramscope.sources.host_usage import HostUsage
+from vramscope.sources.proc_stat import StatReader
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
 from vramscope.sources.unified import POOL_NOTE, system_pool
@@ -124,6 +125,7 @@ class NvmlSource:
     ):
         self.processes = processes if processes is not None else ProcessCache()
         self.host_usage = HostUsage()
+        self.stats = StatReader()  # one /proc/<pid>/stat read per process and pass
         self.retry_interval = float(retry_interval)
         self.sysfs_root = sysfs_root
         self.holders = holders if holders is not None else DeviceHolderScanner()
@@ -204,13 +206,14 @@ class NvmlSource:
 
         # psutil enrichment: one lookup per distinct PID in this pass
         pids = {pid for _g, _s, procs in partial for pid in procs}
-        infos = self.processes.lookup_many(pids)
+        stats = self.stats.read_many(pids)
+        infos = self.processes.lookup_many(pids, stats)
         held = {pid: devs for pid, devs in self.holders.holders().items() if pid not in pids}
         holders = tuple(
             DeviceHolder(info=self.processes.lookup(pid), devices=devs) for pid, devs in sorted(held.items())
         )
         self.processes.prune(pids | set(held))
-        usage = self.host_usage.read(pids)
+        usage = self.host_usage.read(pids, stats)
         samples = []
         for gpu, sample, procs in partial:
             if procs:
@@ -273,6 +276,7 @@ class NvmlSource:
         return tuple(current.values())
 
     def close(self) -> None:
+        self.stats.close()
         if self._ready:
             self._call(None, "shutdown", self._nvml.nvmlShutdown)
             self._ready = False
