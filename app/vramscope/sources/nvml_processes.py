@@ -1,0 +1,227 @@
+"""The processes of one GPU from NVML, and their frozen values.
+
+Read through the NVML source's one error wrapper (sources/nvml.py):
+
+- compute AND graphics process lists, the newest versioned call the driver
+  offers (_v3, else _v2); a process in both lists is counted once with the
+  larger figure; ``usedGpuMemory`` not available stays None, never 0;
+- per-process SM % from ``nvmlDeviceGetProcessUtilization`` (last seen
+  timestamp kept per GPU). NVML returns a sample only for processes with
+  non-zero SM use, so a listed process without one is at 0 %; where the call
+  is not supported, SM is None;
+- the frozen ``GpuProcess`` values: a process whose NVML figures and host
+  enrichment (``ProcessInfo``, CPU %, resident memory) did not change since
+  the previous pass is the same object again, and a GPU whose every process
+  is unchanged gives the same tuple again; a process whose figures moved is
+  rebuilt from its previous value (``GpuProcess.with_figures``).
+
+A pass handles every listed process of every GPU, so the loops here are
+written for it: pynvml's utilisation samples are ctypes structures whose
+every attribute read goes through a Python ``__getattribute__`` (it decodes
+bytes); their numeric fields are read with the structure's own field
+descriptors instead, which give the same values.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+import time
+
+from vramscope.core.samples import GpuProcess
+from vramscope.sources.nvml_errors import FUNCTION_NOT_FOUND, GPU_FATAL, NOT_FOUND, PERMANENT, GpuFailed
+
+# A sample older than this is not "current" SM use any more (seconds).
+SM_SAMPLE_WINDOW = 2.0
+
+COMPUTE, GRAPHICS = "compute", "graphics"
+# one tuple per combination, so that unchanged kinds compare by identity
+_KINDS = {(): {COMPUTE: (COMPUTE,), GRAPHICS: (GRAPHICS,)}}
+_KINDS[(COMPUTE,)] = {COMPUTE: (COMPUTE,), GRAPHICS: (COMPUTE, GRAPHICS)}
+_KINDS[(GRAPHICS,)] = {COMPUTE: (GRAPHICS, COMPUTE), GRAPHICS: (GRAPHICS,)}
+_COMPUTE_ONLY = _KINDS[()][COMPUTE]
+_PID_USED = operator.attrgetter("pid", "usedGpuMemory")  # pynvml: usedGpuMemory None where n/a
+_NO_USAGE = (None, None)
+_NO_HOST = (None, None, None)
+
+
+def read_processes(source, gpu, handle) -> dict:
+    """{pid: [used, kinds, sm, mig uuid]} from the compute and graphics lists."""
+    merged: dict[int, list] = {}
+    compute = _process_list(source, gpu, handle, COMPUTE)
+    if compute:
+        merged = {pid: [used, _COMPUTE_ONLY, None, None] for pid, used in map(_PID_USED, compute)}
+        if len(merged) != len(compute):  # a PID listed twice: keep the larger figure
+            merged = {}
+            _merge(merged, compute, COMPUTE)
+    graphics = _process_list(source, gpu, handle, GRAPHICS)
+    if graphics:
+        _merge(merged, graphics, GRAPHICS)
+    return merged
+
+
+def _merge(merged: dict, entries, kind: str) -> None:
+    alone = _KINDS[()][kind]
+    for pid, used in map(_PID_USED, entries):
+        have = merged.get(pid)
+        if have is None:
+            merged[pid] = [used, alone, None, None]
+            continue
+        if used is not None and (have[0] is None or used > have[0]):
+            have[0] = used
+        kinds = have[1]
+        if kind not in kinds:
+            have[1] = _KINDS[kinds][kind] if kinds in _KINDS else kinds + (kind,)
+
+
+def _process_list(source, gpu, handle, kind: str):
+    """The newest versioned list call the driver offers (_v3, else _v2)."""
+    nvml = source._nvml
+    chosen = source._proc_calls.get(kind)
+    names = (
+        [chosen]
+        if chosen
+        else [
+            f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v3",
+            f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v2",
+        ]
+    )
+    for name in names:
+        fn = getattr(nvml, name, None)
+        if fn is None:
+            continue
+        what = f"{kind}_processes"
+        result = source._call(gpu, what, fn, handle)
+        code = source._last_code
+        if result is not None:
+            source._proc_calls[kind] = name
+            return result
+        if code in GPU_FATAL:
+            raise GpuFailed(code)
+        if code == FUNCTION_NOT_FOUND and not chosen:
+            gpu.skip.discard(what)
+            continue  # try the older version
+        return None
+    return None
+
+
+_readers: dict[type, tuple] = {}
+
+
+def _sample_readers(cls: type) -> tuple:
+    """(pid, smUtil, timeStamp) readers for one sample type."""
+    got = _readers.get(cls)
+    if got is None:
+        names = ("pid", "smUtil", "timeStamp")
+        if issubclass(cls, ctypes.Structure):
+            got = tuple(getattr(cls, name).__get__ for name in names)
+        else:
+            got = tuple(operator.attrgetter(name) for name in names)
+        _readers[cls] = got
+    return got
+
+
+def add_sm(source, gpu, handle, procs: dict) -> None:
+    """Each listed process's SM % (entry[2]) from this pass's utilisation samples."""
+    if not procs:
+        gpu.sm.clear()
+        return
+    if "process_utilization" in gpu.skip:
+        return  # SM stays None: not supported here
+    samples = source._call(
+        gpu,
+        "process_utilization",
+        source._nvml.nvmlDeviceGetProcessUtilization,
+        handle,
+        gpu.util_last_seen,
+    )
+    code = source._last_code
+    if samples is None and code != NOT_FOUND:  # NOT_FOUND: no new samples
+        if code in GPU_FATAL:
+            raise GpuFailed(code)
+        if code in PERMANENT:
+            gpu.skip.add("process_utilization")
+        return
+    if samples:
+        _remember_samples(gpu, samples)
+    known = gpu.sm
+    # NVML stamps samples with the CPU wall clock, whatever `now` the caller uses
+    oldest = int((time.time() - SM_SAMPLE_WINDOW) * 1e6)
+    for pid, entry in procs.items():
+        got = known.get(pid)
+        entry[2] = got[0] if got is not None and got[1] >= oldest else 0
+    for pid in [p for p in known if p not in procs]:
+        del known[pid]
+
+
+def _remember_samples(gpu, samples) -> None:
+    """gpu.sm[pid] = (sm %, timestamp) of each process's newest sample."""
+    get_pid, get_sm, get_ts = _sample_readers(type(samples[0]))
+    pids = list(map(get_pid, samples))
+    stamps = list(map(get_ts, samples))
+    last_seen = gpu.util_last_seen
+    known = gpu.sm
+    newest = max(stamps)
+    if min(stamps) >= last_seen and len(set(pids)) == len(pids):
+        # the usual answer (NVML gives samples newer than last_seen): one per
+        # process, each newer than anything remembered
+        known.update(zip(pids, zip(map(get_sm, samples), stamps)))
+    else:
+        for s, pid, ts in zip(samples, pids, stamps):
+            prev = known.get(pid)
+            if prev is None or ts >= prev[1]:
+                known[pid] = (get_sm(s), ts)
+    if newest > last_seen:
+        gpu.util_last_seen = newest
+
+
+def host_figures(previous: dict, pids, infos: dict, usage: dict) -> dict:
+    """{pid: (ProcessInfo, cpu %, host bytes)} for this pass, each the previous
+    pass's tuple again where equal (so that unchanged compares by identity)."""
+    current = {}
+    for pid in pids:
+        now = (infos.get(pid), *usage.get(pid, _NO_USAGE))
+        old = previous.get(pid)
+        current[pid] = old if old == now else now
+    return current
+
+
+def frozen_processes(gpu, procs: dict, host: dict) -> tuple[GpuProcess, ...]:
+    """The GPU's processes as frozen values (``host``: host_figures()).
+
+    The previous pass's tuple again when nothing about any process changed;
+    else each unchanged process's previous value, each moved one rebuilt from
+    its previous value (``gpu.last_procs``: pid -> (entry, host, value))."""
+    pids = list(procs)
+    entries = list(procs.values())
+    hosts = [host.get(pid, _NO_HOST) for pid in pids]
+    seen = gpu.last_seen
+    if seen is not None and seen[0] == pids and seen[1] == entries and seen[2] == hosts:
+        return gpu.last_tuple
+    gpu.last_seen = (pids, entries, hosts)
+    previous = gpu.last_procs
+    current = {}
+    for pid, entry, figures in zip(pids, entries, hosts):
+        old = previous.get(pid)
+        if old is not None and old[0] == entry and old[1] == figures:
+            current[pid] = old
+            continue
+        used, kinds, sm, mig_uuid = entry
+        info, cpu, rss = figures
+        if old is not None and old[0][1] == kinds and old[0][3] == mig_uuid and old[1][0] is info:
+            value = old[2].with_figures(used, sm, cpu, rss)  # the same process, its figures moved
+        else:
+            value = GpuProcess(
+                pid=pid,
+                used=used,
+                kinds=kinds,
+                sm=sm,
+                info=info,
+                mig_uuid=mig_uuid,
+                cpu_percent=cpu,
+                host_memory=rss,
+            )
+        current[pid] = (entry, figures, value)
+    gpu.last_procs = current
+    gpu.last_tuple = tuple(value for _entry, _figures, value in current.values())
+    return gpu.last_tuple
