@@ -59,7 +59,7 @@ from vramscope.sources.nvml_errors import (
 )
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.nvml_mig import text as _text
-from vramscope.sources.nvml_processes import add_sm, frozen_processes, host_figures, read_processes
+from vramscope.sources.nvml_processes import frozen_processes, host_figures, read_processes, read_sm
 from vramscope.sources.proc_stat import StatReader
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
@@ -82,7 +82,8 @@ class _Gpu:
     pci_bus_id: str | None = None
     skip: set = field(default_factory=set)  # calls this GPU does not support
     util_last_seen: int = 0  # µs timestamp of the newest process sample
-    sm: dict = field(default_factory=dict)  # pid -> (sm %, timestamp µs)
+    sm: dict = field(default_factory=dict)  # pid -> SM % of its newest sample
+    sm_time: dict = field(default_factory=dict)  # pid -> that sample's timestamp (µs)
     errors: dict = field(default_factory=dict)  # call name -> NVML error code
     failed: bool = False  # lost (or fatal) on the previous pass
     # the previous pass's processes (sources/nvml_processes.py): pid -> (entry, host figures,
@@ -90,6 +91,7 @@ class _Gpu:
     last_procs: dict = field(default_factory=dict)
     last_seen: tuple | None = None
     last_tuple: tuple = ()
+    last_sample: tuple | None = None  # (the fields it was made from, GpuSample)
     mig_static: dict = field(default_factory=dict)  # MIG uuid -> (name, gi id, ci id)
     slice_reads: list = field(default_factory=list)  # this pass's MIG slices (nvml_mig.SliceRead)
 
@@ -174,12 +176,12 @@ class NvmlSource:
                 figures = dict(
                     index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=bus, asleep=True, vendor=NVIDIA
                 )
-                partial.append((gpu, figures, {}))
+                partial.append((gpu, figures, {}, None))
                 continue
             partial.append((gpu, *self._sample_gpu(gpu, now)))
 
         # psutil enrichment: one lookup per distinct PID in this pass
-        pids = {pid for _g, _f, procs in partial for pid in procs}
+        pids = {pid for _g, _f, procs, _sm in partial for pid in procs}
         stats = self.stats.read_many(pids)
         infos = self.processes.lookup_many(pids, stats)
         held = {pid: devs for pid, devs in self.holders.holders().items() if pid not in pids}
@@ -190,12 +192,12 @@ class NvmlSource:
         usage = self.host_usage.read(pids, stats)
         host = self._host = host_figures(self._host, pids, infos, usage)
         samples = []
-        for gpu, figures, procs in partial:
+        for gpu, figures, procs, sm in partial:
             if procs:
-                figures["processes"] = frozen_processes(gpu, procs, host)
+                figures["processes"] = frozen_processes(gpu, procs, sm, host)
             if gpu.slice_reads:
                 figures["slices"] = build_slices(gpu.slice_reads, figures.get("processes", ()))
-            samples.append(GpuSample(**figures))
+            samples.append(_sample_of(gpu, figures))
         driver, nvml_version, cuda = self._versions
         return Frame(
             time=now,
@@ -319,7 +321,8 @@ class NvmlSource:
 
     # -- one GPU --------------------------------------------------------------------
     def _sample_gpu(self, gpu: _Gpu, now: float):
-        """-> (the GpuSample's fields but its processes and slices, {pid: [used, kinds, sm, mig uuid]})."""
+        """-> (the GpuSample's fields but its processes and slices, {pid: [used, kinds, mig uuid]},
+        {pid: SM %} or None)."""
         try:
             return self._read_gpu(gpu, now)
         except GpuFailed as failed:
@@ -334,7 +337,7 @@ class NvmlSource:
                 pci_bus_id=gpu.pci_bus_id,
                 error=self._error_text(failed.code),
                 vendor=NVIDIA,
-            ), {}
+            ), {}, None
 
     def _read_gpu(self, gpu: _Gpu, now: float):
         nvml = self._nvml
@@ -342,6 +345,7 @@ class NvmlSource:
             if gpu.failed:  # it answered again: read everything afresh
                 gpu.skip.clear()
                 gpu.sm.clear()
+                gpu.sm_time.clear()
             handle = self._call(gpu, "handle", nvml.nvmlDeviceGetHandleByIndex, gpu.index)
             if handle is None:
                 raise GpuFailed(self._last_code or UNKNOWN)
@@ -378,7 +382,7 @@ class NvmlSource:
 
         procs = read_processes(self, gpu, handle)
         mig_mode, gpu.slice_reads = read_mig(self, gpu, handle, procs)
-        add_sm(self, gpu, handle, procs)
+        sm = read_sm(self, gpu, handle, procs)
         gpu.failed = False
         figures = dict(
             index=gpu.index,
@@ -399,7 +403,7 @@ class NvmlSource:
             memory_kind=memory_kind,
             not_reported=((("total", POOL_NOTE),) if memory_kind else ()),
         )
-        return figures, procs
+        return figures, procs, sm
 
     def _temperature(self, gpu: _Gpu, handle):
         nvml = self._nvml
@@ -411,3 +415,17 @@ class NvmlSource:
         return self._gpu_call(
             gpu, "temperature", nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU
         )
+
+
+def _sample_of(gpu: _Gpu, figures: dict) -> GpuSample:
+    """The GPU's sample: the previous pass's again when every figure is the same."""
+    last = gpu.last_sample
+    if (
+        last is not None
+        and last[1].processes is figures.get("processes", ())  # (a changed tuple: no slow compare)
+        and last[0] == figures
+    ):
+        return last[1]
+    sample = GpuSample(**figures)
+    gpu.last_sample = (figures, sample)
+    return sample

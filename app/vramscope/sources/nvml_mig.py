@@ -53,7 +53,7 @@ class SliceRead:
 
 def read_mig(source, gpu, handle, procs: dict) -> tuple[bool | None, list[SliceRead]]:
     """MIG mode and slices of one GPU; slice processes are merged into ``procs``
-    ({pid: [used, kinds, sm, mig_uuid]}). Raises GpuFailed (sources/nvml_errors.py) on a lost GPU."""
+    ({pid: [used, kinds, mig_uuid]}). Raises GpuFailed (sources/nvml_errors.py) on a lost GPU."""
     nvml = source._nvml
     mode = source._gpu_call(gpu, "mig_mode", nvml.nvmlDeviceGetMigMode, handle)
     if mode is None:
@@ -92,9 +92,9 @@ def _read_slice(source, gpu, index: int, mig, procs: dict) -> SliceRead:
     for pid, entry in read_processes(source, gpu, mig).items():
         have = procs.get(pid)
         if have is None:
-            procs[pid] = [entry[0], entry[1], None, uuid]
+            procs[pid] = [entry[0], entry[1], uuid]
         else:
-            have[3] = uuid
+            have[2] = uuid
         pids.append(pid)
     return SliceRead(index, uuid, name, gi, ci, total, used, free, tuple(pids))
 

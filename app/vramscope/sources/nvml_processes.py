@@ -40,17 +40,16 @@ _KINDS = {(): {COMPUTE: (COMPUTE,), GRAPHICS: (GRAPHICS,)}}
 _KINDS[(COMPUTE,)] = {COMPUTE: (COMPUTE,), GRAPHICS: (COMPUTE, GRAPHICS)}
 _KINDS[(GRAPHICS,)] = {COMPUTE: (GRAPHICS, COMPUTE), GRAPHICS: (GRAPHICS,)}
 _COMPUTE_ONLY = _KINDS[()][COMPUTE]
-_PID_USED = operator.attrgetter("pid", "usedGpuMemory")  # pynvml: usedGpuMemory None where n/a
 _NO_USAGE = (None, None)
 _NO_HOST = (None, None, None)
 
 
 def read_processes(source, gpu, handle) -> dict:
-    """{pid: [used, kinds, sm, mig uuid]} from the compute and graphics lists."""
+    """{pid: [used, kinds, mig uuid]} from the compute and graphics lists."""
     merged: dict[int, list] = {}
     compute = _process_list(source, gpu, handle, COMPUTE)
     if compute:
-        merged = {pid: [used, _COMPUTE_ONLY, None, None] for pid, used in map(_PID_USED, compute)}
+        merged = {e.pid: [e.usedGpuMemory, _COMPUTE_ONLY, None] for e in compute}
         if len(merged) != len(compute):  # a PID listed twice: keep the larger figure
             merged = {}
             _merge(merged, compute, COMPUTE)
@@ -62,10 +61,11 @@ def read_processes(source, gpu, handle) -> dict:
 
 def _merge(merged: dict, entries, kind: str) -> None:
     alone = _KINDS[()][kind]
-    for pid, used in map(_PID_USED, entries):
+    for e in entries:
+        pid, used = e.pid, e.usedGpuMemory
         have = merged.get(pid)
         if have is None:
-            merged[pid] = [used, alone, None, None]
+            merged[pid] = [used, alone, None]
             continue
         if used is not None and (have[0] is None or used > have[0]):
             have[0] = used
@@ -121,13 +121,16 @@ def _sample_readers(cls: type) -> tuple:
     return got
 
 
-def add_sm(source, gpu, handle, procs: dict) -> None:
-    """Each listed process's SM % (entry[2]) from this pass's utilisation samples."""
+def read_sm(source, gpu, handle, procs: dict) -> dict | None:
+    """SM % of the listed processes: {pid: sm} for those with a sample in the
+    last ``SM_SAMPLE_WINDOW`` seconds (the others are at 0 %), or None where
+    this GPU gives no per-process utilisation."""
     if not procs:
         gpu.sm.clear()
-        return
+        gpu.sm_time.clear()
+        return None
     if "process_utilization" in gpu.skip:
-        return  # SM stays None: not supported here
+        return None
     samples = source._call(
         gpu,
         "process_utilization",
@@ -141,36 +144,37 @@ def add_sm(source, gpu, handle, procs: dict) -> None:
             raise GpuFailed(code)
         if code in PERMANENT:
             gpu.skip.add("process_utilization")
-        return
+        return None
     if samples:
         _remember_samples(gpu, samples)
-    known = gpu.sm
+    stamps = gpu.sm_time
     # NVML stamps samples with the CPU wall clock, whatever `now` the caller uses
     oldest = int((time.time() - SM_SAMPLE_WINDOW) * 1e6)
-    for pid, entry in procs.items():
-        got = known.get(pid)
-        entry[2] = got[0] if got is not None and got[1] >= oldest else 0
-    for pid in [p for p in known if p not in procs]:
-        del known[pid]
+    if stamps and (min(stamps.values()) < oldest or not procs.keys() >= stamps.keys()):
+        keep = [pid for pid, ts in stamps.items() if ts >= oldest and pid in procs]
+        gpu.sm = {pid: gpu.sm[pid] for pid in keep}
+        gpu.sm_time = {pid: stamps[pid] for pid in keep}
+    return dict(gpu.sm)
 
 
 def _remember_samples(gpu, samples) -> None:
-    """gpu.sm[pid] = (sm %, timestamp) of each process's newest sample."""
+    """gpu.sm[pid], gpu.sm_time[pid]: SM % and timestamp of each process's newest sample."""
     get_pid, get_sm, get_ts = _sample_readers(type(samples[0]))
     pids = list(map(get_pid, samples))
     stamps = list(map(get_ts, samples))
     last_seen = gpu.util_last_seen
-    known = gpu.sm
-    newest = max(stamps)
+    sm, when = gpu.sm, gpu.sm_time
     if min(stamps) >= last_seen and len(set(pids)) == len(pids):
         # the usual answer (NVML gives samples newer than last_seen): one per
         # process, each newer than anything remembered
-        known.update(zip(pids, zip(map(get_sm, samples), stamps)))
+        sm.update(zip(pids, map(get_sm, samples)))
+        when.update(zip(pids, stamps))
     else:
         for s, pid, ts in zip(samples, pids, stamps):
-            prev = known.get(pid)
-            if prev is None or ts >= prev[1]:
-                known[pid] = (get_sm(s), ts)
+            if ts >= when.get(pid, ts):
+                sm[pid] = get_sm(s)
+                when[pid] = ts
+    newest = max(stamps)
     if newest > last_seen:
         gpu.util_last_seen = newest
 
@@ -186,42 +190,43 @@ def host_figures(previous: dict, pids, infos: dict, usage: dict) -> dict:
     return current
 
 
-def frozen_processes(gpu, procs: dict, host: dict) -> tuple[GpuProcess, ...]:
-    """The GPU's processes as frozen values (``host``: host_figures()).
+def frozen_processes(gpu, procs: dict, sm: dict | None, host: dict) -> tuple[GpuProcess, ...]:
+    """The GPU's processes as frozen values (``sm``: read_sm(); ``host``: host_figures()).
 
     The previous pass's tuple again when nothing about any process changed;
     else each unchanged process's previous value, each moved one rebuilt from
-    its previous value (``gpu.last_procs``: pid -> (entry, host, value))."""
-    pids = list(procs)
-    entries = list(procs.values())
-    hosts = [host.get(pid, _NO_HOST) for pid in pids]
+    its previous value (``gpu.last_procs``: pid -> (figures, host figures, value))."""
+    order = list(procs)
+    hosts = [host.get(pid, _NO_HOST) for pid in order]
     seen = gpu.last_seen
-    if seen is not None and seen[0] == pids and seen[1] == entries and seen[2] == hosts:
+    if seen is not None and seen[0] == procs and seen[1] == sm and seen[2] == hosts and seen[3] == order:
         return gpu.last_tuple
-    gpu.last_seen = (pids, entries, hosts)
+    gpu.last_seen = (procs, sm, hosts, order)
     previous = gpu.last_procs
     current = {}
-    for pid, entry, figures in zip(pids, entries, hosts):
+    for pid, figures in zip(order, hosts):
+        used, kinds, mig_uuid = procs[pid]
+        pid_sm = None if sm is None else sm.get(pid, 0)
+        mine = (used, kinds, mig_uuid, pid_sm)
         old = previous.get(pid)
-        if old is not None and old[0] == entry and old[1] == figures:
+        if old is not None and old[0] == mine and old[1] == figures:
             current[pid] = old
             continue
-        used, kinds, sm, mig_uuid = entry
         info, cpu, rss = figures
-        if old is not None and old[0][1] == kinds and old[0][3] == mig_uuid and old[1][0] is info:
-            value = old[2].with_figures(used, sm, cpu, rss)  # the same process, its figures moved
+        if old is not None and old[0][1:3] == mine[1:3] and old[1][0] is info:
+            value = old[2].with_figures(used, pid_sm, cpu, rss)  # the same process, its figures moved
         else:
             value = GpuProcess(
                 pid=pid,
                 used=used,
                 kinds=kinds,
-                sm=sm,
+                sm=pid_sm,
                 info=info,
                 mig_uuid=mig_uuid,
                 cpu_percent=cpu,
                 host_memory=rss,
             )
-        current[pid] = (entry, figures, value)
+        current[pid] = (mine, figures, value)
     gpu.last_procs = current
-    gpu.last_tuple = tuple(value for _entry, _figures, value in current.values())
+    gpu.last_tuple = tuple(value for _mine, _figures, value in current.values())
     return gpu.last_tuple

@@ -11,7 +11,8 @@ from offset 0 (``pread``): procfs regenerates the text on every read, and
 an open ``/proc/<pid>/stat`` stays bound to the process it was opened for --
 once that process has been reaped, reads fail with ESRCH even if the PID is
 reused, so a held file never reports another process. That costs about half
-of an open/read/close. At most ``keep`` files are held (a quarter of the
+of an open/read/close; a text equal to the previous pass's (an idle process)
+is not parsed again. At most ``keep`` files are held (a quarter of the
 soft limit on open files, at most 1,024); PIDs beyond that are opened per
 pass, as before.
 """
@@ -106,22 +107,33 @@ class StatReader:
         self.proc_root = proc_root
         self.keep = _keep_limit() if keep is None else int(keep)
         self._open: dict[int, int] = {}  # pid -> fd of its stat file
+        self._parsed: dict[int, tuple[bytes, ProcStat]] = {}  # pid -> its last text, parsed
 
     def read_many(self, pids: Iterable[int]) -> dict[int, ProcStat | None]:
-        held = self._open
+        held, parsed = self._open, self._parsed
         out: dict[int, ProcStat | None] = {}
         for pid in pids:
             fd = held.get(pid)
             if fd is not None:
                 try:
-                    out[pid] = parse_stat(os.pread(fd, MAX_STAT, 0))
-                    continue
+                    data = os.pread(fd, MAX_STAT, 0)
                 except OSError:  # the process it was opened for is gone
                     del held[pid]
+                    parsed.pop(pid, None)
                     os.close(fd)
+                else:
+                    last = parsed.get(pid)
+                    if last is not None and last[0] == data:  # an idle process: the same text
+                        out[pid] = last[1]
+                        continue
+                    got = out[pid] = parse_stat(data)
+                    if got is not None:
+                        parsed[pid] = (data, got)
+                    continue
             out[pid] = self._open_and_read(pid)
         for pid in [p for p in held if p not in out]:
             os.close(held.pop(pid))
+            parsed.pop(pid, None)
         return out
 
     def _open_and_read(self, pid: int) -> ProcStat | None:
@@ -130,11 +142,13 @@ class StatReader:
         except OSError:
             return None
         try:
-            got = parse_stat(os.read(fd, MAX_STAT))
+            data = os.read(fd, MAX_STAT)
         except OSError:
-            got = None
+            data = b""
+        got = parse_stat(data)
         if got is not None and len(self._open) < self.keep:
             self._open[pid] = fd
+            self._parsed[pid] = (data, got)
         else:
             os.close(fd)
         return got
@@ -143,6 +157,7 @@ class StatReader:
         for fd in self._open.values():
             os.close(fd)
         self._open.clear()
+        self._parsed.clear()
 
     def __del__(self):  # a source dropped without close() must not leak files
         try:

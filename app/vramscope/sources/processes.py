@@ -192,8 +192,24 @@ class ProcessCache:
         None}, this pass's /proc/<pid>/stat reads where the caller made them."""
         if not stats:
             return {pid: self.lookup(pid) for pid in set(pids)}
-        lookup = self.lookup
-        return {pid: lookup(pid, stats.get(pid, _UNREAD)) for pid in set(pids)}
+        known, ticks, lookup = self._known, self._ticks, self.lookup
+        out = {}
+        for pid in set(pids):
+            stat = stats.get(pid, _UNREAD)
+            cached = known.get(pid)
+            if (  # the common case of lookup(): the same identity, nothing changed
+                self._fast
+                and cached is not None
+                and stat is not None
+                and stat is not _UNREAD
+                and ticks.get(pid) == stat.start_ticks
+                and cached.status == stat.status
+                and cached.ppid == stat.ppid
+            ):
+                out[pid] = cached
+            else:
+                out[pid] = lookup(pid, stat)
+        return out
 
     def prune(self, live_pids: Iterable[int]) -> None:
         """Forget PIDs no longer listed by any GPU."""
