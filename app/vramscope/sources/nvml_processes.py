@@ -18,8 +18,8 @@ Read through the NVML source's one error wrapper (sources/nvml.py):
 A pass handles every listed process of every GPU, so the loops here are
 written for it: pynvml's utilisation samples are ctypes structures whose
 every attribute read goes through a Python ``__getattribute__`` (it decodes
-bytes); their numeric fields are read with the structure's own field
-descriptors instead, which give the same values.
+bytes); their numeric fields are read as columns from the array pynvml
+filled, at the offsets the structure declares (``_sample_columns``).
 """
 
 from __future__ import annotations
@@ -105,20 +105,44 @@ def _process_list(source, gpu, handle, kind: str):
     return None
 
 
+_SAMPLE_FIELDS = ("pid", "smUtil", "timeStamp")
+_UNSIGNED = {ctypes.c_uint: "I", ctypes.c_ulonglong: "Q"}
 _readers: dict[type, tuple] = {}
 
 
-def _sample_readers(cls: type) -> tuple:
-    """(pid, smUtil, timeStamp) readers for one sample type."""
-    got = _readers.get(cls)
-    if got is None:
-        names = ("pid", "smUtil", "timeStamp")
+def _sample_columns(samples) -> tuple[list, list, list]:
+    """(pids, SM %s, timestamps) of a list of utilisation samples.
+
+    pynvml answers with a slice of one ctypes array (``c_samples[0:count]``):
+    then the three columns are read from the array's memory in one strided
+    copy each, at the offsets and sizes the structure itself declares; any
+    other answer is read field by field through the field descriptors."""
+    first = samples[0]
+    cls = type(first)
+    base = getattr(first, "_b_base_", None)
+    n = len(samples)
+    if isinstance(base, ctypes.Array) and len(base) >= n:
+        size = ctypes.sizeof(cls)
+        start = ctypes.addressof(base)
+        fields = [(getattr(cls, name), dict(cls._fields_).get(name)) for name in _SAMPLE_FIELDS]
+        if (
+            ctypes.addressof(first) == start
+            and ctypes.addressof(samples[-1]) == start + (n - 1) * size
+            and all(kind in _UNSIGNED and f.offset % f.size == 0 and size % f.size == 0 for f, kind in fields)
+        ):
+            raw = memoryview(base).cast("B")[: n * size]
+            pids, sms, stamps = (
+                raw.cast(_UNSIGNED[kind])[f.offset // f.size :: size // f.size].tolist() for f, kind in fields
+            )
+            return pids, sms, stamps
+    readers = _readers.get(cls)
+    if readers is None:
         if issubclass(cls, ctypes.Structure):
-            got = tuple(getattr(cls, name).__get__ for name in names)
+            readers = tuple(getattr(cls, name).__get__ for name in _SAMPLE_FIELDS)
         else:
-            got = tuple(operator.attrgetter(name) for name in names)
-        _readers[cls] = got
-    return got
+            readers = tuple(operator.attrgetter(name) for name in _SAMPLE_FIELDS)
+        _readers[cls] = readers
+    return tuple(list(map(read, samples)) for read in readers)
 
 
 def read_sm(source, gpu, handle, procs: dict) -> dict | None:
@@ -159,20 +183,18 @@ def read_sm(source, gpu, handle, procs: dict) -> dict | None:
 
 def _remember_samples(gpu, samples) -> None:
     """gpu.sm[pid], gpu.sm_time[pid]: SM % and timestamp of each process's newest sample."""
-    get_pid, get_sm, get_ts = _sample_readers(type(samples[0]))
-    pids = list(map(get_pid, samples))
-    stamps = list(map(get_ts, samples))
+    pids, sms, stamps = _sample_columns(samples)
     last_seen = gpu.util_last_seen
     sm, when = gpu.sm, gpu.sm_time
     if min(stamps) >= last_seen and len(set(pids)) == len(pids):
         # the usual answer (NVML gives samples newer than last_seen): one per
         # process, each newer than anything remembered
-        sm.update(zip(pids, map(get_sm, samples)))
+        sm.update(zip(pids, sms))
         when.update(zip(pids, stamps))
     else:
-        for s, pid, ts in zip(samples, pids, stamps):
+        for pid, value, ts in zip(pids, sms, stamps):
             if ts >= when.get(pid, ts):
-                sm[pid] = get_sm(s)
+                sm[pid] = value
                 when[pid] = ts
     newest = max(stamps)
     if newest > last_seen:
