@@ -31,6 +31,11 @@ order).
 
 Processes that hold /dev/nvidia* open without being on any list are added
 to the frame (sources/device_holders.py), scanned every few seconds.
+
+The host side of a pass reads each listed process's /proc/<pid>/stat once
+(sources/proc_stat.py), for the process cache and the host CPU and memory
+alike; a GPU whose figures are all the same as on the previous pass gives
+the previous ``GpuSample`` again (frozen values: equal and unchanged).
 """
 
 from __future__ import annotations
