@@ -107,7 +107,28 @@ def _process_list(source, gpu, handle, kind: str):
 
 _SAMPLE_FIELDS = ("pid", "smUtil", "timeStamp")
 _UNSIGNED = {ctypes.c_uint: "I", ctypes.c_ulonglong: "Q"}
+_columns: dict[type, tuple | None] = {}  # sample type -> ((format, first, step) per field) or None
 _readers: dict[type, tuple] = {}
+
+
+def _column_plan(cls: type) -> tuple | None:
+    """Where each field lies in an array of ``cls``, as (format, first index,
+    step) of a memoryview cast to that format; None where a field is not a
+    naturally aligned unsigned int of 4 or 8 bytes."""
+    if cls not in _columns:
+        plan = None
+        if issubclass(cls, ctypes.Structure):
+            kinds = dict(cls._fields_)
+            size = ctypes.sizeof(cls)
+            plan = []
+            for name in _SAMPLE_FIELDS:
+                f, kind = getattr(cls, name), kinds.get(name)
+                if kind not in _UNSIGNED or f.size != ctypes.sizeof(kind) or f.offset % f.size or size % f.size:
+                    plan = None
+                    break
+                plan.append((_UNSIGNED[kind], f.offset // f.size, size // f.size))
+        _columns[cls] = tuple(plan) if plan else None
+    return _columns[cls]
 
 
 def _sample_columns(samples) -> tuple[list, list, list]:
@@ -121,19 +142,13 @@ def _sample_columns(samples) -> tuple[list, list, list]:
     cls = type(first)
     base = getattr(first, "_b_base_", None)
     n = len(samples)
-    if isinstance(base, ctypes.Array) and len(base) >= n:
+    plan = _column_plan(cls) if isinstance(base, ctypes.Array) and len(base) >= n else None
+    if plan is not None:
         size = ctypes.sizeof(cls)
         start = ctypes.addressof(base)
-        fields = [(getattr(cls, name), dict(cls._fields_).get(name)) for name in _SAMPLE_FIELDS]
-        if (
-            ctypes.addressof(first) == start
-            and ctypes.addressof(samples[-1]) == start + (n - 1) * size
-            and all(kind in _UNSIGNED and f.offset % f.size == 0 and size % f.size == 0 for f, kind in fields)
-        ):
+        if ctypes.addressof(first) == start and ctypes.addressof(samples[-1]) == start + (n - 1) * size:
             raw = memoryview(base).cast("B")[: n * size]
-            pids, sms, stamps = (
-                raw.cast(_UNSIGNED[kind])[f.offset // f.size :: size // f.size].tolist() for f, kind in fields
-            )
+            pids, sms, stamps = (raw.cast(fmt)[first_at::step].tolist() for fmt, first_at, step in plan)
             return pids, sms, stamps
     readers = _readers.get(cls)
     if readers is None:
