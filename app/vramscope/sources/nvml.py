@@ -64,7 +64,7 @@ from vramscope.sources.nvml_errors import (
 )
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.nvml_mig import text as _text
-from vramscope.sources.nvml_processes import frozen_processes, host_figures, read_processes, read_sm
+from vramscope.sources.nvml_processes import HostFigures, frozen_processes, read_processes, read_sm
 from vramscope.sources.proc_stat import StatReader
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
@@ -116,7 +116,7 @@ class NvmlSource:
         self.processes = processes if processes is not None else ProcessCache()
         self.host_usage = HostUsage()
         self.stats = StatReader()  # one /proc/<pid>/stat read per process and pass
-        self._host: dict = {}  # pid -> (ProcessInfo, cpu %, host bytes) of the last pass
+        self._host = HostFigures()  # pid -> (ProcessInfo, cpu %, host bytes) of the last pass
         self.retry_interval = float(retry_interval)
         self.sysfs_root = sysfs_root
         self.holders = holders if holders is not None else DeviceHolderScanner()
@@ -186,7 +186,7 @@ class NvmlSource:
             partial.append((gpu, *self._sample_gpu(gpu, now)))
 
         # psutil enrichment: one lookup per distinct PID in this pass
-        pids = {pid for _g, _f, procs, _sm in partial for pid in procs}
+        pids = set().union(*(procs for _g, _f, procs, _sm in partial))
         stats = self.stats.read_many(pids)
         infos = self.processes.lookup_many(pids, stats)
         held = {pid: devs for pid, devs in self.holders.holders().items() if pid not in pids}
@@ -195,7 +195,8 @@ class NvmlSource:
         )
         self.processes.prune(pids | set(held))
         usage = self.host_usage.read(pids, stats)
-        host = self._host = host_figures(self._host, pids, infos, usage)
+        host = self._host
+        host.update(pids, infos, usage)
         samples = []
         for gpu, figures, procs, sm in partial:
             if procs:

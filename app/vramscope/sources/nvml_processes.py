@@ -216,32 +216,58 @@ def _remember_samples(gpu, samples) -> None:
         gpu.util_last_seen = newest
 
 
-def host_figures(previous: dict, pids, infos: dict, usage: dict) -> dict:
-    """{pid: (ProcessInfo, cpu %, host bytes)} for this pass, each the previous
-    pass's tuple again where equal (so that unchanged compares by identity)."""
-    current = {}
-    for pid in pids:
-        now = (infos.get(pid), *usage.get(pid, _NO_USAGE))
-        old = previous.get(pid)
-        current[pid] = old if old == now else now
-    return current
+class HostFigures:
+    """{pid: (ProcessInfo, cpu %, host bytes)} of the last pass (``figures``),
+    each the previous pass's tuple again where equal, so that an unchanged
+    one is the same object; ``changed``: the PIDs whose tuple is new this
+    pass; ``passes``: how many passes have been read."""
+
+    __slots__ = ("figures", "changed", "passes")
+
+    def __init__(self):
+        self.figures: dict = {}
+        self.changed: set = set()
+        self.passes = 0
+
+    def update(self, pids, infos: dict, usage: dict) -> None:
+        previous, current, changed = self.figures, {}, set()
+        for pid in pids:
+            now = (infos.get(pid), *usage.get(pid, _NO_USAGE))
+            old = previous.get(pid)
+            if old == now:
+                current[pid] = old
+            else:
+                current[pid] = now
+                changed.add(pid)
+        self.figures, self.changed = current, changed
+        self.passes += 1
 
 
-def frozen_processes(gpu, procs: dict, sm: dict | None, host: dict) -> tuple[GpuProcess, ...]:
-    """The GPU's processes as frozen values (``sm``: read_sm(); ``host``: host_figures()).
+def frozen_processes(gpu, procs: dict, sm: dict | None, host: HostFigures) -> tuple[GpuProcess, ...]:
+    """The GPU's processes as frozen values (``sm``: read_sm(); ``host``: this pass's).
 
-    The previous pass's tuple again when nothing about any process changed;
-    else each unchanged process's previous value, each moved one rebuilt from
-    its previous value (``gpu.last_procs``: pid -> (figures, host figures, value))."""
+    The previous pass's tuple again when nothing about any process changed
+    since the previous pass (the GPU read then too); else each unchanged
+    process's previous value, each moved one rebuilt from its previous value
+    (``gpu.last_procs``: pid -> (figures, host figures, value))."""
     order = list(procs)
-    hosts = [host.get(pid, _NO_HOST) for pid in order]
     seen = gpu.last_seen
-    if seen is not None and seen[0] == procs and seen[1] == sm and seen[2] == hosts and seen[3] == order:
+    if (
+        seen is not None
+        and seen[0] == host.passes - 1
+        and seen[1] == procs
+        and seen[2] == sm
+        and seen[3] == order
+        and host.changed.isdisjoint(procs)
+    ):
+        gpu.last_seen = (host.passes, procs, sm, order)
         return gpu.last_tuple
-    gpu.last_seen = (procs, sm, hosts, order)
+    gpu.last_seen = (host.passes, procs, sm, order)
+    figures_of = host.figures
     previous = gpu.last_procs
     current = {}
-    for pid, figures in zip(order, hosts):
+    for pid in order:
+        figures = figures_of.get(pid, _NO_HOST)
         used, kinds, mig_uuid = procs[pid]
         pid_sm = None if sm is None else sm.get(pid, 0)
         mine = (used, kinds, mig_uuid, pid_sm)
