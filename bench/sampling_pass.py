@@ -239,7 +239,7 @@ def main() -> int:
             ("bare", f"bare pynvml loop, the same {len(calls)} calls"),
             ("whole", "vramscope pass (NVML + host reads)"),
             ("nvml", "  NVML part only (no /proc, no psutil)"),
-            ("psutil", f"  process cache only ({distinct} PIDs)"),
+            ("psutil", f"  process cache alone ({distinct} PIDs)"),
             ("fresh", "  whole pass reusing no previous value"),
         ):
             if key in cpu:
