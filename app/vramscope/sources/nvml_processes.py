@@ -18,8 +18,8 @@ Read through the NVML source's one error wrapper (sources/nvml.py):
 A pass handles every listed process of every GPU, so the loops here are
 written for it: pynvml's utilisation samples are ctypes structures whose
 every attribute read goes through a Python ``__getattribute__`` (it decodes
-bytes); their numeric fields are read as columns from the array pynvml
-filled, at the offsets the structure declares (``_sample_columns``).
+bytes); their numeric fields are read through the structure's own field
+descriptors instead (``_sample_columns``).
 """
 
 from __future__ import annotations
@@ -106,50 +106,14 @@ def _process_list(source, gpu, handle, kind: str):
 
 
 _SAMPLE_FIELDS = ("pid", "smUtil", "timeStamp")
-_UNSIGNED = {ctypes.c_uint: "I", ctypes.c_ulonglong: "Q"}
-_columns: dict[type, tuple | None] = {}  # sample type -> ((format, first, step) per field) or None
 _readers: dict[type, tuple] = {}
 
 
-def _column_plan(cls: type) -> tuple | None:
-    """Where each field lies in an array of ``cls``, as (format, first index,
-    step) of a memoryview cast to that format; None where a field is not a
-    naturally aligned unsigned int of 4 or 8 bytes."""
-    if cls not in _columns:
-        plan = None
-        if issubclass(cls, ctypes.Structure):
-            kinds = dict(cls._fields_)
-            size = ctypes.sizeof(cls)
-            plan = []
-            for name in _SAMPLE_FIELDS:
-                f, kind = getattr(cls, name), kinds.get(name)
-                if kind not in _UNSIGNED or f.size != ctypes.sizeof(kind) or f.offset % f.size or size % f.size:
-                    plan = None
-                    break
-                plan.append((_UNSIGNED[kind], f.offset // f.size, size // f.size))
-        _columns[cls] = tuple(plan) if plan else None
-    return _columns[cls]
-
-
 def _sample_columns(samples) -> tuple[list, list, list]:
-    """(pids, SM %s, timestamps) of a list of utilisation samples.
-
-    pynvml answers with a slice of one ctypes array (``c_samples[0:count]``):
-    then the three columns are read from the array's memory in one strided
-    copy each, at the offsets and sizes the structure itself declares; any
-    other answer is read field by field through the field descriptors."""
-    first = samples[0]
-    cls = type(first)
-    base = getattr(first, "_b_base_", None)
-    n = len(samples)
-    plan = _column_plan(cls) if isinstance(base, ctypes.Array) and len(base) >= n else None
-    if plan is not None:
-        size = ctypes.sizeof(cls)
-        start = ctypes.addressof(base)
-        if ctypes.addressof(first) == start and ctypes.addressof(samples[-1]) == start + (n - 1) * size:
-            raw = memoryview(base).cast("B")[: n * size]
-            pids, sms, stamps = (raw.cast(fmt)[first_at::step].tolist() for fmt, first_at, step in plan)
-            return pids, sms, stamps
+    """(pids, SM %s, timestamps) of a list of utilisation samples, read through
+    the structure's own field descriptors (the same values as its attributes,
+    without pynvml's Python ``__getattribute__`` for each)."""
+    cls = type(samples[0])
     readers = _readers.get(cls)
     if readers is None:
         if issubclass(cls, ctypes.Structure):
