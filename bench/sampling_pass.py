@@ -6,17 +6,25 @@ Real pynvml against the fake libnvidia-ml.so.1 the test suite builds
 for the whole pass and for its two halves (NVML only, psutil only), and the
 /proc/*/fd scan for /dev/nvidia* holders that runs every 10 s.
 
-The peer the budget names (issue 28: <= 1.4x): a bare pynvml loop making the
-same NVML calls in the same process -- every pynvml call one NVML-only pass
-makes is recorded (function and arguments), then replayed directly, nothing
-else done with the answers.
+The peer the budget names (issue 28: whole pass <= 1.4x): a bare pynvml loop
+making the same NVML calls in the same process -- every pynvml call one
+NVML-only pass makes is recorded (function and arguments; the outermost calls
+only, not pynvml's own helpers inside them), then replayed directly, nothing
+else done with the answers. The bare loop, the whole pass, the NVML part and
+the process cache are timed side by side (each round runs each once, the
+order rotating), in thread CPU time and wall time; the load average is
+printed beside the figures.
+
+--no-reuse: also time a pass that reuses none of the previous pass's values
+(every GpuProcess and GpuSample made anew), what a pass costs when every
+process's figures moved.
 
 If nvitop is importable, one refresh of nvitop's Python API on the same
 state is timed too -- Device.all(), each device's snapshot and processes(),
 and GpuProcess.take_snapshots() (what `nvitop -1` does) -- and the ratio
 printed. nvitop is optional: `pip install nvitop` to compare.
 
-    .venv/bin/python bench/sampling_pass.py [--passes 200] [--distinct]
+    .venv/bin/python bench/sampling_pass.py [--passes 200] [--distinct] [--no-reuse]
 
 --distinct: 800 different processes (100 per GPU) instead of the same 100
 processes listed on every GPU.
@@ -53,19 +61,74 @@ def timed(fn, passes: int, warmup: int = 5) -> list[float]:
     return out
 
 
+def side_by_side(runs: dict, rounds: int, warmup: int = 5) -> tuple[dict, dict]:
+    """Each round runs every function once, the order rotating from round to
+    round, so that load from other jobs falls on all of them alike.
+    -> ({name: [thread CPU ms]}, {name: [wall ms]})."""
+    names = list(runs)
+    for _ in range(warmup):
+        for fn in runs.values():
+            fn()
+    cpu = {n: [] for n in names}
+    wall = {n: [] for n in names}
+    for r in range(rounds):
+        for n in names[r % len(names) :] + names[: r % len(names)]:
+            fn = runs[n]
+            c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
+            fn()
+            w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+            cpu[n].append((c1 - c0) / 1e6)
+            wall[n].append((w1 - w0) / 1e6)
+    return cpu, wall
+
+
+def forget_values(src) -> None:
+    """Make the next pass build every GpuProcess and GpuSample anew."""
+    for gpu in getattr(src, "_gpus", {}).values():
+        for name, empty in (("last_seen", None), ("last_procs", {}), ("last_sample", None)):
+            if hasattr(gpu, name):
+                setattr(gpu, name, empty)
+
+
+def nvml_only_source(source_class):
+    """The same source with the host side (the /proc reads, psutil) left out."""
+    from vramscope.sources.processes import ProcessCache
+
+    class NoPsutil(ProcessCache):
+        def lookup_many(self, many, *rest):
+            return {}
+
+    src = source_class(processes=NoPsutil())
+    src.host_usage.read = lambda pids, *rest: {}
+    if hasattr(src, "stats"):  # (an older tree, measured for a before/after, has no shared read)
+        src.stats.read_many = lambda pids: {}
+    return src
+
+
 def recorded_calls(one_pass) -> list:
-    """Every pynvml ``nvml*`` call (function, args) that ``one_pass`` makes."""
+    """Every pynvml ``nvml*`` call (function, args) that ``one_pass`` makes itself.
+
+    Only the outermost calls: pynvml's own helpers that a call runs inside
+    (``nvmlStructToFriendlyObject`` for each process entry, the versioned
+    function behind an unversioned one) run again when the call is replayed,
+    so recording them too would make the bare loop do the work twice.
+    """
     import pynvml
 
-    calls, originals = [], {}
+    calls, originals, depth = [], {}, [0]
     for name in dir(pynvml):
         fn = getattr(pynvml, name)
         if name.startswith("nvml") and callable(fn) and name not in ("nvmlInit", "nvmlShutdown"):
             originals[name] = fn
 
             def spy(*a, _fn=fn, **kw):
-                calls.append((_fn, a, kw))
-                return _fn(*a, **kw)
+                if depth[0] == 0:
+                    calls.append((_fn, a, kw))
+                depth[0] += 1
+                try:
+                    return _fn(*a, **kw)
+                finally:
+                    depth[0] -= 1
 
             setattr(pynvml, name, spy)
     try:
@@ -122,6 +185,7 @@ def main() -> int:
     ap.add_argument(
         "--distinct", action="store_true", help="800 distinct processes instead of 100 shared by all GPUs"
     )
+    ap.add_argument("--no-reuse", action="store_true", help="also time passes that reuse no previous value")
     args = ap.parse_args()
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="vramscope-bench-"))
@@ -151,30 +215,43 @@ def main() -> int:
         frame = source.sample(time.time())
         assert frame.error is None and len(frame.gpus) == GPUS
         assert all(len(g.processes) == PER_GPU for g in frame.gpus)
-        full = timed(lambda: source.sample(time.time()), args.passes)
-        print(f"vramscope pass (NVML + psutil):   {summary(full)}")
 
-        class NoPsutil(ProcessCache):
-            def lookup_many(self, many):
-                return {}
-
-        nvml_only = NvmlSource(processes=NoPsutil())
+        nvml_only = nvml_only_source(NvmlSource)
         nvml_only.sample(time.time())
-        nvml_part = timed(lambda: nvml_only.sample(time.time()), args.passes)
-        print(f"  NVML part only:                 {summary(nvml_part)}")
         calls = recorded_calls(lambda: nvml_only.sample(time.time()))
-        bare = timed(lambda: replay(calls), args.passes)
-        print(
-            f"bare pynvml loop, the same {len(calls)} calls: {summary(bare)}\n"
-            f"ratio vramscope NVML pass / bare loop (medians): "
-            f"{statistics.median(nvml_part) / statistics.median(bare):.2f}x; "
-            f"whole pass / bare loop: {statistics.median(full) / statistics.median(bare):.2f}x"
-        )
         cache = ProcessCache()
         cache.lookup_many(pids)
-        print(
-            f"  psutil part only ({distinct} PIDs):  {summary(timed(lambda: cache.lookup_many(pids), args.passes))}"
-        )
+        runs = {
+            "bare": lambda: replay(calls),
+            "whole": lambda: source.sample(time.time()),
+            "nvml": lambda: nvml_only.sample(time.time()),
+            "psutil": lambda: cache.lookup_many(pids),
+        }
+        if args.no_reuse:
+            fresh = NvmlSource()
+            fresh.sample(time.time())
+            runs["fresh"] = lambda: (forget_values(fresh), fresh.sample(time.time()))
+        cpu, wall = side_by_side(runs, args.passes)
+        load = open("/proc/loadavg").read().split()[:3]
+        print(f"side by side, {args.passes} rounds (each round runs each once, order rotating); load {' '.join(load)}")
+        print("                                      thread CPU time                   wall time")
+        for key, label in (
+            ("bare", f"bare pynvml loop, the same {len(calls)} calls"),
+            ("whole", "vramscope pass (NVML + host reads)"),
+            ("nvml", "  NVML part only (no /proc, no psutil)"),
+            ("psutil", f"  process cache alone ({distinct} PIDs)"),
+            ("fresh", "  whole pass reusing no previous value"),
+        ):
+            if key in cpu:
+                print(f"{label:<40} {summary(cpu[key])}   {summary(wall[key])}")
+        base_cpu, base_wall = statistics.median(cpu["bare"]), statistics.median(wall["bare"])
+        for key, label in (("whole", "whole pass"), ("nvml", "NVML part"), ("fresh", "pass reusing nothing")):
+            if key in cpu:
+                print(
+                    f"ratio {label} / bare loop: {statistics.median(cpu[key]) / base_cpu:.2f}x CPU time "
+                    f"(medians; fastest pass: {min(cpu[key]) / min(cpu['bare']):.2f}x), "
+                    f"{statistics.median(wall[key]) / base_wall:.2f}x wall"
+                )
         nvml_only.close()
         from vramscope.sources.device_holders import DeviceHolderScanner, scan
 
@@ -202,12 +279,22 @@ def main() -> int:
                 procs = device.processes()
                 GpuProcess.take_snapshots(procs.values(), failsafe=True)
 
-        theirs = timed(nvitop_refresh, max(20, args.passes // 4), warmup=3)
         import nvitop
 
-        ours = statistics.median(full)
-        print(f"nvitop {nvitop.__version__} refresh (same state): {summary(theirs)}")
-        print(f"ratio nvitop / vramscope (medians): {statistics.median(theirs) / ours:.1f}x")
+        rounds = max(20, args.passes // 4)
+        cpu, wall = side_by_side(
+            {"nvitop": nvitop_refresh, "bare": lambda: replay(calls), "whole": lambda: source.sample(time.time())},
+            rounds,
+            warmup=3,
+        )
+        load = open("/proc/loadavg").read().split()[:3]
+        print(f"nvitop {nvitop.__version__}'s API refresh, same state, {rounds} rounds side by side; load {' '.join(load)}")
+        print(f"  nvitop refresh:  {summary(cpu['nvitop'])} CPU   {summary(wall['nvitop'])} wall")
+        for key, label in (("bare", "bare pynvml loop"), ("whole", "vramscope pass")):
+            print(
+                f"  nvitop / {label}: {statistics.median(cpu['nvitop']) / statistics.median(cpu[key]):.1f}x CPU time, "
+                f"{statistics.median(wall['nvitop']) / statistics.median(wall[key]):.1f}x wall"
+            )
         source.close()
         return 0
     finally:

@@ -209,10 +209,10 @@ def test_each_distinct_pid_is_looked_up_once_per_pass(fake_nvml, sleepers):
     seen = []
 
     class Counting(ProcessCache):
-        def lookup_many(self, many):
+        def lookup_many(self, many, stats=None):
             many = list(many)
             seen.append(many)
-            return super().lookup_many(many)
+            return super().lookup_many(many, stats)
 
     src = NvmlSource(processes=Counting())
     try:

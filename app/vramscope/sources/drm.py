@@ -19,6 +19,7 @@ import dataclasses
 from vramscope.core.samples import ACCESS_DENIED, UNIFIED_MEMORY, GpuProcess, GpuSample
 from vramscope.sources import drm_fdinfo, drm_sysfs
 from vramscope.sources.host_usage import HostUsage
+from vramscope.sources.proc_stat import read_stat
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.unified import system_pool
 
@@ -113,9 +114,10 @@ class DrmGpus:
                     entry[1] = busy if entry[1] is None else max(entry[1], busy)
         self._engines = engines
         pids = {pid for procs in per_gpu.values() for pid in procs}
-        infos = self.processes.lookup_many(pids)
+        stats = {pid: read_stat(pid) for pid in pids}  # one /proc/<pid>/stat read each (sources/proc_stat.py)
+        infos = self.processes.lookup_many(pids, stats)
         self.processes.prune(pids)
-        usage = self.host_usage.read(pids)
+        usage = self.host_usage.read(pids, stats)
         return tuple(
             self._sample(first_index + i, dev, per_gpu.get(dev.pdev, {}), infos, usage, dev.pdev in rocm)
             for i, dev in enumerate(devices)

@@ -1,11 +1,12 @@
 """Host CPU % and host memory of the GPU processes, once per sampling pass.
 
-One read of ``/proc/<pid>/stat`` per process and pass: utime + stime (clock
-ticks) and rss (pages), fields 14, 15 and 24 in proc(5). CPU % is the CPU
-time used between two passes over the wall time between them, 100 % being
-one core -- what top and nvitop show. The first pass for a process has no
-CPU figure yet (``None``, not 0). Where /proc is missing, psutil's
-``cpu_times()`` and ``memory_info().rss`` give the same figures.
+From the pass's one read of ``/proc/<pid>/stat`` per process
+(sources/proc_stat.py): utime + stime (clock ticks) and rss (pages), fields
+14, 15 and 24 in proc(5). CPU % is the CPU time used between two passes over
+the wall time between them, 100 % being one core -- what top and nvitop
+show. The first pass for a process has no CPU figure yet (``None``, not 0).
+Where /proc is missing, psutil's ``cpu_times()`` and ``memory_info().rss``
+give the same figures.
 """
 
 from __future__ import annotations
@@ -16,24 +17,19 @@ from collections.abc import Iterable
 
 import psutil
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+from vramscope.sources.proc_stat import ProcStat, read_stat
 
 
 def read_cpu_rss(pid: int) -> tuple[float, int] | None:
     """(CPU seconds used so far, resident bytes), or None when not readable."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+    return from_stat(pid, read_stat(pid))
+
+
+def from_stat(pid: int, stat: ProcStat | None) -> tuple[float, int] | None:
+    """The figures from a read of /proc/<pid>/stat; psutil where there is no /proc."""
+    if stat is None:
         return _psutil_cpu_rss(pid) if not os.path.isdir("/proc/self") else None
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()  # comm may hold spaces: after the LAST ')'
-    try:
-        return (int(fields[11]) + int(fields[12])) / _TICK, int(fields[21]) * _PAGE
-    except (IndexError, ValueError):
-        return None
+    return stat.cpu_seconds, stat.rss
 
 
 def _psutil_cpu_rss(pid: int) -> tuple[float, int] | None:
@@ -54,18 +50,25 @@ class HostUsage:
         self._reader = reader
         self._last: dict[int, tuple[float, float]] = {}  # pid -> (cpu seconds, when)
 
-    def read(self, pids: Iterable[int]) -> dict[int, tuple[float | None, int | None]]:
+    def read(self, pids: Iterable[int], stats: dict | None = None) -> dict[int, tuple[float | None, int | None]]:
+        """``stats``: {pid: ProcStat or None}, this pass's /proc/<pid>/stat
+        reads where the caller made them; the others are read here."""
         now = self._clock()
         out: dict[int, tuple[float | None, int | None]] = {}
         seen: dict[int, tuple[float, float]] = {}
+        last_seen = self._last
         for pid in set(pids):
-            got = self._reader(pid)
+            if stats is not None and pid in stats:
+                stat = stats[pid]
+                got = (stat.cpu_seconds, stat.rss) if stat is not None else from_stat(pid, None)
+            else:
+                got = self._reader(pid)
             if got is None:
                 out[pid] = (None, None)
                 continue
             cpu, rss = got
             percent = None
-            last = self._last.get(pid)
+            last = last_seen.get(pid)
             if last is not None and now > last[1] and cpu >= last[0]:  # less: a reused PID
                 percent = round(100.0 * (cpu - last[0]) / (now - last[1]), 1)
             seen[pid] = (cpu, now)

@@ -8,13 +8,9 @@ failure escapes into the sampler:
   (driver-reserved memory reported separately); where the driver lacks it,
   v1, with ``reserved`` None; where neither is supported (a unified-memory
   board: GB10, Jetson) the system's memory pool, marked (sources/unified.py);
-- compute AND graphics process lists, the newest versioned call the driver
-  offers (_v3, else _v2); a process in both lists is counted once with the
-  larger figure; ``usedGpuMemory`` not available stays None, never 0;
-- per-process SM % from ``nvmlDeviceGetProcessUtilization`` (last seen
-  timestamp kept per GPU). NVML returns a sample only for processes with
-  non-zero SM use, so a listed process without one is at 0 %; where the call
-  is not supported, SM is None;
+- the compute and graphics process lists and per-process SM %, as frozen
+  values reused while unchanged (sources/nvml_processes.py); MIG slices
+  (sources/nvml_mig.py);
 - a lost GPU is reported as such ("GPU is lost") while the others keep
   updating, and is read again on every pass, so it is picked up when it
   comes back;
@@ -35,13 +31,16 @@ order).
 
 Processes that hold /dev/nvidia* open without being on any list are added
 to the frame (sources/device_holders.py), scanned every few seconds.
+
+The host side of a pass reads each listed process's /proc/<pid>/stat once
+(sources/proc_stat.py), for the process cache and the host CPU and memory
+alike; a GPU whose figures are all the same as on the previous pass gives
+the previous ``GpuSample`` again (frozen values: equal and unchanged).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
 from dataclasses import dataclass, field
 
 from vramscope.core.samples import (
@@ -49,13 +48,24 @@ from vramscope.core.samples import (
     UNIFIED_MEMORY,
     DeviceHolder,
     Frame,
-    GpuProcess,
     GpuSample,
 )
 from vramscope.sources.device_holders import DeviceHolderScanner
+from vramscope.sources.host_usage import HostUsage
+from vramscope.sources.nvml_errors import (
+    DRIVER_NOT_LOADED,
+    GPU_FATAL,
+    LIBRARY_NOT_FOUND,
+    NOT_SUPPORTED,
+    PERMANENT,
+    SESSION_LOST,
+    UNKNOWN,
+    GpuFailed,
+)
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.nvml_mig import text as _text
-from vramscope.sources.host_usage import HostUsage
+from vramscope.sources.nvml_processes import HostFigures, frozen_processes, read_processes, read_sm
+from vramscope.sources.proc_stat import StatReader
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
 from vramscope.sources.unified import POOL_NOTE, system_pool
@@ -67,31 +77,6 @@ NO_LIBRARY = "NVIDIA driver not found: libnvidia-ml.so.1 could not be loaded"
 NO_DRIVER = "NVIDIA driver not loaded: NVML could not initialise ({})"
 NO_PYNVML = "nvidia-ml-py (pynvml) is not installed"
 
-# A sample older than this is not "current" SM use any more (seconds).
-SM_SAMPLE_WINDOW = 2.0
-
-# NVML error codes (nvml.h) used for decisions; the same values as pynvml's.
-_NOT_SUPPORTED = 3
-_NOT_FOUND = 6
-_DRIVER_NOT_LOADED = 9
-_LIBRARY_NOT_FOUND = 12
-_FUNCTION_NOT_FOUND = 13
-_GPU_IS_LOST = 15
-_UNINITIALIZED = 1
-_ARGUMENT_VERSION_MISMATCH = 25
-# A call that fails like this will fail the same way next pass: skip it.
-_PERMANENT = (_NOT_SUPPORTED, _FUNCTION_NOT_FOUND, _ARGUMENT_VERSION_MISMATCH)
-# Errors that make the whole GPU unreadable this pass.
-_GPU_FATAL = (_GPU_IS_LOST, 16, 999)  # lost, reset required, unknown
-_SESSION_LOST = (_UNINITIALIZED, _DRIVER_NOT_LOADED)
-
-
-class _GpuFailed(Exception):
-    """Raised inside one GPU's pass when that GPU cannot be read."""
-
-    def __init__(self, code: int):
-        self.code = code
-
 
 @dataclass
 class _Gpu:
@@ -102,10 +87,16 @@ class _Gpu:
     pci_bus_id: str | None = None
     skip: set = field(default_factory=set)  # calls this GPU does not support
     util_last_seen: int = 0  # µs timestamp of the newest process sample
-    sm: dict = field(default_factory=dict)  # pid -> (sm %, timestamp µs)
+    sm: dict = field(default_factory=dict)  # pid -> SM % of its newest sample
+    sm_time: dict = field(default_factory=dict)  # pid -> that sample's timestamp (µs)
     errors: dict = field(default_factory=dict)  # call name -> NVML error code
     failed: bool = False  # lost (or fatal) on the previous pass
-    last_procs: dict = field(default_factory=dict)  # pid -> GpuProcess of the previous pass
+    # the previous pass's processes (sources/nvml_processes.py): pid -> (entry, host figures,
+    # GpuProcess); what they were made from (pids, entries, host figures); the tuple given
+    last_procs: dict = field(default_factory=dict)
+    last_seen: tuple | None = None
+    last_tuple: tuple = ()
+    last_sample: tuple | None = None  # (the fields it was made from, GpuSample)
     mig_static: dict = field(default_factory=dict)  # MIG uuid -> (name, gi id, ci id)
     slice_reads: list = field(default_factory=list)  # this pass's MIG slices (nvml_mig.SliceRead)
 
@@ -124,6 +115,8 @@ class NvmlSource:
     ):
         self.processes = processes if processes is not None else ProcessCache()
         self.host_usage = HostUsage()
+        self.stats = StatReader()  # one /proc/<pid>/stat read per process and pass
+        self._host = HostFigures()  # pid -> (ProcessInfo, cpu %, host bytes) of the last pass
         self.retry_interval = float(retry_interval)
         self.sysfs_root = sysfs_root
         self.holders = holders if holders is not None else DeviceHolderScanner()
@@ -161,7 +154,7 @@ class NvmlSource:
         nvml = self._nvml
         count = self._call(None, "count", nvml.nvmlDeviceGetCount)
         if count is None:
-            if self._last_code in _SESSION_LOST:
+            if self._last_code in SESSION_LOST:
                 self._lose_session(now)
                 return Frame(time=now, source=self.name, error=self._error)
             return Frame(
@@ -185,39 +178,32 @@ class NvmlSource:
                 bus = guessed[index] if len(guessed) == count else None
             if bus is not None and self._asleep(bus):
                 gpu.slice_reads = []
-                partial.append(
-                    (
-                        gpu,
-                        GpuSample(
-                            index=index,
-                            name=gpu.name,
-                            uuid=gpu.uuid,
-                            pci_bus_id=bus,
-                            asleep=True,
-                            vendor=NVIDIA,
-                        ),
-                        {},
-                    )
+                figures = dict(
+                    index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=bus, asleep=True, vendor=NVIDIA
                 )
+                partial.append((gpu, figures, {}, None))
                 continue
             partial.append((gpu, *self._sample_gpu(gpu, now)))
 
         # psutil enrichment: one lookup per distinct PID in this pass
-        pids = {pid for _g, _s, procs in partial for pid in procs}
-        infos = self.processes.lookup_many(pids)
+        pids = set().union(*(procs for _g, _f, procs, _sm in partial))
+        stats = self.stats.read_many(pids)
+        infos = self.processes.lookup_many(pids, stats)
         held = {pid: devs for pid, devs in self.holders.holders().items() if pid not in pids}
         holders = tuple(
             DeviceHolder(info=self.processes.lookup(pid), devices=devs) for pid, devs in sorted(held.items())
         )
         self.processes.prune(pids | set(held))
-        usage = self.host_usage.read(pids)
+        usage = self.host_usage.read(pids, stats)
+        host = self._host
+        host.update(pids, infos, usage)
         samples = []
-        for gpu, sample, procs in partial:
+        for gpu, figures, procs, sm in partial:
             if procs:
-                sample = _with_processes(sample, self._gpu_processes(gpu, procs, infos, usage))
+                figures["processes"] = frozen_processes(gpu, procs, sm, host)
             if gpu.slice_reads:
-                sample = dataclasses.replace(sample, slices=build_slices(gpu.slice_reads, sample.processes))
-            samples.append(sample)
+                figures["slices"] = build_slices(gpu.slice_reads, figures.get("processes", ()))
+            samples.append(_sample_of(gpu, figures))
         driver, nvml_version, cuda = self._versions
         return Frame(
             time=now,
@@ -237,42 +223,8 @@ class NvmlSource:
             nvidia = self._nvidia_bus[bus] = is_nvidia(bus, self.sysfs_root)
         return nvidia and runtime_suspended(bus, self.sysfs_root)
 
-    @staticmethod
-    def _gpu_processes(gpu: _Gpu, procs: dict, infos: dict, usage: dict) -> tuple[GpuProcess, ...]:
-        """Frozen GpuProcess values; one that did not change since the previous
-        pass is the same object again (cheaper than building it anew)."""
-        previous = gpu.last_procs
-        current = {}
-        for pid, (used, kinds, sm, mig_uuid) in procs.items():
-            info = infos.get(pid)
-            cpu, rss = usage.get(pid, (None, None))
-            old = previous.get(pid)
-            if (
-                old is not None
-                and old.used == used
-                and old.sm == sm
-                and old.kinds == kinds
-                and old.info is info
-                and old.mig_uuid == mig_uuid
-                and old.cpu_percent == cpu
-                and old.host_memory == rss
-            ):
-                current[pid] = old
-            else:
-                current[pid] = GpuProcess(
-                    pid=pid,
-                    used=used,
-                    kinds=kinds,
-                    sm=sm,
-                    info=info,
-                    mig_uuid=mig_uuid,
-                    cpu_percent=cpu,
-                    host_memory=rss,
-                )
-        gpu.last_procs = current
-        return tuple(current.values())
-
     def close(self) -> None:
+        self.stats.close()
         if self._ready:
             self._call(None, "shutdown", self._nvml.nvmlShutdown)
             self._ready = False
@@ -298,10 +250,10 @@ class NvmlSource:
             nvml.nvmlInit()
         except nvml.NVMLError as exc:
             code = exc.value
-            if code == _LIBRARY_NOT_FOUND:
+            if code == LIBRARY_NOT_FOUND:
                 self._error = NO_LIBRARY
                 self.not_installed = self.no_driver = True
-            elif code == _DRIVER_NOT_LOADED:
+            elif code == DRIVER_NOT_LOADED:
                 self._error = NO_DRIVER.format("Driver Not Loaded")
                 self.no_driver = True
             else:
@@ -344,7 +296,7 @@ class NvmlSource:
             self._last_code = code
             if gpu is not None:
                 gpu.errors[what] = code
-                if code in _PERMANENT:
+                if code in PERMANENT:
                     gpu.skip.add(what)
             return None
         self._last_code = None
@@ -370,27 +322,28 @@ class NvmlSource:
 
     def _check_fatal(self, gpu: _Gpu) -> None:
         """After a failed call: a lost GPU aborts this GPU's pass."""
-        if self._last_code in _GPU_FATAL:
-            raise _GpuFailed(self._last_code)
+        if self._last_code in GPU_FATAL:
+            raise GpuFailed(self._last_code)
 
     # -- one GPU --------------------------------------------------------------------
     def _sample_gpu(self, gpu: _Gpu, now: float):
-        """-> (GpuSample without processes, {pid: (used, kinds, sm)})."""
+        """-> (the GpuSample's fields but its processes and slices, {pid: [used, kinds, mig uuid]},
+        {pid: SM %} or None)."""
         try:
             return self._read_gpu(gpu, now)
-        except _GpuFailed as failed:
+        except GpuFailed as failed:
             gpu.slice_reads = []
             if not gpu.failed:
                 log.warning("GPU %d: %s", gpu.index, self._error_text(failed.code))
             gpu.failed = True
-            return GpuSample(
+            return dict(
                 index=gpu.index,
                 name=gpu.name,
                 uuid=gpu.uuid,
                 pci_bus_id=gpu.pci_bus_id,
                 error=self._error_text(failed.code),
                 vendor=NVIDIA,
-            ), {}
+            ), {}, None
 
     def _read_gpu(self, gpu: _Gpu, now: float):
         nvml = self._nvml
@@ -398,9 +351,10 @@ class NvmlSource:
             if gpu.failed:  # it answered again: read everything afresh
                 gpu.skip.clear()
                 gpu.sm.clear()
+                gpu.sm_time.clear()
             handle = self._call(gpu, "handle", nvml.nvmlDeviceGetHandleByIndex, gpu.index)
             if handle is None:
-                raise _GpuFailed(self._last_code or 999)
+                raise GpuFailed(self._last_code or UNKNOWN)
             gpu.handle = handle
             gpu.name = self._gpu_call(gpu, "name", nvml.nvmlDeviceGetName, handle)
             gpu.uuid = self._gpu_call(gpu, "uuid", nvml.nvmlDeviceGetUUID, handle)
@@ -421,7 +375,7 @@ class NvmlSource:
         memory_kind = None
         if mem is not None:
             total, used, free = mem.total, mem.used, mem.free
-        elif gpu.errors.get("memory") == _NOT_SUPPORTED:  # a unified-memory board (GB10, Jetson)
+        elif gpu.errors.get("memory") == NOT_SUPPORTED:  # a unified-memory board (GB10, Jetson)
             pool = system_pool()
             memory_kind = UNIFIED_MEMORY
             if pool is not None:
@@ -432,11 +386,11 @@ class NvmlSource:
         power = self._gpu_call(gpu, "power", nvml.nvmlDeviceGetPowerUsage, handle)
         limit = self._gpu_call(gpu, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
 
-        procs = self._processes(gpu, handle)
+        procs = read_processes(self, gpu, handle)
         mig_mode, gpu.slice_reads = read_mig(self, gpu, handle, procs)
-        self._add_sm(gpu, handle, now, procs)
+        sm = read_sm(self, gpu, handle, procs)
         gpu.failed = False
-        sample = GpuSample(
+        figures = dict(
             index=gpu.index,
             name=gpu.name,
             uuid=gpu.uuid,
@@ -455,7 +409,7 @@ class NvmlSource:
             memory_kind=memory_kind,
             not_reported=((("total", POOL_NOTE),) if memory_kind else ()),
         )
-        return sample, procs
+        return figures, procs, sm
 
     def _temperature(self, gpu: _Gpu, handle):
         nvml = self._nvml
@@ -468,89 +422,16 @@ class NvmlSource:
             gpu, "temperature", nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU
         )
 
-    def _processes(self, gpu: _Gpu, handle) -> dict:
-        """{pid: [used, kinds, sm, mig uuid]} from the compute and graphics lists."""
-        merged: dict[int, list] = {}
-        for kind in ("compute", "graphics"):
-            entries = self._process_list(gpu, handle, kind)
-            for entry in entries or ():
-                pid = entry.pid
-                used = entry.usedGpuMemory  # pynvml: None where not available
-                have = merged.get(pid)
-                if have is None:
-                    merged[pid] = [used, (kind,), None, None]
-                    continue
-                if used is not None and (have[0] is None or used > have[0]):
-                    have[0] = used
-                if kind not in have[1]:
-                    have[1] = have[1] + (kind,)
-        return merged
 
-    def _process_list(self, gpu: _Gpu, handle, kind: str):
-        """The newest versioned list call the driver offers (_v3, else _v2)."""
-        nvml = self._nvml
-        chosen = self._proc_calls.get(kind)
-        names = (
-            [chosen]
-            if chosen
-            else [
-                f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v3",
-                f"nvmlDevice{'Get' + kind.capitalize()}RunningProcesses_v2",
-            ]
-        )
-        for name in names:
-            fn = getattr(nvml, name, None)
-            if fn is None:
-                continue
-            what = f"{kind}_processes"
-            result = self._call(gpu, what, fn, handle)
-            code = self._last_code
-            if result is not None:
-                self._proc_calls[kind] = name
-                return result
-            if code in _GPU_FATAL:
-                raise _GpuFailed(code)
-            if code == _FUNCTION_NOT_FOUND and not chosen:
-                gpu.skip.discard(what)
-                continue  # try the older version
-            return None
-        return None
-
-    def _add_sm(self, gpu: _Gpu, handle, now: float, procs: dict) -> None:
-        if not procs:
-            gpu.sm.clear()
-            return
-        if "process_utilization" in gpu.skip:
-            return  # SM stays None: not supported here
-        nvml = self._nvml
-        samples = self._call(
-            gpu, "process_utilization", nvml.nvmlDeviceGetProcessUtilization, handle, gpu.util_last_seen
-        )
-        code = self._last_code
-        if samples is None and code != _NOT_FOUND:  # NOT_FOUND: no new samples
-            if code in _GPU_FATAL:
-                raise _GpuFailed(code)
-            if code in _PERMANENT:
-                gpu.skip.add("process_utilization")
-            return
-        last_seen = gpu.util_last_seen
-        known = gpu.sm
-        for s in samples or ():
-            ts = s.timeStamp
-            prev = known.get(s.pid)
-            if prev is None or ts >= prev[1]:
-                known[s.pid] = (s.smUtil, ts)
-            if ts > last_seen:
-                last_seen = ts
-        gpu.util_last_seen = last_seen
-        # NVML stamps samples with the CPU wall clock, whatever `now` the caller uses
-        oldest = int((time.time() - SM_SAMPLE_WINDOW) * 1e6)
-        for pid, entry in procs.items():
-            got = known.get(pid)
-            entry[2] = got[0] if got is not None and got[1] >= oldest else 0
-        for pid in [p for p in known if p not in procs]:
-            del known[pid]
-
-
-def _with_processes(sample: GpuSample, procs: tuple[GpuProcess, ...]) -> GpuSample:
-    return dataclasses.replace(sample, processes=procs)
+def _sample_of(gpu: _Gpu, figures: dict) -> GpuSample:
+    """The GPU's sample: the previous pass's again when every figure is the same."""
+    last = gpu.last_sample
+    if (
+        last is not None
+        and last[1].processes is figures.get("processes", ())  # (a changed tuple: no slow compare)
+        and last[0] == figures
+    ):
+        return last[1]
+    sample = GpuSample(**figures)
+    gpu.last_sample = (figures, sample)
+    return sample

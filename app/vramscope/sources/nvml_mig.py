@@ -20,9 +20,10 @@ import re
 from dataclasses import dataclass
 
 from vramscope.core.samples import GpuProcess, MigSlice
+from vramscope.sources.nvml_errors import NOT_FOUND
+from vramscope.sources.nvml_processes import read_processes
 
 MIG_ENABLED = 1  # NVML_DEVICE_MIG_ENABLE
-_NOT_FOUND = 6
 
 # "... MIG 3g.40gb" or, for a compute instance smaller than its GPU instance, "... MIG 1c.3g.40gb"
 _PROFILE = re.compile(r"\bMIG\s+(\S+)\s*$")
@@ -52,7 +53,7 @@ class SliceRead:
 
 def read_mig(source, gpu, handle, procs: dict) -> tuple[bool | None, list[SliceRead]]:
     """MIG mode and slices of one GPU; slice processes are merged into ``procs``
-    ({pid: [used, kinds, sm, mig_uuid]}). Raises the source's _GpuFailed on a lost GPU."""
+    ({pid: [used, kinds, mig_uuid]}). Raises GpuFailed (sources/nvml_errors.py) on a lost GPU."""
     nvml = source._nvml
     mode = source._gpu_call(gpu, "mig_mode", nvml.nvmlDeviceGetMigMode, handle)
     if mode is None:
@@ -64,7 +65,7 @@ def read_mig(source, gpu, handle, procs: dict) -> tuple[bool | None, list[SliceR
     for index in range(count):
         mig = source._call(None, "mig_handle", nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, index)
         if mig is None:
-            if source._last_code == _NOT_FOUND:
+            if source._last_code == NOT_FOUND:
                 continue  # no MIG device at this index
             source._check_fatal(gpu)
             continue
@@ -88,12 +89,12 @@ def _read_slice(source, gpu, index: int, mig, procs: dict) -> SliceRead:
     if mem is not None:
         total, used, free = mem.total, mem.used, mem.free
     pids = []
-    for pid, entry in source._processes(gpu, mig).items():
+    for pid, entry in read_processes(source, gpu, mig).items():
         have = procs.get(pid)
         if have is None:
-            procs[pid] = [entry[0], entry[1], None, uuid]
+            procs[pid] = [entry[0], entry[1], uuid]
         else:
-            have[3] = uuid
+            have[2] = uuid
         pids.append(pid)
     return SliceRead(index, uuid, name, gi, ci, total, used, free, tuple(pids))
 

@@ -3,7 +3,9 @@
 NVML gives PIDs; this adds user, command line, name, start time, parent and
 status. What does not change for a process (user, command, name, start time)
 is read once per identity; status and parent are re-read each pass from the
-one /proc/<pid>/stat read that the identity check needs anyway.
+one /proc/<pid>/stat read that the identity check needs anyway -- the read
+a pass makes of each process once, for this and for its host CPU and memory
+(sources/proc_stat.py).
 
 A PID that psutil cannot see is never a crash or an empty cell:
 - ``access-denied``: it exists, but its details are not readable from here;
@@ -43,43 +45,10 @@ from vramscope.sources.containers import (
     proc_hides_pids,
     read_container,
 )
+from vramscope.sources.proc_stat import ProcStat, read_stat
 
 _STATIC_ATTRS = ("username", "cmdline", "name")
-
-# /proc/<pid>/stat state letters, as psutil names them.
-_STATES = {
-    "R": "running",
-    "S": "sleeping",
-    "D": "disk-sleep",
-    "T": "stopped",
-    "t": "tracing-stop",
-    "Z": "zombie",
-    "X": "dead",
-    "x": "dead",
-    "K": "wake-kill",
-    "W": "waking",
-    "I": "idle",
-    "P": "parked",
-}
-
-
-def read_proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(status, ppid, start ticks) from ONE read of /proc/<pid>/stat, or None.
-
-    The fast path for identities already known: start ticks never change for
-    a process, so equal ticks mean the same process (a reused PID differs).
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # comm may contain spaces and parentheses: split after the LAST ')'
-    fields = data[data.rfind(b")") + 2 :].split()
-    try:
-        return _STATES.get(fields[0].decode(), fields[0].decode()), int(fields[1]), int(fields[19])
-    except (IndexError, ValueError):
-        return None
+_UNREAD = object()  # lookup(): no /proc/<pid>/stat read was handed in
 
 
 JUPYTER_SESSION = "JPY_SESSION_NAME"
@@ -102,12 +71,15 @@ class ProcessCache:
         self.sees_all = bool(self.host_pids) and not proc_hides_pids(proc_root)
         self.names = names if names is not None else ContainerNames()
 
-    def lookup(self, pid: int) -> ProcessInfo:
+    def lookup(self, pid: int, stat: ProcStat | None | object = _UNREAD) -> ProcessInfo:
+        """``stat``: this pass's read of /proc/<pid>/stat where the caller has
+        one (sources/proc_stat.py); read here otherwise."""
         cached = self._known.get(pid)
         if self._fast and cached is not None and pid in self._ticks:
-            stat = read_proc_stat(pid)
-            if stat is not None and stat[2] == self._ticks[pid]:
-                return self._refresh(cached, *stat[:2])
+            if stat is _UNREAD:
+                stat = read_stat(pid)
+            if stat is not None and stat.start_ticks == self._ticks[pid]:
+                return self._refresh(cached, stat.status, stat.ppid)
         try:
             proc = psutil.Process(pid)
             with proc.oneshot():
@@ -158,9 +130,9 @@ class ProcessCache:
             info = dataclasses.replace(info, visibility=EXITED)
         self._known[pid] = info
         if self._fast and info.visibility in (VISIBLE, ACCESS_DENIED):
-            stat = read_proc_stat(pid)
+            stat = read_stat(pid)
             if stat is not None:
-                self._ticks[pid] = stat[2]
+                self._ticks[pid] = stat.start_ticks
         return info
 
     def _refresh(self, cached: ProcessInfo, status: str, ppid: int) -> ProcessInfo:
@@ -215,9 +187,29 @@ class ProcessCache:
             container = self.names.name(container)
         return {"container": container, "ns_pid": ns_pid}
 
-    def lookup_many(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
-        """One lookup per distinct PID in a pass."""
-        return {pid: self.lookup(pid) for pid in set(pids)}
+    def lookup_many(self, pids: Iterable[int], stats: dict | None = None) -> dict[int, ProcessInfo]:
+        """One lookup per distinct PID in a pass; ``stats``: {pid: ProcStat or
+        None}, this pass's /proc/<pid>/stat reads where the caller made them."""
+        if not stats:
+            return {pid: self.lookup(pid) for pid in set(pids)}
+        known, ticks, lookup = self._known, self._ticks, self.lookup
+        out = {}
+        for pid in set(pids):
+            stat = stats.get(pid, _UNREAD)
+            cached = known.get(pid)
+            if (  # the common case of lookup(): the same identity, nothing changed
+                self._fast
+                and cached is not None
+                and stat is not None
+                and stat is not _UNREAD
+                and ticks.get(pid) == stat.start_ticks
+                and cached.status == stat.status
+                and cached.ppid == stat.ppid
+            ):
+                out[pid] = cached
+            else:
+                out[pid] = lookup(pid, stat)
+        return out
 
     def prune(self, live_pids: Iterable[int]) -> None:
         """Forget PIDs no longer listed by any GPU."""
