@@ -233,7 +233,9 @@ def main() -> int:
             runs["fresh"] = lambda: (forget_values(fresh), fresh.sample(time.time()))
         cpu, wall = side_by_side(runs, args.passes)
         load = open("/proc/loadavg").read().split()[:3]
-        print(f"side by side, {args.passes} rounds (each round runs each once, order rotating); load {' '.join(load)}")
+        print(
+            f"side by side, {args.passes} rounds (each round runs each once, order rotating); load {' '.join(load)}"
+        )
         print("                                      thread CPU time                   wall time")
         for key, label in (
             ("bare", f"bare pynvml loop, the same {len(calls)} calls"),
@@ -283,12 +285,18 @@ def main() -> int:
 
         rounds = max(20, args.passes // 4)
         cpu, wall = side_by_side(
-            {"nvitop": nvitop_refresh, "bare": lambda: replay(calls), "whole": lambda: source.sample(time.time())},
+            {
+                "nvitop": nvitop_refresh,
+                "bare": lambda: replay(calls),
+                "whole": lambda: source.sample(time.time()),
+            },
             rounds,
             warmup=3,
         )
         load = open("/proc/loadavg").read().split()[:3]
-        print(f"nvitop {nvitop.__version__}'s API refresh, same state, {rounds} rounds side by side; load {' '.join(load)}")
+        print(
+            f"nvitop {nvitop.__version__}'s API refresh, same state, {rounds} rounds side by side; load {' '.join(load)}"
+        )
         print(f"  nvitop refresh:  {summary(cpu['nvitop'])} CPU   {summary(wall['nvitop'])} wall")
         for key, label in (("bare", "bare pynvml loop"), ("whole", "vramscope pass")):
             print(

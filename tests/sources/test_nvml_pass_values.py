@@ -109,7 +109,9 @@ def test_sm_of_a_process_whose_samples_stop_falls_to_zero_after_the_window(
 
 def test_a_gpu_without_per_process_utilisation_keeps_sm_unknown_pass_after_pass(fake_nvml, source, sleepers):
     (a,) = sleepers(1)
-    fake_nvml.write(FakeState(gpus=[FakeGpu(process_utilization=False, processes=[FakeProcess(a, GiB, sm=50)])]))
+    fake_nvml.write(
+        FakeState(gpus=[FakeGpu(process_utilization=False, processes=[FakeProcess(a, GiB, sm=50)])])
+    )
     for _ in range(3):
         assert source.sample(time.time()).gpus[0].processes[0].sm is None
 

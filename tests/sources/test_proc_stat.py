@@ -96,7 +96,30 @@ COMM = st.text(
 def test_parse_stat_reads_the_fields_whatever_the_command_name(comm, state, ppid, utime, stime, start, rss):
     # proc(5): pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
     # utime stime cutime cstime priority nice threads itrealvalue starttime vsize rss ...
-    fields = [state, ppid, 1, 1, 0, -1, 4194304, 5, 0, 0, 0, utime, stime, 0, 0, 20, 0, 1, 0, start, 8192, rss]
+    fields = [
+        state,
+        ppid,
+        1,
+        1,
+        0,
+        -1,
+        4194304,
+        5,
+        0,
+        0,
+        0,
+        utime,
+        stime,
+        0,
+        0,
+        20,
+        0,
+        1,
+        0,
+        start,
+        8192,
+        rss,
+    ]
     line = f"42 ({comm}) " + " ".join(map(str, fields)) + " 18446744073709551615 1 1 0 0 0\n"
     got = parse_stat(line.encode("utf-8", "surrogateescape"))
     page = os.sysconf("SC_PAGE_SIZE")

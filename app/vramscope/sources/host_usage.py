@@ -50,7 +50,9 @@ class HostUsage:
         self._reader = reader
         self._last: dict[int, tuple[float, float]] = {}  # pid -> (cpu seconds, when)
 
-    def read(self, pids: Iterable[int], stats: dict | None = None) -> dict[int, tuple[float | None, int | None]]:
+    def read(
+        self, pids: Iterable[int], stats: dict | None = None
+    ) -> dict[int, tuple[float | None, int | None]]:
         """``stats``: {pid: ProcStat or None}, this pass's /proc/<pid>/stat
         reads where the caller made them; the others are read here."""
         now = self._clock()

@@ -336,14 +336,18 @@ class NvmlSource:
             if not gpu.failed:
                 log.warning("GPU %d: %s", gpu.index, self._error_text(failed.code))
             gpu.failed = True
-            return dict(
-                index=gpu.index,
-                name=gpu.name,
-                uuid=gpu.uuid,
-                pci_bus_id=gpu.pci_bus_id,
-                error=self._error_text(failed.code),
-                vendor=NVIDIA,
-            ), {}, None
+            return (
+                dict(
+                    index=gpu.index,
+                    name=gpu.name,
+                    uuid=gpu.uuid,
+                    pci_bus_id=gpu.pci_bus_id,
+                    error=self._error_text(failed.code),
+                    vendor=NVIDIA,
+                ),
+                {},
+                None,
+            )
 
     def _read_gpu(self, gpu: _Gpu, now: float):
         nvml = self._nvml
