@@ -399,6 +399,8 @@ def sleepers():
     def start(n: int = 1, seconds: int = 300) -> list[int]:
         new = [subprocess.Popen(["sleep", str(seconds)]) for _ in range(n)]
         procs.extend(new)
+        for p in new:  # settled: exec'd into `sleep` and asleep (a test compares two reads)
+            _settled(p.pid)
         return [p.pid for p in new]
 
     yield start
@@ -406,6 +408,22 @@ def sleepers():
         p.kill()
     for p in procs:
         p.wait()
+
+
+def _settled(pid: int, timeout: float = 10.0) -> None:
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            proc = psutil.Process(pid)
+            if proc.name() == "sleep" and proc.status() == psutil.STATUS_SLEEPING:
+                return
+        except psutil.Error:
+            return
+        time.sleep(0.005)
 
 
 def gone_pid() -> int:
