@@ -32,6 +32,8 @@ is refused (ValueError); the reader then waits for the next whole frame.
 from __future__ import annotations
 
 import dataclasses
+import math
+import operator
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import codec
@@ -178,14 +180,38 @@ def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
     return entry
 
 
+class _Held:
+    """The reader's view of one GPU: its processes by key, in the frame's order
+    (a dict keeps it: the gone are popped, the new appended, a patched one keeps
+    its place), and the GpuSample last built (reused whole while nothing of it
+    changes)."""
+
+    __slots__ = ("objects", "gpu")
+
+    def __init__(self, objects: dict, gpu: GpuSample | None):
+        self.objects = objects
+        self.gpu = gpu
+
+
+def _key_of(proc: GpuProcess):
+    return proc.pid if proc.mig_uuid is None else (proc.pid, proc.mig_uuid)
+
+
 class FrameAssembler:
-    """The reader's side: whole frames and deltas in, Frames out (with the alerts)."""
+    """The reader's side: whole frames and deltas in, Frames out (with the alerts).
+
+    A frame shares what did not change with the one before it: a GPU none of
+    whose fields or processes changed is the same GpuSample object, and a
+    process not named in the delta the same GpuProcess object (so whoever
+    reads the frames can skip what is ``is``-identical). The state held is
+    changed in place: a delta that does not fit drops it, and the reader
+    waits for the next whole frame."""
 
     def __init__(self):
         self._whole = codec.FrameDecoder()
         self._seq = None  # the seq of the frame held; None: wait for a whole frame
         self._top: dict = {}
-        self._gpus: dict = {}  # index -> [_GpuState, {key: GpuProcess}, GpuSample]
+        self._gpus: dict = {}  # index -> _Held
         self._order: list = []
         self._alerts: list = []
         self._info_cache: dict = {}  # the codec's reuse table for ProcessInfo across deltas
@@ -196,16 +222,18 @@ class FrameAssembler:
         data = message.get("frame")
         frame = self._whole.decode(data)
         alerts = _alerts(message.get("alerts"))
-        split = _split(data)
         seq = message.get("seq")
-        if split is None or type(seq) is not int:
-            self._seq = None  # a version 1 stream, or not diffable: no delta follows it
-            return frame, alerts
-        self._top, _time, states, self._order = split
-        self._gpus = {}
-        for gpu, (index, state) in zip(frame.gpus, states.items()):
-            objects = dict(zip(state.order, gpu.processes))
-            self._gpus[index] = [state, objects, gpu]
+        self._seq = None
+        if type(seq) is not int:
+            return frame, alerts  # a version 1 stream: no delta follows it
+        gpus = {}
+        for gpu in frame.gpus:
+            objects = {_key_of(p): p for p in gpu.processes}
+            if gpu.index in gpus or len(objects) != len(gpu.processes):
+                return frame, alerts  # a GPU or a process twice: not diffable, no delta follows
+            gpus[gpu.index] = _Held(objects, gpu)
+        self._top = {k: v for k, v in data.items() if k not in (_GPUS, _TIME)}
+        self._gpus, self._order = gpus, list(gpus)
         self._alerts = alerts
         self._seq = seq
         return frame, alerts
@@ -217,10 +245,10 @@ class FrameAssembler:
         if self._seq is None or type(seq) is not int or seq != self._seq + 1:
             self._seq = None
             raise ValueError("a delta that does not follow the frame held")
+        self._seq = None  # until it applied whole: the state is changed in place
         try:
             frame, alerts = self._apply(message)
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-            self._seq = None
             raise ValueError(f"a delta that does not fit: {str(exc)[:200]}") from None
         self._seq = seq
         return frame, alerts
@@ -232,102 +260,110 @@ class FrameAssembler:
         changes = message.get("g", {})
         if type(changes) is not dict:
             raise TypeError("g must be an object")
-        gpus = {index: list(entry) for index, entry in self._gpus.items()}
+        gpus = self._gpus
         for name, entry in changes.items():
             index = int(name)
-            gpus[index] = self._gpu(gpus.get(index), entry)
+            held = gpus.get(index)
+            if held is None:
+                held = gpus[index] = _Held({}, None)
+            self._gpu(held, entry)
         order = message.get("go", self._order)
-        if type(order) is not list or any(i not in gpus for i in order):
+        if type(order) is not list or any(type(i) is not int or i not in gpus for i in order):
             raise ValueError("go names a GPU not held")
-        if "go" not in message and set(gpus) != set(order):
-            raise ValueError("a GPU came or went without go")
+        if "go" in message:  # the GPUs it leaves out are gone
+            self._gpus = gpus = {i: gpus[i] for i in order}
+        if len(order) != len(gpus):
+            raise ValueError("a GPU came or went without go, or go names one twice")
         frame = codec.from_wire(Frame, {**top, _TIME: message.get(_TIME)})
-        frame = dataclasses.replace(frame, gpus=tuple(gpus[i][2] for i in order))
+        frame = dataclasses.replace(frame, gpus=tuple(gpus[i].gpu for i in order))
         alerts = _alerts(message["alerts"]) if "alerts" in message else self._alerts
-        self._top, self._gpus, self._order, self._alerts = (
-            top,
-            {i: gpus[i] for i in order},
-            list(order),
-            alerts,
-        )
+        self._top, self._order, self._alerts = top, list(order), alerts
         return frame, alerts
 
-    def _gpu(self, held, entry: dict):
+    def _gpu(self, held: _Held, entry: dict) -> None:
         if type(entry) is not dict:
             raise TypeError("a GPU's delta must be an object")
-        if held is None:
-            state, objects, gpu = _GpuState({}, {}, []), {}, None
-            if "gpu" not in entry:
-                raise ValueError("a new GPU without its fields")
-        else:
-            state, objects, gpu = held
-        wire = entry.get("gpu", state.wire)
-        procs = dict(state.procs)
-        objects = dict(objects)
-        gone = [_from_wire_key(k) for k in _list(entry.get("x", []))]
-        for key in gone:
-            procs.pop(key, None)
-            objects.pop(key, None)
-        new_keys = []
-        codec._REUSE.previous = codec._REUSE.current = self._info_cache
-        try:
-            for p in _list(entry.get("p", [])):
-                if type(p) is not dict:
-                    raise TypeError("a process must be an object")
-                key = process_key(p)
-                if key not in procs:
-                    new_keys.append(key)
-                procs[key] = p
-                objects[key] = codec.from_wire(GpuProcess, p)
-        finally:
-            codec._REUSE.previous = codec._REUSE.current = None
+        if held.gpu is None and "gpu" not in entry:
+            raise ValueError("a new GPU without its fields")
+        objects = held.objects
+        moved = False
+        for key in _list(entry.get("x", [])):
+            moved |= objects.pop(_from_wire_key(key), None) is not None
+        if "p" in entry:
+            codec._REUSE.previous = codec._REUSE.current = self._info_cache
+            try:
+                for p in _list(entry["p"]):
+                    if type(p) is not dict:
+                        raise TypeError("a process must be an object")
+                    objects[process_key(p)] = codec.from_wire(GpuProcess, p)
+            finally:
+                codec._REUSE.previous = codec._REUSE.current = None
+            moved = True
         if "u" in entry:
             for key, proc in _patched(objects, entry["u"]):
-                procs[key] = None  # (the reader keeps keys only)
                 objects[key] = proc
+            moved = True
         if "o" in entry:
             order = [_from_wire_key(k) for k in _list(entry["o"])]
-        else:
-            dropped = set(gone)
-            order = [k for k in state.order if k not in dropped] + new_keys
-        if len(order) != len(procs) or set(order) != set(procs):
-            raise ValueError("the order does not name the processes held")
-        if gpu is None or "gpu" in entry:
+            held.objects = {k: objects[k] for k in order}  # KeyError: a process not held
+            if len(held.objects) != len(objects):
+                raise ValueError("the order does not name the processes held")
+            objects, moved = held.objects, True
+        if "gpu" in entry:
+            wire = entry["gpu"]
             if type(wire) is not dict or _PROCS in wire:
                 raise TypeError("a GPU's fields must be an object without processes")
-            gpu = codec.from_wire(GpuSample, wire)
-        gpu = dataclasses.replace(gpu, processes=tuple(map(objects.__getitem__, order)))
+            processes = held.gpu.processes if held.gpu is not None and not moved else tuple(objects.values())
+            held.gpu = dataclasses.replace(codec.from_wire(GpuSample, wire), processes=processes)
+        elif moved:
+            held.gpu = dataclasses.replace(held.gpu, processes=tuple(objects.values()))
         if len(self._info_cache) > 4 * max(len(objects), 1024) * max(len(self._gpus), 1):
             self._info_cache.clear()
-        return [_GpuState(wire, procs, order), objects, gpu]
 
 
 def _patched(objects: dict, patch) -> list:
     """(key, GpuProcess) for each process of a ``u`` patch, rebuilt with its new figures."""
     if type(patch) is not dict:
         raise TypeError("u must be an object")
-    keys = [_from_wire_key(k) for k in _list(patch.get("k"))]
-    olds = [objects[k] for k in keys]  # KeyError: a process not held
-    columns = {}
+    keys = _list(patch.get("k"))
+    if not _TYPES[int] >= set(map(type, keys)):  # a MIG slice's [pid, uuid] among them
+        keys = list(map(_from_wire_key, keys))
+    olds = list(map(objects.__getitem__, keys))  # KeyError: a process not held
+    columns = []
     for name, check in PATCHED.items():
         values = patch.get(name)
         if values is None:
-            columns[name] = [getattr(o, name) for o in olds]
+            columns.append(map(operator.attrgetter(name), olds))
             continue
         if len(_list(values)) != len(keys):
             raise ValueError(f"u.{name} has {len(values)} values for {len(keys)} processes")
-        columns[name] = [None if v is None else check(v) for v in values]
-    return list(
-        zip(
-            keys,
-            [
-                o.with_figures(used, sm, cpu, host)
-                for o, used, sm, cpu, host in zip(
-                    olds, columns["used"], columns["sm"], columns["cpu_percent"], columns["host_memory"]
-                )
-            ],
-        )
-    )
+        columns.append(_checked(values, check))
+    return list(zip(keys, map(GpuProcess.with_figures, olds, *columns)))
+
+
+_TYPES = {int: frozenset((int,)), float: frozenset((int, float))}
+_NULLABLE = {kind: types | {type(None)} for kind, types in _TYPES.items()}
+
+
+def _checked(values: list, check) -> list:
+    """A column of a ``u`` patch checked as the codec checks one value (``check``),
+    at C speed for a column of plain numbers (the 16k processes of a big box)."""
+    kind = int if check is codec._as_int else float
+    seen = set(map(type, values))
+    if not seen <= _NULLABLE[kind]:
+        return [None if v is None else check(v) for v in values]  # raises for the one that does not fit
+    known = values if type(None) not in seen else [v for v in values if v is not None]
+    if known:
+        low, high = min(known), max(known)
+        if kind is int and not -codec.LIMIT_INT < low <= high < codec.LIMIT_INT:
+            raise TypeError(f"expected an integer within int64, got {low} .. {high}")
+        if kind is float and (
+            not -codec.LIMIT_FLOAT <= low <= high <= codec.LIMIT_FLOAT or not all(map(math.isfinite, known))
+        ):
+            raise TypeError("expected finite numbers")
+    if kind is float and int in seen:
+        return [v if v is None else float(v) for v in values]
+    return values
 
 
 def _list(value) -> list:
