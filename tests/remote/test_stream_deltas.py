@@ -4,6 +4,7 @@ changed, came or went -- and a delta that does not follow is refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -162,3 +163,16 @@ def test_a_column_patch_that_does_not_fit_is_refused(bad):
     read(reader, writer.message(busy(0, 1), []))
     with pytest.raises(ValueError):
         reader.delta({"type": "delta", "seq": 2, "time": 1.0, "g": {"0": {"u": bad}}})
+
+
+def test_a_gpu_nothing_of_which_changed_is_the_same_sample_and_a_gpu_gone_is_dropped():
+    writer, reader = FrameDiffer(), FrameAssembler()
+    first = busy(0, 1)
+    before, _ = read(reader, writer.message(first, []))
+    moved = dataclasses.replace(first, time=1.0, gpus=(busy(1, 1).gpus[0], *first.gpus[1:]))
+    after, _ = read(reader, writer.message(moved, []))
+    assert after == moved
+    assert after.gpus[0] is not before.gpus[0] and after.gpus[1] is before.gpus[1]
+    fewer = dataclasses.replace(moved, time=2.0, gpus=moved.gpus[1:])
+    last, _ = read(reader, writer.message(fewer, []))
+    assert last == fewer and [g.index for g in last.gpus] == [1, 2, 3]

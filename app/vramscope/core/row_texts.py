@@ -27,10 +27,39 @@ class RowTexts(NamedTuple):
 
 
 class RowTextCache:
-    """identity -> (info, host, RowTexts); one per table (used by one thread at a time)."""
+    """identity -> (info, host, RowTexts), and per GPU each process's row
+    template; one per table (used by one thread at a time)."""
 
     def __init__(self):
         self._held: dict = {}
+        # GPU index -> (its machine, {identity: [process, template, start time]})
+        self._rows: dict = {}
+        self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
+
+    def templates(self, gpu, make) -> list:
+        """[process, template, start time] per process of ``gpu``, in its order: the
+        template is ``make(gpu, proc, texts)``'s list, made again only when the
+        process's description changed (its ProcessInfo object, kinds, agent, pid):
+        a process whose figures alone moved keeps its template -- shared, copy it
+        before changing it; the frame's figures are read from the process."""
+        place = (gpu.host, gpu.host_index)
+        was = self._rows.get(gpu.index)
+        held = was[1] if was is not None and was[0] == place else {}
+        now: dict = {}
+        out = []
+        for proc in gpu.processes:
+            ident = proc.identity
+            entry = held.get(ident)
+            if entry is None or (entry[0] is not proc and not _same_description(entry[0], proc)):
+                info = proc.info
+                start = info.start_time if info is not None else None
+                entry = [proc, make(gpu, proc, self.texts(proc, gpu.host)), start]
+            else:
+                entry[0] = proc
+            now[ident] = entry
+            out.append(entry)
+        self._next[gpu.index] = (place, now)
+        return out
 
     def texts(self, proc, host: str | None) -> RowTexts:
         info = proc.info
@@ -50,6 +79,21 @@ class RowTextCache:
         return made
 
     def keep_only(self, count: int) -> None:
-        """Forget every process when far more are held than ``count`` (those that ended)."""
+        """The end of a frame: keep the row templates of its processes only, and
+        forget every description when far more are held than ``count`` (those that ended)."""
         if len(self._held) > 2 * count + 1024:
             self._held.clear()
+        self._rows, self._next = self._next, {}
+
+
+def _same_description(was, now) -> bool:
+    """Whether two values of one process differ at most in their moving figures
+    (memory, SM %, CPU %, host memory): what a stream delta's columns change."""
+    return (
+        was.info is now.info
+        and now.mig_uuid is None
+        and was.mig_uuid is None
+        and was.pid == now.pid
+        and was.has_agent == now.has_agent
+        and was.kinds == now.kinds
+    )
