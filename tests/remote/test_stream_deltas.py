@@ -176,3 +176,15 @@ def test_a_gpu_nothing_of_which_changed_is_the_same_sample_and_a_gpu_gone_is_dro
     fewer = dataclasses.replace(moved, time=2.0, gpus=moved.gpus[1:])
     last, _ = read(reader, writer.message(fewer, []))
     assert last == fewer and [g.index for g in last.gpus] == [1, 2, 3]
+
+
+def test_a_keyframe_gives_back_the_values_of_what_did_not_change():
+    writer, reader = FrameDiffer(keyframe_every=2), FrameAssembler()
+    read(reader, writer.message(busy(0, 1), []))
+    before, _ = read(reader, writer.message(busy(1, 1), []))
+    message = writer.message(busy(2, 1), [])
+    assert message["type"] == protocol.FRAME  # the keyframe
+    after, _ = read(reader, message)
+    assert after == busy(2, 1)
+    assert after.gpus[0].processes[1] is before.gpus[0].processes[1]
+    assert after.gpus[0].processes[0] is not before.gpus[0].processes[0]

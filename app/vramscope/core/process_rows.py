@@ -92,9 +92,10 @@ def rows_from_frame(
     now = frame.time
     new, get = tuple.__new__, figures.get
     rows = []
-    for proc, template, start in made:
-        row = template.copy()
+    for proc, template in made:
+        row = list(template)
         row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = proc.used, proc.sm, proc.cpu_percent, proc.host_memory
+        start = template[_IDENTITY].start_time
         if start is not None:
             age = now - start
             row[_AGE] = age if age > 0.0 else 0.0
@@ -112,35 +113,34 @@ _IDENTITY, _USED, _SM, _AGE, _AGENT, _CPU, _HOST_MEMORY, _GROWTH, _SPARK = (
 )
 
 
-def _template(gpu, proc, said) -> list:
-    """A process's row as a list, but for its age, growth and sparkline (set per
-    frame); ``said``: its RowTexts."""
+def _template(gpu, proc, said) -> ProcessRow:
+    """A process's row but for this frame's figures, age and growth (set per frame);
+    ``said``: its RowTexts. (A tuple of plain values, which the garbage collector
+    stops tracking: a big box holds 16k of them.)"""
     info = proc.info
     ident = proc.identity
-    return list(
-        ProcessRow(
-            key=proc_key(gpu.index, ident.pid, ident.start_time),
-            gpu=gpu.index,
-            pid=proc.pid,
-            identity=ident,
-            label=said.label,
-            user=said.user,
-            used=proc.used,
-            sm=proc.sm,
-            age=None,
-            command=said.command,
-            visibility=info.visibility if info is not None else "unknown",
-            has_agent=proc.has_agent,
-            kinds=proc.kinds,
-            cpu=proc.cpu_percent,
-            host_memory=proc.host_memory,
-            host=gpu.host,
-            host_gpu=gpu.host_index,
-            container=said.container,
-            mig=_slice_text(gpu, proc),
-            name=said.name,
-            kin=said.kin,
-        )
+    return ProcessRow(
+        key=proc_key(gpu.index, ident.pid, ident.start_time),
+        gpu=gpu.index,
+        pid=proc.pid,
+        identity=ident,
+        label=said.label,
+        user=said.user,
+        used=proc.used,
+        sm=proc.sm,
+        age=None,
+        command=said.command,
+        visibility=info.visibility if info is not None else "unknown",
+        has_agent=proc.has_agent,
+        kinds=proc.kinds,
+        cpu=proc.cpu_percent,
+        host_memory=proc.host_memory,
+        host=gpu.host,
+        host_gpu=gpu.host_index,
+        container=said.container,
+        mig=_slice_text(gpu, proc),
+        name=said.name,
+        kin=said.kin,
     )
 
 

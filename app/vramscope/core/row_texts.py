@@ -32,16 +32,16 @@ class RowTextCache:
 
     def __init__(self):
         self._held: dict = {}
-        # GPU index -> (its machine, {identity: [process, template, start time]})
+        # GPU index -> (its machine, {identity: [process, its row's template]})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
 
     def templates(self, gpu, make) -> list:
-        """[process, template, start time] per process of ``gpu``, in its order: the
-        template is ``make(gpu, proc, texts)``'s list, made again only when the
+        """[process, template] per process of ``gpu``, in its order: the template
+        is ``make(gpu, proc, texts)``'s value, made again only when the
         process's description changed (its ProcessInfo object, kinds, agent, pid):
-        a process whose figures alone moved keeps its template -- shared, copy it
-        before changing it; the frame's figures are read from the process."""
+        a process whose figures alone moved keeps its template; the frame's
+        figures are read from the process."""
         place = (gpu.host, gpu.host_index)
         was = self._rows.get(gpu.index)
         held = was[1] if was is not None and was[0] == place else {}
@@ -51,9 +51,7 @@ class RowTextCache:
             ident = proc.identity
             entry = held.get(ident)
             if entry is None or (entry[0] is not proc and not _same_description(entry[0], proc)):
-                info = proc.info
-                start = info.start_time if info is not None else None
-                entry = [proc, make(gpu, proc, self.texts(proc, gpu.host)), start]
+                entry = [proc, make(gpu, proc, self.texts(proc, gpu.host))]
             else:
                 entry[0] = proc
             now[ident] = entry

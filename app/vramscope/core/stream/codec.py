@@ -120,6 +120,10 @@ class FrameDecoder:
     def __init__(self):
         self._seen: dict = {}  # (class, key fields) -> (its wire dict, the value built)
 
+    def forget(self) -> None:
+        """Let the previous frame's values go (a reader that keeps its own from here)."""
+        self._seen = {}
+
     def decode(self, data: dict) -> Frame:
         _REUSE.previous, _REUSE.current = self._seen, {}
         try:

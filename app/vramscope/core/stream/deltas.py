@@ -193,6 +193,34 @@ class _Held:
         self.gpu = gpu
 
 
+def _shared(gpu: GpuSample, held: _Held) -> GpuSample:
+    """A whole frame's GPU with the values held for what did not change: the same
+    process object when equal, the held description with the new figures when
+    only those moved (so the views keep what they made of it)."""
+    objects = held.objects
+    processes = tuple(_same(objects.get(_key_of(p)), p) for p in gpu.processes)
+    if held.gpu is not None and processes == held.gpu.processes and gpu == dataclasses.replace(
+        held.gpu, processes=gpu.processes
+    ):
+        return held.gpu
+    return dataclasses.replace(gpu, processes=processes)
+
+
+def _same(old: GpuProcess | None, new: GpuProcess) -> GpuProcess:
+    if old is None:
+        return new
+    if old == new:
+        return old
+    if old.info == new.info and (old.pid, old.kinds, old.has_agent, old.mig_uuid) == (
+        new.pid,
+        new.kinds,
+        new.has_agent,
+        new.mig_uuid,
+    ):
+        return old.with_figures(new.used, new.sm, new.cpu_percent, new.host_memory)
+    return new
+
+
 def _key_of(proc: GpuProcess):
     return proc.pid if proc.mig_uuid is None else (proc.pid, proc.mig_uuid)
 
@@ -226,12 +254,21 @@ class FrameAssembler:
         self._seq = None
         if type(seq) is not int:
             return frame, alerts  # a version 1 stream: no delta follows it
+        # deltas follow: this reader shares values from here on, with those it holds
+        # (a keyframe gives back the objects of what did not change), not through
+        # the decoder's table of the last whole frame's wire (~5 objects a process)
+        self._whole.forget()
         gpus = {}
         for gpu in frame.gpus:
+            held = self._gpus.get(gpu.index)
+            if held is not None:
+                gpu = _shared(gpu, held)
             objects = {_key_of(p): p for p in gpu.processes}
             if gpu.index in gpus or len(objects) != len(gpu.processes):
+                self._gpus = {}
                 return frame, alerts  # a GPU or a process twice: not diffable, no delta follows
             gpus[gpu.index] = _Held(objects, gpu)
+        frame = dataclasses.replace(frame, gpus=tuple(h.gpu for h in gpus.values()))
         self._top = {k: v for k, v in data.items() if k not in (_GPUS, _TIME)}
         self._gpus, self._order = gpus, list(gpus)
         self._alerts = alerts
