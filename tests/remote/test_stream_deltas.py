@@ -188,3 +188,17 @@ def test_a_keyframe_gives_back_the_values_of_what_did_not_change():
     assert after == busy(2, 1)
     assert after.gpus[0].processes[1] is before.gpus[0].processes[1]
     assert after.gpus[0].processes[0] is not before.gpus[0].processes[0]
+
+
+@settings(max_examples=100)
+@given(frames)
+def test_the_writers_wire_is_the_codecs(frame):
+    """What the writer makes per process (with a description made once) is what
+    the codec makes of the frame, for any frame."""
+    from vramscope.core.stream.codec import frame_to_wire
+
+    writer = FrameDiffer()
+    message = writer.message(frame, [])
+    again = writer.message(frame, [])  # (the second time from the values it holds)
+    assert message["frame"] == frame_to_wire(frame)
+    assert again["type"] == protocol.DELTA and "g" not in again

@@ -105,9 +105,10 @@ class FrameDiffer:
         self._prev = None  # (top, gpus, order, alerts) of the previous frame
         self._seq = 0
         self._since_key = 0
+        self._wires = _Wires()
 
     def message(self, frame: Frame, alerts: list) -> dict:
-        wire = codec.frame_to_wire(frame)
+        wire = self._wires.frame(frame)
         split = _split(wire)
         prev = self._prev
         self._seq += 1
@@ -136,12 +137,84 @@ class FrameDiffer:
         return out
 
 
+class _Wires:
+    """``codec.frame_to_wire`` made once per value: a process (or its description,
+    a ProcessInfo) that is the same object as in the previous frame -- a source
+    that keeps what did not change -- gets the same wire dict again, which the
+    diff then compares by identity."""
+
+    def __init__(self):
+        self._procs: dict = {}  # id(GpuProcess) -> (it, its wire); the previous frame's
+        self._infos: dict = {}  # id(ProcessInfo) -> (it, its wire)
+
+    def frame(self, frame: Frame) -> dict:
+        procs, infos = {}, {}
+        gpus = []
+        for gpu in frame.gpus:
+            wire = codec.to_wire(dataclasses.replace(gpu, processes=()))
+            if gpu.processes:
+                wire[_PROCS] = [self._process(p, procs, infos) for p in gpu.processes]
+            gpus.append(wire)
+        self._procs, self._infos = procs, infos
+        out = codec.to_wire(dataclasses.replace(frame, gpus=()))
+        if gpus:
+            out[_GPUS] = gpus
+        return out
+
+    def _process(self, proc: GpuProcess, procs: dict, infos: dict) -> dict:
+        held = self._procs.get(id(proc))
+        if held is None or held[0] is not proc:
+            info = proc.info
+            if info is None:
+                held = (proc, codec.to_wire(proc))
+            else:
+                known = infos.get(id(info)) or self._infos.get(id(info))
+                if known is None or known[0] is not info:
+                    known = (info, codec.to_wire(info))
+                infos[id(info)] = known
+                held = (proc, _process_wire(proc, known[1]))
+        elif held[0].info is not None:
+            infos[id(held[0].info)] = self._infos.get(id(held[0].info)) or (held[0].info, held[1]["info"])
+        procs[id(proc)] = held
+        return held[1]
+
+
+_MISSING = object()
+_COMPUTE = GpuProcess.__dataclass_fields__["kinds"].default
+# the GpuProcess fields _process_wire writes; a class with others is written by the codec
+_PROCESS_FIELDS = ("pid", "used", "kinds", "sm", "info", "has_agent", "mig_uuid", "cpu_percent", "host_memory")
+
+
+def _process_wire(proc: GpuProcess, info: dict) -> dict:
+    """``codec.to_wire(proc)`` with its description's wire ``info`` already made
+    (the same dict the codec makes, 4x faster: 16k of them a second on a big box)."""
+    if codec._fields(GpuProcess)[0] != _PROCESS_FIELDS:
+        return codec.to_wire_but(proc, "info", info)
+    out = {"pid": proc.pid, "used": proc.used}
+    if proc.kinds != _COMPUTE:
+        out["kinds"] = list(proc.kinds)
+    if proc.sm is not None:
+        out["sm"] = proc.sm
+    out["info"] = info
+    if proc.has_agent is not False:
+        out["has_agent"] = proc.has_agent
+    if proc.mig_uuid is not None:
+        out["mig_uuid"] = proc.mig_uuid
+    if proc.cpu_percent is not None:
+        out["cpu_percent"] = proc.cpu_percent
+    if proc.host_memory is not None:
+        out["host_memory"] = proc.host_memory
+    return out
+
+
 def _only_figures(was: dict, now: dict) -> bool:
     """Whether two wire dicts of one process differ only in PATCHED fields."""
-    for name in was.keys() | now.keys():
-        if name not in _PATCHED_KEYS and was.get(name) != now.get(name):
-            return False
-    return True
+    for name, value in now.items():
+        if name not in _PATCHED_KEYS:
+            old = was.get(name, _MISSING)
+            if old is not value and old != value:
+                return False
+    return all(name in now or name in _PATCHED_KEYS for name in was)
 
 
 def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
@@ -152,7 +225,7 @@ def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
     changed, patched = [], []
     for key, p in now.procs.items():
         was = old.get(key)
-        if was == p:
+        if was is p or was == p:
             continue
         if was is not None and _only_figures(was, p):
             patched.append((key, was, p))
