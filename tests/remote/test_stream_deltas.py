@@ -202,3 +202,17 @@ def test_the_writers_wire_is_the_codecs(frame):
     again = writer.message(frame, [])  # (the second time from the values it holds)
     assert message["frame"] == frame_to_wire(frame)
     assert again["type"] == protocol.DELTA and "g" not in again
+
+
+def test_a_big_machines_whole_frame_comes_ten_times_less_often():
+    from vramscope.core.stream.deltas import BIG_FRAME
+
+    many = Frame(
+        time=0.0,
+        gpus=(GpuSample(index=0, processes=tuple(GpuProcess(pid=p, used=p) for p in range(BIG_FRAME + 1))),),
+    )
+    writer = FrameDiffer(keyframe_every=3)
+    kinds = [writer.message(dataclasses.replace(many, time=float(k)), [])["type"] for k in range(25)]
+    assert kinds.count(protocol.FRAME) == 1  # the first; the next at 30
+    small = FrameDiffer(keyframe_every=3)
+    assert [small.message(busy(k, 1), [])["type"] for k in range(7)].count(protocol.FRAME) == 3

@@ -3,7 +3,8 @@
 
 A busy machine's frame is large (16 GPUs x 1,024 processes: ~2 MB of JSON)
 and mostly the same as the one before it. The writer (``FrameDiffer``) sends
-a whole frame first and every ``KEYFRAME_EVERY`` frames, and in between
+a whole frame first and every ``KEYFRAME_EVERY`` frames (ten times fewer for a
+frame of over ``BIG_FRAME`` processes), and in between
 only what differs from the previous one: the frame's own fields when any
 changed, and per GPU its own fields when changed, the processes that are
 new or changed (whole), the keys of those gone, and the order only when it
@@ -40,6 +41,12 @@ from vramscope.core.stream import codec
 from vramscope.core.stream.protocol import DELTA, FRAME, TYPE
 
 KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a minute at 1 s
+# A frame of more processes than this (~350 kB of JSON) is sent whole ten times less
+# often: at 16 GPUs x 1,024 processes a whole frame is 2.8 MB, which the reader
+# parses in one call of ~100 ms (holding the GIL, so the window waits) and builds
+# in ~250 ms; a reader that lost its place there is back within ten minutes.
+BIG_FRAME = 2048
+BIG_KEYFRAME_FACTOR = 10
 # GpuProcess fields sent as columns, and the codec's check of each
 PATCHED = {
     "used": codec._as_int,
@@ -112,7 +119,10 @@ class FrameDiffer:
         split = _split(wire)
         prev = self._prev
         self._seq += 1
-        if split is None or prev is None or self._since_key + 1 >= self.keyframe_every:
+        every = self.keyframe_every
+        if split is not None and sum(len(state.order) for state in split[2].values()) > BIG_FRAME:
+            every *= BIG_KEYFRAME_FACTOR
+        if split is None or prev is None or self._since_key + 1 >= every:
             self._prev = None if split is None else (split[0], split[2], split[3], alerts)
             self._since_key = 0
             return {TYPE: FRAME, "frame": wire, "alerts": alerts, "seq": self._seq}
