@@ -27,7 +27,8 @@ from window_scale import BigBox  # noqa: E402
 
 from vramscope.core.stream import protocol  # noqa: E402
 from vramscope.core.stream.codec import FrameDecoder, frame_to_wire  # noqa: E402
-from vramscope.core.stream.deltas import FrameAssembler, FrameDiffer  # noqa: E402
+from vramscope.core.stream.delta_reader import FrameAssembler  # noqa: E402
+from vramscope.core.stream.deltas import FrameDiffer  # noqa: E402
 
 
 def frames(box: BigBox, n: int, share: float):

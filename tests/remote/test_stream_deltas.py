@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from remote.test_stream_protocol import infos, opt_int, opt_text, reports
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import protocol
-from vramscope.core.stream.deltas import FrameAssembler, FrameDiffer
+from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.core.stream.deltas import FrameDiffer
 
 # a small pool of pids and GPU indices, so that frames in a row share most of them
 procs = st.builds(
