@@ -115,8 +115,7 @@ _IDENTITY, _USED, _SM, _AGE, _AGENT, _CPU, _HOST_MEMORY, _GROWTH, _SPARK = (
 
 def _template(gpu, proc, said) -> ProcessRow:
     """A process's row but for this frame's figures, age and growth (set per frame);
-    ``said``: its RowTexts. (A tuple of plain values, which the garbage collector
-    stops tracking: a big box holds 16k of them.)"""
+    ``said``: its RowTexts."""
     info = proc.info
     ident = proc.identity
     return ProcessRow(
