@@ -143,12 +143,13 @@ class Sampler:
         interval = self._interval
         while not self._stop.is_set():
             began = self._mono()
-            self.sample_once()
+            frame = self.sample_once()
             if getattr(self.source, "paced", False):
                 # the source waits for frames on its own grid (the window's sampler
                 # process): each is taken as it comes, never held to a second grid
-                # that could fall between two of them and drop one
-                rest = began + self._interval / 2 - self._mono()
+                # that could fall between two of them and drop one (a frame with an
+                # error -- the sampler is down -- is made again at the interval)
+                rest = began + self._interval / (1 if frame.error else 2) - self._mono()
                 if rest > 0 and self._wake.wait(rest):
                     self._wake.clear()
                 continue
