@@ -87,15 +87,15 @@ def rows_from_frame(
     agent_ids = {getattr(a, "identity", None) for a in frame.agents}
     made = [entry for gpu in frame.gpus for entry in texts.templates(gpu, _template)]
     texts.keep_only(len(made))
-    keys = [entry[1][0] for entry in made]
+    keys = [entry[0] for entry in made]
     figures = growth.update(store, keys, frame.time) if store is not None else {}
     now = frame.time
     new, get = tuple.__new__, figures.get
     rows = []
-    for proc, template in made:
-        row = list(template)
+    for template in made:
+        proc, row = template[-1], template[:-1]
         row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = proc.used, proc.sm, proc.cpu_percent, proc.host_memory
-        start = template[_IDENTITY].start_time
+        start = row[_IDENTITY].start_time
         if start is not None:
             age = now - start
             row[_AGE] = age if age > 0.0 else 0.0

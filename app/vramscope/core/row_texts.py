@@ -32,16 +32,17 @@ class RowTextCache:
 
     def __init__(self):
         self._held: dict = {}
-        # GPU index -> (its machine, {identity: [process, its row's template]})
+        # GPU index -> (its machine, {identity: its row's template, the process last})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
 
     def templates(self, gpu, make) -> list:
-        """[process, template] per process of ``gpu``, in its order: the template
-        is ``make(gpu, proc, texts)``'s value, made again only when the
-        process's description changed (its ProcessInfo object, kinds, agent, pid):
-        a process whose figures alone moved keeps its template; the frame's
-        figures are read from the process."""
+        """Per process of ``gpu``, in its order, its row's template: the fields of
+        ``make(gpu, proc, texts)`` with the process last (one list a process, so a
+        big box's table holds few objects for the garbage collector to walk), made
+        again only when the process's description changed (its ProcessInfo object,
+        kinds, agent, pid): a process whose figures alone moved keeps its template;
+        the frame's figures are read from the process."""
         place = (gpu.host, gpu.host_index)
         was = self._rows.get(gpu.index)
         held = was[1] if was is not None and was[0] == place else {}
@@ -50,10 +51,10 @@ class RowTextCache:
         for proc in gpu.processes:
             ident = proc.identity
             entry = held.get(ident)
-            if entry is None or (entry[0] is not proc and not _same_description(entry[0], proc)):
-                entry = [proc, make(gpu, proc, self.texts(proc, gpu.host))]
+            if entry is None or (entry[-1] is not proc and not _same_description(entry[-1], proc)):
+                entry = [*make(gpu, proc, self.texts(proc, gpu.host)), proc]
             else:
-                entry[0] = proc
+                entry[-1] = proc
             now[ident] = entry
             out.append(entry)
         self._next[gpu.index] = (place, now)
