@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from vramscope.core.growth import GrowthCache
 from vramscope.core.process_groups import group_name, is_group, units
-from vramscope.core.row_texts import RowTextCache
+from vramscope.core.row_texts import RowTemplates
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import proc_key
 from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
@@ -68,7 +68,10 @@ class ProcessRow(NamedTuple):
 
 
 def rows_from_frame(
-    frame: Frame | None, store=None, growth: GrowthCache | None = None, texts: RowTextCache | None = None
+    frame: Frame | None,
+    store=None,
+    growth: GrowthCache | None = None,
+    templates: RowTemplates | None = None,
 ) -> list[ProcessRow]:
     """The table's rows in the frame's order; with ``store``, growth and its
     sparkline from the history (through ``growth``, which spreads the work of a
@@ -83,10 +86,10 @@ def rows_from_frame(
         return []
     if store is not None and growth is None:
         growth = GrowthCache()
-    texts = texts if texts is not None else RowTextCache()
+    templates = templates if templates is not None else RowTemplates()
     agent_ids = {getattr(a, "identity", None) for a in frame.agents}
-    made = [entry for gpu in frame.gpus for entry in texts.templates(gpu, _template)]
-    texts.keep_only(len(made))
+    made = [entry for gpu in frame.gpus for entry in templates.templates(gpu, _template)]
+    templates.end_frame()
     keys = [entry[0] for entry in made]
     figures = growth.update(store, keys, frame.time) if store is not None else {}
     now = frame.time
@@ -384,13 +387,13 @@ class TableBuilder:
 
     def __init__(self):
         self.growth = GrowthCache()
-        self.texts = RowTextCache()
+        self.templates = RowTemplates()
         self.alerts: dict = {}  # process identity -> its active alerts' text (set by the window)
         self._lock = threading.Lock()
 
     def build(self, frame: Frame | None, store, order: TableOrder) -> TableRows:
         with self._lock:
-            rows = rows_from_frame(frame, store, self.growth, self.texts)
+            rows = rows_from_frame(frame, store, self.growth, self.templates)
         return self.rearrange(rows, order, user_totals(frame) if frame is not None else [], self.alerts)
 
     @staticmethod

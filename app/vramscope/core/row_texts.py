@@ -1,10 +1,11 @@
-"""A process's table texts, made once per process description.
+"""A process's table row, described once per process description.
 
 The label, user, command, container, display name and kin of a row depend only
 on the process's pid, its ProcessInfo and its machine; the stream's reader
-(core/stream/deltas.py) keeps the same ProcessInfo object while a process's
-description does not change, so on a big box (16 GPUs x 1,024 processes) the
-table's rows are rebuilt each frame without describing 16k processes again.
+(core/stream/delta_reader.py) keeps the same ProcessInfo object, and the same
+GpuProcess object, while a process does not change, so on a big box (16 GPUs
+x 1,024 processes) the table's rows are made each frame from a template per
+process, without describing 16k processes again.
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ class RowTexts(NamedTuple):
     kin: tuple | None
 
 
-class RowTextCache:
-    """identity -> (info, host, RowTexts), and per GPU each process's row
-    template; one per table (used by one thread at a time)."""
+class RowTemplates:
+    """Per GPU each process's row template; one per table (used by one thread at a time)."""
 
     def __init__(self):
-        self._held: dict = {}
         # GPU index -> (its machine, {identity: its row's template, the process last})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
@@ -52,7 +51,7 @@ class RowTextCache:
             ident = proc.identity
             entry = held.get(ident)
             if entry is None or (entry[-1] is not proc and not _same_description(entry[-1], proc)):
-                entry = [*make(gpu, proc, self.texts(proc, gpu.host)), proc]
+                entry = [*make(gpu, proc, row_texts(proc, gpu.host)), proc]
             else:
                 entry[-1] = proc
             now[ident] = entry
@@ -60,29 +59,23 @@ class RowTextCache:
         self._next[gpu.index] = (place, now)
         return out
 
-    def texts(self, proc, host: str | None) -> RowTexts:
-        info = proc.info
-        held = self._held.get(proc.identity)
-        if held is not None and held[0] is info and held[1] == host:
-            return held[2]
-        label = process_label(proc)
-        made = RowTexts(
-            label,
-            user_text(proc),
-            command_text(proc),
-            container_text(info),
-            display_name(info) or label,
-            kin_of(info, host),
-        )
-        self._held[proc.identity] = (info, host, made)
-        return made
-
-    def keep_only(self, count: int) -> None:
-        """The end of a frame: keep the row templates of its processes only, and
-        forget every description when far more are held than ``count`` (those that ended)."""
-        if len(self._held) > 2 * count + 1024:
-            self._held.clear()
+    def end_frame(self) -> None:
+        """Keep the row templates of this frame's processes only."""
         self._rows, self._next = self._next, {}
+
+
+def row_texts(proc, host: str | None) -> RowTexts:
+    """What a row says of a process (made once per description: see ``templates``)."""
+    info = proc.info
+    label = process_label(proc)
+    return RowTexts(
+        label,
+        user_text(proc),
+        command_text(proc),
+        container_text(info),
+        display_name(info) or label,
+        kin_of(info, host),
+    )
 
 
 def _same_description(was, now) -> bool:
