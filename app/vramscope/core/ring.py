@@ -110,19 +110,20 @@ class Ring:
         return self._t.nbytes + self._v.nbytes
 
 
-class TieredRing:
-    """Fine ring of raw samples + coarse ring of per-bucket peaks.
+class TieredRing(Ring):
+    """A ring of raw samples (the fine tier: the Ring itself) + a coarse ring of
+    per-bucket peaks.
 
     The coarse tier is made when first needed -- when the fine ring is about
     to drop its oldest sample, or when read -- by folding the raw samples into
     their buckets; until then it would only repeat them. (A window of 16 GPUs x
-    1,024 processes holds 16k process series: one object and half the work per
-    sample fewer each, for most of a session's first two hours.)"""
+    1,024 processes holds 16k process series: each is one object, not three,
+    and costs half the work per sample for most of a session's first two hours.)"""
 
-    __slots__ = ("fine", "_coarse", "_coarse_points", "coarse_step", "_bucket", "_bucket_peak", "_bucket_t")
+    __slots__ = ("_coarse", "_coarse_points", "coarse_step", "_bucket", "_bucket_peak", "_bucket_t")
 
     def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0, coarse_points: int = 17280):
-        self.fine = Ring(fine_points)
+        super().__init__(fine_points)
         self._coarse: Ring | None = None  # made by ``coarse``
         self._coarse_points = coarse_points
         self.coarse_step = float(coarse_step)
@@ -135,7 +136,7 @@ class TieredRing:
         """The per-bucket peaks (made from the raw samples on first use)."""
         if self._coarse is None:
             coarse = Ring(self._coarse_points)
-            ft, fv = self.fine.arrays()
+            ft, fv = Ring.arrays(self)
             if len(ft):
                 bucket = np.floor(ft / self.coarse_step)
                 starts = np.flatnonzero(np.concatenate(([True], bucket[1:] != bucket[:-1])))
@@ -147,18 +148,14 @@ class TieredRing:
             self._coarse = coarse
         return self._coarse
 
-    def __len__(self) -> int:
-        return len(self.fine)
-
     def append(self, t: float, v: float | None) -> None:
         value = math.nan if v is None else float(v)
-        fine = self.fine
         if self._coarse is None:
-            if fine._len < fine._capacity:
-                fine.append(t, value)  # every raw sample still held: no tier to keep yet
+            if self._len < self._capacity:
+                Ring.append(self, t, value)  # every raw sample still held: no tier to keep yet
                 return
             self.coarse  # the oldest is about to go: its peak goes on in the coarse tier
-        fine.append(t, value)
+        Ring.append(self, t, value)
         bucket = math.floor(t / self.coarse_step)
         if bucket != self._bucket:
             self._bucket = bucket
@@ -170,12 +167,9 @@ class TieredRing:
                 self._bucket_peak = value
             self._coarse.replace_last(self._bucket_t, self._bucket_peak)
 
-    def last(self) -> tuple[float, float] | None:
-        return self.fine.last()
-
     def load(self, fine_t, fine_v, coarse_t, coarse_v) -> None:
         """Fill from stored history (a reopened session): raw points and bucket peaks."""
-        self.fine.load(fine_t, fine_v)
+        Ring.load(self, fine_t, fine_v)
         self._coarse = Ring(self._coarse_points)
         self._coarse.load(coarse_t, coarse_v)
         self._bucket, self._bucket_peak, self._bucket_t = None, math.nan, math.nan
@@ -185,12 +179,12 @@ class TieredRing:
             self._bucket_peak = float(coarse_v[-1])
 
     def last_time(self) -> float | None:
-        last = self.fine.last()
+        last = self.last()
         return None if last is None else last[0]
 
     def arrays(self, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Coarse peaks for the span the fine ring no longer holds, then raw samples."""
-        ft, fv = self.fine.arrays()
+        ft, fv = Ring.arrays(self)
         if self._coarse is not None and len(self._coarse) and len(ft) and (since is None or since < ft[0]):
             ct, cv = self.coarse.arrays()
             # Every bucket that began before the oldest raw sample: its peak may
@@ -211,4 +205,4 @@ class TieredRing:
 
     @property
     def nbytes(self) -> int:
-        return self.fine.nbytes + (self._coarse.nbytes if self._coarse is not None else 0)
+        return self._t.nbytes + self._v.nbytes + (self._coarse.nbytes if self._coarse is not None else 0)
