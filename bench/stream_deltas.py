@@ -27,7 +27,8 @@ from window_scale import BigBox  # noqa: E402
 
 from vramscope.core.stream import protocol  # noqa: E402
 from vramscope.core.stream.codec import FrameDecoder, frame_to_wire  # noqa: E402
-from vramscope.core.stream.deltas import FrameAssembler, FrameDiffer  # noqa: E402
+from vramscope.core.stream.delta_reader import FrameAssembler  # noqa: E402
+from vramscope.core.stream.deltas import FrameDiffer  # noqa: E402
 
 
 def frames(box: BigBox, n: int, share: float):
@@ -49,6 +50,46 @@ def timed(fn) -> float:
     t0 = time.process_time()
     fn()
     return (time.process_time() - t0) * 1e3
+
+
+def sampler_pass(passes: int) -> str:
+    """The sampler process's pass over the BigBox (all changing), as `vramscope stream`
+    runs it (sources/assembly.py's monitor, the stream writer as its sink): CPU ms
+    of the pass and of its parts, median of ``passes`` after two."""
+    import io
+    import threading
+
+    from vramscope.commands.stream import StreamWriter
+    from vramscope.core.store import STAGE_RECORDER, Store
+    from vramscope.sources.assembly import build_monitor
+
+    box = BigBox(16, 1024)
+    monitor = build_monitor(box, enrichers=None, interval=1.0, store=Store(fine_points=8, coarse_points=8))
+    parts: dict = {}
+
+    def timed(name, fn):
+        def run(*args):
+            t0 = time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                parts.setdefault(name, []).append((time.thread_time() - t0) * 1e3)
+
+        return run
+
+    store = monitor.store
+    store._listeners = [(rank, stage, timed(stage, fn)) for rank, stage, fn in store._listeners]
+    writer = StreamWriter(io.BytesIO(), monitor.engine, threading.Event())
+    monitor.pipeline.subscribe(timed("writer", writer), STAGE_RECORDER)
+    box.sample = timed("source", box.sample)
+    whole = []
+    for _ in range(passes + 2):
+        t0 = time.thread_time()
+        monitor.pipeline.sample_once()
+        whole.append((time.thread_time() - t0) * 1e3)
+    monitor.close()
+    text = ", ".join(f"{name} {statistics.median(v[2:]):.0f}" for name, v in parts.items())
+    return f"{statistics.median(whole[2:]):.0f} ms (the first {whole[0]:.0f} ms; {text})"
 
 
 def main() -> int:
@@ -75,6 +116,7 @@ def main() -> int:
             f"({len(whole_lines[1]) / 1e6:.2f} MB)   delta {statistics.median(delta):7.1f} ms "
             f"({len(delta_lines[1]) / 1e3:.0f} kB)"
         )
+    print(f"  the sampler process's pass, all changing: {sampler_pass(args.frames)}")
     return 0
 
 

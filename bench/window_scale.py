@@ -15,6 +15,7 @@ the sampler keeping its 1 s grid, the first frame on screen within 0.5 s.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -106,6 +107,18 @@ def sampler_source(gpus: int, procs: int, interval: float):
         "--interval",
         f"{interval:g}",
     ]
+    sent = source.sent = []  # the sampler's time of each frame as it reaches the window's reader
+    handle = source.process._handle
+
+    def _handle(message, frames):
+        kind = message.get("type")
+        if kind in ("frame", "delta"):
+            t = message.get("time") if kind == "delta" else (message.get("frame") or {}).get("time")
+            if isinstance(t, float):
+                sent.append(t)
+        handle(message, frames)
+
+    source.process._handle = _handle
     return source.start()
 
 
@@ -155,10 +168,25 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
     timer.timeout.connect(tick)
     timer.start(10)
     QTimer.singleShot(int(seconds * 1000), app.quit)
+    pauses: list[float] = []  # the window's garbage collections (each holds the GIL throughout)
+    began = [0.0]
+
+    def collected(phase, _info):
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            pauses.append((time.perf_counter() - began[0]) * 1e3)
+
+    gc.callbacks.append(collected)
+    cpu0 = time.process_time()
     app.exec()
+    cpu_s = time.process_time() - cpu0
+    gc.callbacks.remove(collected)
     timer.stop()
     passes = len(times)
     steps = [b - a for a, b in zip(times, times[1:])]
+    sent = getattr(source, "sent", [])
+    sent_steps = [b - a for a, b in zip(sent, sent[1:])]
     window.services.close()
     window.close()
     gaps.sort()
@@ -173,7 +201,11 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
         "startup_max_ms": max(startup, default=float("nan")),
         "first_ms": first[0] if first else float("nan"),
         "grid_worst_s": max(steps, default=float("nan")),
+        "sent_worst_s": max(sent_steps, default=float("nan")),
         "over_50": sum(g > 50 for g in gaps + startup),
+        "window_cpu": cpu_s / seconds,  # the window process's CPU (all its threads), cores
+        "gc_max_ms": max(pauses, default=0.0),
+        "gc_over_20": sum(p > 20 for p in pauses),
     }
 
 
@@ -204,7 +236,9 @@ def main() -> int:
             f"longest in the first {STARTUP_MS / 1000:g} s: {r['startup_max_ms']:.0f} ms; "
             f"{r['over_50']} ticks over 50 ms in all; first frame on screen "
             f"{r['first_ms']:.0f} ms after show(); widest step between frames received "
-            f"{r['grid_worst_s']:.2f} s)"
+            f"{r['grid_worst_s']:.2f} s (as the sampler sent them: {r['sent_worst_s']:.2f} s); the window process used {100 * r['window_cpu']:.0f} % of a core; "
+            f"its longest garbage collection {r['gc_max_ms']:.0f} ms, {r['gc_over_20']} over 20 ms; "
+            f"load {os.getloadavg()[0]:.2f})"
         )
     return 0
 

@@ -188,3 +188,26 @@ def test_a_process_whose_description_changes_is_described_anew_in_the_next_table
         == ("train.py (7)", "python train.py", "alice")
     )
     assert (changed.label, changed.command, changed.user) == ("serve.py (7)", "python serve.py", "bob")
+
+
+def test_a_table_fed_frame_after_frame_shows_each_frames_figures_and_each_change_of_description():
+    """The rows of a process whose figures alone moved (a stream delta's columns)
+    reuse what describes it; its memory, SM %, CPU % and age are this frame's, and
+    a new description (another command line) is shown at once."""
+    info = ProcessInfo(pid=7, start_time=100.0, user="ann", name="python", cmdline=("python", "a.py"))
+    first = GpuProcess(pid=7, used=1 * GiB, sm=10, info=info, cpu_percent=50.0)
+    builder = TableBuilder()
+
+    def shown(proc, t):
+        frame = Frame(time=t, gpus=(GpuSample(index=0, processes=(proc,)),))
+        (row,) = builder.build(frame, None, TableOrder()).rows
+        return row
+
+    before = shown(first, 160.0)
+    moved = first.with_figures(3 * GiB, None, 75.0, 2 * GiB)
+    after = shown(moved, 220.0)
+    assert (after.used, after.sm, after.cpu, after.host_memory, after.age) == (3 * GiB, None, 75.0, 2 * GiB, 120.0)
+    assert (before.used, before.sm, before.age) == (1 * GiB, 10, 60.0)
+    assert after.command == before.command == "python a.py"
+    renamed = GpuProcess(pid=7, used=3 * GiB, info=ProcessInfo(pid=7, start_time=100.0, user="ann", cmdline=("python", "b.py")))
+    assert shown(renamed, 230.0).command == "python b.py"

@@ -109,7 +109,7 @@ def test_what_the_sampler_is_watching_reaches_the_window():
     """An idle holder 2 minutes in ("idle 2 of 5 min"): not an alert yet, but the
     window reading its sampler lists it below the alerts as the sampler does."""
     from vramscope.commands.stream import StreamWriter
-    from vramscope.core.stream.deltas import FrameAssembler
+    from vramscope.core.stream.delta_reader import FrameAssembler
 
     idle = [gpu([proc(777, 4 * GiB, sm=0)], util=0)]
     engine = Diagnostics()

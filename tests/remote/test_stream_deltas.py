@@ -4,6 +4,7 @@ changed, came or went -- and a delta that does not follow is refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 from remote.test_stream_protocol import infos, opt_int, opt_text, reports
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import protocol
-from vramscope.core.stream.deltas import FrameAssembler, FrameDiffer
+from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.core.stream.deltas import FrameDiffer
 
 # a small pool of pids and GPU indices, so that frames in a row share most of them
 procs = st.builds(
@@ -162,3 +164,56 @@ def test_a_column_patch_that_does_not_fit_is_refused(bad):
     read(reader, writer.message(busy(0, 1), []))
     with pytest.raises(ValueError):
         reader.delta({"type": "delta", "seq": 2, "time": 1.0, "g": {"0": {"u": bad}}})
+
+
+def test_a_gpu_nothing_of_which_changed_is_the_same_sample_and_a_gpu_gone_is_dropped():
+    writer, reader = FrameDiffer(), FrameAssembler()
+    first = busy(0, 1)
+    before, _ = read(reader, writer.message(first, []))
+    moved = dataclasses.replace(first, time=1.0, gpus=(busy(1, 1).gpus[0], *first.gpus[1:]))
+    after, _ = read(reader, writer.message(moved, []))
+    assert after == moved
+    assert after.gpus[0] is not before.gpus[0] and after.gpus[1] is before.gpus[1]
+    fewer = dataclasses.replace(moved, time=2.0, gpus=moved.gpus[1:])
+    last, _ = read(reader, writer.message(fewer, []))
+    assert last == fewer and [g.index for g in last.gpus] == [1, 2, 3]
+
+
+def test_a_keyframe_gives_back_the_values_of_what_did_not_change():
+    writer, reader = FrameDiffer(keyframe_every=2), FrameAssembler()
+    read(reader, writer.message(busy(0, 1), []))
+    before, _ = read(reader, writer.message(busy(1, 1), []))
+    message = writer.message(busy(2, 1), [])
+    assert message["type"] == protocol.FRAME  # the keyframe
+    after, _ = read(reader, message)
+    assert after == busy(2, 1)
+    assert after.gpus[0].processes[1] is before.gpus[0].processes[1]
+    assert after.gpus[0].processes[0] is not before.gpus[0].processes[0]
+
+
+@settings(max_examples=100)
+@given(frames)
+def test_the_writers_wire_is_the_codecs(frame):
+    """What the writer makes per process (with a description made once) is what
+    the codec makes of the frame, for any frame."""
+    from vramscope.core.stream.codec import frame_to_wire
+
+    writer = FrameDiffer()
+    message = writer.message(frame, [])
+    again = writer.message(frame, [])  # (the second time from the values it holds)
+    assert message["frame"] == frame_to_wire(frame)
+    assert again["type"] == protocol.DELTA and "g" not in again
+
+
+def test_a_big_machines_whole_frame_comes_ten_times_less_often():
+    from vramscope.core.stream.deltas import BIG_FRAME
+
+    many = Frame(
+        time=0.0,
+        gpus=(GpuSample(index=0, processes=tuple(GpuProcess(pid=p, used=p) for p in range(BIG_FRAME + 1))),),
+    )
+    writer = FrameDiffer(keyframe_every=3)
+    kinds = [writer.message(dataclasses.replace(many, time=float(k)), [])["type"] for k in range(25)]
+    assert kinds.count(protocol.FRAME) == 1  # the first; the next at 30
+    small = FrameDiffer(keyframe_every=3)
+    assert [small.message(busy(k, 1), [])["type"] for k in range(7)].count(protocol.FRAME) == 3

@@ -80,7 +80,8 @@ ROW_BUDGET = 512  # rows worked out per frame at least; a bigger box refreshes o
 class GrowthCache:
     """Growth and sparkline per process key, worked out again at most every
     GROWTH_REFRESH seconds. On a busy box (thousands of processes) at most
-    max(ROW_BUDGET, n / 16) rows are worked out per frame, new processes first,
+    max(ROW_BUDGET, n / 32) rows are worked out per frame (16 GPUs x 1,024
+    processes: every row within 32 s, ~20 ms a frame), new processes first,
     then the longest-unrefreshed: the figures describe minutes, so a few
     seconds' delay changes nothing a reader can see, and a frame never costs
     O(processes x history). A moment before the one worked out (a recorded
@@ -92,7 +93,7 @@ class GrowthCache:
     def update(self, store, keys: list, now: float) -> dict:
         """key -> (MiB/min or None, sparkline) for ``keys`` at ``now``."""
         figures = self._figures
-        budget = max(ROW_BUDGET, len(keys) // 16)
+        budget = max(ROW_BUDGET, len(keys) // 32)
         due = [k for k in keys if k not in figures]
         if len(due) < budget:
             stale = [

@@ -12,6 +12,7 @@ entry there (its header, how a row reads, how it sorts, its width and tip).
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import NamedTuple
 
 from vramscope.core.growth import GrowthCache
 from vramscope.core.process_groups import group_name, is_group, units
-from vramscope.core.row_texts import RowTextCache
+from vramscope.core.row_texts import RowTemplates
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import proc_key
 from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
@@ -67,56 +68,82 @@ class ProcessRow(NamedTuple):
 
 
 def rows_from_frame(
-    frame: Frame | None, store=None, growth: GrowthCache | None = None, texts: RowTextCache | None = None
+    frame: Frame | None,
+    store=None,
+    growth: GrowthCache | None = None,
+    templates: RowTemplates | None = None,
 ) -> list[ProcessRow]:
     """The table's rows in the frame's order; with ``store``, growth and its
     sparkline from the history (through ``growth``, which spreads the work of a
-    busy machine over frames; a fresh cache computes every row)."""
+    busy machine over frames; a fresh cache computes every row).
+
+    What a row says of a process (its texts, figures, key) is made once per
+    process value: the stream's reader gives the same GpuProcess object again
+    while the process does not change (core/stream/deltas.py), so a frame's
+    rows cost, per unchanged process, a copy with this frame's age, growth and
+    agent mark (16 GPUs x 1,024 processes: one list copy each, no describing)."""
     if frame is None:
         return []
     if store is not None and growth is None:
         growth = GrowthCache()
+    templates = templates if templates is not None else RowTemplates()
     agent_ids = {getattr(a, "identity", None) for a in frame.agents}
-    pairs = list(frame.all_processes())
-    keys = [proc_key(gpu.index, p.identity.pid, p.identity.start_time) for gpu, p in pairs]
+    made = [entry for gpu in frame.gpus for entry in templates.templates(gpu, _template)]
+    templates.end_frame()
+    keys = [entry[0] for entry in made]
     figures = growth.update(store, keys, frame.time) if store is not None else {}
-    texts = texts if texts is not None else RowTextCache()
-    texts.keep_only(len(pairs))
+    now = frame.time
+    new, get = tuple.__new__, figures.get
     rows = []
-    for (gpu, proc), key in zip(pairs, keys):
-        info = proc.info
-        ident = proc.identity
-        start = info.start_time if info is not None else None
-        rate, spark = figures.get(key, (None, ()))
-        said = texts.texts(proc, gpu.host)
-        rows.append(
-            ProcessRow(
-                key=key,
-                gpu=gpu.index,
-                pid=proc.pid,
-                identity=ident,
-                label=said.label,
-                user=said.user,
-                used=proc.used,
-                sm=proc.sm,
-                age=None if start is None else max(0.0, frame.time - start),
-                command=said.command,
-                visibility=info.visibility if info is not None else "unknown",
-                has_agent=proc.has_agent or ident in agent_ids,
-                kinds=proc.kinds,
-                cpu=proc.cpu_percent,
-                host_memory=proc.host_memory,
-                growth=rate,
-                spark=spark,
-                host=gpu.host,
-                host_gpu=gpu.host_index,
-                container=said.container,
-                mig=_slice_text(gpu, proc),
-                name=said.name,
-                kin=said.kin,
-            )
-        )
+    for template in made:
+        proc, row = template[-1], template[:-1]
+        row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = proc.used, proc.sm, proc.cpu_percent, proc.host_memory
+        start = row[_IDENTITY].start_time
+        if start is not None:
+            age = now - start
+            row[_AGE] = age if age > 0.0 else 0.0
+        if agent_ids and not row[_AGENT]:
+            row[_AGENT] = row[_IDENTITY] in agent_ids
+        row[_GROWTH], row[_SPARK] = get(row[0], _NO_FIGURES)
+        rows.append(new(ProcessRow, row))
     return rows
+
+
+_NO_FIGURES = (None, ())
+_IDENTITY, _USED, _SM, _AGE, _AGENT, _CPU, _HOST_MEMORY, _GROWTH, _SPARK = (
+    ProcessRow._fields.index(name)
+    for name in ("identity", "used", "sm", "age", "has_agent", "cpu", "host_memory", "growth", "spark")
+)
+
+
+def _template(gpu, proc, said) -> ProcessRow:
+    """A process's row but for this frame's figures, age and growth (set per frame);
+    ``said``: its RowTexts."""
+    info = proc.info
+    ident = proc.identity
+    return ProcessRow(
+        key=proc_key(gpu.index, ident.pid, ident.start_time),
+        gpu=gpu.index,
+        pid=proc.pid,
+        identity=ident,
+        label=said.label,
+        user=said.user,
+        used=proc.used,
+        sm=proc.sm,
+        age=None,
+        command=said.command,
+        visibility=info.visibility if info is not None else "unknown",
+        has_agent=proc.has_agent,
+        kinds=proc.kinds,
+        cpu=proc.cpu_percent,
+        host_memory=proc.host_memory,
+        host=gpu.host,
+        host_gpu=gpu.host_index,
+        container=said.container,
+        mig=_slice_text(gpu, proc),
+        name=said.name,
+        kin=said.kin,
+    )
 
 
 def _slice_text(gpu, proc) -> str:
@@ -308,9 +335,12 @@ def arrange(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
     return listed
 
 
+_KIN = operator.attrgetter("kin")
+
+
 def _sorted(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
     column = COLUMNS[COL.get(order.column, COL["Memory"])]
-    out = sorted(rows, key=column.sort_key, reverse=order.descending)
+    out = sorted(rows, key=column.sort or column.sort_key, reverse=order.descending)
     if order.group_by_user:
         user = COLUMNS[COL["User"]]
         out.sort(key=user.sort_key)
@@ -320,6 +350,8 @@ def _sorted(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
 def _fold(rows: list[ProcessRow], opened) -> tuple[list[ProcessRow], dict]:
     """(one row per group or lone process, in the frame's order; an opened
     group's key -> its processes' rows)."""
+    if not any(map(_KIN, rows)):
+        return rows, {}  # nothing that could group (a group needs a known parent and command)
     found = units(((r.key, r.kin) for r in rows), {r.key for r in rows if r.alert}, ())
     if all(not is_group(u) for u in found):
         return rows, {}
@@ -355,13 +387,13 @@ class TableBuilder:
 
     def __init__(self):
         self.growth = GrowthCache()
-        self.texts = RowTextCache()
+        self.templates = RowTemplates()
         self.alerts: dict = {}  # process identity -> its active alerts' text (set by the window)
         self._lock = threading.Lock()
 
     def build(self, frame: Frame | None, store, order: TableOrder) -> TableRows:
         with self._lock:
-            rows = rows_from_frame(frame, store, self.growth, self.texts)
+            rows = rows_from_frame(frame, store, self.growth, self.templates)
         return self.rearrange(rows, order, user_totals(frame) if frame is not None else [], self.alerts)
 
     @staticmethod
@@ -370,7 +402,7 @@ class TableBuilder:
         if alerts:
             rows = [r._replace(alert=alerts[r.identity]) if r.identity in alerts else r for r in rows]
         shown = arrange(list(rows), order)
-        used = frozenset(c.name for c in COLUMNS if c.when_used and any(c.text(r) for r in rows))
+        used = frozenset(c.name for c in COLUMNS if c.when_used and any(map(c.text, rows)))
         return TableRows(
             rows=tuple(shown),
             order=order,

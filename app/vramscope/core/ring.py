@@ -110,56 +110,82 @@ class Ring:
         return self._t.nbytes + self._v.nbytes
 
 
-class TieredRing:
-    """Fine ring of raw samples + coarse ring of per-bucket peaks."""
+class TieredRing(Ring):
+    """A ring of raw samples (the fine tier: the Ring itself) + a coarse ring of
+    per-bucket peaks.
 
-    __slots__ = ("fine", "coarse", "coarse_step", "_bucket", "_bucket_peak", "_bucket_t")
+    The coarse tier is made when first needed -- when the fine ring is about
+    to drop its oldest sample, or when read -- by folding the raw samples into
+    their buckets; until then it would only repeat them. (A window of 16 GPUs x
+    1,024 processes holds 16k process series: each is one object, not three,
+    and costs half the work per sample for most of a session's first two hours.)"""
+
+    __slots__ = ("_coarse", "_coarse_points", "coarse_step", "_bucket", "_bucket_peak", "_bucket_t")
 
     def __init__(self, fine_points: int = 7200, coarse_step: float = 10.0, coarse_points: int = 17280):
-        self.fine = Ring(fine_points)
-        self.coarse = Ring(coarse_points)
+        super().__init__(fine_points)
+        self._coarse: Ring | None = None  # made by ``coarse``
+        self._coarse_points = coarse_points
         self.coarse_step = float(coarse_step)
         self._bucket: float | None = None  # index of the open coarse bucket
         self._bucket_peak = math.nan
         self._bucket_t = math.nan
 
-    def __len__(self) -> int:
-        return len(self.fine)
+    @property
+    def coarse(self) -> Ring:
+        """The per-bucket peaks (made from the raw samples on first use)."""
+        if self._coarse is None:
+            coarse = Ring(self._coarse_points)
+            ft, fv = Ring.arrays(self)
+            if len(ft):
+                bucket = np.floor(ft / self.coarse_step)
+                starts = np.flatnonzero(np.concatenate(([True], bucket[1:] != bucket[:-1])))
+                peaks = np.fmax.reduceat(fv, starts)  # n/a is no peak; an all-n/a bucket stays n/a
+                coarse.load(ft[starts], peaks)
+                self._bucket = float(bucket[-1])
+                self._bucket_t = float(ft[starts[-1]])
+                self._bucket_peak = float(peaks[-1])
+            self._coarse = coarse
+        return self._coarse
 
     def append(self, t: float, v: float | None) -> None:
         value = math.nan if v is None else float(v)
-        self.fine.append(t, value)
+        if self._coarse is None:
+            if self._len < self._capacity:
+                Ring.append(self, t, value)  # every raw sample still held: no tier to keep yet
+                return
+            self.coarse  # the oldest is about to go: its peak goes on in the coarse tier
+        Ring.append(self, t, value)
         bucket = math.floor(t / self.coarse_step)
         if bucket != self._bucket:
             self._bucket = bucket
             self._bucket_peak = value
             self._bucket_t = t
-            self.coarse.append(t, value)
+            self._coarse.append(t, value)
         else:
             if math.isnan(self._bucket_peak) or (not math.isnan(value) and value > self._bucket_peak):
                 self._bucket_peak = value
-            self.coarse.replace_last(self._bucket_t, self._bucket_peak)
-
-    def last(self) -> tuple[float, float] | None:
-        return self.fine.last()
+            self._coarse.replace_last(self._bucket_t, self._bucket_peak)
 
     def load(self, fine_t, fine_v, coarse_t, coarse_v) -> None:
         """Fill from stored history (a reopened session): raw points and bucket peaks."""
-        self.fine.load(fine_t, fine_v)
-        self.coarse.load(coarse_t, coarse_v)
+        Ring.load(self, fine_t, fine_v)
+        self._coarse = Ring(self._coarse_points)
+        self._coarse.load(coarse_t, coarse_v)
+        self._bucket, self._bucket_peak, self._bucket_t = None, math.nan, math.nan
         if len(coarse_t):
             self._bucket = math.floor(float(coarse_t[-1]) / self.coarse_step)
             self._bucket_t = float(coarse_t[-1])
             self._bucket_peak = float(coarse_v[-1])
 
     def last_time(self) -> float | None:
-        last = self.fine.last()
+        last = self.last()
         return None if last is None else last[0]
 
     def arrays(self, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Coarse peaks for the span the fine ring no longer holds, then raw samples."""
-        ft, fv = self.fine.arrays()
-        if len(self.coarse) and len(ft) and (since is None or since < ft[0]):
+        ft, fv = Ring.arrays(self)
+        if self._coarse is not None and len(self._coarse) and len(ft) and (since is None or since < ft[0]):
             ct, cv = self.coarse.arrays()
             # Every bucket that began before the oldest raw sample: its peak may
             # come from a sample already evicted from the fine ring, so a bucket
@@ -179,4 +205,4 @@ class TieredRing:
 
     @property
     def nbytes(self) -> int:
-        return self.fine.nbytes + self.coarse.nbytes
+        return self._t.nbytes + self._v.nbytes + (self._coarse.nbytes if self._coarse is not None else 0)

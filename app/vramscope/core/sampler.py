@@ -142,7 +142,17 @@ class Sampler:
         k = 0
         interval = self._interval
         while not self._stop.is_set():
-            self.sample_once()
+            began = self._mono()
+            frame = self.sample_once()
+            if getattr(self.source, "paced", False):
+                # the source waits for frames on its own grid (the window's sampler
+                # process): each is taken as it comes, never held to a second grid
+                # that could fall between two of them and drop one (a frame with an
+                # error -- the sampler is down -- is made again at the interval)
+                rest = began + self._interval / (1 if frame.error else 2) - self._mono()
+                if rest > 0 and self._wake.wait(rest):
+                    self._wake.clear()
+                continue
             k += 1
             due = start + k * interval
             now = self._mono()

@@ -13,7 +13,9 @@ from vramscope.core.samples import Frame
 
 class Source(Protocol):
     """Produces one frozen Frame per call. Never raises for device trouble:
-    a lost GPU or a missing driver is reported inside the frame."""
+    a lost GPU or a missing driver is reported inside the frame. A source with
+    ``paced = True`` waits in ``sample`` for frames made on a grid of their own
+    (the window's sampler process): the sampler takes each as it comes."""
 
     name: str
     simulated: bool

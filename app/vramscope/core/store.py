@@ -134,8 +134,8 @@ class Store:
             if self._first_time is None:
                 self._first_time = t
             self._version += 1
-            if len(self._series) > self._max_series:
-                self._evict_stale(t)
+            if len(self._series) > self._max_series and len(self._series) > self._written(frame):
+                self._evict_stale(t)  # (only when some series did not get a point of this frame)
             listeners = list(self._listeners)
         for _rank, stage, listener in listeners:
             try:
@@ -147,6 +147,15 @@ class Store:
                     self.listener_failures += 1
                     del self._failures[:-15]  # keep the newest few
                     self._failures.append(failure)
+
+    @staticmethod
+    def _written(frame: Frame) -> int:
+        """How many series ``append`` wrote for ``frame`` (at most: a process listed
+        twice on a GPU writes one series)."""
+        return sum(
+            len(GPU_METRICS) + 1 + len(gpu.processes) + 2 * sum(m.uuid is not None for m in gpu.slices)
+            for gpu in frame.gpus
+        )
 
     def take_failures(self) -> list[ListenerFailure]:
         """The listener failures since the previous call (oldest first)."""

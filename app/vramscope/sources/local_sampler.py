@@ -112,6 +112,8 @@ class LocalSamplerSource:
     While the sampler is down the last GPUs are kept without figures, marked
     with why (as an ssh host that dropped)."""
 
+    paced = True  # ``sample`` waits for the sampler's frames: the pipeline takes each as it comes
+
     def __init__(self, options, interval: float, name: str, simulated: bool = False):
         self.name = name
         self.simulated = simulated

@@ -26,7 +26,7 @@ import time
 from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
-from vramscope.core.stream.deltas import FrameAssembler
+from vramscope.core.stream.delta_reader import FrameAssembler
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell

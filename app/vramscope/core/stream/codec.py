@@ -64,6 +64,18 @@ def to_wire(value):
     return str(value)
 
 
+def to_wire_but(value, name: str, given):
+    """``to_wire(value)`` (a dataclass) with field ``name``'s wire form ``given``
+    (already made: a value that holds many equal parts makes each once)."""
+    names, defaults, get = _fields(type(value))
+    out = {}
+    for field, default, v in zip(names, defaults, get(value)):
+        if v is default or (type(v) is type(default) and v == default):
+            continue
+        out[field] = given if field == name else v if type(v) in _PLAIN else to_wire(v)
+    return out
+
+
 _PLANS: dict = {}  # type -> its _fields plan, or None for a type that is no dataclass
 _NO_PLAN = object()
 
@@ -119,6 +131,10 @@ class FrameDecoder:
 
     def __init__(self):
         self._seen: dict = {}  # (class, key fields) -> (its wire dict, the value built)
+
+    def forget(self) -> None:
+        """Let the previous frame's values go (a reader that keeps its own from here)."""
+        self._seen = {}
 
     def decode(self, data: dict) -> Frame:
         _REUSE.previous, _REUSE.current = self._seen, {}

@@ -3,12 +3,13 @@
 
 A busy machine's frame is large (16 GPUs x 1,024 processes: ~2 MB of JSON)
 and mostly the same as the one before it. The writer (``FrameDiffer``) sends
-a whole frame first and every ``KEYFRAME_EVERY`` frames, and in between
+a whole frame first and every ``KEYFRAME_EVERY`` frames (ten times fewer for a
+frame of over ``BIG_FRAME`` processes), and in between
 only what differs from the previous one: the frame's own fields when any
 changed, and per GPU its own fields when changed, the processes that are
 new or changed (whole), the keys of those gone, and the order only when it
 is not the reader's default (the previous order less those gone, the new
-ones after). Alerts travel when they change. The reader (``FrameAssembler``)
+ones after). Alerts travel when they change. The reader (``FrameAssembler``, core/stream/delta_reader.py)
 keeps the previous frame's values and builds only what changed: a steady
 process costs nothing, a changed one one checked build (the codec's schema
 check, core/stream/codec.py).
@@ -33,11 +34,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from vramscope.core.samples import Frame, GpuProcess, GpuSample
+from vramscope.core.samples import Frame, GpuProcess
 from vramscope.core.stream import codec
 from vramscope.core.stream.protocol import DELTA, FRAME, TYPE
 
 KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a minute at 1 s
+# A frame of more processes than this (~350 kB of JSON) is sent whole ten times less
+# often: at 16 GPUs x 1,024 processes a whole frame is 2.8 MB, which the reader
+# parses in one call of ~100 ms (holding the GIL, so the window waits) and builds
+# in ~250 ms; a reader that lost its place there is back within ten minutes.
+BIG_FRAME = 2048
+BIG_KEYFRAME_FACTOR = 10
 # GpuProcess fields sent as columns, and the codec's check of each
 PATCHED = {
     "used": codec._as_int,
@@ -46,7 +53,7 @@ PATCHED = {
     "host_memory": codec._as_int,
 }
 _PATCHED_KEYS = frozenset(PATCHED)
-_GPUS, _PROCS, _TIME = "gpus", "processes", "time"
+GPUS, PROCESSES, TIME = "gpus", "processes", "time"
 
 
 def process_key(wire: dict):
@@ -59,7 +66,7 @@ def _on_wire(key):
     return list(key) if type(key) is tuple else key
 
 
-def _from_wire_key(key):
+def from_wire_key(key):
     if type(key) is list and len(key) == 2:
         return tuple(key)
     if type(key) is int:
@@ -77,22 +84,22 @@ class _GpuState:
 def _split(frame_wire: dict):
     """(top, time, {index: _GpuState}, [indices]) of a whole frame's wire dict;
     None when it cannot be diffed (a GPU index or process key twice)."""
-    top = {k: v for k, v in frame_wire.items() if k not in (_GPUS, _TIME)}
+    top = {k: v for k, v in frame_wire.items() if k not in (GPUS, TIME)}
     gpus: dict = {}
-    for g in frame_wire.get(_GPUS, ()):
+    for g in frame_wire.get(GPUS, ()):
         index = g.get("index")
         if index in gpus:
             return None
         procs = {}
         order = []
-        for p in g.get(_PROCS, ()):
+        for p in g.get(PROCESSES, ()):
             key = process_key(p)
             if key in procs:
                 return None
             procs[key] = p
             order.append(key)
-        gpus[index] = _GpuState({k: v for k, v in g.items() if k != _PROCS}, procs, order)
-    return top, frame_wire.get(_TIME), gpus, list(gpus)
+        gpus[index] = _GpuState({k: v for k, v in g.items() if k != PROCESSES}, procs, order)
+    return top, frame_wire.get(TIME), gpus, list(gpus)
 
 
 class FrameDiffer:
@@ -103,13 +110,17 @@ class FrameDiffer:
         self._prev = None  # (top, gpus, order, alerts) of the previous frame
         self._seq = 0
         self._since_key = 0
+        self._wires = _Wires()
 
     def message(self, frame: Frame, alerts: list) -> dict:
-        wire = codec.frame_to_wire(frame)
+        wire = self._wires.frame(frame)
         split = _split(wire)
         prev = self._prev
         self._seq += 1
-        if split is None or prev is None or self._since_key + 1 >= self.keyframe_every:
+        every = self.keyframe_every
+        if split is not None and sum(len(state.order) for state in split[2].values()) > BIG_FRAME:
+            every *= BIG_KEYFRAME_FACTOR
+        if split is None or prev is None or self._since_key + 1 >= every:
             self._prev = None if split is None else (split[0], split[2], split[3], alerts)
             self._since_key = 0
             return {TYPE: FRAME, "frame": wire, "alerts": alerts, "seq": self._seq}
@@ -134,12 +145,84 @@ class FrameDiffer:
         return out
 
 
+class _Wires:
+    """``codec.frame_to_wire`` made once per value: a process (or its description,
+    a ProcessInfo) that is the same object as in the previous frame -- a source
+    that keeps what did not change -- gets the same wire dict again, which the
+    diff then compares by identity."""
+
+    def __init__(self):
+        self._procs: dict = {}  # id(GpuProcess) -> (it, its wire); the previous frame's
+        self._infos: dict = {}  # id(ProcessInfo) -> (it, its wire)
+
+    def frame(self, frame: Frame) -> dict:
+        procs, infos = {}, {}
+        gpus = []
+        for gpu in frame.gpus:
+            wire = codec.to_wire(dataclasses.replace(gpu, processes=()))
+            if gpu.processes:
+                wire[PROCESSES] = [self._process(p, procs, infos) for p in gpu.processes]
+            gpus.append(wire)
+        self._procs, self._infos = procs, infos
+        out = codec.to_wire(dataclasses.replace(frame, gpus=()))
+        if gpus:
+            out[GPUS] = gpus
+        return out
+
+    def _process(self, proc: GpuProcess, procs: dict, infos: dict) -> dict:
+        held = self._procs.get(id(proc))
+        if held is None or held[0] is not proc:
+            info = proc.info
+            if info is None:
+                held = (proc, codec.to_wire(proc))
+            else:
+                known = infos.get(id(info)) or self._infos.get(id(info))
+                if known is None or known[0] is not info:
+                    known = (info, codec.to_wire(info))
+                infos[id(info)] = known
+                held = (proc, _process_wire(proc, known[1]))
+        elif held[0].info is not None:
+            infos[id(held[0].info)] = self._infos.get(id(held[0].info)) or (held[0].info, held[1]["info"])
+        procs[id(proc)] = held
+        return held[1]
+
+
+_MISSING = object()
+_COMPUTE = GpuProcess.__dataclass_fields__["kinds"].default
+# the GpuProcess fields _process_wire writes; a class with others is written by the codec
+_PROCESS_FIELDS = ("pid", "used", "kinds", "sm", "info", "has_agent", "mig_uuid", "cpu_percent", "host_memory")
+
+
+def _process_wire(proc: GpuProcess, info: dict) -> dict:
+    """``codec.to_wire(proc)`` with its description's wire ``info`` already made
+    (the same dict the codec makes, 4x faster: 16k of them a second on a big box)."""
+    if codec._fields(GpuProcess)[0] != _PROCESS_FIELDS:
+        return codec.to_wire_but(proc, "info", info)
+    out = {"pid": proc.pid, "used": proc.used}
+    if proc.kinds != _COMPUTE:
+        out["kinds"] = list(proc.kinds)
+    if proc.sm is not None:
+        out["sm"] = proc.sm
+    out["info"] = info
+    if proc.has_agent is not False:
+        out["has_agent"] = proc.has_agent
+    if proc.mig_uuid is not None:
+        out["mig_uuid"] = proc.mig_uuid
+    if proc.cpu_percent is not None:
+        out["cpu_percent"] = proc.cpu_percent
+    if proc.host_memory is not None:
+        out["host_memory"] = proc.host_memory
+    return out
+
+
 def _only_figures(was: dict, now: dict) -> bool:
     """Whether two wire dicts of one process differ only in PATCHED fields."""
-    for name in was.keys() | now.keys():
-        if name not in _PATCHED_KEYS and was.get(name) != now.get(name):
-            return False
-    return True
+    for name, value in now.items():
+        if name not in _PATCHED_KEYS:
+            old = was.get(name, _MISSING)
+            if old is not value and old != value:
+                return False
+    return all(name in now or name in _PATCHED_KEYS for name in was)
 
 
 def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
@@ -150,7 +233,7 @@ def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
     changed, patched = [], []
     for key, p in now.procs.items():
         was = old.get(key)
-        if was == p:
+        if was is p or was == p:
             continue
         if was is not None and _only_figures(was, p):
             patched.append((key, was, p))
@@ -176,167 +259,3 @@ def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
     if default != now.order:
         entry["o"] = [_on_wire(k) for k in now.order]
     return entry
-
-
-class FrameAssembler:
-    """The reader's side: whole frames and deltas in, Frames out (with the alerts)."""
-
-    def __init__(self):
-        self._whole = codec.FrameDecoder()
-        self._seq = None  # the seq of the frame held; None: wait for a whole frame
-        self._top: dict = {}
-        self._gpus: dict = {}  # index -> [_GpuState, {key: GpuProcess}, GpuSample]
-        self._order: list = []
-        self._alerts: list = []
-        self._info_cache: dict = {}  # the codec's reuse table for ProcessInfo across deltas
-        self.refused = 0
-
-    def whole(self, message: dict) -> tuple[Frame, list]:
-        """A ``frame`` message (any version): the frame; ValueError if it does not fit."""
-        data = message.get("frame")
-        frame = self._whole.decode(data)
-        alerts = _alerts(message.get("alerts"))
-        split = _split(data)
-        seq = message.get("seq")
-        if split is None or type(seq) is not int:
-            self._seq = None  # a version 1 stream, or not diffable: no delta follows it
-            return frame, alerts
-        self._top, _time, states, self._order = split
-        self._gpus = {}
-        for gpu, (index, state) in zip(frame.gpus, states.items()):
-            objects = dict(zip(state.order, gpu.processes))
-            self._gpus[index] = [state, objects, gpu]
-        self._alerts = alerts
-        self._seq = seq
-        return frame, alerts
-
-    def delta(self, message: dict) -> tuple[Frame, list]:
-        """A ``delta`` message applied to the frame held; ValueError when it does
-        not follow it or does not fit (the frame held is then dropped)."""
-        seq = message.get("seq")
-        if self._seq is None or type(seq) is not int or seq != self._seq + 1:
-            self._seq = None
-            raise ValueError("a delta that does not follow the frame held")
-        try:
-            frame, alerts = self._apply(message)
-        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-            self._seq = None
-            raise ValueError(f"a delta that does not fit: {str(exc)[:200]}") from None
-        self._seq = seq
-        return frame, alerts
-
-    def _apply(self, message: dict) -> tuple[Frame, list]:
-        top = message.get("top", self._top)
-        if type(top) is not dict or _GPUS in top:
-            raise TypeError("top must be an object without gpus")
-        changes = message.get("g", {})
-        if type(changes) is not dict:
-            raise TypeError("g must be an object")
-        gpus = {index: list(entry) for index, entry in self._gpus.items()}
-        for name, entry in changes.items():
-            index = int(name)
-            gpus[index] = self._gpu(gpus.get(index), entry)
-        order = message.get("go", self._order)
-        if type(order) is not list or any(i not in gpus for i in order):
-            raise ValueError("go names a GPU not held")
-        if "go" not in message and set(gpus) != set(order):
-            raise ValueError("a GPU came or went without go")
-        frame = codec.from_wire(Frame, {**top, _TIME: message.get(_TIME)})
-        frame = dataclasses.replace(frame, gpus=tuple(gpus[i][2] for i in order))
-        alerts = _alerts(message["alerts"]) if "alerts" in message else self._alerts
-        self._top, self._gpus, self._order, self._alerts = (
-            top,
-            {i: gpus[i] for i in order},
-            list(order),
-            alerts,
-        )
-        return frame, alerts
-
-    def _gpu(self, held, entry: dict):
-        if type(entry) is not dict:
-            raise TypeError("a GPU's delta must be an object")
-        if held is None:
-            state, objects, gpu = _GpuState({}, {}, []), {}, None
-            if "gpu" not in entry:
-                raise ValueError("a new GPU without its fields")
-        else:
-            state, objects, gpu = held
-        wire = entry.get("gpu", state.wire)
-        procs = dict(state.procs)
-        objects = dict(objects)
-        gone = [_from_wire_key(k) for k in _list(entry.get("x", []))]
-        for key in gone:
-            procs.pop(key, None)
-            objects.pop(key, None)
-        new_keys = []
-        codec._REUSE.previous = codec._REUSE.current = self._info_cache
-        try:
-            for p in _list(entry.get("p", [])):
-                if type(p) is not dict:
-                    raise TypeError("a process must be an object")
-                key = process_key(p)
-                if key not in procs:
-                    new_keys.append(key)
-                procs[key] = p
-                objects[key] = codec.from_wire(GpuProcess, p)
-        finally:
-            codec._REUSE.previous = codec._REUSE.current = None
-        if "u" in entry:
-            for key, proc in _patched(objects, entry["u"]):
-                procs[key] = None  # (the reader keeps keys only)
-                objects[key] = proc
-        if "o" in entry:
-            order = [_from_wire_key(k) for k in _list(entry["o"])]
-        else:
-            dropped = set(gone)
-            order = [k for k in state.order if k not in dropped] + new_keys
-        if len(order) != len(procs) or set(order) != set(procs):
-            raise ValueError("the order does not name the processes held")
-        if gpu is None or "gpu" in entry:
-            if type(wire) is not dict or _PROCS in wire:
-                raise TypeError("a GPU's fields must be an object without processes")
-            gpu = codec.from_wire(GpuSample, wire)
-        gpu = dataclasses.replace(gpu, processes=tuple(map(objects.__getitem__, order)))
-        if len(self._info_cache) > 4 * max(len(objects), 1024) * max(len(self._gpus), 1):
-            self._info_cache.clear()
-        return [_GpuState(wire, procs, order), objects, gpu]
-
-
-def _patched(objects: dict, patch) -> list:
-    """(key, GpuProcess) for each process of a ``u`` patch, rebuilt with its new figures."""
-    if type(patch) is not dict:
-        raise TypeError("u must be an object")
-    keys = [_from_wire_key(k) for k in _list(patch.get("k"))]
-    olds = [objects[k] for k in keys]  # KeyError: a process not held
-    columns = {}
-    for name, check in PATCHED.items():
-        values = patch.get(name)
-        if values is None:
-            columns[name] = [getattr(o, name) for o in olds]
-            continue
-        if len(_list(values)) != len(keys):
-            raise ValueError(f"u.{name} has {len(values)} values for {len(keys)} processes")
-        columns[name] = [None if v is None else check(v) for v in values]
-    return list(
-        zip(
-            keys,
-            [
-                o.with_figures(used, sm, cpu, host)
-                for o, used, sm, cpu, host in zip(
-                    olds, columns["used"], columns["sm"], columns["cpu_percent"], columns["host_memory"]
-                )
-            ],
-        )
-    )
-
-
-def _list(value) -> list:
-    if type(value) is not list or len(value) > codec.MAX_ITEMS:
-        raise TypeError("expected a list")
-    return value
-
-
-def _alerts(value) -> list:
-    if type(value) is not list:
-        return []
-    return [codec.plain_json(a) for a in value if isinstance(a, dict)]
