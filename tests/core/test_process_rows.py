@@ -206,8 +206,16 @@ def test_a_table_fed_frame_after_frame_shows_each_frames_figures_and_each_change
     before = shown(first, 160.0)
     moved = first.with_figures(3 * GiB, None, 75.0, 2 * GiB)
     after = shown(moved, 220.0)
-    assert (after.used, after.sm, after.cpu, after.host_memory, after.age) == (3 * GiB, None, 75.0, 2 * GiB, 120.0)
+    assert (after.used, after.sm, after.cpu, after.host_memory, after.age) == (
+        3 * GiB,
+        None,
+        75.0,
+        2 * GiB,
+        120.0,
+    )
     assert (before.used, before.sm, before.age) == (1 * GiB, 10, 60.0)
     assert after.command == before.command == "python a.py"
-    renamed = GpuProcess(pid=7, used=3 * GiB, info=ProcessInfo(pid=7, start_time=100.0, user="ann", cmdline=("python", "b.py")))
+    renamed = GpuProcess(
+        pid=7, used=3 * GiB, info=ProcessInfo(pid=7, start_time=100.0, user="ann", cmdline=("python", "b.py"))
+    )
     assert shown(renamed, 230.0).command == "python b.py"

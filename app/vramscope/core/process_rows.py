@@ -97,7 +97,12 @@ def rows_from_frame(
     rows = []
     for template in made:
         proc, row = template[-1], template[:-1]
-        row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = proc.used, proc.sm, proc.cpu_percent, proc.host_memory
+        row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = (
+            proc.used,
+            proc.sm,
+            proc.cpu_percent,
+            proc.host_memory,
+        )
         start = row[_IDENTITY].start_time
         if start is not None:
             age = now - start

@@ -38,8 +38,10 @@ def _shared(gpu: GpuSample, held: _Held) -> GpuSample:
     only those moved (so the views keep what they made of it)."""
     objects = held.objects
     processes = tuple(_same(objects.get(_key_of(p)), p) for p in gpu.processes)
-    if held.gpu is not None and processes == held.gpu.processes and gpu == dataclasses.replace(
-        held.gpu, processes=gpu.processes
+    if (
+        held.gpu is not None
+        and processes == held.gpu.processes
+        and gpu == dataclasses.replace(held.gpu, processes=gpu.processes)
     ):
         return held.gpu
     return dataclasses.replace(gpu, processes=processes)

@@ -190,7 +190,17 @@ class _Wires:
 _MISSING = object()
 _COMPUTE = GpuProcess.__dataclass_fields__["kinds"].default
 # the GpuProcess fields _process_wire writes; a class with others is written by the codec
-_PROCESS_FIELDS = ("pid", "used", "kinds", "sm", "info", "has_agent", "mig_uuid", "cpu_percent", "host_memory")
+_PROCESS_FIELDS = (
+    "pid",
+    "used",
+    "kinds",
+    "sm",
+    "info",
+    "has_agent",
+    "mig_uuid",
+    "cpu_percent",
+    "host_memory",
+)
 
 
 def _process_wire(proc: GpuProcess, info: dict) -> dict:
