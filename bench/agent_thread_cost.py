@@ -152,7 +152,8 @@ TALLY = "QuietStretch tally (C, warm cost per call)"
 
 
 def tally_calls(agent) -> int:
-    tally = agent.steps.stretch.tally
+    stretch = getattr(agent.steps, "stretch", None)  # (None: an agent without quiet stretches)
+    tally = stretch.tally if stretch is not None else None
     return tally.cache_info().misses if tally is not None else 0
 
 
