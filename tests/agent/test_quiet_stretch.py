@@ -132,7 +132,9 @@ def test_the_users_own_optimizer_hooks_run_on_every_step(make_agent):
     assert agent.steps.count == 60
 
 
-def test_a_sample_asked_mid_stretch_is_taken_by_the_training_thread_at_the_next_step(make_agent):
+def test_a_sample_asked_mid_stretch_is_taken_by_the_training_thread_at_its_end(make_agent):
+    """The agent thread's ask waits for the stretch's last step (its full hook takes the
+    sample there) -- within the stretch's planned length, the steps still exact."""
     agent = stepping_agent(make_agent)
     model = mlp()
     opt = torch.optim.Adam(model.parameters())
@@ -140,12 +142,22 @@ def test_a_sample_asked_mid_stretch_is_taken_by_the_training_thread_at_the_next_
     for _ in range(40):
         one_step(model, opt)
     assert agent.steps.stretch.active is not None  # (a long stretch runs now)
+    left = agent.steps.quiet
     agent.handoff.main_thread_trains = False  # no call between statements: a hook must take it
-    agent.handoff.ask(time.monotonic() + 60)
-    one_step(model, opt)
+    agent.measurer.turn(time.monotonic())  # a sample is due (the ledger is stale: asked)
+    assert agent.handoff.wanted and agent.handoff.deadline > time.monotonic()
+    steps = 40
+    while agent.handoff.wanted and steps < 40 + left + 1:
+        one_step(model, opt)
+        steps += 1
     assert agent.handoff.served == 1 and not agent.handoff.wanted
-    assert agent.steps.count == 41
-    assert [s["step"] for s in step_items(agent)] == list(range(1, 42))
+    assert steps <= 40 + left + 1  # at the latest at the first step after the stretch
+    agent._drain()
+    taken = [json.loads(b) for b in agent.ring.all_items()]
+    taken = [i for i in taken if i["kind"] == "sample" and i["agent"]["taken_by"] == "training thread"]
+    assert len(taken) == 1 and taken[0]["step"] == steps
+    assert agent.steps.count == steps
+    assert [s["step"] for s in step_items(agent)] == list(range(1, steps + 1))
 
 
 def test_a_second_model_trained_after_a_stretch_is_still_seen(make_agent):

@@ -84,7 +84,7 @@ class Agent:
             resync=self.registry.resync,
         )
         self.steps.stretch.watch = self.backward  # a quiet stretch counted down by the node hook
-        self.backward.on_ticks = self.handoff.on_ask = self.steps.stretch.wake
+        self.backward.on_ticks = self.steps.stretch.wake
         if provider is not None:
             self.measurer.set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.outside_events = OutsideEvents(self.emit)  # process-group init, torch.compile

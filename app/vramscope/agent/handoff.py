@@ -68,7 +68,6 @@ class Handoff:
         "_lock",
         "_take",
         "note",
-        "on_ask",
         "__weakref__",
     )
 
@@ -81,15 +80,12 @@ class Handoff:
         self._lock = threading.Lock()
         self._take = take  # () -> None: one sample on the calling (training) thread
         self.note = note  # () -> None: note the gradients on the main thread (ledger only)
-        self.on_ask = None  # () -> None: at each ask (a quiet stretch puts its hook back)
 
     def ask(self, deadline: float) -> None:
         """Agent thread: the training thread should take a sample (a hook, or the main
         thread's next statement)."""
         self.deadline = deadline
         self.wanted = True
-        if self.on_ask is not None:
-            self.on_ask()
         if self.main_thread_trains and not self.pending_call and self.note is not None:
             self._call_on_main_thread()
 

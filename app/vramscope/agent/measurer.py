@@ -56,7 +56,9 @@ class Measurer:
                 if wait is None:
                     step = agent.steps.last_duration
                     wait = max(MIN_HANDOFF_WAIT, HANDOFF_STEPS * step) if step else HANDOFF_WAIT
-                agent.handoff.ask(now + wait)
+                # (a quiet stretch runs: its last step's full hook takes the sample -- waking the
+                # hook earlier would cost a full step more per sample, agent/stretch.py)
+                agent.handoff.ask(now + wait + agent.steps.stretch.remaining(now))
                 return
         except Exception as exc:
             agent.error(exc)
@@ -66,12 +68,14 @@ class Measurer:
         return self.sample(read_grads=not self.agent.serving.on_agent_thread(), drain=drain)
 
     def sample_for_agent(self) -> None:
-        """The training thread, at a hook: the sample the agent thread asked for."""
-        self.sample(read_grads=True, drain=False)
+        """The training thread, at a hook: the sample the agent thread asked for (the agent
+        thread encodes it into the ring: ``Serving.handed``)."""
+        self.sample(read_grads=True, drain=False, hand_over=True)
 
-    def sample(self, read_grads: bool, drain: bool) -> dict | None:
+    def sample(self, read_grads: bool, drain: bool, hand_over: bool = False) -> dict | None:
         """Drain the hooks' queues (``drain``), read the allocator and the tensors at one
-        instant, push the sample to the ring."""
+        instant, push the sample to the ring (``hand_over``: leave it to the agent thread's
+        next drain -- the encoding is a quarter of a sample's cost on the training thread)."""
         agent, registry = self.agent, self.agent.registry
         try:
             if drain:
@@ -89,7 +93,10 @@ class Measurer:
             oom.check_num_ooms(agent, devices)
             self.last_taken_by = "training thread" if read_grads else "agent thread"
             item = sampling.sample_item(agent, now, devices)
-            agent.ring.push(ItemKind.SAMPLE, item)
+            if hand_over:
+                agent.serving.handed.append(item)
+            else:
+                agent.ring.push(ItemKind.SAMPLE, item)
             self.samples += 1
             return item
         except Exception as exc:

@@ -239,7 +239,9 @@ class StepTracker:
             if handoff is not None and handoff.wanted:
                 handoff.serve()
             if self.after_full is not None:
+                c0 = self._cpu()
                 self.after_full(optimizer, args, kwargs)
+                self._cycle += self._cpu() - c0  # (the phase budget sees what a full step costs)
         except Exception:  # never break the user's step
             self.errors += 1
 
@@ -386,10 +388,12 @@ class StepTracker:
         where the stretch had more steps than planned, or another optimizer steps).
         True: this step was recorded already (nothing more to do for it)."""
         try:
+            c0 = self._cpu()
             now = self._clock()
             k = self.stretch.take(id(optimizer) == self._quiet_id, now, self._record_run)
             if k is None:
                 return False
+            self._cycle += self._cpu() - c0  # (a stretch's end: part of the measured steps' cost)
             self._last = self._run_last  # (None: a flush on another thread took its last steps)
             self._ledger.forward_pending = False  # a step: the backward before it is over
             if k < 0:

@@ -20,10 +20,12 @@ steps, the stretch takes the agent's Python out of those steps:
 - the backward watch's node hook, which runs on every backward anyway, counts
   the stretch down and puts the full hook back at the backward of its last
   step (agent/backward.py), so that step ends the quiet run as before and the
-  forward hooks are back before the next full step. The agent thread puts it
-  back too when it asks for a sample, and when a stretch outlives its
-  expected length (the watched model stopped training: a second model trained
-  in turn, its optimizer unseen while the stretch lasts);
+  forward hooks are back before the next full step; a sample the agent thread
+  asks for meanwhile waits for that step (``remaining``: a full step more per
+  sample would cost more than the stretch saves). The agent thread puts the
+  hook back when a stretch outlives its expected length (the watched model
+  stopped training: a second model trained in turn, its optimizer unseen while
+  the stretch lasts);
 - the full hook, back, reads the tally: every step of the primary optimizer
   since the stretch began, exactly (a GradScaler's skipped step runs no
   optimizer hook; gradient accumulation's extra backwards end the stretch
@@ -42,6 +44,7 @@ import time
 # a stretch the node hook has not ended within this many times its expected length (and
 # one agent interval more) is ended by the agent thread
 STALE_FACTOR = 2.0
+MAX_REMAINING = 1.0  # seconds: the most a sample waits for a stretch's end
 MIN_STRETCH = 2  # quiet steps planned at least, for a stretch (one quiet step: the Python path)
 
 
@@ -152,6 +155,12 @@ class QuietStretch:
             hooks[handle.id] = full
 
     # -- the agent thread ---------------------------------------------------------------
+    def remaining(self, now: float) -> float:
+        """Seconds until the running stretch's planned end (0: none runs), at most
+        MAX_REMAINING: how much longer the agent thread waits for a sample it asks for."""
+        s = self.active
+        return 0.0 if s is None else min(MAX_REMAINING, max(0.0, s[3] + s[4] - now))
+
     def stale(self, now: float, slack: float) -> bool:
         s = self.active
         return s is not None and now - s[3] > STALE_FACTOR * s[4] + slack
