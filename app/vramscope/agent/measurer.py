@@ -17,6 +17,7 @@ from vramscope.agent.stats import StatsReader
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
 MIN_HANDOFF_WAIT = 0.05
+STRETCH_DELAY = 0.25  # a sample waits at most this share of the interval for a quiet stretch's end
 
 
 class Measurer:
@@ -56,9 +57,15 @@ class Measurer:
                 if wait is None:
                     step = agent.steps.last_duration
                     wait = max(MIN_HANDOFF_WAIT, HANDOFF_STEPS * step) if step else HANDOFF_WAIT
-                # (a quiet stretch runs: its last step's full hook takes the sample -- waking the
-                # hook earlier would cost a full step more per sample, agent/stretch.py)
-                agent.handoff.ask(now + wait + agent.steps.stretch.remaining(now))
+                # a quiet stretch runs: its last step's full hook takes the sample -- waking the
+                # hook now would cost a full step more per sample (agent/stretch.py) -- unless
+                # that is more than a quarter of the interval away
+                stretch = agent.steps.stretch
+                later = stretch.remaining(now)
+                if later > agent.interval * STRETCH_DELAY:
+                    stretch.wake()
+                    later = 0.0
+                agent.handoff.ask(now + wait + later)
                 return
         except Exception as exc:
             agent.error(exc)
@@ -68,14 +75,12 @@ class Measurer:
         return self.sample(read_grads=not self.agent.serving.on_agent_thread(), drain=drain)
 
     def sample_for_agent(self) -> None:
-        """The training thread, at a hook: the sample the agent thread asked for (the agent
-        thread encodes it into the ring: ``Serving.handed``)."""
-        self.sample(read_grads=True, drain=False, hand_over=True)
+        """The training thread, at a hook: the sample the agent thread asked for."""
+        self.sample(read_grads=True, drain=False)
 
-    def sample(self, read_grads: bool, drain: bool, hand_over: bool = False) -> dict | None:
+    def sample(self, read_grads: bool, drain: bool) -> dict | None:
         """Drain the hooks' queues (``drain``), read the allocator and the tensors at one
-        instant, push the sample to the ring (``hand_over``: leave it to the agent thread's
-        next drain -- the encoding is a quarter of a sample's cost on the training thread)."""
+        instant, push the sample to the ring."""
         agent, registry = self.agent, self.agent.registry
         try:
             if drain:
@@ -93,10 +98,7 @@ class Measurer:
             oom.check_num_ooms(agent, devices)
             self.last_taken_by = "training thread" if read_grads else "agent thread"
             item = sampling.sample_item(agent, now, devices)
-            if hand_over:
-                agent.serving.handed.append(item)
-            else:
-                agent.ring.push(ItemKind.SAMPLE, item)
+            agent.ring.push(ItemKind.SAMPLE, item)
             self.samples += 1
             return item
         except Exception as exc:

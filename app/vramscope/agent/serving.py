@@ -37,7 +37,6 @@ class Serving:
         self.agent = agent
         self._runtime_dir = runtime_dir
         self.events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
-        self.handed: collections.deque = collections.deque(maxlen=64)  # samples the training thread took
         self.server: AgentServer | None = None
         self.socket_path: str | None = None
         self.server_error: str | None = None
@@ -120,9 +119,6 @@ class Serving:
         agent, ring = self.agent, self.agent.ring
         if not self.on_agent_thread():  # (a sample taken on another thread: every step so far)
             agent.steps.flush_stretch()
-        handed = self.handed
-        while handed:
-            ring.push(ItemKind.SAMPLE, handed.popleft())
         records = agent.steps.records
         while records:
             record = records.popleft()

@@ -21,8 +21,9 @@ steps, the stretch takes the agent's Python out of those steps:
   the stretch down and puts the full hook back at the backward of its last
   step (agent/backward.py), so that step ends the quiet run as before and the
   forward hooks are back before the next full step; a sample the agent thread
-  asks for meanwhile waits for that step (``remaining``: a full step more per
-  sample would cost more than the stretch saves). The agent thread puts the
+  asks for meanwhile waits for that step where it is near (``remaining``; a
+  full step more per sample costs more than the stretch saves), else the
+  agent thread puts the hook back at once (agent/measurer.py). It puts the
   hook back when a stretch outlives its expected length (the watched model
   stopped training: a second model trained in turn, its optimizer unseen while
   the stretch lasts);
