@@ -160,8 +160,10 @@ def tally_calls(agent) -> int:
 def tally_call_cost(n: int = 200000) -> float:
     """Seconds per call of the stretch's tally (what PyTorch calls on every optimizer step),
     net of the loop's own cost."""
-    from vramscope.agent.stretch import _new_tally
-
+    try:
+        from vramscope.agent.stretch import _new_tally
+    except ImportError:  # (an agent from before quiet stretches, measured side by side)
+        return 0.0
     tally, args, kwargs = _new_tally(), (), {}
     c0 = time.thread_time()
     for _ in range(n):
@@ -215,8 +217,10 @@ def size_for(target_s: float) -> int:
         batch *= 2
 
 
-def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, meter: Meter) -> None:
-    batch = size_for(target_s)
+def bench(
+    label: str, target_s: float, reps: int, steps: int, read_us: float, meter: Meter, batch: int = 0
+) -> None:
+    batch = batch or size_for(target_s)
     model, opt, x, y = setup(batch)
     run(model, opt, x, y, 10)
     rundir = tempfile.mkdtemp(prefix="vs-bench-")
@@ -306,6 +310,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--steps", default="2ms:300,50ms:20", help="label:steps per block, 2ms and/or 50ms")
     ap.add_argument("--read-us", type=float, default=20.0)
+    ap.add_argument("--batch", type=int, default=0, help="a fixed batch (one label): runs side by side")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
@@ -327,7 +332,7 @@ def main() -> None:
     for spec in args.steps.split(","):
         label, steps = spec.split(":")
         target = {"2ms": 0.002, "50ms": 0.050}[label]
-        bench(label + " steps", target, args.reps, int(steps), args.read_us, meter)
+        bench(label + " steps", target, args.reps, int(steps), args.read_us, meter, args.batch)
 
 
 if __name__ == "__main__":

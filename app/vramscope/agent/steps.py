@@ -14,8 +14,11 @@ optimizer as the step before -- it counts the step, reads the clocks and
 appends the step's time: a counter and a flag check. The other steps also
 take the allocator reading after the update (the phase hook's), a
 rate-limited full read (non-blocking), the gradient ledger's noting where it
-is due, and decide how many quiet steps follow. The agent thread drains the
-records and turns them into step items. Both optimizer hooks and
+is due, and decide how many quiet steps follow. Two or more quiet steps in a
+row run as a *quiet stretch* (agent/stretch.py): counted by a C tally on the
+primary optimizer, with no Python hook of the agent's at all, and recorded as
+one run when the stretch ends. The agent thread drains the records and turns
+them into step items. Both optimizer hooks and
 ``agent.step()`` are also where the training thread takes a sample the agent
 thread asked for (agent/handoff.py).
 """
@@ -208,7 +211,7 @@ class StepTracker:
             duration = self.last_duration = None if last is None else now - last
             self._count += 1
             self._ledger.forward_pending = False  # a step: the backward before it is over
-            self.records.append((self.count, self._wall(), duration, "optimizer", None, (), now))
+            self.records.append((self._count, self._wall(), duration, "optimizer", None, (), now))
             if q == 1:  # the next step is a full one (its phases read, as a rule): its hooks back
                 self._quiet_over()
             return
