@@ -1,6 +1,7 @@
 """The agent's cost on the training thread, as CPU time, on 2 ms and 50 ms steps (issue 23).
 
     .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:300,50ms:20] [--read-us 20]
+        [--batch N]   (a fixed batch for one label: two agents side by side on PYTHONPATH)
 
 Budgets: the training thread's CPU time spent in the agent's functions <= 1 %
 of the step's; phase readings on >= 95 % of steps when one allocator read
@@ -21,8 +22,11 @@ it learns which gradient nodes to watch, are left out). Two figures:
    backward watch's node pre-hook and end callback, the output-gradient
    hook and the phase end callback, the main-thread pending call) is wrapped
    at class level and timed with ``time.thread_time``; the wrapper's own cost
-   (calibrated on an empty function) is subtracted. Per step: the sum, and
-   its share of the median step of the same block; per hook: the breakdown.
+   (calibrated on an empty function) is subtracted. The quiet stretch's tally
+   (agent/stretch.py: a C callable PyTorch calls on every optimizer step, no
+   Python frame to wrap) is counted at its warm cost per call. Per step: the
+   sum, and its share of the median step of the same block; per hook: the
+   breakdown.
 2. side by side: the median step CPU time with / without, per repetition;
    median and interquartile range of those ratios over the repetitions (this
    also holds what PyTorch charges for calling hooks at all and what the
