@@ -179,3 +179,36 @@ def test_a_second_model_trained_after_a_stretch_is_still_seen(make_agent):
     assert agent.steps.stretch.woken_by_agent >= 1 or agent.steps.stretch.active is None
     assert agent.steps.count == 40  # B's steps are not A's
     assert [s["step"] for s in step_items(agent)] == list(range(1, 41))
+
+
+def test_stopping_or_stepping_by_hand_mid_stretch_records_every_step(make_agent):
+    agent = stepping_agent(make_agent)
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    started(agent, model, opt)
+    for _ in range(40):
+        one_step(model, opt)
+    assert agent.steps.stretch.active is not None  # (stopped mid-stretch)
+    key = agent.steps._hook_handle.id
+    agent.steps.manual_step()  # vramscope.agent.step(): the stretch's steps come first
+    assert agent.steps.stretch.active is None and agent.steps.count == 41
+    for _ in range(3):
+        one_step(model, opt)  # (manual steps from here: the optimizer only marks boundaries)
+        agent.steps.manual_step()
+    assert agent.steps.count == 44
+    agent.stop()  # (the ring outlives the agent: what the final dump holds)
+    assert [s["step"] for s in step_items(agent)] == list(range(1, 45))
+    assert key not in _global_optimizer_post_hooks
+
+
+def test_the_final_dump_holds_a_stretchs_steps(make_agent, runtime_dir):
+    agent = stepping_agent(make_agent)
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    started(agent, model, opt)
+    for _ in range(40):
+        one_step(model, opt)
+    assert agent.steps.stretch.active is not None
+    agent._atexit()  # (what the exit handler runs: no drain on this thread before it)
+    dumped = [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
+    assert [i["step"] for i in dumped] == list(range(1, 41))
