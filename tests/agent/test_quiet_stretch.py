@@ -45,6 +45,18 @@ def started(agent, model, opt):
     assert agent.wait_started(5)
 
 
+def mid_stretch(make_agent, steps=40):
+    """An agent, a model and its optimizer, ``steps`` steps trained: a stretch runs now."""
+    agent = stepping_agent(make_agent)
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    started(agent, model, opt)
+    for _ in range(steps):
+        one_step(model, opt)
+    assert agent.steps.stretch.active is not None
+    return agent, model, opt
+
+
 def test_steps_moving_between_quiet_stretches_and_budgeted_steps_are_each_counted_once(make_agent):
     agent = stepping_agent(make_agent)
     model = mlp()
@@ -135,13 +147,7 @@ def test_the_users_own_optimizer_hooks_run_on_every_step(make_agent):
 def test_a_sample_asked_mid_stretch_is_taken_by_the_training_thread_at_its_end(make_agent):
     """The agent thread's ask waits for the stretch's last step (its full hook takes the
     sample there) -- within the stretch's planned length, the steps still exact."""
-    agent = stepping_agent(make_agent)
-    model = mlp()
-    opt = torch.optim.Adam(model.parameters())
-    started(agent, model, opt)
-    for _ in range(40):
-        one_step(model, opt)
-    assert agent.steps.stretch.active is not None  # (a long stretch runs now)
+    agent, model, opt = mid_stretch(make_agent)
     left = agent.steps.quiet
     agent.handoff.main_thread_trains = False  # no call between statements: a hook must take it
     agent.measurer.turn(time.monotonic())  # a sample is due (the ledger is stale: asked)
@@ -182,13 +188,7 @@ def test_a_second_model_trained_after_a_stretch_is_still_seen(make_agent):
 
 
 def test_stopping_or_stepping_by_hand_mid_stretch_records_every_step(make_agent):
-    agent = stepping_agent(make_agent)
-    model = mlp()
-    opt = torch.optim.Adam(model.parameters())
-    started(agent, model, opt)
-    for _ in range(40):
-        one_step(model, opt)
-    assert agent.steps.stretch.active is not None  # (stopped mid-stretch)
+    agent, model, opt = mid_stretch(make_agent)
     key = agent.steps._hook_handle.id
     agent.steps.manual_step()  # vramscope.agent.step(): the stretch's steps come first
     assert agent.steps.stretch.active is None and agent.steps.count == 41
@@ -202,13 +202,7 @@ def test_stopping_or_stepping_by_hand_mid_stretch_records_every_step(make_agent)
 
 
 def test_the_final_dump_holds_a_stretchs_steps(make_agent, runtime_dir):
-    agent = stepping_agent(make_agent)
-    model = mlp()
-    opt = torch.optim.Adam(model.parameters())
-    started(agent, model, opt)
-    for _ in range(40):
-        one_step(model, opt)
-    assert agent.steps.stretch.active is not None
+    agent, _model, _opt = mid_stretch(make_agent)
     agent._atexit()  # (what the exit handler runs: no drain on this thread before it)
     dumped = [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
     assert [i["step"] for i in dumped] == list(range(1, 41))
