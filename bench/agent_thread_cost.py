@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:300,50ms:20] [--read-us 20]
         [--batch N]   (a fixed batch for one label: two agents side by side on PYTHONPATH)
+        [--probe]     (an empty node pre-hook timed beside the watch's: the meter's own cold cost)
 
 Budgets: the training thread's CPU time spent in the agent's functions <= 1 %
 of the step's; phase readings on >= 95 % of steps when one allocator read
@@ -153,6 +154,9 @@ class Meter:
 
 
 TALLY = "QuietStretch tally (C, warm cost per call)"
+# --probe: an empty node pre-hook beside each of the watch's, timed the same way (not counted
+# as the agent's): what the meter itself reads on a cold hook that does nothing
+PROBE = "empty node pre-hook (probe, not counted)"
 
 
 def tally_calls(agent) -> int:
@@ -222,7 +226,14 @@ def size_for(target_s: float) -> int:
 
 
 def bench(
-    label: str, target_s: float, reps: int, steps: int, read_us: float, meter: Meter, batch: int = 0
+    label: str,
+    target_s: float,
+    reps: int,
+    steps: int,
+    read_us: float,
+    meter: Meter,
+    batch: int = 0,
+    probe: bool = False,
 ) -> None:
     batch = batch or size_for(target_s)
     model, opt, x, y = setup(batch)
@@ -248,6 +259,10 @@ def bench(
             agent.start()
             agent.wait_started(5)
             run(model, opt, x, y, 8)  # learning which gradient nodes to watch; the budget settles
+            probes = [
+                node.register_prehook(meter.timed(PROBE, lambda grad_outputs: None))
+                for _p, node, _h in (agent.backward._nodes.values() if probe else ())
+            ]
             ph = agent.phases
             seen0, measured0 = ph.steps_seen, ph.steps_measured
             meter.take()
@@ -256,6 +271,10 @@ def bench(
             res[True] = run(model, opt, x, y, steps)
             meter.on = False
             spent, parts = meter.take()
+            for h in probes:
+                h.remove()
+            if PROBE in parts:  # (not the agent's: the meter's own cost on a cold node hook)
+                spent -= parts[PROBE]
             # the quiet stretch's C tally (a post-hook on the optimizer, no Python frame to wrap):
             # its calls at the cost of one call measured warm
             tallied = tally_calls(agent) - tally0
@@ -315,6 +334,7 @@ def main() -> None:
     ap.add_argument("--steps", default="2ms:300,50ms:20", help="label:steps per block, 2ms and/or 50ms")
     ap.add_argument("--read-us", type=float, default=20.0)
     ap.add_argument("--batch", type=int, default=0, help="a fixed batch (one label): runs side by side")
+    ap.add_argument("--probe", action="store_true", help="time an empty node pre-hook too (the meter)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
@@ -336,7 +356,7 @@ def main() -> None:
     for spec in args.steps.split(","):
         label, steps = spec.split(":")
         target = {"2ms": 0.002, "50ms": 0.050}[label]
-        bench(label + " steps", target, args.reps, int(steps), args.read_us, meter, args.batch)
+        bench(label + " steps", target, args.reps, int(steps), args.read_us, meter, args.batch, args.probe)
 
 
 if __name__ == "__main__":
