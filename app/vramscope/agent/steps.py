@@ -98,7 +98,7 @@ class StepTracker:
         self.quiet_cap = None
         # quiet steps counted in C, the post-hook out of Python (agent/stretch.py; its ``watch``,
         # the backward watch, is set by the agent)
-        self.stretch = QuietStretch(clock=clock, wall=wall)
+        self.stretch = QuietStretch()
 
     @property
     def count(self) -> int:

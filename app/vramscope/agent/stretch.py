@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 
 # a stretch the node hook has not ended within this many times its expected length (and
 # one agent interval more) is ended by the agent thread
@@ -58,10 +57,8 @@ class QuietStretch:
     """The stretch's state, shared by the training thread (its hooks) and the agent thread
     (``live_count``, ``wake``, ``flush``); the ends are taken under ``lock``."""
 
-    def __init__(self, watch=None, clock=time.monotonic, wall=time.time):
+    def __init__(self, watch=None):
         self.watch = watch  # BackwardWatch or None: counts the stretch down (``ticks``)
-        self._clock = clock
-        self._wall = wall
         self.lock = threading.Lock()
         # (steps recorded before it, the tally then, monotonic time of its last recorded step
         # or None once the agent thread recorded some, its start, seconds expected, the tally
@@ -73,13 +70,9 @@ class QuietStretch:
         self._handle = None  # the agent's global post-hook handle (its dict and key)
         self._full = None  # the full hook, put back at the stretch's end
         self.stretches = 0  # stretches begun
-        self.woken_by_agent = 0  # ended by the agent thread (a sample asked, or stale)
+        self.woken_by_agent = 0  # ended by the agent thread past their expected length
 
     # -- the training thread ------------------------------------------------------------
-    def _counter_hook(self, tally):
-        """What is registered on the optimizer (the tally itself; the bench times it here)."""
-        return tally
-
     def ready(self, optimizer, handle, full) -> bool:
         """Can a stretch begin on ``optimizer``'s steps? Puts the tally on it once."""
         watch = self.watch
@@ -88,7 +81,7 @@ class QuietStretch:
         if self._tally_owner != id(optimizer) or self._tally_handle is None:
             self.drop_tally()
             self.tally = _new_tally()
-            self._tally_handle = optimizer.register_step_post_hook(self._counter_hook(self.tally))
+            self._tally_handle = optimizer.register_step_post_hook(self.tally)
             self._tally_owner = id(optimizer)
         self._handle, self._full = handle, full
         return True
