@@ -1,6 +1,8 @@
 """The agent's cost on the training thread, as CPU time, on 2 ms and 50 ms steps (issue 23).
 
     .venv/bin/python bench/agent_thread_cost.py [--reps 40] [--steps 2ms:300,50ms:20] [--read-us 20]
+        [--batch N]   (a fixed batch for one label: two agents side by side on PYTHONPATH)
+        [--probe]     (an empty node pre-hook timed beside the watch's: the meter's own cold cost)
 
 Budgets: the training thread's CPU time spent in the agent's functions <= 1 %
 of the step's; phase readings on >= 95 % of steps when one allocator read
@@ -21,8 +23,11 @@ it learns which gradient nodes to watch, are left out). Two figures:
    backward watch's node pre-hook and end callback, the output-gradient
    hook and the phase end callback, the main-thread pending call) is wrapped
    at class level and timed with ``time.thread_time``; the wrapper's own cost
-   (calibrated on an empty function) is subtracted. Per step: the sum, and
-   its share of the median step of the same block; per hook: the breakdown.
+   (calibrated on an empty function) is subtracted. The quiet stretch's tally
+   (agent/stretch.py: a C callable PyTorch calls on every optimizer step, no
+   Python frame to wrap) is counted at its warm cost per call. Per step: the
+   sum, and its share of the median step of the same block; per hook: the
+   breakdown.
 2. side by side: the median step CPU time with / without, per repetition;
    median and interquartile range of those ratios over the repetitions (this
    also holds what PyTorch charges for calling hooks at all and what the
@@ -148,6 +153,39 @@ class Meter:
         return sum(per.values()), per
 
 
+TALLY = "QuietStretch tally (C, warm cost per call)"
+# --probe: an empty node pre-hook beside each of the watch's, timed the same way (not counted
+# as the agent's): what the meter itself reads on a cold hook that does nothing
+PROBE = "empty node pre-hook (probe, not counted)"
+
+
+def tally_calls(agent) -> int:
+    stretch = getattr(agent.steps, "stretch", None)  # (None: an agent without quiet stretches)
+    tally = stretch.tally if stretch is not None else None
+    return tally.cache_info().misses if tally is not None else 0
+
+
+def tally_call_cost(n: int = 200000) -> float:
+    """Seconds per call of the stretch's tally (what PyTorch calls on every optimizer step),
+    net of the loop's own cost."""
+    try:
+        from vramscope.agent.stretch import _new_tally
+    except ImportError:  # (an agent from before quiet stretches, measured side by side)
+        return 0.0
+    tally, args, kwargs = _new_tally(), (), {}
+    c0 = time.thread_time()
+    for _ in range(n):
+        tally(None, args, kwargs)
+    loop = time.thread_time() - c0
+    c0 = time.thread_time()
+    for _ in range(n):
+        (None, args, kwargs)
+    return max(0.0, loop - (time.thread_time() - c0)) / n
+
+
+TALLY_CALL_S = 0.0
+
+
 def setup(batch: int, width: int = 512):
     torch.manual_seed(0)
     model = torch.nn.Sequential(
@@ -187,8 +225,17 @@ def size_for(target_s: float) -> int:
         batch *= 2
 
 
-def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, meter: Meter) -> None:
-    batch = size_for(target_s)
+def bench(
+    label: str,
+    target_s: float,
+    reps: int,
+    steps: int,
+    read_us: float,
+    meter: Meter,
+    batch: int = 0,
+    probe: bool = False,
+) -> None:
+    batch = batch or size_for(target_s)
     model, opt, x, y = setup(batch)
     run(model, opt, x, y, 10)
     rundir = tempfile.mkdtemp(prefix="vs-bench-")
@@ -212,13 +259,29 @@ def bench(label: str, target_s: float, reps: int, steps: int, read_us: float, me
             agent.start()
             agent.wait_started(5)
             run(model, opt, x, y, 8)  # learning which gradient nodes to watch; the budget settles
+            probes = [
+                node.register_prehook(meter.timed(PROBE, lambda grad_outputs: None))
+                for _p, node, _h in (agent.backward._nodes.values() if probe else ())
+            ]
             ph = agent.phases
             seen0, measured0 = ph.steps_seen, ph.steps_measured
             meter.take()
+            tally0 = tally_calls(agent)
             meter.on = True
             res[True] = run(model, opt, x, y, steps)
             meter.on = False
             spent, parts = meter.take()
+            for h in probes:
+                h.remove()
+            if PROBE in parts:  # (not the agent's: the meter's own cost on a cold node hook)
+                spent -= parts[PROBE]
+            # the quiet stretch's C tally (a post-hook on the optimizer, no Python frame to wrap):
+            # its calls at the cost of one call measured warm
+            tallied = tally_calls(agent) - tally0
+            if tallied:
+                parts[TALLY] = tallied * TALLY_CALL_S
+                meter.last_calls[TALLY] = tallied
+                spent += parts[TALLY]
             if ph.steps_seen > seen0:  # the share of this block's steps whose phases were read
                 shares.append((ph.steps_measured - measured0) / (ph.steps_seen - seen0))
             agent.stop()
@@ -270,6 +333,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--steps", default="2ms:300,50ms:20", help="label:steps per block, 2ms and/or 50ms")
     ap.add_argument("--read-us", type=float, default=20.0)
+    ap.add_argument("--batch", type=int, default=0, help="a fixed batch (one label): runs side by side")
+    ap.add_argument("--probe", action="store_true", help="time an empty node pre-hook too (the meter)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
@@ -279,6 +344,9 @@ def main() -> None:
     )
     meter = Meter()
     meter.calibrate()
+    global TALLY_CALL_S
+    TALLY_CALL_S = tally_call_cost()
+    print(f"the quiet stretch's C tally: {TALLY_CALL_S * 1e6:.2f} us a call (warm), counted per call")
     for cls, name in ENTRY_POINTS:
         if hasattr(cls, name):
             meter.wrap(cls, name)
@@ -288,7 +356,7 @@ def main() -> None:
     for spec in args.steps.split(","):
         label, steps = spec.split(":")
         target = {"2ms": 0.002, "50ms": 0.050}[label]
-        bench(label + " steps", target, args.reps, int(steps), args.read_us, meter)
+        bench(label + " steps", target, args.reps, int(steps), args.read_us, meter, args.batch, args.probe)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,15 @@ class BackwardWatch:
         self.covered = None  # the key of the layout hooked (see cover)
         self._queue = None
         self.errors = 0
+        # backwards left in a quiet stretch (agent/stretch.py): at the last, ``on_ticks()``
+        # puts the optimizer's full post-hook back before that step's update
+        self.ticks = 0
+        self.on_ticks = None
+
+    @property
+    def ready(self) -> bool:
+        """Thinned hooks in place: each backward through the watched models calls one."""
+        return bool(self._nodes) and not self._learned
 
     # -- the training thread ---------------------------------------------------------------
     def cover(self, params, key=None) -> None:
@@ -82,6 +91,9 @@ class BackwardWatch:
         self._learned = self._learn
 
     def drop(self) -> None:
+        if self.ticks:  # no node hook left to end a quiet stretch: end it now
+            self.ticks = 0
+            self._ticked()
         for _p, _node, handle in self._nodes.values():
             try:
                 handle.remove()
@@ -94,6 +106,11 @@ class BackwardWatch:
     def _hook_for(self, key: int):
         def hook(grad_outputs):
             if not self._learned:  # thinned: mark the ledger stale, nothing more (no callback)
+                ticks = self.ticks
+                if ticks:  # a quiet stretch counts down (first: see QuietStretch.caught_up)
+                    self.ticks = ticks - 1
+                    if ticks == 1:
+                        self._ticked()
                 ledger = self._ledger
                 ledger.stale = ledger.forward_pending = True
             elif not self.running:
@@ -101,6 +118,12 @@ class BackwardWatch:
             return None
 
         return hook
+
+    def _ticked(self) -> None:
+        try:
+            self.on_ticks()
+        except Exception:
+            self.errors += 1
 
     def _start(self, key: int) -> None:
         try:

@@ -83,6 +83,8 @@ class Agent:
             ledger=self.ledger,
             resync=self.registry.resync,
         )
+        self.steps.stretch.watch = self.backward  # a quiet stretch counted down by the node hook
+        self.backward.on_ticks = self.steps.stretch.wake
         if provider is not None:
             self.measurer.set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.outside_events = OutsideEvents(self.emit)  # process-group init, torch.compile
@@ -212,6 +214,7 @@ class Agent:
         in the starting process only)."""
         try:
             self.serving.join(1.0)
+            self.steps.end_stretch_here()  # a quiet stretch's steps into the dump
             if self.serving.started.is_set():
                 self.sample_once()
                 self.write_final()

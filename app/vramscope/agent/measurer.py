@@ -17,6 +17,7 @@ from vramscope.agent.stats import StatsReader
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
 MIN_HANDOFF_WAIT = 0.05
+STRETCH_DELAY = 0.25  # a sample waits at most this share of the interval for a quiet stretch's end
 
 
 class Measurer:
@@ -56,7 +57,15 @@ class Measurer:
                 if wait is None:
                     step = agent.steps.last_duration
                     wait = max(MIN_HANDOFF_WAIT, HANDOFF_STEPS * step) if step else HANDOFF_WAIT
-                agent.handoff.ask(now + wait)
+                # a quiet stretch runs: its last step's full hook takes the sample -- waking the
+                # hook now would cost a full step more per sample (agent/stretch.py) -- unless
+                # that is more than a quarter of the interval away
+                stretch = agent.steps.stretch
+                later = stretch.remaining(now)
+                if later > agent.interval * STRETCH_DELAY:
+                    stretch.wake()
+                    later = 0.0
+                agent.handoff.ask(now + wait + later)
                 return
         except Exception as exc:
             agent.error(exc)

@@ -61,10 +61,11 @@ from vramscope.agent.stats import current_of
 # the agent's share of the training thread's CPU time per step, all hooks included (issue
 # 23's budget is 1 %; the rest is margin for what the estimate below misses)
 AGENT_BUDGET = 0.008
-# what the hooks of every step cost, a quiet one included, on average: the optimizer
-# post-hook's quiet path (~8-10 us on a cold 2 ms CPU step on a busy machine), the backward
-# watch's node hook (~4 us), the samples handed to the training thread (~3 us a step at 2 ms
-# steps) and the per-module samples (bench/agent_thread_cost.py); the measured steps share
+# what the hooks of every step cost, a quiet one included, on average: the backward watch's
+# node hook (~4 us), the samples handed to the training thread (~3 us a step at 2 ms steps),
+# a quiet stretch's ends and the per-module samples (bench/agent_thread_cost.py) -- with
+# margin: the quiet path this was first measured on (~8-10 us) now runs only where a stretch
+# cannot (agent/stretch.py), and 2 ms steps keep the measured steps at their floor; they share
 # what is left (at least a tenth of the budget): at 50 ms steps a measured step (three
 # readings of 20 us each, ~60 us a reading cold, and the post-hook's bookkeeping) fits on
 # every step; at 2 ms steps they are thinned to a few per cent

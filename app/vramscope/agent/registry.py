@@ -111,7 +111,9 @@ class Registry:
         note the gradients (current when no forward's backward is pending)."""
         owners, ledger = self.owners, self.agent.ledger
         if owners is not None:
-            ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+            # (in a quiet stretch no hook clears forward_pending: the stretch's counts say it)
+            settled = not ledger.forward_pending or self.agent.steps.stretch.caught_up()
+            ledger.note_all(owners.params, owners.devices, settled=settled)
             self.settle(owners)
 
     def settle(self, owners) -> None:

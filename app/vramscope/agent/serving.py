@@ -99,6 +99,7 @@ class Serving:
                 if (not agent.ledger.stale or now >= handoff.deadline) and handoff.withdraw():
                     measurer.sample_here(drain=True)
             elif now >= next_due:
+                agent.steps.check_stretch(now, agent.interval)
                 measurer.turn(now)
                 agent.allocator.maybe(now)
                 agent.sites.on_turn(now)
@@ -116,9 +117,13 @@ class Serving:
 
     def drain(self) -> None:
         agent, ring = self.agent, self.agent.ring
+        if not self.on_agent_thread():  # (a sample taken on another thread: every step so far)
+            agent.steps.flush_stretch()
         records = agent.steps.records
         while records:
-            ring.push(ItemKind.STEP, sampling.step_item(records.popleft(), agent.device_name))
+            record = records.popleft()
+            for r in (record,) if len(record) != 5 else agent.steps.run_records(record):
+                ring.push(ItemKind.STEP, sampling.step_item(r, agent.device_name))
         events = self.events
         while events:
             kind, t, data = events.popleft()

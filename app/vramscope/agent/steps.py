@@ -14,8 +14,11 @@ optimizer as the step before -- it counts the step, reads the clocks and
 appends the step's time: a counter and a flag check. The other steps also
 take the allocator reading after the update (the phase hook's), a
 rate-limited full read (non-blocking), the gradient ledger's noting where it
-is due, and decide how many quiet steps follow. The agent thread drains the
-records and turns them into step items. Both optimizer hooks and
+is due, and decide how many quiet steps follow. Two or more quiet steps in a
+row run as a *quiet stretch* (agent/stretch.py): counted by a C tally on the
+primary optimizer, with no Python hook of the agent's at all, and recorded as
+one run when the stretch ends. The agent thread drains the records and turns
+them into step items. Both optimizer hooks and
 ``agent.step()`` are also where the training thread takes a sample the agent
 thread asked for (agent/handoff.py).
 """
@@ -28,6 +31,7 @@ import time
 import weakref
 
 from vramscope.agent.protocol import ItemKind
+from vramscope.agent.stretch import MIN_STRETCH, QuietStretch
 
 MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
 STEP_READ = ItemKind.STEP  # (looked up once: the step hook reads the allocator for this consumer)
@@ -45,7 +49,7 @@ class StepTracker:
         ledger=None,
         resync=None,
     ):
-        self.count = 0
+        self._count = 0  # steps recorded (``count``: a quiet stretch's steps included)
         self.manual = False
         self._primary = None  # weakref to the primary optimizer
         self._primary_id = 0
@@ -78,6 +82,7 @@ class StepTracker:
         self.quiet = 0  # steps ahead that only count (see the module doc); 0: the next is full
         self._quiet_id = 0  # id of the optimizer whose steps may be quiet (the primary one)
         self._quiet_passed = 0  # quiet steps since the last full one
+        self._run_last = None  # monotonic time of a stretch's last recorded step (None: not known)
         self._hushed = False  # the hooks a quiet step does not need are out (``hush``)
         self._cpu = time.thread_time  # this thread's CPU time: a measured step's cost
         self._step_cpu = 0.0  # CPU time at the start of this full step's hook
@@ -91,6 +96,18 @@ class StepTracker:
         self.after_full = None
         # callable() -> int or None: at most how many quiet steps may follow this one
         self.quiet_cap = None
+        # quiet steps counted in C, the post-hook out of Python (agent/stretch.py; its ``watch``,
+        # the backward watch, is set by the agent)
+        self.stretch = QuietStretch()
+
+    @property
+    def count(self) -> int:
+        """Steps so far (any thread): those recorded and a quiet stretch's."""
+        return self.stretch.live_count(self._count)
+
+    @count.setter
+    def count(self, value: int) -> None:
+        self._count = value
 
     # -- hooks ----------------------------------------------------------------------
     def install(self) -> None:
@@ -149,6 +166,8 @@ class StepTracker:
             self.errors += 1
 
     def uninstall(self) -> None:
+        self.end_stretch_here()
+        self.stretch.drop_tally()
         if self._hook_handle is not None:
             self._hook_handle.remove()
             self._hook_handle = None
@@ -180,23 +199,21 @@ class StepTracker:
             self._primary_id = id(optimizer)
 
     def _optimizer_hook(self, optimizer, args, kwargs) -> None:
+        if self.stretch.active is not None and self._end_stretch(optimizer):
+            return  # (this step was recorded with the stretch's)
         q = self.quiet
         if q and id(optimizer) == self._quiet_id and not self._handoff.wanted:
             # a quiet step: count it and note its time, nothing more
             self.quiet = q - 1
             self._quiet_passed += 1
             now = self._clock()
-            duration = self.last_duration = now - self._last
-            self._last = now
-            self.count += 1
+            last, self._last = self._last, now
+            duration = self.last_duration = None if last is None else now - last
+            self._count += 1
             self._ledger.forward_pending = False  # a step: the backward before it is over
-            self.records.append((self.count, self._wall(), duration, "optimizer", None, (), now))
+            self.records.append((self._count, self._wall(), duration, "optimizer", None, (), now))
             if q == 1:  # the next step is a full one (its phases read, as a rule): its hooks back
-                c0 = self._cpu()
-                passed, self._quiet_passed = self._quiet_passed, 0
-                self._phases.passed(passed)
-                self.hush(False)
-                self._cycle += self._cpu() - c0
+                self._quiet_over()
             return
         self.quiet = 0  # (a full step plans the next quiet ones)
         self._step_cpu = self._cpu()
@@ -225,11 +242,14 @@ class StepTracker:
             if handoff is not None and handoff.wanted:
                 handoff.serve()
             if self.after_full is not None:
+                c0 = self._cpu()
                 self.after_full(optimizer, args, kwargs)
+                self._cycle += self._cpu() - c0  # (the phase budget sees what a full step costs)
         except Exception:  # never break the user's step
             self.errors += 1
 
     def manual_step(self) -> None:
+        self.end_stretch_here()
         self.manual = True
         self._step_cpu = self._cpu()
         if self._on_boundary is not None:
@@ -262,11 +282,19 @@ class StepTracker:
                 self._resync()
 
     # -- records --------------------------------------------------------------------
+    @staticmethod
+    def run_records(run: tuple):
+        """A stretch's run record (``_record_run``) -> the step records of its steps."""
+        base, k, t1, step, offset = run
+        for i in range(k):
+            t = t1 if step is None else t1 + i * step
+            yield (base + 1 + i, t + offset, step, "optimizer", None, (), t)
+
     def _mark(self, source: str) -> None:
         now = self._clock()
         last, self._last = self._last, now
         duration = self.last_duration = None if last is None else now - last
-        self.count += 1
+        self._count += 1
         if last is None and self._handoff is not None:  # the first step: which thread trains
             self._handoff.main_thread_trains = threading.current_thread() is threading.main_thread()
         phases = self._phases
@@ -305,19 +333,18 @@ class StepTracker:
             # the training thread's CPU time per step since the last full step (the budget's
             # base: a step's wall time also holds waits for the CPU on a busy machine)
             count0, cpu0 = self._cpu_mark
-            self._cpu_mark = (self.count, cpu)
-            cpu_step = (
-                (cpu - cpu0) / (self.count - count0) if cpu0 is not None and self.count > count0 else None
-            )
+            count = self._count
+            self._cpu_mark = (count, cpu)
+            cpu_step = (cpu - cpu0) / (count - count0) if cpu0 is not None and count > count0 else None
             seen = phases.take(now, duration, overhead, cpu_step)
             if self._pre_on != self._pre_wanted():
                 self.place_pre_hook()
-        self.records.append((self.count, self._wall(), duration, source, devices, seen, now))
+        self.records.append((self._count, self._wall(), duration, source, devices, seen, now))
         c0 = self._cpu()
-        self._plan_quiet(source)
+        self._plan_quiet(source, now)
         self._cycle += self._cpu() - c0
 
-    def _plan_quiet(self, source: str) -> None:
+    def _plan_quiet(self, source: str, now: float) -> None:
         """After a full step: how many of the next steps only count -- up to the next
         one whose phases are read; none while discovery runs, work is due, or the steps
         are the user's own."""
@@ -342,3 +369,78 @@ class StepTracker:
         self.quiet = max(0, q)
         if self.quiet:
             self.hush(True)
+            if self.quiet >= MIN_STRETCH:
+                primary = self._primary() if self._primary is not None else None
+                stretch = self.stretch
+                if primary is not None and stretch.ready(primary, self._hook_handle, self._optimizer_hook):
+                    stretch.begin(self._count, now, self.quiet, self.last_duration)
+
+    # -- quiet stretches (agent/stretch.py) -------------------------------------------
+    def _quiet_over(self) -> None:
+        """The last quiet step before a full one: the quiet steps passed to the phase
+        budget, the hooks back."""
+        c0 = self._cpu()
+        passed, self._quiet_passed = self._quiet_passed, 0
+        self._phases.passed(passed)
+        self.hush(False)
+        self._cycle += self._cpu() - c0
+
+    def _end_stretch(self, optimizer) -> bool:
+        """Training thread, in the full post-hook back after a stretch: record the
+        stretch's steps before this one; this one goes on as a quiet step (or a full one
+        where the stretch had more steps than planned, or another optimizer steps).
+        True: this step was recorded already (nothing more to do for it)."""
+        try:
+            c0 = self._cpu()
+            now = self._clock()
+            k = self.stretch.take(id(optimizer) == self._quiet_id, now, self._record_run)
+            if k is None:
+                return False
+            self._cycle += self._cpu() - c0  # (a stretch's end: part of the measured steps' cost)
+            self._last = self._run_last  # (None: a flush on another thread took its last steps)
+            self._ledger.forward_pending = False  # a step: the backward before it is over
+            if k < 0:
+                if not self.quiet:
+                    self._quiet_over()
+                return True
+        except Exception:
+            self.errors += 1
+        return False
+
+    def _record_run(self, base: int, k: int, t0: float | None, step: float | None) -> None:
+        """Record steps ``base + 1`` .. ``base + k`` of a stretch (under its lock; either
+        thread): the first ends at ``t0 + step``, each ``step`` long (None: not known)."""
+        if k:  # one record for the run (the agent thread expands it: ``run_records``)
+            now, wall = self._clock(), self._wall()
+            t1 = now if t0 is None else t0 + step
+            self.records.append((base, k, t1, step, wall - now))
+        self._count = base + k
+        self._quiet_passed += k
+        self.quiet = max(0, self.quiet - k)
+        self._run_last = None if t0 is None else t0 + k * step
+        if step is not None and k:
+            self.last_duration = step
+
+    def end_stretch_here(self) -> None:
+        """Training is over or goes on by hand (``agent.step()``, the agent stopping):
+        every step of a stretch recorded, the full hook back."""
+        stretch = self.stretch
+        if stretch.active is None:
+            return
+        stretch.wake()
+        self.flush_stretch()
+        self._end_stretch(None)
+
+    def check_stretch(self, now: float, slack: float) -> None:
+        """Agent thread, each interval: a stretch past its expected end (the watched model
+        stopped training, its backward unseen) ends; its steps so far are recorded."""
+        stretch = self.stretch
+        if stretch.stale(now, slack):
+            stretch.woken_by_agent += 1
+            stretch.wake()
+            self.flush_stretch()
+
+    def flush_stretch(self) -> None:
+        """Any thread away from the optimizer hooks: record a running stretch's steps so
+        far (their times not known); the stretch goes on."""
+        self.stretch.flush(self._record_run)
