@@ -68,7 +68,8 @@ def test_every_window_peak_is_the_true_peak(monkeypatch, make_agent):
     train(live, agent)
     samples = [(truth, f) for c, truth, f in reads if c == "sample" and f is not None]
     steps = [(truth, f) for c, truth, f in reads if c == "step" and f is not None]
-    assert len(samples) >= 15 and len(steps) >= 10  # (quiet steps take no full read)
+    # (quiet steps take no full read; how many steps are full depends on the load)
+    assert len(samples) >= 15 and len(steps) >= 5
     for truth, fields in samples + steps:
         assert fields[PEAK_BOUND] is None  # exact, said so
         assert fields["peak_allocated"] == truth
