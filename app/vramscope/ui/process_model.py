@@ -163,7 +163,12 @@ class ProcessTableModel(QAbstractTableModel):
         style = self.colours.style(row.identity)
         bold = row.has_agent
         cells = tuple(
-            (texts[c], colours[c], bold and c == _AGENT, style if c == _PID else row.spark if c == _GROWTH else None)
+            (
+                texts[c],
+                colours[c],
+                bold and c == _AGENT,
+                style if c == _PID else row.spark if c == _GROWTH else None,
+            )
             for c in range(_N)
         )
         fonts, styles, sparks = [None] * _N, [None] * _N, [None] * _N
