@@ -122,9 +122,7 @@ def _pair(k: int, swapped: bool) -> Frame:
     return Frame(
         time=T0 + k,
         source="test",
-        gpus=(
-            GpuSample(index=0, name="NVIDIA H100", uuid="GPU-0", total=80 * GiB, used=5 * GiB, processes=procs),
-        ),
+        gpus=(GpuSample(index=0, name="H100", uuid="GPU-0", total=80 * GiB, used=5 * GiB, processes=procs),),
     )
 
 
