@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.process_groups import group_key, group_name, is_group, units
-from vramscope.core.stacking import align, any_finite, lines_drawn, nanmax
+from vramscope.core.stacking import align, any_finite, corners, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.core.view_options import PlotStyle
@@ -180,8 +180,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         else:
             tu, vu = series(mig_key(self.index, self.mig_uuid, "used"))
             tt, vt = series(mig_key(self.index, self.mig_uuid, "total"))
-        self.used_curve.setData(tu, vu / GiB)
-        self.capacity_curve.setData(tt, vt / GiB)
+        self.used_curve.setData(*corners(tu, vu / GiB))
+        self.capacity_curve.setData(*corners(tt, vt / GiB))
         peak = nanmax(vt, nanmax(vu, 0.0))
 
         # Each process's latest point (one read), so choosing what to draw costs
@@ -319,7 +319,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             if curve is None:
                 curve = self._add(key)
             t, v = series(key)
-            curve.setData(t, v / GiB)
+            curve.setData(*corners(t, v / GiB))
             curve.setVisible(True)
             peak = nanmax(v if since is None else v[t >= since], peak)
         return peak
