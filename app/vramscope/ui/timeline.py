@@ -32,6 +32,7 @@ from vramscope.core.units import GiB
 from vramscope.core.view_options import PlotStyle
 from vramscope.ui import theme
 from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
+from vramscope.ui.time_axis import TimeAxis
 from vramscope.ui.timeline_markers import AlertMarkers
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
 from vramscope.ui.safe_text import html_text
@@ -70,7 +71,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.alerted: frozenset = frozenset()  # identities with an active alert
         self.ci.layout.setContentsMargins(2, 4, 4, 2)
         plot = self.plot = self.addPlot(
-            row=0, col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")}
+            row=0, col=0, axisItems={"bottom": TimeAxis(orientation="bottom")}
         )
         theme.fixed_plot(plot, 44)
         # The GiB axis changes when the y range does, not when time scrolls: paint it
