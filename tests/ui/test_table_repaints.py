@@ -85,12 +85,17 @@ def _young(k: int, n: int = 300) -> Frame:
     )
 
 
-def test_a_long_table_repaints_only_the_rows_in_view_and_reads_the_rest_when_scrolled(qtbot):
+def _shown_table(qtbot, height: int) -> ProcessTable:
     table = ProcessTable(ColourBook())
     qtbot.addWidget(table)
-    table.resize(1400, 400)
+    table.resize(1400, height)
     table.show()
     qtbot.waitExposed(table)
+    return table
+
+
+def test_a_long_table_repaints_only_the_rows_in_view_and_reads_the_rest_when_scrolled(qtbot):
+    table = _shown_table(qtbot, 400)
     table.show_frame(_young(10))
     cells = _signalled(table.model, _young(11), show=table.show_frame)
     in_view = {table.view.rowAt(y) for y in range(table.view.viewport().height())} - {-1}
@@ -127,11 +132,7 @@ def _pair(k: int, swapped: bool) -> Frame:
 
 
 def test_two_processes_trading_places_repaint_the_cells_that_moved_and_keep_the_selection(qtbot):
-    table = ProcessTable(ColourBook())
-    qtbot.addWidget(table)
-    table.resize(1400, 300)
-    table.show()
-    qtbot.waitExposed(table)
+    table = _shown_table(qtbot, 300)
     table.show_table(TableBuilder().build(_pair(10, swapped=False), None, TableOrder()), _pair(10, False))
     second = next(r.key for r in table.model.rows if r.pid == 30_001)
     table.select_key(second)
