@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from vramscope.core.growth import growth_per_minute, sparkline
-from vramscope.core.stacking import align, choose_layers, cumulative, thin
+from vramscope.core.stacking import align, choose_layers, corners, cumulative, thin
 from vramscope.core.units import GiB, MiB
 
 
@@ -87,3 +87,17 @@ def test_growth_colours_only_a_real_current_trend():
     climbing = 2 * GiB + 18 * MiB * t / 60.0 + rng.uniform(-4, 4, len(t)) * MiB
     assert abs(growth_per_minute(t, climbing, 299.0) - 18.0) < 2.0
     assert growth_per_minute(t, climbing, 299.0) >= GROWTH_WARN
+
+
+def test_a_line_keeps_its_corners_and_its_gaps():
+    t = np.arange(10.0)
+    flat = np.full(10, 24.0)
+    assert corners(t, flat)[0].tolist() == [0.0, 9.0]  # a capacity: its two ends
+    v = np.array([1.0, 1.0, 1.0, 2.0, 2.0, np.nan, np.nan, 3.0, 3.0, 3.0])
+    x, y = corners(t, v)
+    assert x.tolist() == [0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0]  # each step, both ends
+    assert np.isnan(y[4]) and np.isnan(y[5])  # n/a still breaks the line (never drawn as a figure)
+    back = y[np.searchsorted(x, t, side="right") - 1]  # every point left out lies on the line
+    assert np.array_equal(back, v, equal_nan=True)
+    rising = np.arange(5.0)
+    assert corners(rising[:5], rising)[0].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -34,6 +34,19 @@ def same_series(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
 
 
+def drawn_through(x: np.ndarray, y: np.ndarray, t: np.ndarray, v: np.ndarray) -> bool:
+    """The line drawn through (x, y) is the series (t, v): from its first point to
+    its last, every point of the series is on it -- each drawn point is one of the
+    series', and each left out sits on a flat run between two drawn ones (a timeline
+    draws a flat stretch as its two ends)."""
+    if not len(t):
+        return not len(x)
+    if not len(x) or x[0] != t[0] or x[-1] != t[-1] or not np.isin(x, t).all():
+        return False
+    before = np.searchsorted(x, t, side="right") - 1  # the drawn point at or before each
+    return bool(np.array_equal(y[before], v, equal_nan=True))
+
+
 def save(window, artifacts_dir, name: str):
     path = artifacts_dir / name
     assert window.grab().save(str(path)), f"could not save {path}"

@@ -9,7 +9,7 @@ from vramscope.core.units import GiB
 from vramscope.ui.process_model import AGENT_MARK
 
 from .frames import T0, NoDriverSource, ScriptedSource, frame_at
-from .helpers import same_series, save, table_cell, table_column
+from .helpers import drawn_through, same_series, save, table_cell, table_column
 
 
 def test_a_card_per_gpu_with_name_and_used_total(make_window, scripted_frames):
@@ -66,9 +66,10 @@ def test_curves_are_the_store_series(make_window, scripted_frames, window):
     for index, tl in w.gpu_panel.timelines.items():
         x, y = tl.used_curve.getData()
         t, v = store.series(gpu_key(index, "used"), since)
-        assert same_series(x, t) and same_series(y * GiB, v)
+        assert drawn_through(x, y * GiB, t, v)
         x, y = tl.capacity_curve.getData()
-        assert same_series(y * GiB, store.series(gpu_key(index, "total"), since)[1])
+        assert drawn_through(x, y * GiB, *store.series(gpu_key(index, "total"), since))
+        assert len(x) == 2  # a flat capacity: its two ends, not a point per sample
         for key in store.process_keys(index):
             t, v = store.series(key, since)
             curve = tl.proc_curves.get(key)
@@ -77,7 +78,7 @@ def test_curves_are_the_store_series(make_window, scripted_frames, window):
                 assert not (inside == inside).any()
                 continue
             x, y = curve.getData()
-            assert same_series(x, t) and same_series(y * GiB, v)
+            assert drawn_through(x, y * GiB, t, v)
     tl0 = w.gpu_panel.timelines[0]
     job = proc_key(0, 5555, T0 + 20)
     if window == "all":  # the short job (k 20..49) is in the window, marked as ended
@@ -137,7 +138,7 @@ def test_pause_freezes_the_view_while_frames_keep_arriving(make_window):
     w = make_window([frame_at(k) for k in range(30)])
     card = w.gpu_panel.cards[0]
     before_text = card.used.text()
-    before_len = len(w.gpu_panel.timelines[0].used_curve.getData()[0])
+    before_x = w.gpu_panel.timelines[0].used_curve.getData()[0].copy()
     w.set_paused(True)
     version = w.store.version
     for k in range(30, 60):  # the training run ramps up meanwhile
@@ -145,11 +146,11 @@ def test_pause_freezes_the_view_while_frames_keep_arriving(make_window):
     w.refresh()
     assert w.store.version == version + 30  # data kept coming
     assert card.used.text() == before_text
-    assert len(w.gpu_panel.timelines[0].used_curve.getData()[0]) == before_len
+    assert same_series(w.gpu_panel.timelines[0].used_curve.getData()[0], before_x)
     assert "PAUSED" in w.status_text.text()
     w.set_paused(False)
     assert card.used.text() != before_text
-    assert len(w.gpu_panel.timelines[0].used_curve.getData()[0]) == before_len + 30
+    assert w.gpu_panel.timelines[0].used_curve.getData()[0][-1] == frame_at(59).time  # caught up
 
 
 def test_sampler_keeps_sampling_while_paused(make_window, qtbot):

@@ -85,12 +85,17 @@ def _young(k: int, n: int = 300) -> Frame:
     )
 
 
-def test_a_long_table_repaints_only_the_rows_in_view_and_reads_the_rest_when_scrolled(qtbot):
+def _shown_table(qtbot, height: int) -> ProcessTable:
     table = ProcessTable(ColourBook())
     qtbot.addWidget(table)
-    table.resize(1400, 400)
+    table.resize(1400, height)
     table.show()
     qtbot.waitExposed(table)
+    return table
+
+
+def test_a_long_table_repaints_only_the_rows_in_view_and_reads_the_rest_when_scrolled(qtbot):
+    table = _shown_table(qtbot, 400)
     table.show_frame(_young(10))
     cells = _signalled(table.model, _young(11), show=table.show_frame)
     in_view = {table.view.rowAt(y) for y in range(table.view.viewport().height())} - {-1}
@@ -103,3 +108,48 @@ def test_a_long_table_repaints_only_the_rows_in_view_and_reads_the_rest_when_scr
     assert _signalled(table.model, _young(12), show=table.show_frame) == set()
     table.show()
     assert table.model.data(table.model.index(0, COL["Age"])) == "12 s"
+
+
+def _pair(k: int, swapped: bool) -> Frame:
+    """Two jobs of one user on one GPU, started together; ``swapped``: the second is the larger."""
+    sizes = (2 * GiB, 3 * GiB) if swapped else (3 * GiB, 2 * GiB)
+    procs = tuple(
+        GpuProcess(
+            pid=30_000 + p,
+            used=sizes[p],
+            sm=0,
+            info=ProcessInfo(
+                pid=30_000 + p, start_time=T0, user="u", name="python", cmdline=("python", f"job{p}.py")
+            ),
+        )
+        for p in range(2)
+    )
+    return Frame(
+        time=T0 + k,
+        source="test",
+        gpus=(GpuSample(index=0, name="H100", uuid="GPU-0", total=80 * GiB, used=5 * GiB, processes=procs),),
+    )
+
+
+def test_two_processes_trading_places_repaint_the_cells_that_moved_and_keep_the_selection(qtbot):
+    table = _shown_table(qtbot, 300)
+    table.show_table(TableBuilder().build(_pair(10, swapped=False), None, TableOrder()), _pair(10, False))
+    second = next(r.key for r in table.model.rows if r.pid == 30_001)
+    table.select_key(second)
+    assert table.display_row_of(second) == 1
+    layouts = []
+    table.model.layoutChanged.connect(lambda *_: layouts.append(1))
+    table.model.modelReset.connect(lambda *_: layouts.append(1))
+    cells = _signalled(
+        table.model,
+        _pair(10, swapped=True),
+        show=lambda f: table.show_table(TableBuilder().build(f, None, TableOrder()), f),
+    )
+    assert [r.pid for r in table.model.rows] == [30_001, 30_000]  # the larger first
+    assert layouts == []  # no layout change: the view repaints the cells below, nothing more
+    differ = {COL[n] for n in ("PID", "Name", "Command")}
+    # each place still reads 3.00 then 2.00 GiB; same user, SM %, age: not repainted
+    assert cells == {(r, c) for r in (0, 1) for c in differ}
+    assert table.selected_key == second  # the selection followed its process to the top
+    assert [i.row() for i in table.view.selectionModel().selectedRows()] == [0]
+    assert table.model.data(table.model.index(0, COL["Memory"])) == "3.00 GiB"

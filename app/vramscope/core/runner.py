@@ -30,7 +30,11 @@ from vramscope.core.store import STAGE_RECORDER
 log = logging.getLogger(__name__)
 
 Sink = Callable[[Frame], None]  # optionally with close(): called once sampling has stopped
-POLL = 0.25  # seconds between looks at the clock while waiting for stop
+# seconds between looks while waiting for stop: a thread that sets it wakes the wait at
+# once; this bounds how late a signal that landed on another thread is seen (Python runs
+# handlers on the main thread). Each wake-up costs ~0.1 ms: four a second were a tenth
+# of the window's sampler process at 2 GPUs x 5 processes (bench/gui_vs_nvitop.py).
+POLL = 1.0
 
 
 class _Feed:

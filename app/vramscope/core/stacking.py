@@ -87,6 +87,20 @@ def thin(t: np.ndarray, tops: np.ndarray, columns: int) -> tuple[np.ndarray, np.
     return t[starts], np.maximum.reduceat(tops, starts, axis=1)
 
 
+def corners(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The points a line through (t, v) turns at: the first and last of each run of
+    equal values (and every n/a, which breaks the line). The polyline is the same;
+    a GPU's capacity over 10 minutes is 2 points instead of 600 (a dashed line of
+    600 segments cost a millisecond to paint)."""
+    n = len(v)
+    if n <= 2:
+        return t, v
+    keep = np.ones(n, dtype=bool)
+    same = v[1:] == v[:-1]  # (n/a never equals: kept)
+    keep[1:-1] = ~(same[:-1] & same[1:])
+    return t[keep], v[keep]
+
+
 def lines_drawn(alive: dict, ended: dict, must: set) -> list:
     """The lines style's curves: the LINE_CURVES largest now, those that must be
     seen (an alert, the selection), and the processes that ended most recently."""

@@ -33,6 +33,7 @@ from vramscope.sources.remote import CONNECTED, RemoteHost
 MAX_BACKOFF = 8.0  # seconds between restarts of a sampler that keeps dying
 FIRST_FRAME_WAIT = 20.0  # seconds the first frame may take (an interpreter start on a busy box)
 STOPPED = "The sampling process stopped"
+WAIT_LOOK = 2.0  # seconds: frames and the process going down wake a wait_frame; this is a safety net
 
 
 class SamplerProcess(RemoteHost):
@@ -74,6 +75,8 @@ class SamplerProcess(RemoteHost):
         self._restart.set()
 
     def _wait_retry(self, delay: float) -> None:
+        with self._arrived:  # down: a wait_frame under way returns now, not on its next look
+            self._arrived.notify_all()
         self._restart.wait(delay)
         self._restart.clear()
 
@@ -100,7 +103,7 @@ class SamplerProcess(RemoteHost):
                 left = deadline - time.monotonic()
                 if left <= 0 or self.snapshot(take=False).state != CONNECTED and self.frames:
                     return False
-                self._arrived.wait(min(left, 0.25))
+                self._arrived.wait(min(left, WAIT_LOOK))
             return self.frames > after
 
 

@@ -374,16 +374,31 @@ def _quit_on_termination(app) -> None:
     """SIGTERM / SIGHUP (logout, `kill`, systemd) end the window like closing it:
     the recorder's final commit and checkpoint run, so no -wal/-shm files stay."""
     import signal
+    import socket
 
-    from PySide6.QtCore import QTimer
+    from PySide6.QtCore import QSocketNotifier
 
     for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if signum is not None:
             signal.signal(signum, lambda *_: app.quit())
-    # Python runs signal handlers only between bytecodes: wake it while Qt's loop waits
-    tick = QTimer(app)
-    tick.timeout.connect(lambda: None)
-    tick.start(250)
+    # Python runs signal handlers only between bytecodes: a signal wakes Qt's loop
+    # through a socket (signal.set_wakeup_fd), whose Python slot lets the handler run
+    # (a timer waking the GUI thread four times a second did it before)
+    ours, theirs = socket.socketpair()
+    for end in (ours, theirs):
+        end.setblocking(False)
+    signal.set_wakeup_fd(theirs.fileno())
+    notifier = QSocketNotifier(ours.fileno(), QSocketNotifier.Type.Read, app)
+    notifier.activated.connect(lambda *_: _drain(ours))
+    app._signal_wakeup = (ours, theirs, notifier)  # kept as long as the app
+
+
+def _drain(sock) -> None:
+    try:
+        while sock.recv(64):
+            pass
+    except OSError:  # nothing more to read (non-blocking)
+        pass
 
 
 def _other_machines(args) -> bool:

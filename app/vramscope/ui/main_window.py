@@ -1,8 +1,12 @@
 """The main window: GPU cards + timelines, the process table, a time window
 choice and pause/resume; other panels join through ``add_panel``.
 
-A QTimer on the GUI thread pulls ``store.latest`` / ``store.version`` and
-updates the views; nothing here calls NVML or psutil. Signals for panels
+The GUI thread pulls ``store.latest`` / ``store.version`` and updates the
+views when the store says a frame came (a store listener posts the refresh
+through the bridge: the window wakes once per frame, not on a fast poll; a
+slow timer stays as a safety net); nothing here calls NVML or psutil. Tests
+that drive the window themselves give ``poll_ms`` and get the timer alone.
+Signals for panels
 built elsewhere: ``new_frame(Frame)`` on every new frame (paused or not),
 ``paused_changed(bool)``, ``time_window_changed(seconds or None)``.
 """
@@ -30,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
+from vramscope.core.store import STAGE_OTHER
 from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.core.view_options import DEFAULT_PLOT_STYLE, DEFAULT_WINDOW, PlotStyle, TimeWindow
@@ -46,6 +51,7 @@ PLOT_MAX_INTERVAL = 3.0  # the longest a plot waits for a redraw, whatever the w
 PLOT_STEP_PX = 5  # the plots move at most this many pixels per redraw (CPU: bench/gui_vs_nvitop.py)
 TABLE_FIT_ROWS = 16  # the split gives the table room for this many rows when the GPUs allow
 TITLE_HOST_NAMES = 2  # a title names up to this many hosts; more are counted ("3 hosts")
+WAKE_POLL_MS = 2000  # woken by each frame: the poll is only a safety net
 
 
 def hosts_text(n: int) -> str:
@@ -110,9 +116,14 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
 
         self.timer = QTimer(self)
-        self.timer.setInterval(poll_ms or _poll_interval_ms(feed.interval))
+        self.timer.setInterval(poll_ms or WAKE_POLL_MS)
         self.timer.timeout.connect(self.refresh)
         self.timer.start()
+        self._wake_posted = False
+        if poll_ms is None:
+            store = feed.store
+            store.subscribe(self._frame_stored, stage=STAGE_OTHER)
+            self.destroyed.connect(lambda *_: store.unsubscribe(self._frame_stored))
 
     # -- public API -----------------------------------------------------------------
     @property
@@ -173,6 +184,17 @@ class MainWindow(QMainWindow):
         self._show(frame, force)
         if fresh:  # after the views exist, so panels can draw on them
             self.new_frame.emit(frame)
+
+    def _frame_stored(self, _frame: Frame) -> None:
+        """Store listener (the sampler's thread): one refresh on the GUI thread,
+        however many frames come before it runs."""
+        if not self._wake_posted:
+            self._wake_posted = True
+            self.bridge.post(self._woken)
+
+    def _woken(self) -> None:
+        self._wake_posted = False
+        self.refresh()
 
     def show_moment(self, frame: Frame) -> None:
         """Cards and table at one moment (a recorded session's scrubber); timelines stay."""
@@ -432,7 +454,3 @@ def _muted(text: str) -> QLabel:
     theme.styled(label, lambda s: f"color: {s.MUTED};")
     return label
 
-
-def _poll_interval_ms(sampling_interval: float) -> int:
-    """Poll the store at twice the sampling rate, between 50 and 250 ms."""
-    return int(min(250, max(50, sampling_interval * 500)))

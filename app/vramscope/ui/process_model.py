@@ -6,12 +6,21 @@ holds), not through a QSortFilterProxyModel: a proxy calls back into Python
 for every comparison and every cell it filters, which on a busy machine
 (thousands of processes) held the GUI thread for seconds per frame. What the
 view asks for (``data``) is only the cells in view.
+
+What the view draws of a row (its ``RowLooks``: every role of every cell) is
+made once per row per frame, when the row is in view, and ``data`` only looks
+it up: Qt's item delegate asks seven roles of each cell it paints. A new frame
+signals the cells in view that look different from what the same place showed
+before -- the same process or, after a re-sort, another one -- and nothing
+else: no layout change while the row count stays, so the view repaints those
+cells, once (the table re-selects its process by key after a re-sort).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import NamedTuple
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont
@@ -36,13 +45,41 @@ __all__ = ["AGENT_MARK", "COL", "COLUMNS", "KEY_ROLE", "SPARK_ROLE", "STYLE_ROLE
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
 SPARK_ROLE = Qt.ItemDataRole.UserRole + 3  # the Growth cell's sparkline values (bytes)
 STYLE_ROLE = Qt.ItemDataRole.UserRole + 4  # the process's (colour, dash) in the plots
+DISPLAY = Qt.ItemDataRole.DisplayRole
+TOOLTIP = Qt.ItemDataRole.ToolTipRole
 
 _EMPTY = TableRows(rows=(), order=TableOrder(), used_columns=frozenset(), user_totals=())
+_N = len(COLUMNS)
+_ALIGNS = tuple(
+    int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter) if c.numeric else None for c in COLUMNS
+)
+_PID, _NAME, _AGENT, _USER, _MEMORY, _GROWTH, _COMMAND = (
+    COL[n] for n in ("PID", "Name", "Agent", "User", "Memory", "Growth", "Command")
+)
 
 
-def _growth_looks(row: ProcessRow) -> tuple:
-    """What the Growth cell shows besides its text: the sparkline and the warning colour."""
-    return row.spark, row.growth is not None and row.growth >= GROWTH_WARN
+class RowLooks(NamedTuple):
+    """One row as the view draws it."""
+
+    row: ProcessRow
+    cells: tuple  # per column (text, colour role, bold, swatch or sparkline): compared between frames
+    roles: dict  # role -> per column, what ``data`` answers
+
+
+def _colour_roles(row: ProcessRow) -> list:
+    """Per column, the theme role its text is drawn in (None: the view's own)."""
+    out: list = [None] * _N
+    if row.visibility != VISIBLE:
+        out[_USER] = out[_COMMAND] = "WARNING"
+    if row.used is None:
+        out[_MEMORY] = "MUTED"
+    if row.has_agent:
+        out[_AGENT] = "OK"
+    if row.growth is not None and row.growth >= GROWTH_WARN:
+        out[_GROWTH] = "WARNING"
+    if row.alert:
+        out[_NAME] = "WARNING"
+    return out
 
 
 class ProcessTableModel(QAbstractTableModel):
@@ -54,11 +91,12 @@ class ProcessTableModel(QAbstractTableModel):
         self.order = TableOrder()
         self.table = _EMPTY
         self._rows: tuple[ProcessRow, ...] = ()
-        self._texts: dict[int, tuple] = {}  # display row -> (its ProcessRow, its cells' texts)
+        self._looks: dict[int, RowLooks] = {}  # display row -> what the view draws of it
         # (first, last) display rows the view shows now; (0, -1) when none (a hidden tab)
         self.in_view: Callable[[], tuple[int, int]] = lambda: (0, len(self._rows) - 1)
         self._bold = QFont()
         self._bold.setBold(True)
+        self._colours: dict[str, QColor] = {}  # theme role -> its colour in today's scheme
 
     @property
     def rows(self) -> list[ProcessRow]:
@@ -74,42 +112,28 @@ class ProcessTableModel(QAbstractTableModel):
         if len(rows) != len(old) or not rows:
             self.beginResetModel()
             self._rows = rows
-            self._texts.clear()
+            self._looks.clear()
             self.endResetModel()
             return
-        if all(a.key == b.key for a, b in zip(rows, old)):
-            self._rows = rows
-            self._changed_cells(rows, old)  # repaint only the cells that read differently
-            return
-        # the same number of rows, some moved: keep selection and scroll
-        self.layoutAboutToBeChanged.emit()
-        keep = self.persistentIndexList()
         self._rows = rows
-        self.changePersistentIndexList(keep, [self._moved(i, old, table) for i in keep])
-        self.layoutChanged.emit()
-        self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
+        self._changed_cells(rows, old)
 
     def _changed_cells(self, rows, old) -> None:
-        """Signal the cells of ``rows`` in view that look different from ``old``
-        (same keys, same places), a column's run of rows at a time: the view
-        repaints those cells only (an Age ticking each second repaints one
-        narrow column, not the table). Rows out of view are read when they
-        scroll in; a range reaching far past the view made Qt repaint it all."""
+        """Signal the cells of ``rows`` in view that look different from what ``old``
+        showed in the same places, a column's run of rows at a time: the view
+        repaints those cells only (an Age ticking each second repaints one narrow
+        column, not the table; a re-sort, the cells whose text moved). Rows out of
+        view are read when they scroll in; a range reaching far past the view made
+        Qt repaint it all."""
         first, last = self.in_view()
-        every = range(len(COLUMNS))
-        growth = COL["Growth"]
         changed: dict[int, list[int]] = {}
         for i in range(max(0, first), min(last + 1, len(rows))):
-            a, b = rows[i], old[i]
-            before = self._cells(i, b)  # (the cache holds b's texts until now)
-            now = self._cells(i, a)
-            if a.visibility != b.visibility:  # it colours several columns
-                columns = every
-            else:
-                spark = _growth_looks(a) != _growth_looks(b)
-                columns = [c for c in every if now[c] != before[c] or (spark and c == growth)]
-            for c in columns:
-                changed.setdefault(c, []).append(i)
+            before = self._looks_of(i, old[i]).cells  # (the cache holds old[i]'s until now)
+            now = self._looks_of(i, rows[i]).cells
+            if now != before:
+                for c in range(_N):
+                    if now[c] != before[c]:
+                        changed.setdefault(c, []).append(i)
         for c, at in changed.items():
             start = at[0]
             for prev, after in zip(at, at[1:] + [-1]):
@@ -117,9 +141,10 @@ class ProcessTableModel(QAbstractTableModel):
                     self.dataChanged.emit(self.index(start, c), self.index(prev, c))
                     start = after
 
-    def _moved(self, index: QModelIndex, old, table: TableRows) -> QModelIndex:
-        row = table.row_of.get(old[index.row()].key) if index.row() < len(old) else None
-        return QModelIndex() if row is None else self.index(row, index.column())
+    def restyle(self) -> None:
+        """The theme changed: colours are looked up again when the view repaints."""
+        self._colours.clear()
+        self._looks.clear()
 
     def set_order(self, order: TableOrder) -> None:
         if order == self.order:
@@ -128,12 +153,45 @@ class ProcessTableModel(QAbstractTableModel):
         self.show(self.table)
         self.order_changed.emit(order)
 
-    def _cells(self, i: int, row: ProcessRow) -> tuple[str, ...]:
-        """Display row ``i``'s texts, made once per row per frame (the view asks often)."""
-        cached = self._texts.get(i)
-        if cached is None or cached[0] is not row:
-            cached = self._texts[i] = (row, tuple(visible(c.text(row)) for c in COLUMNS))
-        return cached[1]
+    def _looks_of(self, i: int, row: ProcessRow) -> RowLooks:
+        """Display row ``i`` (holding ``row``) as the view draws it, made once per row per frame."""
+        held = self._looks.get(i)
+        if held is not None and held.row is row:
+            return held
+        texts = tuple(visible(c.text(row)) for c in COLUMNS)
+        colours = _colour_roles(row)
+        style = self.colours.style(row.identity)
+        bold = row.has_agent
+        cells = tuple(
+            (
+                texts[c],
+                colours[c],
+                bold and c == _AGENT,
+                style if c == _PID else row.spark if c == _GROWTH else None,
+            )
+            for c in range(_N)
+        )
+        fonts, styles, sparks = [None] * _N, [None] * _N, [None] * _N
+        if bold:
+            fonts[_AGENT] = self._bold
+        styles[_PID], sparks[_GROWTH] = style, row.spark
+        roles = {
+            DISPLAY: texts,
+            Qt.ItemDataRole.ForegroundRole: tuple(None if r is None else self._colour(r) for r in colours),
+            Qt.ItemDataRole.FontRole: tuple(fonts),
+            Qt.ItemDataRole.TextAlignmentRole: _ALIGNS,
+            KEY_ROLE: (row.key,) * _N,
+            STYLE_ROLE: tuple(styles),
+            SPARK_ROLE: tuple(sparks),
+        }
+        held = self._looks[i] = RowLooks(row, cells, roles)
+        return held
+
+    def _colour(self, role: str) -> QColor:
+        colour = self._colours.get(role)
+        if colour is None:
+            colour = self._colours[role] = QColor(getattr(theme, role))
+        return colour
 
     # -- Qt ------------------------------------------------------------------------
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
@@ -148,71 +206,54 @@ class ProcessTableModel(QAbstractTableModel):
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+    def headerData(self, section, orientation, role=DISPLAY):
         if orientation != Qt.Orientation.Horizontal:
             return None
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == DISPLAY:
             return COLUMNS[section].name
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == TOOLTIP:
             return COLUMNS[section].tip
         return None
 
-    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+    def data(self, index: QModelIndex, role=DISPLAY):
         if not index.isValid():
             return None
         r = index.row()
-        row = self._rows[r]
-        column = COLUMNS[index.column()]
-        col = column.name
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self._cells(r, row)[index.column()]
-        if role == KEY_ROLE:
-            return row.key
-        if role == STYLE_ROLE and col == "PID":
-            return self.colours.style(row.identity)
-        if role == SPARK_ROLE and col == "Growth":
-            return row.spark
-        if role == Qt.ItemDataRole.TextAlignmentRole and column.numeric:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ForegroundRole:
-            if row.visibility != VISIBLE and col in ("User", "Command"):
-                return QColor(theme.WARNING)
-            if col == "Memory" and row.used is None:
-                return QColor(theme.MUTED)
-            if col == "Agent" and row.has_agent:
-                return QColor(theme.OK)
-            if col == "Growth" and row.growth is not None and row.growth >= GROWTH_WARN:
-                return QColor(theme.WARNING)
-            if col == "Name" and row.alert:
-                return QColor(theme.WARNING)
-        if role == Qt.ItemDataRole.FontRole and col == "Agent" and row.has_agent:
-            return self._bold
-        if role == Qt.ItemDataRole.ToolTipRole:
-            if col == "Command":
-                return tip(visible(row.command))  # another user's argv: as written, never HTML
-            if col == "Memory" and row.used is None and row.visibility == ACCESS_DENIED:
-                return (
-                    "Another user's process: its figures (DRM fdinfo) are not readable "
-                    "without privileges: n/a (access denied), not 0."
-                )
-            if col == "Name" and row.alert:
-                return tip(visible(row.alert))
-            if col == "Name" and row.members:
-                return (
-                    f"{row.members} processes of one user, parent and command line "
-                    f"({'click to fold them' if row.opened else 'click to list them'})"
-                )
-            if col == "Memory" and row.used is None:
-                return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
-            if col == "SM %" and row.mig and row.sm is None:
-                return "NVML gives no per-process SM % on a MIG slice: n/a, not 0."
-            if col == "SM %" and row.sm is None:
-                return (
-                    "No per-process busy figure here: n/a, not 0 (a driver without process "
-                    "utilisation; ROCm compute on an AMD card, whose queues fdinfo does not "
-                    "time; a process just seen)."
-                )
-            if col == "Agent" and row.has_agent:
-                return "Runs the vramscope PyTorch agent: allocator breakdown available."
-            return column.tip
+        values = self._looks_of(r, self._rows[r]).roles.get(role)
+        if values is not None:
+            return values[index.column()]
+        if role == TOOLTIP:
+            return _tooltip(self._rows[r], COLUMNS[index.column()])
         return None
+
+
+def _tooltip(row: ProcessRow, column) -> str | None:
+    """A cell's tooltip (asked only when hovered)."""
+    col = column.name
+    if col == "Command":
+        return tip(visible(row.command))  # another user's argv: as written, never HTML
+    if col == "Memory" and row.used is None and row.visibility == ACCESS_DENIED:
+        return (
+            "Another user's process: its figures (DRM fdinfo) are not readable "
+            "without privileges: n/a (access denied), not 0."
+        )
+    if col == "Name" and row.alert:
+        return tip(visible(row.alert))
+    if col == "Name" and row.members:
+        return (
+            f"{row.members} processes of one user, parent and command line "
+            f"({'click to fold them' if row.opened else 'click to list them'})"
+        )
+    if col == "Memory" and row.used is None:
+        return "The driver gives no per-process figure here (e.g. Windows/WSL, MIG): n/a, not 0."
+    if col == "SM %" and row.mig and row.sm is None:
+        return "NVML gives no per-process SM % on a MIG slice: n/a, not 0."
+    if col == "SM %" and row.sm is None:
+        return (
+            "No per-process busy figure here: n/a, not 0 (a driver without process "
+            "utilisation; ROCm compute on an AMD card, whose queues fdinfo does not "
+            "time; a process just seen)."
+        )
+    if col == "Agent" and row.has_agent:
+        return "Runs the vramscope PyTorch agent: allocator breakdown available."
+    return column.tip

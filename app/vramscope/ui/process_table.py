@@ -181,7 +181,7 @@ class ProcessTable(QWidget):
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         # swatches, sparklines and text colours are read when painted: a switch repaints
-        theme.follow(self, lambda _s: self.view.viewport().update())
+        theme.follow(self, lambda _s: (self.model.restyle(), self.view.viewport().update()))
         self.model.in_view = self._rows_in_view
         self.view.clicked.connect(self._clicked)
 

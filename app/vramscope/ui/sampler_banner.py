@@ -1,7 +1,9 @@
 """The window's side of its sampler process (sources/local_sampler.py): the
 source it reads, and a banner while that process is down -- why, when it is
 started again, and a button to start it now. The window never waits on it:
-the banner reads the host's state on a timer."""
+the banner reads the host's state with each frame (the window's source makes
+one promptly when the process goes down) and on the window's slow poll, and
+every CHECK_MS while it shows."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from vramscope.ui import theme
 
-CHECK_MS = 500  # how often the banner looks at the sampler's state
+CHECK_MS = 500  # how often the banner, while shown, looks at the sampler's state
 
 
 def local_sampler_source(args, settings=None):
@@ -56,17 +58,20 @@ class SamplerBanner(QWidget):
             ),
         )
         self.hide()
-        self.timer = QTimer(self)
+        self.timer = QTimer(self)  # runs only while the banner shows (the countdown)
+        self.timer.setInterval(CHECK_MS)
         self.timer.timeout.connect(self.check)
-        self.timer.start(CHECK_MS)
 
-    def check(self) -> None:
+    def check(self, *_frame) -> None:
         why = self.source.stopped()
         if why is None:
+            self.timer.stop()
             self.hide()
             return
         self.text.setText(f"{why}. The window shows the last GPUs seen until it is back.")
         self.show()
+        if not self.timer.isActive():
+            self.timer.start()
 
     def _restart(self) -> None:
         self.source.process.restart_now()
@@ -75,6 +80,8 @@ class SamplerBanner(QWidget):
 
 def attach_sampler_banner(window, source) -> SamplerBanner:
     banner = SamplerBanner(source, window)
+    window.new_frame.connect(banner.check)
+    window.timer.timeout.connect(banner.check)  # (a sampler that dies before its first frame)
     window.centralWidget().layout().insertWidget(0, banner)
     window.sampler_banner = banner
     return banner

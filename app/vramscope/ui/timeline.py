@@ -26,12 +26,13 @@ from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.process_groups import group_key, group_name, is_group, units
-from vramscope.core.stacking import align, any_finite, lines_drawn, nanmax
+from vramscope.core.stacking import align, any_finite, corners, lines_drawn, nanmax
 from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
 from vramscope.core.units import GiB
 from vramscope.core.view_options import PlotStyle
 from vramscope.ui import theme
 from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
+from vramscope.ui.time_axis import TimeAxis
 from vramscope.ui.timeline_markers import AlertMarkers
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
 from vramscope.ui.safe_text import html_text
@@ -70,7 +71,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.alerted: frozenset = frozenset()  # identities with an active alert
         self.ci.layout.setContentsMargins(2, 4, 4, 2)
         plot = self.plot = self.addPlot(
-            row=0, col=0, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")}
+            row=0, col=0, axisItems={"bottom": TimeAxis(orientation="bottom")}
         )
         theme.fixed_plot(plot, 44)
         # The GiB axis changes when the y range does, not when time scrolls: paint it
@@ -180,8 +181,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         else:
             tu, vu = series(mig_key(self.index, self.mig_uuid, "used"))
             tt, vt = series(mig_key(self.index, self.mig_uuid, "total"))
-        self.used_curve.setData(tu, vu / GiB)
-        self.capacity_curve.setData(tt, vt / GiB)
+        self.used_curve.setData(*corners(tu, vu / GiB))
+        self.capacity_curve.setData(*corners(tt, vt / GiB))
         peak = nanmax(vt, nanmax(vu, 0.0))
 
         # Each process's latest point (one read), so choosing what to draw costs
@@ -319,7 +320,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             if curve is None:
                 curve = self._add(key)
             t, v = series(key)
-            curve.setData(t, v / GiB)
+            curve.setData(*corners(t, v / GiB))
             curve.setVisible(True)
             peak = nanmax(v if since is None else v[t >= since], peak)
         return peak

@@ -1,0 +1,79 @@
+"""The timelines' time axis: pyqtgraph's DateAxisItem, its ticks worked out once
+per scroll instead of once per redraw.
+
+A timeline scrolls: every redraw moves its time range a few seconds while the
+range's width and the axis's length in pixels stay. DateAxisItem then works
+everything out again -- the zoom level (a font measure per level), the ticks
+(a QDateTime conversion per tick), each label (strftime) and each label's size
+(a text layout): about a millisecond a redraw, the largest part of drawing a
+GPU's plot at rest (bench/gui_vs_nvitop.py). Here the ticks are worked out for
+three widths of the range at once and read from there while the range stays
+inside and its density (seconds per pixel) is the same; labels and their sizes
+are remembered by value. What is drawn is DateAxisItem's, tick for tick.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+
+REMEMBERED = 4096  # labels and label sizes kept (then forgotten and made again)
+
+
+class TimeAxis(pg.DateAxisItem):
+    def __init__(self, orientation: str = "bottom", **kwargs):
+        super().__init__(orientation, **kwargs)
+        self._ticks: tuple | None = None  # (density, low, high, levels, zoom level, min spacing)
+        self._labels: dict[tuple, str] = {}  # (value, spacing) -> label
+        self._sizes: dict[tuple, QRectF] = {}  # (font, box, flags, text) -> its bounding rect
+
+    def tickValues(self, minVal, maxVal, size):
+        density = (maxVal - minVal) / size if size else 0.0
+        held = self._ticks
+        if (
+            held is None
+            or not held[1] <= minVal <= maxVal <= held[2]
+            or abs(density - held[0]) > 1e-9 * abs(held[0])
+        ):
+            span = maxVal - minVal
+            levels = super().tickValues(minVal - span, maxVal + span, 3 * size)  # the same density
+            held = (density, minVal - span, maxVal + span, levels, self.zoomLevel, self.minSpacing)
+            self._ticks = held
+        self.zoomLevel, self.minSpacing = held[4], held[5]
+        return [(spacing, [v for v in values if minVal <= v <= maxVal]) for spacing, values in held[3]]
+
+    def tickStrings(self, values, scale, spacing):
+        labels = self._labels
+        missing = [v for v in values if (v, spacing) not in labels]
+        if missing:
+            if len(labels) > REMEMBERED:
+                labels.clear()
+            for v, text in zip(missing, super().tickStrings(missing, scale, spacing)):
+                labels[(v, spacing)] = text
+        return [labels[(v, spacing)] for v in values]
+
+    def generateDrawSpecs(self, p):
+        return super().generateDrawSpecs(_MeasuringPainter(p, self._sizes, id(self.style["tickFont"])))
+
+    def resizeEvent(self, ev=None):
+        self._ticks = None  # another length in pixels: another density
+        super().resizeEvent(ev)
+
+
+class _MeasuringPainter:
+    """The axis picture's painter, its text measures remembered (one font, a few labels)."""
+
+    def __init__(self, painter, sizes: dict, font_key: int):
+        self._painter, self._sizes, self._font = painter, sizes, font_key
+
+    def __getattr__(self, name):
+        return getattr(self._painter, name)
+
+    def boundingRect(self, rect, flags, text):
+        key = (self._font, rect.width(), rect.height(), int(flags), text)
+        held = self._sizes.get(key)
+        if held is None:
+            if len(self._sizes) > REMEMBERED:
+                self._sizes.clear()
+            held = self._sizes[key] = self._painter.boundingRect(rect, flags, text)
+        return QRectF(held)  # (the caller trims its height)
