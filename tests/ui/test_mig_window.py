@@ -4,7 +4,6 @@ slice, and per-process SM % on MIG reads n/a with the reason."""
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtCore import Qt
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, MigSlice, ProcessInfo

@@ -453,4 +453,3 @@ def _muted(text: str) -> QLabel:
     label = QLabel(text)
     theme.styled(label, lambda s: f"color: {s.MUTED};")
     return label
-

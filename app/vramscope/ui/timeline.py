@@ -70,9 +70,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.style = PlotStyle.STACKED
         self.alerted: frozenset = frozenset()  # identities with an active alert
         self.ci.layout.setContentsMargins(2, 4, 4, 2)
-        plot = self.plot = self.addPlot(
-            row=0, col=0, axisItems={"bottom": TimeAxis(orientation="bottom")}
-        )
+        plot = self.plot = self.addPlot(row=0, col=0, axisItems={"bottom": TimeAxis(orientation="bottom")})
         theme.fixed_plot(plot, 44)
         # The GiB axis changes when the y range does, not when time scrolls: paint it
         # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
