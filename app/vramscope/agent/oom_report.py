@@ -100,10 +100,14 @@ def _fix(name: str, recovers, detail: str, short: int, damage: int) -> dict:
     }
 
 
+def covering(fixes: list[dict]) -> list[dict]:
+    """The fixes that cover the shortfall, the one that changes the run least first."""
+    return sorted((f for f in fixes if f.get("covers")), key=lambda f: f.get("damage", END_PROCESS))
+
+
 def least_damaging(fixes: list[dict]) -> dict | None:
     """The fix that covers the shortfall and changes the run least; None when none covers it."""
-    covering = [f for f in fixes if f.get("covers")]
-    return min(covering, key=lambda f: f.get("damage", END_PROCESS)) if covering else None
+    return next(iter(covering(fixes)), None)
 
 
 def _micro_batch(activations, short: int) -> dict | None:

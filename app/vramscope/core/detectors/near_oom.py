@@ -18,7 +18,7 @@ under the agent, an inference server, a notebook, or a plain script.
 
 from __future__ import annotations
 
-from vramscope.agent.oom_report import least_damaging
+from vramscope.agent.oom_report import covering
 from vramscope.agent.protocol import EventKind
 from vramscope.core import oom_context
 from vramscope.core.detectors.advice import (
@@ -350,11 +350,10 @@ def _covering_fixes(data: dict, report, device) -> str:
     event says too little to know the shortfall, or nothing covers it (then the usual
     order, from the bucket that dominates)."""
     postmortem = oom_context.report_of(data, oom_context.module_dicts(report.modules, device))
-    first = least_damaging(postmortem["fixes"])
-    if first is None:
+    fixes = covering(postmortem["fixes"])
+    if not fixes:
         return ""
-    covering = sorted((f for f in postmortem["fixes"] if f["covers"]), key=lambda f: f["damage"])
-    named = "; ".join(f"{f['fix']} (recovers {fmt_bytes(f['recovers'])})" for f in covering[:MAX_FIXES_NAMED])
+    named = "; ".join(f"{f['fix']} (recovers {fmt_bytes(f['recovers'])})" for f in fixes[:MAX_FIXES_NAMED])
     return (
         f"Fixes that cover the {fmt_bytes(postmortem['shortfall'])} shortfall, least damaging "
         f"first: {named}. The OOM post-mortem lists every fix by what it recovers."
