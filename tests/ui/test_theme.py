@@ -184,7 +184,12 @@ _START = textwrap.dedent("""
     vb = tl.plot.vb
     corner = vb.mapToScene(vb.boundingRect().topLeft())
     pos = tl.mapTo(w, tl.mapFromScene(corner))
-    plot_pixel = image.pixelColor(pos.x() + 3, pos.y() + 3).name()
+    # the commonest colour of a patch by the plot's corner: a grid line (ticks follow the
+    # wall clock) may cross any single pixel, never most of a 24 x 24 patch
+    from collections import Counter
+    patch = Counter(image.pixelColor(pos.x() + 2 + i, pos.y() + 2 + j).name()
+                    for i in range(24) for j in range(24))
+    plot_pixel = patch.most_common(1)[0][0]
     window_pixel = image.pixelColor(w.width() - 5, w.height() - 40).name()
     settings = Settings(out + "/settings-" + scheme.name + ".toml")
     d = SettingsDialog(settings)
