@@ -112,10 +112,28 @@ def recorded_calls(one_pass) -> list:
     (``nvmlStructToFriendlyObject`` for each process entry, the versioned
     function behind an unversioned one) run again when the call is replayed,
     so recording them too would make the bare loop do the work twice.
+
+    The process lists and SM samples vramscope reads raw (sources/nvml_raw.py:
+    the same NVML C calls, without pynvml's object per entry) are recorded as
+    the public pynvml call of the same name and arguments, so the bare loop
+    makes them through pynvml.
     """
     import pynvml
 
+    from vramscope.sources.nvml_raw import RawCall
+
     calls, originals, depth = [], {}, [0]
+    raw_call = RawCall.__call__
+
+    def raw_spy(self, *a):
+        if depth[0] == 0:
+            calls.append((originals[self.name], a, {}))
+        depth[0] += 1
+        try:
+            return raw_call(self, *a)
+        finally:
+            depth[0] -= 1
+
     for name in dir(pynvml):
         fn = getattr(pynvml, name)
         if name.startswith("nvml") and callable(fn) and name not in ("nvmlInit", "nvmlShutdown"):
@@ -131,9 +149,11 @@ def recorded_calls(one_pass) -> list:
                     depth[0] -= 1
 
             setattr(pynvml, name, spy)
+    RawCall.__call__ = raw_spy
     try:
         one_pass()
     finally:
+        RawCall.__call__ = raw_call
         for name, fn in originals.items():
             setattr(pynvml, name, fn)
     return calls

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState
 from vramscope.sources import nvml_processes
 from vramscope.sources.nvml import NvmlSource
+from vramscope.sources.nvml_raw import UtilizationRead
 
 
 @pytest.fixture
@@ -140,7 +141,7 @@ def test_sample_columns_match_the_fields_however_the_samples_come(values, spare,
         samples = [array[i] for i in data.draw(st.permutations(range(n)))]
     else:
         samples = [types.SimpleNamespace(pid=p, timeStamp=t, smUtil=s) for p, t, s in values]
-    pids, sms, stamps = nvml_processes._sample_columns(samples)
+    pids, sms, stamps = UtilizationRead.public(samples)
     assert list(pids) == [s.pid for s in samples]
     assert list(sms) == [s.smUtil for s in samples]
     assert list(stamps) == [s.timeStamp for s in samples]

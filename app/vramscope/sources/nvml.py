@@ -65,6 +65,7 @@ from vramscope.sources.nvml_errors import (
 from vramscope.sources.nvml_mig import build_slices, read_mig
 from vramscope.sources.nvml_mig import text as _text
 from vramscope.sources.nvml_processes import HostFigures, frozen_processes, read_processes, read_sm
+from vramscope.sources.nvml_raw import RawReads
 from vramscope.sources.proc_stat import StatReader
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
@@ -122,6 +123,7 @@ class NvmlSource:
         self.holders = holders if holders is not None else DeviceHolderScanner()
         self._nvidia_bus: dict[str, bool] = {}  # bus id -> an NVIDIA device in sysfs
         self._nvml = None
+        self._raw: RawReads | None = None
         self._ready = False
         self._error: str | None = None
         # why there is no NVML, as a fact (callers never parse the error's words):
@@ -245,6 +247,7 @@ class NvmlSource:
                 self.not_installed = self.no_driver = True
                 return False
             self._nvml = pynvml
+            self._raw = RawReads(pynvml)  # the process lists and samples without pynvml's objects
         nvml = self._nvml
         try:
             nvml.nvmlInit()

@@ -8,9 +8,11 @@ and keeps its code; these say what the code means for the next pass.
 
 from __future__ import annotations
 
+SUCCESS = 0
 UNINITIALIZED = 1
 NOT_SUPPORTED = 3
 NOT_FOUND = 6
+INSUFFICIENT_SIZE = 7
 DRIVER_NOT_LOADED = 9
 LIBRARY_NOT_FOUND = 12
 FUNCTION_NOT_FOUND = 13

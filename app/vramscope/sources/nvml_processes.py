@@ -16,16 +16,13 @@ Read through the NVML source's one error wrapper (sources/nvml.py):
   rebuilt from its previous value (``GpuProcess.with_figures``).
 
 A pass handles every listed process of every GPU, so the loops here are
-written for it: pynvml's utilisation samples are ctypes structures whose
-every attribute read goes through a Python ``__getattribute__`` (it decodes
-bytes); their numeric fields are read through the structure's own field
-descriptors instead (``_sample_columns``).
+written for it: the lists and the samples come as plain tuples and columns,
+read from the same NVML calls without pynvml's object per entry
+(sources/nvml_raw.py).
 """
 
 from __future__ import annotations
 
-import ctypes
-import operator
 import time
 
 from vramscope.core.samples import GpuProcess
@@ -49,7 +46,7 @@ def read_processes(source, gpu, handle) -> dict:
     merged: dict[int, list] = {}
     compute = _process_list(source, gpu, handle, COMPUTE)
     if compute:
-        merged = {e.pid: [e.usedGpuMemory, _COMPUTE_ONLY, None] for e in compute}
+        merged = {pid: [used, _COMPUTE_ONLY, None] for pid, used in compute}
         if len(merged) != len(compute):  # a PID listed twice: keep the larger figure
             merged = {}
             _merge(merged, compute, COMPUTE)
@@ -61,8 +58,7 @@ def read_processes(source, gpu, handle) -> dict:
 
 def _merge(merged: dict, entries, kind: str) -> None:
     alone = _KINDS[()][kind]
-    for e in entries:
-        pid, used = e.pid, e.usedGpuMemory
+    for pid, used in entries:
         have = merged.get(pid)
         if have is None:
             merged[pid] = [used, alone, None]
@@ -75,8 +71,8 @@ def _merge(merged: dict, entries, kind: str) -> None:
 
 
 def _process_list(source, gpu, handle, kind: str):
-    """The newest versioned list call the driver offers (_v3, else _v2)."""
-    nvml = source._nvml
+    """The newest versioned list call the driver offers (_v3, else _v2):
+    [(pid, used or None)]."""
     chosen = source._proc_calls.get(kind)
     names = (
         [chosen]
@@ -87,7 +83,7 @@ def _process_list(source, gpu, handle, kind: str):
         ]
     )
     for name in names:
-        fn = getattr(nvml, name, None)
+        fn = source._raw.process_list(name)
         if fn is None:
             continue
         what = f"{kind}_processes"
@@ -105,25 +101,6 @@ def _process_list(source, gpu, handle, kind: str):
     return None
 
 
-_SAMPLE_FIELDS = ("pid", "smUtil", "timeStamp")
-_readers: dict[type, tuple] = {}
-
-
-def _sample_columns(samples) -> tuple[list, list, list]:
-    """(pids, SM %s, timestamps) of a list of utilisation samples, read through
-    the structure's own field descriptors (the same values as its attributes,
-    without pynvml's Python ``__getattribute__`` for each)."""
-    cls = type(samples[0])
-    readers = _readers.get(cls)
-    if readers is None:
-        if issubclass(cls, ctypes.Structure):
-            readers = tuple(getattr(cls, name).__get__ for name in _SAMPLE_FIELDS)
-        else:
-            readers = tuple(operator.attrgetter(name) for name in _SAMPLE_FIELDS)
-        _readers[cls] = readers
-    return tuple(list(map(read, samples)) for read in readers)
-
-
 def read_sm(source, gpu, handle, procs: dict) -> dict | None:
     """SM % of the listed processes: {pid: sm} for those with a sample in the
     last ``SM_SAMPLE_WINDOW`` seconds (the others are at 0 %), or None where
@@ -137,7 +114,7 @@ def read_sm(source, gpu, handle, procs: dict) -> dict | None:
     samples = source._call(
         gpu,
         "process_utilization",
-        source._nvml.nvmlDeviceGetProcessUtilization,
+        source._raw.utilization,
         handle,
         gpu.util_last_seen,
     )
@@ -148,7 +125,7 @@ def read_sm(source, gpu, handle, procs: dict) -> dict | None:
         if code in PERMANENT:
             gpu.skip.add("process_utilization")
         return None
-    if samples:
+    if samples and samples[0]:
         _remember_samples(gpu, samples)
     stamps = gpu.sm_time
     # NVML stamps samples with the CPU wall clock, whatever `now` the caller uses
@@ -161,8 +138,9 @@ def read_sm(source, gpu, handle, procs: dict) -> dict | None:
 
 
 def _remember_samples(gpu, samples) -> None:
-    """gpu.sm[pid], gpu.sm_time[pid]: SM % and timestamp of each process's newest sample."""
-    pids, sms, stamps = _sample_columns(samples)
+    """gpu.sm[pid], gpu.sm_time[pid]: SM % and timestamp of each process's newest
+    sample (``samples``: the columns pids, SM %s, timestamps)."""
+    pids, sms, stamps = samples
     last_seen = gpu.util_last_seen
     sm, when = gpu.sm, gpu.sm_time
     if min(stamps) >= last_seen and len(set(pids)) == len(pids):
