@@ -120,7 +120,10 @@ def recorded_calls(one_pass) -> list:
     """
     import pynvml
 
-    from vramscope.sources.nvml_raw import RawCall
+    try:
+        from vramscope.sources.nvml_raw import RawCall
+    except ImportError:  # an older tree, measured for a before/after, reads through pynvml only
+        RawCall = type("RawCall", (), {"__call__": lambda self, *a: None})
 
     calls, originals, depth = [], {}, [0]
     raw_call = RawCall.__call__

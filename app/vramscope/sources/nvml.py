@@ -9,8 +9,9 @@ failure escapes into the sampler:
   v1, with ``reserved`` None; where neither is supported (a unified-memory
   board: GB10, Jetson) the system's memory pool, marked (sources/unified.py);
 - the compute and graphics process lists and per-process SM %, as frozen
-  values reused while unchanged (sources/nvml_processes.py); MIG slices
-  (sources/nvml_mig.py);
+  values reused while unchanged (sources/nvml_processes.py), read from
+  pynvml's C entry points without its object per entry (sources/nvml_raw.py);
+  MIG slices (sources/nvml_mig.py);
 - a lost GPU is reported as such ("GPU is lost") while the others keep
   updating, and is read again on every pass, so it is picked up when it
   comes back;

@@ -45,6 +45,7 @@ SAMPLE_STRUCT = "c_nvmlProcessUtilizationSample_t"
 SAMPLE_FIELDS = ("pid", "timeStamp", "smUtil")  # in the structure's order
 UTILIZATION_CALL = "nvmlDeviceGetProcessUtilization"
 NOT_AVAILABLE = (1 << 64) - 1  # NVML_VALUE_NOT_AVAILABLE as an unsigned long long (nvml.h)
+_USED = operator.itemgetter(1)
 
 
 # (ctypes type code, size) -> the struct code of that size and sign (c_ulong is 8
@@ -63,22 +64,22 @@ def row_format(struct_type, names: tuple[str, ...]) -> struct.Struct | None:
     try:
         types = dict(struct_type._fields_)
         fields = sorted((getattr(struct_type, name).offset, name) for name in names)
-        size = ctypes.sizeof(struct_type)
-    except (AttributeError, TypeError, ValueError):
-        return None
-    if [name for _offset, name in fields] != list(names):
-        return None
-    fmt, at = "=", 0
-    for offset, name in fields:
-        code = _INTEGER_CODES.get((getattr(types[name], "_type_", None), ctypes.sizeof(types[name])))
-        if code is None or offset < at:
+        if [name for _offset, name in fields] != list(names):
             return None
-        fmt += f"{offset - at}x{code}" if offset > at else code
-        at = offset + ctypes.sizeof(types[name])
-    if size < at:
+        fmt, at = "=", 0
+        for offset, name in fields:
+            size = ctypes.sizeof(types[name])
+            code = _INTEGER_CODES.get((getattr(types[name], "_type_", None), size))
+            if code is None or offset < at:
+                return None
+            fmt += f"{offset - at}x{code}" if offset > at else code
+            at = offset + size
+        rest = ctypes.sizeof(struct_type) - at
+        if rest < 0:
+            return None
+        return struct.Struct(fmt + (f"{rest}x" if rest else ""))
+    except (AttributeError, KeyError, TypeError, ValueError, struct.error):
         return None
-    fmt += f"{size - at}x" if size > at else ""
-    return struct.Struct(fmt)
 
 
 class RawCall:
@@ -129,7 +130,7 @@ class ProcessListRead(RawCall):
         if ret != SUCCESS:
             raise self.nvml.NVMLError(ret)
         entries = self.entries(array, count.value)
-        if any(used == NOT_AVAILABLE for _pid, used in entries):
+        if entries and max(map(_USED, entries)) == NOT_AVAILABLE:  # (the largest value there is)
             entries = [(pid, None if used == NOT_AVAILABLE else used) for pid, used in entries]
         return entries
 
