@@ -255,24 +255,17 @@ def test_a_lost_gpu_is_not_available_through_the_raw_reads(nvml, fake_nvml):
 
 def test_a_pass_reports_the_same_whether_read_raw_or_through_pynvml(fake_nvml, sleepers, monkeypatch):
     a, b, c = sleepers(3)
-    fake_nvml.write(
-        FakeState(
-            gpus=[
-                FakeGpu(
-                    processes=[
-                        FakeProcess(a, GiB, sm=40),
-                        FakeProcess(a, 2 * GiB),  # listed twice: the larger figure
-                        FakeProcess(b, None),  # not available: None, never 0
-                        FakeProcess(b, 700 * MiB, "graphics", sm=7),
-                        FakeProcess(c, 64 * MiB, "graphics"),
-                    ]
-                ),
-                FakeGpu(processes=[FakeProcess(c, 3 * GiB, sm=99)]),
-                FakeGpu(process_utilization=False, processes=[FakeProcess(a, MiB, sm=5)]),
-                FakeGpu(lost=True, processes=[FakeProcess(b, GiB)]),
-            ]
-        )
-    )
+    busy = [
+        FakeProcess(a, GiB, sm=40),
+        FakeProcess(a, 2 * GiB),  # listed twice: the larger figure
+        FakeProcess(b, None),  # not available: None, never 0
+        FakeProcess(b, 700 * MiB, "graphics", sm=7),
+        FakeProcess(c, 64 * MiB, "graphics"),
+    ]
+    other = FakeGpu(processes=[FakeProcess(c, 3 * GiB, sm=99)])
+    no_sm = FakeGpu(process_utilization=False, processes=[FakeProcess(a, MiB, sm=5)])
+    lost = FakeGpu(lost=True, processes=[FakeProcess(b, GiB)])
+    fake_nvml.write(FakeState(gpus=[FakeGpu(processes=busy), other, no_sm, lost]))
     raw = NvmlSource(retry_interval=5.0)
     raw.sample(time.time())  # initialised with the raw reads
     monkeypatch.setattr(nvml_module, "RawReads", lambda module: RawReads(without_private_lookup()))
