@@ -20,7 +20,7 @@ from vramscope.core.samples import (
     ProcessInfo,
 )
 from vramscope.core.units import GiB
-from vramscope.ui.agent_device import legend_html
+from vramscope.ui.agent_breakdown import legend_html
 from vramscope.ui.cards import GpuCard
 from vramscope.ui.end_process_dialog import EndProcessDialog
 from vramscope.ui.hosts_bar import HostsBar
