@@ -35,7 +35,7 @@ from vramscope.core.session.library import RetentionPolicy, enforce_retention, s
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows
 from vramscope.core.session.new_file import create_private_file, remove_quietly
 from vramscope.core.session.module_rows import MODULE_DDL, ModuleRows
-from vramscope.core.session.process_rows import ProcessRows
+from vramscope.core.session.process_ids import ProcessIds
 from vramscope.core.session.rollup_rows import RollupRows
 from vramscope.core.session.schema import (
     AGENT_COLUMNS,
@@ -101,7 +101,7 @@ class SessionWriter:
         self._in_tx = False
         self._last_commit = self._mono()
         self._closed = False
-        self._procs = ProcessRows()
+        self._procs = ProcessIds()
         self._gpu_static: dict[int, tuple] = {}
         self._mig = MigRows()
         self._modules = ModuleRows()

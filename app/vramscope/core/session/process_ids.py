@@ -11,7 +11,7 @@ from vramscope.core.session.schema import PROCESS_FACTS, json_column
 WHERE_SEEN = object()  # id_of without a host: the host whose GPU last showed the process
 
 
-class ProcessRows:
+class ProcessIds:
     """The ids of the processes written so far (inside the writer's transaction)."""
 
     def __init__(self):
