@@ -7,8 +7,9 @@
 
 Both draw the GPU's total used and its capacity (dashed). Every process has
 one style -- colour x dash, from the ColourBook -- in its line, its band and
-its table swatch. The legend (ui/timeline_legend.py) names the processes by memory, largest first,
-always including those with an active alert. Axis in GiB (2**30 bytes).
+its table swatch. The legend (ui/timeline_legend.py) names the processes by
+memory, largest first, always including those with an active alert. Axis in
+GiB (2**30 bytes).
 Following pyqtgraph's practice for long series, curves use peak downsampling
 and clipToView, and the x range is set from the time window -- never
 auto-ranged -- so 24 hours of history stay cheap to draw. Items are created
