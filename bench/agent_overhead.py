@@ -139,7 +139,7 @@ def _make_agent(provider_kind, rundir, model, opt) -> Agent:
 
 
 def _items(agent, kind: str) -> list[dict]:
-    agent._drain()
+    agent.serving.drain()
     return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == kind]
 
 
@@ -385,7 +385,7 @@ def memory() -> None:
             agent.sample_once()
         for i in range(caps["step"] * (rounds if rounds == 1 else 9)):
             agent.steps.records.append((i, time.time(), 0.01, "optimizer", None, None, time.monotonic()))
-        agent._drain()
+        agent.serving.drain()
         cur, _peak = tracemalloc.get_traced_memory()
         sizes.append((len(agent.ring), agent.ring.nbytes, cur))
     tracemalloc.stop()

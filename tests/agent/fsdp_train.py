@@ -54,7 +54,8 @@ def main(out, steps):
                 p for m in model.modules() for p in m.parameters(recurse=False) if not hasattr(p, "to_local")
             ]
             seen["unsharded"] = nbytes(plain)
-            a._walk_due = True  # a walk in the middle of the forward: the swapped-in copies are no weights
+            # a walk in the middle of the forward: the swapped-in copies are no weights
+            a.registry.walk_due = True
             seen["sample"] = a.sample_once()
 
     step = [0]

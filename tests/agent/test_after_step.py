@@ -15,7 +15,7 @@ from .live_bytes import LiveBytes, LiveBytesProvider
 
 
 def _steps(agent):
-    agent._drain()
+    agent.serving.drain()
     return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
 
 

@@ -50,7 +50,7 @@ def cpu_buckets(item: dict) -> dict:
 
 
 def samples(agent) -> list[dict]:
-    agent._drain()
+    agent.serving.drain()
     return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "sample"]
 
 
@@ -147,7 +147,7 @@ def test_after_training_the_main_thread_notes_the_gradients_between_two_statemen
             opt.step()
         assert agent.ledger.stale and agent.handoff.main_thread_trains and agent.ledger.resyncs < 6
         t0 = time.time()
-        threading.Thread(target=agent._agent_turn, args=(time.monotonic(),)).start()  # a sample is due
+        threading.Thread(target=agent.measurer.turn, args=(time.monotonic(),)).start()  # a sample is due
         deadline = time.monotonic() + 5
         item = None
         while item is None and time.monotonic() < deadline:  # the main thread runs statements
@@ -166,7 +166,7 @@ def test_when_no_hook_comes_the_gradients_are_not_known_rather_than_stale(make_a
         model = mlp_bn()
         opt = torch.optim.Adam(model.parameters())
         agent = make_agent(LiveBytesProvider(live), interval=0.05)
-        agent.handoff_wait = 0.1
+        agent.measurer.handoff_wait = 0.1
         agent.watch(model=model, optimizer=opt)
         agent.start()
         for _ in range(2):

@@ -12,7 +12,7 @@ from vramscope.agent import model_hooks
 
 
 def items(agent):
-    agent._drain()
+    agent.serving.drain()
     return [json.loads(b) for b in agent.ring.all_items()]
 
 

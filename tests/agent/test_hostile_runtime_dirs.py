@@ -17,6 +17,7 @@ import pytest
 from vramscope.agent import paths, protocol
 from vramscope.core.samples import Frame
 from vramscope.sources.agent_connection import AgentConnection, NotASocket
+from vramscope.sources.agent_state import ingest
 from vramscope.sources.agents import AgentClient
 
 pytestmark = pytest.mark.timeout(60)
@@ -212,7 +213,7 @@ def test_items_of_the_wrong_types_are_counted_and_the_agent_kept(runtime_dir, ma
     try:
         timed_poll(client)
         [state] = client._agents.values()
-        client._ingest(
+        ingest(
             state,
             [
                 {"kind": "sample", "t": float("nan"), "devices": []},
@@ -222,6 +223,7 @@ def test_items_of_the_wrong_types_are_counted_and_the_agent_kept(runtime_dir, ma
                 {"kind": "step", "t": 1.0, "step": 3, "devices": {"cuda:0": 5}},
                 {"kind": "event", "event": {"x": 1}, "t": 1.0},
             ],
+            client.store,
         )
         assert state.bad_items == 6
         frame, _ = timed_poll(client)

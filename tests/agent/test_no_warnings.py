@@ -85,7 +85,7 @@ HF = textwrap.dedent("""
         warnings.simplefilter("error")  # a warning from the agent's hooks fails the forward
         with_agent = forward()
         agent.sample_once()
-    events = [e[0] for e in agent._events if e[0] != "loaded"]
+    events = [e[0] for e in agent.serving.events if e[0] != "loaded"]
     # what the agent adds: records of its own loggers, or records the run without it lacked
     # (other libraries' records vary with the environment: compared as sets of loggers)
     added = [r for r in with_agent if r[0].startswith("vramscope")

@@ -240,7 +240,7 @@ def test_module_figures_the_agent_has_go_into_the_event_and_the_report(make_agen
     agent.reader = StatsReader(provider)
     agent.module_figures = MODULES  # what the per-module measurement leaves (issue 25 item 1)
     agent._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)
-    agent._drain()
+    agent.serving.drain()
     items = [json.loads(b) for b in agent.ring.all_items()]
     [event] = [i["data"] for i in items if i.get("event") == "oom"]
     assert [m["name"] for m in event["modules"]] == [m["name"] for m in MODULES]

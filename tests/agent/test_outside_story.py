@@ -104,7 +104,7 @@ def test_torch_compile_is_reported_and_the_wrapper_goes_with_the_agent(make_agen
     try:
         compiled = torch.compile(torch.nn.Linear(4, 4), backend="eager")
         assert compiled(torch.randn(2, 4)).shape == (2, 4)  # the user's result, unchanged
-        a._drain()
+        a.serving.drain()
         kinds = [
             it["event"] for it in (json.loads(b) for b in a.ring.all_items()) if it.get("kind") == "event"
         ]

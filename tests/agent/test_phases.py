@@ -41,7 +41,7 @@ def no_sync_no_reset(monkeypatch):
 
 
 def items(agent, kind=None):
-    agent._drain()
+    agent.serving.drain()
     out = [json.loads(b) for b in agent.ring.all_items()]
     return [i for i in out if kind is None or i["kind"] == kind]
 

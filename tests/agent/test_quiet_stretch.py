@@ -35,7 +35,7 @@ def one_step(model, opt, micro=1, update=True):
 
 
 def step_items(agent):
-    agent._drain()
+    agent.serving.drain()
     return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
 
 
@@ -158,7 +158,7 @@ def test_a_sample_asked_mid_stretch_is_taken_by_the_training_thread_at_its_end(m
         steps += 1
     assert agent.handoff.served == 1 and not agent.handoff.wanted
     assert steps <= 40 + left + 1  # at the latest at the first step after the stretch
-    agent._drain()
+    agent.serving.drain()
     taken = [json.loads(b) for b in agent.ring.all_items()]
     taken = [i for i in taken if i["kind"] == "sample" and i["agent"]["taken_by"] == "training thread"]
     assert len(taken) == 1 and taken[0]["step"] == steps

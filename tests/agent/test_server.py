@@ -88,7 +88,7 @@ def test_garbage_gets_an_error_reply_then_a_closed_connection_and_the_agent_serv
     with connect(served.socket_path) as s:
         assert ask(s, {"op": "pull", "cursor": 0})["ok"]
     assert served.server.counters["bad_frames"] == 1
-    assert served._thread.is_alive()
+    assert served.serving.thread.is_alive()
 
 
 def test_a_huge_length_prefix_is_refused_at_once(served):

@@ -130,7 +130,7 @@ def _agent(make_agent, history=False):
 
 
 def _events(agent, kind=EventKind.SITES):
-    agent._drain()
+    agent.serving.drain()
     items = [json.loads(b) for b in agent.ring.all_items()]
     return [i["data"] for i in items if i.get("event") == kind]
 

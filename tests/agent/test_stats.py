@@ -110,7 +110,7 @@ def test_an_oom_in_the_replay_becomes_an_event_with_the_breakdown(make_agent):
     agent.watch(model=model)
     for _ in range(5):
         agent.sample_once()
-    agent._drain()
+    agent.serving.drain()
     events = [_decode(b) for b in agent.ring.all_items()]
     ooms = [e for e in events if e.get("event") == "oom"]
     assert len(ooms) == 1
@@ -172,7 +172,7 @@ def test_the_oom_observer_records_request_free_blocks_and_dumps_a_memory_viz_pic
     agent.sample_once()
     agent._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)  # what the allocator calls
     agent.sample_once()  # num_ooms did not rise again: no second event
-    agent._drain()
+    agent.serving.drain()
     ooms = [e for e in map(_decode, agent.ring.all_items()) if e.get("event") == "oom"]
     assert len(ooms) == 1
     data = ooms[0]["data"]

@@ -113,7 +113,7 @@ def test_buckets_at_forward_mid_backward_backward_and_step_on_cuda(
     last = sum(p.numel() * 4 for p in model[3].parameters())
     assert len(mids) == 3 * micro and mids[0]["gradients"] == last  # half-way: the last layer's only
     assert grad_reads["vramscope-agent"] == 0
-    agent._drain()
+    agent.serving.drain()
     steps = [i for i in agent.ring.all_items() if b'"kind":"step"' in i]
     # (the after-step reading is on the steps the agent's CPU-time budget reads: the first is)
     assert len(steps) == 3 and b'"allocated_after":null' not in steps[0]

@@ -64,7 +64,7 @@ def test_the_step_peak_scaled_to_2x_and_4x_the_micro_batch():
             time.sleep(0.02)
         torch.cuda.synchronize()
         time.sleep(0.3)
-        a._drain()
+        a.serving.drain()
         items = [json.loads(b) for b in a.ring.all_items()]
     finally:
         a.stop()

@@ -68,8 +68,8 @@ def test_alerts_and_actions_are_journaled(tmp_path):
         )
     rec.close()
     reader = open_session(rec.path)
-    assert [a["kind"] for a in reader.alerts()] == ["leak"]  # once, not once per frame
-    assert [a["action"] for a in reader.actions()] == ["SIGTERM"]
+    assert [a["kind"] for a in reader.recorded.alerts()] == ["leak"]  # once, not once per frame
+    assert [a["action"] for a in reader.recorded.actions()] == ["SIGTERM"]
 
 
 @pytest.mark.slow
@@ -107,5 +107,5 @@ def test_headless_record_keeps_the_alerts_it_raised(tmp_path):
     stop = threading.Event()
     threading.Timer(2.0, stop.set).start()
     assert record_session(OomOnThirdPass(), path, interval=0.2, stop=stop) == 0
-    alerts = open_session(path).alerts()
+    alerts = open_session(path).recorded.alerts()
     assert ("oom", "critical") in [(a["kind"], a["severity"]) for a in alerts]

@@ -91,8 +91,8 @@ def test_reopened_frame_equals_recorded(session):
         xorg = [p for p in r.frame_at(T0 + 3).gpus[0].processes if p.pid == 900][0]
         assert xorg.used is None and xorg.sm is None
         assert r.frame_at(T0 + 3).gpus[0].util_memory is None
-        assert r.alerts()[0]["title"] == "allocated rises 4 MiB per step"
-        assert r.actions()[0]["result"] == "SIGTERM sent"
+        assert r.recorded.alerts()[0]["title"] == "allocated rises 4 MiB per step"
+        assert r.recorded.actions()[0]["result"] == "SIGTERM sent"
 
 
 def test_reused_pid_is_a_second_identity(session):

@@ -12,7 +12,8 @@ from vramscope.agent.protocol import ItemKind
 from vramscope.core.samples import AgentDevice
 from vramscope.sources import agent_input
 from vramscope.sources.agent_reports import merged_peak
-from vramscope.sources.agents import AgentClient, _Agent
+from vramscope.sources.agent_state import AgentState, ingest
+from vramscope.sources.agents import AgentClient
 
 GiB = 1 << 30
 
@@ -25,11 +26,11 @@ def _sample(t, allocated, peak, bound=None, device="cuda:0"):
 
 
 def _state():
-    return _Agent(path=None, hello=agent_input.hello({"pid": 4242, "start_time": 100.0}))
+    return AgentState(path=None, hello=agent_input.hello({"pid": 4242, "start_time": 100.0}))
 
 
 def _report(client, state, items):
-    client._ingest(state, items)
+    ingest(state, items, client.store)
     (report,) = [r for r in client.reports() if r.pid == 4242]
     return {d.device: d for d in report.devices}
 

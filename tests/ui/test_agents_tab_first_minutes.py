@@ -48,7 +48,8 @@ def test_a_model_on_the_cpu_says_so(themed_app, qtbot):
 def test_the_legend_says_n_a_where_the_areas_draw_nothing_never_an_older_figure():
     import numpy as np
 
-    from vramscope.ui.agent_device import hold, value_at
+    from vramscope.ui.agent_breakdown import value_at
+    from vramscope.ui.agent_device import hold
 
     t = np.array([1.0, 2.0, 3.0])
     grads = np.array([0.0, 5.0 * MiB, np.nan])  # zeroed, measured, then not known

@@ -42,7 +42,7 @@ def test_each_gpu_shows_what_fills_it_stacked_largest_at_the_bottom(busy, artifa
         b <= a + ORDER_STEP for a, b in zip(sizes, sizes[1:])
     )  # ties within ORDER_STEP keep their order
     assert is_group(own[0]) and len(tl._units[own[0]]) == 10
-    names = tl.legend_labels()
+    names = tl.legend.names()
     assert any(n.startswith("ray::RolloutWorker ×10") for n in names)
     # "others" (when there is one) is never the largest band
     if OTHERS in stack.order:
@@ -69,20 +69,20 @@ def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
     latest = w.store.latest
     label_of = w.feed.labels()
     procs = sorted((p for p in latest.gpus[1].processes if p.used), key=lambda p: -p.used)
-    named = tl.legend_labels()
+    named = tl.legend.names()
     shown = [label_of[p.identity] for p in procs if label_of[p.identity] in named]
     assert shown == [n for n in named if n in shown]  # the legend's order is by memory
     assert named[0] == label_of[procs[0].identity]
     alerted = {a.pid for a in w.services.panels.alerts.alerts()}
     smallest = [p for p in procs if p.pid not in alerted][-1]
     assert label_of[smallest.identity] not in named  # too small for the room ...
-    rows_before = [sample for sample, _label in tl.legend.items]
+    rows_before = [sample for sample, _label in tl.legend.item.items]
     w.gpu_panel.set_alerted([smallest.identity])
     w.refresh(force=True)
-    assert label_of[smallest.identity] in tl.legend_labels()  # ... until it has an alert
+    assert label_of[smallest.identity] in tl.legend.names()  # ... until it has an alert
     # the rows are the same items, each now showing its new process (never re-created)
-    assert [sample for sample, _label in tl.legend.items] == rows_before
-    for (key, name), (sample, label) in zip(tl._legend, tl.legend.items):
+    assert [sample for sample, _label in tl.legend.item.items] == rows_before
+    for (key, name), (sample, label) in zip(tl.legend.rows, tl.legend.item.items):
         assert label.text.startswith(name)
         if key in tl.proc_curves:
             assert sample.item is tl.proc_curves[key]
@@ -162,11 +162,11 @@ def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
     assert w.minimumSizeHint().height() <= 640 and w.minimumSizeHint().width() <= 1000
     for tl in w.gpu_panel.timelines.values():
         # the legend fits beside its plot: nothing cut at the bottom
-        _sample, last = tl.legend.items[-1]
+        _sample, last = tl.legend.item.items[-1]
         bottom = tl.mapFromScene(last.mapRectToScene(last.boundingRect()).bottomLeft()).y()
         assert bottom <= tl.height(), (
-            len(tl.legend.items),
-            " | ".join(label.text[-22:] for _s, label in tl.legend.items),
+            len(tl.legend.item.items),
+            " | ".join(label.text[-22:] for _s, label in tl.legend.item.items),
         )
     for i in range(w.tabs.count()):
         w.tabs.setCurrentIndex(i)

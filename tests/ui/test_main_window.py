@@ -83,11 +83,11 @@ def test_curves_are_the_store_series(make_window, scripted_frames, window):
     job = proc_key(0, 5555, T0 + 20)
     if window == "all":  # the short job (k 20..49) is in the window, marked as ended
         assert tl0.proc_curves[job].isVisible()
-        assert "eval.py (5555) · ended" in tl0.legend_labels()
+        assert "eval.py (5555) · ended" in tl0.legend.names()
     else:
         assert job not in tl0.proc_curves or not tl0.proc_curves[job].isVisible()
-    assert "train.py (4242)" in tl0.legend_labels()
-    assert "Jupyter kernel (3131)" in tl0.legend_labels()
+    assert "train.py (4242)" in tl0.legend.names()
+    assert "Jupyter kernel (3131)" in tl0.legend.names()
     # the n/a process is named beside the plot, not drawn as a zero line
     assert proc_key(1, 777, None) not in w.gpu_panel.timelines[1].proc_curves
 

@@ -124,7 +124,7 @@ def test_each_slice_has_its_own_row_and_timeline(make_window, artifacts_dir):
     x, y = big.timeline.used_curve.getData()
     t, v = w.feed.store.series(mig_key(0, BIG, "used"), t[-1] - 60)  # the last minute (window "1m")
     assert len(t) > 30 and drawn_through(x, y * GiB, t, v)
-    legend = " ".join(big.timeline.legend_labels())
+    legend = " ".join(big.timeline.legend.names())
     assert "train.py" in legend and "vllm" not in legend.lower()
     assert not panel.rows[1].card.mig.isVisible()
     save(w, artifacts_dir, "mig-1400x900.png")

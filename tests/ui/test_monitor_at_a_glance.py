@@ -58,11 +58,11 @@ def test_legend_names_are_elided_never_their_figures(make_window, qtbot):
         w.refresh(force=True)
         qtbot.wait(30)
         tl = w.gpu_panel.timelines[0]
-        texts = [label.text for _sample, label in tl.legend.items]
+        texts = [label.text for _sample, label in tl.legend.item.items]
         long = [t for t in texts if "…" in t]
         assert long and all(t.endswith(" GiB") for t in long), texts
-        for _sample, label in tl.legend.items:  # each label fits the legend's column
-            assert label.item.boundingRect().width() <= tl.legend.boundingRect().width()
+        for _sample, label in tl.legend.item.items:  # each label fits the legend's column
+            assert label.item.boundingRect().width() <= tl.legend.item.boundingRect().width()
 
 
 @pytest.mark.slow
@@ -96,4 +96,4 @@ def test_opening_groups_keeps_every_plot_and_its_axes_inside_its_row(busy, qtbot
         for timeline in w.gpu_panel.timelines.values():
             # the plot (with its time axis) and the legend fit the widget: nothing cut
             assert timeline.ci.geometry().height() <= timeline.height() + 1
-            assert timeline.legend.boundingRect().height() <= timeline.height()
+            assert timeline.legend.item.boundingRect().height() <= timeline.height()

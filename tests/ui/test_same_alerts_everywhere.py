@@ -119,7 +119,7 @@ def test_record_status_stream_and_the_window_raise_the_same_alerts(
         timeout=120,
     )
     assert record.returncode == 0, record.stderr
-    in_session = _kinds(open_session(out).alerts())
+    in_session = _kinds(open_session(out).recorded.alerts())
 
     args = argparse.Namespace(
         demo=False,

@@ -36,7 +36,7 @@ def test_a_process_ended_from_the_window_is_in_the_sampler_s_session(fake_nvml, 
         assert actions.wait_gone(pid, start, 10.0)
     finally:
         source.close()
-    recorded = [(a["action"], a["pid"]) for a in open_session(path).actions()]
+    recorded = [(a["action"], a["pid"]) for a in open_session(path).recorded.actions()]
     assert ("SIGTERM", pid) in recorded
 
 

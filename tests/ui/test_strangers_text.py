@@ -20,13 +20,13 @@ from vramscope.core.samples import (
     ProcessInfo,
 )
 from vramscope.core.units import GiB
-from vramscope.ui.agent_device import legend_html
+from vramscope.ui.agent_breakdown import legend_html
 from vramscope.ui.cards import GpuCard
 from vramscope.ui.end_process_dialog import EndProcessDialog
 from vramscope.ui.hosts_bar import HostsBar
 from vramscope.ui.process_model import ProcessTableModel
 from vramscope.ui.theme import ColourBook, current
-from vramscope.ui.timeline import _label
+from vramscope.ui.timeline_legend import process_label
 
 HTML_ARGV = (
     "python",
@@ -121,7 +121,7 @@ def test_labels_of_the_end_process_dialog_hosts_and_cards_are_plain_text(themed_
 
 def test_a_process_name_in_the_timeline_legend_and_an_agent_note_are_text_not_html():
     key = ("proc", 0, 7, 1.7e9, "used")
-    shown = _label(key, {ProcessIdentity(7, 1.7e9): "<img src=x>\u202e (7)"})
+    shown = process_label(key, {ProcessIdentity(7, 1.7e9): "<img src=x>\u202e (7)"})
     assert shown == "&lt;img src=x&gt;\\u202e (7)"
     page = legend_html([], current(), note="<a href='http://evil'>x</a>")
     doc = QTextDocument()

@@ -140,7 +140,7 @@ def test_live_switch_recolours_the_open_window(
     assert tl.used_curve.opts["pen"].color().name() == L.TOTAL_USED
     assert tl.capacity_curve.opts["pen"].color().name() == L.CAPACITY
     assert tl.plot.getAxis("left").textPen().color().name() == L.PLOT_FOREGROUND
-    assert pg.mkColor(tl.legend.opts["labelTextColor"]).name() == L.TEXT
+    assert pg.mkColor(tl.legend.item.opts["labelTextColor"]).name() == L.TEXT
     assert L.CARD_BACKGROUND in card.styleSheet() and theme.DARK.CARD_BACKGROUND not in card.styleSheet()
     proc_pens = {c.opts["pen"].color().name().upper() for c in tl.proc_curves.values()}
     assert proc_pens and proc_pens <= set(L.PROCESS_COLOURS)
@@ -200,7 +200,7 @@ _START = textwrap.dedent("""
     a.grab().save(out + "/about-dialog-" + scheme.name + ".png")
     print(json.dumps({"scheme": scheme.name, "plot_pixel": plot_pixel,
                       "card_style": w.gpu_panel.cards[0].styleSheet(),
-                      "legend_text": pg.mkColor(tl.legend.opts["labelTextColor"]).name()}))
+                      "legend_text": pg.mkColor(tl.legend.item.opts["labelTextColor"]).name()}))
     w.close(); feed.close()
 """)
 

@@ -41,7 +41,6 @@ from vramscope.agent.outside_events import OutsideEvents
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.registry import Registry
 from vramscope.agent.ring import ItemRing
-from vramscope.agent import sampling
 from vramscope.agent.serving import Serving
 from vramscope.agent.sharded import Sharding
 from vramscope.agent.stats import StatsReader
@@ -128,26 +127,6 @@ class Agent:
     def reader(self, reader: StatsReader | None) -> None:
         self.measurer.reader = reader
 
-    @property
-    def handoff_wait(self) -> float | None:
-        return self.measurer.handoff_wait
-
-    @handoff_wait.setter
-    def handoff_wait(self, seconds: float | None) -> None:
-        self.measurer.handoff_wait = seconds
-
-    @property
-    def _thread(self):  # tests check the agent thread lives on
-        return self.serving.thread
-
-    @property
-    def _walk_due(self) -> bool:
-        return self.registry.walk_due
-
-    @_walk_due.setter
-    def _walk_due(self, due: bool) -> None:
-        self.registry.walk_due = due
-
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
         """Register (the caller's thread: the training thread, where ``.grad`` may be read)."""
@@ -217,7 +196,7 @@ class Agent:
             self.steps.end_stretch_here()  # a quiet stretch's steps into the dump
             if self.serving.started.is_set():
                 self.sample_once()
-                self.write_final()
+                requests.write_final(self)
         except Exception:
             pass
         finally:
@@ -246,21 +225,8 @@ class Agent:
         agent thread the gradients come from the ledger."""
         return self.measurer.sample_here(drain=True)
 
-    def _agent_turn(self, now: float) -> None:
-        self.measurer.turn(now)
-
-    def _drain(self) -> None:
-        self.serving.drain()
-
-    def buckets_now(self, devices: dict) -> dict:
-        return sampling.buckets_now(self, devices)
-
     def emit(self, kind: str, data: dict) -> None:
         self.serving.emit(kind, data)
-
-    @property
-    def _events(self):
-        return self.serving.events
 
     def error(self, exc: BaseException) -> None:
         self.errors += 1
@@ -276,20 +242,10 @@ class Agent:
     def _on_oom(self, device, alloc, device_allocated, device_free) -> None:
         """The allocator's OOM observer (training thread, GIL held, allocator unlocked)."""
         try:
-            self.record_oom(int(device), int(alloc), int(device_free), source="observer")
+            oom.record(self, int(device), int(alloc), int(device_free), source="observer")
         except Exception as exc:
             self.error(exc)
-
-    def record_oom(
-        self, device: int | None, requested: int | None, device_free: int | None, source: str
-    ) -> None:
-        oom.record(self, device, requested, device_free, source)
 
     # -- requests (agent thread) --------------------------------------------------------------------
     def handle_request(self, request: dict) -> bytes:
         return requests.answer(self, request)
-
-    # -- the last words ---------------------------------------------------------------------------------
-    def write_final(self) -> str | None:
-        """At exit: the whole ring to <runtime dir>/agent-<pid>-<ticks>.final.json (0600)."""
-        return requests.write_final(self)

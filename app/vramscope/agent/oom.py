@@ -24,7 +24,7 @@ import pickle
 import stat
 import time
 
-from vramscope.agent import postmortem
+from vramscope.agent import postmortem, sampling
 from vramscope.agent.buckets import collect, measure
 from vramscope.agent.protocol import EventKind
 
@@ -125,7 +125,7 @@ def build_oom_event(
 
 
 def record(agent, device: int | None, requested: int | None, device_free: int | None, source: str) -> None:
-    """An OOM seen now (the observer, on the allocating thread, or ``record_oom``): the
+    """An OOM seen now (the observer, on the allocating thread): the
     allocator's figures, a fresh walk and the buckets at this instant, the largest blocks."""
     reader = agent.reader
     provider = reader.provider if reader is not None else None
@@ -155,7 +155,15 @@ def record(agent, device: int | None, requested: int | None, device_free: int | 
         except Exception as exc:
             agent.error(exc)
     event = build_oom_event(
-        device, requested, device_free, total, devices, agent.buckets_now(devices), snapshot, path, source
+        device,
+        requested,
+        device_free,
+        total,
+        devices,
+        sampling.buckets_now(agent, devices),
+        snapshot,
+        path,
+        source,
     )
     postmortem.complete(agent, event, device, snapshot)
     agent.emit(EventKind.OOM, event)
@@ -179,7 +187,7 @@ def check_num_ooms(agent, devices: dict) -> None:
                     None,
                     fields.get("total"),
                     devices,
-                    agent.buckets_now(devices),
+                    sampling.buckets_now(agent, devices),
                     None,
                     None,
                     "num_ooms",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vramscope.core.ring import TieredRing
-from vramscope.core.samples import Frame
+from vramscope.core.samples import Frame, ProcessIdentity
 
 GPU_METRICS = ("used", "total", "reserved", "util_gpu", "temperature", "power_w")
 # The sum of a GPU's per-process figures at each sample (n/a counts 0): the
@@ -75,6 +75,12 @@ def gpu_key(index: int, metric: str) -> tuple:
 
 def proc_key(gpu_index: int, pid: int, start_time: float | None) -> tuple:
     return ("proc", gpu_index, pid, start_time, "used")
+
+
+def proc_identity(key: tuple) -> ProcessIdentity:
+    """The process a proc_key's series belongs to."""
+    _, _gpu, pid, start, _metric = key
+    return ProcessIdentity(pid, start)
 
 
 def _is_proc(key) -> bool:

@@ -46,7 +46,7 @@ def _interval_peaks(devices: tuple, peaks: dict) -> tuple:
 
 
 def report_of(state) -> AgentReport:
-    """The AgentReport of one agent's state (sources/agents.py's ``_Agent``): the
+    """The AgentReport of one agent's state (sources/agent_state.py's ``AgentState``): the
     newest sample's figures, with each device's peak over every sample since the
     previous report (the frame's whole interval)."""
     hello, sample = state.hello, state.latest

@@ -16,16 +16,15 @@ namespace): then they are reported under its host PID. Agents inside a GPU
 process's container are looked for through /proc/<pid>/root
 (sources/container_agents.py), or their directory is shared with the host.
 
-Pulled samples become AgentReport values on the frame and series in the
-store (the layout is core/agent_series.py's, shared with the demo and with
-reopened sessions). An agent that speaks another protocol version is not
+Pulled items update each agent's state (sources/agent_state.py) and become
+AgentReport values on the frame and series in the store (the layout is
+core/agent_series.py's, shared with the demo and with reopened sessions). An agent that speaks another protocol version is not
 dropped: it is reported with the mismatch as its error, so the window and
 ``vramscope status`` say why its figures are missing.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 import logging
@@ -34,58 +33,24 @@ import stat
 import time
 
 from vramscope.agent import paths, protocol
-from vramscope.agent.protocol import Bucket, EventKind, ItemKind, Op
+from vramscope.agent.protocol import Bucket, EventKind, Op
 from vramscope.core import agent_series, bounded_read
 from vramscope.core import oom_context
 from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
-from vramscope.core.samples import AgentEvent, AgentReport, Frame
-from vramscope.sources import agent_input, agent_modules, allocator_input, container_agents
+from vramscope.core.samples import AgentReport, Frame
+from vramscope.sources import agent_input, container_agents
 from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
-from vramscope.sources.agent_reports import merged_peak, report_of, with_outside
+from vramscope.sources.agent_reports import report_of, with_outside
+from vramscope.sources.agent_state import AgentState, ingest, record_points
 
 log = logging.getLogger(__name__)
 
-RECENT_EVENTS = 50
 MAX_PULLS_PER_POLL = 16
 PASS_BUDGET = 1.0  # seconds one pass waits on all agents together (connects, replies)
 QUIET_PAUSE, QUIET_PAUSE_MAX = 2.0, 30.0  # a socket that said nothing: tried again after
 MAX_DIR_ENTRIES = 4096  # names looked at per directory and pass
 START_TIME_TOLERANCE = 0.05  # seconds; both sides compute btime + ticks / CLK_TCK
 STALE_SWEEP_EVERY = 30.0
-
-
-@dataclasses.dataclass
-class _Agent:
-    path: str | None
-    hello: agent_input.Hello
-    cursor: int = 0
-    conn: AgentConnection | None = None
-    latest: agent_input.Sample | None = None  # the newest sample item
-    step: int | None = None
-    new_events: list = dataclasses.field(default_factory=list)
-    recent: collections.deque = dataclasses.field(
-        default_factory=lambda: collections.deque(maxlen=RECENT_EVENTS)
-    )
-    dropped: bool = False
-    ended_at: float | None = None
-    error: str | None = None
-    bad_items: int = 0
-    host_pid: int | None = None  # its PID here, when it lives in another PID namespace
-    modules: dict = dataclasses.field(default_factory=dict)  # model name -> ModuleFigures of its latest item
-    allocator: dict | None = None  # the newest allocator summary (sources/allocator_input.py)
-    # device -> (peak, upper bound or None) over the samples since the last report: a frame
-    # carries the peak of its whole interval, not only of the newest sample's
-    peaks: dict = dataclasses.field(default_factory=dict)
-
-    @property
-    def pid(self) -> int:
-        if self.host_pid is not None:
-            return self.host_pid
-        return self.hello.pid
-
-    @property
-    def start_time(self) -> float | None:
-        return self.hello.start_time
 
 
 class AgentClient:
@@ -108,7 +73,7 @@ class AgentClient:
         self.keep_ended = keep_ended
         self.final_max_age = final_max_age
         self._clock = clock
-        self._agents: dict[tuple, _Agent] = {}  # (pid, start_ticks) -> state
+        self._agents: dict[tuple, AgentState] = {}  # (pid, start_ticks) -> state
         self._finals_seen: set[str] = set()
         self._last_sweep = 0.0
         self._pidns = paths.pid_namespace()
@@ -222,7 +187,7 @@ class AgentClient:
             self._last_sweep = now
         return sockets, finals
 
-    def _handshake(self, keys: list, where: dict, deadline: float) -> list[_Agent]:
+    def _handshake(self, keys: list, where: dict, deadline: float) -> list[AgentState]:
         """Connect to these agents and say hello to all of them at once; the states
         that answered, connected."""
         now = time.monotonic()
@@ -257,7 +222,7 @@ class AgentClient:
             self._quiet.pop(path, None)
             state = self._agents.get(key)
             if state is None or state.hello.start_ticks != hello.start_ticks:
-                state = self._agents[key] = _Agent(path=path, hello=hello)
+                state = self._agents[key] = AgentState(path=path, hello=hello)
             elif state.conn is not None:
                 state.conn.close()
             state.conn = conn
@@ -288,7 +253,7 @@ class AgentClient:
         state = self._agents.get(key)
         if state is None and isinstance(exc, VersionRefused):
             # shown, not dropped: the window and `status` say why there are no figures
-            state = self._agents[key] = _Agent(
+            state = self._agents[key] = AgentState(
                 path=path,
                 hello=agent_input.Hello(
                     pid=key[0], start_ticks=key[1], start_time=paths.start_time_from_ticks(key[1])
@@ -300,7 +265,7 @@ class AgentClient:
                 state.conn.close()
                 state.conn = None
 
-    def _pull_rounds(self, states: list[_Agent], deadline: float, retry: bool = False) -> set:
+    def _pull_rounds(self, states: list[AgentState], deadline: float, retry: bool = False) -> set:
         """Pull from all these agents at once, again from those that have more (up to
         MAX_PULLS_PER_POLL rounds). With ``retry``, the keys of agents whose idle
         connection was dropped (the agent drops connections idle for a few seconds,
@@ -338,7 +303,7 @@ class AgentClient:
                 if reply.get("dropped") is True:
                     state.dropped = True
                 items = reply.get("items")
-                self._ingest(state, items if isinstance(items, list) else [])
+                ingest(state, items if isinstance(items, list) else [], self.store)
                 cursor = agent_input.integer(reply.get("cursor"))
                 if cursor is not None and cursor >= state.cursor:
                     state.cursor = cursor
@@ -360,7 +325,7 @@ class AgentClient:
             return
         state = self._agents.get(key)
         if state is None:
-            state = self._agents[key] = _Agent(path=None, hello=hello)
+            state = self._agents[key] = AgentState(path=None, hello=hello)
         fresh = [
             it
             for it in items
@@ -368,56 +333,10 @@ class AgentClient:
             and agent_input.integer(it.get("seq")) is not None
             and it["seq"] > state.cursor
         ]
-        self._ingest(state, fresh)
+        ingest(state, fresh, self.store)
         if fresh:
             state.cursor = max(it["seq"] for it in fresh)
         state.ended_at = self._clock()
-
-    # -- items -> state + store ---------------------------------------------------------------
-    def _ingest(self, state: _Agent, items: list) -> None:
-        for item in items:
-            try:
-                kind = item.get("kind")
-                if kind == ItemKind.SAMPLE:
-                    self._ingest_sample(state, item)
-                elif kind == ItemKind.STEP:
-                    self._ingest_step(state, item)
-                elif kind == ItemKind.MODULES:
-                    state.modules[agent_input.text(item.get("model")) or ""] = agent_modules.decode(item)
-                elif kind == ItemKind.ALLOCATOR:
-                    state.allocator = allocator_input.allocator(item)
-                elif kind == ItemKind.EVENT:
-                    event = agent_input.event(item)
-                    ev = AgentEvent(kind=event.kind, time=event.t, data=event.data)
-                    state.new_events.append(ev)
-                    state.recent.append(ev)
-                    self._record(
-                        agent_series.event_points(state.pid, state.start_time, ev.kind, ev.time, ev.data)
-                    )
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-                state.bad_items += 1
-                log.debug("agent %s: item skipped: %s", state.pid, exc)
-
-    def _ingest_sample(self, state: _Agent, item: dict) -> None:
-        sample = agent_input.sample(item)
-        if state.latest is None or sample.t >= state.latest.t:
-            state.latest = sample
-        for dev in sample.devices:
-            state.peaks[dev.device] = merged_peak(state.peaks.get(dev.device), dev)
-        if sample.step is not None:
-            state.step = max(state.step or 0, sample.step)
-        self._record(agent_series.device_points(state.pid, state.start_time, sample.t, sample.devices))
-
-    def _ingest_step(self, state: _Agent, item: dict) -> None:
-        step = agent_input.step(item)
-        state.step = max(state.step or 0, step.step)
-        ev = AgentEvent(kind=EventKind.STEP, time=step.t, data=step.event_data())
-        state.new_events.append(ev)
-        self._record(agent_series.step_points(state.pid, state.start_time, step.t, ev.data))
-
-    def _record(self, points) -> None:
-        if self.store is not None:
-            agent_series.record(self.store, points)
 
     # -- reports and matching -----------------------------------------------------------------------
     def reports(self) -> list[AgentReport]:
@@ -456,7 +375,8 @@ class AgentClient:
             gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
         reports = [final_reports[id(r)] for r in reports]
         for r in reports:  # outside PyTorch is the monitor's bucket: at the frame's time
-            self._record(
+            record_points(
+                self.store,
                 agent_series.sample_points(
                     r.pid,
                     r.start_time,
@@ -466,7 +386,7 @@ class AgentClient:
                         for d in r.devices
                         if d.buckets is not None and d.buckets.outside_pytorch is not None
                     ],
-                )
+                ),
             )
         return dataclasses.replace(frame, gpus=tuple(gpus), agents=tuple(reports))
 
@@ -477,7 +397,7 @@ class AgentClient:
         ns = state.hello.pid_namespace if state else None
         return ns is None or self._pidns is None or ns == self._pidns
 
-    def _find(self, report: AgentReport) -> _Agent | None:
+    def _find(self, report: AgentReport) -> AgentState | None:
         for state in self._agents.values():
             if state.pid == report.pid and state.start_time == report.start_time:
                 return state

@@ -1,6 +1,8 @@
-"""The planner's form: every input of `vramscope plan`, and where the model
+"""The planner's form: every input of `vramscope plan`. Here: where the model
 comes from -- a parameter count, a config.json, a model name (the local
-Hugging Face cache, or the Hub when online), or the attached process.
+Hugging Face cache, or the Hub when online), or the attached process; the
+run's inputs (mode, precision, training, inference) are in
+ui/planner_run_inputs.py.
 
 Configs are read and counted by the core (config_source, configs); counting
 a family that needs transformers, or fetching from the Hub, runs on a worker
@@ -13,7 +15,6 @@ from dataclasses import replace
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -26,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramscope.core.planner import PlanError, PlanRequest, parse_count, parse_gpu_memory, shape_from_params
+from vramscope.core.planner import PlanError, PlanRequest, parse_count, shape_from_params
 from vramscope.core.planner.config_source import (
     NOT_FETCHED,
     cached_models,
@@ -35,6 +36,7 @@ from vramscope.core.planner.config_source import (
     offline,
 )
 from vramscope.core.planner.live import live_model, live_request
+from vramscope.ui.planner_run_inputs import RunInputs
 from vramscope.ui.planner_shape_loader import ShapeLoader, shape_of
 from vramscope.ui.planner_widgets import spin
 
@@ -67,9 +69,10 @@ class PlannerForm(QWidget):
         self._loader = ShapeLoader(self.model_status_text, self._set_shape, self)  # workers when slow
         col = QVBoxLayout(self)
         col.addWidget(self._model_box())
-        col.addWidget(self._run_box())
-        col.addWidget(self._train_box())
-        col.addWidget(self._infer_box())
+        self.run = RunInputs()
+        col.addWidget(self.run.run_box)
+        col.addWidget(self.run.train_box)
+        col.addWidget(self.run.infer_box)
         col.addStretch(1)
         self._connect()
         self._source_changed()
@@ -140,109 +143,14 @@ class PlannerForm(QWidget):
             f.addRow(label, w)
         return box
 
-    def _run_box(self) -> QGroupBox:
-        box = QGroupBox("Run")
-        f = QFormLayout(box)
-        self.mode = QComboBox()
-        self.mode.addItem("Training", "train")
-        self.mode.addItem("Inference", "infer")
-        self.precision = QComboBox()
-        self.gpu_memory = QLineEdit()
-        self.gpu_memory.setPlaceholderText("detected GPUs, or e.g. 24GiB, A100=80GiB")
-        f.addRow("Mode", self.mode)
-        f.addRow("Precision", self.precision)
-        f.addRow("GPU memory", self.gpu_memory)
-        return box
-
-    def _train_box(self) -> QGroupBox:
-        self.train_box = QGroupBox("Training")
-        f = QFormLayout(self.train_box)
-        self.optimizer = QComboBox()
-        for key, text in (
-            ("adam", "Adam (8 B)"),
-            ("adamw", "AdamW (8 B)"),
-            ("adam8bit", "8-bit Adam (2 B)"),
-            ("sgd-momentum", "SGD momentum (4 B)"),
-            ("sgd", "SGD (0 B)"),
-        ):
-            self.optimizer.addItem(text, key)
-        self.grad_layout = QComboBox()
-        self.grad_layout.addItem("16 B: bf16 gradients (ZeRO)", 16)
-        self.grad_layout.addItem("18 B: fp32 gradients (HF)", 18)
-        self.zero_stage = QComboBox()
-        for s, text in (
-            (0, "0 - plain DDP"),
-            (1, "1 - optimizer"),
-            (2, "2 - + gradients"),
-            (3, "3 - + weights"),
-        ):
-            self.zero_stage.addItem(text, s)
-        self.gpus = spin(1, 4096, 1)
-        self.fsdp = QCheckBox("FSDP full shard (= stage 3)")
-        self.offload = QCheckBox("Offload optimizer to CPU")
-        self.lora_rank = spin(0, 4096, 0, "off")
-        self.lora_modules = QLineEdit()
-        self.lora_modules.setPlaceholderText("PEFT's defaults for the model, or all-linear")
-        self.batch = spin(0, 1 << 16, 0, "not planned")
-        self.seq = spin(0, 1 << 24, 0, "not planned")
-        self.checkpointing = QCheckBox("Activation checkpointing (sqrt n)")
-        self.flash = QCheckBox("Flash attention")
-        for label, w in (
-            ("Optimizer", self.optimizer),
-            ("Mixed layout", self.grad_layout),
-            ("ZeRO stage", self.zero_stage),
-            ("GPUs in the job", self.gpus),
-            (None, self.fsdp),
-            (None, self.offload),
-            ("LoRA rank", self.lora_rank),
-            ("LoRA modules", self.lora_modules),
-            ("Micro-batch", self.batch),
-            ("Sequence", self.seq),
-            (None, self.checkpointing),
-            (None, self.flash),
-        ):
-            f.addRow(label, w) if label else f.addRow(w)
-        return self.train_box
-
-    def _infer_box(self) -> QGroupBox:
-        self.infer_box = QGroupBox("Inference")
-        f = QFormLayout(self.infer_box)
-        self.kv_dtype = QComboBox()
-        for key in ("auto", "bf16", "fp16", "fp8", "fp32"):
-            self.kv_dtype.addItem(key if key != "auto" else "weights' dtype", key)
-        self.context = spin(0, 1 << 24, 4096, "model maximum")
-        self.concurrency = spin(1, 1 << 16, 1)
-        f.addRow("KV cache dtype", self.kv_dtype)
-        f.addRow("Context (tokens)", self.context)
-        f.addRow("Concurrent", self.concurrency)
-        return self.infer_box
-
     def _connect(self) -> None:
-        for w in (self.params, self.gpu_memory, self.lora_modules):
-            w.textChanged.connect(self.changed)
+        self.params.textChanged.connect(self.changed)
         self.config_path.editingFinished.connect(self._load_config)
         self.model_name.lineEdit().returnPressed.connect(self._load_model)
         self.model_name.activated.connect(lambda _i: self._load_model())
-        for w in (self.precision, self.optimizer, self.grad_layout, self.zero_stage, self.kv_dtype):
-            w.currentIndexChanged.connect(self.changed)
-        self.mode.currentIndexChanged.connect(self._mode_changed)
-        for w in (
-            self.layers,
-            self.hidden,
-            self.heads,
-            self.kv_heads,
-            self.head_dim,
-            self.intermediate,
-            self.gpus,
-            self.lora_rank,
-            self.batch,
-            self.seq,
-            self.context,
-            self.concurrency,
-        ):
+        for w in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim, self.intermediate):
             w.valueChanged.connect(self.changed)
-        for w in (self.fsdp, self.offload, self.checkpointing, self.flash):
-            w.toggled.connect(self.changed)
+        self.run.connect(self.changed, self._mode_changed)
         self.source.currentIndexChanged.connect(self._source_changed)
 
     # --- the model source -----------------------------------------------------------
@@ -279,8 +187,7 @@ class PlannerForm(QWidget):
         self._source_rows.setRowVisible(self.params, key in (COUNT, AGENT))
         self._source_rows.setRowVisible(2, key == CONFIG)  # the config path row
         self._source_rows.setRowVisible(3, key == MODEL)  # the model name row
-        for w in (self.precision, self.grad_layout, self.lora_rank, self.lora_modules):
-            w.setEnabled(key != AGENT)  # taken from the live model
+        self.run.set_live(key == AGENT)  # precision, layout, LoRA: taken from the live model
         self.live_label.setVisible(key == AGENT)
         self._shape = None
         self.model_status.clear()
@@ -292,8 +199,6 @@ class PlannerForm(QWidget):
             self._load_model()
         elif key == AGENT:
             self.fill_live()
-        if key != AGENT:
-            self.optimizer.setEnabled(True)
         self.changed.emit()
 
     def _list_cached(self) -> None:
@@ -392,7 +297,7 @@ class PlannerForm(QWidget):
             live = self.live()
         except PlanError as exc:
             self.live_label.setText(exc.message)
-            self.optimizer.setEnabled(True)
+            self.run.take_optimizer(None)
             return
         self.live_label.setText(
             f"pid {self.report.pid}: " + live.describe() + "".join(f"\n- {n}" for n in live.notes)
@@ -400,43 +305,10 @@ class PlannerForm(QWidget):
         self.params.blockSignals(True)
         self.params.setText(f"{live.params:,}")
         self.params.blockSignals(False)
-        if live.optimizer is not None:
-            self.optimizer.blockSignals(True)
-            self.optimizer.setCurrentIndex(max(0, self.optimizer.findData(live.optimizer)))
-            self.optimizer.blockSignals(False)
-        self.optimizer.setEnabled(live.optimizer is None)
+        self.run.take_optimizer(live.optimizer)
 
     def _mode_changed(self, *_):
-        train = self.mode.currentData() == "train"
-        current = self.precision.currentData()
-        self.precision.blockSignals(True)
-        self.precision.clear()
-        if self.source_key == AGENT:
-            choices = (("live", "as the model holds it"),)
-        elif train:
-            choices = (
-                ("mixed", "mixed (bf16 + fp32 master)"),
-                ("fp32", "fp32"),
-                ("fp16", "fp16 mixed"),
-                ("int8", "int8 base (LoRA)"),
-                ("int4", "int4 base (LoRA)"),
-            )
-        else:
-            choices = (
-                ("auto", "bf16, or as the config is quantized"),
-                ("bf16", "bf16"),
-                ("fp16", "fp16"),
-                ("fp32", "fp32"),
-                ("fp8", "fp8"),
-                ("int8", "int8 (bitsandbytes)"),
-                ("int4", "int4 (bitsandbytes NF4)"),
-            )
-        for key, text in choices:
-            self.precision.addItem(text, key)
-        self.precision.setCurrentIndex(max(self.precision.findData(current), 0))
-        self.precision.blockSignals(False)
-        self.train_box.setVisible(train)
-        self.infer_box.setVisible(not train)
+        self.run.show_mode(self.source_key == AGENT)
         self.changed.emit()
 
     # --- the request ------------------------------------------------------------------
@@ -465,39 +337,7 @@ class PlannerForm(QWidget):
             except ValueError as exc:
                 raise PlanError("params", str(exc)) from None
             shape = shape_from_params(count, **layers)
-        try:
-            typed = tuple(
-                parse_gpu_memory(part) for part in self.gpu_memory.text().split(",") if part.strip()
-            )
-        except ValueError as exc:
-            raise PlanError("gpu_memory", str(exc)) from None
-        gpus = typed or tuple(gpus_detected)
-        now = () if typed else tuple(now)  # free memory is known only of the detected GPUs
-        modules = tuple(m.strip() for m in self.lora_modules.text().split(",") if m.strip())
-        kv = self.kv_dtype.currentData()
-        precision = self.precision.currentData()
-        req = PlanRequest(
-            shape=shape,
-            mode=self.mode.currentData(),
-            precision=None if precision in ("auto", "live") else precision,
-            optimizer=self.optimizer.currentData(),
-            grad_layout=self.grad_layout.currentData(),
-            zero_stage=self.zero_stage.currentData(),
-            gpus=self.gpus.value(),
-            fsdp=self.fsdp.isChecked(),
-            offload_optimizer=self.offload.isChecked(),
-            lora_rank=opt(self.lora_rank),
-            lora_modules=modules,
-            batch=opt(self.batch),
-            seq=opt(self.seq),
-            checkpointing=self.checkpointing.isChecked(),
-            flash_attention=self.flash.isChecked(),
-            kv_dtype=None if kv == "auto" else kv,
-            context=opt(self.context),
-            concurrency=self.concurrency.value(),
-            gpus_memory=gpus,
-            gpus_now=now,
-        )
+        req = self.run.request(shape, gpus_detected, now)
         if live is not None:
             req = live_request(live, req, **layers)
         if req.mode == "train" and (req.batch is None) != (req.seq is None):

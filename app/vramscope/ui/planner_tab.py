@@ -23,9 +23,11 @@ from vramscope.ui import theme
 from vramscope.ui.planner_form import AGENT, COUNT, PlannerForm
 from vramscope.ui.planner_measured import MeasuredView
 from vramscope.ui.planner_results import ResultsView
+from vramscope.ui.planner_run_inputs import RUN_FIELDS
 from vramscope.ui.planner_what_if import WhatIfView
 
-# widgets of the form and the results reachable on the tab (the window and tests use them)
+# widgets of the form (and RUN_FIELDS of its run inputs) and the results reachable
+# on the tab (the window and tests use them)
 _FORM = (
     "source",
     "params",
@@ -37,24 +39,6 @@ _FORM = (
     "kv_heads",
     "head_dim",
     "intermediate",
-    "mode",
-    "precision",
-    "gpu_memory",
-    "optimizer",
-    "grad_layout",
-    "zero_stage",
-    "gpus",
-    "fsdp",
-    "offload",
-    "lora_rank",
-    "lora_modules",
-    "batch",
-    "seq",
-    "checkpointing",
-    "flash",
-    "kv_dtype",
-    "context",
-    "concurrency",
     "live_label",
     "model_status",
 )
@@ -122,6 +106,8 @@ class PlannerTab(QWidget):
         self.results.tail.addWidget(self.measured_view)
         for name in _FORM:
             setattr(self, name, getattr(self.form, name))
+        for name in RUN_FIELDS:
+            setattr(self, name, getattr(self.form.run, name))
         for name in _RESULTS:
             setattr(self, name, getattr(self.results, name))
         self.measured = self.measured_view.table
@@ -189,13 +175,13 @@ class PlannerTab(QWidget):
     # --- results ----------------------------------------------------------------
 
     def recompute(self) -> None:
-        f = self.form
-        self.what_if.setVisible(f.source_key == AGENT)
+        run = self.form.run
+        self.what_if.setVisible(self.form.source_key == AGENT)
         self.what_if.set_form(
-            f.batch.value(),
-            f.seq.value(),
-            f.checkpointing.isChecked(),
-            f.flash.isChecked(),
+            run.batch.value(),
+            run.seq.value(),
+            run.checkpointing.isChecked(),
+            run.flash.isChecked(),
             self._detected,
             self._now,
         )

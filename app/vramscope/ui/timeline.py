@@ -7,8 +7,9 @@
 
 Both draw the GPU's total used and its capacity (dashed). Every process has
 one style -- colour x dash, from the ColourBook -- in its line, its band and
-its table swatch. The legend names the processes by memory, largest first,
-always including those with an active alert. Axis in GiB (2**30 bytes).
+its table swatch. The legend (ui/timeline_legend.py) names the processes by
+memory, largest first, always including those with an active alert. Axis in
+GiB (2**30 bytes).
 Following pyqtgraph's practice for long series, curves use peak downsampling
 and clipToView, and the x range is set from the time window -- never
 auto-ranged -- so 24 hours of history stay cheap to draw. Items are created
@@ -22,31 +23,31 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
+from PySide6.QtWidgets import QGraphicsItem
 
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.process_groups import group_key, group_name, is_group, units
 from vramscope.core.stacking import align, any_finite, corners, lines_drawn, nanmax
-from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key
+from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key, proc_identity
 from vramscope.core.units import GiB
 from vramscope.core.view_options import PlotStyle
 from vramscope.ui import theme
-from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
+from vramscope.ui.legend_text import LEGEND_WIDTH
 from vramscope.ui.time_axis import TimeAxis
 from vramscope.ui.timeline_markers import AlertMarkers
+from vramscope.ui.timeline_legend import (
+    CAPACITY,
+    TOTAL,
+    TimelineLegend,
+    lines_shown,
+    process_label,
+    rows_that_fit,
+)
 from vramscope.ui.timeline_stack import OTHERS, StackedBands
-from vramscope.ui.safe_text import html_text
 
 DIMMED_ALPHA = 60
-LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
-LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)
-LEGEND_MARGIN = 26  # px the legend box adds around its rows
-HEADROOM = 1.12
-TOTAL, CAPACITY = (
-    ("total",),
-    ("capacity",),
-)  # the legend's first two rows  # y range above the peak: room for the alert markers' labels
+HEADROOM = 1.12  # y range above the peak: room for the alert markers' labels
 
 
 def _curve(pen) -> pg.PlotDataItem:
@@ -76,18 +77,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
         plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         s = theme.current()
-        self.legend = pg.LegendItem(
-            verSpacing=-6, labelTextColor=s.TEXT, labelTextSize=f"{LEGEND_TEXT_SIZE}pt"
-        )
-        self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Maximum)
-        self.legend.setMinimumWidth(LEGEND_WIDTH)
-        self.legend.setMaximumWidth(LEGEND_WIDTH)
-        self.addItem(self.legend, row=0, col=1)
-        self.legend.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)  # (as the axis)
-        self.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.legend = TimelineLegend()
+        self.addItem(self.legend.item, row=0, col=1)
+        self.ci.layout.setAlignment(self.legend.item, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.ci.layout.setColumnFixedWidth(1, LEGEND_WIDTH)
         self.ci.layout.setColumnStretchFactor(0, 1)
-        self.more = pg.LabelItem("", color=s.MUTED, size="8pt", justify="left")
 
         self.capacity_curve = _curve(theme.pen(s.CAPACITY, 1.5, dashed=True))
         self.used_curve = _curve(theme.pen(s.TOTAL_USED, 2.0))
@@ -95,9 +89,6 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         plot.addItem(self.used_curve)
         self.proc_curves: dict[tuple, pg.PlotDataItem] = {}  # lines style
         self.stack = StackedBands(plot, colours)  # stacked style
-        self._legend: list[tuple] = []  # (key, name) shown, in order
-        self._blank = _blank()  # the sample of a row drawn without a line
-        self._legend_note = ""
         self._highlighted: object = None
         self._y_max: float | None = None
         self._x_range: tuple[float, float] | None = None
@@ -119,7 +110,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        rows = self.legend_rows()
+        rows = rows_that_fit(self.height())
         if getattr(self, "_last", None) is not None and rows != self._rows_fitted:
             self.update_from(*self._last)  # the legend's room changed: fewer or more names
             # once more: the first pass sized the layout while the old, longer legend
@@ -143,8 +134,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         theme.colour_plot(self, s)
         self.capacity_curve.setPen(theme.pen(s.CAPACITY, 1.5, dashed=True))
         self.used_curve.setPen(theme.pen(s.TOTAL_USED, 2.0))
-        theme.colour_legend(self.legend, s.TEXT)
-        self.more.setText(self.more.text, color=s.MUTED)
+        self.legend.restyle(s)
         for key, curve in self.proc_curves.items():
             curve.setPen(self._pen(key))
         self.stack.restyle(self._unit_identity)
@@ -187,7 +177,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         # O(processes) dictionary work and only the drawn series are read in full.
         points = store.process_points(self.index)  # in order of first sight
         if self.members is not None:
-            points = {k: p for k, p in points.items() if _identity_of(k) in self.members}
+            points = {k: p for k, p in points.items() if proc_identity(k) in self.members}
         keys = list(points)
         alive: dict[tuple, float] = {}  # reported now, with a figure: key -> latest bytes
         ended: dict[tuple, float] = {}  # in the window, no longer reported: key -> last time
@@ -209,17 +199,19 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 alive[key] = last_v if math.isfinite(last_v) else 0.0
             else:
                 ended[key] = last_t
-        self._rows_fitted = self.legend_rows()
+        self._rows_fitted = rows_that_fit(self.height())
         room = self._rows_fitted - 2 - (2 if not_plotted else 0)  # total + capacity, n/a note
-        must = {k for k in alive if _identity_of(k) in self.alerted}
+        must = {k for k in alive if proc_identity(k) in self.alerted}
         if self.selected is not None and self.selected in alive:
             must.add(self.selected)
         if self.style == PlotStyle.LINES:
             drawn = lines_drawn(alive, ended, must)
             peak = max(peak, self._update_lines(series, drawn, since))
-            shown = self._legend_lines(alive, ended, must, max(1, room - 1))
+            shown = lines_shown(alive, ended, must, max(1, room - 1))
             hidden = len(alive) + len(ended) - len(shown)
-            entries = [(k, self.proc_curves[k], _label(k, labels), alive.get(k), k in ended) for k in shown]
+            entries = [
+                (k, self.proc_curves[k], process_label(k, labels), alive.get(k), k in ended) for k in shown
+            ]
         else:
             self._drop_lines(keys)
             px = int(self.plot.vb.width()) or 600
@@ -228,13 +220,13 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                 everyone = series(gpu_key(self.index, PROCESSES_USED))
                 if not len(everyone[0]):
                     everyone = None  # (a store filled without it: sum the processes)
-            found = units(((k, kin.get(_identity_of(k))) for k in alive), must, self.opened)
+            found = units(((k, kin.get(proc_identity(k))) for k in alive), must, self.opened)
             self._units = found
             self._unit_by_key = {k: u for u, ks in found.items() if is_group(u) for k in ks}
             self._opened_by_key = {
-                k: group_key(kin[_identity_of(k)])
+                k: group_key(kin[proc_identity(k)])
                 for k in alive
-                if kin.get(_identity_of(k)) is not None and group_key(kin[_identity_of(k)]) in self.opened
+                if kin.get(proc_identity(k)) is not None and group_key(kin[proc_identity(k)]) in self.opened
             }
             unit_alive = {u: sum(alive[k] for k in found[u]) for u in found}
             first_seen = list(dict.fromkeys(self._unit_of(k) for k in keys))
@@ -275,7 +267,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
                     name = group_name(k, len(found[k])) + " ▸"
                     entries.append((k, band.sample, name, unit_alive[k], False))
                 else:
-                    entries.append((k, band.sample, _label(k, labels), alive.get(k), False))
+                    entries.append((k, band.sample, process_label(k, labels), alive.get(k), False))
             entries.sort(key=lambda e: -(e[3] or 0.0) if e[0] != OTHERS else 1.0)
             if self.stack.expanded and len(alive) > 1:
                 entries.append((None, None, "click a band to group the small ones", None, False))
@@ -289,7 +281,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             ),
             (CAPACITY, self.capacity_curve, "capacity", None, False),
         ] + entries
-        self._update_legend(entries, hidden, sorted(not_plotted, key=lambda k: k[2]), labels)
+        self.legend.show(entries, hidden, sorted(not_plotted, key=lambda k: k[2]), labels)
 
         t0 = since if since is not None else (store.first_time or t_end - MIN_SPAN)
         if store.first_time is not None:
@@ -373,7 +365,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         return self.proc_curves[key].opts["pen"].widthF()
 
     def _pen(self, key: tuple):
-        colour, dash = self.colours.style(_identity_of(key))
+        colour, dash = self.colours.style(proc_identity(key))
         if self.selected is None:
             return theme.pen(colour, 1.6, dash)
         if key == self.selected:
@@ -391,8 +383,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
 
     def _drop(self, key: tuple) -> None:
         curve = self.proc_curves.pop(key)
-        if any(k == key for k, _ in self._legend):
-            self._clear_legend()
+        self.legend.forget(key)
         self.plot.removeItem(curve)
 
     # -- groups and "others (n)" -------------------------------------------------------
@@ -403,8 +394,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def _unit_identity(self, unit: tuple) -> ProcessIdentity:
         """A group is drawn in the style of its lowest pid (as the table's group row)."""
         if is_group(unit):
-            return _identity_of(min(self._units[unit], key=lambda k: k[2]))
-        return _identity_of(unit)
+            return proc_identity(min(self._units[unit], key=lambda k: k[2]))
+        return proc_identity(unit)
 
     def toggle_group(self, unit: tuple) -> None:
         """A group's band or legend row clicked: its processes drawn on their own, or folded."""
@@ -421,13 +412,13 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if self.style != PlotStyle.STACKED:
             return
         pos = event.scenePos()
-        for (key, _name), (_sample, label) in zip(self._legend, self.legend.items):
-            if key == OTHERS and label.sceneBoundingRect().contains(pos):
-                self.toggle_others()
-                return
-            if is_group(key) and label.sceneBoundingRect().contains(pos):
-                self.toggle_group(key)
-                return
+        row = self.legend.key_at(pos, lambda key: key == OTHERS or is_group(key))
+        if row == OTHERS:
+            self.toggle_others()
+            return
+        if row is not None:
+            self.toggle_group(row)
+            return
         if not self.plot.vb.sceneBoundingRect().contains(pos):
             return
         p = self.plot.vb.mapSceneToView(pos)
@@ -436,88 +427,3 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self.toggle_group(self._opened_by_key.get(key, key))
         elif key == OTHERS or (self.stack.expanded and key is not None):
             self.toggle_others()
-
-    # -- legend -----------------------------------------------------------------------
-    def legend_rows(self) -> int:
-        """How many legend rows fit beside the plot at its current height."""
-        return max(4, int((self.height() - LEGEND_MARGIN) / LEGEND_ROW))
-
-    def _legend_lines(self, alive: dict, ended: dict, must: set, fit: int) -> list[tuple]:
-        """Lines style: the largest by memory now (+ alerted), ended ones in spare room."""
-        n = min(LEGEND_PROCESSES, fit)
-        order = sorted(alive, key=lambda k: -alive[k])
-        musts = [k for k in order if k in must]
-        fill = [k for k in order if k not in must][: max(0, n - len(musts))]
-        shown = [k for k in order if k in musts or k in fill]
-        room = n - len(shown)
-        if room > 0:
-            shown += sorted(ended, key=lambda k: -ended[k])[:room]
-        return shown
-
-    def _update_legend(self, entries, hidden: int, not_plotted: list, labels: dict) -> None:
-        """entries: (key, sample item, name, bytes now or None, ended)."""
-        rows = [(k, name + (" · ended" if ended else "")) for k, _s, name, _v, ended in entries]
-        texts = [legend_text(name, v, ended) for _k, _s, name, v, ended in entries]
-        notes = []
-        if hidden > 0:
-            notes.append(f"+ {hidden} more (see the table)")
-        if not_plotted:
-            names = ", ".join(_label(k, labels) for k in not_plotted[:3])
-            more = f" +{len(not_plotted) - 3}" if len(not_plotted) > 3 else ""
-            notes.append(f"memory n/a, not plotted:<br>{names}{more}")
-        note = "<br>".join(notes)
-        if len(rows) != len(self._legend):
-            self._clear_legend()
-            for (k, sample, *_rest), text in zip(entries, texts):
-                self.legend.addItem(sample if sample is not None else self._blank, text)
-            self.legend.updateSize()
-        else:  # as many rows as shown: each row takes its new process in place
-            for (shown, label), (_k, sample, *_rest), text in zip(self.legend.items, entries, texts):
-                sample = sample if sample is not None else self._blank
-                if shown.item is not sample:
-                    shown.item = sample
-                    shown.update()
-                if label.text != text:
-                    label.setText(text)
-        self._legend = rows
-        if note != self._legend_note:
-            if self._legend_note:
-                self.legend.layout.removeItem(self.more)
-            if note:
-                self.more.setText(note, color=theme.current().MUTED)
-                self.legend.layout.addItem(self.more, self.legend.layout.rowCount(), 0, 1, 2)
-            self._legend_note = note
-            self.legend.updateSize()
-
-    def _clear_legend(self) -> None:
-        self.legend.clear()
-        if self._legend_note:
-            self.legend.layout.removeItem(self.more)
-        # a fresh grid: pyqtgraph appends after the old (now empty) rows, which keep height
-        old = self.legend.layout
-        grid = QGraphicsGridLayout()
-        grid.setVerticalSpacing(old.verticalSpacing())
-        grid.setHorizontalSpacing(old.horizontalSpacing())
-        grid.setContentsMargins(*old.getContentsMargins())
-        self.legend.layout = grid
-        self.legend.setLayout(grid)
-        self._legend = []
-        self._legend_note = ""
-
-    def legend_labels(self) -> list[str]:
-        """The names the legend shows, in order (memory figures left out)."""
-        return [name for k, name in self._legend if k not in (TOTAL, CAPACITY)]
-
-
-def _blank() -> pg.PlotDataItem:
-    return pg.PlotDataItem(pen=None)
-
-
-def _label(key: tuple, labels: dict) -> str:
-    """A process's name for the legend, which pyqtgraph renders as HTML: escaped."""
-    return html_text(labels.get(_identity_of(key)) or f"pid {key[2]}")
-
-
-def _identity_of(key: tuple) -> ProcessIdentity:
-    _, _gpu, pid, start, _metric = key
-    return ProcessIdentity(pid, start)

@@ -73,7 +73,7 @@ def _text_rows(ctx: ExportContext, a: float, b: float) -> list[tuple[float, byte
             ):
                 if value is not None:
                     rows.append((rec.first_seen, ctx.process_host(rec.id), "", rec.pid, metric, value))
-    for r in reader.agent_rows(a, b):
+    for r in reader.recorded.agent_rows(a, b):
         rec = ctx.procs.get(r["proc"])
         if rec is None:
             continue
@@ -88,7 +88,7 @@ def _text_rows(ctx: ExportContext, a: float, b: float) -> list[tuple[float, byte
             if r[c] is not None:
                 rows.append((r["t"], *where, rec.pid, f"{prefix}bucket.{c}", r[c]))
     rows.extend(module_export.csv_rows(ctx, reader, a, b))
-    for e in reader.events(a, b):
+    for e in reader.recorded.events(a, b):
         rec = ctx.procs.get(e["proc"])
         rows.append(
             (
@@ -231,13 +231,13 @@ def export_csv(
     from concurrent.futures import ThreadPoolExecutor
 
     ctx = ExportContext(reader, redact)
-    ctx.alerts = reader.alerts()
+    ctx.alerts = reader.recorded.alerts()
     kinds = [b"," + name.encode() + b"," for name in METRICS[: len(GPU_COLUMNS)]]
     kinds += [b""] * (len(METRICS) - len(GPU_COLUMNS))
     for pid in ctx.pid_of:
         kinds += [b"%d,used," % pid, b"%d,sm," % pid] if pid >= 0 else [b",used,", b",sm,"]
     ctx.csv_kinds = tb.table(np.arange(len(kinds)), kinds)
-    ctx.actions = reader.actions()
+    ctx.actions = reader.recorded.actions()
     reader.frame_times()  # shared by the forks
     ctx.local, ctx.forks = threading.local(), []
     rows = 0

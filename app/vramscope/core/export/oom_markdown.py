@@ -32,7 +32,7 @@ def export_oom_report(reader, out_path, *, redact: bool = False) -> ExportSummar
     red = Redactor(procs.values(), enabled=redact)
     parts = ["# Out-of-memory post-mortems", ""]
     n = 0
-    for ev in reader.events():
+    for ev in reader.recorded.events():
         if ev["kind"] != "oom":
             continue
         data = red.data(dict(ev["data"]))

@@ -33,7 +33,7 @@ def snapshot_paths(reader: SessionReader) -> list[tuple[float, int | None, str]]
     """(time, pid, path) of every snapshot an OOM event names."""
     procs = reader.processes()
     out = []
-    for e in reader.events():
+    for e in reader.recorded.events():
         if e["kind"] not in (EventKind.OOM, EventKind.SITES) or not isinstance(e["data"], dict):
             continue
         for key in PATH_KEYS:

@@ -220,7 +220,7 @@ def export_trace(
                     "args": {"name": ctx.process_label(pid_id)},
                 }
             )
-        alerts, actions = reader.alerts(), reader.actions()
+        alerts, actions = reader.recorded.alerts(), reader.recorded.actions()
         gpu_filter, proc_filter = _ChangeFilter(len(times)), _ChangeFilter(len(times))
         for a, b in reader.time_chunks(chunk_seconds):
             g = reader.gpu_columns(a, b)
@@ -296,7 +296,7 @@ def _drops(counters, proc_rows, gaps) -> None:
 def _instant_events(ctx, reader, a, b, alerts, actions, us):
     red = ctx.redactor
     out = []
-    for e in reader.events(a, b):
+    for e in reader.recorded.events(a, b):
         rec = ctx.procs.get(e["proc"])
         pid = int(ctx.trace_pid_of[e["proc"]]) if rec is not None else 0
         data = red.data(e["data"])
@@ -378,7 +378,7 @@ def _instant_events(ctx, reader, a, b, alerts, actions, us):
 
 
 def _agent_counters(ctx, reader, a, b, us):
-    for r in reader.agent_rows(a, b):
+    for r in reader.recorded.agent_rows(a, b):
         if r["proc"] not in ctx.procs:
             continue
         pid = int(ctx.trace_pid_of[r["proc"]])

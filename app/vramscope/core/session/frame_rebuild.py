@@ -40,7 +40,7 @@ def frame_at(reader, t: float) -> Frame | None:
     tk = float(times[i])
     prev = float(times[i - 1]) if i > 0 else -math.inf
     eps = 1e-4  # passes are >= 0.1 s apart; 1e-9 is below a float's resolution at 1.7e9
-    frow = reader.query(
+    frow = reader.reads.query(
         "SELECT source, simulated, error, driver_version, nvml_version, "
         "cuda_driver_version FROM frames WHERE t = ?",
         (tk,),
@@ -117,12 +117,12 @@ def frame_at(reader, t: float) -> Frame | None:
 
 
 def _agents_at(reader, tk: float, prev: float) -> tuple:
-    rows = reader.agent_rows(tk - 1e-4, tk + 1e-4)
+    rows = reader.recorded.agent_rows(tk - 1e-4, tk + 1e-4)
     if not rows:
         return ()
     procs = reader.processes()
-    infos = reader.agent_info()
-    events = reader.events(math.nextafter(prev, math.inf), math.nextafter(tk, math.inf))
+    infos = reader.recorded.agent_info()
+    events = reader.recorded.events(math.nextafter(prev, math.inf), math.nextafter(tk, math.inf))
     by_proc: dict[int, list[dict]] = {}
     for r in rows:
         by_proc.setdefault(r["proc"], []).append(r)

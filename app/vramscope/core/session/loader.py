@@ -24,6 +24,7 @@ import numpy as np
 from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core import agent_series
 from vramscope.core.ring import TieredRing
+from vramscope.core.session import mig_rows
 from vramscope.core.session.columns import GpuColumns, ProcColumns
 from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
@@ -115,7 +116,7 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
         rings[key] = _filled_ring(store, ft, fv, ct, cv)
 
     # MIG slices: their used/total at full resolution over the newest window
-    for (gpu, uuid, metric), (t, v) in reader.mig_series(t_fine0, end).items():
+    for (gpu, uuid, metric), (t, v) in mig_rows.slice_series(reader.db, t_fine0, end).items():
         ct, cv = _peaks((np.zeros(len(t)), t, v), step)[1:]
         rings[mig_key(gpu, uuid, metric)] = _filled_ring(store, t, v, ct, cv)
 
@@ -204,7 +205,7 @@ def _agent_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
                 ts.append(t)
                 vs.append(math.nan if value is None else float(value))
 
-    for r in reader.agent_rows(t0, t1):
+    for r in reader.recorded.agent_rows(t0, t1):
         rec = procs.get(r["proc"])
         if rec is None:
             continue
@@ -212,7 +213,7 @@ def _agent_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
         dev["device"] = r["device"]
         dev["buckets"] = {c: r[c] for c in BUCKET_COLUMNS}
         add(agent_series.sample_points(rec.pid, rec.start_time, r["t"], [dev]))
-    for ev in reader.events(t0, t1):
+    for ev in reader.recorded.events(t0, t1):
         rec = procs.get(ev["proc"])
         if rec is not None:
             add(agent_series.event_points(rec.pid, rec.start_time, ev["kind"], ev["t"], ev["data"]))
@@ -229,7 +230,7 @@ def _agent_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
 def _server_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
     """KV-cache use and running/waiting requests from the "server" events."""
     out: dict[tuple, tuple[list, list]] = {}
-    for e in reader.events(t0, t1):
+    for e in reader.recorded.events(t0, t1):
         rec = procs.get(e["proc"]) if e["kind"] == SERVER_EVENT else None
         if rec is None:
             continue

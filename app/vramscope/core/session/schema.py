@@ -41,9 +41,14 @@ Layout (times are Unix seconds, memory is bytes, None is "not available"):
 
 from __future__ import annotations
 
+import sys
+from array import array
+
 from vramscope.agent.protocol import ALLOCATOR_FIGURES
+from vramscope.core import json_text
 
 SCHEMA_VERSION = 1
+_LITTLE = sys.byteorder == "little"
 ROLLUP_STEP = 10.0  # seconds; matches Store's default coarse tier
 APPLICATION_ID = 0x76534331  # "vSC1" in the SQLite header: identifies our files
 
@@ -130,3 +135,18 @@ def gpu_host(meta: dict, index: int) -> dict:
         return {}
     n = index // block
     return {"host": str(hosts[n]), "host_index": index % block} if 0 <= n < len(hosts) else {}
+
+
+def array_blob(typecode: str, values) -> bytes:
+    """``values`` as the little-endian array a blob column holds (``typecode``: array's)."""
+    a = array(typecode, values)
+    if not _LITTLE:
+        a.byteswap()
+    return a.tobytes()
+
+
+def json_column(value) -> str | None:
+    """``value`` as the JSON text a column holds (None stays NULL)."""
+    if value is None:
+        return None
+    return json_text.dumps(value, sort_keys=True)  # NaN/Inf as null: every reader parses it

@@ -20,18 +20,14 @@ nothing behind.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import pathlib
 import socket
 import sqlite3
-import sys
 import threading
 import time
-from array import array
 
 from vramscope import __version__
-from vramscope.core import json_text
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.errors import SessionError
@@ -39,6 +35,8 @@ from vramscope.core.session.library import RetentionPolicy, enforce_retention, s
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows
 from vramscope.core.session.new_file import create_private_file, remove_quietly
 from vramscope.core.session.module_rows import MODULE_DDL, ModuleRows
+from vramscope.core.session.process_ids import ProcessIds
+from vramscope.core.session.rollup_rows import RollupRows
 from vramscope.core.session.schema import (
     AGENT_COLUMNS,
     APPLICATION_ID,
@@ -48,29 +46,12 @@ from vramscope.core.session.schema import (
     FLAG_COMPUTE,
     FLAG_GRAPHICS,
     GPU_COLUMNS,
-    PROCESS_FACTS,
-    ROLLUP_GPU_COLUMNS,
-    ROLLUP_STEP,
     SCHEMA_VERSION,
+    array_blob,
+    json_column,
 )
 
 log = logging.getLogger(__name__)
-
-_LITTLE = sys.byteorder == "little"
-_WHERE_SEEN = object()  # _proc_id without a host: the host whose GPU last showed it
-
-
-def _blob(typecode: str, values) -> bytes:
-    a = array(typecode, values)
-    if not _LITTLE:
-        a.byteswap()
-    return a.tobytes()
-
-
-def _json(value) -> str | None:
-    if value is None:
-        return None
-    return json_text.dumps(value, sort_keys=True)  # NaN/Inf as null: every reader parses it
 
 
 class SessionWriter:
@@ -106,7 +87,7 @@ class SessionWriter:
             base = {"host": socket.gethostname(), "created": now, "app_version": __version__}
             base.update(meta or {})
             self._db.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, _json(v)) for k, v in base.items()]
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, json_column(v)) for k, v in base.items()]
             )
             self._db.execute("COMMIT")
             for companion in session_files(self.path)[1:]:  # SQLite copies the mode; make sure
@@ -120,16 +101,12 @@ class SessionWriter:
         self._in_tx = False
         self._last_commit = self._mono()
         self._closed = False
-        self._proc_ids: dict[tuple, int] = {}  # (host, pid, start time) -> processes.id
-        self._proc_host: dict[tuple, str | None] = {}  # (pid, start time) -> host last seen on
-        self._proc_known: dict[int, tuple] = {}
+        self._procs = ProcessIds()
         self._gpu_static: dict[int, tuple] = {}
         self._mig = MigRows()
         self._modules = ModuleRows()
         self._agent_info: dict[int, tuple] = {}
-        self._bucket: int | None = None
-        self._roll_gpu: dict[int, list] = {}
-        self._roll_proc: dict[int, list] = {}  # gpu -> [t_first, {proc_id: peak}]
+        self._rollup = RollupRows()
         self.frames_written = 0  # committed: in the file
         self._pending = 0  # written into the open transaction
         self.errors = 0  # frames lost and other failed writes
@@ -180,7 +157,7 @@ class SessionWriter:
             t,
             pid,
             start_time,
-            lambda proc: (t, kind, severity, gpu, proc, title, _json(detail)),
+            lambda proc: (t, kind, severity, gpu, proc, title, json_column(detail)),
         )
 
     def add_action(
@@ -200,7 +177,7 @@ class SessionWriter:
             t,
             pid,
             start_time,
-            lambda proc: (t, action, proc, pid, start_time, result, _json(detail)),
+            lambda proc: (t, action, proc, pid, start_time, result, json_column(detail)),
         )
 
     def _add_event(self, what: str, sql: str, t: float, pid, start_time, row) -> None:
@@ -210,7 +187,7 @@ class SessionWriter:
                 return
             try:
                 self._begin()
-                proc = self._proc_id(pid, start_time, None, t) if pid is not None else None
+                proc = self._procs.id_of(self._db, pid, start_time, None, t) if pid is not None else None
                 self._db.execute(sql, row(proc))
                 self._commit()
             except Exception as exc:  # noqa: BLE001
@@ -232,7 +209,7 @@ class SessionWriter:
                 return
             try:
                 self._begin()
-                self._flush_rollup()
+                self._rollup.flush(self._db)
                 self._commit()
             except Exception as exc:  # noqa: BLE001 - a full disk at the very end
                 self._failed("cannot write the last samples", exc)
@@ -292,23 +269,10 @@ class SessionWriter:
     def _forget_uncommitted(self) -> None:
         """The ids cached for rows of the rolled-back transaction no longer exist:
         reload them from what the file holds, and restart the rollup bucket."""
-        self._proc_ids.clear()
-        self._proc_host.clear()
-        self._proc_known.clear()
         self._gpu_static.clear()
         self._agent_info.clear()
-        self._bucket = None
-        self._roll_gpu.clear()
-        self._roll_proc.clear()
-        try:
-            for pid_id, host, pid, start, *facts in self._db.execute(
-                f"SELECT id, host, pid, start_time, {', '.join(PROCESS_FACTS)} FROM processes"
-            ):
-                self._proc_ids[(host, pid, start)] = pid_id
-                self._proc_host[(pid, start)] = host
-                self._proc_known[pid_id] = tuple(facts)
-        except sqlite3.Error:
-            pass  # nothing cached: the next frame inserts fresh rows (ids stay consistent)
+        self._rollup.forget()
+        self._procs.reload(self._db)
 
     def _enforce_retention(self) -> None:
         self._last_retention = self._mono()
@@ -318,40 +282,6 @@ class SessionWriter:
                 log.info("session cap: removed old session %s", p)
         except OSError as exc:
             log.warning("session cap: %s", exc)
-
-    def _proc_id(self, pid: int, start_time, info, t: float, host=_WHERE_SEEN) -> int:
-        """The processes.id of (host, pid, start time); ``host`` left out (an agent,
-        an alert, an action) is the host whose GPU last showed the process."""
-        if host is _WHERE_SEEN:
-            host = self._proc_host.get((pid, start_time))
-        else:
-            self._proc_host[(pid, start_time)] = host
-        key = (host, pid, start_time)
-        pid_id = self._proc_ids.get(key)
-        facts = None
-        if info is not None:
-            container = info.container.as_dict() if info.container is not None else None
-            facts = (info.user, info.name, info.command, info.ppid, _json(container), info.ns_pid)
-        empty = (None,) * len(PROCESS_FACTS)
-        if pid_id is None:
-            f = facts or empty
-            cur = self._db.execute(
-                f"INSERT INTO processes (pid, start_time, {', '.join(PROCESS_FACTS)}, first_seen, "
-                f"host) VALUES (?, ?, {', '.join('?' * len(PROCESS_FACTS))}, ?, ?)",
-                (pid, start_time, *f, t, host),
-            )
-            pid_id = self._proc_ids[key] = cur.lastrowid
-            self._proc_known[pid_id] = f
-        elif facts is not None and self._proc_known.get(pid_id) != facts:
-            old = self._proc_known.get(pid_id) or empty
-            merged = tuple(n if n is not None else o for n, o in zip(facts, old))
-            if merged != old:
-                self._db.execute(
-                    f"UPDATE processes SET {', '.join(c + '=?' for c in PROCESS_FACTS)} WHERE id=?",
-                    (*merged, pid_id),
-                )
-            self._proc_known[pid_id] = merged
-        return pid_id
 
     def _write_frame(self, frame: Frame) -> None:
         t = frame.time
@@ -368,10 +298,9 @@ class SessionWriter:
                 frame.cuda_driver_version,
             ),
         )
-        bucket = math.floor(t / ROLLUP_STEP)
-        if bucket != self._bucket:
-            self._flush_rollup()
-            self._bucket = bucket
+        rollup = self._rollup
+        rollup.start(db, t)
+        proc_id = self._procs.id_of
         gpu_rows, proc_rows = [], []
         for gpu in frame.gpus:
             static = (
@@ -390,22 +319,11 @@ class SessionWriter:
                 self._gpu_static[gpu.index] = static
             values = [getattr(gpu, c) for c in GPU_COLUMNS]
             gpu_rows.append((t, gpu.index, *values, gpu.error))
-            roll = self._roll_gpu.get(gpu.index)
-            rvals = [getattr(gpu, c) for c in ROLLUP_GPU_COLUMNS]
-            if roll is None:
-                self._roll_gpu[gpu.index] = [t, *rvals]
-            else:
-                for i, v in enumerate(rvals, 1):
-                    if v is not None and (roll[i] is None or v > roll[i]):
-                        roll[i] = v
+            rollup.add_gpu(t, gpu)
             ids, used, sm, flags = [], [], [], []
-            rp = self._roll_proc.get(gpu.index)
-            if rp is None:
-                rp = self._roll_proc[gpu.index] = [t, {}]
-            peaks = rp[1]
             for proc in gpu.processes:
                 ident = proc.identity
-                pid_id = self._proc_id(ident.pid, ident.start_time, proc.info, t, gpu.host)
+                pid_id = proc_id(db, ident.pid, ident.start_time, proc.info, t, gpu.host)
                 ids.append(pid_id)
                 u = -1 if proc.used is None else int(proc.used)
                 used.append(u)
@@ -415,11 +333,17 @@ class SessionWriter:
                     | (FLAG_GRAPHICS if "graphics" in proc.kinds else 0)
                     | (FLAG_AGENT if proc.has_agent else 0)
                 )
-                old = peaks.get(pid_id)
-                if old is None or u > old:
-                    peaks[pid_id] = u
+            rollup.add_processes(t, gpu.index, ids, used)
             proc_rows.append(
-                (t, gpu.index, len(ids), _blob("i", ids), _blob("q", used), _blob("h", sm), bytes(flags))
+                (
+                    t,
+                    gpu.index,
+                    len(ids),
+                    array_blob("i", ids),
+                    array_blob("q", used),
+                    array_blob("h", sm),
+                    bytes(flags),
+                )
             )
             if gpu.slices:
                 self._mig.write(db, t, gpu, {p.pid: i for p, i in zip(gpu.processes, ids)})
@@ -435,7 +359,7 @@ class SessionWriter:
 
     def _write_server(self, t: float, server) -> None:
         """An inference server's pool and metrics, as a "server" event of its process."""
-        pid_id = self._proc_id(server.pid, server.start_time, None, t)
+        pid_id = self._procs.id_of(self._db, server.pid, server.start_time, None, t)
         data = {
             "kind": server.kind,
             "port": server.port,
@@ -446,18 +370,18 @@ class SessionWriter:
         data.update({m: getattr(server, m) for m in SERVER_SERIES})
         self._db.execute(
             "INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
-            (t, pid_id, SERVER_EVENT, _json(data)),
+            (t, pid_id, SERVER_EVENT, json_column(data)),
         )
 
     def _write_agent(self, t: float, report: AgentReport) -> None:
         db = self._db
-        pid_id = self._proc_id(report.pid, report.start_time, None, t)
+        pid_id = self._procs.id_of(db, report.pid, report.start_time, None, t)
         info = (
             report.hostname,
             report.rank,
             report.local_rank,
             report.world_size,
-            _json(dict(report.allocator_settings)) if report.allocator_settings else None,
+            json_column(dict(report.allocator_settings)) if report.allocator_settings else None,
         )
         if self._agent_info.get(pid_id) != info:
             db.execute("INSERT OR REPLACE INTO agent_info VALUES (?, ?, ?, ?, ?, ?)", (pid_id, *info))
@@ -484,22 +408,5 @@ class SessionWriter:
         for ev in report.events:
             db.execute(
                 "INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
-                (ev.time, pid_id, ev.kind, _json(dict(ev.data)) if ev.data else None),
+                (ev.time, pid_id, ev.kind, json_column(dict(ev.data)) if ev.data else None),
             )
-
-    def _flush_rollup(self) -> None:
-        db = self._db
-        for gpu, roll in self._roll_gpu.items():
-            db.execute(
-                f"INSERT OR REPLACE INTO gpu_rollup VALUES "
-                f"({', '.join('?' * (len(ROLLUP_GPU_COLUMNS) + 2))})",
-                (roll[0], gpu, *roll[1:]),
-            )
-        for gpu, (t0, peaks) in self._roll_proc.items():
-            ids = list(peaks)
-            db.execute(
-                "INSERT OR REPLACE INTO proc_rollup VALUES (?, ?, ?, ?, ?)",
-                (t0, gpu, len(ids), _blob("i", ids), _blob("q", [peaks[i] for i in ids])),
-            )
-        self._roll_gpu.clear()
-        self._roll_proc.clear()
