@@ -40,6 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="stop after N frames (default: until stdin closes)",
     )
+    p.add_argument(
+        "--devices-first",
+        action="store_true",
+        help="send the GPUs' own figures before the first pass has read their processes "
+        "(a 'devices' message; the window's own sampler asks for it)",
+    )
     from vramscope.commands import window_recording
 
     window_recording.add_arguments(p)
@@ -169,6 +175,7 @@ def run_stream(
     stop: threading.Event | None = None,
     diagnostics=None,
     record=None,
+    devices_first: bool = False,
 ) -> int:
     """The window's pipeline (sources/assembly.py: the user's thresholds unless
     ``diagnostics`` says otherwise) with the stream writer as the runner's sink;
@@ -207,6 +214,10 @@ def run_stream(
         daemon=True,
     )
     reader.start()
+    if devices_first:  # before the first pass: its processes take long on a big box
+        from vramscope.core.stream.first_look import send_first_look
+
+        send_first_look(source, writer.send)
     runner.run(monitor, [writer], stop, passes=count)
     return 0
 
@@ -219,7 +230,14 @@ def run(args) -> int:
         from vramscope.commands.window_recording import recording
 
         source = open_source(args)
-        code = run_stream(source, interval=args.interval, count=args.count, stop=stop, record=recording(args))
+        code = run_stream(
+            source,
+            interval=args.interval,
+            count=args.count,
+            stop=stop,
+            record=recording(args),
+            devices_first=args.devices_first,
+        )
     try:
         sys.stdout.flush()
     except OSError:

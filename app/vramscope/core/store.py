@@ -125,7 +125,8 @@ class Store:
                     self._record(proc_key(gpu.index, ident.pid, ident.start_time), t, proc.used)
                     if proc.used is not None:
                         in_use += proc.used
-                self._record(gpu_key(gpu.index, PROCESSES_USED), t, in_use)
+                # (not read yet: n/a, not a zero -- core/stream/first_look.py)
+                self._record(gpu_key(gpu.index, PROCESSES_USED), t, None if gpu.processes_pending else in_use)
                 for mig in gpu.slices:
                     if mig.uuid is not None:
                         self._record(mig_key(gpu.index, mig.uuid, "used"), t, mig.used)
