@@ -126,7 +126,8 @@ class Store:
                     if proc.used is not None:
                         in_use += proc.used
                 # (not read yet: n/a, not a zero -- core/stream/first_look.py)
-                self._record(gpu_key(gpu.index, PROCESSES_USED), t, None if gpu.processes_pending else in_use)
+                in_use = None if gpu.processes_pending else in_use
+                self._record(gpu_key(gpu.index, PROCESSES_USED), t, in_use)
                 for mig in gpu.slices:
                     if mig.uuid is not None:
                         self._record(mig_key(gpu.index, mig.uuid, "used"), t, mig.used)

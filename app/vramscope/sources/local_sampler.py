@@ -98,7 +98,9 @@ class SamplerProcess(RemoteHost):
         if kind == protocol.DEVICES:
             self._first_look(message)
             return
-        self._looking = kind == protocol.HELLO or (self._looking and kind not in (protocol.FRAME, protocol.DELTA))
+        self._looking = kind == protocol.HELLO or (
+            self._looking and kind not in (protocol.FRAME, protocol.DELTA)
+        )
         super()._handle(message, frames)
         if kind in (protocol.FRAME, protocol.DELTA):
             self._arrived_one()
@@ -239,6 +241,28 @@ class LocalSamplerSource:
 
     def close(self) -> None:
         self.process.close()
+
+
+def local_sampler_source(args, settings=None) -> LocalSamplerSource:
+    """This machine's sampler process, started, with the window's options (``settings``:
+    core/user_settings.Settings; without it, ``args`` alone). Qt-free, so the app starts
+    it before it loads Qt and builds the window: the process starts meanwhile."""
+    if settings is not None:
+        record, interval, cap = settings.recording, settings.interval, settings.session_cap_bytes
+        diagnostics = settings.diagnostics
+    else:
+        record = getattr(args, "record", True)
+        interval, cap, diagnostics = getattr(args, "interval", None) or 1.0, None, None
+    demo = bool(getattr(args, "demo", False))
+    name = "nvml"
+    if demo:
+        from vramscope.sources.simulated import SimulatedSource
+
+        name = SimulatedSource.name
+    source = LocalSamplerSource(
+        sampler_options(args, record, cap, diagnostics), interval, name=name, simulated=demo
+    )
+    return source.start()
 
 
 def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> list[str]:
