@@ -272,8 +272,8 @@ def summary_text(gpu: GpuSample) -> str:
     if gpu.temperature is not None:
         parts.append(f"{gpu.temperature} °C")
     if gpu.error is None and not gpu.asleep and gpu.processes_pending:
-        parts.append(f"processes {READING}")
-    elif gpu.error is None and not gpu.asleep:
+        return "  ·  ".join(parts) + f"\nprocesses {READING}"  # (its own line: never cut)
+    if gpu.error is None and not gpu.asleep:
         n = len(gpu.processes)
         parts.append(f"{n} process" + ("" if n == 1 else "es"))
     return "  ·  ".join(parts)

@@ -10,23 +10,20 @@ from PySide6.QtWidgets import QAbstractScrollArea, QLabel
 from vramscope.ui import theme
 
 READING = "reading…"  # a card's process count while they are read
-TABLE_TEXT = (
-    "Reading the processes…\n"
-    "The GPUs' figures above are live; every process is listed here once the first "
-    "pass has read it (a few seconds on a machine with thousands)."
-)
+TABLE_TEXT = "Reading the processes… each is listed here once the first pass has read it"
 
 
 class PendingNote(QLabel):
-    """A muted note over a table's empty rows, while its processes are being read."""
+    """A muted note over a table's empty rows, while its processes are being read
+    (one line at the top: a table squeezed to a row or two still shows it)."""
 
     def __init__(self, view: QAbstractScrollArea):
         super().__init__(TABLE_TEXT, view.viewport())
         self.setObjectName("processesPending")
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
         self.setWordWrap(True)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
-        theme.styled(self, lambda s: f"color: {s.MUTED}; padding: 8px;")
+        theme.styled(self, lambda s: f"color: {s.MUTED}; padding: 4px;")
         self._fit = _Fit(self)
         view.viewport().installEventFilter(self._fit)
         self.hide()
