@@ -13,9 +13,8 @@ import time
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from remote.test_stream_protocol import frames
+from remote.test_stream_protocol import frames, json_values
 from vramscope.commands.stream import run_stream
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.stream import protocol
@@ -206,12 +205,7 @@ def test_any_frame_s_first_look_reads_back_as_its_gpus_with_processes_pending(fr
     assert [g.used for g in back.gpus] == [g.used for g in frame.gpus]
 
 
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
-    )
-)
+@given(json_values)
 def test_garbage_in_a_devices_message_is_a_value_error_never_a_crash(junk):
     try:
         frame = devices_from_message({protocol.TYPE: protocol.DEVICES, "frame": junk})

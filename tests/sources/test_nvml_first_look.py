@@ -7,18 +7,9 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import pytest
-
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
+from test_nvml import source  # noqa: F401 (the fixture: an NvmlSource on the fake library)
 from vramscope.sources.all_gpus import AllGpusSource
-from vramscope.sources.nvml import NvmlSource
-
-
-@pytest.fixture
-def source(fake_nvml):
-    src = NvmlSource(retry_interval=5.0)
-    yield src
-    src.close()
 
 
 def test_the_first_look_has_each_gpus_figures_and_no_processes_yet(fake_nvml, source, sleepers):

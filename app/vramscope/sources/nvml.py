@@ -186,18 +186,7 @@ class NvmlSource:
             if gpu.slice_reads:
                 figures["slices"] = build_slices(gpu.slice_reads, figures.get("processes", ()))
             samples.append(_sample_of(gpu, figures))
-        driver, nvml_version, cuda = self._versions
-        return Frame(
-            time=now,
-            gpus=tuple(samples),
-            source=self.name,
-            driver_version=driver,
-            nvml_version=nvml_version,
-            cuda_driver_version=cuda,
-            host_pids=self.processes.host_pids,
-            device_holders=holders,
-            wsl=self.wsl,
-        )
+        return self._frame(now, samples, host_pids=self.processes.host_pids, device_holders=holders)
 
     def sample_devices(self, now: float) -> Frame | None:
         """The GPUs' own figures, each marked ``processes_pending``, without a
@@ -212,6 +201,9 @@ class NvmlSource:
         for gpu, asleep in self._each_gpu(count):
             figures = asleep or self._sample_gpu(gpu, now, devices_only=True)[0]
             gpus.append(GpuSample(**figures, processes_pending=True))
+        return self._frame(now, gpus)
+
+    def _frame(self, now: float, gpus, **more) -> Frame:
         driver, nvml_version, cuda = self._versions
         return Frame(
             time=now,
@@ -221,6 +213,7 @@ class NvmlSource:
             nvml_version=nvml_version,
             cuda_driver_version=cuda,
             wsl=self.wsl,
+            **more,
         )
 
     def _each_gpu(self, count: int):
