@@ -141,6 +141,22 @@ def test_a_stream_not_asked_or_a_source_that_cannot_look_apart_sends_its_first_f
         stream.close()
 
 
+class BrokenLook(SlowBox):
+    def sample_devices(self, now: float) -> Frame:
+        raise RuntimeError("NVML hiccup")
+
+
+def test_a_first_look_that_fails_is_left_out_and_the_first_frame_comes_as_before():
+    box = BrokenLook()
+    box.release.set()
+    stream = Streamed(box, devices_first=True)
+    try:
+        assert stream.next()[protocol.TYPE] == protocol.HELLO
+        assert stream.next()[protocol.TYPE] == protocol.FRAME
+    finally:
+        stream.close()
+
+
 def wire(message: dict) -> dict:
     return json.loads(protocol.encode(message))
 

@@ -179,7 +179,13 @@ def run_stream(
 ) -> int:
     """The window's pipeline (sources/assembly.py: the user's thresholds unless
     ``diagnostics`` says otherwise) with the stream writer as the runner's sink;
-    ``record(monitor, source) -> path``: the window's sampler records its session."""
+    ``record(monitor, source) -> path``: the window's sampler records its session;
+    ``devices_first``: its first look before its first pass (core/stream/first_look.py)."""
+    look = None
+    if devices_first:  # read while the monitor is built
+        from vramscope.core.stream.first_look import FirstLook
+
+        look = FirstLook(source)
     from vramscope import __version__
     from vramscope.core import runner
     from vramscope.core.actions import ProcessActions
@@ -214,10 +220,8 @@ def run_stream(
         daemon=True,
     )
     reader.start()
-    if devices_first:  # before the first pass: its processes take long on a big box
-        from vramscope.core.stream.first_look import send_first_look
-
-        send_first_look(source, writer.send)
+    if look is not None:  # before the first pass: its processes take long on a big box
+        look.send(writer.send)
     runner.run(monitor, [writer], stop, passes=count)
     return 0
 

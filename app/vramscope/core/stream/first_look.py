@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -61,18 +62,34 @@ def devices_from_message(message: dict) -> Frame:
     return pending(codec.frame_from_wire(message.get("frame")))
 
 
-def send_first_look(source, send: Callable[[dict], None]) -> bool:
-    """Send ``source``'s devices (``send(message)``) if it can read them apart;
-    whether it did. A source that fails here is left to say so in its first pass."""
-    look = getattr(source, "sample_devices", None)
-    if look is None:
-        return False
-    try:
-        frame = look(time.time())
-    except Exception:  # noqa: BLE001 -- the first pass follows and reports it
-        log.exception("reading the devices before the first pass failed")
-        return False
-    if frame is None or not frame.gpus or frame.error:
-        return False
-    send(devices_message(frame))
-    return True
+class FirstLook:
+    """``source``'s devices, read on a thread of its own from the stream's start --
+    while it builds its monitor and opens its session (NVML's first init can take a
+    while on a big box) -- and sent after the hello (``send``). A source that cannot
+    read them apart, or fails to, sends none: its first pass says why."""
+
+    def __init__(self, source):
+        self._frame: Frame | None = None
+        self._thread = threading.Thread(
+            target=self._read, args=(source,), name="vramscope-first-look", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, source) -> None:
+        look = getattr(source, "sample_devices", None)
+        if look is None:
+            return
+        try:
+            self._frame = look(time.time())
+        except Exception:  # noqa: BLE001 -- the first pass follows and reports it
+            log.exception("reading the devices before the first pass failed")
+
+    def send(self, send: Callable[[dict], None]) -> bool:
+        """Send the devices read (after the read is over: the source is the first
+        pass's from then on); whether there were any."""
+        self._thread.join()
+        frame = self._frame
+        if frame is None or not frame.gpus or frame.error:
+            return False
+        send(devices_message(frame))
+        return True
