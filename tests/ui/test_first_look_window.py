@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import argparse
 
+from vramscope.core.pipeline import Pipeline
 from vramscope.core.stream.first_look import pending
 from vramscope.core.user_settings import Settings
 from vramscope.sources.busy_demo import BusyWorkstation
 from vramscope.ui.app import build_window
 from vramscope.ui.cards import used_total_text
+from vramscope.ui.main_window import WAKE_POLL_MS, MainWindow
 from vramscope.ui.processes_pending import READING
 
+from .frames import ScriptedSource, frame_at
 from .helpers import open_every_group, save, table_column
 
 T0 = 1_800_000_000.0
@@ -93,3 +96,14 @@ def test_the_gpus_show_at_once_and_the_processes_are_said_to_be_read(
             assert READING not in text and f"{len(gpu.processes)} process" in text
     finally:
         window.services.close()
+
+
+def test_a_first_look_that_came_while_the_window_was_built_is_shown_at_once(themed_app, qtbot):
+    feed = Pipeline(ScriptedSource())
+    feed.store.append(pending(frame_at(0)))  # the sampler started first: its look is in
+    window = MainWindow(feed)  # (woken by each frame; the poll is a safety net)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.pages.currentWidget() is window.splitter, timeout=WAKE_POLL_MS // 4)
+    assert window.table.pending.isVisible()
+    feed.close()

@@ -126,6 +126,8 @@ class MainWindow(QMainWindow):
             store = feed.store
             store.subscribe(self._frame_stored, stage=STAGE_OTHER)
             self.destroyed.connect(lambda *_: store.unsubscribe(self._frame_stored))
+            if store.latest is not None:  # stored while the window was built (its sampler's first look)
+                self._frame_stored(store.latest)
 
     # -- public API -----------------------------------------------------------------
     @property
