@@ -128,28 +128,24 @@ def test_the_gpus_come_before_a_slow_first_pass_with_their_processes_marked_pend
         stream.close()
 
 
-@pytest.mark.parametrize("asked", [False, True])
-def test_a_stream_not_asked_or_a_source_that_cannot_look_apart_sends_its_first_frame_first(asked):
-    source = SimulatedSource(seed=1) if asked else SlowBox()  # the demo reads no devices apart
-    if not asked:
-        source.release.set()
-    stream = Streamed(source, devices_first=asked)
-    try:
-        assert stream.next()[protocol.TYPE] == protocol.HELLO
-        assert stream.next()[protocol.TYPE] == protocol.FRAME
-    finally:
-        stream.close()
-
-
 class BrokenLook(SlowBox):
     def sample_devices(self, now: float) -> Frame:
         raise RuntimeError("NVML hiccup")
 
 
-def test_a_first_look_that_fails_is_left_out_and_the_first_frame_comes_as_before():
-    box = BrokenLook()
-    box.release.set()
-    stream = Streamed(box, devices_first=True)
+@pytest.mark.parametrize(
+    "source, asked",
+    [
+        (SlowBox, False),  # not asked: as before
+        (lambda: SimulatedSource(seed=1), True),  # the demo reads no devices apart
+        (BrokenLook, True),  # a first look that fails is left out
+    ],
+)
+def test_without_a_first_look_the_first_frame_comes_first_as_before(source, asked):
+    box = source()
+    if isinstance(box, SlowBox):
+        box.release.set()
+    stream = Streamed(box, devices_first=asked)
     try:
         assert stream.next()[protocol.TYPE] == protocol.HELLO
         assert stream.next()[protocol.TYPE] == protocol.FRAME
