@@ -47,6 +47,22 @@ def test_series_per_gpu_metric_with_none_as_nan():
     assert store.latest.time == 11.0 and store.first_time == 10.0 and store.version == 2
 
 
+def test_a_gpu_whose_processes_are_not_read_yet_has_no_process_sum_not_a_zero():
+    import dataclasses
+
+    from vramscope.core.store import PROCESSES_USED
+
+    store = Store()
+    first_look = _frame(10.0)
+    gpu = dataclasses.replace(first_look.gpus[0], processes_pending=True)
+    store.append(dataclasses.replace(first_look, gpus=(gpu,)))
+    store.append(_frame(11.0, procs=[_proc(1, 2 * GiB)]))
+    t, v = store.series(gpu_key(0, PROCESSES_USED))
+    assert t.tolist() == [10.0, 11.0]
+    assert math.isnan(v[0]) and v[1] == 2 * GiB  # n/a while being read, never a dip to 0
+    assert store.series(gpu_key(0, "used"))[1].tolist() == [5 * GiB, 5 * GiB]  # the GPU's own figures
+
+
 def test_unknown_series_is_empty():
     t, v = Store().series(("gpu", 7, "used"))
     assert len(t) == 0 and len(v) == 0

@@ -216,6 +216,17 @@ def test_unattributed_memory_and_hidden_pids():
     assert [a.kind for a in later] == ["unattributed_memory"]
 
 
+def test_unattributed_not_flagged_for_a_gpu_whose_processes_are_still_being_read():
+    import dataclasses
+
+    engine = Diagnostics(notebook_finder=no_finder)
+
+    def first_look(t):  # the sampler's first look: 10 GiB used, its processes not read yet
+        return [dataclasses.replace(gpu([], used=10 * GiB, util=80), processes_pending=True)]
+
+    assert [a for a in run(engine, 600, first_look, step=60) if a.kind == "unattributed_memory"] == []
+
+
 def test_unattributed_not_flagged_for_a_normal_driver_overhead():
     engine = Diagnostics(notebook_finder=no_finder)
     normal = lambda t: [gpu([proc(1, 6 * GiB, sm=80)], util=80)]  # used = listed + 300 MiB  # noqa: E731

@@ -284,12 +284,13 @@ def test_a_newer_remote_s_extra_fields_are_ignored_and_missing_ones_default():
     assert back.gpus[0].used == 7 and back.gpus[0].total is None
 
 
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
-    )
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
 )
+
+
+@given(json_values)
 def test_garbage_in_a_frame_message_is_a_value_error_never_a_crash(junk):
     try:
         frame_from_wire(junk if isinstance(junk, dict) else {"gpus": junk})

@@ -136,9 +136,10 @@ def test_the_sampler_takes_the_windows_options(monkeypatch):
         str(2 << 30),
     ]  # --no-record: no --record-session
     process = SamplerProcess(["--demo"], interval=0.5)
-    assert process.argv(None)[-4:] == ["stream", "--interval", "0.5", "--demo"]
+    # (its first look: the GPUs before the first pass has read their processes)
+    assert process.argv(None)[-5:] == ["stream", "--interval", "0.5", "--devices-first", "--demo"]
     monkeypatch.setattr(sys, "frozen", True, raising=False)  # the PyInstaller bundle
-    assert process.argv(None) == [sys.executable, "stream", "--interval", "0.5", "--demo"]
+    assert process.argv(None) == [sys.executable, "stream", "--interval", "0.5", "--devices-first", "--demo"]
 
 
 def test_the_sampler_raises_alerts_with_the_windows_thresholds():

@@ -40,6 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="stop after N frames (default: until stdin closes)",
     )
+    p.add_argument(
+        "--devices-first",
+        action="store_true",
+        help="send the GPUs' own figures before the first pass has read their processes "
+        "(a 'devices' message; the window's own sampler asks for it)",
+    )
     from vramscope.commands import window_recording
 
     window_recording.add_arguments(p)
@@ -169,10 +175,17 @@ def run_stream(
     stop: threading.Event | None = None,
     diagnostics=None,
     record=None,
+    devices_first: bool = False,
 ) -> int:
     """The window's pipeline (sources/assembly.py: the user's thresholds unless
     ``diagnostics`` says otherwise) with the stream writer as the runner's sink;
-    ``record(monitor, source) -> path``: the window's sampler records its session."""
+    ``record(monitor, source) -> path``: the window's sampler records its session;
+    ``devices_first``: its first look before its first pass (core/stream/first_look.py)."""
+    look = None
+    if devices_first:  # read while the monitor is built
+        from vramscope.core.stream.first_look import FirstLook
+
+        look = FirstLook(source)
     from vramscope import __version__
     from vramscope.core import runner
     from vramscope.core.actions import ProcessActions
@@ -207,6 +220,8 @@ def run_stream(
         daemon=True,
     )
     reader.start()
+    if look is not None:  # before the first pass: its processes take long on a big box
+        look.send(writer.send)
     runner.run(monitor, [writer], stop, passes=count)
     return 0
 
@@ -219,7 +234,14 @@ def run(args) -> int:
         from vramscope.commands.window_recording import recording
 
         source = open_source(args)
-        code = run_stream(source, interval=args.interval, count=args.count, stop=stop, record=recording(args))
+        code = run_stream(
+            source,
+            interval=args.interval,
+            count=args.count,
+            stop=stop,
+            record=recording(args),
+            devices_first=args.devices_first,
+        )
     try:
         sys.stdout.flush()
     except OSError:

@@ -202,6 +202,10 @@ class GpuSample:
     memory_kind: str | None = None
     # figures this GPU does not report and why: (("util_gpu", "the xe driver ..."), ...)
     not_reported: tuple[tuple[str, str], ...] = ()
+    # True: its processes are still being read (the sampler's first look, sent before
+    # its first pass has read them: core/stream/first_look.py) -- ``processes`` is
+    # empty because they are not known yet, not because there are none
+    processes_pending: bool = False
 
     @property
     def unified(self) -> bool:

@@ -131,6 +131,8 @@ class Store:
                     self._record(proc_key(gpu.index, ident.pid, ident.start_time), t, proc.used)
                     if proc.used is not None:
                         in_use += proc.used
+                # (not read yet: n/a, not a zero -- core/stream/first_look.py)
+                in_use = None if gpu.processes_pending else in_use
                 self._record(gpu_key(gpu.index, PROCESSES_USED), t, in_use)
                 for mig in gpu.slices:
                     if mig.uuid is not None:

@@ -48,5 +48,10 @@ class AllGpusSource:
             host_pids=frame.host_pids if frame.host_pids is not None else self.drm.processes.host_pids,
         )
 
+    def sample_devices(self, now: float) -> Frame | None:
+        """NVIDIA's GPUs' own figures before the first pass (core/stream/first_look.py);
+        AMD's and Intel's, read from their processes' DRM clients, come with that pass."""
+        return self.nvml.sample_devices(now)
+
     def close(self) -> None:
         self.nvml.close()

@@ -10,6 +10,10 @@ never waits for what the window draws, and a window that crashes or is
 killed loses nothing recorded: the sampler commits every sample and ends
 when its stdin -- the window's end of the pipe -- closes.
 
+The sampler is asked for its first look (core/stream/first_look.py): the GPUs'
+own figures before its first pass has read their processes, which on a big box
+take seconds; the window shows them at once, the processes marked as being read.
+
 If the sampler process dies, the host goes down and is started again
 (backoff 1 s up to ``MAX_BACKOFF``; ``restart_now`` skips the wait); its
 GPUs stay listed, marked, until frames come again.
@@ -26,6 +30,7 @@ import time
 
 from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.stream import protocol
+from vramscope.core.stream.first_look import devices_from_message, is_pending
 from vramscope.core.stream.settings_request import settings_message, thresholds_to_wire
 from vramscope.sources.hosts import HostActions
 from vramscope.sources.remote import CONNECTED, RemoteHost
@@ -49,11 +54,12 @@ class SamplerProcess(RemoteHost):
         self._restart = threading.Event()
         self._arrived = threading.Condition()
         self.frames = 0  # frames read since the start
+        self._looking = False  # this connection's first look may still come (before its frames)
 
     def argv(self, command) -> list[str]:
         # the PyInstaller bundle (packaging/entry.py) is the `vramscope` command itself
         me = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "vramscope"]
-        return [*me, "stream", "--interval", f"{self.interval:g}", *self.options]
+        return [*me, "stream", "--interval", f"{self.interval:g}", "--devices-first", *self.options]
 
     def tell(self, message: dict) -> bool:
         """Send ``message`` (with an id of its own) to the sampler process without
@@ -88,11 +94,36 @@ class SamplerProcess(RemoteHost):
         super().close()
 
     def _handle(self, message: dict, frames) -> None:
+        kind = message.get(protocol.TYPE)
+        if kind == protocol.DEVICES:
+            self._first_look(message)
+            return
+        self._looking = kind == protocol.HELLO or (
+            self._looking and kind not in (protocol.FRAME, protocol.DELTA)
+        )
         super()._handle(message, frames)
-        if message.get(protocol.TYPE) in (protocol.FRAME, protocol.DELTA):
-            with self._arrived:
-                self.frames += 1
-                self._arrived.notify_all()
+        if kind in (protocol.FRAME, protocol.DELTA):
+            self._arrived_one()
+
+    def _first_look(self, message: dict) -> None:
+        """The GPUs before the first frame of this connection (the processes pending)."""
+        if not self._looking:
+            return  # (after a frame: that frame says more)
+        self._looking = False
+        try:
+            frame = devices_from_message(message)
+        except ValueError as exc:
+            self._refuse(f"a devices message that does not fit the stream's schema ({exc})")
+            return
+        with self._lock:
+            self._frame, self._alerts = frame, ()
+        self._frames_seen.set()
+        self._arrived_one()
+
+    def _arrived_one(self) -> None:
+        with self._arrived:
+            self.frames += 1
+            self._arrived.notify_all()
 
     def wait_frame(self, after: int, timeout: float) -> bool:
         """Until a frame later than the ``after``-th came (True), the process is
@@ -159,7 +190,8 @@ class LocalSamplerSource:
         return text
 
     def sample(self, now: float) -> Frame:
-        wait = FIRST_FRAME_WAIT if self._last is None else 2 * self.process.interval + 1.0
+        first = self._last is None or is_pending(self._last)  # (its first pass may take long)
+        wait = FIRST_FRAME_WAIT if first else 2 * self.process.interval + 1.0
         if self.process.wait_frame(self._taken, wait):
             self._taken = self.process.frames
             view = self.process.snapshot()
@@ -209,6 +241,28 @@ class LocalSamplerSource:
 
     def close(self) -> None:
         self.process.close()
+
+
+def local_sampler_source(args, settings=None) -> LocalSamplerSource:
+    """This machine's sampler process, started, with the window's options (``settings``:
+    core/user_settings.Settings; without it, ``args`` alone). Qt-free, so the app starts
+    it before it loads Qt and builds the window: the process starts meanwhile."""
+    if settings is not None:
+        record, interval, cap = settings.recording, settings.interval, settings.session_cap_bytes
+        diagnostics = settings.diagnostics
+    else:
+        record = getattr(args, "record", True)
+        interval, cap, diagnostics = getattr(args, "interval", None) or 1.0, None, None
+    demo = bool(getattr(args, "demo", False))
+    name = "nvml"
+    if demo:
+        from vramscope.sources.simulated import SimulatedSource
+
+        name = SimulatedSource.name
+    source = LocalSamplerSource(
+        sampler_options(args, record, cap, diagnostics), interval, name=name, simulated=demo
+    )
+    return source.start()
 
 
 def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> list[str]:

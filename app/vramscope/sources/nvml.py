@@ -165,28 +165,10 @@ class NvmlSource:
                 source=self.name,
                 error=f"NVML could not count the GPUs: {self._error_text(self._last_code)}",
             )
-        for index in list(self._gpus):
-            if index >= count:
-                del self._gpus[index]
-        partial = []
-        guessed = None
-        for index in range(count):
-            gpu = self._gpus.get(index)
-            if gpu is None:
-                gpu = self._gpus[index] = _Gpu(index)
-            bus = gpu.pci_bus_id
-            if bus is None:
-                if guessed is None:
-                    guessed = nvidia_bus_ids(self.sysfs_root)
-                bus = guessed[index] if len(guessed) == count else None
-            if bus is not None and self._asleep(bus):
-                gpu.slice_reads = []
-                figures = dict(
-                    index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=bus, asleep=True, vendor=NVIDIA
-                )
-                partial.append((gpu, figures, {}, None))
-                continue
-            partial.append((gpu, *self._sample_gpu(gpu, now)))
+        partial = [
+            (gpu, asleep, {}, None) if asleep else (gpu, *self._sample_gpu(gpu, now))
+            for gpu, asleep in self._each_gpu(count)
+        ]
 
         # psutil enrichment: one lookup per distinct PID in this pass
         pids = set().union(*(procs for _g, _f, procs, _sm in partial))
@@ -207,18 +189,58 @@ class NvmlSource:
             if gpu.slice_reads:
                 figures["slices"] = build_slices(gpu.slice_reads, figures.get("processes", ()))
             samples.append(_sample_of(gpu, figures))
+        return self._frame(now, samples, host_pids=self.processes.host_pids, device_holders=holders)
+
+    def sample_devices(self, now: float) -> Frame | None:
+        """The GPUs' own figures, each marked ``processes_pending``, without a
+        per-process call or a /proc read: what the stream sends before its first
+        pass (core/stream/first_look.py). None while NVML gives no GPU."""
+        if not self._ready and not self._try_init(now):
+            return None
+        count = self._call(None, "count", self._nvml.nvmlDeviceGetCount)
+        if not count:
+            return None
+        gpus = []
+        for gpu, asleep in self._each_gpu(count):
+            figures = asleep or self._sample_gpu(gpu, now, devices_only=True)[0]
+            gpus.append(GpuSample(**figures, processes_pending=True))
+        return self._frame(now, gpus)
+
+    def _frame(self, now: float, gpus, **more) -> Frame:
         driver, nvml_version, cuda = self._versions
         return Frame(
             time=now,
-            gpus=tuple(samples),
+            gpus=tuple(gpus),
             source=self.name,
             driver_version=driver,
             nvml_version=nvml_version,
             cuda_driver_version=cuda,
-            host_pids=self.processes.host_pids,
-            device_holders=holders,
             wsl=self.wsl,
+            **more,
         )
+
+    def _each_gpu(self, count: int):
+        """(gpu, its fields if it is asleep -- else None) for each of ``count`` GPUs."""
+        for index in list(self._gpus):
+            if index >= count:
+                del self._gpus[index]
+        guessed = None
+        for index in range(count):
+            gpu = self._gpus.get(index)
+            if gpu is None:
+                gpu = self._gpus[index] = _Gpu(index)
+            bus = gpu.pci_bus_id
+            if bus is None:
+                if guessed is None:
+                    guessed = nvidia_bus_ids(self.sysfs_root)
+                bus = guessed[index] if len(guessed) == count else None
+            if bus is not None and self._asleep(bus):
+                gpu.slice_reads = []
+                yield gpu, dict(
+                    index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=bus, asleep=True, vendor=NVIDIA
+                )
+            else:
+                yield gpu, None
 
     def _asleep(self, bus: str) -> bool:
         nvidia = self._nvidia_bus.get(bus)
@@ -330,11 +352,11 @@ class NvmlSource:
             raise GpuFailed(self._last_code)
 
     # -- one GPU --------------------------------------------------------------------
-    def _sample_gpu(self, gpu: _Gpu, now: float):
+    def _sample_gpu(self, gpu: _Gpu, now: float, devices_only: bool = False):
         """-> (the GpuSample's fields but its processes and slices, {pid: [used, kinds, mig uuid]},
-        {pid: SM %} or None)."""
+        {pid: SM %} or None); ``devices_only``: the fields alone (no process, MIG or SM call)."""
         try:
-            return self._read_gpu(gpu, now)
+            return (self._read_device(gpu), {}, None) if devices_only else self._read_gpu(gpu, now)
         except GpuFailed as failed:
             gpu.slice_reads = []
             if not gpu.failed:
@@ -354,6 +376,15 @@ class NvmlSource:
             )
 
     def _read_gpu(self, gpu: _Gpu, now: float):
+        figures = self._read_device(gpu)
+        procs = read_processes(self, gpu, gpu.handle)
+        figures["mig_mode"], gpu.slice_reads = read_mig(self, gpu, gpu.handle, procs)
+        sm = read_sm(self, gpu, gpu.handle, procs)
+        gpu.failed = False
+        return figures, procs, sm
+
+    def _read_device(self, gpu: _Gpu) -> dict:
+        """The GpuSample's fields but its processes, slices and MIG mode (GpuFailed for a lost GPU)."""
         nvml = self._nvml
         if gpu.failed or gpu.handle is None:
             if gpu.failed:  # it answered again: read everything afresh
@@ -394,11 +425,7 @@ class NvmlSource:
         power = self._gpu_call(gpu, "power", nvml.nvmlDeviceGetPowerUsage, handle)
         limit = self._gpu_call(gpu, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
 
-        procs = read_processes(self, gpu, handle)
-        mig_mode, gpu.slice_reads = read_mig(self, gpu, handle, procs)
-        sm = read_sm(self, gpu, handle, procs)
-        gpu.failed = False
-        figures = dict(
+        return dict(
             index=gpu.index,
             name=gpu.name,
             uuid=gpu.uuid,
@@ -412,12 +439,10 @@ class NvmlSource:
             temperature=temperature,
             power_w=None if power is None else power / 1000.0,
             power_limit_w=None if limit is None else limit / 1000.0,
-            mig_mode=mig_mode,
             vendor=NVIDIA,
             memory_kind=memory_kind,
             not_reported=((("total", POOL_NOTE),) if memory_kind else ()),
         )
-        return figures, procs, sm
 
     def _temperature(self, gpu: _Gpu, handle):
         nvml = self._nvml

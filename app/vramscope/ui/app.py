@@ -65,7 +65,7 @@ def build_window(
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
     if source is None and sampler and not _other_machines(args):
-        from vramscope.ui.sampler_banner import local_sampler_source
+        from vramscope.sources.local_sampler import local_sampler_source
 
         source = local_sampler_source(args, settings)
     if source is None:
@@ -351,6 +351,11 @@ def run(args) -> int:
     settings = Settings()
     import_qsettings(settings)  # once: what earlier versions kept with QSettings
     settings.merge_args(args)
+    sampler = None
+    if not getattr(args, "file", None) and not _other_machines(args):
+        from vramscope.sources.local_sampler import local_sampler_source
+
+        sampler = local_sampler_source(args, settings)  # starts while Qt loads and the window is built
     app = create_app(theme_mode=settings.theme)
     if getattr(args, "file", None):
         try:
@@ -360,7 +365,7 @@ def run(args) -> int:
             return 2
         app.aboutToQuit.connect(feed.close)
     else:
-        feed, window = build_window(args, settings=settings, sampler=True)
+        feed, window = build_window(args, source=sampler, settings=settings, sampler=True)
         app.aboutToQuit.connect(window.services.close)
     window.show()
     quit_after = getattr(args, "quit_after", None)

@@ -26,6 +26,7 @@ from vramscope.core.samples import NVIDIA, GpuSample
 from vramscope.core.units import NA, fmt_gib, fmt_percent
 from vramscope.ui import theme
 from vramscope.core.terminal_text import visible
+from vramscope.ui.processes_pending import READING
 from vramscope.ui.safe_text import tip
 
 CARD_WIDTH = 250
@@ -204,7 +205,8 @@ class GpuCard(QFrame):
             else ""
         )
         v["power"].setText(power_text(gpu))
-        v["processes"].setText(str(len(gpu.processes)) if gpu.error is None and not gpu.asleep else NA)
+        count = READING if gpu.processes_pending else str(len(gpu.processes))
+        v["processes"].setText(count if gpu.error is None and not gpu.asleep else NA)
         self.summary.setText(summary_text(gpu))
         self.mig.setVisible(bool(gpu.mig_mode))
         if gpu.mig_mode:
@@ -269,6 +271,8 @@ def summary_text(gpu: GpuSample) -> str:
     parts = [f"util {fmt_percent(gpu.util_gpu)}"]
     if gpu.temperature is not None:
         parts.append(f"{gpu.temperature} °C")
+    if gpu.error is None and not gpu.asleep and gpu.processes_pending:
+        return "  ·  ".join(parts) + f"\nprocesses {READING}"  # (its own line: never cut)
     if gpu.error is None and not gpu.asleep:
         n = len(gpu.processes)
         parts.append(f"{n} process" + ("" if n == 1 else "es"))

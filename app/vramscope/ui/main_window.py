@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
 from vramscope.core.store import STAGE_OTHER
+from vramscope.core.stream.first_look import is_pending
 from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.core.view_options import DEFAULT_PLOT_STYLE, DEFAULT_WINDOW, PlotStyle, TimeWindow
@@ -105,6 +106,7 @@ class MainWindow(QMainWindow):
         self._shown_frame: Frame | None = None
         self._frames_while_paused = 0
         self._table_time = float("-inf")
+        self._table_pending = False  # the table shown says the processes are being read
         self._plot_time = float("-inf")
         self._styled = 0  # labels given a colour so far (in order of first sight)
         self._live_count, self._live_time = -1, float("-inf")
@@ -124,6 +126,8 @@ class MainWindow(QMainWindow):
             store = feed.store
             store.subscribe(self._frame_stored, stage=STAGE_OTHER)
             self.destroyed.connect(lambda *_: store.unsubscribe(self._frame_stored))
+            if store.latest is not None:  # stored while the window was built (its sampler's first look)
+                self._frame_stored(store.latest)
 
     # -- public API -----------------------------------------------------------------
     @property
@@ -352,8 +356,9 @@ class MainWindow(QMainWindow):
             self._live_count, self._live_time = processes, t
             self.colours.set_live(p.identity for _g, p in frame.all_processes())
         every = max(TABLE_MIN_INTERVAL, processes / TABLE_ROWS_PER_SECOND)
-        if force or t - self._table_time >= every or t < self._table_time:
-            self._table_time = t
+        pending = is_pending(frame)  # (the processes read at last: shown at once)
+        if force or t - self._table_time >= every or t < self._table_time or pending != self._table_pending:
+            self._table_time, self._table_pending = t, pending
             self.table.show_frame(frame, self.feed.store)
         seconds = self.window_seconds
         since = None if seconds is None else t - seconds

@@ -36,11 +36,13 @@ from vramscope.core.process_rows import (
     TableRows,
 )
 from vramscope.core.samples import gpu_label
+from vramscope.core.stream.first_look import is_pending
 from vramscope.core.units import fmt_gib
 from vramscope.core.user_totals import UserTotal
 from vramscope.ui import theme
 from vramscope.ui.bridge import Bridge, LatestOnly
 from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
+from vramscope.ui.processes_pending import PendingNote
 from vramscope.ui.safe_text import tip
 
 ROW_HEIGHT = 20
@@ -183,6 +185,7 @@ class ProcessTable(QWidget):
         # swatches, sparklines and text colours are read when painted: a switch repaints
         theme.follow(self, lambda _s: (self.model.restyle(), self.view.viewport().update()))
         self.model.in_view = self._rows_in_view
+        self.pending = PendingNote(self.view)  # while the sampler's first pass reads them
         self.view.clicked.connect(self._clicked)
 
     def _clicked(self, index) -> None:
@@ -290,6 +293,7 @@ class ProcessTable(QWidget):
         self.set_user_totals(
             list(table.user_totals), {g.index: g.label for g in frame.gpus} if frame is not None else None
         )
+        self.pending.follow(is_pending(frame))
         holders = frame.device_holders if frame is not None else ()
         self.holders.setVisible(bool(holders))
         if holders:

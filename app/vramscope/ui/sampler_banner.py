@@ -1,5 +1,5 @@
-"""The window's side of its sampler process (sources/local_sampler.py): the
-source it reads, and a banner while that process is down -- why, when it is
+"""The window's side of its sampler process (sources/local_sampler.py): a
+banner while that process is down -- why, when it is
 started again, and a button to start it now. The window never waits on it:
 the banner reads the host's state with each frame (the window's source makes
 one promptly when the process goes down) and on the window's slow poll, and
@@ -13,27 +13,6 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 from vramscope.ui import theme
 
 CHECK_MS = 500  # how often the banner, while shown, looks at the sampler's state
-
-
-def local_sampler_source(args, settings=None):
-    """This machine's sampler process, started, with the window's options."""
-    from vramscope.sources.local_sampler import LocalSamplerSource, sampler_options
-    from vramscope.sources.simulated import SimulatedSource
-
-    if settings is not None:
-        record, interval, cap = settings.recording, settings.interval, settings.session_cap_bytes
-        diagnostics = settings.diagnostics
-    else:
-        record = getattr(args, "record", True)
-        interval, cap, diagnostics = getattr(args, "interval", None) or 1.0, None, None
-    demo = bool(getattr(args, "demo", False))
-    source = LocalSamplerSource(
-        sampler_options(args, record, cap, diagnostics),
-        interval,
-        name=SimulatedSource.name if demo else "nvml",
-        simulated=demo,
-    )
-    return source.start()
 
 
 class SamplerBanner(QWidget):

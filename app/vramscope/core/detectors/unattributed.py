@@ -23,7 +23,7 @@ class UnattributedRule:
         alerts = []
         seen = set()
         for gpu in frame.gpus:
-            if gpu.used is None or gpu.error:
+            if gpu.used is None or gpu.error or gpu.processes_pending:  # (not read yet: none listed)
                 continue
             listed = [p.used for p in gpu.processes]
             unlisted = None

@@ -13,7 +13,7 @@ After the hello, a line that is not a JSON object is counted and skipped;
 an over-long line is discarded whole (up to its newline); an unterminated
 line at the end of the stream (a peer that died mid-write) is dropped.
 
-    remote -> monitor:  hello, frame, delta, result, error
+    remote -> monitor:  hello, devices, frame, delta, result, error
     monitor -> remote:  act            (a process action, answered by a result)
 """
 
@@ -32,6 +32,10 @@ MAX_NOISE_LINES = 200
 # message types
 HELLO = "hello"
 FRAME = "frame"
+# the GPUs' own figures before the first frame, their processes not read yet (sent
+# when asked: `stream --devices-first`; core/stream/first_look.py). A reader that does
+# not know it skips it, as any unknown type: the first frame still follows whole.
+DEVICES = "devices"
 DELTA = "delta"
 RESULT = "result"
 ERROR = "error"
