@@ -240,8 +240,14 @@ def test_lora_injected_late(make_agent):
         lora = LoRA(model[3])
         lora_opt = torch.optim.AdamW([lora.a, lora.b])
         # the adapters: known from the walk that finds them (the next routine walk, or their
-        # optimizer's first step at the latest)
-        run.oracle.trains(optimizers=[lora_opt], first=True, known=lambda walked: walked["params"] > before)
+        # optimizer's first step at the latest); their optimizer state once the agent has met
+        # that optimizer -- its first step makes the state before the step's hook meets it
+        # (a sample in between sees state of an optimizer it never met)
+        run.oracle.trains(
+            optimizers=[lora_opt],
+            first=True,
+            known=lambda walked: walked["params"] > before and walked["optimizers"] > 1,
+        )
         model[3] = lora
         train(model, lora_opt, steps=25)
     run.check()
