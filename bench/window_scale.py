@@ -151,9 +151,11 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
     feed, window = build_window(args, source=source)
     times: list[float] = []  # the sampler's time of each frame the window got (not its first look)
     feed.subscribe(
-        lambda frame: times.append(frame.time)
-        if frame.gpus and not frame.error and not any(g.processes_pending for g in frame.gpus)
-        else None,
+        lambda frame: (
+            times.append(frame.time)
+            if frame.gpus and not frame.error and not any(g.processes_pending for g in frame.gpus)
+            else None
+        ),
         STAGE_RECORDER,
     )
     window.resize(1400, 900)
@@ -167,9 +169,11 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
         lambda frame: first.append(clock.elapsed()) if frame.gpus and not first else None
     )
     window.new_frame.connect(
-        lambda frame: whole.append(clock.elapsed())
-        if frame.gpus and not whole and not any(g.processes_pending for g in frame.gpus)
-        else None
+        lambda frame: (
+            whole.append(clock.elapsed())
+            if frame.gpus and not whole and not any(g.processes_pending for g in frame.gpus)
+            else None
+        )
     )
     gaps: list[float] = []  # after the first STARTUP_MS (the rows are built, history fills)
     startup: list[float] = []

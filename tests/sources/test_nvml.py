@@ -25,13 +25,6 @@ from vramscope.sources.nvml import NO_LIBRARY, NvmlSource
 from vramscope.sources.processes import ProcessCache
 
 
-@pytest.fixture
-def source(fake_nvml):
-    src = NvmlSource(retry_interval=5.0)
-    yield src
-    src.close()
-
-
 def one(frame, index=0):
     assert frame.error is None, frame.error
     return frame.gpus[index]

@@ -8,7 +8,6 @@ import dataclasses
 import time
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
-from test_nvml import source  # noqa: F401 (the fixture: an NvmlSource on the fake library)
 from vramscope.sources.all_gpus import AllGpusSource
 
 

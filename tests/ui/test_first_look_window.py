@@ -91,7 +91,9 @@ def test_the_gpus_show_at_once_and_the_processes_are_said_to_be_read(
         whole = feed.store.latest
         assert not note.isVisible()
         open_every_group(window)
-        assert {int(p) for p in table_column(window, "PID") if p} == {p.pid for _g, p in whole.all_processes()}
+        assert {int(p) for p in table_column(window, "PID") if p} == {
+            p.pid for _g, p in whole.all_processes()
+        }
         for text, gpu in zip(card_texts(window), whole.gpus):
             assert READING not in text and f"{len(gpu.processes)} process" in text
     finally:

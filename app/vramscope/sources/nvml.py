@@ -236,8 +236,11 @@ class NvmlSource:
                 bus = guessed[index] if len(guessed) == count else None
             if bus is not None and self._asleep(bus):
                 gpu.slice_reads = []
-                yield gpu, dict(
-                    index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=bus, asleep=True, vendor=NVIDIA
+                yield (
+                    gpu,
+                    dict(
+                        index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=bus, asleep=True, vendor=NVIDIA
+                    ),
                 )
             else:
                 yield gpu, None
