@@ -88,29 +88,31 @@ def rows_from_frame(
         growth = GrowthCache()
     templates = templates if templates is not None else RowTemplates()
     agent_ids = {getattr(a, "identity", None) for a in frame.agents}
-    made = [entry for gpu in frame.gpus for entry in templates.templates(gpu, _template)]
+    made = [(gpu.processes, templates.templates(gpu, _template)) for gpu in frame.gpus]
     templates.end_frame()
-    keys = [entry[0] for entry in made]
+    keys = [template[0] for _procs, made_gpu in made for template in made_gpu]
     figures = growth.update(store, keys, frame.time) if store is not None else {}
     now = frame.time
     new, get = tuple.__new__, figures.get
     rows = []
-    for template in made:
-        proc, row = template[-1], template[:-1]
-        row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = (
-            proc.used,
-            proc.sm,
-            proc.cpu_percent,
-            proc.host_memory,
-        )
-        start = row[_IDENTITY].start_time
-        if start is not None:
-            age = now - start
-            row[_AGE] = age if age > 0.0 else 0.0
-        if agent_ids and not row[_AGENT]:
-            row[_AGENT] = row[_IDENTITY] in agent_ids
-        row[_GROWTH], row[_SPARK] = get(row[0], _NO_FIGURES)
-        rows.append(new(ProcessRow, row))
+    for procs, made_gpu in made:
+        for proc, template in zip(procs, made_gpu):
+            row = list(template)
+            row[_IDENTITY] = ident = proc.identity
+            row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = (
+                proc.used,
+                proc.sm,
+                proc.cpu_percent,
+                proc.host_memory,
+            )
+            start = ident.start_time
+            if start is not None:
+                age = now - start
+                row[_AGE] = age if age > 0.0 else 0.0
+            if agent_ids and not row[_AGENT]:
+                row[_AGENT] = ident in agent_ids
+            row[_GROWTH], row[_SPARK] = get(row[0], _NO_FIGURES)
+            rows.append(new(ProcessRow, row))
     return rows
 
 
@@ -122,15 +124,15 @@ _IDENTITY, _USED, _SM, _AGE, _AGENT, _CPU, _HOST_MEMORY, _GROWTH, _SPARK = (
 
 
 def _template(gpu, proc, said) -> ProcessRow:
-    """A process's row but for this frame's figures, age and growth (set per frame);
-    ``said``: its RowTexts."""
+    """A process's row but for this frame's identity, figures, age and growth (set
+    per frame: a template holds atoms only, see RowTemplates); ``said``: its RowTexts."""
     info = proc.info
     ident = proc.identity
     return ProcessRow(
         key=proc_key(gpu.index, ident.pid, ident.start_time),
         gpu=gpu.index,
         pid=proc.pid,
-        identity=ident,
+        identity=None,
         label=said.label,
         user=said.user,
         used=proc.used,

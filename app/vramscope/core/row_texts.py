@@ -31,32 +31,41 @@ class RowTemplates:
     """Per GPU each process's row template; one per table (used by one thread at a time)."""
 
     def __init__(self):
-        # GPU index -> (its machine, {identity: its row's template, the process last})
+        # GPU index -> (its machine, {description key: its row's template},
+        #               {description key: what it was made from: the ProcessInfo object})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
 
-    def templates(self, gpu, make) -> list:
-        """Per process of ``gpu``, in its order, its row's template: the fields of
-        ``make(gpu, proc, texts)`` with the process last (one list a process, so a
-        big box's table holds few objects for the garbage collector to walk), made
-        again only when the process's description changed (its ProcessInfo object,
-        kinds, agent, pid): a process whose figures alone moved keeps its template;
-        the frame's figures are read from the process."""
+    def templates(self, gpu, make) -> list[tuple]:
+        """Per process of ``gpu``, in its order, its row's template: ``make(gpu, proc,
+        texts)`` as an exact tuple, made again only when the process's description
+        changed (its ProcessInfo object, kinds, agent, pid): a process whose figures
+        alone moved keeps its template; the frame's figures are read from the process.
+
+        ``make`` gives atoms only (str, numbers, None, tuples of them), and what a
+        template is kept under is atoms too: the garbage collector stops tracking
+        such tuples, and the table holds no process values of its own (a MIG
+        process's aside), so a big box's 16k templates are not walked by every full
+        collection, nor keep an older frame's processes alive."""
         place = (gpu.host, gpu.host_index)
         was = self._rows.get(gpu.index)
-        held = was[1] if was is not None and was[0] == place else {}
+        held, made_from = (was[1], was[2]) if was is not None and was[0] == place else ({}, {})
         now: dict = {}
+        now_from: dict = {}
         out = []
         for proc in gpu.processes:
             ident = proc.identity
-            entry = held.get(ident)
-            if entry is None or (entry[-1] is not proc and not _same_description(entry[-1], proc)):
-                entry = [*make(gpu, proc, row_texts(proc, gpu.host)), proc]
-            else:
-                entry[-1] = proc
-            now[ident] = entry
-            out.append(entry)
-        self._next[gpu.index] = (place, now)
+            key = (ident.pid, ident.start_time, proc.has_agent, proc.kinds)  # pid, agent, kinds: same
+            template = held.get(key)
+            source = made_from.get(key)
+            if template is None or not (source is proc or (source is proc.info and proc.mig_uuid is None)):
+                template = tuple(make(gpu, proc, row_texts(proc, gpu.host)))
+                # (a MIG process: its own value, its slice's text being made from it)
+                source = proc if proc.mig_uuid is not None else proc.info
+            now[key] = template
+            now_from[key] = source
+            out.append(template)
+        self._next[gpu.index] = (place, now, now_from)
         return out
 
     def end_frame(self) -> None:
@@ -75,17 +84,4 @@ def row_texts(proc, host: str | None) -> RowTexts:
         container_text(info),
         display_name(info) or label,
         kin_of(info, host),
-    )
-
-
-def _same_description(was, now) -> bool:
-    """Whether two values of one process differ at most in their moving figures
-    (memory, SM %, CPU %, host memory): what a stream delta's columns change."""
-    return (
-        was.info is now.info
-        and now.mig_uuid is None
-        and was.mig_uuid is None
-        and was.pid == now.pid
-        and was.has_agent == now.has_agent
-        and was.kinds == now.kinds
     )

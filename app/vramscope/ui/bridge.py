@@ -104,6 +104,9 @@ class LatestOnly:
             except Exception:
                 log.exception("background task %s failed", self._name)
             finally:
+                # let go of what the task held (a frame: 16k processes on a big box)
+                # while waiting for the next, not one frame behind the window
+                work = done = None
                 with self._cond:
                     self.busy = False
                     self._cond.notify_all()
