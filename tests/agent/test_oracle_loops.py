@@ -239,15 +239,17 @@ def test_lora_injected_late(make_agent):
             p.requires_grad_(False)
         lora = LoRA(model[3])
         lora_opt = torch.optim.AdamW([lora.a, lora.b])
-        # the adapters: known from the walk that finds them (the next routine walk, or their
-        # optimizer's first step at the latest); their optimizer state once the agent has met
-        # that optimizer -- its first step makes the state before the step's hook meets it
-        # (a sample in between sees state of an optimizer it never met)
+        # the adapters (weights, gradients): known from the walk that finds them (the next
+        # routine walk, or their optimizer's first step at the latest); their optimizer's state
+        # once the agent has met that optimizer -- its first step makes the state before the
+        # step's hook meets it, so a sample in between sees state of an optimizer it never met
         run.oracle.trains(
             optimizers=[lora_opt],
             first=True,
             known=lambda walked: walked["params"] > before and walked["optimizers"] > 1,
         )
+        adapters = torch.nn.ParameterList([lora.a, lora.b])  # the same tensors, no optimizer
+        run.oracle.trains(adapters, first=True, known=lambda walked: walked["params"] > before)
         model[3] = lora
         train(model, lora_opt, steps=25)
     run.check()
