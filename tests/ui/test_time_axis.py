@@ -40,3 +40,34 @@ def test_the_ticks_are_worked_out_once_while_the_window_scrolls(qapp, monkeypatc
     assert len(worked) == 1
     axis.tickValues(T0 - 3600, T0, 820.0)  # another window: worked out anew
     assert len(worked) == 2
+
+
+def _drawn(axis_item, lo: float, hi: float):
+    plot = pg.PlotWidget(axisItems={"bottom": axis_item})
+    plot.resize(820, 240)
+    plot.showGrid(x=True, y=True)
+    plot.setXRange(lo, hi, padding=0)
+    plot.show()
+    return plot.grab().toImage()
+
+
+def test_the_axis_draws_what_pyqtgraphs_date_axis_draws_pixel_for_pixel(qapp):
+    for span in (60.0, 600.0, 3600.0):
+        for step in (0, 3, 6):  # scrolling: the axis worked out anew each time
+            hi = T0 + 7.25 + step
+            ours = _drawn(TimeAxis(orientation="bottom"), hi - span, hi)
+            assert ours == _drawn(pg.DateAxisItem(orientation="bottom"), hi - span, hi)
+
+
+def test_a_redraw_with_the_range_unchanged_draws_the_same_again(qapp):
+    axis = TimeAxis(orientation="bottom")
+    plot = pg.PlotWidget(axisItems={"bottom": axis})
+    plot.resize(820, 240)
+    plot.setXRange(T0 - 600, T0, padding=0)
+    plot.show()
+    first = plot.grab().toImage()
+    assert axis.picture is not None  # worked out once
+    axis.update()
+    assert plot.grab().toImage() == first
+    plot.setXRange(T0 - 540, T0 + 60, padding=0)  # scrolled a minute: other labels
+    assert plot.grab().toImage() != first

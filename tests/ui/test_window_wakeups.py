@@ -36,3 +36,21 @@ def test_a_frame_is_shown_as_soon_as_it_is_stored_and_the_poll_is_slow(themed_ap
     assert w.gpu_panel.cards[0].used.text() == "19.5 / 24.0 GiB"  # frame 40: 14 + 3 + 2 + 0.5 GiB
     assert len(shows) <= 2  # one refresh for the forty frames, not forty
     feed.close()
+
+
+def test_the_safety_poll_does_not_fire_while_frames_come(themed_app, qtbot):
+    feed = Pipeline(ScriptedSource())
+    w = MainWindow(feed, window="1m")
+    qtbot.addWidget(w)
+    w.show()
+    polls = []
+    w.timer.timeout.connect(lambda: polls.append(1))
+    for k in range(4):  # a frame every half poll interval
+        qtbot.wait(w.timer.interval() // 2)
+        feed.store.append(frame_at(k))
+        qtbot.waitUntil(
+            lambda k=k: w.store.latest.time == frame_at(k).time and not w._wake_posted, timeout=1000
+        )
+    assert polls == []
+    qtbot.waitUntil(lambda: bool(polls), timeout=2 * w.timer.interval())  # frames stop: it polls again
+    feed.close()

@@ -26,7 +26,6 @@ dropped: it is reported with the mismatch as its error, so the window and
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import os
 import stat
@@ -38,7 +37,7 @@ from vramscope.core import agent_series, bounded_read
 from vramscope.core import oom_context
 from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.samples import AgentReport, Frame
-from vramscope.sources import agent_input, container_agents
+from vramscope.sources import agent_dir_listing, agent_input, container_agents
 from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
 from vramscope.sources.agent_reports import report_of, with_outside
 from vramscope.sources.agent_state import AgentState, ingest, record_points
@@ -48,7 +47,6 @@ log = logging.getLogger(__name__)
 MAX_PULLS_PER_POLL = 16
 PASS_BUDGET = 1.0  # seconds one pass waits on all agents together (connects, replies)
 QUIET_PAUSE, QUIET_PAUSE_MAX = 2.0, 30.0  # a socket that said nothing: tried again after
-MAX_DIR_ENTRIES = 4096  # names looked at per directory and pass
 START_TIME_TOLERANCE = 0.05  # seconds; both sides compute btime + ticks / CLK_TCK
 STALE_SWEEP_EVERY = 30.0
 
@@ -79,6 +77,7 @@ class AgentClient:
         self._pidns = paths.pid_namespace()
         self.errors = 0
         self._in_containers: dict[tuple, int] = {}  # (pid inside, its namespace) -> host pid
+        self._listings = agent_dir_listing.Listings()
 
     # -- the enricher ---------------------------------------------------------------------
     def __call__(self, frame: Frame) -> Frame:
@@ -162,25 +161,20 @@ class AgentClient:
                     paths.secure_dir(directory, create=False)
                 elif not container_agents.dir_is_private(directory, owner):
                     continue
-                entries = list(itertools.islice(os.scandir(directory), MAX_DIR_ENTRIES))
+                # our own directories: read again only when changed (sources/agent_dir_listing.py)
+                entries = (
+                    self._listings.read(directory) if owner is None else agent_dir_listing.read(directory)
+                )
             except OSError:
                 continue  # missing, or not ours: never read from it
-            for entry in entries:
-                parsed = paths.parse_name(entry.name)
-                if parsed is None:
-                    continue
-                pid, ticks, suffix = parsed
+            for pid, ticks, suffix, path, mode in entries:
                 if admitted is not None and pid not in admitted:
                     continue  # seen through a container's root, but not one of its processes
-                try:
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                except OSError:
-                    continue
                 if suffix == paths.SOCKET_SUFFIX and stat.S_ISSOCK(mode):
-                    sockets[(pid, ticks)] = entry.path
-                    self._owners[entry.path] = os.getuid() if owner is None else owner
+                    sockets[(pid, ticks)] = path
+                    self._owners[path] = os.getuid() if owner is None else owner
                 elif suffix == paths.FINAL_SUFFIX and stat.S_ISREG(mode):
-                    finals[(pid, ticks)] = entry.path
+                    finals[(pid, ticks)] = path
             if owner is None and sweep:
                 paths.remove_stale(directory)
         if sweep:
@@ -200,6 +194,8 @@ class AgentClient:
                 conns.append((key, path, AgentConnection(path, self._owners.get(path))))
             except Exception as exc:  # noqa: BLE001 - one bad agent never stops the others
                 self._refused(key, path, exc, silent=isinstance(exc, TimeoutError))
+        if not conns:
+            return []  # (no selector for nobody)
         request = {
             "op": Op.HELLO,
             "protocol": protocol.PROTOCOL_VERSION,

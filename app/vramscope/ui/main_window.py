@@ -198,6 +198,7 @@ class MainWindow(QMainWindow):
 
     def _woken(self) -> None:
         self._wake_posted = False
+        self.timer.start()  # the poll is a safety net: due only after a poll interval without a frame
         self.refresh()
 
     def show_moment(self, frame: Frame) -> None:

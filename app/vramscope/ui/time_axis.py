@@ -10,12 +10,19 @@ GPU's plot at rest (bench/gui_vs_nvitop.py). Here the ticks are worked out for
 three widths of the range at once and read from there while the range stays
 inside and its density (seconds per pixel) is the same; labels and their sizes
 are remembered by value. What is drawn is DateAxisItem's, tick for tick.
+
+pyqtgraph records the axis into a QPicture when it changed and plays the
+picture back on every redraw; played back, each label is laid out again, and
+recording lays it out once more. A scrolling axis changes at every redraw, so
+here what it draws (the "draw specs") is kept instead and drawn straight onto
+the view's painter.
 """
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFont, QPainter, QPicture
 
 REMEMBERED = 4096  # labels and label sizes kept (then forgotten and made again)
 
@@ -26,6 +33,8 @@ class TimeAxis(pg.DateAxisItem):
         self._ticks: tuple | None = None  # (density, low, high, levels, zoom level, min spacing)
         self._labels: dict[tuple, str] = {}  # (value, spacing) -> label
         self._sizes: dict[tuple, QRectF] = {}  # (font, box, flags, text) -> its bounding rect
+        self._specs: tuple | None = None  # what the axis draws, until pyqtgraph says it changed
+        self._font = QFont()
 
     def tickValues(self, minVal, maxVal, size):
         density = (maxVal - minVal) / size if size else 0.0
@@ -54,6 +63,28 @@ class TimeAxis(pg.DateAxisItem):
 
     def generateDrawSpecs(self, p):
         return super().generateDrawSpecs(_MeasuringPainter(p, self._sizes, id(self.style["tickFont"])))
+
+    def paint(self, p, opt, widget):
+        """AxisItem.paint, the specs drawn straight onto ``p`` instead of through a
+        QPicture. ``picture`` stays pyqtgraph's mark: None when the axis changed."""
+        if self.picture is None:
+            picture = QPicture()
+            painter = QPainter(picture)  # (measured as pyqtgraph measures: on a picture's painter)
+            try:
+                if self.style["tickFont"]:
+                    painter.setFont(self.style["tickFont"])
+                self._specs = self.generateDrawSpecs(painter)
+                self._font = QFont(painter.font())  # the labels' font, as the picture had it
+            finally:
+                painter.end()
+            self.picture = picture
+        if self._specs is not None:
+            p.save()
+            try:
+                p.setFont(self._font)
+                self.drawPicture(p, *self._specs)
+            finally:
+                p.restore()
 
     def resizeEvent(self, ev=None):
         self._ticks = None  # another length in pixels: another density
