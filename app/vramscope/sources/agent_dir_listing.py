@@ -30,15 +30,16 @@ def read(directory: str) -> list[tuple[int, int, str, str, int]]:
     """(pid, ticks, suffix, path, mode) of each agent-named entry (not followed when
     a link), at most MAX_DIR_ENTRIES names looked at; raises OSError."""
     out = []
-    for entry in itertools.islice(os.scandir(directory), MAX_DIR_ENTRIES):
-        parsed = paths.parse_name(entry.name)
-        if parsed is None:
-            continue
-        try:
-            mode = entry.stat(follow_symlinks=False).st_mode
-        except OSError:
-            continue
-        out.append((*parsed, entry.path, mode))
+    with os.scandir(directory) as entries:  # (closed at once, not when collected)
+        for entry in itertools.islice(entries, MAX_DIR_ENTRIES):
+            parsed = paths.parse_name(entry.name)
+            if parsed is None:
+                continue
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            out.append((*parsed, entry.path, mode))
     return out
 
 
