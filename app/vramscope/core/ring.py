@@ -70,14 +70,8 @@ class Ring:
 
     def load(self, t: np.ndarray, v: np.ndarray) -> None:
         """Replace the contents with the newest ``capacity`` points of (t, v)."""
-        n = min(len(t), self._capacity)
-        size = max(min(self._capacity, _INITIAL), n)
-        self._t = np.empty(size, dtype=np.float64)
-        self._v = np.empty(size, dtype=np.float64)
-        self._t[:n] = t[len(t) - n :]
-        self._v[:n] = v[len(v) - n :]
+        self._t, self._v, self._len = loaded(t, v, self._capacity)
         self._start = 0
-        self._len = n
 
     def replace_last(self, t: float, v: float) -> None:
         i = (self._start + self._len - 1) % self._t.shape[0]
@@ -95,15 +89,11 @@ class Ring:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies in time order."""
-        cap = self._t.shape[0]
-        end = self._start + self._len
-        if end <= cap:
-            return self._t[self._start : end].copy(), self._v[self._start : end].copy()
-        k = end - cap
-        return (
-            np.concatenate((self._t[self._start :], self._t[:k])),
-            np.concatenate((self._v[self._start :], self._v[:k])),
-        )
+        return in_order(self._t, self._v, self._start, self._len)
+
+    def state(self) -> tuple:
+        """(times, values, start, length): the storage itself, not a copy."""
+        return self._t, self._v, self._start, self._len
 
     @property
     def nbytes(self) -> int:
@@ -136,15 +126,10 @@ class TieredRing(Ring):
         """The per-bucket peaks (made from the raw samples on first use)."""
         if self._coarse is None:
             coarse = Ring(self._coarse_points)
-            ft, fv = Ring.arrays(self)
-            if len(ft):
-                bucket = np.floor(ft / self.coarse_step)
-                starts = np.flatnonzero(np.concatenate(([True], bucket[1:] != bucket[:-1])))
-                peaks = np.fmax.reduceat(fv, starts)  # n/a is no peak; an all-n/a bucket stays n/a
-                coarse.load(ft[starts], peaks)
-                self._bucket = float(bucket[-1])
-                self._bucket_t = float(ft[starts[-1]])
-                self._bucket_peak = float(peaks[-1])
+            ct, cv, bucket = fold_peaks(*Ring.arrays(self), self.coarse_step)
+            if bucket is not None:
+                coarse.load(ct, cv)
+                self._bucket, self._bucket_t, self._bucket_peak = bucket, float(ct[-1]), float(cv[-1])
             self._coarse = coarse
         return self._coarse
 
@@ -184,25 +169,71 @@ class TieredRing(Ring):
 
     def arrays(self, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Coarse peaks for the span the fine ring no longer holds, then raw samples."""
-        ft, fv = Ring.arrays(self)
-        if self._coarse is not None and len(self._coarse) and len(ft) and (since is None or since < ft[0]):
-            ct, cv = self.coarse.arrays()
-            # Every bucket that began before the oldest raw sample: its peak may
-            # come from a sample already evicted from the fine ring, so a bucket
-            # that straddles ft[0] is kept too (a peak is never dropped).
-            keep = ct < ft[0]
-            if since is not None:
-                keep &= ct >= since - self.coarse_step
-            t = np.concatenate((ct[keep], ft))
-            v = np.concatenate((cv[keep], fv))
-        else:
-            t, v = ft, fv
-        if since is not None and len(t) and t[0] < since:
-            i = int(np.searchsorted(t, since, side="left"))
-            i = max(0, i - 1)  # keep one point before the window so the line enters it
-            t, v = t[i:], v[i:]
-        return t, v
+        coarse = self._coarse.arrays if self._coarse is not None and len(self._coarse) else None
+        return joined(*Ring.arrays(self), coarse, self.coarse_step, since)
+
+    def state(self) -> tuple:
+        """The fine ring's ``Ring.state``, the coarse ring's (None until made), and
+        the open bucket (index, peak, time): what a columnar copy needs."""
+        coarse = None if self._coarse is None else self._coarse.state()
+        return Ring.state(self), coarse, (self._bucket, self._bucket_peak, self._bucket_t)
 
     @property
     def nbytes(self) -> int:
         return self._t.nbytes + self._v.nbytes + (self._coarse.nbytes if self._coarse is not None else 0)
+
+
+# -- the arithmetic of the tiers, shared with core/ring_columns.py ---------------------
+def in_order(t: np.ndarray, v: np.ndarray, start: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of a ring's ``n`` points from ``start`` on, in time order."""
+    cap = t.shape[0]
+    end = start + n
+    if end <= cap:
+        return t[start:end].copy(), v[start:end].copy()
+    k = end - cap
+    return np.concatenate((t[start:], t[:k])), np.concatenate((v[start:], v[:k]))
+
+
+def loaded(t: np.ndarray, v: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """New storage holding the newest ``capacity`` points of (t, v) from index 0."""
+    n = min(len(t), capacity)
+    size = max(min(capacity, _INITIAL), n)
+    nt = np.empty(size, dtype=np.float64)
+    nv = np.empty(size, dtype=np.float64)
+    nt[:n] = t[len(t) - n :]
+    nv[:n] = v[len(v) - n :]
+    return nt, nv, n
+
+
+def fold_peaks(ft: np.ndarray, fv: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Raw samples folded into their buckets of ``step`` seconds: each bucket's
+    first time and peak, and the newest bucket's index (None: no samples)."""
+    if not len(ft):
+        return ft, fv, None
+    bucket = np.floor(ft / step)
+    starts = np.flatnonzero(np.concatenate(([True], bucket[1:] != bucket[:-1])))
+    peaks = np.fmax.reduceat(fv, starts)  # n/a is no peak; an all-n/a bucket stays n/a
+    return ft[starts], peaks, float(bucket[-1])
+
+
+def joined(ft, fv, coarse, step: float, since: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Coarse peaks for the span the raw samples (ft, fv) no longer hold, then
+    the raw samples, from ``since`` on. ``coarse``: a callable giving the coarse
+    tier's (t, v) in time order (read only when needed), or None."""
+    if coarse is not None and len(ft) and (since is None or since < ft[0]):
+        ct, cv = coarse()
+        # Every bucket that began before the oldest raw sample: its peak may
+        # come from a sample already evicted from the fine ring, so a bucket
+        # that straddles ft[0] is kept too (a peak is never dropped).
+        keep = ct < ft[0]
+        if since is not None:
+            keep &= ct >= since - step
+        t = np.concatenate((ct[keep], ft))
+        v = np.concatenate((cv[keep], fv))
+    else:
+        t, v = ft, fv
+    if since is not None and len(t) and t[0] < since:
+        i = int(np.searchsorted(t, since, side="left"))
+        i = max(0, i - 1)  # keep one point before the window so the line enters it
+        t, v = t[i:], v[i:]
+    return t, v

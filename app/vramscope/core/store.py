@@ -6,7 +6,10 @@ array. Series keys are tuples:
 
 - ``("gpu", index, metric)`` with metric in GPU_METRICS
 - ``("proc", gpu_index, pid, start_time, "used")`` -- one series per process
-  identity per GPU, so a reused PID starts a new series
+  identity per GPU, so a reused PID starts a new series. These are held as
+  columns (core/ring_columns.py: a slot per series, no Python object per
+  process, so 16k processes add nothing to a full garbage collection's walk);
+  every other series is a ``TieredRing``. Both answer the same.
 - ``("mig", gpu_index, mig_uuid, metric)`` -- a MIG slice's "used" and "total"
 - other producers (the agent client) may add their own keys with ``record``.
 
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vramscope.core.ring import TieredRing
+from vramscope.core.ring_columns import RingColumns
 from vramscope.core.samples import Frame, ProcessIdentity
 
 GPU_METRICS = ("used", "total", "reserved", "util_gpu", "temperature", "power_w")
@@ -104,7 +108,10 @@ class Store:
         self._coarse_step = coarse_step
         self._coarse_points = coarse_points
         self._max_series = max_series
-        self._series: dict[Hashable, TieredRing] = {}
+        # key -> its TieredRing, or for a process series its slot in ``_procs``
+        # (one dict, so keys() and eviction keep the order of first sight)
+        self._series: dict[Hashable, TieredRing | int] = {}
+        self._procs = RingColumns(fine_points, coarse_step, coarse_points)
         self._by_gpu: dict[int, dict[tuple, None]] = {}  # GPU -> its process keys, first seen first
         self._lock = threading.Lock()
         self._latest: Frame | None = None
@@ -118,6 +125,7 @@ class Store:
     def append(self, frame: Frame) -> None:
         with self._lock:
             t = frame.time
+            series = self._series
             for gpu in frame.gpus:
                 self._record(gpu_key(gpu.index, "used"), t, gpu.used)
                 self._record(gpu_key(gpu.index, "total"), t, gpu.total)
@@ -126,11 +134,17 @@ class Store:
                 self._record(gpu_key(gpu.index, "temperature"), t, gpu.temperature)
                 self._record(gpu_key(gpu.index, "power_w"), t, gpu.power_w)
                 in_use = 0
+                slots, values = [], []
                 for proc in gpu.processes:
                     ident = proc.identity
-                    self._record(proc_key(gpu.index, ident.pid, ident.start_time), t, proc.used)
-                    if proc.used is not None:
-                        in_use += proc.used
+                    key = proc_key(gpu.index, ident.pid, ident.start_time)
+                    slot = series.get(key)
+                    slots.append(self._new_series(key) if slot is None else slot)
+                    used = proc.used
+                    values.append(used)
+                    if used is not None:
+                        in_use += used
+                self._procs.extend(slots, t, values)
                 # (not read yet: n/a, not a zero -- core/stream/first_look.py)
                 in_use = None if gpu.processes_pending else in_use
                 self._record(gpu_key(gpu.index, PROCESSES_USED), t, in_use)
@@ -179,9 +193,20 @@ class Store:
     def _record(self, key: Hashable, t: float, value) -> None:
         ring = self._series.get(key)
         if ring is None:
-            ring = self._series[key] = TieredRing(self._fine_points, self._coarse_step, self._coarse_points)
-            self._index(key)
-        ring.append(t, value)
+            ring = self._new_series(key)
+        if ring.__class__ is int:
+            self._procs.append(ring, t, value)
+        else:
+            ring.append(t, value)
+
+    def _new_series(self, key):
+        """An empty series for a key seen first: a process's slot, or a ring."""
+        if _is_proc(key):
+            ring = self._series[key] = self._procs.add()
+            self._by_gpu.setdefault(key[1], {})[key] = None
+        else:
+            ring = self._series[key] = self.new_ring()
+        return ring
 
     def new_ring(self) -> TieredRing:
         """An empty ring with this store's tiers (to fill with ``TieredRing.load``)."""
@@ -201,9 +226,14 @@ class Store:
         Listeners are not called: the frames are history, not new samples.
         """
         with self._lock:
-            self._series.update(rings)
-            for key in rings:
-                self._index(key)
+            for key, ring in rings.items():
+                if not _is_proc(key):
+                    self._series[key] = ring
+                    continue
+                slot = self._series.get(key)
+                if slot is None:
+                    slot = self._new_series(key)
+                self._procs.adopt(slot, ring.state())
             if latest is not None:
                 self._latest = latest
             if first_time is not None and (self._first_time is None or first_time < self._first_time):
@@ -215,18 +245,20 @@ class Store:
         frame just wrote are never dropped: on a box with more live processes than
         the cap, evicting them would only recreate them on the next frame (and
         hold the lock the window reads under for every frame)."""
-        ended = [
-            (ring.last_time() or 0.0, key)
-            for key, ring in self._series.items()
-            if (ring.last_time() or 0.0) < now
-        ]
+        last_time = self._procs.last_time
+        ended = []
+        for key, ring in self._series.items():
+            last = (last_time(ring) if ring.__class__ is int else ring.last_time()) or 0.0
+            if last < now:
+                ended.append((last, key))
         excess = len(self._series) - self._max_series
         if not ended or excess <= 0:
             return
         ended.sort(key=lambda e: e[0])
         for _, key in ended[:excess]:
-            del self._series[key]
-            if _is_proc(key):
+            ring = self._series.pop(key)
+            if ring.__class__ is int:
+                self._procs.drop(ring)
                 self._by_gpu.get(key[1], {}).pop(key, None)
 
     def subscribe(self, listener: Listener, stage: str = STAGE_OTHER) -> None:
@@ -259,7 +291,7 @@ class Store:
             ring = self._series.get(key)
             if ring is None:
                 return np.empty(0), np.empty(0)
-            return ring.arrays(since)
+            return self._procs.arrays(ring, since) if ring.__class__ is int else ring.arrays(since)
 
     def keys(self, prefix: tuple = ()) -> list:
         n = len(prefix)
@@ -271,24 +303,23 @@ class Store:
         with self._lock:
             return list(self._by_gpu.get(gpu_index, ()))
 
-    def _index(self, key) -> None:
-        if _is_proc(key):
-            self._by_gpu.setdefault(key[1], {})[key] = None
-
     def process_points(self, gpu_index: int) -> dict:
         """key -> (time, value) of the latest point of each of the GPU's process
         series (NaN: n/a), in order of first sight, read in one go: what a view
         needs to choose the few series it draws."""
         with self._lock:
-            series = self._series
+            series, last_of = self._series, self._procs.last
             return {
-                k: last for k in self._by_gpu.get(gpu_index, ()) if (last := series[k].last()) is not None
+                k: last for k in self._by_gpu.get(gpu_index, ()) if (last := last_of(series[k])) is not None
             }
 
     def last_value(self, key: Hashable) -> float | None:
         with self._lock:
             ring = self._series.get(key)
-            last = ring.last() if ring is not None else None
+            if ring is None:
+                last = None
+            else:
+                last = self._procs.last(ring) if ring.__class__ is int else ring.last()
         if last is None or np.isnan(last[1]):
             return None
         return last[1]
@@ -296,7 +327,8 @@ class Store:
     @property
     def nbytes(self) -> int:
         with self._lock:
-            return sum(r.nbytes for r in self._series.values())
+            rings = sum(r.nbytes for r in self._series.values() if r.__class__ is not int)
+            return rings + self._procs.nbytes()
 
     def series_count(self) -> int:
         return len(self._series)
