@@ -29,7 +29,8 @@ def _push(ts: list, vs: list, starts: list, lens: list, slot: int, capacity: int
     n = lens[slot]
     if n == size < capacity:  # storage doubles up to the capacity, before the ring first fills
         size = min(capacity, 2 * size)
-        tt, vv = np.resize(tt, size), np.resize(vv, size)
+        tt, vv = np.empty(size), np.empty(size)
+        tt[:n], vv[:n] = ts[slot], vs[slot]
         ts[slot], vs[slot] = tt, vv
     if n < size:
         i = (starts[slot] + n) % size
