@@ -39,7 +39,8 @@ class OneRingPerSeries:
             self.ring(gpu_key(gpu.index, PROCESSES_USED)).append(frame.time, in_use)
             written += len(GPU_METRICS) + 1 + len(gpu.processes)
         if len(self.rings) > self.max_series and len(self.rings) > written:
-            ended = [(r.last_time() or 0.0, k) for k, r in self.rings.items() if (r.last_time() or 0.0) < frame.time]
+            ended = [(r.last_time() or 0.0, k) for k, r in self.rings.items()]
+            ended = [e for e in ended if e[0] < frame.time]
             ended.sort(key=lambda e: e[0])
             for _, key in ended[: len(self.rings) - self.max_series]:
                 del self.rings[key]
@@ -115,15 +116,19 @@ def _frames(steps):
         yield _frame(t, gpus)
 
 
+def _feed_both(store: Store, old: OneRingPerSeries, frames) -> None:
+    for frame in frames:
+        store.append(frame)
+        old.append(frame)
+        _assert_same(store, old, frame.time)
+
+
 @settings(max_examples=120, deadline=None)
 @given(steps=frames, max_series=st.sampled_from([16, 20, 4096]))
 def test_processes_that_come_and_go_read_as_with_one_ring_each(steps, max_series):
     store = Store(fine_points=FINE, coarse_step=STEP, coarse_points=COARSE, max_series=max_series)
     old = OneRingPerSeries(max_series)
-    for frame in _frames(steps):
-        store.append(frame)
-        old.append(frame)
-        _assert_same(store, old, frame.time)
+    _feed_both(store, old, _frames(steps))
 
 
 def test_a_long_lived_process_keeps_its_peaks_after_the_fine_ring_wraps():
@@ -161,10 +166,7 @@ def test_a_reopened_session_reads_and_goes_on_as_with_one_ring_each(steps, data)
             target[proc_key(0, pid, start)] = ring
     store.install(rings, None, 900.0)
     _assert_same(store, old, 910.0)
-    for frame in _frames(steps):
-        store.append(frame)
-        old.append(frame)
-        _assert_same(store, old, frame.time)
+    _feed_both(store, old, _frames(steps))
 
 
 def test_a_session_installed_over_live_series_replaces_their_history():
