@@ -106,9 +106,9 @@ class TieredRing(Ring):
 
     The coarse tier is made when first needed -- when the fine ring is about
     to drop its oldest sample, or when read -- by folding the raw samples into
-    their buckets; until then it would only repeat them. (A window of 16 GPUs x
-    1,024 processes holds 16k process series: each is one object, not three,
-    and costs half the work per sample for most of a session's first two hours.)"""
+    their buckets; until then it would only repeat them (half the work per
+    sample for most of a session's first two hours). The store keeps its
+    process series as columns with the same arithmetic (core/ring_columns.py)."""
 
     __slots__ = ("_coarse", "_coarse_points", "coarse_step", "_bucket", "_bucket_peak", "_bucket_t")
 
