@@ -15,7 +15,7 @@ from vramscope.core.process_rows import (
     arrange,
     rows_from_frame,
 )
-from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo, ProcessIdentity
+from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store, proc_key
 from vramscope.core.units import GiB, MiB
 
@@ -25,7 +25,7 @@ def _row(pid: int, used: int | None, user: str, command: str = "python train.py"
         key=proc_key(0, pid, 1.0),
         gpu=0,
         pid=pid,
-        identity=ProcessIdentity(pid, 1.0),
+        start_time=1.0,
         label=f"p{pid}",
         user=user,
         used=used,
