@@ -189,13 +189,16 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
     timer.start(10)
     QTimer.singleShot(int(seconds * 1000), app.quit)
     pauses: list[float] = []  # the window's garbage collections (each holds the GIL throughout)
+    fulls: list[float] = []  # the full (generation 2) ones: they walk every tracked object
     began = [0.0]
 
-    def collected(phase, _info):
+    def collected(phase, info):
         if phase == "start":
             began[0] = time.perf_counter()
         else:
             pauses.append((time.perf_counter() - began[0]) * 1e3)
+            if info["generation"] == 2:
+                fulls.append(pauses[-1])
 
     gc.callbacks.append(collected)
     cpu0 = time.process_time()
@@ -227,6 +230,8 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
         "window_cpu": cpu_s / seconds,  # the window process's CPU (all its threads), cores
         "gc_max_ms": max(pauses, default=0.0),
         "gc_over_20": sum(p > 20 for p in pauses),
+        "gc_full": len(fulls),
+        "gc_full_median_ms": statistics.median(fulls) if fulls else float("nan"),
     }
 
 
@@ -258,7 +263,8 @@ def main() -> int:
             f"{r['over_50']} ticks over 50 ms in all; first frame on screen "
             f"{r['first_ms']:.0f} ms after show(), with its processes {r['whole_ms']:.0f} ms; widest step between frames received "
             f"{r['grid_worst_s']:.2f} s (as the sampler sent them: {r['sent_worst_s']:.2f} s); the window process used {100 * r['window_cpu']:.0f} % of a core; "
-            f"its longest garbage collection {r['gc_max_ms']:.0f} ms, {r['gc_over_20']} over 20 ms; "
+            f"its longest garbage collection {r['gc_max_ms']:.0f} ms, {r['gc_over_20']} over 20 ms, "
+            f"{r['gc_full']} full ones (median {r['gc_full_median_ms']:.0f} ms); "
             f"load {os.getloadavg()[0]:.2f})"
         )
     return 0

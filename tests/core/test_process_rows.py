@@ -25,7 +25,7 @@ def _row(pid: int, used: int | None, user: str, command: str = "python train.py"
         key=proc_key(0, pid, 1.0),
         gpu=0,
         pid=pid,
-        identity=ProcessIdentity(pid, 1.0),
+        start_time=1.0,
         label=f"p{pid}",
         user=user,
         used=used,
@@ -219,3 +219,24 @@ def test_a_table_fed_frame_after_frame_shows_each_frames_figures_and_each_change
         pid=7, used=3 * GiB, info=ProcessInfo(pid=7, start_time=100.0, user="ann", cmdline=("python", "b.py"))
     )
     assert shown(renamed, 230.0).command == "python b.py"
+
+
+def test_a_built_tables_rows_are_nothing_the_garbage_collector_walks_and_read_as_rows():
+    """A busy box's table (16k rows) held as named tuples was 16k more objects
+    every full collection walks (issue 28's stalls): its rows are exact tuples of
+    atoms, untracked once collected, and read as ProcessRow all the same."""
+    import gc
+
+    store = _busy_store(20)
+    builder = TableBuilder()
+    table = builder.build(store.latest, store, TableOrder())
+    alerts = {ProcessIdentity(1000, 1.0): "Growth"}
+    alerted = builder.rearrange(table.source, TableOrder(filter="python"), (), alerts)
+    gc.collect()
+    gc.collect()
+    for t in (table, alerted):
+        held = t.rows.raw + t.source.raw
+        assert held and not any(gc.is_tracked(row) for row in held)
+    row = next(r for r in alerted.rows if r.pid == 1000)
+    assert isinstance(row, ProcessRow) and row.alert == "Growth" and row.identity == ProcessIdentity(1000, 1.0)
+    assert abs(row.growth - 60.0) < 0.5 and len(row.spark) >= 2

@@ -88,25 +88,28 @@ class GrowthCache:
     session scrubbed back) is worked out again."""
 
     def __init__(self):
-        self._figures: dict = {}  # key -> (time worked out, growth, sparkline)
+        # key -> (growth, sparkline), and apart, key -> the time they were worked out:
+        # ``update`` hands out the stored pairs, so a frame of 16k rows makes no new
+        # objects for the garbage collector to count (a float is none)
+        self._figures: dict = {}
+        self._when: dict = {}
 
     def update(self, store, keys: list, now: float) -> dict:
         """key -> (MiB/min or None, sparkline) for ``keys`` at ``now``."""
-        figures = self._figures
+        figures, when = self._figures, self._when
         budget = max(ROW_BUDGET, len(keys) // 32)
-        due = [k for k in keys if k not in figures]
+        due = [k for k in keys if k not in when]
         if len(due) < budget:
-            stale = [
-                (figures[k][0], k)
-                for k in keys
-                if k in figures and not 0 <= now - figures[k][0] < GROWTH_REFRESH
-            ]
+            stale = [(when[k], k) for k in keys if k in when and not 0 <= now - when[k] < GROWTH_REFRESH]
             stale.sort(key=lambda e: e[0])
             due += [k for _t, k in stale[: budget - len(due)]]
         for key in due[:budget]:  # ~80 us each
             t, v = recent(*store.series(key, now - GROWTH_WINDOW - 10.0), now)
-            figures[key] = (now, _rate(t, v), _spark(t, v, now))
+            figures[key] = (_rate(t, v), _spark(t, v, now))
+            when[key] = now
         if len(figures) > 2 * len(keys) + 64:  # processes that ended: forget them
             live = set(keys)
             self._figures = figures = {k: f for k, f in figures.items() if k in live}
-        return {k: (f[1], f[2]) for k in keys if (f := figures.get(k)) is not None}
+            self._when = {k: w for k, w in when.items() if k in live}
+        get = figures.get
+        return {k: f for k in keys if (f := get(k)) is not None}

@@ -1,5 +1,6 @@
-"""The process table's rows, Qt-free: one row per (GPU, process) of a frame,
-the columns that read them, and the table as shown (filtered and sorted).
+"""The process table's rows, Qt-free: one row per (GPU, process) of a frame
+(made in core/frame_rows.py), the columns that read them, and the table as
+shown (filtered and sorted).
 
 Everything here is plain Python so the window can build a busy machine's
 table (16 GPUs x 1,024 processes) on a worker thread and hand the GUI thread
@@ -16,13 +17,13 @@ import operator
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
+from vramscope.core.frame_rows import FIELD, ProcessRow, rows_from_frame
 from vramscope.core.growth import GrowthCache
+from vramscope.core.held_rows import HeldRows, exact
 from vramscope.core.process_groups import group_name, is_group, units
 from vramscope.core.row_texts import RowTemplates
-from vramscope.core.samples import Frame, ProcessIdentity
-from vramscope.core.store import proc_key
+from vramscope.core.samples import Frame
 from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
 from vramscope.core.user_totals import UserTotal, user_totals
 
@@ -32,130 +33,9 @@ OPEN_MARK, CLOSED_MARK = "▾", "▸"  # before a group's Name: its processes sh
 MEMBER_INDENT = "    "
 GROWTH_WARN = 10.0  # MiB/min from which the growth figure is drawn in the warning colour
 
-
-class ProcessRow(NamedTuple):
-    """One row, immutable; a NamedTuple because a busy table builds thousands a
-    second (a frozen dataclass of this size took 3 us each, a third of the table)."""
-
-    key: tuple  # the store's proc key: ("proc", gpu, pid, start_time, "used")
-    gpu: int
-    pid: int
-    identity: ProcessIdentity
-    label: str
-    user: str
-    used: int | None
-    sm: int | None
-    age: float | None
-    command: str
-    visibility: str
-    has_agent: bool
-    kinds: tuple[str, ...]
-    cpu: float | None = None  # host CPU %, 100 = one core
-    host_memory: int | None = None  # bytes
-    growth: float | None = None  # MiB per minute over the last minutes
-    spark: tuple[float, ...] = ()  # device memory over the same minutes (bytes)
-    container: str = ""  # 'docker trainer (pid 1 inside)'; '' outside containers
-    host: str | None = None  # the machine, when not this one
-    host_gpu: int | None = None  # the GPU's index on that machine
-    mig: str = ""  # the MIG slice's profile ("3g.40gb"); '' off MIG
-    name: str = ""  # 'train.py', 'vLLM · Llama-3-8B' (core/process_names.display_name)
-    kin: tuple | None = None  # what it shares with its group (core/process_groups.kin_of)
-    members: int = 0  # a group's row: how many processes it stands for (0: a process)
-    opened: bool = False  # a group's row whose processes are listed under it; or one of them
-    alert: str = ""  # the active alert(s) on the process, for the Name's tooltip
-    gpus: str = ""  # a group's row: the GPUs its processes are on ("0, 1")
-    inside: tuple = ()  # a group's row: its processes' keys
-
-
-def rows_from_frame(
-    frame: Frame | None,
-    store=None,
-    growth: GrowthCache | None = None,
-    templates: RowTemplates | None = None,
-) -> list[ProcessRow]:
-    """The table's rows in the frame's order; with ``store``, growth and its
-    sparkline from the history (through ``growth``, which spreads the work of a
-    busy machine over frames; a fresh cache computes every row).
-
-    What a row says of a process (its texts, figures, key) is made once per
-    process value: the stream's reader gives the same GpuProcess object again
-    while the process does not change (core/stream/deltas.py), so a frame's
-    rows cost, per unchanged process, a copy with this frame's age, growth and
-    agent mark (16 GPUs x 1,024 processes: one list copy each, no describing)."""
-    if frame is None:
-        return []
-    if store is not None and growth is None:
-        growth = GrowthCache()
-    templates = templates if templates is not None else RowTemplates()
-    agent_ids = {getattr(a, "identity", None) for a in frame.agents}
-    made = [(gpu.processes, templates.templates(gpu, _template)) for gpu in frame.gpus]
-    templates.end_frame()
-    keys = [template[0] for _procs, made_gpu in made for template in made_gpu]
-    figures = growth.update(store, keys, frame.time) if store is not None else {}
-    now = frame.time
-    new, get = tuple.__new__, figures.get
-    rows = []
-    for procs, made_gpu in made:
-        for proc, template in zip(procs, made_gpu):
-            row = list(template)
-            row[_IDENTITY] = ident = proc.identity
-            row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = (
-                proc.used,
-                proc.sm,
-                proc.cpu_percent,
-                proc.host_memory,
-            )
-            start = ident.start_time
-            if start is not None:
-                age = now - start
-                row[_AGE] = age if age > 0.0 else 0.0
-            if agent_ids and not row[_AGENT]:
-                row[_AGENT] = ident in agent_ids
-            row[_GROWTH], row[_SPARK] = get(row[0], _NO_FIGURES)
-            rows.append(new(ProcessRow, row))
-    return rows
-
-
-_NO_FIGURES = (None, ())
-_IDENTITY, _USED, _SM, _AGE, _AGENT, _CPU, _HOST_MEMORY, _GROWTH, _SPARK = (
-    ProcessRow._fields.index(name)
-    for name in ("identity", "used", "sm", "age", "has_agent", "cpu", "host_memory", "growth", "spark")
+_KEY, _PID, _START, _KIN, _OPENED, _ALERT, _INSIDE = (
+    FIELD[name] for name in ("key", "pid", "start_time", "kin", "opened", "alert", "inside")
 )
-
-
-def _template(gpu, proc, said) -> ProcessRow:
-    """A process's row but for this frame's identity, figures, age and growth (set
-    per frame: a template holds atoms only, see RowTemplates); ``said``: its RowTexts."""
-    info = proc.info
-    ident = proc.identity
-    return ProcessRow(
-        key=proc_key(gpu.index, ident.pid, ident.start_time),
-        gpu=gpu.index,
-        pid=proc.pid,
-        identity=None,
-        label=said.label,
-        user=said.user,
-        used=proc.used,
-        sm=proc.sm,
-        age=None,
-        command=said.command,
-        visibility=info.visibility if info is not None else "unknown",
-        has_agent=proc.has_agent,
-        kinds=proc.kinds,
-        cpu=proc.cpu_percent,
-        host_memory=proc.host_memory,
-        host=gpu.host,
-        host_gpu=gpu.host_index,
-        container=said.container,
-        mig=_slice_text(gpu, proc),
-        name=said.name,
-        kin=said.kin,
-    )
-
-
-def _slice_text(gpu, proc) -> str:
-    mig = gpu.slice_of(proc)
-    return "" if mig is None else (mig.profile or "MIG")
 
 
 def _number(value) -> float:
@@ -322,14 +202,24 @@ class TableOrder:
     opened: frozenset = frozenset()  # the group keys whose processes are listed
 
 
-def arrange(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
+def arrange(rows, order: TableOrder) -> list[ProcessRow]:
     """``rows`` filtered and sorted as ``order`` says (a stable sort: equal rows
     keep the frame's order; with ``group_by_user`` users stay A..Z whichever
     way the column sorts). Processes that belong together are one row (its
     figures their sums), sorted as one, and listed under it when opened."""
+    return [_view(row) for row in _arranged(list(exact(rows)), order)]
+
+
+def _view(row: tuple) -> ProcessRow:
+    """A held row (an exact tuple) read as a ProcessRow, for as long as it is used."""
+    return tuple.__new__(ProcessRow, row)
+
+
+def _arranged(rows: list[tuple], order: TableOrder) -> list[tuple]:
+    """arrange, of held rows (exact tuples: each read as a ProcessRow one at a time)."""
     if order.filter:
         needle = order.filter.lower()
-        rows = [r for r in rows if any(needle in c.text(r).lower() for c in COLUMNS)]
+        rows = [r for r in rows if _contains(_view(r), needle)]
     top, inside = _fold(rows, order.opened)
     out = _sorted(top, order)
     if not inside:
@@ -337,55 +227,67 @@ def arrange(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
     listed = []
     for row in out:
         listed.append(row)
-        if row.opened:
-            listed += _sorted(inside[row.key], order)
+        if row[_OPENED]:
+            listed += _sorted(inside[row[_KEY]], order)
     return listed
 
 
-_KIN = operator.attrgetter("kin")
+def _contains(row: ProcessRow, needle: str) -> bool:
+    return any(needle in c.text(row).lower() for c in COLUMNS)
 
 
-def _sorted(rows: list[ProcessRow], order: TableOrder) -> list[ProcessRow]:
+_KIN_OF = operator.itemgetter(_KIN)
+
+
+def _sorted(rows: list[tuple], order: TableOrder) -> list[tuple]:
     column = COLUMNS[COL.get(order.column, COL["Memory"])]
-    out = sorted(rows, key=column.sort or column.sort_key, reverse=order.descending)
+    key = column.sort or column.sort_key
+    out = sorted(rows, key=lambda r: key(_view(r)), reverse=order.descending)
     if order.group_by_user:
         user = COLUMNS[COL["User"]]
-        out.sort(key=user.sort_key)
+        out.sort(key=lambda r: user.sort_key(_view(r)))
     return out
 
 
-def _fold(rows: list[ProcessRow], opened) -> tuple[list[ProcessRow], dict]:
+def _fold(rows: list[tuple], opened) -> tuple[list[tuple], dict]:
     """(one row per group or lone process, in the frame's order; an opened
     group's key -> its processes' rows)."""
-    if not any(map(_KIN, rows)):
+    if not any(map(_KIN_OF, rows)):
         return rows, {}  # nothing that could group (a group needs a known parent and command)
-    found = units(((r.key, r.kin) for r in rows), {r.key for r in rows if r.alert}, ())
+    found = units(((r[_KEY], r[_KIN]) for r in rows), {r[_KEY] for r in rows if r[_ALERT]}, ())
     if all(not is_group(u) for u in found):
         return rows, {}
-    by_key = {r.key: r for r in rows}
+    by_key = {r[_KEY]: r for r in rows}
     top, inside = [], {}
     for unit, keys in found.items():
         if not is_group(unit):
             top.append(by_key[keys[0]])
             continue
-        members = [by_key[k] for k in keys]
+        members = [_view(by_key[k]) for k in keys]
         is_open = unit in opened
-        top.append(_group_row(unit, members, is_open))
+        top.append(tuple(_group_row(unit, members, is_open)))
         if is_open:
-            inside[unit] = [r._replace(opened=True) for r in members]
+            inside[unit] = [tuple(r._replace(opened=True)) for r in members]
     return top, inside
 
 
 @dataclass(frozen=True)
 class TableRows:
-    """A frame's table, ready to show: rows in display order and what goes around them."""
+    """A frame's table, ready to show: rows in display order and what goes around them.
+    The rows are held as exact tuples (core/held_rows.py) and read as ProcessRow."""
 
-    rows: tuple[ProcessRow, ...]
+    rows: HeldRows
     order: TableOrder
     used_columns: frozenset[str]  # the when_used columns some row has a value in
     user_totals: tuple[UserTotal, ...]
-    source: tuple[ProcessRow, ...] = ()  # every row, in the frame's order (before the filter)
+    source: HeldRows = ()  # type: ignore[assignment]  # every row, in the frame's order (before the filter)
     row_of: dict = field(default_factory=dict)  # store key -> display row
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "source"):
+            value = getattr(self, name)
+            if not isinstance(value, HeldRows):
+                object.__setattr__(self, name, HeldRows(exact(value), ProcessRow))
 
 
 class TableBuilder:
@@ -405,19 +307,40 @@ class TableBuilder:
 
     @staticmethod
     def rearrange(rows, order: TableOrder, totals, alerts: dict | None = None) -> TableRows:
-        """``alerts``: process identity -> the text of its active alert(s)."""
+        """``rows``: ProcessRow, or held rows; ``alerts``: process identity -> the
+        text of its active alert(s)."""
+        held = exact(rows)
         if alerts:
-            rows = [r._replace(alert=alerts[r.identity]) if r.identity in alerts else r for r in rows]
-        shown = arrange(list(rows), order)
-        used = frozenset(c.name for c in COLUMNS if c.when_used and any(map(c.text, rows)))
+            said = alerts.get  # (an identity is equal to its (pid, start time) tuple)
+            held = tuple(
+                r if (text := said((r[_PID], r[_START]))) is None else r[:_ALERT] + (text,) + r[_ALERT + 1 :]
+                for r in held
+            )
+        shown = tuple(_arranged(list(held), order))
         return TableRows(
-            rows=tuple(shown),
+            rows=HeldRows(shown, ProcessRow),
             order=order,
-            used_columns=used,
+            used_columns=_used_columns(held),
             user_totals=tuple(totals),
-            source=tuple(rows),
+            source=HeldRows(held, ProcessRow),
             row_of=_row_of(shown),
         )
+
+
+def _used_columns(rows: tuple) -> frozenset[str]:
+    """The when_used columns some row has a value in (each row read once)."""
+    unknown = [c for c in COLUMNS if c.when_used]
+    used = set()
+    for r in rows:
+        row = _view(r)
+        for c in unknown:
+            if c.text(row):
+                used.add(c.name)
+        if used:
+            unknown = [c for c in unknown if c.name not in used]
+            if not unknown:
+                break
+    return frozenset(used)
 
 
 def _total(values):
@@ -449,11 +372,11 @@ def _group_row(unit: tuple, inside: list[ProcessRow], is_open: bool) -> ProcessR
     )
 
 
-def _row_of(shown: list[ProcessRow]) -> dict:
+def _row_of(shown: tuple) -> dict:
     """Store key -> display row; a folded group's processes -> the group's row."""
     out = {}
     for i, row in enumerate(shown):
-        out[row.key] = i
-        for key in row.inside:
+        out[row[_KEY]] = i
+        for key in row[_INSIDE]:
             out.setdefault(key, i)
     return out

@@ -31,8 +31,9 @@ class RowTemplates:
     """Per GPU each process's row template; one per table (used by one thread at a time)."""
 
     def __init__(self):
-        # GPU index -> (its machine, {description key: its row's template},
-        #               {description key: what it was made from: the ProcessInfo object})
+        # GPU index -> (its machine, {process identity: (its row's template, its agent
+        #               mark, its kinds)}, {identity: what the template was made from:
+        #               the ProcessInfo object})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
 
@@ -43,10 +44,12 @@ class RowTemplates:
         alone moved keeps its template; the frame's figures are read from the process.
 
         ``make`` gives atoms only (str, numbers, None, tuples of them), and what a
-        template is kept under is atoms too: the garbage collector stops tracking
+        template is kept with is atoms too: the garbage collector stops tracking
         such tuples, and the table holds no process values of its own (a MIG
         process's aside), so a big box's 16k templates are not walked by every full
-        collection, nor keep an older frame's processes alive."""
+        collection, nor keep an older frame's processes alive. An unchanged process
+        costs no new object (its identity is the GpuProcess's): 16k new tuples a
+        frame would be 16k more allocations towards the next collection."""
         place = (gpu.host, gpu.host_index)
         was = self._rows.get(gpu.index)
         held, made_from = (was[1], was[2]) if was is not None and was[0] == place else ({}, {})
@@ -55,16 +58,20 @@ class RowTemplates:
         out = []
         for proc in gpu.processes:
             ident = proc.identity
-            key = (ident.pid, ident.start_time, proc.has_agent, proc.kinds)  # pid, agent, kinds: same
-            template = held.get(key)
-            source = made_from.get(key)
-            if template is None or not (source is proc or (source is proc.info and proc.mig_uuid is None)):
-                template = tuple(make(gpu, proc, row_texts(proc, gpu.host)))
+            kept = held.get(ident)  # (template, agent mark, kinds)
+            source = made_from.get(ident)
+            if (
+                kept is None
+                or kept[1] != proc.has_agent
+                or kept[2] != proc.kinds
+                or not (source is proc or (source is proc.info and proc.mig_uuid is None))
+            ):
+                kept = (tuple(make(gpu, proc, row_texts(proc, gpu.host))), proc.has_agent, proc.kinds)
                 # (a MIG process: its own value, its slice's text being made from it)
                 source = proc if proc.mig_uuid is not None else proc.info
-            now[key] = template
-            now_from[key] = source
-            out.append(template)
+            now[ident] = kept
+            now_from[ident] = source
+            out.append(kept[0])
         self._next[gpu.index] = (place, now, now_from)
         return out
 

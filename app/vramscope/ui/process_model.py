@@ -25,6 +25,7 @@ from typing import NamedTuple
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 
+from vramscope.core.held_rows import HeldRows
 from vramscope.core.process_rows import (
     AGENT_MARK,
     COL,
@@ -61,7 +62,7 @@ _PID, _NAME, _AGENT, _USER, _MEMORY, _GROWTH, _COMMAND = (
 class RowLooks(NamedTuple):
     """One row as the view draws it."""
 
-    row: ProcessRow
+    row: tuple  # the held row (an exact tuple, core/held_rows.py) it was made from
     cells: tuple  # per column (text, colour role, bold, swatch or sparkline): compared between frames
     roles: dict  # role -> per column, what ``data`` answers
 
@@ -90,7 +91,7 @@ class ProcessTableModel(QAbstractTableModel):
         self.colours = colours
         self.order = TableOrder()
         self.table = _EMPTY
-        self._rows: tuple[ProcessRow, ...] = ()
+        self._rows: HeldRows = _EMPTY.rows
         self._looks: dict[int, RowLooks] = {}  # display row -> what the view draws of it
         # (first, last) display rows the view shows now; (0, -1) when none (a hidden tab)
         self.in_view: Callable[[], tuple[int, int]] = lambda: (0, len(self._rows) - 1)
@@ -99,9 +100,9 @@ class ProcessTableModel(QAbstractTableModel):
         self._colours: dict[str, QColor] = {}  # theme role -> its colour in today's scheme
 
     @property
-    def rows(self) -> list[ProcessRow]:
-        """The rows in the order shown."""
-        return list(self._rows)
+    def rows(self) -> HeldRows:
+        """The rows (ProcessRow) in the order shown."""
+        return self._rows
 
     def show(self, table: TableRows) -> None:
         """Show a built table (rows in display order)."""
@@ -116,7 +117,7 @@ class ProcessTableModel(QAbstractTableModel):
             self.endResetModel()
             return
         self._rows = rows
-        self._changed_cells(rows, old)
+        self._changed_cells(rows.raw, old.raw)
 
     def _changed_cells(self, rows, old) -> None:
         """Signal the cells of ``rows`` in view that look different from what ``old``
@@ -153,11 +154,13 @@ class ProcessTableModel(QAbstractTableModel):
         self.show(self.table)
         self.order_changed.emit(order)
 
-    def _looks_of(self, i: int, row: ProcessRow) -> RowLooks:
-        """Display row ``i`` (holding ``row``) as the view draws it, made once per row per frame."""
+    def _looks_of(self, i: int, raw: tuple) -> RowLooks:
+        """Display row ``i`` (holding ``raw``, a held row) as the view draws it, made
+        once per row per frame."""
         held = self._looks.get(i)
-        if held is not None and held.row is row:
+        if held is not None and held.row is raw:
             return held
+        row = tuple.__new__(ProcessRow, raw)
         texts = tuple(visible(c.text(row)) for c in COLUMNS)
         colours = _colour_roles(row)
         style = self.colours.style(row.identity)
@@ -184,7 +187,7 @@ class ProcessTableModel(QAbstractTableModel):
             STYLE_ROLE: tuple(styles),
             SPARK_ROLE: tuple(sparks),
         }
-        held = self._looks[i] = RowLooks(row, cells, roles)
+        held = self._looks[i] = RowLooks(raw, cells, roles)
         return held
 
     def _colour(self, role: str) -> QColor:
@@ -219,7 +222,7 @@ class ProcessTableModel(QAbstractTableModel):
         if not index.isValid():
             return None
         r = index.row()
-        values = self._looks_of(r, self._rows[r]).roles.get(role)
+        values = self._looks_of(r, self._rows.raw[r]).roles.get(role)
         if values is not None:
             return values[index.column()]
         if role == TOOLTIP:

@@ -192,7 +192,8 @@ class ProcessTable(QWidget):
         """A click on a group's Name lists its processes under it, or folds them."""
         if index.column() != COL["Name"]:
             return
-        row = self.model.rows[index.row()] if index.row() < len(self.model.rows) else None
+        rows = self.model.rows
+        row = rows[index.row()] if index.row() < len(rows) else None
         if row is None or not row.members:
             return
         opened = set(self.model.order.opened) ^ {row.key}
@@ -249,10 +250,12 @@ class ProcessTable(QWidget):
         return self._selected
 
     def selected_row(self) -> ProcessRow | None:
-        for row in self.model.rows:
-            if row.key == self._selected:
-                return row
-        return None
+        i = self._row_of(self._selected) if self._selected is not None else None
+        rows = self.model.rows
+        if i is None or i >= len(rows):
+            return None
+        row = rows[i]
+        return row if row.key == self._selected else None  # (a folded group's process: none)
 
     def _context_menu(self, pos) -> None:
         from PySide6.QtWidgets import QMenu
