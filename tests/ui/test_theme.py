@@ -120,6 +120,16 @@ def test_colour_book_keeps_each_process_in_its_place_across_a_switch(dark_again)
     assert [book.colour(("p", n)) for n in range(3)] == list(theme.LIGHT.PROCESS_COLOURS[:3])
 
 
+def test_colour_book_forgets_gone_processes_and_keeps_the_others_styles():
+    book = theme.ColourBook(colours=("a", "b", "c"))
+    styles = {n: book.style(("p", n)) for n in range(5)}
+    book.keep({("p", 1), ("p", 4)})  # the others left the history
+    assert book.style(("p", 1)) == styles[1] and book.style(("p", 4)) == styles[4]
+    book.set_live([("p", 1), ("p", 4)])
+    assert book.style(("p", 9)) == styles[0]  # the first style nobody holds is given again
+    assert book.style(("p", 2)) == styles[2]  # (and the next free one after it)
+
+
 @pytest.mark.slow
 def test_live_switch_recolours_the_open_window(
     make_window, scripted_frames, dark_again, artifacts_dir, qtbot

@@ -22,7 +22,9 @@ from vramscope.core.process_names import process_label
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher, Sampler
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.source import Source, close_quietly
-from vramscope.core.store import STAGE_LABELS, Store
+from vramscope.core.store import STAGE_LABELS, Store, proc_identity
+
+LABELS_KEPT_MIN = 1024  # process labels kept before those of processes the store forgot are dropped
 
 
 class Pipeline:
@@ -39,6 +41,8 @@ class Pipeline:
         self._labels_lock = threading.Lock()
         self._labels: dict[ProcessIdentity, str] = {}  # in order of first sight
         self._kin: dict[ProcessIdentity, tuple] = {}  # what groups it (process_groups.kin_of)
+        self._prune_at = LABELS_KEPT_MIN  # labels held before those of forgotten processes go
+        self._labels_generation = 0  # counts the prunings (a view's "labels seen so far" restarts)
         self.store.subscribe(self._learn_labels, stage=STAGE_LABELS)
 
     def subscribe(self, listener, stage: str) -> None:
@@ -46,9 +50,16 @@ class Pipeline:
         self.store.subscribe(listener, stage=stage)
 
     def labels(self) -> dict[ProcessIdentity, str]:
-        """'train.py (4242)' per process identity ever seen, in order of first sight."""
+        """'train.py (4242)' per process identity the store still holds a series of
+        (or seen in the latest frame), in order of first sight."""
         with self._labels_lock:
             return dict(self._labels)
+
+    @property
+    def labels_generation(self) -> int:
+        """Goes up each time labels of processes the store forgot are dropped: a view
+        that walks ``labels()`` from where it stopped starts again from the first."""
+        return self._labels_generation
 
     def kin(self) -> dict[ProcessIdentity, tuple]:
         """Per process identity seen with a command line, what groups it with others."""
@@ -76,6 +87,19 @@ class Pipeline:
                     kin = kin_of(proc.info, gpu.host)
                     if kin is not None:
                         self._kin[ident] = kin
+            if len(self._labels) > self._prune_at:
+                self._forget_ended(frame)
+
+    def _forget_ended(self, frame: Frame) -> None:
+        """Drop the labels of processes whose every series the store has evicted:
+        on a box where processes come and go, the labels (copied whole by each
+        timeline update) would otherwise grow for as long as the window is open."""
+        held = {proc_identity(key) for key in self.store.keys(("proc",))}
+        held.update(proc.identity for _gpu, proc in frame.all_processes())
+        self._labels = {ident: label for ident, label in self._labels.items() if ident in held}
+        self._kin = {ident: kin for ident, kin in self._kin.items() if ident in held}
+        self._prune_at = max(LABELS_KEPT_MIN, 2 * len(self._labels))
+        self._labels_generation += 1
 
     @property
     def source(self) -> Source:

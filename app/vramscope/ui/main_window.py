@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         self._table_pending = False  # the table shown says the processes are being read
         self._plot_time = float("-inf")
         self._styled = 0  # labels given a colour so far (in order of first sight)
+        self._labels_generation = 0  # the feed's labels_generation those were counted in
         self._live_count, self._live_time = -1, float("-inf")
 
         self.setWindowTitle("vramscope")
@@ -366,6 +367,10 @@ class MainWindow(QMainWindow):
         if force or t - self._plot_time >= self._plot_interval(since, t) or t < self._plot_time:
             self._plot_time = t
             labels = self.feed.labels()
+            generation = self.feed.labels_generation
+            if generation != self._labels_generation:  # labels of forgotten processes dropped
+                self._labels_generation, self._styled = generation, 0
+                self.colours.keep(labels)
             for ident in itertools.islice(labels, self._styled, None):
                 self.colours.style(ident)  # colours in order of first sight, stable from then on
             self._styled = len(labels)

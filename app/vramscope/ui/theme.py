@@ -219,6 +219,13 @@ class ColourBook:
         self._taken = {assigned[i] for i in identities if i in assigned}
         self._low = 0
 
+    def keep(self, identities) -> None:
+        """Forget the styles of every process but these (processes gone from the
+        history); the styles of those kept do not change."""
+        self._assigned = {i: n for i, n in self._assigned.items() if i in identities}
+        self._taken &= set(self._assigned.values())
+        self._low = 0
+
     def style(self, identity) -> tuple[str, int]:
         """(colour, dash index into DASHES / FILLS)."""
         n = self._assigned.get(identity)
