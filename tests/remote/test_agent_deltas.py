@@ -32,7 +32,9 @@ agent_reports = st.builds(
     connected=st.booleans(),
     error=st.none() | st.just("process ended"),
     allocator_settings=st.fixed_dictionaries({"expandable_segments": st.booleans()}),
-    models=st.lists(st.fixed_dictionaries({"name": st.sampled_from(["a", "b"]), "params": st.integers(0, 9)}), max_size=2).map(tuple),
+    models=st.lists(
+        st.fixed_dictionaries({"name": st.sampled_from(["a", "b"]), "params": st.integers(0, 9)}), max_size=2
+    ).map(tuple),
     measured_input=st.none() | st.fixed_dictionaries({"batch": st.integers(1, 4)}),
 )
 agent_frames = st.builds(
@@ -163,10 +165,16 @@ def test_a_version_2_stream_with_its_agents_in_the_top_is_still_read():
     host = RemoteHost("old-box")
     frames = FrameAssembler()
     host._handle(wire({**protocol.hello("old-box", "0.9", 1.0), "version": 2}), frames)
-    host._handle(wire({"type": "frame", "frame": {"time": 1.0, "agents": [v2]}, "alerts": [], "seq": 1}), frames)
-    host._handle(wire({"type": "delta", "seq": 2, "time": 2.0, "top": {"agents": [{**v2, "step": 2}]}}), frames)
+    host._handle(
+        wire({"type": "frame", "frame": {"time": 1.0, "agents": [v2]}, "alerts": [], "seq": 1}), frames
+    )
+    host._handle(
+        wire({"type": "delta", "seq": 2, "time": 2.0, "top": {"agents": [{**v2, "step": 2}]}}), frames
+    )
     assert [r.step for r in host.snapshot().frame.agents] == [2]
-    host._handle(wire({"type": "delta", "seq": 3, "time": 3.0, "top": {}}), frames)  # version 2: no agents left
+    host._handle(
+        wire({"type": "delta", "seq": 3, "time": 3.0, "top": {}}), frames
+    )  # version 2: no agents left
     assert host.snapshot().frame.agents == () and host.refused == 0
 
 
