@@ -141,7 +141,7 @@ class FrameAssembler:
 
     def _apply(self, message: dict) -> tuple[Frame, list]:
         top = message.get("top", self._top)
-        if type(top) is not dict or GPUS in top or self._apart in top:
+        if type(top) is not dict or GPUS in top or (self._apart is not None and self._apart in top):
             raise TypeError("top must be an object without gpus (and, from version 3, agents)")
         changes = message.get("g", {})
         if type(changes) is not dict:
@@ -162,7 +162,7 @@ class FrameAssembler:
             raise ValueError("a GPU came or went without go, or go names one twice")
         frame = codec.from_wire(Frame, {**top, TIME: message.get(TIME)})
         parts = {"gpus": tuple(gpus[i].gpu for i in order)}
-        if self._apart is AGENTS:
+        if self._apart is not None:
             parts[AGENTS] = self._agents.apply(message["ag"]) if "ag" in message else self._agents.reports
         frame = dataclasses.replace(frame, **parts)
         alerts = _alerts(message["alerts"]) if "alerts" in message else self._alerts
@@ -170,9 +170,9 @@ class FrameAssembler:
         return frame, alerts
 
     @property
-    def _apart(self):
-        """The key a delta's top leaves out besides the GPUs: the agents from version 3."""
-        return AGENTS if type(self.version) is int and self.version >= 3 else GPUS
+    def _apart(self) -> str | None:
+        """The field a delta sends apart from its top: the agents from version 3 (None before)."""
+        return AGENTS if type(self.version) is int and self.version >= 3 else None
 
     def _gpu(self, held: _Held, entry: dict) -> None:
         if type(entry) is not dict:
