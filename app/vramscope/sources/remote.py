@@ -337,6 +337,7 @@ class RemoteHost:
         kind = message.get(protocol.TYPE)
         if kind == protocol.HELLO:
             version = message.get("vramscope")
+            frames.version = message.get("version")  # (LineDecoder checked it is one this side reads)
             with self._lock:
                 self._state = CONNECTED
                 self._error = None

@@ -32,7 +32,9 @@ def create_app(argv: list[str] | None = None, theme_mode: str = "dark"):
     from PySide6.QtWidgets import QApplication
 
     from vramscope.ui import theme
+    from vramscope.ui.raster_threads import fill_on_the_painting_thread
 
+    fill_on_the_painting_thread()  # (read by Qt once, when it first paints)
     app = QApplication.instance() or QApplication(argv if argv is not None else [sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setApplicationDisplayName(APP_NAME)

@@ -15,7 +15,8 @@ import math
 import operator
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
-from vramscope.core.stream import codec
+from vramscope.core.stream import codec, protocol
+from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
 from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wire_key, process_key
 
 
@@ -74,9 +75,15 @@ class FrameAssembler:
     process not named in the delta the same GpuProcess object (so whoever
     reads the frames can skip what is ``is``-identical). The state held is
     changed in place: a delta that does not fit drops it, and the reader
-    waits for the next whole frame."""
+    waits for the next whole frame.
 
-    def __init__(self):
+    ``version`` is the stream's (its hello's): from version 3 on, a delta's
+    agents come apart from its ``top``, changed fields only
+    (core/stream/agent_deltas.py)."""
+
+    def __init__(self, version: int = protocol.STREAM_VERSION):
+        self.version = version
+        self._agents = AgentsHeld()
         self._whole = codec.FrameDecoder()
         self._seq = None  # the seq of the frame held; None: wait for a whole frame
         self._top: dict = {}
@@ -110,7 +117,8 @@ class FrameAssembler:
                 return frame, alerts  # a GPU or a process twice: not diffable, no delta follows
             gpus[gpu.index] = _Held(objects, gpu)
         frame = dataclasses.replace(frame, gpus=tuple(h.gpu for h in gpus.values()))
-        self._top = {k: v for k, v in data.items() if k not in (GPUS, TIME)}
+        self._top = {k: v for k, v in data.items() if k not in (GPUS, TIME, self._apart)}
+        self._agents = AgentsHeld(frame.agents)
         self._gpus, self._order = gpus, list(gpus)
         self._alerts = alerts
         self._seq = seq
@@ -133,8 +141,8 @@ class FrameAssembler:
 
     def _apply(self, message: dict) -> tuple[Frame, list]:
         top = message.get("top", self._top)
-        if type(top) is not dict or GPUS in top:
-            raise TypeError("top must be an object without gpus")
+        if type(top) is not dict or GPUS in top or (self._apart is not None and self._apart in top):
+            raise TypeError("top must be an object without gpus (and, from version 3, agents)")
         changes = message.get("g", {})
         if type(changes) is not dict:
             raise TypeError("g must be an object")
@@ -153,10 +161,18 @@ class FrameAssembler:
         if len(order) != len(gpus):
             raise ValueError("a GPU came or went without go, or go names one twice")
         frame = codec.from_wire(Frame, {**top, TIME: message.get(TIME)})
-        frame = dataclasses.replace(frame, gpus=tuple(gpus[i].gpu for i in order))
+        parts = {"gpus": tuple(gpus[i].gpu for i in order)}
+        if self._apart is not None:
+            parts[AGENTS] = self._agents.apply(message["ag"]) if "ag" in message else self._agents.reports
+        frame = dataclasses.replace(frame, **parts)
         alerts = _alerts(message["alerts"]) if "alerts" in message else self._alerts
         self._top, self._order, self._alerts = top, list(order), alerts
         return frame, alerts
+
+    @property
+    def _apart(self) -> str | None:
+        """The field a delta sends apart from its top: the agents from version 3 (None before)."""
+        return AGENTS if type(self.version) is int and self.version >= 3 else None
 
     def _gpu(self, held: _Held, entry: dict) -> None:
         if type(entry) is not dict:

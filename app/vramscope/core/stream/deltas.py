@@ -1,5 +1,6 @@
 """What changed since the previous frame: the stream's ``delta`` messages
-(protocol version 2).
+(protocol version 2; version 3 sends the agents apart, changed fields only:
+core/stream/agent_deltas.py).
 
 A busy machine's frame is large (16 GPUs x 1,024 processes: ~2 MB of JSON)
 and mostly the same as the one before it. The writer (``FrameDiffer``) sends
@@ -15,7 +16,8 @@ process costs nothing, a changed one one checked build (the codec's schema
 check, core/stream/codec.py).
 
     delta = {"type": "delta", "seq": n, "time": t,
-             "top": {...}?,                      # the frame's fields but gpus/time
+             "top": {...}?,                      # the frame's fields but gpus/time (and agents)
+             "ag": [...]?,                        # the agents that changed (version 3)
              "g": {"<index>": {"gpu": {...}?, "p": [...]?, "u": {...}?, "x": [key...]?,
                                "o": [key...]?}},
              "go": [index...]?,                   # the GPUs, when the set or order changed
@@ -35,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 
 from vramscope.core.samples import Frame, GpuProcess
-from vramscope.core.stream import codec
+from vramscope.core.stream import agent_deltas, codec
 from vramscope.core.stream.protocol import DELTA, FRAME, TYPE
 
 KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a minute at 1 s
@@ -107,7 +109,7 @@ class FrameDiffer:
 
     def __init__(self, keyframe_every: int = KEYFRAME_EVERY):
         self.keyframe_every = keyframe_every
-        self._prev = None  # (top, gpus, order, alerts) of the previous frame
+        self._prev = None  # (top, gpus, order, agents, alerts) of the previous frame
         self._seq = 0
         self._since_key = 0
         self._wires = _Wires()
@@ -121,14 +123,21 @@ class FrameDiffer:
         if split is not None and sum(len(state.order) for state in split[2].values()) > BIG_FRAME:
             every *= BIG_KEYFRAME_FACTOR
         if split is None or prev is None or self._since_key + 1 >= every:
-            self._prev = None if split is None else (split[0], split[2], split[3], alerts)
+            if split is not None:
+                top, _time, gpus, order, agents = _apart(split)
+                self._prev = (top, gpus, order, agent_deltas.held_wires(agents), alerts)
+            else:
+                self._prev = None
             self._since_key = 0
             return {TYPE: FRAME, "frame": wire, "alerts": alerts, "seq": self._seq}
-        top, time, gpus, order = split
-        p_top, p_gpus, p_order, p_alerts = prev
+        top, time, gpus, order, agents = _apart(split)
+        p_top, p_gpus, p_order, p_agents, p_alerts = prev
         out: dict = {TYPE: DELTA, "seq": self._seq, "time": time}
         if top != p_top:
             out["top"] = top
+        changed_agents = agent_deltas.diff(p_agents, agents)
+        if changed_agents is not None:
+            out["ag"] = changed_agents
         changed = {}
         for index, state in gpus.items():
             entry = _gpu_delta(p_gpus.get(index), state)
@@ -140,9 +149,16 @@ class FrameDiffer:
             out["go"] = order
         if alerts != p_alerts:
             out["alerts"] = alerts
-        self._prev = (top, gpus, order, alerts)
+        self._prev = (top, gpus, order, agent_deltas.held_wires(agents), alerts)
         self._since_key += 1
         return out
+
+
+def _apart(split) -> tuple:
+    """(top without the agents, time, gpus, order, the agents' wire dicts) of ``_split``'s answer."""
+    top, time, gpus, order = split
+    agents = top.pop(agent_deltas.AGENTS, [])
+    return top, time, gpus, order, agents
 
 
 class _Wires:

@@ -24,8 +24,10 @@ import json
 from vramscope.agent import json_limits
 
 STREAM_NAME = "vramscope"
-STREAM_VERSION = 2  # 2: deltas between whole frames (core/stream/deltas.py)
-READABLE_VERSIONS = (1, 2)  # a version 1 stream (whole frames only) is read as well
+# 2: deltas between whole frames (core/stream/deltas.py); 3: a delta's agents apart,
+# changed fields only (core/stream/agent_deltas.py)
+STREAM_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # version 1 (whole frames only) and 2 streams are read as well
 MAX_LINE = 8 * 1024 * 1024  # bytes; a frame of 8 GPUs x 100 processes is ~100 KB
 MAX_NOISE_LINES = 200
 
