@@ -105,7 +105,18 @@ _NO_FIGURES = (None, ())
 FIELD = {name: i for i, name in enumerate(ProcessRow._fields)}  # where a held row has each field
 _KEY, _START, _USED, _SM, _AGE, _AGENT, _CPU, _HOST_MEMORY, _GROWTH, _SPARK = (
     FIELD[name]
-    for name in ("key", "start_time", "used", "sm", "age", "has_agent", "cpu", "host_memory", "growth", "spark")
+    for name in (
+        "key",
+        "start_time",
+        "used",
+        "sm",
+        "age",
+        "has_agent",
+        "cpu",
+        "host_memory",
+        "growth",
+        "spark",
+    )
 )
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from vramscope.core.ring import fold_peaks, in_order, joined, loaded
 
+
 def _push(ts: list, vs: list, starts: list, lens: list, slot: int, capacity: int, t: float, v: float) -> None:
     """``Ring.append`` on slot ``slot`` of one tier's columns."""
     tt, vv = ts[slot], vs[slot]
@@ -194,4 +195,3 @@ class RingColumns:
     def __len__(self) -> int:
         """Series held."""
         return len(self._ft) - len(self._free)
-
