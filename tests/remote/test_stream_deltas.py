@@ -94,11 +94,15 @@ def test_a_steady_machine_sends_only_what_changed():
     assert len(protocol.encode(second)) * 10 < len(protocol.encode(first))
 
 
-def test_unchanged_processes_keep_their_objects():
+def test_unchanged_processes_keep_their_rows_and_descriptions():
+    """What the views skip by identity: an unchanged process's row and a
+    description that did not change are the same objects frame to frame."""
     writer, reader = FrameDiffer(), FrameAssembler()
     before, _ = read(reader, writer.message(busy(0, 1), []))
     after, _ = read(reader, writer.message(busy(1, 1), []))
-    assert after.gpus[0].processes[1] is before.gpus[0].processes[1]
+    was, now = before.gpus[0].processes, after.gpus[0].processes
+    assert now.rows[1] is was.rows[1] and now.rows[0] is not was.rows[0]
+    assert all(a is b for a, b in zip(now.infos, was.infos))
     assert after.gpus[0].processes[0].used == 1
 
 
@@ -187,8 +191,8 @@ def test_a_keyframe_gives_back_the_values_of_what_did_not_change():
     assert message["type"] == protocol.FRAME  # the keyframe
     after, _ = read(reader, message)
     assert after == busy(2, 1)
-    assert after.gpus[0].processes[1] is before.gpus[0].processes[1]
-    assert after.gpus[0].processes[0] is not before.gpus[0].processes[0]
+    assert after.gpus[0].processes.rows[1] is before.gpus[0].processes.rows[1]
+    assert after.gpus[0].processes.rows[0] is not before.gpus[0].processes.rows[0]
 
 
 @settings(max_examples=100)

@@ -26,6 +26,7 @@ import threading
 import types
 import typing
 
+from vramscope.core.process_columns import ProcessColumns
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import AgentReport, Frame, GpuProcess, ProcessInfo
 from vramscope.core.servers import ServerState
@@ -57,7 +58,7 @@ def to_wire(value):
                 continue  # the reader's default gives it back
             out[name] = v if type(v) in _PLAIN else to_wire(v)
         return out
-    if kind in (tuple, list):
+    if kind in (tuple, list, ProcessColumns):
         return [v if type(v) in _PLAIN else to_wire(v) for v in value]
     if kind is dict:
         return {str(k): to_wire(v) for k, v in value.items()}

@@ -4,8 +4,9 @@ and the writer): whole frames and deltas in, Frames out.
 The reader keeps the values of the frame it holds and builds only what a
 delta changes: a steady process costs nothing, a changed one one checked
 build (the codec's schema check, core/stream/codec.py), a process whose
-moving figures alone changed is rebuilt from the one held
-(``GpuProcess.with_figures``) with its columns checked at C speed.
+moving figures alone changed gets a new row (core/process_columns.py: the
+processes are held as rows of atoms, which the garbage collector does not
+track) with its columns checked at C speed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dataclasses
 import math
 import operator
 
+from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, row_of, with_figures
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import codec, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
@@ -21,46 +23,80 @@ from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wi
 
 
 class _Held:
-    """The reader's view of one GPU: its processes by key, in the frame's order
-    (a dict keeps it: the gone are popped, the new appended, a patched one keeps
-    its place), and the GpuSample last built (reused whole while nothing of it
-    changes)."""
+    """The reader's view of one GPU: its processes' rows and descriptions by key
+    (core/process_columns.py: rows of atoms, which the garbage collector does
+    not track, and each description the same object while it does not change),
+    in the frame's order (dicts keep it: the gone are popped, the new
+    appended, a patched one keeps its place), and the GpuSample last built
+    (reused whole while nothing of it changes)."""
 
-    __slots__ = ("objects", "gpu")
+    __slots__ = ("rows", "infos", "gpu", "_infos")
 
-    def __init__(self, objects: dict, gpu: GpuSample | None):
-        self.objects = objects
+    def __init__(self, rows: dict, infos: dict, gpu: GpuSample | None):
+        self.rows = rows
+        self.infos = infos
         self.gpu = gpu
+        self._infos = None  # infos in order, made again once a process came, went or moved
+
+    def put(self, key, proc: GpuProcess) -> None:
+        """A process new or changed whole (a changed one keeps its place)."""
+        if key not in self.rows:
+            self._infos = None
+        elif self.infos[key] is not proc.info:
+            self._infos = None
+        self.rows[key] = row_of(proc)
+        self.infos[key] = proc.info
+
+    def drop(self, key) -> bool:
+        self.infos.pop(key, None)
+        gone = self.rows.pop(key, None) is not None
+        self._infos = None if gone else self._infos
+        return gone
+
+    def reorder(self, order: list) -> None:
+        rows, infos = self.rows, self.infos
+        self.rows = {k: rows[k] for k in order}  # KeyError: a process not held
+        if len(self.rows) != len(rows):
+            raise ValueError("the order does not name the processes held")
+        self.infos = {k: infos[k] for k in order}
+        self._infos = None
+
+    def processes(self):
+        """The processes held, as ``GpuSample.processes`` (an empty GPU's: ``()``)."""
+        if not self.rows:
+            return ()
+        if self._infos is None:
+            self._infos = tuple(self.infos.values())
+        return ProcessColumns(tuple(self.rows.values()), self._infos)
 
 
-def _shared(gpu: GpuSample, held: _Held) -> GpuSample:
-    """A whole frame's GPU with the values held for what did not change: the same
-    process object when equal, the held description with the new figures when
-    only those moved (so the views keep what they made of it)."""
-    objects = held.objects
-    processes = tuple(_same(objects.get(_key_of(p)), p) for p in gpu.processes)
+def _held_of(gpu: GpuSample, was: _Held | None) -> _Held | None:
+    """A whole frame's GPU as held, sharing with what was held what did not
+    change: each description equal to the one held is that object, and the
+    GpuSample is the one held when nothing of it changed (so the views keep
+    what they made of it). None: a process twice (not diffable)."""
+    held = _Held({}, {}, None)
+    old_rows, old_infos = (was.rows, was.infos) if was is not None else ({}, {})
+    for proc in gpu.processes:
+        key = _key_of(proc)
+        if key in held.rows:
+            return None
+        row, info = row_of(proc), proc.info
+        old_row, old_info = old_rows.get(key), old_infos.get(key)
+        held.rows[key] = old_row if old_row == row else row
+        held.infos[key] = old_info if old_info is not None and old_info == info else info
+    processes = held.processes()
     if (
-        held.gpu is not None
-        and processes == held.gpu.processes
-        and gpu == dataclasses.replace(held.gpu, processes=gpu.processes)
+        was is not None
+        and was.gpu is not None
+        and processes == was.gpu.processes
+        and gpu == dataclasses.replace(was.gpu, processes=gpu.processes)
     ):
-        return held.gpu
-    return dataclasses.replace(gpu, processes=processes)
-
-
-def _same(old: GpuProcess | None, new: GpuProcess) -> GpuProcess:
-    if old is None:
-        return new
-    if old == new:
-        return old
-    if old.info == new.info and (old.pid, old.kinds, old.has_agent, old.mig_uuid) == (
-        new.pid,
-        new.kinds,
-        new.has_agent,
-        new.mig_uuid,
-    ):
-        return old.with_figures(new.used, new.sm, new.cpu_percent, new.host_memory)
-    return new
+        held.gpu = was.gpu
+        held._infos = was._infos
+    else:
+        held.gpu = dataclasses.replace(gpu, processes=processes)
+    return held
 
 
 def _key_of(proc: GpuProcess):
@@ -108,14 +144,11 @@ class FrameAssembler:
         self._whole.forget()
         gpus = {}
         for gpu in frame.gpus:
-            held = self._gpus.get(gpu.index)
-            if held is not None:
-                gpu = _shared(gpu, held)
-            objects = {_key_of(p): p for p in gpu.processes}
-            if gpu.index in gpus or len(objects) != len(gpu.processes):
+            held = _held_of(gpu, self._gpus.get(gpu.index))
+            if gpu.index in gpus or held is None:
                 self._gpus = {}
                 return frame, alerts  # a GPU or a process twice: not diffable, no delta follows
-            gpus[gpu.index] = _Held(objects, gpu)
+            gpus[gpu.index] = held
         frame = dataclasses.replace(frame, gpus=tuple(h.gpu for h in gpus.values()))
         self._top = {k: v for k, v in data.items() if k not in (GPUS, TIME, self._apart)}
         self._agents = AgentsHeld(frame.agents)
@@ -151,7 +184,7 @@ class FrameAssembler:
             index = int(name)
             held = gpus.get(index)
             if held is None:
-                held = gpus[index] = _Held({}, None)
+                held = gpus[index] = _Held({}, {}, None)
             self._gpu(held, entry)
         order = message.get("go", self._order)
         if type(order) is not list or any(type(i) is not int or i not in gpus for i in order):
@@ -179,60 +212,57 @@ class FrameAssembler:
             raise TypeError("a GPU's delta must be an object")
         if held.gpu is None and "gpu" not in entry:
             raise ValueError("a new GPU without its fields")
-        objects = held.objects
         moved = False
         for key in _list(entry.get("x", [])):
-            moved |= objects.pop(from_wire_key(key), None) is not None
+            moved |= held.drop(from_wire_key(key))
         if "p" in entry:
             codec._REUSE.previous = codec._REUSE.current = self._info_cache
             try:
                 for p in _list(entry["p"]):
                     if type(p) is not dict:
                         raise TypeError("a process must be an object")
-                    objects[process_key(p)] = codec.from_wire(GpuProcess, p)
+                    held.put(process_key(p), codec.from_wire(GpuProcess, p))
             finally:
                 codec._REUSE.previous = codec._REUSE.current = None
             moved = True
         if "u" in entry:
-            for key, proc in _patched(objects, entry["u"]):
-                objects[key] = proc
+            rows = held.rows
+            for key, row in _patched(rows, entry["u"]):
+                rows[key] = row
             moved = True
         if "o" in entry:
-            order = [from_wire_key(k) for k in _list(entry["o"])]
-            held.objects = {k: objects[k] for k in order}  # KeyError: a process not held
-            if len(held.objects) != len(objects):
-                raise ValueError("the order does not name the processes held")
-            objects, moved = held.objects, True
+            held.reorder([from_wire_key(k) for k in _list(entry["o"])])
+            moved = True
         if "gpu" in entry:
             wire = entry["gpu"]
             if type(wire) is not dict or PROCESSES in wire:
                 raise TypeError("a GPU's fields must be an object without processes")
-            processes = held.gpu.processes if held.gpu is not None and not moved else tuple(objects.values())
+            processes = held.gpu.processes if held.gpu is not None and not moved else held.processes()
             held.gpu = dataclasses.replace(codec.from_wire(GpuSample, wire), processes=processes)
         elif moved:
-            held.gpu = dataclasses.replace(held.gpu, processes=tuple(objects.values()))
-        if len(self._info_cache) > 4 * max(len(objects), 1024) * max(len(self._gpus), 1):
+            held.gpu = dataclasses.replace(held.gpu, processes=held.processes())
+        if len(self._info_cache) > 4 * max(len(held.rows), 1024) * max(len(self._gpus), 1):
             self._info_cache.clear()
 
 
-def _patched(objects: dict, patch) -> list:
-    """(key, GpuProcess) for each process of a ``u`` patch, rebuilt with its new figures."""
+def _patched(rows: dict, patch) -> list:
+    """(key, row) for each process of a ``u`` patch, its row with its new figures."""
     if type(patch) is not dict:
         raise TypeError("u must be an object")
     keys = _list(patch.get("k"))
     if not _TYPES[int] >= set(map(type, keys)):  # a MIG slice's [pid, uuid] among them
         keys = list(map(from_wire_key, keys))
-    olds = list(map(objects.__getitem__, keys))  # KeyError: a process not held
+    olds = list(map(rows.__getitem__, keys))  # KeyError: a process not held
     columns = []
     for name, check in PATCHED.items():
         values = patch.get(name)
         if values is None:
-            columns.append(map(operator.attrgetter(name), olds))
+            columns.append(map(operator.itemgetter(ROW_FIELDS.index(name)), olds))
             continue
         if len(_list(values)) != len(keys):
             raise ValueError(f"u.{name} has {len(values)} values for {len(keys)} processes")
         columns.append(_checked(values, check))
-    return list(zip(keys, map(GpuProcess.with_figures, olds, *columns)))
+    return list(zip(keys, map(with_figures, olds, *columns)))
 
 
 _TYPES = {int: frozenset((int,)), float: frozenset((int, float))}

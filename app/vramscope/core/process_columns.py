@@ -1,0 +1,114 @@
+"""A GPU's processes as a stream reader holds them: rows of atoms, not objects.
+
+At 16 GPUs x 1,024 processes nearly every process's figures move every
+second, so a reader that held one ``GpuProcess`` per process made 16k new
+objects a frame. Each lived a second, long enough to reach the collector's
+oldest generation, and every two frames or so they set off a full
+collection over everything the window holds (70-100 ms with the GIL held:
+the window's longest stalls). A row here is an exact tuple of atoms (ints,
+floats, strings, None and a tuple of strings), which CPython's collector
+stops tracking at its first collection (``untrack_tuples`` in
+Modules/gcmodule.c), so a frame's new figures add nothing to the walk of a
+full collection nor count towards the next one. A process's description
+(``ProcessInfo``) is kept aside as the same object frame to frame.
+
+``ProcessColumns`` is what ``GpuSample.processes`` holds then: a sequence of
+``GpuProcess`` like the tuple it replaces, each made when it is read and let go
+by whoever reads it. A reader that looks at every process of every frame
+should take them one at a time (iterate; do not keep a list of them), and may
+read the rows themselves (``rows``) where it needs a figure or two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from vramscope.core.samples import GpuProcess, ProcessIdentity, ProcessInfo
+
+# A row: a process's fields but its description, in this order
+ROW_FIELDS = ("pid", "used", "kinds", "sm", "has_agent", "mig_uuid", "cpu_percent", "host_memory")
+PID, USED, KINDS, SM, HAS_AGENT, MIG_UUID, CPU_PERCENT, HOST_MEMORY = range(len(ROW_FIELDS))
+
+_new, _put = object.__new__, object.__setattr__
+
+
+def row_of(proc: GpuProcess) -> tuple:
+    """A process's row (an exact tuple of atoms: see the module's docstring)."""
+    return (
+        proc.pid,
+        proc.used,
+        proc.kinds,
+        proc.sm,
+        proc.has_agent,
+        proc.mig_uuid,
+        proc.cpu_percent,
+        proc.host_memory,
+    )
+
+
+def with_figures(row: tuple, used, sm, cpu_percent, host_memory) -> tuple:
+    """``row`` with new moving figures (what a stream delta's ``u`` changes)."""
+    return (row[PID], used, row[KINDS], sm, row[HAS_AGENT], row[MIG_UUID], cpu_percent, host_memory)
+
+
+def process_of(row: tuple, info: ProcessInfo | None) -> GpuProcess:
+    """The GpuProcess a row and its description stand for (as its dataclass
+    would make it, without its __init__: 16k of them a frame on a big box)."""
+    proc = _new(GpuProcess)
+    pid, used, kinds, sm, has_agent, mig_uuid, cpu_percent, host_memory = row
+    _put(proc, "pid", pid)
+    _put(proc, "used", used)
+    _put(proc, "kinds", kinds)
+    _put(proc, "sm", sm)
+    _put(proc, "info", info)
+    _put(proc, "has_agent", has_agent)
+    _put(proc, "mig_uuid", mig_uuid)
+    _put(proc, "cpu_percent", cpu_percent)
+    _put(proc, "host_memory", host_memory)
+    _put(proc, "_identity", ProcessIdentity(pid, info.start_time if info is not None else None))
+    return proc
+
+
+class ProcessColumns(Sequence):
+    """A GPU's processes: ``rows`` (exact tuples of atoms, ``ROW_FIELDS``) and
+    ``infos`` (each row's ProcessInfo or None), read as GpuProcess values.
+
+    Equal to the tuple of the same processes, and hashed as it is."""
+
+    __slots__ = ("rows", "infos")
+
+    def __init__(self, rows: tuple, infos: tuple):
+        if len(rows) != len(infos):
+            raise ValueError(f"{len(rows)} rows for {len(infos)} descriptions")
+        self.rows = rows
+        self.infos = infos
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(map(process_of, self.rows[index], self.infos[index]))
+        return process_of(self.rows[index], self.infos[index])
+
+    def __iter__(self):
+        return map(process_of, self.rows, self.infos)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ProcessColumns):
+            return self.rows == other.rows and self.infos == other.infos
+        if isinstance(other, tuple):
+            return len(other) == len(self.rows) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other) -> tuple:
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other) -> tuple:
+        return tuple(other) + tuple(self)
+
+    def __repr__(self) -> str:
+        return f"ProcessColumns({len(self.rows)} processes)"

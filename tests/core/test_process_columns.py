@@ -1,0 +1,92 @@
+"""A GPU's processes as the stream reader holds them (core/process_columns.py):
+they read as the tuple of GpuProcess they stand for, and a big box's moving
+figures leave nothing behind for the garbage collector to walk (issue 28:
+the window's longest stalls were its full collections)."""
+
+from __future__ import annotations
+
+import gc
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from remote.test_stream_deltas import procs, read
+from vramscope.core.process_columns import ProcessColumns, row_of
+from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
+from vramscope.core.stream import codec
+from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.core.stream.deltas import FrameDiffer
+
+GiB = 1 << 30
+process_lists = st.lists(procs, max_size=8, unique_by=lambda p: (p.pid, p.mig_uuid)).map(tuple)
+
+
+def columns_of(processes: tuple) -> ProcessColumns:
+    return ProcessColumns(tuple(map(row_of, processes)), tuple(p.info for p in processes))
+
+
+@settings(max_examples=200)
+@given(process_lists)
+def test_columns_read_as_the_tuple_of_processes(processes):
+    columns = columns_of(processes)
+    assert columns == processes and processes == columns and columns == columns_of(processes)
+    assert len(columns) == len(processes) and bool(columns) == bool(processes)
+    assert tuple(columns) == processes and columns[:2] == processes[:2] and columns[::-1] == processes[::-1]
+    assert [p.identity for p in columns] == [p.identity for p in processes]
+    assert hash(columns) == hash(processes)
+    assert codec.from_wire(GpuSample, codec.to_wire(GpuSample(index=0, processes=columns))) == GpuSample(
+        index=0, processes=processes
+    )
+    for proc in processes:
+        assert proc in columns and columns[columns.index(proc)] == proc
+
+
+@given(process_lists, process_lists)
+def test_columns_differ_where_the_processes_do(a, b):
+    assert (columns_of(a) == columns_of(b)) == (a == b)
+    assert (columns_of(a) == b) == (a == b)
+
+
+def big_box(k: int, gpus: int = 4, per_gpu: int = 500) -> Frame:
+    """Every process's memory and SM % move every frame, as on a busy box."""
+    return Frame(
+        time=float(k),
+        gpus=tuple(
+            GpuSample(
+                index=g,
+                used=g * GiB,
+                processes=tuple(
+                    GpuProcess(
+                        pid=10_000 + g * per_gpu + p,
+                        used=(p + k) % 7 * GiB,
+                        sm=(p + k) % 100,
+                        info=ProcessInfo(
+                            pid=10_000 + g * per_gpu + p,
+                            start_time=1.7e9 + p,
+                            user="ana",
+                            name="python",
+                            cmdline=("python", f"train_{p}.py"),
+                        ),
+                    )
+                    for p in range(per_gpu)
+                ),
+            )
+            for g in range(gpus)
+        ),
+    )
+
+
+def test_a_busy_box_read_from_a_stream_leaves_no_process_objects_to_collect():
+    writer, reader = FrameDiffer(), FrameAssembler()
+    frames = [read(reader, writer.message(big_box(k), []))[0] for k in range(4)]
+    last = frames[-1]
+    assert last == big_box(3)
+    del writer  # (the writer's side holds its own: it is in the sampler's process)
+    gc.collect()
+    # the figures that moved are rows of atoms the collector no longer tracks ...
+    assert not any(gc.is_tracked(row) for gpu in last.gpus for row in gpu.processes.rows)
+    # ... and no GpuProcess value is held between frames: each is made when read
+    assert not any(type(o) is GpuProcess for o in gc.get_objects())
+    # descriptions that did not change are the same objects frame to frame
+    first_infos, last_infos = frames[1].gpus[0].processes.infos, last.gpus[0].processes.infos
+    assert all(a is b for a, b in zip(first_infos, last_infos))
