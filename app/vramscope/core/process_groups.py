@@ -54,18 +54,31 @@ def units(
     members: Iterable[tuple[tuple, tuple | None]],
     alone: set | frozenset = frozenset(),
     opened: set | frozenset = frozenset(),
-) -> dict[tuple, list[tuple]]:
+) -> dict[tuple, tuple[tuple, ...]]:
     """unit key -> the process keys it stands for, in the order given.
 
     ``members``: (process key, its kin or None); ``alone``: process keys drawn
     on their own whatever their kin (an active alert, the selection);
     ``opened``: group keys the user expanded (their processes stand alone).
-    A process on its own is its own unit: {key: [key]}."""
-    out: dict[tuple, list[tuple]] = {}
+    A process on its own is its own unit: {key: (key,)}.
+
+    The keys come back in tuples, which the garbage collector stops tracking
+    (a list it tracks always): a view that keeps the answer until its next
+    update (the timeline) would otherwise hold 16k lists on a big box, each
+    update's promoted to the oldest generation and counted towards its next
+    full collection."""
+    out: dict[tuple, tuple] = {}
+    more: dict[tuple, list] = {}  # a unit of more than one process: its keys while gathered
     for key, kin in members:
         unit = key if kin is None or key in alone else group_key(kin)
-        out.setdefault(unit, []).append(key)
+        first = out.get(unit)
+        if first is None:
+            out[unit] = (key,)
+        else:
+            more.setdefault(unit, [first[0]]).append(key)
+    for unit, keys in more.items():
+        out[unit] = tuple(keys)
     for unit in [u for u, keys in out.items() if is_group(u) and (len(keys) == 1 or u in opened)]:
         for key in out.pop(unit):
-            out[key] = [key]
+            out[key] = (key,)
     return out

@@ -95,7 +95,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.markers = AlertMarkers(plot)
         self._last = None  # the last update_from arguments (a click on "others" redraws)
         self._rows_fitted = 0
-        self._units: dict[tuple, list] = {}  # layer key -> the processes it stands for
+        self._units: dict[tuple, tuple] = {}  # layer key -> the processes it stands for
         self._unit_by_key: dict[tuple, tuple] = {}  # a grouped process -> its group's layer
         self._opened_by_key: dict[tuple, tuple] = {}  # a process of an opened group -> the group
         self.opened: set = set()  # group layers the user opened into their processes
