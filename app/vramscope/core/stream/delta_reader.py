@@ -227,7 +227,8 @@ class FrameAssembler:
             moved = True
         if "u" in entry:
             rows = held.rows
-            for key, row in _patched(rows, entry["u"]):
+            keys, patched = _patched(rows, entry["u"])
+            for key, row in zip(keys, patched):  # (zip's one pair, reused)
                 rows[key] = row
             moved = True
         if "o" in entry:
@@ -245,8 +246,11 @@ class FrameAssembler:
             self._info_cache.clear()
 
 
-def _patched(rows: dict, patch) -> list:
-    """(key, row) for each process of a ``u`` patch, its row with its new figures."""
+def _patched(rows: dict, patch) -> tuple[list, list]:
+    """The keys of a ``u`` patch's processes and their rows with the new figures.
+    (Two lists, not a list of pairs: a pair that zip makes is made before the row
+    it holds, so a collection that comes while they are gathered finds the row
+    still tracked, keeps the pair tracked and promotes it -- 16k a frame.)"""
     if type(patch) is not dict:
         raise TypeError("u must be an object")
     keys = _list(patch.get("k"))
@@ -262,7 +266,7 @@ def _patched(rows: dict, patch) -> list:
         if len(_list(values)) != len(keys):
             raise ValueError(f"u.{name} has {len(values)} values for {len(keys)} processes")
         columns.append(_checked(values, check))
-    return list(zip(keys, map(with_figures, olds, *columns)))
+    return keys, list(map(with_figures, olds, *columns))
 
 
 _TYPES = {int: frozenset((int,)), float: frozenset((int, float))}
