@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 
+from vramscope.core.process_columns import descriptions, identities
 from vramscope.core.process_groups import kin_of
 from vramscope.core.process_names import process_label
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher, Sampler
@@ -79,14 +80,16 @@ class Pipeline:
         # Store listener: runs on the sampler thread, so every frame is seen even
         # when the window polls less often than the sampler samples.
         with self._labels_lock:
-            for gpu, proc in frame.all_processes():
-                ident = proc.identity
-                have = self._labels.get(ident)
-                if have is None or (have.startswith("pid ") and proc.info is not None):
-                    self._labels[ident] = process_label(proc)
-                    kin = kin_of(proc.info, gpu.host)
-                    if kin is not None:
-                        self._kin[ident] = kin
+            labels = self._labels
+            for gpu in frame.gpus:
+                procs = gpu.processes
+                for i, (ident, info) in enumerate(zip(identities(procs), descriptions(procs))):
+                    have = labels.get(ident)
+                    if have is None or (info is not None and have.startswith("pid ")):
+                        labels[ident] = process_label(procs[i])
+                        kin = kin_of(info, gpu.host)
+                        if kin is not None:
+                            self._kin[ident] = kin
             if len(self._labels) > self._prune_at:
                 self._forget_ended(frame)
 
@@ -95,7 +98,8 @@ class Pipeline:
         on a box where processes come and go, the labels (copied whole by each
         timeline update) would otherwise grow for as long as the window is open."""
         held = {proc_identity(key) for key in self.store.keys(("proc",))}
-        held.update(proc.identity for _gpu, proc in frame.all_processes())
+        for gpu in frame.gpus:
+            held.update(identities(gpu.processes))
         self._labels = {ident: label for ident, label in self._labels.items() if ident in held}
         self._kin = {ident: kin for ident, kin in self._kin.items() if ident in held}
         self._prune_at = max(LABELS_KEPT_MIN, 2 * len(self._labels))

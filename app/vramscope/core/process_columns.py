@@ -21,7 +21,8 @@ read the rows themselves (``rows``) where it needs a figure or two.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 
 from vramscope.core.samples import GpuProcess, ProcessIdentity, ProcessInfo
 
@@ -65,8 +66,33 @@ def process_of(row: tuple, info: ProcessInfo | None) -> GpuProcess:
     _put(proc, "mig_uuid", mig_uuid)
     _put(proc, "cpu_percent", cpu_percent)
     _put(proc, "host_memory", host_memory)
-    _put(proc, "_identity", ProcessIdentity(pid, info.start_time if info is not None else None))
+    _put(proc, "_identity", _identity(row, info))
     return proc
+
+
+def _identity(row: tuple, info: ProcessInfo | None) -> ProcessIdentity:
+    return ProcessIdentity(row[PID], info.start_time if info is not None else None)
+
+
+def identities(processes) -> Iterable[ProcessIdentity]:
+    """Each process's identity, in order, without making the processes of ProcessColumns."""
+    if type(processes) is ProcessColumns:
+        return map(_identity, processes.rows, processes.infos)
+    return (p.identity for p in processes)
+
+
+def descriptions(processes) -> Iterable[ProcessInfo | None]:
+    """Each process's description (its ProcessInfo or None), in order."""
+    if type(processes) is ProcessColumns:
+        return processes.infos
+    return (p.info for p in processes)
+
+
+def used(processes) -> Iterable[int | None]:
+    """Each process's device memory, in order."""
+    if type(processes) is ProcessColumns:
+        return map(operator.itemgetter(USED), processes.rows)
+    return (p.used for p in processes)
 
 
 class ProcessColumns(Sequence):

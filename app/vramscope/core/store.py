@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vramscope.core.process_columns import identities
+from vramscope.core.process_columns import used as used_of
 from vramscope.core.ring import TieredRing
 from vramscope.core.ring_columns import RingColumns
 from vramscope.core.samples import Frame, ProcessIdentity
@@ -135,12 +137,11 @@ class Store:
                 self._record(gpu_key(gpu.index, "power_w"), t, gpu.power_w)
                 in_use = 0
                 slots, values = [], []
-                for proc in gpu.processes:
-                    ident = proc.identity
-                    key = proc_key(gpu.index, ident.pid, ident.start_time)
+                procs = gpu.processes
+                for (pid, start), used in zip(identities(procs), used_of(procs)):
+                    key = proc_key(gpu.index, pid, start)
                     slot = series.get(key)
                     slots.append(self._new_series(key) if slot is None else slot)
-                    used = proc.used
                     values.append(used)
                     if used is not None:
                         in_use += used

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vramscope.core.process_columns import identities
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
 from vramscope.core.store import STAGE_OTHER
@@ -356,7 +357,7 @@ class MainWindow(QMainWindow):
             # styles of ended processes are given again: worth a pass over every
             # process when the count changes, else now and then (16k processes: 25 ms)
             self._live_count, self._live_time = processes, t
-            self.colours.set_live(p.identity for _g, p in frame.all_processes())
+            self.colours.set_live(i for g in frame.gpus for i in identities(g.processes))
         every = max(TABLE_MIN_INTERVAL, processes / TABLE_ROWS_PER_SECOND)
         pending = is_pending(frame)  # (the processes read at last: shown at once)
         if force or t - self._table_time >= every or t < self._table_time or pending != self._table_pending:
