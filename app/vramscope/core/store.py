@@ -84,7 +84,7 @@ def proc_key(gpu_index: int, pid: int, start_time: float | None) -> tuple:
 def proc_identity(key: tuple) -> ProcessIdentity:
     """The process a proc_key's series belongs to."""
     _, _gpu, pid, start, _metric = key
-    return ProcessIdentity(pid, start)
+    return (pid, start)
 
 
 def _is_proc(key) -> bool:
@@ -136,8 +136,8 @@ class Store:
                 in_use = 0
                 slots, values = [], []
                 for proc in gpu.processes:
-                    ident = proc.identity
-                    key = proc_key(gpu.index, ident.pid, ident.start_time)
+                    pid, start = proc.identity
+                    key = proc_key(gpu.index, pid, start)
                     slot = series.get(key)
                     slots.append(self._new_series(key) if slot is None else slot)
                     used = proc.used

@@ -143,7 +143,7 @@ class Diagnostics:
             return [
                 w
                 for w in self._watching
-                if w.pid is None or ProcessIdentity(w.pid, w.start_time) not in self._muted
+                if w.pid is None or (w.pid, w.start_time) not in self._muted
             ]
 
     def is_hidden(self, alert: Alert) -> bool:
