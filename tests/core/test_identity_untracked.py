@@ -51,7 +51,9 @@ class Box:
 def test_the_identities_of_processes_agents_alerts_and_series_are_untracked_tuples():
     procs = [process(4242), process(7, None)]
     report = AgentReport(pid=4242, start_time=1.7e9)
-    alert = Alert(kind=AlertKind.USER_REQUEST, severity=INFO, gpu=0, pid=4242, start_time=1.7e9, since=None, message="")
+    alert = Alert(
+        kind=AlertKind.USER_REQUEST, severity=INFO, gpu=0, pid=4242, start_time=1.7e9, since=None, message=""
+    )
     idents = [p.identity for p in procs] + [p.info.identity for p in procs]
     idents += [report.identity, alert.identity, proc_identity(proc_key(0, 4242, 1.7e9))]
     assert untracked(idents)

@@ -238,7 +238,5 @@ def test_a_built_tables_rows_are_nothing_the_garbage_collector_walks_and_read_as
         held = t.rows.raw + t.source.raw
         assert held and not any(gc.is_tracked(row) for row in held)
     row = next(r for r in alerted.rows if r.pid == 1000)
-    assert (
-        isinstance(row, ProcessRow) and row.alert == "Growth" and row.identity == (1000, 1.0)
-    )
+    assert isinstance(row, ProcessRow) and row.alert == "Growth" and row.identity == (1000, 1.0)
     assert abs(row.growth - 60.0) < 0.5 and len(row.spark) >= 2

@@ -76,9 +76,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         alerts.refresh()
         active = alerts.alerts()
         _set_markers(window, active)
-        window.gpu_panel.set_alerted(
-            (a.pid, a.start_time) for a in active if a.pid is not None
-        )
+        window.gpu_panel.set_alerted((a.pid, a.start_time) for a in active if a.pid is not None)
         said: dict = {}  # the table marks alerted rows, the alerts in the Name's tooltip
         for a in active:
             if a.pid is not None:
