@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 
+from core.test_pipeline_labels import Churning
 from vramscope.core.detectors.alert import INFO, Alert, AlertKind
 from vramscope.core.frame_rows import rows_from_frame
 from vramscope.core.pipeline import Pipeline
@@ -31,23 +32,6 @@ def process(pid: int, start: float | None = 1.7e9) -> GpuProcess:
     return GpuProcess(pid=pid, used=GiB, info=info)
 
 
-class Box:
-    """Three processes that stay and, each pass, a new one."""
-
-    name, simulated = "test", False
-
-    def __init__(self):
-        self.n = 0
-
-    def sample(self, now):
-        self.n += 1
-        procs = tuple(process(pid) for pid in (1, 2, 3, 100 + self.n))
-        return Frame(time=now, gpus=(GpuSample(index=0, total=24 * GiB, processes=procs),))
-
-    def close(self):
-        pass
-
-
 def test_the_identities_of_processes_agents_alerts_and_series_are_untracked_tuples():
     procs = [process(4242), process(7, None)]
     report = AgentReport(pid=4242, start_time=1.7e9)
@@ -64,17 +48,19 @@ def test_the_identities_of_processes_agents_alerts_and_series_are_untracked_tupl
 
 def test_a_table_rows_identity_is_an_untracked_tuple():
     frame = Frame(time=2e9, gpus=(GpuSample(index=0, total=24 * GiB, processes=(process(4242), process(7))),))
-    rows = rows_from_frame(frame)
-    assert untracked(r.identity for r in rows if getattr(r, "pid", None) is not None)
+    idents = [r.identity for r in rows_from_frame(frame) if getattr(r, "pid", None) is not None]
+    assert sorted(idents) == [(7, 1.7e9), (4242, 1.7e9)]
+    assert untracked(idents)
 
 
 def test_the_pipelines_labels_and_kin_are_keyed_by_untracked_tuples():
-    pipeline = Pipeline(Box(), store=Store(max_series=64))
-    for _ in range(5):
+    pipeline = Pipeline(Churning(), store=Store(max_series=64))
+    for _ in range(5):  # labels learnt from frames: a run and a new job each pass
         pipeline.sample_once()
-    assert len(pipeline.labels()) == len(pipeline.kin()) == 8
+    pipeline.learn_labels([process(1), process(2)])  # and from a reopened session's processes
+    assert len(pipeline.labels()) == 8 and len(pipeline.kin()) == 2
     assert untracked(pipeline.labels()) and untracked(pipeline.kin())
-    assert pipeline.labels()[(2, 1.7e9)] == "x.py (2)"  # found by a plain tuple
+    assert pipeline.labels()[(100, 1.0)] == "train.py (100)"  # found by a plain tuple
 
 
 def test_the_processes_a_stream_reader_assembles_have_untracked_identities():
