@@ -44,11 +44,11 @@ def test_labels_of_processes_the_store_evicted_are_forgotten_and_the_rest_kept_i
     assert len(labels) <= 2 * LABELS_KEPT_MIN + 2  # not one per process ever seen (3,073)
     assert pipeline.labels_generation >= 1
     idents = list(labels)
-    assert idents[0].pid == 100 and labels[idents[0]] == "train.py (100)"  # the run, first seen, first
+    assert idents[0][0] == 100 and labels[idents[0]] == "train.py (100)"  # the run, first seen, first
     latest = 1000 + passes
     assert labels[idents[-1]] == f"job{passes}.py ({latest})"  # the newest job is labelled
     held = {(k[2], k[3]) for k in pipeline.store.keys(("proc",))}
-    assert all((i.pid, i.start_time) in held for i in idents[-cap // 2 :])  # the store's recent ones kept
+    assert all(i in held for i in idents[-cap // 2 :])  # the store's recent ones kept
     assert list(pipeline.kin()) == [i for i in idents if i in pipeline.kin()]
 
 

@@ -15,7 +15,7 @@ from vramscope.core.process_rows import (
     arrange,
     rows_from_frame,
 )
-from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo, ProcessIdentity
+from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store, proc_key
 from vramscope.core.units import GiB, MiB
 
@@ -230,7 +230,7 @@ def test_a_built_tables_rows_are_nothing_the_garbage_collector_walks_and_read_as
     store = _busy_store(20)
     builder = TableBuilder()
     table = builder.build(store.latest, store, TableOrder())
-    alerts = {ProcessIdentity(1000, 1.0): "Growth"}
+    alerts = {(1000, 1.0): "Growth"}
     alerted = builder.rearrange(table.source, TableOrder(filter="python"), (), alerts)
     gc.collect()
     gc.collect()
@@ -238,7 +238,5 @@ def test_a_built_tables_rows_are_nothing_the_garbage_collector_walks_and_read_as
         held = t.rows.raw + t.source.raw
         assert held and not any(gc.is_tracked(row) for row in held)
     row = next(r for r in alerted.rows if r.pid == 1000)
-    assert (
-        isinstance(row, ProcessRow) and row.alert == "Growth" and row.identity == ProcessIdentity(1000, 1.0)
-    )
+    assert isinstance(row, ProcessRow) and row.alert == "Growth" and row.identity == (1000, 1.0)
     assert abs(row.growth - 60.0) < 0.5 and len(row.spark) >= 2

@@ -34,7 +34,7 @@ class OneRingPerSeries:
             for metric in GPU_METRICS:
                 self.ring(gpu_key(gpu.index, metric)).append(frame.time, getattr(gpu, metric))
             for p in gpu.processes:
-                self.ring(proc_key(gpu.index, p.pid, p.identity.start_time)).append(frame.time, p.used)
+                self.ring(proc_key(gpu.index, *p.identity)).append(frame.time, p.used)
             in_use = sum(p.used for p in gpu.processes if p.used is not None)
             self.ring(gpu_key(gpu.index, PROCESSES_USED)).append(frame.time, in_use)
             written += len(GPU_METRICS) + 1 + len(gpu.processes)

@@ -217,14 +217,15 @@ def test_ending_a_process_over_ssh_with_wrong_answers_refuses_without_a_tracebac
                 break
             time.sleep(0.1)
         proc = frame.gpus[0].processes[0]
+        pid, start = proc.identity
         actions = HostActions(source, audit_path=pathlib.Path(tmp_path) / "audit.jsonl")
-        summary = actions.describe(proc.pid, proc.identity.start_time, memory=proc.used)
+        summary = actions.describe(pid, start, memory=proc.used)
         assert summary.refusal and "evil" in summary.refusal and not summary.own
         for end in (actions.terminate, actions.kill):
-            result = end(proc.pid, proc.identity.start_time)
+            result = end(pid, start)
             assert not result.ok and "does not fit" in result.message
-        assert actions.kill_allowed_in(proc.pid, proc.identity.start_time) is None  # 1e308
-        assert actions.is_alive(proc.pid, proc.identity.start_time) is True  # "maybe": not gone
+        assert actions.kill_allowed_in(pid, start) is None  # 1e308
+        assert actions.is_alive(pid, start) is True  # "maybe": not gone
     finally:
         source.close()
 

@@ -143,7 +143,7 @@ def test_ending_a_remote_process_goes_over_the_channel_with_the_same_checks(host
         try:
             frame = wait_for(lambda: (f := source.sample(time.time())) and f.gpus and f, what="the host")
             proc = frame.gpus[0].processes[0]
-            start = proc.identity.start_time
+            start = proc.identity[1]
             read_only = HostActions(source, read_only=True, audit_path=hosts.dir / "ro.jsonl")
             refused = read_only.terminate(victim.pid, start)
             assert not refused.ok and "read-only" in refused.message

@@ -7,7 +7,6 @@ import pytest
 from PySide6.QtCore import Qt
 
 from vramscope.core.process_groups import is_group
-from vramscope.core.samples import ProcessIdentity
 from vramscope.core.stacking import ORDER_STEP
 from vramscope.core.units import GiB
 from vramscope.ui import theme
@@ -105,7 +104,7 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
         swatch = model.index(r, COL["PID"]).data(STYLE_ROLE)
         row = model.rows[r]  # a group's row: its lowest pid's style, as its band
         ident = min(row.inside)[2:4] if row.members else key[2:4]
-        assert swatch == w.colours.style(ProcessIdentity(*ident))
+        assert swatch == w.colours.style(ident)
     tl, stack = _bands(w, 1)
     for key in (k for k in stack.order if k != OTHERS):
         colour, dash = w.colours.style(tl._unit_identity(key))

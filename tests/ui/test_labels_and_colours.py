@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vramscope.core.samples import GpuProcess, ProcessIdentity, ProcessInfo
+from vramscope.core.samples import GpuProcess, ProcessInfo
 from vramscope.core.process_names import process_label
 from vramscope.ui.theme import PROCESS_COLOURS, ColourBook
 
@@ -27,10 +27,10 @@ def test_labels_say_what_an_engineer_calls_the_process():
 
 def test_colours_are_stable_and_distinct_per_identity():
     book = ColourBook()
-    ids = [ProcessIdentity(p, 100.0) for p in range(len(PROCESS_COLOURS))]
+    ids = [(p, 100.0) for p in range(len(PROCESS_COLOURS))]
     first = [book.style(i) for i in ids]
     assert len({c for c, _ in first}) == len(PROCESS_COLOURS)
     assert [book.style(i) for i in reversed(ids)] == first[::-1]
     # a reused PID is a new process: it gets its own style
-    reused = book.style(ProcessIdentity(0, 200.0))
+    reused = book.style((0, 200.0))
     assert reused != first[0] and reused[1] == 1  # colours repeat dashed past the palette

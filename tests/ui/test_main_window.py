@@ -93,11 +93,9 @@ def test_curves_are_the_store_series(make_window, scripted_frames, window):
 
 
 def test_process_keeps_its_colour_in_table_and_plot(make_window, scripted_frames):
-    from vramscope.core.samples import ProcessIdentity
-
     w = make_window(scripted_frames)
     w.gpu_panel.set_plot_style("lines")  # this test reads the per-process lines
-    ident = ProcessIdentity(4242, T0 - 3600)
+    ident = (4242, T0 - 3600)
     colour = w.colours.colour(ident)
     pen = w.gpu_panel.timelines[0].proc_curves[proc_key(0, 4242, T0 - 3600)].opts["pen"]
     assert pen.color().name() == colour.lower()
@@ -105,7 +103,7 @@ def test_process_keeps_its_colour_in_table_and_plot(make_window, scripted_frames
     w.refresh()
     assert w.colours.colour(ident) == colour
     others = {
-        w.colours.colour(ProcessIdentity(p.pid, p.info.start_time))
+        w.colours.colour(p.identity)
         for _g, p in frame_at(120).all_processes()
         if p.pid != 4242 and p.info.start_time
     }

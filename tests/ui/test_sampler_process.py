@@ -65,7 +65,7 @@ def test_the_window_shows_what_its_sampler_process_samples(sampled, qtbot, artif
     qtbot.waitUntil(lambda: len(table_column(window, "PID")) > 0, timeout=10_000)
     open_every_group(window)
     pids = {int(p) for p in table_column(window, "PID") if p}
-    assert pids and pids <= {ident.pid for ident in window.feed.labels()}  # the sampler's processes
+    assert pids and pids <= {pid for pid, _start in window.feed.labels()}  # the sampler's processes
     assert not window.sampler_banner.isVisible()
     for width, height in ((1400, 900), (1024, 700)):
         window.resize(width, height)

@@ -16,7 +16,6 @@ from vramscope.core.samples import (
     GpuProcess,
     GpuSample,
     HostState,
-    ProcessIdentity,
     ProcessInfo,
 )
 from vramscope.core.units import GiB
@@ -121,7 +120,7 @@ def test_labels_of_the_end_process_dialog_hosts_and_cards_are_plain_text(themed_
 
 def test_a_process_name_in_the_timeline_legend_and_an_agent_note_are_text_not_html():
     key = ("proc", 0, 7, 1.7e9, "used")
-    shown = process_label(key, {ProcessIdentity(7, 1.7e9): "<img src=x>\u202e (7)"})
+    shown = process_label(key, {(7, 1.7e9): "<img src=x>\u202e (7)"})
     assert shown == "&lt;img src=x&gt;\\u202e (7)"
     page = legend_html([], current(), note="<a href='http://evil'>x</a>")
     doc = QTextDocument()

@@ -50,7 +50,7 @@ class ProcessRow(NamedTuple):
 
     @property
     def identity(self) -> ProcessIdentity:
-        return ProcessIdentity(self.pid, self.start_time)
+        return (self.pid, self.start_time)
 
 
 def rows_from_frame(
@@ -124,12 +124,12 @@ def _template(gpu, proc, said) -> ProcessRow:
     """A process's row but for this frame's figures, age and growth (set
     per frame: a template holds atoms only, see RowTemplates); ``said``: its RowTexts."""
     info = proc.info
-    ident = proc.identity
+    pid, start = proc.identity
     return ProcessRow(
-        key=proc_key(gpu.index, ident.pid, ident.start_time),
+        key=proc_key(gpu.index, pid, start),
         gpu=gpu.index,
         pid=proc.pid,
-        start_time=ident.start_time,
+        start_time=start,
         label=said.label,
         user=said.user,
         used=proc.used,

@@ -71,7 +71,7 @@ def process_of(row: tuple, info: ProcessInfo | None) -> GpuProcess:
 
 
 def _identity(row: tuple, info: ProcessInfo | None) -> ProcessIdentity:
-    return ProcessIdentity(row[PID], info.start_time if info is not None else None)
+    return (row[PID], info.start_time if info is not None else None)
 
 
 def identities(processes) -> Iterable[ProcessIdentity]:

@@ -311,7 +311,7 @@ class TableBuilder:
         text of its active alert(s)."""
         held = exact(rows)
         if alerts:
-            said = alerts.get  # (an identity is equal to its (pid, start time) tuple)
+            said = alerts.get  # (an identity is the (pid, start time) tuple)
             held = tuple(
                 r if (text := said((r[_PID], r[_START]))) is None else r[:_ALERT] + (text,) + r[_ALERT + 1 :]
                 for r in held

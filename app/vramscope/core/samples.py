@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS, Bucket, StrEnum
 
@@ -60,13 +60,13 @@ class Container:
         }
 
 
-class ProcessIdentity(NamedTuple):
-    """A process is (pid, start time): a reused PID is a different process.
-    A named tuple: identities are hashed and compared by the ten thousand per
-    frame on a big box (set and dict keys), at C speed."""
-
-    pid: int
-    start_time: float | None
+# A process is (pid, start time): a reused PID is a different process. An exact
+# tuple, read by unpacking (``pid, start = ident``): identities are hashed and
+# compared by the ten thousand per frame on a big box (set and dict keys), and
+# the garbage collector untracks an exact tuple of atoms at its first collection
+# (a tuple subclass such as a NamedTuple stays tracked for good: 16k more objects
+# every full collection walks; CPython's gcmodule untrack_tuples).
+ProcessIdentity = tuple[int, float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,7 @@ class ProcessInfo:
 
     @property
     def identity(self) -> ProcessIdentity:
-        return ProcessIdentity(self.pid, self.start_time)
+        return (self.pid, self.start_time)
 
     @property
     def command(self) -> str | None:
@@ -115,7 +115,7 @@ class GpuProcess:
 
     def __post_init__(self) -> None:
         start = self.info.start_time if self.info is not None else None
-        object.__setattr__(self, "_identity", ProcessIdentity(self.pid, start))
+        object.__setattr__(self, "_identity", (self.pid, start))
 
     @property
     def identity(self) -> ProcessIdentity:
@@ -447,7 +447,7 @@ class AgentReport:
 
     @property
     def identity(self) -> ProcessIdentity:
-        return ProcessIdentity(self.pid, self.start_time)
+        return (self.pid, self.start_time)
 
     @property
     def problem(self) -> str | None:

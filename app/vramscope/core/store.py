@@ -86,7 +86,7 @@ def proc_key(gpu_index: int, pid: int, start_time: float | None) -> tuple:
 def proc_identity(key: tuple) -> ProcessIdentity:
     """The process a proc_key's series belongs to."""
     _, _gpu, pid, start, _metric = key
-    return ProcessIdentity(pid, start)
+    return (pid, start)
 
 
 def _is_proc(key) -> bool:

@@ -93,7 +93,7 @@ class HostsSource:
                     )
                 )
                 for proc in marked.processes:
-                    owner[proc.identity.pid, proc.identity.start_time] = host
+                    owner[proc.identity] = host
             if live:
                 agents.extend(frame.agents)
         self._owner = owner

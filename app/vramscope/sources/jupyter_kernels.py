@@ -93,23 +93,24 @@ class JupyterEnricher:
 
     def _ask(self, due: list[tuple[ProcessIdentity, str | None]]) -> None:
         for ident, conn in due:
+            pid, start = ident
             try:
                 activity = self._activity(conn)
             except Exception:  # a lookup never breaks a pass
-                log.debug("kernel activity of %s failed", ident, exc_info=True)
+                log.debug("kernel activity of pid %s failed", pid, exc_info=True)
                 activity = None
             old = self._known.get(ident)
             if old is not None and (old.notebook or old.how):
                 notebook, how = old.notebook, old.how  # asked once per kernel
             else:
                 try:
-                    hint = self._finder(ident.pid, conn)
+                    hint = self._finder(pid, conn)
                     notebook, how = hint.notebook, hint.how
                 except Exception as exc:
                     notebook, how = None, f"lookup failed: {exc}"
             self._known[ident] = JupyterKernel(
-                pid=ident.pid,
-                start_time=ident.start_time,
+                pid=pid,
+                start_time=start,
                 connection_file=conn,
                 last_activity=activity.last_activity if activity else None,
                 busy=bool(activity and activity.busy),

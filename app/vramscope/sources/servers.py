@@ -183,12 +183,9 @@ class ServerEnricher:
         if ident in self._found:
             self._owner[ident] = self._found.pop(ident)
         if ident not in self._owner:
+            pid, start = ident
             kind = recognise(info.cmdline, info.name)
-            self._owner[ident] = (
-                (ident.pid, ident.start_time, kind, info.cmdline)
-                if kind
-                else self._ancestor(ident.pid, walked)
-            )
+            self._owner[ident] = (pid, start, kind, info.cmdline) if kind else self._ancestor(pid, walked)
         return self._owner[ident]
 
     def _ancestor(self, pid: int, walked: dict):
@@ -254,7 +251,7 @@ class ServerEnricher:
             try:
                 self._probe(ident)
             except Exception:
-                log.debug("port probe of %s failed", ident, exc_info=True)
+                log.debug("port probe of pid %s failed", ident[0], exc_info=True)
 
     def _candidate_ports(self, s: _Server) -> list[int]:
         named = listen_port(s.cmdline, s.kind)
@@ -300,7 +297,8 @@ class ServerEnricher:
     def _probe(self, ident: ProcessIdentity) -> None:
         """A GPU process nobody recognised: a local port whose /metrics (or whose
         number) belongs to a serving engine makes it one."""
-        for addr, port in self._ports(ident.pid)[:4]:
+        pid, start = ident
+        for addr, port in self._ports(pid)[:4]:
             if addr not in LOOPBACK:
                 continue
             kind = None
@@ -309,7 +307,7 @@ class ServerEnricher:
             except Exception:
                 kind = BY_PORT.get(port) if port in (11434,) else None  # Ollama has no /metrics
             if kind is not None:
-                self._found[ident] = (ident.pid, ident.start_time, kind, None)
+                self._found[ident] = (pid, start, kind, None)
                 return
 
     def close(self) -> None:

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QFrame, QScrollArea
 
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert, AlertKind
 from vramscope.core.planner.targets import fit_targets, gpus_now
-from vramscope.core.samples import ProcessIdentity
 from vramscope.ui.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel
 from vramscope.ui.tray import TrayNotifier
@@ -77,9 +76,7 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
         alerts.refresh()
         active = alerts.alerts()
         _set_markers(window, active)
-        window.gpu_panel.set_alerted(
-            ProcessIdentity(a.pid, a.start_time) for a in active if a.pid is not None
-        )
+        window.gpu_panel.set_alerted((a.pid, a.start_time) for a in active if a.pid is not None)
         said: dict = {}  # the table marks alerted rows, the alerts in the Name's tooltip
         for a in active:
             if a.pid is not None:
@@ -134,7 +131,7 @@ def _end_request(row) -> Alert:
         severity=INFO,
         gpu=row.gpu,
         pid=row.pid,
-        start_time=row.identity.start_time,
+        start_time=row.start_time,
         since=None,
         message=f"End {row.label} on " + (f"{row.host} GPU {row.host_gpu}" if row.host else f"GPU {row.gpu}"),
         frees=row.used,

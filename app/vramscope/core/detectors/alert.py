@@ -84,7 +84,7 @@ class Alert:
     def identity(self) -> ProcessIdentity | None:
         if self.pid is None:
             return None
-        return ProcessIdentity(self.pid, self.start_time)
+        return (self.pid, self.start_time)
 
     @property
     def key(self) -> tuple:

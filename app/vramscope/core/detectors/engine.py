@@ -140,11 +140,7 @@ class Diagnostics:
         """Conditions on their way to an alert ("idle 3 of 5 min"; watching.py), the
         nearest first; a muted process's are left out. Not alerts."""
         with self._lock:
-            return [
-                w
-                for w in self._watching
-                if w.pid is None or ProcessIdentity(w.pid, w.start_time) not in self._muted
-            ]
+            return [w for w in self._watching if w.pid is None or (w.pid, w.start_time) not in self._muted]
 
     def is_hidden(self, alert: Alert) -> bool:
         with self._lock:

@@ -65,7 +65,7 @@ class GhostRule:
                     severity=WARNING,
                     gpu=gpu.index,
                     pid=proc.pid,
-                    start_time=proc.identity.start_time,
+                    start_time=proc.identity[1],
                     since=None,
                     message=(
                         f"The driver still holds {mem} on {gpu.label} for a process "

@@ -227,7 +227,7 @@ class GrowthRule:
             severity=severity,
             gpu=gpu.index,
             pid=proc.pid,
-            start_time=proc.identity.start_time,
+            start_time=proc.identity[1],
             since=began,
             message=(
                 f"{who} grows in steps: +{fmt_bytes(rise)} in {fmt_duration(last_jump - began)}"
@@ -279,7 +279,7 @@ class GrowthRule:
             severity=severity,
             gpu=gpu.index,
             pid=proc.pid,
-            start_time=proc.identity.start_time,
+            start_time=proc.identity[1],
             since=trend.start,
             message=f"{who} grows {rate_text(trend.slope)}{full}",
             evidence=evidence,

@@ -145,7 +145,7 @@ class ServerRule:
             severity=INFO,
             gpu=gpu.index,
             pid=main.pid,
-            start_time=state.start_time if state is not None else main.identity.start_time,
+            start_time=state.start_time if state is not None else main.identity[1],
             since=st.idle_since,
             message=f"{kind.title}: {who} {what}",
             evidence=tuple(evidence),

@@ -49,7 +49,6 @@ from vramscope.core.samples import (
     GpuProcess,
     GpuSample,
     JupyterKernel,
-    ProcessIdentity,
 )
 from vramscope.core.units import fmt_bytes, fmt_duration
 
@@ -115,7 +114,7 @@ class SquatterRule:
         alerts = []
         self.watching = watching = []
         reports = {r.pid: r for r in frame.agents if r.connected}
-        kernels = {ProcessIdentity(k.pid, k.start_time): k for k in frame.kernels}
+        kernels = {(k.pid, k.start_time): k for k in frame.kernels}
         for gpu, proc in frame.all_processes():
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
                 continue  # nothing is known of it here: the unattributed / ghost rules report it
@@ -322,7 +321,7 @@ class SquatterRule:
             severity=severity,
             gpu=gpu.index,
             pid=proc.pid,
-            start_time=proc.identity.start_time,
+            start_time=proc.identity[1],
             since=st.idle_since if st.idle_since is not None else st.first_seen,
             message=message,
             evidence=tuple(evidence),

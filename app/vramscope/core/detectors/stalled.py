@@ -135,7 +135,7 @@ def stalled(
         severity=WARNING,
         gpu=gpu.index,
         pid=proc.pid,
-        start_time=proc.identity.start_time,
+        start_time=proc.identity[1],
         since=clock.last_step_time,
         message=f"{who} stalled since step {clock.last_step}: no step for {fmt_duration(quiet)}, {how}",
         evidence=tuple(evidence),

@@ -132,7 +132,7 @@ def watch_if_due(
         kind,
         gpu.index,
         proc.pid,
-        proc.identity.start_time,
+        proc.identity[1],
         since,
         proc_name(proc, gpu),
         measure,

@@ -322,8 +322,8 @@ class SessionWriter:
             rollup.add_gpu(t, gpu)
             ids, used, sm, flags = [], [], [], []
             for proc in gpu.processes:
-                ident = proc.identity
-                pid_id = proc_id(db, ident.pid, ident.start_time, proc.info, t, gpu.host)
+                pid, start = proc.identity
+                pid_id = proc_id(db, pid, start, proc.info, t, gpu.host)
                 ids.append(pid_id)
                 u = -1 if proc.used is None else int(proc.used)
                 used.append(u)
