@@ -15,7 +15,7 @@ import math
 import operator
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
-from vramscope.core.stream import codec, protocol
+from vramscope.core.stream import codec, flat_processes, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
 from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wire_key, process_key
 
@@ -96,7 +96,7 @@ class FrameAssembler:
     def whole(self, message: dict) -> tuple[Frame, list]:
         """A ``frame`` message (any version): the frame; ValueError if it does not fit."""
         data = message.get("frame")
-        frame = self._whole.decode(data)
+        frame = flat_processes.read_frame(self._whole, data, self.version, self._info_cache)
         alerts = _alerts(message.get("alerts"))
         seq = message.get("seq")
         self._seq = None
@@ -189,7 +189,7 @@ class FrameAssembler:
                 for p in _list(entry["p"]):
                     if type(p) is not dict:
                         raise TypeError("a process must be an object")
-                    objects[process_key(p)] = codec.from_wire(GpuProcess, p)
+                    objects[process_key(p)] = flat_processes.read_process(p, self.version, self._info_cache)
             finally:
                 codec._REUSE.previous = codec._REUSE.current = None
             moved = True
