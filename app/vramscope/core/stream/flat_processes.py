@@ -17,12 +17,18 @@ window. From version 4 a process is one object of atoms::
      "i.cmdline": "python\\u0000train.py\\u0000",
      "i.container": {"runtime": "docker", "id": "..."}}    # (rare) still an object
 
+These are the processes of a GPU: a whole frame's ``gpus[].processes`` and a
+delta's ``p`` (core/stream/deltas.py). A MIG slice's own list of its processes
+(a copy of some of its GPU's; at most 7 slices a GPU) travels with the GPU's
+fields, nested as in version 3.
+
 A field at its default is left out, as the codec does (core/stream/codec.py);
 a process with a description always has ``i.pid`` (the description's one
 required field), one without has no ``i.`` field. A list of strings (the
 command line, the kinds) is one string in which each entry is followed by NUL:
 lossless, since an argument cannot hold a NUL (execve(2) takes NUL-terminated
-strings): ``()`` is ``""``, ``("",)`` is ``"\\u0000"``; a non-empty one that
+strings; one from elsewhere is sent with U+FFFD for its NUL): ``()`` is
+``""``, ``("",)`` is ``"\\u0000"``; a non-empty one that
 does not end with NUL is refused. Reading checks each field as the codec does
 (ints within int64, finite floats within its limit, strings of at most
 ``MAX_TEXT`` characters, lists of at most ``MAX_ITEMS`` entries, the command
@@ -64,8 +70,15 @@ def is_flat(version) -> bool:
 
 
 def strings_to_wire(values: tuple[str, ...]) -> str:
-    """A list of strings as one: each followed by NUL."""
-    return END.join(values) + END if values else ""
+    """A list of strings as one: each followed by NUL. A NUL within one (no
+    argument holds one; a value from elsewhere might) is sent as U+FFFD, the
+    Unicode replacement character, so that the entries stay as many."""
+    if not values:
+        return ""
+    out = END.join(values) + END
+    if out.count(END) != len(values):
+        out = END.join(v.replace(END, "\ufffd") for v in values) + END
+    return out
 
 
 def info_to_wire(info: ProcessInfo) -> dict:
@@ -167,7 +180,9 @@ def _plan() -> dict:
         for f in dataclasses.fields(cls):
             if not f.init or (cls, f.name) == (GpuProcess, INFO):
                 continue
-            convert = {KINDS: _kinds, CMDLINE: _cmdline}.get(f.name) or codec._converter(hints[f.name], (cls, f.name))
+            convert = {KINDS: _kinds, CMDLINE: _cmdline}.get(f.name) or codec._converter(
+                hints[f.name], (cls, f.name)
+            )
             out[prefix + f.name] = (f.name, convert, codec._nullable(f, hints[f.name]), cls is ProcessInfo)
     return out
 
