@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from remote.test_stream_deltas import read, wire
 from remote.test_stream_protocol import argument, opt_float, opt_int, opt_text
 from vramscope.core.process_text import MAX_COMMAND_CHARS
 from vramscope.core.samples import Container, Frame, GpuProcess, GpuSample, ProcessInfo
@@ -76,17 +77,8 @@ frames = st.builds(
 )
 
 
-def wire(message):
-    return json.loads(protocol.encode(message))
-
-
 def flat(proc: GpuProcess) -> dict:
     return process_to_wire(proc, None if proc.info is None else flat_processes.info_to_wire(proc.info))
-
-
-def read(reader: FrameAssembler, message: dict):
-    m = wire(message)
-    return (reader.whole if m["type"] == protocol.FRAME else reader.delta)(m)
 
 
 @settings(max_examples=300, deadline=None)

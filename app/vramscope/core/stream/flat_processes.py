@@ -92,18 +92,18 @@ def info_to_wire(info: ProcessInfo) -> dict:
     return out
 
 
-COMPUTE_ONLY = GpuProcess.__dataclass_fields__[KINDS].default
+_COMPUTE = GpuProcess.__dataclass_fields__[KINDS].default
 # the GpuProcess fields process_to_wire writes by hand; a class with others is written field by field
-PROCESS_FIELDS = ("pid", "used", KINDS, "sm", INFO, "has_agent", "mig_uuid", "cpu_percent", "host_memory")
+_PROCESS_FIELDS = ("pid", "used", KINDS, "sm", INFO, "has_agent", "mig_uuid", "cpu_percent", "host_memory")
 
 
 def process_to_wire(proc: GpuProcess, info: dict | None) -> dict:
     """A process as one flat object, its description's wire ``info`` (``info_to_wire``)
     already made: the writer makes it once per description (16k processes a second)."""
-    if codec._fields(GpuProcess)[0] != PROCESS_FIELDS:
+    if codec._fields(GpuProcess)[0] != _PROCESS_FIELDS:
         return _process_fields(proc, info)
     out = {"pid": proc.pid, "used": proc.used}
-    if proc.kinds != COMPUTE_ONLY:
+    if proc.kinds != _COMPUTE:
         out[KINDS] = strings_to_wire(proc.kinds)
     if proc.sm is not None:
         out["sm"] = proc.sm
