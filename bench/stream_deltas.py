@@ -97,7 +97,7 @@ def first_processes(rounds: int) -> str:
     its sampler's devices-only first look; a keyframe alike), stream version 3
     (processes nested) against 4 (flat: core/stream/flat_processes.py), alternated:
     CPU ms to parse and apply it, and the objects the parse leaves for the garbage
-    collector to track until it is applied."""
+    collector to track until it is applied, and those the reader holds after."""
     import gc
 
     frame = BigBox(16, 1024).sample(1e9)
@@ -114,16 +114,20 @@ def first_processes(rounds: int) -> str:
         for version, (first, full) in lines.items():
             reader = FrameAssembler(version)
             reader.whole(json.loads(first))
+            parsed: list = []  # (the previous round's message let go before the count)
             gc.collect()
             before = len(gc.get_objects())
-            parsed = []
             ms = timed(lambda full=full: parsed.append(json.loads(full)))
             tracked = len(gc.get_objects()) - before
             ms += timed(lambda: reader.delta(parsed[0]))
-            figures[version].append((ms, tracked))
+            parsed.clear()
+            gc.collect()
+            held = len(gc.get_objects()) - before  # what the reader keeps of it
+            figures[version].append((ms, tracked, held))
     return "; ".join(
-        f"version {v}: {statistics.median(ms for ms, _ in f):.0f} ms, "
-        f"{f[0][1]:,} tracked objects from the parse ({len(lines[v][1]) / 1e6:.2f} MB)"
+        f"version {v}: {statistics.median(ms for ms, _, _ in f):.0f} ms, "
+        f"{f[0][1]:,} tracked objects from the parse, {f[0][2]:,} held by the reader after "
+        f"({len(lines[v][1]) / 1e6:.2f} MB)"
         for v, f in figures.items()
     )
 
