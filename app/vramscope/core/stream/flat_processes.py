@@ -214,8 +214,9 @@ def _process(data, table: dict) -> GpuProcess:
     if INFO in data:
         raise TypeError(f"a process carries its description flat ({INFO_PREFIX}* fields), not as {INFO}")
     info = info_kw = None
+    described = INFO_PID in data
     pid = data.get(INFO_PID)
-    if pid is not None:
+    if described:
         wires = table.get(_WIRES)
         if wires is None:
             wires = table[_WIRES] = {}
@@ -233,7 +234,7 @@ def _process(data, table: dict) -> GpuProcess:
         name, convert, nullable, of_info = entry
         if of_info:
             if info_kw is None:
-                if pid is None:
+                if not described:
                     raise TypeError(f"{key} without {INFO_PID}")
                 continue  # the description read before
             into = info_kw
@@ -247,7 +248,7 @@ def _process(data, table: dict) -> GpuProcess:
             try:
                 into[name] = convert(value)
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{key}: {exc}") from None
+                raise TypeError(f"{key}: {exc}") from None
     if info_kw is not None:
         info = ProcessInfo(**info_kw)
         table[_WIRES][info.pid] = data
