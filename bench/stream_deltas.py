@@ -92,6 +92,46 @@ def sampler_pass(passes: int) -> str:
     return f"{statistics.median(whole[2:]):.0f} ms (the first {whole[0]:.0f} ms; {text})"
 
 
+def first_processes(rounds: int) -> str:
+    """The first message that carries every process (the window's first delta after
+    its sampler's devices-only first look; a keyframe alike), stream version 3
+    (processes nested) against 4 (flat: core/stream/flat_processes.py), alternated:
+    CPU ms to parse and apply it, and the objects the parse leaves for the garbage
+    collector to track until it is applied, and those the reader holds after."""
+    import gc
+
+    frame = BigBox(16, 1024).sample(1e9)
+    look = dataclasses.replace(frame, gpus=tuple(dataclasses.replace(g, processes=()) for g in frame.gpus))
+    lines = {}
+    for version in (3, 4):
+        differ = FrameDiffer(keyframe_every=10**9, version=version)
+        lines[version] = (
+            protocol.encode(differ.message(look, [])),
+            protocol.encode(differ.message(frame, [])),
+        )
+    figures: dict = {3: [], 4: []}
+    for _ in range(rounds):
+        for version, (first, full) in lines.items():
+            reader = FrameAssembler(version)
+            reader.whole(json.loads(first))
+            parsed: list = []  # (the previous round's message let go before the count)
+            gc.collect()
+            before = len(gc.get_objects())
+            ms = timed(lambda full=full: parsed.append(json.loads(full)))
+            tracked = len(gc.get_objects()) - before
+            ms += timed(lambda: reader.delta(parsed[0]))
+            parsed.clear()
+            gc.collect()
+            held = len(gc.get_objects()) - before  # what the reader keeps of it
+            figures[version].append((ms, tracked, held))
+    return "; ".join(
+        f"version {v}: {statistics.median(ms for ms, _, _ in f):.0f} ms, "
+        f"{f[0][1]:,} tracked objects from the parse, {f[0][2]:,} held by the reader after "
+        f"({len(lines[v][1]) / 1e6:.2f} MB)"
+        for v, f in figures.items()
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=10)
@@ -116,6 +156,7 @@ def main() -> int:
             f"({len(whole_lines[1]) / 1e6:.2f} MB)   delta {statistics.median(delta):7.1f} ms "
             f"({len(delta_lines[1]) / 1e3:.0f} kB)"
         )
+    print(f"  the first message of every process (median of {args.frames}): {first_processes(args.frames)}")
     print(f"  the sampler process's pass, all changing: {sampler_pass(args.frames)}")
     return 0
 

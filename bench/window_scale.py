@@ -190,6 +190,7 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
     QTimer.singleShot(int(seconds * 1000), app.quit)
     pauses: list[float] = []  # the window's garbage collections (each holds the GIL throughout)
     fulls: list[float] = []  # the full (generation 2) ones: they walk every tracked object
+    full_at: list[float] = []  # when each full one ended, ms after show()
     began = [0.0]
 
     def collected(phase, info):
@@ -199,6 +200,7 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
             pauses.append((time.perf_counter() - began[0]) * 1e3)
             if info["generation"] == 2:
                 fulls.append(pauses[-1])
+                full_at.append(clock.elapsed())
 
     gc.callbacks.append(collected)
     cpu0 = time.process_time()
@@ -231,6 +233,8 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
         "gc_max_ms": max(pauses, default=0.0),
         "gc_over_20": sum(p > 20 for p in pauses),
         "gc_full": len(fulls),
+        "gc_full_startup": sum(t <= STARTUP_MS for t in full_at),
+        "gc_full_startup_max_ms": max((f for f, t in zip(fulls, full_at) if t <= STARTUP_MS), default=0.0),
         "gc_full_median_ms": statistics.median(fulls) if fulls else float("nan"),
     }
 
@@ -264,7 +268,8 @@ def main() -> int:
             f"{r['first_ms']:.0f} ms after show(), with its processes {r['whole_ms']:.0f} ms; widest step between frames received "
             f"{r['grid_worst_s']:.2f} s (as the sampler sent them: {r['sent_worst_s']:.2f} s); the window process used {100 * r['window_cpu']:.0f} % of a core; "
             f"its longest garbage collection {r['gc_max_ms']:.0f} ms, {r['gc_over_20']} over 20 ms, "
-            f"{r['gc_full']} full ones (median {r['gc_full_median_ms']:.0f} ms); "
+            f"{r['gc_full']} full ones (median {r['gc_full_median_ms']:.0f} ms), {r['gc_full_startup']} of them in "
+            f"the first {STARTUP_MS / 1000:g} s (longest {r['gc_full_startup_max_ms']:.0f} ms); "
             f"load {os.getloadavg()[0]:.2f})"
         )
     return 0

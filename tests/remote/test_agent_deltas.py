@@ -181,7 +181,10 @@ def test_a_version_2_stream_with_its_agents_in_the_top_is_still_read():
 def test_a_reader_of_version_2_at_most_is_told_which_version_it_needs(monkeypatch):
     hello = protocol.encode(protocol.hello("box", "2.0", 1.0))
     monkeypatch.setattr(protocol, "READABLE_VERSIONS", (1, 2))
-    with pytest.raises(protocol.VersionMismatch, match="speaks stream version 3.*install the same vramscope"):
+    with pytest.raises(
+        protocol.VersionMismatch,
+        match=f"speaks stream version {protocol.STREAM_VERSION}.*install the same vramscope",
+    ):
         protocol.LineDecoder().feed(hello)
 
 

@@ -142,6 +142,7 @@ def test_a_message_over_the_limit_is_not_written():
 
 opt_int = st.none() | st.integers(0, 2**50)
 opt_text = st.none() | st.text(max_size=12)
+argument = st.text(st.characters(blacklist_characters="\0"), max_size=8)  # argv holds no NUL (execve(2))
 opt_float = st.none() | st.floats(-LIMIT_FLOAT, LIMIT_FLOAT, width=64)  # the wire's bounds
 infos = st.builds(
     ProcessInfo,
@@ -149,7 +150,7 @@ infos = st.builds(
     start_time=opt_float,
     user=opt_text,
     name=opt_text,
-    cmdline=st.none() | st.tuples(st.text(max_size=8)),
+    cmdline=st.none() | st.tuples(argument),
     ppid=st.none() | st.integers(0, 9999),
     status=opt_text,
     visibility=st.sampled_from(["ok", "access-denied", "exited", "not-visible"]),

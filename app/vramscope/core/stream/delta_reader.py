@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+from collections.abc import Iterable
 
 from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, row_of, with_figures
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
-from vramscope.core.stream import codec, protocol
+from vramscope.core.stream import codec, flat_processes, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
 from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wire_key, process_key
 
@@ -70,14 +71,13 @@ class _Held:
         return ProcessColumns(tuple(self.rows.values()), self._infos)
 
 
-def _held_of(gpu: GpuSample, was: _Held | None) -> _Held | None:
-    """A whole frame's GPU as held, sharing with what was held what did not
-    change: each description equal to the one held is that object, and the
-    GpuSample is the one held when nothing of it changed (so the views keep
-    what they made of it). None: a process twice (not diffable)."""
+def _held_of(processes: Iterable[GpuProcess], was: _Held | None) -> _Held | None:
+    """A whole frame's GPU's processes (taken one at a time) as held, sharing with
+    what was held each row and description equal to the one held. None: a
+    process twice (not diffable)."""
     held = _Held({}, {}, None)
     old_rows, old_infos = (was.rows, was.infos) if was is not None else ({}, {})
-    for proc in gpu.processes:
+    for proc in processes:
         key = _key_of(proc)
         if key in held.rows:
             return None
@@ -85,6 +85,12 @@ def _held_of(gpu: GpuSample, was: _Held | None) -> _Held | None:
         old_row, old_info = old_rows.get(key), old_infos.get(key)
         held.rows[key] = old_row if old_row == row else row
         held.infos[key] = old_info if old_info is not None and old_info == info else info
+    return held
+
+
+def _settle(held: _Held, gpu: GpuSample, was: _Held | None) -> None:
+    """The GpuSample ``held`` gives: the one held when nothing of it changed (so
+    the views keep what they made of it), else ``gpu`` with the held processes."""
     processes = held.processes()
     if (
         was is not None
@@ -96,7 +102,6 @@ def _held_of(gpu: GpuSample, was: _Held | None) -> _Held | None:
         held._infos = was._infos
     else:
         held.gpu = dataclasses.replace(gpu, processes=processes)
-    return held
 
 
 def _key_of(proc: GpuProcess):
@@ -132,7 +137,20 @@ class FrameAssembler:
     def whole(self, message: dict) -> tuple[Frame, list]:
         """A ``frame`` message (any version): the frame; ValueError if it does not fit."""
         data = message.get("frame")
-        frame = self._whole.decode(data)
+        read: dict = {}  # GPU index -> its processes as held, read straight from a flat wire
+
+        def rows(gpu: GpuSample, wire) -> tuple | ProcessColumns:
+            # (16k GpuProcess values alive at once would all reach the collector's
+            # oldest generation, and set off full collections: read one at a time)
+            each = flat_processes.each_process(wire, self._info_cache)
+            held = _held_of(each, self._gpus.get(gpu.index))
+            if held is None or gpu.index in read:
+                read[gpu.index] = None  # a process or a GPU twice: the frame as it is
+                return flat_processes.processes_from_wire(wire, self._info_cache)
+            read[gpu.index] = held
+            return held.processes()
+
+        frame = flat_processes.read_frame(self._whole, data, self.version, self._info_cache, rows)
         alerts = _alerts(message.get("alerts"))
         seq = message.get("seq")
         self._seq = None
@@ -144,10 +162,12 @@ class FrameAssembler:
         self._whole.forget()
         gpus = {}
         for gpu in frame.gpus:
-            held = _held_of(gpu, self._gpus.get(gpu.index))
+            was = self._gpus.get(gpu.index)
+            held = read[gpu.index] if gpu.index in read else _held_of(gpu.processes, was)
             if gpu.index in gpus or held is None:
                 self._gpus = {}
                 return frame, alerts  # a GPU or a process twice: not diffable, no delta follows
+            _settle(held, gpu, was)
             gpus[gpu.index] = held
         frame = dataclasses.replace(frame, gpus=tuple(h.gpu for h in gpus.values()))
         self._top = {k: v for k, v in data.items() if k not in (GPUS, TIME, self._apart)}
@@ -221,7 +241,7 @@ class FrameAssembler:
                 for p in _list(entry["p"]):
                     if type(p) is not dict:
                         raise TypeError("a process must be an object")
-                    held.put(process_key(p), codec.from_wire(GpuProcess, p))
+                    held.put(process_key(p), flat_processes.read_process(p, self.version, self._info_cache))
             finally:
                 codec._REUSE.previous = codec._REUSE.current = None
             moved = True

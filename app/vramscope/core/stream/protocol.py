@@ -25,9 +25,10 @@ from vramscope.agent import json_limits
 
 STREAM_NAME = "vramscope"
 # 2: deltas between whole frames (core/stream/deltas.py); 3: a delta's agents apart,
-# changed fields only (core/stream/agent_deltas.py)
-STREAM_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)  # version 1 (whole frames only) and 2 streams are read as well
+# changed fields only (core/stream/agent_deltas.py); 4: a process as one flat object
+# of atoms (core/stream/flat_processes.py)
+STREAM_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)  # versions 1 (whole frames only) to 3 are read as well
 MAX_LINE = 8 * 1024 * 1024  # bytes; a frame of 8 GPUs x 100 processes is ~100 KB
 MAX_NOISE_LINES = 200
 
@@ -48,6 +49,8 @@ ACT_OPS = ("describe", "is_alive", "kill_allowed_in", "terminate", "kill")
 SETTINGS = "settings"
 
 TYPE = "type"
+# a whole frame's fields the deltas send apart (core/stream/deltas.py)
+GPUS, PROCESSES, TIME = "gpus", "processes", "time"
 
 
 class StreamError(Exception):
