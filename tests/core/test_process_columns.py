@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remote.test_stream_deltas import procs, read
-from vramscope.core.process_columns import ProcessColumns, row_of
+from vramscope.core.process_columns import ProcessColumns, info_of, info_row_of, row_of
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.stream import codec
 from vramscope.core.stream.delta_reader import FrameAssembler
@@ -22,7 +22,7 @@ process_lists = st.lists(procs, max_size=8, unique_by=lambda p: (p.pid, p.mig_uu
 
 
 def columns_of(processes: tuple) -> ProcessColumns:
-    return ProcessColumns(tuple(map(row_of, processes)), tuple(p.info for p in processes))
+    return ProcessColumns(tuple(map(row_of, processes)), tuple(info_row_of(p.info) for p in processes))
 
 
 @settings(max_examples=200)
@@ -39,6 +39,7 @@ def test_columns_read_as_the_tuple_of_processes(processes):
     )
     for proc in processes:
         assert proc in columns and columns[columns.index(proc)] == proc
+        assert info_of(info_row_of(proc.info)) == proc.info
 
 
 @given(process_lists, process_lists)
@@ -76,22 +77,28 @@ def big_box(k: int, gpus: int = 4, per_gpu: int = 500) -> Frame:
     )
 
 
-def processes_alive() -> int:
+def values_alive() -> tuple[int, int]:
+    """How many GpuProcess and ProcessInfo values are alive."""
     gc.collect()
-    return sum(type(o) is GpuProcess for o in gc.get_objects())
+    objects = gc.get_objects()
+    return sum(type(o) is GpuProcess for o in objects), sum(type(o) is ProcessInfo for o in objects)
 
 
 def test_a_busy_box_read_from_a_stream_leaves_no_process_objects_to_collect():
-    before = processes_alive()
+    procs_before, infos_before = values_alive()
     writer, reader = FrameDiffer(), FrameAssembler()
     frames = [read(reader, writer.message(big_box(k), []))[0] for k in range(4)]
     last = frames[-1]
     assert last == big_box(3)
     del writer  # (the writer's side holds its own: it is in the sampler's process)
-    # no GpuProcess value is held between frames (2,000 processes here): each is made when read ...
-    assert processes_alive() - before < 100
-    # ... and the figures that moved are rows of atoms the collector no longer tracks
-    assert not any(gc.is_tracked(row) for gpu in last.gpus for row in gpu.processes.rows)
-    # descriptions that did not change are the same objects frame to frame
+    # no GpuProcess or ProcessInfo value is held between frames (2,000 processes
+    # here): each is made when read ...
+    procs, infos = values_alive()
+    assert procs - procs_before < 100 and infos - infos_before < 100
+    # ... and the figures that moved and the descriptions are rows of atoms the
+    # collector no longer tracks
+    columns = [gpu.processes for gpu in last.gpus]
+    assert not any(gc.is_tracked(row) for c in columns for row in c.rows + c.infos)
+    # descriptions that did not change are the same rows frame to frame
     first_infos, last_infos = frames[1].gpus[0].processes.infos, last.gpus[0].processes.infos
     assert all(a is b for a, b in zip(first_infos, last_infos))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from vramscope.core.process_columns import descriptions, identities
+from vramscope.core.process_columns import described, identities
 from vramscope.core.process_groups import kin_of
 from vramscope.core.process_names import process_label
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher, Sampler
@@ -83,11 +83,12 @@ class Pipeline:
             labels = self._labels
             for gpu in frame.gpus:
                 procs = gpu.processes
-                for i, (ident, info) in enumerate(zip(identities(procs), descriptions(procs))):
+                for i, (ident, known) in enumerate(zip(identities(procs), described(procs))):
                     have = labels.get(ident)
-                    if have is None or (info is not None and have.startswith("pid ")):
-                        labels[ident] = process_label(procs[i])
-                        kin = kin_of(info, gpu.host)
+                    if have is None or (known and have.startswith("pid ")):
+                        proc = procs[i]
+                        labels[ident] = process_label(proc)
+                        kin = kin_of(proc.info, gpu.host)
                         if kin is not None:
                             self._kin[ident] = kin
             if len(self._labels) > self._prune_at:

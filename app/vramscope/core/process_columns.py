@@ -9,18 +9,22 @@ the window's longest stalls). A row here is an exact tuple of atoms (ints,
 floats, strings, None and a tuple of strings), which CPython's collector
 stops tracking at its first collection (``untrack_tuples`` in
 Modules/gcmodule.c), so a frame's new figures add nothing to the walk of a
-full collection nor count towards the next one. A process's description
-(``ProcessInfo``) is kept aside as the same object frame to frame.
+full collection nor count towards the next one. A process's description is held
+the same way, as a row of its ``ProcessInfo``'s fields (``INFO_FIELDS``):
+the same tuple frame to frame while it does not change, so a view can skip
+what it made of it by identity (``description_keys``).
 
 ``ProcessColumns`` is what ``GpuSample.processes`` holds then: a sequence of
-``GpuProcess`` like the tuple it replaces, each made when it is read and let go
-by whoever reads it. A reader that looks at every process of every frame
-should take them one at a time (iterate; do not keep a list of them), and may
-read the rows themselves (``rows``) where it needs a figure or two.
+``GpuProcess`` like the tuple it replaces, each made (with its ProcessInfo)
+when it is read and let go by whoever reads it. A reader that looks at every
+process of every frame should take them one at a time (iterate; do not keep a
+list of them), and may read what it needs off the rows without making the
+processes (``identities``, ``used``, ``described``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Iterable, Sequence
 
@@ -29,8 +33,12 @@ from vramscope.core.samples import GpuProcess, ProcessIdentity, ProcessInfo
 # A row: a process's fields but its description, in this order
 ROW_FIELDS = ("pid", "used", "kinds", "sm", "has_agent", "mig_uuid", "cpu_percent", "host_memory")
 PID, USED, KINDS, SM, HAS_AGENT, MIG_UUID, CPU_PERCENT, HOST_MEMORY = range(len(ROW_FIELDS))
+# A description's row: its ProcessInfo's fields, in the dataclass's order
+INFO_FIELDS = tuple(f.name for f in dataclasses.fields(ProcessInfo))
+INFO_START = INFO_FIELDS.index("start_time")
 
 _new, _put = object.__new__, object.__setattr__
+_info_fields = operator.attrgetter(*INFO_FIELDS)
 
 
 def row_of(proc: GpuProcess) -> tuple:
@@ -47,13 +55,28 @@ def row_of(proc: GpuProcess) -> tuple:
     )
 
 
+def info_row_of(info: ProcessInfo | None) -> tuple | None:
+    """A description's row (its fields: atoms, but a container's own value)."""
+    return None if info is None else _info_fields(info)
+
+
+def info_of(row: tuple | None) -> ProcessInfo | None:
+    """The ProcessInfo a description's row stands for (as its dataclass would make it)."""
+    if row is None:
+        return None
+    info = _new(ProcessInfo)
+    for name, value in zip(INFO_FIELDS, row):
+        _put(info, name, value)
+    return info
+
+
 def with_figures(row: tuple, used, sm, cpu_percent, host_memory) -> tuple:
     """``row`` with new moving figures (what a stream delta's ``u`` changes)."""
     return (row[PID], used, row[KINDS], sm, row[HAS_AGENT], row[MIG_UUID], cpu_percent, host_memory)
 
 
-def process_of(row: tuple, info: ProcessInfo | None) -> GpuProcess:
-    """The GpuProcess a row and its description stand for (as its dataclass
+def process_of(row: tuple, info: tuple | None) -> GpuProcess:
+    """The GpuProcess a row and its description's row stand for (as its dataclass
     would make it, without its __init__: 16k of them a frame on a big box)."""
     proc = _new(GpuProcess)
     pid, used, kinds, sm, has_agent, mig_uuid, cpu_percent, host_memory = row
@@ -61,7 +84,7 @@ def process_of(row: tuple, info: ProcessInfo | None) -> GpuProcess:
     _put(proc, "used", used)
     _put(proc, "kinds", kinds)
     _put(proc, "sm", sm)
-    _put(proc, "info", info)
+    _put(proc, "info", info_of(info))
     _put(proc, "has_agent", has_agent)
     _put(proc, "mig_uuid", mig_uuid)
     _put(proc, "cpu_percent", cpu_percent)
@@ -70,8 +93,8 @@ def process_of(row: tuple, info: ProcessInfo | None) -> GpuProcess:
     return proc
 
 
-def _identity(row: tuple, info: ProcessInfo | None) -> ProcessIdentity:
-    return (row[PID], info.start_time if info is not None else None)
+def _identity(row: tuple, info: tuple | None) -> ProcessIdentity:
+    return (row[PID], info[INFO_START] if info is not None else None)
 
 
 def identities(processes) -> Iterable[ProcessIdentity]:
@@ -81,11 +104,11 @@ def identities(processes) -> Iterable[ProcessIdentity]:
     return (p.identity for p in processes)
 
 
-def descriptions(processes) -> Iterable[ProcessInfo | None]:
-    """Each process's description (its ProcessInfo or None), in order."""
+def described(processes) -> Iterable[bool]:
+    """Whether each process has a description (a ProcessInfo), in order."""
     if type(processes) is ProcessColumns:
-        return processes.infos
-    return (p.info for p in processes)
+        return (info is not None for info in processes.infos)
+    return (p.info is not None for p in processes)
 
 
 def used(processes) -> Iterable[int | None]:
@@ -95,9 +118,29 @@ def used(processes) -> Iterable[int | None]:
     return (p.used for p in processes)
 
 
+def description_keys(processes) -> Iterable:
+    """Per process, in order, a value that is the same object for as long as its
+    description does not change (its description's row, or its ProcessInfo in
+    a tuple of processes whose source keeps them): what a view that made
+    something of a description keeps it by."""
+    if type(processes) is ProcessColumns:
+        return processes.infos
+    return (p.info for p in processes)
+
+
+def value_keys(processes) -> Iterable:
+    """Per process, in order, a value that is the same object for as long as the
+    process's fields but its description do not change (its row, or the
+    GpuProcess itself in a tuple of processes whose source keeps them)."""
+    if type(processes) is ProcessColumns:
+        return processes.rows
+    return processes
+
+
 class ProcessColumns(Sequence):
     """A GPU's processes: ``rows`` (exact tuples of atoms, ``ROW_FIELDS``) and
-    ``infos`` (each row's ProcessInfo or None), read as GpuProcess values.
+    ``infos`` (each row's description as a row, ``INFO_FIELDS``, or None),
+    read as GpuProcess values.
 
     Equal to the tuple of the same processes, and hashed as it is."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from vramscope.core.containers import container_text
+from vramscope.core.process_columns import description_keys, value_keys
 from vramscope.core.process_groups import kin_of
 from vramscope.core.process_names import display_name, process_label
 from vramscope.core.process_text import command_text, user_text
@@ -33,14 +34,14 @@ class RowTemplates:
     def __init__(self):
         # GPU index -> (its machine, {process identity: (its row's template, its agent
         #               mark, its kinds)}, {identity: what the template was made from:
-        #               the ProcessInfo object})
+        #               its description's key, process_columns.description_keys})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
 
     def templates(self, gpu, make) -> list[tuple]:
         """Per process of ``gpu``, in its order, its row's template: ``make(gpu, proc,
         texts)`` as an exact tuple, made again only when the process's description
-        changed (its ProcessInfo object, kinds, agent, pid): a process whose figures
+        changed (its description's key, kinds, agent, pid): a process whose figures
         alone moved keeps its template; the frame's figures are read from the process.
 
         ``make`` gives atoms only (str, numbers, None, tuples of them), and what a
@@ -56,7 +57,8 @@ class RowTemplates:
         now: dict = {}
         now_from: dict = {}
         out = []
-        for proc in gpu.processes:
+        procs = gpu.processes
+        for proc, value, description in zip(procs, value_keys(procs), description_keys(procs)):
             ident = proc.identity
             kept = held.get(ident)  # (template, agent mark, kinds)
             source = made_from.get(ident)
@@ -64,11 +66,11 @@ class RowTemplates:
                 kept is None
                 or kept[1] != proc.has_agent
                 or kept[2] != proc.kinds
-                or not (source is proc or (source is proc.info and proc.mig_uuid is None))
+                or not (source is value or (source is description and proc.mig_uuid is None))
             ):
                 kept = (tuple(make(gpu, proc, row_texts(proc, gpu.host))), proc.has_agent, proc.kinds)
                 # (a MIG process: its own value, its slice's text being made from it)
-                source = proc if proc.mig_uuid is not None else proc.info
+                source = value if proc.mig_uuid is not None else description
             now[ident] = kept
             now_from[ident] = source
             out.append(kept[0])

@@ -16,17 +16,20 @@ import math
 import operator
 from collections.abc import Iterable
 
-from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, row_of, with_figures
+from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, info_row_of, row_of, with_figures
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import codec, flat_processes, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
 from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wire_key, process_key
 
 
+_NOT_HELD = object()
+
+
 class _Held:
-    """The reader's view of one GPU: its processes' rows and descriptions by key
-    (core/process_columns.py: rows of atoms, which the garbage collector does
-    not track, and each description the same object while it does not change),
+    """The reader's view of one GPU: its processes' rows and their descriptions'
+    rows by key (core/process_columns.py: rows of atoms, which the garbage
+    collector does not track; each the same object while it does not change),
     in the frame's order (dicts keep it: the gone are popped, the new
     appended, a patched one keeps its place), and the GpuSample last built
     (reused whole while nothing of it changes)."""
@@ -40,13 +43,16 @@ class _Held:
         self._infos = None  # infos in order, made again once a process came, went or moved
 
     def put(self, key, proc: GpuProcess) -> None:
-        """A process new or changed whole (a changed one keeps its place)."""
-        if key not in self.rows:
+        """A process new or changed whole (a changed one keeps its place, and its
+        description's row when that did not change)."""
+        info = info_row_of(proc.info)
+        was = self.infos.get(key, _NOT_HELD)
+        if was is _NOT_HELD or was != info:
             self._infos = None
-        elif self.infos[key] is not proc.info:
-            self._infos = None
+        else:
+            info = was
         self.rows[key] = row_of(proc)
-        self.infos[key] = proc.info
+        self.infos[key] = info
 
     def drop(self, key) -> bool:
         self.infos.pop(key, None)
@@ -81,7 +87,7 @@ def _held_of(processes: Iterable[GpuProcess], was: _Held | None) -> _Held | None
         key = _key_of(proc)
         if key in held.rows:
             return None
-        row, info = row_of(proc), proc.info
+        row, info = row_of(proc), info_row_of(proc.info)
         old_row, old_info = old_rows.get(key), old_infos.get(key)
         held.rows[key] = old_row if old_row == row else row
         held.infos[key] = old_info if old_info is not None and old_info == info else info
@@ -131,26 +137,28 @@ class FrameAssembler:
         self._gpus: dict = {}  # index -> _Held
         self._order: list = []
         self._alerts: list = []
-        self._info_cache: dict = {}  # the codec's reuse table for ProcessInfo across deltas
         self.refused = 0
 
     def whole(self, message: dict) -> tuple[Frame, list]:
         """A ``frame`` message (any version): the frame; ValueError if it does not fit."""
         data = message.get("frame")
         read: dict = {}  # GPU index -> its processes as held, read straight from a flat wire
+        # (the readers' tables of descriptions are this message's alone: the rows
+        # held are what a description that did not change keeps, as one object)
+        table: dict = {}
 
         def rows(gpu: GpuSample, wire) -> tuple | ProcessColumns:
             # (16k GpuProcess values alive at once would all reach the collector's
             # oldest generation, and set off full collections: read one at a time)
-            each = flat_processes.each_process(wire, self._info_cache)
+            each = flat_processes.each_process(wire, table)
             held = _held_of(each, self._gpus.get(gpu.index))
             if held is None or gpu.index in read:
                 read[gpu.index] = None  # a process or a GPU twice: the frame as it is
-                return flat_processes.processes_from_wire(wire, self._info_cache)
+                return flat_processes.processes_from_wire(wire, table)
             read[gpu.index] = held
             return held.processes()
 
-        frame = flat_processes.read_frame(self._whole, data, self.version, self._info_cache, rows)
+        frame = flat_processes.read_frame(self._whole, data, self.version, table, rows)
         alerts = _alerts(message.get("alerts"))
         seq = message.get("seq")
         self._seq = None
@@ -236,14 +244,11 @@ class FrameAssembler:
         for key in _list(entry.get("x", [])):
             moved |= held.drop(from_wire_key(key))
         if "p" in entry:
-            codec._REUSE.previous = codec._REUSE.current = self._info_cache
-            try:
-                for p in _list(entry["p"]):
-                    if type(p) is not dict:
-                        raise TypeError("a process must be an object")
-                    held.put(process_key(p), flat_processes.read_process(p, self.version, self._info_cache))
-            finally:
-                codec._REUSE.previous = codec._REUSE.current = None
+            table: dict = {}
+            for p in _list(entry["p"]):
+                if type(p) is not dict:
+                    raise TypeError("a process must be an object")
+                held.put(process_key(p), flat_processes.read_process(p, self.version, table))
             moved = True
         if "u" in entry:
             rows = held.rows
@@ -262,8 +267,6 @@ class FrameAssembler:
             held.gpu = dataclasses.replace(codec.from_wire(GpuSample, wire), processes=processes)
         elif moved:
             held.gpu = dataclasses.replace(held.gpu, processes=held.processes())
-        if len(self._info_cache) > 4 * max(len(held.rows), 1024) * max(len(self._gpus), 1):
-            self._info_cache.clear()
 
 
 def _patched(rows: dict, patch) -> tuple[list, list]:
