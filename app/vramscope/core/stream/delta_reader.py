@@ -143,22 +143,19 @@ class FrameAssembler:
         """A ``frame`` message (any version): the frame; ValueError if it does not fit."""
         data = message.get("frame")
         read: dict = {}  # GPU index -> its processes as held, read straight from a flat wire
-        # (the readers' tables of descriptions are this message's alone: the rows
-        # held are what a description that did not change keeps, as one object)
-        table: dict = {}
 
         def rows(gpu: GpuSample, wire) -> tuple | ProcessColumns:
             # (16k GpuProcess values alive at once would all reach the collector's
             # oldest generation, and set off full collections: read one at a time)
-            each = flat_processes.each_process(wire, table)
+            each = flat_processes.each_process(wire)
             held = _held_of(each, self._gpus.get(gpu.index))
             if held is None or gpu.index in read:
                 read[gpu.index] = None  # a process or a GPU twice: the frame as it is
-                return flat_processes.processes_from_wire(wire, table)
+                return flat_processes.processes_from_wire(wire)
             read[gpu.index] = held
             return held.processes()
 
-        frame = flat_processes.read_frame(self._whole, data, self.version, table, rows)
+        frame = flat_processes.read_frame(self._whole, data, self.version, rows)
         alerts = _alerts(message.get("alerts"))
         seq = message.get("seq")
         self._seq = None
@@ -244,11 +241,10 @@ class FrameAssembler:
         for key in _list(entry.get("x", [])):
             moved |= held.drop(from_wire_key(key))
         if "p" in entry:
-            table: dict = {}
             for p in _list(entry["p"]):
                 if type(p) is not dict:
                     raise TypeError("a process must be an object")
-                held.put(process_key(p), flat_processes.read_process(p, self.version, table))
+                held.put(process_key(p), flat_processes.read_process(p, self.version))
             moved = True
         if "u" in entry:
             rows = held.rows

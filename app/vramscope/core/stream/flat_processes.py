@@ -35,16 +35,15 @@ does not end with NUL is refused. Reading checks each field as the codec does
 line cut as a local one is) and ignores a field it does not know, prefixed or
 not (a newer writer's); what does not fit is a ValueError of one line.
 
-A description that reads as before gives the ProcessInfo built before (the
-reader's table: the window's views keep what they made of it by identity).
+A description that reads as before is kept as one object by the reader
+(core/stream/delta_reader.py holds it as a row: core/process_columns.py), not
+here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
-import operator
 import typing
 from collections.abc import Iterator
 
@@ -58,8 +57,6 @@ INFO_PREFIX = "i."  # ProcessInfo's fields within a process's object
 END = "\0"  # follows each string of a list of strings
 INFO, KINDS, CMDLINE = "info", "kinds", "cmdline"
 INFO_PID = INFO_PREFIX + "pid"
-_WIRES = "flat wires"  # in a reader's table (pid -> ProcessInfo): pid -> the object it was read from
-_MISSING = object()
 
 
 def is_flat(version) -> bool:
@@ -188,44 +185,23 @@ def _plan() -> dict:
     return out
 
 
-@functools.cache
-def _info_keys() -> tuple:
-    return tuple(key for key, entry in _plan().items() if entry[3])
-
-
-def _same_description(old: dict, new: dict) -> bool:
-    keys = _info_keys()
-    missing = itertools.repeat(_MISSING)
-    return all(map(operator.eq, map(old.get, keys, missing), map(new.get, keys, missing)))
-
-
-def process_from_wire(data, table: dict) -> GpuProcess:
+def process_from_wire(data) -> GpuProcess:
     """The GpuProcess a flat object describes (the codec's checks); ValueError (one
-    line) when it does not fit. ``table`` is the reader's: a description that reads
-    as the one last read for its pid gives the same ProcessInfo object."""
+    line) when it does not fit."""
     try:
-        return _process(data, table)
+        return _process(data)
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         raise ValueError(f"not a GpuProcess: {str(exc)[:200]}") from None
 
 
-def _process(data, table: dict) -> GpuProcess:
+def _process(data) -> GpuProcess:
     if type(data) is not dict:
         raise TypeError(f"a process must be an object, got {codec._shown(data)}")
     if INFO in data:
         raise TypeError(f"a process carries its description flat ({INFO_PREFIX}* fields), not as {INFO}")
-    info = info_kw = None
     described = INFO_PID in data
-    pid = data.get(INFO_PID)
-    if described:
-        wires = table.get(_WIRES)
-        if wires is None:
-            wires = table[_WIRES] = {}
-        old = wires.get(pid) if type(pid) is int else None
-        if old is not None and _same_description(old, data):
-            info = table.get(pid)
-        if info is None:
-            info_kw = {}
+    info = None
+    info_kw: dict | None = {} if described else None
     plan = _plan()
     kwargs = {}
     for key, value in data.items():
@@ -235,9 +211,7 @@ def _process(data, table: dict) -> GpuProcess:
         name, convert, nullable, of_info = entry
         if of_info:
             if info_kw is None:
-                if not described:
-                    raise TypeError(f"{key} without {INFO_PID}")
-                continue  # the description read before
+                raise TypeError(f"{key} without {INFO_PID}")
             into = info_kw
         else:
             into = kwargs
@@ -252,19 +226,16 @@ def _process(data, table: dict) -> GpuProcess:
                 raise TypeError(f"{key}: {exc}") from None
     if info_kw is not None:
         info = ProcessInfo(**info_kw)
-        table[_WIRES][info.pid] = data
-        table[info.pid] = info
-    if info is not None:
         kwargs[INFO] = info
     return GpuProcess(**kwargs)
 
 
-def processes_from_wire(value, table: dict) -> tuple[GpuProcess, ...]:
+def processes_from_wire(value) -> tuple[GpuProcess, ...]:
     """A GPU's list of flat processes; ValueError when it does not fit."""
-    return tuple(each_process(value, table))
+    return tuple(each_process(value))
 
 
-def each_process(value, table: dict) -> Iterator[GpuProcess]:
+def each_process(value) -> Iterator[GpuProcess]:
     """A GPU's list of flat processes, read one at a time as they are taken (a
     reader that keeps them in another form holds no 16k GpuProcess values at
     once); ValueError, here or as they are read, when it does not fit."""
@@ -272,19 +243,19 @@ def each_process(value, table: dict) -> Iterator[GpuProcess]:
         raise ValueError(f"not a GpuSample: processes expects a list, got {codec._shown(value)}")
     if len(value) > codec.MAX_ITEMS:
         raise ValueError(f"not a GpuSample: processes has more than {codec.MAX_ITEMS} entries")
-    return (process_from_wire(p, table) for p in value)
+    return (process_from_wire(p) for p in value)
 
 
-def read_process(data, version, table: dict) -> GpuProcess:
+def read_process(data, version) -> GpuProcess:
     """One process of a delta's ``p`` in a stream of ``version`` (flat from version 4)."""
     if is_flat(version):
-        return process_from_wire(data, table)
+        return process_from_wire(data)
     return codec.from_wire(GpuProcess, data)
 
 
-def read_frame(decoder: codec.FrameDecoder, data, version, table: dict, processes=None) -> Frame:
+def read_frame(decoder: codec.FrameDecoder, data, version, processes=None) -> Frame:
     """A whole frame's wire dict in a stream of ``version``: from version 4 its GPUs'
-    processes are flat (read here, ``table`` the reader's), the rest as the codec
+    processes are flat (read here), the rest as the codec
     reads it (``decoder``); ValueError when it does not fit. ``processes(gpu,
     wire)``: a GPU's processes from its wire list (default: a tuple of
     GpuProcess, ``processes_from_wire``)."""
@@ -294,7 +265,7 @@ def read_frame(decoder: codec.FrameDecoder, data, version, table: dict, processe
     lists = [g.get(PROCESSES, ()) if type(g) is dict else () for g in gpus]
     bare = [{k: v for k, v in g.items() if k != PROCESSES} if type(g) is dict else g for g in gpus]
     frame = decoder.decode({**data, GPUS: bare})
-    read = processes or (lambda _gpu, wire: processes_from_wire(wire, table))
+    read = processes or (lambda _gpu, wire: processes_from_wire(wire))
     try:
         return dataclasses.replace(
             frame,
