@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from vramscope.core.growth import GrowthCache
 from vramscope.core.held_rows import HeldRows
+from vramscope.core.process_columns import moving_figures
 from vramscope.core.row_texts import RowTemplates
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store import proc_key
@@ -82,20 +83,15 @@ def rows_from_frame(
     get = figures.get
     rows = []
     for procs, made_gpu in made:
-        for proc, template in zip(procs, made_gpu):
+        for (used, sm, cpu, host_memory, ident), template in zip(moving_figures(procs), made_gpu):
             row = list(template)
-            row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = (
-                proc.used,
-                proc.sm,
-                proc.cpu_percent,
-                proc.host_memory,
-            )
+            row[_USED], row[_SM], row[_CPU], row[_HOST_MEMORY] = used, sm, cpu, host_memory
             start = row[_START]
             if start is not None:
                 age = now - start
                 row[_AGE] = age if age > 0.0 else 0.0
             if agent_ids and not row[_AGENT]:
-                row[_AGENT] = proc.identity in agent_ids
+                row[_AGENT] = ident in agent_ids
             row[_GROWTH], row[_SPARK] = get(row[_KEY], _NO_FIGURES)
             rows.append(tuple(row))
     return HeldRows(tuple(rows), ProcessRow)

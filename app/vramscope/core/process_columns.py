@@ -12,7 +12,7 @@ Modules/gcmodule.c), so a frame's new figures add nothing to the walk of a
 full collection nor count towards the next one. A process's description is held
 the same way, as a row of its ``ProcessInfo``'s fields (``INFO_FIELDS``):
 the same tuple frame to frame while it does not change, so a view can skip
-what it made of it by identity (``description_keys``).
+what it made of it by identity (``described_by``).
 
 ``ProcessColumns`` is what ``GpuSample.processes`` holds then: a sequence of
 ``GpuProcess`` like the tuple it replaces, each made (with its ProcessInfo)
@@ -118,23 +118,33 @@ def used(processes) -> Iterable[int | None]:
     return (p.used for p in processes)
 
 
-def description_keys(processes) -> Iterable:
-    """Per process, in order, a value that is the same object for as long as its
-    description does not change (its description's row, or its ProcessInfo in
-    a tuple of processes whose source keeps them): what a view that made
-    something of a description keeps it by."""
+def described_by(processes) -> Iterable[tuple]:
+    """Per process, in order, what a view keeps what it made of a process by,
+    without making the processes of ProcessColumns: (identity, has_agent,
+    kinds, mig_uuid, value key, description key). The value key is the same
+    object for as long as the process's fields but its description do not
+    change (its row, or the GpuProcess itself in a tuple of processes whose
+    source keeps them); the description key, for as long as its description
+    does not (its description's row, or its ProcessInfo)."""
     if type(processes) is ProcessColumns:
-        return processes.infos
-    return (p.info for p in processes)
+        return map(_described_by, processes.rows, processes.infos)
+    return ((p.identity, p.has_agent, p.kinds, p.mig_uuid, p, p.info) for p in processes)
 
 
-def value_keys(processes) -> Iterable:
-    """Per process, in order, a value that is the same object for as long as the
-    process's fields but its description do not change (its row, or the
-    GpuProcess itself in a tuple of processes whose source keeps them)."""
+def _described_by(row: tuple, info: tuple | None) -> tuple:
+    return (_identity(row, info), row[HAS_AGENT], row[KINDS], row[MIG_UUID], row, info)
+
+
+def moving_figures(processes) -> Iterable[tuple]:
+    """Per process, in order, (used, sm, cpu_percent, host_memory, identity),
+    without making the processes of ProcessColumns."""
     if type(processes) is ProcessColumns:
-        return processes.rows
-    return processes
+        return map(_moving, processes.rows, processes.infos)
+    return ((p.used, p.sm, p.cpu_percent, p.host_memory, p.identity) for p in processes)
+
+
+def _moving(row: tuple, info: tuple | None) -> tuple:
+    return (row[USED], row[SM], row[CPU_PERCENT], row[HOST_MEMORY], _identity(row, info))
 
 
 class ProcessColumns(Sequence):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from vramscope.core.containers import container_text
-from vramscope.core.process_columns import description_keys, value_keys
+from vramscope.core.process_columns import described_by
 from vramscope.core.process_groups import kin_of
 from vramscope.core.process_names import display_name, process_label
 from vramscope.core.process_text import command_text, user_text
@@ -34,7 +34,7 @@ class RowTemplates:
     def __init__(self):
         # GPU index -> (its machine, {process identity: (its row's template, its agent
         #               mark, its kinds)}, {identity: what the template was made from:
-        #               its description's key, process_columns.description_keys})
+        #               its description's key, process_columns.described_by})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
 
@@ -58,19 +58,19 @@ class RowTemplates:
         now_from: dict = {}
         out = []
         procs = gpu.processes
-        for proc, value, description in zip(procs, value_keys(procs), description_keys(procs)):
-            ident = proc.identity
+        for i, (ident, has_agent, kinds, mig_uuid, value, description) in enumerate(described_by(procs)):
             kept = held.get(ident)  # (template, agent mark, kinds)
             source = made_from.get(ident)
             if (
                 kept is None
-                or kept[1] != proc.has_agent
-                or kept[2] != proc.kinds
-                or not (source is value or (source is description and proc.mig_uuid is None))
+                or kept[1] != has_agent
+                or kept[2] != kinds
+                or not (source is value or (source is description and mig_uuid is None))
             ):
-                kept = (tuple(make(gpu, proc, row_texts(proc, gpu.host))), proc.has_agent, proc.kinds)
+                proc = procs[i]  # (made only here: a big box's processes are held as rows)
+                kept = (tuple(make(gpu, proc, row_texts(proc, gpu.host))), has_agent, kinds)
                 # (a MIG process: its own value, its slice's text being made from it)
-                source = value if proc.mig_uuid is not None else description
+                source = value if mig_uuid is not None else description
             now[ident] = kept
             now_from[ident] = source
             out.append(kept[0])
