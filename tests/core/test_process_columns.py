@@ -11,7 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remote.test_stream_deltas import procs, read
-from vramscope.core.process_columns import ProcessColumns, info_of, info_row_of, row_of
+from vramscope.core.process_columns import (
+    ProcessColumns,
+    described,
+    described_by,
+    identities,
+    info_of,
+    info_row_of,
+    moving_figures,
+    row_of,
+    used,
+)
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.stream import codec
 from vramscope.core.stream.delta_reader import FrameAssembler
@@ -40,6 +50,22 @@ def test_columns_read_as_the_tuple_of_processes(processes):
     for proc in processes:
         assert proc in columns and columns[columns.index(proc)] == proc
         assert info_of(info_row_of(proc.info)) == proc.info
+
+
+@settings(max_examples=100)
+@given(process_lists)
+def test_what_the_views_read_off_the_rows_is_what_the_processes_say(processes):
+    """The store, the labels and the table read these without making the processes."""
+    columns = columns_of(processes)
+    for reader in (identities, used, described, moving_figures):
+        assert list(reader(columns)) == list(reader(processes))
+    # what the table keeps a row's template by: equal keys, one object per unchanged value
+    for (ident, agent, kinds, mig, value, description), proc, row, info in zip(
+        described_by(columns), processes, columns.rows, columns.infos
+    ):
+        assert (ident, agent, kinds, mig) == (proc.identity, proc.has_agent, proc.kinds, proc.mig_uuid)
+        assert value is row and description is info
+    assert [d[:4] for d in described_by(columns)] == [d[:4] for d in described_by(processes)]
 
 
 @given(process_lists, process_lists)
