@@ -32,9 +32,10 @@ class RowTemplates:
     """Per GPU each process's row template; one per table (used by one thread at a time)."""
 
     def __init__(self):
-        # GPU index -> (its machine, {process identity: (its row's template, its agent
-        #               mark, its kinds)}, {identity: what the template was made from:
-        #               its description's key, process_columns.described_by})
+        # GPU index -> (its machine, {process identity: its row's template},
+        #               {identity: what the template was made from: its description's
+        #               key, process_columns.described_by}, {identity: (its agent
+        #               mark, its kinds)})
         self._rows: dict = {}
         self._next: dict = {}  # the same for the frame being made (the processes gone are let go)
 
@@ -53,28 +54,37 @@ class RowTemplates:
         frame would be 16k more allocations towards the next collection."""
         place = (gpu.host, gpu.host_index)
         was = self._rows.get(gpu.index)
-        held, made_from = (was[1], was[2]) if was is not None and was[0] == place else ({}, {})
+        held, made_from, marks = (
+            (was[1], was[2], was[3]) if was is not None and was[0] == place else ({}, {}, {})
+        )
         now: dict = {}
         now_from: dict = {}
+        now_marks: dict = {}
         out = []
         procs = gpu.processes
         for i, (ident, has_agent, kinds, mig_uuid, value, description) in enumerate(described_by(procs)):
-            kept = held.get(ident)  # (template, agent mark, kinds)
+            template = held.get(ident)
             source = made_from.get(ident)
+            mark = marks.get(ident)  # (agent mark, kinds): apart from the template, not
+            # a tuple holding it (a collection that met such a pair before the new
+            # template it holds kept it tracked, and promoted it: 16k on a big box)
             if (
-                kept is None
-                or kept[1] != has_agent
-                or kept[2] != kinds
+                template is None
+                or mark is None
+                or mark[0] != has_agent
+                or mark[1] != kinds
                 or not (source is value or (source is description and mig_uuid is None))
             ):
                 proc = procs[i]  # (made only here: a big box's processes are held as rows)
-                kept = (tuple(make(gpu, proc, row_texts(proc, gpu.host))), has_agent, kinds)
+                template = tuple(make(gpu, proc, row_texts(proc, gpu.host)))
+                mark = (has_agent, kinds)
                 # (a MIG process: its own value, its slice's text being made from it)
                 source = value if mig_uuid is not None else description
-            now[ident] = kept
+            now[ident] = template
             now_from[ident] = source
-            out.append(kept[0])
-        self._next[gpu.index] = (place, now, now_from)
+            now_marks[ident] = mark
+            out.append(template)
+        self._next[gpu.index] = (place, now, now_from, now_marks)
         return out
 
     def end_frame(self) -> None:
