@@ -183,11 +183,5 @@ class ProcessColumns(Sequence):
     def __hash__(self) -> int:
         return hash(tuple(self))
 
-    def __add__(self, other) -> tuple:
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other) -> tuple:
-        return tuple(other) + tuple(self)
-
     def __repr__(self) -> str:
         return f"ProcessColumns({len(self.rows)} processes)"

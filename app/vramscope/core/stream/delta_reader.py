@@ -23,9 +23,6 @@ from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
 from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wire_key, process_key
 
 
-_NOT_HELD = object()
-
-
 class _Held:
     """The reader's view of one GPU: its processes' rows and their descriptions'
     rows by key (core/process_columns.py: rows of atoms, which the garbage
@@ -45,12 +42,11 @@ class _Held:
     def put(self, key, proc: GpuProcess) -> None:
         """A process new or changed whole (a changed one keeps its place, and its
         description's row when that did not change)."""
-        info = info_row_of(proc.info)
-        was = self.infos.get(key, _NOT_HELD)
-        if was is _NOT_HELD or was != info:
-            self._infos = None
+        info, infos = info_row_of(proc.info), self.infos
+        if key in infos and infos[key] == info:
+            info = infos[key]
         else:
-            info = was
+            self._infos = None
         self.rows[key] = row_of(proc)
         self.infos[key] = info
 
