@@ -193,11 +193,15 @@ class GpuPanel(QScrollArea):
     ) -> None:
         """Redraw the timelines in view; the others when they scroll into view.
         With ``processes`` (in the frame) at BUSY_PROCESSES or more, one timeline
-        per event-loop turn, so clicks and repaints go on between them."""
+        per event-loop turn, from the next one, so clicks and repaints go on
+        between them and the window's own update of the frame stays short."""
         self._pending = (store, since, t_end, labels, kin)
         self._stale = set(self._all_rows())
         self._in_pieces = processes >= BUSY_PROCESSES
-        self._update_visible()
+        if self._in_pieces:  # the first one too, on its own turn (not in the caller's)
+            self._next_piece.start()
+        else:
+            self._update_visible()
 
     def _update_visible(self) -> None:
         """Make, fill and redraw the rows in view: on a big box one per call,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -40,7 +40,7 @@ from vramscope.core.stream.first_look import is_pending
 from vramscope.core.units import fmt_gib
 from vramscope.core.user_totals import UserTotal
 from vramscope.ui import theme
-from vramscope.ui.bridge import Bridge, LatestOnly
+from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
 from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
 from vramscope.ui.processes_pending import PendingNote
 from vramscope.ui.safe_text import tip
@@ -49,6 +49,13 @@ ROW_HEIGHT = 20
 USERS_SHOWN = 6  # "Memory by user": the biggest users named, the rest in the tooltip
 SWATCH_WIDTH = 22
 SPARK_WIDTH = 54
+# A busy frame's table is built this long after the frame came, once its plots
+# are drawn (one timeline per event-loop turn, then painted: ~50-100 ms at
+# 16 GPUs x 1,024 processes). The build is ~100 ms of Python on the worker, and
+# while it runs every step of the GUI thread that needs the GIL waits for the
+# worker's turn to end (up to sys.getswitchinterval(), 5 ms): plots drawn beside
+# it took 50-170 ms instead of 30 (bench/window_scale.py).
+AFTER_PLOTS_MS = 150
 
 
 class SwatchDelegate(QStyledItemDelegate):
@@ -112,6 +119,11 @@ class ProcessTable(QWidget):
         self.builder = TableBuilder()
         self._bridge = Bridge(self)
         self.worker = LatestOnly(self._bridge, "vramscope-table")
+        self._due: tuple | None = None  # (frame, store) of a busy frame waiting for its plots
+        self._after_plots = QTimer(self)
+        self._after_plots.setSingleShot(True)
+        self._after_plots.setInterval(AFTER_PLOTS_MS)
+        self._after_plots.timeout.connect(self._build_due)
         self.view = QTableView(self)
         self.view.setModel(self.model)
         self.view.setSortingEnabled(True)
@@ -275,7 +287,23 @@ class ProcessTable(QWidget):
     def show_frame(self, frame, store=None) -> None:
         """The frame's processes (with ``store``: their growth), and memory per user.
         The table is built on a worker thread, whatever the machine, and shown
-        when ready (a newer frame replaces one still waiting)."""
+        when ready (a newer frame replaces one still waiting); a busy frame's
+        (BUSY_PROCESSES or more) once its plots are drawn (AFTER_PLOTS_MS)."""
+        if frame is not None and sum(len(g.processes) for g in frame.gpus) >= BUSY_PROCESSES:
+            self._due = (frame, store)
+            if not self._after_plots.isActive():  # (not restarted: fast sampling still shows tables)
+                self._after_plots.start()
+            return
+        self._due = None
+        self._after_plots.stop()
+        self._build(frame, store)
+
+    def _build_due(self) -> None:
+        if self._due is not None:
+            due, self._due = self._due, None
+            self._build(*due)
+
+    def _build(self, frame, store) -> None:
         order = self.model.order
         self.worker.submit(
             lambda: (self.builder.build(frame, store, order), frame), lambda built: self.show_table(*built)
@@ -285,6 +313,8 @@ class ProcessTable(QWidget):
         """Until the table asked for is built and shown (tests, benches; never the app)."""
         from PySide6.QtCore import QCoreApplication, QEvent
 
+        self._after_plots.stop()
+        self._build_due()
         self.worker.wait_idle(timeout)
         QCoreApplication.sendPostedEvents(self._bridge, QEvent.Type.MetaCall)  # its show_table
 
