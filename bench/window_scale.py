@@ -133,7 +133,7 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
     from PySide6.QtCore import QElapsedTimer, QTimer
 
     from vramscope.core.store import STAGE_RECORDER
-    from vramscope.ui.app import build_window, create_app, present
+    from vramscope.ui.app import build_window, create_app
 
     app = create_app()
     args = argparse.Namespace(
@@ -159,7 +159,7 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
         STAGE_RECORDER,
     )
     window.resize(1400, 900)
-    present(window)  # collected and frozen, then shown, as the app does
+    window.show()
     build_s = time.perf_counter() - t0
     clock = QElapsedTimer()
     clock.start()

@@ -95,27 +95,13 @@ def build_window(
 
         restore_layout(window, settings)
         setup_desktop(window, settings)
-    return monitor.pipeline, window
-
-
-def present(window) -> None:
-    """Show the window built, as the app does (`vramscope`, bench/window_scale.py).
-
-    First what building it left (the plotting and Qt modules it imported, its
-    widgets' leftovers: some 25k objects) is collected, then what is left, and
-    lives as long as the window (modules, classes, widgets: ~86k objects), is
-    moved out of the collector's reach with ``gc.freeze()``
-    (https://docs.python.org/3/library/gc.html#gc.freeze). Otherwise every full
-    collection walks all of it, holding the GIL 60-80 ms on this 2-core machine
-    however little changed -- a stall of the window about once a minute on a
-    busy box. No threshold or other setting of the collector changes: objects
-    made from here on are collected as before. (An object frozen here that
-    becomes garbage in a cycle later is never freed; nothing alive at this
-    point is meant to go before the window.) Tests build windows without this:
-    a test process must free each test's window."""
+    # What building the window left (the plotting and Qt modules it imported,
+    # its widgets: some 25k objects) is collected once here, before the window
+    # is shown, not by the collector's own full collection in the window's first
+    # seconds on screen (a pause of 40-60 ms on a big box). No threshold or other
+    # setting of the collector changes (https://docs.python.org/3/library/gc.html).
     gc.collect()
-    gc.freeze()
-    window.show()
+    return monitor.pipeline, window
 
 
 def start_monitor(source, args, settings=None):
@@ -390,7 +376,7 @@ def run(args) -> int:
     else:
         feed, window = build_window(args, source=sampler, settings=settings, sampler=True)
         app.aboutToQuit.connect(window.services.close)
-    present(window)
+    window.show()
     quit_after = getattr(args, "quit_after", None)
     if quit_after is not None:
         QTimer.singleShot(int(quit_after * 1000), app.quit)
