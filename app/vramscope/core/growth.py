@@ -80,11 +80,12 @@ ROW_BUDGET = 512  # rows worked out per frame at least; a bigger box refreshes o
 class GrowthCache:
     """Growth and sparkline per process key, worked out again at most every
     GROWTH_REFRESH seconds. On a busy box (thousands of processes) at most
-    max(ROW_BUDGET, n / 32) rows are worked out per frame (16 GPUs x 1,024
-    processes: every row within 32 s, ~20 ms a frame), new processes first,
-    then the longest-unrefreshed: the figures describe minutes, so a few
-    seconds' delay changes nothing a reader can see, and a frame never costs
-    O(processes x history). A moment before the one worked out (a recorded
+    max(ROW_BUDGET, n / 32) rows are worked out per table built, new processes
+    first, then the longest-unrefreshed: every row within 32 builds (16 GPUs x
+    1,024 processes, whose table the window builds every ~4 s: every row within
+    about 2 minutes; 30-40 ms a build, ~150 ms once there are a minute of
+    readings to fit). The figures describe minutes, so that delay changes
+    little a reader can see, and a build never costs O(processes x history). A moment before the one worked out (a recorded
     session scrubbed back) is worked out again."""
 
     def __init__(self):
