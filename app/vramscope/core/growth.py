@@ -74,7 +74,7 @@ def _spark(
 
 # seconds a row's figures are reused before they are worked out again: one sparkline point
 GROWTH_REFRESH = GROWTH_WINDOW / SPARK_POINTS
-ROW_BUDGET = 512  # rows worked out per frame at least; a bigger box refreshes over several frames
+ROW_BUDGET = 512  # rows worked out per table built at least; a bigger box refreshes over several builds
 
 
 class GrowthCache:
@@ -83,10 +83,11 @@ class GrowthCache:
     max(ROW_BUDGET, n / 32) rows are worked out per table built, new processes
     first, then the longest-unrefreshed: every row within 32 builds (16 GPUs x
     1,024 processes, whose table the window builds every ~4 s: every row within
-    about 2 minutes; 30-40 ms a build, ~150 ms once there are a minute of
-    readings to fit). The figures describe minutes, so that delay changes
-    little a reader can see, and a build never costs O(processes x history). A moment before the one worked out (a recorded
-    session scrubbed back) is worked out again."""
+    about 2 minutes; 30-40 ms a build, ~150 ms once a minute of readings is
+    there to fit). The figures describe minutes, so that delay changes little a
+    reader can see, and a build never costs O(processes x history). A moment
+    before the one worked out (a recorded session scrubbed back) is worked out
+    again."""
 
     def __init__(self):
         # key -> (growth, sparkline), and apart, key -> the time they were worked out:
