@@ -61,6 +61,13 @@ def test_alignment_thinning_and_the_stack_adds_up():
     assert len(tt) == 10 and thinned[1].max() == 50.0 and (thinned[1] >= thinned[0]).all()
 
 
+def test_a_gpu_nothing_runs_on_is_thinned_to_its_columns_with_no_layers():
+    """An idle GPU's long history: no band, and its times thinned like any other's."""
+    base = np.arange(0.0, 1000.0)
+    tt, tops = thin(base, cumulative([], len(base)), 100)
+    assert len(tt) == 100 and tops.shape == (0, 100)
+
+
 def test_thinning_gives_each_stretch_of_time_the_same_columns():
     """22 h of 10 s peaks then 2 h of 1 s samples: a 24 h plot gives the last 2 h
     its share of the width (1/12), not half of it."""

@@ -67,10 +67,11 @@ def choose_layers(
     return own, rest
 
 
-def cumulative(layers: list[np.ndarray]) -> np.ndarray:
-    """Row i: the top of layer i (the sum of layers 0..i)."""
+def cumulative(layers: list[np.ndarray], points: int = 0) -> np.ndarray:
+    """Row i: the top of layer i (the sum of layers 0..i); no layers: no rows of
+    ``points`` columns (a GPU nothing runs on: its times are still thinned)."""
     if not layers:
-        return np.zeros((0, 0))
+        return np.zeros((0, points))
     return np.cumsum(np.vstack(layers), axis=0)
 
 

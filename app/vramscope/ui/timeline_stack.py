@@ -130,7 +130,7 @@ class StackedBands:
         self.order, self.grouped = keys, grouped
         for key in [k for k in self.bands if k not in keys]:
             self.bands.pop(key).remove(self.plot)
-        tops = cumulative(layers)
+        tops = cumulative(layers, len(base_t))
         t, tops = thin(base_t, tops, columns)
         self._t, self._tops = t, tops
         zero = np.zeros(len(t))
