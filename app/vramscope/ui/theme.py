@@ -457,12 +457,17 @@ def brush(colour: str, dash: int = 0, alpha: int = 255):
 
 
 def fixed_plot(p, left_width: int) -> None:
-    """A GiB-over-time plot the app ranges itself: no menu, buttons or mouse
-    zoom, no auto-range, the scheme's grid, the GiB axis as labelled."""
+    """A GiB-over-time PlotItem the app ranges itself: no menu, buttons or mouse
+    zoom, no auto-range, and ``gib_axis``."""
     p.setMenuEnabled(False)
     p.hideButtons()
     p.setMouseEnabled(x=False, y=False)
     p.disableAutoRange()
+    gib_axis(p, left_width)
+
+
+def gib_axis(p, left_width: int) -> None:
+    """A GiB-over-time plot's grid (the scheme's) and its GiB axis, as labelled."""
     p.showGrid(x=True, y=True, alpha=GRID_ALPHA)
     p.setLabel("left", "GiB")
     p.getAxis("left").enableAutoSIPrefix(False)  # (and no relabel per frame)

@@ -34,6 +34,7 @@ from vramscope.core.view_options import PlotStyle
 from vramscope.ui import theme
 from vramscope.ui.legend_text import LEGEND_WIDTH
 from vramscope.ui.time_axis import TimeAxis
+from vramscope.ui.time_plot import TimePlot
 from vramscope.ui.timeline_markers import AlertMarkers
 from vramscope.ui.timeline_legend import (
     CAPACITY,
@@ -71,8 +72,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.style = PlotStyle.STACKED
         self.alerted: frozenset = frozenset()  # identities with an active alert
         self.ci.layout.setContentsMargins(2, 4, 4, 2)
-        plot = self.plot = self.addPlot(row=0, col=0, axisItems={"bottom": TimeAxis(orientation="bottom")})
-        theme.fixed_plot(plot, 44)
+        plot = self.plot = TimePlot(TimeAxis(orientation="bottom"), 44)
+        self.addItem(plot, row=0, col=0)
         # The GiB axis changes when the y range does, not when time scrolls: paint it
         # from a cached pixmap (pyqtgraph replays its text on every paint otherwise).
         plot.getAxis("left").setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
