@@ -90,3 +90,27 @@ def test_processes_holding_the_device_unlisted_are_named(make_window, artifacts_
     assert w.table.holders.isVisible()
     assert "pid 9191 dave (python old_run.py)" in w.table.holders.text()
     save(w, artifacts_dir, "device-holders-1400x900.png")
+
+
+def test_a_user_name_with_markup_or_escapes_is_shown_as_written(make_window):
+    """User names are strangers' text: the totals line never renders them as HTML
+    or passes a terminal escape through (as the table's User cells)."""
+    mallory = dataclasses.replace(CAROL, pid=6161, user="<b>mal</b>\x1b[31m", container=None, ns_pid=None)
+    frames = [
+        dataclasses.replace(
+            f,
+            gpus=(
+                dataclasses.replace(
+                    f.gpus[0], processes=f.gpus[0].processes + (GpuProcess(pid=6161, used=GiB, info=mallory),)
+                ),
+            )
+            + f.gpus[1:],
+        )
+        for f in shared_frames()
+    ]
+    w = make_window(frames)
+    from PySide6.QtCore import Qt
+
+    assert w.table.users.textFormat() == Qt.TextFormat.PlainText
+    assert "<b>mal</b>\\x1b[31m 1.00 GiB on GPU 0" in w.table.users.text()
+    assert "\x1b" not in w.table.users.text()

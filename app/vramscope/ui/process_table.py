@@ -43,7 +43,7 @@ from vramscope.ui import theme
 from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
 from vramscope.ui.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
 from vramscope.ui.processes_pending import PendingNote
-from vramscope.ui.safe_text import tip
+from vramscope.ui.safe_text import plain, tip
 
 ROW_HEIGHT = 20
 USERS_SHOWN = 6  # "Memory by user": the biggest users named, the rest in the tooltip
@@ -168,7 +168,7 @@ class ProcessTable(QWidget):
         self.group_by_user.toggled.connect(
             lambda on: self.model.set_order(replace(self.model.order, group_by_user=on))
         )
-        self.users = QLabel()
+        self.users = plain(QLabel())  # user names are strangers' text
         self.users.setObjectName("userTotals")
         theme.styled(self.users, lambda s: f"color: {s.MUTED};")
         self.users.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -364,7 +364,7 @@ class ProcessTable(QWidget):
         shown = "   ·   ".join(parts[:USERS_SHOWN])
         if len(parts) > USERS_SHOWN:
             shown += f"   ·   + {len(parts) - USERS_SHOWN} more users (hover for all)"
-        self.users.setText(f"Memory by user:  {shown}" if parts else "")
+        plain(self.users, f"Memory by user:  {shown}" if parts else "")
         self.users.setToolTip(tip("\n".join(parts)) if len(parts) > USERS_SHOWN else "")
 
     def set_rows(self, rows: list[ProcessRow], totals=()) -> None:
