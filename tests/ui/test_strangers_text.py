@@ -116,6 +116,20 @@ def test_labels_of_the_end_process_dialog_hosts_and_cards_are_plain_text(themed_
     card.update_from(GpuSample(index=0, name="<b>RTX</b>\u202e", uuid="GPU-1", total=24 * GiB, used=GiB))
     assert "<b>RTX</b>\\u202e" in as_user_sees(card.title.toolTip())
     assert "\u202e" not in card.title.text()
+    assert card.title.textFormat() == Qt.TextFormat.PlainText  # "<b>RTX</b>" as written, not bold
+    card.update_from(GpuSample(index=0, name="RTX", uuid="GPU-1", error="<img src=x> lost\x1b[2J"))
+    assert card.error.textFormat() == Qt.TextFormat.PlainText
+    assert card.error.text() == "<img src=x> lost\\x1b[2J"
+
+
+def test_a_remote_error_on_the_no_gpu_page_is_plain_text(themed_app, qtbot):
+    from vramscope.ui.banners import NoDriverPage
+
+    page = NoDriverPage()
+    qtbot.addWidget(page)
+    page.show_error("lab2: <img src=x> ssh: \x1b]0;t\x07")
+    assert page.detail.textFormat() == Qt.TextFormat.PlainText
+    assert page.detail.text() == "lab2: <img src=x> ssh: \\x1b]0;t\\x07"
 
 
 def test_a_process_name_in_the_timeline_legend_and_an_agent_note_are_text_not_html():

@@ -48,6 +48,7 @@ from vramscope.ui.agent_texts import (
     oom_text,
     phase_text,
 )
+from vramscope.ui.safe_text import plain
 from vramscope.ui.timeline import MIN_SPAN
 from vramscope.ui.timeline_stack import Band
 
@@ -292,7 +293,7 @@ class DeviceView(QWidget):
         self.oom_label.setVisible(oom is not None)
         if oom is not None:
             self.oom_label.setText(oom_text(oom))
-        self.title.setText(device_title(dev, self.label))
+        plain(self.title, device_title(dev, self.label))  # (an agent's report is input)
         self.segment_map.update_view(report, dev.device)
         self.oom_view.show_event(oom, report.modules, dev.device)
 

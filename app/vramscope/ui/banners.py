@@ -6,6 +6,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
 from vramscope.ui import theme
+from vramscope.ui.safe_text import plain
 
 DEMO_TEXT = "Simulated data — demo mode. Nothing here comes from a real GPU."
 
@@ -34,7 +35,7 @@ class NoDriverPage(QWidget):
         self.title = QLabel("No NVIDIA driver found")
         self.title.setStyleSheet("font-size: 18pt; font-weight: 600;")
         self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.detail = QLabel()
+        self.detail = plain(QLabel())  # the error is input (a remote host's, a library's)
         self.detail.setWordWrap(True)
         self.detail.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -68,7 +69,7 @@ class NoDriverPage(QWidget):
             driver = any(w in error.lower() for w in ("driver", "nvml", "libnvidia"))
             title = "No NVIDIA driver found" if driver else "No GPU data"
         self.title.setText(title)
-        self.detail.setText(error)
+        plain(self.detail, error)
         self.detail.setMinimumHeight(self.detail.heightForWidth(600))
         self.demo_button.setVisible(can_demo)
         self.demo_button.setEnabled(can_demo)

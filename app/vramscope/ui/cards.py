@@ -27,7 +27,7 @@ from vramscope.core.units import NA, fmt_gib, fmt_percent
 from vramscope.ui import theme
 from vramscope.core.terminal_text import visible
 from vramscope.ui.processes_pending import READING
-from vramscope.ui.safe_text import tip
+from vramscope.ui.safe_text import plain, tip
 
 CARD_WIDTH = 250
 
@@ -76,9 +76,9 @@ class GpuCard(QFrame):
             "Show or hide free, driver-reserved, utilisation, temperature and power"
         )
         self.details_button.toggled.connect(self._details_clicked)
-        self.title = QLabel("name n/a")
+        self.title = plain(QLabel("name n/a"))  # a remote GPU's name and error are input
         self.title.setObjectName("title")
-        self.error = QLabel()
+        self.error = plain(QLabel())
         self.error.setObjectName("error")
         self.error.hide()
         self.asleep = QLabel("Asleep (runtime-suspended): not queried until it wakes")
@@ -245,7 +245,7 @@ class GpuCard(QFrame):
         state = "error" if error else ("asleep" if asleep else "ok")
         self.asleep.setVisible(asleep and not error)
         self.error.setVisible(bool(error))
-        self.error.setText(error or "")
+        self.error.setText(visible(error or ""))
         if self.property("state") != state:
             self.setProperty("state", state)
             self.style().unpolish(self)

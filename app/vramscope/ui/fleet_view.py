@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from vramscope.core.units import fmt_gib
 from vramscope.ui import theme
+from vramscope.ui.safe_text import plain
 from vramscope.sources.remote import CONNECTED
 
 COLUMNS = ("Host", "State", "GPUs", "Used / total", "Per GPU (used / total GiB)", "Alerts")
@@ -175,11 +176,11 @@ class FleetOverview(QWidget):
             return
         self.plot.clear()
         if error is not None:
-            self.title.setText(f"{host}: history not available: {error}")
+            plain(self.title, f"{host}: history not available: {error}")  # a host's answer is input
             return
         self.history = history
         label = RANGES[max(0, self.range.currentIndex())][0].lower()
-        self.title.setText(f"{host}: memory, {label}")
+        plain(self.title, f"{host}: memory, {label}")
         for n, (gpu, series) in enumerate(sorted(history.items())):
             colour = pg.intColor(n, hues=max(3, len(history)))
             t = series.get("t") or []
