@@ -4,8 +4,8 @@ and a time axis below -- nothing else.
 pyqtgraph's ``PlotItem`` (what ``addPlot`` makes) also builds, for every plot,
 a "Plot Options" panel of some fifty widgets, its context menu, the view's menu
 and an auto-range button. The timelines switch all of them off, yet making them
-was about 11 of the 14 ms a plot took, once per GPU row while a 16-GPU window
-starts (bench/window_scale.py). And ``PlotItem.addItem`` sets each curve's
+was more than half of making a GPU's timeline (14-16 ms of CPU, 6-7 ms without
+them), once per GPU row while a 16-GPU window starts. And ``PlotItem.addItem`` sets each curve's
 downsampling and clip-to-view to that panel's settings (both off): the
 timelines' curves lost the peak downsampling and clipToView they were made
 with (pyqtgraph's advice for long series, ``PlotDataItem.setDownsampling``).
