@@ -1,6 +1,6 @@
 """The window does not keep the source of every module it imported (PySide6's
 import hook reads each one; linecache kept ~200k lines that every full garbage
-collection walked)."""
+collection walked), at start-up nor after a planner lookup."""
 
 from __future__ import annotations
 
@@ -30,3 +30,31 @@ def test_the_running_window_keeps_few_source_lines():
     modules = int(r.stdout.split("MODULES ")[1].split()[0])
     assert modules > 400  # (the window imported what it always does)
     assert lines < 20_000, lines  # not the source of every one of them (150-200k lines)
+
+
+def test_what_a_planner_lookup_imported_leaves_no_source_lines(themed_app, qtbot, tmp_path, monkeypatch):
+    """A lookup on the planner's worker that imports modules (transformers, the Hub
+    client: ~240k lines) leaves none of their source behind once it is answered."""
+    import linecache
+
+    from vramscope.core.planner import PlanError
+    from vramscope.ui.planner_shape_loader import ShapeLoader
+
+    probe = tmp_path / "vramscope_probe_import.py"
+    probe.write_text("VALUE = 1\n" * 200)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    read, answers = [], []
+
+    def lookup():
+        import vramscope_probe_import  # noqa: F401  (imported after PySide6, as the Hub client is)
+
+        read.append(str(probe) in linecache.cache)
+        return PlanError("model", "no shape here")
+
+    loader = ShapeLoader(lambda _text: None, lambda _source, shape: answers.append(shape))
+    loader.start(("model", "probe"), lookup)
+    qtbot.waitUntil(lambda: bool(answers), timeout=10_000)
+    sys.modules.pop("vramscope_probe_import", None)
+    if not read[0]:
+        pytest.skip("this PySide6 no longer reads the source of what is imported after it")
+    assert str(probe) not in linecache.cache

@@ -7,7 +7,6 @@ commands/gui.py, which imports this module only when the window is wanted.
 from __future__ import annotations
 
 import gc
-import linecache
 import logging
 import pathlib
 import sys
@@ -66,6 +65,7 @@ def build_window(
     (sources/local_sampler.py); the window only reads it.
     """
     from vramscope.ui.bridge import Bridge
+    from vramscope.ui.imported_sources import forget_imported_sources
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
     if source is None and sampler and not _other_machines(args):
@@ -104,21 +104,6 @@ def build_window(
     forget_imported_sources()
     gc.collect()
     return monitor.pipeline, window
-
-
-def forget_imported_sources() -> None:
-    """Drop the source lines PySide6 read of every module imported after it.
-
-    Importing PySide6 replaces ``__import__``; for each module imported after,
-    its ``__feature__`` support reads the module's source (``inspect.getsource``)
-    to see whether it names PySide6, and ``linecache`` keeps every line read: at
-    start-up some 500 files, 200k lines (numpy, pyqtgraph, the stdlib, ours),
-    kept for the life of the window, and a list of strings per file that every
-    full garbage collection walks (5-10 ms of each). Nothing reads them again: a
-    traceback reads the lines it shows from the file
-    (https://docs.python.org/3/library/linecache.html).
-    """
-    linecache.clearcache()
 
 
 def start_monitor(source, args, settings=None):

@@ -14,6 +14,7 @@ from vramscope.core.planner import PlanError
 from vramscope.core.planner.configs import model_type_of, shape_with_checkpoint
 from vramscope.core.planner.hand_counts import HAND_FAMILIES
 from vramscope.ui.bridge import Bridge
+from vramscope.ui.imported_sources import forget_imported_sources
 
 
 def shape_of(loaded, field: str):
@@ -77,6 +78,7 @@ class ShapeLoader(QObject):
         )
 
     def _loaded(self, key, result) -> None:
+        forget_imported_sources()  # what the lookup imported (transformers, the Hub client)
         if key != self.key:
             return  # an older request finished after a newer one was made
         if not isinstance(result, PlanError):
