@@ -5,10 +5,10 @@ pyqtgraph's ``PlotItem`` (what ``addPlot`` makes) also builds, for every plot,
 a "Plot Options" panel of some fifty widgets, its context menu, the view's menu
 and an auto-range button. The timelines switch all of them off, yet making them
 was more than half of making a GPU's timeline (14-16 ms of CPU, 6-7 ms without
-them), once per GPU row while a 16-GPU window starts. And ``PlotItem.addItem`` sets each curve's
-downsampling and clip-to-view to that panel's settings (both off): the
-timelines' curves lost the peak downsampling and clipToView they were made
-with (pyqtgraph's advice for long series, ``PlotDataItem.setDownsampling``).
+them), once per GPU row while a 16-GPU window starts. And ``PlotItem.addItem``
+sets each curve's downsampling and clip-to-view to that panel's settings (both
+off): the timelines' curves lost the peak downsampling and clipToView they were
+made with (pyqtgraph's advice for long series, ``PlotDataItem.setDownsampling``).
 
 Here a ``ViewBox`` and two ``AxisItem``s are laid out as ``PlotItem`` lays them
 (its layout rows 2-3, columns 0-1), and the few ``PlotItem`` calls the
