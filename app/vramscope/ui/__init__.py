@@ -1,7 +1,12 @@
 """The window (PySide6 + pyqtgraph). The only package that may import Qt.
 
-Data flows one way: source -> sampler thread -> store -> a QTimer on the GUI
-thread pulls ``store.latest`` / ``store.version`` and updates the views. The
-GUI thread never calls NVML or psutil; ``bridge.py`` is the one place where
-worker threads hand work to the Qt main thread.
+The window draws; it samples nothing. Frames come from its own sampler process
+(or remote hosts, a fleet, the demo), and a worker thread puts them in the
+store; a QTimer on the GUI thread pulls ``store.latest`` / ``store.version``
+and updates the views. ``bridge.py`` is the one place where worker threads
+hand work to the Qt main thread.
 """
+
+from vramscope.ui.pyqtgraph_import import import_pyqtgraph
+
+import_pyqtgraph()
