@@ -22,7 +22,6 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
-    QMainWindow,
     QSizePolicy,
     QSplitter,
     QStackedWidget,
@@ -41,6 +40,7 @@ from vramscope.ui import theme
 from vramscope.ui.banners import DemoBanner, NoDriverPage
 from vramscope.core.view_options import DEFAULT_PLOT_STYLE, DEFAULT_WINDOW, PlotStyle, TimeWindow
 from vramscope.ui.bridge import Bridge
+from vramscope.ui.gil_held_paint import GilHeldPaintWindow
 from vramscope.ui.gpu_panel import GpuPanel
 from vramscope.ui.process_table import ProcessTable
 
@@ -80,7 +80,7 @@ def default_demo_source():
     return SimulatedSource(seed=1)
 
 
-class MainWindow(QMainWindow):
+class MainWindow(GilHeldPaintWindow):
     new_frame = Signal(object)
     paused_changed = Signal(bool)
     time_window_changed = Signal(object)
