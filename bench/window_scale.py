@@ -129,11 +129,23 @@ def sampler_source(gpus: int, procs: int, interval: float):
     return source.start()
 
 
-def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool = True) -> dict:
+def stalls(
+    gpus: int,
+    procs: int,
+    seconds: float,
+    interval: float,
+    apart: bool = True,
+    freeze: bool = False,
+    held_paint: bool = True,
+) -> dict:
     from PySide6.QtCore import QElapsedTimer, QTimer
 
     from vramscope.core.store import STAGE_RECORDER
     from vramscope.ui.app import build_window, create_app
+    from vramscope.ui.gil_held_paint import GilHeldPaintWindow
+
+    if not held_paint and "event" in vars(GilHeldPaintWindow):  # as before round fifteen
+        del GilHeldPaintWindow.event
 
     app = create_app()
     args = argparse.Namespace(
@@ -159,6 +171,9 @@ def stalls(gpus: int, procs: int, seconds: float, interval: float, apart: bool =
         STAGE_RECORDER,
     )
     window.resize(1400, 900)
+    if freeze:  # measured, not in the app: the start-up heap out of every full collection
+        gc.collect()
+        gc.freeze()
     window.show()
     build_s = time.perf_counter() - t0
     clock = QElapsedTimer()
@@ -247,6 +262,16 @@ def main() -> int:
     ap.add_argument(
         "--in-process", action="store_true", help="sample in the window's process (before issue 28)"
     )
+    ap.add_argument(
+        "--freeze",
+        action="store_true",
+        help="gc.freeze() once the window is built (measured for the steering; not in the app)",
+    )
+    ap.add_argument(
+        "--plain-paint",
+        action="store_true",
+        help="paint from the event loop, the GIL taken per call (before round fifteen)",
+    )
     ap.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
@@ -257,7 +282,15 @@ def main() -> int:
     )
     for size in a.sizes.split(","):
         g, p = (int(x) for x in size.split("x"))
-        r = stalls(g, p, a.seconds, a.interval, apart=not a.in_process)
+        r = stalls(
+            g,
+            p,
+            a.seconds,
+            a.interval,
+            apart=not a.in_process,
+            freeze=a.freeze,
+            held_paint=not a.plain_paint,
+        )
         print(
             f"{g} GPUs x {p} processes, after the first {STARTUP_MS / 1000:g} s: longest event-loop stall {r['max_ms']:.0f} ms, "
             f"p99 {r['p99_ms']:.0f} ms, median {r['median_ms']:.0f} ms, "
