@@ -30,6 +30,7 @@ class Hosts:
         write_state(state_path, state or FakeState())
         env = {k: v for k, v in subprocess_env(self.lib_dir, state_path, {}).items()}
         env["PATH"] = path or fakessh.venv_path()
+        env["PYTHONPATH"] = ""  # the host's own Python finds what is installed there, not this shell's path
         env.update(private_dirs(self.dir / name))  # the "remote" user's own directories
         env.update(env_extra)
         self.hosts[name] = env
