@@ -20,22 +20,30 @@ class TooDeep(ValueError):
     """JSON nested deeper than the limit."""
 
 
-def depth_within(obj, limit: int = MAX_DEPTH) -> bool:
-    """True when no container in ``obj`` is nested more than ``limit`` levels deep
-    (iterative: a deep value cannot exhaust the stack here)."""
-    stack = [(obj, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            children = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        if depth > limit:
-            return False
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return True
+# Every ASCII character but the four brackets, deleted by str.translate.
+_NOT_BRACKETS = dict.fromkeys(c for c in range(128) if chr(c) not in "[]{}")
+
+
+def depth_within(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when JSON ``text`` that parses nests no container more than ``limit``
+    levels deep (a top-level list or object is level 1).
+
+    Read from the text with string operations that run in C, not by walking
+    the parsed value in Python (a 16-GPU x 1,024-process frame, ~16k lists:
+    the walk took longer than ``json.loads`` itself). The strings are taken out
+    (escaped backslashes, then escaped quotes, then what lies between two
+    quotes), so only structural brackets are left; ``{}`` count as ``[]``; each
+    round removes every innermost pair, so a text nested ``d`` deep is empty
+    after exactly ``d`` rounds."""
+    if "\\" in text:
+        text = text.replace("\\\\", "").replace('\\"', "")
+    outside = "".join(text.split('"')[::2])  # (valid JSON: ASCII outside its strings)
+    brackets = outside.translate(_NOT_BRACKETS).replace("{", "[").replace("}", "]")
+    for _ in range(limit):
+        if not brackets:
+            return True
+        brackets = brackets.replace("[]", "")
+    return not brackets
 
 
 def loads(data: bytes | str, limit: int = MAX_DEPTH, **options):
@@ -51,6 +59,6 @@ def loads(data: bytes | str, limit: int = MAX_DEPTH, **options):
         obj = json.loads(data, **options)
     except RecursionError:
         raise TooDeep(f"JSON nested deeper than {limit} levels") from None
-    if opened > limit and not depth_within(obj, limit):
+    if opened > limit and not depth_within(data, limit):
         raise TooDeep(f"JSON nested deeper than {limit} levels")
     return obj
