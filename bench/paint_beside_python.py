@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -71,8 +72,8 @@ def repaint_ms(app, window_class, busy: bool, repaints: int) -> tuple[float, int
     window.show()
     app.processEvents()
     stop = threading.Event()
-    other = threading.Thread(target=_python_loop, args=(stop,), daemon=True)
-    if busy:
+    other = threading.Thread(target=_python_loop, args=(stop,), daemon=True) if busy else None
+    if other is not None:
         other.start()
     took = []
     for _ in range(repaints):
@@ -82,7 +83,7 @@ def repaint_ms(app, window_class, busy: bool, repaints: int) -> tuple[float, int
         app.processEvents()
         took.append((time.perf_counter() - t0) * 1000)
     stop.set()
-    if busy:
+    if other is not None:
         other.join()
     window.close()
     return statistics.median(took), model.calls
@@ -95,8 +96,6 @@ def main() -> int:
     a = ap.parse_args()
     app = QApplication.instance() or QApplication([])
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    import subprocess
-
     hogs = []
     if a.other_cores:  # every other core busy too, as when the sampler process makes a frame
         spin = "while True: pass"

@@ -9,7 +9,7 @@ another thread of the window is running Python at that moment (the reader
 decoding the sampler's next frame, the store appending it, the table's worker),
 the GIL goes to that thread at every return, and each following call waits for
 its turn (up to ``sys.getswitchinterval()``, 5 ms). One repaint of a table view
-(2,520 ``data()`` calls, ~10-30 ms alone) took 2.8-3.7 s beside a thread running
+(2,520 ``data()`` calls, 8-28 ms alone) took 2.8-3.7 s beside a thread running
 Python on the other core; in the window at 16 GPUs x 1,024 processes, a repaint
 that met the ~70 ms of Python a new frame brings stalled it for all of that.
 
