@@ -206,3 +206,26 @@ def test_the_final_dump_holds_a_stretchs_steps(make_agent, runtime_dir):
     agent._atexit()  # (what the exit handler runs: no drain on this thread before it)
     dumped = [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "step"]
     assert [i["step"] for i in dumped] == list(range(1, 41))
+
+
+def test_a_stretch_whose_optimizer_stops_stepping_ends_after_two_of_its_steps_not_at_its_planned_end(
+    make_agent,
+):
+    """A model that stops training mid-stretch (another trains next, unseen while the
+    stretch lasts) ends the stretch once the agent thread has seen its tally still for two
+    of its steps' length and an interval; a stretch still stepping runs on."""
+    agent, model, opt = mid_stretch(make_agent, steps=200)
+    stretch, slack = agent.steps.stretch, 0.005
+    _base, _m, _t, start, expected, _m0, quiet = stretch.active
+    step = expected / quiet
+    t = start  # (the agent thread's times, from the stretch's start)
+    assert 2 * expected > 4 * step + 3 * slack  # (its planned end is far off)
+    agent.steps.check_stretch(t, slack)  # the agent thread notes the tally
+    one_step(model, opt)
+    agent.steps.check_stretch(t + 2 * step + 2 * slack, slack)
+    assert stretch.active is not None and stretch.woken_by_agent == 0  # it stepped: runs on
+    agent.steps.check_stretch(t + 4 * step + 4 * slack, slack)  # no step since
+    assert stretch.woken_by_agent == 1
+    one_step(model, opt)  # the full hook is back: the stretch ends, each step counted once
+    assert stretch.active is None
+    assert [s["step"] for s in step_items(agent)] == list(range(1, 203))

@@ -69,8 +69,9 @@ class QuietStretch:
         self._tally_owner = 0  # id of the optimizer carrying the tally
         self._handle = None  # the agent's global post-hook handle (its dict and key)
         self._full = None  # the full hook, put back at the stretch's end
+        self._seen: tuple = (0, None)
         self.stretches = 0  # stretches begun
-        self.woken_by_agent = 0  # ended by the agent thread past their expected length
+        self.woken_by_agent = 0  # ended by the agent thread (past their expected end, or idle)
 
     # -- the training thread ------------------------------------------------------------
     def ready(self, optimizer, handle, full) -> bool:
@@ -94,6 +95,7 @@ class QuietStretch:
             return
         m = self.tally.cache_info().misses
         self.active = (count, m, now, now, quiet * (step_s or 0.0), m, quiet)
+        self._seen = (m, None)  # (the tally, when the agent thread saw it move; ``stale``)
         self.stretches += 1
         hooks[self._handle.id] = slice
         self.watch.ticks = quiet  # (the node hook wakes the full hook at the stretch's last step)
@@ -156,8 +158,20 @@ class QuietStretch:
         return 0.0 if s is None else min(MAX_REMAINING, max(0.0, s[3] + s[4] - now))
 
     def stale(self, now: float, slack: float) -> bool:
+        """Past its expected end, or its optimizer idle: no step counted for ``STALE_FACTOR``
+        of its steps' length (and ``slack``) since the agent thread last saw the tally move
+        -- the watched model stopped training, and another may be training unseen."""
         s = self.active
-        return s is not None and now - s[3] > STALE_FACTOR * s[4] + slack
+        if s is None:
+            return False
+        if now - s[3] > STALE_FACTOR * s[4] + slack:
+            return True
+        misses = self.tally.cache_info().misses
+        seen, at = self._seen
+        if misses != seen or at is None:
+            self._seen = (misses, now)
+            return False
+        return now - at > STALE_FACTOR * (s[4] / s[6] if s[6] else 0.0) + slack
 
     def flush(self, record) -> None:
         """Away from the optimizer hooks (the agent thread, a stretch past its end; the
