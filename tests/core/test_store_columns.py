@@ -10,9 +10,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from remote.test_stream_deltas import read
 from vramscope.core.ring import TieredRing
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import GPU_METRICS, PROCESSES_USED, Store, gpu_key, proc_key
+from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.core.stream.deltas import FrameDiffer
 
 FINE, STEP, COARSE = 6, 4.0, 5  # small tiers: the fine ring wraps and the coarse tier fills within a test
 
@@ -129,6 +132,47 @@ def test_processes_that_come_and_go_read_as_with_one_ring_each(steps, max_series
     store = Store(fine_points=FINE, coarse_step=STEP, coarse_points=COARSE, max_series=max_series)
     old = OneRingPerSeries(max_series)
     _feed_both(store, old, _frames(steps))
+
+
+# the same processes for a few frames in a row, their figures moving (what a stream reader
+# hands the store most of the time: the slots of the last frame again, core/store.py)
+steady_runs = st.lists(
+    st.tuples(
+        st.sampled_from([0.5, 1.0, 3.0, 9.0]),
+        st.lists(
+            st.tuples(
+                st.integers(0, 1),
+                st.sampled_from(PROCESSES),
+                st.one_of(st.none(), st.integers(0, 10**10)),
+            ),
+            max_size=6,
+        ),
+        st.integers(1, 4),  # frames in a row
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(runs=steady_runs, max_series=st.sampled_from([10, 16, 4096]))
+def test_processes_read_from_a_stream_read_as_with_one_ring_each(runs, max_series):
+    """Frames as the window gets them from its sampler: through the stream's deltas,
+    their processes held as columns."""
+    store = Store(fine_points=FINE, coarse_step=STEP, coarse_points=COARSE, max_series=max_series)
+    old = OneRingPerSeries(max_series)
+    writer, reader = FrameDiffer(keyframe_every=5), FrameAssembler()
+    steps = [
+        (gap if k == 0 else 1.0, [(g, p, u if u is None else u + k) for g, p, u in procs])
+        for gap, procs, n in runs
+        for k in range(n)
+    ]
+    for frame in _frames(steps):
+        got, _alerts = read(reader, writer.message(frame, []))
+        assert got == frame
+        store.append(got)
+        old.append(frame)
+        _assert_same(store, old, frame.time)
 
 
 def test_a_long_lived_process_keeps_its_peaks_after_the_fine_ring_wraps():

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vramscope.core.process_columns import identities
+from vramscope.core.process_columns import ProcessColumns, identities
 from vramscope.core.process_columns import used as used_of
 from vramscope.core.ring import TieredRing
 from vramscope.core.ring_columns import RingColumns
@@ -115,6 +115,7 @@ class Store:
         self._series: dict[Hashable, TieredRing | int] = {}
         self._procs = RingColumns(fine_points, coarse_step, coarse_points)
         self._by_gpu: dict[int, dict[tuple, None]] = {}  # GPU -> its process keys, first seen first
+        self._slots_of: dict[int, tuple] = {}  # GPU -> (its processes' descriptions, their slots)
         self._lock = threading.Lock()
         self._latest: Frame | None = None
         self._first_time: float | None = None
@@ -135,17 +136,21 @@ class Store:
                 self._record(gpu_key(gpu.index, "util_gpu"), t, gpu.util_gpu)
                 self._record(gpu_key(gpu.index, "temperature"), t, gpu.temperature)
                 self._record(gpu_key(gpu.index, "power_w"), t, gpu.power_w)
-                in_use = 0
-                slots, values = [], []
                 procs = gpu.processes
-                for (pid, start), used in zip(identities(procs), used_of(procs)):
-                    key = proc_key(gpu.index, pid, start)
-                    slot = series.get(key)
-                    slots.append(self._new_series(key) if slot is None else slot)
-                    values.append(used)
-                    if used is not None:
-                        in_use += used
+                values = list(used_of(procs))
+                slots = self._slots_again(gpu.index, procs)
+                if slots is None:
+                    slots = []
+                    for pid, start in identities(procs):
+                        key = proc_key(gpu.index, pid, start)
+                        slot = series.get(key)
+                        slots.append(self._new_series(key) if slot is None else slot)
+                    if type(procs) is ProcessColumns:
+                        self._slots_of[gpu.index] = (procs.infos, slots)
+                    else:
+                        self._slots_of.pop(gpu.index, None)
                 self._procs.extend(slots, t, values)
+                in_use = sum(filter(None, values))  # (n/a counts 0)
                 # (not read yet: n/a, not a zero -- core/stream/first_look.py)
                 in_use = None if gpu.processes_pending else in_use
                 self._record(gpu_key(gpu.index, PROCESSES_USED), t, in_use)
@@ -170,6 +175,17 @@ class Store:
                     self.listener_failures += 1
                     del self._failures[:-15]  # keep the newest few
                     self._failures.append(failure)
+
+    def _slots_again(self, index: int, procs) -> list | None:
+        """The slots of the GPU's processes when they are the last frame's, in order: a
+        stream reader's processes whose descriptions are the same object (it makes them
+        again when a process comes, goes, moves or changes its description:
+        core/stream/delta_reader.py), so each process's key is not built and looked up
+        again (16k a frame on a big box). None: look them up."""
+        held = self._slots_of.get(index)
+        if held is not None and type(procs) is ProcessColumns and procs.infos is held[0]:
+            return held[1]
+        return None
 
     @staticmethod
     def _written(frame: Frame) -> int:
@@ -256,6 +272,7 @@ class Store:
         if not ended or excess <= 0:
             return
         ended.sort(key=lambda e: e[0])
+        self._slots_of.clear()  # (a slot dropped may be given to another process)
         for _, key in ended[:excess]:
             ring = self._series.pop(key)
             if ring.__class__ is int:
