@@ -4,9 +4,12 @@ and go must not grow (or copy) labels without end."""
 
 from __future__ import annotations
 
+from remote.test_stream_deltas import read
 from vramscope.core.pipeline import LABELS_KEPT_MIN, Pipeline
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store
+from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.core.stream.deltas import FrameDiffer
 from vramscope.core.units import GiB
 
 
@@ -57,3 +60,66 @@ def test_a_box_without_churn_never_drops_a_label():
     for _ in range(LABELS_KEPT_MIN + 10):
         pipeline.sample_once()
     assert len(pipeline.labels()) == LABELS_KEPT_MIN + 11  # every process is still in the history
+
+
+class Streamed:
+    """Frames as a window gets them from its sampler process: through the stream's deltas
+    (each GPU's processes held as columns), one per pass."""
+
+    name, simulated = "test", False
+
+    def __init__(self, frames):
+        self._frames = iter(frames)
+        self._writer, self._reader = FrameDiffer(keyframe_every=4), FrameAssembler()
+
+    def sample(self, now):
+        frame, _alerts = read(self._reader, self._writer.message(next(self._frames), []))
+        return frame
+
+    def close(self):
+        pass
+
+
+def _box(t: float, used: int, procs) -> Frame:
+    """procs: [(pid, command line or None: not described yet)] on GPU 0; pid 900 on GPU 1."""
+    listed = tuple(
+        GpuProcess(
+            pid=pid,
+            used=used,
+            info=None if cmd is None else ProcessInfo(pid=pid, start_time=1.0, cmdline=("python", cmd)),
+        )
+        for pid, cmd in procs
+    )
+    other = GpuProcess(
+        pid=900, used=used, info=ProcessInfo(pid=900, start_time=1.0, cmdline=("python", "serve.py"))
+    )
+    return Frame(
+        time=t,
+        gpus=(
+            GpuSample(index=0, total=24 * GiB, used=used, processes=listed),
+            GpuSample(index=1, total=24 * GiB, used=used, processes=(other,)),
+        ),
+    )
+
+
+def test_labels_read_from_a_stream_follow_what_each_frame_says():
+    frames = (
+        [_box(t, t * GiB, [(100, "train.py"), (101, None)]) for t in range(1, 4)]  # 101 not described yet
+        + [_box(t, t * GiB, [(100, "train.py"), (101, "eval.py")]) for t in range(4, 7)]
+        + [_box(t, t * GiB, [(100, "train.py"), (101, "eval.py"), (102, "bench.py")]) for t in range(7, 10)]
+    )
+    pipeline = Pipeline(Streamed(frames), store=Store())
+    for _ in range(3):
+        pipeline.sample_once()
+    assert pipeline.labels() == {
+        (100, 1.0): "train.py (100)",
+        (101, None): "pid 101",
+        (900, 1.0): "serve.py (900)",
+    }
+    for _ in range(3):
+        pipeline.sample_once()
+    assert pipeline.labels()[(101, 1.0)] == "eval.py (101)"
+    for _ in range(3):
+        pipeline.sample_once()
+    assert pipeline.labels()[(102, 1.0)] == "bench.py (102)"
+    assert list(pipeline.labels())[-2:] == [(101, 1.0), (102, 1.0)]

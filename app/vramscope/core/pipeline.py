@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from vramscope.core.process_columns import described, identities
+from vramscope.core.process_columns import ProcessColumns, described, identities
 from vramscope.core.process_groups import kin_of
 from vramscope.core.process_names import process_label
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher, Sampler
@@ -44,6 +44,7 @@ class Pipeline:
         self._kin: dict[ProcessIdentity, tuple] = {}  # what groups it (process_groups.kin_of)
         self._prune_at = LABELS_KEPT_MIN  # labels held before those of forgotten processes go
         self._labels_generation = 0  # counts the prunings (a view's "labels seen so far" restarts)
+        self._described_seen: dict[tuple, tuple] = {}  # (host, GPU) -> its processes' descriptions learnt
         self.store.subscribe(self._learn_labels, stage=STAGE_LABELS)
 
     def subscribe(self, listener, stage: str) -> None:
@@ -80,9 +81,17 @@ class Pipeline:
         # Store listener: runs on the sampler thread, so every frame is seen even
         # when the window polls less often than the sampler samples.
         with self._labels_lock:
-            labels = self._labels
+            labels, seen = self._labels, self._described_seen
             for gpu in frame.gpus:
                 procs = gpu.processes
+                if type(procs) is ProcessColumns:
+                    # a stream reader's processes: their descriptions the same object as
+                    # the last frame's -- the same processes, described as then, learnt
+                    # then (16k a frame on a big box; core/stream/delta_reader.py)
+                    where = (gpu.host, gpu.index)
+                    if seen.get(where) is procs.infos:
+                        continue
+                    seen[where] = procs.infos
                 for i, (ident, known) in enumerate(zip(identities(procs), described(procs))):
                     have = labels.get(ident)
                     if have is None or (known and have.startswith("pid ")):
