@@ -21,6 +21,7 @@ from vramscope.core.process_columns import (
     moving_figures,
     row_of,
     used,
+    users,
 )
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.stream import codec
@@ -57,7 +58,7 @@ def test_columns_read_as_the_tuple_of_processes(processes):
 def test_what_the_views_read_off_the_rows_is_what_the_processes_say(processes):
     """The store, the labels and the table read these without making the processes."""
     columns = columns_of(processes)
-    for reader in (identities, used, described, moving_figures):
+    for reader in (identities, used, users, described, moving_figures):
         assert list(reader(columns)) == list(reader(processes))
     # what the table keeps a row's template by: equal keys, one object per unchanged value
     for (ident, agent, kinds, mig, value, description), proc, row, info in zip(

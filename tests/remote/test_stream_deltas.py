@@ -16,6 +16,7 @@ from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import protocol
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.deltas import FrameDiffer
+from vramscope.core.user_totals import user_totals
 
 # a small pool of pids and GPU indices, so that frames in a row share most of them
 procs = st.builds(
@@ -65,6 +66,7 @@ def test_deltas_give_the_reader_the_writers_frames_exactly(stream, keyframe_ever
     for frame, alerts in stream:
         got, got_alerts = read(reader, writer.message(frame, alerts))
         assert got == frame
+        assert user_totals(got) == user_totals(frame)  # (read off the reader's columns)
         assert [g.processes for g in got.gpus] == [g.processes for g in frame.gpus]  # in order
         assert got_alerts == alerts
 

@@ -36,6 +36,7 @@ PID, USED, KINDS, SM, HAS_AGENT, MIG_UUID, CPU_PERCENT, HOST_MEMORY = range(len(
 # A description's row: its ProcessInfo's fields, in the dataclass's order
 INFO_FIELDS = tuple(f.name for f in dataclasses.fields(ProcessInfo))
 INFO_START = INFO_FIELDS.index("start_time")
+INFO_USER = INFO_FIELDS.index("user")
 
 _new, _put = object.__new__, object.__setattr__
 _info_fields = operator.attrgetter(*INFO_FIELDS)
@@ -102,6 +103,17 @@ def identities(processes) -> Iterable[ProcessIdentity]:
     if type(processes) is ProcessColumns:
         return map(_identity, processes.rows, processes.infos)
     return (p.identity for p in processes)
+
+
+def users(processes) -> Iterable[str | None]:
+    """Each process's user (None: not known from here), in order."""
+    if type(processes) is ProcessColumns:
+        return map(_user, processes.infos)
+    return (None if p.info is None else p.info.user for p in processes)
+
+
+def _user(info: tuple | None) -> str | None:
+    return None if info is None else info[INFO_USER]
 
 
 def described(processes) -> Iterable[bool]:
