@@ -7,8 +7,8 @@ lines, turning a message into a frame, the store appending it, the GUI thread's
 refresh, the table asked for, built on its worker and shown. A 10 ms timer on
 the GUI thread finds the stalls (a tick later than ``--over`` ms, after the
 first ``--after`` s); each is printed with the steps that ran in the second
-before it and during it. Optional ``--freeze``: the start-up heap frozen first,
-as ``window_scale.py --freeze`` (full collections out of the way).
+before it and during it. The start-up heap is frozen first, as the app does
+(``--no-freeze``: not, as before round sixteen).
 
     QT_QPA_PLATFORM=offscreen python bench/stall_timeline.py [--seconds 150]
 """
@@ -66,7 +66,7 @@ def main() -> int:
     ap.add_argument("--over", type=float, default=45.0, help="a stall: a tick this many ms late or more")
     ap.add_argument("--after", type=float, default=8.0, help="seconds after the start")
     ap.add_argument(
-        "--freeze", action="store_true", help="the start-up heap frozen (window_scale.py --freeze)"
+        "--no-freeze", action="store_true", help="the start-up heap not frozen (window_scale.py --no-freeze)"
     )
     a = ap.parse_args()
     from PySide6.QtCore import QTimer
@@ -88,7 +88,7 @@ def main() -> int:
     timer.timeout.connect(tick)
     timer.start(10)
     g, p = (int(x) for x in a.size.split("x"))
-    r = window_scale.stalls(g, p, a.seconds, 1.0, freeze=a.freeze)
+    r = window_scale.stalls(g, p, a.seconds, 1.0, freeze=not a.no_freeze)
     print(
         f"{g} x {p}, {a.seconds:g} s: longest stall after 5 s {r['max_ms']:.0f} ms, "
         f"longest garbage collection {r['gc_max_ms']:.0f} ms"

@@ -135,13 +135,13 @@ def stalls(
     seconds: float,
     interval: float,
     apart: bool = True,
-    freeze: bool = False,
+    freeze: bool = True,
     held_paint: bool = True,
 ) -> dict:
     from PySide6.QtCore import QElapsedTimer, QTimer
 
     from vramscope.core.store import STAGE_RECORDER
-    from vramscope.ui.app import build_window, create_app
+    from vramscope.ui.app import build_window, create_app, freeze_startup_heap
     from vramscope.ui.gil_held_paint import GilHeldPaintWindow
 
     if not held_paint and "event" in vars(GilHeldPaintWindow):  # as before round fifteen
@@ -171,9 +171,8 @@ def stalls(
         STAGE_RECORDER,
     )
     window.resize(1400, 900)
-    if freeze:  # measured, not in the app: the start-up heap out of every full collection
-        gc.collect()
-        gc.freeze()
+    if freeze:  # as the app does (ui/app.py run): the start-up heap out of every full collection
+        freeze_startup_heap()
     window.show()
     build_s = time.perf_counter() - t0
     clock = QElapsedTimer()
@@ -263,9 +262,9 @@ def main() -> int:
         "--in-process", action="store_true", help="sample in the window's process (before issue 28)"
     )
     ap.add_argument(
-        "--freeze",
+        "--no-freeze",
         action="store_true",
-        help="gc.freeze() once the window is built (measured for the steering; not in the app)",
+        help="leave the start-up heap in the collector's generations (before round sixteen)",
     )
     ap.add_argument(
         "--plain-paint",
@@ -288,7 +287,7 @@ def main() -> int:
             a.seconds,
             a.interval,
             apart=not a.in_process,
-            freeze=a.freeze,
+            freeze=not a.no_freeze,
             held_paint=not a.plain_paint,
         )
         print(
