@@ -69,7 +69,7 @@ class QuietStretch:
         self._tally_owner = 0  # id of the optimizer carrying the tally
         self._handle = None  # the agent's global post-hook handle (its dict and key)
         self._full = None  # the full hook, put back at the stretch's end
-        self._seen: tuple = (0, None)
+        self._seen: tuple = (0, None)  # (the tally, when the agent thread saw it move; ``stale``)
         self.stretches = 0  # stretches begun
         self.woken_by_agent = 0  # ended by the agent thread (past their expected end, or idle)
 
@@ -95,7 +95,7 @@ class QuietStretch:
             return
         m = self.tally.cache_info().misses
         self.active = (count, m, now, now, quiet * (step_s or 0.0), m, quiet)
-        self._seen = (m, None)  # (the tally, when the agent thread saw it move; ``stale``)
+        self._seen = (m, None)
         self.stretches += 1
         hooks[self._handle.id] = slice
         self.watch.ticks = quiet  # (the node hook wakes the full hook at the stretch's last step)

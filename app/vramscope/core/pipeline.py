@@ -85,9 +85,8 @@ class Pipeline:
             for gpu in frame.gpus:
                 procs = gpu.processes
                 if type(procs) is ProcessColumns:
-                    # a stream reader's processes: their descriptions the same object as
-                    # the last frame's -- the same processes, described as then, learnt
-                    # then (16k a frame on a big box; core/stream/delta_reader.py)
+                    # the descriptions object the last frame's (ProcessColumns.infos): the
+                    # same processes, described as then, learnt then (16k a frame on a big box)
                     where = (gpu.host, gpu.index)
                     if seen.get(where) is procs.infos:
                         continue

@@ -164,6 +164,11 @@ class ProcessColumns(Sequence):
     ``infos`` (each row's description as a row, ``INFO_FIELDS``, or None),
     read as GpuProcess values.
 
+    The stream reader gives the same ``infos`` object frame to frame while no process
+    comes, goes, moves or changes its description (core/stream/delta_reader.py): whoever
+    works something out of a GPU's processes' identities and descriptions may keep it
+    for as long as ``infos`` is that object (the store's slots, the pipeline's labels).
+
     Equal to the tuple of the same processes, and hashed as it is."""
 
     __slots__ = ("rows", "infos")

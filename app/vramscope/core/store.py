@@ -115,7 +115,9 @@ class Store:
         self._series: dict[Hashable, TieredRing | int] = {}
         self._procs = RingColumns(fine_points, coarse_step, coarse_points)
         self._by_gpu: dict[int, dict[tuple, None]] = {}  # GPU -> its process keys, first seen first
-        self._slots_of: dict[int, tuple] = {}  # GPU -> (its processes' descriptions, their slots)
+        # GPU -> (its processes' descriptions, their slots): the slots again while a stream
+        # reader gives the same descriptions object (16k keys a frame not made on a big box)
+        self._slots_of: dict[int, tuple] = {}
         self._lock = threading.Lock()
         self._latest: Frame | None = None
         self._first_time: float | None = None
@@ -138,8 +140,10 @@ class Store:
                 self._record(gpu_key(gpu.index, "power_w"), t, gpu.power_w)
                 procs = gpu.processes
                 values = list(used_of(procs))
-                slots = self._slots_again(gpu.index, procs)
-                if slots is None:
+                held = self._slots_of.get(gpu.index)
+                if held is not None and type(procs) is ProcessColumns and procs.infos is held[0]:
+                    slots = held[1]  # the last frame's processes (ProcessColumns.infos): no key made
+                else:
                     slots = []
                     for pid, start in identities(procs):
                         key = proc_key(gpu.index, pid, start)
@@ -175,17 +179,6 @@ class Store:
                     self.listener_failures += 1
                     del self._failures[:-15]  # keep the newest few
                     self._failures.append(failure)
-
-    def _slots_again(self, index: int, procs) -> list | None:
-        """The slots of the GPU's processes when they are the last frame's, in order: a
-        stream reader's processes whose descriptions are the same object (it makes them
-        again when a process comes, goes, moves or changes its description:
-        core/stream/delta_reader.py), so each process's key is not built and looked up
-        again (16k a frame on a big box). None: look them up."""
-        held = self._slots_of.get(index)
-        if held is not None and type(procs) is ProcessColumns and procs.infos is held[0]:
-            return held[1]
-        return None
 
     @staticmethod
     def _written(frame: Frame) -> int:

@@ -397,8 +397,8 @@ def freeze_startup_heap() -> None:
     A full collection holds the GIL while it walks every tracked object; the window's
     start-up heap made it 45-65 ms on a 2-core box whatever the window did, and at 16 GPUs
     x 1,024 processes it was the window's longest event-loop stall. Frozen, a full
-    collection walks what the window made since, 10-25 ms there (bench/window_scale.py,
-    bench/README.md). What the window makes later is collected as before; a start-up object
+    collection walks what the window made since: 10-16 ms there at the median, 32 ms at
+    most (bench/window_scale.py, bench/README.md). What the window makes later is collected as before; a start-up object
     that ends in a reference cycle later is kept (a one-off, bounded by start-up)."""
     gc.freeze()
 
