@@ -79,8 +79,13 @@ def test_a_process_leaving_and_a_new_one_arriving_change_the_list(fake_nvml, sou
 
 
 def test_host_cpu_of_a_busy_process_moves_while_its_gpu_figures_stay(fake_nvml, source):
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    busy = subprocess.Popen(
+        [sys.executable, "-c", "print('up', flush=True)\nwhile True: pass"], stdout=subprocess.PIPE, text=True
+    )
     try:
+        # past its start-up (reading its modules it may be in disk sleep: another status, so
+        # another description); from here its state is running, whatever the load
+        assert busy.stdout.readline().strip() == "up"
         fake_nvml.write(FakeState(gpus=[FakeGpu(processes=[FakeProcess(busy.pid, GiB)])]))
         first = source.sample(time.time())
         assert first.gpus[0].processes[0].cpu_percent is None  # no figure before a second pass
@@ -93,6 +98,7 @@ def test_host_cpu_of_a_busy_process_moves_while_its_gpu_figures_stay(fake_nvml, 
     finally:
         busy.kill()
         busy.wait()
+        busy.stdout.close()
 
 
 def test_sm_of_a_process_whose_samples_stop_falls_to_zero_after_the_window(
