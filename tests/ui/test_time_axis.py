@@ -4,7 +4,7 @@ pyqtgraph's DateAxisItem shows, tick for tick, label for label."""
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 
 from vramscope.ui.time_axis import TimeAxis
 
@@ -71,3 +71,98 @@ def test_a_redraw_with_the_range_unchanged_draws_the_same_again(qapp):
     assert plot.grab().toImage() == first
     plot.setXRange(T0 - 540, T0 + 60, padding=0)  # scrolled a minute: other labels
     assert plot.grab().toImage() != first
+
+
+def _plain(specs) -> tuple:
+    """What an axis draws, as plain values: its line, each tick line (with its
+    pen's colour and width), each label (rect, flags, text)."""
+
+    def line(pen, p1, p2):
+        return (pen.color().getRgb(), pen.widthF(), p1.x(), p1.y(), p2.x(), p2.y())
+
+    axis_line, ticks, texts = specs
+    return (
+        line(*axis_line),
+        [line(*tick) for tick in ticks],
+        [(r.x(), r.y(), r.width(), r.height(), int(flags), text) for r, flags, text in texts],
+    )
+
+
+def _pyqtgraphs(axis) -> tuple:
+    """DateAxisItem's specs for the axis as it is now, worked out from scratch."""
+    picture = QPicture()
+    painter = QPainter(picture)
+    try:
+        return _plain(pg.DateAxisItem.generateDrawSpecs(axis, painter))
+    finally:
+        painter.end()
+
+
+def test_an_axis_scrolled_in_place_draws_pyqtgraphs_ticks_and_labels_at_every_step(qapp):
+    """Scrolling reuses the axis's geometry; labels come in and go out at both edges,
+    the view is resized, restyled and its grid switched off on the way."""
+    axis = TimeAxis(orientation="bottom")
+    plot = pg.PlotWidget(axisItems={"bottom": axis})
+    plot.resize(820, 240)
+    plot.showGrid(x=True, y=True)
+    plot.show()
+
+    def scroll(span: float, steps: int, start: float) -> None:
+        for step in range(steps):
+            hi = start + step * 0.37  # redraws off the whole second, labels crossing the edges
+            plot.setXRange(hi - span, hi, padding=0)
+            plot.grab()
+            assert _plain(axis._specs) == _pyqtgraphs(axis), (span, step)
+
+    for span in (60.0, 600.0, 3600.0):
+        scroll(span, 300, T0 + 7.25)
+    plot.resize(433, 200)
+    scroll(600.0, 120, T0 + 500.5)
+    axis.setPen("#ff8800")
+    axis.setTextPen("#00ff88")
+    scroll(600.0, 40, T0 + 800.5)
+    font = QFont()
+    font.setPointSize(14)
+    axis.setStyle(tickFont=font)
+    scroll(60.0, 80, T0 + 900.5)
+    axis.setGrid(False)
+    scroll(60.0, 80, T0 + 1000.5)
+
+
+def test_scrolling_works_the_axis_geometry_out_once_per_size(qapp, monkeypatch):
+    axis = TimeAxis(orientation="bottom")
+    plot = pg.PlotWidget(axisItems={"bottom": axis})
+    plot.resize(820, 240)
+    plot.showGrid(x=True, y=True)
+    plot.setXRange(T0 - 600, T0, padding=0)
+    plot.show()
+    plot.grab()
+    worked = []
+    original = pg.AxisItem.generateDrawSpecs
+    monkeypatch.setattr(pg.AxisItem, "generateDrawSpecs", lambda s, p: worked.append(1) or original(s, p))
+    for step in range(1, 200):  # a redraw a second for minutes, the axis at rest in size
+        plot.setXRange(T0 + step - 600, T0 + step, padding=0)
+        plot.grab()
+    assert worked == []
+    plot.resize(700, 240)  # another size: its geometry worked out again (as the layout settles)
+    plot.grab()
+    assert worked
+    worked.clear()
+    for step in range(200, 260):
+        plot.setXRange(T0 + step - 600, T0 + step, padding=0)
+        plot.grab()
+    assert worked == []
+
+
+def test_an_axis_scrolled_in_place_looks_like_a_fresh_one_pixel_for_pixel(qapp):
+    axis = TimeAxis(orientation="bottom")
+    scrolled = pg.PlotWidget(axisItems={"bottom": axis})
+    scrolled.resize(820, 240)
+    scrolled.showGrid(x=True, y=True)
+    scrolled.show()
+    for step in range(0, 90):
+        hi = T0 + 7.25 + step * 1.3
+        scrolled.setXRange(hi - 600, hi, padding=0)
+        scrolled.grab()
+        if step % 30 == 29:
+            assert scrolled.grab().toImage() == _drawn(pg.DateAxisItem(orientation="bottom"), hi - 600, hi)

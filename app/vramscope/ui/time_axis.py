@@ -15,25 +15,36 @@ pyqtgraph records the axis into a QPicture when it changed and plays the
 picture back on every redraw; played back, each label is laid out again, and
 recording lays it out once more. A scrolling axis changes at every redraw, so
 here what it draws (the "draw specs") is kept instead and drawn straight onto
-the view's painter.
+the view's painter. Making those specs again, pyqtgraph also works out the
+axis's geometry again (a dozen mapping calls); here it is worked out once per
+size and style (ui/axis_specs.py), checked against pyqtgraph's own specs then,
+and the bounding rect the scene asks for at every redraw is remembered the same
+way.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QFont, QPainter, QPicture
 
-REMEMBERED = 4096  # labels and label sizes kept (then forgotten and made again)
+from vramscope.ui.axis_specs import REMEMBERED, AxisGeometry, geometry_key, same_key, same_specs
+
+_DRAWN = True  # ``picture`` once the specs are made (pyqtgraph sets None when the axis changed)
 
 
 class TimeAxis(pg.DateAxisItem):
+    _bounds: tuple | None = None  # (what the bounding rect depends on, the rect)
+
     def __init__(self, orientation: str = "bottom", **kwargs):
         super().__init__(orientation, **kwargs)
         self._ticks: tuple | None = None  # (density, low, high, levels, zoom level, min spacing)
         self._labels: dict[tuple, str] = {}  # (value, spacing) -> label
         self._sizes: dict[tuple, QRectF] = {}  # (font, box, flags, text) -> its bounding rect
         self._specs: tuple | None = None  # what the axis draws, until pyqtgraph says it changed
+        self._geometry: AxisGeometry | None = None  # for this size and style (ui/axis_specs.py)
         self._font = QFont()
 
     def tickValues(self, minVal, maxVal, size):
@@ -62,22 +73,16 @@ class TimeAxis(pg.DateAxisItem):
         return [labels[(v, spacing)] for v in values]
 
     def generateDrawSpecs(self, p):
-        return super().generateDrawSpecs(_MeasuringPainter(p, self._sizes, id(self.style["tickFont"])))
+        if not isinstance(p, _MeasuringPainter):
+            p = _MeasuringPainter(p, self._sizes, id(self.style["tickFont"]))
+        return super().generateDrawSpecs(p)
 
     def paint(self, p, opt, widget):
         """AxisItem.paint, the specs drawn straight onto ``p`` instead of through a
         QPicture. ``picture`` stays pyqtgraph's mark: None when the axis changed."""
         if self.picture is None:
-            picture = QPicture()
-            painter = QPainter(picture)  # (measured as pyqtgraph measures: on a picture's painter)
-            try:
-                if self.style["tickFont"]:
-                    painter.setFont(self.style["tickFont"])
-                self._specs = self.generateDrawSpecs(painter)
-                self._font = QFont(painter.font())  # the labels' font, as the picture had it
-            finally:
-                painter.end()
-            self.picture = picture
+            self._specs = self._draw_specs()
+            self.picture = _DRAWN
         if self._specs is not None:
             p.save()
             try:
@@ -86,16 +91,77 @@ class TimeAxis(pg.DateAxisItem):
             finally:
                 p.restore()
 
+    def _draw_specs(self):
+        """pyqtgraph's specs, or AxisGeometry's where its geometry was worked out
+        for this size and style and both agreed then."""
+        key = geometry_key(self)
+        held = self._geometry
+        with self._measuring() as painter:
+            if held is not None and same_key(held.key, key):
+                return held.specs(self, painter) if held.agrees else self.generateDrawSpecs(painter)
+            specs = self.generateDrawSpecs(painter)
+            if key is not None:
+                held = self._geometry = AxisGeometry(self, key)
+                held.agrees = same_specs(held.specs(self, painter), specs)
+            return specs
+
+    @contextlib.contextmanager
+    def _measuring(self):
+        """A painter that measures labels as pyqtgraph does (on a picture's painter,
+        in the tick font), made only if a label is measured."""
+        made: list[tuple[QPicture, QPainter]] = []
+
+        def make() -> QPainter:
+            picture = QPicture()
+            painter = QPainter(picture)
+            if self.style["tickFont"]:
+                painter.setFont(self.style["tickFont"])
+            made.append((picture, painter))  # (the picture outlives its painter)
+            return painter
+
+        try:
+            yield _MeasuringPainter(make, self._sizes, id(self.style["tickFont"]))
+        finally:
+            for _picture, painter in made:
+                self._font = QFont(painter.font())  # the labels' font, as the picture had it
+                painter.end()
+
+    def boundingRect(self):
+        """AxisItem's, remembered while its geometry, its view's and its style stay
+        (the scene asks at every redraw, and pyqtgraph maps both rects again)."""
+        view = self.linkedView()
+        key = (
+            self.geometry(),
+            None if view is None else view.geometry(),
+            self.grid,
+            self.style["hideOverlappingLabels"],
+            self.style["tickLength"],
+        )
+        held = self._bounds
+        if held is None or held[0] != key:
+            held = self._bounds = (key, super().boundingRect())
+        return QRectF(held[1])
+
     def resizeEvent(self, ev=None):
         self._ticks = None  # another length in pixels: another density
+        self._geometry = None
         super().resizeEvent(ev)
 
 
 class _MeasuringPainter:
-    """The axis picture's painter, its text measures remembered (one font, a few labels)."""
+    """The axis picture's painter, its text measures remembered (one font, a few
+    labels); ``painter``: the painter, or a function making it when first needed."""
 
     def __init__(self, painter, sizes: dict, font_key: int):
-        self._painter, self._sizes, self._font = painter, sizes, font_key
+        self._made = painter if isinstance(painter, QPainter) else None
+        self._make = painter
+        self._sizes, self._font = sizes, font_key
+
+    @property
+    def _painter(self) -> QPainter:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
 
     def __getattr__(self, name):
         return getattr(self._painter, name)

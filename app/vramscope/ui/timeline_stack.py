@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem
 
-from vramscope.core.stacking import PROMOTED, STACK_SHOWN, align, choose_layers, cumulative, thin
+from vramscope.core.stacking import PROMOTED, STACK_SHOWN, align, choose_layers, corners, cumulative, thin
 from vramscope.core.units import GiB
 from vramscope.ui import theme
 
@@ -51,13 +51,19 @@ class Band:
         self.sample.setFillBrush(theme.brush(colour, dash, alpha=FILL_ALPHA))
 
     def set_shape(self, t: np.ndarray, bottom: np.ndarray, top: np.ndarray) -> None:
+        """The band between ``bottom`` and ``top`` at times ``t``, each edge through
+        its own corners: the same outline, and a process whose memory stays flat
+        (most of a training run) is a band of four points, not of a point per
+        pixel (a wide or dashed edge costs Qt's stroker per segment)."""
+        t_top, top = corners(t, top)
+        t_bottom, bottom = corners(t, bottom)
         fill = pg.arrayToQPath(
-            np.concatenate([t, t[::-1]]), np.concatenate([top, bottom[::-1]]), connect="all"
+            np.concatenate([t_top, t_bottom[::-1]]), np.concatenate([top, bottom[::-1]]), connect="all"
         )
         fill.closeSubpath()
         self.fill.setPath(fill)
         self.under.setPath(fill)
-        self.edge.setPath(pg.arrayToQPath(t, top, connect="all") if len(t) else QPainterPath())
+        self.edge.setPath(pg.arrayToQPath(t_top, top, connect="all") if len(t_top) else QPainterPath())
 
     def set_visible(self, on: bool) -> None:
         self.fill.setVisible(on)
