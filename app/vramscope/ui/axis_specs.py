@@ -24,7 +24,6 @@ import pyqtgraph as pg
 import pyqtgraph.functions as fn
 from PySide6.QtCore import QPointF, QRectF, Qt
 
-REMEMBERED = 4096  # labels and label sizes kept (then forgotten and made again)
 LABEL_FLAGS = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextDontClip
 _MEASURE_BOX = QRectF(0, 0, 100, 100)  # pyqtgraph measures each label in this box
 _MEASURE_FLAGS = Qt.AlignmentFlag.AlignCenter
@@ -81,7 +80,6 @@ class AxisGeometry:
         self.bounding = axis.boundingRect()
         self.agrees = False  # whether ``specs`` gave pyqtgraph's own specs (the axis checks once)
         self._pens: dict[int, object] = {}  # alpha -> the tick pen with it
-        self._sizes: dict[str, tuple[float, float]] = {}  # label -> its (width, height)
 
     def specs(self, axis: pg.AxisItem, painter) -> tuple | None:
         """``generateDrawSpecs`` for ``axis`` at its current range; ``painter``
@@ -182,15 +180,11 @@ class AxisGeometry:
             self._pens[key] = pen
         return pen
 
-    def _size(self, label: str, painter) -> tuple[float, float]:
-        size = self._sizes.get(label)
-        if size is None:
-            if len(self._sizes) > REMEMBERED:
-                self._sizes.clear()
-            rect = painter.boundingRect(QRectF(_MEASURE_BOX), _MEASURE_FLAGS, label)
-            rect.setHeight(rect.height() * 0.8)  # (pyqtgraph's: "usually just a bit too large")
-            size = self._sizes[label] = (rect.width(), rect.height())
-        return size
+    @staticmethod
+    def _size(label: str, painter) -> tuple[float, float]:
+        """A label's (width, height) as pyqtgraph measures it (the painter remembers)."""
+        rect = painter.boundingRect(QRectF(_MEASURE_BOX), _MEASURE_FLAGS, label)
+        return rect.width(), rect.height() * 0.8  # (pyqtgraph's: "usually just a bit too large")
 
 
 def same_specs(a: tuple | None, b: tuple | None) -> bool:

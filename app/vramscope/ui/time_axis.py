@@ -30,8 +30,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QFont, QPainter, QPicture
 
-from vramscope.ui.axis_specs import REMEMBERED, AxisGeometry, geometry_key, same_key, same_specs
+from vramscope.ui.axis_specs import AxisGeometry, geometry_key, same_key, same_specs
 
+REMEMBERED = 4096  # labels and label sizes kept (then forgotten and made again)
 _DRAWN = True  # ``picture`` once the specs are made (pyqtgraph sets None when the axis changed)
 
 
