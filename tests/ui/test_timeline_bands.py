@@ -8,7 +8,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QTransform
 
 from vramscope.ui import theme
-from vramscope.ui.timeline_stack import Band
+from vramscope.core.units import GiB
+from vramscope.ui.timeline_stack import Band, shape_bands
 
 from .frames import T0
 
@@ -42,9 +43,9 @@ def _drawn(fill: QPainterPath, edge: QPainterPath, dash: int) -> QImage:
 
 def test_a_band_draws_the_outline_of_every_sample_with_a_point_per_corner(qapp):
     t, bottom, top = _series()
-    widget = pg.PlotWidget()  # (held: the band's items live in its view)
-    band = Band(widget.getPlotItem())
-    band.set_shape(t, bottom, top)
+    widget = pg.PlotWidget()  # (held: the bands' items live in its view)
+    below, band = Band(widget.getPlotItem()), Band(widget.getPlotItem())
+    shape_bands([below, band], t, np.vstack([bottom, top]) * GiB)
     # flat stretches are one segment: a handful of points outside the noisy minute
     assert band.edge.path().elementCount() <= 60 + 6
     assert band.fill.path().elementCount() <= 60 + 12
@@ -58,9 +59,9 @@ def test_a_band_draws_the_outline_of_every_sample_with_a_point_per_corner(qapp):
 
 def test_a_flat_band_is_four_points(qapp):
     t = T0 + np.arange(600.0)
-    widget = pg.PlotWidget()  # (held: the band's items live in its view)
-    band = Band(widget.getPlotItem())
-    band.set_shape(t, np.full(600, 1.0), np.full(600, 5.0))
+    widget = pg.PlotWidget()  # (held: the bands' items live in its view)
+    below, band = Band(widget.getPlotItem()), Band(widget.getPlotItem())
+    shape_bands([below, band], t, np.vstack([np.full(600, 1.0), np.full(600, 5.0)]) * GiB)
     assert band.fill.path().elementCount() == 4 + 1  # (and the closing point)
     assert band.edge.path().elementCount() == 2
     assert band.fill.path().boundingRect().getCoords() == (T0, 1.0, T0 + 599, 5.0)
@@ -69,6 +70,6 @@ def test_a_flat_band_is_four_points(qapp):
 def test_an_empty_band_draws_nothing(qapp):
     widget = pg.PlotWidget()  # (held: the band's items live in its view)
     band = Band(widget.getPlotItem())
-    band.set_shape(np.empty(0), np.empty(0), np.empty(0))
+    shape_bands([band], np.empty(0), np.zeros((1, 0)))
     assert band.edge.path().isEmpty()
     assert band.fill.path().elementCount() <= 1

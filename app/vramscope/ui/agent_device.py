@@ -50,7 +50,7 @@ from vramscope.ui.agent_texts import (
 )
 from vramscope.ui.safe_text import plain
 from vramscope.ui.timeline import MIN_SPAN
-from vramscope.ui.timeline_stack import Band
+from vramscope.ui.timeline_stack import Band, shape_bands
 
 MARK_PX = 3  # at most one phase marker (the peak) per this many pixels
 DENSE_PX = 8  # fewer pixels per step than this: phases as lines, areas at each step's peak
@@ -328,9 +328,8 @@ class DeviceView(QWidget):
             return 0.0
         t, tops = thin(base, tops, columns)
         self.area = (t, tops)  # what the areas draw: times, cumulative tops (bytes) per bucket
-        zero = np.zeros(len(t))
-        for i, band in enumerate(self.bands):
-            band.set_shape(t, (tops[i - 1] if i else zero) / GiB, tops[i] / GiB)
+        shape_bands(self.bands, t, tops)
+        for band in self.bands:
             band.set_visible(True)
         return float(tops[-1].max()) if tops.shape[1] else 0.0
 

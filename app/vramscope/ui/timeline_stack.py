@@ -50,13 +50,9 @@ class Band:
         self.sample.setPen(pen)
         self.sample.setFillBrush(theme.brush(colour, dash, alpha=FILL_ALPHA))
 
-    def set_shape(self, t: np.ndarray, bottom: np.ndarray, top: np.ndarray) -> None:
-        """The band between ``bottom`` and ``top`` at times ``t``, each edge through
-        its own corners: the same outline, and a process whose memory stays flat
-        (most of a training run) is a band of four points, not of a point per
-        pixel (a wide or dashed edge costs Qt's stroker per segment)."""
-        t_top, top = corners(t, top)
-        t_bottom, bottom = corners(t, bottom)
+    def set_shape(self, bottom: tuple, top: tuple) -> None:
+        """The band between two lines, each (times, values) through its corners."""
+        (t_bottom, bottom), (t_top, top) = bottom, top
         fill = pg.arrayToQPath(
             np.concatenate([t_top, t_bottom[::-1]]), np.concatenate([top, bottom[::-1]]), connect="all"
         )
@@ -73,6 +69,18 @@ class Band:
     def remove(self, plot) -> None:
         for item in (self.under, self.fill, self.edge):
             plot.removeItem(item)
+
+
+def shape_bands(bands: list[Band], t: np.ndarray, tops: np.ndarray) -> None:
+    """Band i between cumulative top i - 1 (zero for the first) and top i (bytes, at
+    times ``t``), in GiB. Each top goes through its corners once, and is the edge of
+    one band and the floor of the next: the same outline, and a process whose
+    memory stays flat (most of a training run) is a band of four points, not of a
+    point per pixel (a wide or dashed edge costs Qt's stroker per segment)."""
+    lines = [corners(t, row / GiB) for row in tops[: len(bands)]]
+    floor = corners(t, np.zeros(len(t)))
+    for i, band in enumerate(bands):
+        band.set_shape(lines[i - 1] if i else floor, lines[i])
 
 
 class StackedBands:
@@ -139,14 +147,13 @@ class StackedBands:
         tops = cumulative(layers, len(base_t))
         t, tops = thin(base_t, tops, columns)
         self._t, self._tops = t, tops
-        zero = np.zeros(len(t))
-        for i, key in enumerate(keys):
+        for key in keys:
             band = self.bands.get(key)
             if band is None:
                 band = self.bands[key] = Band(self.plot)
             self._style(band, key, identity)
-            band.set_shape(t, (tops[i - 1] if i else zero) / GiB, tops[i] / GiB)
             band.set_visible(self.visible)
+        shape_bands([self.bands[key] for key in keys], t, tops)
         return float(tops[-1].max()) if len(keys) and tops.shape[1] else 0.0
 
     def restyle(self, identity) -> None:
