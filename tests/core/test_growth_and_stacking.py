@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vramscope.core.growth import growth_per_minute, sparkline
-from vramscope.core.stacking import align, choose_layers, corners, cumulative, thin
+from vramscope.core.stacking import align, choose_layers, corners, cumulative, stretch_starts, thin
 from vramscope.core.units import GiB, MiB
 
 
@@ -28,6 +30,36 @@ def test_the_sparkline_keeps_a_spike():
     v[77] = 5 * GiB
     line = sparkline(t, v, 299.0, points=24)
     assert 0 < len(line) <= 24 and max(line) == 5 * GiB
+
+
+times = st.lists(st.integers(0, 400), max_size=60).map(lambda xs: np.array(sorted(xs), dtype=float))
+
+
+@settings(max_examples=300, deadline=None)
+@given(times, times)
+def test_each_stretch_starts_once_where_its_first_sample_is(t, edges):
+    starts = stretch_starts(t, edges)
+    found = np.searchsorted(t, edges, side="left")
+    assert starts.tolist() == np.unique(found[found < len(t)]).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(times, st.integers(1, 30))
+def test_the_sparkline_is_the_peak_of_each_stretch_holding_samples(t, points):
+    """However late the history begins (a process seen for 40 s of a 300 s
+    window), each point is the highest reading of one equal stretch of time."""
+    v = (t * 7919.0) % 1013.0  # any values, a different one at each time
+    now = 400.0
+    line = sparkline(t, v, now, points=points)
+    kept = t >= now - 300.0
+    if kept.sum() < 2:
+        assert line == ()
+        return
+    tk, vk = t[kept], v[kept]
+    edges = np.linspace(now - 300.0, now, points + 1)
+    inside = [(tk >= lo) & ((tk < hi) | (hi == now)) for lo, hi in zip(edges[:-1], edges[1:])]
+    expected = [vk[c].max() for c in inside if c.any()]
+    assert list(line) == expected
 
 
 def test_layers_largest_first_small_ones_grouped_alerted_kept_apart():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from vramscope.core.detectors.trend import current_trend, is_significant, noise_scale
+from vramscope.core.stacking import stretch_starts
 from vramscope.core.units import MiB
 
 GROWTH_WINDOW = 300.0  # seconds of history the rate and the sparkline cover
@@ -67,8 +68,8 @@ def _spark(
     if len(v) < 2:
         return ()
     edges = np.linspace(now - window, now, points + 1)
-    starts = np.searchsorted(t, edges[1:-1])  # where stretches 2.. begin
-    starts = np.unique(np.concatenate(([0], starts[starts < len(t)])))
+    edges[0] = t[0]  # the first stretch begins with the first sample
+    starts = stretch_starts(t, edges[:-1])
     return tuple(np.maximum.reduceat(v, starts).tolist())
 
 

@@ -75,6 +75,22 @@ def cumulative(layers: list[np.ndarray], points: int = 0) -> np.ndarray:
     return np.cumsum(np.vstack(layers), axis=0)
 
 
+def stretch_starts(t: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Where in ``t`` (ascending) each stretch of time beginning at ``edges``
+    (ascending) begins, once each: an empty stretch shares the next one's start,
+    and one beginning after the last time has none. (``np.unique`` of the same
+    sorted indices, without it: numpy 2's unique hashes its input, and its first
+    call imports ``numpy.ma``, 30-90 ms of a running window's worker.)"""
+    starts = np.searchsorted(t, edges, side="left")
+    starts = starts[starts < len(t)]
+    if len(starts) < 2:
+        return starts
+    first = np.empty(len(starts), dtype=bool)
+    first[0] = True
+    np.not_equal(starts[1:], starts[:-1], out=first[1:])
+    return starts[first]
+
+
 def thin(t: np.ndarray, tops: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
     """At most ``columns`` points, one per equal stretch of time: the peak of the
     samples in it (tops stay ordered, since a pointwise larger row has a larger peak)."""
@@ -84,7 +100,7 @@ def thin(t: np.ndarray, tops: np.ndarray, columns: int) -> tuple[np.ndarray, np.
     # columns of equal time, not of equal count: the store's older history has one
     # point per 10 s, the newest one per sample, and both get the same pixels per second
     edges = np.linspace(float(t[0]), float(t[-1]), columns, endpoint=False)
-    starts = np.unique(np.searchsorted(t, edges, side="left"))
+    starts = stretch_starts(t, edges)
     return t[starts], np.maximum.reduceat(tops, starts, axis=1)
 
 

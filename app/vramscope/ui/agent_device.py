@@ -34,7 +34,7 @@ from vramscope.core.outside_story import story_from_store
 from vramscope.ui.agent_breakdown import BucketBars, legend_html, peak_column
 from vramscope.ui.agent_outside import OutsideMarks
 from vramscope.core.samples import AgentReport
-from vramscope.core.stacking import cumulative, thin
+from vramscope.core.stacking import cumulative, stretch_starts, thin
 from vramscope.core.units import GiB, fmt_bytes
 from vramscope.ui.oom_view import OomView
 from vramscope.ui.segment_map import SegmentMapView
@@ -91,7 +91,7 @@ def peak_per_column(t: np.ndarray, v: np.ndarray, columns: int) -> tuple[np.ndar
     if len(t) <= columns or columns < 2:
         return t, v
     edges = np.linspace(t[0], t[-1], columns, endpoint=False)
-    starts = np.unique(np.searchsorted(t, edges, side="left"))
+    starts = stretch_starts(t, edges)
     ends = np.append(starts[1:], len(t))
     keep = [s + int(np.nanargmax(v[s:e])) if np.isfinite(v[s:e]).any() else s for s, e in zip(starts, ends)]
     return t[keep], v[keep]
