@@ -1,14 +1,23 @@
 """The timelines' time axis works its ticks out once per scroll, and shows what
-pyqtgraph's DateAxisItem shows, tick for tick, label for label."""
+pyqtgraph's DateAxisItem shows with the same zoom levels, tick for tick, label
+for label; its labels step through 2 and 10 minutes too, so that every time
+window shows a few of them at any width."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 
-from vramscope.ui.time_axis import TimeAxis
+from vramscope.ui.time_axis import CLOCK_STEPS, ZOOM_LEVELS, TimeAxis
 
 from .frames import T0
+
+
+def _date_axis() -> pg.DateAxisItem:
+    """pyqtgraph's own date axis, with the zoom levels the timelines use."""
+    axis = pg.DateAxisItem(orientation="bottom")
+    axis.zoomLevels = ZOOM_LEVELS
+    return axis
 
 
 def _measured(axis):
@@ -22,7 +31,7 @@ def _ticks(axis, lo: float, hi: float, px: float) -> list:
 
 
 def test_a_scrolling_window_gets_the_ticks_and_labels_of_pyqtgraphs_date_axis(qapp):
-    ours, theirs = _measured(TimeAxis()), _measured(pg.DateAxisItem(orientation="bottom"))
+    ours, theirs = _measured(TimeAxis()), _measured(_date_axis())
     for span, px in ((60.0, 820.0), (600.0, 820.0), (3600.0, 640.0), (86_400.0, 1100.0)):
         for step in range(0, 400, 3):  # a redraw every 3 s, for minutes
             hi = T0 + 7.25 + step
@@ -56,7 +65,7 @@ def test_the_axis_draws_what_pyqtgraphs_date_axis_draws_pixel_for_pixel(qapp):
         for step in (0, 3, 6):  # scrolling: the axis worked out anew each time
             hi = T0 + 7.25 + step
             ours = _drawn(TimeAxis(orientation="bottom"), hi - span, hi)
-            assert ours == _drawn(pg.DateAxisItem(orientation="bottom"), hi - span, hi)
+            assert ours == _drawn(_date_axis(), hi - span, hi)
 
 
 def test_a_redraw_with_the_range_unchanged_draws_the_same_again(qapp):
@@ -165,4 +174,41 @@ def test_an_axis_scrolled_in_place_looks_like_a_fresh_one_pixel_for_pixel(qapp):
         scrolled.setXRange(hi - 600, hi, padding=0)
         scrolled.grab()
         if step % 30 == 29:
-            assert scrolled.grab().toImage() == _drawn(pg.DateAxisItem(orientation="bottom"), hi - 600, hi)
+            assert scrolled.grab().toImage() == _drawn(_date_axis(), hi - 600, hi)
+
+
+def test_the_zoom_levels_are_pyqtgraphs_but_for_the_steps_of_minutes_and_seconds(qapp):
+    theirs = pg.DateAxisItem(orientation="bottom").zoomLevels
+    assert list(ZOOM_LEVELS) == list(theirs)
+    for (spacing, ours), theirs_level in zip(ZOOM_LEVELS.items(), theirs.values()):
+        assert ours.exampleText == theirs_level.exampleText
+        pairs = list(zip(ours.tickSpecs, theirs_level.tickSpecs, strict=True))
+        for our_spec, their_spec in pairs:
+            assert (our_spec.spacing, our_spec.format) == (their_spec.spacing, their_spec.format)
+            assert our_spec.autoSkip == (
+                CLOCK_STEPS if spacing in (15 * 60, 30) and their_spec.autoSkip else their_spec.autoSkip
+            )
+
+
+def _labels(width: int, span: float, hi: float) -> list:
+    """The labels a timeline of ``width`` px showing ``span`` seconds to ``hi``
+    draws: (left, right, text)."""
+    axis = TimeAxis(orientation="bottom")
+    plot = pg.PlotWidget(axisItems={"bottom": axis})
+    plot.resize(width, 200)
+    plot.setXRange(hi - span, hi, padding=0)
+    plot.show()
+    plot.grab()
+    return sorted((r.left(), r.right(), text) for r, _flags, text in axis._specs[2])
+
+
+def test_every_time_window_shows_a_few_labels_apart_at_any_width(qapp):
+    """A 1024 x 700 window's plots are ~450 px wide: ten minutes there showed one
+    label (every five minutes, the second cut at the edge)."""
+    for width in (450, 820, 1300):
+        for span in (60.0, 600.0, 3600.0):
+            for hi in (T0 + 7.25, T0 + 101.5, T0 + 333.0):
+                labels = _labels(width, span, hi)
+                assert len(labels) >= 3, (width, span, labels)
+                for (_l, right, _t), (left, _r, _t2) in zip(labels, labels[1:]):
+                    assert left > right, (width, span, labels)  # none over another

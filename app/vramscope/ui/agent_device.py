@@ -49,6 +49,7 @@ from vramscope.ui.agent_texts import (
     phase_text,
 )
 from vramscope.ui.safe_text import plain
+from vramscope.ui.time_axis import TimeAxis
 from vramscope.ui.timeline import MIN_SPAN
 from vramscope.ui.timeline_stack import Band, shape_bands
 
@@ -111,7 +112,7 @@ class DeviceView(QWidget):
         layout.addWidget(self.title, 0, 0, 1, 3)
         s = theme.current()
         self.plot = pg.PlotWidget(
-            background=s.PLOT_BACKGROUND, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")}
+            background=s.PLOT_BACKGROUND, axisItems={"bottom": TimeAxis(orientation="bottom")}
         )
         self.plot.setMinimumHeight(170)
         p = self.plot.getPlotItem()

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from vramscope.core.units import fmt_gib
 from vramscope.ui import theme
 from vramscope.ui.safe_text import plain
+from vramscope.ui.time_axis import TimeAxis
 from vramscope.sources.remote import CONNECTED
 
 COLUMNS = ("Host", "State", "GPUs", "Used / total", "Per GPU (used / total GiB)", "Alerts")
@@ -94,7 +95,7 @@ class FleetOverview(QWidget):
         head = QHBoxLayout()
         head.addWidget(self.title, 1)
         head.addWidget(self.range)
-        self.plot = pg.PlotWidget(axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot = pg.PlotWidget(axisItems={"bottom": TimeAxis(orientation="bottom")})
         self.plot.setLabel("left", "device memory (GiB)")
         self.plot.addLegend(offset=(10, 10))
         self.plot.showGrid(x=True, y=True, alpha=0.15)
