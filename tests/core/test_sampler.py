@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL, Sampler, clamp_interval
+from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL, Sampler, SteadyWallClock, clamp_interval
 from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.store import Store, gpu_key
 
@@ -121,6 +121,52 @@ def test_wall_clock_time_stamps_the_frames():
     sampler = Sampler(source, Store(), wall_clock=lambda: next(clock))
     times = [sampler.sample_once().time for _ in range(3)]
     assert times == source.nows == [100.0, 101.0, 102.5]
+
+
+class Clocks:
+    """A wall clock and a monotonic one moved by hand (``step`` moves the wall alone)."""
+
+    def __init__(self, wall: float):
+        self.wall, self.mono = wall, 50.0
+
+    def tick(self, seconds: float = 1.0) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+
+def test_frames_stay_in_time_order_when_the_wall_clock_steps_back():
+    """An NTP step an hour back mid-run: the plots keep every sample, in order,
+    one second apart, and a window of the last minute still finds the minute."""
+    clocks = Clocks(wall=1_000_000.0)
+    store = Store()
+    sampler = Sampler(TimedSource(), store, wall_clock=lambda: clocks.wall, monotonic=lambda: clocks.mono)
+    stamps = []
+    for k in range(120):
+        if k == 60:
+            clocks.wall -= 3600.0  # stepped back
+        stamps.append(sampler.sample_once().time)
+        clocks.tick()
+    assert stamps == [1_000_000.0 + k for k in range(120)]  # on, at the monotonic clock's pace
+    t, v = store.series(gpu_key(0, "used"))
+    assert t.tolist() == stamps and v.tolist() == list(range(1, 121))
+    t, v = store.series(gpu_key(0, "used"), stamps[-1] - 59.5)  # the last minute (and its edge)
+    assert t.tolist()[-60:] == stamps[-60:] and v.tolist()[-60:] == list(range(61, 121))
+
+
+def test_stamps_follow_the_wall_clock_forward_and_catch_it_up_after_a_step_back():
+    clocks = Clocks(wall=5_000.0)
+    clock = SteadyWallClock(lambda: clocks.wall, lambda: clocks.mono)
+    assert clock() == 5_000.0
+    clocks.tick()
+    assert clock() == 5_001.0  # as the wall clock
+    clocks.wall += 600.0  # stepped forward (a resume from suspend reads the same)
+    assert clock() == 5_601.0
+    clocks.wall -= 30.0  # back: on from the last stamp
+    clocks.tick(0.5)
+    assert clock() == 5_601.5
+    clocks.wall += 40.0  # the wall clock passes the stamps again: followed
+    clocks.tick()
+    assert clock() == clocks.wall == 5_612.5
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,33 @@ def clamp_interval(seconds: float) -> float:
     return min(MAX_INTERVAL, max(MIN_INTERVAL, float(seconds)))
 
 
+class SteadyWallClock:
+    """The wall clock's time for stamping frames, never going back.
+
+    The store, the recorder and every plot keep a series in time order (a series
+    is searched by time), so a wall clock stepped back -- an NTP step soon after
+    boot, a date set by hand -- would put new samples before the old ones: the
+    plots would lose them and a growth rate would run backwards. From a step
+    back on, stamps go on from the last one at the monotonic clock's pace (the
+    step's size ahead of the wall clock) until the wall clock passes them again;
+    a step forward is followed (the monotonic clock's pace is the wall clock's
+    otherwise: both are slewed alike on Linux, clock_gettime(2))."""
+
+    def __init__(
+        self, wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic
+    ):
+        self._wall, self._mono = wall, monotonic
+        self._last: tuple[float, float] | None = None  # (the last stamp, the monotonic time then)
+
+    def __call__(self) -> float:
+        wall, mono = self._wall(), self._mono()
+        if self._last is not None:
+            stamp, then = self._last
+            wall = max(wall, stamp + max(0.0, mono - then))
+        self._last = (wall, mono)
+        return wall
+
+
 class Sampler:
     def __init__(
         self,
@@ -42,14 +69,15 @@ class Sampler:
         store: Store,
         interval: float = DEFAULT_INTERVAL,
         enrichers: list[Enricher] | None = None,
-        wall_clock=time.time,
-        monotonic=time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ):
+        """``wall_clock`` stamps the frames, never going back (SteadyWallClock)."""
         self.source = source
         self.store = store
         self._interval = clamp_interval(interval)
         self.enrichers: list[Enricher] = list(enrichers or [])
-        self._wall = wall_clock
+        self._wall = SteadyWallClock(wall_clock, monotonic)
         self._mono = monotonic
         self._stop = threading.Event()
         self._wake = threading.Event()
