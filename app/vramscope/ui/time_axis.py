@@ -45,31 +45,20 @@ _DRAWN = True  # ``picture`` once the specs are made (pyqtgraph sets None when t
 CLOCK_STEPS = [1, 2, 5, 10, 15, 30]  # minutes (or seconds) between labels, the fewest that fit
 
 
+def _stepping(spacing: int, label: str) -> date_axis.TickSpec:
+    """Ticks every ``spacing`` seconds, labelled ``label``, skipping by CLOCK_STEPS."""
+    return date_axis.TickSpec(spacing, date_axis.makeSStepper(spacing), label, autoSkip=CLOCK_STEPS)
+
+
 def _clock_levels() -> OrderedDict:
     """pyqtgraph's zoom levels, those of minutes and of seconds stepping through
     CLOCK_STEPS (shared by every axis, as pyqtgraph shares its own)."""
+    days = date_axis.TickSpec(date_axis.DAY_SPACING, date_axis.makeSStepper(date_axis.DAY_SPACING), "%a %d")
     minutes = date_axis.ZoomLevel(
-        [
-            date_axis.TickSpec(date_axis.DAY_SPACING, date_axis.makeSStepper(date_axis.DAY_SPACING), "%a %d"),
-            date_axis.TickSpec(
-                date_axis.MINUTE_SPACING,
-                date_axis.makeSStepper(date_axis.MINUTE_SPACING),
-                "%H:%M",
-                autoSkip=CLOCK_STEPS,
-            ),
-        ],
-        date_axis.HOUR_MINUTE_ZOOM_LEVEL.exampleText,
+        [days, _stepping(date_axis.MINUTE_SPACING, "%H:%M")], date_axis.HOUR_MINUTE_ZOOM_LEVEL.exampleText
     )
     seconds = date_axis.ZoomLevel(
-        [
-            date_axis.TickSpec(
-                date_axis.SECOND_SPACING,
-                date_axis.makeSStepper(date_axis.SECOND_SPACING),
-                "%H:%M:%S",
-                autoSkip=CLOCK_STEPS,
-            )
-        ],
-        date_axis.HMS_ZOOM_LEVEL.exampleText,
+        [_stepping(date_axis.SECOND_SPACING, "%H:%M:%S")], date_axis.HMS_ZOOM_LEVEL.exampleText
     )
     return OrderedDict(  # DateAxisItem.__init__'s table (a test holds the two alike)
         [
