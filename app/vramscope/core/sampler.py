@@ -57,7 +57,7 @@ class SteadyWallClock:
         wall, mono = self._wall(), self._mono()
         if self._last is not None:
             stamp, then = self._last
-            wall = max(wall, stamp + max(0.0, mono - then))
+            wall = max(wall, stamp + (mono - then))
         self._last = (wall, mono)
         return wall
 

@@ -53,7 +53,7 @@ def _stepping(spacing: int, label: str) -> date_axis.TickSpec:
 def _clock_levels() -> OrderedDict:
     """pyqtgraph's zoom levels, those of minutes and of seconds stepping through
     CLOCK_STEPS (shared by every axis, as pyqtgraph shares its own)."""
-    days = date_axis.TickSpec(date_axis.DAY_SPACING, date_axis.makeSStepper(date_axis.DAY_SPACING), "%a %d")
+    days = date_axis.HOUR_MINUTE_ZOOM_LEVEL.tickSpecs[0]  # pyqtgraph's own: midnight as "Thu 03"
     minutes = date_axis.ZoomLevel(
         [days, _stepping(date_axis.MINUTE_SPACING, "%H:%M")], date_axis.HOUR_MINUTE_ZOOM_LEVEL.exampleText
     )
