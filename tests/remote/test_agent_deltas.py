@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remote.test_stream_protocol import devices, events, json_values
+from vramscope.core.module_figures import ModuleFigures
 from vramscope.core.samples import AgentDevice, AgentReport, Frame
 from vramscope.core.stream import codec, protocol
 from vramscope.core.stream.delta_reader import FrameAssembler
@@ -79,7 +80,7 @@ def training(step: int, events=()) -> AgentReport:
         events=events,
         allocator_settings={"backend": "native", "expandable_segments": False},
         models=({"name": "Sequential", "params": 68362, "tensors": 4, "dtypes": {"float32": 68362}},),
-        modules=tuple({"name": str(i), "weights": 1 << 20, "activations": 32768} for i in range(3)),
+        modules=tuple(ModuleFigures(str(i), None, 1 << 20, None, None, 32768, 1) for i in range(3)),
         measured_input={"batch": 32, "seq": None, "output_bytes": 1280},
         recent_events=(),
     )

@@ -78,7 +78,7 @@ def test_any_json_is_a_typed_value_or_a_one_line_reason(raw):
         (
             agent_input.step,
             {"t": 1.0, "step": 3, "devices": {"cuda:0": 5}},
-            "a step's devices are not objects by name",
+            "not a StepItem: StepDevice expects an object, got 5",
         ),
         (agent_input.event, {"t": 1.0, "event": 7}, "an event without a kind"),
     ],
@@ -130,19 +130,21 @@ def test_a_sample_decodes_into_what_the_window_shows():
 
 
 def test_a_step_becomes_the_step_event_sessions_record():
-    st_ = agent_input.step(
-        {
-            "t": 2.0,
-            "step": 4,
-            "duration": 0.5,
-            "phase_order": ["forward", 9],
-            "devices": {
-                "cuda:1": {"peak_allocated": 9, "allocated_after": 3},
-                "cuda:0": {"peak_allocated": 7, "allocated_after": 2},
-            },
-            "phases": {"cuda:0": {"forward": 5}, "cuda:1": "junk"},
-        }
-    )
+    item = {
+        "t": 2.0,
+        "step": 4,
+        "duration": 0.5,
+        "phase_order": ["forward"],
+        "devices": {
+            "cuda:1": {"peak_allocated": 9, "allocated_after": 3},
+            "cuda:0": {"peak_allocated": 7, "allocated_after": 2},
+        },
+        "phases": {"cuda:0": {"forward": 5}},
+    }
+    for junk in ({"phase_order": ["forward", 9]}, {"phases": {"cuda:0": {"forward": 5}, "cuda:1": "junk"}}):
+        with pytest.raises(ValueError, match="^not a StepItem: "):  # refused whole, with the reason
+            agent_input.step({**item, **junk})
+    st_ = agent_input.step(item)
     data = st_.event_data()
     assert (data["step"], data["duration"], data["peak_allocated"], data["allocated_after"]) == (4, 0.5, 7, 2)
     assert data["phases"] == {"cuda:0": {"forward": 5}} and data["phase_order"] == ["forward"]

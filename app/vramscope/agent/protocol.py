@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import json
 import struct
-from typing import TypedDict
+from typing import NewType, TypedDict
 
 from vramscope.agent import json_limits
 
@@ -120,6 +120,16 @@ BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 # sources/agent_input.py returning a frozen dataclass.
 
 
+# A JSON object whose shape varies on purpose (an event's data by its kind, an
+# optimizer's settings, the agent's own figures, an alert): the monitor checks it
+# within the wire's bounds (finite numbers, bounded text, lists and depth) and
+# reads it key by key with a type check. Every other value has a declared type.
+JsonObject = NewType("JsonObject", dict)
+
+# the allocator's configuration (PYTORCH_CUDA_ALLOC_CONF, parsed): option -> value
+AllocatorSettings = dict[str, str | int | float | bool | None]
+
+
 class HelloReply(TypedDict, total=False):
     """The answer to ``hello`` (also a final dump's "hello"): who this agent is."""
 
@@ -132,6 +142,7 @@ class HelloReply(TypedDict, total=False):
     rank: int | None
     local_rank: int | None
     world_size: int | None
+    rendezvous: str | None  # the job's MASTER_ADDR:PORT (its ranks share it)
     protocol: int
     agent_version: int
     interval: float
@@ -177,15 +188,48 @@ class DeviceFigures(TypedDict, total=False):
     buckets_note: str  # why a bucket is None
 
 
+class ModelItem(TypedDict, total=False):
+    """One registered model (agent/model_info.py)."""
+
+    name: str  # its class
+    params: int
+    tensors: int
+    trainable: int
+    trainable_tensors: int
+    param_bytes: int
+    trainable_bytes: int
+    bytes_per_param: float | None
+    dtypes: dict[str, int]  # dtype -> parameters
+    optimizer: JsonObject | None  # {"class", "module", and its hyperparameters}
+
+
+class InputItem(TypedDict, total=False):
+    """The training forward's input (agent/input_shape.py)."""
+
+    batch: int
+    seq: int | None
+    model: str | None
+    output_bytes: int | None
+
+
+class ShardedItem(TypedDict, total=False):
+    """FSDP2's all-gathered copies and DDP's buckets, device -> bytes (agent/sharded.py)."""
+
+    fsdp_unsharded: dict[str, int] | None
+    ddp_buckets: dict[str, int] | None
+
+
 class SampleItem(TypedDict, total=False):
     seq: int
     kind: str  # ItemKind.SAMPLE
     t: float
     step: int
     devices: list[DeviceFigures]
-    settings: dict[str, str | int | float | bool | None]  # the allocator's configuration
-    models: list[dict]
-    agent: dict  # the agent's own figures (PHASES_MEASURED, errors, walks, ...)
+    settings: AllocatorSettings
+    models: list[ModelItem]
+    input: InputItem | None
+    sharded: ShardedItem | None
+    agent: JsonObject  # the agent's own figures (PHASES_MEASURED, errors, walks, ...)
 
 
 class StepDevice(TypedDict):
@@ -200,11 +244,12 @@ class StepItem(TypedDict, total=False):
     step: int
     duration: float | None
     source: str
-    devices: dict[str, StepDevice]
-    phases: dict[str, dict[str, int | None]]  # device -> Phase -> allocated at its end
+    devices: dict[str, StepDevice] | None  # None: the allocator was not read at this step
+    phases: dict[str, dict[str, int | None]] | None  # device -> Phase -> allocated at its end
     phase_order: list[str]
     phase_times: dict[str, float]
-    phase_peaks: dict[str, dict[str, list]]  # device -> Phase -> [peak, upper bound or None]
+    # device -> Phase -> [peak, its upper bound or None: the peak is exact]
+    phase_peaks: dict[str, dict[str, tuple[int | None, int | None]]] | None
 
 
 class EventItem(TypedDict, total=False):
@@ -212,7 +257,7 @@ class EventItem(TypedDict, total=False):
     kind: str  # ItemKind.EVENT
     t: float
     event: str  # EventKind
-    data: dict
+    data: JsonObject
 
 
 # -- field names of a sample's figures ------------------------------------------------

@@ -9,9 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
-from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS, Bucket, StrEnum
+from vramscope.agent.protocol import (
+    AGENT_BUCKETS,
+    BUCKETS,
+    AllocatorSettings,
+    Bucket,
+    InputItem,
+    JsonObject,
+    ModelItem,
+    ShardedItem,
+    StrEnum,
+)
+from vramscope.core.allocator_summary import AllocatorSummary
+from vramscope.core.module_figures import ModuleFigures
+
+if TYPE_CHECKING:  # core/servers.py imports this module; the stream codec resolves the name
+    from vramscope.core.servers import ServerState
 
 # How a process looks from here (psutil's view of it).
 VISIBLE = "ok"
@@ -281,7 +296,8 @@ class HostState:
     retry_in: float | None = None  # seconds until the next attempt, while down
     version: str | None = None  # the vramscope version there
     gpus: int = 0
-    alerts: tuple = field(default=(), compare=False, hash=False)  # its diagnostics' (JSON dicts)
+    # its diagnostics' alerts and watches, as core/detectors/alert.py writes them
+    alerts: tuple[JsonObject, ...] = field(default=(), compare=False, hash=False)
 
 
 # Sources whose frames come from other machines, agent reports included (the
@@ -317,8 +333,8 @@ class Frame:
     driver_version: str | None = None
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
-    agents: tuple[Any, ...] = ()  # AgentReport values (see sources/agents.py)
-    servers: tuple[Any, ...] = ()  # ServerState values (core/servers.py, sources/servers.py)
+    agents: tuple[AgentReport, ...] = ()  # see sources/agents.py
+    servers: tuple[ServerState, ...] = ()  # core/servers.py, sources/servers.py
     wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
     # (a container without --pid=host); None: not known (demo, session, other OS)
@@ -408,7 +424,7 @@ class AgentDevice:
 class AgentEvent:
     kind: str  # "step", "oom", "eval_autograd", "checkpointing_use_cache", ...
     time: float
-    data: dict = field(default_factory=dict, compare=False, hash=False)
+    data: JsonObject = field(default_factory=lambda: JsonObject({}), compare=False, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,26 +440,24 @@ class AgentReport:
     world_size: int | None = None
     step: int | None = None
     devices: tuple[AgentDevice, ...] = ()
-    allocator_settings: dict = field(default_factory=dict, compare=False, hash=False)
+    allocator_settings: AllocatorSettings = field(default_factory=dict, compare=False, hash=False)
     events: tuple[AgentEvent, ...] = ()  # new since the previous frame
     connected: bool = True
     error: str | None = None
     recent_events: tuple[AgentEvent, ...] = ()  # the last notable (non-step) events, kept across frames
     dropped: bool = False  # the agent's ring evicted items before the monitor pulled them
-    # per registered model (agent/model_info.py): name, params, tensors, trainable,
-    # trainable_tensors, param_bytes, trainable_bytes, bytes_per_param, dtypes, optimizer
-    models: tuple[dict, ...] = field(default=(), compare=False, hash=False)
+    # per registered model (agent/model_info.py)
+    models: tuple[ModelItem, ...] = field(default=(), compare=False, hash=False)
     phases_measured: float | None = None  # share of steps whose phases the agent read
-    # per-module figures of the latest sampled step (core/module_figures.py ModuleFigures)
-    modules: tuple = field(default=(), compare=False, hash=False)
-    # the training forward's input (agent/input_shape.py): {"batch", "seq", "output_bytes"}
-    measured_input: dict | None = field(default=None, compare=False, hash=False)
+    # per-module figures of the latest sampled step
+    modules: tuple[ModuleFigures, ...] = field(default=(), compare=False, hash=False)
+    # the training forward's input (agent/input_shape.py)
+    measured_input: InputItem | None = field(default=None, compare=False, hash=False)
     rendezvous: str | None = None  # the distributed job's MASTER_ADDR:PORT (its ranks share it)
-    # {"fsdp_unsharded": {device: bytes}, "ddp_buckets": {device: bytes}} (agent/sharded.py)
-    sharded: dict | None = field(default=None, compare=False, hash=False)
-    # the newest allocator summary: {t, step, why, took_ms, devices: {name: figures + map}}
-    # (agent/segments.py, checked by sources/allocator_input.py); None: none received
-    allocator: dict | None = field(default=None, compare=False, hash=False)
+    # FSDP2's all-gathered copies and DDP's buckets per device (agent/sharded.py)
+    sharded: ShardedItem | None = field(default=None, compare=False, hash=False)
+    # the newest allocator summary (sources/allocator_input.py); None: none received
+    allocator: AllocatorSummary | None = field(default=None, compare=False, hash=False)
 
     @property
     def identity(self) -> ProcessIdentity:

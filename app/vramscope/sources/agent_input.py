@@ -33,10 +33,16 @@ from vramscope.agent.protocol import (
     DeviceFigures,
     EventItem,
     HelloReply,
+    InputItem,
+    JsonObject,
+    ModelItem,
     SampleItem,
+    ShardedItem,
+    StepDevice,
     StepItem,
 )
 from vramscope.core.actions import PID_MAX
+from vramscope.core.stream.codec import decoded
 from vramscope.core.samples import AgentBuckets, AgentDevice
 
 MAX_TEXT = 256  # a hostname, a device name, a namespace: short
@@ -159,10 +165,10 @@ class Sample:
     step: int | None = None
     devices: tuple[AgentDevice, ...] = ()
     settings: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # allocator's
-    models: tuple[dict, ...] = ()
+    models: tuple[ModelItem, ...] = ()
     phases_measured: float | None = None  # share of steps with phase readings
-    input: dict | None = None  # the training forward's input (measured_input)
-    sharded: dict | None = None  # FSDP2's unsharded copies, DDP's buckets (sharded)
+    input: InputItem | None = None  # the training forward's input (measured_input)
+    sharded: ShardedItem | None = None  # FSDP2's unsharded copies, DDP's buckets (sharded)
 
 
 def _share(v) -> float | None:
@@ -195,14 +201,14 @@ def sample(raw: SampleItem) -> Sample:
         step=integer(raw.get("step")),
         devices=tuple(device(d) for d in devices),
         settings=MappingProxyType(settings),
-        models=tuple(m for m in models if isinstance(m, dict)) if isinstance(models, list) else (),
+        models=decoded(tuple[ModelItem, ...], models) if isinstance(models, list) else (),
         phases_measured=_share(figures.get(PHASES_MEASURED)) if isinstance(figures, dict) else None,
         input=measured_input(raw.get("input")),
         sharded=sharded(raw.get("sharded")),
     )
 
 
-def measured_input(raw) -> dict | None:
+def measured_input(raw) -> InputItem | None:
     """The training forward's input (agent/input_shape.py): a batch of at least 1, or None."""
     if not isinstance(raw, dict) or not integer(raw.get("batch"), 1):
         return None
@@ -217,11 +223,11 @@ def measured_input(raw) -> dict | None:
 SHARDED = ("fsdp_unsharded", "ddp_buckets")  # agent/sharded.py's figures
 
 
-def sharded(raw) -> dict | None:
+def sharded(raw) -> ShardedItem | None:
     """{figure: {device: bytes} or None} for the known figures; None when there are none."""
     if not isinstance(raw, dict):
         return None
-    out = {}
+    out: dict = {}
     for name in SHARDED:
         per = raw.get(name)
         if isinstance(per, dict):
@@ -231,12 +237,6 @@ def sharded(raw) -> dict | None:
     return out or None
 
 
-def _objects_by_name(raw) -> dict | None:
-    if not isinstance(raw, dict):
-        return None
-    return {str(k)[:64]: v for k, v in raw.items() if isinstance(v, dict)}
-
-
 @dataclass(frozen=True, slots=True)
 class Step:
     """A step item (protocol.StepItem)."""
@@ -244,11 +244,12 @@ class Step:
     t: float
     step: int
     duration: float | None = None
-    devices: dict = field(default_factory=dict)  # device -> {"allocated_after", "peak_allocated"}
-    phases: dict | None = None  # device -> phase -> allocated at its end; None: not measured
+    devices: dict[str, StepDevice] = field(default_factory=dict)
+    phases: dict[str, dict[str, int | None]] | None = None  # device -> phase -> allocated at its end
     phase_order: tuple[str, ...] = ()
-    phase_times: dict = field(default_factory=dict)  # phase -> time it was read
-    phase_peaks: dict | None = None  # device -> phase -> [peak, upper bound or None: exact]
+    phase_times: dict[str, float] = field(default_factory=dict)  # phase -> time it was read
+    # device -> phase -> (peak, its upper bound or None: exact); None: not measured
+    phase_peaks: dict[str, dict[str, tuple[int | None, int | None]]] | None = None
 
     def event_data(self) -> dict:
         """The data of the monitor's "step" event (AgentEvent), as sessions record it."""
@@ -268,28 +269,22 @@ class Step:
 
 
 def step(raw: StepItem) -> Step:
-    """A step item: a finite time, an integer step, devices as {name: object}."""
-    raw = _object(raw, "a step")
-    t = time_of(raw)
-    number = integer(raw.get("step"))
+    """A step item: a finite time, an integer step, every figure of the type
+    protocol.StepItem declares (a value that is not: ValueError, the item is bad)."""
+    t = time_of(_object(raw, "a step"))
+    item = decoded(StepItem, raw)
+    number = integer(item.get("step"))
     if number is None:
         raise ValueError("a step item without a step number")
-    devices = raw.get("devices") or {}
-    if not isinstance(devices, dict) or not all(isinstance(d, dict) for d in devices.values()):
-        raise ValueError("a step's devices are not objects by name")
-    order = raw.get("phase_order")
-    times = raw.get("phase_times")
     return Step(
         t=t,
         step=number,
-        duration=finite(raw.get("duration")),
-        devices={str(k)[:64]: v for k, v in devices.items()},
-        phases=_objects_by_name(raw.get("phases")),
-        phase_order=tuple(p[:64] for p in order if isinstance(p, str)) if isinstance(order, list) else (),
-        phase_times={str(k)[:64]: v for k, v in times.items() if finite(v) is not None}
-        if isinstance(times, dict)
-        else {},
-        phase_peaks=_objects_by_name(raw.get("phase_peaks")),
+        duration=item.get("duration"),
+        devices=item.get("devices") or {},
+        phases=item.get("phases"),
+        phase_order=tuple(item.get("phase_order") or ()),
+        phase_times=item.get("phase_times") or {},
+        phase_peaks=item.get("phase_peaks"),
     )
 
 
@@ -299,7 +294,7 @@ class Event:
 
     kind: str  # protocol.EventKind, or a kind this monitor does not know (kept, shown)
     t: float
-    data: dict = field(default_factory=dict)
+    data: JsonObject = field(default_factory=lambda: JsonObject({}))
 
 
 def event(raw: EventItem) -> Event:
@@ -308,4 +303,4 @@ def event(raw: EventItem) -> Event:
     if kind is None:
         raise ValueError("an event without a kind")
     data = raw.get("data")
-    return Event(kind=kind, t=time_of(raw), data=data if isinstance(data, dict) else {})
+    return Event(kind=kind, t=time_of(raw), data=JsonObject({}) if data is None else decoded(JsonObject, data))

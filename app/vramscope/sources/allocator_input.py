@@ -8,17 +8,18 @@ be one the map knows. A summary that is not an object raises ValueError
 
 from __future__ import annotations
 
+from vramscope.core.allocator_summary import AllocatorSummary, DeviceSummary
 from vramscope.agent.segments import FIGURES, MAX_BLOCKS, MAX_SEGMENTS, STATES
 from vramscope.sources.agent_input import finite, integer, text, time_of
 
 
-def _device(raw) -> dict | None:
+def _device(raw) -> DeviceSummary | None:
     if not isinstance(raw, dict):
         return None
     name = text(raw.get("device"), 64)
     if name is None:
         return None
-    out: dict = {"device": name}
+    out: dict = {"device": name}  # a DeviceSummary once filled
     for key in FIGURES:
         out[key] = integer(raw.get(key))
     pools = raw.get("private_pools")
@@ -31,32 +32,32 @@ def _device(raw) -> dict | None:
     for seg in (raw.get("map") if isinstance(raw.get("map"), list) else [])[: MAX_SEGMENTS + 1]:
         if not isinstance(seg, dict) or integer(seg.get("size")) is None:
             continue
-        runs = [
-            [r[0], r[1]]
+        runs = tuple(
+            (r[0], r[1])
             for r in (seg.get("runs") if isinstance(seg.get("runs"), list) else [])[: 2 * MAX_BLOCKS + 1]
             if isinstance(r, list) and len(r) == 2 and r[0] in STATES and integer(r[1]) is not None
-        ]
+        )
         pool = seg.get("pool")
         bars.append(
             {
                 "size": seg["size"],
                 "largest_free": integer(seg.get("largest_free")),
-                "pool": [integer(p) for p in pool[:2]] if isinstance(pool, list) else None,
+                "pool": tuple(integer(p) for p in pool[:2]) if isinstance(pool, list) else None,
                 "type": text(seg.get("type"), 16),
                 "runs": runs,
             }
         )
-    out["map"] = bars
+    out["map"] = tuple(bars)
     return out
 
 
-def allocator(raw: dict) -> dict:
+def allocator(raw: dict) -> AllocatorSummary:
     """An ALLOCATOR item: {t, step, why, took_ms, devices: {name: summary}}."""
     t = time_of(raw)
     devices = raw.get("devices")
     if not isinstance(devices, list):
         raise ValueError("an allocator item's devices are not a list")
-    out = {
+    out: AllocatorSummary = {
         "t": t,
         "step": integer(raw.get("step")),
         "why": text(raw.get("why")),

@@ -26,20 +26,29 @@ import threading
 import types
 import typing
 
+from vramscope.agent.protocol import JsonObject
 from vramscope.core.process_columns import ProcessColumns
 from vramscope.core.process_text import capped_cmdline
-from vramscope.core.samples import AgentReport, Frame, GpuProcess, ProcessInfo
+from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
 from vramscope.core.servers import ServerState
+from vramscope.core.stream.json_checks import (  # noqa: F401 (the wire's bounds, read through here too)
+    LIMIT_FLOAT,
+    LIMIT_INT,
+    MAX_DEPTH,
+    MAX_ITEMS,
+    MAX_TEXT,
+    as_bool,
+    as_float,
+    as_int,
+    as_str,
+    json_object,
+    plain_json,
+    shown,
+)
 
-MAX_TEXT = 64 * 1024  # characters in one string of a frame (command lines are cut at 8 KiB)
-MAX_ITEMS = 100_000  # entries in one list
-MAX_DEPTH = 8  # levels of untyped JSON (an event's data)
-LIMIT_INT = 1 << 63  # ints are bytes, pids, counts: int64 as NVML has them
-LIMIT_FLOAT = 1e11  # floats are times (s since 1970: until the year 5138), watts, percents
-
-# tuple[Any, ...] fields and what they hold
-_ANY_AS = {(Frame, "agents"): AgentReport, (Frame, "servers"): ServerState}
 _PLAIN = (bool, int, float, str, type(None))
+# names the type hints of core/samples.py use that it imports only for type checkers
+_HINT_NAMES = {"ServerState": ServerState}
 
 
 def to_wire(value):
@@ -171,7 +180,7 @@ def _reusing(cls, build):
 
 @functools.cache
 def _builder(cls):
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, localns=_HINT_NAMES)
     plan = tuple(
         (f.name, _kept(_converter(hints[f.name], (cls, f.name)), (cls, f.name)), _nullable(f, hints[f.name]))
         for f in dataclasses.fields(cls)
@@ -211,98 +220,147 @@ def _nullable(field, hint) -> bool:
     )
 
 
+class UntypedField(TypeError):
+    """A field whose declared type does not say what it holds (a bare ``tuple``,
+    ``dict``, ``list``, ``Any``): refused when its decoder is built, at import."""
+
+
 def _converter(hint, where):
     """A function that checks and converts one field's JSON value (TypeError when
     it does not fit the hint)."""
+    scalar = _SCALARS.get(hint)
+    if scalar is not None:
+        return scalar
     origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _converter(options[0], where) if len(options) == 1 else plain_json
-    if origin is tuple or hint is tuple:
-        args = typing.get_args(hint)
-        item = args[0] if args else typing.Any
-        if item is typing.Any:
-            item = _ANY_AS.get(where, typing.Any)
-        convert = _converter(item, where)
-
-        def as_tuple(value):
-            if type(value) is not list:
-                raise TypeError(f"{where[1]} expects a list")
-            if len(value) > MAX_ITEMS:
-                raise ValueError(f"{where[1]} has more than {MAX_ITEMS} entries")
-            if None in value:
-                raise TypeError(f"{where[1]} holds a null")
-            return tuple(map(convert, value))
-
-        return as_tuple
+        options = [a for a in args if a is not type(None)]
+        convert = (
+            _converter(options[0], where)
+            if len(options) == 1
+            else _first_fitting([_converter(a, where) for a in options])
+        )
+        return convert if len(options) == len(args) else _or_none(convert)
+    if origin in (tuple, list):
+        if not args:
+            raise UntypedField(f"{_named(where)}: {origin.__name__} of what?")
+        if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
+            return _fixed_tuple([_converter(a, where) for a in args], where)
+        return _sequence(_converter(args[0], where), where, tuple if origin is tuple else list)
+    if origin is dict:
+        if not args or args[0] is not str:
+            raise UntypedField(f"{_named(where)}: a dict must say dict[str, VALUE]")
+        return _mapping(_converter(args[1], where), where)
+    if typing.is_typeddict(hint):
+        return _typed_dict(hint)
     if dataclasses.is_dataclass(hint):
         return _builder(hint)
-    return _SCALARS.get(hint, plain_json)
+    raise UntypedField(f"{_named(where)}: {hint!r} says nothing the wire can check")
 
 
-def _as_int(value):
-    if type(value) is int and -LIMIT_INT < value < LIMIT_INT:
-        return value
-    raise TypeError(f"expected an integer, got {_shown(value)}")
+def _named(where) -> str:
+    owner, name = where
+    return f"{getattr(owner, '__name__', owner)}.{name}"
 
 
-def _as_float(value):
-    if type(value) in (int, float) and -LIMIT_FLOAT <= value <= LIMIT_FLOAT:  # NaN fails too
-        return float(value)
-    raise TypeError(f"expected a finite number, got {_shown(value)}")
+def _or_none(convert):
+    """For an Optional type: null stays None (a dataclass's or TypedDict's own
+    field never gets here with null: their builders handle it first)."""
+    return lambda value: None if value is None else convert(value)
 
 
-def _as_str(value):
-    if type(value) is str and len(value) <= MAX_TEXT:
-        return value
-    raise TypeError(f"expected a string of at most {MAX_TEXT} characters, got {_shown(value)}")
+def _first_fitting(converters):
+    """For a union of types: the first whose check the value passes."""
+
+    def either(value):
+        for convert in converters:
+            try:
+                return convert(value)
+            except (TypeError, ValueError):
+                continue
+        raise TypeError(f"{shown(value)} fits none of its types")
+
+    return either
 
 
-def _as_bool(value):
-    if type(value) is bool:
-        return value
-    raise TypeError(f"expected true or false, got {_shown(value)}")
-
-
-def plain_json(value, depth: int = MAX_DEPTH):
-    """Untyped JSON (an event's data, an alert) within the frame's bounds: the value
-    itself, or TypeError/ValueError."""
-    kind = type(value)
-    if kind is float:
-        return _as_float(value)
-    if kind is str:
-        return _as_str(value)
-    if value is None or kind in (bool, int):
-        return _as_int(value) if kind is int else value
-    if depth <= 0:
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
-    if kind is list:
+def _sequence(convert, where, kind):
+    def as_sequence(value):
+        if type(value) is not list:
+            raise TypeError(f"{where[1]} expects a list")
         if len(value) > MAX_ITEMS:
-            raise ValueError(f"a list of more than {MAX_ITEMS} entries")
-        return [plain_json(v, depth - 1) for v in value]
-    if kind is dict:
+            raise ValueError(f"{where[1]} has more than {MAX_ITEMS} entries")
+        return kind(map(convert, value))
+
+    return as_sequence
+
+
+def _fixed_tuple(converters, where):
+    def as_fixed(value):
+        if type(value) is not list or len(value) != len(converters):
+            raise TypeError(f"{where[1]} expects a list of {len(converters)}")
+        return tuple(convert(v) for convert, v in zip(converters, value))
+
+    return as_fixed
+
+
+def _mapping(convert, where):
+    def as_mapping(value):
+        if type(value) is not dict:
+            raise TypeError(f"{where[1]} expects an object")
         if len(value) > MAX_ITEMS:
-            raise ValueError(f"an object of more than {MAX_ITEMS} entries")
-        return {_as_str(k): plain_json(v, depth - 1) for k, v in value.items()}
-    raise TypeError(f"not JSON: {kind.__name__}")
+            raise ValueError(f"{where[1]} has more than {MAX_ITEMS} entries")
+        return {as_str(k): convert(v) for k, v in value.items()}
+
+    return as_mapping
 
 
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+@functools.cache
+def _typed_dict(cls):
+    """A TypedDict's checker: its declared keys with their types (a required one
+    must be there), keys it does not declare left out (a newer peer's)."""
+    hints = typing.get_type_hints(cls, localns=_HINT_NAMES)
+    plan = tuple(
+        (
+            name,
+            _converter(hint, (cls, name)),
+            typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint),
+        )
+        for name, hint in hints.items()
+    )
+    required = cls.__required_keys__
+
+    def build(data):
+        if type(data) is not dict:
+            raise TypeError(f"{cls.__name__} expects an object, got {shown(data)}")
+        out = {}
+        for name, convert, nullable in plan:
+            if name in data:
+                value = data[name]
+                if value is None and not nullable:
+                    raise TypeError(f"{cls.__name__}.{name} cannot be null")
+                out[name] = None if value is None else convert(value)
+            elif name in required:
+                raise TypeError(f"{cls.__name__} without {name}")
+        return out
+
+    return build
+
+
+def decoded(hint, value):
+    """``value`` (JSON) checked against ``hint`` and converted to it (TypedDicts,
+    dataclasses, tuples, unions ...): ValueError (one line) when it does not fit."""
+    try:
+        return _converter(hint, (hint, "value"))(value)
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
+        raise ValueError(f"not a {getattr(hint, '__name__', hint)}: {str(exc)[:200]}") from None
 
 
 _SCALARS = {
-    int: _as_int,
-    float: _as_float,
-    str: _as_str,
-    bool: _as_bool,
-    dict: lambda v: _dict(plain_json(v)),
-    typing.Any: plain_json,
+    int: as_int,
+    float: as_float,
+    str: as_str,
+    bool: as_bool,
+    JsonObject: json_object,
 }
 
-
-def _dict(value):
-    if type(value) is not dict:
-        raise TypeError(f"expected an object, got {_shown(value)}")
-    return value
+_builder(Frame)  # every field reachable from a Frame has a type the wire can check (else UntypedField)

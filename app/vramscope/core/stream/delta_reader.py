@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, info_row_of, row_of, with_figures
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
-from vramscope.core.stream import codec, flat_processes, protocol
+from vramscope.core.stream import codec, flat_processes, json_checks, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
 from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wire_key, process_key
 
@@ -291,7 +291,7 @@ _NULLABLE = {kind: types | {type(None)} for kind, types in _TYPES.items()}
 def _checked(values: list, check) -> list:
     """A column of a ``u`` patch checked as the codec checks one value (``check``),
     at C speed for a column of plain numbers (the 16k processes of a big box)."""
-    kind = int if check is codec._as_int else float
+    kind = int if check is json_checks.as_int else float
     seen = set(map(type, values))
     if not seen <= _NULLABLE[kind]:
         return [None if v is None else check(v) for v in values]  # raises for the one that does not fit

@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 
 from vramscope.core.samples import Frame, GpuProcess
-from vramscope.core.stream import agent_deltas, codec, flat_processes
+from vramscope.core.stream import agent_deltas, codec, flat_processes, json_checks
 from vramscope.core.stream.protocol import DELTA, FRAME, GPUS, PROCESSES, STREAM_VERSION, TIME, TYPE
 
 KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a minute at 1 s
@@ -50,10 +50,10 @@ BIG_FRAME = 2048
 BIG_KEYFRAME_FACTOR = 10
 # GpuProcess fields sent as columns, and the codec's check of each
 PATCHED = {
-    "used": codec._as_int,
-    "sm": codec._as_int,
-    "cpu_percent": codec._as_float,
-    "host_memory": codec._as_int,
+    "used": json_checks.as_int,
+    "sm": json_checks.as_int,
+    "cpu_percent": json_checks.as_float,
+    "host_memory": json_checks.as_int,
 }
 
 
@@ -72,7 +72,7 @@ def from_wire_key(key):
         return tuple(key)
     if type(key) is int:
         return key
-    raise ValueError(f"not a process key: {codec._shown(key)}")
+    raise ValueError(f"not a process key: {codec.shown(key)}")
 
 
 @dataclasses.dataclass

@@ -139,11 +139,11 @@ def strings_from_wire(value, name: str) -> tuple[str, ...]:
     """A list of strings from its one string (``strings_to_wire``); TypeError/ValueError
     when it is none (no string, no final NUL, too many or too long entries)."""
     if type(value) is not str:
-        raise TypeError(f"{name} expects a string of NUL-terminated entries, got {codec._shown(value)}")
+        raise TypeError(f"{name} expects a string of NUL-terminated entries, got {codec.shown(value)}")
     if not value:
         return ()
     if value[-1] != END:
-        raise ValueError(f"{name} does not end with NUL: {codec._shown(value)}")
+        raise ValueError(f"{name} does not end with NUL: {codec.shown(value)}")
     parts = value[:-1].split(END)
     if len(parts) > codec.MAX_ITEMS:
         raise ValueError(f"{name} has more than {codec.MAX_ITEMS} entries")
@@ -196,7 +196,7 @@ def process_from_wire(data) -> GpuProcess:
 
 def _process(data) -> GpuProcess:
     if type(data) is not dict:
-        raise TypeError(f"a process must be an object, got {codec._shown(data)}")
+        raise TypeError(f"a process must be an object, got {codec.shown(data)}")
     if INFO in data:
         raise TypeError(f"a process carries its description flat ({INFO_PREFIX}* fields), not as {INFO}")
     described = INFO_PID in data
@@ -240,7 +240,7 @@ def each_process(value) -> Iterator[GpuProcess]:
     reader that keeps them in another form holds no 16k GpuProcess values at
     once); ValueError, here or as they are read, when it does not fit."""
     if type(value) is not list:
-        raise ValueError(f"not a GpuSample: processes expects a list, got {codec._shown(value)}")
+        raise ValueError(f"not a GpuSample: processes expects a list, got {codec.shown(value)}")
     if len(value) > codec.MAX_ITEMS:
         raise ValueError(f"not a GpuSample: processes has more than {codec.MAX_ITEMS} entries")
     return (process_from_wire(p) for p in value)
