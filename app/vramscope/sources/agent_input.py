@@ -303,4 +303,6 @@ def event(raw: EventItem) -> Event:
     if kind is None:
         raise ValueError("an event without a kind")
     data = raw.get("data")
-    return Event(kind=kind, t=time_of(raw), data=JsonObject({}) if data is None else decoded(JsonObject, data))
+    return Event(
+        kind=kind, t=time_of(raw), data=JsonObject({}) if data is None else decoded(JsonObject, data)
+    )

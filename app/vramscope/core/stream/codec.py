@@ -323,7 +323,8 @@ def _typed_dict(cls):
         (
             name,
             _converter(hint, (cls, name)),
-            typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint),
+            typing.get_origin(hint) in (typing.Union, types.UnionType)
+            and type(None) in typing.get_args(hint),
         )
         for name, hint in hints.items()
     )

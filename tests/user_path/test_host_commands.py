@@ -1,0 +1,76 @@
+"""`status --host` and `record --host` + `export` when the host runs a PyTorch
+agent: the host's agent reaches each command whole (its per-module figures
+included), no sample is lost, and no process prints a traceback."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
+from user_path.helpers import Training, no_traceback
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+
+@pytest.fixture
+def trainer(hosts, tmp_path):
+    """A host "trainer" whose GPU holds a training process running the agent."""
+    training = Training(tmp_path)
+    hosts.add(
+        "trainer",
+        FakeState(gpus=[FakeGpu(used=2 * GiB, processes=[FakeProcess(training.pid, 2 * GiB, sm=40)])]),
+        VRAMSCOPE_RUNTIME_DIR=training.runtime,
+    )
+    yield training
+    training.close()
+
+
+def vramscope(hosts, *args, timeout=120):
+    done = subprocess.run(
+        [sys.executable, "-m", "vramscope", *args],
+        env=hosts.env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    no_traceback(done.stdout, done.stderr)
+    return done
+
+
+def test_status_host_shows_the_hosts_agent_with_its_modules(hosts, trainer):
+    done = vramscope(hosts, "status", "--host", "trainer", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    agents = (
+        [a for host in data["hosts"] for a in host.get("agents", ())] if "hosts" in data else data["agents"]
+    )
+    (agent,) = [a for a in agents if a["pid"] == trainer.pid]
+    names = {m["name"] for m in agent["modules"]}
+    assert {"0", "2"} <= names  # the Sequential's two Linear layers, by their names
+    weights = {m["name"]: m["weights"] for m in agent["modules"]}
+    assert weights["0"] + weights["2"] == trainer.run["weights"]  # to the byte, through ssh and the stream
+    text = vramscope(hosts, "status", "--host", "trainer")
+    assert text.returncode == 0 and str(trainer.pid) in text.stdout
+
+
+def test_record_host_loses_no_sample_and_exports_the_hosts_modules(hosts, trainer, tmp_path):
+    out = tmp_path / "trainer.vramscope"
+    done = vramscope(
+        hosts, "record", "--host", "trainer", "--interval", "0.5", "--duration", "6", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "could not be written" not in done.stderr + done.stdout
+    exported = vramscope(hosts, "export", str(out), "--format", "csv")
+    assert exported.returncode == 0, exported.stderr
+    rows = list(csv.DictReader(out.with_suffix(".csv").read_text().splitlines()))
+    weights = {r["metric"]: int(r["value"]) for r in rows if r["metric"].startswith("module.weights.")}
+    assert weights["module.weights.0"] + weights["module.weights.2"] == trainer.run["weights"]
+    times = {r["time"] for r in rows if r["metric"] == "used" and r["gpu"] == "0"}
+    assert len(times) >= 8  # a sample every 0.5 s for 6 s, the first after the host's first frame
+    buckets = [r for r in rows if r["metric"] == "agent.cpu.bucket.weights"]
+    assert len(buckets) == len(times)  # the agent's figures in every sample
