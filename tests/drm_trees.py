@@ -127,7 +127,9 @@ class Machine:
                 "mem_info_vram_used": str(amd_used),
                 "mem_info_gtt_total": str(32 * GiB),
                 "mem_info_gtt_used": str(20 * MiB),
+                "mem_info_vram_vendor": "samsung",
                 "gpu_busy_percent": "37",
+                "mem_busy_percent": "12",
                 **hw,
             },
         )

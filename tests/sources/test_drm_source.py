@@ -52,7 +52,8 @@ def test_device_figures_from_sysfs_and_what_is_missing_says_why(machine):
     amd, intel = DrmGpus(m.proc, m.sys).read(1000.0)
     assert (amd.total, amd.used, amd.free) == (24 * GiB, 7 * GiB // 2, 24 * GiB - 7 * GiB // 2)
     assert (amd.util_gpu, amd.temperature, amd.power_w, amd.power_limit_w) == (37, 55, 180.0, 303.0)
-    assert amd.util_memory is None and "NVIDIA" in amd.reason("util_memory")
+    assert amd.util_memory == 12  # amdgpu's mem_busy_percent: the memory controller
+    assert intel.util_memory is None and "memory-controller" in intel.reason("util_memory")
     assert amd.mig_mode is None and "NVIDIA" in amd.reason("mig")
     # xe: a VRAM size per tile, no device-wide use or busy %: used is the processes' sum
     assert intel.total == 12 * GiB and intel.used == GiB
