@@ -10,6 +10,7 @@ vramscope shows with ``expected_memory()``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 from dataclasses import dataclass, field
@@ -20,7 +21,12 @@ AMD_SLOT, INTEL_SLOT, NVIDIA_SLOT = "0000:03:00.0", "0000:08:00.0", "0000:01:00.
 
 
 def amdgpu_fdinfo(
-    client_id: int, vram: int, gtt: int = 4 * MiB, gfx_ns: int = 0, legacy_only: bool = False
+    client_id: int,
+    vram: int,
+    gtt: int = 4 * MiB,
+    gfx_ns: int = 0,
+    legacy_only: bool = False,
+    pdev: str = AMD_SLOT,
 ) -> str:
     """What amdgpu prints for one client: 6.11+ with both key sets, or (legacy_only)
     the older kernels' drm-memory-* keys alone."""
@@ -31,7 +37,7 @@ def amdgpu_fdinfo(
         "ino:\t1029",
         "drm-driver:\tamdgpu",
         f"drm-client-id:\t{client_id}",
-        f"drm-pdev:\t{AMD_SLOT}",
+        f"drm-pdev:\t{pdev}",
         "pasid:\t32776",
     ]
     if not legacy_only:
@@ -91,6 +97,7 @@ class Fd:
     node: str  # "renderD128", "card1", or any other path ("/dev/nvidia0")
     fdinfo: str | None  # None: the file is gone (the process ended between the reads)
     readable: bool = True
+    number: int | None = None  # its fd number (default: 3, 4, ... in order)
 
 
 @dataclass
@@ -152,6 +159,7 @@ class Machine:
             (base / "fd").mkdir(parents=True, exist_ok=True)
             (base / "fdinfo").mkdir(exist_ok=True)
             for n, fd in enumerate(fds, 3):
+                n = fd.number if fd.number is not None else n
                 target = fd.node if fd.node.startswith("/") else f"/dev/dri/{fd.node}"
                 link = base / "fd" / str(n)
                 if link.is_symlink():
@@ -237,3 +245,169 @@ def expected_memory(trainer: int, both: int, arc: int, sharer: int) -> dict[str,
     if sharer < trainer:  # client 7 goes to the lower PID that holds it
         amd = {sharer: GiB, trainer: 512 * MiB, both: 2 * GiB}
     return {AMD_SLOT: amd, INTEL_SLOT: {arc: 768 * MiB, sharer: 256 * MiB}}
+
+
+# --- more machines: APUs, iGPUs, Arc on i915, ROCm through KFD ------------------------
+
+APU_SLOT, XE_IGPU_SLOT, ARC_SLOT = "0000:c4:00.0", "0000:00:02.0", "0000:03:00.0"
+
+# the keys of one KFD topology node's ``properties`` (drivers/gpu/drm/amd/amdkfd/
+# kfd_topology.c, node_show), in the kernel's order; the figures vary per node
+KFD_PROPERTIES = (
+    "cpu_cores_count", "simd_count", "mem_banks_count", "caches_count", "io_links_count",
+    "p2p_links_count", "cpu_core_id_base", "simd_id_base", "max_waves_per_simd",
+    "lds_size_in_kb", "gds_size_in_kb", "num_gws", "wave_front_size", "array_count",
+    "simd_arrays_per_engine", "cu_per_simd_array", "simd_per_cu", "max_slots_scratch_cu",
+    "gfx_target_version", "vendor_id", "device_id", "location_id", "domain",
+    "drm_render_minor", "hive_id", "num_sdma_engines", "num_sdma_xgmi_engines",
+    "num_sdma_queues_per_engine", "num_cp_queues", "max_engine_clk_fcompute",
+    "local_mem_size", "fw_version", "capability", "debug_prop", "sdma_fw_version",
+    "unique_id", "num_xcc", "max_engine_clk_ccompute",
+)  # fmt: skip
+
+
+@dataclass
+class KfdNode:
+    gpu_id: int  # 0: a CPU node
+    cpu_cores: int = 0
+    simds: int = 0
+    render_minor: int = 0
+
+
+def stage_kfd(sys_root: pathlib.Path, nodes: list[KfdNode], vram: dict[int, dict[int, int | str]]) -> None:
+    """/sys/class/kfd/kfd as the kernel writes it: topology/nodes/<n>/{gpu_id,
+    name, properties} and proc/<pid>/{pasid, vram_<gpu_id>, sdma_<gpu_id>};
+    ``vram``: pid -> {gpu_id: bytes (or any text, for a hostile tree)}."""
+    kfd = sys_root / "class" / "kfd" / "kfd"
+    for n, node in enumerate(nodes):
+        d = kfd / "topology" / "nodes" / str(n)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "gpu_id").write_text(f"{node.gpu_id}\n")
+        (d / "name").write_text("gfx1100\n" if node.gpu_id else "\n")
+        figures = {
+            "cpu_cores_count": node.cpu_cores,
+            "simd_count": node.simds,
+            "drm_render_minor": node.render_minor,
+            "local_mem_size": 0 if node.cpu_cores else 24 * GiB,
+            "vendor_id": 4098 if node.gpu_id else 0,
+        }
+        (d / "properties").write_text("".join(f"{k} {figures.get(k, 0)}\n" for k in KFD_PROPERTIES))
+    for pid, per_gpu in vram.items():
+        d = kfd / "proc" / str(pid)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "pasid").write_text("32770\n")
+        for gpu_id, size in per_gpu.items():
+            (d / f"vram_{gpu_id}").write_text(f"{size}\n")
+            (d / f"sdma_{gpu_id}").write_text("0\n")
+            (d / f"stats_{gpu_id}").mkdir(exist_ok=True)
+            (d / f"stats_{gpu_id}" / "evicted_ms").write_text("0\n")
+
+
+def stage_apu(
+    m: Machine, vram_total: int = 512 * MiB, vram_used: int = 300 * MiB, gtt_used: int = 6 * GiB
+) -> None:
+    """A Ryzen 7840U's Radeon 780M (Phoenix) as amdgpu writes it: the firmware's
+    512 MiB carve-out as ``mem_info_vram_total``, the system memory it maps as GTT,
+    no ``mem_info_vram_vendor`` (no memory chips of its own)."""
+    _device(
+        m.root / "sys" / "class" / "drm",
+        "card0",
+        ("renderD128",),
+        APU_SLOT,
+        "amdgpu",
+        0x1002,
+        0x15BF,
+        {
+            "mem_info_vram_total": str(vram_total),
+            "mem_info_vram_used": str(vram_used),
+            "mem_info_vis_vram_total": str(vram_total),
+            "mem_info_gtt_total": str(30 * GiB),
+            "mem_info_gtt_used": str(gtt_used),
+            "gpu_busy_percent": "9",
+            "mem_busy_percent": "4",
+            "hwmon/hwmon5/temp1_input": "48000",
+        },
+    )
+
+
+def stage_xe_igpu(m: Machine) -> None:
+    """Lunar Lake's Arc 140V on xe: on the root bus, a tile without a VRAM size
+    (xe writes physical_vram_size_bytes for discrete cards only)."""
+    _device(
+        m.root / "sys" / "class" / "drm", "card0", ("renderD128",), XE_IGPU_SLOT, "xe", 0x8086, 0x64A0, {}
+    )
+    (m.root / "sys" / "class" / "drm" / "card0" / "device" / "tile0").mkdir(exist_ok=True)
+
+
+def stage_arc_on_i915(m: Machine) -> None:
+    """An Arc A770 on mainline i915: behind a PCIe port, no VRAM figure in sysfs."""
+    _device(
+        m.root / "sys" / "class" / "drm",
+        "card1",
+        ("renderD129",),
+        ARC_SLOT,
+        "i915",
+        0x8086,
+        0x56A0,
+        {"hwmon/hwmon2/power1_input": "38000000"},
+    )
+
+
+def xe_igpu_fdinfo(client_id: int, system: int, gtt: int) -> str:
+    """What xe prints for a client of an integrated GPU: system, gtt and stolen regions."""
+    lines = [
+        "pos:\t0",
+        "flags:\t02080002",
+        "drm-driver:\txe",
+        f"drm-client-id:\t{client_id}",
+        f"drm-pdev:\t{XE_IGPU_SLOT}",
+    ]
+    for region, size in (("system", system), ("gtt", gtt), ("stolen", 0)):
+        text = f"{size // KiB} KiB" if size else "0"
+        lines += [
+            f"drm-total-{region}:\t{text}",
+            f"drm-shared-{region}:\t0",
+            f"drm-resident-{region}:\t{text}",
+        ]
+    lines += ["drm-cycles-rcs:\t0", "drm-total-cycles-rcs:\t1000"]
+    return "\n".join(lines) + "\n"
+
+
+def i915_fdinfo(client_id: int, local: int, system: int = 2 * MiB, pdev: str | None = ARC_SLOT) -> str:
+    """What i915 prints for one client of a discrete card (6.8+: memory regions
+    system0, local0 and stolen-local0; engine ns by class)."""
+    lines = ["pos:\t0", "flags:\t02100002", "drm-driver:\ti915"]
+    if pdev is not None:
+        lines.append(f"drm-pdev:\t{pdev}")
+    lines.append(f"drm-client-id:\t{client_id}")
+    for region, size in (("system0", system), ("local0", local), ("stolen-local0", 0)):
+        text = f"{size // KiB} KiB" if size else "0"
+        lines += [
+            f"drm-total-{region}:\t{text}",
+            f"drm-shared-{region}:\t0",
+            f"drm-active-{region}:\t0",
+            f"drm-resident-{region}:\t{text}",
+        ]
+    lines += [
+        "drm-engine-render:\t0 ns",
+        "drm-engine-copy:\t0 ns",
+        "drm-engine-video:\t0 ns",
+        "drm-engine-capacity-video:\t2",
+        "drm-engine-video-enhance:\t0 ns",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def as_other_user():
+    """Read as an unprivileged user (root reads every file: drop to nobody for the read)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)

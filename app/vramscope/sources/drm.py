@@ -47,6 +47,7 @@ class DrmGpus:
         self._holders: dict[int, tuple[str, ...]] = {}  # pid -> its DRM fds (last full scan)
         self._scanned_at: float | None = None
         self._parsed: dict[tuple, tuple] = {}  # (pid, fd) -> (fdinfo text, DrmClient)
+        self.drivers: tuple[str, ...] = ()  # the DRM drivers of the GPUs the last pass read
 
     def _scan(self, now: float) -> list[drm_fdinfo.ProcessClients]:
         last = self._scanned_at
@@ -74,6 +75,7 @@ class DrmGpus:
 
     def read(self, now: float, first_index: int = 0) -> tuple[GpuSample, ...]:
         devices = drm_sysfs.devices(self.sys_root)
+        self.drivers = tuple(dict.fromkeys(d.driver for d in devices if d.driver))
         if not devices:
             return ()
         slot_of_node = drm_sysfs.node_slots(self.sys_root)

@@ -73,12 +73,14 @@ def _text(path: str) -> str | None:
         return None
 
 
-def _int(path: str, base: int = 10, limit: int = MAX_BYTES, implausible: list | None = None) -> int | None:
+def _int(
+    path: str, base: int = 10, limit: int = MAX_BYTES, implausible: list | None = None, signed: bool = False
+) -> int | None:
     """The file's integer; None where absent or not a number, or beyond ``limit``
     (then, with ``implausible``, its reason is added there as (figure, why))."""
     text = _text(path)
     try:
-        return bounded_int(text, limit=limit, base=base) if text else None
+        return bounded_int(text, limit=limit, base=base, signed=signed) if text else None
     except ImplausibleFigure as exc:
         if implausible is not None:
             figure, what = _FIGURE_OF_FILE.get(path.rsplit("/", 1)[1], ("device", path.rsplit("/", 1)[1]))
@@ -125,7 +127,7 @@ def _hwmon(device_dir: str, implausible: list) -> tuple[int | None, float | None
     if not names:
         return None, None, None
     base = f"{device_dir}/hwmon/{names[0]}"
-    milli = _int(f"{base}/temp1_input", limit=MAX_MILLI_C, implausible=implausible)
+    milli = _int(f"{base}/temp1_input", limit=MAX_MILLI_C, implausible=implausible, signed=True)
     power = _int(f"{base}/power1_average", limit=MAX_MICRO_W, implausible=implausible)
     if power is None:
         power = _int(f"{base}/power1_input", limit=MAX_MICRO_W, implausible=implausible)
@@ -184,7 +186,9 @@ def read_device(sys_root: str, card: str, nodes: tuple[str, ...] = ()) -> DrmDev
     if busy is None and "util_gpu" not in shown:
         missing.append(("util_gpu", f"{driver or 'its driver'} exposes no busy % in sysfs"))
     if memory_busy is None and "util_memory" not in shown:
-        missing.append(("util_memory", f"{driver or 'its driver'} exposes no memory-controller busy % in sysfs"))
+        missing.append(
+            ("util_memory", f"{driver or 'its driver'} exposes no memory-controller busy % in sysfs")
+        )
     if temperature is None and "temperature" not in shown:
         missing.append(("temperature", "no hwmon temperature for this device"))
     if power is None and "power_w" not in shown:

@@ -21,13 +21,20 @@ class ImplausibleFigure(ValueError):
     """A number beyond what its file can really hold."""
 
     def __init__(self, digits: str):
-        super().__init__(f"a {len(digits)}-digit value" if len(digits) > MAX_DIGITS else f"the value {digits}")
+        super().__init__(
+            f"a {len(digits)}-digit value" if len(digits) > MAX_DIGITS else f"the value {digits}"
+        )
 
 
-def bounded_int(digits: str, scale: int = 1, limit: int = INT64_MAX, base: int = 10) -> int:
+def bounded_int(
+    digits: str, scale: int = 1, limit: int = INT64_MAX, base: int = 10, signed: bool = False
+) -> int:
     """``int(digits, base) * scale`` where that is at most ``limit``; ImplausibleFigure
-    beyond it (before converting a long digit string); ValueError for no number."""
+    beyond it (before converting a long digit string); ValueError for no number (and
+    for a negative one unless ``signed``: sizes, counts and percentages never are)."""
     text = digits.strip()
+    if not signed and text.startswith("-"):
+        raise ValueError(text[:40])
     body = text[1:] if text[:1] in "+-" else text
     if base == 16 and body[:2].lower() == "0x":
         body = body[2:]
