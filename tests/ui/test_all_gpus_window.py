@@ -101,3 +101,49 @@ def test_a_unified_memory_board_says_so(
     w.resize(1024, 700)
     w.refresh(force=True)
     save(w, artifacts_dir, "unified-1024x700.png")
+
+
+def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
+    make_window, fake_nvml, sleepers, tmp_path, monkeypatch, artifacts_dir
+):
+    """A Radeon 780M APU running ROCm, no NVIDIA driver: the frame goes through the
+    window's sampler reader (the message its sampler process sends); the toolbar
+    names amdgpu, never nvml; the card says unified memory with the system's RAM."""
+    import json
+
+    import psutil
+
+    from drm_trees import APU_SLOT, Fd, KfdNode, Machine, MiB, amdgpu_fdinfo, stage_apu, stage_kfd
+    from fakenvml import FakeState
+    from vramscope.core.stream import protocol
+    from vramscope.core.stream.delta_reader import FrameAssembler
+    from vramscope.core.stream.deltas import FrameDiffer
+    from vramscope.sources.local_sampler import LocalSamplerSource
+
+    fake_nvml.write(FakeState(driver_loaded=False))
+    (rocm,) = sleepers(1)
+    m = Machine(tmp_path / "machine")
+    stage_apu(m)
+    stage_kfd(
+        m.root / "sys", [KfdNode(4242, cpu_cores=16, simds=24, render_minor=128)], {rocm: {4242: 256 * MiB}}
+    )
+    m.fds[rocm] = [Fd("renderD128", amdgpu_fdinfo(3, vram=256 * MiB, gtt=4 * GiB, pdev=APU_SLOT))]
+    m.stage_proc()
+    monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
+    monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
+    frame = frames_from(AllGpusSource(), n=1)[0]
+    sampler = LocalSamplerSource([], 1.0, name="nvml")  # as the window starts it
+    reader = FrameAssembler()
+    for message in (protocol.hello("box", "1.0", 1.0), FrameDiffer().message(frame, [])):
+        sampler.process._handle(json.loads(protocol.encode(message)), reader)
+    shown = sampler.sample(T0)
+    w = make_window([shown], source=sampler)
+    w._update_status()
+    assert w.source_label.text().strip() == "Source: amdgpu"
+    card = w.gpu_panel.rows[0].card
+    assert card.mig.text() == "unified memory  ·  system RAM"
+    assert shown.gpus[0].total == psutil.virtual_memory().total
+    open_every_group(w)
+    assert [int(p) for p in table_column(w, "PID") if p] == [rocm]
+    assert table_column(w, "Memory")[0] == f"{(256 * MiB + 4 * GiB) / GiB:.2f} GiB"
+    save(w, artifacts_dir, "apu-1400x900.png")
