@@ -63,6 +63,15 @@ def amdgpu_fdinfo(
     return "\n".join(lines) + "\n"
 
 
+def amdgpu_5_15_fdinfo(vram: int, gtt: int = 4 * MiB) -> str:
+    """What amdgpu printed before the common format (Linux 5.14 to 5.18, Ubuntu
+    22.04's 5.15): its own keys, no drm-driver, no client id."""
+    return (
+        f"pos:\t0\nflags:\t02100002\nmnt_id:\t26\nino:\t623\npdev:\t{AMD_SLOT}\npasid:\t32774\n"
+        f"vram mem:\t{vram // KiB} kB\ngtt mem:\t{gtt // KiB} kB\ncpu mem:\t0 kB\ngfx0:\t70.59%\n"
+    )
+
+
 def xe_fdinfo(client_id: int, vram: int, cycles: int = 0, total_cycles: int = 1000) -> str:
     """What xe prints for one client (bare byte counts where small, KiB otherwise)."""
     lines = [

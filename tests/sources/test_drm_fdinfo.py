@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drm_trees import GiB, KiB, MiB, amdgpu_fdinfo, xe_fdinfo
+from drm_trees import GiB, KiB, MiB, amdgpu_5_15_fdinfo, amdgpu_fdinfo, xe_fdinfo
 from vramscope.sources.drm_fdinfo import parse_fdinfo, parse_number
 from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure
 from vramscope.sources.pci_names import _lookup, device_name
@@ -26,6 +26,13 @@ def test_amdgpu_new_and_old_keys_give_the_same_vram():
     old = parse_fdinfo(amdgpu_fdinfo(7, vram=GiB, legacy_only=True))
     assert new.device_memory == old.device_memory == GiB
     assert (new.driver, new.client_id, new.pdev) == ("amdgpu", 7, "0000:03:00.0")
+
+
+def test_amdgpu_before_the_common_format_linux_5_15():
+    c = parse_fdinfo(amdgpu_5_15_fdinfo(vram=3 * GiB, gtt=8 * MiB))
+    assert (c.driver, c.pdev, c.client_id) == ("amdgpu", "0000:03:00.0", None)
+    assert c.device_memory == 3 * GiB and c.system_memory == 8 * MiB
+    assert parse_fdinfo("pos:\t0\npdev:\t0000:03:00.0\n") is None  # no figure: not a DRM client
 
 
 def test_xe_vram0_and_cycles():

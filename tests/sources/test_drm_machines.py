@@ -25,6 +25,7 @@ from drm_trees import (
     KfdNode,
     Machine,
     MiB,
+    amdgpu_5_15_fdinfo,
     amdgpu_fdinfo,
     as_other_user,
     expected_memory,
@@ -189,23 +190,36 @@ def open_root():
 
 def test_rocm_processes_from_kfd_each_byte_once(open_root, sleepers):
     """``rocm`` holds the render node and /dev/kfd: fdinfo and KFD count the same
-    6 GiB (once); ``hidden``'s fd table is closed to us (another user's): KFD alone
+    6 GiB (once), as on a 5.15 kernel (``old``, amdgpu's own fdinfo keys); ``hidden``'s fd table is closed to us (another user's): KFD alone
     lists it; ``denied``'s fdinfo is unreadable: KFD's figure stands."""
-    rocm, hidden, denied, graphics = sleepers(4)
+    rocm, hidden, denied, graphics, old = sleepers(5)
     m = Machine(open_root)
     m.stage_sys()
     m.fds[rocm] = [Fd("renderD129", amdgpu_fdinfo(30, vram=6 * GiB)), Fd("/dev/kfd", "pos:\t0\n")]
+    # a 5.15 kernel's fdinfo (amdgpu's own keys, no drm- ones) and its KFD figure
+    m.fds[old] = [Fd("renderD129", amdgpu_5_15_fdinfo(vram=2 * GiB)), Fd("/dev/kfd", "pos:\t0\n")]
     m.fds[denied] = [Fd("renderD129", amdgpu_fdinfo(31, vram=GiB), readable=False)]
     m.fds[graphics] = [Fd("renderD129", amdgpu_fdinfo(32, vram=128 * MiB))]
     m.stage_proc()
     stage_kfd(
         m.root / "sys",
         [KfdNode(0, cpu_cores=16), KfdNode(AMD_GPU_ID, simds=192, render_minor=129)],
-        {rocm: {AMD_GPU_ID: 6 * GiB}, hidden: {AMD_GPU_ID: 3 * GiB}, denied: {AMD_GPU_ID: GiB}},
+        {
+            rocm: {AMD_GPU_ID: 6 * GiB},
+            hidden: {AMD_GPU_ID: 3 * GiB},
+            denied: {AMD_GPU_ID: GiB},
+            old: {AMD_GPU_ID: 2 * GiB},
+        },
     )
     with as_other_user():
         amd, _intel = DrmGpus(m.proc, m.sys).read(1.0)
-    assert used_by_pid(amd) == {rocm: 6 * GiB, hidden: 3 * GiB, denied: GiB, graphics: 128 * MiB}
+    assert used_by_pid(amd) == {
+        rocm: 6 * GiB,
+        hidden: 3 * GiB,
+        denied: GiB,
+        graphics: 128 * MiB,
+        old: 2 * GiB,
+    }
     assert all(p.sm is None for p in amd.processes) and "ROCm" in amd.reason("process_sm")
     assert all(p.info.visibility != ACCESS_DENIED for p in amd.processes)
 

@@ -38,7 +38,10 @@ from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFig
 PROC = "/proc"
 MAX_FDINFO = 64 * 1024  # bytes read of one fdinfo file (a real one is < 2 KiB)
 MAX_FDS = 65536  # fds looked at per process
-_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "kB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+# amdgpu's fdinfo before the common format (Linux 5.14 to 5.18): "pdev:", "vram mem:
+# 17196 kB", "gtt mem:", "cpu mem:" and no drm- keys (nor a client id)
+_OLD_AMDGPU = {"vram mem": "vram", "gtt mem": "gtt", "cpu mem": "cpu"}
 _NUMBER = re.compile(r"^(\d+)\s*([A-Za-z]*)$")
 # regions that are the card's own memory: amdgpu "vram", xe "vram0"/"vram1", i915 "local0"
 # and the part of it the firmware set aside, "stolen-local0" (i915 on a discrete card);
@@ -120,8 +123,12 @@ def parse_fdinfo(text: str) -> DrmClient | None:
     cycles_now: dict[str, str] = {}
     cycles_total: dict[str, str] = {}
     implausible: list[str] = []
+    old: dict[str, str] = {}
     for line in text.splitlines():
         if not line.startswith("drm-"):
+            key, sep, value = line.partition(":")
+            if sep and (key in _OLD_AMDGPU or key == "pdev"):
+                old[key] = value
             continue
         key, sep, value = line.partition(":")
         if not sep or " " in key or "\t" in key:
@@ -158,6 +165,16 @@ def parse_fdinfo(text: str) -> DrmClient | None:
                         engines[rest] = n
             except ImplausibleFigure:
                 implausible.append(key)
+    if not driver and any(k in old for k in _OLD_AMDGPU):
+        driver, pdev = "amdgpu", old.get("pdev", "").strip() or None
+        for key, region in _OLD_AMDGPU.items():
+            try:
+                n = parse_number(old.get(key, ""), MAX_BYTES)
+            except ImplausibleFigure:
+                implausible.append(key)
+                continue
+            if n is not None:
+                legacy[region] = n
     if not driver:
         return None
     cycles = {}
