@@ -20,6 +20,43 @@ GiB, MiB, KiB = 1 << 30, 1 << 20, 1 << 10
 AMD_SLOT, INTEL_SLOT, NVIDIA_SLOT = "0000:03:00.0", "0000:08:00.0", "0000:01:00.0"
 
 
+def memory_lines(regions) -> list[str]:
+    """The memory keys of drm_print_memory_stats() (drm-usage-stats.rst) for each
+    (region, bytes): total and resident as given, shared, active and purgeable 0;
+    KiB where at least 1 KiB, bare bytes below."""
+    lines = []
+    for region, size in regions:
+        text = f"{size // KiB} KiB" if size >= KiB else str(size)
+        lines += [
+            f"drm-total-{region}:\t{text}",
+            f"drm-shared-{region}:\t0",
+            f"drm-active-{region}:\t0",
+            f"drm-resident-{region}:\t{text}",
+            f"drm-purgeable-{region}:\t0",
+        ]
+    return lines
+
+
+def rtx_4090_beside(fake_nvml, pid: int):
+    """The fake NVML's one NVIDIA card beside the staged ones: an RTX 4090 with 5 GiB
+    used, ``pid`` holding 3 GiB of it. -> the FakeState written."""
+    from fakenvml import FakeGpu, FakeProcess, FakeState
+
+    state = FakeState(
+        gpus=[
+            FakeGpu(
+                name="NVIDIA GeForce RTX 4090",
+                total=24 * GiB,
+                used=5 * GiB,
+                utilization=(60, 20),
+                processes=[FakeProcess(pid, 3 * GiB, sm=60)],
+            )
+        ]
+    )
+    fake_nvml.write(state)
+    return state
+
+
 def amdgpu_fdinfo(
     client_id: int,
     vram: int,
@@ -41,15 +78,7 @@ def amdgpu_fdinfo(
         "pasid:\t32776",
     ]
     if not legacy_only:
-        for region, size in (("cpu", 0), ("gtt", gtt), ("vram", vram)):
-            kib = f"{size // KiB} KiB" if size else "0"
-            lines += [
-                f"drm-total-{region}:\t{kib}",
-                f"drm-shared-{region}:\t0",
-                f"drm-active-{region}:\t0",
-                f"drm-resident-{region}:\t{kib}",
-                f"drm-purgeable-{region}:\t0",
-            ]
+        lines += memory_lines((("cpu", 0), ("gtt", gtt), ("vram", vram)))
     lines += [
         f"drm-memory-vram:\t{vram // KiB} KiB",
         f"drm-memory-gtt: \t{gtt // KiB} KiB",
@@ -83,15 +112,7 @@ def xe_fdinfo(client_id: int, vram: int, cycles: int = 0, total_cycles: int = 10
         f"drm-client-id:\t{client_id}",
         f"drm-pdev:\t{INTEL_SLOT}",
     ]
-    for region, size in (("system", 0), ("gtt", 192 * KiB), ("vram0", vram)):
-        text = f"{size // KiB} KiB" if size >= KiB else str(size)
-        lines += [
-            f"drm-total-{region}:\t{text}",
-            f"drm-shared-{region}:\t0",
-            f"drm-active-{region}:\t0",
-            f"drm-resident-{region}:\t{text}",
-            f"drm-purgeable-{region}:\t0",
-        ]
+    lines += memory_lines((("system", 0), ("gtt", 192 * KiB), ("vram0", vram)))
     lines += [
         f"drm-cycles-rcs:\t{cycles}",
         f"drm-total-cycles-rcs:\t{total_cycles}",
@@ -371,13 +392,7 @@ def xe_igpu_fdinfo(client_id: int, system: int, gtt: int) -> str:
         f"drm-client-id:\t{client_id}",
         f"drm-pdev:\t{XE_IGPU_SLOT}",
     ]
-    for region, size in (("system", system), ("gtt", gtt), ("stolen", 0)):
-        text = f"{size // KiB} KiB" if size else "0"
-        lines += [
-            f"drm-total-{region}:\t{text}",
-            f"drm-shared-{region}:\t0",
-            f"drm-resident-{region}:\t{text}",
-        ]
+    lines += memory_lines((("system", system), ("gtt", gtt), ("stolen", 0)))
     lines += ["drm-cycles-rcs:\t0", "drm-total-cycles-rcs:\t1000"]
     return "\n".join(lines) + "\n"
 
@@ -389,14 +404,7 @@ def i915_fdinfo(client_id: int, local: int, system: int = 2 * MiB, pdev: str | N
     if pdev is not None:
         lines.append(f"drm-pdev:\t{pdev}")
     lines.append(f"drm-client-id:\t{client_id}")
-    for region, size in (("system0", system), ("local0", local), ("stolen-local0", 0)):
-        text = f"{size // KiB} KiB" if size else "0"
-        lines += [
-            f"drm-total-{region}:\t{text}",
-            f"drm-shared-{region}:\t0",
-            f"drm-active-{region}:\t0",
-            f"drm-resident-{region}:\t{text}",
-        ]
+    lines += memory_lines((("system0", system), ("local0", local), ("stolen-local0", 0)))
     lines += [
         "drm-engine-render:\t0 ns",
         "drm-engine-copy:\t0 ns",

@@ -20,10 +20,11 @@ from drm_trees import (
     MiB,
     amdgpu_fdinfo,
     lab,
+    rtx_4090_beside,
     stage_apu,
     stage_kfd,
 )
-from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
+from fakenvml import GiB, FakeState, gone_pid
 from vramscope.cli import main
 from vramscope.core.session import SessionReader
 from vramscope.core.stream import protocol
@@ -110,18 +111,7 @@ def hostile(fake_nvml, tmp_path, sleepers, monkeypatch):
     stage_kfd(m.root / "sys", [KfdNode(77, simds=192, render_minor=129)], {pids[0]: {77: "5" * 50}})
     monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
     monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
-    fake_nvml.write(
-        FakeState(
-            gpus=[
-                FakeGpu(
-                    name="NVIDIA GeForce RTX 4090",
-                    total=24 * GiB,
-                    used=5 * GiB,
-                    processes=[FakeProcess(both, 3 * GiB, sm=60)],
-                )
-            ]
-        )
-    )
+    rtx_4090_beside(fake_nvml, both)
     return pids
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab
+from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab, rtx_4090_beside
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
 from vramscope.sources import drm_fdinfo, drm_sysfs
 from vramscope.sources.all_gpus import AllGpusSource
@@ -28,19 +28,7 @@ def machine(fake_nvml, tmp_path, sleepers, monkeypatch):
     m = lab(tmp_path / "machine", *pids, gone_pid(), stranger=None)
     monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
     monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
-    fake_nvml.write(
-        FakeState(
-            gpus=[
-                FakeGpu(
-                    name="NVIDIA GeForce RTX 4090",
-                    total=24 * GiB,
-                    used=5 * GiB,
-                    utilization=(60, 20),
-                    processes=[FakeProcess(pids[1], 3 * GiB, sm=60)],
-                )
-            ]
-        )
-    )
+    rtx_4090_beside(fake_nvml, pids[1])
     return pids
 
 
