@@ -80,7 +80,7 @@ def test_status_json_on_an_apu_running_rocm(apu_box, capsys):
     assert doc["error"] is None and doc["source"] == "amdgpu"  # not "nvml" on this box
     (gpu,) = doc["gpus"]
     assert (gpu["vendor"], gpu["pci_bus_id"], gpu["memory_kind"]) == ("AMD", APU_SLOT, "unified")
-    assert gpu["memory"]["total"] == psutil.virtual_memory().total  # not the 512 MiB carve-out
+    assert gpu["memory"]["total"] == psutil.virtual_memory().total + 512 * MiB  # not the carve-out alone
     assert gpu["memory"]["used"] == 300 * MiB + 6 * GiB
     assert "APU" in gpu["not_reported"]["total"]
     assert gpu["utilization"]["memory"] == 4  # mem_busy_percent

@@ -35,8 +35,9 @@ INTEGRATED = (
     "system's; used is its processes' buffers)"
 )
 APU = (
-    "an AMD APU: its memory is the system's (total and free are the system's; used is "
-    "the firmware's VRAM carve-out plus the system memory it maps, GTT)"
+    "an AMD APU: its memory is the system's (total and free are the system's plus the "
+    "firmware's VRAM carve-out; used is the carve-out in use plus the system memory it "
+    "maps, GTT)"
 )
 I915_TOTAL = (
     "i915 writes no VRAM size in sysfs (a discrete card's is the "
@@ -149,6 +150,10 @@ def gpu_sample(
         total = free = None
         if pool is not None:
             total, _system_used, free = pool
+            if dev.driver == "amdgpu" and dev.vram_total is not None:
+                # the carve-out is memory the system does not count: add it to the pool
+                total += dev.vram_total
+                free += max(0, dev.vram_total - (dev.vram_used or 0))
         not_reported = [r for r in not_reported if r[0] not in ("total", "used")]
         not_reported.append(("total", APU if dev.driver == "amdgpu" else INTEGRATED))
     elif dev.driver == "i915":
