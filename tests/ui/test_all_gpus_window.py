@@ -103,10 +103,13 @@ def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
 
     from drm_trees import APU_SLOT, Fd, KfdNode, Machine, MiB, amdgpu_fdinfo, stage_apu, stage_kfd
     from fakenvml import FakeState
+    from PySide6.QtCore import Qt
+
     from vramscope.core.stream import protocol
     from vramscope.core.stream.delta_reader import FrameAssembler
     from vramscope.core.stream.deltas import FrameDiffer
     from vramscope.sources.local_sampler import LocalSamplerSource
+    from vramscope.ui.process_model import COL
 
     fake_nvml.write(FakeState(driver_loaded=False))
     (rocm,) = sleepers(1)
@@ -134,4 +137,6 @@ def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
     open_every_group(w)
     assert [int(p) for p in table_column(w, "PID") if p] == [rocm]
     assert table_column(w, "Memory")[0] == f"{(256 * MiB + 4 * GiB) / GiB:.2f} GiB"
+    tip = w.table.model.headerData(COL["Memory"], Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "fdinfo" in tip and "KFD" in tip and not tip.startswith("Device memory NVML")
     save(w, artifacts_dir, "apu-1400x900.png")

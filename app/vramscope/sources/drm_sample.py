@@ -69,15 +69,14 @@ class ProcessFigures:
             self.system = (self.system or 0) + system
 
     def used(self, unified: bool) -> int | None:
-        """Its figure: device memory (the larger of fdinfo's and KFD's, which count the
-        same buffers of its GPU VM), plus mapped system memory on an integrated GPU."""
-        if self.unknown and self.kfd is None:
-            return None
-        known = [n for n in (None if self.unknown else self.device, self.kfd) if n is not None]
-        device = max(known) if known else None
-        if not unified or self.system is None:
-            return device
-        return (device or 0) + self.system
+        """Its figure: fdinfo's device memory (plus the mapped system memory on an
+        integrated GPU, where KFD may place "VRAM" in GTT), or KFD's VRAM figure where
+        that is larger: both count the same buffers of its GPU VM, so never their sum."""
+        fdinfo = None
+        if not self.unknown and (self.device is not None or (unified and self.system is not None)):
+            fdinfo = (self.device or 0) + (self.system or 0 if unified else 0)
+        known = [n for n in (fdinfo, self.kfd) if n is not None]
+        return max(known) if known else None
 
 
 def on_root_bus(pdev: str | None) -> bool:
