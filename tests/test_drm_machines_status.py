@@ -158,3 +158,15 @@ def test_a_recording_with_implausible_figures_goes_on(hostile, tmp_path, capsys)
     assert nvidia.used == 5 * GiB
     assert amd.temperature is None and amd.power_w is None
     assert {p.pid: p.used for p in amd.processes}[hostile[1]] is None
+
+
+@pytest.mark.slow
+def test_a_recording_on_an_apu_keeps_it_unified_with_its_rocm_process(apu_box, tmp_path):
+    rocm, _desktop = apu_box
+    out = tmp_path / "apu.vramscope"
+    assert main(["record", "--out", str(out), "--duration", "1.5", "--interval", "0.5"]) == 0
+    with SessionReader(out) as reader:
+        frame = reader.latest_frame()
+    (gpu,) = frame.gpus
+    assert gpu.unified and gpu.vendor == "AMD" and gpu.total == psutil.virtual_memory().total + 512 * MiB
+    assert {p.pid: p.used for p in gpu.processes}[rocm] == 256 * MiB + 4 * GiB

@@ -79,7 +79,7 @@ def gpus(sys_root: str) -> dict[int, KfdGpu]:
     """gpu_id -> its topology node, for every GPU node KFD lists (none without KFD)."""
     base = f"{sys_root}/{KFD}/topology/nodes"
     try:
-        names = sorted(n for n in os.listdir(base) if n.isdigit())[:MAX_NODES]
+        names = sorted(n for n in os.listdir(base) if n.isascii() and n.isdigit())[:MAX_NODES]
     except OSError:
         return {}
     out = {}
@@ -101,7 +101,9 @@ def processes(sys_root: str) -> list[KfdProcess]:
     """Every process KFD lists, with its VRAM per gpu_id, in PID order."""
     base = f"{sys_root}/{KFD}/proc"
     try:
-        pids = sorted(int(n) for n in os.listdir(base) if n.isdigit() and len(n) < 12)[:MAX_PROCESSES]
+        pids = sorted(int(n) for n in os.listdir(base) if n.isascii() and n.isdigit() and len(n) < 12)[
+            :MAX_PROCESSES
+        ]
     except OSError:
         return []
     out = []
@@ -113,7 +115,7 @@ def processes(sys_root: str) -> list[KfdProcess]:
         vram, implausible = {}, []
         for name in names:
             gpu = name[5:]
-            if not gpu.isdigit() or len(gpu) > 10:
+            if not (gpu.isascii() and gpu.isdigit()) or len(gpu) > 10:
                 continue
             try:
                 vram[int(gpu)] = bounded_int(read_bounded(f"{base}/{pid}/{name}", _SMALL), limit=MAX_BYTES)
