@@ -3,7 +3,7 @@
 ROCm allocates through ``/dev/kfd``; the kernel lists every process that
 opened it under ``/sys/class/kfd/kfd/proc/<pid>/`` with ``vram_<gpu_id>``,
 the bytes of VRAM it allocated on that GPU (drivers/gpu/drm/amd/amdkfd/
-kfd_process.c; what rocm-smi and amd-smi read; Linux 5.10+). The files are
+kfd_process.c; what rocm-smi and amd-smi read; Linux 5.8+). The files are
 world-readable, so another user's ROCm run is seen with its memory even where
 its fd table is not.
 
