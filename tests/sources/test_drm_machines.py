@@ -353,3 +353,25 @@ def test_implausible_figures_are_left_out_and_said_never_kept(machine_lab):
     assert amd.used is None or amd.used < 1 << 50
     assert amd.power_w == 180.0  # the rest of the card is read as usual
     assert used_by_pid(intel) == expected_memory(*pids)[intel.pci_bus_id]
+
+
+def test_sums_beyond_any_card_are_implausible_too(tmp_path, sleepers):
+    """Many clients each just under the bound: no sum beyond any card (or int64) is
+    kept, for the process or for the card."""
+    hoarder, big, other = sleepers(3)
+    m = Machine(tmp_path)
+    stage_arc_on_i915(m)
+    near = (1 << 50) - GiB
+    m.fds[hoarder] = [Fd("renderD129", i915_fdinfo(100 + n, local=near)) for n in range(20)]
+    m.fds[other] = [Fd("renderD129", i915_fdinfo(200, local=GiB))]
+    m.stage_proc()
+    arc = one_gpu(m)
+    assert used_by_pid(arc) == {hoarder: None, other: GiB}
+    assert "implausible" in arc.reason("process_memory") and str(hoarder) in arc.reason("process_memory")
+    assert arc.used == GiB  # the readable, plausible figures' sum
+    m.fds = {big: [Fd("renderD129", i915_fdinfo(300, local=near))]}
+    m.fds[other] = [Fd("renderD129", i915_fdinfo(200, local=near))]
+    m.stage_proc()
+    arc = one_gpu(m)
+    assert used_by_pid(arc)[big] == near and arc.used is None  # two plausible rows, an implausible card
+    assert "implausible" in arc.reason("used")

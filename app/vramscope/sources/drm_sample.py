@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from vramscope.core.samples import ACCESS_DENIED, INTEL, UNIFIED_MEMORY, GpuProcess, GpuSample
 from vramscope.sources.drm_sysfs import DrmDevice
+from vramscope.sources.figure_bounds import IMPLAUSIBLE, MAX_BYTES
 from vramscope.sources.unified import system_pool
 
 ROCM_BUSY = (
@@ -63,10 +64,15 @@ class ProcessFigures:
     unknown: bool = False  # a memory figure of it was left out: its sum is not known
 
     def add(self, device: int | None, system: int | None) -> None:
+        """One more client's figures; sums beyond any card (many clients each near the
+        bound) leave its figure unknown, said to be implausible."""
         if device is not None:
             self.device = (self.device or 0) + device
         if system is not None:
             self.system = (self.system or 0) + system
+        if not self.unknown and max(self.device or 0, self.system or 0) > MAX_BYTES:
+            self.unknown = True
+            self.implausible += ("the sum of its DRM clients",)
 
     def used(self, unified: bool) -> int | None:
         """Its figure: fdinfo's device memory (plus the mapped system memory on an
@@ -161,6 +167,10 @@ def gpu_sample(
     if used is None and rows:
         known = [p.used for p in rows if p.used is not None]
         used = sum(known) if known else None
+        if used is not None and used > MAX_BYTES:
+            used = None
+            not_reported = [r for r in not_reported if r[0] != "used"]
+            not_reported.append(("used", f"the processes' sum is beyond any card: {IMPLAUSIBLE}, left out"))
     memory = []
     if denied:
         memory.append(f"{len(denied)} process(es): {DENIED}")
