@@ -32,7 +32,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "app"))
 
-from drm_trees import Fd, GiB, KfdNode, Machine, MiB, amdgpu_fdinfo, stage_kfd, xe_fdinfo  # noqa: E402
+from drm_trees import Fd, GiB, Machine, MiB, amdgpu_fdinfo, xe_fdinfo  # noqa: E402
+from kfd_trees import KfdNode, stage_kfd  # noqa: E402
 from sampling_pass import summary, timed  # noqa: E402  (bench/ is this script's folder)
 
 from vramscope.sources.drm import FULL_SCAN_EVERY, DrmGpus  # noqa: E402
@@ -99,13 +100,20 @@ def main() -> None:
                 clock[0] += FULL_SCAN_EVERY
                 source.read(clock[0])
 
+            for _ in range(5):  # warm: the fdinfo parse cache, psutil's names
+                full()
+
             def light():
                 clock[0] += 0.001
                 source.read(clock[0])
 
-            full_ms = timed(full, args.passes)
+            # the full pass and its floor alternate, pass by pass, so both see the same
+            # load on a shared machine (the ratio is of medians over the same minutes)
+            full_ms, floor_ms = [], []
+            for _ in range(args.passes):
+                full_ms += timed(full, 1, warmup=0)
+                floor_ms += timed(lambda: floor(m.proc, m.sys), 1, warmup=0)
             light_ms = timed(light, args.passes)
-            floor_ms = timed(lambda: floor(m.proc, m.sys), args.passes)
     finally:
         for p in sleepers:
             p.kill()

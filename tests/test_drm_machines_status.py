@@ -11,19 +11,8 @@ import json
 import psutil
 import pytest
 
-from drm_trees import (
-    AMD_SLOT,
-    APU_SLOT,
-    Fd,
-    KfdNode,
-    Machine,
-    MiB,
-    amdgpu_fdinfo,
-    lab,
-    rtx_4090_beside,
-    stage_apu,
-    stage_kfd,
-)
+from drm_trees import AMD_SLOT, APU_SLOT, Fd, Machine, MiB, amdgpu_fdinfo, lab, rtx_4090_beside, stage_apu
+from kfd_trees import KfdNode, stage_kfd
 from fakenvml import GiB, FakeState, gone_pid
 from vramscope.cli import main
 from vramscope.core.session import SessionReader

@@ -22,7 +22,6 @@ from drm_trees import (
     XE_IGPU_SLOT,
     Fd,
     GiB,
-    KfdNode,
     Machine,
     MiB,
     amdgpu_5_15_fdinfo,
@@ -33,10 +32,10 @@ from drm_trees import (
     lab,
     stage_apu,
     stage_arc_on_i915,
-    stage_kfd,
     stage_xe_igpu,
     xe_igpu_fdinfo,
 )
+from kfd_trees import KfdNode, stage_kfd
 from fakenvml import gone_pid
 from vramscope.core.samples import ACCESS_DENIED
 from vramscope.sources.drm import DrmGpus

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drm_trees import KfdNode, stage_kfd
+from kfd_trees import KfdNode, stage_kfd
 from vramscope.sources import kfd
 from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure, bounded_int
 

@@ -101,7 +101,8 @@ def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
 
     import psutil
 
-    from drm_trees import APU_SLOT, Fd, KfdNode, Machine, MiB, amdgpu_fdinfo, stage_apu, stage_kfd
+    from drm_trees import APU_SLOT, Fd, Machine, MiB, amdgpu_fdinfo, stage_apu
+    from kfd_trees import KfdNode, stage_kfd
     from fakenvml import FakeState
     from PySide6.QtCore import Qt
 
