@@ -78,9 +78,10 @@ class ProcessFigures:
         """Its figure: fdinfo's device memory (plus the mapped system memory on an
         integrated GPU, where KFD may place "VRAM" in GTT), or KFD's VRAM figure where
         that is larger: both count the same buffers of its GPU VM, so never their sum."""
+        system = self.system if unified else None
         fdinfo = None
-        if not self.unknown and (self.device is not None or (unified and self.system is not None)):
-            fdinfo = (self.device or 0) + (self.system or 0 if unified else 0)
+        if not self.unknown and (self.device is not None or system is not None):
+            fdinfo = (self.device or 0) + (system or 0)
         known = [n for n in (fdinfo, self.kfd) if n is not None]
         return max(known) if known else None
 
