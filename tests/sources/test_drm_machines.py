@@ -38,6 +38,7 @@ from drm_trees import (
 from kfd_trees import KfdNode, stage_kfd
 from fakenvml import gone_pid
 from vramscope.core.samples import ACCESS_DENIED
+from vramscope.sources import kcmp
 from vramscope.sources.drm import DrmGpus
 
 AMD_GPU_ID = 53251  # KFD's gpu_id of the lab's AMD card (renderD129)
@@ -253,6 +254,7 @@ def without_client_id(text: str) -> str:
     return "".join(line + "\n" for line in text.splitlines() if not line.startswith("drm-client-id"))
 
 
+@pytest.mark.skipif(not kcmp.available(), reason="this kernel answers no kcmp(2) (CONFIG_CHECKPOINT_RESTORE)")
 def test_a_client_without_an_id_through_duplicated_fds_counts_once(tmp_path):
     """A real process holding one open file through fds 10 and 11 (dup) and a second
     file as fd 12, and its forked child holding fd 10's file: kcmp(2) says which are
