@@ -10,6 +10,7 @@ vramscope shows with ``expected_memory()``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 from dataclasses import dataclass, field
@@ -19,8 +20,50 @@ GiB, MiB, KiB = 1 << 30, 1 << 20, 1 << 10
 AMD_SLOT, INTEL_SLOT, NVIDIA_SLOT = "0000:03:00.0", "0000:08:00.0", "0000:01:00.0"
 
 
+def memory_lines(regions) -> list[str]:
+    """The memory keys of drm_print_memory_stats() (drm-usage-stats.rst) for each
+    (region, bytes): total and resident as given, shared, active and purgeable 0;
+    KiB where at least 1 KiB, bare bytes below."""
+    lines = []
+    for region, size in regions:
+        text = f"{size // KiB} KiB" if size >= KiB else str(size)
+        lines += [
+            f"drm-total-{region}:\t{text}",
+            f"drm-shared-{region}:\t0",
+            f"drm-active-{region}:\t0",
+            f"drm-resident-{region}:\t{text}",
+            f"drm-purgeable-{region}:\t0",
+        ]
+    return lines
+
+
+def rtx_4090_beside(fake_nvml, pid: int):
+    """The fake NVML's one NVIDIA card beside the staged ones: an RTX 4090 with 5 GiB
+    used, ``pid`` holding 3 GiB of it. -> the FakeState written."""
+    from fakenvml import FakeGpu, FakeProcess, FakeState
+
+    state = FakeState(
+        gpus=[
+            FakeGpu(
+                name="NVIDIA GeForce RTX 4090",
+                total=24 * GiB,
+                used=5 * GiB,
+                utilization=(60, 20),
+                processes=[FakeProcess(pid, 3 * GiB, sm=60)],
+            )
+        ]
+    )
+    fake_nvml.write(state)
+    return state
+
+
 def amdgpu_fdinfo(
-    client_id: int, vram: int, gtt: int = 4 * MiB, gfx_ns: int = 0, legacy_only: bool = False
+    client_id: int,
+    vram: int,
+    gtt: int = 4 * MiB,
+    gfx_ns: int = 0,
+    legacy_only: bool = False,
+    pdev: str = AMD_SLOT,
 ) -> str:
     """What amdgpu prints for one client: 6.11+ with both key sets, or (legacy_only)
     the older kernels' drm-memory-* keys alone."""
@@ -31,19 +74,11 @@ def amdgpu_fdinfo(
         "ino:\t1029",
         "drm-driver:\tamdgpu",
         f"drm-client-id:\t{client_id}",
-        f"drm-pdev:\t{AMD_SLOT}",
+        f"drm-pdev:\t{pdev}",
         "pasid:\t32776",
     ]
     if not legacy_only:
-        for region, size in (("cpu", 0), ("gtt", gtt), ("vram", vram)):
-            kib = f"{size // KiB} KiB" if size else "0"
-            lines += [
-                f"drm-total-{region}:\t{kib}",
-                f"drm-shared-{region}:\t0",
-                f"drm-active-{region}:\t0",
-                f"drm-resident-{region}:\t{kib}",
-                f"drm-purgeable-{region}:\t0",
-            ]
+        lines += memory_lines((("cpu", 0), ("gtt", gtt), ("vram", vram)))
     lines += [
         f"drm-memory-vram:\t{vram // KiB} KiB",
         f"drm-memory-gtt: \t{gtt // KiB} KiB",
@@ -57,6 +92,15 @@ def amdgpu_fdinfo(
     return "\n".join(lines) + "\n"
 
 
+def amdgpu_5_15_fdinfo(vram: int, gtt: int = 4 * MiB) -> str:
+    """What amdgpu printed before the common format (Linux 5.14 to 5.18, Ubuntu
+    22.04's 5.15): its own keys, no drm-driver, no client id."""
+    return (
+        f"pos:\t0\nflags:\t02100002\nmnt_id:\t26\nino:\t623\npdev:\t{AMD_SLOT}\npasid:\t32774\n"
+        f"vram mem:\t{vram // KiB} kB\ngtt mem:\t{gtt // KiB} kB\ncpu mem:\t0 kB\ngfx0:\t70.59%\n"
+    )
+
+
 def xe_fdinfo(client_id: int, vram: int, cycles: int = 0, total_cycles: int = 1000) -> str:
     """What xe prints for one client (bare byte counts where small, KiB otherwise)."""
     lines = [
@@ -68,15 +112,7 @@ def xe_fdinfo(client_id: int, vram: int, cycles: int = 0, total_cycles: int = 10
         f"drm-client-id:\t{client_id}",
         f"drm-pdev:\t{INTEL_SLOT}",
     ]
-    for region, size in (("system", 0), ("gtt", 192 * KiB), ("vram0", vram)):
-        text = f"{size // KiB} KiB" if size >= KiB else str(size)
-        lines += [
-            f"drm-total-{region}:\t{text}",
-            f"drm-shared-{region}:\t0",
-            f"drm-active-{region}:\t0",
-            f"drm-resident-{region}:\t{text}",
-            f"drm-purgeable-{region}:\t0",
-        ]
+    lines += memory_lines((("system", 0), ("gtt", 192 * KiB), ("vram0", vram)))
     lines += [
         f"drm-cycles-rcs:\t{cycles}",
         f"drm-total-cycles-rcs:\t{total_cycles}",
@@ -91,6 +127,7 @@ class Fd:
     node: str  # "renderD128", "card1", or any other path ("/dev/nvidia0")
     fdinfo: str | None  # None: the file is gone (the process ended between the reads)
     readable: bool = True
+    number: int | None = None  # its fd number (default: 3, 4, ... in order)
 
 
 @dataclass
@@ -127,7 +164,9 @@ class Machine:
                 "mem_info_vram_used": str(amd_used),
                 "mem_info_gtt_total": str(32 * GiB),
                 "mem_info_gtt_used": str(20 * MiB),
+                "mem_info_vram_vendor": "samsung",
                 "gpu_busy_percent": "37",
+                "mem_busy_percent": "12",
                 **hw,
             },
         )
@@ -150,6 +189,7 @@ class Machine:
             (base / "fd").mkdir(parents=True, exist_ok=True)
             (base / "fdinfo").mkdir(exist_ok=True)
             for n, fd in enumerate(fds, 3):
+                n = fd.number if fd.number is not None else n
                 target = fd.node if fd.node.startswith("/") else f"/dev/dri/{fd.node}"
                 link = base / "fd" / str(n)
                 if link.is_symlink():
@@ -235,3 +275,105 @@ def expected_memory(trainer: int, both: int, arc: int, sharer: int) -> dict[str,
     if sharer < trainer:  # client 7 goes to the lower PID that holds it
         amd = {sharer: GiB, trainer: 512 * MiB, both: 2 * GiB}
     return {AMD_SLOT: amd, INTEL_SLOT: {arc: 768 * MiB, sharer: 256 * MiB}}
+
+
+# --- more machines: an APU, an xe iGPU, an Arc on i915 (KFD: tests/kfd_trees.py) ----------
+
+APU_SLOT, XE_IGPU_SLOT, ARC_SLOT = "0000:c4:00.0", "0000:00:02.0", "0000:03:00.0"
+
+
+def stage_apu(
+    m: Machine, vram_total: int = 512 * MiB, vram_used: int = 300 * MiB, gtt_used: int = 6 * GiB
+) -> None:
+    """A Ryzen 7840U's Radeon 780M (Phoenix) as amdgpu writes it: the firmware's
+    512 MiB carve-out as ``mem_info_vram_total``, the system memory it maps as GTT,
+    no ``mem_info_vram_vendor`` (no memory chips of its own)."""
+    _device(
+        m.root / "sys" / "class" / "drm",
+        "card0",
+        ("renderD128",),
+        APU_SLOT,
+        "amdgpu",
+        0x1002,
+        0x15BF,
+        {
+            "mem_info_vram_total": str(vram_total),
+            "mem_info_vram_used": str(vram_used),
+            "mem_info_vis_vram_total": str(vram_total),
+            "mem_info_gtt_total": str(30 * GiB),
+            "mem_info_gtt_used": str(gtt_used),
+            "gpu_busy_percent": "9",
+            "mem_busy_percent": "4",
+            "hwmon/hwmon5/temp1_input": "48000",
+        },
+    )
+
+
+def stage_xe_igpu(m: Machine) -> None:
+    """Lunar Lake's Arc 140V on xe: on the root bus, a tile without a VRAM size
+    (xe writes physical_vram_size_bytes for discrete cards only)."""
+    _device(
+        m.root / "sys" / "class" / "drm", "card0", ("renderD128",), XE_IGPU_SLOT, "xe", 0x8086, 0x64A0, {}
+    )
+    (m.root / "sys" / "class" / "drm" / "card0" / "device" / "tile0").mkdir(exist_ok=True)
+
+
+def stage_arc_on_i915(m: Machine) -> None:
+    """An Arc A770 on mainline i915: behind a PCIe port, no VRAM figure in sysfs."""
+    _device(
+        m.root / "sys" / "class" / "drm",
+        "card1",
+        ("renderD129",),
+        ARC_SLOT,
+        "i915",
+        0x8086,
+        0x56A0,
+        {"hwmon/hwmon2/power1_input": "38000000"},
+    )
+
+
+def xe_igpu_fdinfo(client_id: int, system: int, gtt: int) -> str:
+    """What xe prints for a client of an integrated GPU: system, gtt and stolen regions."""
+    lines = [
+        "pos:\t0",
+        "flags:\t02080002",
+        "drm-driver:\txe",
+        f"drm-client-id:\t{client_id}",
+        f"drm-pdev:\t{XE_IGPU_SLOT}",
+    ]
+    lines += memory_lines((("system", system), ("gtt", gtt), ("stolen", 0)))
+    lines += ["drm-cycles-rcs:\t0", "drm-total-cycles-rcs:\t1000"]
+    return "\n".join(lines) + "\n"
+
+
+def i915_fdinfo(client_id: int, local: int, system: int = 2 * MiB, pdev: str | None = ARC_SLOT) -> str:
+    """What i915 prints for one client of a discrete card (6.8+: memory regions
+    system0, local0 and stolen-local0; engine ns by class)."""
+    lines = ["pos:\t0", "flags:\t02100002", "drm-driver:\ti915"]
+    if pdev is not None:
+        lines.append(f"drm-pdev:\t{pdev}")
+    lines.append(f"drm-client-id:\t{client_id}")
+    lines += memory_lines((("system0", system), ("local0", local), ("stolen-local0", 0)))
+    lines += [
+        "drm-engine-render:\t0 ns",
+        "drm-engine-copy:\t0 ns",
+        "drm-engine-video:\t0 ns",
+        "drm-engine-capacity-video:\t2",
+        "drm-engine-video-enhance:\t0 ns",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def as_other_user():
+    """Read as an unprivileged user (root reads every file: drop to nobody for the read)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)

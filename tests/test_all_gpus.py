@@ -11,7 +11,7 @@ import json
 import psutil
 import pytest
 
-from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab
+from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab, rtx_4090_beside
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
 from vramscope.cli import main
 from vramscope.core.session import SessionReader
@@ -26,17 +26,7 @@ def workstation(fake_nvml, tmp_path, sleepers, monkeypatch):
     monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
     monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
     trainer, both, _arc, _sharer = pids
-    state = FakeState(
-        gpus=[
-            FakeGpu(
-                name="NVIDIA GeForce RTX 4090",
-                total=24 * GiB,
-                used=5 * GiB,
-                processes=[FakeProcess(both, 3 * GiB, sm=60)],
-            )
-        ]
-    )
-    fake_nvml.write(state)
+    state = rtx_4090_beside(fake_nvml, both)
     return pids, state
 
 

@@ -3,11 +3,13 @@ what drivers print, and against arbitrary text (it never raises)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drm_trees import GiB, KiB, MiB, amdgpu_fdinfo, xe_fdinfo
+from drm_trees import GiB, KiB, MiB, amdgpu_5_15_fdinfo, amdgpu_fdinfo, xe_fdinfo
 from vramscope.sources.drm_fdinfo import parse_fdinfo, parse_number
+from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure
 from vramscope.sources.pci_names import _lookup, device_name
 
 
@@ -24,6 +26,13 @@ def test_amdgpu_new_and_old_keys_give_the_same_vram():
     old = parse_fdinfo(amdgpu_fdinfo(7, vram=GiB, legacy_only=True))
     assert new.device_memory == old.device_memory == GiB
     assert (new.driver, new.client_id, new.pdev) == ("amdgpu", 7, "0000:03:00.0")
+
+
+def test_amdgpu_before_the_common_format_linux_5_15():
+    c = parse_fdinfo(amdgpu_5_15_fdinfo(vram=3 * GiB, gtt=8 * MiB))
+    assert (c.driver, c.pdev, c.client_id) == ("amdgpu", "0000:03:00.0", None)
+    assert c.device_memory == 3 * GiB and c.system_memory == 8 * MiB
+    assert parse_fdinfo("pos:\t0\npdev:\t0000:03:00.0\n") is None  # no figure: not a DRM client
 
 
 def test_xe_vram0_and_cycles():
@@ -63,16 +72,41 @@ def test_never_raises_on_any_text(text):
 @given(
     st.dictionaries(
         st.from_regex(r"[a-z]{1,6}[0-9]?", fullmatch=True),
-        st.integers(min_value=0, max_value=1 << 40),
+        st.one_of(st.integers(min_value=0, max_value=1 << 40), st.integers(min_value=0, max_value=10**45)),
         max_size=5,
     ),
     st.sampled_from(["", " KiB", " MiB"]),
 )
-def test_sizes_round_trip(regions, unit):
+def test_sizes_round_trip_and_figures_beyond_any_card_are_left_out(regions, unit):
     scale = {"": 1, " KiB": KiB, " MiB": MiB}[unit]
     text = "drm-driver:\tx\n" + "".join(f"drm-resident-{r}:\t{n}{unit}\n" for r, n in regions.items())
     c = parse_fdinfo(text)
-    assert c.resident == {r: n * scale for r, n in regions.items()}
+    assert c.resident == {r: n * scale for r, n in regions.items() if n * scale <= MAX_BYTES}
+    assert set(c.implausible) == {f"drm-resident-{r}" for r, n in regions.items() if n * scale > MAX_BYTES}
+    assert all(v <= INT64_MAX for v in c.resident.values())
+
+
+def test_a_40_digit_figure_and_a_60000_digit_one_are_implausible_not_a_crash():
+    forty = "9" * 40
+    c = parse_fdinfo(
+        f"drm-driver:\tamdgpu\ndrm-client-id:\t3\ndrm-memory-vram:\t{forty} KiB\n"
+        f"drm-engine-gfx:\t{'7' * 60000} ns\ndrm-total-gtt:\t4 KiB\n"
+    )
+    assert c.device_memory is None and c.system_memory == 4 * KiB
+    assert c.implausible == ("drm-memory-vram", "drm-engine-gfx") and c.memory_implausible
+    assert c.engines == {}
+    with pytest.raises(ImplausibleFigure):
+        parse_number("1" * 25)
+
+
+def test_stolen_local_memory_is_the_cards_own_and_amdgpus_cpu_region_is_not_mapped():
+    arc = parse_fdinfo(
+        "drm-driver:\ti915\ndrm-client-id:\t4\ndrm-total-local0:\t8 MiB\n"
+        "drm-total-stolen-local0:\t2 MiB\ndrm-total-system0:\t1 MiB\n"
+    )
+    assert arc.device_memory == 10 * MiB and arc.system_memory == MiB
+    apu = parse_fdinfo(amdgpu_fdinfo(5, vram=512 * MiB, gtt=3 * GiB))
+    assert apu.system_memory == 3 * GiB  # the "cpu" region (swapped-out buffers) is left out
 
 
 def test_pci_names_from_a_pci_ids_file_and_the_fallback(tmp_path):

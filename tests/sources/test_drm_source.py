@@ -4,13 +4,12 @@ each DRM client counted once, and what cannot be read said so, never a crash."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 
 import pytest
 
-from drm_trees import AMD_SLOT, INTEL_SLOT, GiB, MiB, expected_memory, lab
+from drm_trees import AMD_SLOT, INTEL_SLOT, GiB, MiB, as_other_user, expected_memory, lab
 from fakenvml import gone_pid
 from vramscope.core.samples import ACCESS_DENIED, AMD, INTEL
 from vramscope.sources.drm import DrmGpus
@@ -52,7 +51,8 @@ def test_device_figures_from_sysfs_and_what_is_missing_says_why(machine):
     amd, intel = DrmGpus(m.proc, m.sys).read(1000.0)
     assert (amd.total, amd.used, amd.free) == (24 * GiB, 7 * GiB // 2, 24 * GiB - 7 * GiB // 2)
     assert (amd.util_gpu, amd.temperature, amd.power_w, amd.power_limit_w) == (37, 55, 180.0, 303.0)
-    assert amd.util_memory is None and "NVIDIA" in amd.reason("util_memory")
+    assert amd.util_memory == 12  # amdgpu's mem_busy_percent: the memory controller
+    assert intel.util_memory is None and "memory-controller" in intel.reason("util_memory")
     assert amd.mig_mode is None and "NVIDIA" in amd.reason("mig")
     # xe: a VRAM size per tile, no device-wide use or busy %: used is the processes' sum
     assert intel.total == 12 * GiB and intel.used == GiB
@@ -81,21 +81,6 @@ def test_busy_percent_from_engine_time_between_passes(machine):
     if min(pids) == trainer:
         assert sm[trainer] == 25
     assert sm[arc] == 40
-
-
-@contextlib.contextmanager
-def as_other_user():
-    """Read as an unprivileged user (root reads every file: drop to nobody for the read)."""
-    if os.geteuid() != 0:
-        yield
-        return
-    os.setegid(65534)
-    os.seteuid(65534)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-        os.setegid(0)
 
 
 def test_another_users_unreadable_fdinfo_is_access_denied_not_a_crash(sleepers):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab
+from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab, rtx_4090_beside
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
 from vramscope.sources import drm_fdinfo, drm_sysfs
 from vramscope.sources.all_gpus import AllGpusSource
@@ -28,19 +28,7 @@ def machine(fake_nvml, tmp_path, sleepers, monkeypatch):
     m = lab(tmp_path / "machine", *pids, gone_pid(), stranger=None)
     monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
     monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
-    fake_nvml.write(
-        FakeState(
-            gpus=[
-                FakeGpu(
-                    name="NVIDIA GeForce RTX 4090",
-                    total=24 * GiB,
-                    used=5 * GiB,
-                    utilization=(60, 20),
-                    processes=[FakeProcess(pids[1], 3 * GiB, sm=60)],
-                )
-            ]
-        )
-    )
+    rtx_4090_beside(fake_nvml, pids[1])
     return pids
 
 
@@ -101,3 +89,55 @@ def test_a_unified_memory_board_says_so(
     w.resize(1024, 700)
     w.refresh(force=True)
     save(w, artifacts_dir, "unified-1024x700.png")
+
+
+def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
+    make_window, fake_nvml, sleepers, tmp_path, monkeypatch, artifacts_dir
+):
+    """A Radeon 780M APU running ROCm, no NVIDIA driver: the frame goes through the
+    window's sampler reader (the message its sampler process sends); the toolbar
+    names amdgpu, never nvml; the card says unified memory with the system's RAM."""
+    import json
+
+    import psutil
+
+    from drm_trees import APU_SLOT, Fd, Machine, MiB, amdgpu_fdinfo, stage_apu
+    from kfd_trees import KfdNode, stage_kfd
+    from fakenvml import FakeState
+    from PySide6.QtCore import Qt
+
+    from vramscope.core.stream import protocol
+    from vramscope.core.stream.delta_reader import FrameAssembler
+    from vramscope.core.stream.deltas import FrameDiffer
+    from vramscope.sources.local_sampler import LocalSamplerSource
+    from vramscope.ui.process_model import COL
+
+    fake_nvml.write(FakeState(driver_loaded=False))
+    (rocm,) = sleepers(1)
+    m = Machine(tmp_path / "machine")
+    stage_apu(m)
+    stage_kfd(
+        m.root / "sys", [KfdNode(4242, cpu_cores=16, simds=24, render_minor=128)], {rocm: {4242: 256 * MiB}}
+    )
+    m.fds[rocm] = [Fd("renderD128", amdgpu_fdinfo(3, vram=256 * MiB, gtt=4 * GiB, pdev=APU_SLOT))]
+    m.stage_proc()
+    monkeypatch.setattr(drm_fdinfo, "PROC", m.proc)
+    monkeypatch.setattr(drm_sysfs, "SYS", m.sys)
+    frame = frames_from(AllGpusSource(), n=1)[0]
+    sampler = LocalSamplerSource([], 1.0, name="nvml")  # as the window starts it
+    reader = FrameAssembler()
+    for message in (protocol.hello("box", "1.0", 1.0), FrameDiffer().message(frame, [])):
+        sampler.process._handle(json.loads(protocol.encode(message)), reader)
+    shown = sampler.sample(T0)
+    w = make_window([shown], source=sampler)
+    w._update_status()
+    assert w.source_label.text().strip() == "Source: amdgpu"
+    card = w.gpu_panel.rows[0].card
+    assert card.mig.text() == "unified memory  ·  system RAM"
+    assert shown.gpus[0].total == psutil.virtual_memory().total + 512 * MiB
+    open_every_group(w)
+    assert [int(p) for p in table_column(w, "PID") if p] == [rocm]
+    assert table_column(w, "Memory")[0] == f"{(256 * MiB + 4 * GiB) / GiB:.2f} GiB"
+    tip = w.table.model.headerData(COL["Memory"], Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "fdinfo" in tip and "KFD" in tip and not tip.startswith("Device memory NVML")
+    save(w, artifacts_dir, "apu-1400x900.png")

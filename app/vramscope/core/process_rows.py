@@ -133,7 +133,11 @@ COLUMNS: tuple[Column, ...] = (
         lambda r: _number(r.used),
         84,
         numeric=True,
-        tip="Device memory NVML reports for the process, in GiB (2^30 bytes). n/a: not reported.",
+        tip=(
+            "GPU memory the driver reports for the process (NVML; DRM fdinfo or ROCm's KFD on AMD "
+            "and Intel; on a unified-memory GPU its buffers in system memory), in GiB (2^30 bytes). "
+            "n/a: not reported."
+        ),
     ),
     Column(
         "Growth",

@@ -4,7 +4,9 @@ Intel's through the kernel's DRM interfaces (sources/drm.py), in one frame.
 NVIDIA GPUs keep NVML's indices; the DRM GPUs follow them (after the most
 NVIDIA GPUs ever seen, so an index does not move when NVML has a bad pass).
 A machine without NVIDIA's driver but with other GPUs shows those, and the
-frame carries no "driver not found" error for a driver it does not need.
+frame carries no "driver not found" error for a driver it does not need. The
+frame's ``source`` names what was read: "nvml", the DRM drivers ("amdgpu",
+"xe"), or both ("nvml + amdgpu"), so an AMD-only box never says "nvml".
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import dataclasses
 from vramscope.core.samples import Frame
 from vramscope.sources.drm import DrmGpus
 from vramscope.sources.nvml import NvmlSource
+
+
+SOURCE_JOIN = " + "
 
 
 class AllGpusSource:
@@ -41,10 +46,12 @@ class AllGpusSource:
         error = frame.error
         if error is not None and (self.nvml.not_installed or not frame.gpus and self.nvml.no_driver):
             error = None  # no NVIDIA driver on a machine whose GPUs need none
+        names = ([frame.source] if frame.gpus else []) + list(self.drm.drivers)
         return dataclasses.replace(
             frame,
             gpus=frame.gpus + others,
             error=error,
+            source=SOURCE_JOIN.join(names),
             host_pids=frame.host_pids if frame.host_pids is not None else self.drm.processes.host_pids,
         )
 

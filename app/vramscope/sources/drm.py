@@ -1,42 +1,35 @@
 """AMD and Intel GPUs (any DRM driver) as frozen GpuSamples, one pass at a time.
 
 Device figures come from sysfs (sources/drm_sysfs.py), per-process ones from
-the processes' DRM fdinfo (sources/drm_fdinfo.py): each DRM client (pdev,
-client id) is counted once, for the first process (lowest PID) that holds
-it. A process's busy % is its busiest engine over the last pass (the
-``drm-engine-*`` ns, or xe's cycle counters); None on the pass it first
-appears, as there is nothing to compare with yet.
+the processes' DRM fdinfo (sources/drm_fdinfo.py) and, for ROCm compute, from
+AMD's compute driver (sources/kfd.py): each DRM client (pdev, client id) is
+counted once, for the first process (lowest PID) that holds it; a client
+without ``drm-pdev`` is placed by the device node it was read through, one
+without ``drm-client-id`` is one client per open file (kcmp). A process's
+busy % is its busiest engine over the last pass (the ``drm-engine-*`` ns, or
+xe's cycle counters); None on the pass it first appears, as there is nothing
+to compare with yet. A counter that reads lower than before is not measured
+from: the kernel's drm-usage-stats document has userspace stay with the
+previous, larger value until the counter catches up.
 
 A process whose DRM fdinfo cannot be read (another user's, without the
 privilege to read it) is listed on the GPU its node belongs to, its memory
-None and its visibility ``access-denied``.
+None (or KFD's figure, which anyone may read) and its visibility
+``access-denied``. How the sample is made: sources/drm_sample.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-from vramscope.core.samples import ACCESS_DENIED, UNIFIED_MEMORY, GpuProcess, GpuSample
-from vramscope.sources import drm_fdinfo, drm_sysfs
+from vramscope.core.samples import GpuSample
+from vramscope.sources import drm_fdinfo, drm_sysfs, kfd
+from vramscope.sources.drm_sample import ProcessFigures, gpu_sample, integrated
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.proc_stat import read_stat
 from vramscope.sources.processes import ProcessCache
-from vramscope.sources.unified import system_pool
 
 # every process's fd table is walked at most this often (seconds); in between only the
 # DRM fds found then are read again (a new GPU process shows within this delay)
 FULL_SCAN_EVERY = 5.0
-ROCM_BUSY = (
-    "ROCm compute queues run outside the kernel's scheduler: their time is in no "
-    "fdinfo engine figure, so per-process busy % is n/a on this card"
-)
-INTEGRATED = (
-    "an integrated GPU: its memory is the system's (total and free are the "
-    "system's; used is its processes' buffers)"
-)
-
-NVIDIA_ONLY = "NVIDIA only (NVML)"
-DENIED = "fdinfo not readable (another user's process: access denied)"
 
 
 class DrmGpus:
@@ -49,10 +42,12 @@ class DrmGpus:
         self.sys_root = sys_root or drm_sysfs.SYS
         self.processes = processes if processes is not None else ProcessCache()
         self.host_usage = HostUsage()
-        self._engines: dict[tuple, tuple[float, dict, dict]] = {}  # client key -> last figures
+        # client key -> ({engine: (time, ns)}, {class: (cycles, total)}) kept from the last passes
+        self._engines: dict[tuple, tuple[dict, dict]] = {}
         self._holders: dict[int, tuple[str, ...]] = {}  # pid -> its DRM fds (last full scan)
         self._scanned_at: float | None = None
         self._parsed: dict[tuple, tuple] = {}  # (pid, fd) -> (fdinfo text, DrmClient)
+        self.drivers: tuple[str, ...] = ()  # the DRM drivers of the GPUs the last pass read
 
     def _scan(self, now: float) -> list[drm_fdinfo.ProcessClients]:
         last = self._scanned_at
@@ -80,125 +75,133 @@ class DrmGpus:
 
     def read(self, now: float, first_index: int = 0) -> tuple[GpuSample, ...]:
         devices = drm_sysfs.devices(self.sys_root)
+        self.drivers = tuple(dict.fromkeys(d.driver for d in devices if d.driver))
         if not devices:
             return ()
-        by_slot = {d.pdev: d for d in devices if d.pdev}
         slot_of_node = drm_sysfs.node_slots(self.sys_root)
-        # pdev -> pid -> [bytes or None, busy % or None, denied]
-        per_gpu: dict[str, dict[int, list]] = {slot: {} for slot in by_slot}
+        kfd_gpus = kfd.gpus(self.sys_root)
+        slot_of_gpu = {gid: slot_of_node.get(g.render_node or "") for gid, g in kfd_gpus.items()}
+        apu = {slot_of_gpu[gid]: g.apu for gid, g in kfd_gpus.items() if slot_of_gpu[gid]}
+        per_gpu: dict[str, dict[int, ProcessFigures]] = {d.pdev: {} for d in devices if d.pdev}
         rocm: set[str] = set()  # GPUs a ROCm (KFD) process uses
+        local: set[str] = set()  # GPUs a client has device-region buffers on
         counted: set[tuple] = set()
-        engines: dict[tuple, tuple[float, dict, dict]] = {}
+        unnamed: dict[str, list[tuple[int, str, tuple]]] = {}  # node -> id-less clients counted
+        engines: dict[tuple, tuple[dict, dict]] = {}
         for proc in self._scan(now):
             if proc.denied:
                 for node in proc.nodes:
                     slot = slot_of_node.get(node)
                     if slot in per_gpu:
-                        per_gpu[slot].setdefault(proc.pid, [None, None, True])
+                        per_gpu[slot].setdefault(proc.pid, ProcessFigures()).denied = True
                 continue
-            for client in proc.clients:
-                if client.pdev not in per_gpu or client.key in counted:
+            for client, (fd, node) in zip(proc.clients, proc.where):
+                pdev = client.pdev or slot_of_node.get(node)
+                if pdev not in per_gpu:
                     continue
-                counted.add(client.key)
-                entry = per_gpu[client.pdev].setdefault(proc.pid, [None, None, False])
+                key = self._client_key(proc.pid, fd, node, pdev, client, unnamed)
+                if key in counted:
+                    continue
+                counted.add(key)
+                entry = per_gpu[pdev].setdefault(proc.pid, ProcessFigures())
+                entry.partial = entry.partial or proc.partial
                 if proc.kfd:
-                    rocm.add(client.pdev)
-                memory = client.device_memory
-                if memory is None and by_slot[client.pdev].vram_total is None:
-                    memory = client.system_memory  # an integrated GPU: its memory is the system's
-                if memory is not None:
-                    entry[0] = (entry[0] or 0) + memory
-                engines[client.key] = (now, client.engines, client.cycles)
-                busy = self._busy(client, now)
+                    rocm.add(pdev)
+                if client.implausible:
+                    entry.implausible += client.implausible
+                    entry.unknown = entry.unknown or client.memory_implausible
+                device = client.device_memory
+                if device is not None:
+                    local.add(pdev)
+                entry.add(device, client.system_memory)
+                busy = self._busy(client, key, now, engines)
                 if busy is not None:
-                    entry[1] = busy if entry[1] is None else max(entry[1], busy)
+                    entry.busy = busy if entry.busy is None else max(entry.busy, busy)
         self._engines = engines
+        for held in kfd.processes(self.sys_root):
+            self._add_kfd(held, slot_of_gpu, per_gpu, rocm)
         pids = {pid for procs in per_gpu.values() for pid in procs}
         stats = {pid: read_stat(pid) for pid in pids}  # one /proc/<pid>/stat read each (sources/proc_stat.py)
         infos = self.processes.lookup_many(pids, stats)
         self.processes.prune(pids)
         usage = self.host_usage.read(pids, stats)
         return tuple(
-            self._sample(first_index + i, dev, per_gpu.get(dev.pdev, {}), infos, usage, dev.pdev in rocm)
+            gpu_sample(
+                first_index + i,
+                dev,
+                per_gpu.get(dev.pdev, {}),
+                infos,
+                usage,
+                rocm=dev.pdev in rocm,
+                unified=integrated(dev, apu.get(dev.pdev), dev.pdev in local),
+            )
             for i, dev in enumerate(devices)
         )
 
-    def _busy(self, client: drm_fdinfo.DrmClient, now: float) -> int | None:
-        before = self._engines.get(client.key)
+    @staticmethod
+    def _client_key(pid: int, fd: str, node: str, pdev: str, client, unnamed: dict) -> tuple:
+        """A client's identity: (pdev, driver, drm-client-id); without an id, the open
+        file it is (the first fd kcmp says is the same file, else this one)."""
+        if client.client_id is not None:
+            return (pdev, client.driver, client.client_id)
+        seen = unnamed.setdefault(node, [])
+        for other_pid, other_fd, key in seen:
+            if other_pid != pid and drm_fdinfo.one_file(other_pid, other_fd, pid, fd):
+                return key
+        key = (pdev, client.driver, None, pid, fd)
+        seen.append((pid, fd, key))
+        return key
+
+    @staticmethod
+    def _add_kfd(held: kfd.KfdProcess, slot_of_gpu: dict, per_gpu: dict, rocm: set) -> None:
+        """A ROCm process's VRAM per card as KFD counts it (beside its fdinfo's)."""
+        for gpu_id, vram in held.vram.items():
+            slot = slot_of_gpu.get(gpu_id)
+            if slot not in per_gpu:
+                continue
+            rocm.add(slot)
+            entry = per_gpu[slot].setdefault(held.pid, ProcessFigures())
+            entry.kfd = vram
+        if held.implausible:
+            for gpu_id in {int(n[5:]) for n in held.implausible}:
+                slot = slot_of_gpu.get(gpu_id)
+                if slot in per_gpu:
+                    rocm.add(slot)
+                    entry = per_gpu[slot].setdefault(held.pid, ProcessFigures())
+                    entry.implausible += tuple(f"KFD {n}" for n in held.implausible)
+
+    def _busy(self, client: drm_fdinfo.DrmClient, key: tuple, now: float, kept: dict) -> int | None:
+        """Its busiest engine's share since the figures kept for it; a counter lower
+        than the kept one is not measured from (the kept, larger value stays, with the
+        time it was read, until the counter catches up: drm-usage-stats.rst)."""
+        before = self._engines.get(key)
+        old_engines, old_cycles = before if before is not None else ({}, {})
+        engines, cycles, shares = {}, {}, []
+        went_back = False
+        for name, ns in client.engines.items():
+            old = old_engines.get(name)
+            if old is not None and ns < old[1]:
+                engines[name] = old
+                went_back = True
+                continue
+            engines[name] = (now, ns)
+            if old is not None and now > old[0]:
+                cap = client.capacity.get(name, 1)
+                shares.append((ns - old[1]) / ((now - old[0]) * 1e9 * cap))
+        for name, (n, total) in client.cycles.items():
+            old = old_cycles.get(name)
+            if old is not None and (n < old[0] or total < old[1]):
+                cycles[name] = old
+                went_back = True
+                continue
+            cycles[name] = (n, total)
+            if old is not None and total > old[1]:
+                shares.append((n - old[0]) / (total - old[1]))
+        kept[key] = (engines, cycles)
         if before is None:
             return None
-        then, engines, cycles = before
-        shares = []
-        if now > then:
-            for name, ns in client.engines.items():
-                old = engines.get(name)
-                if old is not None and ns >= old:
-                    cap = client.capacity.get(name, 1)
-                    shares.append((ns - old) / ((now - then) * 1e9 * cap))
-        for name, (n, total) in client.cycles.items():
-            old = cycles.get(name)
-            if old is not None and total > old[1] and n >= old[0]:
-                shares.append((n - old[0]) / (total - old[1]))
+        if went_back and max(shares, default=0) <= 0:
+            return None  # the engine that went back may be the busy one: no figure this pass
         if not shares:
             return None if not (client.engines or client.cycles) else 0
         return max(0, min(100, round(100 * max(shares))))
-
-    @staticmethod
-    def _sample(
-        index: int, dev: drm_sysfs.DrmDevice, procs: dict, infos: dict, usage: dict, rocm: bool = False
-    ) -> GpuSample:
-        rows = []
-        denied = 0
-        for pid, (used, busy, no_access) in sorted(procs.items()):
-            info = infos.get(pid)
-            if no_access:
-                denied += 1
-                if info is not None:
-                    info = dataclasses.replace(info, visibility=ACCESS_DENIED)
-            cpu, rss = usage.get(pid, (None, None))
-            # with ROCm compute on the card, no process's busy % is complete: n/a, never
-            # a 0 that would call a training run idle
-            rows.append(
-                GpuProcess(
-                    pid=pid, used=used, sm=None if rocm else busy, info=info, cpu_percent=cpu, host_memory=rss
-                )
-            )
-        not_reported = list(dev.not_reported)
-        used, total, free = dev.vram_used, dev.vram_total, None
-        kind = None
-        if used is None and rows:
-            known = [p.used for p in rows if p.used is not None]
-            used = sum(known) if known else None
-        if total is None and dev.driver != "xe":  # integrated: the system's memory is its own
-            kind = UNIFIED_MEMORY
-            pool = system_pool()
-            if pool is not None:
-                total, _system_used, free = pool
-            not_reported = [r for r in not_reported if r[0] not in ("total", "used")]
-            not_reported.append(("total", INTEGRATED))
-        if denied:
-            not_reported.append(("process_memory", f"{denied} process(es): {DENIED}"))
-        if rocm:
-            not_reported.append(("process_sm", ROCM_BUSY))
-        not_reported += [
-            ("mig", f"MIG is {NVIDIA_ONLY}"),
-            ("reserved", f"driver-reserved memory is {NVIDIA_ONLY}"),
-        ]
-        if free is None and total is not None and used is not None:
-            free = total - used
-        return GpuSample(
-            index=index,
-            name=dev.name,
-            pci_bus_id=dev.pdev,
-            total=total,
-            used=used,
-            free=free,
-            util_gpu=dev.busy_percent,
-            temperature=dev.temperature,
-            power_w=dev.power_w,
-            power_limit_w=dev.power_limit_w,
-            processes=tuple(rows),
-            vendor=dev.vendor,
-            memory_kind=kind,
-            not_reported=tuple(not_reported),
-        )

@@ -18,7 +18,11 @@ is bytes). The keys used here:
 
 Reads are bounded and refuse symlinks where they open files; a process of
 another user whose fd table or fdinfo cannot be read is reported as such,
-never a crash. The /proc root is injectable (tests stage a tree).
+never a crash. A figure beyond any real card (sources/figure_bounds.py) is
+left out and its key named in ``implausible``. A client without
+``drm-client-id`` seen through several fds is counted once where kcmp(2)
+says they are one file (sources/kcmp.py). The /proc root is injectable
+(tests stage a tree).
 """
 
 from __future__ import annotations
@@ -28,13 +32,24 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from vramscope.sources import kcmp
+from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure, bounded_int
+
 PROC = "/proc"
 MAX_FDINFO = 64 * 1024  # bytes read of one fdinfo file (a real one is < 2 KiB)
 MAX_FDS = 65536  # fds looked at per process
-_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "kB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+# amdgpu's fdinfo before the common format (Linux 5.14 to 5.18): "pdev:", "vram mem:
+# 17196 kB", "gtt mem:", "cpu mem:" and no drm- keys (nor a client id)
+_OLD_AMDGPU = {"vram mem": "vram", "gtt mem": "gtt", "cpu mem": "cpu"}
 _NUMBER = re.compile(r"^(\d+)\s*([A-Za-z]*)$")
 # regions that are the card's own memory: amdgpu "vram", xe "vram0"/"vram1", i915 "local0"
-_DEVICE_REGION = re.compile(r"^(vram|local)\d*$")
+# and the part of it the firmware set aside, "stolen-local0" (i915 on a discrete card);
+# an integrated card's "stolen-system0" is system memory
+_DEVICE_REGION = re.compile(r"^(stolen-)?(vram|local)\d*$")
+# system memory the GPU does not map (amdgpu "cpu": buffers swapped out of GTT); not
+# counted as a unified-memory GPU's use
+_UNMAPPED_REGION = "cpu"
 # device nodes of the DRM subsystem (Documentation/gpu/drm-uapi.rst: render and primary nodes)
 DRM_NODE = re.compile(r"^/dev/dri/(renderD|card)\d+$")
 # AMD's compute driver (ROCm): its user-mode queues run without the kernel's
@@ -55,6 +70,7 @@ class DrmClient:
     engines: dict = field(default_factory=dict)  # engine -> busy ns (cumulative)
     capacity: dict = field(default_factory=dict)  # engine -> how many of it
     cycles: dict = field(default_factory=dict)  # xe class -> (cycles, total cycles)
+    implausible: tuple[str, ...] = ()  # keys whose figure was beyond any real card (left out)
 
     @property
     def key(self) -> tuple:
@@ -70,19 +86,30 @@ class DrmClient:
 
     @property
     def system_memory(self) -> int | None:
-        """Bytes in system memory regions (gtt, system, cpu): an integrated GPU's."""
-        regions = [r for r in set(self.resident) | set(self.total) if not _DEVICE_REGION.match(r)]
+        """Bytes in the system memory the GPU maps (gtt, system): an integrated GPU's,
+        and an APU's beside its carve-out."""
+        regions = [
+            r
+            for r in set(self.resident) | set(self.total)
+            if not _DEVICE_REGION.match(r) and r != _UNMAPPED_REGION
+        ]
         if not regions:
             return None
         return sum(self.resident.get(r, self.total.get(r, 0)) for r in regions)
 
+    @property
+    def memory_implausible(self) -> bool:
+        """A memory figure of it was left out: its sums would be short."""
+        return any(k.split("-", 2)[1] in _MEMORY_KINDS for k in self.implausible)
 
-def parse_number(value: str) -> int | None:
-    """ "123", "123 KiB", "4 MiB" -> bytes (or a plain count); None for anything else."""
+
+def parse_number(value: str, limit: int = INT64_MAX) -> int | None:
+    """ "123", "123 KiB", "4 MiB" -> bytes (or a plain count); None for anything else;
+    ImplausibleFigure above ``limit`` (however many digits)."""
     m = _NUMBER.match(value.strip())
     if m is None or m.group(2) not in _UNITS:
         return None
-    return int(m.group(1)) * _UNITS[m.group(2)]
+    return bounded_int(m.group(1), _UNITS[m.group(2)], limit)
 
 
 def parse_fdinfo(text: str) -> DrmClient | None:
@@ -95,8 +122,13 @@ def parse_fdinfo(text: str) -> DrmClient | None:
     resident, total, legacy, engines, capacity = {}, {}, {}, {}, {}
     cycles_now: dict[str, str] = {}
     cycles_total: dict[str, str] = {}
+    implausible: list[str] = []
+    old: dict[str, str] = {}
     for line in text.splitlines():
         if not line.startswith("drm-"):
+            key, sep, value = line.partition(":")
+            if sep and (key in _OLD_AMDGPU or key == "pdev"):
+                old[key] = value
             continue
         key, sep, value = line.partition(":")
         if not sep or " " in key or "\t" in key:
@@ -114,23 +146,44 @@ def parse_fdinfo(text: str) -> DrmClient | None:
         elif kind == "total" and rest.startswith("cycles-"):
             cycles_total[rest[7:]] = value
         elif kind in _MEMORY_KINDS and rest:
-            n = parse_number(value)
+            try:
+                n = parse_number(value, MAX_BYTES)
+            except ImplausibleFigure:
+                implausible.append(key)
+                continue
             if n is not None:
                 (resident if kind == "resident" else total if kind == "total" else legacy)[rest] = n
         elif kind == "engine" and rest:
-            if rest.startswith("capacity-"):
-                n = parse_number(value)
-                if n:
-                    capacity[rest[9:]] = n
-            elif value.endswith("ns"):
-                n = parse_number(value[:-2])
-                if n is not None:
-                    engines[rest] = n
+            try:
+                if rest.startswith("capacity-"):
+                    n = parse_number(value)
+                    if n:
+                        capacity[rest[9:]] = n
+                elif value.endswith("ns"):
+                    n = parse_number(value[:-2])
+                    if n is not None:
+                        engines[rest] = n
+            except ImplausibleFigure:
+                implausible.append(key)
+    if not driver and any(k in old for k in _OLD_AMDGPU):
+        driver, pdev = "amdgpu", old.get("pdev", "").strip() or None
+        for key, region in _OLD_AMDGPU.items():
+            try:
+                n = parse_number(old.get(key, ""), MAX_BYTES)
+            except ImplausibleFigure:
+                implausible.append(key)
+                continue
+            if n is not None:
+                legacy[region] = n
     if not driver:
         return None
     cycles = {}
     for name, value in cycles_now.items():
-        n, t = parse_number(value), parse_number(cycles_total.get(name, ""))
+        try:
+            n, t = parse_number(value), parse_number(cycles_total.get(name, ""))
+        except ImplausibleFigure:
+            implausible.append(f"drm-cycles-{name}")
+            continue
         if n is not None and t is not None:
             cycles[name] = (n, t)
     for region, n in legacy.items():  # drm-memory-<region> is resident memory (amdgpu)
@@ -138,12 +191,13 @@ def parse_fdinfo(text: str) -> DrmClient | None:
     return DrmClient(
         driver=driver,
         pdev=pdev,
-        client_id=int(cid) if cid and cid.isdigit() else None,
+        client_id=int(cid) if cid and cid.isdigit() and len(cid) <= 19 else None,
         resident=resident,
         total=total,
         engines=engines,
         capacity=capacity,
         cycles=cycles,
+        implausible=tuple(implausible),
     )
 
 
@@ -169,6 +223,8 @@ class ProcessClients:
     nodes: tuple[str, ...] = ()  # the DRM nodes it holds ("renderD128", ...)
     fds: tuple[str, ...] = ()  # its fds that are DRM nodes or /dev/kfd ("3", "7")
     kfd: bool = False  # it holds /dev/kfd: ROCm compute, whose busy time fdinfo does not see
+    where: tuple[tuple[str, str], ...] = ()  # (fd, node) each client was read through
+    partial: bool = False  # some of its DRM fds' fdinfo could be read, some not
 
 
 def process_clients(
@@ -188,8 +244,9 @@ def process_clients(
         return None
     drm_fds = []
     kfd = False
-    seen: dict[tuple, DrmClient] = {}
-    denied = False
+    seen: dict[tuple, tuple[DrmClient, str, str]] = {}
+    unnamed: list[tuple[str, str]] = []  # (fd, node) of clients without drm-client-id
+    denied = 0
     nodes: dict[str, None] = {}
     for fd in fds:
         try:
@@ -202,13 +259,14 @@ def process_clients(
             continue
         if not DRM_NODE.match(target):
             continue
-        nodes[target.rsplit("/", 1)[1]] = None
+        node = target.rsplit("/", 1)[1]
+        nodes[node] = None
         drm_fds.append(fd)
         try:
             text = read_bounded(f"{proc_root}/{pid}/fdinfo/{fd}")
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
-                denied = True
+                denied += 1
             continue  # ENOENT: closed or the process ended between the two reads
         if parsed is not None:
             before = parsed.get((pid, fd))
@@ -216,18 +274,33 @@ def process_clients(
             parsed[(pid, fd)] = (text, client)
         else:
             client = parse_fdinfo(text)
-        if client is not None:
-            seen.setdefault(client.key if client.client_id is not None else (target, fd), client)
+        if client is None:
+            continue
+        if client.client_id is not None:
+            seen.setdefault(client.key, (client, fd, node))
+        elif not any(n == node and one_file(pid, fd, pid, f) for f, n in unnamed):
+            unnamed.append((fd, node))
+            seen[(node, fd)] = (client, fd, node)
     if not nodes:
         return None
     return ProcessClients(
         pid=pid,
-        clients=tuple(seen.values()),
-        denied=denied and not seen,
+        clients=tuple(c for c, _fd, _node in seen.values()),
+        denied=bool(denied) and not seen,
         nodes=tuple(nodes),
         fds=tuple(drm_fds),
         kfd=kfd,
+        where=tuple((fd, node) for _c, fd, node in seen.values()),
+        partial=bool(denied) and bool(seen),
     )
+
+
+def one_file(pid1: int, fd1: str, pid2: int, fd2: str) -> bool:
+    """kcmp's answer; False where it cannot say (each fd then counts as its own client)."""
+    try:
+        return kcmp.same_file(pid1, int(fd1), pid2, int(fd2)) is True
+    except ValueError:
+        return False
 
 
 def scan(proc_root: str = PROC, parsed: dict | None = None) -> list[ProcessClients]:

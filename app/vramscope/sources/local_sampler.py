@@ -197,6 +197,7 @@ class LocalSamplerSource:
             view = self.process.snapshot()
             frame = view.frame
             if frame is not None:
+                self.name = frame.source  # what the sampler read: "nvml", "amdgpu", "nvml + xe"
                 self._last = frame
                 self._judged = (frame, list(view.alerts))
                 return frame

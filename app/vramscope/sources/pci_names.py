@@ -21,9 +21,11 @@ KNOWN = {  # (vendor, device) -> name, from the PCI ID Repository
     (0x1002, 0x74A1): "AMD Instinct MI300X",
     (0x1002, 0x740F): "AMD Instinct MI210",
     (0x1002, 0x738C): "AMD Instinct MI100",
+    (0x1002, 0x15BF): "AMD Radeon 780M / 760M (Phoenix)",  # Ryzen 7040 APUs
     (0x8086, 0x56A0): "Intel Arc A770",
     (0x8086, 0x56A1): "Intel Arc A750",
     (0x8086, 0xE20B): "Intel Arc B580",
+    (0x8086, 0x64A0): "Intel Arc 130V / 140V (Lunar Lake)",  # integrated
     (0x8086, 0x0BD5): "Intel Data Center GPU Max 1550",
 }
 
