@@ -27,6 +27,7 @@ from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.sources.pipe_writer import PipeWriter
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell
@@ -35,6 +36,8 @@ REMOTE_COMMANDS = (("vramscope", "stream"), ("python3", "-m", "vramscope", "stre
 INSTALL_HINT = "python3 -m pip install --user vramscope"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
 COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
+WRITE_STALL = 10.0  # seconds a request may wait for the remote to read its stdin before it is ended
+GROUP_GRACE = 2.0  # seconds the remote's process group has to end after SIGTERM, before SIGKILL
 
 CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
     HostStatus.CONNECTING,
@@ -111,6 +114,8 @@ class RemoteHost:
         self._retry_at: float | None = None
         self._remote_version: str | None = None
         self._proc: subprocess.Popen | None = None
+        self._writer: PipeWriter | None = None  # the running process's stdin (never blocks)
+        self.write_stall = WRITE_STALL
         self._events: dict = {}  # agent identity -> events not yet handed out
         self._ids = itertools.count(1)
         self._waiting: dict[int, list] = {}  # request id -> [Event, reply]
@@ -179,15 +184,14 @@ class RemoteHost:
             "memory": memory,
         }
         with self._lock:
-            proc = self._proc if self._state == CONNECTED else None
-            if proc is None:
+            writer = self._writer if self._state == CONNECTED else None
+            if writer is None:
                 raise RuntimeError(f"{self.host} is not connected ({self._error or self._state})")
             self._waiting[ident] = slot
-        try:
-            proc.stdin.write(protocol.encode(message))
-            proc.stdin.flush()
-        except (OSError, ValueError) as exc:
-            raise RuntimeError(f"{self.host}: the connection broke ({exc})") from None
+        if not writer.send(protocol.encode(message)):
+            with self._lock:
+                self._waiting.pop(ident, None)
+            raise RuntimeError(f"{self.host}: the connection broke (its input is closed or not read)")
         try:
             if not slot[0].wait(timeout):
                 raise RuntimeError(f"{self.host} did not answer within {timeout:g} s")
@@ -277,8 +281,9 @@ class RemoteHost:
         except OSError as exc:
             return "failed", f"cannot run {self.ssh}: {exc}"
         self.connections += 1
+        writer = PipeWriter(proc.stdin)
         with self._lock:
-            self._proc = proc
+            self._proc, self._writer = proc, writer
             if self._state != CONNECTED:
                 self._state = CONNECTING
         stderr_tail: collections.deque = collections.deque(maxlen=20)
@@ -292,7 +297,14 @@ class RemoteHost:
         try:
             while not self._closed.is_set():
                 # (close() ends ssh: its EOF wakes this at once)
-                ready, _, _ = select.select([fd], [], [], min(1.0, self.stale_after / 4))
+                ready, room, _ = select.select(
+                    [fd], [writer] if writer.waiting else [], [], min(1.0, self.stale_after / 4)
+                )
+                if room:
+                    writer.flush()
+                if writer.stalled_for() > self.write_stall:
+                    problem = f"it stopped reading its input ({writer.waiting:,} bytes unread)"
+                    break
                 if not ready:
                     if self._mono() - last > self.stale_after:
                         problem = f"no data for {self.stale_after:g} s"
@@ -387,23 +399,34 @@ class RemoteHost:
             slot[0].set()
 
     def _kill(self, proc: subprocess.Popen | None = None) -> None:
+        """End ``proc`` (the running one by default) and everything in its process group:
+        ssh or the sampler, and whatever they started, a child that outlived them included."""
+        writer = None
         with self._lock:
             proc = proc or self._proc
             if proc is self._proc:
-                self._proc = None
+                self._proc, writer = None, self._writer
+                self._writer = None
         if proc is None:
             return
-        try:
-            proc.stdin.close()  # the remote stream ends when its stdin closes
-        except OSError:
-            pass
-        if proc.poll() is None:  # ssh and whatever it started (its own session)
-            _signal_group(proc, signal.SIGTERM)
+        if writer is not None:
+            writer.close()  # the remote stream ends when its stdin closes
+        else:
             try:
-                proc.wait(2)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
+                proc.stdin.close()
+            except OSError:
+                pass
+        _signal_group(proc, signal.SIGTERM)  # (its own session: start_new_session)
+        deadline = time.monotonic() + GROUP_GRACE
+        try:
+            proc.wait(GROUP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        while _group_alive(proc) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if proc.poll() is None or _group_alive(proc):
+            _signal_group(proc, signal.SIGKILL)  # what ignored SIGTERM or is still going
+        proc.wait()
 
 
 def _signal_group(proc: subprocess.Popen, signum) -> None:
@@ -411,6 +434,16 @@ def _signal_group(proc: subprocess.Popen, signum) -> None:
         os.killpg(proc.pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _group_alive(proc: subprocess.Popen) -> bool:
+    """Whether anything is left in ``proc``'s process group (its group id stays taken while
+    one is: no other process gets that number meanwhile)."""
+    try:
+        os.killpg(proc.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _drain(stream, tail) -> None:
