@@ -18,7 +18,6 @@ import os
 import select
 import shlex
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -27,6 +26,7 @@ from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.sources.child_group import end_group
 from vramscope.sources.pipe_writer import PipeWriter
 
 # What the remote runs: the installed command, then the module (a pip install
@@ -37,7 +37,6 @@ INSTALL_HINT = "python3 -m pip install --user vramscope"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
 COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
 WRITE_STALL = 10.0  # seconds a request may wait for the remote to read its stdin before it is ended
-GROUP_GRACE = 2.0  # seconds the remote's process group has to end after SIGTERM, before SIGKILL
 
 CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
     HostStatus.CONNECTING,
@@ -416,34 +415,7 @@ class RemoteHost:
                 proc.stdin.close()
             except OSError:
                 pass
-        _signal_group(proc, signal.SIGTERM)  # (its own session: start_new_session)
-        deadline = time.monotonic() + GROUP_GRACE
-        try:
-            proc.wait(GROUP_GRACE)
-        except subprocess.TimeoutExpired:
-            pass
-        while _group_alive(proc) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if proc.poll() is None or _group_alive(proc):
-            _signal_group(proc, signal.SIGKILL)  # what ignored SIGTERM or is still going
-        proc.wait()
-
-
-def _signal_group(proc: subprocess.Popen, signum) -> None:
-    try:
-        os.killpg(proc.pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(proc: subprocess.Popen) -> bool:
-    """Whether anything is left in ``proc``'s process group (its group id stays taken while
-    one is: no other process gets that number meanwhile)."""
-    try:
-        os.killpg(proc.pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+        end_group(proc)  # (its own session: start_new_session)
 
 
 def _drain(stream, tail) -> None:
