@@ -84,7 +84,7 @@ def hostile_session(path):
         "tensors": ["x", {"bytes": GiB, "shape": "abc", "dtype": "f\x9b32", "site": "\x1b[31mtrain.py:9"}],
         "gpu_processes": [{"pid": 5151, "name": "\u202eneighbour", "used": GiB}, "junk"],
     }
-    agent = dataclasses.replace(base.agents[0], events=(AgentEvent("oom", T0 + 0.5, data),))
+    agent = dataclasses.replace(base.agents[0], events=(AgentEvent("oom", T0 + 1, data),))
     store.append(Frame(time=T0 + 1, gpus=(gpu,), agents=(agent,)))
     writer.close()
 
@@ -100,3 +100,21 @@ def test_terminal_controls_from_other_processes_are_escaped_and_bad_values_are_n
     assert "\\x1b[31mtrain.py:9" in md and "| 5151 | \\u202eneighbour | 1.0 GiB |" in md
     assert "- free on the device: n/a of n/a" in md  # NaN and a string: not available
     assert "| blk\\x07.0 | n/a |" in md  # the module kept, its NaN weights n/a
+
+
+def test_the_csv_export_writes_the_oom_data_as_strict_json(tmp_path, capsys):
+    import csv
+    import json
+
+    path = tmp_path / "hostile.vramscope"
+    hostile_session(path)
+    assert main(["export", str(path), "--out", str(tmp_path / "run.csv")]) == 0
+    with open(tmp_path / "run.csv", newline="") as f:
+        [cell] = [row[-1] for row in csv.reader(f) if "event.oom" in row]
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    data = json.loads(cell, parse_constant=refuse)  # RFC 8259: no NaN, no Infinity
+    assert data["device_free"] is None and data["buckets"]["weights"] is None
+    assert data["requested"] == 2 * GiB
