@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 import textwrap
 import threading
-import time
 
 import psutil
 import pytest
 
+from tests.remote.test_hosts import wait_for
 from vramscope.core.stream.settings_request import settings_message
 from vramscope.sources.local_sampler import LocalSamplerSource, SamplerProcess
 
@@ -63,16 +63,6 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
-
-
-def wait_for(predicate, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("not within the time")
 
 
 def finishes(call, within: float) -> bool:
