@@ -81,7 +81,11 @@ def hostile_session(path):
         "buckets": {"weights": float("inf"), "gradients": "x", "other_allocated": 3 * GiB},
         "allocator": "not an object",
         "modules": ["a string", {"name": "blk\x07.0", "activations": GiB, "weights": float("nan")}],
-        "tensors": ["x", {"bytes": GiB, "shape": "abc", "dtype": "f\x9b32", "site": "\x1b[31mtrain.py:9"}],
+        "tensors": [
+            "x",
+            {"bytes": GiB, "shape": "abc", "dtype": "f\x9b32", "site": "\x1b[31mtrain.py:9"},
+            {"bytes": 2, "shape": [1], "site": 5},
+        ],
         "gpu_processes": [{"pid": 5151, "name": "\u202eneighbour", "used": GiB}, "junk"],
     }
     agent = dataclasses.replace(base.agents[0], events=(AgentEvent("oom", T0 + 1, data),))
@@ -100,6 +104,16 @@ def test_terminal_controls_from_other_processes_are_escaped_and_bad_values_are_n
     assert "\\x1b[31mtrain.py:9" in md and "| 5151 | \\u202eneighbour | 1.0 GiB |" in md
     assert "- free on the device: n/a of n/a" in md  # NaN and a string: not available
     assert "| blk\\x07.0 | n/a |" in md  # the module kept, its NaN weights n/a
+
+
+def test_a_redacted_report_of_hostile_data_is_written_too(tmp_path, capsys):
+    path = tmp_path / "hostile.vramscope"
+    hostile_session(path)
+    out = tmp_path / "redacted.md"
+    assert main(["export", str(path), "--format", "oom-report", "--redact", "--out", str(out)]) == 0
+    md = out.read_text()
+    assert "Traceback" not in capsys.readouterr().err and not any(c in md for c in CONTROLS)
+    assert "\\x1b[31mtrain.py:9" in md and "at 5" not in md  # a site that is no text: none
 
 
 def test_the_csv_export_writes_the_oom_data_as_strict_json(tmp_path, capsys):

@@ -32,13 +32,11 @@ NONE_READ = (
 UNREAD = "## What could not be read (the session file is damaged)"
 
 
-def _site(site: str | None) -> str | None:
-    """'/home/a/train.py:88 in forward' -> 'train.py:88 in forward'."""
-    return (
-        os.path.basename(site.split(":", 1)[0]) + ":" + site.split(":", 1)[1]
-        if site and ":" in site
-        else site
-    )
+def _site(site) -> str | None:
+    """'/home/a/train.py:88 in forward' -> 'train.py:88 in forward' (what is no text: None)."""
+    if not isinstance(site, str):
+        return None
+    return os.path.basename(site.split(":", 1)[0]) + ":" + site.split(":", 1)[1] if ":" in site else site
 
 
 def export_oom_report(reader, out_path, *, redact: bool = False) -> ExportSummary:
