@@ -40,7 +40,8 @@ class PipeWriter:
         self.broken = False  # the child closed its end (or the pipe failed)
 
     def fileno(self) -> int:
-        return self._fd
+        """The pipe's descriptor (for ``select``); -1 once closed, never a number reused since."""
+        return -1 if self._closed else self._fd
 
     def send(self, data: bytes) -> bool:
         """Write ``data`` now, or as soon as the pipe has room (``flush``); False when it

@@ -296,9 +296,12 @@ class RemoteHost:
         try:
             while not self._closed.is_set():
                 # (close() ends ssh: its EOF wakes this at once)
-                ready, room, _ = select.select(
-                    [fd], [writer] if writer.waiting else [], [], min(1.0, self.stale_after / 4)
-                )
+                try:
+                    ready, room, _ = select.select(
+                        [fd], [writer] if writer.waiting else [], [], min(1.0, self.stale_after / 4)
+                    )
+                except (OSError, ValueError):  # its stdin closed meanwhile: close() is ending it
+                    break
                 if room:
                     writer.flush()
                 if writer.stalled_for() > self.write_stall:
