@@ -6,7 +6,10 @@ connection up in its own thread: it reads the stream's frames, answers
 ``snapshot()`` without blocking, and when the connection drops (the peer
 died, the network went, nothing arrived for a while) it is marked down and
 retried with exponential backoff, so a window watching several machines
-goes on with the others.
+goes on with the others. Requests are written without ever waiting on the
+remote (sources/pipe_writer.py); one that stops reading them for
+``WRITE_STALL`` seconds is ended -- its whole process group
+(sources/child_group.py) -- and retried the same way.
 """
 
 from __future__ import annotations
