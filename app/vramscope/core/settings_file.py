@@ -10,9 +10,10 @@ A file that cannot be used -- not TOML, not a regular file (a FIFO, a
 directory), a symlink of another user or to another user's file, larger than
 ``SIZE_LIMIT`` -- is never read and never overwritten: it is renamed aside
 (``settings.toml.unusable-<time>``, the ``ASIDE_KEEP`` newest kept) with one
-line saying so, and the defaults apply. What is written is never over the
-limit it is read with (``TooLarge``): what the program writes it reads back. The reads are bounded (core/bounded_read.py): a FIFO does not block, a
-device is not opened.
+line saying so, and the defaults apply. The reads are bounded
+(core/bounded_read.py): a FIFO does not block, a device is not opened. What is
+written is never over the limit it is read with (``TooLarge``): what the
+program writes it reads back.
 """
 
 from __future__ import annotations
