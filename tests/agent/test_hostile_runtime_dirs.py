@@ -66,7 +66,8 @@ class SilentSockets:
 
 
 class FakeAgent:
-    """A socket that answers every request with the given payload (bytes) as one frame."""
+    """A socket that answers every request with the given payload (bytes) as one frame
+    (``reply``: what a subclass answers to each request instead, framed or raw bytes)."""
 
     def __init__(self, path, payload: bytes):
         self.payload = payload
@@ -92,9 +93,12 @@ class FakeAgent:
                             break
                         for message in reader.feed(data):
                             self.got.append(message)
-                            conn.sendall(protocol.frame_bytes(self.payload))
+                            conn.sendall(self.reply(message))
                 except (OSError, protocol.ProtocolError):
                     pass
+
+    def reply(self, message: dict) -> bytes:
+        return protocol.frame_bytes(self.payload)
 
     def close(self):
         self.listener.close()

@@ -197,3 +197,35 @@ def test_new_thresholds_and_interval_reach_the_same_sampler_process(sampled, qtb
     gaps = [b - a for a, b in zip(times[1:], times[2:])]  # (the first may straddle the change)
     assert all(g > 0.9 for g in gaps), gaps  # the new 1.2 s grid, not the 0.3 s one
     assert "--thresholds" in source.process.options  # and a restarted sampler starts with them
+
+
+def test_the_banner_says_a_sampler_that_stopped_reading_its_requests_is_started_again(themed_app, qtbot):
+    """A real child that never reads its stdin: the settings dialog's requests do not
+    wait on it, and the window's banner says why it is started again."""
+    from tests.remote.test_sampler_pipes import Misbehaving, finishes
+    from vramscope.core.stream.settings_request import settings_message
+    from vramscope.sources.local_sampler import LocalSamplerSource
+    from vramscope.ui.sampler_banner import SamplerBanner
+
+    source = LocalSamplerSource([], interval=0.1, name="nvml")
+    process = source.process = Misbehaving()
+    process.write_stall = 0.5
+    banner = SamplerBanner(source)
+    qtbot.addWidget(banner)
+    process.start()
+    try:
+        qtbot.waitUntil(lambda: process.frames > 0, timeout=20_000)
+        big = settings_message(interval=1.0) | {"note": "x" * 60_000}
+        assert finishes(lambda: [process.tell(big) for _ in range(4)], within=5.0)
+
+        def said() -> bool:
+            banner.check()
+            return not banner.isHidden() and "stopped reading its input" in banner.text.text()
+
+        qtbot.waitUntil(said, timeout=20_000)
+        assert "restarting" in banner.text.text()
+        qtbot.waitUntil(lambda: process.connections >= 2 and source.stopped() is None, timeout=20_000)
+        banner.check()
+        assert banner.isHidden()  # back: the banner goes
+    finally:
+        assert finishes(process.close, within=15.0)

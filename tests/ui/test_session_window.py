@@ -103,3 +103,25 @@ def test_the_session_window_has_help_and_all_spans_the_session(session_window):
     t0, t1 = window.gpu_panel.timelines[0].plot.viewRange()[0]
     first, last = window.store.first_time, window.store.latest.time
     assert t0 == pytest.approx(first, abs=1.0) and t1 == pytest.approx(last, abs=1.0)
+
+
+@pytest.mark.timeout(120)
+def test_a_session_with_a_10_mb_command_line_opens_with_the_command_cut(themed_app, qtbot, tmp_path):
+    """A session of an earlier version, which kept whole command lines."""
+    import sqlite3
+
+    path = tmp_path / "old.vramscope"
+    record(path, n=40)
+    huge = "python3 train.py " + "--flag value " * 800_000  # 10.4 MB
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE processes SET command = ? WHERE pid = 4242", (huge,))
+    feed, window = open_session_window(str(path))
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.wait(10)
+    try:
+        cell = table_column(window, "Command")
+        trainer = next(text for text in cell if text.startswith("python3 train.py --flag value"))
+        assert trainer.endswith("more characters not kept]") and len(trainer) < 70_000
+    finally:
+        feed.close()

@@ -46,6 +46,8 @@ Standard library only.
 
 from __future__ import annotations
 
+import math
+
 GiB = 1 << 30
 MiB = 1 << 20
 LINES_TOP = 3  # modules, tensors, processes named in the short report
@@ -56,10 +58,11 @@ EXPANDABLE, MICRO_BATCH, CHECKPOINTING, END_PROCESS, EIGHT_BIT, LORA = range(6)
 
 
 def fmt(n) -> str:
-    """Bytes as the monitor prints them (agent side: no core.units here)."""
+    """Bytes as the monitor prints them (agent side: no core.units here); "n/a" for
+    anything that is not a finite number."""
+    n = _finite(n)
     if n is None:
         return "n/a"
-    n = float(n)
     for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
@@ -71,8 +74,19 @@ def _cell(text) -> str:
     return " ".join(str(text).replace("|", "\\|").split())
 
 
+def _finite(v) -> float | None:
+    """A finite number as float, else None (a bool, a string, NaN, an int past float's range)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        v = float(v)
+    except OverflowError:
+        return None
+    return v if math.isfinite(v) else None
+
+
 def _n(v) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return None if _finite(v) is None else int(v)
 
 
 def shortfall_split(short: int, fragmentation, others, outside) -> dict:
@@ -131,11 +145,11 @@ def _checkpointing(modules, short: int) -> dict | None:
     known = [m for m in modules or () if _n(m.get("activations"))]
     if not known:
         return None
-    known.sort(key=lambda m: m["activations"], reverse=True)
+    known.sort(key=lambda m: _n(m["activations"]), reverse=True)
     chosen, total = [], 0
     for m in known:
-        chosen.append(m["name"])
-        total += m["activations"]
+        chosen.append(str(m.get("name")))
+        total += _n(m["activations"])
         if total >= short or len(chosen) >= 6:
             break
     return _fix(
@@ -171,7 +185,7 @@ def fixes(
             out.append(
                 _fix(
                     f"end PID {p.get('pid')} ({p.get('name') or '?'})",
-                    p["used"],
+                    _n(p["used"]),
                     "another process holding memory on this GPU",
                     short,
                     END_PROCESS,
@@ -217,7 +231,9 @@ def build_report(
     buckets = oom.get("buckets") if isinstance(oom.get("buckets"), dict) else {}
     allocator = oom.get("allocator") if isinstance(oom.get("allocator"), dict) else None
     short = max(0, requested - free) if requested is not None and free is not None else None
-    others = [p for p in others or () if isinstance(p, dict)]
+    others = [p for p in _listed(others) if isinstance(p, dict)]
+    modules = [m for m in _listed(modules) if isinstance(m, dict)]
+    tensors = [t for t in _listed(tensors) if isinstance(t, dict)]
     if others or outside_pytorch is not None:
         other_bytes = sum(_n(p.get("used")) or 0 for p in others) if others is not None else None
         outside = outside_pytorch
@@ -236,7 +252,7 @@ def build_report(
     if expandable_on is None:
         expandable_on = (allocator or {}).get("expandable_recovers") is None and allocator is not None
     top_modules = sorted(
-        (m for m in modules or () if isinstance(m, dict)),
+        modules,
         key=lambda m: sum(
             _n(m.get(k)) or 0 for k in ("weights", "gradients", "optimizer_state", "activations")
         ),
@@ -260,7 +276,7 @@ def build_report(
         "split": split,
         "modules": top_modules[:10],
         "tensors": sorted(
-            (t for t in tensors or () if isinstance(t, dict)),
+            tensors,
             key=lambda t: _n(t.get("bytes")) or 0,
             reverse=True,
         )[:10],
@@ -286,8 +302,13 @@ SPLIT_WORDS = {
 }
 
 
+def _listed(value) -> list:
+    """A list or tuple as a list; anything else (a string, a number, a dict) as none."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
 def tensor_text(t: dict) -> str:
-    shape = "x".join(str(d) for d in t.get("shape") or ()) or "?"
+    shape = "x".join(str(d) for d in _listed(t.get("shape"))) or "?"
     where = " ".join(x for x in (t.get("module"), f"at {t['site']}" if t.get("site") else None) if x)
     return f"{fmt(t.get('bytes'))} {t.get('dtype') or '?'}[{shape}]" + (f" {where}" if where else "")
 

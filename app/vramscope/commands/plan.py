@@ -11,8 +11,9 @@ No Qt; NVML only to list the GPUs when --gpu-memory is not given.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from vramscope.core import json_text
 
 PRECISIONS = ("fp32", "bf16", "fp16", "mixed", "fp8", "int8", "int4")
 OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd-momentum", "sgd")
@@ -309,7 +310,7 @@ def run(args) -> int:
         out = plan.to_json()
         if gpu_note and not plan.gpus:
             out["gpu_note"] = f"{gpu_note}: give --gpu-memory SIZE to judge the fit"
-        print(json.dumps(out, indent=2))
+        print(json_text.dumps(out, indent=2))
         if not plan.gpus:
             say(sys.stderr, f"vramscope plan: no GPU to judge against ({gpu_note}); give --gpu-memory SIZE")
     else:

@@ -10,9 +10,10 @@ instead where given).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+
+from vramscope.core import json_text
 
 
 def change_from_args(args):
@@ -109,7 +110,7 @@ def run(args) -> int:
         say(sys.stderr, f"vramscope plan: {exc.for_cli()}")
         return 2
     if args.json:
-        print(json.dumps(dict(what.to_json(), pid=args.pid), indent=2))
+        print(json_text.dumps(dict(what.to_json(), pid=args.pid), indent=2))
     else:
         say(sys.stdout, render_text(what), lines=True)
     return 0

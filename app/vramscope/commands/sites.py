@@ -9,10 +9,11 @@ headless run, set VRAMSCOPE_SITES_STEPS=N in its environment instead. No Qt.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from vramscope.core.json_text import dumps
 from vramscope.core.terminal_text import say
+from vramscope.core.units import finite_number, fmt_bytes
 
 
 def _steps(text: str) -> int:
@@ -33,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def overhead_text(d: dict) -> str:
-    ov, per = d.get("overhead"), d.get("us_per_alloc")
+    """The recording's measured cost (n/a for what is not a finite number)."""
+    ov, per = finite_number(d.get("overhead")), finite_number(d.get("us_per_alloc"))
     if ov is None:
         return "overhead: not measured yet"
     text = f"overhead: step time {ov:+.1%}"
@@ -41,23 +43,23 @@ def overhead_text(d: dict) -> str:
 
 
 def run(args) -> int:
-    from vramscope.core.units import fmt_bytes
     from vramscope.sources.agent_requests import NoAgent, record_sites
 
     def progress(d: dict) -> None:
         if not args.json:
             say(
                 sys.stderr,
-                f"vramscope sites: step {d.get('done_steps', 0)} of {d.get('steps')} · " + overhead_text(d),
+                f"vramscope sites: step {d.get('done_steps') or 0} of {d.get('steps') or args.steps} · "
+                + overhead_text(d),
             )
 
     try:
         result = record_sites(args.pid, args.steps, timeout=args.timeout, on_progress=progress)
-    except (NoAgent, OSError) as exc:
+    except (NoAgent, OSError) as exc:  # a reply over the limits: ConnectionError, said here
         say(sys.stderr, f"vramscope sites: {exc}")
         return 2
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(dumps(result, indent=2))
         return 0 if result.get("ok") else 1
     if not result.get("ok"):
         say(sys.stderr, f"vramscope sites: {result.get('error') or result.get('why')}")
@@ -70,7 +72,8 @@ def run(args) -> int:
     for device, d in (result.get("devices") or {}).items():
         say(sys.stdout, f"{device}: peak {fmt_bytes(d.get('peak_bytes'))} alive; top sites:")
         for s in d.get("sites") or ():
-            say(sys.stdout, f"  {fmt_bytes(s.get('bytes')):>10}  {s.get('count'):>5}x  {s.get('site')}")
+            count = "?" if s.get("count") is None else s["count"]
+            say(sys.stdout, f"  {fmt_bytes(s.get('bytes')):>10}  {count:>5}x  {s.get('site')}")
         if d.get("why"):
             say(sys.stdout, f"  note: {d['why']}")
     if result.get("snapshot_path"):

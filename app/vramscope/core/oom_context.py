@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from vramscope.agent import oom_report
 from vramscope.core.module_figures import disjoint
+from vramscope.core.terminal_text import visible_fields
 
 OTHERS = "gpu_processes"
 OUTSIDE = "outside_pytorch"
@@ -41,7 +42,13 @@ def note(data: dict, processes, proc, reserved: int | None) -> None:
 
 
 def report_of(data: dict, modules=None) -> dict:
-    """The post-mortem of an OOM event's data, with NVML's view where it was noted."""
+    """The post-mortem of an OOM event's data, with NVML's view where it was noted.
+    The data came from another process (an agent, a session file): every text in it
+    is escaped (core/terminal_text.py), so no report -- the window's, the Markdown
+    export, a terminal that shows it -- carries its control characters."""
+    data = visible_fields(data)
+    if modules is not None:
+        modules = visible_fields(modules)
     return oom_report.build_report(
         data,
         modules=modules if modules is not None else data.get("modules"),

@@ -46,6 +46,19 @@ def capped_cmdline(argv) -> tuple[str, ...] | None:
     return (*kept, CUT_MARK.format(total - (MAX_COMMAND_CHARS - room)))
 
 
+MAX_COMMAND_TEXT = 64 * 1024  # a command line read back as text (a session's): far over what
+# capped_cmdline keeps with its spaces; older versions wrote whole argvs (megabytes)
+
+
+def capped_command(text: str | None) -> str | None:
+    """A command line read back as one text (a session file of any version), at most
+    MAX_COMMAND_TEXT characters and then a note of how much was left out: a 10 MB
+    command line an older version recorded costs the window nothing."""
+    if text is None or len(text) <= MAX_COMMAND_TEXT:
+        return text
+    return f"{text[:MAX_COMMAND_TEXT]} {CUT_MARK.format(len(text) - MAX_COMMAND_TEXT)}"
+
+
 def command_text(proc: GpuProcess) -> str:
     info = proc.info
     if info is None:

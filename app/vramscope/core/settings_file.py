@@ -9,9 +9,11 @@ file renamed over the old one: a crash never leaves half a file).
 A file that cannot be used -- not TOML, not a regular file (a FIFO, a
 directory), a symlink of another user or to another user's file, larger than
 ``SIZE_LIMIT`` -- is never read and never overwritten: it is renamed aside
-(``settings.toml.unusable-<time>``) with one line saying so, and the defaults
-apply. The reads are bounded (core/bounded_read.py): a FIFO does not block, a
-device is not opened.
+(``settings.toml.unusable-<time>``, the ``ASIDE_KEEP`` newest kept) with one
+line saying so, and the defaults apply. The reads are bounded
+(core/bounded_read.py): a FIFO does not block, a device is not opened. What is
+written is never over the limit it is read with (``TooLarge``): what the
+program writes it reads back.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ FILE_NAME = "settings.toml"
 SIZE_LIMIT = 256 * 1024  # a few hundred bytes in practice; the window's layout is the largest part
 DEPTH_LIMIT = 16  # tables and lists within each other; the file itself uses 2
 ASIDE_SUFFIX = ".unusable-"
+ASIDE_KEEP = 3  # files put aside kept beside it (the newest): one rewritten in a loop leaves no pile
+
+
+class TooLarge(ValueError):
+    """What would be written is over ``SIZE_LIMIT``: the next read would refuse it."""
 
 
 class SettingsFileError(Exception):
@@ -77,15 +84,21 @@ def write(path: str | os.PathLike, tables: dict) -> None:
     import tomli_w
 
     path = pathlib.Path(path)
+    data = tomli_w.dumps(tables).encode("utf-8")
+    if len(data) > SIZE_LIMIT:  # what is written must read back
+        raise TooLarge(f"the settings would take {len(data):,} bytes, over the {SIZE_LIMIT:,} read back")
     safe_write.private_dir(path.parent)
-    safe_write.write_bytes(path, tomli_w.dumps(tables).encode("utf-8"), 0o600)
+    safe_write.write_bytes(path, data, 0o600)
 
 
 def put_aside(path: pathlib.Path) -> str:
     """Rename ``path`` (whatever it is: a link is renamed, not followed) to a name of its
-    own beside it; returns what happened, for the warning."""
+    own beside it, keeping the ``ASIDE_KEEP`` newest such files; returns what
+    happened, for the warning."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(100):
+    taken = [n for when, n in _asides(path) if when == stamp.replace("-", "")]
+    first = max(taken) + 1 if taken else 0  # after the newest: the order stays the age
+    for n in range(first, first + 100):
         aside = path.with_name(f"{path.name}{ASIDE_SUFFIX}{stamp}{'-' + str(n) if n else ''}")
         if os.path.lexists(aside):
             continue
@@ -93,8 +106,41 @@ def put_aside(path: pathlib.Path) -> str:
             os.rename(path, aside)
         except OSError as exc:
             return f"it could not be kept aside ({exc.strerror}) and is left as it is"
+        _drop_old_asides(path)
         return f"kept as {aside.name}"
     return "left as it is"
+
+
+def _aside_order(prefix: str, name: str) -> tuple[str, int] | None:
+    """(stamp, n) of a name ``put_aside`` gave (``settings.toml.unusable-YYYYmmdd-HHMMSS[-n]``),
+    None for any other name."""
+    parts = name[len(prefix) :].split("-")
+    if not name.startswith(prefix) or len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+        return None
+    return parts[0] + parts[1], int(parts[2]) if len(parts) == 3 else 0
+
+
+def _asides(path: pathlib.Path) -> dict[tuple[str, int], str]:
+    """The files put aside from ``path``: (stamp, n) -> name."""
+    prefix = path.name + ASIDE_SUFFIX
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return {}
+    return {order: name for name in names if (order := _aside_order(prefix, name)) is not None}
+
+
+def _drop_old_asides(path: pathlib.Path) -> None:
+    """Remove all but the ``ASIDE_KEEP`` newest files put aside from ``path`` (this
+    user's own; a link is removed, not followed)."""
+    ours = sorted(_asides(path).items())
+    for _order, name in ours[:-ASIDE_KEEP]:
+        old = path.parent / name
+        try:
+            if os.lstat(old).st_uid == os.getuid():
+                os.unlink(old)
+        except OSError:
+            pass
 
 
 def _deeper_than(value, limit: int) -> bool:

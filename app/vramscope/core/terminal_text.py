@@ -46,6 +46,19 @@ def visible(text) -> str:
     return _FIELD.sub(_escape, text)
 
 
+def visible_fields(value):
+    """``value`` (decoded JSON: dicts, lists, strings, numbers) with every string in it
+    escaped as ``visible`` does: a stranger's data made safe for any report built
+    from it. Keys are kept (they are looked up, not shown)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {k: visible_fields(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [visible_fields(v) for v in value]
+    return value
+
+
 def visible_lines(text: str) -> str:
     """A whole report: the same escapes, but its own newlines kept."""
     return _REPORT.sub(_escape, text)

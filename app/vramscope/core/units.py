@@ -1,6 +1,11 @@
-"""Honest units: GiB (2**30) vs GB (10**9), and 'n/a' for None."""
+"""Honest units: GiB (2**30) vs GB (10**9), and 'n/a' for None -- and for anything
+that is not a finite number (NaN, a string, an object from another process's
+reply): a formatter shared by every output never raises."""
 
 from __future__ import annotations
+
+import math
+import numbers
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -11,11 +16,23 @@ MB = 10**6
 NA = "n/a"
 
 
+def finite_number(value) -> float | None:
+    """``value`` as a finite float; None for None, a bool, a non-number, NaN, ±inf or an
+    int past float's range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        v = float(value)
+    except (OverflowError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
 def fmt_bytes(value: int | float | None, digits: int = 1) -> str:
-    """Binary units (KiB/MiB/GiB/TiB); None -> 'n/a'."""
-    if value is None:
+    """Binary units (KiB/MiB/GiB/TiB); None (or not a finite number) -> 'n/a'."""
+    v = finite_number(value)
+    if v is None:
         return NA
-    v = float(value)
     sign = "-" if v < 0 else ""
     v = abs(v)
     for unit, size in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
@@ -25,19 +42,22 @@ def fmt_bytes(value: int | float | None, digits: int = 1) -> str:
 
 
 def fmt_gib(value: int | float | None, digits: int = 1) -> str:
-    if value is None:
+    v = finite_number(value)
+    if v is None:
         return NA
-    return f"{value / GiB:.{digits}f} GiB"
+    return f"{v / GiB:.{digits}f} GiB"
 
 
 def fmt_percent(value: int | float | None) -> str:
-    if value is None:
+    v = finite_number(value)
+    if v is None:
         return NA
-    return f"{value:.0f} %"
+    return f"{v:.0f} %"
 
 
 def fmt_duration(seconds: float | None) -> str:
     """'45 s', '12 min', '3 h 05 min', '2 d 4 h'."""
+    seconds = finite_number(seconds)
     if seconds is None:
         return NA
     s = max(0, int(seconds))

@@ -29,18 +29,26 @@ the file cannot be written, the settings of this run are kept in memory.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import logging
-import math
 import os
 import pathlib
 
 from vramscope.core import settings_file
 from vramscope.core.detectors.settings import DiagnosticSettings
-from vramscope.core.sampler import DEFAULT_INTERVAL, MAX_INTERVAL, MIN_INTERVAL
+from vramscope.core.sampler import DEFAULT_INTERVAL
 from vramscope.core.session.library import DEFAULT_MAX_BYTES
+from vramscope.core.setting_values import (  # noqa: F401 (INTERVAL_RANGE: for the dialog)
+    INTERVAL_RANGE,
+    as_bool,
+    as_bytes,
+    as_cap,
+    as_interval,
+    as_names,
+    choice,
+    diagnostic_kind,
+    in_file,
+)
 from vramscope.core.view_options import (  # noqa: F401 (the defaults, for callers)
     DEFAULT_PLOT_STYLE,
     DEFAULT_THEME,
@@ -52,111 +60,26 @@ from vramscope.core.view_options import (  # noqa: F401 (the defaults, for calle
 
 log = logging.getLogger(__name__)
 
-INTERVAL_RANGE = (MIN_INTERVAL, MAX_INTERVAL)  # seconds, as `vramscope --interval`
 WINDOWS = tuple(TimeWindow)  # as `vramscope --window` and the toolbar
 THEMES = tuple(Theme)
 PLOT_STYLES = tuple(PlotStyle)  # the GPU timelines: processes stacked, or one line each
 DEFAULT_SESSION_CAP = DEFAULT_MAX_BYTES
 DIAGNOSTICS_TABLE = "diagnostics"
-MAX_NUMBER = 1e12  # larger than any threshold means anything (1e400 reads as inf)
-
-
-def _number(value) -> float:
-    """A number as float: refused when not a number (a bool, a string), NaN, infinite or
-    beyond MAX_NUMBER."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{value!r} is not a number")
-    v = float(value)
-    if not math.isfinite(v) or abs(v) > MAX_NUMBER:
-        raise ValueError(f"{value!r} is not a usable number")
-    return v
-
-
-def _as_bool(value) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"not true or false: {value!r}")
-    return value
-
-
-def _as_interval(value) -> float:
-    v = _number(value)
-    lo, hi = INTERVAL_RANGE
-    if not lo <= v <= hi:
-        raise ValueError(f"{v:g} s is outside {lo:g} .. {hi:g} s")
-    return v
-
-
-def _choice(options):
-    def parse(value) -> str:
-        if not isinstance(value, str) or value not in options:
-            raise ValueError(f"{value!r} is not one of {', '.join(options)}")
-        return value
-
-    return parse
-
-
-def _as_cap(value) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not 0 < value <= 1 << 62
-    ):
-        raise ValueError(f"the session cap must be a positive number of bytes (got {value!r})")
-    return int(value)
-
-
-def _as_bytes(value) -> bytes | None:
-    """Binary state (the window's layout): bytes in memory, base64 text in the file."""
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value)
-    if isinstance(value, str):
-        try:
-            return base64.b64decode(value.encode("ascii"), validate=True)
-        except (binascii.Error, UnicodeEncodeError):
-            raise ValueError("not base64 text") from None
-    raise ValueError(f"not binary data: {type(value).__name__}")
-
-
-def _as_names(value) -> tuple[str, ...]:
-    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
-        raise ValueError(f"not a list of names: {value!r}")
-    return tuple(x.strip() for x in value if x.strip())
-
-
 # name -> ((table, key), default, kind); kind checks a value (from the file, a dialog, a flag)
 KEYS = {
-    "interval": (("sampling", "interval"), DEFAULT_INTERVAL, _as_interval),
-    "window": (("view", "window"), DEFAULT_WINDOW, _choice(WINDOWS)),
-    "read_only": (("actions", "read_only"), False, _as_bool),
-    "theme": (("view", "theme"), DEFAULT_THEME, _choice(THEMES)),
-    "recording": (("recording", "enabled"), True, _as_bool),  # on by default (real GPUs)
-    "session_cap_bytes": (("recording", "session_cap_bytes"), DEFAULT_SESSION_CAP, _as_cap),
-    "geometry": (("window", "geometry"), None, _as_bytes),
-    "window_state": (("window", "state"), None, _as_bytes),
-    "splitter_state": (("window", "splitter"), None, _as_bytes),
-    "hidden_columns": (("view", "hidden_columns"), (), _as_names),
-    "plot_style": (("view", "plot_style"), DEFAULT_PLOT_STYLE, _choice(PLOT_STYLES)),
-    "card_details": (("view", "card_details"), False, _as_bool),
+    "interval": (("sampling", "interval"), DEFAULT_INTERVAL, as_interval),
+    "window": (("view", "window"), DEFAULT_WINDOW, choice(WINDOWS)),
+    "read_only": (("actions", "read_only"), False, as_bool),
+    "theme": (("view", "theme"), DEFAULT_THEME, choice(THEMES)),
+    "recording": (("recording", "enabled"), True, as_bool),  # on by default (real GPUs)
+    "session_cap_bytes": (("recording", "session_cap_bytes"), DEFAULT_SESSION_CAP, as_cap),
+    "geometry": (("window", "geometry"), None, as_bytes),
+    "window_state": (("window", "state"), None, as_bytes),
+    "splitter_state": (("window", "splitter"), None, as_bytes),
+    "hidden_columns": (("view", "hidden_columns"), (), as_names),
+    "plot_style": (("view", "plot_style"), DEFAULT_PLOT_STYLE, choice(PLOT_STYLES)),
+    "card_details": (("view", "card_details"), False, as_bool),
 }
-
-
-def diagnostic_kind(default):
-    """The check for a DiagnosticSettings field with this default."""
-    if isinstance(default, bool):
-        return _as_bool
-    if isinstance(default, int):
-        return lambda v: int(_number(v))
-    return _number
-
-
-def _in_file(value):
-    """What a checked value is in TOML: bytes as base64 text, names as a list."""
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, tuple):
-        return list(value)
-    return value
 
 
 class _Setting:
@@ -362,12 +285,14 @@ class Settings:
                 if not isinstance(tables.get(table), dict):
                     tables[table] = {}
                 if name in self._values:
-                    tables[table][key] = _in_file(self._values[name])
+                    tables[table][key] = in_file(self._values[name])
                 else:
                     tables[table].pop(key, None)
             if diagnostics:
                 tables[DIAGNOSTICS_TABLE] = dict(self._diag)
             settings_file.write(self.path, {t: v for t, v in tables.items() if v != {}})
+        except settings_file.TooLarge as exc:  # (keys of a newer version, grown by the rewrite)
+            log.warning("settings: not saved to %s (%s); the file is left as it was", self.path, exc)
         except OSError as exc:  # UnsafeTarget included: a FIFO, another user's file
             self.in_memory = True
             log.warning(

@@ -18,7 +18,9 @@ monitor scans, so:
 - frames are the agent's own (vramscope/agent/protocol.py: length-prefixed,
   at most ``MAX_FRAME`` bytes, JSON nesting bounded); a reply in a protocol
   version this monitor does not speak becomes ``VersionRefused`` with the
-  text the window and `status` show.
+  text the window and `status` show; any other broken frame (over the size
+  limit, nested too deep, not JSON) ``RefusedReply`` -- both ConnectionErrors,
+  so each command says them in one line.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ def mismatch_text(agent_versions, monitor_version: int = protocol.PROTOCOL_VERSI
 
 class VersionRefused(ConnectionError):
     """The agent and this monitor share no protocol version."""
+
+
+class RefusedReply(ConnectionError):
+    """The agent broke the framing or sent a reply over the size or nesting limits
+    (``protocol.MAX_FRAME``, ``json_limits.MAX_DEPTH``): the connection is closed."""
 
 
 class NotASocket(ConnectionError):
@@ -115,6 +122,8 @@ class AgentConnection:
             messages = self.reader.feed(data)
         except protocol.VersionMismatch as exc:
             raise VersionRefused(mismatch_text(exc.version)) from None
+        except protocol.ProtocolError as exc:
+            raise RefusedReply(f"the agent's reply is refused: {exc}"[:300]) from None
         return messages[0] if messages else None
 
     def request(self, obj: dict, deadline: float) -> dict:

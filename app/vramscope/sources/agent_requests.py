@@ -15,6 +15,8 @@ import time
 from vramscope.agent import paths
 from vramscope.agent.protocol import EventKind, Op
 from vramscope.sources.agent_connection import AgentConnection
+from vramscope.sources.agent_input import integer
+from vramscope.sources.sites_reply import refusal, sites_data
 
 REPLY_WAIT = 5.0  # seconds for one reply
 
@@ -67,24 +69,29 @@ def record_sites(
     clock=time.monotonic,
 ) -> dict:
     """Start a recording of allocation sites for ``steps`` steps and follow it to the end:
-    the final SITES event's data ("state": "done" or "failed"), or {"ok": False, "error"}."""
+    the final SITES event's data, checked (sources/sites_reply.py: "state" "done" or
+    "failed", "ok"), or {"ok": False, "error"}. A reply that breaks the framing or the
+    limits raises ConnectionError (sources/agent_connection.py)."""
     conn = connect(pid, dirs)
     try:
         hello = conn.request({"op": Op.HELLO}, clock() + REPLY_WAIT)
-        cursor = hello.get("latest") or 0
+        cursor = integer(hello.get("latest")) or 0
         reply = conn.request({"op": Op.RECORD_SITES, "steps": steps}, clock() + REPLY_WAIT)
-        if not reply.get("ok"):
-            return {"ok": False, "error": str(reply.get("error"))}
+        if reply.get("ok") is not True:
+            return {"ok": False, "error": refusal(reply)}
         end = clock() + timeout
         while clock() < end:
             got = conn.request({"op": Op.PULL, "cursor": cursor}, clock() + REPLY_WAIT)
-            cursor = got.get("cursor", cursor)
-            for item in got.get("items") or ():
+            cursor = integer(got.get("cursor")) or cursor
+            items = got.get("items")
+            for item in items if isinstance(items, list) else ():
+                if not isinstance(item, dict):
+                    continue
                 if item.get("kind") != "event" or item.get("event") != EventKind.SITES:
                     continue
-                data = item.get("data") if isinstance(item.get("data"), dict) else {}
-                if data.get("state") in ("done", "failed"):
-                    return dict(data, ok=data.get("state") == "done")
+                data = sites_data(item.get("data"))
+                if data["state"] in ("done", "failed"):
+                    return dict(data, ok=data["state"] == "done")
                 if on_progress is not None:
                     on_progress(data)
             time.sleep(0.25)

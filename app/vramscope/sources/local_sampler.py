@@ -63,18 +63,13 @@ class SamplerProcess(RemoteHost):
 
     def tell(self, message: dict) -> bool:
         """Send ``message`` (with an id of its own) to the sampler process without
-        waiting for its answer; False when none is running (the next one starts
-        with the options). A process still starting reads it after its hello."""
+        waiting for its answer, or for the process to read it (sources/pipe_writer.py:
+        this is the GUI thread); False when none is running or it does not read (the
+        next one starts with the options). A process still starting reads it after
+        its hello; one that stops reading is ended and started again."""
         with self._lock:
-            proc = self._proc
-        if proc is None:
-            return False
-        try:
-            proc.stdin.write(protocol.encode({**message, "id": next(self._ids)}))
-            proc.stdin.flush()
-        except (OSError, ValueError):
-            return False
-        return True
+            writer = self._writer
+        return writer is not None and writer.send(protocol.encode({**message, "id": next(self._ids)}))
 
     def restart_now(self) -> None:
         """Start the sampler again now instead of after the backoff."""

@@ -6,7 +6,10 @@ connection up in its own thread: it reads the stream's frames, answers
 ``snapshot()`` without blocking, and when the connection drops (the peer
 died, the network went, nothing arrived for a while) it is marked down and
 retried with exponential backoff, so a window watching several machines
-goes on with the others.
+goes on with the others. Requests are written without ever waiting on the
+remote (sources/pipe_writer.py); one that stops reading them for
+``WRITE_STALL`` seconds is ended -- its whole process group
+(sources/child_group.py) -- and retried the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import os
 import select
 import shlex
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -27,6 +29,8 @@ from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
+from vramscope.sources.child_group import end_group
+from vramscope.sources.pipe_writer import PipeWriter
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell
@@ -35,6 +39,7 @@ REMOTE_COMMANDS = (("vramscope", "stream"), ("python3", "-m", "vramscope", "stre
 INSTALL_HINT = "python3 -m pip install --user vramscope"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
 COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
+WRITE_STALL = 10.0  # seconds a request may wait for the remote to read its stdin before it is ended
 
 CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
     HostStatus.CONNECTING,
@@ -111,6 +116,8 @@ class RemoteHost:
         self._retry_at: float | None = None
         self._remote_version: str | None = None
         self._proc: subprocess.Popen | None = None
+        self._writer: PipeWriter | None = None  # the running process's stdin (never blocks)
+        self.write_stall = WRITE_STALL
         self._events: dict = {}  # agent identity -> events not yet handed out
         self._ids = itertools.count(1)
         self._waiting: dict[int, list] = {}  # request id -> [Event, reply]
@@ -179,15 +186,14 @@ class RemoteHost:
             "memory": memory,
         }
         with self._lock:
-            proc = self._proc if self._state == CONNECTED else None
-            if proc is None:
+            writer = self._writer if self._state == CONNECTED else None
+            if writer is None:
                 raise RuntimeError(f"{self.host} is not connected ({self._error or self._state})")
             self._waiting[ident] = slot
-        try:
-            proc.stdin.write(protocol.encode(message))
-            proc.stdin.flush()
-        except (OSError, ValueError) as exc:
-            raise RuntimeError(f"{self.host}: the connection broke ({exc})") from None
+        if not writer.send(protocol.encode(message)):
+            with self._lock:
+                self._waiting.pop(ident, None)
+            raise RuntimeError(f"{self.host}: the connection broke (its input is closed or not read)")
         try:
             if not slot[0].wait(timeout):
                 raise RuntimeError(f"{self.host} did not answer within {timeout:g} s")
@@ -277,8 +283,9 @@ class RemoteHost:
         except OSError as exc:
             return "failed", f"cannot run {self.ssh}: {exc}"
         self.connections += 1
+        writer = PipeWriter(proc.stdin)
         with self._lock:
-            self._proc = proc
+            self._proc, self._writer = proc, writer
             if self._state != CONNECTED:
                 self._state = CONNECTING
         stderr_tail: collections.deque = collections.deque(maxlen=20)
@@ -292,7 +299,17 @@ class RemoteHost:
         try:
             while not self._closed.is_set():
                 # (close() ends ssh: its EOF wakes this at once)
-                ready, _, _ = select.select([fd], [], [], min(1.0, self.stale_after / 4))
+                try:
+                    ready, room, _ = select.select(
+                        [fd], [writer] if writer.waiting else [], [], min(1.0, self.stale_after / 4)
+                    )
+                except (OSError, ValueError):  # its stdin closed meanwhile: close() is ending it
+                    break
+                if room:
+                    writer.flush()
+                if writer.stalled_for() > self.write_stall:
+                    problem = f"it stopped reading its input ({writer.waiting:,} bytes unread)"
+                    break
                 if not ready:
                     if self._mono() - last > self.stale_after:
                         problem = f"no data for {self.stale_after:g} s"
@@ -387,30 +404,24 @@ class RemoteHost:
             slot[0].set()
 
     def _kill(self, proc: subprocess.Popen | None = None) -> None:
+        """End ``proc`` (the running one by default) and everything in its process group:
+        ssh or the sampler, and whatever they started, a child that outlived them included."""
+        writer = None
         with self._lock:
             proc = proc or self._proc
             if proc is self._proc:
-                self._proc = None
+                self._proc, writer = None, self._writer
+                self._writer = None
         if proc is None:
             return
-        try:
-            proc.stdin.close()  # the remote stream ends when its stdin closes
-        except OSError:
-            pass
-        if proc.poll() is None:  # ssh and whatever it started (its own session)
-            _signal_group(proc, signal.SIGTERM)
+        if writer is not None:
+            writer.close()  # the remote stream ends when its stdin closes
+        else:
             try:
-                proc.wait(2)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
-
-
-def _signal_group(proc: subprocess.Popen, signum) -> None:
-    try:
-        os.killpg(proc.pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
+                proc.stdin.close()
+            except OSError:
+                pass
+        end_group(proc)  # (its own session: start_new_session)
 
 
 def _drain(stream, tail) -> None:

@@ -25,13 +25,12 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
 import os
 import threading
 
 import numpy as np
 
-from vramscope.core import safe_write
+from vramscope.core import json_text, safe_write
 from vramscope.core.export import module_export, textblock as tb
 from vramscope.core.export.context import ExportContext
 from vramscope.core.session.reader import SessionReader
@@ -97,7 +96,7 @@ def _text_rows(ctx: ExportContext, a: float, b: float) -> list[tuple[float, byte
                 "",
                 rec.pid if rec else "",
                 f"event.{e['kind']}",
-                json.dumps(red.data(e["data"]), sort_keys=True, default=str),
+                json_text.dumps(red.data(e["data"]), sort_keys=True),
             )
         )
     for al in ctx.alerts:

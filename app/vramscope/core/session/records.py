@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from vramscope.core.containers import container_from_dict
+from vramscope.core.process_text import capped_command
 from vramscope.core.samples import Container, ProcessInfo, gpu_label
 from vramscope.core.session.columns import index, loads, number_or_none, text_or_none
 from vramscope.core.session.schema import GPU_KIND, GPU_PLACE, gpu_host
@@ -107,7 +108,7 @@ def process_record(r) -> ProcessRecord:
         number_or_none(r[2]),
         text_or_none(r[3]),
         text_or_none(r[4]),
-        text_or_none(r[5]),
+        capped_command(text_or_none(r[5])),  # (older versions kept whole argvs)
         r[6] if index(r[6]) else None,
         number_or_none(r[7]),
         container_from_dict(loads(r[8])),
