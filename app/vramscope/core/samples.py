@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vramscope.agent.protocol import AGENT_BUCKETS, BUCKETS, Bucket, StrEnum
+from vramscope.core.slurm_jobs import SlurmJob
 
 # How a process looks from here (psutil's view of it).
 VISIBLE = "ok"
@@ -85,6 +86,7 @@ class ProcessInfo:
     container: Container | None = None  # None: not in a container (or not readable)
     ns_pid: int | None = None  # its PID inside its own PID namespace, when that is not ours
     notebook: str | None = None  # a Jupyter kernel's notebook (JPY_SESSION_NAME), where readable
+    slurm: SlurmJob | None = None  # its Slurm job (core/slurm_jobs.py), None outside one
 
     @property
     def identity(self) -> ProcessIdentity:
