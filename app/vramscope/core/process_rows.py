@@ -176,14 +176,15 @@ COLUMNS: tuple[Column, ...] = (
         numeric=True,
         tip="Time since the process started.",
     ),
-    # shown while some process runs in a container
+    # shown while some process runs in a container or a Slurm job
     Column(
         "Container",
         lambda r: r.container,
         None,
         210,
         when_used=True,
-        tip="The container the process runs in (from its cgroup) and its PID inside it.",
+        tip="The container the process runs in (from its cgroup) and its PID inside it; a "
+        "Kubernetes pod as namespace/pod · container; a Slurm job as id · user · name.",
     ),
     Column("Command", lambda r: r.command, None, 200),
 )
