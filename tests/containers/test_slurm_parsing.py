@@ -12,18 +12,26 @@ from vramscope.core.slurm_jobs import (
     job_facts,
     parse_scontrol,
     parse_slurm_cgroup,
-    parse_slurm_path,
 )
 
 # what slurmd's cgroup plugins write (slurm.schedmd.com/cgroups.html, cgroup_v2.html)
 FLAGGED = {
     "v1 task": ("4:memory:/slurm/uid_1000/job_12345/step_0/task_0\n0::/\n", SlurmJob(12345, "0", 1000)),
     "v1 batch": ("7:devices:/slurm/uid_1001/job_7/step_batch\n", SlurmJob(7, "batch", 1001)),
-    "v1 several slurmd": ("3:cpuset:/slurm_node03/uid_5/job_9/step_extern/task_0\n", SlurmJob(9, "extern", 5)),
+    "v1 several slurmd": (
+        "3:cpuset:/slurm_node03/uid_5/job_9/step_extern/task_0\n",
+        SlurmJob(9, "extern", 5),
+    ),
     "v1 job level": ("4:memory:/slurm/uid_1000/job_12/\n", SlurmJob(12, None, 1000)),
     "v2 task": ("0::/system.slice/slurmstepd.scope/job_12345/step_0/user/task_0\n", SlurmJob(12345, "0")),
-    "v2 stepd": ("0::/system.slice/slurmstepd.scope/job_3/step_interactive/slurm\n", SlurmJob(3, "interactive")),
-    "v2 several slurmd": ("0::/system.slice/n1_slurmstepd.scope/job_44/step_1/user/task_2\n", SlurmJob(44, "1")),
+    "v2 stepd": (
+        "0::/system.slice/slurmstepd.scope/job_3/step_interactive/slurm\n",
+        SlurmJob(3, "interactive"),
+    ),
+    "v2 several slurmd": (
+        "0::/system.slice/n1_slurmstepd.scope/job_44/step_1/user/task_2\n",
+        SlurmJob(44, "1"),
+    ),
 }
 NOT_FLAGGED = {
     "a login shell": "0::/user.slice/user-1000.slice/session-3.scope\n",
@@ -93,7 +101,13 @@ def test_scontrol_parser_never_raises(text):
     assert user is None or len(user) <= MAX_NAME
 
 
-@given(st.dictionaries(st.from_regex(r"[A-Z][a-zA-Z]{0,8}", fullmatch=True), st.from_regex(r"[a-z0-9,()]{1,12}", fullmatch=True), max_size=8))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[A-Z][a-zA-Z]{0,8}", fullmatch=True),
+        st.from_regex(r"[a-z0-9,()]{1,12}", fullmatch=True),
+        max_size=8,
+    )
+)
 def test_scontrol_pairs_read_back(pairs):
     text = " ".join(f"{k}={v}" for k, v in pairs.items())
     assert parse_scontrol(text) == pairs

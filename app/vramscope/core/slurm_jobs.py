@@ -20,6 +20,7 @@ adopted by pam_slurm_adopt), ``interactive`` (salloc's shell).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -52,6 +53,14 @@ class SlurmJob:
     def cancel_command(self) -> str:
         """The command that ends the whole job (offered, never run by vramscope)."""
         return f"scancel {self.job_id}"
+
+    @property
+    def cancel_advice(self) -> str:
+        """The fix-text and confirmation sentence for a process in this job."""
+        return (
+            f"It belongs to Slurm job {self.label}: `{self.cancel_command}` ends the whole job "
+            "and frees its allocation (run it yourself; ending only this process leaves the job running)."
+        )
 
 
 _JOB = re.compile(r"^job_(\d{1,10})$")
@@ -128,3 +137,13 @@ def job_facts(fields: dict[str, str], job_id: int) -> tuple[str | None, str | No
     user = fields.get("UserId", "")
     m = _USER_ID.match(user)
     return cap(m.group(1) if m else user), cap(fields.get("JobName"))
+
+
+def named_from_environ(job: SlurmJob, env: dict[str, str]) -> SlurmJob:
+    """The job with the user and name its task's environment gives (slurmstepd sets
+    SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_NAME: sbatch(1)), where that is this job's."""
+    if env.get("SLURM_JOB_ID") != str(job.job_id):
+        return job
+    return dataclasses.replace(
+        job, user=cap(env.get("SLURM_JOB_USER")) or job.user, name=cap(env.get("SLURM_JOB_NAME")) or job.name
+    )

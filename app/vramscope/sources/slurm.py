@@ -20,7 +20,13 @@ import logging
 import pwd
 import time
 
-from vramscope.core.slurm_jobs import SlurmJob, cap, job_facts, parse_scontrol, parse_slurm_cgroup
+from vramscope.core.slurm_jobs import (
+    SlurmJob,
+    job_facts,
+    named_from_environ,
+    parse_scontrol,
+    parse_slurm_cgroup,
+)
 from vramscope.core.time_budget import TimeBudget
 from vramscope.sources.bounded_command import CommandFailed, CommandRefused, run_bounded
 from vramscope.sources.container_agents import read_environ
@@ -57,9 +63,8 @@ class SlurmJobs:
             return None
         user, name = self._facts.get(job.job_id, (None, None))
         if name is None:
-            env = read_environ(pid, proc_root)
-            if env.get("SLURM_JOB_ID") == str(job.job_id):
-                user, name = cap(env.get("SLURM_JOB_USER")), cap(env.get("SLURM_JOB_NAME"))
+            named = named_from_environ(job, read_environ(pid, proc_root))
+            user, name = named.user or user, named.name
         if name is None and job.job_id not in self._facts:
             asked = self._ask(job.job_id)
             if asked is not None:
