@@ -56,39 +56,55 @@ def _wait_asleep(pid: int) -> None:
         time.sleep(0.02)
 
 
+class Staging:
+    """Cgroups made for a test and the processes started or moved into them; ``close()``
+    ends the started ones and removes exactly the directories made."""
+
+    def __init__(self):
+        self.made: list[pathlib.Path] = []
+        self.procs: list[subprocess.Popen] = []
+
+    def move(self, pid: int, path: str, version: int) -> None:
+        where = hierarchy(version)
+        for part in path.strip("/").split("/"):
+            where = where / part
+            if not where.exists():
+                where.mkdir()
+                self.made.append(where)
+        (where / "cgroup.procs").write_text(str(pid))
+
+    def start(self, path: str, version: int, env: dict | None = None) -> int:
+        proc = subprocess.Popen(["sleep", "300"], env={**os.environ, **(env or {})})
+        self.procs.append(proc)
+        self.move(proc.pid, path, version)
+        _wait_asleep(proc.pid)
+        return proc.pid
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        for d in reversed(self.made):
+            for _ in range(50):  # the kernel takes a moment to let go of an exited task
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
 @pytest.fixture
 def staged():
     """staged(path, version, env=None) -> the pid of a `sleep` in cgroup ``path``."""
-    made: list[pathlib.Path] = []
-    procs: list[subprocess.Popen] = []
+    staging = Staging()
 
     def stage(path: str, version: int, env: dict | None = None) -> int:
         reason = why_not(version)
         if reason is not None:
             pytest.skip(reason)
-        root = hierarchy(version)
-        where = root
-        for part in path.strip("/").split("/"):
-            where = where / part
-            if not where.exists():
-                where.mkdir()
-                made.append(where)
-        proc = subprocess.Popen(["sleep", "300"], env={**os.environ, **(env or {})})
-        procs.append(proc)
-        (where / "cgroup.procs").write_text(str(proc.pid))
-        _wait_asleep(proc.pid)
-        return proc.pid
+        return staging.start(path, version, env)
 
     yield stage
-    for p in procs:
-        p.kill()
-        p.wait()
-    for d in reversed(made):
-        for _ in range(50):  # the kernel takes a moment to let go of an exited task
-            try:
-                d.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.05)
+    staging.close()
