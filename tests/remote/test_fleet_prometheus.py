@@ -340,6 +340,13 @@ def test_the_grafana_dashboard_s_queries_run_on_this_prometheus(fleet):
         answered[expr] = client.query(expr.replace("$instance", ".*"))  # raises if refused
     memory = [e for e in answered if e.startswith("vramscope_gpu_memory_used_bytes")]
     assert memory and len(answered[memory[0]]) == 3  # the two exporters' three GPUs
+    [dcgm_pods] = [answered[e] for e in answered if "DCGM_FI_DEV_FB_USED" in e]
+    assert [(r["metric"]["pod"], float(r["value"][1])) for r in dcgm_pods] == [("trainer-7f9c", 40 * GiB)]
+    if fleet.job is not None:
+        [jobs] = [answered[e] for e in answered if e.startswith("sum by (slurm_job")]
+        assert [(r["metric"]["slurm_job"], float(r["value"][1])) for r in jobs] == [
+            (str(fleet.job), 29 * GiB)
+        ]
 
 
 def test_a_bad_url_and_an_unreachable_server_say_so_in_one_line():
