@@ -163,3 +163,28 @@ def test_container_text_with_both_a_job_and_a_container():
     info = ProcessInfo(pid=1, slurm=SWEEP, container=Container("docker", "ab" * 32, name="c"), ns_pid=7)
     assert container_text(info) == "slurm job 777 · bob (step batch); docker c (pid 7 inside)"
     assert container_text(ProcessInfo(pid=1)) == "" and container_text(None) == ""
+
+
+def test_the_windows_table_shows_job_and_pod_in_the_container_column_and_filters_by_them():
+    from vramscope.core.process_rows import COLUMNS, COL, TableBuilder, TableOrder
+    from vramscope.core.store import Store
+
+    f = cluster_node()
+    store = Store()
+    store.append(f)
+    table = TableBuilder().build(f, store, TableOrder())
+    assert "Container" in table.used_columns
+    cell = COLUMNS[COL["Container"]].text
+    shown = {r.pid: cell(r) for r in table.source}
+    assert shown[11] == "slurm job 12345 · alice · train-llama (step 0)"
+    assert shown[14] == "pod ml-team/trainer-7f9c · container trainer"
+    assert shown[16] == ""
+    # the job's three processes on two GPUs are one row, with the job's total
+    [job] = TableBuilder().build(f, store, TableOrder(filter="train-llama")).rows
+    assert (job.name, job.members, job.used, job.gpus) == (
+        "slurm job 12345 · alice · train-llama",
+        3,
+        40 * GiB,
+        "0, 1",
+    )
+    assert cell(job) == "slurm job 12345 · alice · train-llama (step 0)"

@@ -190,3 +190,77 @@ def test_crictls_endpoint_is_tried_first(monkeypatch, env):
         monkeypatch.setenv(k, v)
     expected = ("/run/x/crio.sock",) if env else ()
     assert crio_sockets() == expected + CRIO_SOCKETS
+
+
+# -- the command as installed ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_status_names_jobs_and_pods_of_real_processes(staged, tmp_path, crio_socket, fake_nvml_files):  # noqa: F811
+    import subprocess
+    import sys
+
+    from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
+
+    jid = job_id()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    write_scontrol(bin_dir, {jid: ("train-llama", "alice", 1001)})
+    cid, pod_uid = _ids()
+    socket, _asked = crio_socket({cid: cri_labels("ml-team", "trainer-7f9c", "trainer")})
+    in_job = staged(f"system.slice/slurmstepd.scope/job_{jid}/step_0/user/task_0", 2)
+    in_job_too = staged(f"system.slice/slurmstepd.scope/job_{jid}/step_0/user/task_1", 2)
+    in_pod = staged(f"kubepods/burstable/pod{pod_uid}/{cid}", 1)
+    fake_nvml_files.write(
+        FakeState(
+            gpus=[
+                FakeGpu(
+                    total=48 * GiB,
+                    used=30 * GiB,
+                    processes=[FakeProcess(in_job, 12 * GiB), FakeProcess(in_pod, 9 * GiB)],
+                ),
+                FakeGpu(used=8 * GiB, processes=[FakeProcess(in_job_too, 7 * GiB)]),
+            ]
+        )
+    )
+    env = fake_nvml_files.env()
+    env["PATH"] = f"{bin_dir}:{env.get('PATH', os.environ['PATH'])}"
+    env["CONTAINER_RUNTIME_ENDPOINT"] = f"unix://{socket}"
+    runs = {
+        fmt: subprocess.run(
+            [sys.executable, "-m", "vramscope", "status", *(["--json"] if fmt == "json" else [])],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        for fmt in ("json", "text")
+    }
+    for r in runs.values():
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    doc = json.loads(runs["json"].stdout)
+    procs = {p["pid"]: p for g in doc["gpus"] for p in g["processes"]}
+    assert procs[in_job]["slurm"] == {
+        "job_id": jid,
+        "step": "0",
+        "uid": None,
+        "user": "alice",
+        "name": "train-llama",
+    }
+    assert (
+        procs[in_pod]["container"]["pod"] == "trainer-7f9c"
+        and procs[in_pod]["container"]["name"] == "trainer"
+    )
+    [job] = doc["slurm_jobs"]
+    assert (job["label"], job["used"], job["processes"], job["stop"]) == (
+        f"{jid} · alice · train-llama",
+        19 * GiB,
+        2,
+        f"scancel {jid}",
+    )
+    [pod] = doc["pods"]
+    assert (pod["key"], pod["used"]) == ("ml-team/trainer-7f9c", 9 * GiB)
+    text = runs["text"].stdout
+    assert f"slurm job {jid} · alice · train-llama (step 0)" in text
+    assert "pod ml-team/trainer-7f9c · container trainer" in text
+    assert "memory by Slurm job:" in text and f"(scancel {jid})" in text and "memory by pod:" in text

@@ -367,10 +367,16 @@ def _group_row(unit: tuple, inside: list[ProcessRow], is_open: bool) -> ProcessR
         age=max(ages) if ages else None,
         has_agent=any(r.has_agent for r in inside),
         gpus=", ".join(map(str, gpus)),
-        container="",
+        container=_common(r.container for r in inside),  # a Slurm job's, a pod's: said once
         alert="",
         inside=tuple(r.key for r in inside),
     )
+
+
+def _common(texts) -> str:
+    """The text every member has, or ''."""
+    found = set(texts)
+    return found.pop() if len(found) == 1 else ""
 
 
 def _row_of(shown: tuple) -> dict:
