@@ -4,14 +4,12 @@ answering `scontrol show job --oneliner ID`, and CRI-O's socket answering
 
 from __future__ import annotations
 
-import http.server
 import json
 import pathlib
-import socketserver
-import threading
-import time
 
 import pytest
+
+from .unix_http import UnixHttp
 
 
 def write_scontrol(directory: pathlib.Path, jobs: dict[int, tuple[str, str, int]], delay: float = 0.0) -> str:
@@ -55,59 +53,37 @@ def cri_labels(namespace: str, pod: str, container: str) -> dict:
     }
 
 
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-
 @pytest.fixture
 def crio_socket(tmp_path_factory):
-    """crio_socket(containers {id: labels}, delay=0) -> the socket's path, serving
-    CRI-O's inspect answer (name, pid, labels, annotations, sandbox, ...)."""
+    """crio_socket(containers {id: labels}, delay=0) -> (the socket's path, the paths
+    asked), serving CRI-O's inspect answer (name, pid, labels, annotations, sandbox, ...)."""
     servers = []
 
     def serve(containers: dict[str, dict], delay: float = 0.0) -> tuple[str, list[str]]:
-        asked: list[str] = []
+        def answer(path: str) -> tuple[int, bytes]:
+            cid = path.rsplit("/", 1)[-1]
+            if not path.startswith("/containers/") or cid not in containers:
+                return 404, b"can't find the container with id"
+            labels = containers[cid]
+            info = {
+                "name": f"k8s_{labels['io.kubernetes.container.name']}_x",
+                "pid": 4242,
+                "image": "registry.example/trainer:1",
+                "created_time": 1_700_000_000,
+                "labels": labels,
+                "annotations": {},
+                "crio_annotations": {},
+                "log_path": "/var/log/pods/x.log",
+                "root": "/var/lib/containers/storage/overlay/x/merged",
+                "sandbox": "f" * 64,
+                "ip_addresses": ["10.0.0.7"],
+            }
+            return 200, json.dumps(info).encode()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                asked.append(self.path)
-                time.sleep(delay)
-                cid = self.path.rsplit("/", 1)[-1]
-                if self.path.startswith("/containers/") and cid in containers:
-                    labels = containers[cid]
-                    body = json.dumps(
-                        {
-                            "name": f"k8s_{labels['io.kubernetes.container.name']}_x",
-                            "pid": 4242,
-                            "image": "registry.example/trainer:1",
-                            "created_time": 1_700_000_000,
-                            "labels": labels,
-                            "annotations": {},
-                            "crio_annotations": {},
-                            "log_path": "/var/log/pods/x.log",
-                            "root": "/var/lib/containers/storage/overlay/x/merged",
-                            "sandbox": "f" * 64,
-                            "ip_addresses": ["10.0.0.7"],
-                        }
-                    ).encode()
-                    self.send_response(200)
-                else:
-                    body = b"can't find the container with id"
-                    self.send_response(404)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        path = str(tmp_path_factory.mktemp("crio") / "crio.sock")
-        server = _UnixHTTPServer(path, Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server = UnixHttp(str(tmp_path_factory.mktemp("crio") / "crio.sock"), answer, delay)
         servers.append(server)
-        return path, asked
+        return server.path, server.asked
 
     yield serve
     for server in servers:
-        server.shutdown()
-        server.server_close()
+        server.close()

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from vramscope.core.containers import container_text
 from vramscope.core.detectors import Diagnostics
 from vramscope.core.detectors.jupyter import NotebookHint
 from vramscope.core.process_groups import group_key, group_name, kin_of, units
-from vramscope.core.samples import Container, Frame, GpuProcess, GpuSample, ProcessInfo
+from vramscope.core.samples import Container, Frame, GpuSample, ProcessInfo
 from vramscope.core.scheduler_totals import job_totals, pod_totals
 from vramscope.core.slurm_jobs import SlurmJob
 from vramscope.core.status_report import frame_to_dict
@@ -18,6 +20,8 @@ from vramscope.core.status_table import render_table
 from vramscope.core.units import GiB
 
 from detectors.scenarios import frame, gpu, proc
+
+from .test_users_and_records import p as shared_p
 
 T0 = 1_700_000_000.0
 LLAMA = SlurmJob(12345, "0", 1001, user="alice", name="train-llama")
@@ -28,19 +32,8 @@ TRAINER = Container(
 UNNAMED = Container("cri", "d1" * 32, pod_uid="9e8d7c6b-aaaa-bbbb")
 
 
-def p(pid, used, user="alice", slurm=None, container=None, cmd=None, ppid=100):
-    info = ProcessInfo(
-        pid=pid,
-        start_time=T0 - pid,
-        user=user,
-        name="python3",
-        cmdline=cmd or ("python3", f"rank{pid}.py"),
-        ppid=ppid,
-        parent_alive=True,
-        slurm=slurm,
-        container=container,
-    )
-    return GpuProcess(pid=pid, used=used, sm=10, info=info)
+def p(pid, used, user="alice", slurm=None, container=None):
+    return shared_p(pid, used, user, container, slurm=slurm)
 
 
 def cluster_node() -> Frame:
@@ -138,20 +131,26 @@ def idle_alerts(q):
     return [a for a in alerts if a.kind == "squatter"]
 
 
-def test_squatter_in_a_job_offers_scancel_and_names_the_job():
+@pytest.mark.parametrize(
+    "owner, fix, evidence",
+    [
+        (
+            {"slurm": LLAMA},
+            "`scancel 12345` ends the whole job",
+            "runs in slurm job 12345 · alice · train-llama (step 0)",
+        ),
+        (
+            {"container": TRAINER},
+            "`kubectl delete pod trainer-7f9c -n ml-team`",
+            "runs in pod ml-team/trainer-7f9c · container trainer",
+        ),
+    ],
+)
+def test_a_squatter_in_a_job_or_pod_names_it_with_the_command_that_ends_it(owner, fix, evidence):
     idle = proc(31, 4 * GiB, sm=0)
-    idle = dataclasses.replace(idle, info=dataclasses.replace(idle.info, slurm=LLAMA))
-    [alert] = idle_alerts(idle)
-    assert "`scancel 12345` ends the whole job" in alert.fix
-    assert any("runs in slurm job 12345 · alice · train-llama (step 0)" in e for e in alert.evidence)
-
-
-def test_squatter_in_a_pod_names_the_pod_and_container():
-    idle = proc(32, 4 * GiB, sm=0)
-    idle = dataclasses.replace(idle, info=dataclasses.replace(idle.info, container=TRAINER))
-    [alert] = idle_alerts(idle)
-    assert "`kubectl delete pod trainer-7f9c -n ml-team`" in alert.fix
-    assert any("runs in pod ml-team/trainer-7f9c · container trainer" in e for e in alert.evidence)
+    [alert] = idle_alerts(dataclasses.replace(idle, info=dataclasses.replace(idle.info, **owner)))
+    assert fix in alert.fix
+    assert any(evidence in e for e in alert.evidence)
 
 
 def test_a_squatter_outside_jobs_has_no_scancel():

@@ -48,7 +48,9 @@ def owners_from(labels: dict[str, str]) -> dict:
     pod, name = labels.get(POD) or None, labels.get(CONTAINER) or None
     if pod is not None or name is not None:
         runtime = labels.get(CONTAINER_RUNTIME) or "cri"
-        out["container"] = Container(runtime, None, name=name, pod=pod, namespace=labels.get(NAMESPACE) or None)
+        out["container"] = Container(
+            runtime, None, name=name, pod=pod, namespace=labels.get(NAMESPACE) or None
+        )
     job = labels.get(SLURM_JOB, "")
     if job.isdigit() and job.isascii() and len(job) <= 10:
         out["slurm"] = SlurmJob(int(job), name=labels.get(SLURM_JOB_NAME) or None, user=out.get("user"))

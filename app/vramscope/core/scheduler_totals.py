@@ -12,18 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vramscope.core.containers import pod_label, stop_command
+from vramscope.core.owner_labels import POD, SLURM_JOB
 from vramscope.core.process_columns import info_values
 from vramscope.core.samples import Container, Frame
 from vramscope.core.slurm_jobs import SlurmJob
 from vramscope.core.user_totals import sums_by
 
-SLURM_JOB = "slurm_job"
-POD = "pod"
-
 
 @dataclass(frozen=True, slots=True)
 class OwnerTotal:
-    """One job's or pod's memory: ``kind`` SLURM_JOB or POD, ``key`` its id
+    """One job's or pod's memory: ``kind`` SLURM_JOB or POD (the exporter's label
+    words, core/owner_labels.py), ``key`` its id
     ('12345'; 'ml-team/trainer-7f9c', or the pod UID where no name is known)."""
 
     kind: str

@@ -35,6 +35,7 @@ from vramscope.core.samples import Container
 from vramscope.core.time_budget import TimeBudget
 from vramscope.sources.cri_names import (
     CONTAINERD_BUNDLES,
+    MAX_NAME,
     Naming,
     containerd_naming,
     crio_naming,
@@ -44,7 +45,6 @@ from vramscope.sources.cri_names import (
 log = logging.getLogger(__name__)
 
 PROC = "/proc"
-MAX_NAME = 256  # characters of a container name kept (Docker's are far shorter)
 PROC_PID_INIT_INO = 0xEFFFFFFC
 _NS_INODE = re.compile(r"^pid:\[(\d+)\]$")
 

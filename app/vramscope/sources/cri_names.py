@@ -29,7 +29,7 @@ import urllib.parse
 from vramscope.core.bounded_http import get_json
 from vramscope.core.bounded_read import read_json
 
-MAX_NAME = 256  # characters of a name kept (Kubernetes names are at most 253)
+MAX_NAME = 256  # characters of a container's, pod's or namespace's name kept (Kubernetes: at most 253)
 MAX_ANSWER = 1 << 20  # bytes of one runtime answer or bundle config
 
 CRIO_SOCKETS = ("/var/run/crio/crio.sock", "/run/crio/crio.sock")
