@@ -41,6 +41,11 @@ NOT_FLAGGED = {
     "no parent": "0::/job_5/step_0\n",
     "v1 uid without slurm root": "4:memory:/other/uid_1000/job_5\n",
     "garbage": "not a cgroup file",
+    # a user's own cgroups (systemd delegates user@.service's subtree) named like slurmd's
+    "user-made v2 look-alike": "0::/user.slice/user-1000.slice/user@1000.service/app.slice/"
+    "slurmstepd.scope/job_5/step_0/user/task_0\n",
+    "user-made v1 look-alike": "4:memory:/user.slice/slurm/uid_1000/job_5/step_0\n",
+    "job below a step": "0::/system.slice/slurmstepd.scope/x/job_5\n",
 }
 
 

@@ -71,21 +71,25 @@ _V2_ROOT = re.compile(r"^(?:[^/]+_)?slurmstepd\.scope$")
 
 
 def parse_slurm_path(path: str) -> SlurmJob | None:
-    """The job in one cgroup path (either layout), or None."""
+    """The job in one cgroup path (either layout), or None.
+
+    Only where slurmd puts it: v1's ``slurm`` directory at the hierarchy's root,
+    v2's ``slurmstepd.scope`` in ``system.slice`` (or at the root of a cgroup
+    namespace) -- both root's. A user may make cgroups of the same names under
+    the ``user@.service`` systemd delegates to them; those are no job."""
     parts = [p for p in path.strip().split("/") if p]
-    for i, part in enumerate(parts):
-        m = _JOB.match(part)
-        if not m or i == 0:
-            continue
-        parent = parts[i - 1]
+    if len(parts) >= 3 and _V1_ROOT.match(parts[0]) and _UID.match(parts[1]):
+        at, uid = 2, int(parts[1][4:])
+    else:
+        at = 2 if parts[:1] == ["system.slice"] else 1
+        if len(parts) <= at or not _V2_ROOT.match(parts[at - 1]):
+            return None
         uid = None
-        if _UID.match(parent) and i >= 2 and _V1_ROOT.match(parts[i - 2]):
-            uid = int(parent[4:])
-        elif not _V2_ROOT.match(parent):
-            continue
-        step = _STEP.match(parts[i + 1]) if i + 1 < len(parts) else None
-        return SlurmJob(job_id=int(m.group(1)), step=step.group(1) if step else None, uid=uid)
-    return None
+    m = _JOB.match(parts[at]) if len(parts) > at else None
+    if m is None:
+        return None
+    step = _STEP.match(parts[at + 1]) if at + 1 < len(parts) else None
+    return SlurmJob(job_id=int(m.group(1)), step=step.group(1) if step else None, uid=uid)
 
 
 def parse_slurm_cgroup(text: str) -> SlurmJob | None:
