@@ -108,6 +108,7 @@ def expected_gpus(state: FakeState, memory_v2_symbol: bool = True) -> list[dict]
                     "agent": False,
                     "container": container.as_dict() if container else None,
                     "ns_pid": ns_pid,
+                    "slurm": None,  # the test's sleepers run in no Slurm job
                     "mig_uuid": None,
                 }
             )

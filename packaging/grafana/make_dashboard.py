@@ -4,7 +4,10 @@
     python packaging/grafana/make_dashboard.py   # after changing a metric name
 
 Import it in Grafana (Dashboards -> New -> Import) and pick the Prometheus
-data source; the `instance` variable picks machines (one per exporter).
+data source; the `instance` variable picks machines (one per exporter). The
+per-job and per-pod panels sum the per-process series by the owner labels
+(core/owner_labels.py); the pod panel also shows dcgm-exporter's GPUs by the
+pod labels its Kubernetes mapping adds.
 Format: https://grafana.com/docs/grafana/latest/dashboards/build-dashboards/view-dashboard-json-model/
 """
 
@@ -14,6 +17,8 @@ import json
 import pathlib
 
 from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC
+from vramscope.core.owner_labels import CONTAINER, NAMESPACE, POD, SLURM_JOB, SLURM_JOB_NAME, USER
+from vramscope.sources.prometheus import DCGM_FB_USED, MiB
 
 OUT = pathlib.Path(__file__).resolve().parent / "vramscope-dashboard.json"
 DS = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
@@ -135,6 +140,40 @@ def dashboard() -> dict:
             24,
             stack=True,
         ),
+        panel(
+            9,
+            "Memory by Slurm job",
+            [
+                (
+                    f"sum by ({SLURM_JOB}, {SLURM_JOB_NAME}, {USER}) "
+                    f'({PROCESS_MEMORY_METRIC}{{instance=~"$instance", {SLURM_JOB}!=""}})',
+                    f"job {{{{{SLURM_JOB}}}}} · {{{{{USER}}}}} · {{{{{SLURM_JOB_NAME}}}}}",
+                )
+            ],
+            "bytes",
+            0,
+            32,
+            stack=True,
+        ),
+        panel(
+            10,
+            "Memory by Kubernetes pod",
+            [
+                (
+                    f'sum by ({NAMESPACE}, {POD}) ({PROCESS_MEMORY_METRIC}{{instance=~"$instance", {POD}!=""}})',
+                    f"{{{{{NAMESPACE}}}}}/{{{{{POD}}}}}",
+                ),
+                # dcgm-exporter's pod labels: the memory of the GPU the pod holds (MiB); pods
+                # time-sharing one GPU each show the whole GPU's, so this one is not stacked
+                (
+                    f'{MiB} * {DCGM_FB_USED}{{instance=~"$instance", {POD}!=""}}',
+                    f"{{{{{NAMESPACE}}}}}/{{{{{POD}}}}} · {{{{{CONTAINER}}}}} (GPU {{{{gpu}}}} on {{{{Hostname}}}}, dcgm-exporter)",
+                ),
+            ],
+            "bytes",
+            12,
+            32,
+        ),
     ]
     return {
         "__inputs": [
@@ -166,6 +205,7 @@ def dashboard() -> dict:
                     "refresh": 2,
                     "multi": True,
                     "includeAll": True,
+                    "allValue": ".*",  # "All" takes in dcgm-exporter's instances too (the pod panel)
                     "current": {"text": "All", "value": "$__all"},
                 }
             ]

@@ -4,13 +4,10 @@ each runtime, a fake Docker API socket for names, and real PID namespaces
 
 from __future__ import annotations
 
-import http.server
 import os
 import pathlib
 import shutil
-import socketserver
 import subprocess
-import threading
 import time
 
 import pytest
@@ -23,6 +20,8 @@ from vramscope.sources.containers import (
     read_container,
 )
 from vramscope.sources.processes import ProcessCache
+
+from .unix_http import UnixHttp
 
 DOCKER_ID = "4f1c" + "0" * 56 + "beef"
 PODMAN_ID = "9a" * 32
@@ -111,40 +110,20 @@ def test_hidepid_means_a_missing_pid_proves_nothing(tmp_path):
 # -- names from a runtime's API ----------------------------------------------------------
 
 
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-
 @pytest.fixture
 def docker_api(tmp_path):
     """A Docker-compatible API on a Unix socket: GET /containers/<id>/json."""
     names = {DOCKER_ID: "/trainer"}
-    asked = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            asked.append(self.path)
-            cid = self.path.split("/")[2] if self.path.startswith("/containers/") else ""
-            if cid in names:
-                body = ('{"Id": "%s", "Name": "%s"}' % (cid, names[cid])).encode()
-                self.send_response(200)
-            else:
-                body = b'{"message": "No such container"}'
-                self.send_response(404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str) -> tuple[int, bytes]:
+        cid = path.split("/")[2] if path.startswith("/containers/") else ""
+        if cid in names:
+            return 200, ('{"Id": "%s", "Name": "%s"}' % (cid, names[cid])).encode()
+        return 404, b'{"message": "No such container"}'
 
-        def log_message(self, *args):
-            pass
-
-    path = str(tmp_path / "docker.sock")
-    server = _UnixHTTPServer(path, Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield path, asked
-    server.shutdown()
-    server.server_close()
+    server = UnixHttp(str(tmp_path / "docker.sock"), answer)
+    yield server.path, server.asked
+    server.close()
 
 
 def test_name_comes_from_the_runtime_api_once(docker_api):

@@ -20,7 +20,7 @@ T0 = 1_700_000_000.0
 TRAINER = Container("docker", "ab" * 32, name="trainer")
 
 
-def p(pid, used, user, container=None, ns_pid=None, visibility="ok"):
+def p(pid, used, user, container=None, ns_pid=None, visibility="ok", **more):
     info = ProcessInfo(
         pid=pid,
         start_time=T0 - pid,
@@ -30,6 +30,7 @@ def p(pid, used, user, container=None, ns_pid=None, visibility="ok"):
         visibility=visibility,
         container=container,
         ns_pid=ns_pid,
+        **more,
     )
     return GpuProcess(pid=pid, used=used, sm=10, info=info)
 

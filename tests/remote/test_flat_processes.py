@@ -20,6 +20,7 @@ from remote.test_stream_deltas import read, wire
 from remote.test_stream_protocol import argument, opt_float, opt_int, opt_text
 from vramscope.core.process_text import MAX_COMMAND_CHARS
 from vramscope.core.samples import Container, Frame, GpuProcess, GpuSample, ProcessInfo
+from vramscope.core.slurm_jobs import SlurmJob
 from vramscope.core.stream import flat_processes, protocol
 from vramscope.core.stream.codec import LIMIT_FLOAT, MAX_TEXT
 from vramscope.core.stream.delta_reader import FrameAssembler
@@ -51,6 +52,10 @@ infos = st.builds(
     container=st.none() | containers,
     ns_pid=st.none() | st.integers(1, 2**22),
     notebook=opt_text,
+    slurm=st.none()
+    | st.builds(
+        SlurmJob, st.integers(1, 2**32), opt_text, st.none() | st.integers(0, 2**31), opt_text, opt_text
+    ),
 )
 procs = st.builds(
     GpuProcess,
@@ -90,7 +95,8 @@ def test_a_process_survives_the_wire_exactly(proc):
         flat_processes._process_fields(proc, None)
     )  # the hand-written writer is the class's
     nested = [k for k, v in on_wire.items() if isinstance(v, (dict, list))]
-    assert nested in ([], [INFO_PREFIX + "container"])  # atoms only, but for a container
+    # atoms only, but for a container and a Slurm job
+    assert set(nested) <= {INFO_PREFIX + "container", INFO_PREFIX + "slurm"}
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,6 +1,8 @@
 """A fleet through a real Prometheus server (Debian package `prometheus`):
 it scrapes two `vramscope record --prometheus` exporters with different fake
-NVML states and a stand-in dcgm-exporter; vramscope reads them back."""
+NVML states (one process in a real Slurm job's cgroup, where the machine
+allows) and a stand-in dcgm-exporter whose GPU a Kubernetes pod holds;
+vramscope reads them back, dcgm-exporter's machine by its Hostname."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ import threading
 import time
 import urllib.request
 
+import psutil
 import pytest
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
+from containers.cgroup_staging import Staging, why_not
 from remote.conftest import private_dirs
 from vramscope.sources.hosts import HOST_BLOCK
 from vramscope.sources.prometheus import PrometheusSource
@@ -26,9 +30,11 @@ pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None, reason="Prometheus is not installed (apt-get install prometheus)"
 )
 
+DCGM_HOST = "dgx1"  # dcgm-exporter's Hostname label: the machine's name in the fleet
 DCGM_TEXT = "".join(
     f'# TYPE {name} gauge\n{name}{{gpu="0",UUID="GPU-dcgm-0",device="nvidia0",'
-    f'modelName="NVIDIA H100 80GB HBM3",Hostname="dgx1"}} {mib}\n'
+    f'modelName="NVIDIA H100 80GB HBM3",Hostname="{DCGM_HOST}",'
+    f'container="trainer",namespace="ml-team",pod="trainer-7f9c"}} {mib}\n'
     for name, mib in (
         ("DCGM_FI_DEV_FB_USED", 40960),
         ("DCGM_FI_DEV_FB_FREE", 39936),
@@ -66,6 +72,13 @@ class Fleet:
         self.base = base
         self.procs: list[subprocess.Popen] = []
         self.sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(2)]
+        # the first one runs in a Slurm job (cgroup v2 layout), where this machine lets a test make cgroups
+        self.staging, self.job = Staging(), None
+        if why_not(2) is None:
+            self.job = 660_000 + self.sleepers[0].pid % 100_000
+            self.staging.move(
+                self.sleepers[0].pid, f"system.slice/slurmstepd.scope/job_{self.job}/step_0/user/task_0", 2
+            )
         self.states = {
             "a": FakeState(
                 gpus=[
@@ -169,6 +182,7 @@ class Fleet:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+        self.staging.close()
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +196,7 @@ def fleet(tmp_path_factory, fake_nvml_build):
 def test_the_fleet_frame_has_every_host_and_its_gpus(fleet):
     source = PrometheusSource(fleet.url)
     frame = source.sample(time.time())
-    a, b, dcgm = (fleet.instances[k] for k in ("a", "b", "dcgm"))
+    a, b, dcgm = fleet.instances["a"], fleet.instances["b"], DCGM_HOST
     assert {s.host: s.state for s in frame.hosts} == {a: CONNECTED, b: CONNECTED, dcgm: CONNECTED}
     by_host: dict = {}
     for g in frame.gpus:
@@ -203,6 +217,19 @@ def test_the_fleet_frame_has_every_host_and_its_gpus(fleet):
     )
     procs = {p.pid: p.used for g in by_host[a] + by_host[b] for p in g.processes}
     assert procs == {fleet.sleepers[0].pid: 29 * GiB, fleet.sleepers[1].pid: 19 * GiB}
+    # dcgm-exporter names the pod holding its GPU: its entry has the GPU's memory
+    (pod,) = h100.processes
+    assert (pod.used, pod.info.container.pod, pod.info.container.namespace, pod.info.container.name) == (
+        40 * GiB,
+        "trainer-7f9c",
+        "ml-team",
+        "trainer",
+    )
+    # vramscope's own exporter labels the process with its user and Slurm job
+    (ours,) = by_host[a][0].processes
+    assert ours.info.user == psutil.Process(fleet.sleepers[0].pid).username()
+    if fleet.job is not None:
+        assert ours.info.slurm.job_id == fleet.job
     # grouped by host, each host in its own block of indices
     assert len({g.index // HOST_BLOCK for g in frame.gpus}) == 3
     assert all(g.label.startswith(g.host) for g in frame.gpus)
@@ -219,6 +246,15 @@ def test_status_json_from_prometheus_lists_each_host(fleet):
     hosts = {h["host"]: h for h in json.loads(r.stdout)["hosts"]}
     assert [g["memory"]["used"] for g in hosts[fleet.instances["b"]]["gpus"]] == [20 * GiB]
     assert [g["index"] for g in hosts[fleet.instances["a"]]["gpus"]] == [0, 1]
+    [pod] = hosts[DCGM_HOST]["pods"]
+    assert (pod["key"], pod["used"], pod["stop"]) == (
+        "ml-team/trainer-7f9c",
+        40 * GiB,
+        "kubectl delete pod trainer-7f9c -n ml-team",
+    )
+    if fleet.job is not None:
+        [job] = hosts[fleet.instances["a"]]["slurm_jobs"]
+        assert (job["key"], job["used"], job["stop"]) == (str(fleet.job), 29 * GiB, f"scancel {fleet.job}")
 
 
 @pytest.mark.slow
@@ -230,7 +266,7 @@ def test_one_host_s_history_through_range_queries(fleet):
     assert sorted(history) == [0, 1]
     assert len(history[0]["t"]) >= 2
     assert set(history[0]["used"]) == {30 * GiB} and set(history[0]["total"]) == {48 * GiB}
-    dcgm = source.history(fleet.instances["dcgm"], end - 60, end, points=60)
+    dcgm = source.history(DCGM_HOST, end - 60, end, points=60)
     assert set(dcgm[0]["used"]) == {40 * GiB} and set(dcgm[0]["total"]) == {80 * GiB}
 
 
@@ -280,7 +316,7 @@ def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, q
             for r in range(view.table.rowCount())
         }
         assert rows[a][1:4] == ["up", "2", "31.0 GiB / 96.0 GiB"]
-        assert rows[fleet.instances["dcgm"]][3] == "40.0 GiB / 80.0 GiB"
+        assert rows[DCGM_HOST][3] == "40.0 GiB / 80.0 GiB"
         view.table.cellClicked.emit(list(rows).index(a), 0)
         qtbot.waitUntil(lambda: view.history is not None, timeout=15000)
         assert sorted(view.history) == [0, 1]
@@ -304,6 +340,13 @@ def test_the_grafana_dashboard_s_queries_run_on_this_prometheus(fleet):
         answered[expr] = client.query(expr.replace("$instance", ".*"))  # raises if refused
     memory = [e for e in answered if e.startswith("vramscope_gpu_memory_used_bytes")]
     assert memory and len(answered[memory[0]]) == 3  # the two exporters' three GPUs
+    [dcgm_pods] = [answered[e] for e in answered if "DCGM_FI_DEV_FB_USED" in e]
+    assert [(r["metric"]["pod"], float(r["value"][1])) for r in dcgm_pods] == [("trainer-7f9c", 40 * GiB)]
+    if fleet.job is not None:
+        [jobs] = [answered[e] for e in answered if e.startswith("sum by (slurm_job")]
+        assert [(r["metric"]["slurm_job"], float(r["value"][1])) for r in jobs] == [
+            (str(fleet.job), 29 * GiB)
+        ]
 
 
 def test_a_bad_url_and_an_unreachable_server_say_so_in_one_line():
@@ -342,12 +385,13 @@ def test_a_recorded_fleet_reopens_and_exports_with_each_host(fleet, tmp_path):
         timeout=60,
     )
     assert r.returncode == 0, r.stdout + r.stderr
-    a, b, dcgm = (fleet.instances[k] for k in ("a", "b", "dcgm"))
+    a, b, dcgm = fleet.instances["a"], fleet.instances["b"], DCGM_HOST
     with open_session(out) as reader:
         labels = sorted(g.label for g in reader.latest_frame().gpus)
         assert labels == sorted([f"{a} GPU 0", f"{a} GPU 1", f"{b} GPU 0", f"{dcgm} GPU 0"])
         hosts_of = {p.pid: p.host for p in reader.processes().values()}
-        assert hosts_of == {fleet.sleepers[0].pid: a, fleet.sleepers[1].pid: b}
+        # the pod dcgm-exporter names has no pid (0) of its own
+        assert hosts_of == {fleet.sleepers[0].pid: a, fleet.sleepers[1].pid: b, 0: dcgm}
     csv_out = tmp_path / "fleet.csv"
     r = subprocess.run(
         [sys.executable, "-m", "vramscope", "export", str(out), "--out", str(csv_out)],

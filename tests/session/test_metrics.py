@@ -9,10 +9,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from vramscope.core.metrics import MetricsServer, is_loopback, parse_address, serve_metrics
+from vramscope.core.metrics import (
+    PROCESS_MEMORY_METRIC,
+    MetricsServer,
+    is_loopback,
+    parse_address,
+    serve_metrics,
+)
+from vramscope.core.owner_labels import OWNER_LABELS, owner_values
 from vramscope.core.store import Store
 
 from tests.session.helpers import frame
+
+
+def _process_key(gpu: str, pid: str, process: str, mig: str, info=None) -> tuple:
+    """A per-process series' key: its own labels and who it belongs to (core/owner_labels.py)."""
+    owners = zip(OWNER_LABELS, owner_values(info))
+    return (
+        PROCESS_MEMORY_METRIC,
+        tuple(sorted((("gpu", gpu), ("mig", mig), ("pid", pid), ("process", process), *owners))),
+    )
 
 
 def _scrape(url: str) -> dict:
@@ -38,12 +54,7 @@ def test_serves_the_latest_frame_on_loopback():
         )
         assert got[key] == f.gpus[0].used
         assert (
-            got[
-                (
-                    "vramscope_process_memory_used_bytes",
-                    (("gpu", "0"), ("mig", ""), ("pid", "4242"), ("process", "python3")),
-                )
-            ]
+            got[_process_key("0", "4242", "python3", "", f.gpus[0].processes[0].info)]
             == f.gpus[0].processes[0].used
         )
         # Xorg's memory is not available: no sample at all, never a 0
@@ -138,12 +149,4 @@ def test_mig_slices_and_their_processes_are_labelled_with_the_slice():
     )
     assert got[("vramscope_mig_memory_total_bytes", slice_labels)] == 40 << 30
     assert got[("vramscope_mig_memory_used_bytes", slice_labels)] == 20 << 30
-    assert (
-        got[
-            (
-                "vramscope_process_memory_used_bytes",
-                (("gpu", "0"), ("mig", uuid), ("pid", "77"), ("process", "")),
-            )
-        ]
-        == 18 << 30
-    )
+    assert got[_process_key("0", "77", "", uuid)] == 18 << 30

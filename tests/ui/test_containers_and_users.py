@@ -114,3 +114,49 @@ def test_a_user_name_with_markup_or_escapes_is_shown_as_written(make_window):
     assert w.table.users.textFormat() == Qt.TextFormat.PlainText
     assert "<b>mal</b>\\x1b[31m 1.00 GiB on GPU 0" in w.table.users.text()
     assert "\x1b" not in w.table.users.text()
+
+
+def test_jobs_and_pods_in_the_table_and_their_totals_beside_the_users(make_window, artifacts_dir):
+    from vramscope.core.slurm_jobs import SlurmJob
+
+    job = SlurmJob(12345, "0", 1001, user="dave", name="train-llama")
+    pod = Container("containerd", "c0" * 32, name="trainer", pod="trainer-7f9c", namespace="ml-team")
+    ranks = [
+        ProcessInfo(
+            pid=7000 + r,
+            start_time=T0 - 900,
+            user="dave",
+            name="python",
+            cmdline=("python", "train.py", f"--rank={r}"),
+            ppid=1,
+            slurm=job,
+        )
+        for r in range(2)
+    ]
+    in_pod = dataclasses.replace(CAROL, pid=7100, user="root", container=pod, ns_pid=1)
+    frames = []
+    for f in shared_frames():
+        g0, g1 = f.gpus
+        g0 = dataclasses.replace(
+            g0,
+            processes=g0.processes
+            + (
+                GpuProcess(pid=7000, used=6 * GiB, sm=80, info=ranks[0]),
+                GpuProcess(pid=7100, used=2 * GiB, info=in_pod),
+            ),
+        )
+        g1 = dataclasses.replace(
+            g1, processes=g1.processes + (GpuProcess(pid=7001, used=5 * GiB, sm=80, info=ranks[1]),)
+        )
+        frames.append(dataclasses.replace(f, gpus=(g0, g1)))
+    w = make_window(frames)
+    totals = w.table.users.text().splitlines()
+    assert (
+        totals[1] == "Memory by Slurm job:  12345 · dave · train-llama 11.00 GiB (GPU 0: 6.00, GPU 1: 5.00)"
+    )
+    assert totals[2] == "Memory by pod:  ml-team/trainer-7f9c 2.00 GiB on GPU 0"
+    assert table_cell(w, 7100, "Container") == "pod ml-team/trainer-7f9c · container trainer (pid 1 inside)"
+    # the job's two ranks on two GPUs are one row, the job named once
+    names = table_column(w, "Name")
+    assert any("slurm job 12345 · dave · train-llama ×2" in n for n in names), names
+    save(w, artifacts_dir, "jobs-and-pods-1400x900.png")

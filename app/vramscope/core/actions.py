@@ -28,6 +28,7 @@ import psutil
 from vramscope.core.audit_log import append_json_line, default_audit_path
 from vramscope.core.detectors.jupyter import connection_file, is_jupyter_kernel
 from vramscope.core.process_owner import acting_uid, is_kernel_thread, uid_min
+from vramscope.core.slurm_jobs import SlurmJob, named_from_environ, parse_slurm_cgroup
 
 START_TIME_TOLERANCE = 0.05  # seconds; psutil derives start times from clock ticks
 DEFAULT_GRACE_SECONDS = 5.0
@@ -64,6 +65,9 @@ class ProcessSummary:
     refusal: str | None
     connection_file: str | None  # set for a Jupyter kernel
     host: str | None = None  # the machine it runs on, when not this one (--host)
+    # a process in a Slurm job: which job, and the command that ends it all (offered, not run)
+    scheduler: str | None = None
+    cancel_command: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,7 @@ class ProcessActions:
             if cmdline and is_jupyter_kernel(cmdline, name):
                 conn = connection_file(cmdline)
             own = self._is_own(proc)
+        job = slurm_job_of(proc) if proc is not None else None
         return ProcessSummary(
             pid=pid,
             start_time=start_time,
@@ -137,6 +142,8 @@ class ProcessActions:
             own=own,
             refusal=refusal,
             connection_file=conn,
+            scheduler=job.cancel_advice if job is not None else None,
+            cancel_command=job.cancel_command if job is not None else None,
         )
 
     def is_alive(self, pid: int, start_time: float | None) -> bool:
@@ -381,6 +388,19 @@ class EndProcess:
     @property
     def ended_text(self) -> str:
         return f"pid {self.pid} has exited; its memory goes back to the GPU."
+
+
+def slurm_job_of(proc) -> SlurmJob | None:
+    """The Slurm job a process runs in (its cgroup), named from its environment where
+    readable (SLURM_JOB_NAME: sbatch(1)); None outside a job."""
+    try:
+        with open(f"/proc/{proc.pid}/cgroup", encoding="utf-8", errors="replace") as f:
+            job = parse_slurm_cgroup(f.read(1 << 16))
+    except OSError:
+        return None
+    if job is None:
+        return None
+    return named_from_environ(job, _safe(proc.environ) or {})
 
 
 def _real_uid(proc) -> int | None:

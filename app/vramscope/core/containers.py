@@ -35,6 +35,7 @@ CONTAINERD = "containerd"
 CRIO = "cri-o"
 CRI = "cri"  # a Kubernetes pod whose path does not name the runtime
 LXC = "lxc"
+KUBERNETES_RUNTIMES = (CONTAINERD, CRIO, CRI)  # runtimes that may name a pod (sources/cri_names.py)
 
 _ID = r"[0-9a-f]{64}"
 _SCOPES = (  # (regex on one path component, runtime)
@@ -132,6 +133,17 @@ def with_name(container: Container, name: str | None) -> Container:
     return dataclasses.replace(container, name=name)
 
 
+def with_naming(container: Container, naming: tuple | None) -> Container:
+    """The container with (container name, pod, namespace) from its runtime; a
+    Docker-style name alone may still say its pod (``with_name``)."""
+    if naming is None:
+        return container
+    name, pod, namespace = naming
+    if pod is None:
+        return with_name(container, name)
+    return dataclasses.replace(container, name=name, pod=pod, namespace=namespace)
+
+
 def container_from_dict(data) -> Container | None:
     """A Container back from ``Container.as_dict()`` (session files); anything else -> None."""
     if not isinstance(data, dict) or not isinstance(data.get("runtime"), str):
@@ -140,13 +152,33 @@ def container_from_dict(data) -> Container | None:
     return Container(**{k: data[k] if isinstance(data.get(k), str) else None for k in fields})
 
 
+def pod_label(container: Container) -> str:
+    """A pod as Kubernetes names it: 'ml-team/trainer-7f9c'; 'pod 0d3c5a61' where
+    only its UID is known (the cgroup path names no pod)."""
+    if container.pod is not None:
+        return f"{container.namespace}/{container.pod}" if container.namespace else container.pod
+    return f"pod {(container.pod_uid or '?')[:8]}"
+
+
+def container_label(container: Container) -> str:
+    """'pod ml-team/trainer-7f9c · container trainer' for a named pod's container,
+    'docker trainer' and the like otherwise."""
+    if container.pod is None:
+        return container.label
+    name = f" · container {container.name}" if container.name else ""
+    return f"pod {pod_label(container)}{name}"
+
+
 def container_text(info) -> str:
-    """A ProcessInfo's container as shown in tables: 'docker trainer (pid 1 inside)';
-    '' outside containers."""
-    if info is None or info.container is None:
+    """A ProcessInfo's container and Slurm job as shown in tables: 'docker trainer
+    (pid 1 inside)', 'slurm job 12345 · alice · train (step 0)'; '' outside both."""
+    if info is None:
         return ""
-    inside = f" (pid {info.ns_pid} inside)" if info.ns_pid is not None else ""
-    return info.container.label + inside
+    parts = [info.slurm.text] if info.slurm is not None else []
+    if info.container is not None:
+        inside = f" (pid {info.ns_pid} inside)" if info.ns_pid is not None else ""
+        parts.append(container_label(info.container) + inside)
+    return "; ".join(parts)
 
 
 def stop_command(container: Container) -> str:
@@ -173,6 +205,6 @@ def stop_command(container: Container) -> str:
 def stop_advice(container: Container) -> str:
     """The fix-text sentence for a process in a container."""
     return (
-        f"It runs in {container.label}: `{stop_command(container)}` stops the container "
+        f"It runs in {container_label(container)}: `{stop_command(container)}` stops the container "
         "(ending only the process may let the container's restart policy start it again)."
     )

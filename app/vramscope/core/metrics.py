@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from vramscope.core.owner_labels import OWNER_LABELS, owner_values
 from vramscope.core.samples import ALL_BUCKETS, AgentReport, Frame
 from vramscope.core.store import Store
 from vramscope.core.user_totals import user_totals
@@ -39,8 +40,10 @@ GPU_GAUGES = (
     ("temperature", "vramscope_gpu_temperature_celsius", "GPU temperature"),
     ("power_w", "vramscope_gpu_power_watts", "Power draw"),
 )
-PROCESS_MEMORY_METRIC = "vramscope_process_memory_used_bytes"  # labels gpu, pid, process, mig
+# labels PROCESS_LABELS: gpu, pid, process, mig and who it belongs to (core/owner_labels.py)
+PROCESS_MEMORY_METRIC = "vramscope_process_memory_used_bytes"
 PROCESS_SM_METRIC = "vramscope_process_sm_utilization_percent"
+PROCESS_LABELS = ["gpu", "pid", "process", "mig", *OWNER_LABELS]
 _MIG_GAUGES = (
     ("used", "vramscope_mig_memory_used_bytes", "Device memory in use on a MIG slice (NVML)"),
     ("total", "vramscope_mig_memory_total_bytes", "Device memory of a MIG slice (NVML)"),
@@ -87,11 +90,11 @@ class StoreCollector(Collector):
         fams["asleep"] = asleep
         proc = GaugeMetricFamily(
             PROCESS_MEMORY_METRIC,
-            "Device memory used by a process on a GPU (NVML)",
-            labels=["gpu", "pid", "process", "mig"],
+            "Device memory used by a process on a GPU (NVML), with its user, container, pod and Slurm job",
+            labels=PROCESS_LABELS,
         )
         proc_sm = GaugeMetricFamily(
-            PROCESS_SM_METRIC, "SM utilisation of a process on a GPU", labels=["gpu", "pid", "process", "mig"]
+            PROCESS_SM_METRIC, "SM utilisation of a process on a GPU", labels=PROCESS_LABELS
         )
         mig_labels = ["gpu", "mig", "profile", "gpu_instance", "compute_instance"]
         mig_fams = {attr: GaugeMetricFamily(name, doc, labels=mig_labels) for attr, name, doc in _MIG_GAUGES}
@@ -116,7 +119,7 @@ class StoreCollector(Collector):
                     fams[attr].add_metric(labels, float(value))
             for p in gpu.processes:
                 name = (p.info.name if p.info is not None else None) or ""
-                plabels = [str(gpu.index), str(p.pid), name, p.mig_uuid or ""]
+                plabels = [str(gpu.index), str(p.pid), name, p.mig_uuid or "", *owner_values(p.info)]
                 if p.used is not None:
                     proc.add_metric(plabels, float(p.used))
                 if p.sm is not None:

@@ -116,6 +116,14 @@ def _user(info: tuple | None) -> str | None:
     return None if info is None else info[INFO_USER]
 
 
+def info_values(processes, name: str) -> Iterable:
+    """Each process's ProcessInfo field ``name`` (None without a description), in order."""
+    if type(processes) is ProcessColumns:
+        at = INFO_FIELDS.index(name)
+        return (None if info is None else info[at] for info in processes.infos)
+    return (None if p.info is None else getattr(p.info, name) for p in processes)
+
+
 def described(processes) -> Iterable[bool]:
     """Whether each process has a description (a ProcessInfo), in order."""
     if type(processes) is ProcessColumns:

@@ -11,7 +11,9 @@ gunicorn/uvicorn/vLLM workers). Processes whose parent is gone or is init
 (daemonised, re-parented) group by user and command line alone. Not one
 group: two runs of the same script from two shells (different parents),
 Jupyter kernels (each has its own connection file on its command line),
-two users' processes, processes of two machines, a process without a readable command line or parent. A process
+two users' processes, processes of two machines, a process without a readable command line or parent.
+The processes of one Slurm job are one group, whatever their command lines
+(``slurm job 12345 · alice · train ×4``). A process
 with an active alert always stands on its own, and a "group" of one is just
 its process.
 """
@@ -31,6 +33,8 @@ def kin_of(info: ProcessInfo | None, host: str | None = None) -> tuple | None:
     """What a process shares with the others of its group; None: never grouped.
     ``host``: the machine it runs on (None: this one) -- processes of two machines
     are never one group, whatever their parents' pids."""
+    if info is not None and info.slurm is not None:  # a job's processes are the job
+        return (f"slurm job {info.slurm.label}", info.user, ("slurm", info.slurm.job_id), (), host)
     if info is None or not info.cmdline or info.user is None or info.ppid is None:
         return None
     parent = info.ppid if info.ppid > 1 and info.parent_alive is not False else None

@@ -25,6 +25,7 @@ from vramscope.core.process_groups import group_name, is_group, units
 from vramscope.core.row_texts import RowTemplates
 from vramscope.core.samples import Frame
 from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
+from vramscope.core.scheduler_totals import OwnerTotal, job_totals, pod_totals
 from vramscope.core.user_totals import UserTotal, user_totals
 
 AGENT_MARK = "●"
@@ -180,14 +181,15 @@ COLUMNS: tuple[Column, ...] = (
         numeric=True,
         tip="Time since the process started.",
     ),
-    # shown while some process runs in a container
+    # shown while some process runs in a container or a Slurm job
     Column(
         "Container",
         lambda r: r.container,
         None,
         210,
         when_used=True,
-        tip="The container the process runs in (from its cgroup) and its PID inside it.",
+        tip="The container the process runs in (from its cgroup) and its PID inside it; a "
+        "Kubernetes pod as namespace/pod · container; a Slurm job as id · user · name.",
     ),
     Column("Command", lambda r: r.command, None, 200),
 )
@@ -286,6 +288,7 @@ class TableRows:
     user_totals: tuple[UserTotal, ...]
     source: HeldRows = ()  # type: ignore[assignment]  # every row, in the frame's order (before the filter)
     row_of: dict = field(default_factory=dict)  # store key -> display row
+    owner_totals: tuple[OwnerTotal, ...] = ()  # per Slurm job, then per pod (core/scheduler_totals.py)
 
     def __post_init__(self) -> None:
         for name in ("rows", "source"):
@@ -307,12 +310,15 @@ class TableBuilder:
     def build(self, frame: Frame | None, store, order: TableOrder) -> TableRows:
         with self._lock:
             rows = rows_from_frame(frame, store, self.growth, self.templates)
-        return self.rearrange(rows, order, user_totals(frame) if frame is not None else [], self.alerts)
+        owners = (*job_totals(frame), *pod_totals(frame))
+        return self.rearrange(
+            rows, order, user_totals(frame) if frame is not None else [], self.alerts, owners
+        )
 
     @staticmethod
-    def rearrange(rows, order: TableOrder, totals, alerts: dict | None = None) -> TableRows:
+    def rearrange(rows, order: TableOrder, totals, alerts: dict | None = None, owners=()) -> TableRows:
         """``rows``: ProcessRow, or held rows; ``alerts``: process identity -> the
-        text of its active alert(s)."""
+        text of its active alert(s); ``owners``: per-job and per-pod totals."""
         held = exact(rows)
         if alerts:
             said = alerts.get  # (an identity is the (pid, start time) tuple)
@@ -328,6 +334,7 @@ class TableBuilder:
             user_totals=tuple(totals),
             source=HeldRows(held, ProcessRow),
             row_of=_row_of(shown),
+            owner_totals=tuple(owners),
         )
 
 
@@ -370,10 +377,16 @@ def _group_row(unit: tuple, inside: list[ProcessRow], is_open: bool) -> ProcessR
         age=max(ages) if ages else None,
         has_agent=any(r.has_agent for r in inside),
         gpus=", ".join(map(str, gpus)),
-        container="",
+        container=_common(r.container for r in inside),  # a Slurm job's, a pod's: said once
         alert="",
         inside=tuple(r.key for r in inside),
     )
+
+
+def _common(texts) -> str:
+    """The text every member has, or ''."""
+    found = set(texts)
+    return found.pop() if len(found) == 1 else ""
 
 
 def _row_of(shown: tuple) -> dict:

@@ -24,6 +24,7 @@ from vramscope.agent.protocol import (
 )
 from vramscope.core.allocator_summary import AllocatorSummary
 from vramscope.core.module_figures import ModuleFigures
+from vramscope.core.slurm_jobs import SlurmJob
 
 if TYPE_CHECKING:  # core/servers.py imports this module; the stream codec resolves the name
     from vramscope.core.servers import ServerState
@@ -100,6 +101,7 @@ class ProcessInfo:
     container: Container | None = None  # None: not in a container (or not readable)
     ns_pid: int | None = None  # its PID inside its own PID namespace, when that is not ours
     notebook: str | None = None  # a Jupyter kernel's notebook (JPY_SESSION_NAME), where readable
+    slurm: SlurmJob | None = None  # its Slurm job (core/slurm_jobs.py), None outside one
 
     @property
     def identity(self) -> ProcessIdentity:

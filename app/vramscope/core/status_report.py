@@ -12,7 +12,8 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                "processes": [{"pid", "used", "sm", "user", "command", "start_time",
                               "kinds", "visibility", "agent", "ns_pid", "mig_uuid",
                               "container": {"runtime", "id", "name", "pod_uid", "pod",
-                                            "namespace"} | null}],
+                                            "namespace"} | null,
+                              "slurm": {"job_id", "step", "uid", "user", "name"} | null}],
                "mig_mode",
                "mig_slices": [{"index", "uuid", "name", "profile", "gpu_instance_id",
                                "compute_instance_id", "memory": {"total", "used", "free"},
@@ -21,6 +22,8 @@ Qt-free. Bytes are integers, "not available" is null (None), never 0.
                "memory_kind": "unified" | null (the board's own memory),
                "not_reported": {figure: why it is null for this GPU}}],
      "users": [{"user", "used", "gpus": [{"gpu", "used"}], "processes", "unreported"}],
+     "slurm_jobs", "pods": [{"key", "label", "used", "gpus": [{"gpu", "used"}], "processes",
+                             "unreported", "stop"}]  (per Slurm job, per Kubernetes pod),
      "device_holders": [{"pid", "user", "command", "devices", "container", "ns_pid"}],
      "wsl", "notices",
      "jobs": [{"key", "world_size", "ranks": [{"rank", "pid", "held"}], "imbalance",
@@ -61,6 +64,7 @@ from vramscope.core.samples import (
 from vramscope.core.detectors.agentmap import gpu_for_device
 from vramscope.core.rank_groups import jobs
 from vramscope.core.wsl import WSL_NOTICE
+from vramscope.core.scheduler_totals import job_totals, pod_totals
 from vramscope.core.user_totals import user_totals
 
 
@@ -99,6 +103,8 @@ def frame_to_dict(
         "host_pids": frame.host_pids,
         "gpus": [gpu_to_dict(g) for g in frame.gpus],
         "users": [t.as_dict() for t in user_totals(frame)],
+        "slurm_jobs": [t.as_dict() for t in job_totals(frame)],
+        "pods": [t.as_dict() for t in pod_totals(frame)],
         "device_holders": [
             {
                 "pid": h.info.pid,
@@ -210,6 +216,7 @@ def _container_fields(info) -> dict:
     return {
         "container": container.as_dict() if container is not None else None,
         "ns_pid": info.ns_pid if info is not None else None,
+        "slurm": dataclasses.asdict(info.slurm) if info is not None and info.slurm is not None else None,
     }
 
 

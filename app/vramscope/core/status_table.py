@@ -10,6 +10,7 @@ from typing import Any
 
 from vramscope.core.allocator_figures import device_figures, figures_line
 from vramscope.core.containers import container_text
+from vramscope.core.scheduler_totals import job_totals, pod_totals
 from vramscope.core.samples import BUCKET_LABELS, AgentReport, Frame, GpuSample
 from vramscope.core.detectors.agentmap import device_label
 from vramscope.core.module_text import module_lines
@@ -65,7 +66,7 @@ def render_table(
         if not gpu.processes:
             lines.append("    no processes")
             continue
-        contained = any(p.info is not None and p.info.container is not None for p in gpu.processes)
+        contained = any(container_text(p.info) for p in gpu.processes)
         rows = [
             ("PID", "TYPE", "USER", "MEMORY", "SM", "AGE")
             + (("CONTAINER",) if contained else ())
@@ -105,6 +106,12 @@ def render_table(
         lines.extend(
             _columns([(t.label, fmt_bytes(t.used), _per_gpu_text(t)) for t in totals], right={1}, indent="  ")
         )
+    for title, owners in (("memory by Slurm job:", job_totals(frame)), ("memory by pod:", pod_totals(frame))):
+        if owners:
+            lines.append("")
+            lines.append(title)
+            rows = [(t.label, fmt_bytes(t.used), _per_gpu_text(t), f"({t.stop})") for t in owners]
+            lines.extend(_columns(rows, right={1}, indent="  "))
     if frame.device_holders:
         lines.append("")
         lines.append("holding /dev/nvidia* without being listed by the driver:")

@@ -41,15 +41,27 @@ class UserTotal:
 def user_totals(frame: Frame | None) -> list[UserTotal]:
     """One entry per user, the biggest first (read off a stream reader's columns without
     making its processes: 16k a frame on a big box)."""
-    if frame is None:
-        return []
-    acc: dict[str | None, list] = {}  # user -> [bytes, {gpu: bytes}, entries, n/a entries]
-    for gpu in frame.gpus:
+    out = [
+        UserTotal(user=u, used=used, per_gpu=per_gpu, processes=n, unreported=na)
+        for u, (used, per_gpu, n, na) in sums_by(frame, users).items()
+    ]
+    out.sort(key=lambda t: (-(t.used or 0), t.user is None, t.user or ""))
+    return out
+
+
+def sums_by(frame: Frame | None, keys_of, skip_none: bool = False) -> dict:
+    """key -> (bytes or None, ((gpu, bytes), ...), entries, n/a entries) over the
+    frame's processes; ``keys_of(processes)``: each process's key, in order (None
+    counts as a key of its own unless ``skip_none``). All n/a: None, never 0."""
+    acc: dict = {}  # key -> [bytes, {gpu: bytes}, entries, n/a entries]
+    for gpu in frame.gpus if frame is not None else ():
         index, procs = gpu.index, gpu.processes
-        for user, used in zip(users(procs), used_of(procs)):
-            entry = acc.get(user)
+        for key, used in zip(keys_of(procs), used_of(procs)):
+            if key is None and skip_none:
+                continue
+            entry = acc.get(key)
             if entry is None:
-                entry = acc[user] = [0, {}, 0, 0]
+                entry = acc[key] = [0, {}, 0, 0]
             entry[2] += 1
             if used is None:
                 entry[3] += 1
@@ -57,15 +69,6 @@ def user_totals(frame: Frame | None) -> list[UserTotal]:
             entry[0] += used
             per_gpu = entry[1]
             per_gpu[index] = per_gpu.get(index, 0) + used
-    out = [
-        UserTotal(
-            user=u,
-            used=e[0] if e[3] < e[2] else None,  # all n/a: n/a, never 0
-            per_gpu=tuple(sorted(e[1].items())),
-            processes=e[2],
-            unreported=e[3],
-        )
-        for u, e in acc.items()
-    ]
-    out.sort(key=lambda t: (-(t.used or 0), t.user is None, t.user or ""))
-    return out
+    return {
+        k: (e[0] if e[3] < e[2] else None, tuple(sorted(e[1].items())), e[2], e[3]) for k, e in acc.items()
+    }

@@ -24,13 +24,27 @@ import time
 import urllib.parse
 
 from vramscope.core.bounded_http import HttpError, get_json
-from vramscope.core.containers import inner_pid, parse_cgroup, parse_nspid, with_name
+from vramscope.core.containers import (
+    KUBERNETES_RUNTIMES,
+    inner_pid,
+    parse_cgroup,
+    parse_nspid,
+    with_naming,
+)
 from vramscope.core.samples import Container
+from vramscope.core.time_budget import TimeBudget
+from vramscope.sources.cri_names import (
+    CONTAINERD_BUNDLES,
+    MAX_NAME,
+    Naming,
+    containerd_naming,
+    crio_naming,
+    crio_sockets,
+)
 
 log = logging.getLogger(__name__)
 
 PROC = "/proc"
-MAX_NAME = 256  # characters of a container name kept (Docker's are far shorter)
 PROC_PID_INIT_INO = 0xEFFFFFFC
 _NS_INODE = re.compile(r"^pid:\[(\d+)\]$")
 
@@ -43,9 +57,17 @@ def _read(path: str) -> str | None:
         return None
 
 
-def read_container(pid: int, proc_root: str = PROC) -> tuple[Container | None, int | None]:
-    """(container or None, PID inside its namespace or None)."""
-    cgroup = _read(f"{proc_root}/{pid}/cgroup")
+def read_cgroup(pid: int, proc_root: str = PROC) -> str | None:
+    """The text of /proc/<pid>/cgroup (the kernel's, one line per hierarchy), or None."""
+    return _read(f"{proc_root}/{pid}/cgroup")
+
+
+def read_container(
+    pid: int, proc_root: str = PROC, cgroup: str | None = None
+) -> tuple[Container | None, int | None]:
+    """(container or None, PID inside its namespace or None); ``cgroup``: the
+    process's cgroup text where the caller has read it."""
+    cgroup = read_cgroup(pid, proc_root) if cgroup is None else cgroup
     status = _read(f"{proc_root}/{pid}/status")
     container = parse_cgroup(cgroup) if cgroup else None
     ns_pid = inner_pid(parse_nspid(status)) if status else None
@@ -96,7 +118,11 @@ def default_sockets() -> dict[str, list[str]]:
 
 class ContainerNames:
     """Names by container id, asked once per id; a socket that fails is left
-    alone for ``retry_after`` seconds, so a dead daemon costs nothing per pass."""
+    alone for ``retry_after`` seconds, so a dead daemon costs nothing per pass.
+
+    A Kubernetes container (containerd, CRI-O) is named from its runtime first
+    (sources/cri_names.py: pod, namespace, container); Docker's and Podman's
+    APIs are asked after that (Docker names dockershim's pods k8s_...)."""
 
     def __init__(
         self,
@@ -106,61 +132,76 @@ class ContainerNames:
         clock=time.monotonic,
         budget: float = 1.0,
         budget_window: float = 10.0,
+        crio_sockets: tuple[str, ...] | None = None,
+        containerd_bundles: str = CONTAINERD_BUNDLES,
     ):
         self._sockets = sockets
         self.timeout = timeout
-        self.retry_after = retry_after
         self._clock = clock
-        self._names: dict[str, str | None] = {}
-        self._down: dict[str, float] = {}
+        self._names: dict[str, Naming | None] = {}
         self.asked = 0  # API requests made, for tests
         # at most ``budget`` seconds of API requests per ``budget_window``: a daemon that
         # answers every request slowly (within the timeout) cannot stall a pass of many
         # new containers; the names not asked yet are asked in a later window
-        self.budget, self.budget_window = budget, budget_window
-        self._window_start, self._spent = float("-inf"), 0.0
+        self._budget = TimeBudget(budget, budget_window, retry_after, clock)
+        self.crio_sockets, self.containerd_bundles = crio_sockets, containerd_bundles
 
     def name(self, container: Container) -> Container:
         """The container with its name filled in where the runtime says it."""
         if container.id is None or container.name is not None:
             return container
         if container.id not in self._names:
-            now = self._clock()
-            if now - self._window_start > self.budget_window:
-                self._window_start, self._spent = now, 0.0
-            if self._spent >= self.budget:
+            if not self._budget.allows():
                 return container  # this window's time is spent: asked in a later one
-            name = self._ask(container.runtime, container.id)
-            self._spent += self._clock() - now
-            if name is None and self._any_down():
+            now = self._clock()
+            naming = self._ask(container.runtime, container.id)
+            self._budget.spend(now)
+            if naming is None and self._budget.any_down():
                 return container  # not known yet: asked again once the socket is back
-            self._names[container.id] = name
-        return with_name(container, self._names[container.id])
+            self._names[container.id] = naming
+        return with_naming(container, self._names[container.id])
 
-    def _any_down(self) -> bool:
-        now = self._clock()
-        return any(now < until for until in self._down.values())
-
-    def _ask(self, runtime: str, cid: str) -> str | None:
+    def _ask(self, runtime: str, cid: str) -> Naming | None:
+        if runtime in KUBERNETES_RUNTIMES:
+            naming = self._ask_cri(cid)
+            if naming is not None:
+                return naming
         sockets = self._sockets if self._sockets is not None else default_sockets()
         # Docker's API also answers for containerd-run pods it created; podman's for its own
         order = [runtime] + [r for r in sockets if r != runtime]
         for rt in order:
             for path in sockets.get(rt, ()):
-                if self._clock() < self._down.get(path, float("-inf")):
-                    continue
-                if not os.access(path, os.R_OK | os.W_OK):
-                    continue
-                try:
-                    name = self._get(path, cid)
-                except (OSError, HttpError, ValueError) as exc:
-                    log.debug("container API %s: %s", path, exc)
-                    self._down[path] = self._clock() + self.retry_after
-                    continue
-                self._down.pop(path, None)
+                name = self._socket(path, lambda p: self._get(p, cid))
                 if name:
-                    return name
+                    return (name, None, None)
         return None
+
+    def _ask_cri(self, cid: str) -> Naming | None:
+        naming = containerd_naming(self.containerd_bundles, cid)
+        sockets = self.crio_sockets if self.crio_sockets is not None else crio_sockets()
+        for path in sockets if naming is None else ():
+            naming = self._socket(path, lambda p: self._crio(p, cid))
+            if naming is not None:
+                break
+        return naming
+
+    def _socket(self, path: str, ask):
+        """``ask(path)``'s answer where this user may open the socket and it answers;
+        a socket that fails is left alone for ``retry_after``."""
+        if self._budget.is_down(path) or not os.access(path, os.R_OK | os.W_OK):
+            return None
+        try:
+            answer = ask(path)
+        except (OSError, HttpError, ValueError) as exc:
+            log.debug("container API %s: %s", path, exc)
+            self._budget.down(path)
+            return None
+        self._budget.up(path)
+        return answer
+
+    def _crio(self, path: str, cid: str) -> Naming | None:
+        self.asked += 1
+        return crio_naming(path, cid, self.timeout)
 
     def _get(self, path: str, cid: str) -> str | None:
         """The runtime's name for ``cid``: one request of ``timeout`` seconds and

@@ -16,8 +16,9 @@ A PID that psutil cannot see is never a crash or an empty cell:
   (its own PID namespace is the host's and /proc hides nothing): the driver
   lists a process that does not exist (a ghost).
 
-Each identity also carries its container (cgroup path) and its PID inside
-its own namespace (NSpid), read once (sources/containers.py).
+Each identity also carries its container (cgroup path), its PID inside
+its own namespace (NSpid) and its Slurm job, read once (sources/containers.py,
+sources/slurm.py).
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ from vramscope.sources.containers import (
     ContainerNames,
     host_pid_view,
     proc_hides_pids,
+    read_cgroup,
     read_container,
 )
 from vramscope.sources.proc_stat import ProcStat, read_stat
+from vramscope.sources.slurm import SlurmJobs
 
 _STATIC_ATTRS = ("username", "cmdline", "name")
 _UNREAD = object()  # lookup(): no /proc/<pid>/stat read was handed in
@@ -56,10 +59,15 @@ JUPYTER_SESSION = "JPY_SESSION_NAME"
 
 class ProcessCache:
     """``host_pids``: whether this monitor sees the host's PIDs (None: read it
-    from /proc/self/ns/pid); ``names``: container names from the runtimes' APIs."""
+    from /proc/self/ns/pid); ``names``: container names from the runtimes' APIs;
+    ``jobs``: Slurm jobs' names (sources/slurm.py)."""
 
     def __init__(
-        self, host_pids: bool | None = None, names: ContainerNames | None = None, proc_root: str = PROC
+        self,
+        host_pids: bool | None = None,
+        names: ContainerNames | None = None,
+        proc_root: str = PROC,
+        jobs: SlurmJobs | None = None,
     ):
         self._known: dict[int, ProcessInfo] = {}  # pid -> last info for its identity
         self._ticks: dict[int, int] = {}  # pid -> start ticks of the cached identity
@@ -70,6 +78,7 @@ class ProcessCache:
         # a missing PID means "no such process" only when every PID would be visible
         self.sees_all = bool(self.host_pids) and not proc_hides_pids(proc_root)
         self.names = names if names is not None else ContainerNames()
+        self.jobs = jobs if jobs is not None else SlurmJobs()
 
     def lookup(self, pid: int, stat: ProcStat | None | object = _UNREAD) -> ProcessInfo:
         """``stat``: this pass's read of /proc/<pid>/stat where the caller has
@@ -181,11 +190,14 @@ class ProcessCache:
         return read_environ(pid, self.proc_root).get(JUPYTER_SESSION) or None
 
     def _container(self, pid: int) -> dict:
-        """container and ns_pid of a PID (once per identity: they never change)."""
-        container, ns_pid = read_container(pid, self.proc_root)
+        """container, ns_pid and Slurm job of a PID (once per identity: a process
+        does not leave its container; a job's processes stay in its cgroup)."""
+        cgroup = read_cgroup(pid, self.proc_root)
+        container, ns_pid = read_container(pid, self.proc_root, cgroup or "")
         if container is not None:
             container = self.names.name(container)
-        return {"container": container, "ns_pid": ns_pid}
+        slurm = self.jobs.job(pid, cgroup, self.proc_root)
+        return {"container": container, "ns_pid": ns_pid, "slurm": slurm}
 
     def lookup_many(self, pids: Iterable[int], stats: dict | None = None) -> dict[int, ProcessInfo]:
         """One lookup per distinct PID in a pass; ``stats``: {pid: ProcStat or

@@ -28,6 +28,8 @@ from vramscope.core.samples import (
     HostState,
     ProcessInfo,
 )
+from vramscope.core.owner_labels import owners_from
+from vramscope.sources.fleet_owners import HostNames, dcgm_pod, pod_holders
 from vramscope.sources.hosts import HOST_BLOCK
 from vramscope.sources.remote import CONNECTED, DOWN
 
@@ -147,8 +149,9 @@ class PrometheusSource:
 
     def __init__(self, url: str, timeout: float = 5.0):
         self.client = PrometheusClient(url, timeout)
-        self._position: dict[str, int] = {}  # instance -> its place, stable for the session
+        self._position: dict[str, int] = {}  # host -> its place, stable for the session
         self._last: dict[str, tuple[GpuSample, ...]] = {}
+        self._hosts = HostNames()
 
     def position(self, instance: str) -> int:
         if instance not in self._position:
@@ -178,6 +181,7 @@ class PrometheusSource:
             if name == UP:
                 up[instance] = value == 1.0
                 continue
+            instance = self._hosts.host(instance, labels, name in DCGM_FIELDS)
             gpu = _small_int(labels.get("gpu"))
             if gpu is None or gpu >= HOST_BLOCK:
                 continue
@@ -186,7 +190,7 @@ class PrometheusSource:
                 if pid is None:
                     continue
                 entry = procs.setdefault((instance, gpu), {}).setdefault(
-                    pid, {"name": labels.get("process") or None}
+                    pid, {"name": labels.get("process") or None, **owners_from(labels)}
                 )
                 entry["used" if name == PROCESS_MEMORY_METRIC else "sm"] = value
                 continue
@@ -202,10 +206,14 @@ class PrometheusSource:
             g.setdefault("memory_kind", labels.get("memory") or None)
             if name in DCGM_FIELDS:
                 g["_dcgm"] = True
+                pod = dcgm_pod(labels)
+                if pod is not None:
+                    g.setdefault("_pods", set()).add(pod)
         out: list[GpuSample] = []
         states: list[HostState] = []
         for instance in sorted(set(gpus) | set(self._last)):
             self.position(instance)
+        up = self._hosts.up_by_host(up)
         for instance in sorted(self._position, key=self._position.get):
             alive = up.get(instance, instance in gpus)
             if instance in gpus and alive:
@@ -248,18 +256,21 @@ class PrometheusSource:
 
     def _gpu(self, instance: str, index: int, values: dict, procs: dict) -> GpuSample:
         values = dict(values)
+        pods = values.pop("_pods", set())
         if values.pop("_dcgm", False) and values.get("total") is None:
             parts = [values.get(k) for k in ("used", "free", "reserved")]
             values["total"] = sum(parts) if None not in parts else None
         processes = tuple(
             GpuProcess(
                 pid=pid,
-                used=_typed("used", p.get("used")),
-                sm=_typed("util_gpu", p.get("sm")),
-                info=ProcessInfo(pid=pid, name=p.get("name")),
+                used=_typed("used", p.pop("used", None)),
+                sm=_typed("util_gpu", p.pop("sm", None)),
+                info=ProcessInfo(pid=pid, **p),
             )
             for pid, p in sorted(procs.items())
         )
+        if pods and not processes:
+            processes, values["not_reported"] = pod_holders(pods, values.get("used"))
         return GpuSample(
             index=self.position(instance) * HOST_BLOCK + index,
             host=instance,
@@ -269,9 +280,16 @@ class PrometheusSource:
         )
 
     def history(self, instance: str, start: float, end: float, points: int = 300) -> dict:
-        """{gpu: {"t": [...], "used": [...], "total": [...]}} for one host (bytes)."""
+        """{gpu: {"t": [...], "used": [...], "total": [...]}} for one host (bytes): the
+        host an ``instance`` label names, or dcgm-exporter's ``Hostname``."""
+        for sel in self._hosts.selectors(instance):
+            out = self._history(sel, start, end, points)
+            if out:
+                return out
+        return {}
+
+    def _history(self, sel: str, start: float, end: float, points: int) -> dict:
         step = max(1.0, (end - start) / max(1, points))
-        sel = '{instance="%s"}' % instance.replace("\\", "\\\\").replace('"', '\\"')
         used_name = next(n for a, n, _ in GPU_GAUGES if a == "used")
         total_name = next(n for a, n, _ in GPU_GAUGES if a == "total")
         queries = {"used": (used_name + sel, 1), "total": (total_name + sel, 1)}

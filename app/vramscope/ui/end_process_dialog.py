@@ -68,6 +68,12 @@ class EndProcessDialog(QDialog):
             self.jupyter.setWordWrap(True)
             self.jupyter.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(self.jupyter)
+        self.scheduler = None
+        if summary.scheduler:  # a Slurm job's process: which job, and scancel to run oneself
+            self.scheduler = plain(QLabel(), summary.scheduler)
+            self.scheduler.setWordWrap(True)
+            self.scheduler.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            layout.addWidget(self.scheduler)
         self.refusal = None
         buttons = QDialogButtonBox()
         if summary.refusal:
@@ -96,6 +102,14 @@ class EndProcessDialog(QDialog):
             )
             self.copy_button.clicked.connect(
                 lambda: QGuiApplication.clipboard().setText(summary.connection_file)
+            )
+        self.copy_cancel_button = None
+        if summary.cancel_command:
+            self.copy_cancel_button = buttons.addButton(
+                f"Copy `{summary.cancel_command}`", QDialogButtonBox.ButtonRole.ActionRole
+            )
+            self.copy_cancel_button.clicked.connect(
+                lambda: QGuiApplication.clipboard().setText(summary.cancel_command)
             )
         layout.addWidget(buttons)
         self.buttons = buttons

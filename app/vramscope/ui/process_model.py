@@ -107,7 +107,9 @@ class ProcessTableModel(QAbstractTableModel):
     def show(self, table: TableRows) -> None:
         """Show a built table (rows in display order)."""
         if table.order != self.order:  # the order changed while it was being built
-            table = TableBuilder.rearrange(table.source, self.order, table.user_totals)
+            table = TableBuilder.rearrange(
+                table.source, self.order, table.user_totals, owners=table.owner_totals
+            )
         old = self._rows
         self.table, rows = table, table.rows
         if len(rows) != len(old) or not rows:

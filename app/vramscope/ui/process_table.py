@@ -37,7 +37,9 @@ from vramscope.core.process_rows import (
 )
 from vramscope.core.samples import gpu_label
 from vramscope.core.stream.first_look import is_pending
+from vramscope.core.terminal_text import visible
 from vramscope.core.units import fmt_gib
+from vramscope.core.owner_labels import POD, SLURM_JOB
 from vramscope.core.user_totals import UserTotal
 from vramscope.ui import theme
 from vramscope.ui.bridge import BUSY_PROCESSES, Bridge, LatestOnly
@@ -324,7 +326,9 @@ class ProcessTable(QWidget):
 
     def show_table(self, table: TableRows, frame=None) -> None:
         self.set_user_totals(
-            list(table.user_totals), {g.index: g.label for g in frame.gpus} if frame is not None else None
+            list(table.user_totals),
+            {g.index: g.label for g in frame.gpus} if frame is not None else None,
+            table.owner_totals,
         )
         self.pending.follow(is_pending(frame))
         holders = frame.device_holders if frame is not None else ()
@@ -358,14 +362,25 @@ class ProcessTable(QWidget):
             self.selection_changed.emit(None)
         self.shown.emit()
 
-    def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None) -> None:
-        """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them."""
-        parts = [_user_text(t, gpu_labels or {}) for t in totals]  # the biggest first
-        shown = "   ·   ".join(parts[:USERS_SHOWN])
-        if len(parts) > USERS_SHOWN:
-            shown += f"   ·   + {len(parts) - USERS_SHOWN} more users (hover for all)"
-        plain(self.users, f"Memory by user:  {shown}" if parts else "")
-        self.users.setToolTip(tip("\n".join(parts)) if len(parts) > USERS_SHOWN else "")
+    def set_user_totals(self, totals: list[UserTotal], gpu_labels: dict | None = None, owners=()) -> None:
+        """``gpu_labels``: index -> "GPU 0" / "lab2 GPU 0", as the cards name them;
+        ``owners``: per-Slurm-job and per-pod totals (core/scheduler_totals.py), a line each kind."""
+        lines, hidden = [], []
+        for title, kind, of in (
+            ("user", "users", totals),
+            ("Slurm job", "jobs", [t for t in owners if t.kind == SLURM_JOB]),
+            ("pod", "pods", [t for t in owners if t.kind == POD]),
+        ):
+            parts = [_user_text(t, gpu_labels or {}) for t in of]  # the biggest first
+            if not parts:
+                continue
+            shown = "   ·   ".join(parts[:USERS_SHOWN])
+            if len(parts) > USERS_SHOWN:
+                shown += f"   ·   + {len(parts) - USERS_SHOWN} more {kind} (hover for all)"
+                hidden.extend(parts)
+            lines.append(f"Memory by {title}:  {shown}")
+        plain(self.users).setText("\n".join(map(visible, lines)))  # each line escaped: one line each
+        self.users.setToolTip(tip("\n".join(hidden)) if hidden else "")
 
     def set_rows(self, rows: list[ProcessRow], totals=()) -> None:
         """Show ``rows`` (any order) as the table's rows."""
@@ -410,8 +425,8 @@ class ProcessTable(QWidget):
             self.selection_changed.emit(key)
 
 
-def _user_text(total: UserTotal, gpu_labels: dict) -> str:
-    """'alice 14.20 GiB (GPU 0: 12.00, GPU 1: 2.20)'."""
+def _user_text(total, gpu_labels: dict) -> str:
+    """'alice 14.20 GiB (GPU 0: 12.00, GPU 1: 2.20)' (a UserTotal or a job's or pod's OwnerTotal)."""
     text = f"{total.label} {fmt_gib(total.used, 2)}"
     name = {g: gpu_labels.get(g) or gpu_label(g) for g, _b in total.per_gpu}
     if len(total.per_gpu) > 1:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from vramscope.core.containers import stop_advice
+from vramscope.core.containers import container_label, stop_advice
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import (
@@ -308,10 +308,13 @@ class SquatterRule:
 
         if info is not None and info.container is not None:
             evidence.append(
-                f"runs in {info.container.label}"
+                f"runs in {container_label(info.container)}"
                 + (f" as pid {info.ns_pid} there" if info.ns_pid is not None else "")
             )
             fix = f"{fix} {stop_advice(info.container)}"
+        if info is not None and info.slurm is not None:
+            evidence.append(f"runs in {info.slurm.text}")
+            fix = f"{fix} {info.slurm.cancel_advice}"
 
         severity = WARNING
         if reasons == ["jupyter_kernel"] and idle_for < settings.kernel_warn_minutes * 60:
