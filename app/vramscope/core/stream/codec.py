@@ -206,7 +206,8 @@ def _builder(cls):
 
 
 # fields cut to what this side keeps of its own (a remote's 8 MB command line too)
-_KEPT = {(ProcessInfo, "cmdline"): capped_cmdline}
+# (an empty argv -- a zombie's, a kernel thread's -- stays as it was sent)
+_KEPT = {(ProcessInfo, "cmdline"): lambda argv: capped_cmdline(argv) if argv else argv}
 
 
 def _kept(convert, where):
