@@ -33,7 +33,9 @@ _json_atoms = (
 )
 json_values = st.recursive(
     _json_atoms,
-    lambda inner: st.lists(inner, max_size=SMALL) | st.dictionaries(st.text(max_size=6), inner, max_size=SMALL),
+    lambda inner: (
+        st.lists(inner, max_size=SMALL) | st.dictionaries(st.text(max_size=6), inner, max_size=SMALL)
+    ),
     max_leaves=6,
 )
 json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=SMALL)
@@ -74,7 +76,11 @@ def values_of(hint) -> st.SearchStrategy:
         return st.fixed_dictionaries(required, optional=optional)
     if dataclasses.is_dataclass(hint):
         hints = _hints(hint)
-        fields = {f.name: st.deferred(lambda h=hints[f.name]: values_of(h)) for f in dataclasses.fields(hint) if f.init}
+        fields = {
+            f.name: st.deferred(lambda h=hints[f.name]: values_of(h))
+            for f in dataclasses.fields(hint)
+            if f.init
+        }
         return st.builds(hint, **fields)
     raise TypeError(f"no strategy for {hint!r}")
 
@@ -103,7 +109,9 @@ def assert_typed(hint, value, where: str = "value") -> None:
                 errors.append(str(exc))
         raise AssertionError("; ".join(errors))
     if origin in (tuple, list):
-        if origin is tuple and type(value) is ProcessColumns:  # the stream reader's stand-in, equal to the tuple
+        if (
+            origin is tuple and type(value) is ProcessColumns
+        ):  # the stream reader's stand-in, equal to the tuple
             value = tuple(value)
         assert type(value) is origin, f"{where}: {type(value).__name__}, not {origin.__name__}"
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):

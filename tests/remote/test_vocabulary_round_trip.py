@@ -62,7 +62,6 @@ def test_frames_through_the_streams_deltas_come_back_equal_and_typed(stream, key
 
 
 def test_a_field_that_does_not_say_what_it_holds_is_refused_when_its_decoder_is_built():
-    import typing
 
     for untyped in (tuple, dict, list, "typing.Any"):
 

@@ -134,6 +134,7 @@ class HelloReply(TypedDict, total=False):
     """The answer to ``hello`` (also a final dump's "hello"): who this agent is."""
 
     ok: bool
+    op: str  # Op.HELLO
     pid: int
     start_ticks: int | None  # /proc/PID/stat field 22
     start_time: float | None  # seconds since the epoch
@@ -144,8 +145,11 @@ class HelloReply(TypedDict, total=False):
     world_size: int | None
     rendezvous: str | None  # the job's MASTER_ADDR:PORT (its ranks share it)
     protocol: int
+    supported: list[int]  # the protocol versions it reads and answers in
     agent_version: int
     interval: float
+    oldest: int | None  # the ring's oldest item (None: empty)
+    latest: int  # the newest item's seq
 
 
 # the allocator's counters a device entry carries (DeviceFigures), in the order
@@ -230,6 +234,34 @@ class SampleItem(TypedDict, total=False):
     input: InputItem | None
     sharded: ShardedItem | None
     agent: JsonObject  # the agent's own figures (PHASES_MEASURED, errors, walks, ...)
+
+
+class ModuleRow(TypedDict, total=False):
+    """One module of a "modules" item (agent/module_sampler.py): bytes, None = not available."""
+
+    name: str  # as named_modules gives it
+    parent: str | None
+    weights: int | None
+    gradients: int | None
+    optimizer_state: int | None
+    activations: int | None  # saved for backward by the sampled step's forward
+    shared: bool  # holds a parameter tied with another module
+    why: str | None  # why a figure is None
+
+
+class ModulesItem(TypedDict, total=False):
+    """Per-module figures of one watched model at a sampled step."""
+
+    seq: int
+    kind: str  # ItemKind.MODULES
+    t: float
+    step: int
+    device: str
+    model: str  # its class
+    every: int  # one step in ``every`` is sampled
+    cut: int | None  # how many modules were left out of the tree
+    modules: list[ModuleRow]
+    why: str | None  # why no step could be measured
 
 
 class StepDevice(TypedDict):
