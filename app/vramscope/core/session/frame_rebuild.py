@@ -41,8 +41,13 @@ def frame_at(reader, t: float) -> Frame | None:
     prev = float(times[i - 1]) if i > 0 else -math.inf
     eps = 1e-4  # passes are >= 0.1 s apart; 1e-9 is below a float's resolution at 1.7e9
     frow = reader.reads.query(
-        "SELECT source, simulated, error, driver_version, nvml_version, "
-        "cuda_driver_version FROM frames WHERE t = ?",
+        "SELECT "
+        + reader.reads.select(
+            "frames",
+            ("source", "simulated", "error", "driver_version", "nvml_version", "cuda_driver_version"),
+            "a pass",
+        )
+        + " FROM frames WHERE t = ?",
         (tk,),
         "a pass",
     )

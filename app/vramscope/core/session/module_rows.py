@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from vramscope.core.session.schema import present
 from vramscope.core.module_figures import FIGURES, ModuleFigures
 
 MODULE_DDL = f"""
@@ -60,12 +61,17 @@ def _int(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
+def _select(db: sqlite3.Connection) -> str:
+    """_COLUMNS as this file has them (NULL for a figure added after it was written)."""
+    return present({r[1] for r in db.execute("PRAGMA table_info(agent_modules)")}, _COLUMNS)
+
+
 def modules_at(db: sqlite3.Connection, proc_id: int, t: float) -> tuple[ModuleFigures, ...]:
     """The latest modules an agent process had at time ``t`` (per device); () where the
     file has none, or its table cannot be read."""
     try:
         rows = db.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM agent_modules WHERE proc = ? AND t <= ? "
+            f"SELECT {_select(db)} FROM agent_modules WHERE proc = ? AND t <= ? "
             "AND t = (SELECT MAX(t) FROM agent_modules WHERE proc = ? AND t <= ?) ORDER BY name",
             (proc_id, t, proc_id, t),
         ).fetchall()
@@ -78,8 +84,7 @@ def all_modules(db: sqlite3.Connection, t0: float, t1: float) -> list[tuple[floa
     """(time, proc id, figures) of every module row written in [t0, t1), in time order."""
     try:
         rows = db.execute(
-            f"SELECT proc, {', '.join(_COLUMNS)} FROM agent_modules WHERE t >= ? AND t < ? "
-            "ORDER BY t, proc, step",
+            f"SELECT proc, {_select(db)} FROM agent_modules WHERE t >= ? AND t < ? ORDER BY t, proc, step",
             (t0, t1),
         ).fetchall()
     except sqlite3.Error:

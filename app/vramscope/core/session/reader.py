@@ -54,7 +54,6 @@ from vramscope.core.session.records import (
     GpuInfo,
     ProcessRecord,
     gpu_info,
-    present,
     process_record,
 )
 
@@ -147,7 +146,7 @@ class SessionReader:
 
     def gpus(self) -> list[GpuInfo]:
         """Each GPU's static facts and, for another machine's, its host (as it was live)."""
-        select = present(self.reads.columns("gpus", "the GPU list"), GPU_SELECT)
+        select = self.reads.select("gpus", GPU_SELECT, "the GPU list")
         rows = self.reads.valid(
             self.reads.query(f"SELECT {select} FROM gpus ORDER BY gpu", (), "the GPU list"),
             lambda r: index(r[0]),
@@ -157,7 +156,7 @@ class SessionReader:
 
     def processes(self) -> dict[int, ProcessRecord]:
         if self._procs is None:
-            select = present(self.reads.columns("processes", "the process list"), PROCESS_SELECT)
+            select = self.reads.select("processes", PROCESS_SELECT, "the process list")
             rows = self.reads.valid(
                 self.reads.query(f"SELECT {select} FROM processes ORDER BY id", (), "the process list"),
                 lambda r: index(r[0]) and index(r[1]),
@@ -184,7 +183,7 @@ class SessionReader:
 
     # -- columns --------------------------------------------------------------------
     def gpu_columns(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
-        cols = ", ".join(GPU_COLUMNS)
+        cols = self.reads.select("gpu_samples", GPU_COLUMNS, "GPU samples")
         rows = self.reads.ranged(
             f"SELECT t, gpu, {cols} FROM gpu_samples WHERE t >= ? AND t < ? ORDER BY t, gpu",
             t0,
@@ -196,7 +195,7 @@ class SessionReader:
     def gpu_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
         if "gpu_rollup" not in self.tables:
             return gpu_columns([], ROLLUP_GPU_COLUMNS, self.reads.damage)
-        cols = ", ".join(ROLLUP_GPU_COLUMNS)
+        cols = self.reads.select("gpu_rollup", ROLLUP_GPU_COLUMNS, "GPU 10 s peaks")
         rows = self.reads.ranged(
             f"SELECT t, gpu, {cols} FROM gpu_rollup WHERE t >= ? AND t < ? ORDER BY t, gpu",
             t0,

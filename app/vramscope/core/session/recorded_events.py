@@ -21,7 +21,8 @@ class RecordedEvents:
     def agent_rows(self, t0: float = -math.inf, t1: float = math.inf) -> list[dict]:
         cols = ("t", "proc", "device", "gpu_uuid", "step") + AGENT_COLUMNS + BUCKET_COLUMNS
         rows = self._reads.ranged(
-            f"SELECT {', '.join(cols)} FROM agent_samples WHERE t >= ? AND t < ? ORDER BY t, proc, device",
+            f"SELECT {self._reads.select('agent_samples', cols, 'agent samples')} FROM agent_samples "
+            "WHERE t >= ? AND t < ? ORDER BY t, proc, device",
             t0,
             t1,
             "agent samples",
@@ -45,7 +46,13 @@ class RecordedEvents:
     def agent_info(self) -> dict[int, dict]:
         out = {}
         for proc, host, rank, local_rank, world, settings in self._reads.query(
-            "SELECT proc, hostname, rank, local_rank, world_size, allocator_settings FROM agent_info",
+            "SELECT "
+            + self._reads.select(
+                "agent_info",
+                ("proc", "hostname", "rank", "local_rank", "world_size", "allocator_settings"),
+                "agent details",
+            )
+            + " FROM agent_info",
             (),
             "agent details",
         ):

@@ -59,11 +59,6 @@ class ProcessRecord:
         )
 
 
-def present(have: set[str], names) -> str:
-    """The SELECT list for ``names``: NULL for a column this file lacks."""
-    return ", ".join(c if c in have else "NULL" for c in names)
-
-
 GPU_SELECT = ("gpu", "name", "uuid", "pci_bus_id", *GPU_PLACE, *GPU_KIND)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from vramscope.core.session.columns import moment
 from vramscope.core.session.errors import SessionCorruptError, one_line
+from vramscope.core.session.schema import present
 
 
 class SalvagingReads:
@@ -30,6 +31,7 @@ class SalvagingReads:
         self.strict = strict
         self.problems: list[str] = []  # may be shared with another reader's (SessionReader.fork)
         self.created: float | None = None  # when the file was created (its header), if known
+        self._columns: dict[str, set[str]] = {}  # table -> its columns (SalvagingReads.columns)
         if problem:
             self.damage(problem)
         uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
@@ -85,7 +87,16 @@ class SalvagingReads:
 
     def columns(self, table: str, what: str) -> set[str]:
         """The names of ``table``'s columns (an older file lacks some)."""
-        return {r[1] for r in self.query(f"PRAGMA table_info({table})", (), what)}
+        known = self._columns.get(table)
+        if known is None:
+            known = self._columns[table] = {r[1] for r in self.query(f"PRAGMA table_info({table})", (), what)}
+        return known
+
+    def select(self, table: str, names, what: str) -> str:
+        """The SELECT list of ``names`` from ``table``: NULL for a column the file
+        lacks. A file written before a column was added (a new allocator figure, a
+        new process fact) reads with that figure not available -- not as damage."""
+        return present(self.columns(table, what), names)
 
     def ranged(self, sql: str, t0: float, t1: float, what: str) -> list:
         """Rows of ``sql`` (first column t; two ? for t >= t0 AND t < t1), in t order.

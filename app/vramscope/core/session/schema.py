@@ -150,3 +150,9 @@ def json_column(value) -> str | None:
     if value is None:
         return None
     return json_text.dumps(value, sort_keys=True)  # NaN/Inf as null: every reader parses it
+
+
+def present(have: set[str], names) -> str:
+    """The SELECT list for ``names``: NULL for a column this file lacks (it was
+    written before the column was added)."""
+    return ", ".join(c if c in have else "NULL" for c in names)
