@@ -118,25 +118,17 @@ def record_session(
     from vramscope.core.sampler import clamp_interval
     from vramscope.core.session import SessionError
     from vramscope.core.session.library import session_size
-    from vramscope.core.session.recorder import SessionRecorder
-    from vramscope.sources.assembly import build_monitor
+    from vramscope.sources.assembly import build_monitor, session_recorder
 
     stop = stop or threading.Event()
     err = err or sys.stderr
     interval = clamp_interval(interval)
     monitor = build_monitor(source, enrichers=enrichers, interval=interval, diagnostics=diagnostics)
-    meta = {
-        "source": getattr(source, "name", "?"),
-        "simulated": bool(getattr(source, "simulated", False)),
-        "interval": interval,
-        "started_by": "vramscope record",
-    }
-    from vramscope.sources.hosts import session_host_meta
-
-    meta.update(session_host_meta(source))
-    recorder = SessionRecorder(
-        monitor.engine,
-        meta=meta,
+    recorder = session_recorder(
+        monitor,
+        source,
+        "vramscope record",
+        meta={"simulated": bool(getattr(source, "simulated", False)), "interval": interval},
         retention=retention,
         directory=retention_directory,
         path=path,

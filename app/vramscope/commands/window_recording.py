@@ -51,8 +51,7 @@ def recording(args):
             return None
         from vramscope.core.session import RetentionPolicy
         from vramscope.core.session.library import default_directory, new_session_path
-        from vramscope.core.session.recorder import SessionRecorder
-        from vramscope.sources.hosts import session_host_meta
+        from vramscope.sources.assembly import session_recorder
 
         directory = default_directory()
         try:
@@ -61,13 +60,8 @@ def recording(args):
             return None  # no session directory: the window runs unrecorded
         retention = RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)
         monitor.record(
-            SessionRecorder(
-                monitor.engine,
-                monitor.actions,
-                directory=directory,
-                path=path,
-                retention=retention,
-                meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)},
+            session_recorder(
+                monitor, source, "vramscope", directory=directory, path=path, retention=retention
             )
         )
         return path

@@ -54,3 +54,34 @@ def build_monitor(
 
         monitor.pipeline.subscribe(FollowThresholds(monitor.engine, args=args), STAGE_LABELS)
     return monitor
+
+
+def session_recorder(
+    monitor: Monitor,
+    source: Source,
+    started_by: str,
+    *,
+    retention=None,
+    directory=None,
+    path=None,
+    include_simulated: bool = False,
+    meta: dict | None = None,
+):
+    """The session recorder of ``monitor`` (not opened): what every front end
+    records with -- the monitor's alerts, its end-process actions where it has
+    them, the file's header (the source, who started it, the hosts of a
+    multi-host source, ``meta`` on top) and the retention of the directory."""
+    from vramscope.core.session import RetentionPolicy
+    from vramscope.core.session.recorder import SessionRecorder
+    from vramscope.sources.hosts import session_host_meta
+
+    header = {"source": getattr(source, "name", "?"), "started_by": started_by, **session_host_meta(source)}
+    return SessionRecorder(
+        monitor.engine,
+        getattr(monitor, "actions", None),
+        meta={**header, **(meta or {})},
+        retention=retention or RetentionPolicy(),
+        directory=directory,
+        path=path,
+        include_simulated=include_simulated,
+    )

@@ -110,12 +110,11 @@ def start_monitor(source, args, settings=None):
     """The window's monitor (core/monitor.py): diagnostics, end-process actions,
     the session recorder (on by default; only real GPUs are written), Prometheus."""
     from vramscope.core.session import RetentionPolicy
-    from vramscope.core.session.recorder import SessionRecorder
-    from vramscope.sources.assembly import build_monitor
+    from vramscope.sources.assembly import build_monitor, session_recorder
     from vramscope.sources.choose import enrichers_for
     from vramscope.core.actions import ProcessActions
     from vramscope.core.samples import PROMETHEUS_SOURCE
-    from vramscope.sources.hosts import HostActions, HostsSource, session_host_meta
+    from vramscope.sources.hosts import HostActions, HostsSource
 
     if settings is not None:
         read_only, record, interval = settings.read_only, settings.recording, settings.interval
@@ -150,14 +149,8 @@ def start_monitor(source, args, settings=None):
     elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
         monitor.actions = ProcessActions(read_only=True)
     if record:
-        monitor.record(
-            SessionRecorder(
-                monitor.engine,
-                monitor.actions,
-                meta={"source": source.name, "started_by": "vramscope", **session_host_meta(source)},
-                retention=RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap),
-            )
-        )
+        retention = RetentionPolicy() if cap is None else RetentionPolicy(max_bytes=cap)
+        monitor.record(session_recorder(monitor, source, "vramscope", retention=retention))
     address = getattr(args, "prometheus", None)
     if address:
         try:
