@@ -150,7 +150,7 @@ def test_the_sampler_takes_the_windows_options(monkeypatch):
 def test_the_sampler_raises_alerts_with_the_windows_thresholds():
     import dataclasses
 
-    from vramscope.commands.window_recording import recording
+    from vramscope.commands.window_recording import recording, thresholds
     from vramscope.core.detectors.settings import DiagnosticSettings
     from vramscope.core.monitor import Monitor
     from vramscope.sources.local_sampler import sampler_options
@@ -161,7 +161,7 @@ def test_the_sampler_raises_alerts_with_the_windows_thresholds():
     assert options[0] == "--thresholds"
     args = argparse.Namespace(record_session=False, session_cap=None, thresholds=options[1])
     monitor = Monitor.build(SimulatedSource(), actions=False)
-    assert recording(args)(monitor, monitor.pipeline.source) is None  # nothing recorded
+    assert recording(args, thresholds(args.thresholds))(monitor, monitor.pipeline.source) is None  # nothing recorded
     assert monitor.engine.settings == mine
     assert (
         sampler_options(
@@ -170,7 +170,8 @@ def test_the_sampler_raises_alerts_with_the_windows_thresholds():
         == []
     )  # the defaults: nothing to say
     broken = argparse.Namespace(record_session=False, session_cap=None, thresholds='{"idle_minutes": "x"}')
-    assert recording(broken) is None  # said on stderr, defaults kept
+    assert thresholds(broken.thresholds) is None  # said on stderr, defaults kept
+    assert recording(broken, None) is None
 
 
 @pytest.mark.slow
@@ -229,3 +230,31 @@ def test_the_banner_says_a_sampler_that_stopped_reading_its_requests_is_started_
         assert banner.isHidden()  # back: the banner goes
     finally:
         assert finishes(process.close, within=15.0)
+
+
+def test_the_windows_thresholds_stay_when_the_window_saves_something_else(tmp_path, monkeypatch):
+    """The window's thresholds (its command line's --idle-minutes on top of its
+    settings) reach its sampler as --thresholds, the sampler's one channel: a hidden
+    column saved to the settings file does not put the file's thresholds back."""
+    import dataclasses
+    import time
+
+    from vramscope.core.detectors.settings import DiagnosticSettings
+    from vramscope.core.user_settings import Settings
+    from vramscope.sources.assembly import build_monitor
+    from vramscope.sources.local_sampler import sampler_options
+    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.commands.window_recording import thresholds
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    settings = Settings()
+    settings.override(diagnostics={"idle_minutes": 2.5})  # `vramscope --idle-minutes 2.5`
+    told = thresholds(sampler_options(argparse.Namespace(demo=False), False, None, settings.diagnostics)[1])
+    monitor = build_monitor(SimulatedSource(), diagnostics=told)
+    assert monitor.engine.settings.idle_minutes == 2.5
+    settings.set("hidden_columns", ["User"])  # the window saves an unrelated setting
+    time.sleep(1.1)  # (the follow looks at the file at most once a second)
+    for k in range(3):
+        monitor.pipeline.sample_once()
+    assert monitor.engine.settings == dataclasses.replace(DiagnosticSettings(), idle_minutes=2.5)
+    monitor.close()

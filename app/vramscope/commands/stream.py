@@ -231,15 +231,20 @@ def run(args) -> int:
 
     stop = threading.Event()
     with StopSignals(stop):  # SIGINT, SIGTERM, SIGHUP (the ssh channel closed): exit 0
-        from vramscope.commands.window_recording import recording
+        from vramscope.commands.window_recording import recording, thresholds
 
         source = open_source(args)
+        # the window's thresholds (its settings and its command line's options) are its
+        # sampler's one channel: told at the start and by settings requests, never
+        # replaced by the settings file's when the window saves something else there
+        told = thresholds(getattr(args, "thresholds", None))
         code = run_stream(
             source,
             interval=args.interval,
             count=args.count,
             stop=stop,
-            record=recording(args),
+            diagnostics=told,
+            record=recording(args, told),
             devices_first=args.devices_first,
         )
     try:

@@ -36,10 +36,10 @@ def thresholds(text: str | None):
         return None
 
 
-def recording(args):
-    """``record(monitor, source) -> path`` for run_stream (the window's thresholds,
-    and its recorder when asked), or None when the window asked for neither."""
-    settings = thresholds(getattr(args, "thresholds", None))
+def recording(args, settings=None):
+    """``record(monitor, source) -> path`` for run_stream (the window's thresholds
+    ``settings``, as ``thresholds`` read them, and its recorder when asked), or None
+    when the window asked for neither."""
     if not getattr(args, "record_session", False) and settings is None:
         return None
     cap = getattr(args, "session_cap", None)
