@@ -161,7 +161,9 @@ def test_the_sampler_raises_alerts_with_the_windows_thresholds():
     assert options[0] == "--thresholds"
     args = argparse.Namespace(record_session=False, session_cap=None, thresholds=options[1])
     monitor = Monitor.build(SimulatedSource(), actions=False)
-    assert recording(args, thresholds(args.thresholds))(monitor, monitor.pipeline.source) is None  # nothing recorded
+    assert (
+        recording(args, thresholds(args.thresholds))(monitor, monitor.pipeline.source) is None
+    )  # nothing recorded
     assert monitor.engine.settings == mine
     assert (
         sampler_options(

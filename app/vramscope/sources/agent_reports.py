@@ -103,17 +103,24 @@ def with_outside(report: AgentReport, gpu, proc, all_gpus) -> AgentReport:
     return dataclasses.replace(report, devices=tuple(new_dev if d is target else d for d in report.devices))
 
 
-def record_reports(store, frame: Frame) -> Frame:
-    """Series for sources whose frames already carry AgentReports (demo, replayed sessions).
+def record_reports(store, frame: Frame, seen: dict | None = None) -> Frame:
+    """Series for sources whose frames already carry AgentReports (demo, replayed
+    sessions, the window's sampler process, other machines).
 
-    The live client records every pulled sample at its own time; a source
-    that only has the latest report per frame records it at the frame's time
-    here (steps and OOMs from the report's new events), through the same
-    module (core/agent_series.py), so the agent panel reads one layout
-    whatever the source.
+    The live client records every pulled sample at its own time; a source that
+    has the latest report per frame records it at that sample's time too (the
+    report's ``time``; the frame's where it has none) -- once: ``seen`` (agent
+    identity -> the sample time recorded last) keeps a sample that did not
+    change from being drawn again at the next frame. Steps and OOMs come from
+    the report's new events, through the same module (core/agent_series.py), so
+    the agent panel reads one layout whatever the source.
     """
     for r in frame.agents:
-        agent_series.record(store, agent_series.device_points(r.pid, r.start_time, frame.time, r.devices))
+        t = r.time if r.time is not None else frame.time
+        if seen is None or seen.get(r.identity) != t:  # not the sample recorded last frame
+            if seen is not None:
+                seen[r.identity] = t
+            agent_series.record(store, agent_series.device_points(r.pid, r.start_time, t, r.devices))
         for ev in r.events:
             agent_series.record(
                 store, agent_series.event_points(r.pid, r.start_time, ev.kind, ev.time, ev.data)

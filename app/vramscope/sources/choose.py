@@ -61,6 +61,7 @@ class AgentEnricher:
     def __init__(self, store):
         self.store = store
         self._client = None
+        self._seen: dict = {}  # agent -> its sample time recorded last (record_reports)
 
     def __call__(self, frame):
         from vramscope.core.samples import REMOTE_SOURCES
@@ -68,7 +69,7 @@ class AgentEnricher:
         from vramscope.sources.agents import AgentClient
 
         if frame.simulated or frame.source in REMOTE_SOURCES:
-            return record_reports(self.store, frame)
+            return record_reports(self.store, frame, self._seen)
         if self._client is None:
             self._client = AgentClient(store=self.store)
         return self._client(frame)

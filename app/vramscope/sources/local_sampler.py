@@ -303,4 +303,5 @@ def window_enrichers(store) -> list:
     reports into its own store's series (the agent panel reads them there)."""
     from vramscope.sources.agent_reports import record_reports
 
-    return [lambda frame: record_reports(store, frame)]
+    seen: dict = {}  # agent -> the sample time recorded last
+    return [lambda frame: record_reports(store, frame, seen)]
