@@ -53,6 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--quit-after", type=seconds(), default=None, metavar="SECONDS", help=argparse.SUPPRESS
     )  # smoke tests and the bundle check
+    # the window grabs its tabs into DIR after --shots-after seconds, says what it shows
+    # (DIR/shown.json) and quits (ui/window_shots.py: README's pictures, user-path tests)
+    p.add_argument("--shots", default=None, metavar="DIR", help=argparse.SUPPRESS)
+    p.add_argument("--shots-after", type=seconds(), default=8.0, metavar="SECONDS", help=argparse.SUPPRESS)
     p.add_argument("file", nargs="?", default=None, metavar="FILE", help="a recorded session to reopen")
 
 

@@ -377,6 +377,10 @@ def run(args) -> int:
     quit_after = getattr(args, "quit_after", None)
     if quit_after is not None:
         QTimer.singleShot(int(quit_after * 1000), app.quit)
+    if getattr(args, "shots", None):
+        from vramscope.ui.window_shots import schedule
+
+        schedule(window, app, args.shots, args.shots_after)
     _quit_on_termination(app)
     return int(app.exec())
 

@@ -1,0 +1,81 @@
+"""The window photographs itself and says what it shows: `vramscope ... --shots DIR`
+(a hidden option; packaging/screenshots.py and the user-path tests use it).
+
+The real window -- its own sampler process sampling, the frames read from that
+process's stream -- is left to show what it samples for ``after`` seconds; then
+each tab is grabbed at each size into ``DIR/<tab>-<width>x<height>.png``, what
+the window shows is written to ``DIR/shown.json`` (read from its widget tree:
+the tabs, each agent's detail tabs, the table's rows, the alerts), and the
+window quits. Nothing is drawn in another process or by hand: a picture is what
+a user starting the same command sees.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+SIZES = ((1400, 900), (1024, 700))
+SHOWN = "shown.json"
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "tab"
+
+
+def schedule(window, app, directory: str, after: float, sizes=SIZES) -> None:
+    """Grab ``window``'s tabs ``after`` seconds from now, then quit ``app``."""
+    from PySide6.QtCore import QTimer
+
+    QTimer.singleShot(int(after * 1000), lambda: _take(window, app, pathlib.Path(directory), sizes))
+
+
+def _take(window, app, out: pathlib.Path, sizes) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tabs = window.tabs
+    pictures = []
+    for width, height in sizes:
+        window.resize(width, height)
+        for index in range(tabs.count()):
+            tabs.setCurrentIndex(index)
+            window.refresh(force=True)
+            app.processEvents()
+            path = out / f"{slug(tabs.tabText(index))}-{width}x{height}.png"
+            window.grab().save(str(path))
+            pictures.append(path.name)
+    tabs.setCurrentIndex(0)
+    shown = {"pictures": pictures, **what_it_shows(window)}
+    (out / SHOWN).write_text(json.dumps(shown, indent=1))
+    app.quit()
+
+
+def what_it_shows(window) -> dict:
+    """The tabs, the agents (pid, header, the detail tabs shown), the table's rows, the
+    alerts: what a user reading the window would report."""
+    from vramscope.ui.agent_panel import AgentProcessView
+
+    panels = window.services.panels if getattr(window, "services", None) else None
+    agents = []
+    if panels is not None:
+        for view in panels.agents.views.values():
+            if isinstance(view, AgentProcessView):
+                tabs = view.details
+                agents.append(
+                    {
+                        "pid": view.sites.pid,
+                        "header": view.toggle.text(),
+                        "details": [
+                            tabs.tabText(tabs.indexOf(page))
+                            for _key, (_w, page) in tabs.pages.items()
+                            if tabs.isTabVisible(tabs.indexOf(page))
+                        ],
+                        "modules": view.modules.tree.topLevelItemCount(),
+                    }
+                )
+    return {
+        "tabs": [window.tabs.tabText(i) for i in range(window.tabs.count())],
+        "agents": agents,
+        "table_rows": window.table.model.rowCount(),
+        "alerts": [a.title for a in panels.alerts.alerts()] if panels is not None else [],
+    }
