@@ -8,6 +8,7 @@ import csv
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -74,3 +75,51 @@ def test_record_host_loses_no_sample_and_exports_the_hosts_modules(hosts, traine
     assert len(times) >= 8  # a sample every 0.5 s for 6 s, the first after the host's first frame
     buckets = [r for r in rows if r["metric"] == "agent.cpu.bucket.weights"]
     assert len(buckets) == len(times)  # the agent's figures in every sample
+
+
+def test_the_window_watching_a_host_reads_it_through_its_sampler_process(hosts, trainer, tmp_path):
+    """`vramscope --host trainer`: the window's own sampler process runs the host's
+    stream (so its rules and recording go on beside the window, as for this
+    machine); the window shows the host's agent with its modules."""
+    import psutil
+
+    shots = tmp_path / "shots"
+    window = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            "--host",
+            "trainer",
+            "--shots",
+            str(shots),
+            "--shots-after",
+            "12",
+        ],
+        env={**hosts.env(), "QT_QPA_PLATFORM": "offscreen"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def command(process) -> list[str]:
+        try:
+            return process.cmdline()
+        except psutil.Error:  # (a short-lived child gone meanwhile)
+            return []
+
+    samplers: list[list[str]] = []
+    deadline = time.monotonic() + 10
+    while not samplers and time.monotonic() < deadline:
+        try:
+            samplers = [c for c in map(command, psutil.Process(window.pid).children()) if "stream" in c]
+        except psutil.Error:
+            break
+        time.sleep(0.2)
+    out, err = window.communicate(timeout=90)
+    no_traceback(out, err)
+    assert window.returncode == 0, err[-2000:]
+    assert samplers and "--host" in samplers[0]  # the host is read by the sampler child
+    shown = json.loads((shots / "shown.json").read_text())
+    (agent,) = [a for a in shown["agents"] if a["pid"] == trainer.pid]
+    assert "Modules" in agent["details"] and agent["modules"] > 0

@@ -18,7 +18,7 @@ import sys
 import threading
 
 from vramscope.agent import json_limits
-from vramscope.commands.common import add_source_arguments
+from vramscope.commands.common import add_host_arguments, add_source_arguments
 from vramscope.commands.option_types import interval_seconds
 from vramscope.core.stream import protocol
 from vramscope.sources.choose import enrichers_for, open_source
@@ -26,6 +26,7 @@ from vramscope.sources.choose import enrichers_for, open_source
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_source_arguments(p)
+    add_host_arguments(p)  # the window's sampler process for --host / --from-prometheus
     p.add_argument(
         "--interval",
         metavar="S",
@@ -163,6 +164,20 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event, mo
     stop.set()
 
 
+def actions_for(source):
+    """Ending processes where ``source``'s processes are: this machine's, each
+    --host's over its own ssh channel, none of a fleet's (only looked at)."""
+    from vramscope.core.actions import ProcessActions
+    from vramscope.core.samples import PROMETHEUS_SOURCE
+    from vramscope.sources.hosts import HostActions, HostsSource
+
+    if isinstance(source, HostsSource):
+        return HostActions(source)
+    if getattr(source, "name", None) == PROMETHEUS_SOURCE:
+        return ProcessActions(read_only=True)
+    return ProcessActions()
+
+
 def run_stream(
     source,
     *,
@@ -188,7 +203,6 @@ def run_stream(
         look = FirstLook(source)
     from vramscope import __version__
     from vramscope.core import runner
-    from vramscope.core.actions import ProcessActions
     from vramscope.core.sampler import clamp_interval
     from vramscope.core.store import Store
     from vramscope.sources.assembly import build_monitor
@@ -205,7 +219,8 @@ def run_stream(
         store=Store(fine_points=8, coarse_points=8),
     )
     writer = StreamWriter(out, monitor.engine, stop)  # the runner counts the frames
-    monitor.actions = actions = actions or ProcessActions()  # (the recorder records what they do)
+    # (the recorder records what they do)
+    monitor.actions = actions = actions or actions_for(source)
     session = record(monitor, source) if record is not None else None  # the window's sampler
     writer.send(
         {

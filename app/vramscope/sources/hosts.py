@@ -206,7 +206,8 @@ class HostActions(ProcessActions):
                 )
             except ValueError as exc:
                 raise TypeError(f"{host.host}: {exc}") from None
-            summary = dataclasses.replace(summary, host=self._named(host))  # as this window names it
+            # as this window names it (the window's sampler process: as it named it)
+            summary = dataclasses.replace(summary, host=self._named(host) or summary.host)
         except (RuntimeError, AttributeError, TypeError) as exc:
             summary = ProcessSummary(
                 pid=pid,

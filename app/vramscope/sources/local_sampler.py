@@ -251,7 +251,11 @@ def local_sampler_source(args, settings=None) -> LocalSamplerSource:
         interval, cap, diagnostics = getattr(args, "interval", None) or 1.0, None, None
     demo = bool(getattr(args, "demo", False))
     name = "nvml"
-    if demo:
+    if getattr(args, "host", None) or getattr(args, "from_prometheus", None):
+        from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE
+
+        name, demo = (PROMETHEUS_SOURCE if getattr(args, "from_prometheus", None) else SSH_SOURCE), False
+    elif demo:
         from vramscope.sources.simulated import SimulatedSource
 
         name = SimulatedSource.name
@@ -265,6 +269,10 @@ def sampler_options(args, record: bool, cap: int | None, diagnostics=None) -> li
     """The window's options as its sampler process takes them (``diagnostics``:
     the window's alert thresholds, a DiagnosticSettings)."""
     options = thresholds_options(diagnostics)
+    for host in getattr(args, "host", None) or ():
+        options += ["--host", host]
+    if getattr(args, "from_prometheus", None):
+        options += ["--from-prometheus", args.from_prometheus]
     if getattr(args, "demo", False):
         options.append("--demo")
         if getattr(args, "busy", False):

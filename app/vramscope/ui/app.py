@@ -68,7 +68,7 @@ def build_window(
     from vramscope.ui.imported_sources import forget_imported_sources
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
-    if source is None and sampler and not _other_machines(args):
+    if source is None and sampler:  # this machine, --host and --from-prometheus alike
         from vramscope.sources.local_sampler import local_sampler_source
 
         source = local_sampler_source(args, settings)
@@ -356,7 +356,7 @@ def run(args) -> int:
     import_qsettings(settings)  # once: what earlier versions kept with QSettings
     settings.merge_args(args)
     sampler = None
-    if not getattr(args, "file", None) and not _other_machines(args):
+    if not getattr(args, "file", None):
         from vramscope.sources.local_sampler import local_sampler_source
 
         sampler = local_sampler_source(args, settings)  # starts while Qt loads and the window is built
@@ -429,10 +429,6 @@ def _drain(sock) -> None:
             pass
     except OSError:  # nothing more to read (non-blocking)
         pass
-
-
-def _other_machines(args) -> bool:
-    return bool(getattr(args, "host", None) or getattr(args, "from_prometheus", None))
 
 
 def _open_source_or_error(args):
