@@ -26,7 +26,9 @@ from vramscope.core import safe_write
 from vramscope.core.bounded_read import read_bytes
 
 MARK = "# added by `vramscope desktop install --add-to-path`"
-PATH_LINE = 'case ":$PATH:" in *":$HOME/.local/bin:"*) ;; *) PATH="$HOME/.local/bin:$PATH"; export PATH ;; esac'
+PATH_LINE = (
+    'case ":$PATH:" in *":$HOME/.local/bin:"*) ;; *) PATH="$HOME/.local/bin:$PATH"; export PATH ;; esac'
+)
 SHELLS = ("bash", "zsh", "sh", "dash", "ksh", "mksh")  # Bourne shells: `-l -c` and ~/.profile work
 _SAY = "__vramscope_path__="
 PROBE_SECONDS = 10.0
