@@ -106,3 +106,31 @@ def units(
         for key in out.pop(unit):
             out[key] = (key,)
     return out
+
+
+def job_ranks(frame) -> dict[tuple, tuple]:
+    """(machine, pid) -> the (GpuSample, GpuProcess) of its job: the processes of one live launcher with
+    one command line (up to rank arguments), two or more -- ``torchrun``'s ranks, a
+    Ray worker pool. Processes alone under their parent are left out (most are, and
+    their kin is not worked out)."""
+    by_parent: dict[tuple, list] = {}
+    for gpu, proc in frame.all_processes():
+        info = proc.info
+        if info is None or info.ppid is None or info.ppid <= 1 or info.parent_alive is False:
+            continue
+        by_parent.setdefault((gpu.host, info.ppid), []).append((gpu, proc))
+    out: dict[tuple, tuple[int, ...]] = {}
+    for members in by_parent.values():
+        if len({proc.pid for _, proc in members}) < 2:
+            continue
+        kins: dict[tuple, dict] = {}
+        host = members[0][0].host
+        for gpu, proc in members:
+            kin = kin_of(proc.info, host)
+            if kin is not None:
+                kins.setdefault(kin, {})[proc.pid] = (gpu, proc)
+        for procs in kins.values():
+            if len(procs) > 1:
+                ranks = tuple(procs[pid] for pid in sorted(procs))
+                out.update({(host, pid): ranks for pid in procs})
+    return out
