@@ -132,6 +132,9 @@ class AgentProcessView(QFrame):
         # (the agent's own bucket notes are its reasoning, not the user's: the legend's
         # "n/a = no data" says what a missing figure means)
         gpu_devices = [d for d in report.devices if d.device != CPU]
+        # a run on the CPU alone: its buckets drawn as a GPU's are (host memory); beside
+        # a GPU, the part on the CPU is said in words (a sliver of a GPU-sized chart)
+        drawn = gpu_devices or [d for d in report.devices if d.device == CPU]
         for dev in report.devices:
             if dev.device == CPU:
                 notes.append(cpu_text(dev, on_gpu=bool(gpu_devices)))
@@ -144,16 +147,17 @@ class AgentProcessView(QFrame):
         self.notes.setText("\n".join(notes))
         self.notes.setVisible(bool(notes))
         seen = set()
-        for dev in gpu_devices:
+        for dev in drawn:
             view = self.devices.get(dev.device)
             if view is None:
                 view = self.devices[dev.device] = DeviceView(dev.device)
                 self._body.insertWidget(self._body.indexOf(self.details), view)
                 view.set_chart_height(chart_height(self._viewport_height))
-                self.details.add(f"oom {dev.device}", f"OOM post-mortem ({dev.device})", view.oom_view)
-                self.details.add(
-                    f"segments {dev.device}", f"Allocator segments ({dev.device})", view.segment_map
-                )
+                if dev.device != CPU:  # (CUDA's caching allocator only: CUDA_ONLY)
+                    self.details.add(f"oom {dev.device}", f"OOM post-mortem ({dev.device})", view.oom_view)
+                    self.details.add(
+                        f"segments {dev.device}", f"Allocator segments ({dev.device})", view.segment_map
+                    )
             view.label = device_label(frame, report, dev)
             view.update_view(store, report, dev, now, window)
             seen.add(dev.device)
@@ -190,12 +194,19 @@ def device_total(report: AgentReport, frame: Frame | None) -> int | None:
     return None
 
 
+# What PyTorch records only for CUDA's caching allocator (torch.cuda.memory_snapshot,
+# torch.cuda.memory._record_memory_history, the OOM observer of
+# torch._C._cuda_attach_out_of_memory_observer): said on a run without CUDA.
+CUDA_ONLY = "allocator segments, allocation sites and the OOM post-mortem need CUDA"
+
+
 def cpu_text(dev, on_gpu: bool) -> str:
-    """A model (or part of one) on the CPU, said in words: no GPU memory to draw."""
+    """A model (or part of one) on the CPU, said in words."""
     held = dev.buckets.weights if dev.buckets is not None else None
     size = f" ({fmt_bytes(held)} of weights)" if held else ""
-    where = "part of the model is on the CPU" if on_gpu else "the model is on the CPU"
-    return f"{where}{size}: host memory, not on a GPU (not drawn here)"
+    if on_gpu:
+        return f"part of the model is on the CPU{size}: host memory, not on a GPU (not drawn here)"
+    return f"the model is on the CPU{size}: its buckets and modules are host memory; {CUDA_ONLY}"
 
 
 class AgentPanel(QWidget):
