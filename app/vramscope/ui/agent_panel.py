@@ -94,6 +94,7 @@ class AgentProcessView(QFrame):
         self._body = body
         self.live = report.connected
         self._user_choice: bool | None = None  # opened/closed by a click: kept
+        self.session = _no_session  # (AgentPanel.session)
 
     def _opened(self, shown: bool) -> None:
         self._user_choice = shown
@@ -159,6 +160,7 @@ class AgentProcessView(QFrame):
                         f"segments {dev.device}", f"Allocator segments ({dev.device})", view.segment_map
                     )
             view.label = device_label(frame, report, dev)
+            view.session = self.session
             view.update_view(store, report, dev, now, window)
             seen.add(dev.device)
         for name in [n for n in self.devices if n not in seen]:
@@ -180,6 +182,10 @@ class AgentProcessView(QFrame):
 
 
 CPU = "cpu"  # torch's device name for host memory
+
+
+def _no_session() -> str | None:
+    return None
 
 
 def device_total(report: AgentReport, frame: Frame | None) -> int | None:
@@ -239,6 +245,9 @@ class AgentPanel(QWidget):
         self.scroll.setWidget(body)
         outer.addWidget(self.scroll)
         self.views: dict = {}
+        # -> the session file this window records (or reopened), None when it records none:
+        # the OOM post-mortem says where its full report is (set by ui/app.py)
+        self.session = _no_session
         self.order: list = []  # identities as shown, top to bottom
         self._pending: tuple | None = None  # the last frame, for sections scrolled into view
         self._stale: set = set()
@@ -299,5 +308,6 @@ class AgentPanel(QWidget):
             in_view = top + max(view.height(), 1) > 0 and top < viewport.height()
             if self.isVisible() and view.isVisible() and not in_view:
                 continue  # out of view: brought up to date when it scrolls in
+            view.session = self.session
             view.update_view(self.store, reports[ident], now, self.window, frame, self.read_only)
             self._stale.discard(ident)
