@@ -36,7 +36,7 @@ class ResultsView(QWidget):
         self.error_label = _label("error")
         self.error_label.hide()
         self.layout_label = _label(muted=True)
-        self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "GiB", "B/param"])
+        self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "Size", "B/param"])  # GiB, MiB under 1 GiB
         self.gpu_table = FullTable(["GPU", "Capacity", "Empty card", "Now"], stretch=(2,))
         self.suggestions_label = QLabel("What would make it fit")
         self.suggestions = FullTable(["#", "Per GPU after", "Fits", "Change (cheapest for you first)"])
