@@ -304,7 +304,10 @@ def test_the_fix_comes_before_the_evidence_in_the_details():
 
     p = proc(4242, 2 * GiB, sm=0)
     firsts = {kind: _first_sentence(SQUATTER_FIXES[kind](p)) for kind in (TRAINING, KERNEL, OTHER_USER)}
-    assert firsts[TRAINING].startswith("End process") and firsts[KERNEL].startswith("Shut it down")
+    assert firsts[TRAINING] == "End process if it has nothing left to do." and firsts[KERNEL].startswith(
+        "Shut it down"
+    )
+    assert not any(first.endswith("\u2026") for first in firsts.values())  # whole, not cut
     assert firsts[OTHER_USER].startswith("Ask its owner")
     from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
 

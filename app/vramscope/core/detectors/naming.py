@@ -94,7 +94,7 @@ SquatterFix = Callable[[GpuProcess], str]
 
 SQUATTER_FIXES: dict[str, SquatterFix] = {  # the action first: the alerts list shows the first sentence
     TRAINING: lambda proc: (
-        "End process if it has nothing left to do; if it waits on purpose, free its tensors "
+        "End process if it has nothing left to do. If it waits on purpose, free its tensors "
         "(del, then torch.cuda.empty_cache() inside it) or mute this alert. A finished or "
         "crashed previous run may still be holding VRAM."
     ),
