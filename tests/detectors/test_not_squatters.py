@@ -65,6 +65,10 @@ def test_a_model_server_started_by_systemd_idle_for_an_hour_is_a_service():
         step=120,
     )
     assert kinds(alerts, 38211) == [] and engine.watching() == []
+    # must still be flagged: a Jupyter kernel whose server went away before it was seen
+    kernel = proc(49718, 3 * GiB, sm=0, cmd=KERNEL, ppid=1, parent_alive=False)
+    _, alerts = feed(lambda t: [gpu([kernel], util=0)], 3600, step=120)
+    assert kinds(alerts, 49718) == ["squatter"]
 
 
 def test_a_jupyter_kernel_busy_on_a_long_cpu_cell_is_working():

@@ -222,8 +222,9 @@ class SquatterRule:
         # nor does init as the parent of a process never seen with another (a service)
         parentless = info is not None and info.parent_alive is False and not zombie
         orphan = parentless and st.parent_seen and kind not in (SERVER, KERNEL)
-        if parentless and not st.parent_seen and not zombie:
+        if parentless and not st.parent_seen and not zombie and kind != KERNEL:
             return None  # a service (see the module text): waiting for work is what it does
+        # (a kernel whose Jupyter server is gone is a leftover kernel all the same)
         big = used is not None and used >= settings.squatter_min_bytes
         idle_long = idle_for is not None and idle_for >= settings.idle_minutes * 60
 
@@ -360,7 +361,7 @@ def _watch(
     if kind != KERNEL and (proc.used is None or proc.used < settings.squatter_min_bytes):
         return None  # below the threshold, or what it holds the driver does not say (graphics)
     info = proc.info
-    if info is not None and info.parent_alive is False and not st.parent_seen:
+    if kind != KERNEL and info is not None and info.parent_alive is False and not st.parent_seen:
         return None  # a service
     if job:
         return watch_if_due(
