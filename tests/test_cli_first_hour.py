@@ -77,3 +77,22 @@ def test_status_watch_prints_every_sample_on_a_terminal(monkeypatch):
 def test_small_host_memory_reads_in_mib():
     assert host_memory_text(52 * MiB) == "52 MiB"
     assert host_memory_text(3 * GiB) == "3.0 GiB"
+
+
+def test_the_busy_demo_starts_partway_through_its_story():
+    """Watching the busy demo from its first second: train.py has stepped, measured
+    its modules and caught its OOM already (they came at minutes 1 to 7 before)."""
+    import json
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run(
+        [sys.executable, "-m", "vramscope", "status", "--demo", "--busy", "--json", "--watch", "0.6"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    (train,) = json.loads(done.stdout)["agents"]
+    assert train["step"] > 100 and train["modules"]
+    assert train["devices"][0]["num_ooms"] == 1

@@ -253,6 +253,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="leave ~/.local/bin alone (by default install also links "
         "~/.local/bin/vramscope to this vramscope, so it runs from any shell)",
     )
+    p.add_argument(
+        "--add-to-path",
+        action="store_true",
+        help="where your login shell does not put ~/.local/bin on the PATH, add the line "
+        "that does to the login file it reads (~/.bash_profile, ~/.zprofile or ~/.profile)",
+    )
 
 
 def run(args) -> int:
@@ -269,7 +275,7 @@ def run(args) -> int:
                 f"{len(icons)} icon files under {data_home() / 'icons' / 'hicolor'}"
             )
             if args.launcher:
-                print(install_launcher())
+                print(install_launcher(add_to_path=args.add_to_path))
         else:
             files = uninstall()
             link = uninstall_launcher() if args.launcher else None

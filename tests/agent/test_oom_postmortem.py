@@ -161,7 +161,7 @@ def test_short_report_names_modules_tensors_and_processes_in_about_a_dozen_lines
     assert len(text.splitlines()) <= 14
     assert "largest modules: lm_head 1.2 GiB; encoder.layers.0 1000.0 MiB" in text
     assert "1.0 GiB float32[16x1024x16384] lm_head at train.py:88 in forward" in text
-    assert "PID 4242 python (jupyter kernel) 600.0 MiB" in text
+    assert "python (jupyter kernel) (4242) 600.0 MiB" in text
     assert "1. micro-batch ÷2: 7.0 GiB (covers the shortfall)" in text
 
 

@@ -117,3 +117,47 @@ def test_others_is_not_the_largest_band():
     box = {("p", i): (64 + i) << 20 for i in range(320)}
     own, rest = choose_layers(box, list(box), set(), False, shown=6)
     assert len(own) <= 6 + PROMOTED and len(rest) >= 300
+
+
+def test_workers_that_differ_only_by_a_rank_argument_are_one_group():
+    ray = [info(700 + r, ("python", "ray_worker.py", "--rank", str(r)), ppid=699) for r in range(4)]
+    assert grouped(ray) == [[700, 701, 702, 703]]
+    local = [info(710 + r, ("python", "worker.py", f"--local_rank={r}"), ppid=709) for r in range(2)]
+    ids = [
+        info(720 + r, ("python", "serve.py", "--worker-id", str(r), "--port", "80"), ppid=719)
+        for r in range(3)
+    ]
+    assert grouped(local) == [[710, 711]] and grouped(ids) == [[720, 721, 722]]
+    assert group_name(next(iter(units((i.pid, kin_of(i)) for i in ray))), 4) == "ray_worker.py ×4"
+    # what is not a rank: other options' values, other scripts, a rank that is not a number
+    assert grouped(
+        [info(730, ("python", "train.py", "--lr", "3")), info(731, ("python", "train.py", "--lr", "4"))]
+    ) == [[730], [731]]
+    assert grouped(
+        [info(732, ("python", "a.py", "--rank", "0")), info(733, ("python", "b.py", "--rank", "1"))]
+    ) == [[732], [733]]
+    assert grouped(
+        [info(734, ("python", "w.py", "--rank", "auto")), info(735, ("python", "w.py", "--rank", "1"))]
+    ) == [[734], [735]]
+    # the number of something else after a rank option's name is kept (`--ranks 4` is not one)
+    assert grouped(
+        [info(736, ("python", "w.py", "--ranks", "4")), info(737, ("python", "w.py", "--ranks", "8"))]
+    ) == [[736], [737]]
+
+
+def test_a_groups_sm_is_its_busiest_process_said_so_not_a_sum():
+    workers = [
+        GpuProcess(pid=800 + i, used=2 * GiB, sm=sm, info=info(800 + i, RAY, ppid=799))
+        for i, sm in enumerate((90, 100, 100, 43))
+    ]
+    table = TableBuilder.rearrange(rows_from_frame(_frame(workers)), TableOrder(), ())
+    (row,) = table.rows
+    assert row.members == 4 and row.sm == 100
+    from vramscope.core.process_rows import COL, COLUMNS
+
+    assert COLUMNS[COL["SM %"]].text(row) == "max 100"
+    opened = TableBuilder.rearrange(
+        rows_from_frame(_frame(workers)), TableOrder(opened=frozenset({row.key})), ()
+    )
+    members = sorted(COLUMNS[COL["SM %"]].text(r) for r in opened.rows[1:])
+    assert members == ["100", "100", "43", "90"]  # each process's own figure

@@ -292,3 +292,35 @@ def test_urgent_first_screenshot(themed, qtbot, artifacts_dir, size):
     assert rows[0].text(0) == "critical" and "Near out of memory" in rows[0].text(1)
     assert [r.text(0) for r in rows][-1] == "watching"
     assert panel.grab().save(str(artifacts_dir / f"alerts-urgent-{size[0]}x{size[1]}.png"))
+
+
+def test_the_fix_comes_before_the_evidence_in_the_details():
+    """On a 1,024 x 700 window the details show what to do without scrolling past the
+    evidence; the squatter fixes lead with the action the Fix column shows."""
+    from vramscope.core.detectors.naming import KERNEL, OTHER_USER, SQUATTER_FIXES, TRAINING
+    from vramscope.ui.alerts_panel import _first_sentence, alert_html
+
+    from .scenarios import GiB, proc
+
+    p = proc(4242, 2 * GiB, sm=0)
+    firsts = {kind: _first_sentence(SQUATTER_FIXES[kind](p)) for kind in (TRAINING, KERNEL, OTHER_USER)}
+    assert firsts[TRAINING] == "End process if it has nothing left to do." and firsts[KERNEL].startswith(
+        "Shut it down"
+    )
+    assert not any(first.endswith("\u2026") for first in firsts.values())  # whole, not cut
+    assert firsts[OTHER_USER].startswith("Ask its owner")
+    from vramscope.core.detectors.alert import WARNING, Alert, AlertKind
+
+    alert = Alert(
+        kind=AlertKind.SQUATTER,
+        severity=WARNING,
+        gpu=0,
+        pid=4242,
+        start_time=1.0,
+        since=1.0,
+        message="train.py (4242) on GPU 0 holds 2.0 GiB",
+        evidence=("holds 2.0 GiB on GPU 0",),
+        fix=SQUATTER_FIXES[TRAINING](p),
+    )
+    html = alert_html(alert, 100.0)
+    assert html.index("<b>Fix</b>") < html.index("<b>Evidence</b>")

@@ -184,3 +184,41 @@ def test_status_watch_explains_a_real_idle_vllm_server_and_reads_its_metrics(fak
     [server] = report["servers"]
     assert server["kind"] == "vllm" and server["port"] == port and server["pids"] == [worker]
     assert server["kv_cache_usage"] == 0.42 and server["running"] == 0.0
+
+
+@pytest.mark.slow
+def test_status_watch_calls_the_idle_ranks_of_a_live_job_a_stall_not_squatters(fake_nvml_files):
+    """Two ranks of one launcher (this test's process), one command line but for --rank,
+    idle together without the agent: a stalled job to look into (issue 46), not two
+    squatters to end."""
+    code = "import time; time.sleep(300)"
+    ranks = [subprocess.Popen([sys.executable, "-c", code, "--rank", str(r)]) for r in range(2)]
+    try:
+        fake_nvml_files.write(
+            FakeState(
+                gpus=[
+                    FakeGpu(
+                        total=24 * GiB,
+                        used=13 * GiB,
+                        utilization=(0, 0),
+                        processes=[FakeProcess(p.pid, 6 * GiB) for p in ranks],
+                    )
+                ]
+            )
+        )
+        r = subprocess.run(
+            [sys.executable, "-m", "vramscope", "status", "--json", "--watch", "2.5", "--interval", "0.5"]
+            + ["--idle-minutes", "0.02"],
+            env=fake_nvml_files.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        alerts = json.loads(r.stdout)["alerts"]
+        assert sorted((a["kind"], a["pid"]) for a in alerts) == sorted(("stalled", p.pid) for p in ranks)
+        assert all("one of 2 processes of one job" in a["message"] for a in alerts)
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait(timeout=10)

@@ -41,7 +41,7 @@ def settle(qtbot, tab):
 def test_7b_mixed_precision_adam_training_does_not_fit_and_suggests_8bit_first(tab, qtbot, artifacts_dir):
     settle(qtbot, tab)
     assert tab.plan.per_gpu_total == 112 * GB  # 7B, mixed + Adam: 16 B/param
-    assert cells(tab.buckets, 0)[:4] == ["weights", "gradients", "master_weights", "optimizer_state"]
+    assert cells(tab.buckets, 0)[:4] == ["weights", "gradients", "master weights", "optimizer state"]
     assert "does NOT fit" in cells(tab.gpu_table, 2)[0]
     assert cells(tab.suggestions, 3)[0].startswith("8-bit Adam")
     assert "Does not fit" in tab.verdict.text()

@@ -126,7 +126,7 @@ def test_every_bucket_row_is_visible_in_gib_without_exponents(qtbot, artifacts_d
     assert buckets.height() >= buckets.verticalHeader().length()  # no row hidden
     words = " ".join(text_of(buckets) + text_of(tab.gpu_table) + [tab.verdict.text()])
     assert "GiB" in words and " GB" not in words and not re.search(r"\de-\d", words)
-    assert "< 0.01 GiB" in words  # Adam's step counters: tiny, said plainly
+    assert "< 0.01 MiB" in words  # Adam's step counters: tiny, said plainly (in MiB, under 1 GiB)
     tab.grab().save(str(artifacts_dir / "planner_tab_llama2_1024x700.png"))
 
 

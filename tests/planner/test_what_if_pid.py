@@ -66,7 +66,8 @@ def training(tmp_path):
 def test_plan_pid_predicts_2x_and_4x_the_micro_batch_within_5_percent(training, kind):
     pid = training(kind, 8)
     for factor in (2, 4):
-        r = _plan(pid, "--batch", str(8 * factor), "--json")
+        batch = str(8 * factor) if factor == 2 else f"{factor}x"  # 4x: a multiple of the measured 8
+        r = _plan(pid, "--batch", batch, "--json")
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         assert out["measured"]["batch"] == 8
@@ -92,6 +93,38 @@ def test_plan_pid_text_names_the_parts_and_says_why_without_a_gpu(training):
 
 
 def test_plan_pid_without_an_agent_says_so_in_one_line():
-    r = _plan(os.getpid(), "--batch", "4")
-    assert r.returncode == 1
+    r = _plan(os.getpid(), "--batch", "2x")
+    assert r.returncode == 2  # as `vramscope sites` for no agent
     assert r.stderr.count("\n") == 1 and "no vramscope agent found" in r.stderr
+    sites = subprocess.run(
+        [sys.executable, "-m", "vramscope", "sites", str(os.getpid())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(APP)),
+    )
+    assert sites.returncode == r.returncode
+
+
+def test_a_batch_multiple_needs_a_measured_batch():
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            "plan",
+            "--params",
+            "1B",
+            "--batch",
+            "2x",
+            "--gpu-memory",
+            "24GiB",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(APP)),
+    )
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "needs --pid" in r.stderr
+    bad = _plan(os.getpid(), "--batch", "twice")
+    assert bad.returncode == 2 and "multiple of the measured one (2x)" in bad.stderr

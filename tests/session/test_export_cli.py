@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import pickle
 import stat
 
@@ -86,3 +87,32 @@ def test_export_without_out_writes_beside_the_session(tmp_path, capsys):
     assert main(["export", str(path), "--format", "perfetto"]) == 0
     assert json.loads((tmp_path / "oom.perfetto.json").read_text())["traceEvents"]
     assert main(["export", str(path)]) == 2  # never overwritten without --force
+
+
+def test_export_of_a_closed_session_leaves_nothing_beside_it(tmp_path):
+    """`record` then `export` as installed: the directory holds the session and the
+    export, no -wal or -shm (a closed session is one file)."""
+    import os
+    import subprocess
+    import sys
+
+    app = str(pathlib.Path(__file__).resolve().parents[2] / "app")
+    env = dict(os.environ, PYTHONPATH=app)
+
+    def vramscope(*args):
+        done = subprocess.run(
+            [sys.executable, "-m", "vramscope", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done
+
+    vramscope("record", "--demo", "--out", "s.vramscope", "--interval", "0.2", "--duration", "1")
+    assert sorted(os.listdir(tmp_path)) == ["s.vramscope"]
+    for fmt, out in (("csv", "s.csv"), ("perfetto", "s.json")):
+        vramscope("export", "s.vramscope", "--format", fmt, "--out", out)
+    assert sorted(os.listdir(tmp_path)) == ["s.csv", "s.json", "s.vramscope"]

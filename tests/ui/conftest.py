@@ -63,14 +63,15 @@ def scripted_frames():
 @pytest.fixture
 def busy(themed_app, qtbot, tmp_path):
     """busy(width, height, settings=None) -> the window after ten minutes of the busy
-    machine (``vramscope --demo --busy``: 16 processes on two GPUs, an agent, alerts)."""
+    machine (``vramscope --demo --busy``: 16 processes on two GPUs, an agent, alerts);
+    ``seconds`` of it (from its start) in a time window of ``window``."""
     made = []
 
-    def make(width=1400, height=900, settings=None):
+    def make(width=1400, height=900, settings=None, seconds=BUSY_SECONDS, window="10m"):
         args = argparse.Namespace(
             demo=True,
             interval=1.0,
-            window="10m",
+            window=window,
             record=False,
             read_only=False,
             prometheus=None,
@@ -86,7 +87,7 @@ def busy(themed_app, qtbot, tmp_path):
         made.append(window)
         window.resize(width, height)
         window.show()
-        for k in range(BUSY_SECONDS):
+        for k in range(seconds):
             feed.sampler.sample_once(BUSY_T0 + k)
         window.refresh(force=True)
         qtbot.wait(20)

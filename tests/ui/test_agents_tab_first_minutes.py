@@ -30,19 +30,41 @@ def test_the_time_axis_fits_the_first_seconds_and_the_device_names_its_gpu(theme
     assert view.title.text().startswith("cuda:0 (GPU 0)")
 
 
-def test_a_model_on_the_cpu_says_so(themed_app, qtbot):
-    report = AgentReport(
-        pid=4242,
-        start_time=T0,
-        time=T0 + 10,
-        step=3,
-        devices=(AgentDevice(device="cpu", buckets=AgentBuckets(weights=4 * MiB)),),
+def test_a_run_on_the_cpu_shows_its_buckets_and_modules_and_says_what_needs_cuda(
+    themed_app, qtbot, artifacts_dir
+):
+    from vramscope.core.module_figures import ModuleFigures
+    from vramscope.ui.agent_panel import CUDA_ONLY
+
+    modules = (
+        ModuleFigures("encoder", None, 40 * MiB, 40 * MiB, 80 * MiB, 12 * MiB, 3, device="cpu"),
+        ModuleFigures("encoder.0", "encoder", 20 * MiB, 20 * MiB, 40 * MiB, 6 * MiB, 3, device="cpu"),
+        ModuleFigures("head", None, 4 * MiB, 4 * MiB, 8 * MiB, 1 * MiB, 3, device="cpu"),
     )
-    panel = shown_agent_panel(qtbot, Store(), Frame(time=T0 + 10, gpus=(), agents=(report,)))
+    store, frame = Store(), None
+    for k in range(20):
+        buckets = AgentBuckets(
+            weights=44 * MiB, gradients=44 * MiB, optimizer_state=88 * MiB, other_allocated=12 * MiB
+        )
+        report = AgentReport(
+            pid=4242,
+            start_time=T0,
+            time=T0 + k,
+            step=k,
+            devices=(AgentDevice(device="cpu", buckets=buckets),),
+            modules=modules,
+        )
+        frame = record_reports(store, Frame(time=T0 + k, gpus=(), agents=(report,)))
+    panel = shown_agent_panel(qtbot, store, frame)
     view = panel.views[report.identity]
-    assert not view.devices  # no "cpu" bar drawn as if it were a GPU
-    assert "the model is on the CPU (4.0 MiB of weights)" in view.notes.text()
-    assert "backward" not in view.notes.text()
+    assert list(view.devices) == ["cpu"]  # its buckets drawn (host memory)
+    legend = view.devices["cpu"].bucket_legend.text()
+    assert "weights" in legend and "88.0 MiB" in legend  # the optimizer state, at the latest step
+    assert view.modules.isVisible() and set(view.modules.items) == {"encoder", "encoder.0", "head"}
+    assert "the model is on the CPU (44.0 MiB of weights)" in view.notes.text()
+    assert CUDA_ONLY in view.notes.text() and "not drawn" not in view.notes.text()
+    assert list(view.details.pages) == ["modules"]  # no OOM or segments tab to wait on
+    panel.grab().save(str(artifacts_dir / "agents_cpu_run.png"))
 
 
 def test_the_legend_says_n_a_where_the_areas_draw_nothing_never_an_older_figure():

@@ -8,6 +8,7 @@ import pytest
 
 from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab, rtx_4090_beside
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
+from vramscope.core.pci_address import short_bus_id
 from vramscope.sources import drm_fdinfo, drm_sysfs
 from vramscope.sources.all_gpus import AllGpusSource
 
@@ -40,8 +41,8 @@ def test_amd_and_intel_rows_beside_nvidia_with_the_staged_processes(make_window,
     assert nvidia.title.text() == "NVIDIA GeForce RTX 4090"
     assert amd.title.text() == "AMD Radeon RX 7900 XTX"
     assert amd.heading.text().startswith("GPU 1  ·  AMD  ·  ")  # the bus id may be elided
-    assert amd.heading.toolTip() == f"GPU 1  ·  AMD  ·  {AMD_SLOT}"
-    assert intel.heading.toolTip() == f"GPU 2  ·  Intel  ·  {INTEL_SLOT}"
+    assert amd.heading.toolTip() == f"GPU 1  ·  AMD  ·  {short_bus_id(AMD_SLOT)}"  # (domain 0000)
+    assert intel.heading.toolTip() == f"GPU 2  ·  Intel  ·  {short_bus_id(INTEL_SLOT)}"
     assert amd.used.text() == "3.5 / 24.0 GiB"
     assert intel.used.text() == "1.0 / 12.0 GiB" and "xe" in intel.used.toolTip()
     assert intel.values["util"].text() == "n/a" and "busy" in intel.values["util"].toolTip()

@@ -61,8 +61,15 @@ def test_oom_post_mortem_shows_the_shortfall_split_and_ranked_fixes(busy, qtbot,
     r = oom.report
     assert r["shortfall"] == r["requested"] - r["device_free"] > 0
     assert sum(r["split"].values()) == r["shortfall"]
-    assert f"short by {fmt_bytes(r['shortfall'])} = fragmentation" in text
-    assert "other processes on this GPU: PID" in text  # Xorg and the Jupyter kernel, from NVML
+    assert f"short by {fmt_bytes(r['shortfall'])}: " in text and "fragmentation" in text
+    assert "0 B" not in text.split("short by")[1].split("<br>")[0]  # no part of nothing
+    # the other processes (from NVML) named as the table names them, not "python3"
+    kernel = next(
+        p for g in w.store.latest.gpus for p in g.processes if "ipykernel" in " ".join(p.info.cmdline)
+    )
+    assert f"Jupyter kernel ({kernel.pid})" in text
+    # the demo records nothing: how to get the full report, without a menu that is not there
+    assert "File ▸ Record" not in text and "vramscope record" in text
     recovers = [f["recovers"] for f in r["fixes"]]
     assert recovers == sorted(recovers, reverse=True)  # ranked by what they recover
     assert ". micro-batch ÷" in text and "(covers the shortfall)" in text
@@ -102,3 +109,16 @@ def test_modules_post_mortem_and_segment_map_are_a_click_away_without_scrolling(
     qtbot.wait(30)
     assert view.modules.isVisible() and view.modules.tree.topLevelItemCount() == 2
     save(w, artifacts_dir, f"busy-agents-modules-tab-{size[0]}x{size[1]}.png")
+
+
+def test_oom_post_mortem_names_the_session_a_recording_window_writes(busy, qtbot):
+    w, panel, view, dev = _train_device(busy, qtbot, (1400, 900))
+    panel.session = lambda: "/home/alice/.local/share/vramscope/sessions/s1.vramscope"
+    dev.oom_view._shown_for = None  # (drawn again with the next frame)
+    panel.update_from(w.store.latest)
+    text = dev.oom_view.text()
+    assert (
+        "vramscope export /home/alice/.local/share/vramscope/sessions/s1.vramscope --format oom-report"
+        in text
+    )
+    assert "vramscope record" not in text

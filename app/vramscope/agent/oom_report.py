@@ -307,6 +307,15 @@ def _listed(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
+def split_text(split: dict) -> str:
+    """': other processes 1.0 GiB, outside PyTorch 300 MiB' -- the parts there are, largest
+    first (a part of 0 B is no reason); ', all of it real need' when that is the one."""
+    parts = sorted(((k, v) for k, v in split.items() if v), key=lambda kv: -kv[1])
+    if len(parts) == 1:
+        return f", all of it {SPLIT_WORDS[parts[0][0]]}"
+    return (": " + ", ".join(f"{SPLIT_WORDS[k]} {fmt(v)}" for k, v in parts)) if parts else ""
+
+
 def tensor_text(t: dict) -> str:
     shape = "x".join(str(d) for d in _listed(t.get("shape"))) or "?"
     where = " ".join(x for x in (t.get("module"), f"at {t['site']}" if t.get("site") else None) if x)
@@ -328,8 +337,7 @@ def lines(r: dict) -> list[str]:
         + ", ".join(f"{w} {fmt(b.get(k))}" for k, w in BUCKET_WORDS)
     )
     if r["split"] is not None:
-        parts = " + ".join(f"{SPLIT_WORDS[k]} {fmt(v)}" for k, v in r["split"].items())
-        out.append(f"  short by {fmt(r['shortfall'])} = {parts}")
+        out.append(f"  short by {fmt(r['shortfall'])}{split_text(r['split'])}")
     if r["modules"]:
         out.append(
             "  largest modules: "
@@ -344,7 +352,7 @@ def lines(r: dict) -> list[str]:
         out.append(
             "  other processes on this GPU: "
             + "; ".join(
-                f"PID {p.get('pid')} {p.get('name') or '?'} {fmt(p.get('used'))}"
+                f"{p.get('name') or '?'} ({p.get('pid')}) {fmt(p.get('used'))}"
                 for p in r["others"][:LINES_TOP]
             )
         )

@@ -94,6 +94,12 @@ def run(args) -> int:
     if display_missing():
         print(NO_DISPLAY, file=sys.stderr)
         return 2
+    from vramscope.window_display import display_problem
+
+    problem = display_problem()  # a display named but not reachable, Qt's libraries missing
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     from vramscope.ui.app import run as run_window
 
     return run_window(args)

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from vramscope.core import json_text
+from vramscope.commands.plan_pid import Times, batch_option
 
 PRECISIONS = ("fp32", "bf16", "fp16", "mixed", "fp8", "int8", "int4")
 OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd-momentum", "sgd")
@@ -142,7 +143,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "q_proj,v_proj; query_key_value for Falcon), "
         "or all-linear",
     )
-    tr.add_argument("--batch", type=_positive, help="micro-batch per GPU (for activations)")
+    tr.add_argument(
+        "--batch",
+        type=batch_option,
+        help="micro-batch per GPU (for activations); with --pid also a multiple of the "
+        "measured one: 2x, 0.5x",
+    )
     tr.add_argument("--seq", type=_tokens, help="sequence length in tokens (for activations)")
     tr.add_argument(
         "--accumulation",
@@ -289,6 +295,12 @@ def run(args) -> int:
     from vramscope.core.planner.report import render_text
     from vramscope.core.terminal_text import say
 
+    if isinstance(args.batch, Times):
+        say(
+            sys.stderr,
+            f"vramscope plan: --batch {args.batch.factor:g}x is a multiple of a measured micro-batch: it needs --pid",
+        )
+        return 2
     try:
         req = request_from_args(args)
     except PlanError as exc:

@@ -1,5 +1,6 @@
-"""`vramscope plan --pid PID --batch N [--seq L] [--checkpointing] [--json]`:
-what would fit, from what the running process measured.
+"""`vramscope plan --pid PID --batch N|Nx [--seq L] [--checkpointing] [--json]`:
+what would fit, from what the running process measured (``--batch 2x``: twice
+the micro-batch it measured).
 
 Pulls the process's agent once (sources/agent_pull.py), takes its busiest
 device, predicts the peak with the change (core/planner/what_if.py) and
@@ -10,20 +11,65 @@ instead where given).
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from dataclasses import dataclass
+
+NO_AGENT = 2  # the exit status when the process runs no agent, as for `vramscope sites`
+TIMES = ("x", "×")
 
 from vramscope.core import json_text
 
 
-def change_from_args(args):
+@dataclass(frozen=True)
+class Times:
+    """``--batch 2x``: a multiple of the micro-batch the process measured."""
+
+    factor: float
+
+
+def batch_option(text: str) -> int | Times:
+    """--batch: a micro-batch ('16') or a multiple of the measured one ('2x', '0.5x')."""
+    value = text.strip()
+    many = value.endswith(TIMES)
+    try:
+        number = float(value[:-1]) if many else int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a micro-batch (16) nor a multiple of the measured one (2x)"
+        ) from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+    return Times(number) if many else int(number)
+
+
+def batch_for(given, measured_batch: int | None) -> int | None:
+    """The micro-batch ``--batch`` asks for, given what the process measured."""
+    from vramscope.core.planner.errors import PlanError
+
+    if not isinstance(given, Times):
+        return given
+    if measured_batch is None:
+        raise PlanError(
+            "batch", "the process has not shown the micro-batch of a training forward yet: give --batch N"
+        )
+    batch = round(measured_batch * given.factor)
+    if batch < 1:
+        raise PlanError(
+            "batch", f"{given.factor:g}x a micro-batch of {measured_batch} is less than one sample"
+        )
+    return batch
+
+
+def change_from_args(args, measured_batch: int | None = None):
     from vramscope.core.planner.what_if import Change
 
     modules = tuple(
         m.strip() for m in (getattr(args, "checkpoint_modules", None) or "").split(",") if m.strip()
     )
     return Change(
-        batch=args.batch,
+        batch=batch_for(args.batch, measured_batch),
         seq=args.seq,
         checkpointing=bool(args.checkpointing or modules),
         checkpoint_modules=modules,
@@ -99,13 +145,13 @@ def run(args) -> int:
         pulled = pull(args.pid)
     except (OSError, ConnectionError) as exc:
         say(sys.stderr, f"vramscope plan: --pid {args.pid}: {exc}")
-        return 1
+        return NO_AGENT
     try:
         measured, dev = measured_from_pulled(pulled)
         targets, outside = targets_for(args.pid, dev, args.gpu_memory)
         if outside is not None:
             measured = replace(measured, outside_pytorch=outside)
-        what = predict(measured, change_from_args(args), targets)
+        what = predict(measured, change_from_args(args, measured.batch), targets)
     except PlanError as exc:
         say(sys.stderr, f"vramscope plan: {exc.for_cli()}")
         return 2

@@ -20,7 +20,7 @@ from vramscope.core import json_text
 from vramscope.core.terminal_text import say, visible
 from vramscope.core.samples import HostStatus
 from vramscope.core.status_report import ENDED_SHOWN
-from vramscope.sources.choose import open_source
+from vramscope.sources.choose import DEMO_PARTWAY, open_source
 from vramscope.commands.diagnostic_options import add_diagnostic_arguments
 
 EXIT_NO_NVML = 2
@@ -229,7 +229,7 @@ def _run(args, signals=None) -> int:
     if getattr(args, "host", None):
         return run_hosts(args)
     # one look at the demo: ten minutes into its script, when everything runs
-    source = open_source(args, demo_elapsed=0.0 if getattr(args, "watch", 0) else 600.0)
+    source = open_source(args, demo_elapsed=None if getattr(args, "watch", 0) else DEMO_PARTWAY)
     try:
         frame = take_frame(source, args, signals.stop if signals is not None else None)
         if signals is not None and signals.signum is not None:  # run() says so

@@ -14,6 +14,7 @@ from __future__ import annotations
 from vramscope.agent import oom_report
 from vramscope.core.module_figures import disjoint
 from vramscope.core.terminal_text import visible_fields
+from vramscope.core.process_names import display_name
 
 OTHERS = "gpu_processes"
 OUTSIDE = "outside_pytorch"
@@ -26,7 +27,8 @@ def others_on(processes, pid: int) -> list[dict]:
     for p in processes:
         if p.pid == pid or not p.used:
             continue
-        name = p.info.name if p.info is not None else None
+        # named as the table names it ("Jupyter kernel · analysis.ipynb", not "python3")
+        name = (display_name(p.info) or p.info.name) if p.info is not None else None
         out.append({"pid": p.pid, "name": name, "used": p.used})
     out.sort(key=lambda p: p["used"], reverse=True)
     return out[:MAX_OTHERS]

@@ -18,13 +18,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vramscope.core.cell_texts import BUSIEST, growth_text, host_memory_text, sm_text
 from vramscope.core.frame_rows import FIELD, ProcessRow, rows_from_frame
 from vramscope.core.growth import GrowthCache
 from vramscope.core.held_rows import HeldRows, exact
 from vramscope.core.process_groups import group_name, is_group, units
 from vramscope.core.row_texts import RowTemplates
 from vramscope.core.samples import Frame
-from vramscope.core.units import NA, GiB, MiB, fmt_duration, fmt_gib
+from vramscope.core.units import NA, fmt_duration, fmt_gib
 from vramscope.core.scheduler_totals import OwnerTotal, job_totals, pod_totals
 from vramscope.core.user_totals import UserTotal, user_totals
 
@@ -51,22 +52,6 @@ def name_text(row: ProcessRow) -> str:
         return f"{OPEN_MARK if row.opened else CLOSED_MARK} {group_name((None, (row.name,)), row.members)}"
     mark = f"{ALERT_MARK} " if row.alert else ""
     return (MEMBER_INDENT if row.opened else "") + mark + row.name
-
-
-def host_memory_text(value: int | None) -> str:
-    """'2.9 GiB'; '52 MiB' under 0.1 GiB (never '0.0 GiB')."""
-    if value is not None and value < GiB // 10:
-        return f"{value / MiB:.0f} MiB"
-    return fmt_gib(value, 1)
-
-
-def growth_text(mib_per_min: float | None) -> str:
-    if mib_per_min is None:
-        return NA
-    if abs(mib_per_min) < 0.05:
-        return "0"
-    digits = 0 if abs(mib_per_min) >= 10 else 1
-    return f"{mib_per_min:+.{digits}f} MiB/min"
 
 
 @dataclass(frozen=True)
@@ -151,11 +136,12 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         "SM %",
-        lambda r: NA if r.sm is None else f"{r.sm}",
+        sm_text,
         lambda r: _number(r.sm),
-        52,
+        60,
         numeric=True,
-        tip="Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation).",
+        tip="Share of the time the GPU's SMs ran this process's kernels (NVML process utilisation). "
+        f"A group's row: its busiest process's ({BUSIEST} 55), not a sum.",
     ),
     Column(
         "CPU %",
@@ -359,6 +345,11 @@ def _total(values):
     return sum(known) if known else None
 
 
+def _busiest(values):
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
 def _group_row(unit: tuple, inside: list[ProcessRow], is_open: bool) -> ProcessRow:
     first = min(inside, key=lambda r: r.pid)  # its colour: the lowest pid's, as in the plots
     gpus = sorted({r.gpu if r.host_gpu is None else r.host_gpu for r in inside})
@@ -369,7 +360,7 @@ def _group_row(unit: tuple, inside: list[ProcessRow], is_open: bool) -> ProcessR
         members=len(inside),
         opened=is_open,
         used=_total(r.used for r in inside),
-        sm=_total(r.sm for r in inside),
+        sm=_busiest(r.sm for r in inside),  # shares of different GPUs' time: a sum means nothing
         cpu=_total(r.cpu for r in inside),
         host_memory=_total(r.host_memory for r in inside),
         growth=_total(r.growth for r in inside),

@@ -6,13 +6,21 @@ Used by the window, `record` and `status` alike (core/monitor.py takes both).
 from __future__ import annotations
 
 
-def open_source(args, demo_elapsed: float = 0.0):
+# The busy demo starts this far into its script (sources/busy_demo.py): train.py has
+# loaded, stepped, measured its modules and caught its OOM (at 7 min, busy_oom.py),
+# so every tab has something to show within seconds of opening.
+DEMO_PARTWAY = 600.0
+
+
+def open_source(args, demo_elapsed: float | None = None):
     """The source the options ask for: a fleet through Prometheus
     (--from-prometheus), other machines over ssh (--host), the simulated
     workstation or this machine's GPUs (NVML, DRM). ValueError for a URL that is not one.
 
     ``demo_elapsed``: start the demo's script that many seconds in (a one-shot
-    `status --demo` shows the workstation busy, not at its first second).
+    `status --demo` shows the workstation busy, not at its first second); None:
+    the busy demo DEMO_PARTWAY in, the plain one at its start (its story is the
+    training run's first minutes).
     """
     if getattr(args, "from_prometheus", None):
         from vramscope.sources.prometheus import PrometheusSource
@@ -29,7 +37,10 @@ def open_source(args, demo_elapsed: float = 0.0):
 
         from vramscope.sources.simulated import SimulatedSource
 
-        if getattr(args, "busy", False):
+        busy = getattr(args, "busy", False)
+        if demo_elapsed is None:
+            demo_elapsed = DEMO_PARTWAY if busy else 0.0
+        if busy:
             from vramscope.sources.busy_demo import BusyWorkstation
 
             return BusyWorkstation(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)

@@ -154,6 +154,7 @@ class DeviceView(QWidget):
         self.oom_label.setVisible(False)
         layout.addWidget(self.oom_label, 2, 0, 1, 3)
         self.oom_view = OomView()  # the post-mortem (ui/oom_view.py): in the process's detail tabs
+        self.session = self.oom_view.session  # (the agent panel's: the session this window records)
         self.phase_label = QLabel()
         self.phase_label.setWordWrap(True)
         self.phase_label.setVisible(False)
@@ -296,6 +297,7 @@ class DeviceView(QWidget):
             self.oom_label.setText(oom_text(oom))
         plain(self.title, device_title(dev, self.label))  # (an agent's report is input)
         self.segment_map.update_view(report, dev.device)
+        self.oom_view.session = self.session
         self.oom_view.show_event(oom, report.modules, dev.device)
 
     def set_chart_height(self, height: int) -> None:

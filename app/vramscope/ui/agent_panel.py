@@ -94,6 +94,7 @@ class AgentProcessView(QFrame):
         self._body = body
         self.live = report.connected
         self._user_choice: bool | None = None  # opened/closed by a click: kept
+        self.session = _no_session  # (AgentPanel.session)
 
     def _opened(self, shown: bool) -> None:
         self._user_choice = shown
@@ -132,6 +133,9 @@ class AgentProcessView(QFrame):
         # (the agent's own bucket notes are its reasoning, not the user's: the legend's
         # "n/a = no data" says what a missing figure means)
         gpu_devices = [d for d in report.devices if d.device != CPU]
+        # a run on the CPU alone: its buckets drawn as a GPU's are (host memory); beside
+        # a GPU, the part on the CPU is said in words (a sliver of a GPU-sized chart)
+        drawn = gpu_devices or [d for d in report.devices if d.device == CPU]
         for dev in report.devices:
             if dev.device == CPU:
                 notes.append(cpu_text(dev, on_gpu=bool(gpu_devices)))
@@ -144,17 +148,19 @@ class AgentProcessView(QFrame):
         self.notes.setText("\n".join(notes))
         self.notes.setVisible(bool(notes))
         seen = set()
-        for dev in gpu_devices:
+        for dev in drawn:
             view = self.devices.get(dev.device)
             if view is None:
                 view = self.devices[dev.device] = DeviceView(dev.device)
                 self._body.insertWidget(self._body.indexOf(self.details), view)
                 view.set_chart_height(chart_height(self._viewport_height))
-                self.details.add(f"oom {dev.device}", f"OOM post-mortem ({dev.device})", view.oom_view)
-                self.details.add(
-                    f"segments {dev.device}", f"Allocator segments ({dev.device})", view.segment_map
-                )
+                if dev.device != CPU:  # (CUDA's caching allocator only: CUDA_ONLY)
+                    self.details.add(f"oom {dev.device}", f"OOM post-mortem ({dev.device})", view.oom_view)
+                    self.details.add(
+                        f"segments {dev.device}", f"Allocator segments ({dev.device})", view.segment_map
+                    )
             view.label = device_label(frame, report, dev)
+            view.session = self.session
             view.update_view(store, report, dev, now, window)
             seen.add(dev.device)
         for name in [n for n in self.devices if n not in seen]:
@@ -178,6 +184,10 @@ class AgentProcessView(QFrame):
 CPU = "cpu"  # torch's device name for host memory
 
 
+def _no_session() -> str | None:
+    return None
+
+
 def device_total(report: AgentReport, frame: Frame | None) -> int | None:
     """The capacity of the device the modules were measured on (torch's figure, else NVML's)."""
     name = report.modules[0].device if report.modules else None
@@ -190,12 +200,19 @@ def device_total(report: AgentReport, frame: Frame | None) -> int | None:
     return None
 
 
+# What PyTorch records only for CUDA's caching allocator (torch.cuda.memory_snapshot,
+# torch.cuda.memory._record_memory_history, the OOM observer of
+# torch._C._cuda_attach_out_of_memory_observer): said on a run without CUDA.
+CUDA_ONLY = "allocator segments, allocation sites and the OOM post-mortem need CUDA"
+
+
 def cpu_text(dev, on_gpu: bool) -> str:
-    """A model (or part of one) on the CPU, said in words: no GPU memory to draw."""
+    """A model (or part of one) on the CPU, said in words."""
     held = dev.buckets.weights if dev.buckets is not None else None
     size = f" ({fmt_bytes(held)} of weights)" if held else ""
-    where = "part of the model is on the CPU" if on_gpu else "the model is on the CPU"
-    return f"{where}{size}: host memory, not on a GPU (not drawn here)"
+    if on_gpu:
+        return f"part of the model is on the CPU{size}: host memory, not on a GPU (not drawn here)"
+    return f"the model is on the CPU{size}: its buckets and modules are host memory; {CUDA_ONLY}"
 
 
 class AgentPanel(QWidget):
@@ -228,6 +245,9 @@ class AgentPanel(QWidget):
         self.scroll.setWidget(body)
         outer.addWidget(self.scroll)
         self.views: dict = {}
+        # -> the session file this window records (or reopened), None when it records none:
+        # the OOM post-mortem says where its full report is (set by ui/app.py)
+        self.session = _no_session
         self.order: list = []  # identities as shown, top to bottom
         self._pending: tuple | None = None  # the last frame, for sections scrolled into view
         self._stale: set = set()
@@ -288,5 +308,6 @@ class AgentPanel(QWidget):
             in_view = top + max(view.height(), 1) > 0 and top < viewport.height()
             if self.isVisible() and view.isVisible() and not in_view:
                 continue  # out of view: brought up to date when it scrolls in
+            view.session = self.session
             view.update_view(self.store, reports[ident], now, self.window, frame, self.read_only)
             self._stale.discard(ident)

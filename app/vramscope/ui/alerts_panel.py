@@ -111,12 +111,13 @@ def alert_html(
         + (f"; {e(hidden_note)}" if hidden_note else "")
         + "</p>",
     ]
+    # what to do before why: on a 1,024 x 700 window the fix is in view without scrolling
+    if alert.fix:
+        parts.append(f"<p><b>Fix</b><br>{e(alert.fix)}</p>")
     if alert.evidence:
         parts.append(
             "<p><b>Evidence</b></p><ul>" + "".join(f"<li>{e(line)}</li>" for line in alert.evidence) + "</ul>"
         )
-    if alert.fix:
-        parts.append(f"<p><b>Fix</b><br>{e(alert.fix)}</p>")
     if alert.connection_file:
         parts.append(
             f"<p><b>Jupyter</b>: shut it down from Jupyter instead; connection file "

@@ -244,7 +244,7 @@ def open_session_window(path: str, args=None):
     bridge = Bridge()
     window = MainWindow(feed, bridge, window="all", session_file=str(path))
     bridge.setParent(window)
-    attach_panels(window, read_only=True)
+    window.panels = attach_panels(window, read_only=True)
     window.refresh(force=True)
     window.reader = reader
     window.scrubber = attach_session(window, reader, str(path))
@@ -274,6 +274,9 @@ def _add_session_actions(window, services, reader=None) -> None:
         return recorder.path if recorder is not None else None
 
     export_action.triggered.connect(lambda: _ask_export(window, current_path()))
+    panels = services.panels if services is not None else getattr(window, "panels", None)
+    if panels is not None:  # the OOM post-mortem names the session its full report is in
+        panels.agents.session = current_path
     menu.insertAction(first, open_action)
     menu.insertAction(first, export_action)
     menu.insertSeparator(first)

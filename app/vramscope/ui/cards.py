@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vramscope.core.pci_address import short_bus_id
 from vramscope.core.samples import NVIDIA, GpuSample
 from vramscope.core.units import NA, fmt_gib, fmt_percent
 from vramscope.ui import theme
@@ -170,7 +171,8 @@ class GpuCard(QFrame):
         name = self.name_text = visible(gpu.name or "name n/a")  # a remote's name is input
         room = CARD_WIDTH - 30
         self.title.setText(self.title.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room))
-        self._set_heading("  ·  ".join(x for x in (gpu.label, heading_vendor(gpu), gpu.pci_bus_id) if x))
+        heading = (gpu.label, heading_vendor(gpu), short_bus_id(gpu.pci_bus_id))
+        self._set_heading("  ·  ".join(x for x in heading if x))
         self.title.setToolTip(tip("\n".join(x for x in (name, gpu.vendor, gpu.uuid, gpu.pci_bus_id) if x)))
         self._set_error(gpu.error, gpu.asleep)
         self.used.setText(used_total_text(gpu))

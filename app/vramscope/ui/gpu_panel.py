@@ -203,6 +203,13 @@ class GpuPanel(QScrollArea):
         else:
             self._update_visible()
 
+    def refresh_figures(self, store: Store) -> None:
+        """The legends' figures from the store's latest points, in the rows drawn and in
+        view (the curves are redrawn on their own clock: update_timelines)."""
+        for key, row in self._all_rows().items():
+            if row.card is not None and key not in self._stale and self._in_view(row):
+                row.timeline.refresh_figures(store)
+
     def _update_visible(self) -> None:
         """Make, fill and redraw the rows in view: on a big box one per call,
         the next on the next event-loop turn."""

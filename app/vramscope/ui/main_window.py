@@ -360,7 +360,10 @@ class MainWindow(GilHeldPaintWindow):
             self.colours.set_live(i for g in frame.gpus for i in identities(g.processes))
         every = max(TABLE_MIN_INTERVAL, processes / TABLE_ROWS_PER_SECOND)
         pending = is_pending(frame)  # (the processes read at last: shown at once)
-        if force or t - self._table_time >= every or t < self._table_time or pending != self._table_pending:
+        table_shown = (
+            force or t - self._table_time >= every or t < self._table_time or pending != self._table_pending
+        )
+        if table_shown:
             self._table_time, self._table_pending = t, pending
             self.table.show_frame(frame, self.feed.store)
         seconds = self.window_seconds
@@ -376,6 +379,8 @@ class MainWindow(GilHeldPaintWindow):
                 self.colours.style(ident)  # colours in order of first sight, stable from then on
             self._styled = len(labels)
             self.gpu_panel.update_timelines(self.feed.store, since, t, labels, processes, kin=self.feed.kin())
+        elif table_shown:  # the legends say the figures the table says, at the same instant
+            self.gpu_panel.refresh_figures(self.feed.store)
         self.gpu_panel.highlight(self.table.selected_key)
         self._update_status()
 

@@ -16,7 +16,17 @@ from vramscope.core import oom_context
 from vramscope.ui import theme
 from vramscope.ui.safe_text import html_text
 
-MORE = "full report: File ▸ Record, then vramscope export SESSION --format oom-report"
+
+def more_text(session: str | None) -> str:
+    """Where the full report is: the session this window records (or reopened), else
+    how to record one (the demo, a window run with --no-record)."""
+    if session:
+        return f"full report: vramscope export {session} --format oom-report"
+    return "full report: record the run (vramscope record), then vramscope export SESSION --format oom-report"
+
+
+def _no_session() -> str | None:
+    return None
 
 
 def _indented(line: str) -> str:
@@ -40,6 +50,7 @@ class OomView(QLabel):
         self.report: dict | None = None
         self._shown_for = None
         self._shown = None  # (event, modules, device): drawn again in a new theme
+        self.session = _no_session  # -> the session file this window records, or None
         theme.follow(self, self._recolour)
 
     def _recolour(self, _scheme) -> None:
@@ -66,4 +77,5 @@ class OomView(QLabel):
         lines = oom_report.lines(self.report)[1:]  # (the OOM line above says what and when)
         s = theme.current()
         body = "<br>".join(_indented(line) for line in lines)
-        self.setText(f"<b>OOM post-mortem</b><br>{body}<br><span style='color:{s.MUTED}'>{MORE}</span>")
+        more = html_text(more_text(self.session()))
+        self.setText(f"<b>OOM post-mortem</b><br>{body}<br><span style='color:{s.MUTED}'>{more}</span>")

@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from vramscope.core.planner.compare import compare, measured_devices
-from vramscope.core.planner.report import gib, signed_gib
+from vramscope.core.planner.report import signed_size, size
 from vramscope.core.units import NA
 from vramscope.ui import theme
 from vramscope.ui.planner_widgets import Fold, FullTable, item
@@ -16,12 +16,12 @@ from vramscope.ui.planner_widgets import Fold, FullTable, item
 
 def exact(n: int) -> str:
     """Bytes to the byte, GiB beside: planned vs measured is compared exactly."""
-    return f"{n:,} B  ({gib(n)})"
+    return f"{n:,} B  ({size(n)})"
 
 
 def _sized(n: int, align_right: bool = True):
     """GiB in the cell (the table fits at 1024 px), the exact bytes in its tooltip."""
-    return item(gib(n), align_right, tip=exact(n))
+    return item(size(n), align_right, tip=exact(n))
 
 
 class MeasuredView(QWidget):
@@ -114,7 +114,7 @@ class MeasuredView(QWidget):
             t.setItem(r, 1, item("not planned", True) if row.planned is None else _sized(row.planned))
             t.setItem(r, 2, item("no data", True) if row.measured is None else _sized(row.measured))
             d = item(
-                NA if diff is None else ("exact" if diff == 0 else signed_gib(diff)),
+                NA if diff is None else ("exact" if diff == 0 else signed_size(diff)),
                 True,
                 tip=None if not diff else f"{diff:+,} B",
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from vramscope.core.planner.report import FITS, NOT_NOW, SHORT, gib, model_line, verdict
+from vramscope.core.planner.report import FITS, NOT_NOW, SHORT, bucket_label, model_line, size, verdict
 from vramscope.ui import theme
 from vramscope.ui.planner_widgets import Fold, FullTable, item
 
@@ -36,7 +36,7 @@ class ResultsView(QWidget):
         self.error_label = _label("error")
         self.error_label.hide()
         self.layout_label = _label(muted=True)
-        self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "GiB", "B/param"])
+        self.buckets = FullTable(["Bucket (per GPU)", "Bytes", "Size", "B/param"])  # GiB, MiB under 1 GiB
         self.gpu_table = FullTable(["GPU", "Capacity", "Empty card", "Now"], stretch=(2,))
         self.suggestions_label = QLabel("What would make it fit")
         self.suggestions = FullTable(["#", "Per GPU after", "Fits", "Change (cheapest for you first)"])
@@ -123,9 +123,9 @@ class ResultsView(QWidget):
             text = plan.explanation(name)
             for c, it in enumerate(
                 (
-                    item(name, tip=text),
+                    item(bucket_label(name), tip=text),
                     item(f"{value:,}", True),
-                    item(gib(value), True),
+                    item(size(value), True),
                     item(f"{bpp[name]:g}" if name in bpp else "", True),
                 )
             ):
@@ -135,7 +135,7 @@ class ResultsView(QWidget):
             (
                 item("total per GPU", bold=True),
                 item(f"{plan.per_gpu_total:,}", True, bold=True),
-                item(gib(plan.per_gpu_total), True, bold=True),
+                item(size(plan.per_gpu_total), True, bold=True),
                 item(""),
             )
         ):
@@ -143,17 +143,17 @@ class ResultsView(QWidget):
         for i, (name, value) in enumerate(plan.host_buckets, start=r + 1):
             for c, it in enumerate(
                 (
-                    item(f"host RAM: {name}", tip="not on the GPU"),
+                    item(f"host RAM: {bucket_label(name)}", tip="not on the GPU"),
                     item(f"{value:,}", True),
-                    item(gib(value), True),
+                    item(size(value), True),
                     item(""),
                 )
             ):
                 t.setItem(i, c, it)
         t.fit()
-        lines = [f"{name}: {text}" for name, text in plan.explanations]
+        lines = [f"{bucket_label(name)}: {text}" for name, text in plan.explanations]
         if plan.total != plan.per_gpu_total:
-            lines.append(f"all {plan.request.gpus} GPUs together: {gib(plan.total)}")
+            lines.append(f"all {plan.request.gpus} GPUs together: {size(plan.total)}")
         self.why.set_lines(lines)
 
     def _fill_gpus(self, plan) -> None:
@@ -161,13 +161,15 @@ class ResultsView(QWidget):
         t = self.gpu_table
         t.setRowCount(len(plan.gpus))
         for r, g in enumerate(plan.gpus):
-            text = f"fits, {gib(g.margin)} to spare" if g.fits else f"does NOT fit: short by {gib(-g.margin)}"
+            text = (
+                f"fits, {size(g.margin)} to spare" if g.fits else f"does NOT fit: short by {size(-g.margin)}"
+            )
             if g.conversations is not None:
                 text += f"; {g.conversations} conversations of {plan.context:,} tokens fit beside the weights"
             it = item(text)
             it.setForeground(QColor(scheme.OK if g.fits else scheme.ERROR))
             t.setItem(r, 0, item(g.name))
-            t.setItem(r, 1, item(gib(g.total), True))
+            t.setItem(r, 1, item(size(g.total), True))
             t.setItem(r, 2, it)
             t.setItem(r, 3, self._now_item(g, scheme))
         unknown_now = all(g.free is None for g in plan.gpus)
@@ -180,11 +182,11 @@ class ResultsView(QWidget):
     def _now_item(g, scheme):
         if g.free is None:
             return item("")
-        held = "; ".join(f"{who} holds {gib(n)}" for who, n in g.holders)
-        text = f"{gib(g.free)} free: " + ("fits" if g.fits_now else "does not fit")
+        held = "; ".join(f"{who} holds {size(n)}" for who, n in g.holders)
+        text = f"{size(g.free)} free: " + ("fits" if g.fits_now else "does not fit")
         if g.holders and not g.fits_now:
             who, n = g.holders[0]
-            text += f" ({who} holds {gib(n)})"
+            text += f" ({who} holds {size(n)})"
         it = item(text, tip=held or None)
         it.setForeground(QColor(scheme.OK if g.fits_now else scheme.WARNING))
         return it
@@ -202,7 +204,7 @@ class ResultsView(QWidget):
             fits = item("fits" if s.fits else "no")
             fits.setForeground(QColor(scheme.OK if s.fits else scheme.MUTED))
             t.setItem(r, 0, item(str(r + 1), True))
-            t.setItem(r, 1, item(gib(s.per_gpu_total), True))
+            t.setItem(r, 1, item(size(s.per_gpu_total), True))
             t.setItem(r, 2, fits)
             t.setItem(r, 3, item(s.change, tip=s.change))
         t.setVisible(bool(plan.suggestions))

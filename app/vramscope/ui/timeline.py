@@ -144,6 +144,10 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self.update_from(*self._last)
 
     # -- data ---------------------------------------------------------------------
+    def refresh_figures(self, store: Store) -> None:
+        """The legend's figures from the store's latest points (timeline_legend.py)."""
+        self.legend.refresh_figures(store.process_points(self.index))
+
     def update_from(
         self,
         store: Store,
@@ -282,7 +286,10 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             ),
             (CAPACITY, self.capacity_curve, "capacity", None, False),
         ] + entries
-        self.legend.show(entries, hidden, sorted(not_plotted, key=lambda k: k[2]), labels)
+        unit_keys = {} if self.style == PlotStyle.LINES else dict(found)
+        unit_keys[OTHERS] = tuple(k for g in getattr(self.stack, "grouped", ()) for k in unit_keys.get(g, ()))
+        sources = [unit_keys.get(k, (k,) if k in alive else ()) for k, *_rest in entries]
+        self.legend.show(entries, hidden, sorted(not_plotted, key=lambda k: k[2]), labels, sources)
 
         t0 = since if since is not None else (store.first_time or t_end - MIN_SPAN)
         if store.first_time is not None:

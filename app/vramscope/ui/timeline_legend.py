@@ -8,6 +8,8 @@ every add or remove.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 
 import pyqtgraph as pg
@@ -67,8 +69,10 @@ class TimelineLegend:
         theme.colour_legend(self.item, s.TEXT)
         self.more.setText(self.more.text, color=s.MUTED)
 
-    def show(self, entries, hidden: int, not_plotted: list, labels: dict) -> None:
-        """entries: (key, sample item, name, bytes now or None, ended)."""
+    def show(self, entries, hidden: int, not_plotted: list, labels: dict, sources=None) -> None:
+        """entries: (key, sample item, name, bytes now or None, ended); ``sources``: per
+        entry, the process keys whose latest bytes its figure adds up (``refresh_figures``)."""
+        self._shown = (list(entries), hidden, not_plotted, labels, sources)
         rows = [(k, name + (" · ended" if ended else "")) for k, _s, name, _v, ended in entries]
         texts = [legend_text(name, v, ended) for _k, _s, name, v, ended in entries]
         notes = []
@@ -101,6 +105,20 @@ class TimelineLegend:
                 self.item.layout.addItem(self.more, self.item.layout.rowCount(), 0, 1, 2)
             self._note = note
             self.item.updateSize()
+
+    def refresh_figures(self, points: dict) -> None:
+        """The figures again from ``points`` (process key -> (time, bytes): the store's
+        latest), the curves left as drawn: between two redraws of a slow time axis the
+        legend says what the table says at the same instant."""
+        shown = getattr(self, "_shown", None)
+        if shown is None or shown[4] is None:
+            return
+        entries, hidden, not_plotted, labels, sources = shown
+        fresh = []
+        for (k, sample, name, value, ended), keys in zip(entries, sources):
+            got = [points[p][1] for p in keys if p in points and math.isfinite(points[p][1])]
+            fresh.append((k, sample, name, sum(got) if got else value, ended))
+        self.show(fresh, hidden, not_plotted, labels, sources)
 
     def clear(self) -> None:
         self.item.clear()

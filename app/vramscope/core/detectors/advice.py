@@ -92,13 +92,15 @@ def batch_text(cmdline: Sequence[str] | None) -> str:
 
 
 def growing_server_fix(info: ProcessInfo | None) -> str:
-    what = f"`{info.command}`" if info is not None and info.command else "it"
+    """The action first (the alerts list shows a fix's first sentence), then why."""
+    what = f"`{info.command}`" if info is not None and info.command else "It"
     return (
+        "Cap what the server caches and serve under torch.inference_mode() (or no_grad); "
+        "restarting it gives the memory back now. "
         f"{what} is a long-running server: memory that grows request after request is "
         "usually a cache without a bound (embeddings, results, compiled shapes) or tensors "
-        "kept per request. Cap the cache, serve under torch.inference_mode() (or no_grad), "
-        "and pad or bucket inputs to a few sizes so the allocator reuses its blocks; "
-        "restarting it gives the memory back now."
+        "kept per request; padding or bucketing inputs to a few sizes lets the allocator "
+        "reuse its blocks."
     )
 
 

@@ -92,22 +92,22 @@ def process_kind(frame: Frame, proc: GpuProcess) -> str:
 # issues add kinds (a process in another container) by adding an entry.
 SquatterFix = Callable[[GpuProcess], str]
 
-SQUATTER_FIXES: dict[str, SquatterFix] = {
+SQUATTER_FIXES: dict[str, SquatterFix] = {  # the action first: the alerts list shows the first sentence
     TRAINING: lambda proc: (
-        "A finished or crashed previous run may still be holding VRAM. If it has nothing "
-        "left to do, End process; if it waits on purpose, free its tensors (del, then "
-        "torch.cuda.empty_cache() inside it) or mute this alert."
+        "End process if it has nothing left to do. If it waits on purpose, free its tensors "
+        "(del, then torch.cuda.empty_cache() inside it) or mute this alert. A finished or "
+        "crashed previous run may still be holding VRAM."
     ),
     KERNEL: lambda proc: (
-        "A leftover Jupyter kernel keeps every CUDA tensor it created until it exits. Shut it "
-        "down from Jupyter (Kernel > Shut Down in its notebook) so the notebook knows, or End "
-        "process here. If you still need it, `del` the big tensors and call "
+        "Shut it down from Jupyter (Kernel > Shut Down in its notebook) so the notebook "
+        "knows, or End process here. A leftover Jupyter kernel keeps every CUDA tensor it "
+        "created until it exits. If you still need it, `del` the big tensors and call "
         "torch.cuda.empty_cache() in the notebook to hand the cached blocks back."
     ),
     OTHER_USER: lambda proc: (
-        f"This process belongs to {proc.info.user if proc.info and proc.info.user else 'another user'}: "
-        "only its owner (or an administrator) can end it. Ask them to end it or free its "
-        "memory."
+        "Ask its owner to end it or free its memory: this process belongs to "
+        f"{proc.info.user if proc.info and proc.info.user else 'another user'}, and only its "
+        "owner (or an administrator) can end it."
     ),
 }
 

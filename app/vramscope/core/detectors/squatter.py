@@ -8,9 +8,7 @@ Four signs:
 (a) a process holding >= ``squatter_min_bytes`` with 0 % SM for ``idle_minutes``;
 (b) a Jupyter/IPython kernel holding VRAM (idle ``kernel_idle_minutes``);
 (c) a process whose parent exited while it was watched (re-parented to init /
-    a subreaper) and idle, or a zombie. A process first seen as a child of PID 1,
-    systemd, tini, dumb-init or a container's init is a service started that way,
-    not an orphan: it is judged as any idle holder, with a service's fix;
+    a subreaper) and idle, or a zombie;
 (d) memory with no visible owner (see unattributed.py).
 
 One alert per process per GPU, naming every sign that applies. What is never a
@@ -38,8 +36,9 @@ from vramscope.core.detectors.naming import (
     squatter_fix,
 )
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
-from vramscope.core.detectors.stalled import StepClock, clock_text, stalled
+from vramscope.core.detectors.stalled import StepClock, clock_text, job_stalled, stalled
 from vramscope.core.detectors.watching import Watch, watch_if_due
+from vramscope.core.process_groups import job_ranks
 from vramscope.core.samples import (
     ACCESS_DENIED,
     EXITED,
@@ -54,13 +53,18 @@ from vramscope.core.units import fmt_bytes, fmt_duration
 
 NotebookFinder = Callable[[int, str | None], jupyter.NotebookHint]
 KernelActivityLookup = Callable[[str | None], jupyter.KernelActivity | None]
-KERNEL_POLL_SECONDS = 15.0
-SERVICE_FIX = (
-    "It was started as a service (by init, systemd or a container's init), not left "
-    "behind by a crash: if it should not hold the card while idle, stop it through "
-    "what started it (systemctl stop <unit>, docker stop <container>) -- a supervisor "
-    "restarts a process ended by hand."
-)  # ask a Jupyter server about one kernel at most this often
+KERNEL_POLL_SECONDS = 15.0  # ask a Jupyter server about one kernel at most this often
+WORKING_CPU_PERCENT = 50.0  # host CPU over the last pass (100 = one core): working, not idle
+
+
+def working_on_cpu(proc: GpuProcess) -> bool:
+    return proc.cpu_percent is not None and proc.cpu_percent >= WORKING_CPU_PERCENT
+
+
+def _idle(gpu: GpuSample, proc: GpuProcess, settings: DiagnosticSettings, active_pids) -> bool:
+    """Known idle this pass (one rank at work, or not known to be idle, beside an idle one:
+    the idle one is judged alone -- a previous run left behind in the same shell)."""
+    return bool(process_is_idle(proc, gpu, settings, active_pids)) and not working_on_cpu(proc)
 
 
 @dataclass
@@ -115,6 +119,7 @@ class SquatterRule:
         self.watching = watching = []
         reports = {r.pid: r for r in frame.agents if r.connected}
         kernels = {(k.pid, k.start_time): k for k in frame.kernels}
+        jobs = job_ranks(frame)
         for gpu, proc in frame.all_processes():
             if proc.info is not None and proc.info.visibility in (NOT_VISIBLE, ACCESS_DENIED, GHOST):
                 continue  # nothing is known of it here: the unattributed / ghost rules report it
@@ -130,6 +135,8 @@ class SquatterRule:
             if report is not None:
                 st.steps.see(report.step, report, now)
             idle = process_is_idle(proc, gpu, settings, active_pids)
+            if idle and working_on_cpu(proc):
+                idle = False
             if idle:
                 if st.idle_since is None:
                     st.idle_since = now
@@ -139,11 +146,16 @@ class SquatterRule:
                     st.last_active = now
             if kind == KERNEL and gpu.host is None:  # never this machine's servers for another's
                 self._kernel_clock(proc, st, now, settings, kernels.get(proc.identity))
-            alert = self._judge(frame, gpu, proc, kind, st, now, settings)
+            ranks = jobs.get((gpu.host, proc.pid), ()) if kind not in (AGENT, KERNEL, SERVER) else ()
+            job = len(ranks) > 1 and all(_idle(g, r, settings, active_pids) for g, r in ranks)
+            if job:  # a job without the agent whose ranks all stopped together: a stall
+                alert = job_stalled(gpu, proc, tuple(r.pid for _, r in ranks), st.idle_since, now, settings)
+            else:
+                alert = self._judge(frame, gpu, proc, kind, st, now, settings)
             if alert is not None:
                 alerts.append(alert)
             else:
-                watch = _watch(gpu, proc, kind, st, now, settings)
+                watch = _watch(gpu, proc, kind, st, now, settings, job=job)
                 if watch is not None:
                     watching.append(watch)
         forget_stale(self._state, now, settings)
@@ -181,7 +193,7 @@ class SquatterRule:
         act = st.activity
         if act is None:
             return
-        if act.busy:
+        if act.busy or working_on_cpu(proc):  # a long cell, on the GPU or the CPU
             st.idle_since = None
             st.last_active = now
         elif act.last_activity is not None:
@@ -210,7 +222,9 @@ class SquatterRule:
         # nor does init as the parent of a process never seen with another (a service)
         parentless = info is not None and info.parent_alive is False and not zombie
         orphan = parentless and st.parent_seen and kind not in (SERVER, KERNEL)
-        service = parentless and not st.parent_seen
+        if parentless and not st.parent_seen and not zombie and kind != KERNEL:
+            return None  # a service (see the module text): waiting for work is what it does
+        # (a kernel whose Jupyter server is gone is a leftover kernel all the same)
         big = used is not None and used >= settings.squatter_min_bytes
         idle_long = idle_for is not None and idle_for >= settings.idle_minutes * 60
 
@@ -266,11 +280,6 @@ class SquatterRule:
                 f"parent process gone while watched: re-parented to pid {info.ppid} "
                 "(init or a subreaper), as after a crash or a closed terminal"
             )
-        elif service:
-            evidence.append(
-                f"started as a service: its parent is pid {info.ppid} (init, systemd, "
-                "tini, dumb-init or a container's init) since it was first seen"
-            )
         if zombie:
             evidence.append(
                 f"zombie: it has exited but is still listed holding memory "
@@ -303,8 +312,6 @@ class SquatterRule:
         else:
             message = f"{who} holds {mem} with 0 % SM for {fmt_duration(idle_for)}"
             fix = squatter_fix(kind, proc, frame if gpu.host is None else None)
-            if service:
-                fix = SERVICE_FIX + " " + fix
 
         if info is not None and info.container is not None:
             evidence.append(
@@ -343,13 +350,26 @@ class SquatterRule:
 
 
 def _watch(
-    gpu: GpuSample, proc: GpuProcess, kind: str, st: _ProcState, now: float, settings: DiagnosticSettings
+    gpu: GpuSample,
+    proc: GpuProcess,
+    kind: str,
+    st: _ProcState,
+    now: float,
+    settings: DiagnosticSettings,
+    job: bool = False,
 ) -> Watch | None:
     """'idle 3 of 5 min' for a holder on its way to a squatter alert (watching.py)."""
     if kind == SERVER:
         return None  # a server's pool is by design: nothing to wait for
-    if proc.used is not None and proc.used < settings.squatter_min_bytes and kind != KERNEL:
-        return None
+    if kind != KERNEL and (proc.used is None or proc.used < settings.squatter_min_bytes):
+        return None  # below the threshold, or what it holds the driver does not say (graphics)
+    info = proc.info
+    if kind != KERNEL and info is not None and info.parent_alive is False and not st.parent_seen:
+        return None  # a service
+    if job:
+        return watch_if_due(
+            AlertKind.STALLED, gpu, proc, st.idle_since, now, "job idle", settings.idle_minutes * 60
+        )
     if kind == KERNEL:
         return watch_if_due(
             AlertKind.SQUATTER,

@@ -35,6 +35,14 @@ SLOW_STEP_FACTOR = 10.0  # a stall lasts at least this many typical steps
 HANG_FIX_END = "Ending it loses what it did since its last checkpoint."
 
 
+def waits_on(pid: int) -> str:
+    return (
+        f"find what it waits on before ending anything. `py-spy dump --pid {pid}` prints its "
+        "stack: a data loader (workers, a slow disk or network share), a collective waiting "
+        "for another rank (NCCL), a checkpoint write, or a breakpoint/input()."
+    )
+
+
 def clock_text(t: float | None) -> str:
     return "n/a" if t is None else _time.strftime("%H:%M:%S", _time.localtime(t))
 
@@ -94,12 +102,7 @@ def stalled(
     if idle_for is not None and idle_for >= settings.idle_minutes * 60:
         how = "0 % SM"
         evidence = [f"0 % SM since {clock_text(now - idle_for)} (idle {fmt_duration(idle_for)})"]
-        fix = (
-            "The run is alive but has stopped stepping: find what it waits on before ending "
-            f"anything. `py-spy dump --pid {proc.pid}` prints its stack: a data loader "
-            "(workers, a slow disk or network share), a collective waiting for another rank "
-            "(NCCL), a checkpoint write, or a breakpoint/input(). " + HANG_FIX_END
-        )
+        fix = "The run is alive but has stopped stepping: " + waits_on(proc.pid) + " " + HANG_FIX_END
     else:
         unchanged = (now - clock.allocated_since) if clock.allocated_since is not None else None
         if idle_for is not None or unchanged is None or unchanged < need:
@@ -147,4 +150,46 @@ def stalled(
             "idle_seconds": idle_for,
             "sm_busy": idle_for is None,
         },
+    )
+
+
+def job_stalled(
+    gpu: GpuSample,
+    proc: GpuProcess,
+    ranks: tuple[int, ...],
+    idle_since: float | None,
+    now: float,
+    settings: DiagnosticSettings,
+) -> Alert | None:
+    """One process of a job that runs without the agent (process_groups.job_ranks),
+    idle as long as a squatter would be: stalled, to look into -- not a leftover."""
+    used = proc.used
+    if idle_since is None or used is None or used < settings.squatter_min_bytes:
+        return None
+    idle_for = now - idle_since
+    if idle_for < settings.idle_minutes * 60:
+        return None
+    info = proc.info
+    others = ", ".join(str(p) for p in ranks if p != proc.pid)
+    return Alert(
+        kind=AlertKind.STALLED,
+        severity=WARNING,
+        gpu=gpu.index,
+        pid=proc.pid,
+        start_time=proc.identity[1],
+        since=idle_since,
+        message=f"{proc_name(proc, gpu)}, one of {len(ranks)} processes of one job, stalled: "
+        f"0 % SM for {fmt_duration(idle_for)}",
+        evidence=(
+            f"0 % SM since {clock_text(idle_since)} (idle {fmt_duration(idle_for)})",
+            f"its launcher (pid {info.ppid}) is alive and runs {len(ranks)} processes with this "
+            f"command line (also pid {others}): a job's ranks or workers, not a leftover",
+            f"holds {fmt_bytes(used)} on {gpu.label}",
+        ),
+        fix="The job is alive but its GPU work stopped: "
+        + waits_on(proc.pid)
+        + " Under the agent (`vramscope run -- torchrun ...`) its steps are shown. "
+        + HANG_FIX_END,
+        frees=None,
+        data={"ranks": list(ranks), "idle_seconds": idle_for, "sm_busy": False},
     )

@@ -3,15 +3,37 @@ text report, shared by `vramscope plan` and the Planner tab.
 
 Sizes: GiB (2**30) in the window; the command line prints decimal GB beside
 GiB because published figures (model cards, the ZeRO paper's tables) are
-decimal. Values under 0.01 of the unit are said as "< 0.01 GiB", never in
-exponent notation.
+decimal. A size under 1 GiB is said in MiB (``size``; MB beside it), and the
+command line's table is in MB/MiB for a model that small, so a 125M model
+does not read "0.23 GiB". Values under 0.01 of the unit are said as "< 0.01
+MiB", never in exponent notation. Buckets are named as the agents tab names
+them ("optimizer state", never ``optimizer_state``: ``bucket_label``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vramscope.core.units import GB, GiB, NA
+from vramscope.agent.protocol import Bucket
+from vramscope.core.samples import BUCKET_LABELS
+from vramscope.core.units import GB, MB, NA, GiB, MiB
+
+# the planner's bucket keys in words: the agents tab's where it has the bucket
+_BUCKET_WORDS = {
+    "weights": BUCKET_LABELS[Bucket.WEIGHTS],
+    "gradients": BUCKET_LABELS[Bucket.GRADIENTS],
+    "optimizer_state": BUCKET_LABELS[Bucket.OPTIMIZER_STATE],
+    "master_weights": "master weights",
+    "activations": "activations",
+    "kv_cache": "KV cache",
+    "quantization_metadata": "quantization scales",
+    "recurrent_state": "recurrent state",
+}
+
+
+def bucket_label(key: str) -> str:
+    return _BUCKET_WORDS.get(key, key.replace("_", " "))
+
 
 # Common cards by the memory their makers publish (GiB as the driver reports
 # it, rounded): what a plan is judged against when this machine has no GPU.
@@ -49,10 +71,25 @@ def gb_and_gib(n: int | None) -> str:
     return NA if n is None else f"{gb(n)} ({gib(n)})"
 
 
-def signed_gib(n: int) -> str:
-    if n and abs(n) < GiB // 100:
-        return f"{'+' if n > 0 else '-'} under 0.01 GiB"
-    return ("+" if n > 0 else "") + gib(n)
+def size(n: int | None) -> str:
+    """GiB from 1 GiB on, MiB under it: '23.53 GiB', '476.84 MiB'."""
+    if n is not None and abs(n) < GiB:
+        return _fmt(n, MiB, "MiB")
+    return gib(n)
+
+
+def decimal_and_binary(n: int | None) -> str:
+    """'25.27 GB (23.53 GiB)'; '500.00 MB (476.84 MiB)' under 1 GiB."""
+    if n is not None and abs(n) < GiB:
+        return f"{_fmt(n, MB, 'MB')} ({_fmt(n, MiB, 'MiB')})"
+    return gb_and_gib(n)
+
+
+def signed_size(n: int) -> str:
+    """'+1.20 GiB', '-300.00 MiB' (``size``'s units), never '+0.00'."""
+    if n and abs(n) < MiB // 100:
+        return f"{'+' if n > 0 else '-'} under 0.01 MiB"
+    return ("+" if n > 0 else "") + size(n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +109,7 @@ def verdict(plan, gpu_note: str | None = None, ask: str = "give the GPU memory s
         card = smallest_card(need)
         where = f"fits {card}" if card else "larger than any single card: shard it over GPUs"
         why = f" ({gpu_note})" if gpu_note else ""
-        return Verdict(UNKNOWN, f"Needs {gib(need)} per GPU: {where}. No GPU to compare against{why}: {ask}")
+        return Verdict(UNKNOWN, f"Needs {size(need)} per GPU: {where}. No GPU to compare against{why}: {ask}")
     short = [g for g in plan.gpus if not g.fits]
     if not short:
         busy = [g for g in plan.gpus if g.fits_now is False]
@@ -81,54 +118,54 @@ def verdict(plan, gpu_note: str | None = None, ask: str = "give the GPU memory s
                 tight = min((g for g in plan.gpus if g.free is not None), key=lambda g: g.margin_now)
                 return Verdict(
                     FITS,
-                    f"Fits: {gib(need)} per GPU, {gib(tight.margin_now)} to "
-                    f"spare now on {tight.name} ({gib(tight.free)} free of "
-                    f"{gib(tight.total)})",
+                    f"Fits: {size(need)} per GPU, {size(tight.margin_now)} to "
+                    f"spare now on {tight.name} ({size(tight.free)} free of "
+                    f"{size(tight.total)})",
                 )
             tight = min(plan.gpus, key=lambda g: g.margin)
             return Verdict(
                 FITS,
-                f"Fits: {gib(need)} per GPU, {gib(tight.margin)} to spare on "
-                f"{tight.name} ({gib(tight.total)})",
+                f"Fits: {size(need)} per GPU, {size(tight.margin)} to spare on "
+                f"{tight.name} ({size(tight.total)})",
             )
         if len(busy) < len(plan.gpus):
             ready = max(
                 (g for g in plan.gpus if g not in busy),
                 key=lambda g: g.margin if g.free is None else g.margin_now,
             )
-            free = f" ({gib(ready.free)} free)" if ready.free is not None else ""
+            free = f" ({size(ready.free)} free)" if ready.free is not None else ""
             names = ", ".join(g.name for g in busy)
             return Verdict(
                 FITS,
-                f"Fits now on {ready.name}{free}: {gib(need)} per GPU; on "
+                f"Fits now on {ready.name}{free}: {size(need)} per GPU; on "
                 f"{names} only once memory is freed ({now_text(busy[0], 1)})",
             )
         most = max(busy, key=lambda g: g.free)
         return Verdict(
             NOT_NOW,
-            f"Fits on an empty card; does not fit now: needs {gib(need)} "
+            f"Fits on an empty card; does not fit now: needs {size(need)} "
             f"per GPU, {most.name} has {now_text(most, 1)}",
         )
     worst = min(short, key=lambda g: g.margin)
     names = ", ".join(g.name for g in short)
     return Verdict(
         SHORT,
-        f"Does not fit on {names}: needs {gib(need)} per GPU, short by "
-        f"{gib(-worst.margin)} on {worst.name} ({gib(worst.total)})",
+        f"Does not fit on {names}: needs {size(need)} per GPU, short by "
+        f"{size(-worst.margin)} on {worst.name} ({size(worst.total)})",
     )
 
 
 def now_text(g, holders: int | None = None) -> str:
     """'2.60 GiB free, train.py (23812) holds 14.30 GiB' (the first ``holders``, or all)."""
-    held = "".join(f", {who} holds {gib(n)}" for who, n in g.holders[:holders])
-    return f"{gib(g.free)} free{held}"
+    held = "".join(f", {who} holds {size(n)}" for who, n in g.holders[:holders])
+    return f"{size(g.free)} free{held}"
 
 
 def gpu_line(plan, g) -> str:
     text = (
-        f"fits, {gb_and_gib(g.margin)} to spare"
+        f"fits, {decimal_and_binary(g.margin)} to spare"
         if g.fits
-        else f"does NOT fit: short by {gb_and_gib(-g.margin)}"
+        else f"does NOT fit: short by {decimal_and_binary(-g.margin)}"
     )
     if g.free is not None:
         text += "; now " + ("fits in" if g.fits_now else "does not fit in") + " " + now_text(g)
@@ -163,27 +200,38 @@ def render_text(
         lines.append(f"  assumed: {note}")
     lines.append(f"  {plan.layout}")
     lines.append("")
-    head = f"{'bucket (per GPU)':<24}{'bytes':>18}{'GB (10^9)':>14}{'GiB (2^30)':>14}"
+    small = max([plan.total, *(v for _, v in plan.host_buckets)]) < GiB  # in MB/MiB, not 0.23 GiB
+    dec, binary = ((MB, "MB"), (MiB, "MiB")) if small else ((GB, "GB"), (GiB, "GiB"))
+    names = [bucket_label(n) for n, _ in plan.buckets] + [
+        f"host RAM: {bucket_label(n)}" for n, _ in plan.host_buckets
+    ]
+    width = max([24, *(len(n) + 2 for n in names)])
+    head = (
+        f"{'bucket (per GPU)':<{width}}{'bytes':>18}"
+        f"{dec[1] + (' (10^6)' if small else ' (10^9)'):>14}{binary[1] + (' (2^20)' if small else ' (2^30)'):>14}"
+    )
     lines.append(head)
     lines.append("-" * len(head))
 
     def row(name, value):
-        lines.append(f"{name:<24}{value:>18,}{gb(value):>14}{gib(value):>14}")
+        lines.append(
+            f"{name:<{width}}{value:>18,}{_fmt(value, dec[0], dec[1]):>14}{_fmt(value, binary[0], binary[1]):>14}"
+        )
 
     for name, value in plan.buckets:
-        row(name, value)
+        row(bucket_label(name), value)
     lines.append("-" * len(head))
     row("total per GPU", plan.per_gpu_total)
     if plan.total != plan.per_gpu_total:
         row("total, all GPUs", plan.total)
     for name, value in plan.host_buckets:
-        row("host RAM: " + name, value)
+        row("host RAM: " + bucket_label(name), value)
     if plan.kv_bytes_per_token:
         lines.append("")
         lines.append(
             f"KV cache: {plan.kv_bytes_per_token:,} B per token ({plan.kv_dtype})"
             + (
-                f"; {gb_and_gib(plan.kv_bytes_per_conversation)} per "
+                f"; {decimal_and_binary(plan.kv_bytes_per_conversation)} per "
                 f"{plan.context:,}-token conversation" + (" with its recurrent state" if shape.state else "")
                 if plan.kv_bytes_per_conversation
                 else ""
@@ -192,21 +240,23 @@ def render_text(
     lines.append("")
     lines.append(verdict(plan, gpu_note, ask).text)
     for g in plan.gpus:
-        lines.append(f"  {g.name}, {gib(g.total)} ({gb(g.total)}): {gpu_line(plan, g)}")
+        lines.append(f"  {g.name}, {size(g.total)} ({gb(g.total)}): {gpu_line(plan, g)}")
     if plan.suggestions:
         lines.append("")
         how = "each adds to the ones above" if plan.suggestions_cumulative else "each on its own"
         target = next(g for g in plan.gpus if g.name == plan.suggestions_target)
         lines.append(
-            f"What would make it fit on {target.name} ({gib(target.total)}), least damaging first ({how}):"
+            f"What would make it fit on {target.name} ({size(target.total)}), least damaging first ({how}):"
         )
         for i, s in enumerate(plan.suggestions, 1):
             verdict_text = "fits" if s.fits else "still does not fit"
-            lines.append(f"  {i}. {s.change}\n     -> {gb_and_gib(s.per_gpu_total)} per GPU, {verdict_text}")
+            lines.append(
+                f"  {i}. {s.change}\n     -> {decimal_and_binary(s.per_gpu_total)} per GPU, {verdict_text}"
+            )
     lines.append("")
     lines.append("Why each bucket:")
     for name, text in plan.explanations:
-        lines.append(f"  {name}: {text}")
+        lines.append(f"  {bucket_label(name)}: {text}")
     if plan.notes:
         lines.append("")
         for note in plan.notes:

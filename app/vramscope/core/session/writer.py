@@ -217,6 +217,13 @@ class SessionWriter:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:  # the -wal file stays; SQLite reads it next time
                 log.warning("session %s: checkpoint failed: %s", self.path, exc)
+            try:
+                # back to a rollback journal: a closed session is one file, and a reader's
+                # read-only connection makes no -wal and -shm beside it (a WAL database's
+                # readers need both: https://www.sqlite.org/wal.html#readonly)
+                self._db.execute("PRAGMA journal_mode=DELETE")
+            except sqlite3.Error as exc:  # a reader still has it open: it stays in WAL mode
+                log.info("session %s stays in WAL mode: %s", self.path, exc)
             finally:
                 self._closed = True
                 try:
