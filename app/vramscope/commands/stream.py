@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import threading
+import time
 
 from vramscope.agent import json_limits
 from vramscope.commands.common import add_host_arguments, add_source_arguments
@@ -237,8 +238,29 @@ def run_stream(
     reader.start()
     if look is not None:  # before the first pass: its processes take long on a big box
         look.send(writer.send)
-    runner.run(monitor, [writer], stop, passes=count)
+    story = (lambda: story_so_far(monitor, source, interval)) if look is not None and count is None else None
+    runner.run(monitor, [writer], stop, passes=count, before=story)
     return 0
+
+
+STORY_CAP = 900.0  # seconds of a simulated machine's past the window's sampler sends at its start
+
+
+def story_so_far(monitor, source, interval: float) -> None:
+    """The window's demo starts partway through its story (sources/choose.py
+    DEMO_PARTWAY): its sampler samples the simulated machine's past at once, so
+    the window opens on the story so far -- plots with their history, the rules
+    having watched the idle processes long enough to raise their alerts -- as a
+    real machine's window does after minutes. Only a simulated source has a past
+    to sample; a real one starts now."""
+    start = getattr(source, "start_time", None)
+    if not getattr(source, "simulated", False) or start is None:
+        return
+    now = time.time()
+    t = max(start, now - STORY_CAP)
+    while t < now - interval:
+        monitor.pipeline.sampler.sample_once(t)
+        t += interval
 
 
 def run(args) -> int:

@@ -72,13 +72,18 @@ def run(
     *,
     duration: float | None = None,
     passes: int | None = None,
+    before=None,
 ) -> Frame | None:
     """Sample through ``monitor`` (core/monitor.py) into ``sinks`` until ``stop`` is set,
     ``duration`` seconds have passed or ``passes`` frames were handed out; then stop
     sampling (the current pass finishes), close the monitor and each sink's ``close``.
-    Returns the last frame handed to the sinks (None if none was)."""
+    Returns the last frame handed to the sinks (None if none was). ``before()``: run
+    once the sinks are subscribed, before the sampler starts (the window's demo
+    story so far, commands/stream.py)."""
     feed = _Feed(sinks, stop, passes)
     monitor.pipeline.subscribe(feed, STAGE_RECORDER)
+    if before is not None:
+        before()
     started = time.monotonic()
     monitor.pipeline.start()
     try:

@@ -21,6 +21,8 @@ SHOWN = "shown.json"
 
 
 def slug(title: str) -> str:
+    """A tab's file name: "Alerts (4)" -> "alerts" (the count changes, the name does not)."""
+    title = re.sub(r"\s*\(\d+\)\s*$", "", title)
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "tab"
 
 
@@ -74,7 +76,7 @@ def what_it_shows(window) -> dict:
                     }
                 )
     return {
-        "tabs": [window.tabs.tabText(i) for i in range(window.tabs.count())],
+        "tabs": [re.sub(r"\s*\(\d+\)\s*$", "", window.tabs.tabText(i)) for i in range(window.tabs.count())],
         "agents": agents,
         "table_rows": window.table.model.rowCount(),
         "alerts": [a.title for a in panels.alerts.alerts()] if panels is not None else [],
