@@ -8,6 +8,7 @@
     vramscope run -- python train.py start a script with the PyTorch agent on
     vramscope stream                 frames on stdout, for `vramscope --host` over ssh
     vramscope sites PID --steps N    allocation sites of a running agent (CUDA)
+    vramscope snapshot FILE [FILE2]  a PyTorch memory snapshot summarised (or two compared)
 
 Each subcommand lives in ``vramscope.commands.<name>`` with ``add_arguments``
 and ``run``; modules are imported only when their command runs (except for
@@ -32,6 +33,7 @@ COMMANDS = {
     "desktop": "add vramscope to your desktop menu (install / uninstall / show)",
     "stream": "write this machine's frames to stdout (what `vramscope --host` runs over ssh)",
     "sites": "record allocation sites in a running agent for N steps (CUDA)",
+    "snapshot": "summarise a PyTorch memory snapshot pickle (peak, stacks, OOMs; no code run)",
 }
 
 

@@ -1,0 +1,267 @@
+"""A snapshot as columns: per device the trace as numpy arrays, frames and stacks interned.
+
+A trace entry (``TraceEntry`` in ``torch.cuda.memory._snapshot``'s docs)
+becomes one row: time (``time_us``; the entry's number where an older
+PyTorch wrote none), action code, address, size, stream and the id of its
+stack. Frames (``Frame``: filename, line, name) are interned once; a stack
+is a tuple of frame ids, innermost first as PyTorch writes them, interned
+once. The C++ snapshot shares one dict per distinct frame, so a stack is
+first looked up by the identities of its frame dicts (cheap) and only then
+by content.
+
+Fields this version does not know -- a newer PyTorch's -- are kept, never
+fatal: top-level keys in ``extra``, an entry's other fields (an OOM's
+``device_free``, a ``pool_id`` other than the default, a non-empty
+``compile_context`` or ``user_metadata``, anything new) sparsely by row in
+``DeviceTrace.other``, a frame's other fields (the FX ones) in
+``Stacks.frame_extra``, an unknown action under its own code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from array import array
+
+import numpy as np
+
+from vramscope.core.snapshot.safe_load import SnapshotError
+
+ALLOC, FREE_REQUESTED, FREE_COMPLETED = "alloc", "free_requested", "free_completed"
+SEGMENT_ALLOC, SEGMENT_FREE = "segment_alloc", "segment_free"
+SEGMENT_MAP, SEGMENT_UNMAP = "segment_map", "segment_unmap"
+OOM, SNAPSHOT = "oom", "snapshot"
+ACTIONS = (
+    ALLOC,
+    FREE_REQUESTED,
+    FREE_COMPLETED,
+    SEGMENT_ALLOC,
+    SEGMENT_FREE,
+    SEGMENT_MAP,
+    SEGMENT_UNMAP,
+    SNAPSHOT,
+    OOM,
+)
+COLUMN_FIELDS = frozenset(("action", "addr", "size", "stream", "time_us", "frames"))
+DEFAULT_POOL = (0, 0)
+NO_STACK = -1
+KNOWN_TOP = frozenset(("segments", "device_traces", "allocator_settings", "external_annotations"))
+
+
+def _bad(what: str) -> SnapshotError:
+    return SnapshotError(f"not a PyTorch memory snapshot: {what}")
+
+
+class Stacks:
+    """Frames and stacks, each interned once."""
+
+    def __init__(self):
+        self.frames: list[tuple[str, int | None, str]] = []
+        self.frame_extra: dict[int, dict] = {}
+        self.stacks: list[tuple[int, ...]] = [()]  # stack 0: no frames
+        self._frame_ids: dict = {}
+        self._stack_ids: dict = {(): 0}
+        self._by_identity: dict = {}  # tuple of id(frame dict) -> stack id, while one load runs
+
+    def frame(self, d) -> int:
+        if type(d) is not dict:
+            raise _bad(f"a frame is a {type(d).__name__}, not a dict")
+        extra = {k: v for k, v in d.items() if k not in ("filename", "line", "name")}
+        key = (str(d.get("filename", "")), d.get("line"), str(d.get("name", "")))
+        full = (key, repr(sorted(extra.items()))) if extra else key
+        got = self._frame_ids.get(full)
+        if got is None:
+            got = self._frame_ids[full] = len(self.frames)
+            self.frames.append(key)
+            if extra:
+                self.frame_extra[got] = extra
+        return got
+
+    def stack(self, frames) -> int:
+        """The stack id of a list of frame dicts (interned)."""
+        if not frames:
+            return 0
+        ids = tuple(map(id, frames))
+        got = self._by_identity.get(ids)
+        if got is not None:
+            return got
+        if type(frames) not in (list, tuple):
+            raise _bad(f"frames is a {type(frames).__name__}, not a list")
+        content = tuple(self.frame(f) for f in frames)
+        got = self._stack_ids.get(content)
+        if got is None:
+            got = self._stack_ids[content] = len(self.stacks)
+            self.stacks.append(content)
+        self._by_identity[ids] = got
+        return got
+
+    def done_loading(self) -> None:
+        """Forget identities (they are valid only while the loaded objects live)."""
+        self._by_identity = {}
+
+    def frames_of(self, stack: int) -> list[tuple[str, int | None, str]]:
+        return [self.frames[i] for i in self.stacks[stack]] if stack >= 0 else []
+
+    def key_of(self, stack: int) -> tuple:
+        """The stack by content (comparable across files)."""
+        return tuple(self.frames_of(stack))
+
+
+@dataclasses.dataclass
+class DeviceTrace:
+    """One device's trace, a row per entry."""
+
+    time_us: np.ndarray  # int64
+    action: np.ndarray  # int16: index into Snapshot.actions
+    addr: np.ndarray  # int64
+    size: np.ndarray  # int64
+    stream: np.ndarray  # int64
+    stack: np.ndarray  # int32
+    other: dict[int, dict]  # row -> the entry's other fields
+    timestamps: bool  # False: an older PyTorch wrote no time_us; times are entry numbers
+
+    def __len__(self) -> int:
+        return len(self.time_us)
+
+
+@dataclasses.dataclass
+class Snapshot:
+    segments: list[dict]  # the Segment dicts; each block's frames replaced by its "stack" id
+    traces: list[DeviceTrace]  # by device index
+    stacks: Stacks
+    actions: list[str]  # action code -> name (PyTorch's, then unknown ones as met)
+    extra: dict  # top-level keys other than segments and device_traces
+    unknown_fields: list[str]  # names of fields this version does not know, for the reader
+
+    def devices(self) -> list[int]:
+        used = {i for i, t in enumerate(self.traces) if len(t)}
+        for seg in self.segments:
+            dev = seg.get("device")
+            if isinstance(dev, int):
+                used.add(dev)
+        return sorted(used)
+
+    def trace(self, device: int) -> DeviceTrace:
+        return self.traces[device] if 0 <= device < len(self.traces) else empty_trace()
+
+    def device_segments(self, device: int) -> list[dict]:
+        return [s for s in self.segments if s.get("device", 0) == device]
+
+
+def empty_trace() -> DeviceTrace:
+    z = np.zeros(0, dtype=np.int64)
+    return DeviceTrace(z, z.astype(np.int16), z, z, z, z.astype(np.int32), {}, True)
+
+
+def _int(v, what: str) -> int:
+    if type(v) is int or type(v) is bool:
+        return int(v)
+    if v is None:
+        return 0
+    raise _bad(f"{what} is a {type(v).__name__}, not a number")
+
+
+def _keep(key: str, value) -> bool:
+    """An entry's non-column field worth keeping (a default value is not kept per row)."""
+    if key == "pool_id":
+        return tuple(value) != DEFAULT_POOL if isinstance(value, (list, tuple)) else value is not None
+    return value not in (None, "", [], {}, ())
+
+
+class _Builder:
+    def __init__(self):
+        self.stacks = Stacks()
+        self.actions = list(ACTIONS)
+        self.codes = {a: i for i, a in enumerate(ACTIONS)}
+        self.unknown: set[str] = set()
+
+    def trace(self, entries) -> DeviceTrace:
+        if type(entries) is not list:
+            raise _bad(f"a device trace is a {type(entries).__name__}, not a list")
+        times, acts, addrs, sizes, streams, stacks = (array("q") for _ in range(6))
+        other: dict[int, dict] = {}
+        codes, stack_of = self.codes, self.stacks.stack
+        timestamps = True
+        for i, e in enumerate(entries):
+            if type(e) is not dict:
+                raise _bad(f"trace entry {i} is a {type(e).__name__}, not a dict")
+            action = e.get("action")
+            code = codes.get(action)
+            if code is None:
+                code = self._new_action(action)
+            t = e.get("time_us")
+            if t is None:
+                t, timestamps = i, False
+            try:
+                times.append(t)
+                addrs.append(e.get("addr") or 0)
+                sizes.append(e.get("size") or 0)
+                streams.append(e.get("stream") or 0)
+            except (TypeError, OverflowError):
+                raise _bad(f"trace entry {i} has a field that is not a 64-bit number") from None
+            acts.append(code)
+            stacks.append(stack_of(e.get("frames")))
+            if len(e) > 6 or not COLUMN_FIELDS.issuperset(e):
+                kept = {k: v for k, v in e.items() if k not in COLUMN_FIELDS and _keep(k, v)}
+                if kept:
+                    other[i] = kept
+        for fields in other.values():
+            self.unknown.update(k for k in fields if k not in KNOWN_ENTRY_FIELDS)
+        return DeviceTrace(
+            np.frombuffer(times, dtype=np.int64),
+            np.frombuffer(acts, dtype=np.int64).astype(np.int16),
+            np.frombuffer(addrs, dtype=np.int64),
+            np.frombuffer(sizes, dtype=np.int64),
+            np.frombuffer(streams, dtype=np.int64),
+            np.frombuffer(stacks, dtype=np.int64).astype(np.int32),
+            other,
+            timestamps,
+        )
+
+    def _new_action(self, action) -> int:
+        name = action if isinstance(action, str) else repr(action)
+        code = self.codes.get(name)
+        if code is None:
+            code = self.codes[name] = len(self.actions)
+            self.actions.append(name)
+            self.unknown.add(f"action {name!r}")
+        if len(self.actions) > 1000:
+            raise _bad("more than a thousand different trace actions")
+        return code
+
+    def segment(self, seg, index: int) -> dict:
+        if type(seg) is not dict:
+            raise _bad(f"segment {index} is a {type(seg).__name__}, not a dict")
+        out = dict(seg)
+        blocks = seg.get("blocks") or []
+        if type(blocks) is not list:
+            raise _bad(f"segment {index}'s blocks are not a list")
+        out["blocks"] = []
+        for b in blocks:
+            if type(b) is not dict:
+                raise _bad(f"a block of segment {index} is not a dict")
+            nb = {k: v for k, v in b.items() if k != "frames"}
+            nb["stack"] = self.stacks.stack(b.get("frames"))
+            out["blocks"].append(nb)
+        return out
+
+
+KNOWN_ENTRY_FIELDS = frozenset(("device_free", "pool_id", "compile_context", "user_metadata"))
+
+
+def from_object(obj) -> Snapshot:
+    """The columns of an unpickled snapshot (``obj`` may be dropped afterwards)."""
+    if type(obj) is not dict:
+        raise _bad(f"the pickle holds a {type(obj).__name__}, not a dict")
+    if "segments" not in obj and "device_traces" not in obj:
+        raise _bad("no 'segments' and no 'device_traces' in it")
+    b = _Builder()
+    segments = obj.get("segments") or []
+    traces = obj.get("device_traces") or []
+    if type(segments) is not list or type(traces) is not list:
+        raise _bad("'segments' or 'device_traces' is not a list")
+    out_traces = [b.trace(t) for t in traces]
+    out_segments = [b.segment(s, i) for i, s in enumerate(segments)]
+    b.stacks.done_loading()
+    extra = {k: v for k, v in obj.items() if k not in ("segments", "device_traces")}
+    unknown = sorted(b.unknown | {f"top-level {k!r}" for k in extra if k not in KNOWN_TOP})
+    return Snapshot(out_segments, out_traces, b.stacks, b.actions, extra, unknown)
