@@ -23,7 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="the summary as JSON")
     p.add_argument("--device", type=non_negative(int), default=None, metavar="N", help="only device N")
     p.add_argument(
-        "--at", type=non_negative(int), default=None, metavar="TIME_US", help="also what was alive at this time"
+        "--at",
+        type=non_negative(int),
+        default=None,
+        metavar="TIME_US",
+        help="also what was alive at this time",
     )
     p.add_argument("--top", type=positive(int), default=10, metavar="N", help="stacks listed (default 10)")
 
@@ -56,7 +60,11 @@ def run(args) -> int:
     if args.json:
         out = {"file": args.path, **first}
         if second is not None:
-            out = {"a": out, "b": {"file": args.path2, **second}, "difference": summary.compare(first, second)}
+            out = {
+                "a": out,
+                "b": {"file": args.path2, **second},
+                "difference": summary.compare(first, second),
+            }
         print(json_text.dumps(out, indent=1))
         return 0
     from vramscope.commands.snapshot_text import comparison_lines, summary_lines

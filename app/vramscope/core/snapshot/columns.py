@@ -236,10 +236,15 @@ class _Builder:
         if type(blocks) is not list:
             raise _bad(f"segment {index}'s blocks are not a list")
         out["blocks"] = []
+        offset = _int(seg.get("address"), "a segment's address")
         for b in blocks:
             if type(b) is not dict:
                 raise _bad(f"a block of segment {index} is not a dict")
             nb = {k: v for k, v in b.items() if k != "frames"}
+            # blocks lie one after another from the segment's address; a snapshot made by
+            # torch.cuda._memory_viz._profile_to_snapshot gives no block address
+            nb.setdefault("address", offset)
+            offset = _int(nb["address"], "a block's address") + _int(nb.get("size"), "a block's size")
             nb["stack"] = self.stacks.stack(b.get("frames"))
             out["blocks"].append(nb)
         return out

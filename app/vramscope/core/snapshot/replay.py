@@ -77,8 +77,20 @@ def _intervals(trace: C.DeviceTrace, open_code: int, close_code: int, initial_bl
     ba = np.array([b[0] for b in before], dtype=np.int64)
     parts = [
         (opens, closes, trace.size[opens], trace.stack[opens], trace.addr[opens]),
-        (still_open, np.full(len(still_open), n), trace.size[still_open], trace.stack[still_open], trace.addr[still_open]),
-        (np.full(len(orphans), START), orphans, trace.size[orphans], trace.stack[orphans], trace.addr[orphans]),
+        (
+            still_open,
+            np.full(len(still_open), n),
+            trace.size[still_open],
+            trace.stack[still_open],
+            trace.addr[still_open],
+        ),
+        (
+            np.full(len(orphans), START),
+            orphans,
+            trace.size[orphans],
+            trace.stack[orphans],
+            trace.addr[orphans],
+        ),
         (
             np.full(len(before), START),
             np.full(len(before), n),

@@ -95,8 +95,10 @@ def load(path, on_progress=None, cancelled=None):
         gc.disable()  # millions of new containers, none of them garbage: no collections meanwhile
         try:
             return RefusingUnpickler(reader).load()
-        except (SnapshotError, Cancelled):
+        except Cancelled:
             raise
+        except SnapshotError as exc:
+            raise SnapshotError(f"{path}: {exc}") from None
         except EOFError:
             raise SnapshotError(f"{path} is truncated (the pickle ends before its last object)") from None
         except MemoryError:
