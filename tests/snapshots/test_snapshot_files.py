@@ -147,7 +147,7 @@ def test_a_corrupt_length_is_said_in_one_line(tmp_path):
         (pickle.dumps({"model": "weights"}, protocol=4), "no 'segments' and no 'device_traces'"),
         (
             pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "addr": "x"}]]}, protocol=4),
-            "not a 64-bit number",
+            "not a 64-bit whole number",
         ),
         (pickle.dumps({"segments": "nope"}, protocol=4), "is not a list"),
     ],

@@ -6,8 +6,9 @@ PyTorch wrote none), action code, address, size, stream and the id of its
 stack. Frames (``Frame``: filename, line, name) are interned once; a stack
 is a tuple of frame ids, innermost first as PyTorch writes them, interned
 once. The C++ snapshot shares one dict per distinct frame, so a stack is
-first looked up by the identities of its frame dicts (cheap) and only then
-by content.
+first looked up by the identities of its first and last frame dicts and its
+length, confirmed by comparing the lists (identical elements compare at C
+speed), and only then interned by content.
 
 Fields this version does not know -- a newer PyTorch's -- are kept, never
 fatal: top-level keys in ``extra``, an entry's other fields (an OOM's
@@ -20,10 +21,9 @@ fatal: top-level keys in ``extra``, an entry's other fields (an OOM's
 from __future__ import annotations
 
 import dataclasses
-from array import array
-
 import numpy as np
 
+from vramscope.core.snapshot.pairing import pair
 from vramscope.core.snapshot.safe_load import SnapshotError
 
 ALLOC, FREE_REQUESTED, FREE_COMPLETED = "alloc", "free_requested", "free_completed"
@@ -60,7 +60,9 @@ class Stacks:
         self.stacks: list[tuple[int, ...]] = [()]  # stack 0: no frames
         self._frame_ids: dict = {}
         self._stack_ids: dict = {(): 0}
-        self._by_identity: dict = {}  # tuple of id(frame dict) -> stack id, while one load runs
+        # (id of the first frame dict, id of the last, length) -> (a frames list, its stack id),
+        # while the unpickled objects live: a stack seen again is found without hashing it
+        self._by_identity: dict = {}
 
     def frame(self, d) -> int:
         if type(d) is not dict:
@@ -80,18 +82,18 @@ class Stacks:
         """The stack id of a list of frame dicts (interned)."""
         if not frames:
             return 0
-        ids = tuple(map(id, frames))
-        got = self._by_identity.get(ids)
-        if got is not None:
-            return got
         if type(frames) not in (list, tuple):
             raise _bad(f"frames is a {type(frames).__name__}, not a list")
+        key = (id(frames[0]), id(frames[-1]), len(frames))
+        rep = self._by_identity.get(key)
+        if rep is not None and rep[0] == frames:  # the same frame dicts (or equal ones)
+            return rep[1]
         content = tuple(self.frame(f) for f in frames)
         got = self._stack_ids.get(content)
         if got is None:
             got = self._stack_ids[content] = len(self.stacks)
             self.stacks.append(content)
-        self._by_identity[ids] = got
+        self._by_identity[key] = (frames, got)
         return got
 
     def done_loading(self) -> None:
@@ -175,47 +177,64 @@ class _Builder:
         self.unknown: set[str] = set()
 
     def trace(self, entries) -> DeviceTrace:
+        """One device's entries as columns: one comprehension per column (C-speed loops
+        over the list), the stacks looked up by frame identities, the misses interned."""
         if type(entries) is not list:
             raise _bad(f"a device trace is a {type(entries).__name__}, not a list")
-        times, acts, addrs, sizes, streams, stacks = (array("q") for _ in range(6))
+        bad = next((i for i, e in enumerate(entries) if type(e) is not dict), None)
+        if bad is not None:
+            raise _bad(f"trace entry {bad} is a {type(entries[bad]).__name__}, not a dict")
+        codes = self.codes
+        acts = [codes.get(e.get("action"), -1) for e in entries]
+        for i in [i for i, c in enumerate(acts) if c < 0]:
+            acts[i] = self._new_action(entries[i].get("action"))
+        times = [e.get("time_us") for e in entries]
+        timestamps = None not in times
+        if not timestamps:  # an older PyTorch: the entry's number stands for its time
+            times = [i if t is None else t for i, t in enumerate(times)]
+        columns = [self._ints(times, "time_us")]
+        del times
+        for key in ("addr", "size", "stream"):
+            columns.append(self._ints([e.get(key) or 0 for e in entries], key))
+        act = np.array(acts, dtype=np.int16)
+        columns.append(self._stacks(entries, act, columns[1]))
         other: dict[int, dict] = {}
-        codes, stack_of = self.codes, self.stacks.stack
-        timestamps = True
-        for i, e in enumerate(entries):
-            if type(e) is not dict:
-                raise _bad(f"trace entry {i} is a {type(e).__name__}, not a dict")
-            action = e.get("action")
-            code = codes.get(action)
-            if code is None:
-                code = self._new_action(action)
-            t = e.get("time_us")
-            if t is None:
-                t, timestamps = i, False
-            try:
-                times.append(t)
-                addrs.append(e.get("addr") or 0)
-                sizes.append(e.get("size") or 0)
-                streams.append(e.get("stream") or 0)
-            except (TypeError, OverflowError):
-                raise _bad(f"trace entry {i} has a field that is not a 64-bit number") from None
-            acts.append(code)
-            stacks.append(stack_of(e.get("frames")))
-            if len(e) > 6 or not COLUMN_FIELDS.issuperset(e):
-                kept = {k: v for k, v in e.items() if k not in COLUMN_FIELDS and _keep(k, v)}
-                if kept:
-                    other[i] = kept
-        for fields in other.values():
-            self.unknown.update(k for k in fields if k not in KNOWN_ENTRY_FIELDS)
-        return DeviceTrace(
-            np.frombuffer(times, dtype=np.int64),
-            np.frombuffer(acts, dtype=np.int64).astype(np.int16),
-            np.frombuffer(addrs, dtype=np.int64),
-            np.frombuffer(sizes, dtype=np.int64),
-            np.frombuffer(streams, dtype=np.int64),
-            np.frombuffer(stacks, dtype=np.int64).astype(np.int32),
-            other,
-            timestamps,
-        )
+        for i in [i for i, e in enumerate(entries) if e.keys() != COLUMN_FIELDS]:
+            kept = {k: v for k, v in entries[i].items() if k not in COLUMN_FIELDS and _keep(k, v)}
+            if kept:
+                other[i] = kept
+                self.unknown.update(k for k in kept if k not in KNOWN_ENTRY_FIELDS)
+        t, addr, size, stream, stack = columns
+        return DeviceTrace(t, act, addr, size, stream, stack, other, timestamps)
+
+    @staticmethod
+    def _ints(values: list, key: str) -> np.ndarray:
+        try:
+            return np.array(values, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise _bad(f"a trace entry's {key} is not a 64-bit whole number") from None
+
+    def _stacks(self, entries: list, act: np.ndarray, addr: np.ndarray) -> np.ndarray:
+        """Stack ids of the entries whose stack is shown: allocations, frees of memory
+        allocated before the trace, OOMs; 0 for the others (a free's own stack, where it
+        was asked, is not kept: nothing here shows it, and frees are two thirds of a trace)."""
+        codes = self.codes
+        _opens, _closes, orphans, _open = pair(act, addr, codes[ALLOC], codes[FREE_COMPLETED])
+        rows = np.flatnonzero((act == codes[ALLOC]) | (act == codes[OOM]))
+        rows = np.union1d(rows, orphans).tolist()
+        reps = self.stacks._by_identity  # (id first, id last, length) -> (frames list, stack id)
+        found = [
+            (r[1] if (r := reps.get((id(f[0]), id(f[-1]), len(f)))) is not None and r[0] == f else -2)
+            if type(f := entries[i].get("frames")) is list and f
+            else -2
+            for i in rows
+        ]
+        out = np.zeros(len(entries), dtype=np.int32)
+        stack_of = self.stacks.stack
+        for j in [j for j, k in enumerate(found) if k == -2]:
+            found[j] = stack_of(entries[rows[j]].get("frames"))
+        out[rows] = found
+        return out
 
     def _new_action(self, action) -> int:
         name = action if isinstance(action, str) else repr(action)
