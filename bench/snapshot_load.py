@@ -130,16 +130,27 @@ def generate(events: int, frames: tuple[int, int], seed: int = 1) -> dict:
         {"address": a, "size": s, "requested_size": s, "state": "active_allocated", "frames": list(k)}
         for a, s, k in alive
     ]
-    segments = [
-        {"device": 0, "address": b["address"], "total_size": b["size"], "stream": 0, "segment_type": "large",
-         "segment_pool_id": (0, 0), "allocated_size": b["size"], "active_size": b["size"], "blocks": [b]}
-        for b in blocks
-    ]  # fmt: skip
+    blocks.sort(key=lambda b: b["address"])
+    segments = [_segment(blocks[i : i + 64]) for i in range(0, len(blocks), 64)]
     return {
         "segments": segments,
         "device_traces": [trace],
         "allocator_settings": {"expandable_segments": False},
     }
+
+
+def _segment(blocks: list[dict]) -> dict:
+    """One segment holding ``blocks`` (address order), the gaps between them free."""
+    out, offset = [], blocks[0]["address"]
+    for b in blocks:
+        if b["address"] > offset:
+            out.append({"address": offset, "size": b["address"] - offset, "requested_size": 0, "state": "inactive", "frames": []})
+        out.append(b)
+        offset = b["address"] + b["size"]
+    allocated = sum(b["size"] for b in blocks)
+    return {"device": 0, "address": blocks[0]["address"], "total_size": offset - blocks[0]["address"], "stream": 0,
+            "segment_type": "large", "segment_pool_id": (0, 0), "allocated_size": allocated,
+            "active_size": allocated, "blocks": out}  # fmt: skip
 
 
 def measure(argv: list[str]) -> tuple[float, int, int]:

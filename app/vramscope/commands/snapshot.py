@@ -67,12 +67,18 @@ def run(args) -> int:
             }
         print(json_text.dumps(out, indent=1))
         return 0
-    from vramscope.commands.snapshot_text import comparison_lines, summary_lines
+    from vramscope.core.snapshot.text import comparison_lines, summary_lines
 
     lines = summary_lines(args.path, first, args.top)
     if second is not None:
         lines += [""] + summary_lines(args.path2, second, args.top)
         lines += [""] + comparison_lines(summary.compare(first, second), args.top)
-    for line in lines:
-        say(sys.stdout, line)
+    try:
+        for line in lines:
+            say(sys.stdout, line, flush=False)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error again at exit
     return 0

@@ -220,19 +220,21 @@ class _Builder:
         was asked, is not kept: nothing here shows it, and frees are two thirds of a trace)."""
         codes = self.codes
         _opens, _closes, orphans, _open = pair(act, addr, codes[ALLOC], codes[FREE_COMPLETED])
-        rows = np.flatnonzero((act == codes[ALLOC]) | (act == codes[OOM]))
-        rows = np.union1d(rows, orphans).tolist()
+        shown = (act == codes[ALLOC]) | (act == codes[OOM])
+        shown[orphans] = True
+        rows = np.flatnonzero(shown).tolist()
         reps = self.stacks._by_identity  # (id first, id last, length) -> (frames list, stack id)
+        stack_of = self.stacks.stack  # called only for a stack not seen yet
         found = [
-            (r[1] if (r := reps.get((id(f[0]), id(f[-1]), len(f)))) is not None and r[0] == f else -2)
-            if type(f := entries[i].get("frames")) is list and f
-            else -2
+            r[1]
+            if type(f := entries[i].get("frames")) is list
+            and f
+            and (r := reps.get((id(f[0]), id(f[-1]), len(f)))) is not None
+            and r[0] == f
+            else stack_of(f)
             for i in rows
         ]
         out = np.zeros(len(entries), dtype=np.int32)
-        stack_of = self.stacks.stack
-        for j in [j for j, k in enumerate(found) if k == -2]:
-            found[j] = stack_of(entries[rows[j]].get("frames"))
         out[rows] = found
         return out
 

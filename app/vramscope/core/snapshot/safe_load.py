@@ -78,6 +78,17 @@ class _Reader(io.RawIOBase):
         return n
 
 
+def is_pickle(path) -> bool:
+    """Whether ``path`` is a regular file starting as a pickle of protocol 2 to 5 does
+    (a session file is SQLite's; a snapshot is a pickle)."""
+    try:
+        with bounded_read.opened(path, follow=True) as f:
+            head = f.read(2)
+    except OSError:
+        return False
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
 def load(path, on_progress=None, cancelled=None):
     """The unpickled object of ``path`` (plain containers and scalars only).
 

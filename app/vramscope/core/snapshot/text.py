@@ -1,5 +1,5 @@
-"""The lines `vramscope snapshot` prints (each escaped by the caller: stack frames are
-the snapshot's author's text)."""
+"""The lines `vramscope snapshot` prints and the viewer's comparison shows (escaped by
+whoever writes them to a terminal: stack frames are the snapshot author's text)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from vramscope.core.units import fmt_bytes
 STACK_LINES = 4  # frames shown under each group; --json has them all
 
 
-def _time(t) -> str:
-    return "before the trace" if t is None else f"t={t} µs"
+def _time(t, first=None) -> str:
+    if t is None:
+        return "before the trace"
+    after = f" ({(t - first) / 1e6:.3f} s after the first entry)" if first is not None else ""
+    return f"t={t} µs{after}"
 
 
 def _groups(groups: list[dict], top: int) -> list[str]:
@@ -20,7 +23,9 @@ def _groups(groups: list[dict], top: int) -> list[str]:
         for f in frames[:STACK_LINES]:
             out.append(f"                      {f['filename']}:{f['line']} in {f['name']}")
         if len(frames) > STACK_LINES:
-            out.append(f"                      ... {len(frames) - STACK_LINES} more frames")
+            out.append(
+                f"                      ... {len(frames) - STACK_LINES} more frame{'s' if len(frames) - STACK_LINES > 1 else ''}"
+            )
     return out
 
 
@@ -37,12 +42,12 @@ def summary_lines(path: str, s: dict, top: int) -> list[str]:
         )
         lines.append(
             f"  {d['events']} trace entries; peak allocated {fmt_bytes(d['peak_allocated'])} at "
-            f"{_time(d['peak_time_us']) if d['timestamps'] else 'entry ' + str(d['peak_entry'])}"
+            f"{_time(d['peak_time_us'], d['first_time_us']) if d['timestamps'] else 'entry ' + str(d['peak_entry'])}"
             f" ({fmt_bytes(d['allocated_before_trace'])} alive before the trace)"
         )
         for o in d["ooms"]:
             lines.append(
-                f"  OOM at {_time(o['time_us'])}: {fmt_bytes(o['requested'])} requested, "
+                f"  OOM at {_time(o['time_us'], d['first_time_us'])}: {fmt_bytes(o['requested'])} requested, "
                 f"{fmt_bytes(o['allocated'])} allocated, {fmt_bytes(o['device_free'])} free on the device"
             )
         if d["top_at_peak"]:
