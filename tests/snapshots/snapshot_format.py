@@ -123,8 +123,9 @@ def _key(frames):
     return tuple((f["filename"], f["line"], f["name"]) for f in frames or ())
 
 
-def replay(snapshot: dict, device: int = 0, at_time: int | None = None):
-    """(peak bytes, peak time or None, {stack: [bytes, count]} at the peak, same at at_time)."""
+def replay(snapshot: dict, device: int = 0, at_time: int | None = None, totals: list | None = None):
+    """(peak bytes, peak time or None, {stack: [bytes, count]} at the peak, same at at_time);
+    ``totals`` gets the allocated bytes before the trace, then after each entry."""
     trace = snapshot["device_traces"][device]
     alive: dict = {}
     seen_alloc: set = set()
@@ -155,12 +156,16 @@ def replay(snapshot: dict, device: int = 0, at_time: int | None = None):
     total = sum(s for s, _ in alive.values())
     peak, peak_time, at_peak = total, None, groups(alive)
     at = groups(alive) if at_time is not None else None
+    if totals is not None:
+        totals.append(total)
     for i, e in enumerate(trace):
         if e["action"] == "alloc":
             alive[e["addr"]] = (e["size"], _key(e["frames"]))
             total += e["size"]
         elif e["action"] == "free_completed" and e["addr"] in alive:
             total -= alive.pop(e["addr"])[0]
+        if totals is not None:
+            totals.append(total)
         if total > peak:
             peak, peak_time, at_peak = total, e.get("time_us", i), groups(alive)
         if at_time is not None and e["time_us"] <= at_time:
