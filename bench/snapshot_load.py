@@ -144,7 +144,15 @@ def _segment(blocks: list[dict]) -> dict:
     out, offset = [], blocks[0]["address"]
     for b in blocks:
         if b["address"] > offset:
-            out.append({"address": offset, "size": b["address"] - offset, "requested_size": 0, "state": "inactive", "frames": []})
+            out.append(
+                {
+                    "address": offset,
+                    "size": b["address"] - offset,
+                    "requested_size": 0,
+                    "state": "inactive",
+                    "frames": [],
+                }
+            )
         out.append(b)
         offset = b["address"] + b["size"]
     allocated = sum(b["size"] for b in blocks)

@@ -297,7 +297,10 @@ def _ask_open_snapshot(window) -> None:
 
     path, _ = QFileDialog.getOpenFileName(window, "Open a PyTorch memory snapshot", "", SNAPSHOT_FILES)
     if path:
-        window.snapshot_windows = [*getattr(window, "snapshot_windows", []), open_snapshot_window(path, window)]
+        window.snapshot_windows = [
+            *getattr(window, "snapshot_windows", []),
+            open_snapshot_window(path, window),
+        ]
 
 
 def _ask_open(window) -> None:
@@ -386,7 +389,9 @@ def run(args) -> int:
     if getattr(args, "file", None) and is_pickle(args.file):  # a PyTorch memory snapshot
         from vramscope.ui.snapshot.window import open_snapshot_window
 
-        window = open_snapshot_window(args.file, on_error=lambda text: print(f"vramscope: {text}", file=sys.stderr))
+        window = open_snapshot_window(
+            args.file, on_error=lambda text: print(f"vramscope: {text}", file=sys.stderr)
+        )
     elif getattr(args, "file", None):
         try:
             feed, window = open_session_window(args.file, args)

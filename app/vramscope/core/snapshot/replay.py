@@ -84,6 +84,8 @@ class Breakdown:
     time_us: int | None
     total: int
     groups: list[tuple[int, int, int]]  # (stack id, bytes, count)
+    stacks: int  # how many stacks had something alive (groups may list only the largest)
+    allocations: int
 
 
 class DeviceReplay:
@@ -133,20 +135,25 @@ class DeviceReplay:
         hits = np.flatnonzero(t <= time_us)
         return int(hits[-1]) if len(hits) else START
 
-    def breakdown(self, at: int) -> Breakdown:
+    def breakdown(self, at: int, top: int | None = None) -> Breakdown:
+        """What was alive after entry ``at`` by stack, largest first (the ``top`` largest
+        where given; ``Breakdown.stacks`` counts them all)."""
         a = self.allocs
         mask = a.alive(at)
         stacks = a.stack[mask]
         sizes = a.size[mask]
         if not len(stacks):
-            return Breakdown(at, self.time_of(at), 0, [])
-        ids, inverse = np.unique(stacks, return_inverse=True)
-        # float sums of whole bytes are exact below 2**53 (8 PiB)
-        total = np.rint(np.bincount(inverse, weights=sizes, minlength=len(ids))).astype(np.int64)
-        count = np.bincount(inverse, minlength=len(ids))
-        order = np.lexsort((ids, -total))
-        groups = [(int(ids[i]), int(total[i]), int(count[i])) for i in order]
-        return Breakdown(at, self.time_of(at), int(sizes.sum()), groups)
+            return Breakdown(at, self.time_of(at), 0, [], 0, 0)
+        # stack ids are dense (interned from 0): a count per id, no sort; float sums of
+        # whole bytes are exact below 2**53 (8 PiB)
+        total = np.rint(np.bincount(stacks, weights=sizes)).astype(np.int64)
+        count = np.bincount(stacks)
+        ids = ids_all = np.flatnonzero(count)
+        if top is not None and len(ids) > top:
+            ids = ids[np.argpartition(-total[ids], top - 1)[:top]]
+        ids = ids[np.lexsort((ids, -total[ids]))]
+        groups = list(zip(ids.tolist(), total[ids].tolist(), count[ids].tolist()))
+        return Breakdown(at, self.time_of(at), int(sizes.sum()), groups, len(ids_all), len(stacks))
 
     def segments_at(self, at: int) -> list[dict]:
         """The segments alive at an instant, each with its blocks then (allocated and the

@@ -93,13 +93,13 @@ def device_summary(snap: C.Snapshot, device: int, at_time: int | None = None, to
         "peak_allocated": peak,
         "peak_entry": peak_at if peak_at != START else None,
         "peak_time_us": replay.time_of(peak_at) if trace.timestamps else None,
-        "top_at_peak": groups_json(snap, replay.breakdown(peak_at), top),
+        "top_at_peak": groups_json(snap, replay.breakdown(peak_at, top), top),
         "first_time_us": replay.time_of(0) if trace.timestamps else None,
         "last_time_us": replay.time_of(len(trace) - 1) if trace.timestamps else None,
     }
     if at_time is not None:
         at = replay.index_at(at_time)
-        b = replay.breakdown(at)
+        b = replay.breakdown(at, top)
         out["at"] = {
             "time_us": at_time,
             "entry": at if at != START else None,

@@ -67,7 +67,7 @@ def timeline(replay: DeviceReplay, bands: int = BANDS, points: int = POINTS) -> 
     # (a stack that peaks elsewhere -- gradients after the forward pass's peak -- gets a band)
     candidates: dict[int, None] = {}
     for i in [at, *entries[:: max(1, len(entries) // SAMPLED)].tolist()]:
-        candidates.update((g[0], None) for g in replay.breakdown(i).groups[:bands])
+        candidates.update((g[0], None) for g in replay.breakdown(i, bands).groups)
     a = replay.allocs
     curves = {stack: _curve(a, stack, entries, n) for stack in list(candidates)[: 4 * bands]}
     top = sorted(curves, key=lambda k: -int(curves[k].max()))[:bands]

@@ -3,7 +3,7 @@
 The device's active-memory timeline on top (the cursor starts at the peak);
 under it what was alive at the cursor by stack, and the allocator's segments
 at that instant (the segment map the agents tab draws for live runs, fed with
-the segments replayed to the cursor's entry). File ▸ Compare with… reads a
+the segments replayed to the cursor's entry; redrawn once the cursor rests). File ▸ Compare with… reads a
 second snapshot: its total is drawn dashed over the timeline and the
 difference at the two peaks is listed.
 """
@@ -35,10 +35,11 @@ from vramscope.core.units import fmt_bytes
 from vramscope.ui.bridge import Bridge
 from vramscope.ui.safe_text import html_text, plain
 from vramscope.ui.segment_map import SegmentMapView
-from vramscope.ui.snapshot.alive_tree import AliveTree
+from vramscope.ui.snapshot.alive_tree import ROWS, AliveTree
 from vramscope.ui.snapshot.loading import load_in_background
 from vramscope.ui.snapshot.timeline_plot import TimelinePlot
 
+MAP_DELAY_MS = 150
 SNAPSHOT_FILES = "PyTorch memory snapshots (*.pickle *.pkl);;All files (*)"
 
 
@@ -55,6 +56,11 @@ class SnapshotWindow(QMainWindow):
         self._build()
         self._pending = QTimer(self, singleShot=True, interval=0)
         self._pending.timeout.connect(self._show_cursor)
+        # the segment map follows once the cursor rests (replaying every segment's
+        # blocks costs ~0.1 s on a million-entry trace: too much for each step)
+        self._map_pending = QTimer(self, singleShot=True, interval=MAP_DELAY_MS)
+        self._map_pending.timeout.connect(self._show_segments)
+        self._entry: int | None = None
 
     # -- building -------------------------------------------------------------------
     def _build(self) -> None:
@@ -238,7 +244,7 @@ class SnapshotWindow(QMainWindow):
         if self.tl is None:
             return
         entry = self.tl.entry_at(self.plot.cursor.value())
-        b = self.replay.breakdown(entry)
+        b = self.replay.breakdown(entry, ROWS)
         when = self.replay.time_of(entry)
         where = (
             "before the trace"
@@ -250,11 +256,17 @@ class SnapshotWindow(QMainWindow):
             )
         )
         self.cursor_text.setText(
-            f"Alive at the cursor ({where}, entry {entry}): {fmt_bytes(b.total)} in {sum(g[2] for g in b.groups):,} allocations, {len(b.groups):,} stacks"
+            f"Alive at the cursor ({where}, entry {entry}): {fmt_bytes(b.total)} in {b.allocations:,} allocations, {b.stacks:,} stacks"
         )
-        self.alive.show_groups(summary.groups_json(self.snap, b, 200))
+        self.alive.show_groups(self.snap.stacks, b.groups)
+        self._entry = entry
+        self._map_pending.start()
+
+    def _show_segments(self) -> None:
+        if self.tl is None or self._entry is None:
+            return
         name = f"cuda:{self.replay.device}"
-        fig = seg_summary.summarize(self.replay.segments_at(entry), name)
+        fig = seg_summary.summarize(self.replay.segments_at(self._entry), name)
         self.segment_map.update_view(types.SimpleNamespace(allocator={"devices": {name: fig}}), name)
 
 
