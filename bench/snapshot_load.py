@@ -13,8 +13,9 @@ a stack, allocations and their frees interleaved, a tenth of the memory alive
 from before the trace. Written with ``pickle.dump`` (protocol 4), as
 ``torch.cuda.memory._dump_snapshot`` does.
 
-Each variant runs in a fresh process, one after another, and its peak RSS is
-that process's own (``os.wait4``'s ru_maxrss), interpreter and imports included:
+Each variant runs in a fresh process, the variants interleaved ``--repeat``
+times (the median time is shown, and every run's), and its peak RSS is that
+process's own (``os.wait4``'s ru_maxrss), interpreter and imports included:
 - bare: ``pickle.load`` alone (the floor: nothing is summarised);
 - memory_viz: ``pickle.load`` + ``torch.cuda._memory_viz.trace_plot`` -- the
   HTML page a user opens in a browser instead (the browser's own work after
@@ -28,6 +29,7 @@ import argparse
 import os
 import pickle
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -180,6 +182,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, nargs=2, default=(10, 30))
     ap.add_argument("--keep", default=None, help="write the snapshot here and keep it")
     ap.add_argument("--no-peer", action="store_true", help="skip the memory_viz variant (slow)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each variant, interleaved (median)")
     args = ap.parse_args()
     path = args.keep or os.path.join(tempfile.mkdtemp(prefix="vs-snap-"), "snapshot.pickle")
     if not os.path.exists(path):
@@ -199,11 +202,24 @@ def main() -> None:
     if args.no_peer:
         runs.pop("pickle.load + _memory_viz.trace_plot")
     runs["vramscope snapshot --json"] = [*ours, "snapshot", path, "--json"]
-    results = {name: measure(argv) for name, argv in runs.items()}
-    bare_s = results["bare pickle.load"][0]
-    print(f"{'variant':40} {'time':>8} {'x bare':>7} {'peak RSS':>10} {'x file':>7}")
-    for name, (sec, rss, _rc) in results.items():
-        print(f"{name:40} {sec:7.1f}s {sec / bare_s:6.2f}x {rss / MiB:8.0f}MiB {rss / size:6.2f}x")
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    rss: dict[str, int] = {}
+    for r in range(args.repeat):  # interleaved, so load from other jobs falls on every variant
+        for name, argv in runs.items():
+            if r and name.startswith("pickle.load +"):
+                continue  # the peer is slow and far off: once is enough
+            sec, peak, _rc = measure(argv)
+            times[name].append(sec)
+            rss[name] = max(rss.get(name, 0), peak)
+    median = {name: statistics.median(t) for name, t in times.items()}
+    bare_s = median["bare pickle.load"]
+    print(f"{'variant (median of runs)':40} {'time':>8} {'x bare':>7} {'peak RSS':>10} {'x file':>7}  runs")
+    for name in runs:
+        sec, peak = median[name], rss[name]
+        runs_text = " ".join(f"{t:.1f}" for t in times[name])
+        print(
+            f"{name:40} {sec:7.1f}s {sec / bare_s:6.2f}x {peak / MiB:8.0f}MiB {peak / size:6.2f}x  {runs_text}"
+        )
     if not args.keep:
         os.unlink(path)
 

@@ -21,6 +21,7 @@ fatal: top-level keys in ``extra``, an entry's other fields (an OOM's
 from __future__ import annotations
 
 import dataclasses
+from operator import itemgetter
 import numpy as np
 
 from vramscope.core.snapshot.pairing import pair
@@ -185,27 +186,47 @@ class _Builder:
         if bad is not None:
             raise _bad(f"trace entry {bad} is a {type(entries[bad]).__name__}, not a dict")
         codes = self.codes
-        acts = [codes.get(e.get("action"), -1) for e in entries]
+        missing: set[int] = set()  # entries lacking one of the column fields
+        acts = [codes.get(a, -1) for a in self._column(entries, "action", missing, None)]
         for i in [i for i, c in enumerate(acts) if c < 0]:
             acts[i] = self._new_action(entries[i].get("action"))
-        times = [e.get("time_us") for e in entries]
+        times = self._column(entries, "time_us", missing, None)
         timestamps = None not in times
         if not timestamps:  # an older PyTorch: the entry's number stands for its time
             times = [i if t is None else t for i, t in enumerate(times)]
         columns = [self._ints(times, "time_us")]
         del times
         for key in ("addr", "size", "stream"):
-            columns.append(self._ints([e.get(key) or 0 for e in entries], key))
+            values = self._column(entries, key, missing, 0)
+            try:
+                columns.append(np.array(values, dtype=np.int64))
+            except TypeError:  # a None among them: not available, kept as 0 in the column
+                columns.append(self._ints([v or 0 for v in values], key))
+            except (ValueError, OverflowError):
+                raise _bad(f"a trace entry's {key} is not a 64-bit whole number") from None
         act = np.array(acts, dtype=np.int16)
         columns.append(self._stacks(entries, act, columns[1]))
+        # an entry of exactly the six column fields has nothing else to keep: look only at
+        # the others (a count of fields is cheap; a field missing was noted above)
+        odd = np.flatnonzero(np.fromiter(map(len, entries), dtype=np.int64, count=len(entries)) != 6)
         other: dict[int, dict] = {}
-        for i in [i for i, e in enumerate(entries) if e.keys() != COLUMN_FIELDS]:
+        for i in sorted(missing.union(odd.tolist())):
             kept = {k: v for k, v in entries[i].items() if k not in COLUMN_FIELDS and _keep(k, v)}
             if kept:
                 other[i] = kept
                 self.unknown.update(k for k in kept if k not in KNOWN_ENTRY_FIELDS)
         t, addr, size, stream, stack = columns
         return DeviceTrace(t, act, addr, size, stream, stack, other, timestamps)
+
+    @staticmethod
+    def _column(entries: list, key: str, missing: set, default) -> list:
+        """Every entry's ``key`` (C-speed ``map(itemgetter)``); where some entry lacks it,
+        ``default`` for those, and their numbers added to ``missing``."""
+        try:
+            return list(map(itemgetter(key), entries))
+        except KeyError:
+            missing.update(i for i, e in enumerate(entries) if key not in e)
+            return [e.get(key, default) for e in entries]
 
     @staticmethod
     def _ints(values: list, key: str) -> np.ndarray:
@@ -225,15 +246,17 @@ class _Builder:
         rows = np.flatnonzero(shown).tolist()
         reps = self.stacks._by_identity  # (id first, id last, length) -> (frames list, stack id)
         stack_of = self.stacks.stack  # called only for a stack not seen yet
+        frames = [entries[i].get("frames") for i in rows]
         found = [
             r[1]
-            if type(f := entries[i].get("frames")) is list
+            if type(f) is list
             and f
             and (r := reps.get((id(f[0]), id(f[-1]), len(f)))) is not None
             and r[0] == f
             else stack_of(f)
-            for i in rows
+            for f in frames
         ]
+        del frames
         out = np.zeros(len(entries), dtype=np.int32)
         out[rows] = found
         return out
@@ -261,12 +284,13 @@ class _Builder:
         for b in blocks:
             if type(b) is not dict:
                 raise _bad(f"a block of segment {index} is not a dict")
-            nb = {k: v for k, v in b.items() if k != "frames"}
+            nb = b.copy()
+            frames = nb.pop("frames", None)
             # blocks lie one after another from the segment's address; a snapshot made by
             # torch.cuda._memory_viz._profile_to_snapshot gives no block address
             nb.setdefault("address", offset)
             offset = _int(nb["address"], "a block's address") + _int(nb.get("size"), "a block's size")
-            nb["stack"] = self.stacks.stack(b.get("frames"))
+            nb["stack"] = self.stacks.stack(frames) if frames else 0
             out["blocks"].append(nb)
         return out
 
