@@ -33,6 +33,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+from vramscope.core.snapshot.example import laid_out_segment
 import time
 
 MiB = 1 << 20
@@ -133,34 +135,13 @@ def generate(events: int, frames: tuple[int, int], seed: int = 1) -> dict:
         for a, s, k in alive
     ]
     blocks.sort(key=lambda b: b["address"])
-    segments = [_segment(blocks[i : i + 64]) for i in range(0, len(blocks), 64)]
+    allocated = [(b["address"], b["size"], b["frames"]) for b in blocks]
+    segments = [laid_out_segment(allocated[i : i + 64]) for i in range(0, len(allocated), 64)]
     return {
         "segments": segments,
         "device_traces": [trace],
         "allocator_settings": {"expandable_segments": False},
     }
-
-
-def _segment(blocks: list[dict]) -> dict:
-    """One segment holding ``blocks`` (address order), the gaps between them free."""
-    out, offset = [], blocks[0]["address"]
-    for b in blocks:
-        if b["address"] > offset:
-            out.append(
-                {
-                    "address": offset,
-                    "size": b["address"] - offset,
-                    "requested_size": 0,
-                    "state": "inactive",
-                    "frames": [],
-                }
-            )
-        out.append(b)
-        offset = b["address"] + b["size"]
-    allocated = sum(b["size"] for b in blocks)
-    return {"device": 0, "address": blocks[0]["address"], "total_size": offset - blocks[0]["address"], "stream": 0,
-            "segment_type": "large", "segment_pool_id": (0, 0), "allocated_size": allocated,
-            "active_size": allocated, "blocks": out}  # fmt: skip
 
 
 def measure(argv: list[str]) -> tuple[float, int, int]:

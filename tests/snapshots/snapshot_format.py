@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from vramscope.core.snapshot.example import laid_out_segment
+
 SEGMENT = 1 << 30
 SLOT = 1 << 20  # each allocation has a slot of its own address space
 
@@ -73,45 +75,9 @@ def snapshots(draw):
             trace.append({"action": "oom", "size": op[1], "device_free": 1 << 20, "stream": 0, "time_us": t})
         elif kind == "segment":
             trace.append(_entry("segment_alloc", seg_addr + (100 + op[1]) * SEGMENT, SEGMENT, t, []))
-    blocks, offset = [], seg_addr
-    for slot in sorted(alive):
-        size, fr = alive[slot]
-        addr = seg_addr + slot * SLOT
-        if addr > offset:
-            blocks.append(
-                {
-                    "address": offset,
-                    "size": addr - offset,
-                    "requested_size": 0,
-                    "state": "inactive",
-                    "frames": [],
-                }
-            )
-        # a block whose free was requested is still allocated until its free_completed
-        blocks.append(
-            {"address": addr, "size": size, "requested_size": size, "state": "active_allocated", "frames": fr}
-        )
-        offset = addr + size
-    blocks.append(
-        {
-            "address": offset,
-            "size": seg_addr + SEGMENT - offset,
-            "requested_size": 0,
-            "state": "inactive",
-            "frames": [],
-        }
-    )
-    segment = {
-        "device": 0,
-        "address": seg_addr,
-        "total_size": SEGMENT,
-        "stream": 0,
-        "segment_type": "large",
-        "segment_pool_id": (0, 0),
-        "allocated_size": sum(b["size"] for b in blocks if b["state"] == "active_allocated"),
-        "active_size": sum(b["size"] for b in blocks if b["state"] != "inactive"),
-        "blocks": blocks,
-    }
+    # a block whose free was requested is still allocated until its free_completed
+    allocated = [(seg_addr + slot * SLOT, *alive[slot]) for slot in sorted(alive)]
+    segment = laid_out_segment(allocated, seg_addr, seg_addr + SEGMENT)
     return {"segments": [segment], "device_traces": [trace]}
 
 

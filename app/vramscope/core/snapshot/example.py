@@ -129,9 +129,19 @@ def training_snapshot(steps: int = 5, oom: bool = True) -> dict:
     # one segment (an expandable one, say) holding everything, the gaps free
     base = 0x7F0000000000
     end = -(-next_addr[0] // SEGMENT) * SEGMENT
+    allocated = [(addr, size, frames) for addr, (size, frames) in sorted(live.items())]
+    return {"segments": [laid_out_segment(allocated, base, end)], "device_traces": [trace]}
+
+
+def laid_out_segment(
+    allocated: list[tuple[int, int, list]], base: int | None = None, end: int | None = None
+) -> dict:
+    """A Segment of device 0 holding ``allocated`` ((address, size, frames), in address
+    order) as active blocks, the gaps between them (and up to ``end``) inactive; from
+    ``base`` (the first block's address where not given)."""
+    base = allocated[0][0] if base is None else base
     blocks, offset = [], base
-    for addr in sorted(live):
-        size, frames = live[addr]
+    for addr, size, frames in allocated:
         if addr > offset:
             blocks.append(
                 {
@@ -152,10 +162,11 @@ def training_snapshot(steps: int = 5, oom: bool = True) -> dict:
             }
         )
         offset = addr + size
-    blocks.append(
-        {"address": offset, "size": end - offset, "requested_size": 0, "state": "inactive", "frames": []}
-    )
-    allocated = sum(s for s, _f in live.values())
-    segment = {"device": 0, "address": base, "total_size": end - base, "stream": 0, "segment_type": "large",
-               "segment_pool_id": (0, 0), "allocated_size": allocated, "active_size": allocated, "blocks": blocks}  # fmt: skip
-    return {"segments": [segment], "device_traces": [trace]}
+    end = offset if end is None else end
+    if end > offset:
+        blocks.append(
+            {"address": offset, "size": end - offset, "requested_size": 0, "state": "inactive", "frames": []}
+        )
+    used = sum(size for _a, size, _f in allocated)
+    return {"device": 0, "address": base, "total_size": end - base, "stream": 0, "segment_type": "large",
+            "segment_pool_id": (0, 0), "allocated_size": used, "active_size": used, "blocks": blocks}  # fmt: skip

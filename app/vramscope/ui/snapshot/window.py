@@ -86,9 +86,7 @@ class SnapshotWindow(QMainWindow):
         top.addWidget(self.figures, 1)
         layout.addLayout(top)
         split = QSplitter(Qt.Orientation.Vertical)
-        upper = QWidget()
-        uv = QVBoxLayout(upper)
-        uv.setContentsMargins(0, 0, 0, 0)
+        upper, uv = _column()
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)
@@ -98,17 +96,13 @@ class SnapshotWindow(QMainWindow):
         uv.addWidget(self.plot, 1)
         split.addWidget(upper)
         below = QSplitter(Qt.Orientation.Horizontal)
-        left = QWidget()
-        lv = QVBoxLayout(left)
-        lv.setContentsMargins(0, 0, 0, 0)
+        left, lv = _column()
         self.cursor_text = plain(QLabel(""))
         lv.addWidget(self.cursor_text)
         self.alive = AliveTree()
         lv.addWidget(self.alive)
         below.addWidget(left)
-        right = QWidget()
-        rv = QVBoxLayout(right)
-        rv.setContentsMargins(0, 0, 0, 0)
+        right, rv = _column()
         self.segment_map = SegmentMapView()
         rv.addWidget(self.segment_map)
         self.comparison = QPlainTextEdit()
@@ -268,6 +262,14 @@ class SnapshotWindow(QMainWindow):
         name = f"cuda:{self.replay.device}"
         fig = seg_summary.summarize(self.replay.segments_at(self._entry), name)
         self.segment_map.update_view(types.SimpleNamespace(allocator={"devices": {name: fig}}), name)
+
+
+def _column() -> tuple[QWidget, QVBoxLayout]:
+    """A widget whose children stand one above the other, edge to edge."""
+    widget = QWidget()
+    layout = QVBoxLayout(widget)
+    layout.setContentsMargins(0, 0, 0, 0)
+    return widget, layout
 
 
 def short_site(frames) -> str:
