@@ -1,4 +1,5 @@
-"""A recording of allocation sites, opened in the snapshot viewer from the agents tab."""
+"""A recording of allocation sites and an OOM's capture, opened in the snapshot viewer from
+the agents tab."""
 
 from __future__ import annotations
 
@@ -41,3 +42,23 @@ def test_no_button_for_a_snapshot_on_another_machine(qtbot):
         _done("/tmp/sites-1.pickle"), refusal="not available from here: the process runs on gpu-box"
     )
     assert not c.open_snapshot.isVisible()
+
+
+def test_an_ooms_capture_opens_in_the_viewer(qtbot, tmp_path):
+    from vramscope.ui.oom_view import OPEN, OomView
+
+    snap = training_snapshot()
+    path = oom.dump_snapshot(snap, pid=4242, directory=str(tmp_path))  # as the agent saves it at an OOM
+    view = OomView()
+    qtbot.addWidget(view)
+    data = {"device": "cuda:0", "requested": 6 << 30, "snapshot_path": path, "source": "observer"}
+    view.show_event(AgentEvent("oom", 20.0, data), (), "cuda:0")
+    assert "Open the OOM's snapshot" in view.text()
+    view.linkActivated.emit(OPEN)  # what a click on the link does
+    qtbot.addWidget(view.viewer)
+    qtbot.waitUntil(lambda: view.viewer.tl is not None, timeout=30_000)
+    assert view.viewer.path == path
+    view.show_event(
+        AgentEvent("oom", 21.0, {**data, "snapshot_path": str(tmp_path / "gone.pickle")}), (), "cuda:0"
+    )
+    assert "Open the OOM's snapshot" not in view.text()  # not on this machine: no link
