@@ -69,8 +69,14 @@ class Stacks:
         if type(d) is not dict:
             raise _bad(f"a frame is a {type(d).__name__}, not a dict")
         extra = {k: v for k, v in d.items() if k not in ("filename", "line", "name")}
-        key = (str(d.get("filename", "")), d.get("line"), str(d.get("name", "")))
-        full = (key, repr(sorted(extra.items()))) if extra else key
+        line = d.get("line")
+        if line is not None and type(line) is not int:
+            line = _text(line)  # not a line number: kept as text
+        key = (_text(d.get("filename", "")), line, _text(d.get("name", "")))
+        try:
+            full = (key, repr(sorted(extra.items(), key=repr))) if extra else key
+        except RecursionError:
+            raise _bad("a frame's field is nested too deeply") from None
         got = self._frame_ids.get(full)
         if got is None:
             got = self._frame_ids[full] = len(self.frames)
@@ -155,6 +161,12 @@ def empty_trace() -> DeviceTrace:
     return DeviceTrace(z, z.astype(np.int16), z, z, z, z.astype(np.int32), {}, True)
 
 
+def _text(v, limit: int = 4096) -> str:
+    """A frame's text field as a string (a non-string one by its repr), bounded."""
+    text = v if type(v) is str else repr(v)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _int(v, what: str) -> int:
     if type(v) is int or type(v) is bool:
         return int(v)
@@ -187,7 +199,12 @@ class _Builder:
             raise _bad(f"trace entry {bad} is a {type(entries[bad]).__name__}, not a dict")
         codes = self.codes
         missing: set[int] = set()  # entries lacking one of the column fields
-        acts = [codes.get(a, -1) for a in self._column(entries, "action", missing, None)]
+        names = self._column(entries, "action", missing, None)
+        try:
+            acts = [codes.get(a, -1) for a in names]
+        except TypeError:  # an action that is not a string (a list): unknown, by its repr
+            acts = [codes.get(a, -1) if type(a) is str else -1 for a in names]
+        del names
         for i in [i for i, c in enumerate(acts) if c < 0]:
             acts[i] = self._new_action(entries[i].get("action"))
         times = self._column(entries, "time_us", missing, None)
@@ -276,6 +293,16 @@ class _Builder:
         if type(seg) is not dict:
             raise _bad(f"segment {index} is a {type(seg).__name__}, not a dict")
         out = dict(seg)
+        for key in ("total_size", "stream", "allocated_size", "active_size"):
+            if key in seg:
+                out[key] = _int(seg[key], f"segment {index}'s {key}")
+        if "device" in seg and type(seg["device"]) is not int:
+            raise _bad(f"segment {index}'s device is not a number")
+        if type(seg.get("segment_type", "")) is not str:
+            raise _bad(f"segment {index}'s segment_type is not a string")
+        pool = seg.get("segment_pool_id", DEFAULT_POOL)
+        if type(pool) not in (list, tuple) or len(pool) != 2 or any(type(x) is not int for x in pool):
+            raise _bad(f"segment {index}'s segment_pool_id is not two numbers")
         blocks = seg.get("blocks") or []
         if type(blocks) is not list:
             raise _bad(f"segment {index}'s blocks are not a list")
@@ -286,6 +313,8 @@ class _Builder:
                 raise _bad(f"a block of segment {index} is not a dict")
             nb = b.copy()
             frames = nb.pop("frames", None)
+            if type(nb.get("state", "")) is not str:
+                raise _bad(f"a block of segment {index} has a state that is not a string")
             # blocks lie one after another from the segment's address; a snapshot made by
             # torch.cuda._memory_viz._profile_to_snapshot gives no block address
             nb.setdefault("address", offset)
@@ -299,7 +328,26 @@ KNOWN_ENTRY_FIELDS = frozenset(("device_free", "pool_id", "compile_context", "us
 
 
 def from_object(obj) -> Snapshot:
-    """The columns of an unpickled snapshot (``obj`` may be dropped afterwards)."""
+    """The columns of an unpickled snapshot (``obj`` may be dropped afterwards);
+    ``SnapshotError`` for anything that is not one, whatever its values."""
+    try:
+        return _from_object(obj)
+    except (
+        TypeError,
+        ValueError,
+        AttributeError,
+        KeyError,
+        IndexError,
+        OverflowError,
+        RecursionError,
+    ) as exc:
+        if isinstance(exc, SnapshotError):
+            raise
+        # a value of a kind no PyTorch writes, where the checks above did not foresee it
+        raise _bad(f"a value of an unexpected kind ({type(exc).__name__}: {_text(exc, 120)})") from None
+
+
+def _from_object(obj) -> Snapshot:
     if type(obj) is not dict:
         raise _bad(f"the pickle holds a {type(obj).__name__}, not a dict")
     if "segments" not in obj and "device_traces" not in obj:

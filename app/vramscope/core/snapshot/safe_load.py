@@ -52,28 +52,29 @@ def _short(text, limit: int = 80) -> str:
 
 
 class _Reader(io.RawIOBase):
-    """The file, read for the unpickler: counts bytes, reports progress, can be cancelled,
-    and refuses a read past the end that a corrupt length would ask for."""
+    """The file, read for the unpickler: counts bytes and reports progress. Cancelling
+    makes it end (EOF) rather than raise: an exception from inside ``readinto`` would
+    leave the buffered reader's buffer exported while it is freed."""
 
     def __init__(self, f, size: int, on_progress=None, cancelled=None):
         self.f, self.size, self.done = f, size, 0
         self.on_progress, self.cancelled = on_progress, cancelled
         self.next_report = CHUNK
+        self.stopped = False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        want = len(buffer)
-        if want > self.size - self.done + CHUNK:  # a length no file this size holds
-            raise SnapshotError("the file is truncated or corrupt (a length in it runs past its end)")
-        n = self.f.readinto(buffer)
-        self.done += n or 0
+        if self.stopped:
+            return 0
+        n = self.f.readinto(buffer) or 0
+        self.done += n
         if self.done >= self.next_report:
             self.next_report = self.done + CHUNK
             if self.cancelled is not None and self.cancelled():
-                raise Cancelled()
-            if self.on_progress is not None:
+                self.stopped = True
+            elif self.on_progress is not None:
                 self.on_progress(self.done, self.size)
         return n
 
@@ -101,21 +102,39 @@ def load(path, on_progress=None, cancelled=None):
         f.seek(0)
         if len(head) < 2 or head[0] != 0x80 or not 2 <= head[1] <= 5:
             raise SnapshotError(f"{path} is not a pickle (a PyTorch memory snapshot is one)")
-        reader = io.BufferedReader(_Reader(f, size, on_progress, cancelled), buffer_size=CHUNK)
+        raw = _Reader(f, size, on_progress, cancelled)
         enabled = gc.isenabled()
         gc.disable()  # millions of new containers, none of them garbage: no collections meanwhile
         try:
-            return RefusingUnpickler(reader).load()
-        except Cancelled:
+            obj = _unpickle(path, io.BufferedReader(raw, buffer_size=CHUNK))
+        except SnapshotError:
+            if raw.stopped:  # the unpickler met the end the cancel made
+                raise Cancelled() from None
             raise
-        except SnapshotError as exc:
-            raise SnapshotError(f"{path}: {exc}") from None
-        except EOFError:
-            raise SnapshotError(f"{path} is truncated (the pickle ends before its last object)") from None
-        except MemoryError:
-            raise SnapshotError(f"{path} does not fit in memory (or a length in it is corrupt)") from None
-        except (pickle.UnpicklingError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-            raise SnapshotError(f"{path} is not a readable pickle: {_short(exc, 160)}") from None
         finally:
             if enabled:
                 gc.enable()
+        if raw.stopped:
+            raise Cancelled()
+        return obj
+
+
+def _unpickle(path, reader):
+    try:
+        return RefusingUnpickler(reader).load()
+    except SnapshotError as exc:
+        raise SnapshotError(f"{path}: {exc}") from None
+    except EOFError:
+        raise SnapshotError(f"{path} is truncated (the pickle ends before its last object)") from None
+    except MemoryError:
+        raise SnapshotError(f"{path} does not fit in memory (or a length in it is corrupt)") from None
+    except (
+        pickle.UnpicklingError,
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+    ) as exc:
+        raise SnapshotError(f"{path} is not a readable pickle: {_short(exc, 160)}") from None
