@@ -272,3 +272,22 @@ def test_vramscopes_own_memory_viz_pickle_opens_back_exactly(tmp_path):
     assert safe_load.load(path) == snap
     d = summary.summary(reading.read(path))["devices"][0]
     assert d["events"] == len(snap["device_traces"][0]) and len(d["ooms"]) == 1
+
+
+def test_each_device_on_its_own(tmp_path):
+    snap = _snapshot(10)
+    second = [
+        dict(e, addr=e.get("addr", 0) + (1 << 40), size=e["size"] * 3) for e in snap["device_traces"][0]
+    ]
+    snap["device_traces"].append(second)
+    snap["segments"].append(dict(snap["segments"][0], device=1, address=1 << 41))
+    path = tmp_path / "two.pickle"
+    path.write_bytes(pickle.dumps(snap, protocol=4))
+    both = json.loads(_run(path, "--json").stdout)["devices"]
+    assert [d["device"] for d in both] == [0, 1]
+    assert (
+        both[1]["peak_allocated"] == 3 * both[0]["peak_allocated"]
+        and both[1]["reserved"] == both[0]["reserved"]
+    )
+    one = json.loads(_run(path, "--json", "--device", "1").stdout)["devices"]
+    assert one == [both[1]]

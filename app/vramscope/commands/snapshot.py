@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=non_negative(int),
         default=None,
         metavar="TIME_US",
-        help="also what was alive at this time",
+        help="also what was alive at this time (a trace entry's time_us; its number where the file has no times)",
     )
     p.add_argument("--top", type=positive(int), default=10, metavar="N", help="stacks listed (default 10)")
 
