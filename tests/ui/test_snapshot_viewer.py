@@ -146,3 +146,29 @@ def test_vramscope_file_pickle_opens_the_viewer_as_a_process(tmp_path):
     assert [line for line in r.stderr.splitlines() if line.startswith("vramscope:")] == [
         f"vramscope: {bad}: not a PyTorch memory snapshot: the pickle holds a list, not a dict"
     ]
+
+
+def test_file_open_snapshot_in_the_monitor_window(themed_app, qtbot, tmp_path, monkeypatch):
+    import argparse
+
+    from PySide6.QtWidgets import QFileDialog
+
+    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.ui.app import build_window
+
+    args = argparse.Namespace(
+        demo=True, interval=1.0, window="10m", record=False, read_only=False, prometheus=None, file=None
+    )
+    feed, window = build_window(
+        args, source=SimulatedSource(seed=1, start_time=1.8e9), start=False, poll_ms=60_000
+    )
+    qtbot.addWidget(window)
+    path = _file(tmp_path, training_snapshot())
+    # the file dialog answers as a user picking the file would
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (path, "")))
+    (action,) = [a for a in window.file_menu.actions() if a.text() == "Open &snapshot…"]
+    action.trigger()
+    (viewer,) = window.snapshot_windows
+    qtbot.waitUntil(lambda: viewer.tl is not None, timeout=30_000)
+    assert viewer.path == path and viewer.isVisible() and viewer.isWindow()
+    window.services.close()
