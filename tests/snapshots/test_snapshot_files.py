@@ -291,3 +291,14 @@ def test_each_device_on_its_own(tmp_path):
     )
     one = json.loads(_run(path, "--json", "--device", "1").stdout)["devices"]
     assert one == [both[1]]
+
+
+def test_a_file_too_big_for_this_machines_memory_is_refused_before_reading():
+    from vramscope.core.snapshot.reading import memory_refusal
+
+    said = memory_refusal("huge.pickle", 5 << 30, available=20 << 30)
+    assert said.startswith(
+        "huge.pickle is 5.0 GiB: reading it needs about 25.0 GiB of memory and 20.0 GiB is free"
+    )
+    assert memory_refusal("small.pickle", 1 << 30, available=20 << 30) is None
+    assert memory_refusal("unknown.pickle", 5 << 30, available=None) is None  # no figure: it is tried
