@@ -67,8 +67,15 @@ def _not_a_file(word: str | None) -> str | None:
     import difflib
     import os
 
-    if word is None or os.path.exists(word) or os.sep in word or word.endswith(".vramscope"):
-        return None  # a session file (a missing one is the window's to say)
+    from vramscope.core.snapshot.safe_load import SNAPSHOT_SUFFIXES
+
+    if (
+        word is None
+        or os.path.exists(word)
+        or os.sep in word
+        or word.endswith((".vramscope", *SNAPSHOT_SUFFIXES))
+    ):
+        return None  # a session or snapshot file (a missing one is the window's to say)
     close = difflib.get_close_matches(word, COMMANDS, n=1)
     hint = f" (did you mean `vramscope {close[0]}`?)" if close else ""
     return (

@@ -172,3 +172,8 @@ def test_file_open_snapshot_in_the_monitor_window(themed_app, qtbot, tmp_path, m
     qtbot.waitUntil(lambda: viewer.tl is not None, timeout=30_000)
     assert viewer.path == path and viewer.isVisible() and viewer.isWindow()
     window.services.close()
+
+
+def test_a_missing_snapshot_file_is_said_in_one_line(tmp_path):
+    r = _vramscope(str(tmp_path / "gone.pickle"), env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    assert r.returncode == 2 and r.stderr == f"vramscope: {tmp_path / 'gone.pickle'}: no such snapshot file\n"

@@ -53,7 +53,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--quit-after", type=seconds(), default=None, metavar="SECONDS", help=argparse.SUPPRESS
     )  # smoke tests and the bundle check
-    p.add_argument("file", nargs="?", default=None, metavar="FILE", help="a recorded session to reopen")
+    p.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        metavar="FILE",
+        help="a recorded session to reopen, or a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import pathlib
 import sys
 
@@ -373,7 +374,7 @@ def run(args) -> int:
     from PySide6.QtCore import QTimer
 
     from vramscope.core.session import SessionError
-    from vramscope.core.snapshot.safe_load import is_pickle
+    from vramscope.core.snapshot.safe_load import SNAPSHOT_SUFFIXES, is_pickle
     from vramscope.core.user_settings import Settings
     from vramscope.ui.qsettings_import import import_qsettings
 
@@ -386,9 +387,12 @@ def run(args) -> int:
 
         sampler = local_sampler_source(args, settings)  # starts while Qt loads and the window is built
     app = create_app(theme_mode=settings.theme)
-    if getattr(args, "file", None) and is_pickle(args.file):  # a PyTorch memory snapshot
+    if getattr(args, "file", None) and (is_pickle(args.file) or args.file.endswith(SNAPSHOT_SUFFIXES)):
         from vramscope.ui.snapshot.window import open_snapshot_window
 
+        if not os.path.isfile(args.file):
+            print(f"vramscope: {args.file}: no such snapshot file", file=sys.stderr)
+            return 2
         window = open_snapshot_window(
             args.file, on_error=lambda text: print(f"vramscope: {text}", file=sys.stderr)
         )

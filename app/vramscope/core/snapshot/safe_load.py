@@ -25,7 +25,11 @@ import pickle
 
 from vramscope.core import bounded_read
 
-CHUNK = 1 << 20  # progress is reported at most once per MiB read
+CHUNK = 1 << 20
+SNAPSHOT_SUFFIXES = (
+    ".pickle",
+    ".pkl",
+)  # what a snapshot file is called (any pickle is tried)  # progress is reported at most once per MiB read
 
 
 class SnapshotError(ValueError):
