@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import os
 
-from vramscope.core.snapshot import columns, safe_load
+from vramscope.core.snapshot import building, columns, safe_load
 from vramscope.core.units import fmt_bytes
 
 # Unpickled, a snapshot takes about 4.3x its file (bench/snapshot_load.py: ~600 bytes of
@@ -55,7 +55,7 @@ def read(path, on_progress=None, cancelled=None) -> columns.Snapshot:
     try:
         obj = safe_load.load(path, on_progress, cancelled)
         try:
-            return columns.from_object(obj)
+            return building.from_object(obj)
         except safe_load.SnapshotError as exc:
             raise safe_load.SnapshotError(f"{path}: {exc}") from None
         finally:

@@ -34,7 +34,7 @@ class AliveTree(QTreeWidget):
 
     def show_groups(self, stacks, groups: list[tuple[int, int, int]]) -> None:
         """``groups``: (stack id, bytes, count), largest first; ``stacks``: the snapshot's
-        columns.Stacks (a stack's frames are looked up when its row is opened, so a step
+        stacks.Stacks (a stack's frames are looked up when its row is opened, so a step
         of the cursor stays cheap)."""
         self.setUpdatesEnabled(False)
         self.clear()
