@@ -157,7 +157,12 @@ class DeviceReplay:
 
     def segments_at(self, at: int) -> list[dict]:
         """The segments alive at an instant, each with its blocks then (allocated and the
-        gaps between them free), as Segment dicts for agent/segments.summarize."""
+        gaps between them free), as Segment dicts for agent/segments.summarize.
+
+        Segments come and go with ``segment_alloc`` / ``segment_free``; those of the
+        snapshot that no trace entry made were there from the start. An expandable
+        segment's ``segment_map`` / ``segment_unmap`` (pages mapped into its address
+        range) are not replayed: it is drawn at its size in the snapshot throughout."""
         s, a = self.segments, self.allocs
         seg_rows = np.flatnonzero(s.alive(at))
         live = a.alive(at)
