@@ -119,3 +119,25 @@ def test_a_snapshot_written_by_pytorchs_own_function(tmp_path):
     assert d["peak_allocated"] == peak > 0
     assert as_groups(d["top_at_peak"]) == at_peak
     assert any("category" in name for name in s.unknown_fields)  # a field this version does not know: kept
+
+
+@settings(max_examples=80)
+@given(snapshots(), st.integers(1, 9), st.integers(0, 2 * 10**6))
+def test_converted_in_small_chunks_the_figures_are_the_same(tmp_path_factory, snap, chunk, at_time):
+    """A big trace is converted a chunk at a time (its entries dropped as they go): at
+    every chunk size, the figures are the independent replay's."""
+    from vramscope.core.snapshot import building
+
+    saved = building.CHUNK
+    building.CHUNK = chunk
+    try:
+        d = _summary(tmp_path_factory.mktemp("s"), snap, at_time)
+    finally:
+        building.CHUNK = saved
+    peak, peak_time, at_peak, at = replay(snap, 0, at_time)
+    assert (d["peak_allocated"], d["peak_time_us"]) == (peak, peak_time)
+    assert as_groups(d["top_at_peak"]) == at_peak and as_groups(d["at"]["top"]) == at
+    assert [o["requested"] for o in d["ooms"]] == [
+        e["size"] for e in snap["device_traces"][0] if e["action"] == "oom"
+    ]
+    assert [o["device_free"] for o in d["ooms"]] == [1 << 20] * len(d["ooms"])  # kept from each OOM entry

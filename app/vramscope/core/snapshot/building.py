@@ -46,6 +46,9 @@ def _keep(key: str, value) -> bool:
     return value not in (None, "", [], {}, ())
 
 
+CHUNK = 1 << 16  # entries converted, then dropped, at a time
+
+
 class _Builder:
     def __init__(self):
         self.stacks = Stacks()
@@ -71,33 +74,47 @@ class _Builder:
         del names
         for i in [i for i, c in enumerate(acts) if c < 0]:
             acts[i] = self._new_action(entries[i].get("action"))
-        times = self._column(entries, "time_us", missing, None)
-        timestamps = None not in times
-        if not timestamps:  # an older PyTorch: the entry's number stands for its time
-            times = [i if t is None else t for i, t in enumerate(times)]
-        columns = [self._ints(times, "time_us")]
-        del times
-        for key in ("addr", "size", "stream"):
-            values = self._column(entries, key, missing, 0)
-            try:
-                columns.append(np.array(values, dtype=np.int64))
-            except TypeError:  # a None among them: not available, kept as 0 in the column
-                columns.append(self._ints([v or 0 for v in values], key))
-            except (ValueError, OverflowError):
-                raise _bad(f"a trace entry's {key} is not a 64-bit whole number") from None
         act = np.array(acts, dtype=np.int16)
-        columns.append(self._stacks(entries, act, columns[1]))
-        # an entry of exactly the six column fields has nothing else to keep: look only at
-        # the others (a count of fields is cheap; a field missing was noted above)
-        odd = np.flatnonzero(np.fromiter(map(len, entries), dtype=np.int64, count=len(entries)) != 6)
+        del acts
+        addr = self._ints(self._column(entries, "addr", missing, 0), "addr")
+        # which entries' stacks are shown (pairing needs the whole trace's actions and addresses)
+        _opens, _closes, orphans, _open = pair(act, addr, codes[ALLOC], codes[FREE_COMPLETED])
+        shown = (act == codes[ALLOC]) | (act == codes[OOM])
+        shown[orphans] = True
+        # the rest chunk by chunk, each chunk's entries dropped once read: the columns grow
+        # in the memory the unpickled entries leave, not on top of them
+        lacking = np.array(sorted(missing), dtype=np.int64)  # (from the action and address columns)
+        parts: dict[str, list] = {"time_us": [], "size": [], "stream": [], "stack": []}
         other: dict[int, dict] = {}
-        for i in sorted(missing.union(odd.tolist())):
-            kept = {k: v for k, v in entries[i].items() if k not in COLUMN_FIELDS and _keep(k, v)}
-            if kept:
-                other[i] = kept
-                self.unknown.update(k for k in kept if k not in KNOWN_ENTRY_FIELDS)
-        t, addr, size, stream, stack = columns
-        return DeviceTrace(t, act, addr, size, stream, stack, other, timestamps)
+        timestamps = True
+        for a in range(0, len(entries), CHUNK):
+            part = entries[a : a + CHUNK]
+            gaps: set[int] = set()
+            times = self._column(part, "time_us", gaps, None)
+            if None in times:  # an older PyTorch: the entry's number stands for its time
+                timestamps = False
+                times = [a + i if t is None else t for i, t in enumerate(times)]
+            parts["time_us"].append(self._ints(times, "time_us"))
+            del times
+            for key in ("size", "stream"):
+                parts[key].append(self._ints(self._column(part, key, gaps, 0), key))
+            parts["stack"].append(self._stacks(part, shown[a : a + CHUNK]))
+            # an entry of exactly the six column fields has nothing else to keep: look only
+            # at the others (a count of fields is cheap; a field missing was noted above)
+            odd = np.flatnonzero(np.fromiter(map(len, part), dtype=np.int64, count=len(part)) != 6).tolist()
+            lo, hi = np.searchsorted(lacking, (a, a + len(part)))
+            here = set((lacking[lo:hi] - a).tolist())
+            for i in sorted(here.union(gaps, odd)):
+                kept = {k: v for k, v in part[i].items() if k not in COLUMN_FIELDS and _keep(k, v)}
+                if kept:
+                    other[a + i] = kept
+                    self.unknown.update(k for k in kept if k not in KNOWN_ENTRY_FIELDS)
+            entries[a : a + len(part)] = [None] * len(part)
+            del part
+        t, size, stream, stack = (
+            np.concatenate(parts[k]) if parts[k] else np.zeros(0, np.int64) for k in parts
+        )
+        return DeviceTrace(t, act, addr, size, stream, stack.astype(np.int32), other, timestamps)
 
     @staticmethod
     def _column(entries: list, key: str, missing: set, default) -> list:
@@ -116,14 +133,11 @@ class _Builder:
         except (TypeError, ValueError, OverflowError):
             raise _bad(f"a trace entry's {key} is not a 64-bit whole number") from None
 
-    def _stacks(self, entries: list, act: np.ndarray, addr: np.ndarray) -> np.ndarray:
-        """Stack ids of the entries whose stack is shown: allocations, frees of memory
-        allocated before the trace, OOMs; 0 for the others (a free's own stack, where it
-        was asked, is not kept: nothing here shows it, and frees are two thirds of a trace)."""
-        codes = self.codes
-        _opens, _closes, orphans, _open = pair(act, addr, codes[ALLOC], codes[FREE_COMPLETED])
-        shown = (act == codes[ALLOC]) | (act == codes[OOM])
-        shown[orphans] = True
+    def _stacks(self, entries: list, shown: np.ndarray) -> np.ndarray:
+        """Stack ids of the entries whose stack is shown (``shown``): allocations, frees of
+        memory allocated before the trace, OOMs; 0 for the others (a free's own stack,
+        where it was asked, is not kept: nothing here shows it, and frees are two thirds
+        of a trace)."""
         rows = np.flatnonzero(shown).tolist()
         reps = self.stacks._by_identity  # (id first, id last, length) -> (frames list, stack id)
         stack_of = self.stacks.stack  # called only for a stack not seen yet
@@ -175,7 +189,7 @@ class _Builder:
         for b in blocks:
             if type(b) is not dict:
                 raise _bad(f"a block of segment {index} is not a dict")
-            nb = b.copy()
+            nb = b  # (the unpickled block itself: from_object consumes what it is given)
             frames = nb.pop("frames", None)
             if type(nb.get("state", "")) is not str:
                 raise _bad(f"a block of segment {index} has a state that is not a string")
@@ -192,8 +206,9 @@ KNOWN_ENTRY_FIELDS = frozenset(("device_free", "pool_id", "compile_context", "us
 
 
 def from_object(obj) -> Snapshot:
-    """The columns of an unpickled snapshot (``obj`` may be dropped afterwards);
-    ``SnapshotError`` for anything that is not one, whatever its values."""
+    """The columns of an unpickled snapshot; ``SnapshotError`` for anything that is not
+    one, whatever its values. ``obj`` is consumed: its trace entries are dropped as they
+    are converted (so the columns take the memory they leave) and its blocks reused."""
     try:
         return _from_object(obj)
     except (
