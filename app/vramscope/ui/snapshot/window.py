@@ -130,7 +130,7 @@ class SnapshotWindow(QMainWindow):
                     if on_error:
                         on_error(error)
                 return
-            self.path, self.snap, self.compared = path, snap, None
+            self.path, self.snap, self.compared, self.error = path, snap, None, None
             self.comparison.setVisible(False)
             self.setWindowTitle(f"vramscope — {path}")
             self.device.blockSignals(True)
