@@ -8,6 +8,7 @@
     vramscope run -- python train.py start a script with the PyTorch agent on
     vramscope stream                 frames on stdout, for `vramscope --host` over ssh
     vramscope sites PID --steps N    allocation sites of a running agent (CUDA)
+    vramscope snapshot FILE [FILE2]  a PyTorch memory snapshot summarised (or two compared)
 
 Each subcommand lives in ``vramscope.commands.<name>`` with ``add_arguments``
 and ``run``; modules are imported only when their command runs (except for
@@ -32,6 +33,7 @@ COMMANDS = {
     "desktop": "add vramscope to your desktop menu (install / uninstall / show)",
     "stream": "write this machine's frames to stdout (what `vramscope --host` runs over ssh)",
     "sites": "record allocation sites in a running agent for N steps (CUDA)",
+    "snapshot": "summarise a PyTorch memory snapshot pickle (peak, stacks, OOMs; no code run)",
 }
 
 
@@ -65,8 +67,15 @@ def _not_a_file(word: str | None) -> str | None:
     import difflib
     import os
 
-    if word is None or os.path.exists(word) or os.sep in word or word.endswith(".vramscope"):
-        return None  # a session file (a missing one is the window's to say)
+    from vramscope.core.snapshot.safe_load import SNAPSHOT_SUFFIXES
+
+    if (
+        word is None
+        or os.path.exists(word)
+        or os.sep in word
+        or word.endswith((".vramscope", *SNAPSHOT_SUFFIXES))
+    ):
+        return None  # a session or snapshot file (a missing one is the window's to say)
     close = difflib.get_close_matches(word, COMMANDS, n=1)
     hint = f" (did you mean `vramscope {close[0]}`?)" if close else ""
     return (

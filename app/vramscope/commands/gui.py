@@ -57,7 +57,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # (DIR/shown.json) and quits (ui/window_shots.py: README's pictures, user-path tests)
     p.add_argument("--shots", default=None, metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--shots-after", type=seconds(), default=8.0, metavar="SECONDS", help=argparse.SUPPRESS)
-    p.add_argument("file", nargs="?", default=None, metavar="FILE", help="a recorded session to reopen")
+    p.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        metavar="FILE",
+        help="a recorded session to reopen, or a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

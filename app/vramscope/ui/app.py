@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import pathlib
 import sys
 
@@ -277,9 +278,26 @@ def _add_session_actions(window, services, reader=None) -> None:
     panels = services.panels if services is not None else getattr(window, "panels", None)
     if panels is not None:  # the OOM post-mortem names the session its full report is in
         panels.agents.session = current_path
+    snapshot_action = QAction("Open &snapshot…", window)
+    snapshot_action.triggered.connect(lambda: _ask_open_snapshot(window))
     menu.insertAction(first, open_action)
+    menu.insertAction(first, snapshot_action)
     menu.insertAction(first, export_action)
     menu.insertSeparator(first)
+
+
+def _ask_open_snapshot(window) -> None:
+    """File → Open snapshot…: a PyTorch memory snapshot in a viewer window of its own."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from vramscope.ui.snapshot.window import SNAPSHOT_FILES, open_snapshot_window
+
+    path, _ = QFileDialog.getOpenFileName(window, "Open a PyTorch memory snapshot", "", SNAPSHOT_FILES)
+    if path:
+        window.snapshot_windows = [
+            *getattr(window, "snapshot_windows", []),
+            open_snapshot_window(path, window),
+        ]
 
 
 def _ask_open(window) -> None:
@@ -352,6 +370,7 @@ def run(args) -> int:
     from PySide6.QtCore import QTimer
 
     from vramscope.core.session import SessionError
+    from vramscope.core.snapshot.safe_load import SNAPSHOT_SUFFIXES, is_pickle
     from vramscope.core.user_settings import Settings
     from vramscope.ui.qsettings_import import import_qsettings
 
@@ -364,7 +383,16 @@ def run(args) -> int:
 
         sampler = local_sampler_source(args, settings)  # starts while Qt loads and the window is built
     app = create_app(theme_mode=settings.theme)
-    if getattr(args, "file", None):
+    if getattr(args, "file", None) and (is_pickle(args.file) or args.file.endswith(SNAPSHOT_SUFFIXES)):
+        from vramscope.ui.snapshot.window import open_snapshot_window
+
+        if not os.path.isfile(args.file):
+            print(f"vramscope: {args.file}: no such snapshot file", file=sys.stderr)
+            return 2
+        window = open_snapshot_window(
+            args.file, on_error=lambda text: print(f"vramscope: {text}", file=sys.stderr)
+        )
+    elif getattr(args, "file", None):
         try:
             feed, window = open_session_window(args.file, args)
         except SessionError as exc:

@@ -3,9 +3,13 @@
 Built from the OOM event's data by the same code that prints it on the training
 process's stderr (agent/oom_report.py), with what the monitor saw on the GPU
 (core/oom_context.py). The full report: ``vramscope export --format oom-report``.
+Where the agent saved the snapshot at the OOM (memory history on) and the file is
+on this machine, a link opens it in the snapshot viewer (ui/snapshot/).
 """
 
 from __future__ import annotations
+
+import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
@@ -29,6 +33,9 @@ def _no_session() -> str | None:
     return None
 
 
+OPEN = "vramscope:open-snapshot"  # the link to the OOM's snapshot (a capture on this machine)
+
+
 def _indented(line: str) -> str:
     """A report line as HTML: its indent kept, the rest free to wrap on a narrow window."""
     body = line.lstrip(" ")
@@ -41,7 +48,13 @@ class OomView(QLabel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setTextFormat(Qt.TextFormat.RichText)
-        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
+        )
+        self.setOpenExternalLinks(False)
+        self.linkActivated.connect(self._open_snapshot)
+        self.snapshot_path: str | None = None  # the OOM's capture, where it is on this machine
+        self.viewer = None
         self.setWordWrap(True)
         self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         theme.styled(self, lambda s: f"OomView {{ border-left: 3px solid {s.ERROR}; padding-left: 6px; }}")
@@ -77,5 +90,19 @@ class OomView(QLabel):
         lines = oom_report.lines(self.report)[1:]  # (the OOM line above says what and when)
         s = theme.current()
         body = "<br>".join(_indented(line) for line in lines)
+        path = event.data.get("snapshot_path")
+        self.snapshot_path = path if isinstance(path, str) and path and os.path.isfile(path) else None
+        link = (
+            f"<br><a href='{OPEN}' style='color:{s.LINK}'>Open the OOM's snapshot</a>"
+            if self.snapshot_path
+            else ""
+        )
         more = html_text(more_text(self.session()))
-        self.setText(f"<b>OOM post-mortem</b><br>{body}<br><span style='color:{s.MUTED}'>{more}</span>")
+        self.setText(f"<b>OOM post-mortem</b><br>{body}<br><span style='color:{s.MUTED}'>{more}</span>{link}")
+
+    def _open_snapshot(self, href: str) -> None:
+        """The capture in the snapshot viewer (ui/snapshot/)."""
+        from vramscope.ui.snapshot.window import open_snapshot_window
+
+        if href == OPEN and self.snapshot_path:
+            self.viewer = open_snapshot_window(self.snapshot_path, self.window())

@@ -2,7 +2,8 @@
 
 The button asks the agent (sources/agent_requests.py, on a worker thread: never a
 socket on the GUI thread); what the recording does -- its progress and measured
-overhead, then the top sites and the memory_viz pickle -- arrives as SITES events
+overhead, then the top sites and the memory_viz pickle, which "Open the snapshot"
+shows in the snapshot viewer (ui/snapshot/) -- arrives as SITES events
 with everything else the monitor pulls, so a recording started by
 ``vramscope sites`` or ``VRAMSCOPE_SITES_STEPS`` shows here too. The button is
 disabled, with the reason beside it, for a run without a CUDA device, an ended
@@ -103,6 +104,13 @@ class SitesControl(QWidget):
         self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.result.setVisible(False)
         outer.addWidget(self.result)
+        # the recording's snapshot, opened in the viewer (ui/snapshot/): only one on this machine
+        self.open_snapshot = QPushButton("Open the snapshot")
+        self.open_snapshot.setVisible(False)
+        self.open_snapshot.clicked.connect(self._open_snapshot)
+        outer.addWidget(self.open_snapshot, 0, Qt.AlignmentFlag.AlignLeft)
+        self.snapshot_path: str | None = None
+        self.viewer = None
         self._bridge = Bridge(self)  # the request runs on a worker, its reply comes back here
         self._asking = False
         self.error: str | None = None
@@ -128,6 +136,10 @@ class SitesControl(QWidget):
         for e in tuple(report.recent_events) + tuple(report.events):
             if e.kind == EventKind.SITES and (latest is None or e.time >= latest.time):
                 latest = e
+        data = latest.data if latest is not None and isinstance(latest.data, dict) else {}
+        path = data.get("snapshot_path") if data.get("state") == "done" and refusal is None else None
+        self.snapshot_path = path if isinstance(path, str) and path else None
+        self.open_snapshot.setVisible(self.snapshot_path is not None)
         text = sites_text(latest.data) if latest is not None else ""
         self.result.setVisible(bool(text))
         if text:
@@ -137,6 +149,12 @@ class SitesControl(QWidget):
                     for x in text.splitlines()
                 )
             )
+
+    def _open_snapshot(self) -> None:
+        from vramscope.ui.snapshot.window import open_snapshot_window
+
+        if self.snapshot_path:
+            self.viewer = open_snapshot_window(self.snapshot_path, self.window())
 
     def _clicked(self) -> None:
         self._asking = True

@@ -35,8 +35,18 @@ def schedule(window, app, directory: str, after: float, sizes=SIZES) -> None:
 
 def _take(window, app, out: pathlib.Path, sizes) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    tabs = window.tabs
+    tabs = getattr(window, "tabs", None)
     pictures = []
+    if tabs is None:  # a window of one view (the snapshot viewer): grabbed whole at each size
+        for width, height in sizes:
+            window.resize(width, height)
+            app.processEvents()
+            path = out / f"{slug(window.windowTitle())}-{width}x{height}.png"
+            window.grab().save(str(path))
+            pictures.append(path.name)
+        (out / SHOWN).write_text(json.dumps({"pictures": pictures, "title": window.windowTitle()}, indent=1))
+        app.quit()
+        return
     for width, height in sizes:
         window.resize(width, height)
         for index in range(tabs.count()):
