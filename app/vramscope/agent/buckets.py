@@ -52,6 +52,17 @@ UNOWNED = (
     "agent has not met, whose buffers (e.g. BatchNorm statistics) are not known; it is found at "
     "its next forward, or register it with agent.watch(model=...)"
 )
+
+
+def unseen_note(n: int) -> str:
+    """Why gradients are n/a while a backward fed parameters no walk found (agent/unseen_grads.py)."""
+    return (
+        f"gradients and activations + temporaries n/a: a backward accumulated gradients into {n} "
+        "parameters of a model the agent has not met yet (found at its optimizer's first step or "
+        "its next forward; or register it with agent.watch(model=...))"
+    )
+
+
 NOTHING_REGISTERED = (
     "no breakdown: no model or optimizer is known yet (found at the first optimizer "
     "step, or register them with agent.watch)"

@@ -45,6 +45,7 @@ from vramscope.agent.serving import Serving
 from vramscope.agent.sharded import Sharding
 from vramscope.agent.stats import StatsReader
 from vramscope.agent.steps import StepTracker
+from vramscope.agent.unseen_grads import UnseenGrads
 
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
 
@@ -84,6 +85,8 @@ class Agent:
         )
         self.steps.stretch.watch = self.backward  # a quiet stretch counted down by the node hook
         self.backward.on_ticks = self.steps.stretch.wake
+        # backwards through parameters no walk found: gradients n/a until one does
+        self.unseen = UnseenGrads(self.registry.known_ids, on_unseen=self.registry.on_unseen)
         if provider is not None:
             self.measurer.set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.outside_events = OutsideEvents(self.emit)  # process-group init, torch.compile
@@ -164,6 +167,7 @@ class Agent:
             self.steps.discovering = True  # every step checks whether discovery is done
         self.oom_observer_attached = oom.attach_observer(self._on_oom)
         self.outside_events.install()
+        self.unseen.install()
         self.serving.start()
         if self._final_dump:
             self.last_words.arm()
@@ -176,6 +180,7 @@ class Agent:
         self.module_sampler.detach_all()
         self.input_shape.detach_all()
         self.outside_events.uninstall()
+        self.unseen.uninstall()
         self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
@@ -212,6 +217,7 @@ class Agent:
             self.model_hooks.detach_all()
             self.module_sampler.detach_all()
             self.input_shape.detach_all()
+            self.unseen.uninstall()
             self.backward.drop()
             if self.discovery is not None:
                 self.discovery.finish()

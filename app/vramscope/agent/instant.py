@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import time
 
-from vramscope.agent.buckets import CHANGED, GRADIENTS_UNKNOWN, UNOWNED, measure
-from vramscope.agent.protocol import PEAK_BOUND, ItemKind
+from vramscope.agent.buckets import CHANGED, GRADIENTS, GRADIENTS_UNKNOWN, UNOWNED, measure, unseen_note
+from vramscope.agent.protocol import PEAK_BOUND, TENSOR_BUCKETS, ItemKind
 from vramscope.agent.stats import merge_peaks
 
 READ_TRIES = 3  # the agent thread's tries at one consistent instant
@@ -79,4 +79,19 @@ def measure_now(agent, read_grads: bool) -> None:
     except Exception as exc:  # a state dict changed size under us: the next sample
         agent.measurer.tensors = None
         agent.error(exc)
+    _without_unseen(agent)
     agent.measurer.last_measure_seconds = time.perf_counter() - t0
+
+
+def _without_unseen(agent) -> None:
+    """Gradients n/a (with the reason) while a backward fed parameters no walk has found
+    (agent/unseen_grads.py): the ledger and ``.grad`` of the known ones leave theirs out."""
+    tensors = agent.measurer.tensors
+    n = agent.unseen.count() if tensors is not None else 0
+    if not n:
+        return
+    out = {d: per | {GRADIENTS: None} for d, per in tensors.items()}
+    for device in agent.unseen.devices():
+        out.setdefault(device, dict.fromkeys(TENSOR_BUCKETS, 0) | {GRADIENTS: None})
+    agent.measurer.tensors = out
+    agent.tensor_notes = (agent.tensor_notes[0], unseen_note(n))

@@ -36,6 +36,7 @@ class Registry:
         self._walk_lock = threading.Lock()
         self.walk_due = True  # something was registered: walk at the next sample
         self._layout: tuple | None = None  # what the last walk saw (see layout_now)
+        self._ids: tuple = (None, frozenset())  # (owners, the ids of their parameters)
         self.next_walk = 0.0  # monotonic time of the next routine walk
         self.last_walk_seconds: float | None = None
         self.walks = 0
@@ -80,6 +81,25 @@ class Registry:
 
     def optimizers(self) -> list:
         return [o for o in (r() for r in self.optimizer_refs) if o is not None]
+
+    def known_ids(self) -> frozenset:
+        """Ids of the parameters the last walk found (any thread; cached per walk)."""
+        owners = self.owners
+        of, ids = self._ids
+        if of is not owners:
+            ids = frozenset(id(p) for p in owners.params) if owners is not None else frozenset()
+            self._ids = (owners, ids)
+        return ids
+
+    def on_unseen(self) -> None:
+        """Training thread, at a backward through parameters no walk found (a model met
+        before its optimizer's first step): discovery finds its model at its next forward;
+        a walk at the next sample (agent/unseen_grads.py)."""
+        discovery = self.agent.discovery
+        if discovery is not None and not discovery.active:
+            discovery.install()
+            self.agent.steps.discovering = True
+        self.walk_due = True
 
     def registered(self) -> bool:
         return bool(self.model_refs or self.optimizer_refs)
