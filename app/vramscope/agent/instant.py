@@ -69,8 +69,11 @@ def measure_now(agent, read_grads: bool) -> None:
     ledger = agent.ledger
     try:
         if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
-            agent.measurer.tensors = measure(owners)
+            # every ``.grad`` noted, then the ledger's sum: a gradient is memory held for a
+            # gradient until it is freed (one kept alive past ``zero_grad`` still counts), the
+            # agent thread's figure too
             ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+            agent.measurer.tensors = measure(owners, grads=ledger.per_device())
             agent.registry.settle(owners)
         elif ledger.stale and owners.params:
             agent.measurer.tensors = measure(owners, grads_known=False)

@@ -110,6 +110,18 @@ class Bucket(StrEnum):
     OUTSIDE_PYTORCH = "outside_pytorch"
 
 
+# what each bucket counts, where the definition is not obvious (the agents tab's help, README)
+BUCKET_MEANING = {
+    Bucket.WEIGHTS: "parameters and buffers (e.g. BatchNorm statistics) of the known models",
+    Bucket.GRADIENTS: (
+        "memory held for a gradient until it is freed: a gradient that zero_grad(set_to_none=True) "
+        "dropped counts until its memory goes back to the allocator (at once, unless something "
+        "still holds it, e.g. a view kept by the code)"
+    ),
+    Bucket.OPTIMIZER_STATE: "every tensor in the optimizers' state (Adam's moments, step counters)",
+    Bucket.OTHER_ALLOCATED: "allocated minus the three above: activations saved for backward and temporaries",
+}
+
 TENSOR_BUCKETS = (Bucket.WEIGHTS, Bucket.GRADIENTS, Bucket.OPTIMIZER_STATE)
 AGENT_BUCKETS = TENSOR_BUCKETS + (Bucket.OTHER_ALLOCATED, Bucket.CACHED_FREE)  # what the agent sends
 BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
