@@ -209,9 +209,12 @@ class Agent:
             postmortem.say_at_exit(self)  # the OOM post-mortems, a dozen lines each
 
     def disable_in_child(self) -> None:
-        """After fork: the thread did not survive; drop the hooks, serve nothing."""
+        """After fork: the thread did not survive; drop the hooks, serve nothing (the
+        inherited socket's copies closed, so it dies with the parent)."""
         self.serving.thread = None
-        self.serving.server = None
+        server, self.serving.server = self.serving.server, None
+        if server is not None:
+            server.drop_inherited()
         try:
             self.steps.uninstall()
             self.model_hooks.detach_all()
