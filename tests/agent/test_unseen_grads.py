@@ -11,7 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vramscope.agent.unseen_grads import UnseenGrads, graph_leaves
+from vramscope.agent.backward import BackwardWatch
+from vramscope.agent.grads import GradLedger
+from vramscope.agent.unseen_grads import LEARN_WALKS, UnseenGrads, graph_leaves
 
 from .oracle import pause
 from .test_instant_buckets import mlp_bn
@@ -42,11 +44,14 @@ def test_graph_leaves_are_the_parameters_a_backward_accumulates_into():
     assert id(frozen) not in {id(t) for t in graph_leaves([loss.grad_fn])}
 
 
-def test_a_backward_through_an_unknown_model_is_counted_until_known_and_inputs_are_not():
+def test_a_silent_backward_through_an_unknown_model_is_walked_and_inputs_are_not_counted():
     first, second = mlp_bn(32), mlp_bn(16)
     known = {id(p) for p in first.parameters()}
+    ledger = GradLedger()
+    nodes = BackwardWatch(ledger)
+    nodes.cover(list(first.parameters()))  # the first model's gradient nodes, hooked
     seen = []
-    watch = UnseenGrads(lambda: frozenset(known), on_unseen=lambda: seen.append(1))
+    watch = UnseenGrads(lambda: frozenset(known), nodes, ledger, on_unseen=lambda: seen.append(1))
     watch.install()
     try:
 
@@ -54,10 +59,13 @@ def test_a_backward_through_an_unknown_model_is_counted_until_known_and_inputs_a
             model(x).square().mean().backward()
 
         x = torch.randn(4, 64, requires_grad=True)  # an input leaf: not a parameter
-        for _ in range(4):
+        for _ in range(6):
             step(first, x)
-        assert watch.count() == 0 and not seen
-        step(second, torch.randn(4, 64))  # the same line, another model: walked
+        walks = watch.walks
+        assert watch.count() == 0 and not seen and walks == LEARN_WALKS  # then trusted: no walks
+        ledger.stale = False
+        step(second, torch.randn(4, 64))  # the same line, another model: silent, walked
+        assert ledger.stale  # (from its start: the agent thread hands its samples over)
         assert watch.count() == len(list(second.parameters())) and seen == [1]
         step(second, torch.randn(4, 64))
         assert seen == [1]  # (re-armed once per new parameter, not per backward)

@@ -54,8 +54,14 @@ UNOWNED = (
 )
 
 
-def unseen_note(n: int) -> str:
-    """Why gradients are n/a while a backward fed parameters no walk found (agent/unseen_grads.py)."""
+def unseen_note(n: int | None) -> str:
+    """Why gradients are n/a while a backward fed parameters no walk found (agent/unseen_grads.py);
+    None: a backward through none of the watched models went unchecked (the check's budget)."""
+    if n is None:
+        return (
+            "gradients and activations + temporaries n/a: a backward ran through none of the "
+            "models the agent knows and was not checked for parameters it has not met"
+        )
     return (
         f"gradients and activations + temporaries n/a: a backward accumulated gradients into {n} "
         "parameters of a model the agent has not met yet (found at its optimizer's first step or "

@@ -86,7 +86,13 @@ class Agent:
         self.steps.stretch.watch = self.backward  # a quiet stretch counted down by the node hook
         self.backward.on_ticks = self.steps.stretch.wake
         # backwards through parameters no walk found: gradients n/a until one does
-        self.unseen = UnseenGrads(self.registry.known_ids, on_unseen=self.registry.on_unseen)
+        self.unseen = UnseenGrads(
+            self.registry.known_ids,
+            self.backward,
+            self.ledger,
+            on_unseen=self.registry.on_unseen,
+            step_seconds=lambda: self.steps.last_duration,
+        )
         if provider is not None:
             self.measurer.set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.outside_events = OutsideEvents(self.emit)  # process-group init, torch.compile

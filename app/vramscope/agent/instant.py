@@ -91,7 +91,7 @@ def _without_unseen(agent) -> None:
     (agent/unseen_grads.py): the ledger and ``.grad`` of the known ones leave theirs out."""
     tensors = agent.measurer.tensors
     n = agent.unseen.count() if tensors is not None else 0
-    if not n:
+    if n == 0:
         return
     out = {d: per | {GRADIENTS: None} for d, per in tensors.items()}
     for device in agent.unseen.devices():

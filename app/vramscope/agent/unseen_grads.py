@@ -7,8 +7,8 @@ the agent meets the optimizer, agent/steps.py) and before any forward hook of
 the agent sees it. Until then its gradients are memory the gradient bucket
 would leave out: a wrong figure. So the agent sees every ``backward()``:
 ``Tensor.backward`` calls ``torch.autograd.backward`` by attribute lookup
-(torch/_tensor.py), which this module wraps. Before the autograd engine runs,
-the wrapper looks at the graph about to run: the leaves it accumulates into
+(torch/_tensor.py), which this module wraps. Once the autograd engine has
+run, the wrapper looks at the graph it ran: the leaves it accumulated into
 are the ``variable`` of its ``AccumulateGrad`` nodes ("Autograd mechanics",
 pytorch.org/docs/stable/notes/autograd.html). A parameter (``nn.Parameter``)
 among them that no walk of the agent found makes the gradients -- and with
@@ -16,25 +16,29 @@ them activations + temporaries -- n/a, with the reason, until a walk finds it
 (its optimizer's first step, or its model's next forward: discovery is re-armed
 here for that), never a figure short of them without a note.
 
-Cost: the whole graph is walked only for a graph not seen before. Its *key*
-is the first leaf reached down the first input of each node from the root
-(a few nodes: the output layer's bias or weight, as a rule), so a loop that
-trains two models through one ``train_step`` tells them apart. A key is
-walked on its first LEARN_WALKS backwards and again whenever the agent's
-parameters change (a walk found others); otherwise a backward costs the
-wrapper's call and the short descent (~2 us). Leaves that are not
-parameters (an input with ``requires_grad``) are not counted as gradients,
-and do not make the bucket n/a.
+Cost: the graph is walked after the engine ran (its nodes outlive the
+backward; only the saved tensors are freed), and only where it may hold
+parameters the agent has not met: the run's first LEARN_WALKS backwards, and
+a *silent* backward -- one that reached none of the gradient nodes the
+backward watch hooks (agent/backward.py: each known model's first nodes), so
+it ran through something else. Every other backward costs the wrapper's call
+and two counter reads. Silent backwards that keep coming (a frozen model's,
+an input's gradient) are walked within WALK_BUDGET of the step time; one left
+unwalked makes the gradients n/a until the next walk. Leaves that are not
+parameters (an input with ``requires_grad``) are not counted as gradients.
+Not seen: parameters added to a graph that also reaches a known model's
+first nodes after the first backwards (a new model summed into the old loss).
 """
 
 from __future__ import annotations
 
+import math
+import time
 import weakref
 
-LEARN_WALKS = 2  # full graph walks per key before the key is trusted
+LEARN_WALKS = 3  # the run's first backwards, walked whatever the watch saw
+WALK_BUDGET = 0.001  # walks of silent backwards: at most this share of the step time
 MAX_NODES = 100_000  # a walk stops here (its leaves so far still count)
-MAX_DESCENT = 64  # nodes followed down from the root for the key
-MAX_KEYS = 4096  # keys remembered (a loop making new graphs each step: then forgotten)
 
 
 def _roots(tensors) -> list:
@@ -51,24 +55,6 @@ def _roots(tensors) -> list:
 def _leaf_of(node):
     """The variable of an AccumulateGrad node, else None."""
     return getattr(node, "variable", None)
-
-
-def _descend(root):
-    """The first leaf down the first input of each node (the graph's key), or None."""
-    node = root
-    for _ in range(MAX_DESCENT):
-        if node is None:
-            return None
-        leaf = _leaf_of(node)
-        if leaf is not None:
-            return leaf
-        nxt = None
-        for fn, _i in node.next_functions:
-            if fn is not None:
-                nxt = fn
-                break
-        node = nxt
-    return None
 
 
 def graph_leaves(roots) -> list:
@@ -96,13 +82,22 @@ class UnseenGrads:
     thread) whether gradients of parameters no walk found may be alive.
 
     ``known()``: the ids of the parameters the agent's last walk found (a set);
-    ``on_unseen()``: called on the training thread when a backward reaches one
-    (the agent re-arms discovery there)."""
+    ``watch``: the backward watch (its ``fired`` counts its node hooks' calls);
+    ``ledger``: stale from the start of every backward (its samples go to the
+    training thread until the step); ``on_unseen()``: called on the training thread
+    when a backward reached a parameter not met before (discovery is re-armed);
+    ``step_seconds()``: the last step's length (the walks' budget)."""
 
-    def __init__(self, known, on_unseen=None):
+    def __init__(self, known, watch, ledger, on_unseen=None, step_seconds=None):
         self._known = known
+        self._watch = watch
+        self._ledger = ledger
         self._on_unseen = on_unseen
-        self._keys: dict = {}  # (id of the key leaf, the known set's size) -> walks left
+        self._step_seconds = step_seconds
+        self._learn = LEARN_WALKS
+        self._skip = 0  # silent backwards left unwalked before the next walk (budget)
+        self._every = 1
+        self.unchecked = False  # a silent backward went unwalked: gradients not known
         self._unseen: dict[int, weakref.ref] = {}  # id(parameter) -> weak ref, not found by a walk
         self._original = None
         self._module = None
@@ -121,14 +116,14 @@ class UnseenGrads:
         watch = self
 
         def backward(tensors, *args, **kwargs):
-            watch.before(tensors)
-            return original(tensors, *args, **kwargs)
+            fired = watch.before()
+            out = original(tensors, *args, **kwargs)
+            watch.after(tensors, fired)
+            return out
 
+        for name in ("__doc__", "__name__", "__qualname__", "__module__"):
+            setattr(backward, name, getattr(original, name, None))
         backward.__wrapped__ = original
-        backward.__doc__ = original.__doc__
-        backward.__name__ = original.__name__
-        backward.__qualname__ = original.__qualname__
-        backward.__module__ = original.__module__
         backward._vramscope_wrapped = True
         self._original, self._module = original, torch.autograd
         torch.autograd.backward = backward
@@ -140,30 +135,40 @@ class UnseenGrads:
             module.backward = original
 
     # -- the training thread (or whichever runs the backward) ---------------------------------
-    def before(self, tensors) -> None:
+    def before(self) -> int:
+        """Before the engine runs: the ledger stale (no sample on the agent thread trusts it
+        until the step), and the watch's count, to tell a silent backward afterwards."""
+        ledger = self._ledger
+        ledger.stale = ledger.forward_pending = True
+        return self._watch.fired
+
+    def after(self, tensors, fired: int) -> None:
         try:
+            if self._learn > 0:
+                self._learn -= 1
+            elif self._watch.fired != fired:
+                return  # through a known model's first nodes: as learned
+            elif self._skip > 0:  # silent, over the walks' budget: not known
+                self._skip -= 1
+                self.unchecked = True
+                return
             roots = [t.grad_fn for t in _roots(tensors)]
-            if not roots or roots[0] is None:
-                return
-            leaf = _descend(roots[0])
-            known = self._known()
-            key = (id(leaf), len(known))
-            left = self._keys.get(key)
-            if left is None:
-                if len(self._keys) >= MAX_KEYS:
-                    self._keys.clear()
-                left = LEARN_WALKS
-            if left <= 0:
-                return
-            self._keys[key] = left - 1
-            self._walk(roots, known)
+            t0 = time.perf_counter()
+            self._walk([r for r in roots if r is not None])
+            self.unchecked = False
+            step = self._step_seconds() if self._step_seconds is not None else None
+            if step:
+                cost = time.perf_counter() - t0
+                self._every = max(1, math.ceil(cost / (WALK_BUDGET * step)))
+                self._skip = self._every - 1
         except Exception:
             self.errors += 1
 
-    def _walk(self, roots, known) -> None:
+    def _walk(self, roots) -> None:
         from torch.nn import Parameter
 
         self.walks += 1
+        known = self._known()
         found = False  # (parameters not met before this walk)
         for leaf in graph_leaves(roots):
             if isinstance(leaf, Parameter) and leaf.requires_grad and id(leaf) not in known:
@@ -174,9 +179,11 @@ class UnseenGrads:
             self._on_unseen()
 
     # -- any thread ----------------------------------------------------------------------------
-    def count(self) -> int:
+    def count(self) -> int | None:
         """Parameters a backward accumulated into that the last walk has not found (alive
-        ones; those found since leave)."""
+        ones; those found since leave); None: a backward went unchecked (not known)."""
+        if self.unchecked:
+            return None
         unseen = self._unseen
         if not unseen:
             return 0
