@@ -56,3 +56,12 @@ def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, r
         assert rank["unsharded_in_forward"] >= full_layer
         assert during["sharded"]["fsdp_unsharded"]["cpu"] == rank["unsharded_in_forward"]
         assert rank["sample_after"]["sharded"]["fsdp_unsharded"] == {}  # resharded after the step
+
+        # issue 47 item 5: per module, from the local shards; saved activations without the
+        # all-gathered weights (each Linear(256, 256) saves its 8 x 256 fp32 input); the scheme
+        rows = {r["name"]: r for r in rank["modules"]["modules"]}
+        for name, own in rank["layers"].items():
+            assert {b: rows[name][b] for b in own} == own, name
+            assert own["weights"] == full_layer // 2
+            assert rows[name]["activations"] == 8 * 256 * 4, name
+        assert during["sharded"]["scheme"] == "FSDP2" and during["sharded"]["world_size"] == 2

@@ -20,6 +20,7 @@ from .test_instant_buckets import mlp_bn
 from .test_oracle_loops import Run, train
 
 UNSEEN = "has not met yet"
+UNCHECKED = "was not checked"
 
 
 def _strict(run: Run) -> Run:
@@ -112,13 +113,19 @@ def test_two_models_in_turn_through_one_train_function(make_agent):
         second = mlp_bn(96)
         opt2 = torch.optim.SGD(second.parameters(), lr=0.01, momentum=0.9)
         run.oracle.trains(second, optimizers=[opt2], known=lambda walked: walked["optimizers"] >= 2)
-        for _ in range(8):  # its backwards before its optimizer's first step
+        for i in range(8):  # its backwards before its optimizer's first step
             loss = second(torch.randn(16, 64)).square().mean()
             loss.backward()
             del loss
+            if i == 0:  # right after its first backward (no forward since: not found yet)
+                first_look = run.agent.sample_once()
             pause(0.02)
         train(second, opt2, steps=10)
         agent = run.agent
     run.check()
     assert any(m is second for m in agent.models())
-    assert any(n and UNSEEN in n for n in run.oracle.notes)
+    cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
+    # its gradients are not left out: n/a, with the reason (the parameters it has not met, or a
+    # backward through none of the known models that the walks' budget left unchecked)
+    assert cpu["buckets"]["gradients"] is None
+    assert UNSEEN in cpu["buckets_note"] or UNCHECKED in cpu["buckets_note"]

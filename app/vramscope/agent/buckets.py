@@ -131,10 +131,12 @@ def _optimizer_params(optimizer):
 class Owners:
     """What ``collect`` found: the tensors' owners, reused by every ``measure``."""
 
-    __slots__ = ("params", "buffers", "optimizers", "devices", "unowned", "models", "key")
+    __slots__ = ("params", "buffers", "optimizers", "devices", "unowned", "models", "key", "stand_ins")
 
     def __init__(self, params: list, buffers: list, optimizers: list, unowned: int = 0, models: int = 0):
         self.models = models  # how many models were walked
+        # parameters standing in for others, which a backward accumulates into (FSDP's unsharded)
+        self.stand_ins: tuple = ()
         self.params = params  # unique parameters (models', then optimizers' own)
         self.buffers = buffers  # the models' buffers
         self.optimizers = optimizers

@@ -107,6 +107,7 @@ class Agent:
         )
         self.module_sampler = ModuleSampler(lambda: self.steps.count)
         self.module_sampler.optimizers = self.optimizers
+        self.module_sampler.fsdp = lambda: self.sharding.params  # (gathered copies: no activations)
         self.steps.on_quiet = self.model_hooks.set_quiet  # quiet steps: no forward post-hooks
         self.module_sampler.driven = True  # its step end is the step tracker's (quiet steps skip it)
         self.steps.after_full, self.steps.quiet_cap = (

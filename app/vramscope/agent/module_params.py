@@ -31,6 +31,25 @@ def extent(t) -> tuple | None:
         return None
 
 
+def extents(t, depth: int = 0):
+    """The extents of the memory a tensor holds: a wrapper subclass (a DTensor: FSDP2's
+    sharded parameters, their gradients and optimizer state) by its inner tensors --
+    the local shard, what this rank holds ("DTensor", pytorch.org/docs/stable/
+    distributed.tensor.html) -- opened with ``__tensor_flatten__``."""
+    if getattr(type(t), "__tensor_flatten__", None) is not None and depth < 4:
+        try:
+            names, _ctx = t.__tensor_flatten__()
+        except Exception:
+            names = ()
+        for name in names:
+            yield from extents(getattr(t, name, None), depth + 1)
+        return
+    if isinstance(t, torch.Tensor):
+        key = extent(t)
+        if key is not None:
+            yield key
+
+
 class Tree:
     """One model's module names at one instant: name -> parent, and which module owns what."""
 
@@ -105,12 +124,12 @@ def static_figures(model, optimizers, tree: Tree) -> tuple[dict, set]:
     seen = {"weights": set(), "gradients": set(), "optimizer_state": set()}
 
     def add(node, bucket, t):
-        key = extent(t)
-        if key is None or key in seen[bucket]:
-            return
-        seen[bucket].add(key)
-        row = figures.setdefault(node, {"weights": 0, "gradients": 0, "optimizer_state": 0})
-        row[bucket] += key[3]
+        for key in extents(t):
+            if key in seen[bucket]:
+                continue
+            seen[bucket].add(key)
+            row = figures.setdefault(node, {"weights": 0, "gradients": 0, "optimizer_state": 0})
+            row[bucket] += key[3]
 
     for node, t, is_param in owners:
         figures.setdefault(node, {"weights": 0, "gradients": 0, "optimizer_state": 0})

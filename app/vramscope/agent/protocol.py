@@ -189,6 +189,25 @@ class DeviceFigures(TypedDict, total=False):
     buckets_note: str  # why a bucket is None
 
 
+class Scheme(StrEnum):
+    """How a run shards or replicates its model (agent/sharded.py)."""
+
+    FSDP2 = "FSDP2"  # torch.distributed.fsdp.fully_shard: weights, gradients, state sharded
+    DDP = "DDP"  # DistributedDataParallel: replicated, gradients reduced in buckets
+    ZERO = "ZeRO"  # DeepSpeed (its stage in zero_stage; its partitions are not read)
+
+
+class Sharded(TypedDict, total=False):
+    """A sample's "sharded" figures (agent/sharded.py), absent for a run that is neither."""
+
+    scheme: str | None  # Scheme
+    world_size: int | None  # the process group's size (None: not initialised)
+    zero_stage: int | None  # DeepSpeed only
+    note: str  # DeepSpeed only: its ZeRO breakdown is not read
+    fsdp_unsharded: dict[str, int] | None  # device -> bytes of all-gathered copies alive now
+    ddp_buckets: dict[str, int]  # device -> bytes of DDP's gradient buckets besides the gradients
+
+
 class SampleItem(TypedDict, total=False):
     seq: int
     kind: str  # ItemKind.SAMPLE
@@ -198,6 +217,8 @@ class SampleItem(TypedDict, total=False):
     settings: dict[str, str | int | float | bool | None]  # the allocator's configuration
     models: list[dict]
     agent: dict  # the agent's own figures (PHASES_MEASURED, errors, walks, ...)
+    input: dict | None  # the micro-batch (and sequence) measured at (agent/input_shape.py)
+    sharded: Sharded | None
 
 
 class StepDevice(TypedDict):

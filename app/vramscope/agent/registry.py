@@ -48,7 +48,7 @@ class Registry:
         try:
             owners = self.owners = collect(self.models(), self.optimizers())
             agent.ledger.note_all(owners.params, owners.devices)
-            agent.backward.cover(owners.params, owners.key)
+            agent.backward.cover(owners.params + list(owners.stand_ins), owners.key)
         except Exception as exc:
             agent.error(exc)
 
@@ -87,7 +87,11 @@ class Registry:
         owners = self.owners
         of, ids = self._ids
         if of is not owners:
-            ids = frozenset(id(p) for p in owners.params) if owners is not None else frozenset()
+            ids = (
+                frozenset(id(p) for p in owners.params + list(owners.stand_ins))
+                if owners is not None
+                else frozenset()
+            )
             self._ids = (owners, ids)
         return ids
 
@@ -152,7 +156,7 @@ class Registry:
         owners = self.owners
         if owners is None:
             return
-        self.agent.backward.cover(owners.params, owners.key)
+        self.agent.backward.cover(owners.params + list(owners.stand_ins), owners.key)
         discovery = self.agent.discovery
         if owners.unowned and discovery is not None and not discovery.active:
             layout = tuple(id(p) for p in owners.params)
@@ -211,10 +215,17 @@ class Registry:
             models, optimizers = self.models(), self.optimizers()
             self.walk_due = False
             self._layout = self.layout_now()
-            owners = collect(models, optimizers, swap=agent.sharding.walk(models))
+            swap = agent.sharding.walk(models)
+            owners = collect(models, optimizers, swap=swap)
+            owners.stand_ins = tuple(agent.sharding.stand_ins)  # (FSDP's unsharded copies: known)
             before = self.owners
             self.owners = owners  # (before the ledger goes stale: see settle)
-            if before is None or before.key != owners.key or before.unowned != owners.unowned:
+            if (
+                before is None
+                or before.key != owners.key
+                or before.unowned != owners.unowned
+                or [id(p) for p in before.stand_ins] != [id(p) for p in owners.stand_ins]
+            ):
                 agent.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
                 agent.steps.due = self.on_new_layout  # hook their backward (training thread)
             self.model_info = describe_models(models, optimizers)

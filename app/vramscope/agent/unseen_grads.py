@@ -23,7 +23,8 @@ a *silent* backward -- one that reached none of the gradient nodes the
 backward watch hooks (agent/backward.py: each known model's first nodes), so
 it ran through something else. Every other backward costs the wrapper's call
 and two counter reads. Silent backwards that keep coming (a frozen model's,
-an input's gradient) are walked within WALK_BUDGET of the step time; one left
+an input's gradient) are walked within WALK_BUDGET of the step time once a
+walk has found nothing new (until then each one is walked); one left
 unwalked makes the gradients n/a until the next walk. Leaves that are not
 parameters (an input with ``requires_grad``) are not counted as gradients.
 Not seen: parameters added to a graph that also reaches a known model's
@@ -97,6 +98,7 @@ class UnseenGrads:
         self._learn = LEARN_WALKS
         self._skip = 0  # silent backwards left unwalked before the next walk (budget)
         self._every = 1
+        self._clean = False  # the last walk found no parameter the agent has not met
         self.unchecked = False  # a silent backward went unwalked: gradients not known
         self._unseen: dict[int, weakref.ref] = {}  # id(parameter) -> weak ref, not found by a walk
         self._original = None
@@ -148,7 +150,7 @@ class UnseenGrads:
                 self._learn -= 1
             elif self._watch.fired != fired:
                 return  # through a known model's first nodes: as learned
-            elif self._skip > 0:  # silent, over the walks' budget: not known
+            elif self._skip > 0 and self._clean:  # silent, over the walks' budget: not known
                 self._skip -= 1
                 self.unchecked = True
                 return
@@ -175,6 +177,7 @@ class UnseenGrads:
                 if id(leaf) not in self._unseen:
                     self._unseen[id(leaf)] = weakref.ref(leaf)
                     found = True
+        self._clean = not found and not any(key not in known for key in self._unseen)
         if found and self._on_unseen is not None:
             self._on_unseen()
 
