@@ -1,6 +1,6 @@
 """One FSDP2 rank (gloo, CPU), started by torchrun: a child for tests/agent/test_fsdp_ranks.py.
 
-usage: torchrun --nproc_per_node 2 fsdp_train.py OUT_DIR STEPS
+usage: torchrun --nproc_per_node 2 fsdp_train.py OUT_DIR STEPS [BATCH]
 Each rank starts the agent in code, trains a fully_shard-ed MLP, and in the
 middle of a forward (inside layer 1, its parameters all-gathered) takes a
 sample on the training thread; it writes OUT_DIR/rank<N>.json with its pid,
@@ -39,7 +39,7 @@ def modules_item(a):
     return found[-1] if found else None
 
 
-def main(out, steps):
+def main(out, steps, batch=8):
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -70,7 +70,7 @@ def main(out, steps):
     a.module_sampler.next_step = steps - 1  # the last step's forward: per module
     for step[0] in range(steps):
         opt.zero_grad()
-        model(torch.randn(8, width)).square().mean().backward()
+        model(torch.randn(batch, width)).square().mean().backward()
         opt.step()
     params = list(model.parameters())
     info = {
@@ -109,4 +109,4 @@ def main(out, steps):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), *(int(a) for a in sys.argv[3:4]))

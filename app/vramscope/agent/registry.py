@@ -228,7 +228,7 @@ class Registry:
             ):
                 agent.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
                 agent.steps.due = self.on_new_layout  # hook their backward (training thread)
-            self.model_info = describe_models(models, optimizers)
+            self.model_info = describe_models(models, optimizers, swap)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
             self.walks += 1
