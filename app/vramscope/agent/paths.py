@@ -160,7 +160,7 @@ def pid_namespace() -> str | None:
         return None
 
 
-def _int_env(name: str) -> int | None:
+def int_env(name: str) -> int | None:
     value = os.environ.get(name)
     try:
         return int(value) if value not in (None, "") else None
@@ -177,9 +177,9 @@ def identity() -> dict:
         "start_time": start_time_from_ticks(ticks),
         "hostname": socket.gethostname(),
         "pid_namespace": pid_namespace(),
-        "rank": _int_env("RANK"),
-        "local_rank": _int_env("LOCAL_RANK"),
-        "world_size": _int_env("WORLD_SIZE"),
+        "rank": int_env("RANK"),
+        "local_rank": int_env("LOCAL_RANK"),
+        "world_size": int_env("WORLD_SIZE"),
         "rendezvous": _rendezvous(),
     }
 

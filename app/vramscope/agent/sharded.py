@@ -30,6 +30,7 @@ does. Standard library + torch only.
 
 from __future__ import annotations
 
+from vramscope.agent.paths import int_env
 from vramscope.agent.protocol import Scheme
 
 ZERO_NOT_READ = (
@@ -103,7 +104,8 @@ def is_ddp(models) -> bool:
 
 
 def world_size() -> int | None:
-    """The default process group's size, None where none is initialised."""
+    """The default process group's size, else the launcher's WORLD_SIZE (torchrun's), else
+    None."""
     try:
         import torch.distributed as dist
 
@@ -111,7 +113,7 @@ def world_size() -> int | None:
             return int(dist.get_world_size())
     except Exception:
         pass
-    return None
+    return int_env("WORLD_SIZE")
 
 
 def unsharded(params) -> dict[str, int]:
@@ -174,7 +176,8 @@ class Sharding:
                 if is_ddp(models)
                 else None
             )
-            self.world_size = world_size() if self.scheme is not None else None
+            # (kept once known: the group is destroyed before the run's last samples)
+            self.world_size = (world_size() or self.world_size) if self.scheme is not None else None
             swap = swapped(self.params)
             self.stand_ins = [p for fp in self.params if id(p := fp.__dict__.get("_unsharded_param")) in swap]
             return swap
