@@ -115,12 +115,17 @@ class UnseenGrads:
         original = torch.autograd.backward
         if getattr(original, "_vramscope_wrapped", False):
             return  # (another agent of this process wraps it already)
-        watch = self
+        watch, ledger, nodes = self, self._ledger, self._watch
 
         def backward(tensors, *args, **kwargs):
-            fired = watch.before()
+            # (inline: one Python frame a backward) the ledger stale from the start -- no
+            # sample on the agent thread trusts it until the step -- and the watch's count,
+            # to tell a silent backward afterwards
+            ledger.stale = ledger.forward_pending = True
+            fired = nodes.fired
             out = original(tensors, *args, **kwargs)
-            watch.after(tensors, fired)
+            if nodes.fired == fired or watch._learn:
+                watch.after(tensors)
             return out
 
         for name in ("__doc__", "__name__", "__qualname__", "__module__"):
@@ -137,19 +142,12 @@ class UnseenGrads:
             module.backward = original
 
     # -- the training thread (or whichever runs the backward) ---------------------------------
-    def before(self) -> int:
-        """Before the engine runs: the ledger stale (no sample on the agent thread trusts it
-        until the step), and the watch's count, to tell a silent backward afterwards."""
-        ledger = self._ledger
-        ledger.stale = ledger.forward_pending = True
-        return self._watch.fired
-
-    def after(self, tensors, fired: int) -> None:
+    def after(self, tensors) -> None:
+        """After a learning or a silent backward (the engine done): walk its graph, within
+        the budget."""
         try:
             if self._learn > 0:
                 self._learn -= 1
-            elif self._watch.fired != fired:
-                return  # through a known model's first nodes: as learned
             elif self._skip > 0 and self._clean:  # silent, over the walks' budget: not known
                 self._skip -= 1
                 self.unchecked = True
