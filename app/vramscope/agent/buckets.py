@@ -85,29 +85,35 @@ _MAX_DEPTH = 4
 _SCALAR_BYTES = 8  # a CPU optimizer scalar this small goes with its parameter's device
 
 
-def storages(t, depth: int = 0):
-    """Yield (device, storage key, nbytes, owner) for the memory a tensor holds; the
-    owner (the storage, or the tensor where it has no single storage) lives as
-    long as that memory."""
+def plain_tensors(t, depth: int = 0):
+    """The plain tensors that hold a tensor's memory: itself, or a wrapper subclass's
+    inner tensors (DTensor's local shard, ...) opened with ``__tensor_flatten__``."""
     if depth > _MAX_DEPTH or not isinstance(t, torch.Tensor):
         return
-    flatten = getattr(type(t), "__tensor_flatten__", None)
-    if flatten is not None:
+    if getattr(type(t), "__tensor_flatten__", None) is not None:
         try:
             names, _ctx = t.__tensor_flatten__()
         except Exception:
             names = ()
         for name in names:
-            yield from storages(getattr(t, name, None), depth + 1)
+            yield from plain_tensors(getattr(t, name, None), depth + 1)
         return
-    device = t.device
-    if device.type == "meta":
-        return
-    try:
-        storage = t.untyped_storage()
-        yield str(device), storage.data_ptr(), storage.nbytes(), storage
-    except Exception:  # sparse and other layouts without one storage
-        yield str(device), ("id", id(t)), t.numel() * t.element_size(), t
+    yield t
+
+
+def storages(t):
+    """Yield (device, storage key, nbytes, owner) for the memory a tensor holds; the
+    owner (the storage, or the tensor where it has no single storage) lives as
+    long as that memory."""
+    for p in plain_tensors(t):
+        device = p.device
+        if device.type == "meta":
+            continue
+        try:
+            storage = p.untyped_storage()
+            yield str(device), storage.data_ptr(), storage.nbytes(), storage
+        except Exception:  # sparse and other layouts without one storage
+            yield str(device), ("id", id(p)), p.numel() * p.element_size(), p
 
 
 def _state_tensors(value, depth: int = 0):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from vramscope.agent.buckets import plain_tensors
+
 MAX_MODULES = 512  # nodes per model sent to the monitor (the deepest are left out first)
 
 
@@ -31,21 +33,13 @@ def extent(t) -> tuple | None:
         return None
 
 
-def extents(t, depth: int = 0):
+def extents(t):
     """The extents of the memory a tensor holds: a wrapper subclass (a DTensor: FSDP2's
     sharded parameters, their gradients and optimizer state) by its inner tensors --
     the local shard, what this rank holds ("DTensor", pytorch.org/docs/stable/
-    distributed.tensor.html) -- opened with ``__tensor_flatten__``."""
-    if getattr(type(t), "__tensor_flatten__", None) is not None and depth < 4:
-        try:
-            names, _ctx = t.__tensor_flatten__()
-        except Exception:
-            names = ()
-        for name in names:
-            yield from extents(getattr(t, name, None), depth + 1)
-        return
-    if isinstance(t, torch.Tensor):
-        key = extent(t)
+    distributed.tensor.html)."""
+    for p in plain_tensors(t):
+        key = extent(p)
         if key is not None:
             yield key
 
