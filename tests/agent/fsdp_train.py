@@ -1,6 +1,6 @@
 """One FSDP2 rank (gloo, CPU), started by torchrun: a child for tests/agent/test_fsdp_ranks.py.
 
-usage: torchrun --nproc_per_node 2 fsdp_train.py OUT_DIR STEPS
+usage: torchrun --nproc_per_node 2 fsdp_train.py OUT_DIR STEPS [BATCH]
 Each rank starts the agent in code, trains a fully_shard-ed MLP, and in the
 middle of a forward (inside layer 1, its parameters all-gathered) takes a
 sample on the training thread; it writes OUT_DIR/rank<N>.json with its pid,
@@ -32,7 +32,14 @@ def local(t):
     return t.to_local() if hasattr(t, "to_local") else t
 
 
-def main(out, steps):
+def modules_item(a):
+    a.serving.drain()
+    items = [json.loads(b) for b in a.ring.all_items()]
+    found = [i for i in items if i.get("kind") == "modules"]
+    return found[-1] if found else None
+
+
+def main(out, steps, batch=8):
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -60,9 +67,10 @@ def main(out, steps):
 
     step = [0]
     model[1].register_forward_hook(inside, prepend=True)
+    a.module_sampler.next_step = steps - 1  # the last step's forward: per module
     for step[0] in range(steps):
         opt.zero_grad()
-        model(torch.randn(8, width)).square().mean().backward()
+        model(torch.randn(batch, width)).square().mean().backward()
         opt.step()
     params = list(model.parameters())
     info = {
@@ -76,6 +84,23 @@ def main(out, steps):
         "unsharded_in_forward": seen.get("unsharded"),
         "sample_in_forward": seen.get("sample"),
         "sample_after": a.sample_once(),
+        # per layer, counted here: its local shards (weight + bias), their gradients and state
+        "layers": {
+            str(i): {
+                "weights": nbytes([local(p) for p in layer.parameters()]),
+                "gradients": nbytes([local(p.grad) for p in layer.parameters() if p.grad is not None]),
+                "optimizer_state": nbytes(
+                    [
+                        local(v)
+                        for p in layer.parameters()
+                        for v in opt.state[p].values()
+                        if torch.is_tensor(v)
+                    ]
+                ),
+            }
+            for i, layer in enumerate(model)
+        },
+        "modules": modules_item(a),
     }
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(info, f)
@@ -84,4 +109,4 @@ def main(out, steps):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), *(int(a) for a in sys.argv[3:4]))

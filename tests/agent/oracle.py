@@ -40,14 +40,19 @@ BUCKETS = ("weights", "gradients", "optimizer_state", "other_allocated")
 
 
 class Oracle(LiveBytesProvider):
-    def __init__(self, live: LiveBytes | None = None):
+    def __init__(self, live: LiveBytes | None = None, all_gradients: bool = False):
+        """``all_gradients``: the gradients of every model trained are gradients from the
+        moment autograd writes them, known to the agent or not (issue 47: a model met
+        before its optimizer's first step); else a model's count once it is ``known``."""
         super().__init__(live or LiveBytes())
+        self.all_gradients = all_gradients
         self.groups: list = []  # (models, optimizers, known) -- see trains
         self._grads: dict = {}  # weakref to a gradient storage -> nbytes
         self._grad_refs: dict[int, weakref.ref] = {}
         self._hooked: set[int] = set()
         self._last = threading.local()  # this thread's last truth at a sample reading
         self.results: list[tuple[dict, dict, str]] = []  # (item buckets, truth, thread)
+        self.notes: list[str | None] = []  # each result's buckets_note
         self.wrong: list = []
 
     # -- what the test trains ---------------------------------------------------------------
@@ -107,9 +112,11 @@ class Oracle(LiveBytesProvider):
         allocated, groups = recorded
         out = {"weights": 0, "gradients": 0, "optimizer_state": 0}
         for known, w, g, st in groups:
+            if self.all_gradients:
+                out["gradients"] += g
             if known is None or (walked is not None and known(walked)):
                 out["weights"] += w
-                out["gradients"] += g
+                out["gradients"] += 0 if self.all_gradients else g
                 out["optimizer_state"] += st
         out["other_allocated"] = allocated - sum(out.values())
         return out
@@ -154,6 +161,7 @@ class Oracle(LiveBytesProvider):
         got = cpu["buckets"]
         truth = self.truth_for(truth, item["agent"].get("walked"))
         self.results.append((got, truth, item["agent"]["taken_by"]))
+        self.notes.append(cpu.get("buckets_note"))
         where = (item["agent"]["taken_by"], item["agent"].get("walked"))
         for b in BUCKETS:
             if got[b] is None:

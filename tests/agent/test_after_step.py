@@ -60,3 +60,38 @@ def test_a_manual_step_also_carries_its_reading(make_agent):
     steps = _steps(agent)
     assert len(steps) == 20
     assert all(s["devices"]["cuda:0"]["allocated_after"] == 3 * GiB for s in steps)
+
+
+@pytest.mark.slow
+def test_every_step_carries_its_reading_where_the_budget_holds_one_read_a_step(make_agent):
+    """Issue 47 item 2: with the phase readings thinned to almost none, the quiet steps
+    read allocated after their update when that read fits their share of the budget
+    (here: any read fits): every step but the very first carries the live bytes of its
+    own instant, and no quiet stretch runs (it could read nothing)."""
+    live = LiveBytes()
+    with live:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(32, 128), torch.nn.ReLU(), torch.nn.Linear(128, 4))
+        opt = torch.optim.Adam(model.parameters())
+        agent = make_agent(LiveBytesProvider(live), interval=0.05)
+        agent.phases.budget = 1e-9  # phase readings on a few steps only
+        agent.steps.after.share_budget = 1.0
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        assert agent.wait_started(5)
+        after, kept = [], []
+        for i in range(300):
+            opt.zero_grad()
+            loss = model(torch.randn(16, 32)).square().mean()
+            loss.backward()
+            if i % 7 == 0:
+                kept.append(loss.detach().clone())  # a small leak: allocated-after creeps up
+            opt.step()
+            after.append(live.allocated)
+    steps = _steps(agent)
+    assert [s["step"] for s in steps] == list(range(1, 301))
+    got = [(s["devices"] or {}).get("cpu", {}).get("allocated_after") for s in steps]
+    assert sum(g is not None for g in got) >= 0.99 * len(got)
+    assert all(g == a for g, a in zip(got, after) if g is not None)  # each one this step's own
+    assert agent.phases.steps_measured < 30 and agent.steps.stretch.stretches == 0
+    assert got[-1] > got[1]  # the creep the leak rule reads is in the readings

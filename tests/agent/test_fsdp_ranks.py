@@ -20,9 +20,8 @@ def _cpu(sample):
     return {d["device"]: d for d in sample["devices"]}["cpu"]["buckets"]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, runtime_dir):
+def _ranks(out, batch=8) -> list[dict]:
+    out.mkdir(exist_ok=True)
     r = subprocess.run(
         [
             sys.executable,
@@ -32,15 +31,63 @@ def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, r
             "--nproc_per_node",
             "2",
             str(HERE / "fsdp_train.py"),
-            str(tmp_path),
+            str(out),
             "4",
+            str(batch),
         ],
         capture_output=True,
         text=True,
         timeout=240,
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(2)]
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    return [json.loads((out / f"rank{i}.json").read_text()) for i in range(2)]
+
+
+def _measured(rank):
+    """What ``plan --pid`` builds from a rank's agent (commands/plan_pid.py)."""
+    from vramscope.core.planner.measured_run import measure
+
+    sample = rank["sample_after"]
+    cpu = {d["device"]: d for d in sample["devices"]}["cpu"]
+    return measure(
+        "cpu",
+        cpu["buckets"],
+        input_shape=sample["input"],
+        models=sample["models"],
+        modules=rank["modules"],
+        step=sample["step"],
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_fsdp2_plan_at_twice_the_batch_within_five_percent(tmp_path, runtime_dir):
+    """Issue 47 item 5: the what-if from one rank's figures at batch 8, asked for batch 16,
+    against what the rank measures at batch 16 (weights, gradients, optimizer state from
+    the shards; activations saved for backward, without the gathered weights)."""
+    from vramscope.core.planner.what_if import Change, predict
+
+    small, large = _ranks(tmp_path / "b8", 8), _ranks(tmp_path / "b16", 16)
+    for a, b in zip(small, large):
+        m8, m16 = _measured(a), _measured(b)
+        assert m8.batch == 8 and m16.batch == 16
+        got = predict(m8, Change(batch=16))
+        truth = m16.total
+        assert got.peak is not None and abs(got.peak - truth) <= 0.05 * truth, (
+            got.peak,
+            got.peak_high,
+            truth,
+        )
+        # the model's count is the whole model's; this rank holds half of it
+        info = a["sample_after"]["models"][0]
+        assert info["params"] == 4 * (256 * 256 + 256) == 2 * info["local_params"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, runtime_dir):
+    ranks = _ranks(tmp_path)
     assert ranks[0]["pid"] != ranks[1]["pid"]
     full_layer = (256 * 256 + 256) * 4
     for rank in ranks:
@@ -56,3 +103,12 @@ def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, r
         assert rank["unsharded_in_forward"] >= full_layer
         assert during["sharded"]["fsdp_unsharded"]["cpu"] == rank["unsharded_in_forward"]
         assert rank["sample_after"]["sharded"]["fsdp_unsharded"] == {}  # resharded after the step
+
+        # issue 47 item 5: per module, from the local shards; saved activations without the
+        # all-gathered weights (each Linear(256, 256) saves its 8 x 256 fp32 input); the scheme
+        rows = {r["name"]: r for r in rank["modules"]["modules"]}
+        for name, own in rank["layers"].items():
+            assert {b: rows[name][b] for b in own} == own, name
+            assert own["weights"] == full_layer // 2
+            assert rows[name]["activations"] == 8 * 256 * 4, name
+        assert during["sharded"]["scheme"] == "FSDP2" and during["sharded"]["world_size"] == 2

@@ -59,6 +59,7 @@ class BackwardWatch:
         # puts the optimizer's full post-hook back before that step's update
         self.ticks = 0
         self.on_ticks = None
+        self.fired = 0  # node hook calls (agent/unseen_grads.py: a backward that made none is "silent")
 
     @property
     def ready(self) -> bool:
@@ -105,6 +106,7 @@ class BackwardWatch:
 
     def _hook_for(self, key: int):
         def hook(grad_outputs):
+            self.fired += 1
             if not self._learned:  # thinned: mark the ledger stale, nothing more (no callback)
                 ticks = self.ticks
                 if ticks:  # a quiet stretch counts down (first: see QuietStretch.caught_up)

@@ -52,6 +52,23 @@ UNOWNED = (
     "agent has not met, whose buffers (e.g. BatchNorm statistics) are not known; it is found at "
     "its next forward, or register it with agent.watch(model=...)"
 )
+
+
+def unseen_note(n: int | None) -> str:
+    """Why gradients are n/a while a backward fed parameters no walk found (agent/unseen_grads.py);
+    None: a backward through none of the watched models went unchecked (the check's budget)."""
+    if n is None:
+        return (
+            "gradients and activations + temporaries n/a: a backward ran through none of the "
+            "models the agent knows and was not checked for parameters it has not met"
+        )
+    return (
+        f"gradients and activations + temporaries n/a: a backward accumulated gradients into {n} "
+        "parameters of a model the agent has not met yet (found at its optimizer's first step or "
+        "its next forward; or register it with agent.watch(model=...))"
+    )
+
+
 NOTHING_REGISTERED = (
     "no breakdown: no model or optimizer is known yet (found at the first optimizer "
     "step, or register them with agent.watch)"
@@ -68,29 +85,35 @@ _MAX_DEPTH = 4
 _SCALAR_BYTES = 8  # a CPU optimizer scalar this small goes with its parameter's device
 
 
-def storages(t, depth: int = 0):
-    """Yield (device, storage key, nbytes, owner) for the memory a tensor holds; the
-    owner (the storage, or the tensor where it has no single storage) lives as
-    long as that memory."""
+def plain_tensors(t, depth: int = 0):
+    """The plain tensors that hold a tensor's memory: itself, or a wrapper subclass's
+    inner tensors (DTensor's local shard, ...) opened with ``__tensor_flatten__``."""
     if depth > _MAX_DEPTH or not isinstance(t, torch.Tensor):
         return
-    flatten = getattr(type(t), "__tensor_flatten__", None)
-    if flatten is not None:
+    if getattr(type(t), "__tensor_flatten__", None) is not None:
         try:
             names, _ctx = t.__tensor_flatten__()
         except Exception:
             names = ()
         for name in names:
-            yield from storages(getattr(t, name, None), depth + 1)
+            yield from plain_tensors(getattr(t, name, None), depth + 1)
         return
-    device = t.device
-    if device.type == "meta":
-        return
-    try:
-        storage = t.untyped_storage()
-        yield str(device), storage.data_ptr(), storage.nbytes(), storage
-    except Exception:  # sparse and other layouts without one storage
-        yield str(device), ("id", id(t)), t.numel() * t.element_size(), t
+    yield t
+
+
+def storages(t):
+    """Yield (device, storage key, nbytes, owner) for the memory a tensor holds; the
+    owner (the storage, or the tensor where it has no single storage) lives as
+    long as that memory."""
+    for p in plain_tensors(t):
+        device = p.device
+        if device.type == "meta":
+            continue
+        try:
+            storage = p.untyped_storage()
+            yield str(device), storage.data_ptr(), storage.nbytes(), storage
+        except Exception:  # sparse and other layouts without one storage
+            yield str(device), ("id", id(p)), p.numel() * p.element_size(), p
 
 
 def _state_tensors(value, depth: int = 0):
@@ -114,10 +137,12 @@ def _optimizer_params(optimizer):
 class Owners:
     """What ``collect`` found: the tensors' owners, reused by every ``measure``."""
 
-    __slots__ = ("params", "buffers", "optimizers", "devices", "unowned", "models", "key")
+    __slots__ = ("params", "buffers", "optimizers", "devices", "unowned", "models", "key", "stand_ins")
 
     def __init__(self, params: list, buffers: list, optimizers: list, unowned: int = 0, models: int = 0):
         self.models = models  # how many models were walked
+        # parameters standing in for others, which a backward accumulates into (FSDP's unsharded)
+        self.stand_ins: tuple = ()
         self.params = params  # unique parameters (models', then optimizers' own)
         self.buffers = buffers  # the models' buffers
         self.optimizers = optimizers

@@ -45,6 +45,7 @@ from vramscope.agent.serving import Serving
 from vramscope.agent.sharded import Sharding
 from vramscope.agent.stats import StatsReader
 from vramscope.agent.steps import StepTracker
+from vramscope.agent.unseen_grads import UnseenGrads
 
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
 
@@ -84,6 +85,14 @@ class Agent:
         )
         self.steps.stretch.watch = self.backward  # a quiet stretch counted down by the node hook
         self.backward.on_ticks = self.steps.stretch.wake
+        # backwards through parameters no walk found: gradients n/a until one does
+        self.unseen = UnseenGrads(
+            self.registry.known_ids,
+            self.backward,
+            self.ledger,
+            on_unseen=self.registry.on_unseen,
+            step_seconds=lambda: self.steps.last_duration,
+        )
         if provider is not None:
             self.measurer.set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.outside_events = OutsideEvents(self.emit)  # process-group init, torch.compile
@@ -98,6 +107,7 @@ class Agent:
         )
         self.module_sampler = ModuleSampler(lambda: self.steps.count)
         self.module_sampler.optimizers = self.optimizers
+        self.module_sampler.fsdp = lambda: self.sharding.params  # (gathered copies: no activations)
         self.steps.on_quiet = self.model_hooks.set_quiet  # quiet steps: no forward post-hooks
         self.module_sampler.driven = True  # its step end is the step tracker's (quiet steps skip it)
         self.steps.after_full, self.steps.quiet_cap = (
@@ -164,6 +174,7 @@ class Agent:
             self.steps.discovering = True  # every step checks whether discovery is done
         self.oom_observer_attached = oom.attach_observer(self._on_oom)
         self.outside_events.install()
+        self.unseen.install()
         self.serving.start()
         if self._final_dump:
             self.last_words.arm()
@@ -176,6 +187,7 @@ class Agent:
         self.module_sampler.detach_all()
         self.input_shape.detach_all()
         self.outside_events.uninstall()
+        self.unseen.uninstall()
         self.backward.drop()
         if self.discovery is not None:
             self.discovery.finish()
@@ -204,14 +216,18 @@ class Agent:
             postmortem.say_at_exit(self)  # the OOM post-mortems, a dozen lines each
 
     def disable_in_child(self) -> None:
-        """After fork: the thread did not survive; drop the hooks, serve nothing."""
+        """After fork: the thread did not survive; drop the hooks, serve nothing (the
+        inherited socket's copies closed, so it dies with the parent)."""
         self.serving.thread = None
-        self.serving.server = None
+        server, self.serving.server = self.serving.server, None
+        if server is not None:
+            server.drop_inherited()
         try:
             self.steps.uninstall()
             self.model_hooks.detach_all()
             self.module_sampler.detach_all()
             self.input_shape.detach_all()
+            self.unseen.uninstall()
             self.backward.drop()
             if self.discovery is not None:
                 self.discovery.finish()

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import time
 
-from vramscope.agent.buckets import CHANGED, GRADIENTS_UNKNOWN, UNOWNED, measure
-from vramscope.agent.protocol import PEAK_BOUND, ItemKind
+from vramscope.agent.buckets import CHANGED, GRADIENTS, GRADIENTS_UNKNOWN, UNOWNED, measure, unseen_note
+from vramscope.agent.protocol import PEAK_BOUND, TENSOR_BUCKETS, ItemKind
 from vramscope.agent.stats import merge_peaks
 
 READ_TRIES = 3  # the agent thread's tries at one consistent instant
@@ -69,8 +69,11 @@ def measure_now(agent, read_grads: bool) -> None:
     ledger = agent.ledger
     try:
         if read_grads:  # (settled when no forward's backward is pending: the ledger is current)
-            agent.measurer.tensors = measure(owners)
+            # every ``.grad`` noted, then the ledger's sum: a gradient is memory held for a
+            # gradient until it is freed (one kept alive past ``zero_grad`` still counts), the
+            # agent thread's figure too
             ledger.note_all(owners.params, owners.devices, settled=not ledger.forward_pending)
+            agent.measurer.tensors = measure(owners, grads=ledger.per_device())
             agent.registry.settle(owners)
         elif ledger.stale and owners.params:
             agent.measurer.tensors = measure(owners, grads_known=False)
@@ -79,4 +82,19 @@ def measure_now(agent, read_grads: bool) -> None:
     except Exception as exc:  # a state dict changed size under us: the next sample
         agent.measurer.tensors = None
         agent.error(exc)
+    _without_unseen(agent)
     agent.measurer.last_measure_seconds = time.perf_counter() - t0
+
+
+def _without_unseen(agent) -> None:
+    """Gradients n/a (with the reason) while a backward fed parameters no walk has found
+    (agent/unseen_grads.py): the ledger and ``.grad`` of the known ones leave theirs out."""
+    tensors = agent.measurer.tensors
+    n = agent.unseen.count() if tensors is not None else 0
+    if n == 0:
+        return
+    out = {d: per | {GRADIENTS: None} for d, per in tensors.items()}
+    for device in agent.unseen.devices():
+        out.setdefault(device, dict.fromkeys(TENSOR_BUCKETS, 0) | {GRADIENTS: None})
+    agent.measurer.tensors = out
+    agent.tensor_notes = (agent.tensor_notes[0], unseen_note(n))

@@ -38,6 +38,7 @@ class Measurer:
     def set_reader(self, reader: StatsReader) -> None:
         self.reader = reader
         self.agent.steps.reader = reader
+        self.agent.steps.after.read = reader.raw_allocated  # a quiet step's reading (agent/after_step.py)
         self.agent.phases.read = reader.allocated_noted  # the hooks call the provider (and raise the peaks)
 
     def device_name(self, index: int) -> str:

@@ -7,6 +7,11 @@ weighted mean per parameter follows from them), the dtypes, and the
 optimizer that updates the model's parameters: its class name and the
 settings that change its state size (momentum, amsgrad, fused/capturable).
 
+Under FSDP2 a parameter is a DTensor whose ``numel()`` is the whole
+parameter's: ``params`` stays the model's count (what the planner's
+arithmetic starts from) and ``local_params`` is what this rank holds (its
+shards' elements), so the two are never confused.
+
 Computed with the bucket walk (at step boundaries, rate-limited), never per
 sample. Standard library + torch only.
 """
@@ -26,8 +31,16 @@ def _optimizer_entry(optimizer) -> dict:
     return {"class": type(optimizer).__name__, "module": type(optimizer).__module__, **settings}
 
 
-def describe_models(models, optimizers) -> list[dict]:
-    """One JSON-ready dict per model (see the module doc)."""
+def _local_numel(p) -> int:
+    """Elements of ``p`` this rank holds: a DTensor's local shard, else all of them."""
+    local = getattr(p, "_local_tensor", None)  # (DTensor; its public to_local() makes a view)
+    return local.numel() if local is not None else p.numel()
+
+
+def describe_models(models, optimizers, swap: dict | None = None) -> list[dict]:
+    """One JSON-ready dict per model (see the module doc). ``swap``: id of a parameter
+    swapped into a module -> the one it stands for (FSDP's unsharded copies, mid-forward)."""
+    swap = swap or {}
     owners: dict[int, object] = {}
     for o in optimizers:
         for group in getattr(o, "param_groups", ()):
@@ -36,17 +49,19 @@ def describe_models(models, optimizers) -> list[dict]:
     out = []
     for m in models:
         seen: set[int] = set()
-        params = trainable = tensors = trainable_tensors = 0
+        params = trainable = tensors = trainable_tensors = local = 0
         nbytes = trainable_bytes = 0
         dtypes: dict[str, int] = {}
         optimizer = None
         for p in m.parameters():
+            p = swap.get(id(p), p)
             if id(p) in seen:
                 continue
             seen.add(id(p))
             n = p.numel()
             b = n * p.element_size()
             params += n
+            local += _local_numel(p)
             nbytes += b
             tensors += 1
             key = str(p.dtype).replace("torch.", "")
@@ -61,6 +76,7 @@ def describe_models(models, optimizers) -> list[dict]:
             {
                 "name": type(m).__name__,
                 "params": params,
+                "local_params": local,  # (the shards this rank holds: FSDP2's DTensors)
                 "tensors": tensors,
                 "trainable": trainable,
                 "trainable_tensors": trainable_tensors,

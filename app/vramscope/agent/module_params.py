@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from vramscope.agent.buckets import plain_tensors
+
 MAX_MODULES = 512  # nodes per model sent to the monitor (the deepest are left out first)
 
 
@@ -29,6 +31,17 @@ def extent(t) -> tuple | None:
         return (t.device, storage.data_ptr(), t.storage_offset() * size, t.numel() * size)
     except (RuntimeError, NotImplementedError, AttributeError, TypeError):
         return None
+
+
+def extents(t):
+    """The extents of the memory a tensor holds: a wrapper subclass (a DTensor: FSDP2's
+    sharded parameters, their gradients and optimizer state) by its inner tensors --
+    the local shard, what this rank holds ("DTensor", pytorch.org/docs/stable/
+    distributed.tensor.html)."""
+    for p in plain_tensors(t):
+        key = extent(p)
+        if key is not None:
+            yield key
 
 
 class Tree:
@@ -105,12 +118,12 @@ def static_figures(model, optimizers, tree: Tree) -> tuple[dict, set]:
     seen = {"weights": set(), "gradients": set(), "optimizer_state": set()}
 
     def add(node, bucket, t):
-        key = extent(t)
-        if key is None or key in seen[bucket]:
-            return
-        seen[bucket].add(key)
-        row = figures.setdefault(node, {"weights": 0, "gradients": 0, "optimizer_state": 0})
-        row[bucket] += key[3]
+        for key in extents(t):
+            if key in seen[bucket]:
+                continue
+            seen[bucket].add(key)
+            row = figures.setdefault(node, {"weights": 0, "gradients": 0, "optimizer_state": 0})
+            row[bucket] += key[3]
 
     for node, t, is_param in owners:
         figures.setdefault(node, {"weights": 0, "gradients": 0, "optimizer_state": 0})

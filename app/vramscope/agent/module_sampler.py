@@ -95,6 +95,7 @@ class ModuleSampler:
         self._sampling = False  # the current step is a sampled one
         self._opt_handle = None
         self.optimizers = lambda: []  # callable() -> the watched optimizers
+        self.fsdp = None  # callable() -> FSDP2's FSDPParams (agent/sharded.py), or None
         self.errors = 0
         self.last_error: str | None = None
         self.measured = 0  # sampled steps so far
@@ -159,7 +160,7 @@ class ModuleSampler:
                 if saved_hooks_active():  # ours on top would shadow them (save_on_cpu would not offload)
                     w.why = OTHER_HOOKS
                     return
-                w.recorder = SavedRecorder(module, Tree(module))
+                w.recorder = SavedRecorder(module, Tree(module), self.fsdp)
                 w.recorder.enter()
             except Exception as exc:
                 self._failed(w, exc)

@@ -11,7 +11,10 @@ forward only, keep the stack of running modules.
 Counted: each storage once (a view, an in-place result or one tensor saved by
 two ops is the same storage), at its full size -- what stays allocated until
 backward; the model's own parameters and buffers (saved by e.g. a linear
-layer for its input gradient) are weights, not activations.
+layer for its input gradient) are weights, not activations -- under FSDP2 the
+local shards, and the all-gathered full parameters a layer's forward saves
+(FSDP frees or reshards them after the layer; agent/sharded.py counts them
+as their own figure) are not activations either.
 
 Where hooks cannot see the truth, the module's figure is not available, with
 why:
@@ -32,7 +35,8 @@ import torch
 from torch.compiler import is_compiling
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-from vramscope.agent.module_params import Tree
+from vramscope.agent.module_params import Tree, extents
+from vramscope.agent.sharded import gathered_storages
 
 _top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 CHECKPOINTED = "activation checkpointing: recomputed in backward (the inputs it keeps count in the caller)"
@@ -54,16 +58,15 @@ def _why_shadowed() -> str:
 class SavedRecorder:
     """One sampled forward of one model: enter at its forward pre-hook, leave at its post-hook."""
 
-    def __init__(self, model, tree: Tree):
+    def __init__(self, model, tree: Tree, fsdp=None):
         self.tree = tree
         self._names = tree.ids  # id(module) -> name (the model's modules only)
         self._stack: list[str | None] = []  # names of running modules (None: not this model's)
         self._params = set()
         for t in list(model.parameters()) + list(model.buffers()):
-            try:
-                self._params.add(t.untyped_storage().data_ptr())
-            except (RuntimeError, NotImplementedError):
-                pass
+            self._params.update(key[1] for key in extents(t))  # (a DTensor: its local shard)
+        self._fsdp = fsdp  # callable() -> FSDP2's FSDPParams of the run (agent/sharded.py), or None
+        self._gathered: set | None = None  # their all-gathered storages now (reset per module)
         self._seen: set = set()
         self.own: dict[str | None, int] = {}  # node -> bytes saved while it was innermost
         self.unavailable: dict[str, str] = {}  # node -> why
@@ -104,7 +107,7 @@ class SavedRecorder:
         try:
             storage = t.untyped_storage()
             ptr = storage.data_ptr()
-            if ptr and ptr not in self._params:
+            if ptr and ptr not in self._params and ptr not in self._gathered_now():
                 key = (t.device, ptr)
                 if key not in self._seen:
                     self._seen.add(key)
@@ -116,6 +119,12 @@ class SavedRecorder:
             self.unavailable.setdefault(node or "", "a saved tensor without a readable storage")
         return t
 
+    def _gathered_now(self) -> set:
+        gathered = self._gathered
+        if gathered is None:
+            gathered = self._gathered = gathered_storages(self._fsdp()) if self._fsdp is not None else set()
+        return gathered
+
     def _current(self) -> str | None:
         for name in reversed(self._stack):
             if name is not None:
@@ -125,6 +134,7 @@ class SavedRecorder:
     def _pre(self, module, args) -> None:
         if is_compiling():
             return
+        self._gathered = None  # (FSDP gathers a layer's parameters in its own pre-hook, after this)
         name = self._names.get(id(module))
         self._stack.append(name)
         if name:
@@ -141,6 +151,7 @@ class SavedRecorder:
     def _post(self, module, args, output) -> None:
         if is_compiling():
             return
+        self._gathered = None
         if self._stack:
             self._stack.pop()
 

@@ -160,7 +160,7 @@ def pid_namespace() -> str | None:
         return None
 
 
-def _int_env(name: str) -> int | None:
+def int_env(name: str) -> int | None:
     value = os.environ.get(name)
     try:
         return int(value) if value not in (None, "") else None
@@ -177,9 +177,9 @@ def identity() -> dict:
         "start_time": start_time_from_ticks(ticks),
         "hostname": socket.gethostname(),
         "pid_namespace": pid_namespace(),
-        "rank": _int_env("RANK"),
-        "local_rank": _int_env("LOCAL_RANK"),
-        "world_size": _int_env("WORLD_SIZE"),
+        "rank": int_env("RANK"),
+        "local_rank": int_env("LOCAL_RANK"),
+        "world_size": int_env("WORLD_SIZE"),
         "rendezvous": _rendezvous(),
     }
 
@@ -217,6 +217,21 @@ def socket_listening(path: str) -> bool:
         s.close()
 
 
+def remove_if_dead(path: str, pid: int, ticks: int) -> bool:
+    """Remove the socket of agent ``pid`` (started at ``ticks``) if that process is gone
+    and nobody listens on it (a process that left by ``os._exit`` ran no clean-up).
+    True: removed."""
+    if pid_alive_with_ticks(pid, ticks):
+        return False
+    if socket_listening(path):  # another PID namespace, still alive
+        return False
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
 def remove_stale(directory: str, now: float | None = None) -> list[str]:
     """Remove sockets nobody listens on any more (dead pid), and old final dumps."""
     removed = []
@@ -232,12 +247,8 @@ def remove_stale(directory: str, now: float | None = None) -> list[str]:
         pid, ticks, suffix = parsed
         try:
             if suffix == SOCKET_SUFFIX:
-                if pid_alive_with_ticks(pid, ticks):
-                    continue
-                if socket_listening(entry.path):  # another PID namespace, still alive
-                    continue
-                os.unlink(entry.path)
-                removed.append(entry.path)
+                if remove_if_dead(entry.path, pid, ticks):
+                    removed.append(entry.path)
             elif now - entry.stat(follow_symlinks=False).st_mtime > FINAL_KEEP_SECONDS:
                 os.unlink(entry.path)
                 removed.append(entry.path)

@@ -131,6 +131,7 @@ class PhaseTracker:
         self.errors = 0
         self.reads = 0
         self.last_cost = 0.0  # CPU seconds of the last reading
+        self.set_aside = 0.0  # seconds per step other per-step readings take (agent/after_step.py)
 
     # -- readings --------------------------------------------------------------------
     def _note(self, phase: str) -> None:
@@ -275,7 +276,8 @@ class PhaseTracker:
         cost = sorted(costs)[(len(costs) - 1) // 2]
         step = cpu_step or duration
         if step:  # (at most twice as few steps measured per measured step: a quick recovery)
-            left = max(self.budget / 10, self.budget - STEP_FIXED_S / step)  # for the measured steps
+            fixed = STEP_FIXED_S + self.set_aside  # (every step's share, the quiet steps' reads too)
+            left = max(self.budget / 10, self.budget - fixed / step)  # for the measured steps
             self._every = max(1, min(math.ceil(cost / (left * step)), 2 * self._every))
         self._cost = 0.0
         self.after_step = None

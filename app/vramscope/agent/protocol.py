@@ -110,6 +110,18 @@ class Bucket(StrEnum):
     OUTSIDE_PYTORCH = "outside_pytorch"
 
 
+# what each bucket counts, where the definition is not obvious (the agents tab's help, README)
+BUCKET_MEANING = {
+    Bucket.WEIGHTS: "parameters and buffers (e.g. BatchNorm statistics) of the known models",
+    Bucket.GRADIENTS: (
+        "memory held for a gradient until it is freed: a gradient that zero_grad(set_to_none=True) "
+        "dropped counts until its memory goes back to the allocator (at once, unless something "
+        "still holds it, e.g. a view kept by the code)"
+    ),
+    Bucket.OPTIMIZER_STATE: "every tensor in the optimizers' state (Adam's moments, step counters)",
+    Bucket.OTHER_ALLOCATED: "allocated minus the three above: activations saved for backward and temporaries",
+}
+
 TENSOR_BUCKETS = (Bucket.WEIGHTS, Bucket.GRADIENTS, Bucket.OPTIMIZER_STATE)
 AGENT_BUCKETS = TENSOR_BUCKETS + (Bucket.OTHER_ALLOCATED, Bucket.CACHED_FREE)  # what the agent sends
 BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
@@ -205,6 +217,7 @@ class ModelItem(TypedDict, total=False):
     bytes_per_param: float | None
     dtypes: dict[str, int]  # dtype -> parameters
     optimizer: JsonObject | None  # {"class", "module", and its hyperparameters}
+    local_params: int  # this rank's share of params (a sharded run's local shards)
 
 
 class InputItem(TypedDict, total=False):
@@ -216,11 +229,23 @@ class InputItem(TypedDict, total=False):
     output_bytes: int | None
 
 
-class ShardedItem(TypedDict, total=False):
-    """FSDP2's all-gathered copies and DDP's buckets, device -> bytes (agent/sharded.py)."""
+class Scheme(StrEnum):
+    """How a run shards or replicates its model (agent/sharded.py)."""
 
-    fsdp_unsharded: dict[str, int] | None
-    ddp_buckets: dict[str, int] | None
+    FSDP2 = "FSDP2"  # torch.distributed.fsdp.fully_shard: weights, gradients, state sharded
+    DDP = "DDP"  # DistributedDataParallel: replicated, gradients reduced in buckets
+    ZERO = "ZeRO"  # DeepSpeed (its stage in zero_stage; its partitions are not read)
+
+
+class ShardedItem(TypedDict, total=False):
+    """A sample's "sharded" figures (agent/sharded.py), absent for a run that is neither."""
+
+    scheme: str | None  # Scheme
+    world_size: int | None  # the process group's size (None: not initialised)
+    zero_stage: int | None  # DeepSpeed only
+    note: str  # DeepSpeed only: its ZeRO breakdown is not read
+    fsdp_unsharded: dict[str, int] | None  # device -> bytes of all-gathered copies alive now
+    ddp_buckets: dict[str, int] | None  # device -> bytes of DDP's gradient buckets besides the gradients
 
 
 class SampleItem(TypedDict, total=False):

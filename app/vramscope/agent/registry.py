@@ -36,6 +36,7 @@ class Registry:
         self._walk_lock = threading.Lock()
         self.walk_due = True  # something was registered: walk at the next sample
         self._layout: tuple | None = None  # what the last walk saw (see layout_now)
+        self._ids: tuple = (None, frozenset())  # (owners, the ids of their parameters)
         self.next_walk = 0.0  # monotonic time of the next routine walk
         self.last_walk_seconds: float | None = None
         self.walks = 0
@@ -47,7 +48,7 @@ class Registry:
         try:
             owners = self.owners = collect(self.models(), self.optimizers())
             agent.ledger.note_all(owners.params, owners.devices)
-            agent.backward.cover(owners.params, owners.key)
+            agent.backward.cover(owners.params + list(owners.stand_ins), owners.key)
         except Exception as exc:
             agent.error(exc)
 
@@ -80,6 +81,29 @@ class Registry:
 
     def optimizers(self) -> list:
         return [o for o in (r() for r in self.optimizer_refs) if o is not None]
+
+    def known_ids(self) -> frozenset:
+        """Ids of the parameters the last walk found (any thread; cached per walk)."""
+        owners = self.owners
+        of, ids = self._ids
+        if of is not owners:
+            ids = (
+                frozenset(id(p) for p in owners.params + list(owners.stand_ins))
+                if owners is not None
+                else frozenset()
+            )
+            self._ids = (owners, ids)
+        return ids
+
+    def on_unseen(self) -> None:
+        """Training thread, at a backward through parameters no walk found (a model met
+        before its optimizer's first step): discovery finds its model at its next forward;
+        a walk at the next sample (agent/unseen_grads.py)."""
+        discovery = self.agent.discovery
+        if discovery is not None and not discovery.active:
+            discovery.install()
+            self.agent.steps.discovering = True
+        self.walk_due = True
 
     def registered(self) -> bool:
         return bool(self.model_refs or self.optimizer_refs)
@@ -132,7 +156,7 @@ class Registry:
         owners = self.owners
         if owners is None:
             return
-        self.agent.backward.cover(owners.params, owners.key)
+        self.agent.backward.cover(owners.params + list(owners.stand_ins), owners.key)
         discovery = self.agent.discovery
         if owners.unowned and discovery is not None and not discovery.active:
             layout = tuple(id(p) for p in owners.params)
@@ -191,13 +215,20 @@ class Registry:
             models, optimizers = self.models(), self.optimizers()
             self.walk_due = False
             self._layout = self.layout_now()
-            owners = collect(models, optimizers, swap=agent.sharding.walk(models))
+            swap = agent.sharding.walk(models)
+            owners = collect(models, optimizers, swap=swap)
+            owners.stand_ins = tuple(agent.sharding.stand_ins)  # (FSDP's unsharded copies: known)
             before = self.owners
             self.owners = owners  # (before the ledger goes stale: see settle)
-            if before is None or before.key != owners.key or before.unowned != owners.unowned:
+            if (
+                before is None
+                or before.key != owners.key
+                or before.unowned != owners.unowned
+                or [id(p) for p in before.stand_ins] != [id(p) for p in owners.stand_ins]
+            ):
                 agent.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
                 agent.steps.due = self.on_new_layout  # hook their backward (training thread)
-            self.model_info = describe_models(models, optimizers)
+            self.model_info = describe_models(models, optimizers, swap)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
             self.walks += 1

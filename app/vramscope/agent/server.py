@@ -299,6 +299,19 @@ class AgentServer:
         except OSError:
             pass
 
+    def drop_inherited(self) -> None:
+        """In a forked child: close this process's copies of the listener, the connections
+        and the selector -- no shutdown, no epoll change, no unlink (the parent's socket is
+        untouched). A forked helper that outlives the agent's process then holds no
+        listener, so the socket of a dead process is seen as stale (paths.remove_stale)."""
+        # (closing the epoll object leaves the parent's registrations as they are)
+        for closable in [c.sock for c in self._conns.values()] + [self._listener, self._sel]:
+            try:
+                closable.close()
+            except (OSError, ValueError):
+                pass
+        self._conns = {}
+
     def close(self) -> None:
         for conn in list(self._conns.values()):
             self._close(conn)

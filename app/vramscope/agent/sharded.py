@@ -20,11 +20,23 @@ already counted) the buckets are a second copy of the gradients. Their
 sizes come from DDP's own logging data (``bucket_sizes``), read at the walk.
 
 DeepSpeed ZeRO's flat partitions are not read (DeepSpeed is not a
-dependency): its parameters count as the tensors they are.
-Standard library + torch only.
+dependency): its parameters count as the tensors they are, and each sample
+of such a run says so (``ZERO_NOT_READ``) beside the scheme and its stage.
+
+Each sample names the scheme (``Scheme``) and the process group's world size,
+so the monitor groups the ranks and the planner's live plan shards as the run
+does. Standard library + torch only.
 """
 
 from __future__ import annotations
+
+from vramscope.agent.paths import int_env
+from vramscope.agent.protocol import Scheme
+
+ZERO_NOT_READ = (
+    "DeepSpeed ZeRO's flat partitions are not read: weights, gradients and optimizer state "
+    "of this run are the tensors the agent finds, not the partitions this rank holds"
+)
 
 
 def fsdp_params(models) -> list:
@@ -54,6 +66,54 @@ def swapped(params) -> dict:
         if p is not None and shard is not None:
             out[id(p)] = shard
     return out
+
+
+def gathered_storages(params) -> set:
+    """Storage addresses of FSDP's all-gathered parameter copies alive now (what a layer's
+    forward saves of its full weights: not activations, agent/module_saved.py)."""
+    out = set()
+    for fp in params or ():
+        tensors = list(getattr(fp, "all_gather_outputs", None) or ())
+        unsharded_param = fp.__dict__.get("_unsharded_param")
+        if unsharded_param is not None:
+            tensors.append(unsharded_param)
+        for t in tensors:
+            try:
+                s = t.untyped_storage()
+                if s.nbytes():
+                    out.add(s.data_ptr())
+            except (RuntimeError, NotImplementedError, AttributeError):
+                continue
+    return out
+
+
+def deepspeed_stage(models) -> int | None:
+    """The ZeRO stage of a DeepSpeed engine among ``models`` (0: DeepSpeed without ZeRO),
+    None where none is (told by class name: DeepSpeed is not imported here)."""
+    for model in models:
+        if any(c.__name__ == "DeepSpeedEngine" for c in type(model).__mro__):
+            try:
+                return int(model.zero_optimization_stage())
+            except Exception:
+                return 0
+    return None
+
+
+def is_ddp(models) -> bool:
+    return any(getattr(m, "_get_ddp_logging_data", None) is not None for m in models)
+
+
+def world_size() -> int | None:
+    """The default process group's size, else the launcher's WORLD_SIZE (torchrun's), else
+    None."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return int(dist.get_world_size())
+    except Exception:
+        pass
+    return int_env("WORLD_SIZE")
 
 
 def unsharded(params) -> dict[str, int]:
@@ -95,6 +155,10 @@ class Sharding:
     def __init__(self):
         self.params: list = []
         self.buckets: dict[str, int] = {}
+        self.scheme: str | None = None  # Scheme
+        self.stage: int | None = None  # DeepSpeed's ZeRO stage
+        self.world_size: int | None = None
+        self.stand_ins: list = []  # FSDP's unsharded parameters (what a backward accumulates into)
         self.errors = 0
 
     def walk(self, models) -> dict:
@@ -102,17 +166,34 @@ class Sharding:
         try:
             self.params = fsdp_params(models)
             self.buckets = ddp_buckets(models)
-            return swapped(self.params)
+            self.stage = deepspeed_stage(models)
+            self.scheme = (
+                Scheme.FSDP2
+                if self.params
+                else Scheme.ZERO
+                if self.stage is not None
+                else Scheme.DDP
+                if is_ddp(models)
+                else None
+            )
+            # (kept once known: the group is destroyed before the run's last samples)
+            self.world_size = (world_size() or self.world_size) if self.scheme is not None else None
+            swap = swapped(self.params)
+            self.stand_ins = [p for fp in self.params if id(p := fp.__dict__.get("_unsharded_param")) in swap]
+            return swap
         except Exception:
             self.errors += 1
-            self.params, self.buckets = [], {}
+            self.params, self.buckets, self.scheme, self.stand_ins = [], {}, None, []
             return {}
 
     def report(self) -> dict | None:
-        """The sample's "sharded" figures, None for a run that is neither."""
-        if not self.params and not self.buckets:
+        """The sample's "sharded" figures (protocol.ShardedItem), None for a run that is neither."""
+        if self.scheme is None and not self.buckets:
             return None
-        out: dict = {}
+        out: dict = {"scheme": self.scheme, "world_size": self.world_size}
+        if self.scheme == Scheme.ZERO:
+            out["zero_stage"] = self.stage
+            out["note"] = ZERO_NOT_READ
         if self.params:
             try:
                 out["fsdp_unsharded"] = unsharded(self.params)

@@ -30,6 +30,7 @@ import threading
 import time
 import weakref
 
+from vramscope.agent.after_step import AfterStepReads
 from vramscope.agent.protocol import ItemKind
 from vramscope.agent.stretch import MIN_STRETCH, QuietStretch
 
@@ -99,6 +100,8 @@ class StepTracker:
         # quiet steps counted in C, the post-hook out of Python (agent/stretch.py; its ``watch``,
         # the backward watch, is set by the agent)
         self.stretch = QuietStretch()
+        # quiet steps' allocated-after-the-step reading, where the budget holds it (agent/after_step.py)
+        self.after = AfterStepReads()
 
     @property
     def count(self) -> int:
@@ -211,7 +214,11 @@ class StepTracker:
             duration = self.last_duration = None if last is None else now - last
             self._count += 1
             self._ledger.forward_pending = False  # a step: the backward before it is over
-            self.records.append((self._count, self._wall(), duration, "optimizer", None, (), now))
+            devices = None
+            if self.after.on:  # allocated right after this update
+                after = self.after.take()
+                devices = (after, None) if after else None
+            self.records.append((self._count, self._wall(), duration, "optimizer", devices, (), now))
             if q == 1:  # the next step is a full one (its phases read, as a rule): its hooks back
                 self._quiet_over()
             return
@@ -309,7 +316,7 @@ class StepTracker:
                 # (the phase hook's reading; a step whose phases are not read has none: the
                 # allocator read is the costly part of a hook, kept to the budgeted steps)
                 after = phases.after_step if phases is not None else None
-                if after is None and (phases is None or phases.enabled):  # (a manual step: read now)
+                if after is None and (phases is None or phases.enabled or self.after.on):  # (read now)
                     after = reader.raw_allocated()
                 full = reader.try_read(STEP_READ) if now >= reader.due_at else None
                 devices = (after, full) if after or full else None
@@ -336,6 +343,10 @@ class StepTracker:
             count = self._count
             self._cpu_mark = (count, cpu)
             cpu_step = (cpu - cpu0) / (count - count0) if cpu0 is not None and count > count0 else None
+            if self.after.plan(cpu_step, phases.last_cost):  # the quiet steps ahead read too:
+                phases.set_aside = self.after.extra  # (their cost comes off the readings' share)
+            else:
+                phases.set_aside = 0.0
             seen = phases.take(now, duration, overhead, cpu_step)
             if self._pre_on != self._pre_wanted():
                 self.place_pre_hook()
@@ -369,7 +380,7 @@ class StepTracker:
         self.quiet = max(0, q)
         if self.quiet:
             self.hush(True)
-            if self.quiet >= MIN_STRETCH:
+            if self.quiet >= MIN_STRETCH and not self.after.on:  # (a stretch reads nothing)
                 primary = self._primary() if self._primary is not None else None
                 stretch = self.stretch
                 if primary is not None and stretch.ready(primary, self._hook_handle, self._optimizer_hook):

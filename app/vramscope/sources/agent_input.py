@@ -234,6 +234,14 @@ def sharded(raw) -> ShardedItem | None:
             out[name] = {str(d)[:64]: v for d, v in list(per.items())[:64] if integer(v) is not None}
         elif name in raw:
             out[name] = None
+    scheme = text(raw.get("scheme"), 16)
+    if scheme is not None:  # what the run is (FSDP2, DDP, ZeRO) and over how many ranks
+        out["scheme"] = scheme
+        out["world_size"] = integer(raw.get("world_size"), 1, 1 << 20)
+        out["zero_stage"] = integer(raw.get("zero_stage"), 0, 3)
+        note = text(raw.get("note"))
+        if note is not None:
+            out["note"] = note
     return out or None
 
 

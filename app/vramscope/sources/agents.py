@@ -243,6 +243,8 @@ class AgentClient:
         ``silent``: it never answered its handshake (tried again after a growing pause)."""
         self.errors += 1
         log.debug("agent %s: %s", path, exc)
+        if isinstance(exc, ConnectionRefusedError) and self._owners.get(path) == os.getuid():
+            paths.remove_if_dead(path, *key)  # gone without clean-up (os._exit): not listed again
         if silent:
             pause = min(QUIET_PAUSE_MAX, max(QUIET_PAUSE, self._quiet.get(path, (0.0, 0.0))[1] * 2))
             self._quiet[path] = (time.monotonic() + pause, pause)

@@ -44,6 +44,7 @@ from vramscope.ui.agent_texts import (
     BUCKETS,
     PHASES,
     agent_key,
+    bucket_help,
     last_value,
     oom_text,
     phase_text,
@@ -109,6 +110,7 @@ class DeviceView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.title = QLabel(device)
         self.title.setStyleSheet("font-weight: 600;")
+        self.title.setToolTip(bucket_help())
         layout.addWidget(self.title, 0, 0, 1, 3)
         s = theme.current()
         self.plot = pg.PlotWidget(

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from vramscope.agent.protocol import Phase
+from vramscope.agent.protocol import BUCKET_MEANING, Phase
 from vramscope.core.agent_keys import series_key
 from vramscope.core.process_names import short_name
 from vramscope.core.detectors.agentmap import slice_for_device
@@ -16,6 +16,13 @@ from vramscope.core.units import fmt_bytes, fmt_duration
 
 # (field, label), in stacking order; colours: theme.Scheme.BUCKET_COLOURS
 BUCKETS = tuple(BUCKET_LABELS.items())
+
+
+def bucket_help() -> str:
+    """What each bucket counts (the device view's help)."""
+    return "\n".join(f"{BUCKET_LABELS[b]}: {BUCKET_MEANING[b]}" for b in BUCKET_MEANING)
+
+
 PHASES = (  # (phase, words, symbol): the step phases the agent reads (agent/phases.py)
     (Phase.FORWARD, "end of forward (activations held)", "t1"),
     (Phase.BACKWARD, "after backward", "d"),

@@ -4,7 +4,10 @@ In a process started with VRAMSCOPE_AGENT=1 it waits for ``import torch``
 and then starts the vramscope agent -- no code change in the script, and no
 torch import forced on Python processes that never use it. Launchers
 (torchrun) and multiprocessing helper processes (DataLoader workers under
-spawn/forkserver) are left alone; each torchrun rank gets its own agent.
+spawn/forkserver) are left alone; each torchrun rank gets its own agent, and
+so does each rank of ``torch.multiprocessing.spawn``: in a spawned child the
+agent starts when torch's rank entry point (``torch.multiprocessing.spawn._wrap``,
+the target every rank process runs) is called, which a plain helper never is.
 
 Any other ``sitecustomize`` module on the path (a distribution's, a
 virtualenv's) still runs: it is looked up past this directory and executed
@@ -36,15 +39,19 @@ def _chain_next_sitecustomize():
         traceback.print_exc()
 
 
+SPAWN_RANK = "spawn rank"  # (_should_arm: a spawned child, armed for torch's rank entry point)
+RANK_MODULE = "torch.multiprocessing.spawn"  # its ``_wrap`` runs each rank of mp.spawn
+
+
 def _should_arm():
     if os.environ.get("VRAMSCOPE_AGENT") != "1":
         return False
     argv = list(getattr(sys, "orig_argv", None) or sys.argv)
     joined = " ".join(argv)
-    if "multiprocessing" in joined and (
-        "spawn_main" in joined or "forkserver" in joined or "resource_tracker" in joined
-    ):
+    if "multiprocessing" in joined and ("forkserver" in joined or "resource_tracker" in joined):
         return False
+    if "multiprocessing" in joined and "spawn_main" in joined:
+        return SPAWN_RANK
     if "torch.distributed.run" in joined or "torch.distributed.launch" in joined:
         return False
     if any(os.path.basename(a) == "torchrun" for a in argv[:2]):
@@ -78,8 +85,26 @@ def _start_agent():
         )
 
 
+def _start_in_rank():
+    """In a spawned child, after ``import torch``: start the agent when the child turns
+    out to be an mp.spawn rank (its target, unpickled after this, is ``_wrap``)."""
+    module = sys.modules.get(RANK_MODULE)
+    original = getattr(module, "_wrap", None)
+    if original is None:
+        return
+
+    def _wrap(*args, **kwargs):
+        _start_agent()
+        return original(*args, **kwargs)
+
+    module._wrap = _wrap
+
+
 class _AfterTorchImport:
     """A meta-path finder that only wraps torch's loader to start the agent after it ran."""
+
+    def __init__(self, then=None):
+        self._then = then or _start_agent  # what runs once torch is imported
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
@@ -101,9 +126,11 @@ class _AfterTorchImport:
         loader = spec.loader
         original = loader.exec_module
 
+        then = self._then
+
         def exec_module(module):
             original(module)
-            _start_agent()
+            then()
 
         loader.exec_module = exec_module
         return spec
@@ -111,9 +138,11 @@ class _AfterTorchImport:
 
 if _HERE in (os.path.abspath(p or os.curdir) for p in sys.path):
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-if _should_arm():
+_ARM = _should_arm()
+if _ARM:
+    _then = _start_in_rank if _ARM == SPAWN_RANK else _start_agent
     if "torch" in sys.modules:
-        _start_agent()
+        _then()
     else:
-        sys.meta_path.insert(0, _AfterTorchImport())
+        sys.meta_path.insert(0, _AfterTorchImport(_then))
 _chain_next_sitecustomize()

@@ -1,0 +1,131 @@
+"""A second model's gradients from its first backward (issue 47, item 1).
+
+The oracle here counts every trained model's gradients as gradients from the
+moment autograd writes them (``Oracle(all_gradients=True)``), whether the
+agent has met the model or not: until a walk finds the model, the agent must
+say n/a with the reason, never the first model's gradients alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vramscope.agent.backward import BackwardWatch
+from vramscope.agent.grads import GradLedger
+from vramscope.agent.unseen_grads import LEARN_WALKS, UnseenGrads, graph_leaves
+
+from .oracle import pause
+from .test_instant_buckets import mlp_bn
+from .test_oracle_loops import Run, train
+
+UNSEEN = "has not met yet"
+UNCHECKED = "was not checked"
+
+
+def _strict(run: Run) -> Run:
+    run.oracle.all_gradients = True
+    return run
+
+
+def _disc():
+    return torch.nn.Sequential(
+        torch.nn.Linear(8, 64), torch.nn.BatchNorm1d(64), torch.nn.ReLU(), torch.nn.Linear(64, 1)
+    )
+
+
+def test_graph_leaves_are_the_parameters_a_backward_accumulates_into():
+    model = mlp_bn(32)
+    x = torch.randn(4, 64, requires_grad=True)
+    loss = model(x).square().mean()
+    leaves = {id(t) for t in graph_leaves([loss.grad_fn])}
+    assert leaves == {id(p) for p in model.parameters()} | {id(x)}
+    frozen = model[0].weight.requires_grad_(False)
+    loss = model(torch.randn(4, 64)).square().mean()
+    assert id(frozen) not in {id(t) for t in graph_leaves([loss.grad_fn])}
+
+
+def test_a_silent_backward_through_an_unknown_model_is_walked_and_inputs_are_not_counted():
+    first, second = mlp_bn(32), mlp_bn(16)
+    known = {id(p) for p in first.parameters()}
+    ledger = GradLedger()
+    nodes = BackwardWatch(ledger)
+    nodes.cover(list(first.parameters()))  # the first model's gradient nodes, hooked
+    seen = []
+    watch = UnseenGrads(lambda: frozenset(known), nodes, ledger, on_unseen=lambda: seen.append(1))
+    watch.install()
+    try:
+
+        def step(model, x):  # one call site for both models (a generic train_step)
+            model(x).square().mean().backward()
+
+        x = torch.randn(4, 64, requires_grad=True)  # an input leaf: not a parameter
+        for _ in range(6):
+            step(first, x)
+        walks = watch.walks
+        assert watch.count() == 0 and not seen and walks == LEARN_WALKS  # then trusted: no walks
+        ledger.stale = False
+        step(second, torch.randn(4, 64))  # the same line, another model: silent, walked
+        assert ledger.stale  # (from its start: the agent thread hands its samples over)
+        assert watch.count() == len(list(second.parameters())) and seen == [1]
+        step(second, torch.randn(4, 64))
+        assert seen == [1]  # (re-armed once per new parameter, not per backward)
+        known |= {id(p) for p in second.parameters()}
+        assert watch.count() == 0
+    finally:
+        watch.uninstall()
+    assert not getattr(torch.autograd.backward, "_vramscope_wrapped", False)
+
+
+@pytest.mark.slow
+def test_gan_second_model_before_its_optimizer_steps(make_agent):
+    with _strict(Run(make_agent, discover=True)) as run:
+        gen, disc = mlp_bn(128), _disc()
+        opt_g, opt_d = torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters())
+        run.start(gen, optimizers=[opt_g], register=[gen], register_opts=[opt_g])
+        run.oracle.trains(disc, optimizers=[opt_d], known=lambda walked: walked["optimizers"] >= 2)
+        for i in range(30):
+            fake = gen(torch.randn(16, 64))
+            g_loss = -disc(fake).mean()  # the generator's step first: disc gets gradients
+            pause(0.002)
+            g_loss.backward()
+            del g_loss, fake
+            pause(0.003)
+            opt_g.step()
+            opt_g.zero_grad()
+            if i >= 6:  # the discriminator's optimizer starts late
+                d_loss = disc(torch.randn(16, 8)).mean()
+                d_loss.backward()
+                del d_loss
+                opt_d.step()
+                opt_d.zero_grad()
+            pause(0.002)
+    run.check()
+    notes = run.oracle.notes
+    assert any(n and UNSEEN in n for n in notes), "no sample fell before the discriminator was known"
+
+
+@pytest.mark.slow
+def test_two_models_in_turn_through_one_train_function(make_agent):
+    with _strict(Run(make_agent, discover=True)) as run:
+        first, opt1 = run.registered(register=False)
+        train(first, opt1, steps=15)
+        second = mlp_bn(96)
+        opt2 = torch.optim.SGD(second.parameters(), lr=0.01, momentum=0.9)
+        run.oracle.trains(second, optimizers=[opt2], known=lambda walked: walked["optimizers"] >= 2)
+        for i in range(8):  # its backwards before its optimizer's first step
+            loss = second(torch.randn(16, 64)).square().mean()
+            loss.backward()
+            del loss
+            if i == 0:  # right after its first backward (no forward since: not found yet)
+                first_look = run.agent.sample_once()
+            pause(0.02)
+        train(second, opt2, steps=10)
+        agent = run.agent
+    run.check()
+    assert any(m is second for m in agent.models())
+    cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
+    # its gradients are not left out: n/a, with the reason (the parameters it has not met, or a
+    # backward through none of the known models that the walks' budget left unchecked)
+    assert cpu["buckets"]["gradients"] is None
+    assert UNSEEN in cpu["buckets_note"] or UNCHECKED in cpu["buckets_note"]
