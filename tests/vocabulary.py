@@ -43,7 +43,9 @@ json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=SMALL)
 _SCALARS = {
     int: st.integers(-(2**62), 2**62),
     float: st.floats(-1e10, 1e10, allow_nan=False),
-    str: st.text(max_size=12),
+    # (text from /proc, NVML and the agent never holds NUL: the stream's flat process
+    # columns use it as their separator)
+    str: st.text(st.characters(blacklist_characters="\x00"), max_size=12),
     bool: st.booleans(),
     JsonObject: json_objects,
 }
