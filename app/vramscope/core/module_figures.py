@@ -58,7 +58,9 @@ class ModuleFigures:
         return out
 
 
-def largest(modules: Iterable[ModuleFigures], n: int = LARGEST_SHOWN, top_level_only: bool = True) -> list[ModuleFigures]:
+def largest(
+    modules: Iterable[ModuleFigures], n: int = LARGEST_SHOWN, top_level_only: bool = True
+) -> list[ModuleFigures]:
     """The ``n`` modules with the largest total, largest first."""
     pool = [m for m in modules if m.top_level or not top_level_only]
     return sorted(pool, key=lambda m: -(m.total or 0))[:n]

@@ -33,6 +33,7 @@ from vramscope.core.process_columns import ProcessColumns
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
 from vramscope.core.servers import ServerState
+from vramscope.core.stream.protocol import Wire
 from vramscope.core.stream.json_checks import (  # the wire's bounds, read through here too (__all__)
     LIMIT_FLOAT,
     LIMIT_INT,
@@ -86,7 +87,7 @@ if TYPE_CHECKING:
 
 
 @overload
-def to_wire(value: DataclassInstance) -> dict[str, object]: ...
+def to_wire(value: DataclassInstance) -> Wire: ...
 @overload
 def to_wire(value: object) -> object: ...
 def to_wire(value: object) -> object:
@@ -99,7 +100,7 @@ def to_wire(value: object) -> object:
         plan = _PLANS[kind] = _fields(kind) if dataclasses.is_dataclass(kind) else None
     if plan is not None:
         names, defaults, get = plan
-        out: dict[str, object] = {}
+        out: Wire = {}
         for name, default, v in zip(names, defaults, get(value)):
             if v is default or (type(v) is type(default) and v == default):
                 continue  # the reader's default gives it back
@@ -112,11 +113,11 @@ def to_wire(value: object) -> object:
     return str(value)
 
 
-def to_wire_but(value: DataclassInstance, name: str, given: object) -> dict[str, object]:
+def to_wire_but(value: DataclassInstance, name: str, given: object) -> Wire:
     """``to_wire(value)`` (a dataclass) with field ``name``'s wire form ``given``
     (already made: a value that holds many equal parts makes each once)."""
     names, defaults, get = _fields(type(value))
-    out: dict[str, object] = {}
+    out: Wire = {}
     for field, default, v in zip(names, defaults, get(value)):
         if v is default or (type(v) is type(default) and v == default):
             continue
@@ -152,7 +153,7 @@ def _fields(cls: type[DataclassInstance]) -> Plan:
     return names, tuple(d for _, d in out), get
 
 
-def frame_to_wire(frame: Frame) -> dict[str, object]:
+def frame_to_wire(frame: Frame) -> Wire:
     return to_wire(frame)
 
 
@@ -231,7 +232,7 @@ def _builder(cls: type) -> Convert:
     def build(data: object) -> object:
         if type(data) is not dict:
             raise TypeError(f"{cls.__name__} expects an object, got {type(data).__name__}")
-        kwargs: dict[str, object] = {}
+        kwargs: Wire = {}
         for name, convert, nullable in plan:
             if name in data:
                 value = data[name]
@@ -376,7 +377,7 @@ def _typed_dict(cls: Any) -> Convert:
     def build(data: object) -> object:
         if type(data) is not dict:
             raise TypeError(f"{cls.__name__} expects an object, got {shown(data)}")
-        out: dict[str, object] = {}
+        out: Wire = {}
         for name, convert, nullable in plan:
             if name in data:
                 value = data[name]
