@@ -129,7 +129,8 @@ BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 JsonObject = NewType("JsonObject", dict[str, object])
 
 # the allocator's configuration (PYTORCH_CUDA_ALLOC_CONF, parsed): option -> value
-AllocatorSettings = dict[str, str | int | float | bool | None]
+AllocatorSetting = str | int | float | bool | None
+AllocatorSettings = dict[str, AllocatorSetting]
 
 
 class HelloReply(TypedDict, total=False):
