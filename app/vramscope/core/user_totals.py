@@ -8,6 +8,7 @@ NVML does not report adds to ``unreported`` instead of adding 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from vramscope.core.process_columns import used as used_of
 from vramscope.core.process_columns import users
@@ -28,7 +29,7 @@ class UserTotal:
     def label(self) -> str:
         return self.user or UNKNOWN_USER
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {
             "user": self.user,
             "used": self.used,
@@ -43,7 +44,7 @@ def user_totals(frame: Frame | None) -> list[UserTotal]:
     making its processes: 16k a frame on a big box)."""
     if frame is None:
         return []
-    acc: dict[str | None, list] = {}  # user -> [bytes, {gpu: bytes}, entries, n/a entries]
+    acc: dict[str | None, list[Any]] = {}  # user -> [bytes, {gpu: bytes}, entries, n/a entries]
     for gpu in frame.gpus:
         index, procs = gpu.index, gpu.processes
         for user, used in zip(users(procs), used_of(procs)):

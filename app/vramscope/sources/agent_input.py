@@ -168,7 +168,9 @@ class Sample:
     t: float
     step: int | None = None
     devices: tuple[AgentDevice, ...] = ()
-    settings: MappingProxyType[str, AllocatorSetting] = field(default_factory=lambda: MappingProxyType({}))  # allocator's
+    settings: MappingProxyType[str, AllocatorSetting] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # allocator's
     models: tuple[ModelItem, ...] = ()
     phases_measured: float | None = None  # share of steps with phase readings
     input: InputItem | None = None  # the training forward's input (measured_input)
@@ -258,18 +260,20 @@ class Step:
     def event_data(self) -> JsonObject:
         """The data of the monitor's "step" event (AgentEvent), as sessions record it."""
         first: Mapping[str, object] = self.devices[sorted(self.devices)[0]] if self.devices else {}
-        return JsonObject({
-            "step": self.step,
-            "duration": self.duration,
-            "devices": dict(self.devices) or None,
-            # the first device's figures, flat (None where the step was not measured)
-            "peak_allocated": first.get("peak_allocated"),
-            "allocated_after": first.get("allocated_after"),
-            "phases": self.phases,
-            "phase_order": list(self.phase_order),
-            "phase_times": dict(self.phase_times),
-            "phase_peaks": self.phase_peaks,
-        })
+        return JsonObject(
+            {
+                "step": self.step,
+                "duration": self.duration,
+                "devices": dict(self.devices) or None,
+                # the first device's figures, flat (None where the step was not measured)
+                "peak_allocated": first.get("peak_allocated"),
+                "allocated_after": first.get("allocated_after"),
+                "phases": self.phases,
+                "phase_order": list(self.phase_order),
+                "phase_times": dict(self.phase_times),
+                "phase_peaks": self.phase_peaks,
+            }
+        )
 
 
 def step(raw: object) -> Step:

@@ -18,15 +18,12 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
-from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, info_row_of, row_of, with_figures
+from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, Row, info_row_of, row_of, with_figures
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import codec, flat_processes, json_checks, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
 from vramscope.core.stream.deltas import PATCHED, from_wire_key, process_key
 from vramscope.core.stream.protocol import GPUS, PROCESSES, TIME, Wire
-
-
-Row = tuple[object, ...]  # a process, or its description, as a row of atoms (core/process_columns.py)
 
 
 class _Held:
