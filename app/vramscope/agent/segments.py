@@ -148,9 +148,8 @@ def summarize(
     pool_reserved = pool_allocated = pool_segments = 0
     segments_seen = 0
     largest_free_at = -1
-    bars: list[
-        tuple[int, int, SnapshotEntry, bool, int, tuple[Any, Any]]
-    ] = []  # (total, index, seg, whole_free, largest free, pool)
+    # (total, index, seg, whole_free, largest free, pool)
+    bars: list[tuple[int, int, SnapshotEntry, bool, int, tuple[Any, Any]]] = []
     for index, seg in enumerate(segments or ()):
         if not isinstance(seg, dict):
             continue

@@ -33,7 +33,6 @@ from vramscope.core.process_columns import ProcessColumns
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
 from vramscope.core.servers import ServerState
-from vramscope.core.stream.protocol import Wire
 from vramscope.core.stream.json_checks import (  # the wire's bounds, read through here too (__all__)
     LIMIT_FLOAT,
     LIMIT_INT,
@@ -48,6 +47,7 @@ from vramscope.core.stream.json_checks import (  # the wire's bounds, read throu
     plain_json,
     shown,
 )
+from vramscope.core.stream.protocol import Wire
 
 __all__ = [
     "LIMIT_FLOAT",
@@ -106,7 +106,7 @@ def to_wire(value: object) -> object:
                 continue  # the reader's default gives it back
             out[name] = v if type(v) in _PLAIN else to_wire(v)
         return out
-    if isinstance(value, (tuple, list, ProcessColumns)) and kind in (tuple, list, ProcessColumns):
+    if kind in (tuple, list, ProcessColumns) and isinstance(value, (tuple, list, ProcessColumns)):
         return [v if type(v) in _PLAIN else to_wire(v) for v in value]
     if type(value) is dict:
         return {str(k): to_wire(v) for k, v in value.items()}
@@ -232,7 +232,7 @@ def _builder(cls: type) -> Convert:
     def build(data: object) -> object:
         if type(data) is not dict:
             raise TypeError(f"{cls.__name__} expects an object, got {type(data).__name__}")
-        kwargs: Wire = {}
+        kwargs: dict[str, object] = {}
         for name, convert, nullable in plan:
             if name in data:
                 value = data[name]
@@ -377,7 +377,7 @@ def _typed_dict(cls: Any) -> Convert:
     def build(data: object) -> object:
         if type(data) is not dict:
             raise TypeError(f"{cls.__name__} expects an object, got {shown(data)}")
-        out: Wire = {}
+        out: dict[str, object] = {}  # (a TypedDict's keys, each checked)
         for name, convert, nullable in plan:
             if name in data:
                 value = data[name]

@@ -147,9 +147,8 @@ class FrameAssembler:
     def whole(self, message: Wire) -> tuple[Frame, list[object]]:
         """A ``frame`` message (any version): the frame; ValueError if it does not fit."""
         data = message.get("frame")
-        read: dict[
-            int, _Held | None
-        ] = {}  # GPU index -> its processes as held, read straight from a flat wire
+        # GPU index -> its processes as held, read straight from a flat wire
+        read: dict[int, _Held | None] = {}
 
         def rows(gpu: GpuSample, wire: object) -> tuple[GpuProcess, ...]:
             # (16k GpuProcess values alive at once would all reach the collector's

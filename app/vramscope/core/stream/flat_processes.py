@@ -159,9 +159,8 @@ def strings_from_wire(value: object, name: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-_KINDS_SEEN: dict[
-    object, tuple[str, ...]
-] = {}  # a kinds string -> its tuple: one per value, not one per process
+# a kinds string -> its tuple: one per value, not one per process
+_KINDS_SEEN: dict[object, tuple[str, ...]] = {}
 
 
 def _kinds(value: object) -> tuple[str, ...]:
