@@ -4,8 +4,12 @@ checked yet, and "strict" is never set in an override."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,3 +49,30 @@ def test_the_strict_modules_are_checked():
 def test_strict_is_not_set_in_an_override():
     # mypy reads "strict" in an override as the global option: every module would be strict
     assert all("strict" not in o for o in _mypy()["overrides"])
+
+
+def _mypy_tool() -> str | None:
+    here = Path(sys.executable).parent / "mypy"
+    return str(here) if here.exists() else shutil.which("mypy")
+
+
+@pytest.mark.slow
+def test_the_strict_flags_hold_where_they_are_set(tmp_path):
+    """The check is not vacuous: a function without annotations is reported in a
+    module of the wire's vocabulary, and passes in one held to the default settings."""
+    tool = _mypy_tool()
+    if tool is None:
+        pytest.skip("mypy is not installed (pip install -e '.[test]')")
+    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__", "resources"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    untyped = "\n\ndef _untyped(value):\n    return value\n"
+    strict, loose = "app/vramscope/core/stream/json_checks.py", "app/vramscope/core/settings_file.py"
+    for name in (strict, loose):
+        with open(tmp_path / name, "a", encoding="utf-8") as fh:
+            fh.write(untyped)
+    r = subprocess.run(
+        [tool, "--no-incremental", strict, loose], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-2000:]
+    reported = [line for line in r.stdout.splitlines() if ": error:" in line]
+    assert len(reported) == 1 and reported[0].startswith(strict) and "[no-untyped-def]" in reported[0]
