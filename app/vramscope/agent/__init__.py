@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vramscope.agent.core import Agent
@@ -34,7 +34,7 @@ _lock = threading.Lock()
 _agent: Agent | None = None
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:  # (Agent, imported when asked for)
     if name == "Agent":
         from vramscope.agent.core import Agent
 
@@ -42,7 +42,9 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def start(model=None, optimizer=None, interval: float = DEFAULT_INTERVAL, **options) -> Agent:
+def start(
+    model: object = None, optimizer: object = None, interval: float = DEFAULT_INTERVAL, **options: Any
+) -> Agent:
     """Start the agent (once per process) and register ``model``/``optimizer``."""
     global _agent
     with _lock:
@@ -58,7 +60,7 @@ def start(model=None, optimizer=None, interval: float = DEFAULT_INTERVAL, **opti
     return _agent
 
 
-def watch(model=None, optimizer=None) -> Agent:
+def watch(model: object = None, optimizer: object = None) -> Agent:
     """Register more models/optimizers (starts the agent if needed)."""
     return start(model=model, optimizer=optimizer)
 

@@ -39,6 +39,7 @@ from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.module_sampler import ModuleSampler
 from vramscope.agent.outside_events import OutsideEvents
 from vramscope.agent.phases import PhaseTracker
+from vramscope.agent.protocol import SampleItem
 from vramscope.agent.registry import Registry
 from vramscope.agent.ring import ItemRing
 from vramscope.agent.serving import Serving
@@ -235,7 +236,7 @@ class Agent:
             pass
 
     # -- samples ---------------------------------------------------------------------------------
-    def sample_once(self) -> dict | None:
+    def sample_once(self) -> SampleItem | None:
         """One sample now, taken on the calling thread. Any thread but the agent's reads
         ``.grad`` -- call it from the training thread (or an autograd hook); on the
         agent thread the gradients come from the ledger."""

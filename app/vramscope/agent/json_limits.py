@@ -12,6 +12,7 @@ malformed JSON. The byte size is bounded by the reader before this is called.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 MAX_DEPTH = 64  # the deepest object vramscope writes is about 8 levels
 
@@ -46,7 +47,7 @@ def depth_within(text: str, limit: int = MAX_DEPTH) -> bool:
     return not brackets
 
 
-def loads(data: bytes | str, limit: int = MAX_DEPTH, **options):
+def loads(data: bytes | str, limit: int = MAX_DEPTH, **options: Any) -> object:
     """Parse JSON; ``ValueError`` (one line) for anything malformed or nested too deep.
     ``options`` go to ``json.loads`` (``parse_constant``, ``parse_float``)."""
     if isinstance(data, (bytes, bytearray)):

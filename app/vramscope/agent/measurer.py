@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from vramscope.agent import instant, oom, sampling
-from vramscope.agent.protocol import ItemKind
+from vramscope.agent.protocol import ItemKind, SampleItem
 from vramscope.agent.stats import StatsReader
 
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
@@ -72,14 +72,14 @@ class Measurer:
             agent.error(exc)
         self.sample_here(drain=False)
 
-    def sample_here(self, drain: bool) -> dict | None:
+    def sample_here(self, drain: bool) -> SampleItem | None:
         return self.sample(read_grads=not self.agent.serving.on_agent_thread(), drain=drain)
 
     def sample_for_agent(self) -> None:
         """The training thread, at a hook: the sample the agent thread asked for."""
         self.sample(read_grads=True, drain=False)
 
-    def sample(self, read_grads: bool, drain: bool) -> dict | None:
+    def sample(self, read_grads: bool, drain: bool) -> SampleItem | None:
         """Drain the hooks' queues (``drain``), read the allocator and the tensors at one
         instant, push the sample to the ring."""
         agent, registry = self.agent, self.agent.registry

@@ -115,7 +115,7 @@ def static_figures(model, optimizers, tree: Tree) -> tuple[dict, set]:
     owners, shared = _tensor_owners(model, tree)
     state = _opt_state(optimizers)
     figures: dict = {}
-    seen = {"weights": set(), "gradients": set(), "optimizer_state": set()}
+    seen: dict[str, set[int]] = {"weights": set(), "gradients": set(), "optimizer_state": set()}
 
     def add(node, bucket, t):
         for key in extents(t):

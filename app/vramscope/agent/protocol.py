@@ -29,13 +29,15 @@ from __future__ import annotations
 import enum
 import json
 import struct
+import sys
+from collections.abc import Mapping
 from typing import NewType, TypedDict
 
 from vramscope.agent import json_limits
 
-try:
-    from enum import StrEnum
-except ImportError:  # Python 3.10: the same behaviour, spelled out
+if sys.version_info >= (3, 11):
+    from enum import StrEnum as StrEnum  # (the explicit re-export: core/samples.py and others use it)
+else:  # Python 3.10: the same behaviour, spelled out
 
     class StrEnum(str, enum.Enum):
         """A str whose members print as their value (enum.StrEnum, Python 3.11+)."""
@@ -136,10 +138,11 @@ BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 # optimizer's settings, the agent's own figures, an alert): the monitor checks it
 # within the wire's bounds (finite numbers, bounded text, lists and depth) and
 # reads it key by key with a type check. Every other value has a declared type.
-JsonObject = NewType("JsonObject", dict)
+JsonObject = NewType("JsonObject", dict[str, object])
 
 # the allocator's configuration (PYTORCH_CUDA_ALLOC_CONF, parsed): option -> value
-AllocatorSettings = dict[str, str | int | float | bool | None]
+AllocatorSetting = str | int | float | bool | None
+AllocatorSettings = dict[str, AllocatorSetting]
 
 
 class HelloReply(TypedDict, total=False):
@@ -348,7 +351,7 @@ def describe_versions() -> str:
     return ", ".join(str(v) for v in sorted(SUPPORTED_VERSIONS))
 
 
-def version_error(client_version: int) -> dict:
+def version_error(client_version: int) -> dict[str, object]:
     """The agent's answer to a request in a version it does not speak."""
     return {
         "ok": False,
@@ -359,7 +362,7 @@ def version_error(client_version: int) -> dict:
     }
 
 
-def encode_payload(obj: dict) -> bytes:
+def encode_payload(obj: Mapping[str, object]) -> bytes:
     """A JSON object as compact UTF-8 (NaN/inf refused: JSON has no such numbers)."""
     if not isinstance(obj, dict):
         raise TypeError("a frame payload is a JSON object (dict)")
@@ -373,11 +376,11 @@ def frame_bytes(payload: bytes, version: int = PROTOCOL_VERSION) -> bytes:
     return HEADER.pack(MAGIC, version, 0, len(payload)) + payload
 
 
-def encode(obj: dict) -> bytes:
+def encode(obj: Mapping[str, object]) -> bytes:
     return frame_bytes(encode_payload(obj))
 
 
-def decode_payload(payload: bytes) -> dict:
+def decode_payload(payload: bytes) -> dict[str, object]:
     try:
         obj = json_limits.loads(payload)  # nesting bounded: no RecursionError from a peer
     except ValueError as exc:
@@ -408,7 +411,7 @@ def check_header(header: bytes) -> int:
     return length
 
 
-def decode(data: bytes) -> dict:
+def decode(data: bytes) -> dict[str, object]:
     """Decode exactly one complete frame."""
     if len(data) < HEADER_SIZE:
         raise ProtocolError("truncated frame header")
@@ -432,7 +435,7 @@ class FrameReader:
 
     __slots__ = ("_buf", "_need", "_broken", "_version", "version")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._buf = bytearray()
         self._need: int | None = None  # payload length once the header is read
         self._version = PROTOCOL_VERSION  # of the frame being read
@@ -444,11 +447,11 @@ class FrameReader:
         """Bytes buffered towards an incomplete frame."""
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[dict]:
+    def feed(self, data: bytes) -> list[dict[str, object]]:
         if self._broken:
             raise ProtocolError("stream already failed")
         self._buf += data
-        out: list[dict] = []
+        out: list[dict[str, object]] = []
         try:
             while True:
                 if self._need is None:

@@ -38,6 +38,13 @@ others between them merged). Standard library only (runs inside training).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+# a segment (or a block) of a snapshot, as torch gives it: a dict its documentation
+# describes, read key by key with a default
+SnapshotEntry = dict[str, Any]
+
 MiB = 1024 * 1024
 SMALL_PAGE = 2 * MiB  # kSmallBuffer
 LARGE_PAGE = 20 * MiB  # kLargeBuffer
@@ -51,7 +58,7 @@ FREE_SPLIT = "free_split"  # free inside a partly used segment: fragmentation
 FREE_SEGMENT = "free_segment"  # a whole segment free: empty_cache() returns it
 MIXED = "mixed"  # several small blocks merged for the map
 STATES = (ALLOCATED, AWAITING, FREE_SPLIT, FREE_SEGMENT, MIXED)
-_STATE_OF = {"active_allocated": ALLOCATED, "active_awaiting_free": AWAITING}
+_STATE_OF: dict[object, str] = {"active_allocated": ALLOCATED, "active_awaiting_free": AWAITING}
 
 DEFAULT_POOL = (0, 0)
 # the figures of a device's summary (bytes; segments and map_left_out are counts)
@@ -74,14 +81,14 @@ class SnapshotUnavailable(Exception):
     """The snapshot cannot be taken here; the message says why (one line)."""
 
 
-def _pool_of(seg: dict) -> tuple:
+def _pool_of(seg: SnapshotEntry) -> tuple[Any, Any]:
     pool = seg.get("segment_pool_id")
     if isinstance(pool, (list, tuple)) and len(pool) == 2:
         return (pool[0], pool[1])
     return DEFAULT_POOL
 
 
-def _page_of(seg: dict) -> int:
+def _page_of(seg: SnapshotEntry) -> int:
     return SMALL_PAGE if seg.get("segment_type") == "small" else LARGE_PAGE
 
 
@@ -92,11 +99,11 @@ def whole_pages(address: int, size: int, page: int) -> int:
     return max(0, last - first)
 
 
-def _runs(blocks: list, whole_free: bool) -> list:
+def _runs(blocks: list[SnapshotEntry], whole_free: bool) -> list[list[Any]]:
     """A segment's blocks as map runs [state, bytes], bounded: the MAX_BLOCKS largest
     kept as they are, the blocks between them merged into one run each."""
     free_state = FREE_SEGMENT if whole_free else FREE_SPLIT
-    runs = []
+    runs: list[list[Any]] = []  # [state, bytes]
     for b in blocks:
         state = _STATE_OF.get(b.get("state"), free_state)
         size = int(b.get("size") or 0)
@@ -107,7 +114,7 @@ def _runs(blocks: list, whole_free: bool) -> list:
     if len(runs) <= 2 * MAX_BLOCKS + 1:
         return runs
     keep = set(sorted(range(len(runs)), key=lambda i: runs[i][1], reverse=True)[:MAX_BLOCKS])
-    out: list = []
+    out: list[list[Any]] = []
     merging = False
     for i, run in enumerate(runs):
         if i in keep:
@@ -125,8 +132,11 @@ def _runs(blocks: list, whole_free: bool) -> list:
 
 
 def summarize(
-    segments, device: str | None = None, largest_request: int | None = None, expandable: bool | None = None
-) -> dict:
+    segments: Iterable[object] | None,
+    device: str | None = None,
+    largest_request: int | None = None,
+    expandable: bool | None = None,
+) -> dict[str, Any]:
     """The figures of one device's segments (the caller picks the device's segments).
 
     ``largest_request``: the largest allocation the agent saw recently (it keeps the
@@ -138,7 +148,8 @@ def summarize(
     pool_reserved = pool_allocated = pool_segments = 0
     segments_seen = 0
     largest_free_at = -1
-    bars = []  # (total, index, seg, whole_free, largest free, pool)
+    # (total, index, seg, whole_free, largest free, pool)
+    bars: list[tuple[int, int, SnapshotEntry, bool, int, tuple[Any, Any]]] = []
     for index, seg in enumerate(segments or ()):
         if not isinstance(seg, dict):
             continue
@@ -195,7 +206,7 @@ def summarize(
     shown = bars[:MAX_SEGMENTS]
     if largest_free_at >= 0 and all(b[1] != largest_free_at for b in shown):
         shown[-1:] = [next(b for b in bars if b[1] == largest_free_at)]
-    out_segments = [
+    out_segments: list[dict[str, Any]] = [
         {
             "size": total,
             "stream": seg.get("stream"),
@@ -227,9 +238,9 @@ def summarize(
     }
 
 
-def by_device(segments) -> dict:
+def by_device(segments: Iterable[object] | None) -> dict[object, list[SnapshotEntry]]:
     """Segments grouped by their ``device`` index (a segment without one: device 0)."""
-    out: dict = {}
+    out: dict[object, list[SnapshotEntry]] = {}
     for seg in segments or ():
         if isinstance(seg, dict):
             out.setdefault(seg.get("device", 0), []).append(seg)

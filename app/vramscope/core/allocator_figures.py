@@ -10,6 +10,8 @@ keeps it). A figure not available is null, with why in ``not_reported``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vramscope.core.units import fmt_bytes
 
 FIGURES = ("free_split", "free_segments", "largest_free_block", "largest_request", "expandable_recovers")
@@ -18,11 +20,11 @@ NO_DEVICE = "the agent's snapshot has no figures for this device"
 EXPANDABLE_ON = "expandable segments already on: nothing more to recover"
 
 
-def device_figures(report, device: str) -> dict:
+def device_figures(report: object, device: str) -> dict[str, Any]:
     """{step, t, free_split, ..., private_pools: {reserved, allocated, segments}, not_reported}."""
     item = getattr(report, "allocator", None)
     fig = (item.get("devices") or {}).get(device) if item else None
-    out: dict = {"step": item.get("step") if item else None, "t": item.get("t") if item else None}
+    out: dict[str, Any] = {"step": item.get("step") if item else None, "t": item.get("t") if item else None}
     if fig is None:
         why = (item.get("why") if item else None) or (NO_DEVICE if item else NO_SUMMARY)
         out.update(dict.fromkeys(FIGURES), private_pools=None)
@@ -40,7 +42,7 @@ def device_figures(report, device: str) -> dict:
     return out
 
 
-def figures_line(fig: dict) -> str:
+def figures_line(fig: dict[str, Any]) -> str:
     """The figures in one line of `status`'s text view."""
     if all(fig[k] is None for k in FIGURES):
         return f"allocator: n/a ({next(iter(fig['not_reported'].values()), NO_SUMMARY)})"

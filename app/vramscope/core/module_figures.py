@@ -8,6 +8,7 @@ agents tab read. Bytes; ``None`` = not available, and ``why`` says why.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 FIGURES = ("weights", "gradients", "optimizer_state", "activations")  # the wire's names, in order
@@ -43,7 +44,7 @@ class ModuleFigures:
     def top_level(self) -> bool:
         return self.parent is None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         out = {
             "name": self.name,
             "parent": self.parent,
@@ -57,7 +58,9 @@ class ModuleFigures:
         return out
 
 
-def largest(modules, n: int = LARGEST_SHOWN, top_level_only: bool = True) -> list[ModuleFigures]:
+def largest(
+    modules: Iterable[ModuleFigures], n: int = LARGEST_SHOWN, top_level_only: bool = True
+) -> list[ModuleFigures]:
     """The ``n`` modules with the largest total, largest first."""
     pool = [m for m in modules if m.top_level or not top_level_only]
     return sorted(pool, key=lambda m: -(m.total or 0))[:n]
@@ -66,7 +69,7 @@ def largest(modules, n: int = LARGEST_SHOWN, top_level_only: bool = True) -> lis
 MAX_SPLITS = 8  # how many times disjoint() opens a module into its children
 
 
-def disjoint(modules) -> list[ModuleFigures]:
+def disjoint(modules: Iterable[ModuleFigures]) -> list[ModuleFigures]:
     """Modules that do not overlap (none is inside another), so their figures add up:
     the top-level ones, with a module holding over half of the total opened into its
     children while it has some -- GPT-2's ``transformer`` becomes its embeddings and

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.sampler import DEFAULT_INTERVAL, Enricher
 from vramscope.core.source import Source
 from vramscope.core.store import STAGE_DIAGNOSTICS, STAGE_RECORDER, Store
+
+if TYPE_CHECKING:  # (imported where it is served: core/metrics.py needs prometheus_client)
+    from vramscope.core.metrics import MetricsServer
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +35,7 @@ class Monitor:
         self.actions = actions
         self.read_only = read_only
         self.recorder = None
-        self.metrics = None
+        self.metrics: MetricsServer | None = None
         self.metrics_error: str | None = None  # why metrics could not be served, if asked
 
     @classmethod

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from vramscope.core.samples import GpuProcess, ProcessIdentity, ProcessInfo
 
@@ -37,12 +38,15 @@ PID, USED, KINDS, SM, HAS_AGENT, MIG_UUID, CPU_PERCENT, HOST_MEMORY = range(len(
 INFO_FIELDS = tuple(f.name for f in dataclasses.fields(ProcessInfo))
 INFO_START = INFO_FIELDS.index("start_time")
 INFO_USER = INFO_FIELDS.index("user")
+# a row's (or a description's row's) fields are read by their position above, which a
+# type checker cannot follow: each is the type its dataclass field declares
+Row = tuple[Any, ...]
 
 _new, _put = object.__new__, object.__setattr__
 _info_fields = operator.attrgetter(*INFO_FIELDS)
 
 
-def row_of(proc: GpuProcess) -> tuple:
+def row_of(proc: GpuProcess) -> Row:
     """A process's row (an exact tuple of atoms: see the module's docstring)."""
     return (
         proc.pid,
@@ -56,12 +60,12 @@ def row_of(proc: GpuProcess) -> tuple:
     )
 
 
-def info_row_of(info: ProcessInfo | None) -> tuple | None:
+def info_row_of(info: ProcessInfo | None) -> Row | None:
     """A description's row (its fields: atoms, but a container's own value)."""
     return None if info is None else _info_fields(info)
 
 
-def info_of(row: tuple | None) -> ProcessInfo | None:
+def info_of(row: Row | None) -> ProcessInfo | None:
     """The ProcessInfo a description's row stands for (as its dataclass would make it)."""
     if row is None:
         return None
@@ -71,12 +75,14 @@ def info_of(row: tuple | None) -> ProcessInfo | None:
     return info
 
 
-def with_figures(row: tuple, used, sm, cpu_percent, host_memory) -> tuple:
+def with_figures(
+    row: Row, used: int | None, sm: int | None, cpu_percent: float | None, host_memory: int | None
+) -> Row:
     """``row`` with new moving figures (what a stream delta's ``u`` changes)."""
     return (row[PID], used, row[KINDS], sm, row[HAS_AGENT], row[MIG_UUID], cpu_percent, host_memory)
 
 
-def process_of(row: tuple, info: tuple | None) -> GpuProcess:
+def process_of(row: Row, info: Row | None) -> GpuProcess:
     """The GpuProcess a row and its description's row stand for (as its dataclass
     would make it, without its __init__: 16k of them a frame on a big box)."""
     proc = _new(GpuProcess)
@@ -94,29 +100,29 @@ def process_of(row: tuple, info: tuple | None) -> GpuProcess:
     return proc
 
 
-def _identity(row: tuple, info: tuple | None) -> ProcessIdentity:
+def _identity(row: Row, info: Row | None) -> ProcessIdentity:
     return (row[PID], info[INFO_START] if info is not None else None)
 
 
-def identities(processes) -> Iterable[ProcessIdentity]:
+def identities(processes: Sequence[GpuProcess]) -> Iterable[ProcessIdentity]:
     """Each process's identity, in order, without making the processes of ProcessColumns."""
     if type(processes) is ProcessColumns:
         return map(_identity, processes.rows, processes.infos)
     return (p.identity for p in processes)
 
 
-def users(processes) -> Iterable[str | None]:
+def users(processes: Sequence[GpuProcess]) -> Iterable[str | None]:
     """Each process's user (None: not known from here), in order."""
     if type(processes) is ProcessColumns:
         return map(_user, processes.infos)
     return (None if p.info is None else p.info.user for p in processes)
 
 
-def _user(info: tuple | None) -> str | None:
+def _user(info: Row | None) -> str | None:
     return None if info is None else info[INFO_USER]
 
 
-def info_values(processes, name: str) -> Iterable:
+def info_values(processes: Sequence[GpuProcess], name: str) -> Iterable[object]:
     """Each process's ProcessInfo field ``name`` (None without a description), in order."""
     if type(processes) is ProcessColumns:
         at = INFO_FIELDS.index(name)
@@ -124,21 +130,21 @@ def info_values(processes, name: str) -> Iterable:
     return (None if p.info is None else getattr(p.info, name) for p in processes)
 
 
-def described(processes) -> Iterable[bool]:
+def described(processes: Sequence[GpuProcess]) -> Iterable[bool]:
     """Whether each process has a description (a ProcessInfo), in order."""
     if type(processes) is ProcessColumns:
         return (info is not None for info in processes.infos)
     return (p.info is not None for p in processes)
 
 
-def used(processes) -> Iterable[int | None]:
+def used(processes: Sequence[GpuProcess]) -> Iterable[int | None]:
     """Each process's device memory, in order."""
     if type(processes) is ProcessColumns:
         return map(operator.itemgetter(USED), processes.rows)
     return (p.used for p in processes)
 
 
-def described_by(processes) -> Iterable[tuple]:
+def described_by(processes: Sequence[GpuProcess]) -> Iterable[tuple[object, ...]]:
     """Per process, in order, what a view keeps what it made of a process by,
     without making the processes of ProcessColumns: (identity, has_agent,
     kinds, mig_uuid, value key, description key). The value key is the same
@@ -151,11 +157,11 @@ def described_by(processes) -> Iterable[tuple]:
     return ((p.identity, p.has_agent, p.kinds, p.mig_uuid, p, p.info) for p in processes)
 
 
-def _described_by(row: tuple, info: tuple | None) -> tuple:
+def _described_by(row: Row, info: Row | None) -> tuple[object, ...]:
     return (_identity(row, info), row[HAS_AGENT], row[KINDS], row[MIG_UUID], row, info)
 
 
-def moving_figures(processes) -> Iterable[tuple]:
+def moving_figures(processes: Sequence[GpuProcess]) -> Iterable[tuple[object, ...]]:
     """Per process, in order, (used, sm, cpu_percent, host_memory, identity),
     without making the processes of ProcessColumns."""
     if type(processes) is ProcessColumns:
@@ -163,11 +169,11 @@ def moving_figures(processes) -> Iterable[tuple]:
     return ((p.used, p.sm, p.cpu_percent, p.host_memory, p.identity) for p in processes)
 
 
-def _moving(row: tuple, info: tuple | None) -> tuple:
+def _moving(row: Row, info: Row | None) -> tuple[object, ...]:
     return (row[USED], row[SM], row[CPU_PERCENT], row[HOST_MEMORY], _identity(row, info))
 
 
-class ProcessColumns(Sequence):
+class ProcessColumns(Sequence[GpuProcess]):
     """A GPU's processes: ``rows`` (exact tuples of atoms, ``ROW_FIELDS``) and
     ``infos`` (each row's description as a row, ``INFO_FIELDS``, or None),
     read as GpuProcess values.
@@ -181,7 +187,7 @@ class ProcessColumns(Sequence):
 
     __slots__ = ("rows", "infos")
 
-    def __init__(self, rows: tuple, infos: tuple):
+    def __init__(self, rows: tuple[Row, ...], infos: tuple[Row | None, ...]) -> None:
         if len(rows) != len(infos):
             raise ValueError(f"{len(rows)} rows for {len(infos)} descriptions")
         self.rows = rows
@@ -190,15 +196,19 @@ class ProcessColumns(Sequence):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> GpuProcess: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[GpuProcess, ...]: ...
+    def __getitem__(self, index: int | slice) -> GpuProcess | tuple[GpuProcess, ...]:
         if isinstance(index, slice):
             return tuple(map(process_of, self.rows[index], self.infos[index]))
         return process_of(self.rows[index], self.infos[index])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[GpuProcess]:
         return map(process_of, self.rows, self.infos)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, ProcessColumns):
             return self.rows == other.rows and self.infos == other.infos
         if isinstance(other, tuple):

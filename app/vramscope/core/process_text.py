@@ -4,6 +4,8 @@ process is called -- "train.py (4242)" -- is core/process_names.py.)"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from vramscope.core.samples import ACCESS_DENIED, EXITED, GHOST, NOT_VISIBLE, GpuProcess
 from vramscope.core.units import NA
 
@@ -26,7 +28,7 @@ MAX_COMMAND_CHARS = 8 * 1024  # of a command line kept per process (argv can be 
 CUT_MARK = "[... {:,} more characters not kept]"
 
 
-def capped_cmdline(argv) -> tuple[str, ...] | None:
+def capped_cmdline(argv: Iterable[object] | None) -> tuple[str, ...] | None:
     """A command line as kept: its arguments up to MAX_COMMAND_CHARS characters in
     all (the one that crosses the limit cut short), and a last element saying
     how much was left out. Done once, where the command line is read: a 10 MB

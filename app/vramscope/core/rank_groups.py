@@ -17,9 +17,10 @@ makes one rank run out of memory first.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.samples import AgentReport, Frame, ProcessIdentity
 from vramscope.core.units import MiB, fmt_bytes
 
 HEAVY = 1.25
@@ -33,10 +34,10 @@ class Job:
     ranks: tuple[AgentReport, ...]  # by rank
     held: tuple[int | None, ...]  # per rank, in that order
     imbalance: float | None  # (max - min) / mean of what the ranks hold
-    heavy: tuple[tuple[int, int, int], ...]  # (rank, held, over the others' median)
+    heavy: tuple[tuple[int | None, int, int], ...]  # (rank, held, over the others' median)
 
     @property
-    def identities(self) -> tuple:
+    def identities(self) -> tuple[ProcessIdentity, ...]:
         return tuple(r.identity for r in self.ranks)
 
     def text(self) -> str:
@@ -106,7 +107,7 @@ def job_key(report: AgentReport, frame: Frame | None = None) -> str | None:
     return f"torchrun pid {parent}" if parent else None
 
 
-def jobs(reports, frame: Frame | None = None) -> list[Job]:
+def jobs(reports: Iterable[AgentReport], frame: Frame | None = None) -> list[Job]:
     """The distributed jobs among ``reports``, largest first (ended ranks in their own)."""
     groups: dict[str, list[AgentReport]] = {}
     for r in reports:
@@ -119,7 +120,7 @@ def jobs(reports, frame: Frame | None = None) -> list[Job]:
         held = tuple(held_by(r) for r in ranks)
         known = [h for h in held if h is not None]
         imbalance = None
-        if len(known) >= 2 and sum(known):
+        if len(known) >= 2 and sum(known) != 0:
             imbalance = (max(known) - min(known)) / (sum(known) / len(known))
         heavy = []
         for r, h in zip(ranks, held):

@@ -8,6 +8,7 @@ Memory is in bytes (int), times are seconds since the epoch (float).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -65,7 +66,7 @@ class Container:
             return f"pod {self.pod_uid[:8]} {self.runtime} {ref}"
         return f"{self.runtime} {ref}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str | None]:
         return {
             "runtime": self.runtime,
             "id": self.id,
@@ -127,8 +128,8 @@ class GpuProcess:
     mig_uuid: str | None = None  # the MIG slice it runs on ("MIG-..."), None off MIG
     cpu_percent: float | None = None  # host CPU over the last pass, 100 = one core (as top shows it)
     host_memory: int | None = None  # resident set size in host RAM, bytes
-    # pid + start time, made once (every detector asks for it, every pass)
-    _identity: ProcessIdentity | None = field(default=None, init=False, repr=False, compare=False)
+    # pid + start time, made once (every detector asks for it, every pass; set by __post_init__)
+    _identity: ProcessIdentity = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         start = self.info.start_time if self.info is not None else None
@@ -348,7 +349,7 @@ class Frame:
     hosts: tuple[HostState, ...] = ()  # the machines of a multi-host frame (else empty)
     kernels: tuple[JupyterKernel, ...] = ()  # this machine's Jupyter kernels on a GPU
 
-    def all_processes(self):
+    def all_processes(self) -> Iterator[tuple[GpuSample, GpuProcess]]:
         for gpu in self.gpus:
             for proc in gpu.processes:
                 yield gpu, proc

@@ -32,8 +32,12 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +311,7 @@ SERVER_SERIES = ("kv_cache_usage", "running", "waiting")
 SERVER_EVENT = "server"  # the session event that records one server's state per pass
 
 
-def server_key(pid: int, start_time: float | None, metric: str) -> tuple:
+def server_key(pid: int, start_time: float | None, metric: str) -> tuple[str, int, float | None, str]:
     """Store key of a server metric series (metric in SERVER_SERIES)."""
     return ("server", pid, start_time, metric)
 
@@ -315,7 +319,7 @@ def server_key(pid: int, start_time: float | None, metric: str) -> tuple:
 MAX_METRIC = 1e15  # a request count or a ratio past this is no reading (sums stay finite)
 
 
-def read_metrics(kind: ServerKind, families: Iterable) -> dict[str, float | None]:
+def read_metrics(kind: ServerKind, families: Iterable[Metric]) -> dict[str, float | None]:
     """kv_cache_usage / running / waiting from parsed Prometheus families
     (``prometheus_client.parser.text_string_to_metric_families``). Samples of
     one metric over several label sets (engines, models) are summed; the KV
@@ -330,7 +334,7 @@ def read_metrics(kind: ServerKind, families: Iterable) -> dict[str, float | None
             if math.isfinite(value) and abs(value) <= MAX_METRIC:  # NaN/Inf/huge: not a reading
                 values.setdefault(name, []).append(value)
 
-    def pick(names, mean=False):
+    def pick(names: Iterable[str], mean: bool = False) -> float | None:
         for n in names:
             got = values.get(n)
             if got:

@@ -42,7 +42,7 @@ class ErrorSource:
         pass
 
 
-def close_quietly(thing) -> None:
+def close_quietly(thing: object) -> None:
     """Close a source or enricher; a broken one must not stop a swap or a shutdown."""
     close = getattr(thing, "close", None)
     if close is not None:

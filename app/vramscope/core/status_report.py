@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any
+from typing import Protocol
 
 from vramscope.core.allocator_figures import device_figures
 from vramscope.core.samples import (
@@ -60,9 +60,10 @@ from vramscope.core.samples import (
     GpuProcess,
     GpuSample,
     MigSlice,
+    ProcessInfo,
 )
 from vramscope.core.detectors.agentmap import gpu_for_device
-from vramscope.core.rank_groups import jobs
+from vramscope.core.rank_groups import Job, jobs
 from vramscope.core.wsl import WSL_NOTICE
 from vramscope.core.scheduler_totals import job_totals, pod_totals
 from vramscope.core.user_totals import user_totals
@@ -88,8 +89,8 @@ def agents_shown(
 
 
 def frame_to_dict(
-    frame: Frame, alerts: Iterable[Any] = (), boot_time: float | None = None, every_agent: bool = False
-) -> dict:
+    frame: Frame, alerts: Iterable[object] = (), boot_time: float | None = None, every_agent: bool = False
+) -> dict[str, object]:
     agents, left_out = agents_shown(frame, boot_time, every_agent)
     return {
         "time": frame.time,
@@ -129,7 +130,24 @@ def notices(frame: Frame) -> list[str]:
     return [*frame.notices, *([WSL_NOTICE] if frame.wsl else [])]
 
 
-def hosts_to_dict(views) -> dict:
+class HostStanding(Protocol):
+    """What ``hosts_to_dict`` reads of a host (sources/remote.HostView)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def frame(self) -> Frame | None: ...
+    @property
+    def alerts(self) -> Iterable[object]: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def remote_version(self) -> str | None: ...
+
+
+def hosts_to_dict(views: Iterable[HostStanding]) -> dict[str, object]:
     """`status --host ...`: one entry per host (sources/remote.HostView): its frame
     as frame_to_dict has it, or its error and no GPUs."""
     hosts = []
@@ -152,7 +170,7 @@ def hosts_to_dict(views) -> dict:
     return {"hosts": hosts}
 
 
-def gpu_to_dict(gpu: GpuSample) -> dict:
+def gpu_to_dict(gpu: GpuSample) -> dict[str, object]:
     where = {} if gpu.host is None else {"host": gpu.host, "host_index": gpu.host_index}
     return {
         **where,
@@ -180,7 +198,7 @@ def gpu_to_dict(gpu: GpuSample) -> dict:
     }
 
 
-def slice_to_dict(mig: MigSlice) -> dict:
+def slice_to_dict(mig: MigSlice) -> dict[str, object]:
     return {
         "index": mig.index,
         "uuid": mig.uuid,
@@ -194,7 +212,7 @@ def slice_to_dict(mig: MigSlice) -> dict:
     }
 
 
-def process_to_dict(proc: GpuProcess) -> dict:
+def process_to_dict(proc: GpuProcess) -> dict[str, object]:
     info = proc.info
     return {
         "pid": proc.pid,
@@ -211,7 +229,7 @@ def process_to_dict(proc: GpuProcess) -> dict:
     }
 
 
-def _container_fields(info) -> dict:
+def _container_fields(info: ProcessInfo | None) -> dict[str, object]:
     container = info.container if info is not None else None
     return {
         "container": container.as_dict() if container is not None else None,
@@ -220,9 +238,9 @@ def _container_fields(info) -> dict:
     }
 
 
-def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
+def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict[str, object]:
     """A live agent with its new events; an ended run as its summary (no events)."""
-    out = {
+    out: dict[str, object] = {
         "pid": report.pid,
         "start_time": report.start_time,
         "last_seen": report.time,
@@ -248,7 +266,7 @@ def agent_to_dict(report: AgentReport, frame: Frame | None = None) -> dict:
     return out
 
 
-def job_to_dict(job) -> dict:
+def job_to_dict(job: Job) -> dict[str, object]:
     """The ranks of one distributed job (core/rank_groups.py)."""
     return {
         "key": job.key,
@@ -264,7 +282,7 @@ def _gpu_index(frame: Frame | None, report: AgentReport, dev: AgentDevice) -> in
     return gpu.index if gpu is not None else None
 
 
-def agent_device_to_dict(dev: AgentDevice, gpu: int | None = None) -> dict:
+def agent_device_to_dict(dev: AgentDevice, gpu: int | None = None) -> dict[str, object]:
     """``gpu``: the NVML index of the GPU the device is (torch's cuda:N renumbers)."""
     buckets = dev.buckets.as_dict() if dev.buckets is not None else dict.fromkeys(ALL_BUCKETS)
     return {
@@ -283,15 +301,15 @@ def agent_device_to_dict(dev: AgentDevice, gpu: int | None = None) -> dict:
     }
 
 
-def event_to_dict(event: AgentEvent) -> dict:
+def event_to_dict(event: AgentEvent) -> dict[str, object]:
     return {"kind": event.kind, "time": event.time, "data": plain_value(event.data)}
 
 
-def _int(value) -> int | None:
+def _int(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
-def plain_value(value):
+def plain_value(value: object) -> object:
     """Something json.dumps can write: dataclasses and as_dict() objects become dicts."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value

@@ -16,7 +16,7 @@ MB = 10**6
 NA = "n/a"
 
 
-def finite_number(value) -> float | None:
+def finite_number(value: object) -> float | None:
     """``value`` as a finite float; None for None, a bool, a non-number, NaN, ±inf or an
     int past float's range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

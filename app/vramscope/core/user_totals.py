@@ -8,10 +8,12 @@ NVML does not report adds to ``unreported`` instead of adding 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from vramscope.core.process_columns import used as used_of
 from vramscope.core.process_columns import users
-from vramscope.core.samples import Frame
+from vramscope.core.samples import Frame, GpuProcess
 
 UNKNOWN_USER = "unknown"
 
@@ -28,7 +30,7 @@ class UserTotal:
     def label(self) -> str:
         return self.user or UNKNOWN_USER
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {
             "user": self.user,
             "used": self.used,
@@ -49,11 +51,15 @@ def user_totals(frame: Frame | None) -> list[UserTotal]:
     return out
 
 
-def sums_by(frame: Frame | None, keys_of, skip_none: bool = False) -> dict:
+def sums_by(
+    frame: Frame | None,
+    keys_of: Callable[[Sequence[GpuProcess]], Iterable[Any]],
+    skip_none: bool = False,
+) -> dict[Any, tuple[int | None, tuple[tuple[int, int], ...], int, int]]:
     """key -> (bytes or None, ((gpu, bytes), ...), entries, n/a entries) over the
     frame's processes; ``keys_of(processes)``: each process's key, in order (None
     counts as a key of its own unless ``skip_none``). All n/a: None, never 0."""
-    acc: dict = {}  # key -> [bytes, {gpu: bytes}, entries, n/a entries]
+    acc: dict[Any, list[Any]] = {}  # key -> [bytes, {gpu: bytes}, entries, n/a entries]
     for gpu in frame.gpus if frame is not None else ():
         index, procs = gpu.index, gpu.processes
         for key, used in zip(keys_of(procs), used_of(procs)):

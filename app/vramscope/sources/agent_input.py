@@ -22,21 +22,21 @@ bounded in length.
 from __future__ import annotations
 
 import math
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import overload
 
 from vramscope.agent.protocol import (
     AGENT_BUCKETS,
     ALLOCATOR_FIGURES,
     PEAK_BOUND,
     PHASES_MEASURED,
-    DeviceFigures,
-    EventItem,
-    HelloReply,
+    AllocatorSetting,
     InputItem,
     JsonObject,
     ModelItem,
-    SampleItem,
     ShardedItem,
     StepDevice,
     StepItem,
@@ -48,32 +48,36 @@ from vramscope.core.samples import AgentBuckets, AgentDevice
 MAX_TEXT = 256  # a hostname, a device name, a namespace: short
 
 
-def integer(value, lo: int = 0, hi: int = 1 << 62) -> int | None:
+def integer(value: object, lo: int = 0, hi: int = 1 << 62) -> int | None:
     """An int in [lo, hi], else None (bools are not numbers here)."""
     if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
         return value
     return None
 
 
-def finite(value) -> float | None:
+def finite(value: object) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = float(value)
         return value if math.isfinite(value) else None
     return None
 
 
-def text(value, limit: int = MAX_TEXT) -> str | None:
+@overload
+def text(value: str, limit: int = MAX_TEXT) -> str: ...
+@overload
+def text(value: object, limit: int = MAX_TEXT) -> str | None: ...
+def text(value: object, limit: int = MAX_TEXT) -> str | None:
     return value[:limit] if isinstance(value, str) else None
 
 
-def time_of(item: dict) -> float:
+def time_of(item: Mapping[str, object]) -> float:
     t = finite(item.get("t"))
     if t is None:
         raise ValueError("an item without a finite time")
     return t
 
 
-def _object(raw, what: str) -> dict:
+def _object(raw: object, what: str) -> dict[str, object]:
     if not isinstance(raw, dict):
         raise ValueError(f"{what} is not an object")
     return raw
@@ -97,8 +101,8 @@ class Hello:
     interval: float | None = None
 
 
-def hello(raw: HelloReply) -> Hello:
-    """The handshake (or a final dump's "hello") with each field of its type."""
+def hello(raw: object) -> Hello:
+    """The handshake (protocol.HelloReply, or a final dump's "hello") with each field of its type."""
     raw = _object(raw, "the handshake")
     pid = integer(raw.get("pid"), 1, PID_MAX)
     if pid is None:
@@ -122,13 +126,13 @@ def hello(raw: HelloReply) -> Hello:
 _FIGURES = (*ALLOCATOR_FIGURES, "total")
 
 
-def _bytes(value) -> int | None:
+def _bytes(value: object) -> int | None:
     """A byte count or counter: an int (a float is rounded down), else None."""
     value = finite(value) if isinstance(value, float) else value
     return integer(int(value) if isinstance(value, float) else value, -(1 << 62), 1 << 62)
 
 
-def device(raw: DeviceFigures) -> AgentDevice:
+def device(raw: object) -> AgentDevice:
     """One device of a sample (protocol.DeviceFigures)."""
     raw = _object(raw, "a device entry")
     name = text(raw.get("device"), 64)
@@ -164,20 +168,22 @@ class Sample:
     t: float
     step: int | None = None
     devices: tuple[AgentDevice, ...] = ()
-    settings: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # allocator's
+    settings: MappingProxyType[str, AllocatorSetting] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # allocator's
     models: tuple[ModelItem, ...] = ()
     phases_measured: float | None = None  # share of steps with phase readings
     input: InputItem | None = None  # the training forward's input (measured_input)
     sharded: ShardedItem | None = None  # FSDP2's unsharded copies, DDP's buckets (sharded)
 
 
-def _share(v) -> float | None:
+def _share(v: object) -> float | None:
     v = finite(v)
     return v if v is not None and 0 <= v <= 1 else None
 
 
-def sample(raw: SampleItem) -> Sample:
-    """A sample item: a finite time, a list of device objects, settings and models of
+def sample(raw: object) -> Sample:
+    """A sample item (protocol.SampleItem): a finite time, a list of device objects, settings and models of
     the right shapes."""
     raw = _object(raw, "a sample")
     t = time_of(raw)
@@ -208,7 +214,7 @@ def sample(raw: SampleItem) -> Sample:
     )
 
 
-def measured_input(raw) -> InputItem | None:
+def measured_input(raw: object) -> InputItem | None:
     """The training forward's input (agent/input_shape.py): a batch of at least 1, or None."""
     if not isinstance(raw, dict) or not integer(raw.get("batch"), 1):
         return None
@@ -223,11 +229,11 @@ def measured_input(raw) -> InputItem | None:
 SHARDED = ("fsdp_unsharded", "ddp_buckets")  # agent/sharded.py's figures
 
 
-def sharded(raw) -> ShardedItem | None:
+def sharded(raw: object) -> ShardedItem | None:
     """{figure: {device: bytes} or None} for the known figures; None when there are none."""
     if not isinstance(raw, dict):
         return None
-    out: dict = {}
+    out: dict[str, dict[str, int] | None] = {}
     for name in SHARDED:
         per = raw.get(name)
         if isinstance(per, dict):
@@ -242,7 +248,7 @@ def sharded(raw) -> ShardedItem | None:
         note = text(raw.get("note"))
         if note is not None:
             out["note"] = note
-    return out or None
+    return typing.cast(ShardedItem, out) if out else None  # (its keys declared, each value checked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,24 +265,26 @@ class Step:
     # device -> phase -> (peak, its upper bound or None: exact); None: not measured
     phase_peaks: dict[str, dict[str, tuple[int | None, int | None]]] | None = None
 
-    def event_data(self) -> dict:
+    def event_data(self) -> JsonObject:
         """The data of the monitor's "step" event (AgentEvent), as sessions record it."""
-        first = self.devices[sorted(self.devices)[0]] if self.devices else {}
-        return {
-            "step": self.step,
-            "duration": self.duration,
-            "devices": dict(self.devices) or None,
-            # the first device's figures, flat (None where the step was not measured)
-            "peak_allocated": first.get("peak_allocated"),
-            "allocated_after": first.get("allocated_after"),
-            "phases": self.phases,
-            "phase_order": list(self.phase_order),
-            "phase_times": dict(self.phase_times),
-            "phase_peaks": self.phase_peaks,
-        }
+        first: Mapping[str, object] = self.devices[sorted(self.devices)[0]] if self.devices else {}
+        return JsonObject(
+            {
+                "step": self.step,
+                "duration": self.duration,
+                "devices": dict(self.devices) or None,
+                # the first device's figures, flat (None where the step was not measured)
+                "peak_allocated": first.get("peak_allocated"),
+                "allocated_after": first.get("allocated_after"),
+                "phases": self.phases,
+                "phase_order": list(self.phase_order),
+                "phase_times": dict(self.phase_times),
+                "phase_peaks": self.phase_peaks,
+            }
+        )
 
 
-def step(raw: StepItem) -> Step:
+def step(raw: object) -> Step:
     """A step item: a finite time, an integer step, every figure of the type
     protocol.StepItem declares (a value that is not: ValueError, the item is bad)."""
     t = time_of(_object(raw, "a step"))
@@ -305,7 +313,8 @@ class Event:
     data: JsonObject = field(default_factory=lambda: JsonObject({}))
 
 
-def event(raw: EventItem) -> Event:
+def event(raw: object) -> Event:
+    """An event item (protocol.EventItem): a kind, a finite time, its data within the wire's bounds."""
     raw = _object(raw, "an event")
     kind = text(raw.get("event"), 64)
     if kind is None:

@@ -25,7 +25,7 @@ PULL_TIMEOUT = 5.0
 
 @dataclass
 class Pulled:
-    hello: dict
+    hello: agent_input.Hello
     samples: list = field(default_factory=list)  # checked sample items, oldest first
     steps: list = field(default_factory=list)  # checked step items
     modules: list = field(default_factory=list)  # raw "modules" items (checked where used)

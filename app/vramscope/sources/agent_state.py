@@ -12,6 +12,7 @@ import logging
 
 from vramscope.agent.protocol import EventKind, ItemKind
 from vramscope.core import agent_series
+from vramscope.core.allocator_summary import AllocatorSummary
 from vramscope.core.samples import AgentEvent
 from vramscope.sources import agent_input, agent_modules, allocator_input
 from vramscope.sources.agent_connection import AgentConnection
@@ -40,7 +41,7 @@ class AgentState:
     bad_items: int = 0
     host_pid: int | None = None  # its PID here, when it lives in another PID namespace
     modules: dict = dataclasses.field(default_factory=dict)  # model name -> ModuleFigures of its latest item
-    allocator: dict | None = None  # the newest allocator summary (sources/allocator_input.py)
+    allocator: AllocatorSummary | None = None  # the newest allocator summary (sources/allocator_input.py)
     # device -> (peak, upper bound or None) over the samples since the last report: a frame
     # carries the peak of its whole interval, not only of the newest sample's
     peaks: dict = dataclasses.field(default_factory=dict)

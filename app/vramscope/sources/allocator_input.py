@@ -8,18 +8,20 @@ be one the map knows. A summary that is not an object raises ValueError
 
 from __future__ import annotations
 
+import typing
+
 from vramscope.core.allocator_summary import AllocatorSummary, DeviceSummary
 from vramscope.agent.segments import FIGURES, MAX_BLOCKS, MAX_SEGMENTS, STATES
 from vramscope.sources.agent_input import finite, integer, text, time_of
 
 
-def _device(raw) -> DeviceSummary | None:
+def _device(raw: object) -> DeviceSummary | None:
     if not isinstance(raw, dict):
         return None
     name = text(raw.get("device"), 64)
     if name is None:
         return None
-    out: dict = {"device": name}  # a DeviceSummary once filled
+    out: dict[str, object] = {"device": name}  # a DeviceSummary once filled
     for key in FIGURES:
         out[key] = integer(raw.get(key))
     pools = raw.get("private_pools")
@@ -29,12 +31,14 @@ def _device(raw) -> DeviceSummary | None:
         else None
     )
     bars = []
-    for seg in (raw.get("map") if isinstance(raw.get("map"), list) else [])[: MAX_SEGMENTS + 1]:
+    segments = raw.get("map")
+    for seg in (segments if isinstance(segments, list) else [])[: MAX_SEGMENTS + 1]:
         if not isinstance(seg, dict) or integer(seg.get("size")) is None:
             continue
+        listed = seg.get("runs")
         runs = tuple(
             (r[0], r[1])
-            for r in (seg.get("runs") if isinstance(seg.get("runs"), list) else [])[: 2 * MAX_BLOCKS + 1]
+            for r in (listed if isinstance(listed, list) else [])[: 2 * MAX_BLOCKS + 1]
             if isinstance(r, list) and len(r) == 2 and r[0] in STATES and integer(r[1]) is not None
         )
         pool = seg.get("pool")
@@ -48,10 +52,10 @@ def _device(raw) -> DeviceSummary | None:
             }
         )
     out["map"] = tuple(bars)
-    return out
+    return typing.cast(DeviceSummary, out)  # (every key of DeviceSummary set above, FIGURES's among them)
 
 
-def allocator(raw: dict) -> AllocatorSummary:
+def allocator(raw: dict[str, object]) -> AllocatorSummary:
     """An ALLOCATOR item: {t, step, why, took_ms, devices: {name: summary}}."""
     t = time_of(raw)
     devices = raw.get("devices")

@@ -12,6 +12,7 @@ as whole free segments -- summarised by the agent's own code
 from __future__ import annotations
 
 from vramscope.agent.segments import summarize
+from vramscope.core.allocator_summary import AllocatorSummary
 from vramscope.core.units import GiB, MiB
 from vramscope.sources import allocator_input
 
@@ -92,7 +93,7 @@ def allocator_item(
     reserved: int,
     inactive: int,
     expandable: bool = False,
-) -> dict:
+) -> AllocatorSummary:
     """The ALLOCATOR item as the monitor keeps it (an AgentReport's ``allocator``)."""
     summary = summarize(segments_for(allocated, reserved, inactive), device, expandable=expandable)
     summary["device"] = device

@@ -69,7 +69,8 @@ def import_qsettings(settings: Settings, ini: str | os.PathLike | None = None) -
             copied += _copy(
                 lambda v, n=name: settings.set(n, v), qs.value(f"{table}/{key}"), default, f"{table}/{key}"
             )
-    diag, defaults = {}, DiagnosticSettings()
+    diag: dict[str, object] = {}
+    defaults = DiagnosticSettings()
     for field in defaults.__dataclass_fields__:
         qkey = f"{DIAGNOSTICS_TABLE}/{field}"
         if qs.contains(qkey):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from vramscope.core.samples import (
     AgentDevice,
     AgentReport,
@@ -35,7 +37,7 @@ def gpu_for_device(frame: Frame, report: AgentReport, device: AgentDevice | str 
         for gpu in frame.gpus:
             if bare_uuid(gpu.uuid) == uuid:
                 return gpu
-        on_slice = slice_for_device(frame, device)
+        on_slice = slice_for_device(frame, device) if isinstance(device, AgentDevice) else None
         if on_slice is not None:
             gpu, mig = on_slice
             return gpu.slice_view(mig)  # headroom and trends are the slice's
@@ -48,7 +50,7 @@ def gpu_for_device(frame: Frame, report: AgentReport, device: AgentDevice | str 
     return None
 
 
-def cuda_devices(report: AgentReport):
+def cuda_devices(report: AgentReport) -> list[AgentDevice]:
     return [d for d in report.devices if str(d.device).startswith("cuda")]
 
 
@@ -76,7 +78,7 @@ def headroom(gpu: GpuSample | None, dev: AgentDevice | None) -> int | None:
     return max(0, free) + cached
 
 
-def expandable_segments(settings: dict | None) -> bool | None:
+def expandable_segments(settings: Mapping[str, object] | None) -> bool | None:
     """Whether the agent says expandable_segments is on; None when it did not say.
 
     Accepts {"expandable_segments": True} or a PYTORCH_CUDA_ALLOC_CONF string
@@ -100,7 +102,7 @@ def expandable_segments(settings: dict | None) -> bool | None:
     return False if found_conf else None
 
 
-def _truthy(v) -> bool:
+def _truthy(v: object) -> bool:
     if isinstance(v, str):
         return v.strip().lower() in ("true", "1", "yes", "on")
     return bool(v)

@@ -44,7 +44,7 @@ def stairs(s: "_Series", jump: float) -> Staircase | None:
     minutes = [m for m, _ in s.minutes]
     lows = [low for _, low in s.minutes]
     # a missing minute (no reading) is the level before it
-    levels = []
+    levels: list[float] = []
     for i, m in enumerate(minutes):
         if i:
             levels.extend([levels[-1]] * (m - minutes[i - 1] - 1))

@@ -11,7 +11,9 @@ settings dialog); unknown names are refused with a clear message.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from vramscope.core.units import GiB, MiB
 
@@ -72,7 +74,7 @@ class DiagnosticSettings:
     event_keep_minutes: float = 30.0  # OOM / eval / checkpointing alerts stay this long
     forget_after_minutes: float = 10.0  # state of a process not seen this long is dropped
 
-    def with_overrides(self, **changes) -> DiagnosticSettings:
+    def with_overrides(self, **changes: Any) -> DiagnosticSettings:
         names = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names)
         if unknown:
@@ -85,7 +87,10 @@ class DiagnosticSettings:
 
 
 def forget_stale(
-    state: dict, now: float, settings: DiagnosticSettings, last_seen=lambda value: value.last_seen
+    state: dict[Any, Any],
+    now: float,
+    settings: DiagnosticSettings,
+    last_seen: Callable[[Any], float] = lambda value: value.last_seen,
 ) -> None:
     """Drop per-process rule state not seen for ``forget_after_minutes``."""
     horizon = now - settings.forget_after_minutes * 60

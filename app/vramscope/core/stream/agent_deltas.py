@@ -22,19 +22,21 @@ not sent keep their values (the same objects).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 from vramscope.core.samples import AgentReport
 from vramscope.core.stream import codec
+from vramscope.core.stream.protocol import Wire
 
 AGENTS = "agents"  # the Frame field (and the wire key of a whole frame)
 _KEY_FIELDS = ("pid", "start_time")
 
 
-def _key(wire: dict):
+def _key(wire: Wire) -> tuple[object, object]:
     return (wire.get("pid"), wire.get("start_time"))
 
 
-def diff(prev: dict | None, now: list) -> list | None:
+def diff(prev: dict[tuple[object, object], Wire] | None, now: list[Wire]) -> list[Wire] | None:
     """The ``ag`` entry from the previous frame's agents (key -> wire dict, in
     order; None: not known) to this frame's (their wire dicts); None when
     nothing changed, came or went."""
@@ -43,13 +45,13 @@ def diff(prev: dict | None, now: list) -> list | None:
         return [{"w": w} for w in now]
     if keys == list(prev) and all(prev[k] is w or prev[k] == w for k, w in zip(keys, now)):
         return None
-    out = []
+    out: list[Wire] = []
     for key, wire in zip(keys, now):
         was = prev.get(key)
         if was is None:
             out.append({"w": wire})
             continue
-        entry: dict = {"k": list(key)}
+        entry: Wire = {"k": list(key)}
         changed = {name: value for name, value in wire.items() if name not in was or was[name] != value}
         if changed:
             entry["s"] = changed
@@ -60,7 +62,7 @@ def diff(prev: dict | None, now: list) -> list | None:
     return out
 
 
-def held_wires(now: list) -> dict | None:
+def held_wires(now: list[Wire]) -> dict[tuple[object, object], Wire] | None:
     """What the writer keeps of this frame's agents for the next ``diff``."""
     keys = [_key(w) for w in now]
     if len(set(keys)) != len(keys):
@@ -74,10 +76,10 @@ _FIELDS = frozenset(codec._fields(AgentReport)[0])
 class AgentsHeld:
     """The reader's side: the frame's agents, changed by each ``ag`` entry."""
 
-    def __init__(self, reports: tuple = ()):
+    def __init__(self, reports: Iterable[AgentReport] = ()) -> None:
         self.reports = tuple(reports)
 
-    def apply(self, entry) -> tuple:
+    def apply(self, entry: object) -> tuple[AgentReport, ...]:
         """The frame's agents after ``entry``; TypeError/ValueError when it does
         not fit (the caller drops what it holds)."""
         if type(entry) is not list or len(entry) > codec.MAX_ITEMS:
@@ -101,7 +103,7 @@ class AgentsHeld:
         return self.reports
 
 
-def _changed(was: AgentReport, sent, defaulted) -> AgentReport:
+def _changed(was: AgentReport, sent: object, defaulted: object) -> AgentReport:
     if type(sent) is not dict or type(defaulted) is not list:
         raise TypeError("an agent's s must be an object, its d a list")
     names = [*sent, *defaulted]

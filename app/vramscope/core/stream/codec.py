@@ -25,13 +25,15 @@ import operator
 import threading
 import types
 import typing
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from vramscope.agent.protocol import JsonObject
 from vramscope.core.process_columns import ProcessColumns
 from vramscope.core.process_text import capped_cmdline
 from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
 from vramscope.core.servers import ServerState
-from vramscope.core.stream.json_checks import (  # noqa: F401 (the wire's bounds, read through here too)
+from vramscope.core.stream.json_checks import (  # the wire's bounds, read through here too (__all__)
     LIMIT_FLOAT,
     LIMIT_INT,
     MAX_DEPTH,
@@ -45,13 +47,50 @@ from vramscope.core.stream.json_checks import (  # noqa: F401 (the wire's bounds
     plain_json,
     shown,
 )
+from vramscope.core.stream.protocol import Wire
+
+__all__ = [
+    "LIMIT_FLOAT",
+    "LIMIT_INT",
+    "MAX_DEPTH",
+    "MAX_ITEMS",
+    "MAX_TEXT",
+    "FrameDecoder",
+    "UntypedField",
+    "as_bool",
+    "as_float",
+    "as_int",
+    "as_str",
+    "decoded",
+    "frame_from_wire",
+    "frame_to_wire",
+    "from_wire",
+    "json_object",
+    "plain_json",
+    "shown",
+    "to_wire",
+    "to_wire_but",
+]
+
+T = TypeVar("T")
+# one field's check: its JSON value in, the value of its declared type out (TypeError/ValueError)
+Convert = Callable[[object], object]
+# a dataclass's fields as the writer reads them: (names, defaults, a getter of all values)
+Plan = tuple[tuple[str, ...], tuple[object, ...], Callable[[Any], tuple[object, ...]]]
 
 _PLAIN = (bool, int, float, str, type(None))
 # names the type hints of core/samples.py use that it imports only for type checkers
 _HINT_NAMES = {"ServerState": ServerState}
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
-def to_wire(value):
+
+@overload
+def to_wire(value: DataclassInstance) -> Wire: ...
+@overload
+def to_wire(value: object) -> object: ...
+def to_wire(value: object) -> object:
     """A dataclass value as plain dicts/lists (None stays None)."""
     kind = type(value)
     if kind in _PLAIN:
@@ -61,24 +100,24 @@ def to_wire(value):
         plan = _PLANS[kind] = _fields(kind) if dataclasses.is_dataclass(kind) else None
     if plan is not None:
         names, defaults, get = plan
-        out = {}
+        out: Wire = {}
         for name, default, v in zip(names, defaults, get(value)):
             if v is default or (type(v) is type(default) and v == default):
                 continue  # the reader's default gives it back
             out[name] = v if type(v) in _PLAIN else to_wire(v)
         return out
-    if kind in (tuple, list, ProcessColumns):
+    if kind in (tuple, list, ProcessColumns) and isinstance(value, (tuple, list, ProcessColumns)):
         return [v if type(v) in _PLAIN else to_wire(v) for v in value]
-    if kind is dict:
+    if type(value) is dict:
         return {str(k): to_wire(v) for k, v in value.items()}
     return str(value)
 
 
-def to_wire_but(value, name: str, given):
+def to_wire_but(value: DataclassInstance, name: str, given: object) -> Wire:
     """``to_wire(value)`` (a dataclass) with field ``name``'s wire form ``given``
     (already made: a value that holds many equal parts makes each once)."""
     names, defaults, get = _fields(type(value))
-    out = {}
+    out: Wire = {}
     for field, default, v in zip(names, defaults, get(value)):
         if v is default or (type(v) is type(default) and v == default):
             continue
@@ -86,18 +125,18 @@ def to_wire_but(value, name: str, given):
     return out
 
 
-_PLANS: dict = {}  # type -> its _fields plan, or None for a type that is no dataclass
-_NO_PLAN = object()
+_PLANS: dict[type, Plan | None] = {}  # type -> its _fields plan, or None for a type that is no dataclass
+_NO_PLAN: Plan = ((), (), lambda _value: ())  # "not worked out yet" (compared by identity)
 
 
 _REQUIRED = object()  # no default: always written
 
 
 @functools.cache
-def _fields(cls):
+def _fields(cls: type[DataclassInstance]) -> Plan:
     """(names, defaults, a getter of all values) of a dataclass; a
     default_factory's value counts as the default."""
-    out = []
+    out: list[tuple[str, object]] = []
     for f in dataclasses.fields(cls):
         if not f.init:
             continue  # worked out by the class itself (a cache), not data
@@ -114,20 +153,22 @@ def _fields(cls):
     return names, tuple(d for _, d in out), get
 
 
-def frame_to_wire(frame: Frame) -> dict:
+def frame_to_wire(frame: Frame) -> Wire:
     return to_wire(frame)
 
 
-def frame_from_wire(data: dict) -> Frame:
+def frame_from_wire(data: object) -> Frame:
     """The Frame a dict describes; ValueError when it cannot be one."""
     return from_wire(Frame, data)
 
 
-def from_wire(cls, data):
+def from_wire(cls: type[T], data: object) -> T:
     """The ``cls`` (a dataclass) a dict describes, checked against its type hints;
     ValueError (one line) when it does not fit."""
+    owner: type = cls  # (functools.cache's arguments are Hashable: a type is, mypy's type[T] is not)
     try:
-        return _builder(cls)(data)
+        # (the builder made it as cls(**fields), each checked against cls's hints)
+        return typing.cast(T, _builder(owner)(data))
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         raise ValueError(f"not a {cls.__name__}: {str(exc)[:200]}") from None
 
@@ -139,14 +180,15 @@ class FrameDecoder:
     did not change: a steady machine's frame then costs a dict comparison per
     process instead of a build."""
 
-    def __init__(self):
-        self._seen: dict = {}  # (class, key fields) -> (its wire dict, the value built)
+    def __init__(self) -> None:
+        # (class, key fields) -> (its wire dict, the value built)
+        self._seen: dict[tuple[object, ...], tuple[object, object]] = {}
 
     def forget(self) -> None:
         """Let the previous frame's values go (a reader that keeps its own from here)."""
         self._seen = {}
 
-    def decode(self, data: dict) -> Frame:
+    def decode(self, data: object) -> Frame:
         _REUSE.previous, _REUSE.current = self._seen, {}
         try:
             return frame_from_wire(data)
@@ -157,14 +199,14 @@ class FrameDecoder:
 
 _REUSE = threading.local()  # the FrameDecoder's values while it decodes on this thread
 # the classes a FrameDecoder reuses, and the fields that find the previous frame's value
-_REUSED = {ProcessInfo: ("pid", "start_time"), GpuProcess: ("pid", "used", "sm")}
+_REUSED: dict[type, tuple[str, ...]] = {ProcessInfo: ("pid", "start_time"), GpuProcess: ("pid", "used", "sm")}
 
 
-def _reusing(cls, build):
+def _reusing(cls: type, build: Convert) -> Convert:
     """``build`` for a class of _REUSED: the previous frame's value for equal data."""
     names = _REUSED[cls]
 
-    def reuse(data):
+    def reuse(data: object) -> object:
         previous = getattr(_REUSE, "previous", None)
         if previous is None or type(data) is not dict:
             return build(data)
@@ -179,7 +221,7 @@ def _reusing(cls, build):
 
 
 @functools.cache
-def _builder(cls):
+def _builder(cls: type) -> Convert:
     hints = typing.get_type_hints(cls, localns=_HINT_NAMES)
     plan = tuple(
         (f.name, _kept(_converter(hints[f.name], (cls, f.name)), (cls, f.name)), _nullable(f, hints[f.name]))
@@ -187,10 +229,10 @@ def _builder(cls):
         if f.init
     )
 
-    def build(data):
+    def build(data: object) -> object:
         if type(data) is not dict:
             raise TypeError(f"{cls.__name__} expects an object, got {type(data).__name__}")
-        kwargs = {}
+        kwargs: dict[str, object] = {}
         for name, convert, nullable in plan:
             if name in data:
                 value = data[name]
@@ -207,15 +249,17 @@ def _builder(cls):
 
 # fields cut to what this side keeps of its own (a remote's 8 MB command line too)
 # (an empty argv -- a zombie's, a kernel thread's -- stays as it was sent)
-_KEPT = {(ProcessInfo, "cmdline"): lambda argv: capped_cmdline(argv) if argv else argv}
+_KEPT: dict[tuple[type, str], Callable[[Any], object]] = {
+    (ProcessInfo, "cmdline"): lambda argv: capped_cmdline(argv) if argv else argv
+}
 
 
-def _kept(convert, where):
+def _kept(convert: Convert, where: tuple[type, str]) -> Convert:
     cut = _KEPT.get(where)
     return convert if cut is None else (lambda value: cut(convert(value)))
 
 
-def _nullable(field, hint) -> bool:
+def _nullable(field: dataclasses.Field[Any], hint: object) -> bool:
     return field.default is None or (
         typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
     )
@@ -226,7 +270,7 @@ class UntypedField(TypeError):
     ``dict``, ``list``, ``Any``): refused when its decoder is built, at import."""
 
 
-def _converter(hint, where):
+def _converter(hint: object, where: tuple[object, str]) -> Convert:
     """A function that checks and converts one field's JSON value (TypeError when
     it does not fit the hint)."""
     scalar = _SCALARS.get(hint)
@@ -254,26 +298,26 @@ def _converter(hint, where):
         return _mapping(_converter(args[1], where), where)
     if typing.is_typeddict(hint):
         return _typed_dict(hint)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _builder(hint)
     raise UntypedField(f"{_named(where)}: {hint!r} says nothing the wire can check")
 
 
-def _named(where) -> str:
+def _named(where: tuple[object, str]) -> str:
     owner, name = where
     return f"{getattr(owner, '__name__', owner)}.{name}"
 
 
-def _or_none(convert):
+def _or_none(convert: Convert) -> Convert:
     """For an Optional type: null stays None (a dataclass's or TypedDict's own
     field never gets here with null: their builders handle it first)."""
     return lambda value: None if value is None else convert(value)
 
 
-def _first_fitting(converters):
+def _first_fitting(converters: list[Convert]) -> Convert:
     """For a union of types: the first whose check the value passes."""
 
-    def either(value):
+    def either(value: object) -> object:
         for convert in converters:
             try:
                 return convert(value)
@@ -284,8 +328,10 @@ def _first_fitting(converters):
     return either
 
 
-def _sequence(convert, where, kind):
-    def as_sequence(value):
+def _sequence(
+    convert: Convert, where: tuple[object, str], kind: Callable[[Iterable[object]], Sequence[object]]
+) -> Convert:
+    def as_sequence(value: object) -> object:
         if type(value) is not list:
             raise TypeError(f"{where[1]} expects a list")
         if len(value) > MAX_ITEMS:
@@ -295,8 +341,8 @@ def _sequence(convert, where, kind):
     return as_sequence
 
 
-def _fixed_tuple(converters, where):
-    def as_fixed(value):
+def _fixed_tuple(converters: list[Convert], where: tuple[object, str]) -> Convert:
+    def as_fixed(value: object) -> object:
         if type(value) is not list or len(value) != len(converters):
             raise TypeError(f"{where[1]} expects a list of {len(converters)}")
         return tuple(convert(v) for convert, v in zip(converters, value))
@@ -304,8 +350,8 @@ def _fixed_tuple(converters, where):
     return as_fixed
 
 
-def _mapping(convert, where):
-    def as_mapping(value):
+def _mapping(convert: Convert, where: tuple[object, str]) -> Convert:
+    def as_mapping(value: object) -> object:
         if type(value) is not dict:
             raise TypeError(f"{where[1]} expects an object")
         if len(value) > MAX_ITEMS:
@@ -316,7 +362,7 @@ def _mapping(convert, where):
 
 
 @functools.cache
-def _typed_dict(cls):
+def _typed_dict(cls: Any) -> Convert:
     """A TypedDict's checker: its declared keys with their types (a required one
     must be there), keys it does not declare left out (a newer peer's)."""
     hints = typing.get_type_hints(cls, localns=_HINT_NAMES)
@@ -331,10 +377,10 @@ def _typed_dict(cls):
     )
     required = cls.__required_keys__
 
-    def build(data):
+    def build(data: object) -> object:
         if type(data) is not dict:
             raise TypeError(f"{cls.__name__} expects an object, got {shown(data)}")
-        out = {}
+        out: dict[str, object] = {}  # (a TypedDict's keys, each checked)
         for name, convert, nullable in plan:
             if name in data:
                 value = data[name]
@@ -348,7 +394,11 @@ def _typed_dict(cls):
     return build
 
 
-def decoded(hint, value):
+@overload
+def decoded(hint: type[T], value: object) -> T: ...
+@overload
+def decoded(hint: Callable[[Any], T], value: object) -> T: ...  # a NewType: protocol.JsonObject
+def decoded(hint: object, value: object) -> object:
     """``value`` (JSON) checked against ``hint`` and converted to it (TypedDicts,
     dataclasses, tuples, unions ...): ValueError (one line) when it does not fit."""
     try:
@@ -357,7 +407,7 @@ def decoded(hint, value):
         raise ValueError(f"not a {getattr(hint, '__name__', hint)}: {str(exc)[:200]}") from None
 
 
-_SCALARS = {
+_SCALARS: dict[object, Convert] = {
     int: as_int,
     float: as_float,
     str: as_str,

@@ -14,13 +14,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import typing
 from collections.abc import Iterable
+from typing import Any
 
-from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, info_row_of, row_of, with_figures
+from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, Row, info_row_of, row_of, with_figures
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import codec, flat_processes, json_checks, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
-from vramscope.core.stream.deltas import GPUS, PATCHED, PROCESSES, TIME, from_wire_key, process_key
+from vramscope.core.stream.deltas import PATCHED, from_wire_key, process_key
+from vramscope.core.stream.protocol import GPUS, PROCESSES, TIME, Wire
 
 
 class _Held:
@@ -33,13 +36,16 @@ class _Held:
 
     __slots__ = ("rows", "infos", "gpu", "_infos")
 
-    def __init__(self, rows: dict, infos: dict, gpu: GpuSample | None):
+    def __init__(
+        self, rows: dict[object, Row], infos: dict[object, Row | None], gpu: GpuSample | None
+    ) -> None:
         self.rows = rows
         self.infos = infos
         self.gpu = gpu
-        self._infos = None  # infos in order, made again once a process came, went or moved
+        # infos in order, made again once a process came, went or moved
+        self._infos: tuple[Row | None, ...] | None = None
 
-    def put(self, key, proc: GpuProcess) -> None:
+    def put(self, key: object, proc: GpuProcess) -> None:
         """A process new or changed whole (a changed one keeps its place, and its
         description's row when that did not change)."""
         info, infos = info_row_of(proc.info), self.infos
@@ -50,13 +56,13 @@ class _Held:
         self.rows[key] = row_of(proc)
         self.infos[key] = info
 
-    def drop(self, key) -> bool:
+    def drop(self, key: object) -> bool:
         self.infos.pop(key, None)
         gone = self.rows.pop(key, None) is not None
         self._infos = None if gone else self._infos
         return gone
 
-    def reorder(self, order: list) -> None:
+    def reorder(self, order: list[object]) -> None:
         rows, infos = self.rows, self.infos
         self.rows = {k: rows[k] for k in order}  # KeyError: a process not held
         if len(self.rows) != len(rows):
@@ -64,13 +70,16 @@ class _Held:
         self.infos = {k: infos[k] for k in order}
         self._infos = None
 
-    def processes(self):
+    def processes(self) -> tuple[GpuProcess, ...]:
         """The processes held, as ``GpuSample.processes`` (an empty GPU's: ``()``)."""
         if not self.rows:
             return ()
         if self._infos is None:
             self._infos = tuple(self.infos.values())
-        return ProcessColumns(tuple(self.rows.values()), self._infos)
+        # a ProcessColumns is no tuple, but stands for the tuple of its processes (a
+        # Sequence equal to it and hashed as it: core/process_columns.py), which is the
+        # type GpuSample.processes declares for the wire
+        return ProcessColumns(tuple(self.rows.values()), self._infos)  # type: ignore[return-value]
 
 
 def _held_of(processes: Iterable[GpuProcess], was: _Held | None) -> _Held | None:
@@ -106,7 +115,7 @@ def _settle(held: _Held, gpu: GpuSample, was: _Held | None) -> None:
         held.gpu = dataclasses.replace(gpu, processes=processes)
 
 
-def _key_of(proc: GpuProcess):
+def _key_of(proc: GpuProcess) -> object:
     return proc.pid if proc.mig_uuid is None else (proc.pid, proc.mig_uuid)
 
 
@@ -124,23 +133,24 @@ class FrameAssembler:
     agents come apart from its ``top``, changed fields only
     (core/stream/agent_deltas.py)."""
 
-    def __init__(self, version: int = protocol.STREAM_VERSION):
+    def __init__(self, version: object = protocol.STREAM_VERSION) -> None:
         self.version = version
         self._agents = AgentsHeld()
         self._whole = codec.FrameDecoder()
-        self._seq = None  # the seq of the frame held; None: wait for a whole frame
-        self._top: dict = {}
-        self._gpus: dict = {}  # index -> _Held
-        self._order: list = []
-        self._alerts: list = []
+        self._seq: int | None = None  # the seq of the frame held; None: wait for a whole frame
+        self._top: Wire = {}
+        self._gpus: dict[int, _Held] = {}  # index -> _Held
+        self._order: list[int] = []
+        self._alerts: list[object] = []
         self.refused = 0
 
-    def whole(self, message: dict) -> tuple[Frame, list]:
+    def whole(self, message: Wire) -> tuple[Frame, list[object]]:
         """A ``frame`` message (any version): the frame; ValueError if it does not fit."""
         data = message.get("frame")
-        read: dict = {}  # GPU index -> its processes as held, read straight from a flat wire
+        # GPU index -> its processes as held, read straight from a flat wire
+        read: dict[int, _Held | None] = {}
 
-        def rows(gpu: GpuSample, wire) -> tuple | ProcessColumns:
+        def rows(gpu: GpuSample, wire: object) -> tuple[GpuProcess, ...]:
             # (16k GpuProcess values alive at once would all reach the collector's
             # oldest generation, and set off full collections: read one at a time)
             each = flat_processes.each_process(wire)
@@ -170,15 +180,19 @@ class FrameAssembler:
                 return frame, alerts  # a GPU or a process twice: not diffable, no delta follows
             _settle(held, gpu, was)
             gpus[gpu.index] = held
-        frame = dataclasses.replace(frame, gpus=tuple(h.gpu for h in gpus.values()))
-        self._top = {k: v for k, v in data.items() if k not in (GPUS, TIME, self._apart)}
+        # (each one's GpuSample set by _settle just above)
+        frame = dataclasses.replace(
+            frame, gpus=typing.cast(tuple[GpuSample, ...], tuple(h.gpu for h in gpus.values()))
+        )
+        top = typing.cast(Wire, data)  # (a Frame was read from it: an object)
+        self._top = {k: v for k, v in top.items() if k not in (GPUS, TIME, self._apart)}
         self._agents = AgentsHeld(frame.agents)
         self._gpus, self._order = gpus, list(gpus)
         self._alerts = alerts
         self._seq = seq
         return frame, alerts
 
-    def delta(self, message: dict) -> tuple[Frame, list]:
+    def delta(self, message: Wire) -> tuple[Frame, list[object]]:
         """A ``delta`` message applied to the frame held; ValueError when it does
         not follow it or does not fit (the frame held is then dropped)."""
         seq = message.get("seq")
@@ -193,7 +207,7 @@ class FrameAssembler:
         self._seq = seq
         return frame, alerts
 
-    def _apply(self, message: dict) -> tuple[Frame, list]:
+    def _apply(self, message: Wire) -> tuple[Frame, list[object]]:
         top = message.get("top", self._top)
         if type(top) is not dict or GPUS in top or (self._apart is not None and self._apart in top):
             raise TypeError("top must be an object without gpus (and, from version 3, agents)")
@@ -215,7 +229,9 @@ class FrameAssembler:
         if len(order) != len(gpus):
             raise ValueError("a GPU came or went without go, or go names one twice")
         frame = codec.from_wire(Frame, {**top, TIME: message.get(TIME)})
-        parts = {"gpus": tuple(gpus[i].gpu for i in order)}
+        # (the Frame's fields by name; every GPU held has its GpuSample: a new one without
+        # its fields was refused, _gpu)
+        parts: dict[str, Any] = {"gpus": tuple(gpus[i].gpu for i in order)}
         if self._apart is not None:
             parts[AGENTS] = self._agents.apply(message["ag"]) if "ag" in message else self._agents.reports
         frame = dataclasses.replace(frame, **parts)
@@ -228,7 +244,7 @@ class FrameAssembler:
         """The field a delta sends apart from its top: the agents from version 3 (None before)."""
         return AGENTS if type(self.version) is int and self.version >= 3 else None
 
-    def _gpu(self, held: _Held, entry: dict) -> None:
+    def _gpu(self, held: _Held, entry: object) -> None:
         if type(entry) is not dict:
             raise TypeError("a GPU's delta must be an object")
         if held.gpu is None and "gpu" not in entry:
@@ -257,11 +273,11 @@ class FrameAssembler:
                 raise TypeError("a GPU's fields must be an object without processes")
             processes = held.gpu.processes if held.gpu is not None and not moved else held.processes()
             held.gpu = dataclasses.replace(codec.from_wire(GpuSample, wire), processes=processes)
-        elif moved:
-            held.gpu = dataclasses.replace(held.gpu, processes=held.processes())
+        elif moved:  # (a GPU held without its GpuSample got its fields in this entry, or was refused above)
+            held.gpu = dataclasses.replace(typing.cast(GpuSample, held.gpu), processes=held.processes())
 
 
-def _patched(rows: dict, patch) -> tuple[list, list]:
+def _patched(rows: dict[object, Row], patch: object) -> tuple[list[object], list[Row]]:
     """The keys of a ``u`` patch's processes and their rows with the new figures.
     (Two lists, not a list of pairs: a pair that zip makes is made before the row
     it holds, so a collection that comes while they are gathered finds the row
@@ -272,7 +288,7 @@ def _patched(rows: dict, patch) -> tuple[list, list]:
     if not _TYPES[int] >= set(map(type, keys)):  # a MIG slice's [pid, uuid] among them
         keys = list(map(from_wire_key, keys))
     olds = list(map(rows.__getitem__, keys))  # KeyError: a process not held
-    columns = []
+    columns: list[Iterable[object]] = []
     for name, check in PATCHED.items():
         values = patch.get(name)
         if values is None:
@@ -288,14 +304,18 @@ _TYPES = {int: frozenset((int,)), float: frozenset((int, float))}
 _NULLABLE = {kind: types | {type(None)} for kind, types in _TYPES.items()}
 
 
-def _checked(values: list, check) -> list:
+def _checked(values: list[object], check: codec.Convert) -> list[object]:
     """A column of a ``u`` patch checked as the codec checks one value (``check``),
     at C speed for a column of plain numbers (the 16k processes of a big box)."""
     kind = int if check is json_checks.as_int else float
     seen = set(map(type, values))
     if not seen <= _NULLABLE[kind]:
         return [None if v is None else check(v) for v in values]  # raises for the one that does not fit
-    known = values if type(None) not in seen else [v for v in values if v is not None]
+    # (their types checked just above: ints, floats and None; known: the numbers)
+    numbers = typing.cast(list[float | None], values)
+    known = (
+        typing.cast(list[float], values) if type(None) not in seen else [v for v in numbers if v is not None]
+    )
     if known:
         low, high = min(known), max(known)
         if kind is int and not -codec.LIMIT_INT < low <= high < codec.LIMIT_INT:
@@ -305,17 +325,17 @@ def _checked(values: list, check) -> list:
         ):
             raise TypeError("expected finite numbers")
     if kind is float and int in seen:
-        return [v if v is None else float(v) for v in values]
+        return [v if v is None else float(v) for v in numbers]
     return values
 
 
-def _list(value) -> list:
+def _list(value: object) -> list[object]:
     if type(value) is not list or len(value) > codec.MAX_ITEMS:
         raise TypeError("expected a list")
     return value
 
 
-def _alerts(value) -> list:
+def _alerts(value: object) -> list[object]:
     if type(value) is not list:
         return []
     return [codec.plain_json(a) for a in value if isinstance(a, dict)]

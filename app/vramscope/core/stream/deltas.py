@@ -36,10 +36,13 @@ is refused (ValueError); the reader then waits for the next whole frame.
 from __future__ import annotations
 
 import dataclasses
+import typing
+from collections.abc import Callable, Sequence
 
-from vramscope.core.samples import Frame, GpuProcess
+from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
 from vramscope.core.stream import agent_deltas, codec, flat_processes, json_checks
-from vramscope.core.stream.protocol import DELTA, FRAME, GPUS, PROCESSES, STREAM_VERSION, TIME, TYPE
+from vramscope.core.stream.protocol import DELTA, FRAME, GPUS, PROCESSES, STREAM_VERSION, TIME, TYPE, Wire
+
 
 KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a minute at 1 s
 # A frame of more processes than this (~350 kB of JSON) is sent whole ten times less
@@ -49,7 +52,7 @@ KEYFRAME_EVERY = 60  # frames: a reader that lost its place is back within a min
 BIG_FRAME = 2048
 BIG_KEYFRAME_FACTOR = 10
 # GpuProcess fields sent as columns, and the codec's check of each
-PATCHED = {
+PATCHED: dict[str, codec.Convert] = {
     "used": json_checks.as_int,
     "sm": json_checks.as_int,
     "cpu_percent": json_checks.as_float,
@@ -57,17 +60,17 @@ PATCHED = {
 }
 
 
-def process_key(wire: dict):
+def process_key(wire: Wire) -> object:
     """A process's key on its GPU (hashable; a list on the wire for MIG)."""
     mig = wire.get("mig_uuid")
     return wire.get("pid") if mig is None else (wire.get("pid"), mig)
 
 
-def _on_wire(key):
+def _on_wire(key: object) -> object:
     return list(key) if type(key) is tuple else key
 
 
-def from_wire_key(key):
+def from_wire_key(key: object) -> object:
     if type(key) is list and len(key) == 2:
         return tuple(key)
     if type(key) is int:
@@ -77,23 +80,32 @@ def from_wire_key(key):
 
 @dataclasses.dataclass
 class _GpuState:
-    wire: dict  # the GPU's fields but its processes
-    procs: dict  # key -> the process's wire dict
-    order: list  # keys in the frame's order
+    wire: Wire  # the GPU's fields but its processes
+    procs: dict[object, Wire]  # key -> the process's wire dict
+    order: list[object]  # keys in the frame's order
 
 
-def _split(frame_wire: dict):
+# (top, time, {index: _GpuState}, [indices]) of a whole frame's wire dict
+_Split = tuple[Wire, object, dict[object, _GpuState], list[object]]
+# what the writer keeps of the previous frame: (top, gpus, order, agents, alerts)
+_Kept = tuple[
+    Wire, dict[object, _GpuState], list[object], dict[tuple[object, object], Wire] | None, Sequence[object]
+]
+
+
+def _split(frame_wire: Wire) -> _Split | None:
     """(top, time, {index: _GpuState}, [indices]) of a whole frame's wire dict;
     None when it cannot be diffed (a GPU index or process key twice)."""
     top = {k: v for k, v in frame_wire.items() if k not in (GPUS, TIME)}
-    gpus: dict = {}
-    for g in frame_wire.get(GPUS, ()):
+    gpus: dict[object, _GpuState] = {}
+    # (the writer's own wire, _Wires.frame: its GPUs a list of objects, each one's processes too)
+    for g in typing.cast(list[Wire], frame_wire.get(GPUS, ())):
         index = g.get("index")
         if index in gpus:
             return None
         procs = {}
         order = []
-        for p in g.get(PROCESSES, ()):
+        for p in typing.cast(list[Wire], g.get(PROCESSES, ())):
             key = process_key(p)
             if key in procs:
                 return None
@@ -106,16 +118,16 @@ def _split(frame_wire: dict):
 class FrameDiffer:
     """The writer's side: each frame as the message that costs least to send and apply."""
 
-    def __init__(self, keyframe_every: int = KEYFRAME_EVERY, version: int = STREAM_VERSION):
+    def __init__(self, keyframe_every: int = KEYFRAME_EVERY, version: int = STREAM_VERSION) -> None:
         self.keyframe_every = keyframe_every
-        self._prev = None  # (top, gpus, order, agents, alerts) of the previous frame
+        self._prev: _Kept | None = None  # (top, gpus, order, agents, alerts) of the previous frame
         self._seq = 0
         self._since_key = 0
         # version 3 (processes as nested objects: what a reader of version 3 reads)
         # or 4 (flat: core/stream/flat_processes.py)
         self._wires = _Wires(flat_processes.is_flat(version))
 
-    def message(self, frame: Frame, alerts: list) -> dict:
+    def message(self, frame: Frame, alerts: Sequence[object]) -> Wire:
         wire = self._wires.frame(frame)
         split = _split(wire)
         prev = self._prev
@@ -133,13 +145,13 @@ class FrameDiffer:
             return {TYPE: FRAME, "frame": wire, "alerts": alerts, "seq": self._seq}
         top, time, gpus, order, agents = _apart(split)
         p_top, p_gpus, p_order, p_agents, p_alerts = prev
-        out: dict = {TYPE: DELTA, "seq": self._seq, "time": time}
+        out: Wire = {TYPE: DELTA, "seq": self._seq, "time": time}
         if top != p_top:
             out["top"] = top
         changed_agents = agent_deltas.diff(p_agents, agents)
         if changed_agents is not None:
             out["ag"] = changed_agents
-        changed = {}
+        changed: Wire = {}
         for index, state in gpus.items():
             entry = _gpu_delta(p_gpus.get(index), state)
             if entry:
@@ -155,10 +167,10 @@ class FrameDiffer:
         return out
 
 
-def _apart(split) -> tuple:
+def _apart(split: _Split) -> tuple[Wire, object, dict[object, _GpuState], list[object], list[Wire]]:
     """(top without the agents, time, gpus, order, the agents' wire dicts) of ``_split``'s answer."""
     top, time, gpus, order = split
-    agents = top.pop(agent_deltas.AGENTS, [])
+    agents = typing.cast(list[Wire], top.pop(agent_deltas.AGENTS, []))  # (the codec writes a tuple as a list)
     return top, time, gpus, order, agents
 
 
@@ -168,14 +180,20 @@ class _Wires:
     that keeps what did not change -- gets the same wire dict again, which the
     diff then compares by identity."""
 
-    def __init__(self, flat: bool = True):
-        self._procs: dict = {}  # id(GpuProcess) -> (it, its wire); the previous frame's
-        self._infos: dict = {}  # id(ProcessInfo) -> (it, its wire)
-        self._info_wire = flat_processes.info_to_wire if flat else codec.to_wire
-        self._process_wire = flat_processes.process_to_wire if flat else _nested_process_wire
+    def __init__(self, flat: bool = True) -> None:
+        # id(GpuProcess) -> (it, its wire); the previous frame's
+        self._procs: dict[int, tuple[GpuProcess, Wire]] = {}
+        self._infos: dict[int, tuple[ProcessInfo, Wire]] = {}  # id(ProcessInfo) -> (it, its wire)
+        self._info_wire: Callable[[ProcessInfo], Wire] = (
+            flat_processes.info_to_wire if flat else codec.to_wire
+        )
+        self._process_wire: Callable[[GpuProcess, Wire | None], Wire] = (
+            flat_processes.process_to_wire if flat else _nested_process_wire
+        )
 
-    def frame(self, frame: Frame) -> dict:
-        procs, infos = {}, {}
+    def frame(self, frame: Frame) -> Wire:
+        procs: dict[int, tuple[GpuProcess, Wire]] = {}
+        infos: dict[int, tuple[ProcessInfo, Wire]] = {}
         gpus = []
         for gpu in frame.gpus:
             wire = codec.to_wire(dataclasses.replace(gpu, processes=()))
@@ -188,7 +206,12 @@ class _Wires:
             out[GPUS] = gpus
         return out
 
-    def _process(self, proc: GpuProcess, procs: dict, infos: dict) -> dict:
+    def _process(
+        self,
+        proc: GpuProcess,
+        procs: dict[int, tuple[GpuProcess, Wire]],
+        infos: dict[int, tuple[ProcessInfo, Wire]],
+    ) -> Wire:
         held = self._procs.get(id(proc))
         if held is None or held[0] is not proc:
             info = proc.info
@@ -210,12 +233,12 @@ class _Wires:
 _MISSING = object()
 
 
-def _nested_process_wire(proc: GpuProcess, info: dict | None) -> dict:
+def _nested_process_wire(proc: GpuProcess, info: Wire | None) -> Wire:
     """``codec.to_wire(proc)`` (version 3), its description's wire ``info`` already made."""
     return codec.to_wire(proc) if info is None else codec.to_wire_but(proc, "info", info)
 
 
-def _only_figures(was: dict, now: dict) -> bool:
+def _only_figures(was: Wire, now: Wire) -> bool:
     """Whether two wire dicts of one process differ only in PATCHED fields (``now``
     with ``was``'s figures compared at C speed: a flat process has ~10 fields)."""
     probe = now.copy()
@@ -228,12 +251,13 @@ def _only_figures(was: dict, now: dict) -> bool:
     return probe == was
 
 
-def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> dict:
-    entry: dict = {}
+def _gpu_delta(prev: _GpuState | None, now: _GpuState) -> Wire:
+    entry: Wire = {}
     if prev is None or prev.wire != now.wire:
         entry["gpu"] = now.wire
     old = prev.procs if prev is not None else {}
-    changed, patched = [], []
+    changed: list[Wire] = []
+    patched: list[tuple[object, Wire, Wire]] = []
     for key, p in now.procs.items():
         was = old.get(key)
         if was is p or was == p:

@@ -27,8 +27,9 @@ import time
 from collections.abc import Callable
 
 from vramscope.core.samples import Frame
+from vramscope.core.source import Source
 from vramscope.core.stream import codec
-from vramscope.core.stream.protocol import DEVICES, TYPE
+from vramscope.core.stream.protocol import DEVICES, TYPE, Wire
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +53,11 @@ def is_pending(frame: Frame | None) -> bool:
     return frame is not None and any(gpu.processes_pending for gpu in frame.gpus)
 
 
-def devices_message(frame: Frame) -> dict:
+def devices_message(frame: Frame) -> Wire:
     return {TYPE: DEVICES, "frame": codec.frame_to_wire(pending(frame))}
 
 
-def devices_from_message(message: dict) -> Frame:
+def devices_from_message(message: Wire) -> Frame:
     """The first look a ``devices`` message carries (every GPU pending, whatever it
     says); ValueError when it does not fit the frame's schema."""
     return pending(codec.frame_from_wire(message.get("frame")))
@@ -68,14 +69,14 @@ class FirstLook:
     while on a big box) -- and sent after the hello (``send``). A source that cannot
     read them apart, or fails to, sends none: its first pass says why."""
 
-    def __init__(self, source):
+    def __init__(self, source: Source) -> None:
         self._frame: Frame | None = None
         self._thread = threading.Thread(
             target=self._read, args=(source,), name="vramscope-first-look", daemon=True
         )
         self._thread.start()
 
-    def _read(self, source) -> None:
+    def _read(self, source: Source) -> None:
         look = getattr(source, "sample_devices", None)
         if look is None:
             return
@@ -84,7 +85,7 @@ class FirstLook:
         except Exception:  # noqa: BLE001 -- the first pass follows and reports it
             log.exception("reading the devices before the first pass failed")
 
-    def send(self, send: Callable[[dict], None]) -> bool:
+    def send(self, send: Callable[[Wire], None]) -> bool:
         """Send the devices read (after the read is over: the source is the first
         pass's from then on); whether there were any."""
         self._thread.join()

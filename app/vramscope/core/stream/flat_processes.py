@@ -45,12 +45,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from vramscope.core.process_text import capped_cmdline
-from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
+from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.stream import codec
-from vramscope.core.stream.protocol import GPUS, PROCESSES
+from vramscope.core.stream.protocol import GPUS, PROCESSES, Wire
 
 FLAT_SINCE = 4  # the first stream version whose processes travel flat
 INFO_PREFIX = "i."  # ProcessInfo's fields within a process's object
@@ -59,7 +60,7 @@ INFO, KINDS, CMDLINE = "info", "kinds", "cmdline"
 INFO_PID = INFO_PREFIX + "pid"
 
 
-def is_flat(version) -> bool:
+def is_flat(version: object) -> bool:
     """Whether a stream of this (hello's) version sends its processes flat."""
     return type(version) is int and version >= FLAT_SINCE
 
@@ -79,14 +80,17 @@ def strings_to_wire(values: tuple[str, ...]) -> str:
     return out
 
 
-def info_to_wire(info: ProcessInfo) -> dict:
+def info_to_wire(info: ProcessInfo) -> Wire:
     """A description's fields under INFO_PREFIX (defaults left out)."""
     names, defaults, get = codec._fields(ProcessInfo)
-    out = {}
+    out: Wire = {}
     for name, default, v in zip(names, defaults, get(info)):
         if v is default or (type(v) is type(default) and v == default):
             continue
-        out[INFO_PREFIX + name] = strings_to_wire(v) if name == CMDLINE else codec.to_wire(v)
+        # (ProcessInfo.cmdline: a tuple of strings where it is not its default, None)
+        out[INFO_PREFIX + name] = (
+            strings_to_wire(typing.cast(tuple[str, ...], v)) if name == CMDLINE else codec.to_wire(v)
+        )
     return out
 
 
@@ -95,12 +99,12 @@ _COMPUTE = GpuProcess.__dataclass_fields__[KINDS].default
 _PROCESS_FIELDS = ("pid", "used", KINDS, "sm", INFO, "has_agent", "mig_uuid", "cpu_percent", "host_memory")
 
 
-def process_to_wire(proc: GpuProcess, info: dict | None) -> dict:
+def process_to_wire(proc: GpuProcess, info: Wire | None) -> Wire:
     """A process as one flat object, its description's wire ``info`` (``info_to_wire``)
     already made: the writer makes it once per description (16k processes a second)."""
     if codec._fields(GpuProcess)[0] != _PROCESS_FIELDS:
         return _process_fields(proc, info)
-    out = {"pid": proc.pid, "used": proc.used}
+    out: Wire = {"pid": proc.pid, "used": proc.used}
     if proc.kinds != _COMPUTE:
         out[KINDS] = strings_to_wire(proc.kinds)
     if proc.sm is not None:
@@ -118,24 +122,27 @@ def process_to_wire(proc: GpuProcess, info: dict | None) -> dict:
     return out
 
 
-def _process_fields(proc: GpuProcess, info: dict | None) -> dict:
+def _process_fields(proc: GpuProcess, info: Wire | None) -> Wire:
     """``process_to_wire`` from the class's fields (any the hand-written one does not know)."""
     names, defaults, get = codec._fields(GpuProcess)
-    out = {}
+    out: Wire = {}
     for name, default, v in zip(names, defaults, get(proc)):
         if v is default or (type(v) is type(default) and v == default):
             continue
+        # (GpuProcess.info: a ProcessInfo where it is not its default, None; kinds: strings)
         if name == INFO:
-            out.update(info if info is not None else info_to_wire(v))
+            out.update(info if info is not None else info_to_wire(typing.cast(ProcessInfo, v)))
         else:
-            out[name] = strings_to_wire(v) if name == KINDS else codec.to_wire(v)
+            out[name] = (
+                strings_to_wire(typing.cast(tuple[str, ...], v)) if name == KINDS else codec.to_wire(v)
+            )
     return out
 
 
 # -- reading ---------------------------------------------------------------------------
 
 
-def strings_from_wire(value, name: str) -> tuple[str, ...]:
+def strings_from_wire(value: object, name: str) -> tuple[str, ...]:
     """A list of strings from its one string (``strings_to_wire``); TypeError/ValueError
     when it is none (no string, no final NUL, too many or too long entries)."""
     if type(value) is not str:
@@ -152,10 +159,11 @@ def strings_from_wire(value, name: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-_KINDS_SEEN: dict = {}  # a kinds string -> its tuple: one per value, not one per process
+# a kinds string -> its tuple: one per value, not one per process
+_KINDS_SEEN: dict[object, tuple[str, ...]] = {}
 
 
-def _kinds(value) -> tuple[str, ...]:
+def _kinds(value: object) -> tuple[str, ...]:
     known = _KINDS_SEEN.get(value) if type(value) is str else None
     if known is None:
         known = strings_from_wire(value, KINDS)
@@ -164,13 +172,13 @@ def _kinds(value) -> tuple[str, ...]:
     return known
 
 
-def _cmdline(value) -> tuple[str, ...]:
+def _cmdline(value: object) -> tuple[str, ...] | None:
     argv = strings_from_wire(value, CMDLINE)
     return capped_cmdline(argv) if argv else argv  # a remote's 8 MB argv kept as a local one is
 
 
 @functools.cache
-def _plan() -> dict:
+def _plan() -> dict[str, tuple[str, codec.Convert, bool, bool]]:
     """wire key -> (field name, its check (the codec's), nullable, of the description)."""
     out = {}
     for cls, prefix in ((GpuProcess, ""), (ProcessInfo, INFO_PREFIX)):
@@ -185,7 +193,7 @@ def _plan() -> dict:
     return out
 
 
-def process_from_wire(data) -> GpuProcess:
+def process_from_wire(data: object) -> GpuProcess:
     """The GpuProcess a flat object describes (the codec's checks); ValueError (one
     line) when it does not fit."""
     try:
@@ -194,16 +202,17 @@ def process_from_wire(data) -> GpuProcess:
         raise ValueError(f"not a GpuProcess: {str(exc)[:200]}") from None
 
 
-def _process(data) -> GpuProcess:
+def _process(data: object) -> GpuProcess:
     if type(data) is not dict:
         raise TypeError(f"a process must be an object, got {codec.shown(data)}")
     if INFO in data:
         raise TypeError(f"a process carries its description flat ({INFO_PREFIX}* fields), not as {INFO}")
     described = INFO_PID in data
     info = None
-    info_kw: dict | None = {} if described else None
+    # field -> its value, each checked by that field's converter (the codec's, _plan)
+    info_kw: dict[str, Any] | None = {} if described else None
     plan = _plan()
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for key, value in data.items():
         entry = plan.get(key)
         if entry is None:
@@ -230,12 +239,12 @@ def _process(data) -> GpuProcess:
     return GpuProcess(**kwargs)
 
 
-def processes_from_wire(value) -> tuple[GpuProcess, ...]:
+def processes_from_wire(value: object) -> tuple[GpuProcess, ...]:
     """A GPU's list of flat processes; ValueError when it does not fit."""
     return tuple(each_process(value))
 
 
-def each_process(value) -> Iterator[GpuProcess]:
+def each_process(value: object) -> Iterator[GpuProcess]:
     """A GPU's list of flat processes, read one at a time as they are taken (a
     reader that keeps them in another form holds no 16k GpuProcess values at
     once); ValueError, here or as they are read, when it does not fit."""
@@ -246,21 +255,26 @@ def each_process(value) -> Iterator[GpuProcess]:
     return (process_from_wire(p) for p in value)
 
 
-def read_process(data, version) -> GpuProcess:
+def read_process(data: object, version: object) -> GpuProcess:
     """One process of a delta's ``p`` in a stream of ``version`` (flat from version 4)."""
     if is_flat(version):
         return process_from_wire(data)
     return codec.from_wire(GpuProcess, data)
 
 
-def read_frame(decoder: codec.FrameDecoder, data, version, processes=None) -> Frame:
+def read_frame(
+    decoder: codec.FrameDecoder,
+    data: object,
+    version: object,
+    processes: Callable[[GpuSample, object], tuple[GpuProcess, ...]] | None = None,
+) -> Frame:
     """A whole frame's wire dict in a stream of ``version``: from version 4 its GPUs'
     processes are flat (read here), the rest as the codec
     reads it (``decoder``); ValueError when it does not fit. ``processes(gpu,
     wire)``: a GPU's processes from its wire list (default: a tuple of
     GpuProcess, ``processes_from_wire``)."""
     gpus = data.get(GPUS) if type(data) is dict else None
-    if not is_flat(version) or type(gpus) is not list:
+    if type(data) is not dict or not is_flat(version) or type(gpus) is not list:
         return decoder.decode(data)  # (the codec refuses what is not a frame)
     lists = [g.get(PROCESSES, ()) if type(g) is dict else () for g in gpus]
     bare = [{k: v for k, v in g.items() if k != PROCESSES} if type(g) is dict else g for g in gpus]

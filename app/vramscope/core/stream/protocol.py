@@ -20,6 +20,8 @@ line at the end of the stream (a peer that died mid-write) is dropped.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import TypeGuard
 
 from vramscope.agent import json_limits
 
@@ -49,6 +51,8 @@ ACT_OPS = ("describe", "is_alive", "kill_allowed_in", "terminate", "kill")
 SETTINGS = "settings"
 
 TYPE = "type"
+# a message, or a value within one, as a JSON object (its values checked where they are read)
+Wire = dict[str, object]
 # a whole frame's fields the deltas send apart (core/stream/deltas.py)
 GPUS, PROCESSES, TIME = "gpus", "processes", "time"
 
@@ -61,7 +65,7 @@ class VersionMismatch(StreamError):
     pass
 
 
-def encode(message: dict) -> bytes:
+def encode(message: Mapping[str, object]) -> bytes:
     """One message as its line (compact JSON, non-ASCII kept as \\u escapes)."""
     line = json.dumps(message, separators=(",", ":"), allow_nan=False, default=str)
     data = line.encode("ascii") + b"\n"
@@ -70,7 +74,7 @@ def encode(message: dict) -> bytes:
     return data
 
 
-def hello(host: str | None, app_version: str, interval: float) -> dict:
+def hello(host: str | None, app_version: str, interval: float) -> Wire:
     return {
         TYPE: HELLO,
         "stream": STREAM_NAME,
@@ -81,7 +85,7 @@ def hello(host: str | None, app_version: str, interval: float) -> dict:
     }
 
 
-def check_hello(message: dict) -> dict:
+def check_hello(message: Wire) -> Wire:
     """The hello if this side can read the stream, else VersionMismatch."""
     version = message.get("version")
     if version not in READABLE_VERSIONS:
@@ -93,7 +97,7 @@ def check_hello(message: dict) -> dict:
     return message
 
 
-def is_hello(message: object) -> bool:
+def is_hello(message: object) -> TypeGuard[Wire]:
     return isinstance(message, dict) and message.get(TYPE) == HELLO and message.get("stream") == STREAM_NAME
 
 
@@ -107,12 +111,12 @@ class LineDecoder:
         self.max_noise = max_noise
         self._buf = bytearray()
         self._discarding = False  # inside an over-long line: drop up to its newline
-        self.hello: dict | None = None
+        self.hello: Wire | None = None
         self.noise_lines = 0
         self.bad_lines = 0
 
-    def feed(self, data: bytes) -> list[dict]:
-        out: list[dict] = []
+    def feed(self, data: bytes) -> list[Wire]:
+        out: list[Wire] = []
         self._buf += data
         while True:
             nl = self._buf.find(b"\n")
@@ -158,7 +162,7 @@ class LineDecoder:
             self.bad_lines += 1
 
     @staticmethod
-    def _parse(line: bytes):
+    def _parse(line: bytes) -> object:
         try:
             return json_limits.loads(line)  # bad UTF-8, bad JSON and deep nesting alike
         except ValueError:

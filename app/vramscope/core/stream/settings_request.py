@@ -13,28 +13,34 @@ Either key may be left out (that setting stays). The reply is a result line,
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from vramscope.core.stream import protocol
+from vramscope.core.stream.protocol import Wire
 from vramscope.core.stream.codec import from_wire, to_wire
+
+if TYPE_CHECKING:  # (for the annotations; the functions import them where they use them)
+    from vramscope.core.detectors.settings import DiagnosticSettings
+    from vramscope.core.monitor import Monitor
 
 THRESHOLDS = "thresholds"
 INTERVAL = "interval"
 
 
-def thresholds_to_wire(diagnostics) -> dict:
+def thresholds_to_wire(diagnostics: DiagnosticSettings) -> Wire:
     """The fields of a DiagnosticSettings that differ from the defaults."""
     return to_wire(diagnostics)
 
 
-def thresholds_from_wire(data):
+def thresholds_from_wire(data: object) -> DiagnosticSettings:
     """The DiagnosticSettings ``data`` describes; ValueError (one line) when it does not fit."""
     from vramscope.core.detectors.settings import DiagnosticSettings
 
     return from_wire(DiagnosticSettings, data)
 
 
-def settings_message(diagnostics=None, interval: float | None = None) -> dict:
-    message: dict = {protocol.TYPE: protocol.SETTINGS}
+def settings_message(diagnostics: DiagnosticSettings | None = None, interval: float | None = None) -> Wire:
+    message: Wire = {protocol.TYPE: protocol.SETTINGS}
     if diagnostics is not None:
         message[THRESHOLDS] = thresholds_to_wire(diagnostics)
     if interval is not None:
@@ -42,7 +48,7 @@ def settings_message(diagnostics=None, interval: float | None = None) -> dict:
     return message
 
 
-def settings_reply(monitor, message: dict) -> dict:
+def settings_reply(monitor: Monitor | None, message: Wire) -> Wire:
     """Apply a settings request to ``monitor`` (all of it or nothing); the result line."""
     from vramscope.core.sampler import clamp_interval
 
