@@ -28,6 +28,8 @@ that failed (after MAX_ERRORS failures the model is no longer sampled).
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
+from typing import Any
 import math
 import os
 import time
@@ -95,7 +97,7 @@ class ModuleSampler:
         self._sampling = False  # the current step is a sampled one
         self._opt_handle = None
         self.optimizers = lambda: []  # callable() -> the watched optimizers
-        self.fsdp = None  # callable() -> FSDP2's FSDPParams (agent/sharded.py), or None
+        self.fsdp: Callable[[], list[Any]] | None = None  # -> FSDP2's FSDPParams (agent/sharded.py)
         self.errors = 0
         self.last_error: str | None = None
         self.measured = 0  # sampled steps so far

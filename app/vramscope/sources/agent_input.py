@@ -233,7 +233,7 @@ def sharded(raw: object) -> ShardedItem | None:
     """{figure: {device: bytes} or None} for the known figures; None when there are none."""
     if not isinstance(raw, dict):
         return None
-    out: dict[str, dict[str, int] | None] = {}
+    out: dict[str, object] = {}
     for name in SHARDED:
         per = raw.get(name)
         if isinstance(per, dict):
