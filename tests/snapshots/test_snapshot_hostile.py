@@ -154,3 +154,21 @@ def test_a_deeply_nested_field_is_refused_not_a_crash(tmp_path):
     path.write_bytes(data.replace(placeholder, b"]" * depth + b"a" * (depth - 1)))
     with pytest.raises(SnapshotError, match="nested too deeply"):
         reading.read(path)
+
+
+def test_a_pickle_that_asks_for_the_machines_memory_is_refused_in_one_line(tmp_path):
+    """A crafted file's memo index (LONG_BINPUT 2**30) would make CPython's unpickler
+    grow and zero a memo table of gigabytes: the load's address-space cap refuses it
+    at once, as installed, in one line."""
+    import struct
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "bomb.pickle"
+    bomb.write_bytes(b"\x80\x04]r" + struct.pack("<I", 2**30) + b".")
+    done = subprocess.run(
+        [sys.executable, "-m", "vramscope", "snapshot", str(bomb)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and done.returncode > 0  # refused, not killed
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 1 and "memory" in said[0], done.stderr

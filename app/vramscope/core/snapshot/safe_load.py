@@ -18,12 +18,15 @@ before anything is allocated for it.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import os
 import pickle
+import sys
 
 from vramscope.core import bounded_read
+from vramscope.core.snapshot import memory_cap
 
 CHUNK = 1 << 20
 SNAPSHOT_SUFFIXES = (
@@ -65,14 +68,31 @@ class _Reader(io.RawIOBase):
         self.on_progress, self.cancelled = on_progress, cancelled
         self.next_report = CHUNK
         self.stopped = False
+        self.failed: BaseException | None = None  # what reading the file raised
 
     def readable(self) -> bool:
         return True
 
+    def read(self, size: int = -1) -> bytes:
+        """At most what the file has left (RawIOBase's own read makes a bytearray of
+        ``size`` -- a corrupt length's -- and it leaks an exported buffer on error)."""
+        if size is None or size < 0:
+            size = max(self.size - self.done, 0)
+        buffer = bytearray(min(size, max(self.size - self.done, 0) + 1))
+        n = self.readinto(buffer)
+        return bytes(buffer[:n])
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
     def readinto(self, buffer) -> int:
         if self.stopped:
             return 0
-        n = self.f.readinto(buffer) or 0
+        try:
+            n = self.f.readinto(buffer) or 0
+        except (OSError, MemoryError, ValueError) as exc:  # said by load(), not raised here
+            self.failed, self.stopped = exc, True
+            return 0
         self.done += n
         if self.done >= self.next_report:
             self.next_report = self.done + CHUNK
@@ -81,6 +101,41 @@ class _Reader(io.RawIOBase):
             elif self.on_progress is not None:
                 self.on_progress(self.done, self.size)
         return n
+
+
+class _WithoutReadinto:
+    """The buffered file as the unpickler sees it: ``read``, ``readline`` and ``peek``
+    (C methods, no Python per call) but no ``readinto``. With one, a damaged file's
+    BYTEARRAY8 length cut short by the file's end makes CPython's unpickler free a
+    bytearray whose buffer it still exports ("SystemError: deallocated bytearray
+    object has exported buffers"); without, it reads and copies (bpo-39681's path)."""
+
+    def __init__(self, buffered: io.BufferedReader):
+        self.read, self.readline, self.peek = buffered.read, buffered.readline, buffered.peek
+
+
+EXPORT_NOISE = "deallocated bytearray object has exported buffers"
+
+
+@contextlib.contextmanager
+def _without_export_noise():
+    """While a file is unpickled: CPython's unpickler, freeing the bytearray of a damaged
+    BYTEARRAY8 it could not fill, reports "SystemError: deallocated bytearray object has
+    exported buffers" through ``sys.excepthook`` (PyErr_Print from the deallocation; no
+    exception reaches the caller, which refuses the file in one line). That one report
+    is dropped; any other goes to the hook as before."""
+    before = sys.excepthook
+
+    def hook(kind, value, tb):
+        if not (kind is SystemError and str(value) == EXPORT_NOISE):
+            before(kind, value, tb)
+
+    sys.excepthook = hook
+    try:
+        yield
+    finally:
+        if sys.excepthook is hook:
+            sys.excepthook = before
 
 
 def is_pickle(path) -> bool:
@@ -110,8 +165,13 @@ def load(path, on_progress=None, cancelled=None):
         enabled = gc.isenabled()
         gc.disable()  # millions of new containers, none of them garbage: no collections meanwhile
         try:
-            obj = _unpickle(path, io.BufferedReader(raw, buffer_size=CHUNK))
+            # a file's own sizes cannot take the machine's memory; CPython's own noise about a
+            # damaged BYTEARRAY8 is not the user's (the file is refused in one line all the same)
+            with memory_cap.capped_for(size), _without_export_noise():
+                obj = _unpickle(path, _WithoutReadinto(io.BufferedReader(raw, buffer_size=CHUNK)))
         except SnapshotError:
+            if raw.failed is not None:
+                raise SnapshotError(f"{path} could not be read ({raw.failed})") from None
             if raw.stopped:  # the unpickler met the end the cancel made
                 raise Cancelled() from None
             raise
