@@ -3,6 +3,7 @@ and the check that no process printed a traceback."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -67,3 +68,22 @@ class Training:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         no_traceback(self.stderr.read_text())
+
+
+def window_args(**over) -> argparse.Namespace:
+    """The window's options as `vramscope --demo --busy` gives them (``over`` on top)."""
+    values = dict(
+        demo=True,
+        busy=True,
+        seed=1,
+        interval=0.3,
+        window="1m",
+        record=False,
+        read_only=False,
+        prometheus=None,
+        file=None,
+        host=None,
+        from_prometheus=None,
+    )
+    values.update(over)
+    return argparse.Namespace(**values)

@@ -6,33 +6,14 @@ sampler process every frame raised until the stream's types held.)"""
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
+from user_path.helpers import window_args
 from vramscope.core.module_figures import ModuleFigures
 from vramscope.ui.agent_panel import AgentProcessView
 from vramscope.ui.app import build_window
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
-
-
-def demo_args(**extra) -> argparse.Namespace:
-    values = dict(
-        demo=True,
-        busy=True,
-        seed=1,
-        interval=0.3,
-        window="1m",
-        record=False,
-        read_only=False,
-        prometheus=None,
-        file=None,
-        host=None,
-        from_prometheus=None,
-    )
-    values.update(extra)
-    return argparse.Namespace(**values)
 
 
 def shown_details(view: AgentProcessView) -> set[str]:
@@ -42,7 +23,7 @@ def shown_details(view: AgentProcessView) -> set[str]:
 
 @pytest.fixture
 def window(themed_app, qtbot):
-    feed, window = build_window(demo_args(), poll_ms=100, sampler=True)
+    feed, window = build_window(window_args(), poll_ms=100, sampler=True)
     qtbot.addWidget(window)
     window.resize(1400, 900)
     window.show()

@@ -6,7 +6,6 @@ data took the user's path: agent socket -> sampler process -> stream -> window."
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
-from user_path.helpers import no_traceback
+from user_path.helpers import no_traceback, window_args
 from vramscope.ui.agent_panel import AgentProcessView
 from vramscope.ui.app import build_window
 
@@ -69,19 +68,7 @@ def test_the_window_shows_modules_oom_and_segments_of_a_simulated_cuda_run(
     for name, value in subprocess_env(fake_nvml_build().parent, state).items():
         if name in ("LD_LIBRARY_PATH", "FAKE_NVML_STATE"):
             monkeypatch.setenv(name, value)  # the sampler process finds the fake driver
-    args = argparse.Namespace(
-        demo=False,
-        busy=False,
-        seed=1,
-        interval=0.3,
-        window="1m",
-        record=False,
-        read_only=False,
-        prometheus=None,
-        file=None,
-        host=None,
-        from_prometheus=None,
-    )
+    args = window_args(demo=False, busy=False)
     feed, window = build_window(args, poll_ms=100, sampler=True)
     qtbot.addWidget(window)
     window.resize(1400, 900)
