@@ -10,11 +10,11 @@ import time
 import pytest
 import torch
 
-from vramscope.sources.allocator_replay import GiB, ReplayProvider, scenario_phases
+from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, scenario_phases
 from vramscope.agent.stats import TorchCudaProvider
 from vramscope.core.samples import Frame
 from vramscope.core.store import Store
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from vramscope.core.planner import build_plan  # noqa: E402
 from vramscope.core.planner.compare import compare  # noqa: E402
 from vramscope.core.planner.live import live_model, live_request, optimizer_key  # noqa: E402
 from vramscope.core.samples import Frame  # noqa: E402
-from vramscope.sources.agents import AgentClient  # noqa: E402
+from vramscope.sources.agents.agent_client import AgentClient  # noqa: E402
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint  # noqa: E402
 
 from planner_configs import CONFIGS  # noqa: E402
 
-from vramscope.sources.busy_demo import BusyWorkstation  # noqa: E402
+from vramscope.sources.demo.busy_demo import BusyWorkstation  # noqa: E402
 from vramscope.ui.app import build_window  # noqa: E402
 from vramscope.core.user_settings import Settings  # noqa: E402
 

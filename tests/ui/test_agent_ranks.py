@@ -14,7 +14,7 @@ from vramscope.core.rank_groups import jobs
 from vramscope.agent.protocol import EventKind
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentEvent, AgentReport
 from vramscope.core.units import GiB, MiB
-from vramscope.sources.busy_demo import BusyWorkstation
+from vramscope.sources.demo.busy_demo import BusyWorkstation
 
 T0 = 1_800_000_000.0
 

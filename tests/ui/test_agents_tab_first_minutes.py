@@ -7,8 +7,8 @@ from __future__ import annotations
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, Frame
 from vramscope.core.store import Store
 from vramscope.core.units import MiB
-from vramscope.sources import simulated
-from vramscope.sources.agent_reports import record_reports
+from vramscope.sources.demo import simulated
+from vramscope.sources.agents.agent_reports import record_reports
 
 from .helpers import shown_agent_panel
 

@@ -5,7 +5,7 @@ Each header names the script, the PID, the GPU(s), the host, the step and
 how long it has run (or ran). Per device, ui/agent_device.py draws where
 PyTorch's memory goes. Series come from the store (``("agent", pid,
 start_time, device, metric)``, written on the sampler thread by
-sources/agents.py); this widget only reads.
+sources/agents/agent_client.py); this widget only reads.
 
 Cost: nothing is done while the tab is hidden (ui/panels.py calls
 ``update_from`` only for the visible tab), and a section scrolled out of view

@@ -59,7 +59,7 @@ def peak_words(peak: float, bound: float | None) -> str:
 
 
 def agent_key(report: AgentReport, device: str, metric: str) -> tuple:
-    """The store key of one of this report's series (sources/agents.py writes them)."""
+    """The store key of one of this report's series (sources/agents/agent_client.py writes them)."""
     return series_key(report.pid, report.start_time, device, metric)
 
 

@@ -23,8 +23,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from vramscope.core.samples import ACCESS_DENIED, INTEL, UNIFIED_MEMORY, GpuProcess, GpuSample
-from vramscope.sources.drm_sysfs import DrmDevice
-from vramscope.sources.figure_bounds import IMPLAUSIBLE, MAX_BYTES
+from vramscope.sources.drm.drm_sysfs import DrmDevice
+from vramscope.sources.drm.figure_bounds import IMPLAUSIBLE, MAX_BYTES
 from vramscope.sources.unified import system_pool
 
 ROCM_BUSY = (

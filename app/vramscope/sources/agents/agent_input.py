@@ -4,7 +4,7 @@ An agent socket or final dump may be another user's (a container's
 directory read through /proc/PID/root) or simply broken: a handshake field
 that is a list, a "pid" of 10**30, a time of 1e400 or NaN, a "devices" that
 is a string. Each function here takes what was decoded (the framing and
-nesting are already bounded: sources/agent_connection.py, core/bounded_read.py)
+nesting are already bounded: sources/agents/agent_connection.py, core/bounded_read.py)
 and returns one frozen value with typed fields (``Hello``, ``Sample``,
 ``Step``, ``Event``; a sample's devices become ``AgentDevice``s) -- or raises
 ValueError with a one-line reason, and the item is counted as bad, never a
@@ -12,7 +12,7 @@ traceback in the sampler thread. The rest of the monitor reads attributes,
 never the wire's keys (their shapes: the ``TypedDict``s in agent/protocol.py).
 
 A new item kind follows the same pattern: its TypedDict in agent/protocol.py,
-a frozen dataclass and a decoder here, and the client (sources/agents.py)
+a frozen dataclass and a decoder here, and the client (sources/agents/agent_client.py)
 dispatching on its kind.
 
 Strings are kept (the window and `status` escape them where they print) but

@@ -1,12 +1,12 @@
 """The demo's allocator snapshots: segments laid out to match a scripted run's figures.
 
-A run's allocated, reserved and inactive split (sources/demo_runs.py) become
+A run's allocated, reserved and inactive split (sources/demo/demo_runs.py) become
 segments in PyTorch's snapshot format -- the weights, gradients and optimizer
 state in large fully used segments, the activations in segments left with
 free slivers between live blocks (the inactive split), the rest of the cache
 as whole free segments -- summarised by the agent's own code
 (agent/segments.py) and checked as the monitor checks an agent's item
-(sources/allocator_input.py). Deterministic: a function of the figures.
+(sources/agents/allocator_input.py). Deterministic: a function of the figures.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from vramscope.agent.segments import summarize
 from vramscope.core.allocator_summary import AllocatorSummary
 from vramscope.core.units import GiB, MiB
-from vramscope.sources import allocator_input
+from vramscope.sources.agents import allocator_input
 
 SNAPSHOT_EVERY = 5.0  # the agent's cadence (agent/allocator_watch.py)
 FULL_SEGMENTS = (2 * GiB, 1 * GiB, 512 * MiB)

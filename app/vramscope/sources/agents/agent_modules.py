@@ -1,6 +1,6 @@
 """A "modules" item from an agent, checked once and turned into ModuleFigures.
 
-Every value is untrusted (sources/agent_input.py): a figure that is not a
+Every value is untrusted (sources/agents/agent_input.py): a figure that is not a
 non-negative integer becomes None with a reason, names are bounded, a row
 that is not an object is skipped, and at most MAX_MODULES rows are kept.
 """
@@ -8,7 +8,7 @@ that is not an object is skipped, and at most MAX_MODULES rows are kept.
 from __future__ import annotations
 
 from vramscope.core.module_figures import FIGURES, ModuleFigures
-from vramscope.sources.agent_input import integer, text
+from vramscope.sources.agents.agent_input import integer, text
 
 MAX_MODULES = 1024  # rows per item (the agent sends at most 512 per model)
 MAX_NAME = 200

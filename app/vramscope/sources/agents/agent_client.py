@@ -14,9 +14,9 @@ no process (their pids mean something else here) -- unless a GPU process
 here has that PID inside that namespace (NSpid and the handshake's PID
 namespace): then they are reported under its host PID. Agents inside a GPU
 process's container are looked for through /proc/<pid>/root
-(sources/container_agents.py), or their directory is shared with the host.
+(sources/agents/container_agents.py), or their directory is shared with the host.
 
-Pulled items update each agent's state (sources/agent_state.py) and become
+Pulled items update each agent's state (sources/agents/agent_state.py) and become
 AgentReport values on the frame and series in the store (the layout is
 core/agent_series.py's, shared with the demo and with reopened sessions). An agent that speaks another protocol version is not
 dropped: it is reported with the mismatch as its error, so the window and
@@ -37,10 +37,10 @@ from vramscope.core import agent_series, bounded_read
 from vramscope.core import oom_context
 from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.samples import AgentReport, Frame
-from vramscope.sources import agent_dir_listing, agent_input, container_agents
-from vramscope.sources.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
-from vramscope.sources.agent_reports import report_of, with_outside
-from vramscope.sources.agent_state import AgentState, ingest, record_points
+from vramscope.sources.agents import agent_dir_listing, agent_input, container_agents
+from vramscope.sources.agents.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
+from vramscope.sources.agents.agent_reports import report_of, with_outside
+from vramscope.sources.agents.agent_state import AgentState, ingest, record_points
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class AgentClient:
                     paths.secure_dir(directory, create=False)
                 elif not container_agents.dir_is_private(directory, owner):
                     continue
-                # our own directories: read again only when changed (sources/agent_dir_listing.py)
+                # our own directories: read again only when changed (sources/agents/agent_dir_listing.py)
                 entries = (
                     self._listings.read(directory) if owner is None else agent_dir_listing.read(directory)
                 )

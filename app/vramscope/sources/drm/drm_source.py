@@ -1,8 +1,8 @@
 """AMD and Intel GPUs (any DRM driver) as frozen GpuSamples, one pass at a time.
 
-Device figures come from sysfs (sources/drm_sysfs.py), per-process ones from
-the processes' DRM fdinfo (sources/drm_fdinfo.py) and, for ROCm compute, from
-AMD's compute driver (sources/kfd.py): each DRM client (pdev, client id) is
+Device figures come from sysfs (sources/drm/drm_sysfs.py), per-process ones from
+the processes' DRM fdinfo (sources/drm/drm_fdinfo.py) and, for ROCm compute, from
+AMD's compute driver (sources/drm/kfd.py): each DRM client (pdev, client id) is
 counted once, for the first process (lowest PID) that holds it; a client
 without ``drm-pdev`` is placed by the device node it was read through, one
 without ``drm-client-id`` is one client per open file (kcmp). A process's
@@ -15,14 +15,14 @@ previous, larger value until the counter catches up.
 A process whose DRM fdinfo cannot be read (another user's, without the
 privilege to read it) is listed on the GPU its node belongs to, its memory
 None (or KFD's figure, which anyone may read) and its visibility
-``access-denied``. How the sample is made: sources/drm_sample.py.
+``access-denied``. How the sample is made: sources/drm/drm_sample.py.
 """
 
 from __future__ import annotations
 
 from vramscope.core.samples import GpuSample
-from vramscope.sources import drm_fdinfo, drm_sysfs, kfd
-from vramscope.sources.drm_sample import ProcessFigures, gpu_sample, integrated
+from vramscope.sources.drm import drm_fdinfo, drm_sysfs, kfd
+from vramscope.sources.drm.drm_sample import ProcessFigures, gpu_sample, integrated
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.proc_stat import read_stat
 from vramscope.sources.processes import ProcessCache

@@ -1,6 +1,6 @@
 """The processes of one GPU from NVML, and their frozen values.
 
-Read through the NVML source's one error wrapper (sources/nvml.py):
+Read through the NVML source's one error wrapper (sources/nvml/nvml_source.py):
 
 - compute AND graphics process lists, the newest versioned call the driver
   offers (_v3, else _v2); a process in both lists is counted once with the
@@ -18,7 +18,7 @@ Read through the NVML source's one error wrapper (sources/nvml.py):
 A pass handles every listed process of every GPU, so the loops here are
 written for it: the lists and the samples come as plain tuples and columns,
 read from the same NVML calls without pynvml's object per entry
-(sources/nvml_raw.py).
+(sources/nvml/nvml_raw.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 
 from vramscope.core.samples import GpuProcess
-from vramscope.sources.nvml_errors import FUNCTION_NOT_FOUND, GPU_FATAL, NOT_FOUND, PERMANENT, GpuFailed
+from vramscope.sources.nvml.nvml_errors import FUNCTION_NOT_FOUND, GPU_FATAL, NOT_FOUND, PERMANENT, GpuFailed
 
 # A sample older than this is not "current" SM use any more (seconds).
 SM_SAMPLE_WINDOW = 2.0

@@ -1,4 +1,4 @@
-"""What the monitor holds of one agent (sources/agents.py discovers and pulls
+"""What the monitor holds of one agent (sources/agents/agent_client.py discovers and pulls
 from them): its handshake, cursor and connection, its newest sample, step,
 events and peaks -- and how the items it sends update that state and the
 store's series (the layout is core/agent_series.py's). An item that cannot
@@ -14,9 +14,9 @@ from vramscope.agent.protocol import EventKind, ItemKind
 from vramscope.core import agent_series
 from vramscope.core.allocator_summary import AllocatorSummary
 from vramscope.core.samples import AgentEvent
-from vramscope.sources import agent_input, agent_modules, allocator_input
-from vramscope.sources.agent_connection import AgentConnection
-from vramscope.sources.agent_reports import merged_peak
+from vramscope.sources.agents import agent_input, agent_modules, allocator_input
+from vramscope.sources.agents.agent_connection import AgentConnection
+from vramscope.sources.agents.agent_reports import merged_peak
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,9 @@ class AgentState:
     bad_items: int = 0
     host_pid: int | None = None  # its PID here, when it lives in another PID namespace
     modules: dict = dataclasses.field(default_factory=dict)  # model name -> ModuleFigures of its latest item
-    allocator: AllocatorSummary | None = None  # the newest allocator summary (sources/allocator_input.py)
+    allocator: AllocatorSummary | None = (
+        None  # the newest allocator summary (sources/agents/allocator_input.py)
+    )
     # device -> (peak, upper bound or None) over the samples since the last report: a frame
     # carries the peak of its whole interval, not only of the newest sample's
     peaks: dict = dataclasses.field(default_factory=dict)

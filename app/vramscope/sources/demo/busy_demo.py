@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from vramscope.core.samples import GpuProcess, ProcessInfo
 from vramscope.core.units import GiB, MiB
-from vramscope.sources.demo_modules import modules_for
-from vramscope.sources.busy_oom import CaughtOom
-from vramscope.sources.simulated import USER, SimulatedSource
+from vramscope.sources.demo.demo_modules import modules_for
+from vramscope.sources.demo.busy_oom import CaughtOom
+from vramscope.sources.demo.simulated import USER, SimulatedSource
 
 WORKERS = 10
 EMBED_START = 9 * GiB
@@ -28,7 +28,7 @@ class BusyWorkstation(SimulatedSource):
         super().__init__(seed=seed, start_time=start_time)
         self.ray_pid0 = 41000 + seed * 17
         self.embed_pid = 38211
-        self.caught_oom = CaughtOom()  # train.py's caught OOM at 7 min (sources/busy_oom.py)
+        self.caught_oom = CaughtOom()  # train.py's caught OOM at 7 min (sources/demo/busy_oom.py)
         self.holders = (
             (36702, "python", ("python", "bench_matmul.py", "--size", "16384"), 1536 * MiB),
             (35120, "python3", ("python3", "notebooks/export_onnx.py"), 820 * MiB),

@@ -13,7 +13,7 @@ from vramscope.agent.protocol import EventKind
 from vramscope.core import oom_context
 from vramscope.core.samples import AgentEvent, AgentReport, GpuProcess
 from vramscope.core.units import GiB, MiB
-from vramscope.sources import demo_allocator
+from vramscope.sources.demo import demo_allocator
 
 OOM_AT = 420.0  # seconds into the session
 EXTRA = 1280 * MiB  # how much more than free the generation asked for

@@ -10,7 +10,7 @@ NaN: RFC 8259 section 6).
 
 from __future__ import annotations
 
-from vramscope.sources.agent_input import finite, integer, text
+from vramscope.sources.agents.agent_input import finite, integer, text
 
 MAX_DEVICES = 64
 MAX_SITES = 200  # per device (the agent sends its top 20)

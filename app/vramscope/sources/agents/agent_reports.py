@@ -2,8 +2,8 @@
 the bucket outside PyTorch from NVML's figure, and series for sources whose
 frames already carry reports (the demo, replayed sessions).
 
-The client (sources/agents.py) keeps each agent's state from what it pulled
-(checked by sources/agent_input.py); this module turns that state into the
+The client (sources/agents/agent_client.py) keeps each agent's state from what it pulled
+(checked by sources/agents/agent_input.py); this module turns that state into the
 frozen values the frame carries.
 """
 
@@ -46,7 +46,7 @@ def _interval_peaks(devices: tuple, peaks: dict) -> tuple:
 
 
 def report_of(state) -> AgentReport:
-    """The AgentReport of one agent's state (sources/agent_state.py's ``AgentState``): the
+    """The AgentReport of one agent's state (sources/agents/agent_state.py's ``AgentState``): the
     newest sample's figures, with each device's peak over every sample since the
     previous report (the frame's whole interval)."""
     hello, sample = state.hello, state.latest

@@ -7,9 +7,9 @@ connection up in its own thread: it reads the stream's frames, answers
 died, the network went, nothing arrived for a while) it is marked down and
 retried with exponential backoff, so a window watching several machines
 goes on with the others. Requests are written without ever waiting on the
-remote (sources/pipe_writer.py); one that stops reading them for
+remote (sources/remote/pipe_writer.py); one that stops reading them for
 ``WRITE_STALL`` seconds is ended -- its whole process group
-(sources/child_group.py) -- and retried the same way.
+(sources/remote/child_group.py) -- and retried the same way.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
-from vramscope.sources.child_group import end_group
-from vramscope.sources.pipe_writer import PipeWriter
+from vramscope.sources.remote.child_group import end_group
+from vramscope.sources.remote.pipe_writer import PipeWriter
 
 # What the remote runs: the installed command, then the module (a pip install
 # --user puts the script in ~/.local/bin, which a non-interactive ssh shell

@@ -1,6 +1,6 @@
 """An agent's allocator summary (agent/segments.py), checked before the monitor uses it.
 
-Every value is untrusted (sources/agent_input.py): figures become ints in
+Every value is untrusted (sources/agents/agent_input.py): figures become ints in
 range or None, the map is cut to the agent's own bounds, a run's state must
 be one the map knows. A summary that is not an object raises ValueError
 (the item is counted as bad).
@@ -12,7 +12,7 @@ import typing
 
 from vramscope.core.allocator_summary import AllocatorSummary, DeviceSummary
 from vramscope.agent.segments import FIGURES, MAX_BLOCKS, MAX_SEGMENTS, STATES
-from vramscope.sources.agent_input import finite, integer, text, time_of
+from vramscope.sources.agents.agent_input import finite, integer, text, time_of
 
 
 def _device(raw: object) -> DeviceSummary | None:

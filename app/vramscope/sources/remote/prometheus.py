@@ -29,9 +29,9 @@ from vramscope.core.samples import (
     ProcessInfo,
 )
 from vramscope.core.owner_labels import owners_from
-from vramscope.sources.fleet_owners import HostNames, dcgm_pod, pod_holders
-from vramscope.sources.hosts import HOST_BLOCK
-from vramscope.sources.remote import CONNECTED, DOWN
+from vramscope.sources.remote.fleet_owners import HostNames, dcgm_pod, pod_holders
+from vramscope.sources.remote.hosts import HOST_BLOCK
+from vramscope.sources.remote.host_stream import CONNECTED, DOWN
 
 MiB = 1 << 20
 DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 
 from vramscope.core.samples import GpuProcess, MigSlice
-from vramscope.sources.nvml_errors import NOT_FOUND
-from vramscope.sources.nvml_processes import read_processes
+from vramscope.sources.nvml.nvml_errors import NOT_FOUND
+from vramscope.sources.nvml.nvml_processes import read_processes
 
 MIG_ENABLED = 1  # NVML_DEVICE_MIG_ENABLE
 
@@ -53,7 +53,7 @@ class SliceRead:
 
 def read_mig(source, gpu, handle, procs: dict) -> tuple[bool | None, list[SliceRead]]:
     """MIG mode and slices of one GPU; slice processes are merged into ``procs``
-    ({pid: [used, kinds, mig_uuid]}). Raises GpuFailed (sources/nvml_errors.py) on a lost GPU."""
+    ({pid: [used, kinds, mig_uuid]}). Raises GpuFailed (sources/nvml/nvml_errors.py) on a lost GPU."""
     nvml = source._nvml
     mode = source._gpu_call(gpu, "mig_mode", nvml.nvmlDeviceGetMigMode, handle)
     if mode is None:

@@ -1,10 +1,10 @@
 """One agent's recent items, pulled once by PID (for `vramscope plan --pid`).
 
-The window's client (sources/agents.py) follows every agent continuously;
+The window's client (sources/agents/agent_client.py) follows every agent continuously;
 a one-shot command needs only the newest items of one process: find its
 socket by the PID in the name (the agents' directories, sockets only, never
 through a link), check the handshake names that PID, and pull the last
-RECENT items. Every item is checked (sources/agent_input.py) before use.
+RECENT items. Every item is checked (sources/agents/agent_input.py) before use.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from vramscope.agent import paths, protocol
 from vramscope.agent.protocol import ItemKind, Op
-from vramscope.sources import agent_input
-from vramscope.sources.agent_connection import AgentConnection
+from vramscope.sources.agents import agent_input
+from vramscope.sources.agents.agent_connection import AgentConnection
 
 RECENT = 400  # items: a few dozen samples, steps and per-module figures
 PULL_TIMEOUT = 5.0

@@ -9,9 +9,9 @@ failure escapes into the sampler:
   v1, with ``reserved`` None; where neither is supported (a unified-memory
   board: GB10, Jetson) the system's memory pool, marked (sources/unified.py);
 - the compute and graphics process lists and per-process SM %, as frozen
-  values reused while unchanged (sources/nvml_processes.py), read from
-  pynvml's C entry points without its object per entry (sources/nvml_raw.py);
-  MIG slices (sources/nvml_mig.py);
+  values reused while unchanged (sources/nvml/nvml_processes.py), read from
+  pynvml's C entry points without its object per entry (sources/nvml/nvml_raw.py);
+  MIG slices (sources/nvml/nvml_mig.py);
 - a lost GPU is reported as such ("GPU is lost") while the others keep
   updating, and is read again on every pass, so it is picked up when it
   comes back;
@@ -31,7 +31,7 @@ the NVIDIA display devices in sysfs in bus order (NVML's own enumeration
 order).
 
 Processes that hold /dev/nvidia* open without being on any list are added
-to the frame (sources/device_holders.py), scanned every few seconds.
+to the frame (sources/nvml/device_holders.py), scanned every few seconds.
 
 The host side of a pass reads each listed process's /proc/<pid>/stat once
 (sources/proc_stat.py), for the process cache and the host CPU and memory
@@ -51,9 +51,9 @@ from vramscope.core.samples import (
     Frame,
     GpuSample,
 )
-from vramscope.sources.device_holders import DeviceHolderScanner
+from vramscope.sources.nvml.device_holders import DeviceHolderScanner
 from vramscope.sources.host_usage import HostUsage
-from vramscope.sources.nvml_errors import (
+from vramscope.sources.nvml.nvml_errors import (
     DRIVER_NOT_LOADED,
     GPU_FATAL,
     LIBRARY_NOT_FOUND,
@@ -63,15 +63,15 @@ from vramscope.sources.nvml_errors import (
     UNKNOWN,
     GpuFailed,
 )
-from vramscope.sources.nvml_mig import build_slices, read_mig
-from vramscope.sources.nvml_mig import text as _text
-from vramscope.sources.nvml_processes import HostFigures, frozen_processes, read_processes, read_sm
-from vramscope.sources.nvml_raw import RawReads
+from vramscope.sources.nvml.nvml_mig import build_slices, read_mig
+from vramscope.sources.nvml.nvml_mig import text as _text
+from vramscope.sources.nvml.nvml_processes import HostFigures, frozen_processes, read_processes, read_sm
+from vramscope.sources.nvml.nvml_raw import RawReads
 from vramscope.sources.proc_stat import StatReader
 from vramscope.sources.processes import ProcessCache
-from vramscope.sources.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
+from vramscope.sources.nvml.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
 from vramscope.sources.unified import POOL_NOTE, system_pool
-from vramscope.sources.wsl import running_under_wsl
+from vramscope.sources.nvml.wsl import running_under_wsl
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class _Gpu:
     sm_time: dict = field(default_factory=dict)  # pid -> that sample's timestamp (µs)
     errors: dict = field(default_factory=dict)  # call name -> NVML error code
     failed: bool = False  # lost (or fatal) on the previous pass
-    # the previous pass's processes (sources/nvml_processes.py): pid -> (entry, host figures,
+    # the previous pass's processes (sources/nvml/nvml_processes.py): pid -> (entry, host figures,
     # GpuProcess); what they were made from (pids, entries, host figures); the tuple given
     last_procs: dict = field(default_factory=dict)
     last_seen: tuple | None = None

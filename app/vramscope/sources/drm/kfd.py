@@ -14,7 +14,7 @@ sysfs-class-kfd-topology): ``drm_render_minor`` names its render node
 (renderD128), and a node with both ``cpu_cores_count`` and ``simd_count``
 is an APU (CPU and GPU in one HSA node, as ROCr decides it). Reads are
 bounded, symlinks in the last component refused, figures beyond any card
-left out (sources/figure_bounds.py).
+left out (sources/drm/figure_bounds.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from vramscope.sources.drm_fdinfo import read_bounded
-from vramscope.sources.figure_bounds import MAX_BYTES, ImplausibleFigure, bounded_int
+from vramscope.sources.drm.drm_fdinfo import read_bounded
+from vramscope.sources.drm.figure_bounds import MAX_BYTES, ImplausibleFigure, bounded_int
 
 KFD = "class/kfd/kfd"  # under the sysfs root
 MAX_PROCESSES = 65536  # pids looked at in one pass

@@ -1,6 +1,6 @@
 """Several machines as one source: `vramscope --host a --host b`.
 
-Each host has its own ssh connection (sources/remote.py); a sampling pass
+Each host has its own ssh connection (sources/remote/host_stream.py); a sampling pass
 takes the newest frame of each without waiting and lays their GPUs side by
 side. Every GPU keeps its host and its own index on that host; ``index`` is
 made unique here (and stable: a host that drops and comes back gets the
@@ -17,7 +17,7 @@ from vramscope.core.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActio
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame, GpuSample, HostState
 from vramscope.core.session.schema import META_HOST_GPU_BLOCK, META_HOSTS
 from vramscope.core.stream.codec import from_wire
-from vramscope.sources.remote import CONNECTED, HostView, RemoteHost
+from vramscope.sources.remote.host_stream import CONNECTED, HostView, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
 

@@ -4,7 +4,7 @@ The window samples nothing itself. It starts ``python -m vramscope stream``
 here (the same pipeline as `record` and `stream`: the source, the
 enrichers with the PyTorch agent client, the diagnostics and, with
 ``--record-session``, the session recorder) and reads it over the pipes the
-way it reads an ssh host (sources/remote.py), with the same protocol
+way it reads an ssh host (sources/remote/host_stream.py), with the same protocol
 (core/stream/: whole frames, then deltas). So what is sampled and recorded
 never waits for what the window draws, and a window that crashes or is
 killed loses nothing recorded: the sampler commits every sample and ends
@@ -32,8 +32,8 @@ from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.stream import protocol
 from vramscope.core.stream.first_look import devices_from_message, is_pending
 from vramscope.core.stream.settings_request import settings_message, thresholds_to_wire
-from vramscope.sources.hosts import HostActions
-from vramscope.sources.remote import CONNECTED, RemoteHost
+from vramscope.sources.remote.hosts import HostActions
+from vramscope.sources.remote.host_stream import CONNECTED, RemoteHost
 
 MAX_BACKOFF = 8.0  # seconds between restarts of a sampler that keeps dying
 FIRST_FRAME_WAIT = 20.0  # seconds the first frame may take (an interpreter start on a busy box)
@@ -48,7 +48,7 @@ class SamplerProcess(RemoteHost):
         super().__init__("localhost", interval=interval, backoff=(1.0, MAX_BACKOFF))
         self.ssh = sys.executable  # (checked to exist, as ssh is)
         self.options = list(options)
-        package_root = str(pathlib.Path(__file__).resolve().parents[2])
+        package_root = str(pathlib.Path(__file__).resolve().parents[3])
         path = os.environ.get("PYTHONPATH")
         self.env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
         self._restart = threading.Event()
@@ -63,7 +63,7 @@ class SamplerProcess(RemoteHost):
 
     def tell(self, message: dict) -> bool:
         """Send ``message`` (with an id of its own) to the sampler process without
-        waiting for its answer, or for the process to read it (sources/pipe_writer.py:
+        waiting for its answer, or for the process to read it (sources/remote/pipe_writer.py:
         this is the GUI thread); False when none is running or it does not read (the
         next one starts with the options). A process still starting reads it after
         its hello; one that stops reading is ended and started again."""
@@ -256,7 +256,7 @@ def local_sampler_source(args, settings=None) -> LocalSamplerSource:
 
         name, demo = (PROMETHEUS_SOURCE if getattr(args, "from_prometheus", None) else SSH_SOURCE), False
     elif demo:
-        from vramscope.sources.simulated import SimulatedSource
+        from vramscope.sources.demo.simulated import SimulatedSource
 
         name = SimulatedSource.name
     source = LocalSamplerSource(
@@ -309,7 +309,7 @@ def thresholds_options(diagnostics) -> list[str]:
 def window_enrichers(store) -> list:
     """What the window still does to its sampler's frames: record the agents'
     reports into its own store's series (the agent panel reads them there)."""
-    from vramscope.sources.agent_reports import record_reports
+    from vramscope.sources.agents.agent_reports import record_reports
 
     seen: dict = {}  # agent -> the sample time recorded last
     return [lambda frame: record_reports(store, frame, seen)]

@@ -21,7 +21,7 @@ from vramscope.core.samples import (
     ProcessInfo,
 )
 from vramscope.core.units import GiB, MiB
-from vramscope.sources import demo_allocator
+from vramscope.sources.demo import demo_allocator
 
 _M64 = (1 << 64) - 1
 

@@ -18,10 +18,10 @@ is bytes). The keys used here:
 
 Reads are bounded and refuse symlinks where they open files; a process of
 another user whose fd table or fdinfo cannot be read is reported as such,
-never a crash. A figure beyond any real card (sources/figure_bounds.py) is
+never a crash. A figure beyond any real card (sources/drm/figure_bounds.py) is
 left out and its key named in ``implausible``. A client without
 ``drm-client-id`` seen through several fds is counted once where kcmp(2)
-says they are one file (sources/kcmp.py). The /proc root is injectable
+says they are one file (sources/drm/kcmp.py). The /proc root is injectable
 (tests stage a tree).
 """
 
@@ -32,8 +32,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from vramscope.sources import kcmp
-from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure, bounded_int
+from vramscope.sources.drm import kcmp
+from vramscope.sources.drm.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure, bounded_int
 
 PROC = "/proc"
 MAX_FDINFO = 64 * 1024  # bytes read of one fdinfo file (a real one is < 2 KiB)

@@ -3,7 +3,7 @@ button): find its socket by PID, send the request, follow its events.
 
 The socket is found where the agent listens (agent/paths.py: the same
 candidate directories, the name from the PID and its start time in
-``/proc``), connected to through sources/agent_connection.py (a socket only,
+``/proc``), connected to through sources/agents/agent_connection.py (a socket only,
 served by its directory's owner) -- never on the GUI thread.
 """
 
@@ -14,9 +14,9 @@ import time
 
 from vramscope.agent import paths
 from vramscope.agent.protocol import EventKind, Op
-from vramscope.sources.agent_connection import AgentConnection
-from vramscope.sources.agent_input import integer
-from vramscope.sources.sites_reply import refusal, sites_data
+from vramscope.sources.agents.agent_connection import AgentConnection
+from vramscope.sources.agents.agent_input import integer
+from vramscope.sources.agents.sites_reply import refusal, sites_data
 
 REPLY_WAIT = 5.0  # seconds for one reply
 
@@ -69,9 +69,9 @@ def record_sites(
     clock=time.monotonic,
 ) -> dict:
     """Start a recording of allocation sites for ``steps`` steps and follow it to the end:
-    the final SITES event's data, checked (sources/sites_reply.py: "state" "done" or
+    the final SITES event's data, checked (sources/agents/sites_reply.py: "state" "done" or
     "failed", "ok"), or {"ok": False, "error"}. A reply that breaks the framing or the
-    limits raises ConnectionError (sources/agent_connection.py)."""
+    limits raises ConnectionError (sources/agents/agent_connection.py)."""
     conn = connect(pid, dirs)
     try:
         hello = conn.request({"op": Op.HELLO}, clock() + REPLY_WAIT)

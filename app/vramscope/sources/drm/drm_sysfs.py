@@ -21,7 +21,7 @@ driver and the slot (``DRIVER=amdgpu``, ``PCI_SLOT_NAME=0000:03:00.0``),
 
 A figure a device does not expose is None with its reason in ``not_reported``;
 one beyond any real device (a 4,000-digit hwmon value) is None too, said to be
-implausible (sources/figure_bounds.py).
+implausible (sources/drm/figure_bounds.py).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import re
 from dataclasses import dataclass
 
 from vramscope.core.samples import AMD, INTEL, NVIDIA
-from vramscope.sources.drm_fdinfo import read_bounded
-from vramscope.sources.figure_bounds import MAX_BYTES, ImplausibleFigure, bounded_int, implausible_reason
-from vramscope.sources.pci_names import device_name
+from vramscope.sources.drm.drm_fdinfo import read_bounded
+from vramscope.sources.drm.figure_bounds import MAX_BYTES, ImplausibleFigure, bounded_int, implausible_reason
+from vramscope.sources.drm.pci_names import device_name
 
 SYS = "/sys"
 VENDOR_IDS = {0x1002: AMD, 0x8086: INTEL, 0x10DE: NVIDIA}

@@ -34,7 +34,7 @@ import logging
 import operator
 import struct
 
-from vramscope.sources.nvml_errors import INSUFFICIENT_SIZE, SUCCESS
+from vramscope.sources.nvml.nvml_errors import INSUFFICIENT_SIZE, SUCCESS
 
 log = logging.getLogger(__name__)
 
