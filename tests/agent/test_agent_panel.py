@@ -40,7 +40,7 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
     from PySide6.QtWidgets import QApplication
 
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())
     agent, model, opt, n = _training_run(make_agent)
@@ -95,7 +95,7 @@ def test_panel_over_the_demo_source(qtbot, artifacts_dir):
 
     from vramscope.sources.demo.simulated import SimulatedSource
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())
     src = SimulatedSource(seed=1)

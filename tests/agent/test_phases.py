@@ -242,7 +242,7 @@ def test_the_agent_panel_marks_each_phase_and_says_which_one_peaks(make_agent, q
     from PySide6.QtWidgets import QApplication
 
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())
     n = 25

@@ -108,8 +108,8 @@ class RankedBusy(BusyWorkstation):
 def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, artifacts_dir, size):
     from vramscope.core.user_settings import Settings
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
-    from vramscope.ui.agent_ranks import JobHeader, JobSlot
+    from vramscope.ui.agents.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_ranks import JobHeader, JobSlot
     from vramscope.ui.app import build_window
 
     theme.apply(qapp)

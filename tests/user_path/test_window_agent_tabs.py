@@ -11,7 +11,7 @@ import argparse
 import pytest
 
 from vramscope.core.module_figures import ModuleFigures
-from vramscope.ui.agent_panel import AgentProcessView
+from vramscope.ui.agents.agent_panel import AgentProcessView
 from vramscope.ui.app import build_window
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""The legend column beside a GPU's timeline (ui/timeline.py): its rows, in the
+"""The legend column beside a GPU's timeline (ui/timeline/gpu_timeline.py): its rows, in the
 order given, each a sample of the process's line or band and its name and
 memory now; under them a note on who is left out (too many to list, or memory
 n/a and so not plotted). Rows are kept and re-pointed rather than re-created

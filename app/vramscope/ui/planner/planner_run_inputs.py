@@ -1,4 +1,4 @@
-"""The planner form's inputs about the run (ui/planner_form.py holds where the
+"""The planner form's inputs about the run (ui/planner/planner_form.py holds where the
 model comes from): mode, precision and GPU memory; the training box
 (optimizer, ZeRO, LoRA, micro-batch, ...) and the inference box (KV cache,
 context, concurrency) -- their widgets, and the PlanRequest they give for a
@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit
 
 from vramscope.core.planner import PlanError, PlanRequest, parse_gpu_memory
-from vramscope.ui.planner_widgets import spin
+from vramscope.ui.planner.planner_widgets import spin
 
 # the widgets (attributes of RunInputs) the planner tab reaches (the window and tests use them)
 RUN_FIELDS = (

@@ -14,7 +14,7 @@
   of forward, said so, where the agent reads no phase peaks) rather than
   wherever in a step each sample fell -- samples landing anywhere in a step
   draw a comb of spikes, or a flat line when the two rhythms lock;
-- stacked bars (ui/agent_breakdown.py): the breakdown at the real peak of the last measured step
+- stacked bars (ui/agents/agent_breakdown.py): the breakdown at the real peak of the last measured step
   ("≥" where it is only a lower bound; "fwd end" where no phase peak is
   known -- never an end-of-phase reading called a peak) and, after an OOM,
   at the OOM.
@@ -31,8 +31,8 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
 from vramscope.core.agent_keys import PHASE_LOADED, phase_metric, phase_peak_metric
 from vramscope.core.outside_story import story_from_store
-from vramscope.ui.agent_breakdown import BucketBars, legend_html, peak_column
-from vramscope.ui.agent_outside import OutsideMarks
+from vramscope.ui.agents.agent_breakdown import BucketBars, legend_html, peak_column
+from vramscope.ui.agents.agent_outside import OutsideMarks
 from vramscope.core.samples import AgentReport
 from vramscope.core.stacking import cumulative, stretch_starts, thin
 from vramscope.core.units import GiB, fmt_bytes
@@ -40,7 +40,7 @@ from vramscope.ui.oom_view import OomView
 from vramscope.ui.segment_map import SegmentMapView
 from vramscope.ui import theme
 from vramscope.agent.protocol import EventKind, Phase
-from vramscope.ui.agent_texts import (
+from vramscope.ui.agents.agent_texts import (
     BUCKETS,
     PHASES,
     agent_key,
@@ -51,8 +51,8 @@ from vramscope.ui.agent_texts import (
 )
 from vramscope.ui.safe_text import plain
 from vramscope.ui.time_axis import TimeAxis
-from vramscope.ui.timeline import MIN_SPAN
-from vramscope.ui.timeline_stack import Band, shape_bands
+from vramscope.ui.timeline.gpu_timeline import MIN_SPAN
+from vramscope.ui.timeline.timeline_stack import Band, shape_bands
 
 MARK_PX = 3  # at most one phase marker (the peak) per this many pixels
 DENSE_PX = 8  # fewer pixels per step than this: phases as lines, areas at each step's peak
@@ -303,7 +303,7 @@ class DeviceView(QWidget):
         self.oom_view.show_event(oom, report.modules, dev.device)
 
     def set_chart_height(self, height: int) -> None:
-        """The charts at most ``height`` pixels high (ui/agent_details.py's chart_height)."""
+        """The charts at most ``height`` pixels high (ui/agents/agent_details.py's chart_height)."""
         self.chart_height = height
         for chart in (self.plot, self.bars):
             chart.setMinimumHeight(min(chart.minimumHeight(), height))

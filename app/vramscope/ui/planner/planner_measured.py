@@ -11,7 +11,7 @@ from vramscope.core.planner.compare import compare, measured_devices
 from vramscope.core.planner.report import signed_size, size
 from vramscope.core.units import NA
 from vramscope.ui import theme
-from vramscope.ui.planner_widgets import Fold, FullTable, item
+from vramscope.ui.planner.planner_widgets import Fold, FullTable, item
 
 
 def exact(n: int) -> str:

@@ -17,7 +17,7 @@ from vramscope.core.planner.measured_run import from_report
 from vramscope.core.planner.what_if import Change, Target, predict
 from vramscope.core.planner.what_if_text import span, headline, verdict_lines
 from vramscope.core.units import fmt_bytes
-from vramscope.ui.planner_widgets import FullTable, item, spin
+from vramscope.ui.planner.planner_widgets import FullTable, item, spin
 
 STEPS_KEPT = 32
 

@@ -2,12 +2,12 @@
 
 - "stacked" (the default): what fills the card, process by process, the
   largest at the bottom and the small ones as "others (n)", which opens on a
-  click (ui/timeline_stack.py);
+  click (ui/timeline/timeline_stack.py);
 - "lines": one curve per process identity.
 
 Both draw the GPU's total used and its capacity (dashed). Every process has
 one style -- colour x dash, from the ColourBook -- in its line, its band and
-its table swatch. The legend (ui/timeline_legend.py) names the processes by
+its table swatch. The legend (ui/timeline/timeline_legend.py) names the processes by
 memory, largest first, always including those with an active alert. Axis in
 GiB (2**30 bytes).
 Following pyqtgraph's practice for long series, curves use peak downsampling
@@ -35,8 +35,8 @@ from vramscope.ui import theme
 from vramscope.ui.legend_text import LEGEND_WIDTH
 from vramscope.ui.time_axis import TimeAxis
 from vramscope.ui.time_plot import TimePlot
-from vramscope.ui.timeline_markers import AlertMarkers
-from vramscope.ui.timeline_legend import (
+from vramscope.ui.timeline.timeline_markers import AlertMarkers
+from vramscope.ui.timeline.timeline_legend import (
     CAPACITY,
     TOTAL,
     TimelineLegend,
@@ -44,7 +44,7 @@ from vramscope.ui.timeline_legend import (
     process_label,
     rows_that_fit,
 )
-from vramscope.ui.timeline_stack import OTHERS, StackedBands
+from vramscope.ui.timeline.timeline_stack import OTHERS, StackedBands
 
 DIMMED_ALPHA = 60
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
@@ -335,7 +335,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             self._x_range = (t0, t1)
             self.plot.setXRange(t0, t1, padding=0)
 
-    # -- alert markers (ui/timeline_markers.py) -----------------------------------------
+    # -- alert markers (ui/timeline/timeline_markers.py) -----------------------------------------
     def set_markers(self, markers: dict[tuple, tuple[float, str, str]]) -> None:
         """Alert markers on this GPU: key -> (time, colour role, label) (AlertMarkers.set)."""
         if self.markers.set(markers):  # (the labels move with the time window, in update_from)

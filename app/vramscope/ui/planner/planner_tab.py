@@ -20,11 +20,11 @@ from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
 from vramscope.core.planner import PlanError, build_plan
 from vramscope.core.units import MiB
 from vramscope.ui import theme
-from vramscope.ui.planner_form import AGENT, COUNT, PlannerForm
-from vramscope.ui.planner_measured import MeasuredView
-from vramscope.ui.planner_results import ResultsView
-from vramscope.ui.planner_run_inputs import RUN_FIELDS
-from vramscope.ui.planner_what_if import WhatIfView
+from vramscope.ui.planner.planner_form import AGENT, COUNT, PlannerForm
+from vramscope.ui.planner.planner_measured import MeasuredView
+from vramscope.ui.planner.planner_results import ResultsView
+from vramscope.ui.planner.planner_run_inputs import RUN_FIELDS
+from vramscope.ui.planner.planner_what_if import WhatIfView
 
 # widgets of the form (and RUN_FIELDS of its run inputs) and the results reachable
 # on the tab (the window and tests use them)

@@ -2,7 +2,7 @@
 peak of the last measured step ("≥" where only a lower bound; the end of a
 phase, titled as such, where no phase peak is known; the latest sample when
 no phase was measured) and, after an OOM, at the OOM -- as stacked bars
-beside the device's timeline (ui/agent_device.py) and a legend table with
+beside the device's timeline (ui/agents/agent_device.py) and a legend table with
 the figures.
 """
 
@@ -13,7 +13,7 @@ import pyqtgraph as pg
 
 from vramscope.core.units import GiB, MiB, fmt_bytes
 from vramscope.ui import theme
-from vramscope.ui.agent_texts import BUCKETS, end_title, peak_title
+from vramscope.ui.agents.agent_texts import BUCKETS, end_title, peak_title
 from vramscope.ui.safe_text import html_text
 
 

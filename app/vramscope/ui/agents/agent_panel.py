@@ -2,7 +2,7 @@
 
 Live runs first; an ended run folds to its header line (a click opens it).
 Each header names the script, the PID, the GPU(s), the host, the step and
-how long it has run (or ran). Per device, ui/agent_device.py draws where
+how long it has run (or ran). Per device, ui/agents/agent_device.py draws where
 PyTorch's memory goes. Series come from the store (``("agent", pid,
 start_time, device, metric)``, written on the sampler thread by
 sources/agents/agent_client.py); this widget only reads.
@@ -32,10 +32,10 @@ from vramscope.core.detectors.agentmap import device_label, gpu_for_device
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.units import fmt_bytes
 from vramscope.ui import theme
-from vramscope.ui.agent_details import DetailTabs, chart_height, details_height
-from vramscope.ui.agent_device import DeviceView
-from vramscope.ui.agent_ranks import JobHeader, JobSlot, ranks_together
-from vramscope.ui.agent_texts import header_text, settings_text
+from vramscope.ui.agents.agent_details import DetailTabs, chart_height, details_height
+from vramscope.ui.agents.agent_device import DeviceView
+from vramscope.ui.agents.agent_ranks import JobHeader, JobSlot, ranks_together
+from vramscope.ui.agents.agent_texts import header_text, settings_text
 from vramscope.ui.module_tree import ModuleTree
 from vramscope.ui.sites_control import SitesControl, sites_refusal
 
@@ -84,7 +84,7 @@ class AgentProcessView(QFrame):
         self.sites = SitesControl(report.pid)  # record allocation sites (ui/sites_control.py)
         body.addWidget(self.sites)
         self.modules = ModuleTree()
-        self.details = DetailTabs()  # modules, OOM post-mortem, segment map (ui/agent_details.py)
+        self.details = DetailTabs()  # modules, OOM post-mortem, segment map (ui/agents/agent_details.py)
         self.details.add("modules", "Modules", self.modules)
         body.addWidget(self.details)
         layout.addWidget(self.body)

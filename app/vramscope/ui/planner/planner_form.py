@@ -2,7 +2,7 @@
 comes from -- a parameter count, a config.json, a model name (the local
 Hugging Face cache, or the Hub when online), or the attached process; the
 run's inputs (mode, precision, training, inference) are in
-ui/planner_run_inputs.py.
+ui/planner/planner_run_inputs.py.
 
 Configs are read and counted by the core (config_source, configs); counting
 a family that needs transformers, or fetching from the Hub, runs on a worker
@@ -36,9 +36,9 @@ from vramscope.core.planner.config_source import (
     offline,
 )
 from vramscope.core.planner.live import live_model, live_request
-from vramscope.ui.planner_run_inputs import RunInputs
-from vramscope.ui.planner_shape_loader import ShapeLoader, shape_of
-from vramscope.ui.planner_widgets import spin
+from vramscope.ui.planner.planner_run_inputs import RunInputs
+from vramscope.ui.planner.planner_shape_loader import ShapeLoader, shape_of
+from vramscope.ui.planner.planner_widgets import spin
 
 COUNT, CONFIG, MODEL, AGENT = "params", "config", "model", "agent"
 SOURCES = (
