@@ -11,7 +11,7 @@ wire), a data field carried for the views and sessions.
 # ruff: noqa
 from vramscope.agent import protocol
 from vramscope.core.samples import AgentDevice
-from vramscope.sources.agent_input import Hello
+from vramscope.sources.agents.agent_input import Hello
 
 __getattr__  # agent/__init__.py, core/detectors/__init__.py, ui/theme.py: lazy module names
 grad_outputs  # agent/backward.py: torch's hook signature

@@ -53,7 +53,7 @@ import tracemalloc
 import torch
 
 from vramscope.agent.core import DEFAULT_INTERVAL, Agent
-from vramscope.sources.allocator_replay import (
+from vramscope.sources.demo.allocator_replay import (
     ReplayProvider,
     memory_stats_dict,
     scenario_phases,
@@ -63,7 +63,7 @@ from vramscope.agent.stats import TorchCudaProvider
 
 CLIENT = r"""
 import sys, time
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 from vramscope.core.samples import Frame
 c = AgentClient()
 while True:

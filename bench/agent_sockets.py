@@ -6,7 +6,7 @@
 A runtime directory holds --silent sockets named like agents' that accept
 every connection and never answer (a hostile or hung neighbour), and one
 real agent (in this process, allocator replayed). The monitor's client
-(sources/agents.py) runs --passes passes, one per --interval, with its
+(sources/agents/agent_client.py) runs --passes passes, one per --interval, with its
 default budget for agents (PASS_BUDGET). Printed: the first pass (every
 silent socket is new), the later ones (the silent sockets tried again after
 their pause), whether the real agent was seen connected in every pass, and
@@ -31,9 +31,9 @@ sys.path[:0] = [str(ROOT / "app")]
 
 from vramscope.agent import paths  # noqa: E402
 from vramscope.agent.core import Agent  # noqa: E402
-from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp  # noqa: E402
+from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp  # noqa: E402
 from vramscope.core.samples import Frame  # noqa: E402
-from vramscope.sources.agents import PASS_BUDGET, AgentClient  # noqa: E402
+from vramscope.sources.agents.agent_client import PASS_BUDGET, AgentClient  # noqa: E402
 
 
 def silent_sockets(directory: str, n: int) -> list[socket.socket]:

@@ -58,7 +58,7 @@ from vramscope.agent.input_shape import InputShape
 from vramscope.agent.model_hooks import ModelHooks
 from vramscope.agent.module_sampler import ModuleSampler
 from vramscope.agent.phases import PhaseTracker
-from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp
+from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
 from vramscope.agent.steps import StepTracker
 from vramscope.agent.unseen_grads import UnseenGrads
 

@@ -36,7 +36,7 @@ from drm_trees import Fd, GiB, Machine, MiB, amdgpu_fdinfo, xe_fdinfo  # noqa: E
 from kfd_trees import KfdNode, stage_kfd  # noqa: E402
 from sampling_pass import summary, timed  # noqa: E402  (bench/ is this script's folder)
 
-from vramscope.sources.drm import FULL_SCAN_EVERY, DrmGpus  # noqa: E402
+from vramscope.sources.drm.drm_source import FULL_SCAN_EVERY, DrmGpus  # noqa: E402
 
 
 BUDGET = 1.4  # a pass at most this many times its floor (DESIGN.md's budgets)

@@ -11,7 +11,7 @@ refresh:
 
 - ``vramscope --interval 1 --no-record`` (offscreen Qt: it still lays out and
   paints every frame into its backing store), the Monitor tab in front, with
-  its sampler process (`vramscope stream`, sources/local_sampler.py) counted
+  its sampler process (`vramscope stream`, sources/remote/local_sampler.py) counted
   in (it is the window's child), and also shown apart;
 - ``nvitop --interval 1`` in a pseudo-terminal of 160 x 48 (its output read
   and dropped, as a terminal would draw it).

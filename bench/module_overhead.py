@@ -34,7 +34,7 @@ import torch  # noqa: E402
 from tests.agent.module_models import TinyGPT  # noqa: E402
 from vramscope.agent import module_sampler  # noqa: E402
 from vramscope.agent.core import Agent  # noqa: E402
-from vramscope.sources.allocator_replay import ReplayProvider, scenario_phases  # noqa: E402
+from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_phases  # noqa: E402
 
 
 def block(model, opt, steps, agent_on, device, seq):

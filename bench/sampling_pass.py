@@ -113,7 +113,7 @@ def recorded_calls(one_pass) -> list:
     function behind an unversioned one) run again when the call is replayed,
     so recording them too would make the bare loop do the work twice.
 
-    The process lists and SM samples vramscope reads raw (sources/nvml_raw.py:
+    The process lists and SM samples vramscope reads raw (sources/nvml/nvml_raw.py:
     the same NVML C calls, without pynvml's object per entry) are recorded as
     the public pynvml call of the same name and arguments, so the bare loop
     makes them through pynvml.
@@ -121,7 +121,7 @@ def recorded_calls(one_pass) -> list:
     import pynvml
 
     try:
-        from vramscope.sources.nvml_raw import RawCall
+        from vramscope.sources.nvml.nvml_raw import RawCall
     except ImportError:  # an older tree, measured for a before/after, reads through pynvml only
         RawCall = type("RawCall", (), {"__call__": lambda self, *a: None})
 
@@ -225,7 +225,7 @@ def main() -> int:
         os.environ["FAKE_NVML_STATE"] = str(state_path)
         preload(lib)
 
-        from vramscope.sources.nvml import NvmlSource
+        from vramscope.sources.nvml.nvml_source import NvmlSource
         from vramscope.sources.processes import ProcessCache
 
         distinct = len(set(pids))
@@ -278,7 +278,7 @@ def main() -> int:
                     f"{statistics.median(wall[key]) / base_wall:.2f}x wall"
                 )
         nvml_only.close()
-        from vramscope.sources.device_holders import DeviceHolderScanner, scan
+        from vramscope.sources.nvml.device_holders import DeviceHolderScanner, scan
 
         procs = sum(1 for n in os.listdir("/proc") if n.isdigit())
         holder_scan = timed(scan, max(10, args.passes // 10))

@@ -46,7 +46,7 @@ def _time_the_steps() -> None:
     from vramscope.core.process_rows import TableBuilder
     from vramscope.core.store import Store
     from vramscope.core.stream.protocol import LineDecoder
-    from vramscope.sources.remote import RemoteHost
+    from vramscope.sources.remote.host_stream import RemoteHost
     from vramscope.ui.main_window import MainWindow
     from vramscope.ui.process_table import ProcessTable
 

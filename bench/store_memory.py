@@ -5,7 +5,7 @@ and prints how much the process grew (psutil RSS), the store's own array
 bytes (store.nbytes) and the cost of store.series() on a 24 h series.
 
 Scenarios:
-  demo    the demo workstation (sources/simulated.py): 2 GPUs, processes
+  demo    the demo workstation (sources/demo/simulated.py): 2 GPUs, processes
           that come and go (a new short job every 2 min, restarts)
   2x10    2 GPUs x 10 steady processes  (budget: RSS growth < 100 MB)
   8x64    8 GPUs x 64 steady processes
@@ -73,7 +73,7 @@ def steady_frames(gpus: int, procs: int, seconds: int):
 
 
 def demo_frames(seconds: int):
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.demo.simulated import SimulatedSource
 
     src = SimulatedSource(seed=1, start_time=T0)
     for i in range(seconds):

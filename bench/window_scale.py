@@ -6,7 +6,7 @@ thread, diagnostics, panels) runs over a synthetic source for a while; a
 longest gap is the longest the user waits for a click or a repaint. Target
 (issue 13): no stall over 100 ms at 16 x 1,024; issue 28: over 50 ms,
 including the first 5 s, with the box sampled by a process of its own (as
-the app does: sources/local_sampler.py; ``--in-process`` for the old way),
+the app does: sources/remote/local_sampler.py; ``--in-process`` for the old way),
 the sampler keeping its 1 s grid, the first frame on screen within 0.5 s
 (the GPUs, from the sampler's first look; the time to the processes is printed
 beside it).
@@ -103,7 +103,7 @@ def serve(size: str, interval: float) -> int:
 
 
 def sampler_source(gpus: int, procs: int, interval: float):
-    from vramscope.sources.local_sampler import LocalSamplerSource
+    from vramscope.sources.remote.local_sampler import LocalSamplerSource
 
     source = LocalSamplerSource([], interval, name=BigBox.name)
     source.process.argv = lambda _command: [

@@ -15,7 +15,7 @@ from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab, rtx_4090_besid
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
 from vramscope.cli import main
 from vramscope.core.session import SessionReader
-from vramscope.sources import drm_fdinfo, drm_sysfs
+from vramscope.sources.drm import drm_fdinfo, drm_sysfs
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from vramscope.core.session import SessionReader
 from vramscope.core.stream import protocol
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.deltas import FrameDiffer
-from vramscope.sources import drm_fdinfo, drm_sysfs
+from vramscope.sources.drm import drm_fdinfo, drm_sysfs
 from vramscope.sources.all_gpus import AllGpusSource
 
 APU_GPU_ID = 4242

@@ -83,7 +83,7 @@ def test_status_carries_each_agents_allocator_figures_and_says_why_one_is_missin
     from tests.agent import snapshots as S
     from vramscope.agent.segments import summarize
     from vramscope.core.units import MiB, fmt_bytes
-    from vramscope.sources.allocator_input import allocator
+    from vramscope.sources.agents.allocator_input import allocator
 
     fig = summarize(S.fragmented()["segments"], "cuda:0")
     item = allocator({"t": BOOT + 899, "step": 40, "why": None, "took_ms": 1.0, "devices": [fig]})
@@ -114,7 +114,7 @@ def test_status_carries_each_agents_allocator_figures_and_says_why_one_is_missin
 def test_status_says_expandable_segments_are_already_on_rather_than_a_null_recovery():
     from tests.agent import snapshots as S
     from vramscope.agent.segments import summarize
-    from vramscope.sources.allocator_input import allocator
+    from vramscope.sources.agents.allocator_input import allocator
 
     fig = summarize(S.fragmented()["segments"], "cuda:0", expandable=True)
     item = allocator({"t": BOOT, "step": 3, "devices": [fig]})

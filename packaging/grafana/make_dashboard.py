@@ -18,7 +18,7 @@ import pathlib
 
 from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC
 from vramscope.core.owner_labels import CONTAINER, NAMESPACE, POD, SLURM_JOB, SLURM_JOB_NAME, USER
-from vramscope.sources.prometheus import DCGM_FB_USED, MiB
+from vramscope.sources.remote.prometheus import DCGM_FB_USED, MiB
 
 OUT = pathlib.Path(__file__).resolve().parent / "vramscope-dashboard.json"
 DS = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}

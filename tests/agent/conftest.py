@@ -8,7 +8,7 @@ import tempfile
 import pytest
 
 from vramscope.agent.core import Agent
-from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp
+from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from vramscope.sources.allocator_replay import memory_stats_dict
+from vramscope.sources.demo.allocator_replay import memory_stats_dict
 
 
 def unique_bytes(tensors, device_type: str | None = None) -> int:

@@ -32,7 +32,7 @@ import weakref
 import torch
 
 from vramscope.agent.protocol import ItemKind
-from vramscope.sources.allocator_replay import memory_stats_dict
+from vramscope.sources.demo.allocator_replay import memory_stats_dict
 
 from .live_bytes import LiveBytes, LiveBytesProvider, unique_bytes
 

@@ -50,7 +50,7 @@ def test_each_step_has_its_after_step_reading_equal_to_the_live_bytes(make_agent
 
 
 def test_a_manual_step_also_carries_its_reading(make_agent):
-    from vramscope.sources.allocator_replay import GiB, ReplayProvider, memory_stats_dict
+    from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 
     agent = make_agent(ReplayProvider([{0: memory_stats_dict(3 * GiB, 4 * GiB)}]), interval=0.05)
     agent.start()

@@ -11,12 +11,12 @@ import torch
 
 pytest.importorskip("PySide6")
 
-from vramscope.sources import allocator_replay as replay  # noqa: E402
-from vramscope.sources.allocator_replay import GiB, ReplayProvider  # noqa: E402
+from vramscope.sources.demo import allocator_replay as replay  # noqa: E402
+from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.store import Store  # noqa: E402
-from vramscope.sources.agent_reports import record_reports  # noqa: E402
-from vramscope.sources.agents import AgentClient  # noqa: E402
+from vramscope.sources.agents.agent_reports import record_reports  # noqa: E402
+from vramscope.sources.agents.agent_client import AgentClient  # noqa: E402
 
 
 def _training_run(make_agent):
@@ -40,7 +40,7 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
     from PySide6.QtWidgets import QApplication
 
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())
     agent, model, opt, n = _training_run(make_agent)
@@ -93,9 +93,9 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
 def test_panel_over_the_demo_source(qtbot, artifacts_dir):
     from PySide6.QtWidgets import QApplication
 
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.demo.simulated import SimulatedSource
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())
     src = SimulatedSource(seed=1)

@@ -13,11 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from vramscope.sources.allocator_replay import GiB, ReplayProvider, memory_stats_dict
+from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.store import Store
 from vramscope.core.agent_keys import series_key as agent_key
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "cpu_train.py"

@@ -35,7 +35,7 @@ LOOP = textwrap.dedent("""
         agent = None
         if with_agent:
             from vramscope.agent.core import Agent
-            from vramscope.sources.allocator_replay import ReplayProvider, scenario_phases
+            from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_phases
             frames, _ = scenario_phases(steps=3)
             agent = Agent(interval=0.05, provider=ReplayProvider(frames, loop=True),
                           runtime_dir=tempfile.mkdtemp(prefix="vs-"), final_dump=False)

@@ -49,7 +49,7 @@ def test_a_gradient_held_past_zero_grad_counts_until_its_memory_is_freed(make_ag
 
 
 def test_the_device_view_help_says_what_gradients_count(qtbot):
-    from vramscope.ui.agent_device import DeviceView
+    from vramscope.ui.agents.agent_device import DeviceView
 
     view = DeviceView("cuda:0")
     qtbot.addWidget(view)

@@ -16,9 +16,9 @@ import pytest
 
 from vramscope.agent import paths, protocol
 from vramscope.core.samples import Frame
-from vramscope.sources.agent_connection import AgentConnection, NotASocket
-from vramscope.sources.agent_state import ingest
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_connection import AgentConnection, NotASocket
+from vramscope.sources.agents.agent_state import ingest
+from vramscope.sources.agents.agent_client import AgentClient
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -13,7 +13,7 @@ import pytest
 
 from vramscope.agent import paths
 from vramscope.core.samples import Frame
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 
 VRAMSCOPE = [sys.executable, "-m", "vramscope"]
 

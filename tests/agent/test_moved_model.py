@@ -74,7 +74,7 @@ def test_adams_cpu_step_scalars_count_with_their_parameters_device():
 def test_a_device_only_the_tensors_name_says_why_it_has_no_split(make_agent):
     """Memory on a device the allocator does not cover (CPU-side state larger than a
     scalar): its own entry, with the reason the rest is n/a."""
-    from vramscope.sources.allocator_replay import GiB, ReplayProvider, memory_stats_dict
+    from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 
     agent = make_agent(ReplayProvider([{0: memory_stats_dict(3 * GiB, 4 * GiB)}], loop=True), interval=3600)
     model = torch.nn.Linear(64, 64)  # a CPU model; the allocator read is the GPU's

@@ -18,7 +18,7 @@ LOOP = textwrap.dedent("""
     warnings.simplefilter("error")
     import torch
     from vramscope import agent
-    from vramscope.sources.allocator_replay import ReplayProvider, scenario_phases
+    from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_phases
     frames, phases = scenario_phases(steps=3)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32), torch.nn.Linear(32, 4))
@@ -56,7 +56,7 @@ HF = textwrap.dedent("""
     import json, logging, warnings
     import torch, transformers
     from vramscope.agent.core import Agent
-    from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp
+    from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
     records = []
     class Keep(logging.Handler):
         def emit(self, record):

@@ -15,8 +15,8 @@ import textwrap
 from tests.agent import snapshots as S
 from tests.agent.snapshots import GiB, MiB
 from vramscope.agent import oom_report, postmortem
-from vramscope.sources import allocator_replay as replay
-from vramscope.sources.allocator_replay import ReplayProvider
+from vramscope.sources.demo import allocator_replay as replay
+from vramscope.sources.demo.allocator_replay import ReplayProvider
 from vramscope.agent.segments import summarize
 from vramscope.agent.stats import StatsReader
 
@@ -213,8 +213,8 @@ def test_the_observer_adds_the_allocators_picture_and_keeps_the_report(make_agen
 def test_the_report_is_said_on_the_training_processs_stderr_at_exit(runtime_dir):
     script = textwrap.dedent("""
         from vramscope.agent.core import Agent
-        from vramscope.sources import allocator_replay as replay
-        from vramscope.sources.allocator_replay import ReplayProvider, GiB, MiB
+        from vramscope.sources.demo import allocator_replay as replay
+        from vramscope.sources.demo.allocator_replay import ReplayProvider, GiB, MiB
         from tests.agent import snapshots as S
         p = ReplayProvider(replay.scenario_oom()[-1:], snapshot=S.fragmented())
         a = Agent(interval=0.05, provider=p, discover=False)

@@ -18,7 +18,7 @@ import time
 import torch
 
 from fakenvml import FakeGpu, FakeProcess, FakeState, GiB, MiB
-from vramscope.sources.allocator_replay import ReplayProvider, memory_stats_dict
+from vramscope.sources.demo.allocator_replay import ReplayProvider, memory_stats_dict
 from vramscope.core.outside_story import CAUSES, story, story_from_store
 from vramscope.agent.protocol import EventKind
 from vramscope.core.store import Store
@@ -47,8 +47,8 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_a_process_group_jump_is_named_end_to_end(fake_nvml, make_agent, monkeypatch):
-    from vramscope.sources.agents import AgentClient
-    from vramscope.sources.nvml import NvmlSource
+    from vramscope.sources.agents.agent_client import AgentClient
+    from vramscope.sources.nvml.nvml_source import NvmlSource
 
     pid = os.getpid()
 

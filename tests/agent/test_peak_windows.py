@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from vramscope.agent.protocol import PEAK_BOUND
-from vramscope.sources.allocator_replay import memory_stats_dict
+from vramscope.sources.demo.allocator_replay import memory_stats_dict
 
 from .live_bytes import LiveBytes, LiveBytesProvider
 from .test_instant_buckets import mlp_bn

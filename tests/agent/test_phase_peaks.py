@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from vramscope.agent.protocol import Phase
-from vramscope.sources.allocator_replay import memory_stats_dict
+from vramscope.sources.demo.allocator_replay import memory_stats_dict
 
 from .live_bytes import LiveBytesProvider
 from .test_peak_windows import WindowedLive

@@ -10,11 +10,11 @@ import time
 import pytest
 import torch
 
-from vramscope.sources.allocator_replay import GiB, ReplayProvider, scenario_phases
+from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, scenario_phases
 from vramscope.agent.stats import TorchCudaProvider
 from vramscope.core.samples import Frame
 from vramscope.core.store import Store
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ def test_the_agent_panel_marks_each_phase_and_says_which_one_peaks(make_agent, q
     from PySide6.QtWidgets import QApplication
 
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())
     n = 25

@@ -11,7 +11,7 @@ import time
 import torch
 from torch.optim.optimizer import _global_optimizer_post_hooks, register_optimizer_step_post_hook
 
-from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp
+from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
 
 
 def stepping_agent(make_agent, interval=60.0):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from vramscope.sources.allocator_replay import memory_stats_dict
+from vramscope.sources.demo.allocator_replay import memory_stats_dict
 from vramscope.agent.stats import StatsReader, TorchCudaProvider, default_provider, runtime_of
 from vramscope.agent.stats_xpu import TorchXpuProvider
 
@@ -95,7 +95,7 @@ def test_xpu_reads_what_it_has_and_names_what_it_lacks():
 def test_the_monitor_shows_the_runtime_and_what_is_missing():
     from vramscope.core.samples import AgentDevice
     from vramscope.core.status_report import agent_device_to_dict
-    from vramscope.ui.agent_device import device_title
+    from vramscope.ui.agents.agent_device import device_title
 
     dev = AgentDevice(
         device="xpu:0", allocated=GiB, reserved=2 * GiB, runtime="XPU", missing=("num_alloc_retries",)
@@ -112,7 +112,7 @@ def test_outside_pytorch_on_an_amd_card_from_its_fdinfo_figure():
     card its process holds (an AMD card read through DRM), outside PyTorch is that
     card's per-process figure minus PyTorch's reserved."""
     from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, GpuProcess, GpuSample
-    from vramscope.sources.agent_reports import with_outside as _with_outside
+    from vramscope.sources.agents.agent_reports import with_outside as _with_outside
 
     proc = GpuProcess(pid=4242, used=5 * GiB)
     nvidia = GpuSample(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vramscope.core.samples import Frame
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "cpu_train.py"

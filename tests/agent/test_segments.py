@@ -11,7 +11,7 @@ from tests.agent import snapshots as S
 from tests.agent.snapshots import GiB, MiB
 from vramscope.agent.allocator_watch import NO_DEVICE, AllocatorWatch
 from vramscope.agent.protocol import ItemKind, Op
-from vramscope.sources.allocator_replay import ReplayProvider, memory_stats_dict
+from vramscope.sources.demo.allocator_replay import ReplayProvider, memory_stats_dict
 from vramscope.agent.segments import (
     ALLOCATED,
     FREE_SEGMENT,

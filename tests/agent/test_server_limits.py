@@ -15,7 +15,7 @@ import pytest
 
 from vramscope.agent import protocol, server
 from vramscope.core.samples import Frame
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 
 from .test_server import ask, closed_by_peer, connect, read_one
 

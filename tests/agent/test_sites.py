@@ -13,7 +13,7 @@ from tests.agent import snapshots as S
 from tests.agent.snapshots import MiB, frame
 from vramscope.agent import sites
 from vramscope.agent.protocol import EventKind, Op
-from vramscope.sources.allocator_replay import GiB, ReplayProvider, memory_stats_dict
+from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.agent.site_recorder import ENV_STEPS, SiteRecorder
 
 TRAIN = frame("/home/a/proj/train.py", 88, "forward")

@@ -9,7 +9,7 @@ import threading
 import time
 
 from tests.agent.test_sites import _traced, fake_torch
-from vramscope.sources.allocator_replay import GiB, ReplayProvider, memory_stats_dict
+from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.agent.site_recorder import SiteRecorder
 from vramscope.cli import main
 

@@ -13,10 +13,10 @@ import pytest
 
 from vramscope.agent import paths
 from vramscope.agent.core import Agent
-from vramscope.sources.allocator_replay import ReplayProvider, scenario_ramp
+from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
 from vramscope.commands import run as run_command
 from vramscope.core.samples import Frame
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents.agent_client import AgentClient
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pickle
 
 import torch
 
-from vramscope.sources import allocator_replay as replay
-from vramscope.sources.allocator_replay import GiB, MiB, ReplayProvider, memory_stats_dict
+from vramscope.sources.demo import allocator_replay as replay
+from vramscope.sources.demo.allocator_replay import GiB, MiB, ReplayProvider, memory_stats_dict
 from vramscope.agent.stats import PeakWindow, StatsReader, extract, parse_alloc_conf, read_allocator_settings
 
 

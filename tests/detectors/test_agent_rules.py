@@ -43,7 +43,7 @@ def test_fragmentation_flagged_with_expandable_segments_fix():
 
 def test_fragmentation_message_gives_the_agent_panels_figure():
     """The slivers the message names are the inactive split the agent panel shows."""
-    from vramscope.ui.agent_device import device_title
+    from vramscope.ui.agents.agent_device import device_title
 
     dev = device(allocated=8 * GiB, reserved=13 * GiB, inactive_split=3 * GiB)
     [alert] = of(feed_devices(Diagnostics(), [dev] * 4), "fragmentation")

@@ -35,7 +35,7 @@ def themed(qapp):
 
 
 def demo_engine(seconds=400):
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.demo.simulated import SimulatedSource
 
     src = SimulatedSource(seed=1, start_time=T0)
     # the kernel thresholds shortened so that the leftover kernel is a warning by then

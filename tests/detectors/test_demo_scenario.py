@@ -1,4 +1,4 @@
-"""The demo workstation (sources/simulated.py) through the engine: the leftover
+"""The demo workstation (sources/demo/simulated.py) through the engine: the leftover
 Jupyter kernel, the leak and the fragmentation are flagged within their time
 windows; the busy training run and the short evaluation jobs are not."""
 
@@ -9,7 +9,7 @@ import pytest
 from vramscope.core.detectors import Diagnostics
 from vramscope.core.detectors.jupyter import NotebookHint
 
-simulated = pytest.importorskip("vramscope.sources.simulated")
+simulated = pytest.importorskip("vramscope.sources.demo.simulated")
 
 T0 = 1_700_000_000.0
 

@@ -11,7 +11,7 @@ from drm_trees import GiB, MiB, amdgpu_fdinfo, lab
 from fakenvml import gone_pid
 from vramscope.core.detectors import Diagnostics
 from vramscope.core.samples import Frame
-from vramscope.sources.drm import DrmGpus
+from vramscope.sources.drm.drm_source import DrmGpus
 
 T0 = 1_800_000_000.0
 

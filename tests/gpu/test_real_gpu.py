@@ -102,7 +102,7 @@ def _wait_json(path: Path, phase: str, timeout: float = 120) -> dict:
 
 def test_agent_matches_cuda_memory_stats_and_sees_the_oom(cuda_run):
     from vramscope.core.samples import Frame
-    from vramscope.sources.agents import AgentClient
+    from vramscope.sources.agents.agent_client import AgentClient
 
     proc, out = cuda_run
     real = _wait_json(out, "trained")

@@ -128,7 +128,7 @@ def test_hub_refusals_are_one_line_each(hub, capsys):
 
 def test_the_planner_tab_fetches_a_model_with_its_checkpoint_count(hub, qtbot):
     pytest.importorskip("PySide6")
-    from vramscope.ui.planner_tab import PlannerTab
+    from vramscope.ui.planner.planner_tab import PlannerTab
 
     publish(
         hub,

@@ -21,7 +21,7 @@ from vramscope.core.planner import build_plan  # noqa: E402
 from vramscope.core.planner.compare import compare  # noqa: E402
 from vramscope.core.planner.live import live_model, live_request, optimizer_key  # noqa: E402
 from vramscope.core.samples import Frame  # noqa: E402
-from vramscope.sources.agents import AgentClient  # noqa: E402
+from vramscope.sources.agents.agent_client import AgentClient  # noqa: E402
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ def test_optimizer_classes_and_what_the_planner_cannot_know():
 def test_the_planner_tab_takes_the_attached_process_as_its_model(attached, qapp, qtbot, artifacts_dir):
     from vramscope.core.units import GiB
     from vramscope.ui import theme
-    from vramscope.ui.planner_tab import PlannerTab
+    from vramscope.ui.planner.planner_tab import PlannerTab
 
     theme.apply(qapp)
     torch.manual_seed(0)

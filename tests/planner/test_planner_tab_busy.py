@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint  # noqa: E402
 
 from planner_configs import CONFIGS  # noqa: E402
 
-from vramscope.sources.busy_demo import BusyWorkstation  # noqa: E402
+from vramscope.sources.demo.busy_demo import BusyWorkstation  # noqa: E402
 from vramscope.ui.app import build_window  # noqa: E402
 from vramscope.core.user_settings import Settings  # noqa: E402
 
@@ -67,7 +67,7 @@ def busy_planner(qapp, qtbot, tmp_path):
 
 
 def _planner(window):
-    from vramscope.ui.planner_tab import PlannerTab
+    from vramscope.ui.planner.planner_tab import PlannerTab
 
     return window.findChild(PlannerTab)
 
@@ -112,7 +112,7 @@ def test_the_planner_on_the_busy_machine(busy_planner, qtbot, artifacts_dir, siz
 def test_free_memory_that_barely_moves_does_not_replan(qapp, qtbot):
     from vramscope.core.planner.request import GpuNow
     from vramscope.core.units import GiB, MiB
-    from vramscope.ui.planner_tab import PlannerTab
+    from vramscope.ui.planner.planner_tab import PlannerTab
 
     tab = PlannerTab()
     qtbot.addWidget(tab)

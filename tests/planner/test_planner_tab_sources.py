@@ -15,7 +15,7 @@ from planner_configs import CONFIGS  # noqa: E402
 from vramscope.core.planner import config_source  # noqa: E402
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport  # noqa: E402
 from vramscope.core.units import GiB  # noqa: E402
-from vramscope.ui.planner_tab import PlannerTab  # noqa: E402
+from vramscope.ui.planner.planner_tab import PlannerTab  # noqa: E402
 
 MODEL = {
     "name": "Net",

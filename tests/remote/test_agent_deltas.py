@@ -19,7 +19,7 @@ from vramscope.core.samples import AgentDevice, AgentReport, Frame
 from vramscope.core.stream import codec, protocol
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.deltas import FrameDiffer
-from vramscope.sources.remote import RemoteHost
+from vramscope.sources.remote.host_stream import RemoteHost
 
 # a small pool of agents, so that frames in a row share most of them
 agent_reports = st.builds(

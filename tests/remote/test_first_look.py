@@ -20,9 +20,9 @@ from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.stream import protocol
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.first_look import devices_from_message, devices_message, is_pending, pending
-from vramscope.sources.local_sampler import LocalSamplerSource, SamplerProcess
-from vramscope.sources.remote import RemoteHost
-from vramscope.sources.simulated import SimulatedSource
+from vramscope.sources.remote.local_sampler import LocalSamplerSource, SamplerProcess
+from vramscope.sources.remote.host_stream import RemoteHost
+from vramscope.sources.demo.simulated import SimulatedSource
 
 GiB = 1 << 30
 

@@ -10,8 +10,8 @@ from vramscope.core.owner_labels import OWNER_LABELS, owner_values, owners_from
 from vramscope.core.samples import Container, ProcessInfo
 from vramscope.core.slurm_jobs import SlurmJob
 from vramscope.core.status_report import frame_to_dict
-from vramscope.sources.fleet_owners import POD_PID
-from vramscope.sources.prometheus import PrometheusSource
+from vramscope.sources.remote.fleet_owners import POD_PID
+from vramscope.sources.remote.prometheus import PrometheusSource
 
 MiB = 1 << 20
 T = 1_700_000_000.0

@@ -22,9 +22,9 @@ import pytest
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
 from containers.cgroup_staging import Staging, why_not
 from remote.conftest import private_dirs
-from vramscope.sources.hosts import HOST_BLOCK
-from vramscope.sources.prometheus import PrometheusSource
-from vramscope.sources.remote import CONNECTED, DOWN
+from vramscope.sources.remote.hosts import HOST_BLOCK
+from vramscope.sources.remote.prometheus import PrometheusSource
+from vramscope.sources.remote.host_stream import CONNECTED, DOWN
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None, reason="Prometheus is not installed (apt-get install prometheus)"
@@ -332,7 +332,7 @@ def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, q
 
 def test_the_grafana_dashboard_s_queries_run_on_this_prometheus(fleet):
     from remote.test_grafana_dashboard import dashboard_exprs
-    from vramscope.sources.prometheus import PrometheusClient
+    from vramscope.sources.remote.prometheus import PrometheusClient
 
     client = PrometheusClient(fleet.url)
     answered = {}

@@ -10,7 +10,7 @@ import time
 
 from vramscope.core.metrics import StoreCollector
 from vramscope.core.store import Store
-from vramscope.sources.simulated import SimulatedSource
+from vramscope.sources.demo.simulated import SimulatedSource
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "packaging" / "grafana" / "vramscope-dashboard.json"

@@ -24,7 +24,7 @@ from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.status_report import frame_to_dict
 from vramscope.core.status_table import render_table
 from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
-from vramscope.sources.hosts import HostActions, HostsSource
+from vramscope.sources.remote.hosts import HostActions, HostsSource
 
 GOOD = Frame(
     time=1.7e9,

@@ -12,8 +12,8 @@ import sys
 import time
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
-from vramscope.sources.hosts import HOST_BLOCK, HostActions, HostsSource
-from vramscope.sources.remote import CONNECTED, DOWN, RemoteHost
+from vramscope.sources.remote.hosts import HOST_BLOCK, HostActions, HostsSource
+from vramscope.sources.remote.host_stream import CONNECTED, DOWN, RemoteHost
 
 
 def box(*gpus_used_gib, pids=()) -> FakeState:

@@ -16,7 +16,7 @@ from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.session import SessionWriter, open_session
 from vramscope.core.session.schema import META_HOST_GPU_BLOCK, META_HOSTS
-from vramscope.sources.hosts import HOST_BLOCK
+from vramscope.sources.remote.hosts import HOST_BLOCK
 
 
 def vramscope(*args, timeout=90):

@@ -18,7 +18,7 @@ from ui.helpers import open_every_group
 
 pytest.importorskip("PySide6")
 
-from vramscope.sources.hosts import HOST_BLOCK  # noqa: E402
+from vramscope.sources.remote.hosts import HOST_BLOCK  # noqa: E402
 
 
 @pytest.fixture

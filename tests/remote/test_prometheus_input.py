@@ -18,8 +18,8 @@ from rawhttp import RawHttp, http_answer
 from vramscope.core.bounded_http import HttpError, get, get_json
 from vramscope.core.status_report import frame_to_dict
 from vramscope.core.status_table import render_hosts
-from vramscope.sources.hosts import split_by_host
-from vramscope.sources.prometheus import PrometheusClient, PrometheusSource
+from vramscope.sources.remote.hosts import split_by_host
+from vramscope.sources.remote.prometheus import PrometheusClient, PrometheusSource
 
 GOOD_SERIES = {
     "metric": {

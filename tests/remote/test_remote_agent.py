@@ -17,9 +17,9 @@ import pytest
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.core.store import Store
-from vramscope.sources.agents import agent_key
+from vramscope.sources.agents.agent_client import agent_key
 from vramscope.sources.choose import AgentEnricher
-from vramscope.sources.hosts import HostsSource
+from vramscope.sources.remote.hosts import HostsSource
 
 SCRIPT = Path(__file__).resolve().parents[1] / "agent" / "cpu_train.py"
 

@@ -7,7 +7,7 @@ import dataclasses
 
 from detectors.scenarios import GiB, frame, gpu, proc
 from vramscope.core.detectors import Diagnostics
-from vramscope.sources.hosts import HOST_BLOCK
+from vramscope.sources.remote.hosts import HOST_BLOCK
 
 KERNEL = (
     "/usr/bin/python3",

@@ -15,7 +15,7 @@ from vramscope.commands.stream import StreamWriter, serve_requests
 from vramscope.core.actions import ProcessActions
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import FrameDecoder
-from vramscope.sources.remote import RemoteHost
+from vramscope.sources.remote.host_stream import RemoteHost
 
 from remote import fakessh
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.remote.test_hosts import wait_for
 from vramscope.core.stream.settings_request import settings_message
-from vramscope.sources.local_sampler import LocalSamplerSource, SamplerProcess
+from vramscope.sources.remote.local_sampler import LocalSamplerSource, SamplerProcess
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -20,7 +20,7 @@ from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.monitor import Monitor
 from vramscope.core.stream import protocol
 from vramscope.core.stream.settings_request import settings_message
-from vramscope.sources.simulated import SimulatedSource
+from vramscope.sources.demo.simulated import SimulatedSource
 
 pytestmark = pytest.mark.timeout(60)
 

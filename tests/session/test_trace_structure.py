@@ -10,7 +10,7 @@ import pytest
 from vramscope.core.export import export_trace
 from vramscope.core.session import SessionWriter, open_session
 from vramscope.core.store import Store
-from vramscope.sources.simulated import SimulatedSource
+from vramscope.sources.demo.simulated import SimulatedSource
 
 from tests.session.helpers import record
 

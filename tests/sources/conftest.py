@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vramscope.sources.nvml import NvmlSource
+from vramscope.sources.nvml.nvml_source import NvmlSource
 
 
 @pytest.fixture

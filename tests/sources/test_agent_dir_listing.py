@@ -10,8 +10,8 @@ import stat
 import pytest
 
 from vramscope.agent import paths
-from vramscope.sources import agent_dir_listing
-from vramscope.sources.agent_dir_listing import SETTLED, Listings
+from vramscope.sources.agents import agent_dir_listing
+from vramscope.sources.agents.agent_dir_listing import SETTLED, Listings
 
 
 def _dir(tmp_path):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vramscope.core.samples import AgentDevice
-from vramscope.sources import agent_input
+from vramscope.sources.agents import agent_input
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),

@@ -1,4 +1,4 @@
-"""The measured input and the sharded figures an agent sends (sources/agent_input.py)
+"""The measured input and the sharded figures an agent sends (sources/agents/agent_input.py)
 are untrusted: anything decodes to the right types or to None, never raises."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vramscope.sources import agent_input
+from vramscope.sources.agents import agent_input
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),

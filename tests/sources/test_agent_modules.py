@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from vramscope.core.module_figures import FIGURES
-from vramscope.sources.agent_modules import BAD_FIGURE, decode
+from vramscope.sources.agents.agent_modules import BAD_FIGURE, decode
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from vramscope.core.agent_keys import series_key
 from vramscope.core.samples import AgentDevice, AgentReport, Frame
 from vramscope.core.store import Store
-from vramscope.sources.local_sampler import window_enrichers
+from vramscope.sources.remote.local_sampler import window_enrichers
 
 
 def report(sample_time: float, allocated: int) -> AgentReport:

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drm_trees import GiB, KiB, MiB, amdgpu_5_15_fdinfo, amdgpu_fdinfo, xe_fdinfo
-from vramscope.sources.drm_fdinfo import parse_fdinfo, parse_number
-from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure
-from vramscope.sources.pci_names import _lookup, device_name
+from vramscope.sources.drm.drm_fdinfo import parse_fdinfo, parse_number
+from vramscope.sources.drm.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure
+from vramscope.sources.drm.pci_names import _lookup, device_name
 
 
 def test_units_and_bare_numbers():

@@ -1,5 +1,5 @@
 """Each driver's machine as the kernel writes it, read by the real source
-(sources/drm.py): an AMD APU, an xe iGPU, an Arc on i915, ROCm processes through
+(sources/drm/drm_source.py): an AMD APU, an xe iGPU, an Arc on i915, ROCm processes through
 KFD, counters that read lower, clients without an id or a pdev, partial and
 implausible figures. What each must show and what it must not."""
 
@@ -38,8 +38,8 @@ from drm_trees import (
 from kfd_trees import KfdNode, stage_kfd
 from fakenvml import gone_pid
 from vramscope.core.samples import ACCESS_DENIED
-from vramscope.sources import kcmp
-from vramscope.sources.drm import DrmGpus
+from vramscope.sources.drm import kcmp
+from vramscope.sources.drm.drm_source import DrmGpus
 
 AMD_GPU_ID = 53251  # KFD's gpu_id of the lab's AMD card (renderD129)
 

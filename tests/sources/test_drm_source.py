@@ -1,5 +1,5 @@
 """AMD and Intel GPUs from staged /proc fdinfo and /sys/class/drm trees, read by
-the real source (sources/drm.py): per-process figures equal to the staged ones,
+the real source (sources/drm/drm_source.py): per-process figures equal to the staged ones,
 each DRM client counted once, and what cannot be read said so, never a crash."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from drm_trees import AMD_SLOT, INTEL_SLOT, GiB, MiB, as_other_user, expected_memory, lab
 from fakenvml import gone_pid
 from vramscope.core.samples import ACCESS_DENIED, AMD, INTEL
-from vramscope.sources.drm import DrmGpus
-from vramscope.sources.drm_sysfs import devices
+from vramscope.sources.drm.drm_source import DrmGpus
+from vramscope.sources.drm.drm_sysfs import devices
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def test_an_integrated_gpu_is_unified_memory_with_its_processes_buffers(tmp_path
 
 def test_new_gpu_processes_show_within_the_full_scan_delay(machine, sleepers):
     from drm_trees import Fd, xe_fdinfo
-    from vramscope.sources.drm import FULL_SCAN_EVERY
+    from vramscope.sources.drm.drm_source import FULL_SCAN_EVERY
 
     m, _pids, _gone = machine
     source = DrmGpus(m.proc, m.sys)

@@ -1,4 +1,4 @@
-"""Numbers from the kernel's text files, bounded (sources/figure_bounds.py), and KFD's
+"""Numbers from the kernel's text files, bounded (sources/drm/figure_bounds.py), and KFD's
 files read from arbitrary text: a figure is kept only within its bound, anything
 else is None or "implausible", never an exception out of a reader."""
 
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kfd_trees import KfdNode, stage_kfd
-from vramscope.sources import kfd
-from vramscope.sources.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure, bounded_int
+from vramscope.sources.drm import kfd
+from vramscope.sources.drm.figure_bounds import INT64_MAX, MAX_BYTES, ImplausibleFigure, bounded_int
 
 
 def test_within_the_bound_kept_beyond_it_implausible():

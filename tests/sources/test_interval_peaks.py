@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from vramscope.agent.protocol import ItemKind
 from vramscope.core.samples import AgentDevice
-from vramscope.sources import agent_input
-from vramscope.sources.agent_reports import merged_peak
-from vramscope.sources.agent_state import AgentState, ingest
-from vramscope.sources.agents import AgentClient
+from vramscope.sources.agents import agent_input
+from vramscope.sources.agents.agent_reports import merged_peak
+from vramscope.sources.agents.agent_state import AgentState, ingest
+from vramscope.sources.agents.agent_client import AgentClient
 
 GiB = 1 << 30
 

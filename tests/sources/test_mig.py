@@ -15,8 +15,8 @@ import pytest
 from fakenvml import GiB, FakeGpu, FakeMigDevice, FakeProcess, FakeState
 from vramscope.core.status_report import frame_to_dict
 from vramscope.core.status_table import render_table
-from vramscope.sources.nvml import NvmlSource
-from vramscope.sources.nvml_mig import profile_from_name
+from vramscope.sources.nvml.nvml_source import NvmlSource
+from vramscope.sources.nvml.nvml_mig import profile_from_name
 
 
 def lab_server(pids: list[int]) -> FakeState:

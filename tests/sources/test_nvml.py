@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
 from vramscope.core.samples import GHOST, NOT_VISIBLE, VISIBLE
-from vramscope.sources.nvml import NO_LIBRARY, NvmlSource
+from vramscope.sources.nvml.nvml_source import NO_LIBRARY, NvmlSource
 from vramscope.sources.processes import ProcessCache
 
 
@@ -290,7 +290,7 @@ def test_library_missing_then_installed_is_picked_up(fake_nvml_files, tmp_path):
     fake_nvml_files.write(FakeState(gpus=[FakeGpu(name="Installed GPU")]))
     script = textwrap.dedent(f"""
         import shutil
-        from vramscope.sources.nvml import NvmlSource
+        from vramscope.sources.nvml.nvml_source import NvmlSource
         src = NvmlSource(retry_interval=2.0)
         first = src.sample(100.0)
         print(repr(first.error), len(first.gpus))

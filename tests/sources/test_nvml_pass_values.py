@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState
-from vramscope.sources import nvml_processes
-from vramscope.sources.nvml import NvmlSource
-from vramscope.sources.nvml_raw import UtilizationRead
+from vramscope.sources.nvml import nvml_processes
+from vramscope.sources.nvml.nvml_source import NvmlSource
+from vramscope.sources.nvml.nvml_raw import UtilizationRead
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The process lists and SM samples read raw (sources/nvml_raw.py) give what
+"""The process lists and SM samples read raw (sources/nvml/nvml_raw.py) give what
 pynvml's public calls give, through the REAL pynvml against the fake
 libnvidia-ml.so.1: the same entries, the same errors, and pynvml's own call
 where its private function lookup is missing or differs."""
@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState
-from vramscope.sources import nvml as nvml_module
-from vramscope.sources.nvml import NvmlSource
-from vramscope.sources.nvml_raw import (
+from vramscope.sources.nvml import nvml_source as nvml_module
+from vramscope.sources.nvml.nvml_source import NvmlSource
+from vramscope.sources.nvml.nvml_raw import (
     LIST_FIELDS,
     SAMPLE_FIELDS,
     ProcessListRead,

@@ -1,5 +1,5 @@
 """The demo workstation: deterministic, self-consistent, and telling its story
-at the times the docstring of sources/simulated.py promises."""
+at the times the docstring of sources/demo/simulated.py promises."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from vramscope.core.samples import ALL_BUCKETS, BUCKET_NAMES, VISIBLE
 from vramscope.core.units import GiB, MiB
-from vramscope.sources.simulated import (
+from vramscope.sources.demo.simulated import (
     KERNEL_BYTES,
     SHORT_JOB_FROM,
     SHORT_JOB_PERIOD,

@@ -10,10 +10,10 @@ import pathlib
 import time
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
-from vramscope.sources.device_holders import DeviceHolderScanner, scan
-from vramscope.sources.nvml import NvmlSource
+from vramscope.sources.nvml.device_holders import DeviceHolderScanner, scan
+from vramscope.sources.nvml.nvml_source import NvmlSource
 from vramscope.sources.processes import ProcessCache
-from vramscope.sources.sysfs import is_nvidia, nvidia_bus_ids, runtime_suspended, sysfs_bus_id
+from vramscope.sources.nvml.sysfs import is_nvidia, nvidia_bus_ids, runtime_suspended, sysfs_bus_id
 
 
 def pci_device(sysfs: pathlib.Path, bus: str, status: str, vendor="0x10de", cls="0x030200"):

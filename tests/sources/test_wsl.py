@@ -8,8 +8,8 @@ from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.core.status_report import frame_to_dict
 from vramscope.core.status_table import render_table
 from vramscope.core.wsl import WSL_NOTICE
-from vramscope.sources.nvml import NvmlSource
-from vramscope.sources.wsl import running_under_wsl
+from vramscope.sources.nvml.nvml_source import NvmlSource
+from vramscope.sources.nvml.wsl import running_under_wsl
 
 WSL_KERNEL = (
     "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) "

@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from vramscope.core.pipeline import Pipeline
-from vramscope.sources.busy_demo import BusyWorkstation
+from vramscope.sources.demo.busy_demo import BusyWorkstation
 from vramscope.ui.app import build_window
 from vramscope.ui.main_window import MainWindow
 from vramscope.core.user_settings import Settings

@@ -55,7 +55,7 @@ def save(window, artifacts_dir, name: str):
 
 def shown_agent_panel(qtbot, store, frame, window: float = 600.0, size=(1400, 700)):
     """An agents tab over ``store``, shown at ``size`` and drawn from ``frame``."""
-    from vramscope.ui.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_panel import AgentPanel
 
     panel = AgentPanel(store, window=window)
     qtbot.addWidget(panel)

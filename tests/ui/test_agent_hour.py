@@ -15,12 +15,12 @@ from vramscope.agent.protocol import TRAINING_PHASES, Phase
 from vramscope.core.agent_keys import phase_metric, phase_peak_metric
 from vramscope.core.store import Store
 from vramscope.core.units import fmt_bytes
-from vramscope.sources import simulated
-from vramscope.sources.agent_reports import record_reports
-from vramscope.sources.demo_runs import ScriptedRun
-from vramscope.ui.agent_device import ENVELOPE_NOTE, MARK_PX
-from vramscope.ui.agent_panel import AgentPanel
-from vramscope.ui.agent_texts import BUCKETS, agent_key, peak_title
+from vramscope.sources.demo import simulated
+from vramscope.sources.agents.agent_reports import record_reports
+from vramscope.sources.demo.demo_runs import ScriptedRun
+from vramscope.ui.agents.agent_device import ENVELOPE_NOTE, MARK_PX
+from vramscope.ui.agents.agent_panel import AgentPanel
+from vramscope.ui.agents.agent_texts import BUCKETS, agent_key, peak_title
 
 T0 = 1_800_000_000.0
 HOUR = 3600

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from vramscope.agent.protocol import Phase
 from vramscope.core.units import GiB, fmt_bytes
-from vramscope.ui.agent_texts import end_title, peak_title, phase_text
+from vramscope.ui.agents.agent_texts import end_title, peak_title, phase_text
 
 ENDS = {Phase.FORWARD: 9 * GiB, Phase.BACKWARD: 5 * GiB, Phase.OPTIMIZER: 6 * GiB}
 

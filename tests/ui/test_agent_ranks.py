@@ -14,7 +14,7 @@ from vramscope.core.rank_groups import jobs
 from vramscope.agent.protocol import EventKind
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentEvent, AgentReport
 from vramscope.core.units import GiB, MiB
-from vramscope.sources.busy_demo import BusyWorkstation
+from vramscope.sources.demo.busy_demo import BusyWorkstation
 
 T0 = 1_800_000_000.0
 
@@ -108,8 +108,8 @@ class RankedBusy(BusyWorkstation):
 def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, artifacts_dir, size):
     from vramscope.core.user_settings import Settings
     from vramscope.ui import theme
-    from vramscope.ui.agent_panel import AgentPanel
-    from vramscope.ui.agent_ranks import JobHeader, JobSlot
+    from vramscope.ui.agents.agent_panel import AgentPanel
+    from vramscope.ui.agents.agent_ranks import JobHeader, JobSlot
     from vramscope.ui.app import build_window
 
     theme.apply(qapp)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, Frame
 from vramscope.core.store import Store
 from vramscope.core.units import MiB
-from vramscope.sources import simulated
-from vramscope.sources.agent_reports import record_reports
+from vramscope.sources.demo import simulated
+from vramscope.sources.agents.agent_reports import record_reports
 
 from .helpers import shown_agent_panel
 
@@ -34,7 +34,7 @@ def test_a_run_on_the_cpu_shows_its_buckets_and_modules_and_says_what_needs_cuda
     themed_app, qtbot, artifacts_dir
 ):
     from vramscope.core.module_figures import ModuleFigures
-    from vramscope.ui.agent_panel import CUDA_ONLY
+    from vramscope.ui.agents.agent_panel import CUDA_ONLY
 
     modules = (
         ModuleFigures("encoder", None, 40 * MiB, 40 * MiB, 80 * MiB, 12 * MiB, 3, device="cpu"),
@@ -70,8 +70,8 @@ def test_a_run_on_the_cpu_shows_its_buckets_and_modules_and_says_what_needs_cuda
 def test_the_legend_says_n_a_where_the_areas_draw_nothing_never_an_older_figure():
     import numpy as np
 
-    from vramscope.ui.agent_breakdown import value_at
-    from vramscope.ui.agent_device import hold
+    from vramscope.ui.agents.agent_breakdown import value_at
+    from vramscope.ui.agents.agent_device import hold
 
     t = np.array([1.0, 2.0, 3.0])
     grads = np.array([0.0, 5.0 * MiB, np.nan])  # zeroed, measured, then not known

@@ -9,7 +9,7 @@ import pytest
 from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab, rtx_4090_beside
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
 from vramscope.core.pci_address import short_bus_id
-from vramscope.sources import drm_fdinfo, drm_sysfs
+from vramscope.sources.drm import drm_fdinfo, drm_sysfs
 from vramscope.sources.all_gpus import AllGpusSource
 
 from .frames import T0
@@ -110,7 +110,7 @@ def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
     from vramscope.core.stream import protocol
     from vramscope.core.stream.delta_reader import FrameAssembler
     from vramscope.core.stream.deltas import FrameDiffer
-    from vramscope.sources.local_sampler import LocalSamplerSource
+    from vramscope.sources.remote.local_sampler import LocalSamplerSource
     from vramscope.ui.process_model import COL
 
     fake_nvml.write(FakeState(driver_loaded=False))

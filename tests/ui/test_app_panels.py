@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from vramscope.sources.simulated import SimulatedSource
+from vramscope.sources.demo.simulated import SimulatedSource
 from vramscope.ui.app import build_window
 
 from .helpers import save

@@ -12,7 +12,7 @@ from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB, MiB
 from vramscope.ui.bridge import BUSY_PROCESSES
 from vramscope.core.stacking import LINE_CURVES
-from vramscope.ui.timeline_stack import OTHERS
+from vramscope.ui.timeline.timeline_stack import OTHERS
 
 from .frames import T0
 

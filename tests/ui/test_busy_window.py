@@ -12,7 +12,7 @@ from vramscope.core.units import GiB
 from vramscope.ui import theme
 from vramscope.ui.process_model import COL, STYLE_ROLE
 from vramscope.core.user_settings import Settings
-from vramscope.ui.timeline_stack import OTHERS
+from vramscope.ui.timeline.timeline_stack import OTHERS
 
 from .helpers import save, table_column
 

@@ -9,7 +9,7 @@ import time
 from vramscope.core.store import gpu_key
 from vramscope.core.units import GiB
 from vramscope.ui.process_model import AGENT_MARK
-from vramscope.sources.simulated import SimulatedSource
+from vramscope.sources.demo.simulated import SimulatedSource
 from vramscope.ui.cards import used_total_text
 
 from .helpers import drawn_through, save, table_cell, table_column

@@ -8,7 +8,7 @@ import argparse
 import pytest
 from PySide6.QtCore import Qt
 
-from vramscope.sources.simulated import SimulatedSource
+from vramscope.sources.demo.simulated import SimulatedSource
 from vramscope.ui.app import build_window
 from vramscope.core.user_settings import Settings
 

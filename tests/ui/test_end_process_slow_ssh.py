@@ -11,7 +11,7 @@ import time
 from PySide6.QtCore import QTimer
 
 from vramscope.core.detectors.alert import INFO, Alert, AlertKind
-from vramscope.sources.hosts import HostActions
+from vramscope.sources.remote.hosts import HostActions
 from vramscope.ui.alerts_panel import AlertsPanel
 
 ROUND_TRIP = 0.8  # seconds each request takes (a slow link; ServerAliveInterval is 10 s)

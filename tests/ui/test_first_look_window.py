@@ -10,7 +10,7 @@ import argparse
 from vramscope.core.pipeline import Pipeline
 from vramscope.core.stream.first_look import pending
 from vramscope.core.user_settings import Settings
-from vramscope.sources.busy_demo import BusyWorkstation
+from vramscope.sources.demo.busy_demo import BusyWorkstation
 from vramscope.ui.app import build_window
 from vramscope.ui.cards import used_total_text
 from vramscope.ui.main_window import WAKE_POLL_MS, MainWindow

@@ -38,7 +38,7 @@ def test_what_a_planner_lookup_imported_leaves_no_source_lines(themed_app, qtbot
     import linecache
 
     from vramscope.core.planner import PlanError
-    from vramscope.ui.planner_shape_loader import ShapeLoader
+    from vramscope.ui.planner.planner_shape_loader import ShapeLoader
 
     probe = tmp_path / "vramscope_probe_import.py"
     probe.write_text("VALUE = 1\n" * 200)

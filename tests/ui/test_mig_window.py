@@ -153,7 +153,7 @@ def test_without_mig_no_slice_rows_and_no_mig_column(make_window, scripted_frame
 
 def test_an_agent_on_a_slice_is_shown_on_that_slice():
     from vramscope.core.samples import AgentDevice, AgentReport
-    from vramscope.ui.agent_texts import header_text
+    from vramscope.ui.agents.agent_texts import header_text
 
     frame = lab_frame(10)
     # torch reports the slice's uuid without NVML's "MIG-" prefix

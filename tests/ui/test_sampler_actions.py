@@ -1,5 +1,5 @@
 """Ending a process from the window goes through its sampler process
-(sources/local_sampler.py SamplerActions), whose recorder keeps it in the
+(sources/remote/local_sampler.py SamplerActions), whose recorder keeps it in the
 session: the action is in the session the window's sampler wrote."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import psutil
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.core.session import open_session
 from vramscope.core.stream.first_look import is_pending
-from vramscope.sources.local_sampler import LocalSamplerSource, SamplerActions
+from vramscope.sources.remote.local_sampler import LocalSamplerSource, SamplerActions
 
 
 def test_a_process_ended_from_the_window_is_in_the_sampler_s_session(fake_nvml, sleepers, monkeypatch):

@@ -1,4 +1,4 @@
-"""The window reads its own sampler process (sources/local_sampler.py): it
+"""The window reads its own sampler process (sources/remote/local_sampler.py): it
 shows that process's frames, and when the process is killed it says so in a
 banner, keeps drawing, and starts it again (by itself or on "Restart now")."""
 
@@ -93,11 +93,11 @@ def test_a_killed_sampler_shows_a_banner_and_comes_back(sampled, qtbot, artifact
 
 SAMPLING_MODULES = (
     "pynvml",
-    "vramscope.sources.nvml",
+    "vramscope.sources.nvml.nvml_source",
     "vramscope.sources.all_gpus",
-    "vramscope.sources.drm",
+    "vramscope.sources.drm.drm_source",
     "vramscope.sources.processes",
-    "vramscope.sources.agents",
+    "vramscope.sources.agents.agent_client",
     "vramscope.sources.servers",
 )
 
@@ -130,7 +130,7 @@ def test_the_window_process_samples_nothing_itself_and_keeps_its_start_up_out_of
 def test_the_sampler_takes_the_windows_options(monkeypatch):
     import sys
 
-    from vramscope.sources.local_sampler import SamplerProcess, sampler_options
+    from vramscope.sources.remote.local_sampler import SamplerProcess, sampler_options
 
     args = argparse.Namespace(demo=True, busy=True, seed=3)
     assert sampler_options(args, record=False, cap=None) == ["--demo", "--busy", "--seed", "3"]
@@ -153,8 +153,8 @@ def test_the_sampler_raises_alerts_with_the_windows_thresholds():
     from vramscope.commands.window_recording import recording, thresholds
     from vramscope.core.detectors.settings import DiagnosticSettings
     from vramscope.core.monitor import Monitor
-    from vramscope.sources.local_sampler import sampler_options
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.remote.local_sampler import sampler_options
+    from vramscope.sources.demo.simulated import SimulatedSource
 
     mine = dataclasses.replace(DiagnosticSettings(), idle_minutes=2.5, lookup_notebooks=False)
     options = sampler_options(argparse.Namespace(demo=False), record=False, cap=None, diagnostics=mine)
@@ -207,7 +207,7 @@ def test_the_banner_says_a_sampler_that_stopped_reading_its_requests_is_started_
     wait on it, and the window's banner says why it is started again."""
     from tests.remote.test_sampler_pipes import Misbehaving, finishes
     from vramscope.core.stream.settings_request import settings_message
-    from vramscope.sources.local_sampler import LocalSamplerSource
+    from vramscope.sources.remote.local_sampler import LocalSamplerSource
     from vramscope.ui.sampler_banner import SamplerBanner
 
     source = LocalSamplerSource([], interval=0.1, name="nvml")
@@ -244,8 +244,8 @@ def test_the_windows_thresholds_stay_when_the_window_saves_something_else(tmp_pa
     from vramscope.core.detectors.settings import DiagnosticSettings
     from vramscope.core.user_settings import Settings
     from vramscope.sources.assembly import build_monitor
-    from vramscope.sources.local_sampler import sampler_options
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.remote.local_sampler import sampler_options
+    from vramscope.sources.demo.simulated import SimulatedSource
     from vramscope.commands.window_recording import thresholds
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))

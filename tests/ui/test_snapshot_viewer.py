@@ -153,7 +153,7 @@ def test_file_open_snapshot_in_the_monitor_window(themed_app, qtbot, tmp_path, m
 
     from PySide6.QtWidgets import QFileDialog
 
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.demo.simulated import SimulatedSource
     from vramscope.ui.app import build_window
 
     args = argparse.Namespace(

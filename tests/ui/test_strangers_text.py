@@ -19,13 +19,13 @@ from vramscope.core.samples import (
     ProcessInfo,
 )
 from vramscope.core.units import GiB
-from vramscope.ui.agent_breakdown import legend_html
+from vramscope.ui.agents.agent_breakdown import legend_html
 from vramscope.ui.cards import GpuCard
 from vramscope.ui.end_process_dialog import EndProcessDialog
 from vramscope.ui.hosts_bar import HostsBar
 from vramscope.ui.process_model import ProcessTableModel
 from vramscope.ui.theme import ColourBook, current
-from vramscope.ui.timeline_legend import process_label
+from vramscope.ui.timeline.timeline_legend import process_label
 
 HTML_ARGV = (
     "python",

@@ -9,7 +9,7 @@ import time
 from vramscope.core.process_rows import TableBuilder
 from vramscope.ui.process_table import AFTER_PLOTS_MS, ProcessTable
 from vramscope.ui.theme import ColourBook
-from vramscope.ui.timeline import GpuTimeline
+from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 from .frames import frame_at
 from .test_big_box import PER_GPU, _frame

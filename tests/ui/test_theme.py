@@ -170,7 +170,7 @@ _START = textwrap.dedent("""
     from vramscope.ui import theme
     app = QApplication([sys.argv[0]])
     scheme = theme.apply(app, sys.argv[1])
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.demo.simulated import SimulatedSource
     from vramscope.core.pipeline import Pipeline
     from vramscope.ui.main_window import MainWindow
     from vramscope.ui.about import AboutDialog

@@ -16,11 +16,11 @@ from PySide6.QtGui import QColor, QPalette
 from vramscope.core.actions import ProcessSummary
 from vramscope.ui import theme
 from vramscope.ui.about import AboutDialog
-from vramscope.ui.agent_texts import BUCKETS
+from vramscope.ui.agents.agent_texts import BUCKETS
 from vramscope.ui.end_process_dialog import EndProcessDialog
 from vramscope.ui.process_model import COL, STYLE_ROLE
 from vramscope.core.user_settings import Settings
-from vramscope.ui.timeline_stack import OTHERS
+from vramscope.ui.timeline.timeline_stack import OTHERS
 from vramscope.ui.window_setup import open_settings
 
 from .helpers import save

@@ -9,7 +9,7 @@ from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.store import Store, gpu_key
 from vramscope.core.units import GiB
 from vramscope.ui.theme import ColourBook
-from vramscope.ui.timeline import GpuTimeline
+from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 from .frames import T0
 

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QTransform
 
 from vramscope.ui import theme
 from vramscope.core.units import GiB
-from vramscope.ui.timeline_stack import Band, shape_bands
+from vramscope.ui.timeline.timeline_stack import Band, shape_bands
 
 from .frames import T0
 

@@ -1,6 +1,6 @@
 """A real CPU training loop whose agent reads a simulated CUDA allocator (the
 allocator's statistics and segments replayed as PyTorch's CUDA API gives them:
-sources/allocator_replay.py) -- then an out-of-memory error reported to the agent
+sources/demo/allocator_replay.py) -- then an out-of-memory error reported to the agent
 as PyTorch's OOM observer reports it. The run holds on until told to stop.
 
 usage: cuda_sim_train.py OUT_JSON   (CPU_TRAIN_WAIT: a file whose appearance ends it)
@@ -15,8 +15,8 @@ import torch
 
 from tests.agent import snapshots as S
 from vramscope import agent
-from vramscope.sources import allocator_replay as replay
-from vramscope.sources.allocator_replay import GiB, MiB, ReplayProvider
+from vramscope.sources.demo import allocator_replay as replay
+from vramscope.sources.demo.allocator_replay import GiB, MiB, ReplayProvider
 
 out = sys.argv[1]
 torch.manual_seed(0)

@@ -16,7 +16,7 @@ from user_path.helpers import Training
 from vocabulary import assert_typed
 from vramscope.agent import protocol
 from vramscope.agent.protocol import ItemKind
-from vramscope.sources.agent_connection import AgentConnection
+from vramscope.sources.agents.agent_connection import AgentConnection
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 

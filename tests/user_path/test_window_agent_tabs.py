@@ -10,7 +10,7 @@ import pytest
 
 from user_path.helpers import window_args
 from vramscope.core.module_figures import ModuleFigures
-from vramscope.ui.agent_panel import AgentProcessView
+from vramscope.ui.agents.agent_panel import AgentProcessView
 from vramscope.ui.app import build_window
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]

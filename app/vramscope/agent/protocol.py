@@ -19,7 +19,7 @@ agent.
 
 The vocabulary both sides use -- request ops, item kinds, event kinds, step
 phases, bucket names, the shapes of the items (``TypedDict``s; the monitor
-decodes them once into typed values, sources/agent_input.py) -- is defined
+decodes them once into typed values, sources/agents/agent_input.py) -- is defined
 here once.
 Standard library only (runs inside training).
 """
@@ -129,9 +129,9 @@ AGENT_BUCKETS = TENSOR_BUCKETS + (Bucket.OTHER_ALLOCATED, Bucket.CACHED_FREE)  #
 BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 
 # -- the shapes of what the agent sends (JSON objects; the monitor checks every field,
-# sources/agent_input.py, and decodes each item once into a frozen value) -------------
+# sources/agents/agent_input.py, and decodes each item once into a frozen value) -------------
 # A new item kind: a TypedDict here, an ItemKind or EventKind member, and a decoder in
-# sources/agent_input.py returning a frozen dataclass.
+# sources/agents/agent_input.py returning a frozen dataclass.
 
 
 # A JSON object whose shape varies on purpose (an event's data by its kind, an

@@ -3,7 +3,7 @@
 ``TorchCudaProvider`` reads ``torch.cuda.memory_stats`` -- no CUDA
 synchronisation, and never on a device the process has not touched (the
 agent must not create a CUDA context). Tests and benches pass a
-``ReplayProvider`` (sources/allocator_replay.py) that replays a recorded-looking
+``ReplayProvider`` (sources/demo/allocator_replay.py) that replays a recorded-looking
 sequence instead.
 
 The peak since the previous sample is exact: the agent resets the

@@ -53,7 +53,7 @@ def say_driver_unavailable(command: str, frame: Frame, consequence: str = "", er
 
 def ssh_target(text: str) -> str:
     """argparse type for --host: ``[user@]HOST`` as ssh takes it."""
-    from vramscope.sources.remote import check_target
+    from vramscope.sources.remote.host_stream import check_target
 
     try:
         return check_target(text)

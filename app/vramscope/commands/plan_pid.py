@@ -2,7 +2,7 @@
 what would fit, from what the running process measured (``--batch 2x``: twice
 the micro-batch it measured).
 
-Pulls the process's agent once (sources/agent_pull.py), takes its busiest
+Pulls the process's agent once (sources/agents/agent_pull.py), takes its busiest
 device, predicts the peak with the change (core/planner/what_if.py) and
 judges it against the GPU the process runs on: its capacity, and what is
 free now plus what the process itself holds (from NVML; --gpu-memory
@@ -139,7 +139,7 @@ def run(args) -> int:
     from vramscope.core.planner.what_if import predict
     from vramscope.core.planner.what_if_text import render_text
     from vramscope.core.terminal_text import say
-    from vramscope.sources.agent_pull import pull
+    from vramscope.sources.agents.agent_pull import pull
 
     try:
         pulled = pull(args.pid)

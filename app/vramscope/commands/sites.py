@@ -43,7 +43,7 @@ def overhead_text(d: dict) -> str:
 
 
 def run(args) -> int:
-    from vramscope.sources.agent_requests import NoAgent, record_sites
+    from vramscope.sources.agents.agent_requests import NoAgent, record_sites
 
     def progress(d: dict) -> None:
         if not args.json:

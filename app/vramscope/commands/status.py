@@ -157,7 +157,7 @@ def run_hosts(args, out=None) -> int:
     Exit 0 when every host answered, 1 when some did not, 2 when none did."""
     from vramscope.core.status_report import hosts_to_dict
     from vramscope.core.status_table import render_hosts
-    from vramscope.sources.remote import RemoteHost
+    from vramscope.sources.remote.host_stream import RemoteHost
 
     out = out or sys.stdout
     hosts = [RemoteHost(t, interval=1.0, demo=getattr(args, "demo", False)) for t in dict.fromkeys(args.host)]
@@ -178,8 +178,8 @@ def run_fleet(args, out=None) -> int:
     """`status --from-prometheus URL`: every host the server scrapes, like --host."""
     from vramscope.core.status_report import hosts_to_dict
     from vramscope.core.status_table import render_hosts
-    from vramscope.sources.hosts import split_by_host
-    from vramscope.sources.prometheus import PrometheusSource
+    from vramscope.sources.remote.hosts import split_by_host
+    from vramscope.sources.remote.prometheus import PrometheusSource
 
     out = out or sys.stdout
     try:

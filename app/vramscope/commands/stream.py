@@ -170,7 +170,7 @@ def actions_for(source):
     --host's over its own ssh channel, none of a fleet's (only looked at)."""
     from vramscope.core.actions import ProcessActions
     from vramscope.core.samples import PROMETHEUS_SOURCE
-    from vramscope.sources.hosts import HostActions, HostsSource
+    from vramscope.sources.remote.hosts import HostActions, HostsSource
 
     if isinstance(source, HostsSource):
         return HostActions(source)

@@ -1,6 +1,6 @@
 """The window's session recording, done by its sampler process
 (`vramscope stream --record-session`, started by the window through
-sources/local_sampler.py): the same recorder the window had -- real GPUs
+sources/remote/local_sampler.py): the same recorder the window had -- real GPUs
 only, a new file in the user's session directory, the oldest removed past
 the cap -- so the session outlives the window (a killed window loses no
 sample: each is committed by this process, which ends when its window

@@ -3,7 +3,7 @@
 Every writer of agent series goes through here, so the agent panel, the
 detectors and the exports read one layout whatever the source:
 
-- the live client (sources/agents.py): items pulled from an agent's socket
+- the live client (sources/agents/agent_client.py): items pulled from an agent's socket
   or read from its final dump;
 - sources whose frames already carry AgentReports -- the demo, a session
   replayed frame by frame (``sources.agent_reports.record_reports``);

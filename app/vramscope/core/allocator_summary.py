@@ -1,6 +1,6 @@
 """The shape of an agent's allocator summary as the monitor holds it
 (``AgentReport.allocator``): made from the agent's ALLOCATOR item by
-sources/allocator_input.py, carried by the stream and sessions, read by the
+sources/agents/allocator_input.py, carried by the stream and sessions, read by the
 agents tab's segment map, ``status`` and the fragmentation rule.
 
 The agent's figure names (agent/segments.py FIGURES) are the keys of a

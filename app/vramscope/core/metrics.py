@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 
-# (GpuSample attribute, metric name, help): read back by sources/prometheus.py
+# (GpuSample attribute, metric name, help): read back by sources/remote/prometheus.py
 GPU_GAUGES = (
     (
         "used",

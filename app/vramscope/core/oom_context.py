@@ -1,6 +1,6 @@
 """The monitor's part of an OOM post-mortem: what NVML saw on the same GPU.
 
-When an OOM event reaches the monitor (sources/agents.py, the frame it arrived
+When an OOM event reaches the monitor (sources/agents/agent_client.py, the frame it arrived
 with: within a sampling interval of the OOM), the other processes on that GPU
 and this process's memory outside PyTorch's cache (NVML's figure minus
 reserved) are added to the event's data, so the window, the recorded session

@@ -2,7 +2,7 @@
 PyTorch's reserved (the CUDA context) and its jumps, each paired with the event
 that came with it where one did.
 
-The monitor records the bucket per frame (sources/agents.py); the agent
+The monitor records the bucket per frame (sources/agents/agent_client.py); the agent
 reports the events that bring memory outside the caching allocator
 (agent/outside_events.py): a process group's creation (NCCL), a
 ``torch.compile`` compilation (Triton, autotuning), and the first forward,

@@ -1,6 +1,6 @@
 """Who a process belongs to, as Prometheus labels: written by the exporter
 (core/metrics.py) on each per-process series, read back by the fleet reader
-(sources/prometheus.py). One definition for both sides.
+(sources/remote/prometheus.py). One definition for both sides.
 
 ``pod``, ``namespace`` and ``container`` are the names dcgm-exporter uses for
 the same facts (its Kubernetes pod mapping), so one PromQL ``sum by (pod)``

@@ -281,7 +281,7 @@ class DeviceHolder:
 
 
 class HostStatus(StrEnum):
-    """How a machine a frame is put together from stands (sources/remote.py)."""
+    """How a machine a frame is put together from stands (sources/remote/host_stream.py)."""
 
     CONNECTING = "connecting"
     CONNECTED = "connected"
@@ -336,7 +336,7 @@ class Frame:
     driver_version: str | None = None
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
-    agents: tuple[AgentReport, ...] = ()  # see sources/agents.py
+    agents: tuple[AgentReport, ...] = ()  # see sources/agents/agent_client.py
     servers: tuple[ServerState, ...] = ()  # core/servers.py, sources/servers.py
     wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
@@ -363,7 +363,7 @@ class Frame:
         return tuple(dict.fromkeys(g.host for g in self.gpus if g.host is not None))
 
 
-# --- PyTorch agent data, as the monitor holds it (see sources/agents.py) -------
+# --- PyTorch agent data, as the monitor holds it (see sources/agents/agent_client.py) -------
 # The agent's wire format lives in vramscope/agent/; the client turns what it
 # pulls into these frozen values. Producers may add fields (with defaults);
 # consumers (detectors, UI, recorder, status) read them.
@@ -459,7 +459,7 @@ class AgentReport:
     rendezvous: str | None = None  # the distributed job's MASTER_ADDR:PORT (its ranks share it)
     # FSDP2's all-gathered copies and DDP's buckets per device (agent/sharded.py)
     sharded: ShardedItem | None = field(default=None, compare=False, hash=False)
-    # the newest allocator summary (sources/allocator_input.py); None: none received
+    # the newest allocator summary (sources/agents/allocator_input.py); None: none received
     allocator: AllocatorSummary | None = field(default=None, compare=False, hash=False)
 
     @property

@@ -1,6 +1,6 @@
 """Which processes a GPU's stacked view draws on their own, and the stack itself.
 
-Qt-free arithmetic for ui/timeline_stack.py: per-process series put on the
+Qt-free arithmetic for ui/timeline/timeline_stack.py: per-process series put on the
 GPU's time base, the largest processes at the bottom, the small ones summed
 into one "others" layer, and the stack thinned to about one column of points
 per pixel (the peak of each column, so a short spike stays visible).

@@ -1,5 +1,5 @@
 """Every GPU of this Linux machine: NVIDIA's through NVML, then AMD's and
-Intel's through the kernel's DRM interfaces (sources/drm.py), in one frame.
+Intel's through the kernel's DRM interfaces (sources/drm/drm_source.py), in one frame.
 
 NVIDIA GPUs keep NVML's indices; the DRM GPUs follow them (after the most
 NVIDIA GPUs ever seen, so an index does not move when NVML has a bad pass).
@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 from vramscope.core.samples import Frame
-from vramscope.sources.drm import DrmGpus
-from vramscope.sources.nvml import NvmlSource
+from vramscope.sources.drm.drm_source import DrmGpus
+from vramscope.sources.nvml.nvml_source import NvmlSource
 
 
 SOURCE_JOIN = " + "

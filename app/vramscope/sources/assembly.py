@@ -73,7 +73,7 @@ def session_recorder(
     multi-host source, ``meta`` on top) and the retention of the directory."""
     from vramscope.core.session import RetentionPolicy
     from vramscope.core.session.recorder import SessionRecorder
-    from vramscope.sources.hosts import session_host_meta
+    from vramscope.sources.remote.hosts import session_host_meta
 
     header = {"source": getattr(source, "name", "?"), "started_by": started_by, **session_host_meta(source)}
     return SessionRecorder(

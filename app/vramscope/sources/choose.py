@@ -6,7 +6,7 @@ Used by the window, `record` and `status` alike (core/monitor.py takes both).
 from __future__ import annotations
 
 
-# The busy demo starts this far into its script (sources/busy_demo.py): train.py has
+# The busy demo starts this far into its script (sources/demo/busy_demo.py): train.py has
 # loaded, stepped, measured its modules and caught its OOM (at 7 min, busy_oom.py),
 # so every tab has something to show within seconds of opening.
 DEMO_PARTWAY = 600.0
@@ -23,11 +23,11 @@ def open_source(args, demo_elapsed: float | None = None):
     training run's first minutes).
     """
     if getattr(args, "from_prometheus", None):
-        from vramscope.sources.prometheus import PrometheusSource
+        from vramscope.sources.remote.prometheus import PrometheusSource
 
         return PrometheusSource(args.from_prometheus)
     if getattr(args, "host", None):
-        from vramscope.sources.hosts import HostsSource
+        from vramscope.sources.remote.hosts import HostsSource
 
         return HostsSource(
             args.host, interval=getattr(args, "interval", None) or 1.0, demo=getattr(args, "demo", False)
@@ -35,19 +35,19 @@ def open_source(args, demo_elapsed: float | None = None):
     if getattr(args, "demo", False):
         import time
 
-        from vramscope.sources.simulated import SimulatedSource
+        from vramscope.sources.demo.simulated import SimulatedSource
 
         busy = getattr(args, "busy", False)
         if demo_elapsed is None:
             demo_elapsed = DEMO_PARTWAY if busy else 0.0
         if busy:
-            from vramscope.sources.busy_demo import BusyWorkstation
+            from vramscope.sources.demo.busy_demo import BusyWorkstation
 
             return BusyWorkstation(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
         return SimulatedSource(seed=getattr(args, "seed", 1), start_time=time.time() - demo_elapsed)
     from vramscope.sources.all_gpus import AllGpusSource
 
-    return AllGpusSource()  # NVML, then AMD / Intel GPUs through DRM (sources/drm.py)
+    return AllGpusSource()  # NVML, then AMD / Intel GPUs through DRM (sources/drm/drm_source.py)
 
 
 def enrichers_for(store) -> list:
@@ -76,8 +76,8 @@ class AgentEnricher:
 
     def __call__(self, frame):
         from vramscope.core.samples import REMOTE_SOURCES
-        from vramscope.sources.agent_reports import record_reports
-        from vramscope.sources.agents import AgentClient
+        from vramscope.sources.agents.agent_reports import record_reports
+        from vramscope.sources.agents.agent_client import AgentClient
 
         if frame.simulated or frame.source in REMOTE_SOURCES:
             return record_reports(self.store, frame, self._seen)

@@ -151,7 +151,7 @@ class AlertsPanel(QWidget):
         super().__init__(parent)
         self.engine = engine
         self.actions = actions
-        # every action call may be an ssh round trip (sources/hosts.py HostActions) or a
+        # every action call may be an ssh round trip (sources/remote/hosts.py HostActions) or a
         # /proc walk: all of them run on workers, their answers come back through here
         self._bridge = bridge if bridge is not None else Bridge(self)
         self.read_only = read_only or (actions is not None and actions.read_only)

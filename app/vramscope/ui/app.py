@@ -63,14 +63,14 @@ def build_window(
     interval, time window, read-only mode, recording and thresholds; without it
     (tests) they come from ``args`` alone. With ``sampler`` (the app) this
     machine is sampled and recorded by a process of its own
-    (sources/local_sampler.py); the window only reads it.
+    (sources/remote/local_sampler.py); the window only reads it.
     """
     from vramscope.ui.bridge import Bridge
     from vramscope.ui.imported_sources import forget_imported_sources
     from vramscope.ui.main_window import DEFAULT_WINDOW, MainWindow
 
     if source is None and sampler:  # this machine, --host and --from-prometheus alike
-        from vramscope.sources.local_sampler import local_sampler_source
+        from vramscope.sources.remote.local_sampler import local_sampler_source
 
         source = local_sampler_source(args, settings)
     if source is None:
@@ -121,7 +121,7 @@ def start_monitor(source, args, settings=None):
     from vramscope.sources.choose import enrichers_for
     from vramscope.core.actions import ProcessActions
     from vramscope.core.samples import PROMETHEUS_SOURCE
-    from vramscope.sources.hosts import HostActions, HostsSource
+    from vramscope.sources.remote.hosts import HostActions, HostsSource
 
     if settings is not None:
         read_only, record, interval = settings.read_only, settings.recording, settings.interval
@@ -135,7 +135,7 @@ def start_monitor(source, args, settings=None):
     sampled_apart = hasattr(source, "session_path")  # by the sampler process, which records
     if sampled_apart:  # and judges: the window takes its alerts
         from vramscope.core.detectors.taken import TakenAlerts
-        from vramscope.sources.local_sampler import window_enrichers as enrichers
+        from vramscope.sources.remote.local_sampler import window_enrichers as enrichers
 
         record, engine = False, TakenAlerts(source.judged)
     monitor = build_monitor(
@@ -150,7 +150,7 @@ def start_monitor(source, args, settings=None):
     if isinstance(source, HostsSource):  # ending processes over each host's ssh channel
         monitor.actions = HostActions(source, read_only=read_only)
     elif sampled_apart:  # through the sampler process, which records them
-        from vramscope.sources.local_sampler import SamplerActions
+        from vramscope.sources.remote.local_sampler import SamplerActions
 
         monitor.actions = SamplerActions(source, read_only=read_only)
     elif source.name == PROMETHEUS_SOURCE:  # a fleet is only looked at
@@ -385,7 +385,7 @@ def run(args) -> int:
     settings.merge_args(args)
     sampler = None
     if not getattr(args, "file", None):
-        from vramscope.sources.local_sampler import local_sampler_source
+        from vramscope.sources.remote.local_sampler import local_sampler_source
 
         sampler = local_sampler_source(args, settings)  # starts while Qt loads and the window is built
     app = create_app(theme_mode=settings.theme)

@@ -1,6 +1,6 @@
 """Ending one process from the window, step by step: check it anew, confirm,
 SIGTERM, look again after the grace period, offer SIGKILL if it survived. Every
-call to the actions may be an ssh round trip (sources/hosts.py HostActions) or
+call to the actions may be an ssh round trip (sources/remote/hosts.py HostActions) or
 a /proc walk, so each runs on a worker and the next step starts from its
 answer on the GUI thread (ui/bridge.py); the window never waits on one."""
 

@@ -25,7 +25,7 @@ from vramscope.core.units import fmt_gib
 from vramscope.ui import theme
 from vramscope.ui.safe_text import plain
 from vramscope.ui.time_axis import TimeAxis
-from vramscope.sources.remote import CONNECTED
+from vramscope.sources.remote.host_stream import CONNECTED
 
 COLUMNS = ("Host", "State", "GPUs", "Used / total", "Per GPU (used / total GiB)", "Alerts")
 RANGES = (

@@ -11,7 +11,7 @@ from vramscope.core.view_options import DEFAULT_PLOT_STYLE, PlotStyle
 from vramscope.ui import theme
 from vramscope.ui.bridge import BUSY_PROCESSES
 from vramscope.ui.cards import GpuCard
-from vramscope.ui.timeline import GpuTimeline
+from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 ROW_MIN_HEIGHT = 150
 # Up to this many rows (GPUs and MIG slices) are made whole as they appear; a

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 from vramscope.core.terminal_text import visible
 from vramscope.ui.safe_text import plain, tip
 
-from vramscope.sources.remote import CONNECTED, CONNECTING, describe_state
+from vramscope.sources.remote.host_stream import CONNECTED, CONNECTING, describe_state
 from vramscope.ui import theme
 
 

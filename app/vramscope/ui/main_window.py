@@ -75,7 +75,7 @@ def window_title(frame: Frame | None, session_file: str | None = None) -> str:
 
 
 def default_demo_source():
-    from vramscope.sources.simulated import SimulatedSource
+    from vramscope.sources.demo.simulated import SimulatedSource
 
     return SimulatedSource(seed=1)
 

@@ -15,10 +15,10 @@ from PySide6.QtWidgets import QFrame, QScrollArea
 
 from vramscope.core.detectors.alert import CRITICAL, INFO, KIND_TITLES, Alert, AlertKind
 from vramscope.core.planner.targets import fit_targets, gpus_now
-from vramscope.ui.agent_panel import AgentPanel
+from vramscope.ui.agents.agent_panel import AgentPanel
 from vramscope.ui.alerts_panel import AlertsPanel
 from vramscope.ui.tray import TrayNotifier
-from vramscope.ui.planner_tab import PlannerTab
+from vramscope.ui.planner.planner_tab import PlannerTab
 
 PLANNER_MEASURE_EVERY = 2.0  # seconds between planned-vs-measured refreshes
 

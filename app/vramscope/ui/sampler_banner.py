@@ -1,4 +1,4 @@
-"""The window's side of its sampler process (sources/local_sampler.py): a
+"""The window's side of its sampler process (sources/remote/local_sampler.py): a
 banner while that process is down -- why, when it is
 started again, and a button to start it now. The window never waits on it:
 the banner reads the host's state with each frame (the window's source makes

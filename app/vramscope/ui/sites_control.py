@@ -1,6 +1,6 @@
 """The agents tab's "Record allocation sites for N steps" (one per agent process).
 
-The button asks the agent (sources/agent_requests.py, on a worker thread: never a
+The button asks the agent (sources/agents/agent_requests.py, on a worker thread: never a
 socket on the GUI thread); what the recording does -- its progress and measured
 overhead, then the top sites and the memory_viz pickle, which "Open the snapshot"
 shows in the snapshot viewer (ui/snapshot/) -- arrives as SITES events
@@ -81,7 +81,7 @@ class SitesControl(QWidget):
         super().__init__(parent)
         self.pid = pid
         if start is None:
-            from vramscope.sources.agent_requests import start_sites as start
+            from vramscope.sources.agents.agent_requests import start_sites as start
         self._start = start
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)

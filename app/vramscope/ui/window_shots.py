@@ -65,7 +65,7 @@ def _take(window, app, out: pathlib.Path, sizes) -> None:
 def what_it_shows(window) -> dict:
     """The tabs, the agents (pid, header, the detail tabs shown), the table's rows, the
     alerts: what a user reading the window would report."""
-    from vramscope.ui.agent_panel import AgentProcessView
+    from vramscope.ui.agents.agent_panel import AgentProcessView
 
     panels = window.services.panels if getattr(window, "services", None) else None
     agents = []

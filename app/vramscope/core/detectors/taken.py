@@ -1,5 +1,5 @@
 """Alerts judged elsewhere: the window's engine when its sampler process runs
-the diagnostics (sources/local_sampler.py).
+the diagnostics (sources/remote/local_sampler.py).
 
 The sampler process runs the rules over every frame and sends the alerts with
 it (core/stream/); running them again in the window cost most of the window's

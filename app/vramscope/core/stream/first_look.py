@@ -15,7 +15,7 @@ The first look is not a sample of the pipeline: no rule judges it, no
 session records it.
 
 A source that can read its devices apart gives it (``sample_devices(now)``,
-sources/nvml.py); any other sends none.
+sources/nvml/nvml_source.py); any other sends none.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The bounds every value on a wire is checked against, and the checks of its
 JSON atoms: the stream's frames (core/stream/codec.py), the agent's replies
-(sources/agent_input.py) and the settings requests read them. A value out of
+(sources/agents/agent_input.py) and the settings requests read them. A value out of
 bounds raises TypeError or ValueError with a one-line reason.
 """
 

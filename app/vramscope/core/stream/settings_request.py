@@ -1,5 +1,5 @@
 """New settings for a running stream: the window's own sampler process
-(sources/local_sampler.py) takes the alert thresholds and the interval its
+(sources/remote/local_sampler.py) takes the alert thresholds and the interval its
 settings dialog changed as one request on its stdin, and goes on sampling and
 recording into the same session -- no restart, no second session file.
 

@@ -1,0 +1,7 @@
+"""The monitor's side of the in-process agent: discovering agent sockets (also inside
+containers), bounded connections, pulling items with a cursor (agent_client), checking
+every untrusted value an agent sends (agent_input, agent_modules, allocator_input,
+sites_reply) and turning them into the AgentReports the stream carries. May import the
+standard library, the wire protocol in vramscope.agent.protocol, vramscope.core and the
+cross-cutting modules at the top of vramscope.sources; never Qt, never torch.
+"""
