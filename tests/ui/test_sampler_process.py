@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from ui.helpers import open_every_group, table_column
+from user_path.helpers import window_args
 from vramscope.ui.app import build_window
 
 
@@ -20,19 +21,7 @@ def sampled(themed_app, qtbot):
     made = []
 
     def make(width=1400, height=900):
-        args = argparse.Namespace(
-            demo=True,
-            busy=True,
-            seed=1,
-            interval=0.3,
-            window="1m",
-            record=False,
-            read_only=False,
-            prometheus=None,
-            file=None,
-            host=None,
-            from_prometheus=None,
-        )
+        args = window_args()
         feed, window = build_window(args, poll_ms=100, sampler=True)
         made.append(window)
         qtbot.addWidget(window)

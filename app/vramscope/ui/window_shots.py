@@ -20,10 +20,14 @@ SIZES = ((1400, 900), (1024, 700))
 SHOWN = "shown.json"
 
 
+def tab_name(title: str) -> str:
+    """A tab's name without its count: "Alerts (4)" -> "Alerts" (the count changes)."""
+    return re.sub(r"\s*\(\d+\)\s*$", "", title)
+
+
 def slug(title: str) -> str:
-    """A tab's file name: "Alerts (4)" -> "alerts" (the count changes, the name does not)."""
-    title = re.sub(r"\s*\(\d+\)\s*$", "", title)
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "tab"
+    """A tab's file name: "Alerts (4)" -> "alerts"."""
+    return re.sub(r"[^a-z0-9]+", "-", tab_name(title).lower()).strip("-") or "tab"
 
 
 def schedule(window, app, directory: str, after: float, sizes=SIZES) -> None:
@@ -86,7 +90,7 @@ def what_it_shows(window) -> dict:
                     }
                 )
     return {
-        "tabs": [re.sub(r"\s*\(\d+\)\s*$", "", window.tabs.tabText(i)) for i in range(window.tabs.count())],
+        "tabs": [tab_name(window.tabs.tabText(i)) for i in range(window.tabs.count())],
         "agents": agents,
         "table_rows": window.table.model.rowCount(),
         "alerts": [a.title for a in panels.alerts.alerts()] if panels is not None else [],

@@ -259,10 +259,13 @@ def _kept(convert: Convert, where: tuple[type, str]) -> Convert:
     return convert if cut is None else (lambda value: cut(convert(value)))
 
 
+def _optional(hint: object) -> bool:
+    """Whether ``hint`` admits None (``X | None``)."""
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+
+
 def _nullable(field: dataclasses.Field[Any], hint: object) -> bool:
-    return field.default is None or (
-        typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
-    )
+    return field.default is None or _optional(hint)
 
 
 class UntypedField(TypeError):
@@ -366,15 +369,7 @@ def _typed_dict(cls: Any) -> Convert:
     """A TypedDict's checker: its declared keys with their types (a required one
     must be there), keys it does not declare left out (a newer peer's)."""
     hints = typing.get_type_hints(cls, localns=_HINT_NAMES)
-    plan = tuple(
-        (
-            name,
-            _converter(hint, (cls, name)),
-            typing.get_origin(hint) in (typing.Union, types.UnionType)
-            and type(None) in typing.get_args(hint),
-        )
-        for name, hint in hints.items()
-    )
+    plan = tuple((name, _converter(hint, (cls, name)), _optional(hint)) for name, hint in hints.items())
     required = cls.__required_keys__
 
     def build(data: object) -> object:
