@@ -13,13 +13,13 @@ from vramscope.agent import protocol
 from vramscope.core.samples import AgentDevice
 from vramscope.sources.agents.agent_input import Hello
 
-__getattr__  # agent/__init__.py, core/detectors/__init__.py, ui/theme.py: lazy module names
+__getattr__  # agent/__init__.py, core/detectors/__init__.py, ui/qt/theme.py: lazy module names
 grad_outputs  # agent/backward.py: torch's hook signature
 device_allocated  # agent/core.py: the allocator's OOM observer signature
 protocol.HelloReply.agent_version, protocol.DeviceFigures.free_count, protocol.DeviceFigures.buckets_note
 protocol.StepDevice.allocated_after
 AgentDevice.free_count, Hello.agent_version  # decoded and carried
-readinto, makefile  # core/bounded_http.py: io.RawIOBase / socket API that http.client calls
+readinto, makefile  # core/safe_io/bounded_http.py: io.RawIOBase / socket API that http.client calls
 text_factory  # core/session/reader.py: sqlite3.Connection reads it
-headerData  # ui/process_model.py: QAbstractTableModel
+headerData  # ui/processes/process_model.py: QAbstractTableModel
 column_menu, context_menu, shortcut_actions, settings_dialog, about_dialog, shortcuts_box  # kept alive for Qt

@@ -1,6 +1,6 @@
 """Alert trust: per rule, false warnings, missed cases and time to detection.
 
-Feeds the scenario suite (tests/detectors/cases.py: idle and busy inference
+Feeds the scenario suite (tests/core/detectors/cases.py: idle and busy inference
 servers, growth without the agent, an ended warm-up ramp, a bounded sawtooth,
 jittery leaks at 1 s and 0.1 s steps, one allocation retry vs rising retries,
 a notebook in use vs one left idle, a data-loader stall, healthy hours) to the
@@ -23,7 +23,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.detectors import cases as suite  # noqa: E402
+from tests.core.detectors import cases as suite  # noqa: E402
 
 
 def run_suite() -> int:

@@ -72,7 +72,7 @@ def main() -> int:
     a = ap.parse_args()
     from PySide6.QtCore import QTimer
 
-    from vramscope.ui.app import create_app
+    from vramscope.ui.window.app import create_app
 
     create_app()
     g, p = (int(x) for x in a.size.split("x"))

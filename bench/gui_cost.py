@@ -34,7 +34,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "app"))
 import psutil  # noqa: E402
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
-from vramscope.core.store import Store  # noqa: E402
+from vramscope.core.store.store import Store  # noqa: E402
 from vramscope.core.units import GiB, MiB  # noqa: E402
 
 DAY = 86400
@@ -49,7 +49,7 @@ def _cpu_seconds(proc: psutil.Process) -> float:
 def idle_cost(seconds: float) -> dict:
     from PySide6.QtCore import QTimer
 
-    from vramscope.ui.app import build_window, create_app
+    from vramscope.ui.window.app import build_window, create_app
 
     app = create_app()
     args = argparse.Namespace(demo=True, seed=1, interval=1.0, window="10m", file=None)
@@ -116,9 +116,9 @@ def filled_store(gpus: int, procs: int, end: float) -> Store:
 
 
 def update_cost(gpus: int, procs: int, ticks: int, window: str, step: float, force: bool) -> dict:
-    from vramscope.ui.app import create_app
-    from vramscope.core.pipeline import Pipeline
-    from vramscope.ui.main_window import MainWindow
+    from vramscope.ui.window.app import create_app
+    from vramscope.core.flow.pipeline import Pipeline
+    from vramscope.ui.window.main_window import MainWindow
 
     app = create_app()
     end = time.time() - ticks * step
@@ -170,7 +170,7 @@ def main() -> int:
     ap.add_argument("--no-antialias", action="store_true", help="compare: plots without antialiasing")
     a = ap.parse_args()
     if a.no_antialias:
-        from vramscope.ui import theme
+        from vramscope.ui.qt import theme
 
         theme.ANTIALIAS = False
     from PySide6 import __version__ as pyside

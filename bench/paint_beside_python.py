@@ -1,5 +1,5 @@
 """One repaint of a table beside a thread running Python: a plain window against
-vramscope's (ui/gil_held_paint.py), side by side in one run.
+vramscope's (ui/qt/gil_held_paint.py), side by side in one run.
 
 A 1400 x 900 window holds a QTableView over a Python model (16,000 x 12; every
 visible cell asks ``data()`` for each role, ~2,500 calls a repaint). Each
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication, QMainWindow, QTableView  # noqa: E402
 
-from vramscope.ui.gil_held_paint import GilHeldPaintWindow  # noqa: E402
+from vramscope.ui.qt.gil_held_paint import GilHeldPaintWindow  # noqa: E402
 
 
 class Subclassed(QMainWindow):

@@ -4,7 +4,7 @@ beside the import of transformers it no longer needs.
     .venv/bin/python bench/planner_config.py [--runs 5]
 
 Each run is a fresh process (what a user waits for at the shell): the plan of
-Llama-2-7B's config.json (tests/planner/configs) as JSON, and, side by side,
+Llama-2-7B's config.json (tests/core/planner/configs) as JSON, and, side by side,
 `python -c "import transformers"` -- what each call cost while the planner
 imported it. Budget (issue 27): the plan under 2 s.
 """

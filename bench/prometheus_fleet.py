@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
 
 from rawhttp import RawHttp, http_answer  # noqa: E402 (the tests' stand-in HTTP peer)
 from remote.conftest import private_dirs  # noqa: E402
-from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC  # noqa: E402
+from vramscope.core.export.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC  # noqa: E402
 
 
 def fleet_vector(series: int, gpus: int = 8, procs: int = 4) -> list[dict]:

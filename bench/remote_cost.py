@@ -107,7 +107,7 @@ def window_cost(
     from PySide6.QtCore import QEventLoop, QTimer
 
     from remote import fakessh
-    from vramscope.ui.app import build_window, create_app
+    from vramscope.ui.window.app import build_window, create_app
 
     tmp.mkdir(parents=True, exist_ok=True)
     hosts = {}

@@ -40,7 +40,7 @@ def main() -> None:
 
     from PySide6.QtWidgets import QApplication
 
-    from vramscope.ui.app import create_app
+    from vramscope.ui.window.app import create_app
     from vramscope.ui.snapshot.window import SnapshotWindow
 
     app = create_app(theme_mode="dark")

@@ -43,12 +43,12 @@ def _timed(cls, name: str, what: str) -> None:
 
 
 def _time_the_steps() -> None:
-    from vramscope.core.process_rows import TableBuilder
-    from vramscope.core.store import Store
+    from vramscope.core.processes.process_rows import TableBuilder
+    from vramscope.core.store.store import Store
     from vramscope.core.stream.protocol import LineDecoder
     from vramscope.sources.remote.host_stream import RemoteHost
-    from vramscope.ui.main_window import MainWindow
-    from vramscope.ui.process_table import ProcessTable
+    from vramscope.ui.window.main_window import MainWindow
+    from vramscope.ui.processes.process_table import ProcessTable
 
     _timed(LineDecoder, "feed", "decode (reader)")
     _timed(RemoteHost, "_handle", "to a frame (reader)")
@@ -71,7 +71,7 @@ def main() -> int:
     a = ap.parse_args()
     from PySide6.QtCore import QTimer
 
-    from vramscope.ui.app import create_app
+    from vramscope.ui.window.app import create_app
 
     _time_the_steps()
     create_app()

@@ -25,7 +25,7 @@ import time
 import psutil
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import Store, gpu_key
+from vramscope.core.store.store import Store, gpu_key
 from vramscope.core.units import GiB, MiB
 
 T0 = 1_700_000_000.0

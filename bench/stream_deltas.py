@@ -60,7 +60,7 @@ def sampler_pass(passes: int) -> str:
     import threading
 
     from vramscope.commands.stream import StreamWriter
-    from vramscope.core.store import STAGE_RECORDER, Store
+    from vramscope.core.store.store import STAGE_RECORDER, Store
     from vramscope.sources.assembly import build_monitor
 
     box = BigBox(16, 1024)

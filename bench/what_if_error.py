@@ -4,7 +4,7 @@ sequence for the transformer), run those sizes for real, print the error.
 
 The peak compared is what the issue defines: activations saved for backward +
 weights + gradients + optimizer state, counted independently of vramscope with
-our own saved-tensor hooks (tests/planner/what_if_runs.py). The prediction gets
+our own saved-tensor hooks (tests/core/planner/what_if_runs.py). The prediction gets
 only what an agent sends: the tensor buckets, the training forward's input
 shape and output size, and the per-module activations ("modules" item).
 
@@ -22,7 +22,7 @@ sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
 
 import torch  # noqa: E402
 
-from planner.what_if_runs import counted_step, prediction_error  # noqa: E402
+from tests.core.planner.what_if_runs import counted_step, prediction_error  # noqa: E402
 from vramscope.core.planner.measured_run import measure  # noqa: E402
 from vramscope.core.planner.what_if import Change, predict  # noqa: E402
 

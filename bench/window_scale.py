@@ -140,9 +140,9 @@ def stalls(
 ) -> dict:
     from PySide6.QtCore import QElapsedTimer, QTimer
 
-    from vramscope.core.store import STAGE_RECORDER
-    from vramscope.ui.app import build_window, create_app, freeze_startup_heap
-    from vramscope.ui.gil_held_paint import GilHeldPaintWindow
+    from vramscope.core.store.store import STAGE_RECORDER
+    from vramscope.ui.window.app import build_window, create_app, freeze_startup_heap
+    from vramscope.ui.qt.gil_held_paint import GilHeldPaintWindow
 
     if not held_paint and "event" in vars(GilHeldPaintWindow):  # as before round fifteen
         del GilHeldPaintWindow.event
@@ -171,7 +171,7 @@ def stalls(
         STAGE_RECORDER,
     )
     window.resize(1400, 900)
-    if freeze:  # as the app does (ui/app.py run): the start-up heap out of every full collection
+    if freeze:  # as the app does (ui/window/app.py run): the start-up heap out of every full collection
         freeze_startup_heap()
     window.show()
     build_s = time.perf_counter() - t0

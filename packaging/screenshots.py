@@ -6,7 +6,7 @@ Runs ``vramscope --demo --busy`` as a user would -- its own process, its own
 sampler process, the frames read from that process's stream, in fresh
 settings, data and runtime directories -- offscreen, and lets the window grab
 its own tabs once it has shown the busy machine for a while (the hidden
-``--shots`` option, ui/window_shots.py). The monitor, alerts and PyTorch agents
+``--shots`` option, ui/window/window_shots.py). The monitor, alerts and PyTorch agents
 tabs at 1400 x 900 and the monitor at 1024 x 700 are copied into
 resources/screenshots/; ``shown.json`` beside the pictures says what the window
 showed, and anything the app printed that looks like a traceback stops the

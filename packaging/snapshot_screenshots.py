@@ -24,7 +24,7 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from vramscope import cli
-    from vramscope.ui.app import create_app
+    from vramscope.ui.window.app import create_app
     from vramscope.ui.snapshot.window import SnapshotWindow
 
     out = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else OUT

@@ -61,7 +61,7 @@ def private_user_dirs(monkeypatch):
         # CI containers run the suite as root, so the processes the tests start and
         # end are root's: let root count as a regular user here (as in such a
         # container). The system-account rule itself is tested with an explicit
-        # first_user_uid (tests/detectors/test_end_process_safety.py).
+        # first_user_uid (tests/core/detectors/test_end_process_safety.py).
         monkeypatch.setenv("VRAMSCOPE_UID_MIN", "0")
     else:
         monkeypatch.delenv("VRAMSCOPE_UID_MIN", raising=False)

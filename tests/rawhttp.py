@@ -1,6 +1,6 @@
 """A stand-in HTTP peer on 127.0.0.1 that answers whatever bytes a test gives
 it -- broken HTTP, 10,000 headers, a body trickled a byte at a time -- for the
-tests of core/bounded_http.py and its users (Prometheus, /metrics, Jupyter)."""
+tests of core/safe_io/bounded_http.py and its users (Prometheus, /metrics, Jupyter)."""
 
 from __future__ import annotations
 

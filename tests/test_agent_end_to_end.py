@@ -86,7 +86,7 @@ def test_status_json_reports_the_run_with_real_sizes_and_steps(training, fake_nv
 
 @pytest.mark.slow
 def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nvml, qtbot):
-    from vramscope.ui.app import build_window, create_app
+    from vramscope.ui.window.app import build_window, create_app
 
     fake_nvml.write(_state(training["pid"]))
     create_app()
@@ -109,7 +109,7 @@ def test_window_started_after_the_run_shows_it_and_its_history(training, fake_nv
         report = window.store.latest.agents[0]
         assert report.pid == training["pid"]
         # every step the agent's ring still holds reached the monitor, though it started late
-        from vramscope.core.agent_keys import series_key as agent_key
+        from vramscope.core.agent_figures.agent_keys import series_key as agent_key
 
         t, steps = window.store.series(agent_key(report.pid, report.start_time, "steps", "step"))
         assert list(steps) == list(range(1, 31))

@@ -42,4 +42,4 @@ def test_a_broken_layer_would_be_caught(tmp_path):
         [tool, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
     )
     assert r.returncode != 0
-    assert "vramscope.core.leak_into_ui -> vramscope.ui.theme" in r.stdout
+    assert "vramscope.core.leak_into_ui -> vramscope.ui.qt.theme" in r.stdout

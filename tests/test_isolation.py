@@ -14,7 +14,7 @@ def _inside(path, base) -> bool:
 
 def test_every_place_vramscope_reads_or_writes_is_the_tests_own(private_user_dirs):
     from vramscope.agent.paths import agent_dir, candidate_dirs
-    from vramscope.core.audit_log import default_audit_path
+    from vramscope.core.end_process.audit_log import default_audit_path
     from vramscope.core.session.library import default_directory
 
     base = private_user_dirs["HOME"].parent
@@ -28,7 +28,7 @@ def test_every_place_vramscope_reads_or_writes_is_the_tests_own(private_user_dir
 
 def test_the_window_settings_file_is_the_tests_own(private_user_dirs):
     """The settings file, as every command opens it, in a fresh process."""
-    code = "from vramscope.core.user_settings import Settings; print(Settings().path)"
+    code = "from vramscope.core.settings.user_settings import Settings; print(Settings().path)"
     r = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

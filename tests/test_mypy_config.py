@@ -66,7 +66,7 @@ def test_the_strict_flags_hold_where_they_are_set(tmp_path):
     shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__", "resources"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     untyped = "\n\ndef _untyped(value):\n    return value\n"
-    strict, loose = "app/vramscope/core/stream/json_checks.py", "app/vramscope/core/settings_file.py"
+    strict, loose = "app/vramscope/core/stream/json_checks.py", "app/vramscope/core/settings/settings_file.py"
     for name in (strict, loose):
         with open(tmp_path / name, "a", encoding="utf-8") as fh:
             fh.write(untyped)

@@ -19,7 +19,7 @@ import typing
 from hypothesis import strategies as st
 
 from vramscope.agent.protocol import JsonObject
-from vramscope.core.process_columns import ProcessColumns
+from vramscope.core.processes.process_columns import ProcessColumns
 from vramscope.core.stream.codec import _HINT_NAMES
 
 SMALL = 2  # entries in a generated list or dict

@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import sys
 
-from vramscope.core import safe_write
+from vramscope.core.safe_io import safe_write
 from vramscope.launcher import install_launcher, uninstall_launcher
 
 APP_ID = "io.github.vramscope.Vramscope"

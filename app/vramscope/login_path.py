@@ -22,8 +22,8 @@ import pathlib
 import pwd
 import subprocess
 
-from vramscope.core import safe_write
-from vramscope.core.bounded_read import read_bytes
+from vramscope.core.safe_io import safe_write
+from vramscope.core.safe_io.bounded_read import read_bytes
 
 MARK = "# added by `vramscope desktop install --add-to-path`"
 PATH_LINE = (

@@ -1,12 +1,12 @@
 """Writes vramscope-dashboard.json: a Grafana dashboard for the metrics
-`vramscope record --prometheus` serves (names from core/metrics.py).
+`vramscope record --prometheus` serves (names from core/export/metrics.py).
 
     python packaging/grafana/make_dashboard.py   # after changing a metric name
 
 Import it in Grafana (Dashboards -> New -> Import) and pick the Prometheus
 data source; the `instance` variable picks machines (one per exporter). The
 per-job and per-pod panels sum the per-process series by the owner labels
-(core/owner_labels.py); the pod panel also shows dcgm-exporter's GPUs by the
+(core/processes/owner_labels.py); the pod panel also shows dcgm-exporter's GPUs by the
 pod labels its Kubernetes mapping adds.
 Format: https://grafana.com/docs/grafana/latest/dashboards/build-dashboards/view-dashboard-json-model/
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import pathlib
 
-from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC
-from vramscope.core.owner_labels import CONTAINER, NAMESPACE, POD, SLURM_JOB, SLURM_JOB_NAME, USER
+from vramscope.core.export.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC
+from vramscope.core.processes.owner_labels import CONTAINER, NAMESPACE, POD, SLURM_JOB, SLURM_JOB_NAME, USER
 from vramscope.sources.remote.prometheus import DCGM_FB_USED, MiB
 
 OUT = pathlib.Path(__file__).resolve().parent / "vramscope-dashboard.json"

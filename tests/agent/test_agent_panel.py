@@ -14,7 +14,7 @@ pytest.importorskip("PySide6")
 from vramscope.sources.demo import allocator_replay as replay  # noqa: E402
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
-from vramscope.core.store import Store  # noqa: E402
+from vramscope.core.store.store import Store  # noqa: E402
 from vramscope.sources.agents.agent_reports import record_reports  # noqa: E402
 from vramscope.sources.agents.agent_client import AgentClient  # noqa: E402
 
@@ -39,7 +39,7 @@ def test_panel_shows_allocated_reserved_buckets_steps_and_the_oom(qtbot, make_ag
     import psutil
     from PySide6.QtWidgets import QApplication
 
-    from vramscope.ui import theme
+    from vramscope.ui.qt import theme
     from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())
@@ -94,7 +94,7 @@ def test_panel_over_the_demo_source(qtbot, artifacts_dir):
     from PySide6.QtWidgets import QApplication
 
     from vramscope.sources.demo.simulated import SimulatedSource
-    from vramscope.ui import theme
+    from vramscope.ui.qt import theme
     from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())

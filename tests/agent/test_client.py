@@ -15,8 +15,8 @@ import pytest
 
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import Store
-from vramscope.core.agent_keys import series_key as agent_key
+from vramscope.core.store.store import Store
+from vramscope.core.agent_figures.agent_keys import series_key as agent_key
 from vramscope.sources.agents.agent_client import AgentClient
 
 HERE = Path(__file__).resolve().parent
@@ -266,8 +266,8 @@ def test_an_agent_of_another_protocol_version_is_shown_with_the_mismatch(runtime
     import threading
 
     from vramscope.agent import paths
-    from vramscope.core.status_report import frame_to_dict
-    from vramscope.core.status_table import render_table
+    from vramscope.core.status.status_report import frame_to_dict
+    from vramscope.core.status.status_table import render_table
 
     ticks = paths.start_ticks() or 0
     path = os.path.join(runtime_dir, paths.socket_name(os.getpid(), ticks))

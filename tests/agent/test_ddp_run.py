@@ -62,7 +62,7 @@ def test_two_gloo_ranks_each_report_their_own_buckets(tmp_path, runtime_dir):
         assert samples[-1]["sharded"]["ddp_buckets"]["cpu"] == rank["gradients"]
         assert (samples[-1]["sharded"]["scheme"], samples[-1]["sharded"]["world_size"]) == ("DDP", 2)
     # the monitor groups the two ranks as one job (same rendezvous), in rank order
-    from vramscope.core.rank_groups import jobs
+    from vramscope.core.processes.rank_groups import jobs
     from vramscope.sources.agents.agent_client import AgentClient
 
     client = AgentClient(

@@ -19,9 +19,9 @@ import torch
 
 from fakenvml import FakeGpu, FakeProcess, FakeState, GiB, MiB
 from vramscope.sources.demo.allocator_replay import ReplayProvider, memory_stats_dict
-from vramscope.core.outside_story import CAUSES, story, story_from_store
+from vramscope.core.agent_figures.outside_story import CAUSES, story, story_from_store
 from vramscope.agent.protocol import EventKind
-from vramscope.core.store import Store
+from vramscope.core.store.store import Store
 
 RESERVED = 3 * GiB
 

@@ -13,7 +13,7 @@ import torch
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, scenario_phases
 from vramscope.agent.stats import TorchCudaProvider
 from vramscope.core.samples import Frame
-from vramscope.core.store import Store
+from vramscope.core.store.store import Store
 from vramscope.sources.agents.agent_client import AgentClient
 
 
@@ -241,7 +241,7 @@ def test_the_agent_panel_marks_each_phase_and_says_which_one_peaks(make_agent, q
     pytest.importorskip("PySide6")
     from PySide6.QtWidgets import QApplication
 
-    from vramscope.ui import theme
+    from vramscope.ui.qt import theme
     from vramscope.ui.agents.agent_panel import AgentPanel
 
     theme.apply(QApplication.instance())

@@ -106,7 +106,7 @@ def test_a_frame_of_another_version_is_read_whole_then_named_and_the_stream_goes
 
 def test_the_vocabulary_is_plain_strings_on_the_wire():
     from vramscope.agent.protocol import BUCKETS, PHASES, Bucket, ItemKind, Op
-    from vramscope.core.agent_keys import series_key
+    from vramscope.core.agent_figures.agent_keys import series_key
 
     assert protocol.decode(
         protocol.encode({"op": Op.PULL, "kind": ItemKind.STEP, "phases": {p: 1 for p in PHASES}})

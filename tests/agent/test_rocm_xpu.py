@@ -94,7 +94,7 @@ def test_xpu_reads_what_it_has_and_names_what_it_lacks():
 
 def test_the_monitor_shows_the_runtime_and_what_is_missing():
     from vramscope.core.samples import AgentDevice
-    from vramscope.core.status_report import agent_device_to_dict
+    from vramscope.core.status.status_report import agent_device_to_dict
     from vramscope.ui.agents.agent_device import device_title
 
     dev = AgentDevice(

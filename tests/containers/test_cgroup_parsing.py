@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vramscope.core.containers import (
+from vramscope.core.processes.containers import (
     CONTAINERD,
     CRI,
     CRIO,

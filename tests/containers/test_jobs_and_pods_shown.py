@@ -8,18 +8,18 @@ import dataclasses
 
 import pytest
 
-from vramscope.core.containers import container_text
+from vramscope.core.processes.containers import container_text
 from vramscope.core.detectors import Diagnostics
 from vramscope.core.detectors.jupyter import NotebookHint
-from vramscope.core.process_groups import group_key, group_name, kin_of, units
+from vramscope.core.processes.process_groups import group_key, group_name, kin_of, units
 from vramscope.core.samples import Container, Frame, GpuSample, ProcessInfo
-from vramscope.core.scheduler_totals import job_totals, pod_totals
-from vramscope.core.slurm_jobs import SlurmJob
-from vramscope.core.status_report import frame_to_dict
-from vramscope.core.status_table import render_table
+from vramscope.core.processes.scheduler_totals import job_totals, pod_totals
+from vramscope.core.processes.slurm_jobs import SlurmJob
+from vramscope.core.status.status_report import frame_to_dict
+from vramscope.core.status.status_table import render_table
 from vramscope.core.units import GiB
 
-from detectors.scenarios import frame, gpu, proc
+from tests.core.detectors.scenarios import frame, gpu, proc
 
 from .test_users_and_records import p as shared_p
 
@@ -165,8 +165,8 @@ def test_container_text_with_both_a_job_and_a_container():
 
 
 def test_the_windows_table_shows_job_and_pod_in_the_container_column_and_filters_by_them():
-    from vramscope.core.process_rows import COLUMNS, COL, TableBuilder, TableOrder
-    from vramscope.core.store import Store
+    from vramscope.core.processes.process_rows import COLUMNS, COL, TableBuilder, TableOrder
+    from vramscope.core.store.store import Store
 
     f = cluster_node()
     store = Store()

@@ -14,9 +14,9 @@ import pytest
 
 from .cgroup_staging import staged  # noqa: F401 (a fixture)
 from .scheduler_fakes import crio_socket, cri_labels, scontrol_asked, write_scontrol  # noqa: F401
-from vramscope.core.containers import container_text
+from vramscope.core.processes.containers import container_text
 from vramscope.core.samples import Container
-from vramscope.core.slurm_jobs import SlurmJob
+from vramscope.core.processes.slurm_jobs import SlurmJob
 from vramscope.sources.containers import ContainerNames
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.slurm import SlurmJobs
@@ -171,7 +171,7 @@ def test_crio_answers_that_name_no_pod_or_lie_about_types(crio_socket):  # noqa:
 
 
 def test_long_and_control_character_names_are_cut_and_escaped_on_a_terminal(crio_socket):  # noqa: F811
-    from vramscope.core.terminal_text import visible
+    from vramscope.core.status.terminal_text import visible
 
     cid, _ = _ids()
     socket, _asked = crio_socket({cid: cri_labels("ns", "p\x1b[31m" + "x" * 400, "c")})

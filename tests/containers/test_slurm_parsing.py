@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vramscope.core.slurm_jobs import (
+from vramscope.core.processes.slurm_jobs import (
     MAX_NAME,
     SlurmJob,
     job_facts,

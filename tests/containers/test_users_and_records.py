@@ -7,14 +7,14 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from vramscope.core.metrics import serve_metrics
+from vramscope.core.export.metrics import serve_metrics
 from vramscope.core.samples import Container, Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.session import SessionWriter, open_session
-from vramscope.core.status_report import frame_to_dict
-from vramscope.core.status_table import render_table
-from vramscope.core.store import Store
+from vramscope.core.status.status_report import frame_to_dict
+from vramscope.core.status.status_table import render_table
+from vramscope.core.store.store import Store
 from vramscope.core.units import GiB
-from vramscope.core.user_totals import user_totals
+from vramscope.core.processes.user_totals import user_totals
 
 T0 = 1_700_000_000.0
 TRAINER = Container("docker", "ab" * 32, name="trainer")

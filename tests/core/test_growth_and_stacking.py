@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vramscope.core.growth import growth_per_minute, sparkline
-from vramscope.core.stacking import align, choose_layers, corners, cumulative, stretch_starts, thin
+from vramscope.core.processes.growth import growth_per_minute, sparkline
+from vramscope.core.processes.stacking import align, choose_layers, corners, cumulative, stretch_starts, thin
 from vramscope.core.units import GiB, MiB
 
 
@@ -114,7 +114,7 @@ def test_growth_colours_only_a_real_current_trend():
     """The Growth figure (and its warning colour, process_rows.GROWTH_WARN) uses the
     growth rule's regime and significance: a ramp that ended 90 s ago reads flat,
     workers oscillating +-150 MiB read flat, a real climb keeps its rate."""
-    from vramscope.core.process_rows import GROWTH_WARN
+    from vramscope.core.processes.process_rows import GROWTH_WARN
 
     t = np.arange(0.0, 300.0, 2.0)
     ramp_ended = 2 * GiB + np.minimum(t, 210.0) * 4491 * MiB / 60.0  # flat from t=210 s

@@ -11,10 +11,10 @@ import json
 
 from core.test_pipeline_labels import Churning
 from vramscope.core.detectors.alert import INFO, Alert, AlertKind
-from vramscope.core.frame_rows import rows_from_frame
-from vramscope.core.pipeline import Pipeline
+from vramscope.core.processes.frame_rows import rows_from_frame
+from vramscope.core.flow.pipeline import Pipeline
 from vramscope.core.samples import AgentReport, Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import Store, proc_identity, proc_key
+from vramscope.core.store.store import Store, proc_identity, proc_key
 from vramscope.core.stream import protocol
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.deltas import FrameDiffer

@@ -3,7 +3,7 @@ process's memory outside PyTorch -- so the shortfall splits into each."""
 
 from __future__ import annotations
 
-from vramscope.core import oom_context
+from vramscope.core.agent_figures import oom_context
 from vramscope.core.samples import GpuProcess, ProcessInfo
 
 MiB = 1 << 20

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from vramscope.core.monitor import Monitor
-from vramscope.core.pipeline import Pipeline
+from vramscope.core.flow.monitor import Monitor
+from vramscope.core.flow.pipeline import Pipeline
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import (
+from vramscope.core.store.store import (
     STAGE_DIAGNOSTICS,
     STAGE_LABELS,
     STAGE_OTHER,

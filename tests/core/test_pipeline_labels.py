@@ -5,9 +5,9 @@ and go must not grow (or copy) labels without end."""
 from __future__ import annotations
 
 from remote.test_stream_deltas import read
-from vramscope.core.pipeline import LABELS_KEPT_MIN, Pipeline
+from vramscope.core.flow.pipeline import LABELS_KEPT_MIN, Pipeline
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import Store
+from vramscope.core.store.store import Store
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.deltas import FrameDiffer
 from vramscope.core.units import GiB

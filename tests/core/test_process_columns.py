@@ -1,4 +1,4 @@
-"""A GPU's processes as the stream reader holds them (core/process_columns.py):
+"""A GPU's processes as the stream reader holds them (core/processes/process_columns.py):
 they read as the tuple of GpuProcess they stand for, and a big box's moving
 figures leave nothing behind for the garbage collector to walk (issue 28:
 the window's longest stalls were its full collections)."""
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remote.test_stream_deltas import procs, read
-from vramscope.core.process_columns import (
+from vramscope.core.processes.process_columns import (
     ProcessColumns,
     described,
     described_by,

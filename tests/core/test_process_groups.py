@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import gc
 
-from vramscope.core.process_groups import group_name, is_group, kin_of, units
-from vramscope.core.process_rows import TableBuilder, TableOrder, name_text, rows_from_frame
+from vramscope.core.processes.process_groups import group_name, is_group, kin_of, units
+from vramscope.core.processes.process_rows import TableBuilder, TableOrder, name_text, rows_from_frame
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.stacking import PROMOTED, choose_layers
+from vramscope.core.processes.stacking import PROMOTED, choose_layers
 from vramscope.core.units import GiB
 
 
@@ -153,7 +153,7 @@ def test_a_groups_sm_is_its_busiest_process_said_so_not_a_sum():
     table = TableBuilder.rearrange(rows_from_frame(_frame(workers)), TableOrder(), ())
     (row,) = table.rows
     assert row.members == 4 and row.sm == 100
-    from vramscope.core.process_rows import COL, COLUMNS
+    from vramscope.core.processes.process_rows import COL, COLUMNS
 
     assert COLUMNS[COL["SM %"]].text(row) == "max 100"
     opened = TableBuilder.rearrange(

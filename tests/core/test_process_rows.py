@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import numpy as np
 
-from vramscope.core.growth import GROWTH_REFRESH, ROW_BUDGET, GrowthCache
-from vramscope.core.process_rows import (
+from vramscope.core.processes.growth import GROWTH_REFRESH, ROW_BUDGET, GrowthCache
+from vramscope.core.processes.process_rows import (
     COLUMNS,
     ProcessRow,
     TableBuilder,
@@ -16,7 +16,7 @@ from vramscope.core.process_rows import (
     rows_from_frame,
 )
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import Store, proc_key
+from vramscope.core.store.store import Store, proc_key
 from vramscope.core.units import GiB, MiB
 
 
@@ -140,8 +140,8 @@ def test_a_busy_machine_gets_its_growth_figures_over_a_few_frames_never_all_at_o
 
 
 def test_stacked_others_from_the_gpu_sum_equals_the_sum_of_the_grouped_processes():
-    from vramscope.core.stacking import align
-    from vramscope.core.store import PROCESSES_USED, gpu_key
+    from vramscope.core.processes.stacking import align
+    from vramscope.core.store.store import PROCESSES_USED, gpu_key
 
     store = Store()
     infos = [ProcessInfo(pid=10 + i, start_time=1.0) for i in range(12)]
@@ -164,7 +164,7 @@ def test_stacked_others_from_the_gpu_sum_equals_the_sum_of_the_grouped_processes
 
 
 def test_a_process_whose_description_changes_is_described_anew_in_the_next_table():
-    from vramscope.core.process_rows import TableBuilder, TableOrder
+    from vramscope.core.processes.process_rows import TableBuilder, TableOrder
 
     def frame(t, cmdline, user="alice"):
         info = ProcessInfo(pid=7, start_time=1.0, user=user, name="python", cmdline=cmdline)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vramscope.core.ring import Ring, TieredRing
+from vramscope.core.store.ring import Ring, TieredRing
 
 values = st.one_of(st.none(), st.floats(min_value=0, max_value=1e12, allow_nan=False))
 

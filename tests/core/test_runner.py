@@ -1,4 +1,4 @@
-"""The one loop (core/runner.py): every sink gets every frame after the
+"""The one loop (core/flow/runner.py): every sink gets every frame after the
 diagnostics, exactly ``passes`` frames or ``duration`` seconds, sinks closed
 after the last pass finished, and the one signal policy."""
 
@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from vramscope.core import runner
+from vramscope.core.flow import runner
 from vramscope.core.detectors import DiagnosticSettings
-from vramscope.core.monitor import Monitor
+from vramscope.core.flow.monitor import Monitor
 from vramscope.core.samples import Frame
 
 
@@ -136,7 +136,7 @@ def test_sighup_is_left_alone_under_nohup_and_when_not_asked():
 def test_a_running_command_takes_thresholds_saved_while_it_runs(private_user_dirs):
     """`record` and `stream` (sources/assembly.py) follow the settings file: what the
     window's dialog saves applies from the next pass, without a restart."""
-    from vramscope.core.user_settings import Settings
+    from vramscope.core.settings.user_settings import Settings
     from vramscope.sources.assembly import build_monitor
 
     monitor = build_monitor(Counting(), enrichers=None, interval=0.1)

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL, Sampler, SteadyWallClock, clamp_interval
+from vramscope.core.flow.sampler import MAX_INTERVAL, MIN_INTERVAL, Sampler, SteadyWallClock, clamp_interval
 from vramscope.core.samples import Frame, GpuSample
-from vramscope.core.store import Store, gpu_key
+from vramscope.core.store.store import Store, gpu_key
 
 
 class TimedSource:

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from vramscope.core import settings_file
-from vramscope.core.setting_values import MAX_NAME_CHARS, MAX_NAMES, MAX_STATE_BYTES
-from vramscope.core.user_settings import Settings
+from vramscope.core.settings import settings_file
+from vramscope.core.settings.setting_values import MAX_NAME_CHARS, MAX_NAMES, MAX_STATE_BYTES
+from vramscope.core.settings.user_settings import Settings
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import math
 import threading
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import Store, gpu_key, proc_key
+from vramscope.core.store.store import Store, gpu_key, proc_key
 from vramscope.core.units import GiB
 
 
@@ -50,7 +50,7 @@ def test_series_per_gpu_metric_with_none_as_nan():
 def test_a_gpu_whose_processes_are_not_read_yet_has_no_process_sum_not_a_zero():
     import dataclasses
 
-    from vramscope.core.store import PROCESSES_USED
+    from vramscope.core.store.store import PROCESSES_USED
 
     store = Store()
     first_look = _frame(10.0)

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remote.test_stream_deltas import read
-from vramscope.core.ring import TieredRing
+from vramscope.core.store.ring import TieredRing
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.store import GPU_METRICS, PROCESSES_USED, Store, gpu_key, proc_key
+from vramscope.core.store.store import GPU_METRICS, PROCESSES_USED, Store, gpu_key, proc_key
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.deltas import FrameDiffer
 
@@ -135,7 +135,7 @@ def test_processes_that_come_and_go_read_as_with_one_ring_each(steps, max_series
 
 
 # the same processes for a few frames in a row, their figures moving (what a stream reader
-# hands the store most of the time: the slots of the last frame again, core/store.py)
+# hands the store most of the time: the slots of the last frame again, core/store/store.py)
 steady_runs = st.lists(
     st.tuples(
         st.sampled_from([0.5, 1.0, 3.0, 9.0]),

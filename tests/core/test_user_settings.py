@@ -1,4 +1,4 @@
-"""The settings file every command reads (core/user_settings.py): it survives a
+"""The settings file every command reads (core/settings/user_settings.py): it survives a
 restart, the command line changes one run only, and a file that cannot be used
 -- corrupt, hostile, the wrong types -- gives one line, the defaults, and is put
 aside rather than overwritten."""
@@ -13,10 +13,10 @@ import threading
 
 import pytest
 
-from vramscope.core import settings_file
+from vramscope.core.settings import settings_file
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.units import GiB, MiB
-from vramscope.core.user_settings import Settings, diagnostics_for
+from vramscope.core.settings.user_settings import Settings, diagnostics_for
 
 
 @pytest.fixture
@@ -324,7 +324,7 @@ def test_an_unwritable_place_keeps_the_settings_in_memory(tmp_path, caplog):
 from hypothesis import HealthCheck, given, settings as hypothesis_settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from vramscope.core.user_settings import KEYS  # noqa: E402
+from vramscope.core.settings.user_settings import KEYS  # noqa: E402
 
 _TABLES = sorted({table for (table, _key), _d, _k in KEYS.values()} | {"diagnostics", "other"})
 _NAMES = sorted(
@@ -369,7 +369,7 @@ def test_any_toml_document_gives_usable_settings_and_at_most_one_line(document, 
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    log = logging.getLogger("vramscope.core.user_settings")
+    log = logging.getLogger("vramscope.core.settings.user_settings")
     log.addHandler(handler)
     try:
         s = Settings(path)

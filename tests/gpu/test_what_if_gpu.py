@@ -2,7 +2,7 @@
 the agent's step peaks at one micro-batch, scaled to 2x and 4x, against
 torch.cuda.max_memory_allocated() of real steps at those sizes (within 10 %: the
 temporaries are scaled with the batch too). Skipped without CUDA. The CPU comparison, with
-per-module activations, is tests/planner/test_what_if.py (bench/README.md)."""
+per-module activations, is tests/core/planner/test_what_if.py (bench/README.md)."""
 
 from __future__ import annotations
 

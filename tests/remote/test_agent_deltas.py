@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remote.test_stream_protocol import devices, events, json_values
-from vramscope.core.module_figures import ModuleFigures
+from vramscope.core.agent_figures.module_figures import ModuleFigures
 from vramscope.core.samples import AgentDevice, AgentReport, Frame
 from vramscope.core.stream import codec, protocol
 from vramscope.core.stream.delta_reader import FrameAssembler

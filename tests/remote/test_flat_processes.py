@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from remote.test_stream_deltas import read, wire
 from remote.test_stream_protocol import argument, opt_float, opt_int, opt_text
-from vramscope.core.process_text import MAX_COMMAND_CHARS
+from vramscope.core.processes.process_text import MAX_COMMAND_CHARS
 from vramscope.core.samples import Container, Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.slurm_jobs import SlurmJob
+from vramscope.core.processes.slurm_jobs import SlurmJob
 from vramscope.core.stream import flat_processes, protocol
 from vramscope.core.stream.codec import LIMIT_FLOAT, MAX_TEXT
 from vramscope.core.stream.delta_reader import FrameAssembler
@@ -127,7 +127,7 @@ def test_an_unchanged_description_is_the_same_object_in_the_next_delta_and_keyfr
             time=float(k), gpus=(GpuSample(index=0, processes=(GpuProcess(7, k, kinds, info=info),)),)
         )
 
-    # (the reader holds a description as a row of its fields: core/process_columns.py)
+    # (the reader holds a description as a row of its fields: core/processes/process_columns.py)
     writer, reader = FrameDiffer(keyframe_every=4), FrameAssembler()
     seen = [read(reader, writer.message(frame(k), []))[0].gpus[0].processes for k in range(6)]
     assert [p[0].used for p in seen] == list(range(6))
@@ -331,7 +331,7 @@ def test_a_message_of_many_processes_holds_no_tracked_object_per_process_but_its
     grown.subtract(before)
     assert got == frame
     # no GpuProcess or ProcessInfo (the reader holds rows of atoms:
-    # core/process_columns.py), no dict or list (the wire's) and no tuple (the
+    # core/processes/process_columns.py), no dict or list (the wire's) and no tuple (the
     # command lines, the rows: the collector lets a tuple of atoms go)
     assert grown[ProcessInfo] == grown[GpuProcess] == 0
     assert grown[dict] < 64 and grown[list] < 64 and grown[tuple] < 64

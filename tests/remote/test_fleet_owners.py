@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vramscope.core.owner_labels import OWNER_LABELS, owner_values, owners_from
+from vramscope.core.processes.owner_labels import OWNER_LABELS, owner_values, owners_from
 from vramscope.core.samples import Container, ProcessInfo
-from vramscope.core.slurm_jobs import SlurmJob
-from vramscope.core.status_report import frame_to_dict
+from vramscope.core.processes.slurm_jobs import SlurmJob
+from vramscope.core.status.status_report import frame_to_dict
 from vramscope.sources.remote.fleet_owners import POD_PID
 from vramscope.sources.remote.prometheus import PrometheusSource
 

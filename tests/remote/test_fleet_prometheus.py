@@ -274,8 +274,8 @@ def test_one_host_s_history_through_range_queries(fleet):
 def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, qapp, qtbot, artifacts_dir):
     import argparse
 
-    from vramscope.ui import theme
-    from vramscope.ui.app import build_window
+    from vramscope.ui.qt import theme
+    from vramscope.ui.window.app import build_window
 
     theme.apply(qapp)
     args = argparse.Namespace(

@@ -8,8 +8,8 @@ import pathlib
 import re
 import time
 
-from vramscope.core.metrics import StoreCollector
-from vramscope.core.store import Store
+from vramscope.core.export.metrics import StoreCollector
+from vramscope.core.store.store import Store
 from vramscope.sources.demo.simulated import SimulatedSource
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from fakenvml import GiB
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.status_report import frame_to_dict
-from vramscope.core.status_table import render_table
+from vramscope.core.status.status_report import frame_to_dict
+from vramscope.core.status.status_table import render_table
 from vramscope.core.stream.codec import frame_from_wire, frame_to_wire
 from vramscope.sources.remote.hosts import HostActions, HostsSource
 
@@ -282,7 +282,7 @@ def test_any_request_gets_an_answer_that_can_be_sent_and_the_stream_goes_on(iden
 
 
 def test_a_remote_command_line_of_megabytes_is_kept_to_what_a_local_one_is():
-    from vramscope.core.process_text import MAX_COMMAND_CHARS
+    from vramscope.core.processes.process_text import MAX_COMMAND_CHARS
 
     wire = replaced(
         WIRE, ("gpus", 0, "processes", 0, "info", "cmdline"), ["python"] + ["x" * 60_000] * 100

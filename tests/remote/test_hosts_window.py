@@ -23,7 +23,7 @@ from vramscope.sources.remote.hosts import HOST_BLOCK  # noqa: E402
 
 @pytest.fixture
 def themed(qapp):
-    from vramscope.ui import theme
+    from vramscope.ui.qt import theme
 
     theme.apply(qapp)
     return qapp
@@ -41,9 +41,9 @@ def refresh_until(window, qtbot, predicate, timeout=30.0, what="condition"):
 
 @pytest.mark.slow
 def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, hosts, sleepers, artifacts_dir):
-    from vramscope.ui.app import build_window
-    from vramscope.ui.panels import end_selected_process
-    from vramscope.ui.process_model import COL
+    from vramscope.ui.window.app import build_window
+    from vramscope.ui.window.panels import end_selected_process
+    from vramscope.ui.processes.process_model import COL
 
     pid_a, pid_b = sleepers(2)
     hosts.add(
@@ -144,8 +144,8 @@ def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
     themed, qtbot, hosts, sleepers, tmp_path, artifacts_dir
 ):
     from remote.test_hosts_session import record_two_hosts
-    from vramscope.ui.app import open_session_window
-    from vramscope.ui.process_model import COL
+    from vramscope.ui.window.app import open_session_window
+    from vramscope.ui.processes.process_model import COL
 
     session = tmp_path / "two-hosts.vramscope"
     pids = record_two_hosts(hosts, sleepers, session)
@@ -190,7 +190,7 @@ def _hosts_frame(*names, simulated=False):
 
 def test_the_window_title_names_the_hosts_watched():
     from vramscope.core.samples import Frame, GpuSample
-    from vramscope.ui.main_window import window_title
+    from vramscope.ui.window.main_window import window_title
 
     assert window_title(Frame(time=0.0, gpus=(GpuSample(index=0),))) == "vramscope"  # as before
     assert window_title(Frame(time=0.0, simulated=True)) == "vramscope — demo (simulated data)"
@@ -211,8 +211,8 @@ def test_the_window_title_names_the_hosts_watched():
 
 def test_an_alert_on_another_machine_names_it_in_details_and_notification(qapp):
     from vramscope.core.detectors.alert import WARNING, Alert
-    from vramscope.ui.alerts_panel import alert_html
-    from vramscope.ui.tray import TrayNotifier
+    from vramscope.ui.alerts.alerts_panel import alert_html
+    from vramscope.ui.alerts.tray import TrayNotifier
 
     alert = Alert(
         kind="near_oom",

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rawhttp import RawHttp, http_answer
-from vramscope.core.bounded_http import HttpError, get, get_json
-from vramscope.core.status_report import frame_to_dict
-from vramscope.core.status_table import render_hosts
+from vramscope.core.safe_io.bounded_http import HttpError, get, get_json
+from vramscope.core.status.status_report import frame_to_dict
+from vramscope.core.status.status_table import render_hosts
 from vramscope.sources.remote.hosts import split_by_host
 from vramscope.sources.remote.prometheus import PrometheusClient, PrometheusSource
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
-from vramscope.core.store import Store
+from vramscope.core.store.store import Store
 from vramscope.sources.agents.agent_client import agent_key
 from vramscope.sources.choose import AgentEnricher
 from vramscope.sources.remote.hosts import HostsSource

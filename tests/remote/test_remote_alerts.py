@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from detectors.scenarios import GiB, frame, gpu, proc
+from tests.core.detectors.scenarios import GiB, frame, gpu, proc
 from vramscope.core.detectors import Diagnostics
 from vramscope.sources.remote.hosts import HOST_BLOCK
 
@@ -51,7 +51,7 @@ def test_a_local_kernel_is_still_looked_up_and_named_as_before():
 
 
 def test_an_alert_on_another_machine_names_it_in_message_evidence_and_json():
-    from detectors.cases import engine, growing_plain
+    from tests.core.detectors.cases import engine, growing_plain
     from vramscope.core.detectors.alert import alerts_to_json
 
     eng = engine()
@@ -67,7 +67,7 @@ def test_an_alert_on_another_machine_names_it_in_message_evidence_and_json():
 
 
 def test_an_alert_on_this_machine_keeps_its_json_as_before():
-    from detectors.cases import engine, growing_plain
+    from tests.core.detectors.cases import engine, growing_plain
     from vramscope.core.detectors.alert import alerts_to_json
 
     eng = engine()

@@ -12,7 +12,7 @@ import pytest
 
 from vramscope.cli import main
 from vramscope.commands.stream import StreamWriter, serve_requests
-from vramscope.core.actions import ProcessActions
+from vramscope.core.end_process.actions import ProcessActions
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import FrameDecoder
 from vramscope.sources.remote.host_stream import RemoteHost

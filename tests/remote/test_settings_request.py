@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vramscope.commands.stream import StreamWriter, serve_requests
-from vramscope.core.actions import ProcessActions
+from vramscope.core.end_process.actions import ProcessActions
 from vramscope.core.detectors.settings import DiagnosticSettings
-from vramscope.core.monitor import Monitor
+from vramscope.core.flow.monitor import Monitor
 from vramscope.core.stream import protocol
 from vramscope.core.stream.settings_request import settings_message
 from vramscope.sources.demo.simulated import SimulatedSource

@@ -16,7 +16,7 @@ from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import protocol
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.core.stream.deltas import FrameDiffer
-from vramscope.core.user_totals import user_totals
+from vramscope.core.processes.user_totals import user_totals
 
 # a small pool of pids and GPU indices, so that frames in a row share most of them
 procs = st.builds(

@@ -19,7 +19,7 @@ from vramscope.core.samples import (
     GpuSample,
     ProcessInfo,
 )
-from vramscope.core.servers import ServerState
+from vramscope.core.processes.servers import ServerState
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import LIMIT_FLOAT, FrameDecoder, frame_from_wire, frame_to_wire
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
 from rawhttp import RawHttp, http_answer
-from vramscope.core.terminal_text import visible, visible_lines
+from vramscope.core.status.terminal_text import visible, visible_lines
 
 FORGED = "GPU 9  NVIDIA FORGED  memory 0 B / 80.0 GiB (0 %)"
 HOSTILE_ARGS = [

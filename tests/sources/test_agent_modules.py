@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from vramscope.core.module_figures import FIGURES
+from vramscope.core.agent_figures.module_figures import FIGURES
 from vramscope.sources.agents.agent_modules import BAD_FIGURE, decode
 
 json_values = st.recursive(

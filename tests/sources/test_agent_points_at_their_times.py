@@ -5,9 +5,9 @@ frame's, and not again while the frame brings the same sample."""
 
 from __future__ import annotations
 
-from vramscope.core.agent_keys import series_key
+from vramscope.core.agent_figures.agent_keys import series_key
 from vramscope.core.samples import AgentDevice, AgentReport, Frame
-from vramscope.core.store import Store
+from vramscope.core.store.store import Store
 from vramscope.sources.remote.local_sampler import window_enrichers
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from rawhttp import RawHttp, http_answer
-from vramscope.core.process_text import MAX_COMMAND_CHARS
+from vramscope.core.processes.process_text import MAX_COMMAND_CHARS
 from vramscope.core.samples import Container
-from vramscope.core.servers import SERVER_KINDS, read_metrics
+from vramscope.core.processes.servers import SERVER_KINDS, read_metrics
 from vramscope.sources.containers import ContainerNames
 from vramscope.sources.processes import ProcessCache
 

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from fakenvml import GiB, FakeGpu, FakeMigDevice, FakeProcess, FakeState
-from vramscope.core.status_report import frame_to_dict
-from vramscope.core.status_table import render_table
+from vramscope.core.status.status_report import frame_to_dict
+from vramscope.core.status.status_table import render_table
 from vramscope.sources.nvml.nvml_source import NvmlSource
 from vramscope.sources.nvml.nvml_mig import profile_from_name
 

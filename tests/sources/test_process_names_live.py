@@ -10,7 +10,7 @@ import time
 
 from hypothesis import given, strategies as st
 
-from vramscope.core.process_names import display_name, model_of
+from vramscope.core.processes.process_names import display_name, model_of
 from vramscope.core.samples import ProcessInfo
 from vramscope.sources.processes import ProcessCache
 

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.core.servers import BY_KEY, server_key
-from vramscope.core.store import Store
+from vramscope.core.processes.servers import BY_KEY, server_key
+from vramscope.core.store.store import Store
 from vramscope.sources.servers import ServerEnricher, kind_from_metrics, parse_metrics
 
 from fakeservers import SGLANG_METRICS, VLLM_METRICS

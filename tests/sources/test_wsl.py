@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
-from vramscope.core.status_report import frame_to_dict
-from vramscope.core.status_table import render_table
+from vramscope.core.status.status_report import frame_to_dict
+from vramscope.core.status.status_table import render_table
 from vramscope.core.wsl import WSL_NOTICE
 from vramscope.sources.nvml.nvml_source import NvmlSource
 from vramscope.sources.nvml.wsl import running_under_wsl

@@ -7,11 +7,11 @@ import argparse
 
 import pytest
 
-from vramscope.core.pipeline import Pipeline
+from vramscope.core.flow.pipeline import Pipeline
 from vramscope.sources.demo.busy_demo import BusyWorkstation
-from vramscope.ui.app import build_window
-from vramscope.ui.main_window import MainWindow
-from vramscope.core.user_settings import Settings
+from vramscope.ui.window.app import build_window
+from vramscope.ui.window.main_window import MainWindow
+from vramscope.core.settings.user_settings import Settings
 
 from .frames import ScriptedSource, frame_at
 
@@ -22,7 +22,7 @@ BUSY_SECONDS = 600
 
 @pytest.fixture(scope="session")
 def themed_app(qapp):
-    from vramscope.ui import theme
+    from vramscope.ui.qt import theme
 
     theme.apply(qapp)
     return qapp

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from vramscope.ui.process_model import COL
+from vramscope.ui.processes.process_model import COL
 
 
 def table_column(window, name: str) -> list[str]:
@@ -69,9 +69,9 @@ def shown_agent_panel(qtbot, store, frame, window: float = 600.0, size=(1400, 70
 
 @pytest.fixture(autouse=True)
 def settled_tables(monkeypatch):
-    """The process table is built on a worker thread (ui/process_table.py) and
+    """The process table is built on a worker thread (ui/processes/process_table.py) and
     shown a moment later; a test reads it once shown, as the user would."""
-    from vramscope.ui.process_table import ProcessTable
+    from vramscope.ui.processes.process_table import ProcessTable
 
     show = ProcessTable.show_frame
 

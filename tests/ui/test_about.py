@@ -11,7 +11,7 @@ from PySide6.QtCore import qVersion
 
 from vramscope import __version__
 from vramscope.core.samples import Frame
-from vramscope.ui.about import NO_SAMPLE, NOT_AVAILABLE, AboutDialog, about_rows, about_text
+from vramscope.ui.window.about import NO_SAMPLE, NOT_AVAILABLE, AboutDialog, about_rows, about_text
 
 
 def test_rows_from_a_real_frame():

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from vramscope.agent.protocol import TRAINING_PHASES, Phase
-from vramscope.core.agent_keys import phase_metric, phase_peak_metric
-from vramscope.core.store import Store
+from vramscope.core.agent_figures.agent_keys import phase_metric, phase_peak_metric
+from vramscope.core.store.store import Store
 from vramscope.core.units import fmt_bytes
 from vramscope.sources.demo import simulated
 from vramscope.sources.agents.agent_reports import record_reports

@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from vramscope.core.rank_groups import jobs
+from vramscope.core.processes.rank_groups import jobs
 from vramscope.agent.protocol import EventKind
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentEvent, AgentReport
 from vramscope.core.units import GiB, MiB
@@ -106,11 +106,11 @@ class RankedBusy(BusyWorkstation):
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
 def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, artifacts_dir, size):
-    from vramscope.core.user_settings import Settings
-    from vramscope.ui import theme
+    from vramscope.core.settings.user_settings import Settings
+    from vramscope.ui.qt import theme
     from vramscope.ui.agents.agent_panel import AgentPanel
     from vramscope.ui.agents.agent_ranks import JobHeader, JobSlot
-    from vramscope.ui.app import build_window
+    from vramscope.ui.window.app import build_window
 
     theme.apply(qapp)
     args = argparse.Namespace(
@@ -161,7 +161,7 @@ def test_the_ranks_of_a_job_together_on_the_busy_machine(qapp, qtbot, tmp_path, 
 
 def test_status_json_carries_the_job_and_each_rank_s_figures():
     from vramscope.core.samples import Frame
-    from vramscope.core.status_report import frame_to_dict
+    from vramscope.core.status.status_report import frame_to_dict
 
     ranks = [
         dataclasses.replace(

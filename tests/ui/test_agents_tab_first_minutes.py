@@ -5,7 +5,7 @@ instead of a sliver of a bar."""
 from __future__ import annotations
 
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, Frame
-from vramscope.core.store import Store
+from vramscope.core.store.store import Store
 from vramscope.core.units import MiB
 from vramscope.sources.demo import simulated
 from vramscope.sources.agents.agent_reports import record_reports
@@ -33,7 +33,7 @@ def test_the_time_axis_fits_the_first_seconds_and_the_device_names_its_gpu(theme
 def test_a_run_on_the_cpu_shows_its_buckets_and_modules_and_says_what_needs_cuda(
     themed_app, qtbot, artifacts_dir
 ):
-    from vramscope.core.module_figures import ModuleFigures
+    from vramscope.core.agent_figures.module_figures import ModuleFigures
     from vramscope.ui.agents.agent_panel import CUDA_ONLY
 
     modules = (

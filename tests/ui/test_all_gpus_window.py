@@ -111,7 +111,7 @@ def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
     from vramscope.core.stream.delta_reader import FrameAssembler
     from vramscope.core.stream.deltas import FrameDiffer
     from vramscope.sources.remote.local_sampler import LocalSamplerSource
-    from vramscope.ui.process_model import COL
+    from vramscope.ui.processes.process_model import COL
 
     fake_nvml.write(FakeState(driver_loaded=False))
     (rocm,) = sleepers(1)

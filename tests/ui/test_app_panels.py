@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from vramscope.sources.demo.simulated import SimulatedSource
-from vramscope.ui.app import build_window
+from vramscope.ui.window.app import build_window
 
 from .helpers import save
 

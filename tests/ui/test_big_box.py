@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from vramscope.core.process_rows import COL
+from vramscope.core.processes.process_rows import COL
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB, MiB
-from vramscope.ui.bridge import BUSY_PROCESSES
-from vramscope.core.stacking import LINE_CURVES
+from vramscope.ui.window.bridge import BUSY_PROCESSES
+from vramscope.core.processes.stacking import LINE_CURVES
 from vramscope.ui.timeline.timeline_stack import OTHERS
 
 from .frames import T0

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from vramscope.core.process_groups import is_group
-from vramscope.core.stacking import ORDER_STEP
+from vramscope.core.processes.process_groups import is_group
+from vramscope.core.processes.stacking import ORDER_STEP
 from vramscope.core.units import GiB
-from vramscope.ui import theme
-from vramscope.ui.process_model import COL, STYLE_ROLE
-from vramscope.core.user_settings import Settings
+from vramscope.ui.qt import theme
+from vramscope.ui.processes.process_model import COL, STYLE_ROLE
+from vramscope.core.settings.user_settings import Settings
 from vramscope.ui.timeline.timeline_stack import OTHERS
 
 from .helpers import save, table_column
@@ -174,8 +174,8 @@ def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
 
 
 def test_enter_in_the_end_process_dialog_cancels(themed_app, qtbot):
-    from vramscope.core.actions import ProcessSummary
-    from vramscope.ui.alerts_panel import EndProcessDialog
+    from vramscope.core.end_process.actions import ProcessSummary
+    from vramscope.ui.alerts.alerts_panel import EndProcessDialog
 
     summary = ProcessSummary(
         pid=4242,

@@ -117,7 +117,7 @@ def test_a_user_name_with_markup_or_escapes_is_shown_as_written(make_window):
 
 
 def test_jobs_and_pods_in_the_table_and_their_totals_beside_the_users(make_window, artifacts_dir):
-    from vramscope.core.slurm_jobs import SlurmJob
+    from vramscope.core.processes.slurm_jobs import SlurmJob
 
     job = SlurmJob(12345, "0", 1001, user="dave", name="train-llama")
     pod = Container("containerd", "c0" * 32, name="trainer", pod="trainer-7f9c", namespace="ml-team")

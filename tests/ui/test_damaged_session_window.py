@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 
 from vramscope.cli import main
-from vramscope.ui.app import open_session_window
+from vramscope.ui.window.app import open_session_window
 
-from session.helpers import T0, record
+from tests.core.session.helpers import T0, record
 from .helpers import table_column
 
 

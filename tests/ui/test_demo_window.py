@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import time
 
-from vramscope.core.store import gpu_key
+from vramscope.core.store.store import gpu_key
 from vramscope.core.units import GiB
-from vramscope.ui.process_model import AGENT_MARK
+from vramscope.ui.processes.process_model import AGENT_MARK
 from vramscope.sources.demo.simulated import SimulatedSource
-from vramscope.ui.cards import used_total_text
+from vramscope.ui.monitor.cards import used_total_text
 
 from .helpers import drawn_through, save, table_cell, table_column
 

@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from vramscope.sources.demo.simulated import SimulatedSource
-from vramscope.ui.app import build_window
-from vramscope.core.user_settings import Settings
+from vramscope.ui.window.app import build_window
+from vramscope.core.settings.user_settings import Settings
 
 from .helpers import save, table_column
 
@@ -80,7 +80,7 @@ def test_command_line_overrides_for_one_run_only(start_app):
 
 
 def test_settings_dialog_applies_at_once(start_app, qtbot):
-    from vramscope.ui.window_setup import open_settings
+    from vramscope.ui.window.window_setup import open_settings
 
     window, settings = start_app()
     dialog = open_settings(window, settings)
@@ -112,7 +112,7 @@ def test_find_and_shortcuts(start_app, qtbot, artifacts_dir):
 
 
 def test_about_names_the_driver_it_sampled(start_app):
-    from vramscope.ui.window_setup import open_about
+    from vramscope.ui.window.window_setup import open_about
 
     window, _ = start_app()
     dialog = open_about(window)

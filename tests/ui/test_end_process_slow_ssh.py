@@ -12,7 +12,7 @@ from PySide6.QtCore import QTimer
 
 from vramscope.core.detectors.alert import INFO, Alert, AlertKind
 from vramscope.sources.remote.hosts import HostActions
-from vramscope.ui.alerts_panel import AlertsPanel
+from vramscope.ui.alerts.alerts_panel import AlertsPanel
 
 ROUND_TRIP = 0.8  # seconds each request takes (a slow link; ServerAliveInterval is 10 s)
 PID, START = 4242, 1_700_000_000.0

@@ -12,8 +12,8 @@ import threading
 import pytest
 
 from fakenvml import FakeGpu, FakeProcess, FakeState, GiB
-from vramscope.ui.app import build_window
-from vramscope.ui.panels import end_selected_process
+from vramscope.ui.window.app import build_window
+from vramscope.ui.window.panels import end_selected_process
 
 from .helpers import table_column
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import argparse
 
-from vramscope.core.pipeline import Pipeline
+from vramscope.core.flow.pipeline import Pipeline
 from vramscope.core.stream.first_look import pending
-from vramscope.core.user_settings import Settings
+from vramscope.core.settings.user_settings import Settings
 from vramscope.sources.demo.busy_demo import BusyWorkstation
-from vramscope.ui.app import build_window
-from vramscope.ui.cards import used_total_text
-from vramscope.ui.main_window import WAKE_POLL_MS, MainWindow
-from vramscope.ui.processes_pending import READING
+from vramscope.ui.window.app import build_window
+from vramscope.ui.monitor.cards import used_total_text
+from vramscope.ui.window.main_window import WAKE_POLL_MS, MainWindow
+from vramscope.ui.processes.processes_pending import READING
 
 from .frames import ScriptedSource, frame_at
 from .helpers import open_every_group, save, table_column

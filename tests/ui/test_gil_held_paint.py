@@ -1,4 +1,4 @@
-"""The window paints holding the GIL (ui/gil_held_paint.py).
+"""The window paints holding the GIL (ui/qt/gil_held_paint.py).
 
 Qt calls the table's ``data()`` and pyqtgraph's ``paint()`` for every cell and
 item it paints. In a plain window each call takes the GIL anew from the event
@@ -15,10 +15,10 @@ import sys
 
 from PySide6.QtWidgets import QMainWindow
 
-from vramscope.ui.gil_held_paint import GilHeldPaintWindow
-from vramscope.ui.process_model import ProcessTableModel
-from vramscope.ui.process_table import ProcessTable
-from vramscope.ui.theme import ColourBook
+from vramscope.ui.qt.gil_held_paint import GilHeldPaintWindow
+from vramscope.ui.processes.process_model import ProcessTableModel
+from vramscope.ui.processes.process_table import ProcessTable
+from vramscope.ui.qt.theme import ColourBook
 
 from .frames import frame_at
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from vramscope.core.samples import GpuProcess, ProcessInfo
-from vramscope.core.process_names import process_label
-from vramscope.ui.theme import PROCESS_COLOURS, ColourBook
+from vramscope.core.processes.process_names import process_label
+from vramscope.ui.qt.theme import PROCESS_COLOURS, ColourBook
 
 
 def _proc(pid, *cmd, name="python"):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from vramscope.core.store import gpu_key
+from vramscope.core.store.store import gpu_key
 from vramscope.core.units import GiB
 
 from .frames import eight_gpus_frame, frame_at

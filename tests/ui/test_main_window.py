@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vramscope.core.store import gpu_key, proc_key
+from vramscope.core.store.store import gpu_key, proc_key
 from vramscope.core.units import GiB
-from vramscope.ui.process_model import AGENT_MARK
+from vramscope.ui.processes.process_model import AGENT_MARK
 
 from .frames import T0, NoDriverSource, ScriptedSource, frame_at
 from .helpers import drawn_through, same_series, save, table_cell, table_column
@@ -47,7 +47,7 @@ def test_table_has_a_row_per_process_with_na_and_visibility(make_window, scripte
 
 def test_table_sorts_by_a_clicked_column(make_window, scripted_frames, qtbot):
     from PySide6.QtCore import Qt
-    from vramscope.ui.process_model import COL
+    from vramscope.ui.processes.process_model import COL
 
     w = make_window(scripted_frames)
     w.table.view.sortByColumn(COL["PID"], Qt.SortOrder.AscendingOrder)

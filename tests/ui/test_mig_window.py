@@ -7,9 +7,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, MigSlice, ProcessInfo
-from vramscope.core.store import mig_key
+from vramscope.core.store.store import mig_key
 from vramscope.core.units import GiB
-from vramscope.ui.process_model import COL
+from vramscope.ui.processes.process_model import COL
 
 from .frames import T0
 from .helpers import drawn_through, save, table_cell, table_column

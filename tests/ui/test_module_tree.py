@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from vramscope.ui.module_tree import SHARE_COL, TOTAL_COL
+from vramscope.ui.agents.module_tree import SHARE_COL, TOTAL_COL
 
 from .helpers import save
 

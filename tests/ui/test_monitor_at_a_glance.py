@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import dataclasses
 
-from vramscope.core.process_rows import ALERT_MARK, COL
+from vramscope.core.processes.process_rows import ALERT_MARK, COL
 from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
 from vramscope.core.units import GiB
 
@@ -82,7 +82,7 @@ def test_alerted_rows_are_marked_and_say_their_alert(busy):
 
 @pytest.mark.slow
 def test_opening_groups_keeps_every_plot_and_its_axes_inside_its_row(busy, qtbot):
-    from vramscope.core.process_groups import is_group
+    from vramscope.core.processes.process_groups import is_group
 
     for size in ((1400, 900), (1024, 700)):
         w = busy(*size)

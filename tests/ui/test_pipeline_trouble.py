@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vramscope.core.store import STAGE_RECORDER
+from vramscope.core.store.store import STAGE_RECORDER
 
 from .frames import ScriptedSource
 

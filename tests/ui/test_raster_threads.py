@@ -1,4 +1,4 @@
-"""The window's painting stays on its own thread (ui/raster_threads.py): Qt's
+"""The window's painting stays on its own thread (ui/qt/raster_threads.py): Qt's
 raster engine would hand each large fill to a pool of threads and wait for
 them, which costs more CPU than the fill at the window's sizes. The pixels
 are the same either way."""
@@ -14,7 +14,7 @@ PAINT = """
 import hashlib, json, math, os, sys
 from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath
 if sys.argv[1] == "app":
-    from vramscope.ui.app import create_app
+    from vramscope.ui.window.app import create_app
     create_app()
 else:
     from PySide6.QtWidgets import QApplication

@@ -14,7 +14,7 @@ import pytest
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.core.session import open_session
-from vramscope.core.user_settings import Settings
+from vramscope.core.settings.user_settings import Settings
 
 
 def _kinds(alerts) -> set[tuple]:
@@ -48,7 +48,7 @@ def _stream_alerts(env) -> set[tuple]:
 
 def _window_alerts(args) -> set[tuple]:
     """The alerts the window shows: its sampler process's (as the app runs it)."""
-    from vramscope.ui.app import build_window
+    from vramscope.ui.window.app import build_window
 
     settings = Settings()
     settings.merge_args(args)

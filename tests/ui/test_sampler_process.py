@@ -13,7 +13,7 @@ import pytest
 
 from ui.helpers import open_every_group, table_column
 from user_path.helpers import window_args
-from vramscope.ui.app import build_window
+from vramscope.ui.window.app import build_window
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_the_window_process_samples_nothing_itself_and_keeps_its_start_up_out_of
     assert r.returncode == 0, r.stderr[-2000:]
     assert "LOADED []" in r.stdout  # no NVML, no /proc walk, no agent client in the window
     # the window's start-up heap (modules, classes, Qt's wrappers) is out of the collector's
-    # generations: a full collection does not walk it (ui/app.py freeze_startup_heap)
+    # generations: a full collection does not walk it (ui/window/app.py freeze_startup_heap)
     frozen = int(r.stdout.split("FROZEN ")[1].split()[0])
     assert frozen > 30_000
 
@@ -141,7 +141,7 @@ def test_the_sampler_raises_alerts_with_the_windows_thresholds():
 
     from vramscope.commands.window_recording import recording, thresholds
     from vramscope.core.detectors.settings import DiagnosticSettings
-    from vramscope.core.monitor import Monitor
+    from vramscope.core.flow.monitor import Monitor
     from vramscope.sources.remote.local_sampler import sampler_options
     from vramscope.sources.demo.simulated import SimulatedSource
 
@@ -197,7 +197,7 @@ def test_the_banner_says_a_sampler_that_stopped_reading_its_requests_is_started_
     from tests.remote.test_sampler_pipes import Misbehaving, finishes
     from vramscope.core.stream.settings_request import settings_message
     from vramscope.sources.remote.local_sampler import LocalSamplerSource
-    from vramscope.ui.sampler_banner import SamplerBanner
+    from vramscope.ui.window.sampler_banner import SamplerBanner
 
     source = LocalSamplerSource([], interval=0.1, name="nvml")
     process = source.process = Misbehaving()
@@ -231,7 +231,7 @@ def test_the_windows_thresholds_stay_when_the_window_saves_something_else(tmp_pa
     import time
 
     from vramscope.core.detectors.settings import DiagnosticSettings
-    from vramscope.core.user_settings import Settings
+    from vramscope.core.settings.user_settings import Settings
     from vramscope.sources.assembly import build_monitor
     from vramscope.sources.remote.local_sampler import sampler_options
     from vramscope.sources.demo.simulated import SimulatedSource

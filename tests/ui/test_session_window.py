@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from vramscope.cli import main
-from vramscope.core.store import gpu_key
+from vramscope.core.store.store import gpu_key
 from vramscope.core.units import GiB
-from vramscope.ui.app import open_session_window
+from vramscope.ui.window.app import open_session_window
 
-from session.helpers import T0, record
+from tests.core.session.helpers import T0, record
 from .helpers import drawn_through, save, table_column
 
 
@@ -60,9 +60,9 @@ def test_a_sixteen_gpu_session_puts_the_cursor_on_rows_made_as_they_scroll_in(th
 
     import pyqtgraph as pg
 
-    from session.helpers import frame
+    from tests.core.session.helpers import frame
     from vramscope.core.session import SessionWriter
-    from vramscope.core.store import Store
+    from vramscope.core.store.store import Store
 
     path = tmp_path / "big.vramscope"
     writer = SessionWriter(path, meta={"source": "test", "simulated": True})

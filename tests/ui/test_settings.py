@@ -1,5 +1,5 @@
 """The settings dialog edits the settings file every command reads
-(core/user_settings.py; its own tests are tests/core/test_user_settings.py); the
+(core/settings/user_settings.py; its own tests are tests/core/test_user_settings.py); the
 window imports what earlier versions kept with QSettings, once; the window starts
 whatever lies where the file should be."""
 
@@ -14,12 +14,12 @@ from PySide6.QtCore import QByteArray, QSettings
 
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.units import GiB, MiB
-from vramscope.core.user_settings import Settings
-from vramscope.ui.qsettings_import import import_qsettings, ini_path
+from vramscope.core.settings.user_settings import Settings
+from vramscope.ui.window.qsettings_import import import_qsettings, ini_path
 
 
 def test_dialog_saves_only_what_the_user_changed(tmp_path, qtbot):
-    from vramscope.ui.settings_dialog import SettingsDialog
+    from vramscope.ui.window.settings_dialog import SettingsDialog
 
     path = tmp_path / "settings.toml"
     s = Settings(path)
@@ -46,7 +46,7 @@ def test_dialog_saves_only_what_the_user_changed(tmp_path, qtbot):
 
 
 def test_dialog_restore_defaults(tmp_path, qtbot):
-    from vramscope.ui.settings_dialog import SettingsDialog
+    from vramscope.ui.window.settings_dialog import SettingsDialog
 
     path = tmp_path / "settings.toml"
     s = Settings(path)

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLineEdit, QMainWindow, QVBoxLayout, QWidget
 
-from vramscope.ui.shortcuts import BY_NAME, SHORTCUTS, install_shortcuts, table_rows
+from vramscope.ui.window.shortcuts import BY_NAME, SHORTCUTS, install_shortcuts, table_rows
 
 KEYS = {  # what a user presses -> the action's name
     (Qt.Key.Key_Space, Qt.KeyboardModifier.NoModifier): "pause",
@@ -101,8 +101,8 @@ def test_an_existing_menu_action_gets_the_key_and_no_key_has_two_owners(window, 
 
 def test_end_process_asks_before_anything_happens(window, qtbot):
     """Delete opens the confirmation (EndProcessDialog); only its button acts."""
-    from vramscope.core.actions import ProcessSummary
-    from vramscope.ui.alerts_panel import EndProcessDialog
+    from vramscope.core.end_process.actions import ProcessSummary
+    from vramscope.ui.alerts.alerts_panel import EndProcessDialog
 
     ended = []
     summary = ProcessSummary(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from vramscope.core.samples import AgentDevice, AgentEvent, AgentReport
-from vramscope.ui.sites_control import CPU_ONLY, SitesControl
+from vramscope.ui.agents.sites_control import CPU_ONLY, SitesControl
 
 MiB = 1 << 20
 
@@ -79,7 +79,7 @@ def test_progress_then_the_top_sites_come_from_the_agents_events(qtbot):
 
 def test_a_window_that_cannot_reach_the_agent_says_why_and_asks_nothing(qtbot):
     from vramscope.core.samples import Frame, GpuProcess, GpuSample
-    from vramscope.ui.sites_control import DEMO, READ_ONLY, sites_refusal
+    from vramscope.ui.agents.sites_control import DEMO, READ_ONLY, sites_refusal
 
     asked = []
     c = SitesControl(4242, start=lambda pid, steps: asked.append(pid) or {"ok": True})

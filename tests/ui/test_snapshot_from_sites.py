@@ -8,7 +8,7 @@ import pickle
 from vramscope.agent import oom
 from vramscope.core.samples import AgentDevice, AgentEvent, AgentReport
 from vramscope.core.snapshot.example import training_snapshot
-from vramscope.ui.sites_control import SitesControl
+from vramscope.ui.agents.sites_control import SitesControl
 
 
 def _done(path):
@@ -45,7 +45,7 @@ def test_no_button_for_a_snapshot_on_another_machine(qtbot):
 
 
 def test_an_ooms_capture_opens_in_the_viewer(qtbot, tmp_path):
-    from vramscope.ui.oom_view import OPEN, OomView
+    from vramscope.ui.agents.oom_view import OPEN, OomView
 
     snap = training_snapshot()
     path = oom.dump_snapshot(snap, pid=4242, directory=str(tmp_path))  # as the agent saves it at an OOM

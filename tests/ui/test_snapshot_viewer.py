@@ -1,7 +1,7 @@
 """The snapshot viewer, as a user meets it: `vramscope FILE.pickle` (a process of its
 own), the window's timeline, cursor, what was alive, segment map, OOMs, comparison and
 a load that can be cancelled. Figures are checked against the independent replay of
-tests/snapshots/snapshot_format.py."""
+tests/core/snapshot/snapshot_format.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 import pyqtgraph as pg
 import pytest
 
-from snapshots.snapshot_format import replay
+from tests.core.snapshot.snapshot_format import replay
 from vramscope.core.snapshot.example import training_snapshot
 from vramscope.ui.snapshot.window import SnapshotWindow
 
@@ -154,7 +154,7 @@ def test_file_open_snapshot_in_the_monitor_window(themed_app, qtbot, tmp_path, m
     from PySide6.QtWidgets import QFileDialog
 
     from vramscope.sources.demo.simulated import SimulatedSource
-    from vramscope.ui.app import build_window
+    from vramscope.ui.window.app import build_window
 
     args = argparse.Namespace(
         demo=True, interval=1.0, window="10m", record=False, read_only=False, prometheus=None, file=None

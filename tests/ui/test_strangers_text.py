@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import Qt as GuiQt
 from PySide6.QtGui import QTextDocument
 
-from vramscope.core.actions import ProcessSummary
-from vramscope.core.process_rows import COL, TableBuilder, TableOrder
+from vramscope.core.end_process.actions import ProcessSummary
+from vramscope.core.processes.process_rows import COL, TableBuilder, TableOrder
 from vramscope.core.samples import (
     Frame,
     GpuProcess,
@@ -20,11 +20,11 @@ from vramscope.core.samples import (
 )
 from vramscope.core.units import GiB
 from vramscope.ui.agents.agent_breakdown import legend_html
-from vramscope.ui.cards import GpuCard
-from vramscope.ui.end_process_dialog import EndProcessDialog
-from vramscope.ui.hosts_bar import HostsBar
-from vramscope.ui.process_model import ProcessTableModel
-from vramscope.ui.theme import ColourBook, current
+from vramscope.ui.monitor.cards import GpuCard
+from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+from vramscope.ui.monitor.hosts_bar import HostsBar
+from vramscope.ui.processes.process_model import ProcessTableModel
+from vramscope.ui.qt.theme import ColourBook, current
 from vramscope.ui.timeline.timeline_legend import process_label
 
 HTML_ARGV = (
@@ -123,7 +123,7 @@ def test_labels_of_the_end_process_dialog_hosts_and_cards_are_plain_text(themed_
 
 
 def test_a_remote_error_on_the_no_gpu_page_is_plain_text(themed_app, qtbot):
-    from vramscope.ui.banners import NoDriverPage
+    from vramscope.ui.window.banners import NoDriverPage
 
     page = NoDriverPage()
     qtbot.addWidget(page)

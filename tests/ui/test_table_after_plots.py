@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import time
 
-from vramscope.core.process_rows import TableBuilder
-from vramscope.ui.process_table import AFTER_PLOTS_MS, ProcessTable
-from vramscope.ui.theme import ColourBook
+from vramscope.core.processes.process_rows import TableBuilder
+from vramscope.ui.processes.process_table import AFTER_PLOTS_MS, ProcessTable
+from vramscope.ui.qt.theme import ColourBook
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 from .frames import frame_at

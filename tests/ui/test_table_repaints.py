@@ -4,12 +4,12 @@ table repainted every second was the window's largest cost at rest)."""
 
 from __future__ import annotations
 
-from vramscope.core.process_rows import COL, TableBuilder, TableOrder
+from vramscope.core.processes.process_rows import COL, TableBuilder, TableOrder
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB, MiB
-from vramscope.ui.process_model import ProcessTableModel
-from vramscope.ui.process_table import ProcessTable
-from vramscope.ui.theme import ColourBook
+from vramscope.ui.processes.process_model import ProcessTableModel
+from vramscope.ui.processes.process_table import ProcessTable
+from vramscope.ui.qt.theme import ColourBook
 
 from .frames import T0, frame_at
 

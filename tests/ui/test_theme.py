@@ -13,8 +13,7 @@ import textwrap
 import pytest
 from PySide6.QtCore import Qt
 
-from vramscope.ui import theme
-
+from vramscope.ui.qt import theme
 from .helpers import save
 
 
@@ -167,15 +166,15 @@ _START = textwrap.dedent("""
     import json, sys, time
     import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
-    from vramscope.ui import theme
+    from vramscope.ui.qt import theme
     app = QApplication([sys.argv[0]])
     scheme = theme.apply(app, sys.argv[1])
     from vramscope.sources.demo.simulated import SimulatedSource
-    from vramscope.core.pipeline import Pipeline
-    from vramscope.ui.main_window import MainWindow
-    from vramscope.ui.about import AboutDialog
-    from vramscope.core.user_settings import Settings
-    from vramscope.ui.settings_dialog import SettingsDialog
+    from vramscope.core.flow.pipeline import Pipeline
+    from vramscope.ui.window.main_window import MainWindow
+    from vramscope.ui.window.about import AboutDialog
+    from vramscope.core.settings.user_settings import Settings
+    from vramscope.ui.window.settings_dialog import SettingsDialog
     src = SimulatedSource(seed=1)
     now = time.time()
     feed = Pipeline(SimulatedSource(seed=1))

@@ -13,15 +13,15 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QPalette
 
-from vramscope.core.actions import ProcessSummary
-from vramscope.ui import theme
-from vramscope.ui.about import AboutDialog
+from vramscope.core.end_process.actions import ProcessSummary
+from vramscope.ui.qt import theme
+from vramscope.ui.window.about import AboutDialog
 from vramscope.ui.agents.agent_texts import BUCKETS
-from vramscope.ui.end_process_dialog import EndProcessDialog
-from vramscope.ui.process_model import COL, STYLE_ROLE
-from vramscope.core.user_settings import Settings
+from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+from vramscope.ui.processes.process_model import COL, STYLE_ROLE
+from vramscope.core.settings.user_settings import Settings
 from vramscope.ui.timeline.timeline_stack import OTHERS
-from vramscope.ui.window_setup import open_settings
+from vramscope.ui.window.window_setup import open_settings
 
 from .helpers import save
 from .shown_colours import count_colours, only_in, stale_colours
@@ -202,11 +202,11 @@ def test_a_live_switch_recolours_a_session_window_with_hosts_and_a_fleet(
 ):
     """The views the busy window has not: a recorded session's scrubber and cursors,
     the chips of --host, the fleet overview of --from-prometheus."""
-    from session.helpers import T0, record
+    from tests.core.session.helpers import T0, record
     from vramscope.core.samples import HostState
-    from vramscope.ui.app import open_session_window
-    from vramscope.ui.fleet_view import FleetOverview
-    from vramscope.ui.hosts_bar import attach_hosts_bar
+    from vramscope.ui.window.app import open_session_window
+    from vramscope.ui.monitor.fleet_view import FleetOverview
+    from vramscope.ui.monitor.hosts_bar import attach_hosts_bar
 
     path = tmp_path / "run.vramscope"
     record(path, n=40)

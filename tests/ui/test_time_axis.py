@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 
-from vramscope.ui.time_axis import CLOCK_STEPS, ZOOM_LEVELS, TimeAxis
+from vramscope.ui.monitor.time_axis import CLOCK_STEPS, ZOOM_LEVELS, TimeAxis
 
 from .frames import T0
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from vramscope.core.samples import Frame, GpuSample
-from vramscope.core.store import Store, gpu_key
+from vramscope.core.store.store import Store, gpu_key
 from vramscope.core.units import GiB
-from vramscope.ui.theme import ColourBook
+from vramscope.ui.qt.theme import ColourBook
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 from .frames import T0

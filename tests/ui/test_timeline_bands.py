@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QTransform
 
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 from vramscope.core.units import GiB
 from vramscope.ui.timeline.timeline_stack import Band, shape_bands
 

@@ -1,4 +1,4 @@
-"""The window offers the time windows, themes and plot styles of core/view_options.py,
+"""The window offers the time windows, themes and plot styles of core/settings/view_options.py,
 and each does what it says: a button per time window that sets the plots' span, a
 plot style per button, `vramscope --window/--theme` taking exactly those."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from vramscope.cli import build_parser
-from vramscope.core.view_options import PlotStyle, Theme, TimeWindow
+from vramscope.core.settings.view_options import PlotStyle, Theme, TimeWindow
 
 
 def test_each_time_window_button_sets_its_span(make_window, scripted_frames):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from vramscope.core.pipeline import Pipeline
-from vramscope.ui.main_window import MainWindow
+from vramscope.core.flow.pipeline import Pipeline
+from vramscope.ui.window.main_window import MainWindow
 
 from .frames import ScriptedSource, frame_at
 

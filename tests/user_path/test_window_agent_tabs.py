@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from user_path.helpers import window_args
-from vramscope.core.module_figures import ModuleFigures
+from vramscope.core.agent_figures.module_figures import ModuleFigures
 from vramscope.ui.agents.agent_panel import AgentProcessView
-from vramscope.ui.app import build_window
+from vramscope.ui.window.app import build_window
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 

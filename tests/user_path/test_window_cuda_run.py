@@ -18,7 +18,7 @@ import pytest
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
 from user_path.helpers import no_traceback, window_args
 from vramscope.ui.agents.agent_panel import AgentProcessView
-from vramscope.ui.app import build_window
+from vramscope.ui.window.app import build_window
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

@@ -325,7 +325,7 @@ class EventItem(TypedDict, total=False):
 # "peak_allocated" is a lower bound and this the upper one (agent/stats.py PeakWindow)
 PEAK_BOUND = "peak_allocated_bound"
 PHASES_MEASURED = "phases_measured"  # (a sample's "agent" figures) share of steps with phase readings
-# (the monitor's store keys for these series: core/agent_keys.py)
+# (the monitor's store keys for these series: core/agent_figures/agent_keys.py)
 
 
 HEADER = struct.Struct(">2sBBI")

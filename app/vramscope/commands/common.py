@@ -11,7 +11,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, with a refused option said in one line (status 2), not usage + error."""
 
     def error(self, message: str):
-        from vramscope.core.terminal_text import visible
+        from vramscope.core.status.terminal_text import visible
 
         self.exit(2, visible(f"{self.prog}: {message} (--help lists the options)") + "\n")
 
@@ -42,7 +42,7 @@ def say_driver_unavailable(command: str, frame: Frame, consequence: str = "", er
     """The one "driver unavailable" line, on stderr: why, what was not done, the demo."""
     import sys
 
-    from vramscope.core.terminal_text import say
+    from vramscope.core.status.terminal_text import say
 
     say(
         err or sys.stderr,

@@ -10,7 +10,7 @@ import pathlib
 import sys
 import time
 
-from vramscope.core.terminal_text import say
+from vramscope.core.status.terminal_text import say
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -69,7 +69,7 @@ def run(args) -> int:
         try:
             summary = FORMATS[args.format](reader, out, redact=args.redact)
         except OSError as exc:
-            from vramscope.core.safe_write import UnsafeTarget
+            from vramscope.core.safe_io.safe_write import UnsafeTarget
 
             _err(str(exc) if isinstance(exc, UnsafeTarget) else f"cannot write {out}: {exc}")
             return 2

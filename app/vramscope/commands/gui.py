@@ -6,7 +6,7 @@ import argparse
 
 from vramscope.commands.common import Parser, add_host_arguments, add_source_arguments
 from vramscope.commands.option_types import address, interval_seconds, seconds
-from vramscope.core.view_options import Theme, TimeWindow
+from vramscope.core.settings.view_options import Theme, TimeWindow
 
 WINDOW_CHOICES = tuple(w.value for w in TimeWindow)
 THEME_CHOICES = tuple(t.value for t in Theme)
@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--quit-after", type=seconds(), default=None, metavar="SECONDS", help=argparse.SUPPRESS
     )  # smoke tests and the bundle check
     # the window grabs its tabs into DIR after --shots-after seconds, says what it shows
-    # (DIR/shown.json) and quits (ui/window_shots.py: README's pictures, user-path tests)
+    # (DIR/shown.json) and quits (ui/window/window_shots.py: README's pictures, user-path tests)
     p.add_argument("--shots", default=None, metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--shots-after", type=seconds(), default=8.0, metavar="SECONDS", help=argparse.SUPPRESS)
     p.add_argument(
@@ -106,6 +106,6 @@ def run(args) -> int:
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
-    from vramscope.ui.app import run as run_window
+    from vramscope.ui.window.app import run as run_window
 
     return run_window(args)

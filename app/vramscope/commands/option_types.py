@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from vramscope.core.sampler import MAX_INTERVAL, MIN_INTERVAL
+from vramscope.core.flow.sampler import MAX_INTERVAL, MIN_INTERVAL
 
 
 def number(text: str, kind=float, what: str = "a number"):
@@ -68,7 +68,7 @@ def positive(kind=float):
 
 def address(text: str) -> str:
     """HOST:PORT for the Prometheus endpoint, checked now rather than at bind time."""
-    from vramscope.core.metrics import parse_address
+    from vramscope.core.export.metrics import parse_address
 
     try:
         parse_address(text)

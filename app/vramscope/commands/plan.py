@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vramscope.core import json_text
+from vramscope.core.status import json_text
 from vramscope.commands.plan_pid import Times, batch_option
 
 PRECISIONS = ("fp32", "bf16", "fp16", "mixed", "fp8", "int8", "int4")
@@ -293,7 +293,7 @@ def run(args) -> int:
         return plan_pid.run(args)
     from vramscope.core.planner import PlanError, build_plan
     from vramscope.core.planner.report import render_text
-    from vramscope.core.terminal_text import say
+    from vramscope.core.status.terminal_text import say
 
     if isinstance(args.batch, Times):
         say(

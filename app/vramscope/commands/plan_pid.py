@@ -19,7 +19,7 @@ from dataclasses import dataclass
 NO_AGENT = 2  # the exit status when the process runs no agent, as for `vramscope sites`
 TIMES = ("x", "×")
 
-from vramscope.core import json_text
+from vramscope.core.status import json_text
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def run(args) -> int:
     from vramscope.core.planner.errors import PlanError
     from vramscope.core.planner.what_if import predict
     from vramscope.core.planner.what_if_text import render_text
-    from vramscope.core.terminal_text import say
+    from vramscope.core.status.terminal_text import say
     from vramscope.sources.agents.agent_pull import pull
 
     try:

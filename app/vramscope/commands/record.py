@@ -1,6 +1,6 @@
 """`vramscope record` -- record a session headless (SSH sessions, servers).
 
-The same pipeline as the window (core/monitor.py), with a recorder of one
+The same pipeline as the window (core/flow/monitor.py), with a recorder of one
 file as its recorder stage; no Qt. Ctrl-C or SIGTERM stop it cleanly (final commit and a
 checkpoint into a single file); a SIGKILL loses at most the last second.
 """
@@ -72,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _say(text: str, stream=None) -> None:
-    from vramscope.core.terminal_text import say
+    from vramscope.core.status.terminal_text import say
 
     say(stream or sys.stdout, text)  # paths and errors escaped for the terminal
 
@@ -112,10 +112,10 @@ def record_session(
 
     The window's pipeline (sources/assembly.py): the same enrichers and thresholds
     (the user's settings file, unless ``diagnostics`` says otherwise), with a
-    recorder of this one file and a tally as the runner's sinks (core/runner.py).
+    recorder of this one file and a tally as the runner's sinks (core/flow/runner.py).
     """
-    from vramscope.core import runner
-    from vramscope.core.sampler import clamp_interval
+    from vramscope.core.flow import runner
+    from vramscope.core.flow.sampler import clamp_interval
     from vramscope.core.session import SessionError
     from vramscope.core.session.library import session_size
     from vramscope.sources.assembly import build_monitor, session_recorder
@@ -214,7 +214,7 @@ def run(args) -> int:
                 sys.stderr,
             )
             return 2
-    from vramscope.core.runner import StopSignals
+    from vramscope.core.flow.runner import StopSignals
 
     stop = threading.Event()
     with StopSignals(stop):  # SIGINT, SIGTERM, SIGHUP: the final commit, then exit 0

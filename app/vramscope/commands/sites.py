@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vramscope.core.json_text import dumps
-from vramscope.core.terminal_text import say
+from vramscope.core.status.json_text import dumps
+from vramscope.core.status.terminal_text import say
 from vramscope.core.units import finite_number, fmt_bytes
 
 

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from vramscope.commands.option_types import non_negative, positive
-from vramscope.core.terminal_text import say
+from vramscope.core.status.terminal_text import say
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def _read(path: str, args) -> dict | None:
 
 
 def run(args) -> int:
-    from vramscope.core import json_text
+    from vramscope.core.status import json_text
     from vramscope.core.snapshot import summary
 
     first = _read(args.path, args)

@@ -2,7 +2,7 @@
 
 Like ``nvitop -1`` or ``gpustat --json``. Where NVML cannot be loaded (no
 library, no driver) it exits with status 2 and says so in one line on
-stderr. The frame goes through the same pipeline (core/monitor.py: enrichers,
+stderr. The frame goes through the same pipeline (core/flow/monitor.py: enrichers,
 diagnostics) as the window and the recorder.
 """
 
@@ -16,10 +16,10 @@ from vramscope.commands.common import (
     driver_unavailable,
     say_driver_unavailable,
 )
-from vramscope.core import json_text
-from vramscope.core.terminal_text import say, visible
+from vramscope.core.status import json_text
+from vramscope.core.status.terminal_text import say, visible
 from vramscope.core.samples import HostStatus
-from vramscope.core.status_report import ENDED_SHOWN
+from vramscope.core.status.status_report import ENDED_SHOWN
 from vramscope.sources.choose import DEMO_PARTWAY, open_source
 from vramscope.commands.diagnostic_options import add_diagnostic_arguments
 
@@ -44,7 +44,7 @@ def add_arguments(p) -> None:
 def monitor_for(source, args):
     """The window's pipeline around ``source`` (sources/assembly.py): enrichers, then
     diagnostics with the user's thresholds and this command line's on top."""
-    from vramscope.core.store import Store
+    from vramscope.core.store.store import Store
     from vramscope.sources.assembly import build_monitor
 
     return build_monitor(
@@ -72,11 +72,11 @@ class StatusPrinter:
 
 
 def take_frame(source, args, stop=None):
-    """One pass (or ``--watch`` seconds of passes) through the runner (core/runner.py);
+    """One pass (or ``--watch`` seconds of passes) through the runner (core/flow/runner.py);
     keeps the engine in ``args.diagnostics``. None when ``stop`` came before a pass."""
     import threading
 
-    from vramscope.core import runner
+    from vramscope.core.flow import runner
 
     monitor = monitor_for(source, args)
     args.diagnostics = monitor.engine
@@ -93,7 +93,7 @@ def alerts_for(frame, args) -> list:
     engine = getattr(args, "diagnostics", None)
     if engine is None:
         from vramscope.core.detectors import Diagnostics
-        from vramscope.core.user_settings import diagnostics_for
+        from vramscope.core.settings.user_settings import diagnostics_for
 
         engine = Diagnostics(diagnostics_for(args))
         engine.feed(frame)
@@ -114,8 +114,8 @@ def watching_for(args) -> list:
 
 def emit(frame, args, out=None, live: bool = False) -> None:
     """Print ``frame``; ``live`` (--watch on a terminal): over the previous one."""
-    from vramscope.core.status_report import frame_to_dict
-    from vramscope.core.status_table import render_table
+    from vramscope.core.status.status_report import frame_to_dict
+    from vramscope.core.status.status_table import render_table
 
     out = out or sys.stdout
     alerts = alerts_for(frame, args)
@@ -155,8 +155,8 @@ HOST_TIMEOUT = 30.0  # seconds for ssh, the remote start-up and its first frame
 def run_hosts(args, out=None) -> int:
     """`status --host a --host b`: each host with its GPUs, or its error.
     Exit 0 when every host answered, 1 when some did not, 2 when none did."""
-    from vramscope.core.status_report import hosts_to_dict
-    from vramscope.core.status_table import render_hosts
+    from vramscope.core.status.status_report import hosts_to_dict
+    from vramscope.core.status.status_table import render_hosts
     from vramscope.sources.remote.host_stream import RemoteHost
 
     out = out or sys.stdout
@@ -176,8 +176,8 @@ def run_hosts(args, out=None) -> int:
 
 def run_fleet(args, out=None) -> int:
     """`status --from-prometheus URL`: every host the server scrapes, like --host."""
-    from vramscope.core.status_report import hosts_to_dict
-    from vramscope.core.status_table import render_hosts
+    from vramscope.core.status.status_report import hosts_to_dict
+    from vramscope.core.status.status_table import render_hosts
     from vramscope.sources.remote.hosts import split_by_host
     from vramscope.sources.remote.prometheus import PrometheusSource
 
@@ -204,7 +204,7 @@ def run(args) -> int:
     import signal
     import threading
 
-    from vramscope.core.runner import StopSignals
+    from vramscope.core.flow.runner import StopSignals
 
     signals = StopSignals(threading.Event(), hangup=False)
     try:
@@ -237,7 +237,7 @@ def _run(args, signals=None) -> int:
         if driver_unavailable(frame):
             say_driver_unavailable("status", frame)
             if args.json:  # scripts get a document to parse, with the error in it
-                from vramscope.core.status_report import frame_to_dict
+                from vramscope.core.status.status_report import frame_to_dict
 
                 print(json_text.dumps(frame_to_dict(frame), indent=2))
             return EXIT_NO_NVML

@@ -5,7 +5,7 @@ The same source, sampler, enrichers (the PyTorch agent client included) and
 diagnostics as `record`; each pass is written as one line of the stream
 protocol (core/stream/protocol.py). Nothing listens on the network: stdin
 and stdout are the ssh channel. Requests on stdin (process actions) are
-answered by this machine's own checks (core/actions.py). The stream ends
+answered by this machine's own checks (core/end_process/actions.py). The stream ends
 when stdin closes or stdout breaks (the monitor went away).
 """
 
@@ -105,7 +105,7 @@ def answer(actions, message: dict) -> dict:
     """The result of one request (never raises: bad requests get an error result)."""
     import dataclasses
 
-    from vramscope.core.actions import request_problem
+    from vramscope.core.end_process.actions import request_problem
 
     ident = message.get("id")
     reply = {protocol.TYPE: protocol.RESULT, "id": ident if _is_int(ident) else None}
@@ -168,7 +168,7 @@ def serve_requests(inp, writer: StreamWriter, actions, stop: threading.Event, mo
 def actions_for(source):
     """Ending processes where ``source``'s processes are: this machine's, each
     --host's over its own ssh channel, none of a fleet's (only looked at)."""
-    from vramscope.core.actions import ProcessActions
+    from vramscope.core.end_process.actions import ProcessActions
     from vramscope.core.samples import PROMETHEUS_SOURCE
     from vramscope.sources.remote.hosts import HostActions, HostsSource
 
@@ -203,9 +203,9 @@ def run_stream(
 
         look = FirstLook(source)
     from vramscope import __version__
-    from vramscope.core import runner
-    from vramscope.core.sampler import clamp_interval
-    from vramscope.core.store import Store
+    from vramscope.core.flow import runner
+    from vramscope.core.flow.sampler import clamp_interval
+    from vramscope.core.store.store import Store
     from vramscope.sources.assembly import build_monitor
 
     stop = stop or threading.Event()
@@ -264,7 +264,7 @@ def story_so_far(monitor, source, interval: float) -> None:
 
 
 def run(args) -> int:
-    from vramscope.core.runner import StopSignals
+    from vramscope.core.flow.runner import StopSignals
 
     stop = threading.Event()
     with StopSignals(stop):  # SIGINT, SIGTERM, SIGHUP (the ssh channel closed): exit 0

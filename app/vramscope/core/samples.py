@@ -23,12 +23,12 @@ from vramscope.agent.protocol import (
     ShardedItem,
     StrEnum,
 )
-from vramscope.core.allocator_summary import AllocatorSummary
-from vramscope.core.module_figures import ModuleFigures
-from vramscope.core.slurm_jobs import SlurmJob
+from vramscope.core.agent_figures.allocator_summary import AllocatorSummary
+from vramscope.core.agent_figures.module_figures import ModuleFigures
+from vramscope.core.processes.slurm_jobs import SlurmJob
 
-if TYPE_CHECKING:  # core/servers.py imports this module; the stream codec resolves the name
-    from vramscope.core.servers import ServerState
+if TYPE_CHECKING:  # core/processes/servers.py imports this module; the stream codec resolves the name
+    from vramscope.core.processes.servers import ServerState
 
 # How a process looks from here (psutil's view of it).
 VISIBLE = "ok"
@@ -42,7 +42,7 @@ GHOST = "no-such-process"
 
 @dataclass(frozen=True, slots=True)
 class Container:
-    """The container a process lives in (see core/containers.py for the layouts)."""
+    """The container a process lives in (see core/processes/containers.py for the layouts)."""
 
     runtime: str  # "docker", "podman", "containerd", "cri-o", "cri" (a pod), "lxc"
     id: str | None  # the full container id from the cgroup path; None where it has none (lxc)
@@ -102,7 +102,7 @@ class ProcessInfo:
     container: Container | None = None  # None: not in a container (or not readable)
     ns_pid: int | None = None  # its PID inside its own PID namespace, when that is not ours
     notebook: str | None = None  # a Jupyter kernel's notebook (JPY_SESSION_NAME), where readable
-    slurm: SlurmJob | None = None  # its Slurm job (core/slurm_jobs.py), None outside one
+    slurm: SlurmJob | None = None  # its Slurm job (core/processes/slurm_jobs.py), None outside one
 
     @property
     def identity(self) -> ProcessIdentity:
@@ -337,7 +337,7 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[AgentReport, ...] = ()  # see sources/agents/agent_client.py
-    servers: tuple[ServerState, ...] = ()  # core/servers.py, sources/servers.py
+    servers: tuple[ServerState, ...] = ()  # core/processes/servers.py, sources/servers.py
     wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
     # (a container without --pid=host); None: not known (demo, session, other OS)

@@ -1,19 +1,19 @@
 """Where the window, `record`, `status` and `stream` get their monitor: one place.
 
-Every front end samples through the same pipeline (core/monitor.py) with the
+Every front end samples through the same pipeline (core/flow/monitor.py) with the
 same enrichers (sources/choose.py: process details, the PyTorch agent client,
 containers, servers) and the same thresholds: the user's settings file
-(core/user_settings.py), with a command's own threshold options on top. So the
+(core/settings/user_settings.py), with a command's own threshold options on top. So the
 same machine raises the same alerts in the window, in `record`'s session, in
 `status --json` and in `stream` (issue 28).
 """
 
 from __future__ import annotations
 
-from vramscope.core.monitor import EnricherFactory, Monitor
-from vramscope.core.sampler import DEFAULT_INTERVAL
-from vramscope.core.source import Source
-from vramscope.core.store import Store
+from vramscope.core.flow.monitor import EnricherFactory, Monitor
+from vramscope.core.flow.sampler import DEFAULT_INTERVAL
+from vramscope.core.flow.source import Source
+from vramscope.core.store.store import Store
 from vramscope.sources.choose import enrichers_for
 
 
@@ -32,10 +32,10 @@ def build_monitor(
     """The monitor around ``source``. ``diagnostics``: the thresholds, when the caller
     has them already (the window's Settings, which its dialog updates); otherwise the
     settings file's, with ``args``' threshold options (``status --idle-minutes``) on
-    top, followed while the command runs (core/settings_follow.py)."""
+    top, followed while the command runs (core/settings/settings_follow.py)."""
     follow = diagnostics is None
     if follow:
-        from vramscope.core.user_settings import diagnostics_for
+        from vramscope.core.settings.user_settings import diagnostics_for
 
         diagnostics = diagnostics_for(args)
     monitor = Monitor.build(
@@ -49,8 +49,8 @@ def build_monitor(
         engine=engine,
     )
     if follow:  # thresholds saved while it runs (the settings dialog) apply from the next pass
-        from vramscope.core.settings_follow import FollowThresholds
-        from vramscope.core.store import STAGE_LABELS
+        from vramscope.core.settings.settings_follow import FollowThresholds
+        from vramscope.core.store.store import STAGE_LABELS
 
         monitor.pipeline.subscribe(FollowThresholds(monitor.engine, args=args), STAGE_LABELS)
     return monitor

@@ -1,6 +1,6 @@
 """Which source a front end samples, and the enrichers every front end applies.
 
-Used by the window, `record` and `status` alike (core/monitor.py takes both).
+Used by the window, `record` and `status` alike (core/flow/monitor.py takes both).
 """
 
 from __future__ import annotations

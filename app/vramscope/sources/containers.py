@@ -23,8 +23,8 @@ import re
 import time
 import urllib.parse
 
-from vramscope.core.bounded_http import HttpError, get_json
-from vramscope.core.containers import (
+from vramscope.core.safe_io.bounded_http import HttpError, get_json
+from vramscope.core.processes.containers import (
     KUBERNETES_RUNTIMES,
     inner_pid,
     parse_cgroup,
@@ -32,7 +32,7 @@ from vramscope.core.containers import (
     with_naming,
 )
 from vramscope.core.samples import Container
-from vramscope.core.time_budget import TimeBudget
+from vramscope.core.flow.time_budget import TimeBudget
 from vramscope.sources.cri_names import (
     CONTAINERD_BUNDLES,
     MAX_NAME,
@@ -205,7 +205,7 @@ class ContainerNames:
 
     def _get(self, path: str, cid: str) -> str | None:
         """The runtime's name for ``cid``: one request of ``timeout`` seconds and
-        1 MiB in all, nesting bounded (core/bounded_http.py); a socket that
+        1 MiB in all, nesting bounded (core/safe_io/bounded_http.py); a socket that
         trickles or answers nonsense is left alone for ``retry_after``."""
         self.asked += 1
         status, data = get_json(

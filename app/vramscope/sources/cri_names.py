@@ -16,8 +16,8 @@ the runtimes keep them where a root process on the node can read them:
   ``/run/containerd/io.containerd.runtime.v2.task/k8s.io/<id>/``.
 
 Both are root's to read on a usual node. What they say is untrusted text:
-the answer is bounded in time and bytes (core/bounded_http.py,
-core/bounded_read.py, no symlink followed), each name cut to MAX_NAME.
+the answer is bounded in time and bytes (core/safe_io/bounded_http.py,
+core/safe_io/bounded_read.py, no symlink followed), each name cut to MAX_NAME.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import os
 import re
 import urllib.parse
 
-from vramscope.core.bounded_http import get_json
-from vramscope.core.bounded_read import read_json
+from vramscope.core.safe_io.bounded_http import get_json
+from vramscope.core.safe_io.bounded_read import read_json
 
 MAX_NAME = 256  # characters of a container's, pod's or namespace's name kept (Kubernetes: at most 253)
 MAX_ANSWER = 1 << 20  # bytes of one runtime answer or bundle config

@@ -21,7 +21,7 @@ import logging
 import time
 from concurrent.futures import Future
 
-from vramscope.core.background import DaemonWorker
+from vramscope.core.flow.background import DaemonWorker
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.squatter import KERNEL_POLL_SECONDS
 from vramscope.core.samples import REMOTE_SOURCES, Frame, JupyterKernel, ProcessIdentity

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 import psutil
 
-from vramscope.core.process_text import capped_cmdline
+from vramscope.core.processes.process_text import capped_cmdline
 from vramscope.core.samples import (
     ACCESS_DENIED,
     EXITED,

@@ -4,7 +4,7 @@ sampling thread.
 
 An enricher (Frame -> Frame) for every front end: each GPU process whose own
 command line, or an ancestor's (a launcher with engine/worker children), names
-a serving engine (core/servers.py) -- or that listens on a port whose
+a serving engine (core/processes/servers.py) -- or that listens on a port whose
 ``/metrics`` speaks an engine's metric names -- becomes part of a
 ``ServerState`` on ``frame.servers``. Metrics are fetched from 127.0.0.1 only
 (never another address), with a short timeout, on one worker thread; a frame
@@ -22,11 +22,11 @@ from concurrent.futures import Future
 
 import psutil
 
-from vramscope.core.background import DaemonWorker
-from vramscope.core.bounded_http import HttpError, get
-from vramscope.core.process_text import capped_cmdline
+from vramscope.core.flow.background import DaemonWorker
+from vramscope.core.safe_io.bounded_http import HttpError, get
+from vramscope.core.processes.process_text import capped_cmdline
 from vramscope.core.samples import REMOTE_SOURCES, VISIBLE, Frame, ProcessIdentity
-from vramscope.core.servers import (
+from vramscope.core.processes.servers import (
     BY_PORT,
     SERVER_KINDS,
     SERVER_SERIES,
@@ -72,7 +72,7 @@ class _Server:
 
 def fetch_text(url: str, timeout: float = TIMEOUT) -> str:
     """GET a metrics page from localhost (refuses anything else), within
-    ``timeout`` seconds in all and MAX_BYTES (core/bounded_http.py)."""
+    ``timeout`` seconds in all and MAX_BYTES (core/safe_io/bounded_http.py)."""
     host = urllib.parse.urlparse(url).hostname
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError(f"only localhost is read, not {host}")

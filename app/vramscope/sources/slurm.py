@@ -8,7 +8,7 @@ come from what is readable here:
 - ``scontrol show job --oneliner <id>`` (any user may ask the controller
   about any job unless ``PrivateData=jobs`` is set), asked once per job, at
   most ``timeout`` seconds and 64 KiB each, within a time budget per window
-  (core/time_budget.py) so a slow controller never stalls a pass; a missing
+  (core/flow/time_budget.py) so a slow controller never stalls a pass; a missing
   or failing ``scontrol`` is left alone for ``retry_after`` seconds;
 - the uid of a cgroup v1 path (``uid_<n>``), through the password database.
 """
@@ -20,14 +20,14 @@ import logging
 import pwd
 import time
 
-from vramscope.core.slurm_jobs import (
+from vramscope.core.processes.slurm_jobs import (
     SlurmJob,
     job_facts,
     named_from_environ,
     parse_scontrol,
     parse_slurm_cgroup,
 )
-from vramscope.core.time_budget import TimeBudget
+from vramscope.core.flow.time_budget import TimeBudget
 from vramscope.sources.bounded_command import CommandFailed, CommandRefused, run_bounded
 from vramscope.sources.agents.container_agents import read_environ
 

@@ -7,6 +7,6 @@ and updates the views. ``bridge.py`` is the one place where worker threads
 hand work to the Qt main thread.
 """
 
-from vramscope.ui.pyqtgraph_import import import_pyqtgraph
+from vramscope.ui.qt.pyqtgraph_import import import_pyqtgraph
 
 import_pyqtgraph()

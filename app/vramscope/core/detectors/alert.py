@@ -33,7 +33,7 @@ class AlertKind(StrEnum):
     INFERENCE_SERVER = "inference_server"
     IN_CONTAINER = "in_container"
     WSL = "wsl"
-    USER_REQUEST = "user_request"  # the user asked to end a process (ui/panels.py), no rule
+    USER_REQUEST = "user_request"  # the user asked to end a process (ui/window/panels.py), no rule
 
 
 # kind -> short title used by lists and notifications

@@ -19,8 +19,8 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vramscope.core import bounded_read
-from vramscope.core.bounded_http import HttpError, get_json
+from vramscope.core.safe_io import bounded_read
+from vramscope.core.safe_io.bounded_http import HttpError, get_json
 
 _KERNEL_MARKERS = (
     "ipykernel_launcher",
@@ -193,7 +193,7 @@ def find_notebook(
 
 def _get_json(url: str, path: str, token: str, timeout: float):
     """The server's JSON answer, or None; ``timeout`` seconds and 1 MiB in all
-    (core/bounded_http.py: a slow or huge answer cannot hold up a pass)."""
+    (core/safe_io/bounded_http.py: a slow or huge answer cannot hold up a pass)."""
     try:
         status, data = get_json(
             url.rstrip("/") + path,

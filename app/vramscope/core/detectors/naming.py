@@ -2,7 +2,7 @@
 process it is (which decides the fix text).
 
 Every alert names a process as "train.py (4242) on GPU 1": the table's label
-(core/process_names.py) and the NVML GPU index the cards show -- never the
+(core/processes/process_names.py) and the NVML GPU index the cards show -- never the
 agent's "cuda:0", which CUDA_VISIBLE_DEVICES renumbers.
 """
 
@@ -13,14 +13,14 @@ from collections.abc import Callable
 
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.advice import serves_requests
-from vramscope.core.process_names import label_for, process_label
+from vramscope.core.processes.process_names import label_for, process_label
 from vramscope.core.samples import ACCESS_DENIED, Frame, GpuProcess, GpuSample
-from vramscope.core.servers import server_of
+from vramscope.core.processes.servers import server_of
 
 # process kinds, as the fix texts distinguish them
 AGENT = "agent"  # PyTorch run under the vramscope agent
 TRAINING = "training"  # any other compute process (a script without the agent)
-SERVER = "server"  # an inference server (core/servers.py)
+SERVER = "server"  # an inference server (core/processes/servers.py)
 KERNEL = "jupyter"  # a Jupyter/IPython kernel
 OTHER_USER = "other_user"  # the fix for someone else's process, whatever its kind
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from vramscope.agent.oom_report import covering
 from vramscope.agent.protocol import EventKind
-from vramscope.core import oom_context
+from vramscope.core.agent_figures import oom_context
 from vramscope.core.detectors.advice import (
     batch_text,
     cache_leads,
@@ -40,9 +40,9 @@ from vramscope.core.detectors.naming import (
     process_name,
 )
 from vramscope.core.detectors.settings import DiagnosticSettings
-from vramscope.core.process_names import process_label
+from vramscope.core.processes.process_names import process_label
 from vramscope.core.samples import ALL_BUCKETS, BUCKET_LABELS, BUCKET_NAMES, Frame, GpuSample
-from vramscope.core.servers import server_of
+from vramscope.core.processes.servers import server_of
 from vramscope.core.units import fmt_bytes, fmt_duration
 
 

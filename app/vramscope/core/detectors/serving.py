@@ -1,6 +1,6 @@
 """Inference servers: explain the pool, show the traffic, never cry wolf.
 
-A serving engine preallocates its KV cache at start-up (core/servers.py has the
+A serving engine preallocates its KV cache at start-up (core/processes/servers.py has the
 engines, the options that size the pool and their metrics), so a server holding
 90 % of the card at 0 % SM is working as designed. This rule says so, once per
 server and GPU, as INFO: what the pool is, the option that sized it, and --
@@ -17,7 +17,7 @@ from vramscope.core.detectors.naming import proc_name
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.squatter import process_is_idle
 from vramscope.core.samples import EXITED, Frame
-from vramscope.core.servers import ServerKind, ServerState, pool_text, server_of
+from vramscope.core.processes.servers import ServerKind, ServerState, pool_text, server_of
 from vramscope.core.units import fmt_bytes, fmt_duration
 
 IDLE_SAID_AFTER = 60.0  # seconds without requests (or SM) before "idle for" is said

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from vramscope.core.containers import container_label, stop_advice
+from vramscope.core.processes.containers import container_label, stop_advice
 from vramscope.core.detectors import jupyter
 from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
 from vramscope.core.detectors.naming import (
@@ -38,7 +38,7 @@ from vramscope.core.detectors.naming import (
 from vramscope.core.detectors.settings import DiagnosticSettings, forget_stale
 from vramscope.core.detectors.stalled import StepClock, clock_text, job_stalled, stalled
 from vramscope.core.detectors.watching import Watch, watch_if_due
-from vramscope.core.process_groups import job_ranks
+from vramscope.core.processes.process_groups import job_ranks
 from vramscope.core.samples import (
     ACCESS_DENIED,
     EXITED,

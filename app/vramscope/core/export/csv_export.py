@@ -30,7 +30,9 @@ import threading
 
 import numpy as np
 
-from vramscope.core import json_text, safe_write
+from vramscope.core.status import json_text
+
+from vramscope.core.safe_io import safe_write
 from vramscope.core.export import module_export, textblock as tb
 from vramscope.core.export.context import ExportContext
 from vramscope.core.session.reader import SessionReader

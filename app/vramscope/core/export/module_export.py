@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from vramscope.core.module_figures import FIGURES
+from vramscope.core.agent_figures.module_figures import FIGURES
 
 
 def csv_rows(ctx, reader, a: float, b: float) -> list[tuple]:

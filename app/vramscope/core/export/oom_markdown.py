@@ -1,13 +1,13 @@
 """`vramscope export FILE --format oom-report`: every OOM of a recorded session as Markdown.
 
 Each OOM event the session kept (with the allocator's picture at that
-instant and what NVML saw on the GPU: core/oom_context.py) becomes the report
+instant and what NVML saw on the GPU: core/agent_figures/oom_context.py) becomes the report
 the window shows (agent/oom_report.py), in full. ``--redact`` replaces user
 names and command lines as the other exports do and cuts the file paths of
 allocation sites to their file names.
 
 Every text from the session (process names, the OOM data: an agent's, another
-user's) is escaped (core/terminal_text.py), so ``cat`` of the report replays no
+user's) is escaped (core/status/terminal_text.py), so ``cat`` of the report replays no
 terminal control. A damaged session's report says what could not be read (as
 the CSV and trace exports do), never "no out-of-memory event" alone.
 """
@@ -18,10 +18,11 @@ import os
 import time
 
 from vramscope.agent import oom_report
-from vramscope.core import oom_context, safe_write
+from vramscope.core.agent_figures import oom_context
+from vramscope.core.safe_io import safe_write
 from vramscope.core.export.csv_export import ExportSummary
 from vramscope.core.export.redact import Redactor
-from vramscope.core.terminal_text import visible
+from vramscope.core.status.terminal_text import visible
 
 
 NONE = "No out-of-memory event in this session.\n"

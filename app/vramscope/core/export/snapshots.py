@@ -7,9 +7,9 @@ pickle runs code -- after a header check that they are pickles of protocol
 2..5, which is what pytorch.org/memory_viz reads.
 
 The path comes from a session file, so it is input: only a regular file is
-read, never through a symlink (core/bounded_read.py), and at most
+read, never through a symlink (core/safe_io/bounded_read.py), and at most
 ``SNAPSHOT_LIMIT`` bytes. The copies go into a directory of the writer's own
-(core/safe_write.py): another user's directory at that name, or a link in
+(core/safe_io/safe_write.py): another user's directory at that name, or a link in
 it, is refused, never written through.
 """
 
@@ -21,7 +21,8 @@ import pathlib
 import shutil
 
 from vramscope.agent.protocol import EventKind
-from vramscope.core import bounded_read, safe_write
+from vramscope.core.safe_io import bounded_read
+from vramscope.core.safe_io import safe_write
 from vramscope.core.session.reader import SessionReader
 
 PATH_KEYS = ("snapshot_path", "snapshot", "pickle_path")

@@ -28,8 +28,8 @@ import os
 import numpy as np
 
 from vramscope.agent.protocol import EventKind
-from vramscope.core import safe_write
-from vramscope.core import json_text
+from vramscope.core.safe_io import safe_write
+from vramscope.core.status import json_text
 from vramscope.core.export import module_export, textblock as tb
 from vramscope.core.export.context import GPU_TRACE_PID, ExportContext
 from vramscope.core.export.csv_export import FLOAT_METRICS, ExportSummary

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from vramscope.agent import json_limits
-from vramscope.core import bounded_read
+from vramscope.core.safe_io import bounded_read
 from vramscope.core.planner.checkpoint import Counts, hub_counts, local_counts
 from vramscope.core.planner.errors import PlanError
 
@@ -50,7 +50,7 @@ def read_config(path: str | os.PathLike, field: str = "config") -> dict:
     p = pathlib.Path(path)
     if p.is_dir():
         p = p / CONFIG_NAME
-    try:  # a FIFO or device given by mistake is refused, never opened (core/bounded_read.py)
+    try:  # a FIFO or device given by mistake is refused, never opened (core/safe_io/bounded_read.py)
         config = bounded_read.read_json(p, MAX_CONFIG_BYTES, follow=True)
     except bounded_read.UnreadableFile as exc:
         if exc.errno == errno.EFBIG:

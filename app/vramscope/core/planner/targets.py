@@ -14,7 +14,7 @@ does not fit now".
 from __future__ import annotations
 
 from vramscope.core.planner.request import GpuNow
-from vramscope.core.process_names import process_label
+from vramscope.core.processes.process_names import process_label
 from vramscope.core.samples import Frame
 
 HOLDERS_SHOWN = 3

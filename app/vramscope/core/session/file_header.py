@@ -8,7 +8,7 @@ import errno
 import pathlib
 import struct
 
-from vramscope.core import bounded_read
+from vramscope.core.safe_io import bounded_read
 from vramscope.core.session.errors import NotASessionError, SessionError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -21,16 +21,16 @@ import math
 
 import numpy as np
 
-from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
-from vramscope.core import agent_series
-from vramscope.core.ring import TieredRing
+from vramscope.core.agent_figures.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
+from vramscope.core.agent_figures import agent_series
+from vramscope.core.store.ring import TieredRing
 from vramscope.core.session import mig_rows
 from vramscope.core.session.columns import GpuColumns, ProcColumns
 from vramscope.core.session.reader import SessionReader
 from vramscope.core.session.schema import AGENT_COLUMNS, BUCKET_COLUMNS, ROLLUP_STEP
-from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES, server_key
-from vramscope.core.stacking import align
-from vramscope.core.store import GPU_METRICS, PROCESSES_USED, Store, gpu_key, mig_key, proc_key
+from vramscope.core.processes.servers import SERVER_EVENT, SERVER_SERIES, server_key
+from vramscope.core.processes.stacking import align
+from vramscope.core.store.store import GPU_METRICS, PROCESSES_USED, Store, gpu_key, mig_key, proc_key
 
 RAW_CHUNK = 3600.0  # seconds read at a time when peaks must be computed from raw samples
 
@@ -194,7 +194,7 @@ def _peaks(series: tuple, step: float) -> tuple:
 
 
 def _agent_series(reader: SessionReader, t0: float, t1: float, procs) -> dict:
-    """The agent series the live monitor would have written (core/agent_series.py):
+    """The agent series the live monitor would have written (core/agent_figures/agent_series.py):
     from the stored agent samples and the stored steps and events."""
     out: dict[tuple, tuple[list, list]] = {}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from vramscope.core.session.schema import present
-from vramscope.core.module_figures import FIGURES, ModuleFigures
+from vramscope.core.agent_figures.module_figures import FIGURES, ModuleFigures
 
 MODULE_DDL = f"""
 CREATE TABLE IF NOT EXISTS agent_modules (t REAL NOT NULL, proc INTEGER NOT NULL,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from vramscope.core import safe_write
+from vramscope.core.safe_io import safe_write
 from vramscope.core.session.errors import SessionError, SessionExistsError
 from vramscope.core.session.library import session_files
 

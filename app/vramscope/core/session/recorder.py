@@ -1,4 +1,4 @@
-"""A recording as one stage of the pipeline (core/monitor.py): samples, alerts
+"""A recording as one stage of the pipeline (core/flow/monitor.py): samples, alerts
 and end-process actions into one session file.
 
 The window's recording (on by default) creates the file on the first frame

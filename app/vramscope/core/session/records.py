@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from vramscope.core.containers import container_from_dict
-from vramscope.core.process_text import capped_command
+from vramscope.core.processes.containers import container_from_dict
+from vramscope.core.processes.process_text import capped_command
 from vramscope.core.samples import Container, ProcessInfo, gpu_label
 from vramscope.core.session.columns import index, loads, number_or_none, text_or_none
 from vramscope.core.session.schema import GPU_KIND, GPU_PLACE, gpu_host

@@ -45,7 +45,7 @@ import sys
 from array import array
 
 from vramscope.agent.protocol import ALLOCATOR_FIGURES
-from vramscope.core import json_text
+from vramscope.core.status import json_text
 
 SCHEMA_VERSION = 1
 _LITTLE = sys.byteorder == "little"

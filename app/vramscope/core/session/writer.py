@@ -29,7 +29,7 @@ import time
 
 from vramscope import __version__
 from vramscope.core.samples import AgentReport, Frame
-from vramscope.core.servers import SERVER_EVENT, SERVER_SERIES
+from vramscope.core.processes.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.errors import SessionError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention, session_files
 from vramscope.core.session.mig_rows import MIG_DDL, MigRows

@@ -25,7 +25,7 @@ import os
 import pickle
 import sys
 
-from vramscope.core import bounded_read
+from vramscope.core.safe_io import bounded_read
 from vramscope.core.snapshot import memory_cap
 
 CHUNK = 1 << 20

@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from vramscope.agent.protocol import JsonObject
-from vramscope.core.process_columns import ProcessColumns
-from vramscope.core.process_text import capped_cmdline
+from vramscope.core.processes.process_columns import ProcessColumns
+from vramscope.core.processes.process_text import capped_cmdline
 from vramscope.core.samples import Frame, GpuProcess, ProcessInfo
-from vramscope.core.servers import ServerState
+from vramscope.core.processes.servers import ServerState
 from vramscope.core.stream.json_checks import (  # the wire's bounds, read through here too (__all__)
     LIMIT_FLOAT,
     LIMIT_INT,

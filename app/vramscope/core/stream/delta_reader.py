@@ -4,7 +4,7 @@ and the writer): whole frames and deltas in, Frames out.
 The reader keeps the values of the frame it holds and builds only what a
 delta changes: a steady process costs nothing, a changed one one checked
 build (the codec's schema check, core/stream/codec.py), a process whose
-moving figures alone changed gets a new row (core/process_columns.py: the
+moving figures alone changed gets a new row (core/processes/process_columns.py: the
 processes are held as rows of atoms, which the garbage collector does not
 track) with its columns checked at C speed.
 """
@@ -18,7 +18,14 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
-from vramscope.core.process_columns import ROW_FIELDS, ProcessColumns, Row, info_row_of, row_of, with_figures
+from vramscope.core.processes.process_columns import (
+    ROW_FIELDS,
+    ProcessColumns,
+    Row,
+    info_row_of,
+    row_of,
+    with_figures,
+)
 from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.stream import codec, flat_processes, json_checks, protocol
 from vramscope.core.stream.agent_deltas import AGENTS, AgentsHeld
@@ -28,7 +35,7 @@ from vramscope.core.stream.protocol import GPUS, PROCESSES, TIME, Wire
 
 class _Held:
     """The reader's view of one GPU: its processes' rows and their descriptions'
-    rows by key (core/process_columns.py: rows of atoms, which the garbage
+    rows by key (core/processes/process_columns.py: rows of atoms, which the garbage
     collector does not track; each the same object while it does not change),
     in the frame's order (dicts keep it: the gone are popped, the new
     appended, a patched one keeps its place), and the GpuSample last built
@@ -77,7 +84,7 @@ class _Held:
         if self._infos is None:
             self._infos = tuple(self.infos.values())
         # a ProcessColumns is no tuple, but stands for the tuple of its processes (a
-        # Sequence equal to it and hashed as it: core/process_columns.py), which is the
+        # Sequence equal to it and hashed as it: core/processes/process_columns.py), which is the
         # type GpuSample.processes declares for the wire
         return ProcessColumns(tuple(self.rows.values()), self._infos)  # type: ignore[return-value]
 

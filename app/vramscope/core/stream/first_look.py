@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 
 from vramscope.core.samples import Frame
-from vramscope.core.source import Source
+from vramscope.core.flow.source import Source
 from vramscope.core.stream import codec
 from vramscope.core.stream.protocol import DEVICES, TYPE, Wire
 

@@ -36,7 +36,7 @@ line cut as a local one is) and ignores a field it does not know, prefixed or
 not (a newer writer's); what does not fit is a ValueError of one line.
 
 A description that reads as before is kept as one object by the reader
-(core/stream/delta_reader.py holds it as a row: core/process_columns.py), not
+(core/stream/delta_reader.py holds it as a row: core/processes/process_columns.py), not
 here.
 """
 
@@ -48,7 +48,7 @@ import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from vramscope.core.process_text import capped_cmdline
+from vramscope.core.processes.process_text import capped_cmdline
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.stream import codec
 from vramscope.core.stream.protocol import GPUS, PROCESSES, Wire

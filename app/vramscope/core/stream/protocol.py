@@ -44,7 +44,7 @@ DEVICES = "devices"
 DELTA = "delta"
 RESULT = "result"
 ERROR = "error"
-ACT = "act"  # request: a core/actions.py call on the remote (same checks as locally)
+ACT = "act"  # request: a core/end_process/actions.py call on the remote (same checks as locally)
 ACT_OPS = ("describe", "is_alive", "kill_allowed_in", "terminate", "kill")
 # request: new alert thresholds and/or interval for a running stream (the window's own
 # sampler process, when its settings dialog changes them: no restart, the session goes on)

@@ -21,7 +21,7 @@ from vramscope.core.stream.codec import from_wire, to_wire
 
 if TYPE_CHECKING:  # (for the annotations; the functions import them where they use them)
     from vramscope.core.detectors.settings import DiagnosticSettings
-    from vramscope.core.monitor import Monitor
+    from vramscope.core.flow.monitor import Monitor
 
 THRESHOLDS = "thresholds"
 INTERVAL = "interval"
@@ -50,7 +50,7 @@ def settings_message(diagnostics: DiagnosticSettings | None = None, interval: fl
 
 def settings_reply(monitor: Monitor | None, message: Wire) -> Wire:
     """Apply a settings request to ``monitor`` (all of it or nothing); the result line."""
-    from vramscope.core.sampler import clamp_interval
+    from vramscope.core.flow.sampler import clamp_interval
 
     ident = message.get("id")
     reply = {protocol.TYPE: protocol.RESULT, "id": ident if type(ident) is int else None}

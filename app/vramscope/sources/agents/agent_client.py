@@ -18,7 +18,7 @@ process's container are looked for through /proc/<pid>/root
 
 Pulled items update each agent's state (sources/agents/agent_state.py) and become
 AgentReport values on the frame and series in the store (the layout is
-core/agent_series.py's, shared with the demo and with reopened sessions). An agent that speaks another protocol version is not
+core/agent_figures/agent_series.py's, shared with the demo and with reopened sessions). An agent that speaks another protocol version is not
 dropped: it is reported with the mismatch as its error, so the window and
 ``vramscope status`` say why its figures are missing.
 """
@@ -33,9 +33,10 @@ import time
 
 from vramscope.agent import paths, protocol
 from vramscope.agent.protocol import Bucket, EventKind, Op
-from vramscope.core import agent_series, bounded_read
-from vramscope.core import oom_context
-from vramscope.core.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
+from vramscope.core.agent_figures import agent_series
+from vramscope.core.safe_io import bounded_read
+from vramscope.core.agent_figures import oom_context
+from vramscope.core.agent_figures.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.sources.agents import agent_dir_listing, agent_input, container_agents
 from vramscope.sources.agents.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
@@ -368,7 +369,7 @@ class AgentClient:
                     changed = True
                     r = final_reports[id(report)]
                     final_reports[id(report)] = with_outside(r, gpu, proc, frame.gpus)
-                    note_ooms(r, gpu, proc)  # NVML's view at the OOM (core/oom_context.py)
+                    note_ooms(r, gpu, proc)  # NVML's view at the OOM (core/agent_figures/oom_context.py)
                 procs.append(proc)
             gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
         reports = [final_reports[id(r)] for r in reports]

@@ -34,7 +34,7 @@ import time
 
 from vramscope.agent import protocol
 from vramscope.agent.server import peer_uid
-from vramscope.core.bounded_read import describe_mode
+from vramscope.core.safe_io.bounded_read import describe_mode
 
 READ_CHUNK = 1 << 16
 

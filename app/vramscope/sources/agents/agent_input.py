@@ -4,7 +4,7 @@ An agent socket or final dump may be another user's (a container's
 directory read through /proc/PID/root) or simply broken: a handshake field
 that is a list, a "pid" of 10**30, a time of 1e400 or NaN, a "devices" that
 is a string. Each function here takes what was decoded (the framing and
-nesting are already bounded: sources/agents/agent_connection.py, core/bounded_read.py)
+nesting are already bounded: sources/agents/agent_connection.py, core/safe_io/bounded_read.py)
 and returns one frozen value with typed fields (``Hello``, ``Sample``,
 ``Step``, ``Event``; a sample's devices become ``AgentDevice``s) -- or raises
 ValueError with a one-line reason, and the item is counted as bad, never a
@@ -41,7 +41,7 @@ from vramscope.agent.protocol import (
     StepDevice,
     StepItem,
 )
-from vramscope.core.actions import PID_MAX
+from vramscope.core.end_process.actions import PID_MAX
 from vramscope.core.stream.codec import decoded
 from vramscope.core.samples import AgentBuckets, AgentDevice
 

@@ -7,7 +7,7 @@ that is not an object is skipped, and at most MAX_MODULES rows are kept.
 
 from __future__ import annotations
 
-from vramscope.core.module_figures import FIGURES, ModuleFigures
+from vramscope.core.agent_figures.module_figures import FIGURES, ModuleFigures
 from vramscope.sources.agents.agent_input import integer, text
 
 MAX_MODULES = 1024  # rows per item (the agent sends at most 512 per model)

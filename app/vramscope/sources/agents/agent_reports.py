@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from vramscope.core import agent_series
+from vramscope.core.agent_figures import agent_series
 from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame, bare_uuid
 
 
@@ -112,7 +112,7 @@ def record_reports(store, frame: Frame, seen: dict | None = None) -> Frame:
     report's ``time``; the frame's where it has none) -- once: ``seen`` (agent
     identity -> the sample time recorded last) keeps a sample that did not
     change from being drawn again at the next frame. Steps and OOMs come from
-    the report's new events, through the same module (core/agent_series.py), so
+    the report's new events, through the same module (core/agent_figures/agent_series.py), so
     the agent panel reads one layout whatever the source.
     """
     for r in frame.agents:

@@ -1,7 +1,7 @@
 """What the monitor holds of one agent (sources/agents/agent_client.py discovers and pulls
 from them): its handshake, cursor and connection, its newest sample, step,
 events and peaks -- and how the items it sends update that state and the
-store's series (the layout is core/agent_series.py's). An item that cannot
+store's series (the layout is core/agent_figures/agent_series.py's). An item that cannot
 be read is counted in ``bad_items`` and skipped; the agent is kept."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import dataclasses
 import logging
 
 from vramscope.agent.protocol import EventKind, ItemKind
-from vramscope.core import agent_series
-from vramscope.core.allocator_summary import AllocatorSummary
+from vramscope.core.agent_figures import agent_series
+from vramscope.core.agent_figures.allocator_summary import AllocatorSummary
 from vramscope.core.samples import AgentEvent
 from vramscope.sources.agents import agent_input, agent_modules, allocator_input
 from vramscope.sources.agents.agent_connection import AgentConnection

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typing
 
-from vramscope.core.allocator_summary import AllocatorSummary, DeviceSummary
+from vramscope.core.agent_figures.allocator_summary import AllocatorSummary, DeviceSummary
 from vramscope.agent.segments import FIGURES, MAX_BLOCKS, MAX_SEGMENTS, STATES
 from vramscope.sources.agents.agent_input import finite, integer, text, time_of
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from vramscope.agent.protocol import EventKind
-from vramscope.core import oom_context
+from vramscope.core.agent_figures import oom_context
 from vramscope.core.samples import AgentEvent, AgentReport, GpuProcess
 from vramscope.core.units import GiB, MiB
 from vramscope.sources.demo import demo_allocator

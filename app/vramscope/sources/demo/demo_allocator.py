@@ -12,7 +12,7 @@ as whole free segments -- summarised by the agent's own code
 from __future__ import annotations
 
 from vramscope.agent.segments import summarize
-from vramscope.core.allocator_summary import AllocatorSummary
+from vramscope.core.agent_figures.allocator_summary import AllocatorSummary
 from vramscope.core.units import GiB, MiB
 from vramscope.sources.agents import allocator_input
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from vramscope.core.module_figures import ModuleFigures
+from vramscope.core.agent_figures.module_figures import ModuleFigures
 from vramscope.core.units import MiB
 
 EVERY = 10  # the demo agent measures one step in 10

@@ -75,7 +75,7 @@ class _Gpu:
 
 
 class SimulatedSource:
-    """The demo workstation as a Source (see core/source.py)."""
+    """The demo workstation as a Source (see core/flow/source.py)."""
 
     name = "demo"
     simulated = True

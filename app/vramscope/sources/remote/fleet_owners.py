@@ -18,7 +18,7 @@ named, each with no figure of its own.
 
 from __future__ import annotations
 
-from vramscope.core.containers import CRI, container_label
+from vramscope.core.processes.containers import CRI, container_label
 from vramscope.core.samples import NOT_VISIBLE, Container, GpuProcess, ProcessInfo
 
 HOSTNAME = "Hostname"

@@ -174,7 +174,7 @@ class RemoteHost:
     def request(
         self, op: str, pid: int, start_time: float | None, memory: int | None = None, timeout: float = 10.0
     ):
-        """Run a core/actions.py call on the remote; its value, or RuntimeError."""
+        """Run a core/end_process/actions.py call on the remote; its value, or RuntimeError."""
         ident = next(self._ids)
         slot = [threading.Event(), None]
         message = {

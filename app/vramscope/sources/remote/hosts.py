@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from vramscope.core.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActions, ProcessSummary
+from vramscope.core.end_process.actions import READ_ONLY_REFUSAL, ActionResult, ProcessActions, ProcessSummary
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame, GpuSample, HostState
 from vramscope.core.session.schema import META_HOST_GPU_BLOCK, META_HOSTS
 from vramscope.core.stream.codec import from_wire
@@ -174,7 +174,7 @@ def session_host_meta(source) -> dict:
 
 class HostActions(ProcessActions):
     """Ending a process on another machine: each call goes to that machine's
-    `vramscope stream` over its own ssh channel, where core/actions.py makes
+    `vramscope stream` over its own ssh channel, where core/end_process/actions.py makes
     the same checks as for a local process (own user, pid + start time right
     before the signal, SIGKILL only after SIGTERM) and keeps its audit log.
     ``--read-only`` refuses here, before anything is sent; every action and

@@ -1,6 +1,6 @@
 """A fleet read back from a Prometheus server: `vramscope --from-prometheus URL`.
 
-Each machine runs `vramscope record --prometheus` (core/metrics.py) or
+Each machine runs `vramscope record --prometheus` (core/export/metrics.py) or
 NVIDIA's dcgm-exporter; Prometheus scrapes them; this source asks the
 Prometheus HTTP API (https://prometheus.io/docs/prometheus/latest/querying/api/)
 for the newest values of those metrics, one instant query per pass, and lays
@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import urllib.parse
 
-from vramscope.core.bounded_http import HttpError, Unreachable, get_json
-from vramscope.core.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC
+from vramscope.core.safe_io.bounded_http import HttpError, Unreachable, get_json
+from vramscope.core.export.metrics import GPU_GAUGES, PROCESS_MEMORY_METRIC, PROCESS_SM_METRIC
 from vramscope.core.samples import (
     PROMETHEUS_SOURCE,
     Frame,
@@ -28,7 +28,7 @@ from vramscope.core.samples import (
     HostState,
     ProcessInfo,
 )
-from vramscope.core.owner_labels import owners_from
+from vramscope.core.processes.owner_labels import owners_from
 from vramscope.sources.remote.fleet_owners import HostNames, dcgm_pod, pod_holders
 from vramscope.sources.remote.hosts import HOST_BLOCK
 from vramscope.sources.remote.host_stream import CONNECTED, DOWN
@@ -80,7 +80,7 @@ class PrometheusClient:
     def _get(self, path: str, params: dict) -> list[dict]:
         """The answer's ``data.result`` list; PrometheusError (one line) for
         anything else. The whole request has ``timeout`` seconds and MAX_BYTES
-        (core/bounded_http.py); the body's shape is checked here, each series
+        (core/safe_io/bounded_http.py); the body's shape is checked here, each series
         again where it is read."""
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
         try:

@@ -12,9 +12,9 @@ import numpy as np
 import pyqtgraph as pg
 
 from vramscope.core.units import GiB, MiB, fmt_bytes
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 from vramscope.ui.agents.agent_texts import BUCKETS, end_title, peak_title
-from vramscope.ui.safe_text import html_text
+from vramscope.ui.qt.safe_text import html_text
 
 
 def value_at(t: np.ndarray, v: np.ndarray, when: float) -> float | None:

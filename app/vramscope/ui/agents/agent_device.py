@@ -29,16 +29,16 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
-from vramscope.core.agent_keys import PHASE_LOADED, phase_metric, phase_peak_metric
-from vramscope.core.outside_story import story_from_store
+from vramscope.core.agent_figures.agent_keys import PHASE_LOADED, phase_metric, phase_peak_metric
+from vramscope.core.agent_figures.outside_story import story_from_store
 from vramscope.ui.agents.agent_breakdown import BucketBars, legend_html, peak_column
 from vramscope.ui.agents.agent_outside import OutsideMarks
 from vramscope.core.samples import AgentReport
-from vramscope.core.stacking import cumulative, stretch_starts, thin
+from vramscope.core.processes.stacking import cumulative, stretch_starts, thin
 from vramscope.core.units import GiB, fmt_bytes
-from vramscope.ui.oom_view import OomView
-from vramscope.ui.segment_map import SegmentMapView
-from vramscope.ui import theme
+from vramscope.ui.agents.oom_view import OomView
+from vramscope.ui.agents.segment_map import SegmentMapView
+from vramscope.ui.qt import theme
 from vramscope.agent.protocol import EventKind, Phase
 from vramscope.ui.agents.agent_texts import (
     BUCKETS,
@@ -49,8 +49,8 @@ from vramscope.ui.agents.agent_texts import (
     oom_text,
     phase_text,
 )
-from vramscope.ui.safe_text import plain
-from vramscope.ui.time_axis import TimeAxis
+from vramscope.ui.qt.safe_text import plain
+from vramscope.ui.monitor.time_axis import TimeAxis
 from vramscope.ui.timeline.gpu_timeline import MIN_SPAN
 from vramscope.ui.timeline.timeline_stack import Band, shape_bands
 
@@ -155,13 +155,13 @@ class DeviceView(QWidget):
         self.oom_label.setWordWrap(True)
         self.oom_label.setVisible(False)
         layout.addWidget(self.oom_label, 2, 0, 1, 3)
-        self.oom_view = OomView()  # the post-mortem (ui/oom_view.py): in the process's detail tabs
+        self.oom_view = OomView()  # the post-mortem (ui/agents/oom_view.py): in the process's detail tabs
         self.session = self.oom_view.session  # (the agent panel's: the session this window records)
         self.phase_label = QLabel()
         self.phase_label.setWordWrap(True)
         self.phase_label.setVisible(False)
         layout.addWidget(self.phase_label, 3, 0, 1, 3)
-        self.segment_map = SegmentMapView()  # the allocator's segments (ui/segment_map.py): ditto
+        self.segment_map = SegmentMapView()  # the allocator's segments (ui/agents/segment_map.py): ditto
         self.chart_height = 170  # set to the window's height by set_chart_height
         layout.setColumnStretch(0, 1)
         self._columns: list = []

@@ -1,12 +1,12 @@
 """Outside PyTorch on an agent device's timeline: a marker at each jump of the
 CUDA context and the libraries' memory, labelled with the event that came with
-it (core/outside_story.py)."""
+it (core/agent_figures/outside_story.py)."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 
-from vramscope.core.outside_story import OutsideStory
+from vramscope.core.agent_figures.outside_story import OutsideStory
 from vramscope.core.units import fmt_bytes
 
 

@@ -7,7 +7,7 @@ PyTorch's memory goes. Series come from the store (``("agent", pid,
 start_time, device, metric)``, written on the sampler thread by
 sources/agents/agent_client.py); this widget only reads.
 
-Cost: nothing is done while the tab is hidden (ui/panels.py calls
+Cost: nothing is done while the tab is hidden (ui/window/panels.py calls
 ``update_from`` only for the visible tab), and a section scrolled out of view
 is brought up to date when it scrolls back in.
 """
@@ -31,13 +31,13 @@ from vramscope.agent.protocol import EventKind
 from vramscope.core.detectors.agentmap import device_label, gpu_for_device
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.core.units import fmt_bytes
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 from vramscope.ui.agents.agent_details import DetailTabs, chart_height, details_height
 from vramscope.ui.agents.agent_device import DeviceView
 from vramscope.ui.agents.agent_ranks import JobHeader, JobSlot, ranks_together
 from vramscope.ui.agents.agent_texts import header_text, settings_text
-from vramscope.ui.module_tree import ModuleTree
-from vramscope.ui.sites_control import SitesControl, sites_refusal
+from vramscope.ui.agents.module_tree import ModuleTree
+from vramscope.ui.agents.sites_control import SitesControl, sites_refusal
 
 DEFAULT_WINDOW = 600.0  # seconds of history shown
 
@@ -81,7 +81,7 @@ class AgentProcessView(QFrame):
         theme.styled(self.notes, lambda s: f"color: {s.WARNING};")
         self.notes.setVisible(False)
         body.addWidget(self.notes)
-        self.sites = SitesControl(report.pid)  # record allocation sites (ui/sites_control.py)
+        self.sites = SitesControl(report.pid)  # record allocation sites (ui/agents/sites_control.py)
         body.addWidget(self.sites)
         self.modules = ModuleTree()
         self.details = DetailTabs()  # modules, OOM post-mortem, segment map (ui/agents/agent_details.py)
@@ -222,7 +222,7 @@ class AgentPanel(QWidget):
         super().__init__(parent)
         self.store = store
         self.window = window
-        self.read_only = read_only  # asks no agent to record sites (ui/sites_control.py)
+        self.read_only = read_only  # asks no agent to record sites (ui/agents/sites_control.py)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         self.empty = QLabel(
@@ -246,7 +246,7 @@ class AgentPanel(QWidget):
         outer.addWidget(self.scroll)
         self.views: dict = {}
         # -> the session file this window records (or reopened), None when it records none:
-        # the OOM post-mortem says where its full report is (set by ui/app.py)
+        # the OOM post-mortem says where its full report is (set by ui/window/app.py)
         self.session = _no_session
         self.order: list = []  # identities as shown, top to bottom
         self._pending: tuple | None = None  # the last frame, for sections scrolled into view

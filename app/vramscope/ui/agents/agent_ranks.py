@@ -1,6 +1,6 @@
 """The ranks of one distributed job, shown together in the agents tab: a header
 line above the job's rank sections with what each rank holds, the imbalance,
-and the rank that holds much more than the others (core/rank_groups.py)."""
+and the rank that holds much more than the others (core/processes/rank_groups.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 from PySide6.QtWidgets import QLabel
 
-from vramscope.core.rank_groups import Job, jobs
-from vramscope.ui import theme
+from vramscope.core.processes.rank_groups import Job, jobs
+from vramscope.ui.qt import theme
 
 
 class JobSlot(NamedTuple):

@@ -8,8 +8,8 @@ import time
 import numpy as np
 
 from vramscope.agent.protocol import BUCKET_MEANING, Phase
-from vramscope.core.agent_keys import series_key
-from vramscope.core.process_names import short_name
+from vramscope.core.agent_figures.agent_keys import series_key
+from vramscope.core.processes.process_names import short_name
 from vramscope.core.detectors.agentmap import slice_for_device
 from vramscope.core.samples import BUCKET_LABELS, AgentReport, Frame, bare_uuid
 from vramscope.core.units import fmt_bytes, fmt_duration

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from vramscope.core.planner.compare import compare, measured_devices
 from vramscope.core.planner.report import signed_size, size
 from vramscope.core.units import NA
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 from vramscope.ui.planner.planner_widgets import Fold, FullTable, item
 
 

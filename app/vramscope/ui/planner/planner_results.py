@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from vramscope.core.planner.report import FITS, NOT_NOW, SHORT, bucket_label, model_line, size, verdict
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 from vramscope.ui.planner.planner_widgets import Fold, FullTable, item
 
 ASK = "enter a GPU memory size"

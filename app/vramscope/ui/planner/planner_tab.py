@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from vramscope.core.planner import PlanError, build_plan
 from vramscope.core.units import MiB
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 from vramscope.ui.planner.planner_form import AGENT, COUNT, PlannerForm
 from vramscope.ui.planner.planner_measured import MeasuredView
 from vramscope.ui.planner.planner_results import ResultsView

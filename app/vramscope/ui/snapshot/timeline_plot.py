@@ -12,7 +12,7 @@ from PySide6.QtCore import Signal
 
 from vramscope.core.snapshot.timeline import Timeline
 from vramscope.core.units import GiB
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 
 FILL_ALPHA = 170
 

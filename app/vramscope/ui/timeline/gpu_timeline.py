@@ -26,15 +26,15 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGraphicsItem
 
 from vramscope.core.samples import ProcessIdentity
-from vramscope.core.process_groups import group_key, group_name, is_group, units
-from vramscope.core.stacking import align, any_finite, corners, lines_drawn, nanmax
-from vramscope.core.store import PROCESSES_USED, Store, gpu_key, mig_key, proc_identity
+from vramscope.core.processes.process_groups import group_key, group_name, is_group, units
+from vramscope.core.processes.stacking import align, any_finite, corners, lines_drawn, nanmax
+from vramscope.core.store.store import PROCESSES_USED, Store, gpu_key, mig_key, proc_identity
 from vramscope.core.units import GiB
-from vramscope.core.view_options import PlotStyle
-from vramscope.ui import theme
-from vramscope.ui.legend_text import LEGEND_WIDTH
-from vramscope.ui.time_axis import TimeAxis
-from vramscope.ui.time_plot import TimePlot
+from vramscope.core.settings.view_options import PlotStyle
+from vramscope.ui.qt import theme
+from vramscope.ui.monitor.legend_text import LEGEND_WIDTH
+from vramscope.ui.monitor.time_axis import TimeAxis
+from vramscope.ui.monitor.time_plot import TimePlot
 from vramscope.ui.timeline.timeline_markers import AlertMarkers
 from vramscope.ui.timeline.timeline_legend import (
     CAPACITY,

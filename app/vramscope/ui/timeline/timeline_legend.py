@@ -15,10 +15,10 @@ from collections.abc import Callable
 import pyqtgraph as pg
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsItem, QSizePolicy
 
-from vramscope.core.store import proc_identity
-from vramscope.ui import theme
-from vramscope.ui.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
-from vramscope.ui.safe_text import html_text
+from vramscope.core.store.store import proc_identity
+from vramscope.ui.qt import theme
+from vramscope.ui.monitor.legend_text import LEGEND_TEXT_SIZE, LEGEND_WIDTH, legend_text
+from vramscope.ui.qt.safe_text import html_text
 
 LEGEND_PROCESSES = 8  # lines style: the largest N by current memory (+ alerted); the table lists all
 LEGEND_ROW = 15  # px per legend row (8.5 pt labels, rows overlap by verSpacing)

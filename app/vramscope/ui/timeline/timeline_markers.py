@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 
 MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
 MARKER_ROW = 16  # px at least between alert markers' labels stacked at one moment

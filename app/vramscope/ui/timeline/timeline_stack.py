@@ -15,9 +15,17 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem
 
-from vramscope.core.stacking import PROMOTED, STACK_SHOWN, align, choose_layers, corners, cumulative, thin
+from vramscope.core.processes.stacking import (
+    PROMOTED,
+    STACK_SHOWN,
+    align,
+    choose_layers,
+    corners,
+    cumulative,
+    thin,
+)
 from vramscope.core.units import GiB
-from vramscope.ui import theme
+from vramscope.ui.qt import theme
 
 OTHERS = ("others",)  # the layer key of the group
 FILL_ALPHA = 150
