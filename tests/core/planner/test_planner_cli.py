@@ -213,7 +213,7 @@ def test_the_planner_extra_pulls_no_torch():
     # `pip install 'vramscope[planner]'` is for --model: huggingface_hub reads configs and
     # safetensors headers; a CUDA torch of several GB is not needed for that
     tomllib = pytest.importorskip("tomllib")
-    root = CONFIGS.parents[2]
+    root = CONFIGS.parents[3]
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     names = [req.split(">")[0].split("=")[0].split("[")[0].strip().lower() for req in extras["planner"]]
     assert "huggingface-hub" in names

@@ -17,7 +17,7 @@ import pytest
 from tests.core.planner.what_if_runs import counted_step
 
 HERE = Path(__file__).resolve().parent
-APP = HERE.parents[1] / "app"
+APP = HERE.parents[2] / "app"
 
 
 def _plan(pid: int, *args: str) -> subprocess.CompletedProcess:
