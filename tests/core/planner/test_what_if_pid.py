@@ -26,7 +26,7 @@ def _plan(pid: int, *args: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=60,
-        env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parent}"),
+        env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parents[2]}"),
     )
 
 
@@ -38,7 +38,7 @@ def training(tmp_path):
         ready, stop = tmp_path / f"ready-{kind}", tmp_path / f"stop-{kind}"
         p = subprocess.Popen(
             [sys.executable, str(HERE / "what_if_train.py"), kind, str(batch), str(ready), str(stop)],
-            env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parent}"),
+            env=dict(os.environ, PYTHONPATH=f"{APP}{os.pathsep}{HERE.parents[2]}"),
             stderr=subprocess.PIPE,
             text=True,
         )
