@@ -30,6 +30,7 @@ import numpy as np
 from vramscope.agent.protocol import EventKind
 from vramscope.core.safe_io import safe_write
 from vramscope.core.status import json_text
+from vramscope.core.agent_figures.device_fields import DEVICE_FIELDS
 from vramscope.core.export import module_export, textblock as tb
 from vramscope.core.export.context import GPU_TRACE_PID, ExportContext
 from vramscope.core.export.csv_export import FLOAT_METRICS, ExportSummary
@@ -46,14 +47,7 @@ GPU_TRACKS = (
     ("temperature", "temperature", "celsius"),
     ("power_w", "power", "watts"),
 )
-ALLOCATOR_ARGS = (
-    "allocated",
-    "reserved",
-    "inactive_split",
-    "peak_allocated",
-    "num_alloc_retries",
-    "num_ooms",
-)
+ALLOCATOR_ARGS = tuple(f.key for f in DEVICE_FIELDS)  # the session columns of the allocator track
 
 
 def _dumps(value) -> str:
