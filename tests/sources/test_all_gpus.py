@@ -14,8 +14,11 @@ import pytest
 from drm_trees import AMD_SLOT, INTEL_SLOT, expected_memory, lab, rtx_4090_beside
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
 from vramscope.cli import main
+from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.session import SessionReader
+from vramscope.sources import all_gpus
 from vramscope.sources.drm import drm_fdinfo, drm_sysfs
+from vramscope.sources.gpu_backend import BackendPass, GpuBackend
 
 
 @pytest.fixture
@@ -120,6 +123,58 @@ def test_prometheus_series_carry_the_vendor(workstation):
     pids = workstation[0]
     amd = {int(s.labels["pid"]): s.value for s in procs if s.labels["gpu"] == "1"}
     assert amd == {pid: float(b) for pid, b in expected_memory(*pids)[AMD_SLOT].items()}
+
+
+# --- a vendor added: one module with a GpuBackend and one line in BACKENDS -----------
+
+
+class AcmeBackend(GpuBackend):
+    """A vendor this repository does not know, as its new module would read it."""
+
+    def read(self, now: float, first_index: int) -> BackendPass:
+        gpu = GpuSample(
+            index=first_index,
+            name="Acme Tensor X1",
+            vendor="Acme",
+            total=16 * GiB,
+            used=5 * GiB,
+            free=11 * GiB,
+        )
+        return BackendPass(Frame(time=now, gpus=(gpu,), source="acme"))
+
+
+@pytest.fixture
+def acme(monkeypatch):
+    monkeypatch.setattr(all_gpus, "BACKENDS", [*all_gpus.BACKENDS, AcmeBackend])
+
+
+def test_a_registered_backend_shows_its_gpus_after_the_others(workstation, acme, capsys):
+    doc = status_json(capsys)
+    assert [(g["index"], g["vendor"]) for g in doc["gpus"]] == [
+        (0, "NVIDIA"),
+        (1, "AMD"),
+        (2, "Intel"),
+        (3, "Acme"),
+    ]
+    new = doc["gpus"][3]
+    assert (new["name"], new["memory"]["used"], new["memory"]["total"]) == (
+        "Acme Tensor X1",
+        5 * GiB,
+        16 * GiB,
+    )
+    assert doc["source"].split(" + ") == ["nvml", "amdgpu", "xe", "acme"] and doc["error"] is None
+    assert main(["status"]) == 0
+    assert "GPU 3  Acme Tensor X1" in capsys.readouterr().out
+
+
+def test_a_machine_with_only_the_new_vendor_needs_no_nvidia_driver(
+    fake_nvml, acme, tmp_path, monkeypatch, capsys
+):
+    fake_nvml.write(FakeState(driver_loaded=False))
+    monkeypatch.setattr(drm_sysfs, "SYS", str(tmp_path / "no-sys"))  # no DRM GPUs either
+    doc = status_json(capsys)
+    assert [(g["index"], g["name"]) for g in doc["gpus"]] == [(0, "Acme Tensor X1")]
+    assert doc["error"] is None and doc["source"] == "acme"
 
 
 # --- a unified-memory NVIDIA board ---------------------------------------------------

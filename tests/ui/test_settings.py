@@ -60,6 +60,25 @@ def test_dialog_restore_defaults(tmp_path, qtbot):
     assert again.interval == 1.0 and again.diagnostics == DiagnosticSettings()
 
 
+def test_the_dialog_offers_each_threshold_the_command_line_takes_in_the_same_words(tmp_path, qtbot, capsys):
+    from vramscope.cli import main
+    from vramscope.core.detectors.thresholds import THRESHOLDS
+    from vramscope.ui.window.settings_dialog import SettingsDialog
+
+    dialog = SettingsDialog(Settings(tmp_path / "settings.toml"))
+    qtbot.addWidget(dialog)
+    with pytest.raises(SystemExit):
+        main(["status", "--help"])
+    helped = " ".join(capsys.readouterr().out.split()).split("diagnostics:", 1)[1]  # the options' section
+    assert set(dialog.thresholds) == {t.field for t in THRESHOLDS}
+    for t in THRESHOLDS:
+        box = dialog.thresholds[t.field]
+        _metavar, option_help = helped.split(t.option + " ", 1)[1].split(" ", 1)
+        assert option_help.lower().startswith(box.toolTip().removesuffix(".").lower())
+        assert option_help.split(")", 1)[0].endswith(f"(default {box.value():g}")
+        assert box.suffix() == " " + t.unit
+
+
 # -- the QSettings file of earlier versions ----------------------------------------------------
 
 

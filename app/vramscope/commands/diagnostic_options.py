@@ -1,12 +1,12 @@
 """The diagnostics' command-line options: ``status --watch``, ``--interval`` and the
-thresholds (core/detectors/options.py says which setting each one sets)."""
+thresholds (core/detectors/thresholds.py declares them and the setting each one sets)."""
 
 from __future__ import annotations
 
 import argparse
 
 from vramscope.commands.option_types import interval_seconds, non_negative
-from vramscope.core.detectors.options import THRESHOLD_OPTIONS
+from vramscope.core.detectors.thresholds import THRESHOLDS
 
 
 def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,5 +27,5 @@ def add_diagnostic_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between samples with --watch (default 1, 0.1 to 60)",
     )
-    for flag, (_, kind, _, help_text) in THRESHOLD_OPTIONS.items():
-        g.add_argument(flag, type=non_negative(kind), default=None, help=help_text)
+    for t in THRESHOLDS:
+        g.add_argument(t.option, type=non_negative(t.kind), default=None, help=t.help)

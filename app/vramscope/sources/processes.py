@@ -38,7 +38,7 @@ from vramscope.core.samples import (
     VISIBLE,
     ProcessInfo,
 )
-from vramscope.sources.agents.container_agents import read_environ
+from vramscope.sources.proc_environ import read_environ
 from vramscope.sources.containers import (
     PROC,
     ContainerNames,

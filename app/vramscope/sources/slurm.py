@@ -29,7 +29,7 @@ from vramscope.core.processes.slurm_jobs import (
 )
 from vramscope.core.flow.time_budget import TimeBudget
 from vramscope.sources.bounded_command import CommandFailed, CommandRefused, run_bounded
-from vramscope.sources.agents.container_agents import read_environ
+from vramscope.sources.proc_environ import read_environ
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from vramscope.core.detectors import Diagnostics, DiagnosticSettings
 from vramscope.core.detectors import jupyter
 from vramscope.commands.diagnostic_options import add_diagnostic_arguments
-from vramscope.core.detectors.options import threshold_changes
+from vramscope.core.detectors.thresholds import threshold_changes
 from vramscope.core.store.store import Store
 from vramscope.core.units import MiB
 

@@ -2,7 +2,7 @@
 eval with autograd, checkpointing with use_cache, near-OOM / OOM).
 
 Names are imported lazily so that command modules can import the options
-(``vramscope.core.detectors.options``) without pulling in numpy.
+(``vramscope.core.detectors.thresholds``) without pulling in numpy.
 """
 
 from __future__ import annotations

@@ -101,6 +101,26 @@ class Alert:
         return None if self.gpu is None else gpu_label(self.gpu, self.host, self.host_index)
 
 
+def machine_notice(
+    kind: str, message: str, evidence: tuple[str, ...], fix: str, data: dict[str, Any]
+) -> Alert:
+    """An INFO alert about how this machine is watched (inside a container, under WSL):
+    tied to no GPU, process or start, and acting on it frees nothing."""
+    return Alert(
+        kind=kind,
+        severity=INFO,
+        gpu=None,
+        pid=None,
+        start_time=None,
+        since=None,
+        message=message,
+        evidence=evidence,
+        fix=fix,
+        frees=None,
+        data=data,
+    )
+
+
 def alerts_to_json(alerts) -> list[dict[str, Any]]:
     """The ``"alerts"`` list of ``vramscope status --json``."""
     out = []

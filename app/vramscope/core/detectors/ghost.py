@@ -17,7 +17,7 @@ puzzle per process.
 
 from __future__ import annotations
 
-from vramscope.core.detectors.alert import INFO, WARNING, Alert, AlertKind
+from vramscope.core.detectors.alert import WARNING, Alert, AlertKind, machine_notice
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.samples import GHOST, NOT_VISIBLE, Frame
 from vramscope.core.units import fmt_bytes
@@ -94,13 +94,8 @@ class InContainerRule:
         total = sum(p.used for _g, p in hidden if p.used is not None)
         pids = sorted({p.pid for _g, p in hidden})
         return [
-            Alert(
-                kind=AlertKind.IN_CONTAINER,
-                severity=INFO,
-                gpu=None,
-                pid=None,
-                start_time=None,
-                since=None,
+            machine_notice(
+                AlertKind.IN_CONTAINER,
                 message=(
                     "vramscope runs inside a container without the host's PID namespace: "
                     f"{len(pids)} process(es) on the GPU ({fmt_bytes(total)}) cannot be named"
@@ -110,7 +105,6 @@ class InContainerRule:
                     f"{', ...' if len(pids) > 8 else ''}) that do not exist in this PID namespace",
                 ),
                 fix=IN_CONTAINER_FIX,
-                frees=None,
                 data={"pids": pids, "total": total},
             )
         ]

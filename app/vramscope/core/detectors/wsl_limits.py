@@ -7,7 +7,7 @@ the reason, and the alerts that still work (core/wsl.py has the words).
 
 from __future__ import annotations
 
-from vramscope.core.detectors.alert import INFO, Alert, AlertKind
+from vramscope.core.detectors.alert import Alert, AlertKind, machine_notice
 from vramscope.core.detectors.settings import DiagnosticSettings
 from vramscope.core.samples import Frame
 from vramscope.core.wsl import OFF_UNDER_WSL, ON_UNDER_WSL, WHY_OFF, WSL_NOTICE
@@ -19,13 +19,8 @@ class WslRule:
             return []
         unreported = sum(1 for _g, p in frame.all_processes() if p.used is None)
         return [
-            Alert(
-                kind=AlertKind.WSL,
-                severity=INFO,
-                gpu=None,
-                pid=None,
-                start_time=None,
-                since=None,
+            machine_notice(
+                AlertKind.WSL,
                 message=(
                     f"Running under WSL: per-process memory is not reported "
                     f"({unreported} process(es) read n/a); some alerts are off"
@@ -38,7 +33,6 @@ class WslRule:
                     WSL_NOTICE + " For per-process figures, run the job on native Linux; under "
                     "WSL, `vramscope run -- python train.py` gives the PyTorch breakdown."
                 ),
-                frees=None,
                 data={"off": list(OFF_UNDER_WSL), "unreported": unreported},
             )
         ]

@@ -69,6 +69,21 @@ class ProcessSummary:
     scheduler: str | None = None
     cancel_command: str | None = None
 
+    @classmethod
+    def refused(cls, pid: int, start_time: float | None, memory: int | None, refusal: str) -> ProcessSummary:
+        """A process that cannot be described, let alone ended: only what the caller knew, and why."""
+        return cls(
+            pid=pid,
+            start_time=start_time,
+            user=None,
+            command=None,
+            age_seconds=None,
+            memory=memory,
+            own=False,
+            refusal=refusal,
+            connection_file=None,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ActionResult:
@@ -103,18 +118,9 @@ class ProcessActions:
     # -- looking ----------------------------------------------------------------------
     def describe(self, pid: int, start_time: float | None, memory: int | None = None) -> ProcessSummary:
         proc, refusal = self._verify(pid, start_time)
-        if request_problem(pid, start_time):
-            return ProcessSummary(
-                pid=pid,
-                start_time=start_time,
-                user=None,
-                command=None,
-                age_seconds=None,
-                memory=memory,
-                own=False,
-                refusal=refusal,
-                connection_file=None,
-            )
+        problem = request_problem(pid, start_time)
+        if problem:
+            return ProcessSummary.refused(pid, start_time, memory, problem)  # = _verify's refusal
         user = command = conn = None
         age = None
         own = False

@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from vramscope.core.agent_figures.device_fields import DEVICE_FIELDS
 from vramscope.core.processes.owner_labels import OWNER_LABELS, owner_values
 from vramscope.core.samples import ALL_BUCKETS, AgentReport, Frame
 from vramscope.core.store.store import Store
@@ -48,18 +49,6 @@ _MIG_GAUGES = (
     ("used", "vramscope_mig_memory_used_bytes", "Device memory in use on a MIG slice (NVML)"),
     ("total", "vramscope_mig_memory_total_bytes", "Device memory of a MIG slice (NVML)"),
     ("free", "vramscope_mig_memory_free_bytes", "Device memory free on a MIG slice (NVML)"),
-)
-_AGENT_GAUGES = (
-    ("allocated", "vramscope_agent_allocated_bytes", "PyTorch allocated bytes"),
-    ("reserved", "vramscope_agent_reserved_bytes", "PyTorch reserved (cached) bytes"),
-    ("inactive_split", "vramscope_agent_inactive_split_bytes", "Inactive split blocks (non-releasable)"),
-    (
-        "peak_allocated",
-        "vramscope_agent_peak_allocated_bytes",
-        "Peak allocated in the last sampling interval",
-    ),
-    ("num_alloc_retries", "vramscope_agent_alloc_retries", "cudaMalloc retries (allocator flushes)"),
-    ("num_ooms", "vramscope_agent_ooms", "Out-of-memory errors seen by the allocator"),
 )
 
 
@@ -130,7 +119,7 @@ class StoreCollector(Collector):
         yield from mig_fams.values()
         yield from _user_families(frame)
         agent_labels = ["pid", "device", "rank"]
-        afams = {attr: GaugeMetricFamily(name, doc, labels=agent_labels) for attr, name, doc in _AGENT_GAUGES}
+        afams = {f.key: GaugeMetricFamily(f.metric, f.says, labels=agent_labels) for f in DEVICE_FIELDS}
         buckets = GaugeMetricFamily(
             "vramscope_agent_bucket_bytes",
             "Memory by bucket (weights, gradients, optimizer state, ...)",
@@ -141,10 +130,10 @@ class StoreCollector(Collector):
                 continue
             for dev in report.devices:
                 labels = [str(report.pid), dev.device, "" if report.rank is None else str(report.rank)]
-                for attr, _, _ in _AGENT_GAUGES:
-                    value = getattr(dev, attr)
+                for f in DEVICE_FIELDS:
+                    value = f.value(dev)
                     if value is not None:
-                        afams[attr].add_metric(labels, float(value))
+                        afams[f.key].add_metric(labels, float(value))
                 if dev.buckets is not None:
                     for bucket in ALL_BUCKETS:
                         value = getattr(dev.buckets, bucket)

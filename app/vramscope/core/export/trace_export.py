@@ -18,6 +18,10 @@ written when its value changes, when it reappears after a gap, and at its
 last sample; a process that leaves a GPU drops to 0 there (NVML no longer
 lists it). ``ts`` is microseconds since the session start (the start's
 Unix time is in ``otherData.start_time``). Written chunk by chunk.
+
+Here: the counters of GPUs and processes and the file around them; which
+counter samples are kept: core/export/change_filter.py; the instant events and
+the agents' tracks: core/export/trace_events.py.
 """
 
 from __future__ import annotations
@@ -27,14 +31,14 @@ import os
 
 import numpy as np
 
-from vramscope.agent.protocol import EventKind
 from vramscope.core.safe_io import safe_write
 from vramscope.core.status import json_text
 from vramscope.core.export import module_export, textblock as tb
 from vramscope.core.export.context import GPU_TRACE_PID, ExportContext
+from vramscope.core.export.change_filter import ChangeFilter
 from vramscope.core.export.csv_export import FLOAT_METRICS, ExportSummary
+from vramscope.core.export.trace_events import agent_counters, instant_events
 from vramscope.core.session.reader import SessionReader
-from vramscope.core.session.schema import BUCKET_COLUMNS
 
 # (column, event name, arg key) for GPU counters
 GPU_TRACKS = (
@@ -46,77 +50,10 @@ GPU_TRACKS = (
     ("temperature", "temperature", "celsius"),
     ("power_w", "power", "watts"),
 )
-ALLOCATOR_ARGS = (
-    "allocated",
-    "reserved",
-    "inactive_split",
-    "peak_allocated",
-    "num_alloc_retries",
-    "num_ooms",
-)
 
 
 def _dumps(value) -> str:
     return json_text.dumps(value, separators=(",", ":"), sort_keys=True)  # NaN/Inf: null
-
-
-class _ChangeFilter:
-    """Keeps, per series, the samples a step-function counter needs.
-
-    A sample is kept when the value changed, when the series comes back after
-    a gap, and (at ``finish``) the last sample of a series whose value had not
-    changed since its last kept one, so the track ends where the data ends.
-    Series are int64 ids; ticks index the session's pass times.
-    """
-
-    def __init__(self, n_ticks: int):
-        self.n_ticks = n_ticks
-        self.last_tick: dict[int, int] = {}
-        self.last_val: dict[int, float] = {}
-        self.emitted_tick: dict[int, int] = {}
-        self.gaps: list[tuple[int, int]] = []  # (sid, first tick it was missing)
-
-    def __call__(self, sid: np.ndarray, tick: np.ndarray, val: np.ndarray) -> np.ndarray:
-        if not len(sid):
-            return np.empty(0, np.int64)
-        order = np.lexsort((tick, sid))
-        s, k, v = sid[order], tick[order], val[order]
-        first = np.concatenate(([True], s[1:] != s[:-1]))
-        starts = np.flatnonzero(first)
-        prev_k = np.concatenate(([-2], k[:-1]))
-        prev_v = np.concatenate(([np.nan], v[:-1]))
-        for i in starts:  # state carried from earlier chunks (one entry per series)
-            key = int(s[i])
-            prev_k[i] = self.last_tick.get(key, -2)
-            prev_v[i] = self.last_val.get(key, np.nan)
-        gap = k != prev_k + 1
-        same = (v == prev_v) | (np.isnan(v) & np.isnan(prev_v))
-        keep = (gap | ~same) & ~np.isnan(v)
-        for i in np.flatnonzero(gap & (prev_k >= 0)):
-            self.gaps.append((int(s[i]), int(prev_k[i]) + 1))
-        ends = np.concatenate((starts[1:], [len(s)])) - 1
-        kept_tick = np.maximum.reduceat(np.where(keep, k, -1), starts)
-        for i, j, kt in zip(starts, ends, kept_tick):
-            key = int(s[i])
-            self.last_tick[key] = int(k[j])
-            self.last_val[key] = float(v[j])
-            if kt >= 0:
-                self.emitted_tick[key] = int(kt)
-        return order[keep]
-
-    def take_gaps(self) -> list[tuple[int, int]]:
-        gaps, self.gaps = self.gaps, []
-        return gaps
-
-    def finish(self) -> tuple[list, list]:
-        """(closing samples (sid, tick, value), ends (sid, tick after the last sample))."""
-        closing = [
-            (sid, k, self.last_val[sid])
-            for sid, k in self.last_tick.items()
-            if self.emitted_tick.get(sid, -1) < k and not np.isnan(self.last_val[sid])
-        ]
-        ends = [(sid, k + 1) for sid, k in self.last_tick.items() if k + 1 < self.n_ticks]
-        return closing, ends
 
 
 def export_trace(
@@ -221,7 +158,7 @@ def export_trace(
                 }
             )
         alerts, actions = reader.recorded.alerts(), reader.recorded.actions()
-        gpu_filter, proc_filter = _ChangeFilter(len(times)), _ChangeFilter(len(times))
+        gpu_filter, proc_filter = ChangeFilter(len(times)), ChangeFilter(len(times))
         for a, b in reader.time_chunks(chunk_seconds):
             g = reader.gpu_columns(a, b)
             if len(g):
@@ -244,9 +181,9 @@ def export_trace(
                 idx = proc_filter(sid, tick, val)
                 counters(proc_rows, sid[idx], tick[idx], val[idx])
                 _drops(counters, proc_rows, proc_filter.take_gaps())
-            for ev in _instant_events(ctx, reader, a, b, alerts, actions, us):
+            for ev in instant_events(ctx, reader, a, b, alerts, actions, us):
                 event(ev)
-            for ev in _agent_counters(ctx, reader, a, b, us):
+            for ev in agent_counters(ctx, reader, a, b, us):
                 event(ev)
             for ev in module_export.trace_counters(ctx, reader, a, b, us):
                 event(ev)
@@ -291,115 +228,3 @@ def _drops(counters, proc_rows, gaps) -> None:
             np.array([x[1] for x in gaps], np.int64),
             np.zeros(len(gaps)),
         )
-
-
-def _instant_events(ctx, reader, a, b, alerts, actions, us):
-    red = ctx.redactor
-    out = []
-    for e in reader.recorded.events(a, b):
-        rec = ctx.procs.get(e["proc"])
-        pid = int(ctx.trace_pid_of[e["proc"]]) if rec is not None else 0
-        data = red.data(e["data"])
-        if e["kind"] == "step":
-            name = f"step {data.get('step')}" if isinstance(data, dict) and "step" in data else "step"
-            out.append(
-                (
-                    e["t"],
-                    {"ph": "i", "s": "t", "cat": "step", "name": name, "pid": pid, "tid": 0, "args": data},
-                )
-            )
-        else:
-            name = "OOM" if e["kind"] == EventKind.OOM else e["kind"]
-            out.append(
-                (
-                    e["t"],
-                    {
-                        "ph": "i",
-                        "s": "p" if e["kind"] == EventKind.OOM else "t",
-                        "cat": e["kind"],
-                        "name": name,
-                        "pid": pid,
-                        "tid": 0,
-                        "args": data,
-                    },
-                )
-            )
-    for al in alerts:
-        if a <= al["t"] < b:
-            pid = (
-                int(ctx.trace_pid_of[al["proc"]])
-                if al["proc"] in ctx.procs
-                else GPU_TRACE_PID + al["gpu"]
-                if al["gpu"] is not None
-                else 0
-            )
-            out.append(
-                (
-                    al["t"],
-                    {
-                        "ph": "i",
-                        "s": "g",
-                        "cat": "alert",
-                        "name": red.text(al["title"]) or al["kind"],
-                        "pid": pid,
-                        "tid": 0,
-                        "args": {
-                            "kind": al["kind"],
-                            "severity": al["severity"],
-                            "detail": red.data(al["detail"]),
-                        },
-                    },
-                )
-            )
-    for ac in actions:
-        if a <= ac["t"] < b:
-            out.append(
-                (
-                    ac["t"],
-                    {
-                        "ph": "i",
-                        "s": "g",
-                        "cat": "action",
-                        "name": f"action: {ac['action']}",
-                        "pid": 0,
-                        "tid": 0,
-                        "args": {
-                            "pid": ac["pid"],
-                            "result": red.text(ac["result"]),
-                            "detail": red.data(ac["detail"]),
-                        },
-                    },
-                )
-            )
-    out.sort(key=lambda x: x[0])
-    for t, ev in out:
-        ev["ts"] = int(us(t))
-        yield ev
-
-
-def _agent_counters(ctx, reader, a, b, us):
-    for r in reader.recorded.agent_rows(a, b):
-        if r["proc"] not in ctx.procs:
-            continue
-        pid = int(ctx.trace_pid_of[r["proc"]])
-        ts = int(us(r["t"]))
-        alloc = {c: r[c] for c in ALLOCATOR_ARGS if r[c] is not None}
-        if alloc:
-            yield {
-                "ph": "C",
-                "pid": pid,
-                "tid": 0,
-                "ts": ts,
-                "name": f"{r['device']} allocator",
-                "args": alloc,
-            }
-        buckets = {c: r[c] for c in BUCKET_COLUMNS if r[c] is not None}
-        if buckets:
-            yield {
-                "ph": "C",
-                "pid": pid,
-                "tid": 0,
-                "ts": ts,
-                "name": f"{r['device']} buckets",
-                "args": buckets,
-            }

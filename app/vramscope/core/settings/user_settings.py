@@ -242,11 +242,11 @@ class Settings:
 
         Reads ``args.interval``, ``args.window``, ``args.theme``, ``args.read_only``,
         ``args.record`` (False for ``--no-record``) and the diagnostic threshold options
-        (core/detectors/options.py) where present. An option the user did not give must
+        (core/detectors/thresholds.py) where present. An option the user did not give must
         be None (or False for ``--read-only``) -- a parser default that is a real value
         would override the saved setting on every start.
         """
-        from vramscope.core.detectors.options import threshold_changes
+        from vramscope.core.detectors.thresholds import threshold_changes
 
         taken = {}
         for name in ("interval", "window", "theme"):

@@ -51,6 +51,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from vramscope.core.agent_figures.allocator_figures import device_figures
+from vramscope.core.agent_figures.device_fields import DEVICE_FIELDS
 from vramscope.core.samples import (
     ALL_BUCKETS,
     AgentDevice,
@@ -288,12 +289,7 @@ def agent_device_to_dict(dev: AgentDevice, gpu: int | None = None) -> dict[str, 
     return {
         "device": dev.device,
         "gpu": gpu,
-        "allocated": _int(dev.allocated),
-        "reserved": _int(dev.reserved),
-        "inactive_split": _int(dev.inactive_split),
-        "peak_allocated": _int(dev.peak_allocated),
-        "num_alloc_retries": dev.num_alloc_retries,
-        "num_ooms": dev.num_ooms,
+        **{f.key: _int(f.value(dev)) for f in DEVICE_FIELDS},
         "buckets": {k: _int(v) for k, v in buckets.items()},
         "buckets_note": dev.buckets.note if dev.buckets is not None else None,
         "runtime": dev.runtime,

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from vramscope.core.agent_figures.allocator_figures import device_figures, figures_line
+from vramscope.core.agent_figures.device_fields import COUNT, DEVICE_FIELDS
 from vramscope.core.processes.containers import container_text
 from vramscope.core.processes.scheduler_totals import job_totals, pod_totals
 from vramscope.core.samples import BUCKET_LABELS, AgentReport, Frame, GpuSample
@@ -167,10 +168,10 @@ def _agent_lines(frame: Frame, agents: list[AgentReport]) -> list[str]:
                 f"reserved {fmt_bytes(d.reserved)}"
                 f", peak {fmt_bytes(d.peak_allocated)}"
             )
-            if d.num_alloc_retries:
-                line += f", alloc retries {d.num_alloc_retries}"
-            if d.num_ooms:
-                line += f", OOMs {d.num_ooms}"
+            # the counters (alloc retries, OOMs: core/agent_figures/device_fields.py), where they rose
+            line += "".join(
+                f", {f.label} {f.text(n)}" for f in DEVICE_FIELDS if f.unit == COUNT and (n := f.value(d))
+            )
             out.append(line)
             if d.buckets is not None:
                 parts = [

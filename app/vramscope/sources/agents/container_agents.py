@@ -19,21 +19,7 @@ import stat
 
 from vramscope.core.samples import Frame
 from vramscope.sources.containers import PROC
-
-
-def read_environ(pid: int, proc_root: str = PROC) -> dict[str, str]:
-    """A process's environment (its first 64 KiB; {} where not readable: another user's)."""
-    try:
-        with open(f"{proc_root}/{pid}/environ", "rb") as f:
-            raw = f.read(1 << 16)
-    except OSError:
-        return {}
-    out = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep:
-            out[key.decode(errors="replace")] = value.decode(errors="replace")
-    return out
+from vramscope.sources.proc_environ import read_environ
 
 
 def contained_processes(frame: Frame | None) -> dict[int, int]:

@@ -209,17 +209,7 @@ class HostActions(ProcessActions):
             # as this window names it (the window's sampler process: as it named it)
             summary = dataclasses.replace(summary, host=self._named(host) or summary.host)
         except (RuntimeError, AttributeError, TypeError) as exc:
-            summary = ProcessSummary(
-                pid=pid,
-                start_time=start_time,
-                user=None,
-                command=None,
-                age_seconds=None,
-                memory=memory,
-                own=False,
-                refusal=str(exc),
-                connection_file=None,
-            )
+            summary = ProcessSummary.refused(pid, start_time, memory, str(exc))
         if self.read_only:
             summary = dataclasses.replace(summary, refusal=READ_ONLY_REFUSAL)
         return summary

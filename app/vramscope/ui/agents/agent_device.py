@@ -29,7 +29,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
-from vramscope.core.agent_figures.agent_keys import PHASE_LOADED, phase_metric, phase_peak_metric
+from vramscope.core.agent_figures.agent_keys import (
+    DEVICE_METRICS,
+    PHASE_LOADED,
+    phase_metric,
+    phase_peak_metric,
+)
+from vramscope.core.agent_figures.device_fields import DEVICE_FIELDS
 from vramscope.core.agent_figures.outside_story import story_from_store
 from vramscope.ui.agents.agent_breakdown import BucketBars, legend_html, peak_column
 from vramscope.ui.agents.agent_outside import OutsideMarks
@@ -376,14 +382,12 @@ def phase_colours(s: theme.Scheme) -> dict[str, str]:
 
 def device_title(dev, name: str | None = None) -> str:
     """``name``: the device as the monitor names it ('cuda:0 (GPU 1)')."""
-    stats = []
-    for label, value in (
-        ("inactive split", dev.inactive_split),
-        ("alloc retries", dev.num_alloc_retries),
-        ("OOMs", dev.num_ooms),
-    ):
-        if value is not None:
-            stats.append(f"{label} {fmt_bytes(value) if label == 'inactive split' else value}")
+    # the reported figures the device's plot does not draw (core/agent_figures/device_fields.py)
+    stats = [
+        f"{f.label} {f.text(value)}"
+        for f in DEVICE_FIELDS
+        if f.key not in DEVICE_METRICS and (value := f.value(dev)) is not None
+    ]
     head = name or dev.device
     if dev.runtime and not dev.runtime.startswith("CUDA"):
         head += f" ({dev.runtime})"  # ROCm / XPU: torch.cuda is HIP there, xpu its own

@@ -30,86 +30,11 @@ from PySide6.QtWidgets import (
 )
 
 from vramscope.core.detectors.settings import DiagnosticSettings
-from vramscope.core.units import GiB, MiB
+from vramscope.core.detectors.thresholds import THRESHOLDS, Threshold
+from vramscope.core.units import GiB
 from vramscope.ui.qt import theme
 from vramscope.core.settings.user_settings import INTERVAL_RANGE, THEMES, WINDOWS, Settings
 
-# field -> (label, unit scale, suffix, decimals, maximum, tooltip). The thresholds
-# a user tunes; the rest of DiagnosticSettings keeps its values.
-THRESHOLDS = {
-    "squatter_min_bytes": (
-        "Squatter: holds at least",
-        MiB,
-        " MiB",
-        0,
-        1 << 20,
-        "A process idle and holding at least this much is a squatter.",
-    ),
-    "idle_minutes": (
-        "Squatter: idle for",
-        1,
-        " min",
-        1,
-        24 * 60,
-        "Minutes at 0 % SM before an idle process is flagged.",
-    ),
-    "kernel_idle_minutes": (
-        "Jupyter kernel idle for",
-        1,
-        " min",
-        1,
-        24 * 60,
-        "Minutes idle before a Jupyter kernel holding VRAM is listed.",
-    ),
-    "orphan_idle_minutes": (
-        "Orphan (parent gone) idle for",
-        1,
-        " min",
-        1,
-        24 * 60,
-        "Minutes idle before a process whose parent is gone is flagged.",
-    ),
-    "unattributed_min_bytes": (
-        "Memory without an owner above",
-        MiB,
-        " MiB",
-        0,
-        1 << 20,
-        "GPU memory no listed process accounts for is flagged above this.",
-    ),
-    "leak_steps": (
-        "Leak: steps in the window",
-        1,
-        " steps",
-        0,
-        10_000,
-        "Optimizer steps over which a rising allocation counts as a leak.",
-    ),
-    "leak_min_slope_bytes": (
-        "Leak: growth per step at least",
-        MiB,
-        " MiB",
-        1,
-        1 << 16,
-        "Smallest growth per step that counts as a leak.",
-    ),
-    "near_oom_free_bytes": (
-        "Near-OOM: free below",
-        MiB,
-        " MiB",
-        0,
-        1 << 20,
-        "Free memory below this is near-OOM.",
-    ),
-    "near_oom_horizon_minutes": (
-        "Near-OOM: fills within",
-        1,
-        " min",
-        1,
-        24 * 60,
-        "Flag when the memory trend reaches capacity within this.",
-    ),
-}
 FROM_COMMAND_LINE = " (from the command line for this run)"
 
 
@@ -171,19 +96,11 @@ class SettingsDialog(QDialog):
 
         diag = QGroupBox("Diagnostic thresholds" + (FROM_COMMAND_LINE if "diagnostics" in overridden else ""))
         form = QFormLayout(diag)
+        # the thresholds a user tunes (core/detectors/thresholds.py), by field
         self.thresholds: dict[str, QDoubleSpinBox | QSpinBox] = {}
-        for field, (label, _scale, suffix, decimals, maximum, tip) in THRESHOLDS.items():
-            if decimals == 0:
-                box = QSpinBox()
-                box.setRange(0, int(maximum))
-            else:
-                box = QDoubleSpinBox()
-                box.setDecimals(decimals)
-                box.setRange(0, maximum)
-            box.setSuffix(suffix)
-            box.setToolTip(tip)
-            self.thresholds[field] = box
-            form.addRow(label, box)
+        for t in THRESHOLDS:
+            self.thresholds[t.field] = box = _threshold_box(t)
+            form.addRow(t.label, box)
         layout.addWidget(diag)
 
         note = QLabel(
@@ -239,9 +156,9 @@ class SettingsDialog(QDialog):
         self.read_only.setChecked(read_only)
         self.recording.setChecked(recording)
         self.session_cap.setValue(cap / GiB)
-        for field, box in self.thresholds.items():
-            scale = THRESHOLDS[field][1]
-            value = getattr(diagnostics, field) / scale
+        for t in THRESHOLDS:
+            box = self.thresholds[t.field]
+            value = getattr(diagnostics, t.field) / t.scale
             box.setValue(int(round(value)) if isinstance(box, QSpinBox) else value)
 
     def restore_defaults(self) -> None:
@@ -266,13 +183,12 @@ class SettingsDialog(QDialog):
         """DiagnosticSettings fields the user changed in the dialog -> new value."""
         base = self.settings.diagnostics
         changes = {}
-        for field, box in self.thresholds.items():
-            scale = THRESHOLDS[field][1]
-            old = getattr(base, field)
-            value = box.value() * scale
-            value = int(round(value)) if isinstance(old, int) else float(value)
-            if not _same_in_box(old, value, scale, box):
-                changes[field] = value
+        for t in THRESHOLDS:
+            box = self.thresholds[t.field]
+            old = getattr(base, t.field)
+            value = t.field_value(box.value())
+            if not _same_in_box(old, value, t.scale, box):
+                changes[t.field] = value
         return changes
 
     def values(self) -> dict:
@@ -313,6 +229,20 @@ class SettingsDialog(QDialog):
         changed = self.save()
         super().accept()
         self.applied.emit(changed)
+
+
+def _threshold_box(t: Threshold) -> QDoubleSpinBox | QSpinBox:
+    box: QDoubleSpinBox | QSpinBox
+    if t.decimals == 0:
+        box = QSpinBox()
+        box.setRange(0, int(t.maximum))
+    else:
+        box = QDoubleSpinBox()
+        box.setDecimals(t.decimals)
+        box.setRange(0, t.maximum)
+    box.setSuffix(" " + t.unit)
+    box.setToolTip(t.tooltip)
+    return box
 
 
 def _same_in_box(old, new, scale, box) -> bool:
