@@ -19,7 +19,7 @@ import platform
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "app")]
 
 import torch  # noqa: E402
 
