@@ -20,7 +20,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "tests" / "planner" / "configs" / "llama-2-7b.json"
+CONFIG = ROOT / "tests" / "core" / "planner" / "configs" / "llama-2-7b.json"
 
 
 def timed(args: list[str]) -> float:

@@ -11,7 +11,7 @@
    tests runs each host's `vramscope stream` here), offscreen at 1 s: CPU
    time of the window's process (GUI thread, sampler, the four ssh readers)
    over --seconds after a 40 s start-up (past the first alerts), as % of one core. Budget: the window's
-   < 2 % of one core (bench/README.md, "The window"). The four remote
+   < 2 % of one core (bench/README.md, the idle row). The four remote
    streams run on this machine too; their CPU is printed apart.
 """
 

@@ -75,7 +75,7 @@ def exec_(self, *a):
 QApplication.exec = exec_
 
 # when the sampler stores its first frame (its thread)
-from vramscope.core.store.store import store as store_mod
+from vramscope.core.store import store as store_mod
 _append = store_mod.Store.append
 def append(self, frame):
     marks.setdefault("first frame stored", time.time() - T0)

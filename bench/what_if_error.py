@@ -13,12 +13,13 @@ usage: .venv/bin/python bench/what_if_error.py
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import platform
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "app"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "app")]
 
 import torch  # noqa: E402
 
@@ -30,6 +31,7 @@ MiB = 1 << 20
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # (no options: --help)
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, CPU")
     print(f"{'model':<14}{'measured at':>12}{'predicted at':>14}{'predicted':>12}{'real':>12}{'error':>9}")

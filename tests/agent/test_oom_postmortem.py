@@ -15,6 +15,8 @@ import textwrap
 from tests.agent import snapshots as S
 from tests.agent.snapshots import GiB, MiB
 from vramscope.agent import oom_report, postmortem
+from vramscope.core.agent_figures import oom_context
+from vramscope.sources.agents import agent_modules
 from vramscope.sources.demo import allocator_replay as replay
 from vramscope.sources.demo.allocator_replay import ReplayProvider
 from vramscope.agent.segments import summarize
@@ -234,17 +236,31 @@ def test_the_report_is_said_on_the_training_processs_stderr_at_exit(runtime_dir)
     assert json.dumps(said)
 
 
-def test_module_figures_the_agent_has_go_into_the_event_and_the_report(make_agent):
+def test_the_post_mortem_names_the_modules_the_agent_measured_on_that_device(make_agent):
+    """As the window and the near-OOM alert build it: the agent's OOM event carries the
+    allocator's picture; the per-module figures are those of the agent's last "modules"
+    item on the OOM's device, as the monitor holds them (core/agent_figures/oom_context.py)."""
     provider = ReplayProvider(replay.scenario_oom()[-1:], snapshot=S.fragmented())
     agent = make_agent(provider)
     agent.reader = StatsReader(provider)
-    agent.module_figures = MODULES  # what the per-module measurement leaves (issue 25 item 1)
     agent._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)
     agent.serving.drain()
     items = [json.loads(b) for b in agent.ring.all_items()]
     [event] = [i["data"] for i in items if i.get("event") == "oom"]
-    assert [m["name"] for m in event["modules"]] == [m["name"] for m in MODULES]
-    assert agent.oom_reports[0]["modules"][0]["name"] == "lm_head"
+    layers = [m for m in MODULES if m["parent"] == "encoder"]
+    encoder = {  # the agent's rows are a tree: a parent's figures hold its children's
+        "name": "encoder",
+        "parent": None,
+        **{k: sum(m[k] for m in layers) for k in ("weights", "gradients", "optimizer_state", "activations")},
+    }
+    rows = [encoder, *layers, *(dict(m, parent=None) for m in MODULES if m["parent"] == "")]
+    measured = agent_modules.decode({"step": 40, "device": "cuda:0", "modules": rows})
+    decoder = dict(encoder, name="decoder", weights=40 * GiB)
+    elsewhere = agent_modules.decode({"step": 40, "device": "cuda:1", "modules": [decoder]})
+    report = oom_context.report_of(event, oom_context.module_dicts(measured + elsewhere, event["device"]))
+    # the encoder opened into its layers (counted once), the largest first; cuda:1's decoder not there
+    assert [m["name"] for m in report["modules"]] == ["lm_head", "encoder.layers.0", "encoder.layers.1"]
+    assert any("lm_head" in line for line in oom_report.lines(report))
 
 
 def test_the_least_damaging_fix_that_covers_is_named_not_the_biggest():

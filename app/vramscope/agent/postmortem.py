@@ -16,7 +16,6 @@ from vramscope.agent import oom_report, sites
 from vramscope.agent.segments import by_device
 
 MAX_REPORTS = 8  # kept for the exit; the first OOMs are the ones that matter
-MAX_MODULES = 64  # module figures kept in the event (the session keeps them)
 
 
 def complete(agent, event: dict, device: int | None, snapshot: dict | None) -> None:
@@ -33,14 +32,11 @@ def complete(agent, event: dict, device: int | None, snapshot: dict | None) -> N
             event["allocator"] = agent.allocator.summary(name, segs, expandable)
             if agent.reader.provider.history_enabled():  # sites on: frames on the blocks
                 event["tensors"] = sites.live_tensors(segs, sites.cuda_tensors(device), device)
-        # the per-module figures of the last measured step, where the agent measures them
-        # (a list of {name, parent, weights, gradients, optimizer_state, activations, shared, why})
-        modules = getattr(agent, "module_figures", None)
-        if modules:
-            event["modules"] = list(modules)[:MAX_MODULES]
+        # no per-module figures in the event: the agent sends them as "modules" items, and
+        # the window, the near-OOM alert and the session's OOM export put that device's
+        # beside the event (core/agent_figures/oom_context.py)
         report = oom_report.build_report(
             event,
-            modules=event.get("modules"),
             tensors=event.get("tensors"),
             expandable_on=bool(expandable) if expandable is not None else None,
         )

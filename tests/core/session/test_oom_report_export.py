@@ -7,12 +7,13 @@ from tests.agent.snapshots import GiB, MiB
 from tests.core.session.helpers import T0, frame
 from vramscope.agent.segments import summarize
 from vramscope.cli import main
+from vramscope.core.agent_figures.module_figures import ModuleFigures
 from vramscope.core.samples import AgentEvent, AgentReport, Frame
 from vramscope.core.session import SessionWriter
 from vramscope.core.store.store import Store
 
 
-def _session(tmp_path, with_oom=True):
+def _session(tmp_path, with_oom=True, modules=()):
     path = tmp_path / "run.vramscope"
     store = Store()
     w = SessionWriter(path)
@@ -51,6 +52,14 @@ def _session(tmp_path, with_oom=True):
             "outside_pytorch": 300 * MiB,
         }
         events = (AgentEvent("oom", T0 + 5.5, data),)
+    if modules:  # the agent's last sampled step before the OOM, as the window recorded it
+        store.append(
+            Frame(
+                time=T0 + 5,
+                gpus=frame(5).gpus,
+                agents=(AgentReport(pid=4242, start_time=T0 - 100, modules=modules),),
+            )
+        )
     store.append(
         Frame(
             time=T0 + 6,
@@ -74,6 +83,44 @@ def test_oom_report_export_writes_the_post_mortem_beside_the_session(tmp_path, c
     assert "| 5151 | python3 | 700.0 MiB |" in md
     assert "1.0 GiB float32[16x1024x16384] at /home/alice/proj/train.py:88 in forward" in md
     assert "| micro-batch ÷2 | 7.0 GiB | yes |" in md
+
+
+def _module(name, parent, activations, device="cuda:0"):
+    return ModuleFigures(
+        name=name,
+        parent=parent,
+        weights=100 * MiB,
+        gradients=100 * MiB,
+        optimizer_state=200 * MiB,
+        activations=activations,
+        measured_step=40,
+        device=device,
+    )
+
+
+def test_the_report_names_the_modules_the_session_recorded_before_the_oom(tmp_path):
+    modules = (
+        _module("encoder", None, 3 * GiB),
+        _module("encoder.layers.0", "encoder", 2 * GiB),
+        _module("encoder.layers.1", "encoder", GiB),
+        _module("lm_head", None, 300 * MiB),
+        _module("draft_model", None, 20 * GiB, device="cuda:1"),  # another GPU's: not this OOM's
+    )
+    path = _session(tmp_path, modules=modules)
+    assert main(["export", str(path), "--format", "oom-report"]) == 0
+    md = (tmp_path / "run.oom-report.md").read_text()
+    assert "### Largest modules" in md
+    table = md.split("### Largest modules")[1]
+    # the encoder (most of the total) opened into its layers, each counted once
+    assert "| encoder.layers.0 | 100.0 MiB | 100.0 MiB | 200.0 MiB | 2.0 GiB |" in table
+    assert "| lm_head |" in table and "| encoder |" not in table and "draft_model" not in md
+    assert "activation checkpointing on encoder.layers.0" in md
+
+
+def test_a_session_without_module_figures_has_no_modules_section(tmp_path):
+    path = _session(tmp_path)
+    assert main(["export", str(path), "--format", "oom-report"]) == 0
+    assert "### Largest modules" not in (tmp_path / "run.oom-report.md").read_text()
 
 
 def test_redacted_oom_report_keeps_file_names_only(tmp_path):

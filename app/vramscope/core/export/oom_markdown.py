@@ -1,7 +1,8 @@
 """`vramscope export FILE --format oom-report`: every OOM of a recorded session as Markdown.
 
 Each OOM event the session kept (with the allocator's picture at that
-instant and what NVML saw on the GPU: core/agent_figures/oom_context.py) becomes the report
+instant and what NVML saw on the GPU: core/agent_figures/oom_context.py), with the
+per-module figures the session recorded for that process before it, becomes the report
 the window shows (agent/oom_report.py), in full. ``--redact`` replaces user
 names and command lines as the other exports do and cuts the file paths of
 allocation sites to their file names.
@@ -22,6 +23,7 @@ from vramscope.core.agent_figures import oom_context
 from vramscope.core.safe_io import safe_write
 from vramscope.core.export.csv_export import ExportSummary
 from vramscope.core.export.redact import Redactor
+from vramscope.core.session import module_rows
 from vramscope.core.status.terminal_text import visible
 
 
@@ -56,7 +58,10 @@ def export_oom_report(reader, out_path, *, redact: bool = False) -> ExportSummar
         rec = procs.get(ev["proc"])
         who = f"PID {rec.pid} ({visible(rec.name)})" if rec is not None else "a process"
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ev["t"]))
-        report = oom_context.report_of(data)
+        # the per-module figures the session recorded for that process up to the OOM, on its
+        # device (as the window's OOM view takes them from the agent's report)
+        measured = module_rows.modules_at(reader.db, ev["proc"], ev["t"])
+        report = oom_context.report_of(data, oom_context.module_dicts(measured, data.get("device")))
         parts.append(oom_report.markdown(report, title=f"{when} · {who}: CUDA out of memory"))
         n += 1
     problems = list(reader.problems)
