@@ -25,11 +25,21 @@ import subprocess
 import threading
 import time
 
-from vramscope.core.samples import Frame, HostStatus
+from vramscope.core.samples import Frame
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.sources.remote.child_group import end_group
+from vramscope.sources.remote.host_view import (  # the host's states, read through here too
+    CONNECTED,
+    CONNECTING,
+    DOWN,
+    NOT_INSTALLED,
+    HostView,
+    check_target,
+    describe_state as describe_state,
+    with_events,
+)
 from vramscope.sources.remote.pipe_writer import PipeWriter
 
 # What the remote runs: the installed command, then the module (a pip install
@@ -40,52 +50,6 @@ INSTALL_HINT = "python3 -m pip install --user vramscope"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
 COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
 WRITE_STALL = 10.0  # seconds a request may wait for the remote to read its stdin before it is ended
-
-CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
-    HostStatus.CONNECTING,
-    HostStatus.CONNECTED,
-    HostStatus.DOWN,
-    HostStatus.NOT_INSTALLED,
-)
-
-
-def check_target(target: str) -> str:
-    """``[user@]HOST`` as ssh takes it (a Host alias of ~/.ssh/config included); ValueError else."""
-    if (
-        not target
-        or target.startswith("-")
-        or any(c.isspace() for c in target)
-        or target.count("@") > 1
-        or target.endswith("@")
-    ):
-        raise ValueError(f"not a [user@]host: {target!r}")
-    return target
-
-
-@dataclasses.dataclass(frozen=True)
-class HostView:
-    """What the monitor knows of one host right now."""
-
-    host: str
-    state: str  # CONNECTING / CONNECTED / DOWN / NOT_INSTALLED
-    frame: Frame | None = None  # the newest frame (kept while down: the last one seen)
-    alerts: tuple = ()  # the remote diagnostics' alerts with that frame (JSON dicts)
-    error: str | None = None
-    retry_in: float | None = None  # seconds until the next attempt, while down
-    remote_version: str | None = None
-
-    def describe(self) -> str:
-        return describe_state(self.host, self.state, self.error, self.retry_in)
-
-
-def describe_state(host: str, state: str, error: str | None = None, retry_in: float | None = None) -> str:
-    """One line: "lab2: connected", or why not and when it is tried again."""
-    if state in (CONNECTED, CONNECTING):
-        return f"{host}: {state}"
-    text = f"{host}: {error or state}"
-    if retry_in is not None:
-        text += f"; retrying in {retry_in:.0f} s"
-    return text
 
 
 class RemoteHost:
@@ -163,7 +127,7 @@ class RemoteHost:
         with self._lock:
             frame = self._frame
             if take and frame is not None and self._events:
-                frame = _with_events(frame, self._events)
+                frame = with_events(frame, self._events)
                 self._events = {}
             retry = None if self._retry_at is None else max(0.0, self._retry_at - self._mono())
             return HostView(
@@ -432,12 +396,3 @@ def _drain(stream, tail) -> None:
         pass
     finally:
         stream.close()
-
-
-def _with_events(frame: Frame, events: dict) -> Frame:
-    """The frame with every agent's events since the previous take (none lost
-    when the remote sends faster than the monitor samples)."""
-    agents = tuple(
-        dataclasses.replace(r, events=tuple(events.get(r.identity, r.events))) for r in frame.agents
-    )
-    return dataclasses.replace(frame, agents=agents)
