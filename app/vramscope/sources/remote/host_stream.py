@@ -9,7 +9,8 @@ retried with exponential backoff, so a window watching several machines
 goes on with the others. Requests are written without ever waiting on the
 remote (sources/remote/pipe_writer.py); one that stops reading them for
 ``WRITE_STALL`` seconds is ended -- its whole process group
-(sources/remote/child_group.py) -- and retried the same way.
+(sources/remote/child_group.py) -- and retried the same way. The command
+line and how an attempt's end is read are sources/remote/ssh_command.py's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import dataclasses
 import itertools
 import os
 import select
-import shlex
 import shutil
 import subprocess
 import threading
@@ -41,14 +41,17 @@ from vramscope.sources.remote.host_view import (  # the host's states, read thro
     with_events,
 )
 from vramscope.sources.remote.pipe_writer import PipeWriter
+from vramscope.sources.remote.ssh_command import (
+    FAILED,
+    FRAMES,
+    MISSING,
+    REMOTE_COMMANDS,
+    drain,
+    not_installed_text,
+    outcome,
+    ssh_argv,
+)
 
-# What the remote runs: the installed command, then the module (a pip install
-# --user puts the script in ~/.local/bin, which a non-interactive ssh shell
-# often lacks on its PATH).
-REMOTE_COMMANDS = (("vramscope", "stream"), ("python3", "-m", "vramscope", "stream"))
-INSTALL_HINT = "python3 -m pip install --user vramscope"
-SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
-COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
 WRITE_STALL = 10.0  # seconds a request may wait for the remote to read its stdin before it is ended
 
 
@@ -208,18 +211,15 @@ class RemoteHost:
         for i, command in enumerate(REMOTE_COMMANDS):
             if self._closed.is_set():
                 return False
-            outcome, detail = self._attempt(command)
-            if outcome == "frames":
+            result, detail = self._attempt(command)
+            if result == FRAMES:
                 return True
-            if outcome == "missing" and i + 1 < len(REMOTE_COMMANDS):
+            if result == MISSING and i + 1 < len(REMOTE_COMMANDS):
                 continue
-            if outcome == "missing":
+            if result == MISSING:
                 with self._lock:
                     self._state = NOT_INSTALLED
-                    self._error = (
-                        f"vramscope is not installed on {self.host}; install it "
-                        f"with: ssh {self.host} {INSTALL_HINT}"
-                    )
+                    self._error = not_installed_text(self.host)
                 return False
             last_error = detail
             break
@@ -228,13 +228,12 @@ class RemoteHost:
         return False
 
     def argv(self, command) -> list[str]:
-        remote = list(command) + ["--interval", f"{self.interval:g}"] + (["--demo"] if self.demo else [])
-        return [self.ssh, *SSH_OPTIONS, self.host, shlex.join(remote)]
+        return ssh_argv(self.ssh, self.host, command, self.interval, self.demo)
 
     def _attempt(self, command) -> tuple[str, str | None]:
-        """("frames" | "missing" | "failed", error text)."""
+        """(FRAMES | MISSING | FAILED, error text): sources/remote/ssh_command.py's ``outcome``."""
         if shutil.which(self.ssh) is None:
-            return "failed", f"cannot run {self.ssh!r}: no ssh client on this machine's PATH"
+            return FAILED, f"cannot run {self.ssh!r}: no ssh client on this machine's PATH"
         try:
             proc = subprocess.Popen(
                 self.argv(command),
@@ -245,7 +244,7 @@ class RemoteHost:
                 env=self.env,
             )
         except OSError as exc:
-            return "failed", f"cannot run {self.ssh}: {exc}"
+            return FAILED, f"cannot run {self.ssh}: {exc}"
         self.connections += 1
         writer = PipeWriter(proc.stdin)
         with self._lock:
@@ -253,7 +252,7 @@ class RemoteHost:
             if self._state != CONNECTED:
                 self._state = CONNECTING
         stderr_tail: collections.deque = collections.deque(maxlen=20)
-        err_thread = threading.Thread(target=_drain, args=(proc.stderr, stderr_tail), daemon=True)
+        err_thread = threading.Thread(target=drain, args=(proc.stderr, stderr_tail), daemon=True)
         err_thread.start()
         decoder = protocol.LineDecoder()
         frames = FrameAssembler()
@@ -295,21 +294,12 @@ class RemoteHost:
             err_thread.join(2)
             proc.stdout.close()
             self._fail_waiting()
-        rc = proc.returncode
-        tail = [line for line in stderr_tail if line.strip()]
-        if decoder.hello is not None:
-            if problem is None:
-                problem = (tail[-1] if tail else None) or "the connection closed"
+        result, why = outcome(decoder.hello is not None, problem, proc.returncode, stderr_tail)
+        if result == FRAMES:
             with self._lock:
-                self._error = f"connection lost: {problem}"
-            return "frames", None
-        if problem is None and (
-            rc == COMMAND_NOT_FOUND or any("No module named vramscope" in line for line in tail)
-        ):
-            return "missing", None
-        if problem is None:
-            problem = (tail[-1].strip() if tail else None) or f"ssh exited with status {rc}"
-        return "failed", problem
+                self._error = f"connection lost: {why}"
+            return FRAMES, None
+        return result, why
 
     def _handle(self, message: dict, frames: FrameAssembler) -> None:
         """One message, checked here at the edge (the codec's schema for frames,
@@ -386,13 +376,3 @@ class RemoteHost:
             except OSError:
                 pass
         end_group(proc)  # (its own session: start_new_session)
-
-
-def _drain(stream, tail) -> None:
-    try:
-        for raw in iter(lambda: stream.readline(4096), b""):  # a line without end: bounded
-            tail.append(raw.decode("utf-8", "replace").rstrip())
-    except (OSError, ValueError):
-        pass
-    finally:
-        stream.close()
