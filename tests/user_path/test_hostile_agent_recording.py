@@ -66,5 +66,5 @@ def test_a_recording_beside_a_hostile_agent_goes_on_whole(tmp_path, fake_nvml_bu
     assert "failure" not in done.stderr and "could not be written" not in done.stderr
     with open_session(out) as session:
         assert not session.problems
-        assert len(session.gpu_columns()) >= 8  # a GPU sample every 0.5 s for 5 s
+        assert len(session.samples.gpu_columns()) >= 8  # a GPU sample every 0.5 s for 5 s
         assert agent.pid in {record.pid for record in session.processes().values()}

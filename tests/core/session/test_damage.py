@@ -56,12 +56,12 @@ def test_overwritten_pages_skip_only_the_damaged_span(long_session, tmp_path):
         f.write(os.urandom(16 * 4096))
     with pytest.raises(SessionCorruptError):
         with open_session(long_session, strict=True) as r:
-            r.proc_columns()
-            r.gpu_columns()
+            r.samples.proc_columns()
+            r.samples.gpu_columns()
             r.frame_times()
     with open_session(long_session) as r:
-        procs = r.proc_columns()
-        gpus = r.gpu_columns()
+        procs = r.samples.proc_columns()
+        gpus = r.samples.gpu_columns()
         assert len(gpus) > 0 or len(procs) > 0
         if r.problems:
             assert any("could not be read" in p for p in r.problems)

@@ -46,7 +46,7 @@ def test_modules_round_trip_through_a_session_and_are_written_once_per_step(tmp_
         assert got == {m.name: m for m in modules(10)}
         later = r.frame_at(T0 + 11).agents[0].modules
         assert {m.measured_step for m in later} == {20}
-        assert len(r.modules()) == 6  # two sampled steps x three modules, not a row per frame
+        assert len(r.samples.modules()) == 6  # two sampled steps x three modules, not a row per frame
     db = sqlite3.connect(path)
     assert db.execute("SELECT COUNT(*) FROM agent_modules").fetchone() == (6,)
 
@@ -60,7 +60,7 @@ def test_a_file_without_the_modules_table_still_opens(tmp_path):
     db.close()
     with open_session(path) as r:
         assert r.frame_at(T0 + 4).agents[0].modules == ()
-        assert r.modules() == []
+        assert r.samples.modules() == []
 
 
 def test_csv_has_rows_per_module_and_the_reason_where_a_figure_is_missing(tmp_path):

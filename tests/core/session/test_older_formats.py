@@ -35,7 +35,7 @@ def recorded(tmp_path_factory):
     record(path)
     with open_session(path) as r:
         assert not r.problems
-        whole = (len(r.gpu_columns()), len(r.modules()), r.frame_at(T0 + 4))
+        whole = (len(r.samples.gpu_columns()), len(r.samples.modules()), r.frame_at(T0 + 4))
     return path, whole
 
 
@@ -50,8 +50,8 @@ def test_a_session_without_a_later_figure_column_is_read_whole(recorded, tmp_pat
     db.close()
     with open_session(older) as r:
         assert r.problems == [], r.problems
-        assert len(r.gpu_columns()) == gpu_times
-        assert len(r.modules()) == module_rows
+        assert len(r.samples.gpu_columns()) == gpu_times
+        assert len(r.samples.modules()) == module_rows
         back = r.frame_at(T0 + 4)
         assert len(back.gpus) == len(frame.gpus) and len(back.agents) == len(frame.agents)
         assert {m.name for m in back.agents[0].modules} == {m.name for m in frame.agents[0].modules}

@@ -145,7 +145,7 @@ def test_real_prometheus_scrapes_record(prometheus_binary, tmp_path):
                 prom.kill()
     assert recorder.returncode == 0
     with open_session(session) as r:
-        cols = r.gpu_columns()
+        cols = r.samples.gpu_columns()
         for sample in used:
             gpu = int(sample["metric"]["gpu"])
             value = float(sample["value"][1])
@@ -155,7 +155,7 @@ def test_real_prometheus_scrapes_record(prometheus_binary, tmp_path):
         for sample in total:
             gpu = int(sample["metric"]["gpu"])
             assert float(sample["value"][1]) == np.unique(cols.values["total"][cols.gpu == gpu])[0]
-        procs = r.proc_columns()
+        procs = r.samples.proc_columns()
         for sample in kernel:
             pid = int(sample["metric"]["pid"])
             ids = [p.id for p in r.processes().values() if p.pid == pid]

@@ -10,13 +10,13 @@ PID in between; SIGTERM first, SIGKILL only on request once a grace period
 has passed; refused, with a clear message, for another user's process and
 in read-only mode; every action and refusal appended to a local audit log
 (JSON lines, 0600). For a Jupyter kernel the connection file comes back so
-the UI can offer shutting it down from Jupyter instead.
+the UI can offer shutting it down from Jupyter instead. The checks made
+before each signal are core/end_process/process_checks.py's.
 """
 
 from __future__ import annotations
 
 import getpass
-import math
 import os
 import pathlib
 import signal
@@ -25,30 +25,23 @@ from dataclasses import dataclass
 
 import psutil
 
-from vramscope.core.end_process.audit_log import append_json_line, default_audit_path
 from vramscope.core.detectors.jupyter import connection_file, is_jupyter_kernel
-from vramscope.core.end_process.process_owner import acting_uid, is_kernel_thread, uid_min
+from vramscope.core.end_process.audit_log import append_json_line, default_audit_path
+from vramscope.core.end_process.process_checks import (  # the checks' names, read through here too
+    PID_MAX,
+    READ_ONLY_REFUSAL,
+    is_own,
+    not_own_message,
+    request_problem,
+    safe,
+    same_start,
+    verify,
+)
+from vramscope.core.end_process.process_owner import acting_uid, uid_min
 from vramscope.core.processes.slurm_jobs import SlurmJob, named_from_environ, parse_slurm_cgroup
 
-START_TIME_TOLERANCE = 0.05  # seconds; psutil derives start times from clock ticks
 DEFAULT_GRACE_SECONDS = 5.0
-READ_ONLY_REFUSAL = "vramscope runs read-only (--read-only): ending processes is disabled"
 SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
-
-
-PID_MAX = 1 << 22  # the kernel's largest pid_max (proc(5)): a larger number is no process
-
-
-def request_problem(pid, start_time) -> str | None:
-    """Why (pid, start time) cannot name a process -- from a remote request, a damaged
-    session -- or None. Checked before the numbers reach the kernel or psutil."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= PID_MAX:
-        return f"{str(pid)[:40]} is not a process id (1 to {PID_MAX}); refusing"
-    if start_time is not None and not (
-        isinstance(start_time, (int, float)) and math.isfinite(start_time) and start_time >= 0
-    ):
-        return f"the start time {str(start_time)[:40]} is not a time; refusing"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,16 +120,16 @@ class ProcessActions:
         if proc is not None:
             try:
                 with proc.oneshot():
-                    user = _safe(proc.username)
-                    cmdline = _safe(proc.cmdline)
-                    name = _safe(proc.name)
+                    user = safe(proc.username)
+                    cmdline = safe(proc.cmdline)
+                    name = safe(proc.name)
                     age = time.time() - proc.create_time()
             except psutil.Error:
                 cmdline = name = None
             command = " ".join(cmdline) if cmdline else name
             if cmdline and is_jupyter_kernel(cmdline, name):
                 conn = connection_file(cmdline)
-            own = self._is_own(proc)
+            own = is_own(proc, self.owner_uid, self.first_user_uid)
         job = slurm_job_of(proc) if proc is not None else None
         return ProcessSummary(
             pid=pid,
@@ -158,7 +151,7 @@ class ProcessActions:
             return False
         try:
             proc = psutil.Process(pid)
-            if not _same_start(proc.create_time(), start_time):
+            if not same_start(proc.create_time(), start_time):
                 return False
             return proc.status() != psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
@@ -215,8 +208,8 @@ class ProcessActions:
                 pidfd = None
         try:
             proc, refusal = self._verify(pid, start_time)
-            if refusal is None and not self._is_own(proc):
-                refusal = self._not_own_message(proc)
+            if refusal is None and not is_own(proc, self.owner_uid, self.first_user_uid):
+                refusal = not_own_message(proc, self.owner_uid)
             if refusal is not None:
                 return self._refuse(action, pid, start_time, refusal, memory, proc)
             info = _proc_info(proc)
@@ -259,75 +252,16 @@ class ProcessActions:
             connection_file=info.get("connection_file"),
         )
 
-    # -- checks -----------------------------------------------------------------------
+    # -- checks (core/end_process/process_checks.py) ---------------------------------
     def _verify(self, pid: int, start_time: float | None):
-        """(process, None) when pid + start time still name the same process,
-        else (process or None, why not)."""
-        problem = request_problem(pid, start_time)
-        if problem:
-            return None, problem
-        if self.read_only:
-            return _try_process(pid), READ_ONLY_REFUSAL
-        if pid <= 1:
-            return None, f"pid {pid} is the system's init process; refusing"
-        if pid == os.getpid():
-            return None, "that is vramscope itself; refusing"
-        try:
-            proc = psutil.Process(pid)
-            created = proc.create_time()
-            status = _safe(proc.status)
-        except psutil.NoSuchProcess:
-            return None, f"pid {pid} has already exited"
-        except psutil.AccessDenied:
-            return None, f"pid {pid} cannot be inspected from here (access denied); refusing"
-        if start_time is None:
-            return proc, (
-                f"the start time of pid {pid} is unknown, so it cannot be verified "
-                "to be the process you saw; refusing"
-            )
-        if not _same_start(created, start_time):
-            return proc, (
-                f"pid {pid} is no longer the process you saw (it started at "
-                f"{_clock(created)}, the one shown started at {_clock(start_time)}): "
-                "the PID was reused; refusing"
-            )
-        if status == psutil.STATUS_ZOMBIE:
-            parent = _safe(proc.ppid)
-            return proc, (
-                f"pid {pid} is a zombie: it has already exited and only its parent "
-                f"(pid {parent}) can reap it; end the parent instead"
-            )
-        if is_kernel_thread(pid):
-            return proc, f"pid {pid} is a kernel thread; vramscope never signals the kernel"
-        uid = _real_uid(proc)
-        if uid is not None and uid < self.first_user_uid:
-            owner = _safe(proc.username) or f"uid {uid}"
-            return proc, (
-                f"pid {pid} belongs to the system account {owner}; vramscope never "
-                "ends system processes, even when it runs as root"
-            )
-        if not self._is_own(proc):
-            return proc, self._not_own_message(proc)
-        return proc, None
-
-    def _is_own(self, proc) -> bool:
-        if proc is None:
-            return False
-        uid = _real_uid(proc)
-        return uid is not None and uid == self.owner_uid and uid >= self.first_user_uid
-
-    def _not_own_message(self, proc) -> str:
-        owner = _safe(proc.username) if proc is not None else None
-        me = self.owner_uid
-        try:
-            import pwd
-
-            me_name = pwd.getpwuid(me).pw_name
-        except (ImportError, KeyError):
-            me_name = f"uid {me}"
-        return (
-            f"pid {proc.pid} belongs to user {owner or 'another user'}; vramscope only ends "
-            f"your own processes (you are {me_name})"
+        """(process, None) when pid + start time name the process the user saw and it
+        may be ended, else (process or None, why not)."""
+        return verify(
+            pid,
+            start_time,
+            read_only=self.read_only,
+            owner_uid=self.owner_uid,
+            first_user_uid=self.first_user_uid,
         )
 
     # -- audit log --------------------------------------------------------------------
@@ -406,52 +340,26 @@ def slurm_job_of(proc) -> SlurmJob | None:
         return None
     if job is None:
         return None
-    return named_from_environ(job, _safe(proc.environ) or {})
-
-
-def _real_uid(proc) -> int | None:
-    try:
-        return proc.uids().real
-    except (psutil.Error, AttributeError):
-        return None
-
-
-def _try_process(pid):
-    try:
-        return psutil.Process(pid)
-    except psutil.Error:
-        return None
+    return named_from_environ(job, safe(proc.environ) or {})
 
 
 def _proc_info(proc) -> dict:
     if proc is None:
         return {}
-    cmdline = _safe(proc.cmdline)
-    name = _safe(proc.name)
-    info = {"user": _safe(proc.username), "command": " ".join(cmdline) if cmdline else name}
+    cmdline = safe(proc.cmdline)
+    name = safe(proc.name)
+    info = {"user": safe(proc.username), "command": " ".join(cmdline) if cmdline else name}
     if cmdline and is_jupyter_kernel(cmdline, name):
         info["connection_file"] = connection_file(cmdline)
     return info
 
 
-def _same_start(created: float, expected: float | None) -> bool:
-    return expected is not None and abs(created - expected) <= START_TIME_TOLERANCE
-
-
-def _safe(fn):
-    try:
-        return fn()
-    except psutil.Error:
-        return None
-
-
-def _clock(t: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(t))
-
-
 __all__ = [
+    "PID_MAX",
+    "READ_ONLY_REFUSAL",
     "ProcessActions",
     "ProcessSummary",
     "ActionResult",
     "EndProcess",
+    "request_problem",
 ]

@@ -144,8 +144,8 @@ def _numeric_block(ctx: ExportContext, a: float, b: float) -> tuple[bytes, np.nd
     its slots -- the GPU metrics, then ``used`` and ``sm`` of each process in
     recorded order -- and absent values are dropped afterwards.
     """
-    g = _reader(ctx).gpu_columns(a, b)
-    p = _reader(ctx).proc_columns(a, b)
+    g = _reader(ctx).samples.gpu_columns(a, b)
+    p = _reader(ctx).samples.proc_columns(a, b)
     if not len(g) and not len(p):
         return b"", np.empty(0, np.int64), np.empty(0)
     gkey = np.round(g.t * 1e6).astype(np.int64) * 4096 + g.gpu

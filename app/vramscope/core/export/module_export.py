@@ -16,7 +16,7 @@ from vramscope.core.agent_figures.module_figures import FIGURES
 def csv_rows(ctx, reader, a: float, b: float) -> list[tuple]:
     """(time, host, gpu, pid, metric, value) rows of the modules recorded in [a, b)."""
     rows = []
-    for t, proc, m in reader.modules(a, b):
+    for t, proc, m in reader.samples.modules(a, b):
         rec = ctx.procs.get(proc)
         if rec is None:
             continue
@@ -33,7 +33,7 @@ def csv_rows(ctx, reader, a: float, b: float) -> list[tuple]:
 
 def trace_counters(ctx, reader, a: float, b: float, us):
     """Counter events: a track per agent process and top-level module."""
-    for t, proc, m in reader.modules(a, b):
+    for t, proc, m in reader.samples.modules(a, b):
         if proc not in ctx.procs or not m.top_level:
             continue
         args = {f: getattr(m, f) for f in FIGURES if getattr(m, f) is not None}

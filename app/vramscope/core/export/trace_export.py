@@ -160,7 +160,7 @@ def export_trace(
         alerts, actions = reader.recorded.alerts(), reader.recorded.actions()
         gpu_filter, proc_filter = ChangeFilter(len(times)), ChangeFilter(len(times))
         for a, b in reader.time_chunks(chunk_seconds):
-            g = reader.gpu_columns(a, b)
+            g = reader.samples.gpu_columns(a, b)
             if len(g):
                 tick = np.searchsorted(times, g.t)
                 sid = np.concatenate([g.gpu.astype(np.int64) * 16 + m for m in range(len(GPU_TRACKS))])
@@ -169,7 +169,7 @@ def export_trace(
                 idx = gpu_filter(sid, tick, val)
                 counters(gpu_rows, sid[idx], tick[idx], val[idx])
                 gpu_filter.take_gaps()  # a GPU missing from a pass: its track just holds
-            p = reader.proc_columns(a, b)
+            p = reader.samples.proc_columns(a, b)
             if len(p):
                 tick = np.searchsorted(times, p.t)
                 base = (p.gpu.astype(np.int64) << 32) + p.proc

@@ -2,7 +2,8 @@
 
 model_shape    ModelShape (what the plan needs to know of a model), from a count
 configs        config.json -> ModelShape (hand_counts, or meta_count: transformers
-               on the meta device), with kv_layout and quantization
+               on the meta device, the model built by meta_model), with kv_layout
+               and quantization
 config_source  config.json from a file or a model name (the Hugging Face cache / Hub)
 errors         PlanError: (field, message)
 training     bytes per parameter per bucket, ZeRO/FSDP, offload, LoRA, activations

@@ -18,7 +18,8 @@ from vramscope.core.planner import checkpoint, ssm_state
 from vramscope.core.planner.checkpoint import Counts
 from vramscope.core.planner.config_source import EXTRA
 from vramscope.core.planner.hand_counts import HAND_FAMILIES, hand_shape
-from vramscope.core.planner.meta_count import meta_shape, transformers_version
+from vramscope.core.planner.meta_count import meta_shape
+from vramscope.core.planner.meta_model import transformers_version
 from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.model_shape import (
     CONFIG,

@@ -56,9 +56,9 @@ def frame_at(reader, t: float) -> Frame | None:
     )
     statics = {g.index: g for g in reader.gpus()}
     procs = reader.processes()
-    gcols = reader.gpu_columns(tk - eps, tk + eps)
-    pcols = reader.proc_columns(tk - eps, tk + eps)
-    mig_statics, on_slice = reader.mig_tables()
+    gcols = reader.samples.gpu_columns(tk - eps, tk + eps)
+    pcols = reader.samples.proc_columns(tk - eps, tk + eps)
+    mig_statics, on_slice = reader.samples.mig_tables()
     gpus = []
     for j in range(len(gcols)):
         gi = int(gcols.gpu[j])

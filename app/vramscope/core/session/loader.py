@@ -46,13 +46,13 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
     end = float(times[-1]) + 1.0
     procs = reader.processes()
 
-    gfine = reader.gpu_columns(t_fine0, end)
-    pfine = reader.proc_columns(t_fine0, end)
+    gfine = reader.samples.gpu_columns(t_fine0, end)
+    pfine = reader.samples.proc_columns(t_fine0, end)
 
     # coarse tier: stored peaks, then the buckets they lack from raw samples
     use_rollup = math.isclose(step, ROLLUP_STEP)
-    groll = reader.gpu_rollup() if use_rollup else None
-    proll = reader.proc_rollup() if use_rollup else None
+    groll = reader.samples.gpu_rollup() if use_rollup else None
+    proll = reader.samples.proc_rollup() if use_rollup else None
     roll_end = -math.inf
     if groll is not None and len(groll):
         roll_end = (math.floor(float(groll.t[-1]) / step) + 1) * step
@@ -70,8 +70,8 @@ def load_into_store(reader: SessionReader, store: Store | None = None) -> Store:
         t = raw_from
         while t < t_fine0:
             t1 = min(t + RAW_CHUNK, t_fine0)
-            g_parts.append(_peaks(_gpu_series(reader.gpu_columns(t, t1), None, GPU_METRICS), step))
-            p_parts.append(_peaks(_proc_series(reader.proc_columns(t, t1), None), step))
+            g_parts.append(_peaks(_gpu_series(reader.samples.gpu_columns(t, t1), None, GPU_METRICS), step))
+            p_parts.append(_peaks(_proc_series(reader.samples.proc_columns(t, t1), None), step))
             t = t1
     g_fine_series = _gpu_series(gfine, None, GPU_METRICS)
     p_fine_series = _proc_series(pfine, None)

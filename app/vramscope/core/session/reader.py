@@ -7,8 +7,9 @@ read raises ``SessionCorruptError``. A file that is damaged further in
 damaged page is narrowed down to the time spans that can be read, the rest
 is skipped, and ``problems`` says what was lost (core/session/salvage.py).
 ``strict=True`` turns any damage into ``SessionCorruptError`` instead. The
-agents' rows, events, alerts and actions are read by ``recorded``
-(core/session/recorded_events.py).
+GPU and process samples as columns, the module and MIG rows are read by
+``samples`` (core/session/recorded_samples.py); the agents' rows, events,
+alerts and actions by ``recorded`` (core/session/recorded_events.py).
 """
 
 from __future__ import annotations
@@ -25,29 +26,18 @@ from vramscope.agent import json_limits
 from vramscope.core.samples import (
     Frame,
 )
-from vramscope.core.session import frame_rebuild, mig_rows, module_rows
+from vramscope.core.session import frame_rebuild
+from vramscope.core.session.columns import index
 from vramscope.core.session.file_header import file_problem
-from vramscope.core.session.columns import (
-    GpuColumns,
-    ProcColumns,
-    empty_proc,
-    gpu_columns,
-    index,
-    known_processes,
-    proc_columns,
-)
 from vramscope.core.session.errors import (
     NotASessionError,
     SessionVersionError,
     one_line,
 )
 from vramscope.core.session.recorded_events import RecordedEvents
+from vramscope.core.session.recorded_samples import RecordedSamples
 from vramscope.core.session.salvage import SalvagingReads
-from vramscope.core.session.schema import (
-    GPU_COLUMNS,
-    ROLLUP_GPU_COLUMNS,
-    SCHEMA_VERSION,
-)
+from vramscope.core.session.schema import SCHEMA_VERSION
 from vramscope.core.session.records import (
     GPU_SELECT,
     PROCESS_SELECT,
@@ -93,7 +83,7 @@ class SessionReader:
         reads.created = self.meta.get("created")
         self.recorded = RecordedEvents(reads)
         self._procs: dict[int, ProcessRecord] | None = None
-        self._mig: tuple[dict, dict] | None = None  # (slice statics, process id -> slice)
+        self.samples = RecordedSamples(reads, self.processes)
         self._times: np.ndarray | None = None
 
     @property
@@ -180,62 +170,6 @@ class SessionReader:
             if i >= len(times) or end > last:
                 return
             t = float(times[i])
-
-    # -- columns --------------------------------------------------------------------
-    def gpu_columns(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
-        cols = self.reads.select("gpu_samples", GPU_COLUMNS, "GPU samples")
-        rows = self.reads.ranged(
-            f"SELECT t, gpu, {cols} FROM gpu_samples WHERE t >= ? AND t < ? ORDER BY t, gpu",
-            t0,
-            t1,
-            "GPU samples",
-        )
-        return gpu_columns(rows, GPU_COLUMNS, self.reads.damage)
-
-    def gpu_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> GpuColumns:
-        if "gpu_rollup" not in self.tables:
-            return gpu_columns([], ROLLUP_GPU_COLUMNS, self.reads.damage)
-        cols = self.reads.select("gpu_rollup", ROLLUP_GPU_COLUMNS, "GPU 10 s peaks")
-        rows = self.reads.ranged(
-            f"SELECT t, gpu, {cols} FROM gpu_rollup WHERE t >= ? AND t < ? ORDER BY t, gpu",
-            t0,
-            t1,
-            "GPU 10 s peaks",
-        )
-        return gpu_columns(rows, ROLLUP_GPU_COLUMNS, self.reads.damage)
-
-    def proc_columns(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
-        rows = self.reads.ranged(
-            "SELECT t, gpu, n, ids, used, sm, flags FROM proc_samples WHERE t >= ? AND t < ? ORDER BY t, gpu",
-            t0,
-            t1,
-            "process samples",
-        )
-        return self._known(proc_columns(rows, True, self.reads.damage))
-
-    def proc_rollup(self, t0: float = -math.inf, t1: float = math.inf) -> ProcColumns:
-        if "proc_rollup" not in self.tables:
-            return empty_proc(False)
-        rows = self.reads.ranged(
-            "SELECT t, gpu, n, ids, used FROM proc_rollup WHERE t >= ? AND t < ? ORDER BY t, gpu",
-            t0,
-            t1,
-            "process 10 s peaks",
-        )
-        return self._known(proc_columns(rows, False, self.reads.damage))
-
-    def _known(self, cols: ProcColumns) -> ProcColumns:
-        return known_processes(cols, np.fromiter(self.processes(), np.int64), self.reads.damage)
-
-    def modules(self, t0: float = -math.inf, t1: float = math.inf) -> list:
-        """(time, proc id, ModuleFigures) of the per-module rows recorded in [t0, t1)."""
-        return module_rows.all_modules(self.db, t0, t1)
-
-    def mig_tables(self) -> tuple[dict, dict]:
-        """MIG slice statics and each process's slice, read once (like processes())."""
-        if self._mig is None:
-            self._mig = (mig_rows.slice_statics(self.db), mig_rows.proc_slices(self.db))
-        return self._mig
 
     # -- frames ---------------------------------------------------------------------
     def latest_frame(self) -> Frame | None:

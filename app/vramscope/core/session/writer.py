@@ -14,7 +14,7 @@ that transaction had added (the process and GPU ids it inserted), counts
 the frames it lost in ``errors`` and carries on, so that the file stays
 exportable and ``frames_written`` counts only frames that are in it. A file
 that cannot be created at all raises SessionError with one line and leaves
-nothing behind.
+nothing behind. What a frame's rows are is core/session/sample_rows.py's.
 """
 
 from __future__ import annotations
@@ -28,28 +28,14 @@ import threading
 import time
 
 from vramscope import __version__
-from vramscope.core.samples import AgentReport, Frame
-from vramscope.core.processes.servers import SERVER_EVENT, SERVER_SERIES
+from vramscope.core.samples import Frame
 from vramscope.core.session.errors import SessionError
 from vramscope.core.session.library import RetentionPolicy, enforce_retention, session_files
-from vramscope.core.session.mig_rows import MIG_DDL, MigRows
+from vramscope.core.session.mig_rows import MIG_DDL
+from vramscope.core.session.module_rows import MODULE_DDL
 from vramscope.core.session.new_file import create_private_file, remove_quietly
-from vramscope.core.session.module_rows import MODULE_DDL, ModuleRows
-from vramscope.core.session.process_ids import ProcessIds
-from vramscope.core.session.rollup_rows import RollupRows
-from vramscope.core.session.schema import (
-    AGENT_COLUMNS,
-    APPLICATION_ID,
-    BUCKET_COLUMNS,
-    DDL,
-    FLAG_AGENT,
-    FLAG_COMPUTE,
-    FLAG_GRAPHICS,
-    GPU_COLUMNS,
-    SCHEMA_VERSION,
-    array_blob,
-    json_column,
-)
+from vramscope.core.session.sample_rows import SampleRows
+from vramscope.core.session.schema import APPLICATION_ID, DDL, SCHEMA_VERSION, json_column
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +87,7 @@ class SessionWriter:
         self._in_tx = False
         self._last_commit = self._mono()
         self._closed = False
-        self._procs = ProcessIds()
-        self._gpu_static: dict[int, tuple] = {}
-        self._mig = MigRows()
-        self._modules = ModuleRows()
-        self._agent_info: dict[int, tuple] = {}
-        self._rollup = RollupRows()
+        self._rows = SampleRows()
         self.frames_written = 0  # committed: in the file
         self._pending = 0  # written into the open transaction
         self.errors = 0  # frames lost and other failed writes
@@ -129,7 +110,7 @@ class SessionWriter:
                 return
             try:
                 self._begin()
-                self._write_frame(frame)
+                self._rows.write(self._db, frame)
                 self._pending += 1
                 if self._mono() - self._last_commit >= self.commit_every:
                     self._commit()
@@ -187,7 +168,7 @@ class SessionWriter:
                 return
             try:
                 self._begin()
-                proc = self._procs.id_of(self._db, pid, start_time, None, t) if pid is not None else None
+                proc = self._rows.procs.id_of(self._db, pid, start_time, None, t) if pid is not None else None
                 self._db.execute(sql, row(proc))
                 self._commit()
             except Exception as exc:  # noqa: BLE001
@@ -209,7 +190,7 @@ class SessionWriter:
                 return
             try:
                 self._begin()
-                self._rollup.flush(self._db)
+                self._rows.flush(self._db)
                 self._commit()
             except Exception as exc:  # noqa: BLE001 - a full disk at the very end
                 self._failed("cannot write the last samples", exc)
@@ -269,17 +250,7 @@ class SessionWriter:
             except sqlite3.Error:
                 pass
             self._in_tx = False
-        self._mig.forget()
-        self._modules.forget()
-        self._forget_uncommitted()
-
-    def _forget_uncommitted(self) -> None:
-        """The ids cached for rows of the rolled-back transaction no longer exist:
-        reload them from what the file holds, and restart the rollup bucket."""
-        self._gpu_static.clear()
-        self._agent_info.clear()
-        self._rollup.forget()
-        self._procs.reload(self._db)
+        self._rows.forget(self._db)
 
     def _enforce_retention(self) -> None:
         self._last_retention = self._mono()
@@ -289,131 +260,3 @@ class SessionWriter:
                 log.info("session cap: removed old session %s", p)
         except OSError as exc:
             log.warning("session cap: %s", exc)
-
-    def _write_frame(self, frame: Frame) -> None:
-        t = frame.time
-        db = self._db
-        db.execute(
-            "INSERT OR REPLACE INTO frames VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                t,
-                frame.source,
-                int(bool(frame.simulated)),
-                frame.error,
-                frame.driver_version,
-                frame.nvml_version,
-                frame.cuda_driver_version,
-            ),
-        )
-        rollup = self._rollup
-        rollup.start(db, t)
-        proc_id = self._procs.id_of
-        gpu_rows, proc_rows = [], []
-        for gpu in frame.gpus:
-            static = (
-                gpu.name,
-                gpu.uuid,
-                gpu.pci_bus_id,
-                gpu.host,
-                gpu.host_index,
-                gpu.vendor,
-                gpu.memory_kind,
-            )
-            if self._gpu_static.get(gpu.index) != static:
-                db.execute(
-                    "INSERT OR REPLACE INTO gpus VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (gpu.index, *static)
-                )
-                self._gpu_static[gpu.index] = static
-            values = [getattr(gpu, c) for c in GPU_COLUMNS]
-            gpu_rows.append((t, gpu.index, *values, gpu.error))
-            rollup.add_gpu(t, gpu)
-            ids, used, sm, flags = [], [], [], []
-            for proc in gpu.processes:
-                pid, start = proc.identity
-                pid_id = proc_id(db, pid, start, proc.info, t, gpu.host)
-                ids.append(pid_id)
-                u = -1 if proc.used is None else int(proc.used)
-                used.append(u)
-                sm.append(-1 if proc.sm is None else int(proc.sm))
-                flags.append(
-                    (FLAG_COMPUTE if "compute" in proc.kinds else 0)
-                    | (FLAG_GRAPHICS if "graphics" in proc.kinds else 0)
-                    | (FLAG_AGENT if proc.has_agent else 0)
-                )
-            rollup.add_processes(t, gpu.index, ids, used)
-            proc_rows.append(
-                (
-                    t,
-                    gpu.index,
-                    len(ids),
-                    array_blob("i", ids),
-                    array_blob("q", used),
-                    array_blob("h", sm),
-                    bytes(flags),
-                )
-            )
-            if gpu.slices:
-                self._mig.write(db, t, gpu, {p.pid: i for p, i in zip(gpu.processes, ids)})
-        if gpu_rows:
-            marks = ", ".join("?" * (len(GPU_COLUMNS) + 3))
-            db.executemany(f"INSERT OR REPLACE INTO gpu_samples VALUES ({marks})", gpu_rows)
-            db.executemany("INSERT OR REPLACE INTO proc_samples VALUES (?, ?, ?, ?, ?, ?, ?)", proc_rows)
-        for report in frame.agents:
-            if isinstance(report, AgentReport):
-                self._write_agent(t, report)
-        for server in frame.servers:
-            self._write_server(t, server)
-
-    def _write_server(self, t: float, server) -> None:
-        """An inference server's pool and metrics, as a "server" event of its process."""
-        pid_id = self._procs.id_of(self._db, server.pid, server.start_time, None, t)
-        data = {
-            "kind": server.kind,
-            "port": server.port,
-            "pool": server.pool,
-            "pids": list(server.pids),
-            "metrics_error": server.metrics_error,
-        }
-        data.update({m: getattr(server, m) for m in SERVER_SERIES})
-        self._db.execute(
-            "INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
-            (t, pid_id, SERVER_EVENT, json_column(data)),
-        )
-
-    def _write_agent(self, t: float, report: AgentReport) -> None:
-        db = self._db
-        pid_id = self._procs.id_of(db, report.pid, report.start_time, None, t)
-        info = (
-            report.hostname,
-            report.rank,
-            report.local_rank,
-            report.world_size,
-            json_column(dict(report.allocator_settings)) if report.allocator_settings else None,
-        )
-        if self._agent_info.get(pid_id) != info:
-            db.execute("INSERT OR REPLACE INTO agent_info VALUES (?, ?, ?, ?, ?, ?)", (pid_id, *info))
-            self._agent_info[pid_id] = info
-        rows = []
-        for dev in report.devices:
-            b = dev.buckets
-            buckets = [getattr(b, c) if b is not None else None for c in BUCKET_COLUMNS]
-            rows.append(
-                (
-                    t,
-                    pid_id,
-                    dev.device,
-                    dev.gpu_uuid,
-                    report.step,
-                    *[getattr(dev, c) for c in AGENT_COLUMNS],
-                    *buckets,
-                )
-            )
-        if rows:
-            marks = ", ".join("?" * len(rows[0]))
-            db.executemany(f"INSERT OR REPLACE INTO agent_samples VALUES ({marks})", rows)
-        self._modules.write(db, t, pid_id, report.modules)
-        for ev in report.events:
-            db.execute(
-                "INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
-                (ev.time, pid_id, ev.kind, json_column(dict(ev.data)) if ev.data else None),
-            )

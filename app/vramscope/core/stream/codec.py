@@ -7,7 +7,8 @@ does not know (a newer remote) is ignored, one it misses keeps its default.
 A field that holds its default is left out (most are None most of the
 time), which halves the bytes and the work on both sides.
 Each class's converter is worked out once from its type hints (a frame of
-8 GPUs x 8 processes is encoded or decoded in well under a millisecond).
+8 GPUs x 8 processes is encoded or decoded in well under a millisecond); the
+converters of lists, objects, unions and TypedDicts are core/stream/json_shapes.py's.
 
 Decoding is also the frame's schema check, done once at the edge: every field
 must have its hint's type (an int for an int, a finite float within
@@ -25,7 +26,7 @@ import operator
 import threading
 import types
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from vramscope.agent.protocol import JsonObject
@@ -47,6 +48,18 @@ from vramscope.core.stream.json_checks import (  # the wire's bounds, read throu
     plain_json,
     shown,
 )
+from vramscope.core.stream.json_shapes import (
+    Convert,
+    UntypedField,
+    first_fitting,
+    fixed_tuple,
+    mapping,
+    named,
+    optional,
+    or_none,
+    sequence,
+    typed_object,
+)
 from vramscope.core.stream.protocol import Wire
 
 __all__ = [
@@ -55,6 +68,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_ITEMS",
     "MAX_TEXT",
+    "Convert",
     "FrameDecoder",
     "UntypedField",
     "as_bool",
@@ -73,8 +87,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-# one field's check: its JSON value in, the value of its declared type out (TypeError/ValueError)
-Convert = Callable[[object], object]
 # a dataclass's fields as the writer reads them: (names, defaults, a getter of all values)
 Plan = tuple[tuple[str, ...], tuple[object, ...], Callable[[Any], tuple[object, ...]]]
 
@@ -259,18 +271,8 @@ def _kept(convert: Convert, where: tuple[type, str]) -> Convert:
     return convert if cut is None else (lambda value: cut(convert(value)))
 
 
-def _optional(hint: object) -> bool:
-    """Whether ``hint`` admits None (``X | None``)."""
-    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
-
-
 def _nullable(field: dataclasses.Field[Any], hint: object) -> bool:
-    return field.default is None or _optional(hint)
-
-
-class UntypedField(TypeError):
-    """A field whose declared type does not say what it holds (a bare ``tuple``,
-    ``dict``, ``list``, ``Any``): refused when its decoder is built, at import."""
+    return field.default is None or optional(hint)
 
 
 def _converter(hint: object, where: tuple[object, str]) -> Convert:
@@ -286,107 +288,32 @@ def _converter(hint: object, where: tuple[object, str]) -> Convert:
         convert = (
             _converter(options[0], where)
             if len(options) == 1
-            else _first_fitting([_converter(a, where) for a in options])
+            else first_fitting([_converter(a, where) for a in options])
         )
-        return convert if len(options) == len(args) else _or_none(convert)
+        return convert if len(options) == len(args) else or_none(convert)
     if origin in (tuple, list):
         if not args:
-            raise UntypedField(f"{_named(where)}: {origin.__name__} of what?")
+            raise UntypedField(f"{named(where)}: {origin.__name__} of what?")
         if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
-            return _fixed_tuple([_converter(a, where) for a in args], where)
-        return _sequence(_converter(args[0], where), where, tuple if origin is tuple else list)
+            return fixed_tuple([_converter(a, where) for a in args], where)
+        return sequence(_converter(args[0], where), where, tuple if origin is tuple else list)
     if origin is dict:
         if not args or args[0] is not str:
-            raise UntypedField(f"{_named(where)}: a dict must say dict[str, VALUE]")
-        return _mapping(_converter(args[1], where), where)
+            raise UntypedField(f"{named(where)}: a dict must say dict[str, VALUE]")
+        return mapping(_converter(args[1], where), where)
     if typing.is_typeddict(hint):
         return _typed_dict(hint)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _builder(hint)
-    raise UntypedField(f"{_named(where)}: {hint!r} says nothing the wire can check")
-
-
-def _named(where: tuple[object, str]) -> str:
-    owner, name = where
-    return f"{getattr(owner, '__name__', owner)}.{name}"
-
-
-def _or_none(convert: Convert) -> Convert:
-    """For an Optional type: null stays None (a dataclass's or TypedDict's own
-    field never gets here with null: their builders handle it first)."""
-    return lambda value: None if value is None else convert(value)
-
-
-def _first_fitting(converters: list[Convert]) -> Convert:
-    """For a union of types: the first whose check the value passes."""
-
-    def either(value: object) -> object:
-        for convert in converters:
-            try:
-                return convert(value)
-            except (TypeError, ValueError):
-                continue
-        raise TypeError(f"{shown(value)} fits none of its types")
-
-    return either
-
-
-def _sequence(
-    convert: Convert, where: tuple[object, str], kind: Callable[[Iterable[object]], Sequence[object]]
-) -> Convert:
-    def as_sequence(value: object) -> object:
-        if type(value) is not list:
-            raise TypeError(f"{where[1]} expects a list")
-        if len(value) > MAX_ITEMS:
-            raise ValueError(f"{where[1]} has more than {MAX_ITEMS} entries")
-        return kind(map(convert, value))
-
-    return as_sequence
-
-
-def _fixed_tuple(converters: list[Convert], where: tuple[object, str]) -> Convert:
-    def as_fixed(value: object) -> object:
-        if type(value) is not list or len(value) != len(converters):
-            raise TypeError(f"{where[1]} expects a list of {len(converters)}")
-        return tuple(convert(v) for convert, v in zip(converters, value))
-
-    return as_fixed
-
-
-def _mapping(convert: Convert, where: tuple[object, str]) -> Convert:
-    def as_mapping(value: object) -> object:
-        if type(value) is not dict:
-            raise TypeError(f"{where[1]} expects an object")
-        if len(value) > MAX_ITEMS:
-            raise ValueError(f"{where[1]} has more than {MAX_ITEMS} entries")
-        return {as_str(k): convert(v) for k, v in value.items()}
-
-    return as_mapping
+    raise UntypedField(f"{named(where)}: {hint!r} says nothing the wire can check")
 
 
 @functools.cache
 def _typed_dict(cls: Any) -> Convert:
-    """A TypedDict's checker: its declared keys with their types (a required one
-    must be there), keys it does not declare left out (a newer peer's)."""
+    """A TypedDict's checker (json_shapes.typed_object) with its keys' converters."""
     hints = typing.get_type_hints(cls, localns=_HINT_NAMES)
-    plan = tuple((name, _converter(hint, (cls, name)), _optional(hint)) for name, hint in hints.items())
-    required = cls.__required_keys__
-
-    def build(data: object) -> object:
-        if type(data) is not dict:
-            raise TypeError(f"{cls.__name__} expects an object, got {shown(data)}")
-        out: dict[str, object] = {}  # (a TypedDict's keys, each checked)
-        for name, convert, nullable in plan:
-            if name in data:
-                value = data[name]
-                if value is None and not nullable:
-                    raise TypeError(f"{cls.__name__}.{name} cannot be null")
-                out[name] = None if value is None else convert(value)
-            elif name in required:
-                raise TypeError(f"{cls.__name__} without {name}")
-        return out
-
-    return build
+    plan = tuple((name, _converter(hint, (cls, name)), optional(hint)) for name, hint in hints.items())
+    return typed_object(cls.__name__, plan, cls.__required_keys__)
 
 
 @overload

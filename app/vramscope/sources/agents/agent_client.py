@@ -6,15 +6,14 @@ handshakes with new ones, and pulls everything after its cursor, so a slow
 or restarted monitor loses nothing the agent's ring still holds. When an
 agent's process ends, its final dump (written at exit) is read instead.
 
-Identity is the handshake's pid + start time, checked against the process
-NVML reports (psutil's start time, or /proc when there is none); a process
-is marked as an agent process only on that match -- never "the first
-socket found". Agents in another PID namespace are reported but matched to
-no process (their pids mean something else here) -- unless a GPU process
-here has that PID inside that namespace (NSpid and the handshake's PID
-namespace): then they are reported under its host PID. Agents inside a GPU
-process's container are looked for through /proc/<pid>/root
-(sources/agents/container_agents.py), or their directory is shared with the host.
+Each report is attached to the GPU process it comes from by the handshake's
+pid + start time (sources/agents/agent_matching.py). Agents in another PID
+namespace are reported but matched to no process (their pids mean something
+else here) -- unless a GPU process here has that PID inside that namespace
+(NSpid and the handshake's PID namespace): then they are reported under its
+host PID. Agents inside a GPU process's container are looked for through
+/proc/<pid>/root (sources/agents/container_agents.py), or their directory is
+shared with the host.
 
 Pulled items update each agent's state (sources/agents/agent_state.py) and become
 AgentReport values on the frame and series in the store (the layout is
@@ -25,30 +24,27 @@ dropped: it is reported with the mismatch as its error, so the window and
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import stat
 import time
 
 from vramscope.agent import paths, protocol
-from vramscope.agent.protocol import Bucket, EventKind, Op
-from vramscope.core.agent_figures import agent_series
-from vramscope.core.safe_io import bounded_read
-from vramscope.core.agent_figures import oom_context
+from vramscope.agent.protocol import Op
 from vramscope.core.agent_figures.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
+from vramscope.core.safe_io import bounded_read
 from vramscope.core.samples import AgentReport, Frame
 from vramscope.sources.agents import agent_dir_listing, agent_input, container_agents
 from vramscope.sources.agents.agent_connection import AgentConnection, VersionRefused, exchange, mismatch_text
-from vramscope.sources.agents.agent_reports import report_of, with_outside
-from vramscope.sources.agents.agent_state import AgentState, ingest, record_points
+from vramscope.sources.agents.agent_matching import attached
+from vramscope.sources.agents.agent_reports import report_of
+from vramscope.sources.agents.agent_state import AgentState, ingest
 
 log = logging.getLogger(__name__)
 
 MAX_PULLS_PER_POLL = 16
 PASS_BUDGET = 1.0  # seconds one pass waits on all agents together (connects, replies)
 QUIET_PAUSE, QUIET_PAUSE_MAX = 2.0, 30.0  # a socket that said nothing: tried again after
-START_TIME_TOLERANCE = 0.05  # seconds; both sides compute btime + ticks / CLK_TCK
 STALE_SWEEP_EVERY = 30.0
 
 
@@ -347,75 +343,9 @@ class AgentClient:
         return out
 
     def enrich(self, frame: Frame) -> Frame:
+        """The frame with this pass's agent reports, each attached to its process
+        (sources/agents/agent_matching.py)."""
         reports = self.reports()
         if not reports:
             return frame
-        matches: dict[tuple[int, int], AgentReport] = {}  # (gpu index, pid) -> report
-        for report in reports:
-            if self._same_namespace(report):  # identity is exact: an ended run matches nothing
-                for gpu in frame.gpus:
-                    for proc in gpu.processes:
-                        if self._is_process(report, proc):
-                            matches[(gpu.index, proc.pid)] = report
-        gpus = []
-        final_reports = {id(r): r for r in reports}
-        for gpu in frame.gpus:
-            procs = []
-            changed = False
-            for proc in gpu.processes:
-                report = matches.get((gpu.index, proc.pid))
-                if report is not None:
-                    proc = dataclasses.replace(proc, has_agent=True)
-                    changed = True
-                    r = final_reports[id(report)]
-                    final_reports[id(report)] = with_outside(r, gpu, proc, frame.gpus)
-                    note_ooms(r, gpu, proc)  # NVML's view at the OOM (core/agent_figures/oom_context.py)
-                procs.append(proc)
-            gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
-        reports = [final_reports[id(r)] for r in reports]
-        for r in reports:  # outside PyTorch is the monitor's bucket: at the frame's time
-            record_points(
-                self.store,
-                agent_series.sample_points(
-                    r.pid,
-                    r.start_time,
-                    frame.time,
-                    [
-                        {"device": d.device, "buckets": {Bucket.OUTSIDE_PYTORCH: d.buckets.outside_pytorch}}
-                        for d in r.devices
-                        if d.buckets is not None and d.buckets.outside_pytorch is not None
-                    ],
-                ),
-            )
-        return dataclasses.replace(frame, gpus=tuple(gpus), agents=tuple(reports))
-
-    def _same_namespace(self, report: AgentReport) -> bool:
-        state = self._find(report)
-        if state is not None and state.host_pid is not None:
-            return True  # mapped to its host PID already
-        ns = state.hello.pid_namespace if state else None
-        return ns is None or self._pidns is None or ns == self._pidns
-
-    def _find(self, report: AgentReport) -> AgentState | None:
-        for state in self._agents.values():
-            if state.pid == report.pid and state.start_time == report.start_time:
-                return state
-        return None
-
-    def _is_process(self, report: AgentReport, proc) -> bool:
-        if proc.pid != report.pid:
-            return False
-        start = proc.info.start_time if proc.info is not None else None
-        if start is not None and report.start_time is not None:
-            return abs(start - report.start_time) < START_TIME_TOLERANCE
-        state = self._find(report)  # no psutil start time: ask /proc directly
-        ticks = state.hello.start_ticks if state else None
-        return ticks is not None and paths.start_ticks(proc.pid) == ticks
-
-
-def note_ooms(report: AgentReport, gpu, proc) -> None:
-    """The other processes on the GPU of a new OOM event, and this one's outside PyTorch."""
-    for ev in report.events:
-        if ev.kind == EventKind.OOM:
-            dev = next((d for d in report.devices if d.device == ev.data.get("device")), None)
-            oom_context.note(ev.data, gpu.processes, proc, dev.reserved if dev is not None else None)
+        return attached(frame, reports, list(self._agents.values()), self._pidns, self.store)

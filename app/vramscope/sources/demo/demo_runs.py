@@ -1,5 +1,8 @@
-"""Building blocks of the demo workstation: deterministic noise, step clocks
-and a scripted PyTorch run that reports through the agent.
+"""A scripted PyTorch run of the demo workstation that reports through the agent:
+its memory story (``RunScript``) and the process and agent report it gives at
+any time (``ScriptedRun``), on deterministic noise and step clocks
+(sources/demo/demo_clock.py), with its step and OOM events
+(sources/demo/demo_events.py).
 
 Everything here is a pure function of a seed and the time since the session
 started (``t``, seconds), so the demo and the tests see the same story every
@@ -11,81 +14,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from vramscope.agent.protocol import TRAINING_PHASES, EventKind, Phase
-from vramscope.core.samples import (
-    AgentBuckets,
-    AgentDevice,
-    AgentEvent,
-    AgentReport,
-    GpuProcess,
-    ProcessInfo,
-)
-from vramscope.core.units import GiB, MiB
+from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport, GpuProcess, ProcessInfo
+from vramscope.core.units import MiB
 from vramscope.sources.demo import demo_allocator
-
-_M64 = (1 << 64) - 1
-
-
-def _mix(x: int) -> int:
-    """splitmix64 finaliser: a cheap, well-spread 64-bit hash."""
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _M64
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _M64
-    return x ^ (x >> 31)
-
-
-class Noise:
-    """Deterministic noise: the same (seed, channel, i) always gives the same value."""
-
-    __slots__ = ("_base",)
-
-    def __init__(self, seed: int):
-        self._base = _mix(seed & _M64)
-
-    def u(self, channel: int, i: int) -> float:
-        """Uniform in [0, 1)."""
-        x = (self._base + channel * 0x9E3779B97F4A7C15 + i * 0xD1B54A32D192ED03) & _M64
-        return _mix(x) / 18446744073709551616.0
-
-    def jitter(self, channel: int, i: int, amplitude: float) -> float:
-        """Uniform in [-amplitude, amplitude)."""
-        return (2.0 * self.u(channel, i) - 1.0) * amplitude
-
-
-def round_up(n: float, block: int = 2 * MiB) -> int:
-    """The caching allocator reserves whole blocks."""
-    return int(math.ceil(n / block)) * block
-
-
-class StepClock:
-    """Ends of optimizer steps: step k (k >= 1) ends near ``first + k * period``.
-
-    The jitter of each step is below half a period, so step ends stay in order
-    and the count at any time is found in O(1).
-    """
-
-    __slots__ = ("first", "period", "jitter", "noise", "channel")
-
-    def __init__(self, first: float, period: float, jitter: float, noise: Noise, channel: int):
-        assert 0 <= jitter < 0.5
-        self.first, self.period, self.jitter = first, period, jitter
-        self.noise, self.channel = noise, channel
-
-    def end(self, k: int) -> float:
-        """End of step k; end(0) is when the first step starts."""
-        if k <= 0:
-            return self.first
-        return self.first + self.period * (k + self.noise.jitter(self.channel, k, self.jitter))
-
-    def count(self, r: float) -> int:
-        """Steps completed by run time r."""
-        if r < self.end(1):
-            return 0
-        n = max(1, int((r - self.first) / self.period))
-        while self.end(n + 1) <= r:
-            n += 1
-        while n > 0 and self.end(n) > r:
-            n -= 1
-        return n
+from vramscope.sources.demo.demo_clock import Noise, StepClock, round_up
+from vramscope.sources.demo.demo_events import oom_event, step_events
 
 
 @dataclass(frozen=True)
@@ -166,11 +99,11 @@ class ScriptedRun:
         self.max_used = self._max_used()
 
     # -- memory as a function of steps done and run time -----------------------
-    def _activations(self, k: int) -> int:
+    def batch_activations(self, k: int) -> int:
         s = self.s
         return int(s.activations * (1.0 - s.activation_spread * self.noise.u(s.channel + 2, k)))
 
-    def _after(self, n: int) -> int:
+    def allocated_after(self, n: int) -> int:
         """Allocated after n completed steps (n >= 1)."""
         s = self.s
         return (
@@ -227,7 +160,7 @@ class ScriptedRun:
         n = self.clock.count(r)
         start, end = self.clock.end(n), self.clock.end(n + 1)
         phase = (r - start) / (end - start)
-        act = self._activations(n + 1)
+        act = self.batch_activations(n + 1)
         if phase < 0.45:
             live = int(act * phase / 0.45)
         elif phase < 0.9:
@@ -241,7 +174,13 @@ class ScriptedRun:
             ramp = min(1.0, phase / 0.45)
             reserved = round_up(s.weights + grads + state + s.activations * ramp + self._gap(r) * ramp)
             return 0, allocated, max(reserved, round_up(allocated)), grads, state
-        return (n, self._after(n) + live, self._reserved_stepping(n, r), s.gradients, s.optimizer_state)
+        return (
+            n,
+            self.allocated_after(n) + live,
+            self._reserved_stepping(n, r),
+            s.gradients,
+            s.optimizer_state,
+        )
 
     def _peak_since(self, r: float, prev_r: float, n: int, allocated: int) -> int:
         """Peak allocated since the previous sample: a forward peak in between, else now."""
@@ -252,14 +191,14 @@ class ScriptedRun:
             start, end = self.clock.end(k - 1), self.clock.end(k)
             at = start + 0.45 * (end - start)
             if prev_r < at <= r:
-                peak = max(peak, self._step_peak(k))
+                peak = max(peak, self.step_peak(k))
         return peak
 
-    def _step_peak(self, k: int) -> int:
+    def step_peak(self, k: int) -> int:
         s = self.s
         if k <= 1:
-            return s.weights + s.gradients + self._activations(1)
-        return self._after(k - 1) + self._activations(k)
+            return s.weights + s.gradients + self.batch_activations(1)
+        return self.allocated_after(k - 1) + self.batch_activations(k)
 
     # -- which process, when ---------------------------------------------------
     @property
@@ -363,10 +302,10 @@ class ScriptedRun:
             buckets=buckets,
         )
 
-        events = self._step_events(prev_r, r_mem, start_time)
+        events = step_events(self, prev_r, r_mem, start_time)
         if self.oom_r is not None and prev_r < self.oom_r <= r:
             events.append(
-                self._oom_event(start_time, device_total, free_for_run - used, allocated, reserved, buckets)
+                oom_event(self, start_time, device_total, free_for_run - used, allocated, reserved, buckets)
             )
         report = AgentReport(
             pid=info.pid,
@@ -392,94 +331,3 @@ class ScriptedRun:
             else None,
         )
         return proc, report
-
-    def _step_events(self, prev_r: float, r: float, start_time: float, limit: int = 256) -> list[AgentEvent]:
-        """ "step" events for the steps that ended in (prev_r, r] (the newest ``limit``)."""
-        if r < self.clock.end(1):
-            return []
-        hi = self.clock.count(r)
-        lo = self.clock.count(prev_r) if prev_r >= self.clock.end(1) else 0
-        out = []
-        for k in range(max(lo + 1, hi - limit + 1), hi + 1):
-            end, begin = self.clock.end(k), self.clock.end(k - 1)
-            before = self._after(k - 1) if k > 1 else self.s.weights + self.s.gradients
-            # the phases the agent reads: activations held at the end of forward,
-            # freed by the end of backward (a few temporaries left), the step's result
-            phases = {
-                Phase.FORWARD: self._step_peak(k),
-                Phase.BACKWARD: before + self._activations(k) // 8,
-                Phase.OPTIMIZER: self._after(k),
-            }
-            # each phase's peak: backward's first temporaries come while the activations
-            # are still held (the step's peak, within what reserved has room for), the
-            # update adds its own; exact, as where the allocator's all-time counter rises
-            extra = max(0, min(self.s.gradients // 8, self.s.gap0 // 2))
-            peaks = {
-                Phase.FORWARD: [phases[Phase.FORWARD], None],
-                Phase.BACKWARD: [phases[Phase.FORWARD] + extra, None],
-                Phase.OPTIMIZER: [phases[Phase.OPTIMIZER] + self.s.optimizer_state // 8, None],
-            }
-            span = end - begin
-            times = {
-                Phase.FORWARD: start_time + begin + 0.4 * span,
-                Phase.BACKWARD: start_time + begin + 0.9 * span,
-                Phase.OPTIMIZER: start_time + end,
-            }
-            out.append(
-                AgentEvent(
-                    EventKind.STEP,
-                    start_time + end,
-                    {
-                        "step": k,
-                        "peak_allocated": self._step_peak(k),
-                        "allocated_after": self._after(k),
-                        "devices": {
-                            self.s.device: {
-                                "peak_allocated": self._step_peak(k),
-                                "allocated_after": self._after(k),
-                            }
-                        },
-                        "duration": end - begin,
-                        "phases": {self.s.device: phases},
-                        "phase_order": list(TRAINING_PHASES),
-                        "phase_times": times,
-                        "phase_peaks": {self.s.device: peaks},
-                    },
-                )
-            )
-        return out
-
-    def _oom_event(
-        self,
-        start_time: float,
-        device_total: int,
-        free: int,
-        allocated: int,
-        reserved: int,
-        buckets: AgentBuckets,
-    ) -> AgentEvent:
-        """What PyTorch's OOM observer would have seen, with the breakdown at that instant."""
-        s = self.s
-        requested = max(1536 * MiB, round_up(free + 512 * MiB))
-        message = (
-            f"CUDA out of memory. Tried to allocate {requested / GiB:.2f} GiB. "
-            f"GPU {s.device.split(':')[-1]} has a total capacity of "
-            f"{device_total / GiB:.2f} GiB of which {free / GiB:.2f} GiB is free. "
-            f"Of the allocated memory {allocated / GiB:.2f} GiB is allocated by PyTorch, "
-            f"and {(reserved - allocated) / GiB:.2f} GiB is reserved by PyTorch but "
-            f"unallocated."
-        )
-        return AgentEvent(
-            EventKind.OOM,
-            start_time + self.oom_r,
-            {
-                "device": s.device,
-                "requested": requested,
-                "device_total": device_total,
-                "device_free": free,
-                "allocated": allocated,
-                "reserved": reserved,
-                "buckets": buckets.as_dict(),
-                "message": message,
-            },
-        )

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB, MiB
-from vramscope.sources.demo.demo_runs import Noise, RunScript, ScriptedRun, round_up
+from vramscope.sources.demo.demo_clock import Noise, round_up
+from vramscope.sources.demo.demo_runs import RunScript, ScriptedRun
 
 USER = "alice"
 HOSTNAME = "workstation"

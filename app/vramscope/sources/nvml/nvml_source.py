@@ -4,10 +4,8 @@ Every NVML call goes through ``NvmlSource._call``, which turns an NVMLError
 into ``None`` ("not available") and remembers the error per GPU, so no
 failure escapes into the sampler:
 
-- memory through ``nvmlDeviceGetMemoryInfo(handle, version=nvmlMemory_v2)``
-  (driver-reserved memory reported separately); where the driver lacks it,
-  v1, with ``reserved`` None; where neither is supported (a unified-memory
-  board: GB10, Jetson) the system's memory pool, marked (sources/unified.py);
+- each GPU's own figures: memory (v2, v1 or a unified board's system pool),
+  utilisation, temperature, power (sources/nvml/nvml_device.py);
 - the compute and graphics process lists and per-process SM %, as frozen
   values reused while unchanged (sources/nvml/nvml_processes.py), read from
   pynvml's C entry points without its object per entry (sources/nvml/nvml_raw.py);
@@ -42,35 +40,25 @@ the previous ``GpuSample`` again (frozen values: equal and unchanged).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
-from vramscope.core.samples import (
-    NVIDIA,
-    UNIFIED_MEMORY,
-    DeviceHolder,
-    Frame,
-    GpuSample,
-)
+from vramscope.core.samples import NVIDIA, DeviceHolder, Frame, GpuSample
 from vramscope.sources.nvml.device_holders import DeviceHolderScanner
 from vramscope.sources.host_usage import HostUsage
 from vramscope.sources.nvml.nvml_errors import (
     DRIVER_NOT_LOADED,
     GPU_FATAL,
     LIBRARY_NOT_FOUND,
-    NOT_SUPPORTED,
     PERMANENT,
     SESSION_LOST,
-    UNKNOWN,
     GpuFailed,
 )
+from vramscope.sources.nvml.nvml_device import GpuState, read_device, sample_of
 from vramscope.sources.nvml.nvml_mig import build_slices, read_mig
-from vramscope.sources.nvml.nvml_mig import text as _text
 from vramscope.sources.nvml.nvml_processes import HostFigures, frozen_processes, read_processes, read_sm
 from vramscope.sources.nvml.nvml_raw import RawReads
 from vramscope.sources.proc_stat import StatReader
 from vramscope.sources.processes import ProcessCache
 from vramscope.sources.nvml.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
-from vramscope.sources.unified import POOL_NOTE, system_pool
 from vramscope.sources.nvml.wsl import running_under_wsl
 
 log = logging.getLogger(__name__)
@@ -78,29 +66,6 @@ log = logging.getLogger(__name__)
 NO_LIBRARY = "NVIDIA driver not found: libnvidia-ml.so.1 could not be loaded"
 NO_DRIVER = "NVIDIA driver not loaded: NVML could not initialise ({})"
 NO_PYNVML = "nvidia-ml-py (pynvml) is not installed"
-
-
-@dataclass
-class _Gpu:
-    index: int
-    handle: object = None
-    name: str | None = None
-    uuid: str | None = None
-    pci_bus_id: str | None = None
-    skip: set = field(default_factory=set)  # calls this GPU does not support
-    util_last_seen: int = 0  # µs timestamp of the newest process sample
-    sm: dict = field(default_factory=dict)  # pid -> SM % of its newest sample
-    sm_time: dict = field(default_factory=dict)  # pid -> that sample's timestamp (µs)
-    errors: dict = field(default_factory=dict)  # call name -> NVML error code
-    failed: bool = False  # lost (or fatal) on the previous pass
-    # the previous pass's processes (sources/nvml/nvml_processes.py): pid -> (entry, host figures,
-    # GpuProcess); what they were made from (pids, entries, host figures); the tuple given
-    last_procs: dict = field(default_factory=dict)
-    last_seen: tuple | None = None
-    last_tuple: tuple = ()
-    last_sample: tuple | None = None  # (the fields it was made from, GpuSample)
-    mig_static: dict = field(default_factory=dict)  # MIG uuid -> (name, gi id, ci id)
-    slice_reads: list = field(default_factory=list)  # this pass's MIG slices (nvml_mig.SliceRead)
 
 
 class NvmlSource:
@@ -131,7 +96,7 @@ class NvmlSource:
         self.not_installed = False  # no pynvml or no libnvidia-ml: no NVIDIA driver here
         self.no_driver = False  # that, or the driver is not loaded
         self._last_attempt: float | None = None
-        self._gpus: dict[int, _Gpu] = {}
+        self._gpus: dict[int, GpuState] = {}
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
         self._proc_calls: dict[str, str | None] = {}  # kind -> pynvml function name
         self.init_attempts = 0
@@ -188,7 +153,7 @@ class NvmlSource:
                 figures["processes"] = frozen_processes(gpu, procs, sm, host)
             if gpu.slice_reads:
                 figures["slices"] = build_slices(gpu.slice_reads, figures.get("processes", ()))
-            samples.append(_sample_of(gpu, figures))
+            samples.append(sample_of(gpu, figures))
         return self._frame(now, samples, host_pids=self.processes.host_pids, device_holders=holders)
 
     def sample_devices(self, now: float) -> Frame | None:
@@ -228,7 +193,7 @@ class NvmlSource:
         for index in range(count):
             gpu = self._gpus.get(index)
             if gpu is None:
-                gpu = self._gpus[index] = _Gpu(index)
+                gpu = self._gpus[index] = GpuState(index)
             bus = gpu.pci_bus_id
             if bus is None:
                 if guessed is None:
@@ -316,7 +281,7 @@ class NvmlSource:
     # -- the one wrapper ---------------------------------------------------------------
     _last_code: int | None = None
 
-    def _call(self, gpu: _Gpu | None, what: str, fn, *args, **kwargs):
+    def _call(self, gpu: GpuState | None, what: str, fn, *args, **kwargs):
         """Call NVML; an NVMLError becomes None and is remembered (per GPU)."""
         try:
             value = fn(*args, **kwargs)
@@ -339,7 +304,7 @@ class NvmlSource:
         except Exception:  # noqa: BLE001 - a message must not fail
             return f"NVML error {code}"
 
-    def _gpu_call(self, gpu: _Gpu, what: str, fn, *args, **kwargs):
+    def _gpu_call(self, gpu: GpuState, what: str, fn, *args, **kwargs):
         """One optional per-GPU figure: None where unsupported; a fatal error
         (lost GPU) aborts this GPU's pass."""
         if what in gpu.skip:
@@ -349,17 +314,17 @@ class NvmlSource:
             self._check_fatal(gpu)
         return value
 
-    def _check_fatal(self, gpu: _Gpu) -> None:
+    def _check_fatal(self, gpu: GpuState) -> None:
         """After a failed call: a lost GPU aborts this GPU's pass."""
         if self._last_code in GPU_FATAL:
             raise GpuFailed(self._last_code)
 
     # -- one GPU --------------------------------------------------------------------
-    def _sample_gpu(self, gpu: _Gpu, now: float, devices_only: bool = False):
+    def _sample_gpu(self, gpu: GpuState, now: float, devices_only: bool = False):
         """-> (the GpuSample's fields but its processes and slices, {pid: [used, kinds, mig uuid]},
         {pid: SM %} or None); ``devices_only``: the fields alone (no process, MIG or SM call)."""
         try:
-            return (self._read_device(gpu), {}, None) if devices_only else self._read_gpu(gpu, now)
+            return (read_device(self, gpu), {}, None) if devices_only else self._read_gpu(gpu, now)
         except GpuFailed as failed:
             gpu.slice_reads = []
             if not gpu.failed:
@@ -378,96 +343,10 @@ class NvmlSource:
                 None,
             )
 
-    def _read_gpu(self, gpu: _Gpu, now: float):
-        figures = self._read_device(gpu)
+    def _read_gpu(self, gpu: GpuState, now: float):
+        figures = read_device(self, gpu)
         procs = read_processes(self, gpu, gpu.handle)
         figures["mig_mode"], gpu.slice_reads = read_mig(self, gpu, gpu.handle, procs)
         sm = read_sm(self, gpu, gpu.handle, procs)
         gpu.failed = False
         return figures, procs, sm
-
-    def _read_device(self, gpu: _Gpu) -> dict:
-        """The GpuSample's fields but its processes, slices and MIG mode (GpuFailed for a lost GPU)."""
-        nvml = self._nvml
-        if gpu.failed or gpu.handle is None:
-            if gpu.failed:  # it answered again: read everything afresh
-                gpu.skip.clear()
-                gpu.sm.clear()
-                gpu.sm_time.clear()
-            handle = self._call(gpu, "handle", nvml.nvmlDeviceGetHandleByIndex, gpu.index)
-            if handle is None:
-                raise GpuFailed(self._last_code or UNKNOWN)
-            gpu.handle = handle
-            gpu.name = self._gpu_call(gpu, "name", nvml.nvmlDeviceGetName, handle)
-            gpu.uuid = self._gpu_call(gpu, "uuid", nvml.nvmlDeviceGetUUID, handle)
-            pci = self._gpu_call(gpu, "pci", nvml.nvmlDeviceGetPciInfo, handle)
-            gpu.pci_bus_id = _text(pci.busId) if pci is not None else None
-        handle = gpu.handle
-
-        total = used = free = reserved = None
-        mem = None
-        # v2 unless the driver said it lacks it (then "memory_v2" is in gpu.skip)
-        mem = self._gpu_call(
-            gpu, "memory_v2", nvml.nvmlDeviceGetMemoryInfo, handle, version=nvml.nvmlMemory_v2
-        )
-        if mem is not None:
-            reserved = mem.reserved
-        else:
-            mem = self._gpu_call(gpu, "memory", nvml.nvmlDeviceGetMemoryInfo, handle)
-        memory_kind = None
-        if mem is not None:
-            total, used, free = mem.total, mem.used, mem.free
-        elif gpu.errors.get("memory") == NOT_SUPPORTED:  # a unified-memory board (GB10, Jetson)
-            pool = system_pool()
-            memory_kind = UNIFIED_MEMORY
-            if pool is not None:
-                total, used, free = pool
-
-        util = self._gpu_call(gpu, "utilization", nvml.nvmlDeviceGetUtilizationRates, handle)
-        temperature = self._temperature(gpu, handle)
-        power = self._gpu_call(gpu, "power", nvml.nvmlDeviceGetPowerUsage, handle)
-        limit = self._gpu_call(gpu, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
-
-        return dict(
-            index=gpu.index,
-            name=gpu.name,
-            uuid=gpu.uuid,
-            pci_bus_id=gpu.pci_bus_id,
-            total=total,
-            used=used,
-            free=free,
-            reserved=reserved,
-            util_gpu=None if util is None else util.gpu,
-            util_memory=None if util is None else util.memory,
-            temperature=temperature,
-            power_w=None if power is None else power / 1000.0,
-            power_limit_w=None if limit is None else limit / 1000.0,
-            vendor=NVIDIA,
-            memory_kind=memory_kind,
-            not_reported=((("total", POOL_NOTE),) if memory_kind else ()),
-        )
-
-    def _temperature(self, gpu: _Gpu, handle):
-        nvml = self._nvml
-        get_v = getattr(nvml, "nvmlDeviceGetTemperatureV", None)
-        if get_v is not None and "temperature_v" not in gpu.skip:
-            value = self._gpu_call(gpu, "temperature_v", get_v, handle, nvml.NVML_TEMPERATURE_GPU)
-            if value is not None or "temperature_v" not in gpu.skip:
-                return value
-        return self._gpu_call(
-            gpu, "temperature", nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU
-        )
-
-
-def _sample_of(gpu: _Gpu, figures: dict) -> GpuSample:
-    """The GPU's sample: the previous pass's again when every figure is the same."""
-    last = gpu.last_sample
-    if (
-        last is not None
-        and last[1].processes is figures.get("processes", ())  # (a changed tuple: no slow compare)
-        and last[0] == figures
-    ):
-        return last[1]
-    sample = GpuSample(**figures)
-    gpu.last_sample = (figures, sample)
-    return sample

@@ -9,7 +9,8 @@ retried with exponential backoff, so a window watching several machines
 goes on with the others. Requests are written without ever waiting on the
 remote (sources/remote/pipe_writer.py); one that stops reading them for
 ``WRITE_STALL`` seconds is ended -- its whole process group
-(sources/remote/child_group.py) -- and retried the same way.
+(sources/remote/child_group.py) -- and retried the same way. The command
+line and how an attempt's end is read are sources/remote/ssh_command.py's.
 """
 
 from __future__ import annotations
@@ -19,73 +20,39 @@ import dataclasses
 import itertools
 import os
 import select
-import shlex
 import shutil
 import subprocess
 import threading
 import time
 
-from vramscope.core.samples import Frame, HostStatus
+from vramscope.core.samples import Frame
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
 from vramscope.sources.remote.child_group import end_group
+from vramscope.sources.remote.host_view import (  # the host's states, read through here too
+    CONNECTED,
+    CONNECTING,
+    DOWN,
+    NOT_INSTALLED,
+    HostView,
+    check_target,
+    describe_state as describe_state,
+    with_events,
+)
 from vramscope.sources.remote.pipe_writer import PipeWriter
-
-# What the remote runs: the installed command, then the module (a pip install
-# --user puts the script in ~/.local/bin, which a non-interactive ssh shell
-# often lacks on its PATH).
-REMOTE_COMMANDS = (("vramscope", "stream"), ("python3", "-m", "vramscope", "stream"))
-INSTALL_HINT = "python3 -m pip install --user vramscope"
-SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=10", "-T")
-COMMAND_NOT_FOUND = 127  # POSIX shells' status for a command that is not there
-WRITE_STALL = 10.0  # seconds a request may wait for the remote to read its stdin before it is ended
-
-CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
-    HostStatus.CONNECTING,
-    HostStatus.CONNECTED,
-    HostStatus.DOWN,
-    HostStatus.NOT_INSTALLED,
+from vramscope.sources.remote.ssh_command import (
+    FAILED,
+    FRAMES,
+    MISSING,
+    REMOTE_COMMANDS,
+    drain,
+    not_installed_text,
+    outcome,
+    ssh_argv,
 )
 
-
-def check_target(target: str) -> str:
-    """``[user@]HOST`` as ssh takes it (a Host alias of ~/.ssh/config included); ValueError else."""
-    if (
-        not target
-        or target.startswith("-")
-        or any(c.isspace() for c in target)
-        or target.count("@") > 1
-        or target.endswith("@")
-    ):
-        raise ValueError(f"not a [user@]host: {target!r}")
-    return target
-
-
-@dataclasses.dataclass(frozen=True)
-class HostView:
-    """What the monitor knows of one host right now."""
-
-    host: str
-    state: str  # CONNECTING / CONNECTED / DOWN / NOT_INSTALLED
-    frame: Frame | None = None  # the newest frame (kept while down: the last one seen)
-    alerts: tuple = ()  # the remote diagnostics' alerts with that frame (JSON dicts)
-    error: str | None = None
-    retry_in: float | None = None  # seconds until the next attempt, while down
-    remote_version: str | None = None
-
-    def describe(self) -> str:
-        return describe_state(self.host, self.state, self.error, self.retry_in)
-
-
-def describe_state(host: str, state: str, error: str | None = None, retry_in: float | None = None) -> str:
-    """One line: "lab2: connected", or why not and when it is tried again."""
-    if state in (CONNECTED, CONNECTING):
-        return f"{host}: {state}"
-    text = f"{host}: {error or state}"
-    if retry_in is not None:
-        text += f"; retrying in {retry_in:.0f} s"
-    return text
+WRITE_STALL = 10.0  # seconds a request may wait for the remote to read its stdin before it is ended
 
 
 class RemoteHost:
@@ -163,7 +130,7 @@ class RemoteHost:
         with self._lock:
             frame = self._frame
             if take and frame is not None and self._events:
-                frame = _with_events(frame, self._events)
+                frame = with_events(frame, self._events)
                 self._events = {}
             retry = None if self._retry_at is None else max(0.0, self._retry_at - self._mono())
             return HostView(
@@ -244,18 +211,15 @@ class RemoteHost:
         for i, command in enumerate(REMOTE_COMMANDS):
             if self._closed.is_set():
                 return False
-            outcome, detail = self._attempt(command)
-            if outcome == "frames":
+            result, detail = self._attempt(command)
+            if result == FRAMES:
                 return True
-            if outcome == "missing" and i + 1 < len(REMOTE_COMMANDS):
+            if result == MISSING and i + 1 < len(REMOTE_COMMANDS):
                 continue
-            if outcome == "missing":
+            if result == MISSING:
                 with self._lock:
                     self._state = NOT_INSTALLED
-                    self._error = (
-                        f"vramscope is not installed on {self.host}; install it "
-                        f"with: ssh {self.host} {INSTALL_HINT}"
-                    )
+                    self._error = not_installed_text(self.host)
                 return False
             last_error = detail
             break
@@ -264,13 +228,12 @@ class RemoteHost:
         return False
 
     def argv(self, command) -> list[str]:
-        remote = list(command) + ["--interval", f"{self.interval:g}"] + (["--demo"] if self.demo else [])
-        return [self.ssh, *SSH_OPTIONS, self.host, shlex.join(remote)]
+        return ssh_argv(self.ssh, self.host, command, self.interval, self.demo)
 
     def _attempt(self, command) -> tuple[str, str | None]:
-        """("frames" | "missing" | "failed", error text)."""
+        """(FRAMES | MISSING | FAILED, error text): sources/remote/ssh_command.py's ``outcome``."""
         if shutil.which(self.ssh) is None:
-            return "failed", f"cannot run {self.ssh!r}: no ssh client on this machine's PATH"
+            return FAILED, f"cannot run {self.ssh!r}: no ssh client on this machine's PATH"
         try:
             proc = subprocess.Popen(
                 self.argv(command),
@@ -281,7 +244,7 @@ class RemoteHost:
                 env=self.env,
             )
         except OSError as exc:
-            return "failed", f"cannot run {self.ssh}: {exc}"
+            return FAILED, f"cannot run {self.ssh}: {exc}"
         self.connections += 1
         writer = PipeWriter(proc.stdin)
         with self._lock:
@@ -289,7 +252,7 @@ class RemoteHost:
             if self._state != CONNECTED:
                 self._state = CONNECTING
         stderr_tail: collections.deque = collections.deque(maxlen=20)
-        err_thread = threading.Thread(target=_drain, args=(proc.stderr, stderr_tail), daemon=True)
+        err_thread = threading.Thread(target=drain, args=(proc.stderr, stderr_tail), daemon=True)
         err_thread.start()
         decoder = protocol.LineDecoder()
         frames = FrameAssembler()
@@ -331,21 +294,12 @@ class RemoteHost:
             err_thread.join(2)
             proc.stdout.close()
             self._fail_waiting()
-        rc = proc.returncode
-        tail = [line for line in stderr_tail if line.strip()]
-        if decoder.hello is not None:
-            if problem is None:
-                problem = (tail[-1] if tail else None) or "the connection closed"
+        result, why = outcome(decoder.hello is not None, problem, proc.returncode, stderr_tail)
+        if result == FRAMES:
             with self._lock:
-                self._error = f"connection lost: {problem}"
-            return "frames", None
-        if problem is None and (
-            rc == COMMAND_NOT_FOUND or any("No module named vramscope" in line for line in tail)
-        ):
-            return "missing", None
-        if problem is None:
-            problem = (tail[-1].strip() if tail else None) or f"ssh exited with status {rc}"
-        return "failed", problem
+                self._error = f"connection lost: {why}"
+            return FRAMES, None
+        return result, why
 
     def _handle(self, message: dict, frames: FrameAssembler) -> None:
         """One message, checked here at the edge (the codec's schema for frames,
@@ -422,22 +376,3 @@ class RemoteHost:
             except OSError:
                 pass
         end_group(proc)  # (its own session: start_new_session)
-
-
-def _drain(stream, tail) -> None:
-    try:
-        for raw in iter(lambda: stream.readline(4096), b""):  # a line without end: bounded
-            tail.append(raw.decode("utf-8", "replace").rstrip())
-    except (OSError, ValueError):
-        pass
-    finally:
-        stream.close()
-
-
-def _with_events(frame: Frame, events: dict) -> Frame:
-    """The frame with every agent's events since the previous take (none lost
-    when the remote sends faster than the monitor samples)."""
-    agents = tuple(
-        dataclasses.replace(r, events=tuple(events.get(r.identity, r.events))) for r in frame.agents
-    )
-    return dataclasses.replace(frame, agents=agents)
