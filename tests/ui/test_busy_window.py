@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from vramscope.core.processes.process_groups import is_group
 from vramscope.core.processes.stacking import ORDER_STEP
 from vramscope.core.units import GiB
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens
 from vramscope.ui.processes.process_model import COL, STYLE_ROLE
 from vramscope.core.settings.user_settings import Settings
 from vramscope.ui.timeline.timeline_stack import OTHERS
@@ -109,7 +109,7 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
     for key in (k for k in stack.order if k != OTHERS):
         colour, dash = w.colours.style(tl._unit_identity(key))
         band = stack.bands[key]
-        assert band.edge.pen().style() == theme.DASHES[dash]
+        assert band.edge.pen().style() == pens.DASHES[dash]
         assert band.edge.pen().color().name().upper() == colour.upper()
 
 

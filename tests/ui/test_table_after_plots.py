@@ -8,7 +8,7 @@ import time
 
 from vramscope.core.processes.process_rows import TableBuilder
 from vramscope.ui.processes.process_table import AFTER_PLOTS_MS, ProcessTable
-from vramscope.ui.qt.theme import ColourBook
+from vramscope.ui.qt.pens import ColourBook
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 from .frames import frame_at

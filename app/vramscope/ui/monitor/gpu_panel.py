@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWi
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store.store import Store
 from vramscope.core.settings.view_options import DEFAULT_PLOT_STYLE, PlotStyle
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens
 from vramscope.ui.window.bridge import BUSY_PROCESSES
 from vramscope.ui.monitor.cards import GpuCard
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline
@@ -30,7 +30,7 @@ class GpuRow(QWidget):
     def __init__(
         self,
         index: int,
-        colours: theme.ColourBook,
+        colours: pens.ColourBook,
         parent=None,
         mig_uuid: str | None = None,
         build: bool = True,
@@ -68,7 +68,7 @@ class GpuPanel(QScrollArea):
     card_details_changed = Signal(bool)
     row_built = Signal(object)  # a GpuRow just given its card and timeline
 
-    def __init__(self, colours: theme.ColourBook, parent=None):
+    def __init__(self, colours: pens.ColourBook, parent=None):
         super().__init__(parent)
         self.colours = colours
         self.plot_style = DEFAULT_PLOT_STYLE

@@ -41,7 +41,7 @@ from vramscope.core.status.terminal_text import visible
 from vramscope.core.units import fmt_gib
 from vramscope.core.processes.owner_labels import POD, SLURM_JOB
 from vramscope.core.processes.user_totals import UserTotal
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 from vramscope.ui.window.bridge import BUSY_PROCESSES, Bridge, LatestOnly
 from vramscope.ui.processes.process_model import KEY_ROLE, SPARK_ROLE, STYLE_ROLE, ProcessTableModel
 from vramscope.ui.processes.processes_pending import PendingNote
@@ -73,9 +73,9 @@ class SwatchDelegate(QStyledItemDelegate):
         box = QRectF(r.left() + 4, r.top() + 4, SWATCH_WIDTH - 6, r.height() - 8)
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.fillRect(box, theme.brush(colour, dash, alpha=150))
+        painter.fillRect(box, pens.brush(colour, dash, alpha=150))
         pen = QPen(QColor(colour), 2.0)
-        pen.setStyle(theme.DASHES[dash % len(theme.DASHES)])
+        pen.setStyle(pens.DASHES[dash % len(pens.DASHES)])
         painter.setPen(pen)
         painter.drawLine(QPointF(box.left(), box.top()), QPointF(box.right(), box.top()))
         painter.restore()
@@ -115,7 +115,7 @@ class ProcessTable(QWidget):
     columns_changed = Signal(object)  # the names of the hidden columns (a tuple)
     shown = Signal()  # a table built on the worker is on screen
 
-    def __init__(self, colours: theme.ColourBook, parent=None):
+    def __init__(self, colours: pens.ColourBook, parent=None):
         super().__init__(parent)
         self.model = ProcessTableModel(colours, self)
         self.builder = TableBuilder()

@@ -31,7 +31,7 @@ from vramscope.core.processes.stacking import align, any_finite, corners, lines_
 from vramscope.core.store.store import PROCESSES_USED, Store, gpu_key, mig_key, proc_identity
 from vramscope.core.units import GiB
 from vramscope.core.settings.view_options import PlotStyle
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 from vramscope.ui.monitor.legend_text import LEGEND_WIDTH
 from vramscope.ui.monitor.time_axis import TimeAxis
 from vramscope.ui.monitor.time_plot import TimePlot
@@ -61,7 +61,7 @@ def _curve(pen) -> pg.PlotDataItem:
 class GpuTimeline(pg.GraphicsLayoutWidget):
     """The plot on the left, its legend in a column on the right (never over a curve)."""
 
-    def __init__(self, index: int, colours: theme.ColourBook, parent=None, mig_uuid: str | None = None):
+    def __init__(self, index: int, colours: pens.ColourBook, parent=None, mig_uuid: str | None = None):
         super().__init__(parent)
         self.index = index
         # a MIG slice's timeline: the slice's used/capacity and only its processes
@@ -84,8 +84,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.ci.layout.setColumnFixedWidth(1, LEGEND_WIDTH)
         self.ci.layout.setColumnStretchFactor(0, 1)
 
-        self.capacity_curve = _curve(theme.pen(s.CAPACITY, 1.5, dashed=True))
-        self.used_curve = _curve(theme.pen(s.TOTAL_USED, 2.0))
+        self.capacity_curve = _curve(pens.pen(s.CAPACITY, 1.5, dashed=True))
+        self.used_curve = _curve(pens.pen(s.TOTAL_USED, 2.0))
         plot.addItem(self.capacity_curve)
         plot.addItem(self.used_curve)
         self.proc_curves: dict[tuple, pg.PlotDataItem] = {}  # lines style
@@ -133,8 +133,8 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def apply_theme(self, s: theme.Scheme) -> None:
         """Re-colour from scheme ``s`` (a live theme switch)."""
         theme.colour_plot(self, s)
-        self.capacity_curve.setPen(theme.pen(s.CAPACITY, 1.5, dashed=True))
-        self.used_curve.setPen(theme.pen(s.TOTAL_USED, 2.0))
+        self.capacity_curve.setPen(pens.pen(s.CAPACITY, 1.5, dashed=True))
+        self.used_curve.setPen(pens.pen(s.TOTAL_USED, 2.0))
         self.legend.restyle(s)
         for key, curve in self.proc_curves.items():
             curve.setPen(self._pen(key))
@@ -375,10 +375,10 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def _pen(self, key: tuple):
         colour, dash = self.colours.style(proc_identity(key))
         if self.selected is None:
-            return theme.pen(colour, 1.6, dash)
+            return pens.pen(colour, 1.6, dash)
         if key == self.selected:
-            return theme.pen(colour, 3.5, dash)
-        return theme.pen(colour, 1.2, dash, alpha=DIMMED_ALPHA)
+            return pens.pen(colour, 3.5, dash)
+        return pens.pen(colour, 1.2, dash, alpha=DIMMED_ALPHA)
 
     def _add(self, key: tuple) -> pg.PlotDataItem:
         curve = _curve(self._pen(key))

@@ -36,7 +36,7 @@ from vramscope.core.flow.pipeline import Pipeline
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame
 from vramscope.core.store.store import STAGE_OTHER
 from vramscope.core.stream.first_look import is_pending
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 from vramscope.ui.window.banners import DemoBanner, NoDriverPage
 from vramscope.core.settings.view_options import DEFAULT_PLOT_STYLE, DEFAULT_WINDOW, PlotStyle, TimeWindow
 from vramscope.ui.window.bridge import Bridge
@@ -100,7 +100,7 @@ class MainWindow(GilHeldPaintWindow):
         self.bridge = bridge or Bridge(self)
         self.demo_factory = demo_factory or default_demo_source
         self.session_file = session_file
-        self.colours = theme.ColourBook()
+        self.colours = pens.ColourBook()
         self.paused = False
         self.window_key = window if window in TIME_WINDOWS else DEFAULT_WINDOW
         self._seen_version = -1
