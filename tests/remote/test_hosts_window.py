@@ -211,7 +211,7 @@ def test_the_window_title_names_the_hosts_watched():
 
 def test_an_alert_on_another_machine_names_it_in_details_and_notification(qapp):
     from vramscope.core.detectors.alert import WARNING, Alert
-    from vramscope.ui.alerts.alerts_panel import alert_html
+    from vramscope.ui.alerts.alert_texts import alert_html
     from vramscope.ui.alerts.tray import TrayNotifier
 
     alert = Alert(
