@@ -132,7 +132,7 @@ def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
     shown = sampler.sample(T0)
     w = make_window([shown], source=sampler)
     w._update_status()
-    assert w.source_label.text().strip() == "Source: amdgpu"
+    assert w.controls.source_label.text().strip() == "Source: amdgpu"
     card = w.gpu_panel.rows[0].card
     assert card.mig.text() == "unified memory  ·  system RAM"
     assert shown.gpus[0].total == psutil.virtual_memory().total + 512 * MiB

@@ -142,7 +142,7 @@ def test_the_column_choice_and_plot_style_are_remembered(busy, tmp_path):
     settings = Settings(path)
     w = busy(settings=settings)
     w.table._toggle_column(COL["Host mem"], False)  # the header menu's check box
-    w.style_actions["lines"].trigger()
+    w.controls.style_actions["lines"].trigger()
     assert w.table.view.isColumnHidden(COL["Host mem"])
     again = Settings(path)
     assert again.hidden_columns == ("Host mem",) and again.plot_style == "lines"

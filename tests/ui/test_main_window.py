@@ -171,7 +171,7 @@ def test_time_window_sets_the_x_range(make_window, scripted_frames, key, seconds
     now = scripted_frames[-1].time
     x0, x1 = w.gpu_panel.timelines[0].x_range()
     assert x0 == pytest.approx(T0) and x1 == pytest.approx(now)  # "all": the whole session
-    w._window_actions[key].trigger()  # the toolbar button
+    w.controls.window_actions[key].trigger()  # the toolbar button
     for tl in w.gpu_panel.timelines.values():
         x0, x1 = tl.x_range()
         assert x1 == pytest.approx(now)
@@ -191,7 +191,7 @@ def test_no_driver_message_then_the_demo_without_restart(make_window, qtbot, art
     # nothing to sample: the status line does not pretend, the plot controls are off
     assert "sampling every" not in w.status_text.text()
     assert "no GPU to sample" in w.status_text.text()
-    assert not w.pause_action.isEnabled() and not w.style_actions["stacked"].isEnabled()
+    assert not w.controls.pause_action.isEnabled() and not w.controls.style_actions["stacked"].isEnabled()
     save(w, artifacts_dir, "main-window-no-driver.png")
 
     from PySide6.QtCore import Qt
@@ -201,7 +201,7 @@ def test_no_driver_message_then_the_demo_without_restart(make_window, qtbot, art
     assert w.feed.simulated
     assert w.banner.isVisible() and "Simulated data — demo mode" in w.banner.text()
     assert [c.name_text for c in w.gpu_panel.cards.values()] == [g.name for g in w.store.latest.gpus]
-    assert w.pause_action.isEnabled() and "sampling every" in w.status_text.text()
+    assert w.controls.pause_action.isEnabled() and "sampling every" in w.status_text.text()
 
 
 def test_a_lost_gpu_is_shown_while_the_other_updates(make_window, artifacts_dir):
