@@ -35,7 +35,7 @@ def test_a_broken_layer_would_be_caught(tmp_path):
     shutil.copytree(
         ROOT / "app" / "vramscope", pkg, ignore=shutil.ignore_patterns("__pycache__", "resources")
     )
-    (pkg / "core" / "leak_into_ui.py").write_text("from vramscope.ui import theme\n")
+    (pkg / "core" / "leak_into_ui.py").write_text("from vramscope.ui.qt import theme\n")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     env = {"PYTHONPATH": str(tmp_path / "app"), "PATH": "/usr/bin:/bin"}
     r = subprocess.run(

@@ -144,7 +144,7 @@ def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
     themed, qtbot, hosts, sleepers, tmp_path, artifacts_dir
 ):
     from remote.test_hosts_session import record_two_hosts
-    from vramscope.ui.window.app import open_session_window
+    from vramscope.ui.window.session_files import open_session_window
     from vramscope.ui.processes.process_model import COL
 
     session = tmp_path / "two-hosts.vramscope"

@@ -8,7 +8,7 @@ import pytest
 from vramscope.cli import main
 from vramscope.core.store.store import gpu_key
 from vramscope.core.units import GiB
-from vramscope.ui.window.app import open_session_window
+from vramscope.ui.window.session_files import open_session_window
 
 from tests.core.session.helpers import T0, record
 from .helpers import drawn_through, save, table_column

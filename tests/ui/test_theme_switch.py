@@ -204,7 +204,7 @@ def test_a_live_switch_recolours_a_session_window_with_hosts_and_a_fleet(
     the chips of --host, the fleet overview of --from-prometheus."""
     from tests.core.session.helpers import T0, record
     from vramscope.core.samples import HostState
-    from vramscope.ui.window.app import open_session_window
+    from vramscope.ui.window.session_files import open_session_window
     from vramscope.ui.monitor.fleet_view import FleetOverview
     from vramscope.ui.monitor.hosts_bar import attach_hosts_bar
 
