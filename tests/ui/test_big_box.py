@@ -54,7 +54,7 @@ def _frame(k: int) -> Frame:
 
 def _settled(w, qtbot):
     qtbot.waitUntil(lambda: w.table.model.rowCount() == 2 * PER_GPU, timeout=10_000)
-    assert w.table.worker.wait_idle()
+    assert w.table.builds.worker.wait_idle()
     qtbot.wait(20)
 
 
@@ -119,9 +119,9 @@ def test_forty_users_do_not_widen_the_window(make_window, qtbot):
     w = make_window([_frame(k) for k in range(3)], window="10m")
     _settled(w, qtbot)
     assert w.width() == 1400 and w.gpu_panel.timelines[0].width() < 1400
-    text = w.table.users.text()
+    text = w.table.notes.users.text()
     assert text.count(" GiB") == 6 and "+ 34 more users" in text
-    assert w.table.users.toolTip().count("\n") == 39  # every user, one per line
+    assert w.table.notes.users.toolTip().count("\n") == 39  # every user, one per line
 
 
 def _sixteen(k, used=None):

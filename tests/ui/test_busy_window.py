@@ -141,7 +141,7 @@ def test_the_column_choice_and_plot_style_are_remembered(busy, tmp_path):
     path = str(tmp_path / "remember.toml")
     settings = Settings(path)
     w = busy(settings=settings)
-    w.table._toggle_column(COL["Host mem"], False)  # the header menu's check box
+    w.table.columns.toggle(COL["Host mem"], False)  # the header menu's check box
     w.controls.style_actions["lines"].trigger()
     assert w.table.view.isColumnHidden(COL["Host mem"])
     again = Settings(path)

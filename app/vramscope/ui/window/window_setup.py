@@ -23,7 +23,7 @@ def restore_layout(window, settings) -> None:
         window.splitter.restoreState(settings.splitter_state)
         window.splitter.by_user = True
     # the view choices are saved as soon as they are made (a crash keeps them too)
-    window.table.set_hidden_columns(settings.hidden_columns)
+    window.table.columns.set_hidden(settings.hidden_columns)
     window.table.columns_changed.connect(lambda hidden: setattr(settings, "hidden_columns", hidden))
     window.gpu_panel.set_plot_style(settings.plot_style)
     window.gpu_panel.plot_style_changed.connect(lambda style: setattr(settings, "plot_style", style))
