@@ -110,8 +110,8 @@ def test_the_plots_draw_the_largest_and_sum_the_rest(make_window, qtbot):
     top = stack._tops[-1, -1]
     assert abs(top - sum((64 + p) * MiB for p in range(PER_GPU))) < MiB  # every process counted
     w.gpu_panel.set_plot_style("lines")
-    assert len(tl.proc_curves) == LINE_CURVES  # the largest; the table lists all
-    largest = max(tl.proc_curves, key=lambda k: k[2])
+    assert len(tl.lines.curves) == LINE_CURVES  # the largest; the table lists all
+    largest = max(tl.lines.curves, key=lambda k: k[2])
     assert largest[2] == 10_000 + PER_GPU - 1
 
 

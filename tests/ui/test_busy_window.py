@@ -83,8 +83,8 @@ def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
     assert [sample for sample, _label in tl.legend.item.items] == rows_before
     for (key, name), (sample, label) in zip(tl.legend.rows, tl.legend.item.items):
         assert label.text.startswith(name)
-        if key in tl.proc_curves:
-            assert sample.item is tl.proc_curves[key]
+        if key in tl.lines.curves:
+            assert sample.item is tl.lines.curves[key]
     w.gpu_panel.set_plot_style("stacked")
     assert any(
         not is_group(k) and k != OTHERS and k[2] == smallest.pid for k in tl.stack.order

@@ -151,7 +151,7 @@ def test_live_switch_recolours_the_open_window(
     assert tl.plot.getAxis("left").textPen().color().name() == L.PLOT_FOREGROUND
     assert pg.mkColor(tl.legend.item.opts["labelTextColor"]).name() == L.TEXT
     assert L.CARD_BACKGROUND in card.styleSheet() and schemes.DARK.CARD_BACKGROUND not in card.styleSheet()
-    proc_pens = {c.opts["pen"].color().name().upper() for c in tl.proc_curves.values()}
+    proc_pens = {c.opts["pen"].color().name().upper() for c in tl.lines.curves.values()}
     assert proc_pens and proc_pens <= set(L.PROCESS_COLOURS)
     save(w, artifacts_dir, "theme-live-switch-light.png")
 
