@@ -22,6 +22,9 @@ from vramscope.ui.processes.end_process_dialog import EndProcessDialog
 from vramscope.ui.processes.end_process_flow import EndProcessFlow
 
 
+NOT_ONE_PROCESS = "This alert is not about one process."
+
+
 class AlertActions(QWidget):
     """The buttons; ``selected()`` is the alert they act on (None: none selected)."""
 
@@ -41,9 +44,9 @@ class AlertActions(QWidget):
         parent=None,
     ):
         super().__init__(parent)
-        self.selected = selected
+        self._selected = selected
         self.engine = engine
-        self.actions = actions
+        self.process_actions = actions  # (QWidget.actions() is the widget's QActions)
         self.read_only = read_only or (actions is not None and actions.read_only)
         self.simulated = False
         self._grace_seconds = grace_seconds  # None: the actions' own
@@ -73,7 +76,7 @@ class AlertActions(QWidget):
         self.update_buttons()
 
     def acknowledge_selected(self) -> None:
-        alert = self.selected()
+        alert = self._selected()
         if alert is None or self.engine is None:
             return
         self.engine.acknowledge(alert)
@@ -81,7 +84,7 @@ class AlertActions(QWidget):
         self.changed.emit()
 
     def toggle_mute_selected(self) -> None:
-        alert = self.selected()
+        alert = self._selected()
         if alert is None or alert.identity is None or self.engine is None:
             return
         if self.engine.is_muted(alert.identity):
@@ -93,7 +96,7 @@ class AlertActions(QWidget):
         self.changed.emit()
 
     def end_selected(self) -> bool:
-        alert = self.selected()
+        alert = self._selected()
         if alert is None:
             return False
         return self.request_end(alert)
@@ -102,11 +105,15 @@ class AlertActions(QWidget):
         """Check the alert's process anew on a worker, then open the confirmation
         (non-blocking; ``dialog_opened`` says when). False when it cannot be asked."""
         why = self.cannot_act(alert)
-        if why:
-            self.message.emit(why)
+        if why is not None or alert.pid is None:
+            self.message.emit(why or NOT_ONE_PROCESS)
             return False
         self._end_flow.start(
-            self.actions, alert.pid, alert.start_time, memory=alert.frees, grace_seconds=self._grace_seconds
+            self.process_actions,
+            alert.pid,
+            alert.start_time,
+            memory=alert.frees,
+            grace_seconds=self._grace_seconds,
         )
         return True
 
@@ -117,10 +124,10 @@ class AlertActions(QWidget):
     def cannot_act(self, alert: Alert) -> str | None:
         """Why the alert's process cannot be ended from here (None: it can)."""
         if alert.pid is None:
-            return "This alert is not about one process."
+            return NOT_ONE_PROCESS
         if self.simulated:
             return "Demo data: these PIDs are invented, so no process can be ended."
-        if self.actions is None:
+        if self.process_actions is None:
             return "Ending processes is not available here."
         if self.read_only:
             return "vramscope runs read-only (--read-only): ending processes is disabled."
@@ -128,17 +135,14 @@ class AlertActions(QWidget):
 
     def update_buttons(self) -> None:
         """Enabled as the selected alert allows; the end button's tooltip says why not."""
-        alert = self.selected()
-        has = alert is not None
-        per_process = has and alert.pid is not None
-        self.ack_button.setEnabled(has and self.engine is not None)
-        self.mute_button.setEnabled(per_process and self.engine is not None)
-        if per_process and self.engine is not None and self.engine.is_muted(alert.identity):
-            self.mute_button.setText("Unmute process")
-        else:
-            self.mute_button.setText("Mute process")
-        why = self.cannot_act(alert) if per_process else "Select an alert about a process."
-        self.end_button.setEnabled(per_process and why is None)
+        alert = self._selected()
+        about = alert if alert is not None and alert.pid is not None else None  # one process
+        self.ack_button.setEnabled(alert is not None and self.engine is not None)
+        self.mute_button.setEnabled(about is not None and self.engine is not None)
+        muted = about is not None and self.engine is not None and self.engine.is_muted(about.identity)
+        self.mute_button.setText("Unmute process" if muted else "Mute process")
+        why = self.cannot_act(about) if about is not None else "Select an alert about a process."
+        self.end_button.setEnabled(about is not None and why is None)
         self.end_button.setToolTip(
             why or "Confirm, then SIGTERM; SIGKILL is offered if it survives the grace period."
         )

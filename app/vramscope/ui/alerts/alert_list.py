@@ -94,12 +94,12 @@ class AlertList(QTreeWidget):
 
     def alerts(self) -> list[Alert]:
         """The alerts as listed (rows in order)."""
-        rows = (self.topLevelItem(i).data(0, ALERT_ROLE) for i in range(self.topLevelItemCount()))
+        rows = (item.data(0, ALERT_ROLE) for item in self._items())
         return [a for a in rows if a is not None]
 
     def watching(self) -> list:
         """The watched conditions as listed (below the alerts)."""
-        rows = (self.topLevelItem(i).data(0, WATCH_ROLE) for i in range(self.topLevelItemCount()))
+        rows = (item.data(0, WATCH_ROLE) for item in self._items())
         return [w for w in rows if w is not None]
 
     def selected_alert(self) -> Alert | None:
@@ -107,8 +107,7 @@ class AlertList(QTreeWidget):
         return item.data(0, ALERT_ROLE) if item is not None else None
 
     def select_alert(self, key: tuple) -> bool:
-        for i in range(self.topLevelItemCount()):
-            item = self.topLevelItem(i)
+        for item in self._items():
             alert = item.data(0, ALERT_ROLE)
             if alert is not None and alert.key == key:
                 self.setCurrentItem(item)
@@ -117,8 +116,12 @@ class AlertList(QTreeWidget):
 
     def recolour(self, s: theme.Scheme) -> None:
         """The severity dots and greyed rows in scheme ``s`` (a live switch)."""
-        for i in range(self.topLevelItemCount()):
-            self._colour_row(self.topLevelItem(i), s)
+        for item in self._items():
+            self._colour_row(item, s)
+
+    def _items(self) -> list[QTreeWidgetItem]:
+        items = (self.topLevelItem(i) for i in range(self.topLevelItemCount()))
+        return [item for item in items if item is not None]
 
     def _colour_row(self, item: QTreeWidgetItem, s: theme.Scheme) -> None:
         alert = item.data(0, ALERT_ROLE)

@@ -73,7 +73,7 @@ def alert_html(
         f"{e(alert.severity.upper())}</b> "
         f"<b>{e(alert.title)}</b> &mdash; {e(alert.message)}</p>",
         f"<p style='color:{s.MUTED}'>since {e(since_text(alert.since, now))}"
-        + (f"; {e(alert.gpu_label)}" if alert.gpu is not None else "")
+        + (f"; {e(alert.gpu_label)}" if alert.gpu_label is not None else "")
         + (f"; pid {alert.pid}" if alert.pid is not None else "")
         + (f"; would free {e(fmt_bytes(alert.frees))}" if alert.frees else "")
         + (f"; {e(hidden_note)}" if hidden_note else "")

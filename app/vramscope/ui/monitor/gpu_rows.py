@@ -10,6 +10,8 @@ their final height.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from vramscope.ui.monitor.cards import GpuCard
@@ -81,14 +83,14 @@ class GpuRows(QWidget):
         """The rows given their card and timeline, top to bottom."""
         return [r for r in self.all().values() if r.card is not None]
 
-    def rebuild(self, indices: list[int], slices: list[tuple[int, str]] = ()) -> list[GpuRow]:
+    def rebuild(self, indices: Sequence[int], slices: Sequence[tuple[int, str]] = ()) -> list[GpuRow]:
         """Rows for these GPUs and slices (new ones empty, gone ones removed), in
         order; returns the rows top to bottom."""
-        for rows, keep in ((self.rows, indices), (self.slice_rows, slices)):
-            for key in [k for k in rows if k not in keep]:
-                row = rows.pop(key)
-                self._layout.removeWidget(row)
-                row.deleteLater()
+        gone = [self.rows.pop(i) for i in [i for i in self.rows if i not in indices]]
+        gone += [self.slice_rows.pop(k) for k in [k for k in self.slice_rows if k not in slices]]
+        for row in gone:
+            self._layout.removeWidget(row)
+            row.deleteLater()
         for i in indices:
             if i not in self.rows:
                 self.rows[i] = GpuRow(i, self.colours, build=False)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QTimer
 
-from vramscope.core.processes.process_rows import TableBuilder, TableRows
+from vramscope.core.processes.process_rows import TableBuilder, TableOrder, TableRows
 from vramscope.ui.window.bridge import BUSY_PROCESSES, Bridge, LatestOnly
 
 AFTER_PLOTS_MS = 150
@@ -32,7 +32,7 @@ class TableWorker:
         self,
         owner,
         builder: TableBuilder,
-        order: Callable[[], object],
+        order: Callable[[], TableOrder],
         shown: Callable[[TableRows, object], None],
     ):
         self.builder = builder

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from vramscope.core.processes.stacking import any_finite
 
 EPSILON = 1e-6  # seconds: a point at t_end is "now"
@@ -16,7 +18,7 @@ EPSILON = 1e-6  # seconds: a point at t_end is "now"
 
 def sort_points(
     points: dict[tuple, tuple[float, float]],
-    series: Callable[[tuple], tuple],
+    series: Callable[[tuple], tuple[np.ndarray, np.ndarray]],
     since: float | None,
     t_end: float,
 ) -> tuple[dict[tuple, float], dict[tuple, float], list[tuple]]:
