@@ -306,7 +306,7 @@ def test_the_window_s_fleet_overview_clicks_through_to_a_host_s_history(fleet, q
         a = fleet.instances["a"]
         assert f"{a} GPU 1" in heads
         assert window.windowTitle() == "vramscope — 3 hosts"
-        assert window.source_label.text().strip() == "Source: 3 hosts from Prometheus"
+        assert window.controls.source_label.text().strip() == "Source: 3 hosts from Prometheus"
         view = window.fleet_view
         window.tabs.setCurrentIndex(window.tabs.indexOf(view))
         window.refresh(force=True)

@@ -102,7 +102,7 @@ def test_window_watches_two_hosts_and_marks_the_one_that_drops(themed, qtbot, ho
         chips = window.hosts_bar.chips
         assert chips["lab-a"].text() == "● lab-a  2 GPUs" and chips["lab-b"].text() == "● lab-b  1 GPU"
         assert window.windowTitle() == "vramscope — lab-a, lab-b"
-        assert window.source_label.text().strip() == "Source: 2 hosts over ssh"
+        assert window.controls.source_label.text().strip() == "Source: 2 hosts over ssh"
 
         # ending lab-b's process: the confirmation says which machine it is on
         key = next(r.key for r in table.model.rows if r.pid == pid_b)
@@ -144,7 +144,7 @@ def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
     themed, qtbot, hosts, sleepers, tmp_path, artifacts_dir
 ):
     from remote.test_hosts_session import record_two_hosts
-    from vramscope.ui.window.app import open_session_window
+    from vramscope.ui.window.session_files import open_session_window
     from vramscope.ui.processes.process_model import COL
 
     session = tmp_path / "two-hosts.vramscope"
@@ -154,7 +154,7 @@ def test_a_reopened_recording_of_two_hosts_names_them_as_the_live_window_did(
     window.resize(1400, 900)
     window.show()
     assert window.windowTitle() == f"vramscope — lab-a, lab-b — {session}"
-    assert window.source_label.text().strip() == "Source: session · 2 hosts"
+    assert window.controls.source_label.text().strip() == "Source: session · 2 hosts"
     cards = window.gpu_panel.cards
     heads = [cards[i].heading.text().split("  ·  ")[0] for i in sorted(cards)]
     assert heads == ["lab-a GPU 0", "lab-a GPU 1", "lab-b GPU 0"]
@@ -190,7 +190,7 @@ def _hosts_frame(*names, simulated=False):
 
 def test_the_window_title_names_the_hosts_watched():
     from vramscope.core.samples import Frame, GpuSample
-    from vramscope.ui.window.main_window import window_title
+    from vramscope.ui.window.status_line import window_title
 
     assert window_title(Frame(time=0.0, gpus=(GpuSample(index=0),))) == "vramscope"  # as before
     assert window_title(Frame(time=0.0, simulated=True)) == "vramscope — demo (simulated data)"
@@ -211,7 +211,7 @@ def test_the_window_title_names_the_hosts_watched():
 
 def test_an_alert_on_another_machine_names_it_in_details_and_notification(qapp):
     from vramscope.core.detectors.alert import WARNING, Alert
-    from vramscope.ui.alerts.alerts_panel import alert_html
+    from vramscope.ui.alerts.alert_texts import alert_html
     from vramscope.ui.alerts.tray import TrayNotifier
 
     alert = Alert(

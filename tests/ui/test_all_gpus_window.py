@@ -36,8 +36,8 @@ def machine(fake_nvml, tmp_path, sleepers, monkeypatch):
 def test_amd_and_intel_rows_beside_nvidia_with_the_staged_processes(make_window, machine, artifacts_dir):
     w = make_window(frames_from(AllGpusSource()))
     panel = w.gpu_panel
-    assert sorted(panel.rows) == [0, 1, 2]
-    nvidia, amd, intel = (panel.rows[i].card for i in range(3))
+    assert sorted(panel.grid.rows) == [0, 1, 2]
+    nvidia, amd, intel = (panel.grid.rows[i].card for i in range(3))
     assert nvidia.title.text() == "NVIDIA GeForce RTX 4090"
     assert amd.title.text() == "AMD Radeon RX 7900 XTX"
     assert amd.heading.text().startswith("GPU 1  ·  AMD  ·  ")  # the bus id may be elided
@@ -80,7 +80,7 @@ def test_a_unified_memory_board_says_so(
         )
     )
     w = make_window(frames_from(AllGpusSource(), n=20))
-    card = w.gpu_panel.rows[0].card
+    card = w.gpu_panel.grid.rows[0].card
     assert card.title.text() == "NVIDIA GB10"
     assert card.mig.isVisible() and card.mig.text() == "unified memory  ·  system RAM"
     assert "system's memory" in card.mig.toolTip() and "system's memory" in card.percent.toolTip()
@@ -132,8 +132,8 @@ def test_an_amd_only_apu_box_says_amdgpu_and_unified_memory(
     shown = sampler.sample(T0)
     w = make_window([shown], source=sampler)
     w._update_status()
-    assert w.source_label.text().strip() == "Source: amdgpu"
-    card = w.gpu_panel.rows[0].card
+    assert w.controls.source_label.text().strip() == "Source: amdgpu"
+    card = w.gpu_panel.grid.rows[0].card
     assert card.mig.text() == "unified memory  ·  system RAM"
     assert shown.gpus[0].total == psutil.virtual_memory().total + 512 * MiB
     open_every_group(w)

@@ -87,4 +87,4 @@ def test_end_process_is_not_offered_on_simulated_data(demo_window):
     alerts = window.services.panels.alerts
     assert alerts.alerts()
     alerts.tree.setCurrentItem(alerts.tree.topLevelItem(0))
-    assert not alerts.end_button.isEnabled()
+    assert not alerts.buttons.end_button.isEnabled()

@@ -54,7 +54,7 @@ def _frame(k: int) -> Frame:
 
 def _settled(w, qtbot):
     qtbot.waitUntil(lambda: w.table.model.rowCount() == 2 * PER_GPU, timeout=10_000)
-    assert w.table.worker.wait_idle()
+    assert w.table.builds.worker.wait_idle()
     qtbot.wait(20)
 
 
@@ -100,7 +100,7 @@ def test_the_plots_draw_the_largest_and_sum_the_rest(make_window, qtbot):
     qtbot.waitUntil(
         lambda: (
             not w.gpu_panel._stale
-            or all(not w.gpu_panel._in_view(w.gpu_panel.rows[i]) for i in w.gpu_panel._stale)
+            or all(not w.gpu_panel._in_view(w.gpu_panel.grid.rows[i]) for i in w.gpu_panel._stale)
         ),
         timeout=5000,
     )
@@ -110,8 +110,8 @@ def test_the_plots_draw_the_largest_and_sum_the_rest(make_window, qtbot):
     top = stack._tops[-1, -1]
     assert abs(top - sum((64 + p) * MiB for p in range(PER_GPU))) < MiB  # every process counted
     w.gpu_panel.set_plot_style("lines")
-    assert len(tl.proc_curves) == LINE_CURVES  # the largest; the table lists all
-    largest = max(tl.proc_curves, key=lambda k: k[2])
+    assert len(tl.lines.curves) == LINE_CURVES  # the largest; the table lists all
+    largest = max(tl.lines.curves, key=lambda k: k[2])
     assert largest[2] == 10_000 + PER_GPU - 1
 
 
@@ -119,9 +119,9 @@ def test_forty_users_do_not_widen_the_window(make_window, qtbot):
     w = make_window([_frame(k) for k in range(3)], window="10m")
     _settled(w, qtbot)
     assert w.width() == 1400 and w.gpu_panel.timelines[0].width() < 1400
-    text = w.table.users.text()
+    text = w.table.notes.users.text()
     assert text.count(" GiB") == 6 and "+ 34 more users" in text
-    assert w.table.users.toolTip().count("\n") == 39  # every user, one per line
+    assert w.table.notes.users.toolTip().count("\n") == 39  # every user, one per line
 
 
 def _sixteen(k, used=None):
@@ -143,7 +143,7 @@ def test_sixteen_gpus_hold_their_places_at_once_and_are_made_as_they_come_into_v
         w.feed.store.append(_sixteen(k))
     w.refresh(force=True)
     panel = w.gpu_panel
-    assert sorted(panel.rows) == list(range(16))  # every row's place, at once
+    assert sorted(panel.grid.rows) == list(range(16))  # every row's place, at once
     assert len(panel.cards) <= 1  # made on the next turns of the event loop, one per turn
     qtbot.waitUntil(lambda: 1 in panel.cards and not panel._next_piece.isActive(), timeout=5000)
     bar = panel.verticalScrollBar()
@@ -151,7 +151,7 @@ def test_sixteen_gpus_hold_their_places_at_once_and_are_made_as_they_come_into_v
     assert height > 0 and 15 not in panel.cards  # out of view: not made yet
     assert panel.cards[1].used.text() != ""  # in view: filled in
     panel.set_markers({15: {("near_oom", 15): (T0 + 2, "WARNING", "near OOM")}})
-    panel.ensureWidgetVisible(panel.rows[15])  # scrolled to: made, filled in and drawn
+    panel.ensureWidgetVisible(panel.grid.rows[15])  # scrolled to: made, filled in and drawn
     qtbot.waitUntil(lambda: 15 in panel.timelines and 15 not in panel._stale, timeout=5000)
     assert panel.cards[15].used.text() == panel.cards[1].used.text()
     assert panel.cards[15].heading.text() == "GPU 15"
@@ -165,13 +165,13 @@ def test_a_card_out_of_view_shows_the_latest_frame_when_scrolled_to(make_window,
     w = make_window([_sixteen(0, 10 * GiB)], window="10m")
     panel = w.gpu_panel
     qtbot.waitUntil(lambda: 0 in panel.cards, timeout=5000)  # laid out, the first rows made
-    panel.ensureWidgetVisible(panel.rows[15])
+    panel.ensureWidgetVisible(panel.grid.rows[15])
     qtbot.waitUntil(lambda: 15 in panel.cards, timeout=5000)
     assert panel.cards[15].used.text().startswith("10.0")
-    panel.ensureWidgetVisible(panel.rows[0])
+    panel.ensureWidgetVisible(panel.grid.rows[0])
     qtbot.waitUntil(lambda: 0 in panel.cards, timeout=5000)
     w.feed.store.append(_sixteen(1, 30 * GiB))  # GPU 15 is out of view when this comes
     w.refresh(force=True)
     assert panel.cards[0].used.text().startswith("30.0")
-    panel.ensureWidgetVisible(panel.rows[15])
+    panel.ensureWidgetVisible(panel.grid.rows[15])
     assert panel.cards[15].used.text().startswith("30.0")

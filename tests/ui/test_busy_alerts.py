@@ -24,7 +24,7 @@ def test_the_alerts_tab_lists_by_urgency_then_what_it_watches(busy, artifacts_di
     if "squatter" in kinds and "growth" in kinds:
         assert kinds.index("growth") < kinds.index("squatter")  # idle holders below
     rows = panel.tree.topLevelItemCount()
-    assert rows == len(alerts) + len(panel.watching())
+    assert rows == len(alerts) + len(panel.tree.watching())
     for i in range(len(alerts), rows):
         assert panel.tree.topLevelItem(i).text(0) == "watching"
     save(w, artifacts_dir, f"busy-alerts-{size[0]}x{size[1]}.png")

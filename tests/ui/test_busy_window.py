@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from vramscope.core.processes.process_groups import is_group
 from vramscope.core.processes.stacking import ORDER_STEP
 from vramscope.core.units import GiB
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens
 from vramscope.ui.processes.process_model import COL, STYLE_ROLE
 from vramscope.core.settings.user_settings import Settings
 from vramscope.ui.timeline.timeline_stack import OTHERS
@@ -83,8 +83,8 @@ def test_the_legend_is_by_memory_and_always_names_an_alerted_process(busy):
     assert [sample for sample, _label in tl.legend.item.items] == rows_before
     for (key, name), (sample, label) in zip(tl.legend.rows, tl.legend.item.items):
         assert label.text.startswith(name)
-        if key in tl.proc_curves:
-            assert sample.item is tl.proc_curves[key]
+        if key in tl.lines.curves:
+            assert sample.item is tl.lines.curves[key]
     w.gpu_panel.set_plot_style("stacked")
     assert any(
         not is_group(k) and k != OTHERS and k[2] == smallest.pid for k in tl.stack.order
@@ -109,7 +109,7 @@ def test_every_live_process_has_its_own_style_and_the_table_swatch_matches(busy)
     for key in (k for k in stack.order if k != OTHERS):
         colour, dash = w.colours.style(tl._unit_identity(key))
         band = stack.bands[key]
-        assert band.edge.pen().style() == theme.DASHES[dash]
+        assert band.edge.pen().style() == pens.DASHES[dash]
         assert band.edge.pen().color().name().upper() == colour.upper()
 
 
@@ -141,8 +141,8 @@ def test_the_column_choice_and_plot_style_are_remembered(busy, tmp_path):
     path = str(tmp_path / "remember.toml")
     settings = Settings(path)
     w = busy(settings=settings)
-    w.table._toggle_column(COL["Host mem"], False)  # the header menu's check box
-    w.style_actions["lines"].trigger()
+    w.table.columns.toggle(COL["Host mem"], False)  # the header menu's check box
+    w.controls.style_actions["lines"].trigger()
     assert w.table.view.isColumnHidden(COL["Host mem"])
     again = Settings(path)
     assert again.hidden_columns == ("Host mem",) and again.plot_style == "lines"
@@ -175,7 +175,7 @@ def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
 
 def test_enter_in_the_end_process_dialog_cancels(themed_app, qtbot):
     from vramscope.core.end_process.actions import ProcessSummary
-    from vramscope.ui.alerts.alerts_panel import EndProcessDialog
+    from vramscope.ui.processes.end_process_dialog import EndProcessDialog
 
     summary = ProcessSummary(
         pid=4242,

@@ -46,7 +46,7 @@ def test_container_column_names_the_container_and_the_pid_inside(make_window, ar
 
 def test_memory_by_user_and_grouping(make_window, artifacts_dir):
     w = make_window(shared_frames())
-    totals = w.table.users.text()
+    totals = w.table.notes.users.text()
     # alice at k=59: trainer 14 GiB + kernel 3 GiB on GPU 0 (bob's job has ended)
     assert totals.startswith("Memory by user:  alice 17.00 GiB on GPU 0")
     assert "carol 4.00 GiB on GPU 0" in totals
@@ -85,10 +85,10 @@ def test_processes_holding_the_device_unlisted_are_named(make_window, artifacts_
         ("/dev/nvidia0", "/dev/nvidiactl"),
     )
     w = make_window(shared_frames())
-    assert not w.table.holders.isVisible()
+    assert not w.table.notes.holders.isVisible()
     w = make_window(shared_frames(holders=[holder]))
-    assert w.table.holders.isVisible()
-    assert "pid 9191 dave (python old_run.py)" in w.table.holders.text()
+    assert w.table.notes.holders.isVisible()
+    assert "pid 9191 dave (python old_run.py)" in w.table.notes.holders.text()
     save(w, artifacts_dir, "device-holders-1400x900.png")
 
 
@@ -111,9 +111,9 @@ def test_a_user_name_with_markup_or_escapes_is_shown_as_written(make_window):
     w = make_window(frames)
     from PySide6.QtCore import Qt
 
-    assert w.table.users.textFormat() == Qt.TextFormat.PlainText
-    assert "<b>mal</b>\\x1b[31m 1.00 GiB on GPU 0" in w.table.users.text()
-    assert "\x1b" not in w.table.users.text()
+    assert w.table.notes.users.textFormat() == Qt.TextFormat.PlainText
+    assert "<b>mal</b>\\x1b[31m 1.00 GiB on GPU 0" in w.table.notes.users.text()
+    assert "\x1b" not in w.table.notes.users.text()
 
 
 def test_jobs_and_pods_in_the_table_and_their_totals_beside_the_users(make_window, artifacts_dir):
@@ -150,7 +150,7 @@ def test_jobs_and_pods_in_the_table_and_their_totals_beside_the_users(make_windo
         )
         frames.append(dataclasses.replace(f, gpus=(g0, g1)))
     w = make_window(frames)
-    totals = w.table.users.text().splitlines()
+    totals = w.table.notes.users.text().splitlines()
     assert (
         totals[1] == "Memory by Slurm job:  12345 · dave · train-llama 11.00 GiB (GPU 0: 6.00, GPU 1: 5.00)"
     )

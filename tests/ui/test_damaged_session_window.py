@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from vramscope.cli import main
-from vramscope.ui.window.app import open_session_window
+from vramscope.ui.window.session_files import open_session_window
 
 from tests.core.session.helpers import T0, record
 from .helpers import table_column

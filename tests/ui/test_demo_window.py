@@ -48,9 +48,9 @@ def test_demo_window_shows_the_simulated_workstation(make_window, artifacts_dir)
         t, v = w.store.series(gpu_key(index, "used"), since)
         x, y = tl.used_curve.getData()
         assert drawn_through(x, y * GiB, t, v)
-        for key, curve in tl.proc_curves.items():
+        for key, curve in tl.lines.curves.items():
             t, v = w.store.series(key, since)
             x, y = curve.getData()
             assert drawn_through(x, y * GiB, t, v)
-        assert tl.proc_curves, "every demo GPU has processes with memory figures"
+        assert tl.lines.curves, "every demo GPU has processes with memory figures"
     save(w, artifacts_dir, "main-window-demo.png")

@@ -45,7 +45,7 @@ def test_the_legend_and_the_table_agree_at_the_same_instant(busy, qtbot):
     for k in range(4, 16):
         window.feed.sampler.sample_once(BUSY_T0 + k)
         window.refresh()
-        between_redraws += window._plot_time < window._table_time
+        between_redraws += window.fanout.plot_time < window.fanout.table_time
         legend = window.gpu_panel.timelines[0].legend
         row = next((label.text for _s, label in legend.item.items if f"({pid})" in label.text), None)
         if row is None:

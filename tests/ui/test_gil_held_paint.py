@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QMainWindow
 from vramscope.ui.qt.gil_held_paint import GilHeldPaintWindow
 from vramscope.ui.processes.process_model import ProcessTableModel
 from vramscope.ui.processes.process_table import ProcessTable
-from vramscope.ui.qt.theme import ColourBook
+from vramscope.ui.qt.pens import ColourBook
 
 from .frames import frame_at
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from vramscope.core.samples import GpuProcess, ProcessInfo
 from vramscope.core.processes.process_names import process_label
-from vramscope.ui.qt.theme import PROCESS_COLOURS, ColourBook
+from vramscope.ui.qt.pens import ColourBook
+from vramscope.ui.qt.theme import PROCESS_COLOURS
 
 
 def _proc(pid, *cmd, name="python"):

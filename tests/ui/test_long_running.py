@@ -46,7 +46,7 @@ def test_hundreds_of_updates_keep_true_alive(make_window):
 def test_timelines_scrolled_out_of_view_catch_up_when_scrolled_in(make_window, qtbot):
     w = make_window([eight_gpus_frame(k) for k in range(30)])
     last = w.gpu_panel.timelines[7]
-    qtbot.waitUntil(lambda: not w.gpu_panel._in_view(w.gpu_panel.rows[7]), timeout=2000)
+    qtbot.waitUntil(lambda: not w.gpu_panel._in_view(w.gpu_panel.grid.rows[7]), timeout=2000)
     for k in range(30, 35):
         w.feed.store.append(eight_gpus_frame(k))
     w.refresh()

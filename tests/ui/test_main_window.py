@@ -72,7 +72,7 @@ def test_curves_are_the_store_series(make_window, scripted_frames, window):
         assert len(x) == 2  # a flat capacity: its two ends, not a point per sample
         for key in store.process_keys(index):
             t, v = store.series(key, since)
-            curve = tl.proc_curves.get(key)
+            curve = tl.lines.curves.get(key)
             if curve is None:  # nothing but n/a inside the window: not drawn (never as 0)
                 inside = v if since is None else v[t >= since]
                 assert not (inside == inside).any()
@@ -82,14 +82,14 @@ def test_curves_are_the_store_series(make_window, scripted_frames, window):
     tl0 = w.gpu_panel.timelines[0]
     job = proc_key(0, 5555, T0 + 20)
     if window == "all":  # the short job (k 20..49) is in the window, marked as ended
-        assert tl0.proc_curves[job].isVisible()
+        assert tl0.lines.curves[job].isVisible()
         assert "eval.py (5555) · ended" in tl0.legend.names()
     else:
-        assert job not in tl0.proc_curves or not tl0.proc_curves[job].isVisible()
+        assert job not in tl0.lines.curves or not tl0.lines.curves[job].isVisible()
     assert "train.py (4242)" in tl0.legend.names()
     assert "Jupyter kernel (3131)" in tl0.legend.names()
     # the n/a process is named beside the plot, not drawn as a zero line
-    assert proc_key(1, 777, None) not in w.gpu_panel.timelines[1].proc_curves
+    assert proc_key(1, 777, None) not in w.gpu_panel.timelines[1].lines.curves
 
 
 def test_process_keeps_its_colour_in_table_and_plot(make_window, scripted_frames):
@@ -97,7 +97,7 @@ def test_process_keeps_its_colour_in_table_and_plot(make_window, scripted_frames
     w.gpu_panel.set_plot_style("lines")  # this test reads the per-process lines
     ident = (4242, T0 - 3600)
     colour = w.colours.colour(ident)
-    pen = w.gpu_panel.timelines[0].proc_curves[proc_key(0, 4242, T0 - 3600)].opts["pen"]
+    pen = w.gpu_panel.timelines[0].lines.curves[proc_key(0, 4242, T0 - 3600)].opts["pen"]
     assert pen.color().name() == colour.lower()
     w.feed.store.append(frame_at(120))
     w.refresh()
@@ -119,17 +119,17 @@ def test_selecting_a_row_highlights_its_curve(make_window, scripted_frames, qtbo
     w.table.view.selectRow(row)
     tl = w.gpu_panel.timelines[0]
     assert w.table.selected_key == kernel
-    assert tl.curve_width(kernel) > tl.curve_width(train)
-    assert tl.proc_curves[train].opts["pen"].color().alpha() < 255
+    assert tl.lines.width(kernel) > tl.lines.width(train)
+    assert tl.lines.curves[train].opts["pen"].color().alpha() < 255
     # the selection survives new frames and re-sorting
     w.feed.store.append(frame_at(120))
     w.refresh()
     assert w.table.selected_key == kernel
-    assert tl.curve_width(kernel) > tl.curve_width(train)
+    assert tl.lines.width(kernel) > tl.lines.width(train)
     save(w, artifacts_dir, "main-window-selected-row.png")
     w.table.view.clearSelection()
-    assert tl.curve_width(kernel) == tl.curve_width(train)
-    assert tl.proc_curves[train].opts["pen"].color().alpha() == 255
+    assert tl.lines.width(kernel) == tl.lines.width(train)
+    assert tl.lines.curves[train].opts["pen"].color().alpha() == 255
 
 
 def test_pause_freezes_the_view_while_frames_keep_arriving(make_window):
@@ -171,7 +171,7 @@ def test_time_window_sets_the_x_range(make_window, scripted_frames, key, seconds
     now = scripted_frames[-1].time
     x0, x1 = w.gpu_panel.timelines[0].x_range()
     assert x0 == pytest.approx(T0) and x1 == pytest.approx(now)  # "all": the whole session
-    w._window_actions[key].trigger()  # the toolbar button
+    w.controls.window_actions[key].trigger()  # the toolbar button
     for tl in w.gpu_panel.timelines.values():
         x0, x1 = tl.x_range()
         assert x1 == pytest.approx(now)
@@ -191,7 +191,7 @@ def test_no_driver_message_then_the_demo_without_restart(make_window, qtbot, art
     # nothing to sample: the status line does not pretend, the plot controls are off
     assert "sampling every" not in w.status_text.text()
     assert "no GPU to sample" in w.status_text.text()
-    assert not w.pause_action.isEnabled() and not w.style_actions["stacked"].isEnabled()
+    assert not w.controls.pause_action.isEnabled() and not w.controls.style_actions["stacked"].isEnabled()
     save(w, artifacts_dir, "main-window-no-driver.png")
 
     from PySide6.QtCore import Qt
@@ -201,7 +201,7 @@ def test_no_driver_message_then_the_demo_without_restart(make_window, qtbot, art
     assert w.feed.simulated
     assert w.banner.isVisible() and "Simulated data — demo mode" in w.banner.text()
     assert [c.name_text for c in w.gpu_panel.cards.values()] == [g.name for g in w.store.latest.gpus]
-    assert w.pause_action.isEnabled() and "sampling every" in w.status_text.text()
+    assert w.controls.pause_action.isEnabled() and "sampling every" in w.status_text.text()
 
 
 def test_a_lost_gpu_is_shown_while_the_other_updates(make_window, artifacts_dir):

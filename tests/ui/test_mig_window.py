@@ -109,12 +109,12 @@ def test_each_slice_has_its_own_row_and_timeline(make_window, artifacts_dir):
     frames = [lab_frame(k) for k in range(90)]
     w = make_window(frames)
     panel = w.gpu_panel
-    assert sorted(panel.rows) == [0, 1]
-    assert list(panel.slice_rows) == [(0, BIG), (0, MID), (0, SMALL)]  # by instance id
-    parent = panel.rows[0].card
+    assert sorted(panel.grid.rows) == [0, 1]
+    assert list(panel.grid.slice_rows) == [(0, BIG), (0, MID), (0, SMALL)]  # by instance id
+    parent = panel.grid.rows[0].card
     assert parent.mig.isVisible()
     assert parent.mig.text() == "MIG mode · 3 slices: 3g.40gb, 2g.20gb, 1g.10gb"
-    big = panel.slice_rows[(0, BIG)]
+    big = panel.grid.slice_rows[(0, BIG)]
     assert big.card.heading.text() == "GPU 0  ·  MIG slice"
     assert big.card.title.text() == "3g.40gb  ·  GI 1 · CI 0"
     assert big.card.used.text() == "28.5 / 40.0 GiB"  # the slice's memory, not the card's
@@ -126,7 +126,7 @@ def test_each_slice_has_its_own_row_and_timeline(make_window, artifacts_dir):
     assert len(t) > 30 and drawn_through(x, y * GiB, t, v)
     legend = " ".join(big.timeline.legend.names())
     assert "train.py" in legend and "vllm" not in legend.lower()
-    assert not panel.rows[1].card.mig.isVisible()
+    assert not panel.grid.rows[1].card.mig.isVisible()
     save(w, artifacts_dir, "mig-1400x900.png")
     w.resize(1024, 700)
     w.refresh(force=True)
@@ -147,7 +147,7 @@ def test_the_table_names_the_slice_and_explains_sm_na(make_window):
 
 def test_without_mig_no_slice_rows_and_no_mig_column(make_window, scripted_frames):
     w = make_window(scripted_frames)
-    assert w.gpu_panel.slice_rows == {}
+    assert w.gpu_panel.grid.slice_rows == {}
     assert w.table.view.isColumnHidden(COL["MIG"])
 
 

@@ -8,7 +8,7 @@ import pytest
 from vramscope.cli import main
 from vramscope.core.store.store import gpu_key
 from vramscope.core.units import GiB
-from vramscope.ui.window.app import open_session_window
+from vramscope.ui.window.session_files import open_session_window
 
 from tests.core.session.helpers import T0, record
 from .helpers import drawn_through, save, table_column
@@ -80,7 +80,7 @@ def test_a_sixteen_gpu_session_puts_the_cursor_on_rows_made_as_they_scroll_in(th
     qtbot.waitUntil(lambda: 0 in panel.timelines, timeout=5000)
     window.scrubber.set_time(T0 + 10)
     assert 15 not in panel.timelines  # not in view: not made yet
-    panel.ensureWidgetVisible(panel.rows[15])
+    panel.ensureWidgetVisible(panel.grid.rows[15])
     qtbot.waitUntil(lambda: 15 in panel.timelines, timeout=5000)
 
     def cursors(index):

@@ -24,7 +24,8 @@ from vramscope.ui.monitor.cards import GpuCard
 from vramscope.ui.processes.end_process_dialog import EndProcessDialog
 from vramscope.ui.monitor.hosts_bar import HostsBar
 from vramscope.ui.processes.process_model import ProcessTableModel
-from vramscope.ui.qt.theme import ColourBook, current
+from vramscope.ui.qt.pens import ColourBook
+from vramscope.ui.qt.theme import current
 from vramscope.ui.timeline.timeline_legend import process_label
 
 HTML_ARGV = (

@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 
 from vramscope.core.processes.process_rows import TableBuilder
-from vramscope.ui.processes.process_table import AFTER_PLOTS_MS, ProcessTable
-from vramscope.ui.qt.theme import ColourBook
+from vramscope.ui.processes.process_table import ProcessTable
+from vramscope.ui.processes.table_worker import AFTER_PLOTS_MS
+from vramscope.ui.qt.pens import ColourBook
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 from .frames import frame_at
@@ -59,7 +60,7 @@ def test_a_newer_busy_frame_while_one_waits_is_the_one_built(make_window, qtbot,
     w.feed.store.append(_frame(30))
     w.refresh()  # within the wait: the table shows the newest frame, built once
     qtbot.waitUntil(lambda: w.table.model.rowCount() == 2 * PER_GPU, timeout=10_000)
-    assert w.table.worker.wait_idle()
+    assert w.table.builds.worker.wait_idle()
     qtbot.wait(AFTER_PLOTS_MS + 50)
     assert [e[2] for e in events if e[0] == "table"] == [_frame(30).time]
 
@@ -69,7 +70,7 @@ def test_a_small_table_is_built_at_once(qtbot, monkeypatch):
     table = ProcessTable(ColourBook())
     qtbot.addWidget(table)
     table.show_frame(frame_at(10))
-    assert table.worker.wait_idle()  # no turn of the event loop in between: not waiting for plots
+    assert table.builds.worker.wait_idle()  # no turn of the event loop in between: not waiting for plots
     assert [e[0] for e in events] == ["ask", "table"]
     qtbot.waitUntil(lambda: table.model.rowCount() > 0)  # and shown
 
@@ -79,7 +80,7 @@ def test_a_busy_table_waits_for_a_turn_of_the_event_loop(qtbot, monkeypatch):
     table = ProcessTable(ColourBook())
     qtbot.addWidget(table)
     table.show_frame(_frame(3))
-    assert table.worker.wait_idle()
+    assert table.builds.worker.wait_idle()
     assert [e[0] for e in events] == ["ask"]  # the plots' turn first
     qtbot.waitUntil(lambda: table.model.rowCount() == 2 * PER_GPU, timeout=10_000)
     assert [e[0] for e in events] == ["ask", "table"]

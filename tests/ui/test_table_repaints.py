@@ -9,7 +9,7 @@ from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB, MiB
 from vramscope.ui.processes.process_model import ProcessTableModel
 from vramscope.ui.processes.process_table import ProcessTable
-from vramscope.ui.qt.theme import ColourBook
+from vramscope.ui.qt.pens import ColourBook
 
 from .frames import T0, frame_at
 

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 from PySide6.QtCore import Qt
 
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, schemes, theme
 from .helpers import save
 
 
@@ -39,7 +39,7 @@ def dark_again(themed_app):
     theme.apply(themed_app, "dark")
 
 
-@pytest.mark.parametrize("scheme", [theme.DARK, theme.LIGHT], ids=lambda s: s.name)
+@pytest.mark.parametrize("scheme", [schemes.DARK, schemes.LIGHT], ids=lambda s: s.name)
 def test_text_and_plot_lines_are_readable(scheme):
     for bg in (scheme.WINDOW, scheme.BASE, scheme.CARD_BACKGROUND):
         assert contrast(scheme.TEXT, bg) >= 7
@@ -55,10 +55,10 @@ def test_text_and_plot_lines_are_readable(scheme):
     assert all(contrast(c, plot) >= 2 for c in scheme.PROCESS_COLOURS)
 
 
-@pytest.mark.parametrize("scheme", [theme.DARK, theme.LIGHT], ids=lambda s: s.name)
+@pytest.mark.parametrize("scheme", [schemes.DARK, schemes.LIGHT], ids=lambda s: s.name)
 def test_process_colours_are_okabe_ito_distinct_and_unlike_the_total(scheme):
     colours = scheme.PROCESS_COLOURS
-    assert set(colours) <= set(theme.OKABE_ITO.values())
+    assert set(colours) <= set(schemes.OKABE_ITO.values())
     assert len(set(colours)) == len(colours) >= 6
     # the total-used curve is never mistaken for a process
     assert all(contrast(c, scheme.TOTAL_USED) >= 1.5 for c in colours)
@@ -100,27 +100,27 @@ def test_apply_sets_palette_plot_colours_and_module_constants(dark_again):
     from PySide6.QtGui import QPalette
 
     app = dark_again
-    assert theme.apply(app, "light") is theme.LIGHT
-    assert app.palette().color(QPalette.ColorRole.Window).name() == theme.LIGHT.WINDOW
-    assert app.palette().color(QPalette.ColorRole.Text).name() == theme.LIGHT.TEXT
-    assert pg.getConfigOption("background") == theme.LIGHT.PLOT_BACKGROUND
-    assert theme.MUTED == theme.LIGHT.MUTED and theme.PROCESS_COLOURS == theme.LIGHT.PROCESS_COLOURS
+    assert theme.apply(app, "light") is schemes.LIGHT
+    assert app.palette().color(QPalette.ColorRole.Window).name() == schemes.LIGHT.WINDOW
+    assert app.palette().color(QPalette.ColorRole.Text).name() == schemes.LIGHT.TEXT
+    assert pg.getConfigOption("background") == schemes.LIGHT.PLOT_BACKGROUND
+    assert theme.MUTED == schemes.LIGHT.MUTED and theme.PROCESS_COLOURS == schemes.LIGHT.PROCESS_COLOURS
     assert theme.mode() == "light"
     theme.apply(app, "dark")
-    assert theme.MUTED == theme.DARK.MUTED
-    assert app.palette().color(QPalette.ColorRole.Window).name() == theme.DARK.WINDOW
+    assert theme.MUTED == schemes.DARK.MUTED
+    assert app.palette().color(QPalette.ColorRole.Window).name() == schemes.DARK.WINDOW
 
 
 def test_colour_book_keeps_each_process_in_its_place_across_a_switch(dark_again):
-    book = theme.ColourBook()
+    book = pens.ColourBook()
     first = [book.colour(("p", n)) for n in range(3)]
-    assert first == list(theme.DARK.PROCESS_COLOURS[:3])
+    assert first == list(schemes.DARK.PROCESS_COLOURS[:3])
     theme.apply(dark_again, "light")
-    assert [book.colour(("p", n)) for n in range(3)] == list(theme.LIGHT.PROCESS_COLOURS[:3])
+    assert [book.colour(("p", n)) for n in range(3)] == list(schemes.LIGHT.PROCESS_COLOURS[:3])
 
 
 def test_colour_book_forgets_gone_processes_and_keeps_the_others_styles():
-    book = theme.ColourBook(colours=("a", "b", "c"))
+    book = pens.ColourBook(colours=("a", "b", "c"))
     styles = {n: book.style(("p", n)) for n in range(5)}
     book.keep({("p", 1), ("p", 4)})  # the others left the history
     assert book.style(("p", 1)) == styles[1] and book.style(("p", 4)) == styles[4]
@@ -139,26 +139,26 @@ def test_live_switch_recolours_the_open_window(
     w.gpu_panel.set_plot_style("lines")  # this test reads the per-process lines
     tl = w.gpu_panel.timelines[0]
     card = w.gpu_panel.cards[0]
-    assert tl.backgroundBrush().color().name() == theme.DARK.PLOT_BACKGROUND
+    assert tl.backgroundBrush().color().name() == schemes.DARK.PLOT_BACKGROUND
 
     theme.switch(dark_again, "light")
     w.refresh(force=True)
     qtbot.wait(10)
-    L = theme.LIGHT
+    L = schemes.LIGHT
     assert tl.backgroundBrush().color().name() == L.PLOT_BACKGROUND
     assert tl.used_curve.opts["pen"].color().name() == L.TOTAL_USED
     assert tl.capacity_curve.opts["pen"].color().name() == L.CAPACITY
     assert tl.plot.getAxis("left").textPen().color().name() == L.PLOT_FOREGROUND
     assert pg.mkColor(tl.legend.item.opts["labelTextColor"]).name() == L.TEXT
-    assert L.CARD_BACKGROUND in card.styleSheet() and theme.DARK.CARD_BACKGROUND not in card.styleSheet()
-    proc_pens = {c.opts["pen"].color().name().upper() for c in tl.proc_curves.values()}
+    assert L.CARD_BACKGROUND in card.styleSheet() and schemes.DARK.CARD_BACKGROUND not in card.styleSheet()
+    proc_pens = {c.opts["pen"].color().name().upper() for c in tl.lines.curves.values()}
     assert proc_pens and proc_pens <= set(L.PROCESS_COLOURS)
     save(w, artifacts_dir, "theme-live-switch-light.png")
 
     theme.switch(dark_again, "dark")
-    assert tl.backgroundBrush().color().name() == theme.DARK.PLOT_BACKGROUND
-    assert theme.DARK.CARD_BACKGROUND in card.styleSheet()
-    assert tl.used_curve.opts["pen"].color().name() == theme.DARK.TOTAL_USED
+    assert tl.backgroundBrush().color().name() == schemes.DARK.PLOT_BACKGROUND
+    assert schemes.DARK.CARD_BACKGROUND in card.styleSheet()
+    assert tl.used_curve.opts["pen"].color().name() == schemes.DARK.TOTAL_USED
 
 
 # -- as the app starts: the scheme applied before the window's modules are imported -----
@@ -227,7 +227,7 @@ def test_main_window_as_it_starts_in_each_scheme(mode, artifacts_dir):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     facts = json.loads(done.stdout.strip().splitlines()[-1])
-    scheme = theme.SCHEMES[mode]
+    scheme = schemes.SCHEMES[mode]
     assert facts["scheme"] == mode
     assert facts["plot_pixel"] == scheme.PLOT_BACKGROUND
     assert scheme.CARD_BACKGROUND in facts["card_style"]

@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QPalette
 
 from vramscope.core.end_process.actions import ProcessSummary
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import schemes, theme
 from vramscope.ui.window.about import AboutDialog
 from vramscope.ui.agents.agent_texts import BUCKETS
 from vramscope.ui.processes.end_process_dialog import EndProcessDialog
@@ -161,7 +161,7 @@ def test_a_live_switch_recolours_every_widget_of_the_busy_window(
     app = themed_app
     settings = Settings(str(tmp_path / "s.toml"))
     window = busy(settings=settings)
-    assert theme.current() is theme.DARK
+    assert theme.current() is schemes.DARK
     _visit_every_tab(window, qtbot)
     window.tabs.setCurrentIndex(0)
     about = AboutDialog(window.store.latest, window)
@@ -183,16 +183,16 @@ def test_a_live_switch_recolours_every_widget_of_the_busy_window(
 
     _choose_theme(window, settings, "light")  # dark -> light, from the settings dialog
     qtbot.wait(10)
-    assert theme.current() is theme.LIGHT
-    _check(window, dialogs, theme.DARK, theme.LIGHT, qtbot)
+    assert theme.current() is schemes.LIGHT
+    _check(window, dialogs, schemes.DARK, schemes.LIGHT, qtbot)
     _save_tabs(window, qtbot, artifacts_dir, "light")
 
     _choose_theme(window, settings, "system")  # the desktop says light: nothing changes
-    assert theme.current() is theme.LIGHT and theme.mode() == "system"
+    assert theme.current() is schemes.LIGHT and theme.mode() == "system"
     _desktop_turns(app, follows_desktop, "dark")  # light -> dark, by the desktop
     qtbot.wait(10)
-    assert theme.current() is theme.DARK
-    _check(window, dialogs, theme.LIGHT, theme.DARK, qtbot)
+    assert theme.current() is schemes.DARK
+    _check(window, dialogs, schemes.LIGHT, schemes.DARK, qtbot)
     _save_tabs(window, qtbot, artifacts_dir, "dark")
 
 
@@ -204,7 +204,7 @@ def test_a_live_switch_recolours_a_session_window_with_hosts_and_a_fleet(
     the chips of --host, the fleet overview of --from-prometheus."""
     from tests.core.session.helpers import T0, record
     from vramscope.core.samples import HostState
-    from vramscope.ui.window.app import open_session_window
+    from vramscope.ui.window.session_files import open_session_window
     from vramscope.ui.monitor.fleet_view import FleetOverview
     from vramscope.ui.monitor.hosts_bar import attach_hosts_bar
 
@@ -237,7 +237,7 @@ def test_a_live_switch_recolours_a_session_window_with_hosts_and_a_fleet(
             None,
         )
         qtbot.wait(10)
-        for old, new in ((theme.DARK, theme.LIGHT), (theme.LIGHT, theme.DARK)):
+        for old, new in ((schemes.DARK, schemes.LIGHT), (schemes.LIGHT, schemes.DARK)):
             follows_desktop.scheme = new.name
             theme.switch(themed_app, "system")
             qtbot.wait(10)

@@ -8,7 +8,7 @@ import numpy as np
 from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.store.store import Store, gpu_key
 from vramscope.core.units import GiB
-from vramscope.ui.qt.theme import ColourBook
+from vramscope.ui.qt.pens import ColourBook
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
 from .frames import T0

@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QTransform
 
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens
 from vramscope.core.units import GiB
 from vramscope.ui.timeline.timeline_stack import Band, shape_bands
 
@@ -35,8 +35,8 @@ def _drawn(fill: QPainterPath, edge: QPainterPath, dash: int) -> QImage:
     view.scale(800 / 600.0, -200 / 10.0)
     view.translate(-T0, 0)
     painter.setTransform(view)
-    painter.fillPath(fill, theme.brush("#4c9be8", dash, alpha=150))
-    painter.strokePath(edge, theme.pen("#4c9be8", 1.2, dash))
+    painter.fillPath(fill, pens.brush("#4c9be8", dash, alpha=150))
+    painter.strokePath(edge, pens.pen("#4c9be8", 1.2, dash))
     painter.end()
     return image
 

@@ -12,7 +12,7 @@ from vramscope.core.settings.view_options import PlotStyle, Theme, TimeWindow
 
 def test_each_time_window_button_sets_its_span(make_window, scripted_frames):
     w = make_window(scripted_frames, window="1m")
-    buttons = {a.text(): a for a in w._window_actions.values()}
+    buttons = {a.text(): a for a in w.controls.window_actions.values()}
     assert list(buttons) == [tw.text for tw in TimeWindow]
     for tw in reversed(TimeWindow):
         buttons[tw.text].trigger()
@@ -23,9 +23,9 @@ def test_each_time_window_button_sets_its_span(make_window, scripted_frames):
 
 def test_each_plot_style_button_draws_that_style(make_window, scripted_frames):
     w = make_window(scripted_frames)
-    assert [a.text() for a in w.style_actions.values()] == [s.text for s in PlotStyle]
+    assert [a.text() for a in w.controls.style_actions.values()] == [s.text for s in PlotStyle]
     for style in reversed(PlotStyle):
-        w.style_actions[style].trigger()
+        w.controls.style_actions[style].trigger()
         assert w.gpu_panel.plot_style == style
         assert {t.style for t in w.gpu_panel.timelines.values()} == {style}
 

@@ -49,7 +49,7 @@ def test_the_safety_poll_does_not_fire_while_frames_come(themed_app, qtbot):
         qtbot.wait(w.timer.interval() // 2)
         feed.store.append(frame_at(k))
         qtbot.waitUntil(
-            lambda k=k: w.store.latest.time == frame_at(k).time and not w._wake_posted, timeout=1000
+            lambda k=k: w.store.latest.time == frame_at(k).time and not w.wake.posted, timeout=1000
         )
     assert polls == []
     qtbot.waitUntil(lambda: bool(polls), timeout=2 * w.timer.interval())  # frames stop: it polls again

@@ -14,7 +14,8 @@ from vramscope.core.detectors import Diagnostics, DiagnosticSettings  # noqa: E4
 from vramscope.core.detectors.jupyter import NotebookHint  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.units import GiB  # noqa: E402
-from vramscope.ui.alerts.alerts_panel import AlertsPanel, EndProcessDialog  # noqa: E402
+from vramscope.ui.alerts.alerts_panel import AlertsPanel  # noqa: E402
+from vramscope.ui.processes.end_process_dialog import EndProcessDialog  # noqa: E402
 from vramscope.ui.alerts.tray import TrayNotifier  # noqa: E402
 
 from .conftest import STUBBORN
@@ -64,10 +65,10 @@ def test_demo_alerts_listed_with_evidence_and_fix_screenshot(themed, qtbot, arti
     row = panel.tree.topLevelItem(kinds.index("squatter"))
     assert row.text(0) == "warning" and "Jupyter kernel" in row.text(1)
     assert "ago)" in row.text(2) and "holds 3.0 GiB" in row.text(3)
-    panel.select_alert(panel.alerts()[kinds.index("squatter")].key)
+    panel.tree.select_alert(panel.alerts()[kinds.index("squatter")].key)
     text = panel.details.toPlainText()
     assert "Evidence" in text and "Fix" in text and "connection file" in text
-    assert not panel.end_button.isEnabled() and "Demo data" in panel.end_button.toolTip()
+    assert not panel.buttons.end_button.isEnabled() and "Demo data" in panel.buttons.end_button.toolTip()
     qtbot.wait(20)
     assert panel.grab().save(str(artifacts_dir / "alerts_panel_demo.png"))
 
@@ -80,15 +81,15 @@ def test_acknowledge_and_mute_from_the_panel(themed, qtbot):
     panel.refresh()
     before = len(panel.alerts())
     leak = next(a for a in panel.alerts() if a.kind == "leak")
-    panel.select_alert(leak.key)
-    panel.acknowledge_selected()
+    panel.tree.select_alert(leak.key)
+    panel.buttons.ack_button.click()
     assert leak.key not in [a.key for a in panel.alerts()]
-    panel.show_hidden.setChecked(True)
+    panel.buttons.show_hidden.setChecked(True)
     assert len(panel.alerts()) == before  # shown again, dimmed
-    panel.show_hidden.setChecked(False)
+    panel.buttons.show_hidden.setChecked(False)
     kernel = next(a for a in panel.alerts() if a.kind == "squatter")
-    panel.select_alert(kernel.key)
-    panel.toggle_mute_selected()
+    panel.tree.select_alert(kernel.key)
+    panel.buttons.mute_button.click()
     assert engine.is_muted(kernel.identity)
     # left: the leaking run's fragmentation and its memory growth (INFO)
     assert [a.kind for a in panel.alerts()] == ["fragmentation", "growth"]
@@ -131,14 +132,14 @@ def confirmation(qtbot, panel, ask=None):
     """The dialog ``ask()`` (default: End process on the selected alert) opens once the
     process was checked anew on a worker."""
     with qtbot.waitSignal(panel.dialog_opened, timeout=5000) as opened:
-        assert (ask or panel.end_selected)()
+        assert (ask or panel.buttons.end_selected)()
     return opened.args[0]
 
 
 def test_end_process_confirm_then_sigterm_ends_it(themed, qtbot, start_child, tmp_path, artifacts_dir):
     p, start = start_child()
     panel, actions = panel_for(qtbot, p.pid, start, tmp_path)
-    assert panel.end_button.isEnabled()
+    assert panel.buttons.end_button.isEnabled()
     dialog = confirmation(qtbot, panel)
     assert isinstance(dialog, EndProcessDialog) and dialog.isVisible()
     assert "time.sleep(120)" in dialog.fields["Command"].text()
@@ -161,9 +162,10 @@ def test_survivor_is_offered_sigkill_after_the_grace_period(themed, qtbot, start
     first = confirmation(qtbot, panel)
     first.confirm_button.click()
     qtbot.waitUntil(
-        lambda: panel.active_dialog is not first and panel.active_dialog.isVisible(), timeout=5000
+        lambda: panel.buttons.active_dialog is not first and panel.buttons.active_dialog.isVisible(),
+        timeout=5000,
     )
-    kill = panel.active_dialog
+    kill = panel.buttons.active_dialog
     assert kill.mode == "kill" and "SIGKILL" in kill.confirm_button.text()
     with qtbot.waitSignal(panel.process_ended, timeout=5000):
         kill.confirm_button.click()
@@ -185,9 +187,9 @@ def test_cancel_sends_nothing_and_mismatched_identity_is_refused(themed, qtbot, 
 def test_read_only_disables_end_process(themed, qtbot, start_child, tmp_path):
     p, start = start_child()
     panel, _ = panel_for(qtbot, p.pid, start, tmp_path, read_only=True)
-    assert not panel.end_button.isEnabled()
-    assert "read-only" in panel.end_button.toolTip()
-    assert panel.request_end(panel.selected_alert()) is False
+    assert not panel.buttons.end_button.isEnabled()
+    assert "read-only" in panel.buttons.end_button.toolTip()
+    assert panel.request_end(panel.tree.selected_alert()) is False
 
 
 # -- tray -----------------------------------------------------------------------------------
@@ -247,14 +249,14 @@ def test_watching_rows_below_the_alerts_greyed_and_without_actions(themed, qtbot
     counts = []
     panel.counts_changed.connect(lambda n, c: counts.append((n, c)))
     panel.refresh()
-    alerts, watches = panel.alerts(), panel.watching()
+    alerts, watches = panel.alerts(), panel.tree.watching()
     assert [w.message.split(": ")[-1] for w in watches] == ["kernel idle 6 of 10 min"]
     assert counts[-1][0] == len(alerts)  # watching is not counted as an alert
     last = panel.tree.topLevelItem(panel.tree.topLevelItemCount() - 1)
     assert last.text(0) == "watching" and last.text(1).startswith("kernel idle 6 of 10 min \u00b7 ")
     assert "becomes a squatter alert at 10 min" in last.text(4)
     panel.tree.setCurrentItem(last)
-    assert panel.selected_alert() is None and not panel.end_button.isEnabled()
+    assert panel.tree.selected_alert() is None and not panel.buttons.end_button.isEnabled()
     assert "Nothing to do yet" in panel.details.toPlainText()
     first = panel.tree.topLevelItem(0)
     assert first.text(0) != "watching"
@@ -265,7 +267,7 @@ def test_watching_rows_below_the_alerts_greyed_and_without_actions(themed, qtbot
     panel2 = AlertsPanel(quiet, actions=None, clock=lambda: T0 + 100)
     qtbot.addWidget(panel2)
     panel2.refresh()
-    assert panel2.alerts() == [] and len(panel2.watching()) == 1
+    assert panel2.alerts() == [] and len(panel2.tree.watching()) == 1
     assert "Watching 1" in panel2.empty.text()
 
 
@@ -298,12 +300,12 @@ def test_the_fix_comes_before_the_evidence_in_the_details():
     """On a 1,024 x 700 window the details show what to do without scrolling past the
     evidence; the squatter fixes lead with the action the Fix column shows."""
     from vramscope.core.detectors.naming import KERNEL, OTHER_USER, SQUATTER_FIXES, TRAINING
-    from vramscope.ui.alerts.alerts_panel import _first_sentence, alert_html
+    from vramscope.ui.alerts.alert_texts import alert_html, first_sentence
 
     from .scenarios import GiB, proc
 
     p = proc(4242, 2 * GiB, sm=0)
-    firsts = {kind: _first_sentence(SQUATTER_FIXES[kind](p)) for kind in (TRAINING, KERNEL, OTHER_USER)}
+    firsts = {kind: first_sentence(SQUATTER_FIXES[kind](p)) for kind in (TRAINING, KERNEL, OTHER_USER)}
     assert firsts[TRAINING] == "End process if it has nothing left to do." and firsts[KERNEL].startswith(
         "Shut it down"
     )

@@ -61,10 +61,10 @@ def test_growing_server_of_no_known_engine_is_not_told_to_run_under_the_agent():
     [near] = [a for a in alerts if a.kind == "near_oom"]
     assert "vramscope run" not in near.fix and "Cap what the server caches" in near.fix
     # the alerts list's Fix column (its first sentence) leads with the action, not `python -m ...`
-    from vramscope.ui.alerts.alerts_panel import _first_sentence
+    from vramscope.ui.alerts.alert_texts import first_sentence
 
     for alert in (growth, near):
-        first = _first_sentence(alert.fix)
+        first = first_sentence(alert.fix)
         assert first.startswith("Cap what the server caches") and "`" not in first
 
 

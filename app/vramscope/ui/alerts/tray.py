@@ -9,7 +9,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from vramscope.core.detectors.alert import CRITICAL, WARNING, severity_rank
-from vramscope.ui.alerts.alerts_panel import severity_icon
+from vramscope.ui.alerts.alert_texts import severity_icon
 
 
 class TrayNotifier(QObject):

@@ -1,63 +1,29 @@
-"""The GPUs: one row per GPU, its card on the left and its timeline beside it."""
+"""The GPUs: one row per GPU, its card on the left and its timeline beside it
+(the rows: ui/monitor/gpu_rows.py), in a scroll area that makes, fills and
+redraws only the rows in view -- on a big box one per event-loop turn -- and
+gives every row the view's settings (plot style, card details, alerts,
+markers, the selected process)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store.store import Store
 from vramscope.core.settings.view_options import DEFAULT_PLOT_STYLE, PlotStyle
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens
 from vramscope.ui.window.bridge import BUSY_PROCESSES
 from vramscope.ui.monitor.cards import GpuCard
+from vramscope.ui.monitor.gpu_rows import GpuRow, GpuRows
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline
 
-ROW_MIN_HEIGHT = 150
 # Up to this many rows (GPUs and MIG slices) are made whole as they appear; a
 # bigger box's rows start empty, at their final height, and each is made
 # (card and timeline, ~30 ms, and its first plot) when it first comes into
 # view, one per event-loop turn, so the window answers clicks in between.
 ROWS_AT_ONCE = 8
-SLICE_INDENT = 18  # px: a MIG slice's row under its GPU's
 SETTLE_MS = 20  # a row added (or made) is looked at again this much later
-
-
-class GpuRow(QWidget):
-    """A GPU (or, with ``mig_uuid``, one MIG slice of it): card and timeline.
-    ``card`` and ``timeline`` are None until ``build`` (the row holds its place)."""
-
-    def __init__(
-        self,
-        index: int,
-        colours: theme.ColourBook,
-        parent=None,
-        mig_uuid: str | None = None,
-        build: bool = True,
-    ):
-        super().__init__(parent)
-        self.index, self.mig_uuid, self._colours = index, mig_uuid, colours
-        self.card: GpuCard | None = None
-        self.timeline: GpuTimeline | None = None
-        self._lay = QHBoxLayout(self)
-        # a slice sits under its GPU, indented
-        self._lay.setContentsMargins(SLICE_INDENT if mig_uuid else 0, 0, 0, 0)
-        self._lay.setSpacing(8)
-        self.setMinimumHeight(ROW_MIN_HEIGHT)
-        if build:
-            self.build()
-
-    @property
-    def key(self) -> int | tuple[int, str]:
-        """Its key in GpuPanel.rows (the GPU index) or slice_rows ((index, MIG uuid))."""
-        return (self.index, self.mig_uuid) if self.mig_uuid else self.index
-
-    def build(self) -> None:
-        if self.card is None:
-            self.card = GpuCard(self.index)
-            self.timeline = GpuTimeline(self.index, self._colours, mig_uuid=self.mig_uuid)
-            self._lay.addWidget(self.card)
-            self._lay.addWidget(self.timeline, 1)
 
 
 class GpuPanel(QScrollArea):
@@ -68,21 +34,16 @@ class GpuPanel(QScrollArea):
     card_details_changed = Signal(bool)
     row_built = Signal(object)  # a GpuRow just given its card and timeline
 
-    def __init__(self, colours: theme.ColourBook, parent=None):
+    def __init__(self, colours: pens.ColourBook, parent=None):
         super().__init__(parent)
         self.colours = colours
         self.plot_style = DEFAULT_PLOT_STYLE
         self.card_details = False
         self.alerted: frozenset = frozenset()  # process identities with an active alert
-        self.rows: dict[int, GpuRow] = {}
-        self.slice_rows: dict[tuple[int, str], GpuRow] = {}  # (GPU index, MIG uuid)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
-        self._inner = QWidget()
-        self._layout = QVBoxLayout(self._inner)
-        self._layout.setContentsMargins(0, 0, 0, 0)
-        self._layout.setSpacing(8)
-        self.setWidget(self._inner)
+        self.grid = GpuRows(colours)
+        self.setWidget(self.grid)
         self._pending = None
         self._stale: set = set()  # timelines to redraw when in view
         self._stale_cards: set[int] = set()  # cards scrolled out when a frame came
@@ -110,12 +71,12 @@ class GpuPanel(QScrollArea):
             timeline.set_style(style)
         if changed:
             self.plot_style_changed.emit(style)
-            self._stale = set(self._all_rows())
+            self._stale = set(self.grid.all())
             self._update_visible()
 
     def set_card_details(self, shown: bool) -> None:
         self.card_details = bool(shown)
-        for row in self._built_rows():
+        for row in self.grid.built():
             row.card.set_details(self.card_details)
 
     def _card_toggled(self, shown: bool) -> None:
@@ -125,44 +86,38 @@ class GpuPanel(QScrollArea):
     def set_alerted(self, identities) -> None:
         """Processes with an active alert: always named in the legend, never grouped."""
         self.alerted = frozenset(identities)
-        for row in self._built_rows():
+        for row in self.grid.built():
             row.timeline.alerted = self.alerted
 
     def set_markers(self, by_gpu: dict[int, dict]) -> None:
         """Alert markers per GPU index (GpuTimeline.set_markers), kept for rows made later."""
         self._markers = by_gpu
-        for row in self._built_rows():
+        for row in self.grid.built():
             row.timeline.set_markers(by_gpu.get(row.index, {}))
 
     def minimum_rows_height(self) -> int:
         """Height for every GPU row at its minimum (at most two rows: more scroll)."""
-        n = min(2, max(1, len(self.rows)))
-        # a row's card can need more than ROW_MIN_HEIGHT (its lines of text): the
-        # rows' own minimum, so the second GPU's axes are never cut by the table
-        heights = [
-            max(ROW_MIN_HEIGHT, r.minimumSizeHint().height()) for r in list(self._all_rows().values())[:n]
-        ]
-        heights += [ROW_MIN_HEIGHT] * (n - len(heights))
-        return sum(heights) + (n - 1) * self._layout.spacing() + 2 * self.frameWidth() + 4
+        n = min(2, max(1, len(self.grid.rows)))
+        return self.grid.minimum_height(n) + 2 * self.frameWidth() + 4
 
     @property
     def cards(self) -> dict[int, GpuCard]:
         """The GPU rows' cards made so far, by index."""
-        return {i: r.card for i, r in self.rows.items() if r.card is not None}
+        return {i: r.card for i, r in self.grid.rows.items() if r.card is not None}
 
     @property
     def timelines(self) -> dict[int, GpuTimeline]:
         """The GPU rows' timelines made so far, by index."""
-        return {i: r.timeline for i, r in self.rows.items() if r.timeline is not None}
+        return {i: r.timeline for i, r in self.grid.rows.items() if r.timeline is not None}
 
     def update_cards(self, frame: Frame) -> None:
         self._frame = frame
         indices = [g.index for g in frame.gpus]
         slices = [(g.index, s.uuid) for g in frame.gpus for s in g.slices if s.uuid]
-        if sorted(indices) != sorted(self.rows) or set(slices) != set(self.slice_rows):
+        if sorted(indices) != sorted(self.grid.rows) or set(slices) != set(self.grid.slice_rows):
             self._rebuild(indices, slices)
         for gpu in frame.gpus:
-            row = self.rows.get(gpu.index)
+            row = self.grid.rows.get(gpu.index)
             if row is None:
                 continue
             if row.card is not None and row.isVisible() and not self._in_view(row):
@@ -173,11 +128,11 @@ class GpuPanel(QScrollArea):
     def _fill(self, gpu) -> None:
         """``gpu``'s card and its MIG slices' rows (those made)."""
         self._stale_cards.discard(gpu.index)
-        row = self.rows.get(gpu.index)
+        row = self.grid.rows.get(gpu.index)
         if row is not None and row.card is not None:
             row.card.update_from(gpu)
         for mig in gpu.slices:
-            row = self.slice_rows.get((gpu.index, mig.uuid))
+            row = self.grid.slice_rows.get((gpu.index, mig.uuid))
             if row is not None and row.card is not None:
                 row.card.show_slice(gpu, mig)
                 row.timeline.members = frozenset(p.identity for p in mig.processes)
@@ -196,7 +151,7 @@ class GpuPanel(QScrollArea):
         per event-loop turn, from the next one, so clicks and repaints go on
         between them and the window's own update of the frame stays short."""
         self._pending = (store, since, t_end, labels, kin)
-        self._stale = set(self._all_rows())
+        self._stale = set(self.grid.all())
         self._in_pieces = processes >= BUSY_PROCESSES
         if self._in_pieces:  # the first one too, on its own turn (not in the caller's)
             self._next_piece.start()
@@ -206,7 +161,7 @@ class GpuPanel(QScrollArea):
     def refresh_figures(self, store: Store) -> None:
         """The legends' figures from the store's latest points, in the rows drawn and in
         view (the curves are redrawn on their own clock: update_timelines)."""
-        for key, row in self._all_rows().items():
+        for key, row in self.grid.all().items():
             if row.card is not None and key not in self._stale and self._in_view(row):
                 row.timeline.refresh_figures(store)
 
@@ -215,15 +170,15 @@ class GpuPanel(QScrollArea):
         the next on the next event-loop turn."""
         if self._stale_cards and self._frame is not None:
             for gpu in self._frame.gpus:
-                row = self.rows.get(gpu.index)
+                row = self.grid.rows.get(gpu.index)
                 if gpu.index in self._stale_cards and row is not None and self._in_view(row):
                     self._fill(gpu)
-        rows = self._all_rows()
+        rows = self.grid.all()
         lazy = len(rows) > ROWS_AT_ONCE
         shown = self.isVisible()
         for key, row in rows.items():
             if row.card is None:
-                if shown and (not row.isVisible() or not self._laid_out()):
+                if shown and (not row.isVisible() or not self.grid.laid_out()):
                     self._settle.start()  # just added: shown and laid out on a later turn
                     continue
                 if shown and not self._in_view(row):
@@ -268,55 +223,21 @@ class GpuPanel(QScrollArea):
 
     def highlight(self, key: tuple | None) -> None:
         self._highlighted = key
-        for timeline in (r.timeline for r in self._built_rows()):
+        for timeline in (r.timeline for r in self.grid.built()):
             timeline.highlight(key)
-
-    def _all_rows(self) -> dict:
-        """GPU rows by index and MIG slice rows by (index, uuid), top to bottom."""
-        out: dict = {}
-        for i in sorted(self.rows):
-            out[i] = self.rows[i]
-            out.update((k, r) for k, r in self.slice_rows.items() if k[0] == i)
-        return out
-
-    def _built_rows(self) -> list[GpuRow]:
-        return [r for r in self._all_rows().values() if r.card is not None]
 
     def _in_view(self, row: QWidget) -> bool:
         top = row.mapTo(self.viewport(), QPoint(0, 0)).y()
         return top + row.height() > 0 and top < self.viewport().height()
 
-    def _laid_out(self) -> bool:
-        """Whether the rows are in their places (the scroll area sizes them a turn
-        after they are added; until then they overlap at the top)."""
-        return self._inner.height() >= self._layout.minimumSize().height()
-
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        if any(r.card is None for r in self._all_rows().values()):
+        if any(r.card is None for r in self.grid.all().values()):
             self._next_piece.start()  # rows that came into view are made
 
     def _rebuild(self, indices: list[int], slices: list[tuple[int, str]] = ()) -> None:
-        for rows, keep in ((self.rows, indices), (self.slice_rows, slices)):
-            for key in [k for k in rows if k not in keep]:
-                row = rows.pop(key)
-                self._layout.removeWidget(row)
-                row.deleteLater()
-        now = len(indices) + len(slices) <= ROWS_AT_ONCE  # else made as they come into view
-        for i in indices:
-            if i not in self.rows:
-                self.rows[i] = GpuRow(i, self.colours, build=False)
-        # slices in the frame's order (by instance id), which _all_rows keeps
-        self.slice_rows = {
-            key: self.slice_rows.get(key) or GpuRow(key[0], self.colours, mig_uuid=key[1], build=False)
-            for key in slices
-        }
-        order = list(self._all_rows().values())
-        for position, row in enumerate(order):
-            if self._layout.indexOf(row) != position:
-                self._layout.removeWidget(row)
-                self._layout.insertWidget(position, row, 1)
-        if now:
+        order = self.grid.rebuild(indices, slices)
+        if len(indices) + len(slices) <= ROWS_AT_ONCE:  # else made as they come into view
             for row in order:
                 if row.card is None:
                     self._build(row)

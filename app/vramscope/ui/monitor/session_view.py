@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QWidget
 
 from vramscope.core.units import fmt_duration
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 from vramscope.ui.qt.safe_text import tip
 
 STEPS = 2000
@@ -82,7 +82,7 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
             line = cursors.get(timeline)
             if line is None:
                 line = cursors[timeline] = pg.InfiniteLine(
-                    angle=90, movable=False, pen=theme.pen(theme.HIGHLIGHT, 2.0)
+                    angle=90, movable=False, pen=pens.pen(theme.HIGHLIGHT, 2.0)
                 )
                 timeline.plot.addItem(line, ignoreBounds=True)
                 timeline.plot.setMouseEnabled(x=True, y=False)
@@ -98,7 +98,7 @@ def attach_session(window, reader, path: str) -> SessionScrubber:
     # a big box's rows are made as they scroll into view: they get the cursor then
     window.gpu_panel.row_built.connect(lambda _row: moment and place_cursors())
     scrubber.moved.connect(show_moment)
-    theme.follow(scrubber, lambda s: [line.setPen(theme.pen(s.HIGHLIGHT, 2.0)) for line in cursors.values()])
+    theme.follow(scrubber, lambda s: [line.setPen(pens.pen(s.HIGHLIGHT, 2.0)) for line in cursors.values()])
     if reader.problems:
         window.statusBar().showMessage("Opened what could be read: " + "; ".join(reader.problems), 30000)
     return scrubber

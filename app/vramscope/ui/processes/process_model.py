@@ -37,7 +37,7 @@ from vramscope.core.processes.process_rows import (
     TableRows,
 )
 from vramscope.core.samples import ACCESS_DENIED, VISIBLE
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 from vramscope.core.status.terminal_text import visible
 from vramscope.ui.qt.safe_text import tip
 
@@ -86,7 +86,7 @@ def _colour_roles(row: ProcessRow) -> list:
 class ProcessTableModel(QAbstractTableModel):
     order_changed = Signal(object)  # the TableOrder after a header click, a filter, grouping
 
-    def __init__(self, colours: theme.ColourBook, parent=None):
+    def __init__(self, colours: pens.ColourBook, parent=None):
         super().__init__(parent)
         self.colours = colours
         self.order = TableOrder()

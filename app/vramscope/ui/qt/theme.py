@@ -1,14 +1,8 @@
-"""Colours: a dark and a light scheme, chosen by the user or following the desktop,
-and a colour-blind-safe set for processes.
+"""Which colour scheme is active -- chosen by the user or following the desktop --
+and switching it live.
 
-Process colours come from Okabe & Ito's palette, assigned in order of first
-sight and kept per process identity for the whole session, so a process keeps
-its colour in every plot, in the legend and in the table. Black and yellow are
-left out of both schemes: black vanishes on the dark plot and is the light
-scheme's total-used curve, yellow vanishes on white and is hard to tell from
-the dark scheme's white total-used curve. The six left are ordered so the best
-contrast comes first. Past six processes the colours repeat with a dashed line,
-so two curves never look the same.
+The schemes themselves are data in ui/qt/schemes.py; the style each process is
+drawn in (colour x dash) and the pens and brushes are ui/qt/pens.py's.
 
 Integration (the app): ``theme.apply(app, mode)`` (mode: "system", "light"
 or "dark") before the window is built. Colours are read when they are used,
@@ -25,146 +19,20 @@ calls it with the new scheme for as long as the owner lives.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QPalette
 
 from vramscope.core.settings.view_options import Theme
+from vramscope.ui.qt.schemes import DARK, ROLES, SCHEMES, Scheme
 
 log = logging.getLogger(__name__)
-
-# Okabe & Ito (2008), "Color Universal Design".
-OKABE_ITO = {
-    "orange": "#E69F00",
-    "sky blue": "#56B4E9",
-    "bluish green": "#009E73",
-    "yellow": "#F0E442",
-    "reddish purple": "#CC79A7",
-    "vermillion": "#D55E00",
-    "blue": "#0072B2",
-    "black": "#000000",
-}
-_DARK_PROCESS = ("orange", "sky blue", "bluish green", "reddish purple", "vermillion", "blue")
-# On white the strongest first: most workstations show one to four processes.
-_LIGHT_PROCESS = ("blue", "vermillion", "bluish green", "reddish purple", "sky blue", "orange")
 
 MODES = tuple(Theme)
 GRID_ALPHA = 0.18
 ANTIALIAS = True  # smoother curves; bench/gui_cost.py --no-antialias shows what it costs
 
-
-@dataclass(frozen=True)
-class Scheme:
-    """Every colour the UI uses, for one scheme. Field names are the module constants'."""
-
-    name: str
-    PLOT_BACKGROUND: str
-    PLOT_FOREGROUND: str
-    TOTAL_USED: str
-    CAPACITY: str
-    WARNING: str
-    ERROR: str
-    OK: str
-    MUTED: str
-    CARD_BACKGROUND: str
-    CARD_BORDER: str
-    DEMO_BANNER: str
-    WINDOW: str
-    BASE: str
-    ALT_BASE: str
-    TEXT: str
-    HIGHLIGHT: str
-    BUTTON: str
-    LINK: str
-    MID: str
-    DARK: str
-    LIGHT: str
-    MIDLIGHT: str
-    SHADOW: str
-    TRACK: str  # the empty part of a progress bar
-    PROCESS_COLOURS: tuple[str, ...]
-    # the agent panel's buckets, in BUCKET order (weights, gradients, optimizer state,
-    # activations + temporaries, cached free, outside PyTorch): Paul Tol's "muted"
-    # colour-blind-safe scheme (Tol 2021, SRON/EPS/TN/09-002), so no bucket looks
-    # like a process of the Okabe-Ito palette
-    BUCKET_COLOURS: tuple[str, ...] = ()
-
-    def colours(self) -> dict[str, str]:
-        """Role -> colour, for every single-colour role."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if f.name != "name" and isinstance(getattr(self, f.name), str)
-        }
-
-
-DARK = Scheme(
-    name="dark",
-    PLOT_BACKGROUND="#15181d",
-    PLOT_FOREGROUND="#b8bec8",
-    TOTAL_USED="#f2f2f2",
-    CAPACITY="#ff6b6b",
-    WARNING="#f0a030",
-    ERROR="#ff5c5c",
-    OK="#3fb68b",
-    MUTED="#8b93a1",
-    CARD_BACKGROUND="#20242b",
-    CARD_BORDER="#323844",
-    DEMO_BANNER="#6b4e00",
-    WINDOW="#1b1e23",
-    BASE="#15181d",
-    ALT_BASE="#1d2127",
-    TEXT="#e3e6eb",
-    HIGHLIGHT="#2f6fb3",
-    BUTTON="#262a31",
-    LINK="#6cb4ff",
-    MID="#2a2f37",
-    DARK="#101215",
-    LIGHT="#3a404b",
-    MIDLIGHT="#30353e",
-    SHADOW="#08090b",
-    TRACK="#2c313a",
-    PROCESS_COLOURS=tuple(OKABE_ITO[n] for n in _DARK_PROCESS),
-    BUCKET_COLOURS=("#88CCEE", "#44AA99", "#DDCC77", "#CC6677", "#6F7785", "#AA4499"),
-)
-
-# Text colours reach at least 4.5:1 on their backgrounds (WCAG AA) -- the
-# light scheme's warning/error/ok are darker than the dark scheme's for that.
-LIGHT = Scheme(
-    name="light",
-    PLOT_BACKGROUND="#ffffff",
-    PLOT_FOREGROUND="#3d4451",
-    TOTAL_USED="#1f2329",
-    CAPACITY="#d62828",
-    WARNING="#9a5b00",
-    ERROR="#c01f1f",
-    OK="#12734f",
-    MUTED="#5c6370",
-    CARD_BACKGROUND="#f5f6f8",
-    CARD_BORDER="#cfd4db",
-    DEMO_BANNER="#6b4e00",
-    WINDOW="#eceef1",
-    BASE="#ffffff",
-    ALT_BASE="#f4f5f7",
-    TEXT="#1c1f24",
-    HIGHLIGHT="#2f6fb3",
-    BUTTON="#e3e6ea",
-    LINK="#0b5cad",
-    MID="#b9bec6",
-    DARK="#8e949d",
-    LIGHT="#fbfbfc",
-    MIDLIGHT="#f6f7f9",
-    SHADOW="#5a5f66",
-    TRACK="#dde1e6",
-    PROCESS_COLOURS=tuple(OKABE_ITO[n] for n in _LIGHT_PROCESS),
-    BUCKET_COLOURS=("#332288", "#117733", "#999933", "#CC6677", "#A0A6B0", "#882255"),
-)
-
-SCHEMES = {Theme.DARK: DARK, Theme.LIGHT: LIGHT}
-ROLES = frozenset(f.name for f in dataclasses.fields(Scheme)) - {"name"}
 _current: Scheme = DARK
 
 
@@ -183,64 +51,6 @@ def _install(scheme: Scheme) -> None:
 
 def current() -> Scheme:
     return _current
-
-
-# Line styles that tell two processes of one colour apart: colour x dash.
-DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
-# The same in a stacked area: solid, then hatched fills.
-FILLS = (
-    Qt.BrushStyle.SolidPattern,
-    Qt.BrushStyle.BDiagPattern,
-    Qt.BrushStyle.FDiagPattern,
-    Qt.BrushStyle.DiagCrossPattern,
-)
-
-
-class ColourBook:
-    """A stable (colour, dash) per process identity -- colour x dash, so up to
-    len(palette) x len(DASHES) processes alive at once all look different.
-
-    A new process takes the first style no *live* process holds
-    (``set_live``); a process keeps its style for as long as it is known.
-    Without explicit ``colours`` the active scheme's palette is read at each
-    call, so after a theme switch the next redraw uses the new palette while
-    every process keeps its place in it.
-    """
-
-    def __init__(self, colours: tuple[str, ...] | None = None):
-        self._colours = colours
-        self._assigned: dict = {}
-        self._taken: set[int] = set()  # styles held by live (or, before set_live, all) processes
-        self._low = 0  # no style below this is free (taken only grows until set_live)
-
-    def set_live(self, identities) -> None:
-        """The processes listed now: styles of the others may be given again."""
-        assigned = self._assigned
-        self._taken = {assigned[i] for i in identities if i in assigned}
-        self._low = 0
-
-    def keep(self, identities) -> None:
-        """Forget the styles of every process but these (processes gone from the
-        history); the styles of those kept do not change."""
-        self._assigned = {i: n for i, n in self._assigned.items() if i in identities}
-        self._taken &= set(self._assigned.values())
-        self._low = 0
-
-    def style(self, identity) -> tuple[str, int]:
-        """(colour, dash index into DASHES / FILLS)."""
-        n = self._assigned.get(identity)
-        if n is None:
-            n, taken = self._low, self._taken
-            while n in taken:
-                n += 1
-            self._low = n + 1
-            taken.add(n)
-            self._assigned[identity] = n
-        colours = self._colours or _current.PROCESS_COLOURS
-        return colours[n % len(colours)], (n // len(colours)) % len(DASHES)
-
-    def colour(self, identity) -> str:
-        return self.style(identity)[0]
 
 
 # -- which scheme --------------------------------------------------------------------
@@ -431,29 +241,6 @@ def colour_legend(legend, colour: str) -> None:
     legend.setLabelTextColor(colour)
     for _sample, label in legend.items:
         label.setText(label.text, color=colour)
-
-
-def pen(colour: str, width: float = 1.5, dashed: bool | int = False, alpha: int = 255):
-    """A cosmetic pen; ``dashed``: True for a dashed line, or an index into DASHES."""
-    import pyqtgraph as pg
-
-    q = QColor(colour)
-    q.setAlpha(alpha)
-    p = pg.mkPen(q, width=width)
-    dash = int(dashed)
-    if dash:
-        p.setStyle(DASHES[dash % len(DASHES)])
-    p.setCosmetic(True)
-    return p
-
-
-def brush(colour: str, dash: int = 0, alpha: int = 255):
-    """A fill in a process's style: solid, or hatched for the dashed ones."""
-    from PySide6.QtGui import QBrush
-
-    q = QColor(colour)
-    q.setAlpha(alpha)
-    return QBrush(q, FILLS[dash % len(FILLS)])
 
 
 def fixed_plot(p, left_width: int) -> None:

@@ -12,7 +12,7 @@ from PySide6.QtCore import Signal
 
 from vramscope.core.snapshot.timeline import Timeline
 from vramscope.core.units import GiB
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 
 FILL_ALPHA = 170
 
@@ -58,12 +58,12 @@ class TimelinePlot(pg.PlotWidget):
             merged = k == len(layers) - 1
             running = running + band / GiB
             upper = pg.PlotDataItem(
-                x, running.copy(), pen=theme.pen(s.MUTED if merged else colours[k % len(colours)], 1)
+                x, running.copy(), pen=pens.pen(s.MUTED if merged else colours[k % len(colours)], 1)
             )
             fill = pg.FillBetweenItem(
                 lower,
                 upper,
-                brush=theme.brush(s.MUTED if merged else colours[k % len(colours)], alpha=FILL_ALPHA),
+                brush=pens.brush(s.MUTED if merged else colours[k % len(colours)], alpha=FILL_ALPHA),
             )
             for item in (fill, upper):
                 p.addItem(item)
@@ -75,7 +75,7 @@ class TimelinePlot(pg.PlotWidget):
             line = pg.InfiniteLine(
                 pos=ox,
                 angle=90,
-                pen=theme.pen(s.ERROR, 2),
+                pen=pens.pen(s.ERROR, 2),
                 label="OOM",
                 labelOpts={"color": s.ERROR, "position": 0.92},
             )
@@ -83,7 +83,7 @@ class TimelinePlot(pg.PlotWidget):
             self._items.append(line)
         if compare is not None:
             cx, ctotal = compare
-            other = pg.PlotDataItem(cx, ctotal / GiB, pen=theme.pen(s.TEXT, 1.5, dashed=True))
+            other = pg.PlotDataItem(cx, ctotal / GiB, pen=pens.pen(s.TEXT, 1.5, dashed=True))
             p.addItem(other)
             self._items.append(other)
             legend.insert(0, (s.TEXT, True, "the compared snapshot's total"))
@@ -97,7 +97,7 @@ class TimelinePlot(pg.PlotWidget):
         if compare is not None and len(compare[0]):
             right = max(right, float(compare[0][-1]))
         p.setXRange(float(x[0]) if len(x) else 0.0, max(right, 1e-9), padding=0.01)
-        self.cursor.setPen(theme.pen(s.TEXT, 1.5))
+        self.cursor.setPen(pens.pen(s.TEXT, 1.5))
         self.cursor.setBounds((float(x[0]) if len(x) else 0.0, right))
         return legend
 

@@ -3,13 +3,14 @@
 - "stacked" (the default): what fills the card, process by process, the
   largest at the bottom and the small ones as "others (n)", which opens on a
   click (ui/timeline/timeline_stack.py);
-- "lines": one curve per process identity.
+- "lines": one curve per process identity (ui/timeline/timeline_lines.py).
 
 Both draw the GPU's total used and its capacity (dashed). Every process has
 one style -- colour x dash, from the ColourBook -- in its line, its band and
 its table swatch. The legend (ui/timeline/timeline_legend.py) names the processes by
 memory, largest first, always including those with an active alert. Axis in
-GiB (2**30 bytes).
+GiB (2**30 bytes). What is drawn comes from each process's latest point
+(ui/timeline/timeline_points.py).
 Following pyqtgraph's practice for long series, curves use peak downsampling
 and clipToView, and the x range is set from the time window -- never
 auto-ranged -- so 24 hours of history stay cheap to draw. Items are created
@@ -27,11 +28,11 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from vramscope.core.samples import ProcessIdentity
 from vramscope.core.processes.process_groups import group_key, group_name, is_group, units
-from vramscope.core.processes.stacking import align, any_finite, corners, lines_drawn, nanmax
+from vramscope.core.processes.stacking import align, corners, lines_drawn, nanmax
 from vramscope.core.store.store import PROCESSES_USED, Store, gpu_key, mig_key, proc_identity
 from vramscope.core.units import GiB
 from vramscope.core.settings.view_options import PlotStyle
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 from vramscope.ui.monitor.legend_text import LEGEND_WIDTH
 from vramscope.ui.monitor.time_axis import TimeAxis
 from vramscope.ui.monitor.time_plot import TimePlot
@@ -44,24 +45,18 @@ from vramscope.ui.timeline.timeline_legend import (
     process_label,
     rows_that_fit,
 )
+from vramscope.ui.timeline.timeline_lines import ProcessLines, curve
+from vramscope.ui.timeline.timeline_points import sort_points
 from vramscope.ui.timeline.timeline_stack import OTHERS, StackedBands
 
-DIMMED_ALPHA = 60
 MIN_SPAN = 60.0  # seconds: a fresh session's plot spans at least this, then grows to the window
 HEADROOM = 1.12  # y range above the peak: room for the alert markers' labels
-
-
-def _curve(pen) -> pg.PlotDataItem:
-    item = pg.PlotDataItem(pen=pen, connect="finite")
-    item.setDownsampling(auto=True, method="peak")
-    item.setClipToView(True)
-    return item
 
 
 class GpuTimeline(pg.GraphicsLayoutWidget):
     """The plot on the left, its legend in a column on the right (never over a curve)."""
 
-    def __init__(self, index: int, colours: theme.ColourBook, parent=None, mig_uuid: str | None = None):
+    def __init__(self, index: int, colours: pens.ColourBook, parent=None, mig_uuid: str | None = None):
         super().__init__(parent)
         self.index = index
         # a MIG slice's timeline: the slice's used/capacity and only its processes
@@ -84,11 +79,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.ci.layout.setColumnFixedWidth(1, LEGEND_WIDTH)
         self.ci.layout.setColumnStretchFactor(0, 1)
 
-        self.capacity_curve = _curve(theme.pen(s.CAPACITY, 1.5, dashed=True))
-        self.used_curve = _curve(theme.pen(s.TOTAL_USED, 2.0))
+        self.capacity_curve = curve(pens.pen(s.CAPACITY, 1.5, dashed=True))
+        self.used_curve = curve(pens.pen(s.TOTAL_USED, 2.0))
         plot.addItem(self.capacity_curve)
         plot.addItem(self.used_curve)
-        self.proc_curves: dict[tuple, pg.PlotDataItem] = {}  # lines style
+        self.lines = ProcessLines(plot, colours, self.legend.forget)  # lines style
         self.stack = StackedBands(plot, colours)  # stacked style
         self._highlighted: object = None
         self._y_max: float | None = None
@@ -125,19 +120,17 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.style = style
         stacked = style == PlotStyle.STACKED
         self.stack.set_visible(stacked)
-        for curve in self.proc_curves.values():
-            curve.setVisible(not stacked)
+        self.lines.set_visible(not stacked)
         if self._last is not None:
             self.update_from(*self._last)
 
     def apply_theme(self, s: theme.Scheme) -> None:
         """Re-colour from scheme ``s`` (a live theme switch)."""
         theme.colour_plot(self, s)
-        self.capacity_curve.setPen(theme.pen(s.CAPACITY, 1.5, dashed=True))
-        self.used_curve.setPen(theme.pen(s.TOTAL_USED, 2.0))
+        self.capacity_curve.setPen(pens.pen(s.CAPACITY, 1.5, dashed=True))
+        self.used_curve.setPen(pens.pen(s.TOTAL_USED, 2.0))
         self.legend.restyle(s)
-        for key, curve in self.proc_curves.items():
-            curve.setPen(self._pen(key))
+        self.lines.restyle()
         self.stack.restyle(self._unit_identity)
         self.markers.restyle()
         if self._last is not None:
@@ -184,26 +177,7 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         if self.members is not None:
             points = {k: p for k, p in points.items() if proc_identity(k) in self.members}
         keys = list(points)
-        alive: dict[tuple, float] = {}  # reported now, with a figure: key -> latest bytes
-        ended: dict[tuple, float] = {}  # in the window, no longer reported: key -> last time
-        not_plotted: list[tuple] = []  # reported, but memory n/a all along: not drawn as 0
-        for key, (last_t, last_v) in points.items():
-            if last_t > t_end + 1e-6:  # paused: the series as it was at t_end
-                t, v = series(key)
-                if not len(t):
-                    continue
-                last_t, last_v = float(t[-1]), float(v[-1])
-            if since is not None and last_t < since:
-                continue  # ended before the window
-            now_listed = last_t >= t_end - 1e-6
-            finite = math.isfinite(last_v) or any_finite(*series(key), since)
-            if not finite:
-                if now_listed:
-                    not_plotted.append(key)
-            elif now_listed:
-                alive[key] = last_v if math.isfinite(last_v) else 0.0
-            else:
-                ended[key] = last_t
+        alive, ended, not_plotted = sort_points(points, series, since, t_end)
         self._rows_fitted = rows_that_fit(self.height())
         room = self._rows_fitted - 2 - (2 if not_plotted else 0)  # total + capacity, n/a note
         must = {k for k in alive if proc_identity(k) in self.alerted}
@@ -211,14 +185,19 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
             must.add(self.selected)
         if self.style == PlotStyle.LINES:
             drawn = lines_drawn(alive, ended, must)
-            peak = max(peak, self._update_lines(series, drawn, since))
+            top, added = self.lines.update(series, drawn, since)
+            peak = max(peak, top)
+            wanted = self._highlighted
+            if wanted in added and self.selected != wanted:  # selected before it was drawn
+                self._highlighted = object()
+                self.highlight(wanted)
             shown = lines_shown(alive, ended, must, max(1, room - 1))
             hidden = len(alive) + len(ended) - len(shown)
             entries = [
-                (k, self.proc_curves[k], process_label(k, labels), alive.get(k), k in ended) for k in shown
+                (k, self.lines.curves[k], process_label(k, labels), alive.get(k), k in ended) for k in shown
             ]
         else:
-            self._drop_lines(keys)
+            self.lines.keep_only(keys)
             px = int(self.plot.vb.width()) or 600
             everyone = None  # all processes' sum: "others" without reading each of them
             if self.mig_uuid is None:
@@ -307,27 +286,6 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         # before the plot is painted, not in a second paint right after it
         self.plot.vb.updateMatrix()
 
-    def _update_lines(self, series, drawn: list, since: float | None) -> float:
-        """Curves for ``drawn`` (others dropped); returns their peak in the window."""
-        wanted = set(drawn)
-        for key in [k for k in self.proc_curves if k not in wanted]:
-            self._drop(key)  # ended, or no longer among the drawn: no item left behind
-        peak = 0.0
-        for key in drawn:
-            curve = self.proc_curves.get(key)
-            if curve is None:
-                curve = self._add(key)
-            t, v = series(key)
-            curve.setData(*corners(t, v / GiB))
-            curve.setVisible(True)
-            peak = nanmax(v if since is None else v[t >= since], peak)
-        return peak
-
-    def _drop_lines(self, keys) -> None:
-        key_set = set(keys)
-        for key in [k for k in self.proc_curves if k not in key_set]:
-            self._drop(key)
-
     def set_window(self, t0: float, t1: float) -> None:
         if t1 <= t0:
             t1 = t0 + 1.0
@@ -352,10 +310,10 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
     def highlight(self, key: tuple | None) -> None:
         """Thicker curve (or band) for ``key`` (a store proc key), the others dimmed."""
         if key == self._highlighted:
-            return  # unchanged; curves added since were given the right pen in _add
+            return  # unchanged; curves added since were given the right pen
         self._highlighted = key
         known = (
-            key in self.proc_curves
+            key in self.lines.curves
             or key in self.stack.bands
             or key in self.stack.grouped
             or key in self._unit_by_key
@@ -363,36 +321,11 @@ class GpuTimeline(pg.GraphicsLayoutWidget):
         self.selected = key if known else None
         if key is not None and self.selected is None:
             self.selected = ("none",)  # selection is on another GPU: dim everything here
-        for k, curve in self.proc_curves.items():
-            curve.setPen(self._pen(k))
+        self.lines.selected = self.selected
+        self.lines.restyle()
         self.stack.selected = self.selected
         if self.style == PlotStyle.STACKED and self._last is not None:
             self.update_from(*self._last)  # the selected process gets its own band
-
-    def curve_width(self, key: tuple) -> float:
-        return self.proc_curves[key].opts["pen"].widthF()
-
-    def _pen(self, key: tuple):
-        colour, dash = self.colours.style(proc_identity(key))
-        if self.selected is None:
-            return theme.pen(colour, 1.6, dash)
-        if key == self.selected:
-            return theme.pen(colour, 3.5, dash)
-        return theme.pen(colour, 1.2, dash, alpha=DIMMED_ALPHA)
-
-    def _add(self, key: tuple) -> pg.PlotDataItem:
-        curve = _curve(self._pen(key))
-        self.proc_curves[key] = curve
-        self.plot.addItem(curve)
-        if key == self._highlighted and self.selected != key:  # selected before it was drawn
-            self._highlighted = object()
-            self.highlight(key)
-        return curve
-
-    def _drop(self, key: tuple) -> None:
-        curve = self.proc_curves.pop(key)
-        self.legend.forget(key)
-        self.plot.removeItem(curve)
 
     # -- groups and "others (n)" -------------------------------------------------------
     def _unit_of(self, key: tuple) -> tuple:

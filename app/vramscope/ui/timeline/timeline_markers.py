@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 
 MARKERS_KEPT = 40  # cleared alerts stay marked in the history, up to this many per GPU
 MARKER_ROW = 16  # px at least between alert markers' labels stacked at one moment
@@ -72,7 +72,7 @@ class AlertMarkers:
             self.lines[key] = line
             self.plot.addItem(line, ignoreBounds=True)
         line.label.fill = pg.mkBrush(s.PLOT_BACKGROUND + "c8")
-        line.setPen(theme.pen(colour, 1.2, dashed=True))
+        line.setPen(pens.pen(colour, 1.2, dashed=True))
         line.label.setFormat(label)
         line.label.setColor(colour)
         line.setValue(t)

@@ -25,7 +25,7 @@ from vramscope.core.processes.stacking import (
     thin,
 )
 from vramscope.core.units import GiB
-from vramscope.ui.qt import theme
+from vramscope.ui.qt import pens, theme
 
 OTHERS = ("others",)  # the layer key of the group
 FILL_ALPHA = 150
@@ -50,13 +50,13 @@ class Band:
         if self._style == (colour, dash, width, alpha):
             return  # unchanged: no new pens and brushes every frame
         self._style = (colour, dash, width, alpha)
-        self.fill.setBrush(theme.brush(colour, dash, alpha=alpha if not dash else min(255, alpha + 80)))
-        self.under.setBrush(theme.brush(colour, 0, alpha=alpha // 3))
+        self.fill.setBrush(pens.brush(colour, dash, alpha=alpha if not dash else min(255, alpha + 80)))
+        self.under.setBrush(pens.brush(colour, 0, alpha=alpha // 3))
         self.under.setVisible(bool(dash) and self.fill.isVisible())
-        pen = theme.pen(colour, width, dash)
+        pen = pens.pen(colour, width, dash)
         self.edge.setPen(pen)
         self.sample.setPen(pen)
-        self.sample.setFillBrush(theme.brush(colour, dash, alpha=FILL_ALPHA))
+        self.sample.setFillBrush(pens.brush(colour, dash, alpha=FILL_ALPHA))
 
     def set_shape(self, bottom: tuple, top: tuple) -> None:
         """The band between two lines, each (times, values) through its corners."""
@@ -94,7 +94,7 @@ def shape_bands(bands: list[Band], t: np.ndarray, tops: np.ndarray) -> None:
 class StackedBands:
     """The bands of one GPU's plot; ``update`` lays them out from the store."""
 
-    def __init__(self, plot, colours: theme.ColourBook):
+    def __init__(self, plot, colours: pens.ColourBook):
         self.plot = plot
         self.colours = colours
         self.bands: dict[tuple, Band] = {}

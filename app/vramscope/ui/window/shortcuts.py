@@ -4,7 +4,7 @@
         "pause": lambda: window.set_paused(not window.paused),
         "window_1m": lambda: window.set_window("1m"), ...
         "find": window.table.focus_filter,
-        "end_process": alerts_panel.end_selected,   # opens EndProcessDialog (confirmation)
+        "end_process": alerts_panel.buttons.end_selected,   # opens EndProcessDialog (confirmation)
         "settings": open_settings, "quit": window.close,
     })
 

@@ -21,9 +21,9 @@ def restore_layout(window, settings) -> None:
         window.restoreState(settings.window_state)
     if settings.splitter_state:  # saved only when the user moved the split
         window.splitter.restoreState(settings.splitter_state)
-        window.split_by_user = True
+        window.splitter.by_user = True
     # the view choices are saved as soon as they are made (a crash keeps them too)
-    window.table.set_hidden_columns(settings.hidden_columns)
+    window.table.columns.set_hidden(settings.hidden_columns)
     window.table.columns_changed.connect(lambda hidden: setattr(settings, "hidden_columns", hidden))
     window.gpu_panel.set_plot_style(settings.plot_style)
     window.gpu_panel.plot_style_changed.connect(lambda style: setattr(settings, "plot_style", style))
@@ -33,7 +33,7 @@ def restore_layout(window, settings) -> None:
     def save() -> None:
         settings.geometry = bytes(window.saveGeometry())
         settings.window_state = bytes(window.saveState())
-        settings.splitter_state = bytes(window.splitter.saveState()) if window.split_by_user else None
+        settings.splitter_state = bytes(window.splitter.saveState()) if window.splitter.by_user else None
         settings.sync()
 
     QApplication.instance().aboutToQuit.connect(save)
@@ -55,7 +55,7 @@ def setup_desktop(window, settings) -> None:
     find.setClearButtonEnabled(True)
     find.setMaximumWidth(320)
     find.textChanged.connect(lambda text: filter_processes(window, text))
-    window.toolbar.insertWidget(window.toolbar.actions()[-1], find)
+    window.controls.toolbar.insertWidget(window.controls.toolbar.actions()[-1], find)
     window.find_field = find
 
     def focus_find() -> None:
@@ -64,14 +64,14 @@ def setup_desktop(window, settings) -> None:
         find.selectAll()
 
     actions = {
-        "pause": window.pause_action,
+        "pause": window.controls.pause_action,
         "find": focus_find,
         "end_process": lambda: end_selected_process(window, window.services.panels),
         "settings": settings_action,
         "about": about_action,
         "quit": window.quit_action,
     }
-    for key, act in window._window_actions.items():
+    for key, act in window.controls.window_actions.items():
         actions[f"window_{key}"] = act
     window.shortcut_actions = install_shortcuts(window, actions)
 
