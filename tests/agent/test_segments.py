@@ -23,7 +23,7 @@ from vramscope.agent.segments import (
     summarize,
     whole_pages,
 )
-from vramscope.agent.stats import TorchCudaProvider
+from vramscope.agent.stats_cuda import TorchCudaProvider
 
 
 def test_fragmented_snapshot_splits_the_cache_into_slivers_and_returnable_segments():

@@ -18,7 +18,7 @@ import time
 
 from vramscope.agent.buckets import CHANGED, GRADIENTS, GRADIENTS_UNKNOWN, UNOWNED, measure, unseen_note
 from vramscope.agent.protocol import PEAK_BOUND, TENSOR_BUCKETS, ItemKind
-from vramscope.agent.stats import merge_peaks
+from vramscope.agent.peak_window import merge_peaks
 
 READ_TRIES = 3  # the agent thread's tries at one consistent instant
 

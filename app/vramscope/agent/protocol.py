@@ -322,7 +322,7 @@ class EventItem(TypedDict, total=False):
 
 # -- field names of a sample's figures ------------------------------------------------
 # the peak since the previous sample is exact where this is None; otherwise
-# "peak_allocated" is a lower bound and this the upper one (agent/stats.py PeakWindow)
+# "peak_allocated" is a lower bound and this the upper one (agent/peak_window.py PeakWindow)
 PEAK_BOUND = "peak_allocated_bound"
 PHASES_MEASURED = "phases_measured"  # (a sample's "agent" figures) share of steps with phase readings
 # (the monitor's store keys for these series: core/agent_figures/agent_keys.py)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOT_ALLOCATOR, NOTHING_REGISTERED, full_buckets
 from vramscope.agent.phases import START
 from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Phase, SampleItem, StepItem
-from vramscope.agent.stats import current_of, merge_peaks
+from vramscope.agent.peak_window import current_of, merge_peaks
 
 
 def fold_phases(
