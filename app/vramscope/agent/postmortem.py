@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from vramscope.agent import oom_report, sites
+from vramscope.agent import oom_report, oom_text, sites
 from vramscope.agent.segments import by_device
 
 MAX_REPORTS = 8  # kept for the exit; the first OOMs are the ones that matter
@@ -55,6 +55,6 @@ def say_at_exit(agent, stream=None) -> None:
     stream = stream or sys.stderr
     for report in agent.oom_reports:
         try:
-            print("\n".join(oom_report.lines(report)), file=stream, flush=True)
+            print("\n".join(oom_text.lines(report)), file=stream, flush=True)
         except Exception:  # a closed stderr: nothing to say it on
             return

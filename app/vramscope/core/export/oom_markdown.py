@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 
-from vramscope.agent import oom_report
+from vramscope.agent import oom_text
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.safe_io import safe_write
 from vramscope.core.export.csv_export import ExportSummary
@@ -57,7 +57,7 @@ def export_oom_report(reader, out_path, *, redact: bool = False) -> ExportSummar
         who = f"PID {rec.pid} ({visible(rec.name)})" if rec is not None else "a process"
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ev["t"]))
         report = oom_context.report_of(data)
-        parts.append(oom_report.markdown(report, title=f"{when} · {who}: CUDA out of memory"))
+        parts.append(oom_text.markdown(report, title=f"{when} · {who}: CUDA out of memory"))
         n += 1
     problems = list(reader.problems)
     if not n:
