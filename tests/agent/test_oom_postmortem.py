@@ -204,7 +204,7 @@ def test_the_observer_adds_the_allocators_picture_and_keeps_the_report(make_agen
     assert report["requested"] == 3 * GiB and report["shortfall"] == 3 * GiB - 200 * MiB
     assert agent.allocator.oom_request["cuda:0"] == 3 * GiB  # the largest request seen from now on
     out = io.StringIO()
-    postmortem.say_at_exit(agent, out)
+    postmortem.say_at_exit(agent.oom_reports, out)
     assert out.getvalue().startswith("vramscope: CUDA out of memory on cuda:0")
     assert agent.errors == 0
 
@@ -238,7 +238,7 @@ def test_module_figures_the_agent_has_go_into_the_event_and_the_report(make_agen
     provider = ReplayProvider(replay.scenario_oom()[-1:], snapshot=S.fragmented())
     agent = make_agent(provider)
     agent.reader = StatsReader(provider)
-    agent.module_figures = MODULES  # what the per-module measurement leaves (issue 25 item 1)
+    agent.ooms.module_figures = MODULES  # what the per-module measurement leaves (issue 25 item 1)
     agent._on_oom(0, 3 * GiB, 23 * GiB, 200 * MiB)
     agent.serving.drain()
     items = [json.loads(b) for b in agent.ring.all_items()]
