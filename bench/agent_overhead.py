@@ -59,7 +59,7 @@ from vramscope.sources.demo.allocator_replay import (
     scenario_phases,
     scenario_ramp,
 )
-from vramscope.agent.stats import TorchCudaProvider
+from vramscope.agent.stats_cuda import TorchCudaProvider
 
 CLIENT = r"""
 import sys, time
@@ -365,7 +365,7 @@ def sample_cost(n: int, devices: int) -> None:
     print(
         f"[one sample] {devices} device(s) + cpu, replay provider, stats + buckets + JSON + ring "
         f"(budget <= 200 us): {'; '.join(out)}; item {len(agent.ring.all_items()[-1])} bytes; walk of the "
-        f"MLP {agent.registry.last_walk_seconds * 1e6:.0f} us, bytes summed per sample {agent.measurer.last_measure_seconds * 1e6:.0f} us"
+        f"MLP {agent.registry.last_walk_seconds * 1e6:.0f} us, bytes summed per sample {agent.instant.last_measure_seconds * 1e6:.0f} us"
     )
 
 

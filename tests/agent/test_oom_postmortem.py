@@ -14,7 +14,7 @@ import textwrap
 
 from tests.agent import snapshots as S
 from tests.agent.snapshots import GiB, MiB
-from vramscope.agent import oom_report, postmortem
+from vramscope.agent import oom_fixes, oom_report, oom_text, postmortem
 from vramscope.core.agent_figures import oom_context
 from vramscope.sources.agents import agent_modules
 from vramscope.sources.demo import allocator_replay as replay
@@ -137,7 +137,7 @@ def test_the_agent_alone_says_other_processes_and_outside_pytorch_as_one_figure(
         "outside_pytorch": None,
         "real_need": 0,
     }
-    text = oom_report.lines(r)
+    text = oom_text.lines(r)
     assert 5 <= len(text) <= 14
     assert text[1] == (
         "  asked 2.0 GiB; free on the device 1.0 GiB of 24.0 GiB; largest free block in "
@@ -159,7 +159,7 @@ def test_short_report_names_modules_tensors_and_processes_in_about_a_dozen_lines
     r = oom_report.build_report(
         _event(), modules=MODULES, tensors=tensors, others=OTHERS, outside_pytorch=300 * MiB
     )
-    text = "\n".join(oom_report.lines(r))
+    text = "\n".join(oom_text.lines(r))
     assert len(text.splitlines()) <= 14
     assert "largest modules: lm_head 1.2 GiB; encoder.layers.0 1000.0 MiB" in text
     assert "1.0 GiB float32[16x1024x16384] lm_head at train.py:88 in forward" in text
@@ -169,7 +169,7 @@ def test_short_report_names_modules_tensors_and_processes_in_about_a_dozen_lines
 
 def test_markdown_report_has_every_section_and_escapes_table_cells():
     others = [{"pid": 1, "name": "evil | name\nrow", "used": 10 * MiB}]
-    md = oom_report.markdown(
+    md = oom_text.markdown(
         oom_report.build_report(_event(), modules=MODULES, others=others, outside_pytorch=0)
     )
     for head in (
@@ -187,8 +187,8 @@ def test_markdown_report_has_every_section_and_escapes_table_cells():
 def test_an_event_without_figures_gives_na_not_a_crash():
     r = oom_report.build_report({"device": "cuda:0", "source": "num_ooms"})
     assert r["shortfall"] is None and r["split"] is None
-    assert "asked n/a" in "\n".join(oom_report.lines(r))
-    oom_report.markdown(r)
+    assert "asked n/a" in "\n".join(oom_text.lines(r))
+    oom_text.markdown(r)
 
 
 # -- in the agent --------------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ def test_the_observer_adds_the_allocators_picture_and_keeps_the_report(make_agen
     assert report["requested"] == 3 * GiB and report["shortfall"] == 3 * GiB - 200 * MiB
     assert agent.allocator.oom_request["cuda:0"] == 3 * GiB  # the largest request seen from now on
     out = io.StringIO()
-    postmortem.say_at_exit(agent, out)
+    postmortem.say_at_exit(agent.oom_reports, out)
     assert out.getvalue().startswith("vramscope: CUDA out of memory on cuda:0")
     assert agent.errors == 0
 
@@ -260,23 +260,23 @@ def test_the_post_mortem_names_the_modules_the_agent_measured_on_that_device(mak
     report = oom_context.report_of(event, oom_context.module_dicts(measured + elsewhere, event["device"]))
     # the encoder opened into its layers (counted once), the largest first; cuda:1's decoder not there
     assert [m["name"] for m in report["modules"]] == ["lm_head", "encoder.layers.0", "encoder.layers.1"]
-    assert any("lm_head" in line for line in oom_report.lines(report))
+    assert any("lm_head" in line for line in oom_text.lines(report))
 
 
 def test_the_least_damaging_fix_that_covers_is_named_not_the_biggest():
     r = oom_report.build_report(_event(), modules=MODULES, others=OTHERS, outside_pytorch=0)
-    first = oom_report.least_damaging(r["fixes"])
+    first = oom_fixes.least_damaging(r["fixes"])
     assert first["fix"].startswith("micro-batch") and first["covers"]  # before checkpointing, 8-bit, LoRA
-    assert "  least damaging that covers it: " + first["fix"] in oom_report.lines(r)
+    assert "  least damaging that covers it: " + first["fix"] in oom_text.lines(r)
     # 200 MiB short: the expandable segments' 240 MiB cover it -- a setting, changes nothing
     # else -- though micro-batch, 8-bit and LoRA recover far more
     small = oom_report.build_report(_event(requested=GiB + 200 * MiB), modules=MODULES, others=OTHERS)
     assert small["fixes"][0]["fix"].startswith("micro-batch")  # the list stays by what is recovered
-    assert "expandable_segments" in oom_report.least_damaging(small["fixes"])["fix"]
-    assert "Least damaging fix that covers the shortfall: **PYTORCH_CUDA_ALLOC_CONF" in oom_report.markdown(
+    assert "expandable_segments" in oom_fixes.least_damaging(small["fixes"])["fix"]
+    assert "Least damaging fix that covers the shortfall: **PYTORCH_CUDA_ALLOC_CONF" in oom_text.markdown(
         small
     )
     # nothing covers 30 GiB: nothing named
     huge = oom_report.build_report(_event(requested=31 * GiB), modules=MODULES)
-    assert oom_report.least_damaging(huge["fixes"]) is None
-    assert not any("least damaging" in line for line in oom_report.lines(huge))
+    assert oom_fixes.least_damaging(huge["fixes"]) is None
+    assert not any("least damaging" in line for line in oom_text.lines(huge))

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, scenario_phases
-from vramscope.agent.stats import TorchCudaProvider
+from vramscope.agent.stats_cuda import TorchCudaProvider
 from vramscope.core.samples import Frame
 from vramscope.core.store.store import Store
 from vramscope.sources.agents.agent_client import AgentClient

@@ -23,7 +23,7 @@ from vramscope.agent.segments import (
     summarize,
     whole_pages,
 )
-from vramscope.agent.stats import TorchCudaProvider
+from vramscope.agent.stats_cuda import TorchCudaProvider
 
 
 def test_fragmented_snapshot_splits_the_cache_into_slivers_and_returnable_segments():
@@ -180,7 +180,7 @@ def test_a_snapshot_that_raises_is_na_with_its_reason(make_agent):
 
 def test_watch_takes_snapshots_only_when_due(make_agent):
     agent = make_agent(_provider(S.healthy()))
-    watch = AllocatorWatch(agent, every=5.0)
+    watch = AllocatorWatch(agent.measurer, agent.steps, agent.ring, agent.error, every=5.0)
     watch.maybe(100.0)
     watch.maybe(102.0)
     watch.maybe(105.5)

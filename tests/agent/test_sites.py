@@ -129,6 +129,10 @@ def _agent(make_agent, history=False):
     return make_agent(provider)
 
 
+def _recorder(agent, torch):
+    return SiteRecorder(agent.measurer, agent.steps, agent.emit, agent.error, torch)
+
+
 def _events(agent, kind=EventKind.SITES):
     agent.serving.drain()
     items = [json.loads(b) for b in agent.ring.all_items()]
@@ -141,7 +145,8 @@ def test_recorder_turns_history_on_for_n_steps_then_off_and_sends_the_sites(
     monkeypatch.setenv("VRAMSCOPE_SNAPSHOT_DIR", str(tmp_path))
     agent = _agent(make_agent)
     torch = fake_torch(_traced())
-    rec = agent.sites = SiteRecorder(agent, torch)
+    rec = agent.sites
+    rec.torch_module = torch
     for d in (0.10, 0.10, 0.11, 0.10):  # steps before: the baseline
         agent.steps.count += 1
         agent.steps.last_duration = d
@@ -168,7 +173,7 @@ def test_recorder_turns_history_on_for_n_steps_then_off_and_sends_the_sites(
 def test_older_torch_signature_is_used_where_stacks_is_unknown(make_agent):
     agent = _agent(make_agent)
     torch = fake_torch(_traced(), old=True)
-    rec = SiteRecorder(agent, torch)
+    rec = _recorder(agent, torch)
     assert rec.request(1)["ok"]
     assert torch.cuda.memory.calls == [(True, {"trace_alloc_max_entries": 100_000})]
 
@@ -188,14 +193,14 @@ def test_a_torch_without_the_history_api_says_why(make_agent):
         version=types.SimpleNamespace(cuda="11.7", hip=None),
         cuda=types.SimpleNamespace(memory=types.SimpleNamespace()),
     )
-    reply = SiteRecorder(agent, bare).request(3)
+    reply = _recorder(agent, bare).request(3)
     assert not reply["ok"] and "_record_memory_history" in reply["error"]
 
 
 def test_history_the_user_turned_on_is_left_alone(make_agent):
     agent = _agent(make_agent, history=True)
     torch = fake_torch(_traced())
-    reply = SiteRecorder(agent, torch).request(3)
+    reply = _recorder(agent, torch).request(3)
     assert not reply["ok"] and "already being recorded" in reply["error"]
     assert torch.cuda.memory.calls == []
 
@@ -203,7 +208,7 @@ def test_history_the_user_turned_on_is_left_alone(make_agent):
 def test_bad_requests_get_one_line_and_change_nothing(make_agent):
     agent = _agent(make_agent)
     torch = fake_torch(_traced())
-    rec = SiteRecorder(agent, torch)
+    rec = _recorder(agent, torch)
     for steps in (0, -1, True, "3", 10**9, None):
         assert not rec.request(steps)["ok"]
     assert not rec.request(3, max_entries=5)["ok"]
@@ -214,7 +219,7 @@ def test_env_var_starts_a_headless_recording_once_a_device_is_in_use(make_agent,
     monkeypatch.setenv(ENV_STEPS, "2")
     agent = _agent(make_agent)
     torch = fake_torch(_traced())
-    rec = SiteRecorder(agent, torch)
+    rec = _recorder(agent, torch)
     rec.on_turn(0.0)
     assert rec.state == "recording" and rec.steps == 2
 
@@ -222,7 +227,7 @@ def test_env_var_starts_a_headless_recording_once_a_device_is_in_use(make_agent,
 def test_an_error_while_recording_turns_history_off_and_says_why(make_agent):
     agent = _agent(make_agent)
     torch = fake_torch(_traced())
-    rec = SiteRecorder(agent, torch)
+    rec = _recorder(agent, torch)
     rec.request(1)
 
     def broken():

@@ -10,7 +10,6 @@ import time
 
 from tests.agent.test_sites import _traced, fake_torch
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
-from vramscope.agent.site_recorder import SiteRecorder
 from vramscope.cli import main
 
 
@@ -24,7 +23,7 @@ def _stepping(agent, stop):
 def _live(make_agent, torch=None):
     agent = make_agent(ReplayProvider([{0: memory_stats_dict(GiB, 2 * GiB)}], loop=True))
     if torch is not None:
-        agent.sites = SiteRecorder(agent, torch)
+        agent.sites.torch_module = torch
     agent.start()
     assert agent.wait_started()
     return agent

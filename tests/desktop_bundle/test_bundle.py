@@ -98,7 +98,7 @@ def test_bundle_is_lean_and_complete(bundle):
     # as source for `vramscope run`, and the platform plugins
     assert (internal / "vramscope" / "resources" / "icons" / "vramscope.svg").is_file()
     assert (internal / "vramscope" / "agent" / "_site" / "sitecustomize.py").is_file()
-    assert (internal / "vramscope" / "agent" / "protocol.py").is_file()
+    assert (internal / "vramscope" / "agent" / "protocol" / "__init__.py").is_file()
     plugins = internal / "PySide6" / "Qt" / "plugins" / "platforms"
     assert {"libqxcb.so", "libqwayland.so", "libqoffscreen.so"} <= {p.name for p in plugins.iterdir()}
 

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 from vramscope.agent.segments import by_device, summarize  # noqa: E402
-from vramscope.agent.stats import TorchCudaProvider  # noqa: E402
+from vramscope.agent.stats_cuda import TorchCudaProvider  # noqa: E402
 
 MiB = 1 << 20
 

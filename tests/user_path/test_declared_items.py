@@ -1,4 +1,4 @@
-"""What a real agent sends is what agent/protocol.py declares: every key of the
+"""What a real agent sends is what agent/protocol/items.py declares: every key of the
 hello and of each sample, step, event and modules item it serves (a CPU
 training run under `vramscope run`, read over its socket) is declared there,
 with the declared type. The monitor decodes against those declarations, so a

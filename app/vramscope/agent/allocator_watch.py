@@ -38,10 +38,15 @@ def segments_of(provider) -> list:
 
 
 class AllocatorWatch:
-    """The routine snapshot and the figures kept between snapshots."""
+    """The routine snapshot and the figures kept between snapshots. Uses: the ``measurer``
+    (its reader's provider, the device names), ``steps`` (the step count), the ``ring``
+    and ``error``."""
 
-    def __init__(self, agent, every: float = SNAPSHOT_EVERY):
-        self.agent = agent
+    def __init__(self, measurer, steps, ring, error, every: float = SNAPSHOT_EVERY):
+        self._measurer = measurer
+        self._steps = steps
+        self._ring = ring
+        self._error = error
         self.every = every
         self.next_at = 0.0
         self._recent: dict[str, collections.deque] = {}  # device -> largest live request per snapshot
@@ -58,14 +63,13 @@ class AllocatorWatch:
             try:
                 self.take()
             except Exception as exc:
-                self.agent.error(exc)
+                self._error(exc)
 
     def take(self, push: bool = True) -> dict:
         """One snapshot now, summarised per device; pushed to the ring (``push``)."""
-        agent = self.agent
-        reader = agent.reader
-        provider = reader.provider if reader is not None else None
-        item: dict = {"t": time.time(), "step": agent.steps.count, "devices": [], "why": None}
+        measurer = self._measurer
+        provider = measurer.provider()
+        item: dict = {"t": time.time(), "step": self._steps.count, "devices": [], "why": None}
         t0 = time.perf_counter()
         try:
             if provider is None:
@@ -77,19 +81,19 @@ class AllocatorWatch:
             expandable = settings.get("expandable_segments")
             grouped = by_device(segments_of(provider))
             for index in indices:
-                name = agent.device_name(index)
+                name = measurer.device_name(index)
                 item["devices"].append(self.summary(name, grouped.get(index, []), expandable))
         except SnapshotUnavailable as exc:
             item["why"] = str(exc)
         except Exception as exc:  # the run goes on; the figure is n/a with its reason
-            agent.error(exc)
+            self._error(exc)
             item["why"] = f"the snapshot failed: {type(exc).__name__}: {exc}"[:200]
         self.last_ms = (time.perf_counter() - t0) * 1000.0
         item["took_ms"] = round(self.last_ms, 3)
         self.why = item["why"]
         self.last = item
-        if push and (item["devices"] or item["why"] != NO_DEVICE) and ItemKind.ALLOCATOR in agent.ring.caps:
-            agent.ring.push(ItemKind.ALLOCATOR, item)
+        if push and (item["devices"] or item["why"] != NO_DEVICE) and ItemKind.ALLOCATOR in self._ring.caps:
+            self._ring.push(ItemKind.ALLOCATOR, item)
         return item
 
     def summary(self, name: str, segments: list, expandable) -> dict:

@@ -16,10 +16,14 @@ the training thread at its next hook instead (agent/handoff.py). Every error
 in the agent is caught and counted; the training never sees one (nor a
 warning).
 
-The agent is a facade over three collaborators: the registry (agent/registry.py:
-the models and optimizers watched, the owners walk), the measurer
-(agent/measurer.py: one sample at one instant) and the agent thread's loop
-(agent/serving.py: the socket, the events, the ring's feed).
+The agent is a facade over its collaborators, and the place they are wired: the
+registry (agent/registry.py: the models and optimizers watched, the owners
+walk), the instant (agent/instant.py: the tensors measured), the measurer
+(agent/measurer.py: one sample at one instant), the allocator watch, the site
+recorder, the OOM watch, its own figures (agent/own_figures.py), the replies
+(agent/requests.py) and the agent thread's loop (agent/serving.py: the socket,
+the events, the ring's feed). Each takes the objects it uses, never the Agent;
+where two use each other, the later one is reached through a lambda here.
 """
 
 from __future__ import annotations
@@ -29,15 +33,18 @@ from vramscope.agent import oom, paths, postmortem, requests
 from vramscope.agent.allocator_watch import AllocatorWatch
 from vramscope.agent.site_recorder import SiteRecorder
 from vramscope.agent.backward import BackwardWatch
-from vramscope.agent.buckets import GRADIENTS_UNKNOWN
+from vramscope.agent.errors import ErrorCount
 from vramscope.agent.grads import GradLedger
 from vramscope.agent.handoff import Handoff
 from vramscope.agent.input_shape import InputShape
+from vramscope.agent.instant import Instant
 from vramscope.agent.lastwords import LastWords
 from vramscope.agent.measurer import Measurer
 from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
 from vramscope.agent.module_sampler import ModuleSampler
+from vramscope.agent.oom import OomWatch
 from vramscope.agent.outside_events import OutsideEvents
+from vramscope.agent.own_figures import OwnFigures
 from vramscope.agent.phases import PhaseTracker
 from vramscope.agent.protocol import SampleItem
 from vramscope.agent.registry import Registry
@@ -52,6 +59,13 @@ from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the pac
 
 
 class Agent:
+    # (the collaborators the lambdas in __init__ reach before they are made)
+    registry: Registry
+    measurer: Measurer
+    ooms: OomWatch
+    figures: OwnFigures
+    serving: Serving
+
     def __init__(
         self,
         interval: float = DEFAULT_INTERVAL,
@@ -61,41 +75,29 @@ class Agent:
         discover: bool = True,
         final_dump: bool = True,
     ):
-        self.interval = max(MIN_INTERVAL, float(interval))
+        interval = max(MIN_INTERVAL, float(interval))
         self.identity = paths.identity()
         self._provider = provider
         self.ring = ItemRing(ring_caps)
-        self.errors = 0
-        self.last_error: str | None = None
-        self.registry = Registry(self)
-        self.measurer = Measurer(self)
-        self.serving = Serving(self, runtime_dir)
+        self.error = ErrorCount()  # every error caught and counted (the collaborators' ``error``)
         self.ledger = GradLedger()  # the gradients alive, as integers for the agent thread
         self.backward = BackwardWatch(self.ledger)  # every backward marks the ledger stale first
-        # (why activations + temporaries are not known, why gradients are not known)
-        self.tensor_notes: tuple[str | None, str] = (None, GRADIENTS_UNKNOWN)
         self.last_words = LastWords(self._atexit)  # at exit and on SIGTERM: the final dump
-        self.handoff = Handoff(self.measurer.sample_for_agent, self.registry.note_between_statements)
+        # the training thread takes the sample the agent thread asked for (the measurer's), or
+        # the main thread notes the gradients between two statements (the registry's)
+        self.handoff = Handoff(
+            lambda: self.measurer.sample_for_agent(), lambda: self.registry.note_between_statements()
+        )
         self.phases = PhaseTracker(dict, self.emit, name=self.device_name)
         self.steps = StepTracker(
-            on_boundary=self.registry.on_step_boundary,
+            on_boundary=lambda optimizer: self.registry.on_step_boundary(optimizer),
             phases=self.phases,
             handoff=self.handoff,
             ledger=self.ledger,
-            resync=self.registry.resync,
+            resync=lambda: self.registry.resync(),
         )
         self.steps.stretch.watch = self.backward  # a quiet stretch counted down by the node hook
         self.backward.on_ticks = self.steps.stretch.wake
-        # backwards through parameters no walk found: gradients n/a until one does
-        self.unseen = UnseenGrads(
-            self.registry.known_ids,
-            self.backward,
-            self.ledger,
-            on_unseen=self.registry.on_unseen,
-            step_seconds=lambda: self.steps.last_duration,
-        )
-        if provider is not None:
-            self.measurer.set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.outside_events = OutsideEvents(self.emit)  # process-group init, torch.compile
         self.sharding = Sharding()  # FSDP2's unsharded copies, DDP's gradient buckets
         self.input_shape = InputShape()  # the micro-batch (and sequence) measured at
@@ -118,17 +120,104 @@ class Agent:
         self.discovery = (
             ModelDiscovery(self.watch_models, on_first_call=self._first_forward) if discover else None
         )
+        self.registry = Registry(  # the models and optimizers watched, the owners walk
+            self.ledger,
+            self.backward,
+            self.steps,
+            self.sharding,
+            self.discovery,
+            attach=self._attach_hooks,
+            error=self.error,
+        )
+        # backwards through parameters no walk found: gradients n/a until one does
+        self.unseen = UnseenGrads(
+            self.registry.known_ids,
+            self.backward,
+            self.ledger,
+            on_unseen=self.registry.on_unseen,
+            step_seconds=lambda: self.steps.last_duration,
+        )
+        self.instant = Instant(self.registry, self.ledger, self.unseen, self.error)  # the tensors measured
+        self.measurer = Measurer(  # one sample at one instant
+            self.registry,
+            self.instant,
+            self.ledger,
+            self.handoff,
+            self.steps,
+            self.ring,
+            interval=interval,
+            figures=lambda: self.figures.sample(),
+            on_devices=lambda devices: self.ooms.check_num_ooms(devices),
+            drain=lambda: self.serving.drain(),
+            on_agent_thread=lambda: self.serving.on_agent_thread(),
+            error=self.error,
+        )
+        if provider is not None:
+            self._use_reader(StatsReader(provider, min_gap=min(0.25, interval / 2)))
         self._final_dump = final_dump
-        self.oom_observer_attached = False
-        self.allocator = AllocatorWatch(self)  # the segments, every few seconds (agent thread)
-        self.oom_reports: list[dict] = []  # OOM post-mortems, said on stderr at exit
-        self.sites = SiteRecorder(self)  # allocation sites for N steps, on demand
+        # the segments, every few seconds (agent thread)
+        self.allocator = AllocatorWatch(self.measurer, self.steps, self.ring, self.error)
+        # allocation sites for N steps, on demand
+        self.sites = SiteRecorder(self.measurer, self.steps, self.emit, self.error)
+        self.ooms = OomWatch(  # OOMs: the event, the post-mortem said on stderr at exit
+            self.measurer,
+            self.instant,
+            self.registry,
+            self.ledger,
+            self.allocator,
+            self.steps,
+            self.emit,
+            self.error,
+        )
+        self.figures = OwnFigures(  # what a sample and the STATUS reply say of the agent itself
+            self.measurer,
+            self.instant,
+            self.registry,
+            self.steps,
+            self.phases,
+            self.input_shape,
+            self.sharding,
+            self.ooms,
+            self.error,
+        )
+        self.serving = Serving(  # the agent thread's loop: the socket, the events, the ring's feed
+            self.ring,
+            self.measurer,
+            self.handoff,
+            self.ledger,
+            self.steps,
+            self.allocator,
+            self.sites,
+            self.module_sampler,
+            identity=self.identity,
+            interval=interval,
+            runtime_dir=runtime_dir,
+            answer=self.handle_request,
+            device_name=self.device_name,
+            error=self.error,
+        )
+        self.answers = requests.Answers(
+            self.ring, self.identity, self.serving, self.figures.status, self.sites, self.allocator
+        )
 
     # -- the collaborators' figures, where tests and the protocol read them ------------------------
     samples = property(lambda self: self.measurer.samples)
     server = property(lambda self: self.serving.server)
     socket_path = property(lambda self: self.serving.socket_path)
     server_error = property(lambda self: self.serving.server_error)
+    oom_reports = property(lambda self: self.ooms.reports)
+    errors = property(lambda self: self.error.count)
+    last_error = property(lambda self: self.error.last)
+    oom_observer_attached = property(lambda self: self.ooms.observer_attached)
+
+    @property
+    def interval(self) -> float:
+        """Seconds between samples (the agent thread's)."""
+        return self.serving.interval
+
+    @interval.setter
+    def interval(self, seconds: float) -> None:
+        self.serving.interval = self.measurer.interval = seconds
 
     @property
     def reader(self) -> StatsReader | None:
@@ -137,6 +226,18 @@ class Agent:
     @reader.setter
     def reader(self, reader: StatsReader | None) -> None:
         self.measurer.reader = reader
+
+    def _use_reader(self, reader: StatsReader) -> None:
+        """The allocator's reader for the samples, the steps and the phase hooks."""
+        self.measurer.reader = reader
+        self.steps.reader = reader
+        self.steps.after.read = reader.raw_allocated  # a quiet step's reading (agent/after_step.py)
+        self.phases.read = reader.allocated_noted  # the hooks call the provider (and raise the peaks)
+
+    def _attach_hooks(self, model) -> None:
+        """A registered model's hooks: the forward's (phases), the modules', the input's."""
+        self.model_hooks.attach(model)
+        self.model_hooks.quiet_also(model, self.module_sampler.attach(model) + self.input_shape.attach(model))
 
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
@@ -168,12 +269,12 @@ class Agent:
                 from vramscope.agent.stats import default_provider
 
                 provider = default_provider()
-            self.measurer.set_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
+            self._use_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
         self.steps.install()
         if self.discovery is not None and not self.registry.model_refs:
             self.discovery.install()
             self.steps.discovering = True  # every step checks whether discovery is done
-        self.oom_observer_attached = oom.attach_observer(self._on_oom)
+        self.ooms.observer_attached = oom.attach_observer(self._on_oom)
         self.outside_events.install()
         self.unseen.install()
         self.serving.start()
@@ -209,12 +310,12 @@ class Agent:
             self.steps.end_stretch_here()  # a quiet stretch's steps into the dump
             if self.serving.started.is_set():
                 self.sample_once()
-                requests.write_final(self)
+                requests.write_final(self.socket_path, self.identity, self.interval, self.ring)
         except Exception:
             pass
         finally:
             self.serving.close()
-            postmortem.say_at_exit(self)  # the OOM post-mortems, a dozen lines each
+            postmortem.say_at_exit(self.oom_reports)  # the OOM post-mortems, a dozen lines each
 
     def disable_in_child(self) -> None:
         """After fork: the thread did not survive; drop the hooks, serve nothing (the
@@ -245,10 +346,6 @@ class Agent:
     def emit(self, kind: str, data: dict) -> None:
         self.serving.emit(kind, data)
 
-    def error(self, exc: BaseException) -> None:
-        self.errors += 1
-        self.last_error = f"{type(exc).__name__}: {exc}"
-
     def device_name(self, index: int) -> str:
         return self.measurer.device_name(index)
 
@@ -259,10 +356,10 @@ class Agent:
     def _on_oom(self, device, alloc, device_allocated, device_free) -> None:
         """The allocator's OOM observer (training thread, GIL held, allocator unlocked)."""
         try:
-            oom.record(self, int(device), int(alloc), int(device_free), source="observer")
+            self.ooms.record(int(device), int(alloc), int(device_free), source="observer")
         except Exception as exc:
             self.error(exc)
 
     # -- requests (agent thread) --------------------------------------------------------------------
     def handle_request(self, request: dict) -> bytes:
-        return requests.answer(self, request)
+        return self.answers.answer(request)

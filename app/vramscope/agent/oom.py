@@ -124,72 +124,101 @@ def build_oom_event(
     }
 
 
-def record(agent, device: int | None, requested: int | None, device_free: int | None, source: str) -> None:
-    """An OOM seen now (the observer, on the allocating thread): the
-    allocator's figures, a fresh walk and the buckets at this instant, the largest blocks."""
-    reader = agent.reader
-    provider = reader.provider if reader is not None else None
-    devices = reader.read(EventKind.OOM) if reader is not None else {}
-    if source == "observer":
-        # num_ooms already counts this one: the sampler must not report it twice
-        for name, fields in devices.items():
-            if fields.get("num_ooms") is not None:
-                agent.measurer.last_num_ooms[name] = max(
-                    fields["num_ooms"], agent.measurer.last_num_ooms.get(name, 0)
-                )
-    try:  # the instant matters: a fresh walk (it allocates nothing on the device)
-        owners = agent.registry.owners = collect(agent.models(), agent.optimizers())
-        # the allocating thread (training or autograd's): gradients readable here
-        agent.measurer.tensors = measure(owners)
-        agent.ledger.note_all(owners.params, owners.devices, settled=False)
-    except Exception as exc:
-        agent.error(exc)
-    snapshot = path = None
-    total = None
-    if provider is not None:
-        try:
-            total = provider.device_info(device).get("total") if device is not None else None
-            snapshot = provider.snapshot(device)
-            if provider.history_enabled():
-                path = dump_snapshot(snapshot, os.getpid())
+class OomWatch:
+    """The OOMs seen: recorded with the figures at that instant, kept for the exit. Uses:
+    the ``measurer`` (its reader), the ``instant`` (the tensors measured), the
+    ``registry`` (the owners), the gradient ``ledger``, the ``allocator`` watch and
+    ``steps`` (the post-mortem's), and callables ``emit`` (an OOM event) and ``error``."""
+
+    def __init__(self, measurer, instant, registry, ledger, allocator, steps, emit, error):
+        self._measurer = measurer
+        self._instant = instant
+        self._registry = registry
+        self._ledger = ledger
+        self._allocator = allocator
+        self._steps = steps
+        self._emit = emit
+        self._error = error
+        self.last_num_ooms: dict[str, int] = {}  # device -> the allocator's num_ooms last seen
+        self.reports: list[dict] = []  # OOM post-mortems, said on stderr at exit
+        self.observer_attached = False  # the allocator's OOM observer (builds that have it)
+
+    def record(self, device: int | None, requested: int | None, device_free: int | None, source: str) -> None:
+        """An OOM seen now (the observer, on the allocating thread): the
+        allocator's figures, a fresh walk and the buckets at this instant, the largest blocks."""
+        reader = self._measurer.reader
+        provider = reader.provider if reader is not None else None
+        devices = reader.read(EventKind.OOM) if reader is not None else {}
+        if source == "observer":
+            # num_ooms already counts this one: the sampler must not report it twice
+            for name, fields in devices.items():
+                if fields.get("num_ooms") is not None:
+                    self.last_num_ooms[name] = max(fields["num_ooms"], self.last_num_ooms.get(name, 0))
+        registry = self._registry
+        try:  # the instant matters: a fresh walk (it allocates nothing on the device)
+            owners = registry.owners = collect(registry.models(), registry.optimizers())
+            # the allocating thread (training or autograd's): gradients readable here
+            self._instant.tensors = measure(owners)
+            self._ledger.note_all(owners.params, owners.devices, settled=False)
         except Exception as exc:
-            agent.error(exc)
-    event = build_oom_event(
-        device,
-        requested,
-        device_free,
-        total,
-        devices,
-        sampling.buckets_now(agent, devices),
-        snapshot,
-        path,
-        source,
-    )
-    postmortem.complete(agent, event, device, snapshot)
-    agent.emit(EventKind.OOM, event)
-
-
-def check_num_ooms(agent, devices: dict) -> None:
-    """At a sample: an OOM event for each device whose ``num_ooms`` rose since the last."""
-    for name, fields in devices.items():
-        n = fields.get("num_ooms")
-        if n is None:
-            continue
-        prev = agent.measurer.last_num_ooms.get(name)
-        agent.measurer.last_num_ooms[name] = max(n, prev or 0)
-        if prev is not None and n > prev:
-            index = int(name.split(":")[1]) if ":" in name else None
-            agent.emit(
-                EventKind.OOM,
-                build_oom_event(
-                    index,
-                    None,
-                    None,
-                    fields.get("total"),
-                    devices,
-                    sampling.buckets_now(agent, devices),
-                    None,
-                    None,
-                    "num_ooms",
-                ),
+            self._error(exc)
+        snapshot = path = None
+        total = None
+        if provider is not None:
+            try:
+                total = provider.device_info(device).get("total") if device is not None else None
+                snapshot = provider.snapshot(device)
+                if provider.history_enabled():
+                    path = dump_snapshot(snapshot, os.getpid())
+            except Exception as exc:
+                self._error(exc)
+        event = build_oom_event(
+            device,
+            requested,
+            device_free,
+            total,
+            devices,
+            sampling.buckets_now(self._instant, devices),
+            snapshot,
+            path,
+            source,
+        )
+        try:
+            report = postmortem.complete(
+                event,
+                device,
+                snapshot,
+                step=self._steps.count,
+                allocator=self._allocator,
+                provider=provider,
             )
+            if len(self.reports) < postmortem.MAX_REPORTS:
+                self.reports.append(report)
+        except Exception as exc:
+            self._error(exc)
+        self._emit(EventKind.OOM, event)
+
+    def check_num_ooms(self, devices: dict) -> None:
+        """At a sample: an OOM event for each device whose ``num_ooms`` rose since the last."""
+        for name, fields in devices.items():
+            n = fields.get("num_ooms")
+            if n is None:
+                continue
+            prev = self.last_num_ooms.get(name)
+            self.last_num_ooms[name] = max(n, prev or 0)
+            if prev is not None and n > prev:
+                index = int(name.split(":")[1]) if ":" in name else None
+                self._emit(
+                    EventKind.OOM,
+                    build_oom_event(
+                        index,
+                        None,
+                        None,
+                        fields.get("total"),
+                        devices,
+                        sampling.buckets_now(self._instant, devices),
+                        None,
+                        None,
+                        "num_ooms",
+                    ),
+                )

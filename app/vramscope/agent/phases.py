@@ -56,7 +56,7 @@ import math
 import time
 
 from vramscope.agent.protocol import EventKind, Phase
-from vramscope.agent.stats import current_of
+from vramscope.agent.peak_window import current_of
 
 # the agent's share of the training thread's CPU time per step, all hooks included (issue
 # 23's budget is 1 %; the rest is margin for what the estimate below misses)

@@ -3,7 +3,7 @@ the OOM, the largest live tensors where sites were being recorded, the report ke
 and said on the training process's stderr at exit (agent/oom_report.py builds it).
 
 Everything here runs once per OOM, on the thread whose allocation failed; every
-error is counted by the agent and leaves the event as it was.
+error is counted by the agent (agent/oom.py) and leaves the event as it was.
 """
 
 from __future__ import annotations
@@ -12,45 +12,43 @@ import os
 import sys
 import time
 
-from vramscope.agent import oom_report, sites
+from vramscope.agent import oom_report, oom_text, sites
 from vramscope.agent.segments import by_device
 
 MAX_REPORTS = 8  # kept for the exit; the first OOMs are the ones that matter
 
 
-def complete(agent, event: dict, device: int | None, snapshot: dict | None) -> None:
-    """Add the allocator summary, the live tensors and the report to an OOM event."""
-    try:
-        name = event.get("device")
-        event.update(time=time.time(), step=agent.steps.count, pid=os.getpid())
-        if name is not None and event.get("requested"):
-            agent.allocator.oom_request[name] = event["requested"]
-        settings = agent.reader.provider.allocator_settings() if agent.reader is not None else {}
-        expandable = (settings or {}).get("expandable_segments")
-        if snapshot is not None and device is not None:
-            segs = by_device(snapshot.get("segments")).get(device, [])
-            event["allocator"] = agent.allocator.summary(name, segs, expandable)
-            if agent.reader.provider.history_enabled():  # sites on: frames on the blocks
-                event["tensors"] = sites.live_tensors(segs, sites.cuda_tensors(device), device)
-        # no per-module figures in the event: the agent sends them as "modules" items, and
-        # the window, the near-OOM alert and the session's OOM export put that device's
-        # beside the event (core/agent_figures/oom_context.py)
-        report = oom_report.build_report(
-            event,
-            tensors=event.get("tensors"),
-            expandable_on=bool(expandable) if expandable is not None else None,
-        )
-        if len(agent.oom_reports) < MAX_REPORTS:
-            agent.oom_reports.append(report)
-    except Exception as exc:
-        agent.error(exc)
+def complete(
+    event: dict, device: int | None, snapshot: dict | None, *, step: int, allocator, provider
+) -> dict:
+    """Add the allocator summary (from the ``allocator`` watch, agent/allocator_watch.py),
+    the live tensors to an OOM event at step ``step``; the report (agent/oom_report.py)."""
+    name = event.get("device")
+    event.update(time=time.time(), step=step, pid=os.getpid())
+    if name is not None and event.get("requested"):
+        allocator.oom_request[name] = event["requested"]
+    settings = provider.allocator_settings() if provider is not None else {}
+    expandable = (settings or {}).get("expandable_segments")
+    if snapshot is not None and device is not None:
+        segs = by_device(snapshot.get("segments")).get(device, [])
+        event["allocator"] = allocator.summary(name, segs, expandable)
+        if provider.history_enabled():  # sites on: frames on the blocks
+            event["tensors"] = sites.live_tensors(segs, sites.cuda_tensors(device), device)
+    # no per-module figures in the event: the agent sends them as "modules" items, and
+    # the window, the near-OOM alert and the session's OOM export put that device's
+    # beside the event (core/agent_figures/oom_context.py)
+    return oom_report.build_report(
+        event,
+        tensors=event.get("tensors"),
+        expandable_on=bool(expandable) if expandable is not None else None,
+    )
 
 
-def say_at_exit(agent, stream=None) -> None:
-    """The kept reports, a dozen lines each, on stderr (at exit)."""
+def say_at_exit(reports: list[dict], stream=None) -> None:
+    """The kept ``reports``, a dozen lines each, on stderr (at exit)."""
     stream = stream or sys.stderr
-    for report in agent.oom_reports:
+    for report in reports:
         try:
-            print("\n".join(oom_report.lines(report)), file=stream, flush=True)
+            print("\n".join(oom_text.lines(report)), file=stream, flush=True)
         except Exception:  # a closed stderr: nothing to say it on
             return

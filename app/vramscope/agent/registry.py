@@ -20,12 +20,19 @@ WALK_BUDGET = 0.002  # finding the owners (the module walk) may take at most 0.2
 
 
 class Registry:
-    """Uses of the agent: its hooks (``model_hooks``, ``module_sampler``, ``input_shape``,
-    ``discovery``, ``steps``), the gradient ``ledger`` and ``backward`` watch, ``sharding``,
-    and ``error``."""
+    """Uses: the gradient ``ledger`` and ``backward`` watch, the step tracker ``steps`` (its
+    pre-hook, discovery flag and due work), ``sharding`` (FSDP's copies, DDP's buckets),
+    model ``discovery`` (None: off); and callables: ``attach`` (a model's hooks, at its
+    registration) and ``error``."""
 
-    def __init__(self, agent):
-        self.agent = agent
+    def __init__(self, ledger, backward, steps, sharding, discovery, attach, error):
+        self._ledger = ledger
+        self._backward = backward
+        self._steps = steps
+        self._sharding = sharding
+        self._discovery = discovery
+        self._attach = attach  # (model) -> None: its forward, module and input hooks
+        self._error = error
         self.model_refs: list = []  # weakrefs
         self.optimizer_refs: list = []
         self._model_ids: set[int] = set()
@@ -44,30 +51,27 @@ class Registry:
     # -- registration (any thread) -------------------------------------------------------
     def note_here(self) -> None:
         """On the training thread: find the owners and note their gradients now."""
-        agent = self.agent
         try:
             owners = self.owners = collect(self.models(), self.optimizers())
-            agent.ledger.note_all(owners.params, owners.devices)
-            agent.backward.cover(owners.params + list(owners.stand_ins), owners.key)
+            self._ledger.note_all(owners.params, owners.devices)
+            self._backward.cover(owners.params + list(owners.stand_ins), owners.key)
         except Exception as exc:
-            agent.error(exc)
+            self._error(exc)
 
     def watch_models(self, models) -> None:
-        agent = self.agent
         for m in models:
             if id(m) in self._model_ids:
                 continue
             self._model_ids.add(id(m))
             self.model_refs.append(weakref.ref(m))
             try:
-                agent.model_hooks.attach(m)
-                agent.model_hooks.quiet_also(m, agent.module_sampler.attach(m) + agent.input_shape.attach(m))
+                self._attach(m)
             except Exception as exc:
-                agent.error(exc)
-        if agent.discovery is not None and self.model_refs:
-            agent.discovery.finish()
-        agent.steps.pre_every_step = not self.model_refs  # a model's forward hook marks the ledger stale
-        agent.steps.place_pre_hook()
+                self._error(exc)
+        if self._discovery is not None and self.model_refs:
+            self._discovery.finish()
+        self._steps.pre_every_step = not self.model_refs  # a model's forward hook marks the ledger stale
+        self._steps.place_pre_hook()
         self.walk_due = True
 
     def add_optimizer(self, optimizer) -> None:
@@ -99,10 +103,10 @@ class Registry:
         """Training thread, at a backward through parameters no walk found (a model met
         before its optimizer's first step): discovery finds its model at its next forward;
         a walk at the next sample (agent/unseen_grads.py)."""
-        discovery = self.agent.discovery
+        discovery = self._discovery
         if discovery is not None and not discovery.active:
             discovery.install()
-            self.agent.steps.discovering = True
+            self._steps.discovering = True
         self.walk_due = True
 
     def registered(self) -> bool:
@@ -112,12 +116,12 @@ class Registry:
     def on_step_boundary(self, optimizer) -> None:
         """Training thread, at a step of another optimizer than the previous step's (and at
         every step while discovery runs): register it, end discovery."""
-        discovery = self.agent.discovery
+        discovery = self._discovery
         if optimizer is not None and id(optimizer) not in self._optimizer_ids:
             self.add_optimizer(optimizer)
         if discovery is not None and discovery.active:
             discovery.finish()
-        self.agent.steps.discovering = discovery is not None and discovery.active
+        self._steps.discovering = discovery is not None and discovery.active
 
     def resync(self) -> None:
         """Training thread, at a step boundary: note every gradient in the ledger (settled)."""
@@ -125,18 +129,18 @@ class Registry:
         if owners is None:
             return
         try:
-            self.agent.ledger.resync(owners.params, owners.devices, self.agent.steps.last_duration)
+            self._ledger.resync(owners.params, owners.devices, self._steps.last_duration)
             self.settle(owners)
         except Exception as exc:
-            self.agent.error(exc)
+            self._error(exc)
 
     def note_between_statements(self) -> None:
         """The main thread, between two statements, while a sample waits (agent/handoff.py):
         note the gradients (current when no forward's backward is pending)."""
-        owners, ledger = self.owners, self.agent.ledger
+        owners, ledger = self.owners, self._ledger
         if owners is not None:
             # (in a quiet stretch no hook clears forward_pending: the stretch's counts say it)
-            settled = not ledger.forward_pending or self.agent.steps.stretch.caught_up()
+            settled = not ledger.forward_pending or self._steps.stretch.caught_up()
             ledger.note_all(owners.params, owners.devices, settled=settled)
             self.settle(owners)
 
@@ -145,8 +149,8 @@ class Registry:
         thread found other parameters meanwhile, the ledger lacks theirs -- stale again; and
         it stays stale until their backward is watched (the next step boundary), for a
         backward through them would make gradients unannounced."""
-        if self.owners is not owners or self.agent.backward.covered != owners.key:
-            self.agent.ledger.stale = True
+        if self.owners is not owners or self._backward.covered != owners.key:
+            self._ledger.stale = True
 
     def on_new_layout(self) -> None:
         """Training thread, at the step boundary after a walk found new parameters: watch
@@ -156,14 +160,14 @@ class Registry:
         owners = self.owners
         if owners is None:
             return
-        self.agent.backward.cover(owners.params + list(owners.stand_ins), owners.key)
-        discovery = self.agent.discovery
+        self._backward.cover(owners.params + list(owners.stand_ins), owners.key)
+        discovery = self._discovery
         if owners.unowned and discovery is not None and not discovery.active:
             layout = tuple(id(p) for p in owners.params)
             if layout != self._rediscover_layout:
                 self._rediscover_layout = layout
                 discovery.install()
-                self.agent.steps.discovering = True
+                self._steps.discovering = True
 
     # -- the walk (agent thread) ------------------------------------------------------------------
     def walk_wanted(self, now: float | None) -> bool:
@@ -209,15 +213,14 @@ class Registry:
         """
         if not self._walk_lock.acquire(blocking=False):
             return
-        agent = self.agent
         try:
             t0 = time.perf_counter()
             models, optimizers = self.models(), self.optimizers()
             self.walk_due = False
             self._layout = self.layout_now()
-            swap = agent.sharding.walk(models)
+            swap = self._sharding.walk(models)
             owners = collect(models, optimizers, swap=swap)
-            owners.stand_ins = tuple(agent.sharding.stand_ins)  # (FSDP's unsharded copies: known)
+            owners.stand_ins = tuple(self._sharding.stand_ins)  # (FSDP's unsharded copies: known)
             before = self.owners
             self.owners = owners  # (before the ledger goes stale: see settle)
             if (
@@ -226,8 +229,8 @@ class Registry:
                 or before.unowned != owners.unowned
                 or [id(p) for p in before.stand_ins] != [id(p) for p in owners.stand_ins]
             ):
-                agent.ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
-                agent.steps.due = self.on_new_layout  # hook their backward (training thread)
+                self._ledger.stale = True  # parameters the ledger has not seen (late, or a new model)
+                self._steps.due = self.on_new_layout  # hook their backward (training thread)
             self.model_info = describe_models(models, optimizers, swap)
             cost = time.perf_counter() - t0
             self.last_walk_seconds = cost
@@ -235,6 +238,6 @@ class Registry:
             self.next_walk = time.monotonic() + cost / WALK_BUDGET
         except Exception as exc:  # e.g. a module dict changed while we walked: next sample
             self.walk_due = True
-            agent.error(exc)
+            self._error(exc)
         finally:
             self._walk_lock.release()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOT_ALLOCATOR, NOTHING_REGISTERED, full_buckets
 from vramscope.agent.phases import START
-from vramscope.agent.protocol import PHASES, PHASES_MEASURED, TENSOR_BUCKETS, Phase, SampleItem, StepItem
-from vramscope.agent.stats import current_of, merge_peaks
+from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS, Phase, SampleItem, StepItem
+from vramscope.agent.peak_window import current_of, merge_peaks
 
 
 def fold_phases(
@@ -150,53 +150,36 @@ def device_buckets(
     return out
 
 
-def sample_item(agent, now: float, devices: dict) -> SampleItem:
-    tensors = agent.measurer.tensors
-    registered = agent.registry.registered()
+def sample_item(now: float, devices: dict, tensors, step: int, figures: dict) -> SampleItem:
+    """The ring's sample item: the allocator's ``devices`` and the buckets of the ``tensors``
+    measured at the same instant (agent/instant.py: ``tensors``, ``registered()``,
+    ``notes``), at step ``step``; ``figures``: the rest of the sample -- settings, models,
+    input, sharded and the agent's own figures (agent/core.py)."""
     out = []
-    for name, fields, buckets, note in device_buckets(tensors, registered, devices, *agent.tensor_notes):
+    for name, fields, buckets, note in device_buckets(
+        tensors.tensors, tensors.registered(), devices, *tensors.notes
+    ):
         entry = {"device": name}
         entry.update(fields)
         entry["buckets"] = buckets
         if note is not None:
             entry["buckets_note"] = note
         out.append(entry)
-    return {
-        "t": now,
-        "step": agent.steps.count,
-        "devices": out,
-        "settings": agent.reader.settings() if agent.reader is not None else {},
-        "models": agent.registry.model_info,
-        "input": agent.input_shape.report(),  # the micro-batch (and sequence) measured at
-        "sharded": agent.sharding.report(),  # FSDP2 unsharded copies, DDP buckets (per device)
-        "agent": {
-            "errors": agent.errors + agent.steps.errors + agent.phases.errors,
-            "walks": agent.registry.walks,
-            "phases_every": agent.phases.every,
-            PHASES_MEASURED: agent.phases.measured_share,
-            "walk_seconds": agent.registry.last_walk_seconds,
-            "measure_seconds": agent.measurer.last_measure_seconds,
-            "models": len(agent.registry.model_refs),
-            "optimizers": len(agent.registry.optimizer_refs),
-            "oom_observer": agent.oom_observer_attached,
-            "taken_by": agent.measurer.last_taken_by,
-            # what this sample's tensors were measured from (the last walk)
-            "walked": _walked(agent.measurer.measured),
-        },
-    }
+    return {"t": now, "step": step, "devices": out, **figures}
 
 
-def _walked(owners) -> dict | None:
+def walked(owners) -> dict | None:
+    """What a sample's tensors were measured from (the last walk)."""
     if owners is None:
         return None
     return {"models": owners.models, "optimizers": len(owners.optimizers), "params": len(owners.params)}
 
 
-def buckets_now(agent, devices: dict) -> dict:
-    registered = agent.registry.registered()
+def buckets_now(tensors, devices: dict) -> dict:
+    """device -> the five buckets of the ``tensors`` last measured (agent/instant.py)."""
     return {
         name: buckets
         for name, _f, buckets, _n in device_buckets(
-            agent.measurer.tensors or {}, registered, devices, *agent.tensor_notes
+            tensors.tensors or {}, tensors.registered(), devices, *tensors.notes
         )
     }

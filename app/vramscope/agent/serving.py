@@ -30,12 +30,44 @@ def _say_once(text: str) -> None:
 
 
 class Serving:
-    """Uses of the agent: ``identity``, ``interval``, ``ring``, ``measurer``, ``handoff``,
-    ``ledger``, ``steps``, ``module_sampler``, ``allocator``, ``sites``, ``error``."""
+    """Uses: the ``ring`` it feeds; at each turn the ``measurer`` (with the ``handoff`` and
+    the gradient ``ledger``: who samples), ``steps`` (a quiet stretch checked, its records
+    drained), the ``allocator`` watch and the ``sites`` recorder; the ``module_sampler``'s
+    items; and callables: ``answer`` (a request's reply), ``device_name``, ``error``.
+    ``identity`` names its socket; ``interval``: seconds between samples."""
 
-    def __init__(self, agent, runtime_dir: str | None):
-        self.agent = agent
+    def __init__(
+        self,
+        ring,
+        measurer,
+        handoff,
+        ledger,
+        steps,
+        allocator,
+        sites,
+        module_sampler,
+        *,
+        identity: dict,
+        interval: float,
+        runtime_dir: str | None,
+        answer,
+        device_name,
+        error,
+    ):
+        self._ring = ring
+        self._measurer = measurer
+        self._handoff = handoff
+        self._ledger = ledger
+        self._steps = steps
+        self._allocator = allocator
+        self._sites = sites
+        self._module_sampler = module_sampler
+        self._identity = identity
+        self.interval = interval
         self._runtime_dir = runtime_dir
+        self._answer = answer  # (request dict) -> reply bytes
+        self._device_name = device_name
+        self._error = error
         self.events: collections.deque = collections.deque(maxlen=4096)  # (kind, wall time, data)
         self.server: AgentServer | None = None
         self.socket_path: str | None = None
@@ -64,7 +96,6 @@ class Serving:
         return threading.current_thread() is self.thread
 
     def _open(self) -> None:
-        agent = self.agent
         try:
             directory, refused = (self._runtime_dir, []) if self._runtime_dir else paths.choose_agent_dir()
             if refused:
@@ -75,37 +106,36 @@ class Serving:
                 )
             paths.secure_dir(directory)
             paths.remove_stale(directory)
-            ticks = agent.identity.get("start_ticks") or 0
+            ticks = self._identity.get("start_ticks") or 0
             self.socket_path = os.path.join(directory, paths.socket_name(os.getpid(), ticks))
-            self.server = AgentServer(self.socket_path, agent.handle_request)
+            self.server = AgentServer(self.socket_path, self._answer)
         except Exception as exc:  # no socket: keep sampling (a final dump may still be read)
             self.server_error = str(exc)
-            agent.error(exc)
+            self._error(exc)
             _say_once(
                 f"vramscope agent: no monitor connection for this run ({exc}); training goes on, unwatched"
             )
 
     def _run(self) -> None:
-        agent = self.agent
         self._open()
         self.started.set()
         next_due = time.monotonic()
-        handoff, measurer = agent.handoff, agent.measurer
+        handoff, measurer, ledger, steps = self._handoff, self._measurer, self._ledger, self._steps
         while not self.stopping.is_set():
             now = time.monotonic()
             if handoff.wanted:
                 # the ledger became current (noted between statements), or no hook came in time
                 # (then the gradients are not known): the agent thread samples itself
-                if (not agent.ledger.stale or now >= handoff.deadline) and handoff.withdraw():
+                if (not ledger.stale or now >= handoff.deadline) and handoff.withdraw():
                     measurer.sample_here(drain=True)
             elif now >= next_due:
-                agent.steps.check_stretch(now, agent.interval)
+                steps.check_stretch(now, self.interval)
                 measurer.turn(now)
-                agent.allocator.maybe(now)
-                agent.sites.on_turn(now)
-                next_due += agent.interval
+                self._allocator.maybe(now)
+                self._sites.on_turn(now)
+                next_due += self.interval
                 if next_due < now:
-                    next_due = now + agent.interval
+                    next_due = now + self.interval
             else:
                 self.drain()
             until = min(handoff.deadline, now + 0.02) if handoff.wanted else next_due
@@ -116,19 +146,19 @@ class Serving:
                 self.stopping.wait(wait)
 
     def drain(self) -> None:
-        agent, ring = self.agent, self.agent.ring
+        ring, steps = self._ring, self._steps
         if not self.on_agent_thread():  # (a sample taken on another thread: every step so far)
-            agent.steps.flush_stretch()
-        records = agent.steps.records
+            steps.flush_stretch()
+        records = steps.records
         while records:
             record = records.popleft()
-            for r in (record,) if len(record) != 5 else agent.steps.run_records(record):
-                ring.push(ItemKind.STEP, sampling.step_item(r, agent.device_name))
+            for r in (record,) if len(record) != 5 else steps.run_records(record):
+                ring.push(ItemKind.STEP, sampling.step_item(r, self._device_name))
         events = self.events
         while events:
             kind, t, data = events.popleft()
             ring.push(ItemKind.EVENT, {"t": t, "event": kind, "data": data})
-        modules = agent.module_sampler.items
+        modules = self._module_sampler.items
         while modules:
             ring.push(ItemKind.MODULES, modules.popleft())
 

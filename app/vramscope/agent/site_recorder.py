@@ -59,9 +59,15 @@ def unavailable(torch, provider) -> str | None:
 
 
 class SiteRecorder:
-    def __init__(self, agent, torch_module=None):
-        self.agent = agent
-        self._torch = torch_module
+    """Uses: the ``measurer`` (its reader's provider, the device names), ``steps`` (the
+    step count and duration); callables ``emit`` (a SITES event) and ``error``."""
+
+    def __init__(self, measurer, steps, emit, error, torch_module=None):
+        self._measurer = measurer
+        self._steps = steps
+        self._emit_event = emit
+        self._error = error
+        self.torch_module = torch_module  # the torch it records with (None: imported when asked)
         self.state = "idle"  # idle, recording, done, failed
         self.steps = 0
         self.start_step = 0
@@ -77,11 +83,11 @@ class SiteRecorder:
 
     # -- asked -----------------------------------------------------------------------------------
     def torch(self):
-        if self._torch is None:
+        if self.torch_module is None:
             import torch
 
-            self._torch = torch
-        return self._torch
+            self.torch_module = torch
+        return self.torch_module
 
     def request(self, steps, max_entries=None) -> dict:
         """Start (agent thread, from a request); the reply says what happened."""
@@ -95,9 +101,8 @@ class SiteRecorder:
             or not 1000 <= max_entries <= 10_000_000
         ):
             return {"ok": False, "error": "max_entries must be an integer from 1000 to 10000000"}
-        reader = self.agent.reader
         try:
-            why = unavailable(self.torch(), reader.provider if reader is not None else None)
+            why = unavailable(self.torch(), self._measurer.provider())
         except Exception as exc:
             why = f"not available: {type(exc).__name__}: {exc}"
         if why is not None:
@@ -114,7 +119,7 @@ class SiteRecorder:
         except Exception as exc:
             return {"ok": False, "error": f"could not turn on memory history: {type(exc).__name__}: {exc}"}
         self.state, self.steps, self.max_entries, self.why = "recording", steps, max_entries, None
-        self.start_step = self.agent.steps.count
+        self.start_step = self._steps.count
         self._during = []
         self._allocs0 = self._allocs()
         self._emit({"state": "recording", "steps": steps, "done_steps": 0, "max_entries": max_entries})
@@ -125,8 +130,8 @@ class SiteRecorder:
         try:
             self._note_step()
             if self.pending_env is not None and self.state == "idle":
-                reader = self.agent.reader
-                if reader is not None and reader.provider.devices():
+                provider = self._measurer.provider()
+                if provider is not None and provider.devices():
                     steps, self.pending_env = self.pending_env, None
                     reply = self.request(steps)
                     if not reply.get("ok"):
@@ -144,10 +149,10 @@ class SiteRecorder:
             self._fail(exc)
 
     def _done(self) -> int:
-        return max(0, self.agent.steps.count - self.start_step)
+        return max(0, self._steps.count - self.start_step)
 
     def _note_step(self) -> None:
-        steps = self.agent.steps
+        steps = self._steps
         if steps.count != self._last_step:
             self._last_step = steps.count
             d = steps.last_duration
@@ -155,11 +160,11 @@ class SiteRecorder:
                 (self._during if self.state == "recording" else self._durations).append(d)
 
     def _allocs(self) -> int | None:
-        reader = self.agent.reader
+        provider = self._measurer.provider()
         try:
             total = 0
-            for index in reader.provider.devices():
-                total += int(reader.provider.memory_stats(index).get(ALLOCS_KEY, 0))
+            for index in provider.devices():
+                total += int(provider.memory_stats(index).get(ALLOCS_KEY, 0))
             return total
         except Exception:
             return None
@@ -190,10 +195,10 @@ class SiteRecorder:
 
             path = dump_snapshot(snapshot, os.getpid(), prefix="sites")
         except Exception as exc:
-            self.agent.error(exc)
+            self._error(exc)
         devices = {}
-        for index in self.agent.reader.provider.devices():
-            devices[self.agent.device_name(index)] = sites.peak_sites(
+        for index in self._measurer.provider().devices():
+            devices[self._measurer.device_name(index)] = sites.peak_sites(
                 snapshot, index, max_entries=self.max_entries
             )
         self.state = "done"
@@ -208,7 +213,7 @@ class SiteRecorder:
         self._emit(self.result)
 
     def _fail(self, exc: BaseException) -> None:
-        self.agent.error(exc)
+        self._error(exc)
         if self.state == "recording":
             try:
                 self.torch().cuda.memory._record_memory_history(enabled=None)
@@ -219,7 +224,7 @@ class SiteRecorder:
 
     def _emit(self, data: dict) -> None:
         data.setdefault("time", time.time())
-        self.agent.emit(EventKind.SITES, data)
+        self._emit_event(EventKind.SITES, data)
 
 
 def _env_steps() -> int | None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 
 from vramscope.agent import user_peaks
-from vramscope.agent.stats import PEAK_KEY, STAT_KEYS
+from vramscope.agent.stat_fields import STAT_KEYS
+from vramscope.agent.user_peaks import PEAK_KEY
 
 
 class TorchXpuProvider:

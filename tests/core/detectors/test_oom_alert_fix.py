@@ -1,10 +1,10 @@
 """The OOM alert and the OOM post-mortem name the same fix: the least damaging
-one that covers the shortfall (agent/oom_report.py), so the alerts tab and the
+one that covers the shortfall (agent/oom_fixes.py), so the alerts tab and the
 agents tab never disagree about what to do first."""
 
 from __future__ import annotations
 
-from vramscope.agent import oom_report
+from vramscope.agent import oom_fixes
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.detectors import Diagnostics
 
@@ -28,7 +28,7 @@ def test_the_alert_leads_with_the_post_mortems_least_damaging_covering_fix():
     for requested in (2 * GiB, GiB + 200 * MiB):  # micro-batch first; then expandable segments
         data = _event(requested=requested)
         alert = _oom_alert(dict(data))
-        first = oom_report.least_damaging(oom_context.report_of(alert.data | data)["fixes"])
+        first = oom_fixes.least_damaging(oom_context.report_of(alert.data | data)["fixes"])
         short = "1.0 GiB" if requested == 2 * GiB else "200.0 MiB"
         assert alert.fix.startswith(
             f"Fixes that cover the {short} shortfall, least damaging first: {first['fix']} ("

@@ -1,7 +1,7 @@
 """The monitor's store keys for agent series: one series per (agent process, device, metric).
 
 Only the monitor uses these (the store, the agent panel, sessions); the wire
-vocabulary both sides share stays in agent/protocol.py, which loads into
+vocabulary both sides share stays in agent/protocol/, which loads into
 training processes and is kept to what the agent needs.
 """
 

@@ -18,7 +18,7 @@ under the agent, an inference server, a notebook, or a plain script.
 
 from __future__ import annotations
 
-from vramscope.agent.oom_report import covering
+from vramscope.agent.oom_fixes import covering
 from vramscope.agent.protocol import EventKind
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.detectors.advice import (

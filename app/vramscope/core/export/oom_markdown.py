@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 
-from vramscope.agent import oom_report
+from vramscope.agent import oom_text
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.safe_io import safe_write
 from vramscope.core.export.csv_export import ExportSummary
@@ -62,7 +62,7 @@ def export_oom_report(reader, out_path, *, redact: bool = False) -> ExportSummar
         # device (as the window's OOM view takes them from the agent's report)
         measured = module_rows.modules_at(reader.db, ev["proc"], ev["t"])
         report = oom_context.report_of(data, oom_context.module_dicts(measured, data.get("device")))
-        parts.append(oom_report.markdown(report, title=f"{when} · {who}: CUDA out of memory"))
+        parts.append(oom_text.markdown(report, title=f"{when} · {who}: CUDA out of memory"))
         n += 1
     problems = list(reader.problems)
     if not n:

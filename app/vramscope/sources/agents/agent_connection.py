@@ -15,7 +15,7 @@ monitor scans, so:
   all agents of a pass (``exchange`` sends the requests of many agents at
   once and waits for their replies together), so 50 sockets that accept and
   never answer cost a pass its budget, not 50 timeouts;
-- frames are the agent's own (vramscope/agent/protocol.py: length-prefixed,
+- frames are the agent's own (vramscope/agent/protocol/framing.py: length-prefixed,
   at most ``MAX_FRAME`` bytes, JSON nesting bounded); a reply in a protocol
   version this monitor does not speak becomes ``VersionRefused`` with the
   text the window and `status` show; any other broken frame (over the size

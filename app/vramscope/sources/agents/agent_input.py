@@ -9,9 +9,9 @@ and returns one frozen value with typed fields (``Hello``, ``Sample``,
 ``Step``, ``Event``; a sample's devices become ``AgentDevice``s) -- or raises
 ValueError with a one-line reason, and the item is counted as bad, never a
 traceback in the sampler thread. The rest of the monitor reads attributes,
-never the wire's keys (their shapes: the ``TypedDict``s in agent/protocol.py).
+never the wire's keys (their shapes: the ``TypedDict``s in agent/protocol/items.py).
 
-A new item kind follows the same pattern: its TypedDict in agent/protocol.py,
+A new item kind follows the same pattern: its TypedDict in agent/protocol/items.py,
 a frozen dataclass and a decoder here, and the client (sources/agents/agent_client.py)
 dispatching on its kind.
 

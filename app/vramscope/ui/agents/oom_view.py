@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel
 
-from vramscope.agent import oom_report
+from vramscope.agent import oom_text
 from vramscope.core.agent_figures import oom_context
 from vramscope.ui.qt import theme
 from vramscope.ui.qt.safe_text import html_text
@@ -87,7 +87,7 @@ class OomView(QLabel):
             return
         self._shown_for = key
         self.report = oom_context.report_of(event.data, oom_context.module_dicts(mine, device))
-        lines = oom_report.lines(self.report)[1:]  # (the OOM line above says what and when)
+        lines = oom_text.lines(self.report)[1:]  # (the OOM line above says what and when)
         s = theme.current()
         body = "<br>".join(_indented(line) for line in lines)
         path = event.data.get("snapshot_path")
