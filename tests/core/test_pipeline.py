@@ -43,10 +43,10 @@ class Counting:
 def test_stages_run_in_their_order_whatever_the_subscription_order():
     store = Store()
     seen = []
-    store.subscribe(lambda f: seen.append("other"))
-    store.subscribe(lambda f: seen.append("recorder"), stage=STAGE_RECORDER)
-    store.subscribe(lambda f: seen.append("diagnostics"), stage=STAGE_DIAGNOSTICS)
-    store.subscribe(lambda f: seen.append("labels"), stage=STAGE_LABELS)
+    store.listeners.subscribe(lambda f: seen.append("other"))
+    store.listeners.subscribe(lambda f: seen.append("recorder"), stage=STAGE_RECORDER)
+    store.listeners.subscribe(lambda f: seen.append("diagnostics"), stage=STAGE_DIAGNOSTICS)
+    store.listeners.subscribe(lambda f: seen.append("labels"), stage=STAGE_LABELS)
     store.append(Frame(time=1.0))
     assert seen == ["labels", "diagnostics", "recorder", "other"]
 
@@ -60,7 +60,7 @@ def test_the_recorder_stage_sees_the_alerts_of_the_frame_it_writes():
     def recorder(frame):
         journaled.append((frame.time, engine.version))
 
-    store.subscribe(recorder, stage=STAGE_RECORDER)
+    store.listeners.subscribe(recorder, stage=STAGE_RECORDER)
     monitor = Monitor.build(Counting(), store=store, actions=False)
     engine = monitor.engine
     monitor.pipeline.sample_once()
@@ -80,7 +80,7 @@ def test_a_failing_listener_is_isolated_counted_and_shown_on_the_next_frame():
     first = pipeline.sample_once()
     assert first.notices == ()
     assert [f.time for f in after] == [first.time]  # the later stage still ran
-    assert pipeline.store.listener_failures == 1
+    assert pipeline.store.listeners.listener_failures == 1
     second = pipeline.sample_once()
     assert len(second.notices) == 1
     assert "broken" in second.notices[0] and "No space left on device" in second.notices[0]

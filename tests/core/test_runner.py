@@ -94,7 +94,7 @@ def test_a_sink_that_raises_does_not_stop_the_others():
     monitor = _monitor(Counting())
     runner.run(monitor, [broken, good], threading.Event(), passes=3)
     assert good.frames == [1.0, 2.0, 3.0]  # the others still get every frame ...
-    assert monitor.store.listener_failures == 3  # ... and each failure is counted, not lost
+    assert monitor.store.listeners.listener_failures == 3  # ... and each failure is counted, not lost
 
 
 @pytest.mark.parametrize(

@@ -87,7 +87,7 @@ def test_a_failing_source_gives_an_error_frame_and_the_sampler_goes_on():
     source = TimedSource(fail_every=2)
     store = Store()
     frames = []
-    store.subscribe(frames.append)
+    store.listeners.subscribe(frames.append)
     sampler = Sampler(source, store, interval=0.1)
     _run_for(sampler, 0.75)
     assert len(frames) >= 4

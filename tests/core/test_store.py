@@ -143,10 +143,10 @@ def test_listeners_get_every_frame_until_unsubscribed():
         # called after the frame is in: a detector can read its own series
         got.append((frame.time, store.last_value(gpu_key(0, "used"))))
 
-    store.subscribe(listener)
+    store.listeners.subscribe(listener)
     store.append(_frame(1.0))
     store.append(_frame(2.0, used=GiB))
-    store.unsubscribe(listener)
+    store.listeners.unsubscribe(listener)
     store.append(_frame(3.0))
     assert got == [(1.0, 5 * GiB), (2.0, GiB)]
 

@@ -67,7 +67,7 @@ def test_a_sixteen_gpu_session_puts_the_cursor_on_rows_made_as_they_scroll_in(th
     path = tmp_path / "big.vramscope"
     writer = SessionWriter(path, meta={"source": "test", "simulated": True})
     store = Store()
-    store.subscribe(writer)
+    store.listeners.subscribe(writer)
     for k in range(20):
         f = frame(k)
         store.append(replace(f, gpus=tuple(replace(f.gpus[0], index=g, uuid=f"GPU-{g}") for g in range(16))))

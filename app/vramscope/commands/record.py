@@ -173,7 +173,7 @@ def record_session(
             err,
         )
         status = 1
-    failures = monitor.store.listener_failures
+    failures = monitor.store.listeners.listener_failures
     if failures:
         _say(f"vramscope record: {failures} pipeline stage failures (see the log)", err)
         status = 1

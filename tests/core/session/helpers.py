@@ -108,7 +108,7 @@ def frame(k: int, *, oom: bool = False) -> Frame:
 def record(path, n: int = 40, store: Store | None = None, oom_at: int | None = None) -> Store:
     store = store if store is not None else Store()
     writer = SessionWriter(path, meta={"source": "test", "simulated": True})
-    store.subscribe(writer)
+    store.listeners.subscribe(writer)
     for k in range(n):
         store.append(frame(k, oom=(k == oom_at)))
     writer.add_alert(

@@ -25,7 +25,7 @@ def _session_with_oom_snapshot(tmp_path):
     path = tmp_path / "oom.vramscope"
     store = Store()
     w = SessionWriter(path)
-    store.subscribe(w)
+    store.listeners.subscribe(w)
     for k in range(5):
         store.append(frame(k))
     oom = AgentReport(

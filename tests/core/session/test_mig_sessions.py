@@ -62,7 +62,7 @@ def mig_frame(k: int):
 def record_mig(path, n=12) -> Store:
     store = Store()
     writer = SessionWriter(path, meta={"source": "test", "simulated": True})
-    store.subscribe(writer)
+    store.listeners.subscribe(writer)
     for k in range(n):
         store.append(mig_frame(k))
     writer.close()

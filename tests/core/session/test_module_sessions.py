@@ -28,7 +28,7 @@ def modules(step):
 def record(path):
     store = Store()
     w = SessionWriter(path)
-    store.subscribe(w)
+    store.listeners.subscribe(w)
     for k in range(12):
         f = frame(k)
         step = 10 if k < 6 else 20  # the agent re-measures every 10 steps

@@ -17,7 +17,7 @@ def _session(tmp_path, with_oom=True, modules=()):
     path = tmp_path / "run.vramscope"
     store = Store()
     w = SessionWriter(path)
-    store.subscribe(w)
+    store.listeners.subscribe(w)
     for k in range(5):
         store.append(frame(k))
     events = ()

@@ -66,7 +66,7 @@ def hostile_session(path):
     data holds controls, NaN and values of the wrong types."""
     store = Store()
     writer = SessionWriter(path)
-    store.subscribe(writer)
+    store.listeners.subscribe(writer)
     base = frame(0)
     trainer = base.gpus[0].processes[0]
     evil = dataclasses.replace(trainer, info=dataclasses.replace(trainer.info, name=HOSTILE))

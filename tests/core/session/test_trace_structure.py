@@ -23,7 +23,7 @@ def demo_trace(tmp_path_factory):
     source = SimulatedSource(seed=3, start_time=1_700_000_000.0)
     store = Store()
     writer = SessionWriter(path, meta={"source": "demo", "simulated": True})
-    store.subscribe(writer)
+    store.listeners.subscribe(writer)
     for k in range(600):
         store.append(source.sample(1_700_000_000.0 + k))
     writer.close()

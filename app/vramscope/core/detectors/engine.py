@@ -78,10 +78,10 @@ class Diagnostics:
 
     def attach(self, store) -> None:
         """Run on every frame the store receives (on the sampler thread)."""
-        store.subscribe(self.feed)
+        store.listeners.subscribe(self.feed)
 
     def detach(self, store) -> None:
-        store.unsubscribe(self.feed)
+        store.listeners.unsubscribe(self.feed)
 
     # -- feeding --------------------------------------------------------------------
     def feed(self, frame: Frame) -> list[Alert]:

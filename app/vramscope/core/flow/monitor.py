@@ -96,7 +96,7 @@ class Monitor:
         """Stop sampling, then close the recorder (final commit) and the metrics server."""
         self.pipeline.close()
         if self.recorder is not None:
-            self.store.unsubscribe(self.recorder)
+            self.store.listeners.unsubscribe(self.recorder)
             self.recorder.close()
         if self.metrics is not None:
             self.metrics.close()

@@ -45,11 +45,11 @@ class Pipeline:
         self._prune_at = LABELS_KEPT_MIN  # labels held before those of forgotten processes go
         self._labels_generation = 0  # counts the prunings (a view's "labels seen so far" restarts)
         self._described_seen: dict[tuple, tuple] = {}  # (host, GPU) -> its processes' descriptions learnt
-        self.store.subscribe(self._learn_labels, stage=STAGE_LABELS)
+        self.store.listeners.subscribe(self._learn_labels, stage=STAGE_LABELS)
 
     def subscribe(self, listener, stage: str) -> None:
         """Add a listener at its stage (see core/store/store.py ``STAGES``)."""
-        self.store.subscribe(listener, stage=stage)
+        self.store.listeners.subscribe(listener, stage=stage)
 
     def labels(self) -> dict[ProcessIdentity, str]:
         """'train.py (4242)' per process identity the store still holds a series of

@@ -94,7 +94,7 @@ def run(
             stop.wait(POLL if left is None else min(POLL, left))
     finally:
         monitor.close()  # joins the sampler thread: the pass under way is finished
-        monitor.store.unsubscribe(feed)
+        monitor.store.listeners.unsubscribe(feed)
         for sink in feed.sinks:
             close = getattr(sink, "close", None)
             if close is not None:

@@ -123,7 +123,7 @@ class Sampler:
                 self.errors += 1
                 log.exception("enricher %r failed", enrich)
                 self._pending.append(f"{type(enrich).__name__} failed: {type(exc).__name__}: {exc}")
-        notices = self._pending + [f.text() for f in self.store.take_failures()]
+        notices = self._pending + [f.text() for f in self.store.listeners.take_failures()]
         self._pending = []
         if notices:
             frame = dataclasses.replace(frame, notices=frame.notices + tuple(notices))

@@ -1,6 +1,6 @@
 """Append frames to a session file while the sampler runs.
 
-``SessionWriter`` is a Store listener: ``store.subscribe(writer)``. It is
+``SessionWriter`` is a Store listener: ``store.listeners.subscribe(writer)``. It is
 called on the sampler thread with each frame and writes it inside an open
 transaction that is committed at most ``commit_every`` seconds apart (one
 commit per tick at the default 1 s interval). In WAL mode a committed

@@ -6,25 +6,28 @@ array. The series and their keys (``gpu_key``, ``proc_key``, ``mig_key``)
 are core/store/series_table.py's; every read and write of them here holds the
 store's lock.
 
-Listeners run on the sampler thread after every append, in the order of
-their stage (``STAGES``: labels, then diagnostics, then the recorder that
-journals the diagnostics' alerts, then anything else), whatever the order
-they subscribed in. A listener that raises is isolated: the others still
-run, the failure is counted and kept until the pipeline attaches it to the
-next frame (``take_failures``), so the window shows it instead of freezing
-on the last frame.
+Every append tells the store's ``listeners`` (core/store/listeners.py: by stage,
+a failing listener isolated and its failure kept for the next frame).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from collections.abc import Hashable
 
 import numpy as np
 
 from vramscope.core.samples import Frame
+from vramscope.core.store.listeners import (  # read through here too (__all__)
+    STAGE_DIAGNOSTICS,
+    STAGE_LABELS,
+    STAGE_OTHER,
+    STAGE_RECORDER,
+    STAGES,
+    ListenerFailure,
+    Listeners,
+    listener_name,
+)
 from vramscope.core.store.ring import TieredRing
 from vramscope.core.store.series_table import (  # the series' keys, read through here too (__all__)
     GPU_METRICS,
@@ -35,37 +38,6 @@ from vramscope.core.store.series_table import (  # the series' keys, read throug
     proc_identity,
     proc_key,
 )
-
-log = logging.getLogger(__name__)
-
-Listener = Callable[[Frame], None]
-
-# The stage order of the listeners (see the module text).
-STAGE_LABELS = "labels"
-STAGE_DIAGNOSTICS = "diagnostics"
-STAGE_RECORDER = "recorder"
-STAGE_OTHER = "other"
-STAGES = (STAGE_LABELS, STAGE_DIAGNOSTICS, STAGE_RECORDER, STAGE_OTHER)
-
-
-@dataclass(frozen=True, slots=True)
-class ListenerFailure:
-    """One listener call that raised."""
-
-    stage: str
-    listener: str
-    message: str
-    time: float
-
-    def text(self) -> str:
-        return f"{self.listener} ({self.stage}) failed: {self.message}"
-
-
-def listener_name(listener) -> str:
-    owner = getattr(listener, "__self__", None)
-    if owner is not None:
-        return type(owner).__name__
-    return getattr(listener, "__qualname__", None) or type(listener).__name__
 
 
 class Store:
@@ -83,9 +55,7 @@ class Store:
         self._latest: Frame | None = None
         self._first_time: float | None = None
         self._version = 0
-        self._listeners: list[tuple[int, str, Listener]] = []  # sorted by stage
-        self._failures: list[ListenerFailure] = []  # not yet taken
-        self.listener_failures = 0  # ever
+        self.listeners = Listeners()  # told of every appended frame, by stage
 
     # -- writing (sampler thread) -------------------------------------------------
     def append(self, frame: Frame) -> None:
@@ -96,23 +66,7 @@ class Store:
             if self._first_time is None:
                 self._first_time = t
             self._version += 1
-            listeners = list(self._listeners)
-        for _rank, stage, listener in listeners:
-            try:
-                listener(frame)
-            except Exception as exc:  # one broken listener must not stop the others
-                log.exception("store listener %r failed", listener)
-                failure = ListenerFailure(stage, listener_name(listener), f"{type(exc).__name__}: {exc}", t)
-                with self._lock:
-                    self.listener_failures += 1
-                    del self._failures[:-15]  # keep the newest few
-                    self._failures.append(failure)
-
-    def take_failures(self) -> list[ListenerFailure]:
-        """The listener failures since the previous call (oldest first)."""
-        with self._lock:
-            out, self._failures = self._failures, []
-        return out
+        self.listeners.tell(frame)
 
     def record(self, key: Hashable, t: float, value: float | None) -> None:
         """Append one value to any series (used by producers other than frames)."""
@@ -143,18 +97,6 @@ class Store:
             if first_time is not None and (self._first_time is None or first_time < self._first_time):
                 self._first_time = first_time
             self._version += 1
-
-    def subscribe(self, listener: Listener, stage: str = STAGE_OTHER) -> None:
-        """Called on the sampler thread after every append, in stage order (``STAGES``)."""
-        if stage not in STAGES:
-            raise ValueError(f"unknown listener stage {stage!r}; one of {STAGES}")
-        with self._lock:
-            self._listeners.append((STAGES.index(stage), stage, listener))
-            self._listeners.sort(key=lambda entry: entry[0])  # stable: same stage keeps order
-
-    def unsubscribe(self, listener: Listener) -> None:
-        with self._lock:
-            self._listeners = [e for e in self._listeners if e[2] != listener]
 
     # -- reading (any thread) -----------------------------------------------------
     @property
@@ -204,13 +146,10 @@ class Store:
     def series_count(self) -> int:
         return len(self._table)
 
-    def extend(self, frames: Iterable[Frame]) -> None:
-        for frame in frames:
-            self.append(frame)
-
 
 __all__ = [
     "GPU_METRICS",
+    "Listeners",
     "PROCESSES_USED",
     "STAGES",
     "STAGE_DIAGNOSTICS",

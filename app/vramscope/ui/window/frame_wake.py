@@ -18,8 +18,8 @@ class FrameWake:
     def __init__(self, store, bridge, timer, refresh: Callable[[], None], owner):
         self.store, self.bridge, self.timer, self.refresh = store, bridge, timer, refresh
         self.posted = False
-        store.subscribe(self.stored, stage=STAGE_OTHER)
-        owner.destroyed.connect(lambda *_: store.unsubscribe(self.stored))
+        store.listeners.subscribe(self.stored, stage=STAGE_OTHER)
+        owner.destroyed.connect(lambda *_: store.listeners.unsubscribe(self.stored))
         if store.latest is not None:  # stored while the window was built (its sampler's first look)
             self.stored(store.latest)
 
