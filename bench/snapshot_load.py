@@ -15,7 +15,9 @@ from before the trace. Written with ``pickle.dump`` (protocol 4), as
 
 Each variant runs in a fresh process, the variants interleaved ``--repeat``
 times (the median time is shown, and every run's), and its peak RSS is that
-process's own (``os.wait4``'s ru_maxrss), interpreter and imports included:
+process's own high-water mark (``VmHWM`` of /proc/self/status, read as it exits:
+``ru_maxrss`` would also count the bench's own memory, which a child inherits at
+fork and Linux keeps across exec), interpreter and imports included:
 - bare: ``pickle.load`` alone (the floor: nothing is summarised);
 - memory_viz: ``pickle.load`` + ``torch.cuda._memory_viz.trace_plot`` -- the
   HTML page a user opens in a browser instead (the browser's own work after
@@ -46,6 +48,17 @@ from vramscope.core.snapshot.example import laid_out_segment
 
 MiB = 1 << 20
 
+# each child says its own peak RSS as it exits (a line on stderr)
+HWM = (
+    "import atexit, sys\n"
+    "def _hwm():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            sys.stderr.write(f'VMHWM {line.split()[1]}\\n')\n"
+    "atexit.register(_hwm)\n"
+)
+# `vramscope snapshot FILE --json` as the installed script runs it (vramscope.cli:main)
+OURS = "import sys; from vramscope.cli import main; sys.exit(main(['snapshot', sys.argv[1], '--json']))"
 VARIANTS = {
     "bare pickle.load": "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))",
     "pickle.load + _memory_viz.trace_plot": (
@@ -57,9 +70,8 @@ VARIANTS = {
 
 # `vramscope snapshot FILE --json` with the native reader taken away (as without a compiler)
 PURE_PYTHON = (
-    "import sys; from vramscope.core.snapshot import native; native._columns = None; "
-    "native.WHY_NOT = 'taken away by the bench'; from vramscope.cli import main; "
-    "sys.exit(main(['snapshot', sys.argv[1], '--json']))"
+    "from vramscope.core.snapshot import native; native._columns = None; "
+    "native.WHY_NOT = 'taken away by the bench'\n" + OURS
 )
 
 
@@ -162,14 +174,13 @@ def generate(events: int, frames: tuple[int, int], seed: int = 1) -> dict:
 def measure(argv: list[str]) -> tuple[float, int, int]:
     """(seconds, peak RSS bytes, exit status) of one fresh process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     seconds = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace")
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode or "Traceback" in err:
         print(f"  (exit {proc.returncode}: {err.strip()[-300:]})")
-    return seconds, usage.ru_maxrss * 1024, proc.returncode
+    peaks = [int(line.split()[1]) * 1024 for line in err.splitlines() if line.startswith("VMHWM ")]
+    return seconds, max(peaks, default=0), proc.returncode
 
 
 def main() -> None:
@@ -193,14 +204,12 @@ def main() -> None:
     print(
         f"{path}: {size / MiB:.0f} MiB, {args.events:,} trace entries, stacks of {args.frames[0]}-{args.frames[1]} frames"
     )
-    script = os.path.join(os.path.dirname(sys.executable), "vramscope")
-    ours = [script] if os.path.exists(script) else [sys.executable, "-m", "vramscope"]
-    runs = {name: [sys.executable, "-c", code, path] for name, code in VARIANTS.items()}
+    runs = {name: [sys.executable, "-c", HWM + code, path] for name, code in VARIANTS.items()}
     if args.no_peer:
         runs.pop("pickle.load + _memory_viz.trace_plot")
-    runs["vramscope snapshot --json"] = [*ours, "snapshot", path, "--json"]
+    runs["vramscope snapshot --json"] = [sys.executable, "-c", HWM + OURS, path]
     if not args.no_fallback:
-        runs["vramscope snapshot --json, pure Python"] = [sys.executable, "-c", PURE_PYTHON, path]
+        runs["vramscope snapshot --json, pure Python"] = [sys.executable, "-c", HWM + PURE_PYTHON, path]
     times: dict[str, list[float]] = {name: [] for name in runs}
     rss: dict[str, int] = {}
     for r in range(args.repeat):  # interleaved, so load from other jobs falls on every variant

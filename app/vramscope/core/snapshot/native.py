@@ -31,11 +31,11 @@ from vramscope.core.snapshot.safe_load import Cancelled, SnapshotError, refusal
 from vramscope.core.snapshot.stacks import not_a_snapshot
 
 try:
-    from vramscope.core.snapshot import _columns  # type: ignore[attr-defined]
+    from vramscope.core.snapshot import _columns
 
     WHY_NOT: str | None = None
 except ImportError as exc:  # not built (no compiler at install time), or built for another Python
-    _columns = None
+    _columns = None  # type: ignore[assignment]
     WHY_NOT = f"the native reader is not built ({exc})"
 
 NATIVE = "native"
