@@ -243,3 +243,21 @@ def test_cancelling_stops_the_native_read(tmp_path):
     with pytest.raises(safe_load.Cancelled):
         reading.read(path, lambda done, size: seen.append(done), lambda: bool(seen))
     assert seen
+
+
+def test_an_entry_referred_to_twice_is_left_to_python_and_read_the_same(tmp_path, monkeypatch):
+    """pickle.dump writes an entry dict met twice (the same object in two traces) as a
+    reference back to it: the native reader has made it a row and dropped it, so it
+    leaves the file to the pure-Python reader, which says why."""
+    trace = [
+        {"action": "alloc", "addr": i, "size": 512, "stream": 0, "time_us": i, "frames": [FRAMES[i % 3]]}
+        for i in range(30)
+    ]
+    path = tmp_path / "s.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [trace, trace[:10]]}, protocol=4))
+    snap = reading.read(path)
+    assert (
+        snap.reader
+        == "pure-Python reader (the native reader leaves this pickle to Python (a trace entry is referred to twice))"
+    )
+    assert len(snap.trace(0)) == 30 and len(snap.trace(1)) == 10

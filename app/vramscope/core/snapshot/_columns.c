@@ -254,7 +254,9 @@ static int keep(PyObject *k, PyObject *v) {
         if (n == 2 && !PyDict_CheckExact(v) && PyUnicode_CheckExact(k) &&
             PyUnicode_CompareWithASCIIString(k, "pool_id") == 0) {
             PyObject *a = PySequence_Fast_GET_ITEM(v, 0), *b = PySequence_Fast_GET_ITEM(v, 1);
-            if (PyLong_CheckExact(a) && PyLong_CheckExact(b) && PyLong_AsLong(a) == 0 && PyLong_AsLong(b) == 0)
+            int of_a = 0, of_b = 0;
+            if (PyLong_CheckExact(a) && PyLong_CheckExact(b) && PyLong_AsLongAndOverflow(a, &of_a) == 0 && !of_a &&
+                PyLong_AsLongAndOverflow(b, &of_b) == 0 && !of_b)
                 return 0;
         }
     }
@@ -724,8 +726,10 @@ static PyObject *read_snapshot(PyObject *self, PyObject *args) {
     p.cap = CHUNK;
     if (!p.cache || !p.swap || !p.buf) { clear(&p); return PyErr_NoMemory(); }
     PyObject *root = run(&p);
-    if (root && p.saw_consumed) {
+    if (p.saw_consumed && (root || !PyErr_ExceptionMatches(Cancelled))) {
+        /* (an entry referred to again: whatever this read made of it, Python reads it whole) */
         Py_CLEAR(root);
+        PyErr_Clear();
         PyErr_SetString(Unsupported, "a trace entry is referred to from elsewhere");
     }
     PyObject *out = NULL, *traces = NULL;
