@@ -132,25 +132,23 @@ def write(path: str, events: int, frames: tuple[int, int], seed: int = 1) -> int
             for _ in range(3000)
         ]
         f.write(w.string("device_traces") + EMPTY_LIST + w.put() + EMPTY_LIST + w.put())
-        keys = {k: w.string(k) for k in ("action", "addr", "size", "stream", "time_us", "frames")}
-        acts = {a: w.string(a) for a in ("alloc", "free_requested", "free_completed")}
         stream = w.int(0)
         alive: list[tuple[int, int, int]] = []
         t, next_addr, written = 1_700_000_000_000_000, base + (1 << 40), 0
 
         def entry(action: str, addr: int, size: int, stack: int) -> bytes:
-            w.memo += 2  # the entry's dict and its frames list
+            # (in stream order: each string memoized where first met, referred to after)
             return b"".join(
-                (
-                    EMPTY_DICT + MEMOIZE + MARK,
-                    keys["action"], acts[action],
-                    keys["addr"], w.int(addr),
-                    keys["size"], w.int(size),
-                    keys["stream"], stream,
-                    keys["time_us"], w.int(t),
-                    keys["frames"], EMPTY_LIST + MEMOIZE + MARK, stacks[stack], APPENDS,
+                [
+                    EMPTY_DICT + w.put() + MARK,
+                    w.string("action"), w.string(action),
+                    w.string("addr"), w.int(addr),
+                    w.string("size"), w.int(size),
+                    w.string("stream"), stream,
+                    w.string("time_us"), w.int(t),
+                    w.string("frames"), EMPTY_LIST + w.put() + MARK, stacks[stack], APPENDS,
                     SETITEMS,
-                )
+                ]
             )  # fmt: skip
 
         while written < events:

@@ -166,7 +166,9 @@ def test_a_pickle_that_would_run_code_runs_nothing_through_the_native_reader(tmp
         snap = {"segments": [], "device_traces": [[{"action": "alloc", "frames": [RunsCode()]}]]}
         path = tmp_path / f"evil{protocol}.pickle"
         path.write_bytes(pickle.dumps(snap, protocol=protocol))
-        with pytest.raises(SnapshotError, match=r"names a Python global \(io\.open\).*nothing in it was run"):
+        with pytest.raises(
+            SnapshotError, match=r"names a Python global \(_?io\.open\).*nothing in it was run"
+        ):
             reading.read(path)
         assert not (tmp_path / "ran").exists()
 

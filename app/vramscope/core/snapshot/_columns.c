@@ -62,7 +62,7 @@ typedef struct {
     Cols *cols;
     Py_ssize_t n_cols, n_traces; /* capacity, count */
     int in_trace, saw_consumed;
-    PyObject *actions, *intern, *new_action, *odd, *cache, *swap;
+    PyObject *actions, *intern, *new_action, *odd, *cache, *swap, *strings;
 } P;
 
 static int grow(void **p, Py_ssize_t *cap, Py_ssize_t want, size_t item) {
@@ -351,6 +351,18 @@ static int release(P *p) {
         Py_ssize_t idx = p->log[j];
         if (idx >= p->memo_len) continue;
         PyObject *o = p->memo[idx];
+        if (o && PyUnicode_CheckExact(o)) {
+            /* a string met again as a new object (not referred back to): the memo keeps
+             * one of each text, not one per entry */
+            PyObject *same = PyDict_SetDefault(p->strings, o, o);
+            if (!same) return -1;
+            if (same != o) {
+                Py_INCREF(same);
+                p->memo[idx] = same;
+                Py_DECREF(o);
+            }
+            continue;
+        }
         if (!o || !(PyDict_CheckExact(o) || PyList_CheckExact(o))) continue;
         PyObject *k = PyLong_FromVoidPtr(o);
         if (!k) return -1;
@@ -693,7 +705,7 @@ static void clear(P *p) {
     for (Py_ssize_t j = 0; j < p->memo_len; j++) Py_XDECREF(p->memo[j]);
     PyMem_Free(p->st); PyMem_Free(p->marks); PyMem_Free(p->memo); PyMem_Free(p->log); PyMem_Free(p->buf);
     p->st = NULL; p->memo = NULL; p->st_len = p->memo_len = 0;
-    Py_XDECREF(p->cache); Py_XDECREF(p->swap);
+    Py_XDECREF(p->cache); Py_XDECREF(p->swap); Py_XDECREF(p->strings);
 }
 
 static void free_cols(P *p) {
@@ -722,9 +734,10 @@ static PyObject *read_snapshot(PyObject *self, PyObject *args) {
     p.next_report = REPORT;
     p.cache = PyDict_New();
     p.swap = PyDict_New();
+    p.strings = PyDict_New();
     p.buf = PyMem_Malloc(CHUNK);
     p.cap = CHUNK;
-    if (!p.cache || !p.swap || !p.buf) { clear(&p); return PyErr_NoMemory(); }
+    if (!p.cache || !p.swap || !p.strings || !p.buf) { clear(&p); return PyErr_NoMemory(); }
     PyObject *root = run(&p);
     if (p.saw_consumed && (root || !PyErr_ExceptionMatches(Cancelled))) {
         /* (an entry referred to again: whatever this read made of it, Python reads it whole) */
