@@ -268,7 +268,8 @@ class SnapshotWindow(QMainWindow):
 
     def what_it_shows(self) -> dict:
         """What a user reading the window would report (ui/window/window_shots.py)."""
-        rows = [self.alive.topLevelItem(i) for i in range(min(self.alive.topLevelItemCount(), 10))]
+        items = (self.alive.topLevelItem(i) for i in range(min(self.alive.topLevelItemCount(), 10)))
+        rows = [row for row in items if row is not None]
         return {
             "file": self.path,
             "error": self.error,

@@ -64,7 +64,7 @@ def _take(window, app, out: pathlib.Path, sizes, deadline: float = 0.0) -> None:
             path = out / f"{name}-{width}x{height}.png"
             window.grab().save(str(path))
             pictures.append(path.name)
-        shown = getattr(window, "what_it_shows", dict)()
+        shown: dict = getattr(window, "what_it_shows", dict)()
         (out / SHOWN).write_text(
             json.dumps({"pictures": pictures, "title": window.windowTitle(), **shown}, indent=1)
         )
