@@ -15,12 +15,20 @@ from before the trace. Written with ``pickle.dump`` (protocol 4), as
 
 Each variant runs in a fresh process, the variants interleaved ``--repeat``
 times (the median time is shown, and every run's), and its peak RSS is that
-process's own (``os.wait4``'s ru_maxrss), interpreter and imports included:
+process's own high-water mark (``VmHWM`` of /proc/self/status, read as it exits:
+``ru_maxrss`` would also count the bench's own memory, which a child inherits at
+fork and Linux keeps across exec), interpreter and imports included:
 - bare: ``pickle.load`` alone (the floor: nothing is summarised);
 - memory_viz: ``pickle.load`` + ``torch.cuda._memory_viz.trace_plot`` -- the
   HTML page a user opens in a browser instead (the browser's own work after
   that is not counted);
-- vramscope: ``vramscope snapshot FILE --json`` as installed.
+- vramscope: ``vramscope snapshot FILE --json`` as installed (the native reader,
+  core/snapshot/native.py, where it is built);
+- vramscope, pure-Python reader: the same command with the native reader taken
+  away (what an install without a C compiler does).
+
+Ratios are against the bare ``pickle.load`` of the same run: time (median of
+the runs) and peak RSS (the largest of the runs) over the file's size.
 """
 
 from __future__ import annotations
@@ -34,11 +42,23 @@ import subprocess
 import sys
 import tempfile
 
-from vramscope.core.snapshot.example import laid_out_segment
 import time
+
+from vramscope.core.snapshot.example import laid_out_segment
 
 MiB = 1 << 20
 
+# each child says its own peak RSS as it exits (a line on stderr)
+HWM = (
+    "import atexit, sys\n"
+    "def _hwm():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            sys.stderr.write(f'VMHWM {line.split()[1]}\\n')\n"
+    "atexit.register(_hwm)\n"
+)
+# `vramscope snapshot FILE --json` as the installed script runs it (vramscope.cli:main)
+OURS = "import sys; from vramscope.cli import main; sys.exit(main(['snapshot', sys.argv[1], '--json']))"
 VARIANTS = {
     "bare pickle.load": "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))",
     "pickle.load + _memory_viz.trace_plot": (
@@ -46,6 +66,13 @@ VARIANTS = {
         "d = pickle.load(open(sys.argv[1],'rb')); html = m.trace_plot(d); print(len(html), file=sys.stderr)"
     ),
 }
+
+
+# `vramscope snapshot FILE --json` with the native reader taken away (as without a compiler)
+PURE_PYTHON = (
+    "from vramscope.core.snapshot import native; native._columns = None; "
+    "native.WHY_NOT = 'taken away by the bench'\n" + OURS
+)
 
 
 def generate(events: int, frames: tuple[int, int], seed: int = 1) -> dict:
@@ -147,14 +174,13 @@ def generate(events: int, frames: tuple[int, int], seed: int = 1) -> dict:
 def measure(argv: list[str]) -> tuple[float, int, int]:
     """(seconds, peak RSS bytes, exit status) of one fresh process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     seconds = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace")
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode or "Traceback" in err:
         print(f"  (exit {proc.returncode}: {err.strip()[-300:]})")
-    return seconds, usage.ru_maxrss * 1024, proc.returncode
+    peaks = [int(line.split()[1]) * 1024 for line in err.splitlines() if line.startswith("VMHWM ")]
+    return seconds, max(peaks, default=0), proc.returncode
 
 
 def main() -> None:
@@ -164,6 +190,7 @@ def main() -> None:
     ap.add_argument("--keep", default=None, help="write the snapshot here and keep it")
     ap.add_argument("--no-peer", action="store_true", help="skip the memory_viz variant (slow)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each variant, interleaved (median)")
+    ap.add_argument("--no-fallback", action="store_true", help="skip the pure-Python reader's variant")
     args = ap.parse_args()
     path = args.keep or os.path.join(tempfile.mkdtemp(prefix="vs-snap-"), "snapshot.pickle")
     if not os.path.exists(path):
@@ -177,29 +204,32 @@ def main() -> None:
     print(
         f"{path}: {size / MiB:.0f} MiB, {args.events:,} trace entries, stacks of {args.frames[0]}-{args.frames[1]} frames"
     )
-    script = os.path.join(os.path.dirname(sys.executable), "vramscope")
-    ours = [script] if os.path.exists(script) else [sys.executable, "-m", "vramscope"]
-    runs = {name: [sys.executable, "-c", code, path] for name, code in VARIANTS.items()}
+    runs = {name: [sys.executable, "-c", HWM + code, path] for name, code in VARIANTS.items()}
     if args.no_peer:
         runs.pop("pickle.load + _memory_viz.trace_plot")
-    runs["vramscope snapshot --json"] = [*ours, "snapshot", path, "--json"]
+    runs["vramscope snapshot --json"] = [sys.executable, "-c", HWM + OURS, path]
+    if not args.no_fallback:
+        runs["vramscope snapshot --json, pure Python"] = [sys.executable, "-c", HWM + PURE_PYTHON, path]
     times: dict[str, list[float]] = {name: [] for name in runs}
     rss: dict[str, int] = {}
     for r in range(args.repeat):  # interleaved, so load from other jobs falls on every variant
         for name, argv in runs.items():
-            if r and name.startswith("pickle.load +"):
+            if r and (name.startswith("pickle.load +") or name.endswith("pure Python")):
                 continue  # the peer is slow and far off: once is enough
             sec, peak, _rc = measure(argv)
             times[name].append(sec)
             rss[name] = max(rss.get(name, 0), peak)
     median = {name: statistics.median(t) for name, t in times.items()}
     bare_s = median["bare pickle.load"]
-    print(f"{'variant (median of runs)':40} {'time':>8} {'x bare':>7} {'peak RSS':>10} {'x file':>7}  runs")
+    bare_rss = rss["bare pickle.load"]
+    head = f"{'variant (median of runs)':42} {'time':>8} {'x bare':>7} {'peak RSS':>10} {'x file':>7} {'x bare':>7}"
+    print(head + "  runs")
     for name in runs:
         sec, peak = median[name], rss[name]
         runs_text = " ".join(f"{t:.1f}" for t in times[name])
         print(
-            f"{name:40} {sec:7.1f}s {sec / bare_s:6.2f}x {peak / MiB:8.0f}MiB {peak / size:6.2f}x  {runs_text}"
+            f"{name:42} {sec:7.1f}s {sec / bare_s:6.2f}x {peak / MiB:8.0f}MiB {peak / size:6.2f}x "
+            f"{peak / bare_rss:6.2f}x  {runs_text}"
         )
     if not args.keep:
         os.unlink(path)

@@ -1,67 +1,87 @@
-"""The README's screenshots of the snapshot viewer, through the real command (offscreen).
+"""The README's screenshots of the snapshot viewer, from the window a user starts.
 
     .venv/bin/python packaging/snapshot_screenshots.py [FILE.pickle [OUT_DIR]]
 
-Runs ``vramscope FILE.pickle`` in this process (``vramscope.cli.main``, the
-installed command's entry point) on Qt's offscreen platform, waits until the
-snapshot is read and drawn, and grabs the viewer at 1400 x 900 and 1024 x 700.
-Without a FILE, the made-up training run of ``core/snapshot/example.py``.
+Runs ``vramscope FILE.pickle`` as a user would -- its own process, in fresh
+settings, data and runtime directories -- offscreen, and lets the window grab
+itself once the snapshot is read and drawn (the hidden ``--shots`` option,
+ui/window/window_shots.py: the viewer says when it has settled), at 1400 x 900
+and 1024 x 700, into ``resources/screenshots/snapshot-viewer.png`` and
+``snapshot-viewer-1024x700.png``. Without a FILE, the made-up training run of
+``core/snapshot/example.py``. Anything the app printed that looks like a
+traceback stops the script; ``shown.json`` beside the window's own pictures
+says what it showed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
+import pickle
+import shutil
+import subprocess
 import sys
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+import tempfile
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "resources" / "screenshots"
+# README's picture -> the window's own grab
+PICTURES = {
+    "snapshot-viewer.png": "snapshot-viewer-1400x900.png",
+    "snapshot-viewer-1024x700.png": "snapshot-viewer-1024x700.png",
+}
 
 
 def main() -> int:
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
-
-    from vramscope import cli
-    from vramscope.ui.window.app import create_app
-    from vramscope.ui.snapshot.window import SnapshotWindow
-
     out = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else OUT
+    home = pathlib.Path(tempfile.mkdtemp(prefix="vramscope-shots-"))
     path = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else None
     if path is None:  # the made-up training run of core/snapshot/example.py
-        import pickle
-        import tempfile
-
         from vramscope.core.snapshot.example import training_snapshot
 
-        path = os.path.join(tempfile.mkdtemp(prefix="vs-shot-"), "train_step.pickle")
+        path = str(home / "train_step.pickle")
         with open(path, "wb") as f:
             pickle.dump(training_snapshot(), f, protocol=4)
+    shots = home / "shots"
+    env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
+        (home / var.lower()).mkdir(mode=0o700)
+        env[var] = str(home / var.lower())
+    env["VRAMSCOPE_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vramscope",
+            path,
+            "--theme",
+            "dark",
+            "--shots",
+            str(shots),
+            "--shots-after",
+            "1",
+        ],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if done.returncode != 0 or "Traceback (most recent call last)" in done.stderr:
+        print(done.stderr, file=sys.stderr)
+        print(f"vramscope exited with {done.returncode}: no screenshots", file=sys.stderr)
+        return 1
+    shown = json.loads((shots / "shown.json").read_text())
+    if shown.get("error"):
+        print(f"the viewer refused the file: {shown['error']}", file=sys.stderr)
+        return 1
     out.mkdir(parents=True, exist_ok=True)
-    app = create_app(theme_mode="dark")
-
-    def grab() -> None:
-        windows = [
-            w for w in QApplication.topLevelWidgets() if isinstance(w, SnapshotWindow) and w.isVisible()
-        ]
-        if not windows or windows[0].tl is None:
-            QTimer.singleShot(500, grab)  # still reading
-            return
-        w = windows[0]
-        for (width, height), name in (
-            ((1400, 900), "snapshot-viewer.png"),
-            ((1024, 700), "snapshot-viewer-1024x700.png"),
-        ):
-            w.resize(width, height)
-            for _ in range(5):
-                app.processEvents()
-            w.grab().save(str(out / name))
-            print(out / name)
-        app.quit()
-
-    QTimer.singleShot(500, grab)
-    return cli.main([path])
+    for name, grabbed in PICTURES.items():
+        shutil.copyfile(shots / grabbed, out / name)
+        print(out / name)
+    print(json.dumps({k: shown[k] for k in ("figures", "cursor", "reader")}, indent=1))
+    shutil.rmtree(home, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -77,6 +77,19 @@ def test_status_json_from_the_bundle(bundle):
     assert report["simulated"] is True and len(report["gpus"]) == 2
 
 
+def test_a_snapshot_is_read_by_the_bundles_native_reader(bundle, tmp_path):
+    """The optional C extension (core/snapshot/_columns.c) travels with the bundle."""
+    import pickle
+
+    from vramscope.core.snapshot.example import training_snapshot
+
+    path = tmp_path / "train_step.pickle"
+    path.write_bytes(pickle.dumps(training_snapshot(), protocol=4))
+    done = _run(bundle, "snapshot", str(path), "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert json.loads(done.stdout)["reader"] == "native"
+
+
 def test_version_and_help(bundle):
     done = _run(bundle, "--version")
     assert done.returncode == 0 and done.stdout.startswith("vramscope ")

@@ -10,8 +10,12 @@ segment summary and its list of PyTorch-internal paths):
 - ``columns`` (the model), ``stacks`` (frames and stacks interned once) and
   ``building`` (the unpickled snapshot turned into them): per device the
   trace as numpy arrays, fields a newer PyTorch added kept;
-- ``reading``: the two above in one call, refused up front where the file
-  would not fit in the free memory;
+- ``native`` (the C extension ``_columns``, optional: built where a compiler
+  is): the pickle read straight into columns -- entries never kept as
+  objects, about the file's size in memory -- with the same refusals; where
+  it is not built, or leaves a pickle to Python, the two above read the file;
+- ``reading``: one call for either reader (``Snapshot.reader`` says which and
+  why), refused up front where the file would not fit in the free memory;
 - ``pairing`` and ``replay``: the allocations as intervals (``alloc`` ...
   ``free_completed``, memory alive before the trace counted from the start,
   as memory_viz's "Active Memory Timeline" does), the allocated curve, its

@@ -222,8 +222,45 @@ def from_object(obj) -> Snapshot:
     ) as exc:
         if isinstance(exc, SnapshotError):
             raise
-        # a value of a kind no PyTorch writes, where the checks above did not foresee it
-        raise _bad(f"a value of an unexpected kind ({type(exc).__name__}: {text(exc, 120)})") from None
+        raise unexpected(exc) from None
+
+
+def unexpected(exc: BaseException) -> SnapshotError:
+    """A value of a kind no PyTorch writes, where the checks did not foresee it."""
+    if isinstance(exc, RecursionError):
+        return _bad("a field is nested too deeply")
+    return _bad(f"a value of an unexpected kind ({type(exc).__name__}: {text(exc, 120)})")
+
+
+def from_native(root, traces: list[DeviceTrace], b: _Builder) -> Snapshot:
+    """The Snapshot of what the native reader gives: the unpickled object with each device's
+    trace list emptied, and the traces as columns (made with ``b``'s stacks and actions)."""
+    try:
+        if type(root) is not dict:
+            raise _bad(f"the pickle holds a {type(root).__name__}, not a dict")
+        if "segments" not in root and "device_traces" not in root:
+            raise _bad("no 'segments' and no 'device_traces' in it")
+        segments = root.get("segments") or []
+        listed = root.get("device_traces") or []
+        if type(segments) is not list or type(listed) is not list:
+            raise _bad("'segments' or 'device_traces' is not a list")
+        out_segments = [b.segment(s, i) for i, s in enumerate(segments)]
+    except (
+        TypeError,
+        ValueError,
+        AttributeError,
+        KeyError,
+        IndexError,
+        OverflowError,
+        RecursionError,
+    ) as exc:
+        if isinstance(exc, SnapshotError):
+            raise
+        raise unexpected(exc) from None
+    b.stacks.done_loading()
+    extra = {k: v for k, v in root.items() if k not in ("segments", "device_traces")}
+    unknown = sorted(b.unknown | {f"top-level {k!r}" for k in extra if k not in KNOWN_TOP})
+    return Snapshot(out_segments, traces, b.stacks, b.actions, extra, unknown)
 
 
 def _from_object(obj) -> Snapshot:

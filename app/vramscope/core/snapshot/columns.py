@@ -69,6 +69,8 @@ class Snapshot:
     actions: list[str]  # action code -> name (PyTorch's, then unknown ones as met)
     extra: dict  # top-level keys other than segments and device_traces
     unknown_fields: list[str]  # names of fields this version does not know, for the reader
+    # which reader read it: "native" (core/snapshot/native.py), else "pure-Python reader (why)"
+    reader: str = "pure-Python reader"
 
     def devices(self) -> list[int]:
         used = {i for i, t in enumerate(self.traces) if len(t)}

@@ -47,10 +47,15 @@ class RefusingUnpickler(pickle.Unpickler):
     """The C unpickler, with every global refused (nothing callable is ever built)."""
 
     def find_class(self, module, name):
-        raise SnapshotError(
-            f"the pickle names a Python global ({_short(module)}.{_short(name)}); a memory snapshot "
-            "never does, so it is refused and nothing in it was run"
-        )
+        raise SnapshotError(refusal(module, name))
+
+
+def refusal(module, name) -> str:
+    """Why a pickle naming the global ``module.name`` is refused, in one line."""
+    return (
+        f"the pickle names a Python global ({_short(module)}.{_short(name)}); a memory snapshot "
+        "never does, so it is refused and nothing in it was run"
+    )
 
 
 def _short(text, limit: int = 80) -> str:

@@ -37,6 +37,8 @@ class Stacks:
         # (id of the first frame dict, id of the last, length) -> (a frames list, its stack id),
         # while the unpickled objects live: a stack seen again is found without hashing it
         self._by_identity: dict = {}
+        # stack id -> the frame dicts first seen for it, while loading natively (core/snapshot/native.py)
+        self._canonical: list[tuple] = [()]
 
     def frame(self, d) -> int:
         if type(d) is not dict:
@@ -76,9 +78,28 @@ class Stacks:
         self._by_identity[key] = (frames, got)
         return got
 
+    def intern(self, frames) -> tuple[int, tuple]:
+        """(stack id, the stack's canonical frame dicts) of a list of frame dicts: the native
+        reader's miss (it keeps the canonical frames, and finds them again by identity)."""
+        if type(frames) not in (list, tuple):
+            raise not_a_snapshot(f"frames is a {type(frames).__name__}, not a list")
+        if not frames:
+            return 0, ()
+        content = tuple(self.frame(f) for f in frames)
+        got = self._stack_ids.get(content)
+        if got is None:
+            got = self._stack_ids[content] = len(self.stacks)
+            self.stacks.append(content)
+        while len(self._canonical) <= got:
+            self._canonical.append(())
+        if not self._canonical[got]:
+            self._canonical[got] = tuple(frames)
+        return got, self._canonical[got]
+
     def done_loading(self) -> None:
         """Forget identities (they are valid only while the loaded objects live)."""
         self._by_identity = {}
+        self._canonical = [()]
 
     def frames_of(self, stack: int) -> list[tuple[str, int | None, str]]:
         return [self.frames[i] for i in self.stacks[stack]] if stack >= 0 else []

@@ -116,6 +116,7 @@ def summary(snap: C.Snapshot, device: int | None = None, at_time: int | None = N
         "unknown_fields": snap.unknown_fields,
         "frames": len(snap.stacks.frames),
         "stacks": len(snap.stacks.stacks) - 1,
+        "reader": snap.reader,
     }
 
 

@@ -44,6 +44,8 @@ SNAPSHOT_FILES = "PyTorch memory snapshots (*.pickle *.pkl);;All files (*)"
 
 
 class SnapshotWindow(QMainWindow):
+    SHOT_NAME = "snapshot-viewer"  # its pictures' name (`--shots`, ui/window/window_shots.py)
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, parent is not None)
@@ -255,6 +257,28 @@ class SnapshotWindow(QMainWindow):
         self.alive.show_groups(self.snap.stacks, b.groups)
         self._entry = entry
         self._map_pending.start()
+
+    def settled(self) -> bool:
+        """Whether what was asked is on screen: the file read and drawn, what was alive at
+        the cursor and the segment map shown (or the file refused)."""
+        if self.error is not None:
+            return True
+        waiting = self._pending.isActive() or self._map_pending.isActive()
+        return self.tl is not None and self._entry is not None and not waiting
+
+    def what_it_shows(self) -> dict:
+        """What a user reading the window would report (ui/window/window_shots.py)."""
+        items = (self.alive.topLevelItem(i) for i in range(min(self.alive.topLevelItemCount(), 10)))
+        rows = [row for row in items if row is not None]
+        return {
+            "file": self.path,
+            "error": self.error,
+            "reader": self.snap.reader if self.snap is not None else None,
+            "figures": self.figures.text(),
+            "cursor": self.cursor_text.text(),
+            "alive": [[row.text(c) for c in range(row.columnCount())] for row in rows],
+            "segment_map": self.segment_map.isVisible(),
+        }
 
     def _show_segments(self) -> None:
         if self.tl is None or self._entry is None:

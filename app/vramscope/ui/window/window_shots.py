@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import time
 
 SIZES = ((1400, 900), (1024, 700))
 SHOWN = "shown.json"
+SETTLE_LIMIT_S = 600.0  # a window of one view waits this long at most for its file to be drawn
 
 
 def tab_name(title: str) -> str:
@@ -34,21 +36,38 @@ def schedule(window, app, directory: str, after: float, sizes=SIZES) -> None:
     """Grab ``window``'s tabs ``after`` seconds from now, then quit ``app``."""
     from PySide6.QtCore import QTimer
 
-    QTimer.singleShot(int(after * 1000), lambda: _take(window, app, pathlib.Path(directory), sizes))
+    deadline = time.monotonic() + after + SETTLE_LIMIT_S
+    QTimer.singleShot(int(after * 1000), lambda: _take(window, app, pathlib.Path(directory), sizes, deadline))
 
 
-def _take(window, app, out: pathlib.Path, sizes) -> None:
+def _settled(window) -> bool:
+    """A window of one view that says when its content is drawn (the snapshot viewer:
+    the file read, the cursor's views shown); any other window is ready at once."""
+    settled = getattr(window, "settled", None)
+    return settled is None or bool(settled())
+
+
+def _take(window, app, out: pathlib.Path, sizes, deadline: float = 0.0) -> None:
+    from PySide6.QtCore import QTimer
+
+    if not _settled(window) and time.monotonic() < deadline:  # (still reading its file)
+        QTimer.singleShot(200, lambda: _take(window, app, out, sizes, deadline))
+        return
     out.mkdir(parents=True, exist_ok=True)
     tabs = getattr(window, "tabs", None)
     pictures = []
     if tabs is None:  # a window of one view (the snapshot viewer): grabbed whole at each size
         for width, height in sizes:
             window.resize(width, height)
-            app.processEvents()
-            path = out / f"{slug(window.windowTitle())}-{width}x{height}.png"
+            _drawn(window, app)
+            name = getattr(window, "SHOT_NAME", None) or slug(window.windowTitle())
+            path = out / f"{name}-{width}x{height}.png"
             window.grab().save(str(path))
             pictures.append(path.name)
-        (out / SHOWN).write_text(json.dumps({"pictures": pictures, "title": window.windowTitle()}, indent=1))
+        shown: dict = getattr(window, "what_it_shows", dict)()
+        (out / SHOWN).write_text(
+            json.dumps({"pictures": pictures, "title": window.windowTitle(), **shown}, indent=1)
+        )
         app.quit()
         return
     for width, height in sizes:
@@ -64,6 +83,17 @@ def _take(window, app, out: pathlib.Path, sizes) -> None:
     shown = {"pictures": pictures, **what_it_shows(window)}
     (out / SHOWN).write_text(json.dumps(shown, indent=1))
     app.quit()
+
+
+def _drawn(window, app, seconds: float = 0.3) -> None:
+    """Events processed for a moment after a resize (layouts, the plots' repaint), and
+    until a window of one view has settled again."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end or not _settled(window):
+        app.processEvents()
+        time.sleep(0.01)
+        if time.monotonic() > end + 30:
+            break
 
 
 def what_it_shows(window) -> dict:
