@@ -68,3 +68,10 @@ def fmt_duration(seconds: float | None) -> str:
     if s < 86400:
         return f"{s // 3600} h {s % 3600 // 60:02d} min"
     return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def fmt_count(n: int | None, noun: str, plural: str | None = None) -> str:
+    """'1 segment', '3 segments'; 'n/a segments' where the count is not known."""
+    if n is None:
+        return f"{NA} {plural or noun + 's'}"
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"

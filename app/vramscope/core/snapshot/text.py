@@ -3,7 +3,7 @@ whoever writes them to a terminal: stack frames are the snapshot author's text).
 
 from __future__ import annotations
 
-from vramscope.core.units import fmt_bytes
+from vramscope.core.units import fmt_bytes, fmt_count
 
 STACK_LINES = 4  # frames shown under each group; --json has them all
 
@@ -39,7 +39,7 @@ def summary_lines(path: str, s: dict, top: int) -> list[str]:
         frag = d["fragmentation"]
         lines.append(
             f"device {d['device']}: reserved {fmt_bytes(d['reserved'])}, allocated {fmt_bytes(d['allocated'])}"
-            f" in {d['segments']} segments; largest free block {fmt_bytes(d['largest_free'])}"
+            f" in {fmt_count(d['segments'], 'segment')}; largest free block {fmt_bytes(d['largest_free'])}"
             + (f", fragmentation {frag:.0%}" if frag is not None else "")
         )
         lines.append(

@@ -23,7 +23,7 @@ from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from vramscope.agent.segments import ALLOCATED, AWAITING, FREE_SEGMENT, FREE_SPLIT, MIXED
-from vramscope.core.units import fmt_bytes
+from vramscope.core.units import fmt_bytes, fmt_count
 from vramscope.ui.qt import theme
 
 BAR_HEIGHT = 14
@@ -60,7 +60,7 @@ def figures_text(fig: dict) -> str:
     if fig.get("reserved") is not None and fig.get("allocated") is not None:
         gap = fig["reserved"] - fig["allocated"]
     parts = [
-        f"{fig.get('segments') or 0} segments, reserved − allocated "
+        f"{fmt_count(fig.get('segments'), 'segment')}, reserved − allocated "
         f"{fmt_bytes(gap) if gap is not None else 'n/a'}: {b('free_split')} free inside partly "
         f"used segments (fragmentation: empty_cache() cannot return it) · {b('free_segments')} "
         "in whole free segments (empty_cache() would return them)"

@@ -31,7 +31,7 @@ from vramscope.core.snapshot import summary
 from vramscope.core.snapshot.replay import DeviceReplay
 from vramscope.core.snapshot.text import comparison_lines
 from vramscope.core.snapshot.timeline import timeline
-from vramscope.core.units import fmt_bytes
+from vramscope.core.units import fmt_bytes, fmt_count
 from vramscope.ui.window.bridge import Bridge
 from vramscope.ui.qt.safe_text import html_text, plain
 from vramscope.ui.agents.segment_map import SegmentMapView
@@ -204,7 +204,7 @@ class SnapshotWindow(QMainWindow):
             f"{len(self.replay.trace):,} trace entries · peak allocated {fmt_bytes(ours['peak_allocated'])}"
             + (f" · {len(ours['ooms'])} OOM" if ours["ooms"] else "")
             + f"\nat the snapshot: reserved {fmt_bytes(ours['reserved'])}, allocated {fmt_bytes(ours['allocated'])}"
-            f" in {ours['segments']} segment{'' if ours['segments'] == 1 else 's'}, largest free block {fmt_bytes(ours['largest_free'])}"
+            f" in {fmt_count(ours['segments'], 'segment')}, largest free block {fmt_bytes(ours['largest_free'])}"
             + (f" (fragmentation {frag:.0%})" if frag is not None else "")
         )
         _peak, at = self.replay.peak()
