@@ -129,3 +129,39 @@ def test_two_models_in_turn_through_one_train_function(make_agent):
     # backward through none of the known models that the walks' budget left unchecked)
     assert cpu["buckets"]["gradients"] is None
     assert UNSEEN in cpu["buckets_note"] or UNCHECKED in cpu["buckets_note"]
+
+
+@pytest.mark.slow
+def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(make_agent):
+    """The edge the walks' schedule leaves: a model built after the run's first backwards
+    whose loss is summed into the known model's (an auxiliary head added late). Its
+    backward reaches the known model's hooked gradient nodes, so it is not silent and
+    would not be walked; building it registers parameters the agent has not met, which
+    arms a walk of the next backward -- its gradients are n/a with the reason, never
+    the known model's alone."""
+    with _strict(Run(make_agent, discover=True)) as run:
+        first, opt1 = run.registered()
+        train(first, opt1, steps=15)  # past the learning walks: the known model's nodes fire
+        head = mlp_bn(96)  # (after the first backwards)
+        opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
+        run.oracle.trains(head, optimizers=[opt2], known=lambda walked: walked["optimizers"] >= 2)
+        walks = run.agent.unseen.walks
+        first_look = None
+        for i in range(10):
+            opt1.zero_grad()
+            loss = first(torch.randn(16, 64)).square().mean() + head(torch.randn(16, 64)).square().mean()
+            loss.backward()
+            del loss
+            if i == 0:
+                first_look = run.agent.sample_once()
+            pause(0.01)
+            opt1.step()
+            if i >= 5:  # its optimizer starts late
+                opt2.step()
+                opt2.zero_grad()
+        agent = run.agent
+    run.check()
+    assert agent.unseen.walks > walks  # the backward after it was built was walked
+    cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
+    assert cpu["buckets"]["gradients"] is None
+    assert UNSEEN in cpu["buckets_note"]
