@@ -128,15 +128,29 @@ class UnseenGrads:
             return  # (another agent of this process wraps it already)
         watch, ledger, nodes = self, self._ledger, self._watch
 
+        info = nodes.tally_info
+
         def backward(tensors, *args, **kwargs):
             # (inline: one Python frame a backward) the ledger stale from the start -- no
-            # sample on the agent thread trusts it until the step -- and the watch's count,
-            # to tell a silent backward afterwards
+            # sample on the agent thread trusts it until the step -- and the watch's counts,
+            # to tell a silent backward afterwards (the thinned node hooks count in C:
+            # agent/backward.py)
             ledger.stale = ledger.forward_pending = True
             fired = nodes.fired
             out = original(tensors, *args, **kwargs)
-            if nodes.fired == fired or watch._learn:
-                watch.after(tensors)
+            if nodes.in_c:
+                m = info().misses
+                moved = m != nodes.seen
+                nodes.seen = m
+                if moved:
+                    if nodes.ticks:
+                        nodes.after_backward(True)
+                    if watch._learn:
+                        watch.after(tensors)
+                    return out
+            elif nodes.fired != fired and not watch._learn:
+                return out
+            watch.after(tensors)
             return out
 
         for name in ("__doc__", "__name__", "__qualname__", "__module__"):
@@ -145,6 +159,7 @@ class UnseenGrads:
         backward._vramscope_wrapped = True
         self._original, self._module = original, torch.autograd
         torch.autograd.backward = backward
+        nodes.wrapped = True  # (its thinned hooks may count in C: this wrapper reads them)
         try:
             from torch.nn.modules.module import register_module_parameter_registration_hook
 
@@ -158,6 +173,7 @@ class UnseenGrads:
             handle.remove()
         original, module = self._original, self._module
         self._original = self._module = None
+        self._watch.wrapped = False
         if original is not None and getattr(module.backward, "__wrapped__", None) is original:
             module.backward = original
 
