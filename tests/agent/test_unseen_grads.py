@@ -165,3 +165,32 @@ def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(m
     cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
     assert cpu["buckets"]["gradients"] is None
     assert UNSEEN in cpu["buckets_note"]
+
+
+def test_the_backward_whose_end_thins_the_hooks_into_c_is_not_taken_for_a_silent_one():
+    """The node hooks go to C at the end of the watch's last learning backward (a queued
+    engine callback): that backward fired its Python hooks, so it is judged by them -- not
+    by the C counter installed while it ran, which it never moved. (An FSDP2 run, whose
+    watch learns a step later than the wrapper, read its gradients as n/a for it.)"""
+    model = mlp_bn(32)
+    known = {id(p) for p in model.parameters()}
+    ledger = GradLedger()
+    nodes = BackwardWatch(ledger)
+    watch = UnseenGrads(lambda: frozenset(known), nodes, ledger)
+    watch.install()
+    try:
+
+        def step():
+            model(torch.randn(4, 64)).square().mean().backward()
+
+        step()  # (the agent covers the model at its first step boundary: after a backward)
+        nodes.cover(list(model.parameters()))
+        for _ in range(LEARN_WALKS):
+            step()
+        assert nodes.in_c and nodes.tally_info().misses == 0  # thinned into C at its end
+        assert watch.walks == LEARN_WALKS and not watch.unchecked and watch.count() == 0
+        for _ in range(5):
+            step()
+        assert nodes.tally_info().misses == 5 and watch.walks == LEARN_WALKS  # not silent
+    finally:
+        watch.uninstall()

@@ -136,9 +136,9 @@ class UnseenGrads:
             # to tell a silent backward afterwards (the thinned node hooks count in C:
             # agent/backward.py)
             ledger.stale = ledger.forward_pending = True
-            fired = nodes.fired
+            fired, in_c = nodes.fired, nodes.in_c
             out = original(tensors, *args, **kwargs)
-            if nodes.in_c:
+            if in_c and nodes.in_c:  # (not a backward whose end thinned the hooks into C)
                 m = info().misses
                 moved = m != nodes.seen
                 nodes.seen = m
