@@ -144,7 +144,10 @@ def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(m
         train(first, opt1, steps=15)  # past the learning walks: the known model's nodes fire
         head = mlp_bn(96)  # (after the first backwards)
         opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
-        run.oracle.trains(head, optimizers=[opt2], known=lambda walked: walked["optimizers"] >= 2)
+        # (known once discovery finds it at a forward, or once its optimizer steps)
+        run.oracle.trains(
+            head, optimizers=[opt2], known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2
+        )
         walks = run.agent.unseen.walks
         first_look = None
         for i in range(10):

@@ -38,8 +38,8 @@ one's value in its node's hook dict becomes ``tally``, a C callable that
 counts its calls (an uncached ``functools.lru_cache`` around the ``append``
 of a ``deque(maxlen=0)``, which keeps nothing and returns None, as a
 pre-hook must; agent/stretch.py uses the same counter). The wrapper then
-reads the tally once after the engine ran: unmoved, the backward was silent;
-moved, a quiet stretch counts down there (``after_backward``). A Python call
+reads the tally once after the engine ran (unmoved: the backward was silent),
+and counts a quiet stretch down at each backward's start (``tick``). A Python call
 per backward less -- ~3-7 us of a 2 ms step (bench/agent_thread_cost.py).
 """
 
@@ -150,12 +150,13 @@ class BackwardWatch:
 
         return hook
 
-    def after_backward(self, moved: bool) -> None:
-        """The wrapper, after a backward's engine ran, with the kept hooks in C: ``moved``,
-        it reached a watched node -- a quiet stretch counts down (its last backward puts
-        the optimizer's full hook back before that step's update)."""
+    def tick(self) -> None:
+        """The wrapper, at the start of a backward, with the kept hooks in C: a quiet
+        stretch counts down (its last backward puts the optimizer's full hook back before
+        that step's update). Every backward counts -- another model's too, which ends a
+        stretch early (its steps then run as plain quiet steps), never late."""
         ticks = self.ticks
-        if moved and ticks:
+        if ticks:
             self.ticks = ticks - 1
             if ticks == 1:
                 self._ticked()

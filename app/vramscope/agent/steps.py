@@ -226,7 +226,10 @@ class StepTracker(StepHooks, StretchSteps):
 
     # -- records --------------------------------------------------------------------
     def _mark(self, source: str) -> None:
-        now = self._clock()
+        # (the wall clock read with the monotonic one: the step's time is when it ended, not
+        # when the readings below were done -- a stretch's steps after it are timed from
+        # ``now``, and must not come out earlier than this step)
+        now, wall = self._clock(), self._wall()
         last, self._last = self._last, now
         duration = self.last_duration = None if last is None else now - last
         self._count += 1
@@ -278,7 +281,7 @@ class StepTracker(StepHooks, StretchSteps):
             seen = phases.take(now, duration, overhead, cpu_step)
             if self._pre_on != self._pre_wanted():
                 self.place_pre_hook()
-        self.records.append((self._count, self._wall(), duration, source, devices, seen, now))
+        self.records.append((self._count, wall, duration, source, devices, seen, now))
         c0 = self._cpu()
         self._plan_quiet(source, now)
         self._cycle += self._cpu() - c0

@@ -135,16 +135,16 @@ class UnseenGrads:
             # sample on the agent thread trusts it until the step -- and the watch's counts,
             # to tell a silent backward afterwards (the thinned node hooks count in C:
             # agent/backward.py)
-            ledger.stale = ledger.forward_pending = True
             fired, in_c = nodes.fired, nodes.in_c
+            if in_c and nodes.ticks:  # a quiet stretch counts this backward down before the
+                nodes.tick()  # ledger is marked (see QuietStretch.caught_up), as the node hook did
+            ledger.stale = ledger.forward_pending = True
             out = original(tensors, *args, **kwargs)
             if in_c and nodes.in_c:  # (not a backward whose end thinned the hooks into C)
                 m = info().misses
                 moved = m != nodes.seen
                 nodes.seen = m
                 if moved:
-                    if nodes.ticks:
-                        nodes.after_backward(True)
                     if watch._learn:
                         watch.after(tensors)
                     return out
