@@ -160,6 +160,7 @@ class Meter:
 
 
 TALLY = "QuietStretch tally (C, warm cost per call)"
+NODE_TALLY = "BackwardWatch node tally (C, warm cost per call)"
 # --probe: an empty node pre-hook beside each of the watch's, timed the same way (not counted
 # as the agent's): what the meter itself reads on a cold hook that does nothing
 PROBE = "empty node pre-hook (probe, not counted)"
@@ -169,6 +170,12 @@ def tally_calls(agent) -> int:
     stretch = getattr(agent.steps, "stretch", None)  # (None: an agent without quiet stretches)
     tally = stretch.tally if stretch is not None else None
     return tally.cache_info().misses if tally is not None else 0
+
+
+def node_tally_calls(agent) -> int:
+    """Calls of the thinned node hooks' C tally (agent/backward.py; 0: an agent without it)."""
+    info = getattr(agent.backward, "tally_info", None)
+    return info().misses if info is not None else 0
 
 
 def tally_call_cost(n: int = 200000) -> float:
@@ -314,6 +321,7 @@ def bench(
             count0 = agent.steps.count
             meter.take()
             tally0 = tally_calls(agent)
+            node0 = node_tally_calls(agent)
             meter.on = True
             res[True] = run(model, opt, x, y, steps)
             meter.on = False
@@ -329,6 +337,11 @@ def bench(
                 parts[TALLY] = tallied * TALLY_CALL_S
                 meter.last_calls[TALLY] = tallied
                 spent += parts[TALLY]
+            nodes = node_tally_calls(agent) - node0  # (its cost as the stretch tally's: one C call)
+            if nodes:
+                parts[NODE_TALLY] = nodes * TALLY_CALL_S
+                meter.last_calls[NODE_TALLY] = nodes
+                spent += parts[NODE_TALLY]
             parts[WRAPPER] = steps * wrapper_call_cost(agent)  # (one backward a step)
             meter.last_calls[WRAPPER] = steps
             spent += parts[WRAPPER]

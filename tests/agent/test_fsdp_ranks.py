@@ -112,3 +112,40 @@ def test_two_fsdp2_ranks_count_their_shards_and_the_unsharded_copies(tmp_path, r
             assert own["weights"] == full_layer // 2
             assert rows[name]["activations"] == 8 * 256 * 4, name
         assert during["sharded"]["scheme"] == "FSDP2" and during["sharded"]["world_size"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_live_plan_of_an_fsdp2_rank_is_its_shard_and_names_the_scheme(tmp_path, runtime_dir):
+    """Issue 47 item 5, the Planner tab's live plan: one rank's report (as the monitor
+    decodes it) planned with the run's scheme and world size -- FSDP2 over 2 ranks,
+    each rank planned as its shard -- matches what the rank holds, where the plan of
+    the whole model (the form's 1 GPU) is twice that."""
+    from dataclasses import replace
+
+    from vramscope.core.planner import build_plan
+    from vramscope.core.planner.compare import compare
+    from vramscope.core.planner.live import live_model, live_request
+    from vramscope.core.samples import AgentReport
+    from vramscope.sources.agents.agent_input import sample
+
+    for rank in _ranks(tmp_path):
+        s = sample(rank["sample_after"])
+        report = AgentReport(
+            pid=rank["pid"],
+            start_time=0.0,
+            step=s.step,
+            models=s.models,
+            devices=s.devices,
+            sharded=s.sharded,
+        )
+        live = live_model(report.models, report.sharded)
+        assert "FSDP2 over 2 ranks" in live.describe() and "131,584 of them on this rank" in live.describe()
+        request = live_request(live)
+        rows = {r.label.split(" (")[0]: r for r in compare(build_plan(request), report, "cpu")}
+        for label, held in (("weights", "weights"), ("gradients", "gradients")):
+            assert rows[label].planned == rows[label].measured == rank[held], (label, rows[label])
+        opt = rows["optimizer state"]
+        assert opt.planned == opt.measured == rank["optimizer_state"], opt
+        whole = {r.label: r for r in compare(build_plan(replace(request, gpus=1, fsdp=False)), report, "cpu")}
+        assert whole["weights"].planned == 2 * rank["weights"]

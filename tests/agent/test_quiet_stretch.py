@@ -229,3 +229,27 @@ def test_a_stretch_whose_optimizer_stops_stepping_ends_after_two_of_its_steps_no
     one_step(model, opt)  # the full hook is back: the stretch ends, each step counted once
     assert stretch.active is None
     assert [s["step"] for s in step_items(agent)] == list(range(1, 203))
+
+
+def test_after_learning_no_python_node_hook_runs_and_stretches_still_end_on_their_last_step(make_agent):
+    """Issue 47 item 6's cut: once the backward watch has thinned its hooks, the kept ones
+    count in C (agent/backward.py) and the backward wrapper counts the stretch down -- no
+    Python hook of the agent's on a quiet step at all -- and each stretch still ends at its
+    planned last step (by the training thread, not the agent thread's wake-up)."""
+    agent = stepping_agent(make_agent)
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    started(agent, model, opt)
+    for _ in range(10):
+        one_step(model, opt)
+    watch = agent.backward
+    assert watch.in_c
+    fired, tallied = watch.fired, watch.tally_info().misses
+    for _ in range(120):
+        one_step(model, opt)
+    assert watch.fired == fired  # (no Python node hook ran)
+    assert watch.tally_info().misses - tallied == 120
+    stretch = agent.steps.stretch
+    assert stretch.stretches >= 3 and stretch.woken_by_agent == 0
+    assert [s["step"] for s in step_items(agent)] == list(range(1, 131))
+    assert agent.errors == 0 and agent.steps.errors == 0 and watch.errors == 0

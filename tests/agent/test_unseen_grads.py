@@ -129,3 +129,71 @@ def test_two_models_in_turn_through_one_train_function(make_agent):
     # backward through none of the known models that the walks' budget left unchecked)
     assert cpu["buckets"]["gradients"] is None
     assert UNSEEN in cpu["buckets_note"] or UNCHECKED in cpu["buckets_note"]
+
+
+@pytest.mark.slow
+def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(make_agent):
+    """The edge the walks' schedule leaves: a model built after the run's first backwards
+    whose loss is summed into the known model's (an auxiliary head added late). Its
+    backward reaches the known model's hooked gradient nodes, so it is not silent and
+    would not be walked; building it registers parameters the agent has not met, which
+    arms a walk of the next backward -- its gradients are n/a with the reason, never
+    the known model's alone."""
+    with _strict(Run(make_agent, discover=True)) as run:
+        first, opt1 = run.registered()
+        train(first, opt1, steps=15)  # past the learning walks: the known model's nodes fire
+        head = mlp_bn(96)  # (after the first backwards)
+        opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
+        # (known once discovery finds it at a forward, or once its optimizer steps)
+        run.oracle.trains(
+            head, optimizers=[opt2], known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2
+        )
+        walks = run.agent.unseen.walks
+        first_look = None
+        for i in range(10):
+            opt1.zero_grad()
+            loss = first(torch.randn(16, 64)).square().mean() + head(torch.randn(16, 64)).square().mean()
+            loss.backward()
+            del loss
+            if i == 0:
+                first_look = run.agent.sample_once()
+            pause(0.01)
+            opt1.step()
+            if i >= 5:  # its optimizer starts late
+                opt2.step()
+                opt2.zero_grad()
+        agent = run.agent
+    run.check()
+    assert agent.unseen.walks > walks  # the backward after it was built was walked
+    cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
+    assert cpu["buckets"]["gradients"] is None
+    assert UNSEEN in cpu["buckets_note"]
+
+
+def test_the_backward_whose_end_thins_the_hooks_into_c_is_not_taken_for_a_silent_one():
+    """The node hooks go to C at the end of the watch's last learning backward (a queued
+    engine callback): that backward fired its Python hooks, so it is judged by them -- not
+    by the C counter installed while it ran, which it never moved. (An FSDP2 run, whose
+    watch learns a step later than the wrapper, read its gradients as n/a for it.)"""
+    model = mlp_bn(32)
+    known = {id(p) for p in model.parameters()}
+    ledger = GradLedger()
+    nodes = BackwardWatch(ledger)
+    watch = UnseenGrads(lambda: frozenset(known), nodes, ledger)
+    watch.install()
+    try:
+
+        def step():
+            model(torch.randn(4, 64)).square().mean().backward()
+
+        step()  # (the agent covers the model at its first step boundary: after a backward)
+        nodes.cover(list(model.parameters()))
+        for _ in range(LEARN_WALKS):
+            step()
+        assert nodes.in_c and nodes.tally_info().misses == 0  # thinned into C at its end
+        assert watch.walks == LEARN_WALKS and not watch.unchecked and watch.count() == 0
+        for _ in range(5):
+            step()
+        assert nodes.tally_info().misses == 5 and watch.walks == LEARN_WALKS  # not silent
+    finally:
+        watch.uninstall()

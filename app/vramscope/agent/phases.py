@@ -61,8 +61,8 @@ from vramscope.agent.peak_window import current_of
 # the agent's share of the training thread's CPU time per step, all hooks included (issue
 # 23's budget is 1 %; the rest is margin for what the estimate below misses)
 AGENT_BUDGET = 0.008
-# what the hooks of every step cost, a quiet one included, on average: the backward watch's
-# node hook (~4 us), the samples handed to the training thread (~3 us a step at 2 ms steps),
+# what the hooks of every step cost, a quiet one included, on average: the backward wrapper's
+# frame (~3-4 us; the watch's node hooks count in C once thinned, agent/backward.py), the samples handed to the training thread (~3 us a step at 2 ms steps),
 # a quiet stretch's ends and the per-module samples (bench/agent_thread_cost.py) -- with
 # margin: the quiet path this was first measured on (~8-10 us) now runs only where a stretch
 # cannot (agent/stretch.py), and 2 ms steps keep the measured steps at their floor; they share

@@ -32,13 +32,18 @@ import weakref
 
 from vramscope.agent.after_step import AfterStepReads
 from vramscope.agent.protocol import ItemKind
+from vramscope.agent.step_hooks import StepHooks
+from vramscope.agent.step_stretches import StretchSteps
 from vramscope.agent.stretch import MIN_STRETCH, QuietStretch
 
 MAX_PENDING = 65536  # step records waiting for the agent thread (bounded)
 STEP_READ = ItemKind.STEP  # (looked up once: the step hook reads the allocator for this consumer)
 
 
-class StepTracker:
+class StepTracker(StepHooks, StretchSteps):
+    """Counts the training steps (see the module doc); its hooks' placement in PyTorch's
+    dicts: agent/step_hooks.py; a quiet stretch's steps recorded: agent/step_stretches.py."""
+
     def __init__(
         self,
         on_boundary=None,
@@ -111,75 +116,6 @@ class StepTracker:
     @count.setter
     def count(self, value: int) -> None:
         self._count = value
-
-    # -- hooks ----------------------------------------------------------------------
-    def install(self) -> None:
-        if self._hook_handle is not None:
-            return
-        from torch.optim.optimizer import register_optimizer_step_post_hook
-
-        self._hook_handle = register_optimizer_step_post_hook(self._optimizer_hook)
-        self.place_pre_hook()
-
-    def _pre_wanted(self) -> bool:
-        phases = self._phases
-        return self._hook_handle is not None and (
-            self.pre_every_step or (phases is not None and phases.enabled)
-        )
-
-    def place_pre_hook(self) -> None:
-        """Training thread, between steps (never inside the optimizer's pre-hook loop):
-        the pre-hook where the next step needs it, out where it does not. Registered
-        once; then its entry in PyTorch's hook dict comes and goes (a dict item, where
-        a registration and a handle's removal cost ~15 us each on a cold step)."""
-        want = self._pre_wanted()
-        if want == self._pre_on:
-            return
-        handle = self._pre_handle
-        if handle is None:
-            from torch.optim.optimizer import register_optimizer_step_pre_hook
-
-            handle = self._pre_handle = register_optimizer_step_pre_hook(self._optimizer_pre_hook)
-            self._pre_on = True
-            if want:
-                return
-        hooks = handle.hooks_dict_ref()
-        if hooks is None:
-            return
-        if want:
-            hooks[handle.id] = self._optimizer_pre_hook
-        else:
-            hooks.pop(handle.id, None)
-        self._pre_on = want
-
-    def hush(self, quiet: bool) -> None:
-        """Quiet steps ahead (True): the per-step hooks they do not need leave PyTorch's
-        hook dicts -- the optimizer pre-hook (unless every step needs it: no model's
-        forward hook), the models' forward post-hooks; False: back for a full step. The
-        backward watch's node hooks stay: they mark the gradient ledger stale before
-        each backward's first gradient (agent/backward.py)."""
-        if quiet == self._hushed:
-            return
-        self._hushed = quiet
-        try:
-            if self.on_quiet is not None:
-                self.on_quiet(quiet)
-            self.place_pre_hook()
-        except Exception:
-            self.errors += 1
-
-    def uninstall(self) -> None:
-        self.end_stretch_here()
-        self.stretch.drop_tally()
-        if self._hook_handle is not None:
-            self._hook_handle.remove()
-            self._hook_handle = None
-        if self._pre_handle is not None:
-            self._pre_handle.remove()
-            self._pre_handle = None
-            self._pre_on = False
-        if self._hushed:
-            self.hush(False)
 
     def _optimizer_pre_hook(self, optimizer, args, kwargs) -> None:
         try:
@@ -289,16 +225,11 @@ class StepTracker:
                 self._resync()
 
     # -- records --------------------------------------------------------------------
-    @staticmethod
-    def run_records(run: tuple):
-        """A stretch's run record (``_record_run``) -> the step records of its steps."""
-        base, k, t1, step, offset = run
-        for i in range(k):
-            t = t1 if step is None else t1 + i * step
-            yield (base + 1 + i, t + offset, step, "optimizer", None, (), t)
-
     def _mark(self, source: str) -> None:
-        now = self._clock()
+        # (the wall clock read with the monotonic one: the step's time is when it ended, not
+        # when the readings below were done -- a stretch's steps after it are timed from
+        # ``now``, and must not come out earlier than this step)
+        now, wall = self._clock(), self._wall()
         last, self._last = self._last, now
         duration = self.last_duration = None if last is None else now - last
         self._count += 1
@@ -350,7 +281,7 @@ class StepTracker:
             seen = phases.take(now, duration, overhead, cpu_step)
             if self._pre_on != self._pre_wanted():
                 self.place_pre_hook()
-        self.records.append((self._count, self._wall(), duration, source, devices, seen, now))
+        self.records.append((self._count, wall, duration, source, devices, seen, now))
         c0 = self._cpu()
         self._plan_quiet(source, now)
         self._cycle += self._cpu() - c0
@@ -385,73 +316,3 @@ class StepTracker:
                 stretch = self.stretch
                 if primary is not None and stretch.ready(primary, self._hook_handle, self._optimizer_hook):
                     stretch.begin(self._count, now, self.quiet, self.last_duration)
-
-    # -- quiet stretches (agent/stretch.py) -------------------------------------------
-    def _quiet_over(self) -> None:
-        """The last quiet step before a full one: the quiet steps passed to the phase
-        budget, the hooks back."""
-        c0 = self._cpu()
-        passed, self._quiet_passed = self._quiet_passed, 0
-        self._phases.passed(passed)
-        self.hush(False)
-        self._cycle += self._cpu() - c0
-
-    def _end_stretch(self, optimizer) -> bool:
-        """Training thread, in the full post-hook back after a stretch: record the
-        stretch's steps before this one; this one goes on as a quiet step (or a full one
-        where the stretch had more steps than planned, or another optimizer steps).
-        True: this step was recorded already (nothing more to do for it)."""
-        try:
-            c0 = self._cpu()
-            now = self._clock()
-            k = self.stretch.take(id(optimizer) == self._quiet_id, now, self._record_run)
-            if k is None:
-                return False
-            self._cycle += self._cpu() - c0  # (a stretch's end: part of the measured steps' cost)
-            self._last = self._run_last  # (None: a flush on another thread took its last steps)
-            self._ledger.forward_pending = False  # a step: the backward before it is over
-            if k < 0:
-                if not self.quiet:
-                    self._quiet_over()
-                return True
-        except Exception:
-            self.errors += 1
-        return False
-
-    def _record_run(self, base: int, k: int, t0: float | None, step: float | None) -> None:
-        """Record steps ``base + 1`` .. ``base + k`` of a stretch (under its lock; either
-        thread): the first ends at ``t0 + step``, each ``step`` long (None: not known)."""
-        if k:  # one record for the run (the agent thread expands it: ``run_records``)
-            now, wall = self._clock(), self._wall()
-            t1 = now if t0 is None else t0 + step
-            self.records.append((base, k, t1, step, wall - now))
-        self._count = base + k
-        self._quiet_passed += k
-        self.quiet = max(0, self.quiet - k)
-        self._run_last = None if t0 is None else t0 + k * step
-        if step is not None and k:
-            self.last_duration = step
-
-    def end_stretch_here(self) -> None:
-        """Training is over or goes on by hand (``agent.step()``, the agent stopping):
-        every step of a stretch recorded, the full hook back."""
-        stretch = self.stretch
-        if stretch.active is None:
-            return
-        stretch.wake()
-        self.flush_stretch()
-        self._end_stretch(None)
-
-    def check_stretch(self, now: float, slack: float) -> None:
-        """Agent thread, each interval: a stretch past its expected end (the watched model
-        stopped training, its backward unseen) ends; its steps so far are recorded."""
-        stretch = self.stretch
-        if stretch.stale(now, slack):
-            stretch.woken_by_agent += 1
-            stretch.wake()
-            self.flush_stretch()
-
-    def flush_stretch(self) -> None:
-        """Any thread away from the optimizer hooks: record a running stretch's steps so
-        far (their times not known); the stretch goes on."""
-        self.stretch.flush(self._record_run)

@@ -17,9 +17,11 @@ steps, the stretch takes the agent's Python out of those steps:
   takes ``slice`` as its value (a C call, nothing in Python). A value may
   change in place while PyTorch iterates over the dict, from any thread; a key
   may not come or go then;
-- the backward watch's node hook, which runs on every backward anyway, counts
-  the stretch down and puts the full hook back at the backward of its last
-  step (agent/backward.py), so that step ends the quiet run as before and the
+- the backward watch counts the stretch down and puts the full hook back at
+  the backward of its last step (agent/backward.py: where the agent wraps
+  ``torch.autograd.backward``, the wrapper does at each backward's start,
+  the thinned node hooks counting in C; else the node hook in Python), so that
+  step ends the quiet run as before and the
   forward hooks are back before the next full step; a sample the agent thread
   asks for meanwhile waits for that step where it is near (``remaining``; a
   full step more per sample costs more than the stretch saves), else the
@@ -132,8 +134,9 @@ class QuietStretch:
     def caught_up(self) -> bool:
         """Every backward the node hook counted in this stretch was followed by its optimizer
         step (the tally): no backward is pending (what a quiet step's hook used to say
-        by clearing ``forward_pending``). The node hook counts before it marks the ledger,
-        so a backward it has marked is always counted here. False when not known."""
+        by clearing ``forward_pending``). A backward is counted before it marks the ledger
+        (the wrapper, at its start) or at its first gradient (a Python node hook), so a
+        backward that has marked it is always counted here. False when not known."""
         s, watch = self.active, self.watch
         if s is None or watch is None:
             return False

@@ -27,8 +27,17 @@ an input's gradient) are walked within WALK_BUDGET of the step time once a
 walk has found nothing new (until then each one is walked); one left
 unwalked makes the gradients n/a until the next walk. Leaves that are not
 parameters (an input with ``requires_grad``) are not counted as gradients.
-Not seen: parameters added to a graph that also reaches a known model's
-first nodes after the first backwards (a new model summed into the old loss).
+
+A model built after the first backwards whose loss is summed into a known
+model's (an auxiliary head added late) reaches the known model's hooked
+nodes, so its backward is not silent. Building it registers its parameters
+(``nn.Module.register_parameter``), which PyTorch tells a global hook of
+(``torch.nn.modules.module.register_module_parameter_registration_hook``): a
+trainable parameter the agent has not met arms a walk of the next backward --
+that backward shows it, as a learning one would. Nothing runs per step for
+it (a module's construction, not its forward, calls the hook). Not seen: a
+model built before the agent started, or copied (``copy.deepcopy`` registers
+nothing), first trained after the first backwards in a known model's loss.
 """
 
 from __future__ import annotations
@@ -103,6 +112,8 @@ class UnseenGrads:
         self._unseen: dict[int, weakref.ref] = {}  # id(parameter) -> weak ref, not found by a walk
         self._original = None
         self._module = None
+        self._registration = None  # the global parameter-registration hook's handle
+        self.armed = 0  # walks armed by a new parameter's registration
         self.walks = 0
         self.errors = 0
 
@@ -117,15 +128,29 @@ class UnseenGrads:
             return  # (another agent of this process wraps it already)
         watch, ledger, nodes = self, self._ledger, self._watch
 
+        info = nodes.tally_info
+
         def backward(tensors, *args, **kwargs):
             # (inline: one Python frame a backward) the ledger stale from the start -- no
-            # sample on the agent thread trusts it until the step -- and the watch's count,
-            # to tell a silent backward afterwards
+            # sample on the agent thread trusts it until the step -- and the watch's counts,
+            # to tell a silent backward afterwards (the thinned node hooks count in C:
+            # agent/backward.py)
+            fired, in_c = nodes.fired, nodes.in_c
+            if in_c and nodes.ticks:  # a quiet stretch counts this backward down before the
+                nodes.tick()  # ledger is marked (see QuietStretch.caught_up), as the node hook did
             ledger.stale = ledger.forward_pending = True
-            fired = nodes.fired
             out = original(tensors, *args, **kwargs)
-            if nodes.fired == fired or watch._learn:
-                watch.after(tensors)
+            if in_c and nodes.in_c:  # (not a backward whose end thinned the hooks into C)
+                m = info().misses
+                moved = m != nodes.seen
+                nodes.seen = m
+                if moved:
+                    if watch._learn:
+                        watch.after(tensors)
+                    return out
+            elif nodes.fired != fired and not watch._learn:
+                return out
+            watch.after(tensors)
             return out
 
         for name in ("__doc__", "__name__", "__qualname__", "__module__"):
@@ -134,12 +159,40 @@ class UnseenGrads:
         backward._vramscope_wrapped = True
         self._original, self._module = original, torch.autograd
         torch.autograd.backward = backward
+        nodes.wrapped = True  # (its thinned hooks may count in C: this wrapper reads them)
+        try:
+            from torch.nn.modules.module import register_module_parameter_registration_hook
+
+            self._registration = register_module_parameter_registration_hook(self._registered)
+        except Exception:  # (an older torch: a model summed into a known loss late is not seen)
+            self._registration = None
 
     def uninstall(self) -> None:
+        handle, self._registration = self._registration, None
+        if handle is not None:
+            handle.remove()
         original, module = self._original, self._module
         self._original = self._module = None
+        self._watch.wrapped = False
         if original is not None and getattr(module.backward, "__wrapped__", None) is original:
             module.backward = original
+
+    # -- the thread that builds a model --------------------------------------------------------
+    def _registered(self, module, name, param):
+        """A parameter registered on any module: one the agent has not met arms a walk of
+        the next backward (its graph may reach a known model's nodes too)."""
+        try:
+            if (
+                param is not None
+                and not self._learn
+                and getattr(param, "requires_grad", False)
+                and id(param) not in self._known()
+            ):
+                self._learn = 1
+                self.armed += 1
+        except Exception:
+            self.errors += 1
+        return None
 
     # -- the training thread (or whichever runs the backward) ---------------------------------
     def after(self, tensors) -> None:

@@ -176,3 +176,65 @@ def test_a_context_past_the_limit_is_warned_beside_the_verdict(qtbot):
     tab.context.setValue(1024)
     shown(tab, qtbot)
     assert not tab.warning.isVisible()
+
+
+def sharded_report(scheme, world_size, held, shards, **extra):
+    """One rank of a sharded run: the whole model's count, this rank's share measured
+    (``shards``: how many ways its weights, gradients and optimizer state are split)."""
+    model = dict(MODEL, local_params=held)
+    w, g, o = shards
+    buckets = AgentBuckets(
+        weights=4_000_000 // w,
+        gradients=4_000_000 // g,
+        optimizer_state=8_000_000 // o,
+        other_allocated=0,
+        cached_free=0,
+    )
+    return AgentReport(
+        pid=778,
+        start_time=5.0,
+        step=3,
+        models=(model,),
+        sharded={"scheme": scheme, "world_size": world_size, **extra},
+        devices=(AgentDevice(device="cuda:0", allocated=16_000_000, buckets=buckets),),
+    )
+
+
+@pytest.mark.parametrize(
+    "scheme,world,held,shards,extra,named",
+    [
+        ("FSDP2", 2, 500_000, (2, 2, 2), {}, "FSDP2 over 2 ranks, each rank holds 1/N of the weights"),
+        ("DDP", 4, 1_000_000, (1, 1, 1), {}, "DDP over 4 ranks, replicated"),
+        (
+            "ZeRO",
+            4,
+            1_000_000,
+            (1, 1, 4),
+            {"zero_stage": 1},
+            "ZeRO stage 1 over 4 ranks, each rank holds 1/N of the optimizer state",
+        ),
+    ],
+    ids=["fsdp2", "ddp", "zero1"],
+)
+def test_a_sharded_run_is_planned_per_rank_as_it_runs_and_says_so(
+    qtbot, scheme, world, held, shards, extra, named
+):
+    """Issue 47 item 5: the live plan of one rank of a sharded run uses the run's world size
+    and scheme -- the per-rank shard beside the per-rank measurement, each row exact -- and
+    the tab names the scheme; the form's ZeRO stage and GPUs show the run's, not editable."""
+    tab = make(qtbot)
+    tab.show_measured(sharded_report(scheme, world, held, shards, **extra))
+    qtbot.waitUntil(lambda: tab.plan is not None and tab.plan.request.gpus == world)
+    shown(tab, qtbot)
+    label = tab.live_label.text()
+    assert named in label, label
+    rows = {tab.measured.item(r, 0).text().split(" (")[0]: r for r in range(tab.measured.rowCount())}
+    for name in ("weights", "gradients", "optimizer state"):
+        assert tab.measured.item(rows[name], 3).text() == "exact", (name, text_of(tab.measured))
+    assert tab.gpus.value() == world and not tab.gpus.isEnabled()
+    assert tab.fsdp.isChecked() == (scheme == "FSDP2") and not tab.zero_stage.isEnabled()
+    # back to a count: the user chooses the layout again
+    tab.source.setCurrentIndex(tab.source.findData("params"))
+    tab.source.activated.emit(tab.source.currentIndex())
+    shown(tab, qtbot)
+    assert tab.gpus.isEnabled() and tab.zero_stage.isEnabled()

@@ -8,6 +8,11 @@ parameters are trainable than there are, the bytes per parameter as held
 (no fp32 master copy: plain PyTorch keeps gradients and optimizer moments in
 the parameter's dtype) and the optimizer's class -- so "planned vs measured"
 compares the same thing twice.
+
+A sharded or replicated run (FSDP2, DDP, DeepSpeed ZeRO: the agent's
+"sharded" item, agent/sharded.py) is planned as the run is laid out: over
+its world size, with its scheme's sharding (FSDP2 = ZeRO stage 3), so the
+plan is one rank's -- the same thing the rank's agent measures.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from vramscope.agent.protocol import Scheme
 from vramscope.core.planner.errors import PlanError
 from vramscope.core.planner.model_shape import ModelShape, shape_from_params
 from vramscope.core.planner.request import PlanRequest
@@ -42,6 +48,8 @@ class LiveModel:
     optimizer: str | None  # the planner's key (adam, adamw, sgd-momentum, ...); None: unknown
     optimizer_class: str | None
     notes: tuple[str, ...] = ()
+    sharding: LiveSharding | None = None  # a sharded or replicated run (None: one process)
+    local_params: int | None = None  # what this rank holds of ``params`` (a sharded run)
 
     @property
     def frozen(self) -> int:
@@ -79,10 +87,79 @@ class LiveModel:
         dtypes = ", ".join(d for d, _ in self.dtypes) or "no parameters"
         frozen = f", {self.frozen:,} frozen" if self.frozen else ""
         opt = self.optimizer_class or "no optimizer seen"
-        return (
+        text = (
             f"{' + '.join(self.names)}: {self.params:,} parameters ({self.trainable:,} "
             f"trainable{frozen}), {dtypes} = {bpp:g} B/param, {opt}"
         )
+        sharding = self.sharding
+        if sharding is not None:
+            local = self.local_params
+            held = f", {local:,} of them on this rank" if local is not None and local != self.params else ""
+            text += f"\n{sharding.describe()}{held}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSharding:
+    """How the attached run lays its model out over its ranks (the agent's "sharded" item)."""
+
+    scheme: str  # Scheme: FSDP2, DDP, ZeRO (another name: planned unsharded, said so)
+    world_size: int | None  # None: the process group was not initialised when sampled
+    zero_stage: int | None = None  # DeepSpeed's stage
+    note: str | None = None  # the agent's own note (ZeRO's partitions not read)
+
+    @property
+    def stage(self) -> int | None:
+        """The planner's ZeRO stage for this scheme (None: not one the planner shards)."""
+        if self.scheme == Scheme.FSDP2:
+            return 3
+        if self.scheme == Scheme.DDP:
+            return 0
+        if self.scheme == Scheme.ZERO:
+            return self.zero_stage
+        return None
+
+    @property
+    def layout(self) -> tuple[int, int, bool] | None:
+        """The plan's (ZeRO stage, GPUs, FSDP full shard) for this run; None: planned as
+        the form says (a scheme the planner does not shard)."""
+        stage = self.stage
+        if stage is None:
+            return None
+        fsdp = self.scheme == Scheme.FSDP2  # (= stage 3, named FSDP in the plan's notes)
+        return (0 if fsdp else stage), self.world_size or 1, fsdp
+
+    def describe(self) -> str:
+        """One line for the tab and the CLI: what the live plan plans."""
+        n = self.world_size
+        over = f" over {n} ranks" if n else " (world size not known: planned as 1 rank)"
+        if self.scheme == Scheme.ZERO and self.zero_stage is None:
+            return f"DeepSpeed ZeRO{over}, stage not known: planned unsharded"
+        name = f"ZeRO stage {self.zero_stage}" if self.scheme == Scheme.ZERO else self.scheme
+        if self.stage is None:
+            return f"{name}{over}: a scheme the planner does not shard, planned unsharded"
+        what = {
+            0: "replicated: each rank holds the whole model",
+            1: "each rank holds 1/N of the optimizer state",
+            2: "each rank holds 1/N of the optimizer state and gradients",
+            3: "each rank holds 1/N of the weights, gradients and optimizer state",
+        }[self.stage]
+        return f"{name}{over}, {what}: the plan is one rank's, as this rank measures"
+
+
+def live_sharding(raw) -> LiveSharding | None:
+    """LiveSharding from the agent's "sharded" item (None: a single-process run)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("scheme"), str):
+        return None
+    n = _count(raw.get("world_size"))
+    stage = _count(raw.get("zero_stage"))
+    note = raw.get("note")
+    return LiveSharding(
+        scheme=raw["scheme"],
+        world_size=n or None,
+        zero_stage=stage if stage is not None and stage <= 3 else None,
+        note=note if isinstance(note, str) else None,
+    )
 
 
 def optimizer_key(entry) -> tuple[str | None, str | None]:
@@ -108,8 +185,9 @@ def optimizer_key(entry) -> tuple[str | None, str | None]:
     return None, (f"optimizer {cls} is not one the planner knows: the form's optimizer is used for its state")
 
 
-def live_model(models) -> LiveModel:
-    """One LiveModel from the agent's per-model dicts (several models add up)."""
+def live_model(models, sharded=None) -> LiveModel:
+    """One LiveModel from the agent's per-model dicts (several models add up) and its
+    "sharded" item (the run's scheme and world size; None: one process)."""
     good = [m for m in (models or ()) if isinstance(m, dict) and _count(m.get("params"))]
     if not good:
         raise PlanError(
@@ -152,6 +230,9 @@ def live_model(models) -> LiveModel:
         )
     if trainable and optimizer is None and not keyed:
         notes.append("no optimizer seen for the model yet: the form's optimizer is used")
+    sharding = live_sharding(sharded)
+    if sharding is not None and sharding.note:
+        notes.append(sharding.note)
     return LiveModel(
         names=tuple(str(m.get("name") or "model") for m in good),
         params=params,
@@ -164,6 +245,8 @@ def live_model(models) -> LiveModel:
         optimizer=optimizer,
         optimizer_class=cls,
         notes=tuple(dict.fromkeys(notes)),
+        sharding=sharding,
+        local_params=_sum_or_none(m.get("local_params") for m in good) if sharding else None,
     )
 
 
@@ -175,8 +258,13 @@ def live_shape(live: LiveModel, **layers) -> ModelShape:
 
 def live_request(live: LiveModel, base: PlanRequest | None = None, **layers) -> PlanRequest:
     """``base`` (the form's other choices) with the live model's count, frozen part,
-    dtype bytes and optimizer filled in; the optimizer stays the form's when unknown."""
+    dtype bytes and optimizer filled in; the optimizer stays the form's when unknown.
+    A sharded run's scheme and world size replace the form's ZeRO stage, GPUs and FSDP."""
     base = base or PlanRequest(shape=shape_from_params(live.params))
+    layout = live.sharding.layout if live.sharding is not None else None
+    if layout is not None:
+        stage, gpus, fsdp = layout
+        base = replace(base, zero_stage=stage, gpus=gpus, fsdp=fsdp)
     return replace(
         base,
         shape=live_shape(live, **layers),

@@ -165,13 +165,16 @@ def model_states(
     zero_stage: int = 0,
     gpus: int = 1,
     offload: bool = False,
+    tensor_shards: bool = False,
 ) -> ModelStates:
     """Weights, gradients, master copy and optimizer state held by each GPU.
 
     ``trained`` parameters carry the whole layout; ``frozen`` ones (LoRA's
     base model) only their weights. ZeRO stage s over ``gpus`` divides: s >= 1
     the optimizer states (master + moments, the paper's K), s >= 2 the
-    gradients, s = 3 the weights. Stage 0 (plain DDP) divides nothing."""
+    gradients, s = 3 the weights. Stage 0 (plain DDP) divides nothing.
+    ``tensor_shards``: each GPU holds a shard of every tensor (PyTorch FSDP2's
+    per-parameter DTensors), so each keeps a step counter per tensor, undivided."""
     if zero_stage not in (0, 1, 2, 3):
         raise PlanError("zero_stage", "the ZeRO stage is 0, 1, 2 or 3")
     if gpus < 1:
@@ -185,7 +188,9 @@ def model_states(
     opt = ceil_bytes(trained * layout.optimizer / n_opt)
     steps = None
     if optimizer in ("adam", "adamw") and trained_tensors is not None:
-        steps = STEP_COUNTER_BYTES * math.ceil(trained_tensors / n_opt)
+        steps = STEP_COUNTER_BYTES * (
+            trained_tensors if tensor_shards else math.ceil(trained_tensors / n_opt)
+        )
     host = steps or 0
     if offload:
         host += master + opt

@@ -108,6 +108,7 @@ def training_figures(req: PlanRequest) -> Figures:
         zero_stage=stage,
         gpus=req.gpus,
         offload=req.offload_optimizer,
+        tensor_shards=req.fsdp,  # (FSDP2: a shard of every parameter on each GPU)
     )
 
     n = req.gpus

@@ -289,7 +289,7 @@ class PlannerForm(QWidget):
                 "no process with the vramscope agent is attached: start "
                 "one with vramscope run -- python train.py",
             )
-        return live_model(getattr(self.report, "models", ()))
+        return live_model(getattr(self.report, "models", ()), getattr(self.report, "sharded", None))
 
     def fill_live(self) -> None:
         """Show what the agent says about the model; take its count and optimizer."""
@@ -298,6 +298,7 @@ class PlannerForm(QWidget):
         except PlanError as exc:
             self.live_label.setText(exc.message)
             self.run.take_optimizer(None)
+            self.run.take_sharding(None)
             return
         self.live_label.setText(
             f"pid {self.report.pid}: " + live.describe() + "".join(f"\n- {n}" for n in live.notes)
@@ -306,6 +307,7 @@ class PlannerForm(QWidget):
         self.params.setText(f"{live.params:,}")
         self.params.blockSignals(False)
         self.run.take_optimizer(live.optimizer)
+        self.run.take_sharding(live.sharding.layout if live.sharding is not None else None)
 
     def _mode_changed(self, *_):
         self.run.show_mode(self.source_key == AGENT)

@@ -156,6 +156,7 @@ class RunInputs:
             w.setEnabled(not live)
         if not live:
             self.optimizer.setEnabled(True)
+            self.take_sharding(None)
 
     def take_optimizer(self, optimizer: str | None) -> None:
         """The attached process's optimizer (None: not known, the user chooses)."""
@@ -164,6 +165,23 @@ class RunInputs:
             self.optimizer.setCurrentIndex(max(0, self.optimizer.findData(optimizer)))
             self.optimizer.blockSignals(False)
         self.optimizer.setEnabled(optimizer is None)
+
+    def take_sharding(self, layout: tuple[int, int, bool] | None) -> None:
+        """The attached run's (ZeRO stage, GPUs, FSDP) -- its scheme and world size
+        (core/planner/live.py ``LiveSharding.layout``) -- shown, not chosen here; None:
+        the user chooses."""
+        widgets = (self.zero_stage, self.gpus, self.fsdp)
+        if layout is not None:
+            stage, gpus, fsdp = layout
+            for w in widgets:
+                w.blockSignals(True)
+            self.zero_stage.setCurrentIndex(max(0, self.zero_stage.findData(stage)))
+            self.gpus.setValue(gpus)
+            self.fsdp.setChecked(fsdp)
+            for w in widgets:
+                w.blockSignals(False)
+        for w in widgets:
+            w.setEnabled(layout is None)
 
     def show_mode(self, live: bool) -> None:
         """The precisions of the mode (or the live model's) and the mode's box."""
