@@ -92,7 +92,7 @@ def forget_values(src) -> None:
 
 def nvml_only_source(source_class):
     """The same source with the host side (the /proc reads, psutil) left out."""
-    from vramscope.sources.processes import ProcessCache
+    from vramscope.sources.machine.processes import ProcessCache
 
     class NoPsutil(ProcessCache):
         def lookup_many(self, many, *rest):
@@ -226,7 +226,7 @@ def main() -> int:
         preload(lib)
 
         from vramscope.sources.nvml.nvml_source import NvmlSource
-        from vramscope.sources.processes import ProcessCache
+        from vramscope.sources.machine.processes import ProcessCache
 
         distinct = len(set(pids))
         print(

@@ -29,7 +29,7 @@ from vramscope.core.samples import (
 )
 from vramscope.core.status.status_report import frame_to_dict
 from vramscope.core.status.status_table import render_table
-from vramscope.sources.containers import host_pid_view, proc_hides_pids, read_container
+from vramscope.sources.machine.containers import host_pid_view, proc_hides_pids, read_container
 
 
 def status(env, *args, timeout=60):

@@ -17,7 +17,7 @@ from vramscope.core.samples import Frame, GpuProcess, GpuSample
 from vramscope.core.units import GiB
 from vramscope.sources.agents.agent_client import AgentClient
 from vramscope.sources.agents.container_agents import agent_dirs, contained_processes, dir_is_private
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.processes import ProcessCache
 
 from .test_proc_reading import _child_in_namespace, needs_unshare
 

@@ -11,7 +11,7 @@ import pytest
 
 from .test_proc_reading import needs_unshare
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, gone_pid
-from vramscope.sources.containers import host_pid_view, proc_hides_pids
+from vramscope.sources.machine.containers import host_pid_view, proc_hides_pids
 
 
 def status_json(cmd_prefix, env):

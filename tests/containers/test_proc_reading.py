@@ -13,13 +13,13 @@ import time
 import pytest
 
 from vramscope.core.samples import Container
-from vramscope.sources.containers import (
+from vramscope.sources.machine.containers import (
     ContainerNames,
     host_pid_view,
     proc_hides_pids,
     read_container,
 )
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.processes import ProcessCache
 
 from .unix_http import UnixHttp
 

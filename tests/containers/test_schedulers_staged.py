@@ -17,9 +17,9 @@ from .scheduler_fakes import crio_socket, cri_labels, scontrol_asked, write_scon
 from vramscope.core.processes.containers import container_text
 from vramscope.core.samples import Container
 from vramscope.core.processes.slurm_jobs import SlurmJob
-from vramscope.sources.containers import ContainerNames
-from vramscope.sources.processes import ProcessCache
-from vramscope.sources.slurm import SlurmJobs
+from vramscope.sources.machine.containers import ContainerNames
+from vramscope.sources.machine.processes import ProcessCache
+from vramscope.sources.machine.slurm import SlurmJobs
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 
@@ -140,7 +140,7 @@ def test_v2_systemd_pod_is_named_from_containerds_bundle(staged, tmp_path):  # n
 
 
 def test_a_symlinked_bundle_is_not_followed(tmp_path):
-    from vramscope.sources.cri_names import containerd_naming
+    from vramscope.sources.machine.cri_names import containerd_naming
 
     cid = "c" * 64
     (tmp_path / cid).mkdir()
@@ -183,7 +183,7 @@ def test_long_and_control_character_names_are_cut_and_escaped_on_a_terminal(crio
 
 @pytest.mark.parametrize("env", [{"CONTAINER_RUNTIME_ENDPOINT": "unix:///run/x/crio.sock"}, {}])
 def test_crictls_endpoint_is_tried_first(monkeypatch, env):
-    from vramscope.sources.cri_names import CRIO_SOCKETS, crio_sockets
+    from vramscope.sources.machine.cri_names import CRIO_SOCKETS, crio_sockets
 
     monkeypatch.delenv("CONTAINER_RUNTIME_ENDPOINT", raising=False)
     for k, v in env.items():

@@ -17,7 +17,7 @@ def test_the_segment_map_says_one_segment_and_n_a_when_the_agent_did_not_say():
     import pytest
 
     pytest.importorskip("PySide6")
-    from vramscope.ui.agents.segment_map import figures_text
+    from vramscope.ui.allocator.segment_map import figures_text
 
     one = figures_text({"segments": 1, "reserved": 10, "allocated": 6})
     assert "1 segment," in one and "1 segments" not in one

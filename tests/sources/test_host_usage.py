@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from vramscope.sources.host_usage import HostUsage, read_cpu_rss
+from vramscope.sources.machine.host_usage import HostUsage, read_cpu_rss
 
 
 @pytest.fixture

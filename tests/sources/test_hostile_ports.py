@@ -19,8 +19,8 @@ from rawhttp import RawHttp, http_answer
 from vramscope.core.processes.process_text import MAX_COMMAND_CHARS
 from vramscope.core.samples import Container
 from vramscope.core.processes.servers import SERVER_KINDS, read_metrics
-from vramscope.sources.containers import ContainerNames
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.containers import ContainerNames
+from vramscope.sources.machine.processes import ProcessCache
 
 TRICKLING_METRICS = textwrap.dedent("""\
     import socket, sys, threading, time

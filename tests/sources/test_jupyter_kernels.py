@@ -15,7 +15,7 @@ import pytest
 from vramscope.core.detectors import Diagnostics, jupyter
 from vramscope.core.detectors.alert import AlertKind
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
-from vramscope.sources.jupyter_kernels import JupyterEnricher
+from vramscope.sources.machine.jupyter_kernels import JupyterEnricher
 
 GiB = 1 << 30
 T0 = 1_700_000_000.0

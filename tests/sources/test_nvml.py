@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from fakenvml import GiB, MiB, FakeGpu, FakeProcess, FakeState, gone_pid, subprocess_env
 from vramscope.core.samples import GHOST, NOT_VISIBLE, VISIBLE
 from vramscope.sources.nvml.nvml_source import NO_LIBRARY, NvmlSource
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.processes import ProcessCache
 
 
 def one(frame, index=0):

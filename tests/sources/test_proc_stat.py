@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vramscope.core.samples import EXITED, VISIBLE
-from vramscope.sources.host_usage import HostUsage
-from vramscope.sources.proc_stat import STATES, StatReader, parse_stat, read_stat
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.host_usage import HostUsage
+from vramscope.sources.machine.proc_stat import STATES, StatReader, parse_stat, read_stat
+from vramscope.sources.machine.processes import ProcessCache
 
 
 def open_fds() -> int:

@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 
 from vramscope.core.processes.process_names import display_name, model_of
 from vramscope.core.samples import ProcessInfo
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.processes import ProcessCache
 
 
 def test_a_jupyter_kernel_is_named_by_its_notebook():

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.processes.servers import BY_KEY, server_key
 from vramscope.core.store.store import Store
-from vramscope.sources.servers import ServerEnricher, kind_from_metrics, parse_metrics
+from vramscope.sources.machine.servers import ServerEnricher, kind_from_metrics, parse_metrics
 
 from fakeservers import SGLANG_METRICS, VLLM_METRICS
 
@@ -140,7 +140,7 @@ def test_a_server_without_an_answer_says_why_and_nothing_is_guessed():
 
 
 def test_only_localhost_is_read():
-    from vramscope.sources.servers import fetch_text
+    from vramscope.sources.machine.servers import fetch_text
 
     with pytest.raises(ValueError, match="only localhost"):
         fetch_text("http://192.0.2.1:8000/metrics")

@@ -12,7 +12,7 @@ import time
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState
 from vramscope.sources.nvml.device_holders import DeviceHolderScanner, scan
 from vramscope.sources.nvml.nvml_source import NvmlSource
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.processes import ProcessCache
 from vramscope.sources.nvml.sysfs import is_nvidia, nvidia_bus_ids, runtime_suspended, sysfs_bus_id
 
 

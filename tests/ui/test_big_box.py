@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from vramscope.core.processes.process_rows import COL
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo
 from vramscope.core.units import GiB, MiB
-from vramscope.ui.window.bridge import BUSY_PROCESSES
+from vramscope.ui.qt.bridge import BUSY_PROCESSES
 from vramscope.core.processes.stacking import LINE_CURVES
 from vramscope.ui.timeline.timeline_stack import OTHERS
 

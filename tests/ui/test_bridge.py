@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from vramscope.ui.window.bridge import Bridge
+from vramscope.ui.qt.bridge import Bridge
 
 
 def test_post_from_a_worker_runs_on_the_main_thread(qapp, qtbot):

@@ -175,7 +175,7 @@ def test_small_screens_get_the_size_they_ask_for(busy, artifacts_dir, size):
 
 def test_enter_in_the_end_process_dialog_cancels(themed_app, qtbot):
     from vramscope.core.end_process.actions import ProcessSummary
-    from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+    from vramscope.ui.end_process.end_process_dialog import EndProcessDialog
 
     summary = ProcessSummary(
         pid=4242,

@@ -9,7 +9,7 @@ from containers.cgroup_staging import staged  # noqa: F401 (a fixture)
 from PySide6.QtGui import QGuiApplication
 
 from vramscope.core.end_process.actions import ProcessActions
-from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+from vramscope.ui.end_process.end_process_dialog import EndProcessDialog
 
 
 def test_the_confirmation_names_the_job_and_offers_scancel(qtbot, staged, tmp_path, monkeypatch):  # noqa: F811

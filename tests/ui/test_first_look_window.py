@@ -14,7 +14,7 @@ from vramscope.sources.demo.busy_demo import BusyWorkstation
 from vramscope.ui.window.app import build_window
 from vramscope.ui.monitor.cards import used_total_text
 from vramscope.ui.window.main_window import WAKE_POLL_MS, MainWindow
-from vramscope.ui.processes.processes_pending import READING
+from vramscope.ui.monitor.processes_pending import READING
 
 from .frames import ScriptedSource, frame_at
 from .helpers import open_every_group, save, table_column

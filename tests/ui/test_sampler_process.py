@@ -85,9 +85,9 @@ SAMPLING_MODULES = (
     "vramscope.sources.nvml.nvml_source",
     "vramscope.sources.all_gpus",
     "vramscope.sources.drm.drm_source",
-    "vramscope.sources.processes",
+    "vramscope.sources.machine.processes",
     "vramscope.sources.agents.agent_client",
-    "vramscope.sources.servers",
+    "vramscope.sources.machine.servers",
 )
 
 

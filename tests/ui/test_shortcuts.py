@@ -102,7 +102,7 @@ def test_an_existing_menu_action_gets_the_key_and_no_key_has_two_owners(window, 
 def test_end_process_asks_before_anything_happens(window, qtbot):
     """Delete opens the confirmation (EndProcessDialog); only its button acts."""
     from vramscope.core.end_process.actions import ProcessSummary
-    from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+    from vramscope.ui.end_process.end_process_dialog import EndProcessDialog
 
     ended = []
     summary = ProcessSummary(

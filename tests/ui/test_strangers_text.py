@@ -21,7 +21,7 @@ from vramscope.core.samples import (
 from vramscope.core.units import GiB
 from vramscope.ui.agents.agent_breakdown import legend_html
 from vramscope.ui.monitor.cards import GpuCard
-from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+from vramscope.ui.end_process.end_process_dialog import EndProcessDialog
 from vramscope.ui.monitor.hosts_bar import HostsBar
 from vramscope.ui.processes.process_model import ProcessTableModel
 from vramscope.ui.qt.pens import ColourBook

@@ -17,7 +17,7 @@ from vramscope.core.end_process.actions import ProcessSummary
 from vramscope.ui.qt import schemes, theme
 from vramscope.ui.window.about import AboutDialog
 from vramscope.ui.agents.agent_texts import BUCKETS
-from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+from vramscope.ui.end_process.end_process_dialog import EndProcessDialog
 from vramscope.ui.processes.process_model import COL, STYLE_ROLE
 from vramscope.core.settings.user_settings import Settings
 from vramscope.ui.timeline.timeline_stack import OTHERS

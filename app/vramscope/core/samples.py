@@ -218,7 +218,7 @@ class GpuSample:
     host_index: int | None = None  # its index on that machine (``index`` is unique here)
     vendor: str | None = None  # NVIDIA, AMD or INTEL; None: not known (an older recording)
     # "unified": the board has no memory of its own (GB10, Jetson, an APU) and total/used/
-    # free are the system memory its processes share (sources/unified.py); None: its own VRAM
+    # free are the system memory its processes share (sources/machine/unified.py); None: its own VRAM
     memory_kind: str | None = None
     # figures this GPU does not report and why: (("util_gpu", "the xe driver ..."), ...)
     not_reported: tuple[tuple[str, str], ...] = ()
@@ -315,7 +315,7 @@ REMOTE_SOURCES = (SSH_SOURCE, PROMETHEUS_SOURCE)
 @dataclass(frozen=True, slots=True)
 class JupyterKernel:
     """A Jupyter kernel process on this machine, as its Jupyter server tells
-    (sources/jupyter_kernels.py asks, off the sampling thread; the squatter rule reads it)."""
+    (sources/machine/jupyter_kernels.py asks, off the sampling thread; the squatter rule reads it)."""
 
     pid: int
     start_time: float | None
@@ -339,7 +339,7 @@ class Frame:
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
     agents: tuple[AgentReport, ...] = ()  # see sources/agents/agent_client.py
-    servers: tuple[ServerState, ...] = ()  # core/processes/servers.py, sources/servers.py
+    servers: tuple[ServerState, ...] = ()  # core/processes/servers.py, sources/machine/servers.py
     wsl: bool | None = None  # running under WSL 2 (no per-process memory); None: not known
     # True: this monitor sees the host's PIDs; False: it runs in its own PID namespace
     # (a container without --pid=host); None: not known (demo, session, other OS)

@@ -52,8 +52,8 @@ def open_source(args, demo_elapsed: float | None = None):
 
 def enrichers_for(store) -> list:
     """Frame -> Frame steps every front end (window, record, status) applies."""
-    from vramscope.sources.jupyter_kernels import JupyterEnricher
-    from vramscope.sources.servers import ServerEnricher
+    from vramscope.sources.machine.jupyter_kernels import JupyterEnricher
+    from vramscope.sources.machine.servers import ServerEnricher
 
     return [AgentEnricher(store), ServerEnricher(store), JupyterEnricher()]
 

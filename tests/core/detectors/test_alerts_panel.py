@@ -15,7 +15,7 @@ from vramscope.core.detectors.jupyter import NotebookHint  # noqa: E402
 from vramscope.core.samples import Frame, GpuProcess, GpuSample, ProcessInfo  # noqa: E402
 from vramscope.core.units import GiB  # noqa: E402
 from vramscope.ui.alerts.alerts_panel import AlertsPanel  # noqa: E402
-from vramscope.ui.processes.end_process_dialog import EndProcessDialog  # noqa: E402
+from vramscope.ui.end_process.end_process_dialog import EndProcessDialog  # noqa: E402
 from vramscope.ui.alerts.tray import TrayNotifier  # noqa: E402
 
 from .conftest import STUBBORN

@@ -1,7 +1,7 @@
 """Ghosts, and a monitor that cannot see the host's PIDs.
 
 Ghost: the driver lists a PID that has no /proc entry while this monitor
-sees every host PID (``GHOST`` visibility, sources/processes.py). The
+sees every host PID (``GHOST`` visibility, sources/machine/processes.py). The
 memory is real -- something still holds the device open (a child that
 inherited the file descriptors, a process in another container whose PID
 the driver reports wrongly) -- and ``fuser -v /dev/nvidia*`` or

@@ -104,7 +104,7 @@ class SquatterRule:
         notebook_finder: NotebookFinder | None = None,
         kernel_activity: KernelActivityLookup | None = None,
     ):
-        # what Jupyter servers say of a kernel comes on the frame (sources/jupyter_kernels.py
+        # what Jupyter servers say of a kernel comes on the frame (sources/machine/jupyter_kernels.py
         # asks them off the sampling thread); a lookup given here replaces it (tests)
         self._finder = notebook_finder
         self._activity = kernel_activity

@@ -1,6 +1,6 @@
 """Which container a process lives in, from the text of /proc/<pid>/cgroup.
 
-Pure parsing, no file access (sources/containers.py reads the files). The
+Pure parsing, no file access (sources/machine/containers.py reads the files). The
 layouts recognised, cgroup v1 (``N:controller:/path``) and v2 (``0::/path``):
 
 - Docker, cgroupfs driver: ``/docker/<id>``; systemd driver:
@@ -35,7 +35,7 @@ CONTAINERD = "containerd"
 CRIO = "cri-o"
 CRI = "cri"  # a Kubernetes pod whose path does not name the runtime
 LXC = "lxc"
-KUBERNETES_RUNTIMES = (CONTAINERD, CRIO, CRI)  # runtimes that may name a pod (sources/cri_names.py)
+KUBERNETES_RUNTIMES = (CONTAINERD, CRIO, CRI)  # runtimes that may name a pod (sources/machine/cri_names.py)
 
 _ID = r"[0-9a-f]{64}"
 _SCOPES = (  # (regex on one path component, runtime)

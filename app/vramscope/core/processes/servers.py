@@ -5,7 +5,7 @@ Serving engines preallocate most of the card on purpose (vLLM's PagedAttention
 KV cache, SGLang's static memory pool, TGI's CUDA memory fraction), so a card
 90 % full at 0 % SM is their normal state, not a squatter and not a near-OOM.
 Pure functions over command lines and Prometheus samples; the OS side (process
-tree, listening ports, HTTP) is in ``vramscope.sources.servers``.
+tree, listening ports, HTTP) is in ``vramscope.sources.machine.servers``.
 
 Sources for the options and metric names:
 - vLLM: docs.vllm.ai, engine arguments (--gpu-memory-utilization, default 0.9)

@@ -1,7 +1,7 @@
 """Which Slurm job a process belongs to: the value, and reading it from text.
 
 Pure parsing, no file access, stdlib only (core/samples.py carries a
-``SlurmJob`` on ``ProcessInfo.slurm``; sources/slurm.py reads the files and
+``SlurmJob`` on ``ProcessInfo.slurm``; sources/machine/slurm.py reads the files and
 asks ``scontrol``). The layouts slurmd's cgroup plugins write:
 
 - cgroup v1 (``task/cgroup``, proctrack/cgroup): ``/slurm/uid_<uid>/job_<id>/

@@ -18,8 +18,8 @@ import os
 import stat
 
 from vramscope.core.samples import Frame
-from vramscope.sources.containers import PROC
-from vramscope.sources.proc_environ import read_environ
+from vramscope.sources.machine.containers import PROC
+from vramscope.sources.machine.proc_environ import read_environ
 
 
 def contained_processes(frame: Frame | None) -> dict[int, int]:

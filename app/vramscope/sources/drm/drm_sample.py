@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from vramscope.core.samples import ACCESS_DENIED, INTEL, UNIFIED_MEMORY, GpuProcess, GpuSample
 from vramscope.sources.drm.drm_sysfs import DrmDevice
 from vramscope.sources.drm.figure_bounds import IMPLAUSIBLE, MAX_BYTES
-from vramscope.sources.unified import system_pool
+from vramscope.sources.machine.unified import system_pool
 
 ROCM_BUSY = (
     "ROCm compute queues run outside the kernel's scheduler: their time is in no "

@@ -23,9 +23,9 @@ from __future__ import annotations
 from vramscope.core.samples import GpuSample
 from vramscope.sources.drm import drm_fdinfo, drm_sysfs, kfd
 from vramscope.sources.drm.drm_sample import ProcessFigures, gpu_sample, integrated
-from vramscope.sources.host_usage import HostUsage
-from vramscope.sources.proc_stat import read_stat
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.host_usage import HostUsage
+from vramscope.sources.machine.proc_stat import read_stat
+from vramscope.sources.machine.processes import ProcessCache
 
 # every process's fd table is walked at most this often (seconds); in between only the
 # DRM fds found then are read again (a new GPU process shows within this delay)
@@ -121,7 +121,9 @@ class DrmGpus:
         for held in kfd.processes(self.sys_root):
             self._add_kfd(held, slot_of_gpu, per_gpu, rocm)
         pids = {pid for procs in per_gpu.values() for pid in procs}
-        stats = {pid: read_stat(pid) for pid in pids}  # one /proc/<pid>/stat read each (sources/proc_stat.py)
+        stats = {
+            pid: read_stat(pid) for pid in pids
+        }  # one /proc/<pid>/stat read each (sources/machine/proc_stat.py)
         infos = self.processes.lookup_many(pids, stats)
         self.processes.prune(pids)
         usage = self.host_usage.read(pids, stats)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from vramscope.sources.containers import PROC
+from vramscope.sources.machine.containers import PROC
 
 DEVICE_PREFIX = "/dev/nvidia"
 

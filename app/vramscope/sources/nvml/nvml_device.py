@@ -6,7 +6,7 @@ Static facts (name, UUID, PCI bus id) are read once per GPU, again after it
 was lost. Memory through ``nvmlDeviceGetMemoryInfo(handle, version=nvmlMemory_v2)``
 (driver-reserved memory reported separately); where the driver lacks it, v1,
 with ``reserved`` None; where neither is supported (a unified-memory board:
-GB10, Jetson) the system's memory pool, marked (sources/unified.py).
+GB10, Jetson) the system's memory pool, marked (sources/machine/unified.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from vramscope.core.samples import NVIDIA, UNIFIED_MEMORY, GpuSample
 from vramscope.sources.nvml.nvml_errors import NOT_SUPPORTED, UNKNOWN, GpuFailed
 from vramscope.sources.nvml.nvml_mig import text as _text
-from vramscope.sources.unified import POOL_NOTE, system_pool
+from vramscope.sources.machine.unified import POOL_NOTE, system_pool
 
 
 @dataclass

@@ -32,7 +32,7 @@ Processes that hold /dev/nvidia* open without being on any list are added
 to the frame (sources/nvml/device_holders.py), scanned every few seconds.
 
 The host side of a pass reads each listed process's /proc/<pid>/stat once
-(sources/proc_stat.py), for the process cache and the host CPU and memory
+(sources/machine/proc_stat.py), for the process cache and the host CPU and memory
 alike; a GPU whose figures are all the same as on the previous pass gives
 the previous ``GpuSample`` again (frozen values: equal and unchanged).
 """
@@ -43,7 +43,7 @@ import logging
 
 from vramscope.core.samples import NVIDIA, DeviceHolder, Frame, GpuSample
 from vramscope.sources.nvml.device_holders import DeviceHolderScanner
-from vramscope.sources.host_usage import HostUsage
+from vramscope.sources.machine.host_usage import HostUsage
 from vramscope.sources.nvml.nvml_errors import (
     DRIVER_NOT_LOADED,
     GPU_FATAL,
@@ -56,8 +56,8 @@ from vramscope.sources.nvml.nvml_device import GpuState, read_device, sample_of
 from vramscope.sources.nvml.nvml_mig import build_slices, read_mig
 from vramscope.sources.nvml.nvml_processes import HostFigures, frozen_processes, read_processes, read_sm
 from vramscope.sources.nvml.nvml_raw import RawReads
-from vramscope.sources.proc_stat import StatReader
-from vramscope.sources.processes import ProcessCache
+from vramscope.sources.machine.proc_stat import StatReader
+from vramscope.sources.machine.processes import ProcessCache
 from vramscope.sources.nvml.sysfs import SYS, is_nvidia, nvidia_bus_ids, runtime_suspended
 from vramscope.sources.nvml.wsl import running_under_wsl
 

@@ -43,7 +43,7 @@ from vramscope.core.samples import AgentReport
 from vramscope.core.processes.stacking import cumulative, stretch_starts, thin
 from vramscope.core.units import GiB, fmt_bytes
 from vramscope.ui.agents.oom_view import OomView
-from vramscope.ui.agents.segment_map import SegmentMapView
+from vramscope.ui.allocator.segment_map import SegmentMapView
 from vramscope.ui.qt import theme
 from vramscope.agent.protocol import EventKind, Phase
 from vramscope.ui.agents.agent_texts import (
@@ -167,7 +167,7 @@ class DeviceView(QWidget):
         self.phase_label.setWordWrap(True)
         self.phase_label.setVisible(False)
         layout.addWidget(self.phase_label, 3, 0, 1, 3)
-        self.segment_map = SegmentMapView()  # the allocator's segments (ui/agents/segment_map.py): ditto
+        self.segment_map = SegmentMapView()  # the allocator's segments (ui/allocator/segment_map.py): ditto
         self.chart_height = 170  # set to the window's height by set_chart_height
         layout.setColumnStretch(0, 1)
         self._columns: list = []

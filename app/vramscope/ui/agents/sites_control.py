@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxL
 from vramscope.agent.protocol import EventKind
 from vramscope.core.units import fmt_bytes
 from vramscope.ui.qt import theme
-from vramscope.ui.window.bridge import Bridge
+from vramscope.ui.qt.bridge import Bridge
 from vramscope.ui.qt.safe_text import html_text
 
 TOP = 5

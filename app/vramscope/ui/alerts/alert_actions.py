@@ -3,7 +3,7 @@ process, end its process -- the buttons under the alerts list and the rules
 that enable them.
 
 Ending a process asks the process anew on a worker and opens the confirmation
-when the answer comes (ui/processes/end_process_flow.py): never on demo data (invented
+when the answer comes (ui/end_process/end_process_flow.py): never on demo data (invented
 PIDs), never read-only. The engine's calls (acknowledge, mute) are quick and
 local; the panel (ui/alerts/alerts_panel.py) refreshes the list after each
 (``changed``).
@@ -17,9 +17,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QPushButton, QWidget
 
 from vramscope.core.detectors.alert import Alert
-from vramscope.ui.window.bridge import Bridge
-from vramscope.ui.processes.end_process_dialog import EndProcessDialog
-from vramscope.ui.processes.end_process_flow import EndProcessFlow
+from vramscope.ui.qt.bridge import Bridge
+from vramscope.ui.end_process.end_process_dialog import EndProcessDialog
+from vramscope.ui.end_process.end_process_flow import EndProcessFlow
 
 
 NOT_ONE_PROCESS = "This alert is not about one process."

@@ -31,7 +31,7 @@ from vramscope.ui.qt import theme
 from vramscope.ui.alerts.alert_actions import AlertActions
 from vramscope.ui.alerts.alert_list import ALERT_ROLE, WATCH_ROLE, AlertList
 from vramscope.ui.alerts.alert_texts import alert_html, watch_html
-from vramscope.ui.window.bridge import Bridge
+from vramscope.ui.qt.bridge import Bridge
 
 _EMPTY = "No alerts. Squatters, leaks, fragmentation and near-OOM show up here."
 

@@ -27,7 +27,7 @@ from vramscope.core.samples import NVIDIA, GpuSample
 from vramscope.core.units import NA, fmt_gib, fmt_percent
 from vramscope.ui.qt import theme
 from vramscope.core.status.terminal_text import visible
-from vramscope.ui.processes.processes_pending import READING
+from vramscope.ui.monitor.processes_pending import READING
 from vramscope.ui.qt.safe_text import plain, tip
 
 CARD_WIDTH = 250

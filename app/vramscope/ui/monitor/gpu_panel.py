@@ -13,7 +13,7 @@ from vramscope.core.samples import Frame, ProcessIdentity
 from vramscope.core.store.store import Store
 from vramscope.core.settings.view_options import DEFAULT_PLOT_STYLE, PlotStyle
 from vramscope.ui.qt import pens
-from vramscope.ui.window.bridge import BUSY_PROCESSES
+from vramscope.ui.qt.bridge import BUSY_PROCESSES
 from vramscope.ui.monitor.cards import GpuCard
 from vramscope.ui.monitor.gpu_rows import GpuRow, GpuRows
 from vramscope.ui.timeline.gpu_timeline import GpuTimeline

@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject
 from vramscope.core.planner import PlanError
 from vramscope.core.planner.configs import model_type_of, shape_with_checkpoint
 from vramscope.core.planner.hand_counts import HAND_FAMILIES
-from vramscope.ui.window.bridge import Bridge
+from vramscope.ui.qt.bridge import Bridge
 from vramscope.ui.qt.imported_sources import forget_imported_sources
 
 

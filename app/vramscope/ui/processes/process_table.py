@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from vramscope.core.processes.process_rows import COL, COLUMNS, ProcessRow, TableBuilder, TableRows
 from vramscope.core.stream.first_look import is_pending
 from vramscope.ui.processes.process_model import KEY_ROLE, ProcessTableModel
-from vramscope.ui.processes.processes_pending import PendingNote
+from vramscope.ui.monitor.processes_pending import PendingNote
 from vramscope.ui.processes.table_cells import SparkDelegate, SwatchDelegate
 from vramscope.ui.processes.table_columns import TableColumns
 from vramscope.ui.processes.table_notes import TableNotes

@@ -1,7 +1,7 @@
 """The process table is built off the GUI thread: the rows of a frame (sorted,
 grouped, filtered: core/processes/process_rows.py ``TableBuilder``) are made on
 a worker, whatever the machine, and shown when ready; a newer frame replaces one
-still waiting (ui/window/bridge.py ``LatestOnly``).
+still waiting (ui/qt/bridge.py ``LatestOnly``).
 
 A busy frame's table (BUSY_PROCESSES or more) is built AFTER_PLOTS_MS after the
 frame came, once its plots are drawn (one timeline per event-loop turn, then
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QTimer
 
 from vramscope.core.processes.process_rows import TableBuilder, TableOrder, TableRows
-from vramscope.ui.window.bridge import BUSY_PROCESSES, Bridge, LatestOnly
+from vramscope.ui.qt.bridge import BUSY_PROCESSES, Bridge, LatestOnly
 
 AFTER_PLOTS_MS = 150
 

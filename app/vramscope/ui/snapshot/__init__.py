@@ -11,7 +11,7 @@ What it holds (Qt; the figures come from core/snapshot, Qt-free):
 - ``alive_tree``: what was alive at the cursor, grouped by stack, each stack's
   frames under it;
 - ``window``: the window (device, timeline, what was alive, the segment map at
-  the cursor -- ui/agents/segment_map.py, as drawn for live agents -- and the
+  the cursor -- ui/allocator/segment_map.py, as drawn for live agents -- and the
   comparison of two snapshots), opened by ``vramscope FILE.pickle`` and File ▸
   Open snapshot.
 """

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QProgressDialog
 
 from vramscope.core.snapshot import reading, safe_load
-from vramscope.ui.window.bridge import Bridge
+from vramscope.ui.qt.bridge import Bridge
 
 STEPS = 1000
 

@@ -32,9 +32,9 @@ from vramscope.core.snapshot.replay import DeviceReplay
 from vramscope.core.snapshot.text import comparison_lines
 from vramscope.core.snapshot.timeline import timeline
 from vramscope.core.units import fmt_bytes, fmt_count
-from vramscope.ui.window.bridge import Bridge
+from vramscope.ui.qt.bridge import Bridge
 from vramscope.ui.qt.safe_text import html_text, plain
-from vramscope.ui.agents.segment_map import SegmentMapView
+from vramscope.ui.allocator.segment_map import SegmentMapView
 from vramscope.ui.snapshot.alive_tree import ROWS, AliveTree
 from vramscope.ui.snapshot.loading import load_in_background
 from vramscope.ui.snapshot.timeline_plot import TimelinePlot

@@ -67,7 +67,7 @@ def build_window(
     machine is sampled and recorded by a process of its own
     (sources/remote/local_sampler.py); the window only reads it.
     """
-    from vramscope.ui.window.bridge import Bridge
+    from vramscope.ui.qt.bridge import Bridge
     from vramscope.ui.qt.imported_sources import forget_imported_sources
     from vramscope.ui.window.main_window import DEFAULT_WINDOW, MainWindow
 

@@ -1,7 +1,7 @@
 """The window wakes once per stored frame, not on a fast poll.
 
 The store calls its listeners on the sampler's thread; ``FrameWake`` posts one
-``refresh`` to the GUI thread through the bridge (ui/window/bridge.py), however
+``refresh`` to the GUI thread through the bridge (ui/qt/bridge.py), however
 many frames come before it runs, and restarts the window's slow poll, which
 stays only as a safety net (due after a poll interval without a frame).
 """

@@ -30,7 +30,7 @@ from vramscope.ui.processes.process_table import ProcessTable
 from vramscope.ui.qt.gil_held_paint import GilHeldPaintWindow
 from vramscope.ui.qt.pens import ColourBook
 from vramscope.ui.window.banners import DemoBanner, NoDriverPage
-from vramscope.ui.window.bridge import Bridge
+from vramscope.ui.qt.bridge import Bridge
 from vramscope.ui.window.frame_fanout import FrameFanOut
 from vramscope.ui.window.frame_wake import FrameWake
 from vramscope.ui.window.monitor_split import MonitorSplit

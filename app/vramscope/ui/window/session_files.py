@@ -15,7 +15,7 @@ def open_session_window(path: str, args=None):
     from vramscope.core.session import load_into_store, open_session
     from vramscope.core.flow.source import ErrorSource
     from vramscope.core.store.store import Store
-    from vramscope.ui.window.bridge import Bridge
+    from vramscope.ui.qt.bridge import Bridge
     from vramscope.ui.window.main_window import MainWindow
     from vramscope.ui.window.panels import attach_panels
     from vramscope.ui.monitor.session_view import attach_session

@@ -1,7 +1,7 @@
 """Host CPU % and host memory of the GPU processes, once per sampling pass.
 
 From the pass's one read of ``/proc/<pid>/stat`` per process
-(sources/proc_stat.py): utime + stime (clock ticks) and rss (pages), fields
+(sources/machine/proc_stat.py): utime + stime (clock ticks) and rss (pages), fields
 14, 15 and 24 in proc(5). CPU % is the CPU time used between two passes over
 the wall time between them, 100 % being one core -- what top and nvitop
 show. The first pass for a process has no CPU figure yet (``None``, not 0).
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import psutil
 
-from vramscope.sources.proc_stat import ProcStat, read_stat
+from vramscope.sources.machine.proc_stat import ProcStat, read_stat
 
 
 def read_cpu_rss(pid: int) -> tuple[float, int] | None:

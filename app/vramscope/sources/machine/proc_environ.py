@@ -1,13 +1,13 @@
 """A process's environment, read from ``/proc/<pid>/environ`` (proc(5): NUL-separated
 ``KEY=value`` entries, readable by the process's own user and root).
 
-What the process details (sources/processes.py: a Jupyter kernel's session) and the
-Slurm job names (sources/slurm.py) read from it.
+What the process details (sources/machine/processes.py: a Jupyter kernel's session) and the
+Slurm job names (sources/machine/slurm.py) read from it.
 """
 
 from __future__ import annotations
 
-from vramscope.sources.containers import PROC
+from vramscope.sources.machine.containers import PROC
 
 MAX_ENVIRON = 1 << 16  # bytes read: the first 64 KiB
 

@@ -4,7 +4,7 @@ The identity check of the process cache (start time: a reused PID has
 another) and the host CPU time and resident memory of the process both come
 from this one file (proc(5): fields 3 state, 4 ppid, 14-15 utime/stime,
 22 starttime, 24 rss), so a pass reads it once per PID and hands the parsed
-fields to both (sources/processes.py, sources/host_usage.py).
+fields to both (sources/machine/processes.py, sources/machine/host_usage.py).
 
 The file of a PID seen on the previous pass stays open and is read again
 from offset 0 (``pread``): procfs regenerates the text on every read, and
@@ -24,7 +24,7 @@ import resource
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from vramscope.sources.containers import PROC
+from vramscope.sources.machine.containers import PROC
 
 MAX_STAT = 4096  # bytes read: the line is a few hundred (comm is at most 64)
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

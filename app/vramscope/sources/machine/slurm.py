@@ -28,8 +28,8 @@ from vramscope.core.processes.slurm_jobs import (
     parse_slurm_cgroup,
 )
 from vramscope.core.flow.time_budget import TimeBudget
-from vramscope.sources.bounded_command import CommandFailed, CommandRefused, run_bounded
-from vramscope.sources.proc_environ import read_environ
+from vramscope.sources.machine.bounded_command import CommandFailed, CommandRefused, run_bounded
+from vramscope.sources.machine.proc_environ import read_environ
 
 log = logging.getLogger(__name__)
 

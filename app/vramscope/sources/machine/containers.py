@@ -33,7 +33,7 @@ from vramscope.core.processes.containers import (
 )
 from vramscope.core.samples import Container
 from vramscope.core.flow.time_budget import TimeBudget
-from vramscope.sources.cri_names import (
+from vramscope.sources.machine.cri_names import (
     CONTAINERD_BUNDLES,
     MAX_NAME,
     Naming,
@@ -121,7 +121,7 @@ class ContainerNames:
     alone for ``retry_after`` seconds, so a dead daemon costs nothing per pass.
 
     A Kubernetes container (containerd, CRI-O) is named from its runtime first
-    (sources/cri_names.py: pod, namespace, container); Docker's and Podman's
+    (sources/machine/cri_names.py: pod, namespace, container); Docker's and Podman's
     APIs are asked after that (Docker names dockershim's pods k8s_...)."""
 
     def __init__(

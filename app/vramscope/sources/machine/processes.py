@@ -5,7 +5,7 @@ status. What does not change for a process (user, command, name, start time)
 is read once per identity; status and parent are re-read each pass from the
 one /proc/<pid>/stat read that the identity check needs anyway -- the read
 a pass makes of each process once, for this and for its host CPU and memory
-(sources/proc_stat.py).
+(sources/machine/proc_stat.py).
 
 A PID that psutil cannot see is never a crash or an empty cell:
 - ``access-denied``: it exists, but its details are not readable from here;
@@ -17,8 +17,8 @@ A PID that psutil cannot see is never a crash or an empty cell:
   lists a process that does not exist (a ghost).
 
 Each identity also carries its container (cgroup path), its PID inside
-its own namespace (NSpid) and its Slurm job, read once (sources/containers.py,
-sources/slurm.py).
+its own namespace (NSpid) and its Slurm job, read once (sources/machine/containers.py,
+sources/machine/slurm.py).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from vramscope.core.samples import (
     VISIBLE,
     ProcessInfo,
 )
-from vramscope.sources.proc_environ import read_environ
-from vramscope.sources.containers import (
+from vramscope.sources.machine.proc_environ import read_environ
+from vramscope.sources.machine.containers import (
     PROC,
     ContainerNames,
     host_pid_view,
@@ -47,8 +47,8 @@ from vramscope.sources.containers import (
     read_cgroup,
     read_container,
 )
-from vramscope.sources.proc_stat import ProcStat, read_stat
-from vramscope.sources.slurm import SlurmJobs
+from vramscope.sources.machine.proc_stat import ProcStat, read_stat
+from vramscope.sources.machine.slurm import SlurmJobs
 
 _STATIC_ATTRS = ("username", "cmdline", "name")
 _UNREAD = object()  # lookup(): no /proc/<pid>/stat read was handed in
@@ -60,7 +60,7 @@ JUPYTER_SESSION = "JPY_SESSION_NAME"
 class ProcessCache:
     """``host_pids``: whether this monitor sees the host's PIDs (None: read it
     from /proc/self/ns/pid); ``names``: container names from the runtimes' APIs;
-    ``jobs``: Slurm jobs' names (sources/slurm.py)."""
+    ``jobs``: Slurm jobs' names (sources/machine/slurm.py)."""
 
     def __init__(
         self,
@@ -82,7 +82,7 @@ class ProcessCache:
 
     def lookup(self, pid: int, stat: ProcStat | None | object = _UNREAD) -> ProcessInfo:
         """``stat``: this pass's read of /proc/<pid>/stat where the caller has
-        one (sources/proc_stat.py); read here otherwise."""
+        one (sources/machine/proc_stat.py); read here otherwise."""
         cached = self._known.get(pid)
         if self._fast and cached is not None and pid in self._ticks:
             if stat is _UNREAD:

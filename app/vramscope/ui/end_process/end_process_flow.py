@@ -2,14 +2,14 @@
 SIGTERM, look again after the grace period, offer SIGKILL if it survived. Every
 call to the actions may be an ssh round trip (sources/remote/hosts.py HostActions) or
 a /proc walk, so each runs on a worker and the next step starts from its
-answer on the GUI thread (ui/window/bridge.py); the window never waits on one."""
+answer on the GUI thread (ui/qt/bridge.py); the window never waits on one."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
 
 from vramscope.core.end_process.actions import EndProcess
-from vramscope.ui.processes.end_process_dialog import EndProcessDialog
+from vramscope.ui.end_process.end_process_dialog import EndProcessDialog
 
 KILL_CHECK_MS = 500  # how soon after SIGKILL the process is looked at again
 
