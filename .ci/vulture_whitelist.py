@@ -14,7 +14,7 @@ from vramscope.core.samples import AgentDevice
 from vramscope.sources.agents.agent_input import Hello
 
 __getattr__  # agent/__init__.py, core/detectors/__init__.py, ui/qt/theme.py: lazy module names
-grad_outputs  # agent/backward.py: torch's hook signature
+grad_outputs  # agent/tensors/backward.py: torch's hook signature
 device_allocated  # agent/core.py: the allocator's OOM observer signature
 protocol.HelloReply.agent_version, protocol.DeviceFigures.free_count, protocol.DeviceFigures.buckets_note
 protocol.StepDevice.allocated_after

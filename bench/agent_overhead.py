@@ -59,7 +59,7 @@ from vramscope.sources.demo.allocator_replay import (
     scenario_phases,
     scenario_ramp,
 )
-from vramscope.agent.stats_cuda import TorchCudaProvider
+from vramscope.agent.allocator.stats_cuda import TorchCudaProvider
 
 CLIENT = r"""
 import sys, time

@@ -29,7 +29,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "app")]
 
-from vramscope.agent import paths  # noqa: E402
+from vramscope.agent.serving import paths  # noqa: E402
 from vramscope.agent.core import Agent  # noqa: E402
 from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp  # noqa: E402
 from vramscope.core.samples import Frame  # noqa: E402

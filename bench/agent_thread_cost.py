@@ -24,7 +24,7 @@ it learns which gradient nodes to watch, are left out). Two figures:
    hook and the phase end callback, the main-thread pending call) is wrapped
    at class level and timed with ``time.thread_time``; the wrapper's own cost
    (calibrated on an empty function) is subtracted. The quiet stretch's tally
-   (agent/stretch.py: a C callable PyTorch calls on every optimizer step, no
+   (agent/steps/stretch.py: a C callable PyTorch calls on every optimizer step, no
    Python frame to wrap) is counted at its warm cost per call. Per step: the
    sum, and its share of the median step of the same block; per hook: the
    breakdown.
@@ -51,16 +51,16 @@ import time
 
 import torch
 
-from vramscope.agent.registry import Registry
-from vramscope.agent.backward import BackwardWatch
+from vramscope.agent.tensors.registry import Registry
+from vramscope.agent.tensors.backward import BackwardWatch
 from vramscope.agent.core import DEFAULT_INTERVAL, Agent
-from vramscope.agent.input_shape import InputShape
-from vramscope.agent.model_hooks import ModelHooks
-from vramscope.agent.module_sampler import ModuleSampler
-from vramscope.agent.phases import PhaseTracker
+from vramscope.agent.tensors.input_shape import InputShape
+from vramscope.agent.modules.model_hooks import ModelHooks
+from vramscope.agent.modules.module_sampler import ModuleSampler
+from vramscope.agent.steps.phases import PhaseTracker
 from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
-from vramscope.agent.steps import StepTracker
-from vramscope.agent.unseen_grads import UnseenGrads
+from vramscope.agent.steps.steps import StepTracker
+from vramscope.agent.tensors.unseen_grads import UnseenGrads
 
 ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
     (ModelHooks, "_pre_hook"),
@@ -173,7 +173,7 @@ def tally_calls(agent) -> int:
 
 
 def node_tally_calls(agent) -> int:
-    """Calls of the thinned node hooks' C tally (agent/backward.py; 0: an agent without it)."""
+    """Calls of the thinned node hooks' C tally (agent/tensors/backward.py; 0: an agent without it)."""
     info = getattr(agent.backward, "tally_info", None)
     return info().misses if info is not None else 0
 
@@ -182,7 +182,7 @@ def tally_call_cost(n: int = 200000) -> float:
     """Seconds per call of the stretch's tally (what PyTorch calls on every optimizer step),
     net of the loop's own cost."""
     try:
-        from vramscope.agent.stretch import _new_tally
+        from vramscope.agent.steps.stretch import _new_tally
     except ImportError:  # (an agent from before quiet stretches, measured side by side)
         return 0.0
     tally, args, kwargs = _new_tally(), (), {}

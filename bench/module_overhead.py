@@ -32,7 +32,7 @@ sys.path[:0] = [os.path.join(ROOT, "app"), ROOT]
 import torch  # noqa: E402
 
 from tests.agent.module_models import TinyGPT  # noqa: E402
-from vramscope.agent import module_sampler  # noqa: E402
+from vramscope.agent.modules import module_sampler  # noqa: E402
 from vramscope.agent.core import Agent  # noqa: E402
 from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_phases  # noqa: E402
 

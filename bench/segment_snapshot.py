@@ -3,7 +3,7 @@
     .venv/bin/python bench/segment_snapshot.py [--segments 1000] [--blocks 8] [--repeat 50]
 
 Budget (issue 25): <= 5 ms for 1,000 segments, taken on the agent thread
-(agent/allocator_watch.py), never the training thread. Measured side by side
+(agent/allocator/allocator_watch.py), never the training thread. Measured side by side
 with PyTorch's own text summary of the same segments
 (torch.cuda._memory_viz.segsum, what `python -m torch.cuda._memory_viz
 segsum` prints), and with JSON-encoding the bounded summary the agent sends.
@@ -23,7 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))  # tests.agent.snapshots
 
 from tests.agent.snapshots import many_segments  # noqa: E402
-from vramscope.agent.segments import summarize  # noqa: E402
+from vramscope.agent.allocator.segments import summarize  # noqa: E402
 
 
 def timed(fn, repeat: int) -> float:

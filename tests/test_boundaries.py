@@ -45,7 +45,7 @@ def test_the_monitor_runs_without_torch():
     code = BLOCKER.format(
         blocked={"torch"}, packages=["vramscope.core", "vramscope.sources", "vramscope.commands"]
     )
-    code += "import vramscope.agent.protocol, vramscope.agent.paths\nprint('ok')\n"
+    code += "import vramscope.agent.protocol, vramscope.agent.serving.paths\nprint('ok')\n"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("ok")

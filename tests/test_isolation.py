@@ -13,7 +13,7 @@ def _inside(path, base) -> bool:
 
 
 def test_every_place_vramscope_reads_or_writes_is_the_tests_own(private_user_dirs):
-    from vramscope.agent.paths import agent_dir, candidate_dirs
+    from vramscope.agent.serving.paths import agent_dir, candidate_dirs
     from vramscope.core.end_process.audit_log import default_audit_path
     from vramscope.core.session.library import default_directory
 

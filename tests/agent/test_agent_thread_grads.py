@@ -22,7 +22,7 @@ import pytest
 import torch
 
 import vramscope
-from vramscope.agent.buckets import GRADIENTS_UNKNOWN
+from vramscope.agent.tensors.buckets import GRADIENTS_UNKNOWN
 
 from .live_bytes import LiveBytes, LiveBytesProvider, agent_thread_sample
 from .test_instant_buckets import mlp_bn, truth

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from vramscope.agent.buckets import full_buckets, tensor_buckets
+from vramscope.agent.tensors.buckets import full_buckets, tensor_buckets
 
 
 def _bytes(tensors):

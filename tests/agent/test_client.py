@@ -265,7 +265,7 @@ def test_an_agent_of_another_protocol_version_is_shown_with_the_mismatch(runtime
     import struct
     import threading
 
-    from vramscope.agent import paths
+    from vramscope.agent.serving import paths
     from vramscope.core.status.status_report import frame_to_dict
     from vramscope.core.status.status_table import render_table
 

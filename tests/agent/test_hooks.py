@@ -8,7 +8,7 @@ import json
 import torch
 
 import vramscope.agent as agent_api
-from vramscope.agent import model_hooks
+from vramscope.agent.modules import model_hooks
 
 
 def items(agent):

@@ -14,7 +14,9 @@ import time
 
 import pytest
 
-from vramscope.agent import paths, protocol
+from vramscope.agent import protocol
+
+from vramscope.agent.serving import paths
 from vramscope.core.samples import Frame
 from vramscope.sources.agents.agent_connection import AgentConnection, NotASocket
 from vramscope.sources.agents.agent_state import ingest

@@ -1,4 +1,4 @@
-"""The micro-batch and sequence length the agent measured at (agent/input_shape.py):
+"""The micro-batch and sequence length the agent measured at (agent/tensors/input_shape.py):
 read from the watched model's training forwards, positional or keyword, never from
 an evaluation; carried by every sample."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from vramscope.agent.input_shape import batch_and_seq
+from vramscope.agent.tensors.input_shape import batch_and_seq
 
 
 class Tokens(nn.Module):

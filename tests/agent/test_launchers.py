@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from vramscope.agent import paths
+from vramscope.agent.serving import paths
 from vramscope.core.samples import Frame
 from vramscope.sources.agents.agent_client import AgentClient
 

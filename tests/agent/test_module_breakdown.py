@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.agent.module_models import MLP, SavedCount, TinyGPT, lora, param_count
-from vramscope.agent.module_sampler import FORWARD_RAISED, NOT_SEEN, TREE_CHANGED, ModuleSampler
+from vramscope.agent.modules.module_sampler import FORWARD_RAISED, NOT_SEEN, TREE_CHANGED, ModuleSampler
 
 PARAM_BUCKETS = ("weights", "gradients", "optimizer_state")
 
@@ -128,7 +128,7 @@ def test_a_no_grad_evaluation_is_not_the_sampled_forward():
 
 
 def test_a_hook_that_raises_gives_reasons_and_the_training_goes_on(monkeypatch):
-    import vramscope.agent.module_sampler as ms
+    import vramscope.agent.modules.module_sampler as ms
 
     def broken(*a, **k):
         raise RuntimeError("boom")
@@ -187,7 +187,7 @@ def test_a_step_without_a_hooked_forward_says_so():
 
 
 def test_losses_are_bit_identical_with_every_step_sampled(monkeypatch):
-    import vramscope.agent.module_sampler as ms
+    import vramscope.agent.modules.module_sampler as ms
 
     monkeypatch.setattr(ms, "MIN_EVERY", 1)
     monkeypatch.setattr(ms, "BUDGET", 1e9)  # every step sampled
@@ -221,7 +221,7 @@ def test_losses_are_bit_identical_with_every_step_sampled(monkeypatch):
 
 @pytest.mark.slow
 def test_one_step_in_n_keeps_the_sampled_steps_extra_time_within_one_percent_on_average(monkeypatch):
-    import vramscope.agent.module_sampler as ms
+    import vramscope.agent.modules.module_sampler as ms
 
     monkeypatch.setattr(ms, "BUDGET", 0.01)  # (the rule at a 1 % budget; the default is smaller)
     model = MLP()

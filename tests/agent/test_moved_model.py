@@ -17,7 +17,7 @@ import json
 
 import torch
 
-from vramscope.agent.buckets import NOT_ALLOCATOR, Owners, measure
+from vramscope.agent.tensors.buckets import NOT_ALLOCATOR, Owners, measure
 
 from .test_instant_buckets import mlp_bn
 from .test_oracle_loops import Run, train

@@ -109,7 +109,7 @@ def test_a_checkpointed_transformers_model_is_not_reported_and_the_agent_adds_no
 
 CACHE_CHECK = textwrap.dedent("""
     import logging, torch, transformers
-    from vramscope.agent.model_hooks import _returned_cache
+    from vramscope.agent.modules.model_hooks import _returned_cache
     records = []
     class Keep(logging.Handler):
         def emit(self, record):

@@ -14,13 +14,16 @@ import textwrap
 
 from tests.agent import snapshots as S
 from tests.agent.snapshots import GiB, MiB
-from vramscope.agent import oom_fixes, oom_report, oom_text, postmortem
+from vramscope.agent.oom import oom_fixes
+from vramscope.agent.oom import oom_report
+from vramscope.agent.oom import oom_text
+from vramscope.agent.oom import postmortem
 from vramscope.core.agent_figures import oom_context
 from vramscope.sources.agents import agent_modules
 from vramscope.sources.demo import allocator_replay as replay
 from vramscope.sources.demo.allocator_replay import ReplayProvider
-from vramscope.agent.segments import summarize
-from vramscope.agent.stats import StatsReader
+from vramscope.agent.allocator.segments import summarize
+from vramscope.agent.allocator.stats import StatsReader
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -181,7 +181,7 @@ def test_two_models_trained_in_turn_discovered(make_agent):
         run.oracle.trains(second, optimizers=[opt2], known=lambda walked: walked["optimizers"] >= 2)
         train(second, opt2, steps=10)
         # found a few agent intervals after the first model's last step (a quiet stretch
-        # running then ends once its optimizer is idle: agent/stretch.py): ~15 steps here,
+        # running then ends once its optimizer is idle: agent/steps/stretch.py): ~15 steps here,
         # more on a loaded machine
         for _ in range(140):
             if any(m is second for m in run.agent.models()):

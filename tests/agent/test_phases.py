@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, scenario_phases
-from vramscope.agent.stats_cuda import TorchCudaProvider
+from vramscope.agent.allocator.stats_cuda import TorchCudaProvider
 from vramscope.core.samples import Frame
 from vramscope.core.store.store import Store
 from vramscope.sources.agents.agent_client import AgentClient
@@ -289,7 +289,7 @@ def test_one_slow_reading_does_not_switch_the_phases_off_and_the_share_is_report
     of the last measured steps: a reading that once costs 5 ms of CPU (a page fault, a
     cold cache) on a 2 ms step skips at most a step, and the share of steps measured
     is what the monitor is told."""
-    from vramscope.agent.phases import PhaseTracker
+    from vramscope.agent.steps.phases import PhaseTracker
 
     slow = {"left": 1}
 

@@ -1,4 +1,4 @@
-"""Quiet stretches (agent/stretch.py): the steps between two budgeted ones counted by a C
+"""Quiet stretches (agent/steps/stretch.py): the steps between two budgeted ones counted by a C
 tally while the agent's optimizer post-hook is out of Python -- every step still counted
 once, in order, with skipped updates and gradient accumulation; the hook back for the
 budgeted steps; the user's own hooks untouched."""
@@ -233,7 +233,7 @@ def test_a_stretch_whose_optimizer_stops_stepping_ends_after_two_of_its_steps_no
 
 def test_after_learning_no_python_node_hook_runs_and_stretches_still_end_on_their_last_step(make_agent):
     """Issue 47 item 6's cut: once the backward watch has thinned its hooks, the kept ones
-    count in C (agent/backward.py) and the backward wrapper counts the stretch down -- no
+    count in C (agent/tensors/backward.py) and the backward wrapper counts the stretch down -- no
     Python hook of the agent's on a quiet step at all -- and each stretch still ends at its
     planned last step (by the training thread, not the agent thread's wake-up)."""
     agent = stepping_agent(make_agent)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from vramscope.sources.demo.allocator_replay import memory_stats_dict
-from vramscope.agent.stats import StatsReader, default_provider
-from vramscope.agent.stats_cuda import TorchCudaProvider, runtime_of
-from vramscope.agent.stats_xpu import TorchXpuProvider
+from vramscope.agent.allocator.stats import StatsReader, default_provider
+from vramscope.agent.allocator.stats_cuda import TorchCudaProvider, runtime_of
+from vramscope.agent.allocator.stats_xpu import TorchXpuProvider
 
 GiB = 1 << 30
 

@@ -9,10 +9,10 @@ import pytest
 
 from tests.agent import snapshots as S
 from tests.agent.snapshots import GiB, MiB
-from vramscope.agent.allocator_watch import NO_DEVICE, AllocatorWatch
+from vramscope.agent.allocator.allocator_watch import NO_DEVICE, AllocatorWatch
 from vramscope.agent.protocol import ItemKind, Op
 from vramscope.sources.demo.allocator_replay import ReplayProvider, memory_stats_dict
-from vramscope.agent.segments import (
+from vramscope.agent.allocator.segments import (
     ALLOCATED,
     FREE_SEGMENT,
     FREE_SPLIT,
@@ -23,7 +23,7 @@ from vramscope.agent.segments import (
     summarize,
     whole_pages,
 )
-from vramscope.agent.stats_cuda import TorchCudaProvider
+from vramscope.agent.allocator.stats_cuda import TorchCudaProvider
 
 
 def test_fragmented_snapshot_splits_the_cache_into_slivers_and_returnable_segments():

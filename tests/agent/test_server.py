@@ -13,7 +13,9 @@ import time
 import psutil
 import pytest
 
-from vramscope.agent import paths, protocol
+from vramscope.agent import protocol
+
+from vramscope.agent.serving import paths
 
 
 def connect(path, timeout=2.0):

@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from vramscope.agent import protocol, server
+from vramscope.agent import protocol
+
+from vramscope.agent.serving import server
 from vramscope.core.samples import Frame
 from vramscope.sources.agents.agent_client import AgentClient
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from vramscope.agent.protocol import Scheme
-from vramscope.agent.sharded import ZERO_NOT_READ, Sharding
+from vramscope.agent.tensors.sharded import ZERO_NOT_READ, Sharding
 
 
 class DeepSpeedEngine(torch.nn.Module):

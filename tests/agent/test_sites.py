@@ -11,10 +11,10 @@ import types
 
 from tests.agent import snapshots as S
 from tests.agent.snapshots import MiB, frame
-from vramscope.agent import sites
+from vramscope.agent.allocator import sites
 from vramscope.agent.protocol import EventKind, Op
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
-from vramscope.agent.site_recorder import ENV_STEPS, SiteRecorder
+from vramscope.agent.allocator.site_recorder import ENV_STEPS, SiteRecorder
 
 TRAIN = frame("/home/a/proj/train.py", 88, "forward")
 LOSS = frame("/home/a/proj/train.py", 120, "compute_loss")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from vramscope.agent import paths
+from vramscope.agent.serving import paths
 from vramscope.agent.core import Agent
 from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
 from vramscope.commands import run as run_command

@@ -8,10 +8,10 @@ import torch
 
 from vramscope.sources.demo import allocator_replay as replay
 from vramscope.sources.demo.allocator_replay import GiB, MiB, ReplayProvider, memory_stats_dict
-from vramscope.agent.allocator_settings import parse_alloc_conf, read_allocator_settings
-from vramscope.agent.peak_window import PeakWindow
-from vramscope.agent.stat_fields import extract
-from vramscope.agent.stats import StatsReader
+from vramscope.agent.allocator.allocator_settings import parse_alloc_conf, read_allocator_settings
+from vramscope.agent.allocator.peak_window import PeakWindow
+from vramscope.agent.allocator.stat_fields import extract
+from vramscope.agent.allocator.stats import StatsReader
 
 
 def test_ramp_reports_allocated_reserved_and_a_peak_that_never_misses_a_new_high():
@@ -86,7 +86,7 @@ def test_allocator_settings_from_the_conf_string(monkeypatch):
 
 
 def test_the_torch_provider_on_a_cpu_build_reports_no_device_and_never_inits_cuda():
-    from vramscope.agent.stats_cuda import TorchCudaProvider
+    from vramscope.agent.allocator.stats_cuda import TorchCudaProvider
 
     reader = StatsReader(TorchCudaProvider())
     assert reader.read("sample") == {}

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vramscope.agent.backward import BackwardWatch
-from vramscope.agent.grads import GradLedger
-from vramscope.agent.unseen_grads import LEARN_WALKS, UnseenGrads, graph_leaves
+from vramscope.agent.tensors.backward import BackwardWatch
+from vramscope.agent.tensors.grads import GradLedger
+from vramscope.agent.tensors.unseen_grads import LEARN_WALKS, UnseenGrads, graph_leaves
 
 from .oracle import pause
 from .test_instant_buckets import mlp_bn

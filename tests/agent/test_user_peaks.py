@@ -14,7 +14,7 @@ import warnings
 import torch
 
 from vramscope.agent.protocol import PEAK_BOUND
-from vramscope.agent.stats_cuda import TorchCudaProvider
+from vramscope.agent.allocator.stats_cuda import TorchCudaProvider
 
 from .fake_cuda import CountingLive, fake_cuda, user_view
 from .test_instant_buckets import mlp_bn

@@ -81,7 +81,7 @@ def test_status_lists_live_agents_and_only_the_last_ended_runs_of_this_boot():
 
 def test_status_carries_each_agents_allocator_figures_and_says_why_one_is_missing():
     from tests.agent import snapshots as S
-    from vramscope.agent.segments import summarize
+    from vramscope.agent.allocator.segments import summarize
     from vramscope.core.units import MiB, fmt_bytes
     from vramscope.sources.agents.allocator_input import allocator
 
@@ -113,7 +113,7 @@ def test_status_carries_each_agents_allocator_figures_and_says_why_one_is_missin
 
 def test_status_says_expandable_segments_are_already_on_rather_than_a_null_recovery():
     from tests.agent import snapshots as S
-    from vramscope.agent.segments import summarize
+    from vramscope.agent.allocator.segments import summarize
     from vramscope.sources.agents.allocator_input import allocator
 
     fig = summarize(S.fragmented()["segments"], "cuda:0", expandable=True)

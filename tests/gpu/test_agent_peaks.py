@@ -2,7 +2,7 @@
 untouched (run where a GPU is lent; skipped without CUDA).
 
 The agent resets the allocator's peak counters at each full read and keeps the
-user's view (agent/user_peaks.py). On a GPU: a transient allocation inside a
+user's view (agent/allocator/user_peaks.py). On a GPU: a transient allocation inside a
 window is that window's peak, exactly, and not the next window's; and
 ``torch.cuda.max_memory_allocated`` (and ``memory_stats``' peaks) read the same
 sequence in a deterministic loop with and without the agent, across the user's

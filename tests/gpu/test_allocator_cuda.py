@@ -12,8 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-from vramscope.agent.segments import by_device, summarize  # noqa: E402
-from vramscope.agent.stats_cuda import TorchCudaProvider  # noqa: E402
+from vramscope.agent.allocator.segments import by_device, summarize  # noqa: E402
+from vramscope.agent.allocator.stats_cuda import TorchCudaProvider  # noqa: E402
 
 MiB = 1 << 20
 

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from vramscope.agent import paths
+from vramscope.agent.serving import paths
 from vramscope.sources.agents import agent_dir_listing
 from vramscope.sources.agents.agent_dir_listing import SETTLED, Listings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pickle
 
-from vramscope.agent import oom
+from vramscope.agent.oom import oom
 from vramscope.core.samples import AgentDevice, AgentEvent, AgentReport
 from vramscope.core.snapshot.example import training_snapshot
 from vramscope.ui.agents.sites_control import SitesControl

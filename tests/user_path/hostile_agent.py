@@ -12,7 +12,9 @@ import sys
 import threading
 import time
 
-from vramscope.agent import paths, protocol
+from vramscope.agent import protocol
+
+from vramscope.agent.serving import paths
 
 NAN, INF = float("nan"), float("inf")
 

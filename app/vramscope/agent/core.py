@@ -5,23 +5,23 @@ model forward pre/post-hooks, the OOM observer): they read one allocator
 counter and append raw figures to bounded queues. The agent thread drains
 those queues into the ring, samples the allocator statistics a few times per
 second together with the tensor buckets at that same instant
-(agent/buckets.py: the owners' list is cached and refreshed within a walk
+(agent/tensors/buckets.py: the owners' list is cached and refreshed within a walk
 budget, the bytes are summed at each sample), and answers the monitor.
 
-The agent thread never reads ``.grad`` (agent/grads.py: in PyTorch that read
+The agent thread never reads ``.grad`` (agent/tensors/grads.py: in PyTorch that read
 races with ``zero_grad`` and can crash the process). Its gradient figure is
 the ledger of gradient storages the training thread has noted; while that
 ledger may lack the gradients of a running backward, the sample is taken by
-the training thread at its next hook instead (agent/handoff.py). Every error
+the training thread at its next hook instead (agent/steps/handoff.py). Every error
 in the agent is caught and counted; the training never sees one (nor a
 warning).
 
 The agent is a facade over its collaborators, and the place they are wired: the
-registry (agent/registry.py: the models and optimizers watched, the owners
-walk), the instant (agent/instant.py: the tensors measured), the measurer
+registry (agent/tensors/registry.py: the models and optimizers watched, the owners
+walk), the instant (agent/tensors/instant.py: the tensors measured), the measurer
 (agent/measurer.py: one sample at one instant), the allocator watch, the site
 recorder, the OOM watch, its own figures (agent/own_figures.py), the replies
-(agent/requests.py) and the agent thread's loop (agent/serving.py: the socket,
+(agent/serving/requests.py) and the agent thread's loop (agent/serving/serving.py: the socket,
 the events, the ring's feed). Each takes the objects it uses, never the Agent;
 where two use each other, the later one is reached through a lambda here.
 """
@@ -29,31 +29,34 @@ where two use each other, the later one is reached through a lambda here.
 from __future__ import annotations
 
 
-from vramscope.agent import oom, paths, postmortem, requests
-from vramscope.agent.allocator_watch import AllocatorWatch
-from vramscope.agent.site_recorder import SiteRecorder
-from vramscope.agent.backward import BackwardWatch
+from vramscope.agent.oom import oom
+from vramscope.agent.serving import paths
+from vramscope.agent.oom import postmortem
+from vramscope.agent.serving import requests
+from vramscope.agent.allocator.allocator_watch import AllocatorWatch
+from vramscope.agent.allocator.site_recorder import SiteRecorder
+from vramscope.agent.tensors.backward import BackwardWatch
 from vramscope.agent.errors import ErrorCount
-from vramscope.agent.grads import GradLedger
-from vramscope.agent.handoff import Handoff
-from vramscope.agent.input_shape import InputShape
-from vramscope.agent.instant import Instant
-from vramscope.agent.lastwords import LastWords
+from vramscope.agent.tensors.grads import GradLedger
+from vramscope.agent.steps.handoff import Handoff
+from vramscope.agent.tensors.input_shape import InputShape
+from vramscope.agent.tensors.instant import Instant
+from vramscope.agent.serving.lastwords import LastWords
 from vramscope.agent.measurer import Measurer
-from vramscope.agent.model_hooks import ModelDiscovery, ModelHooks
-from vramscope.agent.module_sampler import ModuleSampler
-from vramscope.agent.oom import OomWatch
-from vramscope.agent.outside_events import OutsideEvents
+from vramscope.agent.modules.model_hooks import ModelDiscovery, ModelHooks
+from vramscope.agent.modules.module_sampler import ModuleSampler
+from vramscope.agent.oom.oom import OomWatch
+from vramscope.agent.allocator.outside_events import OutsideEvents
 from vramscope.agent.own_figures import OwnFigures
-from vramscope.agent.phases import PhaseTracker
+from vramscope.agent.steps.phases import PhaseTracker
 from vramscope.agent.protocol import SampleItem
-from vramscope.agent.registry import Registry
-from vramscope.agent.ring import ItemRing
-from vramscope.agent.serving import Serving
-from vramscope.agent.sharded import Sharding
-from vramscope.agent.stats import StatsReader
-from vramscope.agent.steps import StepTracker
-from vramscope.agent.unseen_grads import UnseenGrads
+from vramscope.agent.tensors.registry import Registry
+from vramscope.agent.serving.ring import ItemRing
+from vramscope.agent.serving.serving import Serving
+from vramscope.agent.tensors.sharded import Sharding
+from vramscope.agent.allocator.stats import StatsReader
+from vramscope.agent.steps.steps import StepTracker
+from vramscope.agent.tensors.unseen_grads import UnseenGrads
 
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
 
@@ -231,7 +234,7 @@ class Agent:
         """The allocator's reader for the samples, the steps and the phase hooks."""
         self.measurer.reader = reader
         self.steps.reader = reader
-        self.steps.after.read = reader.raw_allocated  # a quiet step's reading (agent/after_step.py)
+        self.steps.after.read = reader.raw_allocated  # a quiet step's reading (agent/steps/after_step.py)
         self.phases.read = reader.allocated_noted  # the hooks call the provider (and raise the peaks)
 
     def _attach_hooks(self, model) -> None:
@@ -266,7 +269,7 @@ class Agent:
         if self.reader is None:
             provider = self._provider
             if provider is None:
-                from vramscope.agent.stats import default_provider
+                from vramscope.agent.allocator.stats import default_provider
 
                 provider = default_provider()
             self._use_reader(StatsReader(provider, min_gap=min(0.25, self.interval / 2)))
@@ -303,7 +306,7 @@ class Agent:
         return self.serving.started.wait(timeout)
 
     def _atexit(self) -> None:
-        """The final sample and dump, the socket closed (agent/lastwords.py calls it once,
+        """The final sample and dump, the socket closed (agent/serving/lastwords.py calls it once,
         in the starting process only)."""
         try:
             self.serving.join(1.0)

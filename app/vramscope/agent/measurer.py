@@ -2,8 +2,8 @@
 
 A sample is due on the agent thread every interval; while the gradient ledger
 may lack gradients it asks the training thread to take it at its next hook
-(agent/handoff.py). The training thread reads ``.grad`` itself; the agent
-thread never does (agent/instant.py).
+(agent/steps/handoff.py). The training thread reads ``.grad`` itself; the agent
+thread never does (agent/tensors/instant.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 from vramscope.agent import sampling
 from vramscope.agent.protocol import ItemKind, SampleItem
-from vramscope.agent.stats import StatsReader
+from vramscope.agent.allocator.stats import StatsReader
 
 HANDOFF_STEPS = 3.0  # the agent thread waits this many step times for a training hook to take its sample
 HANDOFF_WAIT = 5.0  # seconds it waits before the first step's duration is known
@@ -22,7 +22,7 @@ STRETCH_DELAY = 0.25  # a sample waits at most this share of the interval for a 
 
 class Measurer:
     """Uses: the ``registry`` (the owners, walked when due), the ``instant`` (the tensors
-    measured, agent/instant.py), the gradient ``ledger``, the ``handoff`` and ``steps``
+    measured, agent/tensors/instant.py), the gradient ``ledger``, the ``handoff`` and ``steps``
     (a sample the training thread takes), the ``ring``; and callables: ``figures`` (the
     sample's other figures), ``on_devices`` (each reading, for the OOM counters),
     ``drain`` and ``on_agent_thread`` (the agent thread's), ``error``."""
@@ -69,7 +69,7 @@ class Measurer:
 
     def turn(self, now: float) -> None:
         """A sample is due: take it here, or ask the training thread while the gradient
-        ledger may lack gradients (agent/handoff.py)."""
+        ledger may lack gradients (agent/steps/handoff.py)."""
         registry = self._registry
         try:
             self._drain()
@@ -82,7 +82,7 @@ class Measurer:
                     step = self._steps.last_duration
                     wait = max(MIN_HANDOFF_WAIT, HANDOFF_STEPS * step) if step else HANDOFF_WAIT
                 # a quiet stretch runs: its last step's full hook takes the sample -- waking the
-                # hook now would cost a full step more per sample (agent/stretch.py) -- unless
+                # hook now would cost a full step more per sample (agent/steps/stretch.py) -- unless
                 # that is more than a quarter of the interval away
                 stretch = self._steps.stretch
                 later = stretch.remaining(now)

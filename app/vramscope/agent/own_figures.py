@@ -1,5 +1,5 @@
 """What the agent says about itself: a sample's figures besides its devices, and the
-counters of the STATUS reply (agent/requests.py).
+counters of the STATUS reply (agent/serving/requests.py).
 
 A sample (agent/sampling.py ``sample_item``) carries the allocator's settings,
 the registered models, the training input, the sharding and the agent's own

@@ -1,17 +1,17 @@
 """What the agent's ring holds, built from raw figures (no tensors are read here).
 
-The hooks on the training thread only append raw readings (agent/steps.py,
-agent/phases.py); the agent thread turns them into step items here. A sample
+The hooks on the training thread only append raw readings (agent/steps/steps.py,
+agent/steps/phases.py); the agent thread turns them into step items here. A sample
 item joins the allocator's figures and the tensor buckets measured at the
 same instant (agent/measurer.py) into the five buckets per device.
 """
 
 from __future__ import annotations
 
-from vramscope.agent.buckets import GRADIENTS_UNKNOWN, NOT_ALLOCATOR, NOTHING_REGISTERED, full_buckets
-from vramscope.agent.phases import START
+from vramscope.agent.tensors.buckets import GRADIENTS_UNKNOWN, NOT_ALLOCATOR, NOTHING_REGISTERED, full_buckets
+from vramscope.agent.steps.phases import START
 from vramscope.agent.protocol import PHASES, TENSOR_BUCKETS, Phase, SampleItem, StepItem
-from vramscope.agent.peak_window import current_of, merge_peaks
+from vramscope.agent.allocator.peak_window import current_of, merge_peaks
 
 
 def fold_phases(
@@ -129,7 +129,7 @@ def device_buckets(
 ) -> list[tuple[str, dict, dict, str | None]]:
     """(device, allocator fields, five buckets, note) for every device the allocator or
     the tensors name; buckets None where nothing is registered; ``other_unknown`` /
-    ``grads_unknown``: why activations / gradients are not known (agent/buckets.py)."""
+    ``grads_unknown``: why activations / gradients are not known (agent/tensors/buckets.py)."""
     out = []
     names = list(devices)
     if tensors:
@@ -152,7 +152,7 @@ def device_buckets(
 
 def sample_item(now: float, devices: dict, tensors, step: int, figures: dict) -> SampleItem:
     """The ring's sample item: the allocator's ``devices`` and the buckets of the ``tensors``
-    measured at the same instant (agent/instant.py: ``tensors``, ``registered()``,
+    measured at the same instant (agent/tensors/instant.py: ``tensors``, ``registered()``,
     ``notes``), at step ``step``; ``figures``: the rest of the sample -- settings, models,
     input, sharded and the agent's own figures (agent/core.py)."""
     out = []
@@ -176,7 +176,7 @@ def walked(owners) -> dict | None:
 
 
 def buckets_now(tensors, devices: dict) -> dict:
-    """device -> the five buckets of the ``tensors`` last measured (agent/instant.py)."""
+    """device -> the five buckets of the ``tensors`` last measured (agent/tensors/instant.py)."""
     return {
         name: buckets
         for name, _f, buckets, _n in device_buckets(

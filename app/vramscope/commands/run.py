@@ -89,7 +89,7 @@ def _parse(argv: list[str]) -> tuple[float, list[str]] | str:
 def _say_where_the_agent_listens() -> None:
     """A refused socket directory is said here, where the user looks, not only
     inside the child's log."""
-    from vramscope.agent import paths
+    from vramscope.agent.serving import paths
 
     try:
         directory, refused = paths.choose_agent_dir()

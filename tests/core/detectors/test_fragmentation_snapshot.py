@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from tests.agent import snapshots as S
-from vramscope.agent.segments import summarize
+from vramscope.agent.allocator.segments import summarize
 from vramscope.core.detectors import Diagnostics
 
 from .scenarios import GiB, agent, device, frame, gpu, proc, T0

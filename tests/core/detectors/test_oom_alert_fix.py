@@ -1,10 +1,10 @@
 """The OOM alert and the OOM post-mortem name the same fix: the least damaging
-one that covers the shortfall (agent/oom_fixes.py), so the alerts tab and the
+one that covers the shortfall (agent/oom/oom_fixes.py), so the alerts tab and the
 agents tab never disagree about what to do first."""
 
 from __future__ import annotations
 
-from vramscope.agent import oom_fixes
+from vramscope.agent.oom import oom_fixes
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.detectors import Diagnostics
 

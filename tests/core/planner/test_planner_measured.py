@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from planner_configs import TINY_LLAMA, TINY_QWEN2  # noqa: E402
 from tiny_decoder import TinyDecoder, add_lora, train_step  # noqa: E402
 
-from vramscope.agent.buckets import tensor_buckets  # noqa: E402
+from vramscope.agent.tensors.buckets import tensor_buckets  # noqa: E402
 from vramscope.core.planner import PlanRequest, build_plan, shape_from_config  # noqa: E402
 from vramscope.core.planner.compare import compare  # noqa: E402
 from vramscope.core.samples import AgentBuckets, AgentDevice, AgentReport  # noqa: E402

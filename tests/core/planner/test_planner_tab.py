@@ -84,7 +84,7 @@ def test_typed_gpu_memory_overrides_detected(tab, qtbot):
 @pytest.mark.slow
 def test_planned_beside_measured_from_a_real_cpu_model(tab, qtbot, artifacts_dir):
     from tiny_decoder import TinyDecoder, train_step
-    from vramscope.agent.buckets import tensor_buckets
+    from vramscope.agent.tensors.buckets import tensor_buckets
 
     from planner_configs import TINY_QWEN2
 

@@ -20,7 +20,7 @@ from torch import nn
 from tests.core.planner.what_if_runs import SavedCount, batch_for, make
 from vramscope import agent
 from vramscope.agent.protocol import ItemKind
-from vramscope.agent.ring import DEFAULT_CAPS
+from vramscope.agent.serving.ring import DEFAULT_CAPS
 
 kind, batch, ready, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 # this child sends its own, independently counted "modules" items; the agent's own

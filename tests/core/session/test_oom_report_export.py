@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.agent import snapshots as S
 from tests.agent.snapshots import GiB, MiB
 from tests.core.session.helpers import T0, frame
-from vramscope.agent.segments import summarize
+from vramscope.agent.allocator.segments import summarize
 from vramscope.cli import main
 from vramscope.core.agent_figures.module_figures import ModuleFigures
 from vramscope.core.samples import AgentEvent, AgentReport, Frame

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests.core.snapshot.snapshot_format import FRAMES
-from vramscope.agent import oom
+from vramscope.agent.oom import oom
 from vramscope.core.snapshot import reading, safe_load, summary
 from vramscope.core.snapshot.safe_load import Cancelled, SnapshotError
 

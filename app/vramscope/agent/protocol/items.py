@@ -61,7 +61,7 @@ ALLOCATOR_FIGURES = (
 
 
 class DeviceFigures(TypedDict, total=False):
-    """One device of a sample: the allocator's figures (agent/stats.py) and the buckets."""
+    """One device of a sample: the allocator's figures (agent/allocator/stats.py) and the buckets."""
 
     device: str  # "cuda:0", "cpu", "xpu:0"
     uuid: str | None
@@ -85,7 +85,7 @@ class DeviceFigures(TypedDict, total=False):
 
 
 class ModelItem(TypedDict, total=False):
-    """One registered model (agent/model_info.py)."""
+    """One registered model (agent/tensors/model_info.py)."""
 
     name: str  # its class
     params: int
@@ -101,7 +101,7 @@ class ModelItem(TypedDict, total=False):
 
 
 class InputItem(TypedDict, total=False):
-    """The training forward's input (agent/input_shape.py)."""
+    """The training forward's input (agent/tensors/input_shape.py)."""
 
     batch: int
     seq: int | None
@@ -110,7 +110,7 @@ class InputItem(TypedDict, total=False):
 
 
 class Scheme(StrEnum):
-    """How a run shards or replicates its model (agent/sharded.py)."""
+    """How a run shards or replicates its model (agent/tensors/sharded.py)."""
 
     FSDP2 = "FSDP2"  # torch.distributed.fsdp.fully_shard: weights, gradients, state sharded
     DDP = "DDP"  # DistributedDataParallel: replicated, gradients reduced in buckets
@@ -118,7 +118,7 @@ class Scheme(StrEnum):
 
 
 class ShardedItem(TypedDict, total=False):
-    """A sample's "sharded" figures (agent/sharded.py), absent for a run that is neither."""
+    """A sample's "sharded" figures (agent/tensors/sharded.py), absent for a run that is neither."""
 
     scheme: str | None  # Scheme
     world_size: int | None  # the process group's size (None: not initialised)
@@ -142,7 +142,7 @@ class SampleItem(TypedDict, total=False):
 
 
 class ModuleRow(TypedDict, total=False):
-    """One module of a "modules" item (agent/module_sampler.py): bytes, None = not available."""
+    """One module of a "modules" item (agent/modules/module_sampler.py): bytes, None = not available."""
 
     name: str  # as named_modules gives it
     parent: str | None

@@ -23,13 +23,13 @@ else:  # Python 3.10: the same behaviour, spelled out
 
 
 class Op(StrEnum):
-    """Requests the agent answers (read-only, but RECORD_SITES: agent/requests.py)."""
+    """Requests the agent answers (read-only, but RECORD_SITES: agent/serving/requests.py)."""
 
     HELLO = "hello"
     PULL = "pull"
     STATUS = "status"
-    ALLOCATOR = "allocator"  # the allocator's segments summarised now (agent/allocator_watch.py)
-    RECORD_SITES = "record_sites"  # allocation sites for N steps (agent/site_recorder.py)
+    ALLOCATOR = "allocator"  # the allocator's segments summarised now (agent/allocator/allocator_watch.py)
+    RECORD_SITES = "record_sites"  # allocation sites for N steps (agent/allocator/site_recorder.py)
 
 
 class ItemKind(StrEnum):
@@ -38,8 +38,8 @@ class ItemKind(StrEnum):
     SAMPLE = "sample"
     STEP = "step"
     EVENT = "event"
-    MODULES = "modules"  # per-module bytes of a sampled step (agent/module_sampler.py)
-    ALLOCATOR = "allocator"  # a memory snapshot's summary (agent/segments.py)
+    MODULES = "modules"  # per-module bytes of a sampled step (agent/modules/module_sampler.py)
+    ALLOCATOR = "allocator"  # a memory snapshot's summary (agent/allocator/segments.py)
 
 
 class EventKind(StrEnum):
@@ -50,11 +50,13 @@ class EventKind(StrEnum):
     STEP = "step"  # the monitor's view of a step item (AgentEvent)
     PROCESS_GROUP_INIT = "process_group_init"  # torch.distributed.init_process_group returned
     COMPILE = "compile"  # torch.compile finished compiling a graph
-    SITES = "sites"  # allocation sites recording: progress, then the top sites (agent/site_recorder.py)
+    SITES = (
+        "sites"  # allocation sites recording: progress, then the top sites (agent/allocator/site_recorder.py)
+    )
 
 
 class Phase(StrEnum):
-    """Where in a training step allocated is read (agent/phases.py)."""
+    """Where in a training step allocated is read (agent/steps/phases.py)."""
 
     FORWARD = "forward"  # end of the forward pass: activations held
     BACKWARD = "backward"  # end of backward: gradients there, activations freed
@@ -99,7 +101,7 @@ BUCKETS = AGENT_BUCKETS + (Bucket.OUTSIDE_PYTORCH,)  # what the monitor shows
 
 # -- field names of a sample's figures ------------------------------------------------
 # the peak since the previous sample is exact where this is None; otherwise
-# "peak_allocated" is a lower bound and this the upper one (agent/peak_window.py PeakWindow)
+# "peak_allocated" is a lower bound and this the upper one (agent/allocator/peak_window.py PeakWindow)
 PEAK_BOUND = "peak_allocated_bound"
 PHASES_MEASURED = "phases_measured"  # (a sample's "agent" figures) share of steps with phase readings
 # (the monitor's store keys for these series: core/agent_figures/agent_keys.py)

@@ -111,15 +111,15 @@ class AgentReport:
     error: str | None = None
     recent_events: tuple[AgentEvent, ...] = ()  # the last notable (non-step) events, kept across frames
     dropped: bool = False  # the agent's ring evicted items before the monitor pulled them
-    # per registered model (agent/model_info.py)
+    # per registered model (agent/tensors/model_info.py)
     models: tuple[ModelItem, ...] = field(default=(), compare=False, hash=False)
     phases_measured: float | None = None  # share of steps whose phases the agent read
     # per-module figures of the latest sampled step
     modules: tuple[ModuleFigures, ...] = field(default=(), compare=False, hash=False)
-    # the training forward's input (agent/input_shape.py)
+    # the training forward's input (agent/tensors/input_shape.py)
     measured_input: InputItem | None = field(default=None, compare=False, hash=False)
     rendezvous: str | None = None  # the distributed job's MASTER_ADDR:PORT (its ranks share it)
-    # FSDP2's all-gathered copies and DDP's buckets per device (agent/sharded.py)
+    # FSDP2's all-gathered copies and DDP's buckets per device (agent/tensors/sharded.py)
     sharded: ShardedItem | None = field(default=None, compare=False, hash=False)
     # the newest allocator summary (sources/agents/allocator_input.py); None: none received
     allocator: AllocatorSummary | None = field(default=None, compare=False, hash=False)

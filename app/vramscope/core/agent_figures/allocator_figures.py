@@ -1,6 +1,6 @@
 """An agent device's allocator figures for `status` (JSON and the text view).
 
-From the newest allocator summary the agent sent (agent/segments.py, checked
+From the newest allocator summary the agent sent (agent/allocator/segments.py, checked
 by sources/agents/allocator_input.py): reserved - allocated split into free space
 inside partly used segments (fragmentation) and whole free segments, the
 largest free block, private pools, what ``expandable_segments:True`` would

@@ -3,7 +3,7 @@
 sources/agents/allocator_input.py, carried by the stream and sessions, read by the
 agents tab's segment map, ``status`` and the fragmentation rule.
 
-The agent's figure names (agent/segments.py FIGURES) are the keys of a
+The agent's figure names (agent/allocator/segments.py FIGURES) are the keys of a
 device's summary; a figure not available is None. The stream codec checks a
 summary against these declarations, so a remote host's or an old session's
 summary is the same typed value as a local one.
@@ -24,7 +24,7 @@ class PrivatePools(TypedDict):
 
 class SegmentBar(TypedDict):
     """One segment of the map: its size and its runs of blocks, (state, bytes) in
-    address order (state: agent/segments.py STATES)."""
+    address order (state: agent/allocator/segments.py STATES)."""
 
     size: int
     largest_free: int | None
@@ -49,7 +49,7 @@ class _DeviceFigures(TypedDict):
 
 
 class DeviceSummary(_DeviceFigures):
-    """One device: the figures of agent/segments.py FIGURES, its pools and its map."""
+    """One device: the figures of agent/allocator/segments.py FIGURES, its pools and its map."""
 
     private_pools: PrivatePools | None
     map: tuple[SegmentBar, ...]

@@ -1,6 +1,6 @@
 """Per-module figures of one watched model, as the monitor keeps them.
 
-The agent measures them on sampled steps (agent/module_sampler.py) and sends
+The agent measures them on sampled steps (agent/modules/module_sampler.py) and sends
 a "modules" item; sources/agents/agent_modules.py checks it once and makes these
 frozen values, which the report, ``status``, sessions, exports and the
 agents tab read. Bytes; ``None`` = not available, and ``why`` says why.

@@ -5,13 +5,13 @@ with: within a sampling interval of the OOM), the other processes on that GPU
 and this process's memory outside PyTorch's cache (NVML's figure minus
 reserved) are added to the event's data, so the window, the recorded session
 and ``vramscope export --format oom-report`` build the report
-(agent/oom_report.py) with the shortfall split into other processes and
+(agent/oom/oom_report.py) with the shortfall split into other processes and
 outside PyTorch instead of one combined figure.
 """
 
 from __future__ import annotations
 
-from vramscope.agent import oom_report
+from vramscope.agent.oom import oom_report
 from vramscope.core.agent_figures.module_figures import disjoint
 from vramscope.core.status.terminal_text import visible_fields
 from vramscope.core.processes.process_names import display_name

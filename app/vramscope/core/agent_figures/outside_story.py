@@ -4,7 +4,7 @@ that came with it where one did.
 
 The monitor records the bucket per frame (sources/agents/agent_client.py); the agent
 reports the events that bring memory outside the caching allocator
-(agent/outside_events.py): a process group's creation (NCCL), a
+(agent/allocator/outside_events.py): a process group's creation (NCCL), a
 ``torch.compile`` compilation (Triton, autotuning), and the first forward,
 whose first matmul creates cuBLAS's workspace and cuDNN's handles ("loaded").
 A jump is a rise of at least JUMP_MIN between two readings; its event is the

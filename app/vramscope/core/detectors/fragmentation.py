@@ -10,7 +10,7 @@ also wants the allocator's own evidence: much of the gap non-releasable
 over a window, at ``frag_min_retry_rises`` separate samples: one retry (a
 single large allocation at a peak) is not a trend and raises nothing.
 
-Where the agent sent a summary of the allocator's segments (agent/segments.py,
+Where the agent sent a summary of the allocator's segments (agent/allocator/segments.py,
 from ``torch.cuda.memory_snapshot()``), the rule judges by its figures instead
 of the counters: the free space inside partly used segments (what
 ``empty_cache()`` cannot return), the whole free segments (what it would),

@@ -1,4 +1,4 @@
-"""The fragmentation rule's figures from the allocator's own picture (agent/segments.py).
+"""The fragmentation rule's figures from the allocator's own picture (agent/allocator/segments.py).
 
 A summary is used while it is recent (SNAPSHOT_MAX_AGE before the agent's
 newest sample at most); an older one, or none, leaves the rule on the

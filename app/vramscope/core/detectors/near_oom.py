@@ -18,7 +18,7 @@ under the agent, an inference server, a notebook, or a plain script.
 
 from __future__ import annotations
 
-from vramscope.agent.oom_fixes import covering
+from vramscope.agent.oom.oom_fixes import covering
 from vramscope.agent.protocol import EventKind
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.detectors.advice import (
@@ -345,7 +345,7 @@ class NearOomRule:
 
 
 def _covering_fixes(data: dict, report, device) -> str:
-    """The post-mortem's fixes that cover the shortfall (agent/oom_report.py), least
+    """The post-mortem's fixes that cover the shortfall (agent/oom/oom_report.py), least
     damaging first -- the alert and the report name the same first fix; "" when the
     event says too little to know the shortfall, or nothing covers it (then the usual
     order, from the bucket that dominates)."""

@@ -3,7 +3,7 @@
 Each OOM event the session kept (with the allocator's picture at that
 instant and what NVML saw on the GPU: core/agent_figures/oom_context.py), with the
 per-module figures the session recorded for that process before it, becomes the report
-the window shows (agent/oom_report.py), in full. ``--redact`` replaces user
+the window shows (agent/oom/oom_report.py), in full. ``--redact`` replaces user
 names and command lines as the other exports do and cuts the file paths of
 allocation sites to their file names.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 
-from vramscope.agent import oom_text
+from vramscope.agent.oom import oom_text
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.safe_io import safe_write
 from vramscope.core.export.csv_export import ExportSummary

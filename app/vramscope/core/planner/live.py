@@ -1,6 +1,6 @@
 """The planner's third input: a live model, as the PyTorch agent reports it.
 
-The agent (agent/model_info.py) reports per registered model its parameters
+The agent (agent/tensors/model_info.py) reports per registered model its parameters
 (unique tensors, tied ones counted once), the trainable ones, the bytes they
 hold in their own dtypes and the optimizer that updates them. From that the
 plan is made like with like: the parameter count, a frozen base when fewer
@@ -10,7 +10,7 @@ the parameter's dtype) and the optimizer's class -- so "planned vs measured"
 compares the same thing twice.
 
 A sharded or replicated run (FSDP2, DDP, DeepSpeed ZeRO: the agent's
-"sharded" item, agent/sharded.py) is planned as the run is laid out: over
+"sharded" item, agent/tensors/sharded.py) is planned as the run is laid out: over
 its world size, with its scheme's sharding (FSDP2 = ZeRO stage 3), so the
 plan is one rank's -- the same thing the rank's agent measures.
 """

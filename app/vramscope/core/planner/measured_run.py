@@ -4,8 +4,8 @@ From what the PyTorch agent sends (untrusted values: every field is
 checked): per device the tensor buckets of the latest sample (weights,
 gradients, optimizer state), the step's peak allocated from the step items'
 phase peaks (CUDA: the allocator's counter), the micro-batch and sequence
-length of the training forward (agent/input_shape.py), the models'
-parameter counts and optimizer (agent/model_info.py) and -- where the agent
+length of the training forward (agent/tensors/input_shape.py), the models'
+parameter counts and optimizer (agent/tensors/model_info.py) and -- where the agent
 measured them -- the activations saved for backward per module (the
 "modules" item: ``{"step", "device", "modules": [{"name", "parent",
 "weights", "gradients", "optimizer_state", "activations", "shared",
@@ -15,7 +15,7 @@ The activations come from the per-module figures where they are there (the
 bytes saved for backward, each storage once); otherwise from the step's
 peak: peak - weights - gradients - optimizer state, i.e. activations +
 temporaries at the peak. Beside the modules' figures the loss saves a tensor
-the size of the model's output (agent/input_shape.py notes its bytes). A CPU run without per-module figures has no
+the size of the model's output (agent/tensors/input_shape.py notes its bytes). A CPU run without per-module figures has no
 allocator peak: its activations are not known, and said so.
 
 A module's figure includes its submodules' where every listed parent holds

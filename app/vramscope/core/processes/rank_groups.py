@@ -3,7 +3,7 @@ and the rank that holds much more than the others.
 
 Ranks belong to one job when their agents name the same rendezvous
 (``MASTER_ADDR:MASTER_PORT`` or torchelastic's run id, from the rank's
-environment: agent/paths.py) or, without one, when they are ranks with the
+environment: agent/serving/paths.py) or, without one, when they are ranks with the
 same parent process (one ``torchrun`` launcher). What a rank holds: on a GPU
 what PyTorch reserved plus what is outside PyTorch (the process's device
 memory); on the CPU the tensors the agent counted.
@@ -64,7 +64,7 @@ class Job:
 
 
 def _sharded(report: AgentReport, name: str) -> int | None:
-    """A rank's FSDP2 unsharded copies or DDP buckets (agent/sharded.py), all devices."""
+    """A rank's FSDP2 unsharded copies or DDP buckets (agent/tensors/sharded.py), all devices."""
     per = (report.sharded or {}).get(name)
     if not isinstance(per, dict):
         return None

@@ -11,8 +11,8 @@ same breakdown at another instant.
 
 from __future__ import annotations
 
-from vramscope.agent import segments as seg_summary
-from vramscope.agent.sites import INTERNAL
+from vramscope.agent.allocator import segments as seg_summary
+from vramscope.agent.allocator.sites import INTERNAL
 from vramscope.core.snapshot import columns as C
 from vramscope.core.snapshot.replay import START, Breakdown, DeviceReplay
 

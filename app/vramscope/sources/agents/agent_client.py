@@ -29,7 +29,9 @@ import os
 import stat
 import time
 
-from vramscope.agent import paths, protocol
+from vramscope.agent import protocol
+
+from vramscope.agent.serving import paths
 from vramscope.agent.protocol import Op
 from vramscope.core.agent_figures.agent_keys import series_key as agent_key  # noqa: F401 (the store key, for callers)
 from vramscope.core.safe_io import bounded_read
@@ -264,7 +266,7 @@ class AgentClient:
         """Pull from all these agents at once, again from those that have more (up to
         MAX_PULLS_PER_POLL rounds). With ``retry``, the keys of agents whose idle
         connection was dropped (the agent drops connections idle for a few seconds,
-        agent/server.py) are returned to be reconnected in this pass."""
+        agent/serving/server.py) are returned to be reconnected in this pass."""
         dropped = set()
         active = list(states)
         for round_ in range(MAX_PULLS_PER_POLL):

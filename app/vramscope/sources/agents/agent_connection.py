@@ -33,7 +33,7 @@ import stat
 import time
 
 from vramscope.agent import protocol
-from vramscope.agent.server import peer_uid
+from vramscope.agent.serving.server import peer_uid
 from vramscope.core.safe_io.bounded_read import describe_mode
 
 READ_CHUNK = 1 << 16

@@ -20,7 +20,7 @@ import os
 import stat
 import time
 
-from vramscope.agent import paths
+from vramscope.agent.serving import paths
 
 MAX_DIR_ENTRIES = 4096  # names looked at per directory and pass
 SETTLED = 1.0  # seconds between a directory's last change and a listing kept

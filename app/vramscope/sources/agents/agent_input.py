@@ -215,7 +215,7 @@ def sample(raw: object) -> Sample:
 
 
 def measured_input(raw: object) -> InputItem | None:
-    """The training forward's input (agent/input_shape.py): a batch of at least 1, or None."""
+    """The training forward's input (agent/tensors/input_shape.py): a batch of at least 1, or None."""
     if not isinstance(raw, dict) or not integer(raw.get("batch"), 1):
         return None
     return {
@@ -226,7 +226,7 @@ def measured_input(raw: object) -> InputItem | None:
     }
 
 
-SHARDED = ("fsdp_unsharded", "ddp_buckets")  # agent/sharded.py's figures
+SHARDED = ("fsdp_unsharded", "ddp_buckets")  # agent/tensors/sharded.py's figures
 
 
 def sharded(raw: object) -> ShardedItem | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from vramscope.agent import paths
+from vramscope.agent.serving import paths
 from vramscope.agent.protocol import Bucket, EventKind
 from vramscope.core.agent_figures import agent_series, oom_context
 from vramscope.core.samples import AgentReport, Frame, GpuProcess, GpuSample

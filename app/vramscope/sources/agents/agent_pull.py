@@ -14,7 +14,9 @@ import stat
 import time
 from dataclasses import dataclass, field
 
-from vramscope.agent import paths, protocol
+from vramscope.agent import protocol
+
+from vramscope.agent.serving import paths
 from vramscope.agent.protocol import ItemKind, Op
 from vramscope.sources.agents import agent_input
 from vramscope.sources.agents.agent_connection import AgentConnection

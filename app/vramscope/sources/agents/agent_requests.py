@@ -1,7 +1,7 @@
 """Asking one local agent to do something now (``vramscope sites``, the agents tab's
 button): find its socket by PID, send the request, follow its events.
 
-The socket is found where the agent listens (agent/paths.py: the same
+The socket is found where the agent listens (agent/serving/paths.py: the same
 candidate directories, the name from the PID and its start time in
 ``/proc``), connected to through sources/agents/agent_connection.py (a socket only,
 served by its directory's owner) -- never on the GUI thread.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-from vramscope.agent import paths
+from vramscope.agent.serving import paths
 from vramscope.agent.protocol import EventKind, Op
 from vramscope.sources.agents.agent_connection import AgentConnection
 from vramscope.sources.agents.agent_input import integer

@@ -1,4 +1,4 @@
-"""An agent's allocator summary (agent/segments.py), checked before the monitor uses it.
+"""An agent's allocator summary (agent/allocator/segments.py), checked before the monitor uses it.
 
 Every value is untrusted (sources/agents/agent_input.py): figures become ints in
 range or None, the map is cut to the agent's own bounds, a run's state must
@@ -11,7 +11,7 @@ from __future__ import annotations
 import typing
 
 from vramscope.core.agent_figures.allocator_summary import AllocatorSummary, DeviceSummary
-from vramscope.agent.segments import FIGURES, MAX_BLOCKS, MAX_SEGMENTS, STATES
+from vramscope.agent.allocator.segments import FIGURES, MAX_BLOCKS, MAX_SEGMENTS, STATES
 from vramscope.sources.agents.agent_input import finite, integer, text, time_of
 
 

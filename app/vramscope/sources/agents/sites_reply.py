@@ -1,5 +1,5 @@
 """An allocation-site recording's progress and result as an agent sends them
-(agent/site_recorder.py, agent/sites.py), checked before `vramscope sites` uses them.
+(agent/allocator/site_recorder.py, agent/allocator/sites.py), checked before `vramscope sites` uses them.
 
 The agent is another process: a figure may come as a string, NaN or 1e400, a
 device table as a list, a site as a number. What does not fit is dropped

@@ -5,18 +5,18 @@ segments in PyTorch's snapshot format -- the weights, gradients and optimizer
 state in large fully used segments, the activations in segments left with
 free slivers between live blocks (the inactive split), the rest of the cache
 as whole free segments -- summarised by the agent's own code
-(agent/segments.py) and checked as the monitor checks an agent's item
+(agent/allocator/segments.py) and checked as the monitor checks an agent's item
 (sources/agents/allocator_input.py). Deterministic: a function of the figures.
 """
 
 from __future__ import annotations
 
-from vramscope.agent.segments import summarize
+from vramscope.agent.allocator.segments import summarize
 from vramscope.core.agent_figures.allocator_summary import AllocatorSummary
 from vramscope.core.units import GiB, MiB
 from vramscope.sources.agents import allocator_input
 
-SNAPSHOT_EVERY = 5.0  # the agent's cadence (agent/allocator_watch.py)
+SNAPSHOT_EVERY = 5.0  # the agent's cadence (agent/allocator/allocator_watch.py)
 FULL_SEGMENTS = (2 * GiB, 1 * GiB, 512 * MiB)
 SLIVER_SEGMENT = 160 * MiB
 MAX_SLIVER_SEGMENTS = 14

@@ -23,7 +23,7 @@ def bucket_help() -> str:
     return "\n".join(f"{BUCKET_LABELS[b]}: {BUCKET_MEANING[b]}" for b in BUCKET_MEANING)
 
 
-PHASES = (  # (phase, words, symbol): the step phases the agent reads (agent/phases.py)
+PHASES = (  # (phase, words, symbol): the step phases the agent reads (agent/steps/phases.py)
     (Phase.FORWARD, "end of forward (activations held)", "t1"),
     (Phase.BACKWARD, "after backward", "d"),
     (Phase.OPTIMIZER, "after optimizer step", "s"),

@@ -1,7 +1,7 @@
 """The OOM post-mortem in the agents tab: the report's dozen lines under the OOM line.
 
 Built from the OOM event's data by the same code that prints it on the training
-process's stderr (agent/oom_report.py), with what the monitor saw on the GPU
+process's stderr (agent/oom/oom_report.py), with what the monitor saw on the GPU
 (core/agent_figures/oom_context.py). The full report: ``vramscope export --format oom-report``.
 Where the agent saved the snapshot at the OOM (memory history on) and the file is
 on this machine, a link opens it in the snapshot viewer (ui/snapshot/).
@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel
 
-from vramscope.agent import oom_text
+from vramscope.agent.oom import oom_text
 from vramscope.core.agent_figures import oom_context
 from vramscope.ui.qt import theme
 from vramscope.ui.qt.safe_text import html_text

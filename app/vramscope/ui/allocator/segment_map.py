@@ -1,6 +1,6 @@
 """The allocator's segment map (agents tab): each segment a bar of its blocks.
 
-From the agent's summary of ``torch.cuda.memory_snapshot()`` (agent/segments.py):
+From the agent's summary of ``torch.cuda.memory_snapshot()`` (agent/allocator/segments.py):
 allocated, free inside a partly used segment (fragmentation), a whole free
 segment (``empty_cache()`` would return it), memory freed on one stream and
 still used on another, and runs of small blocks merged for the map. The
@@ -22,7 +22,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from vramscope.agent.segments import ALLOCATED, AWAITING, FREE_SEGMENT, FREE_SPLIT, MIXED
+from vramscope.agent.allocator.segments import ALLOCATED, AWAITING, FREE_SEGMENT, FREE_SPLIT, MIXED
 from vramscope.core.units import fmt_bytes, fmt_count
 from vramscope.ui.qt import theme
 

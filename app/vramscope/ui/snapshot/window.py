@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramscope.agent import segments as seg_summary
+from vramscope.agent.allocator import segments as seg_summary
 from vramscope.core.snapshot import summary
 from vramscope.core.snapshot.replay import DeviceReplay
 from vramscope.core.snapshot.text import comparison_lines
