@@ -205,21 +205,17 @@ class _Builder:
 KNOWN_ENTRY_FIELDS = frozenset(("device_free", "pool_id", "compile_context", "user_metadata"))
 
 
+# What a value of a kind no PyTorch writes raises while it is converted (``unexpected``).
+UNEXPECTED = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+
+
 def from_object(obj) -> Snapshot:
     """The columns of an unpickled snapshot; ``SnapshotError`` for anything that is not
     one, whatever its values. ``obj`` is consumed: its trace entries are dropped as they
     are converted (so the columns take the memory they leave) and its blocks reused."""
     try:
         return _from_object(obj)
-    except (
-        TypeError,
-        ValueError,
-        AttributeError,
-        KeyError,
-        IndexError,
-        OverflowError,
-        RecursionError,
-    ) as exc:
+    except UNEXPECTED as exc:
         if isinstance(exc, SnapshotError):
             raise
         raise unexpected(exc) from None
@@ -245,15 +241,7 @@ def from_native(root, traces: list[DeviceTrace], b: _Builder) -> Snapshot:
         if type(segments) is not list or type(listed) is not list:
             raise _bad("'segments' or 'device_traces' is not a list")
         out_segments = [b.segment(s, i) for i, s in enumerate(segments)]
-    except (
-        TypeError,
-        ValueError,
-        AttributeError,
-        KeyError,
-        IndexError,
-        OverflowError,
-        RecursionError,
-    ) as exc:
+    except UNEXPECTED as exc:
         if isinstance(exc, SnapshotError):
             raise
         raise unexpected(exc) from None

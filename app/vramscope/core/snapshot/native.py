@@ -119,15 +119,7 @@ def read(path, on_progress=None, cancelled=None) -> Snapshot:
             raise SnapshotError(f"{path}: {exc}") from None
         except OSError as exc:
             raise SnapshotError(f"{path} could not be read ({exc})") from None
-        except (
-            TypeError,
-            ValueError,
-            AttributeError,
-            KeyError,
-            IndexError,
-            OverflowError,
-            RecursionError,
-        ) as exc:
+        except building.UNEXPECTED as exc:
             raise SnapshotError(f"{path}: {building.unexpected(exc)}") from None
     listed = root.get("device_traces") if type(root) is dict else None
     if traces and not (
