@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from vramscope.core.samples import AgentDevice, AgentEvent, AgentReport
-from vramscope.ui.agents.sites_control import CPU_ONLY, SitesControl
+from vramscope.ui.agents.sites_control import CPU_ONLY, NO_CHANNEL, SitesControl
 
 MiB = 1 << 20
 
@@ -102,3 +102,12 @@ def test_a_window_that_cannot_reach_the_agent_says_why_and_asks_nothing(qtbot):
     assert asked == []
     c.update_from(report, sites_refusal(report, here))
     assert c.button.isEnabled()
+
+
+def test_a_view_given_no_way_to_ask_says_so(qtbot):
+    # the view reads no source: the window's shell hands it the request (ui/window/panels.py;
+    # tests/user_path/test_window_cuda_run.py checks the real window's agents tab has it)
+    c = SitesControl(4242)
+    qtbot.addWidget(c)
+    c.update_from(_report())
+    assert not c.button.isEnabled() and c.reason.text() == NO_CHANNEL

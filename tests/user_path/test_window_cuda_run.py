@@ -18,6 +18,7 @@ import pytest
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
 from user_path.helpers import no_traceback, window_args
 from vramscope.ui.agents.agent_panel import AgentProcessView
+from vramscope.ui.agents.sites_control import NO_CHANNEL
 from vramscope.ui.window.app import build_window
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
@@ -106,5 +107,7 @@ def test_the_window_shows_modules_oom_and_segments_of_a_simulated_cuda_run(
             timeout=60_000,
         )
         assert view().modules.tree.topLevelItemCount() > 0
+        # the shell handed the tab its way to ask the agent (ui/window/panels.py)
+        assert view().sites.reason.text() != NO_CHANNEL
     finally:
         window.services.close()

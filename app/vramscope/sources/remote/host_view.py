@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from vramscope.core.samples import Frame, HostStatus
+from vramscope.core.status.host_text import describe_state as describe_state  # read through here too
 
 CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
     HostStatus.CONNECTING,
@@ -47,16 +48,6 @@ class HostView:
 
     def describe(self) -> str:
         return describe_state(self.host, self.state, self.error, self.retry_in)
-
-
-def describe_state(host: str, state: str, error: str | None = None, retry_in: float | None = None) -> str:
-    """One line: "lab2: connected", or why not and when it is tried again."""
-    if state in (CONNECTED, CONNECTING):
-        return f"{host}: {state}"
-    text = f"{host}: {error or state}"
-    if retry_in is not None:
-        text += f"; retrying in {retry_in:.0f} s"
-    return text
 
 
 def with_events(frame: Frame, events: dict) -> Frame:

@@ -43,7 +43,7 @@ DEFAULT_WINDOW = 600.0  # seconds of history shown
 
 
 class AgentProcessView(QFrame):
-    def __init__(self, report: AgentReport, parent=None):
+    def __init__(self, report: AgentReport, parent=None, start_sites=None):
         super().__init__(parent)
         self.identity = report.identity
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -81,7 +81,7 @@ class AgentProcessView(QFrame):
         theme.styled(self.notes, lambda s: f"color: {s.WARNING};")
         self.notes.setVisible(False)
         body.addWidget(self.notes)
-        self.sites = SitesControl(report.pid)  # record allocation sites (ui/agents/sites_control.py)
+        self.sites = SitesControl(report.pid, start=start_sites)  # record allocation sites (sites_control.py)
         body.addWidget(self.sites)
         self.modules = ModuleTree()
         self.details = DetailTabs()  # modules, OOM post-mortem, segment map (ui/agents/agent_details.py)
@@ -218,11 +218,14 @@ def cpu_text(dev, on_gpu: bool) -> str:
 class AgentPanel(QWidget):
     """All agent processes; ``update_from(frame)`` on the GUI timer (reads the store only)."""
 
-    def __init__(self, store, window: float = DEFAULT_WINDOW, parent=None, read_only: bool = False):
+    def __init__(
+        self, store, window: float = DEFAULT_WINDOW, parent=None, read_only: bool = False, start_sites=None
+    ):
         super().__init__(parent)
         self.store = store
         self.window = window
         self.read_only = read_only  # asks no agent to record sites (ui/agents/sites_control.py)
+        self.start_sites = start_sites  # how a section asks its agent to record sites (None: it cannot)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         self.empty = QLabel(
@@ -272,7 +275,11 @@ class AgentPanel(QWidget):
         by_id = {r.identity: r for r in reports}
         for key in order:
             if key not in self.views:
-                self.views[key] = JobHeader() if isinstance(key, JobSlot) else AgentProcessView(by_id[key])
+                self.views[key] = (
+                    JobHeader()
+                    if isinstance(key, JobSlot)
+                    else AgentProcessView(by_id[key], start_sites=self.start_sites)
+                )
             if isinstance(key, JobSlot):
                 self.views[key].show_job(found[key])
             else:

@@ -26,6 +26,7 @@ TOP = 5
 CPU_ONLY = "not available: this run has no CUDA device (CPU-only PyTorch, or the model is on the CPU)"
 DEMO = "not available in the demo: its processes are invented"
 READ_ONLY = "not available: vramscope runs read-only (--read-only) and changes no other process"
+NO_CHANNEL = "not available: this view was given no way to ask the agent"
 
 
 def sites_refusal(report, frame, read_only: bool = False) -> str | None:
@@ -78,10 +79,10 @@ def sites_text(d: dict) -> str:
 
 class SitesControl(QWidget):
     def __init__(self, pid: int, start=None, parent=None):
+        """``start(pid, steps)`` asks the agent (the window's shell hands in
+        sources/agents/agent_requests.py's ``start_sites``); None: this view cannot ask."""
         super().__init__(parent)
         self.pid = pid
-        if start is None:
-            from vramscope.sources.agents.agent_requests import start_sites as start
         self._start = start
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -117,6 +118,8 @@ class SitesControl(QWidget):
 
     def update_from(self, report, refusal: str | None = None) -> None:
         """``refusal``: why this window cannot ask (sites_refusal), None when it can."""
+        if refusal is None and self._start is None:
+            refusal = NO_CHANNEL
         cuda = any(d.device.startswith("cuda") for d in report.devices)
         live = report.connected
         usable = cuda and live and refusal is None

@@ -25,7 +25,7 @@ from vramscope.core.units import fmt_gib
 from vramscope.ui.qt import theme
 from vramscope.ui.qt.safe_text import plain
 from vramscope.ui.monitor.time_axis import TimeAxis
-from vramscope.sources.remote.host_stream import CONNECTED
+from vramscope.core.samples import HostStatus
 
 COLUMNS = ("Host", "State", "GPUs", "Used / total", "Per GPU (used / total GiB)", "Alerts")
 RANGES = (
@@ -59,7 +59,7 @@ def host_rows(frame, alerts=()) -> list[tuple]:
         rows.append(
             (
                 state.host,
-                "up" if state.state == CONNECTED else (state.error or state.state),
+                "up" if state.state == HostStatus.CONNECTED else (state.error or state.state),
                 len(gpus),
                 summary,
                 per_gpu,
@@ -141,7 +141,7 @@ class FleetOverview(QWidget):
                     self.table.setItem(r, c, item)
                 item.setText(str(value))
                 if c == 1:
-                    up = frame.hosts[r].state == CONNECTED  # the rows follow frame.hosts
+                    up = frame.hosts[r].state == HostStatus.CONNECTED  # the rows follow frame.hosts
                     item.setData(Qt.ItemDataRole.UserRole, up)
                     item.setForeground(pg.mkColor(_state_colour(up, theme.current())))
 

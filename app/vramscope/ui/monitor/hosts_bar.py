@@ -10,15 +10,16 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 from vramscope.core.status.terminal_text import visible
 from vramscope.ui.qt.safe_text import plain, tip
 
-from vramscope.sources.remote.host_stream import CONNECTED, CONNECTING, describe_state
+from vramscope.core.samples import HostStatus
+from vramscope.core.status.host_text import describe_state
 from vramscope.ui.qt import theme
 
 
 def chip_text(state) -> str:
     """One host's chip: connected with its GPUs, connecting, or why not."""
-    if state.state == CONNECTED:
+    if state.state == HostStatus.CONNECTED:
         return f"● {state.host}  {state.gpus} GPU{'s' if state.gpus != 1 else ''}"
-    mark = "○" if state.state == CONNECTING else "✕"
+    mark = "○" if state.state == HostStatus.CONNECTING else "✕"
     return f"{mark} {describe_state(state.host, state.state, state.error, state.retry_in)}"
 
 
@@ -54,7 +55,7 @@ class HostsBar(QWidget):
 
 def chip_style(state: str, s: theme.Scheme) -> str:
     """A chip in its state's colour: connected, connecting, or down."""
-    colour = {CONNECTED: s.OK, CONNECTING: s.MUTED}.get(state, s.ERROR)
+    colour = {HostStatus.CONNECTED: s.OK, HostStatus.CONNECTING: s.MUTED}.get(state, s.ERROR)
     return (
         f"QLabel#hostChip {{ border: 1px solid {colour}; border-radius: 9px;"
         f" padding: 2px 8px; color: {colour}; }}"

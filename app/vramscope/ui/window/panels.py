@@ -39,7 +39,10 @@ def attach_panels(window, engine=None, actions=None, read_only: bool = False) ->
     alerts = AlertsPanel(
         engine=engine, actions=actions, read_only=read_only, clock=now, bridge=getattr(window, "bridge", None)
     )
-    agents = AgentPanel(window.store, read_only=read_only)
+    # the one way the agents tab asks an agent to record allocation sites: over its socket
+    from vramscope.sources.agents.agent_requests import start_sites
+
+    agents = AgentPanel(window.store, read_only=read_only, start_sites=start_sites)
     planner = PlannerTab()
     tray = TrayNotifier(window)
     panels = Panels(alerts, agents, planner, tray)
