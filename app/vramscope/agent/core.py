@@ -57,6 +57,7 @@ from vramscope.agent.tensors.sharded import Sharding
 from vramscope.agent.allocator.stats import StatsReader
 from vramscope.agent.steps.steps import StepTracker
 from vramscope.agent.tensors.unseen_grads import UnseenGrads
+from vramscope.agent.training_hooks import TrainingHooks
 
 from vramscope.agent import DEFAULT_INTERVAL, MIN_INTERVAL  # defined in the package (no torch there)
 
@@ -68,6 +69,7 @@ class Agent:
     ooms: OomWatch
     figures: OwnFigures
     serving: Serving
+    hooks: TrainingHooks
 
     def __init__(
         self,
@@ -121,7 +123,9 @@ class Agent:
             self.module_sampler.quiet_cap,
         )
         self.discovery = (
-            ModelDiscovery(self.watch_models, on_first_call=self._first_forward) if discover else None
+            ModelDiscovery(self.watch_models, on_first_call=lambda: self.hooks.first_forward())
+            if discover
+            else None
         )
         self.registry = Registry(  # the models and optimizers watched, the owners walk
             self.ledger,
@@ -129,7 +133,7 @@ class Agent:
             self.steps,
             self.sharding,
             self.discovery,
-            attach=self._attach_hooks,
+            attach=lambda model: self.hooks.attach(model),
             error=self.error,
         )
         # backwards through parameters no walk found: gradients n/a until one does
@@ -139,6 +143,16 @@ class Agent:
             self.ledger,
             on_unseen=self.registry.on_unseen,
             step_seconds=lambda: self.steps.last_duration,
+        )
+        self.hooks = TrainingHooks(  # which hooks go on a model, and all of them off at the end
+            self.steps,
+            self.phases,
+            self.model_hooks,
+            self.module_sampler,
+            self.input_shape,
+            self.unseen,
+            self.backward,
+            self.discovery,
         )
         self.instant = Instant(self.registry, self.ledger, self.unseen, self.error)  # the tensors measured
         self.measurer = Measurer(  # one sample at one instant
@@ -237,11 +251,6 @@ class Agent:
         self.steps.after.read = reader.raw_allocated  # a quiet step's reading (agent/steps/after_step.py)
         self.phases.read = reader.allocated_noted  # the hooks call the provider (and raise the peaks)
 
-    def _attach_hooks(self, model) -> None:
-        """A registered model's hooks: the forward's (phases), the modules', the input's."""
-        self.model_hooks.attach(model)
-        self.model_hooks.quiet_also(model, self.module_sampler.attach(model) + self.input_shape.attach(model))
-
     # -- registration (any thread) -------------------------------------------------------
     def watch(self, model=None, optimizer=None) -> None:
         """Register (the caller's thread: the training thread, where ``.grad`` may be read)."""
@@ -287,15 +296,8 @@ class Agent:
     def stop(self, timeout: float = 2.0) -> None:
         """Remove the hooks, write the final dump, close the socket."""
         self.serving.join(timeout)
-        self.steps.uninstall()
-        self.model_hooks.detach_all()
-        self.module_sampler.detach_all()
-        self.input_shape.detach_all()
+        self.hooks.remove()
         self.outside_events.uninstall()
-        self.unseen.uninstall()
-        self.backward.drop()
-        if self.discovery is not None:
-            self.discovery.finish()
         if self._final_dump:
             self.last_words.disarm()
             self.last_words.at_exit()
@@ -328,14 +330,7 @@ class Agent:
         if server is not None:
             server.drop_inherited()
         try:
-            self.steps.uninstall()
-            self.model_hooks.detach_all()
-            self.module_sampler.detach_all()
-            self.input_shape.detach_all()
-            self.unseen.uninstall()
-            self.backward.drop()
-            if self.discovery is not None:
-                self.discovery.finish()
+            self.hooks.remove()
         except Exception:
             pass
 
@@ -351,9 +346,6 @@ class Agent:
 
     def device_name(self, index: int) -> str:
         return self.measurer.device_name(index)
-
-    def _first_forward(self) -> None:
-        self.phases.mark_loaded(self.steps.count)
 
     # -- OOM ------------------------------------------------------------------------------------------
     def _on_oom(self, device, alloc, device_allocated, device_free) -> None:
