@@ -47,7 +47,9 @@ def test_a_busy_frame_s_table_is_built_after_its_plots_are_drawn(make_window, qt
     w = make_window([_frame(k) for k in range(30)], window="10m")
     qtbot.waitUntil(lambda: w.table.model.rowCount() == 2 * PER_GPU, timeout=10_000)
     kinds = [e[0] for e in events]
-    assert kinds.count("table") == 1 and "plot" in kinds
+    # (on a loaded machine the window's next refresh may ask, and build, again before the
+    # wait sees the rows: the first build is the one that must follow the plots)
+    assert kinds.count("table") >= 1 and "plot" in kinds
     table = kinds.index("table")
     assert "plot" in kinds[:table]  # the frame's plots are drawn first
     asked = next(e for e in events if e[0] == "ask")
