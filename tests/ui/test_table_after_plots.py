@@ -64,7 +64,10 @@ def test_a_newer_busy_frame_while_one_waits_is_the_one_built(make_window, qtbot,
     qtbot.waitUntil(lambda: w.table.model.rowCount() == 2 * PER_GPU, timeout=10_000)
     assert w.table.builds.worker.wait_idle()
     qtbot.wait(AFTER_PLOTS_MS + 50)
-    assert [e[2] for e in events if e[0] == "table"] == [_frame(30).time]
+    # of the busy frames, only the newest is built (a window's own first frame, drawn at
+    # start before the store's busy ones on a loaded machine, is not one of them)
+    busy = {_frame(k).time for k in range(31)}
+    assert [e[2] for e in events if e[0] == "table" and e[2] in busy] == [_frame(30).time]
 
 
 def test_a_small_table_is_built_at_once(qtbot, monkeypatch):
