@@ -35,9 +35,12 @@ nodes, so its backward is not silent. Building it registers its parameters
 (``torch.nn.modules.module.register_module_parameter_registration_hook``): a
 trainable parameter the agent has not met arms a walk of the next backward --
 that backward shows it, as a learning one would. Nothing runs per step for
-it (a module's construction, not its forward, calls the hook). Not seen: a
-model built before the agent started, or copied (``copy.deepcopy`` registers
-nothing), first trained after the first backwards in a known model's loss.
+it (a module's construction, not its forward, calls the hook). A model copied
+with ``copy.deepcopy`` registers nothing -- its parameters are copied by
+``nn.Parameter.__deepcopy__`` (torch/nn/parameter.py), which the agent wraps
+the same way: a copy of a trainable parameter arms the walk. Not seen: a
+model built before the agent started (or loaded whole with ``torch.load``),
+first trained after the first backwards in a known model's loss.
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ class UnseenGrads:
         self._original = None
         self._module = None
         self._registration = None  # the global parameter-registration hook's handle
+        self._deepcopy = None  # nn.Parameter's own __deepcopy__, where the agent wraps it
         self.armed = 0  # walks armed by a new parameter's registration
         self.walks = 0
         self.errors = 0
@@ -166,11 +170,38 @@ class UnseenGrads:
             self._registration = register_module_parameter_registration_hook(self._registered)
         except Exception:  # (an older torch: a model summed into a known loss late is not seen)
             self._registration = None
+        self._wrap_deepcopy()
+
+    def _wrap_deepcopy(self) -> None:
+        """A parameter copied (``copy.deepcopy`` of a model) is one the agent has not met:
+        ``nn.Parameter.__deepcopy__`` wrapped to tell ``_registered`` of the copy."""
+        from torch.nn import Parameter
+
+        copy = Parameter.__dict__.get("__deepcopy__")
+        if copy is None or getattr(copy, "_vramscope_wrapped", False):
+            return
+        registered = self._registered
+
+        def __deepcopy__(param, memo):
+            out = copy(param, memo)
+            registered(None, None, out)
+            return out
+
+        __deepcopy__.__wrapped__ = copy
+        __deepcopy__._vramscope_wrapped = True
+        Parameter.__deepcopy__ = __deepcopy__
+        self._deepcopy = copy
 
     def uninstall(self) -> None:
         handle, self._registration = self._registration, None
         if handle is not None:
             handle.remove()
+        copy, self._deepcopy = self._deepcopy, None
+        if copy is not None:
+            from torch.nn import Parameter
+
+            if getattr(Parameter.__dict__.get("__deepcopy__"), "__wrapped__", None) is copy:
+                Parameter.__deepcopy__ = copy
         original, module = self._original, self._module
         self._original = self._module = None
         self._watch.wrapped = False
