@@ -56,18 +56,15 @@ class Oracle(LiveBytesProvider):
         self.wrong: list = []
 
     # -- what the test trains ---------------------------------------------------------------
-    def trains(self, *models, optimizers=(), known=None, first=False, state_known=None) -> None:
+    def trains(self, *models, optimizers=(), known=None, first=False) -> None:
         """Models and optimizers the test trains. ``known(walked)`` (the sample's
         ``agent.walked``: models, optimizers, params the agent had found) says from which
         sample on the agent can know them -- a model nobody registered is known once its
         optimizer has stepped; before that its tensors are what any agent must see: memory
         of something it has never met ("activations + temporaries"). None: from the start.
         ``first``: this group's tensors are not counted in the groups given before
-        (adapters injected into a model already given). ``state_known(walked)``: where the
-        optimizers' state is known later than the models (an optimizer nobody registered,
-        first stepping inside a quiet stretch, is met at the stretch's next full step), from
-        which sample on it is; before that it is memory the agent has never met."""
-        group = (list(models), list(optimizers), known, state_known)
+        (adapters injected into a model already given)."""
+        group = (list(models), list(optimizers), known)
         if first:
             self.groups.insert(0, group)
         else:
@@ -77,7 +74,7 @@ class Oracle(LiveBytesProvider):
     def rehook(self) -> None:
         """Hook parameters not seen yet (late groups, LoRA adapters); note gradients that
         are already there (read on this, the training, thread)."""
-        for models, optimizers, _known, _state_known in self.groups:
+        for models, optimizers, _known in self.groups:
             for p in _params(models, optimizers):
                 if id(p) not in self._hooked and p.requires_grad:
                     self._hooked.add(id(p))
@@ -102,26 +99,25 @@ class Oracle(LiveBytesProvider):
         for nbytes, owner in list(self._grads.values()):
             grads[owner] = grads.get(owner, 0) + nbytes
         groups, seen = [], set()
-        for models, optimizers, known, state_known in list(self.groups):
+        for models, optimizers, known in list(self.groups):
             params = [p for p in _params(models, optimizers) if p.untyped_storage().data_ptr() not in seen]
             buffers = [b for m in models for b in m.buffers()]
             state = [t for o in optimizers for st in list(o.state.values()) for t in _tensors(st)]
             g = sum(grads.get(id(p), 0) for p in {id(p): p for p in params}.values())
-            groups.append((known, state_known, unique_bytes(params + buffers), g, unique_bytes(state)))
+            groups.append((known, unique_bytes(params + buffers), g, unique_bytes(state)))
             seen.update(t.untyped_storage().data_ptr() for t in params + buffers)
         return self.live.allocated, groups
 
     def truth_for(self, recorded: tuple, walked: dict | None) -> dict[str, int]:
         allocated, groups = recorded
         out = {"weights": 0, "gradients": 0, "optimizer_state": 0}
-        for known, state_known, w, g, st in groups:
+        for known, w, g, st in groups:
             if self.all_gradients:
                 out["gradients"] += g
             if known is None or (walked is not None and known(walked)):
                 out["weights"] += w
                 out["gradients"] += 0 if self.all_gradients else g
-                if state_known is None or (walked is not None and state_known(walked)):
-                    out["optimizer_state"] += st
+                out["optimizer_state"] += st
         out["other_allocated"] = allocated - sum(out.values())
         return out
 

@@ -11,6 +11,7 @@ import time
 import torch
 from torch.optim.optimizer import _global_optimizer_post_hooks, register_optimizer_step_post_hook
 
+from vramscope.agent.tensors.buckets import UNMET_STATE
 from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
 
 
@@ -105,8 +106,9 @@ def test_the_full_hook_comes_back_for_budgeted_steps_and_leaves_with_the_agent(m
     for _ in range(80):
         one_step(model, opt)
         values.append(_global_optimizer_post_hooks[key])
-    assert slice in values  # out of Python for the stretches ...
-    full = [v for v in values if v is not slice]
+    every = agent.steps.stretch.every  # (a C tally: every optimizer's steps)
+    assert every in values  # out of Python for the stretches ...
+    full = [v for v in values if v is not every]
     assert full and all(v == agent.steps._optimizer_hook for v in full)  # ... and back between
     measured = [s["step"] for s in step_items(agent) if s["phases"] is not None]
     assert measured and measured[-1] > 40  # budgeted steps after several stretches read phases
@@ -253,3 +255,76 @@ def test_after_learning_no_python_node_hook_runs_and_stretches_still_end_on_thei
     assert stretch.stretches >= 3 and stretch.woken_by_agent == 0
     assert [s["step"] for s in step_items(agent)] == list(range(1, 131))
     assert agent.errors == 0 and agent.steps.errors == 0 and watch.errors == 0
+
+
+def _state_bytes(*optimizers) -> int:
+    return sum(
+        t.untyped_storage().nbytes()
+        for o in optimizers
+        for st in o.state.values()
+        for t in st.values()
+        if isinstance(t, torch.Tensor)
+    )
+
+
+def _cpu(sample) -> dict:
+    return {d["device"]: d for d in sample["devices"]}["cpu"]
+
+
+def test_an_optimizer_first_stepping_inside_a_stretch_reads_na_with_the_reason_until_it_is_met(make_agent):
+    """A head added late, whose optimizer's first step falls inside a quiet stretch: the
+    global hook is a C tally there, so the agent cannot meet that optimizer -- but it
+    counts a step no known optimizer made. Until the full hook meets it, the optimizer
+    state is n/a with the reason (never the known optimizer's alone); the agent thread
+    puts the full hook back, and from the next iteration the state is whole again."""
+    agent, model, opt = mid_stretch(make_agent)
+    stretch = agent.steps.stretch
+    head = mlp(1)
+    opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
+
+    def both():
+        opt.zero_grad()
+        opt2.zero_grad()
+        x = torch.randn(8, 16)
+        (model(x).pow(2).mean() + head(x).pow(2).mean()).backward()
+        opt.step()
+        opt2.step()
+
+    both()
+    assert stretch.active is not None and stretch.unmet() == 1  # (still inside the stretch)
+    assert len(opt2.state) > 0  # its momentum exists: memory the agent has not met
+    cpu = _cpu(agent.sample_once())
+    assert cpu["buckets"]["optimizer_state"] is None
+    assert cpu["buckets"]["other_allocated"] is None
+    assert UNMET_STATE in cpu["buckets_note"]
+    agent.steps.check_stretch(time.monotonic(), 0.0)  # the agent thread's turn: the full hook back
+    assert stretch.woken_by_agent >= 1
+    both()  # the stretch ends at the primary's step; the head's optimizer meets the full hook
+    assert opt2 in agent.optimizers()
+    for _ in range(3):
+        both()
+        assert stretch.active is None or stretch.unmet() == 0
+    cpu = _cpu(agent.sample_once())
+    assert cpu["buckets"]["optimizer_state"] == _state_bytes(opt, opt2)
+    assert "buckets_note" not in cpu or UNMET_STATE not in cpu["buckets_note"]
+    for _ in range(40):  # stretches run again, the head's steps known in them
+        both()
+        assert stretch.unmet() == 0
+    assert stretch.stretches >= 2 and not stretch.unmet_seen
+    assert agent.errors == 0 and agent.steps.errors == 0
+
+
+def test_a_known_second_optimizer_stepping_inside_stretches_keeps_its_state_known(make_agent):
+    """A GAN's two optimizers, both met: the other one's steps inside a stretch are known
+    ones (its own tally), so nothing turns n/a."""
+    agent, model, opt = mid_stretch(make_agent, steps=5)
+    other = mlp(1)
+    opt2 = torch.optim.Adam(other.parameters())
+    agent.watch(optimizer=opt2)
+    for _ in range(60):
+        one_step(model, opt)
+        one_step(other, opt2)
+        assert agent.steps.stretch.unmet() == 0
+    cpu = _cpu(agent.sample_once())
+    assert cpu["buckets"]["optimizer_state"] == _state_bytes(opt, opt2)
+    assert not agent.steps.stretch.unmet_seen

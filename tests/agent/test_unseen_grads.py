@@ -8,6 +8,8 @@ say n/a with the reason, never the first model's gradients alone.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -148,10 +150,9 @@ def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(m
         run.oracle.trains(
             head,
             optimizers=[opt2],
+            # (its optimizer's first step may fall inside a quiet stretch, whose hooks are C: until
+            # the agent meets it, its state is n/a with the reason -- agent/steps/stretch.py)
             known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2,
-            # its optimizer's first step may fall inside a quiet stretch, whose optimizer hook
-            # is C (agent/steps/stretch.py): the agent meets it at the stretch's next full step
-            state_known=lambda walked: walked["optimizers"] >= 2,
         )
         walks = run.agent.unseen.walks
         first_look = None
@@ -173,6 +174,46 @@ def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(m
     cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
     assert cpu["buckets"]["gradients"] is None
     assert UNSEEN in cpu["buckets_note"]
+
+
+@pytest.mark.slow
+def test_a_deep_copied_model_summed_into_a_known_models_loss_after_the_first_backwards(make_agent):
+    """The same late head, made with ``copy.deepcopy`` of a model built before the agent
+    started: copying registers no parameter, but each copied parameter arms the walk
+    (agent/tensors/unseen_grads.py) -- its gradients are n/a with the reason, never the
+    known model's alone; the copy is met, and every figure is exact after."""
+    template = mlp_bn(96)  # (before the agent: its construction armed nothing)
+    with _strict(Run(make_agent, discover=True)) as run:
+        first, opt1 = run.registered()
+        train(first, opt1, steps=15)  # past the learning walks
+        armed, walks = run.agent.unseen.armed, run.agent.unseen.walks
+        head = copy.deepcopy(template)
+        opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
+        run.oracle.trains(
+            head, optimizers=[opt2], known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2
+        )
+        first_look = None
+        for i in range(10):
+            opt1.zero_grad()
+            opt2.zero_grad()
+            loss = first(torch.randn(16, 64)).square().mean() + head(torch.randn(16, 64)).square().mean()
+            loss.backward()
+            del loss
+            if i == 0:
+                first_look = run.agent.sample_once()
+            pause(0.01)
+            opt1.step()
+            opt2.step()
+        agent = run.agent
+    run.check()
+    assert agent.unseen.armed > armed and agent.unseen.walks > walks
+    assert any(m is head for m in agent.models()) or opt2 in agent.optimizers()
+    cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
+    assert cpu["buckets"]["gradients"] is None
+    assert UNSEEN in cpu["buckets_note"]
+    from torch.nn import Parameter
+
+    assert not getattr(Parameter.__deepcopy__, "_vramscope_wrapped", False)  # left as found
 
 
 def test_the_backward_whose_end_thins_the_hooks_into_c_is_not_taken_for_a_silent_one():

@@ -154,7 +154,14 @@ class Agent:
             self.backward,
             self.discovery,
         )
-        self.instant = Instant(self.registry, self.ledger, self.unseen, self.error)  # the tensors measured
+        stretch = self.steps.stretch  # (an optimizer not met, stepping inside a quiet stretch)
+        self.instant = Instant(  # the tensors measured
+            self.registry,
+            self.ledger,
+            self.unseen,
+            self.error,
+            lambda: stretch.unmet_seen or stretch.unmet() > 0,
+        )
         self.measurer = Measurer(  # one sample at one instant
             self.registry,
             self.instant,

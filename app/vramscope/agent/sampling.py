@@ -126,10 +126,12 @@ def device_buckets(
     devices: dict,
     other_unknown: str | None = None,
     grads_unknown: str = GRADIENTS_UNKNOWN,
+    state_unknown: str | None = None,
 ) -> list[tuple[str, dict, dict, str | None]]:
     """(device, allocator fields, five buckets, note) for every device the allocator or
     the tensors name; buckets None where nothing is registered; ``other_unknown`` /
-    ``grads_unknown``: why activations / gradients are not known (agent/tensors/buckets.py)."""
+    ``grads_unknown`` / ``state_unknown``: why activations / gradients / optimizer state
+    are not known (agent/tensors/buckets.py)."""
     out = []
     names = list(devices)
     if tensors:
@@ -140,7 +142,7 @@ def device_buckets(
         if registered and tensors is not None:
             per = tensors.get(name) or dict.fromkeys(TENSOR_BUCKETS, 0)
         buckets, note = full_buckets(
-            per, fields.get("allocated"), fields.get("reserved"), other_unknown, grads_unknown
+            per, fields.get("allocated"), fields.get("reserved"), other_unknown, grads_unknown, state_unknown
         )
         if not registered and note is None:
             note = NOTHING_REGISTERED

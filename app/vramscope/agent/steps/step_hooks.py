@@ -69,6 +69,7 @@ class StepHooks:
     def uninstall(self) -> None:
         self.end_stretch_here()
         self.stretch.drop_tally()
+        self.stretch.drop_known()
         if self._hook_handle is not None:
             self._hook_handle.remove()
             self._hook_handle = None

@@ -38,7 +38,10 @@ class StretchSteps:
         try:
             c0 = self._cpu()
             now = self._clock()
-            k = self.stretch.take(id(optimizer) == self._quiet_id, now, self._record_run)
+            stretch = self.stretch
+            k = stretch.take(
+                id(optimizer) == self._quiet_id, now, self._record_run, stretch.carries(optimizer)
+            )
             if k is None:
                 return False
             self._cycle += self._cpu() - c0  # (a stretch's end: part of the measured steps' cost)
@@ -78,12 +81,16 @@ class StretchSteps:
 
     def check_stretch(self, now: float, slack: float) -> None:
         """Agent thread, each interval: a stretch past its expected end (the watched model
-        stopped training, its backward unseen) ends; its steps so far are recorded."""
+        stopped training, its backward unseen) ends; its steps so far are recorded. A
+        stretch in which an optimizer the agent has not met stepped ends at the next step."""
         stretch = self.stretch
         if stretch.stale(now, slack):
             stretch.woken_by_agent += 1
             stretch.wake()
             self.flush_stretch()
+        elif stretch.unmet():  # an optimizer not met stepped: its next step meets the full hook
+            stretch.woken_by_agent += 1
+            stretch.wake()
 
     def flush_stretch(self) -> None:
         """Any thread away from the optimizer hooks: record a running stretch's steps so

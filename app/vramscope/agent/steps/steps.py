@@ -172,6 +172,10 @@ class StepTracker(StepHooks, StretchSteps):
             if (key != self._last_optimizer or self.discovering) and self._on_boundary is not None:
                 self._last_optimizer = key
                 self._on_boundary(optimizer)
+            stretch = self.stretch  # (an optimizer not met inside a stretch: agent/steps/stretch.py)
+            if key == self._primary_id:
+                stretch.primary_step()
+            stretch.meet(optimizer)
             if self.due is not None:
                 self._run_due()
             ledger = self._ledger

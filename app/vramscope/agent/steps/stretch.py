@@ -14,9 +14,16 @@ steps, the stretch takes the agent's Python out of those steps:
   global ones (``Optimizer.profile_hook_step``), so at the global hook the
   tally already holds the step being ended;
 - the agent's entry in PyTorch's dict of global post-hooks keeps its key and
-  takes ``slice`` as its value (a C call, nothing in Python). A value may
-  change in place while PyTorch iterates over the dict, from any thread; a key
-  may not come or go then;
+  takes another such tally as its value (``every``: a C call, nothing in
+  Python), which counts every optimizer's steps. A value may change in place
+  while PyTorch iterates over the dict, from any thread; a key may not come or
+  go then;
+- every optimizer the full hook has met carries a third tally (``known``), so
+  a step of an optimizer the agent has not met -- a head's optimizer started
+  inside a stretch -- is the difference (``unmet``): the agent thread then
+  puts the full hook back, which meets that optimizer at its next step; until
+  it is met, the samples' optimizer state is n/a with the reason
+  (``unmet_seen``; agent/tensors/instant.py), never a figure without it;
 - the backward watch counts the stretch down and puts the full hook back at
   the backward of its last step (agent/tensors/backward.py: where the agent wraps
   ``torch.autograd.backward``, the wrapper does at each backward's start,
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 
 # a stretch the node hook has not ended within this many times its expected length (and
 # one agent interval more) is ended by the agent thread
@@ -71,6 +79,15 @@ class QuietStretch:
         self._tally_owner = 0  # id of the optimizer carrying the tally
         self._handle = None  # the agent's global post-hook handle (its dict and key)
         self._full = None  # the full hook, put back at the stretch's end
+        self.every = _new_tally()  # the global hook's value in a stretch: every optimizer's steps
+        self.known = _new_tally()  # carried by each optimizer the full hook has met
+        self._known_set = weakref.WeakSet()  # those optimizers
+        self._known_handles: list = []  # (their hooks' handles: off when the agent stops)
+        self._marks = (0, 0)  # (``every``, ``known``) at the running stretch's start
+        # an optimizer the agent has not met stepped inside a stretch; cleared at the primary
+        # optimizer's full step after the full hook met a new one (``primary_step``)
+        self.unmet_seen = False
+        self._met_new = False
         self._seen: tuple = (0, None)  # (the tally, when the agent thread saw it move; ``stale``)
         self.stretches = 0  # stretches begun
         self.woken_by_agent = 0  # ended by the agent thread (past their expected end, or idle)
@@ -87,27 +104,65 @@ class QuietStretch:
             self._tally_handle = optimizer.register_step_post_hook(self.tally)
             self._tally_owner = id(optimizer)
         self._handle, self._full = handle, full
-        return True
+        return not self.unmet_seen  # (until it is met, its next step must reach the full hook)
+
+    def meet(self, optimizer) -> None:
+        """Training thread, in the full hook: ``optimizer`` steps there; it carries the
+        ``known`` tally from now on (registered once; inside the global hooks' loop, past
+        the optimizer's own hooks, as ``ready``)."""
+        if optimizer is None or optimizer in self._known_set:
+            return
+        if len(self._known_handles) >= 64:  # (optimizers made anew each epoch: the gone ones' out)
+            self._known_handles = [h for h in self._known_handles if h.hooks_dict_ref() is not None]
+        try:
+            self._known_handles.append(optimizer.register_step_post_hook(self.known))
+            self._known_set.add(optimizer)
+        except Exception:
+            return
+        if self.unmet_seen:
+            self._met_new = True
+
+    def carries(self, optimizer) -> bool:
+        return optimizer is not None and optimizer in self._known_set
+
+    def primary_step(self) -> None:
+        """Training thread, at the primary optimizer's full step: an optimizer not met
+        inside a stretch has been met since the last one -- every optimizer that steps
+        once an iteration has reached the full hook by now."""
+        if self._met_new:
+            self.unmet_seen = self._met_new = False
+
+    def unmet(self) -> int:
+        """Steps inside the running stretch of optimizers the agent has not met (any thread;
+        a known optimizer between its own tally and the global one reads one low)."""
+        return max(0, self._unmet()) if self.active is not None else 0
+
+    def _unmet(self) -> int:
+        e0, k0 = self._marks
+        return self.every.cache_info().misses - e0 - (self.known.cache_info().misses - k0)
 
     def begin(self, count: int, now: float, quiet: int, step_s: float | None) -> None:
         """After full step ``count`` (ended at ``now``), ``quiet`` quiet steps follow: the
-        global hook's value becomes ``slice``; the node hook counts down."""
+        global hook's value becomes the ``every`` tally; the node hook counts down."""
         hooks = self._handle.hooks_dict_ref()
         if hooks is None or self._handle.id not in hooks:
             return
         m = self.tally.cache_info().misses
         self.active = (count, m, now, now, quiet * (step_s or 0.0), m, quiet)
         self._seen = (m, None)
+        self._marks = (self.every.cache_info().misses, self.known.cache_info().misses)
         self.stretches += 1
-        hooks[self._handle.id] = slice
+        hooks[self._handle.id] = self.every
         self.watch.ticks = quiet  # (the node hook wakes the full hook at the stretch's last step)
 
-    def take(self, primary: bool, now: float, record) -> int | None:
+    def take(self, primary: bool, now: float, record, known: bool = False) -> int | None:
         """The full hook is back (training thread, inside it): end the stretch.
         ``record(base, k, t0, step)`` records the ``k`` steps after step ``base`` (the first
         ending at ``t0 + step``, each ``step`` seconds long; None: not known) before the
         stretch ends, so ``live_count`` never goes back. ``primary``: the current step is
         the primary optimizer's -- the tally holds it as its last; the caller counts it.
+        ``known``: the current step's optimizer carries the ``known`` tally (this step is
+        in it, but not in ``every``: the full hook is back).
         Returns k, -1 where the current step was recorded already (``flush`` on another
         thread between its tally and this hook), None where no stretch was running."""
         with self.lock:
@@ -119,6 +174,8 @@ class QuietStretch:
             k = n - 1 if primary else n
             if k >= 0:
                 record(base, k, t0, None if t0 is None else (now - t0) / (k + 1))
+            if self._unmet() + (1 if known else 0) > 0:
+                self.unmet_seen = True
             self.active = None
             self.watch.ticks = 0
         return k
@@ -150,7 +207,7 @@ class QuietStretch:
         if handle is None or full is None:
             return
         hooks = handle.hooks_dict_ref()
-        if hooks is not None and hooks.get(handle.id) is slice:
+        if hooks is not None and hooks.get(handle.id) is self.every:
             hooks[handle.id] = full
 
     # -- the agent thread ---------------------------------------------------------------
@@ -199,3 +256,13 @@ class QuietStretch:
                 pass
         self._tally_handle = None
         self._tally_owner = 0
+
+    def drop_known(self) -> None:
+        """The agent stops: the ``known`` tallies off every optimizer."""
+        handles, self._known_handles = self._known_handles, []
+        for handle in handles:
+            try:
+                handle.remove()
+            except Exception:
+                pass
+        self._known_set = weakref.WeakSet()

@@ -53,6 +53,11 @@ UNOWNED = (
     "its next forward, or register it with agent.watch(model=...)"
 )
 
+UNMET_STATE = (
+    "optimizer state and activations + temporaries n/a: an optimizer the agent is yet to meet "
+    "has stepped (it is met at its next step; or register it with agent.watch(optimizer=...))"
+)
+
 
 def unseen_note(n: int | None) -> str:
     """Why gradients are n/a while a backward fed parameters no walk found (agent/tensors/unseen_grads.py);
@@ -266,12 +271,14 @@ def full_buckets(
     reserved: int | None,
     other_unknown: str | None = None,
     grads_unknown: str = GRADIENTS_UNKNOWN,
+    state_unknown: str | None = None,
 ) -> tuple[dict[str, int | None], str | None]:
     """The five buckets for one device, and why one is None (or None).
 
     ``tensor`` and ``allocated`` must be read at the same instant.
     other_allocated (activations + temporaries) = allocated - the three;
-    cached_free = reserved - allocated. Unknown inputs give None, never 0.
+    cached_free = reserved - allocated. Unknown inputs give None, never 0; the note
+    says why (``grads_unknown``, ``state_unknown``: why gradients, optimizer state are).
     """
     w = g = s = None
     if tensor is not None:
@@ -287,8 +294,9 @@ def full_buckets(
                 f"allocator, e.g. DLPack, or tensors that changed between the two readings)"
             )
             other = None
-    elif tensor is not None and g is None and w is not None:
-        note = grads_unknown
+    elif tensor is not None and w is not None and (g is None or s is None):
+        why = ((grads_unknown, g), (state_unknown or UNMET_STATE, s))
+        note = "; ".join(text for text, value in why if value is None)
     if other_unknown is not None and w is not None:
         w = other = None
         note = other_unknown

@@ -20,8 +20,10 @@ from vramscope.agent.tensors.buckets import (
     CHANGED,
     GRADIENTS,
     GRADIENTS_UNKNOWN,
+    OPTIMIZER_STATE,
     UNOWNED,
     measure,
+    UNMET_STATE,
     unseen_note,
 )
 from vramscope.agent.allocator.peak_window import merge_peaks
@@ -33,17 +35,21 @@ READ_TRIES = 3  # the agent thread's tries at one consistent instant
 class Instant:
     """The tensor buckets last measured and why a figure is n/a. Uses: the ``registry``
     (the owners, walked), the gradient ``ledger``, the ``unseen`` gradients' watch
-    (agent/tensors/unseen_grads.py) and ``error`` (counts an exception)."""
+    (agent/tensors/unseen_grads.py), ``error`` (counts an exception) and ``unmet_state``
+    (an optimizer the agent has not met stepped: its state is not in the figures)."""
 
-    def __init__(self, registry, ledger, unseen, error):
+    def __init__(self, registry, ledger, unseen, error, unmet_state=None):
         self._registry = registry
         self._ledger = ledger
         self._unseen = unseen
         self._error = error
+        # () -> bool: an optimizer the agent has not met has stepped (agent/steps/stretch.py)
+        self._unmet_state = unmet_state
         self.tensors: dict[str, dict[str, int | None]] | None = None  # device -> bucket -> bytes
         self.measured = None  # the owners the last buckets were measured from
         # (why activations + temporaries are not known, why gradients are not known)
-        self.notes: tuple[str | None, str] = (None, GRADIENTS_UNKNOWN)
+        # (why activations + temporaries, gradients, optimizer state are not known)
+        self.notes: tuple[str | None, str, str | None] = (None, GRADIENTS_UNKNOWN, None)
         self.last_measure_seconds: float | None = None
 
     def registered(self) -> bool:
@@ -72,7 +78,7 @@ class Instant:
                 break
         else:
             self.tensors = {d: dict(per, gradients=None) for d, per in (self.tensors or {}).items()}
-            self.notes = (self.notes[0], CHANGED)
+            self.notes = (self.notes[0], CHANGED, self.notes[2])
         for name, (peak, bound) in peaks.items():
             if name in devices:
                 devices[name]["peak_allocated"], devices[name][PEAK_BOUND] = peak, bound
@@ -84,12 +90,12 @@ class Instant:
         ledger; the agent thread takes the ledger's figures, or none while it is stale."""
         registry = self._registry
         owners = self.measured = registry.owners
-        self.notes = (None, GRADIENTS_UNKNOWN)
+        self.notes = (None, GRADIENTS_UNKNOWN, None)
         if owners is None:
             self.tensors = {} if registry.registered() else None
             return
         if owners.unowned:
-            self.notes = (UNOWNED, GRADIENTS_UNKNOWN)
+            self.notes = (UNOWNED, GRADIENTS_UNKNOWN, None)
         t0 = time.perf_counter()
         ledger = self._ledger
         try:
@@ -108,6 +114,7 @@ class Instant:
             self.tensors = None
             self._error(exc)
         self._without_unseen()
+        self._without_unmet_state()
         self.last_measure_seconds = time.perf_counter() - t0
 
     def _without_unseen(self) -> None:
@@ -121,4 +128,13 @@ class Instant:
         for device in self._unseen.devices():
             out.setdefault(device, dict.fromkeys(TENSOR_BUCKETS, 0) | {GRADIENTS: None})
         self.tensors = out
-        self.notes = (self.notes[0], unseen_note(n))
+        self.notes = (self.notes[0], unseen_note(n), self.notes[2])
+
+    def _without_unmet_state(self) -> None:
+        """Optimizer state n/a (with the reason) while an optimizer the agent has not met
+        has stepped: its state is memory, held, that no figure here holds."""
+        tensors, unmet = self.tensors, self._unmet_state
+        if not tensors or unmet is None or not unmet():
+            return
+        self.tensors = {d: per | {OPTIMIZER_STATE: None} for d, per in tensors.items()}
+        self.notes = (self.notes[0], self.notes[1], UNMET_STATE)
