@@ -71,7 +71,7 @@ def test_the_legend_says_n_a_where_the_areas_draw_nothing_never_an_older_figure(
     import numpy as np
 
     from vramscope.ui.agents.agent_breakdown import value_at
-    from vramscope.ui.agents.agent_device import hold
+    from vramscope.ui.agents.step_arrays import hold
 
     t = np.array([1.0, 2.0, 3.0])
     grads = np.array([0.0, 5.0 * MiB, np.nan])  # zeroed, measured, then not known
