@@ -118,15 +118,17 @@ def test_an_axis_scrolled_in_place_draws_pyqtgraphs_ticks_and_labels_at_every_st
 
     def scroll(span: float, steps: int, start: float) -> None:
         for step in range(steps):
-            hi = start + step * 0.37  # redraws off the whole second, labels crossing the edges
+            # redraws off the whole second (0.37 s a step at a minute's span), labels
+            # crossing the edges at every span: 100 steps scroll 60 % of the view
+            hi = start + step * span / 162
             plot.setXRange(hi - span, hi, padding=0)
             plot.grab()
             assert _plain(axis._specs) == _pyqtgraphs(axis), (span, step)
 
     for span in (60.0, 600.0, 3600.0):
-        scroll(span, 300, T0 + 7.25)
+        scroll(span, 100, T0 + 7.25)
     plot.resize(433, 200)
-    scroll(600.0, 120, T0 + 500.5)
+    scroll(600.0, 60, T0 + 500.5)
     axis.setPen("#ff8800")
     axis.setTextPen("#00ff88")
     scroll(600.0, 40, T0 + 800.5)
