@@ -66,12 +66,14 @@ def test_a_trickling_metrics_port_does_not_keep_record_or_watch_from_exiting(
     ):
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "vramscope", *args], env=env, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "vramscope", *args], env=env, capture_output=True, text=True, timeout=180
         )
         took = time.monotonic() - started
         assert done.returncode == 0, done.stderr
         assert said in done.stdout
-        assert took < 20, f"{args[0]} took {took:.1f} s to exit"  # not hours
+        # the port would hold a reader ~2 hours; a 2 s command exits in seconds (23.7 s seen on a
+        # machine at load 10 -- start-up, not the port: a bound for "not hours", not a timing)
+        assert took < 90, f"{args[0]} took {took:.1f} s to exit"
 
 
 def test_a_docker_api_that_trickles_or_nests_deeply_costs_one_short_wait(tmp_path):
