@@ -150,6 +150,8 @@ class StepTracker(StepHooks, StretchSteps):
             duration = self.last_duration = None if last is None else now - last
             self._count += 1
             self._ledger.forward_pending = False  # a step: the backward before it is over
+            if self.stretch.unmet_seen:  # (an optimizer met since: agent/steps/stretch.py)
+                self.stretch.primary_step()
             devices = None
             if self.after.on:  # allocated right after this update
                 after = self.after.take()

@@ -148,9 +148,9 @@ class QuietStretch:
         if hooks is None or self._handle.id not in hooks:
             return
         m = self.tally.cache_info().misses
+        self._marks = (self.every.cache_info().misses, self.known.cache_info().misses)  # (before ``active``)
         self.active = (count, m, now, now, quiet * (step_s or 0.0), m, quiet)
         self._seen = (m, None)
-        self._marks = (self.every.cache_info().misses, self.known.cache_info().misses)
         self.stretches += 1
         hooks[self._handle.id] = self.every
         self.watch.ticks = quiet  # (the node hook wakes the full hook at the stretch's last step)
