@@ -41,5 +41,5 @@ def test_what_would_fit_from_the_attached_process(busy_planner, qtbot, artifacts
     assert _right_in(window, view.table) <= _right_in(window, tab.results.parentWidget()) + 1
     window.grab().save(str(artifacts_dir / f"planner-what-if-{size[0]}x{size[1]}.png"))
     # another source: the measured run is not this plan's model
-    tab.form.select_source("params")
+    tab.form.model_source.select_source("params")
     qtbot.waitUntil(lambda: not view.isVisible(), timeout=2000)

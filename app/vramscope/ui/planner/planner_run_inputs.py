@@ -1,5 +1,5 @@
-"""The planner form's inputs about the run (ui/planner/planner_form.py holds where the
-model comes from): mode, precision and GPU memory; the training box
+"""The planner form's inputs about the run (ui/planner/planner_model_source.py holds
+where the model comes from): mode, precision and GPU memory; the training box
 (optimizer, ZeRO, LoRA, micro-batch, ...) and the inference box (KV cache,
 context, concurrency) -- their widgets, and the PlanRequest they give for a
 model shape.

@@ -1,9 +1,10 @@
 """The planner tab: will it fit, and what to change -- plus planned vs measured.
 
-A standalone QWidget: the form (planner_form.py) on the left, the answer
-(planner_results.py) and planned vs measured (planner_measured.py) on the
-right, each side scrolling as a page. The plan is recomputed (pure
-arithmetic, vramscope.core.planner) on every change. ``set_gpus([(name,
+A standalone QWidget: the form (planner_form.py, its Model box
+planner_model_source.py) on the left, the answer (planner_results.py) and
+planned vs measured (planner_measured.py) on the right, each side scrolling
+as a page. The plan is recomputed (pure arithmetic, vramscope.core.planner)
+on every change. ``set_gpus([(name,
 bytes)], now)`` gives the detected GPUs and what is free on each now (used
 when the GPU field is empty);
 ``show_measured(agent_report)`` gives the attached process: while the user
@@ -20,13 +21,14 @@ from PySide6.QtWidgets import QScrollArea, QSplitter, QVBoxLayout, QWidget
 from vramscope.core.planner import PlanError, build_plan
 from vramscope.core.units import MiB
 from vramscope.ui.qt import theme
-from vramscope.ui.planner.planner_form import AGENT, COUNT, PlannerForm
+from vramscope.ui.planner.planner_form import PlannerForm
 from vramscope.ui.planner.planner_measured import MeasuredView
+from vramscope.ui.planner.planner_model_source import AGENT, COUNT
 from vramscope.ui.planner.planner_results import ResultsView
 from vramscope.ui.planner.planner_run_inputs import RUN_FIELDS
 from vramscope.ui.planner.planner_what_if import WhatIfView
 
-# widgets of the form (and RUN_FIELDS of its run inputs) and the results reachable
+# widgets of the form's Model box (and RUN_FIELDS of its run inputs) and the results reachable
 # on the tab (the window and tests use them)
 _FORM = (
     "source",
@@ -105,7 +107,7 @@ class PlannerTab(QWidget):
         self.results.tail.addWidget(self.what_if)
         self.results.tail.addWidget(self.measured_view)
         for name in _FORM:
-            setattr(self, name, getattr(self.form, name))
+            setattr(self, name, getattr(self.form.model_source, name))
         for name in RUN_FIELDS:
             setattr(self, name, getattr(self.form.run, name))
         for name in _RESULTS:
@@ -122,7 +124,7 @@ class PlannerTab(QWidget):
         lay.setContentsMargins(6, 6, 6, 6)
         lay.addWidget(splitter)
         self.form.changed.connect(self._schedule)
-        self.form.source.activated.connect(self._user_chose_source)
+        self.form.model_source.source.activated.connect(self._user_chose_source)
         self.recompute()
 
     # --- inputs -----------------------------------------------------------------
@@ -146,17 +148,17 @@ class PlannerTab(QWidget):
 
     def use_agent(self) -> None:
         """Select the attached process (agent) as the model source."""
-        self.form.select_source(AGENT)
+        self.form.model_source.select_source(AGENT)
 
     def load_config(self, path: str) -> None:
         """Select config.json input from ``path``."""
         self._source_chosen = True
-        self.form.load_config(path)
+        self.form.model_source.load_config(path)
 
     def load_model(self, name: str) -> None:
         """Select a model by name: the local Hugging Face cache, or the Hub when online."""
         self._source_chosen = True
-        self.form.load_model(name)
+        self.form.model_source.load_model(name)
 
     def show_measured(self, agent_report) -> None:
         """The attached process (AgentReport): its model becomes the plan's source
@@ -164,9 +166,10 @@ class PlannerTab(QWidget):
         old = getattr(self.form.report, "models", None)
         self.form.report = agent_report
         models = tuple(getattr(agent_report, "models", ()) or ())
-        if models and not self._source_chosen and self.form.source_key == COUNT:
+        source = self.form.model_source.source_key
+        if models and not self._source_chosen and source == COUNT:
             self.use_agent()
-        elif self.form.source_key == AGENT and models != old:
+        elif source == AGENT and models != old:
             self.form.fill_live()
             self._schedule()
         self.measured_view.set_report(agent_report)
@@ -176,7 +179,8 @@ class PlannerTab(QWidget):
 
     def recompute(self) -> None:
         run = self.form.run
-        self.what_if.setVisible(self.form.source_key == AGENT)
+        model = self.form.model_source
+        self.what_if.setVisible(model.source_key == AGENT)
         self.what_if.set_form(
             run.batch.value(),
             run.seq.value(),
@@ -185,9 +189,9 @@ class PlannerTab(QWidget):
             self._detected,
             self._now,
         )
-        if self.form.loading:  # a config being read or counted on the worker thread
+        if model.loading:  # a config being read or counted on the worker thread
             self.plan, self.error, self.error_field = None, None, None
-            self.results.show_waiting(self.form.model_status.text() or "Reading the config...")
+            self.results.show_waiting(model.model_status.text() or "Reading the config...")
             self.measured_view.set_plan(None, False)
             return
         try:
@@ -199,7 +203,7 @@ class PlannerTab(QWidget):
         self.results.show_plan(
             plan, None if self._detected or plan.request.gpus_memory else "no GPU detected"
         )
-        self.measured_view.set_plan(plan, self.form.source_key != COUNT)
+        self.measured_view.set_plan(plan, model.source_key != COUNT)
         self.plan_changed.emit(plan)
 
     def _show_error(self, exc: PlanError) -> None:
