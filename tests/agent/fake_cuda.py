@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .live_bytes import LiveBytes
+from tests.agent.live_bytes import LiveBytes
 
 
 class CountingLive(LiveBytes):

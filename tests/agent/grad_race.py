@@ -11,7 +11,7 @@ PyEval_RestoreThread). A ``p.grad`` on another thread in that window takes a
 tensor that is being freed: "free(): corrupted unsorted chunks", SIGABRT, or a
 segfault in THPVariable_storage. ``raw`` dies within seconds here; ``agent``
 runs the agent at its fastest interval on the same loop and must exit 0
-(tests/agent/test_agent_thread_grads.py checks that the agent thread never
+(tests/agent/tensors/test_agent_thread_grads.py checks that the agent thread never
 reads ``.grad``; this shows what that protects). Exit status: 0 when the loop
 survived.
 """

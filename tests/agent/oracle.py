@@ -34,7 +34,7 @@ import torch
 from vramscope.agent.protocol import ItemKind
 from vramscope.sources.demo.allocator_replay import memory_stats_dict
 
-from .live_bytes import LiveBytes, LiveBytesProvider, unique_bytes
+from tests.agent.live_bytes import LiveBytes, LiveBytesProvider, unique_bytes
 
 BUCKETS = ("weights", "gradients", "optimizer_state", "other_allocated")
 

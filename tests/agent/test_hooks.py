@@ -16,7 +16,7 @@ def items(agent):
     return [json.loads(b) for b in agent.ring.all_items()]
 
 
-# ("loaded", the allocated-after-loading reading, is the phases' event: tests/agent/test_phases.py)
+# ("loaded", the allocated-after-loading reading, is the phases' event: tests/agent/steps/test_phases.py)
 
 
 def train(model, opt, n=3):

@@ -18,8 +18,8 @@ from torch.utils.checkpoint import checkpoint
 
 from vramscope.agent import MIN_INTERVAL
 
-from .oracle import Oracle, pause
-from .test_instant_buckets import mlp_bn
+from tests.agent.oracle import Oracle, pause
+from tests.agent.tensors.test_instant_buckets import mlp_bn
 
 
 class Run:

@@ -1,6 +1,6 @@
 """The agent's buckets at each instant of a real CUDA training loop (run where a GPU is lent).
 
-The same check as tests/agent/test_instant_buckets.py, with the real
+The same check as tests/agent/tensors/test_instant_buckets.py, with the real
 allocator instead of the replayed one: at the end of forward, in the middle
 of backward (from an autograd hook on an intermediate layer, which the
 engine runs on its CUDA device thread: half of the gradients are there),

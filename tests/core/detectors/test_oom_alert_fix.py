@@ -8,7 +8,7 @@ from vramscope.agent.oom import oom_fixes
 from vramscope.core.agent_figures import oom_context
 from vramscope.core.detectors import Diagnostics
 
-from tests.agent.test_oom_postmortem import _event
+from tests.agent.oom.test_oom_postmortem import _event
 
 from .scenarios import GiB, MiB, T0, AgentEvent, agent, device, frame, gpu, proc
 

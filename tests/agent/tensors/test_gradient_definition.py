@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from .live_bytes import LiveBytes, LiveBytesProvider
-from .test_instant_buckets import mlp_bn
+from tests.agent.live_bytes import LiveBytes, LiveBytesProvider
+from tests.agent.tensors.test_instant_buckets import mlp_bn
 
 
 def _cpu(item):

@@ -19,8 +19,8 @@ import torch
 
 from vramscope.agent.tensors.buckets import NOT_ALLOCATOR, Owners, measure
 
-from .test_instant_buckets import mlp_bn
-from .test_oracle_loops import Run, train
+from tests.agent.tensors.test_instant_buckets import mlp_bn
+from tests.agent.test_oracle_loops import Run, train
 
 
 @pytest.mark.slow

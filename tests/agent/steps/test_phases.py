@@ -318,7 +318,7 @@ def test_one_slow_reading_does_not_switch_the_phases_off_and_the_share_is_report
 def test_an_evaluation_under_no_grad_is_not_folded_into_the_next_steps_forward(make_agent):
     """Between two training steps the script evaluates a big batch under ``no_grad``:
     the next step's "forward" reading is its own training forward, not the evaluation."""
-    from .live_bytes import LiveBytes, LiveBytesProvider
+    from tests.agent.live_bytes import LiveBytes, LiveBytesProvider
 
     live = LiveBytes()
     with live:

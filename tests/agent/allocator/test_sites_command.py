@@ -8,7 +8,7 @@ import re
 import threading
 import time
 
-from tests.agent.test_sites import _traced, fake_torch
+from tests.agent.allocator.test_sites import _traced, fake_torch
 from vramscope.sources.demo.allocator_replay import GiB, ReplayProvider, memory_stats_dict
 from vramscope.cli import main
 

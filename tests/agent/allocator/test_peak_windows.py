@@ -17,8 +17,8 @@ import torch
 from vramscope.agent.protocol import PEAK_BOUND
 from vramscope.sources.demo.allocator_replay import memory_stats_dict
 
-from .live_bytes import LiveBytes, LiveBytesProvider
-from .test_instant_buckets import mlp_bn
+from tests.agent.live_bytes import LiveBytes, LiveBytesProvider
+from tests.agent.tensors.test_instant_buckets import mlp_bn
 
 
 class WindowedLive(LiveBytes):

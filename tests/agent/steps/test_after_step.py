@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from .live_bytes import LiveBytes, LiveBytesProvider
+from tests.agent.live_bytes import LiveBytes, LiveBytesProvider
 
 
 def _steps(agent):

@@ -16,9 +16,9 @@ import torch
 from vramscope.agent.protocol import PEAK_BOUND
 from vramscope.agent.allocator.stats_cuda import TorchCudaProvider
 
-from .fake_cuda import CountingLive, fake_cuda, user_view
-from .test_instant_buckets import mlp_bn
-from .test_peak_windows import watched_reads
+from tests.agent.fake_cuda import CountingLive, fake_cuda, user_view
+from tests.agent.tensors.test_instant_buckets import mlp_bn
+from tests.agent.allocator.test_peak_windows import watched_reads
 
 DEVICE = "cuda:0"
 

@@ -24,8 +24,8 @@ import torch
 import vramscope
 from vramscope.agent.tensors.buckets import GRADIENTS_UNKNOWN
 
-from .live_bytes import LiveBytes, LiveBytesProvider, agent_thread_sample
-from .test_instant_buckets import mlp_bn, truth
+from tests.agent.live_bytes import LiveBytes, LiveBytesProvider, agent_thread_sample
+from tests.agent.tensors.test_instant_buckets import mlp_bn, truth
 
 AGENT_THREAD = "vramscope-agent"
 APP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(vramscope.__file__)))
@@ -212,7 +212,7 @@ def test_after_the_last_step_the_agent_thread_shows_the_gradients_alive(make_age
 def test_zero_grad_under_the_agent_at_its_fastest_interval_never_crashes_the_training():
     """grad_race.py: a bare thread reading p.grad dies within seconds on this loop (and so
     did the agent while it read .grad between backward passes); the agent must not."""
-    script = os.path.join(os.path.dirname(__file__), "grad_race.py")
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "grad_race.py")
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join(p for p in (APP_DIR, os.environ.get("PYTHONPATH")) if p)
     )

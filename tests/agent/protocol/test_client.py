@@ -19,7 +19,7 @@ from vramscope.core.store.store import Store
 from vramscope.core.agent_figures.agent_keys import series_key as agent_key
 from vramscope.sources.agents.agent_client import AgentClient
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # (tests/agent: the training scripts)
 SCRIPT = HERE / "cpu_train.py"
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,9 +17,9 @@ import torch
 from vramscope.agent.protocol import Phase
 from vramscope.sources.demo.allocator_replay import memory_stats_dict
 
-from .live_bytes import LiveBytesProvider
-from .test_peak_windows import WindowedLive
-from .test_phases import items, started, wait_first_sample
+from tests.agent.live_bytes import LiveBytesProvider
+from tests.agent.allocator.test_peak_windows import WindowedLive
+from tests.agent.steps.test_phases import items, started, wait_first_sample
 
 
 class HookTruth(LiveBytesProvider):

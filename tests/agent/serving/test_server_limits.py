@@ -19,7 +19,7 @@ from vramscope.agent.serving import server
 from vramscope.core.samples import Frame
 from vramscope.sources.agents.agent_client import AgentClient
 
-from .test_server import ask, closed_by_peer, connect, read_one
+from tests.agent.serving.test_server import ask, closed_by_peer, connect, read_one
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from vramscope.sources.demo.allocator_replay import ReplayProvider
 from vramscope.agent.allocator.segments import summarize
 from vramscope.agent.allocator.stats import StatsReader
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _event(**over):

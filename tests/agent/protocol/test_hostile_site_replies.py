@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.agent.test_hostile_runtime_dirs import FakeAgent
+from tests.agent.serving.test_hostile_runtime_dirs import FakeAgent
 from vramscope.agent import protocol
 from vramscope.agent.serving import paths
 from vramscope.agent.json_limits import MAX_DEPTH

@@ -21,8 +21,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .live_bytes import LiveBytes, LiveBytesProvider, agent_thread_sample, unique_bytes
-from .test_buckets import TiedLM
+from tests.agent.live_bytes import LiveBytes, LiveBytesProvider, agent_thread_sample, unique_bytes
+from tests.agent.tensors.test_buckets import TiedLM
 
 INSTANTS = ("forward", "mid-backward", "backward", "step")
 

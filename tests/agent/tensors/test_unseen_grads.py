@@ -17,9 +17,9 @@ from vramscope.agent.tensors.backward import BackwardWatch
 from vramscope.agent.tensors.grads import GradLedger
 from vramscope.agent.tensors.unseen_grads import LEARN_WALKS, UnseenGrads, graph_leaves
 
-from .oracle import pause
-from .test_instant_buckets import mlp_bn
-from .test_oracle_loops import Run, train
+from tests.agent.oracle import pause
+from tests.agent.tensors.test_instant_buckets import mlp_bn
+from tests.agent.test_oracle_loops import Run, train
 
 UNSEEN = "has not met yet"
 UNCHECKED = "was not checked"

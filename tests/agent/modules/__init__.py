@@ -1,0 +1,1 @@
+"""Tests of agent/modules/: the per-module breakdown against an independent count."""

@@ -1,0 +1,1 @@
+"""Tests of agent/protocol/: the wire, the monitor's client, hostile replies."""

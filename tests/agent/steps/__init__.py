@@ -1,0 +1,1 @@
+"""Tests of agent/steps/: steps counted, quiet stretches, phases and their peaks, the reading after each step."""
