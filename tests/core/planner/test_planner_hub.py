@@ -22,11 +22,21 @@ pytest.importorskip("huggingface_hub")
 GPT2 = 124_439_808
 
 
+def online(monkeypatch) -> None:
+    """HF_HUB_OFFLINE unset -- and huggingface_hub told so: it reads the variable once,
+    at its import, which an earlier test of this session may have done while it was set
+    (this file failed after test_planner_tab_sources.py that way)."""
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
 @pytest.fixture
 def hub(monkeypatch):
     server = StandInHub()
     monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+    online(monkeypatch)
     yield server
     server.close()
 
@@ -101,7 +111,7 @@ def test_the_cached_checkpoint_is_read_offline_whatever_the_case_of_the_name(cap
 
 
 def test_an_unreachable_hub_is_said_at_once_as_offline(capsys, monkeypatch):
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+    online(monkeypatch)
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
