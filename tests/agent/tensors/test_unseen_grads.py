@@ -133,6 +133,25 @@ def test_two_models_in_turn_through_one_train_function(make_agent):
     assert UNSEEN in cpu["buckets_note"] or UNCHECKED in cpu["buckets_note"]
 
 
+def _with_head(run, first, opt1, head, opt2, head_from=0) -> dict:
+    """Ten steps of the known model with ``head`` summed into its loss (its optimizer
+    stepping from step ``head_from``); the sample taken right after the first backward."""
+    first_look = None
+    for i in range(10):
+        opt1.zero_grad()
+        loss = first(torch.randn(16, 64)).square().mean() + head(torch.randn(16, 64)).square().mean()
+        loss.backward()
+        del loss
+        if i == 0:
+            first_look = run.agent.sample_once()
+        pause(0.01)
+        opt1.step()
+        if i >= head_from:
+            opt2.step()
+            opt2.zero_grad()
+    return first_look
+
+
 @pytest.mark.slow
 def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(make_agent):
     """The edge the walks' schedule leaves: a model built after the run's first backwards
@@ -155,19 +174,7 @@ def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(m
             known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2,
         )
         walks = run.agent.unseen.walks
-        first_look = None
-        for i in range(10):
-            opt1.zero_grad()
-            loss = first(torch.randn(16, 64)).square().mean() + head(torch.randn(16, 64)).square().mean()
-            loss.backward()
-            del loss
-            if i == 0:
-                first_look = run.agent.sample_once()
-            pause(0.01)
-            opt1.step()
-            if i >= 5:  # its optimizer starts late
-                opt2.step()
-                opt2.zero_grad()
+        first_look = _with_head(run, first, opt1, head, opt2, head_from=5)  # its optimizer starts late
         agent = run.agent
     run.check()
     assert agent.unseen.walks > walks  # the backward after it was built was walked
@@ -192,18 +199,7 @@ def test_a_deep_copied_model_summed_into_a_known_models_loss_after_the_first_bac
         run.oracle.trains(
             head, optimizers=[opt2], known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2
         )
-        first_look = None
-        for i in range(10):
-            opt1.zero_grad()
-            opt2.zero_grad()
-            loss = first(torch.randn(16, 64)).square().mean() + head(torch.randn(16, 64)).square().mean()
-            loss.backward()
-            del loss
-            if i == 0:
-                first_look = run.agent.sample_once()
-            pause(0.01)
-            opt1.step()
-            opt2.step()
+        first_look = _with_head(run, first, opt1, head, opt2)
         agent = run.agent
     run.check()
     assert agent.unseen.armed > armed and agent.unseen.walks > walks
