@@ -127,6 +127,40 @@ def test_loading_can_be_cancelled(qtbot, tmp_path):
     assert window.tl is None and window.snap is None and not errors and window.error is None
 
 
+OPEN_MANY = """
+import faulthandler, os, sys
+faulthandler.dump_traceback_later(90, exit=True)  # a deadlock: its stacks, and out
+from PySide6.QtWidgets import QApplication, QWidget
+from vramscope.ui.qt.bridge import Bridge
+from vramscope.ui.snapshot.loading import load_in_background
+app = QApplication([])
+parent = QWidget()
+parent.show()
+bridge = Bridge(parent)
+for _ in range(int(sys.argv[2])):
+    box = []
+    dialog = load_in_background(parent, sys.argv[1], lambda snap, error: box.append(error), bridge)
+    while not box:
+        app.processEvents()
+    assert box == [None], box
+    dialog.close()
+print("opened", sys.argv[2])
+"""
+
+
+@pytest.mark.slow
+def test_a_snapshot_opened_again_and_again_never_locks_the_window(tmp_path):
+    """The reading thread ends while the window closes its progress dialog: nothing the
+    thread lets go of may take Qt's connection lock the GUI thread waits on (it did: the
+    cancel button's connection, dropped by the thread, hung the window within a few hundred openings)."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    path = _file(tmp_path, training_snapshot())
+    r = subprocess.run(
+        [sys.executable, "-c", OPEN_MANY, path, "600"], capture_output=True, text=True, timeout=150, env=env
+    )
+    assert r.returncode == 0 and "opened 600" in r.stdout, r.stderr[-3000:]
+
+
 def _vramscope(*args, env=None):
     script = os.path.join(os.path.dirname(sys.executable), "vramscope")
     cmd = [script] if os.path.exists(script) else [sys.executable, "-m", "vramscope"]

@@ -29,7 +29,11 @@ def load_in_background(parent, path: str, done, bridge: Bridge | None = None) ->
     dialog.setMinimumDuration(300)
     dialog.setAutoClose(False)
     dialog.setAutoReset(False)
-    dialog.canceled.connect(cancel.set)
+    # (a lambda, which the connection holds: connected as the bound ``cancel.set``, PySide
+    # watches the Event and disconnects when it dies -- in the worker thread, which drops
+    # the last reference as it ends, taking Qt's connection lock while the GUI thread,
+    # holding the GIL, closes the dialog: a deadlock, seen in CI)
+    dialog.canceled.connect(lambda: cancel.set())
 
     def progress(done_bytes: int, size: int) -> None:
         bridge.post(dialog.setValue, int(STEPS * done_bytes / max(size, 1)))
