@@ -202,6 +202,12 @@ def _tensors(value, depth=0):
             yield from _tensors(v, depth + 1)
 
 
+def second_met(walked: dict) -> bool:
+    """A second model's tensors are the agent's to know once it has met the model (model
+    discovery, at a forward) or its optimizer (at its step): whichever comes first."""
+    return walked["models"] >= 2 or walked["optimizers"] >= 2
+
+
 def pause(seconds: float = 0.003) -> None:
     """Let the agent thread sample here (a real loop's data loading, logging)."""
     time.sleep(seconds)

@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 
 from vramscope.agent import MIN_INTERVAL
 
-from tests.agent.oracle import Oracle, pause
+from tests.agent.oracle import Oracle, pause, second_met
 from tests.agent.tensors.test_instant_buckets import mlp_bn
 
 
@@ -149,7 +149,7 @@ def test_gan_with_only_the_generator_registered(make_agent):
         opt_g, opt_d = torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters())
         run.start(gen, optimizers=[opt_g], register=[gen], register_opts=[opt_g])
         # the discriminator: known to the agent from its optimizer's first step
-        run.oracle.trains(disc, optimizers=[opt_d], known=lambda walked: walked["optimizers"] >= 2)
+        run.oracle.trains(disc, optimizers=[opt_d], known=second_met)
         for _ in range(30):
             fake = gen(torch.randn(16, 64))
             opt_d.zero_grad()
@@ -172,13 +172,48 @@ def test_gan_with_only_the_generator_registered(make_agent):
     assert any(m is disc for m in agent.models())  # found at its forward, buffers as weights
 
 
+@pytest.mark.slow
+def test_a_head_with_its_own_optimizer_stepping_right_after_the_first_is_discovered(make_agent):
+    """Under ``vramscope run`` (nothing registered): a head called on its own, whose
+    optimizer steps right after the first model's in each iteration, joins late. Its
+    optimizer re-arms discovery at the first model's step boundary; the head's step
+    follows at once, before any forward -- that step must not end discovery (it did: the
+    head's weights read n/a for the whole run), the next iteration's forwards find it."""
+    with Run(make_agent, discover=True) as run:
+        first, opt1 = run.registered(register=False)
+        train(first, opt1, steps=20)
+        head = mlp_bn(64)
+        opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
+        run.oracle.trains(head, optimizers=[opt2], known=second_met)
+        found_at = None
+        for i in range(150):
+            x = torch.randn(16, 64)
+            loss = first(x).square().mean() + head(x).square().mean()
+            loss.backward()
+            del loss
+            pause(0.002)
+            opt1.step()
+            opt1.zero_grad()
+            opt2.step()
+            opt2.zero_grad()
+            if any(m is head for m in run.agent.models()):
+                found_at = i
+                break
+        for _ in range(5):
+            train(first, opt1, steps=1)
+        agent = run.agent
+    run.check()
+    assert found_at is not None, "the head was never discovered"
+    assert any(m is head for m in agent.models())
+
+
 def test_two_models_trained_in_turn_discovered(make_agent):
     with Run(make_agent, discover=True) as run:
         first, opt1 = run.registered(register=False)
         train(first, opt1, steps=20)
         second = mlp_bn(96)
         opt2 = torch.optim.SGD(second.parameters(), lr=0.01, momentum=0.9)
-        run.oracle.trains(second, optimizers=[opt2], known=lambda walked: walked["optimizers"] >= 2)
+        run.oracle.trains(second, optimizers=[opt2], known=second_met)
         train(second, opt2, steps=10)
         # found a few agent intervals after the first model's last step (a quiet stretch
         # running then ends once its optimizer is idle: agent/steps/stretch.py): ~15 steps here,

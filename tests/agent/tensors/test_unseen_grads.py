@@ -17,7 +17,7 @@ from vramscope.agent.tensors.backward import BackwardWatch
 from vramscope.agent.tensors.grads import GradLedger
 from vramscope.agent.tensors.unseen_grads import LEARN_WALKS, UnseenGrads, graph_leaves
 
-from tests.agent.oracle import pause
+from tests.agent.oracle import pause, second_met
 from tests.agent.tensors.test_instant_buckets import mlp_bn
 from tests.agent.test_oracle_loops import Run, train
 
@@ -85,7 +85,9 @@ def test_gan_second_model_before_its_optimizer_steps(make_agent):
         gen, disc = mlp_bn(128), _disc()
         opt_g, opt_d = torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters())
         run.start(gen, optimizers=[opt_g], register=[gen], register_opts=[opt_g])
-        run.oracle.trains(disc, optimizers=[opt_d], known=lambda walked: walked["optimizers"] >= 2)
+        run.oracle.trains(  # (known once discovery finds it at a forward, or its optimizer steps)
+            disc, optimizers=[opt_d], known=second_met
+        )
         for i in range(30):
             fake = gen(torch.randn(16, 64))
             g_loss = -disc(fake).mean()  # the generator's step first: disc gets gradients
@@ -114,7 +116,7 @@ def test_two_models_in_turn_through_one_train_function(make_agent):
         train(first, opt1, steps=15)
         second = mlp_bn(96)
         opt2 = torch.optim.SGD(second.parameters(), lr=0.01, momentum=0.9)
-        run.oracle.trains(second, optimizers=[opt2], known=lambda walked: walked["optimizers"] >= 2)
+        run.oracle.trains(second, optimizers=[opt2], known=second_met)
         for i in range(8):  # its backwards before its optimizer's first step
             loss = second(torch.randn(16, 64)).square().mean()
             loss.backward()
@@ -171,7 +173,7 @@ def test_a_new_model_summed_into_a_known_models_loss_after_the_first_backwards(m
             optimizers=[opt2],
             # (its optimizer's first step may fall inside a quiet stretch, whose hooks are C: until
             # the agent meets it, its state is n/a with the reason -- agent/steps/stretch.py)
-            known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2,
+            known=second_met,
         )
         walks = run.agent.unseen.walks
         first_look = _with_head(run, first, opt1, head, opt2, head_from=5)  # its optimizer starts late
@@ -196,9 +198,7 @@ def test_a_deep_copied_model_summed_into_a_known_models_loss_after_the_first_bac
         armed, walks = run.agent.unseen.armed, run.agent.unseen.walks
         head = copy.deepcopy(template)
         opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
-        run.oracle.trains(
-            head, optimizers=[opt2], known=lambda walked: walked["models"] >= 2 or walked["optimizers"] >= 2
-        )
+        run.oracle.trains(head, optimizers=[opt2], known=second_met)
         first_look = _with_head(run, first, opt1, head, opt2)
         agent = run.agent
     run.check()

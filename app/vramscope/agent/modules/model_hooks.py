@@ -243,6 +243,11 @@ class ModelDiscovery:
     def active(self) -> bool:
         return bool(self._handles)
 
+    @property
+    def saw_forward(self) -> bool:
+        """A top-level forward ran since discovery was (re)installed."""
+        return self._root_calls > 0
+
     def install(self) -> None:
         if self._handles:
             return

@@ -115,11 +115,14 @@ class Registry:
     # -- the training thread, at hooks ---------------------------------------------------------
     def on_step_boundary(self, optimizer) -> None:
         """Training thread, at a step of another optimizer than the previous step's (and at
-        every step while discovery runs): register it, end discovery."""
+        every step while discovery runs): register it, end discovery -- once a forward has
+        run since it began: discovery re-armed at one optimizer's step (a model met late)
+        must see the next iteration's forwards, not end at the next optimizer's step of the
+        same iteration (a GAN's: its second model's weights stayed n/a for the whole run)."""
         discovery = self._discovery
         if optimizer is not None and id(optimizer) not in self._optimizer_ids:
             self.add_optimizer(optimizer)
-        if discovery is not None and discovery.active:
+        if discovery is not None and discovery.active and discovery.saw_forward:
             discovery.finish()
         self._steps.discovering = discovery is not None and discovery.active
 
