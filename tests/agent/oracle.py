@@ -52,7 +52,6 @@ class Oracle(LiveBytesProvider):
         self._hooked: set[int] = set()
         self._last = threading.local()  # this thread's last truth at a sample reading
         self.results: list[tuple[dict, dict, str]] = []  # (item buckets, truth, thread)
-        self.notes: list[str | None] = []  # each result's buckets_note
         self.wrong: list = []
 
     # -- what the test trains ---------------------------------------------------------------
@@ -161,7 +160,6 @@ class Oracle(LiveBytesProvider):
         got = cpu["buckets"]
         truth = self.truth_for(truth, item["agent"].get("walked"))
         self.results.append((got, truth, item["agent"]["taken_by"]))
-        self.notes.append(cpu.get("buckets_note"))
         where = (item["agent"]["taken_by"], item["agent"].get("walked"))
         for b in BUCKETS:
             if got[b] is None:
