@@ -328,3 +328,26 @@ def test_a_known_second_optimizer_stepping_inside_stretches_keeps_its_state_know
     cpu = _cpu(agent.sample_once())
     assert cpu["buckets"]["optimizer_state"] == _state_bytes(opt, opt2)
     assert not agent.steps.stretch.unmet_seen
+
+
+def test_an_optimizer_that_stepped_once_unseen_keeps_its_state_na_but_not_the_stretches_away(make_agent):
+    """An optimizer that steps once inside a stretch and never again, kept alive: its state
+    is memory the agent never met (n/a with the reason for the rest of the run), but the
+    stretches -- the agent's cost on short steps -- come back after UNMET_WAIT steps."""
+    from vramscope.agent.steps.stretch import UNMET_WAIT
+
+    agent, model, opt = mid_stretch(make_agent)
+    stretch = agent.steps.stretch
+    other = mlp(1)
+    once = torch.optim.SGD(other.parameters(), lr=0.01, momentum=0.9)
+    other(torch.randn(8, 16)).pow(2).mean().backward()
+    once.step()  # inside the stretch: counted, not met
+    assert stretch.unmet() == 1
+    begun, steps = stretch.stretches, 0
+    while stretch.stretches == begun and steps < UNMET_WAIT + 200:  # (this stretch's end, a quiet run)
+        one_step(model, opt)
+        steps += 1
+    assert stretch.unmet_seen and once not in agent.optimizers()
+    assert stretch.stretches > begun, steps  # stretches again
+    cpu = _cpu(agent.sample_once())
+    assert cpu["buckets"]["optimizer_state"] is None and UNMET_STATE in cpu["buckets_note"]

@@ -56,6 +56,9 @@ import weakref
 STALE_FACTOR = 2.0
 MAX_REMAINING = 1.0  # seconds: the most a sample waits for a stretch's end
 MIN_STRETCH = 2  # quiet steps planned at least, for a stretch (one quiet step: the Python path)
+# primary steps without a stretch after an optimizer not met stepped in one (its next step
+# meets the full hook); then stretches run again, its state n/a until it is met
+UNMET_WAIT = 16
 
 
 def _new_tally():
@@ -88,6 +91,7 @@ class QuietStretch:
         # optimizer's full step after the full hook met a new one (``primary_step``)
         self.unmet_seen = False
         self._met_new = False
+        self._unmet_wait = 0  # primary steps left without a stretch (UNMET_WAIT)
         self._seen: tuple = (0, None)  # (the tally, when the agent thread saw it move; ``stale``)
         self.stretches = 0  # stretches begun
         self.woken_by_agent = 0  # ended by the agent thread (past their expected end, or idle)
@@ -104,7 +108,7 @@ class QuietStretch:
             self._tally_handle = optimizer.register_step_post_hook(self.tally)
             self._tally_owner = id(optimizer)
         self._handle, self._full = handle, full
-        return not self.unmet_seen  # (until it is met, its next step must reach the full hook)
+        return not (self.unmet_seen and self._unmet_wait)  # (its next step: the full hook)
 
     def meet(self, optimizer) -> None:
         """Training thread, in the full hook: ``optimizer`` steps there; it carries the
@@ -126,11 +130,13 @@ class QuietStretch:
         return optimizer is not None and optimizer in self._known_set
 
     def primary_step(self) -> None:
-        """Training thread, at the primary optimizer's full step: an optimizer not met
-        inside a stretch has been met since the last one -- every optimizer that steps
-        once an iteration has reached the full hook by now."""
+        """Training thread, at the primary optimizer's step: an optimizer not met inside a
+        stretch has been met since the last one -- every optimizer that steps once an
+        iteration has reached the full hook by now; else one step less to wait."""
         if self._met_new:
             self.unmet_seen = self._met_new = False
+        elif self._unmet_wait:  # (an optimizer that stepped once and not since: stretches again)
+            self._unmet_wait -= 1
 
     def unmet(self) -> int:
         """Steps inside the running stretch of optimizers the agent has not met (any thread;
@@ -175,7 +181,7 @@ class QuietStretch:
             if k >= 0:
                 record(base, k, t0, None if t0 is None else (now - t0) / (k + 1))
             if self._unmet() + (1 if known else 0) > 0:
-                self.unmet_seen = True
+                self.unmet_seen, self._unmet_wait = True, UNMET_WAIT
             self.active = None
             self.watch.ticks = 0
         return k
