@@ -82,6 +82,8 @@ def test_peak_per_window_is_the_true_peak_or_says_it_is_a_bound(make_agent):
         assert agent.wait_started(5)
         reads = watched_reads(agent, provider)
         agent.reader.min_gap = 0.0  # a full read at every full step as well
+        agent.phases.budget = 1.0  # every step a full one (the CPU budget's thinning is not
+        # what this checks: under load it left 7 of 60)
         peak_before = None
         for i in range(60):
             opt.zero_grad()
@@ -100,7 +102,7 @@ def test_peak_per_window_is_the_true_peak_or_says_it_is_a_bound(make_agent):
     assert live.peak <= peak_before  # the agent never reset the counter itself: only the user did
     samples = [(truth, f) for c, truth, f in reads if c == "sample" and f is not None]
     steps = [(truth, f) for c, truth, f in reads if c == "step" and f is not None]
-    assert len(samples) >= 15 and len(steps) >= 10  # (quiet steps take no full read)
+    assert len(samples) >= 15 and len(steps) >= 10
     exact = 0
     for truth, fields in samples + steps:
         peak, bound = fields["peak_allocated"], fields[PEAK_BOUND]
