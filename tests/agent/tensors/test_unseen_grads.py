@@ -243,3 +243,49 @@ def test_the_backward_whose_end_thins_the_hooks_into_c_is_not_taken_for_a_silent
         assert nodes.tally_info().misses == 5 and watch.walks == LEARN_WALKS  # not silent
     finally:
         watch.uninstall()
+
+
+def _late_head(make_agent, make_head, known_steps_between=0):
+    """The known model trained past the learning walks, then ``make_head()`` (a model
+    the agent has not met), ``known_steps_between`` steps of the known model alone, then
+    the head summed into the known model's loss: its gradients n/a with the reason from
+    the first backward that feeds it, every figure exact after."""
+    with _strict(Run(make_agent, discover=True)) as run:
+        first, opt1 = run.registered()
+        train(first, opt1, steps=15)  # past the learning walks
+        head = make_head()
+        train(first, opt1, steps=known_steps_between)
+        opt2 = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9)
+        run.oracle.trains(head, optimizers=[opt2], known=second_met)
+        first_look = _with_head(run, first, opt1, head, opt2)
+        agent = run.agent
+    run.check()
+    assert any(m is head for m in agent.models()) or opt2 in agent.optimizers()
+    cpu = {d["device"]: d for d in first_look["devices"]}["cpu"]
+    assert cpu["buckets"]["gradients"] is None
+    assert UNSEEN in cpu["buckets_note"]
+
+
+@pytest.mark.slow
+def test_a_model_built_before_the_agent_started_summed_into_a_known_loss_late(make_agent):
+    """A model that existed before the agent started (a notebook's, attached later) was
+    never registered while the agent watched: it is found among the process's objects
+    when the agent starts."""
+    template = mlp_bn(96)
+    _late_head(make_agent, lambda: template)
+
+
+@pytest.mark.slow
+def test_a_model_built_late_and_first_trained_several_steps_after(make_agent):
+    """Built after the first backwards, but trained only five steps later (a curriculum's
+    head): the walk its construction armed went to a backward it was not in."""
+    _late_head(make_agent, lambda: mlp_bn(96), known_steps_between=5)
+
+
+@pytest.mark.slow
+def test_a_model_loaded_whole_with_torch_load_summed_into_a_known_loss_late(make_agent, tmp_path):
+    """``torch.save(model)`` then ``torch.load(..., weights_only=False)``: unpickling
+    registers no parameter (nn.Module.__setstate__ sets them all at once)."""
+    path = tmp_path / "head.pt"
+    torch.save(mlp_bn(96), path)
+    _late_head(make_agent, lambda: torch.load(path, weights_only=False), known_steps_between=2)

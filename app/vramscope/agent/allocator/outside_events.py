@@ -17,11 +17,11 @@ original, and that event is simply not seen. Standard library + torch only.
 
 from __future__ import annotations
 
-import functools
 import time
 
 import torch
 
+from vramscope.agent.patches import Patches
 from vramscope.agent.protocol import EventKind
 
 MAX_COMPILE_EVENTS = 64  # a run that recompiles without end says so this many times at most
@@ -31,7 +31,7 @@ class OutsideEvents:
     def __init__(self, emit, clock=time.time):
         self._emit = emit
         self._clock = clock
-        self._undo: list = []
+        self._patches = Patches()  # init_process_group's and torch.compile's wrappers
         self._compiles = 0
         self._callback = None
 
@@ -43,28 +43,22 @@ class OutsideEvents:
             self._wrap(torch, "compile", self._after_compile_call)
 
     def _wrap(self, owner, name: str, after) -> None:
-        original = getattr(owner, name)
-        if getattr(original, "__vramscope_wrapped__", False):
-            return
+        def make(original, armed):
+            def wrapper(*args, **kwargs):
+                out = original(*args, **kwargs)
+                if armed:
+                    try:
+                        after(args, kwargs)
+                    except Exception:
+                        pass
+                return out
 
-        @functools.wraps(original)
-        def wrapper(*args, **kwargs):
-            out = original(*args, **kwargs)
-            try:
-                after(args, kwargs)
-            except Exception:
-                pass
-            return out
+            return wrapper
 
-        wrapper.__vramscope_wrapped__ = True
-        setattr(owner, name, wrapper)
-        self._undo.append((owner, name, original))
+        self._patches.wrap(owner, name, make)
 
     def uninstall(self) -> None:
-        for owner, name, original in reversed(self._undo):
-            if getattr(getattr(owner, name, None), "__vramscope_wrapped__", False):
-                setattr(owner, name, original)
-        self._undo = []
+        self._patches.undo()
         if self._callback is not None:
             try:
                 from torch._dynamo.callback import callback_handler

@@ -28,19 +28,11 @@ walk has found nothing new (until then each one is walked); one left
 unwalked makes the gradients n/a until the next walk. Leaves that are not
 parameters (an input with ``requires_grad``) are not counted as gradients.
 
-A model built after the first backwards whose loss is summed into a known
-model's (an auxiliary head added late) reaches the known model's hooked
-nodes, so its backward is not silent. Building it registers its parameters
-(``nn.Module.register_parameter``), which PyTorch tells a global hook of
-(``torch.nn.modules.module.register_module_parameter_registration_hook``): a
-trainable parameter the agent has not met arms a walk of the next backward --
-that backward shows it, as a learning one would. Nothing runs per step for
-it (a module's construction, not its forward, calls the hook). A model copied
-with ``copy.deepcopy`` registers nothing -- its parameters are copied by
-``nn.Parameter.__deepcopy__`` (torch/nn/parameter.py), which the agent wraps
-the same way: a copy of a trainable parameter arms the walk. Not seen: a
-model built before the agent started (or loaded whole with ``torch.load``),
-first trained after the first backwards in a known model's loss.
+A model the agent has not met whose loss is summed into a known model's (an
+auxiliary head added late, a model built before the agent started or loaded
+whole) reaches the known model's hooked nodes, so its backward is not silent:
+its parameters' first gradients arm the walk of that backward instead
+(agent/tensors/unmet_params.py). Nothing runs per step for it.
 """
 
 from __future__ import annotations
@@ -48,6 +40,9 @@ from __future__ import annotations
 import math
 import time
 import weakref
+
+from vramscope.agent.patches import Patches
+from vramscope.agent.tensors.unmet_params import UnmetParams
 
 LEARN_WALKS = 3  # the run's first backwards, walked whatever the watch saw
 WALK_BUDGET = 0.001  # walks of silent backwards: at most this share of the step time
@@ -113,117 +108,66 @@ class UnseenGrads:
         self._clean = False  # the last walk found no parameter the agent has not met
         self.unchecked = False  # a silent backward went unwalked: gradients not known
         self._unseen: dict[int, weakref.ref] = {}  # id(parameter) -> weak ref, not found by a walk
-        self._original = None
-        self._module = None
-        self._registration = None  # the global parameter-registration hook's handle
-        self._deepcopy = None  # nn.Parameter's own __deepcopy__, where the agent wraps it
-        self.armed = 0  # walks armed by a new parameter's registration
+        self._patches = Patches()  # torch.autograd.backward's wrapper
+        self.unmet = UnmetParams(known, self._arm)  # parameters not met, until their first gradient
+        self.armed = 0  # walks armed by such a parameter's first gradient
         self.walks = 0
         self.errors = 0
 
     # -- install ----------------------------------------------------------------------------
     def install(self) -> None:
-        if self._original is not None:
+        if self._patches:
             return
         import torch.autograd
 
-        original = torch.autograd.backward
-        if getattr(original, "_vramscope_wrapped", False):
-            return  # (another agent of this process wraps it already)
         watch, ledger, nodes = self, self._ledger, self._watch
-
         info = nodes.tally_info
 
-        def backward(tensors, *args, **kwargs):
-            # (inline: one Python frame a backward) the ledger stale from the start -- no
-            # sample on the agent thread trusts it until the step -- and the watch's counts,
-            # to tell a silent backward afterwards (the thinned node hooks count in C:
-            # agent/tensors/backward.py)
-            fired, in_c = nodes.fired, nodes.in_c
-            if in_c and nodes.ticks:  # a quiet stretch counts this backward down before the
-                nodes.tick()  # ledger is marked (see QuietStretch.caught_up), as the node hook did
-            ledger.stale = ledger.forward_pending = True
-            out = original(tensors, *args, **kwargs)
-            if in_c and nodes.in_c:  # (not a backward whose end thinned the hooks into C)
-                m = info().misses
-                moved = m != nodes.seen
-                nodes.seen = m
-                if moved:
-                    if watch._learn:
-                        watch.after(tensors)
+        def make(original, armed):
+            def backward(tensors, *args, **kwargs):
+                # (inline: one Python frame a backward) the ledger stale from the start -- no
+                # sample on the agent thread trusts it until the step -- and the watch's counts,
+                # to tell a silent backward afterwards (the thinned node hooks count in C:
+                # agent/tensors/backward.py)
+                if not armed:  # (a stopped agent's, left inside another wrapper: agent/patches.py)
+                    return original(tensors, *args, **kwargs)
+                fired, in_c = nodes.fired, nodes.in_c
+                if in_c and nodes.ticks:  # a quiet stretch counts this backward down before the
+                    nodes.tick()  # ledger is marked (see QuietStretch.caught_up), as the node hook did
+                ledger.stale = ledger.forward_pending = True
+                out = original(tensors, *args, **kwargs)
+                if in_c and nodes.in_c:  # (not a backward whose end thinned the hooks into C)
+                    m = info().misses
+                    moved = m != nodes.seen
+                    nodes.seen = m
+                    if moved:
+                        if watch._learn:
+                            watch.after(tensors)
+                        return out
+                elif nodes.fired != fired and not watch._learn:
                     return out
-            elif nodes.fired != fired and not watch._learn:
+                watch.after(tensors)
                 return out
-            watch.after(tensors)
-            return out
 
-        for name in ("__doc__", "__name__", "__qualname__", "__module__"):
-            setattr(backward, name, getattr(original, name, None))
-        backward.__wrapped__ = original
-        backward._vramscope_wrapped = True
-        self._original, self._module = original, torch.autograd
-        torch.autograd.backward = backward
+            return backward
+
+        if not self._patches.wrap(torch.autograd, "backward", make):
+            return  # (another agent of this process wraps it already)
         nodes.wrapped = True  # (its thinned hooks may count in C: this wrapper reads them)
-        try:
-            from torch.nn.modules.module import register_module_parameter_registration_hook
-
-            self._registration = register_module_parameter_registration_hook(self._registered)
-        except Exception:  # (an older torch: a model summed into a known loss late is not seen)
-            self._registration = None
-        self._wrap_deepcopy()
-
-    def _wrap_deepcopy(self) -> None:
-        """A parameter copied (``copy.deepcopy`` of a model) is one the agent has not met:
-        ``nn.Parameter.__deepcopy__`` wrapped to tell ``_registered`` of the copy."""
-        from torch.nn import Parameter
-
-        copy = Parameter.__dict__.get("__deepcopy__")
-        if copy is None or getattr(copy, "_vramscope_wrapped", False):
-            return
-        registered = self._registered
-
-        def __deepcopy__(param, memo):
-            out = copy(param, memo)
-            registered(None, None, out)
-            return out
-
-        __deepcopy__.__wrapped__ = copy
-        __deepcopy__._vramscope_wrapped = True
-        Parameter.__deepcopy__ = __deepcopy__
-        self._deepcopy = copy
+        self.unmet.install()
 
     def uninstall(self) -> None:
-        handle, self._registration = self._registration, None
-        if handle is not None:
-            handle.remove()
-        copy, self._deepcopy = self._deepcopy, None
-        if copy is not None:
-            from torch.nn import Parameter
-
-            if getattr(Parameter.__dict__.get("__deepcopy__"), "__wrapped__", None) is copy:
-                Parameter.__deepcopy__ = copy
-        original, module = self._original, self._module
-        self._original = self._module = None
+        self.unmet.uninstall()
         self._watch.wrapped = False
-        if original is not None and getattr(module.backward, "__wrapped__", None) is original:
-            module.backward = original
+        self._patches.undo()
 
-    # -- the thread that builds a model --------------------------------------------------------
-    def _registered(self, module, name, param):
-        """A parameter registered on any module: one the agent has not met arms a walk of
-        the next backward (its graph may reach a known model's nodes too)."""
-        try:
-            if (
-                param is not None
-                and not self._learn
-                and getattr(param, "requires_grad", False)
-                and id(param) not in self._known()
-            ):
-                self._learn = 1
-                self.armed += 1
-        except Exception:
-            self.errors += 1
-        return None
+    # -- the thread autograd runs a parameter's hook on ---------------------------------------------
+    def _arm(self) -> None:
+        """A parameter the agent has not met got its first gradient: this backward is
+        walked (the wrapper looks once the engine is done)."""
+        if self._learn <= 0:
+            self._learn = 1
+            self.armed += 1
 
     # -- the training thread (or whichever runs the backward) ---------------------------------
     def after(self, tensors) -> None:
