@@ -112,3 +112,44 @@ if __name__ == "__main__":
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]  # the script has an agent, its spawn worker none
+
+
+@pytest.mark.slow
+def test_a_head_loaded_whole_late_reads_na_in_status_then_its_gradients_count(tmp_path, runtime_dir):
+    """Under `vramscope run`, a head loaded with torch.load after the first backwards and
+    summed into the known model's loss: `vramscope status --json` says gradients n/a with
+    the reason while the agent has not met it (it showed the first model's alone), and
+    the exact total once its next forward has been seen."""
+    proc = subprocess.Popen(
+        VRAMSCOPE + ["run", "--", sys.executable, str(HERE / "late_head_train.py"), str(tmp_path)]
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "paused").exists() and time.monotonic() < deadline:
+            assert proc.poll() is None
+            time.sleep(0.05)
+        time.sleep(0.5)  # (an agent-thread sample after the step)
+        status = subprocess.run(VRAMSCOPE + ["status", "--json"], capture_output=True, text=True, timeout=60)
+        pid = int((tmp_path / "paused").read_text())
+        agents = [a for a in json.loads(status.stdout)["agents"] if a["pid"] == pid]
+        assert "Traceback" not in status.stderr
+        (cpu,) = [d for d in agents[0]["devices"] if d["device"] == "cpu"]
+        assert cpu["buckets"]["gradients"] is None
+        assert "has not met yet" in cpu["buckets_note"]
+        (tmp_path / "release").touch()
+        real = None
+        while time.monotonic() < deadline:
+            if (tmp_path / "real.json").exists():
+                real = json.loads((tmp_path / "real.json").read_text())
+                frame = AgentClient()(Frame(time=time.time()))
+                mine = [r for r in frame.agents if r.pid == real["pid"]]
+                shown = mine and {d.device: d for d in mine[0].devices}["cpu"].buckets.gradients
+                if shown == real["gradients"]:
+                    break
+            time.sleep(0.1)
+        assert real is not None and shown == real["gradients"]
+    finally:
+        (tmp_path / "release").touch()
+        (tmp_path / "done").touch()
+        rc = proc.wait(30)
+    assert rc == 0
