@@ -60,6 +60,7 @@ from vramscope.agent.modules.module_sampler import ModuleSampler
 from vramscope.agent.steps.phases import PhaseTracker
 from vramscope.sources.demo.allocator_replay import ReplayProvider, scenario_ramp
 from vramscope.agent.steps.steps import StepTracker
+from vramscope.agent.patches import WRAPPED
 from vramscope.agent.tensors.unseen_grads import UnseenGrads
 
 ENTRY_POINTS = (  # (class, method): what the training thread runs of the agent
@@ -203,8 +204,9 @@ WRAPPER = "backward wrapper's own frame (estimated per call)"
 def wrapper_call_cost(agent, n: int = 3000) -> float:
     """Seconds the agent's torch.autograd.backward wrapper adds to a call (its closure,
     warm), net of the engine: a backward of a one-node graph through it and without it."""
-    original = agent.unseen._original
-    if original is None:
+    wrapper = torch.autograd.backward
+    original = getattr(wrapper, "__wrapped__", None) if getattr(wrapper, WRAPPED, False) else None
+    if original is None:  # (not the agent's: another agent of this process wraps it)
         return 0.0
     x = torch.ones(1, requires_grad=True)
     costs = {}

@@ -18,15 +18,13 @@ WRAPPED = "_vramscope_wrapped"  # set on each wrapper of the agent's
 
 
 class Armed:
-    """True until its wrapper is put back or disarmed (a wrapper reads it per call)."""
+    """``on`` until its wrapper is put back or disarmed: a wrapper reads it per call
+    (an attribute, not ``__bool__``: no Python call on a backward's path)."""
 
     __slots__ = ("on",)
 
     def __init__(self):
         self.on = True
-
-    def __bool__(self) -> bool:
-        return self.on
 
 
 def _current(owner, name: str):
@@ -46,7 +44,7 @@ class Patches:
 
     def wrap(self, owner, name: str, make) -> bool:
         """Put ``make(original, armed)`` -- a function that calls ``original`` alone once
-        ``armed`` is false -- in place of ``owner.name``. False where there is nothing to
+        ``armed.on`` is false -- in place of ``owner.name``. False where there is nothing to
         wrap or a wrapper of an agent's is there already (another agent of this process)."""
         original = _current(owner, name)
         if original is None or getattr(original, WRAPPED, False):

@@ -46,7 +46,7 @@ class OutsideEvents:
         def make(original, armed):
             def wrapper(*args, **kwargs):
                 out = original(*args, **kwargs)
-                if armed:
+                if armed.on:
                     try:
                         after(args, kwargs)
                     except Exception:

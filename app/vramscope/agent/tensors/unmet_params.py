@@ -73,7 +73,7 @@ class UnmetParams:
         def deepcopy(copy, armed):
             def __deepcopy__(param, memo):
                 out = copy(param, memo)
-                if armed:
+                if armed.on:
                     watch(out)
                 return out
 
@@ -82,7 +82,7 @@ class UnmetParams:
         def setstate(original, armed):
             def __setstate__(module, state):
                 original(module, state)
-                if armed:
+                if armed.on:
                     for param in list(module.__dict__.get("_parameters", {}).values()):
                         watch(param)
 

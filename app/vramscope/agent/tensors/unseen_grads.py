@@ -129,7 +129,7 @@ class UnseenGrads:
                 # sample on the agent thread trusts it until the step -- and the watch's counts,
                 # to tell a silent backward afterwards (the thinned node hooks count in C:
                 # agent/tensors/backward.py)
-                if not armed:  # (a stopped agent's, left inside another wrapper: agent/patches.py)
+                if not armed.on:  # (a stopped agent's, left inside another wrapper: agent/patches.py)
                     return original(tensors, *args, **kwargs)
                 fired, in_c = nodes.fired, nodes.in_c
                 if in_c and nodes.ticks:  # a quiet stretch counts this backward down before the
