@@ -147,3 +147,18 @@ def test_a_change_the_run_cannot_be_scaled_to_is_refused_with_the_field():
     with pytest.raises(PlanError) as e:
         predict(m, Change(seq=128))
     assert e.value.field == "seq"
+
+
+def test_gradients_sampled_in_the_middle_of_a_backward_are_planned_whole():
+    """A sample is true at its instant: one taken while the backward is half done holds the
+    gradients of the layers done so far (plan --pid once read 2 of 4 blocks' there and
+    planned 12 % short). The plan counts the gradients the backward makes: one for each
+    trainable parameter; a wider measured figure (fp32 gradients of bf16 weights) stands."""
+    models = [{"params": 1000, "trainable": 1000, "optimizer": {"class": "AdamW"}}]
+    half = {"weights": 4000, "gradients": 2000, "optimizer_state": 8000}
+    assert measure("cpu", half, models=models).gradients == 4000
+    frozen = [{"params": 1000, "trainable": 250}]
+    assert measure("cpu", {"weights": 4000, "gradients": 0}, models=frozen).gradients == 1000
+    wide = {"weights": 2000, "gradients": 4000, "optimizer_state": 8000}  # bf16 weights, fp32 grads
+    assert measure("cpu", wide, models=models).gradients == 4000
+    assert measure("cpu", half).gradients == 2000  # (no model summary: the figure as measured)

@@ -219,9 +219,12 @@ def measure(
     gradients = _n(b.get(Bucket.GRADIENTS)) or 0
     optimizer_state = _n(b.get(Bucket.OPTIMIZER_STATE)) or 0
     params, trainable, cls, dtype = _models_summary(models)
-    if not gradients and trainable and params and weights:
-        # sampled after zero_grad(set_to_none=True): the gradients the backward makes again
-        gradients = weights * trainable // params
+    if trainable and params and weights:
+        # a sample is true at its instant: after zero_grad(set_to_none=True) it holds none,
+        # in the middle of a backward only the layers done so far -- the plan is for the
+        # gradients the backward makes, one per trainable parameter (more where they are
+        # kept in a wider dtype than the weights: the measured figure then stands)
+        gradients = max(gradients, weights * trainable // params)
     shape = input_shape if isinstance(input_shape, dict) else {}
     batch, seq = _n(shape.get("batch")) or None, _n(shape.get("seq")) or None
     peak = step_peak(steps, device)
