@@ -73,8 +73,28 @@ def test_record_host_loses_no_sample_and_exports_the_hosts_modules(hosts, traine
     assert weights["module.weights.0"] + weights["module.weights.2"] == trainer.run["weights"]
     times = {r["time"] for r in rows if r["metric"] == "used" and r["gpu"] == "0"}
     assert len(times) >= 8  # a sample every 0.5 s for 6 s, the first after the host's first frame
-    buckets = [r for r in rows if r["metric"] == "agent.cpu.bucket.weights"]
-    assert len(buckets) == len(times)  # the agent's figures in every sample
+    buckets = [float(r["time"]) for r in rows if r["metric"] == "agent.cpu.bucket.weights"]
+    assert len(buckets) >= len(times) - 1  # the agent's samples (every 0.5 s too) at their own times
+    assert buckets == sorted(set(buckets))
+
+
+def test_record_host_keeps_every_agent_sample_between_its_frames(hosts, trainer, tmp_path):
+    """Frames every 2 s, the host's agent sampling every 0.5 s: the recording holds the
+    agent's samples at their own times, about four a frame, not one."""
+    out = tmp_path / "trainer.vramscope"
+    done = vramscope(
+        hosts, "record", "--host", "trainer", "--interval", "2", "--duration", "10", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    exported = vramscope(hosts, "export", str(out), "--format", "csv")
+    assert exported.returncode == 0, exported.stderr
+    rows = list(csv.DictReader(out.with_suffix(".csv").read_text().splitlines()))
+    frames = sorted({float(r["time"]) for r in rows if r["metric"] == "used" and r["gpu"] == "0"})
+    samples = [float(r["time"]) for r in rows if r["metric"] == "agent.cpu.bucket.weights"]
+    assert len(frames) >= 4
+    assert samples == sorted(set(samples))
+    assert len(samples) >= 3 * len(frames), (frames, samples)
+    assert max(b - a for a, b in zip(samples, samples[1:])) < 1.5  # no frame's interval left out
 
 
 def test_the_window_watching_a_host_reads_it_through_its_sampler_process(hosts, trainer, tmp_path):

@@ -17,6 +17,7 @@ import pytest
 
 from fakenvml import GiB, FakeGpu, FakeProcess, FakeState, subprocess_env, write_state
 from user_path.helpers import no_traceback, window_args
+from vramscope.core.agent_figures.agent_keys import series_key
 from vramscope.ui.agents.agent_panel import AgentProcessView
 from vramscope.ui.agents.sites_control import NO_CHANNEL
 from vramscope.ui.window.app import build_window
@@ -109,5 +110,44 @@ def test_the_window_shows_modules_oom_and_segments_of_a_simulated_cuda_run(
         assert view().modules.tree.topLevelItemCount() > 0
         # the shell handed the tab its way to ask the agent (ui/window/panels.py)
         assert view().sites.reason.text() != NO_CHANNEL
+    finally:
+        window.services.close()
+
+
+def test_the_window_draws_every_agent_sample_between_its_frames(
+    run, fake_nvml_build, tmp_path, monkeypatch, themed_app, qtbot
+):
+    """Frames every 2 s from the window's sampler process, the agent sampling every
+    0.5 s: the window's timeline holds the agent's samples at their own times, about
+    four a frame (it held one a frame)."""
+    state = tmp_path / "nvml.txt"
+    write_state(
+        state, FakeState(gpus=[FakeGpu(used=20 * GiB, processes=[FakeProcess(run, 19 * GiB, sm=60)])])
+    )
+    for name, value in subprocess_env(fake_nvml_build().parent, state).items():
+        if name in ("LD_LIBRARY_PATH", "FAKE_NVML_STATE"):
+            monkeypatch.setenv(name, value)
+    feed, window = build_window(window_args(demo=False, busy=False, interval=2.0), poll_ms=100, sampler=True)
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        start = None
+
+        def drawn():
+            times, _ = window.store.series(series_key(run, start, "cuda:0", "allocated"))
+            return times
+
+        def agent_start():
+            latest = window.store.latest
+            found = [a.start_time for a in latest.agents if a.pid == run] if latest is not None else []
+            return found[0] if found else None
+
+        qtbot.waitUntil(lambda: agent_start() is not None, timeout=60_000)
+        start, since = agent_start(), window.store.latest.time
+        qtbot.waitUntil(lambda: window.store.latest.time >= since + 6, timeout=30_000)  # three frames
+        times = drawn()
+        recent = times[times > since]
+        assert len(recent) >= 9, times  # ~4 samples in each frame's interval (one, before)
+        assert max(recent[1:] - recent[:-1]) < 1.5
     finally:
         window.services.close()

@@ -22,10 +22,12 @@ from vramscope.core.agent_figures.agent_report import (
     ALL_BUCKETS as ALL_BUCKETS,
     BUCKET_LABELS as BUCKET_LABELS,
     BUCKET_NAMES as BUCKET_NAMES,
+    SAMPLES_PER_REPORT as SAMPLES_PER_REPORT,
     AgentBuckets as AgentBuckets,
     AgentDevice as AgentDevice,
     AgentEvent as AgentEvent,
     AgentReport as AgentReport,
+    AgentSamplePoint as AgentSamplePoint,
 )
 from vramscope.core.processes.slurm_jobs import SlurmJob
 

@@ -85,6 +85,21 @@ class AgentDevice:
     missing: tuple[str, ...] = ()  # allocator figures this backend does not give (XPU)
 
 
+# samples one AgentReport carries: a frame's interval at the agent's fastest rate
+# (agent.MIN_INTERVAL) for frames of up to 6 s; beyond that the oldest are left out, and the
+# interval's peak (the report's AgentDevice.peak_allocated) still covers them
+SAMPLES_PER_REPORT = 128
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSamplePoint:
+    """One of an agent's samples: its time and its devices' own figures."""
+
+    time: float
+    step: int | None = None
+    devices: tuple[AgentDevice, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class AgentEvent:
     kind: str  # "step", "oom", "eval_autograd", "checkpointing_use_cache", ...
@@ -100,6 +115,10 @@ class AgentReport:
     start_time: float | None
     hostname: str | None = None
     time: float | None = None  # agent's timestamp of the newest sample
+    # every sample since the previous report, oldest first, each with its own figures (``devices``
+    # holds the newest with the interval's peak and outside PyTorch; at most SAMPLES_PER_REPORT):
+    # a sampler's subscribers draw and record every sample, not one a frame
+    samples: tuple[AgentSamplePoint, ...] = field(default=(), compare=False, hash=False)
     rank: int | None = None
     local_rank: int | None = None
     world_size: int | None = None

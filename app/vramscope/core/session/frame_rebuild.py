@@ -121,8 +121,19 @@ def frame_at(reader, t: float) -> Frame | None:
     )
 
 
+# how far back a replayed frame looks for an agent's newest sample, when its own interval
+# is shorter (frames faster than the agent samples: it is still running)
+AGENT_LOOKBACK = 3.0
+
+
 def _agents_at(reader, tk: float, prev: float) -> tuple:
-    rows = reader.recorded.agent_rows(tk - 1e-4, tk + 1e-4)
+    """The agents' reports of the frame at ``tk``: each agent's newest sample up to the
+    frame (rows at their own times, or at the frame's in files written before)."""
+    since = tk - max(AGENT_LOOKBACK, tk - prev)
+    newest: dict[tuple, dict] = {}  # (proc, device) -> its newest row (rows come in time order)
+    for r in reader.recorded.agent_rows(since, tk + 1e-4):
+        newest[(r["proc"], r["device"])] = r
+    rows = list(newest.values())
     if not rows:
         return ()
     procs = reader.processes()
@@ -158,7 +169,7 @@ def _agents_at(reader, tk: float, prev: float) -> tuple:
                 pid=rec.pid,
                 start_time=rec.start_time,
                 hostname=info.get("hostname"),
-                time=tk,
+                time=max(d["t"] for d in devs),  # its newest sample's
                 rank=info.get("rank"),
                 local_rank=info.get("local_rank"),
                 world_size=info.get("world_size"),

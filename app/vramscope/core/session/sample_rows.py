@@ -9,9 +9,10 @@ agents' info); after a rollback ``forget`` reloads those from the file.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 
-from vramscope.core.samples import AgentReport, Frame
+from vramscope.core.samples import SAMPLES_PER_REPORT, AgentReport, Frame
 from vramscope.core.processes.servers import SERVER_EVENT, SERVER_SERIES
 from vramscope.core.session.mig_rows import MigRows
 from vramscope.core.session.module_rows import ModuleRows
@@ -36,6 +37,7 @@ class SampleRows:
         self._mig = MigRows()
         self._modules = ModuleRows()
         self._agent_info: dict[int, tuple] = {}
+        self._agent_time: dict[int, float | None] = {}  # agent -> its newest sample's time written
         self._rollup = RollupRows()
 
     def flush(self, db: sqlite3.Connection) -> None:
@@ -49,6 +51,7 @@ class SampleRows:
         self._modules.forget()
         self._gpu_static.clear()
         self._agent_info.clear()
+        self._agent_time.clear()
         self._rollup.forget()
         self.procs.reload(db)
 
@@ -154,21 +157,24 @@ class SampleRows:
         if self._agent_info.get(pid_id) != info:
             db.execute("INSERT OR REPLACE INTO agent_info VALUES (?, ?, ?, ?, ?, ?)", (pid_id, *info))
             self._agent_info[pid_id] = info
-        rows = []
-        for dev in report.devices:
-            b = dev.buckets
-            buckets = [getattr(b, c) if b is not None else None for c in BUCKET_COLUMNS]
-            rows.append(
-                (
-                    t,
-                    pid_id,
-                    dev.device,
-                    dev.gpu_uuid,
-                    report.step,
-                    *[getattr(dev, c) for c in AGENT_COLUMNS],
-                    *buckets,
+        newest = self._agent_time.get(pid_id)
+        if report.samples:  # every sample at its own time (a live client's report)
+            rows = []
+            for sample in report.samples[-SAMPLES_PER_REPORT:]:  # (a host's stream is input)
+                devices = (
+                    _with_outside(sample.devices, report.devices)
+                    if sample.time == report.time
+                    else sample.devices
                 )
-            )
+                rows += _device_rows(sample.time, pid_id, sample.step, devices)
+            self._agent_time[pid_id] = report.samples[-1].time
+        elif report.time is None or report.time != newest:
+            # the report's figures at the frame's time (the demo's, a replayed session's); a live
+            # client's report without a new sample (its newest is in the file) adds nothing
+            rows = _device_rows(t, pid_id, report.step, report.devices)
+            self._agent_time[pid_id] = report.time
+        else:
+            rows = []
         if rows:
             marks = ", ".join("?" * len(rows[0]))
             db.executemany(f"INSERT OR REPLACE INTO agent_samples VALUES ({marks})", rows)
@@ -178,3 +184,27 @@ class SampleRows:
                 "INSERT INTO events (t, proc, kind, data) VALUES (?, ?, ?, ?)",
                 (ev.time, pid_id, ev.kind, json_column(dict(ev.data)) if ev.data else None),
             )
+
+
+def _with_outside(own: tuple, reported: tuple) -> tuple:
+    """The newest sample's own devices with the bucket the monitor added to its report,
+    outside PyTorch (at the frame's time: sources/agents/agent_reports.with_outside)."""
+    outside = {d.device: d.buckets.outside_pytorch for d in reported if d.buckets is not None}
+    return tuple(
+        dataclasses.replace(d, buckets=dataclasses.replace(d.buckets, outside_pytorch=outside[d.device]))
+        if d.buckets is not None and outside.get(d.device) is not None
+        else d
+        for d in own
+    )
+
+
+def _device_rows(t: float, pid_id: int, step: int | None, devices) -> list[tuple]:
+    """agent_samples rows of one sample's devices at ``t``."""
+    rows = []
+    for dev in devices:
+        b = dev.buckets
+        buckets = [getattr(b, c) if b is not None else None for c in BUCKET_COLUMNS]
+        rows.append(
+            (t, pid_id, dev.device, dev.gpu_uuid, step, *[getattr(dev, c) for c in AGENT_COLUMNS], *buckets)
+        )
+    return rows

@@ -342,6 +342,7 @@ class AgentClient:
             out.append(report_of(state))
             state.new_events = []
             state.peaks = {}
+            state.since_report.clear()
         return out
 
     def enrich(self, frame: Frame) -> Frame:

@@ -19,10 +19,10 @@ import dataclasses
 from collections.abc import Sequence
 
 from vramscope.agent.serving import paths
-from vramscope.agent.protocol import Bucket, EventKind
-from vramscope.core.agent_figures import agent_series, oom_context
+from vramscope.agent.protocol import EventKind
+from vramscope.core.agent_figures import oom_context
 from vramscope.core.samples import AgentReport, Frame, GpuProcess, GpuSample
-from vramscope.sources.agents.agent_reports import with_outside
+from vramscope.sources.agents.agent_reports import outside_points, with_outside
 from vramscope.sources.agents.agent_state import AgentState, record_points
 
 START_TIME_TOLERANCE = 0.05  # seconds; both sides compute btime + ticks / CLK_TCK
@@ -59,19 +59,7 @@ def attached(
         gpus.append(dataclasses.replace(gpu, processes=tuple(procs)) if changed else gpu)
     reports = [final_reports[id(r)] for r in reports]
     for r in reports:  # outside PyTorch is the monitor's bucket: at the frame's time
-        record_points(
-            store,
-            agent_series.sample_points(
-                r.pid,
-                r.start_time,
-                frame.time,
-                [
-                    {"device": d.device, "buckets": {Bucket.OUTSIDE_PYTORCH: d.buckets.outside_pytorch}}
-                    for d in r.devices
-                    if d.buckets is not None and d.buckets.outside_pytorch is not None
-                ],
-            ),
-        )
+        record_points(store, outside_points(r, frame.time))
     return dataclasses.replace(frame, gpus=tuple(gpus), agents=tuple(reports))
 
 

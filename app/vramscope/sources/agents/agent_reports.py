@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 
+from vramscope.agent.protocol import Bucket
 from vramscope.core.agent_figures import agent_series
-from vramscope.core.samples import AGENT_ENDED, AgentReport, Frame, bare_uuid
+from vramscope.core.samples import (
+    AGENT_ENDED,
+    SAMPLES_PER_REPORT,
+    AgentReport,
+    AgentSamplePoint,
+    Frame,
+    bare_uuid,
+)
 
 
 def _norm_uuid(uuid: str | None) -> str | None:
@@ -58,6 +66,7 @@ def report_of(state) -> AgentReport:
         start_time=state.start_time,
         hostname=hello.hostname,
         time=sample.t if sample else None,
+        samples=tuple(AgentSamplePoint(s.t, s.step, s.devices) for s in state.since_report),
         rank=hello.rank,
         local_rank=hello.local_rank,
         world_size=hello.world_size,
@@ -107,22 +116,51 @@ def record_reports(store, frame: Frame, seen: dict | None = None) -> Frame:
     """Series for sources whose frames already carry AgentReports (demo, replayed
     sessions, the window's sampler process, other machines).
 
-    The live client records every pulled sample at its own time; a source that
-    has the latest report per frame records it at that sample's time too (the
-    report's ``time``; the frame's where it has none) -- once: ``seen`` (agent
-    identity -> the sample time recorded last) keeps a sample that did not
-    change from being drawn again at the next frame. Steps and OOMs come from
-    the report's new events, through the same module (core/agent_figures/agent_series.py), so
-    the agent panel reads one layout whatever the source.
+    A report that carries its samples (``AgentReport.samples``: a live client's,
+    through a sampler's stream) has each recorded at its own time with its own
+    figures, as the live client records them, and outside PyTorch at the frame's
+    time; one that does not (the demo, a replayed session) has its newest recorded
+    at that sample's time (the report's ``time``; the frame's where it has none).
+    Each once: ``seen`` (agent identity -> the sample time recorded last) keeps a
+    sample from being drawn again at the next frame. Steps and OOMs come from the
+    report's new events, through the same module (core/agent_figures/agent_series.py),
+    so the agent panel reads one layout whatever the source.
     """
     for r in frame.agents:
-        t = r.time if r.time is not None else frame.time
-        if seen is None or seen.get(r.identity) != t:  # not the sample recorded last frame
-            if seen is not None:
-                seen[r.identity] = t
-            agent_series.record(store, agent_series.device_points(r.pid, r.start_time, t, r.devices))
+        last = seen.get(r.identity) if seen is not None else None
+        if r.samples:
+            # (another machine's stream is input: at most a report's worth, in time order)
+            fresh = sorted(
+                (s for s in r.samples[-SAMPLES_PER_REPORT:] if last is None or s.time > last),
+                key=lambda s: s.time,
+            )
+            for s in fresh:
+                agent_series.record(store, agent_series.device_points(r.pid, r.start_time, s.time, s.devices))
+            agent_series.record(store, outside_points(r, frame.time))
+            t = fresh[-1].time if fresh else last
+        else:
+            t = r.time if r.time is not None else frame.time
+            if last != t:  # not the sample recorded last frame
+                agent_series.record(store, agent_series.device_points(r.pid, r.start_time, t, r.devices))
+        if seen is not None and t is not None:
+            seen[r.identity] = t
         for ev in r.events:
             agent_series.record(
                 store, agent_series.event_points(r.pid, r.start_time, ev.kind, ev.time, ev.data)
             )
     return frame
+
+
+def outside_points(report: AgentReport, t: float):
+    """The monitor's bucket, outside PyTorch, of a report's devices that have it, at ``t``
+    (the frame's time)."""
+    return agent_series.sample_points(
+        report.pid,
+        report.start_time,
+        t,
+        [
+            {"device": d.device, "buckets": {Bucket.OUTSIDE_PYTORCH: d.buckets.outside_pytorch}}
+            for d in report.devices
+            if d.buckets is not None and d.buckets.outside_pytorch is not None
+        ],
+    )

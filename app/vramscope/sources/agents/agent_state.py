@@ -13,7 +13,7 @@ import logging
 from vramscope.agent.protocol import EventKind, ItemKind
 from vramscope.core.agent_figures import agent_series
 from vramscope.core.agent_figures.allocator_summary import AllocatorSummary
-from vramscope.core.samples import AgentEvent
+from vramscope.core.samples import SAMPLES_PER_REPORT, AgentEvent
 from vramscope.sources.agents import agent_input, agent_modules, allocator_input
 from vramscope.sources.agents.agent_connection import AgentConnection
 from vramscope.sources.agents.agent_reports import merged_peak
@@ -47,6 +47,11 @@ class AgentState:
     # device -> (peak, upper bound or None) over the samples since the last report: a frame
     # carries the peak of its whole interval, not only of the newest sample's
     peaks: dict = dataclasses.field(default_factory=dict)
+    # the samples since the last report, oldest first (the report carries them: its
+    # subscribers draw and record every sample, not one a frame)
+    since_report: collections.deque = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=SAMPLES_PER_REPORT)
+    )
 
     @property
     def pid(self) -> int:
@@ -89,6 +94,7 @@ def _ingest_sample(state: AgentState, item: dict, store) -> None:
     sample = agent_input.sample(item)
     if state.latest is None or sample.t >= state.latest.t:
         state.latest = sample
+        state.since_report.append(sample)
     for dev in sample.devices:
         state.peaks[dev.device] = merged_peak(state.peaks.get(dev.device), dev)
     if sample.step is not None:
