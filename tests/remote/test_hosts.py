@@ -135,6 +135,34 @@ def test_two_hosts_side_by_side_and_a_dropped_one_comes_back(hosts):
         source.close()
 
 
+def test_each_pass_takes_the_hosts_frame_as_it_comes_not_an_interval_old(hosts):
+    """The pipeline's own sampler thread over a host streaming every 1.5 s: every
+    pass shows the frame the host has just sent. A pass on a grid of its own fell
+    just before each frame arrived (both grids start together) and showed the
+    previous one, 1.5 s old; `record --host` stamped it with its own time."""
+    from vramscope.core.flow.sampler import Sampler
+    from vramscope.core.store.store import Store
+
+    hosts.add("gpubox", box(2))
+    source = HostsSource(["gpubox"], interval=1.5)
+    lags: list[float] = []
+
+    def lag(frame):  # (an enricher: run in each pass, right after the source's sample)
+        shown = source.hosts[0].snapshot(take=False).frame
+        if frame.gpus and shown is not None:
+            lags.append(frame.time - shown.time)
+        return frame
+
+    sampler = Sampler(source, Store(), interval=1.5, enrichers=[lag])
+    sampler.start()
+    try:
+        wait_for(lambda: len(lags) >= 6, timeout=60, what="six passes with the host's GPUs")
+    finally:
+        sampler.stop()
+        source.close()
+    assert max(lags[1:]) < 0.75, lags  # (the first pass may take a frame that waited)
+
+
 def test_ending_a_remote_process_goes_over_the_channel_with_the_same_checks(hosts):
     victim = subprocess.Popen(["sleep", "300"])
     try:
@@ -213,3 +241,46 @@ def test_a_peer_that_goes_silent_is_dropped_and_retried(hosts, tmp_path):
         assert "no data for 1 s" in view.error
     finally:
         host.close()
+
+
+BURST_STREAM = """#!{python}
+import json, sys, time
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\\n"); sys.stdout.flush()
+send({{"type": "hello", "stream": "vramscope", "version": 1, "vramscope": "9.9", "host": "burst", "interval": 1}})
+for k in range(3):  # three frames at once, each with the agent's samples since the one before
+    frame = {frame}
+    frame["time"] += k
+    frame["agents"][0]["time"] = frame["time"]
+    frame["agents"][0]["samples"] = [{{"time": frame["time"] - 0.5 + 0.25 * i}} for i in range(3)]
+    send({{"type": "frame", "frame": frame}})
+sys.stdin.read()
+"""
+
+
+def test_frames_that_come_faster_than_the_passes_lose_no_agent_sample(hosts):
+    """A host sends three frames between two passes: the pass's report carries the
+    agent samples of all three (as it carries their events), not the last one's."""
+    from vramscope.core.samples import AgentReport, Frame, GpuSample
+    from vramscope.core.stream.codec import frame_to_wire
+
+    good = Frame(
+        time=1.7e9,
+        source="nvml",
+        gpus=(GpuSample(index=0, name="NVIDIA RTX A6000"),),
+        agents=(AgentReport(pid=4242, start_time=1.6e9),),
+    )
+    bindir = hosts.dir / "burst-bin"
+    bindir.mkdir()
+    script = bindir / "vramscope"
+    script.write_text(BURST_STREAM.format(python=sys.executable, frame=repr(frame_to_wire(good))))
+    script.chmod(0o755)
+    hosts.add("burst", path=os.pathsep.join([str(bindir), "/usr/bin", "/bin"]))
+    source = HostsSource(["burst"], interval=1.0)
+    try:
+        wait_for(lambda: source.hosts[0].arrivals.count >= 3, what="three frames")
+        (report,) = source.sample(time.time()).agents
+    finally:
+        source.close()
+    expected = [1.7e9 + k - 0.5 + 0.25 * i for k in range(3) for i in range(3)]
+    assert [s.time for s in report.samples] == expected

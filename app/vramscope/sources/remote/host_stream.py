@@ -25,7 +25,7 @@ import subprocess
 import threading
 import time
 
-from vramscope.core.samples import Frame
+from vramscope.core.samples import SAMPLES_PER_REPORT, Frame
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
@@ -38,8 +38,9 @@ from vramscope.sources.remote.host_view import (  # the host's states, read thro
     HostView,
     check_target,
     describe_state as describe_state,
-    with_events,
+    with_taken,
 )
+from vramscope.sources.remote.frame_arrivals import FrameArrivals
 from vramscope.sources.remote.pipe_writer import PipeWriter
 from vramscope.sources.remote.ssh_command import (
     FAILED,
@@ -86,9 +87,11 @@ class RemoteHost:
         self._writer: PipeWriter | None = None  # the running process's stdin (never blocks)
         self.write_stall = WRITE_STALL
         self._events: dict = {}  # agent identity -> events not yet handed out
+        self._samples: dict = {}  # agent identity -> samples not yet handed out
         self._ids = itertools.count(1)
         self._waiting: dict[int, list] = {}  # request id -> [Event, reply]
         self._frames_seen = threading.Event()
+        self.arrivals = FrameArrivals()  # frames read, and a wait for the next
         self.connections = 0
         self.refused = 0  # messages dropped for not fitting the schema
         self._refused_at: float | None = None
@@ -105,9 +108,14 @@ class RemoteHost:
 
     def close(self) -> None:
         self._closed.set()
+        self.arrivals.wake()
         self._kill()
         if self._thread is not None:
             self._thread.join(5)
+
+    def sending(self) -> bool:
+        """Connected and not closed: its next frame is coming."""
+        return not self._closed.is_set() and self.snapshot(take=False).state == CONNECTED
 
     def wait_first(self, timeout: float) -> HostView:
         """Block until the first frame, a definite failure, or the timeout."""
@@ -129,9 +137,9 @@ class RemoteHost:
         """The newest state; with ``take`` the agents' new events are handed out once."""
         with self._lock:
             frame = self._frame
-            if take and frame is not None and self._events:
-                frame = with_events(frame, self._events)
-                self._events = {}
+            if take and frame is not None and (self._events or self._samples):
+                frame = with_taken(frame, self._events, self._samples)
+                self._events, self._samples = {}, {}
             retry = None if self._retry_at is None else max(0.0, self._retry_at - self._mono())
             return HostView(
                 self.host, self._state, frame, self._alerts, self._error, retry, self._remote_version
@@ -203,6 +211,7 @@ class RemoteHost:
                 self._retry_at = None
 
     def _wait_retry(self, delay: float) -> None:
+        self.arrivals.wake()  # down: a wait for its next frame ends now
         self._closed.wait(delay)
 
     def _connect(self) -> bool:
@@ -320,14 +329,20 @@ class RemoteHost:
                 alerts = tuple(alerts)
             except (ValueError, TypeError, RecursionError) as exc:
                 self._refuse(f"a {kind} that does not fit the stream's schema ({exc})")
+                self.arrivals.one()  # (one came: a pass waiting for it goes on with the last)
                 return
             with self._lock:
                 for report in frame.agents:
                     if report.events:
                         self._events.setdefault(report.identity, []).extend(report.events)
+                    if report.samples:
+                        held = self._samples.setdefault(report.identity, [])
+                        held.extend(report.samples)
+                        del held[:-SAMPLES_PER_REPORT]
                 self._frame = frame
                 self._alerts = alerts
             self._frames_seen.set()
+            self.arrivals.one()
         elif kind == protocol.RESULT:
             ident = message.get("id")
             if type(ident) is not int:

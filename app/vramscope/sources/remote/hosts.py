@@ -1,8 +1,10 @@
 """Several machines as one source: `vramscope --host a --host b`.
 
 Each host has its own ssh connection (sources/remote/host_stream.py); a sampling pass
-takes the newest frame of each without waiting and lays their GPUs side by
-side. Every GPU keeps its host and its own index on that host; ``index`` is
+waits (at most an interval and a second, or 4 s) until each connected host has sent a
+frame since the previous pass, takes the newest of each and lays their GPUs
+side by side: frames taken as they come, not an interval old (a pass on a grid
+of its own fell just before each host's frame, a whole interval late). Every GPU keeps its host and its own index on that host; ``index`` is
 made unique here (and stable: a host that drops and comes back gets the
 same numbers), so stores, series and tables need no host key. A host that is
 down keeps its last GPUs, marked with the error, until it is back.
@@ -20,11 +22,15 @@ from vramscope.core.stream.codec import from_wire
 from vramscope.sources.remote.host_stream import CONNECTED, HostView, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
+# seconds a pass waits at most for the hosts' next frames: under the sampler's 5 s join at
+# its stop (core/flow/sampler.py), so the pass under way ends with the command
+PACE_WAIT = 4.0
 
 
 class HostsSource:
     name = SSH_SOURCE
     simulated = False
+    paced = True  # ``sample`` waits for the hosts' frames: the pipeline takes them as they come
 
     def __init__(
         self,
@@ -39,6 +45,8 @@ class HostsSource:
         targets = list(dict.fromkeys(targets))  # a host named twice is watched once
         self.hosts = [RemoteHost(t, interval=interval, demo=demo, ssh=ssh, **host_options) for t in targets]
         self._position = {host.host: n for n, host in enumerate(self.hosts)}
+        self.interval = interval
+        self._taken: dict[str, int] = {}  # host -> its frames read at the previous pass
         self._owner: dict[tuple[int, float | None], RemoteHost] = {}
         if start:
             for host in self.hosts:
@@ -47,7 +55,26 @@ class HostsSource:
     def global_index(self, host: str, index: int) -> int:
         return self._position[host] * HOST_BLOCK + index
 
+    def _wait_for_frames(self) -> float:
+        """Until every connected host has sent a frame since the previous pass, at
+        most an interval and a second, or PACE_WAIT (a host that stops sending holds
+        no pass longer); the seconds waited."""
+        began = time.monotonic()
+        deadline = began + min(self.interval + 1.0, PACE_WAIT)
+        for host in self.hosts:
+            after = self._taken.get(host.host)
+            if after is not None and host.snapshot(take=False).state == CONNECTED:
+                host.arrivals.wait_after(
+                    after,
+                    deadline - time.monotonic(),
+                    lambda host=host: host.sending(),
+                )
+        for host in self.hosts:
+            self._taken[host.host] = host.arrivals.count
+        return time.monotonic() - began
+
     def sample(self, now: float) -> Frame:
+        now += self._wait_for_frames()
         gpus: list[GpuSample] = []
         agents: list = []
         states: list[dict] = []

@@ -26,7 +26,6 @@ import os
 import pathlib
 import sys
 import threading
-import time
 
 from vramscope.core.samples import Frame, GpuSample
 from vramscope.core.stream import protocol
@@ -38,7 +37,6 @@ from vramscope.sources.remote.host_stream import CONNECTED, RemoteHost
 MAX_BACKOFF = 8.0  # seconds between restarts of a sampler that keeps dying
 FIRST_FRAME_WAIT = 20.0  # seconds the first frame may take (an interpreter start on a busy box)
 STOPPED = "The sampling process stopped"
-WAIT_LOOK = 2.0  # seconds: frames and the process going down wake a wait_frame; this is a safety net
 
 
 class SamplerProcess(RemoteHost):
@@ -52,8 +50,6 @@ class SamplerProcess(RemoteHost):
         path = os.environ.get("PYTHONPATH")
         self.env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
         self._restart = threading.Event()
-        self._arrived = threading.Condition()
-        self.frames = 0  # frames read since the start
         self._looking = False  # this connection's first look may still come (before its frames)
 
     def argv(self, command) -> list[str]:
@@ -76,16 +72,13 @@ class SamplerProcess(RemoteHost):
         self._restart.set()
 
     def _wait_retry(self, delay: float) -> None:
-        with self._arrived:  # down: a wait_frame under way returns now, not on its next look
-            self._arrived.notify_all()
+        self.arrivals.wake()  # down: a wait_frame under way returns now, not on its next look
         self._restart.wait(delay)
         self._restart.clear()
 
     def close(self) -> None:
         self._closed.set()
         self._restart.set()
-        with self._arrived:
-            self._arrived.notify_all()
         super().close()
 
     def _handle(self, message: dict, frames) -> None:
@@ -97,8 +90,6 @@ class SamplerProcess(RemoteHost):
             self._looking and kind not in (protocol.FRAME, protocol.DELTA)
         )
         super()._handle(message, frames)
-        if kind in (protocol.FRAME, protocol.DELTA):
-            self._arrived_one()
 
     def _first_look(self, message: dict) -> None:
         """The GPUs before the first frame of this connection (the processes pending)."""
@@ -113,24 +104,24 @@ class SamplerProcess(RemoteHost):
         with self._lock:
             self._frame, self._alerts = frame, ()
         self._frames_seen.set()
-        self._arrived_one()
+        self.arrivals.one()
 
-    def _arrived_one(self) -> None:
-        with self._arrived:
-            self.frames += 1
-            self._arrived.notify_all()
+    @property
+    def frames(self) -> int:
+        """Frames read since the start (a first look counts as one)."""
+        return self.arrivals.count
 
     def wait_frame(self, after: int, timeout: float) -> bool:
         """Until a frame later than the ``after``-th came (True), the process is
         down, or the timeout (False)."""
-        deadline = time.monotonic() + timeout
-        with self._arrived:
-            while self.frames <= after and not self._closed.is_set():
-                left = deadline - time.monotonic()
-                if left <= 0 or self.snapshot(take=False).state != CONNECTED and self.frames:
-                    return False
-                self._arrived.wait(min(left, WAIT_LOOK))
-            return self.frames > after
+        return self.arrivals.wait_after(
+            after,
+            timeout,
+            lambda: (
+                not self._closed.is_set()
+                and not (self.snapshot(take=False).state != CONNECTED and self.arrivals.count)
+            ),
+        )
 
 
 class LocalSamplerSource:
