@@ -7,8 +7,9 @@
 #
 # Needs PyInstaller (pip install -e '.[bundle]'); uses .venv/bin/pyinstaller when
 # the checkout has a .venv, else the one on PATH. The smoke run starts the window
-# offscreen on the demo for 3 s and runs `status --demo --json`; either failing
-# (or printing a traceback) fails the script. Then add it to your desktop menu:
+# offscreen on the demo for 3 s and runs `status --demo --json`, as a user of its
+# own (fresh home, settings and data directories); either failing (or printing a
+# traceback) fails the script. Then add it to your desktop menu:
 #   dist/vramscope/vramscope desktop install     (or packaging/install_desktop.sh)
 set -euo pipefail
 
@@ -43,7 +44,14 @@ if [[ "${VRAMSCOPE_NO_SMOKE:-0}" == "1" ]]; then
 fi
 
 LOG="$(mktemp)"
-trap 'rm -f "$LOG"' EXIT
+# the smoke run is a user of its own: it neither reads nor writes your settings, sessions
+# or agent sockets (the window saves its geometry when it quits)
+SMOKE="$(mktemp -d)"
+trap 'rm -rf "$LOG" "$LOG.out" "$SMOKE"' EXIT
+mkdir -m 700 "$SMOKE/run"
+PRIVATE=(HOME="$SMOKE/home" XDG_CONFIG_HOME="$SMOKE/config" XDG_DATA_HOME="$SMOKE/data"
+         XDG_STATE_HOME="$SMOKE/state" XDG_CACHE_HOME="$SMOKE/cache" XDG_RUNTIME_DIR="$SMOKE/run"
+         VRAMSCOPE_RUNTIME_DIR="$SMOKE/run/vramscope")
 check() {  # check WHAT COMMAND...: exit 0 and no traceback on stderr
     local what="$1"; shift
     if ! "$@" >"$LOG.out" 2>"$LOG"; then
@@ -55,6 +63,6 @@ check() {  # check WHAT COMMAND...: exit 0 and no traceback on stderr
     rm -f "$LOG.out"
 }
 check "window on the demo, offscreen, 3 s" \
-    env QT_QPA_PLATFORM=offscreen "$BIN" --demo --quit-after 3
-check "status --demo --json" "$BIN" status --demo --json
+    env "${PRIVATE[@]}" QT_QPA_PLATFORM=offscreen "$BIN" --demo --quit-after 3
+check "status --demo --json" env "${PRIVATE[@]}" "$BIN" status --demo --json
 echo "smoke run passed: $BIN"

@@ -35,16 +35,30 @@ def _has_pyinstaller() -> bool:
     return (ROOT / ".venv" / "bin" / "pyinstaller").exists() or shutil.which("pyinstaller")
 
 
+XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")  # (PyInstaller's cache stays the user's)
+
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     if not _has_pyinstaller():
         pytest.fail("VRAMSCOPE_BUNDLE_TEST=1 but PyInstaller is not installed (pip install -e '.[bundle]')")
     out = tmp_path_factory.mktemp("bundle")
+    # the build script's smoke run, started as a user would start it: that user's home is
+    # this stand-in one, which the smoke run must leave as it found it
+    home = tmp_path_factory.mktemp("user")
+    user = {"HOME": str(home), **{var: str(home / var.lower()) for var in XDG_DIRS}}
+    env = {k: v for k, v in os.environ.items() if k not in ("VRAMSCOPE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
     done = subprocess.run(
-        ["bash", str(BUILD), str(out)], cwd=ROOT, capture_output=True, text=True, timeout=840
+        ["bash", str(BUILD), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        env={**env, **user},
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     assert "smoke run passed" in done.stdout
+    assert not list(home.rglob("*vramscope*")), sorted(str(p.relative_to(home)) for p in home.rglob("*"))
     exe = out / "vramscope" / "vramscope"
     assert exe.is_file() and os.access(exe, os.X_OK)
     return exe
