@@ -163,6 +163,27 @@ def test_each_pass_takes_the_hosts_frame_as_it_comes_not_an_interval_old(hosts):
     assert max(lags[1:]) < 0.75, lags  # (the first pass may take a frame that waited)
 
 
+def test_a_new_interval_reaches_the_hosts_streams(hosts):
+    """The window's settings change the interval of a --host window's sampler: each
+    host's stream takes it, so the passes, which wait for the hosts' frames, follow."""
+    hosts.add("gpubox", box(2))
+    source = HostsSource(["gpubox"], interval=0.5)
+    try:
+        arrivals = source.hosts[0].arrivals
+        wait_for(lambda: arrivals.count >= 2, what="the host's frames")
+        start = arrivals.count
+        time.sleep(3)
+        fast = arrivals.count - start
+        source.set_interval(2.0)
+        time.sleep(1.5)  # (the request, and the frame the old interval had due)
+        start = arrivals.count
+        time.sleep(4.5)
+        slow = arrivals.count - start
+    finally:
+        source.close()
+    assert fast >= 5 and slow <= 3, (fast, slow)
+
+
 def test_ending_a_remote_process_goes_over_the_channel_with_the_same_checks(hosts):
     victim = subprocess.Popen(["sleep", "300"])
     try:
@@ -284,3 +305,22 @@ def test_frames_that_come_faster_than_the_passes_lose_no_agent_sample(hosts):
         source.close()
     expected = [1.7e9 + k - 0.5 + 0.25 * i for k in range(3) for i in range(3)]
     assert [s.time for s in report.samples] == expected
+
+
+def test_a_settings_request_to_a_host_stream_reaches_its_hosts():
+    """`vramscope stream --host ...` (a --host window's sampler process) given a new
+    interval: its passes and each host take it; a wrong one changes nothing."""
+    from vramscope.core.stream.settings_request import settings_message, settings_reply
+    from vramscope.sources.assembly import build_monitor
+
+    source = HostsSource(["a", "b"], interval=1.0, start=False)
+    monitor = build_monitor(source, enrichers=None, interval=1.0)
+    try:
+        reply = settings_reply(monitor, {**settings_message(interval=3.0), "id": 7})
+        assert reply["ok"] and reply["id"] == 7
+        assert monitor.pipeline.sampler.interval == 3.0
+        assert source.interval == 3.0 and [h.interval for h in source.hosts] == [3.0, 3.0]
+        refused = settings_reply(monitor, {"type": "settings", "interval": "fast", "id": 8})
+        assert not refused["ok"] and source.interval == 3.0
+    finally:
+        monitor.close()

@@ -75,4 +75,6 @@ def settings_reply(monitor: Monitor | None, message: Wire) -> Wire:
         monitor.engine.settings = settings
     if interval is not None:
         monitor.pipeline.sampler.interval = interval
+        # a source that samples on a grid of its own takes it too (--host: each host's stream)
+        getattr(monitor.pipeline.sampler.source, "set_interval", lambda _s: None)(interval)
     return {**reply, "ok": True, "value": None}

@@ -113,6 +113,16 @@ class RemoteHost:
         if self._thread is not None:
             self._thread.join(5)
 
+    def tell(self, message: dict) -> bool:
+        """Send ``message`` (with an id of its own) to the stream without waiting for its
+        answer, or for the process to read it (sources/remote/pipe_writer.py: this may be
+        the GUI thread); False when none is running or it does not read (the next one
+        starts with the options). A process still starting reads it after its hello; one
+        that stops reading is ended and started again."""
+        with self._lock:
+            writer = self._writer
+        return writer is not None and writer.send(protocol.encode({**message, "id": next(self._ids)}))
+
     def sending(self) -> bool:
         """Connected and not closed: its next frame is coming."""
         return not self._closed.is_set() and self.snapshot(take=False).state == CONNECTED

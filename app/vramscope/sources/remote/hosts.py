@@ -19,6 +19,7 @@ from vramscope.core.end_process.actions import READ_ONLY_REFUSAL, ActionResult, 
 from vramscope.core.samples import PROMETHEUS_SOURCE, SSH_SOURCE, Frame, GpuSample, HostState
 from vramscope.core.session.schema import META_HOST_GPU_BLOCK, META_HOSTS
 from vramscope.core.stream.codec import from_wire
+from vramscope.core.stream.settings_request import settings_message
 from vramscope.sources.remote.host_stream import CONNECTED, HostView, RemoteHost
 
 HOST_BLOCK = 64  # GPU indices per host (NVML numbers a machine's GPUs from 0)
@@ -51,6 +52,17 @@ class HostsSource:
         if start:
             for host in self.hosts:
                 host.start()
+
+    def set_interval(self, seconds: float) -> None:
+        """A new interval (the window's settings, through its sampler process): each
+        host's stream takes it (one request; a host that does not know it goes on as it
+        was), a host connected later is started with it, and the passes wait for it."""
+        if seconds == self.interval:
+            return
+        self.interval = float(seconds)
+        for host in self.hosts:
+            host.interval = self.interval
+            host.tell(settings_message(interval=self.interval))
 
     def global_index(self, host: str, index: int) -> int:
         return self._position[host] * HOST_BLOCK + index

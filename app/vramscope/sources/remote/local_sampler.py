@@ -57,16 +57,6 @@ class SamplerProcess(RemoteHost):
         me = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "vramscope"]
         return [*me, "stream", "--interval", f"{self.interval:g}", "--devices-first", *self.options]
 
-    def tell(self, message: dict) -> bool:
-        """Send ``message`` (with an id of its own) to the sampler process without
-        waiting for its answer, or for the process to read it (sources/remote/pipe_writer.py:
-        this is the GUI thread); False when none is running or it does not read (the
-        next one starts with the options). A process still starting reads it after
-        its hello; one that stops reading is ended and started again."""
-        with self._lock:
-            writer = self._writer
-        return writer is not None and writer.send(protocol.encode({**message, "id": next(self._ids)}))
-
     def restart_now(self) -> None:
         """Start the sampler again now instead of after the backoff."""
         self._restart.set()
