@@ -25,7 +25,7 @@ import subprocess
 import threading
 import time
 
-from vramscope.core.samples import SAMPLES_PER_REPORT, Frame
+from vramscope.core.samples import Frame
 from vramscope.core.stream import protocol
 from vramscope.core.stream.codec import MAX_TEXT, plain_json
 from vramscope.core.stream.delta_reader import FrameAssembler
@@ -38,8 +38,8 @@ from vramscope.sources.remote.host_view import (  # the host's states, read thro
     HostView,
     check_target,
     describe_state as describe_state,
-    with_taken,
 )
+from vramscope.sources.remote.agent_backlog import AgentBacklog
 from vramscope.sources.remote.frame_arrivals import FrameArrivals
 from vramscope.sources.remote.pipe_writer import PipeWriter
 from vramscope.sources.remote.ssh_command import (
@@ -86,8 +86,7 @@ class RemoteHost:
         self._proc: subprocess.Popen | None = None
         self._writer: PipeWriter | None = None  # the running process's stdin (never blocks)
         self.write_stall = WRITE_STALL
-        self._events: dict = {}  # agent identity -> events not yet handed out
-        self._samples: dict = {}  # agent identity -> samples not yet handed out
+        self._backlog = AgentBacklog()  # agents' events and samples not yet handed out
         self._ids = itertools.count(1)
         self._waiting: dict[int, list] = {}  # request id -> [Event, reply]
         self._frames_seen = threading.Event()
@@ -144,12 +143,12 @@ class RemoteHost:
         return view
 
     def snapshot(self, take: bool = True) -> HostView:
-        """The newest state; with ``take`` the agents' new events are handed out once."""
+        """The newest state; with ``take`` the agents' events and samples since the last take
+        are handed out once (sources/remote/agent_backlog.py)."""
         with self._lock:
             frame = self._frame
-            if take and frame is not None and (self._events or self._samples):
-                frame = with_taken(frame, self._events, self._samples)
-                self._events, self._samples = {}, {}
+            if take and frame is not None:
+                frame = self._backlog.take(frame)
             retry = None if self._retry_at is None else max(0.0, self._retry_at - self._mono())
             return HostView(
                 self.host, self._state, frame, self._alerts, self._error, retry, self._remote_version
@@ -342,13 +341,7 @@ class RemoteHost:
                 self.arrivals.one()  # (one came: a pass waiting for it goes on with the last)
                 return
             with self._lock:
-                for report in frame.agents:
-                    if report.events:
-                        self._events.setdefault(report.identity, []).extend(report.events)
-                    if report.samples:
-                        held = self._samples.setdefault(report.identity, [])
-                        held.extend(report.samples)
-                        del held[:-SAMPLES_PER_REPORT]
+                self._backlog.add(frame)
                 self._frame = frame
                 self._alerts = alerts
             self._frames_seen.set()

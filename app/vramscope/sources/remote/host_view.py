@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from vramscope.core.samples import SAMPLES_PER_REPORT, Frame, HostStatus
+from vramscope.core.samples import Frame, HostStatus
 from vramscope.core.status.host_text import describe_state as describe_state  # read through here too
 
 CONNECTING, CONNECTED, DOWN, NOT_INSTALLED = (
@@ -48,18 +48,3 @@ class HostView:
 
     def describe(self) -> str:
         return describe_state(self.host, self.state, self.error, self.retry_in)
-
-
-def with_taken(frame: Frame, events: dict, samples: dict) -> Frame:
-    """The frame with every agent's events and samples since the previous take (none
-    lost when the remote sends faster than the monitor samples): ``events`` and
-    ``samples`` map an agent's identity to what its reports brought meanwhile."""
-    agents = tuple(
-        dataclasses.replace(
-            r,
-            events=tuple(events.get(r.identity, r.events)),
-            samples=tuple(samples.get(r.identity, r.samples))[-SAMPLES_PER_REPORT:],
-        )
-        for r in frame.agents
-    )
-    return dataclasses.replace(frame, agents=agents)
