@@ -1,10 +1,11 @@
 """Several machines as one source: `vramscope --host a --host b`.
 
-Each host has its own ssh connection (sources/remote/host_stream.py); a sampling pass
-waits (at most an interval and a second, or 4 s) until each connected host has sent a
-frame since the previous pass, takes the newest of each and lays their GPUs
-side by side: frames taken as they come, not an interval old (a pass on a grid
-of its own fell just before each host's frame, a whole interval late). Every GPU keeps its host and its own index on that host; ``index`` is
+Each host has its own ssh connection (sources/remote/host_stream.py); a sampling
+pass waits (at most an interval and a second, or 4 s) until each connected host
+has sent a frame since the previous pass, takes the newest of each and lays
+their GPUs side by side: frames taken as they come, not an interval old (a pass
+on a grid of its own fell just before each host's frame, a whole interval
+late). Every GPU keeps its host and its own index on that host; ``index`` is
 made unique here (and stable: a host that drops and comes back gets the
 same numbers), so stores, series and tables need no host key. A host that is
 down keeps its last GPUs, marked with the error, until it is back.
