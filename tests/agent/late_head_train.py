@@ -2,9 +2,12 @@
 summed into the known model's loss: a child process for the agent tests.
 
 usage: late_head_train.py DIR   -- writes DIR/head.pt, then DIR/paused (its pid) once the head's first
-backward and the first model's step are done; waits for DIR/release; then trains on and
-writes the real gradient bytes (computed here, independently of the agent) to DIR/real.json
-and stays until DIR/done
+backward and the first model's step are done; waits for DIR/release; then trains on until
+the agent has met the head and five step boundaries more have passed, writes the real
+gradient bytes (computed here, independently of the agent) to DIR/real.json, and waits,
+training no more, until DIR/done. (The five steps: a model the agent meets after a loop's
+last step has its backward watched from the next step boundary; with none coming, the
+agent says gradients n/a with the reason for as long as the script waits.)
 """
 
 import json
@@ -13,6 +16,8 @@ import sys
 import time
 
 import torch
+
+import vramscope.agent
 
 here = sys.argv[1]
 torch.manual_seed(0)
@@ -28,7 +33,12 @@ torch.save(mlp(96), os.path.join(here, "head.pt"))
 first = mlp(128)
 opt = torch.optim.Adam(first.parameters())
 head = None
-for i in range(40):
+agent = vramscope.agent.get()
+assert agent is not None, "no agent: run this under `vramscope run`"
+after_met = None  # step boundaries since the agent met the head
+deadline = None
+i = 0
+while after_met is None or after_met < 5:
     opt.zero_grad()
     loss = first(torch.randn(16, 64)).square().mean()
     if i == 20:  # (a checkpoint of a head, loaded whole)
@@ -45,12 +55,19 @@ for i in range(40):
         os.replace(os.path.join(here, "paused.tmp"), os.path.join(here, "paused"))
         while not os.path.exists(os.path.join(here, "release")):
             time.sleep(0.02)
+        deadline = time.monotonic() + 60
+    if after_met is not None:
+        after_met += 1
+    elif head is not None and i > 20 and {id(p) for p in head.parameters()} <= agent.registry.known_ids():
+        after_met = 0
+    assert deadline is None or time.monotonic() < deadline, "the agent never met the head"
+    i += 1
     time.sleep(0.01)
 grads = [p.grad for m in (first, head) for p in m.parameters() if p.grad is not None]
 real = {"pid": os.getpid(), "gradients": sum(g.untyped_storage().nbytes() for g in grads)}
 with open(os.path.join(here, "real.json.tmp"), "w") as f:
     json.dump(real, f)
 os.replace(os.path.join(here, "real.json.tmp"), os.path.join(here, "real.json"))
-end = time.monotonic() + 60
+end = time.monotonic() + 90
 while not os.path.exists(os.path.join(here, "done")) and time.monotonic() < end:
     time.sleep(0.05)  # (seen until the test is done)
