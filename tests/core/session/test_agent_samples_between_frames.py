@@ -106,3 +106,31 @@ def test_a_file_with_one_agent_row_a_frame_replays_as_before(tmp_path):
         for k in range(6):
             (agent,) = r.frame_at(T0 + k).agents
             assert agent.step == k and agent.devices == frame(k).agents[0].devices
+
+
+def test_the_first_replayed_frame_shows_no_run_that_ended_long_before(tmp_path):
+    """The first frame of a recording brings, beside the live run, an ended run's final
+    dump read from the runtime directory -- its samples an hour old: a replayed first
+    frame shows the live run alone, as later ones do."""
+    path = tmp_path / "s.vramscope"
+    writer = SessionWriter(path, meta={"source": "test", "simulated": True})
+    store = Store()
+    store.listeners.subscribe(writer)
+    first = live_frame(1, [T0 + 1.4, T0 + 1.9])
+    (live,) = first.agents
+    ended = dataclasses.replace(
+        live,
+        pid=777,
+        start_time=T0 - 7200,
+        time=T0 - 3600,
+        connected=False,
+        devices=(device(T0 - 3600),),
+        samples=(AgentSamplePoint(T0 - 3600, 5, (device(T0 - 3600),)),),
+    )
+    store.append(dataclasses.replace(first, agents=(live, ended)))
+    store.append(live_frame(2, [T0 + 2.4, T0 + 2.9, T0 + 3.4, T0 + 3.9]))
+    writer.close()
+    with open_session(path) as r:
+        assert {row["t"] for row in r.recorded.agent_rows()} >= {T0 - 3600}  # (kept in the file)
+        assert [a.pid for a in r.frame_at(T0 + 2).agents] == [4242]
+        assert [a.pid for a in r.frame_at(T0 + 4).agents] == [4242]

@@ -122,14 +122,15 @@ def frame_at(reader, t: float) -> Frame | None:
 
 
 # how far back a replayed frame looks for an agent's newest sample, when its own interval
-# is shorter (frames faster than the agent samples: it is still running)
+# is shorter (frames faster than the agent samples: it is still running) or there is none
+# (the first frame: an ended run's final dump, read then, holds samples of long before)
 AGENT_LOOKBACK = 3.0
 
 
 def _agents_at(reader, tk: float, prev: float) -> tuple:
     """The agents' reports of the frame at ``tk``: each agent's newest sample up to the
     frame (rows at their own times, or at the frame's in files written before)."""
-    since = tk - max(AGENT_LOOKBACK, tk - prev)
+    since = tk - (max(AGENT_LOOKBACK, tk - prev) if math.isfinite(prev) else AGENT_LOOKBACK)
     newest: dict[tuple, dict] = {}  # (proc, device) -> its newest row (rows come in time order)
     for r in reader.recorded.agent_rows(since, tk + 1e-4):
         newest[(r["proc"], r["device"])] = r
