@@ -5,9 +5,9 @@ usage: late_head_train.py DIR   -- writes DIR/head.pt, then DIR/paused (its pid)
 backward and the first model's step are done; waits for DIR/release; then trains on until
 the agent has met the head and five step boundaries more have passed, writes the real
 gradient bytes (computed here, independently of the agent) to DIR/real.json, and waits,
-training no more, until DIR/done. (The five steps: a model the agent meets after a loop's
-last step has its backward watched from the next step boundary; with none coming, the
-agent says gradients n/a with the reason for as long as the script waits.)
+training no more, until DIR/done. (The five steps: the figure written is one the agent
+has seen settle at step boundaries; a model met after a loop's last step has its backward
+watched from the main thread's next statement, tests/agent/tensors/test_agent_thread_grads.py.)
 """
 
 import json

@@ -160,6 +160,40 @@ def test_after_training_the_main_thread_notes_the_gradients_between_two_statemen
     assert want["gradients"] == sum(p.numel() * 4 for p in model.parameters())
 
 
+def test_a_model_met_after_the_last_step_has_its_gradients_noted_between_two_statements(make_agent):
+    """A head summed into the known model's loss, which the agent meets at the loop's last
+    forward (as discovery meets a model) and first walks after the last step boundary:
+    its backward is then watched from the main thread's next statement, as no step
+    boundary comes any more, and the agent thread's sample counts both models'
+    gradients -- not n/a for as long as the script waits (CI, the late-head child)."""
+    live = LiveBytes()
+    with live:
+        model, head = mlp_bn(), mlp_bn(96)
+        opt = torch.optim.Adam(model.parameters())
+        agent = make_agent(LiveBytesProvider(live), interval=60.0)  # no sample while it trains
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        assert agent.wait_started(5)
+        for _ in range(8):
+            opt.zero_grad()
+            head.zero_grad()
+            x = torch.randn(32, 64)
+            (model(x).square().mean() + head(x).square().mean()).backward()
+            opt.step()
+        agent.watch_models([head])  # met as discovery meets a model: walked at the next sample
+        t0 = time.time()
+        threading.Thread(target=agent.measurer.turn, args=(time.monotonic(),)).start()  # a sample is due
+        deadline = time.monotonic() + 5
+        item = None
+        while item is None and time.monotonic() < deadline:  # the main thread runs statements
+            time.sleep(0.005)
+            item = next((s for s in samples(agent) if s["t"] > t0), None)
+        want = truth(live, [model, head], [opt])
+    assert item is not None
+    assert want["gradients"] == sum(p.numel() * 4 for m in (model, head) for p in m.parameters())
+    assert within(cpu_buckets(item)["buckets"], want), (cpu_buckets(item), want)
+
+
 def test_when_no_hook_comes_the_gradients_are_not_known_rather_than_stale(make_agent):
     live = LiveBytes()
     with live:

@@ -139,11 +139,17 @@ class Registry:
 
     def note_between_statements(self) -> None:
         """The main thread, between two statements, while a sample waits (agent/steps/handoff.py):
-        note the gradients (current when no forward's backward is pending)."""
+        note the gradients (current when no forward's backward is pending). Parameters a
+        walk found since the last step boundary get their backward watched here first: a
+        model met after a loop's last step has no step boundary to come (a script that
+        evaluates, saves or waits), and its gradients would read n/a for as long."""
         owners, ledger = self.owners, self._ledger
         if owners is not None:
             # (in a quiet stretch no hook clears forward_pending: the stretch's counts say it)
             settled = not ledger.forward_pending or self._steps.stretch.caught_up()
+            if settled and self._backward.covered != owners.key:
+                self._steps.due = None  # (the step boundary's work, done here)
+                self.on_new_layout()
             ledger.note_all(owners.params, owners.devices, settled=settled)
             self.settle(owners)
 
