@@ -2,7 +2,7 @@
 
 Feeds the scenario suite (tests/core/detectors/cases.py: idle and busy inference
 servers, growth without the agent, an ended warm-up ramp, a bounded sawtooth,
-jittery leaks at 1 s and 0.1 s steps, one allocation retry vs rising retries,
+jittery leaks at 1 s and 0.1 s steps and at 2 ms steps read on 1 step in 50, one allocation retry vs rising retries,
 a notebook in use vs one left idle, a data-loader stall, healthy hours) to the
 real diagnostics engine, then sweeps the leak rule over many random seeds:
 2 MiB/step with +-32 MiB jitter (steps to detection) and flat +-32 MiB jitter

@@ -15,7 +15,8 @@ lasted longer than ``leak_steps`` *and* longer than the longest reset period
 seen, with a robust (Theil-Sen) slope over the recent window and Kendall's
 tau as its significance -- one spike or jitter does not make a trend. Steps
 count by the step numbers the agent reports, so the rule works from whatever
-after-step readings exist.
+after-step readings exist: on steps too short for the agent to read each one
+(2 ms: about 1 in 50), the window spans at least ``WINDOW_MIN_POINTS`` readings.
 
 Three more shapes (issue 27):
 - a single step up (a buffer created once, optimizer state made lazily) is not a
@@ -60,6 +61,9 @@ HISTORY_POINTS = 4096  # after-step readings kept per process and device
 CLIMB_START_POINTS = 5  # readings whose median is the level a climb began at
 RESET_VIEW_POINTS = 200  # the newest readings a reset is judged against
 WINDOW_MIN_STEPS = 60  # the slope is fitted over at least this many recent steps of the climb
+# ... and over at least this many of its newest readings: on steps too short for the agent's
+# budget to read each one (2 ms: ~1 in 50), 60 steps hold one or two readings
+WINDOW_MIN_POINTS = 20
 HOLD_SHARE = 0.5  # a raised leak holds while its slope is at least this share of the threshold
 HOLD_Z = 2.0  # ... and its rise this significant
 STAIR_BLOCK = 10  # readings per block whose median is one level of a staircase
@@ -173,9 +177,14 @@ class LeakRule:
         if span < need:
             st.flagged_since = None
             return None
-        # the recent window: two of the longest reset periods, at least WINDOW_MIN_STEPS,
-        # cut at the last break (a single step up is not a creep)
-        window = max(settings.leak_steps, WINDOW_MIN_STEPS, 2 * (st.longest_period or 0))
+        # the recent window: two of the longest reset periods, at least WINDOW_MIN_STEPS and
+        # WINDOW_MIN_POINTS readings, cut at the last break (a single step up is not a creep)
+        window = max(
+            settings.leak_steps,
+            WINDOW_MIN_STEPS,
+            2 * (st.longest_period or 0),
+            points[-1][0] - points[-min(len(points), WINDOW_MIN_POINTS)][0],
+        )
         recent = [p for p in points if p[0] >= points[-1][0] - window]
         cut = regime_start(
             [p[0] for p in recent],
@@ -202,10 +211,12 @@ class LeakRule:
         if not creeping and stair is None:
             st.flagged_since = None
             return None
-        if not creeping:  # the staircase's mean rise per step
-            steps = [points[0][0], points[-1][0]]
+        if not creeping:  # the staircase's mean rise per step: its first and newest levels,
+            # each the median of a block of readings, at their blocks' middle steps
+            first, last = _block_middle(points, 0), _block_middle(points, stair.levels - 1)
+            steps = [first, last]
             values = [stair.first, stair.last]
-            slope = max((stair.last - stair.first) / max(1, span), 1.0)
+            slope = max((stair.last - stair.first) / max(1, last - first), 1.0)
             agreement, z = 1.0, float("inf")
             recent = points
         if st.flagged_since is None:
@@ -291,3 +302,8 @@ def _staircase(points: list) -> Staircase | None:
     blocks = np.median(values[: n * STAIR_BLOCK].reshape(n, STAIR_BLOCK), axis=1)
     jump = max(float(STAIR_MIN_JUMP_BYTES), 6.0 * _noise(values) / np.sqrt(STAIR_BLOCK))
     return staircase(blocks, jump)
+
+
+def _block_middle(points: list, block: int) -> float:
+    """The middle step of one of ``_staircase``'s blocks of readings."""
+    return float(median(p[0] for p in points[block * STAIR_BLOCK : (block + 1) * STAIR_BLOCK]))

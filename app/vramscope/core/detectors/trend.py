@@ -185,13 +185,14 @@ STAIR_HOLD = 3.0  # it goes on until its last jump is this many of its longest g
 
 
 class Staircase:
-    __slots__ = ("ups", "first", "last", "last_up")
+    __slots__ = ("ups", "first", "last", "last_up", "levels")
 
-    def __init__(self, ups, first, last, last_up):
+    def __init__(self, ups, first, last, last_up, levels):
         self.ups = ups  # indices of the levels that were new highs
         self.first = first  # the first level
         self.last = last  # the newest level
         self.last_up = last_up  # index of the newest jump
+        self.levels = levels  # how many levels (the newest is levels - 1)
 
     @property
     def jumps(self) -> int:
@@ -218,4 +219,4 @@ def staircase(
     gaps = np.diff([0, *ups])
     if len(lv) - 1 - ups[-1] > hold * max(int(gaps.max()), 1):
         return None  # it stopped climbing: a fill that ended
-    return Staircase(ups, float(lv[0]), float(lv[-1]), ups[-1])
+    return Staircase(ups, float(lv[0]), float(lv[-1]), ups[-1], len(lv))
