@@ -194,7 +194,45 @@ def test_a_model_met_after_the_last_step_has_its_gradients_noted_between_two_sta
     assert within(cpu_buckets(item)["buckets"], want), (cpu_buckets(item), want)
 
 
-def test_when_no_hook_comes_the_gradients_are_not_known_rather_than_stale(make_agent):
+def test_a_statement_inside_a_backward_hooks_no_node_of_a_model_met_late(make_agent):
+    """The main thread's pending call can run inside a backward (a Python hook the engine
+    calls): the new layout's nodes are hooked only after it, at the step boundary -- never
+    while the engine goes through their hooks."""
+    live = LiveBytes()
+    with live:
+        model, head = mlp_bn(), mlp_bn(96)
+        opt = torch.optim.Adam(model.parameters())
+        agent = make_agent(LiveBytesProvider(live), interval=60.0)
+        agent.watch(model=model, optimizer=opt)
+        agent.start()
+        assert agent.wait_started(5)
+        for _ in range(4):
+            opt.zero_grad()
+            model(torch.randn(32, 64)).square().mean().backward()
+            opt.step()
+        agent.watch_models([head])
+        agent.registry.walk()  # (the agent thread's walk: the head found, its nodes not hooked)
+        new = agent.registry.owners.key
+        inside = []
+
+        def statement(grad):  # as the pending call between two statements of this hook
+            agent.registry.note_between_statements()
+            inside.append(agent.backward.covered)
+
+        opt.zero_grad()
+        x = torch.randn(32, 64)
+        out = head(x)
+        out.register_hook(statement)
+        (model(x).square().mean() + out.square().mean()).backward()
+        opt.step()
+        for _ in range(20):  # (a quiet step leaves the work to the next full one)
+            if agent.backward.covered == new:
+                break
+            opt.zero_grad()
+            (model(x).square().mean() + head(x).square().mean()).backward()
+            opt.step()
+    assert inside and inside[0] != new  # not hooked inside the backward
+    assert agent.backward.covered == new  # hooked at a step boundary
     live = LiveBytes()
     with live:
         model = mlp_bn()

@@ -147,7 +147,11 @@ class Registry:
         if owners is not None:
             # (in a quiet stretch no hook clears forward_pending: the stretch's counts say it)
             settled = not ledger.forward_pending or self._steps.stretch.caught_up()
-            if settled and self._backward.covered != owners.key:
+            # (never inside a backward: hooking a node while the engine, on this thread,
+            # runs its hooks would change the list it goes through. The backward wrapper
+            # marks every backward pending from its start, so settled says so -- where it
+            # is installed)
+            if settled and self._backward.wrapped and self._backward.covered != owners.key:
                 self._steps.due = None  # (the step boundary's work, done here)
                 self.on_new_layout()
             ledger.note_all(owners.params, owners.devices, settled=settled)
