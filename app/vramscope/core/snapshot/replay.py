@@ -115,6 +115,7 @@ class DeviceReplay:
         self.base = int(a.size[a.start == START].sum())
         self.curve = self.base + np.cumsum(delta[:n])  # allocated bytes after each entry
         self.sorted_times = bool(n == 0 or np.all(np.diff(trace.time_us) >= 0))
+        self._first: np.ndarray | None = None  # per stack id, its first allocation (first_rows)
 
     def peak(self) -> tuple[int, int]:
         """(bytes, entry): the highest allocated bytes and the first entry reaching them
@@ -149,11 +150,32 @@ class DeviceReplay:
         total = np.rint(np.bincount(stacks, weights=sizes)).astype(np.int64)
         count = np.bincount(stacks)
         ids = ids_all = np.flatnonzero(count)
-        if top is not None and len(ids) > top:
-            ids = ids[np.argpartition(-total[ids], top - 1)[:top]]
-        ids = ids[np.lexsort((ids, -total[ids]))]
+        # equal bytes: the stack that allocated first comes first (not the stack ids, which
+        # are the reader's labels: the native and the pure-Python reader number them apart)
+        first = self.first_rows()
+        if top is not None and top <= 0:
+            ids = ids[:0]
+        elif top is not None and len(ids) > top:
+            t = total[ids]
+            kth = np.partition(t, len(t) - top)[len(t) - top]  # the top-th largest
+            tied = ids[t == kth]
+            above = ids[t > kth]
+            tied = tied[np.argsort(first[tied], kind="stable")][: top - len(above)]
+            ids = np.concatenate([above, tied])
+        ids = ids[np.lexsort((first[ids], -total[ids]))]
         groups = list(zip(ids.tolist(), total[ids].tolist(), count[ids].tolist()))
         return Breakdown(at, self.time_of(at), int(sizes.sum()), groups, len(ids_all), len(stacks))
+
+    def first_rows(self) -> np.ndarray:
+        """Per stack id, the first allocation row that holds it (computed once: ~40 ms for
+        10 million allocations)."""
+        if self._first is None:
+            stack = self.allocs.stack
+            rows = len(stack)
+            first = np.full(int(stack.max()) + 1 if rows else 0, rows, dtype=np.int64)
+            np.minimum.at(first, stack, np.arange(rows, dtype=np.int64))
+            self._first = first
+        return self._first
 
     def segments_at(self, at: int) -> list[dict]:
         """The segments alive at an instant, each with its blocks then (allocated and the
