@@ -54,6 +54,19 @@ def samples(agent) -> list[dict]:
     return [i for i in (json.loads(b) for b in agent.ring.all_items()) if i["kind"] == "sample"]
 
 
+def sample_between_statements(agent, timeout: float = 5.0) -> dict | None:
+    """A sample made due on another thread, waited for while this (main) thread runs
+    statements -- where the agent's pending call notes the gradients."""
+    t0 = time.time()
+    threading.Thread(target=agent.measurer.turn, args=(time.monotonic(),)).start()
+    deadline = time.monotonic() + timeout
+    item = None
+    while item is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+        item = next((s for s in samples(agent) if s["t"] > t0), None)
+    return item
+
+
 def within(got: dict, want: dict) -> bool:
     return all(got[b] is not None and abs(got[b] - v) <= 0.01 * v for b, v in want.items())
 
@@ -146,13 +159,7 @@ def test_after_training_the_main_thread_notes_the_gradients_between_two_statemen
             model(torch.randn(32, 64)).square().mean().backward()
             opt.step()
         assert agent.ledger.stale and agent.handoff.main_thread_trains and agent.ledger.resyncs < 6
-        t0 = time.time()
-        threading.Thread(target=agent.measurer.turn, args=(time.monotonic(),)).start()  # a sample is due
-        deadline = time.monotonic() + 5
-        item = None
-        while item is None and time.monotonic() < deadline:  # the main thread runs statements
-            time.sleep(0.005)
-            item = next((s for s in samples(agent) if s["t"] > t0), None)
+        item = sample_between_statements(agent)
         want = truth(live, [model], [opt])
     assert item is not None and item["agent"]["taken_by"] == "agent thread"
     assert not agent.ledger.stale and agent.handoff.served == 0
@@ -181,13 +188,7 @@ def test_a_model_met_after_the_last_step_has_its_gradients_noted_between_two_sta
             (model(x).square().mean() + head(x).square().mean()).backward()
             opt.step()
         agent.watch_models([head])  # met as discovery meets a model: walked at the next sample
-        t0 = time.time()
-        threading.Thread(target=agent.measurer.turn, args=(time.monotonic(),)).start()  # a sample is due
-        deadline = time.monotonic() + 5
-        item = None
-        while item is None and time.monotonic() < deadline:  # the main thread runs statements
-            time.sleep(0.005)
-            item = next((s for s in samples(agent) if s["t"] > t0), None)
+        item = sample_between_statements(agent)
         want = truth(live, [model, head], [opt])
     assert item is not None
     assert want["gradients"] == sum(p.numel() * 4 for m in (model, head) for p in m.parameters())
