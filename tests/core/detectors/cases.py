@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -466,6 +467,7 @@ def leak_at_its_rate_from_sparse_readings(alert):
     leak_with_projection(alert)
     assert 1.8 * MiB <= alert.data["slope_bytes_per_step"] <= 2.2 * MiB
     assert alert.data["staircase_jumps"] is None or "a staircase" not in alert.evidence[0]
+    assert any(re.search(r"\(read after \d+ of them: on steps this short", e) for e in alert.evidence)
 
 
 # -- the suite ---------------------------------------------------------------------------

@@ -244,8 +244,9 @@ class LeakRule:
             f"allocated after step {steps[0]}: {fmt_bytes(values[0])}; "
             f"after step {steps[-1]}: {fmt_bytes(values[-1])}",
             (
-                f"robust (Theil-Sen) slope over the last {steps[-1] - steps[0]:.0f} steps: "
-                f"+{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise "
+                f"robust (Theil-Sen) slope over the last {steps[-1] - steps[0]:.0f} steps"
+                + _read_on(len(steps), steps[-1] - steps[0] + 1)
+                + f": +{slope / MiB:.1f} MiB/step; {agreement:.0%} of step pairs rise "
                 f"({z:.1f} standard deviations above chance)"
                 if creeping
                 else f"on average +{slope / MiB:.1f} MiB/step over {span:.0f} steps"
@@ -291,6 +292,17 @@ class LeakRule:
                 "staircase_jumps": stair.jumps if stair is not None else None,
             },
         )
+
+
+def _read_on(readings: int, steps: float) -> str:
+    """Where the readings are fewer than the steps (steps too short for the agent to read
+    after each one), how many there were."""
+    if readings >= 0.9 * steps:
+        return ""
+    return (
+        f" (read after {readings} of them: on steps this short the agent reads after a share, "
+        "within its CPU budget)"
+    )
 
 
 def _staircase(points: list) -> Staircase | None:
