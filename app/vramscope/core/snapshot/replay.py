@@ -150,8 +150,9 @@ class DeviceReplay:
         total = np.rint(np.bincount(stacks, weights=sizes)).astype(np.int64)
         count = np.bincount(stacks)
         ids = ids_all = np.flatnonzero(count)
-        # equal bytes: the stack that allocated first comes first (not the stack ids, which
-        # are the reader's labels: the native and the pure-Python reader number them apart)
+        # equal bytes: in the order of each stack's first row in the allocations' table (the
+        # trace's allocations in order, then those alive from the start) -- not by stack id,
+        # the reader's own label: the native and the pure-Python reader number them apart
         first = self.first_rows()
         if top is not None and top <= 0:
             ids = ids[:0]
